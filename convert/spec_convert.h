@@ -1,0 +1,43 @@
+// Turns paratune.v1 request messages into validated estimator values and back. Every error
+// is INVALID_ARGUMENT (or NOT_FOUND for an unknown preset) naming the proto field and value.
+#ifndef PARATUNE_CONVERT_SPEC_CONVERT_H_
+#define PARATUNE_CONVERT_SPEC_CONVERT_H_
+
+#include "absl/status/statusor.h"
+#include "estimator/cluster_spec.h"
+#include "estimator/model_spec.h"
+#include "estimator/parallel_config.h"
+#include "estimator/planner.h"
+#include "estimator/training_spec.h"
+#include "proto/search.pb.h"
+#include "proto/specs.pb.h"
+
+namespace paratune {
+
+// A preset, or explicit dimensions (then every dimension must be set and the preset empty).
+absl::StatusOr<ModelSpec> ModelSpecFromProto(const v1::ModelSpec& proto);
+absl::StatusOr<TrainingSpec> TrainingSpecFromProto(const v1::TrainingSpec& proto);
+// The GPU's catalog values with every non-zero proto field overriding its counterpart.
+absl::StatusOr<ClusterSpec> ClusterSpecFromProto(const v1::ClusterSpec& proto);
+absl::StatusOr<ParallelConfig> ParallelConfigFromProto(const v1::ParallelConfig& proto,
+                                                       const ModelSpec& model,
+                                                       const TrainingSpec& training,
+                                                       const ClusterSpec& cluster,
+                                                       const PlacementRules& rules);
+// Search-space and memory options of a plan.
+absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::SearchSpace& proto);
+
+v1::ParallelConfig ParallelConfigToProto(const ParallelConfig& config);
+
+// The validated model, training run and cluster of one search spec.
+struct ResolvedSpec {
+  ModelSpec model;
+  TrainingSpec training;
+  ClusterSpec cluster;
+  PlanOptions plan_options;
+};
+absl::StatusOr<ResolvedSpec> ResolveSearchSpec(const v1::SearchSpec& proto);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_CONVERT_SPEC_CONVERT_H_

@@ -1,0 +1,54 @@
+// GPU types (catalog) and clusters of identical nodes.
+#ifndef PARATUNE_ESTIMATOR_CLUSTER_SPEC_H_
+#define PARATUNE_ESTIMATOR_CLUSTER_SPEC_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace paratune {
+
+// One GPU type. Units: bytes, TFLOP/s (1e12), GB/s (1e9 bytes/s).
+struct GpuSpec {
+  std::string name;                     // catalog name, e.g. "h100-94gb"
+  int64_t memory_bytes = 0;             // as nvidia-smi reports the total
+  double peak_bf16_tflops = 0;          // dense tensor-core peak
+  double hbm_bandwidth_gbps = 0;
+  double nvlink_bandwidth_gbps = 0;     // per GPU per direction
+  double network_bandwidth_gbps = 0;    // inter-node, per GPU per direction
+};
+
+// The catalog GPU called `name` (case-insensitive); NOT_FOUND listing known names otherwise.
+absl::StatusOr<GpuSpec> FindGpuPreset(absl::string_view name);
+
+// Names of every catalog GPU, in catalog order.
+std::vector<std::string> GpuPresetNames();
+
+// num_nodes nodes of gpus_per_node identical GPUs. Immutable and always valid.
+class ClusterSpec {
+ public:
+  // INVALID_ARGUMENT naming the field ("cluster.num_nodes (0) must be in [1, 65536]") when a
+  // count or a GPU figure is out of range.
+  static absl::StatusOr<ClusterSpec> Create(const GpuSpec& gpu, int64_t num_nodes,
+                                            int64_t gpus_per_node);
+
+  const GpuSpec& gpu() const { return gpu_; }
+  int64_t num_nodes() const { return num_nodes_; }
+  int64_t gpus_per_node() const { return gpus_per_node_; }
+  int64_t world_size() const { return num_nodes_ * gpus_per_node_; }
+
+ private:
+  ClusterSpec(const GpuSpec& gpu, int64_t num_nodes, int64_t gpus_per_node)
+      : gpu_(gpu), num_nodes_(num_nodes), gpus_per_node_(gpus_per_node) {}
+
+  GpuSpec gpu_;
+  int64_t num_nodes_;
+  int64_t gpus_per_node_;
+};
+
+}  // namespace paratune
+
+#endif  // PARATUNE_ESTIMATOR_CLUSTER_SPEC_H_

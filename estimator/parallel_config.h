@@ -1,0 +1,106 @@
+// One 4D-parallel configuration and the rules that make it valid (DESIGN.md §5.1).
+#ifndef PARATUNE_ESTIMATOR_PARALLEL_CONFIG_H_
+#define PARATUNE_ESTIMATOR_PARALLEL_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "estimator/cluster_spec.h"
+#include "estimator/model_spec.h"
+#include "estimator/training_spec.h"
+
+namespace paratune {
+
+enum class Recompute { kNone, kSelective, kFull };
+
+// Raw configuration fields; a ParallelConfig holds only combinations that passed the rules.
+struct ParallelDims {
+  int64_t dp = 1;                // data parallel d
+  int64_t tp = 1;                // tensor parallel t
+  int64_t pp = 1;                // pipeline parallel p
+  int64_t cp = 1;                // context parallel c
+  int64_t micro_batch = 1;       // b
+  int64_t virtual_pipeline = 1;  // v, 1 = not interleaved
+  bool sequence_parallel = true;
+  Recompute recompute = Recompute::kNone;
+};
+
+// Switches of the validity rules.
+struct PlacementRules {
+  // tp x cp may span nodes (DESIGN.md §5.1: off by default, slow over the network).
+  bool allow_tp_cp_across_nodes = false;
+};
+
+// Why a configuration is invalid; kValid when it is not. Cheap to compute (no allocation), so
+// the planner can count rejections per reason for millions of configurations.
+enum class Rejection {
+  kValid = 0,
+  kWorldSizeMismatch,        // dp x tp x pp x cp != cluster GPUs
+  kTpHeads,                  // tp does not divide attention heads
+  kTpKvHeads,                // tp and kv heads: neither divides the other
+  kPpLayers,                 // pp does not divide layers
+  kVirtualPipelineLayers,    // v x pp does not divide layers (or v > 1 with pp = 1)
+  kCpSequence,               // 2 x cp does not divide the sequence length
+  kBatchDivisibility,        // dp x b does not divide the global batch
+  kTpCpAcrossNodes,          // tp x cp larger than a node (not allowed by the rules)
+  kCount,
+};
+
+// Short stable description of a rule, e.g. "tensor_parallel does not divide heads".
+const char* RejectionRule(Rejection rejection);
+
+// The first rule `dims` breaks, or kValid. Dims with a field < 1 are kWorldSizeMismatch.
+Rejection CheckRules(const ModelSpec& model, const TrainingSpec& training,
+                     const ClusterSpec& cluster, const PlacementRules& rules,
+                     const ParallelDims& dims);
+
+// A message naming the fields and values that break `rejection`, e.g.
+// "config.tensor_parallel (16) does not divide model.num_kv_heads (8)".
+std::string DescribeRejection(Rejection rejection, const ModelSpec& model,
+                              const TrainingSpec& training, const ClusterSpec& cluster,
+                              const ParallelDims& dims);
+
+// A configuration valid for its model, training run and cluster. Immutable.
+class ParallelConfig {
+ public:
+  // INVALID_ARGUMENT with DescribeRejection's message when a rule is broken, or naming the
+  // field when a value is < 1.
+  static absl::StatusOr<ParallelConfig> Create(const ModelSpec& model,
+                                               const TrainingSpec& training,
+                                               const ClusterSpec& cluster,
+                                               const PlacementRules& rules,
+                                               const ParallelDims& dims);
+
+  // For the planner, which has already called CheckRules and found kValid.
+  static ParallelConfig FromCheckedDims(const ParallelDims& dims) {
+    return ParallelConfig(dims);
+  }
+
+  const ParallelDims& dims() const { return dims_; }
+  int64_t dp() const { return dims_.dp; }
+  int64_t tp() const { return dims_.tp; }
+  int64_t pp() const { return dims_.pp; }
+  int64_t cp() const { return dims_.cp; }
+  int64_t micro_batch() const { return dims_.micro_batch; }
+  int64_t virtual_pipeline() const { return dims_.virtual_pipeline; }
+  bool sequence_parallel() const { return dims_.sequence_parallel; }
+  Recompute recompute() const { return dims_.recompute; }
+
+  // Micro-batches per step m = global batch / (dp x b).
+  int64_t NumMicroBatches(const TrainingSpec& training) const {
+    return training.global_batch_size() / (dims_.dp * dims_.micro_batch);
+  }
+
+  // "dp2 tp2 pp1 cp1 mbs1" (with " vp2", " recompute=full" when set), for tables and logs.
+  std::string ToString() const;
+
+ private:
+  explicit ParallelConfig(const ParallelDims& dims) : dims_(dims) {}
+
+  ParallelDims dims_;
+};
+
+}  // namespace paratune
+
+#endif  // PARATUNE_ESTIMATOR_PARALLEL_CONFIG_H_

@@ -1,0 +1,60 @@
+// Enumerates the 4D-parallel space of a model on a cluster, checks the rules, prunes by
+// memory and orders the survivors by predicted throughput (DESIGN.md §5.1).
+#ifndef PARATUNE_ESTIMATOR_PLANNER_H_
+#define PARATUNE_ESTIMATOR_PLANNER_H_
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "estimator/cluster_spec.h"
+#include "estimator/memory_model.h"
+#include "estimator/model_spec.h"
+#include "estimator/parallel_config.h"
+#include "estimator/performance_model.h"
+#include "estimator/training_spec.h"
+
+namespace paratune {
+
+struct PlanOptions {
+  // Micro-batch sizes to enumerate; empty means 1, 2, 4, 8, 16.
+  std::vector<int64_t> micro_batch_sizes;
+  PlacementRules rules;
+  MemoryOptions memory;
+  // Keep RISKY configurations among the candidates (SAFE only otherwise).
+  bool include_risky = false;
+};
+
+struct PlanCounts {
+  int64_t enumerated = 0;  // (dp, tp, pp, cp, b) with dp x tp x pp x cp = GPUs
+  int64_t valid = 0;       // pass CheckRules
+  int64_t safe = 0;        // valid and SAFE
+  int64_t risky = 0;       // valid and RISKY
+  int64_t out_of_memory = 0;
+};
+
+struct PlannedConfig {
+  ParallelConfig config;
+  MemoryEstimate memory;
+  PerformanceEstimate predicted;
+};
+
+struct Plan {
+  PlanCounts counts;
+  // SAFE (and RISKY if asked) configurations, best predicted TFLOP/s per GPU first; ties
+  // broken by less memory, then by ToString() order, so the order is deterministic.
+  std::vector<PlannedConfig> candidates;
+  // Invalid configurations per rule, indexed by Rejection.
+  std::array<int64_t, static_cast<int>(Rejection::kCount)> rejections{};
+};
+
+// INVALID_ARGUMENT naming the field when an option is out of range (e.g. a micro-batch size
+// < 1 or safe_fraction outside (0, 1]).
+absl::StatusOr<Plan> PlanConfigurations(const ModelSpec& model, const TrainingSpec& training,
+                                        const ClusterSpec& cluster, const PlanOptions& options,
+                                        const PerformanceParameters& params);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_ESTIMATOR_PLANNER_H_

@@ -1,0 +1,42 @@
+// The shape and numerics of one training run.
+#ifndef PARATUNE_ESTIMATOR_TRAINING_SPEC_H_
+#define PARATUNE_ESTIMATOR_TRAINING_SPEC_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+
+namespace paratune {
+
+struct TrainingOptions {
+  int64_t global_batch_size = 0;     // sequences per optimizer step
+  int64_t seq_len = 0;               // tokens per sequence
+  bool fp8 = false;                  // fp8 GEMMs (bf16 otherwise)
+  bool distributed_optimizer = true; // optimizer states sharded over dp x cp
+  bool fp32_gradients = true;        // 4-byte gradients (2 when false)
+  bool flash_attention = true;
+};
+
+// Immutable and always valid.
+class TrainingSpec {
+ public:
+  // INVALID_ARGUMENT naming the field ("training.seq_len (0) must be in [1, 4194304]").
+  static absl::StatusOr<TrainingSpec> Create(const TrainingOptions& options);
+
+  const TrainingOptions& options() const { return options_; }
+  int64_t global_batch_size() const { return options_.global_batch_size; }
+  int64_t seq_len() const { return options_.seq_len; }
+  bool fp8() const { return options_.fp8; }
+  bool distributed_optimizer() const { return options_.distributed_optimizer; }
+  bool fp32_gradients() const { return options_.fp32_gradients; }
+  bool flash_attention() const { return options_.flash_attention; }
+
+ private:
+  explicit TrainingSpec(const TrainingOptions& options) : options_(options) {}
+
+  TrainingOptions options_;
+};
+
+}  // namespace paratune
+
+#endif  // PARATUNE_ESTIMATOR_TRAINING_SPEC_H_
