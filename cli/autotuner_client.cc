@@ -1,0 +1,78 @@
+#include "cli/autotuner_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace paratune {
+
+AutotunerClient::AutotunerClient(const std::string& address, absl::Duration rpc_timeout)
+    : address_(address),
+      rpc_timeout_(rpc_timeout),
+      stub_(v1::Autotuner::NewStub(
+          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+
+absl::Status AutotunerClient::ToStatus(const grpc::Status& status) const {
+  if (status.ok()) return absl::OkStatus();
+  std::string message = status.error_message();
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    absl::StrAppend(&message, " (is paratune-server running at ", address_, "?)");
+  }
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), message);
+}
+
+std::unique_ptr<grpc::ClientContext> AutotunerClient::NewContext(absl::Duration timeout) const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  return context;
+}
+
+template <typename Response, typename Request, typename Method>
+absl::StatusOr<Response> AutotunerClient::Call(Method method, const Request& request) {
+  Response response;
+  auto context = NewContext(rpc_timeout_);
+  absl::Status status = ToStatus((stub_.get()->*method)(context.get(), request, &response));
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<v1::Search> AutotunerClient::CreateSearch(const v1::CreateSearchRequest& request) {
+  return Call<v1::Search>(&v1::Autotuner::Stub::CreateSearch, request);
+}
+
+absl::StatusOr<v1::Search> AutotunerClient::GetSearch(const std::string& name) {
+  v1::GetSearchRequest request;
+  request.set_name(name);
+  return Call<v1::Search>(&v1::Autotuner::Stub::GetSearch, request);
+}
+
+absl::StatusOr<v1::ListSearchesResponse> AutotunerClient::ListSearches(
+    const v1::ListSearchesRequest& request) {
+  return Call<v1::ListSearchesResponse>(&v1::Autotuner::Stub::ListSearches, request);
+}
+
+absl::StatusOr<v1::Search> AutotunerClient::CancelSearch(const std::string& name) {
+  v1::CancelSearchRequest request;
+  request.set_name(name);
+  return Call<v1::Search>(&v1::Autotuner::Stub::CancelSearch, request);
+}
+
+absl::StatusOr<v1::ListWorkersResponse> AutotunerClient::ListWorkers() {
+  return Call<v1::ListWorkersResponse>(&v1::Autotuner::Stub::ListWorkers,
+                                       v1::ListWorkersRequest());
+}
+
+absl::Status AutotunerClient::WatchSearch(
+    const std::string& name, absl::Duration watch_timeout,
+    const std::function<void(const v1::WatchSearchResponse&)>& on_event) {
+  v1::WatchSearchRequest request;
+  request.set_name(name);
+  auto context = NewContext(watch_timeout);
+  std::unique_ptr<grpc::ClientReader<v1::WatchSearchResponse>> reader =
+      stub_->WatchSearch(context.get(), request);
+  v1::WatchSearchResponse event;
+  while (reader->Read(&event)) on_event(event);
+  return ToStatus(reader->Finish());
+}
+
+}  // namespace paratune

@@ -1,0 +1,43 @@
+// The subcommands of `paratune`. Each prints to `out` and returns the error to report.
+#ifndef PARATUNE_CLI_COMMANDS_H_
+#define PARATUNE_CLI_COMMANDS_H_
+
+#include <ostream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "cli/autotuner_client.h"
+#include "cli/output.h"
+#include "proto/autotuner_service.pb.h"
+
+namespace paratune {
+
+// Offline: the estimator alone, no server.
+absl::Status RunEstimate(const v1::EstimateRequest& request, const OutputOptions& output,
+                         std::ostream& out);
+absl::Status RunPlan(const v1::PlanRequest& request, const OutputOptions& output,
+                     std::ostream& out);
+
+// Against a server.
+// Creates the search and prints its name; with `watch`, follows it like RunWatch.
+absl::Status RunSubmit(AutotunerClient& client, const v1::CreateSearchRequest& request,
+                       bool watch, absl::Duration watch_timeout, const OutputOptions& output,
+                       std::ostream& out);
+// Prints progress on every event (one line per event, or one line redrawn in place on a
+// terminal) and the ranked result when the search ends. FAILED_PRECONDITION when the search
+// ended FAILED or CANCELLED, so scripts see a non-zero exit.
+absl::Status RunWatch(AutotunerClient& client, const std::string& name,
+                      absl::Duration watch_timeout, const OutputOptions& output,
+                      std::ostream& out);
+absl::Status RunGet(AutotunerClient& client, const std::string& name, const OutputOptions& output,
+                    std::ostream& out);
+absl::Status RunList(AutotunerClient& client, const v1::ListSearchesRequest& request,
+                     const OutputOptions& output, std::ostream& out);
+absl::Status RunCancel(AutotunerClient& client, const std::string& name,
+                       const OutputOptions& output, std::ostream& out);
+absl::Status RunWorkers(AutotunerClient& client, const OutputOptions& output, std::ostream& out);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_CLI_COMMANDS_H_

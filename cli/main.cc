@@ -1,0 +1,286 @@
+// paratune: the command-line client of paratune-server, and an offline estimator.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "cli/autotuner_client.h"
+#include "cli/commands.h"
+#include "cli/output.h"
+
+ABSL_FLAG(std::string, model, "llama3.1-8b",
+          "Model preset: llama2-7b, llama2-13b, llama2-70b, llama3.1-8b, llama3.1-70b, "
+          "llama3.1-405b, llama3.2-1b, llama3.2-3b. Empty to give --hidden_size etc.");
+ABSL_FLAG(int64_t, hidden_size, 0, "Explicit model: hidden size h (with --model=).");
+ABSL_FLAG(int64_t, ffn_hidden_size, 0, "Explicit model: SwiGLU inner width f.");
+ABSL_FLAG(int64_t, num_layers, 0, "Explicit model: layers L.");
+ABSL_FLAG(int64_t, num_heads, 0, "Explicit model: attention heads a.");
+ABSL_FLAG(int64_t, num_kv_heads, 0, "Explicit model: key/value heads k.");
+ABSL_FLAG(int64_t, vocab_size, 0, "Explicit model: vocabulary size V.");
+ABSL_FLAG(bool, tied_embeddings, false, "Explicit model: LM head tied to the embedding.");
+
+ABSL_FLAG(std::string, gpu, "h100-80gb",
+          "GPU type: a100-40gb, a100-80gb, h100-80gb, h100-94gb, h200-141gb.");
+ABSL_FLAG(int64_t, nodes, 1, "Number of nodes.");
+ABSL_FLAG(int64_t, gpus_per_node, 8, "GPUs per node.");
+
+ABSL_FLAG(int64_t, global_batch, 1024, "Global batch size, sequences per optimizer step.");
+ABSL_FLAG(int64_t, seq_len, 8192, "Sequence length, tokens.");
+ABSL_FLAG(bool, fp8, false, "fp8 GEMMs (bf16 otherwise).");
+ABSL_FLAG(bool, distributed_optimizer, true,
+          "Megatron distributed optimizer: optimizer states sharded over dp x cp.");
+ABSL_FLAG(bool, fp32_grads, true, "fp32 gradients (bf16 when false).");
+ABSL_FLAG(bool, flash_attention, true, "FlashAttention.");
+
+ABSL_FLAG(int64_t, tp, 1, "estimate: tensor-parallel size.");
+ABSL_FLAG(int64_t, pp, 1, "estimate: pipeline-parallel size.");
+ABSL_FLAG(int64_t, cp, 1, "estimate: context-parallel size.");
+ABSL_FLAG(int64_t, dp, 0,
+          "estimate: data-parallel size; 0 derives it as GPUs / (tp x pp x cp).");
+ABSL_FLAG(int64_t, mbs, 1, "estimate: micro-batch size.");
+ABSL_FLAG(int64_t, vp, 1, "estimate: virtual pipeline stages per rank (interleaving).");
+ABSL_FLAG(std::string, recompute, "none", "estimate: activation recompute: none, selective, full.");
+ABSL_FLAG(bool, sequence_parallel, true, "estimate: sequence parallelism with TP.");
+
+ABSL_FLAG(double, safe_fraction, 0.80,
+          "Memory fraction of capacity below which a configuration is SAFE.");
+ABSL_FLAG(std::vector<std::string>, micro_batches, {},
+          "plan/submit: micro-batch sizes to try (comma list); default 1,2,4,8,16.");
+ABSL_FLAG(bool, allow_tp_cp_across_nodes, false, "plan/submit: let tp x cp span nodes.");
+ABSL_FLAG(bool, include_risky, false, "plan/submit: keep RISKY configurations as candidates.");
+ABSL_FLAG(int64_t, limit, 20, "plan: candidates shown; 0 shows all.");
+
+ABSL_FLAG(std::string, policy, "top_k", "submit: search policy: top_k or exhaustive.");
+ABSL_FLAG(int64_t, top_k, 8, "submit: candidates probed by the top_k policy.");
+ABSL_FLAG(std::string, backend, "sim", "submit: probe backend the workers use (sim).");
+ABSL_FLAG(int64_t, warmup_steps, 2, "submit: untimed steps per probe.");
+ABSL_FLAG(int64_t, timed_steps, 5, "submit: timed steps per probe.");
+ABSL_FLAG(uint64_t, seed, 1, "submit: seed of the sim backend's noise.");
+ABSL_FLAG(std::string, name, "", "submit: display name of the search.");
+ABSL_FLAG(bool, watch, false, "submit: follow the search until it ends, then print the result.");
+
+ABSL_FLAG(std::string, server, "127.0.0.1:50051", "Address of paratune-server, host:port.");
+ABSL_FLAG(absl::Duration, rpc_timeout, absl::Seconds(30), "Deadline of each RPC.");
+ABSL_FLAG(absl::Duration, watch_timeout, absl::Hours(24), "Longest time to watch a search.");
+ABSL_FLAG(int64_t, page_size, 50, "list: searches per page.");
+ABSL_FLAG(std::string, page_token, "", "list: page token from a previous list.");
+ABSL_FLAG(bool, json, false, "Print the result as the proto's canonical JSON.");
+
+namespace {
+
+constexpr char kUsage[] = R"(paratune: find the fastest 4D-parallel configuration for Llama training.
+
+Usage: paratune COMMAND [flags]
+
+Offline (the estimator alone, no server):
+  estimate   memory breakdown, verdict and predicted speed of one configuration
+               paratune estimate --model=llama3.1-8b --gpu=h100-94gb --nodes=1 \
+                 --gpus_per_node=4 --tp=2 --cp=1 --pp=1 --mbs=1 --seq_len=8192
+  plan       every valid configuration, pruned by memory, ordered by prediction
+               paratune plan --model=llama3.1-70b --gpu=h100-80gb --nodes=8
+
+Against paratune-server (--server=host:port):
+  submit     create a search from the same flags as plan (--watch to follow it)
+  watch NAME follow a search (e.g. searches/1) until it ends; print the ranked result
+  get NAME   print a search and its ranked candidates
+  list       list searches, newest first
+  cancel NAME
+  workers    list registered workers
+
+Every command takes --json to print the API's proto as canonical JSON.
+Exit status: 0 success, 1 error (the message names the field at fault), 2 bad usage.
+Run 'paratune --helpfull' for every flag.)";
+
+paratune::v1::ModelSpec ModelFromFlags() {
+  paratune::v1::ModelSpec model;
+  model.set_preset(absl::GetFlag(FLAGS_model));
+  model.set_hidden_size(absl::GetFlag(FLAGS_hidden_size));
+  model.set_ffn_hidden_size(absl::GetFlag(FLAGS_ffn_hidden_size));
+  model.set_num_layers(absl::GetFlag(FLAGS_num_layers));
+  model.set_num_attention_heads(absl::GetFlag(FLAGS_num_heads));
+  model.set_num_kv_heads(absl::GetFlag(FLAGS_num_kv_heads));
+  model.set_vocab_size(absl::GetFlag(FLAGS_vocab_size));
+  model.set_tied_embeddings(absl::GetFlag(FLAGS_tied_embeddings));
+  return model;
+}
+
+paratune::v1::TrainingSpec TrainingFromFlags() {
+  paratune::v1::TrainingSpec training;
+  training.set_global_batch_size(absl::GetFlag(FLAGS_global_batch));
+  training.set_seq_len(absl::GetFlag(FLAGS_seq_len));
+  training.set_precision(absl::GetFlag(FLAGS_fp8) ? paratune::v1::FP8 : paratune::v1::BF16);
+  training.set_distributed_optimizer(absl::GetFlag(FLAGS_distributed_optimizer));
+  training.set_fp32_gradients(absl::GetFlag(FLAGS_fp32_grads));
+  training.set_flash_attention(absl::GetFlag(FLAGS_flash_attention));
+  return training;
+}
+
+paratune::v1::ClusterSpec ClusterFromFlags() {
+  paratune::v1::ClusterSpec cluster;
+  cluster.mutable_gpu()->set_type(absl::GetFlag(FLAGS_gpu));
+  cluster.set_num_nodes(absl::GetFlag(FLAGS_nodes));
+  cluster.set_gpus_per_node(absl::GetFlag(FLAGS_gpus_per_node));
+  return cluster;
+}
+
+absl::StatusOr<paratune::v1::Recompute> RecomputeFromFlag() {
+  const std::string value = absl::AsciiStrToLower(absl::GetFlag(FLAGS_recompute));
+  if (value == "none") return paratune::v1::RECOMPUTE_NONE;
+  if (value == "selective") return paratune::v1::RECOMPUTE_SELECTIVE;
+  if (value == "full") return paratune::v1::RECOMPUTE_FULL;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--recompute (\"", value, "\") must be none, selective or full"));
+}
+
+absl::StatusOr<paratune::v1::EstimateRequest> EstimateRequestFromFlags() {
+  paratune::v1::EstimateRequest request;
+  *request.mutable_model() = ModelFromFlags();
+  *request.mutable_training() = TrainingFromFlags();
+  *request.mutable_cluster() = ClusterFromFlags();
+  paratune::v1::ParallelConfig& config = *request.mutable_config();
+  const int64_t tp = absl::GetFlag(FLAGS_tp);
+  const int64_t pp = absl::GetFlag(FLAGS_pp);
+  const int64_t cp = absl::GetFlag(FLAGS_cp);
+  int64_t dp = absl::GetFlag(FLAGS_dp);
+  const int64_t world = absl::GetFlag(FLAGS_nodes) * absl::GetFlag(FLAGS_gpus_per_node);
+  if (dp == 0 && tp > 0 && pp > 0 && cp > 0 && world % (tp * pp * cp) == 0) {
+    dp = world / (tp * pp * cp);
+  }
+  config.set_data_parallel(dp);
+  config.set_tensor_parallel(tp);
+  config.set_pipeline_parallel(pp);
+  config.set_context_parallel(cp);
+  config.set_micro_batch_size(absl::GetFlag(FLAGS_mbs));
+  config.set_virtual_pipeline(absl::GetFlag(FLAGS_vp));
+  config.set_sequence_parallel(absl::GetFlag(FLAGS_sequence_parallel));
+  auto recompute = RecomputeFromFlag();
+  if (!recompute.ok()) return recompute.status();
+  config.set_recompute(*recompute);
+  request.set_safe_memory_fraction(absl::GetFlag(FLAGS_safe_fraction));
+  return request;
+}
+
+absl::StatusOr<paratune::v1::SearchSpec> SearchSpecFromFlags() {
+  paratune::v1::SearchSpec spec;
+  *spec.mutable_model() = ModelFromFlags();
+  *spec.mutable_training() = TrainingFromFlags();
+  *spec.mutable_cluster() = ClusterFromFlags();
+  paratune::v1::SearchSpace& space = *spec.mutable_space();
+  for (const std::string& text : absl::GetFlag(FLAGS_micro_batches)) {
+    int64_t value = 0;
+    if (!absl::SimpleAtoi(text, &value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--micro_batches: \"", text, "\" is not an integer"));
+    }
+    space.add_micro_batch_sizes(value);
+  }
+  space.set_allow_tp_cp_across_nodes(absl::GetFlag(FLAGS_allow_tp_cp_across_nodes));
+  space.set_safe_memory_fraction(absl::GetFlag(FLAGS_safe_fraction));
+  space.set_include_risky(absl::GetFlag(FLAGS_include_risky));
+  const std::string policy = absl::AsciiStrToLower(absl::GetFlag(FLAGS_policy));
+  if (policy == "top_k") {
+    spec.set_policy(paratune::v1::TOP_K);
+  } else if (policy == "exhaustive") {
+    spec.set_policy(paratune::v1::EXHAUSTIVE);
+  } else if (policy == "adaptive") {
+    spec.set_policy(paratune::v1::ADAPTIVE);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--policy (\"", policy, "\") must be top_k or exhaustive"));
+  }
+  spec.set_top_k(absl::GetFlag(FLAGS_top_k));
+  spec.mutable_probe()->set_backend(absl::GetFlag(FLAGS_backend));
+  spec.mutable_probe()->set_warmup_steps(absl::GetFlag(FLAGS_warmup_steps));
+  spec.mutable_probe()->set_timed_steps(absl::GetFlag(FLAGS_timed_steps));
+  spec.set_seed(absl::GetFlag(FLAGS_seed));
+  return spec;
+}
+
+// The one positional argument of watch/get/cancel.
+absl::StatusOr<std::string> SearchName(const std::vector<char*>& args) {
+  if (args.size() != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(args[1], " takes one search name, e.g. searches/1"));
+  }
+  return std::string(args[2]);
+}
+
+absl::Status Run(const std::vector<char*>& args, const paratune::OutputOptions& output) {
+  const std::string command = args[1];
+  if (command == "estimate" || command == "plan") {
+    if (args.size() != 2) {
+      return absl::InvalidArgumentError(absl::StrCat(command, " takes flags only, not \"",
+                                                     args[2], "\""));
+    }
+    if (command == "estimate") {
+      auto request = EstimateRequestFromFlags();
+      if (!request.ok()) return request.status();
+      return paratune::RunEstimate(*request, output, std::cout);
+    }
+    auto spec = SearchSpecFromFlags();
+    if (!spec.ok()) return spec.status();
+    paratune::v1::PlanRequest request;
+    *request.mutable_spec() = *spec;
+    request.set_limit(absl::GetFlag(FLAGS_limit));
+    return paratune::RunPlan(request, output, std::cout);
+  }
+
+  paratune::AutotunerClient client(absl::GetFlag(FLAGS_server), absl::GetFlag(FLAGS_rpc_timeout));
+  const absl::Duration watch_timeout = absl::GetFlag(FLAGS_watch_timeout);
+  if (command == "submit") {
+    auto spec = SearchSpecFromFlags();
+    if (!spec.ok()) return spec.status();
+    paratune::v1::CreateSearchRequest request;
+    *request.mutable_spec() = *spec;
+    request.set_display_name(absl::GetFlag(FLAGS_name));
+    return paratune::RunSubmit(client, request, absl::GetFlag(FLAGS_watch), watch_timeout, output,
+                               std::cout);
+  }
+  if (command == "list") {
+    paratune::v1::ListSearchesRequest request;
+    request.set_page_size(absl::GetFlag(FLAGS_page_size));
+    request.set_page_token(absl::GetFlag(FLAGS_page_token));
+    return paratune::RunList(client, request, output, std::cout);
+  }
+  if (command == "workers") return paratune::RunWorkers(client, output, std::cout);
+  if (command == "watch" || command == "get" || command == "cancel") {
+    auto name = SearchName(args);
+    if (!name.ok()) return name.status();
+    if (command == "watch") return paratune::RunWatch(client, *name, watch_timeout, output, std::cout);
+    if (command == "get") return paratune::RunGet(client, *name, output, std::cout);
+    return paratune::RunCancel(client, *name, output, std::cout);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown command \"", command, "\"; run 'paratune --help'"));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(kUsage);
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (args.size() < 2) {
+    std::cerr << kUsage << "\n";
+    return 2;
+  }
+  paratune::OutputOptions output;
+  output.json = absl::GetFlag(FLAGS_json);
+  output.terminal = isatty(STDOUT_FILENO) != 0;
+  const absl::Status status = Run(args, output);
+  if (!status.ok()) {
+    std::cerr << "paratune: " << absl::StatusCodeToString(status.code()) << ": "
+              << status.message() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,26 @@
+// How the CLI prints results: the proto's canonical JSON for programs, text for people.
+#ifndef PARATUNE_CLI_OUTPUT_H_
+#define PARATUNE_CLI_OUTPUT_H_
+
+#include <ostream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "google/protobuf/message.h"
+
+namespace paratune {
+
+struct OutputOptions {
+  // Print the canonical JSON mapping of the result proto instead of text.
+  bool json = false;
+  // stdout is a terminal: progress may redraw one line in place.
+  bool terminal = false;
+};
+
+// Writes `message` as canonical JSON (one object, then '\n') when options.json, else `text`.
+absl::Status Print(const google::protobuf::Message& message, const std::string& text,
+                   const OutputOptions& options, std::ostream& out);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_CLI_OUTPUT_H_

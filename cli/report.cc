@@ -1,0 +1,310 @@
+#include "cli/report.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "cli/table.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace paratune {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string GiB(int64_t bytes) { return absl::StrFormat("%.2f", bytes / kGiB); }
+
+std::string Percent(double fraction) { return absl::StrFormat("%.1f%%", 100.0 * fraction); }
+
+std::string VerdictName(v1::MemoryVerdict verdict) {
+  switch (verdict) {
+    case v1::SAFE:
+      return "SAFE";
+    case v1::RISKY:
+      return "RISKY";
+    case v1::OUT_OF_MEMORY:
+      return "OOM";
+    default:
+      return "?";
+  }
+}
+
+std::string OutcomeName(v1::ProbeOutcome outcome) {
+  switch (outcome) {
+    case v1::PROBE_OK:
+      return "ok";
+    case v1::PROBE_OUT_OF_MEMORY:
+      return "out of memory";
+    case v1::PROBE_TIMEOUT:
+      return "timeout";
+    case v1::PROBE_CRASH:
+      return "crash";
+    case v1::PROBE_INFRA_ERROR:
+      return "infra error";
+    case v1::PROBE_NOT_MEASURED:
+      return "not measured";
+    default:
+      return "?";
+  }
+}
+
+std::string CandidateStateName(v1::CandidateState state) {
+  switch (state) {
+    case v1::CANDIDATE_PLANNED:
+      return "planned";
+    case v1::CANDIDATE_QUEUED:
+      return "queued";
+    case v1::CANDIDATE_RUNNING:
+      return "running";
+    case v1::CANDIDATE_SKIPPED:
+      return "skipped";
+    default:
+      return "?";
+  }
+}
+
+std::string ModelName(const v1::ModelSpec& model) {
+  if (!model.preset().empty()) return model.preset();
+  return absl::StrFormat("custom (h %d, L %d, a %d, kv %d)", model.hidden_size(),
+                         model.num_layers(), model.num_attention_heads(),
+                         model.num_kv_heads());
+}
+
+std::string ClusterName(const v1::ClusterSpec& cluster) {
+  return absl::StrFormat("%d nodes x %d %s", cluster.num_nodes(), cluster.gpus_per_node(),
+                         cluster.gpu().type().empty() ? "custom GPU" : cluster.gpu().type());
+}
+
+std::string PolicyName(v1::SearchPolicy policy) {
+  return policy == v1::SEARCH_POLICY_UNSPECIFIED ? "TOP_K" : v1::SearchPolicy_Name(policy);
+}
+
+// Best measured TFLOP/s per GPU among the probed candidates, with "(sim)" when simulated;
+// "-" when nothing succeeded yet.
+std::string BestMeasured(const v1::Search& search) {
+  const v1::Candidate* best = nullptr;
+  for (const auto& candidate : search.candidates()) {
+    if (candidate.state() != v1::CANDIDATE_PROBED ||
+        candidate.probe_result().outcome() != v1::PROBE_OK) {
+      continue;
+    }
+    if (best == nullptr || candidate.probe_result().model_tflops_per_gpu() >
+                               best->probe_result().model_tflops_per_gpu()) {
+      best = &candidate;
+    }
+  }
+  if (best == nullptr) return "-";
+  return absl::StrFormat("%.1f TFLOP/s per GPU%s (%s)",
+                         best->probe_result().model_tflops_per_gpu(),
+                         best->probe_result().simulated() ? " simulated" : "",
+                         FormatConfig(best->config()));
+}
+
+}  // namespace
+
+std::string FormatConfig(const v1::ParallelConfig& config) {
+  std::string text = absl::StrFormat("dp%d tp%d pp%d cp%d mbs%d", config.data_parallel(),
+                                     config.tensor_parallel(), config.pipeline_parallel(),
+                                     config.context_parallel(), config.micro_batch_size());
+  if (config.virtual_pipeline() > 1) absl::StrAppend(&text, " vp", config.virtual_pipeline());
+  if (config.recompute() == v1::RECOMPUTE_SELECTIVE) absl::StrAppend(&text, " recompute=selective");
+  if (config.recompute() == v1::RECOMPUTE_FULL) absl::StrAppend(&text, " recompute=full");
+  if (config.tensor_parallel() > 1 && config.has_sequence_parallel() &&
+      !config.sequence_parallel()) {
+    absl::StrAppend(&text, " sp=off");
+  }
+  return text;
+}
+
+std::string FormatEstimate(const v1::ParallelConfig& config,
+                           const v1::EstimateResponse& estimate) {
+  const v1::MemoryEstimate& memory = estimate.memory();
+  std::string out = absl::StrCat("Configuration: ", FormatConfig(config), "\n\n");
+
+  std::vector<Table::Column> columns = {{"memory per GPU (GiB)", false}};
+  for (const auto& stage : memory.stages()) {
+    columns.push_back({absl::StrCat("stage ", stage.stage()), true});
+  }
+  Table breakdown(columns);
+  if (!memory.stages().empty()) {
+    for (int t = 0; t < memory.stages(0).terms_size(); ++t) {
+      std::vector<std::string> row = {memory.stages(0).terms(t).name()};
+      for (const auto& stage : memory.stages()) row.push_back(GiB(stage.terms(t).bytes()));
+      breakdown.AddRow(std::move(row));
+    }
+    std::vector<std::string> total = {"total"};
+    for (const auto& stage : memory.stages()) total.push_back(GiB(stage.total_bytes()));
+    breakdown.AddRow(std::move(total));
+  }
+  absl::StrAppend(&out, breakdown.Render());
+  absl::StrAppendFormat(
+      &out, "peak %s GiB of %s GiB = %s of capacity -> %s (SAFE below %s)\n\n",
+      GiB(memory.peak_bytes()), GiB(memory.capacity_bytes()),
+      Percent(memory.fraction_of_capacity()), VerdictName(memory.verdict()),
+      Percent(memory.safe_threshold()));
+
+  const v1::PerformanceEstimate& perf = estimate.performance();
+  Table timing({{"predicted step (performance model)", false}, {"seconds", true}});
+  timing.AddRow({"step time", absl::StrFormat("%.3f", perf.step_time_seconds())});
+  timing.AddRow({"  compute", absl::StrFormat("%.3f", perf.compute_seconds())});
+  timing.AddRow({"  pipeline bubble", absl::StrFormat("%.3f", perf.pipeline_bubble_seconds())});
+  timing.AddRow({"  TP communication (exposed)",
+                 absl::StrFormat("%.3f", perf.tp_communication_seconds())});
+  timing.AddRow({"  CP communication (exposed)",
+                 absl::StrFormat("%.3f", perf.cp_communication_seconds())});
+  timing.AddRow({"  DP communication (exposed)",
+                 absl::StrFormat("%.3f", perf.dp_communication_seconds())});
+  timing.AddRow({"  PP communication (exposed)",
+                 absl::StrFormat("%.3f", perf.pp_communication_seconds())});
+  timing.AddRow({"  optimizer step", absl::StrFormat("%.3f", perf.optimizer_seconds())});
+  absl::StrAppend(&out, timing.Render());
+  absl::StrAppendFormat(&out,
+                        "throughput %.0f tokens/s, %.1f TFLOP/s per GPU, MFU %s "
+                        "(%.3g model FLOPs per step)\n",
+                        perf.tokens_per_second(), perf.model_tflops_per_gpu(),
+                        Percent(perf.mfu()), perf.model_flops_per_step());
+  return out;
+}
+
+std::string FormatPlan(const v1::PlanResponse& plan) {
+  const v1::SearchCounts& counts = plan.counts();
+  std::string out = absl::StrFormat(
+      "enumerated %d, valid %d, memory-safe %d (risky %d, out of memory %d)\n\n",
+      counts.enumerated(), counts.valid(), counts.memory_safe(), counts.memory_risky(),
+      counts.memory_out_of_memory());
+  if (!plan.rejections().empty()) {
+    Table rejections({{"rejected because", false}, {"configs", true}});
+    for (const auto& rejection : plan.rejections()) {
+      rejections.AddRow({rejection.reason(), absl::StrCat(rejection.count())});
+    }
+    absl::StrAppend(&out, rejections.Render(), "\n");
+  }
+  Table candidates({{"#", true},
+                    {"config", false},
+                    {"mem GiB", true},
+                    {"mem %", true},
+                    {"verdict", false},
+                    {"step s", true},
+                    {"pred TFLOP/s/GPU", true},
+                    {"MFU", true}});
+  for (int i = 0; i < plan.candidates_size(); ++i) {
+    const v1::Candidate& c = plan.candidates(i);
+    candidates.AddRow({absl::StrCat(i + 1), FormatConfig(c.config()), GiB(c.memory().peak_bytes()),
+                       Percent(c.memory().fraction_of_capacity()),
+                       VerdictName(c.memory().verdict()),
+                       absl::StrFormat("%.3f", c.predicted().step_time_seconds()),
+                       absl::StrFormat("%.1f", c.predicted().model_tflops_per_gpu()),
+                       Percent(c.predicted().mfu())});
+  }
+  absl::StrAppend(&out, candidates.Render());
+  if (plan.candidates_size() < counts.memory_safe()) {
+    absl::StrAppendFormat(&out, "(%d of %d memory-safe candidates shown; --limit=0 shows all)\n",
+                          plan.candidates_size(), counts.memory_safe());
+  }
+  return out;
+}
+
+std::string FormatProgress(const v1::Search& search) {
+  return absl::StrFormat("%s %s: probed %d of %d (%d ok, %d failed); best %s", search.name(),
+                         v1::SearchState_Name(search.state()), search.counts().probed(),
+                         search.counts().selected(), search.counts().succeeded(),
+                         search.counts().failed(), BestMeasured(search));
+}
+
+std::string FormatSearch(const v1::Search& search) {
+  const v1::SearchSpec& spec = search.spec();
+  std::string out = absl::StrFormat(
+      "%s%s\n  model %s, %s, global batch %d, sequence %d\n  policy %s, backend %s\n"
+      "  state %s\n",
+      search.name(), search.display_name().empty() ? "" : " (" + search.display_name() + ")",
+      ModelName(spec.model()), ClusterName(spec.cluster()), spec.training().global_batch_size(),
+      spec.training().seq_len(), PolicyName(spec.policy()),
+      spec.probe().backend().empty() ? "sim" : spec.probe().backend(),
+      v1::SearchState_Name(search.state()));
+  const v1::SearchCounts& counts = search.counts();
+  absl::StrAppendFormat(&out,
+                        "  enumerated %d, valid %d, memory-safe %d, selected %d, probed %d "
+                        "(%d ok, %d failed)\n",
+                        counts.enumerated(), counts.valid(), counts.memory_safe(),
+                        counts.selected(), counts.probed(), counts.succeeded(), counts.failed());
+  if (!search.stop_reason().empty()) absl::StrAppend(&out, "  ", search.stop_reason(), "\n");
+  if (search.candidates().empty()) return out;
+
+  Table table({{"rank", true},
+               {"config", false},
+               {"mem GiB", true},
+               {"mem %", true},
+               {"pred TFLOP/s/GPU", true},
+               {"probed TFLOP/s/GPU", true},
+               {"step s", true},
+               {"result", false}});
+  bool any_simulated = false;
+  int rank = 0;
+  for (const auto& c : search.candidates()) {
+    const bool ok = c.state() == v1::CANDIDATE_PROBED && c.probe_result().outcome() == v1::PROBE_OK;
+    std::string probed = "-";
+    std::string step = "-";
+    std::string result = c.state() == v1::CANDIDATE_PROBED
+                             ? OutcomeName(c.probe_result().outcome())
+                             : CandidateStateName(c.state());
+    if (ok) {
+      const bool simulated = c.probe_result().simulated();
+      any_simulated = any_simulated || simulated;
+      probed = absl::StrFormat("%.1f%s", c.probe_result().model_tflops_per_gpu(),
+                               simulated ? " (sim)" : "");
+      step = absl::StrFormat("%.3f", c.probe_result().mean_step_time_seconds());
+    }
+    table.AddRow({ok ? absl::StrCat(++rank) : "-", FormatConfig(c.config()),
+                  GiB(c.memory().peak_bytes()), Percent(c.memory().fraction_of_capacity()),
+                  absl::StrFormat("%.1f", c.predicted().model_tflops_per_gpu()), probed, step,
+                  result});
+  }
+  absl::StrAppend(&out, "\n", table.Render());
+  if (any_simulated) {
+    absl::StrAppend(&out,
+                    "(sim) = SIMULATED by the sim backend: the performance model plus seeded "
+                    "noise, not a GPU measurement.\n");
+  }
+  return out;
+}
+
+std::string FormatSearchList(const v1::ListSearchesResponse& response) {
+  Table table({{"search", false},
+               {"name", false},
+               {"state", false},
+               {"probed", true},
+               {"stop reason", false},
+               {"created", false}});
+  for (const auto& search : response.searches()) {
+    table.AddRow({search.name(), search.display_name(), v1::SearchState_Name(search.state()),
+                  absl::StrFormat("%d/%d", search.counts().probed(), search.counts().selected()),
+                  search.stop_reason(),
+                  google::protobuf::util::TimeUtil::ToString(search.create_time())});
+  }
+  std::string out = table.Render();
+  if (!response.next_page_token().empty()) {
+    absl::StrAppend(&out, "(more: --page_token=", response.next_page_token(), ")\n");
+  }
+  return out;
+}
+
+std::string FormatWorkers(const v1::ListWorkersResponse& response) {
+  Table table({{"worker", false},
+               {"host", false},
+               {"GPUs", false},
+               {"backends", false},
+               {"state", false},
+               {"probes done", true}});
+  for (const auto& worker : response.workers()) {
+    std::string gpus = worker.gpus().empty()
+                           ? "none"
+                           : absl::StrCat(worker.gpus_size(), " x ", worker.gpus(0).name());
+    table.AddRow({worker.name(), worker.hostname(), gpus, absl::StrJoin(worker.backends(), ","),
+                  v1::WorkerState_Name(worker.state()), absl::StrCat(worker.probes_completed())});
+  }
+  return table.Render();
+}
+
+}  // namespace paratune

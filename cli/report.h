@@ -1,0 +1,40 @@
+// Human-readable renderings of paratune.v1 results for the terminal. Every figure carries
+// its unit; simulated probe results are always marked as simulated.
+#ifndef PARATUNE_CLI_REPORT_H_
+#define PARATUNE_CLI_REPORT_H_
+
+#include <string>
+
+#include "proto/autotuner_service.pb.h"
+#include "proto/search.pb.h"
+
+namespace paratune {
+
+// "dp2 tp2 pp1 cp1 mbs1" (plus " vp2", " recompute=full", " sp=off" when not the default).
+std::string FormatConfig(const v1::ParallelConfig& config);
+
+// Memory breakdown per term and stage, total, fraction and verdict, then the predicted step
+// time and its parts, tokens/s, TFLOP/s per GPU and MFU.
+std::string FormatEstimate(const v1::ParallelConfig& config,
+                           const v1::EstimateResponse& estimate);
+
+// Counts, rejections by rule, and the first candidates in predicted order.
+std::string FormatPlan(const v1::PlanResponse& plan);
+
+// One line: state, probes done of selected, best measured so far.
+std::string FormatProgress(const v1::Search& search);
+
+// Header (name, model, cluster, policy, state, counts, stop reason) and the ranked table:
+// config, memory GiB and fraction, predicted and probed TFLOP/s per GPU, outcome, with
+// simulated results marked "(sim)" and a legend saying so.
+std::string FormatSearch(const v1::Search& search);
+
+// One row per search: name, display name, state, probed/selected, best TFLOP/s per GPU.
+std::string FormatSearchList(const v1::ListSearchesResponse& response);
+
+// One row per worker: name, host, GPUs, backends, state, probes completed.
+std::string FormatWorkers(const v1::ListWorkersResponse& response);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_CLI_REPORT_H_

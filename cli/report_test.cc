@@ -1,0 +1,106 @@
+#include "cli/report.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+v1::ParallelConfig Config(int64_t dp, int64_t tp) {
+  v1::ParallelConfig config;
+  config.set_data_parallel(dp);
+  config.set_tensor_parallel(tp);
+  config.set_pipeline_parallel(1);
+  config.set_context_parallel(1);
+  config.set_micro_batch_size(1);
+  return config;
+}
+
+v1::Candidate Probed(int64_t dp, int64_t tp, double tflops, bool simulated) {
+  v1::Candidate candidate;
+  *candidate.mutable_config() = Config(dp, tp);
+  candidate.set_state(v1::CANDIDATE_PROBED);
+  candidate.mutable_memory()->set_peak_bytes(int64_t{40} << 30);
+  candidate.mutable_memory()->set_fraction_of_capacity(0.5);
+  candidate.mutable_probe_result()->set_outcome(v1::PROBE_OK);
+  candidate.mutable_probe_result()->set_model_tflops_per_gpu(tflops);
+  candidate.mutable_probe_result()->set_mean_step_time_seconds(1.5);
+  candidate.mutable_probe_result()->set_simulated(simulated);
+  return candidate;
+}
+
+TEST(FormatConfigTest, ShowsNonDefaultSwitchesOnly) {
+  v1::ParallelConfig config = Config(2, 4);
+  EXPECT_EQ(FormatConfig(config), "dp2 tp4 pp1 cp1 mbs1");
+  config.set_virtual_pipeline(2);
+  config.set_recompute(v1::RECOMPUTE_FULL);
+  config.set_sequence_parallel(false);
+  EXPECT_EQ(FormatConfig(config), "dp2 tp4 pp1 cp1 mbs1 vp2 recompute=full sp=off");
+}
+
+TEST(FormatSearchTest, MarksSimulatedResultsAndRanksOnlySuccessfulProbes) {
+  v1::Search search;
+  search.set_name("searches/7");
+  search.set_state(v1::SUCCEEDED);
+  *search.add_candidates() = Probed(4, 1, 450.0, /*simulated=*/true);
+  v1::Candidate oom = Probed(2, 2, 0, /*simulated=*/true);
+  oom.mutable_probe_result()->set_outcome(v1::PROBE_OUT_OF_MEMORY);
+  *search.add_candidates() = oom;
+
+  const std::string text = FormatSearch(search);
+  EXPECT_THAT(text, HasSubstr("450.0 (sim)"));
+  EXPECT_THAT(text, HasSubstr("SIMULATED by the sim backend"));
+  EXPECT_THAT(text, HasSubstr("out of memory"));
+  EXPECT_THAT(text, HasSubstr("   1  dp4 tp1 pp1 cp1 mbs1"));
+  EXPECT_THAT(text, HasSubstr("   -  dp2 tp2 pp1 cp1 mbs1"));
+}
+
+TEST(FormatSearchTest, MeasuredResultsCarryNoSimulationLegend) {
+  v1::Search search;
+  *search.add_candidates() = Probed(4, 1, 450.0, /*simulated=*/false);
+  const std::string text = FormatSearch(search);
+  EXPECT_THAT(text, Not(HasSubstr("(sim)")));
+  EXPECT_THAT(text, Not(HasSubstr("SIMULATED")));
+}
+
+TEST(FormatProgressTest, NamesTheBestMeasuredConfiguration) {
+  v1::Search search;
+  search.set_name("searches/3");
+  search.set_state(v1::PROBING);
+  search.mutable_counts()->set_selected(4);
+  search.mutable_counts()->set_probed(2);
+  search.mutable_counts()->set_succeeded(2);
+  *search.add_candidates() = Probed(4, 1, 300.0, /*simulated=*/true);
+  *search.add_candidates() = Probed(2, 2, 410.5, /*simulated=*/true);
+  EXPECT_EQ(FormatProgress(search),
+            "searches/3 PROBING: probed 2 of 4 (2 ok, 0 failed); best 410.5 TFLOP/s per GPU "
+            "simulated (dp2 tp2 pp1 cp1 mbs1)");
+}
+
+TEST(FormatEstimateTest, PrintsEveryTermPerStageAndTheVerdict) {
+  v1::EstimateResponse estimate;
+  v1::MemoryEstimate& memory = *estimate.mutable_memory();
+  for (int stage : {0, 3}) {
+    v1::StageMemory& s = *memory.add_stages();
+    s.set_stage(stage);
+    v1::MemoryTerm& weights = *s.add_terms();
+    weights.set_name("weights");
+    weights.set_bytes(int64_t{2} << 30);
+    s.set_total_bytes(int64_t{2} << 30);
+  }
+  memory.set_peak_bytes(int64_t{2} << 30);
+  memory.set_capacity_bytes(int64_t{80} << 30);
+  memory.set_fraction_of_capacity(0.025);
+  memory.set_safe_threshold(0.8);
+  memory.set_verdict(v1::SAFE);
+  const std::string text = FormatEstimate(Config(8, 1), estimate);
+  EXPECT_THAT(text, HasSubstr("stage 0  stage 3"));
+  EXPECT_THAT(text, HasSubstr("weights                  2.00     2.00"));
+  EXPECT_THAT(text, HasSubstr("= 2.5% of capacity -> SAFE (SAFE below 80.0%)"));
+}
+
+}  // namespace
+}  // namespace paratune

@@ -1,0 +1,53 @@
+#include "convert/estimate_requests.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "convert/estimate_convert.h"
+#include "convert/spec_convert.h"
+#include "estimator/memory_model.h"
+#include "estimator/performance_model.h"
+#include "estimator/planner.h"
+
+namespace paratune {
+
+absl::StatusOr<v1::EstimateResponse> AnswerEstimate(const v1::EstimateRequest& request) {
+  PT_ASSIGN_OR_RETURN(ModelSpec model, ModelSpecFromProto(request.model()));
+  PT_ASSIGN_OR_RETURN(TrainingSpec training, TrainingSpecFromProto(request.training()));
+  PT_ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpecFromProto(request.cluster()));
+  // An explicit configuration is estimated even when it crosses nodes with tp x cp: the
+  // placement rule only keeps the planner's search space small.
+  PlacementRules rules;
+  rules.allow_tp_cp_across_nodes = true;
+  PT_ASSIGN_OR_RETURN(ParallelConfig config,
+                      ParallelConfigFromProto(request.config(), model, training, cluster, rules));
+  MemoryOptions memory_options;
+  if (request.safe_memory_fraction() != 0) {
+    if (!(request.safe_memory_fraction() > 0 && request.safe_memory_fraction() <= 1)) {
+      return absl::InvalidArgumentError(absl::StrCat("safe_memory_fraction (",
+                                                     request.safe_memory_fraction(),
+                                                     ") must be in (0, 1]"));
+    }
+    memory_options.safe_fraction = request.safe_memory_fraction();
+  }
+  v1::EstimateResponse response;
+  *response.mutable_memory() =
+      MemoryEstimateToProto(EstimateMemory(model, training, cluster, config, memory_options),
+                            config, memory_options.safe_fraction);
+  *response.mutable_performance() = PerformanceEstimateToProto(PredictPerformance(
+      model, training, cluster, config, DefaultPerformanceParameters(cluster.gpu())));
+  return response;
+}
+
+absl::StatusOr<v1::PlanResponse> AnswerPlan(const v1::PlanRequest& request) {
+  if (request.limit() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("limit (", request.limit(), ") must be >= 0"));
+  }
+  PT_ASSIGN_OR_RETURN(ResolvedSpec spec, ResolveSearchSpec(request.spec()));
+  PT_ASSIGN_OR_RETURN(Plan plan, PlanConfigurations(spec.model, spec.training, spec.cluster,
+                                                    spec.plan_options,
+                                                    DefaultPerformanceParameters(spec.cluster.gpu())));
+  return PlanToProto(plan, spec.plan_options, request.limit());
+}
+
+}  // namespace paratune

@@ -1,0 +1,22 @@
+// The Estimate and Plan requests of the Autotuner API, answered with the estimator alone.
+// Shared by the server's RPCs and the CLI's offline `estimate` and `plan` commands, so both
+// give the same answer for the same request.
+#ifndef PARATUNE_CONVERT_ESTIMATE_REQUESTS_H_
+#define PARATUNE_CONVERT_ESTIMATE_REQUESTS_H_
+
+#include "absl/status/statusor.h"
+#include "proto/autotuner_service.pb.h"
+
+namespace paratune {
+
+// Memory and performance of request.config. INVALID_ARGUMENT naming the field when the
+// model, training run, cluster or configuration is invalid.
+absl::StatusOr<v1::EstimateResponse> AnswerEstimate(const v1::EstimateRequest& request);
+
+// Counts, rejections and the memory-safe candidates of request.spec in predicted order.
+// INVALID_ARGUMENT naming the field when the spec is invalid or limit < 0.
+absl::StatusOr<v1::PlanResponse> AnswerPlan(const v1::PlanRequest& request);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_CONVERT_ESTIMATE_REQUESTS_H_
