@@ -153,7 +153,12 @@ absl::StatusOr<paratune::v1::EstimateRequest> EstimateRequestFromFlags() {
   const int64_t cp = absl::GetFlag(FLAGS_cp);
   int64_t dp = absl::GetFlag(FLAGS_dp);
   const int64_t world = absl::GetFlag(FLAGS_nodes) * absl::GetFlag(FLAGS_gpus_per_node);
-  if (dp == 0 && tp > 0 && pp > 0 && cp > 0 && world % (tp * pp * cp) == 0) {
+  if (dp == 0 && tp > 0 && pp > 0 && cp > 0) {
+    if (world % (tp * pp * cp) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--tp x --pp x --cp (", tp * pp * cp, ") does not divide the GPU count --nodes x ",
+          "--gpus_per_node (", world, "), so --dp cannot be derived"));
+    }
     dp = world / (tp * pp * cp);
   }
   config.set_data_parallel(dp);

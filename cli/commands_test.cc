@@ -1,0 +1,80 @@
+#include "cli/commands.h"
+
+#include <sstream>
+
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The first row of the Fujii et al. reference values: Llama-3.1-8B, s 8192, t 2, d 2.
+v1::EstimateRequest ReferenceRequest() {
+  v1::EstimateRequest request;
+  request.mutable_model()->set_preset("llama3.1-8b");
+  request.mutable_training()->set_global_batch_size(1024);
+  request.mutable_training()->set_seq_len(8192);
+  request.mutable_cluster()->mutable_gpu()->set_type("h100-94gb");
+  request.mutable_cluster()->set_num_nodes(1);
+  request.mutable_cluster()->set_gpus_per_node(4);
+  v1::ParallelConfig& config = *request.mutable_config();
+  config.set_data_parallel(2);
+  config.set_tensor_parallel(2);
+  config.set_pipeline_parallel(1);
+  config.set_context_parallel(1);
+  config.set_micro_batch_size(1);
+  return request;
+}
+
+TEST(RunEstimateTest, PrintsBreakdownVerdictAndPrediction) {
+  std::ostringstream out;
+  ASSERT_TRUE(RunEstimate(ReferenceRequest(), OutputOptions(), out).ok());
+  EXPECT_THAT(out.str(), HasSubstr("Configuration: dp2 tp2 pp1 cp1 mbs1"));
+  EXPECT_THAT(out.str(), HasSubstr("optimizer_states"));
+  EXPECT_THAT(out.str(), HasSubstr("of capacity -> "));
+  EXPECT_THAT(out.str(), HasSubstr("TFLOP/s per GPU"));
+}
+
+TEST(RunEstimateTest, JsonIsTheEstimateResponse) {
+  std::ostringstream out;
+  OutputOptions output;
+  output.json = true;
+  ASSERT_TRUE(RunEstimate(ReferenceRequest(), output, out).ok());
+  v1::EstimateResponse parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out.str(), &parsed).ok()) << out.str();
+  EXPECT_GT(parsed.memory().peak_bytes(), 0);
+  EXPECT_GT(parsed.performance().step_time_seconds(), 0);
+}
+
+TEST(RunEstimateTest, BadConfigurationNamesTheField) {
+  v1::EstimateRequest request = ReferenceRequest();
+  request.mutable_config()->set_tensor_parallel(3);
+  std::ostringstream out;
+  const absl::Status status = RunEstimate(request, OutputOptions(), out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("tensor_parallel (3)"));
+  EXPECT_TRUE(out.str().empty());
+}
+
+TEST(RunPlanTest, PrintsCountsAndCandidates) {
+  v1::PlanRequest request;
+  v1::SearchSpec& spec = *request.mutable_spec();
+  spec.mutable_model()->set_preset("llama3.1-8b");
+  spec.mutable_training()->set_global_batch_size(1024);
+  spec.mutable_training()->set_seq_len(8192);
+  spec.mutable_cluster()->mutable_gpu()->set_type("h100-94gb");
+  spec.mutable_cluster()->set_num_nodes(4);
+  spec.mutable_cluster()->set_gpus_per_node(4);
+  request.set_limit(5);
+  std::ostringstream out;
+  ASSERT_TRUE(RunPlan(request, OutputOptions(), out).ok());
+  EXPECT_THAT(out.str(), HasSubstr("enumerated "));
+  EXPECT_THAT(out.str(), HasSubstr("pred TFLOP/s/GPU"));
+  EXPECT_THAT(out.str(), HasSubstr("(5 of "));
+}
+
+}  // namespace
+}  // namespace paratune
