@@ -1,5 +1,6 @@
 // Turns paratune.v1 request messages into validated estimator values and back. Every error
-// is INVALID_ARGUMENT (or NOT_FOUND for an unknown preset) naming the proto field and value.
+// is INVALID_ARGUMENT naming the proto field and value, an unknown model preset or GPU type
+// included (it is bad input here, not a missing resource).
 #ifndef PARATUNE_CONVERT_SPEC_CONVERT_H_
 #define PARATUNE_CONVERT_SPEC_CONVERT_H_
 

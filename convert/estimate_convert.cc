@@ -1,0 +1,102 @@
+#include "convert/estimate_convert.h"
+
+#include <cmath>
+
+#include "convert/spec_convert.h"
+
+namespace paratune {
+namespace {
+
+v1::MemoryVerdict VerdictToProto(MemoryVerdict verdict) {
+  switch (verdict) {
+    case MemoryVerdict::kSafe:
+      return v1::SAFE;
+    case MemoryVerdict::kRisky:
+      return v1::RISKY;
+    case MemoryVerdict::kOutOfMemory:
+      return v1::OUT_OF_MEMORY;
+  }
+  return v1::MEMORY_VERDICT_UNSPECIFIED;
+}
+
+// Every term, zeros included, so that all stages list the same terms in the same order; the
+// total is the sum of the rounded terms, as the API promises.
+v1::StageMemory StageToProto(const StageMemory& stage) {
+  v1::StageMemory proto;
+  proto.set_stage(stage.stage);
+  int64_t total = 0;
+  for (int i = 0; i < static_cast<int>(MemoryTerm::kCount); ++i) {
+    const int64_t bytes = std::llround(stage.bytes[i]);
+    v1::MemoryTerm& term = *proto.add_terms();
+    term.set_name(MemoryTermName(static_cast<MemoryTerm>(i)));
+    term.set_bytes(bytes);
+    total += bytes;
+  }
+  proto.set_total_bytes(total);
+  return proto;
+}
+
+}  // namespace
+
+v1::MemoryEstimate MemoryEstimateToProto(const MemoryEstimate& estimate,
+                                         const ParallelConfig& config, double safe_fraction) {
+  v1::MemoryEstimate proto;
+  *proto.add_stages() = StageToProto(estimate.first_stage);
+  if (config.pp() > 1) *proto.add_stages() = StageToProto(estimate.last_stage);
+  const int peak_index = config.pp() > 1 && estimate.peak_is_last_stage ? 1 : 0;
+  proto.set_peak_stage_index(peak_index);
+  proto.set_peak_bytes(proto.stages(peak_index).total_bytes());
+  proto.set_capacity_bytes(std::llround(estimate.capacity_bytes));
+  proto.set_fraction_of_capacity(estimate.fraction_of_capacity);
+  proto.set_safe_threshold(safe_fraction);
+  proto.set_verdict(VerdictToProto(estimate.verdict));
+  return proto;
+}
+
+v1::PerformanceEstimate PerformanceEstimateToProto(const PerformanceEstimate& estimate) {
+  v1::PerformanceEstimate proto;
+  proto.set_step_time_seconds(estimate.step_time_seconds);
+  proto.set_compute_seconds(estimate.compute_seconds);
+  proto.set_pipeline_bubble_seconds(estimate.pipeline_bubble_seconds);
+  proto.set_tp_communication_seconds(estimate.tp_communication_seconds);
+  proto.set_cp_communication_seconds(estimate.cp_communication_seconds);
+  proto.set_dp_communication_seconds(estimate.dp_communication_seconds);
+  proto.set_pp_communication_seconds(estimate.pp_communication_seconds);
+  proto.set_optimizer_seconds(estimate.optimizer_seconds);
+  proto.set_tokens_per_second(estimate.tokens_per_second);
+  proto.set_model_tflops_per_gpu(estimate.model_tflops_per_gpu);
+  proto.set_mfu(estimate.mfu);
+  proto.set_model_flops_per_step(estimate.model_flops_per_step);
+  return proto;
+}
+
+v1::PlanResponse PlanToProto(const Plan& plan, const PlanOptions& options, int64_t limit) {
+  v1::PlanResponse proto;
+  v1::SearchCounts& counts = *proto.mutable_counts();
+  counts.set_enumerated(plan.counts.enumerated);
+  counts.set_valid(plan.counts.valid);
+  // SearchCounts.memory_safe counts what the search may probe: RISKY too when included.
+  counts.set_memory_safe(plan.counts.safe + (options.include_risky ? plan.counts.risky : 0));
+  counts.set_memory_risky(plan.counts.risky);
+  counts.set_memory_out_of_memory(plan.counts.out_of_memory);
+  const int64_t size = static_cast<int64_t>(plan.candidates.size());
+  const int64_t shown = limit > 0 && limit < size ? limit : size;
+  for (int64_t i = 0; i < shown; ++i) {
+    const PlannedConfig& planned = plan.candidates[i];
+    v1::Candidate& candidate = *proto.add_candidates();
+    *candidate.mutable_config() = ParallelConfigToProto(planned.config);
+    *candidate.mutable_memory() =
+        MemoryEstimateToProto(planned.memory, planned.config, options.memory.safe_fraction);
+    *candidate.mutable_predicted() = PerformanceEstimateToProto(planned.predicted);
+    candidate.set_state(v1::CANDIDATE_PLANNED);
+  }
+  for (int i = 1; i < static_cast<int>(Rejection::kCount); ++i) {
+    if (plan.rejections[i] == 0) continue;
+    v1::RejectionCount& rejection = *proto.add_rejections();
+    rejection.set_reason(RejectionRule(static_cast<Rejection>(i)));
+    rejection.set_count(plan.rejections[i]);
+  }
+  return proto;
+}
+
+}  // namespace paratune

@@ -1,0 +1,72 @@
+#include "convert/estimate_requests.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The first reference row of Fujii et al. 2024: Llama-3.1-8B, s 8192, dp2 tp2 on 4 GPUs.
+v1::EstimateRequest ReferenceRequest() {
+  v1::EstimateRequest request;
+  request.mutable_model()->set_preset("llama3.1-8b");
+  request.mutable_training()->set_global_batch_size(1024);
+  request.mutable_training()->set_seq_len(8192);
+  request.mutable_cluster()->mutable_gpu()->set_type("h100-94gb");
+  request.mutable_cluster()->set_num_nodes(1);
+  request.mutable_cluster()->set_gpus_per_node(4);
+  v1::ParallelConfig& config = *request.mutable_config();
+  config.set_data_parallel(2);
+  config.set_tensor_parallel(2);
+  config.set_pipeline_parallel(1);
+  config.set_context_parallel(1);
+  config.set_micro_batch_size(1);
+  return request;
+}
+
+TEST(AnswerEstimateTest, ReferenceConfiguration) {
+  absl::StatusOr<v1::EstimateResponse> response = AnswerEstimate(ReferenceRequest());
+  ASSERT_TRUE(response.ok()) << response.status();
+  const v1::MemoryEstimate& memory = response->memory();
+  ASSERT_EQ(memory.stages_size(), 1);
+  // Paper terms (44.87 + 22.64 GiB) plus the 0.5 GiB CUDA context.
+  EXPECT_NEAR(static_cast<double>(memory.peak_bytes()) / (1 << 30), 44.8726 + 22.6445 + 0.5, 1e-3);
+  EXPECT_EQ(memory.verdict(), v1::SAFE);
+  EXPECT_DOUBLE_EQ(memory.safe_threshold(), 0.8);
+  EXPECT_GT(response->performance().model_tflops_per_gpu(), 0);
+}
+
+TEST(AnswerEstimateTest, BadFieldsAreInvalidArgument) {
+  v1::EstimateRequest request = ReferenceRequest();
+  request.mutable_config()->set_tensor_parallel(3);
+  absl::StatusOr<v1::EstimateResponse> response = AnswerEstimate(request);
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(response.status().message(), HasSubstr("tensor_parallel (3)"));
+
+  request = ReferenceRequest();
+  request.set_safe_memory_fraction(2);
+  EXPECT_EQ(AnswerEstimate(request).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AnswerPlanTest, LimitsCandidates) {
+  v1::PlanRequest request;
+  v1::SearchSpec& spec = *request.mutable_spec();
+  spec.mutable_model()->set_preset("llama3.1-8b");
+  spec.mutable_training()->set_global_batch_size(1024);
+  spec.mutable_training()->set_seq_len(8192);
+  spec.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
+  spec.mutable_cluster()->set_num_nodes(2);
+  spec.mutable_cluster()->set_gpus_per_node(8);
+  request.set_limit(5);
+  absl::StatusOr<v1::PlanResponse> response = AnswerPlan(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->candidates_size(), 5);
+  EXPECT_EQ(response->counts().enumerated(), 175);
+  request.set_limit(-1);
+  EXPECT_EQ(AnswerPlan(request).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace paratune

@@ -1,0 +1,235 @@
+#include "convert/spec_convert.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+
+namespace paratune {
+namespace {
+
+constexpr int kMaxMicroBatchSizes = 16;
+constexpr int64_t kMaxMicroBatchSize = 1024;
+constexpr double kDefaultSafeMemoryFraction = 0.80;
+
+// Dimensions of an explicit model, in proto field order, with their proto names.
+struct DimensionField {
+  const char* name;
+  int64_t value;
+};
+
+absl::StatusOr<ModelSpec> PresetModel(const v1::ModelSpec& proto) {
+  const DimensionField fields[] = {
+      {"model.hidden_size", proto.hidden_size()},
+      {"model.ffn_hidden_size", proto.ffn_hidden_size()},
+      {"model.num_layers", proto.num_layers()},
+      {"model.num_attention_heads", proto.num_attention_heads()},
+      {"model.num_kv_heads", proto.num_kv_heads()},
+      {"model.vocab_size", proto.vocab_size()},
+  };
+  for (const DimensionField& field : fields) {
+    if (field.value != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(field.name, " (", field.value,
+                                                     ") must be 0 when model.preset (\"",
+                                                     proto.preset(), "\") is set"));
+    }
+  }
+  if (proto.tied_embeddings()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.tied_embeddings (true) must be unset when model.preset (\"",
+                     proto.preset(), "\") is set"));
+  }
+  absl::StatusOr<ModelSpec> model = FindModelPreset(proto.preset());
+  if (!model.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.preset (\"", proto.preset(),
+                     "\") is not a known model; known: ", absl::StrJoin(ModelPresetNames(), ", ")));
+  }
+  return model;
+}
+
+absl::StatusOr<GpuSpec> GpuFromProto(const v1::GpuSpec& proto) {
+  GpuSpec gpu;
+  if (proto.type().empty()) {
+    const struct {
+      const char* name;
+      bool set;
+    } fields[] = {
+        {"cluster.gpu.memory_bytes", proto.memory_bytes() != 0},
+        {"cluster.gpu.peak_bf16_tflops", proto.peak_bf16_tflops() != 0},
+        {"cluster.gpu.hbm_bandwidth_gbps", proto.hbm_bandwidth_gbps() != 0},
+        {"cluster.gpu.nvlink_bandwidth_gbps", proto.nvlink_bandwidth_gbps() != 0},
+        {"cluster.gpu.network_bandwidth_gbps", proto.network_bandwidth_gbps() != 0},
+    };
+    for (const auto& field : fields) {
+      if (!field.set) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field.name, " must be set when cluster.gpu.type is empty"));
+      }
+    }
+    gpu.name = "custom";
+  } else {
+    absl::StatusOr<GpuSpec> preset = FindGpuPreset(proto.type());
+    if (!preset.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cluster.gpu.type (\"", proto.type(),
+                       "\") is not a known GPU; known: ", absl::StrJoin(GpuPresetNames(), ", ")));
+    }
+    gpu = *std::move(preset);
+  }
+  if (proto.memory_bytes() != 0) gpu.memory_bytes = proto.memory_bytes();
+  if (proto.peak_bf16_tflops() != 0) gpu.peak_bf16_tflops = proto.peak_bf16_tflops();
+  if (proto.hbm_bandwidth_gbps() != 0) gpu.hbm_bandwidth_gbps = proto.hbm_bandwidth_gbps();
+  if (proto.nvlink_bandwidth_gbps() != 0) {
+    gpu.nvlink_bandwidth_gbps = proto.nvlink_bandwidth_gbps();
+  }
+  if (proto.network_bandwidth_gbps() != 0) {
+    gpu.network_bandwidth_gbps = proto.network_bandwidth_gbps();
+  }
+  return gpu;
+}
+
+absl::StatusOr<Recompute> RecomputeFromProto(v1::Recompute proto) {
+  switch (proto) {
+    case v1::RECOMPUTE_UNSPECIFIED:
+    case v1::RECOMPUTE_NONE:
+      return Recompute::kNone;
+    case v1::RECOMPUTE_SELECTIVE:
+      return Recompute::kSelective;
+    case v1::RECOMPUTE_FULL:
+      return Recompute::kFull;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("config.recompute (", static_cast<int>(proto),
+                                                     ") is not a known recompute mode"));
+  }
+}
+
+v1::Recompute RecomputeToProto(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::kNone:
+      return v1::RECOMPUTE_NONE;
+    case Recompute::kSelective:
+      return v1::RECOMPUTE_SELECTIVE;
+    case Recompute::kFull:
+      return v1::RECOMPUTE_FULL;
+  }
+  return v1::RECOMPUTE_NONE;
+}
+
+}  // namespace
+
+absl::StatusOr<ModelSpec> ModelSpecFromProto(const v1::ModelSpec& proto) {
+  if (!proto.preset().empty()) return PresetModel(proto);
+  ModelDimensions dims;
+  dims.hidden_size = proto.hidden_size();
+  dims.ffn_hidden_size = proto.ffn_hidden_size();
+  dims.num_layers = proto.num_layers();
+  dims.num_attention_heads = proto.num_attention_heads();
+  dims.num_kv_heads = proto.num_kv_heads();
+  dims.vocab_size = proto.vocab_size();
+  dims.tied_embeddings = proto.tied_embeddings();
+  // ModelSpec::Create rejects every dimension left 0 with its field name and range.
+  return ModelSpec::Create("custom", dims);
+}
+
+absl::StatusOr<TrainingSpec> TrainingSpecFromProto(const v1::TrainingSpec& proto) {
+  TrainingOptions options;
+  options.global_batch_size = proto.global_batch_size();
+  options.seq_len = proto.seq_len();
+  switch (proto.precision()) {
+    case v1::PRECISION_UNSPECIFIED:
+    case v1::BF16:
+      options.fp8 = false;
+      break;
+    case v1::FP8:
+      options.fp8 = true;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("training.precision (",
+                                                     static_cast<int>(proto.precision()),
+                                                     ") is not a known precision"));
+  }
+  options.distributed_optimizer =
+      proto.has_distributed_optimizer() ? proto.distributed_optimizer() : true;
+  options.fp32_gradients = proto.has_fp32_gradients() ? proto.fp32_gradients() : true;
+  options.flash_attention = proto.has_flash_attention() ? proto.flash_attention() : true;
+  return TrainingSpec::Create(options);
+}
+
+absl::StatusOr<ClusterSpec> ClusterSpecFromProto(const v1::ClusterSpec& proto) {
+  PT_ASSIGN_OR_RETURN(GpuSpec gpu, GpuFromProto(proto.gpu()));
+  return ClusterSpec::Create(gpu, proto.num_nodes(), proto.gpus_per_node());
+}
+
+absl::StatusOr<ParallelConfig> ParallelConfigFromProto(const v1::ParallelConfig& proto,
+                                                       const ModelSpec& model,
+                                                       const TrainingSpec& training,
+                                                       const ClusterSpec& cluster,
+                                                       const PlacementRules& rules) {
+  ParallelDims dims;
+  dims.dp = proto.data_parallel();
+  dims.tp = proto.tensor_parallel();
+  dims.pp = proto.pipeline_parallel();
+  dims.cp = proto.context_parallel();
+  dims.micro_batch = proto.micro_batch_size();
+  dims.virtual_pipeline = proto.virtual_pipeline() == 0 ? 1 : proto.virtual_pipeline();
+  dims.sequence_parallel = proto.has_sequence_parallel() ? proto.sequence_parallel() : dims.tp > 1;
+  PT_ASSIGN_OR_RETURN(dims.recompute, RecomputeFromProto(proto.recompute()));
+  return ParallelConfig::Create(model, training, cluster, rules, dims);
+}
+
+absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::SearchSpace& proto) {
+  PlanOptions options;
+  if (proto.micro_batch_sizes_size() > kMaxMicroBatchSizes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("space.micro_batch_sizes has ", proto.micro_batch_sizes_size(),
+                     " entries; at most ", kMaxMicroBatchSizes, " are allowed"));
+  }
+  for (int i = 0; i < proto.micro_batch_sizes_size(); ++i) {
+    const int64_t size = proto.micro_batch_sizes(i);
+    if (size < 1 || size > kMaxMicroBatchSize) {
+      return absl::InvalidArgumentError(absl::StrCat("space.micro_batch_sizes[", i, "] (", size,
+                                                     ") must be in [1, ", kMaxMicroBatchSize, "]"));
+    }
+    options.micro_batch_sizes.push_back(size);
+  }
+  const double fraction = proto.safe_memory_fraction();
+  if (fraction == 0) {
+    options.memory.safe_fraction = kDefaultSafeMemoryFraction;
+  } else if (fraction > 0 && fraction <= 1) {
+    options.memory.safe_fraction = fraction;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("space.safe_memory_fraction (", fraction, ") must be in (0, 1]"));
+  }
+  options.rules.allow_tp_cp_across_nodes = proto.allow_tp_cp_across_nodes();
+  options.include_risky = proto.include_risky();
+  return options;
+}
+
+v1::ParallelConfig ParallelConfigToProto(const ParallelConfig& config) {
+  v1::ParallelConfig proto;
+  proto.set_data_parallel(config.dp());
+  proto.set_tensor_parallel(config.tp());
+  proto.set_pipeline_parallel(config.pp());
+  proto.set_context_parallel(config.cp());
+  proto.set_micro_batch_size(config.micro_batch());
+  proto.set_virtual_pipeline(config.virtual_pipeline());
+  proto.set_sequence_parallel(config.sequence_parallel());
+  proto.set_recompute(RecomputeToProto(config.recompute()));
+  return proto;
+}
+
+absl::StatusOr<ResolvedSpec> ResolveSearchSpec(const v1::SearchSpec& proto) {
+  PT_ASSIGN_OR_RETURN(ModelSpec model, ModelSpecFromProto(proto.model()));
+  PT_ASSIGN_OR_RETURN(TrainingSpec training, TrainingSpecFromProto(proto.training()));
+  PT_ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpecFromProto(proto.cluster()));
+  PT_ASSIGN_OR_RETURN(PlanOptions plan_options, PlanOptionsFromProto(proto.space()));
+  return ResolvedSpec{std::move(model), std::move(training), std::move(cluster),
+                      std::move(plan_options)};
+}
+
+}  // namespace paratune

@@ -1,0 +1,305 @@
+#include "convert/spec_convert.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::HasSubstr;
+
+void ExpectInvalid(const absl::Status& status, const std::string& substring) {
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr(substring));
+}
+
+v1::ModelSpec ExplicitModel() {
+  v1::ModelSpec proto;
+  proto.set_hidden_size(4096);
+  proto.set_ffn_hidden_size(14336);
+  proto.set_num_layers(32);
+  proto.set_num_attention_heads(32);
+  proto.set_num_kv_heads(8);
+  proto.set_vocab_size(128256);
+  return proto;
+}
+
+TEST(ModelSpecFromProtoTest, PresetIsCaseInsensitive) {
+  v1::ModelSpec proto;
+  proto.set_preset("Llama3.1-8B");
+  absl::StatusOr<ModelSpec> model = ModelSpecFromProto(proto);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->name(), "llama3.1-8b");
+  EXPECT_EQ(model->hidden_size(), 4096);
+}
+
+TEST(ModelSpecFromProtoTest, UnknownPresetIsInvalidArgument) {
+  v1::ModelSpec proto;
+  proto.set_preset("llama9");
+  const absl::Status status = ModelSpecFromProto(proto).status();
+  ExpectInvalid(status, "model.preset (\"llama9\") is not a known model; known: llama2-7b");
+}
+
+TEST(ModelSpecFromProtoTest, PresetWithDimensionsIsInvalid) {
+  v1::ModelSpec proto;
+  proto.set_preset("llama3.1-8b");
+  proto.set_num_layers(16);
+  ExpectInvalid(ModelSpecFromProto(proto).status(),
+                "model.num_layers (16) must be 0 when model.preset (\"llama3.1-8b\") is set");
+  proto.set_num_layers(0);
+  proto.set_tied_embeddings(true);
+  ExpectInvalid(ModelSpecFromProto(proto).status(), "model.tied_embeddings");
+}
+
+TEST(ModelSpecFromProtoTest, ExplicitModelNeedsEveryDimension) {
+  absl::StatusOr<ModelSpec> model = ModelSpecFromProto(ExplicitModel());
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->name(), "custom");
+  EXPECT_EQ(model->ParameterCount(), FindModelPreset("llama3.1-8b")->ParameterCount());
+
+  v1::ModelSpec proto = ExplicitModel();
+  proto.clear_vocab_size();
+  ExpectInvalid(ModelSpecFromProto(proto).status(), "model.vocab_size (0)");
+  proto = ExplicitModel();
+  proto.set_num_kv_heads(5);
+  ExpectInvalid(ModelSpecFromProto(proto).status(),
+                "model.num_kv_heads (5) does not divide model.num_attention_heads (32)");
+  proto = ExplicitModel();
+  proto.set_tied_embeddings(true);
+  ASSERT_TRUE(ModelSpecFromProto(proto).ok());
+  EXPECT_TRUE(ModelSpecFromProto(proto)->tied_embeddings());
+}
+
+TEST(TrainingSpecFromProtoTest, UnsetOptionalsAreTrue) {
+  v1::TrainingSpec proto;
+  proto.set_global_batch_size(1024);
+  proto.set_seq_len(8192);
+  absl::StatusOr<TrainingSpec> training = TrainingSpecFromProto(proto);
+  ASSERT_TRUE(training.ok()) << training.status();
+  EXPECT_TRUE(training->distributed_optimizer());
+  EXPECT_TRUE(training->fp32_gradients());
+  EXPECT_TRUE(training->flash_attention());
+  EXPECT_FALSE(training->fp8());
+
+  proto.set_distributed_optimizer(false);
+  proto.set_fp32_gradients(false);
+  proto.set_flash_attention(false);
+  proto.set_precision(v1::FP8);
+  training = TrainingSpecFromProto(proto);
+  ASSERT_TRUE(training.ok());
+  EXPECT_FALSE(training->distributed_optimizer());
+  EXPECT_FALSE(training->fp32_gradients());
+  EXPECT_FALSE(training->flash_attention());
+  EXPECT_TRUE(training->fp8());
+  proto.set_precision(v1::BF16);
+  EXPECT_FALSE(TrainingSpecFromProto(proto)->fp8());
+}
+
+TEST(TrainingSpecFromProtoTest, BadFieldsNameThemselves) {
+  v1::TrainingSpec proto;
+  proto.set_global_batch_size(1024);
+  ExpectInvalid(TrainingSpecFromProto(proto).status(),
+                "training.seq_len (0) must be in [1, 4194304]");
+  proto.set_seq_len(8192);
+  proto.set_precision(static_cast<v1::Precision>(7));
+  ExpectInvalid(TrainingSpecFromProto(proto).status(), "training.precision (7)");
+}
+
+TEST(ClusterSpecFromProtoTest, CatalogGpuWithOverrides) {
+  v1::ClusterSpec proto;
+  proto.mutable_gpu()->set_type("H100-80GB");
+  proto.set_num_nodes(2);
+  proto.set_gpus_per_node(8);
+  absl::StatusOr<ClusterSpec> cluster = ClusterSpecFromProto(proto);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  EXPECT_EQ(cluster->gpu().name, "h100-80gb");
+  EXPECT_EQ(cluster->gpu().memory_bytes, 81559LL * 1024 * 1024);
+  EXPECT_EQ(cluster->world_size(), 16);
+
+  proto.mutable_gpu()->set_memory_bytes(1000);
+  proto.mutable_gpu()->set_network_bandwidth_gbps(100);
+  cluster = ClusterSpecFromProto(proto);
+  ASSERT_TRUE(cluster.ok());
+  EXPECT_EQ(cluster->gpu().memory_bytes, 1000);
+  EXPECT_EQ(cluster->gpu().network_bandwidth_gbps, 100);
+  EXPECT_EQ(cluster->gpu().peak_bf16_tflops, 989);  // not overridden
+}
+
+TEST(ClusterSpecFromProtoTest, UnknownTypeAndBadCounts) {
+  v1::ClusterSpec proto;
+  proto.mutable_gpu()->set_type("v100");
+  proto.set_num_nodes(1);
+  proto.set_gpus_per_node(8);
+  ExpectInvalid(ClusterSpecFromProto(proto).status(),
+                "cluster.gpu.type (\"v100\") is not a known GPU; known: a100-40gb");
+  proto.mutable_gpu()->set_type("a100-80gb");
+  proto.set_num_nodes(0);
+  ExpectInvalid(ClusterSpecFromProto(proto).status(),
+                "cluster.num_nodes (0) must be in [1, 65536]");
+  proto.set_num_nodes(1);
+  proto.mutable_gpu()->set_hbm_bandwidth_gbps(-5);
+  ExpectInvalid(ClusterSpecFromProto(proto).status(), "cluster.gpu.hbm_bandwidth_gbps (-5)");
+}
+
+TEST(ClusterSpecFromProtoTest, ExplicitGpuNeedsEveryField) {
+  v1::ClusterSpec proto;
+  proto.set_num_nodes(1);
+  proto.set_gpus_per_node(4);
+  v1::GpuSpec& gpu = *proto.mutable_gpu();
+  gpu.set_memory_bytes(int64_t{96} << 30);
+  gpu.set_hbm_bandwidth_gbps(4000);
+  gpu.set_nvlink_bandwidth_gbps(450);
+  gpu.set_network_bandwidth_gbps(50);
+  ExpectInvalid(ClusterSpecFromProto(proto).status(),
+                "cluster.gpu.peak_bf16_tflops must be set when cluster.gpu.type is empty");
+  gpu.set_peak_bf16_tflops(1000);
+  absl::StatusOr<ClusterSpec> cluster = ClusterSpecFromProto(proto);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  EXPECT_EQ(cluster->gpu().name, "custom");
+  EXPECT_EQ(cluster->gpu().peak_bf16_tflops, 1000);
+}
+
+class ParallelConfigFromProtoTest : public ::testing::Test {
+ protected:
+  ParallelConfigFromProtoTest()
+      : model_(*FindModelPreset("llama3.1-8b")),
+        training_(*TrainingSpec::Create({1024, 8192})),
+        cluster_(*ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 2, 8)) {}
+
+  static v1::ParallelConfig Proto(int64_t dp, int64_t tp, int64_t pp, int64_t cp) {
+    v1::ParallelConfig proto;
+    proto.set_data_parallel(dp);
+    proto.set_tensor_parallel(tp);
+    proto.set_pipeline_parallel(pp);
+    proto.set_context_parallel(cp);
+    proto.set_micro_batch_size(1);
+    return proto;
+  }
+
+  absl::StatusOr<ParallelConfig> Convert(const v1::ParallelConfig& proto) const {
+    return ParallelConfigFromProto(proto, model_, training_, cluster_, PlacementRules());
+  }
+
+  ModelSpec model_;
+  TrainingSpec training_;
+  ClusterSpec cluster_;
+};
+
+TEST_F(ParallelConfigFromProtoTest, Defaults) {
+  absl::StatusOr<ParallelConfig> config = Convert(Proto(8, 2, 1, 1));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->virtual_pipeline(), 1);
+  EXPECT_TRUE(config->sequence_parallel());  // unset, tp > 1
+  EXPECT_EQ(config->recompute(), Recompute::kNone);
+  config = Convert(Proto(16, 1, 1, 1));
+  ASSERT_TRUE(config.ok());
+  EXPECT_FALSE(config->sequence_parallel());  // unset, tp = 1
+}
+
+TEST_F(ParallelConfigFromProtoTest, ExplicitFieldsAndRoundTrip) {
+  v1::ParallelConfig proto = Proto(2, 2, 2, 2);
+  proto.set_virtual_pipeline(2);
+  proto.set_sequence_parallel(false);
+  proto.set_recompute(v1::RECOMPUTE_FULL);
+  absl::StatusOr<ParallelConfig> config = Convert(proto);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->virtual_pipeline(), 2);
+  EXPECT_FALSE(config->sequence_parallel());
+  EXPECT_EQ(config->recompute(), Recompute::kFull);
+
+  const v1::ParallelConfig back = ParallelConfigToProto(*config);
+  EXPECT_EQ(back.SerializeAsString(), proto.SerializeAsString());
+  absl::StatusOr<ParallelConfig> again = Convert(back);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->ToString(), config->ToString());
+
+  proto.set_recompute(v1::RECOMPUTE_SELECTIVE);
+  EXPECT_EQ(Convert(proto)->recompute(), Recompute::kSelective);
+  proto.set_recompute(v1::RECOMPUTE_UNSPECIFIED);
+  EXPECT_EQ(Convert(proto)->recompute(), Recompute::kNone);
+  EXPECT_EQ(ParallelConfigToProto(*Convert(proto)).recompute(), v1::RECOMPUTE_NONE);
+}
+
+TEST_F(ParallelConfigFromProtoTest, BadFieldsNameThemselves) {
+  ExpectInvalid(Convert(Proto(0, 2, 1, 1)).status(), "config.data_parallel (0) must be >= 1");
+  ExpectInvalid(Convert(Proto(4, 2, 1, 1)).status(), "config.data_parallel (4) x");
+  v1::ParallelConfig proto = Proto(8, 2, 1, 1);
+  proto.set_virtual_pipeline(-1);
+  ExpectInvalid(Convert(proto).status(), "config.virtual_pipeline (-1)");
+  proto = Proto(8, 2, 1, 1);
+  proto.set_recompute(static_cast<v1::Recompute>(9));
+  ExpectInvalid(Convert(proto).status(), "config.recompute (9)");
+  ExpectInvalid(Convert(Proto(1, 16, 1, 1)).status(), "cluster.gpus_per_node (8)");
+}
+
+TEST(PlanOptionsFromProtoTest, DefaultsAndFields) {
+  v1::SearchSpace proto;
+  absl::StatusOr<PlanOptions> options = PlanOptionsFromProto(proto);
+  ASSERT_TRUE(options.ok());
+  EXPECT_TRUE(options->micro_batch_sizes.empty());
+  EXPECT_DOUBLE_EQ(options->memory.safe_fraction, 0.80);
+  EXPECT_FALSE(options->rules.allow_tp_cp_across_nodes);
+  EXPECT_FALSE(options->include_risky);
+
+  proto.add_micro_batch_sizes(1);
+  proto.add_micro_batch_sizes(4);
+  proto.set_safe_memory_fraction(0.9);
+  proto.set_allow_tp_cp_across_nodes(true);
+  proto.set_include_risky(true);
+  options = PlanOptionsFromProto(proto);
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->micro_batch_sizes, (std::vector<int64_t>{1, 4}));
+  EXPECT_DOUBLE_EQ(options->memory.safe_fraction, 0.9);
+  EXPECT_TRUE(options->rules.allow_tp_cp_across_nodes);
+  EXPECT_TRUE(options->include_risky);
+  proto.set_safe_memory_fraction(1.0);
+  EXPECT_TRUE(PlanOptionsFromProto(proto).ok());
+}
+
+TEST(PlanOptionsFromProtoTest, BadFieldsNameThemselves) {
+  v1::SearchSpace proto;
+  proto.add_micro_batch_sizes(2);
+  proto.add_micro_batch_sizes(0);
+  ExpectInvalid(PlanOptionsFromProto(proto).status(),
+                "space.micro_batch_sizes[1] (0) must be in [1, 1024]");
+  proto.set_micro_batch_sizes(1, 1025);
+  ExpectInvalid(PlanOptionsFromProto(proto).status(), "space.micro_batch_sizes[1] (1025)");
+
+  proto.clear_micro_batch_sizes();
+  for (int i = 1; i <= 17; ++i) proto.add_micro_batch_sizes(i);
+  ExpectInvalid(PlanOptionsFromProto(proto).status(),
+                "space.micro_batch_sizes has 17 entries; at most 16");
+
+  proto.clear_micro_batch_sizes();
+  proto.set_safe_memory_fraction(1.5);
+  ExpectInvalid(PlanOptionsFromProto(proto).status(),
+                "space.safe_memory_fraction (1.5) must be in (0, 1]");
+  proto.set_safe_memory_fraction(-0.1);
+  ExpectInvalid(PlanOptionsFromProto(proto).status(), "space.safe_memory_fraction (-0.1)");
+}
+
+TEST(ResolveSearchSpecTest, ResolvesEveryPartOrNamesTheBadField) {
+  v1::SearchSpec proto;
+  proto.mutable_model()->set_preset("llama3.1-8b");
+  proto.mutable_training()->set_global_batch_size(1024);
+  proto.mutable_training()->set_seq_len(8192);
+  proto.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
+  proto.mutable_cluster()->set_num_nodes(2);
+  proto.mutable_cluster()->set_gpus_per_node(8);
+  proto.mutable_space()->add_micro_batch_sizes(2);
+  absl::StatusOr<ResolvedSpec> spec = ResolveSearchSpec(proto);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->model.name(), "llama3.1-8b");
+  EXPECT_EQ(spec->training.seq_len(), 8192);
+  EXPECT_EQ(spec->cluster.world_size(), 16);
+  EXPECT_EQ(spec->plan_options.micro_batch_sizes, (std::vector<int64_t>{2}));
+
+  proto.mutable_cluster()->set_gpus_per_node(0);
+  ExpectInvalid(ResolveSearchSpec(proto).status(), "cluster.gpus_per_node (0)");
+  proto.mutable_cluster()->set_gpus_per_node(8);
+  proto.mutable_model()->set_preset("gpt5");
+  ExpectInvalid(ResolveSearchSpec(proto).status(), "model.preset (\"gpt5\")");
+}
+
+}  // namespace
+}  // namespace paratune

@@ -1,0 +1,399 @@
+#include "estimator/memory_model.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+
+namespace paratune {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+double Term(const StageMemory& stage, MemoryTerm term) { return stage.term(term); }
+
+double ModelStates(const StageMemory& stage) {
+  return stage.term(MemoryTerm::kWeights) + stage.term(MemoryTerm::kGradients) +
+         stage.term(MemoryTerm::kOptimizerStates);
+}
+
+double AllActivations(const StageMemory& stage) {
+  return stage.term(MemoryTerm::kActivations) + stage.term(MemoryTerm::kEmbeddingActivations) +
+         stage.term(MemoryTerm::kOutputActivations);
+}
+
+MemoryOptions PaperOptions() {
+  MemoryOptions options;
+  options.cuda_context_bytes = 0;
+  return options;
+}
+
+ParallelDims Dims(int64_t dp, int64_t tp, int64_t pp, int64_t cp, int64_t b) {
+  ParallelDims dims;
+  dims.dp = dp;
+  dims.tp = tp;
+  dims.pp = pp;
+  dims.cp = cp;
+  dims.micro_batch = b;
+  dims.sequence_parallel = true;
+  return dims;
+}
+
+// A cluster of exactly `gpus` GPUs of `type`, in nodes of 8 (or one smaller node).
+ClusterSpec Cluster(int64_t gpus, const char* type = "h100-80gb") {
+  const int64_t per_node = gpus < 8 ? gpus : 8;
+  return *ClusterSpec::Create(*FindGpuPreset(type), gpus / per_node, per_node);
+}
+
+MemoryEstimate Estimate(const ModelSpec& model, const TrainingSpec& training,
+                        const ParallelDims& dims, const MemoryOptions& options = PaperOptions()) {
+  const ClusterSpec cluster = Cluster(dims.dp * dims.tp * dims.pp * dims.cp);
+  PlacementRules rules;
+  rules.allow_tp_cp_across_nodes = true;
+  absl::StatusOr<ParallelConfig> config =
+      ParallelConfig::Create(model, training, cluster, rules, dims);
+  EXPECT_TRUE(config.ok()) << config.status();
+  return EstimateMemory(model, training, cluster, *config, options);
+}
+
+std::string ReadRunfile(const std::string& path) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const std::string full = std::string(srcdir == nullptr ? "." : srcdir) + "/paratune/" + path;
+  std::ifstream in(full);
+  EXPECT_TRUE(in.good()) << "cannot open " << full;
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+bool ParseBool(absl::string_view text) { return text == "true"; }
+
+int64_t ParseInt(absl::string_view text) {
+  int64_t value = 0;
+  EXPECT_TRUE(absl::SimpleAtoi(text, &value)) << text;
+  return value;
+}
+
+double ParseDouble(absl::string_view text) {
+  double value = 0;
+  EXPECT_TRUE(absl::SimpleAtod(text, &value)) << text;
+  return value;
+}
+
+// The four reference values of Fujii et al.'s estimator (arXiv 2411.06465), copied from
+// data/estimator/ into testdata/: Llama-3.1-8B, s 8192, distributed optimizer, fp32
+// gradients, FlashAttention, untied, no CUDA context. The CSV gives no global batch; the
+// paper's runs use 1024, which keeps m >= p in every row.
+TEST(MemoryModelTest, ReproducesFujii2024ReferenceValues) {
+  const std::string csv =
+      ReadRunfile("estimator/testdata/fujii2024_estimator_reference_values.csv");
+  std::vector<std::string> lines = absl::StrSplit(csv, '\n', absl::SkipWhitespace());
+  ASSERT_EQ(lines.size(), 5u);
+  const ModelSpec model = *FindModelPreset("llama3.1-8b");
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const std::vector<std::string> f = absl::StrSplit(lines[i], ',');
+    ASSERT_EQ(f.size(), 14u) << lines[i];
+    ASSERT_EQ(f[0], "Llama-3.1-8B");
+    TrainingOptions options;
+    options.global_batch_size = 1024;
+    options.seq_len = ParseInt(f[1]);
+    options.distributed_optimizer = ParseBool(f[8]);
+    options.fp32_gradients = ParseBool(f[9]);
+    options.flash_attention = ParseBool(f[10]);
+    ASSERT_TRUE(ParseBool(f[11]));  // untied, as llama3.1-8b is
+    const TrainingSpec training = *TrainingSpec::Create(options);
+    const ParallelDims dims =
+        Dims(ParseInt(f[7]), ParseInt(f[2]), ParseInt(f[4]), ParseInt(f[3]), ParseInt(f[5]));
+    ASSERT_EQ(dims.dp * dims.tp * dims.pp * dims.cp, ParseInt(f[6]));
+    const MemoryEstimate estimate = Estimate(model, training, dims);
+    const double states_gib = ModelStates(estimate.first_stage) / kGiB;
+    const double activations_gib = AllActivations(estimate.first_stage) / kGiB;
+    EXPECT_NEAR(states_gib, ParseDouble(f[12]), 1e-9) << lines[i];
+    EXPECT_NEAR(activations_gib, ParseDouble(f[13]), 1e-9) << lines[i];
+  }
+}
+
+// Korthikanti et al. 2022 (arXiv 2205.05198) Figure 1, activations per GPU of GPT models
+// without FlashAttention, from data/estimator/korthikanti2022_fig1_memory.csv. The
+// non-FlashAttention layer term is Korthikanti's own formula (it does not depend on the FFN
+// width or kv heads), so the GPT models are built as MHA Llama shapes with a 4h FFN. v is the
+// interleaving of the Calculon configs the figure was taken from (3 for 175B and 530B).
+struct Figure1Row {
+  const char* name;
+  int64_t hidden, heads, layers, seq_len, tp, pp, gpus, global_batch, micro_batch, v;
+  bool seqsel;  // SP + selective recompute; TP only, nothing recomputed otherwise
+  double activations_gib;
+};
+
+TEST(MemoryModelTest, ReproducesKorthikanti2022Figure1Activations) {
+  const Figure1Row rows[] = {
+      {"megatron-22B", 6144, 64, 48, 2048, 8, 1, 8, 4, 4, 1, false, 59.25},
+      {"megatron-22B", 6144, 64, 48, 2048, 8, 1, 8, 4, 4, 1, true, 9.5625},
+      {"gpt3-175B", 12288, 96, 96, 2048, 8, 8, 64, 64, 1, 3, false, 66.84375},
+      {"gpt3-175B", 12288, 96, 96, 2048, 8, 8, 64, 64, 1, 3, true, 12.3515625},
+      {"turing-530B", 20480, 128, 105, 2048, 8, 35, 280, 280, 1, 3, false, 114.0234375},
+      {"turing-530B", 20480, 128, 105, 2048, 8, 35, 280, 280, 1, 3, true, 23.076171875},
+      {"megatron-1T", 25600, 160, 128, 2048, 8, 64, 512, 512, 1, 1, false, 131.25},
+      {"megatron-1T", 25600, 160, 128, 2048, 8, 64, 512, 512, 1, 1, true, 26.5625},
+  };
+  for (const Figure1Row& row : rows) {
+    const ModelSpec model = *ModelSpec::Create(
+        row.name, {row.hidden, 4 * row.hidden, row.layers, row.heads, row.heads, 51200, false});
+    TrainingOptions options;
+    options.global_batch_size = row.global_batch;
+    options.seq_len = row.seq_len;
+    options.flash_attention = false;
+    const TrainingSpec training = *TrainingSpec::Create(options);
+    ParallelDims dims = Dims(row.gpus / (row.tp * row.pp), row.tp, row.pp, 1, row.micro_batch);
+    dims.virtual_pipeline = row.v;
+    dims.sequence_parallel = row.seqsel;
+    dims.recompute = row.seqsel ? Recompute::kSelective : Recompute::kNone;
+    const MemoryEstimate estimate = Estimate(model, training, dims);
+    EXPECT_NEAR(Term(estimate.first_stage, MemoryTerm::kActivations) / kGiB, row.activations_gib,
+                1e-9)
+        << row.name << (row.seqsel ? " seqsel" : " none");
+  }
+}
+
+class LlamaMemoryTest : public ::testing::Test {
+ protected:
+  LlamaMemoryTest()
+      : model_(*FindModelPreset("llama3.1-8b")), training_(*TrainingSpec::Create({1024, 8192})) {}
+
+  // Parameters per GPU implied by the weights term (2 bytes each).
+  static double Params(const StageMemory& stage) { return Term(stage, MemoryTerm::kWeights) / 2; }
+
+  ModelSpec model_;
+  TrainingSpec training_;
+};
+
+TEST_F(LlamaMemoryTest, BytesPerParameter) {
+  const MemoryEstimate on = Estimate(model_, training_, Dims(8, 2, 1, 1, 1));
+  const double p = Params(on.first_stage);
+  EXPECT_EQ(Term(on.first_stage, MemoryTerm::kGradients), 4 * p);
+  EXPECT_DOUBLE_EQ(Term(on.first_stage, MemoryTerm::kOptimizerStates), 12 * p / 8);
+
+  TrainingOptions options = training_.options();
+  options.distributed_optimizer = false;
+  const MemoryEstimate off = Estimate(model_, *TrainingSpec::Create(options), Dims(8, 2, 1, 1, 1));
+  EXPECT_EQ(Term(off.first_stage, MemoryTerm::kOptimizerStates), 12 * p);
+  EXPECT_EQ(ModelStates(off.first_stage), 18 * p);
+
+  options = training_.options();
+  options.fp32_gradients = false;
+  const MemoryEstimate bf16 = Estimate(model_, *TrainingSpec::Create(options), Dims(8, 2, 1, 1, 1));
+  EXPECT_EQ(Term(bf16.first_stage, MemoryTerm::kGradients), 2 * p);
+
+  // The distributed optimizer shards over d x c.
+  const MemoryEstimate cp = Estimate(model_, training_, Dims(4, 2, 1, 2, 1));
+  EXPECT_DOUBLE_EQ(Term(cp.first_stage, MemoryTerm::kOptimizerStates),
+                   12 * Params(cp.first_stage) / 8);
+}
+
+TEST_F(LlamaMemoryTest, SingleStageParameters) {
+  const MemoryEstimate estimate = Estimate(model_, training_, Dims(8, 1, 1, 1, 1));
+  EXPECT_EQ(Params(estimate.first_stage), model_.ParameterCount());
+  EXPECT_EQ(estimate.first_stage.stage, 0);
+  EXPECT_EQ(estimate.last_stage.stage, 0);
+  EXPECT_EQ(estimate.last_stage.Total(), estimate.first_stage.Total());
+  EXPECT_FALSE(estimate.peak_is_last_stage);
+  const MemoryEstimate tp4 = Estimate(model_, training_, Dims(2, 4, 1, 1, 1));
+  // All TP-sharded but the final norm, which every TP rank keeps whole.
+  EXPECT_DOUBLE_EQ(Params(tp4.first_stage), (model_.ParameterCount() - 4096) / 4 + 4096);
+}
+
+TEST_F(LlamaMemoryTest, TiedAndUntiedEmbeddings) {
+  ModelDimensions dims = model_.dims();
+  dims.tied_embeddings = true;
+  const ModelSpec tied = *ModelSpec::Create("tied", dims);
+  const double hv = 4096.0 * 128256;
+  // p = 1: the tied model has no separate LM head.
+  EXPECT_DOUBLE_EQ(Params(Estimate(model_, training_, Dims(8, 2, 1, 1, 1)).first_stage) -
+                       Params(Estimate(tied, training_, Dims(8, 2, 1, 1, 1)).first_stage),
+                   hv / 2);
+  // p > 1: the first stages are equal, and the last stage keeps a copy for the LM head.
+  const MemoryEstimate untied_pp = Estimate(model_, training_, Dims(4, 2, 2, 1, 1));
+  const MemoryEstimate tied_pp = Estimate(tied, training_, Dims(4, 2, 2, 1, 1));
+  EXPECT_EQ(Params(untied_pp.first_stage), Params(tied_pp.first_stage));
+  EXPECT_EQ(Params(untied_pp.last_stage), Params(tied_pp.last_stage));
+  // 16 layers and the LM head over t = 2, and the replicated final norm.
+  EXPECT_DOUBLE_EQ(Params(untied_pp.last_stage),
+                   (16 * (2 * 4096.0 * 4096 * (1 + 0.25 + 1.5 * 3.5) + 2 * 4096) + hv) / 2 + 4096);
+}
+
+TEST_F(LlamaMemoryTest, FirstAndLastStage) {
+  const MemoryEstimate estimate = Estimate(model_, training_, Dims(4, 2, 2, 1, 1));
+  EXPECT_EQ(estimate.first_stage.stage, 0);
+  EXPECT_EQ(estimate.last_stage.stage, 1);
+  const double sbh = 8192.0 * 4096;
+  const double layer = sbh * (12 + 4 * 0.25 + 8 * 3.5) / 2;
+  // First: p = 2 micro-batches of 16 layers, and the embedding of both; no LM head.
+  EXPECT_DOUBLE_EQ(Term(estimate.first_stage, MemoryTerm::kActivations), 32 * layer);
+  EXPECT_DOUBLE_EQ(Term(estimate.first_stage, MemoryTerm::kEmbeddingActivations), 8 * sbh * 2 / 2);
+  EXPECT_EQ(Term(estimate.first_stage, MemoryTerm::kOutputActivations), 0);
+  // Last: one micro-batch of 16 layers, and the LM head's input and fp32 logits.
+  EXPECT_DOUBLE_EQ(Term(estimate.last_stage, MemoryTerm::kActivations), 16 * layer);
+  EXPECT_EQ(Term(estimate.last_stage, MemoryTerm::kEmbeddingActivations), 0);
+  EXPECT_DOUBLE_EQ(Term(estimate.last_stage, MemoryTerm::kOutputActivations),
+                   4 * sbh * (1 + 128256.0 / 4096) / 2);
+  EXPECT_DOUBLE_EQ(estimate.peak_bytes,
+                   std::max(estimate.first_stage.Total(), estimate.last_stage.Total()));
+  EXPECT_EQ(estimate.peak_is_last_stage,
+            estimate.last_stage.Total() > estimate.first_stage.Total());
+}
+
+TEST_F(LlamaMemoryTest, LastStageCanBeThePeak) {
+  // Llama-3.2-1B: small layers, large vocabulary. With one micro-batch per step the first
+  // stage holds one micro-batch, and the fp32 logits dominate the last.
+  const ModelSpec model = *FindModelPreset("llama3.2-1b");
+  const TrainingSpec training = *TrainingSpec::Create({2, 8192});
+  const MemoryEstimate estimate = Estimate(model, training, Dims(2, 1, 2, 1, 1));
+  EXPECT_TRUE(estimate.peak_is_last_stage);
+  EXPECT_EQ(estimate.peak_bytes, estimate.last_stage.Total());
+  EXPECT_GT(estimate.last_stage.Total(), estimate.first_stage.Total());
+}
+
+TEST_F(LlamaMemoryTest, FewerMicroBatchesThanStages) {
+  // m = 2 < p = 4: the first stage holds 2 micro-batches, half of what m >= p holds.
+  const TrainingSpec small = *TrainingSpec::Create({4, 8192});
+  const TrainingSpec large = *TrainingSpec::Create({1024, 8192});
+  const MemoryEstimate few = Estimate(model_, small, Dims(2, 2, 4, 1, 1));
+  const MemoryEstimate many = Estimate(model_, large, Dims(2, 2, 4, 1, 1));
+  EXPECT_DOUBLE_EQ(Term(few.first_stage, MemoryTerm::kActivations) * 2,
+                   Term(many.first_stage, MemoryTerm::kActivations));
+  EXPECT_DOUBLE_EQ(Term(few.first_stage, MemoryTerm::kEmbeddingActivations) * 2,
+                   Term(many.first_stage, MemoryTerm::kEmbeddingActivations));
+  EXPECT_EQ(Term(few.last_stage, MemoryTerm::kActivations),
+            Term(many.last_stage, MemoryTerm::kActivations));
+}
+
+TEST_F(LlamaMemoryTest, InterleavedPipelineHoldsMore) {
+  ParallelDims dims = Dims(4, 2, 2, 1, 1);
+  const MemoryEstimate plain = Estimate(model_, training_, dims);
+  dims.virtual_pipeline = 4;
+  const MemoryEstimate interleaved = Estimate(model_, training_, dims);
+  // 1 + (p-1)/(pv) = 1 + 1/8.
+  EXPECT_DOUBLE_EQ(Term(interleaved.first_stage, MemoryTerm::kActivations),
+                   Term(plain.first_stage, MemoryTerm::kActivations) * 1.125);
+  // The last rank warms up (v-1)p = 6 chunks of 4 layers, plus one: 28 layer-micro-batches.
+  EXPECT_DOUBLE_EQ(Term(interleaved.last_stage, MemoryTerm::kActivations),
+                   Term(plain.last_stage, MemoryTerm::kActivations) * 28 / 16);
+  EXPECT_EQ(ModelStates(interleaved.first_stage), ModelStates(plain.first_stage));
+}
+
+TEST_F(LlamaMemoryTest, RecomputeModes) {
+  ParallelDims dims = Dims(8, 2, 1, 1, 1);
+  const MemoryEstimate none = Estimate(model_, training_, dims);
+  dims.recompute = Recompute::kSelective;
+  const MemoryEstimate selective = Estimate(model_, training_, dims);
+  dims.recompute = Recompute::kFull;
+  const MemoryEstimate full = Estimate(model_, training_, dims);
+  // With FlashAttention, selective recompute frees nothing.
+  EXPECT_EQ(selective.first_stage.Total(), none.first_stage.Total());
+  // Full: 32 layer inputs of 2sbh/t plus one layer's working set.
+  const double sbh = 8192.0 * 4096;
+  const double layer = Term(none.first_stage, MemoryTerm::kActivations) / 32;
+  EXPECT_DOUBLE_EQ(Term(full.first_stage, MemoryTerm::kActivations), 32 * 2 * sbh / 2 + layer);
+  EXPECT_EQ(ModelStates(full.first_stage), ModelStates(none.first_stage));
+  EXPECT_EQ(Term(full.first_stage, MemoryTerm::kOutputActivations),
+            Term(none.first_stage, MemoryTerm::kOutputActivations));
+}
+
+TEST_F(LlamaMemoryTest, WithoutSequenceParallelism) {
+  ParallelDims dims = Dims(4, 4, 1, 1, 1);
+  const MemoryEstimate sp = Estimate(model_, training_, dims);
+  dims.sequence_parallel = false;
+  const MemoryEstimate no_sp = Estimate(model_, training_, dims);
+  const double sbh = 8192.0 * 4096;
+  // Norm and linear inputs (8sbh) stay whole on every TP rank.
+  EXPECT_DOUBLE_EQ(Term(no_sp.first_stage, MemoryTerm::kActivations),
+                   32 * sbh * (8 + (4 + 1 + 28) / 4.0));
+  EXPECT_DOUBLE_EQ(Term(sp.first_stage, MemoryTerm::kActivations), 32 * sbh * 41 / 4);
+  EXPECT_DOUBLE_EQ(Term(no_sp.first_stage, MemoryTerm::kEmbeddingActivations), 8 * sbh);
+  EXPECT_DOUBLE_EQ(Term(no_sp.first_stage, MemoryTerm::kOutputActivations),
+                   4 * sbh + 4 * 8192.0 * 128256 / 4);
+  // Without TP the switch changes nothing.
+  ParallelDims tp1 = Dims(16, 1, 1, 1, 1);
+  const MemoryEstimate tp1_sp = Estimate(model_, training_, tp1);
+  tp1.sequence_parallel = false;
+  EXPECT_EQ(Estimate(model_, training_, tp1).first_stage.Total(), tp1_sp.first_stage.Total());
+}
+
+TEST_F(LlamaMemoryTest, WithoutFlashAttentionSelectiveRecomputeDropsScores) {
+  TrainingOptions options = training_.options();
+  options.flash_attention = false;
+  const TrainingSpec training = *TrainingSpec::Create(options);
+  ParallelDims dims = Dims(4, 4, 1, 1, 1);
+  const double sbh = 8192.0 * 4096;
+  const double scores = 5 * 32 * 8192.0 / (4096 * 4);
+  EXPECT_DOUBLE_EQ(Term(Estimate(model_, training, dims).first_stage, MemoryTerm::kActivations),
+                   32 * sbh * (34.0 / 4 + scores));
+  dims.recompute = Recompute::kSelective;
+  EXPECT_DOUBLE_EQ(Term(Estimate(model_, training, dims).first_stage, MemoryTerm::kActivations),
+                   32 * sbh * 34.0 / 4);
+  dims.recompute = Recompute::kNone;
+  dims.sequence_parallel = false;
+  EXPECT_DOUBLE_EQ(Term(Estimate(model_, training, dims).first_stage, MemoryTerm::kActivations),
+                   32 * sbh * (10 + 24.0 / 4 + scores));
+}
+
+TEST_F(LlamaMemoryTest, CudaContextOnEveryStage) {
+  MemoryOptions options;
+  options.cuda_context_bytes = 512.0 * 1024 * 1024;
+  const MemoryEstimate with = Estimate(model_, training_, Dims(4, 2, 2, 1, 1), options);
+  const MemoryEstimate without = Estimate(model_, training_, Dims(4, 2, 2, 1, 1));
+  EXPECT_EQ(Term(with.first_stage, MemoryTerm::kCudaContext), options.cuda_context_bytes);
+  EXPECT_EQ(Term(with.last_stage, MemoryTerm::kCudaContext), options.cuda_context_bytes);
+  EXPECT_DOUBLE_EQ(with.peak_bytes, without.peak_bytes + options.cuda_context_bytes);
+  EXPECT_EQ(MemoryOptions().cuda_context_bytes, 512.0 * 1024 * 1024);
+}
+
+TEST_F(LlamaMemoryTest, VerdictThresholds) {
+  const ParallelDims dims = Dims(8, 2, 1, 1, 1);
+  const ClusterSpec cluster = Cluster(16);
+  const ParallelConfig config = *ParallelConfig::Create(model_, training_, cluster, {}, dims);
+  MemoryOptions options = PaperOptions();
+  const MemoryEstimate base = EstimateMemory(model_, training_, cluster, config, options);
+  EXPECT_DOUBLE_EQ(base.capacity_bytes, 81559.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(base.fraction_of_capacity, base.peak_bytes / base.capacity_bytes);
+  const double fraction = base.fraction_of_capacity;
+  ASSERT_LT(fraction, 1.0);
+
+  options.safe_fraction = std::nextafter(fraction, 2.0);
+  EXPECT_EQ(EstimateMemory(model_, training_, cluster, config, options).verdict,
+            MemoryVerdict::kSafe);
+  options.safe_fraction = fraction;  // at the threshold: no longer SAFE
+  EXPECT_EQ(EstimateMemory(model_, training_, cluster, config, options).verdict,
+            MemoryVerdict::kRisky);
+
+  GpuSpec gpu = cluster.gpu();
+  options.safe_fraction = 0.8;
+  gpu.memory_bytes = static_cast<int64_t>(std::ceil(base.peak_bytes));  // fraction <= 1
+  ClusterSpec exact = *ClusterSpec::Create(gpu, 2, 8);
+  MemoryEstimate estimate = EstimateMemory(model_, training_, exact, config, options);
+  EXPECT_LE(estimate.fraction_of_capacity, 1.0);
+  EXPECT_EQ(estimate.verdict, MemoryVerdict::kRisky);
+  gpu.memory_bytes = static_cast<int64_t>(std::floor(base.peak_bytes)) - 1;
+  estimate = EstimateMemory(model_, training_, *ClusterSpec::Create(gpu, 2, 8), config, options);
+  EXPECT_GT(estimate.fraction_of_capacity, 1.0);
+  EXPECT_EQ(estimate.verdict, MemoryVerdict::kOutOfMemory);
+}
+
+TEST(MemoryNamesTest, TermAndVerdictNames) {
+  EXPECT_STREQ(MemoryTermName(MemoryTerm::kWeights), "weights");
+  EXPECT_STREQ(MemoryTermName(MemoryTerm::kGradients), "gradients");
+  EXPECT_STREQ(MemoryTermName(MemoryTerm::kOptimizerStates), "optimizer_states");
+  EXPECT_STREQ(MemoryTermName(MemoryTerm::kActivations), "activations");
+  EXPECT_STREQ(MemoryTermName(MemoryTerm::kEmbeddingActivations), "embedding_activations");
+  EXPECT_STREQ(MemoryTermName(MemoryTerm::kOutputActivations), "output_activations");
+  EXPECT_STREQ(MemoryTermName(MemoryTerm::kCudaContext), "cuda_context");
+  EXPECT_STREQ(MemoryVerdictName(MemoryVerdict::kSafe), "SAFE");
+  EXPECT_STREQ(MemoryVerdictName(MemoryVerdict::kRisky), "RISKY");
+  EXPECT_STREQ(MemoryVerdictName(MemoryVerdict::kOutOfMemory), "OOM");
+}
+
+}  // namespace
+}  // namespace paratune

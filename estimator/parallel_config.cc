@@ -1,0 +1,174 @@
+#include "estimator/parallel_config.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "estimator/field_checks.h"
+
+namespace paratune {
+namespace {
+
+bool Divides(int64_t divisor, int64_t value) { return value % divisor == 0; }
+
+bool AnyFieldBelowOne(const ParallelDims& d) {
+  return d.dp < 1 || d.tp < 1 || d.pp < 1 || d.cp < 1 || d.micro_batch < 1 ||
+         d.virtual_pipeline < 1;
+}
+
+const char* RecomputeName(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::kNone:
+      return "none";
+    case Recompute::kSelective:
+      return "selective";
+    case Recompute::kFull:
+      return "full";
+  }
+  return "none";
+}
+
+}  // namespace
+
+const char* RejectionRule(Rejection rejection) {
+  switch (rejection) {
+    case Rejection::kValid:
+      return "valid";
+    case Rejection::kWorldSizeMismatch:
+      return "data_parallel x tensor_parallel x pipeline_parallel x context_parallel does not "
+             "equal the GPU count";
+    case Rejection::kTpHeads:
+      return "tensor_parallel does not divide heads";
+    case Rejection::kTpKvHeads:
+      return "tensor_parallel and kv heads: neither divides the other";
+    case Rejection::kPpLayers:
+      return "pipeline_parallel does not divide layers";
+    case Rejection::kVirtualPipelineLayers:
+      return "virtual_pipeline x pipeline_parallel does not divide layers";
+    case Rejection::kCpSequence:
+      return "2 x context_parallel does not divide seq_len";
+    case Rejection::kBatchDivisibility:
+      return "data_parallel x micro_batch_size does not divide global_batch_size";
+    case Rejection::kTpCpAcrossNodes:
+      return "tensor_parallel x context_parallel does not fit in a node";
+    case Rejection::kCount:
+      break;
+  }
+  return "unknown rule";
+}
+
+Rejection CheckRules(const ModelSpec& model, const TrainingSpec& training,
+                     const ClusterSpec& cluster, const PlacementRules& rules,
+                     const ParallelDims& d) {
+  if (AnyFieldBelowOne(d) || d.dp * d.tp * d.pp * d.cp != cluster.world_size()) {
+    return Rejection::kWorldSizeMismatch;
+  }
+  if (!Divides(d.tp, model.num_attention_heads())) return Rejection::kTpHeads;
+  // Megatron replicates KV heads when tp exceeds them, so either direction is fine.
+  if (!Divides(d.tp, model.num_kv_heads()) && !Divides(model.num_kv_heads(), d.tp)) {
+    return Rejection::kTpKvHeads;
+  }
+  if (!Divides(d.pp, model.num_layers())) return Rejection::kPpLayers;
+  if (d.virtual_pipeline > 1 &&
+      (d.pp == 1 || !Divides(d.virtual_pipeline * d.pp, model.num_layers()))) {
+    return Rejection::kVirtualPipelineLayers;
+  }
+  // Load-balanced causal CP splits each sequence into 2 x cp chunks.
+  if (d.cp > 1 && !Divides(2 * d.cp, training.seq_len())) return Rejection::kCpSequence;
+  if (!Divides(d.dp * d.micro_batch, training.global_batch_size())) {
+    return Rejection::kBatchDivisibility;
+  }
+  // TP and CP groups are the innermost ranks; inside a node they must tile it exactly.
+  const int64_t tp_cp = d.tp * d.cp;
+  if (!rules.allow_tp_cp_across_nodes &&
+      (tp_cp > cluster.gpus_per_node() || !Divides(tp_cp, cluster.gpus_per_node()))) {
+    return Rejection::kTpCpAcrossNodes;
+  }
+  return Rejection::kValid;
+}
+
+std::string DescribeRejection(Rejection rejection, const ModelSpec& model,
+                              const TrainingSpec& training, const ClusterSpec& cluster,
+                              const ParallelDims& d) {
+  switch (rejection) {
+    case Rejection::kValid:
+      return "valid";
+    case Rejection::kWorldSizeMismatch:
+      return absl::StrCat("config.data_parallel (", d.dp, ") x config.tensor_parallel (", d.tp,
+                          ") x config.pipeline_parallel (", d.pp, ") x config.context_parallel (",
+                          d.cp, ") = ", d.dp * d.tp * d.pp * d.cp, " does not equal the cluster's ",
+                          cluster.world_size(), " GPUs (cluster.num_nodes (", cluster.num_nodes(),
+                          ") x cluster.gpus_per_node (", cluster.gpus_per_node(), "))");
+    case Rejection::kTpHeads:
+      return absl::StrCat("config.tensor_parallel (", d.tp,
+                          ") does not divide model.num_attention_heads (",
+                          model.num_attention_heads(), ")");
+    case Rejection::kTpKvHeads:
+      return absl::StrCat("config.tensor_parallel (", d.tp,
+                          ") does not divide model.num_kv_heads (", model.num_kv_heads(),
+                          "), nor does model.num_kv_heads divide it");
+    case Rejection::kPpLayers:
+      return absl::StrCat("config.pipeline_parallel (", d.pp,
+                          ") does not divide model.num_layers (", model.num_layers(), ")");
+    case Rejection::kVirtualPipelineLayers:
+      if (d.pp == 1) {
+        return absl::StrCat("config.virtual_pipeline (", d.virtual_pipeline,
+                            ") > 1 requires config.pipeline_parallel (", d.pp, ") > 1");
+      }
+      return absl::StrCat("config.virtual_pipeline (", d.virtual_pipeline,
+                          ") x config.pipeline_parallel (", d.pp, ") = ", d.virtual_pipeline * d.pp,
+                          " does not divide model.num_layers (", model.num_layers(), ")");
+    case Rejection::kCpSequence:
+      return absl::StrCat("2 x config.context_parallel (", d.cp, ") = ", 2 * d.cp,
+                          " does not divide training.seq_len (", training.seq_len(), ")");
+    case Rejection::kBatchDivisibility:
+      return absl::StrCat("config.data_parallel (", d.dp, ") x config.micro_batch_size (",
+                          d.micro_batch, ") = ", d.dp * d.micro_batch,
+                          " does not divide training.global_batch_size (",
+                          training.global_batch_size(), ")");
+    case Rejection::kTpCpAcrossNodes:
+      return absl::StrCat("config.tensor_parallel (", d.tp, ") x config.context_parallel (", d.cp,
+                          ") = ", d.tp * d.cp, " does not divide cluster.gpus_per_node (",
+                          cluster.gpus_per_node(), "); tp x cp across nodes is not allowed");
+    case Rejection::kCount:
+      break;
+  }
+  return "unknown rule";
+}
+
+absl::StatusOr<ParallelConfig> ParallelConfig::Create(const ModelSpec& model,
+                                                      const TrainingSpec& training,
+                                                      const ClusterSpec& cluster,
+                                                      const PlacementRules& rules,
+                                                      const ParallelDims& dims) {
+  const struct {
+    const char* field;
+    int64_t value;
+  } fields[] = {
+      {"config.data_parallel", dims.dp},
+      {"config.tensor_parallel", dims.tp},
+      {"config.pipeline_parallel", dims.pp},
+      {"config.context_parallel", dims.cp},
+      {"config.micro_batch_size", dims.micro_batch},
+      {"config.virtual_pipeline", dims.virtual_pipeline},
+  };
+  for (const auto& field : fields) {
+    absl::Status status = CheckIntPositive(field.field, field.value);
+    if (!status.ok()) return status;
+  }
+  const Rejection rejection = CheckRules(model, training, cluster, rules, dims);
+  if (rejection != Rejection::kValid) {
+    return absl::InvalidArgumentError(DescribeRejection(rejection, model, training, cluster, dims));
+  }
+  return ParallelConfig(dims);
+}
+
+std::string ParallelConfig::ToString() const {
+  std::string out = absl::StrCat("dp", dims_.dp, " tp", dims_.tp, " pp", dims_.pp, " cp", dims_.cp,
+                                 " mbs", dims_.micro_batch);
+  if (dims_.virtual_pipeline > 1) absl::StrAppend(&out, " vp", dims_.virtual_pipeline);
+  if (dims_.recompute != Recompute::kNone) {
+    absl::StrAppend(&out, " recompute=", RecomputeName(dims_.recompute));
+  }
+  return out;
+}
+
+}  // namespace paratune

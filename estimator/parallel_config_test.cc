@@ -1,0 +1,186 @@
+#include "estimator/parallel_config.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::HasSubstr;
+
+class ParallelConfigTest : public ::testing::Test {
+ protected:
+  // Llama-3.1-8B (32 heads, 8 kv heads, 32 layers), seq 8192, batch 1024, 2 nodes of 8.
+  ParallelConfigTest()
+      : model_(*FindModelPreset("llama3.1-8b")),
+        training_(*TrainingSpec::Create({1024, 8192})),
+        cluster_(*ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 2, 8)) {}
+
+  static ParallelDims Dims(int64_t dp, int64_t tp, int64_t pp, int64_t cp, int64_t b = 1) {
+    ParallelDims dims;
+    dims.dp = dp;
+    dims.tp = tp;
+    dims.pp = pp;
+    dims.cp = cp;
+    dims.micro_batch = b;
+    return dims;
+  }
+
+  Rejection Check(const ParallelDims& dims, bool allow_across = false) const {
+    PlacementRules rules;
+    rules.allow_tp_cp_across_nodes = allow_across;
+    return CheckRules(model_, training_, cluster_, rules, dims);
+  }
+
+  std::string Describe(const ParallelDims& dims) const {
+    return DescribeRejection(Check(dims), model_, training_, cluster_, dims);
+  }
+
+  ModelSpec model_;
+  TrainingSpec training_;
+  ClusterSpec cluster_;
+};
+
+TEST_F(ParallelConfigTest, ValidConfiguration) {
+  EXPECT_EQ(Check(Dims(8, 2, 1, 1)), Rejection::kValid);
+  EXPECT_EQ(Check(Dims(1, 8, 2, 1)), Rejection::kValid);
+  EXPECT_EQ(Check(Dims(2, 2, 2, 2)), Rejection::kValid);
+}
+
+TEST_F(ParallelConfigTest, WorldSizeAndFieldsBelowOne) {
+  EXPECT_EQ(Check(Dims(4, 2, 1, 1)), Rejection::kWorldSizeMismatch);
+  EXPECT_EQ(Describe(Dims(4, 2, 1, 1)),
+            "config.data_parallel (4) x config.tensor_parallel (2) x "
+            "config.pipeline_parallel (1) x config.context_parallel (1) = 8 does not equal the "
+            "cluster's 16 GPUs (cluster.num_nodes (2) x cluster.gpus_per_node (8))");
+  EXPECT_EQ(Check(Dims(16, 1, 1, 1, 0)), Rejection::kWorldSizeMismatch);
+  ParallelDims dims = Dims(16, 1, 1, 1);
+  dims.virtual_pipeline = 0;
+  EXPECT_EQ(Check(dims), Rejection::kWorldSizeMismatch);
+  EXPECT_EQ(Check(Dims(-16, -1, 1, 1)), Rejection::kWorldSizeMismatch);
+}
+
+TEST_F(ParallelConfigTest, TensorParallelAndHeads) {
+  // 3 divides neither 32 heads nor the world; use a 48-GPU cluster to isolate the rule.
+  const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 6, 8);
+  const ParallelDims dims = Dims(16, 3, 1, 1);
+  PlacementRules rules;
+  rules.allow_tp_cp_across_nodes = true;
+  const Rejection rejection = CheckRules(model_, training_, cluster, rules, dims);
+  EXPECT_EQ(rejection, Rejection::kTpHeads);
+  EXPECT_EQ(DescribeRejection(rejection, model_, training_, cluster, dims),
+            "config.tensor_parallel (3) does not divide model.num_attention_heads (32)");
+}
+
+TEST_F(ParallelConfigTest, KvHeadsMayBeReplicatedButNotSplitUnevenly) {
+  // tp 16 > 8 kv heads: Megatron replicates each kv head twice.
+  EXPECT_EQ(Check(Dims(1, 16, 1, 1), /*allow_across=*/true), Rejection::kValid);
+  // 12 heads, 6 kv heads, tp 4: 4 divides 12 but neither 4 | 6 nor 6 | 4.
+  const ModelSpec model = *ModelSpec::Create("x", {3072, 8192, 4, 12, 6, 1000, false});
+  const ParallelDims dims = Dims(4, 4, 1, 1);
+  const Rejection rejection = CheckRules(model, training_, cluster_, {}, dims);
+  EXPECT_EQ(rejection, Rejection::kTpKvHeads);
+  EXPECT_THAT(DescribeRejection(rejection, model, training_, cluster_, dims),
+              HasSubstr("config.tensor_parallel (4) does not divide model.num_kv_heads (6)"));
+}
+
+TEST_F(ParallelConfigTest, PipelineAndVirtualPipeline) {
+  const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 3, 8);
+  const ParallelDims dims = Dims(8, 1, 3, 1);
+  const Rejection rejection = CheckRules(model_, training_, cluster, {}, dims);
+  EXPECT_EQ(rejection, Rejection::kPpLayers);
+  EXPECT_EQ(DescribeRejection(rejection, model_, training_, cluster, dims),
+            "config.pipeline_parallel (3) does not divide model.num_layers (32)");
+
+  ParallelDims interleaved = Dims(4, 2, 2, 1);
+  interleaved.virtual_pipeline = 2;
+  EXPECT_EQ(Check(interleaved), Rejection::kValid);
+  interleaved.virtual_pipeline = 32;  // 64 does not divide 32 layers
+  EXPECT_EQ(Check(interleaved), Rejection::kVirtualPipelineLayers);
+  EXPECT_EQ(Describe(interleaved),
+            "config.virtual_pipeline (32) x config.pipeline_parallel (2) = 64 does not divide "
+            "model.num_layers (32)");
+  ParallelDims no_pipeline = Dims(8, 2, 1, 1);
+  no_pipeline.virtual_pipeline = 2;
+  EXPECT_EQ(Check(no_pipeline), Rejection::kVirtualPipelineLayers);
+  EXPECT_EQ(Describe(no_pipeline),
+            "config.virtual_pipeline (2) > 1 requires config.pipeline_parallel (1) > 1");
+}
+
+TEST_F(ParallelConfigTest, ContextParallelNeedsTwoChunksPerRank) {
+  const TrainingSpec odd = *TrainingSpec::Create({1024, 8196});  // 8196 = 4 x 2049
+  const ParallelDims dims = Dims(4, 1, 1, 4);
+  const Rejection rejection = CheckRules(model_, odd, cluster_, {}, dims);
+  EXPECT_EQ(rejection, Rejection::kCpSequence);
+  EXPECT_EQ(DescribeRejection(rejection, model_, odd, cluster_, dims),
+            "2 x config.context_parallel (4) = 8 does not divide training.seq_len (8196)");
+  EXPECT_EQ(CheckRules(model_, odd, cluster_, {}, Dims(8, 1, 1, 2)), Rejection::kValid);
+  // cp = 1 has no chunking requirement even for an odd sequence.
+  const TrainingSpec odd_seq = *TrainingSpec::Create({1024, 8191});
+  EXPECT_EQ(CheckRules(model_, odd_seq, cluster_, {}, Dims(16, 1, 1, 1)), Rejection::kValid);
+}
+
+TEST_F(ParallelConfigTest, BatchDivisibility) {
+  EXPECT_EQ(Check(Dims(16, 1, 1, 1, 128)), Rejection::kBatchDivisibility);
+  EXPECT_EQ(Describe(Dims(16, 1, 1, 1, 128)),
+            "config.data_parallel (16) x config.micro_batch_size (128) = 2048 does not divide "
+            "training.global_batch_size (1024)");
+  EXPECT_EQ(Check(Dims(16, 1, 1, 1, 64)), Rejection::kValid);
+}
+
+TEST_F(ParallelConfigTest, TpTimesCpWithinANode) {
+  EXPECT_EQ(Check(Dims(1, 16, 1, 1)), Rejection::kTpCpAcrossNodes);
+  EXPECT_EQ(Check(Dims(1, 4, 1, 4)), Rejection::kTpCpAcrossNodes);
+  EXPECT_EQ(Describe(Dims(1, 4, 1, 4)),
+            "config.tensor_parallel (4) x config.context_parallel (4) = 16 does not divide "
+            "cluster.gpus_per_node (8); tp x cp across nodes is not allowed");
+  EXPECT_EQ(Check(Dims(1, 4, 1, 4), /*allow_across=*/true), Rejection::kValid);
+  EXPECT_EQ(Check(Dims(2, 8, 1, 1)), Rejection::kValid);
+  // Within a node, tp x cp must tile it: 6 GPUs per node, tp x cp = 4 straddles nodes.
+  const ClusterSpec six = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 2, 6);
+  const TrainingSpec training = *TrainingSpec::Create({768, 8192});
+  EXPECT_EQ(CheckRules(model_, training, six, {}, Dims(3, 4, 1, 1)), Rejection::kTpCpAcrossNodes);
+  EXPECT_EQ(CheckRules(model_, training, six, {}, Dims(6, 2, 1, 1)), Rejection::kValid);
+}
+
+TEST_F(ParallelConfigTest, RuleTextsAreDistinct) {
+  for (int i = 0; i < static_cast<int>(Rejection::kCount); ++i) {
+    for (int j = i + 1; j < static_cast<int>(Rejection::kCount); ++j) {
+      EXPECT_STRNE(RejectionRule(static_cast<Rejection>(i)),
+                   RejectionRule(static_cast<Rejection>(j)));
+    }
+  }
+  EXPECT_STREQ(RejectionRule(Rejection::kTpHeads), "tensor_parallel does not divide heads");
+}
+
+TEST_F(ParallelConfigTest, CreateNamesFieldsBelowOneThenRules) {
+  absl::StatusOr<ParallelConfig> config =
+      ParallelConfig::Create(model_, training_, cluster_, {}, Dims(16, 1, 1, 1, 0));
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(config.status().message(), "config.micro_batch_size (0) must be >= 1");
+  config = ParallelConfig::Create(model_, training_, cluster_, {}, Dims(1, 16, 1, 1));
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(config.status().message(), HasSubstr("config.tensor_parallel (16) x"));
+  config = ParallelConfig::Create(model_, training_, cluster_, {}, Dims(8, 2, 1, 1, 2));
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->dp(), 8);
+  EXPECT_EQ(config->tp(), 2);
+  EXPECT_EQ(config->NumMicroBatches(training_), 64);
+}
+
+TEST_F(ParallelConfigTest, ToString) {
+  ParallelDims dims = Dims(2, 2, 1, 1);
+  EXPECT_EQ(ParallelConfig::FromCheckedDims(dims).ToString(), "dp2 tp2 pp1 cp1 mbs1");
+  dims = Dims(1, 4, 2, 2, 4);
+  dims.virtual_pipeline = 2;
+  dims.recompute = Recompute::kSelective;
+  EXPECT_EQ(ParallelConfig::FromCheckedDims(dims).ToString(),
+            "dp1 tp4 pp2 cp2 mbs4 vp2 recompute=selective");
+  dims.virtual_pipeline = 1;
+  dims.recompute = Recompute::kFull;
+  EXPECT_EQ(ParallelConfig::FromCheckedDims(dims).ToString(),
+            "dp1 tp4 pp2 cp2 mbs4 recompute=full");
+}
+
+}  // namespace
+}  // namespace paratune

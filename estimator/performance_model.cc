@@ -1,0 +1,270 @@
+#include "estimator/performance_model.h"
+
+namespace paratune {
+namespace {
+
+constexpr double kGiga = 1e9;
+constexpr double kTera = 1e12;
+
+// A link: achievable bus bandwidth in bytes/s and the latency of one operation.
+struct Link {
+  double bytes_per_second;
+  double latency_seconds;
+};
+
+Link NvLink(const GpuSpec& gpu, const PerformanceParameters& params) {
+  return {gpu.nvlink_bandwidth_gbps * kGiga * params.nvlink_efficiency,
+          params.nvlink_latency_seconds};
+}
+
+Link Network(const GpuSpec& gpu, const PerformanceParameters& params) {
+  return {gpu.network_bandwidth_gbps * kGiga * params.network_efficiency,
+          params.network_latency_seconds};
+}
+
+// Megatron places ranks tp-innermost, then cp, dp, pp: a group whose span of consecutive
+// ranks tiles a node stays on NVLink, otherwise it crosses the network.
+Link LinkForSpan(int64_t span, const ClusterSpec& cluster, const PerformanceParameters& params) {
+  const bool within_node = span <= cluster.gpus_per_node() && cluster.gpus_per_node() % span == 0;
+  return within_node ? NvLink(cluster.gpu(), params) : Network(cluster.gpu(), params);
+}
+
+// Collective times from nccl-tests doc/PERFORMANCE.md: an all-gather or reduce-scatter of a
+// `bytes`-sized (full) buffer over n ranks moves bytes x (n-1)/n per rank at the bus
+// bandwidth; an all-reduce moves bytes x 2(n-1)/n.
+double GatherOrScatterSeconds(double bytes, double n, const Link& link) {
+  return link.latency_seconds + bytes * (n - 1) / n / link.bytes_per_second;
+}
+
+double AllReduceSeconds(double bytes, double n, const Link& link) {
+  return link.latency_seconds + bytes * 2 * (n - 1) / n / link.bytes_per_second;
+}
+
+double SendRecvSeconds(double bytes, const Link& link) {
+  return link.latency_seconds + bytes / link.bytes_per_second;
+}
+
+// Seconds of one GEMM of `flops` at eff(x) = max x / (x + half) of `peak_flops`: small GEMMs
+// leave SMs idle and are bound by memory traffic, so efficiency saturates with size.
+double GemmSeconds(double flops, double peak_flops, const PerformanceParameters& params) {
+  const double efficiency =
+      params.gemm_efficiency_max * flops / (flops + params.gemm_half_efficiency_flops);
+  return flops / (peak_flops * efficiency);
+}
+
+// Sizes of one configuration as doubles, named as in DESIGN.md §5.3.
+struct Symbols {
+  double s, b, h, f, a, k, V, L, t, p, c, d, v, m, gbs;
+  bool tied;
+};
+
+Symbols MakeSymbols(const ModelSpec& model, const TrainingSpec& training,
+                    const ParallelConfig& config) {
+  Symbols x;
+  x.s = static_cast<double>(training.seq_len());
+  x.b = static_cast<double>(config.micro_batch());
+  x.h = static_cast<double>(model.hidden_size());
+  x.f = static_cast<double>(model.ffn_hidden_size());
+  x.a = static_cast<double>(model.num_attention_heads());
+  x.k = static_cast<double>(model.num_kv_heads());
+  x.V = static_cast<double>(model.vocab_size());
+  x.L = static_cast<double>(model.num_layers());
+  x.t = static_cast<double>(config.tp());
+  x.p = static_cast<double>(config.pp());
+  x.c = static_cast<double>(config.cp());
+  x.d = static_cast<double>(config.dp());
+  x.v = static_cast<double>(config.virtual_pipeline());
+  x.m = static_cast<double>(config.NumMicroBatches(training));
+  x.gbs = static_cast<double>(training.global_batch_size());
+  x.tied = model.tied_embeddings();
+  return x;
+}
+
+// Forward passes per micro-batch: the forward itself, plus one more when full recompute
+// re-runs every layer before its backward.
+double ForwardPasses(Recompute recompute) { return recompute == Recompute::kFull ? 2 : 1; }
+
+// Compute seconds of one micro-batch through one stage: forward and backward (2x forward)
+// GEMMs of each layer's TP shard and s/c tokens, causal attention, and the LM head, which
+// sits on the last stage and so sets the pipeline's pace.
+double StageComputeSeconds(const Symbols& x, const TrainingSpec& training, Recompute recompute,
+                           double peak_flops, const PerformanceParameters& params) {
+  // Transformer Engine's fp8 GEMMs run at twice the bf16 tensor-core rate on Hopper.
+  const double gemm_peak = training.fp8() ? 2 * peak_flops : peak_flops;
+  const double tokens = x.s * x.b / x.c;
+  const double qkv = 2 * tokens * x.h * (x.h + 2 * x.h * x.k / x.a) / x.t;
+  const double out = 2 * tokens * x.h * x.h / x.t;
+  const double gate_up = 2 * tokens * x.h * 2 * x.f / x.t;
+  const double down = 2 * tokens * x.f * x.h / x.t;
+  const double layer_gemm_forward =
+      GemmSeconds(qkv, gemm_peak, params) + GemmSeconds(out, gemm_peak, params) +
+      GemmSeconds(gate_up, gemm_peak, params) + GemmSeconds(down, gemm_peak, params);
+  // Causal attention: QK^T and PV, 4 s^2 b h FLOPs over s tokens, halved by the mask; each CP
+  // rank's s/c queries meet s/2 keys on average under load balancing.
+  const double attention_forward_flops = 2 * tokens * x.s * x.h / x.t;
+  const double attention_forward =
+      attention_forward_flops / (peak_flops * params.attention_efficiency);
+  const double forwards = ForwardPasses(recompute);
+  double layer = (forwards + 2) * (layer_gemm_forward + attention_forward);
+  // Selective recompute without FlashAttention re-runs the attention core (Korthikanti 2022).
+  if (recompute == Recompute::kSelective && !training.flash_attention()) {
+    layer += attention_forward;
+  }
+  const double lm_head = 3 * GemmSeconds(2 * tokens * x.h * x.V / x.t, gemm_peak, params);
+  return (x.L / x.p) * layer + lm_head;
+}
+
+// Exposed TP seconds of one micro-batch through one stage. With SP (Korthikanti et al. 2022,
+// arXiv 2205.05198) each layer runs 2 all-gathers and 2 reduce-scatters forward and 6 backward
+// (their transposes plus re-gathering inputs for the weight gradients); without SP, 2 all-reduces
+// each way. Every collective moves the whole s/c-token activation, 2sbh/c bytes.
+double StageTpSeconds(const Symbols& x, const ParallelConfig& config, const ClusterSpec& cluster,
+                      const PerformanceParameters& params) {
+  if (config.tp() == 1) return 0;
+  const Link link = LinkForSpan(config.tp(), cluster, params);
+  const double bytes = 2 * x.s * x.b * x.h / x.c;
+  const double forwards = ForwardPasses(config.recompute());
+  double layer;
+  if (config.sequence_parallel()) {
+    layer = (4 * forwards + 6) * GatherOrScatterSeconds(bytes, x.t, link);
+  } else {
+    layer = (2 * forwards + 2) * AllReduceSeconds(bytes, x.t, link);
+  }
+  return (x.L / x.p) * layer * (1 - params.tp_overlap);
+}
+
+// Exposed CP seconds of one micro-batch through one stage: ring attention passes each rank's
+// K and V, 2 (s/c) b (kh/a)/t values of 2 bytes, c-1 times forward and 2(c-1) backward
+// (K, V and their gradients), overlapped with the attention blocks.
+double StageCpSeconds(const Symbols& x, const ParallelConfig& config, const ClusterSpec& cluster,
+                      const PerformanceParameters& params) {
+  if (config.cp() == 1) return 0;
+  const Link link = LinkForSpan(config.tp() * config.cp(), cluster, params);
+  const double bytes = 2 * (x.s / x.c) * x.b * (x.k * x.h / x.a) / x.t * 2;
+  const double exchanges = (ForwardPasses(config.recompute()) + 2) * (x.c - 1);
+  return (x.L / x.p) * exchanges * SendRecvSeconds(bytes, link) * (1 - params.cp_overlap);
+}
+
+// Parameters per GPU of the stage that holds the LM head (the last), as in the memory model:
+// its layers, the final norm and the LM head, plus the embedding when p = 1 and untied.
+double StageParameters(const Symbols& x) {
+  const double layer = 2 * x.h * x.h * (1 + x.k / x.a + 1.5 * x.f / x.h) + 2 * x.h;
+  const double embeddings = x.p == 1 && !x.tied ? 2 * x.h * x.V : x.h * x.V;
+  return ((x.L / x.p) * layer + embeddings) / x.t + x.h;
+}
+
+// Exposed DP seconds per step. Gradients are reduced over the d x c ranks holding the same
+// shard: with the distributed optimizer a reduce-scatter of the gradients and an all-gather
+// of the bf16 parameters, without it one all-reduce of the gradients.
+double DpSeconds(const Symbols& x, const TrainingSpec& training, const ParallelConfig& config,
+                 const ClusterSpec& cluster, const PerformanceParameters& params) {
+  const double n = x.d * x.c;
+  if (n == 1) return 0;
+  const Link link = LinkForSpan(config.tp() * config.cp() * config.dp(), cluster, params);
+  const double local_params = StageParameters(x);
+  const double gradient_bytes = local_params * (training.fp32_gradients() ? 4 : 2);
+  double seconds;
+  if (training.distributed_optimizer()) {
+    seconds = GatherOrScatterSeconds(gradient_bytes, n, link) +
+              GatherOrScatterSeconds(2 * local_params, n, link);
+  } else {
+    seconds = AllReduceSeconds(gradient_bytes, n, link);
+  }
+  return seconds * (1 - params.dp_overlap);
+}
+
+// Exposed PP seconds per step: every micro-batch crosses each of the rank's v chunk
+// boundaries forward (activations) and backward (their gradients): the sbh/(tc) values of
+// 2 bytes a stage boundary carries with SP.
+double PpSeconds(const Symbols& x, const ParallelConfig& config, const ClusterSpec& cluster,
+                 const PerformanceParameters& params) {
+  if (config.pp() == 1) return 0;
+  const Link link =
+      LinkForSpan(config.tp() * config.cp() * config.dp() * config.pp(), cluster, params);
+  const double bytes = 2 * x.s * x.b * x.h / (x.t * x.c);
+  return 2 * x.v * x.m * SendRecvSeconds(bytes, link) * (1 - params.pp_overlap);
+}
+
+// The Adam step is bound by HBM traffic: per local parameter it reads the gradient, reads and
+// writes the fp32 master weight and both moments (24 bytes) and writes the bf16 weight (2).
+double OptimizerSeconds(const Symbols& x, const TrainingSpec& training, const ClusterSpec& cluster,
+                        const PerformanceParameters& params) {
+  double local_params = StageParameters(x);
+  if (training.distributed_optimizer()) local_params /= x.d * x.c;
+  const double bytes_per_param = (training.fp32_gradients() ? 4 : 2) + 24 + 2;
+  return local_params * bytes_per_param /
+         (cluster.gpu().hbm_bandwidth_gbps * kGiga * params.optimizer_hbm_efficiency);
+}
+
+}  // namespace
+
+PerformanceParameters DefaultPerformanceParameters(const GpuSpec& gpu) {
+  PerformanceParameters params;
+  // Starting points until fitted (DESIGN.md §5.3), set against the measured Llama-3.1-8B runs
+  // of data/measured/llama31_8b_4d_abci_tsubame.csv (about 5% high on average, 14-16% RMS,
+  // on both GPUs). The efficiencies also absorb the elementwise kernels (RMSNorm, SwiGLU, rotary)
+  // that are not modelled separately. Hopper needs larger GEMMs to fill its SMs. Ring
+  // attention hides little of its exchange in those runs, least across nodes.
+  params.cp_overlap = 0.3;
+  if (gpu.peak_bf16_tflops >= 500) {
+    params.gemm_efficiency_max = 0.45;
+    params.gemm_half_efficiency_flops = 8e9;
+    params.attention_efficiency = 0.35;
+  } else {
+    params.gemm_efficiency_max = 0.55;
+    params.gemm_half_efficiency_flops = 2e9;
+    params.attention_efficiency = 0.45;
+  }
+  return params;
+}
+
+double ModelFlopsPerStep(const ModelSpec& model, const TrainingSpec& training) {
+  // Megatron-LM's num_floating_point_operations (pre-2025 convention), for SwiGLU:
+  // GBS s [12 L h^2 (1 + k/a + s/h) + 18 L f h + 6 V h].
+  const double h = static_cast<double>(model.hidden_size());
+  const double L = static_cast<double>(model.num_layers());
+  const double a = static_cast<double>(model.num_attention_heads());
+  const double k = static_cast<double>(model.num_kv_heads());
+  const double f = static_cast<double>(model.ffn_hidden_size());
+  const double V = static_cast<double>(model.vocab_size());
+  const double s = static_cast<double>(training.seq_len());
+  const double gbs = static_cast<double>(training.global_batch_size());
+  return gbs * s * (12 * L * h * h * (1 + k / a + s / h) + 18 * L * f * h + 6 * V * h);
+}
+
+PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpec& training,
+                                       const ClusterSpec& cluster, const ParallelConfig& config,
+                                       const PerformanceParameters& params) {
+  const Symbols x = MakeSymbols(model, training, config);
+  const double peak_flops = cluster.gpu().peak_bf16_tflops * kTera;
+  const double compute = StageComputeSeconds(x, training, config.recompute(), peak_flops, params);
+  const double tp = StageTpSeconds(x, config, cluster, params);
+  const double cp = StageCpSeconds(x, config, cluster, params);
+  // 1F1B runs m micro-batch slots plus (p-1)/v slots of fill and drain (Narayanan et al. 2021).
+  const double slot = compute + tp + cp;
+  const double bubble_slots = (x.p - 1) / x.v;
+
+  PerformanceEstimate estimate;
+  estimate.compute_seconds = x.m * compute;
+  estimate.tp_communication_seconds = x.m * tp;
+  estimate.cp_communication_seconds = x.m * cp;
+  estimate.pipeline_bubble_seconds = bubble_slots * slot;
+  estimate.dp_communication_seconds = DpSeconds(x, training, config, cluster, params);
+  estimate.pp_communication_seconds = PpSeconds(x, config, cluster, params);
+  estimate.optimizer_seconds = OptimizerSeconds(x, training, cluster, params);
+  estimate.step_time_seconds = estimate.compute_seconds + estimate.tp_communication_seconds +
+                               estimate.cp_communication_seconds +
+                               estimate.pipeline_bubble_seconds +
+                               estimate.dp_communication_seconds +
+                               estimate.pp_communication_seconds + estimate.optimizer_seconds;
+  estimate.model_flops_per_step = ModelFlopsPerStep(model, training);
+  estimate.tokens_per_second = x.gbs * x.s / estimate.step_time_seconds;
+  const double gpus = static_cast<double>(cluster.world_size());
+  estimate.model_tflops_per_gpu =
+      estimate.model_flops_per_step / (estimate.step_time_seconds * gpus) / kTera;
+  // MFU is against the dense bf16 peak even for fp8, as NVIDIA's published tables report it.
+  estimate.mfu = estimate.model_tflops_per_gpu / cluster.gpu().peak_bf16_tflops;
+  return estimate;
+}
+
+}  // namespace paratune

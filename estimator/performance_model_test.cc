@@ -1,0 +1,220 @@
+#include "estimator/performance_model.h"
+
+#include "gtest/gtest.h"
+
+namespace paratune {
+namespace {
+
+ParallelDims Dims(int64_t dp, int64_t tp, int64_t pp, int64_t cp, int64_t b) {
+  ParallelDims dims;
+  dims.dp = dp;
+  dims.tp = tp;
+  dims.pp = pp;
+  dims.cp = cp;
+  dims.micro_batch = b;
+  dims.sequence_parallel = tp > 1;
+  return dims;
+}
+
+class PerformanceModelTest : public ::testing::Test {
+ protected:
+  // Llama-3.1-8B, s 8192, global batch 1024, on 2 nodes of 8 H100s (16 GPUs).
+  PerformanceModelTest()
+      : model_(*FindModelPreset("llama3.1-8b")),
+        training_(*TrainingSpec::Create({1024, 8192})),
+        cluster_(*ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 2, 8)),
+        params_(DefaultPerformanceParameters(cluster_.gpu())) {}
+
+  PerformanceEstimate Predict(const ParallelDims& dims) const {
+    return Predict(dims, training_, cluster_);
+  }
+
+  PerformanceEstimate Predict(const ParallelDims& dims, const TrainingSpec& training,
+                              const ClusterSpec& cluster) const {
+    PlacementRules rules;
+    rules.allow_tp_cp_across_nodes = true;
+    absl::StatusOr<ParallelConfig> config =
+        ParallelConfig::Create(model_, training, cluster, rules, dims);
+    EXPECT_TRUE(config.ok()) << config.status();
+    return PredictPerformance(model_, training, cluster, *config,
+                              DefaultPerformanceParameters(cluster.gpu()));
+  }
+
+  ModelSpec model_;
+  TrainingSpec training_;
+  ClusterSpec cluster_;
+  PerformanceParameters params_;
+};
+
+TEST_F(PerformanceModelTest, ModelFlopsFormula) {
+  const double h = 4096, L = 32, f = 14336, V = 128256, s = 8192;
+  const double expected =
+      1024 * s * (12 * L * h * h * (1 + 8.0 / 32 + s / h) + 18 * L * f * h + 6 * V * h);
+  EXPECT_DOUBLE_EQ(ModelFlopsPerStep(model_, training_), expected);
+  // 5.79e10 per token: 2.09e10 attention block, 3.38e10 MLP, 0.32e10 LM head.
+  EXPECT_NEAR(ModelFlopsPerStep(model_, training_) / (1024 * s), 5.79e10, 0.01e10);
+}
+
+TEST_F(PerformanceModelTest, PlausibleThroughputForGoodConfigurations) {
+  // The measured Megatron runs of data/measured/ reach 430-500 TFLOP/s per GPU for these.
+  for (const ParallelDims& dims :
+       {Dims(8, 2, 1, 1, 1), Dims(4, 4, 1, 1, 1), Dims(8, 1, 1, 2, 1), Dims(4, 2, 1, 2, 1)}) {
+    const PerformanceEstimate estimate = Predict(dims);
+    EXPECT_GT(estimate.model_tflops_per_gpu, 300)
+        << ParallelConfig::FromCheckedDims(dims).ToString();
+    EXPECT_LT(estimate.model_tflops_per_gpu, 550)
+        << ParallelConfig::FromCheckedDims(dims).ToString();
+  }
+}
+
+TEST_F(PerformanceModelTest, PartsAddUpAndRatesFollowFromStepTime) {
+  const PerformanceEstimate e = Predict(Dims(2, 2, 2, 2, 1));
+  EXPECT_DOUBLE_EQ(e.step_time_seconds,
+                   e.compute_seconds + e.pipeline_bubble_seconds + e.tp_communication_seconds +
+                       e.cp_communication_seconds + e.dp_communication_seconds +
+                       e.pp_communication_seconds + e.optimizer_seconds);
+  EXPECT_GT(e.compute_seconds, 0);
+  EXPECT_GT(e.pipeline_bubble_seconds, 0);
+  EXPECT_GT(e.tp_communication_seconds, 0);
+  EXPECT_GT(e.cp_communication_seconds, 0);
+  EXPECT_GT(e.dp_communication_seconds, 0);
+  EXPECT_GT(e.pp_communication_seconds, 0);
+  EXPECT_GT(e.optimizer_seconds, 0);
+  EXPECT_DOUBLE_EQ(e.tokens_per_second * e.step_time_seconds, 1024.0 * 8192);
+  EXPECT_DOUBLE_EQ(e.model_flops_per_step, ModelFlopsPerStep(model_, training_));
+  EXPECT_DOUBLE_EQ(e.model_tflops_per_gpu,
+                   e.model_flops_per_step / (e.step_time_seconds * 16) / 1e12);
+  EXPECT_DOUBLE_EQ(e.mfu, e.model_tflops_per_gpu / 989);
+}
+
+TEST_F(PerformanceModelTest, NoCommunicationWithoutTheParallelism) {
+  const PerformanceEstimate e = Predict(Dims(16, 1, 1, 1, 1));
+  EXPECT_EQ(e.tp_communication_seconds, 0);
+  EXPECT_EQ(e.cp_communication_seconds, 0);
+  EXPECT_EQ(e.pp_communication_seconds, 0);
+  EXPECT_EQ(e.pipeline_bubble_seconds, 0);
+  EXPECT_GT(e.dp_communication_seconds, 0);
+  const ClusterSpec one_gpu = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 1, 1);
+  EXPECT_EQ(Predict(Dims(1, 1, 1, 1, 1), training_, one_gpu).dp_communication_seconds, 0);
+}
+
+TEST_F(PerformanceModelTest, TensorParallelOverTheNetworkIsSlower) {
+  // tp 8 inside 8-GPU nodes versus across 4-GPU nodes, same GPUs otherwise.
+  const ClusterSpec small_nodes = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 4, 4);
+  const PerformanceEstimate nvlink = Predict(Dims(2, 8, 1, 1, 1));
+  const PerformanceEstimate network = Predict(Dims(2, 8, 1, 1, 1), training_, small_nodes);
+  EXPECT_GT(network.tp_communication_seconds, 4 * nvlink.tp_communication_seconds);
+  EXPECT_GT(network.step_time_seconds, nvlink.step_time_seconds);
+  // And within a node, more TP costs more communication per GPU of work.
+  EXPECT_GT(Predict(Dims(2, 8, 1, 1, 1)).step_time_seconds,
+            Predict(Dims(8, 2, 1, 1, 1)).step_time_seconds);
+}
+
+TEST_F(PerformanceModelTest, BubbleGrowsWithPipelineDepthAndShrinksWithInterleaving) {
+  const TrainingSpec small_batch = *TrainingSpec::Create({64, 8192});
+  double previous_fraction = 0;
+  for (int64_t pp : {2, 4, 8}) {
+    const PerformanceEstimate e = Predict(Dims(16 / (2 * pp), 2, pp, 1, 1), small_batch, cluster_);
+    const double fraction = e.pipeline_bubble_seconds / e.step_time_seconds;
+    EXPECT_GT(fraction, previous_fraction) << "pp " << pp;
+    previous_fraction = fraction;
+  }
+  ParallelDims dims = Dims(2, 2, 4, 1, 1);
+  const PerformanceEstimate plain = Predict(dims, small_batch, cluster_);
+  dims.virtual_pipeline = 4;
+  const PerformanceEstimate interleaved = Predict(dims, small_batch, cluster_);
+  EXPECT_LT(interleaved.pipeline_bubble_seconds, plain.pipeline_bubble_seconds);
+  // More micro-batches amortize the same bubble.
+  const PerformanceEstimate large_batch = Predict(Dims(2, 2, 4, 1, 1));
+  EXPECT_LT(large_batch.pipeline_bubble_seconds / large_batch.step_time_seconds,
+            plain.pipeline_bubble_seconds / plain.step_time_seconds);
+}
+
+TEST_F(PerformanceModelTest, ContextParallelExchangesKeysAndValues) {
+  const PerformanceEstimate cp2 = Predict(Dims(4, 2, 1, 2, 1));
+  const PerformanceEstimate cp4 = Predict(Dims(2, 2, 1, 4, 1));
+  EXPECT_GT(cp2.cp_communication_seconds, 0);
+  EXPECT_GT(cp4.cp_communication_seconds, cp2.cp_communication_seconds);
+}
+
+TEST_F(PerformanceModelTest, RecomputeAndPrecision) {
+  ParallelDims dims = Dims(8, 2, 1, 1, 1);
+  const PerformanceEstimate none = Predict(dims);
+  dims.recompute = Recompute::kFull;
+  const PerformanceEstimate full = Predict(dims);
+  EXPECT_GT(full.compute_seconds, 1.25 * none.compute_seconds);
+  EXPECT_GT(full.tp_communication_seconds, none.tp_communication_seconds);
+  EXPECT_EQ(full.model_flops_per_step, none.model_flops_per_step);
+  dims.recompute = Recompute::kSelective;
+  EXPECT_EQ(Predict(dims).compute_seconds, none.compute_seconds);  // FlashAttention
+
+  TrainingOptions options = training_.options();
+  options.fp8 = true;
+  const PerformanceEstimate fp8 =
+      Predict(Dims(8, 2, 1, 1, 1), *TrainingSpec::Create(options), cluster_);
+  EXPECT_LT(fp8.compute_seconds, 0.8 * none.compute_seconds);
+  EXPECT_GT(fp8.compute_seconds, 0.5 * none.compute_seconds);  // attention stays bf16
+}
+
+TEST_F(PerformanceModelTest, DistributedOptimizerShardsTheOptimizerStep) {
+  const PerformanceEstimate sharded = Predict(Dims(8, 2, 1, 1, 1));
+  TrainingOptions options = training_.options();
+  options.distributed_optimizer = false;
+  const PerformanceEstimate whole =
+      Predict(Dims(8, 2, 1, 1, 1), *TrainingSpec::Create(options), cluster_);
+  EXPECT_DOUBLE_EQ(whole.optimizer_seconds, 8 * sharded.optimizer_seconds);
+}
+
+TEST(TiedEmbeddingsPerformanceTest, OptimizerStepCoversOneEmbeddingCopy) {
+  const ModelSpec tied = *FindModelPreset("llama3.2-1b");
+  ModelDimensions dims = tied.dims();
+  dims.tied_embeddings = false;
+  const ModelSpec untied = *ModelSpec::Create("untied", dims);
+  const TrainingSpec training = *TrainingSpec::Create({64, 4096});
+  const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 1, 8);
+  ParallelDims parallel;
+  parallel.dp = 8;
+  const ParallelConfig config = *ParallelConfig::Create(tied, training, cluster, {}, parallel);
+  const PerformanceParameters params = DefaultPerformanceParameters(cluster.gpu());
+  const double tied_seconds =
+      PredictPerformance(tied, training, cluster, config, params).optimizer_seconds;
+  const double untied_seconds =
+      PredictPerformance(untied, training, cluster, config, params).optimizer_seconds;
+  EXPECT_DOUBLE_EQ(untied_seconds / tied_seconds,
+                   untied.ParameterCount() / tied.ParameterCount());
+}
+
+TEST_F(PerformanceModelTest, LargerGemmsAreMoreEfficient) {
+  // Micro-batch 4 has 4x larger GEMMs than micro-batch 1 and the same FLOPs per step.
+  EXPECT_LT(Predict(Dims(8, 2, 1, 1, 4)).compute_seconds,
+            Predict(Dims(8, 2, 1, 1, 1)).compute_seconds);
+}
+
+TEST(DefaultPerformanceParametersTest, HopperAndAmpereDiffer) {
+  const PerformanceParameters a100 = DefaultPerformanceParameters(*FindGpuPreset("a100-80gb"));
+  const PerformanceParameters h100 = DefaultPerformanceParameters(*FindGpuPreset("h100-80gb"));
+  EXPECT_GT(h100.gemm_half_efficiency_flops, a100.gemm_half_efficiency_flops);
+  for (const PerformanceParameters& p : {a100, h100}) {
+    EXPECT_GT(p.gemm_efficiency_max, 0);
+    EXPECT_LE(p.gemm_efficiency_max, 1);
+    EXPECT_GT(p.attention_efficiency, 0);
+    EXPECT_LE(p.attention_efficiency, 1);
+  }
+}
+
+TEST(A100PerformanceTest, PlausibleThroughput) {
+  // Measured (data/measured/llama31_8b_4d_abci_tsubame.csv): tp4 pp2 on 16 A100-40GB,
+  // 178 TFLOP/s per GPU.
+  const ModelSpec model = *FindModelPreset("llama3.1-8b");
+  const TrainingSpec training = *TrainingSpec::Create({1024, 8192});
+  const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("a100-40gb"), 2, 8);
+  const ParallelConfig config =
+      *ParallelConfig::Create(model, training, cluster, {}, Dims(2, 4, 2, 1, 1));
+  const PerformanceEstimate e = PredictPerformance(model, training, cluster, config,
+                                                   DefaultPerformanceParameters(cluster.gpu()));
+  EXPECT_GT(e.model_tflops_per_gpu, 130);
+  EXPECT_LT(e.model_tflops_per_gpu, 230);
+}
+
+}  // namespace
+}  // namespace paratune

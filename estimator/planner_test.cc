@@ -1,0 +1,161 @@
+#include "estimator/planner.h"
+
+#include <set>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::HasSubstr;
+
+class PlannerTest : public ::testing::Test {
+ protected:
+  // Llama-3.1-8B, s 8192, global batch 1024, 2 nodes of 8 H100-80GB.
+  PlannerTest()
+      : model_(*FindModelPreset("llama3.1-8b")),
+        training_(*TrainingSpec::Create({1024, 8192})),
+        cluster_(*ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 2, 8)),
+        params_(DefaultPerformanceParameters(cluster_.gpu())) {}
+
+  absl::StatusOr<Plan> MakePlan(const PlanOptions& options) const {
+    return PlanConfigurations(model_, training_, cluster_, options, params_);
+  }
+
+  ModelSpec model_;
+  TrainingSpec training_;
+  ClusterSpec cluster_;
+  PerformanceParameters params_;
+};
+
+TEST_F(PlannerTest, CountsAddUp) {
+  absl::StatusOr<Plan> plan = MakePlan(PlanOptions());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // 16 = 2^4 splits into (dp, tp, pp, cp) in C(7, 3) = 35 ways, times 5 micro-batch sizes.
+  EXPECT_EQ(plan->counts.enumerated, 175);
+  int64_t rejected = 0;
+  for (int64_t count : plan->rejections) rejected += count;
+  EXPECT_EQ(plan->rejections[static_cast<int>(Rejection::kValid)], 0);
+  EXPECT_EQ(plan->rejections[static_cast<int>(Rejection::kWorldSizeMismatch)], 0);
+  EXPECT_EQ(plan->counts.valid + rejected, plan->counts.enumerated);
+  EXPECT_EQ(plan->counts.safe + plan->counts.risky + plan->counts.out_of_memory,
+            plan->counts.valid);
+  EXPECT_EQ(static_cast<int64_t>(plan->candidates.size()), plan->counts.safe);
+  // tp 16 > 8 GPUs per node and tp x cp > 8 are rejected by placement.
+  EXPECT_GT(plan->rejections[static_cast<int>(Rejection::kTpCpAcrossNodes)], 0);
+  EXPECT_GT(plan->counts.safe, 0);
+  EXPECT_GT(plan->counts.out_of_memory, 0);  // e.g. dp16 mbs16 holds 16 x 8192 tokens
+}
+
+TEST_F(PlannerTest, CandidatesAreSafeValidAndOrdered) {
+  absl::StatusOr<Plan> plan = MakePlan(PlanOptions());
+  ASSERT_TRUE(plan.ok());
+  std::set<std::string> seen;
+  for (size_t i = 0; i < plan->candidates.size(); ++i) {
+    const PlannedConfig& c = plan->candidates[i];
+    EXPECT_EQ(c.memory.verdict, MemoryVerdict::kSafe);
+    EXPECT_EQ(CheckRules(model_, training_, cluster_, {}, c.config.dims()), Rejection::kValid);
+    EXPECT_EQ(c.config.virtual_pipeline(), 1);
+    EXPECT_EQ(c.config.recompute(), Recompute::kNone);
+    EXPECT_EQ(c.config.sequence_parallel(), c.config.tp() > 1);
+    EXPECT_TRUE(seen.insert(c.config.ToString()).second) << c.config.ToString();
+    if (i > 0) {
+      EXPECT_GE(plan->candidates[i - 1].predicted.model_tflops_per_gpu,
+                c.predicted.model_tflops_per_gpu);
+    }
+  }
+  // The best is a plausible Hopper throughput for this model.
+  ASSERT_FALSE(plan->candidates.empty());
+  EXPECT_GT(plan->candidates[0].predicted.model_tflops_per_gpu, 300);
+  EXPECT_LT(plan->candidates[0].predicted.model_tflops_per_gpu, 550);
+}
+
+TEST_F(PlannerTest, IncludeRiskyAndSafeFraction) {
+  PlanOptions options;
+  options.memory.safe_fraction = 0.3;
+  absl::StatusOr<Plan> strict = MakePlan(options);
+  options.include_risky = true;
+  absl::StatusOr<Plan> risky = MakePlan(options);
+  ASSERT_TRUE(strict.ok() && risky.ok());
+  ASSERT_GT(strict->counts.risky, 0);
+  EXPECT_EQ(strict->counts.risky, risky->counts.risky);
+  EXPECT_EQ(risky->candidates.size(), strict->candidates.size() + strict->counts.risky);
+  const absl::StatusOr<Plan> lenient = MakePlan(PlanOptions());
+  ASSERT_TRUE(lenient.ok());
+  EXPECT_GT(lenient->counts.safe, strict->counts.safe);
+}
+
+TEST_F(PlannerTest, MicroBatchSizesAreDeduplicated) {
+  PlanOptions options;
+  options.micro_batch_sizes = {2, 1, 2};
+  absl::StatusOr<Plan> plan = MakePlan(options);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->counts.enumerated, 35 * 2);
+  for (const PlannedConfig& c : plan->candidates) EXPECT_LE(c.config.micro_batch(), 2);
+}
+
+TEST_F(PlannerTest, AllowingTpCpAcrossNodes) {
+  PlanOptions options;
+  options.rules.allow_tp_cp_across_nodes = true;
+  absl::StatusOr<Plan> plan = MakePlan(options);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->rejections[static_cast<int>(Rejection::kTpCpAcrossNodes)], 0);
+}
+
+TEST_F(PlannerTest, InvalidOptionsNameTheField) {
+  PlanOptions options;
+  options.micro_batch_sizes = {1, 0};
+  absl::StatusOr<Plan> plan = MakePlan(options);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(plan.status().message(), "space.micro_batch_sizes[1] (0) must be in [1, 1024]");
+
+  options = PlanOptions();
+  options.memory.safe_fraction = 1.5;
+  plan = MakePlan(options);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(plan.status().message(), HasSubstr("space.safe_memory_fraction (1.5)"));
+  options.memory.safe_fraction = 0;
+  EXPECT_EQ(MakePlan(options).status().code(), absl::StatusCode::kInvalidArgument);
+
+  options = PlanOptions();
+  options.memory.cuda_context_bytes = -1;
+  EXPECT_EQ(MakePlan(options).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(PlannerScaleTest, Llama405bOn16384Gpus) {
+  const ModelSpec model = *FindModelPreset("llama3.1-405b");
+  const TrainingSpec training = *TrainingSpec::Create({2048, 8192});
+  const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 2048, 8);
+  absl::StatusOr<Plan> plan = PlanConfigurations(model, training, cluster, PlanOptions(),
+                                                 DefaultPerformanceParameters(cluster.gpu()));
+  ASSERT_TRUE(plan.ok());
+  // 2^14 splits into 4 factors in C(17, 3) = 680 ways.
+  EXPECT_EQ(plan->counts.enumerated, 680 * 5);
+  EXPECT_GT(plan->counts.valid, 0);
+  // 126 layers allow only pp 1 or 2 with power-of-two GPU counts (Meta used uneven stages),
+  // and tp x cp stays within a node, so no even split fits 405B in 80 GB.
+  EXPECT_GT(plan->rejections[static_cast<int>(Rejection::kPpLayers)], 0);
+  EXPECT_EQ(plan->counts.safe, 0);
+  EXPECT_TRUE(plan->candidates.empty());
+}
+
+TEST(PlannerScaleTest, Llama70bNeedsModelParallelism) {
+  const ModelSpec model = *FindModelPreset("llama3.1-70b");
+  const TrainingSpec training = *TrainingSpec::Create({512, 8192});
+  const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 8, 8);
+  absl::StatusOr<Plan> plan = PlanConfigurations(model, training, cluster, PlanOptions(),
+                                                 DefaultPerformanceParameters(cluster.gpu()));
+  ASSERT_TRUE(plan.ok());
+  ASSERT_FALSE(plan->candidates.empty());
+  for (const PlannedConfig& c : plan->candidates) {
+    // Weights and gradients alone, 6 bytes x 70.6e9 = 424 GB, must be split 8 ways.
+    EXPECT_GE(c.config.tp() * c.config.pp(), 8) << c.config.ToString();
+  }
+  EXPECT_GT(plan->candidates[0].predicted.model_tflops_per_gpu, 250);
+  EXPECT_LT(plan->candidates[0].predicted.model_tflops_per_gpu, 600);
+}
+
+}  // namespace
+}  // namespace paratune
