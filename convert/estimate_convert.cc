@@ -42,8 +42,11 @@ v1::MemoryEstimate MemoryEstimateToProto(const MemoryEstimate& estimate,
                                          const ParallelConfig& config, double safe_fraction) {
   v1::MemoryEstimate proto;
   *proto.add_stages() = StageToProto(estimate.first_stage);
+  if (config.pp() > 2) *proto.add_stages() = StageToProto(estimate.middle_stage);
   if (config.pp() > 1) *proto.add_stages() = StageToProto(estimate.last_stage);
-  const int peak_index = config.pp() > 1 && estimate.peak_is_last_stage ? 1 : 0;
+  int peak_index = 0;
+  if (estimate.peak_stage == estimate.middle_stage.stage && config.pp() > 2) peak_index = 1;
+  if (estimate.peak_is_last_stage) peak_index = proto.stages_size() - 1;
   proto.set_peak_stage_index(peak_index);
   proto.set_peak_bytes(proto.stages(peak_index).total_bytes());
   proto.set_capacity_bytes(std::llround(estimate.capacity_bytes));

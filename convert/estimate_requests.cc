@@ -14,10 +14,11 @@ absl::StatusOr<v1::EstimateResponse> AnswerEstimate(const v1::EstimateRequest& r
   PT_ASSIGN_OR_RETURN(ModelSpec model, ModelSpecFromProto(request.model()));
   PT_ASSIGN_OR_RETURN(TrainingSpec training, TrainingSpecFromProto(request.training()));
   PT_ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpecFromProto(request.cluster()));
-  // An explicit configuration is estimated even when it crosses nodes with tp x cp: the
-  // placement rule only keeps the planner's search space small.
+  // An explicit configuration is estimated even when it crosses nodes with tp x cp or splits
+  // the layers unevenly: those rules only keep the planner's search space small.
   PlacementRules rules;
   rules.allow_tp_cp_across_nodes = true;
+  rules.allow_uneven_pipeline = true;
   PT_ASSIGN_OR_RETURN(ParallelConfig config,
                       ParallelConfigFromProto(request.config(), model, training, cluster, rules));
   MemoryOptions memory_options;
@@ -44,9 +45,9 @@ absl::StatusOr<v1::PlanResponse> AnswerPlan(const v1::PlanRequest& request) {
         absl::StrCat("limit (", request.limit(), ") must be >= 0"));
   }
   PT_ASSIGN_OR_RETURN(ResolvedSpec spec, ResolveSearchSpec(request.spec()));
-  PT_ASSIGN_OR_RETURN(Plan plan, PlanConfigurations(spec.model, spec.training, spec.cluster,
-                                                    spec.plan_options,
-                                                    DefaultPerformanceParameters(spec.cluster.gpu())));
+  PT_ASSIGN_OR_RETURN(
+      Plan plan, PlanConfigurations(spec.model, spec.training, spec.cluster, spec.plan_options,
+                                    DefaultPerformanceParameters(spec.cluster.gpu())));
   return PlanToProto(plan, spec.plan_options, request.limit());
 }
 

@@ -13,6 +13,8 @@ namespace {
 
 constexpr int kMaxMicroBatchSizes = 16;
 constexpr int64_t kMaxMicroBatchSize = 1024;
+constexpr int64_t kMaxVirtualPipelineSize = 1024;
+constexpr int kMaxRecomputeModes = 3;
 constexpr double kDefaultSafeMemoryFraction = 0.80;
 
 // Dimensions of an explicit model, in proto field order, with their proto names.
@@ -205,7 +207,36 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::SearchSpace& proto) {
     return absl::InvalidArgumentError(
         absl::StrCat("space.safe_memory_fraction (", fraction, ") must be in (0, 1]"));
   }
+  if (proto.virtual_pipeline_sizes_size() > kMaxMicroBatchSizes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("space.virtual_pipeline_sizes has ", proto.virtual_pipeline_sizes_size(),
+                     " entries; at most ", kMaxMicroBatchSizes, " are allowed"));
+  }
+  for (int i = 0; i < proto.virtual_pipeline_sizes_size(); ++i) {
+    const int64_t size = proto.virtual_pipeline_sizes(i);
+    if (size < 1 || size > kMaxVirtualPipelineSize) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("space.virtual_pipeline_sizes[", i, "] (", size, ") must be in [1, ",
+                       kMaxVirtualPipelineSize, "]"));
+    }
+    options.virtual_pipeline_sizes.push_back(size);
+  }
+  if (proto.recompute_modes_size() > kMaxRecomputeModes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("space.recompute_modes has ", proto.recompute_modes_size(),
+                     " entries; at most ", kMaxRecomputeModes, " are allowed"));
+  }
+  for (int i = 0; i < proto.recompute_modes_size(); ++i) {
+    absl::StatusOr<Recompute> mode = RecomputeFromProto(proto.recompute_modes(i));
+    if (!mode.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("space.recompute_modes[", i, "] (",
+                                                     static_cast<int>(proto.recompute_modes(i)),
+                                                     ") is not a known recompute mode"));
+    }
+    options.recompute_modes.push_back(*mode);
+  }
   options.rules.allow_tp_cp_across_nodes = proto.allow_tp_cp_across_nodes();
+  options.rules.allow_uneven_pipeline = proto.allow_uneven_pipeline_stages();
   options.include_risky = proto.include_risky();
   return options;
 }

@@ -50,14 +50,25 @@ void BM_CheckRules(benchmark::State& state) {
 }
 BENCHMARK(BM_CheckRules);
 
+// Every valid configuration: micro-batch 1-16, v in {1, 2, 3, 4, 6, 7, 8}, all three
+// recompute modes, uneven pipeline stages (126 layers on pp 4, 8, 16, ...).
 void BM_Plan405bOn16384Gpus(benchmark::State& state) {
   const ModelSpec model = *FindModelPreset("llama3.1-405b");
   const TrainingSpec training = *TrainingSpec::Create({2048, 8192});
-  const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h200-141gb"), 2048, 8);
+  const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 2048, 8);
   const PerformanceParameters params = DefaultPerformanceParameters(cluster.gpu());
+  PlanOptions options;
+  options.virtual_pipeline_sizes = {1, 2, 3, 4, 6, 7, 8};
+  options.recompute_modes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  options.rules.allow_uneven_pipeline = true;
+  options.include_risky = true;
+  int64_t valid = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(PlanConfigurations(model, training, cluster, {}, params));
+    const absl::StatusOr<Plan> plan = PlanConfigurations(model, training, cluster, options, params);
+    valid = plan->counts.valid;
+    benchmark::DoNotOptimize(plan);
   }
+  state.counters["valid_configs"] = static_cast<double>(valid);
 }
 BENCHMARK(BM_Plan405bOn16384Gpus)->Unit(benchmark::kMillisecond);
 

@@ -2,13 +2,20 @@
 
 #include <algorithm>
 
+#include "estimator/pipeline_layout.h"
+
 namespace paratune {
 namespace {
+
+constexpr int Term(MemoryTerm term) { return static_cast<int>(term); }
 
 // Sizes of one configuration as doubles, named as in DESIGN.md §5.2.
 struct Symbols {
   double s, b, h, f, a, k, V, L, t, p, c, d, v, m;
+  double layer_params;  // parameters of one transformer layer
+  double mlp_factor;    // activation bytes of the MLP per f: 8 gated, 4 not
   bool tied, sp;
+  PipelineLayout layout;
 };
 
 Symbols MakeSymbols(const ModelSpec& model, const TrainingSpec& training,
@@ -28,33 +35,34 @@ Symbols MakeSymbols(const ModelSpec& model, const TrainingSpec& training,
   x.d = static_cast<double>(config.dp());
   x.v = static_cast<double>(config.virtual_pipeline());
   x.m = static_cast<double>(config.NumMicroBatches(training));
+  x.layer_params = model.LayerParameterCount();
+  x.mlp_factor = model.gated_mlp() ? 8 : 4;
   x.tied = model.tied_embeddings();
   // Without TP there is nothing for sequence parallelism to shard, so both forms agree.
   x.sp = config.sequence_parallel() || config.tp() == 1;
+  x.layout = LayoutPipeline(model.num_layers(), config.pp(), config.virtual_pipeline());
   return x;
 }
 
-// Parameters of one transformer layer, Fujii et al. 2024 (arXiv 2411.06465), parameter
-// formula (DESIGN.md §5.2): 2h^2 (1 + k/a + 1.5 f/h) + 2h (Q, O; K, V under GQA; SwiGLU
-// gate, up, down; two RMSNorms).
-double LayerParameters(const Symbols& x) {
-  return 2 * x.h * x.h * (1 + x.k / x.a + 1.5 * x.f / x.h) + 2 * x.h;
-}
-
-// Parameters per GPU of the first stage, Fujii et al. 2024 (DESIGN.md §5.2):
-// P1 = hV/t + (L/p) [layer]/t, plus the final norm and the untied LM head hV/t when p = 1.
-// The final norm's h weights are replicated on every TP rank, as in Megatron; counting them
-// whole (not h/t) is what reproduces the reference values of data/estimator/ exactly.
-double FirstStageParameters(const Symbols& x) {
-  double params = (x.h * x.V + (x.L / x.p) * LayerParameters(x)) / x.t;
+// Parameters per GPU of the first stage, Fujii et al. 2024 (arXiv 2411.06465; DESIGN.md
+// §5.2): P1 = hV/t + (L/p) [layer]/t, plus the final norm and the untied LM head hV/t when
+// p = 1. The final norm's h weights are replicated on every TP rank, as in Megatron; counting
+// them whole (not h/t) is what reproduces the reference values of data/estimator/ exactly.
+double FirstStageParameters(const Symbols& x, double layers) {
+  double params = (x.h * x.V + layers * x.layer_params) / x.t;
   if (x.p == 1) params += x.h + (x.tied ? 0 : x.h * x.V / x.t);
   return params;
 }
 
+// A middle stage holds only its layers.
+double MiddleStageParameters(const Symbols& x, double layers) {
+  return layers * x.layer_params / x.t;
+}
+
 // The last stage (p > 1) holds its layers, the final norm and the LM head. With tied
 // embeddings Megatron keeps a copy of the embedding there for the LM head, so hV/t either way.
-double LastStageParameters(const Symbols& x) {
-  return ((x.L / x.p) * LayerParameters(x) + x.h * x.V) / x.t + x.h;
+double LastStageParameters(const Symbols& x, double layers) {
+  return (layers * x.layer_params + x.h * x.V) / x.t + x.h;
 }
 
 // Activation bytes of one layer for one micro-batch on one GPU, nothing recomputed.
@@ -62,12 +70,13 @@ double LayerActivationBytes(const Symbols& x, const TrainingSpec& training, bool
   const double sbh = x.s * x.b * x.h;
   if (training.flash_attention()) {
     // Fujii et al. 2024, activations with FlashAttention, SP, SwiGLU and GQA:
-    // sbh (12 + 4k/a + 8f/h) / (tc). Of the 12, the inputs of the two RMSNorms (2 + 2) and of
-    // the QKV and gate/up linears (2 + 2) are what Megatron's TP without SP keeps whole on
-    // every rank (Korthikanti et al. 2022, arXiv 2205.05198, on tensor and sequence parallelism);
-    // the rest is TP-sharded. Selective recompute frees nothing: FlashAttention stores no s x s
-    // matrix.
-    const double sharded = 4 + 4 * x.k / x.a + 8 * x.f / x.h;
+    // sbh (12 + 4k/a + 8f/h) / (tc); a non-gated MLP keeps its two f-wide tensors (the
+    // activation input and the down projection's input), 4f/h instead of 8f/h (Korthikanti et
+    // al. 2022, MLP block). Of the 12, the inputs of the two norms (2 + 2) and of the QKV and
+    // first MLP linears (2 + 2) are what Megatron's TP without SP keeps whole on every rank
+    // (Korthikanti et al. 2022, arXiv 2205.05198, on tensor and sequence parallelism); the rest
+    // is TP-sharded. Selective recompute frees nothing: FlashAttention stores no s x s matrix.
+    const double sharded = 4 + 4 * x.k / x.a + x.mlp_factor * x.f / x.h;
     if (x.sp) return sbh * (8 + sharded) / (x.t * x.c);
     return sbh * (8 + sharded / x.t) / x.c;
   }
@@ -86,21 +95,14 @@ double LayerInputBytes(const Symbols& x) {
   return x.sp ? 2 * sbh / (x.t * x.c) : 2 * sbh / x.c;
 }
 
-// Micro-batches in flight on the first stage, relative to p: 1F1B keeps min(p, m) of them,
-// and the interleaved schedule 1 + (p-1)/(pv) times more (Korthikanti et al. 2022 on
-// pipeline parallelism; Fujii et al. 2024). The reference values (data/estimator/) confirm the
-// factor p.
-double FirstStageInFlight(const Symbols& x) {
-  double in_flight = std::min(x.p, x.m);
-  if (x.v > 1) in_flight *= 1 + (x.p - 1) / (x.p * x.v);
-  return in_flight;
-}
-
-// Model chunks (of L/(pv) layers) in flight on the last stage: 1 in 1F1B; in Megatron's
-// interleaved schedule the last rank's warm-up is (v-1)p chunks, plus the one in flight.
-double LastStageChunksInFlight(const Symbols& x) {
-  if (x.v == 1) return 1;
-  return std::min(x.m * x.v, (x.v - 1) * x.p + 1);
+// Model chunks in flight on stage i, Megatron-LM's schedules (megatron/core/pipeline_parallel/
+// schedules.py): 1F1B warms up p - i - 1 micro-batches and runs one more, at most m; the
+// interleaved schedule warms up 2 (p - i - 1) + (v - 1) p chunks, plus one, at most m v. For
+// stage 0 and m >= p this is p (1 + (p - 1)/(p v)) micro-batches of all the stage's layers,
+// Korthikanti et al. 2022's interleaving factor, which the reference values confirm.
+double ChunksInFlight(const Symbols& x, double stage) {
+  if (x.v == 1) return std::min(x.m, x.p - stage);
+  return std::min(x.m * x.v, 2 * (x.p - stage - 1) + (x.v - 1) * x.p + 1);
 }
 
 double LayerActivationsHeld(const Symbols& x, const TrainingSpec& training, Recompute recompute,
@@ -114,11 +116,11 @@ double LayerActivationsHeld(const Symbols& x, const TrainingSpec& training, Reco
          LayerActivationBytes(x, training, recompute == Recompute::kSelective);
 }
 
-// Embedding output kept for backward, Fujii et al. 2024: 8sbh/(tc) per micro-batch
+// Embedding output kept for backward, Fujii et al. 2024: 8sbh/(tc) per micro-batch in flight
 // (8sbh/c without SP, where the embedding output is replicated over TP ranks).
 double EmbeddingActivationBytes(const Symbols& x) {
   const double sbh = x.s * x.b * x.h;
-  return (x.sp ? 8 * sbh / (x.t * x.c) : 8 * sbh / x.c) * FirstStageInFlight(x);
+  return (x.sp ? 8 * sbh / (x.t * x.c) : 8 * sbh / x.c) * ChunksInFlight(x, 0) / x.v;
 }
 
 // LM head input and fp32 logits for the cross-entropy, Fujii et al. 2024:
@@ -135,11 +137,43 @@ double OutputActivationBytes(const Symbols& x) {
 // DESIGN.md §5.2).
 void AddModelStates(const Symbols& x, const TrainingSpec& training, double params,
                     StageMemory& stage) {
-  stage.bytes[static_cast<int>(MemoryTerm::kWeights)] = 2 * params;
-  stage.bytes[static_cast<int>(MemoryTerm::kGradients)] =
-      (training.fp32_gradients() ? 4 : 2) * params;
-  stage.bytes[static_cast<int>(MemoryTerm::kOptimizerStates)] =
+  stage.bytes[Term(MemoryTerm::kWeights)] = 2 * params;
+  stage.bytes[Term(MemoryTerm::kGradients)] = (training.fp32_gradients() ? 4 : 2) * params;
+  stage.bytes[Term(MemoryTerm::kOptimizerStates)] =
       (training.distributed_optimizer() ? 12 / (x.d * x.c) : 12) * params;
+}
+
+// Communicators of more than one rank that a GPU of `stage` belongs to in Megatron-LM's
+// parallel_state: tensor, context, data, data-with-context (when both exist, for the
+// distributed optimizer), pipeline, and the embedding group tying the first and last stage.
+double Communicators(const Symbols& x, int64_t stage) {
+  double groups = (x.t > 1) + (x.c > 1) + (x.d > 1) + (x.c > 1 && x.d > 1) + (x.p > 1);
+  if (x.p > 1 && (stage == 0 || stage == static_cast<int64_t>(x.p) - 1)) groups += 1;
+  return groups;
+}
+
+// The overhead terms of MemoryOptions on a stage whose formula terms are already filled.
+void AddOverheads(const Symbols& x, const TrainingSpec& training, const MemoryOptions& options,
+                  StageMemory& stage) {
+  stage.bytes[Term(MemoryTerm::kCudaContext)] = options.cuda_context_bytes;
+  // A ring channel has a send and a receive peer.
+  stage.bytes[Term(MemoryTerm::kNcclBuffers)] =
+      Communicators(x, stage.stage) * options.nccl_buffer_bytes * options.nccl_channels * 2;
+  if (x.d * x.c > 1) {
+    stage.bytes[Term(MemoryTerm::kGradientBuckets)] =
+        options.bucket_parameters * (training.fp32_gradients() ? 4 : 2);
+  }
+  if (x.p > 1 && options.pipeline_buffers) {
+    // Send and receive of the boundary activation and of its gradient: 4 tensors of
+    // sbh/(tc) bf16 values with SP (sbh/c without).
+    const double boundary = x.s * x.b * x.h / (x.sp ? x.t * x.c : x.c);
+    stage.bytes[Term(MemoryTerm::kPipelineBuffers)] = 4 * 2 * boundary;
+  }
+  const double activations = stage.term(MemoryTerm::kActivations) +
+                             stage.term(MemoryTerm::kEmbeddingActivations) +
+                             stage.term(MemoryTerm::kOutputActivations);
+  stage.bytes[Term(MemoryTerm::kFragmentation)] =
+      (options.fragmentation_factor - 1) * activations;
 }
 
 }  // namespace
@@ -160,6 +194,14 @@ const char* MemoryTermName(MemoryTerm term) {
       return "output_activations";
     case MemoryTerm::kCudaContext:
       return "cuda_context";
+    case MemoryTerm::kNcclBuffers:
+      return "nccl_buffers";
+    case MemoryTerm::kGradientBuckets:
+      return "gradient_buckets";
+    case MemoryTerm::kPipelineBuffers:
+      return "pipeline_buffers";
+    case MemoryTerm::kFragmentation:
+      return "fragmentation";
     case MemoryTerm::kCount:
       break;
   }
@@ -184,49 +226,72 @@ double StageMemory::Total() const {
   return total;
 }
 
+MemoryVerdict VerdictForFraction(double fraction_of_capacity, double safe_fraction) {
+  if (fraction_of_capacity < safe_fraction) return MemoryVerdict::kSafe;
+  if (fraction_of_capacity <= 1.0) return MemoryVerdict::kRisky;
+  return MemoryVerdict::kOutOfMemory;
+}
+
 MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& training,
                               const ClusterSpec& cluster, const ParallelConfig& config,
                               const MemoryOptions& options) {
   const Symbols x = MakeSymbols(model, training, config);
   const Recompute recompute = config.recompute();
+  const int64_t pp = config.pp();
   MemoryEstimate estimate;
 
+  // Stage 0: chunks in flight of first_stage_layers / v layers each (the uneven first chunk,
+  // one layer short, is averaged over the stage's chunks).
   StageMemory& first = estimate.first_stage;
   first.stage = 0;
-  AddModelStates(x, training, FirstStageParameters(x), first);
-  // The first stage holds min(1, m/p) x p micro-batches of L/p layers each.
-  first.bytes[static_cast<int>(MemoryTerm::kActivations)] =
-      LayerActivationsHeld(x, training, recompute, (x.L / x.p) * FirstStageInFlight(x));
-  first.bytes[static_cast<int>(MemoryTerm::kEmbeddingActivations)] = EmbeddingActivationBytes(x);
-  first.bytes[static_cast<int>(MemoryTerm::kCudaContext)] = options.cuda_context_bytes;
+  const double first_layers = static_cast<double>(x.layout.first_stage_layers);
+  AddModelStates(x, training, FirstStageParameters(x, first_layers), first);
+  first.bytes[Term(MemoryTerm::kActivations)] = LayerActivationsHeld(
+      x, training, recompute, first_layers / x.v * ChunksInFlight(x, 0));
+  first.bytes[Term(MemoryTerm::kEmbeddingActivations)] = EmbeddingActivationBytes(x);
+  if (pp == 1) first.bytes[Term(MemoryTerm::kOutputActivations)] = OutputActivationBytes(x);
+  AddOverheads(x, training, options, first);
+  estimate.middle_stage = first;
+  estimate.last_stage = first;
 
-  if (config.pp() == 1) {
-    first.bytes[static_cast<int>(MemoryTerm::kOutputActivations)] = OutputActivationBytes(x);
-    estimate.last_stage = first;
-  } else {
+  if (pp > 2) {
+    StageMemory& middle = estimate.middle_stage;
+    middle = StageMemory();
+    middle.stage = 1;
+    const double layers = static_cast<double>(x.layout.middle_stage_layers);
+    AddModelStates(x, training, MiddleStageParameters(x, layers), middle);
+    middle.bytes[Term(MemoryTerm::kActivations)] =
+        LayerActivationsHeld(x, training, recompute, layers / x.v * ChunksInFlight(x, 1));
+    AddOverheads(x, training, options, middle);
+  }
+  if (pp > 1) {
     StageMemory& last = estimate.last_stage;
-    last.stage = config.pp() - 1;
-    AddModelStates(x, training, LastStageParameters(x), last);
-    last.bytes[static_cast<int>(MemoryTerm::kActivations)] = LayerActivationsHeld(
-        x, training, recompute, (x.L / (x.p * x.v)) * LastStageChunksInFlight(x));
-    last.bytes[static_cast<int>(MemoryTerm::kOutputActivations)] = OutputActivationBytes(x);
-    last.bytes[static_cast<int>(MemoryTerm::kCudaContext)] = options.cuda_context_bytes;
+    last = StageMemory();
+    last.stage = pp - 1;
+    const double layers = static_cast<double>(x.layout.last_stage_layers);
+    AddModelStates(x, training, LastStageParameters(x, layers), last);
+    last.bytes[Term(MemoryTerm::kActivations)] = LayerActivationsHeld(
+        x, training, recompute, layers / x.v * ChunksInFlight(x, x.p - 1));
+    last.bytes[Term(MemoryTerm::kOutputActivations)] = OutputActivationBytes(x);
+    AddOverheads(x, training, options, last);
   }
 
   const double first_total = first.Total();
+  const double middle_total = estimate.middle_stage.Total();
   const double last_total = estimate.last_stage.Total();
-  estimate.peak_is_last_stage = config.pp() > 1 && last_total > first_total;
-  estimate.peak_bytes = std::max(first_total, last_total);
+  estimate.peak_bytes = first_total;
+  if (pp > 2 && middle_total > estimate.peak_bytes) {
+    estimate.peak_bytes = middle_total;
+    estimate.peak_stage = 1;
+  }
+  if (pp > 1 && last_total > estimate.peak_bytes) {
+    estimate.peak_bytes = last_total;
+    estimate.peak_stage = pp - 1;
+  }
+  estimate.peak_is_last_stage = pp > 1 && estimate.peak_stage == pp - 1;
   estimate.capacity_bytes = static_cast<double>(cluster.gpu().memory_bytes);
   estimate.fraction_of_capacity = estimate.peak_bytes / estimate.capacity_bytes;
-  // Fujii et al. 2024: of 454 runs, none estimated below 80% of capacity ran out of memory.
-  if (estimate.fraction_of_capacity < options.safe_fraction) {
-    estimate.verdict = MemoryVerdict::kSafe;
-  } else if (estimate.fraction_of_capacity <= 1.0) {
-    estimate.verdict = MemoryVerdict::kRisky;
-  } else {
-    estimate.verdict = MemoryVerdict::kOutOfMemory;
-  }
+  estimate.verdict = VerdictForFraction(estimate.fraction_of_capacity, options.safe_fraction);
   return estimate;
 }
 

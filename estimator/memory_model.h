@@ -13,7 +13,8 @@
 
 namespace paratune {
 
-// The terms of a memory estimate, each in bytes on one GPU.
+// The terms of a memory estimate, each in bytes on one GPU. The first six are the paper's
+// formulas; the rest are overheads, each set by (and zero-able in) MemoryOptions.
 enum class MemoryTerm {
   kWeights = 0,           // bf16 parameters of the stage, TP-sharded
   kGradients,             // fp32 (or bf16) gradients
@@ -22,6 +23,10 @@ enum class MemoryTerm {
   kEmbeddingActivations,  // embedding output kept for backward (first stage)
   kOutputActivations,     // LM head input and fp32 cross-entropy logits (last stage)
   kCudaContext,           // CUDA context and cuBLAS workspace
+  kNcclBuffers,           // NCCL channel buffers of every communicator the GPU is in
+  kGradientBuckets,       // staging copy of the DDP / distributed-optimizer bucket in flight
+  kPipelineBuffers,       // pipeline send/recv tensors
+  kFragmentation,         // caching-allocator fragmentation of the activation memory
   kCount,
 };
 
@@ -33,11 +38,39 @@ enum class MemoryVerdict { kSafe, kRisky, kOutOfMemory };
 // "SAFE", "RISKY", "OOM".
 const char* MemoryVerdictName(MemoryVerdict verdict);
 
+// The threshold and the overhead terms. Defaults and their sources are in docs/estimator.md.
 struct MemoryOptions {
   // Fraction of capacity below which the verdict is SAFE (the paper's 80% rule).
   double safe_fraction = 0.80;
-  // Bytes of the kCudaContext term; 0 reproduces the paper's formulas exactly.
+  // kCudaContext: CUDA context plus cuBLAS workspaces, as nvidia-smi shows for an idle
+  // PyTorch process on A100/H100 (about 0.5 GiB).
   double cuda_context_bytes = 512.0 * 1024 * 1024;
+  // kNcclBuffers: per communicator of more than one rank, buffer x channels x peers. NCCL's
+  // default NCCL_BUFFSIZE is 4 MiB per channel and peer (NCCL environment documentation);
+  // a ring has 2 peers (send and receive); 8 channels is a typical NVLink ring count.
+  double nccl_buffer_bytes = 4.0 * 1024 * 1024;
+  double nccl_channels = 8;
+  // kGradientBuckets: Megatron-LM's DDP bucket of 40M parameters
+  // (megatron/core/distributed: bucket_size = max(40000000, 1000000 x dp)), one bucket of
+  // gradients staged while it is reduced; only when gradients are reduced (dp x cp > 1).
+  double bucket_parameters = 40e6;
+  // kPipelineBuffers: whether the pipeline send/recv tensors (one micro-batch's boundary
+  // activation and its gradient, sent and received) are counted when pp > 1.
+  bool pipeline_buffers = true;
+  // kFragmentation: (factor - 1) x the activation terms; PyTorch's caching allocator
+  // fragments the short-lived activation blocks, not the long-lived model states.
+  double fragmentation_factor = 1.05;
+
+  // The paper's formulas alone: every overhead term zero (the reference values' setting).
+  static MemoryOptions FormulasOnly() {
+    MemoryOptions options;
+    options.cuda_context_bytes = 0;
+    options.nccl_buffer_bytes = 0;
+    options.bucket_parameters = 0;
+    options.pipeline_buffers = false;
+    options.fragmentation_factor = 1.0;
+    return options;
+  }
 };
 
 // Memory of one GPU of one pipeline stage.
@@ -49,15 +82,24 @@ struct StageMemory {
   double Total() const;
 };
 
+// The three kinds of stage: stage 0 (embedding, the most micro-batches in flight), stage 1 as
+// the largest of the middle stages 1 .. p - 2 (same parameters, fewer micro-batches in flight
+// further down), and stage p - 1 (LM head and loss). Together they bound every stage.
 struct MemoryEstimate {
-  StageMemory first_stage;  // stage 0
-  StageMemory last_stage;   // stage pp - 1 (equal to first_stage when pp = 1)
-  double peak_bytes = 0;    // max over stages
+  StageMemory first_stage;   // stage 0
+  StageMemory middle_stage;  // stage 1 when pp > 2 (equal to first_stage otherwise)
+  StageMemory last_stage;    // stage pp - 1 (equal to first_stage when pp = 1)
+  double peak_bytes = 0;     // max over stages
+  int64_t peak_stage = 0;    // the stage index of peak_bytes
   bool peak_is_last_stage = false;
   double capacity_bytes = 0;
   double fraction_of_capacity = 0;
   MemoryVerdict verdict = MemoryVerdict::kSafe;
 };
+
+// The verdict for a fraction of capacity: SAFE below safe_fraction, RISKY up to 1.0, OUT_OF_MEMORY
+// above (Fujii et al. 2024: of 454 runs, none estimated below 80% ran out of memory).
+MemoryVerdict VerdictForFraction(double fraction_of_capacity, double safe_fraction);
 
 // Pure and allocation-free: safe to call millions of times per second.
 MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& training,

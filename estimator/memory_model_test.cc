@@ -27,11 +27,7 @@ double AllActivations(const StageMemory& stage) {
          stage.term(MemoryTerm::kOutputActivations);
 }
 
-MemoryOptions PaperOptions() {
-  MemoryOptions options;
-  options.cuda_context_bytes = 0;
-  return options;
-}
+MemoryOptions PaperOptions() { return MemoryOptions::FormulasOnly(); }
 
 ParallelDims Dims(int64_t dp, int64_t tp, int64_t pp, int64_t cp, int64_t b) {
   ParallelDims dims;
@@ -341,7 +337,7 @@ TEST_F(LlamaMemoryTest, WithoutFlashAttentionSelectiveRecomputeDropsScores) {
 }
 
 TEST_F(LlamaMemoryTest, CudaContextOnEveryStage) {
-  MemoryOptions options;
+  MemoryOptions options = PaperOptions();
   options.cuda_context_bytes = 512.0 * 1024 * 1024;
   const MemoryEstimate with = Estimate(model_, training_, Dims(4, 2, 2, 1, 1), options);
   const MemoryEstimate without = Estimate(model_, training_, Dims(4, 2, 2, 1, 1));
@@ -382,6 +378,56 @@ TEST_F(LlamaMemoryTest, VerdictThresholds) {
   EXPECT_EQ(estimate.verdict, MemoryVerdict::kOutOfMemory);
 }
 
+TEST_F(LlamaMemoryTest, OverheadTermsFollowTheirOptions) {
+  // dp 2, tp 2, pp 4, cp 2 on 32 GPUs: stage 0 is in the tp, cp, dp, dp-cp, pp and embedding
+  // communicators; a middle stage in all but the embedding one.
+  const ParallelDims dims = Dims(2, 2, 4, 2, 1);
+  MemoryOptions options = PaperOptions();
+  options.nccl_buffer_bytes = 4.0 * 1024 * 1024;
+  options.nccl_channels = 8;
+  options.bucket_parameters = 40e6;
+  options.pipeline_buffers = true;
+  options.fragmentation_factor = 1.1;
+  const MemoryEstimate estimate = Estimate(model_, training_, dims, options);
+  const double per_communicator = 4.0 * 1024 * 1024 * 8 * 2;
+  EXPECT_DOUBLE_EQ(Term(estimate.first_stage, MemoryTerm::kNcclBuffers), 6 * per_communicator);
+  EXPECT_DOUBLE_EQ(Term(estimate.middle_stage, MemoryTerm::kNcclBuffers), 5 * per_communicator);
+  EXPECT_DOUBLE_EQ(Term(estimate.last_stage, MemoryTerm::kNcclBuffers), 6 * per_communicator);
+  EXPECT_DOUBLE_EQ(Term(estimate.first_stage, MemoryTerm::kGradientBuckets), 40e6 * 4);
+  // 4 tensors of sbh/(tc) bf16 values.
+  EXPECT_DOUBLE_EQ(Term(estimate.first_stage, MemoryTerm::kPipelineBuffers),
+                   4 * 2 * 8192.0 * 4096 / 4);
+  EXPECT_NEAR(Term(estimate.first_stage, MemoryTerm::kFragmentation),
+              0.1 * AllActivations(estimate.first_stage), 1);
+  const MemoryEstimate bare = Estimate(model_, training_, dims);
+  for (int t = static_cast<int>(MemoryTerm::kNcclBuffers);
+       t < static_cast<int>(MemoryTerm::kCount); ++t) {
+    EXPECT_EQ(bare.first_stage.bytes[t], 0) << MemoryTermName(static_cast<MemoryTerm>(t));
+  }
+}
+
+TEST_F(LlamaMemoryTest, MiddleStageCanBeThePeakOfAnUnevenSplit) {
+  // Llama-3.1-405B-like depth on pp 8 with the uneven split: stage 1 holds 16 layers and 7
+  // micro-batches, stage 0 15 layers and 8; both are bounded by the reported peak.
+  ModelDimensions deep = model_.dims();
+  deep.num_layers = 126;
+  const ModelSpec model = *ModelSpec::Create("deep-8b", deep);
+  const ParallelDims dims = Dims(1, 1, 8, 1, 1);
+  const ClusterSpec cluster = Cluster(8);
+  PlacementRules rules;
+  rules.allow_uneven_pipeline = true;
+  const ParallelConfig config = *ParallelConfig::Create(model, training_, cluster, rules, dims);
+  EXPECT_EQ(ParallelConfig::Create(model, training_, cluster, {}, dims).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const MemoryEstimate estimate = EstimateMemory(model, training_, cluster, config, PaperOptions());
+  EXPECT_EQ(estimate.middle_stage.stage, 1);
+  const double layer = Term(estimate.middle_stage, MemoryTerm::kActivations) / (16 * 7);
+  EXPECT_NEAR(Term(estimate.first_stage, MemoryTerm::kActivations), layer * 15 * 8, 1);
+  EXPECT_GE(estimate.peak_bytes, estimate.first_stage.Total());
+  EXPECT_GE(estimate.peak_bytes, estimate.middle_stage.Total());
+  EXPECT_GE(estimate.peak_bytes, estimate.last_stage.Total());
+}
+
 TEST(MemoryNamesTest, TermAndVerdictNames) {
   EXPECT_STREQ(MemoryTermName(MemoryTerm::kWeights), "weights");
   EXPECT_STREQ(MemoryTermName(MemoryTerm::kGradients), "gradients");
@@ -390,6 +436,10 @@ TEST(MemoryNamesTest, TermAndVerdictNames) {
   EXPECT_STREQ(MemoryTermName(MemoryTerm::kEmbeddingActivations), "embedding_activations");
   EXPECT_STREQ(MemoryTermName(MemoryTerm::kOutputActivations), "output_activations");
   EXPECT_STREQ(MemoryTermName(MemoryTerm::kCudaContext), "cuda_context");
+  EXPECT_STREQ(MemoryTermName(MemoryTerm::kNcclBuffers), "nccl_buffers");
+  EXPECT_STREQ(MemoryTermName(MemoryTerm::kGradientBuckets), "gradient_buckets");
+  EXPECT_STREQ(MemoryTermName(MemoryTerm::kPipelineBuffers), "pipeline_buffers");
+  EXPECT_STREQ(MemoryTermName(MemoryTerm::kFragmentation), "fragmentation");
   EXPECT_STREQ(MemoryVerdictName(MemoryVerdict::kSafe), "SAFE");
   EXPECT_STREQ(MemoryVerdictName(MemoryVerdict::kRisky), "RISKY");
   EXPECT_STREQ(MemoryVerdictName(MemoryVerdict::kOutOfMemory), "OOM");

@@ -63,17 +63,20 @@ absl::StatusOr<ModelSpec> ModelSpec::Create(std::string name, const ModelDimensi
   return ModelSpec(std::move(name), dims);
 }
 
-double ModelSpec::ParameterCount() const {
-  // Per layer: Q and O (2h^2), K and V (2h^2 k/a), SwiGLU gate, up and down (3fh), two
-  // RMSNorm weights (2h); Fujii et al. 2024 (arXiv 2411.06465) eq. for P.
+double ModelSpec::LayerParameterCount() const {
   const double h = static_cast<double>(hidden_size());
   const double a = static_cast<double>(num_attention_heads());
   const double k = static_cast<double>(num_kv_heads());
   const double f = static_cast<double>(ffn_hidden_size());
+  return 2 * h * h * (1 + k / a) + MlpMatrices() * f * h + 2 * h;
+}
+
+double ModelSpec::ParameterCount() const {
+  // Embedding, layers, final norm and the LM head when untied; Fujii et al. 2024 eq. for P.
+  const double h = static_cast<double>(hidden_size());
   const double v = static_cast<double>(vocab_size());
-  const double per_layer = 2 * h * h * (1 + k / a + 1.5 * f / h) + 2 * h;
   const double lm_head = tied_embeddings() ? 0 : h * v;
-  return h * v + static_cast<double>(num_layers()) * per_layer + h + lm_head;
+  return h * v + static_cast<double>(num_layers()) * LayerParameterCount() + h + lm_head;
 }
 
 absl::StatusOr<ModelSpec> FindModelPreset(absl::string_view name) {

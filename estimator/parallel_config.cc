@@ -3,6 +3,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "estimator/field_checks.h"
+#include "estimator/pipeline_layout.h"
 
 namespace paratune {
 namespace {
@@ -66,9 +67,15 @@ Rejection CheckRules(const ModelSpec& model, const TrainingSpec& training,
   if (!Divides(d.tp, model.num_kv_heads()) && !Divides(model.num_kv_heads(), d.tp)) {
     return Rejection::kTpKvHeads;
   }
-  if (!Divides(d.pp, model.num_layers())) return Rejection::kPpLayers;
+  const int64_t layers = model.num_layers();
+  const bool uneven = rules.allow_uneven_pipeline;
+  if (!EvenPipelineSplitFits(layers, d.pp, 1) &&
+      !(uneven && UnevenPipelineSplitFits(layers, d.pp, 1))) {
+    return Rejection::kPpLayers;
+  }
   if (d.virtual_pipeline > 1 &&
-      (d.pp == 1 || !Divides(d.virtual_pipeline * d.pp, model.num_layers()))) {
+      (d.pp == 1 || (!EvenPipelineSplitFits(layers, d.pp, d.virtual_pipeline) &&
+                     !(uneven && UnevenPipelineSplitFits(layers, d.pp, d.virtual_pipeline))))) {
     return Rejection::kVirtualPipelineLayers;
   }
   // Load-balanced causal CP splits each sequence into 2 x cp chunks.

@@ -30,6 +30,10 @@ struct ParallelDims {
 struct PlacementRules {
   // tp x cp may span nodes (DESIGN.md §5.1: off by default, slow over the network).
   bool allow_tp_cp_across_nodes = false;
+  // Layers that pp x vp does not divide may be split unevenly, the first and last stage
+  // holding one layer fewer (Megatron's account-for-embedding/loss split; see
+  // pipeline_layout.h). Off by default, as DESIGN.md §5.1 asks.
+  bool allow_uneven_pipeline = false;
 };
 
 // Why a configuration is invalid; kValid when it is not. Cheap to compute (no allocation), so
@@ -39,7 +43,7 @@ enum class Rejection {
   kWorldSizeMismatch,        // dp x tp x pp x cp != cluster GPUs
   kTpHeads,                  // tp does not divide attention heads
   kTpKvHeads,                // tp and kv heads: neither divides the other
-  kPpLayers,                 // pp does not divide layers
+  kPpLayers,                 // pp does not divide layers (nor layers + 2 when uneven allowed)
   kVirtualPipelineLayers,    // v x pp does not divide layers (or v > 1 with pp = 1)
   kCpSequence,               // 2 x cp does not divide the sequence length
   kBatchDivisibility,        // dp x b does not divide the global batch

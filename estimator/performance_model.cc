@@ -1,5 +1,9 @@
 #include "estimator/performance_model.h"
 
+#include <algorithm>
+
+#include "estimator/pipeline_layout.h"
+
 namespace paratune {
 namespace {
 
@@ -55,7 +59,10 @@ double GemmSeconds(double flops, double peak_flops, const PerformanceParameters&
 // Sizes of one configuration as doubles, named as in DESIGN.md §5.3.
 struct Symbols {
   double s, b, h, f, a, k, V, L, t, p, c, d, v, m, gbs;
+  double mlp_matrices;  // 3 gated, 2 not
+  double layer_params;
   bool tied;
+  PipelineLayout layout;
 };
 
 Symbols MakeSymbols(const ModelSpec& model, const TrainingSpec& training,
@@ -76,7 +83,10 @@ Symbols MakeSymbols(const ModelSpec& model, const TrainingSpec& training,
   x.v = static_cast<double>(config.virtual_pipeline());
   x.m = static_cast<double>(config.NumMicroBatches(training));
   x.gbs = static_cast<double>(training.global_batch_size());
+  x.mlp_matrices = model.MlpMatrices();
+  x.layer_params = model.LayerParameterCount();
   x.tied = model.tied_embeddings();
+  x.layout = LayoutPipeline(model.num_layers(), config.pp(), config.virtual_pipeline());
   return x;
 }
 
@@ -84,41 +94,47 @@ Symbols MakeSymbols(const ModelSpec& model, const TrainingSpec& training,
 // re-runs every layer before its backward.
 double ForwardPasses(Recompute recompute) { return recompute == Recompute::kFull ? 2 : 1; }
 
-// Compute seconds of one micro-batch through one stage: forward and backward (2x forward)
-// GEMMs of each layer's TP shard and s/c tokens, causal attention, and the LM head, which
-// sits on the last stage and so sets the pipeline's pace.
-double StageComputeSeconds(const Symbols& x, const TrainingSpec& training, Recompute recompute,
+// Compute seconds of one layer for one micro-batch, forward and backward (2x forward): the
+// GEMMs of the layer's TP shard on s/c tokens, causal attention, and the fixed per-pass
+// overhead.
+double LayerComputeSeconds(const Symbols& x, const TrainingSpec& training, Recompute recompute,
                            double peak_flops, const PerformanceParameters& params) {
   // Transformer Engine's fp8 GEMMs run at twice the bf16 tensor-core rate on Hopper.
   const double gemm_peak = training.fp8() ? 2 * peak_flops : peak_flops;
   const double tokens = x.s * x.b / x.c;
   const double qkv = 2 * tokens * x.h * (x.h + 2 * x.h * x.k / x.a) / x.t;
   const double out = 2 * tokens * x.h * x.h / x.t;
-  const double gate_up = 2 * tokens * x.h * 2 * x.f / x.t;
-  const double down = 2 * tokens * x.f * x.h / x.t;
-  const double layer_gemm_forward =
+  const double mlp_in = 2 * tokens * x.h * (x.mlp_matrices - 1) * x.f / x.t;
+  const double mlp_out = 2 * tokens * x.f * x.h / x.t;
+  const double gemm_forward =
       GemmSeconds(qkv, gemm_peak, params) + GemmSeconds(out, gemm_peak, params) +
-      GemmSeconds(gate_up, gemm_peak, params) + GemmSeconds(down, gemm_peak, params);
+      GemmSeconds(mlp_in, gemm_peak, params) + GemmSeconds(mlp_out, gemm_peak, params);
   // Causal attention: QK^T and PV, 4 s^2 b h FLOPs over s tokens, halved by the mask; each CP
   // rank's s/c queries meet s/2 keys on average under load balancing.
-  const double attention_forward_flops = 2 * tokens * x.s * x.h / x.t;
   const double attention_forward =
-      attention_forward_flops / (peak_flops * params.attention_efficiency);
+      2 * tokens * x.s * x.h / x.t / (peak_flops * params.attention_efficiency);
   const double forwards = ForwardPasses(recompute);
-  double layer = (forwards + 2) * (layer_gemm_forward + attention_forward);
+  double layer = (forwards + 2) * (gemm_forward + attention_forward) +
+                 (forwards + 1) * params.layer_overhead_seconds;
   // Selective recompute without FlashAttention re-runs the attention core (Korthikanti 2022).
   if (recompute == Recompute::kSelective && !training.flash_attention()) {
     layer += attention_forward;
   }
-  const double lm_head = 3 * GemmSeconds(2 * tokens * x.h * x.V / x.t, gemm_peak, params);
-  return (x.L / x.p) * layer + lm_head;
+  return layer;
 }
 
-// Exposed TP seconds of one micro-batch through one stage. With SP (Korthikanti et al. 2022,
-// arXiv 2205.05198) each layer runs 2 all-gathers and 2 reduce-scatters forward and 6 backward
-// (their transposes plus re-gathering inputs for the weight gradients); without SP, 2 all-reduces
-// each way. Every collective moves the whole s/c-token activation, 2sbh/c bytes.
-double StageTpSeconds(const Symbols& x, const ParallelConfig& config, const ClusterSpec& cluster,
+// Compute seconds of the LM head (forward and backward) of one micro-batch.
+double LmHeadSeconds(const Symbols& x, const TrainingSpec& training, double peak_flops,
+                     const PerformanceParameters& params) {
+  const double gemm_peak = training.fp8() ? 2 * peak_flops : peak_flops;
+  return 3 * GemmSeconds(2 * x.s * x.b / x.c * x.h * x.V / x.t, gemm_peak, params);
+}
+
+// Exposed TP seconds of one layer for one micro-batch. With SP (Korthikanti et al. 2022, arXiv
+// 2205.05198) each layer runs 2 all-gathers and 2 reduce-scatters forward and 6 backward
+// (their transposes plus re-gathering inputs for the weight gradients); without SP, 2
+// all-reduces each way. Every collective moves the whole s/c-token activation, 2sbh/c bytes.
+double LayerTpSeconds(const Symbols& x, const ParallelConfig& config, const ClusterSpec& cluster,
                       const PerformanceParameters& params) {
   if (config.tp() == 1) return 0;
   const Link link = LinkForSpan(config.tp(), cluster, params);
@@ -130,27 +146,27 @@ double StageTpSeconds(const Symbols& x, const ParallelConfig& config, const Clus
   } else {
     layer = (2 * forwards + 2) * AllReduceSeconds(bytes, x.t, link);
   }
-  return (x.L / x.p) * layer * (1 - params.tp_overlap);
+  return layer * (1 - params.tp_overlap);
 }
 
-// Exposed CP seconds of one micro-batch through one stage: ring attention passes each rank's
-// K and V, 2 (s/c) b (kh/a)/t values of 2 bytes, c-1 times forward and 2(c-1) backward
-// (K, V and their gradients), overlapped with the attention blocks.
-double StageCpSeconds(const Symbols& x, const ParallelConfig& config, const ClusterSpec& cluster,
+// Exposed CP seconds of one layer for one micro-batch: ring attention passes each rank's K and
+// V, 2 (s/c) b (kh/a)/t values of 2 bytes, c-1 times forward and 2(c-1) backward (K, V and
+// their gradients), overlapped with the attention blocks.
+double LayerCpSeconds(const Symbols& x, const ParallelConfig& config, const ClusterSpec& cluster,
                       const PerformanceParameters& params) {
   if (config.cp() == 1) return 0;
   const Link link = LinkForSpan(config.tp() * config.cp(), cluster, params);
   const double bytes = 2 * (x.s / x.c) * x.b * (x.k * x.h / x.a) / x.t * 2;
   const double exchanges = (ForwardPasses(config.recompute()) + 2) * (x.c - 1);
-  return (x.L / x.p) * exchanges * SendRecvSeconds(bytes, link) * (1 - params.cp_overlap);
+  return exchanges * SendRecvSeconds(bytes, link) * (1 - params.cp_overlap);
 }
 
 // Parameters per GPU of the stage that holds the LM head (the last), as in the memory model:
 // its layers, the final norm and the LM head, plus the embedding when p = 1 and untied.
 double StageParameters(const Symbols& x) {
-  const double layer = 2 * x.h * x.h * (1 + x.k / x.a + 1.5 * x.f / x.h) + 2 * x.h;
   const double embeddings = x.p == 1 && !x.tied ? 2 * x.h * x.V : x.h * x.V;
-  return ((x.L / x.p) * layer + embeddings) / x.t + x.h;
+  const double layers = static_cast<double>(x.layout.last_stage_layers);
+  return (layers * x.layer_params + embeddings) / x.t + x.h;
 }
 
 // Exposed DP seconds per step. Gradients are reduced over the d x c ranks holding the same
@@ -198,29 +214,7 @@ double OptimizerSeconds(const Symbols& x, const TrainingSpec& training, const Cl
 
 }  // namespace
 
-PerformanceParameters DefaultPerformanceParameters(const GpuSpec& gpu) {
-  PerformanceParameters params;
-  // Starting points until fitted (DESIGN.md §5.3), set against the measured Llama-3.1-8B runs
-  // of data/measured/llama31_8b_4d_abci_tsubame.csv (about 5% high on average, 14-16% RMS,
-  // on both GPUs). The efficiencies also absorb the elementwise kernels (RMSNorm, SwiGLU, rotary)
-  // that are not modelled separately. Hopper needs larger GEMMs to fill its SMs. Ring
-  // attention hides little of its exchange in those runs, least across nodes.
-  params.cp_overlap = 0.3;
-  if (gpu.peak_bf16_tflops >= 500) {
-    params.gemm_efficiency_max = 0.45;
-    params.gemm_half_efficiency_flops = 8e9;
-    params.attention_efficiency = 0.35;
-  } else {
-    params.gemm_efficiency_max = 0.55;
-    params.gemm_half_efficiency_flops = 2e9;
-    params.attention_efficiency = 0.45;
-  }
-  return params;
-}
-
 double ModelFlopsPerStep(const ModelSpec& model, const TrainingSpec& training) {
-  // Megatron-LM's num_floating_point_operations (pre-2025 convention), for SwiGLU:
-  // GBS s [12 L h^2 (1 + k/a + s/h) + 18 L f h + 6 V h].
   const double h = static_cast<double>(model.hidden_size());
   const double L = static_cast<double>(model.num_layers());
   const double a = static_cast<double>(model.num_attention_heads());
@@ -229,7 +223,9 @@ double ModelFlopsPerStep(const ModelSpec& model, const TrainingSpec& training) {
   const double V = static_cast<double>(model.vocab_size());
   const double s = static_cast<double>(training.seq_len());
   const double gbs = static_cast<double>(training.global_batch_size());
-  return gbs * s * (12 * L * h * h * (1 + k / a + s / h) + 18 * L * f * h + 6 * V * h);
+  return gbs * s *
+         (12 * L * h * h * (1 + k / a + s / h) + 6 * model.MlpMatrices() * L * f * h +
+          6 * V * h);
 }
 
 PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpec& training,
@@ -237,9 +233,23 @@ PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpe
                                        const PerformanceParameters& params) {
   const Symbols x = MakeSymbols(model, training, config);
   const double peak_flops = cluster.gpu().peak_bf16_tflops * kTera;
-  const double compute = StageComputeSeconds(x, training, config.recompute(), peak_flops, params);
-  const double tp = StageTpSeconds(x, config, cluster, params);
-  const double cp = StageCpSeconds(x, config, cluster, params);
+  const double layer_compute =
+      LayerComputeSeconds(x, training, config.recompute(), peak_flops, params);
+  const double layer_tp = LayerTpSeconds(x, config, cluster, params);
+  const double layer_cp = LayerCpSeconds(x, config, cluster, params);
+  const double lm_head = LmHeadSeconds(x, training, peak_flops, params);
+  // The pipeline runs at the pace of its slowest stage: the last (its layers and the LM head)
+  // or, when the split is uneven, a middle stage with one layer more.
+  const double last_layers = static_cast<double>(x.layout.last_stage_layers);
+  const double most_layers =
+      static_cast<double>(std::max(x.layout.middle_stage_layers, x.layout.first_stage_layers));
+  const double layer_time = layer_compute + layer_tp + layer_cp;
+  const bool middle_paces =
+      most_layers * layer_time > last_layers * layer_time + lm_head;
+  const double pace_layers = middle_paces ? most_layers : last_layers;
+  const double compute = pace_layers * layer_compute + (middle_paces ? 0 : lm_head);
+  const double tp = pace_layers * layer_tp;
+  const double cp = pace_layers * layer_cp;
   // 1F1B runs m micro-batch slots plus (p-1)/v slots of fill and drain (Narayanan et al. 2021).
   const double slot = compute + tp + cp;
   const double bubble_slots = (x.p - 1) / x.v;

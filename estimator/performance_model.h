@@ -7,35 +7,10 @@
 #include "estimator/cluster_spec.h"
 #include "estimator/model_spec.h"
 #include "estimator/parallel_config.h"
+#include "estimator/performance_parameters.h"
 #include "estimator/training_spec.h"
 
 namespace paratune {
-
-// Tunable parameters of the model, per GPU type.
-struct PerformanceParameters {
-  // Fraction of dense peak reached by large GEMMs.
-  double gemm_efficiency_max = 0.75;
-  // GEMM FLOPs at which efficiency is half of gemm_efficiency_max (smaller GEMMs are slower).
-  double gemm_half_efficiency_flops = 2e9;
-  // Fraction of dense peak reached by causal FlashAttention.
-  double attention_efficiency = 0.45;
-  // Fraction of the achievable bus bandwidth collectives reach (nccl-tests busbw / link).
-  double nvlink_efficiency = 0.80;
-  double network_efficiency = 0.80;
-  // Latency per collective or send/recv, seconds.
-  double nvlink_latency_seconds = 10e-6;
-  double network_latency_seconds = 30e-6;
-  // Fraction of each kind of communication hidden behind compute, 0 .. 1.
-  double tp_overlap = 0.0;
-  double cp_overlap = 0.8;
-  double dp_overlap = 0.7;
-  double pp_overlap = 0.5;
-  // Fraction of HBM bandwidth the optimizer step reaches.
-  double optimizer_hbm_efficiency = 0.6;
-};
-
-// The parameters for `gpu` (defaults until fitted values exist for its type).
-PerformanceParameters DefaultPerformanceParameters(const GpuSpec& gpu);
 
 // Seconds and rates; see PerformanceEstimate in proto/estimate.proto for each field.
 struct PerformanceEstimate {
@@ -53,11 +28,14 @@ struct PerformanceEstimate {
   double model_flops_per_step = 0;
 };
 
-// Model FLOPs of one optimizer step, Megatron's convention for SwiGLU Llama:
-// GBS s [12 L h^2 (1 + k/a + s/h) + 18 L f h + 6 V h].
+// Model FLOPs of one optimizer step, Megatron-LM's num_floating_point_operations (pre-2025
+// convention): GBS s [12 L h^2 (1 + k/a + s/h) + 6 M L f h + 6 V h], with M = 3 weight
+// matrices in a gated (SwiGLU) MLP and 2 otherwise; for a GPT (k = a, f = 4h, M = 2) this is
+// Narayanan et al. 2021's 72 GBS s L h^2 (1 + s/(6h) + V/(12 L h)).
 double ModelFlopsPerStep(const ModelSpec& model, const TrainingSpec& training);
 
-// Pure and allocation-free.
+// Pure and allocation-free. Uneven pipeline splits (pipeline_layout.h) are paced by their
+// slowest stage.
 PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpec& training,
                                        const ClusterSpec& cluster,
                                        const ParallelConfig& config,

@@ -56,13 +56,13 @@ TEST_F(PerformanceModelTest, ModelFlopsFormula) {
 }
 
 TEST_F(PerformanceModelTest, PlausibleThroughputForGoodConfigurations) {
-  // The measured Megatron runs of data/measured/ reach 430-500 TFLOP/s per GPU for these.
+  // Measured Megatron runs of data/measured/ reach 430-620 TFLOP/s per GPU for these.
   for (const ParallelDims& dims :
        {Dims(8, 2, 1, 1, 1), Dims(4, 4, 1, 1, 1), Dims(8, 1, 1, 2, 1), Dims(4, 2, 1, 2, 1)}) {
     const PerformanceEstimate estimate = Predict(dims);
     EXPECT_GT(estimate.model_tflops_per_gpu, 300)
         << ParallelConfig::FromCheckedDims(dims).ToString();
-    EXPECT_LT(estimate.model_tflops_per_gpu, 550)
+    EXPECT_LT(estimate.model_tflops_per_gpu, 650)
         << ParallelConfig::FromCheckedDims(dims).ToString();
   }
 }
@@ -212,7 +212,9 @@ TEST(A100PerformanceTest, PlausibleThroughput) {
       *ParallelConfig::Create(model, training, cluster, {}, Dims(2, 4, 2, 1, 1));
   const PerformanceEstimate e = PredictPerformance(model, training, cluster, config,
                                                    DefaultPerformanceParameters(cluster.gpu()));
-  EXPECT_GT(e.model_tflops_per_gpu, 130);
+  // The A100 parameters are fitted to GPT runs without FlashAttention and predict these
+  // FlashAttention runs about a quarter low (docs/estimator.md).
+  EXPECT_GT(e.model_tflops_per_gpu, 110);
   EXPECT_LT(e.model_tflops_per_gpu, 230);
 }
 

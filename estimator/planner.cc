@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -10,6 +12,7 @@ namespace paratune {
 namespace {
 
 constexpr int64_t kMaxMicroBatchSize = 1024;
+constexpr int64_t kMaxVirtualPipelineSize = 1024;
 
 absl::Status ValidateOptions(const PlanOptions& options) {
   for (size_t i = 0; i < options.micro_batch_sizes.size(); ++i) {
@@ -17,6 +20,14 @@ absl::Status ValidateOptions(const PlanOptions& options) {
     if (size < 1 || size > kMaxMicroBatchSize) {
       return absl::InvalidArgumentError(absl::StrCat("space.micro_batch_sizes[", i, "] (", size,
                                                      ") must be in [1, ", kMaxMicroBatchSize, "]"));
+    }
+  }
+  for (size_t i = 0; i < options.virtual_pipeline_sizes.size(); ++i) {
+    const int64_t size = options.virtual_pipeline_sizes[i];
+    if (size < 1 || size > kMaxVirtualPipelineSize) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("space.virtual_pipeline_sizes[", i, "] (", size, ") must be in [1, ",
+                       kMaxVirtualPipelineSize, "]"));
     }
   }
   const double fraction = options.memory.safe_fraction;
@@ -41,15 +52,19 @@ std::vector<int64_t> Divisors(int64_t n) {
 }
 
 // Sorted and without repeats, so no configuration is counted twice.
-std::vector<int64_t> MicroBatchSizes(const PlanOptions& options) {
-  std::vector<int64_t> sizes = options.micro_batch_sizes;
-  if (sizes.empty()) sizes = {1, 2, 4, 8, 16};
-  std::sort(sizes.begin(), sizes.end());
-  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-  return sizes;
+template <typename T>
+std::vector<T> SortedUnique(std::vector<T> values, std::vector<T> fallback) {
+  if (values.empty()) values = std::move(fallback);
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  return values;
 }
 
-// Best predicted throughput first; then less memory; then the configuration's text.
+std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int> DimsKey(const ParallelDims& d) {
+  return {d.tp, d.pp, d.cp, d.micro_batch, d.virtual_pipeline, static_cast<int>(d.recompute)};
+}
+
+// Best predicted throughput first; then less memory; then the dimensions.
 bool PredictedBefore(const PlannedConfig& x, const PlannedConfig& y) {
   if (x.predicted.model_tflops_per_gpu != y.predicted.model_tflops_per_gpu) {
     return x.predicted.model_tflops_per_gpu > y.predicted.model_tflops_per_gpu;
@@ -57,10 +72,32 @@ bool PredictedBefore(const PlannedConfig& x, const PlannedConfig& y) {
   if (x.memory.peak_bytes != y.memory.peak_bytes) {
     return x.memory.peak_bytes < y.memory.peak_bytes;
   }
-  return x.config.ToString() < y.config.ToString();
+  return DimsKey(x.config.dims()) < DimsKey(y.config.dims());
+}
+
+bool SameDims(const ParallelDims& x, const ParallelDims& y) {
+  return DimsKey(x) == DimsKey(y) && x.dp == y.dp && x.sequence_parallel == y.sequence_parallel;
 }
 
 }  // namespace
+
+ConfigurationVerdict EvaluateConfiguration(const ModelSpec& model, const TrainingSpec& training,
+                                           const ClusterSpec& cluster, const PlanOptions& options,
+                                           const ParallelDims& dims) {
+  ConfigurationVerdict verdict;
+  verdict.rejection = CheckRules(model, training, cluster, options.rules, dims);
+  if (verdict.rejection != Rejection::kValid) return verdict;
+  verdict.memory = EstimateMemory(model, training, cluster, ParallelConfig::FromCheckedDims(dims),
+                                  options.memory);
+  return verdict;
+}
+
+int64_t CandidateRank(const Plan& plan, const ParallelDims& dims) {
+  for (size_t i = 0; i < plan.candidates.size(); ++i) {
+    if (SameDims(plan.candidates[i].config.dims(), dims)) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
 
 absl::StatusOr<Plan> PlanConfigurations(const ModelSpec& model, const TrainingSpec& training,
                                         const ClusterSpec& cluster, const PlanOptions& options,
@@ -69,12 +106,14 @@ absl::StatusOr<Plan> PlanConfigurations(const ModelSpec& model, const TrainingSp
   if (!status.ok()) return status;
   const int64_t world = cluster.world_size();
   const std::vector<int64_t> divisors = Divisors(world);
-  const std::vector<int64_t> micro_batch_sizes = MicroBatchSizes(options);
+  const std::vector<int64_t> micro_batch_sizes =
+      SortedUnique(options.micro_batch_sizes, {1, 2, 4, 8, 16});
+  const std::vector<int64_t> virtual_sizes = SortedUnique(options.virtual_pipeline_sizes, {1});
+  const std::vector<Recompute> recompute_modes =
+      SortedUnique(options.recompute_modes, {Recompute::kNone});
 
   Plan plan;
   ParallelDims dims;
-  dims.virtual_pipeline = 1;
-  dims.recompute = Recompute::kNone;
   for (int64_t tp : divisors) {
     for (int64_t cp : divisors) {
       if ((world / tp) % cp != 0) continue;
@@ -85,26 +124,37 @@ absl::StatusOr<Plan> PlanConfigurations(const ModelSpec& model, const TrainingSp
         dims.pp = pp;
         dims.dp = world / (tp * cp * pp);
         dims.sequence_parallel = tp > 1;
-        for (int64_t micro_batch : micro_batch_sizes) {
-          dims.micro_batch = micro_batch;
-          ++plan.counts.enumerated;
-          const Rejection rejection = CheckRules(model, training, cluster, options.rules, dims);
-          if (rejection != Rejection::kValid) {
-            ++plan.rejections[static_cast<int>(rejection)];
-            continue;
+        for (int64_t vp : virtual_sizes) {
+          // v > 1 needs pp > 1; counting those would only inflate the rejections.
+          if (vp > 1 && pp == 1) continue;
+          dims.virtual_pipeline = vp;
+          for (Recompute recompute : recompute_modes) {
+            dims.recompute = recompute;
+            for (int64_t micro_batch : micro_batch_sizes) {
+              dims.micro_batch = micro_batch;
+              ++plan.counts.enumerated;
+              const Rejection rejection =
+                  CheckRules(model, training, cluster, options.rules, dims);
+              if (rejection != Rejection::kValid) {
+                ++plan.rejections[static_cast<int>(rejection)];
+                continue;
+              }
+              ++plan.counts.valid;
+              const ParallelConfig config = ParallelConfig::FromCheckedDims(dims);
+              const MemoryEstimate memory =
+                  EstimateMemory(model, training, cluster, config, options.memory);
+              plan.memory_map.push_back(
+                  {dims, static_cast<float>(memory.fraction_of_capacity), memory.verdict});
+              if (memory.verdict == MemoryVerdict::kSafe) ++plan.counts.safe;
+              if (memory.verdict == MemoryVerdict::kRisky) ++plan.counts.risky;
+              if (memory.verdict == MemoryVerdict::kOutOfMemory) ++plan.counts.out_of_memory;
+              const bool keep = memory.verdict == MemoryVerdict::kSafe ||
+                                (memory.verdict == MemoryVerdict::kRisky && options.include_risky);
+              if (!keep) continue;
+              plan.candidates.push_back(
+                  {config, memory, PredictPerformance(model, training, cluster, config, params)});
+            }
           }
-          ++plan.counts.valid;
-          const ParallelConfig config = ParallelConfig::FromCheckedDims(dims);
-          const MemoryEstimate memory =
-              EstimateMemory(model, training, cluster, config, options.memory);
-          if (memory.verdict == MemoryVerdict::kSafe) ++plan.counts.safe;
-          if (memory.verdict == MemoryVerdict::kRisky) ++plan.counts.risky;
-          if (memory.verdict == MemoryVerdict::kOutOfMemory) ++plan.counts.out_of_memory;
-          const bool keep = memory.verdict == MemoryVerdict::kSafe ||
-                            (memory.verdict == MemoryVerdict::kRisky && options.include_risky);
-          if (!keep) continue;
-          plan.candidates.push_back(
-              {config, memory, PredictPerformance(model, training, cluster, config, params)});
         }
       }
     }

@@ -20,6 +20,10 @@ namespace paratune {
 struct PlanOptions {
   // Micro-batch sizes to enumerate; empty means 1, 2, 4, 8, 16.
   std::vector<int64_t> micro_batch_sizes;
+  // Virtual pipeline sizes v to enumerate (v > 1 only where pp > 1); empty means 1 only.
+  std::vector<int64_t> virtual_pipeline_sizes;
+  // Recompute modes to enumerate; empty means kNone only.
+  std::vector<Recompute> recompute_modes;
   PlacementRules rules;
   MemoryOptions memory;
   // Keep RISKY configurations among the candidates (SAFE only otherwise).
@@ -27,7 +31,7 @@ struct PlanOptions {
 };
 
 struct PlanCounts {
-  int64_t enumerated = 0;  // (dp, tp, pp, cp, b) with dp x tp x pp x cp = GPUs
+  int64_t enumerated = 0;  // (dp, tp, pp, cp, b, v, recompute) with dp x tp x pp x cp = GPUs
   int64_t valid = 0;       // pass CheckRules
   int64_t safe = 0;        // valid and SAFE
   int64_t risky = 0;       // valid and RISKY
@@ -40,17 +44,46 @@ struct PlannedConfig {
   PerformanceEstimate predicted;
 };
 
+// One valid configuration's memory verdict, compact (the plan keeps one per valid
+// configuration, for the memory map of `paratune plan` and --explain).
+struct MemoryMapEntry {
+  ParallelDims dims;
+  float fraction_of_capacity = 0;  // peak estimate / capacity
+  MemoryVerdict verdict = MemoryVerdict::kSafe;
+};
+
 struct Plan {
   PlanCounts counts;
   // SAFE (and RISKY if asked) configurations, best predicted TFLOP/s per GPU first; ties
-  // broken by less memory, then by ToString() order, so the order is deterministic.
+  // broken by less memory, then by (tp, pp, cp, micro-batch, v, recompute), so the order is
+  // deterministic.
   std::vector<PlannedConfig> candidates;
   // Invalid configurations per rule, indexed by Rejection.
   std::array<int64_t, static_cast<int>(Rejection::kCount)> rejections{};
+  // Every valid configuration in enumeration order (tp, cp, pp, v, recompute, micro-batch
+  // ascending), whatever its verdict: group by (tp, cp, pp) for the paper's map of
+  // micro-batch sizes marked SAFE / RISKY / OOM.
+  std::vector<MemoryMapEntry> memory_map;
 };
 
+// What the planner makes of one configuration, for --explain: the first rule it breaks, or
+// (when kValid) its memory estimate; the verdict says whether the plan prunes it.
+struct ConfigurationVerdict {
+  Rejection rejection = Rejection::kValid;
+  MemoryEstimate memory;  // set only when rejection is kValid
+};
+
+// Applies options.rules and options.memory to `dims` exactly as PlanConfigurations does.
+ConfigurationVerdict EvaluateConfiguration(const ModelSpec& model, const TrainingSpec& training,
+                                           const ClusterSpec& cluster, const PlanOptions& options,
+                                           const ParallelDims& dims);
+
+// Index of `dims` in plan.candidates (0 = predicted best), or -1 when it is not a candidate.
+int64_t CandidateRank(const Plan& plan, const ParallelDims& dims);
+
 // INVALID_ARGUMENT naming the field when an option is out of range (e.g. a micro-batch size
-// < 1 or safe_fraction outside (0, 1]).
+// < 1, a virtual pipeline size < 1 or safe_fraction outside (0, 1]). Allocates only for the
+// growing result vectors, never per configuration.
 absl::StatusOr<Plan> PlanConfigurations(const ModelSpec& model, const TrainingSpec& training,
                                         const ClusterSpec& cluster, const PlanOptions& options,
                                         const PerformanceParameters& params);

@@ -69,7 +69,7 @@ TEST_F(PlannerTest, CandidatesAreSafeValidAndOrdered) {
   // The best is a plausible Hopper throughput for this model.
   ASSERT_FALSE(plan->candidates.empty());
   EXPECT_GT(plan->candidates[0].predicted.model_tflops_per_gpu, 300);
-  EXPECT_LT(plan->candidates[0].predicted.model_tflops_per_gpu, 550);
+  EXPECT_LT(plan->candidates[0].predicted.model_tflops_per_gpu, 650);
 }
 
 TEST_F(PlannerTest, IncludeRiskyAndSafeFraction) {
@@ -155,6 +155,58 @@ TEST(PlannerScaleTest, Llama70bNeedsModelParallelism) {
   }
   EXPECT_GT(plan->candidates[0].predicted.model_tflops_per_gpu, 250);
   EXPECT_LT(plan->candidates[0].predicted.model_tflops_per_gpu, 600);
+}
+
+TEST(PlannerScaleTest, Llama405bFitsWithUnevenStagesVirtualPipelineAndRecompute) {
+  const ModelSpec model = *FindModelPreset("llama3.1-405b");
+  const TrainingSpec training = *TrainingSpec::Create({2048, 8192});
+  const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 2048, 8);
+  PlanOptions options;
+  options.virtual_pipeline_sizes = {1, 2, 4, 8};
+  options.recompute_modes = {Recompute::kNone, Recompute::kFull};
+  options.rules.allow_uneven_pipeline = true;
+  absl::StatusOr<Plan> plan = PlanConfigurations(model, training, cluster, options,
+                                                 DefaultPerformanceParameters(cluster.gpu()));
+  ASSERT_TRUE(plan.ok());
+  ASSERT_FALSE(plan->candidates.empty());
+  EXPECT_EQ(static_cast<int64_t>(plan->memory_map.size()), plan->counts.valid);
+  bool uneven = false, interleaved = false, full = false;
+  for (const PlannedConfig& c : plan->candidates) {
+    uneven |= model.num_layers() % c.config.pp() != 0;
+    interleaved |= c.config.virtual_pipeline() > 1;
+    full |= c.config.recompute() == Recompute::kFull;
+  }
+  EXPECT_TRUE(uneven);
+  EXPECT_TRUE(interleaved);
+  EXPECT_TRUE(full);
+}
+
+TEST(PlannerExplainTest, EvaluateConfigurationAgreesWithThePlan) {
+  const ModelSpec model = *FindModelPreset("llama3.1-8b");
+  const TrainingSpec training = *TrainingSpec::Create({1024, 8192});
+  const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 2, 8);
+  const PlanOptions options;
+  absl::StatusOr<Plan> plan = PlanConfigurations(model, training, cluster, options,
+                                                 DefaultPerformanceParameters(cluster.gpu()));
+  ASSERT_TRUE(plan.ok());
+  for (const MemoryMapEntry& entry : plan->memory_map) {
+    const ConfigurationVerdict verdict =
+        EvaluateConfiguration(model, training, cluster, options, entry.dims);
+    ASSERT_EQ(verdict.rejection, Rejection::kValid);
+    EXPECT_EQ(verdict.memory.verdict, entry.verdict);
+    EXPECT_FLOAT_EQ(static_cast<float>(verdict.memory.fraction_of_capacity),
+                    entry.fraction_of_capacity);
+    const int64_t rank = CandidateRank(*plan, entry.dims);
+    EXPECT_EQ(rank >= 0, entry.verdict == MemoryVerdict::kSafe);
+  }
+  EXPECT_EQ(CandidateRank(*plan, plan->candidates[0].config.dims()), 0);
+  ParallelDims dims;
+  dims.dp = 2;
+  dims.pp = 8;  // 32 layers: fine; tp 1, cp 1
+  dims.micro_batch = 3;
+  EXPECT_EQ(EvaluateConfiguration(model, training, cluster, options, dims).rejection,
+            Rejection::kBatchDivisibility);
+  EXPECT_EQ(CandidateRank(*plan, dims), -1);
 }
 
 }  // namespace

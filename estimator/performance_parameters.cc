@@ -1,0 +1,57 @@
+#include "estimator/performance_parameters.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+
+namespace paratune {
+
+GpuArchitecture ArchitectureOf(const GpuSpec& gpu) {
+  const std::string name = absl::AsciiStrToLower(gpu.name);
+  if (absl::StartsWith(name, "a100")) return GpuArchitecture::kAmpere;
+  if (absl::StartsWith(name, "h100") || absl::StartsWith(name, "h200")) {
+    return GpuArchitecture::kHopper;
+  }
+  return gpu.peak_bf16_tflops >= 500 ? GpuArchitecture::kHopper : GpuArchitecture::kAmpere;
+}
+
+PerformanceParameters FittedPerformanceParameters(GpuArchitecture architecture) {
+  PerformanceParameters params;
+  // FITTED-PARAMETERS-BEGIN
+  // Produced by `bazel run //tools:fit_performance_model --
+  //     --update=$PWD/estimator/performance_parameters.cc` from
+  // data/measured/ (held-out llama31_8b_4d_abci_tsubame.csv excluded).
+  switch (architecture) {
+    case GpuArchitecture::kAmpere:
+      // RMS log error 0.2297 -> 0.0422 in 163 sweeps.
+      params.gemm_efficiency_max = 0.74248;
+      params.gemm_half_efficiency_flops = 1e+07;
+      params.attention_efficiency = 0.126453;
+      params.layer_overhead_seconds = 0.00136084;
+      params.network_efficiency = 0.526855;
+      params.tp_overlap = 0;
+      params.cp_overlap = 0.8;
+      params.dp_overlap = 0.254108;
+      params.pp_overlap = 0.95;
+      break;
+    case GpuArchitecture::kHopper:
+      // RMS log error 0.1332 -> 0.0390 in 500 sweeps.
+      params.gemm_efficiency_max = 0.637988;
+      params.gemm_half_efficiency_flops = 5.38256e+10;
+      params.attention_efficiency = 0.338159;
+      params.layer_overhead_seconds = 3.41797e-06;
+      params.network_efficiency = 0.440527;
+      params.tp_overlap = 0.95;
+      params.cp_overlap = 0.95;
+      params.dp_overlap = 0.916858;
+      params.pp_overlap = 0.0356018;
+      break;
+  }
+  // FITTED-PARAMETERS-END
+  return params;
+}
+
+PerformanceParameters DefaultPerformanceParameters(const GpuSpec& gpu) {
+  return FittedPerformanceParameters(ArchitectureOf(gpu));
+}
+
+}  // namespace paratune

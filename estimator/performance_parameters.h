@@ -1,0 +1,52 @@
+// The tunable parameters of the performance model (DESIGN.md §5.3) and their fitted values
+// per GPU type.
+#ifndef PARATUNE_ESTIMATOR_PERFORMANCE_PARAMETERS_H_
+#define PARATUNE_ESTIMATOR_PERFORMANCE_PARAMETERS_H_
+
+#include "estimator/cluster_spec.h"
+
+namespace paratune {
+
+// Tunable parameters of the model, per GPU type. Units: fractions in [0, 1], FLOPs, seconds.
+struct PerformanceParameters {
+  // Fraction of dense peak reached by large GEMMs.
+  double gemm_efficiency_max = 0.75;
+  // GEMM FLOPs at which efficiency is half of gemm_efficiency_max (smaller GEMMs are slower).
+  double gemm_half_efficiency_flops = 2e9;
+  // Fraction of dense peak reached by causal FlashAttention.
+  double attention_efficiency = 0.45;
+  // Fixed seconds per transformer layer per forward or backward pass of one micro-batch:
+  // kernel launches and the small memory-bound kernels (norms, rotary, activation).
+  double layer_overhead_seconds = 0;
+  // Fraction of the achievable bus bandwidth collectives reach (nccl-tests busbw / link).
+  double nvlink_efficiency = 0.80;
+  double network_efficiency = 0.80;
+  // Latency per collective or send/recv, seconds.
+  double nvlink_latency_seconds = 10e-6;
+  double network_latency_seconds = 30e-6;
+  // Fraction of each kind of communication hidden behind compute, 0 .. 1.
+  double tp_overlap = 0.0;
+  double cp_overlap = 0.8;
+  double dp_overlap = 0.7;
+  double pp_overlap = 0.5;
+  // Fraction of HBM bandwidth the optimizer step reaches.
+  double optimizer_hbm_efficiency = 0.6;
+};
+
+// The GPU architectures with fitted parameters.
+enum class GpuArchitecture { kAmpere, kHopper };
+
+// Ampere for "a100-*", Hopper for "h100-*" and "h200-*" (same SMs, more HBM); any other name
+// by its dense bf16 peak (>= 500 TFLOP/s is Hopper-class).
+GpuArchitecture ArchitectureOf(const GpuSpec& gpu);
+
+// The parameters fitted for `architecture` by tools/fit_performance_model (values and the
+// command that produced them in performance_parameters.cc).
+PerformanceParameters FittedPerformanceParameters(GpuArchitecture architecture);
+
+// The fitted parameters of gpu's architecture.
+PerformanceParameters DefaultPerformanceParameters(const GpuSpec& gpu);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_ESTIMATOR_PERFORMANCE_PARAMETERS_H_

@@ -1,0 +1,331 @@
+#include "tools/measured_runs.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "estimator/performance_model.h"
+#include "tools/csv_table.h"
+
+namespace paratune {
+namespace {
+
+// What every row of a table shares, and the row's own values.
+struct RowSetup {
+  ModelDimensions dims;
+  std::string model_name;
+  GpuSpec gpu;
+  int64_t gpus_per_node = 8;
+  TrainingOptions training;
+  ParallelDims parallel;
+  std::string group;
+  bool completed = true;
+  double step_seconds = 0;
+};
+
+// A GPT of the Megatron-LM papers: MHA, 4h non-gated MLP, embeddings tied to the LM head
+// (Megatron's default; --untie-embeddings-and-output-weights is opt-in).
+ModelDimensions GptDimensions(int64_t hidden, int64_t heads, int64_t layers, int64_t vocab) {
+  ModelDimensions dims;
+  dims.hidden_size = hidden;
+  dims.ffn_hidden_size = 4 * hidden;
+  dims.num_layers = layers;
+  dims.num_attention_heads = heads;
+  dims.num_kv_heads = heads;
+  dims.vocab_size = vocab;
+  dims.tied_embeddings = true;
+  dims.gated_mlp = false;
+  return dims;
+}
+
+absl::StatusOr<MeasuredRun> MakeRun(const CsvTable& table, size_t row, const std::string& file,
+                                    RowSetup setup) {
+  const std::string where = absl::StrCat(table.path(), ":", table.line(row), ": ");
+  absl::StatusOr<ModelSpec> model = ModelSpec::Create(setup.model_name, setup.dims);
+  if (!model.ok()) {
+    return absl::InvalidArgumentError(where + std::string(model.status().message()));
+  }
+  absl::StatusOr<TrainingSpec> training = TrainingSpec::Create(setup.training);
+  if (!training.ok()) {
+    return absl::InvalidArgumentError(where + std::string(training.status().message()));
+  }
+  const int64_t gpus =
+      setup.parallel.dp * setup.parallel.tp * setup.parallel.pp * setup.parallel.cp;
+  const int64_t per_node = gpus < setup.gpus_per_node ? gpus : setup.gpus_per_node;
+  if (gpus % per_node != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(where, gpus, " GPUs do not fill nodes of ",
+                                                   per_node));
+  }
+  absl::StatusOr<ClusterSpec> cluster = ClusterSpec::Create(setup.gpu, gpus / per_node, per_node);
+  if (!cluster.ok()) {
+    return absl::InvalidArgumentError(where + std::string(cluster.status().message()));
+  }
+  // The runs happened, so placement and uneven splits are whatever the source used.
+  PlacementRules rules;
+  rules.allow_tp_cp_across_nodes = true;
+  rules.allow_uneven_pipeline = true;
+  absl::StatusOr<ParallelConfig> config =
+      ParallelConfig::Create(*model, *training, *cluster, rules, setup.parallel);
+  if (!config.ok()) {
+    return absl::InvalidArgumentError(where + std::string(config.status().message()));
+  }
+  return MeasuredRun{file,       std::move(setup.group), setup.model_name,   table.line(row),
+                     *model,     *training,              *cluster,           *config,
+                     setup.completed, setup.step_seconds};
+}
+
+// Catalog dimensions of the NVIDIA table's models (Hugging Face / NeMo configs); the table
+// gives the layer count of the reduced-layer proxies itself.
+absl::StatusOr<ModelDimensions> NvidiaModel(const std::string& name, int64_t layers) {
+  ModelDimensions dims;
+  if (absl::StartsWith(name, "llama3.1-")) {
+    const std::string preset = absl::StrContains(name, "405b") ? "llama3.1-405b"
+                               : absl::StrContains(name, "70b") ? "llama3.1-70b"
+                                                                : "llama3.1-8b";
+    PT_ASSIGN_OR_RETURN(ModelSpec spec, FindModelPreset(preset));
+    dims = spec.dims();
+  } else if (name == "gpt3-175b") {
+    dims = GptDimensions(12288, 96, 96, 51200);
+  } else if (name == "nemotron4-15b" || name == "nemotron4-340b") {
+    // Nemotron-4 (arXiv 2402.16819, 2406.11704): GQA with 8 KV heads, squared-ReLU MLP of 4h,
+    // untied embeddings, 256k vocabulary.
+    const bool big = name == "nemotron4-340b";
+    dims = GptDimensions(big ? 18432 : 6144, big ? 96 : 48, 0, 256000);
+    dims.num_kv_heads = 8;
+    dims.tied_embeddings = false;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("unknown model \"", name, "\""));
+  }
+  dims.num_layers = layers;
+  return dims;
+}
+
+absl::StatusOr<std::vector<MeasuredRun>> LoadNvidiaDgxc(const CsvTable& table,
+                                                        const std::string& file) {
+  std::vector<MeasuredRun> runs;
+  PT_ASSIGN_OR_RETURN(const GpuSpec gpu, FindGpuPreset("h100-80gb"));
+  for (size_t row = 0; row < table.num_rows(); ++row) {
+    PT_ASSIGN_OR_RETURN(const std::string precision, table.String(row, "precision"));
+    if (precision != "BF16") continue;
+    RowSetup setup;
+    PT_ASSIGN_OR_RETURN(setup.model_name, table.String(row, "model"));
+    PT_ASSIGN_OR_RETURN(const int64_t layers, table.Int(row, "layers"));
+    absl::StatusOr<ModelDimensions> dims = NvidiaModel(setup.model_name, layers);
+    if (!dims.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(table.path(), ":", table.line(row),
+                                                     ": column \"model\": ",
+                                                     dims.status().message()));
+    }
+    setup.dims = *dims;
+    setup.gpu = gpu;
+    PT_ASSIGN_OR_RETURN(setup.training.seq_len, table.Int(row, "seq_len"));
+    PT_ASSIGN_OR_RETURN(setup.training.global_batch_size, table.Int(row, "global_batch"));
+    // NeMo runs Megatron-Core's DDP with its default grad_reduce_in_fp32 = False: bf16
+    // gradient buffers (the table does not say otherwise).
+    setup.training.fp32_gradients = false;
+    PT_ASSIGN_OR_RETURN(setup.parallel.tp, table.Int(row, "tp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.pp, table.Int(row, "pp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.cp, table.Int(row, "cp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.virtual_pipeline, table.IntOr(row, "vp", 1));
+    PT_ASSIGN_OR_RETURN(setup.parallel.dp, table.Int(row, "dp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.micro_batch, table.Int(row, "micro_batch"));
+    setup.parallel.sequence_parallel = setup.parallel.tp > 1;
+    PT_ASSIGN_OR_RETURN(setup.step_seconds, table.Double(row, "step_time_s"));
+    PT_ASSIGN_OR_RETURN(const std::string release, table.String(row, "release"));
+    setup.group = absl::StrCat(setup.model_name, " ", release);
+    PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+absl::StatusOr<std::vector<MeasuredRun>> LoadMegatronCore(const CsvTable& table,
+                                                          const std::string& file) {
+  std::vector<MeasuredRun> runs;
+  PT_ASSIGN_OR_RETURN(const GpuSpec gpu, FindGpuPreset("h100-80gb"));
+  for (size_t row = 0; row < table.num_rows(); ++row) {
+    RowSetup setup;
+    PT_ASSIGN_OR_RETURN(setup.model_name, table.String(row, "model"));
+    PT_ASSIGN_OR_RETURN(const int64_t hidden, table.Int(row, "hidden"));
+    PT_ASSIGN_OR_RETURN(const int64_t heads, table.Int(row, "heads"));
+    PT_ASSIGN_OR_RETURN(const int64_t layers, table.Int(row, "layers"));
+    PT_ASSIGN_OR_RETURN(const int64_t vocab, table.Int(row, "vocab"));
+    setup.dims = GptDimensions(hidden, heads, layers, vocab);
+    setup.gpu = gpu;
+    PT_ASSIGN_OR_RETURN(setup.training.seq_len, table.Int(row, "seq_len"));
+    PT_ASSIGN_OR_RETURN(setup.training.global_batch_size, table.Int(row, "global_batch"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.tp, table.Int(row, "tp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.pp, table.Int(row, "pp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.dp, table.Int(row, "dp"));
+    // The table gives no micro-batch size, VP or recompute: 1, none, none assumed.
+    setup.parallel.sequence_parallel = setup.parallel.tp > 1;
+    PT_ASSIGN_OR_RETURN(setup.step_seconds, table.Double(row, "derived_iter_time_s"));
+    setup.group = setup.model_name;
+    PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+absl::StatusOr<std::vector<MeasuredRun>> LoadNarayanan(const CsvTable& table,
+                                                       const std::string& file) {
+  std::vector<MeasuredRun> runs;
+  PT_ASSIGN_OR_RETURN(const GpuSpec gpu, FindGpuPreset("a100-80gb"));
+  for (size_t row = 0; row < table.num_rows(); ++row) {
+    RowSetup setup;
+    PT_ASSIGN_OR_RETURN(setup.model_name, table.String(row, "model"));
+    PT_ASSIGN_OR_RETURN(const int64_t hidden, table.Int(row, "hidden"));
+    PT_ASSIGN_OR_RETURN(const int64_t heads, table.Int(row, "heads"));
+    PT_ASSIGN_OR_RETURN(const int64_t layers, table.Int(row, "layers"));
+    PT_ASSIGN_OR_RETURN(const int64_t vocab, table.Int(row, "vocab"));
+    setup.dims = GptDimensions(hidden, heads, layers, vocab);
+    setup.gpu = gpu;
+    PT_ASSIGN_OR_RETURN(setup.training.seq_len, table.Int(row, "seq_len"));
+    PT_ASSIGN_OR_RETURN(setup.training.global_batch_size, table.Int(row, "global_batch"));
+    // 2021: no FlashAttention, no distributed optimizer, no sequence parallelism.
+    setup.training.flash_attention = false;
+    setup.training.distributed_optimizer = false;
+    PT_ASSIGN_OR_RETURN(setup.parallel.tp, table.Int(row, "tp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.pp, table.Int(row, "pp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.dp, table.Int(row, "dp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.virtual_pipeline, table.Int(row, "virtual_stages_v"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.micro_batch, table.Int(row, "micro_batch"));
+    setup.parallel.sequence_parallel = false;
+    setup.parallel.recompute = Recompute::kFull;
+    PT_ASSIGN_OR_RETURN(setup.step_seconds, table.Double(row, "derived_iter_time_s"));
+    setup.group = setup.model_name;
+    PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+// Two runs per row: TP-only with full recompute, and SP with selective recompute.
+absl::StatusOr<std::vector<MeasuredRun>> LoadKorthikanti(const CsvTable& table,
+                                                         const std::string& file) {
+  std::vector<MeasuredRun> runs;
+  PT_ASSIGN_OR_RETURN(const GpuSpec gpu, FindGpuPreset("a100-80gb"));
+  for (size_t row = 0; row < table.num_rows(); ++row) {
+    for (const bool selective : {false, true}) {
+      RowSetup setup;
+      PT_ASSIGN_OR_RETURN(const std::string model, table.String(row, "model"));
+      setup.model_name = absl::StrCat(model, selective ? " sp+selective" : " full");
+      PT_ASSIGN_OR_RETURN(const int64_t hidden, table.Int(row, "hidden"));
+      PT_ASSIGN_OR_RETURN(const int64_t heads, table.Int(row, "heads"));
+      PT_ASSIGN_OR_RETURN(const int64_t layers, table.Int(row, "layers"));
+      // The source gives no vocabulary; 51200 reproduces its MFU figures (see its notes).
+      setup.dims = GptDimensions(hidden, heads, layers, 51200);
+      PT_ASSIGN_OR_RETURN(setup.dims.ffn_hidden_size, table.Int(row, "ffn_hidden"));
+      setup.gpu = gpu;
+      PT_ASSIGN_OR_RETURN(setup.training.seq_len, table.Int(row, "seq_len"));
+      PT_ASSIGN_OR_RETURN(setup.training.global_batch_size, table.Int(row, "global_batch"));
+      setup.training.flash_attention = false;
+      setup.training.distributed_optimizer = false;
+      PT_ASSIGN_OR_RETURN(setup.parallel.tp, table.Int(row, "tp"));
+      PT_ASSIGN_OR_RETURN(setup.parallel.pp, table.Int(row, "pp"));
+      PT_ASSIGN_OR_RETURN(setup.parallel.dp, table.Int(row, "dp"));
+      PT_ASSIGN_OR_RETURN(setup.parallel.micro_batch, table.Int(row, "micro_batch"));
+      PT_ASSIGN_OR_RETURN(setup.parallel.virtual_pipeline,
+                          table.Int(row, "pipeline_interleaving_v(calculon_encoding)"));
+      setup.parallel.sequence_parallel = selective;
+      setup.parallel.recompute = selective ? Recompute::kSelective : Recompute::kFull;
+      PT_ASSIGN_OR_RETURN(setup.step_seconds,
+                          table.Double(row, selective ? "iter_time_seqpar_plus_selective_s"
+                                                      : "iter_time_full_recompute_s"));
+      setup.group = setup.model_name;
+      PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
+      runs.push_back(std::move(run));
+    }
+  }
+  return runs;
+}
+
+// Fujii et al.'s table: global batch 1024 (data/measured/README.md), no recompute, SP,
+// distributed optimizer, fp32 gradients, FlashAttention. "blank" cells were not run.
+absl::StatusOr<std::vector<MeasuredRun>> LoadFujii(const CsvTable& table,
+                                                   const std::string& file) {
+  std::vector<MeasuredRun> runs;
+  PT_ASSIGN_OR_RETURN(const ModelSpec llama, FindModelPreset("llama3.1-8b"));
+  for (size_t row = 0; row < table.num_rows(); ++row) {
+    PT_ASSIGN_OR_RETURN(const std::string status, table.String(row, "cell_status"));
+    if (status == "blank") continue;
+    RowSetup setup;
+    setup.model_name = llama.name();
+    setup.dims = llama.dims();
+    PT_ASSIGN_OR_RETURN(const std::string gpu_name, table.String(row, "gpu"));
+    PT_ASSIGN_OR_RETURN(const int64_t memory_gb, table.Int(row, "gpu_mem_gb"));
+    absl::StatusOr<GpuSpec> gpu = FindGpuPreset(absl::StrCat(gpu_name, "-", memory_gb, "gb"));
+    if (!gpu.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(table.path(), ":", table.line(row),
+                                                     ": column \"gpu\": ",
+                                                     gpu.status().message()));
+    }
+    setup.gpu = *gpu;
+    PT_ASSIGN_OR_RETURN(setup.gpus_per_node, table.Int(row, "gpus_per_node"));
+    PT_ASSIGN_OR_RETURN(setup.training.seq_len, table.Int(row, "seq_len"));
+    setup.training.global_batch_size = 1024;
+    PT_ASSIGN_OR_RETURN(setup.parallel.tp, table.Int(row, "tp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.cp, table.Int(row, "cp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.pp, table.Int(row, "pp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.micro_batch, table.Int(row, "micro_batch_size"));
+    PT_ASSIGN_OR_RETURN(const int64_t gpus, table.Int(row, "num_gpus"));
+    // The source leaves dp empty in some cells that did not run; it is implied by the rest.
+    // A failed cell whose tp x cp x pp does not divide its GPU count could not be run at all.
+    const int64_t model_parallel = setup.parallel.tp * setup.parallel.cp * setup.parallel.pp;
+    if (gpus % model_parallel != 0) {
+      if (status != "value") continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          table.path(), ":", table.line(row), ": column \"num_gpus\" (", gpus,
+          ") is not a multiple of tp x cp x pp (", model_parallel, ")"));
+    }
+    setup.parallel.dp = gpus / model_parallel;
+    setup.parallel.sequence_parallel = setup.parallel.tp > 1;
+    PT_ASSIGN_OR_RETURN(const std::string system, table.String(row, "system"));
+    setup.group = absl::StrCat(system, " s=", setup.training.seq_len, " ", gpus, " GPUs");
+    setup.completed = status == "value";
+    if (setup.completed) {
+      PT_ASSIGN_OR_RETURN(const double tflops, table.Double(row, "throughput_tflops_per_gpu"));
+      PT_ASSIGN_OR_RETURN(const ModelSpec model, ModelSpec::Create(llama.name(), setup.dims));
+      PT_ASSIGN_OR_RETURN(const TrainingSpec training, TrainingSpec::Create(setup.training));
+      setup.step_seconds =
+          ModelFlopsPerStep(model, training) / (tflops * 1e12 * static_cast<double>(gpus));
+    }
+    PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+}  // namespace
+
+std::vector<MeasuredDataset> MeasuredDatasets() {
+  return {{"nvidia_dgxc_h100.csv", true},
+          {"megatron_core_h100_weak_scaling.csv", true},
+          {"narayanan2021_table1_a100.csv", true},
+          {"korthikanti2022_table5_a100.csv", true},
+          {"llama31_8b_4d_abci_tsubame.csv", false}};
+}
+
+absl::StatusOr<std::vector<MeasuredRun>> LoadMeasuredRuns(const std::string& directory,
+                                                          const MeasuredDataset& dataset) {
+  PT_ASSIGN_OR_RETURN(const CsvTable table, CsvTable::Load(directory + "/" + dataset.file));
+  if (dataset.file == "nvidia_dgxc_h100.csv") return LoadNvidiaDgxc(table, dataset.file);
+  if (dataset.file == "megatron_core_h100_weak_scaling.csv") {
+    return LoadMegatronCore(table, dataset.file);
+  }
+  if (dataset.file == "narayanan2021_table1_a100.csv") return LoadNarayanan(table, dataset.file);
+  if (dataset.file == "korthikanti2022_table5_a100.csv") {
+    return LoadKorthikanti(table, dataset.file);
+  }
+  if (dataset.file == "llama31_8b_4d_abci_tsubame.csv") return LoadFujii(table, dataset.file);
+  return absl::InvalidArgumentError(absl::StrCat(dataset.file, ": not a known measured table"));
+}
+
+double MeasuredTflopsPerGpu(const MeasuredRun& run) {
+  return ModelFlopsPerStep(run.model, run.training) /
+         (run.step_seconds * static_cast<double>(run.cluster.world_size())) / 1e12;
+}
+
+}  // namespace paratune

@@ -1,0 +1,53 @@
+// The measured training runs of data/measured/, as estimator inputs with their measured step
+// time, for fitting and validating the estimator.
+#ifndef PARATUNE_TOOLS_MEASURED_RUNS_H_
+#define PARATUNE_TOOLS_MEASURED_RUNS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "estimator/cluster_spec.h"
+#include "estimator/model_spec.h"
+#include "estimator/parallel_config.h"
+#include "estimator/performance_parameters.h"
+#include "estimator/training_spec.h"
+
+namespace paratune {
+
+// One row of a measured table. A row that did not complete (the held-out table's "dash"
+// cells) has completed = false and no step time.
+struct MeasuredRun {
+  std::string dataset;  // file name, e.g. "nvidia_dgxc_h100.csv"
+  std::string group;    // rows compared with each other, e.g. "TSUBAME 4.0 s=8192 32 GPUs"
+  std::string model_name;
+  int64_t line = 0;     // line in the file
+  ModelSpec model;
+  TrainingSpec training;
+  ClusterSpec cluster;
+  ParallelConfig config;
+  bool completed = true;
+  double step_seconds = 0;  // measured (or derived by the source from measured throughput)
+};
+
+// A table of data/measured/ and whether it calibrates the performance model.
+struct MeasuredDataset {
+  std::string file;
+  bool in_fit = false;  // false for the held-out table
+};
+
+// The five tables with throughput the estimator uses, fit tables first. bf16 rows only (the
+// fp8 rows of nvidia_dgxc_h100.csv and nvidia_h100_fp8.csv are not used).
+std::vector<MeasuredDataset> MeasuredDatasets();
+
+// The rows of `dataset` read from `directory`/`dataset.file`. Errors name the file, line and
+// column (see CsvTable), or the row's line when its configuration breaks a validity rule.
+absl::StatusOr<std::vector<MeasuredRun>> LoadMeasuredRuns(const std::string& directory,
+                                                          const MeasuredDataset& dataset);
+
+// Measured TFLOP/s per GPU of a completed run, with the estimator's model FLOPs.
+double MeasuredTflopsPerGpu(const MeasuredRun& run);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_TOOLS_MEASURED_RUNS_H_

@@ -1,0 +1,73 @@
+#include "tools/measured_runs.h"
+
+#include <cmath>
+
+#include "estimator/performance_parameters.h"
+#include "gtest/gtest.h"
+#include "tools/performance_fit.h"
+
+namespace paratune {
+namespace {
+
+constexpr char kDataDir[] = "data/measured";
+
+std::vector<MeasuredRun> Load(const char* file) {
+  for (const MeasuredDataset& dataset : MeasuredDatasets()) {
+    if (dataset.file != file) continue;
+    absl::StatusOr<std::vector<MeasuredRun>> runs = LoadMeasuredRuns(kDataDir, dataset);
+    EXPECT_TRUE(runs.ok()) << runs.status();
+    return runs.ok() ? *runs : std::vector<MeasuredRun>();
+  }
+  ADD_FAILURE() << file << " is not a measured dataset";
+  return {};
+}
+
+TEST(MeasuredRunsTest, HeldOutTableIsNotFitted) {
+  int held_out = 0;
+  for (const MeasuredDataset& dataset : MeasuredDatasets()) held_out += !dataset.in_fit;
+  EXPECT_EQ(held_out, 1);
+  EXPECT_FALSE(MeasuredDatasets().back().in_fit);
+  EXPECT_EQ(MeasuredDatasets().back().file, "llama31_8b_4d_abci_tsubame.csv");
+}
+
+TEST(MeasuredRunsTest, HeldOutTableHas168MeasuredRuns) {
+  int completed = 0;
+  for (const MeasuredRun& run : Load("llama31_8b_4d_abci_tsubame.csv")) {
+    if (!run.completed) continue;
+    ++completed;
+    // Measured TFLOP/s round-trips through the derived step time.
+    EXPECT_GT(MeasuredTflopsPerGpu(run), 50);
+  }
+  EXPECT_EQ(completed, 168);
+}
+
+TEST(MeasuredRunsTest, NvidiaBf16RowsWithUnevenPipeline) {
+  const std::vector<MeasuredRun> runs = Load("nvidia_dgxc_h100.csv");
+  EXPECT_EQ(runs.size(), 53u);  // bf16 rows only
+  bool uneven_405b = false;
+  for (const MeasuredRun& run : runs) {
+    if (run.model.num_layers() == 126 && run.config.pp() == 8) uneven_405b = true;
+    EXPECT_NEAR(MeasuredTflopsPerGpu(run), 560, 120) << run.model_name << " line " << run.line;
+  }
+  EXPECT_TRUE(uneven_405b);
+}
+
+TEST(MeasuredRunsTest, GptRowsAreNotGated) {
+  for (const MeasuredRun& run : Load("narayanan2021_table1_a100.csv")) {
+    EXPECT_FALSE(run.model.gated_mlp());
+    EXPECT_EQ(run.config.recompute(), Recompute::kFull);
+  }
+}
+
+TEST(MeasuredRunsTest, CheckedInParametersAreAFixedPointOfTheFit) {
+  // The checked-in Hopper values fit the H100 tables better than the untuned defaults.
+  std::vector<MeasuredRun> hopper = Load("nvidia_dgxc_h100.csv");
+  for (MeasuredRun& run : Load("megatron_core_h100_weak_scaling.csv")) hopper.push_back(run);
+  const double fitted =
+      FitObjective(hopper, FittedPerformanceParameters(GpuArchitecture::kHopper));
+  EXPECT_LT(fitted, FitObjective(hopper, PerformanceParameters()));
+  EXPECT_LT(std::sqrt(fitted), 0.06);  // RMS log error of the fit
+}
+
+}  // namespace
+}  // namespace paratune
