@@ -1,0 +1,169 @@
+#include "server/autotuner_service.h"
+
+#include <deque>
+#include <string>
+#include <utility>
+
+#include "absl/synchronization/mutex.h"
+#include "convert/estimate_requests.h"
+#include "server/grpc_status.h"
+
+namespace paratune {
+namespace {
+
+bool Ended(v1::SearchState state) {
+  return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
+}
+
+// One WatchSearch stream. gRPC allows one write in flight, so changes queue here and are
+// written in order; the stream finishes after the write that shows the search ended. The
+// reactor deletes itself in OnDone, after unregistering from the scheduler.
+class SearchWatch final : public grpc::ServerWriteReactor<v1::WatchSearchResponse>,
+                          public SearchObserver {
+ public:
+  SearchWatch(Scheduler* scheduler, std::string name)
+      : scheduler_(scheduler), name_(std::move(name)) {}
+
+  void Start() {
+    absl::StatusOr<Scheduler::WatchStart> start = scheduler_->Watch(name_, this);
+    absl::MutexLock lock(&mu_);
+    if (!start.ok()) {
+      RequestFinishLocked(ToGrpcStatus(start.status()));
+    } else {
+      EnqueueLocked(start->search, "watching");
+      if (start->ended) RequestFinishLocked(grpc::Status::OK);
+    }
+    PumpLocked();
+  }
+
+  void OnSearchChanged(const v1::Search& search, const std::string& event) override {
+    absl::MutexLock lock(&mu_);
+    EnqueueLocked(search, event);
+    if (Ended(search.state())) RequestFinishLocked(grpc::Status::OK);
+    PumpLocked();
+  }
+
+  void OnSchedulerShutdown() override {
+    absl::MutexLock lock(&mu_);
+    pending_.clear();
+    RequestFinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+    PumpLocked();
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (!ok) {
+      // The stream broke (client gone): nothing more can be written.
+      pending_.clear();
+      RequestFinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke"));
+    }
+    PumpLocked();
+  }
+
+  void OnCancel() override {
+    absl::MutexLock lock(&mu_);
+    pending_.clear();
+    RequestFinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled"));
+    PumpLocked();
+  }
+
+  void OnDone() override {
+    scheduler_->Unwatch(name_, this);
+    delete this;
+  }
+
+ private:
+  void EnqueueLocked(const v1::Search& search, const std::string& event)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finish_requested_) return;
+    v1::WatchSearchResponse& response = pending_.emplace_back();
+    *response.mutable_search() = search;
+    response.set_event(event);
+  }
+
+  // The first requested status wins.
+  void RequestFinishLocked(grpc::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finish_requested_) return;
+    finish_requested_ = true;
+    finish_status_ = std::move(status);
+  }
+
+  void PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_ || writing_) return;
+    if (!pending_.empty()) {
+      in_flight_ = std::move(pending_.front());
+      pending_.pop_front();
+      writing_ = true;
+      StartWrite(&in_flight_);
+      return;
+    }
+    if (finish_requested_) {
+      finished_ = true;
+      Finish(finish_status_);
+    }
+  }
+
+  Scheduler* const scheduler_;
+  const std::string name_;
+  absl::Mutex mu_;
+  std::deque<v1::WatchSearchResponse> pending_ ABSL_GUARDED_BY(mu_);
+  v1::WatchSearchResponse in_flight_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status finish_status_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* AutotunerService::CreateSearch(grpc::CallbackServerContext* context,
+                                                         const v1::CreateSearchRequest* request,
+                                                         v1::Search* response) {
+  return FinishUnary(context, scheduler_->CreateSearch(*request), response);
+}
+
+grpc::ServerUnaryReactor* AutotunerService::GetSearch(grpc::CallbackServerContext* context,
+                                                      const v1::GetSearchRequest* request,
+                                                      v1::Search* response) {
+  return FinishUnary(context, scheduler_->GetSearch(request->name()), response);
+}
+
+grpc::ServerUnaryReactor* AutotunerService::ListSearches(grpc::CallbackServerContext* context,
+                                                         const v1::ListSearchesRequest* request,
+                                                         v1::ListSearchesResponse* response) {
+  return FinishUnary(context, scheduler_->ListSearches(*request), response);
+}
+
+grpc::ServerUnaryReactor* AutotunerService::CancelSearch(grpc::CallbackServerContext* context,
+                                                         const v1::CancelSearchRequest* request,
+                                                         v1::Search* response) {
+  return FinishUnary(context, scheduler_->CancelSearch(request->name()), response);
+}
+
+grpc::ServerWriteReactor<v1::WatchSearchResponse>* AutotunerService::WatchSearch(
+    grpc::CallbackServerContext* context, const v1::WatchSearchRequest* request) {
+  auto* watch = new SearchWatch(scheduler_, request->name());
+  watch->Start();
+  return watch;
+}
+
+grpc::ServerUnaryReactor* AutotunerService::Estimate(grpc::CallbackServerContext* context,
+                                                     const v1::EstimateRequest* request,
+                                                     v1::EstimateResponse* response) {
+  return FinishUnary(context, AnswerEstimate(*request), response);
+}
+
+grpc::ServerUnaryReactor* AutotunerService::Plan(grpc::CallbackServerContext* context,
+                                                 const v1::PlanRequest* request,
+                                                 v1::PlanResponse* response) {
+  return FinishUnary(context, AnswerPlan(*request), response);
+}
+
+grpc::ServerUnaryReactor* AutotunerService::ListWorkers(grpc::CallbackServerContext* context,
+                                                        const v1::ListWorkersRequest* request,
+                                                        v1::ListWorkersResponse* response) {
+  return FinishUnary(context, scheduler_->ListWorkers(), response);
+}
+
+}  // namespace paratune

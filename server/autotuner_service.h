@@ -1,0 +1,50 @@
+// The Autotuner gRPC service (proto/autotuner_service.proto) over the Scheduler, with the
+// callback API.
+#ifndef PARATUNE_SERVER_AUTOTUNER_SERVICE_H_
+#define PARATUNE_SERVER_AUTOTUNER_SERVICE_H_
+
+#include "proto/autotuner_service.grpc.pb.h"
+#include "server/scheduler.h"
+
+namespace paratune {
+
+// Thread-safe. `scheduler` must outlive the service and every call it serves.
+class AutotunerService final : public v1::Autotuner::CallbackService {
+ public:
+  explicit AutotunerService(Scheduler* scheduler) : scheduler_(scheduler) {}
+
+  grpc::ServerUnaryReactor* CreateSearch(grpc::CallbackServerContext* context,
+                                         const v1::CreateSearchRequest* request,
+                                         v1::Search* response) override;
+  grpc::ServerUnaryReactor* GetSearch(grpc::CallbackServerContext* context,
+                                      const v1::GetSearchRequest* request,
+                                      v1::Search* response) override;
+  grpc::ServerUnaryReactor* ListSearches(grpc::CallbackServerContext* context,
+                                         const v1::ListSearchesRequest* request,
+                                         v1::ListSearchesResponse* response) override;
+  grpc::ServerUnaryReactor* CancelSearch(grpc::CallbackServerContext* context,
+                                         const v1::CancelSearchRequest* request,
+                                         v1::Search* response) override;
+  // Streams the search at once and after every change; finishes OK after the message that
+  // shows it ended, UNAVAILABLE when the server shuts down.
+  grpc::ServerWriteReactor<v1::WatchSearchResponse>* WatchSearch(
+      grpc::CallbackServerContext* context, const v1::WatchSearchRequest* request) override;
+  // Estimate and Plan answer from the estimator alone (convert/estimate_requests.h), so the
+  // CLI's offline commands give the same answers.
+  grpc::ServerUnaryReactor* Estimate(grpc::CallbackServerContext* context,
+                                     const v1::EstimateRequest* request,
+                                     v1::EstimateResponse* response) override;
+  grpc::ServerUnaryReactor* Plan(grpc::CallbackServerContext* context,
+                                 const v1::PlanRequest* request,
+                                 v1::PlanResponse* response) override;
+  grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* context,
+                                        const v1::ListWorkersRequest* request,
+                                        v1::ListWorkersResponse* response) override;
+
+ private:
+  Scheduler* const scheduler_;
+};
+
+}  // namespace paratune
+
+#endif  // PARATUNE_SERVER_AUTOTUNER_SERVICE_H_

@@ -1,0 +1,47 @@
+#include "server/listen_address.h"
+
+#include <arpa/inet.h>
+
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace paratune {
+namespace {
+
+bool IsLoopbackHost(absl::string_view host) {
+  if (absl::AsciiStrToLower(host) == "localhost" || host == "[::1]") return true;
+  in_addr ipv4{};
+  const std::string host_string(host);
+  return inet_pton(AF_INET, host_string.c_str(), &ipv4) == 1 && (ntohl(ipv4.s_addr) >> 24) == 127;
+}
+
+}  // namespace
+
+absl::Status CheckListenAddress(absl::string_view field, absl::string_view address,
+                                bool allow_remote) {
+  const size_t colon = address.rfind(':');
+  uint32_t port = 0;
+  if (colon == absl::string_view::npos || colon == 0 ||
+      !absl::SimpleAtoi(address.substr(colon + 1), &port) || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " (\"", address,
+                     "\") must be host:port with a port in [0, 65535], e.g. "
+                     "127.0.0.1:50051"));
+  }
+  const absl::string_view host = address.substr(0, colon);
+  if (!allow_remote && !IsLoopbackHost(host)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        field, " (\"", address,
+        "\") is not a loopback address; without TLS (not yet "
+        "available) the server listens on loopback only unless remote access is explicitly "
+        "allowed with --insecure_allow_remote"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace paratune

@@ -1,0 +1,20 @@
+// Which addresses the server may listen on. Without TLS and tokens (a later issue) it
+// listens on loopback only, unless remote access is explicitly allowed (DESIGN.md §11).
+#ifndef PARATUNE_SERVER_LISTEN_ADDRESS_H_
+#define PARATUNE_SERVER_LISTEN_ADDRESS_H_
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace paratune {
+
+// OK for host:port with port in [0, 65535] (0 picks a free port) and a loopback host
+// (localhost, 127.0.0.0/8, [::1]) or any host when allow_remote. INVALID_ARGUMENT naming
+// `field` and the value for a malformed address; FAILED_PRECONDITION for a non-loopback
+// host without allow_remote.
+absl::Status CheckListenAddress(absl::string_view field, absl::string_view address,
+                                bool allow_remote);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_SERVER_LISTEN_ADDRESS_H_

@@ -1,0 +1,35 @@
+#include "server/listen_address.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace paratune {
+namespace {
+
+TEST(CheckListenAddressTest, LoopbackIsAlwaysAllowed) {
+  for (const char* address :
+       {"127.0.0.1:50051", "127.0.0.1:0", "localhost:1", "[::1]:50051", "127.1.2.3:65535"}) {
+    EXPECT_TRUE(CheckListenAddress("address", address, false).ok()) << address;
+  }
+}
+
+TEST(CheckListenAddressTest, RemoteNeedsExplicitPermission) {
+  const absl::Status status = CheckListenAddress("address", "0.0.0.0:50051", false);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), ::testing::HasSubstr("--insecure_allow_remote"));
+  EXPECT_TRUE(CheckListenAddress("address", "0.0.0.0:50051", true).ok());
+  EXPECT_EQ(CheckListenAddress("address", "[::]:1", false).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(CheckListenAddressTest, MalformedAddressesNameTheField) {
+  for (const char* address :
+       {"", "127.0.0.1", "127.0.0.1:", ":50051", "127.0.0.1:65536", "127.0.0.1:http"}) {
+    const absl::Status status = CheckListenAddress("address", address, true);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << address;
+    EXPECT_THAT(status.message(), ::testing::HasSubstr("address (\"")) << address;
+  }
+}
+
+}  // namespace
+}  // namespace paratune

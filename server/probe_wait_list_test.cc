@@ -1,0 +1,129 @@
+#include "server/probe_wait_list.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+
+namespace paratune {
+namespace {
+
+// A stand-in for the scheduler: probes a test queues, handed out to whoever asks.
+class FakeQueue {
+ public:
+  void Queue(const std::string& name) {
+    absl::MutexLock lock(&mu_);
+    next_ = name;
+  }
+
+  ProbeWaitList::AcquireResult TryAcquire(const std::string& worker) {
+    absl::MutexLock lock(&mu_);
+    if (worker == "workers/unknown") return absl::NotFoundError("worker workers/unknown");
+    if (!next_.has_value()) return std::optional<v1::ProbeAssignment>();
+    v1::ProbeAssignment assignment;
+    assignment.set_name(*next_);
+    next_.reset();
+    return std::optional<v1::ProbeAssignment>(assignment);
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::optional<std::string> next_ ABSL_GUARDED_BY(mu_);
+};
+
+// Captures the one result of a Wait.
+struct Outcome {
+  absl::Notification done;
+  ProbeWaitList::AcquireResult result;
+
+  ProbeWaitList::Done Callback() {
+    return [this](ProbeWaitList::AcquireResult r) {
+      result = std::move(r);
+      done.Notify();
+    };
+  }
+};
+
+class ProbeWaitListTest : public ::testing::Test {
+ protected:
+  ProbeWaitListTest()
+      : list_(std::make_unique<ProbeWaitList>(
+            [this](const std::string& worker) { return queue_.TryAcquire(worker); })) {}
+
+  FakeQueue queue_;
+  std::unique_ptr<ProbeWaitList> list_;
+};
+
+TEST_F(ProbeWaitListTest, AnswersAtOnceWhenAProbeIsQueued) {
+  queue_.Queue("p1");
+  Outcome outcome;
+  list_->Wait("workers/1", absl::Now() + absl::Hours(1), outcome.Callback());
+  // Called on this thread, before Wait returned.
+  ASSERT_TRUE(outcome.done.HasBeenNotified());
+  ASSERT_TRUE(outcome.result.ok());
+  ASSERT_TRUE(outcome.result->has_value());
+  EXPECT_EQ((*outcome.result)->name(), "p1");
+}
+
+TEST_F(ProbeWaitListTest, ParkedCallGetsAProbeQueuedLater) {
+  Outcome outcome;
+  list_->Wait("workers/1", absl::Now() + absl::Hours(1), outcome.Callback());
+  EXPECT_FALSE(outcome.done.HasBeenNotified());
+  queue_.Queue("p2");
+  list_->Notify();
+  ASSERT_TRUE(outcome.done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  ASSERT_TRUE(outcome.result.ok());
+  ASSERT_TRUE(outcome.result->has_value());
+  EXPECT_EQ((*outcome.result)->name(), "p2");
+}
+
+TEST_F(ProbeWaitListTest, ParkedCallEndsEmptyAtItsDeadline) {
+  Outcome outcome;
+  list_->Wait("workers/1", absl::Now() + absl::Milliseconds(20), outcome.Callback());
+  ASSERT_TRUE(outcome.done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  ASSERT_TRUE(outcome.result.ok());
+  EXPECT_FALSE(outcome.result->has_value());
+}
+
+TEST_F(ProbeWaitListTest, ErrorsAreReturnedAtOnce) {
+  Outcome outcome;
+  list_->Wait("workers/unknown", absl::Now() + absl::Hours(1), outcome.Callback());
+  ASSERT_TRUE(outcome.done.HasBeenNotified());
+  EXPECT_EQ(outcome.result.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ProbeWaitListTest, StopEndsParkedCallsAndRefusesNewOnes) {
+  Outcome parked;
+  list_->Wait("workers/1", absl::Now() + absl::Hours(1), parked.Callback());
+  list_->Stop();
+  ASSERT_TRUE(parked.done.HasBeenNotified());
+  ASSERT_TRUE(parked.result.ok());
+  EXPECT_FALSE(parked.result->has_value());
+
+  Outcome late;
+  list_->Wait("workers/1", absl::Now() + absl::Hours(1), late.Callback());
+  ASSERT_TRUE(late.done.HasBeenNotified());
+  EXPECT_EQ(late.result.status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(ProbeWaitListTest, OnlyOneOfTwoParkedCallsGetsTheProbe) {
+  Outcome first;
+  Outcome second;
+  list_->Wait("workers/1", absl::Now() + absl::Hours(1), first.Callback());
+  list_->Wait("workers/2", absl::Now() + absl::Hours(1), second.Callback());
+  queue_.Queue("p3");
+  list_->Notify();
+  ASSERT_TRUE(first.done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  ASSERT_TRUE(first.result.ok() && first.result->has_value());
+  EXPECT_EQ((*first.result)->name(), "p3");
+  EXPECT_FALSE(second.done.HasBeenNotified());
+  list_->Stop();
+  ASSERT_TRUE(second.done.HasBeenNotified());
+}
+
+}  // namespace
+}  // namespace paratune

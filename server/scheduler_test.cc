@@ -1,0 +1,571 @@
+#include "server/scheduler.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/fake_clock.h"
+#include "server/in_memory_search_store.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// Llama-3.2-1B on `nodes` x 8 H100-80GB, global batch 64, sequence 2048.
+v1::CreateSearchRequest SmallSearch(int64_t top_k, int64_t nodes = 1) {
+  v1::CreateSearchRequest request;
+  request.set_display_name("small");
+  v1::SearchSpec& spec = *request.mutable_spec();
+  spec.mutable_model()->set_preset("llama3.2-1b");
+  spec.mutable_training()->set_global_batch_size(64);
+  spec.mutable_training()->set_seq_len(2048);
+  spec.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
+  spec.mutable_cluster()->set_num_nodes(nodes);
+  spec.mutable_cluster()->set_gpus_per_node(8);
+  spec.set_policy(v1::TOP_K);
+  spec.set_top_k(top_k);
+  return request;
+}
+
+v1::RegisterWorkerRequest Worker(int gpus, const std::string& backend = "sim") {
+  v1::RegisterWorkerRequest request;
+  request.set_hostname("node");
+  for (int i = 0; i < gpus; ++i) {
+    v1::Gpu& gpu = *request.add_gpus();
+    gpu.set_index(i);
+    gpu.set_name("simulated H100-80GB");
+    gpu.set_memory_bytes(85'520'809'984);
+  }
+  request.add_backends(backend);
+  return request;
+}
+
+v1::ProbeResult OkResult(double tflops) {
+  v1::ProbeResult result;
+  result.set_outcome(v1::PROBE_OK);
+  result.set_backend("sim");
+  result.set_simulated(true);
+  result.add_step_times_seconds(1.0);
+  result.set_mean_step_time_seconds(1.0);
+  result.set_tokens_per_second(1000);
+  result.set_model_tflops_per_gpu(tflops);
+  return result;
+}
+
+v1::ProbeResult FailedResult(v1::ProbeOutcome outcome) {
+  v1::ProbeResult result;
+  result.set_outcome(outcome);
+  result.set_backend("sim");
+  result.set_message("it broke");
+  return result;
+}
+
+// Records every call, for Watch tests.
+class RecordingObserver : public SearchObserver {
+ public:
+  void OnSearchChanged(const v1::Search& search, const std::string& event) override {
+    states.push_back(search.state());
+    events.push_back(event);
+  }
+  void OnSchedulerShutdown() override { shut_down = true; }
+
+  std::vector<v1::SearchState> states;
+  std::vector<std::string> events;
+  bool shut_down = false;
+};
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  SchedulerTest() {
+    Scheduler::Options options;
+    options.clock = &clock_;
+    options.heartbeat_interval = absl::Seconds(2);
+    options.on_probes_queued = [this] { ++queued_notifications_; };
+    scheduler_ =
+        std::make_unique<Scheduler>(std::move(options), std::make_unique<InMemorySearchStore>());
+  }
+
+  v1::Search Create(const v1::CreateSearchRequest& request) {
+    absl::StatusOr<v1::Search> search = scheduler_->CreateSearch(request);
+    EXPECT_TRUE(search.ok()) << search.status();
+    return search.ok() ? *search : v1::Search();
+  }
+
+  std::string Register(int gpus, const std::string& backend = "sim") {
+    absl::StatusOr<v1::RegisterWorkerResponse> response =
+        scheduler_->RegisterWorker(Worker(gpus, backend));
+    EXPECT_TRUE(response.ok()) << response.status();
+    return response.ok() ? response->name() : "";
+  }
+
+  std::optional<v1::ProbeAssignment> Acquire(const std::string& worker) {
+    absl::StatusOr<std::optional<v1::ProbeAssignment>> assignment =
+        scheduler_->TryAcquireProbe(worker);
+    EXPECT_TRUE(assignment.ok()) << assignment.status();
+    return assignment.ok() ? *assignment : std::nullopt;
+  }
+
+  absl::Status Report(const std::string& worker, const std::string& probe,
+                      const v1::ProbeResult& result) {
+    v1::ReportProbeRequest request;
+    request.set_worker(worker);
+    request.set_probe(probe);
+    *request.mutable_result() = result;
+    return scheduler_->ReportProbe(request);
+  }
+
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const std::string& worker,
+                                                  std::vector<std::string> running = {}) {
+    v1::HeartbeatRequest request;
+    request.set_worker(worker);
+    for (std::string& probe : running) request.add_running_probes(std::move(probe));
+    return scheduler_->Heartbeat(request);
+  }
+
+  v1::Search Get(const std::string& name) {
+    absl::StatusOr<v1::Search> search = scheduler_->GetSearch(name);
+    EXPECT_TRUE(search.ok()) << search.status();
+    return search.ok() ? *search : v1::Search();
+  }
+
+  FakeClock clock_;
+  int queued_notifications_ = 0;
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+TEST_F(SchedulerTest, CreateSearchQueuesTheTopKAndFillsDefaults) {
+  const v1::Search search = Create(SmallSearch(3));
+  EXPECT_EQ(search.name(), "searches/1");
+  EXPECT_EQ(search.display_name(), "small");
+  EXPECT_EQ(search.state(), v1::PROBING);
+  EXPECT_EQ(search.counts().selected(), 3);
+  EXPECT_GE(search.counts().enumerated(), search.counts().valid());
+  EXPECT_GE(search.counts().valid(), search.counts().memory_safe());
+  EXPECT_GE(search.counts().memory_safe(), 3);
+  ASSERT_EQ(search.candidates_size(), 3);
+  double previous = 1e300;
+  for (int n = 0; n < 3; ++n) {
+    const v1::Candidate& candidate = search.candidates(n);
+    EXPECT_EQ(candidate.name(), "searches/1/candidates/" + std::to_string(n));
+    EXPECT_EQ(candidate.state(), v1::CANDIDATE_QUEUED);
+    EXPECT_EQ(candidate.memory().verdict(), v1::SAFE);
+    EXPECT_LE(candidate.predicted().model_tflops_per_gpu(), previous);
+    previous = candidate.predicted().model_tflops_per_gpu();
+  }
+  const v1::ProbeSettings& probe = search.spec().probe();
+  EXPECT_EQ(probe.backend(), "sim");
+  EXPECT_EQ(probe.warmup_steps(), 2);
+  EXPECT_EQ(probe.timed_steps(), 5);
+  EXPECT_EQ(probe.deadline_seconds(), 600);
+  EXPECT_EQ(probe.max_attempts(), 2);
+  EXPECT_EQ(search.spec().seed(), 1u);
+  EXPECT_EQ(queued_notifications_, 1);
+}
+
+TEST_F(SchedulerTest, UnspecifiedPolicyIsTopEight) {
+  v1::CreateSearchRequest request = SmallSearch(0);
+  request.mutable_spec()->set_policy(v1::SEARCH_POLICY_UNSPECIFIED);
+  const v1::Search search = Create(request);
+  EXPECT_EQ(search.spec().policy(), v1::TOP_K);
+  EXPECT_EQ(search.spec().top_k(), 8);
+  EXPECT_EQ(search.counts().selected(), 8);
+}
+
+TEST_F(SchedulerTest, ExhaustiveSelectsEveryMemorySafeCandidate) {
+  v1::CreateSearchRequest request = SmallSearch(0);
+  request.mutable_spec()->set_policy(v1::EXHAUSTIVE);
+  const v1::Search search = Create(request);
+  EXPECT_EQ(search.counts().selected(), search.counts().memory_safe());
+  EXPECT_EQ(search.candidates_size(), search.counts().selected());
+}
+
+TEST_F(SchedulerTest, BadRequestsNameTheField) {
+  v1::CreateSearchRequest adaptive = SmallSearch(3);
+  adaptive.mutable_spec()->set_policy(v1::ADAPTIVE);
+  EXPECT_EQ(scheduler_->CreateSearch(adaptive).status().code(), absl::StatusCode::kUnimplemented);
+
+  v1::CreateSearchRequest steps = SmallSearch(3);
+  steps.mutable_spec()->mutable_probe()->set_timed_steps(20000);
+  EXPECT_EQ(scheduler_->CreateSearch(steps).status(),
+            absl::InvalidArgumentError("spec.probe.timed_steps (20000) must be in [0, 10000]"));
+
+  v1::CreateSearchRequest preset = SmallSearch(3);
+  preset.mutable_spec()->mutable_model()->set_preset("gpt-5");
+  const absl::Status status = scheduler_->CreateSearch(preset).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("model.preset"));
+
+  // Nothing was created.
+  absl::StatusOr<v1::ListSearchesResponse> list = scheduler_->ListSearches({});
+  ASSERT_TRUE(list.ok());
+  EXPECT_THAT(list->searches(), IsEmpty());
+}
+
+TEST_F(SchedulerTest, NoMemorySafeCandidateFailsWithTheCounts) {
+  v1::CreateSearchRequest request = SmallSearch(3);
+  request.mutable_spec()->mutable_model()->set_preset("llama3.1-405b");
+  const v1::Search search = Create(request);
+  EXPECT_EQ(search.state(), v1::FAILED);
+  EXPECT_THAT(search.stop_reason(), HasSubstr("no memory-safe configuration to probe"));
+  EXPECT_THAT(search.stop_reason(), HasSubstr("out of memory"));
+  EXPECT_EQ(search.counts().selected(), 0);
+  EXPECT_EQ(Get("searches/1").state(), v1::FAILED);
+  EXPECT_EQ(queued_notifications_, 0);
+}
+
+TEST_F(SchedulerTest, ProbesRunToSuccessAndAreRankedByMeasurement) {
+  const v1::Search created = Create(SmallSearch(3));
+  const std::string worker = Register(8);
+
+  std::vector<v1::ProbeAssignment> assignments;
+  for (int i = 0; i < 3; ++i) {
+    std::optional<v1::ProbeAssignment> assignment = Acquire(worker);
+    ASSERT_TRUE(assignment.has_value());
+    assignments.push_back(*assignment);
+    // Predicted order is probed first; measurements reverse it.
+    ASSERT_TRUE(Report(worker, assignment->name(), OkResult(100.0 + 10 * i)).ok());
+  }
+  EXPECT_EQ(assignments[0].name(), "searches/1/candidates/0/probes/1");
+  EXPECT_EQ(assignments[0].backend(), "sim");
+  EXPECT_EQ(assignments[0].scope(), v1::PROBE_SCOPE_FULL);
+  EXPECT_EQ(assignments[0].timed_steps(), 5);
+  EXPECT_EQ(assignments[0].warmup_steps(), 2);
+  EXPECT_EQ(assignments[0].seed(), 1u);
+  EXPECT_EQ(assignments[0].model().preset(), "llama3.2-1b");
+  EXPECT_EQ(assignments[0].config().data_parallel(),
+            created.candidates(0).config().data_parallel());
+  EXPECT_FALSE(Acquire(worker).has_value());
+
+  const v1::Search search = Get(created.name());
+  EXPECT_EQ(search.state(), v1::SUCCEEDED);
+  EXPECT_EQ(search.counts().probed(), 3);
+  EXPECT_EQ(search.counts().succeeded(), 3);
+  ASSERT_EQ(search.candidates_size(), 3);
+  EXPECT_EQ(search.candidates(0).name(), "searches/1/candidates/2");
+  EXPECT_EQ(search.candidates(1).name(), "searches/1/candidates/1");
+  EXPECT_EQ(search.candidates(2).name(), "searches/1/candidates/0");
+  EXPECT_EQ(search.candidates(0).worker(), worker);
+  EXPECT_THAT(search.stop_reason(), HasSubstr("probed all 3 selected candidates; best dp"));
+  EXPECT_THAT(search.stop_reason(), HasSubstr("120.0 TFLOP/s per GPU (simulated)"));
+
+  absl::StatusOr<v1::ListWorkersResponse> workers = scheduler_->ListWorkers();
+  ASSERT_TRUE(workers.ok());
+  ASSERT_EQ(workers->workers_size(), 1);
+  EXPECT_EQ(workers->workers(0).probes_completed(), 3);
+  EXPECT_EQ(workers->workers(0).state(), v1::WORKER_IDLE);
+}
+
+TEST_F(SchedulerTest, WorkerSmallerThanTheClusterRunsAReplica) {
+  Create(SmallSearch(1, /*nodes=*/2));
+  std::optional<v1::ProbeAssignment> replica = Acquire(Register(8));
+  ASSERT_TRUE(replica.has_value());
+  EXPECT_EQ(replica->scope(), v1::PROBE_SCOPE_REPLICA);
+
+  Create(SmallSearch(1, /*nodes=*/2));
+  std::optional<v1::ProbeAssignment> full = Acquire(Register(16));
+  ASSERT_TRUE(full.has_value());
+  EXPECT_EQ(full->scope(), v1::PROBE_SCOPE_FULL);
+}
+
+TEST_F(SchedulerTest, ProbesGoOnlyToWorkersWithTheBackendAndEnoughGpus) {
+  v1::CreateSearchRequest request = SmallSearch(0);
+  request.mutable_spec()->set_policy(v1::EXHAUSTIVE);
+  const v1::Search search = Create(request);
+  EXPECT_FALSE(Acquire(Register(8, "cuda")).has_value());
+
+  const std::string one_gpu = Register(1);
+  while (std::optional<v1::ProbeAssignment> assignment = Acquire(one_gpu)) {
+    const v1::ParallelConfig& config = assignment->config();
+    EXPECT_EQ(config.tensor_parallel() * config.pipeline_parallel() * config.context_parallel(), 1);
+    EXPECT_EQ(assignment->scope(), v1::PROBE_SCOPE_REPLICA);
+    ASSERT_TRUE(Report(one_gpu, assignment->name(), OkResult(1)).ok());
+  }
+  // The rest waits for a bigger worker.
+  EXPECT_EQ(Get(search.name()).state(), v1::PROBING);
+}
+
+TEST_F(SchedulerTest, LostWorkersProbeIsRequeuedThenGivenUp) {
+  const v1::Search search = Create(SmallSearch(1));
+  const std::string first = Register(8);
+  std::optional<v1::ProbeAssignment> assignment = Acquire(first);
+  ASSERT_TRUE(assignment.has_value());
+
+  // Three missed intervals of 2 s: lost.
+  clock_.Advance(absl::Seconds(6));
+  scheduler_->CheckLeases();
+  EXPECT_EQ(Get(search.name()).candidates(0).state(), v1::CANDIDATE_RUNNING);
+  clock_.Advance(absl::Seconds(1));
+  const std::string second = Register(8);
+  scheduler_->CheckLeases();
+  EXPECT_EQ(Heartbeat(first).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Report(first, assignment->name(), OkResult(1)).code(), absl::StatusCode::kNotFound);
+  v1::Search requeued = Get(search.name());
+  EXPECT_EQ(requeued.candidates(0).state(), v1::CANDIDATE_QUEUED);
+  EXPECT_EQ(requeued.candidates(0).attempts(), 1);
+
+  assignment = Acquire(second);
+  ASSERT_TRUE(assignment.has_value());
+  EXPECT_EQ(assignment->name(), "searches/1/candidates/0/probes/2");
+  clock_.Advance(absl::Seconds(7));
+  scheduler_->CheckLeases();
+
+  // max_attempts (2) spent: the candidate is probed with an infrastructure error and the
+  // search fails, since nothing succeeded.
+  const v1::Search failed = Get(search.name());
+  EXPECT_EQ(failed.state(), v1::FAILED);
+  EXPECT_EQ(failed.candidates(0).state(), v1::CANDIDATE_PROBED);
+  EXPECT_EQ(failed.candidates(0).probe_result().outcome(), v1::PROBE_INFRA_ERROR);
+  EXPECT_THAT(failed.candidates(0).probe_result().message(), HasSubstr("gave up after 2"));
+  EXPECT_THAT(failed.stop_reason(), HasSubstr("all 1 selected candidates failed"));
+
+  absl::StatusOr<v1::ListWorkersResponse> workers = scheduler_->ListWorkers();
+  ASSERT_TRUE(workers.ok());
+  EXPECT_EQ(workers->workers(0).state(), v1::WORKER_LOST);
+}
+
+TEST_F(SchedulerTest, HeartbeatsKeepAWorkerAlive) {
+  Create(SmallSearch(1));
+  const std::string worker = Register(8);
+  std::optional<v1::ProbeAssignment> assignment = Acquire(worker);
+  ASSERT_TRUE(assignment.has_value());
+  for (int i = 0; i < 10; ++i) {
+    clock_.Advance(absl::Seconds(2));
+    ASSERT_TRUE(Heartbeat(worker, {assignment->name()}).ok());
+    scheduler_->CheckLeases();
+  }
+  EXPECT_TRUE(Report(worker, assignment->name(), OkResult(5)).ok());
+}
+
+TEST_F(SchedulerTest, OverdueLeaseIsRequeuedAndTheWorkerToldToStop) {
+  const v1::Search search = Create(SmallSearch(1));
+  const std::string worker = Register(8);
+  std::optional<v1::ProbeAssignment> assignment = Acquire(worker);
+  ASSERT_TRUE(assignment.has_value());
+  // Deadline 600 s plus 30 s grace, heartbeating all along.
+  for (int i = 0; i < 316; ++i) {
+    clock_.Advance(absl::Seconds(2));
+    ASSERT_TRUE(Heartbeat(worker, {assignment->name()}).ok());
+    scheduler_->CheckLeases();
+  }
+  EXPECT_EQ(Get(search.name()).candidates(0).state(), v1::CANDIDATE_QUEUED);
+  absl::StatusOr<v1::HeartbeatResponse> heartbeat = Heartbeat(worker, {assignment->name()});
+  ASSERT_TRUE(heartbeat.ok());
+  EXPECT_THAT(heartbeat->cancel_probes(), ElementsAre(assignment->name()));
+}
+
+TEST_F(SchedulerTest, ReportsMustMatchALease) {
+  Create(SmallSearch(2));
+  const std::string worker = Register(8);
+  const std::string other = Register(8);
+  std::optional<v1::ProbeAssignment> assignment = Acquire(worker);
+  ASSERT_TRUE(assignment.has_value());
+
+  EXPECT_EQ(Report(other, assignment->name(), OkResult(1)).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Report(worker, "searches/1/candidates/1/probes/1", OkResult(1)).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Report("workers/99", assignment->name(), OkResult(1)).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(Report("nonsense", assignment->name(), OkResult(1)).code(),
+            absl::StatusCode::kInvalidArgument);
+  const absl::Status invalid =
+      Report(worker, assignment->name(), FailedResult(v1::PROBE_OUTCOME_UNSPECIFIED));
+  EXPECT_EQ(invalid.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(invalid.message(), HasSubstr("result.outcome"));
+
+  ASSERT_TRUE(Report(worker, assignment->name(), OkResult(1)).ok());
+  EXPECT_EQ(Report(worker, assignment->name(), OkResult(1)).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(SchedulerTest, InfrastructureErrorsAreRetriedWithinMaxAttempts) {
+  const v1::Search search = Create(SmallSearch(1));
+  const std::string worker = Register(8);
+  std::optional<v1::ProbeAssignment> first = Acquire(worker);
+  ASSERT_TRUE(first.has_value());
+  ASSERT_TRUE(Report(worker, first->name(), FailedResult(v1::PROBE_INFRA_ERROR)).ok());
+  EXPECT_EQ(queued_notifications_, 2);
+  std::optional<v1::ProbeAssignment> second = Acquire(worker);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->name(), "searches/1/candidates/0/probes/2");
+  ASSERT_TRUE(Report(worker, second->name(), OkResult(50)).ok());
+  const v1::Search done = Get(search.name());
+  EXPECT_EQ(done.state(), v1::SUCCEEDED);
+  EXPECT_EQ(done.candidates(0).attempts(), 2);
+}
+
+TEST_F(SchedulerTest, SearchWhoseProbesAllFailIsFailed) {
+  const v1::Search search = Create(SmallSearch(2));
+  const std::string worker = Register(8);
+  for (v1::ProbeOutcome outcome : {v1::PROBE_OUT_OF_MEMORY, v1::PROBE_CRASH}) {
+    std::optional<v1::ProbeAssignment> assignment = Acquire(worker);
+    ASSERT_TRUE(assignment.has_value());
+    ASSERT_TRUE(Report(worker, assignment->name(), FailedResult(outcome)).ok());
+  }
+  const v1::Search failed = Get(search.name());
+  EXPECT_EQ(failed.state(), v1::FAILED);
+  EXPECT_EQ(failed.counts().failed(), 2);
+  EXPECT_EQ(failed.counts().succeeded(), 0);
+  EXPECT_THAT(failed.stop_reason(), HasSubstr("all 2 selected candidates failed"));
+  EXPECT_THAT(failed.stop_reason(), HasSubstr("out of memory: it broke"));
+}
+
+TEST_F(SchedulerTest, CancelDropsQueuedProbesAndStopsRunningOnes) {
+  const v1::Search search = Create(SmallSearch(3));
+  const std::string worker = Register(8);
+  std::optional<v1::ProbeAssignment> running = Acquire(worker);
+  ASSERT_TRUE(running.has_value());
+
+  absl::StatusOr<v1::Search> cancelled = scheduler_->CancelSearch(search.name());
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->state(), v1::CANCELLED);
+  for (const v1::Candidate& candidate : cancelled->candidates()) {
+    EXPECT_EQ(candidate.state(), v1::CANDIDATE_SKIPPED);
+  }
+  absl::StatusOr<v1::HeartbeatResponse> heartbeat = Heartbeat(worker, {running->name()});
+  ASSERT_TRUE(heartbeat.ok());
+  EXPECT_THAT(heartbeat->cancel_probes(), ElementsAre(running->name()));
+  EXPECT_FALSE(Acquire(worker).has_value());
+  EXPECT_EQ(Report(worker, running->name(), OkResult(1)).code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  EXPECT_EQ(scheduler_->CancelSearch(search.name()).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(scheduler_->CancelSearch("searches/42").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(SchedulerTest, GetNamesMissingAndMalformedSearches) {
+  const absl::Status missing = scheduler_->GetSearch("searches/42").status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.message(), HasSubstr("searches/42"));
+  EXPECT_EQ(scheduler_->GetSearch("searches/x").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(SchedulerTest, SearchesShareWorkersRoundRobin) {
+  Create(SmallSearch(3));
+  Create(SmallSearch(3));
+  const std::string worker = Register(8);
+  std::vector<std::string> order;
+  for (int i = 0; i < 4; ++i) {
+    std::optional<v1::ProbeAssignment> assignment = Acquire(worker);
+    ASSERT_TRUE(assignment.has_value());
+    order.push_back(assignment->name());
+    ASSERT_TRUE(Report(worker, assignment->name(), OkResult(1)).ok());
+  }
+  EXPECT_THAT(order,
+              ElementsAre("searches/1/candidates/0/probes/1", "searches/2/candidates/0/probes/1",
+                          "searches/1/candidates/1/probes/1", "searches/2/candidates/1/probes/1"));
+}
+
+TEST_F(SchedulerTest, AskingForAnotherProbeGivesUpTheHeldOne) {
+  Create(SmallSearch(1));
+  const std::string worker = Register(8);
+  std::optional<v1::ProbeAssignment> first = Acquire(worker);
+  ASSERT_TRUE(first.has_value());
+  std::optional<v1::ProbeAssignment> second = Acquire(worker);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->name(), "searches/1/candidates/0/probes/2");
+  absl::StatusOr<v1::HeartbeatResponse> heartbeat = Heartbeat(worker, {second->name()});
+  ASSERT_TRUE(heartbeat.ok());
+  EXPECT_THAT(heartbeat->cancel_probes(), ElementsAre(first->name()));
+}
+
+TEST_F(SchedulerTest, HeartbeatCancelsProbesNotLeasedToTheWorker) {
+  const std::string worker = Register(8);
+  absl::StatusOr<v1::HeartbeatResponse> heartbeat =
+      Heartbeat(worker, {"searches/9/candidates/0/probes/1"});
+  ASSERT_TRUE(heartbeat.ok());
+  EXPECT_THAT(heartbeat->cancel_probes(), ElementsAre("searches/9/candidates/0/probes/1"));
+}
+
+TEST_F(SchedulerTest, RegisterValidatesTheWorker) {
+  v1::RegisterWorkerRequest request = Worker(0);
+  const absl::Status status = scheduler_->RegisterWorker(request).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("gpus"));
+}
+
+TEST_F(SchedulerTest, ListSearchesPagesNewestFirstWithoutCandidates) {
+  for (int i = 0; i < 3; ++i) Create(SmallSearch(1));
+  v1::ListSearchesRequest request;
+  request.set_page_size(2);
+  absl::StatusOr<v1::ListSearchesResponse> first = scheduler_->ListSearches(request);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->searches_size(), 2);
+  EXPECT_EQ(first->searches(0).name(), "searches/3");
+  EXPECT_EQ(first->searches(1).name(), "searches/2");
+  EXPECT_THAT(first->searches(0).candidates(), IsEmpty());
+  ASSERT_FALSE(first->next_page_token().empty());
+
+  request.set_page_token(first->next_page_token());
+  absl::StatusOr<v1::ListSearchesResponse> second = scheduler_->ListSearches(request);
+  ASSERT_TRUE(second.ok());
+  ASSERT_EQ(second->searches_size(), 1);
+  EXPECT_EQ(second->searches(0).name(), "searches/1");
+  EXPECT_TRUE(second->next_page_token().empty());
+
+  request.set_page_token("garbage");
+  EXPECT_EQ(scheduler_->ListSearches(request).status().code(), absl::StatusCode::kInvalidArgument);
+  request.clear_page_token();
+  request.set_page_size(1001);
+  EXPECT_EQ(scheduler_->ListSearches(request).status(),
+            absl::InvalidArgumentError("page_size (1001) must be in [0, 1000]"));
+}
+
+TEST_F(SchedulerTest, WatchersHearEveryChangeUntilTheSearchEnds) {
+  const v1::Search search = Create(SmallSearch(1));
+  RecordingObserver observer;
+  absl::StatusOr<Scheduler::WatchStart> start = scheduler_->Watch(search.name(), &observer);
+  ASSERT_TRUE(start.ok());
+  EXPECT_FALSE(start->ended);
+  EXPECT_EQ(start->search.state(), v1::PROBING);
+
+  const std::string worker = Register(8);
+  std::optional<v1::ProbeAssignment> assignment = Acquire(worker);
+  ASSERT_TRUE(assignment.has_value());
+  ASSERT_TRUE(Report(worker, assignment->name(), OkResult(402.1)).ok());
+  EXPECT_THAT(observer.states, ElementsAre(v1::PROBING, v1::SUCCEEDED));
+  ASSERT_EQ(observer.events.size(), 2u);
+  EXPECT_THAT(observer.events[0], HasSubstr("candidates/0 leased to workers/1"));
+  EXPECT_THAT(observer.events[1],
+              HasSubstr("candidates/0 probed on workers/1: 402.1 TFLOP/s per GPU (simulated)"));
+
+  // An ended search is returned as is, without registering.
+  RecordingObserver late;
+  absl::StatusOr<Scheduler::WatchStart> ended = scheduler_->Watch(search.name(), &late);
+  ASSERT_TRUE(ended.ok());
+  EXPECT_TRUE(ended->ended);
+  EXPECT_EQ(ended->search.state(), v1::SUCCEEDED);
+}
+
+TEST_F(SchedulerTest, ShutdownReleasesWatchers) {
+  const v1::Search search = Create(SmallSearch(1));
+  RecordingObserver observer;
+  ASSERT_TRUE(scheduler_->Watch(search.name(), &observer).ok());
+  scheduler_->Shutdown();
+  EXPECT_TRUE(observer.shut_down);
+  EXPECT_EQ(scheduler_->CreateSearch(SmallSearch(1)).status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(scheduler_->Watch(search.name(), &observer).status().code(),
+            absl::StatusCode::kUnavailable);
+}
+
+TEST_F(SchedulerTest, UnwatchStopsNotifications) {
+  const v1::Search search = Create(SmallSearch(1));
+  RecordingObserver observer;
+  ASSERT_TRUE(scheduler_->Watch(search.name(), &observer).ok());
+  scheduler_->Unwatch(search.name(), &observer);
+  ASSERT_TRUE(Acquire(Register(8)).has_value());
+  EXPECT_THAT(observer.events, IsEmpty());
+}
+
+}  // namespace
+}  // namespace paratune

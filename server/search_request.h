@@ -1,0 +1,45 @@
+// Validation of CreateSearch requests, and the defaults a search runs with.
+#ifndef PARATUNE_SERVER_SEARCH_REQUEST_H_
+#define PARATUNE_SERVER_SEARCH_REQUEST_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "convert/spec_convert.h"
+#include "proto/autotuner_service.pb.h"
+#include "proto/search.pb.h"
+
+namespace paratune {
+
+// Limits and defaults of SearchSpec and ProbeSettings (proto/search.proto).
+inline constexpr int64_t kMaxDisplayNameBytes = 256;
+inline constexpr int64_t kDefaultTopK = 8;
+inline constexpr int64_t kMaxTopK = 10'000;
+inline constexpr int64_t kDefaultWarmupSteps = 2;
+inline constexpr int64_t kMaxWarmupSteps = 1'000;
+inline constexpr int64_t kDefaultTimedSteps = 5;
+inline constexpr int64_t kMaxTimedSteps = 10'000;
+inline constexpr double kDefaultProbeDeadlineSeconds = 600;
+inline constexpr double kMaxProbeDeadlineSeconds = 86'400;
+inline constexpr int64_t kDefaultMaxAttempts = 2;
+inline constexpr int64_t kMaxMaxAttempts = 100;
+
+// A CreateSearch request that passed validation.
+struct ValidatedSearchRequest {
+  // The request's spec with every default filled in (policy, top_k, probe settings, seed),
+  // so a stored search shows what it actually ran with.
+  v1::SearchSpec spec;
+  // The model, training run, cluster and plan options of `spec`.
+  ResolvedSpec resolved;
+};
+
+// INVALID_ARGUMENT naming the field and value, e.g.
+// "spec.probe.timed_steps (20000) must be in [0, 10000]", for a bad display name, model,
+// training run, cluster, search space, policy, top_k or probe settings (an unknown preset
+// included). UNIMPLEMENTED for the ADAPTIVE policy, which arrives with a later issue.
+absl::StatusOr<ValidatedSearchRequest> ValidateCreateSearchRequest(
+    const v1::CreateSearchRequest& request);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_SERVER_SEARCH_REQUEST_H_

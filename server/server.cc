@@ -1,0 +1,91 @@
+#include "server/server.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+#include "server/in_memory_search_store.h"
+#include "server/listen_address.h"
+#include "server/log.h"
+
+namespace paratune {
+
+ParatuneServer::ParatuneServer(const Options& options)
+    : heartbeat_interval_(options.heartbeat_interval) {}
+
+absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options options) {
+  PT_RETURN_IF_ERROR(CheckListenAddress("address", options.address, options.allow_remote));
+  if (options.heartbeat_interval < absl::Milliseconds(10) ||
+      options.heartbeat_interval > absl::Hours(1)) {
+    return absl::InvalidArgumentError(absl::StrCat("heartbeat_interval (",
+                                                   absl::FormatDuration(options.heartbeat_interval),
+                                                   ") must be in [10ms, 1h]"));
+  }
+  std::unique_ptr<ParatuneServer> server(new ParatuneServer(options));
+  ParatuneServer* self = server.get();
+  server->wait_list_ = std::make_unique<ProbeWaitList>(
+      [self](const std::string& worker) { return self->scheduler_->TryAcquireProbe(worker); });
+
+  Scheduler::Options scheduler_options;
+  scheduler_options.clock = options.clock;
+  scheduler_options.heartbeat_interval = options.heartbeat_interval;
+  scheduler_options.on_probes_queued = [self] { self->wait_list_->Notify(); };
+  std::unique_ptr<SearchStore> store = std::move(options.store);
+  if (store == nullptr) store = std::make_unique<InMemorySearchStore>();
+  server->scheduler_ = std::make_unique<Scheduler>(std::move(scheduler_options), std::move(store));
+  server->autotuner_service_ = std::make_unique<AutotunerService>(server->scheduler_.get());
+  server->worker_service_ =
+      std::make_unique<WorkerService>(server->scheduler_.get(), server->wait_list_.get());
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &server->port_);
+  builder.RegisterService(server->autotuner_service_.get());
+  builder.RegisterService(server->worker_service_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    // The destructor must not shut down a server that never started.
+    server->server_.reset();
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on address (\"", options.address,
+                     "\"): the port is taken or the host is not a local interface"));
+  }
+  server->lease_checker_ = std::thread([self] { self->CheckLeasesUntilShutdown(); });
+  return server;
+}
+
+ParatuneServer::~ParatuneServer() { Shutdown(); }
+
+void ParatuneServer::CheckLeasesUntilShutdown() {
+  // Twice per heartbeat interval: a lost worker is noticed within half an interval of its
+  // third missed heartbeat.
+  while (!shutting_down_.WaitForNotificationWithTimeout(heartbeat_interval_ / 2)) {
+    scheduler_->CheckLeases();
+  }
+}
+
+void ParatuneServer::Shutdown(absl::Duration grace) {
+  absl::MutexLock lock(&shutdown_mu_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (!shutting_down_.HasBeenNotified()) shutting_down_.Notify();
+  if (lease_checker_.joinable()) lease_checker_.join();
+  if (server_ != nullptr) {
+    if (auto* health = server_->GetHealthCheckService(); health != nullptr) health->Shutdown();
+    // Parked long polls and open watch streams end first, so that the server's shutdown
+    // does not wait for them until the grace period runs out.
+    wait_list_->Stop();
+    scheduler_->Shutdown();
+    server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+    server_->Wait();
+  }
+  if (wait_list_ != nullptr) wait_list_->Stop();
+}
+
+}  // namespace paratune

@@ -1,0 +1,76 @@
+// The paratune scheduler as a running gRPC server: the Autotuner and WorkerService services,
+// health checking and reflection, and the background lease check (DESIGN.md §7).
+#ifndef PARATUNE_SERVER_SERVER_H_
+#define PARATUNE_SERVER_SERVER_H_
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "grpcpp/server.h"
+#include "server/autotuner_service.h"
+#include "server/clock.h"
+#include "server/probe_wait_list.h"
+#include "server/scheduler.h"
+#include "server/search_store.h"
+#include "server/worker_service.h"
+
+namespace paratune {
+
+// Thread-safe. Start() it, read port(), Shutdown() (or destroy) it.
+class ParatuneServer {
+ public:
+  struct Options {
+    // host:port to listen on; port 0 picks a free port (see port()).
+    std::string address = "127.0.0.1:50051";
+    // Listen on a non-loopback address without TLS.
+    bool allow_remote = false;
+    // How often workers heartbeat; one missed for 3 intervals is lost.
+    absl::Duration heartbeat_interval = absl::Seconds(2);
+    // Source of time for leases; RealClock() when null. Not owned.
+    Clock* clock = nullptr;
+    // Where searches and workers are kept; an InMemorySearchStore when null.
+    std::unique_ptr<SearchStore> store;
+  };
+
+  // Listens and serves. INVALID_ARGUMENT for a malformed address or heartbeat interval;
+  // FAILED_PRECONDITION for a non-loopback address without allow_remote; UNAVAILABLE when
+  // the address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<ParatuneServer>> Start(Options options);
+
+  ParatuneServer(const ParatuneServer&) = delete;
+  ParatuneServer& operator=(const ParatuneServer&) = delete;
+  // Shutdown()s.
+  ~ParatuneServer();
+
+  // The bound port.
+  int port() const { return port_; }
+
+  // Ends parked long polls and watch streams, then stops serving once in-flight calls have
+  // finished and clients have closed their connections (at most `grace`; then calls are
+  // cancelled and connections dropped). Idempotent.
+  void Shutdown(absl::Duration grace = absl::Seconds(5));
+
+ private:
+  explicit ParatuneServer(const Options& options);
+  void CheckLeasesUntilShutdown();
+
+  const absl::Duration heartbeat_interval_;
+  std::unique_ptr<ProbeWaitList> wait_list_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<AutotunerService> autotuner_service_;
+  std::unique_ptr<WorkerService> worker_service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  absl::Notification shutting_down_;
+  std::thread lease_checker_;
+  absl::Mutex shutdown_mu_;
+  bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
+};
+
+}  // namespace paratune
+
+#endif  // PARATUNE_SERVER_SERVER_H_

@@ -1,0 +1,130 @@
+// paratune-server: the scheduler. Flags are parsed here only; everything else is in
+// server/server.h.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "server/log.h"
+#include "server/server.h"
+
+ABSL_FLAG(std::string, address, "127.0.0.1:50051",
+          "host:port to listen on. Port 0 picks a free port (see --port_file). Only loopback "
+          "hosts are accepted unless --insecure_allow_remote is given.");
+ABSL_FLAG(std::string, port_file, "",
+          "If set, the bound port is written to this file (decimal, newline-terminated) once "
+          "the server listens. The file is written under a temporary name and renamed, so a "
+          "reader never sees a partial port.");
+ABSL_FLAG(double, heartbeat_interval_seconds, 2,
+          "How often workers must heartbeat, in seconds. A worker silent for 3 intervals is "
+          "declared lost and its probe is re-queued.");
+ABSL_FLAG(bool, insecure_allow_remote, false,
+          "Allow a non-loopback --address although the connection has no TLS and no "
+          "authentication yet. Anyone who can reach the port can create searches and "
+          "register workers.");
+
+namespace paratune {
+namespace {
+
+constexpr char kUsage[] =
+    "the paratune scheduler.\n"
+    "\n"
+    "Serves the paratune.v1.Autotuner API (clients: create, watch and cancel searches; "
+    "estimate and plan) and the paratune.v1.WorkerService API (paratune-worker daemons), "
+    "with gRPC health checking and server reflection. Searches live in memory.\n"
+    "Logs are one line per event on stderr (logfmt). SIGINT or SIGTERM shut it down "
+    "gracefully.\n"
+    "\n"
+    "Usage: paratune-server [--address=127.0.0.1:50051] [--port_file=PATH]\n"
+    "                       [--heartbeat_interval_seconds=2] [--insecure_allow_remote]\n";
+
+// Writes "<port>\n" to `path` atomically: a temporary file in the same directory, then
+// rename(2), so a test or script polling for the file reads all of it or nothing.
+absl::Status WritePortFile(const std::string& path, int port) {
+  const std::string temporary = absl::StrCat(path, ".tmp.", getpid());
+  FILE* file = std::fopen(temporary.c_str(), "w");
+  if (file == nullptr) {
+    return absl::UnavailableError(absl::StrCat("cannot create --port_file (\"", temporary, "\")"));
+  }
+  const bool written = std::fprintf(file, "%d\n", port) > 0;
+  const bool closed = std::fclose(file) == 0;
+  if (!written || !closed || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    return absl::UnavailableError(absl::StrCat("cannot write --port_file (\"", path, "\")"));
+  }
+  return absl::OkStatus();
+}
+
+int Main() {
+  SetLogComponent("paratune-server");
+  // Block the shutdown signals in every thread (gRPC's threads inherit this mask) and take
+  // them synchronously with sigwait below: no work in a signal handler.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  ParatuneServer::Options options;
+  options.address = absl::GetFlag(FLAGS_address);
+  options.allow_remote = absl::GetFlag(FLAGS_insecure_allow_remote);
+  options.heartbeat_interval = absl::Seconds(absl::GetFlag(FLAGS_heartbeat_interval_seconds));
+  absl::StatusOr<std::unique_ptr<ParatuneServer>> server =
+      ParatuneServer::Start(std::move(options));
+  if (!server.ok()) {
+    Log(LogLevel::kError, "cannot start", {{"error", server.status().ToString()}});
+    return 1;
+  }
+  const int port = (*server)->port();
+  Log(LogLevel::kInfo, "listening",
+      {{"address", absl::GetFlag(FLAGS_address)}, {"port", absl::StrCat(port)}});
+  if (const std::string path = absl::GetFlag(FLAGS_port_file); !path.empty()) {
+    if (absl::Status status = WritePortFile(path, port); !status.ok()) {
+      Log(LogLevel::kError, "cannot write the port file", {{"error", status.ToString()}});
+      return 1;
+    }
+  }
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  Log(LogLevel::kInfo, "shutting down", {{"signal", strsignal(signal_number)}});
+  (*server)->Shutdown();
+  Log(LogLevel::kInfo, "stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace paratune
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(paratune::kUsage);
+  // --help lists the flags of this file (absl's default matches files named after the
+  // binary, which Bazel's paths are not).
+  absl::FlagsUsageConfig usage_config;
+  usage_config.contains_help_flags = [](absl::string_view path) {
+    return absl::EndsWith(path, "server/server_main.cc");
+  };
+  usage_config.contains_helpshort_flags = usage_config.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage_config);
+  const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (positional.size() > 1) {
+    std::fprintf(stderr, "paratune-server takes no positional arguments (got \"%s\"); see --help\n",
+                 positional[1]);
+    return 2;
+  }
+  return paratune::Main();
+}

@@ -1,0 +1,283 @@
+#include "server/server.h"
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/client_callback.h"
+#include "gtest/gtest.h"
+#include "proto/autotuner_service.grpc.pb.h"
+#include "proto/worker_service.grpc.pb.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr absl::Duration kTimeout = absl::Seconds(30);
+
+std::unique_ptr<grpc::ClientContext> Context() {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(absl::ToChronoTime(absl::Now() + kTimeout));
+  return context;
+}
+
+std::string Bytes(const grpc::ByteBuffer& buffer) {
+  grpc::Slice slice;
+  buffer.TrySingleSlice(&slice).ok() || buffer.DumpToSingleSlice(&slice).ok();
+  return std::string(reinterpret_cast<const char*>(slice.begin()), slice.size());
+}
+
+// One request and one response on a bidi stream of raw bytes: enough to ask the
+// reflection service for its list of services without its generated code.
+class OneExchange : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  explicit OneExchange(const std::string& request) {
+    grpc::Slice slice(request);
+    request_ = grpc::ByteBuffer(&slice, 1);
+  }
+  void Begin() {
+    StartWrite(&request_);
+    StartRead(&response_);
+    StartCall();
+  }
+  void OnWriteDone(bool) override { StartWritesDone(); }
+  void OnReadDone(bool ok) override { read_ok_ = ok; }
+  void OnDone(const grpc::Status& status) override {
+    status_ = status;
+    done_.Notify();
+  }
+  bool Wait() { return done_.WaitForNotificationWithTimeout(kTimeout); }
+  std::string response() const { return read_ok_ ? Bytes(response_) : ""; }
+
+ private:
+  grpc::ByteBuffer request_;
+  grpc::ByteBuffer response_;
+  bool read_ok_ = false;
+  grpc::Status status_;
+  absl::Notification done_;
+};
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ParatuneServer::Options options;
+    options.address = "127.0.0.1:0";
+    absl::StatusOr<std::unique_ptr<ParatuneServer>> server =
+        ParatuneServer::Start(std::move(options));
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    ASSERT_GT(server_->port(), 0);
+    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()),
+                                   grpc::InsecureChannelCredentials());
+    autotuner_ = v1::Autotuner::NewStub(channel_);
+    workers_ = v1::WorkerService::NewStub(channel_);
+  }
+
+  void TearDown() override {
+    autotuner_.reset();
+    workers_.reset();
+    channel_.reset();
+    if (server_ != nullptr) server_->Shutdown(absl::Seconds(1));
+  }
+
+  std::string RegisterWorker() {
+    v1::RegisterWorkerRequest request;
+    request.set_hostname("test");
+    v1::Gpu& gpu = *request.add_gpus();
+    gpu.set_memory_bytes(85'520'809'984);
+    for (int i = 1; i < 8; ++i) *request.add_gpus() = gpu;
+    request.add_backends("sim");
+    v1::RegisterWorkerResponse response;
+    EXPECT_TRUE(workers_->RegisterWorker(Context().get(), request, &response).ok());
+    EXPECT_EQ(response.heartbeat_interval_seconds(), 2);
+    return response.name();
+  }
+
+  static v1::CreateSearchRequest OneProbeSearch() {
+    v1::CreateSearchRequest request;
+    v1::SearchSpec& spec = *request.mutable_spec();
+    spec.mutable_model()->set_preset("llama3.2-1b");
+    spec.mutable_training()->set_global_batch_size(64);
+    spec.mutable_training()->set_seq_len(2048);
+    spec.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
+    spec.mutable_cluster()->set_num_nodes(1);
+    spec.mutable_cluster()->set_gpus_per_node(8);
+    spec.set_top_k(1);
+    return request;
+  }
+
+  std::unique_ptr<ParatuneServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Autotuner::Stub> autotuner_;
+  std::unique_ptr<v1::WorkerService::Stub> workers_;
+};
+
+TEST_F(ServerTest, ServesHealthChecks) {
+  grpc::GenericStub stub(channel_);
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + kTimeout));
+  grpc::ByteBuffer request;  // HealthCheckRequest{service: ""} is empty.
+  grpc::Slice empty("");
+  request = grpc::ByteBuffer(&empty, 1);
+  grpc::ByteBuffer response;
+  absl::Notification done;
+  grpc::Status status;
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                 [&](grpc::Status s) {
+                   status = std::move(s);
+                   done.Notify();
+                 });
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kTimeout));
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  // HealthCheckResponse{status: SERVING (1)}.
+  EXPECT_EQ(Bytes(response), std::string("\x08\x01", 2));
+}
+
+TEST_F(ServerTest, ServesReflection) {
+  grpc::GenericStub stub(channel_);
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + kTimeout));
+  // ServerReflectionRequest{list_services: ""} (field 7, length-delimited, empty).
+  OneExchange exchange(std::string("\x3a\x00", 2));
+  stub.PrepareBidiStreamingCall(&context,
+                                "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                                grpc::StubOptions(), &exchange);
+  exchange.Begin();
+  ASSERT_TRUE(exchange.Wait());
+  EXPECT_THAT(exchange.response(), HasSubstr("paratune.v1.Autotuner"));
+  EXPECT_THAT(exchange.response(), HasSubstr("paratune.v1.WorkerService"));
+}
+
+TEST_F(ServerTest, RunsASearchThroughBothServices) {
+  const std::string worker = RegisterWorker();
+  v1::Search search;
+  ASSERT_TRUE(autotuner_->CreateSearch(Context().get(), OneProbeSearch(), &search).ok());
+  ASSERT_EQ(search.state(), v1::PROBING);
+
+  v1::AcquireProbeRequest acquire;
+  acquire.set_worker(worker);
+  acquire.set_wait_seconds(5);
+  v1::AcquireProbeResponse acquired;
+  ASSERT_TRUE(workers_->AcquireProbe(Context().get(), acquire, &acquired).ok());
+  ASSERT_TRUE(acquired.has_assignment());
+  EXPECT_EQ(acquired.assignment().name(), search.name() + "/candidates/0/probes/1");
+
+  v1::ReportProbeRequest report;
+  report.set_worker(worker);
+  report.set_probe(acquired.assignment().name());
+  v1::ProbeResult& result = *report.mutable_result();
+  result.set_outcome(v1::PROBE_OK);
+  result.add_step_times_seconds(2.0);
+  result.set_mean_step_time_seconds(2.0);
+  result.set_model_tflops_per_gpu(300);
+  result.set_simulated(true);
+  v1::ReportProbeResponse reported;
+  ASSERT_TRUE(workers_->ReportProbe(Context().get(), report, &reported).ok());
+  // The same report again: the lease is gone.
+  EXPECT_EQ(workers_->ReportProbe(Context().get(), report, &reported).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+
+  // Watching an ended search sends it once and finishes OK.
+  v1::WatchSearchRequest watch;
+  watch.set_name(search.name());
+  auto context = Context();
+  std::unique_ptr<grpc::ClientReader<v1::WatchSearchResponse>> reader =
+      autotuner_->WatchSearch(context.get(), watch);
+  v1::WatchSearchResponse event;
+  int events = 0;
+  while (reader->Read(&event)) {
+    ++events;
+    EXPECT_EQ(event.search().state(), v1::SUCCEEDED);
+  }
+  EXPECT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(events, 1);
+}
+
+TEST_F(ServerTest, ParkedAcquireIsAnsweredWhenAProbeIsQueued) {
+  const std::string worker = RegisterWorker();
+  v1::AcquireProbeRequest acquire;
+  acquire.set_worker(worker);
+  acquire.set_wait_seconds(30);
+  v1::AcquireProbeResponse acquired;
+  grpc::Status status;
+  std::thread poll([&] { status = workers_->AcquireProbe(Context().get(), acquire, &acquired); });
+  v1::Search search;
+  ASSERT_TRUE(autotuner_->CreateSearch(Context().get(), OneProbeSearch(), &search).ok());
+  poll.join();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  // Whether the poll parked before the search existed or not, it gets the probe.
+  ASSERT_TRUE(acquired.has_assignment());
+  EXPECT_EQ(acquired.assignment().name(), search.name() + "/candidates/0/probes/1");
+}
+
+TEST_F(ServerTest, AcquireWithNothingQueuedReturnsEmptyAtTheWait) {
+  v1::AcquireProbeRequest acquire;
+  acquire.set_worker(RegisterWorker());
+  acquire.set_wait_seconds(0.05);
+  v1::AcquireProbeResponse acquired;
+  ASSERT_TRUE(workers_->AcquireProbe(Context().get(), acquire, &acquired).ok());
+  EXPECT_FALSE(acquired.has_assignment());
+
+  acquire.set_wait_seconds(90);
+  const grpc::Status status = workers_->AcquireProbe(Context().get(), acquire, &acquired);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("wait_seconds (90)"));
+}
+
+TEST_F(ServerTest, WatchOfUnknownSearchIsNotFound) {
+  v1::WatchSearchRequest watch;
+  watch.set_name("searches/77");
+  auto context = Context();
+  std::unique_ptr<grpc::ClientReader<v1::WatchSearchResponse>> reader =
+      autotuner_->WatchSearch(context.get(), watch);
+  v1::WatchSearchResponse event;
+  EXPECT_FALSE(reader->Read(&event));
+  const grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(), HasSubstr("searches/77"));
+}
+
+TEST_F(ServerTest, ShutdownEndsOpenWatchStreams) {
+  v1::Search search;
+  ASSERT_TRUE(autotuner_->CreateSearch(Context().get(), OneProbeSearch(), &search).ok());
+  v1::WatchSearchRequest watch;
+  watch.set_name(search.name());
+  auto context = Context();
+  std::unique_ptr<grpc::ClientReader<v1::WatchSearchResponse>> reader =
+      autotuner_->WatchSearch(context.get(), watch);
+  v1::WatchSearchResponse event;
+  ASSERT_TRUE(reader->Read(&event));
+  EXPECT_EQ(event.event(), "watching");
+  server_->Shutdown(absl::Seconds(1));
+  while (reader->Read(&event)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST(ServerStartTest, RefusesRemoteAddressesWithoutPermission) {
+  ParatuneServer::Options options;
+  options.address = "0.0.0.0:0";
+  const absl::Status status = ParatuneServer::Start(std::move(options)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr("--insecure_allow_remote"));
+}
+
+TEST(ServerStartTest, RefusesABadHeartbeatInterval) {
+  ParatuneServer::Options options;
+  options.address = "127.0.0.1:0";
+  options.heartbeat_interval = absl::ZeroDuration();
+  EXPECT_EQ(ParatuneServer::Start(std::move(options)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace paratune

@@ -1,0 +1,41 @@
+// The WorkerService gRPC service (proto/worker_service.proto) over the Scheduler, with the
+// callback API; AcquireProbe is a long poll parked in a ProbeWaitList.
+#ifndef PARATUNE_SERVER_WORKER_SERVICE_H_
+#define PARATUNE_SERVER_WORKER_SERVICE_H_
+
+#include "proto/worker_service.grpc.pb.h"
+#include "server/probe_wait_list.h"
+#include "server/scheduler.h"
+
+namespace paratune {
+
+// Thread-safe. `scheduler` and `wait_list` must outlive the service and every call it serves.
+class WorkerService final : public v1::WorkerService::CallbackService {
+ public:
+  WorkerService(Scheduler* scheduler, ProbeWaitList* wait_list)
+      : scheduler_(scheduler), wait_list_(wait_list) {}
+
+  grpc::ServerUnaryReactor* RegisterWorker(grpc::CallbackServerContext* context,
+                                           const v1::RegisterWorkerRequest* request,
+                                           v1::RegisterWorkerResponse* response) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,
+                                      const v1::HeartbeatRequest* request,
+                                      v1::HeartbeatResponse* response) override;
+  // Answers at once when a probe fits, else when one is queued that fits, else empty at
+  // wait_seconds (0 means 10, at most 60) or shortly before the client's deadline, whichever
+  // is first. INVALID_ARGUMENT for wait_seconds outside [0, 60].
+  grpc::ServerUnaryReactor* AcquireProbe(grpc::CallbackServerContext* context,
+                                         const v1::AcquireProbeRequest* request,
+                                         v1::AcquireProbeResponse* response) override;
+  grpc::ServerUnaryReactor* ReportProbe(grpc::CallbackServerContext* context,
+                                        const v1::ReportProbeRequest* request,
+                                        v1::ReportProbeResponse* response) override;
+
+ private:
+  Scheduler* const scheduler_;
+  ProbeWaitList* const wait_list_;
+};
+
+}  // namespace paratune
+
+#endif  // PARATUNE_SERVER_WORKER_SERVICE_H_

@@ -1,0 +1,124 @@
+#include "tests/test_cluster.h"
+
+#include <cstdlib>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+
+namespace paratune {
+namespace {
+
+constexpr absl::Duration kStartTimeout = absl::Seconds(30);
+constexpr absl::Duration kRpcTimeout = absl::Seconds(10);
+
+std::string& ServerBinary() {
+  static std::string* const path = new std::string();
+  return *path;
+}
+
+std::string& WorkerBinary() {
+  static std::string* const path = new std::string();
+  return *path;
+}
+
+absl::Status FromGrpc(const grpc::Status& status) {
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+std::string TempDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
+
+}  // namespace
+
+bool SetTestBinaries(int argc, char** argv) {
+  if (argc < 3) return false;
+  ServerBinary() = argv[1];
+  WorkerBinary() = argv[2];
+  return true;
+}
+
+std::unique_ptr<grpc::ClientContext> ContextWithTimeout(absl::Duration timeout) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  return context;
+}
+
+absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(
+    const std::vector<std::vector<std::string>>& worker_flags) {
+  static int clusters = 0;
+  std::unique_ptr<TestCluster> cluster(new TestCluster());
+  const std::string port_file = absl::StrCat(TempDir(), "/server-port-", ++clusters);
+  absl::StatusOr<std::unique_ptr<ChildProcess>> server = ChildProcess::Spawn(
+      {ServerBinary(), "--address=127.0.0.1:0", absl::StrCat("--port_file=", port_file),
+       "--heartbeat_interval_seconds=1"});
+  if (!server.ok()) return server.status();
+  cluster->server_ = *std::move(server);
+  absl::StatusOr<int> port = WaitForPortFile(port_file, kStartTimeout, *cluster->server_);
+  if (!port.ok()) return port.status();
+  cluster->address_ = absl::StrCat("127.0.0.1:", *port);
+  cluster->autotuner_ = v1::Autotuner::NewStub(
+      grpc::CreateChannel(cluster->address_, grpc::InsecureChannelCredentials()));
+
+  for (size_t i = 0; i < worker_flags.size(); ++i) {
+    std::vector<std::string> argv = {WorkerBinary(), absl::StrCat("--server=", cluster->address_),
+                                     absl::StrCat("--hostname=test-worker-", i)};
+    argv.insert(argv.end(), worker_flags[i].begin(), worker_flags[i].end());
+    absl::StatusOr<std::unique_ptr<ChildProcess>> worker = ChildProcess::Spawn(argv);
+    if (!worker.ok()) return worker.status();
+    cluster->workers_.push_back(*std::move(worker));
+  }
+
+  // Bounded polling of the registered workers: the workers have no other way to say they
+  // are ready.
+  const absl::Time give_up = absl::Now() + kStartTimeout;
+  while (true) {
+    v1::ListWorkersResponse workers;
+    const absl::Status status = FromGrpc(cluster->autotuner_->ListWorkers(
+        ContextWithTimeout(kRpcTimeout).get(), v1::ListWorkersRequest(), &workers));
+    if (!status.ok()) return status;
+    if (workers.workers_size() >= static_cast<int>(worker_flags.size())) break;
+    for (const auto& worker : cluster->workers_) {
+      if (std::optional<int> exit = worker->Poll(); exit.has_value()) {
+        return absl::UnavailableError(absl::StrCat(
+            "a paratune-worker exited (", DescribeExitStatus(*exit), ") before registering"));
+      }
+    }
+    if (absl::Now() >= give_up) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(workers.workers_size(), " of ", worker_flags.size(),
+                       " workers registered within ", absl::FormatDuration(kStartTimeout)));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return cluster;
+}
+
+TestCluster::~TestCluster() {
+  // The client's connection goes first: a server shutting down waits for open connections
+  // to close (up to its grace period).
+  autotuner_.reset();
+  for (auto& worker : workers_) worker->Terminate();
+  if (server_ != nullptr) server_->Terminate();
+}
+
+absl::StatusOr<std::vector<v1::WatchSearchResponse>> TestCluster::Watch(const std::string& name,
+                                                                        absl::Duration timeout) {
+  std::unique_ptr<grpc::ClientContext> context = ContextWithTimeout(timeout);
+  v1::WatchSearchRequest request;
+  request.set_name(name);
+  std::unique_ptr<grpc::ClientReader<v1::WatchSearchResponse>> reader =
+      autotuner_->WatchSearch(context.get(), request);
+  std::vector<v1::WatchSearchResponse> responses;
+  v1::WatchSearchResponse response;
+  while (reader->Read(&response)) responses.push_back(response);
+  const absl::Status status = FromGrpc(reader->Finish());
+  if (!status.ok()) return status;
+  return responses;
+}
+
+}  // namespace paratune

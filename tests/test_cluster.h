@@ -1,0 +1,57 @@
+// A paratune-server and paratune-worker processes on loopback for one end-to-end test, and
+// a client of the Autotuner API. The binaries come from the test's command line.
+#ifndef PARATUNE_TESTS_TEST_CLUSTER_H_
+#define PARATUNE_TESTS_TEST_CLUSTER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "grpcpp/client_context.h"
+#include "proto/autotuner_service.grpc.pb.h"
+#include "tests/process_harness.h"
+
+namespace paratune {
+
+// Reads the binaries' paths from a test main's arguments: argv[1] is paratune-server and
+// argv[2] paratune-worker (BUILD passes $(rootpath ...)). Returns false when missing.
+bool SetTestBinaries(int argc, char** argv);
+
+// A client context whose deadline is `timeout` from now.
+std::unique_ptr<grpc::ClientContext> ContextWithTimeout(absl::Duration timeout);
+
+// Thread-compatible. Destruction ends the workers, then the server.
+class TestCluster {
+ public:
+  // Starts the server on 127.0.0.1:0 (port file in TEST_TMPDIR) and one worker per entry of
+  // `worker_flags` (extra flags; --server is added), then waits until every worker has
+  // registered. Each step is bounded; errors say which process failed.
+  static absl::StatusOr<std::unique_ptr<TestCluster>> Start(
+      const std::vector<std::vector<std::string>>& worker_flags);
+
+  TestCluster(const TestCluster&) = delete;
+  TestCluster& operator=(const TestCluster&) = delete;
+  ~TestCluster();
+
+  v1::Autotuner::Stub& autotuner() { return *autotuner_; }
+  const std::string& address() const { return address_; }
+
+  // Follows the search with WatchSearch until the stream ends (at most `timeout`); returns
+  // every message received. The stream's error when it does not finish OK.
+  absl::StatusOr<std::vector<v1::WatchSearchResponse>> Watch(const std::string& name,
+                                                             absl::Duration timeout);
+
+ private:
+  TestCluster() = default;
+
+  std::unique_ptr<ChildProcess> server_;
+  std::vector<std::unique_ptr<ChildProcess>> workers_;
+  std::string address_;
+  std::unique_ptr<v1::Autotuner::Stub> autotuner_;
+};
+
+}  // namespace paratune
+
+#endif  // PARATUNE_TESTS_TEST_CLUSTER_H_

@@ -1,0 +1,54 @@
+#include "worker/log.h"
+
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace paratune {
+namespace {
+
+std::string& Component() {
+  static std::string* const component = new std::string("paratune");
+  return *component;
+}
+
+std::string Quote(absl::string_view value) {
+  if (!value.empty() && value.find_first_of(" \"=\t\n") == absl::string_view::npos) {
+    return std::string(value);
+  }
+  return absl::StrCat(
+      "\"", absl::StrReplaceAll(value, {{"\\", "\\\\"}, {"\"", "\\\""}, {"\n", "\\n"}}), "\"");
+}
+
+const char* LevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarning:
+      return "warning";
+    case LogLevel::kError:
+      return "error";
+  }
+  return "info";
+}
+
+}  // namespace
+
+void SetLogComponent(absl::string_view component) { Component() = std::string(component); }
+
+void Log(LogLevel level, absl::string_view msg, const LogFields& fields) {
+  std::string line = absl::StrCat(
+      "time=", absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()),
+      " level=", LevelName(level), " component=", Component(), " msg=", Quote(msg));
+  for (const auto& [key, value] : fields) absl::StrAppend(&line, " ", key, "=", Quote(value));
+  line.push_back('\n');
+  // One fwrite per line: stdio locks the stream, so concurrent lines never interleave.
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace paratune

@@ -1,0 +1,26 @@
+#include "worker/probe_failure.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace paratune {
+
+v1::ProbeResult ResultFromBackendError(const std::string& backend, const absl::Status& error) {
+  v1::ProbeResult result;
+  result.set_backend(backend);
+  switch (error.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kCancelled:
+      result.set_outcome(v1::PROBE_INFRA_ERROR);
+      break;
+    default:
+      result.set_outcome(v1::PROBE_CRASH);
+      break;
+  }
+  result.set_message(absl::StrCat("backend ", backend, " failed: ", error.ToString()));
+  return result;
+}
+
+}  // namespace paratune

@@ -1,0 +1,30 @@
+#include "worker/probe_failure.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ResultFromBackendErrorTest, InfrastructureProblemsAreRetriable) {
+  for (const absl::Status& error :
+       {absl::UnavailableError("driver"), absl::ResourceExhaustedError("busy"),
+        absl::AbortedError("x"), absl::DeadlineExceededError("x"), absl::CancelledError("x")}) {
+    EXPECT_EQ(ResultFromBackendError("sim", error).outcome(), v1::PROBE_INFRA_ERROR) << error;
+  }
+}
+
+TEST(ResultFromBackendErrorTest, EverythingElseIsACrash) {
+  const v1::ProbeResult result =
+      ResultFromBackendError("cuda", absl::InvalidArgumentError("config.tensor_parallel (3)"));
+  EXPECT_EQ(result.outcome(), v1::PROBE_CRASH);
+  EXPECT_EQ(result.backend(), "cuda");
+  EXPECT_THAT(result.message(), HasSubstr("backend cuda failed"));
+  EXPECT_THAT(result.message(), HasSubstr("config.tensor_parallel (3)"));
+  EXPECT_EQ(ResultFromBackendError("sim", absl::InternalError("threw")).outcome(), v1::PROBE_CRASH);
+}
+
+}  // namespace
+}  // namespace paratune

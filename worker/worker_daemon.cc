@@ -1,0 +1,346 @@
+#include "worker/worker_daemon.h"
+
+#include <algorithm>
+#include <exception>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "worker/log.h"
+#include "worker/probe_failure.h"
+
+namespace paratune {
+namespace {
+
+constexpr absl::Duration kInitialBackoff = absl::Milliseconds(200);
+constexpr absl::Duration kMaxBackoff = absl::Seconds(5);
+constexpr int kReportAttempts = 6;
+constexpr double kDefaultProbeDeadlineSeconds = 600;
+
+absl::Status FromGrpc(const grpc::Status& status) {
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+bool Retryable(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kUnavailable ||
+         status.code() == absl::StatusCode::kDeadlineExceeded;
+}
+
+absl::Status ValidateOptions(const WorkerDaemon::Options& options) {
+  if (options.server_address.empty()) {
+    return absl::InvalidArgumentError("server_address (\"\") must be host:port");
+  }
+  if (options.backends.empty()) {
+    return absl::InvalidArgumentError("backends (none) must name at least one backend");
+  }
+  absl::flat_hash_set<std::string> names;
+  for (const auto& backend : options.backends) {
+    if (!names.insert(backend->Name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("backends (\"", backend->Name(), "\") is listed twice"));
+    }
+  }
+  if (options.gpus.empty() || options.gpus.size() > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpus (", options.gpus.size(), " GPUs) must list 1 to 64 GPUs"));
+  }
+  if (options.hostname.empty()) return absl::InvalidArgumentError("hostname (\"\") must be set");
+  if (options.rpc_timeout <= absl::ZeroDuration() || options.acquire_wait <= absl::ZeroDuration() ||
+      options.acquire_wait > absl::Seconds(60)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rpc_timeout (", absl::FormatDuration(options.rpc_timeout),
+                     ") must be > 0 and "
+                     "acquire_wait (",
+                     absl::FormatDuration(options.acquire_wait), ") in (0, 60s]"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+WorkerDaemon::WorkerDaemon(Options options)
+    : options_(std::move(options)),
+      stub_(v1::WorkerService::NewStub(
+          grpc::CreateChannel(options_.server_address, grpc::InsecureChannelCredentials()))) {}
+
+absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(Options options) {
+  PT_RETURN_IF_ERROR(ValidateOptions(options));
+  std::unique_ptr<WorkerDaemon> daemon(new WorkerDaemon(std::move(options)));
+  const absl::Time give_up = absl::Now() + daemon->options_.register_timeout;
+  absl::Duration backoff = kInitialBackoff;
+  while (true) {
+    absl::StatusOr<v1::RegisterWorkerResponse> registered = daemon->CallRegister();
+    if (registered.ok()) {
+      absl::MutexLock lock(&daemon->mu_);
+      daemon->name_ = registered->name();
+      daemon->heartbeat_interval_ = absl::Seconds(registered->heartbeat_interval_seconds());
+      break;
+    }
+    if (!Retryable(registered.status()) || absl::Now() + backoff > give_up) {
+      return registered.status();
+    }
+    Log(LogLevel::kWarning, "server unreachable; retrying",
+        {{"server", daemon->options_.server_address}, {"error", registered.status().ToString()}});
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, kMaxBackoff);
+  }
+  Log(LogLevel::kInfo, "registered",
+      {{"worker", daemon->name()}, {"server", daemon->options_.server_address}});
+  WorkerDaemon* self = daemon.get();
+  daemon->heartbeat_thread_ = std::thread([self] { self->HeartbeatLoop(); });
+  daemon->probe_thread_ = std::thread([self] { self->ProbeLoop(); });
+  return daemon;
+}
+
+WorkerDaemon::~WorkerDaemon() { Stop(); }
+
+std::string WorkerDaemon::name() const {
+  absl::MutexLock lock(&mu_);
+  return name_;
+}
+
+void WorkerDaemon::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    if (acquire_context_ != nullptr) acquire_context_->TryCancel();
+    if (running_.has_value() && !running_->cancel->HasBeenNotified()) running_->cancel->Notify();
+  }
+  stop_.Notify();
+  // A daemon whose Start failed has no threads and nothing to report.
+  if (!probe_thread_.joinable()) return;
+  heartbeat_thread_.join();
+  probe_thread_.join();
+  Log(LogLevel::kInfo, "stopped", {{"worker", name()}});
+}
+
+std::unique_ptr<grpc::ClientContext> WorkerDaemon::NewContext(absl::Duration timeout) const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  return context;
+}
+
+absl::StatusOr<v1::RegisterWorkerResponse> WorkerDaemon::CallRegister() {
+  v1::RegisterWorkerRequest request;
+  request.set_hostname(options_.hostname);
+  for (const v1::Gpu& gpu : options_.gpus) *request.add_gpus() = gpu;
+  for (const auto& backend : options_.backends) request.add_backends(backend->Name());
+  for (const auto& [key, value] : options_.labels) (*request.mutable_labels())[key] = value;
+  v1::RegisterWorkerResponse response;
+  PT_RETURN_IF_ERROR(
+      FromGrpc(stub_->RegisterWorker(NewContext(options_.rpc_timeout).get(), request, &response)));
+  return response;
+}
+
+absl::Status WorkerDaemon::Reregister(const std::string& stale_name) {
+  absl::MutexLock register_lock(&register_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (name_ != stale_name) return absl::OkStatus();
+  }
+  PT_ASSIGN_OR_RETURN(v1::RegisterWorkerResponse registered, CallRegister());
+  {
+    absl::MutexLock lock(&mu_);
+    name_ = registered.name();
+    heartbeat_interval_ = absl::Seconds(registered.heartbeat_interval_seconds());
+  }
+  Log(LogLevel::kWarning, "registered again: the server had forgotten this worker",
+      {{"old_worker", stale_name}, {"worker", registered.name()}});
+  return absl::OkStatus();
+}
+
+void WorkerDaemon::HeartbeatLoop() {
+  while (true) {
+    absl::Duration interval;
+    v1::HeartbeatRequest request;
+    {
+      absl::MutexLock lock(&mu_);
+      interval = heartbeat_interval_;
+    }
+    if (stop_.WaitForNotificationWithTimeout(interval)) return;
+    {
+      absl::MutexLock lock(&mu_);
+      request.set_worker(name_);
+      if (running_.has_value()) request.add_running_probes(running_->name);
+    }
+    v1::HeartbeatResponse response;
+    const absl::Status status =
+        FromGrpc(stub_->Heartbeat(NewContext(options_.rpc_timeout).get(), request, &response));
+    if (status.code() == absl::StatusCode::kNotFound) {
+      if (absl::Status registered = Reregister(request.worker()); !registered.ok()) {
+        Log(LogLevel::kWarning, "cannot register again", {{"error", registered.ToString()}});
+      }
+      continue;
+    }
+    if (!status.ok()) {
+      Log(LogLevel::kWarning, "heartbeat failed", {{"error", status.ToString()}});
+      continue;
+    }
+    absl::MutexLock lock(&mu_);
+    for (const std::string& probe : response.cancel_probes()) {
+      if (!running_.has_value() || running_->name != probe) continue;
+      Log(LogLevel::kInfo, "the server cancelled the running probe", {{"probe", probe}});
+      running_->cancelled_by_server = true;
+      if (!running_->cancel->HasBeenNotified()) running_->cancel->Notify();
+    }
+  }
+}
+
+void WorkerDaemon::ProbeLoop() {
+  absl::Duration backoff = kInitialBackoff;
+  while (!stop_.HasBeenNotified()) {
+    v1::AcquireProbeRequest request;
+    request.set_wait_seconds(absl::ToDoubleSeconds(options_.acquire_wait));
+    std::unique_ptr<grpc::ClientContext> context =
+        NewContext(options_.acquire_wait + options_.rpc_timeout);
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      request.set_worker(name_);
+      acquire_context_ = context.get();
+    }
+    v1::AcquireProbeResponse response;
+    const absl::Status status = FromGrpc(stub_->AcquireProbe(context.get(), request, &response));
+    {
+      absl::MutexLock lock(&mu_);
+      acquire_context_ = nullptr;
+      // Stop cancels the call before it notifies stop_; that cancellation is no error.
+      if (stopping_) return;
+    }
+    if (status.code() == absl::StatusCode::kNotFound) {
+      if (absl::Status registered = Reregister(request.worker()); registered.ok()) continue;
+    }
+    if (!status.ok()) {
+      Log(LogLevel::kWarning, "acquiring a probe failed; retrying",
+          {{"error", status.ToString()}, {"backoff", absl::FormatDuration(backoff)}});
+      if (stop_.WaitForNotificationWithTimeout(backoff)) return;
+      backoff = std::min(backoff * 2, kMaxBackoff);
+      continue;
+    }
+    backoff = kInitialBackoff;
+    if (response.has_assignment()) RunAndReport(response.assignment(), request.worker());
+  }
+}
+
+void WorkerDaemon::RunAndReport(const v1::ProbeAssignment& assignment,
+                                const std::string& worker_name) {
+  const absl::Time start = absl::Now();
+  Log(LogLevel::kInfo, "probe started",
+      {{"probe", assignment.name()}, {"backend", assignment.backend()}});
+  auto backend = std::find_if(
+      options_.backends.begin(), options_.backends.end(),
+      [&](const auto& candidate) { return candidate->Name() == assignment.backend(); });
+  v1::ProbeResult result;
+  if (backend == options_.backends.end()) {
+    // The server only leases probes of registered backends; a mismatch is its problem or
+    // a stale registration, so another worker should try.
+    result.set_outcome(v1::PROBE_INFRA_ERROR);
+    result.set_backend(assignment.backend());
+    result.set_message(
+        absl::StrCat("worker ", worker_name, " has no backend \"", assignment.backend(), "\""));
+  } else {
+    auto cancel = std::make_shared<absl::Notification>();
+    {
+      absl::MutexLock lock(&mu_);
+      running_ = RunningProbe{assignment.name(), cancel, false};
+      if (stopping_) cancel->Notify();
+    }
+    std::optional<absl::StatusOr<v1::ProbeResult>> outcome =
+        RunWithDeadline(**backend, assignment, *cancel);
+    bool cancelled_by_server = false;
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_by_server = running_->cancelled_by_server;
+      running_.reset();
+    }
+    if (cancelled_by_server) return;
+    if (!outcome.has_value()) {
+      result.set_outcome(v1::PROBE_TIMEOUT);
+      result.set_backend(assignment.backend());
+      result.set_message(absl::StrCat("the probe did not finish within its deadline of ",
+                                      assignment.deadline_seconds(), " s and was stopped"));
+    } else if (!outcome->ok()) {
+      result = ResultFromBackendError(assignment.backend(), outcome->status());
+    } else {
+      result = **std::move(outcome);
+    }
+  }
+  if (result.wall_seconds() == 0) {
+    result.set_wall_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+  }
+  Report(worker_name, assignment.name(), result);
+}
+
+std::optional<absl::StatusOr<v1::ProbeResult>> WorkerDaemon::RunWithDeadline(
+    ProbeBackend& backend, const v1::ProbeAssignment& assignment,
+    const absl::Notification& cancel) {
+  absl::StatusOr<v1::ProbeResult> outcome;
+  absl::Notification finished;
+  // A thread of its own, so the deadline holds even while the backend is busy; exceptions
+  // are caught here so that no backend can end the daemon.
+  std::thread runner([&] {
+    try {
+      outcome = backend.Run(assignment, cancel);
+    } catch (const std::exception& e) {
+      outcome = absl::InternalError(absl::StrCat("backend threw: ", e.what()));
+    } catch (...) {
+      outcome = absl::InternalError("backend threw a non-standard exception");
+    }
+    finished.Notify();
+  });
+  const double deadline_seconds = assignment.deadline_seconds() > 0 ? assignment.deadline_seconds()
+                                                                    : kDefaultProbeDeadlineSeconds;
+  bool overran = false;
+  if (!finished.WaitForNotificationWithTimeout(absl::Seconds(deadline_seconds))) {
+    overran = true;
+    {
+      absl::MutexLock lock(&mu_);
+      if (running_.has_value() && !running_->cancel->HasBeenNotified()) {
+        running_->cancel->Notify();
+      }
+    }
+  }
+  // Backends honour cancellation (the conformance suite checks it), so this returns soon.
+  runner.join();
+  if (overran) return std::nullopt;
+  return outcome;
+}
+
+void WorkerDaemon::Report(const std::string& worker_name, const std::string& probe,
+                          const v1::ProbeResult& result) {
+  v1::ReportProbeRequest request;
+  request.set_worker(worker_name);
+  request.set_probe(probe);
+  *request.mutable_result() = result;
+  absl::Duration backoff = kInitialBackoff;
+  for (int attempt = 1;; ++attempt) {
+    v1::ReportProbeResponse response;
+    const absl::Status status =
+        FromGrpc(stub_->ReportProbe(NewContext(options_.rpc_timeout).get(), request, &response));
+    if (status.ok()) {
+      Log(LogLevel::kInfo, "probe reported",
+          {{"probe", probe},
+           {"outcome", v1::ProbeOutcome_Name(result.outcome())},
+           {"tflops_per_gpu", absl::StrCat(result.model_tflops_per_gpu())}});
+      return;
+    }
+    // While stopping, one retry at most: the server re-queues an unreported probe anyway
+    // once this worker's heartbeats stop.
+    const bool give_up = !Retryable(status) || attempt >= kReportAttempts ||
+                         (stop_.HasBeenNotified() && attempt >= 2);
+    Log(LogLevel::kWarning,
+        give_up ? "reporting a probe failed; dropping the result"
+                : "reporting a probe failed; retrying",
+        {{"probe", probe}, {"attempt", absl::StrCat(attempt)}, {"error", status.ToString()}});
+    if (give_up) return;
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, kMaxBackoff);
+  }
+}
+
+}  // namespace paratune

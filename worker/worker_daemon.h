@@ -1,0 +1,109 @@
+// The worker daemon (DESIGN.md §8): registers with the scheduler, heartbeats, long-polls for
+// probes, runs each with its backend under the probe's deadline, and reports the result.
+// A backend that fails, throws or hangs past the deadline becomes a ProbeResult; it never
+// takes the daemon down.
+#ifndef PARATUNE_WORKER_WORKER_DAEMON_H_
+#define PARATUNE_WORKER_WORKER_DAEMON_H_
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "grpcpp/client_context.h"
+#include "proto/worker_service.grpc.pb.h"
+#include "worker/probe_backend.h"
+
+namespace paratune {
+
+// Thread-safe. Runs one probe at a time.
+class WorkerDaemon {
+ public:
+  struct Options {
+    // host:port of paratune-server.
+    std::string server_address = "127.0.0.1:50051";
+    // At least one, with distinct names.
+    std::vector<std::unique_ptr<ProbeBackend>> backends;
+    // The GPUs this worker offers, 1 .. 64.
+    std::vector<v1::Gpu> gpus;
+    std::string hostname;
+    std::map<std::string, std::string> labels;
+    // Deadline of every unary call to the server.
+    absl::Duration rpc_timeout = absl::Seconds(10);
+    // Longest AcquireProbe long poll (the call's deadline adds rpc_timeout).
+    absl::Duration acquire_wait = absl::Seconds(10);
+    // How long Start keeps trying to reach the server.
+    absl::Duration register_timeout = absl::Seconds(30);
+  };
+
+  // Registers with the server, retrying while it is unreachable, then starts the heartbeat
+  // and probe threads. INVALID_ARGUMENT naming the option for bad options; the server's
+  // error when it refuses the registration; UNAVAILABLE or DEADLINE_EXCEEDED when it stayed
+  // unreachable for register_timeout.
+  static absl::StatusOr<std::unique_ptr<WorkerDaemon>> Start(Options options);
+
+  WorkerDaemon(const WorkerDaemon&) = delete;
+  WorkerDaemon& operator=(const WorkerDaemon&) = delete;
+  // Stop()s.
+  ~WorkerDaemon();
+
+  // workers/{id}; changes when the daemon registers again after the server forgot it.
+  std::string name() const;
+
+  // Stops a running probe (reported as an infrastructure error, so the server re-queues it
+  // at once), ends the long poll and joins the threads. Idempotent.
+  void Stop();
+
+ private:
+  // The probe being run.
+  struct RunningProbe {
+    std::string name;
+    std::shared_ptr<absl::Notification> cancel;
+    // Set when the server told the worker to drop it: no report is sent.
+    bool cancelled_by_server = false;
+  };
+
+  explicit WorkerDaemon(Options options);
+
+  absl::StatusOr<v1::RegisterWorkerResponse> CallRegister();
+  // Registers again unless another thread already replaced `stale_name`.
+  absl::Status Reregister(const std::string& stale_name);
+  void HeartbeatLoop();
+  void ProbeLoop();
+  void RunAndReport(const v1::ProbeAssignment& assignment, const std::string& worker_name);
+  // The backend's outcome, or nullopt when the probe overran its deadline (it was cancelled).
+  std::optional<absl::StatusOr<v1::ProbeResult>> RunWithDeadline(
+      ProbeBackend& backend, const v1::ProbeAssignment& assignment,
+      const absl::Notification& cancel);
+  void Report(const std::string& worker_name, const std::string& probe,
+              const v1::ProbeResult& result);
+  std::unique_ptr<grpc::ClientContext> NewContext(absl::Duration timeout) const;
+
+  const Options options_;
+  std::unique_ptr<v1::WorkerService::Stub> stub_;
+  absl::Notification stop_;
+
+  // Serializes registrations so two threads that both hear NOT_FOUND register once.
+  absl::Mutex register_mu_;
+  mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(register_mu_);
+  std::string name_ ABSL_GUARDED_BY(mu_);
+  absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(2);
+  std::optional<RunningProbe> running_ ABSL_GUARDED_BY(mu_);
+  // The AcquireProbe call in flight, so Stop can cancel it.
+  grpc::ClientContext* acquire_context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+
+  std::thread heartbeat_thread_;
+  std::thread probe_thread_;
+};
+
+}  // namespace paratune
+
+#endif  // PARATUNE_WORKER_WORKER_DAEMON_H_

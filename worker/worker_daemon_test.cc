@@ -1,0 +1,297 @@
+#include "worker/worker_daemon.h"
+
+#include <deque>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "gtest/gtest.h"
+#include "proto/worker_service.grpc.pb.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr absl::Duration kWait = absl::Seconds(30);
+
+// A scripted WorkerService: hands out the probes a test queues, records reports, and can
+// forget the worker or cancel a probe on the next heartbeat.
+class FakeWorkerService final : public v1::WorkerService::Service {
+ public:
+  grpc::Status RegisterWorker(grpc::ServerContext*, const v1::RegisterWorkerRequest* request,
+                              v1::RegisterWorkerResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    ++registrations_;
+    last_registration_ = *request;
+    response->set_name(absl::StrCat("workers/", registrations_));
+    response->set_heartbeat_interval_seconds(0.02);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* request,
+                         v1::HeartbeatResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    if (forget_) {
+      forget_ = false;
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown worker");
+    }
+    for (const std::string& probe : request->running_probes()) {
+      if (probe == cancel_) response->add_cancel_probes(probe);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status AcquireProbe(grpc::ServerContext*, const v1::AcquireProbeRequest*,
+                            v1::AcquireProbeResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    // A short long poll keeps the daemon's Stop quick.
+    mu_.AwaitWithTimeout(
+        absl::Condition(
+            +[](std::deque<v1::ProbeAssignment>* q) { return !q->empty(); }, &queue_),
+        absl::Milliseconds(100));
+    if (!queue_.empty()) {
+      *response->mutable_assignment() = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ReportProbe(grpc::ServerContext*, const v1::ReportProbeRequest* request,
+                           v1::ReportProbeResponse*) override {
+    absl::MutexLock lock(&mu_);
+    reports_.push_back(*request);
+    return grpc::Status::OK;
+  }
+
+  void Queue(v1::ProbeAssignment assignment) {
+    absl::MutexLock lock(&mu_);
+    queue_.push_back(std::move(assignment));
+  }
+  void CancelOnHeartbeat(const std::string& probe) {
+    absl::MutexLock lock(&mu_);
+    cancel_ = probe;
+  }
+  void Forget() {
+    absl::MutexLock lock(&mu_);
+    forget_ = true;
+  }
+
+  // The first `n` reports, waiting for them up to kWait; fewer if they do not come.
+  std::vector<v1::ReportProbeRequest> WaitForReports(size_t n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [this, n] {
+      mu_.AssertHeld();
+      return reports_.size() >= n;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&enough), kWait);
+    return reports_;
+  }
+
+  bool WaitForRegistrations(int n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [this, n] {
+      mu_.AssertHeld();
+      return registrations_ >= n;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&enough), kWait);
+  }
+
+  v1::RegisterWorkerRequest last_registration() {
+    absl::MutexLock lock(&mu_);
+    return last_registration_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  int registrations_ ABSL_GUARDED_BY(mu_) = 0;
+  v1::RegisterWorkerRequest last_registration_ ABSL_GUARDED_BY(mu_);
+  bool forget_ ABSL_GUARDED_BY(mu_) = false;
+  std::string cancel_ ABSL_GUARDED_BY(mu_);
+  std::deque<v1::ProbeAssignment> queue_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::ReportProbeRequest> reports_ ABSL_GUARDED_BY(mu_);
+};
+
+// Behaves as the assignment's name says: "ok", "throw", "error"; anything else blocks until
+// cancelled (and notifies `hang_started` the first time).
+class ScriptedBackend : public ProbeBackend {
+ public:
+  explicit ScriptedBackend(absl::Notification* hang_started) : hang_started_(hang_started) {}
+
+  std::string Name() const override { return "sim"; }
+  bool Deterministic() const override { return true; }
+  absl::StatusOr<v1::ProbeResult> Run(const v1::ProbeAssignment& assignment,
+                                      const absl::Notification& cancel) override {
+    if (assignment.name() == "ok") {
+      v1::ProbeResult result;
+      result.set_outcome(v1::PROBE_OK);
+      result.set_backend("sim");
+      result.add_step_times_seconds(1);
+      result.set_mean_step_time_seconds(1);
+      return result;
+    }
+    if (assignment.name() == "throw") throw std::runtime_error("boom");
+    if (assignment.name() == "error") return absl::UnavailableError("driver went away");
+    if (hang_started_ != nullptr && !hang_started_->HasBeenNotified()) hang_started_->Notify();
+    if (cancel.WaitForNotificationWithTimeout(absl::Seconds(60))) {
+      return absl::CancelledError("cancelled");
+    }
+    return absl::InternalError("never cancelled");
+  }
+
+ private:
+  absl::Notification* const hang_started_;
+};
+
+v1::ProbeAssignment Assignment(const std::string& name, double deadline_seconds = 60) {
+  v1::ProbeAssignment assignment;
+  assignment.set_name(name);
+  assignment.set_backend("sim");
+  assignment.set_deadline_seconds(deadline_seconds);
+  return assignment;
+}
+
+class WorkerDaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+
+    WorkerDaemon::Options options;
+    options.server_address = absl::StrCat("127.0.0.1:", port);
+    options.backends.push_back(std::make_unique<ScriptedBackend>(&hang_started_));
+    v1::Gpu gpu;
+    gpu.set_name("simulated H100-80GB");
+    gpu.set_memory_bytes(85'520'809'984);
+    options.gpus = {gpu, gpu};
+    options.hostname = "test-host";
+    options.labels = {{"rack", "a1"}};
+    options.acquire_wait = absl::Milliseconds(100);
+    absl::StatusOr<std::unique_ptr<WorkerDaemon>> daemon = WorkerDaemon::Start(std::move(options));
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_ = *std::move(daemon);
+  }
+
+  void TearDown() override {
+    if (daemon_ != nullptr) daemon_->Stop();
+    if (server_ != nullptr) server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  }
+
+  FakeWorkerService service_;
+  absl::Notification hang_started_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<WorkerDaemon> daemon_;
+};
+
+TEST_F(WorkerDaemonTest, RegistersItsInventory) {
+  EXPECT_EQ(daemon_->name(), "workers/1");
+  const v1::RegisterWorkerRequest registration = service_.last_registration();
+  EXPECT_EQ(registration.hostname(), "test-host");
+  EXPECT_EQ(registration.gpus_size(), 2);
+  EXPECT_THAT(registration.backends(), ::testing::ElementsAre("sim"));
+  EXPECT_EQ(registration.labels().at("rack"), "a1");
+}
+
+TEST_F(WorkerDaemonTest, RunsProbesAndReportsResults) {
+  service_.Queue(Assignment("ok"));
+  const std::vector<v1::ReportProbeRequest> reports = service_.WaitForReports(1);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].worker(), "workers/1");
+  EXPECT_EQ(reports[0].probe(), "ok");
+  EXPECT_EQ(reports[0].result().outcome(), v1::PROBE_OK);
+  EXPECT_GT(reports[0].result().wall_seconds(), 0);
+}
+
+TEST_F(WorkerDaemonTest, FailingBackendsBecomeResultsAndTheDaemonGoesOn) {
+  service_.Queue(Assignment("throw"));
+  service_.Queue(Assignment("error"));
+  v1::ProbeAssignment other_backend = Assignment("cuda-probe");
+  other_backend.set_backend("cuda");
+  service_.Queue(other_backend);
+  service_.Queue(Assignment("ok"));
+  const std::vector<v1::ReportProbeRequest> reports = service_.WaitForReports(4);
+  ASSERT_EQ(reports.size(), 4u);
+  EXPECT_EQ(reports[0].result().outcome(), v1::PROBE_CRASH);
+  EXPECT_THAT(reports[0].result().message(), HasSubstr("boom"));
+  EXPECT_EQ(reports[1].result().outcome(), v1::PROBE_INFRA_ERROR);
+  EXPECT_THAT(reports[1].result().message(), HasSubstr("driver went away"));
+  // A backend the worker lacks is another worker's job.
+  EXPECT_EQ(reports[2].result().outcome(), v1::PROBE_INFRA_ERROR);
+  EXPECT_THAT(reports[2].result().message(), HasSubstr("no backend \"cuda\""));
+  EXPECT_EQ(reports[3].result().outcome(), v1::PROBE_OK);
+}
+
+TEST_F(WorkerDaemonTest, DeadlineStopsAHangingProbe) {
+  service_.Queue(Assignment("hang", /*deadline_seconds=*/0.05));
+  const std::vector<v1::ReportProbeRequest> reports = service_.WaitForReports(1);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].result().outcome(), v1::PROBE_TIMEOUT);
+  EXPECT_THAT(reports[0].result().message(), HasSubstr("deadline"));
+}
+
+TEST_F(WorkerDaemonTest, ServerCancellationStopsTheProbeWithoutAReport) {
+  service_.CancelOnHeartbeat("hang");
+  service_.Queue(Assignment("hang"));
+  service_.Queue(Assignment("ok"));
+  // Probes run one at a time, so "ok" is reported only after "hang" was stopped.
+  const std::vector<v1::ReportProbeRequest> reports = service_.WaitForReports(1);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].probe(), "ok");
+}
+
+TEST_F(WorkerDaemonTest, StopHandsTheRunningProbeBack) {
+  service_.Queue(Assignment("hang"));
+  ASSERT_TRUE(hang_started_.WaitForNotificationWithTimeout(kWait));
+  daemon_->Stop();
+  const std::vector<v1::ReportProbeRequest> reports = service_.WaitForReports(1);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].result().outcome(), v1::PROBE_INFRA_ERROR);
+}
+
+TEST_F(WorkerDaemonTest, RegistersAgainWhenTheServerForgetsIt) {
+  service_.Forget();
+  ASSERT_TRUE(service_.WaitForRegistrations(2));
+  // The new name is stored right after the registration call returns.
+  const absl::Time give_up = absl::Now() + kWait;
+  while (daemon_->name() != "workers/2" && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(daemon_->name(), "workers/2");
+}
+
+TEST(WorkerDaemonStartTest, BadOptionsNameTheOption) {
+  WorkerDaemon::Options options;
+  options.hostname = "h";
+  options.gpus.resize(1);
+  EXPECT_EQ(WorkerDaemon::Start(std::move(options)).status(),
+            absl::InvalidArgumentError("backends (none) must name at least one backend"));
+}
+
+TEST(WorkerDaemonStartTest, UnreachableServerIsUnavailable) {
+  WorkerDaemon::Options options;
+  // Port 1 on loopback: nothing listens there.
+  options.server_address = "127.0.0.1:1";
+  options.backends.push_back(std::make_unique<ScriptedBackend>(nullptr));
+  options.gpus.resize(1);
+  options.hostname = "h";
+  options.register_timeout = absl::Milliseconds(300);
+  EXPECT_EQ(WorkerDaemon::Start(std::move(options)).status().code(),
+            absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace paratune
