@@ -262,6 +262,10 @@ std::string FormatSearch(const v1::Search& search) {
                   result});
   }
   absl::StrAppend(&out, "\n", table.Render());
+  for (const auto& c : search.candidates()) {
+    if (c.waiting_reason().empty()) continue;
+    absl::StrAppend(&out, "waiting: ", FormatConfig(c.config()), " ", c.waiting_reason(), "\n");
+  }
   if (any_simulated) {
     absl::StrAppend(&out,
                     "(sim) = SIMULATED by the sim backend: the performance model plus seeded "

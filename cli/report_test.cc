@@ -66,6 +66,17 @@ TEST(FormatSearchTest, MeasuredResultsCarryNoSimulationLegend) {
   EXPECT_THAT(text, Not(HasSubstr("SIMULATED")));
 }
 
+TEST(FormatSearchTest, SaysWhyACandidateWaits) {
+  v1::Search search;
+  v1::Candidate waiting = Probed(2, 2, 0, /*simulated=*/false);
+  waiting.set_state(v1::CANDIDATE_QUEUED);
+  waiting.clear_probe_result();
+  waiting.set_waiting_reason("needs 8 GPUs; the live workers hold 4");
+  *search.add_candidates() = waiting;
+  EXPECT_THAT(FormatSearch(search),
+              HasSubstr("waiting: dp2 tp2 pp1 cp1 mbs1 needs 8 GPUs; the live workers hold 4\n"));
+}
+
 TEST(FormatProgressTest, NamesTheBestMeasuredConfiguration) {
   v1::Search search;
   search.set_name("searches/3");

@@ -22,7 +22,7 @@ void ProbeWaitList::Wait(std::string worker, absl::Time deadline, Done done) {
     } else {
       // Trying under the lock closes the gap between a miss here and parking: a Notify for
       // a probe queued in between waits for the lock and then finds this call parked.
-      result = try_acquire_(worker);
+      result = TryLocked(worker);
       if (result.ok() && !result->has_value() && deadline > absl::Now()) {
         waiters_.push_back(Waiter{std::move(worker), deadline, std::move(done)});
         changed_.Signal();
@@ -31,6 +31,15 @@ void ProbeWaitList::Wait(std::string worker, absl::Time deadline, Done done) {
     }
   }
   done(std::move(result));
+}
+
+ProbeWaitList::AcquireResult ProbeWaitList::TryLocked(const std::string& worker) {
+  Attempt attempt = try_acquire_(worker);
+  if (attempt.others_may_have_work) {
+    probes_queued_ = true;
+    changed_.Signal();
+  }
+  return std::move(attempt.result);
 }
 
 void ProbeWaitList::Notify() {
@@ -62,7 +71,7 @@ void ProbeWaitList::Run() {
     const absl::Time now = absl::Now();
     for (auto it = waiters_.begin(); it != waiters_.end();) {
       AcquireResult result = std::optional<v1::ProbeAssignment>();
-      if (!stopping_ && retry) result = try_acquire_(it->worker);
+      if (!stopping_ && retry) result = TryLocked(it->worker);
       const bool finished = stopping_ || !result.ok() || result->has_value() || it->deadline <= now;
       if (finished) {
         ready.emplace_back(std::move(it->done), std::move(result));

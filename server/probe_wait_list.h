@@ -22,9 +22,17 @@ namespace paratune {
 class ProbeWaitList {
  public:
   using AcquireResult = absl::StatusOr<std::optional<v1::ProbeAssignment>>;
+  // What one try to lease a probe to a worker gave.
+  struct Attempt {
+    AcquireResult result;
+    // The try re-queued a probe or left work for other workers (gang shares): every parked
+    // call must try again. Said here rather than by Notify, which would take the list's lock
+    // that the try runs under.
+    bool others_may_have_work = false;
+  };
   // Leases a probe to the worker if one fits now (Scheduler::TryAcquireProbe). Called with
   // the list's lock held, so it must not call back into the list.
-  using TryAcquire = std::function<AcquireResult(const std::string& worker)>;
+  using TryAcquire = std::function<Attempt(const std::string& worker)>;
   using Done = std::function<void(AcquireResult)>;
 
   // Starts the waiting thread.
@@ -54,6 +62,8 @@ class ProbeWaitList {
   };
 
   void Run();
+  // try_acquire_ for `worker`, noting when parked calls must try again.
+  AcquireResult TryLocked(const std::string& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const TryAcquire try_acquire_;
   absl::Mutex mu_;

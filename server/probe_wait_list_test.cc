@@ -1,5 +1,6 @@
 #include "server/probe_wait_list.h"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,27 +13,48 @@
 namespace paratune {
 namespace {
 
-// A stand-in for the scheduler: probes a test queues, handed out to whoever asks.
+// A stand-in for the scheduler: probes a test queues, handed out to whoever asks, and gang
+// probes whose second share waits for a named worker.
 class FakeQueue {
  public:
   void Queue(const std::string& name) {
     absl::MutexLock lock(&mu_);
     next_ = name;
   }
-
-  ProbeWaitList::AcquireResult TryAcquire(const std::string& worker) {
+  // The next caller gets `name`; `other_worker` gets it too on its next try.
+  void QueueGang(const std::string& name, const std::string& other_worker) {
     absl::MutexLock lock(&mu_);
-    if (worker == "workers/unknown") return absl::NotFoundError("worker workers/unknown");
-    if (!next_.has_value()) return std::optional<v1::ProbeAssignment>();
+    next_ = name;
+    gang_member_ = other_worker;
+  }
+
+  ProbeWaitList::Attempt TryAcquire(const std::string& worker) {
+    absl::MutexLock lock(&mu_);
+    if (worker == "workers/unknown") return {absl::NotFoundError("worker workers/unknown")};
+    if (auto share = shares_.find(worker); share != shares_.end()) {
+      v1::ProbeAssignment assignment;
+      assignment.set_name(share->second);
+      shares_.erase(share);
+      return {std::optional<v1::ProbeAssignment>(assignment)};
+    }
+    if (!next_.has_value()) return {std::optional<v1::ProbeAssignment>()};
     v1::ProbeAssignment assignment;
     assignment.set_name(*next_);
     next_.reset();
-    return std::optional<v1::ProbeAssignment>(assignment);
+    bool left_a_share = false;
+    if (gang_member_.has_value()) {
+      shares_[*gang_member_] = assignment.name();
+      gang_member_.reset();
+      left_a_share = true;
+    }
+    return {std::optional<v1::ProbeAssignment>(assignment), left_a_share};
   }
 
  private:
   absl::Mutex mu_;
   std::optional<std::string> next_ ABSL_GUARDED_BY(mu_);
+  std::optional<std::string> gang_member_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> shares_ ABSL_GUARDED_BY(mu_);
 };
 
 // Captures the one result of a Wait.
@@ -123,6 +145,18 @@ TEST_F(ProbeWaitListTest, OnlyOneOfTwoParkedCallsGetsTheProbe) {
   EXPECT_FALSE(second.done.HasBeenNotified());
   list_->Stop();
   ASSERT_TRUE(second.done.HasBeenNotified());
+}
+
+TEST_F(ProbeWaitListTest, ShareLeftForAParkedCallReachesItWithoutNotify) {
+  Outcome member;
+  list_->Wait("workers/2", absl::Now() + absl::Hours(1), member.Callback());
+  queue_.QueueGang("gang", "workers/2");
+  Outcome leader;
+  list_->Wait("workers/1", absl::Now() + absl::Hours(1), leader.Callback());
+  ASSERT_TRUE(leader.done.HasBeenNotified());
+  ASSERT_TRUE(member.done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  ASSERT_TRUE(member.result.ok() && member.result->has_value());
+  EXPECT_EQ((*member.result)->name(), "gang");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "server/scheduler.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "server/candidate_ranking.h"
 #include "server/candidate_selection.h"
+#include "server/gang_result.h"
 #include "server/log.h"
 #include "server/page_token.h"
 #include "server/resource_names.h"
@@ -37,8 +39,15 @@ bool Ended(v1::SearchState state) {
 
 std::string CandidateLabel(int64_t n) { return absl::StrCat("candidates/", n); }
 
+constexpr size_t kMaxRendezvousTokenBytes = 4096;
+
 int64_t ReplicaGpus(const v1::ParallelConfig& config) {
   return config.tensor_parallel() * config.pipeline_parallel() * config.context_parallel();
+}
+
+// Ranks that must share a host: a tensor x context parallel group talks on every layer.
+int64_t GroupSize(const v1::ParallelConfig& config) {
+  return config.tensor_parallel() * config.context_parallel();
 }
 
 v1::Search RankedCopy(const v1::Search& search) {
@@ -166,6 +175,7 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
     for (int64_t n = 0; n < static_cast<int64_t>(selected.size()); ++n) queue_.Push({id, n});
     SearchRecord& stored = active_[id] = std::move(record);
     PublishLocked(stored, event);
+    UpdateWaitingReasonsLocked();
     // PublishLocked forgot the record if the search ended at once; the store has it.
     PT_ASSIGN_OR_RETURN(created, store_->GetSearch(id));
   }
@@ -226,22 +236,13 @@ absl::StatusOr<v1::Search> Scheduler::CancelSearch(absl::string_view name) {
       ++stopped;
     }
   }
-  for (auto lease = leases_.begin(); lease != leases_.end();) {
-    if (lease->second.search_id != id) {
-      ++lease;
-      continue;
-    }
-    auto worker = workers_.find(lease->second.worker_id);
-    if (worker != workers_.end()) {
-      // The worker hears about it on its next heartbeat; until then it is free to ask for
-      // another probe, which gives this one up anyway.
-      worker->second.cancel_probes.push_back(lease->first);
-      worker->second.worker.set_state(v1::WORKER_IDLE);
-      worker->second.worker.clear_current_probe();
-      StoreWorkerLocked(worker->second);
-    }
-    leases_.erase(lease++);
+  std::vector<std::string> probes;
+  for (const auto& [probe, lease] : leases_) {
+    if (lease.search_id == id) probes.push_back(probe);
   }
+  // The members hear about it on their next heartbeat; until then they are free to ask for
+  // another probe, which gives this one up anyway.
+  for (const std::string& probe : probes) EndLeaseLocked(probe, /*reporter_id=*/0);
   const v1::SearchCounts& counts = record.search.counts();
   record.search.set_state(v1::CANCELLED);
   record.search.set_stop_reason(absl::StrCat("cancelled by a client after ", counts.probed(),
@@ -303,6 +304,8 @@ absl::StatusOr<v1::RegisterWorkerResponse> Scheduler::RegisterWorker(
     worker.set_state(v1::WORKER_IDLE);
     StoreWorkerLocked(record);
     response.set_name(worker.name());
+    // A larger fleet may place probes that waited for GPUs.
+    UpdateWaitingReasonsLocked();
   }
   response.set_heartbeat_interval_seconds(absl::ToDoubleSeconds(options_.heartbeat_interval));
   Log(LogLevel::kInfo, "worker registered",
@@ -321,10 +324,7 @@ absl::StatusOr<v1::HeartbeatResponse> Scheduler::Heartbeat(const v1::HeartbeatRe
   std::vector<std::string> cancel = std::move(worker->cancel_probes);
   worker->cancel_probes.clear();
   for (const std::string& probe : request.running_probes()) {
-    auto lease = leases_.find(probe);
-    if (lease == leases_.end() || lease->second.worker_id != worker->id) {
-      cancel.push_back(probe);
-    }
+    if (!FindMembershipLocked(probe, *worker).ok()) cancel.push_back(probe);
   }
   std::sort(cancel.begin(), cancel.end());
   cancel.erase(std::unique(cancel.begin(), cancel.end()), cancel.end());
@@ -332,53 +332,57 @@ absl::StatusOr<v1::HeartbeatResponse> Scheduler::Heartbeat(const v1::HeartbeatRe
   return response;
 }
 
-absl::StatusOr<std::optional<v1::ProbeAssignment>> Scheduler::TryAcquireProbe(
+absl::StatusOr<Scheduler::Acquisition> Scheduler::TryAcquireProbe(
     absl::string_view worker_name) {
-  bool requeued = false;
-  std::optional<v1::ProbeAssignment> assignment;
+  Acquisition acquisition;
   {
     absl::MutexLock lock(&mu_);
     PT_ASSIGN_OR_RETURN(WorkerRecord * worker, FindLiveWorkerLocked(worker_name));
+    if (worker->undelivered.has_value()) {
+      acquisition.assignment = std::move(worker->undelivered);
+      worker->undelivered.reset();
+      return acquisition;
+    }
     if (!worker->worker.current_probe().empty()) {
       const std::string held = worker->worker.current_probe();
       worker->cancel_probes.push_back(held);
-      requeued = ReleaseLeaseLocked(
+      acquisition.others_may_have_work = ReleaseLeaseLocked(
           *worker,
           absl::StrCat(worker->worker.name(), " asked for a new probe while holding ", held));
     }
-    const int64_t gpus = worker->worker.gpus_size();
     const auto& backends = worker->worker.backends();
+    const FreeWorker requester{worker->id, worker->worker.gpus_size()};
+    v1::ProbeScope scope = v1::PROBE_SCOPE_UNSPECIFIED;
+    int64_t ranks = 0;
+    std::vector<RankShare> shares;
     std::optional<ProbeQueue::Item> item =
         queue_.PopFirstFitting([&](const ProbeQueue::Item& item) {
           auto it = active_.find(item.search_id);
           if (it == active_.end()) return false;
-          const v1::Search& search = it->second.search;
-          return std::find(backends.begin(), backends.end(), search.spec().probe().backend()) !=
-                     backends.end() &&
-                 gpus >= ReplicaGpus(search.candidates(item.candidate).config());
+          const SearchRecord& record = it->second;
+          const std::string& backend = record.search.spec().probe().backend();
+          if (std::find(backends.begin(), backends.end(), backend) == backends.end()) {
+            return false;
+          }
+          std::tie(scope, ranks) = ProbeShapeLocked(record, item.candidate);
+          std::optional<std::vector<RankShare>> placed =
+              PlaceGang(ranks, GroupSize(record.search.candidates(item.candidate).config()),
+                        requester, LiveWorkersLocked(backend, /*free_only=*/true, worker->id));
+          if (!placed.has_value()) return false;
+          shares = *std::move(placed);
+          return true;
         });
     if (item.has_value()) {
-      SearchRecord& record = active_.at(item->search_id);
-      assignment = MakeAssignmentLocked(record, item->candidate, *worker);
-      v1::Candidate& candidate = *record.search.mutable_candidates(item->candidate);
-      candidate.set_state(v1::CANDIDATE_RUNNING);
-      candidate.set_worker(worker->worker.name());
-      leases_[assignment->name()] = Lease{
-          record.id, item->candidate, worker->id,
-          clock_->Now() + absl::Seconds(assignment->deadline_seconds()) + options_.lease_grace};
-      worker->worker.set_state(v1::WORKER_BUSY);
-      worker->worker.set_current_probe(assignment->name());
-      StoreWorkerLocked(*worker);
-      PublishLocked(record,
-                    absl::StrCat(CandidateLabel(item->candidate), " leased to ",
-                                 worker->worker.name(), " (attempt ", candidate.attempts(), " of ",
-                                 record.search.spec().probe().max_attempts(), ", ",
-                                 assignment->scope() == v1::PROBE_SCOPE_FULL ? "full" : "replica",
-                                 " scope)"));
+      std::vector<v1::ProbeAssignment> assignments =
+          LeaseLocked(active_.at(item->search_id), item->candidate, scope, ranks, shares);
+      for (size_t i = 1; i < shares.size(); ++i) {
+        workers_.at(shares[i].worker_id).undelivered = std::move(assignments[i]);
+      }
+      acquisition.others_may_have_work |= shares.size() > 1;
+      acquisition.assignment = std::move(assignments[0]);
     }
   }
-  if (requeued) NotifyProbesQueued();
-  return assignment;
+  return acquisition;
 }
 
 absl::Status Scheduler::ReportProbe(const v1::ReportProbeRequest& request) {
@@ -386,34 +390,92 @@ absl::Status Scheduler::ReportProbe(const v1::ReportProbeRequest& request) {
   {
     absl::MutexLock lock(&mu_);
     PT_ASSIGN_OR_RETURN(WorkerRecord * worker, FindLiveWorkerLocked(request.worker()));
-    auto lease_it = leases_.find(request.probe());
-    if (lease_it == leases_.end() || lease_it->second.worker_id != worker->id) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("probe (\"", request.probe().substr(0, 128), "\") is not leased to ",
-                       worker->worker.name(), "; it was cancelled, re-leased or reported already"));
-    }
+    PT_ASSIGN_OR_RETURN(auto membership, FindMembershipLocked(request.probe(), *worker));
     PT_RETURN_IF_ERROR(ValidateProbeResult(request.result()));
-    const Lease lease = lease_it->second;
-    leases_.erase(lease_it);
-    worker->worker.set_state(v1::WORKER_IDLE);
-    worker->worker.clear_current_probe();
-    worker->worker.set_probes_completed(worker->worker.probes_completed() + 1);
-    StoreWorkerLocked(*worker);
-
-    SearchRecord& record = active_.at(lease.search_id);
+    auto [lease, member] = membership;
+    if (lease->results[member].has_value()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          worker->worker.name(), " reported its ranks of ", request.probe(), " already"));
+    }
     const v1::ProbeResult& result = request.result();
+    worker->worker.set_probes_completed(worker->worker.probes_completed() + 1);
+    if (result.outcome() == v1::PROBE_OK) {
+      lease->results[member] = result;
+      const bool all_reported =
+          std::all_of(lease->results.begin(), lease->results.end(),
+                      [](const std::optional<v1::ProbeResult>& r) { return r.has_value(); });
+      if (!all_reported) {
+        // Its ranks are done: the worker may take other work while the rest finish.
+        worker->worker.set_state(v1::WORKER_IDLE);
+        worker->worker.clear_current_probe();
+        StoreWorkerLocked(*worker);
+        return absl::OkStatus();
+      }
+    }
+    const Lease ended = EndLeaseLocked(request.probe(), worker->id);
+    SearchRecord& record = active_.at(ended.search_id);
+    const std::string gang_note =
+        ended.members.size() > 1
+            ? absl::StrCat(" (member ", member + 1, " of ", ended.members.size(), ")")
+            : "";
     if (result.outcome() == v1::PROBE_INFRA_ERROR) {
       requeued = RetryOrGiveUpLocked(
-          record, lease.candidate,
-          absl::StrCat("infrastructure error on ", worker->worker.name(), ": ", result.message()));
+          record, ended.candidate,
+          absl::StrCat("infrastructure error on ", worker->worker.name(), gang_note, ": ",
+                       result.message()));
+    } else if (result.outcome() == v1::PROBE_OK) {
+      std::vector<v1::ProbeResult> by_member;
+      for (const std::optional<v1::ProbeResult>& r : ended.results) by_member.push_back(*r);
+      const v1::ProbeResult combined = CombineGangResults(by_member);
+      std::vector<std::string> members;
+      for (int64_t id : ended.members) members.push_back(WorkerName(id));
+      RecordResultLocked(record, ended.candidate, combined,
+                         absl::StrCat(CandidateLabel(ended.candidate), " probed on ",
+                                      absl::StrJoin(members, " + "), ": ",
+                                      DescribeResult(combined)));
     } else {
-      RecordResultLocked(record, lease.candidate, result,
-                         absl::StrCat(CandidateLabel(lease.candidate), " probed on ",
-                                      worker->worker.name(), ": ", DescribeResult(result)));
+      v1::ProbeResult failed = result;
+      if (ended.members.size() > 1) {
+        failed.set_message(absl::StrCat(worker->worker.name(), gang_note, ": ", result.message()));
+      }
+      RecordResultLocked(record, ended.candidate, failed,
+                         absl::StrCat(CandidateLabel(ended.candidate), " probed on ",
+                                      worker->worker.name(), gang_note, ": ",
+                                      DescribeResult(failed)));
     }
   }
   if (requeued) NotifyProbesQueued();
   return absl::OkStatus();
+}
+
+absl::StatusOr<v1::RendezvousResponse> Scheduler::Rendezvous(
+    const v1::RendezvousRequest& request) {
+  absl::MutexLock lock(&mu_);
+  PT_ASSIGN_OR_RETURN(WorkerRecord * worker, FindLiveWorkerLocked(request.worker()));
+  PT_ASSIGN_OR_RETURN(auto membership, FindMembershipLocked(request.probe(), *worker));
+  auto [lease, member] = membership;
+  const std::string& token = request.token();
+  if (!token.empty()) {
+    if (member != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("token (", token.size(), " bytes) may only be sent by gang[0] (",
+                       WorkerName(lease->members[0]), "); ", worker->worker.name(), " is gang[",
+                       member, "]"));
+    }
+    if (token.size() > kMaxRendezvousTokenBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("token (", token.size(),
+                                                     " bytes) must be at most ",
+                                                     kMaxRendezvousTokenBytes, " bytes"));
+    }
+    if (!lease->rendezvous_token.empty() && lease->rendezvous_token != token) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("probe ", request.probe(), " already has a different rendezvous token"));
+    }
+    lease->rendezvous_token = token;
+  }
+  v1::RendezvousResponse response;
+  response.set_token(lease->rendezvous_token);
+  return response;
 }
 
 void Scheduler::CheckLeases() {
@@ -442,13 +504,15 @@ void Scheduler::CheckLeases() {
       if (now > lease.expires) overdue.push_back(probe);
     }
     for (const std::string& probe : overdue) {
-      WorkerRecord& worker = workers_.at(leases_.at(probe).worker_id);
-      worker.cancel_probes.push_back(probe);
-      requeued |=
-          ReleaseLeaseLocked(worker, absl::StrCat(worker.worker.name(), " did not report ", probe,
-                                                  " within its deadline plus ",
-                                                  absl::FormatDuration(options_.lease_grace)));
+      const Lease ended = EndLeaseLocked(probe, /*reporter_id=*/0);
+      auto record = active_.find(ended.search_id);
+      if (record == active_.end()) continue;
+      requeued |= RetryOrGiveUpLocked(
+          record->second, ended.candidate,
+          absl::StrCat(probe, " was not reported within its deadline plus ",
+                       absl::FormatDuration(options_.lease_grace)));
     }
+    UpdateWaitingReasonsLocked();
   }
   if (requeued) NotifyProbesQueued();
 }
@@ -495,18 +559,143 @@ void Scheduler::StoreWorkerLocked(const WorkerRecord& worker) {
   }
 }
 
+absl::StatusOr<std::pair<Scheduler::Lease*, size_t>> Scheduler::FindMembershipLocked(
+    absl::string_view probe, const WorkerRecord& worker) {
+  auto it = leases_.find(probe);
+  if (it != leases_.end()) {
+    const std::vector<int64_t>& members = it->second.members;
+    auto member = std::find(members.begin(), members.end(), worker.id);
+    if (member != members.end()) {
+      return std::make_pair(&it->second, static_cast<size_t>(member - members.begin()));
+    }
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("probe (\"", probe.substr(0, 128), "\") is not leased to ",
+                   worker.worker.name(), "; it was cancelled, re-leased or reported already"));
+}
+
+std::vector<FreeWorker> Scheduler::LiveWorkersLocked(const std::string& backend, bool free_only,
+                                                     int64_t except_id) {
+  std::vector<FreeWorker> live;
+  for (const auto& [id, record] : workers_) {
+    const v1::Worker& worker = record.worker;
+    if (id == except_id || worker.state() == v1::WORKER_LOST) continue;
+    if (free_only && (!worker.current_probe().empty() || record.undelivered.has_value())) {
+      continue;
+    }
+    if (std::find(worker.backends().begin(), worker.backends().end(), backend) ==
+        worker.backends().end()) {
+      continue;
+    }
+    live.push_back(FreeWorker{id, worker.gpus_size()});
+  }
+  return live;
+}
+
+std::pair<v1::ProbeScope, int64_t> Scheduler::ProbeShapeLocked(const SearchRecord& record,
+                                                               int64_t n) {
+  const v1::ProbeSettings& probe = record.search.spec().probe();
+  const v1::ParallelConfig& config = record.search.candidates(n).config();
+  v1::ProbeScope scope = probe.scope();
+  if (scope == v1::PROBE_SCOPE_UNSPECIFIED) {
+    // FULL when the fleet could run every rank at once, even if it is busy now: a full
+    // probe measures the data-parallel traffic a replica can only model.
+    const int64_t capacity = GangCapacity(
+        GroupSize(config), LiveWorkersLocked(probe.backend(), /*free_only=*/false, 0));
+    scope = capacity >= record.world_size ? v1::PROBE_SCOPE_FULL : v1::PROBE_SCOPE_REPLICA;
+  }
+  return {scope, scope == v1::PROBE_SCOPE_FULL ? record.world_size : ReplicaGpus(config)};
+}
+
+std::vector<v1::ProbeAssignment> Scheduler::LeaseLocked(SearchRecord& record, int64_t n,
+                                                        v1::ProbeScope scope, int64_t ranks,
+                                                        const std::vector<RankShare>& shares) {
+  const v1::SearchSpec& spec = record.search.spec();
+  v1::Candidate& candidate = *record.search.mutable_candidates(n);
+  candidate.set_attempts(candidate.attempts() + 1);
+  candidate.set_state(v1::CANDIDATE_RUNNING);
+  candidate.clear_waiting_reason();
+  candidate.set_worker(WorkerName(shares[0].worker_id));
+
+  v1::ProbeAssignment common;
+  common.set_name(ProbeName(record.id, n, candidate.attempts()));
+  common.set_backend(spec.probe().backend());
+  *common.mutable_model() = spec.model();
+  *common.mutable_training() = spec.training();
+  *common.mutable_cluster() = spec.cluster();
+  *common.mutable_config() = candidate.config();
+  common.set_scope(scope);
+  common.set_warmup_steps(spec.probe().warmup_steps());
+  common.set_timed_steps(spec.probe().timed_steps());
+  common.set_deadline_seconds(spec.probe().deadline_seconds());
+  common.set_seed(spec.seed());
+  common.set_num_ranks(ranks);
+  for (const RankShare& share : shares) {
+    v1::GangMember& member = *common.add_gang();
+    const v1::Worker& worker = workers_.at(share.worker_id).worker;
+    member.set_worker(worker.name());
+    member.set_hostname(worker.hostname());
+    member.set_first_rank(share.first_rank);
+    member.set_num_ranks(share.num_ranks);
+  }
+
+  Lease lease{record.id, n, {}, std::vector<std::optional<v1::ProbeResult>>(shares.size()), "",
+              clock_->Now() + absl::Seconds(spec.probe().deadline_seconds()) +
+                  options_.lease_grace};
+  std::vector<v1::ProbeAssignment> assignments;
+  std::vector<std::string> member_labels;
+  for (size_t i = 0; i < shares.size(); ++i) {
+    WorkerRecord& worker = workers_.at(shares[i].worker_id);
+    v1::ProbeAssignment assignment = common;
+    assignment.set_gang_index(static_cast<int64_t>(i));
+    for (int64_t g = 0; g < shares[i].num_ranks; ++g) {
+      assignment.add_gpu_indices(worker.worker.gpus(g).index());
+    }
+    assignments.push_back(std::move(assignment));
+    lease.members.push_back(worker.id);
+    worker.worker.set_state(v1::WORKER_BUSY);
+    worker.worker.set_current_probe(common.name());
+    StoreWorkerLocked(worker);
+    member_labels.push_back(absl::StrCat(worker.worker.name(), " (ranks ", shares[i].first_rank,
+                                         "-", shares[i].first_rank + shares[i].num_ranks - 1,
+                                         ")"));
+  }
+  leases_[common.name()] = std::move(lease);
+  PublishLocked(record, absl::StrCat(CandidateLabel(n), " leased to ",
+                                     absl::StrJoin(member_labels, ", "), " (attempt ",
+                                     candidate.attempts(), " of ", spec.probe().max_attempts(),
+                                     ", ", scope == v1::PROBE_SCOPE_FULL ? "full" : "replica",
+                                     " scope, ", ranks, " GPUs)"));
+  return assignments;
+}
+
+Scheduler::Lease Scheduler::EndLeaseLocked(const std::string& probe, int64_t reporter_id) {
+  auto it = leases_.find(probe);
+  Lease lease = std::move(it->second);
+  leases_.erase(it);
+  for (int64_t id : lease.members) {
+    WorkerRecord& worker = workers_.at(id);
+    if (worker.undelivered.has_value() && worker.undelivered->name() == probe) {
+      worker.undelivered.reset();
+    } else if (id != reporter_id && worker.worker.current_probe() == probe) {
+      worker.cancel_probes.push_back(probe);
+    }
+    if (worker.worker.current_probe() == probe) {
+      worker.worker.clear_current_probe();
+      worker.worker.set_state(v1::WORKER_IDLE);
+      StoreWorkerLocked(worker);
+    }
+  }
+  return lease;
+}
+
 bool Scheduler::ReleaseLeaseLocked(WorkerRecord& worker, const std::string& reason) {
   const std::string probe = worker.worker.current_probe();
-  worker.worker.clear_current_probe();
-  worker.worker.set_state(v1::WORKER_IDLE);
-  StoreWorkerLocked(worker);
-  auto lease_it = leases_.find(probe);
-  if (probe.empty() || lease_it == leases_.end()) return false;
-  const Lease lease = lease_it->second;
-  leases_.erase(lease_it);
-  auto record = active_.find(lease.search_id);
+  if (probe.empty() || leases_.find(probe) == leases_.end()) return false;
+  const Lease ended = EndLeaseLocked(probe, worker.id);
+  auto record = active_.find(ended.search_id);
   if (record == active_.end()) return false;
-  return RetryOrGiveUpLocked(record->second, lease.candidate, reason);
+  return RetryOrGiveUpLocked(record->second, ended.candidate, reason);
 }
 
 bool Scheduler::RetryOrGiveUpLocked(SearchRecord& record, int64_t n, const std::string& reason) {
@@ -562,27 +751,34 @@ void Scheduler::RecordResultLocked(SearchRecord& record, int64_t n, const v1::Pr
                                      search.stop_reason()));
 }
 
-v1::ProbeAssignment Scheduler::MakeAssignmentLocked(SearchRecord& record, int64_t n,
-                                                    const WorkerRecord& worker) {
-  const v1::SearchSpec& spec = record.search.spec();
-  v1::Candidate& candidate = *record.search.mutable_candidates(n);
-  candidate.set_attempts(candidate.attempts() + 1);
-  v1::ProbeAssignment assignment;
-  assignment.set_name(ProbeName(record.id, n, candidate.attempts()));
-  assignment.set_backend(spec.probe().backend());
-  *assignment.mutable_model() = spec.model();
-  *assignment.mutable_training() = spec.training();
-  *assignment.mutable_cluster() = spec.cluster();
-  *assignment.mutable_config() = candidate.config();
-  // A probe runs on one worker in this version: the whole configuration when the worker
-  // has every GPU of it, else one data-parallel replica with DP communication modelled.
-  assignment.set_scope(worker.worker.gpus_size() >= record.world_size ? v1::PROBE_SCOPE_FULL
-                                                                      : v1::PROBE_SCOPE_REPLICA);
-  assignment.set_warmup_steps(spec.probe().warmup_steps());
-  assignment.set_timed_steps(spec.probe().timed_steps());
-  assignment.set_deadline_seconds(spec.probe().deadline_seconds());
-  assignment.set_seed(spec.seed());
-  return assignment;
+void Scheduler::UpdateWaitingReasonsLocked() {
+  std::vector<int64_t> ids;
+  for (const auto& [id, record] : active_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (int64_t id : ids) {
+    SearchRecord& record = active_.at(id);
+    const std::string& backend = record.search.spec().probe().backend();
+    const std::vector<FreeWorker> live = LiveWorkersLocked(backend, /*free_only=*/false, 0);
+    std::vector<std::string> changes;
+    for (int64_t n = 0; n < record.search.candidates_size(); ++n) {
+      v1::Candidate& candidate = *record.search.mutable_candidates(n);
+      if (candidate.state() != v1::CANDIDATE_QUEUED) continue;
+      const int64_t ranks = ProbeShapeLocked(record, n).second;
+      const int64_t group = GroupSize(candidate.config());
+      const int64_t capacity = GangCapacity(group, live);
+      std::string reason;
+      if (capacity < ranks) {
+        reason = absl::StrCat("needs ", ranks, " GPUs in groups of ", group,
+                              " on workers offering backend ", backend,
+                              "; the live workers hold ", capacity);
+      }
+      if (reason == candidate.waiting_reason()) continue;
+      changes.push_back(absl::StrCat(CandidateLabel(n), reason.empty() ? " can be placed again"
+                                                                         : absl::StrCat(" ", reason)));
+      candidate.set_waiting_reason(reason);
+    }
+    if (!changes.empty()) PublishLocked(record, absl::StrJoin(changes, "; "));
+  }
 }
 
 void Scheduler::NotifyProbesQueued() {

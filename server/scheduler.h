@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -24,6 +25,7 @@
 #include "proto/search.pb.h"
 #include "proto/worker_service.pb.h"
 #include "server/clock.h"
+#include "server/gang_placement.h"
 #include "server/probe_queue.h"
 #include "server/search_store.h"
 
@@ -103,15 +105,32 @@ class Scheduler {
   // any it runs that are not leased to it. NOT_FOUND when the worker is unknown or was
   // declared lost (it must register again).
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request);
-  // Leases the next queued probe the worker can run (it offers the backend and has at least
-  // tensor x pipeline x context parallel GPUs), round-robin between searches; nullopt when
-  // none fits now. A probe the worker still held is given up (re-queued). NOT_FOUND as
-  // Heartbeat.
-  absl::StatusOr<std::optional<v1::ProbeAssignment>> TryAcquireProbe(absl::string_view worker);
-  // Records a result. INFRA_ERROR re-queues the probe while attempts remain. NOT_FOUND as
-  // Heartbeat; FAILED_PRECONDITION when the probe is not leased to the worker (cancelled,
-  // re-leased, reported already); INVALID_ARGUMENT for a malformed result.
+  // What TryAcquireProbe gave.
+  struct Acquisition {
+    // nullopt when nothing can be placed now.
+    std::optional<v1::ProbeAssignment> assignment;
+    // A probe was re-queued or gang shares were left for other workers: their parked
+    // AcquireProbe calls should look again. (TryAcquireProbe runs under the wait list's lock,
+    // so it says so instead of calling on_probes_queued.)
+    bool others_may_have_work = false;
+  };
+
+  // Hands over the gang share leased to the worker while it was not asking, if any; else
+  // leases the next queued probe that can be placed now, round-robin between searches: on
+  // this worker alone when it has the probe's GPUs, else on a gang of it and other free
+  // workers offering the backend (gang_placement.h); the other members' shares wait for their
+  // next call. A probe the worker still held is given up (re-queued). NOT_FOUND as Heartbeat.
+  absl::StatusOr<Acquisition> TryAcquireProbe(absl::string_view worker);
+  // Records one member's result. The probe ends when every member reported PROBE_OK, or at
+  // once when one reports another outcome (the others are told to stop); INFRA_ERROR then
+  // re-queues it while attempts remain. NOT_FOUND as Heartbeat; FAILED_PRECONDITION when the
+  // probe is not leased to the worker (cancelled, re-leased, reported already);
+  // INVALID_ARGUMENT for a malformed result.
   absl::Status ReportProbe(const v1::ReportProbeRequest& request);
+  // Relays gang[0]'s rendezvous token to the members. NOT_FOUND as Heartbeat;
+  // FAILED_PRECONDITION when the probe is not leased to the worker or gang[0] sends a second,
+  // different token; INVALID_ARGUMENT when another member sends one or it exceeds 4,096 bytes.
+  absl::StatusOr<v1::RendezvousResponse> Rendezvous(const v1::RendezvousRequest& request);
 
   // Declares workers silent for missed_heartbeats_until_lost intervals LOST and expires
   // overdue leases, re-queueing their probes (or failing them when attempts are spent).
@@ -129,10 +148,16 @@ class Scheduler {
     int64_t world_size = 0;
     std::vector<SearchObserver*> observers;
   };
+  // A probe leased to the workers running its ranks.
   struct Lease {
     int64_t search_id = 0;
     int64_t candidate = 0;
-    int64_t worker_id = 0;
+    // Ids of the workers running it, in gang order; members[0] hosts rank 0.
+    std::vector<int64_t> members;
+    // Results of the members that reported PROBE_OK, by member index.
+    std::vector<std::optional<v1::ProbeResult>> results;
+    // gang[0]'s rendezvous token (Rendezvous); empty until it sends one.
+    std::string rendezvous_token;
     absl::Time expires;
   };
   struct WorkerRecord {
@@ -141,18 +166,43 @@ class Scheduler {
     absl::Time last_heartbeat;
     // Probes to name in the next HeartbeatResponse.cancel_probes.
     std::vector<std::string> cancel_probes;
+    // A gang share leased while the worker was not the one asking; its next AcquireProbe
+    // hands it over.
+    std::optional<v1::ProbeAssignment> undelivered;
   };
 
   // The worker called `name`, if registered and not lost.
   absl::StatusOr<WorkerRecord*> FindLiveWorkerLocked(absl::string_view name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The lease of `probe` and the index of `worker` among its members; FAILED_PRECONDITION
+  // when the probe is not leased to the worker.
+  absl::StatusOr<std::pair<Lease*, size_t>> FindMembershipLocked(absl::string_view probe,
+                                                                  const WorkerRecord& worker)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stores the record's search (ranked) and tells its observers; forgets the record once the
   // search ended, so `record` must not be used after a call that ends it.
   void PublishLocked(SearchRecord& record, const std::string& event)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StoreWorkerLocked(const WorkerRecord& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Removes the worker's lease (if any) and re-queues or fails its probe with `reason`;
-  // returns whether a probe was queued.
+  // Live workers offering `backend` (those without a probe only, when free_only), except
+  // `except_id`, with their GPU counts.
+  std::vector<FreeWorker> LiveWorkersLocked(const std::string& backend, bool free_only,
+                                            int64_t except_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The scope a probe of candidate n runs at now and its rank count.
+  std::pair<v1::ProbeScope, int64_t> ProbeShapeLocked(const SearchRecord& record, int64_t n)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Leases candidate n to the workers of `shares` (shares[0] hosts rank 0), counting an
+  // attempt; returns the assignment of each member, in share order.
+  std::vector<v1::ProbeAssignment> LeaseLocked(SearchRecord& record, int64_t n,
+                                               v1::ProbeScope scope, int64_t ranks,
+                                               const std::vector<RankShare>& shares)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes the lease of `probe` and frees its members; every member but `reporter_id` is
+  // told to stop it. Returns the removed lease.
+  Lease EndLeaseLocked(const std::string& probe, int64_t reporter_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends the lease of the worker's probe (if any) and re-queues or fails the probe with
+  // `reason`; returns whether a probe was queued.
   bool ReleaseLeaseLocked(WorkerRecord& worker, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues candidate n again when attempts remain, else records PROBE_INFRA_ERROR; returns
@@ -162,10 +212,9 @@ class Scheduler {
   // Records a final result of candidate n and ends the search when nothing is left to probe.
   void RecordResultLocked(SearchRecord& record, int64_t n, const v1::ProbeResult& result,
                           const std::string& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Counts an attempt of candidate n and describes it for `worker`.
-  v1::ProbeAssignment MakeAssignmentLocked(SearchRecord& record, int64_t n,
-                                           const WorkerRecord& worker)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets Candidate.waiting_reason of every queued candidate from the live fleet, publishing
+  // the searches whose reasons changed.
+  void UpdateWaitingReasonsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NotifyProbesQueued();
 
   const Options options_;

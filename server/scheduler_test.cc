@@ -106,10 +106,11 @@ class SchedulerTest : public ::testing::Test {
   }
 
   std::optional<v1::ProbeAssignment> Acquire(const std::string& worker) {
-    absl::StatusOr<std::optional<v1::ProbeAssignment>> assignment =
-        scheduler_->TryAcquireProbe(worker);
-    EXPECT_TRUE(assignment.ok()) << assignment.status();
-    return assignment.ok() ? *assignment : std::nullopt;
+    absl::StatusOr<Scheduler::Acquisition> acquired = scheduler_->TryAcquireProbe(worker);
+    EXPECT_TRUE(acquired.ok()) << acquired.status();
+    if (!acquired.ok()) return std::nullopt;
+    others_may_have_work_ = acquired->others_may_have_work;
+    return acquired->assignment;
   }
 
   absl::Status Report(const std::string& worker, const std::string& probe,
@@ -137,6 +138,8 @@ class SchedulerTest : public ::testing::Test {
 
   FakeClock clock_;
   int queued_notifications_ = 0;
+  // What the last Acquire said about other workers' parked calls.
+  bool others_may_have_work_ = false;
   std::unique_ptr<Scheduler> scheduler_;
 };
 
@@ -289,6 +292,119 @@ TEST_F(SchedulerTest, ProbesGoOnlyToWorkersWithTheBackendAndEnoughGpus) {
   }
   // The rest waits for a bigger worker.
   EXPECT_EQ(Get(search.name()).state(), v1::PROBING);
+}
+
+// Llama-3.2-1B on 1 x 8 H100-80GB probed FULL: 8 ranks, more than one 4-GPU worker has.
+v1::CreateSearchRequest FullScopeSearch() {
+  v1::CreateSearchRequest request = SmallSearch(1);
+  request.mutable_spec()->mutable_probe()->set_scope(v1::PROBE_SCOPE_FULL);
+  return request;
+}
+
+TEST_F(SchedulerTest, GangOfTwoWorkersRunsAProbeTooBigForEither) {
+  const std::string a = Register(4);
+  const std::string b = Register(4);
+  const v1::Search search = Create(FullScopeSearch());
+
+  std::optional<v1::ProbeAssignment> first = Acquire(a);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->scope(), v1::PROBE_SCOPE_FULL);
+  EXPECT_EQ(first->num_ranks(), 8);
+  EXPECT_EQ(first->gang_index(), 0);
+  ASSERT_EQ(first->gang_size(), 2);
+  EXPECT_EQ(first->gang(0).worker(), a);
+  EXPECT_EQ(first->gang(0).first_rank(), 0);
+  EXPECT_EQ(first->gang(1).worker(), b);
+  EXPECT_EQ(first->gang(1).first_rank(), 4);
+  EXPECT_EQ(first->gang(1).num_ranks(), 4);
+  EXPECT_THAT(first->gpu_indices(), ElementsAre(0, 1, 2, 3));
+  // b's share waits for its next poll, which the wait list is told to make.
+  EXPECT_TRUE(others_may_have_work_);
+  std::optional<v1::ProbeAssignment> second = Acquire(b);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->name(), first->name());
+  EXPECT_EQ(second->gang_index(), 1);
+
+  // Rank 0's host relays its token to the other member.
+  v1::RendezvousRequest ask;
+  ask.set_worker(b);
+  ask.set_probe(first->name());
+  ASSERT_TRUE(scheduler_->Rendezvous(ask).ok());
+  EXPECT_THAT(scheduler_->Rendezvous(ask)->token(), IsEmpty());
+  v1::RendezvousRequest send = ask;
+  send.set_worker(a);
+  send.set_token("nccl-unique-id");
+  EXPECT_EQ(scheduler_->Rendezvous(send)->token(), "nccl-unique-id");
+  EXPECT_EQ(scheduler_->Rendezvous(ask)->token(), "nccl-unique-id");
+  v1::RendezvousRequest impostor = ask;
+  impostor.set_token("other");
+  EXPECT_EQ(scheduler_->Rendezvous(impostor).status().code(), absl::StatusCode::kInvalidArgument);
+
+  v1::ProbeResult rank0 = OkResult(300);
+  rank0.set_peak_memory_bytes(10);
+  ASSERT_TRUE(Report(a, first->name(), rank0).ok());
+  EXPECT_EQ(Get(search.name()).state(), v1::PROBING);
+  EXPECT_EQ(Report(a, first->name(), rank0).code(), absl::StatusCode::kFailedPrecondition);
+  v1::ProbeResult rank4 = OkResult(250);
+  rank4.set_peak_memory_bytes(20);
+  ASSERT_TRUE(Report(b, first->name(), rank4).ok());
+
+  const v1::Search done = Get(search.name());
+  EXPECT_EQ(done.state(), v1::SUCCEEDED);
+  ASSERT_EQ(done.candidates_size(), 1);
+  EXPECT_EQ(done.candidates(0).worker(), a);
+  EXPECT_DOUBLE_EQ(done.candidates(0).probe_result().model_tflops_per_gpu(), 300);
+  EXPECT_EQ(done.candidates(0).probe_result().peak_memory_bytes(), 20);
+}
+
+TEST_F(SchedulerTest, GangMemberFailureEndsTheProbeAndStopsTheOthers) {
+  const std::string a = Register(4);
+  const std::string b = Register(4);
+  const v1::Search search = Create(FullScopeSearch());
+  std::optional<v1::ProbeAssignment> first = Acquire(a);
+  ASSERT_TRUE(first.has_value());
+  ASSERT_TRUE(Acquire(b).has_value());
+
+  ASSERT_TRUE(Report(b, first->name(), FailedResult(v1::PROBE_OUT_OF_MEMORY)).ok());
+  const v1::Search done = Get(search.name());
+  EXPECT_EQ(done.state(), v1::FAILED);
+  EXPECT_EQ(done.candidates(0).probe_result().outcome(), v1::PROBE_OUT_OF_MEMORY);
+  EXPECT_THAT(done.candidates(0).probe_result().message(),
+              HasSubstr(b + " (member 2 of 2): it broke"));
+  absl::StatusOr<v1::HeartbeatResponse> heartbeat = Heartbeat(a, {first->name()});
+  ASSERT_TRUE(heartbeat.ok());
+  EXPECT_THAT(heartbeat->cancel_probes(), ElementsAre(first->name()));
+  EXPECT_EQ(Report(a, first->name(), OkResult(1)).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(SchedulerTest, LostGangMemberRequeuesTheProbeUntilTheFleetCanHostItAgain) {
+  const std::string a = Register(4);
+  const std::string b = Register(4);
+  const v1::Search search = Create(FullScopeSearch());
+  std::optional<v1::ProbeAssignment> first = Acquire(a);
+  ASSERT_TRUE(first.has_value());
+
+  // b never heartbeats: after three intervals it is lost and the gang's probe is re-queued.
+  clock_.Advance(absl::Seconds(4));
+  ASSERT_TRUE(Heartbeat(a, {first->name()}).ok());
+  clock_.Advance(absl::Seconds(3));
+  ASSERT_TRUE(Heartbeat(a, {first->name()}).ok());
+  scheduler_->CheckLeases();
+  absl::StatusOr<v1::HeartbeatResponse> heartbeat = Heartbeat(a, {first->name()});
+  ASSERT_TRUE(heartbeat.ok());
+  EXPECT_THAT(heartbeat->cancel_probes(), ElementsAre(first->name()));
+  v1::Candidate candidate = Get(search.name()).candidates(0);
+  EXPECT_EQ(candidate.state(), v1::CANDIDATE_QUEUED);
+  EXPECT_THAT(candidate.waiting_reason(), HasSubstr("needs 8 GPUs"));
+  EXPECT_THAT(candidate.waiting_reason(), HasSubstr("the live workers hold 4"));
+  EXPECT_FALSE(Acquire(a).has_value());
+
+  const std::string c = Register(4);
+  EXPECT_THAT(Get(search.name()).candidates(0).waiting_reason(), IsEmpty());
+  std::optional<v1::ProbeAssignment> retry = Acquire(a);
+  ASSERT_TRUE(retry.has_value());
+  EXPECT_EQ(retry->gang(1).worker(), c);
+  EXPECT_THAT(retry->name(), HasSubstr("/probes/2"));
 }
 
 TEST_F(SchedulerTest, LostWorkersProbeIsRequeuedThenGivenUp) {
@@ -521,6 +637,7 @@ TEST_F(SchedulerTest, ListSearchesPagesNewestFirstWithoutCandidates) {
 }
 
 TEST_F(SchedulerTest, WatchersHearEveryChangeUntilTheSearchEnds) {
+  const std::string worker = Register(8);
   const v1::Search search = Create(SmallSearch(1));
   RecordingObserver observer;
   absl::StatusOr<Scheduler::WatchStart> start = scheduler_->Watch(search.name(), &observer);
@@ -528,7 +645,6 @@ TEST_F(SchedulerTest, WatchersHearEveryChangeUntilTheSearchEnds) {
   EXPECT_FALSE(start->ended);
   EXPECT_EQ(start->search.state(), v1::PROBING);
 
-  const std::string worker = Register(8);
   std::optional<v1::ProbeAssignment> assignment = Acquire(worker);
   ASSERT_TRUE(assignment.has_value());
   ASSERT_TRUE(Report(worker, assignment->name(), OkResult(402.1)).ok());

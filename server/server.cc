@@ -29,7 +29,12 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
   std::unique_ptr<ParatuneServer> server(new ParatuneServer(options));
   ParatuneServer* self = server.get();
   server->wait_list_ = std::make_unique<ProbeWaitList>(
-      [self](const std::string& worker) { return self->scheduler_->TryAcquireProbe(worker); });
+      [self](const std::string& worker) -> ProbeWaitList::Attempt {
+        absl::StatusOr<Scheduler::Acquisition> acquired =
+            self->scheduler_->TryAcquireProbe(worker);
+        if (!acquired.ok()) return {acquired.status()};
+        return {std::move(acquired->assignment), acquired->others_may_have_work};
+      });
 
   Scheduler::Options scheduler_options;
   scheduler_options.clock = options.clock;

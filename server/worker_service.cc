@@ -64,4 +64,10 @@ grpc::ServerUnaryReactor* WorkerService::ReportProbe(grpc::CallbackServerContext
   return reactor;
 }
 
+grpc::ServerUnaryReactor* WorkerService::Rendezvous(grpc::CallbackServerContext* context,
+                                                    const v1::RendezvousRequest* request,
+                                                    v1::RendezvousResponse* response) {
+  return FinishUnary(context, scheduler_->Rendezvous(*request), response);
+}
+
 }  // namespace paratune

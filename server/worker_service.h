@@ -30,6 +30,9 @@ class WorkerService final : public v1::WorkerService::CallbackService {
   grpc::ServerUnaryReactor* ReportProbe(grpc::CallbackServerContext* context,
                                         const v1::ReportProbeRequest* request,
                                         v1::ReportProbeResponse* response) override;
+  grpc::ServerUnaryReactor* Rendezvous(grpc::CallbackServerContext* context,
+                                       const v1::RendezvousRequest* request,
+                                       v1::RendezvousResponse* response) override;
 
  private:
   Scheduler* const scheduler_;

@@ -132,6 +132,43 @@ TEST(E2eSearchTest, TopKOnFourNodesProbesEverySelectedCandidate) {
   EXPECT_EQ(completed, 6);
 }
 
+// Full-scope probes of an 8-GPU cluster on two 4-GPU workers: every probe runs as a gang of
+// both, ranks 0-3 on one and 4-7 on the other.
+TEST(E2eSearchTest, GangProbesSpanWorkersTooSmallForThem) {
+  absl::StatusOr<std::unique_ptr<TestCluster>> cluster = TestCluster::Start({
+      {"--backend=sim", "--sim_gpus=4", "--sim_gpu_type=h100-94gb", "--sim_probe_seconds=0.05"},
+      {"--backend=sim", "--sim_gpus=4", "--sim_gpu_type=h100-94gb", "--sim_probe_seconds=0.05"},
+  });
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  v1::CreateSearchRequest request = SearchRequest("llama3.1-8b", "h100-94gb", 2, 4, 512, 8192);
+  request.mutable_spec()->set_policy(v1::TOP_K);
+  request.mutable_spec()->set_top_k(3);
+  request.mutable_spec()->mutable_probe()->set_scope(v1::PROBE_SCOPE_FULL);
+
+  std::vector<v1::WatchSearchResponse> events;
+  const v1::Search search = RunSearch(**cluster, request, &events);
+
+  EXPECT_EQ(search.state(), v1::SUCCEEDED) << search.stop_reason();
+  EXPECT_EQ(search.counts().succeeded(), 3);
+  ExpectRankedAndSimulated(search);
+  // Each probe needed both workers, so each ran its ranks of all three.
+  v1::ListWorkersResponse workers;
+  ASSERT_TRUE(
+      (*cluster)
+          ->autotuner()
+          .ListWorkers(ContextWithTimeout(kRpcTimeout).get(), v1::ListWorkersRequest(), &workers)
+          .ok());
+  ASSERT_EQ(workers.workers_size(), 2);
+  for (const v1::Worker& worker : workers.workers()) {
+    EXPECT_EQ(worker.probes_completed(), 3) << worker.name();
+  }
+  int gang_results = 0;
+  for (const v1::WatchSearchResponse& event : events) {
+    gang_results += absl::StrContains(event.event(), " + workers/");
+  }
+  EXPECT_GE(gang_results, 1);
+}
+
 TEST(E2eSearchTest, ExhaustiveOnOneNodeProbesEveryMemorySafeCandidate) {
   std::unique_ptr<TestCluster> cluster = StartTwoWorkers();
   ASSERT_NE(cluster, nullptr);

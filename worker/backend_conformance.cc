@@ -23,8 +23,8 @@ void ExpectNotOk(const absl::StatusOr<v1::ProbeResult>& outcome) {
 TEST_P(BackendConformanceTest, ValidAssignmentRunsEveryTimedStep) {
   std::unique_ptr<ProbeBackend> backend = GetParam().make_backend();
   const v1::ProbeAssignment& assignment = GetParam().runnable;
-  absl::Notification cancel;
-  absl::StatusOr<v1::ProbeResult> outcome = backend->Run(assignment, cancel);
+  SoloProbeContext context;
+  absl::StatusOr<v1::ProbeResult> outcome = backend->Run(assignment, context);
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   const v1::ProbeResult& result = *outcome;
   ASSERT_EQ(result.outcome(), v1::PROBE_OK) << result.message();
@@ -56,17 +56,17 @@ TEST_P(BackendConformanceTest, ValidAssignmentRunsEveryTimedStep) {
 
 TEST_P(BackendConformanceTest, ImpossibleConfigurationsNeverSucceed) {
   std::unique_ptr<ProbeBackend> backend = GetParam().make_backend();
-  absl::Notification cancel;
+  SoloProbeContext context;
 
   v1::ProbeAssignment tp3 = GetParam().runnable;
   tp3.mutable_config()->set_tensor_parallel(3);
-  ExpectNotOk(backend->Run(tp3, cancel));
+  ExpectNotOk(backend->Run(tp3, context));
 
   v1::ProbeAssignment wrong_world = GetParam().runnable;
   wrong_world.mutable_config()->set_data_parallel(wrong_world.config().data_parallel() * 2);
-  ExpectNotOk(backend->Run(wrong_world, cancel));
+  ExpectNotOk(backend->Run(wrong_world, context));
 
-  ExpectNotOk(backend->Run(v1::ProbeAssignment(), cancel));
+  ExpectNotOk(backend->Run(v1::ProbeAssignment(), context));
 }
 
 TEST_P(BackendConformanceTest, ConfigurationTooLargeForMemoryIsOutOfMemory) {
@@ -77,31 +77,33 @@ TEST_P(BackendConformanceTest, ConfigurationTooLargeForMemoryIsOutOfMemory) {
   assignment.mutable_model()->set_preset("llama3.1-70b");
   assignment.mutable_cluster()->mutable_gpu()->Clear();
   assignment.mutable_cluster()->mutable_gpu()->set_type("a100-40gb");
-  absl::Notification cancel;
-  absl::StatusOr<v1::ProbeResult> outcome = backend->Run(assignment, cancel);
+  SoloProbeContext context;
+  absl::StatusOr<v1::ProbeResult> outcome = backend->Run(assignment, context);
   ExpectNotOk(outcome);
-  if (outcome.ok()) EXPECT_EQ(outcome->outcome(), v1::PROBE_OUT_OF_MEMORY);
+  if (outcome.ok()) {
+    EXPECT_EQ(outcome->outcome(), v1::PROBE_OUT_OF_MEMORY);
+  }
 }
 
 TEST_P(BackendConformanceTest, CancelledBeforeStartReturnsCancelled) {
   std::unique_ptr<ProbeBackend> backend = GetParam().make_backend();
-  absl::Notification cancel;
-  cancel.Notify();
-  absl::StatusOr<v1::ProbeResult> outcome = backend->Run(GetParam().runnable, cancel);
+  SoloProbeContext context;
+  context.Cancel();
+  absl::StatusOr<v1::ProbeResult> outcome = backend->Run(GetParam().runnable, context);
   EXPECT_EQ(outcome.status().code(), absl::StatusCode::kCancelled) << outcome.status();
 }
 
 TEST_P(BackendConformanceTest, CancelledWhileRunningReturns) {
   std::unique_ptr<ProbeBackend> backend = GetParam().make_backend();
-  absl::Notification cancel;
+  SoloProbeContext context;
   absl::Notification started;
   absl::StatusOr<v1::ProbeResult> outcome;
   std::thread runner([&] {
     started.Notify();
-    outcome = backend->Run(GetParam().runnable, cancel);
+    outcome = backend->Run(GetParam().runnable, context);
   });
   started.WaitForNotification();
-  cancel.Notify();
+  context.Cancel();
   // The probe either finished before the cancellation or stopped because of it; a backend
   // that ignores it makes this join hang and the test time out.
   runner.join();
@@ -113,9 +115,9 @@ TEST_P(BackendConformanceTest, CancelledWhileRunningReturns) {
 TEST_P(BackendConformanceTest, DeterministicBackendsRepeatThemselves) {
   std::unique_ptr<ProbeBackend> backend = GetParam().make_backend();
   if (!backend->Deterministic()) GTEST_SKIP() << backend->Name() << " is not deterministic";
-  absl::Notification cancel;
-  absl::StatusOr<v1::ProbeResult> first = backend->Run(GetParam().runnable, cancel);
-  absl::StatusOr<v1::ProbeResult> second = backend->Run(GetParam().runnable, cancel);
+  SoloProbeContext context;
+  absl::StatusOr<v1::ProbeResult> first = backend->Run(GetParam().runnable, context);
+  absl::StatusOr<v1::ProbeResult> second = backend->Run(GetParam().runnable, context);
   ASSERT_TRUE(first.ok() && second.ok());
   ASSERT_EQ(first->step_times_seconds_size(), second->step_times_seconds_size());
   for (int i = 0; i < first->step_times_seconds_size(); ++i) {

@@ -46,7 +46,7 @@ uint64_t NoiseSeed(const v1::ProbeAssignment& assignment, const ParallelConfig& 
 }  // namespace
 
 absl::StatusOr<v1::ProbeResult> SimBackend::Run(const v1::ProbeAssignment& assignment,
-                                                const absl::Notification& cancel) {
+                                                ProbeContext& context) {
   const absl::Time start = absl::Now();
   PT_ASSIGN_OR_RETURN(ModelSpec model, ModelSpecFromProto(assignment.model()));
   PT_ASSIGN_OR_RETURN(TrainingSpec training, TrainingSpecFromProto(assignment.training()));
@@ -62,7 +62,7 @@ absl::StatusOr<v1::ProbeResult> SimBackend::Run(const v1::ProbeAssignment& assig
                                                    assignment.timed_steps(), ") must be in [1, ",
                                                    kMaxTimedSteps, "]"));
   }
-  if (cancel.WaitForNotificationWithTimeout(options_.probe_time)) {
+  if (context.cancelled().WaitForNotificationWithTimeout(options_.probe_time)) {
     return absl::CancelledError(absl::StrCat("probe ", assignment.name(), " was cancelled"));
   }
 

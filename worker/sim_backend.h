@@ -33,8 +33,10 @@ class SimBackend : public ProbeBackend {
   // INVALID_ARGUMENT naming the field for an invalid model, training run, cluster,
   // configuration (dp x tp x pp x cp must be the cluster's GPUs) or timed_steps outside
   // [1, 10000]; CANCELLED when `cancel` is notified first.
+  // Every member of a gang runs the same simulation and reports it; the scheduler keeps rank
+  // 0's.
   absl::StatusOr<v1::ProbeResult> Run(const v1::ProbeAssignment& assignment,
-                                      const absl::Notification& cancel) override;
+                                      ProbeContext& context) override;
 
  private:
   const Options options_;

@@ -24,8 +24,8 @@ INSTANTIATE_TEST_SUITE_P(Sim, BackendConformanceTest,
                          BackendConformanceParamName);
 
 TEST(SimBackendTest, ResultsAreLabelledSimulated) {
-  absl::Notification cancel;
-  absl::StatusOr<v1::ProbeResult> result = FastSim()->Run(SmallConformanceAssignment(), cancel);
+  SoloProbeContext context;
+  absl::StatusOr<v1::ProbeResult> result = FastSim()->Run(SmallConformanceAssignment(), context);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_TRUE(result->simulated());
   EXPECT_EQ(result->backend(), "sim");
@@ -36,11 +36,11 @@ TEST(SimBackendTest, ResultsAreLabelledSimulated) {
 }
 
 TEST(SimBackendTest, TheSeedChangesTheNoise) {
-  absl::Notification cancel;
+  SoloProbeContext context;
   v1::ProbeAssignment other_seed = SmallConformanceAssignment();
   other_seed.set_seed(8);
-  absl::StatusOr<v1::ProbeResult> a = FastSim()->Run(SmallConformanceAssignment(), cancel);
-  absl::StatusOr<v1::ProbeResult> b = FastSim()->Run(other_seed, cancel);
+  absl::StatusOr<v1::ProbeResult> a = FastSim()->Run(SmallConformanceAssignment(), context);
+  absl::StatusOr<v1::ProbeResult> b = FastSim()->Run(other_seed, context);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_NE(a->step_times_seconds(0), b->step_times_seconds(0));
 }
@@ -48,8 +48,8 @@ TEST(SimBackendTest, TheSeedChangesTheNoise) {
 TEST(SimBackendTest, OutOfMemoryReportsTheEstimateAsPeakMemory) {
   v1::ProbeAssignment assignment = SmallConformanceAssignment();
   assignment.mutable_model()->set_preset("llama3.1-70b");
-  absl::Notification cancel;
-  absl::StatusOr<v1::ProbeResult> result = FastSim()->Run(assignment, cancel);
+  SoloProbeContext context;
+  absl::StatusOr<v1::ProbeResult> result = FastSim()->Run(assignment, context);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->outcome(), v1::PROBE_OUT_OF_MEMORY);
   EXPECT_GT(result->peak_memory_bytes(), 80LL * 1000 * 1000 * 1000);
@@ -60,8 +60,8 @@ TEST(SimBackendTest, OutOfMemoryReportsTheEstimateAsPeakMemory) {
 TEST(SimBackendTest, TimedStepsOutOfRangeNameTheField) {
   v1::ProbeAssignment assignment = SmallConformanceAssignment();
   assignment.set_timed_steps(0);
-  absl::Notification cancel;
-  absl::StatusOr<v1::ProbeResult> result = FastSim()->Run(assignment, cancel);
+  SoloProbeContext context;
+  absl::StatusOr<v1::ProbeResult> result = FastSim()->Run(assignment, context);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(result.status().message(), HasSubstr("assignment.timed_steps (0)"));
 }

@@ -18,6 +18,7 @@ namespace {
 
 constexpr absl::Duration kInitialBackoff = absl::Milliseconds(200);
 constexpr absl::Duration kMaxBackoff = absl::Seconds(5);
+constexpr absl::Duration kRendezvousInitialBackoff = absl::Milliseconds(20);
 constexpr int kReportAttempts = 6;
 constexpr double kDefaultProbeDeadlineSeconds = 600;
 
@@ -61,6 +62,28 @@ absl::Status ValidateOptions(const WorkerDaemon::Options& options) {
 }
 
 }  // namespace
+
+// A probe's window onto the daemon: its cancellation and the scheduler's rendezvous relay.
+class WorkerDaemon::DaemonProbeContext : public ProbeContext {
+ public:
+  DaemonProbeContext(WorkerDaemon* daemon, std::string worker_name, std::string probe,
+                     std::shared_ptr<absl::Notification> cancelled)
+      : daemon_(daemon),
+        worker_name_(std::move(worker_name)),
+        probe_(std::move(probe)),
+        cancelled_(std::move(cancelled)) {}
+
+  const absl::Notification& cancelled() const override { return *cancelled_; }
+  absl::StatusOr<std::string> Rendezvous(const std::string& token) override {
+    return daemon_->Rendezvous(worker_name_, probe_, token, *cancelled_);
+  }
+
+ private:
+  WorkerDaemon* const daemon_;
+  const std::string worker_name_;
+  const std::string probe_;
+  const std::shared_ptr<absl::Notification> cancelled_;
+};
 
 WorkerDaemon::WorkerDaemon(Options options)
     : options_(std::move(options)),
@@ -250,8 +273,9 @@ void WorkerDaemon::RunAndReport(const v1::ProbeAssignment& assignment,
       running_ = RunningProbe{assignment.name(), cancel, false};
       if (stopping_) cancel->Notify();
     }
+    DaemonProbeContext context(this, worker_name, assignment.name(), cancel);
     std::optional<absl::StatusOr<v1::ProbeResult>> outcome =
-        RunWithDeadline(**backend, assignment, *cancel);
+        RunWithDeadline(**backend, assignment, context);
     bool cancelled_by_server = false;
     {
       absl::MutexLock lock(&mu_);
@@ -277,15 +301,14 @@ void WorkerDaemon::RunAndReport(const v1::ProbeAssignment& assignment,
 }
 
 std::optional<absl::StatusOr<v1::ProbeResult>> WorkerDaemon::RunWithDeadline(
-    ProbeBackend& backend, const v1::ProbeAssignment& assignment,
-    const absl::Notification& cancel) {
+    ProbeBackend& backend, const v1::ProbeAssignment& assignment, ProbeContext& context) {
   absl::StatusOr<v1::ProbeResult> outcome;
   absl::Notification finished;
   // A thread of its own, so the deadline holds even while the backend is busy; exceptions
   // are caught here so that no backend can end the daemon.
   std::thread runner([&] {
     try {
-      outcome = backend.Run(assignment, cancel);
+      outcome = backend.Run(assignment, context);
     } catch (const std::exception& e) {
       outcome = absl::InternalError(absl::StrCat("backend threw: ", e.what()));
     } catch (...) {
@@ -309,6 +332,29 @@ std::optional<absl::StatusOr<v1::ProbeResult>> WorkerDaemon::RunWithDeadline(
   runner.join();
   if (overran) return std::nullopt;
   return outcome;
+}
+
+absl::StatusOr<std::string> WorkerDaemon::Rendezvous(const std::string& worker_name,
+                                                     const std::string& probe,
+                                                     const std::string& token,
+                                                     const absl::Notification& cancelled) {
+  v1::RendezvousRequest request;
+  request.set_worker(worker_name);
+  request.set_probe(probe);
+  request.set_token(token);
+  // Members start within moments of each other, so the first polls are quick.
+  absl::Duration backoff = kRendezvousInitialBackoff;
+  while (true) {
+    v1::RendezvousResponse response;
+    const absl::Status status =
+        FromGrpc(stub_->Rendezvous(NewContext(options_.rpc_timeout).get(), request, &response));
+    if (status.ok() && !response.token().empty()) return response.token();
+    if (!status.ok() && !Retryable(status)) return status;
+    if (cancelled.WaitForNotificationWithTimeout(backoff)) {
+      return absl::CancelledError(absl::StrCat("probe ", probe, " was cancelled during rendezvous"));
+    }
+    backoff = std::min(backoff * 2, kMaxBackoff / 10);
+  }
 }
 
 void WorkerDaemon::Report(const std::string& worker_name, const std::string& probe,

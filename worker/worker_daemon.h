@@ -70,6 +70,8 @@ class WorkerDaemon {
     bool cancelled_by_server = false;
   };
 
+  class DaemonProbeContext;
+
   explicit WorkerDaemon(Options options);
 
   absl::StatusOr<v1::RegisterWorkerResponse> CallRegister();
@@ -80,8 +82,11 @@ class WorkerDaemon {
   void RunAndReport(const v1::ProbeAssignment& assignment, const std::string& worker_name);
   // The backend's outcome, or nullopt when the probe overran its deadline (it was cancelled).
   std::optional<absl::StatusOr<v1::ProbeResult>> RunWithDeadline(
-      ProbeBackend& backend, const v1::ProbeAssignment& assignment,
-      const absl::Notification& cancel);
+      ProbeBackend& backend, const v1::ProbeAssignment& assignment, ProbeContext& context);
+  // The scheduler's Rendezvous, retried with backoff until gang[0]'s token is there.
+  absl::StatusOr<std::string> Rendezvous(const std::string& worker_name, const std::string& probe,
+                                         const std::string& token,
+                                         const absl::Notification& cancelled);
   void Report(const std::string& worker_name, const std::string& probe,
               const v1::ProbeResult& result);
   std::unique_ptr<grpc::ClientContext> NewContext(absl::Duration timeout) const;

@@ -67,6 +67,14 @@ class FakeWorkerService final : public v1::WorkerService::Service {
     return grpc::Status::OK;
   }
 
+  // Has no token for the first two calls, then "nccl-id".
+  grpc::Status Rendezvous(grpc::ServerContext*, const v1::RendezvousRequest* request,
+                          v1::RendezvousResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    if (++rendezvous_calls_ > 2) response->set_token("nccl-id");
+    return grpc::Status::OK;
+  }
+
   grpc::Status ReportProbe(grpc::ServerContext*, const v1::ReportProbeRequest* request,
                            v1::ReportProbeResponse*) override {
     absl::MutexLock lock(&mu_);
@@ -117,13 +125,15 @@ class FakeWorkerService final : public v1::WorkerService::Service {
   int registrations_ ABSL_GUARDED_BY(mu_) = 0;
   v1::RegisterWorkerRequest last_registration_ ABSL_GUARDED_BY(mu_);
   bool forget_ ABSL_GUARDED_BY(mu_) = false;
+  int rendezvous_calls_ ABSL_GUARDED_BY(mu_) = 0;
   std::string cancel_ ABSL_GUARDED_BY(mu_);
   std::deque<v1::ProbeAssignment> queue_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::ReportProbeRequest> reports_ ABSL_GUARDED_BY(mu_);
 };
 
-// Behaves as the assignment's name says: "ok", "throw", "error"; anything else blocks until
-// cancelled (and notifies `hang_started` the first time).
+// Behaves as the assignment's name says: "ok", "throw", "error", "rendezvous" (OK with the
+// gang token as its message); anything else blocks until cancelled (and notifies
+// `hang_started` the first time).
 class ScriptedBackend : public ProbeBackend {
  public:
   explicit ScriptedBackend(absl::Notification* hang_started) : hang_started_(hang_started) {}
@@ -131,25 +141,34 @@ class ScriptedBackend : public ProbeBackend {
   std::string Name() const override { return "sim"; }
   bool Deterministic() const override { return true; }
   absl::StatusOr<v1::ProbeResult> Run(const v1::ProbeAssignment& assignment,
-                                      const absl::Notification& cancel) override {
-    if (assignment.name() == "ok") {
-      v1::ProbeResult result;
-      result.set_outcome(v1::PROBE_OK);
-      result.set_backend("sim");
-      result.add_step_times_seconds(1);
-      result.set_mean_step_time_seconds(1);
+                                      ProbeContext& context) override {
+    if (assignment.name() == "rendezvous") {
+      absl::StatusOr<std::string> token = context.Rendezvous("");
+      if (!token.ok()) return token.status();
+      v1::ProbeResult result = Ok();
+      result.set_message(*token);
       return result;
     }
+    if (assignment.name() == "ok") return Ok();
     if (assignment.name() == "throw") throw std::runtime_error("boom");
     if (assignment.name() == "error") return absl::UnavailableError("driver went away");
     if (hang_started_ != nullptr && !hang_started_->HasBeenNotified()) hang_started_->Notify();
-    if (cancel.WaitForNotificationWithTimeout(absl::Seconds(60))) {
+    if (context.cancelled().WaitForNotificationWithTimeout(absl::Seconds(60))) {
       return absl::CancelledError("cancelled");
     }
     return absl::InternalError("never cancelled");
   }
 
  private:
+  static v1::ProbeResult Ok() {
+    v1::ProbeResult result;
+    result.set_outcome(v1::PROBE_OK);
+    result.set_backend("sim");
+    result.add_step_times_seconds(1);
+    result.set_mean_step_time_seconds(1);
+    return result;
+  }
+
   absl::Notification* const hang_started_;
 };
 
@@ -233,6 +252,14 @@ TEST_F(WorkerDaemonTest, FailingBackendsBecomeResultsAndTheDaemonGoesOn) {
   EXPECT_EQ(reports[2].result().outcome(), v1::PROBE_INFRA_ERROR);
   EXPECT_THAT(reports[2].result().message(), HasSubstr("no backend \"cuda\""));
   EXPECT_EQ(reports[3].result().outcome(), v1::PROBE_OK);
+}
+
+TEST_F(WorkerDaemonTest, RendezvousWaitsForTheGangToken) {
+  service_.Queue(Assignment("rendezvous"));
+  const std::vector<v1::ReportProbeRequest> reports = service_.WaitForReports(1);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].result().outcome(), v1::PROBE_OK);
+  EXPECT_EQ(reports[0].result().message(), "nccl-id");
 }
 
 TEST_F(WorkerDaemonTest, DeadlineStopsAHangingProbe) {

@@ -1,0 +1,19 @@
+// One probe's result from the results of the workers that ran its ranks (DESIGN.md §7).
+#ifndef PARATUNE_SERVER_GANG_RESULT_H_
+#define PARATUNE_SERVER_GANG_RESULT_H_
+
+#include <vector>
+
+#include "proto/probe.pb.h"
+
+namespace paratune {
+
+// The result of a probe whose members all reported PROBE_OK, `by_member` in gang order
+// (non-empty). The probe's timing is rank 0's (the probe averages over ranks itself, as
+// nccl-tests does); peak memory and wall time are the largest any member saw, and `measured`
+// / `modelled` are the union, measured winning where a part appears in both.
+v1::ProbeResult CombineGangResults(const std::vector<v1::ProbeResult>& by_member);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_SERVER_GANG_RESULT_H_
