@@ -20,7 +20,8 @@ using ::testing::HasSubstr;
 constexpr absl::Duration kRpcTimeout = absl::Seconds(30);
 constexpr absl::Duration kSearchTimeout = absl::Seconds(120);
 
-// Two workers of different sizes, so that some probes run as a replica and some in full.
+// Two workers of different sizes: a full probe of a 16-GPU cluster fits on the first alone or
+// on a gang of both.
 std::unique_ptr<TestCluster> StartTwoWorkers() {
   absl::StatusOr<std::unique_ptr<TestCluster>> cluster = TestCluster::Start({
       {"--backend=sim", "--sim_gpus=16", "--sim_gpu_type=h100-94gb", "--sim_probe_seconds=0.05"},
@@ -128,8 +129,10 @@ TEST(E2eSearchTest, TopKOnFourNodesProbesEverySelectedCandidate) {
     EXPECT_THAT(worker.gpus(0).name(), HasSubstr("simulated H100-94GB"));
     completed += worker.probes_completed();
   }
-  // Which worker ran which probe depends on timing; the total does not.
-  EXPECT_EQ(completed, 6);
+  // Each probe ran on the 16-GPU worker alone or on a gang of both (full scope: the fleet
+  // holds the 16 GPUs), which depends on who asked first.
+  EXPECT_GE(completed, 6);
+  EXPECT_LE(completed, 12);
 }
 
 // Full-scope probes of an 8-GPU cluster on two 4-GPU workers: every probe runs as a gang of
