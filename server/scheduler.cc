@@ -45,6 +45,19 @@ int64_t ReplicaGpus(const v1::ParallelConfig& config) {
   return config.tensor_parallel() * config.pipeline_parallel() * config.context_parallel();
 }
 
+// Whether `worker` can run probes with these settings: it offers the backend and, for the
+// command backend, the launch template.
+bool Offers(const v1::Worker& worker, const v1::ProbeSettings& probe) {
+  const auto& backends = worker.backends();
+  if (std::find(backends.begin(), backends.end(), probe.backend()) == backends.end()) {
+    return false;
+  }
+  if (probe.command_template().empty()) return true;
+  const auto& templates = worker.command_templates();
+  return std::find(templates.begin(), templates.end(), probe.command_template()) !=
+         templates.end();
+}
+
 // Ranks that must share a host: a tensor x context parallel group talks on every layer.
 int64_t GroupSize(const v1::ParallelConfig& config) {
   return config.tensor_parallel() * config.context_parallel();
@@ -301,6 +314,7 @@ absl::StatusOr<v1::RegisterWorkerResponse> Scheduler::RegisterWorker(
     *worker.mutable_gpus() = request.gpus();
     *worker.mutable_backends() = request.backends();
     *worker.mutable_labels() = request.labels();
+    *worker.mutable_command_templates() = request.command_templates();
     worker.set_state(v1::WORKER_IDLE);
     StoreWorkerLocked(record);
     response.set_name(worker.name());
@@ -350,7 +364,6 @@ absl::StatusOr<Scheduler::Acquisition> Scheduler::TryAcquireProbe(
           *worker,
           absl::StrCat(worker->worker.name(), " asked for a new probe while holding ", held));
     }
-    const auto& backends = worker->worker.backends();
     const FreeWorker requester{worker->id, worker->worker.gpus_size()};
     v1::ProbeScope scope = v1::PROBE_SCOPE_UNSPECIFIED;
     int64_t ranks = 0;
@@ -360,14 +373,12 @@ absl::StatusOr<Scheduler::Acquisition> Scheduler::TryAcquireProbe(
           auto it = active_.find(item.search_id);
           if (it == active_.end()) return false;
           const SearchRecord& record = it->second;
-          const std::string& backend = record.search.spec().probe().backend();
-          if (std::find(backends.begin(), backends.end(), backend) == backends.end()) {
-            return false;
-          }
+          const v1::ProbeSettings& probe = record.search.spec().probe();
+          if (!Offers(worker->worker, probe)) return false;
           std::tie(scope, ranks) = ProbeShapeLocked(record, item.candidate);
           std::optional<std::vector<RankShare>> placed =
               PlaceGang(ranks, GroupSize(record.search.candidates(item.candidate).config()),
-                        requester, LiveWorkersLocked(backend, /*free_only=*/true, worker->id));
+                        requester, LiveWorkersLocked(probe, /*free_only=*/true, worker->id));
           if (!placed.has_value()) return false;
           shares = *std::move(placed);
           return true;
@@ -574,8 +585,8 @@ absl::StatusOr<std::pair<Scheduler::Lease*, size_t>> Scheduler::FindMembershipLo
                    worker.worker.name(), "; it was cancelled, re-leased or reported already"));
 }
 
-std::vector<FreeWorker> Scheduler::LiveWorkersLocked(const std::string& backend, bool free_only,
-                                                     int64_t except_id) {
+std::vector<FreeWorker> Scheduler::LiveWorkersLocked(const v1::ProbeSettings& probe,
+                                                     bool free_only, int64_t except_id) {
   std::vector<FreeWorker> live;
   for (const auto& [id, record] : workers_) {
     const v1::Worker& worker = record.worker;
@@ -583,10 +594,7 @@ std::vector<FreeWorker> Scheduler::LiveWorkersLocked(const std::string& backend,
     if (free_only && (!worker.current_probe().empty() || record.undelivered.has_value())) {
       continue;
     }
-    if (std::find(worker.backends().begin(), worker.backends().end(), backend) ==
-        worker.backends().end()) {
-      continue;
-    }
+    if (!Offers(worker, probe)) continue;
     live.push_back(FreeWorker{id, worker.gpus_size()});
   }
   return live;
@@ -600,8 +608,8 @@ std::pair<v1::ProbeScope, int64_t> Scheduler::ProbeShapeLocked(const SearchRecor
   if (scope == v1::PROBE_SCOPE_UNSPECIFIED) {
     // FULL when the fleet could run every rank at once, even if it is busy now: a full
     // probe measures the data-parallel traffic a replica can only model.
-    const int64_t capacity = GangCapacity(
-        GroupSize(config), LiveWorkersLocked(probe.backend(), /*free_only=*/false, 0));
+    const int64_t capacity =
+        GangCapacity(GroupSize(config), LiveWorkersLocked(probe, /*free_only=*/false, 0));
     scope = capacity >= record.world_size ? v1::PROBE_SCOPE_FULL : v1::PROBE_SCOPE_REPLICA;
   }
   return {scope, scope == v1::PROBE_SCOPE_FULL ? record.world_size : ReplicaGpus(config)};
@@ -620,6 +628,7 @@ std::vector<v1::ProbeAssignment> Scheduler::LeaseLocked(SearchRecord& record, in
   v1::ProbeAssignment common;
   common.set_name(ProbeName(record.id, n, candidate.attempts()));
   common.set_backend(spec.probe().backend());
+  common.set_command_template(spec.probe().command_template());
   *common.mutable_model() = spec.model();
   *common.mutable_training() = spec.training();
   *common.mutable_cluster() = spec.cluster();
@@ -757,8 +766,8 @@ void Scheduler::UpdateWaitingReasonsLocked() {
   std::sort(ids.begin(), ids.end());
   for (int64_t id : ids) {
     SearchRecord& record = active_.at(id);
-    const std::string& backend = record.search.spec().probe().backend();
-    const std::vector<FreeWorker> live = LiveWorkersLocked(backend, /*free_only=*/false, 0);
+    const v1::ProbeSettings& probe = record.search.spec().probe();
+    const std::vector<FreeWorker> live = LiveWorkersLocked(probe, /*free_only=*/false, 0);
     std::vector<std::string> changes;
     for (int64_t n = 0; n < record.search.candidates_size(); ++n) {
       v1::Candidate& candidate = *record.search.mutable_candidates(n);
@@ -769,7 +778,10 @@ void Scheduler::UpdateWaitingReasonsLocked() {
       std::string reason;
       if (capacity < ranks) {
         reason = absl::StrCat("needs ", ranks, " GPUs in groups of ", group,
-                              " on workers offering backend ", backend,
+                              " on workers offering backend ", probe.backend(),
+                              probe.command_template().empty()
+                                  ? ""
+                                  : absl::StrCat(" with template ", probe.command_template()),
                               "; the live workers hold ", capacity);
       }
       if (reason == candidate.waiting_reason()) continue;

@@ -184,9 +184,9 @@ class Scheduler {
   void PublishLocked(SearchRecord& record, const std::string& event)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StoreWorkerLocked(const WorkerRecord& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Live workers offering `backend` (those without a probe only, when free_only), except
-  // `except_id`, with their GPU counts.
-  std::vector<FreeWorker> LiveWorkersLocked(const std::string& backend, bool free_only,
+  // Live workers that can run probes with these settings (those without a probe only, when
+  // free_only), except `except_id`, with their GPU counts.
+  std::vector<FreeWorker> LiveWorkersLocked(const v1::ProbeSettings& probe, bool free_only,
                                             int64_t except_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The scope a probe of candidate n runs at now and its rank count.
   std::pair<v1::ProbeScope, int64_t> ProbeShapeLocked(const SearchRecord& record, int64_t n)

@@ -407,6 +407,27 @@ TEST_F(SchedulerTest, LostGangMemberRequeuesTheProbeUntilTheFleetCanHostItAgain)
   EXPECT_THAT(retry->name(), HasSubstr("/probes/2"));
 }
 
+TEST_F(SchedulerTest, CommandProbesGoOnlyToWorkersWithTheTemplate) {
+  v1::CreateSearchRequest request = SmallSearch(1);
+  request.mutable_spec()->mutable_probe()->set_backend("command");
+  request.mutable_spec()->mutable_probe()->set_command_template("megatron-gpt");
+  const v1::Search search = Create(request);
+
+  v1::RegisterWorkerRequest nemo = Worker(8, "command");
+  nemo.add_command_templates("nemo-llama");
+  const std::string nemo_worker = *scheduler_->RegisterWorker(nemo)->mutable_name();
+  EXPECT_FALSE(Acquire(nemo_worker).has_value());
+  EXPECT_THAT(Get(search.name()).candidates(0).waiting_reason(),
+              HasSubstr("backend command with template megatron-gpt"));
+
+  v1::RegisterWorkerRequest megatron = Worker(8, "command");
+  megatron.add_command_templates("megatron-gpt");
+  const std::string megatron_worker = *scheduler_->RegisterWorker(megatron)->mutable_name();
+  std::optional<v1::ProbeAssignment> assignment = Acquire(megatron_worker);
+  ASSERT_TRUE(assignment.has_value());
+  EXPECT_EQ(assignment->command_template(), "megatron-gpt");
+}
+
 TEST_F(SchedulerTest, LostWorkersProbeIsRequeuedThenGivenUp) {
   const v1::Search search = Create(SmallSearch(1));
   const std::string first = Register(8);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "common/template_name.h"
 
 namespace paratune {
 namespace {
@@ -45,6 +46,18 @@ absl::Status NormalizeProbeSettings(v1::ProbeSettings& probe) {
   PT_RETURN_IF_ERROR(
       CheckRange("spec.probe.max_attempts", probe.max_attempts(), 0, kMaxMaxAttempts));
   if (probe.max_attempts() == 0) probe.set_max_attempts(kDefaultMaxAttempts);
+  if (!v1::ProbeScope_IsValid(probe.scope())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.probe.scope (", static_cast<int>(probe.scope()), ") is not a ProbeScope"));
+  }
+  if (probe.backend() == "command") {
+    PT_RETURN_IF_ERROR(
+        ValidateTemplateName("spec.probe.command_template", probe.command_template()));
+  } else if (!probe.command_template().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.probe.command_template (\"", absl::CHexEscape(probe.command_template().substr(0, 64)),
+        "\") is only for backend command, not ", probe.backend()));
+  }
   return absl::OkStatus();
 }
 

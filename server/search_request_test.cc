@@ -86,6 +86,26 @@ TEST(ValidateCreateSearchRequestTest, ProbeSettingsOutOfRangeNameFieldAndValue) 
             absl::InvalidArgumentError("spec.top_k (10001) must be in [0, 10000]"));
 }
 
+TEST(ValidateCreateSearchRequestTest, CommandBackendNeedsATemplateNameAndOnlyIt) {
+  v1::CreateSearchRequest request = Valid();
+  request.mutable_spec()->mutable_probe()->set_backend("command");
+  EXPECT_THAT(Validate(request).message(), HasSubstr("spec.probe.command_template (\"\")"));
+  request.mutable_spec()->mutable_probe()->set_command_template("megatron-gpt");
+  EXPECT_TRUE(Validate(request).ok());
+  request.mutable_spec()->mutable_probe()->set_command_template("bash -c 'rm -rf /'");
+  EXPECT_EQ(Validate(request).code(), absl::StatusCode::kInvalidArgument);
+
+  request = Valid();
+  request.mutable_spec()->mutable_probe()->set_command_template("megatron-gpt");
+  EXPECT_EQ(Validate(request),
+            absl::InvalidArgumentError("spec.probe.command_template (\"megatron-gpt\") is only "
+                                       "for backend command, not sim"));
+  request = Valid();
+  request.mutable_spec()->mutable_probe()->set_scope(static_cast<v1::ProbeScope>(9));
+  EXPECT_EQ(Validate(request),
+            absl::InvalidArgumentError("spec.probe.scope (9) is not a ProbeScope"));
+}
+
 TEST(ValidateCreateSearchRequestTest, DisplayNameIsLimited) {
   v1::CreateSearchRequest request = Valid();
   request.set_display_name(std::string(256, 'x'));

@@ -1,11 +1,14 @@
 #include "server/worker_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "common/template_name.h"
 
 namespace paratune {
 namespace {
@@ -13,6 +16,7 @@ namespace {
 constexpr int64_t kMaxNameBytes = 256;
 constexpr int kMaxGpus = 64;
 constexpr int kMaxLabels = 32;
+constexpr int kMaxCommandTemplates = 64;
 constexpr int kMaxStepTimes = 10'000;
 constexpr size_t kMaxMessageBytes = 64 * 1024;
 
@@ -73,6 +77,28 @@ absl::Status ValidateRegisterWorkerRequest(const v1::RegisterWorkerRequest& requ
     if (!seen.insert(backend).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("backends[", i, "] (", Shown(backend), ") is listed twice"));
+    }
+  }
+  const bool offers_command =
+      std::find(request.backends().begin(), request.backends().end(), "command") !=
+      request.backends().end();
+  if (!offers_command && request.command_templates_size() > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("command_templates (", request.command_templates_size(),
+                     " names) need the command backend among backends"));
+  }
+  if (request.command_templates_size() > kMaxCommandTemplates) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("command_templates (", request.command_templates_size(),
+                     " names) must have at most ", kMaxCommandTemplates));
+  }
+  absl::flat_hash_set<std::string> templates;
+  for (int i = 0; i < request.command_templates_size(); ++i) {
+    const std::string& name = request.command_templates(i);
+    const std::string field = absl::StrCat("command_templates[", i, "]");
+    PT_RETURN_IF_ERROR(ValidateTemplateName(field, name));
+    if (!templates.insert(name).second) {
+      return absl::InvalidArgumentError(absl::StrCat(field, " (", Shown(name), ") is listed twice"));
     }
   }
   if (request.labels_size() > kMaxLabels) {

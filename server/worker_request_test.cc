@@ -63,6 +63,22 @@ v1::ProbeResult Ok() {
   return result;
 }
 
+TEST(ValidateRegisterWorkerRequestTest, CommandTemplatesNeedTheCommandBackendAndValidNames) {
+  v1::RegisterWorkerRequest request = Valid();
+  request.add_command_templates("megatron-gpt");
+  EXPECT_EQ(ValidateRegisterWorkerRequest(request),
+            absl::InvalidArgumentError(
+                "command_templates (1 names) need the command backend among backends"));
+  request.add_backends("command");
+  EXPECT_TRUE(ValidateRegisterWorkerRequest(request).ok());
+  request.add_command_templates("megatron-gpt");
+  EXPECT_THAT(ValidateRegisterWorkerRequest(request).message(),
+              HasSubstr("command_templates[1] (\"megatron-gpt\") is listed twice"));
+  request.set_command_templates(1, "python train.py");
+  EXPECT_THAT(ValidateRegisterWorkerRequest(request).message(),
+              HasSubstr("command_templates[1] (\"python train.py\") must be"));
+}
+
 TEST(ValidateProbeResultTest, AcceptsOkAndFailures) {
   EXPECT_TRUE(ValidateProbeResult(Ok()).ok());
   v1::ProbeResult oom;
