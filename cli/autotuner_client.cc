@@ -62,6 +62,11 @@ absl::StatusOr<v1::ListWorkersResponse> AutotunerClient::ListWorkers() {
                                        v1::ListWorkersRequest());
 }
 
+absl::StatusOr<v1::ListSearchEventsResponse> AutotunerClient::ListSearchEvents(
+    const v1::ListSearchEventsRequest& request) {
+  return Call<v1::ListSearchEventsResponse>(&v1::Autotuner::Stub::ListSearchEvents, request);
+}
+
 absl::Status AutotunerClient::WatchSearch(
     const std::string& name, absl::Duration watch_timeout,
     const std::function<void(const v1::WatchSearchResponse&)>& on_event) {

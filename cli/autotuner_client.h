@@ -25,6 +25,8 @@ class AutotunerClient {
   absl::StatusOr<v1::ListSearchesResponse> ListSearches(const v1::ListSearchesRequest& request);
   absl::StatusOr<v1::Search> CancelSearch(const std::string& name);
   absl::StatusOr<v1::ListWorkersResponse> ListWorkers();
+  absl::StatusOr<v1::ListSearchEventsResponse> ListSearchEvents(
+      const v1::ListSearchEventsRequest& request);
 
   // Calls `on_event` for every streamed event until the search ends (OK), the stream fails,
   // or `watch_timeout` passes (DEADLINE_EXCEEDED).

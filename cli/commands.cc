@@ -93,6 +93,12 @@ absl::Status RunCancel(AutotunerClient& client, const std::string& name,
   return Print(search, absl::StrCat("cancelled ", search.name(), "\n"), output, out);
 }
 
+absl::Status RunEvents(AutotunerClient& client, const v1::ListSearchEventsRequest& request,
+                       const OutputOptions& output, std::ostream& out) {
+  PT_ASSIGN_OR_RETURN(v1::ListSearchEventsResponse response, client.ListSearchEvents(request));
+  return Print(response, FormatEvents(response), output, out);
+}
+
 absl::Status RunWorkers(AutotunerClient& client, const OutputOptions& output, std::ostream& out) {
   PT_ASSIGN_OR_RETURN(v1::ListWorkersResponse response, client.ListWorkers());
   return Print(response, FormatWorkers(response), output, out);

@@ -36,6 +36,8 @@ absl::Status RunList(AutotunerClient& client, const v1::ListSearchesRequest& req
                      const OutputOptions& output, std::ostream& out);
 absl::Status RunCancel(AutotunerClient& client, const std::string& name,
                        const OutputOptions& output, std::ostream& out);
+absl::Status RunEvents(AutotunerClient& client, const v1::ListSearchEventsRequest& request,
+                       const OutputOptions& output, std::ostream& out);
 absl::Status RunWorkers(AutotunerClient& client, const OutputOptions& output, std::ostream& out);
 
 }  // namespace paratune

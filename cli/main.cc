@@ -62,7 +62,14 @@ ABSL_FLAG(int64_t, limit, 20, "plan: candidates shown; 0 shows all.");
 
 ABSL_FLAG(std::string, policy, "top_k", "submit: search policy: top_k or exhaustive.");
 ABSL_FLAG(int64_t, top_k, 8, "submit: candidates probed by the top_k policy.");
-ABSL_FLAG(std::string, backend, "sim", "submit: probe backend the workers use (sim).");
+ABSL_FLAG(std::string, backend, "sim",
+          "submit: probe backend the workers use: sim, replay, command or cuda.");
+ABSL_FLAG(std::string, command_template, "",
+          "submit: with --backend=command, the name of a launch template the workers define "
+          "in their config files.");
+ABSL_FLAG(std::string, scope, "auto",
+          "submit: probe scope: full (every rank), replica (one data-parallel replica, DP "
+          "traffic modelled) or auto (full when the workers have the cluster's GPUs).");
 ABSL_FLAG(int64_t, warmup_steps, 2, "submit: untimed steps per probe.");
 ABSL_FLAG(int64_t, timed_steps, 5, "submit: timed steps per probe.");
 ABSL_FLAG(uint64_t, seed, 1, "submit: seed of the sim backend's noise.");
@@ -72,8 +79,10 @@ ABSL_FLAG(bool, watch, false, "submit: follow the search until it ends, then pri
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "Address of paratune-server, host:port.");
 ABSL_FLAG(absl::Duration, rpc_timeout, absl::Seconds(30), "Deadline of each RPC.");
 ABSL_FLAG(absl::Duration, watch_timeout, absl::Hours(24), "Longest time to watch a search.");
-ABSL_FLAG(int64_t, page_size, 50, "list: searches per page.");
-ABSL_FLAG(std::string, page_token, "", "list: page token from a previous list.");
+ABSL_FLAG(int64_t, page_size, 0,
+          "list/events: searches or events per page; 0 means the server's default (50 "
+          "searches, 100 events).");
+ABSL_FLAG(std::string, page_token, "", "list/events: page token from a previous page.");
 ABSL_FLAG(bool, json, false, "Print the result as the proto's canonical JSON.");
 
 namespace {
@@ -95,6 +104,8 @@ Against paratune-server (--server=host:port):
   get NAME   print a search and its ranked candidates
   list       list searches, newest first
   cancel NAME
+  events NAME
+             the search's event log, oldest first (kept across server restarts)
   workers    list registered workers
 
 Every command takes --json to print the API's proto as canonical JSON.
@@ -205,13 +216,23 @@ absl::StatusOr<paratune::v1::SearchSpec> SearchSpecFromFlags() {
   }
   spec.set_top_k(absl::GetFlag(FLAGS_top_k));
   spec.mutable_probe()->set_backend(absl::GetFlag(FLAGS_backend));
+  spec.mutable_probe()->set_command_template(absl::GetFlag(FLAGS_command_template));
+  const std::string scope = absl::AsciiStrToLower(absl::GetFlag(FLAGS_scope));
+  if (scope == "full") {
+    spec.mutable_probe()->set_scope(paratune::v1::PROBE_SCOPE_FULL);
+  } else if (scope == "replica") {
+    spec.mutable_probe()->set_scope(paratune::v1::PROBE_SCOPE_REPLICA);
+  } else if (scope != "auto") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--scope (\"", scope, "\") must be full, replica or auto"));
+  }
   spec.mutable_probe()->set_warmup_steps(absl::GetFlag(FLAGS_warmup_steps));
   spec.mutable_probe()->set_timed_steps(absl::GetFlag(FLAGS_timed_steps));
   spec.set_seed(absl::GetFlag(FLAGS_seed));
   return spec;
 }
 
-// The one positional argument of watch/get/cancel.
+// The one positional argument of watch/get/cancel/events.
 absl::StatusOr<std::string> SearchName(const std::vector<char*>& args) {
   if (args.size() != 3) {
     return absl::InvalidArgumentError(
@@ -258,9 +279,16 @@ absl::Status Run(const std::vector<char*>& args, const paratune::OutputOptions& 
     return paratune::RunList(client, request, output, std::cout);
   }
   if (command == "workers") return paratune::RunWorkers(client, output, std::cout);
-  if (command == "watch" || command == "get" || command == "cancel") {
+  if (command == "watch" || command == "get" || command == "cancel" || command == "events") {
     auto name = SearchName(args);
     if (!name.ok()) return name.status();
+    if (command == "events") {
+      paratune::v1::ListSearchEventsRequest request;
+      request.set_name(*name);
+      request.set_page_size(absl::GetFlag(FLAGS_page_size));
+      request.set_page_token(absl::GetFlag(FLAGS_page_token));
+      return paratune::RunEvents(client, request, output, std::cout);
+    }
     if (command == "watch") return paratune::RunWatch(client, *name, watch_timeout, output, std::cout);
     if (command == "get") return paratune::RunGet(client, *name, output, std::cout);
     return paratune::RunCancel(client, *name, output, std::cout);

@@ -311,4 +311,16 @@ std::string FormatWorkers(const v1::ListWorkersResponse& response) {
   return table.Render();
 }
 
+std::string FormatEvents(const v1::ListSearchEventsResponse& response) {
+  std::string out;
+  for (const auto& event : response.events()) {
+    absl::StrAppend(&out, google::protobuf::util::TimeUtil::ToString(event.time()), "  ",
+                    event.text(), "\n");
+  }
+  if (!response.next_page_token().empty()) {
+    absl::StrAppend(&out, "(more: --page_token=", response.next_page_token(), ")\n");
+  }
+  return out;
+}
+
 }  // namespace paratune

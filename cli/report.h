@@ -35,6 +35,9 @@ std::string FormatSearchList(const v1::ListSearchesResponse& response);
 // One row per worker: name, host, GPUs, backends, state, probes completed.
 std::string FormatWorkers(const v1::ListWorkersResponse& response);
 
+// One line per event, "TIME  TEXT", and the next page's flag when there is one.
+std::string FormatEvents(const v1::ListSearchEventsResponse& response);
+
 }  // namespace paratune
 
 #endif  // PARATUNE_CLI_REPORT_H_

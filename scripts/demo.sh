@@ -22,6 +22,7 @@ cleanup() {
 trap cleanup EXIT
 
 "$bin/server/paratune-server" --address=127.0.0.1:0 --port_file="$run_dir/port" \
+  --db="$run_dir/paratune.db" \
   2>"$run_dir/server.log" &
 pids+=($!)
 for _ in $(seq 100); do

@@ -166,4 +166,10 @@ grpc::ServerUnaryReactor* AutotunerService::ListWorkers(grpc::CallbackServerCont
   return FinishUnary(context, scheduler_->ListWorkers(), response);
 }
 
+grpc::ServerUnaryReactor* AutotunerService::ListSearchEvents(
+    grpc::CallbackServerContext* context, const v1::ListSearchEventsRequest* request,
+    v1::ListSearchEventsResponse* response) {
+  return FinishUnary(context, scheduler_->ListSearchEvents(*request), response);
+}
+
 }  // namespace paratune

@@ -40,6 +40,9 @@ class AutotunerService final : public v1::Autotuner::CallbackService {
   grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* context,
                                         const v1::ListWorkersRequest* request,
                                         v1::ListWorkersResponse* response) override;
+  grpc::ServerUnaryReactor* ListSearchEvents(grpc::CallbackServerContext* context,
+                                             const v1::ListSearchEventsRequest* request,
+                                             v1::ListSearchEventsResponse* response) override;
 
  private:
   Scheduler* const scheduler_;

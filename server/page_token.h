@@ -1,4 +1,5 @@
-// Opaque page tokens of ListSearches: where the next page starts.
+// Opaque page tokens of ListSearches and ListSearchEvents: the position (a search id or an
+// event sequence, >= 1) where the last page ended.
 #ifndef PARATUNE_SERVER_PAGE_TOKEN_H_
 #define PARATUNE_SERVER_PAGE_TOKEN_H_
 
@@ -10,10 +11,10 @@
 
 namespace paratune {
 
-// A token for "searches with an id below before_id" (before_id >= 1).
-std::string EncodePageToken(int64_t before_id);
+// A token for "continue after `position`" (position >= 1).
+std::string EncodePageToken(int64_t position);
 
-// The before_id of a token from EncodePageToken; 0 for the empty token (first page).
+// The position of a token from EncodePageToken; 0 for the empty token (first page).
 // INVALID_ARGUMENT naming page_token for anything else.
 absl::StatusOr<int64_t> DecodePageToken(absl::string_view token);
 

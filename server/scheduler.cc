@@ -16,6 +16,7 @@
 #include "server/candidate_ranking.h"
 #include "server/candidate_selection.h"
 #include "server/gang_result.h"
+#include "server/lease.h"
 #include "server/log.h"
 #include "server/page_token.h"
 #include "server/resource_names.h"
@@ -27,6 +28,7 @@ namespace paratune {
 namespace {
 
 constexpr int64_t kDefaultPageSize = 50;
+constexpr int64_t kDefaultEventPageSize = 100;
 constexpr int64_t kMaxPageSize = 1000;
 
 google::protobuf::Timestamp ToTimestamp(absl::Time t) {
@@ -38,6 +40,10 @@ bool Ended(v1::SearchState state) {
 }
 
 std::string CandidateLabel(int64_t n) { return absl::StrCat("candidates/", n); }
+
+bool Pending(const v1::Candidate& candidate) {
+  return candidate.state() == v1::CANDIDATE_QUEUED || candidate.state() == v1::CANDIDATE_RUNNING;
+}
 
 constexpr size_t kMaxRendezvousTokenBytes = 4096;
 
@@ -56,6 +62,14 @@ bool Offers(const v1::Worker& worker, const v1::ProbeSettings& probe) {
   const auto& templates = worker.command_templates();
   return std::find(templates.begin(), templates.end(), probe.command_template()) !=
          templates.end();
+}
+
+absl::StatusOr<int64_t> CheckPageSize(int64_t page_size, int64_t default_size) {
+  if (page_size < 0 || page_size > kMaxPageSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size (", page_size, ") must be in [0, ", kMaxPageSize, "]"));
+  }
+  return page_size == 0 ? default_size : page_size;
 }
 
 // Ranks that must share a host: a tensor x context parallel group talks on every layer.
@@ -129,6 +143,89 @@ Scheduler::Scheduler(Options options, std::unique_ptr<SearchStore> store)
       clock_(options_.clock != nullptr ? options_.clock : RealClock()),
       store_(std::move(store)) {}
 
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(Options options,
+                                                             std::unique_ptr<SearchStore> store) {
+  std::unique_ptr<Scheduler> scheduler(new Scheduler(std::move(options), std::move(store)));
+  absl::MutexLock lock(&scheduler->mu_);
+  PT_RETURN_IF_ERROR(scheduler->RecoverLocked());
+  return scheduler;
+}
+
+absl::Status Scheduler::RecoverLocked() {
+  PT_ASSIGN_OR_RETURN(StoredState state, store_->Load());
+  const absl::Time now = clock_->Now();
+  for (auto& [id, worker] : state.workers) {
+    // A worker that was alive when the server stopped gets a full allowance to heartbeat
+    // again before it is declared lost.
+    workers_[id] = WorkerRecord{id, std::move(worker), now, {}};
+    last_worker_id_ = std::max(last_worker_id_, id);
+  }
+  for (v1::Search& search : state.unfinished_searches) {
+    PT_ASSIGN_OR_RETURN(const int64_t id, ParseSearchName("search.name", search.name()));
+    SearchRecord& record = active_[id];
+    record.id = id;
+    record.world_size = search.spec().cluster().num_nodes() * search.spec().cluster().gpus_per_node();
+    record.search = std::move(search);
+  }
+  for (internal::LeaseState& lease : state.leases) {
+    auto record = active_.find(lease.search_id());
+    const bool valid = record != active_.end() &&
+                       lease.candidate() < record->second.search.candidates_size() &&
+                       record->second.search.candidates(lease.candidate()).state() ==
+                           v1::CANDIDATE_RUNNING;
+    if (!valid) {
+      // Its search ended or its candidate moved on in the same batch that should have ended
+      // it; nothing can report to it any more.
+      pending_.ended_leases.insert(lease.probe());
+      continue;
+    }
+    const std::string probe = lease.probe();
+    leases_[probe] = std::move(lease);
+  }
+  for (auto& [id, worker] : workers_) {
+    const std::string& probe = worker.worker.current_probe();
+    if (probe.empty() || FindMembershipLocked(probe, worker).ok()) continue;
+    worker.worker.clear_current_probe();
+    worker.worker.set_state(v1::WORKER_IDLE);
+    StoreWorkerLocked(worker);
+  }
+  int64_t queued = 0, running = 0;
+  std::vector<int64_t> ids;
+  for (const auto& [id, record] : active_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (int64_t id : ids) {
+    SearchRecord& record = active_.at(id);
+    for (int64_t n = 0; n < record.search.candidates_size(); ++n) {
+      v1::Candidate& candidate = *record.search.mutable_candidates(n);
+      if (candidate.state() == v1::CANDIDATE_RUNNING) {
+        const bool leased = std::any_of(leases_.begin(), leases_.end(), [&](const auto& entry) {
+          return entry.second.search_id() == id && entry.second.candidate() == n;
+        });
+        if (leased) {
+          ++running;
+          continue;
+        }
+        candidate.set_state(v1::CANDIDATE_QUEUED);
+      }
+      if (candidate.state() == v1::CANDIDATE_QUEUED) {
+        queue_.Push({id, n});
+        ++queued;
+      }
+    }
+    AdvanceLocked(record, "server restarted; search resumed");
+  }
+  UpdateWaitingReasonsLocked();
+  PT_RETURN_IF_ERROR(FlushLocked());
+  if (!ids.empty() || !workers_.empty()) {
+    Log(LogLevel::kInfo, "resumed from the store",
+        {{"searches", absl::StrCat(ids.size())},
+         {"queued_probes", absl::StrCat(queued)},
+         {"leased_probes", absl::StrCat(running)},
+         {"workers", absl::StrCat(workers_.size())}});
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest& request) {
   PT_ASSIGN_OR_RETURN(ValidatedSearchRequest validated, ValidateCreateSearchRequest(request));
   const ResolvedSpec& resolved = validated.resolved;
@@ -150,7 +247,6 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
   *search.mutable_spec() = validated.spec;
   *search.mutable_create_time() = ToTimestamp(clock_->Now());
   const bool include_risky = validated.spec.space().include_risky();
-  // `search` and `counts` refer into `record`, which moves into active_ below.
   v1::SearchCounts& counts = *search.mutable_counts();
   counts.set_enumerated(plan.counts.enumerated);
   counts.set_valid(plan.counts.valid);
@@ -185,11 +281,21 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
   {
     absl::MutexLock lock(&mu_);
     if (shutdown_) return absl::UnavailableError("the server is shutting down");
-    for (int64_t n = 0; n < static_cast<int64_t>(selected.size()); ++n) queue_.Push({id, n});
+    // Stored before it is queued: a search the store refused never runs.
+    PT_RETURN_IF_ERROR(FlushLocked());
     SearchRecord& stored = active_[id] = std::move(record);
     PublishLocked(stored, event);
+    if (absl::Status status = FlushLocked(); !status.ok()) {
+      active_.erase(id);
+      pending_ = StoreBatch();
+      notices_.clear();
+      return status;
+    }
+    if (!selected.empty()) {
+      for (int64_t n = 0; n < static_cast<int64_t>(selected.size()); ++n) queue_.Push({id, n});
+    }
     UpdateWaitingReasonsLocked();
-    // PublishLocked forgot the record if the search ended at once; the store has it.
+    FlushLocked().IgnoreError();
     PT_ASSIGN_OR_RETURN(created, store_->GetSearch(id));
   }
   Log(LogLevel::kInfo, "search created",
@@ -199,21 +305,19 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
        {"memory_safe", absl::StrCat(created.counts().memory_safe())},
        {"stop_reason", created.stop_reason()}});
   if (!selected.empty()) NotifyProbesQueued();
-  return created;
+  return RankedCopy(created);
 }
 
 absl::StatusOr<v1::Search> Scheduler::GetSearch(absl::string_view name) {
   PT_ASSIGN_OR_RETURN(const int64_t id, ParseSearchName("name", name));
-  return store_->GetSearch(id);
+  PT_ASSIGN_OR_RETURN(const v1::Search search, store_->GetSearch(id));
+  return RankedCopy(search);
 }
 
 absl::StatusOr<v1::ListSearchesResponse> Scheduler::ListSearches(
     const v1::ListSearchesRequest& request) {
-  if (request.page_size() < 0 || request.page_size() > kMaxPageSize) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("page_size (", request.page_size(), ") must be in [0, ", kMaxPageSize, "]"));
-  }
-  const int64_t page_size = request.page_size() == 0 ? kDefaultPageSize : request.page_size();
+  PT_ASSIGN_OR_RETURN(const int64_t page_size,
+                      CheckPageSize(request.page_size(), kDefaultPageSize));
   PT_ASSIGN_OR_RETURN(const int64_t before_id, DecodePageToken(request.page_token()));
   PT_ASSIGN_OR_RETURN(SearchPage page, store_->ListSearches(page_size, before_id));
   v1::ListSearchesResponse response;
@@ -223,6 +327,29 @@ absl::StatusOr<v1::ListSearchesResponse> Scheduler::ListSearches(
         const int64_t last_id,
         ParseSearchName("name", response.searches(response.searches_size() - 1).name()));
     response.set_next_page_token(EncodePageToken(last_id));
+  }
+  return response;
+}
+
+absl::StatusOr<v1::ListSearchEventsResponse> Scheduler::ListSearchEvents(
+    const v1::ListSearchEventsRequest& request) {
+  PT_ASSIGN_OR_RETURN(const int64_t id, ParseSearchName("name", request.name()));
+  PT_ASSIGN_OR_RETURN(const int64_t page_size,
+                      CheckPageSize(request.page_size(), kDefaultEventPageSize));
+  PT_ASSIGN_OR_RETURN(const int64_t after, DecodePageToken(request.page_token()));
+  // NOT_FOUND for a search that does not exist, rather than an empty log.
+  PT_RETURN_IF_ERROR(store_->GetSearch(id).status());
+  PT_ASSIGN_OR_RETURN(std::vector<SearchEvent> events,
+                      store_->ListEvents(id, after, page_size + 1));
+  v1::ListSearchEventsResponse response;
+  for (size_t i = 0; i < events.size() && static_cast<int64_t>(i) < page_size; ++i) {
+    v1::SearchEvent& event = *response.add_events();
+    event.set_sequence(events[i].sequence);
+    *event.mutable_time() = ToTimestamp(events[i].time);
+    event.set_text(std::move(events[i].text));
+  }
+  if (static_cast<int64_t>(events.size()) > page_size) {
+    response.set_next_page_token(EncodePageToken(events[page_size - 1].sequence));
   }
   return response;
 }
@@ -242,16 +369,15 @@ absl::StatusOr<v1::Search> Scheduler::CancelSearch(absl::string_view name) {
   queue_.RemoveSearch(id);
   int64_t stopped = 0;
   for (v1::Candidate& candidate : *record.search.mutable_candidates()) {
-    if (candidate.state() == v1::CANDIDATE_QUEUED) {
+    if (candidate.state() == v1::CANDIDATE_RUNNING) ++stopped;
+    if (Pending(candidate)) {
       candidate.set_state(v1::CANDIDATE_SKIPPED);
-    } else if (candidate.state() == v1::CANDIDATE_RUNNING) {
-      candidate.set_state(v1::CANDIDATE_SKIPPED);
-      ++stopped;
+      candidate.clear_waiting_reason();
     }
   }
   std::vector<std::string> probes;
   for (const auto& [probe, lease] : leases_) {
-    if (lease.search_id == id) probes.push_back(probe);
+    if (lease.search_id() == id) probes.push_back(probe);
   }
   // The members hear about it on their next heartbeat; until then they are free to ask for
   // another probe, which gives this one up anyway.
@@ -263,8 +389,10 @@ absl::StatusOr<v1::Search> Scheduler::CancelSearch(absl::string_view name) {
                                              " selected candidates were probed"));
   PublishLocked(record,
                 absl::StrCat("search cancelled; ", stopped, " running probes told to stop"));
+  PT_RETURN_IF_ERROR(FlushLocked());
   Log(LogLevel::kInfo, "search cancelled", {{"search", SearchName(id)}});
-  return store_->GetSearch(id);
+  PT_ASSIGN_OR_RETURN(const v1::Search cancelled, store_->GetSearch(id));
+  return RankedCopy(cancelled);
 }
 
 absl::StatusOr<Scheduler::WatchStart> Scheduler::Watch(absl::string_view name,
@@ -275,7 +403,7 @@ absl::StatusOr<Scheduler::WatchStart> Scheduler::Watch(absl::string_view name,
   auto it = active_.find(id);
   if (it == active_.end()) {
     PT_ASSIGN_OR_RETURN(v1::Search search, store_->GetSearch(id));
-    return WatchStart{std::move(search), true};
+    return WatchStart{RankedCopy(search), true};
   }
   it->second.observers.push_back(observer);
   return WatchStart{RankedCopy(it->second.search), false};
@@ -320,6 +448,7 @@ absl::StatusOr<v1::RegisterWorkerResponse> Scheduler::RegisterWorker(
     response.set_name(worker.name());
     // A larger fleet may place probes that waited for GPUs.
     UpdateWaitingReasonsLocked();
+    PT_RETURN_IF_ERROR(FlushLocked());
   }
   response.set_heartbeat_interval_seconds(absl::ToDoubleSeconds(options_.heartbeat_interval));
   Log(LogLevel::kInfo, "worker registered",
@@ -349,50 +478,49 @@ absl::StatusOr<v1::HeartbeatResponse> Scheduler::Heartbeat(const v1::HeartbeatRe
 absl::StatusOr<Scheduler::Acquisition> Scheduler::TryAcquireProbe(
     absl::string_view worker_name) {
   Acquisition acquisition;
-  {
-    absl::MutexLock lock(&mu_);
-    PT_ASSIGN_OR_RETURN(WorkerRecord * worker, FindLiveWorkerLocked(worker_name));
-    if (worker->undelivered.has_value()) {
-      acquisition.assignment = std::move(worker->undelivered);
-      worker->undelivered.reset();
+  absl::MutexLock lock(&mu_);
+  PT_ASSIGN_OR_RETURN(WorkerRecord * worker, FindLiveWorkerLocked(worker_name));
+  const std::string held = worker->worker.current_probe();
+  if (!held.empty()) {
+    absl::StatusOr<std::pair<internal::LeaseState*, int>> membership =
+        FindMembershipLocked(held, *worker);
+    if (membership.ok() && !membership->first->members(membership->second).delivered()) {
+      internal::LeaseState& lease = *membership->first;
+      lease.mutable_members(membership->second)->set_delivered(true);
+      StoreLeaseLocked(lease);
+      acquisition.assignment = MemberAssignment(active_.at(lease.search_id()).search, lease,
+                                                membership->second);
+      PT_RETURN_IF_ERROR(FlushLocked());
       return acquisition;
     }
-    if (!worker->worker.current_probe().empty()) {
-      const std::string held = worker->worker.current_probe();
-      worker->cancel_probes.push_back(held);
-      acquisition.others_may_have_work = ReleaseLeaseLocked(
-          *worker,
-          absl::StrCat(worker->worker.name(), " asked for a new probe while holding ", held));
-    }
-    const FreeWorker requester{worker->id, worker->worker.gpus_size()};
-    v1::ProbeScope scope = v1::PROBE_SCOPE_UNSPECIFIED;
-    int64_t ranks = 0;
-    std::vector<RankShare> shares;
-    std::optional<ProbeQueue::Item> item =
-        queue_.PopFirstFitting([&](const ProbeQueue::Item& item) {
-          auto it = active_.find(item.search_id);
-          if (it == active_.end()) return false;
-          const SearchRecord& record = it->second;
-          const v1::ProbeSettings& probe = record.search.spec().probe();
-          if (!Offers(worker->worker, probe)) return false;
-          std::tie(scope, ranks) = ProbeShapeLocked(record, item.candidate);
-          std::optional<std::vector<RankShare>> placed =
-              PlaceGang(ranks, GroupSize(record.search.candidates(item.candidate).config()),
-                        requester, LiveWorkersLocked(probe, /*free_only=*/true, worker->id));
-          if (!placed.has_value()) return false;
-          shares = *std::move(placed);
-          return true;
-        });
-    if (item.has_value()) {
-      std::vector<v1::ProbeAssignment> assignments =
-          LeaseLocked(active_.at(item->search_id), item->candidate, scope, ranks, shares);
-      for (size_t i = 1; i < shares.size(); ++i) {
-        workers_.at(shares[i].worker_id).undelivered = std::move(assignments[i]);
-      }
-      acquisition.others_may_have_work |= shares.size() > 1;
-      acquisition.assignment = std::move(assignments[0]);
-    }
+    worker->cancel_probes.push_back(held);
+    acquisition.others_may_have_work = ReleaseLeaseLocked(
+        *worker, absl::StrCat(worker->worker.name(), " asked for a new probe while holding ", held));
   }
+  const FreeWorker requester{worker->id, worker->worker.gpus_size()};
+  v1::ProbeScope scope = v1::PROBE_SCOPE_UNSPECIFIED;
+  int64_t ranks = 0;
+  std::vector<RankShare> shares;
+  std::optional<ProbeQueue::Item> item = queue_.PopFirstFitting([&](const ProbeQueue::Item& item) {
+    auto it = active_.find(item.search_id);
+    if (it == active_.end()) return false;
+    const SearchRecord& record = it->second;
+    const v1::ProbeSettings& probe = record.search.spec().probe();
+    if (!Offers(worker->worker, probe)) return false;
+    std::tie(scope, ranks) = ProbeShapeLocked(record, item.candidate);
+    std::optional<std::vector<RankShare>> placed =
+        PlaceGang(ranks, GroupSize(record.search.candidates(item.candidate).config()), requester,
+                  LiveWorkersLocked(probe, /*free_only=*/true, worker->id));
+    if (!placed.has_value()) return false;
+    shares = *std::move(placed);
+    return true;
+  });
+  if (item.has_value()) {
+    acquisition.assignment =
+        LeaseLocked(active_.at(item->search_id), item->candidate, scope, ranks, shares);
+    acquisition.others_may_have_work |= shares.size() > 1;
+  }
+  PT_RETURN_IF_ERROR(FlushLocked());
   return acquisition;
 }
 
@@ -404,56 +532,58 @@ absl::Status Scheduler::ReportProbe(const v1::ReportProbeRequest& request) {
     PT_ASSIGN_OR_RETURN(auto membership, FindMembershipLocked(request.probe(), *worker));
     PT_RETURN_IF_ERROR(ValidateProbeResult(request.result()));
     auto [lease, member] = membership;
-    if (lease->results[member].has_value()) {
+    if (lease->members(member).has_result()) {
       return absl::FailedPreconditionError(absl::StrCat(
           worker->worker.name(), " reported its ranks of ", request.probe(), " already"));
     }
     const v1::ProbeResult& result = request.result();
     worker->worker.set_probes_completed(worker->worker.probes_completed() + 1);
     if (result.outcome() == v1::PROBE_OK) {
-      lease->results[member] = result;
-      const bool all_reported =
-          std::all_of(lease->results.begin(), lease->results.end(),
-                      [](const std::optional<v1::ProbeResult>& r) { return r.has_value(); });
-      if (!all_reported) {
+      *lease->mutable_members(member)->mutable_result() = result;
+      if (!AllMembersReported(*lease)) {
         // Its ranks are done: the worker may take other work while the rest finish.
+        StoreLeaseLocked(*lease);
         worker->worker.set_state(v1::WORKER_IDLE);
         worker->worker.clear_current_probe();
         StoreWorkerLocked(*worker);
-        return absl::OkStatus();
+        return FlushLocked();
       }
     }
-    const Lease ended = EndLeaseLocked(request.probe(), worker->id);
-    SearchRecord& record = active_.at(ended.search_id);
+    const internal::LeaseState ended = EndLeaseLocked(request.probe(), worker->id);
+    StoreWorkerLocked(*worker);
+    SearchRecord& record = active_.at(ended.search_id());
     const std::string gang_note =
-        ended.members.size() > 1
-            ? absl::StrCat(" (member ", member + 1, " of ", ended.members.size(), ")")
+        ended.members_size() > 1
+            ? absl::StrCat(" (member ", member + 1, " of ", ended.members_size(), ")")
             : "";
     if (result.outcome() == v1::PROBE_INFRA_ERROR) {
       requeued = RetryOrGiveUpLocked(
-          record, ended.candidate,
+          record, ended.candidate(),
           absl::StrCat("infrastructure error on ", worker->worker.name(), gang_note, ": ",
                        result.message()));
     } else if (result.outcome() == v1::PROBE_OK) {
       std::vector<v1::ProbeResult> by_member;
-      for (const std::optional<v1::ProbeResult>& r : ended.results) by_member.push_back(*r);
-      const v1::ProbeResult combined = CombineGangResults(by_member);
       std::vector<std::string> members;
-      for (int64_t id : ended.members) members.push_back(WorkerName(id));
-      RecordResultLocked(record, ended.candidate, combined,
-                         absl::StrCat(CandidateLabel(ended.candidate), " probed on ",
+      for (const internal::LeaseMember& m : ended.members()) {
+        by_member.push_back(m.result());
+        members.push_back(WorkerName(m.worker_id()));
+      }
+      const v1::ProbeResult combined = CombineGangResults(by_member);
+      RecordResultLocked(record, ended.candidate(), combined,
+                         absl::StrCat(CandidateLabel(ended.candidate()), " probed on ",
                                       absl::StrJoin(members, " + "), ": ",
                                       DescribeResult(combined)));
     } else {
       v1::ProbeResult failed = result;
-      if (ended.members.size() > 1) {
+      if (ended.members_size() > 1) {
         failed.set_message(absl::StrCat(worker->worker.name(), gang_note, ": ", result.message()));
       }
-      RecordResultLocked(record, ended.candidate, failed,
-                         absl::StrCat(CandidateLabel(ended.candidate), " probed on ",
+      RecordResultLocked(record, ended.candidate(), failed,
+                         absl::StrCat(CandidateLabel(ended.candidate()), " probed on ",
                                       worker->worker.name(), gang_note, ": ",
                                       DescribeResult(failed)));
     }
+    PT_RETURN_IF_ERROR(FlushLocked());
   }
   if (requeued) NotifyProbesQueued();
   return absl::OkStatus();
@@ -470,22 +600,26 @@ absl::StatusOr<v1::RendezvousResponse> Scheduler::Rendezvous(
     if (member != 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("token (", token.size(), " bytes) may only be sent by gang[0] (",
-                       WorkerName(lease->members[0]), "); ", worker->worker.name(), " is gang[",
-                       member, "]"));
+                       WorkerName(lease->members(0).worker_id()), "); ", worker->worker.name(),
+                       " is gang[", member, "]"));
     }
     if (token.size() > kMaxRendezvousTokenBytes) {
       return absl::InvalidArgumentError(absl::StrCat("token (", token.size(),
                                                      " bytes) must be at most ",
                                                      kMaxRendezvousTokenBytes, " bytes"));
     }
-    if (!lease->rendezvous_token.empty() && lease->rendezvous_token != token) {
+    if (!lease->rendezvous_token().empty() && lease->rendezvous_token() != token) {
       return absl::FailedPreconditionError(
           absl::StrCat("probe ", request.probe(), " already has a different rendezvous token"));
     }
-    lease->rendezvous_token = token;
+    if (lease->rendezvous_token().empty()) {
+      lease->set_rendezvous_token(token);
+      StoreLeaseLocked(*lease);
+      PT_RETURN_IF_ERROR(FlushLocked());
+    }
   }
   v1::RendezvousResponse response;
-  response.set_token(lease->rendezvous_token);
+  response.set_token(lease->rendezvous_token());
   return response;
 }
 
@@ -512,18 +646,22 @@ void Scheduler::CheckLeases() {
     }
     std::vector<std::string> overdue;
     for (const auto& [probe, lease] : leases_) {
-      if (now > lease.expires) overdue.push_back(probe);
+      if (now > absl::FromUnixNanos(lease.expires_unix_nanos())) overdue.push_back(probe);
     }
     for (const std::string& probe : overdue) {
-      const Lease ended = EndLeaseLocked(probe, /*reporter_id=*/0);
-      auto record = active_.find(ended.search_id);
+      const internal::LeaseState ended = EndLeaseLocked(probe, /*reporter_id=*/0);
+      auto record = active_.find(ended.search_id());
       if (record == active_.end()) continue;
       requeued |= RetryOrGiveUpLocked(
-          record->second, ended.candidate,
+          record->second, ended.candidate(),
           absl::StrCat(probe, " was not reported within its deadline plus ",
                        absl::FormatDuration(options_.lease_grace)));
     }
     UpdateWaitingReasonsLocked();
+    if (absl::Status status = FlushLocked(); !status.ok()) {
+      Log(LogLevel::kError, "storing lease changes failed; retrying at the next change",
+          {{"error", status.ToString()}});
+    }
   }
   if (requeued) NotifyProbesQueued();
 }
@@ -549,14 +687,24 @@ absl::StatusOr<Scheduler::WorkerRecord*> Scheduler::FindLiveWorkerLocked(absl::s
   return &it->second;
 }
 
-void Scheduler::PublishLocked(SearchRecord& record, const std::string& event) {
-  *record.search.mutable_update_time() = ToTimestamp(clock_->Now());
-  const v1::Search snapshot = RankedCopy(record.search);
-  if (absl::Status status = store_->PutSearch(record.id, snapshot); !status.ok()) {
-    Log(LogLevel::kError, "storing a search failed",
-        {{"search", snapshot.name()}, {"error", status.ToString()}});
+absl::StatusOr<std::pair<internal::LeaseState*, int>> Scheduler::FindMembershipLocked(
+    absl::string_view probe, const WorkerRecord& worker) {
+  auto it = leases_.find(probe);
+  if (it != leases_.end()) {
+    const int member = MemberIndex(it->second, worker.id);
+    if (member >= 0) return std::make_pair(&it->second, member);
   }
-  for (SearchObserver* observer : record.observers) observer->OnSearchChanged(snapshot, event);
+  return absl::FailedPreconditionError(
+      absl::StrCat("probe (\"", probe.substr(0, 128), "\") is not leased to ",
+                   worker.worker.name(), "; it was cancelled, re-leased or reported already"));
+}
+
+void Scheduler::PublishLocked(SearchRecord& record, const std::string& event) {
+  const absl::Time now = clock_->Now();
+  *record.search.mutable_update_time() = ToTimestamp(now);
+  pending_.searches[record.id] = record.search;
+  pending_.events.push_back(SearchEvent{record.id, 0, now, event});
+  notices_.push_back(Notice{record.observers, RankedCopy(record.search), event});
   if (Ended(record.search.state())) {
     const int64_t id = record.id;
     active_.erase(id);
@@ -564,25 +712,29 @@ void Scheduler::PublishLocked(SearchRecord& record, const std::string& event) {
 }
 
 void Scheduler::StoreWorkerLocked(const WorkerRecord& worker) {
-  if (absl::Status status = store_->PutWorker(worker.id, worker.worker); !status.ok()) {
-    Log(LogLevel::kError, "storing a worker failed",
-        {{"worker", worker.worker.name()}, {"error", status.ToString()}});
-  }
+  pending_.workers[worker.id] = worker.worker;
 }
 
-absl::StatusOr<std::pair<Scheduler::Lease*, size_t>> Scheduler::FindMembershipLocked(
-    absl::string_view probe, const WorkerRecord& worker) {
-  auto it = leases_.find(probe);
-  if (it != leases_.end()) {
-    const std::vector<int64_t>& members = it->second.members;
-    auto member = std::find(members.begin(), members.end(), worker.id);
-    if (member != members.end()) {
-      return std::make_pair(&it->second, static_cast<size_t>(member - members.begin()));
+void Scheduler::StoreLeaseLocked(const internal::LeaseState& lease) {
+  pending_.ended_leases.erase(lease.probe());
+  pending_.leases[lease.probe()] = lease;
+}
+
+absl::Status Scheduler::FlushLocked() {
+  absl::Status status = store_->Apply(pending_);
+  if (status.ok()) {
+    pending_ = StoreBatch();
+  } else {
+    Log(LogLevel::kError, "storing scheduler state failed", {{"error", status.ToString()}});
+  }
+  std::vector<Notice> notices = std::move(notices_);
+  notices_.clear();
+  for (const Notice& notice : notices) {
+    for (SearchObserver* observer : notice.observers) {
+      observer->OnSearchChanged(notice.search, notice.event);
     }
   }
-  return absl::FailedPreconditionError(
-      absl::StrCat("probe (\"", probe.substr(0, 128), "\") is not leased to ",
-                   worker.worker.name(), "; it was cancelled, re-leased or reported already"));
+  return status;
 }
 
 std::vector<FreeWorker> Scheduler::LiveWorkersLocked(const v1::ProbeSettings& probe,
@@ -591,9 +743,7 @@ std::vector<FreeWorker> Scheduler::LiveWorkersLocked(const v1::ProbeSettings& pr
   for (const auto& [id, record] : workers_) {
     const v1::Worker& worker = record.worker;
     if (id == except_id || worker.state() == v1::WORKER_LOST) continue;
-    if (free_only && (!worker.current_probe().empty() || record.undelivered.has_value())) {
-      continue;
-    }
+    if (free_only && !worker.current_probe().empty()) continue;
     if (!Offers(worker, probe)) continue;
     live.push_back(FreeWorker{id, worker.gpus_size()});
   }
@@ -615,96 +765,80 @@ std::pair<v1::ProbeScope, int64_t> Scheduler::ProbeShapeLocked(const SearchRecor
   return {scope, scope == v1::PROBE_SCOPE_FULL ? record.world_size : ReplicaGpus(config)};
 }
 
-std::vector<v1::ProbeAssignment> Scheduler::LeaseLocked(SearchRecord& record, int64_t n,
-                                                        v1::ProbeScope scope, int64_t ranks,
-                                                        const std::vector<RankShare>& shares) {
-  const v1::SearchSpec& spec = record.search.spec();
+v1::ProbeAssignment Scheduler::LeaseLocked(SearchRecord& record, int64_t n, v1::ProbeScope scope,
+                                           int64_t ranks, const std::vector<RankShare>& shares) {
+  const v1::ProbeSettings& probe = record.search.spec().probe();
   v1::Candidate& candidate = *record.search.mutable_candidates(n);
   candidate.set_attempts(candidate.attempts() + 1);
   candidate.set_state(v1::CANDIDATE_RUNNING);
   candidate.clear_waiting_reason();
   candidate.set_worker(WorkerName(shares[0].worker_id));
 
-  v1::ProbeAssignment common;
-  common.set_name(ProbeName(record.id, n, candidate.attempts()));
-  common.set_backend(spec.probe().backend());
-  common.set_command_template(spec.probe().command_template());
-  *common.mutable_model() = spec.model();
-  *common.mutable_training() = spec.training();
-  *common.mutable_cluster() = spec.cluster();
-  *common.mutable_config() = candidate.config();
-  common.set_scope(scope);
-  common.set_warmup_steps(spec.probe().warmup_steps());
-  common.set_timed_steps(spec.probe().timed_steps());
-  common.set_deadline_seconds(spec.probe().deadline_seconds());
-  common.set_seed(spec.seed());
-  common.set_num_ranks(ranks);
-  for (const RankShare& share : shares) {
-    v1::GangMember& member = *common.add_gang();
-    const v1::Worker& worker = workers_.at(share.worker_id).worker;
-    member.set_worker(worker.name());
-    member.set_hostname(worker.hostname());
-    member.set_first_rank(share.first_rank);
-    member.set_num_ranks(share.num_ranks);
-  }
-
-  Lease lease{record.id, n, {}, std::vector<std::optional<v1::ProbeResult>>(shares.size()), "",
-              clock_->Now() + absl::Seconds(spec.probe().deadline_seconds()) +
-                  options_.lease_grace};
-  std::vector<v1::ProbeAssignment> assignments;
+  std::vector<LeaseWorker> members;
   std::vector<std::string> member_labels;
-  for (size_t i = 0; i < shares.size(); ++i) {
-    WorkerRecord& worker = workers_.at(shares[i].worker_id);
-    v1::ProbeAssignment assignment = common;
-    assignment.set_gang_index(static_cast<int64_t>(i));
-    for (int64_t g = 0; g < shares[i].num_ranks; ++g) {
-      assignment.add_gpu_indices(worker.worker.gpus(g).index());
-    }
-    assignments.push_back(std::move(assignment));
-    lease.members.push_back(worker.id);
+  const std::string name = ProbeName(record.id, n, candidate.attempts());
+  for (const RankShare& share : shares) {
+    WorkerRecord& worker = workers_.at(share.worker_id);
+    LeaseWorker& member = members.emplace_back();
+    member.id = worker.id;
+    member.hostname = worker.worker.hostname();
+    for (const v1::Gpu& gpu : worker.worker.gpus()) member.gpu_indices.push_back(gpu.index());
     worker.worker.set_state(v1::WORKER_BUSY);
-    worker.worker.set_current_probe(common.name());
+    worker.worker.set_current_probe(name);
     StoreWorkerLocked(worker);
-    member_labels.push_back(absl::StrCat(worker.worker.name(), " (ranks ", shares[i].first_rank,
-                                         "-", shares[i].first_rank + shares[i].num_ranks - 1,
-                                         ")"));
+    member_labels.push_back(absl::StrCat(worker.worker.name(), " (ranks ", share.first_rank, "-",
+                                         share.first_rank + share.num_ranks - 1, ")"));
   }
-  leases_[common.name()] = std::move(lease);
+  const absl::Time expires =
+      clock_->Now() + absl::Seconds(probe.deadline_seconds()) + options_.lease_grace;
+  internal::LeaseState lease = MakeLease(name, record.id, n, scope, ranks, shares, members,
+                                         absl::ToUnixNanos(expires));
+  // The asking worker gets its share now; the others at their next AcquireProbe.
+  lease.mutable_members(0)->set_delivered(true);
+  StoreLeaseLocked(lease);
+  v1::ProbeAssignment assignment = MemberAssignment(record.search, lease, 0);
+  leases_[name] = std::move(lease);
   PublishLocked(record, absl::StrCat(CandidateLabel(n), " leased to ",
                                      absl::StrJoin(member_labels, ", "), " (attempt ",
-                                     candidate.attempts(), " of ", spec.probe().max_attempts(),
-                                     ", ", scope == v1::PROBE_SCOPE_FULL ? "full" : "replica",
+                                     candidate.attempts(), " of ", probe.max_attempts(), ", ",
+                                     scope == v1::PROBE_SCOPE_FULL ? "full" : "replica",
                                      " scope, ", ranks, " GPUs)"));
-  return assignments;
+  return assignment;
 }
 
-Scheduler::Lease Scheduler::EndLeaseLocked(const std::string& probe, int64_t reporter_id) {
+internal::LeaseState Scheduler::EndLeaseLocked(const std::string& probe, int64_t reporter_id) {
   auto it = leases_.find(probe);
-  Lease lease = std::move(it->second);
+  internal::LeaseState lease = std::move(it->second);
   leases_.erase(it);
-  for (int64_t id : lease.members) {
-    WorkerRecord& worker = workers_.at(id);
-    if (worker.undelivered.has_value() && worker.undelivered->name() == probe) {
-      worker.undelivered.reset();
-    } else if (id != reporter_id && worker.worker.current_probe() == probe) {
+  pending_.leases.erase(probe);
+  pending_.ended_leases.insert(probe);
+  for (const internal::LeaseMember& member : lease.members()) {
+    WorkerRecord& worker = workers_.at(member.worker_id());
+    if (worker.worker.current_probe() != probe) continue;
+    // A member that never received its share has nothing to stop.
+    if (member.worker_id() != reporter_id && member.delivered()) {
       worker.cancel_probes.push_back(probe);
     }
-    if (worker.worker.current_probe() == probe) {
-      worker.worker.clear_current_probe();
-      worker.worker.set_state(v1::WORKER_IDLE);
-      StoreWorkerLocked(worker);
-    }
+    worker.worker.clear_current_probe();
+    worker.worker.set_state(v1::WORKER_IDLE);
+    StoreWorkerLocked(worker);
   }
   return lease;
 }
 
 bool Scheduler::ReleaseLeaseLocked(WorkerRecord& worker, const std::string& reason) {
   const std::string probe = worker.worker.current_probe();
-  if (probe.empty() || leases_.find(probe) == leases_.end()) return false;
-  const Lease ended = EndLeaseLocked(probe, worker.id);
-  auto record = active_.find(ended.search_id);
+  if (probe.empty()) return false;
+  if (leases_.find(probe) == leases_.end()) {
+    worker.worker.clear_current_probe();
+    worker.worker.set_state(v1::WORKER_IDLE);
+    StoreWorkerLocked(worker);
+    return false;
+  }
+  const internal::LeaseState ended = EndLeaseLocked(probe, worker.id);
+  auto record = active_.find(ended.search_id());
   if (record == active_.end()) return false;
-  return RetryOrGiveUpLocked(record->second, ended.candidate, reason);
+  return RetryOrGiveUpLocked(record->second, ended.candidate(), reason);
 }
 
 bool Scheduler::RetryOrGiveUpLocked(SearchRecord& record, int64_t n, const std::string& reason) {
@@ -741,15 +875,16 @@ void Scheduler::RecordResultLocked(SearchRecord& record, int64_t n, const v1::Pr
   } else {
     counts.set_failed(counts.failed() + 1);
   }
-  const bool pending = std::any_of(
-      search.candidates().begin(), search.candidates().end(), [](const v1::Candidate& c) {
-        return c.state() == v1::CANDIDATE_QUEUED || c.state() == v1::CANDIDATE_RUNNING;
-      });
-  if (pending) {
+  AdvanceLocked(record, event);
+}
+
+void Scheduler::AdvanceLocked(SearchRecord& record, const std::string& event) {
+  v1::Search& search = record.search;
+  if (std::any_of(search.candidates().begin(), search.candidates().end(), Pending)) {
     PublishLocked(record, event);
     return;
   }
-  search.set_state(counts.succeeded() > 0 ? v1::SUCCEEDED : v1::FAILED);
+  search.set_state(search.counts().succeeded() > 0 ? v1::SUCCEEDED : v1::FAILED);
   search.set_stop_reason(ProbedAllReason(search));
   Log(search.state() == v1::SUCCEEDED ? LogLevel::kInfo : LogLevel::kWarning, "search ended",
       {{"search", search.name()},

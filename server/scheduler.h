@@ -1,7 +1,8 @@
-// The scheduler's core (DESIGN.md §6, §7): creates searches from validated specs, queues
-// the selected candidates, leases probes to workers, records their results, re-queues the
-// probes of lost workers, and tells observers about every change. The gRPC services are
-// thin adapters over it; everything here is testable without gRPC and with a fake clock.
+// The scheduler's core (DESIGN.md §6, §7): creates searches from validated specs, queues the
+// selected candidates, leases probes to workers (alone or in gangs), records their results,
+// re-queues the probes of lost workers, keeps everything in a SearchStore so that a restarted
+// server resumes where it stopped, and tells observers about every change. The gRPC services
+// are thin adapters over it; everything here is testable without gRPC and with a fake clock.
 #ifndef PARATUNE_SERVER_SCHEDULER_H_
 #define PARATUNE_SERVER_SCHEDULER_H_
 
@@ -27,6 +28,7 @@
 #include "server/clock.h"
 #include "server/gang_placement.h"
 #include "server/probe_queue.h"
+#include "server/scheduler_state.pb.h"
 #include "server/search_store.h"
 
 namespace paratune {
@@ -37,8 +39,8 @@ class SearchObserver {
  public:
   virtual ~SearchObserver() = default;
   // `search` is the search after the change, candidates ranked; `event` says what changed,
-  // for people. After a call with an ended search (SUCCEEDED, FAILED, CANCELLED) there are
-  // no more calls.
+  // for people. Called only once the change is stored. After a call with an ended search
+  // (SUCCEEDED, FAILED, CANCELLED) there are no more calls.
   virtual void OnSearchChanged(const v1::Search& search, const std::string& event) = 0;
   // The scheduler is shutting down; there are no more calls.
   virtual void OnSchedulerShutdown() = 0;
@@ -70,16 +72,32 @@ class Scheduler {
     bool ended = false;
   };
 
-  Scheduler(Options options, std::unique_ptr<SearchStore> store);
+  // What TryAcquireProbe gave.
+  struct Acquisition {
+    // nullopt when nothing can be placed now.
+    std::optional<v1::ProbeAssignment> assignment;
+    // A probe was re-queued or gang shares were left for other workers: their parked
+    // AcquireProbe calls should look again. (TryAcquireProbe runs under the wait list's lock,
+    // so it says so instead of calling on_probes_queued.)
+    bool others_may_have_work = false;
+  };
+
+  // A scheduler over `store`, resuming what it holds: unfinished searches continue with their
+  // queued candidates queued again in order; probes leased before keep their leases, so their
+  // workers' reports are accepted (they expire as usual otherwise); known workers get a fresh
+  // heartbeat allowance. Errors are the store's.
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(Options options,
+                                                           std::unique_ptr<SearchStore> store);
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Autotuner API.
+  // Autotuner API. Searches come back with their candidates ranked: probed OK by measured
+  // TFLOP/s per GPU, then the rest in predicted order.
 
   // Validates and plans the spec, selects candidates by policy and queues them. Returns the
   // search PROBING, or FAILED with the reason when no candidate is memory-safe.
   // INVALID_ARGUMENT naming the field for a bad request; UNIMPLEMENTED for ADAPTIVE;
-  // UNAVAILABLE after Shutdown.
+  // UNAVAILABLE after Shutdown; the store's error when the search cannot be stored.
   absl::StatusOr<v1::Search> CreateSearch(const v1::CreateSearchRequest& request);
   // INVALID_ARGUMENT for a malformed name; NOT_FOUND naming it when there is no such search.
   absl::StatusOr<v1::Search> GetSearch(absl::string_view name);
@@ -95,6 +113,10 @@ class Scheduler {
   // Removes `observer`; no call to it is in progress or follows once this returns.
   void Unwatch(absl::string_view name, SearchObserver* observer);
   absl::StatusOr<v1::ListWorkersResponse> ListWorkers();
+  // NOT_FOUND / INVALID_ARGUMENT as GetSearch; INVALID_ARGUMENT for page_size outside
+  // [0, 1000] or a foreign page_token.
+  absl::StatusOr<v1::ListSearchEventsResponse> ListSearchEvents(
+      const v1::ListSearchEventsRequest& request);
 
   // WorkerService API.
 
@@ -105,27 +127,18 @@ class Scheduler {
   // any it runs that are not leased to it. NOT_FOUND when the worker is unknown or was
   // declared lost (it must register again).
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request);
-  // What TryAcquireProbe gave.
-  struct Acquisition {
-    // nullopt when nothing can be placed now.
-    std::optional<v1::ProbeAssignment> assignment;
-    // A probe was re-queued or gang shares were left for other workers: their parked
-    // AcquireProbe calls should look again. (TryAcquireProbe runs under the wait list's lock,
-    // so it says so instead of calling on_probes_queued.)
-    bool others_may_have_work = false;
-  };
-
-  // Hands over the gang share leased to the worker while it was not asking, if any; else
-  // leases the next queued probe that can be placed now, round-robin between searches: on
-  // this worker alone when it has the probe's GPUs, else on a gang of it and other free
-  // workers offering the backend (gang_placement.h); the other members' shares wait for their
+  // Hands over the worker's share of a gang probe leased while it was not asking, if any;
+  // else leases the next queued probe that can be placed now, round-robin between searches:
+  // on this worker alone when it has the probe's GPUs, else on a gang of it and other free
+  // workers that can run it (gang_placement.h); the other members' shares wait for their
   // next call. A probe the worker still held is given up (re-queued). NOT_FOUND as Heartbeat.
   absl::StatusOr<Acquisition> TryAcquireProbe(absl::string_view worker);
   // Records one member's result. The probe ends when every member reported PROBE_OK, or at
   // once when one reports another outcome (the others are told to stop); INFRA_ERROR then
-  // re-queues it while attempts remain. NOT_FOUND as Heartbeat; FAILED_PRECONDITION when the
-  // probe is not leased to the worker (cancelled, re-leased, reported already);
-  // INVALID_ARGUMENT for a malformed result.
+  // re-queues it while attempts remain. OK only once the result is stored. NOT_FOUND as
+  // Heartbeat; FAILED_PRECONDITION when the probe is not leased to the worker (cancelled,
+  // re-leased, reported already); INVALID_ARGUMENT for a malformed result; the store's error
+  // when it cannot be stored (the worker retries).
   absl::Status ReportProbe(const v1::ReportProbeRequest& request);
   // Relays gang[0]'s rendezvous token to the members. NOT_FOUND as Heartbeat;
   // FAILED_PRECONDITION when the probe is not leased to the worker or gang[0] sends a second,
@@ -143,22 +156,10 @@ class Scheduler {
  private:
   struct SearchRecord {
     int64_t id = 0;
-    // Candidates in predicted order: candidates(n) is searches/{id}/candidates/{n}.
+    // Candidates in selection order: candidates(n) is searches/{id}/candidates/{n}.
     v1::Search search;
     int64_t world_size = 0;
     std::vector<SearchObserver*> observers;
-  };
-  // A probe leased to the workers running its ranks.
-  struct Lease {
-    int64_t search_id = 0;
-    int64_t candidate = 0;
-    // Ids of the workers running it, in gang order; members[0] hosts rank 0.
-    std::vector<int64_t> members;
-    // Results of the members that reported PROBE_OK, by member index.
-    std::vector<std::optional<v1::ProbeResult>> results;
-    // gang[0]'s rendezvous token (Rendezvous); empty until it sends one.
-    std::string rendezvous_token;
-    absl::Time expires;
   };
   struct WorkerRecord {
     int64_t id = 0;
@@ -166,24 +167,35 @@ class Scheduler {
     absl::Time last_heartbeat;
     // Probes to name in the next HeartbeatResponse.cancel_probes.
     std::vector<std::string> cancel_probes;
-    // A gang share leased while the worker was not the one asking; its next AcquireProbe
-    // hands it over.
-    std::optional<v1::ProbeAssignment> undelivered;
+  };
+  // A change to tell observers once it is stored.
+  struct Notice {
+    std::vector<SearchObserver*> observers;
+    v1::Search search;
+    std::string event;
   };
 
+  Scheduler(Options options, std::unique_ptr<SearchStore> store);
+
+  // Rebuilds searches, workers, leases and the queue from the store (Create).
+  absl::Status RecoverLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The worker called `name`, if registered and not lost.
   absl::StatusOr<WorkerRecord*> FindLiveWorkerLocked(absl::string_view name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The lease of `probe` and the index of `worker` among its members; FAILED_PRECONDITION
   // when the probe is not leased to the worker.
-  absl::StatusOr<std::pair<Lease*, size_t>> FindMembershipLocked(absl::string_view probe,
-                                                                  const WorkerRecord& worker)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Stores the record's search (ranked) and tells its observers; forgets the record once the
-  // search ended, so `record` must not be used after a call that ends it.
+  absl::StatusOr<std::pair<internal::LeaseState*, int>> FindMembershipLocked(
+      absl::string_view probe, const WorkerRecord& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues the record's search (and `event`) for storing, and its observers' notice; forgets
+  // the record once the search ended, so `record` must not be used after a call that ends it.
   void PublishLocked(SearchRecord& record, const std::string& event)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StoreWorkerLocked(const WorkerRecord& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StoreLeaseLocked(const internal::LeaseState& lease) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores every change since the last flush in one transaction, then tells observers.
+  // On a store error the changes stay pending (the next flush retries them) and the error
+  // is returned.
+  absl::Status FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Live workers that can run probes with these settings (those without a probe only, when
   // free_only), except `except_id`, with their GPU counts.
   std::vector<FreeWorker> LiveWorkersLocked(const v1::ProbeSettings& probe, bool free_only,
@@ -191,15 +203,14 @@ class Scheduler {
   // The scope a probe of candidate n runs at now and its rank count.
   std::pair<v1::ProbeScope, int64_t> ProbeShapeLocked(const SearchRecord& record, int64_t n)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Leases candidate n to the workers of `shares` (shares[0] hosts rank 0), counting an
-  // attempt; returns the assignment of each member, in share order.
-  std::vector<v1::ProbeAssignment> LeaseLocked(SearchRecord& record, int64_t n,
-                                               v1::ProbeScope scope, int64_t ranks,
-                                               const std::vector<RankShare>& shares)
+  // Leases candidate n to the workers of `shares` (shares[0] hosts rank 0 and is the one
+  // asking), counting an attempt; returns shares[0]'s assignment.
+  v1::ProbeAssignment LeaseLocked(SearchRecord& record, int64_t n, v1::ProbeScope scope,
+                                  int64_t ranks, const std::vector<RankShare>& shares)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes the lease of `probe` and frees its members; every member but `reporter_id` is
   // told to stop it. Returns the removed lease.
-  Lease EndLeaseLocked(const std::string& probe, int64_t reporter_id)
+  internal::LeaseState EndLeaseLocked(const std::string& probe, int64_t reporter_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the lease of the worker's probe (if any) and re-queues or fails the probe with
   // `reason`; returns whether a probe was queued.
@@ -209,9 +220,13 @@ class Scheduler {
   // whether it was queued. May end the search.
   bool RetryOrGiveUpLocked(SearchRecord& record, int64_t n, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Records a final result of candidate n and ends the search when nothing is left to probe.
+  // Records a final result of candidate n, then publishes (ending the search when nothing is
+  // left to probe).
   void RecordResultLocked(SearchRecord& record, int64_t n, const v1::ProbeResult& result,
                           const std::string& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Publishes `event`, ending the search first when no candidate is queued or running.
+  void AdvanceLocked(SearchRecord& record, const std::string& event)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets Candidate.waiting_reason of every queued candidate from the live fleet, publishing
   // the searches whose reasons changed.
   void UpdateWaitingReasonsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -226,10 +241,13 @@ class Scheduler {
   // Searches that have not ended, by id. Ended ones live in the store only.
   absl::flat_hash_map<int64_t, SearchRecord> active_ ABSL_GUARDED_BY(mu_);
   // Leases by probe name (searches/{id}/candidates/{n}/probes/{attempt}).
-  absl::flat_hash_map<std::string, Lease> leases_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, internal::LeaseState> leases_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, WorkerRecord> workers_ ABSL_GUARDED_BY(mu_);
   int64_t last_worker_id_ ABSL_GUARDED_BY(mu_) = 0;
   ProbeQueue queue_ ABSL_GUARDED_BY(mu_);
+  // Changes not yet stored, and what to tell observers once they are.
+  StoreBatch pending_ ABSL_GUARDED_BY(mu_);
+  std::vector<Notice> notices_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace paratune

@@ -1,5 +1,6 @@
 #include "server/scheduler.h"
 
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -9,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/fake_clock.h"
-#include "server/in_memory_search_store.h"
+#include "server/sqlite_search_store.h"
 
 namespace paratune {
 namespace {
@@ -88,8 +89,10 @@ class SchedulerTest : public ::testing::Test {
     options.clock = &clock_;
     options.heartbeat_interval = absl::Seconds(2);
     options.on_probes_queued = [this] { ++queued_notifications_; };
-    scheduler_ =
-        std::make_unique<Scheduler>(std::move(options), std::make_unique<InMemorySearchStore>());
+    absl::StatusOr<std::unique_ptr<Scheduler>> scheduler =
+        Scheduler::Create(std::move(options), *SqliteSearchStore::Open(":memory:"));
+    EXPECT_TRUE(scheduler.ok()) << scheduler.status();
+    scheduler_ = *std::move(scheduler);
   }
 
   v1::Search Create(const v1::CreateSearchRequest& request) {
@@ -702,6 +705,148 @@ TEST_F(SchedulerTest, UnwatchStopsNotifications) {
   scheduler_->Unwatch(search.name(), &observer);
   ASSERT_TRUE(Acquire(Register(8)).has_value());
   EXPECT_THAT(observer.events, IsEmpty());
+}
+
+TEST_F(SchedulerTest, EventLogKeepsEveryChangeInPages) {
+  const std::string worker = Register(8);
+  const v1::Search search = Create(SmallSearch(2));
+  for (int i = 0; i < 2; ++i) {
+    std::optional<v1::ProbeAssignment> assignment = Acquire(worker);
+    ASSERT_TRUE(assignment.has_value());
+    ASSERT_TRUE(Report(worker, assignment->name(), OkResult(100 + i)).ok());
+  }
+  v1::ListSearchEventsRequest request;
+  request.set_name(search.name());
+  request.set_page_size(3);
+  absl::StatusOr<v1::ListSearchEventsResponse> first = scheduler_->ListSearchEvents(request);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->events_size(), 3);
+  EXPECT_THAT(first->events(0).text(), HasSubstr("search created"));
+  EXPECT_THAT(first->events(1).text(), HasSubstr("candidates/0 leased to workers/1"));
+  ASSERT_FALSE(first->next_page_token().empty());
+  request.set_page_token(first->next_page_token());
+  absl::StatusOr<v1::ListSearchEventsResponse> rest = scheduler_->ListSearchEvents(request);
+  ASSERT_TRUE(rest.ok());
+  ASSERT_EQ(rest->events_size(), 2);
+  EXPECT_GT(rest->events(0).sequence(), first->events(2).sequence());
+  EXPECT_THAT(rest->events(1).text(), HasSubstr("search succeeded"));
+  EXPECT_TRUE(rest->next_page_token().empty());
+
+  request.set_name("searches/99");
+  request.clear_page_token();
+  EXPECT_EQ(scheduler_->ListSearchEvents(request).status().code(), absl::StatusCode::kNotFound);
+}
+
+// A scheduler over a database file, restarted as a killed server would be: everything it
+// answered OK for is in the file.
+class SchedulerRestartTest : public SchedulerTest {
+ protected:
+  SchedulerRestartTest() : path_(::testing::TempDir() + "/scheduler_restart.db") {
+    RemoveFiles();
+    Restart();
+  }
+  ~SchedulerRestartTest() override {
+    scheduler_.reset();
+    RemoveFiles();
+  }
+
+  void Restart() {
+    scheduler_.reset();
+    Scheduler::Options options;
+    options.clock = &clock_;
+    options.heartbeat_interval = absl::Seconds(2);
+    absl::StatusOr<std::unique_ptr<SqliteSearchStore>> store = SqliteSearchStore::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    absl::StatusOr<std::unique_ptr<Scheduler>> scheduler =
+        Scheduler::Create(std::move(options), *std::move(store));
+    ASSERT_TRUE(scheduler.ok()) << scheduler.status();
+    scheduler_ = *std::move(scheduler);
+  }
+
+ private:
+  void RemoveFiles() {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path_ + suffix).c_str());
+  }
+  const std::string path_;
+};
+
+TEST_F(SchedulerRestartTest, ResumedSearchAcceptsReportsOfProbesLeasedBeforeAndFinishes) {
+  const std::string worker = Register(8);
+  const std::string other = Register(8);
+  const v1::Search search = Create(SmallSearch(3));
+  std::optional<v1::ProbeAssignment> before = Acquire(worker);
+  ASSERT_TRUE(before.has_value());
+  std::optional<v1::ProbeAssignment> reported = Acquire(other);
+  ASSERT_TRUE(reported.has_value());
+  ASSERT_TRUE(Report(other, reported->name(), OkResult(200)).ok());
+
+  Restart();
+
+  // The result reported before the restart is there; the probe leased before it is still
+  // leased to its worker, whose report is accepted.
+  v1::Search resumed = Get(search.name());
+  EXPECT_EQ(resumed.state(), v1::PROBING);
+  EXPECT_EQ(resumed.counts().succeeded(), 1);
+  ASSERT_TRUE(Heartbeat(worker, {before->name()}).ok());
+  EXPECT_THAT(Heartbeat(worker, {before->name()})->cancel_probes(), IsEmpty());
+  ASSERT_TRUE(Report(worker, before->name(), OkResult(300)).ok());
+  // The candidate still queued is handed out again.
+  std::optional<v1::ProbeAssignment> after = Acquire(other);
+  ASSERT_TRUE(after.has_value());
+  ASSERT_TRUE(Report(other, after->name(), OkResult(100)).ok());
+
+  const v1::Search done = Get(search.name());
+  EXPECT_EQ(done.state(), v1::SUCCEEDED);
+  EXPECT_EQ(done.counts().succeeded(), 3);
+  EXPECT_DOUBLE_EQ(done.candidates(0).probe_result().model_tflops_per_gpu(), 300);
+  v1::ListSearchEventsRequest events;
+  events.set_name(search.name());
+  events.set_page_size(1000);
+  absl::StatusOr<v1::ListSearchEventsResponse> log = scheduler_->ListSearchEvents(events);
+  ASSERT_TRUE(log.ok()) << log.status();
+  bool resumed_event = false;
+  for (const v1::SearchEvent& event : log->events()) {
+    resumed_event |= event.text() == "server restarted; search resumed";
+  }
+  EXPECT_TRUE(resumed_event);
+}
+
+TEST_F(SchedulerRestartTest, UndeliveredGangShareIsHandedOverAfterARestart) {
+  const std::string a = Register(4);
+  const std::string b = Register(4);
+  Create(FullScopeSearch());
+  std::optional<v1::ProbeAssignment> first = Acquire(a);
+  ASSERT_TRUE(first.has_value());
+
+  Restart();
+
+  std::optional<v1::ProbeAssignment> second = Acquire(b);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->name(), first->name());
+  EXPECT_EQ(second->gang_index(), 1);
+}
+
+TEST_F(SchedulerRestartTest, ProbeOfAWorkerThatNeverReturnsIsRequeued) {
+  const std::string gone = Register(8);
+  const v1::Search search = Create(SmallSearch(1));
+  ASSERT_TRUE(Acquire(gone).has_value());
+
+  Restart();
+  const std::string fresh = Register(8);
+  clock_.Advance(absl::Seconds(4));
+  ASSERT_TRUE(Heartbeat(fresh).ok());
+  clock_.Advance(absl::Seconds(3));
+  scheduler_->CheckLeases();
+  EXPECT_EQ(Get(search.name()).candidates(0).state(), v1::CANDIDATE_QUEUED);
+  std::optional<v1::ProbeAssignment> retry = Acquire(fresh);
+  ASSERT_TRUE(retry.has_value());
+  EXPECT_THAT(retry->name(), HasSubstr("/probes/2"));
+}
+
+TEST_F(SchedulerRestartTest, WorkerIdsAreNotReusedAfterARestart) {
+  EXPECT_EQ(Register(8), "workers/1");
+  Restart();
+  EXPECT_EQ(Register(8), "workers/2");
 }
 
 }  // namespace

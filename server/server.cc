@@ -9,9 +9,9 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
-#include "server/in_memory_search_store.h"
 #include "server/listen_address.h"
 #include "server/log.h"
+#include "server/sqlite_search_store.h"
 
 namespace paratune {
 
@@ -40,9 +40,10 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
   scheduler_options.clock = options.clock;
   scheduler_options.heartbeat_interval = options.heartbeat_interval;
   scheduler_options.on_probes_queued = [self] { self->wait_list_->Notify(); };
-  std::unique_ptr<SearchStore> store = std::move(options.store);
-  if (store == nullptr) store = std::make_unique<InMemorySearchStore>();
-  server->scheduler_ = std::make_unique<Scheduler>(std::move(scheduler_options), std::move(store));
+  PT_ASSIGN_OR_RETURN(std::unique_ptr<SqliteSearchStore> store,
+                      SqliteSearchStore::Open(options.db_path));
+  PT_ASSIGN_OR_RETURN(server->scheduler_,
+                      Scheduler::Create(std::move(scheduler_options), std::move(store)));
   server->autotuner_service_ = std::make_unique<AutotunerService>(server->scheduler_.get());
   server->worker_service_ =
       std::make_unique<WorkerService>(server->scheduler_.get(), server->wait_list_.get());

@@ -32,13 +32,15 @@ class ParatuneServer {
     absl::Duration heartbeat_interval = absl::Seconds(2);
     // Source of time for leases; RealClock() when null. Not owned.
     Clock* clock = nullptr;
-    // Where searches and workers are kept; an InMemorySearchStore when null.
-    std::unique_ptr<SearchStore> store;
+    // The SQLite database holding searches, workers, leases and events (created if absent,
+    // resumed if not); ":memory:" keeps them only as long as the server runs.
+    std::string db_path = ":memory:";
   };
 
-  // Listens and serves. INVALID_ARGUMENT for a malformed address or heartbeat interval;
-  // FAILED_PRECONDITION for a non-loopback address without allow_remote; UNAVAILABLE when
-  // the address cannot be bound.
+  // Opens the database, resumes what it holds, listens and serves. INVALID_ARGUMENT for a
+  // malformed address or heartbeat interval; FAILED_PRECONDITION for a non-loopback address
+  // without allow_remote or a database written by a newer server; UNAVAILABLE when the
+  // address cannot be bound or the database cannot be opened (or another server holds it).
   static absl::StatusOr<std::unique_ptr<ParatuneServer>> Start(Options options);
 
   ParatuneServer(const ParatuneServer&) = delete;

@@ -32,6 +32,11 @@ ABSL_FLAG(std::string, port_file, "",
 ABSL_FLAG(double, heartbeat_interval_seconds, 2,
           "How often workers must heartbeat, in seconds. A worker silent for 3 intervals is "
           "declared lost and its probe is re-queued.");
+ABSL_FLAG(std::string, db, "paratune.db",
+          "SQLite database of searches, candidates, probe results, workers, leases and "
+          "events; created if absent. A server started on an existing database resumes its "
+          "unfinished searches, and probes leased before it stopped are still accepted from "
+          "their workers. One server per database. \":memory:\" keeps nothing after exit.");
 ABSL_FLAG(bool, insecure_allow_remote, false,
           "Allow a non-loopback --address although the connection has no TLS and no "
           "authentication yet. Anyone who can reach the port can create searches and "
@@ -45,11 +50,12 @@ constexpr char kUsage[] =
     "\n"
     "Serves the paratune.v1.Autotuner API (clients: create, watch and cancel searches; "
     "estimate and plan) and the paratune.v1.WorkerService API (paratune-worker daemons), "
-    "with gRPC health checking and server reflection. Searches live in memory.\n"
+    "with gRPC health checking and server reflection. Its state is kept in a SQLite "
+    "database (--db), so it survives restarts and crashes.\n"
     "Logs are one line per event on stderr (logfmt). SIGINT or SIGTERM shut it down "
     "gracefully.\n"
     "\n"
-    "Usage: paratune-server [--address=127.0.0.1:50051] [--port_file=PATH]\n"
+    "Usage: paratune-server [--address=127.0.0.1:50051] [--db=paratune.db] [--port_file=PATH]\n"
     "                       [--heartbeat_interval_seconds=2] [--insecure_allow_remote]\n";
 
 // Writes "<port>\n" to `path` atomically: a temporary file in the same directory, then
@@ -82,6 +88,7 @@ int Main() {
   ParatuneServer::Options options;
   options.address = absl::GetFlag(FLAGS_address);
   options.allow_remote = absl::GetFlag(FLAGS_insecure_allow_remote);
+  options.db_path = absl::GetFlag(FLAGS_db);
   options.heartbeat_interval = absl::Seconds(absl::GetFlag(FLAGS_heartbeat_interval_seconds));
   absl::StatusOr<std::unique_ptr<ParatuneServer>> server =
       ParatuneServer::Start(std::move(options));

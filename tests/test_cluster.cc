@@ -55,7 +55,7 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(
   const std::string port_file = absl::StrCat(TempDir(), "/server-port-", ++clusters);
   absl::StatusOr<std::unique_ptr<ChildProcess>> server = ChildProcess::Spawn(
       {ServerBinary(), "--address=127.0.0.1:0", absl::StrCat("--port_file=", port_file),
-       "--heartbeat_interval_seconds=1"});
+       "--heartbeat_interval_seconds=1", "--db=:memory:"});
   if (!server.ok()) return server.status();
   cluster->server_ = *std::move(server);
   absl::StatusOr<int> port = WaitForPortFile(port_file, kStartTimeout, *cluster->server_);

@@ -19,7 +19,6 @@ namespace {
 constexpr absl::Duration kInitialBackoff = absl::Milliseconds(200);
 constexpr absl::Duration kMaxBackoff = absl::Seconds(5);
 constexpr absl::Duration kRendezvousInitialBackoff = absl::Milliseconds(20);
-constexpr int kReportAttempts = 6;
 constexpr double kDefaultProbeDeadlineSeconds = 600;
 
 absl::Status FromGrpc(const grpc::Status& status) {
@@ -364,6 +363,7 @@ void WorkerDaemon::Report(const std::string& worker_name, const std::string& pro
   request.set_probe(probe);
   *request.mutable_result() = result;
   absl::Duration backoff = kInitialBackoff;
+  const absl::Time give_up_at = absl::Now() + options_.report_retry_window;
   for (int attempt = 1;; ++attempt) {
     v1::ReportProbeResponse response;
     const absl::Status status =
@@ -377,14 +377,14 @@ void WorkerDaemon::Report(const std::string& worker_name, const std::string& pro
     }
     // While stopping, one retry at most: the server re-queues an unreported probe anyway
     // once this worker's heartbeats stop.
-    const bool give_up = !Retryable(status) || attempt >= kReportAttempts ||
+    const bool give_up = !Retryable(status) || absl::Now() + backoff > give_up_at ||
                          (stop_.HasBeenNotified() && attempt >= 2);
     Log(LogLevel::kWarning,
         give_up ? "reporting a probe failed; dropping the result"
                 : "reporting a probe failed; retrying",
         {{"probe", probe}, {"attempt", absl::StrCat(attempt)}, {"error", status.ToString()}});
     if (give_up) return;
-    absl::SleepFor(backoff);
+    if (stop_.WaitForNotificationWithTimeout(backoff)) continue;
     backoff = std::min(backoff * 2, kMaxBackoff);
   }
 }

@@ -41,6 +41,10 @@ class WorkerDaemon {
     absl::Duration acquire_wait = absl::Seconds(10);
     // How long Start keeps trying to reach the server.
     absl::Duration register_timeout = absl::Seconds(30);
+    // How long a result whose report the server could not take (unreachable, restarting) is
+    // retried before it is dropped. A restarted server accepts reports for probes leased
+    // before it stopped, so this should outlast a restart.
+    absl::Duration report_retry_window = absl::Minutes(10);
   };
 
   // Registers with the server, retrying while it is unreachable, then starts the heartbeat

@@ -1,0 +1,75 @@
+#include "server/lease.h"
+
+#include <algorithm>
+
+#include "server/resource_names.h"
+
+namespace paratune {
+
+internal::LeaseState MakeLease(const std::string& probe, int64_t search_id, int64_t candidate,
+                               v1::ProbeScope scope, int64_t num_ranks,
+                               const std::vector<RankShare>& shares,
+                               const std::vector<LeaseWorker>& workers,
+                               int64_t expires_unix_nanos) {
+  internal::LeaseState lease;
+  lease.set_probe(probe);
+  lease.set_search_id(search_id);
+  lease.set_candidate(candidate);
+  lease.set_scope(scope);
+  lease.set_num_ranks(num_ranks);
+  lease.set_expires_unix_nanos(expires_unix_nanos);
+  for (size_t i = 0; i < shares.size(); ++i) {
+    internal::LeaseMember& member = *lease.add_members();
+    member.set_worker_id(shares[i].worker_id);
+    member.set_first_rank(shares[i].first_rank);
+    member.set_num_ranks(shares[i].num_ranks);
+    member.set_hostname(workers[i].hostname);
+    for (int64_t g = 0; g < shares[i].num_ranks; ++g) {
+      member.add_gpu_indices(workers[i].gpu_indices[g]);
+    }
+  }
+  return lease;
+}
+
+v1::ProbeAssignment MemberAssignment(const v1::Search& search, const internal::LeaseState& lease,
+                                     int member) {
+  const v1::SearchSpec& spec = search.spec();
+  v1::ProbeAssignment assignment;
+  assignment.set_name(lease.probe());
+  assignment.set_backend(spec.probe().backend());
+  assignment.set_command_template(spec.probe().command_template());
+  *assignment.mutable_model() = spec.model();
+  *assignment.mutable_training() = spec.training();
+  *assignment.mutable_cluster() = spec.cluster();
+  *assignment.mutable_config() = search.candidates(lease.candidate()).config();
+  assignment.set_scope(lease.scope());
+  assignment.set_warmup_steps(spec.probe().warmup_steps());
+  assignment.set_timed_steps(spec.probe().timed_steps());
+  assignment.set_deadline_seconds(spec.probe().deadline_seconds());
+  assignment.set_seed(spec.seed());
+  assignment.set_num_ranks(lease.num_ranks());
+  for (const internal::LeaseMember& share : lease.members()) {
+    v1::GangMember& gang_member = *assignment.add_gang();
+    gang_member.set_worker(WorkerName(share.worker_id()));
+    gang_member.set_hostname(share.hostname());
+    gang_member.set_first_rank(share.first_rank());
+    gang_member.set_num_ranks(share.num_ranks());
+  }
+  assignment.set_gang_index(member);
+  *assignment.mutable_gpu_indices() = lease.members(member).gpu_indices();
+  return assignment;
+}
+
+int MemberIndex(const internal::LeaseState& lease, int64_t worker_id) {
+  for (int i = 0; i < lease.members_size(); ++i) {
+    if (lease.members(i).worker_id() == worker_id) return i;
+  }
+  return -1;
+}
+
+bool AllMembersReported(const internal::LeaseState& lease) {
+  return std::all_of(lease.members().begin(), lease.members().end(),
+                     [](const internal::LeaseMember& member) { return member.has_result(); });
+}
+
+}  // namespace paratune

@@ -1,0 +1,214 @@
+#include "server/sqlite_search_store.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "server/resource_names.h"
+#include "server/store_schema.h"
+
+namespace paratune {
+namespace {
+
+bool Ended(v1::SearchState state) {
+  return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
+}
+
+template <typename Message>
+absl::StatusOr<Message> ParseRow(const std::string& bytes, absl::string_view table,
+                                 absl::string_view key) {
+  Message message;
+  if (!message.ParseFromString(bytes)) {
+    return absl::DataLossError(absl::StrCat("row ", key, " of table ", table,
+                                            " does not parse as ", message.GetTypeName()));
+  }
+  return message;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SqliteSearchStore>> SqliteSearchStore::Open(
+    const std::string& path) {
+  PT_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDatabase> db, SqliteDatabase::Open(path));
+  // WAL: a commit is one append, and what was committed survives a killed process
+  // (synchronous=NORMAL loses at most the last commits on power loss, never consistency).
+  // Exclusive locking: one server per database; the lock is taken now and held.
+  absl::Status setup = db->Execute(
+      "PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL; "
+      "PRAGMA synchronous = NORMAL; BEGIN EXCLUSIVE; COMMIT;");
+  if (setup.code() == absl::StatusCode::kUnavailable) {
+    return absl::UnavailableError(absl::StrCat("database \"", path,
+                                               "\" is in use by another process (another "
+                                               "paratune-server?): ",
+                                               setup.message()));
+  }
+  PT_RETURN_IF_ERROR(setup);
+  PT_RETURN_IF_ERROR(MigrateStoreSchema(*db));
+  std::unique_ptr<SqliteSearchStore> store(new SqliteSearchStore(std::move(db)));
+  absl::MutexLock lock(&store->mu_);
+  PT_ASSIGN_OR_RETURN(SqliteStatement max_id,
+                      store->db_->Prepare("SELECT COALESCE(MAX(id), 0) FROM searches"));
+  PT_ASSIGN_OR_RETURN(const bool row, max_id.Step());
+  if (row) store->last_search_id_ = max_id.ColumnInt(0);
+  return store;
+}
+
+absl::StatusOr<int64_t> SqliteSearchStore::AllocateSearchId() {
+  absl::MutexLock lock(&mu_);
+  return ++last_search_id_;
+}
+
+absl::Status SqliteSearchStore::Apply(const StoreBatch& batch) {
+  if (batch.empty()) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  PT_RETURN_IF_ERROR(db_->Execute("BEGIN"));
+  absl::Status status = ApplyLocked(batch);
+  if (status.ok()) status = db_->Execute("COMMIT");
+  if (!status.ok()) db_->Execute("ROLLBACK").IgnoreError();
+  return status;
+}
+
+absl::Status SqliteSearchStore::ApplyLocked(const StoreBatch& batch) {
+  for (const auto& [id, search] : batch.searches) {
+    PT_ASSIGN_OR_RETURN(
+        SqliteStatement put,
+        db_->Prepare("INSERT OR REPLACE INTO searches (id, state, search) VALUES (?, ?, ?)"));
+    PT_RETURN_IF_ERROR(
+        put.Bind(1, id).Bind(2, int64_t{search.state()}).BindBlob(3, search.SerializeAsString())
+            .Run());
+  }
+  for (const auto& [id, worker] : batch.workers) {
+    PT_ASSIGN_OR_RETURN(SqliteStatement put,
+                        db_->Prepare("INSERT OR REPLACE INTO workers (id, worker) VALUES (?, ?)"));
+    PT_RETURN_IF_ERROR(put.Bind(1, id).BindBlob(2, worker.SerializeAsString()).Run());
+  }
+  for (const auto& [probe, lease] : batch.leases) {
+    PT_ASSIGN_OR_RETURN(
+        SqliteStatement put,
+        db_->Prepare("INSERT OR REPLACE INTO leases (probe, search_id, lease) VALUES (?, ?, ?)"));
+    PT_RETURN_IF_ERROR(
+        put.Bind(1, probe).Bind(2, lease.search_id()).BindBlob(3, lease.SerializeAsString()).Run());
+  }
+  for (const std::string& probe : batch.ended_leases) {
+    PT_ASSIGN_OR_RETURN(SqliteStatement remove,
+                        db_->Prepare("DELETE FROM leases WHERE probe = ?"));
+    PT_RETURN_IF_ERROR(remove.Bind(1, probe).Run());
+  }
+  for (const SearchEvent& event : batch.events) {
+    PT_ASSIGN_OR_RETURN(
+        SqliteStatement append,
+        db_->Prepare("INSERT INTO events (search_id, time_unix_nanos, text) VALUES (?, ?, ?)"));
+    PT_RETURN_IF_ERROR(append.Bind(1, event.search_id)
+                           .Bind(2, absl::ToUnixNanos(event.time))
+                           .Bind(3, event.text)
+                           .Run());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StoredState> SqliteSearchStore::Load() {
+  absl::MutexLock lock(&mu_);
+  StoredState state;
+  state.last_search_id = last_search_id_;
+  PT_ASSIGN_OR_RETURN(
+      SqliteStatement searches,
+      db_->Prepare("SELECT id, search FROM searches WHERE state NOT IN (?, ?, ?) ORDER BY id"));
+  searches.Bind(1, int64_t{v1::SUCCEEDED}).Bind(2, int64_t{v1::FAILED}).Bind(3, int64_t{v1::CANCELLED});
+  while (true) {
+    PT_ASSIGN_OR_RETURN(const bool row, searches.Step());
+    if (!row) break;
+    PT_ASSIGN_OR_RETURN(v1::Search search,
+                        ParseRow<v1::Search>(searches.ColumnBytes(1), "searches",
+                                             SearchName(searches.ColumnInt(0))));
+    state.unfinished_searches.push_back(std::move(search));
+  }
+  PT_ASSIGN_OR_RETURN(SqliteStatement workers,
+                      db_->Prepare("SELECT id, worker FROM workers ORDER BY id"));
+  while (true) {
+    PT_ASSIGN_OR_RETURN(const bool row, workers.Step());
+    if (!row) break;
+    const int64_t id = workers.ColumnInt(0);
+    PT_ASSIGN_OR_RETURN(state.workers[id], ParseRow<v1::Worker>(workers.ColumnBytes(1), "workers",
+                                                                WorkerName(id)));
+  }
+  PT_ASSIGN_OR_RETURN(SqliteStatement leases,
+                      db_->Prepare("SELECT probe, lease FROM leases ORDER BY probe"));
+  while (true) {
+    PT_ASSIGN_OR_RETURN(const bool row, leases.Step());
+    if (!row) break;
+    PT_ASSIGN_OR_RETURN(internal::LeaseState lease,
+                        ParseRow<internal::LeaseState>(leases.ColumnBytes(1), "leases",
+                                                       leases.ColumnBytes(0)));
+    state.leases.push_back(std::move(lease));
+  }
+  return state;
+}
+
+absl::StatusOr<v1::Search> SqliteSearchStore::GetSearch(int64_t id) {
+  absl::MutexLock lock(&mu_);
+  PT_ASSIGN_OR_RETURN(SqliteStatement get,
+                      db_->Prepare("SELECT search FROM searches WHERE id = ?"));
+  get.Bind(1, id);
+  PT_ASSIGN_OR_RETURN(const bool row, get.Step());
+  if (!row) return absl::NotFoundError(absl::StrCat("search ", SearchName(id), " not found"));
+  return ParseRow<v1::Search>(get.ColumnBytes(0), "searches", SearchName(id));
+}
+
+absl::StatusOr<SearchPage> SqliteSearchStore::ListSearches(int64_t page_size, int64_t before_id) {
+  absl::MutexLock lock(&mu_);
+  PT_ASSIGN_OR_RETURN(SqliteStatement list,
+                      db_->Prepare("SELECT id, search FROM searches WHERE (?1 = 0 OR id < ?1) "
+                                   "ORDER BY id DESC LIMIT ?2"));
+  // One more than asked: whether it exists says whether there is a next page.
+  list.Bind(1, before_id).Bind(2, page_size + 1);
+  SearchPage page;
+  while (true) {
+    PT_ASSIGN_OR_RETURN(const bool row, list.Step());
+    if (!row) break;
+    if (static_cast<int64_t>(page.searches.size()) == page_size) {
+      page.more = true;
+      break;
+    }
+    PT_ASSIGN_OR_RETURN(v1::Search search, ParseRow<v1::Search>(list.ColumnBytes(1), "searches",
+                                                                SearchName(list.ColumnInt(0))));
+    search.clear_candidates();
+    page.searches.push_back(std::move(search));
+  }
+  return page;
+}
+
+absl::StatusOr<std::vector<v1::Worker>> SqliteSearchStore::ListWorkers() {
+  absl::MutexLock lock(&mu_);
+  PT_ASSIGN_OR_RETURN(SqliteStatement list,
+                      db_->Prepare("SELECT id, worker FROM workers ORDER BY id"));
+  std::vector<v1::Worker> workers;
+  while (true) {
+    PT_ASSIGN_OR_RETURN(const bool row, list.Step());
+    if (!row) break;
+    PT_ASSIGN_OR_RETURN(v1::Worker worker, ParseRow<v1::Worker>(list.ColumnBytes(1), "workers",
+                                                                WorkerName(list.ColumnInt(0))));
+    workers.push_back(std::move(worker));
+  }
+  return workers;
+}
+
+absl::StatusOr<std::vector<SearchEvent>> SqliteSearchStore::ListEvents(int64_t search_id,
+                                                                       int64_t after_sequence,
+                                                                       int64_t limit) {
+  absl::MutexLock lock(&mu_);
+  PT_ASSIGN_OR_RETURN(SqliteStatement list,
+                      db_->Prepare("SELECT sequence, time_unix_nanos, text FROM events "
+                                   "WHERE search_id = ? AND sequence > ? ORDER BY sequence "
+                                   "LIMIT ?"));
+  list.Bind(1, search_id).Bind(2, after_sequence).Bind(3, limit);
+  std::vector<SearchEvent> events;
+  while (true) {
+    PT_ASSIGN_OR_RETURN(const bool row, list.Step());
+    if (!row) break;
+    events.push_back(SearchEvent{search_id, list.ColumnInt(0),
+                                 absl::FromUnixNanos(list.ColumnInt(1)), list.ColumnBytes(2)});
+  }
+  return events;
+}
+
+}  // namespace paratune
