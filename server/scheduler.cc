@@ -14,7 +14,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "server/candidate_ranking.h"
 #include "server/candidate_selection.h"
-#include "server/log.h"
+#include "common/log.h"
 #include "server/page_token.h"
 #include "server/resource_names.h"
 #include "server/search_request.h"

@@ -11,7 +11,7 @@
 #include "grpcpp/server_builder.h"
 #include "server/in_memory_search_store.h"
 #include "server/listen_address.h"
-#include "server/log.h"
+#include "common/log.h"
 
 namespace paratune {
 

@@ -19,7 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "server/log.h"
+#include "common/log.h"
 #include "server/server.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50051",
@@ -36,6 +36,8 @@ ABSL_FLAG(bool, insecure_allow_remote, false,
           "Allow a non-loopback --address although the connection has no TLS and no "
           "authentication yet. Anyone who can reach the port can create searches and "
           "register workers.");
+ABSL_FLAG(std::string, log_level, "info",
+          "Least severe log lines written: debug, info, warning or error.");
 
 namespace paratune {
 namespace {
@@ -71,6 +73,12 @@ absl::Status WritePortFile(const std::string& path, int port) {
 
 int Main() {
   SetLogComponent("paratune-server");
+  absl::StatusOr<LogLevel> log_level = ParseLogLevel("--log_level", absl::GetFlag(FLAGS_log_level));
+  if (!log_level.ok()) {
+    Log(LogLevel::kError, "bad flags", {{"error", log_level.status().ToString()}});
+    return 2;
+  }
+  SetMinLogLevel(*log_level);
   // Block the shutdown signals in every thread (gRPC's threads inherit this mask) and take
   // them synchronously with sigwait below: no work in a signal handler.
   sigset_t signals;

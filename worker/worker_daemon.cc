@@ -10,7 +10,7 @@
 #include "common/status_macros.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
-#include "worker/log.h"
+#include "common/log.h"
 #include "worker/probe_failure.h"
 
 namespace paratune {

@@ -24,7 +24,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "estimator/cluster_spec.h"
-#include "worker/log.h"
+#include "common/log.h"
 #include "worker/sim_backend.h"
 #include "worker/worker_daemon.h"
 
@@ -49,6 +49,8 @@ ABSL_FLAG(std::string, labels, "",
 ABSL_FLAG(double, sim_probe_seconds, 0.2,
           "Wall time each sim probe takes (it is cancellable), so progress is visible; 0 "
           "answers at once.");
+ABSL_FLAG(std::string, log_level, "info",
+          "Least severe log lines written: debug, info, warning or error.");
 
 namespace paratune {
 namespace {
@@ -131,6 +133,12 @@ absl::StatusOr<WorkerDaemon::Options> OptionsFromFlags() {
 
 int Main() {
   SetLogComponent("paratune-worker");
+  absl::StatusOr<LogLevel> log_level = ParseLogLevel("--log_level", absl::GetFlag(FLAGS_log_level));
+  if (!log_level.ok()) {
+    Log(LogLevel::kError, "bad flags", {{"error", log_level.status().ToString()}});
+    return 2;
+  }
+  SetMinLogLevel(*log_level);
   // Shutdown signals are blocked in every thread (gRPC's threads inherit the mask) and taken
   // synchronously with sigwait below: no work in a signal handler.
   sigset_t signals;
