@@ -462,6 +462,20 @@ void Scheduler::Shutdown() {
   }
 }
 
+SchedulerStats Scheduler::Stats() const {
+  absl::MutexLock lock(&mu_);
+  SchedulerStats stats;
+  stats.totals = ended_totals_;
+  for (const auto& [id, record] : active_) AddActiveSearch(record.search, stats);
+  stats.queued_probes = queue_.size();
+  stats.running_probes = static_cast<int64_t>(leases_.size());
+  for (const auto& [id, record] : workers_) {
+    ++stats.workers[record.worker.state()];
+    stats.worker_gpus[record.worker.state()] += record.worker.gpus_size();
+  }
+  return stats;
+}
+
 absl::StatusOr<Scheduler::WorkerRecord*> Scheduler::FindLiveWorkerLocked(absl::string_view name) {
   PT_ASSIGN_OR_RETURN(const int64_t id, ParseWorkerName("worker", name));
   auto it = workers_.find(id);
@@ -483,6 +497,7 @@ void Scheduler::PublishLocked(SearchRecord& record, const std::string& event) {
   }
   for (SearchObserver* observer : record.observers) observer->OnSearchChanged(snapshot, event);
   if (Ended(record.search.state())) {
+    AddSearchTotals(record.search, ended_totals_);
     const int64_t id = record.id;
     active_.erase(id);
   }

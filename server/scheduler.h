@@ -25,6 +25,7 @@
 #include "proto/worker_service.pb.h"
 #include "server/clock.h"
 #include "server/probe_queue.h"
+#include "server/scheduler_stats.h"
 #include "server/search_store.h"
 
 namespace paratune {
@@ -121,6 +122,9 @@ class Scheduler {
   // Tells every observer the scheduler is going away and refuses new searches and watches.
   void Shutdown();
 
+  // Counts for monitoring (searches, probe results, queue, workers), read under the lock.
+  SchedulerStats Stats() const;
+
  private:
   struct SearchRecord {
     int64_t id = 0;
@@ -172,7 +176,7 @@ class Scheduler {
   Clock* const clock_;
   const std::unique_ptr<SearchStore> store_;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   // Searches that have not ended, by id. Ended ones live in the store only.
   absl::flat_hash_map<int64_t, SearchRecord> active_ ABSL_GUARDED_BY(mu_);
@@ -181,6 +185,8 @@ class Scheduler {
   std::map<int64_t, WorkerRecord> workers_ ABSL_GUARDED_BY(mu_);
   int64_t last_worker_id_ ABSL_GUARDED_BY(mu_) = 0;
   ProbeQueue queue_ ABSL_GUARDED_BY(mu_);
+  // What the searches that left active_ contributed to Stats().totals.
+  SearchTotals ended_totals_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace paratune

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -11,7 +12,6 @@
 #include "grpcpp/server_builder.h"
 #include "server/in_memory_search_store.h"
 #include "server/listen_address.h"
-#include "common/log.h"
 
 namespace paratune {
 
@@ -48,6 +48,9 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
   builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &server->port_);
   builder.RegisterService(server->autotuner_service_.get());
   builder.RegisterService(server->worker_service_.get());
+  if (!options.interceptors.empty()) {
+    builder.experimental().SetInterceptorCreators(std::move(options.interceptors));
+  }
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     // The destructor must not shut down a server that never started.
