@@ -9,6 +9,7 @@
 namespace paratune {
 
 absl::Status WritePortFile(const std::string& flag, const std::string& path, int port) {
+  if (path.empty()) return absl::OkStatus();
   const std::string temporary = absl::StrCat(path, ".tmp.", getpid());
   FILE* file = std::fopen(temporary.c_str(), "w");
   if (file == nullptr) {

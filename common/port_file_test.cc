@@ -22,6 +22,10 @@ TEST(WritePortFileTest, WritesThePortAndANewline) {
   EXPECT_EQ(contents.str(), "50051\n");
 }
 
+TEST(WritePortFileTest, DoesNothingWithoutAPath) {
+  EXPECT_TRUE(WritePortFile("--port_file", "", 50051).ok());
+}
+
 TEST(WritePortFileTest, NamesTheFlagWhenTheDirectoryIsMissing) {
   const absl::Status status = WritePortFile("--metrics_port_file", "/nonexistent/dir/port", 1);
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);

@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/port_file.h"
 #include "metrics/http_exporter.h"
+#include "metrics/metrics_endpoint.h"
 #include "metrics/registry.h"
 #include "proto/autotuner_service.grpc.pb.h"
 #include "proto/worker_service.grpc.pb.h"
@@ -87,16 +88,6 @@ std::vector<std::string> ServedMethods() {
   return methods;
 }
 
-// Writes --port_file or --metrics_port_file when `path` is set.
-bool MaybeWritePortFile(const std::string& flag, const std::string& path, int port) {
-  if (path.empty()) return true;
-  if (absl::Status status = WritePortFile(flag, path, port); !status.ok()) {
-    Log(LogLevel::kError, "cannot write a port file", {{"error", status.ToString()}});
-    return false;
-  }
-  return true;
-}
-
 int Main() {
   SetLogComponent("paratune-server");
   absl::StatusOr<LogLevel> log_level = ParseLogLevel("--log_level", absl::GetFlag(FLAGS_log_level));
@@ -136,7 +127,11 @@ int Main() {
   const int port = (*server)->port();
   Log(LogLevel::kInfo, "listening",
       {{"address", absl::GetFlag(FLAGS_address)}, {"port", absl::StrCat(port)}});
-  if (!MaybeWritePortFile("--port_file", absl::GetFlag(FLAGS_port_file), port)) return 1;
+  if (absl::Status status = WritePortFile("--port_file", absl::GetFlag(FLAGS_port_file), port);
+      !status.ok()) {
+    Log(LogLevel::kError, "cannot write the port file", {{"error", status.ToString()}});
+    return 1;
+  }
 
   const ParatuneServer* serving = server->get();
   if (absl::Status status =
@@ -147,25 +142,14 @@ int Main() {
     Log(LogLevel::kError, "cannot define metrics", {{"error", status.ToString()}});
     return 1;
   }
-  if (const std::string address = absl::GetFlag(FLAGS_metrics_address); !address.empty()) {
-    metrics::HttpExporter::Options exporter_options;
-    exporter_options.address = address;
-    exporter_options.registry = &metrics.registry;
-    absl::StatusOr<std::unique_ptr<metrics::HttpExporter>> exporter =
-        metrics::HttpExporter::Start(exporter_options);
-    if (!exporter.ok()) {
-      Log(LogLevel::kError, "cannot serve metrics",
-          {{"error", absl::StrCat("--metrics_address: ", exporter.status().ToString())}});
-      return 1;
-    }
-    metrics.exporter = *std::move(exporter);
-    Log(LogLevel::kInfo, "serving metrics",
-        {{"address", address}, {"port", absl::StrCat(metrics.exporter->port())}});
-    if (!MaybeWritePortFile("--metrics_port_file", absl::GetFlag(FLAGS_metrics_port_file),
-                            metrics.exporter->port())) {
-      return 1;
-    }
+  absl::StatusOr<std::unique_ptr<metrics::HttpExporter>> exporter =
+      metrics::StartMetricsEndpoint(absl::GetFlag(FLAGS_metrics_address),
+                                    absl::GetFlag(FLAGS_metrics_port_file), metrics.registry);
+  if (!exporter.ok()) {
+    Log(LogLevel::kError, "cannot serve metrics", {{"error", exporter.status().ToString()}});
+    return 1;
   }
+  metrics.exporter = *std::move(exporter);
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);

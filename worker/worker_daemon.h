@@ -5,6 +5,7 @@
 #ifndef PARATUNE_WORKER_WORKER_DAEMON_H_
 #define PARATUNE_WORKER_WORKER_DAEMON_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -41,6 +42,9 @@ class WorkerDaemon {
     absl::Duration acquire_wait = absl::Seconds(10);
     // How long Start keeps trying to reach the server.
     absl::Duration register_timeout = absl::Seconds(30);
+    // Called on the probe thread with each probe's result before it is reported (not for
+    // probes the server cancelled); e.g. the binary's metrics. May be empty.
+    std::function<void(const v1::ProbeAssignment&, const v1::ProbeResult&)> on_probe_finished;
   };
 
   // Registers with the server, retrying while it is unreachable, then starts the heartbeat
