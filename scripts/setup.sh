@@ -10,7 +10,7 @@ packages=(
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsqlite3-dev libcivetweb-dev
   # Tests against the real systems: promtool and a Prometheus server, a single-node Slurm.
-  prometheus slurm-wlm munge
+  prometheus slurm-wlm munge python3-yaml
 )
 
 missing=()
