@@ -8,7 +8,9 @@ packages=(
   g++ pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libsqlite3-dev
+  libsqlite3-dev libcivetweb-dev
+  # Tests against the real systems: promtool and a Prometheus server, a single-node Slurm.
+  prometheus slurm-wlm munge python3-yaml
 )
 
 missing=()

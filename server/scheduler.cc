@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "convert/estimate_convert.h"
 #include "convert/spec_convert.h"
@@ -17,7 +18,6 @@
 #include "server/candidate_selection.h"
 #include "server/gang_result.h"
 #include "server/lease.h"
-#include "server/log.h"
 #include "server/page_token.h"
 #include "server/resource_names.h"
 #include "server/search_request.h"
@@ -675,6 +675,20 @@ void Scheduler::Shutdown() {
   }
 }
 
+SchedulerStats Scheduler::Stats() const {
+  absl::MutexLock lock(&mu_);
+  SchedulerStats stats;
+  stats.totals = ended_totals_;
+  for (const auto& [id, record] : active_) AddActiveSearch(record.search, stats);
+  stats.queued_probes = queue_.size();
+  stats.running_probes = static_cast<int64_t>(leases_.size());
+  for (const auto& [id, record] : workers_) {
+    ++stats.workers[record.worker.state()];
+    stats.worker_gpus[record.worker.state()] += record.worker.gpus_size();
+  }
+  return stats;
+}
+
 absl::StatusOr<Scheduler::WorkerRecord*> Scheduler::FindLiveWorkerLocked(absl::string_view name) {
   PT_ASSIGN_OR_RETURN(const int64_t id, ParseWorkerName("worker", name));
   auto it = workers_.find(id);
@@ -706,6 +720,7 @@ void Scheduler::PublishLocked(SearchRecord& record, const std::string& event) {
   pending_.events.push_back(SearchEvent{record.id, 0, now, event});
   notices_.push_back(Notice{record.observers, RankedCopy(record.search), event});
   if (Ended(record.search.state())) {
+    AddSearchTotals(record.search, ended_totals_);
     const int64_t id = record.id;
     active_.erase(id);
   }

@@ -29,6 +29,7 @@
 #include "server/gang_placement.h"
 #include "server/probe_queue.h"
 #include "server/scheduler_state.pb.h"
+#include "server/scheduler_stats.h"
 #include "server/search_store.h"
 
 namespace paratune {
@@ -153,6 +154,9 @@ class Scheduler {
   // Tells every observer the scheduler is going away and refuses new searches and watches.
   void Shutdown();
 
+  // Counts for monitoring (searches, probe results, queue, workers), read under the lock.
+  SchedulerStats Stats() const;
+
  private:
   struct SearchRecord {
     int64_t id = 0;
@@ -236,7 +240,7 @@ class Scheduler {
   Clock* const clock_;
   const std::unique_ptr<SearchStore> store_;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   // Searches that have not ended, by id. Ended ones live in the store only.
   absl::flat_hash_map<int64_t, SearchRecord> active_ ABSL_GUARDED_BY(mu_);
@@ -248,6 +252,8 @@ class Scheduler {
   // Changes not yet stored, and what to tell observers once they are.
   StoreBatch pending_ ABSL_GUARDED_BY(mu_);
   std::vector<Notice> notices_ ABSL_GUARDED_BY(mu_);
+  // What the searches that left active_ contributed to Stats().totals.
+  SearchTotals ended_totals_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace paratune

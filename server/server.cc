@@ -4,13 +4,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 #include "server/listen_address.h"
-#include "server/log.h"
 #include "server/sqlite_search_store.h"
 
 namespace paratune {
@@ -54,6 +54,9 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
   builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &server->port_);
   builder.RegisterService(server->autotuner_service_.get());
   builder.RegisterService(server->worker_service_.get());
+  if (!options.interceptors.empty()) {
+    builder.experimental().SetInterceptorCreators(std::move(options.interceptors));
+  }
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     // The destructor must not shut down a server that never started.

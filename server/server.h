@@ -6,11 +6,13 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "grpcpp/server.h"
+#include "grpcpp/support/server_interceptor.h"
 #include "server/autotuner_service.h"
 #include "server/clock.h"
 #include "server/probe_wait_list.h"
@@ -35,6 +37,9 @@ class ParatuneServer {
     // The SQLite database holding searches, workers, leases and events (created if absent,
     // resumed if not); ":memory:" keeps them only as long as the server runs.
     std::string db_path = ":memory:";
+    // Installed on every call, e.g. RpcMetrics' (server/rpc_metrics.h).
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+        interceptors;
   };
 
   // Opens the database, resumes what it holds, listens and serves. INVALID_ARGUMENT for a
@@ -50,6 +55,9 @@ class ParatuneServer {
 
   // The bound port.
   int port() const { return port_; }
+
+  // The scheduler's counts, for the binary's metrics (server/scheduler_metrics.h).
+  SchedulerStats stats() const { return scheduler_->Stats(); }
 
   // Ends parked long polls and watch streams, then stops serving once in-flight calls have
   // finished and clients have closed their connections (at most `grace`; then calls are

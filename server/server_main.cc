@@ -19,7 +19,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "server/log.h"
+#include "common/log.h"
+#include "common/port_file.h"
+#include "metrics/http_exporter.h"
+#include "metrics/metrics_endpoint.h"
+#include "metrics/registry.h"
+#include "proto/autotuner_service.grpc.pb.h"
+#include "proto/worker_service.grpc.pb.h"
+#include "server/rpc_metrics.h"
+#include "server/scheduler_metrics.h"
 #include "server/server.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50051",
@@ -41,6 +49,14 @@ ABSL_FLAG(bool, insecure_allow_remote, false,
           "Allow a non-loopback --address although the connection has no TLS and no "
           "authentication yet. Anyone who can reach the port can create searches and "
           "register workers.");
+ABSL_FLAG(std::string, metrics_address, "",
+          "host:port (IPv4) to serve Prometheus metrics on, at /metrics; empty serves none. "
+          "Port 0 picks a free port (see --metrics_port_file). The endpoint is plain HTTP and "
+          "read-only; scrape it from inside the cluster.");
+ABSL_FLAG(std::string, metrics_port_file, "",
+          "If set, the bound metrics port is written to this file like --port_file.");
+ABSL_FLAG(std::string, log_level, "info",
+          "Least severe log lines written: debug, info, warning or error.");
 
 namespace paratune {
 namespace {
@@ -51,32 +67,40 @@ constexpr char kUsage[] =
     "Serves the paratune.v1.Autotuner API (clients: create, watch and cancel searches; "
     "estimate and plan) and the paratune.v1.WorkerService API (paratune-worker daemons), "
     "with gRPC health checking and server reflection. Its state is kept in a SQLite "
-    "database (--db), so it survives restarts and crashes.\n"
-    "Logs are one line per event on stderr (logfmt). SIGINT or SIGTERM shut it down "
-    "gracefully.\n"
+    "database (--db), so it survives restarts and crashes. With --metrics_address it serves "
+    "Prometheus metrics at /metrics (docs/operations.md lists them). Logs are one line per "
+    "event on stderr (logfmt). SIGINT or SIGTERM shut it down gracefully.\n"
     "\n"
     "Usage: paratune-server [--address=127.0.0.1:50051] [--db=paratune.db] [--port_file=PATH]\n"
-    "                       [--heartbeat_interval_seconds=2] [--insecure_allow_remote]\n";
+    "                       [--heartbeat_interval_seconds=2] [--insecure_allow_remote]\n"
+    "                       [--metrics_address=HOST:PORT] [--metrics_port_file=PATH]\n"
+    "                       [--log_level=info]\n";
 
-// Writes "<port>\n" to `path` atomically: a temporary file in the same directory, then
-// rename(2), so a test or script polling for the file reads all of it or nothing.
-absl::Status WritePortFile(const std::string& path, int port) {
-  const std::string temporary = absl::StrCat(path, ".tmp.", getpid());
-  FILE* file = std::fopen(temporary.c_str(), "w");
-  if (file == nullptr) {
-    return absl::UnavailableError(absl::StrCat("cannot create --port_file (\"", temporary, "\")"));
+// The server's metrics: RPC counts and latency (an interceptor, installed before the server
+// starts) and the scheduler's counts (read from the server at every scrape).
+struct ServerMetrics {
+  metrics::Registry registry;
+  std::unique_ptr<RpcMetrics> rpc;
+  std::unique_ptr<metrics::HttpExporter> exporter;
+};
+
+std::vector<std::string> ServedMethods() {
+  std::vector<std::string> methods = StandardGrpcMethods();
+  for (const std::string& service :
+       {v1::Autotuner::service_full_name(), v1::WorkerService::service_full_name()}) {
+    for (std::string& method : MethodsOfService(service)) methods.push_back(std::move(method));
   }
-  const bool written = std::fprintf(file, "%d\n", port) > 0;
-  const bool closed = std::fclose(file) == 0;
-  if (!written || !closed || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return absl::UnavailableError(absl::StrCat("cannot write --port_file (\"", path, "\")"));
-  }
-  return absl::OkStatus();
+  return methods;
 }
 
 int Main() {
   SetLogComponent("paratune-server");
+  absl::StatusOr<LogLevel> log_level = ParseLogLevel("--log_level", absl::GetFlag(FLAGS_log_level));
+  if (!log_level.ok()) {
+    Log(LogLevel::kError, "bad flags", {{"error", log_level.status().ToString()}});
+    return 2;
+  }
+  SetMinLogLevel(*log_level);
   // Block the shutdown signals in every thread (gRPC's threads inherit this mask) and take
   // them synchronously with sigwait below: no work in a signal handler.
   sigset_t signals;
@@ -85,11 +109,21 @@ int Main() {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  ServerMetrics metrics;
+  absl::StatusOr<std::unique_ptr<RpcMetrics>> rpc =
+      RpcMetrics::Create(metrics.registry, ServedMethods());
+  if (!rpc.ok()) {
+    Log(LogLevel::kError, "cannot define metrics", {{"error", rpc.status().ToString()}});
+    return 1;
+  }
+  metrics.rpc = *std::move(rpc);
+
   ParatuneServer::Options options;
   options.address = absl::GetFlag(FLAGS_address);
   options.allow_remote = absl::GetFlag(FLAGS_insecure_allow_remote);
   options.db_path = absl::GetFlag(FLAGS_db);
   options.heartbeat_interval = absl::Seconds(absl::GetFlag(FLAGS_heartbeat_interval_seconds));
+  options.interceptors.push_back(metrics.rpc->NewInterceptorFactory());
   absl::StatusOr<std::unique_ptr<ParatuneServer>> server =
       ParatuneServer::Start(std::move(options));
   if (!server.ok()) {
@@ -99,16 +133,35 @@ int Main() {
   const int port = (*server)->port();
   Log(LogLevel::kInfo, "listening",
       {{"address", absl::GetFlag(FLAGS_address)}, {"port", absl::StrCat(port)}});
-  if (const std::string path = absl::GetFlag(FLAGS_port_file); !path.empty()) {
-    if (absl::Status status = WritePortFile(path, port); !status.ok()) {
-      Log(LogLevel::kError, "cannot write the port file", {{"error", status.ToString()}});
-      return 1;
-    }
+  if (absl::Status status = WritePortFile("--port_file", absl::GetFlag(FLAGS_port_file), port);
+      !status.ok()) {
+    Log(LogLevel::kError, "cannot write the port file", {{"error", status.ToString()}});
+    return 1;
   }
+
+  const ParatuneServer* serving = server->get();
+  if (absl::Status status =
+          metrics.registry
+              .Register(std::make_unique<SchedulerMetrics>([serving] { return serving->stats(); }))
+              .status();
+      !status.ok()) {
+    Log(LogLevel::kError, "cannot define metrics", {{"error", status.ToString()}});
+    return 1;
+  }
+  absl::StatusOr<std::unique_ptr<metrics::HttpExporter>> exporter =
+      metrics::StartMetricsEndpoint(absl::GetFlag(FLAGS_metrics_address),
+                                    absl::GetFlag(FLAGS_metrics_port_file), metrics.registry);
+  if (!exporter.ok()) {
+    Log(LogLevel::kError, "cannot serve metrics", {{"error", exporter.status().ToString()}});
+    return 1;
+  }
+  metrics.exporter = *std::move(exporter);
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   Log(LogLevel::kInfo, "shutting down", {{"signal", strsignal(signal_number)}});
+  // Scrapes read the server: stop them first.
+  metrics.exporter.reset();
   (*server)->Shutdown();
   Log(LogLevel::kInfo, "stopped");
   return 0;

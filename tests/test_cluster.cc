@@ -42,6 +42,22 @@ bool SetTestBinaries(int argc, char** argv) {
   return true;
 }
 
+v1::CreateSearchRequest SmallSimSearch(int64_t top_k) {
+  v1::CreateSearchRequest request;
+  request.set_display_name("small sim search");
+  v1::SearchSpec& spec = *request.mutable_spec();
+  spec.mutable_model()->set_preset("llama3.2-1b");
+  spec.mutable_training()->set_global_batch_size(64);
+  spec.mutable_training()->set_seq_len(2048);
+  spec.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
+  spec.mutable_cluster()->set_num_nodes(1);
+  spec.mutable_cluster()->set_gpus_per_node(8);
+  spec.set_policy(v1::TOP_K);
+  spec.set_top_k(top_k);
+  spec.mutable_probe()->set_backend("sim");
+  return request;
+}
+
 std::unique_ptr<grpc::ClientContext> ContextWithTimeout(absl::Duration timeout) {
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
@@ -49,17 +65,34 @@ std::unique_ptr<grpc::ClientContext> ContextWithTimeout(absl::Duration timeout) 
 }
 
 absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(
-    const std::vector<std::vector<std::string>>& worker_flags) {
+    const std::vector<std::vector<std::string>>& worker_flags, const Options& options) {
   static int clusters = 0;
+  const int cluster_number = ++clusters;
   std::unique_ptr<TestCluster> cluster(new TestCluster());
-  const std::string port_file = absl::StrCat(TempDir(), "/server-port-", ++clusters);
-  absl::StatusOr<std::unique_ptr<ChildProcess>> server = ChildProcess::Spawn(
-      {ServerBinary(), "--address=127.0.0.1:0", absl::StrCat("--port_file=", port_file),
-       "--heartbeat_interval_seconds=1", "--db=:memory:"});
+  // The metrics flags of process `name`, and where its metrics port will be written.
+  auto metrics_flags = [&](const std::string& name, std::vector<std::string>& argv) {
+    if (!options.serve_metrics) return std::string();
+    const std::string file = absl::StrCat(TempDir(), "/", name, "-metrics-port-", cluster_number);
+    argv.push_back("--metrics_address=127.0.0.1:0");
+    argv.push_back(absl::StrCat("--metrics_port_file=", file));
+    return file;
+  };
+  const std::string port_file = absl::StrCat(TempDir(), "/server-port-", cluster_number);
+  std::vector<std::string> server_argv = {ServerBinary(), "--address=127.0.0.1:0",
+                                          absl::StrCat("--port_file=", port_file),
+                                          "--heartbeat_interval_seconds=1", "--db=:memory:"};
+  const std::string server_metrics_file = metrics_flags("server", server_argv);
+  absl::StatusOr<std::unique_ptr<ChildProcess>> server = ChildProcess::Spawn(server_argv);
   if (!server.ok()) return server.status();
   cluster->server_ = *std::move(server);
   absl::StatusOr<int> port = WaitForPortFile(port_file, kStartTimeout, *cluster->server_);
   if (!port.ok()) return port.status();
+  if (options.serve_metrics) {
+    absl::StatusOr<int> metrics_port =
+        WaitForPortFile(server_metrics_file, kStartTimeout, *cluster->server_);
+    if (!metrics_port.ok()) return metrics_port.status();
+    cluster->metrics_ports_.push_back(*metrics_port);
+  }
   cluster->address_ = absl::StrCat("127.0.0.1:", *port);
   cluster->autotuner_ = v1::Autotuner::NewStub(
       grpc::CreateChannel(cluster->address_, grpc::InsecureChannelCredentials()));
@@ -68,9 +101,16 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(
     std::vector<std::string> argv = {WorkerBinary(), absl::StrCat("--server=", cluster->address_),
                                      absl::StrCat("--hostname=test-worker-", i)};
     argv.insert(argv.end(), worker_flags[i].begin(), worker_flags[i].end());
+    const std::string metrics_file = metrics_flags(absl::StrCat("worker-", i), argv);
     absl::StatusOr<std::unique_ptr<ChildProcess>> worker = ChildProcess::Spawn(argv);
     if (!worker.ok()) return worker.status();
     cluster->workers_.push_back(*std::move(worker));
+    if (options.serve_metrics) {
+      absl::StatusOr<int> metrics_port =
+          WaitForPortFile(metrics_file, kStartTimeout, *cluster->workers_.back());
+      if (!metrics_port.ok()) return metrics_port.status();
+      cluster->metrics_ports_.push_back(*metrics_port);
+    }
   }
 
   // Bounded polling of the registered workers: the workers have no other way to say they
@@ -119,6 +159,22 @@ absl::StatusOr<std::vector<v1::WatchSearchResponse>> TestCluster::Watch(const st
   const absl::Status status = FromGrpc(reader->Finish());
   if (!status.ok()) return status;
   return responses;
+}
+
+absl::StatusOr<v1::Search> TestCluster::RunSearch(const v1::CreateSearchRequest& request,
+                                                  absl::Duration timeout) {
+  v1::Search created;
+  absl::Status status =
+      FromGrpc(autotuner_->CreateSearch(ContextWithTimeout(kRpcTimeout).get(), request, &created));
+  if (!status.ok()) return status;
+  absl::StatusOr<std::vector<v1::WatchSearchResponse>> watched = Watch(created.name(), timeout);
+  if (!watched.ok()) return watched.status();
+  v1::GetSearchRequest get;
+  get.set_name(created.name());
+  v1::Search search;
+  status = FromGrpc(autotuner_->GetSearch(ContextWithTimeout(kRpcTimeout).get(), get, &search));
+  if (!status.ok()) return status;
+  return search;
 }
 
 }  // namespace paratune

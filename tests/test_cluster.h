@@ -19,17 +19,31 @@ namespace paratune {
 // argv[2] paratune-worker (BUILD passes $(rootpath ...)). Returns false when missing.
 bool SetTestBinaries(int argc, char** argv);
 
+// Llama-3.2-1B on one node of 8 H100-80GB (global batch 64, sequence 2048), probing the
+// `top_k` best predicted configurations with the sim backend: a search that a worker with
+// 8 simulated GPUs finishes in about top_k x --sim_probe_seconds.
+v1::CreateSearchRequest SmallSimSearch(int64_t top_k);
+
 // A client context whose deadline is `timeout` from now.
 std::unique_ptr<grpc::ClientContext> ContextWithTimeout(absl::Duration timeout);
 
 // Thread-compatible. Destruction ends the workers, then the server.
 class TestCluster {
  public:
+  struct Options {
+    // Every process serves /metrics on 127.0.0.1:0; see metrics_ports().
+    bool serve_metrics = false;
+  };
+
   // Starts the server on 127.0.0.1:0 (port file in TEST_TMPDIR) and one worker per entry of
   // `worker_flags` (extra flags; --server is added), then waits until every worker has
   // registered. Each step is bounded; errors say which process failed.
   static absl::StatusOr<std::unique_ptr<TestCluster>> Start(
-      const std::vector<std::vector<std::string>>& worker_flags);
+      const std::vector<std::vector<std::string>>& worker_flags, const Options& options);
+  static absl::StatusOr<std::unique_ptr<TestCluster>> Start(
+      const std::vector<std::vector<std::string>>& worker_flags) {
+    return Start(worker_flags, Options());
+  }
 
   TestCluster(const TestCluster&) = delete;
   TestCluster& operator=(const TestCluster&) = delete;
@@ -37,11 +51,18 @@ class TestCluster {
 
   v1::Autotuner::Stub& autotuner() { return *autotuner_; }
   const std::string& address() const { return address_; }
+  // With serve_metrics: the server's metrics port, then each worker's, in start order.
+  const std::vector<int>& metrics_ports() const { return metrics_ports_; }
 
   // Follows the search with WatchSearch until the stream ends (at most `timeout`); returns
   // every message received. The stream's error when it does not finish OK.
   absl::StatusOr<std::vector<v1::WatchSearchResponse>> Watch(const std::string& name,
                                                              absl::Duration timeout);
+
+  // Creates the search, follows it until it ends (at most `timeout`) and returns it as
+  // GetSearch has it then. The first failing call's error.
+  absl::StatusOr<v1::Search> RunSearch(const v1::CreateSearchRequest& request,
+                                       absl::Duration timeout);
 
  private:
   TestCluster() = default;
@@ -49,6 +70,7 @@ class TestCluster {
   std::unique_ptr<ChildProcess> server_;
   std::vector<std::unique_ptr<ChildProcess>> workers_;
   std::string address_;
+  std::vector<int> metrics_ports_;
   std::unique_ptr<v1::Autotuner::Stub> autotuner_;
 };
 

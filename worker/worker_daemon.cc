@@ -7,10 +7,10 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
-#include "worker/log.h"
 #include "worker/probe_failure.h"
 
 namespace paratune {
@@ -296,6 +296,7 @@ void WorkerDaemon::RunAndReport(const v1::ProbeAssignment& assignment,
   if (result.wall_seconds() == 0) {
     result.set_wall_seconds(absl::ToDoubleSeconds(absl::Now() - start));
   }
+  if (options_.on_probe_finished) options_.on_probe_finished(assignment, result);
   Report(worker_name, assignment.name(), result);
 }
 

@@ -5,6 +5,7 @@
 #ifndef PARATUNE_WORKER_WORKER_DAEMON_H_
 #define PARATUNE_WORKER_WORKER_DAEMON_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -45,6 +46,9 @@ class WorkerDaemon {
     // retried before it is dropped. A restarted server accepts reports for probes leased
     // before it stopped, so this should outlast a restart.
     absl::Duration report_retry_window = absl::Minutes(10);
+    // Called on the probe thread with each probe's result before it is reported (not for
+    // probes the server cancelled); e.g. the binary's metrics. May be empty.
+    std::function<void(const v1::ProbeAssignment&, const v1::ProbeResult&)> on_probe_finished;
   };
 
   // Registers with the server, retrying while it is unreachable, then starts the heartbeat

@@ -23,10 +23,15 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/log.h"
 #include "estimator/cluster_spec.h"
-#include "worker/log.h"
+#include "metrics/http_exporter.h"
+#include "metrics/metrics_endpoint.h"
+#include "metrics/registry.h"
+#include "worker/health_server.h"
 #include "worker/sim_backend.h"
 #include "worker/worker_daemon.h"
+#include "worker/worker_metrics.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "host:port of paratune-server.");
 ABSL_FLAG(std::string, backend, "sim",
@@ -49,6 +54,18 @@ ABSL_FLAG(std::string, labels, "",
 ABSL_FLAG(double, sim_probe_seconds, 0.2,
           "Wall time each sim probe takes (it is cancellable), so progress is visible; 0 "
           "answers at once.");
+ABSL_FLAG(std::string, grpc_address, "127.0.0.1:0",
+          "host:port of the worker's own gRPC server, which serves health checking "
+          "(grpc.health.v1) and reflection only. Port 0 picks a free port (logged). Set a "
+          "fixed port where a health probe needs one (Kubernetes, load balancers).");
+ABSL_FLAG(std::string, metrics_address, "",
+          "host:port (IPv4) to serve Prometheus metrics on, at /metrics; empty serves none. "
+          "Port 0 picks a free port (see --metrics_port_file).");
+ABSL_FLAG(std::string, metrics_port_file, "",
+          "If set, the bound metrics port is written to this file (decimal, "
+          "newline-terminated, atomically).");
+ABSL_FLAG(std::string, log_level, "info",
+          "Least severe log lines written: debug, info, warning or error.");
 
 namespace paratune {
 namespace {
@@ -58,12 +75,16 @@ constexpr char kUsage[] =
     "\n"
     "Registers with paratune-server, heartbeats, long-polls for probes, runs each with the "
     "requested backend under the probe's deadline and reports the result. A failing probe "
-    "never takes the daemon down. Logs are one line per event on stderr (logfmt). SIGINT "
-    "or SIGTERM stop it gracefully (a running probe is handed back to the server).\n"
+    "never takes the daemon down. It serves gRPC health checking and reflection on "
+    "--grpc_address and, with --metrics_address, Prometheus metrics at /metrics "
+    "(docs/operations.md lists them). Logs are one line per event on stderr (logfmt). "
+    "SIGINT or SIGTERM stop it gracefully (a running probe is handed back to the server).\n"
     "\n"
     "Usage: paratune-worker [--server=127.0.0.1:50051] [--backend=sim] [--sim_gpus=8]\n"
     "                       [--sim_gpu_type=h100-80gb] [--hostname=NAME] [--labels=k=v,...]\n"
-    "                       [--sim_probe_seconds=0.2]\n";
+    "                       [--sim_probe_seconds=0.2] [--grpc_address=127.0.0.1:0]\n"
+    "                       [--metrics_address=HOST:PORT] [--metrics_port_file=PATH]\n"
+    "                       [--log_level=info]\n";
 
 absl::StatusOr<std::map<std::string, std::string>> ParseLabels(absl::string_view text) {
   std::map<std::string, std::string> labels;
@@ -131,6 +152,12 @@ absl::StatusOr<WorkerDaemon::Options> OptionsFromFlags() {
 
 int Main() {
   SetLogComponent("paratune-worker");
+  absl::StatusOr<LogLevel> log_level = ParseLogLevel("--log_level", absl::GetFlag(FLAGS_log_level));
+  if (!log_level.ok()) {
+    Log(LogLevel::kError, "bad flags", {{"error", log_level.status().ToString()}});
+    return 2;
+  }
+  SetMinLogLevel(*log_level);
   // Shutdown signals are blocked in every thread (gRPC's threads inherit the mask) and taken
   // synchronously with sigwait below: no work in a signal handler.
   sigset_t signals;
@@ -144,6 +171,38 @@ int Main() {
     Log(LogLevel::kError, "bad flags", {{"error", options.status().ToString()}});
     return 2;
   }
+
+  // Metrics are defined before the daemon starts so that probes are counted from the first.
+  metrics::Registry registry;
+  std::vector<std::string> backends;
+  for (const auto& backend : options->backends) backends.push_back(backend->Name());
+  absl::StatusOr<std::unique_ptr<WorkerMetrics>> worker_metrics =
+      WorkerMetrics::Create(registry, backends, static_cast<int64_t>(options->gpus.size()));
+  if (!worker_metrics.ok()) {
+    Log(LogLevel::kError, "cannot define metrics", {{"error", worker_metrics.status().ToString()}});
+    return 1;
+  }
+  WorkerMetrics* recorder = worker_metrics->get();
+  options->on_probe_finished = [recorder](const v1::ProbeAssignment& assignment,
+                                          const v1::ProbeResult& result) {
+    recorder->RecordProbe(assignment, result);
+  };
+  absl::StatusOr<std::unique_ptr<metrics::HttpExporter>> exporter = metrics::StartMetricsEndpoint(
+      absl::GetFlag(FLAGS_metrics_address), absl::GetFlag(FLAGS_metrics_port_file), registry);
+  if (!exporter.ok()) {
+    Log(LogLevel::kError, "cannot serve metrics", {{"error", exporter.status().ToString()}});
+    return 1;
+  }
+  absl::StatusOr<std::unique_ptr<HealthServer>> health =
+      HealthServer::Start({absl::GetFlag(FLAGS_grpc_address)});
+  if (!health.ok()) {
+    Log(LogLevel::kError, "cannot serve gRPC health",
+        {{"error", absl::StrCat("--grpc_address: ", health.status().ToString())}});
+    return 1;
+  }
+  Log(LogLevel::kInfo, "serving gRPC health and reflection",
+      {{"address", absl::GetFlag(FLAGS_grpc_address)}, {"port", absl::StrCat((*health)->port())}});
+
   absl::StatusOr<std::unique_ptr<WorkerDaemon>> daemon = WorkerDaemon::Start(*std::move(options));
   if (!daemon.ok()) {
     Log(LogLevel::kError, "cannot start", {{"error", daemon.status().ToString()}});
@@ -152,6 +211,7 @@ int Main() {
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   Log(LogLevel::kInfo, "shutting down", {{"signal", strsignal(signal_number)}});
+  (*health)->SetNotServing();
   (*daemon)->Stop();
   return 0;
 }

@@ -1,5 +1,6 @@
-#include "worker/log.h"
+#include "common/log.h"
 
+#include <atomic>
 #include <cstdio>
 #include <string>
 
@@ -11,9 +12,17 @@
 namespace paratune {
 namespace {
 
+constexpr LogLevel kLevels[] = {LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarning,
+                                LogLevel::kError};
+
 std::string& Component() {
   static std::string* const component = new std::string("paratune");
   return *component;
+}
+
+std::atomic<LogLevel>& MinLevel() {
+  static std::atomic<LogLevel> level{LogLevel::kInfo};
+  return level;
 }
 
 std::string Quote(absl::string_view value) {
@@ -26,6 +35,8 @@ std::string Quote(absl::string_view value) {
 
 const char* LevelName(LogLevel level) {
   switch (level) {
+    case LogLevel::kDebug:
+      return "debug";
     case LogLevel::kInfo:
       return "info";
     case LogLevel::kWarning:
@@ -40,7 +51,18 @@ const char* LevelName(LogLevel level) {
 
 void SetLogComponent(absl::string_view component) { Component() = std::string(component); }
 
+void SetMinLogLevel(LogLevel level) { MinLevel().store(level, std::memory_order_relaxed); }
+
+absl::StatusOr<LogLevel> ParseLogLevel(absl::string_view field, absl::string_view text) {
+  for (LogLevel level : kLevels) {
+    if (text == LevelName(level)) return level;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " (\"", text, "\") must be one of debug, info, warning, error"));
+}
+
 void Log(LogLevel level, absl::string_view msg, const LogFields& fields) {
+  if (level < MinLevel().load(std::memory_order_relaxed)) return;
   std::string line = absl::StrCat(
       "time=", absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()),
       " level=", LevelName(level), " component=", Component(), " msg=", Quote(msg));

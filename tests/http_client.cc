@@ -1,0 +1,48 @@
+#include "tests/http_client.h"
+
+#include <civetweb.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace paratune {
+
+absl::StatusOr<HttpResponse> HttpRequest(int port, const std::string& method,
+                                         const std::string& path_and_query) {
+  char error[256] = {};
+  mg_connection* connection =
+      mg_download("127.0.0.1", port, 0, error, sizeof(error), "%s %s HTTP/1.0\r\nHost: %s\r\n\r\n",
+                  method.c_str(), path_and_query.c_str(), absl::StrCat("127.0.0.1:", port).c_str());
+  if (connection == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("HTTP ", method, " 127.0.0.1:", port, path_and_query, ": ", error));
+  }
+  HttpResponse response;
+  const mg_response_info* info = mg_get_response_info(connection);
+  response.status_code = info->status_code;
+  for (int i = 0; i < info->num_headers; ++i) {
+    response.headers[info->http_headers[i].name] = info->http_headers[i].value;
+  }
+  char buffer[8192];
+  int read = 0;
+  while ((read = mg_read(connection, buffer, sizeof(buffer))) > 0) {
+    response.body.append(buffer, read);
+  }
+  mg_close_connection(connection);
+  return response;
+}
+
+std::string UrlEncode(const std::string& text) {
+  std::string encoded;
+  for (unsigned char c : text) {
+    if (absl::ascii_isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      encoded.push_back(static_cast<char>(c));
+    } else {
+      absl::StrAppendFormat(&encoded, "%%%02X", c);
+    }
+  }
+  return encoded;
+}
+
+}  // namespace paratune
