@@ -1,6 +1,7 @@
 #include "estimator/performance_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "estimator/pipeline_layout.h"
 
@@ -274,7 +275,12 @@ PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpe
       estimate.model_flops_per_step / (estimate.step_time_seconds * gpus) / kTera;
   // MFU is against the dense bf16 peak even for fp8, as NVIDIA's published tables report it.
   estimate.mfu = estimate.model_tflops_per_gpu / cluster.gpu().peak_bf16_tflops;
+  estimate.relative_error = params.relative_error;
   return estimate;
+}
+
+double OptimisticTflopsPerGpu(const PerformanceEstimate& estimate, double sigmas) {
+  return estimate.model_tflops_per_gpu * std::exp(sigmas * estimate.relative_error);
 }
 
 }  // namespace paratune

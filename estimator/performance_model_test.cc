@@ -1,5 +1,7 @@
 #include "estimator/performance_model.h"
 
+#include <cmath>
+
 #include "gtest/gtest.h"
 
 namespace paratune {
@@ -188,6 +190,19 @@ TEST_F(PerformanceModelTest, LargerGemmsAreMoreEfficient) {
   // Micro-batch 4 has 4x larger GEMMs than micro-batch 1 and the same FLOPs per step.
   EXPECT_LT(Predict(Dims(8, 2, 1, 1, 4)).compute_seconds,
             Predict(Dims(8, 2, 1, 1, 1)).compute_seconds);
+}
+
+TEST_F(PerformanceModelTest, ErrorBarFollowsTheParameters) {
+  PerformanceParameters params = params_;
+  params.relative_error = 0.05;
+  const ParallelConfig config = ParallelConfig::FromCheckedDims(Dims(8, 2, 1, 1, 1));
+  const PerformanceEstimate e = PredictPerformance(model_, training_, cluster_, config, params);
+  EXPECT_EQ(e.relative_error, 0.05);
+  EXPECT_DOUBLE_EQ(OptimisticTflopsPerGpu(e, 2), e.model_tflops_per_gpu * std::exp(0.1));
+  EXPECT_DOUBLE_EQ(OptimisticTflopsPerGpu(e, 0), e.model_tflops_per_gpu);
+  // The fitted parameters carry the fit's own error bar.
+  EXPECT_GT(params_.relative_error, 0);
+  EXPECT_LT(params_.relative_error, 0.2);
 }
 
 TEST(DefaultPerformanceParametersTest, HopperAndAmpereDiffer) {

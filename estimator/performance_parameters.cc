@@ -32,6 +32,7 @@ PerformanceParameters FittedPerformanceParameters(GpuArchitecture architecture) 
       params.cp_overlap = 0.8;
       params.dp_overlap = 0.254108;
       params.pp_overlap = 0.95;
+      params.relative_error = 0.0370;
       break;
     case GpuArchitecture::kHopper:
       // RMS log error 0.1332 -> 0.0390 in 500 sweeps.
@@ -44,6 +45,7 @@ PerformanceParameters FittedPerformanceParameters(GpuArchitecture architecture) 
       params.cp_overlap = 0.95;
       params.dp_overlap = 0.916858;
       params.pp_overlap = 0.0356018;
+      params.relative_error = 0.0385;
       break;
   }
   // FITTED-PARAMETERS-END

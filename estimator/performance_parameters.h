@@ -31,6 +31,13 @@ struct PerformanceParameters {
   double pp_overlap = 0.5;
   // Fraction of HBM bandwidth the optimizer step reaches.
   double optimizer_hbm_efficiency = 0.6;
+
+  // Not a parameter of the model's physics but of its accuracy: the one-sigma relative error
+  // of a predicted step time (and so of the predicted TFLOP/s) among configurations of one
+  // training setup once their common bias is removed. tools/fit_performance_model sets it to
+  // the pooled spread of the fit's log residuals about each table's mean (docs/estimator.md);
+  // OptimisticTflopsPerGpu turns it into an error bar.
+  double relative_error = 0.1;
 };
 
 // The GPU architectures with fitted parameters.

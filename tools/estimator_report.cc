@@ -19,10 +19,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "estimator/memory_model.h"
+#include "estimator/performance_fit.h"
 #include "estimator/performance_model.h"
 #include "estimator/performance_parameters.h"
 #include "tools/measured_runs.h"
-#include "tools/performance_fit.h"
 #include "tools/validation_stats.h"
 
 ABSL_FLAG(std::string, data_dir, "data/measured", "Directory of the measured CSV tables.");

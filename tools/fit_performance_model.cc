@@ -7,8 +7,10 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -16,9 +18,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "estimator/performance_fit.h"
 #include "estimator/performance_parameters.h"
 #include "tools/measured_runs.h"
-#include "tools/performance_fit.h"
+#include "tools/validation_stats.h"
 
 ABSL_FLAG(std::string, data_dir, "data/measured", "Directory of the measured CSV tables.");
 ABSL_FLAG(std::string, update, "",
@@ -30,22 +34,51 @@ namespace {
 constexpr char kBegin[] = "  // FITTED-PARAMETERS-BEGIN\n";
 constexpr char kEnd[] = "  // FITTED-PARAMETERS-END\n";
 
-std::string FittedBlock(const std::vector<std::pair<const char*, FitResult>>& fits) {
+struct ArchitectureFit {
+  const char* enumerator;
+  FitResult fit;
+  double relative_error;
+};
+
+// The error bar of PerformanceParameters::relative_error: every series (one configuration of
+// one table, weak-scaled or not) is reduced to its mean log residual, and the spread of those
+// about their own table's mean is pooled over the tables. Removing each table's mean is what
+// a refit on a search's own probes does to a new cluster's common bias; what remains is the
+// error in comparing configurations with each other.
+double RelativeError(const std::vector<MeasuredRun>& runs, const PerformanceParameters& params) {
+  std::map<std::string, std::map<std::string, std::vector<double>>> residuals;
+  for (const MeasuredRun& run : runs) {
+    if (run.completed) residuals[run.dataset][run.group].push_back(LogResidual(run, params));
+  }
+  std::vector<std::vector<double>> series_means_per_table;
+  for (const auto& [dataset, series] : residuals) {
+    std::vector<double>& means = series_means_per_table.emplace_back();
+    for (const auto& [group, values] : series) {
+      double sum = 0;
+      for (double value : values) sum += value;
+      means.push_back(sum / values.size());
+    }
+  }
+  return PooledStandardDeviation(series_means_per_table);
+}
+
+std::string FittedBlock(const std::vector<ArchitectureFit>& fits) {
   std::string out = kBegin;
   absl::StrAppend(&out,
                   "  // Produced by `bazel run //tools:fit_performance_model --\n"
                   "  //     --update=$PWD/estimator/performance_parameters.cc` from\n"
                   "  // data/measured/ (held-out llama31_8b_4d_abci_tsubame.csv excluded).\n"
                   "  switch (architecture) {\n");
-  for (const auto& [name, fit] : fits) {
-    absl::StrAppend(&out, "    case GpuArchitecture::", name, ":\n");
+  for (const ArchitectureFit& fit : fits) {
+    absl::StrAppend(&out, "    case GpuArchitecture::", fit.enumerator, ":\n");
     absl::StrAppendFormat(&out, "      // RMS log error %.4f -> %.4f in %d sweeps.\n",
-                          std::sqrt(fit.objective_start), std::sqrt(fit.objective_end),
-                          fit.sweeps);
+                          std::sqrt(fit.fit.objective_start), fit.fit.rms_log_error,
+                          fit.fit.sweeps);
     for (const FittedField& field : FittedFields()) {
       absl::StrAppendFormat(&out, "      params.%s = %.6g;\n", field.name,
-                            fit.params.*field.field);
+                            fit.fit.params.*field.field);
     }
+    absl::StrAppendFormat(&out, "      params.relative_error = %.4f;\n", fit.relative_error);
     absl::StrAppend(&out, "      break;\n");
   }
   absl::StrAppend(&out, "  }\n", kEnd);
@@ -72,21 +105,23 @@ absl::Status Update(const std::string& path, const std::string& block) {
 }
 
 absl::Status Run() {
-  std::vector<MeasuredRun> ampere;
-  std::vector<MeasuredRun> hopper;
+  std::map<GpuArchitecture, std::vector<MeasuredRun>> runs;
   for (const MeasuredDataset& dataset : MeasuredDatasets()) {
     if (!dataset.in_fit) continue;
-    absl::StatusOr<std::vector<MeasuredRun>> runs =
-        LoadMeasuredRuns(absl::GetFlag(FLAGS_data_dir), dataset);
-    if (!runs.ok()) return runs.status();
-    for (MeasuredRun& run : *runs) {
-      auto& into = ArchitectureOf(run.cluster.gpu()) == GpuArchitecture::kHopper ? hopper : ampere;
-      into.push_back(std::move(run));
+    PT_ASSIGN_OR_RETURN(std::vector<MeasuredRun> table,
+                        LoadMeasuredRuns(absl::GetFlag(FLAGS_data_dir), dataset));
+    for (MeasuredRun& run : table) {
+      runs[ArchitectureOf(run.cluster.gpu())].push_back(std::move(run));
     }
   }
-  std::vector<std::pair<const char*, FitResult>> fits;
-  fits.emplace_back("kAmpere", FitPerformanceParameters(ampere, PerformanceParameters()));
-  fits.emplace_back("kHopper", FitPerformanceParameters(hopper, PerformanceParameters()));
+  std::vector<ArchitectureFit> fits;
+  for (const auto& [architecture, enumerator] :
+       {std::pair{GpuArchitecture::kAmpere, "kAmpere"},
+        std::pair{GpuArchitecture::kHopper, "kHopper"}}) {
+    PT_ASSIGN_OR_RETURN(FitResult fit, FitPerformanceParameters(FitObservations(runs[architecture]),
+                                                                PerformanceParameters()));
+    fits.push_back({enumerator, fit, RelativeError(runs[architecture], fit.params)});
+  }
   const std::string block = FittedBlock(fits);
   std::cout << block;
   const std::string path = absl::GetFlag(FLAGS_update);

@@ -1,5 +1,7 @@
 #include "tools/measured_runs.h"
 
+#include <cmath>
+#include <map>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -326,6 +328,27 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMeasuredRuns(const std::string& dir
 double MeasuredTflopsPerGpu(const MeasuredRun& run) {
   return ModelFlopsPerStep(run.model, run.training) /
          (run.step_seconds * static_cast<double>(run.cluster.world_size())) / 1e12;
+}
+
+double LogResidual(const MeasuredRun& run, const PerformanceParameters& params) {
+  return std::log(
+      PredictPerformance(run.model, run.training, run.cluster, run.config, params)
+          .step_time_seconds /
+      run.step_seconds);
+}
+
+std::vector<PerformanceObservation> FitObservations(const std::vector<MeasuredRun>& runs) {
+  std::map<std::pair<std::string, std::string>, int> series_sizes;
+  for (const MeasuredRun& run : runs) {
+    if (run.completed) ++series_sizes[{run.dataset, run.group}];
+  }
+  std::vector<PerformanceObservation> observations;
+  for (const MeasuredRun& run : runs) {
+    if (!run.completed) continue;
+    observations.push_back({run.model, run.training, run.cluster, run.config, run.step_seconds,
+                            1.0 / series_sizes[{run.dataset, run.group}]});
+  }
+  return observations;
 }
 
 }  // namespace paratune
