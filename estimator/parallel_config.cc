@@ -15,6 +15,8 @@ bool AnyFieldBelowOne(const ParallelDims& d) {
          d.virtual_pipeline < 1;
 }
 
+}  // namespace
+
 const char* RecomputeName(Recompute recompute) {
   switch (recompute) {
     case Recompute::kNone:
@@ -26,8 +28,6 @@ const char* RecomputeName(Recompute recompute) {
   }
   return "none";
 }
-
-}  // namespace
 
 const char* RejectionRule(Rejection rejection) {
   switch (rejection) {

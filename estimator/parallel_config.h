@@ -14,6 +14,9 @@ namespace paratune {
 
 enum class Recompute { kNone, kSelective, kFull };
 
+// "none", "selective", "full".
+const char* RecomputeName(Recompute recompute);
+
 // Raw configuration fields; a ParallelConfig holds only combinations that passed the rules.
 struct ParallelDims {
   int64_t dp = 1;                // data parallel d
