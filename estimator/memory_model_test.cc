@@ -31,14 +31,7 @@ double AllActivations(const StageMemory& stage) {
 MemoryOptions PaperOptions() { return MemoryOptions::FormulasOnly(); }
 
 ParallelDims Dims(int64_t dp, int64_t tp, int64_t pp, int64_t cp, int64_t b) {
-  ParallelDims dims;
-  dims.dp = dp;
-  dims.tp = tp;
-  dims.pp = pp;
-  dims.cp = cp;
-  dims.micro_batch = b;
-  dims.sequence_parallel = true;
-  return dims;
+  return MakeParallelDims(dp, tp, pp, cp, b);
 }
 
 // A cluster of exactly `gpus` GPUs of `type`, in nodes of 8 (or one smaller node).

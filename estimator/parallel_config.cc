@@ -17,6 +17,18 @@ bool AnyFieldBelowOne(const ParallelDims& d) {
 
 }  // namespace
 
+ParallelDims MakeParallelDims(int64_t dp, int64_t tp, int64_t pp, int64_t cp,
+                              int64_t micro_batch) {
+  ParallelDims dims;
+  dims.dp = dp;
+  dims.tp = tp;
+  dims.pp = pp;
+  dims.cp = cp;
+  dims.micro_batch = micro_batch;
+  dims.sequence_parallel = tp > 1;
+  return dims;
+}
+
 const char* RecomputeName(Recompute recompute) {
   switch (recompute) {
     case Recompute::kNone:

@@ -29,6 +29,11 @@ struct ParallelDims {
   Recompute recompute = Recompute::kNone;
 };
 
+// dp x tp x pp x cp with the given micro-batch size, no interleaving and no recompute, and
+// sequence parallelism exactly when tp > 1 (as the planner enumerates them).
+ParallelDims MakeParallelDims(int64_t dp, int64_t tp, int64_t pp, int64_t cp,
+                              int64_t micro_batch);
+
 // Switches of the validity rules.
 struct PlacementRules {
   // tp x cp may span nodes (DESIGN.md §5.1: off by default, slow over the network).

@@ -104,6 +104,8 @@ const std::vector<FittedField>& FittedFields() {
       {"gemm_half_efficiency_flops", &PerformanceParameters::gemm_half_efficiency_flops, 1e7,
        1e12, true},
       {"attention_efficiency", &PerformanceParameters::attention_efficiency, 0.1, 1.0, false},
+      {"unfused_attention_efficiency", &PerformanceParameters::unfused_attention_efficiency, 0.02,
+       1.0, false},
       {"layer_overhead_seconds", &PerformanceParameters::layer_overhead_seconds, 0, 2e-3, false},
       {"network_efficiency", &PerformanceParameters::network_efficiency, 0.2, 1.0, false},
       {"tp_overlap", &PerformanceParameters::tp_overlap, 0, 0.95, false},

@@ -20,14 +20,8 @@ class PerformanceFitTest : public ::testing::Test {
         cluster_(*ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 2, 8)) {}
 
   ParallelConfig Config(int64_t dp, int64_t tp, int64_t pp, int64_t cp, int64_t b) const {
-    ParallelDims dims;
-    dims.dp = dp;
-    dims.tp = tp;
-    dims.pp = pp;
-    dims.cp = cp;
-    dims.micro_batch = b;
-    dims.sequence_parallel = tp > 1;
-    return *ParallelConfig::Create(model_, training_, cluster_, {}, dims);
+    return *ParallelConfig::Create(model_, training_, cluster_, {},
+                                   MakeParallelDims(dp, tp, pp, cp, b));
   }
 
   double Predict(const ParallelConfig& config, const PerformanceParameters& params) const {

@@ -190,14 +190,7 @@ class PlannerExplainTest : public PlannerTest {
   }
 
   static ParallelDims Dims(int64_t dp, int64_t tp, int64_t pp, int64_t cp, int64_t b) {
-    ParallelDims dims;
-    dims.dp = dp;
-    dims.tp = tp;
-    dims.pp = pp;
-    dims.cp = cp;
-    dims.micro_batch = b;
-    dims.sequence_parallel = tp > 1;
-    return dims;
+    return MakeParallelDims(dp, tp, pp, cp, b);
   }
 };
 
