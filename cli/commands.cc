@@ -1,9 +1,12 @@
 #include "cli/commands.h"
 
 #include "absl/strings/str_cat.h"
+#include "cli/plan_report.h"
 #include "cli/report.h"
 #include "common/status_macros.h"
 #include "convert/estimate_requests.h"
+#include "convert/spec_convert.h"
+#include "estimator/planner.h"
 
 namespace paratune {
 namespace {
@@ -31,8 +34,29 @@ absl::Status RunEstimate(const v1::EstimateRequest& request, const OutputOptions
 
 absl::Status RunPlan(const v1::PlanRequest& request, const OutputOptions& output,
                      std::ostream& out) {
-  PT_ASSIGN_OR_RETURN(v1::PlanResponse response, AnswerPlan(request));
-  return Print(response, FormatPlan(response), output, out);
+  PT_ASSIGN_OR_RETURN(DetailedPlan detailed, AnswerPlanInDetail(request));
+  const std::string text = absl::StrCat(
+      FormatPlanSummary(request.spec(), detailed.response), "\n",
+      FormatMemoryMap(detailed.plan, detailed.spec.plan_options, detailed.spec.cluster), "\n",
+      FormatPlanCandidates(detailed.response));
+  return Print(detailed.response, text, output, out);
+}
+
+absl::Status RunExplain(const v1::PlanRequest& request, const v1::ParallelConfig& config,
+                        const OutputOptions& output, std::ostream& out) {
+  if (output.json) {
+    return absl::InvalidArgumentError("--explain prints for people; it does not take --json");
+  }
+  PT_ASSIGN_OR_RETURN(const ParallelDims dims, ParallelDimsFromProto(config));
+  PT_ASSIGN_OR_RETURN(const DetailedPlan detailed, AnswerPlanInDetail(request));
+  const ResolvedSpec& spec = detailed.spec;
+  const ConfigurationExplanation explanation =
+      ExplainConfiguration(spec.model, spec.training, spec.cluster, spec.plan_options,
+                           detailed.params, detailed.plan, dims);
+  out << FormatExplanation(explanation, dims, spec.model, spec.training, spec.cluster,
+                           spec.plan_options, detailed.plan,
+                           detailed.response.candidates_size());
+  return absl::OkStatus();
 }
 
 absl::Status RunSubmit(AutotunerClient& client, const v1::CreateSearchRequest& request,

@@ -16,8 +16,14 @@ namespace paratune {
 // Offline: the estimator alone, no server.
 absl::Status RunEstimate(const v1::EstimateRequest& request, const OutputOptions& output,
                          std::ostream& out);
+// Prints what was planned, the counts and rejections, the memory map of every valid
+// configuration and the candidates with their breakdown; --json prints the PlanResponse.
 absl::Status RunPlan(const v1::PlanRequest& request, const OutputOptions& output,
                      std::ostream& out);
+// Plans request.spec and says why `config` is or is not among its candidates (see
+// FormatExplanation). For people only: INVALID_ARGUMENT with output.json.
+absl::Status RunExplain(const v1::PlanRequest& request, const v1::ParallelConfig& config,
+                        const OutputOptions& output, std::ostream& out);
 
 // Against a server.
 // Creates the search and prints its name; with `watch`, follows it like RunWatch.

@@ -59,21 +59,51 @@ TEST(RunEstimateTest, BadConfigurationNamesTheField) {
   EXPECT_TRUE(out.str().empty());
 }
 
-TEST(RunPlanTest, PrintsCountsAndCandidates) {
-  v1::PlanRequest request;
-  v1::SearchSpec& spec = *request.mutable_spec();
+// Llama-3.1-8B, global batch 1024, s 8192, on 4 nodes of 4 H100-94GB.
+v1::SearchSpec SmallPlanSpec() {
+  v1::SearchSpec spec;
   spec.mutable_model()->set_preset("llama3.1-8b");
   spec.mutable_training()->set_global_batch_size(1024);
   spec.mutable_training()->set_seq_len(8192);
   spec.mutable_cluster()->mutable_gpu()->set_type("h100-94gb");
   spec.mutable_cluster()->set_num_nodes(4);
   spec.mutable_cluster()->set_gpus_per_node(4);
+  return spec;
+}
+
+TEST(RunPlanTest, PrintsCountsMemoryMapAndCandidates) {
+  v1::PlanRequest request;
+  *request.mutable_spec() = SmallPlanSpec();
   request.set_limit(5);
   std::ostringstream out;
   ASSERT_TRUE(RunPlan(request, OutputOptions(), out).ok());
+  EXPECT_THAT(out.str(), HasSubstr("llama3.1-8b on 4 nodes x 4 h100-94gb, global batch 1024"));
   EXPECT_THAT(out.str(), HasSubstr("enumerated "));
-  EXPECT_THAT(out.str(), HasSubstr("pred TFLOP/s/GPU"));
+  EXPECT_THAT(out.str(), HasSubstr("Memory map: "));
+  EXPECT_THAT(out.str(), HasSubstr("TFLOP/s/GPU"));
   EXPECT_THAT(out.str(), HasSubstr("(5 of "));
+}
+
+TEST(RunExplainTest, SaysWhyAConfigurationIsMissing) {
+  v1::PlanRequest request;
+  *request.mutable_spec() = SmallPlanSpec();
+  v1::ParallelConfig config;
+  config.set_data_parallel(1);
+  config.set_tensor_parallel(16);
+  config.set_pipeline_parallel(1);
+  config.set_context_parallel(1);
+  config.set_micro_batch_size(1);
+  std::ostringstream out;
+  ASSERT_TRUE(RunExplain(request, config, OutputOptions(), out).ok());
+  EXPECT_THAT(out.str(), HasSubstr("rejected by a validity rule"));
+
+  OutputOptions json;
+  json.json = true;
+  EXPECT_EQ(RunExplain(request, config, json, out).code(), absl::StatusCode::kInvalidArgument);
+  config.set_recompute(static_cast<v1::Recompute>(7));
+  const absl::Status status = RunExplain(request, config, OutputOptions(), out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("config.recompute (7)"));
 }
 
 }  // namespace

@@ -42,23 +42,38 @@ ABSL_FLAG(bool, distributed_optimizer, true,
 ABSL_FLAG(bool, fp32_grads, true, "fp32 gradients (bf16 when false).");
 ABSL_FLAG(bool, flash_attention, true, "FlashAttention.");
 
-ABSL_FLAG(int64_t, tp, 1, "estimate: tensor-parallel size.");
-ABSL_FLAG(int64_t, pp, 1, "estimate: pipeline-parallel size.");
-ABSL_FLAG(int64_t, cp, 1, "estimate: context-parallel size.");
+ABSL_FLAG(int64_t, tp, 1, "estimate, plan --explain: tensor-parallel size.");
+ABSL_FLAG(int64_t, pp, 1, "estimate, plan --explain: pipeline-parallel size.");
+ABSL_FLAG(int64_t, cp, 1, "estimate, plan --explain: context-parallel size.");
 ABSL_FLAG(int64_t, dp, 0,
-          "estimate: data-parallel size; 0 derives it as GPUs / (tp x pp x cp).");
-ABSL_FLAG(int64_t, mbs, 1, "estimate: micro-batch size.");
-ABSL_FLAG(int64_t, vp, 1, "estimate: virtual pipeline stages per rank (interleaving).");
-ABSL_FLAG(std::string, recompute, "none", "estimate: activation recompute: none, selective, full.");
-ABSL_FLAG(bool, sequence_parallel, true, "estimate: sequence parallelism with TP.");
+          "estimate, plan --explain: data-parallel size; 0 derives it as GPUs / (tp x pp x cp).");
+ABSL_FLAG(int64_t, mbs, 1, "estimate, plan --explain: micro-batch size.");
+ABSL_FLAG(int64_t, vp, 1,
+          "estimate, plan --explain: virtual pipeline stages per rank (interleaving).");
+ABSL_FLAG(std::string, recompute, "none",
+          "estimate, plan --explain: activation recompute: none, selective, full.");
+ABSL_FLAG(bool, sequence_parallel, true,
+          "estimate, plan --explain: sequence parallelism with TP (ignored when tp is 1).");
 
 ABSL_FLAG(double, safe_fraction, 0.80,
           "Memory fraction of capacity below which a configuration is SAFE.");
 ABSL_FLAG(std::vector<std::string>, micro_batches, {},
           "plan/submit: micro-batch sizes to try (comma list); default 1,2,4,8,16.");
+ABSL_FLAG(std::vector<std::string>, virtual_pipeline_sizes, {},
+          "plan/submit: virtual pipeline sizes to try (comma list), v > 1 where pp > 1; "
+          "default 1.");
+ABSL_FLAG(std::vector<std::string>, recompute_modes, {},
+          "plan/submit: recompute modes to try (comma list of none, selective, full); "
+          "default none.");
 ABSL_FLAG(bool, allow_tp_cp_across_nodes, false, "plan/submit: let tp x cp span nodes.");
+ABSL_FLAG(bool, allow_uneven_pipeline, false,
+          "plan/submit: allow pp x vp not dividing the layers (first and last stage one layer "
+          "short, as Megatron-LM's account-for-embedding/loss split).");
 ABSL_FLAG(bool, include_risky, false, "plan/submit: keep RISKY configurations as candidates.");
 ABSL_FLAG(int64_t, limit, 20, "plan: candidates shown; 0 shows all.");
+ABSL_FLAG(bool, explain, false,
+          "plan: instead of the plan, say why the configuration of --tp, --pp, --cp, --dp, "
+          "--mbs, --vp, --recompute and --sequence_parallel is or is not a candidate.");
 
 ABSL_FLAG(std::string, policy, "top_k", "submit: search policy: top_k or exhaustive.");
 ABSL_FLAG(int64_t, top_k, 8, "submit: candidates probed by the top_k policy.");
@@ -95,8 +110,12 @@ Offline (the estimator alone, no server):
   estimate   memory breakdown, verdict and predicted speed of one configuration
                paratune estimate --model=llama3.1-8b --gpu=h100-94gb --nodes=1 \
                  --gpus_per_node=4 --tp=2 --cp=1 --pp=1 --mbs=1 --seq_len=8192
-  plan       every valid configuration, pruned by memory, ordered by prediction
+  plan       the memory map of every valid configuration (micro-batch sizes per tp, cp, pp
+             marked SAFE / RISKY / OOM) and the memory-safe ones in predicted order
                paratune plan --model=llama3.1-70b --gpu=h100-80gb --nodes=8
+             --explain says why one configuration is or is not a candidate
+               paratune plan --model=llama3.1-70b --gpu=h100-80gb --nodes=8 --explain \
+                 --tp=4 --pp=2 --cp=1 --mbs=2
 
 Against paratune-server (--server=host:port):
   submit     create a search from the same flags as plan (--watch to follow it)
@@ -144,21 +163,33 @@ paratune::v1::ClusterSpec ClusterFromFlags() {
   return cluster;
 }
 
-absl::StatusOr<paratune::v1::Recompute> RecomputeFromFlag() {
-  const std::string value = absl::AsciiStrToLower(absl::GetFlag(FLAGS_recompute));
+// `text` of the flag called `flag` as a recompute mode.
+absl::StatusOr<paratune::v1::Recompute> ParseRecompute(const char* flag, const std::string& text) {
+  const std::string value = absl::AsciiStrToLower(text);
   if (value == "none") return paratune::v1::RECOMPUTE_NONE;
   if (value == "selective") return paratune::v1::RECOMPUTE_SELECTIVE;
   if (value == "full") return paratune::v1::RECOMPUTE_FULL;
   return absl::InvalidArgumentError(
-      absl::StrCat("--recompute (\"", value, "\") must be none, selective or full"));
+      absl::StrCat(flag, " (\"", text, "\") must be none, selective or full"));
 }
 
-absl::StatusOr<paratune::v1::EstimateRequest> EstimateRequestFromFlags() {
-  paratune::v1::EstimateRequest request;
-  *request.mutable_model() = ModelFromFlags();
-  *request.mutable_training() = TrainingFromFlags();
-  *request.mutable_cluster() = ClusterFromFlags();
-  paratune::v1::ParallelConfig& config = *request.mutable_config();
+// Each entry of the comma-list flag called `flag` as an integer.
+absl::StatusOr<std::vector<int64_t>> ParseIntegers(const char* flag,
+                                                   const std::vector<std::string>& texts) {
+  std::vector<int64_t> values;
+  for (const std::string& text : texts) {
+    int64_t value = 0;
+    if (!absl::SimpleAtoi(text, &value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": \"", text, "\" is not an integer"));
+    }
+    values.push_back(value);
+  }
+  return values;
+}
+
+absl::StatusOr<paratune::v1::ParallelConfig> ParallelConfigFromFlags() {
+  paratune::v1::ParallelConfig config;
   const int64_t tp = absl::GetFlag(FLAGS_tp);
   const int64_t pp = absl::GetFlag(FLAGS_pp);
   const int64_t cp = absl::GetFlag(FLAGS_cp);
@@ -178,10 +209,22 @@ absl::StatusOr<paratune::v1::EstimateRequest> EstimateRequestFromFlags() {
   config.set_context_parallel(cp);
   config.set_micro_batch_size(absl::GetFlag(FLAGS_mbs));
   config.set_virtual_pipeline(absl::GetFlag(FLAGS_vp));
-  config.set_sequence_parallel(absl::GetFlag(FLAGS_sequence_parallel));
-  auto recompute = RecomputeFromFlag();
+  // Sequence parallelism shards nothing without TP; the estimator treats both the same.
+  config.set_sequence_parallel(absl::GetFlag(FLAGS_sequence_parallel) && tp > 1);
+  auto recompute = ParseRecompute("--recompute", absl::GetFlag(FLAGS_recompute));
   if (!recompute.ok()) return recompute.status();
   config.set_recompute(*recompute);
+  return config;
+}
+
+absl::StatusOr<paratune::v1::EstimateRequest> EstimateRequestFromFlags() {
+  paratune::v1::EstimateRequest request;
+  *request.mutable_model() = ModelFromFlags();
+  *request.mutable_training() = TrainingFromFlags();
+  *request.mutable_cluster() = ClusterFromFlags();
+  auto config = ParallelConfigFromFlags();
+  if (!config.ok()) return config.status();
+  *request.mutable_config() = *config;
   request.set_safe_memory_fraction(absl::GetFlag(FLAGS_safe_fraction));
   return request;
 }
@@ -192,15 +235,20 @@ absl::StatusOr<paratune::v1::SearchSpec> SearchSpecFromFlags() {
   *spec.mutable_training() = TrainingFromFlags();
   *spec.mutable_cluster() = ClusterFromFlags();
   paratune::v1::SearchSpace& space = *spec.mutable_space();
-  for (const std::string& text : absl::GetFlag(FLAGS_micro_batches)) {
-    int64_t value = 0;
-    if (!absl::SimpleAtoi(text, &value)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--micro_batches: \"", text, "\" is not an integer"));
-    }
-    space.add_micro_batch_sizes(value);
+  auto micro_batches = ParseIntegers("--micro_batches", absl::GetFlag(FLAGS_micro_batches));
+  if (!micro_batches.ok()) return micro_batches.status();
+  for (int64_t value : *micro_batches) space.add_micro_batch_sizes(value);
+  auto virtual_sizes =
+      ParseIntegers("--virtual_pipeline_sizes", absl::GetFlag(FLAGS_virtual_pipeline_sizes));
+  if (!virtual_sizes.ok()) return virtual_sizes.status();
+  for (int64_t value : *virtual_sizes) space.add_virtual_pipeline_sizes(value);
+  for (const std::string& text : absl::GetFlag(FLAGS_recompute_modes)) {
+    auto mode = ParseRecompute("--recompute_modes", text);
+    if (!mode.ok()) return mode.status();
+    space.add_recompute_modes(*mode);
   }
   space.set_allow_tp_cp_across_nodes(absl::GetFlag(FLAGS_allow_tp_cp_across_nodes));
+  space.set_allow_uneven_pipeline_stages(absl::GetFlag(FLAGS_allow_uneven_pipeline));
   space.set_safe_memory_fraction(absl::GetFlag(FLAGS_safe_fraction));
   space.set_include_risky(absl::GetFlag(FLAGS_include_risky));
   const std::string policy = absl::AsciiStrToLower(absl::GetFlag(FLAGS_policy));
@@ -258,6 +306,11 @@ absl::Status Run(const std::vector<char*>& args, const paratune::OutputOptions& 
     paratune::v1::PlanRequest request;
     *request.mutable_spec() = *spec;
     request.set_limit(absl::GetFlag(FLAGS_limit));
+    if (absl::GetFlag(FLAGS_explain)) {
+      auto config = ParallelConfigFromFlags();
+      if (!config.ok()) return config.status();
+      return paratune::RunExplain(request, *config, output, std::cout);
+    }
     return paratune::RunPlan(request, output, std::cout);
   }
 

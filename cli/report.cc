@@ -161,47 +161,72 @@ std::string FormatEstimate(const v1::ParallelConfig& config,
   timing.AddRow({"  optimizer step", absl::StrFormat("%.3f", perf.optimizer_seconds())});
   absl::StrAppend(&out, timing.Render());
   absl::StrAppendFormat(&out,
-                        "throughput %.0f tokens/s, %.1f TFLOP/s per GPU, MFU %s "
-                        "(%.3g model FLOPs per step)\n",
+                        "throughput %.0f tokens/s, %.1f TFLOP/s per GPU (+- %s, one sigma), MFU "
+                        "%s (%.3g model FLOPs per step)\n",
                         perf.tokens_per_second(), perf.model_tflops_per_gpu(),
-                        Percent(perf.mfu()), perf.model_flops_per_step());
+                        Percent(perf.relative_error()), Percent(perf.mfu()),
+                        perf.model_flops_per_step());
   return out;
 }
 
-std::string FormatPlan(const v1::PlanResponse& plan) {
+std::string FormatPlanSummary(const v1::SearchSpec& spec, const v1::PlanResponse& plan) {
   const v1::SearchCounts& counts = plan.counts();
   std::string out = absl::StrFormat(
-      "enumerated %d, valid %d, memory-safe %d (risky %d, out of memory %d)\n\n",
-      counts.enumerated(), counts.valid(), counts.memory_safe(), counts.memory_risky(),
-      counts.memory_out_of_memory());
+      "%s on %s, global batch %d, sequence %d\n"
+      "enumerated %d, valid %d, memory-safe %d (risky %d, out of memory %d)\n",
+      ModelName(spec.model()), ClusterName(spec.cluster()), spec.training().global_batch_size(),
+      spec.training().seq_len(), counts.enumerated(), counts.valid(), counts.memory_safe(),
+      counts.memory_risky(), counts.memory_out_of_memory());
   if (!plan.rejections().empty()) {
     Table rejections({{"rejected because", false}, {"configs", true}});
     for (const auto& rejection : plan.rejections()) {
       rejections.AddRow({rejection.reason(), absl::StrCat(rejection.count())});
     }
-    absl::StrAppend(&out, rejections.Render(), "\n");
+    absl::StrAppend(&out, "\n", rejections.Render());
   }
+  return out;
+}
+
+std::string FormatPlanCandidates(const v1::PlanResponse& plan) {
+  const auto seconds = [](double value) { return absl::StrFormat("%.2f", value); };
   Table candidates({{"#", true},
                     {"config", false},
                     {"mem GiB", true},
                     {"mem %", true},
                     {"verdict", false},
+                    {"TFLOP/s/GPU", true},
+                    {"+-", true},
+                    {"MFU", true},
                     {"step s", true},
-                    {"pred TFLOP/s/GPU", true},
-                    {"MFU", true}});
+                    {"compute", true},
+                    {"bubble", true},
+                    {"TP", true},
+                    {"CP", true},
+                    {"DP", true},
+                    {"PP", true},
+                    {"optim", true}});
   for (int i = 0; i < plan.candidates_size(); ++i) {
     const v1::Candidate& c = plan.candidates(i);
+    const v1::PerformanceEstimate& p = c.predicted();
     candidates.AddRow({absl::StrCat(i + 1), FormatConfig(c.config()), GiB(c.memory().peak_bytes()),
                        Percent(c.memory().fraction_of_capacity()),
                        VerdictName(c.memory().verdict()),
-                       absl::StrFormat("%.3f", c.predicted().step_time_seconds()),
-                       absl::StrFormat("%.1f", c.predicted().model_tflops_per_gpu()),
-                       Percent(c.predicted().mfu())});
+                       absl::StrFormat("%.1f", p.model_tflops_per_gpu()),
+                       Percent(p.relative_error()), Percent(p.mfu()),
+                       seconds(p.step_time_seconds()), seconds(p.compute_seconds()),
+                       seconds(p.pipeline_bubble_seconds()),
+                       seconds(p.tp_communication_seconds()),
+                       seconds(p.cp_communication_seconds()),
+                       seconds(p.dp_communication_seconds()),
+                       seconds(p.pp_communication_seconds()), seconds(p.optimizer_seconds())});
   }
-  absl::StrAppend(&out, candidates.Render());
-  if (plan.candidates_size() < counts.memory_safe()) {
+  std::string out = absl::StrCat(
+      "Candidates in predicted order (TFLOP/s per GPU +- one-sigma relative error; step time "
+      "and its exposed parts in seconds)\n",
+      candidates.Render());
+  if (plan.candidates_size() < plan.counts().memory_safe()) {
     absl::StrAppendFormat(&out, "(%d of %d memory-safe candidates shown; --limit=0 shows all)\n",
-                          plan.candidates_size(), counts.memory_safe());
+                          plan.candidates_size(), plan.counts().memory_safe());
   }
   return out;
 }

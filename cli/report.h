@@ -18,8 +18,12 @@ std::string FormatConfig(const v1::ParallelConfig& config);
 std::string FormatEstimate(const v1::ParallelConfig& config,
                            const v1::EstimateResponse& estimate);
 
-// Counts, rejections by rule, and the first candidates in predicted order.
-std::string FormatPlan(const v1::PlanResponse& plan);
+// What was planned (model, cluster, batch, sequence), the counts and the rejections by rule.
+std::string FormatPlanSummary(const v1::SearchSpec& spec, const v1::PlanResponse& plan);
+
+// The plan's candidates in predicted order, each with its memory, predicted TFLOP/s per GPU
+// with its one-sigma error bar, MFU, and the step time with its parts.
+std::string FormatPlanCandidates(const v1::PlanResponse& plan);
 
 // One line: state, probes done of selected, best measured so far.
 std::string FormatProgress(const v1::Search& search);

@@ -70,6 +70,7 @@ v1::PerformanceEstimate PerformanceEstimateToProto(const PerformanceEstimate& es
   proto.set_model_tflops_per_gpu(estimate.model_tflops_per_gpu);
   proto.set_mfu(estimate.mfu);
   proto.set_model_flops_per_step(estimate.model_flops_per_step);
+  proto.set_relative_error(estimate.relative_error);
   return proto;
 }
 

@@ -97,6 +97,8 @@ TEST_F(EstimateConvertTest, PerformanceFields) {
   EXPECT_EQ(proto.model_tflops_per_gpu(), estimate.model_tflops_per_gpu);
   EXPECT_EQ(proto.mfu(), estimate.mfu);
   EXPECT_EQ(proto.model_flops_per_step(), estimate.model_flops_per_step);
+  EXPECT_EQ(proto.relative_error(), estimate.relative_error);
+  EXPECT_GT(proto.relative_error(), 0);
   EXPECT_GT(proto.pipeline_bubble_seconds(), 0);
 }
 

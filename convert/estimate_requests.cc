@@ -1,5 +1,7 @@
 #include "convert/estimate_requests.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "convert/estimate_convert.h"
@@ -40,15 +42,21 @@ absl::StatusOr<v1::EstimateResponse> AnswerEstimate(const v1::EstimateRequest& r
 }
 
 absl::StatusOr<v1::PlanResponse> AnswerPlan(const v1::PlanRequest& request) {
+  PT_ASSIGN_OR_RETURN(DetailedPlan detailed, AnswerPlanInDetail(request));
+  return std::move(detailed.response);
+}
+
+absl::StatusOr<DetailedPlan> AnswerPlanInDetail(const v1::PlanRequest& request) {
   if (request.limit() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("limit (", request.limit(), ") must be >= 0"));
   }
   PT_ASSIGN_OR_RETURN(ResolvedSpec spec, ResolveSearchSpec(request.spec()));
-  PT_ASSIGN_OR_RETURN(
-      Plan plan, PlanConfigurations(spec.model, spec.training, spec.cluster, spec.plan_options,
-                                    DefaultPerformanceParameters(spec.cluster.gpu())));
-  return PlanToProto(plan, spec.plan_options, request.limit());
+  const PerformanceParameters params = DefaultPerformanceParameters(spec.cluster.gpu());
+  PT_ASSIGN_OR_RETURN(Plan plan, PlanConfigurations(spec.model, spec.training, spec.cluster,
+                                                    spec.plan_options, params));
+  v1::PlanResponse response = PlanToProto(plan, spec.plan_options, request.limit());
+  return DetailedPlan{std::move(spec), params, std::move(plan), std::move(response)};
 }
 
 }  // namespace paratune

@@ -5,6 +5,9 @@
 #define PARATUNE_CONVERT_ESTIMATE_REQUESTS_H_
 
 #include "absl/status/statusor.h"
+#include "convert/spec_convert.h"
+#include "estimator/performance_parameters.h"
+#include "estimator/planner.h"
 #include "proto/autotuner_service.pb.h"
 
 namespace paratune {
@@ -16,6 +19,16 @@ absl::StatusOr<v1::EstimateResponse> AnswerEstimate(const v1::EstimateRequest& r
 // Counts, rejections and the memory-safe candidates of request.spec in predicted order.
 // INVALID_ARGUMENT naming the field when the spec is invalid or limit < 0.
 absl::StatusOr<v1::PlanResponse> AnswerPlan(const v1::PlanRequest& request);
+
+// AnswerPlan's response with what it was made from, for callers that show more of the plan
+// than PlanResponse holds (the CLI's memory map and --explain). Same errors as AnswerPlan.
+struct DetailedPlan {
+  ResolvedSpec spec;
+  PerformanceParameters params;
+  Plan plan;
+  v1::PlanResponse response;
+};
+absl::StatusOr<DetailedPlan> AnswerPlanInDetail(const v1::PlanRequest& request);
 
 }  // namespace paratune
 

@@ -60,7 +60,7 @@ TEST(AnswerEstimateTest, BadFieldsAreInvalidArgument) {
   EXPECT_EQ(AnswerEstimate(request).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(AnswerPlanTest, LimitsCandidates) {
+v1::PlanRequest PlanRequestFor16H100s() {
   v1::PlanRequest request;
   v1::SearchSpec& spec = *request.mutable_spec();
   spec.mutable_model()->set_preset("llama3.1-8b");
@@ -69,6 +69,11 @@ TEST(AnswerPlanTest, LimitsCandidates) {
   spec.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
   spec.mutable_cluster()->set_num_nodes(2);
   spec.mutable_cluster()->set_gpus_per_node(8);
+  return request;
+}
+
+TEST(AnswerPlanTest, LimitsCandidates) {
+  v1::PlanRequest request = PlanRequestFor16H100s();
   request.set_limit(5);
   absl::StatusOr<v1::PlanResponse> response = AnswerPlan(request);
   ASSERT_TRUE(response.ok()) << response.status();
@@ -76,6 +81,21 @@ TEST(AnswerPlanTest, LimitsCandidates) {
   EXPECT_EQ(response->counts().enumerated(), 175);
   request.set_limit(-1);
   EXPECT_EQ(AnswerPlan(request).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AnswerPlanTest, DetailedPlanIsWhatTheResponseWasMadeFrom) {
+  v1::PlanRequest request = PlanRequestFor16H100s();
+  request.set_limit(3);
+  absl::StatusOr<DetailedPlan> detailed = AnswerPlanInDetail(request);
+  ASSERT_TRUE(detailed.ok()) << detailed.status();
+  EXPECT_EQ(detailed->response.SerializeAsString(), AnswerPlan(request)->SerializeAsString());
+  EXPECT_EQ(static_cast<int64_t>(detailed->plan.memory_map.size()),
+            detailed->response.counts().valid());
+  EXPECT_EQ(detailed->plan.candidates[0].predicted.model_tflops_per_gpu,
+            detailed->response.candidates(0).predicted().model_tflops_per_gpu());
+  EXPECT_EQ(detailed->spec.cluster.world_size(), 16);
+  EXPECT_EQ(detailed->params.gemm_efficiency_max,
+            DefaultPerformanceParameters(detailed->spec.cluster.gpu()).gemm_efficiency_max);
 }
 
 }  // namespace

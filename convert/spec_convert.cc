@@ -166,11 +166,7 @@ absl::StatusOr<ClusterSpec> ClusterSpecFromProto(const v1::ClusterSpec& proto) {
   return ClusterSpec::Create(gpu, proto.num_nodes(), proto.gpus_per_node());
 }
 
-absl::StatusOr<ParallelConfig> ParallelConfigFromProto(const v1::ParallelConfig& proto,
-                                                       const ModelSpec& model,
-                                                       const TrainingSpec& training,
-                                                       const ClusterSpec& cluster,
-                                                       const PlacementRules& rules) {
+absl::StatusOr<ParallelDims> ParallelDimsFromProto(const v1::ParallelConfig& proto) {
   ParallelDims dims;
   dims.dp = proto.data_parallel();
   dims.tp = proto.tensor_parallel();
@@ -180,6 +176,15 @@ absl::StatusOr<ParallelConfig> ParallelConfigFromProto(const v1::ParallelConfig&
   dims.virtual_pipeline = proto.virtual_pipeline() == 0 ? 1 : proto.virtual_pipeline();
   dims.sequence_parallel = proto.has_sequence_parallel() ? proto.sequence_parallel() : dims.tp > 1;
   PT_ASSIGN_OR_RETURN(dims.recompute, RecomputeFromProto(proto.recompute()));
+  return dims;
+}
+
+absl::StatusOr<ParallelConfig> ParallelConfigFromProto(const v1::ParallelConfig& proto,
+                                                       const ModelSpec& model,
+                                                       const TrainingSpec& training,
+                                                       const ClusterSpec& cluster,
+                                                       const PlacementRules& rules) {
+  PT_ASSIGN_OR_RETURN(ParallelDims dims, ParallelDimsFromProto(proto));
   return ParallelConfig::Create(model, training, cluster, rules, dims);
 }
 

@@ -232,6 +232,20 @@ TEST_F(ParallelConfigFromProtoTest, BadFieldsNameThemselves) {
   ExpectInvalid(Convert(Proto(1, 16, 1, 1)).status(), "cluster.gpus_per_node (8)");
 }
 
+TEST_F(ParallelConfigFromProtoTest, DimsAreTakenAsGivenWithoutTheRules) {
+  v1::ParallelConfig proto = Proto(4, 16, 1, 1);  // breaks the rules on 16 GPUs
+  proto.set_micro_batch_size(3);
+  absl::StatusOr<ParallelDims> dims = ParallelDimsFromProto(proto);
+  ASSERT_TRUE(dims.ok()) << dims.status();
+  EXPECT_EQ(dims->dp, 4);
+  EXPECT_EQ(dims->tp, 16);
+  EXPECT_EQ(dims->micro_batch, 3);
+  EXPECT_EQ(dims->virtual_pipeline, 1);
+  EXPECT_TRUE(dims->sequence_parallel);
+  proto.set_recompute(static_cast<v1::Recompute>(9));
+  ExpectInvalid(ParallelDimsFromProto(proto).status(), "config.recompute (9)");
+}
+
 TEST(PlanOptionsFromProtoTest, DefaultsAndFields) {
   v1::SearchSpace proto;
   absl::StatusOr<PlanOptions> options = PlanOptionsFromProto(proto);

@@ -105,15 +105,25 @@ double ChunksInFlight(const Symbols& x, double stage) {
   return std::min(x.m * x.v, 2 * (x.p - stage - 1) + (x.v - 1) * x.p + 1);
 }
 
-double LayerActivationsHeld(const Symbols& x, const TrainingSpec& training, Recompute recompute,
-                            double layer_micro_batches) {
+// What each transformer layer keeps per micro-batch in flight under a recompute mode, and the
+// one-off working set of the layer being recomputed (full recompute only).
+struct LayerActivations {
+  double per_micro_batch = 0;
+  double working_set = 0;
+
+  double Held(double layer_micro_batches) const {
+    return layer_micro_batches * per_micro_batch + working_set;
+  }
+};
+
+LayerActivations ActivationsOfRecompute(const Symbols& x, const TrainingSpec& training,
+                                        Recompute recompute) {
   if (recompute == Recompute::kFull) {
     // Layer inputs of everything in flight, plus the working set of the one layer being
     // recomputed and back-propagated.
-    return layer_micro_batches * LayerInputBytes(x) + LayerActivationBytes(x, training, false);
+    return {LayerInputBytes(x), LayerActivationBytes(x, training, false)};
   }
-  return layer_micro_batches *
-         LayerActivationBytes(x, training, recompute == Recompute::kSelective);
+  return {LayerActivationBytes(x, training, recompute == Recompute::kSelective), 0};
 }
 
 // Embedding output kept for backward, Fujii et al. 2024: 8sbh/(tc) per micro-batch in flight
@@ -236,7 +246,7 @@ MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& traini
                               const ClusterSpec& cluster, const ParallelConfig& config,
                               const MemoryOptions& options) {
   const Symbols x = MakeSymbols(model, training, config);
-  const Recompute recompute = config.recompute();
+  const LayerActivations layer = ActivationsOfRecompute(x, training, config.recompute());
   const int64_t pp = config.pp();
   MemoryEstimate estimate;
 
@@ -246,8 +256,8 @@ MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& traini
   first.stage = 0;
   const double first_layers = static_cast<double>(x.layout.first_stage_layers);
   AddModelStates(x, training, FirstStageParameters(x, first_layers), first);
-  first.bytes[Term(MemoryTerm::kActivations)] = LayerActivationsHeld(
-      x, training, recompute, first_layers / x.v * ChunksInFlight(x, 0));
+  first.bytes[Term(MemoryTerm::kActivations)] =
+      layer.Held(first_layers / x.v * ChunksInFlight(x, 0));
   first.bytes[Term(MemoryTerm::kEmbeddingActivations)] = EmbeddingActivationBytes(x);
   if (pp == 1) first.bytes[Term(MemoryTerm::kOutputActivations)] = OutputActivationBytes(x);
   AddOverheads(x, training, options, first);
@@ -261,7 +271,7 @@ MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& traini
     const double layers = static_cast<double>(x.layout.middle_stage_layers);
     AddModelStates(x, training, MiddleStageParameters(x, layers), middle);
     middle.bytes[Term(MemoryTerm::kActivations)] =
-        LayerActivationsHeld(x, training, recompute, layers / x.v * ChunksInFlight(x, 1));
+        layer.Held(layers / x.v * ChunksInFlight(x, 1));
     AddOverheads(x, training, options, middle);
   }
   if (pp > 1) {
@@ -270,8 +280,8 @@ MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& traini
     last.stage = pp - 1;
     const double layers = static_cast<double>(x.layout.last_stage_layers);
     AddModelStates(x, training, LastStageParameters(x, layers), last);
-    last.bytes[Term(MemoryTerm::kActivations)] = LayerActivationsHeld(
-        x, training, recompute, layers / x.v * ChunksInFlight(x, x.p - 1));
+    last.bytes[Term(MemoryTerm::kActivations)] =
+        layer.Held(layers / x.v * ChunksInFlight(x, x.p - 1));
     last.bytes[Term(MemoryTerm::kOutputActivations)] = OutputActivationBytes(x);
     AddOverheads(x, training, options, last);
   }

@@ -15,6 +15,20 @@ bool AnyFieldBelowOne(const ParallelDims& d) {
          d.virtual_pipeline < 1;
 }
 
+}  // namespace
+
+ParallelDims MakeParallelDims(int64_t dp, int64_t tp, int64_t pp, int64_t cp,
+                              int64_t micro_batch) {
+  ParallelDims dims;
+  dims.dp = dp;
+  dims.tp = tp;
+  dims.pp = pp;
+  dims.cp = cp;
+  dims.micro_batch = micro_batch;
+  dims.sequence_parallel = tp > 1;
+  return dims;
+}
+
 const char* RecomputeName(Recompute recompute) {
   switch (recompute) {
     case Recompute::kNone:
@@ -26,8 +40,6 @@ const char* RecomputeName(Recompute recompute) {
   }
   return "none";
 }
-
-}  // namespace
 
 const char* RejectionRule(Rejection rejection) {
   switch (rejection) {

@@ -14,6 +14,9 @@ namespace paratune {
 
 enum class Recompute { kNone, kSelective, kFull };
 
+// "none", "selective", "full".
+const char* RecomputeName(Recompute recompute);
+
 // Raw configuration fields; a ParallelConfig holds only combinations that passed the rules.
 struct ParallelDims {
   int64_t dp = 1;                // data parallel d
@@ -25,6 +28,11 @@ struct ParallelDims {
   bool sequence_parallel = true;
   Recompute recompute = Recompute::kNone;
 };
+
+// dp x tp x pp x cp with the given micro-batch size, no interleaving and no recompute, and
+// sequence parallelism exactly when tp > 1 (as the planner enumerates them).
+ParallelDims MakeParallelDims(int64_t dp, int64_t tp, int64_t pp, int64_t cp,
+                              int64_t micro_batch);
 
 // Switches of the validity rules.
 struct PlacementRules {

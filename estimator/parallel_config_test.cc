@@ -17,13 +17,7 @@ class ParallelConfigTest : public ::testing::Test {
         cluster_(*ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 2, 8)) {}
 
   static ParallelDims Dims(int64_t dp, int64_t tp, int64_t pp, int64_t cp, int64_t b = 1) {
-    ParallelDims dims;
-    dims.dp = dp;
-    dims.tp = tp;
-    dims.pp = pp;
-    dims.cp = cp;
-    dims.micro_batch = b;
-    return dims;
+    return MakeParallelDims(dp, tp, pp, cp, b);
   }
 
   Rejection Check(const ParallelDims& dims, bool allow_across = false) const {
@@ -180,6 +174,19 @@ TEST_F(ParallelConfigTest, ToString) {
   dims.recompute = Recompute::kFull;
   EXPECT_EQ(ParallelConfig::FromCheckedDims(dims).ToString(),
             "dp1 tp4 pp2 cp2 mbs4 recompute=full");
+}
+
+TEST(MakeParallelDimsTest, SequenceParallelExactlyWithTensorParallel) {
+  const ParallelDims dims = MakeParallelDims(2, 4, 8, 2, 3);
+  EXPECT_EQ(dims.dp, 2);
+  EXPECT_EQ(dims.tp, 4);
+  EXPECT_EQ(dims.pp, 8);
+  EXPECT_EQ(dims.cp, 2);
+  EXPECT_EQ(dims.micro_batch, 3);
+  EXPECT_EQ(dims.virtual_pipeline, 1);
+  EXPECT_EQ(dims.recompute, Recompute::kNone);
+  EXPECT_TRUE(dims.sequence_parallel);
+  EXPECT_FALSE(MakeParallelDims(8, 1, 1, 1, 1).sequence_parallel);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "estimator/performance_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "estimator/pipeline_layout.h"
 
@@ -94,6 +95,16 @@ Symbols MakeSymbols(const ModelSpec& model, const TrainingSpec& training,
 // re-runs every layer before its backward.
 double ForwardPasses(Recompute recompute) { return recompute == Recompute::kFull ? 2 : 1; }
 
+// Forward seconds of causal attention (QK^T and PV, 4 s^2 b h FLOPs over s tokens, halved by
+// the mask) of one layer's TP shard for one micro-batch: each CP rank's s/c queries meet s/2
+// keys on average under load balancing.
+double AttentionForwardSeconds(const Symbols& x, const TrainingSpec& training,
+                               double peak_flops, const PerformanceParameters& params) {
+  const double efficiency = training.flash_attention() ? params.attention_efficiency
+                                                       : params.unfused_attention_efficiency;
+  return 2 * (x.s * x.b / x.c) * x.s * x.h / x.t / (peak_flops * efficiency);
+}
+
 // Compute seconds of one layer for one micro-batch, forward and backward (2x forward): the
 // GEMMs of the layer's TP shard on s/c tokens, causal attention, and the fixed per-pass
 // overhead.
@@ -109,17 +120,14 @@ double LayerComputeSeconds(const Symbols& x, const TrainingSpec& training, Recom
   const double gemm_forward =
       GemmSeconds(qkv, gemm_peak, params) + GemmSeconds(out, gemm_peak, params) +
       GemmSeconds(mlp_in, gemm_peak, params) + GemmSeconds(mlp_out, gemm_peak, params);
-  // Causal attention: QK^T and PV, 4 s^2 b h FLOPs over s tokens, halved by the mask; each CP
-  // rank's s/c queries meet s/2 keys on average under load balancing.
-  const double attention_forward =
-      2 * tokens * x.s * x.h / x.t / (peak_flops * params.attention_efficiency);
+  const double attention_forward = AttentionForwardSeconds(x, training, peak_flops, params);
   const double forwards = ForwardPasses(recompute);
   double layer = (forwards + 2) * (gemm_forward + attention_forward) +
                  (forwards + 1) * params.layer_overhead_seconds;
-  // Selective recompute without FlashAttention re-runs the attention core (Korthikanti 2022).
-  if (recompute == Recompute::kSelective && !training.flash_attention()) {
-    layer += attention_forward;
-  }
+  // Selective recompute re-runs the attention core before its backward (Korthikanti et al.
+  // 2022; Megatron-LM's checkpointed core attention), FlashAttention or not, where it frees
+  // next to nothing: the memory model keeps the same activations, so it never beats kNone.
+  if (recompute == Recompute::kSelective) layer += attention_forward;
   return layer;
 }
 
@@ -134,8 +142,9 @@ double LmHeadSeconds(const Symbols& x, const TrainingSpec& training, double peak
 // 2205.05198) each layer runs 2 all-gathers and 2 reduce-scatters forward and 6 backward
 // (their transposes plus re-gathering inputs for the weight gradients); without SP, 2
 // all-reduces each way. Every collective moves the whole s/c-token activation, 2sbh/c bytes.
-double LayerTpSeconds(const Symbols& x, const ParallelConfig& config, const ClusterSpec& cluster,
-                      const PerformanceParameters& params) {
+// Only runs that overlap TP communication with the GEMMs hide any of it.
+double LayerTpSeconds(const Symbols& x, const TrainingSpec& training, const ParallelConfig& config,
+                      const ClusterSpec& cluster, const PerformanceParameters& params) {
   if (config.tp() == 1) return 0;
   const Link link = LinkForSpan(config.tp(), cluster, params);
   const double bytes = 2 * x.s * x.b * x.h / x.c;
@@ -146,19 +155,25 @@ double LayerTpSeconds(const Symbols& x, const ParallelConfig& config, const Clus
   } else {
     layer = (2 * forwards + 2) * AllReduceSeconds(bytes, x.t, link);
   }
-  return layer * (1 - params.tp_overlap);
+  return training.tp_comm_overlap() ? layer * (1 - params.tp_overlap) : layer;
 }
 
-// Exposed CP seconds of one layer for one micro-batch: ring attention passes each rank's K and
-// V, 2 (s/c) b (kh/a)/t values of 2 bytes, c-1 times forward and 2(c-1) backward (K, V and
-// their gradients), overlapped with the attention blocks.
-double LayerCpSeconds(const Symbols& x, const ParallelConfig& config, const ClusterSpec& cluster,
+// Exposed CP seconds of one layer for one micro-batch. Ring attention (Liu et al. 2023, arXiv
+// 2310.01889; Megatron-Core's context parallelism) passes each rank's K and V, 2 (s/c) b
+// (kh/a)/t values of 2 bytes, c-1 times forward, and K, V and their gradients twice as often
+// backward, each exchange running while the attention of the block already received is
+// computed. An exchange is hidden up to cp_overlap of that block's attention time, 1/c of
+// the rank's attention: within a node it hides entirely, across nodes it may not.
+double LayerCpSeconds(const Symbols& x, const TrainingSpec& training, const ParallelConfig& config,
+                      const ClusterSpec& cluster, double peak_flops,
                       const PerformanceParameters& params) {
   if (config.cp() == 1) return 0;
   const Link link = LinkForSpan(config.tp() * config.cp(), cluster, params);
   const double bytes = 2 * (x.s / x.c) * x.b * (x.k * x.h / x.a) / x.t * 2;
-  const double exchanges = (ForwardPasses(config.recompute()) + 2) * (x.c - 1);
-  return exchanges * SendRecvSeconds(bytes, link) * (1 - params.cp_overlap);
+  const double block = AttentionForwardSeconds(x, training, peak_flops, params) / x.c;
+  const double exposed =
+      std::max(0.0, SendRecvSeconds(bytes, link) - params.cp_overlap * block);
+  return (ForwardPasses(config.recompute()) + 2) * (x.c - 1) * exposed;
 }
 
 // Parameters per GPU of the stage that holds the LM head (the last), as in the memory model:
@@ -235,8 +250,8 @@ PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpe
   const double peak_flops = cluster.gpu().peak_bf16_tflops * kTera;
   const double layer_compute =
       LayerComputeSeconds(x, training, config.recompute(), peak_flops, params);
-  const double layer_tp = LayerTpSeconds(x, config, cluster, params);
-  const double layer_cp = LayerCpSeconds(x, config, cluster, params);
+  const double layer_tp = LayerTpSeconds(x, training, config, cluster, params);
+  const double layer_cp = LayerCpSeconds(x, training, config, cluster, peak_flops, params);
   const double lm_head = LmHeadSeconds(x, training, peak_flops, params);
   // The pipeline runs at the pace of its slowest stage: the last (its layers and the LM head)
   // or, when the split is uneven, a middle stage with one layer more.
@@ -274,7 +289,12 @@ PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpe
       estimate.model_flops_per_step / (estimate.step_time_seconds * gpus) / kTera;
   // MFU is against the dense bf16 peak even for fp8, as NVIDIA's published tables report it.
   estimate.mfu = estimate.model_tflops_per_gpu / cluster.gpu().peak_bf16_tflops;
+  estimate.relative_error = params.relative_error;
   return estimate;
+}
+
+double OptimisticTflopsPerGpu(const PerformanceEstimate& estimate, double sigmas) {
+  return estimate.model_tflops_per_gpu * std::exp(sigmas * estimate.relative_error);
 }
 
 }  // namespace paratune

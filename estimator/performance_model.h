@@ -26,6 +26,9 @@ struct PerformanceEstimate {
   double model_tflops_per_gpu = 0;
   double mfu = 0;
   double model_flops_per_step = 0;
+  // One-sigma relative error of step time and throughput: PerformanceParameters::
+  // relative_error of the parameters that made the estimate.
+  double relative_error = 0;
 };
 
 // Model FLOPs of one optimizer step, Megatron-LM's num_floating_point_operations (pre-2025
@@ -40,6 +43,13 @@ PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpe
                                        const ClusterSpec& cluster,
                                        const ParallelConfig& config,
                                        const PerformanceParameters& params);
+
+// The optimistic end of the estimate's error bar: the TFLOP/s per GPU reached if the step
+// time is `sigmas` relative errors shorter than predicted (errors are log-normal),
+// model_tflops_per_gpu x exp(sigmas x relative_error). An ADAPTIVE search can stop when no
+// unprobed candidate's optimistic figure beats the best measured one by more than its
+// tolerance (DESIGN.md §6; docs/estimator.md says how often the measured value exceeded it).
+double OptimisticTflopsPerGpu(const PerformanceEstimate& estimate, double sigmas);
 
 }  // namespace paratune
 

@@ -1,19 +1,14 @@
 #include "estimator/performance_model.h"
 
+#include <cmath>
+
 #include "gtest/gtest.h"
 
 namespace paratune {
 namespace {
 
 ParallelDims Dims(int64_t dp, int64_t tp, int64_t pp, int64_t cp, int64_t b) {
-  ParallelDims dims;
-  dims.dp = dp;
-  dims.tp = tp;
-  dims.pp = pp;
-  dims.cp = cp;
-  dims.micro_batch = b;
-  dims.sequence_parallel = tp > 1;
-  return dims;
+  return MakeParallelDims(dp, tp, pp, cp, b);
 }
 
 class PerformanceModelTest : public ::testing::Test {
@@ -68,7 +63,9 @@ TEST_F(PerformanceModelTest, PlausibleThroughputForGoodConfigurations) {
 }
 
 TEST_F(PerformanceModelTest, PartsAddUpAndRatesFollowFromStepTime) {
-  const PerformanceEstimate e = Predict(Dims(2, 2, 2, 2, 1));
+  // tp 2 x cp 4 spans two 4-GPU nodes, so the ring's exchanges cross the network.
+  const ClusterSpec small_nodes = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 4, 4);
+  const PerformanceEstimate e = Predict(Dims(1, 2, 2, 4, 1), training_, small_nodes);
   EXPECT_DOUBLE_EQ(e.step_time_seconds,
                    e.compute_seconds + e.pipeline_bubble_seconds + e.tp_communication_seconds +
                        e.cp_communication_seconds + e.dp_communication_seconds +
@@ -85,6 +82,17 @@ TEST_F(PerformanceModelTest, PartsAddUpAndRatesFollowFromStepTime) {
   EXPECT_DOUBLE_EQ(e.model_tflops_per_gpu,
                    e.model_flops_per_step / (e.step_time_seconds * 16) / 1e12);
   EXPECT_DOUBLE_EQ(e.mfu, e.model_tflops_per_gpu / 989);
+}
+
+TEST_F(PerformanceModelTest, TensorParallelCommunicationHidesOnlyWhenOverlapped) {
+  TrainingOptions options = training_.options();
+  options.tp_comm_overlap = true;
+  const TrainingSpec overlapped = *TrainingSpec::Create(options);
+  const PerformanceEstimate exposed = Predict(Dims(2, 8, 1, 1, 1));
+  const PerformanceEstimate hidden = Predict(Dims(2, 8, 1, 1, 1), overlapped, cluster_);
+  EXPECT_DOUBLE_EQ(hidden.tp_communication_seconds,
+                   exposed.tp_communication_seconds * (1 - params_.tp_overlap));
+  EXPECT_EQ(hidden.compute_seconds, exposed.compute_seconds);
 }
 
 TEST_F(PerformanceModelTest, NoCommunicationWithoutTheParallelism) {
@@ -130,11 +138,40 @@ TEST_F(PerformanceModelTest, BubbleGrowsWithPipelineDepthAndShrinksWithInterleav
             plain.pipeline_bubble_seconds / plain.step_time_seconds);
 }
 
-TEST_F(PerformanceModelTest, ContextParallelExchangesKeysAndValues) {
-  const PerformanceEstimate cp2 = Predict(Dims(4, 2, 1, 2, 1));
-  const PerformanceEstimate cp4 = Predict(Dims(2, 2, 1, 4, 1));
-  EXPECT_GT(cp2.cp_communication_seconds, 0);
-  EXPECT_GT(cp4.cp_communication_seconds, cp2.cp_communication_seconds);
+TEST_F(PerformanceModelTest, ContextParallelExchangesHideBehindAttentionOnlyWhenFast) {
+  // Inside an 8-GPU node each K/V exchange is shorter than the attention block it overlaps.
+  EXPECT_EQ(Predict(Dims(4, 2, 1, 2, 1)).cp_communication_seconds, 0);
+  EXPECT_EQ(Predict(Dims(2, 2, 1, 4, 1)).cp_communication_seconds, 0);
+  // Across 4-GPU nodes, over the network, it is not, and a longer ring exposes more.
+  const ClusterSpec small_nodes = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 4, 4);
+  const PerformanceEstimate cp4 = Predict(Dims(2, 2, 1, 4, 1), training_, small_nodes);
+  const PerformanceEstimate cp8 = Predict(Dims(1, 2, 1, 8, 1), training_, small_nodes);
+  EXPECT_GT(cp4.cp_communication_seconds, 0);
+  EXPECT_GT(cp8.cp_communication_seconds, cp4.cp_communication_seconds);
+  // Hiding nothing exposes every exchange in full.
+  PerformanceParameters no_overlap = params_;
+  no_overlap.cp_overlap = 0;
+  const ParallelConfig config = ParallelConfig::FromCheckedDims(Dims(4, 2, 1, 2, 1));
+  EXPECT_GT(PredictPerformance(model_, training_, cluster_, config, no_overlap)
+                .cp_communication_seconds,
+            0);
+}
+
+TEST_F(PerformanceModelTest, FlashAttentionAndUnfusedAttentionHaveTheirOwnEfficiency) {
+  PerformanceParameters params = params_;
+  const ParallelConfig config = ParallelConfig::FromCheckedDims(Dims(8, 2, 1, 1, 1));
+  TrainingOptions options = training_.options();
+  options.flash_attention = false;
+  const TrainingSpec unfused = *TrainingSpec::Create(options);
+  const double flash_time =
+      PredictPerformance(model_, training_, cluster_, config, params).compute_seconds;
+  const double unfused_time =
+      PredictPerformance(model_, unfused, cluster_, config, params).compute_seconds;
+  params.unfused_attention_efficiency /= 2;
+  EXPECT_EQ(PredictPerformance(model_, training_, cluster_, config, params).compute_seconds,
+            flash_time);
+  EXPECT_GT(PredictPerformance(model_, unfused, cluster_, config, params).compute_seconds,
+            unfused_time);
 }
 
 TEST_F(PerformanceModelTest, RecomputeAndPrecision) {
@@ -145,8 +182,11 @@ TEST_F(PerformanceModelTest, RecomputeAndPrecision) {
   EXPECT_GT(full.compute_seconds, 1.25 * none.compute_seconds);
   EXPECT_GT(full.tp_communication_seconds, none.tp_communication_seconds);
   EXPECT_EQ(full.model_flops_per_step, none.model_flops_per_step);
+  // Selective recompute re-runs the attention forward: slower than none, faster than full.
   dims.recompute = Recompute::kSelective;
-  EXPECT_EQ(Predict(dims).compute_seconds, none.compute_seconds);  // FlashAttention
+  const PerformanceEstimate selective = Predict(dims);
+  EXPECT_GT(selective.compute_seconds, none.compute_seconds);
+  EXPECT_LT(selective.compute_seconds, full.compute_seconds);
 
   TrainingOptions options = training_.options();
   options.fp8 = true;
@@ -188,6 +228,19 @@ TEST_F(PerformanceModelTest, LargerGemmsAreMoreEfficient) {
   // Micro-batch 4 has 4x larger GEMMs than micro-batch 1 and the same FLOPs per step.
   EXPECT_LT(Predict(Dims(8, 2, 1, 1, 4)).compute_seconds,
             Predict(Dims(8, 2, 1, 1, 1)).compute_seconds);
+}
+
+TEST_F(PerformanceModelTest, ErrorBarFollowsTheParameters) {
+  PerformanceParameters params = params_;
+  params.relative_error = 0.05;
+  const ParallelConfig config = ParallelConfig::FromCheckedDims(Dims(8, 2, 1, 1, 1));
+  const PerformanceEstimate e = PredictPerformance(model_, training_, cluster_, config, params);
+  EXPECT_EQ(e.relative_error, 0.05);
+  EXPECT_DOUBLE_EQ(OptimisticTflopsPerGpu(e, 2), e.model_tflops_per_gpu * std::exp(0.1));
+  EXPECT_DOUBLE_EQ(OptimisticTflopsPerGpu(e, 0), e.model_tflops_per_gpu);
+  // The fitted parameters carry the fit's own error bar.
+  EXPECT_GT(params_.relative_error, 0);
+  EXPECT_LT(params_.relative_error, 0.2);
 }
 
 TEST(DefaultPerformanceParametersTest, HopperAndAmpereDiffer) {

@@ -13,8 +13,13 @@ struct PerformanceParameters {
   double gemm_efficiency_max = 0.75;
   // GEMM FLOPs at which efficiency is half of gemm_efficiency_max (smaller GEMMs are slower).
   double gemm_half_efficiency_flops = 2e9;
-  // Fraction of dense peak reached by causal FlashAttention.
+  // Fraction of dense peak reached by causal FlashAttention (forward and backward, counted as
+  // 3x the forward FLOPs).
   double attention_efficiency = 0.45;
+  // The same for attention without FlashAttention (TrainingOptions::flash_attention false):
+  // batched QK^T and PV GEMMs around the softmax, dropout and masking of the s x s scores,
+  // whose memory traffic makes it several times slower per FLOP.
+  double unfused_attention_efficiency = 0.15;
   // Fixed seconds per transformer layer per forward or backward pass of one micro-batch:
   // kernel launches and the small memory-bound kernels (norms, rotary, activation).
   double layer_overhead_seconds = 0;
@@ -24,13 +29,23 @@ struct PerformanceParameters {
   // Latency per collective or send/recv, seconds.
   double nvlink_latency_seconds = 10e-6;
   double network_latency_seconds = 30e-6;
-  // Fraction of each kind of communication hidden behind compute, 0 .. 1.
+  // Fraction of each kind of communication hidden behind compute, 0 .. 1. tp_overlap applies
+  // only to runs with TrainingOptions::tp_comm_overlap (Transformer Engine's userbuffers);
+  // otherwise the TP collectives are exposed. cp_overlap is the fraction of one ring step's
+  // attention time that can hide the step's K/V exchange.
   double tp_overlap = 0.0;
   double cp_overlap = 0.8;
   double dp_overlap = 0.7;
   double pp_overlap = 0.5;
   // Fraction of HBM bandwidth the optimizer step reaches.
   double optimizer_hbm_efficiency = 0.6;
+
+  // Not a parameter of the model's physics but of its accuracy: the one-sigma relative error
+  // of a predicted step time (and so of the predicted TFLOP/s) among configurations of one
+  // training setup once their common bias is removed. tools/fit_performance_model sets it to
+  // the pooled spread of the fit's log residuals about each table's mean (docs/estimator.md);
+  // OptimisticTflopsPerGpu turns it into an error bar.
+  double relative_error = 0.1;
 };
 
 // The GPU architectures with fitted parameters.

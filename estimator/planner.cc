@@ -81,22 +81,63 @@ bool SameDims(const ParallelDims& x, const ParallelDims& y) {
 
 }  // namespace
 
-ConfigurationVerdict EvaluateConfiguration(const ModelSpec& model, const TrainingSpec& training,
-                                           const ClusterSpec& cluster, const PlanOptions& options,
-                                           const ParallelDims& dims) {
-  ConfigurationVerdict verdict;
-  verdict.rejection = CheckRules(model, training, cluster, options.rules, dims);
-  if (verdict.rejection != Rejection::kValid) return verdict;
-  verdict.memory = EstimateMemory(model, training, cluster, ParallelConfig::FromCheckedDims(dims),
-                                  options.memory);
-  return verdict;
+std::vector<int64_t> SearchedMicroBatchSizes(const PlanOptions& options) {
+  return SortedUnique(options.micro_batch_sizes, {1, 2, 4, 8, 16});
 }
 
-int64_t CandidateRank(const Plan& plan, const ParallelDims& dims) {
-  for (size_t i = 0; i < plan.candidates.size(); ++i) {
-    if (SameDims(plan.candidates[i].config.dims(), dims)) return static_cast<int64_t>(i);
+std::vector<int64_t> SearchedVirtualPipelineSizes(const PlanOptions& options) {
+  return SortedUnique(options.virtual_pipeline_sizes, {1});
+}
+
+std::vector<Recompute> SearchedRecomputeModes(const PlanOptions& options) {
+  return SortedUnique(options.recompute_modes, {Recompute::kNone});
+}
+
+ConfigurationExplanation ExplainConfiguration(const ModelSpec& model, const TrainingSpec& training,
+                                              const ClusterSpec& cluster,
+                                              const PlanOptions& options,
+                                              const PerformanceParameters& params,
+                                              const Plan& plan, const ParallelDims& dims) {
+  ConfigurationExplanation explanation;
+  explanation.rejection = CheckRules(model, training, cluster, options.rules, dims);
+  if (explanation.rejection != Rejection::kValid) {
+    explanation.outcome = PlanOutcome::kRejected;
+    return explanation;
   }
-  return -1;
+  const ParallelConfig config = ParallelConfig::FromCheckedDims(dims);
+  explanation.has_memory = true;
+  explanation.memory = EstimateMemory(model, training, cluster, config, options.memory);
+  explanation.predicted = PredictPerformance(model, training, cluster, config, params);
+
+  const auto searched = [](const auto& values, auto value) {
+    return std::find(values.begin(), values.end(), value) != values.end();
+  };
+  if (!searched(SearchedMicroBatchSizes(options), dims.micro_batch)) {
+    explanation.outcome = PlanOutcome::kOutsideSearchSpace;
+    explanation.outside = SearchDimension::kMicroBatch;
+  } else if (!searched(SearchedVirtualPipelineSizes(options), dims.virtual_pipeline)) {
+    explanation.outcome = PlanOutcome::kOutsideSearchSpace;
+    explanation.outside = SearchDimension::kVirtualPipeline;
+  } else if (!searched(SearchedRecomputeModes(options), dims.recompute)) {
+    explanation.outcome = PlanOutcome::kOutsideSearchSpace;
+    explanation.outside = SearchDimension::kRecompute;
+  } else if (dims.sequence_parallel != (dims.tp > 1)) {
+    explanation.outcome = PlanOutcome::kOutsideSearchSpace;
+    explanation.outside = SearchDimension::kSequenceParallel;
+  } else if (explanation.memory.verdict == MemoryVerdict::kOutOfMemory) {
+    explanation.outcome = PlanOutcome::kOutOfMemory;
+  } else if (explanation.memory.verdict == MemoryVerdict::kRisky && !options.include_risky) {
+    explanation.outcome = PlanOutcome::kRisky;
+  } else {
+    explanation.outcome = PlanOutcome::kCandidate;
+    for (size_t i = 0; i < plan.candidates.size(); ++i) {
+      if (SameDims(plan.candidates[i].config.dims(), dims)) {
+        explanation.rank = static_cast<int64_t>(i);
+        break;
+      }
+    }
+  }
+  return explanation;
 }
 
 absl::StatusOr<Plan> PlanConfigurations(const ModelSpec& model, const TrainingSpec& training,
@@ -106,11 +147,9 @@ absl::StatusOr<Plan> PlanConfigurations(const ModelSpec& model, const TrainingSp
   if (!status.ok()) return status;
   const int64_t world = cluster.world_size();
   const std::vector<int64_t> divisors = Divisors(world);
-  const std::vector<int64_t> micro_batch_sizes =
-      SortedUnique(options.micro_batch_sizes, {1, 2, 4, 8, 16});
-  const std::vector<int64_t> virtual_sizes = SortedUnique(options.virtual_pipeline_sizes, {1});
-  const std::vector<Recompute> recompute_modes =
-      SortedUnique(options.recompute_modes, {Recompute::kNone});
+  const std::vector<int64_t> micro_batch_sizes = SearchedMicroBatchSizes(options);
+  const std::vector<int64_t> virtual_sizes = SearchedVirtualPipelineSizes(options);
+  const std::vector<Recompute> recompute_modes = SearchedRecomputeModes(options);
 
   Plan plan;
   ParallelDims dims;

@@ -66,20 +66,47 @@ struct Plan {
   std::vector<MemoryMapEntry> memory_map;
 };
 
-// What the planner makes of one configuration, for --explain: the first rule it breaks, or
-// (when kValid) its memory estimate; the verdict says whether the plan prunes it.
-struct ConfigurationVerdict {
-  Rejection rejection = Rejection::kValid;
-  MemoryEstimate memory;  // set only when rejection is kValid
+// The values PlanConfigurations enumerates for options' lists: the given ones sorted and
+// without repeats, or the defaults when a list is empty.
+std::vector<int64_t> SearchedMicroBatchSizes(const PlanOptions& options);
+std::vector<int64_t> SearchedVirtualPipelineSizes(const PlanOptions& options);
+std::vector<Recompute> SearchedRecomputeModes(const PlanOptions& options);
+
+// What a plan made of one configuration, for `paratune plan --explain`.
+enum class PlanOutcome {
+  kCandidate,           // valid and kept by the memory verdict: plan.candidates[rank]
+  kRejected,            // breaks a validity rule: `rejection`
+  kOutsideSearchSpace,  // valid, but a dimension the plan does not enumerate: `outside`
+  kOutOfMemory,         // valid, estimated above capacity
+  kRisky,               // valid, RISKY, and the plan keeps SAFE configurations only
 };
 
-// Applies options.rules and options.memory to `dims` exactly as PlanConfigurations does.
-ConfigurationVerdict EvaluateConfiguration(const ModelSpec& model, const TrainingSpec& training,
-                                           const ClusterSpec& cluster, const PlanOptions& options,
-                                           const ParallelDims& dims);
+// The dimensions a plan enumerates beyond dp, tp, pp and cp.
+enum class SearchDimension {
+  kMicroBatch,        // not among SearchedMicroBatchSizes
+  kVirtualPipeline,   // not among SearchedVirtualPipelineSizes
+  kRecompute,         // not among SearchedRecomputeModes
+  kSequenceParallel,  // the plan uses sequence parallelism exactly when tp > 1
+};
 
-// Index of `dims` in plan.candidates (0 = predicted best), or -1 when it is not a candidate.
-int64_t CandidateRank(const Plan& plan, const ParallelDims& dims);
+struct ConfigurationExplanation {
+  PlanOutcome outcome = PlanOutcome::kCandidate;
+  Rejection rejection = Rejection::kValid;                  // the first rule broken
+  SearchDimension outside = SearchDimension::kMicroBatch;   // for kOutsideSearchSpace
+  bool has_memory = false;  // the rules hold, so memory and performance were estimated
+  MemoryEstimate memory;
+  PerformanceEstimate predicted;
+  int64_t rank = -1;        // index in plan.candidates for kCandidate, else -1
+};
+
+// Why `dims` is or is not among plan.candidates, where `plan` is what PlanConfigurations
+// returned for the same model, training run, cluster, options and parameters. The rules are
+// checked first, then the search space, then memory.
+ConfigurationExplanation ExplainConfiguration(const ModelSpec& model, const TrainingSpec& training,
+                                              const ClusterSpec& cluster,
+                                              const PlanOptions& options,
+                                              const PerformanceParameters& params,
+                                              const Plan& plan, const ParallelDims& dims);
 
 // INVALID_ARGUMENT naming the field when an option is out of range (e.g. a micro-batch size
 // < 1, a virtual pipeline size < 1 or safe_fraction outside (0, 1]). Allocates only for the

@@ -1,5 +1,6 @@
 #include "estimator/planner.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -181,32 +182,110 @@ TEST(PlannerScaleTest, Llama405bFitsWithUnevenStagesVirtualPipelineAndRecompute)
   EXPECT_TRUE(full);
 }
 
-TEST(PlannerExplainTest, EvaluateConfigurationAgreesWithThePlan) {
-  const ModelSpec model = *FindModelPreset("llama3.1-8b");
-  const TrainingSpec training = *TrainingSpec::Create({1024, 8192});
-  const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 2, 8);
-  const PlanOptions options;
-  absl::StatusOr<Plan> plan = PlanConfigurations(model, training, cluster, options,
-                                                 DefaultPerformanceParameters(cluster.gpu()));
-  ASSERT_TRUE(plan.ok());
-  for (const MemoryMapEntry& entry : plan->memory_map) {
-    const ConfigurationVerdict verdict =
-        EvaluateConfiguration(model, training, cluster, options, entry.dims);
-    ASSERT_EQ(verdict.rejection, Rejection::kValid);
-    EXPECT_EQ(verdict.memory.verdict, entry.verdict);
-    EXPECT_FLOAT_EQ(static_cast<float>(verdict.memory.fraction_of_capacity),
-                    entry.fraction_of_capacity);
-    const int64_t rank = CandidateRank(*plan, entry.dims);
-    EXPECT_EQ(rank >= 0, entry.verdict == MemoryVerdict::kSafe);
+class PlannerExplainTest : public PlannerTest {
+ protected:
+  ConfigurationExplanation Explain(const PlanOptions& options, const Plan& plan,
+                                   const ParallelDims& dims) const {
+    return ExplainConfiguration(model_, training_, cluster_, options, params_, plan, dims);
   }
-  EXPECT_EQ(CandidateRank(*plan, plan->candidates[0].config.dims()), 0);
-  ParallelDims dims;
-  dims.dp = 2;
-  dims.pp = 8;  // 32 layers: fine; tp 1, cp 1
-  dims.micro_batch = 3;
-  EXPECT_EQ(EvaluateConfiguration(model, training, cluster, options, dims).rejection,
-            Rejection::kBatchDivisibility);
-  EXPECT_EQ(CandidateRank(*plan, dims), -1);
+
+  static ParallelDims Dims(int64_t dp, int64_t tp, int64_t pp, int64_t cp, int64_t b) {
+    return MakeParallelDims(dp, tp, pp, cp, b);
+  }
+};
+
+TEST_F(PlannerExplainTest, AgreesWithThePlanOnEveryValidConfiguration) {
+  const PlanOptions options;
+  absl::StatusOr<Plan> plan = MakePlan(options);
+  ASSERT_TRUE(plan.ok());
+  int64_t candidates = 0;
+  for (const MemoryMapEntry& entry : plan->memory_map) {
+    const ConfigurationExplanation explanation = Explain(options, *plan, entry.dims);
+    ASSERT_TRUE(explanation.has_memory);
+    EXPECT_EQ(explanation.memory.verdict, entry.verdict);
+    EXPECT_FLOAT_EQ(static_cast<float>(explanation.memory.fraction_of_capacity),
+                    entry.fraction_of_capacity);
+    switch (entry.verdict) {
+      case MemoryVerdict::kSafe:
+        ASSERT_EQ(explanation.outcome, PlanOutcome::kCandidate);
+        ASSERT_GE(explanation.rank, 0);
+        EXPECT_EQ(plan->candidates[explanation.rank].predicted.step_time_seconds,
+                  explanation.predicted.step_time_seconds);
+        ++candidates;
+        break;
+      case MemoryVerdict::kRisky:
+        EXPECT_EQ(explanation.outcome, PlanOutcome::kRisky);
+        break;
+      case MemoryVerdict::kOutOfMemory:
+        EXPECT_EQ(explanation.outcome, PlanOutcome::kOutOfMemory);
+        break;
+    }
+  }
+  EXPECT_EQ(candidates, static_cast<int64_t>(plan->candidates.size()));
+  EXPECT_EQ(Explain(options, *plan, plan->candidates[0].config.dims()).rank, 0);
+}
+
+TEST_F(PlannerExplainTest, RulesFirstThenSearchSpaceThenMemory) {
+  PlanOptions options;
+  options.micro_batch_sizes = {1, 2};
+  absl::StatusOr<Plan> plan = MakePlan(options);
+  ASSERT_TRUE(plan.ok());
+
+  ConfigurationExplanation explanation = Explain(options, *plan, Dims(2, 1, 8, 1, 3));
+  EXPECT_EQ(explanation.outcome, PlanOutcome::kRejected);
+  EXPECT_EQ(explanation.rejection, Rejection::kBatchDivisibility);
+  EXPECT_FALSE(explanation.has_memory);
+
+  explanation = Explain(options, *plan, Dims(8, 2, 1, 1, 4));
+  EXPECT_EQ(explanation.outcome, PlanOutcome::kOutsideSearchSpace);
+  EXPECT_EQ(explanation.outside, SearchDimension::kMicroBatch);
+  EXPECT_TRUE(explanation.has_memory);
+  EXPECT_EQ(explanation.rank, -1);
+
+  ParallelDims dims = Dims(8, 1, 2, 1, 1);
+  dims.virtual_pipeline = 2;
+  EXPECT_EQ(Explain(options, *plan, dims).outside, SearchDimension::kVirtualPipeline);
+  dims = Dims(8, 2, 1, 1, 1);
+  dims.recompute = Recompute::kFull;
+  EXPECT_EQ(Explain(options, *plan, dims).outside, SearchDimension::kRecompute);
+  dims = Dims(8, 2, 1, 1, 1);
+  dims.sequence_parallel = false;
+  EXPECT_EQ(Explain(options, *plan, dims).outside, SearchDimension::kSequenceParallel);
+
+  // tp 1 with micro-batch 2 keeps 2 x 8192 tokens of all 32 layers on one GPU: 88 GB.
+  explanation = Explain(options, *plan, Dims(16, 1, 1, 1, 2));
+  EXPECT_EQ(explanation.outcome, PlanOutcome::kOutOfMemory);
+  EXPECT_EQ(explanation.memory.verdict, MemoryVerdict::kOutOfMemory);
+}
+
+TEST_F(PlannerExplainTest, RiskyIsACandidateOnlyWhenIncluded) {
+  PlanOptions options;
+  absl::StatusOr<Plan> plan = MakePlan(options);
+  ASSERT_TRUE(plan.ok());
+  const auto risky = std::find_if(plan->memory_map.begin(), plan->memory_map.end(),
+                                  [](const MemoryMapEntry& entry) {
+                                    return entry.verdict == MemoryVerdict::kRisky;
+                                  });
+  ASSERT_NE(risky, plan->memory_map.end());
+  EXPECT_EQ(Explain(options, *plan, risky->dims).outcome, PlanOutcome::kRisky);
+  options.include_risky = true;
+  plan = MakePlan(options);
+  ASSERT_TRUE(plan.ok());
+  const ConfigurationExplanation explanation = Explain(options, *plan, risky->dims);
+  EXPECT_EQ(explanation.outcome, PlanOutcome::kCandidate);
+  EXPECT_GE(explanation.rank, 0);
+}
+
+TEST(SearchedDimensionsTest, DefaultsAndSortedUniqueLists) {
+  PlanOptions options;
+  EXPECT_EQ(SearchedMicroBatchSizes(options), (std::vector<int64_t>{1, 2, 4, 8, 16}));
+  EXPECT_EQ(SearchedVirtualPipelineSizes(options), (std::vector<int64_t>{1}));
+  EXPECT_EQ(SearchedRecomputeModes(options), (std::vector<Recompute>{Recompute::kNone}));
+  options.micro_batch_sizes = {4, 1, 4};
+  options.recompute_modes = {Recompute::kFull, Recompute::kNone};
+  EXPECT_EQ(SearchedMicroBatchSizes(options), (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(SearchedRecomputeModes(options),
+            (std::vector<Recompute>{Recompute::kNone, Recompute::kFull}));
 }
 
 }  // namespace

@@ -15,6 +15,10 @@ struct TrainingOptions {
   bool distributed_optimizer = true; // optimizer states sharded over dp x cp
   bool fp32_gradients = true;        // 4-byte gradients (2 when false)
   bool flash_attention = true;
+  // Tensor-parallel communication overlapped with the GEMMs (Megatron-LM --tp-comm-overlap,
+  // NeMo's tp_comm_overlap, Transformer Engine userbuffers); off by default, as in
+  // Megatron-LM. The paratune.v1 API has no field for it yet, so API plans assume it off.
+  bool tp_comm_overlap = false;
 };
 
 // Immutable and always valid.
@@ -30,6 +34,7 @@ class TrainingSpec {
   bool distributed_optimizer() const { return options_.distributed_optimizer; }
   bool fp32_gradients() const { return options_.fp32_gradients; }
   bool flash_attention() const { return options_.flash_attention; }
+  bool tp_comm_overlap() const { return options_.tp_comm_overlap; }
 
  private:
   explicit TrainingSpec(const TrainingOptions& options) : options_(options) {}

@@ -13,6 +13,7 @@ TEST(TrainingSpecTest, KeepsOptions) {
   options.distributed_optimizer = false;
   options.fp32_gradients = false;
   options.flash_attention = false;
+  options.tp_comm_overlap = true;
   absl::StatusOr<TrainingSpec> training = TrainingSpec::Create(options);
   ASSERT_TRUE(training.ok());
   EXPECT_EQ(training->global_batch_size(), 1024);
@@ -21,6 +22,7 @@ TEST(TrainingSpecTest, KeepsOptions) {
   EXPECT_FALSE(training->distributed_optimizer());
   EXPECT_FALSE(training->fp32_gradients());
   EXPECT_FALSE(training->flash_attention());
+  EXPECT_TRUE(training->tp_comm_overlap());
 }
 
 TEST(TrainingSpecTest, DefaultsAreThePapersSetting) {
@@ -29,6 +31,7 @@ TEST(TrainingSpecTest, DefaultsAreThePapersSetting) {
   EXPECT_TRUE(options.distributed_optimizer);
   EXPECT_TRUE(options.fp32_gradients);
   EXPECT_TRUE(options.flash_attention);
+  EXPECT_FALSE(options.tp_comm_overlap);  // Megatron-LM's default
 }
 
 TEST(TrainingSpecTest, OutOfRangeNamesTheField) {

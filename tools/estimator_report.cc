@@ -1,15 +1,18 @@
 // Writes docs/estimator.md: the template tools/estimator_doc_template.md with its
 // {{VALIDATION}} line replaced by the validation of the estimator against data/measured/
-// (throughput error per table, rank correlation and regret on the held-out table, memory
-// verdicts of completed runs) and {{PARAMETERS}} by the fitted parameters:
+// (throughput error per table, rank correlation and regret on the held-out table, error bars,
+// a replay of the adaptive search's refit on the held-out groups, memory verdicts of measured
+// runs) and {{PARAMETERS}} by the fitted parameters:
 //
 //   bazel run //tools:estimator_report -- --out=$PWD/docs/estimator.md
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -18,11 +21,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "common/status_macros.h"
 #include "estimator/memory_model.h"
+#include "estimator/performance_fit.h"
 #include "estimator/performance_model.h"
 #include "estimator/performance_parameters.h"
 #include "tools/measured_runs.h"
-#include "tools/performance_fit.h"
 #include "tools/validation_stats.h"
 
 ABSL_FLAG(std::string, data_dir, "data/measured", "Directory of the measured CSV tables.");
@@ -35,55 +39,90 @@ namespace {
 
 // Regret at or below this counts as finding the best configuration (the target).
 constexpr double kRegretTarget = 0.05;
+// The adaptive replay's stopping rule: no unprobed run's prediction, kSigmas relative errors
+// optimistic, beats the best measured one by more than kTolerance.
+constexpr double kSigmas = 2;
+constexpr double kTolerance = 0.0;
+
+double PredictedTflops(const MeasuredRun& run, const PerformanceParameters& params) {
+  return PredictPerformance(run.model, run.training, run.cluster, run.config, params)
+      .model_tflops_per_gpu;
+}
 
 double PredictedTflops(const MeasuredRun& run) {
-  return PredictPerformance(run.model, run.training, run.cluster, run.config,
-                            DefaultPerformanceParameters(run.cluster.gpu()))
-      .model_tflops_per_gpu;
+  return PredictedTflops(run, DefaultPerformanceParameters(run.cluster.gpu()));
 }
 
 std::string Percent(double fraction) { return absl::StrFormat("%.1f%%", 100 * fraction); }
 
+// The completed runs of `runs` by group, groups in order of first appearance.
+std::vector<std::pair<std::string, std::vector<const MeasuredRun*>>> CompletedGroups(
+    const std::vector<MeasuredRun>& runs) {
+  std::vector<std::pair<std::string, std::vector<const MeasuredRun*>>> groups;
+  std::map<std::string, size_t> index;
+  for (const MeasuredRun& run : runs) {
+    if (!run.completed) continue;
+    const auto [it, added] = index.emplace(run.group, groups.size());
+    if (added) groups.emplace_back(run.group, std::vector<const MeasuredRun*>());
+    groups[it->second].second.push_back(&run);
+  }
+  return groups;
+}
+
+// One row of the throughput table over the completed runs that `keep` accepts.
+template <typename Keep>
+std::string ThroughputRow(const std::string& label, const char* role,
+                          const std::vector<MeasuredRun>& runs, Keep keep) {
+  std::vector<double> predicted, measured;
+  double signed_error = 0, max_error = 0;
+  for (const MeasuredRun& run : runs) {
+    if (!run.completed || !keep(run)) continue;
+    predicted.push_back(PredictedTflops(run));
+    measured.push_back(MeasuredTflopsPerGpu(run));
+    const double error = predicted.back() / measured.back() - 1;
+    signed_error += error;
+    max_error = std::max(max_error, std::fabs(error));
+  }
+  return absl::StrCat("| ", label, " | ", role, " | ", measured.size(), " | ",
+                      Percent(MeanAbsolutePercentageError(predicted, measured)), " | ",
+                      Percent(signed_error / std::max<size_t>(1, measured.size())), " | ",
+                      Percent(max_error), " |\n");
+}
+
+// One row per table, and for the held-out table one per GPU type as well.
 std::string ThroughputSection(const std::vector<std::vector<MeasuredRun>>& tables,
                               const std::vector<MeasuredDataset>& datasets) {
   std::string out =
       "| table | role | runs | MAPE TFLOP/s per GPU | mean signed error | max abs error |\n"
       "|---|---|---:|---:|---:|---:|\n";
   for (size_t i = 0; i < tables.size(); ++i) {
-    std::vector<double> predicted, measured;
-    double signed_error = 0, max_error = 0;
+    const char* role = datasets[i].in_fit ? "fit" : "held out";
+    absl::StrAppend(&out, ThroughputRow(datasets[i].file, role, tables[i],
+                                        [](const MeasuredRun&) { return true; }));
+    if (datasets[i].in_fit) continue;
+    std::vector<std::string> gpus;
     for (const MeasuredRun& run : tables[i]) {
-      if (!run.completed) continue;
-      predicted.push_back(PredictedTflops(run));
-      measured.push_back(MeasuredTflopsPerGpu(run));
-      const double error = predicted.back() / measured.back() - 1;
-      signed_error += error;
-      max_error = std::max(max_error, std::fabs(error));
+      if (std::find(gpus.begin(), gpus.end(), run.cluster.gpu().name) == gpus.end()) {
+        gpus.push_back(run.cluster.gpu().name);
+      }
     }
-    absl::StrAppend(&out, "| ", datasets[i].file, " | ", datasets[i].in_fit ? "fit" : "held out",
-                    " | ", measured.size(), " | ",
-                    Percent(MeanAbsolutePercentageError(predicted, measured)), " | ",
-                    Percent(signed_error / std::max<size_t>(1, measured.size())), " | ",
-                    Percent(max_error), " |\n");
+    for (const std::string& gpu : gpus) {
+      absl::StrAppend(&out, ThroughputRow(absl::StrCat("&nbsp;&nbsp;", gpu, " runs"), role,
+                                          tables[i], [&gpu](const MeasuredRun& run) {
+                                            return run.cluster.gpu().name == gpu;
+                                          }));
+    }
   }
   return out;
 }
 
 std::string HeldOutSection(const std::vector<MeasuredRun>& runs) {
-  std::map<std::string, std::vector<const MeasuredRun*>> groups;
-  std::vector<std::string> order;
-  for (const MeasuredRun& run : runs) {
-    if (!run.completed) continue;
-    if (groups.find(run.group) == groups.end()) order.push_back(run.group);
-    groups[run.group].push_back(&run);
-  }
   std::string out =
       "| group | runs | Spearman | regret | predicted best | measured best |\n"
       "|---|---:|---:|---:|---|---|\n";
   double spearman_sum = 0;
   int spearman_groups = 0, regret_ok = 0, regret_groups = 0;
-  for (const std::string& name : order) {
-    const std::vector<const MeasuredRun*>& group = groups[name];
+  for (const auto& [name, group] : CompletedGroups(runs)) {
     std::vector<double> predicted, measured;
     for (const MeasuredRun* run : group) {
       predicted.push_back(PredictedTflops(*run));
@@ -117,23 +156,143 @@ std::string HeldOutSection(const std::vector<MeasuredRun>& runs) {
   return out;
 }
 
+// The fitted one-sigma errors, and how the held-out runs scatter about their group's mean log
+// residual (the common bias a refit on a search's own probes removes), per GPU type.
+std::string ErrorBarSection(const std::vector<MeasuredRun>& held_out) {
+  std::string out = absl::StrFormat(
+      "| architecture | relative_error (one sigma) |\n|---|---:|\n| Ampere (A100) | %s |\n"
+      "| Hopper (H100, H200) | %s |\n\n",
+      Percent(FittedPerformanceParameters(GpuArchitecture::kAmpere).relative_error),
+      Percent(FittedPerformanceParameters(GpuArchitecture::kHopper).relative_error));
+  absl::StrAppend(&out,
+                  "| held-out runs | runs | spread about group mean (pooled SD of log "
+                  "residuals) | within 1 sigma | within 2 sigma |\n|---|---:|---:|---:|---:|\n");
+  std::map<std::string, std::vector<std::vector<double>>> residuals_by_gpu;
+  for (const auto& [name, group] : CompletedGroups(held_out)) {
+    if (group.size() < 2) continue;
+    std::vector<double> residuals;
+    for (const MeasuredRun* run : group) {
+      residuals.push_back(LogResidual(*run, DefaultPerformanceParameters(run->cluster.gpu())));
+    }
+    residuals_by_gpu[group.front()->cluster.gpu().name].push_back(std::move(residuals));
+  }
+  for (const auto& [gpu, groups] : residuals_by_gpu) {
+    const double sigma = DefaultPerformanceParameters(*FindGpuPreset(gpu)).relative_error;
+    int runs = 0, within_one = 0, within_two = 0;
+    for (const std::vector<double>& group : groups) {
+      double mean = 0;
+      for (double r : group) mean += r / group.size();
+      for (double r : group) {
+        ++runs;
+        within_one += std::fabs(r - mean) <= sigma;
+        within_two += std::fabs(r - mean) <= 2 * sigma;
+      }
+    }
+    absl::StrAppend(&out, "| ", gpu, " | ", runs, " | ",
+                    Percent(PooledStandardDeviation(groups)), " | ",
+                    Percent(static_cast<double>(within_one) / runs), " | ",
+                    Percent(static_cast<double>(within_two) / runs), " |\n");
+  }
+  return out;
+}
+
+struct ReplayOutcome {
+  int probes = 0;
+  double regret = 0;
+  bool stopped_early = false;
+};
+
+// The ADAPTIVE policy on one held-out group, its measured runs standing in for probes: probe
+// the best predicted unprobed run, refit from the calibrated parameters on everything probed
+// (SearchRefitOptions), and stop when no unprobed run's optimistic prediction beats the best
+// measured one.
+absl::StatusOr<ReplayOutcome> ReplayAdaptiveSearch(const std::vector<const MeasuredRun*>& group) {
+  const PerformanceParameters start = DefaultPerformanceParameters(group.front()->cluster.gpu());
+  PerformanceParameters params = start;
+  std::vector<bool> probed(group.size(), false);
+  std::vector<PerformanceObservation> observations;
+  double best_measured = 0, group_best = 0;
+  for (const MeasuredRun* run : group) group_best = std::max(group_best, MeasuredTflopsPerGpu(*run));
+  ReplayOutcome outcome;
+  while (outcome.probes < static_cast<int>(group.size())) {
+    size_t next = group.size();
+    double next_optimistic = 0;
+    for (size_t i = 0; i < group.size(); ++i) {
+      if (probed[i]) continue;
+      const PerformanceEstimate predicted = PredictPerformance(
+          group[i]->model, group[i]->training, group[i]->cluster, group[i]->config, params);
+      const double optimistic = OptimisticTflopsPerGpu(predicted, kSigmas);
+      if (next == group.size() || optimistic > next_optimistic) {
+        next = i;
+        next_optimistic = optimistic;
+      }
+    }
+    if (outcome.probes > 0 && next_optimistic <= best_measured * (1 + kTolerance)) {
+      outcome.stopped_early = true;
+      break;
+    }
+    const MeasuredRun& run = *group[next];
+    probed[next] = true;
+    ++outcome.probes;
+    best_measured = std::max(best_measured, MeasuredTflopsPerGpu(run));
+    observations.push_back(
+        {run.model, run.training, run.cluster, run.config, run.step_seconds, 1});
+    PT_ASSIGN_OR_RETURN(FitResult fit,
+                        FitPerformanceParameters(observations, start, SearchRefitOptions()));
+    params = fit.params;
+  }
+  outcome.regret = 1 - best_measured / group_best;
+  return outcome;
+}
+
+absl::StatusOr<std::string> AdaptiveReplaySection(const std::vector<MeasuredRun>& held_out) {
+  std::string out =
+      "| group | runs | probes | regret of the best probed | stop |\n|---|---:|---:|---:|---|\n";
+  int groups = 0, probes = 0, runs = 0, regret_ok = 0;
+  for (const auto& [name, group] : CompletedGroups(held_out)) {
+    if (group.size() < 3) continue;
+    PT_ASSIGN_OR_RETURN(const ReplayOutcome outcome, ReplayAdaptiveSearch(group));
+    ++groups;
+    probes += outcome.probes;
+    runs += static_cast<int>(group.size());
+    regret_ok += outcome.regret <= kRegretTarget;
+    absl::StrAppend(&out, "| ", name, " | ", group.size(), " | ", outcome.probes, " | ",
+                    Percent(outcome.regret), " | ",
+                    outcome.stopped_early ? "no candidate can win" : "all probed", " |\n");
+  }
+  absl::StrAppendFormat(&out,
+                        "\nOver the %d groups: %d probes of %d runs (%s); regret <= %.0f%% in "
+                        "%d of %d groups.\n",
+                        groups, probes, runs,
+                        Percent(runs > 0 ? static_cast<double>(probes) / runs : 0),
+                        100 * kRegretTarget, regret_ok, groups);
+  return out;
+}
+
 std::string MemorySection(const std::vector<std::vector<MeasuredRun>>& tables,
                           const std::vector<MeasuredDataset>& datasets) {
   const MemoryOptions options;
   std::string out =
       "| table | completed runs | max estimate / capacity | SAFE | RISKY | OUT_OF_MEMORY | "
-      "failed runs (dash) called OUT_OF_MEMORY |\n|---|---:|---:|---:|---:|---:|---:|\n";
-  std::string exceptions;
+      "failed runs (dash) called OUT_OF_MEMORY | failed runs called SAFE |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  std::string exceptions, failed_and_safe;
   for (size_t i = 0; i < tables.size(); ++i) {
     int counts[3] = {0, 0, 0};
-    int failed = 0, failed_oom = 0;
+    int failed = 0, failed_oom = 0, failed_safe = 0;
     double max_fraction = 0;
     for (const MeasuredRun& run : tables[i]) {
       const MemoryEstimate estimate =
           EstimateMemory(run.model, run.training, run.cluster, run.config, options);
       if (!run.completed) {
         ++failed;
-        if (estimate.verdict == MemoryVerdict::kOutOfMemory) ++failed_oom;
+        failed_oom += estimate.verdict == MemoryVerdict::kOutOfMemory;
+        if (estimate.verdict == MemoryVerdict::kSafe) {
+          ++failed_safe;
+          absl::StrAppendFormat(&failed_and_safe, "- %s line %d (%s, %s, %s): %.3f of capacity\n",
+                                run.dataset, run.line, run.group, run.config.ToString(),
+                                run.cluster.gpu().name, estimate.fraction_of_capacity);
+        }
         continue;
       }
       ++counts[static_cast<int>(estimate.verdict)];
@@ -147,10 +306,13 @@ std::string MemorySection(const std::vector<std::vector<MeasuredRun>>& tables,
     absl::StrAppend(&out, "| ", datasets[i].file, " | ", counts[0] + counts[1] + counts[2],
                     " | ", absl::StrFormat("%.3f", max_fraction), " | ", counts[0], " | ",
                     counts[1], " | ", counts[2], " | ",
-                    failed > 0 ? absl::StrCat(failed_oom, " of ", failed) : "-", " |\n");
+                    failed > 0 ? absl::StrCat(failed_oom, " of ", failed) : "-", " | ",
+                    failed > 0 ? absl::StrCat(failed_safe, " of ", failed) : "-", " |\n");
   }
   absl::StrAppend(&out, "\nCompleted runs called OUT_OF_MEMORY with the default options: ",
                   exceptions.empty() ? "none.\n" : "\n" + exceptions);
+  absl::StrAppend(&out, "\nFailed runs called SAFE (the source does not say why a run failed): ",
+                  failed_and_safe.empty() ? "none.\n" : "\n" + failed_and_safe);
   return out;
 }
 
@@ -162,6 +324,8 @@ std::string ParametersSection() {
     absl::StrAppendFormat(&out, "| %s | %.4g | %.4g |\n", field.name, ampere.*field.field,
                           hopper.*field.field);
   }
+  absl::StrAppendFormat(&out, "| relative_error | %.4g | %.4g |\n", ampere.relative_error,
+                        hopper.relative_error);
   return out;
 }
 
@@ -169,16 +333,17 @@ absl::Status Run() {
   const std::vector<MeasuredDataset> datasets = MeasuredDatasets();
   std::vector<std::vector<MeasuredRun>> tables;
   for (const MeasuredDataset& dataset : datasets) {
-    absl::StatusOr<std::vector<MeasuredRun>> runs =
-        LoadMeasuredRuns(absl::GetFlag(FLAGS_data_dir), dataset);
-    if (!runs.ok()) return runs.status();
-    tables.push_back(std::move(*runs));
+    PT_ASSIGN_OR_RETURN(std::vector<MeasuredRun> runs,
+                        LoadMeasuredRuns(absl::GetFlag(FLAGS_data_dir), dataset));
+    tables.push_back(std::move(runs));
   }
-  std::string validation = "### Throughput\n\n" + ThroughputSection(tables, datasets);
-  absl::StrAppend(&validation, "\n### Held-out ranking (", datasets.back().file, ")\n\n",
-                  HeldOutSection(tables.back()));
-  absl::StrAppend(&validation, "\n### Memory verdicts of measured runs\n\n",
-                  MemorySection(tables, datasets));
+  const std::vector<MeasuredRun>& held_out = tables.back();
+  PT_ASSIGN_OR_RETURN(const std::string replay, AdaptiveReplaySection(held_out));
+  const std::string validation = absl::StrCat(
+      "### Throughput\n\n", ThroughputSection(tables, datasets), "\n### Held-out ranking (",
+      datasets.back().file, ")\n\n", HeldOutSection(held_out), "\n### Error bars\n\n",
+      ErrorBarSection(held_out), "\n### Adaptive search replayed on the held-out groups\n\n",
+      replay, "\n### Memory verdicts of measured runs\n\n", MemorySection(tables, datasets));
 
   const std::string template_path = absl::GetFlag(FLAGS_doc_template);
   std::ifstream in(template_path);

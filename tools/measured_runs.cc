@@ -1,5 +1,7 @@
 #include "tools/measured_runs.h"
 
+#include <cmath>
+#include <map>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -123,8 +125,10 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadNvidiaDgxc(const CsvTable& table,
     PT_ASSIGN_OR_RETURN(setup.training.seq_len, table.Int(row, "seq_len"));
     PT_ASSIGN_OR_RETURN(setup.training.global_batch_size, table.Int(row, "global_batch"));
     // NeMo runs Megatron-Core's DDP with its default grad_reduce_in_fp32 = False: bf16
-    // gradient buffers (the table does not say otherwise).
+    // gradient buffers (the table does not say otherwise). The performance recipes overlap TP
+    // communication (MegatronCommOverlapCallback, tp_comm_overlap=True).
     setup.training.fp32_gradients = false;
+    setup.training.tp_comm_overlap = true;
     PT_ASSIGN_OR_RETURN(setup.parallel.tp, table.Int(row, "tp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.pp, table.Int(row, "pp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.cp, table.Int(row, "cp"));
@@ -159,7 +163,10 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMegatronCore(const CsvTable& table,
     PT_ASSIGN_OR_RETURN(setup.parallel.tp, table.Int(row, "tp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.pp, table.Int(row, "pp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.dp, table.Int(row, "dp"));
-    // The table gives no micro-batch size, VP or recompute: 1, none, none assumed.
+    // The table gives no micro-batch size, VP or recompute: 1, none, none assumed. Its notes
+    // give the communication overlap: --overlap-grad-reduce, --overlap-param-gather,
+    // --tp-comm-overlap.
+    setup.training.tp_comm_overlap = true;
     setup.parallel.sequence_parallel = setup.parallel.tp > 1;
     PT_ASSIGN_OR_RETURN(setup.step_seconds, table.Double(row, "derived_iter_time_s"));
     setup.group = setup.model_name;
@@ -283,6 +290,10 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadFujii(const CsvTable& table,
     setup.parallel.dp = gpus / model_parallel;
     setup.parallel.sequence_parallel = setup.parallel.tp > 1;
     PT_ASSIGN_OR_RETURN(const std::string system, table.String(row, "system"));
+    // The first author's Megatron-LM launch scripts for Llama-3.1-8B (okoge-kaz/Megatron-LM,
+    // scripts/tsubame/Llama-3.1-8B/ and scripts/abci/Llama-3.1-8B/) pass --tp-comm-overlap on
+    // TSUBAME's H100s and not on ABCI's A100s.
+    setup.training.tp_comm_overlap = absl::StartsWith(system, "TSUBAME");
     setup.group = absl::StrCat(system, " s=", setup.training.seq_len, " ", gpus, " GPUs");
     setup.completed = status == "value";
     if (setup.completed) {
@@ -326,6 +337,27 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMeasuredRuns(const std::string& dir
 double MeasuredTflopsPerGpu(const MeasuredRun& run) {
   return ModelFlopsPerStep(run.model, run.training) /
          (run.step_seconds * static_cast<double>(run.cluster.world_size())) / 1e12;
+}
+
+double LogResidual(const MeasuredRun& run, const PerformanceParameters& params) {
+  return std::log(
+      PredictPerformance(run.model, run.training, run.cluster, run.config, params)
+          .step_time_seconds /
+      run.step_seconds);
+}
+
+std::vector<PerformanceObservation> FitObservations(const std::vector<MeasuredRun>& runs) {
+  std::map<std::pair<std::string, std::string>, int> series_sizes;
+  for (const MeasuredRun& run : runs) {
+    if (run.completed) ++series_sizes[{run.dataset, run.group}];
+  }
+  std::vector<PerformanceObservation> observations;
+  for (const MeasuredRun& run : runs) {
+    if (!run.completed) continue;
+    observations.push_back({run.model, run.training, run.cluster, run.config, run.step_seconds,
+                            1.0 / series_sizes[{run.dataset, run.group}]});
+  }
+  return observations;
 }
 
 }  // namespace paratune

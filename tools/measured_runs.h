@@ -10,6 +10,7 @@
 #include "estimator/cluster_spec.h"
 #include "estimator/model_spec.h"
 #include "estimator/parallel_config.h"
+#include "estimator/performance_fit.h"
 #include "estimator/performance_parameters.h"
 #include "estimator/training_spec.h"
 
@@ -47,6 +48,14 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMeasuredRuns(const std::string& dir
 
 // Measured TFLOP/s per GPU of a completed run, with the estimator's model FLOPs.
 double MeasuredTflopsPerGpu(const MeasuredRun& run);
+
+// log(predicted / measured step time) of a completed run with `params`.
+double LogResidual(const MeasuredRun& run, const PerformanceParameters& params);
+
+// The completed runs as fit observations, each weighing 1 / (completed runs of its dataset
+// and group), so that every series (e.g. one configuration weak-scaled over 8 sizes) counts
+// as one observation.
+std::vector<PerformanceObservation> FitObservations(const std::vector<MeasuredRun>& runs);
 
 }  // namespace paratune
 

@@ -2,9 +2,9 @@
 
 #include <cmath>
 
+#include "estimator/performance_fit.h"
 #include "estimator/performance_parameters.h"
 #include "gtest/gtest.h"
-#include "tools/performance_fit.h"
 
 namespace paratune {
 namespace {
@@ -63,9 +63,11 @@ TEST(MeasuredRunsTest, CheckedInParametersAreAFixedPointOfTheFit) {
   // The checked-in Hopper values fit the H100 tables better than the untuned defaults.
   std::vector<MeasuredRun> hopper = Load("nvidia_dgxc_h100.csv");
   for (MeasuredRun& run : Load("megatron_core_h100_weak_scaling.csv")) hopper.push_back(run);
+  const std::vector<PerformanceObservation> observations = FitObservations(hopper);
+  EXPECT_EQ(observations.size(), 62u);
   const double fitted =
-      FitObjective(hopper, FittedPerformanceParameters(GpuArchitecture::kHopper));
-  EXPECT_LT(fitted, FitObjective(hopper, PerformanceParameters()));
+      MeanSquaredLogError(observations, FittedPerformanceParameters(GpuArchitecture::kHopper));
+  EXPECT_LT(fitted, MeanSquaredLogError(observations, PerformanceParameters()));
   EXPECT_LT(std::sqrt(fitted), 0.06);  // RMS log error of the fit
 }
 

@@ -59,4 +59,16 @@ double PredictedBestRegret(const std::vector<double>& predicted,
   return 1 - measured[chosen] / best;
 }
 
+double PooledStandardDeviation(const std::vector<std::vector<double>>& groups) {
+  double squares = 0;
+  double degrees_of_freedom = 0;
+  for (const std::vector<double>& group : groups) {
+    if (group.size() < 2) continue;
+    const double mean = std::accumulate(group.begin(), group.end(), 0.0) / group.size();
+    for (double x : group) squares += (x - mean) * (x - mean);
+    degrees_of_freedom += static_cast<double>(group.size() - 1);
+  }
+  return degrees_of_freedom > 0 ? std::sqrt(squares / degrees_of_freedom) : 0;
+}
+
 }  // namespace paratune

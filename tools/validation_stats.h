@@ -24,6 +24,11 @@ double SpearmanCorrelation(const std::vector<double>& x, const std::vector<doubl
 double PredictedBestRegret(const std::vector<double>& predicted,
                            const std::vector<double>& measured);
 
+// Pooled standard deviation of values about their own group's mean:
+// sqrt(sum over groups of sum (x - mean_group)^2 / sum over groups of (n_group - 1)). Groups of
+// one value add nothing; 0 when no group has two.
+double PooledStandardDeviation(const std::vector<std::vector<double>>& groups);
+
 }  // namespace paratune
 
 #endif  // PARATUNE_TOOLS_VALIDATION_STATS_H_

@@ -1,5 +1,7 @@
 #include "tools/validation_stats.h"
 
+#include <cmath>
+
 #include "gtest/gtest.h"
 
 namespace paratune {
@@ -25,6 +27,12 @@ TEST(ValidationStatsTest, Spearman) {
 TEST(ValidationStatsTest, Regret) {
   EXPECT_DOUBLE_EQ(PredictedBestRegret({3, 2, 1}, {90, 100, 50}), 0.1);
   EXPECT_DOUBLE_EQ(PredictedBestRegret({1, 2, 3}, {90, 100, 150}), 0);
+}
+
+TEST(ValidationStatsTest, PooledStandardDeviation) {
+  // Squares about the means 2 and 10: 2 + 8 over 2 + 1 degrees of freedom; the lone 7 adds none.
+  EXPECT_DOUBLE_EQ(PooledStandardDeviation({{1, 2, 3}, {8, 12}, {7}}), std::sqrt(10.0 / 3));
+  EXPECT_DOUBLE_EQ(PooledStandardDeviation({{5}, {}}), 0);
 }
 
 }  // namespace
