@@ -75,8 +75,24 @@ ABSL_FLAG(bool, explain, false,
           "plan: instead of the plan, say why the configuration of --tp, --pp, --cp, --dp, "
           "--mbs, --vp, --recompute and --sequence_parallel is or is not a candidate.");
 
-ABSL_FLAG(std::string, policy, "top_k", "submit: search policy: top_k or exhaustive.");
+ABSL_FLAG(std::string, policy, "adaptive",
+          "submit: search policy: adaptive (probe in order of the search's refitted model, "
+          "stop when nothing left can beat the best measured), top_k or exhaustive.");
 ABSL_FLAG(int64_t, top_k, 8, "submit: candidates probed by the top_k policy.");
+ABSL_FLAG(double, tolerance, 0.02,
+          "submit (adaptive): stop when no unprobed candidate's optimistic prediction beats the "
+          "best measured by more than this fraction.");
+ABSL_FLAG(int64_t, max_in_flight, 2, "submit (adaptive): probes of the search running at once.");
+ABSL_FLAG(int64_t, max_confirmations, 2,
+          "submit (adaptive): leaders re-probed longer when their short probes cannot be told "
+          "apart; 0 turns confirmation off.");
+ABSL_FLAG(int64_t, max_probes, 0, "submit: budget of probes started; 0 means no limit.");
+ABSL_FLAG(double, max_gpu_hours, 0,
+          "submit: budget of GPU-hours (wall time x GPUs of finished probes); 0 means no "
+          "limit.");
+ABSL_FLAG(absl::Duration, deadline, absl::ZeroDuration(),
+          "submit: wall-clock limit of the search from its creation, e.g. 2h; running probes "
+          "are stopped then. 0 means no limit.");
 ABSL_FLAG(std::string, backend, "sim",
           "submit: probe backend the workers use: sim, replay, command or cuda.");
 ABSL_FLAG(std::string, command_template, "",
@@ -260,9 +276,19 @@ absl::StatusOr<paratune::v1::SearchSpec> SearchSpecFromFlags() {
     spec.set_policy(paratune::v1::ADAPTIVE);
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("--policy (\"", policy, "\") must be top_k or exhaustive"));
+        absl::StrCat("--policy (\"", policy, "\") must be adaptive, top_k or exhaustive"));
   }
   spec.set_top_k(absl::GetFlag(FLAGS_top_k));
+  if (spec.policy() == paratune::v1::ADAPTIVE) {
+    paratune::v1::AdaptiveSettings& adaptive = *spec.mutable_adaptive();
+    adaptive.set_tolerance(absl::GetFlag(FLAGS_tolerance));
+    adaptive.set_max_in_flight(absl::GetFlag(FLAGS_max_in_flight));
+    adaptive.set_max_confirmations(absl::GetFlag(FLAGS_max_confirmations));
+  }
+  paratune::v1::SearchBudget& budget = *spec.mutable_budget();
+  budget.set_max_probes(absl::GetFlag(FLAGS_max_probes));
+  budget.set_max_gpu_seconds(absl::GetFlag(FLAGS_max_gpu_hours) * 3600);
+  budget.set_deadline_seconds(absl::ToDoubleSeconds(absl::GetFlag(FLAGS_deadline)));
   spec.mutable_probe()->set_backend(absl::GetFlag(FLAGS_backend));
   spec.mutable_probe()->set_command_template(absl::GetFlag(FLAGS_command_template));
   const std::string scope = absl::AsciiStrToLower(absl::GetFlag(FLAGS_scope));

@@ -44,7 +44,8 @@ v1::ProbeAssignment MemberAssignment(const v1::Search& search, const internal::L
   *assignment.mutable_config() = search.candidates(lease.candidate()).config();
   assignment.set_scope(lease.scope());
   assignment.set_warmup_steps(spec.probe().warmup_steps());
-  assignment.set_timed_steps(spec.probe().timed_steps());
+  assignment.set_timed_steps(lease.timed_steps() > 0 ? lease.timed_steps()
+                                                     : spec.probe().timed_steps());
   assignment.set_deadline_seconds(spec.probe().deadline_seconds());
   assignment.set_seed(spec.seed());
   assignment.set_num_ranks(lease.num_ranks());

@@ -208,8 +208,21 @@ absl::Status Scheduler::RecoverLocked() {
         candidate.set_state(v1::CANDIDATE_QUEUED);
       }
       if (candidate.state() == v1::CANDIDATE_QUEUED) {
-        queue_.Push({id, n});
+        QueueLocked(record, n);
         ++queued;
+      }
+    }
+    if (record.search.spec().policy() == v1::ADAPTIVE) {
+      if (absl::Status rebuilt = RebuildPolicyLocked(record); !rebuilt.ok()) {
+        // One search that cannot continue must not keep the server from starting.
+        StopProbingLocked(record, /*stop_running=*/true);
+        record.search.set_state(v1::FAILED);
+        record.search.set_stop_reason(
+            absl::StrCat("could not resume after a restart: ", rebuilt.message()));
+        Log(LogLevel::kError, "search not resumed",
+            {{"search", record.search.name()}, {"error", rebuilt.ToString()}});
+        PublishLocked(record, record.search.stop_reason());
+        continue;
       }
     }
     AdvanceLocked(record, "server restarted; search resumed");
@@ -235,7 +248,9 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
       const Plan plan,
       PlanConfigurations(resolved.model, resolved.training, resolved.cluster, resolved.plan_options,
                          DefaultPerformanceParameters(resolved.cluster.gpu())));
-  const std::vector<size_t> selected = SelectCandidates(validated.spec, plan);
+  const bool adaptive = validated.spec.policy() == v1::ADAPTIVE;
+  const std::vector<size_t> selected =
+      adaptive ? std::vector<size_t>() : SelectCandidates(validated.spec, plan);
   PT_ASSIGN_OR_RETURN(const int64_t id, store_->AllocateSearchId());
 
   SearchRecord record;
@@ -265,19 +280,34 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
     *candidate.mutable_predicted() = PerformanceEstimateToProto(planned.predicted);
     candidate.set_state(v1::CANDIDATE_QUEUED);
   }
+  const bool nothing_to_probe = adaptive ? plan.candidates.empty() : selected.empty();
+  if (adaptive && !nothing_to_probe) {
+    const v1::AdaptiveSettings& settings = validated.spec.adaptive();
+    AdaptiveOptions options;
+    options.tolerance = settings.tolerance();
+    options.confidence_sigmas = settings.confidence_sigmas();
+    options.max_in_flight = settings.max_in_flight();
+    options.max_confirmations = settings.max_confirmations();
+    record.adaptive = std::make_unique<AdaptivePolicy>(
+        resolved.model, resolved.training, resolved.cluster, plan.candidates,
+        DefaultPerformanceParameters(resolved.cluster.gpu()), options);
+  }
   std::string event;
-  if (selected.empty()) {
+  if (nothing_to_probe) {
     search.set_state(v1::FAILED);
     search.set_stop_reason(NothingToProbeReason(counts, include_risky));
     event = absl::StrCat("search failed: ", search.stop_reason());
   } else {
     search.set_state(v1::PROBING);
-    event = absl::StrCat("search created: probing ", selected.size(), " of ", counts.memory_safe(),
-                         " memory-safe candidates (",
-                         v1::SearchPolicy_Name(validated.spec.policy()), ")");
+    event = adaptive ? absl::StrCat("search created: ", counts.memory_safe(),
+                                    " memory-safe candidates, probed adaptively")
+                     : absl::StrCat("search created: probing ", selected.size(), " of ",
+                                    counts.memory_safe(), " memory-safe candidates (",
+                                    v1::SearchPolicy_Name(validated.spec.policy()), ")");
   }
 
   v1::Search created;
+  bool queued = false;
   {
     absl::MutexLock lock(&mu_);
     if (shutdown_) return absl::UnavailableError("the server is shutting down");
@@ -291,12 +321,16 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
       notices_.clear();
       return status;
     }
-    if (!selected.empty()) {
-      for (int64_t n = 0; n < static_cast<int64_t>(selected.size()); ++n) queue_.Push({id, n});
+    if (!nothing_to_probe) {
+      SearchRecord& probing = active_.at(id);
+      for (int64_t n = 0; n < static_cast<int64_t>(selected.size()); ++n) QueueLocked(probing, n);
+      // ADAPTIVE picks its first candidates here.
+      if (adaptive) AdvanceLocked(probing, "first candidates chosen");
     }
     UpdateWaitingReasonsLocked();
     FlushLocked().IgnoreError();
     PT_ASSIGN_OR_RETURN(created, store_->GetSearch(id));
+    queued = TakeQueuedFlagLocked();
   }
   Log(LogLevel::kInfo, "search created",
       {{"search", created.name()},
@@ -304,7 +338,7 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
        {"selected", absl::StrCat(created.counts().selected())},
        {"memory_safe", absl::StrCat(created.counts().memory_safe())},
        {"stop_reason", created.stop_reason()}});
-  if (!selected.empty()) NotifyProbesQueued();
+  if (queued) NotifyProbesQueued();
   return RankedCopy(created);
 }
 
@@ -494,7 +528,7 @@ absl::StatusOr<Scheduler::Acquisition> Scheduler::TryAcquireProbe(
       return acquisition;
     }
     worker->cancel_probes.push_back(held);
-    acquisition.others_may_have_work = ReleaseLeaseLocked(
+    ReleaseLeaseLocked(
         *worker, absl::StrCat(worker->worker.name(), " asked for a new probe while holding ", held));
   }
   const FreeWorker requester{worker->id, worker->worker.gpus_size()};
@@ -518,14 +552,15 @@ absl::StatusOr<Scheduler::Acquisition> Scheduler::TryAcquireProbe(
   if (item.has_value()) {
     acquisition.assignment =
         LeaseLocked(active_.at(item->search_id), item->candidate, scope, ranks, shares);
-    acquisition.others_may_have_work |= shares.size() > 1;
+    acquisition.others_may_have_work = shares.size() > 1;
   }
+  acquisition.others_may_have_work |= TakeQueuedFlagLocked();
   PT_RETURN_IF_ERROR(FlushLocked());
   return acquisition;
 }
 
 absl::Status Scheduler::ReportProbe(const v1::ReportProbeRequest& request) {
-  bool requeued = false;
+  bool queued = false;
   {
     absl::MutexLock lock(&mu_);
     PT_ASSIGN_OR_RETURN(WorkerRecord * worker, FindLiveWorkerLocked(request.worker()));
@@ -538,6 +573,11 @@ absl::Status Scheduler::ReportProbe(const v1::ReportProbeRequest& request) {
     }
     const v1::ProbeResult& result = request.result();
     worker->worker.set_probes_completed(worker->worker.probes_completed() + 1);
+    {
+      v1::SearchCounts& counts = *active_.at(lease->search_id()).search.mutable_counts();
+      counts.set_gpu_seconds(counts.gpu_seconds() +
+                             result.wall_seconds() * lease->members(member).num_ranks());
+    }
     if (result.outcome() == v1::PROBE_OK) {
       *lease->mutable_members(member)->mutable_result() = result;
       if (!AllMembersReported(*lease)) {
@@ -557,7 +597,7 @@ absl::Status Scheduler::ReportProbe(const v1::ReportProbeRequest& request) {
             ? absl::StrCat(" (member ", member + 1, " of ", ended.members_size(), ")")
             : "";
     if (result.outcome() == v1::PROBE_INFRA_ERROR) {
-      requeued = RetryOrGiveUpLocked(
+      RetryOrGiveUpLocked(
           record, ended.candidate(),
           absl::StrCat("infrastructure error on ", worker->worker.name(), gang_note, ": ",
                        result.message()));
@@ -583,9 +623,10 @@ absl::Status Scheduler::ReportProbe(const v1::ReportProbeRequest& request) {
                                       worker->worker.name(), gang_note, ": ",
                                       DescribeResult(failed)));
     }
+    queued = TakeQueuedFlagLocked();
     PT_RETURN_IF_ERROR(FlushLocked());
   }
-  if (requeued) NotifyProbesQueued();
+  if (queued) NotifyProbesQueued();
   return absl::OkStatus();
 }
 
@@ -624,7 +665,7 @@ absl::StatusOr<v1::RendezvousResponse> Scheduler::Rendezvous(
 }
 
 void Scheduler::CheckLeases() {
-  bool requeued = false;
+  bool queued = false;
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
@@ -639,7 +680,7 @@ void Scheduler::CheckLeases() {
                        absl::FormatDuration(absl::Trunc(silence, absl::Milliseconds(100))));
       Log(LogLevel::kWarning, "worker lost",
           {{"worker", worker.worker.name()}, {"reason", reason}});
-      requeued |= ReleaseLeaseLocked(worker, reason);
+      ReleaseLeaseLocked(worker, reason);
       worker.worker.set_state(v1::WORKER_LOST);
       worker.cancel_probes.clear();
       StoreWorkerLocked(worker);
@@ -652,18 +693,26 @@ void Scheduler::CheckLeases() {
       const internal::LeaseState ended = EndLeaseLocked(probe, /*reporter_id=*/0);
       auto record = active_.find(ended.search_id());
       if (record == active_.end()) continue;
-      requeued |= RetryOrGiveUpLocked(
+      RetryOrGiveUpLocked(
           record->second, ended.candidate(),
           absl::StrCat(probe, " was not reported within its deadline plus ",
                        absl::FormatDuration(options_.lease_grace)));
     }
+    std::vector<int64_t> past_deadline;
+    for (const auto& [id, record] : active_) {
+      if (DeadlinePassed(record.search.spec().budget(), BudgetUseLocked(record))) {
+        past_deadline.push_back(id);
+      }
+    }
+    for (int64_t id : past_deadline) AdvanceLocked(active_.at(id), "deadline passed");
     UpdateWaitingReasonsLocked();
+    queued = TakeQueuedFlagLocked();
     if (absl::Status status = FlushLocked(); !status.ok()) {
       Log(LogLevel::kError, "storing lease changes failed; retrying at the next change",
           {{"error", status.ToString()}});
     }
   }
-  if (requeued) NotifyProbesQueued();
+  if (queued) NotifyProbesQueued();
 }
 
 void Scheduler::Shutdown() {
@@ -808,6 +857,11 @@ v1::ProbeAssignment Scheduler::LeaseLocked(SearchRecord& record, int64_t n, v1::
       clock_->Now() + absl::Seconds(probe.deadline_seconds()) + options_.lease_grace;
   internal::LeaseState lease = MakeLease(name, record.id, n, scope, ranks, shares, members,
                                          absl::ToUnixNanos(expires));
+  // A leader being confirmed runs longer than its screening probe did.
+  if (candidate.has_screening_result()) {
+    lease.set_timed_steps(probe.timed_steps() *
+                          record.search.spec().adaptive().confirmation_steps_factor());
+  }
   // The asking worker gets its share now; the others at their next AcquireProbe.
   lease.mutable_members(0)->set_delivered(true);
   StoreLeaseLocked(lease);
@@ -841,31 +895,31 @@ internal::LeaseState Scheduler::EndLeaseLocked(const std::string& probe, int64_t
   return lease;
 }
 
-bool Scheduler::ReleaseLeaseLocked(WorkerRecord& worker, const std::string& reason) {
+void Scheduler::ReleaseLeaseLocked(WorkerRecord& worker, const std::string& reason) {
   const std::string probe = worker.worker.current_probe();
-  if (probe.empty()) return false;
+  if (probe.empty()) return;
   if (leases_.find(probe) == leases_.end()) {
     worker.worker.clear_current_probe();
     worker.worker.set_state(v1::WORKER_IDLE);
     StoreWorkerLocked(worker);
-    return false;
+    return;
   }
   const internal::LeaseState ended = EndLeaseLocked(probe, worker.id);
   auto record = active_.find(ended.search_id());
-  if (record == active_.end()) return false;
-  return RetryOrGiveUpLocked(record->second, ended.candidate(), reason);
+  if (record == active_.end()) return;
+  RetryOrGiveUpLocked(record->second, ended.candidate(), reason);
 }
 
-bool Scheduler::RetryOrGiveUpLocked(SearchRecord& record, int64_t n, const std::string& reason) {
+void Scheduler::RetryOrGiveUpLocked(SearchRecord& record, int64_t n, const std::string& reason) {
   v1::Candidate& candidate = *record.search.mutable_candidates(n);
   const int64_t max_attempts = record.search.spec().probe().max_attempts();
   if (candidate.attempts() < max_attempts) {
     candidate.set_state(v1::CANDIDATE_QUEUED);
     candidate.clear_worker();
-    queue_.Push({record.id, n});
+    QueueLocked(record, n);
     PublishLocked(record, absl::StrCat(CandidateLabel(n), " re-queued after attempt ",
                                        candidate.attempts(), " of ", max_attempts, ": ", reason));
-    return true;
+    return;
   }
   v1::ProbeResult result;
   result.set_outcome(v1::PROBE_INFRA_ERROR);
@@ -874,33 +928,66 @@ bool Scheduler::RetryOrGiveUpLocked(SearchRecord& record, int64_t n, const std::
       absl::StrCat("gave up after ", candidate.attempts(), " attempts; last: ", reason));
   RecordResultLocked(record, n, result,
                      absl::StrCat(CandidateLabel(n), " failed: ", result.message()));
-  return false;
 }
 
 void Scheduler::RecordResultLocked(SearchRecord& record, int64_t n, const v1::ProbeResult& result,
                                    const std::string& event) {
   v1::Search& search = record.search;
   v1::Candidate& candidate = *search.mutable_candidates(n);
+  const bool confirmation = candidate.has_screening_result();
+  std::string text = event;
   candidate.set_state(v1::CANDIDATE_PROBED);
-  *candidate.mutable_probe_result() = result;
+  if (confirmation && result.outcome() != v1::PROBE_OK) {
+    // A failed confirmation says nothing about speed: the screening measurement stands.
+    *candidate.mutable_probe_result() = candidate.screening_result();
+    candidate.clear_screening_result();
+    absl::StrAppend(&text, "; its screening result stands");
+  } else {
+    *candidate.mutable_probe_result() = result;
+  }
   v1::SearchCounts& counts = *search.mutable_counts();
   counts.set_probed(counts.probed() + 1);
+  if (confirmation) counts.set_confirmations(counts.confirmations() + 1);
   if (result.outcome() == v1::PROBE_OK) {
     counts.set_succeeded(counts.succeeded() + 1);
   } else {
     counts.set_failed(counts.failed() + 1);
+    ++(*counts.mutable_failed_by_outcome())[v1::ProbeOutcome_Name(result.outcome())];
   }
-  AdvanceLocked(record, event);
+  if (record.adaptive != nullptr && n < static_cast<int64_t>(record.policy_index.size())) {
+    const absl::Status recorded = record.adaptive->Record(
+        record.policy_index[n],
+        confirmation ? AdaptivePolicy::ProbeKind::kConfirmation
+                     : AdaptivePolicy::ProbeKind::kScreening,
+        result);
+    if (!recorded.ok()) {
+      Log(LogLevel::kError, "the adaptive policy refused a result",
+          {{"candidate", candidate.name()}, {"error", recorded.ToString()}});
+    }
+  }
+  AdvanceLocked(record, text);
 }
 
-void Scheduler::AdvanceLocked(SearchRecord& record, const std::string& event) {
+void Scheduler::AdvanceLocked(SearchRecord& record, std::string event) {
   v1::Search& search = record.search;
+  std::optional<std::string> stop_reason;
+  const BudgetUse use = BudgetUseLocked(record);
+  if (std::optional<std::string> spent = BudgetReached(search.spec().budget(), use)) {
+    StopProbingLocked(record, DeadlinePassed(search.spec().budget(), use));
+    stop_reason = std::move(spent);
+  } else if (record.adaptive != nullptr) {
+    const AdaptivePolicy::Decision decision = record.adaptive->Next();
+    for (const AdaptivePolicy::Pick& pick : decision.picks) {
+      absl::StrAppend(&event, event.empty() ? "" : "; ", QueuePickLocked(record, pick));
+    }
+    stop_reason = decision.stop_reason;
+  }
   if (std::any_of(search.candidates().begin(), search.candidates().end(), Pending)) {
     PublishLocked(record, event);
     return;
   }
   search.set_state(search.counts().succeeded() > 0 ? v1::SUCCEEDED : v1::FAILED);
-  search.set_stop_reason(ProbedAllReason(search));
+  search.set_stop_reason(stop_reason.value_or(ProbedAllReason(search)));
   Log(search.state() == v1::SUCCEEDED ? LogLevel::kInfo : LogLevel::kWarning, "search ended",
       {{"search", search.name()},
        {"state", v1::SearchState_Name(search.state())},
@@ -908,6 +995,118 @@ void Scheduler::AdvanceLocked(SearchRecord& record, const std::string& event) {
   PublishLocked(record, absl::StrCat(event, "; search ",
                                      search.state() == v1::SUCCEEDED ? "succeeded" : "failed", ": ",
                                      search.stop_reason()));
+}
+
+std::string Scheduler::QueuePickLocked(SearchRecord& record, const AdaptivePolicy::Pick& pick) {
+  v1::Search& search = record.search;
+  int64_t n = 0;
+  if (pick.kind == AdaptivePolicy::ProbeKind::kScreening) {
+    n = search.candidates_size();
+    const PlannedConfig& planned = record.adaptive->candidates()[pick.candidate];
+    v1::Candidate& candidate = *search.add_candidates();
+    candidate.set_name(CandidateName(record.id, n));
+    *candidate.mutable_config() = ParallelConfigToProto(planned.config);
+    const double safe_fraction = search.spec().space().safe_memory_fraction();
+    *candidate.mutable_memory() = MemoryEstimateToProto(planned.memory, planned.config,
+                                                        safe_fraction > 0 ? safe_fraction : 0.80);
+    *candidate.mutable_predicted() = PerformanceEstimateToProto(planned.predicted);
+    record.policy_index.push_back(pick.candidate);
+    v1::SearchCounts& counts = *search.mutable_counts();
+    counts.set_selected(counts.selected() + 1);
+  } else {
+    n = std::find(record.policy_index.begin(), record.policy_index.end(), pick.candidate) -
+        record.policy_index.begin();
+    v1::Candidate& candidate = *search.mutable_candidates(n);
+    *candidate.mutable_screening_result() = candidate.probe_result();
+    candidate.clear_probe_result();
+  }
+  v1::Candidate& candidate = *search.mutable_candidates(n);
+  candidate.set_state(v1::CANDIDATE_QUEUED);
+  candidate.set_selection_note(pick.note);
+  QueueLocked(record, n);
+  return absl::StrCat(pick.kind == AdaptivePolicy::ProbeKind::kScreening ? "queued " : "confirming ",
+                      CandidateLabel(n), " ", DescribeConfig(candidate.config()), ": ", pick.note);
+}
+
+BudgetUse Scheduler::BudgetUseLocked(const SearchRecord& record) {
+  BudgetUse use;
+  for (const v1::Candidate& candidate : record.search.candidates()) {
+    use.probes_started += candidate.attempts();
+  }
+  use.gpu_seconds = record.search.counts().gpu_seconds();
+  use.elapsed = clock_->Now() - absl::FromUnixNanos(google::protobuf::util::TimeUtil::TimestampToNanoseconds(
+                                    record.search.create_time()));
+  return use;
+}
+
+void Scheduler::StopProbingLocked(SearchRecord& record, bool stop_running) {
+  queue_.RemoveSearch(record.id);
+  if (stop_running) {
+    std::vector<std::string> probes;
+    for (const auto& [probe, lease] : leases_) {
+      if (lease.search_id() == record.id) probes.push_back(probe);
+    }
+    for (const std::string& probe : probes) EndLeaseLocked(probe, /*reporter_id=*/0);
+  }
+  for (v1::Candidate& candidate : *record.search.mutable_candidates()) {
+    if (candidate.state() == v1::CANDIDATE_QUEUED ||
+        (stop_running && candidate.state() == v1::CANDIDATE_RUNNING)) {
+      candidate.set_state(v1::CANDIDATE_SKIPPED);
+      candidate.clear_waiting_reason();
+    }
+  }
+}
+
+void Scheduler::QueueLocked(const SearchRecord& record, int64_t n) {
+  queue_.Push({record.id, n});
+  probes_queued_ = true;
+}
+
+bool Scheduler::TakeQueuedFlagLocked() { return std::exchange(probes_queued_, false); }
+
+absl::Status Scheduler::RebuildPolicyLocked(SearchRecord& record) {
+  const v1::SearchSpec& spec = record.search.spec();
+  PT_ASSIGN_OR_RETURN(const ResolvedSpec resolved, ResolveSearchSpec(spec));
+  PT_ASSIGN_OR_RETURN(
+      const Plan plan,
+      PlanConfigurations(resolved.model, resolved.training, resolved.cluster, resolved.plan_options,
+                         DefaultPerformanceParameters(resolved.cluster.gpu())));
+  AdaptiveOptions options;
+  options.tolerance = spec.adaptive().tolerance();
+  options.confidence_sigmas = spec.adaptive().confidence_sigmas();
+  options.max_in_flight = spec.adaptive().max_in_flight();
+  options.max_confirmations = spec.adaptive().max_confirmations();
+  record.adaptive = std::make_unique<AdaptivePolicy>(
+      resolved.model, resolved.training, resolved.cluster, plan.candidates,
+      DefaultPerformanceParameters(resolved.cluster.gpu()), options);
+  record.policy_index.clear();
+  using Kind = AdaptivePolicy::ProbeKind;
+  for (const v1::Candidate& candidate : record.search.candidates()) {
+    const std::string config = candidate.config().SerializeAsString();
+    const auto planned = std::find_if(
+        plan.candidates.begin(), plan.candidates.end(), [&](const PlannedConfig& p) {
+          return ParallelConfigToProto(p.config).SerializeAsString() == config;
+        });
+    if (planned == plan.candidates.end()) {
+      // The estimator of this build no longer plans it; its result still counts in the search.
+      return absl::FailedPreconditionError(
+          absl::StrCat(candidate.name(), " (", DescribeConfig(candidate.config()),
+                       ") is not among this server's planned candidates; the search cannot "
+                       "resume adaptively"));
+    }
+    const size_t index = planned - plan.candidates.begin();
+    record.policy_index.push_back(index);
+    const bool confirmation = candidate.has_screening_result();
+    if (confirmation) PT_RETURN_IF_ERROR(record.adaptive->Record(index, Kind::kScreening,
+                                                                 candidate.screening_result()));
+    const Kind kind = confirmation ? Kind::kConfirmation : Kind::kScreening;
+    if (candidate.state() == v1::CANDIDATE_PROBED) {
+      PT_RETURN_IF_ERROR(record.adaptive->Record(index, kind, candidate.probe_result()));
+    } else if (Pending(candidate)) {
+      record.adaptive->MarkInFlight(index, kind);
+    }
+  }
+  return absl::OkStatus();
 }
 
 void Scheduler::UpdateWaitingReasonsLocked() {

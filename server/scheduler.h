@@ -26,10 +26,12 @@
 #include "proto/search.pb.h"
 #include "proto/worker_service.pb.h"
 #include "server/clock.h"
+#include "server/adaptive_policy.h"
 #include "server/gang_placement.h"
 #include "server/probe_queue.h"
 #include "server/scheduler_state.pb.h"
 #include "server/scheduler_stats.h"
+#include "server/search_budget.h"
 #include "server/search_store.h"
 
 namespace paratune {
@@ -95,10 +97,11 @@ class Scheduler {
   // Autotuner API. Searches come back with their candidates ranked: probed OK by measured
   // TFLOP/s per GPU, then the rest in predicted order.
 
-  // Validates and plans the spec, selects candidates by policy and queues them. Returns the
-  // search PROBING, or FAILED with the reason when no candidate is memory-safe.
-  // INVALID_ARGUMENT naming the field for a bad request; UNIMPLEMENTED for ADAPTIVE;
-  // UNAVAILABLE after Shutdown; the store's error when the search cannot be stored.
+  // Validates and plans the spec, selects candidates by policy (TOP_K and EXHAUSTIVE all at
+  // once; ADAPTIVE a few at a time, adaptive_policy.h) and queues them. Returns the search
+  // PROBING, or FAILED with the reason when no candidate is memory-safe. INVALID_ARGUMENT
+  // naming the field for a bad request; UNAVAILABLE after Shutdown; the store's error when
+  // the search cannot be stored.
   absl::StatusOr<v1::Search> CreateSearch(const v1::CreateSearchRequest& request);
   // INVALID_ARGUMENT for a malformed name; NOT_FOUND naming it when there is no such search.
   absl::StatusOr<v1::Search> GetSearch(absl::string_view name);
@@ -146,9 +149,9 @@ class Scheduler {
   // different token; INVALID_ARGUMENT when another member sends one or it exceeds 4,096 bytes.
   absl::StatusOr<v1::RendezvousResponse> Rendezvous(const v1::RendezvousRequest& request);
 
-  // Declares workers silent for missed_heartbeats_until_lost intervals LOST and expires
-  // overdue leases, re-queueing their probes (or failing them when attempts are spent).
-  // Call periodically.
+  // Declares workers silent for missed_heartbeats_until_lost intervals LOST, expires overdue
+  // leases, re-queueing their probes (or failing them when attempts are spent), and ends
+  // searches past their budget's deadline. Call periodically.
   void CheckLeases();
 
   // Tells every observer the scheduler is going away and refuses new searches and watches.
@@ -164,6 +167,10 @@ class Scheduler {
     v1::Search search;
     int64_t world_size = 0;
     std::vector<SearchObserver*> observers;
+    // ADAPTIVE only: the policy over the plan's memory-safe candidates, and for each
+    // candidate n of the search its index among the policy's.
+    std::unique_ptr<AdaptivePolicy> adaptive;
+    std::vector<size_t> policy_index;
   };
   struct WorkerRecord {
     int64_t id = 0;
@@ -183,6 +190,22 @@ class Scheduler {
 
   // Rebuilds searches, workers, leases and the queue from the store (Create).
   absl::Status RecoverLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Replans an ADAPTIVE search's spec and replays its stored results into a new policy, so it
+  // continues as if the server had not stopped.
+  absl::Status RebuildPolicyLocked(SearchRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues candidate n and remembers to tell parked AcquireProbe calls (TakeQueuedFlag).
+  void QueueLocked(const SearchRecord& record, int64_t n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether probes were queued since the last call.
+  bool TakeQueuedFlagLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds the policy's pick to the search (a new candidate, or a leader to confirm) and
+  // queues it; returns a line for the search's event.
+  std::string QueuePickLocked(SearchRecord& record, const AdaptivePolicy::Pick& pick)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What the search has spent of its budget.
+  BudgetUse BudgetUseLocked(const SearchRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Skips the search's queued candidates and, at its deadline, stops its running probes.
+  void StopProbingLocked(SearchRecord& record, bool stop_running)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The worker called `name`, if registered and not lost.
   absl::StatusOr<WorkerRecord*> FindLiveWorkerLocked(absl::string_view name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -217,20 +240,21 @@ class Scheduler {
   internal::LeaseState EndLeaseLocked(const std::string& probe, int64_t reporter_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the lease of the worker's probe (if any) and re-queues or fails the probe with
-  // `reason`; returns whether a probe was queued.
-  bool ReleaseLeaseLocked(WorkerRecord& worker, const std::string& reason)
+  // `reason`.
+  void ReleaseLeaseLocked(WorkerRecord& worker, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Queues candidate n again when attempts remain, else records PROBE_INFRA_ERROR; returns
-  // whether it was queued. May end the search.
-  bool RetryOrGiveUpLocked(SearchRecord& record, int64_t n, const std::string& reason)
+  // Queues candidate n again when attempts remain, else records PROBE_INFRA_ERROR. May end
+  // the search.
+  void RetryOrGiveUpLocked(SearchRecord& record, int64_t n, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records a final result of candidate n, then publishes (ending the search when nothing is
   // left to probe).
   void RecordResultLocked(SearchRecord& record, int64_t n, const v1::ProbeResult& result,
                           const std::string& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Publishes `event`, ending the search first when no candidate is queued or running.
-  void AdvanceLocked(SearchRecord& record, const std::string& event)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Decides what the search does after `event`: stops probing when its budget is spent, lets
+  // ADAPTIVE queue more probes, ends the search when nothing is queued or running, and
+  // publishes.
+  void AdvanceLocked(SearchRecord& record, std::string event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets Candidate.waiting_reason of every queued candidate from the live fleet, publishing
   // the searches whose reasons changed.
   void UpdateWaitingReasonsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -249,6 +273,8 @@ class Scheduler {
   std::map<int64_t, WorkerRecord> workers_ ABSL_GUARDED_BY(mu_);
   int64_t last_worker_id_ ABSL_GUARDED_BY(mu_) = 0;
   ProbeQueue queue_ ABSL_GUARDED_BY(mu_);
+  // Set when probes are queued; the public method then tells parked AcquireProbe calls.
+  bool probes_queued_ ABSL_GUARDED_BY(mu_) = false;
   // Changes not yet stored, and what to tell observers once they are.
   StoreBatch pending_ ABSL_GUARDED_BY(mu_);
   std::vector<Notice> notices_ ABSL_GUARDED_BY(mu_);

@@ -3,10 +3,12 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/fake_clock.h"
@@ -175,13 +177,17 @@ TEST_F(SchedulerTest, CreateSearchQueuesTheTopKAndFillsDefaults) {
   EXPECT_EQ(queued_notifications_, 1);
 }
 
-TEST_F(SchedulerTest, UnspecifiedPolicyIsTopEight) {
+TEST_F(SchedulerTest, UnspecifiedPolicyIsAdaptiveStartingWithMaxInFlightCandidates) {
   v1::CreateSearchRequest request = SmallSearch(0);
   request.mutable_spec()->set_policy(v1::SEARCH_POLICY_UNSPECIFIED);
   const v1::Search search = Create(request);
-  EXPECT_EQ(search.spec().policy(), v1::TOP_K);
-  EXPECT_EQ(search.spec().top_k(), 8);
-  EXPECT_EQ(search.counts().selected(), 8);
+  EXPECT_EQ(search.spec().policy(), v1::ADAPTIVE);
+  EXPECT_EQ(search.spec().adaptive().max_in_flight(), 2);
+  EXPECT_EQ(search.counts().selected(), 2);
+  EXPECT_GT(search.counts().memory_safe(), 2);
+  ASSERT_EQ(search.candidates_size(), 2);
+  EXPECT_EQ(search.candidates(0).state(), v1::CANDIDATE_QUEUED);
+  EXPECT_THAT(search.candidates(0).selection_note(), HasSubstr("predicted"));
 }
 
 TEST_F(SchedulerTest, ExhaustiveSelectsEveryMemorySafeCandidate) {
@@ -195,7 +201,9 @@ TEST_F(SchedulerTest, ExhaustiveSelectsEveryMemorySafeCandidate) {
 TEST_F(SchedulerTest, BadRequestsNameTheField) {
   v1::CreateSearchRequest adaptive = SmallSearch(3);
   adaptive.mutable_spec()->set_policy(v1::ADAPTIVE);
-  EXPECT_EQ(scheduler_->CreateSearch(adaptive).status().code(), absl::StatusCode::kUnimplemented);
+  adaptive.mutable_spec()->mutable_adaptive()->set_max_in_flight(5000);
+  EXPECT_EQ(scheduler_->CreateSearch(adaptive).status(),
+            absl::InvalidArgumentError("spec.adaptive.max_in_flight (5000) must be in [0, 1024]"));
 
   v1::CreateSearchRequest steps = SmallSearch(3);
   steps.mutable_spec()->mutable_probe()->set_timed_steps(20000);
@@ -707,6 +715,120 @@ TEST_F(SchedulerTest, UnwatchStopsNotifications) {
   EXPECT_THAT(observer.events, IsEmpty());
 }
 
+// A result of `assignment` measuring `factor` x its candidate's predicted throughput, the step
+// times spread by `spread` around their mean.
+v1::ProbeResult MeasuredAsPredicted(const v1::Search& search, const v1::ProbeAssignment& assignment,
+                                    double factor, double spread = 0) {
+  const v1::Candidate* candidate = nullptr;
+  for (const v1::Candidate& c : search.candidates()) {
+    if (absl::StartsWith(assignment.name(), c.name() + "/")) candidate = &c;
+  }
+  EXPECT_NE(candidate, nullptr) << assignment.name();
+  v1::ProbeResult result = OkResult(candidate->predicted().model_tflops_per_gpu() * factor);
+  const double step = candidate->predicted().step_time_seconds() / factor;
+  result.clear_step_times_seconds();
+  for (int64_t i = 0; i < assignment.timed_steps(); ++i) {
+    result.add_step_times_seconds(step * (1 + (i % 2 == 0 ? spread : -spread)));
+  }
+  result.set_mean_step_time_seconds(step);
+  result.set_wall_seconds(2);
+  return result;
+}
+
+// Runs the search to its end on `worker`, each probe measuring `factor` x its prediction;
+// returns the timed steps of every probe.
+std::vector<int64_t> RunToEnd(SchedulerTest& test, Scheduler& scheduler, const std::string& worker,
+                              const std::string& search_name, double factor, double spread) {
+  std::vector<int64_t> timed_steps;
+  for (int probes = 0; probes < 500; ++probes) {
+    absl::StatusOr<Scheduler::Acquisition> acquired = scheduler.TryAcquireProbe(worker);
+    EXPECT_TRUE(acquired.ok()) << acquired.status();
+    if (!acquired.ok() || !acquired->assignment.has_value()) break;
+    const v1::ProbeAssignment& assignment = *acquired->assignment;
+    timed_steps.push_back(assignment.timed_steps());
+    v1::ReportProbeRequest report;
+    report.set_worker(worker);
+    report.set_probe(assignment.name());
+    *report.mutable_result() =
+        MeasuredAsPredicted(*scheduler.GetSearch(search_name), assignment, factor, spread);
+    EXPECT_TRUE(scheduler.ReportProbe(report).ok());
+  }
+  return timed_steps;
+}
+
+TEST_F(SchedulerTest, AdaptiveStopsBeforeProbingEverythingAndConfirmsCloseLeaders) {
+  const std::string worker = Register(8);
+  v1::CreateSearchRequest request = SmallSearch(0);
+  request.mutable_spec()->set_policy(v1::ADAPTIVE);
+  const v1::Search search = Create(request);
+
+  // Every probe measures its prediction with 3% step-to-step noise: the leaders' short probes
+  // cannot be told apart, so they are confirmed with 4 x 5 timed steps.
+  const std::vector<int64_t> timed_steps =
+      RunToEnd(*this, *scheduler_, worker, search.name(), 1.0, 0.03);
+  const v1::Search done = Get(search.name());
+  EXPECT_EQ(done.state(), v1::SUCCEEDED) << done.stop_reason();
+  EXPECT_THAT(done.stop_reason(), HasSubstr("no unprobed candidate can beat the best measured"));
+  EXPECT_LT(done.counts().selected(), done.counts().memory_safe());
+  EXPECT_GE(done.counts().confirmations(), 1);
+  EXPECT_EQ(std::count(timed_steps.begin(), timed_steps.end(), 20), done.counts().confirmations());
+  EXPECT_EQ(done.counts().probed(), static_cast<int64_t>(timed_steps.size()));
+  const v1::Candidate& best = done.candidates(0);
+  EXPECT_TRUE(best.has_screening_result());
+  EXPECT_EQ(best.probe_result().step_times_seconds_size(), 20);
+  EXPECT_EQ(best.screening_result().step_times_seconds_size(), 5);
+  EXPECT_GT(done.counts().gpu_seconds(), 0);
+}
+
+TEST_F(SchedulerTest, BudgetOfProbesEndsTheSearchAndSkipsTheRest) {
+  const std::string worker = Register(8);
+  v1::CreateSearchRequest request = SmallSearch(0);
+  request.mutable_spec()->set_policy(v1::EXHAUSTIVE);
+  request.mutable_spec()->mutable_budget()->set_max_probes(3);
+  const v1::Search search = Create(request);
+  RunToEnd(*this, *scheduler_, worker, search.name(), 1.0, 0);
+  const v1::Search done = Get(search.name());
+  EXPECT_EQ(done.state(), v1::SUCCEEDED);
+  EXPECT_EQ(done.stop_reason(), "budget: max_probes (3) reached");
+  EXPECT_EQ(done.counts().probed(), 3);
+  int64_t skipped = 0;
+  for (const v1::Candidate& candidate : done.candidates()) {
+    skipped += candidate.state() == v1::CANDIDATE_SKIPPED;
+  }
+  EXPECT_EQ(skipped, done.counts().selected() - 3);
+}
+
+TEST_F(SchedulerTest, DeadlineStopsRunningProbesAndEndsTheSearch) {
+  const std::string worker = Register(8);
+  v1::CreateSearchRequest request = SmallSearch(3);
+  request.mutable_spec()->mutable_budget()->set_deadline_seconds(10);
+  const v1::Search search = Create(request);
+  std::optional<v1::ProbeAssignment> running = Acquire(worker);
+  ASSERT_TRUE(running.has_value());
+  clock_.Advance(absl::Seconds(11));
+  ASSERT_TRUE(Heartbeat(worker).ok());
+  scheduler_->CheckLeases();
+  const v1::Search done = Get(search.name());
+  EXPECT_EQ(done.state(), v1::FAILED);
+  EXPECT_EQ(done.stop_reason(), "budget: deadline (10s) passed");
+  EXPECT_THAT(Heartbeat(worker, {running->name()})->cancel_probes(),
+              ElementsAre(running->name()));
+}
+
+TEST_F(SchedulerTest, FailuresAreCountedByOutcome) {
+  const std::string worker = Register(8);
+  const v1::Search search = Create(SmallSearch(2));
+  for (v1::ProbeOutcome outcome : {v1::PROBE_OUT_OF_MEMORY, v1::PROBE_TIMEOUT}) {
+    std::optional<v1::ProbeAssignment> assignment = Acquire(worker);
+    ASSERT_TRUE(assignment.has_value());
+    ASSERT_TRUE(Report(worker, assignment->name(), FailedResult(outcome)).ok());
+  }
+  const v1::SearchCounts counts = Get(search.name()).counts();
+  EXPECT_EQ(counts.failed(), 2);
+  EXPECT_EQ(counts.failed_by_outcome().at("PROBE_OUT_OF_MEMORY"), 1);
+  EXPECT_EQ(counts.failed_by_outcome().at("PROBE_TIMEOUT"), 1);
+}
+
 TEST_F(SchedulerTest, EventLogKeepsEveryChangeInPages) {
   const std::string worker = Register(8);
   const v1::Search search = Create(SmallSearch(2));
@@ -841,6 +963,31 @@ TEST_F(SchedulerRestartTest, ProbeOfAWorkerThatNeverReturnsIsRequeued) {
   std::optional<v1::ProbeAssignment> retry = Acquire(fresh);
   ASSERT_TRUE(retry.has_value());
   EXPECT_THAT(retry->name(), HasSubstr("/probes/2"));
+}
+
+TEST_F(SchedulerRestartTest, AdaptiveSearchContinuesWhereItStopped) {
+  const std::string worker = Register(8);
+  v1::CreateSearchRequest request = SmallSearch(0);
+  request.mutable_spec()->set_policy(v1::ADAPTIVE);
+  const v1::Search search = Create(request);
+  std::optional<v1::ProbeAssignment> first = Acquire(worker);
+  ASSERT_TRUE(first.has_value());
+  ASSERT_TRUE(Report(worker, first->name(), MeasuredAsPredicted(search, *first, 1.0)).ok());
+  const int64_t selected_before = Get(search.name()).counts().selected();
+
+  Restart();
+
+  // The policy was rebuilt from the stored results: it neither forgets the probed candidate
+  // nor picks a queued one twice.
+  EXPECT_EQ(Get(search.name()).counts().selected(), selected_before);
+  RunToEnd(*this, *scheduler_, worker, search.name(), 1.0, 0);
+  const v1::Search done = Get(search.name());
+  EXPECT_EQ(done.state(), v1::SUCCEEDED) << done.stop_reason();
+  std::set<std::string> configs;
+  for (const v1::Candidate& candidate : done.candidates()) {
+    EXPECT_TRUE(configs.insert(candidate.config().SerializeAsString()).second)
+        << candidate.name() << " was selected twice";
+  }
 }
 
 TEST_F(SchedulerRestartTest, WorkerIdsAreNotReusedAfterARestart) {

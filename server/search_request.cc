@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -61,6 +62,62 @@ absl::Status NormalizeProbeSettings(v1::ProbeSettings& probe) {
   return absl::OkStatus();
 }
 
+// A double field in (0, high] whose 0 means `fallback`.
+absl::Status NormalizeFraction(absl::string_view field, double& value, double high,
+                               double fallback) {
+  if (!std::isfinite(value) || value < 0 || value > high) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " (", value, ") must be in (0, ", high, "], or 0 for ", fallback));
+  }
+  if (value == 0) value = fallback;
+  return absl::OkStatus();
+}
+
+absl::Status NormalizeAdaptiveSettings(v1::AdaptiveSettings& adaptive) {
+  double tolerance = adaptive.tolerance();
+  PT_RETURN_IF_ERROR(NormalizeFraction("spec.adaptive.tolerance", tolerance, 1, kDefaultTolerance));
+  adaptive.set_tolerance(tolerance);
+  double sigmas = adaptive.confidence_sigmas();
+  PT_RETURN_IF_ERROR(NormalizeFraction("spec.adaptive.confidence_sigmas", sigmas,
+                                       kMaxConfidenceSigmas, kDefaultConfidenceSigmas));
+  adaptive.set_confidence_sigmas(sigmas);
+  PT_RETURN_IF_ERROR(
+      CheckRange("spec.adaptive.max_in_flight", adaptive.max_in_flight(), 0, kMaxMaxInFlight));
+  if (adaptive.max_in_flight() == 0) adaptive.set_max_in_flight(kDefaultMaxInFlight);
+  if (!adaptive.has_max_confirmations()) adaptive.set_max_confirmations(kDefaultMaxConfirmations);
+  PT_RETURN_IF_ERROR(CheckRange("spec.adaptive.max_confirmations", adaptive.max_confirmations(),
+                                0, kMaxMaxConfirmations));
+  PT_RETURN_IF_ERROR(CheckRange("spec.adaptive.confirmation_steps_factor",
+                                adaptive.confirmation_steps_factor(), 0,
+                                kMaxConfirmationStepsFactor));
+  if (adaptive.confirmation_steps_factor() == 0) {
+    adaptive.set_confirmation_steps_factor(kDefaultConfirmationStepsFactor);
+  }
+  if (adaptive.confirmation_steps_factor() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat("spec.adaptive.confirmation_steps_factor (",
+                                                   adaptive.confirmation_steps_factor(),
+                                                   ") must be in [2, ",
+                                                   kMaxConfirmationStepsFactor, "], or 0"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBudget(const v1::SearchBudget& budget) {
+  PT_RETURN_IF_ERROR(
+      CheckRange("spec.budget.max_probes", budget.max_probes(), 0, kMaxBudgetProbes));
+  for (const auto& [field, value, high] :
+       {std::make_tuple("spec.budget.max_gpu_seconds", budget.max_gpu_seconds(),
+                        kMaxBudgetGpuSeconds),
+        std::make_tuple("spec.budget.deadline_seconds", budget.deadline_seconds(),
+                        kMaxBudgetDeadlineSeconds)}) {
+    if (!std::isfinite(value) || value < 0 || value > high) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, " (", value, ") must be in [0, ", high, "] (0: no limit)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ValidatedSearchRequest> ValidateCreateSearchRequest(
@@ -73,19 +130,24 @@ absl::StatusOr<ValidatedSearchRequest> ValidateCreateSearchRequest(
   v1::SearchSpec spec = request.spec();
   switch (spec.policy()) {
     case v1::SEARCH_POLICY_UNSPECIFIED:
-      spec.set_policy(v1::TOP_K);
+      spec.set_policy(v1::ADAPTIVE);
       break;
     case v1::TOP_K:
     case v1::EXHAUSTIVE:
-      break;
     case v1::ADAPTIVE:
-      return absl::UnimplementedError(
-          "search policy ADAPTIVE arrives with the scheduler issue; use TOP_K or EXHAUSTIVE");
+      break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("spec.policy (", static_cast<int>(spec.policy()),
-                       ") is not a SearchPolicy; use TOP_K or EXHAUSTIVE"));
+                       ") is not a SearchPolicy; use ADAPTIVE, TOP_K or EXHAUSTIVE"));
   }
+  if (spec.policy() == v1::ADAPTIVE) {
+    PT_RETURN_IF_ERROR(NormalizeAdaptiveSettings(*spec.mutable_adaptive()));
+  } else if (spec.has_adaptive()) {
+    return absl::InvalidArgumentError(absl::StrCat("spec.adaptive is only for policy ADAPTIVE, not ",
+                                                   v1::SearchPolicy_Name(spec.policy())));
+  }
+  PT_RETURN_IF_ERROR(CheckBudget(spec.budget()));
   PT_RETURN_IF_ERROR(CheckRange("spec.top_k", spec.top_k(), 0, kMaxTopK));
   if (spec.top_k() == 0) spec.set_top_k(kDefaultTopK);
   PT_RETURN_IF_ERROR(NormalizeProbeSettings(*spec.mutable_probe()));

@@ -23,11 +23,24 @@ inline constexpr double kDefaultProbeDeadlineSeconds = 600;
 inline constexpr double kMaxProbeDeadlineSeconds = 86'400;
 inline constexpr int64_t kDefaultMaxAttempts = 2;
 inline constexpr int64_t kMaxMaxAttempts = 100;
+// AdaptiveSettings and SearchBudget (proto/search.proto).
+inline constexpr double kDefaultTolerance = 0.02;
+inline constexpr double kDefaultConfidenceSigmas = 2;
+inline constexpr double kMaxConfidenceSigmas = 10;
+inline constexpr int64_t kDefaultMaxInFlight = 2;
+inline constexpr int64_t kMaxMaxInFlight = 1'024;
+inline constexpr int64_t kDefaultMaxConfirmations = 2;
+inline constexpr int64_t kMaxMaxConfirmations = 16;
+inline constexpr int64_t kDefaultConfirmationStepsFactor = 4;
+inline constexpr int64_t kMaxConfirmationStepsFactor = 100;
+inline constexpr int64_t kMaxBudgetProbes = 1'000'000;
+inline constexpr double kMaxBudgetGpuSeconds = 1e12;
+inline constexpr double kMaxBudgetDeadlineSeconds = 31'536'000;
 
 // A CreateSearch request that passed validation.
 struct ValidatedSearchRequest {
-  // The request's spec with every default filled in (policy, top_k, probe settings, seed),
-  // so a stored search shows what it actually ran with.
+  // The request's spec with every default filled in (policy, top_k, probe settings, seed,
+  // adaptive settings), so a stored search shows what it actually ran with.
   v1::SearchSpec spec;
   // The model, training run, cluster and plan options of `spec`.
   ResolvedSpec resolved;
@@ -35,8 +48,8 @@ struct ValidatedSearchRequest {
 
 // INVALID_ARGUMENT naming the field and value, e.g.
 // "spec.probe.timed_steps (20000) must be in [0, 10000]", for a bad display name, model,
-// training run, cluster, search space, policy, top_k or probe settings (an unknown preset
-// included). UNIMPLEMENTED for the ADAPTIVE policy, which arrives with a later issue.
+// training run, cluster, search space, policy, top_k, probe settings, adaptive settings or
+// budget (an unknown preset included).
 absl::StatusOr<ValidatedSearchRequest> ValidateCreateSearchRequest(
     const v1::CreateSearchRequest& request);
 

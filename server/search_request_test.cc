@@ -30,7 +30,12 @@ TEST(ValidateCreateSearchRequestTest, FillsDefaults) {
   absl::StatusOr<ValidatedSearchRequest> validated = ValidateCreateSearchRequest(Valid());
   ASSERT_TRUE(validated.ok()) << validated.status();
   const v1::SearchSpec& spec = validated->spec;
-  EXPECT_EQ(spec.policy(), v1::TOP_K);
+  EXPECT_EQ(spec.policy(), v1::ADAPTIVE);
+  EXPECT_DOUBLE_EQ(spec.adaptive().tolerance(), 0.02);
+  EXPECT_DOUBLE_EQ(spec.adaptive().confidence_sigmas(), 2);
+  EXPECT_EQ(spec.adaptive().max_in_flight(), 2);
+  EXPECT_EQ(spec.adaptive().max_confirmations(), 2);
+  EXPECT_EQ(spec.adaptive().confirmation_steps_factor(), 4);
   EXPECT_EQ(spec.top_k(), 8);
   EXPECT_EQ(spec.seed(), 1u);
   EXPECT_EQ(spec.probe().backend(), "sim");
@@ -115,14 +120,39 @@ TEST(ValidateCreateSearchRequestTest, DisplayNameIsLimited) {
             absl::InvalidArgumentError("display_name (257 bytes) must be at most 256 bytes"));
 }
 
-TEST(ValidateCreateSearchRequestTest, PoliciesBeyondThisIssue) {
+TEST(ValidateCreateSearchRequestTest, UnknownPolicyIsInvalid) {
   v1::CreateSearchRequest request = Valid();
-  request.mutable_spec()->set_policy(v1::ADAPTIVE);
-  EXPECT_EQ(Validate(request),
-            absl::UnimplementedError("search policy ADAPTIVE arrives with the scheduler issue; "
-                                     "use TOP_K or EXHAUSTIVE"));
   request.mutable_spec()->set_policy(static_cast<v1::SearchPolicy>(42));
-  EXPECT_EQ(Validate(request).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Validate(request),
+            absl::InvalidArgumentError(
+                "spec.policy (42) is not a SearchPolicy; use ADAPTIVE, TOP_K or EXHAUSTIVE"));
+}
+
+TEST(ValidateCreateSearchRequestTest, AdaptiveSettingsAndBudgetNameFieldAndValue) {
+  v1::CreateSearchRequest request = Valid();
+  request.mutable_spec()->mutable_adaptive()->set_max_confirmations(0);
+  absl::StatusOr<ValidatedSearchRequest> no_confirmation = ValidateCreateSearchRequest(request);
+  ASSERT_TRUE(no_confirmation.ok());
+  EXPECT_EQ(no_confirmation->spec.adaptive().max_confirmations(), 0);
+
+  request.mutable_spec()->mutable_adaptive()->set_tolerance(-0.1);
+  EXPECT_EQ(Validate(request), absl::InvalidArgumentError(
+                                   "spec.adaptive.tolerance (-0.1) must be in (0, 1], or 0 for 0.02"));
+  request = Valid();
+  request.mutable_spec()->mutable_adaptive()->set_confirmation_steps_factor(1);
+  EXPECT_THAT(Validate(request).message(),
+              HasSubstr("spec.adaptive.confirmation_steps_factor (1) must be in [2, 100]"));
+  request = Valid();
+  request.mutable_spec()->set_policy(v1::TOP_K);
+  request.mutable_spec()->mutable_adaptive()->set_tolerance(0.05);
+  EXPECT_EQ(Validate(request),
+            absl::InvalidArgumentError("spec.adaptive is only for policy ADAPTIVE, not TOP_K"));
+  request = Valid();
+  request.mutable_spec()->mutable_budget()->set_deadline_seconds(-1);
+  EXPECT_THAT(Validate(request).message(), HasSubstr("spec.budget.deadline_seconds (-1)"));
+  request = Valid();
+  request.mutable_spec()->mutable_budget()->set_max_probes(2'000'000);
+  EXPECT_THAT(Validate(request).message(), HasSubstr("spec.budget.max_probes (2000000)"));
 }
 
 TEST(ValidateCreateSearchRequestTest, SpecErrorsComeFromTheConverter) {

@@ -111,6 +111,7 @@ class ServerTest : public ::testing::Test {
     spec.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
     spec.mutable_cluster()->set_num_nodes(1);
     spec.mutable_cluster()->set_gpus_per_node(8);
+    spec.set_policy(v1::TOP_K);
     spec.set_top_k(1);
     return request;
   }

@@ -48,6 +48,7 @@ class E2eBadInputTest : public ::testing::Test {
     spec.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
     spec.mutable_cluster()->set_num_nodes(2);
     spec.mutable_cluster()->set_gpus_per_node(8);
+    spec.set_policy(v1::TOP_K);
     spec.set_top_k(2);
     return request;
   }
@@ -147,13 +148,14 @@ TEST_F(E2eBadInputTest, ProbeSettingsOutOfRangeNameTheField) {
   EXPECT_EQ(status.error_message(), "spec.probe.timed_steps (20000) must be in [0, 10000]");
 }
 
-TEST_F(E2eBadInputTest, AdaptivePolicyIsUnimplemented) {
+TEST_F(E2eBadInputTest, AdaptiveToleranceOutOfRangeNamesTheField) {
   v1::CreateSearchRequest request = ValidSearch();
   request.mutable_spec()->set_policy(v1::ADAPTIVE);
+  request.mutable_spec()->mutable_adaptive()->set_tolerance(3);
   v1::Search search;
   const grpc::Status status = Create(request, &search);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_THAT(status.error_message(), HasSubstr("use TOP_K or EXHAUSTIVE"));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("spec.adaptive.tolerance (3)"));
 }
 
 TEST_F(E2eBadInputTest, EstimateWithTensorParallelThreeNamesTheField) {

@@ -1,0 +1,237 @@
+#include "server/adaptive_policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "convert/spec_convert.h"
+#include "estimator/performance_model.h"
+#include "server/search_text.h"
+
+namespace paratune {
+namespace {
+
+// Standard error of the mean step time relative to it: CV / sqrt(n) over the timed steps.
+double RelativeStandardError(const v1::ProbeResult& result) {
+  const int n = result.step_times_seconds_size();
+  if (n < 2) return 0;
+  const double mean =
+      std::accumulate(result.step_times_seconds().begin(), result.step_times_seconds().end(),
+                      0.0) /
+      n;
+  double squares = 0;
+  for (double t : result.step_times_seconds()) squares += (t - mean) * (t - mean);
+  const double stddev = std::sqrt(squares / (n - 1));
+  return stddev / mean / std::sqrt(static_cast<double>(n));
+}
+
+std::string Tflops(double value) { return absl::StrFormat("%.1f TFLOP/s per GPU", value); }
+
+}  // namespace
+
+AdaptivePolicy::AdaptivePolicy(ModelSpec model, TrainingSpec training, ClusterSpec cluster,
+                               std::vector<PlannedConfig> candidates,
+                               PerformanceParameters calibrated, AdaptiveOptions options)
+    : model_(std::move(model)),
+      training_(std::move(training)),
+      cluster_(std::move(cluster)),
+      candidates_(std::move(candidates)),
+      calibrated_(calibrated),
+      options_(options),
+      params_(calibrated),
+      entries_(candidates_.size()) {
+  Refit();
+}
+
+void AdaptivePolicy::Refit() {
+  std::vector<PerformanceObservation> observations;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].state != State::kMeasured) continue;
+    observations.push_back(PerformanceObservation{model_, training_, cluster_,
+                                                  candidates_[i].config,
+                                                  entries_[i].step_time_seconds, 1});
+  }
+  // Measurements were validated in Record, so the fit cannot reject them; were it to, the
+  // previous parameters stay, which only makes the search probe more.
+  if (absl::StatusOr<FitResult> fit =
+          FitPerformanceParameters(observations, calibrated_, SearchRefitOptions());
+      fit.ok()) {
+    params_ = fit->params;
+  }
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const PerformanceEstimate predicted =
+        PredictPerformance(model_, training_, cluster_, candidates_[i].config, params_);
+    entries_[i].predicted_tflops = predicted.model_tflops_per_gpu;
+    entries_[i].optimistic_tflops = OptimisticTflopsPerGpu(predicted, options_.confidence_sigmas);
+  }
+}
+
+int64_t AdaptivePolicy::BestMeasured() const {
+  int64_t best = -1;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].state != State::kMeasured) continue;
+    if (best < 0 || entries_[i].measured_tflops > entries_[best].measured_tflops) {
+      best = static_cast<int64_t>(i);
+    }
+  }
+  return best;
+}
+
+std::vector<AdaptivePolicy::Pick> AdaptivePolicy::ConfirmationsDue(int64_t best,
+                                                                   int64_t slots) const {
+  std::vector<Pick> picks;
+  const Entry& leader = entries_[best];
+  std::vector<size_t> contenders;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& entry = entries_[i];
+    if (static_cast<int64_t>(i) == best || entry.state != State::kMeasured) continue;
+    // Within twice the standard error of the difference: the short probes cannot say which
+    // of the two is faster.
+    const double gap = 1 - entry.measured_tflops / leader.measured_tflops;
+    const double noise = 2 * std::hypot(leader.relative_standard_error,
+                                        entry.relative_standard_error);
+    if (gap <= noise) contenders.push_back(i);
+  }
+  if (contenders.empty()) return picks;
+  std::sort(contenders.begin(), contenders.end(), [&](size_t a, size_t b) {
+    return entries_[a].measured_tflops > entries_[b].measured_tflops;
+  });
+  contenders.insert(contenders.begin(), static_cast<size_t>(best));
+  int64_t budget = std::min(slots, options_.max_confirmations - confirmations_);
+  for (size_t i : contenders) {
+    if (budget <= 0) break;
+    if (entries_[i].confirmed) continue;
+    picks.push_back(Pick{i, ProbeKind::kConfirmation,
+                         absl::StrCat("confirming a leader: its short probe measured ",
+                                      Tflops(entries_[i].measured_tflops),
+                                      ", within the noise of the best")});
+    --budget;
+  }
+  return picks;
+}
+
+AdaptivePolicy::Decision AdaptivePolicy::Next() {
+  Decision decision;
+  const int64_t best = BestMeasured();
+  const double bar =
+      best < 0 ? 0 : entries_[best].measured_tflops * (1 + options_.tolerance);
+  std::vector<size_t> unprobed;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].state == State::kUnprobed) unprobed.push_back(i);
+  }
+  // Highest prediction first, ties by the planner's order; the optimistic bound has the same
+  // order (one relative error for all), so the first that cannot win ends the list.
+  std::stable_sort(unprobed.begin(), unprobed.end(), [&](size_t a, size_t b) {
+    return entries_[a].predicted_tflops > entries_[b].predicted_tflops;
+  });
+  size_t contenders = 0;
+  while (contenders < unprobed.size() &&
+         (best < 0 || entries_[unprobed[contenders]].optimistic_tflops > bar)) {
+    ++contenders;
+  }
+  int64_t slots = options_.max_in_flight - in_flight_;
+  for (size_t k = 0; k < contenders && slots > 0; ++k, --slots) {
+    const Entry& entry = entries_[unprobed[k]];
+    decision.picks.push_back(Pick{
+        unprobed[k], ProbeKind::kScreening,
+        absl::StrCat("predicted ", Tflops(entry.predicted_tflops), " (optimistic ",
+                     absl::StrFormat("%.1f", entry.optimistic_tflops),
+                     best < 0 ? ")" : absl::StrFormat(" > best measured %.1f x %.2f)",
+                                                      entries_[best].measured_tflops,
+                                                      1 + options_.tolerance))});
+  }
+  // Leaders are confirmed once no unprobed candidate can overtake them and every screening
+  // probe is back, so the confirmed set is final.
+  if (contenders == 0 && best >= 0 && in_flight_ == 0 && slots > 0) {
+    decision.picks = ConfirmationsDue(best, slots);
+  }
+  for (const Pick& pick : decision.picks) MarkInFlight(pick.candidate, pick.kind);
+  if (!decision.picks.empty() || in_flight_ > 0) return decision;
+
+  if (best < 0) {
+    decision.stop_reason = absl::StrCat(
+        "no candidate could be measured: every probe failed",
+        skipped_for_memory_ > 0
+            ? absl::StrCat(" and ", skipped_for_memory_,
+                           " candidates were skipped as needing at least the memory of one "
+                           "that ran out")
+            : "");
+    return decision;
+  }
+  const std::string best_text =
+      absl::StrCat(DescribeConfig(ParallelConfigToProto(candidates_[best].config)), " at ",
+                   Tflops(entries_[best].measured_tflops));
+  if (unprobed.empty()) {
+    decision.stop_reason =
+        absl::StrCat("every candidate worth probing was probed; best ", best_text);
+  } else {
+    const Entry& runner_up = entries_[unprobed.front()];
+    decision.stop_reason = absl::StrFormat(
+        "no unprobed candidate can beat the best measured, %s, by more than %.0f%%: the "
+        "highest optimistic prediction left is %.1f (%s); %d candidates not probed",
+        best_text, 100 * options_.tolerance, runner_up.optimistic_tflops,
+        DescribeConfig(ParallelConfigToProto(candidates_[unprobed.front()].config)),
+        unprobed.size());
+  }
+  if (skipped_for_memory_ > 0) {
+    absl::StrAppend(&*decision.stop_reason, "; ", skipped_for_memory_,
+                    " skipped as needing at least the memory of one that ran out");
+  }
+  return decision;
+}
+
+void AdaptivePolicy::MarkInFlight(size_t index, ProbeKind kind) {
+  Entry& entry = entries_[index];
+  entry.state = State::kInFlight;
+  if (kind == ProbeKind::kConfirmation && !entry.confirmed) {
+    entry.confirmed = true;
+    ++confirmations_;
+  }
+  ++in_flight_;
+}
+
+absl::Status AdaptivePolicy::Record(size_t index, ProbeKind kind, const v1::ProbeResult& result) {
+  if (index >= entries_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("candidate index (", index,
+                                                   ") must be below ", entries_.size()));
+  }
+  if (result.outcome() == v1::PROBE_OK && !(result.mean_step_time_seconds() > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("result.mean_step_time_seconds (",
+                                                   result.mean_step_time_seconds(),
+                                                   ") of an OK probe must be > 0"));
+  }
+  Entry& entry = entries_[index];
+  if (entry.state == State::kInFlight) --in_flight_;
+  if (result.outcome() == v1::PROBE_OK) {
+    entry.state = State::kMeasured;
+    entry.measured_tflops = result.model_tflops_per_gpu();
+    entry.step_time_seconds = result.mean_step_time_seconds();
+    entry.relative_standard_error = RelativeStandardError(result);
+    Refit();
+    return absl::OkStatus();
+  }
+  if (kind == ProbeKind::kConfirmation && entry.measured_tflops > 0) {
+    // The screening measurement stands; the failed confirmation taught nothing about speed.
+    entry.state = State::kMeasured;
+    return absl::OkStatus();
+  }
+  entry.state = State::kFailed;
+  if (result.outcome() == v1::PROBE_OUT_OF_MEMORY) {
+    // The memory model ranks configurations well even where its absolute value is off: what
+    // needs at least as much as a configuration that did not fit will not fit either.
+    const double failed_peak = candidates_[index].memory.peak_bytes;
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      if (entries_[i].state == State::kUnprobed &&
+          candidates_[i].memory.peak_bytes >= failed_peak) {
+        entries_[i].state = State::kSkipped;
+        ++skipped_for_memory_;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace paratune

@@ -1,0 +1,114 @@
+// The ADAPTIVE search policy (DESIGN.md §6): probe candidates in order of the search's own
+// refitted performance model, refit after every result, confirm the leaders whose short
+// probes cannot be told apart with longer probes, and stop when no unprobed candidate's
+// optimistic prediction can beat the best measured one by more than the tolerance. Pure (no
+// clock, no I/O): the scheduler feeds it results and queues what it picks, and a restarted
+// scheduler rebuilds it by replaying the stored results.
+#ifndef PARATUNE_SERVER_ADAPTIVE_POLICY_H_
+#define PARATUNE_SERVER_ADAPTIVE_POLICY_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "estimator/cluster_spec.h"
+#include "estimator/model_spec.h"
+#include "estimator/performance_fit.h"
+#include "estimator/performance_parameters.h"
+#include "estimator/planner.h"
+#include "estimator/training_spec.h"
+#include "proto/probe.pb.h"
+
+namespace paratune {
+
+struct AdaptiveOptions {
+  // Stop when no unprobed candidate's optimistic prediction beats the best measured TFLOP/s
+  // per GPU by more than this fraction.
+  double tolerance = 0.02;
+  // Optimistic prediction = predicted x exp(confidence_sigmas x relative error).
+  double confidence_sigmas = 2;
+  int64_t max_in_flight = 2;
+  // Leaders re-probed with more steps when their short probes cannot be told apart.
+  int64_t max_confirmations = 2;
+};
+
+class AdaptivePolicy {
+ public:
+  enum class ProbeKind {
+    kScreening,     // the first, short probe of a candidate
+    kConfirmation,  // a longer probe of a leader
+  };
+  struct Pick {
+    size_t candidate = 0;  // index into the candidates
+    ProbeKind kind = ProbeKind::kScreening;
+    // Why it was picked, for people.
+    std::string note;
+  };
+  struct Decision {
+    std::vector<Pick> picks;
+    // Set when the search is over: nothing is in flight and nothing is worth probing.
+    std::optional<std::string> stop_reason;
+  };
+
+  // `candidates` are the memory-safe configurations in the planner's predicted order;
+  // `calibrated` the GPU type's fitted parameters, the refit's starting point and prior.
+  AdaptivePolicy(ModelSpec model, TrainingSpec training, ClusterSpec cluster,
+                 std::vector<PlannedConfig> candidates, PerformanceParameters calibrated,
+                 AdaptiveOptions options);
+
+  const std::vector<PlannedConfig>& candidates() const { return candidates_; }
+
+  // The candidates to probe now, at most max_in_flight minus those in flight; each is then
+  // in flight until Record. Deterministic.
+  Decision Next();
+
+  // Marks candidate `index` in flight without Next choosing it: a probe the scheduler
+  // resumed after a restart.
+  void MarkInFlight(size_t index, ProbeKind kind);
+
+  // A probe of candidate `index` finished with `result` (its final outcome, retries done).
+  // OK results refit the model; an out-of-memory one skips every unprobed candidate whose
+  // estimated peak memory is at least the failed one's. INVALID_ARGUMENT for an index out of
+  // range or an OK result without a positive mean step time.
+  absl::Status Record(size_t index, ProbeKind kind, const v1::ProbeResult& result);
+
+  // The current refitted parameters (the calibrated ones before any OK result).
+  const PerformanceParameters& parameters() const { return params_; }
+  // Candidates skipped after an out-of-memory probe.
+  int64_t skipped_for_memory() const { return skipped_for_memory_; }
+
+ private:
+  enum class State { kUnprobed, kInFlight, kMeasured, kFailed, kSkipped };
+  struct Entry {
+    State state = State::kUnprobed;
+    bool confirmed = false;       // a confirmation finished or is in flight
+    double measured_tflops = 0;   // the latest OK measurement
+    double step_time_seconds = 0;
+    double relative_standard_error = 0;  // of the mean step time
+    double predicted_tflops = 0;         // under params_
+    double optimistic_tflops = 0;
+  };
+
+  void Refit();
+  // The measured candidate with the highest TFLOP/s, or -1.
+  int64_t BestMeasured() const;
+  std::vector<Pick> ConfirmationsDue(int64_t best, int64_t slots) const;
+
+  const ModelSpec model_;
+  const TrainingSpec training_;
+  const ClusterSpec cluster_;
+  const std::vector<PlannedConfig> candidates_;
+  const PerformanceParameters calibrated_;
+  const AdaptiveOptions options_;
+  PerformanceParameters params_;
+  std::vector<Entry> entries_;
+  int64_t in_flight_ = 0;
+  int64_t confirmations_ = 0;
+  int64_t skipped_for_memory_ = 0;
+};
+
+}  // namespace paratune
+
+#endif  // PARATUNE_SERVER_ADAPTIVE_POLICY_H_
