@@ -76,6 +76,17 @@ int ChildProcess::Terminate(absl::Duration grace) {
   return *exit_status_;
 }
 
+int ChildProcess::Kill() {
+  kill(-pid_, SIGKILL);
+  if (!exit_status_.has_value()) {
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    exit_status_ = status;
+  }
+  return *exit_status_;
+}
+
 absl::StatusOr<int> WaitForPortFile(const std::string& path, absl::Duration timeout,
                                     ChildProcess& process) {
   const absl::Time give_up = absl::Now() + timeout;

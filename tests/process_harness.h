@@ -37,6 +37,10 @@ class ChildProcess {
   // SIGKILL to the group and reaps it. Returns the waitpid status. Idempotent.
   int Terminate(absl::Duration grace = absl::Seconds(10));
 
+  // kill -9 of the group, as a crash or the OOM killer would: no chance to clean up. Reaps
+  // it and returns the waitpid status. Idempotent.
+  int Kill();
+
  private:
   ChildProcess(pid_t pid, std::string name) : pid_(pid), name_(std::move(name)) {}
 

@@ -1,5 +1,6 @@
 #include "tests/test_cluster.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <utility>
 
@@ -80,8 +81,11 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(
   const std::string port_file = absl::StrCat(TempDir(), "/server-port-", cluster_number);
   std::vector<std::string> server_argv = {ServerBinary(), "--address=127.0.0.1:0",
                                           absl::StrCat("--port_file=", port_file),
-                                          "--heartbeat_interval_seconds=1", "--db=:memory:"};
+                                          "--heartbeat_interval_seconds=1",
+                                          absl::StrCat("--db=", options.db_path)};
   const std::string server_metrics_file = metrics_flags("server", server_argv);
+  cluster->server_argv_ = server_argv;
+  cluster->server_port_file_ = port_file;
   absl::StatusOr<std::unique_ptr<ChildProcess>> server = ChildProcess::Spawn(server_argv);
   if (!server.ok()) return server.status();
   cluster->server_ = *std::move(server);
@@ -146,6 +150,50 @@ TestCluster::~TestCluster() {
   if (server_ != nullptr) server_->Terminate();
 }
 
+void TestCluster::KillServer() { server_->Kill(); }
+
+void TestCluster::KillWorker(size_t index) { workers_.at(index)->Kill(); }
+
+absl::Status TestCluster::RestartServer() {
+  std::vector<std::string> argv = server_argv_;
+  // The workers know the server by its address: it comes back on the same port.
+  argv[1] = absl::StrCat("--address=", address_);
+  std::remove(server_port_file_.c_str());
+  absl::StatusOr<std::unique_ptr<ChildProcess>> server = ChildProcess::Spawn(argv);
+  if (!server.ok()) return server.status();
+  server_ = *std::move(server);
+  return WaitForPortFile(server_port_file_, kStartTimeout, *server_).status();
+}
+
+absl::StatusOr<v1::Search> TestCluster::GetSearch(const std::string& name) {
+  v1::GetSearchRequest get;
+  get.set_name(name);
+  v1::Search search;
+  const absl::Status status =
+      FromGrpc(autotuner_->GetSearch(ContextWithTimeout(kRpcTimeout).get(), get, &search));
+  if (!status.ok()) return status;
+  return search;
+}
+
+absl::StatusOr<v1::Search> TestCluster::WaitUntilEnded(const std::string& name,
+                                                       absl::Duration timeout) {
+  const absl::Time give_up = absl::Now() + timeout;
+  absl::Status last = absl::OkStatus();
+  while (absl::Now() < give_up) {
+    absl::StatusOr<v1::Search> search = GetSearch(name);
+    if (search.ok()) {
+      const v1::SearchState state = search->state();
+      if (state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED) return search;
+    } else {
+      last = search.status();
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return absl::DeadlineExceededError(absl::StrCat(name, " did not end within ",
+                                                  absl::FormatDuration(timeout),
+                                                  "; last error: ", last.ToString()));
+}
+
 absl::StatusOr<std::vector<v1::WatchSearchResponse>> TestCluster::Watch(const std::string& name,
                                                                         absl::Duration timeout) {
   std::unique_ptr<grpc::ClientContext> context = ContextWithTimeout(timeout);
@@ -169,12 +217,7 @@ absl::StatusOr<v1::Search> TestCluster::RunSearch(const v1::CreateSearchRequest&
   if (!status.ok()) return status;
   absl::StatusOr<std::vector<v1::WatchSearchResponse>> watched = Watch(created.name(), timeout);
   if (!watched.ok()) return watched.status();
-  v1::GetSearchRequest get;
-  get.set_name(created.name());
-  v1::Search search;
-  status = FromGrpc(autotuner_->GetSearch(ContextWithTimeout(kRpcTimeout).get(), get, &search));
-  if (!status.ok()) return status;
-  return search;
+  return GetSearch(created.name());
 }
 
 }  // namespace paratune

@@ -33,6 +33,8 @@ class TestCluster {
   struct Options {
     // Every process serves /metrics on 127.0.0.1:0; see metrics_ports().
     bool serve_metrics = false;
+    // The server's --db; a file survives KillServer and RestartServer.
+    std::string db_path = ":memory:";
   };
 
   // Starts the server on 127.0.0.1:0 (port file in TEST_TMPDIR) and one worker per entry of
@@ -59,6 +61,19 @@ class TestCluster {
   absl::StatusOr<std::vector<v1::WatchSearchResponse>> Watch(const std::string& name,
                                                              absl::Duration timeout);
 
+  // kill -9 of the server, then of worker `index` (in start order).
+  void KillServer();
+  void KillWorker(size_t index);
+  // Starts the server again on the same address and database, as an operator restarting it
+  // after a crash would. Errors say why it did not come up.
+  absl::Status RestartServer();
+
+  // GetSearch of `name`; the call's error.
+  absl::StatusOr<v1::Search> GetSearch(const std::string& name);
+  // Polls GetSearch until the search has ended or `timeout` passes (DEADLINE_EXCEEDED);
+  // survives the server being down meanwhile.
+  absl::StatusOr<v1::Search> WaitUntilEnded(const std::string& name, absl::Duration timeout);
+
   // Creates the search, follows it until it ends (at most `timeout`) and returns it as
   // GetSearch has it then. The first failing call's error.
   absl::StatusOr<v1::Search> RunSearch(const v1::CreateSearchRequest& request,
@@ -68,6 +83,9 @@ class TestCluster {
   TestCluster() = default;
 
   std::unique_ptr<ChildProcess> server_;
+  // The server's command line and port file, for RestartServer.
+  std::vector<std::string> server_argv_;
+  std::string server_port_file_;
   std::vector<std::unique_ptr<ChildProcess>> workers_;
   std::string address_;
   std::vector<int> metrics_ports_;

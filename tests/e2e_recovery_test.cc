@@ -1,0 +1,212 @@
+// End to end, the failures the scheduler must survive (DESIGN.md §7): the server killed with
+// kill -9 mid-search and restarted on its database, a worker killed mid-probe, and two
+// searches sharing the fleet.
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/autotuner_service.grpc.pb.h"
+#include "tests/test_cluster.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr absl::Duration kRpcTimeout = absl::Seconds(30);
+constexpr absl::Duration kSearchTimeout = absl::Seconds(120);
+
+std::vector<std::string> SimWorker(const std::string& probe_seconds) {
+  return {"--backend=sim", "--sim_gpus=8", "--sim_gpu_type=h100-80gb",
+          absl::StrCat("--sim_probe_seconds=", probe_seconds)};
+}
+
+v1::Search Create(TestCluster& cluster, const v1::CreateSearchRequest& request) {
+  v1::Search created;
+  const grpc::Status status =
+      cluster.autotuner().CreateSearch(ContextWithTimeout(kRpcTimeout).get(), request, &created);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return created;
+}
+
+// Polls until `done(search)` or the timeout; the last search seen.
+template <typename Predicate>
+v1::Search WaitFor(TestCluster& cluster, const std::string& name, Predicate done) {
+  const absl::Time give_up = absl::Now() + kSearchTimeout;
+  v1::Search search;
+  while (absl::Now() < give_up) {
+    absl::StatusOr<v1::Search> got = cluster.GetSearch(name);
+    if (got.ok()) {
+      search = *got;
+      if (done(search)) return search;
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ADD_FAILURE() << "timed out waiting on " << name;
+  return search;
+}
+
+std::vector<std::string> EventTexts(TestCluster& cluster, const std::string& name) {
+  v1::ListSearchEventsRequest request;
+  request.set_name(name);
+  request.set_page_size(1000);
+  v1::ListSearchEventsResponse response;
+  const grpc::Status status = cluster.autotuner().ListSearchEvents(
+      ContextWithTimeout(kRpcTimeout).get(), request, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  std::vector<std::string> texts;
+  for (const v1::SearchEvent& event : response.events()) texts.push_back(event.text());
+  return texts;
+}
+
+std::string DatabasePath(const std::string& name) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "/", name);
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
+  return path;
+}
+
+TEST(E2eRecoveryTest, ServerKilledMidSearchResumesAndLosesNoResult) {
+  TestCluster::Options options;
+  options.db_path = DatabasePath("kill9.db");
+  // Probes long enough that both workers are mid-probe when the server dies.
+  absl::StatusOr<std::unique_ptr<TestCluster>> cluster =
+      TestCluster::Start({SimWorker("0.6"), SimWorker("0.6")}, options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const v1::Search created = Create(**cluster, SmallSimSearch(6));
+
+  const v1::Search before = WaitFor(**cluster, created.name(), [](const v1::Search& search) {
+    return search.counts().probed() >= 2;
+  });
+  std::map<std::string, std::string> results_before;
+  for (const v1::Candidate& candidate : before.candidates()) {
+    if (candidate.state() == v1::CANDIDATE_PROBED) {
+      results_before[candidate.name()] = candidate.probe_result().SerializeAsString();
+    }
+  }
+  (*cluster)->KillServer();
+  std::fprintf(stderr, "e2e: killed the server (kill -9) after %zu results\n",
+               results_before.size());
+  ASSERT_TRUE((*cluster)->RestartServer().ok());
+
+  absl::StatusOr<v1::Search> done = (*cluster)->WaitUntilEnded(created.name(), kSearchTimeout);
+  ASSERT_TRUE(done.ok()) << done.status();
+  std::fprintf(stderr, "e2e: after the restart: %s, %s\n", v1::SearchState_Name(done->state()).c_str(),
+               done->stop_reason().c_str());
+  EXPECT_EQ(done->state(), v1::SUCCEEDED) << done->stop_reason();
+  EXPECT_EQ(done->counts().probed(), 6);
+  EXPECT_EQ(done->counts().succeeded(), 6);
+  for (const v1::Candidate& candidate : done->candidates()) {
+    // Reported before the kill: kept as it was.
+    if (auto it = results_before.find(candidate.name()); it != results_before.end()) {
+      EXPECT_EQ(candidate.probe_result().SerializeAsString(), it->second) << candidate.name();
+    }
+    // Running at the kill: reported to the restarted server, not run again.
+    EXPECT_EQ(candidate.attempts(), 1) << candidate.name() << " was probed again";
+  }
+  const std::vector<std::string> events = EventTexts(**cluster, created.name());
+  EXPECT_THAT(events, ::testing::Contains("server restarted; search resumed"));
+}
+
+TEST(E2eRecoveryTest, ProbeOfAKilledWorkerRunsOnAnother) {
+  // The first worker's probes take long enough to be killed mid-probe.
+  absl::StatusOr<std::unique_ptr<TestCluster>> cluster =
+      TestCluster::Start({SimWorker("30"), SimWorker("0.05")});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  v1::ListWorkersResponse workers;
+  ASSERT_TRUE((*cluster)
+                  ->autotuner()
+                  .ListWorkers(ContextWithTimeout(kRpcTimeout).get(), {}, &workers)
+                  .ok());
+  std::string slow;
+  for (const v1::Worker& worker : workers.workers()) {
+    if (worker.hostname() == "test-worker-0") slow = worker.name();
+  }
+  ASSERT_FALSE(slow.empty());
+
+  const v1::Search created = Create(**cluster, SmallSimSearch(3));
+  std::string victim;
+  WaitFor(**cluster, created.name(), [&](const v1::Search& search) {
+    for (const v1::Candidate& candidate : search.candidates()) {
+      if (candidate.state() == v1::CANDIDATE_RUNNING && candidate.worker() == slow) {
+        victim = candidate.name();
+      }
+    }
+    return !victim.empty();
+  });
+  ASSERT_FALSE(victim.empty());
+  (*cluster)->KillWorker(0);
+
+  absl::StatusOr<v1::Search> done = (*cluster)->WaitUntilEnded(created.name(), kSearchTimeout);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::SUCCEEDED) << done->stop_reason();
+  EXPECT_EQ(done->counts().succeeded(), 3);
+  for (const v1::Candidate& candidate : done->candidates()) {
+    if (candidate.name() != victim) continue;
+    EXPECT_EQ(candidate.attempts(), 2);
+    EXPECT_NE(candidate.worker(), slow);
+    EXPECT_EQ(candidate.probe_result().outcome(), v1::PROBE_OK);
+  }
+  bool requeued = false;
+  for (const std::string& event : EventTexts(**cluster, created.name())) {
+    requeued |= absl::StrContains(event, absl::StrCat(slow, " lost: no heartbeat"));
+  }
+  EXPECT_TRUE(requeued);
+}
+
+TEST(E2eRecoveryTest, TwoConcurrentSearchesShareTheFleetAndBothFinish) {
+  absl::StatusOr<std::unique_ptr<TestCluster>> cluster =
+      TestCluster::Start({SimWorker("0.1"), SimWorker("0.1")});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const v1::Search first = Create(**cluster, SmallSimSearch(6));
+  const v1::Search second = Create(**cluster, SmallSimSearch(6));
+  absl::StatusOr<v1::Search> first_done = (*cluster)->WaitUntilEnded(first.name(), kSearchTimeout);
+  absl::StatusOr<v1::Search> second_done =
+      (*cluster)->WaitUntilEnded(second.name(), kSearchTimeout);
+  ASSERT_TRUE(first_done.ok() && second_done.ok());
+  EXPECT_EQ(first_done->state(), v1::SUCCEEDED);
+  EXPECT_EQ(second_done->state(), v1::SUCCEEDED);
+  EXPECT_EQ(first_done->counts().succeeded(), 6);
+  EXPECT_EQ(second_done->counts().succeeded(), 6);
+
+  // Fair sharing: the second search's first probe was leased before the first search
+  // finished, rather than after all of it.
+  v1::ListSearchEventsRequest request;
+  request.set_page_size(1000);
+  auto sequences = [&](const std::string& name, const std::string& text) {
+    request.set_name(name);
+    v1::ListSearchEventsResponse response;
+    EXPECT_TRUE((*cluster)
+                    ->autotuner()
+                    .ListSearchEvents(ContextWithTimeout(kRpcTimeout).get(), request, &response)
+                    .ok());
+    std::vector<int64_t> found;
+    for (const v1::SearchEvent& event : response.events()) {
+      if (absl::StrContains(event.text(), text)) found.push_back(event.sequence());
+    }
+    return found;
+  };
+  const std::vector<int64_t> second_leases = sequences(second.name(), " leased to ");
+  const std::vector<int64_t> first_end = sequences(first.name(), "search succeeded");
+  ASSERT_FALSE(second_leases.empty());
+  ASSERT_EQ(first_end.size(), 1u);
+  EXPECT_LT(second_leases.front(), first_end.front());
+}
+
+}  // namespace
+}  // namespace paratune
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (!paratune::SetTestBinaries(argc, argv)) {
+    std::fprintf(stderr, "usage: e2e_recovery_test PARATUNE_SERVER PARATUNE_WORKER\n");
+    return 2;
+  }
+  return RUN_ALL_TESTS();
+}
