@@ -1,6 +1,9 @@
 #include "cli/commands.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "cli/plan_report.h"
 #include "cli/report.h"
 #include "common/status_macros.h"
@@ -10,6 +13,20 @@
 
 namespace paratune {
 namespace {
+
+// Candidates the live view of `watch` shows, so it fits a terminal.
+constexpr int kLiveRows = 12;
+
+// Each line of `text` cut to `columns` - 1 characters: a line that wrapped would take two
+// rows and break the cursor arithmetic of the redraw.
+std::string CutLines(const std::string& text, int columns) {
+  std::string out;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    if (static_cast<int>(line.size()) >= columns) line = line.substr(0, std::max(columns - 1, 1));
+    absl::StrAppend(&out, line, "\n");
+  }
+  return out;
+}
 
 bool Ended(v1::SearchState state) {
   return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
@@ -75,22 +92,32 @@ absl::Status RunWatch(AutotunerClient& client, const std::string& name,
                       std::ostream& out) {
   v1::Search last;
   std::string last_line;
+  // Lines of the live view drawn last, to move back over them.
+  int drawn_lines = 0;
   PT_RETURN_IF_ERROR(client.WatchSearch(
       name, watch_timeout, [&](const v1::WatchSearchResponse& event) {
         last = event.search();
         if (output.json) return;
-        const std::string line = FormatProgress(last);
         if (output.terminal) {
-          // Redraw in place; "\033[K" clears what a longer previous line left behind.
-          out << "\r" << line << "\033[K" << std::flush;
-        } else if (!event.event().empty()) {
+          // Redraw in place: up over the last view, clear to the end of the screen.
+          const std::string view =
+              CutLines(FormatLiveView(last, event.event(), kLiveRows), output.terminal_columns);
+          if (drawn_lines > 0) out << "\033[" << drawn_lines << "A";
+          out << "\r\033[J" << view << std::flush;
+          drawn_lines = static_cast<int>(std::count(view.begin(), view.end(), '\n'));
+          return;
+        }
+        const std::string line = FormatProgress(last);
+        if (!event.event().empty()) {
           out << event.event() << "\n";
         } else if (line != last_line) {
           out << line << "\n";
         }
         last_line = line;
       }));
-  if (output.terminal && !output.json) out << "\n";
+  if (output.terminal && !output.json && drawn_lines > 0) {
+    out << "\033[" << drawn_lines << "A\r\033[J";
+  }
   if (!Ended(last.state())) {
     return absl::UnavailableError(absl::StrCat("the watch of ", name,
                                                " ended before the search did"));
@@ -115,6 +142,15 @@ absl::Status RunCancel(AutotunerClient& client, const std::string& name,
                        const OutputOptions& output, std::ostream& out) {
   PT_ASSIGN_OR_RETURN(v1::Search search, client.CancelSearch(name));
   return Print(search, absl::StrCat("cancelled ", search.name(), "\n"), output, out);
+}
+
+absl::Status RunExport(AutotunerClient& client, const std::string& name,
+                       const std::string& candidate, ExportFormat format, std::ostream& out) {
+  PT_ASSIGN_OR_RETURN(const v1::Search search, client.GetSearch(name));
+  PT_ASSIGN_OR_RETURN(const v1::Candidate chosen, ChooseCandidate(search, candidate));
+  PT_ASSIGN_OR_RETURN(const std::string text, ExportCandidate(search, chosen, format));
+  out << text;
+  return absl::OkStatus();
 }
 
 absl::Status RunEvents(AutotunerClient& client, const v1::ListSearchEventsRequest& request,

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "cli/autotuner_client.h"
+#include "cli/export.h"
 #include "cli/output.h"
 #include "proto/autotuner_service.pb.h"
 
@@ -42,6 +43,10 @@ absl::Status RunList(AutotunerClient& client, const v1::ListSearchesRequest& req
                      const OutputOptions& output, std::ostream& out);
 absl::Status RunCancel(AutotunerClient& client, const std::string& name,
                        const OutputOptions& output, std::ostream& out);
+// Prints the best measured (or the named) candidate of search `name` in `format`
+// (cli/export.h).
+absl::Status RunExport(AutotunerClient& client, const std::string& name,
+                       const std::string& candidate, ExportFormat format, std::ostream& out);
 absl::Status RunEvents(AutotunerClient& client, const v1::ListSearchEventsRequest& request,
                        const OutputOptions& output, std::ostream& out);
 absl::Status RunWorkers(AutotunerClient& client, const OutputOptions& output, std::ostream& out);

@@ -1,4 +1,5 @@
 // paratune: the command-line client of paratune-server, and an offline estimator.
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -115,6 +116,10 @@ ABSL_FLAG(int64_t, page_size, 0,
           "searches, 100 events).");
 ABSL_FLAG(std::string, page_token, "", "list/events: page token from a previous page.");
 ABSL_FLAG(bool, json, false, "Print the result as the proto's canonical JSON.");
+ABSL_FLAG(std::string, format, "megatron", "export: megatron, nemo, json or sbatch.");
+ABSL_FLAG(std::string, candidate, "",
+          "export: the candidate to export, n or searches/ID/candidates/n; the best measured "
+          "when empty.");
 
 namespace {
 
@@ -141,6 +146,9 @@ Against paratune-server (--server=host:port):
   cancel NAME
   events NAME
              the search's event log, oldest first (kept across server restarts)
+  export NAME
+             the best measured configuration (or --candidate=N) as launch arguments:
+             --format=megatron (default), nemo, json or sbatch
   workers    list registered workers
 
 Every command takes --json to print the API's proto as canonical JSON.
@@ -306,7 +314,7 @@ absl::StatusOr<paratune::v1::SearchSpec> SearchSpecFromFlags() {
   return spec;
 }
 
-// The one positional argument of watch/get/cancel/events.
+// The one positional argument of watch/get/cancel/events/export.
 absl::StatusOr<std::string> SearchName(const std::vector<char*>& args) {
   if (args.size() != 3) {
     return absl::InvalidArgumentError(
@@ -358,9 +366,16 @@ absl::Status Run(const std::vector<char*>& args, const paratune::OutputOptions& 
     return paratune::RunList(client, request, output, std::cout);
   }
   if (command == "workers") return paratune::RunWorkers(client, output, std::cout);
-  if (command == "watch" || command == "get" || command == "cancel" || command == "events") {
+  if (command == "watch" || command == "get" || command == "cancel" || command == "events" ||
+      command == "export") {
     auto name = SearchName(args);
     if (!name.ok()) return name.status();
+    if (command == "export") {
+      auto format = paratune::ParseExportFormat(absl::GetFlag(FLAGS_format));
+      if (!format.ok()) return format.status();
+      return paratune::RunExport(client, *name, absl::GetFlag(FLAGS_candidate), *format,
+                                 std::cout);
+    }
     if (command == "events") {
       paratune::v1::ListSearchEventsRequest request;
       request.set_name(*name);
@@ -388,6 +403,10 @@ int main(int argc, char** argv) {
   paratune::OutputOptions output;
   output.json = absl::GetFlag(FLAGS_json);
   output.terminal = isatty(STDOUT_FILENO) != 0;
+  if (winsize size{}; output.terminal && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 &&
+                      size.ws_col > 0) {
+    output.terminal_columns = size.ws_col;
+  }
   const absl::Status status = Run(args, output);
   if (!status.ok()) {
     std::cerr << "paratune: " << absl::StatusCodeToString(status.code()) << ": "

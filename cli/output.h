@@ -13,8 +13,10 @@ namespace paratune {
 struct OutputOptions {
   // Print the canonical JSON mapping of the result proto instead of text.
   bool json = false;
-  // stdout is a terminal: progress may redraw one line in place.
+  // stdout is a terminal: progress may redraw in place.
   bool terminal = false;
+  // The terminal's width; redrawn lines are cut to it so none wraps.
+  int terminal_columns = 80;
 };
 
 // Writes `message` as canonical JSON (one object, then '\n') when options.json, else `text`.

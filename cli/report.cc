@@ -78,7 +78,21 @@ std::string ClusterName(const v1::ClusterSpec& cluster) {
 }
 
 std::string PolicyName(v1::SearchPolicy policy) {
-  return policy == v1::SEARCH_POLICY_UNSPECIFIED ? "TOP_K" : v1::SearchPolicy_Name(policy);
+  return policy == v1::SEARCH_POLICY_UNSPECIFIED ? "ADAPTIVE" : v1::SearchPolicy_Name(policy);
+}
+
+// ": 2 out of memory, 1 timeout" from failed_by_outcome, in outcome order; "" when none.
+std::string FailureBreakdown(const v1::SearchCounts& counts) {
+  std::vector<std::string> parts;
+  for (int outcome = v1::ProbeOutcome_MIN; outcome <= v1::ProbeOutcome_MAX; ++outcome) {
+    if (!v1::ProbeOutcome_IsValid(outcome)) continue;
+    const auto it =
+        counts.failed_by_outcome().find(v1::ProbeOutcome_Name(static_cast<v1::ProbeOutcome>(outcome)));
+    if (it == counts.failed_by_outcome().end()) continue;
+    parts.push_back(absl::StrCat(it->second, " ",
+                                 OutcomeName(static_cast<v1::ProbeOutcome>(outcome))));
+  }
+  return parts.empty() ? "" : absl::StrCat(": ", absl::StrJoin(parts, ", "));
 }
 
 // Best measured TFLOP/s per GPU among the probed candidates, with "(sim)" when simulated;
@@ -231,6 +245,42 @@ std::string FormatPlanCandidates(const v1::PlanResponse& plan) {
   return out;
 }
 
+// The ranked candidates as a table (the first `max_rows`, all when 0), and whether any result
+// in it is simulated.
+std::pair<std::string, bool> CandidatesTable(const v1::Search& search, int max_rows) {
+  Table table({{"rank", true},
+               {"config", false},
+               {"mem GiB", true},
+               {"mem %", true},
+               {"pred TFLOP/s/GPU", true},
+               {"probed TFLOP/s/GPU", true},
+               {"step s", true},
+               {"result", false}});
+  bool any_simulated = false;
+  int rank = 0;
+  for (const auto& c : search.candidates()) {
+    if (max_rows > 0 && table.rows() >= max_rows) break;
+    const bool ok = c.state() == v1::CANDIDATE_PROBED && c.probe_result().outcome() == v1::PROBE_OK;
+    std::string probed = "-";
+    std::string step = "-";
+    std::string result = c.state() == v1::CANDIDATE_PROBED
+                             ? OutcomeName(c.probe_result().outcome())
+                             : CandidateStateName(c.state());
+    if (ok) {
+      const bool simulated = c.probe_result().simulated();
+      any_simulated = any_simulated || simulated;
+      probed = absl::StrFormat("%.1f%s", c.probe_result().model_tflops_per_gpu(),
+                               simulated ? " (sim)" : "");
+      step = absl::StrFormat("%.3f", c.probe_result().mean_step_time_seconds());
+    }
+    table.AddRow({ok ? absl::StrCat(++rank) : "-", FormatConfig(c.config()),
+                  GiB(c.memory().peak_bytes()), Percent(c.memory().fraction_of_capacity()),
+                  absl::StrFormat("%.1f", c.predicted().model_tflops_per_gpu()), probed, step,
+                  result});
+  }
+  return {table.Render(), any_simulated};
+}
+
 std::string FormatProgress(const v1::Search& search) {
   return absl::StrFormat("%s %s: probed %d of %d (%d ok, %d failed); best %s", search.name(),
                          v1::SearchState_Name(search.state()), search.counts().probed(),
@@ -251,42 +301,19 @@ std::string FormatSearch(const v1::Search& search) {
   const v1::SearchCounts& counts = search.counts();
   absl::StrAppendFormat(&out,
                         "  enumerated %d, valid %d, memory-safe %d, selected %d, probed %d "
-                        "(%d ok, %d failed)\n",
+                        "(%d ok, %d failed%s)\n",
                         counts.enumerated(), counts.valid(), counts.memory_safe(),
-                        counts.selected(), counts.probed(), counts.succeeded(), counts.failed());
+                        counts.selected(), counts.probed(), counts.succeeded(), counts.failed(),
+                        FailureBreakdown(counts));
+  if (counts.confirmations() > 0 || counts.gpu_seconds() > 0) {
+    absl::StrAppendFormat(&out, "  %d confirmation probes, %.2f GPU-hours\n",
+                          counts.confirmations(), counts.gpu_seconds() / 3600);
+  }
   if (!search.stop_reason().empty()) absl::StrAppend(&out, "  ", search.stop_reason(), "\n");
   if (search.candidates().empty()) return out;
 
-  Table table({{"rank", true},
-               {"config", false},
-               {"mem GiB", true},
-               {"mem %", true},
-               {"pred TFLOP/s/GPU", true},
-               {"probed TFLOP/s/GPU", true},
-               {"step s", true},
-               {"result", false}});
-  bool any_simulated = false;
-  int rank = 0;
-  for (const auto& c : search.candidates()) {
-    const bool ok = c.state() == v1::CANDIDATE_PROBED && c.probe_result().outcome() == v1::PROBE_OK;
-    std::string probed = "-";
-    std::string step = "-";
-    std::string result = c.state() == v1::CANDIDATE_PROBED
-                             ? OutcomeName(c.probe_result().outcome())
-                             : CandidateStateName(c.state());
-    if (ok) {
-      const bool simulated = c.probe_result().simulated();
-      any_simulated = any_simulated || simulated;
-      probed = absl::StrFormat("%.1f%s", c.probe_result().model_tflops_per_gpu(),
-                               simulated ? " (sim)" : "");
-      step = absl::StrFormat("%.3f", c.probe_result().mean_step_time_seconds());
-    }
-    table.AddRow({ok ? absl::StrCat(++rank) : "-", FormatConfig(c.config()),
-                  GiB(c.memory().peak_bytes()), Percent(c.memory().fraction_of_capacity()),
-                  absl::StrFormat("%.1f", c.predicted().model_tflops_per_gpu()), probed, step,
-                  result});
-  }
-  absl::StrAppend(&out, "\n", table.Render());
+  const auto [table, any_simulated] = CandidatesTable(search, 0);
+  absl::StrAppend(&out, "\n", table);
   for (const auto& c : search.candidates()) {
     if (c.waiting_reason().empty()) continue;
     absl::StrAppend(&out, "waiting: ", FormatConfig(c.config()), " ", c.waiting_reason(), "\n");
@@ -296,6 +323,18 @@ std::string FormatSearch(const v1::Search& search) {
                     "(sim) = SIMULATED by the sim backend: the performance model plus seeded "
                     "noise, not a GPU measurement.\n");
   }
+  return out;
+}
+
+std::string FormatLiveView(const v1::Search& search, const std::string& event, int max_rows) {
+  std::string out = absl::StrCat(FormatProgress(search), "\n");
+  if (!event.empty()) absl::StrAppend(&out, "  ", event, "\n");
+  const auto [table, any_simulated] = CandidatesTable(search, max_rows);
+  if (!search.candidates().empty()) absl::StrAppend(&out, table);
+  if (search.candidates_size() > max_rows) {
+    absl::StrAppend(&out, "(", search.candidates_size() - max_rows, " more)\n");
+  }
+  if (any_simulated) absl::StrAppend(&out, "(sim) = simulated\n");
   return out;
 }
 

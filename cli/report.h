@@ -34,6 +34,10 @@ std::string FormatProgress(const v1::Search& search);
 std::string FormatSearch(const v1::Search& search);
 
 // One row per search: name, display name, state, probed/selected, best TFLOP/s per GPU.
+// What `paratune watch` redraws on a terminal: the progress line, the latest event and the
+// first `max_rows` ranked candidates.
+std::string FormatLiveView(const v1::Search& search, const std::string& event, int max_rows);
+
 std::string FormatSearchList(const v1::ListSearchesResponse& response);
 
 // One row per worker: name, host, GPUs, backends, state, probes completed.

@@ -77,6 +77,19 @@ TEST(FormatSearchTest, SaysWhyACandidateWaits) {
               HasSubstr("waiting: dp2 tp2 pp1 cp1 mbs1 needs 8 GPUs; the live workers hold 4\n"));
 }
 
+TEST(FormatLiveViewTest, ProgressEventAndTheFirstRows) {
+  v1::Search search;
+  search.set_name("searches/3");
+  search.set_state(v1::PROBING);
+  for (int i = 0; i < 5; ++i) *search.add_candidates() = Probed(4, 1, 400.0 - i, true);
+  const std::string view = FormatLiveView(search, "candidates/2 probed", 3);
+  EXPECT_THAT(view, HasSubstr("searches/3 PROBING: probed"));
+  EXPECT_THAT(view, HasSubstr("  candidates/2 probed\n"));
+  EXPECT_THAT(view, HasSubstr("   3  dp4 tp1"));
+  EXPECT_THAT(view, Not(HasSubstr("   4  dp4 tp1")));
+  EXPECT_THAT(view, HasSubstr("(2 more)"));
+}
+
 TEST(FormatProgressTest, NamesTheBestMeasuredConfiguration) {
   v1::Search search;
   search.set_name("searches/3");

@@ -19,6 +19,7 @@ class Table {
 
   // Cells beyond the column count are dropped; missing cells print empty.
   void AddRow(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+  int rows() const { return static_cast<int>(rows_.size()); }
 
   // Header, a rule of dashes, then the rows; columns separated by two spaces; each line ends
   // with '\n' and has no trailing spaces.

@@ -9,18 +9,18 @@ namespace paratune {
 namespace {
 
 // Versioned so the encoding can change without misreading old tokens.
-constexpr absl::string_view kPrefix = "searches-before:";
+constexpr absl::string_view kPrefix = "v1-after:";
 
 absl::Status BadToken(absl::string_view token) {
   return absl::InvalidArgumentError(
       absl::StrCat("page_token (\"", absl::CHexEscape(token.substr(0, 64)),
-                   "\") is not a token from a previous ListSearches response"));
+                   "\") is not a token from a previous page of this list"));
 }
 
 }  // namespace
 
-std::string EncodePageToken(int64_t before_id) {
-  return absl::WebSafeBase64Escape(absl::StrCat(kPrefix, before_id));
+std::string EncodePageToken(int64_t position) {
+  return absl::WebSafeBase64Escape(absl::StrCat(kPrefix, position));
 }
 
 absl::StatusOr<int64_t> DecodePageToken(absl::string_view token) {
@@ -30,12 +30,12 @@ absl::StatusOr<int64_t> DecodePageToken(absl::string_view token) {
       !absl::StartsWith(decoded, kPrefix)) {
     return BadToken(token);
   }
-  int64_t before_id = 0;
-  if (!absl::SimpleAtoi(absl::string_view(decoded).substr(kPrefix.size()), &before_id) ||
-      before_id < 1) {
+  int64_t position = 0;
+  if (!absl::SimpleAtoi(absl::string_view(decoded).substr(kPrefix.size()), &position) ||
+      position < 1) {
     return BadToken(token);
   }
-  return before_id;
+  return position;
 }
 
 }  // namespace paratune
