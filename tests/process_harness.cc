@@ -66,14 +66,7 @@ int ChildProcess::Terminate(absl::Duration grace) {
   kill(-pid_, SIGTERM);
   const absl::Time give_up = absl::Now() + grace;
   while (!Poll().has_value() && absl::Now() < give_up) absl::SleepFor(kPollInterval);
-  kill(-pid_, SIGKILL);
-  if (!exit_status_.has_value()) {
-    int status = 0;
-    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    exit_status_ = status;
-  }
-  return *exit_status_;
+  return Kill();
 }
 
 int ChildProcess::Kill() {
