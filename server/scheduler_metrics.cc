@@ -24,6 +24,7 @@ enum Family {
   kCandidatesSelected,
   kCandidatesPruned,
   kProbeResults,
+  kProbeGpuSeconds,
   kProbesQueued,
   kProbesRunning,
   kWorkers,
@@ -60,6 +61,10 @@ const std::vector<MetricDescriptor>& Descriptors() {
        "after an infrastructure error counts once, with its last outcome.",
        MetricType::kCounter,
        {"backend", "outcome"}},
+      {"paratune_probe_gpu_seconds_total",
+       "Wall seconds x GPUs of the probes that finished, as their workers reported them.",
+       MetricType::kCounter,
+       {}},
       {"paratune_probes_queued", "Probes waiting for a worker.", MetricType::kGauge, {}},
       {"paratune_probes_running", "Probes leased to a worker.", MetricType::kGauge, {}},
       {"paratune_workers", "Registered workers, by state.", MetricType::kGauge, {"state"}},
@@ -111,6 +116,7 @@ std::vector<MetricFamily> SchedulerMetrics::Collect() const {
     add(kProbeResults, {key.first, EnumLabel(v1::ProbeOutcome_Name(key.second), "PROBE_")},
         results);
   }
+  add(kProbeGpuSeconds, {}, totals.probe_gpu_seconds);
   add(kProbesQueued, {}, stats.queued_probes);
   add(kProbesRunning, {}, stats.running_probes);
   for (v1::WorkerState state : {v1::WORKER_IDLE, v1::WORKER_BUSY, v1::WORKER_LOST}) {

@@ -22,7 +22,10 @@ void AddSearchTotals(const v1::Search& search, SearchTotals& totals) {
   totals.candidates_pruned[kPrunedOutOfMemory] += counts.memory_out_of_memory();
   // memory_safe already includes the risky ones when the search probes them.
   totals.candidates_pruned[kPrunedRisky] += include_risky ? 0 : counts.memory_risky();
-  totals.candidates_pruned[kPrunedNotSelected] += counts.memory_safe() - counts.selected();
+  if (Ended(search.state())) {
+    totals.candidates_pruned[kPrunedNotSelected] += counts.memory_safe() - counts.selected();
+  }
+  totals.probe_gpu_seconds += counts.gpu_seconds();
   for (const v1::Candidate& candidate : search.candidates()) {
     if (candidate.state() != v1::CANDIDATE_PROBED) continue;
     const v1::ProbeResult& result = candidate.probe_result();

@@ -34,8 +34,11 @@ struct SearchTotals {
   // Configurations selected for probing.
   int64_t candidates_selected = 0;
   // Enumerated configurations not selected, by reason (kPruned*); with candidates_selected
-  // they add up to candidates_enumerated.
+  // they add up to candidates_enumerated once every search has ended. kPrunedNotSelected is
+  // counted when a search ends: an ADAPTIVE search selects more as it goes.
   std::map<std::string, int64_t> candidates_pruned;
+  // Wall seconds x GPUs of the probes that finished, as their workers reported them.
+  double probe_gpu_seconds = 0;
 };
 
 // Adds what `search` contributed so far: its creation, its candidates, its recorded probe

@@ -43,7 +43,7 @@ v1::Search SearchWithCounts(v1::SearchState state, bool include_risky) {
 TEST(AddSearchTotalsTest, SplitsEnumeratedConfigurationsByWhyTheyWereNotProbed) {
   for (bool include_risky : {false, true}) {
     SearchTotals totals;
-    AddSearchTotals(SearchWithCounts(v1::PROBING, include_risky), totals);
+    AddSearchTotals(SearchWithCounts(v1::SUCCEEDED, include_risky), totals);
     int64_t accounted = totals.candidates_selected;
     for (const auto& [reason, count] : totals.candidates_pruned) accounted += count;
     EXPECT_EQ(accounted, totals.candidates_enumerated) << include_risky;
@@ -52,6 +52,23 @@ TEST(AddSearchTotalsTest, SplitsEnumeratedConfigurationsByWhyTheyWereNotProbed) 
     EXPECT_EQ(totals.candidates_pruned[kPrunedRisky], include_risky ? 0 : 10);
     EXPECT_EQ(totals.candidates_pruned[kPrunedNotSelected], include_risky ? 32 : 22);
   }
+}
+
+// A running ADAPTIVE search selects more as it goes: counting its unselected candidates then
+// would make a counter go down.
+TEST(AddSearchTotalsTest, NotSelectedCountsOnlyOnceTheSearchEnded) {
+  v1::Search search = SearchWithCounts(v1::PROBING, false);
+  search.mutable_counts()->set_gpu_seconds(7200);
+  SearchTotals running;
+  AddSearchTotals(search, running);
+  EXPECT_EQ(running.candidates_pruned[kPrunedNotSelected], 0);
+  EXPECT_DOUBLE_EQ(running.probe_gpu_seconds, 7200);
+  search.set_state(v1::SUCCEEDED);
+  search.mutable_counts()->set_selected(12);
+  SearchTotals ended;
+  AddSearchTotals(search, ended);
+  EXPECT_EQ(ended.candidates_pruned[kPrunedNotSelected], 18);
+  EXPECT_GT(ended.candidates_selected, running.candidates_selected);
 }
 
 TEST(AddSearchTotalsTest, CountsRecordedResultsAndTheFinalState) {
