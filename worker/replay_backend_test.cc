@@ -179,10 +179,9 @@ TEST(ReplayBackendTest, FujiiDashCellsAreNotMeasuredNotOutOfMemory) {
 
 TEST(ReplayBackendTest, EveryPublishedTableLoads) {
   v1::ReplayConfig config;
-  for (const char* file :
-       {"nvidia_dgxc_h100.csv", "megatron_core_h100_weak_scaling.csv",
-        "narayanan2021_table1_a100.csv", "korthikanti2022_table5_a100.csv",
-        "llama31_8b_4d_abci_tsubame.csv"}) {
+  for (const char* file : {"nvidia_dgxc_h100.csv", "megatron_core_h100_weak_scaling.csv",
+                           "narayanan2021_table1_a100.csv", "korthikanti2022_table5_a100.csv",
+                           "llama31_8b_4d_abci_tsubame.csv"}) {
     config.add_published_tables(std::string("data/measured/") + file);
   }
   std::unique_ptr<ReplayBackend> backend = MakeBackend(config);
