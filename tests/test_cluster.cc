@@ -121,4 +121,27 @@ absl::StatusOr<std::vector<v1::WatchSearchResponse>> TestCluster::Watch(const st
   return responses;
 }
 
+absl::StatusOr<v1::Search> TestCluster::RunSearch(const v1::CreateSearchRequest& request,
+                                                  absl::Duration timeout,
+                                                  std::vector<v1::WatchSearchResponse>* events) {
+  v1::Search created;
+  absl::Status status =
+      FromGrpc(autotuner_->CreateSearch(ContextWithTimeout(kRpcTimeout).get(), request, &created));
+  if (!status.ok()) return status;
+  if (created.state() != v1::PROBING) {
+    return absl::FailedPreconditionError(absl::StrCat(created.name(), " is ",
+                                                      v1::SearchState_Name(created.state()),
+                                                      ", not PROBING: ", created.stop_reason()));
+  }
+  absl::StatusOr<std::vector<v1::WatchSearchResponse>> watched = Watch(created.name(), timeout);
+  if (!watched.ok()) return watched.status();
+  if (events != nullptr) *events = *std::move(watched);
+  v1::GetSearchRequest get;
+  get.set_name(created.name());
+  v1::Search search;
+  status = FromGrpc(autotuner_->GetSearch(ContextWithTimeout(kRpcTimeout).get(), get, &search));
+  if (!status.ok()) return status;
+  return search;
+}
+
 }  // namespace paratune

@@ -43,6 +43,13 @@ class TestCluster {
   absl::StatusOr<std::vector<v1::WatchSearchResponse>> Watch(const std::string& name,
                                                              absl::Duration timeout);
 
+  // Creates the search, follows it to its end (Watch, at most `timeout`) and returns its
+  // final state; `events`, when given, receives what Watch received. FAILED_PRECONDITION
+  // when the created search is not PROBING; the failing call's error otherwise.
+  absl::StatusOr<v1::Search> RunSearch(const v1::CreateSearchRequest& request,
+                                       absl::Duration timeout,
+                                       std::vector<v1::WatchSearchResponse>* events = nullptr);
+
  private:
   TestCluster() = default;
 

@@ -121,9 +121,7 @@ const CommandBackend::Launch* CommandBackend::FindLaunch(const std::string& name
 absl::StatusOr<v1::ProbeResult> CommandBackend::Run(const v1::ProbeAssignment& assignment,
                                                     ProbeContext& context) {
   const absl::Time start = absl::Now();
-  if (context.cancelled().HasBeenNotified()) {
-    return absl::CancelledError(absl::StrCat("probe ", assignment.name(), " was cancelled"));
-  }
+  PT_RETURN_IF_ERROR(WaitUnlessCancelled(context, absl::ZeroDuration(), assignment.name()));
   PT_ASSIGN_OR_RETURN(const ProbeSpecs specs, ResolveProbeSpecs(assignment));
   PT_RETURN_IF_ERROR(
       ValidateTemplateName("assignment.command_template", assignment.command_template()));

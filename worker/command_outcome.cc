@@ -48,7 +48,9 @@ CommandOutcome ClassifyCommandRun(const SubprocessResult& run, const TrainingLog
   const int64_t needed = expected.dropped_iterations + expected.timed_steps;
   const int64_t count = static_cast<int64_t>(logged.size());
   const bool exited_ok = run.ending == SubprocessResult::Ending::kExited && run.exit_code == 0;
-  const std::string ending = absl::StrCat("the run ", DescribeEnding(run, timeout));
+  const std::string ending =
+      absl::StrCat(run.ending == SubprocessResult::Ending::kSignaled ? "the run was " : "the run ",
+                   DescribeEnding(run, timeout));
   const std::string progress = absl::StrCat("after logging ", count, " of ", needed, " step times");
 
   if (exited_ok && count == needed) {

@@ -87,8 +87,8 @@ TEST(CommandOutcomeTest, SignalsAndExitCodesAreCrashesWithTheOutputsLastLines) {
   killed.ending = SubprocessResult::Ending::kSignaled;
   killed.signal = 11;
   EXPECT_EQ(Classify(killed, Log(5)).outcome, v1::PROBE_CRASH);
-  EXPECT_THAT(Classify(killed, Log(5)).message,
-              AllOf(HasSubstr("killed by signal 11"), HasSubstr("(it printed nothing)")));
+  EXPECT_THAT(Classify(killed, Log(5)).message, AllOf(HasSubstr("the run was killed by signal 11"),
+                                                      HasSubstr("(it printed nothing)")));
   SubprocessResult failed = Exited(3);
   std::string many_lines;
   for (int i = 0; i < 40; ++i) absl::StrAppend(&many_lines, "line ", i, "\n");

@@ -7,7 +7,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "convert/spec_convert.h"
 #include "estimator/pipeline_layout.h"
 
 namespace paratune {
@@ -36,16 +38,10 @@ absl::Status CheckPlain(const std::string& field, absl::string_view text) {
                    "\") must be letters, digits and . , : / _ - to fill a launch template"));
 }
 
-const char* RecomputeName(Recompute recompute) {
-  switch (recompute) {
-    case Recompute::kNone:
-      return "none";
-    case Recompute::kSelective:
-      return "selective";
-    case Recompute::kFull:
-      return "full";
-  }
-  return "none";
+// "none", "selective" or "full": the API's enum name without its prefix.
+std::string RecomputeName(const ParallelConfig& config) {
+  return absl::AsciiStrToLower(absl::StripPrefix(
+      v1::Recompute_Name(ParallelConfigToProto(config).recompute()), "RECOMPUTE_"));
 }
 
 }  // namespace
@@ -215,7 +211,7 @@ absl::StatusOr<LaunchValues> LaunchValues::ForProbe(const v1::ProbeAssignment& a
   values.SetBoolean("uneven_pipeline", uneven);
   values.SetInteger("layers_per_virtual_stage",
                     (model.num_layers() + (uneven ? kUnevenSplitExtraLayers : 0)) / stages);
-  values.SetText("recompute", RecomputeName(config.recompute()));
+  values.SetText("recompute", RecomputeName(config));
   values.SetBoolean("sequence_parallel", config.sequence_parallel() && config.tp() > 1);
   values.SetInteger("num_layers", model.num_layers());
   values.SetInteger("hidden_size", model.hidden_size());

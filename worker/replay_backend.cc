@@ -47,9 +47,7 @@ absl::StatusOr<v1::ProbeResult> ReplayBackend::Run(const v1::ProbeAssignment& as
                                                    ProbeContext& context) {
   const absl::Time start = absl::Now();
   PT_ASSIGN_OR_RETURN(const ProbeSpecs specs, ResolveProbeSpecs(assignment));
-  if (context.cancelled().WaitForNotificationWithTimeout(options_.probe_time)) {
-    return absl::CancelledError(absl::StrCat("probe ", assignment.name(), " was cancelled"));
-  }
+  PT_RETURN_IF_ERROR(WaitUnlessCancelled(context, options_.probe_time, assignment.name()));
   v1::ProbeResult result;
   result.set_backend(Name());
   result.set_simulated(false);
@@ -68,8 +66,8 @@ absl::StatusOr<v1::ProbeResult> ReplayBackend::Run(const v1::ProbeAssignment& as
                      result);
         for (const char* part : TrainingStepParts()) result.add_measured(part);
         result.set_message(absl::StrFormat(
-            "replay of a measurement, not run here: %s measured a mean step time of %.4g s "
-            "(%.1f TFLOP/s per GPU); each of the %d step times is that one value%s",
+            "replay of a measurement, not run here: %s: mean step time %.4g s, %.1f TFLOP/s "
+            "per GPU; each of the %d step times is that one value%s",
             run.source, run.step_seconds, result.model_tflops_per_gpu(), assignment.timed_steps(),
             also));
         break;

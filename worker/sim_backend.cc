@@ -44,9 +44,7 @@ absl::StatusOr<v1::ProbeResult> SimBackend::Run(const v1::ProbeAssignment& assig
                                                 ProbeContext& context) {
   const absl::Time start = absl::Now();
   PT_ASSIGN_OR_RETURN(const ProbeSpecs specs, ResolveProbeSpecs(assignment));
-  if (context.cancelled().WaitForNotificationWithTimeout(options_.probe_time)) {
-    return absl::CancelledError(absl::StrCat("probe ", assignment.name(), " was cancelled"));
-  }
+  PT_RETURN_IF_ERROR(WaitUnlessCancelled(context, options_.probe_time, assignment.name()));
 
   v1::ProbeResult result;
   result.set_backend(Name());

@@ -75,11 +75,14 @@ absl::StatusOr<v1::WorkerConfig> ParseWorkerConfig(const std::string& path,
   for (v1::CommandTemplate& launch : *config.mutable_command_templates()) {
     MakeAbsolute(directory, *launch.mutable_working_directory());
   }
-  for (std::string& table : *config.mutable_replay()->mutable_published_tables()) {
-    MakeAbsolute(directory, table);
-  }
-  for (std::string& table : *config.mutable_replay()->mutable_run_tables()) {
-    MakeAbsolute(directory, table);
+  // mutable_replay() would make an absent section present.
+  if (config.has_replay()) {
+    for (std::string& table : *config.mutable_replay()->mutable_published_tables()) {
+      MakeAbsolute(directory, table);
+    }
+    for (std::string& table : *config.mutable_replay()->mutable_run_tables()) {
+      MakeAbsolute(directory, table);
+    }
   }
   return config;
 }

@@ -37,6 +37,13 @@ TEST(WorkerConfigTest, AConfigGivenByARelativePathIsAnchoredAtTheWorkingDirector
   EXPECT_THAT(config->replay().run_tables(0), HasSubstr("/conf/runs.csv"));
 }
 
+TEST(WorkerConfigTest, AbsentSectionsStayAbsent) {
+  absl::StatusOr<v1::WorkerConfig> config =
+      ParseWorkerConfig("w.textproto", R"pb(command_templates { name: "a" argv: "x" })pb");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->has_replay());
+}
+
 TEST(WorkerConfigTest, SyntaxErrorsNameTheFileLineAndColumn) {
   absl::StatusOr<v1::WorkerConfig> config =
       ParseWorkerConfig("w.textproto", "command_templates {\n  nmae: \"a\"\n}\n");
