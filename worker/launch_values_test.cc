@@ -5,46 +5,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/probe_specs.h"
+#include "worker/test_assignments.h"
 
 namespace paratune {
 namespace {
 
 using ::testing::HasSubstr;
 
-// Llama-3.1-70B (80 layers) on 2 nodes x 8 H100-80GB as dp2 tp4 pp2 cp1 mbs1 vp2, global
-// batch 64, 1 warm-up and 3 timed steps, as a gang of two workers seen from the second.
-v1::ProbeAssignment GangAssignment() {
-  v1::ProbeAssignment assignment;
-  assignment.set_name("searches/3/candidates/5/probes/1");
-  assignment.mutable_model()->set_preset("llama3.1-70b");
-  assignment.mutable_training()->set_global_batch_size(64);
-  assignment.mutable_training()->set_seq_len(8192);
-  assignment.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
-  assignment.mutable_cluster()->set_num_nodes(2);
-  assignment.mutable_cluster()->set_gpus_per_node(8);
-  v1::ParallelConfig& config = *assignment.mutable_config();
-  config.set_data_parallel(2);
-  config.set_tensor_parallel(4);
-  config.set_pipeline_parallel(2);
-  config.set_context_parallel(1);
-  config.set_micro_batch_size(1);
-  config.set_virtual_pipeline(2);
-  config.set_recompute(v1::RECOMPUTE_SELECTIVE);
-  assignment.set_scope(v1::PROBE_SCOPE_FULL);
-  assignment.set_warmup_steps(1);
-  assignment.set_timed_steps(3);
-  assignment.set_num_ranks(16);
-  for (int i = 0; i < 2; ++i) {
-    v1::GangMember& member = *assignment.add_gang();
-    member.set_worker(absl::StrCat("workers/", i + 1));
-    member.set_hostname(absl::StrCat("gpu-node-", i));
-    member.set_first_rank(8 * i);
-    member.set_num_ranks(8);
-  }
-  assignment.set_gang_index(1);
-  for (int g = 0; g < 8; ++g) assignment.add_gpu_indices(g);
-  return assignment;
-}
+v1::ProbeAssignment GangAssignment() { return TwoNodeGangAssignment(v1::RECOMPUTE_SELECTIVE); }
 
 absl::StatusOr<LaunchValues> Values(const v1::ProbeAssignment& assignment) {
   absl::StatusOr<ProbeSpecs> specs = ResolveProbeSpecs(assignment);
@@ -83,7 +51,7 @@ TEST(LaunchValuesTest, EveryPlaceholderHasAValueForAGangMember) {
       {"fp8", "false"},
       {"distributed_optimizer", "true"},
       {"fp32_gradients", "true"},
-      {"train_iters", "6"},
+      {"train_iters", "9"},
       {"nnodes", "2"},
       {"node_rank", "1"},
       {"nproc_per_node", "8"},
