@@ -127,6 +127,57 @@ TEST(E2eCommandTest, EveryOutcomeOfARealRunIsClassified) {
   }
 }
 
+// Full-scope probes of a 2 x 4 cluster on two 4-GPU workers: each probe runs as a gang, each
+// worker launching its node's ranks after gang[0]'s master port came through the scheduler.
+TEST(E2eCommandTest, GangMembersEachLaunchTheirNodesRanks) {
+  const std::vector<std::string> flags = {"--backend=command",
+                                          "--config=tests/testdata/command_worker.textproto",
+                                          "--sim_gpus=4", "--sim_gpu_type=h100-80gb"};
+  absl::StatusOr<std::unique_ptr<TestCluster>> cluster = TestCluster::Start({flags, flags});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+
+  v1::CreateSearchRequest request;
+  request.set_display_name("command backend gang e2e");
+  v1::SearchSpec& spec = *request.mutable_spec();
+  spec.mutable_model()->set_preset("llama3.2-1b");
+  spec.mutable_training()->set_global_batch_size(64);
+  spec.mutable_training()->set_seq_len(2048);
+  spec.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
+  spec.mutable_cluster()->set_num_nodes(2);
+  spec.mutable_cluster()->set_gpus_per_node(4);
+  spec.set_policy(v1::TOP_K);
+  spec.set_top_k(2);
+  v1::ProbeSettings& probe = *spec.mutable_probe();
+  probe.set_backend("command");
+  probe.set_command_template("fake-megatron-plain");
+  probe.set_scope(v1::PROBE_SCOPE_FULL);
+  probe.set_deadline_seconds(30);
+
+  absl::StatusOr<v1::Search> search = (*cluster)->RunSearch(request, kSearchTimeout);
+  ASSERT_TRUE(search.ok()) << search.status();
+  EXPECT_EQ(search->state(), v1::SUCCEEDED) << search->stop_reason();
+  ASSERT_EQ(search->candidates_size(), 2);
+  for (const v1::Candidate& candidate : search->candidates()) {
+    const v1::ProbeResult& result = candidate.probe_result();
+    EXPECT_EQ(result.outcome(), v1::PROBE_OK) << result.message();
+    // The probe's result is gang[0]'s: the first four of the eight ranks.
+    EXPECT_THAT(result.message(), HasSubstr("template \"fake-megatron-plain\", ranks 0-3 of 8 "
+                                            "on node 0 of 2: measured"));
+  }
+  v1::ListWorkersResponse workers;
+  ASSERT_TRUE((*cluster)
+                  ->autotuner()
+                  .ListWorkers(ContextWithTimeout(absl::Seconds(30)).get(),
+                               v1::ListWorkersRequest(), &workers)
+                  .ok());
+  ASSERT_EQ(workers.workers_size(), 2);
+  for (const v1::Worker& worker : workers.workers()) {
+    EXPECT_EQ(worker.probes_completed(), 2) << worker.name();
+    EXPECT_THAT(worker.command_templates(), Contains("fake-megatron-plain"));
+    EXPECT_THAT(worker.gpus(0).name(), HasSubstr("H100-80GB (declared)"));
+  }
+}
+
 }  // namespace
 }  // namespace paratune
 
