@@ -47,52 +47,39 @@ std::string RecomputeName(const ParallelConfig& config) {
 }  // namespace
 
 const std::vector<Placeholder>& LaunchPlaceholders() {
+  // What each means: docs/backends.md, "Templates".
   static const std::vector<Placeholder>* const placeholders = new std::vector<Placeholder>{
-      {"tp", Kind::kInteger, "tensor-parallel size"},
-      {"pp", Kind::kInteger, "pipeline-parallel size"},
-      {"cp", Kind::kInteger, "context-parallel size"},
-      {"dp", Kind::kInteger,
-       "data-parallel size of the probe: the configuration's, or the replicas a "
-       "replica-scope probe runs"},
-      {"mbs", Kind::kInteger, "micro-batch size"},
-      {"gbs", Kind::kInteger,
-       "global batch size of the probe: the search's, or for a replica-scope probe the "
-       "replicas' share with the same micro-batches per step"},
-      {"seq_len", Kind::kInteger, "sequence length, tokens"},
-      {"vp", Kind::kInteger, "virtual pipeline stages per rank; 1 when not interleaved"},
-      {"layers_per_virtual_stage", Kind::kInteger,
-       "transformer layers per virtual pipeline stage, num_layers / (pp x vp), counting the "
-       "embedding and the loss as a layer each when the split is uneven"},
-      {"uneven_pipeline", Kind::kBoolean,
-       "whether pp x vp does not divide num_layers (Megatron-LM's split that counts the "
-       "embedding and the loss as layers)"},
-      {"recompute", Kind::kRecompute, "activation recomputation: none, selective or full"},
-      {"sequence_parallel", Kind::kBoolean,
-       "Megatron sequence parallelism; always false when tp is 1"},
-      {"num_layers", Kind::kInteger, "transformer layers"},
-      {"hidden_size", Kind::kInteger, "model width"},
-      {"ffn_hidden_size", Kind::kInteger, "SwiGLU inner width"},
-      {"num_attention_heads", Kind::kInteger, "query heads"},
-      {"num_kv_heads", Kind::kInteger, "key/value heads (GQA query groups)"},
-      {"vocab_size", Kind::kInteger, "vocabulary size"},
-      {"tied_embeddings", Kind::kBoolean, "whether the LM head shares the embedding's weight"},
-      {"fp8", Kind::kBoolean, "fp8 GEMMs (bf16 otherwise)"},
-      {"distributed_optimizer", Kind::kBoolean,
-       "optimizer states sharded over data parallel (ZeRO-1)"},
-      {"fp32_gradients", Kind::kBoolean, "gradients accumulated and reduced in fp32"},
-      {"train_iters", Kind::kInteger,
-       "iterations to run: the template's extra warm-up, the probe's warm-up and its timed "
-       "steps"},
-      {"nnodes", Kind::kInteger, "workers running the probe (torchrun --nnodes)"},
-      {"node_rank", Kind::kInteger, "this worker's place among them, 0 hosts rank 0"},
-      {"nproc_per_node", Kind::kInteger, "ranks on this worker, one GPU each"},
-      {"world_size", Kind::kInteger, "ranks of the probe on all workers"},
-      {"master_addr", Kind::kText, "hostname of the worker hosting rank 0"},
-      {"master_port", Kind::kInteger,
-       "a TCP port free on that host when the probe started, the same for every worker"},
-      {"gpu_ids", Kind::kText,
-       "this worker's GPUs for the probe, comma-separated (CUDA_VISIBLE_DEVICES)"},
-      {"probe_name", Kind::kText, "the probe's resource name, searches/S/candidates/C/probes/A"},
+      {"tp", Kind::kInteger},
+      {"pp", Kind::kInteger},
+      {"cp", Kind::kInteger},
+      {"dp", Kind::kInteger},  // the probe's: fewer replicas for a replica-scope probe
+      {"mbs", Kind::kInteger},
+      {"gbs", Kind::kInteger},  // the probe's: the replicas' share, same micro-batches per step
+      {"seq_len", Kind::kInteger},
+      {"vp", Kind::kInteger},
+      {"layers_per_virtual_stage", Kind::kInteger},
+      {"uneven_pipeline", Kind::kBoolean},
+      {"recompute", Kind::kRecompute},
+      {"sequence_parallel", Kind::kBoolean},  // false whenever tp is 1
+      {"num_layers", Kind::kInteger},
+      {"hidden_size", Kind::kInteger},
+      {"ffn_hidden_size", Kind::kInteger},
+      {"num_attention_heads", Kind::kInteger},
+      {"num_kv_heads", Kind::kInteger},
+      {"vocab_size", Kind::kInteger},
+      {"tied_embeddings", Kind::kBoolean},
+      {"fp8", Kind::kBoolean},
+      {"distributed_optimizer", Kind::kBoolean},
+      {"fp32_gradients", Kind::kBoolean},
+      {"train_iters", Kind::kInteger},  // extra warm-up + warm-up + timed steps
+      {"nnodes", Kind::kInteger},
+      {"node_rank", Kind::kInteger},
+      {"nproc_per_node", Kind::kInteger},
+      {"world_size", Kind::kInteger},
+      {"master_addr", Kind::kText},
+      {"master_port", Kind::kInteger},
+      {"gpu_ids", Kind::kText},
+      {"probe_name", Kind::kText},
   };
   return *placeholders;
 }

@@ -27,10 +27,9 @@ enum class PlaceholderKind {
 struct Placeholder {
   const char* name;
   PlaceholderKind kind;
-  const char* meaning;  // one line, for docs and errors
 };
 
-// Every placeholder, in the order docs/backends.md lists them.
+// Every placeholder, in the order docs/backends.md lists and explains them.
 const std::vector<Placeholder>& LaunchPlaceholders();
 
 // The placeholder called `name`, or nullptr.
