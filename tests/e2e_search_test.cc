@@ -50,22 +50,9 @@ v1::CreateSearchRequest SearchRequest(const std::string& preset, const std::stri
 // Creates the search, follows it to the end and returns its final state.
 v1::Search RunSearch(TestCluster& cluster, const v1::CreateSearchRequest& request,
                      std::vector<v1::WatchSearchResponse>* events) {
-  v1::Search created;
-  const grpc::Status status =
-      cluster.autotuner().CreateSearch(ContextWithTimeout(kRpcTimeout).get(), request, &created);
-  EXPECT_TRUE(status.ok()) << status.error_message();
-  EXPECT_EQ(created.state(), v1::PROBING) << created.stop_reason();
-  absl::StatusOr<std::vector<v1::WatchSearchResponse>> watched =
-      cluster.Watch(created.name(), kSearchTimeout);
-  EXPECT_TRUE(watched.ok()) << watched.status();
-  if (watched.ok()) *events = *watched;
-  v1::GetSearchRequest get;
-  get.set_name(created.name());
-  v1::Search final_search;
-  EXPECT_TRUE(cluster.autotuner()
-                  .GetSearch(ContextWithTimeout(kRpcTimeout).get(), get, &final_search)
-                  .ok());
-  return final_search;
+  absl::StatusOr<v1::Search> search = cluster.RunSearch(request, kSearchTimeout, events);
+  EXPECT_TRUE(search.ok()) << search.status();
+  return search.ok() ? *std::move(search) : v1::Search();
 }
 
 void ExpectRankedAndSimulated(const v1::Search& search) {

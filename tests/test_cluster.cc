@@ -210,13 +210,20 @@ absl::StatusOr<std::vector<v1::WatchSearchResponse>> TestCluster::Watch(const st
 }
 
 absl::StatusOr<v1::Search> TestCluster::RunSearch(const v1::CreateSearchRequest& request,
-                                                  absl::Duration timeout) {
+                                                  absl::Duration timeout,
+                                                  std::vector<v1::WatchSearchResponse>* events) {
   v1::Search created;
   absl::Status status =
       FromGrpc(autotuner_->CreateSearch(ContextWithTimeout(kRpcTimeout).get(), request, &created));
   if (!status.ok()) return status;
+  if (created.state() != v1::PROBING) {
+    return absl::FailedPreconditionError(absl::StrCat(created.name(), " is ",
+                                                      v1::SearchState_Name(created.state()),
+                                                      ", not PROBING: ", created.stop_reason()));
+  }
   absl::StatusOr<std::vector<v1::WatchSearchResponse>> watched = Watch(created.name(), timeout);
   if (!watched.ok()) return watched.status();
+  if (events != nullptr) *events = *std::move(watched);
   return GetSearch(created.name());
 }
 

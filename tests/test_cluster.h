@@ -74,10 +74,12 @@ class TestCluster {
   // survives the server being down meanwhile.
   absl::StatusOr<v1::Search> WaitUntilEnded(const std::string& name, absl::Duration timeout);
 
-  // Creates the search, follows it until it ends (at most `timeout`) and returns it as
-  // GetSearch has it then. The first failing call's error.
+  // Creates the search, follows it to its end (Watch, at most `timeout`) and returns its
+  // final state; `events`, when given, receives what Watch received. FAILED_PRECONDITION
+  // when the created search is not PROBING; the failing call's error otherwise.
   absl::StatusOr<v1::Search> RunSearch(const v1::CreateSearchRequest& request,
-                                       absl::Duration timeout);
+                                       absl::Duration timeout,
+                                       std::vector<v1::WatchSearchResponse>* events = nullptr);
 
  private:
   TestCluster() = default;

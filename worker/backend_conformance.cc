@@ -52,6 +52,10 @@ TEST_P(BackendConformanceTest, ValidAssignmentRunsEveryTimedStep) {
   EXPECT_GE(result.wall_seconds(), 0);
   EXPECT_FALSE(result.measured().empty() && result.modelled().empty())
       << "a result says what was measured and what was modelled";
+  if (result.simulated()) {
+    EXPECT_TRUE(result.measured().empty()) << "a simulation measures nothing";
+  }
+  EXPECT_FALSE(result.message().empty()) << "a result says where its numbers come from";
 }
 
 TEST_P(BackendConformanceTest, ImpossibleConfigurationsNeverSucceed) {
@@ -82,6 +86,7 @@ TEST_P(BackendConformanceTest, ConfigurationTooLargeForMemoryIsOutOfMemory) {
   ExpectNotOk(outcome);
   if (outcome.ok()) {
     EXPECT_EQ(outcome->outcome(), v1::PROBE_OUT_OF_MEMORY);
+    EXPECT_FALSE(outcome->message().empty()) << "a failed probe says why";
   }
 }
 

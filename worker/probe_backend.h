@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "proto/probe.pb.h"
 
 namespace paratune {
@@ -49,6 +50,11 @@ class ProbeBackend {
   virtual absl::StatusOr<v1::ProbeResult> Run(const v1::ProbeAssignment& assignment,
                                               ProbeContext& context) = 0;
 };
+
+// Waits `duration`, the wall time a sim or replay probe takes so that a search's progress can
+// be watched. CANCELLED naming `probe` when the context is cancelled first (or already was).
+absl::Status WaitUnlessCancelled(const ProbeContext& context, absl::Duration duration,
+                                 const std::string& probe);
 
 // The context of a probe that runs on one worker with nobody to rendezvous with: tests, and
 // tools that run a backend directly. Rendezvous hands back the caller's own token.

@@ -9,20 +9,15 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
-#include "convert/spec_convert.h"
 #include "estimator/memory_model.h"
 #include "estimator/performance_model.h"
+#include "worker/probe_specs.h"
+#include "worker/step_metrics.h"
 
 namespace paratune {
 namespace {
 
-constexpr int64_t kMaxTimedSteps = 10'000;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-// What a simulated probe models: all of it.
-constexpr const char* kModelled[] = {"compute",        "tp_collectives", "cp_collectives",
-                                     "dp_collectives", "pp_collectives", "pipeline_bubble",
-                                     "optimizer",      "peak_memory"};
 
 // SplitMix64's finalizer (Steele, Lea, Flood 2014): a fixed, well-mixed seed from several
 // integers, the same on every platform (std::hash is not).
@@ -48,29 +43,16 @@ uint64_t NoiseSeed(const v1::ProbeAssignment& assignment, const ParallelConfig& 
 absl::StatusOr<v1::ProbeResult> SimBackend::Run(const v1::ProbeAssignment& assignment,
                                                 ProbeContext& context) {
   const absl::Time start = absl::Now();
-  PT_ASSIGN_OR_RETURN(ModelSpec model, ModelSpecFromProto(assignment.model()));
-  PT_ASSIGN_OR_RETURN(TrainingSpec training, TrainingSpecFromProto(assignment.training()));
-  PT_ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpecFromProto(assignment.cluster()));
-  // The scheduler chose the configuration under its own placement rules; the simulation
-  // only needs it to be well-formed.
-  PlacementRules rules;
-  rules.allow_tp_cp_across_nodes = true;
-  PT_ASSIGN_OR_RETURN(ParallelConfig config, ParallelConfigFromProto(assignment.config(), model,
-                                                                     training, cluster, rules));
-  if (assignment.timed_steps() < 1 || assignment.timed_steps() > kMaxTimedSteps) {
-    return absl::InvalidArgumentError(absl::StrCat("assignment.timed_steps (",
-                                                   assignment.timed_steps(), ") must be in [1, ",
-                                                   kMaxTimedSteps, "]"));
-  }
-  if (context.cancelled().WaitForNotificationWithTimeout(options_.probe_time)) {
-    return absl::CancelledError(absl::StrCat("probe ", assignment.name(), " was cancelled"));
-  }
+  PT_ASSIGN_OR_RETURN(const ProbeSpecs specs, ResolveProbeSpecs(assignment));
+  PT_RETURN_IF_ERROR(WaitUnlessCancelled(context, options_.probe_time, assignment.name()));
 
   v1::ProbeResult result;
   result.set_backend(Name());
   result.set_simulated(true);
-  for (const char* part : kModelled) result.add_modelled(part);
-  const MemoryEstimate memory = EstimateMemory(model, training, cluster, config, MemoryOptions());
+  for (const char* part : TrainingStepParts()) result.add_modelled(part);
+  result.add_modelled("peak_memory");
+  const MemoryEstimate memory =
+      EstimateMemory(specs.model, specs.training, specs.cluster, specs.config, MemoryOptions());
   result.set_peak_memory_bytes(static_cast<int64_t>(memory.peak_bytes));
   if (memory.verdict == MemoryVerdict::kOutOfMemory) {
     result.set_outcome(v1::PROBE_OUT_OF_MEMORY);
@@ -82,26 +64,20 @@ absl::StatusOr<v1::ProbeResult> SimBackend::Run(const v1::ProbeAssignment& assig
     return result;
   }
 
-  const PerformanceEstimate predicted = PredictPerformance(
-      model, training, cluster, config, DefaultPerformanceParameters(cluster.gpu()));
-  const uint64_t seed = NoiseSeed(assignment, config);
-  std::mt19937_64 random(seed);
+  const PerformanceEstimate predicted =
+      PredictPerformance(specs.model, specs.training, specs.cluster, specs.config,
+                         DefaultPerformanceParameters(specs.cluster.gpu()));
+  std::mt19937_64 random(NoiseSeed(assignment, specs.config));
   std::normal_distribution<double> config_noise(0.0, options_.config_noise_sigma);
   std::normal_distribution<double> step_noise(0.0, options_.step_noise_sigma);
   const double config_factor = std::exp(config_noise(random));
-  double total = 0;
+  std::vector<double> step_times;
   for (int64_t i = 0; i < assignment.timed_steps(); ++i) {
-    const double step = predicted.step_time_seconds * config_factor * std::exp(step_noise(random));
-    result.add_step_times_seconds(step);
-    total += step;
+    step_times.push_back(predicted.step_time_seconds * config_factor *
+                         std::exp(step_noise(random)));
   }
-  const double mean = total / static_cast<double>(assignment.timed_steps());
   result.set_outcome(v1::PROBE_OK);
-  result.set_mean_step_time_seconds(mean);
-  result.set_tokens_per_second(static_cast<double>(training.global_batch_size()) *
-                               static_cast<double>(training.seq_len()) / mean);
-  result.set_model_tflops_per_gpu(predicted.model_flops_per_step /
-                                  (mean * static_cast<double>(cluster.world_size())) / 1e12);
+  SetStepTimes(specs, step_times, result);
   result.set_message(absl::StrFormat(
       "simulated: performance model with seeded noise (assignment seed %d); peak memory %.1f "
       "GiB is the estimate, not a measurement",

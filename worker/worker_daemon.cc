@@ -153,6 +153,7 @@ absl::StatusOr<v1::RegisterWorkerResponse> WorkerDaemon::CallRegister() {
   for (const v1::Gpu& gpu : options_.gpus) *request.add_gpus() = gpu;
   for (const auto& backend : options_.backends) request.add_backends(backend->Name());
   for (const auto& [key, value] : options_.labels) (*request.mutable_labels())[key] = value;
+  for (const std::string& name : options_.command_templates) request.add_command_templates(name);
   v1::RegisterWorkerResponse response;
   PT_RETURN_IF_ERROR(
       FromGrpc(stub_->RegisterWorker(NewContext(options_.rpc_timeout).get(), request, &response)));
@@ -351,7 +352,8 @@ absl::StatusOr<std::string> WorkerDaemon::Rendezvous(const std::string& worker_n
     if (status.ok() && !response.token().empty()) return response.token();
     if (!status.ok() && !Retryable(status)) return status;
     if (cancelled.WaitForNotificationWithTimeout(backoff)) {
-      return absl::CancelledError(absl::StrCat("probe ", probe, " was cancelled during rendezvous"));
+      return absl::CancelledError(
+          absl::StrCat("probe ", probe, " was cancelled during rendezvous"));
     }
     backoff = std::min(backoff * 2, kMaxBackoff / 10);
   }

@@ -36,6 +36,9 @@ class WorkerDaemon {
     std::vector<v1::Gpu> gpus;
     std::string hostname;
     std::map<std::string, std::string> labels;
+    // Names of the command backend's launch templates (CommandBackend::TemplateNames), sent
+    // as RegisterWorkerRequest.command_templates; the server checks them.
+    std::vector<std::string> command_templates;
     // Deadline of every unary call to the server.
     absl::Duration rpc_timeout = absl::Seconds(10);
     // Longest AcquireProbe long poll (the call's deadline adds rpc_timeout).

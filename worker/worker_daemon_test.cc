@@ -199,6 +199,7 @@ class WorkerDaemonTest : public ::testing::Test {
     options.gpus = {gpu, gpu};
     options.hostname = "test-host";
     options.labels = {{"rack", "a1"}};
+    options.command_templates = {"megatron-llama", "nemo-llama"};
     options.acquire_wait = absl::Milliseconds(100);
     absl::StatusOr<std::unique_ptr<WorkerDaemon>> daemon = WorkerDaemon::Start(std::move(options));
     ASSERT_TRUE(daemon.ok()) << daemon.status();
@@ -223,6 +224,8 @@ TEST_F(WorkerDaemonTest, RegistersItsInventory) {
   EXPECT_EQ(registration.gpus_size(), 2);
   EXPECT_THAT(registration.backends(), ::testing::ElementsAre("sim"));
   EXPECT_EQ(registration.labels().at("rack"), "a1");
+  EXPECT_THAT(registration.command_templates(),
+              ::testing::ElementsAre("megatron-llama", "nemo-llama"));
 }
 
 TEST_F(WorkerDaemonTest, RunsProbesAndReportsResults) {

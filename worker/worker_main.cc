@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,36 +25,54 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/log.h"
+#include "common/status_macros.h"
 #include "estimator/cluster_spec.h"
 #include "metrics/http_exporter.h"
 #include "metrics/metrics_endpoint.h"
 #include "metrics/registry.h"
+#include "proto/worker_config.pb.h"
+#include "worker/command_backend.h"
 #include "worker/health_server.h"
+#include "worker/replay_backend.h"
 #include "worker/sim_backend.h"
+#include "worker/worker_config.h"
 #include "worker/worker_daemon.h"
 #include "worker/worker_metrics.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "host:port of paratune-server.");
 ABSL_FLAG(std::string, backend, "sim",
-          "Comma-separated probe backends this worker offers. Available in this build: sim "
-          "(the performance model with seeded noise; results are labelled simulated). "
-          "replay, command and cuda arrive with later issues.");
+          "Comma-separated probe backends this worker offers: sim (the performance model "
+          "with seeded noise; results are labelled simulated), replay (answers from the "
+          "measured runs of --config's replay tables; a configuration nobody measured is "
+          "NOT_MEASURED, never invented), command (runs --config's launch templates, e.g. "
+          "Megatron-LM's pretrain_gpt.py under torchrun, and reads step times from its log). "
+          "cuda arrives with a later issue.");
+ABSL_FLAG(std::string, config, "",
+          "Worker config file in protobuf text format (paratune.v1.WorkerConfig, "
+          "proto/worker_config.proto; docs/backends.md): the command backend's launch "
+          "templates and the replay backend's tables. Required by replay and command; each "
+          "section it has must belong to a backend in --backend.");
 ABSL_FLAG(int64_t, sim_gpus, 8,
-          "Number of GPUs the worker reports (1 to 64). The sim backend needs no real GPUs; "
-          "the scheduler still only leases it probes whose tensor x pipeline x context "
-          "parallel GPUs fit in this count.");
+          "Number of GPUs the worker reports (1 to 64), with indices 0 .. N-1. Until the "
+          "worker reads its inventory from the CUDA runtime this declares it for every "
+          "backend: command probes run on the GPUs of these indices; sim and replay need "
+          "none. The scheduler only leases the worker probes whose ranks fit.");
 ABSL_FLAG(std::string, sim_gpu_type, "h100-80gb",
           "Catalog GPU type of the reported GPUs (a100-40gb, a100-80gb, h100-80gb, "
-          "h100-94gb, h200-141gb). They are named \"simulated <TYPE>\" with the catalog "
-          "memory.");
+          "h100-94gb, h200-141gb), with the catalog memory. They are named \"simulated "
+          "<TYPE>\", or \"<TYPE> (declared)\" when the worker offers the command backend.");
 ABSL_FLAG(std::string, hostname, "",
-          "Hostname to register with; empty means this machine's hostname.");
+          "Hostname to register with; empty means this machine's hostname. Other workers "
+          "of a gang reach rank 0's torchrun rendezvous at it.");
 ABSL_FLAG(std::string, labels, "",
           "Comma-separated key=value labels to register with, e.g. rack=a1,pool=dev "
           "(at most 32).");
 ABSL_FLAG(double, sim_probe_seconds, 0.2,
           "Wall time each sim probe takes (it is cancellable), so progress is visible; 0 "
           "answers at once.");
+ABSL_FLAG(double, replay_probe_seconds, 0,
+          "Wall time each replay probe takes (it is cancellable), to watch a replayed "
+          "search progress as a live one would; 0 answers at once.");
 ABSL_FLAG(std::string, grpc_address, "127.0.0.1:0",
           "host:port of the worker's own gRPC server, which serves health checking "
           "(grpc.health.v1) and reflection only. Port 0 picks a free port (logged). Set a "
@@ -80,11 +99,15 @@ constexpr char kUsage[] =
     "(docs/operations.md lists them). Logs are one line per event on stderr (logfmt). "
     "SIGINT or SIGTERM stop it gracefully (a running probe is handed back to the server).\n"
     "\n"
-    "Usage: paratune-worker [--server=127.0.0.1:50051] [--backend=sim] [--sim_gpus=8]\n"
+    "Usage: paratune-worker [--server=127.0.0.1:50051] [--backend=sim,replay,command]\n"
+    "                       [--config=worker.textproto] [--sim_gpus=8]\n"
     "                       [--sim_gpu_type=h100-80gb] [--hostname=NAME] [--labels=k=v,...]\n"
-    "                       [--sim_probe_seconds=0.2] [--grpc_address=127.0.0.1:0]\n"
-    "                       [--metrics_address=HOST:PORT] [--metrics_port_file=PATH]\n"
-    "                       [--log_level=info]\n";
+    "                       [--sim_probe_seconds=0.2] [--replay_probe_seconds=0]\n"
+    "                       [--grpc_address=127.0.0.1:0] [--metrics_address=HOST:PORT]\n"
+    "                       [--metrics_port_file=PATH] [--log_level=info]\n"
+    "\n"
+    "Examples: deploy/templates/ has worker configs for Megatron-LM and NeMo launches;\n"
+    "docs/backends.md describes the backends, the config file and every placeholder.\n";
 
 absl::StatusOr<std::map<std::string, std::string>> ParseLabels(absl::string_view text) {
   std::map<std::string, std::string> labels;
@@ -99,26 +122,81 @@ absl::StatusOr<std::map<std::string, std::string>> ParseLabels(absl::string_view
   return labels;
 }
 
+absl::Status CheckSeconds(const char* flag, double seconds) {
+  if (std::isfinite(seconds) && seconds >= 0 && seconds <= 3600) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, " (", seconds, ") must be in [0, 3600]"));
+}
+
+// The backends --backend names, built from --config where they need it.
+absl::Status AddBackends(WorkerDaemon::Options& options) {
+  const std::string config_path = absl::GetFlag(FLAGS_config);
+  std::optional<v1::WorkerConfig> config;
+  if (!config_path.empty()) {
+    absl::StatusOr<v1::WorkerConfig> loaded = LoadWorkerConfig(config_path);
+    if (!loaded.ok()) return loaded.status();
+    config = *std::move(loaded);
+  }
+  auto with_config = [&config_path](const absl::Status& status) {
+    return absl::Status(status.code(),
+                        absl::StrCat("--config ", config_path, ": ", status.message()));
+  };
+  bool offers_replay = false;
+  bool offers_command = false;
+  for (absl::string_view name :
+       absl::StrSplit(absl::GetFlag(FLAGS_backend), ',', absl::SkipEmpty())) {
+    if (name == "sim") {
+      const double seconds = absl::GetFlag(FLAGS_sim_probe_seconds);
+      PT_RETURN_IF_ERROR(CheckSeconds("sim_probe_seconds", seconds));
+      SimBackend::Options sim;
+      sim.probe_time = absl::Seconds(seconds);
+      options.backends.push_back(std::make_unique<SimBackend>(sim));
+    } else if (name == "replay" || name == "command") {
+      if (!config.has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--backend ", name, " needs --config=FILE with its ",
+            name == "replay" ? "replay tables" : "command_templates", " (docs/backends.md)"));
+      }
+      if (name == "replay") {
+        const double seconds = absl::GetFlag(FLAGS_replay_probe_seconds);
+        PT_RETURN_IF_ERROR(CheckSeconds("replay_probe_seconds", seconds));
+        ReplayBackend::Options replay;
+        replay.probe_time = absl::Seconds(seconds);
+        absl::StatusOr<std::unique_ptr<ReplayBackend>> backend =
+            ReplayBackend::Create(config->replay(), replay);
+        if (!backend.ok()) return with_config(backend.status());
+        options.backends.push_back(*std::move(backend));
+        offers_replay = true;
+      } else {
+        absl::StatusOr<std::unique_ptr<CommandBackend>> backend = CommandBackend::Create(*config);
+        if (!backend.ok()) return with_config(backend.status());
+        options.command_templates = (*backend)->TemplateNames();
+        options.backends.push_back(*std::move(backend));
+        offers_command = true;
+      }
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--backend (\"", name,
+                       "\") is not one of sim, replay, command (cuda arrives with a later "
+                       "issue)"));
+    }
+  }
+  // A section nobody reads is a mistake the operator should hear about, not a silent no-op.
+  if (config.has_value() && config->command_templates_size() > 0 && !offers_command) {
+    return with_config(absl::InvalidArgumentError(
+        "command_templates are defined but --backend does not offer command"));
+  }
+  if (config.has_value() && config->has_replay() && !offers_replay) {
+    return with_config(
+        absl::InvalidArgumentError("replay is defined but --backend does not offer replay"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<WorkerDaemon::Options> OptionsFromFlags() {
   WorkerDaemon::Options options;
   options.server_address = absl::GetFlag(FLAGS_server);
-  const double probe_seconds = absl::GetFlag(FLAGS_sim_probe_seconds);
-  if (!std::isfinite(probe_seconds) || probe_seconds < 0 || probe_seconds > 3600) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--sim_probe_seconds (", probe_seconds, ") must be in [0, 3600]"));
-  }
-  for (absl::string_view name :
-       absl::StrSplit(absl::GetFlag(FLAGS_backend), ',', absl::SkipEmpty())) {
-    if (name != "sim") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--backend (\"", name,
-                       "\") is not available in this build; only sim is (replay, "
-                       "command and cuda arrive with later issues)"));
-    }
-    SimBackend::Options sim;
-    sim.probe_time = absl::Seconds(probe_seconds);
-    options.backends.push_back(std::make_unique<SimBackend>(sim));
-  }
+  PT_RETURN_IF_ERROR(AddBackends(options));
   const int64_t gpu_count = absl::GetFlag(FLAGS_sim_gpus);
   if (gpu_count < 1 || gpu_count > 64) {
     return absl::InvalidArgumentError(
@@ -129,10 +207,12 @@ absl::StatusOr<WorkerDaemon::Options> OptionsFromFlags() {
     return absl::InvalidArgumentError(
         absl::StrCat("--sim_gpu_type: ", gpu_type.status().message()));
   }
+  const std::string type = absl::AsciiStrToUpper(gpu_type->name);
   for (int64_t i = 0; i < gpu_count; ++i) {
     v1::Gpu& gpu = options.gpus.emplace_back();
     gpu.set_index(i);
-    gpu.set_name(absl::StrCat("simulated ", absl::AsciiStrToUpper(gpu_type->name)));
+    gpu.set_name(options.command_templates.empty() ? absl::StrCat("simulated ", type)
+                                                   : absl::StrCat(type, " (declared)"));
     gpu.set_memory_bytes(gpu_type->memory_bytes);
   }
   options.hostname = absl::GetFlag(FLAGS_hostname);
@@ -168,7 +248,7 @@ int Main() {
 
   absl::StatusOr<WorkerDaemon::Options> options = OptionsFromFlags();
   if (!options.ok()) {
-    Log(LogLevel::kError, "bad flags", {{"error", options.status().ToString()}});
+    Log(LogLevel::kError, "bad flags or config file", {{"error", options.status().ToString()}});
     return 2;
   }
 

@@ -1,0 +1,191 @@
+// End to end: a real paratune-server and a paratune-worker with the command backend search
+// one node, each probe a real process (worker/testdata/fake_training.sh) that behaves like a
+// training run; the worker's template (tests/testdata/command_worker.textproto) steers it so
+// that every outcome a run can have appears on known candidates, and each must come back
+// classified as such in the search's result.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/autotuner_service.grpc.pb.h"
+#include "tests/test_cluster.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+constexpr absl::Duration kSearchTimeout = absl::Seconds(120);
+
+// What the template makes of a configuration, and how it must be reported.
+struct Expected {
+  v1::ProbeOutcome outcome;
+  std::string message;
+};
+
+Expected ExpectedFor(const v1::ParallelConfig& config) {
+  if (config.tensor_parallel() == 8) {
+    return {v1::PROBE_OUT_OF_MEMORY, "out of memory: \"[rank0]: torch.OutOfMemoryError: CUDA"};
+  }
+  if (config.pipeline_parallel() == 8) {
+    return {v1::PROBE_TIMEOUT, "the run timed out after 2s and was stopped, after logging 2 of 4"};
+  }
+  if (config.context_parallel() == 8) {
+    return {v1::PROBE_CRASH, "NCCL error: \"torch.distributed.DistBackendError: NCCL error in"};
+  }
+  if (config.data_parallel() == 8) {
+    return {v1::PROBE_CRASH,
+            "the run was killed by signal 11 (Segmentation fault) after logging 1 of 4"};
+  }
+  if (config.tensor_parallel() == 4) {
+    return {v1::PROBE_CRASH, "exited with code 0 but logged only 1 of the 4 step times"};
+  }
+  return {v1::PROBE_OK, "measured: mean step time"};
+}
+
+std::string Describe(const v1::ParallelConfig& config) {
+  return absl::StrCat("dp", config.data_parallel(), " tp", config.tensor_parallel(), " pp",
+                      config.pipeline_parallel(), " cp", config.context_parallel(), " mbs",
+                      config.micro_batch_size());
+}
+
+TEST(E2eCommandTest, EveryOutcomeOfARealRunIsClassified) {
+  absl::StatusOr<std::unique_ptr<TestCluster>> cluster =
+      TestCluster::Start({{"--backend=command", "--config=tests/testdata/command_worker.textproto",
+                           "--sim_gpus=8", "--sim_gpu_type=h100-80gb"}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+
+  v1::CreateSearchRequest request;
+  request.set_display_name("command backend e2e");
+  v1::SearchSpec& spec = *request.mutable_spec();
+  spec.mutable_model()->set_preset("llama3.2-1b");
+  spec.mutable_training()->set_global_batch_size(64);
+  spec.mutable_training()->set_seq_len(2048);
+  spec.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
+  spec.mutable_cluster()->set_num_nodes(1);
+  spec.mutable_cluster()->set_gpus_per_node(8);
+  spec.mutable_space()->add_micro_batch_sizes(1);
+  spec.set_policy(v1::EXHAUSTIVE);
+  v1::ProbeSettings& probe = *spec.mutable_probe();
+  probe.set_backend("command");
+  probe.set_command_template("fake-megatron");
+  probe.set_warmup_steps(1);
+  probe.set_timed_steps(3);
+  // The hanging candidate is stopped a kill grace (1 s) before this.
+  probe.set_deadline_seconds(3);
+  probe.set_max_attempts(1);
+
+  absl::StatusOr<v1::Search> search = (*cluster)->RunSearch(request, kSearchTimeout);
+  ASSERT_TRUE(search.ok()) << search.status();
+  EXPECT_EQ(search->state(), v1::SUCCEEDED) << search->stop_reason();
+  EXPECT_EQ(search->counts().probed(), search->counts().selected());
+
+  std::vector<v1::ProbeOutcome> seen;
+  int ok = 0;
+  double previous_tflops = 1e300;
+  for (const v1::Candidate& candidate : search->candidates()) {
+    const v1::ParallelConfig& config = candidate.config();
+    const v1::ProbeResult& result = candidate.probe_result();
+    const Expected expected = ExpectedFor(config);
+    // The table the test log shows: each candidate, its outcome and its message's first line.
+    const std::string first_line = result.message().substr(0, result.message().find('\n'));
+    std::printf("%-22s %-20s %s\n", Describe(config).c_str(),
+                v1::ProbeOutcome_Name(result.outcome()).c_str(), first_line.c_str());
+    EXPECT_EQ(candidate.state(), v1::CANDIDATE_PROBED) << Describe(config);
+    EXPECT_EQ(result.outcome(), expected.outcome) << Describe(config) << ": " << result.message();
+    EXPECT_THAT(result.message(), HasSubstr(expected.message)) << Describe(config);
+    EXPECT_THAT(result.message(), HasSubstr("template \"fake-megatron\", ranks 0-7 of 8"));
+    EXPECT_EQ(result.backend(), "command");
+    EXPECT_FALSE(result.simulated());
+    seen.push_back(result.outcome());
+    if (result.outcome() != v1::PROBE_OK) continue;
+    ++ok;
+    // Iteration i of the script logs 100 + 10 tp + 20 pp + 30 cp + 5 mbs + i ms; iteration 1
+    // is the warm-up, 2 to 4 are timed.
+    const double mean_ms = 100 + 10 * config.tensor_parallel() + 20 * config.pipeline_parallel() +
+                           30 * config.context_parallel() + 5 * config.micro_batch_size() + 3;
+    EXPECT_NEAR(result.mean_step_time_seconds(), mean_ms / 1000, 1e-9) << Describe(config);
+    EXPECT_EQ(result.step_times_seconds_size(), 3);
+    EXPECT_GT(result.peak_memory_bytes(), 0);
+    EXPECT_THAT(result.measured(), AllOf(Contains("compute"), Contains("peak_memory")));
+    // Measured results come first, best first.
+    EXPECT_LE(result.model_tflops_per_gpu(), previous_tflops) << Describe(config);
+    previous_tflops = result.model_tflops_per_gpu();
+  }
+  EXPECT_EQ(search->counts().succeeded(), ok);
+  EXPECT_GT(ok, 0);
+  for (v1::ProbeOutcome outcome :
+       {v1::PROBE_OK, v1::PROBE_OUT_OF_MEMORY, v1::PROBE_TIMEOUT, v1::PROBE_CRASH}) {
+    EXPECT_THAT(seen, Contains(outcome)) << v1::ProbeOutcome_Name(outcome);
+  }
+}
+
+// Full-scope probes of a 2 x 4 cluster on two 4-GPU workers: each probe runs as a gang, each
+// worker launching its node's ranks after gang[0]'s master port came through the scheduler.
+TEST(E2eCommandTest, GangMembersEachLaunchTheirNodesRanks) {
+  const std::vector<std::string> flags = {"--backend=command",
+                                          "--config=tests/testdata/command_worker.textproto",
+                                          "--sim_gpus=4", "--sim_gpu_type=h100-80gb"};
+  absl::StatusOr<std::unique_ptr<TestCluster>> cluster = TestCluster::Start({flags, flags});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+
+  v1::CreateSearchRequest request;
+  request.set_display_name("command backend gang e2e");
+  v1::SearchSpec& spec = *request.mutable_spec();
+  spec.mutable_model()->set_preset("llama3.2-1b");
+  spec.mutable_training()->set_global_batch_size(64);
+  spec.mutable_training()->set_seq_len(2048);
+  spec.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
+  spec.mutable_cluster()->set_num_nodes(2);
+  spec.mutable_cluster()->set_gpus_per_node(4);
+  spec.set_policy(v1::TOP_K);
+  spec.set_top_k(2);
+  v1::ProbeSettings& probe = *spec.mutable_probe();
+  probe.set_backend("command");
+  probe.set_command_template("fake-megatron-plain");
+  probe.set_scope(v1::PROBE_SCOPE_FULL);
+  probe.set_deadline_seconds(30);
+
+  absl::StatusOr<v1::Search> search = (*cluster)->RunSearch(request, kSearchTimeout);
+  ASSERT_TRUE(search.ok()) << search.status();
+  EXPECT_EQ(search->state(), v1::SUCCEEDED) << search->stop_reason();
+  ASSERT_EQ(search->candidates_size(), 2);
+  for (const v1::Candidate& candidate : search->candidates()) {
+    const v1::ProbeResult& result = candidate.probe_result();
+    EXPECT_EQ(result.outcome(), v1::PROBE_OK) << result.message();
+    // The probe's result is gang[0]'s: the first four of the eight ranks.
+    EXPECT_THAT(result.message(), HasSubstr("template \"fake-megatron-plain\", ranks 0-3 of 8 "
+                                            "on node 0 of 2: measured"));
+  }
+  v1::ListWorkersResponse workers;
+  ASSERT_TRUE((*cluster)
+                  ->autotuner()
+                  .ListWorkers(ContextWithTimeout(absl::Seconds(30)).get(),
+                               v1::ListWorkersRequest(), &workers)
+                  .ok());
+  ASSERT_EQ(workers.workers_size(), 2);
+  for (const v1::Worker& worker : workers.workers()) {
+    EXPECT_EQ(worker.probes_completed(), 2) << worker.name();
+    EXPECT_THAT(worker.command_templates(), Contains("fake-megatron-plain"));
+    EXPECT_THAT(worker.gpus(0).name(), HasSubstr("H100-80GB (declared)"));
+  }
+}
+
+}  // namespace
+}  // namespace paratune
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (!paratune::SetTestBinaries(argc, argv)) {
+    std::fprintf(stderr, "usage: e2e_command_test PARATUNE_SERVER PARATUNE_WORKER\n");
+    return 2;
+  }
+  return RUN_ALL_TESTS();
+}

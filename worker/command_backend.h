@@ -1,0 +1,76 @@
+// The `command` backend (DESIGN.md §8): runs a real training launch for each probe, from a
+// template the worker's own config file defines (proto/worker_config.proto), e.g. Megatron-LM's
+// pretrain_gpt.py under torchrun, and reads its step times, peak memory and failures from its
+// output. Clients pick a template by name; they never send a command line.
+#ifndef PARATUNE_WORKER_COMMAND_BACKEND_H_
+#define PARATUNE_WORKER_COMMAND_BACKEND_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "proto/worker_config.pb.h"
+#include "worker/launch_template.h"
+#include "worker/probe_backend.h"
+#include "worker/training_log.h"
+
+namespace paratune {
+
+// Runs this worker's share of a probe: with a gang of several workers, each runs the
+// template once for its own node ({node_rank} = its gang_index, {nproc_per_node} = its
+// ranks, {master_addr} = gang[0]'s host) and reports what its node saw; the scheduler keeps
+// gang[0]'s timing. gang[0] picks {master_port} and hands it to the others through the
+// scheduler's rendezvous.
+//
+// A run is stopped (SIGTERM to its process group, SIGKILL after the template's kill grace)
+// when the probe is cancelled, at the template's timeout, or the kill grace before the
+// probe's deadline. ClassifyCommandRun (command_outcome.h) says how it ended. An OK result
+// has the timed step times, throughput from their mean (step_metrics.h), peak memory when
+// the log reports it, every part of a training step as measured (not dp_collectives for a
+// replica-scope probe, whose data-parallel traffic is that of fewer replicas), and is not
+// simulated. Not deterministic. Thread-safe.
+class CommandBackend : public ProbeBackend {
+ public:
+  // Checks and compiles config.command_templates (1 .. 64, distinct names). INVALID_ARGUMENT
+  // naming the field and value, e.g. "command_templates[1].argv[3] (\"--tp={tpp}\"): unknown
+  // placeholder {tpp}".
+  static absl::StatusOr<std::unique_ptr<CommandBackend>> Create(const v1::WorkerConfig& config);
+
+  // The templates' names, in config order, for RegisterWorkerRequest.command_templates.
+  std::vector<std::string> TemplateNames() const;
+
+  std::string Name() const override { return "command"; }
+  bool Deterministic() const override { return false; }
+  // INVALID_ARGUMENT naming the field for an assignment that cannot be run (specs, gang
+  // fields, no template named, a deadline within the kill grace, a placeholder without a
+  // value for it); UNAVAILABLE when this worker has no such template or cannot start the
+  // program (another worker may: the daemon reports PROBE_INFRA_ERROR); CANCELLED when
+  // cancelled, during the rendezvous or the run; the rendezvous' FAILED_PRECONDITION when
+  // the scheduler no longer leases the probe here.
+  absl::StatusOr<v1::ProbeResult> Run(const v1::ProbeAssignment& assignment,
+                                      ProbeContext& context) override;
+
+ private:
+  // One compiled template.
+  struct Launch {
+    std::string name;
+    LaunchTemplate command;
+    std::string working_directory;
+    absl::Duration timeout;  // InfiniteDuration when the template sets none
+    absl::Duration kill_grace;
+    int64_t extra_warmup_iterations = 0;
+    TrainingLogPatterns log;
+  };
+
+  explicit CommandBackend(std::vector<Launch> launches) : launches_(std::move(launches)) {}
+  static absl::StatusOr<Launch> Compile(const v1::CommandTemplate& proto, const std::string& field);
+  const Launch* FindLaunch(const std::string& name) const;
+
+  const std::vector<Launch> launches_;
+};
+
+}  // namespace paratune
+
+#endif  // PARATUNE_WORKER_COMMAND_BACKEND_H_

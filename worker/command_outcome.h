@@ -1,0 +1,51 @@
+// How a command backend probe ended, from how its process ended and what its log said.
+#ifndef PARATUNE_WORKER_COMMAND_OUTCOME_H_
+#define PARATUNE_WORKER_COMMAND_OUTCOME_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "proto/probe.pb.h"
+#include "worker/subprocess.h"
+#include "worker/training_log.h"
+
+namespace paratune {
+
+struct CommandOutcome {
+  v1::ProbeOutcome outcome = v1::PROBE_OUTCOME_UNSPECIFIED;
+  // The timed step times (seconds), for PROBE_OK only.
+  std::vector<double> timed_step_times;
+  // Why, for people: the failure with the log line that shows it and the output's last lines.
+  std::string message;
+};
+
+// What the run had to do: `dropped_iterations` logged step times to skip (the template's
+// extra warm-up and the probe's warm-up), then `timed_steps` to keep.
+struct ExpectedSteps {
+  int64_t dropped_iterations = 0;
+  int64_t timed_steps = 0;
+};
+
+// The outcome of a run that ended otherwise than cancelled, checked in this order:
+//   1. exited 0 and logged exactly the expected step times, each > 0: PROBE_OK;
+//   2. printed an out-of-memory mark: PROBE_OUT_OF_MEMORY (whatever came after: a rank that
+//      runs out of memory often leaves the others hanging until the timeout);
+//   3. printed a NCCL failure mark: PROBE_CRASH, "NCCL error: ..." (the configuration failed
+//      as run: paratune cannot tell a bad link from a layout the job cannot run, and a retry
+//      on other nodes would cost a whole probe each time; node health is the cluster's
+//      health checks' business);
+//   4. timed out: PROBE_TIMEOUT;
+//   5. killed by a signal or exited non-zero: PROBE_CRASH with the output's last lines;
+//   6. exited 0 with fewer step times than expected, more, or one that is not > 0:
+//      PROBE_CRASH saying so (the run stopped early, or the step_time pattern does not fit
+//      its log).
+// `timeout` is the run's limit, for the message.
+CommandOutcome ClassifyCommandRun(const SubprocessResult& run, const TrainingLog& log,
+                                  const LogValuePattern& step_time, const ExpectedSteps& expected,
+                                  absl::Duration timeout);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_WORKER_COMMAND_OUTCOME_H_

@@ -1,0 +1,172 @@
+#include "worker/launch_template.h"
+
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace paratune {
+namespace {
+
+constexpr int kMaxArguments = 1024;
+constexpr size_t kMaxArgumentBytes = 4096;
+constexpr int kMaxEnvironment = 256;
+
+// `field ("value"): what`, the value escaped and cut to a readable length.
+absl::Status FieldError(const std::string& field, absl::string_view value, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(field, " (\"",
+                                                 absl::CHexEscape(value.substr(0, 200)),
+                                                 value.size() > 200 ? "..." : "", "\"): ", what));
+}
+
+bool EnvironmentName(absl::string_view name) {
+  if (name.empty() || absl::ascii_isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<LaunchTemplate::Text> LaunchTemplate::ParseText(const std::string& field,
+                                                               const std::string& text) {
+  Text parsed;
+  std::string literal;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if ((c == '{' || c == '}') && i + 1 < text.size() && text[i + 1] == c) {
+      literal.push_back(c);
+      ++i;
+      continue;
+    }
+    if (c == '}') return FieldError(field, text, "a '}' without its '{' (write }} for one)");
+    if (c != '{') {
+      literal.push_back(c);
+      continue;
+    }
+    const size_t close = text.find('}', i);
+    if (close == std::string::npos) {
+      return FieldError(field, text, "a '{' without its '}' (write {{ for one)");
+    }
+    const std::string name = text.substr(i + 1, close - i - 1);
+    if (FindPlaceholder(name) == nullptr) {
+      return FieldError(field, text, absl::StrCat("unknown placeholder {", name, "}"));
+    }
+    if (!literal.empty()) parsed.push_back(Segment{false, std::move(literal)});
+    literal.clear();
+    parsed.push_back(Segment{true, name});
+    i = close;
+  }
+  if (!literal.empty()) parsed.push_back(Segment{false, std::move(literal)});
+  return parsed;
+}
+
+absl::StatusOr<LaunchTemplate> LaunchTemplate::Create(const v1::CommandTemplate& launch,
+                                                      const std::string& field) {
+  if (launch.argv_size() < 1 || launch.argv_size() > kMaxArguments) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".argv (", launch.argv_size(),
+                                                   " elements) must have 1 to ", kMaxArguments));
+  }
+  LaunchTemplate parsed;
+  for (int i = 0; i < launch.argv_size(); ++i) {
+    const std::string element_field = absl::StrCat(field, ".argv[", i, "]");
+    const std::string& element = launch.argv(i);
+    if (element.size() > kMaxArgumentBytes) {
+      return FieldError(element_field, element,
+                        absl::StrCat("longer than ", kMaxArgumentBytes, " bytes"));
+    }
+    Argument argument;
+    std::string body = element;
+    if (absl::StartsWith(element, "{?")) {
+      const size_t close = element.find('}');
+      const std::string condition = close == std::string::npos ? "" : element.substr(2, close - 2);
+      const size_t equals = condition.find('=');
+      if (close == std::string::npos || equals == std::string::npos || equals == 0) {
+        return FieldError(element_field, element,
+                          "a condition must read {?NAME=VALUE} or {?NAME!=VALUE}");
+      }
+      Condition parsed_condition;
+      parsed_condition.equal = condition[equals - 1] != '!';
+      parsed_condition.placeholder =
+          condition.substr(0, parsed_condition.equal ? equals : equals - 1);
+      parsed_condition.value = condition.substr(equals + 1);
+      const Placeholder* placeholder = FindPlaceholder(parsed_condition.placeholder);
+      if (placeholder == nullptr) {
+        return FieldError(element_field, element,
+                          absl::StrCat("unknown placeholder {", parsed_condition.placeholder,
+                                       "} in the condition"));
+      }
+      if (absl::Status value = CheckPlaceholderValue(*placeholder, parsed_condition.value);
+          !value.ok()) {
+        return FieldError(element_field, element, value.message());
+      }
+      if (i == 0) return FieldError(element_field, element, "the program cannot be conditional");
+      body = element.substr(close + 1);
+      if (body.empty()) {
+        return FieldError(element_field, element, "a condition with nothing after it");
+      }
+      argument.condition = std::move(parsed_condition);
+    }
+    PT_ASSIGN_OR_RETURN(argument.text, ParseText(element_field, body));
+    parsed.argv_.push_back(std::move(argument));
+  }
+  if (launch.env_size() > kMaxEnvironment) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".env (", launch.env_size(), " entries) must have at most ", kMaxEnvironment));
+  }
+  // The map's order is unspecified; sorting keeps errors and renders reproducible.
+  const std::map<std::string, std::string> env(launch.env().begin(), launch.env().end());
+  for (const auto& [name, value] : env) {
+    const std::string entry_field = absl::StrCat(field, ".env[\"", absl::CHexEscape(name), "\"]");
+    if (!EnvironmentName(name)) {
+      return FieldError(entry_field, name,
+                        "a variable name is letters, digits and '_', not starting with a digit");
+    }
+    if (absl::StartsWith(value, "{?")) {
+      return FieldError(entry_field, value, "conditions are only for argv elements");
+    }
+    if (value.size() > kMaxArgumentBytes) {
+      return FieldError(entry_field, value,
+                        absl::StrCat("longer than ", kMaxArgumentBytes, " bytes"));
+    }
+    PT_ASSIGN_OR_RETURN(Text text, ParseText(entry_field, value));
+    parsed.env_.emplace_back(name, std::move(text));
+  }
+  return parsed;
+}
+
+absl::StatusOr<std::string> LaunchTemplate::RenderText(const Text& text,
+                                                       const LaunchValues& values) {
+  std::string rendered;
+  for (const Segment& segment : text) {
+    if (!segment.placeholder) {
+      rendered += segment.text;
+      continue;
+    }
+    PT_ASSIGN_OR_RETURN(const std::string value, values.Get(segment.text));
+    rendered += value;
+  }
+  return rendered;
+}
+
+absl::StatusOr<LaunchTemplate::Command> LaunchTemplate::Render(const LaunchValues& values) const {
+  Command command;
+  for (const Argument& argument : argv_) {
+    if (argument.condition.has_value()) {
+      PT_ASSIGN_OR_RETURN(const std::string value, values.Get(argument.condition->placeholder));
+      if ((value == argument.condition->value) != argument.condition->equal) continue;
+    }
+    PT_ASSIGN_OR_RETURN(std::string rendered, RenderText(argument.text, values));
+    command.argv.push_back(std::move(rendered));
+  }
+  for (const auto& [name, text] : env_) {
+    PT_ASSIGN_OR_RETURN(command.env[name], RenderText(text, values));
+  }
+  return command;
+}
+
+}  // namespace paratune

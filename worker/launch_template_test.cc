@@ -1,0 +1,144 @@
+#include "worker/launch_template.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "worker/probe_specs.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+
+v1::CommandTemplate Template(std::vector<std::string> argv) {
+  v1::CommandTemplate launch;
+  launch.set_name("t");
+  for (std::string& element : argv) launch.add_argv(std::move(element));
+  return launch;
+}
+
+// Llama-3.2-1B on one 8-GPU worker as dp2 tp2 pp2 cp1, 1 warm-up and 4 timed steps.
+LaunchValues Values(int64_t tp = 2, v1::Recompute recompute = v1::RECOMPUTE_NONE) {
+  v1::ProbeAssignment assignment;
+  assignment.set_name("searches/1/candidates/0/probes/1");
+  assignment.mutable_model()->set_preset("llama3.2-1b");
+  assignment.mutable_training()->set_global_batch_size(64);
+  assignment.mutable_training()->set_seq_len(2048);
+  assignment.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
+  assignment.mutable_cluster()->set_num_nodes(1);
+  assignment.mutable_cluster()->set_gpus_per_node(8);
+  v1::ParallelConfig& config = *assignment.mutable_config();
+  config.set_data_parallel(8 / (tp * 2));
+  config.set_tensor_parallel(tp);
+  config.set_pipeline_parallel(2);
+  config.set_context_parallel(1);
+  config.set_micro_batch_size(1);
+  config.set_recompute(recompute);
+  assignment.set_scope(v1::PROBE_SCOPE_FULL);
+  assignment.set_warmup_steps(1);
+  assignment.set_timed_steps(4);
+  assignment.set_num_ranks(8);
+  v1::GangMember& member = *assignment.add_gang();
+  member.set_hostname("localhost");
+  member.set_num_ranks(8);
+  for (int g = 0; g < 8; ++g) assignment.add_gpu_indices(g);
+  absl::StatusOr<ProbeSpecs> specs = ResolveProbeSpecs(assignment);
+  EXPECT_TRUE(specs.ok()) << specs.status();
+  absl::StatusOr<LaunchValues> values = LaunchValues::ForProbe(assignment, *specs, 0, 6000);
+  EXPECT_TRUE(values.ok()) << values.status();
+  return *std::move(values);
+}
+
+LaunchTemplate::Command Render(const v1::CommandTemplate& launch, const LaunchValues& values) {
+  absl::StatusOr<LaunchTemplate> parsed = LaunchTemplate::Create(launch, "command_templates[0]");
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  if (!parsed.ok()) return {};
+  absl::StatusOr<LaunchTemplate::Command> command = parsed->Render(values);
+  EXPECT_TRUE(command.ok()) << command.status();
+  return command.ok() ? *command : LaunchTemplate::Command();
+}
+
+TEST(LaunchTemplateTest, PlaceholdersAreFilledInsideArguments) {
+  const LaunchTemplate::Command command =
+      Render(Template({"torchrun", "--nproc-per-node={nproc_per_node}", "--tp", "{tp}",
+                       "--sizes={tp}x{pp}x{cp}", "{{literal}}"}),
+             Values());
+  EXPECT_THAT(command.argv, ElementsAre("torchrun", "--nproc-per-node=8", "--tp", "2",
+                                        "--sizes=2x2x1", "{literal}"));
+}
+
+TEST(LaunchTemplateTest, ConditionalArgumentsArePassedOnlyWhenTheirConditionHolds) {
+  const v1::CommandTemplate launch =
+      Template({"train", "{?sequence_parallel=true}--sequence-parallel",
+                "{?recompute!=none}--recompute-granularity={recompute}",
+                "{?recompute=full}--recompute-method=uniform", "--end"});
+  EXPECT_THAT(Render(launch, Values(2)).argv, ElementsAre("train", "--sequence-parallel", "--end"));
+  EXPECT_THAT(
+      Render(launch, Values(1, v1::RECOMPUTE_FULL)).argv,
+      ElementsAre("train", "--recompute-granularity=full", "--recompute-method=uniform", "--end"));
+  EXPECT_THAT(
+      Render(launch, Values(2, v1::RECOMPUTE_SELECTIVE)).argv,
+      ElementsAre("train", "--sequence-parallel", "--recompute-granularity=selective", "--end"));
+}
+
+TEST(LaunchTemplateTest, EnvironmentValuesAreTemplates) {
+  v1::CommandTemplate launch = Template({"train"});
+  (*launch.mutable_env())["CUDA_VISIBLE_DEVICES"] = "{gpu_ids}";
+  (*launch.mutable_env())["MASTER"] = "{master_addr}:{master_port}";
+  EXPECT_THAT(Render(launch, Values()).env,
+              UnorderedElementsAre(Pair("CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7"),
+                                   Pair("MASTER", "localhost:6000")));
+}
+
+TEST(LaunchTemplateTest, BadTemplatesAreRejectedNamingTheFieldAndValue) {
+  const struct {
+    v1::CommandTemplate launch;
+    const char* error;
+  } cases[] = {
+      {Template({}), "command_templates[0].argv (0 elements) must have 1 to 1024"},
+      {Template({"train", "--tensor-model-parallel-size={tpp}"}),
+       "command_templates[0].argv[1] (\"--tensor-model-parallel-size={tpp}\"): unknown "
+       "placeholder {tpp}"},
+      {Template({"train", "--x={tp"}),
+       "command_templates[0].argv[1] (\"--x={tp\"): a '{' without its '}'"},
+      {Template({"train", "--x=tp}"}),
+       "command_templates[0].argv[1] (\"--x=tp}\"): a '}' without its '{'"},
+      {Template({"{?tp=2}train"}),
+       "command_templates[0].argv[0] (\"{?tp=2}train\"): the program cannot be conditional"},
+      {Template({"train", "{?recompute=ful}--recompute-granularity=full"}),
+       "{recompute} is none, selective or full, never \"ful\""},
+      {Template({"train", "{?tpp=2}--x"}), "unknown placeholder {tpp} in the condition"},
+      {Template({"train", "{?tp}--x"}), "a condition must read {?NAME=VALUE} or {?NAME!=VALUE}"},
+      {Template({"train", "{?tp=2}"}), "a condition with nothing after it"},
+      {Template({"train", std::string(5000, 'x')}), "longer than 4096 bytes"},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<LaunchTemplate> parsed =
+        LaunchTemplate::Create(c.launch, "command_templates[0]");
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << c.error;
+    EXPECT_THAT(parsed.status().message(), HasSubstr(c.error));
+  }
+}
+
+TEST(LaunchTemplateTest, BadEnvironmentEntriesAreRejected) {
+  v1::CommandTemplate launch = Template({"train"});
+  (*launch.mutable_env())["1BAD"] = "x";
+  EXPECT_THAT(LaunchTemplate::Create(launch, "command_templates[2]").status().message(),
+              HasSubstr("command_templates[2].env[\"1BAD\"] (\"1BAD\"): a variable name is"));
+  launch.mutable_env()->clear();
+  (*launch.mutable_env())["X"] = "{?tp=1}y";
+  EXPECT_THAT(LaunchTemplate::Create(launch, "command_templates[2]").status().message(),
+              HasSubstr("conditions are only for argv elements"));
+  launch.mutable_env()->clear();
+  (*launch.mutable_env())["X"] = "{gpus}";
+  EXPECT_THAT(LaunchTemplate::Create(launch, "command_templates[2]").status().message(),
+              HasSubstr("command_templates[2].env[\"X\"] (\"{gpus}\"): unknown placeholder"));
+}
+
+}  // namespace
+}  // namespace paratune

@@ -1,0 +1,71 @@
+// The placeholders of the command backend's launch templates (proto/worker_config.proto,
+// CommandTemplate) and their values for one probe on one worker.
+#ifndef PARATUNE_WORKER_LAUNCH_VALUES_H_
+#define PARATUNE_WORKER_LAUNCH_VALUES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/probe.pb.h"
+#include "worker/probe_specs.h"
+
+namespace paratune {
+
+// What values a placeholder takes, so that a template's conditions can be checked when it
+// is loaded ("{?recompute=ful}" is a typo, not a condition that never holds).
+enum class PlaceholderKind {
+  kInteger,    // a decimal integer
+  kBoolean,    // "true" or "false"
+  kRecompute,  // "none", "selective" or "full"
+  kText,       // letters, digits and . , : / _ -
+};
+
+struct Placeholder {
+  const char* name;
+  PlaceholderKind kind;
+};
+
+// Every placeholder, in the order docs/backends.md lists and explains them.
+const std::vector<Placeholder>& LaunchPlaceholders();
+
+// The placeholder called `name`, or nullptr.
+const Placeholder* FindPlaceholder(absl::string_view name);
+
+// OK when `value` is one `placeholder` can take; INVALID_ARGUMENT saying what it takes.
+absl::Status CheckPlaceholderValue(const Placeholder& placeholder, absl::string_view value);
+
+// OK when the assignment's gang fields describe a launch this worker can take part in:
+// num_ranks is a whole number of tp x pp x cp replicas (all dp ranks for PROBE_SCOPE_FULL),
+// gang members hold consecutive ranks from 0 adding up to num_ranks, gang_index is one of
+// them, gpu_indices has one GPU per rank of this member, and hostnames are plain.
+// INVALID_ARGUMENT naming the field and value otherwise.
+absl::Status CheckLaunchShape(const v1::ProbeAssignment& assignment, const ProbeSpecs& specs);
+
+// The value of every placeholder for one probe on this worker. Immutable.
+class LaunchValues {
+ public:
+  // `extra_warmup_iterations` is the template's (they count in {train_iters});
+  // `master_port` the port rank 0 listens on. CheckLaunchShape's errors.
+  static absl::StatusOr<LaunchValues> ForProbe(const v1::ProbeAssignment& assignment,
+                                               const ProbeSpecs& specs,
+                                               int64_t extra_warmup_iterations, int master_port);
+
+  // The value of placeholder `name`; INVALID_ARGUMENT when there is no such placeholder.
+  absl::StatusOr<std::string> Get(absl::string_view name) const;
+
+ private:
+  LaunchValues() = default;
+  void SetText(const char* name, std::string value);
+  void SetInteger(const char* name, int64_t value);
+  void SetBoolean(const char* name, bool value);
+
+  absl::flat_hash_map<std::string, std::string> values_;
+};
+
+}  // namespace paratune
+
+#endif  // PARATUNE_WORKER_LAUNCH_VALUES_H_

@@ -1,0 +1,158 @@
+#include "worker/launch_values.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "worker/probe_specs.h"
+#include "worker/test_assignments.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::ProbeAssignment GangAssignment() { return TwoNodeGangAssignment(v1::RECOMPUTE_SELECTIVE); }
+
+absl::StatusOr<LaunchValues> Values(const v1::ProbeAssignment& assignment) {
+  absl::StatusOr<ProbeSpecs> specs = ResolveProbeSpecs(assignment);
+  if (!specs.ok()) return specs.status();
+  return LaunchValues::ForProbe(assignment, *specs, /*extra_warmup_iterations=*/2, 29511);
+}
+
+std::string Get(const LaunchValues& values, const char* name) {
+  absl::StatusOr<std::string> value = values.Get(name);
+  return value.ok() ? *value : value.status().ToString();
+}
+
+TEST(LaunchValuesTest, EveryPlaceholderHasAValueForAGangMember) {
+  absl::StatusOr<LaunchValues> values = Values(GangAssignment());
+  ASSERT_TRUE(values.ok()) << values.status();
+  const std::pair<const char*, const char*> expected[] = {
+      {"tp", "4"},
+      {"pp", "2"},
+      {"cp", "1"},
+      {"dp", "2"},
+      {"mbs", "1"},
+      {"gbs", "64"},
+      {"seq_len", "8192"},
+      {"vp", "2"},
+      {"layers_per_virtual_stage", "20"},
+      {"uneven_pipeline", "false"},
+      {"recompute", "selective"},
+      {"sequence_parallel", "true"},
+      {"num_layers", "80"},
+      {"hidden_size", "8192"},
+      {"ffn_hidden_size", "28672"},
+      {"num_attention_heads", "64"},
+      {"num_kv_heads", "8"},
+      {"vocab_size", "128256"},
+      {"tied_embeddings", "false"},
+      {"fp8", "false"},
+      {"distributed_optimizer", "true"},
+      {"fp32_gradients", "true"},
+      {"train_iters", "9"},
+      {"nnodes", "2"},
+      {"node_rank", "1"},
+      {"nproc_per_node", "8"},
+      {"world_size", "16"},
+      {"master_addr", "gpu-node-0"},
+      {"master_port", "29511"},
+      {"gpu_ids", "0,1,2,3,4,5,6,7"},
+      {"probe_name", "searches/3/candidates/5/probes/1"},
+  };
+  ASSERT_EQ(std::size(expected), LaunchPlaceholders().size());
+  for (const auto& [name, value] : expected) {
+    EXPECT_EQ(Get(*values, name), value) << name;
+    EXPECT_NE(FindPlaceholder(name), nullptr) << name;
+    EXPECT_TRUE(CheckPlaceholderValue(*FindPlaceholder(name), value).ok()) << name;
+  }
+}
+
+TEST(LaunchValuesTest, AReplicaProbeRunsFewerReplicasWithTheSameMicroBatchesPerStep) {
+  v1::ProbeAssignment assignment = GangAssignment();
+  assignment.set_scope(v1::PROBE_SCOPE_REPLICA);
+  assignment.set_num_ranks(8);
+  assignment.mutable_gang()->RemoveLast();
+  assignment.set_gang_index(0);
+  absl::StatusOr<LaunchValues> values = Values(assignment);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(Get(*values, "dp"), "1");
+  EXPECT_EQ(Get(*values, "gbs"), "32");  // 32 micro-batches of 1 per step, as with dp 2
+  EXPECT_EQ(Get(*values, "nnodes"), "1");
+  EXPECT_EQ(Get(*values, "world_size"), "8");
+}
+
+TEST(LaunchValuesTest, AnUnevenSplitCountsTheEmbeddingAndTheLoss) {
+  v1::ProbeAssignment assignment = GangAssignment();
+  assignment.mutable_model()->set_preset("llama3.1-405b");  // 126 layers
+  assignment.mutable_cluster()->set_num_nodes(16);
+  assignment.set_scope(v1::PROBE_SCOPE_REPLICA);
+  v1::ParallelConfig& config = *assignment.mutable_config();
+  config.set_data_parallel(8);
+  config.set_tensor_parallel(8);
+  config.set_pipeline_parallel(2);
+  config.set_virtual_pipeline(1);
+  assignment.set_num_ranks(16);
+  absl::StatusOr<LaunchValues> values = Values(assignment);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(Get(*values, "uneven_pipeline"), "false");  // 126 = 2 x 63
+  config.set_pipeline_parallel(4);
+  config.set_data_parallel(4);
+  assignment.set_num_ranks(32);
+  assignment.mutable_gang(0)->set_num_ranks(16);
+  assignment.mutable_gang(1)->set_first_rank(16);
+  assignment.mutable_gang(1)->set_num_ranks(16);
+  for (int g = 8; g < 16; ++g) assignment.add_gpu_indices(g);
+  values = Values(assignment);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(Get(*values, "uneven_pipeline"), "true");  // 126 + 2 = 4 x 32
+  EXPECT_EQ(Get(*values, "layers_per_virtual_stage"), "32");
+  config.set_virtual_pipeline(2);
+  values = Values(assignment);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(Get(*values, "layers_per_virtual_stage"), "16");
+}
+
+TEST(LaunchValuesTest, ABadGangIsRejectedNamingTheField) {
+  const struct {
+    void (*change)(v1::ProbeAssignment&);
+    const char* error;
+  } cases[] = {
+      {[](v1::ProbeAssignment& a) { a.clear_gang(); },
+       "assignment.gang (empty) must list the workers running the probe"},
+      {[](v1::ProbeAssignment& a) { a.set_num_ranks(12); },
+       "assignment.num_ranks (12) must be a number of tp x pp x cp (8) replicas"},
+      {[](v1::ProbeAssignment& a) { a.set_num_ranks(8); },
+       "assignment.num_ranks (8) of a full-scope probe must be the 16 GPUs"},
+      {[](v1::ProbeAssignment& a) { a.mutable_gang(1)->set_first_rank(4); },
+       "assignment.gang[1] (first_rank 4, num_ranks 8) must start at rank 8"},
+      {[](v1::ProbeAssignment& a) { a.set_gang_index(2); },
+       "assignment.gang_index (2) must be in [0, 2)"},
+      {[](v1::ProbeAssignment& a) { a.add_gpu_indices(8); },
+       "assignment.gpu_indices (9 GPUs) must have one GPU per rank of this worker (8)"},
+      {[](v1::ProbeAssignment& a) { a.mutable_gang(0)->set_hostname("node 0; rm -rf /"); },
+       "assignment.gang[0].hostname (\"node 0; rm -rf /\") must be letters, digits"},
+  };
+  for (const auto& c : cases) {
+    v1::ProbeAssignment assignment = GangAssignment();
+    c.change(assignment);
+    absl::StatusOr<LaunchValues> values = Values(assignment);
+    EXPECT_EQ(values.status().code(), absl::StatusCode::kInvalidArgument) << c.error;
+    EXPECT_THAT(values.status().message(), HasSubstr(c.error));
+  }
+}
+
+TEST(LaunchValuesTest, ConditionValuesAreCheckedAgainstWhatThePlaceholderTakes) {
+  EXPECT_TRUE(CheckPlaceholderValue(*FindPlaceholder("tp"), "8").ok());
+  EXPECT_EQ(CheckPlaceholderValue(*FindPlaceholder("tp"), "eight").message(),
+            "{tp} is an integer, never \"eight\"");
+  EXPECT_EQ(CheckPlaceholderValue(*FindPlaceholder("recompute"), "ful").message(),
+            "{recompute} is none, selective or full, never \"ful\"");
+  EXPECT_EQ(CheckPlaceholderValue(*FindPlaceholder("fp8"), "yes").message(),
+            "{fp8} is true or false, never \"yes\"");
+  EXPECT_EQ(FindPlaceholder("tpp"), nullptr);
+}
+
+}  // namespace
+}  // namespace paratune

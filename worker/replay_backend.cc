@@ -1,0 +1,100 @@
+#include "worker/replay_backend.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "worker/step_metrics.h"
+
+namespace paratune {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// "llama3.1-8b dp4 tp2 pp1 cp1 mbs1 on 2 x 4 h100-94gb, global batch 1024, sequence 8192".
+std::string Describe(const ProbeSpecs& specs) {
+  return absl::StrCat(specs.model.name(), " ", specs.config.ToString(), " on ",
+                      specs.cluster.num_nodes(), " x ", specs.cluster.gpus_per_node(), " ",
+                      specs.cluster.gpu().name, ", global batch ",
+                      specs.training.global_batch_size(), ", sequence ", specs.training.seq_len());
+}
+
+// " (also measured in: FILE:LINE (...), ...)" for the runs after the one replayed.
+std::string OtherMeasurements(const std::vector<ReplayedRun>& runs) {
+  if (runs.size() < 2) return "";
+  std::vector<std::string> others;
+  for (size_t i = 1; i < runs.size(); ++i) {
+    others.push_back(runs[i].outcome == ReplayedRun::Outcome::kCompleted
+                         ? absl::StrFormat("%s, %.4g s", runs[i].source, runs[i].step_seconds)
+                         : runs[i].source);
+  }
+  return absl::StrCat("; also measured in ", absl::StrJoin(others, "; "));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ReplayBackend>> ReplayBackend::Create(const v1::ReplayConfig& config,
+                                                                     Options options) {
+  PT_ASSIGN_OR_RETURN(ReplayTable table, ReplayTable::Load(config));
+  return std::unique_ptr<ReplayBackend>(new ReplayBackend(std::move(table), options));
+}
+
+absl::StatusOr<v1::ProbeResult> ReplayBackend::Run(const v1::ProbeAssignment& assignment,
+                                                   ProbeContext& context) {
+  const absl::Time start = absl::Now();
+  PT_ASSIGN_OR_RETURN(const ProbeSpecs specs, ResolveProbeSpecs(assignment));
+  PT_RETURN_IF_ERROR(WaitUnlessCancelled(context, options_.probe_time, assignment.name()));
+  v1::ProbeResult result;
+  result.set_backend(Name());
+  result.set_simulated(false);
+  const std::vector<ReplayedRun>& runs = table_.Find(specs);
+  if (runs.empty()) {
+    result.set_outcome(v1::PROBE_NOT_MEASURED);
+    result.set_message(absl::StrCat("not measured: no run of ", Describe(specs), " among the ",
+                                    table_.summary(), "; a replay never invents one"));
+  } else {
+    const ReplayedRun& run = runs.front();
+    const std::string also = OtherMeasurements(runs);
+    switch (run.outcome) {
+      case ReplayedRun::Outcome::kCompleted: {
+        result.set_outcome(v1::PROBE_OK);
+        SetStepTimes(specs, std::vector<double>(assignment.timed_steps(), run.step_seconds),
+                     result);
+        for (const char* part : TrainingStepParts()) result.add_measured(part);
+        result.set_message(absl::StrFormat(
+            "replay of a measurement, not run here: %s: mean step time %.4g s, %.1f TFLOP/s "
+            "per GPU; each of the %d step times is that one value%s",
+            run.source, run.step_seconds, result.model_tflops_per_gpu(), assignment.timed_steps(),
+            also));
+        break;
+      }
+      case ReplayedRun::Outcome::kOutOfMemory:
+        result.set_outcome(v1::PROBE_OUT_OF_MEMORY);
+        result.set_message(absl::StrCat("replay of a measurement, not run here: ", run.source,
+                                        " ran out of memory", also));
+        break;
+      case ReplayedRun::Outcome::kNoResult:
+        result.set_outcome(v1::PROBE_NOT_MEASURED);
+        result.set_message(absl::StrCat(
+            "not measured: ", run.source,
+            " tried this configuration and reports no result (out of memory, infeasible or "
+            "failed; the source does not say which)",
+            also));
+        break;
+    }
+    if (run.peak_memory_bytes > 0) {
+      result.set_peak_memory_bytes(run.peak_memory_bytes);
+      result.add_measured("peak_memory");
+      result.set_message(absl::StrFormat("%s; peak memory %.1f GiB measured", result.message(),
+                                         run.peak_memory_bytes / kGiB));
+    }
+  }
+  result.set_wall_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+  return result;
+}
+
+}  // namespace paratune

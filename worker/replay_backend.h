@@ -1,0 +1,63 @@
+// The `replay` backend (DESIGN.md §8): answers a probe from measured runs (replay_table.h)
+// instead of running it, so that searches can be developed and checked against real
+// measurements on machines without GPUs. A configuration nobody measured is reported as
+// not measured, never invented.
+#ifndef PARATUNE_WORKER_REPLAY_BACKEND_H_
+#define PARATUNE_WORKER_REPLAY_BACKEND_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "proto/worker_config.pb.h"
+#include "worker/probe_backend.h"
+#include "worker/replay_table.h"
+
+namespace paratune {
+
+// Outcomes, for a probe whose model, GPU, nodes, training run and configuration equal a
+// measured run's (the first in table order when several releases measured it; the message
+// names the others):
+//   - the run completed: PROBE_OK, every one of the timed_steps step times the run's mean
+//     step time (the sources report one mean per run, so the values do not vary: their
+//     spread is not a measurement); throughput from it as for any probe; peak memory when the
+//     source reports it;
+//   - the run ran out of memory: PROBE_OUT_OF_MEMORY;
+//   - the source tried the run and reports no result without saying why (the "-" cells of
+//     Fujii et al.'s table: out of memory, infeasible or failed): PROBE_NOT_MEASURED, saying
+//     so; never guessed to be out of memory;
+//   - nobody measured it: PROBE_NOT_MEASURED.
+// Every result says it is a replay of a measurement, names its source (FILE:LINE), lists the
+// parts of a training step as measured (they were, in the source's run) and is not
+// simulated. The probe's scope does not matter: the measurement is of the whole
+// configuration. Deterministic and thread-safe.
+class ReplayBackend : public ProbeBackend {
+ public:
+  struct Options {
+    // Wall time each probe takes (cancellable), to watch a replayed search progress as a
+    // live one would; zero answers at once.
+    absl::Duration probe_time = absl::ZeroDuration();
+  };
+
+  // Loads the tables of `config` (ReplayTable::Load's errors).
+  static absl::StatusOr<std::unique_ptr<ReplayBackend>> Create(const v1::ReplayConfig& config,
+                                                               Options options);
+
+  std::string Name() const override { return "replay"; }
+  bool Deterministic() const override { return true; }
+  // INVALID_ARGUMENT naming the field for an assignment whose model, training run, cluster,
+  // configuration or timed_steps is invalid; CANCELLED when the context is cancelled first.
+  absl::StatusOr<v1::ProbeResult> Run(const v1::ProbeAssignment& assignment,
+                                      ProbeContext& context) override;
+
+ private:
+  ReplayBackend(ReplayTable table, Options options) : table_(std::move(table)), options_(options) {}
+
+  const ReplayTable table_;
+  const Options options_;
+};
+
+}  // namespace paratune
+
+#endif  // PARATUNE_WORKER_REPLAY_BACKEND_H_

@@ -1,0 +1,185 @@
+// Every worker config file shipped in deploy/templates/ loads, builds its backends, and
+// renders each of its launch templates for the probes of a real search, so that none of
+// them rots. The shipped Megatron-LM and NeMo launches are also checked flag by flag for a
+// configuration that exercises every conditional argument.
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "worker/command_backend.h"
+#include "worker/launch_template.h"
+#include "worker/launch_values.h"
+#include "worker/probe_specs.h"
+#include "worker/replay_backend.h"
+#include "worker/test_assignments.h"
+#include "worker/worker_config.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::Contains;
+using ::testing::Not;
+
+std::vector<std::string>& ConfigFiles() {
+  static std::vector<std::string>* const files = new std::vector<std::string>();
+  return *files;
+}
+
+// Llama-3.2-1B on one 8-GPU node as dp8 tp1 pp1 cp1 mbs1: the arguments' other branches.
+v1::ProbeAssignment SingleNodeAssignment() {
+  v1::ProbeAssignment assignment = TwoNodeGangAssignment(v1::RECOMPUTE_NONE);
+  assignment.mutable_model()->set_preset("llama3.2-1b");
+  assignment.mutable_cluster()->set_num_nodes(1);
+  assignment.mutable_training()->set_fp32_gradients(false);
+  v1::ParallelConfig& config = *assignment.mutable_config();
+  config.set_data_parallel(8);
+  config.set_tensor_parallel(1);
+  config.set_pipeline_parallel(1);
+  config.set_virtual_pipeline(1);
+  assignment.set_num_ranks(8);
+  assignment.mutable_gang()->RemoveLast();
+  assignment.set_gang_index(0);
+  return assignment;
+}
+
+// Every template of the shipped configs, rendered for `assignment`, by template name.
+std::map<std::string, LaunchTemplate::Command> RenderAll(const v1::ProbeAssignment& assignment) {
+  std::map<std::string, LaunchTemplate::Command> commands;
+  absl::StatusOr<ProbeSpecs> specs = ResolveProbeSpecs(assignment);
+  EXPECT_TRUE(specs.ok()) << specs.status();
+  if (!specs.ok()) return commands;
+  for (const std::string& file : ConfigFiles()) {
+    absl::StatusOr<v1::WorkerConfig> config = LoadWorkerConfig(file);
+    if (!config.ok()) continue;  // reported by EveryConfigLoadsAndBuildsItsBackends
+    for (int i = 0; i < config->command_templates_size(); ++i) {
+      const v1::CommandTemplate& launch = config->command_templates(i);
+      absl::StatusOr<LaunchTemplate> parsed =
+          LaunchTemplate::Create(launch, absl::StrCat(file, ": command_templates[", i, "]"));
+      absl::StatusOr<LaunchValues> values =
+          LaunchValues::ForProbe(assignment, *specs, launch.extra_warmup_iterations(), 29500);
+      EXPECT_TRUE(parsed.ok() && values.ok()) << parsed.status() << values.status();
+      if (!parsed.ok() || !values.ok()) continue;
+      absl::StatusOr<LaunchTemplate::Command> command = parsed->Render(*values);
+      EXPECT_TRUE(command.ok()) << file << ": " << command.status();
+      if (command.ok()) commands[launch.name()] = *std::move(command);
+    }
+  }
+  return commands;
+}
+
+TEST(ShippedConfigsTest, EveryConfigLoadsAndBuildsItsBackends) {
+  ASSERT_FALSE(ConfigFiles().empty());
+  for (const std::string& file : ConfigFiles()) {
+    absl::StatusOr<v1::WorkerConfig> config = LoadWorkerConfig(file);
+    ASSERT_TRUE(config.ok()) << config.status();
+    EXPECT_TRUE(config->command_templates_size() > 0 || config->has_replay()) << file;
+    if (config->command_templates_size() > 0) {
+      absl::StatusOr<std::unique_ptr<CommandBackend>> command = CommandBackend::Create(*config);
+      EXPECT_TRUE(command.ok()) << file << ": " << command.status();
+    }
+    if (config->has_replay()) {
+      absl::StatusOr<std::unique_ptr<ReplayBackend>> replay =
+          ReplayBackend::Create(config->replay(), ReplayBackend::Options());
+      EXPECT_TRUE(replay.ok()) << file << ": " << replay.status();
+    }
+  }
+}
+
+TEST(ShippedConfigsTest, MegatronLaunchCarriesTheConfiguration) {
+  std::map<std::string, LaunchTemplate::Command> gang =
+      RenderAll(TwoNodeGangAssignment(v1::RECOMPUTE_FULL));
+  ASSERT_EQ(gang.count("megatron-llama"), 1u);
+  const std::vector<std::string>& argv = gang["megatron-llama"].argv;
+  for (const char* expected : {"torchrun",
+                               "--nnodes=2",
+                               "--node-rank=1",
+                               "--nproc-per-node=8",
+                               "--master-addr=gpu-node-0",
+                               "--master-port=29500",
+                               "pretrain_gpt.py",
+                               "--num-layers=80",
+                               "--hidden-size=8192",
+                               "--ffn-hidden-size=28672",
+                               "--num-attention-heads=64",
+                               "--num-query-groups=8",
+                               "--seq-length=8192",
+                               "--untie-embeddings-and-output-weights",
+                               "--tensor-model-parallel-size=4",
+                               "--pipeline-model-parallel-size=2",
+                               "--context-parallel-size=1",
+                               "--sequence-parallel",
+                               "--num-layers-per-virtual-pipeline-stage=20",
+                               "--recompute-granularity=full",
+                               "--recompute-method=uniform",
+                               "--recompute-num-layers=1",
+                               "--micro-batch-size=1",
+                               "--global-batch-size=64",
+                               "--use-distributed-optimizer",
+                               "--accumulate-allreduce-grads-in-fp32",
+                               "--train-iters=7",
+                               "--vocab-size=128256",
+                               "--log-interval=1",
+                               "--eval-iters=0",
+                               "--mock-data",
+                               "--bf16"}) {
+    EXPECT_THAT(argv, Contains(expected));
+  }
+  EXPECT_THAT(argv, Not(Contains("--account-for-embedding-in-pipeline-split")));
+  EXPECT_EQ(gang["megatron-llama"].env["CUDA_VISIBLE_DEVICES"], "0,1,2,3,4,5,6,7");
+
+  std::map<std::string, LaunchTemplate::Command> single = RenderAll(SingleNodeAssignment());
+  const std::vector<std::string>& plain = single["megatron-llama"].argv;
+  EXPECT_THAT(plain, Contains("--grad-reduce-in-bf16"));
+  for (const char* absent :
+       {"--sequence-parallel", "--recompute-granularity=full",
+        "--num-layers-per-virtual-pipeline-stage=20", "--accumulate-allreduce-grads-in-fp32"}) {
+    EXPECT_THAT(plain, Not(Contains(absent)));
+  }
+  EXPECT_FALSE(std::any_of(plain.begin(), plain.end(), [](const std::string& a) {
+    return absl::StartsWith(a, "--recompute") || absl::StartsWith(a, "--num-layers-per-virtual");
+  }));
+}
+
+TEST(ShippedConfigsTest, NemoLaunchCarriesTheConfiguration) {
+  std::map<std::string, LaunchTemplate::Command> gang =
+      RenderAll(TwoNodeGangAssignment(v1::RECOMPUTE_SELECTIVE));
+  ASSERT_EQ(gang.count("nemo-llama"), 1u);
+  const std::vector<std::string>& argv = gang["nemo-llama"].argv;
+  for (const char* expected : {"--node-rank=1",
+                               "--no-python",
+                               "nemo",
+                               "llm",
+                               "pretrain",
+                               "llama31_8b",
+                               "trainer.num_nodes=2",
+                               "trainer.devices=8",
+                               "trainer.max_steps=7",
+                               "trainer.strategy.tensor_model_parallel_size=4",
+                               "trainer.strategy.pipeline_model_parallel_size=2",
+                               "trainer.strategy.context_parallel_size=1",
+                               "trainer.strategy.sequence_parallel=True",
+                               "trainer.strategy.virtual_pipeline_model_parallel_size=2",
+                               "model.config.recompute_granularity=selective",
+                               "data.micro_batch_size=1",
+                               "data.global_batch_size=64",
+                               "data.seq_length=8192",
+                               "model.config.num_layers=80",
+                               "model.config.num_query_groups=8"}) {
+    EXPECT_THAT(argv, Contains(expected));
+  }
+  EXPECT_THAT(argv, Not(Contains("model.config.recompute_method=uniform")));
+}
+
+}  // namespace
+}  // namespace paratune
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  for (int i = 1; i < argc; ++i) paratune::ConfigFiles().push_back(argv[i]);
+  return RUN_ALL_TESTS();
+}

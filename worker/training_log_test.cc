@@ -1,0 +1,124 @@
+#include "worker/training_log.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::DoubleNear;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TrainingLogPatterns Patterns(const v1::LogPatterns& proto = v1::LogPatterns()) {
+  absl::StatusOr<TrainingLogPatterns> patterns =
+      TrainingLogPatterns::Create(proto, "command_templates[0].log");
+  EXPECT_TRUE(patterns.ok()) << patterns.status();
+  return *std::move(patterns);
+}
+
+TEST(TrainingLogTest, MegatronLogsAreReadByDefault) {
+  const TrainingLogPatterns patterns = Patterns();
+  TrainingLog log(patterns);
+  log.AddLine(
+      " [2026-11-22 12:00:01] iteration        1/       3 | consumed samples: 1024 | "
+      "elapsed time per iteration (ms): 14523.7 | throughput per GPU (TFLOP/s/GPU): 410.2 |");
+  log.AddLine(
+      "[Rank 0] (after 1 iterations) memory (MB) | allocated: 30000.5 | max allocated: "
+      "52000.0 | reserved: 60000.0 | max reserved: 61440.0");
+  log.AddLine("[Rank 4] (after 1 iterations) memory (MB) | max reserved: 70000.0");
+  log.AddLine(" iteration        2/       3 | elapsed time per iteration (ms): 1.4e4 |");
+  log.AddLine("elapsed time per iteration (ms): nan");
+  EXPECT_THAT(log.step_times_seconds(),
+              ElementsAre(DoubleNear(14.5237, 1e-9), DoubleNear(14.0, 1e-9)));
+  EXPECT_DOUBLE_EQ(log.peak_memory_bytes(), 70000.0 * 1024 * 1024);
+  EXPECT_TRUE(log.out_of_memory_line().empty());
+  EXPECT_TRUE(log.nccl_error_line().empty());
+}
+
+TEST(TrainingLogTest, EveryOccurrenceInALineCountsAndTextAfterTheValueMustFollow) {
+  v1::LogPatterns proto;
+  proto.mutable_step_time()->set_pattern("step took {value} ms;");
+  proto.mutable_step_time()->set_unit(0.001);
+  const TrainingLogPatterns patterns = Patterns(proto);
+  TrainingLog log(patterns);
+  log.AddLine("step took 10 ms; step took 20 ms; step took 30 s; step took ms; step took 40 ms;");
+  EXPECT_THAT(log.step_times_seconds(), ElementsAre(0.01, 0.02, 0.04));
+}
+
+TEST(TrainingLogTest, NemoProgressLinesWithACustomPattern) {
+  v1::LogPatterns proto;
+  proto.mutable_step_time()->set_pattern("train_step_timing in s: {value}");
+  proto.mutable_step_time()->set_unit(1);
+  const TrainingLogPatterns patterns = Patterns(proto);
+  TrainingLog log(patterns);
+  log.AddLine(
+      "Training epoch 0, iteration 3/9 | lr: 1.499e-07 | global_step: 3 | "
+      "reduced_train_loss: 11.03 | train_step_timing in s: 3.421 | consumed_samples: 2048");
+  EXPECT_THAT(log.step_times_seconds(), ElementsAre(3.421));
+}
+
+TEST(TrainingLogTest, FailureMarksKeepTheFirstLineThatShowsThem) {
+  const TrainingLogPatterns patterns = Patterns();
+  TrainingLog log(patterns);
+  log.AddLine("[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB");
+  log.AddLine("[rank5]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB");
+  log.AddLine("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970");
+  log.AddLine(std::string(2000, 'x') + " ncclSystemError");
+  EXPECT_EQ(log.out_of_memory_line(),
+            "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB");
+  EXPECT_THAT(log.nccl_error_line(), HasSubstr("DistBackendError: NCCL error in"));
+}
+
+TEST(TrainingLogTest, ConfiguredMarksReplaceTheDefaults) {
+  v1::LogPatterns proto;
+  proto.add_out_of_memory("HIP out of memory");
+  const TrainingLogPatterns patterns = Patterns(proto);
+  TrainingLog log(patterns);
+  log.AddLine("CUDA out of memory");
+  EXPECT_TRUE(log.out_of_memory_line().empty());
+  log.AddLine("HIP out of memory");
+  EXPECT_EQ(log.out_of_memory_line(), "HIP out of memory");
+}
+
+TEST(TrainingLogTest, KeptLinesAreCut) {
+  const TrainingLogPatterns patterns = Patterns();
+  TrainingLog log(patterns);
+  log.AddLine("CUDA out of memory " + std::string(4000, 'y'));
+  EXPECT_EQ(log.out_of_memory_line().size(), 512u);
+}
+
+TEST(TrainingLogTest, BadPatternsAreRejectedNamingTheField) {
+  const struct {
+    const char* pattern;
+    double unit;
+    const char* error;
+  } cases[] = {
+      {"elapsed time", 1,
+       "command_templates[0].log.step_time.pattern (\"elapsed time\") must hold one {value}"},
+      {"{value} ms", 1, "must hold one {value} after some text"},
+      {"a {value} b {value}", 1, "must hold one {value}"},
+      {"time: {value}", 0, "command_templates[0].log.step_time.unit (0) must be > 0"},
+      {"time: {value}", -1, "command_templates[0].log.step_time.unit (-1) must be > 0"},
+  };
+  for (const auto& c : cases) {
+    v1::LogPatterns proto;
+    proto.mutable_step_time()->set_pattern(c.pattern);
+    proto.mutable_step_time()->set_unit(c.unit);
+    absl::StatusOr<TrainingLogPatterns> patterns =
+        TrainingLogPatterns::Create(proto, "command_templates[0].log");
+    EXPECT_EQ(patterns.status().code(), absl::StatusCode::kInvalidArgument) << c.pattern;
+    EXPECT_THAT(patterns.status().message(), HasSubstr(c.error));
+  }
+  v1::LogPatterns empty_marker;
+  empty_marker.add_nccl_error("");
+  EXPECT_THAT(
+      TrainingLogPatterns::Create(empty_marker, "command_templates[1].log").status().message(),
+      HasSubstr("command_templates[1].log.nccl_error[0] (\"\") must be 1 to 256 bytes"));
+}
+
+}  // namespace
+}  // namespace paratune
