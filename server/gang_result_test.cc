@@ -40,5 +40,26 @@ TEST(CombineGangResultsTest, RankZeroTimingLargestPeakAndWall) {
   EXPECT_TRUE(combined.modelled().empty());
 }
 
+TEST(CombineGangResultsTest, TimingComesFromTheMemberThatTimedItsSteps) {
+  // Megatron-LM logs iteration times on its last rank only, on the gang's last node.
+  v1::ProbeResult untimed = Ok(1, 500, 3);
+  untimed.clear_step_times_seconds();
+  untimed.set_mean_step_time_seconds(0);
+  const v1::ProbeResult last = Ok(2.5, 400, 3);
+  const v1::ProbeResult combined = CombineGangResults({untimed, untimed, last});
+  EXPECT_EQ(combined.outcome(), v1::PROBE_OK);
+  EXPECT_DOUBLE_EQ(combined.mean_step_time_seconds(), 2.5);
+  EXPECT_EQ(combined.peak_memory_bytes(), 500);
+}
+
+TEST(CombineGangResultsTest, NoMemberTimedItsStepsIsACrash) {
+  v1::ProbeResult untimed = Ok(1, 500, 3);
+  untimed.clear_step_times_seconds();
+  untimed.set_message("template megatron-llama: node 0");
+  const v1::ProbeResult combined = CombineGangResults({untimed, untimed});
+  EXPECT_EQ(combined.outcome(), v1::PROBE_CRASH);
+  EXPECT_THAT(combined.message(), ::testing::HasSubstr("none reported step times"));
+}
+
 }  // namespace
 }  // namespace paratune

@@ -565,8 +565,8 @@ absl::Status Scheduler::ReportProbe(const v1::ReportProbeRequest& request) {
     absl::MutexLock lock(&mu_);
     PT_ASSIGN_OR_RETURN(WorkerRecord * worker, FindLiveWorkerLocked(request.worker()));
     PT_ASSIGN_OR_RETURN(auto membership, FindMembershipLocked(request.probe(), *worker));
-    PT_RETURN_IF_ERROR(ValidateProbeResult(request.result()));
     auto [lease, member] = membership;
+    PT_RETURN_IF_ERROR(ValidateProbeResult(request.result(), lease->members_size() > 1));
     if (lease->members(member).has_result()) {
       return absl::FailedPreconditionError(absl::StrCat(
           worker->worker.name(), " reported its ranks of ", request.probe(), " already"));

@@ -115,7 +115,7 @@ absl::Status ValidateRegisterWorkerRequest(const v1::RegisterWorkerRequest& requ
   return absl::OkStatus();
 }
 
-absl::Status ValidateProbeResult(const v1::ProbeResult& result) {
+absl::Status ValidateProbeResult(const v1::ProbeResult& result, bool gang_member) {
   if (result.outcome() == v1::PROBE_OUTCOME_UNSPECIFIED ||
       !v1::ProbeOutcome_IsValid(result.outcome())) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -137,6 +137,7 @@ absl::Status ValidateProbeResult(const v1::ProbeResult& result) {
   }
   if (absl::Status s = CheckRate("wall_seconds", result.wall_seconds()); !s.ok()) return s;
   if (result.outcome() != v1::PROBE_OK) return absl::OkStatus();
+  if (result.step_times_seconds_size() == 0 && gang_member) return absl::OkStatus();
   if (result.step_times_seconds_size() == 0) {
     return absl::InvalidArgumentError(
         "result.step_times_seconds (none) must have a value per timed step of an OK probe");

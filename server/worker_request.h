@@ -14,8 +14,10 @@ namespace paratune {
 absl::Status ValidateRegisterWorkerRequest(const v1::RegisterWorkerRequest& request);
 
 // INVALID_ARGUMENT naming the field: an outcome must be set; an OK result has 1..10,000
-// positive finite step times and finite, non-negative rates; message at most 64 KiB.
-absl::Status ValidateProbeResult(const v1::ProbeResult& result);
+// positive finite step times and finite, non-negative rates; message at most 64 KiB. A gang
+// member's OK result may have no step times: its node ran its ranks without timing them (the
+// gang's timing comes from the member that did, gang_result.h).
+absl::Status ValidateProbeResult(const v1::ProbeResult& result, bool gang_member = false);
 
 }  // namespace paratune
 

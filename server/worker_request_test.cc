@@ -92,6 +92,7 @@ TEST(ValidateProbeResultTest, RejectsMalformedResults) {
   v1::ProbeResult no_steps = Ok();
   no_steps.clear_step_times_seconds();
   EXPECT_THAT(ValidateProbeResult(no_steps).message(), HasSubstr("result.step_times_seconds"));
+  EXPECT_TRUE(ValidateProbeResult(no_steps, /*gang_member=*/true).ok());
 
   v1::ProbeResult negative = Ok();
   negative.set_step_times_seconds(0, -1);

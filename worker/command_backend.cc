@@ -168,7 +168,7 @@ absl::StatusOr<v1::ProbeResult> CommandBackend::Run(const v1::ProbeAssignment& a
   }
 
   const ExpectedSteps expected{launch->extra_warmup_iterations + assignment.warmup_steps(),
-                               assignment.timed_steps()};
+                               assignment.timed_steps(), assignment.gang_size() > 1};
   CommandOutcome outcome = ClassifyCommandRun(*run, log, launch->log.step_time, expected, limit);
   v1::ProbeResult result;
   result.set_backend(Name());
@@ -179,7 +179,7 @@ absl::StatusOr<v1::ProbeResult> CommandBackend::Run(const v1::ProbeAssignment& a
       absl::StrFormat("template \"%s\", ranks %d-%d of %d on node %d of %d: ", launch->name,
                       member.first_rank(), member.first_rank() + member.num_ranks() - 1,
                       assignment.num_ranks(), assignment.gang_index(), assignment.gang_size());
-  if (outcome.outcome != v1::PROBE_OK) {
+  if (outcome.outcome != v1::PROBE_OK || outcome.timed_step_times.empty()) {
     result.set_message(where + outcome.message);
   } else {
     SetStepTimes(specs, outcome.timed_step_times, result);

@@ -26,10 +26,14 @@ struct CommandOutcome {
 struct ExpectedSteps {
   int64_t dropped_iterations = 0;
   int64_t timed_steps = 0;
+  // A gang member's run may log no step time at all: frameworks log iteration times on one
+  // rank (Megatron-LM: the last), so only that node's run times the steps.
+  bool untimed_allowed = false;
 };
 
 // The outcome of a run that ended otherwise than cancelled, checked in this order:
-//   1. exited 0 and logged exactly the expected step times, each > 0: PROBE_OK;
+//   1. exited 0 and logged exactly the expected step times, each > 0: PROBE_OK; or, when
+//      expected.untimed_allowed, exited 0 and logged none: PROBE_OK without step times;
 //   2. printed an out-of-memory mark: PROBE_OUT_OF_MEMORY (whatever came after: a rank that
 //      runs out of memory often leaves the others hanging until the timeout);
 //   3. printed a NCCL failure mark: PROBE_CRASH, "NCCL error: ..." (the configuration failed

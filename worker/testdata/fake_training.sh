@@ -3,8 +3,11 @@
 # it prints Megatron-style iteration and memory logs, and fails the ways real runs fail.
 #
 #   fake_training.sh --train-iters=N [--tp=T --pp=P --cp=C --mbs=B --num-layers=L
-#                    --hidden-size=H] [--seconds-per-iteration=S]
+#                    --hidden-size=H] [--seconds-per-iteration=S] [--node-rank=R --nnodes=N]
 #                    [--fail=oom|hang|segfault|nccl|exit-code|exit-early]
+#
+# Like Megatron-LM, which logs iteration times on its last rank, only the last node
+# (--node-rank = --nnodes - 1) prints the iteration lines.
 #
 # Iteration i (1-based) logs 100 + 10 T + 20 P + 30 C + 5 B + i ms (and takes S seconds of wall time). The weights, gradients
 # and optimizer states take 18 bytes x 12 L H^2 / (T P); above 80 GiB the first iteration runs
@@ -12,7 +15,7 @@
 # SIGSEGV, a NCCL error, exit 3, or exit 0 after one iteration.
 set -eu
 
-iters=0 tp=1 pp=1 cp=1 mbs=1 layers=16 hidden=2048 pace=0 fail=none
+iters=0 tp=1 pp=1 cp=1 mbs=1 layers=16 hidden=2048 pace=0 fail=none node_rank=0 nnodes=1
 for arg in "$@"; do
   case "$arg" in
     --train-iters=*) iters=${arg#*=} ;;
@@ -24,6 +27,8 @@ for arg in "$@"; do
     --hidden-size=*) hidden=${arg#*=} ;;
     --seconds-per-iteration=*) pace=${arg#*=} ;;
     --fail=*) fail=${arg#*=} ;;
+    --node-rank=*) node_rank=${arg#*=} ;;
+    --nnodes=*) nnodes=${arg#*=} ;;
     *) echo "fake_training.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -41,7 +46,7 @@ base=$((100 + 10 * tp + 20 * pp + 30 * cp + 5 * mbs))
 i=1
 while [ "$i" -le "$iters" ]; do
   sleep "$pace"
-  echo " [2026-11-22 12:00:0$((i % 10))] iteration $i/$iters | consumed samples: $((i * 64)) | elapsed time per iteration (ms): $((base + i)).0 | learning rate: 3.000000E-04 | global batch size: 64 | lm loss: 1.050000E+01 | loss scale: 1.0 | number of skipped iterations: 0 | number of nan iterations: 0 |"
+  [ "$node_rank" -eq $((nnodes - 1)) ] && echo " [2026-11-22 12:00:0$((i % 10))] iteration $i/$iters | consumed samples: $((i * 64)) | elapsed time per iteration (ms): $((base + i)).0 | learning rate: 3.000000E-04 | global batch size: 64 | lm loss: 1.050000E+01 | loss scale: 1.0 | number of skipped iterations: 0 | number of nan iterations: 0 |"
   if [ "$i" -eq 1 ]; then
     echo "[Rank 0] (after 1 iterations) memory (MB) | allocated: 1000.0 | max allocated: 2000.0 | reserved: $((state_bytes / 1048576 + 512)).0 | max reserved: $((state_bytes / 1048576 + 1024)).0"
     case "$fail" in
