@@ -95,7 +95,7 @@ std::string FailureBreakdown(const v1::SearchCounts& counts) {
   return parts.empty() ? "" : absl::StrCat(": ", absl::StrJoin(parts, ", "));
 }
 
-// Best measured TFLOP/s per GPU among the probed candidates, with "(sim)" when simulated;
+// Best measured TFLOP/s per GPU among the probed candidates, saying when simulated;
 // "-" when nothing succeeded yet.
 std::string BestMeasured(const v1::Search& search) {
   const v1::Candidate* best = nullptr;
@@ -245,9 +245,24 @@ std::string FormatPlanCandidates(const v1::PlanResponse& plan) {
   return out;
 }
 
-// The ranked candidates as a table (the first `max_rows`, all when 0), and whether any result
-// in it is simulated.
-std::pair<std::string, bool> CandidatesTable(const v1::Search& search, int max_rows) {
+// Where a measured number came from, when it was not measured on GPUs by this search.
+enum class Origin { kMeasured, kSimulated, kReplayed };
+
+Origin OriginOf(const v1::ProbeResult& result) {
+  if (result.simulated()) return Origin::kSimulated;
+  if (result.backend() == "replay") return Origin::kReplayed;
+  return Origin::kMeasured;
+}
+
+// The ranked candidates as a table (the first `max_rows`, all when 0), and the origins of the
+// numbers in it other than measured.
+struct CandidateTable {
+  std::string text;
+  bool any_simulated = false;
+  bool any_replayed = false;
+};
+
+CandidateTable CandidatesTable(const v1::Search& search, int max_rows) {
   Table table({{"rank", true},
                {"config", false},
                {"mem GiB", true},
@@ -256,7 +271,7 @@ std::pair<std::string, bool> CandidatesTable(const v1::Search& search, int max_r
                {"probed TFLOP/s/GPU", true},
                {"step s", true},
                {"result", false}});
-  bool any_simulated = false;
+  CandidateTable out;
   int rank = 0;
   for (const auto& c : search.candidates()) {
     if (max_rows > 0 && table.rows() >= max_rows) break;
@@ -267,10 +282,13 @@ std::pair<std::string, bool> CandidatesTable(const v1::Search& search, int max_r
                              ? OutcomeName(c.probe_result().outcome())
                              : CandidateStateName(c.state());
     if (ok) {
-      const bool simulated = c.probe_result().simulated();
-      any_simulated = any_simulated || simulated;
+      const Origin origin = OriginOf(c.probe_result());
+      out.any_simulated |= origin == Origin::kSimulated;
+      out.any_replayed |= origin == Origin::kReplayed;
       probed = absl::StrFormat("%.1f%s", c.probe_result().model_tflops_per_gpu(),
-                               simulated ? " (sim)" : "");
+                               origin == Origin::kSimulated  ? " (sim)"
+                               : origin == Origin::kReplayed ? " (replay)"
+                                                             : "");
       step = absl::StrFormat("%.3f", c.probe_result().mean_step_time_seconds());
     }
     table.AddRow({ok ? absl::StrCat(++rank) : "-", FormatConfig(c.config()),
@@ -278,7 +296,8 @@ std::pair<std::string, bool> CandidatesTable(const v1::Search& search, int max_r
                   absl::StrFormat("%.1f", c.predicted().model_tflops_per_gpu()), probed, step,
                   result});
   }
-  return {table.Render(), any_simulated};
+  out.text = table.Render();
+  return out;
 }
 
 std::string FormatProgress(const v1::Search& search) {
@@ -312,16 +331,21 @@ std::string FormatSearch(const v1::Search& search) {
   if (!search.stop_reason().empty()) absl::StrAppend(&out, "  ", search.stop_reason(), "\n");
   if (search.candidates().empty()) return out;
 
-  const auto [table, any_simulated] = CandidatesTable(search, 0);
-  absl::StrAppend(&out, "\n", table);
+  const CandidateTable table = CandidatesTable(search, 0);
+  absl::StrAppend(&out, "\n", table.text);
   for (const auto& c : search.candidates()) {
     if (c.waiting_reason().empty()) continue;
     absl::StrAppend(&out, "waiting: ", FormatConfig(c.config()), " ", c.waiting_reason(), "\n");
   }
-  if (any_simulated) {
+  if (table.any_simulated) {
     absl::StrAppend(&out,
                     "(sim) = SIMULATED by the sim backend: the performance model plus seeded "
                     "noise, not a GPU measurement.\n");
+  }
+  if (table.any_replayed) {
+    absl::StrAppend(&out,
+                    "(replay) = a published measurement replayed by the replay backend, not "
+                    "run by this search.\n");
   }
   return out;
 }
@@ -329,12 +353,13 @@ std::string FormatSearch(const v1::Search& search) {
 std::string FormatLiveView(const v1::Search& search, const std::string& event, int max_rows) {
   std::string out = absl::StrCat(FormatProgress(search), "\n");
   if (!event.empty()) absl::StrAppend(&out, "  ", event, "\n");
-  const auto [table, any_simulated] = CandidatesTable(search, max_rows);
-  if (!search.candidates().empty()) absl::StrAppend(&out, table);
+  const CandidateTable table = CandidatesTable(search, max_rows);
+  if (!search.candidates().empty()) absl::StrAppend(&out, table.text);
   if (search.candidates_size() > max_rows) {
     absl::StrAppend(&out, "(", search.candidates_size() - max_rows, " more)\n");
   }
-  if (any_simulated) absl::StrAppend(&out, "(sim) = simulated\n");
+  if (table.any_simulated) absl::StrAppend(&out, "(sim) = simulated\n");
+  if (table.any_replayed) absl::StrAppend(&out, "(replay) = a published measurement replayed\n");
   return out;
 }
 

@@ -58,6 +58,17 @@ TEST(FormatSearchTest, MarksSimulatedResultsAndRanksOnlySuccessfulProbes) {
   EXPECT_THAT(text, HasSubstr("   -  dp2 tp2 pp1 cp1 mbs1"));
 }
 
+TEST(FormatSearchTest, ReplayedResultsAreLabelled) {
+  v1::Search search;
+  v1::Candidate replayed = Probed(4, 1, 439.9, /*simulated=*/false);
+  replayed.mutable_probe_result()->set_backend("replay");
+  *search.add_candidates() = replayed;
+  const std::string text = FormatSearch(search);
+  EXPECT_THAT(text, HasSubstr("439.9 (replay)"));
+  EXPECT_THAT(text, HasSubstr("(replay) = a published measurement replayed"));
+  EXPECT_THAT(text, Not(HasSubstr("(sim)")));
+}
+
 TEST(FormatSearchTest, MeasuredResultsCarryNoSimulationLegend) {
   v1::Search search;
   *search.add_candidates() = Probed(4, 1, 450.0, /*simulated=*/false);
