@@ -61,9 +61,32 @@ void AdaptivePolicy::Refit() {
       fit.ok()) {
     params_ = fit->params;
   }
+  const double prior = calibrated_.relative_error;
+  double squares = kPriorObservations * prior * prior;
+  // Leave-one-out needs another measurement to fit; one alone says nothing about ordering.
+  if (observations.size() >= 2) {
+    for (size_t held_out = 0; held_out < observations.size(); ++held_out) {
+      std::vector<PerformanceObservation> others = observations;
+      others.erase(others.begin() + held_out);
+      absl::StatusOr<FitResult> fit =
+          FitPerformanceParameters(others, calibrated_, SearchRefitOptions());
+      if (!fit.ok()) continue;
+      const PerformanceObservation& o = observations[held_out];
+      const double predicted =
+          PredictPerformance(o.model, o.training, o.cluster, o.config, fit->params)
+              .step_time_seconds;
+      const double residual = std::log(predicted / o.step_time_seconds);
+      squares += residual * residual;
+    }
+    relative_error_ =
+        std::max(prior, std::sqrt(squares / (kPriorObservations + observations.size())));
+  } else {
+    relative_error_ = prior;
+  }
   for (size_t i = 0; i < entries_.size(); ++i) {
-    const PerformanceEstimate predicted =
+    PerformanceEstimate predicted =
         PredictPerformance(model_, training_, cluster_, candidates_[i].config, params_);
+    predicted.relative_error = relative_error_;
     entries_[i].predicted_tflops = predicted.model_tflops_per_gpu;
     entries_[i].optimistic_tflops = OptimisticTflopsPerGpu(predicted, options_.confidence_sigmas);
   }
@@ -171,10 +194,11 @@ AdaptivePolicy::Decision AdaptivePolicy::Next() {
     const Entry& runner_up = entries_[unprobed.front()];
     decision.stop_reason = absl::StrFormat(
         "no unprobed candidate can beat the best measured, %s, by more than %.0f%%: the "
-        "highest optimistic prediction left is %.1f (%s); %d candidates not probed",
+        "highest optimistic prediction left is %.1f (%s, %.1f sigma of the search's %.1f%% "
+        "model error); %d candidates not probed",
         best_text, 100 * options_.tolerance, runner_up.optimistic_tflops,
         DescribeConfig(ParallelConfigToProto(candidates_[unprobed.front()].config)),
-        unprobed.size());
+        options_.confidence_sigmas, 100 * relative_error_, unprobed.size());
   }
   if (skipped_for_memory_ > 0) {
     absl::StrAppend(&*decision.stop_reason, "; ", skipped_for_memory_,

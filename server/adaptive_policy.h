@@ -27,7 +27,8 @@ struct AdaptiveOptions {
   // Stop when no unprobed candidate's optimistic prediction beats the best measured TFLOP/s
   // per GPU by more than this fraction.
   double tolerance = 0.02;
-  // Optimistic prediction = predicted x exp(confidence_sigmas x relative error).
+  // Optimistic prediction = predicted x exp(confidence_sigmas x relative error), the relative
+  // error being the search's own (relative_error()).
   double confidence_sigmas = 2;
   int64_t max_in_flight = 2;
   // Leaders re-probed with more steps when their short probes cannot be told apart.
@@ -76,6 +77,14 @@ class AdaptivePolicy {
 
   // The current refitted parameters (the calibrated ones before any OK result).
   const PerformanceParameters& parameters() const { return params_; }
+  // The model's relative error for this search: the calibrated parameters' cross-validated
+  // error (docs/estimator.md), widened when the search's own probes show the model doing
+  // worse here. The evidence is their leave-one-out errors (each probe predicted by a refit
+  // without it), pooled with the prior as kPriorObservations measurements. It can widen the
+  // bar but never narrow it below the prior: the probed configurations are the best
+  // predicted ones and say nothing of an unprobed outlier.
+  double relative_error() const { return relative_error_; }
+  static constexpr double kPriorObservations = 3;
   // Candidates skipped after an out-of-memory probe.
   int64_t skipped_for_memory() const { return skipped_for_memory_; }
 
@@ -103,6 +112,7 @@ class AdaptivePolicy {
   const PerformanceParameters calibrated_;
   const AdaptiveOptions options_;
   PerformanceParameters params_;
+  double relative_error_ = 0;
   std::vector<Entry> entries_;
   int64_t in_flight_ = 0;
   int64_t confirmations_ = 0;
