@@ -6,10 +6,9 @@
 #include "absl/time/clock.h"
 #include "common/log.h"
 #include "common/status_macros.h"
-#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "common/grpc_server.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
-#include "grpcpp/server_builder.h"
 #include "server/listen_address.h"
 #include "server/sqlite_search_store.h"
 
@@ -48,23 +47,14 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
   server->worker_service_ =
       std::make_unique<WorkerService>(server->scheduler_.get(), server->wait_list_.get());
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &server->port_);
-  builder.RegisterService(server->autotuner_service_.get());
-  builder.RegisterService(server->worker_service_.get());
-  if (!options.interceptors.empty()) {
-    builder.experimental().SetInterceptorCreators(std::move(options.interceptors));
-  }
-  server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || server->port_ == 0) {
-    // The destructor must not shut down a server that never started.
-    server->server_.reset();
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on address (\"", options.address,
-                     "\"): the port is taken or the host is not a local interface"));
-  }
+  GrpcServerOptions grpc_options;
+  grpc_options.address = options.address;
+  grpc_options.credentials = grpc::InsecureServerCredentials();
+  grpc_options.services = {server->autotuner_service_.get(), server->worker_service_.get()};
+  grpc_options.interceptors = std::move(options.interceptors);
+  PT_ASSIGN_OR_RETURN(StartedGrpcServer started, StartGrpcServer(std::move(grpc_options)));
+  server->server_ = std::move(started.server);
+  server->port_ = started.port;
   server->lease_checker_ = std::thread([self] { self->CheckLeasesUntilShutdown(); });
   return server;
 }

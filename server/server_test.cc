@@ -264,6 +264,15 @@ TEST_F(ServerTest, ShutdownEndsOpenWatchStreams) {
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
+TEST_F(ServerTest, ASecondServerOnTheSamePortFailsInsteadOfSharingIt) {
+  ParatuneServer::Options options;
+  options.address = absl::StrCat("127.0.0.1:", server_->port());
+  absl::StatusOr<std::unique_ptr<ParatuneServer>> second =
+      ParatuneServer::Start(std::move(options));
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(second.status().message(), ::testing::HasSubstr("the port is taken"));
+}
+
 TEST(ServerStartTest, RefusesRemoteAddressesWithoutPermission) {
   ParatuneServer::Options options;
   options.address = "0.0.0.0:0";
