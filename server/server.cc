@@ -1,5 +1,7 @@
 #include "server/server.h"
 
+#include <unistd.h>
+
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -39,7 +41,11 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
   Scheduler::Options scheduler_options;
   scheduler_options.clock = options.clock;
   scheduler_options.heartbeat_interval = options.heartbeat_interval;
-  scheduler_options.on_probes_queued = [self] { self->wait_list_->Notify(); };
+  scheduler_options.on_probes_queued = [self] {
+    self->wait_list_->Notify();
+    absl::MutexLock lock(&self->launcher_mu_);
+    if (self->launcher_ != nullptr) self->launcher_->Wake();
+  };
   PT_ASSIGN_OR_RETURN(std::unique_ptr<SqliteSearchStore> store,
                       SqliteSearchStore::Open(options.db_path));
   PT_ASSIGN_OR_RETURN(server->scheduler_,
@@ -65,8 +71,30 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
         absl::StrCat("cannot listen on address (\"", options.address,
                      "\"): the port is taken or the host is not a local interface"));
   }
+  if (options.slurm_launcher.has_value()) {
+    SlurmLauncher::Options& launcher = *options.slurm_launcher;
+    launcher.clock = options.clock;
+    if (launcher.job.server_address.empty()) {
+      char hostname[256] = {};
+      gethostname(hostname, sizeof(hostname) - 1);
+      launcher.job.server_address = DialAddress(options.address, server->port_, hostname);
+    }
+    Log(LogLevel::kInfo, "submitting probes as Slurm jobs",
+        {{"workers_dial", launcher.job.server_address},
+         {"job_name_prefix", launcher.job.job_name_prefix}});
+    PT_ASSIGN_OR_RETURN(std::unique_ptr<SlurmLauncher> started,
+                        SlurmLauncher::Start(std::move(launcher), server->scheduler_.get()));
+    absl::MutexLock lock(&server->launcher_mu_);
+    server->launcher_ = std::move(started);
+  }
   server->lease_checker_ = std::thread([self] { self->CheckLeasesUntilShutdown(); });
   return server;
+}
+
+std::optional<SlurmLauncher::Stats> ParatuneServer::slurm_launcher_stats() const {
+  absl::MutexLock lock(&launcher_mu_);
+  if (launcher_ == nullptr) return std::nullopt;
+  return launcher_->stats();
 }
 
 ParatuneServer::~ParatuneServer() { Shutdown(); }
@@ -95,6 +123,14 @@ void ParatuneServer::Shutdown(absl::Duration grace) {
     server_->Wait();
   }
   if (wait_list_ != nullptr) wait_list_->Stop();
+  // Taken out first: a round it finishes may queue probes, whose callback looks for it.
+  std::unique_ptr<SlurmLauncher> launcher;
+  {
+    absl::MutexLock lock(&launcher_mu_);
+    launcher = std::move(launcher_);
+  }
+  // Its jobs run on; a restarted server follows them again.
+  if (launcher != nullptr) launcher->Stop();
 }
 
 }  // namespace paratune

@@ -81,6 +81,7 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(
   std::vector<std::string> server_argv = {ServerBinary(), "--address=127.0.0.1:0",
                                           absl::StrCat("--port_file=", port_file),
                                           "--heartbeat_interval_seconds=1", "--db=:memory:"};
+  server_argv.insert(server_argv.end(), options.server_flags.begin(), options.server_flags.end());
   const std::string server_metrics_file = metrics_flags("server", server_argv);
   absl::StatusOr<std::unique_ptr<ChildProcess>> server = ChildProcess::Spawn(server_argv);
   if (!server.ok()) return server.status();

@@ -33,6 +33,8 @@ class TestCluster {
   struct Options {
     // Every process serves /metrics on 127.0.0.1:0; see metrics_ports().
     bool serve_metrics = false;
+    // More paratune-server flags, e.g. --launcher=slurm.
+    std::vector<std::string> server_flags;
   };
 
   // Starts the server on 127.0.0.1:0 (port file in TEST_TMPDIR) and one worker per entry of
