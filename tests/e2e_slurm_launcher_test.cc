@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -23,9 +25,13 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
+#include "tests/free_port.h"
 #include "tests/http_client.h"
 #include "tests/metrics_text.h"
+#include "tests/process_harness.h"
 #include "tests/run_command.h"
 #include "tests/slurm_cluster.h"
 #include "tests/test_cluster.h"
@@ -39,6 +45,11 @@ constexpr absl::Duration kSearchTimeout = absl::Seconds(120);
 constexpr absl::Duration kWaitTimeout = absl::Seconds(60);
 constexpr absl::Duration kPollInterval = absl::Milliseconds(200);
 constexpr int64_t kProbes = 3;
+
+std::string& ServerBinary() {
+  static auto* const path = new std::string();
+  return *path;
+}
 
 std::string& WorkerBinary() {
   static auto* const path = new std::string();
@@ -134,14 +145,31 @@ std::string ServerMetricsOnce(TestCluster& cluster, const std::string& sample, d
   return exposition;
 }
 
-absl::StatusOr<v1::Search> GetSearch(TestCluster& cluster, const std::string& name) {
+absl::StatusOr<v1::Search> GetSearch(v1::Autotuner::Stub& autotuner, const std::string& name) {
   v1::GetSearchRequest request;
   request.set_name(name);
   v1::Search search;
   const grpc::Status status =
-      cluster.autotuner().GetSearch(ContextWithTimeout(absl::Seconds(10)).get(), request, &search);
+      autotuner.GetSearch(ContextWithTimeout(absl::Seconds(10)).get(), request, &search);
   if (!status.ok()) return absl::UnavailableError(status.error_message());
   return search;
+}
+
+// Polls the search until `done` holds for it (at most kWaitTimeout); the last answer.
+absl::StatusOr<v1::Search> WaitForSearch(v1::Autotuner::Stub& autotuner, const std::string& name,
+                                         const std::function<bool(const v1::Search&)>& done) {
+  const absl::Time give_up = absl::Now() + kWaitTimeout;
+  absl::StatusOr<v1::Search> search = GetSearch(autotuner, name);
+  while (absl::Now() < give_up && (!search.ok() || !done(*search))) {
+    absl::SleepFor(kPollInterval);
+    search = GetSearch(autotuner, name);
+  }
+  return search;
+}
+
+bool HasRunningCandidate(const v1::Search& search) {
+  return std::any_of(search.candidates().begin(), search.candidates().end(),
+                     [](const v1::Candidate& c) { return c.state() == v1::CANDIDATE_RUNNING; });
 }
 
 class SlurmLauncherTest : public ::testing::Test {
@@ -276,15 +304,10 @@ TEST_F(SlurmLauncherTest, CancellingASearchEndsItsJobs) {
                   .ok());
 
   // Until a job's worker runs a probe; the other jobs wait (the jobs take whole nodes).
-  const absl::Time give_up = absl::Now() + kWaitTimeout;
-  absl::StatusOr<v1::Search> search = GetSearch(**cluster, created.name());
-  while (search.ok() && search->counts().probed() == 0 && absl::Now() < give_up &&
-         std::none_of(search->candidates().begin(), search->candidates().end(),
-                      [](const v1::Candidate& c) { return c.state() == v1::CANDIDATE_RUNNING; })) {
-    absl::SleepFor(kPollInterval);
-    search = GetSearch(**cluster, created.name());
-  }
+  absl::StatusOr<v1::Search> search =
+      WaitForSearch((*cluster)->autotuner(), created.name(), HasRunningCandidate);
   ASSERT_TRUE(search.ok()) << search.status();
+  ASSERT_TRUE(HasRunningCandidate(*search));
   const std::map<int64_t, std::string> jobs = ListedJobs(*slurm_);
   for (const auto& [id, job] : jobs) {
     std::printf("slurm: job %lld %s\n", static_cast<long long>(id), job.c_str());
@@ -322,6 +345,66 @@ TEST_F(SlurmLauncherTest, CancellingASearchEndsItsJobs) {
   EXPECT_THAT(WorkerProcesses(), ::testing::IsEmpty());
 }
 
+// The jobs are the launcher's state: a server stopped mid-search and started again on the same
+// database and address follows the jobs it submitted before, and their workers report to it.
+TEST_F(SlurmLauncherTest, RestartedServerFollowsTheJobsItSubmittedBefore) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<int> port = PickFreePort();
+  ASSERT_TRUE(port.ok()) << port.status();
+  const std::string address = absl::StrCat("127.0.0.1:", *port);
+  const std::string tmp = std::getenv("TEST_TMPDIR");
+  std::vector<std::string> argv = {ServerBinary(), absl::StrCat("--address=", address),
+                                   absl::StrCat("--port_file=", tmp, "/restart-port"),
+                                   absl::StrCat("--db=", tmp, "/restart.db"),
+                                   "--heartbeat_interval_seconds=1"};
+  // Probes long enough to be running when the server stops.
+  for (const std::string& flag : LauncherFlags(*slurm_, "e2e-restart", /*probe_seconds=*/3)) {
+    argv.push_back(flag);
+  }
+  absl::StatusOr<std::unique_ptr<ChildProcess>> server = ChildProcess::Spawn(argv);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE(WaitForPortFile(tmp + "/restart-port", kWaitTimeout, **server).ok());
+  std::unique_ptr<v1::Autotuner::Stub> autotuner =
+      v1::Autotuner::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  v1::Search created;
+  ASSERT_TRUE(
+      autotuner
+          ->CreateSearch(ContextWithTimeout(absl::Seconds(30)).get(), SmallSimSearch(2), &created)
+          .ok());
+  absl::StatusOr<v1::Search> search =
+      WaitForSearch(*autotuner, created.name(), HasRunningCandidate);
+  ASSERT_TRUE(search.ok() && HasRunningCandidate(*search));
+  const std::map<int64_t, std::string> jobs_before = ListedJobs(*slurm_);
+  for (const auto& [id, job] : jobs_before) {
+    std::printf("slurm: before the restart, job %lld %s\n", static_cast<long long>(id),
+                job.c_str());
+  }
+  ASSERT_EQ(jobs_before.size(), 2u);
+
+  (*server)->Terminate();
+  std::remove((tmp + "/restart-port").c_str());
+  server = ChildProcess::Spawn(argv);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE(WaitForPortFile(tmp + "/restart-port", kWaitTimeout, **server).ok());
+  search = WaitForSearch(*autotuner, created.name(),
+                         [](const v1::Search& s) { return s.state() != v1::PROBING; });
+  ASSERT_TRUE(search.ok()) << search.status();
+  std::printf("slurm: %s %s %s after the test started: %s\n", search->name().c_str(),
+              v1::SearchState_Name(search->state()).c_str(),
+              absl::FormatDuration(Since(start)).c_str(), search->stop_reason().c_str());
+  EXPECT_EQ(search->state(), v1::SUCCEEDED) << search->stop_reason();
+  // Each probe ran once, in the job submitted before the restart.
+  for (const v1::Candidate& candidate : search->candidates()) {
+    EXPECT_EQ(candidate.attempts(), 1) << candidate.name();
+  }
+  ASSERT_TRUE(WaitUntilSlurmHasNoJobs(*slurm_).ok());
+  for (const auto& [id, job] : jobs_before) {
+    EXPECT_EQ(slurm_->JobState(id).value_or("?"), "COMPLETED") << id << " " << job;
+  }
+  EXPECT_THAT(WorkerProcesses(), ::testing::IsEmpty());
+  (*server)->Terminate();
+}
+
 }  // namespace
 }  // namespace paratune
 
@@ -333,6 +416,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   // Slurm runs the job from its own working directory: an absolute path.
+  paratune::ServerBinary() = argv[1];
   paratune::WorkerBinary() = std::filesystem::absolute(argv[2]).string();
   paratune::AlertRules() = argv[3];
   return RUN_ALL_TESTS();
