@@ -76,7 +76,11 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
     launcher.clock = options.clock;
     if (launcher.job.server_address.empty()) {
       char hostname[256] = {};
-      gethostname(hostname, sizeof(hostname) - 1);
+      if (gethostname(hostname, sizeof(hostname) - 1) != 0) {
+        return absl::UnavailableError(
+            "cannot read this machine's hostname for the Slurm jobs' workers to dial; set "
+            "slurm_launcher.job.server_address");
+      }
       launcher.job.server_address = DialAddress(options.address, server->port_, hostname);
     }
     Log(LogLevel::kInfo, "submitting probes as Slurm jobs",

@@ -160,7 +160,8 @@ absl::Status SlurmLauncher::Reconcile() {
     auto [it, found_now] = jobs_.try_emplace(id);
     Job& job = it->second;
     if (found_now) {
-      // Submitted by an earlier run of the server, or by one whose sbatch timed out.
+      // Submitted by an earlier run of the server, or by this one when sbatch timed out
+      // after Slurm had taken the job.
       const ProbeId probe = *ProbeOfJobName(options_.job.job_name_prefix, listed_job->name);
       job.name = listed_job->name;
       job.probe = ProbeName(probe.search_id, probe.candidate, probe.attempt);
