@@ -1,6 +1,8 @@
 #include "cli/report.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -389,13 +391,17 @@ std::string FormatWorkers(const v1::ListWorkersResponse& response) {
                {"GPUs", false},
                {"backends", false},
                {"state", false},
-               {"probes done", true}});
+               {"probes done", true},
+               {"labels", false}});
   for (const auto& worker : response.workers()) {
     std::string gpus = worker.gpus().empty()
                            ? "none"
                            : absl::StrCat(worker.gpus_size(), " x ", worker.gpus(0).name());
+    // Sorted: a protobuf map has no order. A Slurm job's worker shows its job and probe here.
+    const std::map<std::string, std::string> labels(worker.labels().begin(), worker.labels().end());
     table.AddRow({worker.name(), worker.hostname(), gpus, absl::StrJoin(worker.backends(), ","),
-                  v1::WorkerState_Name(worker.state()), absl::StrCat(worker.probes_completed())});
+                  v1::WorkerState_Name(worker.state()), absl::StrCat(worker.probes_completed()),
+                  absl::StrJoin(labels, ",", absl::PairFormatter("="))});
   }
   return table.Render();
 }

@@ -115,6 +115,21 @@ TEST(FormatProgressTest, NamesTheBestMeasuredConfiguration) {
             "simulated (dp2 tp2 pp1 cp1 mbs1)");
 }
 
+TEST(FormatWorkersTest, ShowsTheLabelsInKeyOrder) {
+  v1::ListWorkersResponse response;
+  v1::Worker& worker = *response.add_workers();
+  worker.set_name("workers/3");
+  worker.set_hostname("gpu-017");
+  worker.add_backends("sim");
+  worker.set_state(v1::WORKER_BUSY);
+  (*worker.mutable_labels())["slurm_job_id"] = "4242";
+  (*worker.mutable_labels())["paratune.probe"] = "searches/1/candidates/0/probes/1";
+  const std::string table = FormatWorkers(response);
+  EXPECT_THAT(table, HasSubstr("labels"));
+  EXPECT_THAT(table,
+              HasSubstr("paratune.probe=searches/1/candidates/0/probes/1,slurm_job_id=4242"));
+}
+
 TEST(FormatEstimateTest, PrintsEveryTermPerStageAndTheVerdict) {
   v1::EstimateResponse estimate;
   v1::MemoryEstimate& memory = *estimate.mutable_memory();

@@ -44,4 +44,10 @@ absl::Status CheckListenAddress(absl::string_view field, absl::string_view addre
   return absl::OkStatus();
 }
 
+std::string DialAddress(absl::string_view address, int port, absl::string_view hostname) {
+  absl::string_view host = address.substr(0, address.rfind(':'));
+  if (host == "0.0.0.0" || host == "[::]") host = hostname;
+  return absl::StrCat(host, ":", port);
+}
+
 }  // namespace paratune

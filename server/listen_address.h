@@ -3,6 +3,8 @@
 #ifndef PARATUNE_SERVER_LISTEN_ADDRESS_H_
 #define PARATUNE_SERVER_LISTEN_ADDRESS_H_
 
+#include <string>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
@@ -14,6 +16,11 @@ namespace paratune {
 // host without allow_remote.
 absl::Status CheckListenAddress(absl::string_view field, absl::string_view address,
                                 bool allow_remote);
+
+// The host:port at which clients reach a server that listens on `address` (checked by
+// CheckListenAddress) and bound `port`: the listening host, or `hostname` when the server
+// listens on every interface (0.0.0.0, [::]).
+std::string DialAddress(absl::string_view address, int port, absl::string_view hostname);
 
 }  // namespace paratune
 

@@ -31,5 +31,13 @@ TEST(CheckListenAddressTest, MalformedAddressesNameTheField) {
   }
 }
 
+TEST(DialAddressTest, TheBoundPortOnTheListeningHostOrThisHostForAWildcard) {
+  EXPECT_EQ(DialAddress("127.0.0.1:0", 41234, "node7"), "127.0.0.1:41234");
+  EXPECT_EQ(DialAddress("[::1]:50051", 50051, "node7"), "[::1]:50051");
+  EXPECT_EQ(DialAddress("0.0.0.0:50051", 50051, "node7"), "node7:50051");
+  EXPECT_EQ(DialAddress("[::]:0", 40000, "node7"), "node7:40000");
+  EXPECT_EQ(DialAddress("scheduler.example:50051", 50051, "node7"), "scheduler.example:50051");
+}
+
 }  // namespace
 }  // namespace paratune

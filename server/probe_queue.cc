@@ -1,5 +1,7 @@
 #include "server/probe_queue.h"
 
+#include <algorithm>
+
 namespace paratune {
 
 void ProbeQueue::Push(const Item& item) {
@@ -39,6 +41,21 @@ int64_t ProbeQueue::RemoveSearch(int64_t search_id) {
   turns_.remove(search_id);
   size_ -= removed;
   return removed;
+}
+
+bool ProbeQueue::Remove(const Item& item) {
+  auto it = queues_.find(item.search_id);
+  if (it == queues_.end()) return false;
+  std::deque<int64_t>& queue = it->second;
+  auto found = std::find(queue.begin(), queue.end(), item.candidate);
+  if (found == queue.end()) return false;
+  queue.erase(found);
+  --size_;
+  if (queue.empty()) {
+    queues_.erase(it);
+    turns_.remove(item.search_id);
+  }
+  return true;
 }
 
 }  // namespace paratune

@@ -35,6 +35,10 @@ class ProbeQueue {
   // Drops every item of the search; returns how many.
   int64_t RemoveSearch(int64_t search_id);
 
+  // Drops `item`, leaving the turns of the searches as they are; returns whether it was
+  // queued.
+  bool Remove(const Item& item);
+
   int64_t size() const { return size_; }
 
  private:

@@ -50,5 +50,21 @@ TEST(ProbeQueueTest, RemoveSearchDropsOnlyItsItems) {
   EXPECT_EQ(queue.PopFirstFitting(Any), (Item{2, 0}));
 }
 
+TEST(ProbeQueueTest, RemoveDropsOneItemAndKeepsTheTurns) {
+  ProbeQueue queue;
+  queue.Push({1, 0});
+  queue.Push({2, 0});
+  queue.Push({1, 1});
+  queue.Push({3, 0});
+  EXPECT_TRUE(queue.Remove({1, 0}));
+  EXPECT_FALSE(queue.Remove({1, 0}));
+  EXPECT_TRUE(queue.Remove({3, 0}));
+  EXPECT_EQ(queue.size(), 2);
+  // Search 1 keeps its turn ahead of search 2.
+  EXPECT_EQ(queue.PopFirstFitting(Any), (Item{1, 1}));
+  EXPECT_EQ(queue.PopFirstFitting(Any), (Item{2, 0}));
+  EXPECT_EQ(queue.PopFirstFitting(Any), std::nullopt);
+}
+
 }  // namespace
 }  // namespace paratune

@@ -9,16 +9,28 @@
 namespace paratune {
 namespace {
 
+// Consumes "{collection}/{number}" from the front of `rest`, the number at least `min`.
+bool ConsumeSegment(absl::string_view& rest, absl::string_view collection, int64_t min,
+                    int64_t& number) {
+  if (!absl::ConsumePrefix(&rest, collection) || !absl::ConsumePrefix(&rest, "/")) return false;
+  const absl::string_view digits = rest.substr(0, rest.find('/'));
+  rest.remove_prefix(digits.size());
+  return !digits.empty() && digits.size() <= 18 &&
+         digits.find_first_not_of("0123456789") == absl::string_view::npos &&
+         absl::SimpleAtoi(digits, &number) && number >= min;
+}
+
+absl::Status Malformed(absl::string_view field, absl::string_view name, absl::string_view form) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, " (\"", absl::CHexEscape(name.substr(0, 128)), "\") must have the form ", form));
+}
+
 absl::StatusOr<int64_t> ParseName(absl::string_view field, absl::string_view name,
                                   absl::string_view collection) {
   int64_t id = 0;
   absl::string_view rest = name;
-  if (!absl::ConsumePrefix(&rest, collection) || !absl::ConsumePrefix(&rest, "/") || rest.empty() ||
-      rest.size() > 18 || rest.find_first_not_of("0123456789") != absl::string_view::npos ||
-      !absl::SimpleAtoi(rest, &id) || id < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " (\"",
-                                                   absl::CHexEscape(name.substr(0, 128)),
-                                                   "\") must have the form ", collection, "/{id}"));
+  if (!ConsumeSegment(rest, collection, 1, id) || !rest.empty()) {
+    return Malformed(field, name, absl::StrCat(collection, "/{id}"));
   }
   return id;
 }
@@ -43,6 +55,17 @@ absl::StatusOr<int64_t> ParseSearchName(absl::string_view field, absl::string_vi
 
 absl::StatusOr<int64_t> ParseWorkerName(absl::string_view field, absl::string_view name) {
   return ParseName(field, name, "workers");
+}
+
+absl::StatusOr<ProbeId> ParseProbeName(absl::string_view field, absl::string_view name) {
+  ProbeId probe;
+  absl::string_view rest = name;
+  if (!ConsumeSegment(rest, "searches", 1, probe.search_id) || !absl::ConsumePrefix(&rest, "/") ||
+      !ConsumeSegment(rest, "candidates", 0, probe.candidate) || !absl::ConsumePrefix(&rest, "/") ||
+      !ConsumeSegment(rest, "probes", 1, probe.attempt) || !rest.empty()) {
+    return Malformed(field, name, "searches/{id}/candidates/{n}/probes/{attempt}");
+  }
+  return probe;
 }
 
 }  // namespace paratune

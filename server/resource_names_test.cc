@@ -18,6 +18,10 @@ TEST(ResourceNamesTest, FormatsNames) {
 TEST(ResourceNamesTest, ParsesWhatItFormats) {
   EXPECT_EQ(ParseSearchName("name", SearchName(42)).value(), 42);
   EXPECT_EQ(ParseWorkerName("worker", WorkerName(7)).value(), 7);
+  const ProbeId probe = ParseProbeName("probe", ProbeName(3, 0, 2)).value();
+  EXPECT_EQ(probe.search_id, 3);
+  EXPECT_EQ(probe.candidate, 0);
+  EXPECT_EQ(probe.attempt, 2);
 }
 
 TEST(ResourceNamesTest, RejectsMalformedNamesNamingTheField) {
@@ -30,6 +34,14 @@ TEST(ResourceNamesTest, RejectsMalformedNamesNamingTheField) {
   }
   EXPECT_EQ(ParseWorkerName("worker", "searches/1").status().code(),
             absl::StatusCode::kInvalidArgument);
+  for (const char* bad : {"", "searches/1/candidates/0", "searches/1/candidates/0/probes/0",
+                          "searches/0/candidates/0/probes/1", "searches/1/candidates/-1/probes/1",
+                          "searches/1/candidates/0/probes/1/", "searches/1/candidates/0/probes/1x",
+                          "searches/1/candidate/0/probes/1", "searches/1/candidates//probes/1"}) {
+    const absl::Status status = ParseProbeName("probe", bad).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(status.message(), HasSubstr("probe (\"")) << bad;
+  }
 }
 
 }  // namespace

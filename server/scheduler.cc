@@ -51,9 +51,21 @@ int64_t ReplicaGpus(const v1::ParallelConfig& config) {
   return config.tensor_parallel() * config.pipeline_parallel() * config.context_parallel();
 }
 
-// Whether `worker` can run probes with these settings: it offers the backend and, for the
-// command backend, the launch template.
-bool Offers(const v1::Worker& worker, const v1::ProbeSettings& probe) {
+// Whether the worker is reserved for the probe called `probe_name` (kProbeReservationLabel).
+bool ReservedFor(const v1::Worker& worker, absl::string_view probe_name) {
+  auto reserved = worker.labels().find(kProbeReservationLabel);
+  return reserved != worker.labels().end() && reserved->second == probe_name;
+}
+
+// Whether `worker` can run the probe called `probe_name` with these settings: it offers the
+// backend and, for the command backend, the launch template. A worker reserved for a probe
+// runs that one only, and a probe that has live workers reserved for it (`probe_reserved`)
+// runs on those only: they were started for it.
+bool Offers(const v1::Worker& worker, const v1::ProbeSettings& probe, absl::string_view probe_name,
+            bool probe_reserved) {
+  if (worker.labels().contains(kProbeReservationLabel) || probe_reserved) {
+    if (!ReservedFor(worker, probe_name)) return false;
+  }
   const auto& backends = worker.backends();
   if (std::find(backends.begin(), backends.end(), probe.backend()) == backends.end()) {
     return false;
@@ -75,6 +87,11 @@ absl::StatusOr<int64_t> CheckPageSize(int64_t page_size, int64_t default_size) {
 // Ranks that must share a host: a tensor x context parallel group talks on every layer.
 int64_t GroupSize(const v1::ParallelConfig& config) {
   return config.tensor_parallel() * config.context_parallel();
+}
+
+// The name of the candidate's next lease.
+std::string NextProbeName(int64_t search_id, int64_t n, const v1::Candidate& candidate) {
+  return ProbeName(search_id, n, candidate.attempts() + 1);
 }
 
 v1::Search RankedCopy(const v1::Search& search) {
@@ -540,11 +557,15 @@ absl::StatusOr<Scheduler::Acquisition> Scheduler::TryAcquireProbe(
     if (it == active_.end()) return false;
     const SearchRecord& record = it->second;
     const v1::ProbeSettings& probe = record.search.spec().probe();
-    if (!Offers(worker->worker, probe)) return false;
+    const std::string probe_name =
+        NextProbeName(item.search_id, item.candidate, record.search.candidates(item.candidate));
+    if (!Offers(worker->worker, probe, probe_name, HasReservedWorkersLocked(probe_name))) {
+      return false;
+    }
     std::tie(scope, ranks) = ProbeShapeLocked(record, item.candidate);
     std::optional<std::vector<RankShare>> placed =
         PlaceGang(ranks, GroupSize(record.search.candidates(item.candidate).config()), requester,
-                  LiveWorkersLocked(probe, /*free_only=*/true, worker->id));
+                  LiveWorkersLocked(probe, probe_name, /*free_only=*/true, worker->id));
     if (!placed.has_value()) return false;
     shares = *std::move(placed);
     return true;
@@ -680,10 +701,7 @@ void Scheduler::CheckLeases() {
                        absl::FormatDuration(absl::Trunc(silence, absl::Milliseconds(100))));
       Log(LogLevel::kWarning, "worker lost",
           {{"worker", worker.worker.name()}, {"reason", reason}});
-      ReleaseLeaseLocked(worker, reason);
-      worker.worker.set_state(v1::WORKER_LOST);
-      worker.cancel_probes.clear();
-      StoreWorkerLocked(worker);
+      LoseWorkerLocked(worker, reason);
     }
     std::vector<std::string> overdue;
     for (const auto& [probe, lease] : leases_) {
@@ -736,6 +754,73 @@ SchedulerStats Scheduler::Stats() const {
     stats.worker_gpus[record.worker.state()] += record.worker.gpus_size();
   }
   return stats;
+}
+
+std::vector<Scheduler::PendingProbe> Scheduler::PendingProbes() {
+  absl::MutexLock lock(&mu_);
+  std::vector<int64_t> ids;
+  for (const auto& [id, record] : active_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  std::vector<PendingProbe> pending;
+  for (int64_t id : ids) {
+    const SearchRecord& record = active_.at(id);
+    const v1::SearchSpec& spec = record.search.spec();
+    for (int64_t n = 0; n < record.search.candidates_size(); ++n) {
+      const v1::Candidate& candidate = record.search.candidates(n);
+      if (!Pending(candidate)) continue;
+      PendingProbe& probe = pending.emplace_back();
+      probe.backend = spec.probe().backend();
+      probe.command_template = spec.probe().command_template();
+      probe.group_size = GroupSize(candidate.config());
+      probe.gpus_per_node = spec.cluster().gpus_per_node();
+      probe.deadline = absl::Seconds(spec.probe().deadline_seconds());
+      if (candidate.state() == v1::CANDIDATE_QUEUED) {
+        probe.probe = NextProbeName(id, n, candidate);
+        probe.ranks = ProbeShapeLocked(record, n).second;
+        probe.unplaceable = !candidate.waiting_reason().empty();
+        continue;
+      }
+      probe.probe = ProbeName(id, n, candidate.attempts());
+      probe.running = true;
+      auto lease = leases_.find(probe.probe);
+      if (lease == leases_.end()) continue;
+      probe.ranks = lease->second.num_ranks();
+      for (const internal::LeaseMember& member : lease->second.members()) {
+        probe.on_reserved_workers |=
+            ReservedFor(workers_.at(member.worker_id()).worker, probe.probe);
+      }
+    }
+  }
+  return pending;
+}
+
+absl::Status Scheduler::LaunchEnded(absl::string_view probe, const std::string& reason) {
+  PT_ASSIGN_OR_RETURN(const ProbeId id, ParseProbeName("probe", probe));
+  bool queued = false;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [worker_id, worker] : workers_) {
+      if (worker.worker.state() == v1::WORKER_LOST || !ReservedFor(worker.worker, probe)) continue;
+      Log(LogLevel::kInfo, "worker gone with its launch",
+          {{"worker", worker.worker.name()}, {"probe", std::string(probe)}, {"reason", reason}});
+      LoseWorkerLocked(worker, reason);
+    }
+    auto record = active_.find(id.search_id);
+    if (record != active_.end() && id.candidate < record->second.search.candidates_size()) {
+      v1::Candidate& candidate = *record->second.search.mutable_candidates(id.candidate);
+      if (candidate.state() == v1::CANDIDATE_QUEUED && candidate.attempts() + 1 == id.attempt) {
+        // Re-queued behind the search's other candidates, as a failed lease would be.
+        queue_.Remove({id.search_id, id.candidate});
+        candidate.set_attempts(id.attempt);
+        RetryOrGiveUpLocked(record->second, id.candidate, reason);
+      }
+    }
+    UpdateWaitingReasonsLocked();
+    queued = TakeQueuedFlagLocked();
+    PT_RETURN_IF_ERROR(FlushLocked());
+  }
+  if (queued) NotifyProbesQueued();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Scheduler::WorkerRecord*> Scheduler::FindLiveWorkerLocked(absl::string_view name) {
@@ -802,16 +887,25 @@ absl::Status Scheduler::FlushLocked() {
 }
 
 std::vector<FreeWorker> Scheduler::LiveWorkersLocked(const v1::ProbeSettings& probe,
-                                                     bool free_only, int64_t except_id) {
+                                                     absl::string_view probe_name, bool free_only,
+                                                     int64_t except_id) {
+  const bool probe_reserved = HasReservedWorkersLocked(probe_name);
   std::vector<FreeWorker> live;
   for (const auto& [id, record] : workers_) {
     const v1::Worker& worker = record.worker;
     if (id == except_id || worker.state() == v1::WORKER_LOST) continue;
     if (free_only && !worker.current_probe().empty()) continue;
-    if (!Offers(worker, probe)) continue;
+    if (!Offers(worker, probe, probe_name, probe_reserved)) continue;
     live.push_back(FreeWorker{id, worker.gpus_size()});
   }
   return live;
+}
+
+bool Scheduler::HasReservedWorkersLocked(absl::string_view probe_name) {
+  return std::any_of(workers_.begin(), workers_.end(), [&](const auto& entry) {
+    return entry.second.worker.state() != v1::WORKER_LOST &&
+           ReservedFor(entry.second.worker, probe_name);
+  });
 }
 
 std::pair<v1::ProbeScope, int64_t> Scheduler::ProbeShapeLocked(const SearchRecord& record,
@@ -822,8 +916,10 @@ std::pair<v1::ProbeScope, int64_t> Scheduler::ProbeShapeLocked(const SearchRecor
   if (scope == v1::PROBE_SCOPE_UNSPECIFIED) {
     // FULL when the fleet could run every rank at once, even if it is busy now: a full
     // probe measures the data-parallel traffic a replica can only model.
-    const int64_t capacity =
-        GangCapacity(GroupSize(config), LiveWorkersLocked(probe, /*free_only=*/false, 0));
+    const int64_t capacity = GangCapacity(
+        GroupSize(config),
+        LiveWorkersLocked(probe, NextProbeName(record.id, n, record.search.candidates(n)),
+                          /*free_only=*/false, 0));
     scope = capacity >= record.world_size ? v1::PROBE_SCOPE_FULL : v1::PROBE_SCOPE_REPLICA;
   }
   return {scope, scope == v1::PROBE_SCOPE_FULL ? record.world_size : ReplicaGpus(config)};
@@ -908,6 +1004,13 @@ void Scheduler::ReleaseLeaseLocked(WorkerRecord& worker, const std::string& reas
   auto record = active_.find(ended.search_id());
   if (record == active_.end()) return;
   RetryOrGiveUpLocked(record->second, ended.candidate(), reason);
+}
+
+void Scheduler::LoseWorkerLocked(WorkerRecord& worker, const std::string& reason) {
+  ReleaseLeaseLocked(worker, reason);
+  worker.worker.set_state(v1::WORKER_LOST);
+  worker.cancel_probes.clear();
+  StoreWorkerLocked(worker);
 }
 
 void Scheduler::RetryOrGiveUpLocked(SearchRecord& record, int64_t n, const std::string& reason) {
@@ -1116,14 +1219,14 @@ void Scheduler::UpdateWaitingReasonsLocked() {
   for (int64_t id : ids) {
     SearchRecord& record = active_.at(id);
     const v1::ProbeSettings& probe = record.search.spec().probe();
-    const std::vector<FreeWorker> live = LiveWorkersLocked(probe, /*free_only=*/false, 0);
     std::vector<std::string> changes;
     for (int64_t n = 0; n < record.search.candidates_size(); ++n) {
       v1::Candidate& candidate = *record.search.mutable_candidates(n);
       if (candidate.state() != v1::CANDIDATE_QUEUED) continue;
       const int64_t ranks = ProbeShapeLocked(record, n).second;
       const int64_t group = GroupSize(candidate.config());
-      const int64_t capacity = GangCapacity(group, live);
+      const int64_t capacity = GangCapacity(
+          group, LiveWorkersLocked(probe, NextProbeName(id, n, candidate), /*free_only=*/false, 0));
       std::string reason;
       if (capacity < ranks) {
         reason = absl::StrCat("needs ", ranks, " GPUs in groups of ", group,

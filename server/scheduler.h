@@ -36,6 +36,12 @@
 
 namespace paratune {
 
+// A worker registered with this label (e.g. by a Slurm job started for one probe,
+// server/slurm_launcher.h) is reserved for the probe the label's value names
+// (searches/{id}/candidates/{n}/probes/{attempt}): it is offered that probe only, and while
+// such workers are live the probe is placed on them only.
+inline constexpr char kProbeReservationLabel[] = "paratune.probe";
+
 // Follows one search (WatchSearch). The scheduler calls it with its lock held: an
 // implementation must return quickly and must not call back into the Scheduler.
 class SearchObserver {
@@ -73,6 +79,28 @@ class Scheduler {
     v1::Search search;
     // True when the search had already ended: the observer was not registered.
     bool ended = false;
+  };
+
+  // A probe waiting for workers or running (PendingProbes).
+  struct PendingProbe {
+    // searches/{id}/candidates/{n}/probes/{attempt}: the lease it runs as, or, while queued,
+    // the lease it will run as; workers reserved for it carry this kProbeReservationLabel.
+    std::string probe;
+    // Leased rather than queued.
+    bool running = false;
+    // Running, and at least one of its lease's workers is reserved for it.
+    bool on_reserved_workers = false;
+    // Queued, and no set of live workers could host it (Candidate.waiting_reason is set).
+    bool unplaceable = false;
+    std::string backend;
+    std::string command_template;
+    // Ranks it needs now, in tensor x context parallel groups of group_size that must share
+    // a host; the search's cluster has gpus_per_node GPUs per host.
+    int64_t ranks = 0;
+    int64_t group_size = 0;
+    int64_t gpus_per_node = 0;
+    // Its wall-clock limit on the workers.
+    absl::Duration deadline;
   };
 
   // What TryAcquireProbe gave.
@@ -160,6 +188,19 @@ class Scheduler {
   // Counts for monitoring (searches, probe results, queue, workers), read under the lock.
   SchedulerStats Stats() const;
 
+  // Launcher API: for a component that starts workers for probes (server/slurm_launcher.h).
+
+  // Every queued and running probe: searches oldest first, candidates in selection order.
+  std::vector<PendingProbe> PendingProbes();
+  // Says that what was launched for `probe` (PendingProbe::probe) has ended, with `reason`
+  // naming it and how it ended. The live workers reserved for the probe are declared LOST
+  // (a probe they ran is re-queued or failed); a probe still queued for that attempt, which
+  // its launch never started, has the attempt counted: re-queued while attempts remain,
+  // else recorded as PROBE_INFRA_ERROR. Nothing happens for a probe of an ended search or
+  // one that moved on. INVALID_ARGUMENT for a malformed probe name; the store's error when
+  // the changes cannot be stored.
+  absl::Status LaunchEnded(absl::string_view probe, const std::string& reason);
+
  private:
   struct SearchRecord {
     int64_t id = 0;
@@ -223,10 +264,13 @@ class Scheduler {
   // On a store error the changes stay pending (the next flush retries them) and the error
   // is returned.
   absl::Status FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Live workers that can run probes with these settings (those without a probe only, when
-  // free_only), except `except_id`, with their GPU counts.
-  std::vector<FreeWorker> LiveWorkersLocked(const v1::ProbeSettings& probe, bool free_only,
+  // Live workers that can run the probe `probe_name` with these settings (those without a
+  // probe only, when free_only), except `except_id`, with their GPU counts.
+  std::vector<FreeWorker> LiveWorkersLocked(const v1::ProbeSettings& probe,
+                                            absl::string_view probe_name, bool free_only,
                                             int64_t except_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a live worker is reserved for the probe (kProbeReservationLabel).
+  bool HasReservedWorkersLocked(absl::string_view probe_name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The scope a probe of candidate n runs at now and its rank count.
   std::pair<v1::ProbeScope, int64_t> ProbeShapeLocked(const SearchRecord& record, int64_t n)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -242,6 +286,9 @@ class Scheduler {
   // Ends the lease of the worker's probe (if any) and re-queues or fails the probe with
   // `reason`.
   void ReleaseLeaseLocked(WorkerRecord& worker, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Declares the worker LOST, releasing its lease with `reason`.
+  void LoseWorkerLocked(WorkerRecord& worker, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues candidate n again when attempts remain, else records PROBE_INFRA_ERROR. May end
   // the search.

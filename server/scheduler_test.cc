@@ -17,6 +17,7 @@
 namespace paratune {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -476,6 +477,149 @@ TEST_F(SchedulerTest, LostWorkersProbeIsRequeuedThenGivenUp) {
   absl::StatusOr<v1::ListWorkersResponse> workers = scheduler_->ListWorkers();
   ASSERT_TRUE(workers.ok());
   EXPECT_EQ(workers->workers(0).state(), v1::WORKER_LOST);
+}
+
+// A worker reserved for one probe, as a Slurm job started for it registers.
+v1::RegisterWorkerRequest ReservedWorker(int gpus, const std::string& probe) {
+  v1::RegisterWorkerRequest request = Worker(gpus);
+  (*request.mutable_labels())[kProbeReservationLabel] = probe;
+  return request;
+}
+
+TEST_F(SchedulerTest, ReservedWorkersRunTheirProbeOnly) {
+  const v1::Search search = Create(SmallSearch(3));
+  const std::string for_second =
+      scheduler_->RegisterWorker(ReservedWorker(8, "searches/1/candidates/1/probes/1"))->name();
+  const std::string for_other =
+      scheduler_->RegisterWorker(ReservedWorker(8, "searches/1/candidates/2/probes/2"))->name();
+  std::optional<v1::ProbeAssignment> assignment = Acquire(for_second);
+  ASSERT_TRUE(assignment.has_value());
+  EXPECT_EQ(assignment->name(), "searches/1/candidates/1/probes/1");
+  ASSERT_TRUE(Report(for_second, assignment->name(), OkResult(100)).ok());
+  // Nothing else for it, and nothing for a worker reserved for an attempt not due yet.
+  EXPECT_FALSE(Acquire(for_second).has_value());
+  EXPECT_FALSE(Acquire(for_other).has_value());
+  // Reserved workers count for no other probe's placement.
+  const v1::Search waiting = Get(search.name());
+  for (const v1::Candidate& candidate : waiting.candidates()) {
+    if (candidate.state() != v1::CANDIDATE_QUEUED) continue;
+    EXPECT_THAT(candidate.waiting_reason(), HasSubstr("the live workers hold 0"))
+        << candidate.name();
+  }
+  // An unreserved worker takes any of them.
+  EXPECT_TRUE(Acquire(Register(8)).has_value());
+}
+
+TEST_F(SchedulerTest, ProbeWithReservedWorkersRunsOnThemOnly) {
+  const v1::Search search = Create(SmallSearch(1));
+  const std::string probe = "searches/1/candidates/0/probes/1";
+  const std::string unreserved = Register(8);
+  const std::string reserved = scheduler_->RegisterWorker(ReservedWorker(8, probe))->name();
+  EXPECT_FALSE(Acquire(unreserved).has_value());
+  std::optional<v1::ProbeAssignment> assignment = Acquire(reserved);
+  ASSERT_TRUE(assignment.has_value());
+  EXPECT_EQ(assignment->gang_size(), 1);
+}
+
+TEST_F(SchedulerTest, PendingProbesListQueuedAndRunningProbesWithTheirShape) {
+  Create(FullScopeSearch());
+  v1::CreateSearchRequest replicas = SmallSearch(2, /*nodes=*/2);
+  replicas.mutable_spec()->mutable_probe()->set_deadline_seconds(120);
+  Create(replicas);
+  std::vector<Scheduler::PendingProbe> pending = scheduler_->PendingProbes();
+  ASSERT_EQ(pending.size(), 3u);
+  EXPECT_EQ(pending[0].probe, "searches/1/candidates/0/probes/1");
+  EXPECT_FALSE(pending[0].running);
+  EXPECT_TRUE(pending[0].unplaceable);
+  EXPECT_EQ(pending[0].ranks, 8);
+  EXPECT_EQ(pending[0].gpus_per_node, 8);
+  EXPECT_EQ(pending[0].backend, "sim");
+  EXPECT_EQ(pending[0].deadline, absl::Seconds(600));
+  EXPECT_EQ(pending[1].probe, "searches/2/candidates/0/probes/1");
+  EXPECT_EQ(pending[2].probe, "searches/2/candidates/1/probes/1");
+  EXPECT_EQ(pending[2].deadline, absl::Seconds(120));
+  for (const Scheduler::PendingProbe& probe : pending) {
+    EXPECT_EQ(probe.ranks % probe.group_size, 0) << probe.probe;
+  }
+  // Without workers the 16-GPU search's probes run at replica scope.
+  const Scheduler::PendingProbe replica = pending[1];
+  EXPECT_LT(replica.ranks, 16);
+
+  const std::string reserved = scheduler_->RegisterWorker(ReservedWorker(8, replica.probe))->name();
+  const std::string unreserved = Register(8);
+  ASSERT_TRUE(Acquire(reserved).has_value());
+  ASSERT_TRUE(Acquire(unreserved).has_value());
+  pending = scheduler_->PendingProbes();
+  ASSERT_EQ(pending.size(), 3u);
+  // The unreserved worker took the first search's probe; it can host it, so it is placeable.
+  EXPECT_TRUE(pending[0].running);
+  EXPECT_FALSE(pending[0].on_reserved_workers);
+  EXPECT_TRUE(pending[1].running);
+  EXPECT_TRUE(pending[1].on_reserved_workers);
+  EXPECT_EQ(pending[1].ranks, replica.ranks);
+  EXPECT_FALSE(pending[2].running);
+  EXPECT_FALSE(pending[2].unplaceable);
+}
+
+TEST_F(SchedulerTest, LaunchEndingBeforeItsProbeStartedCountsTheAttempt) {
+  const v1::Search search = Create(SmallSearch(2));
+  const std::string probe = "searches/1/candidates/0/probes/1";
+  // The launch's worker registered, then went away with it without taking the probe.
+  const std::string worker = scheduler_->RegisterWorker(ReservedWorker(8, probe))->name();
+  ASSERT_TRUE(scheduler_->LaunchEnded(probe, "slurm job 7 ended FAILED").ok());
+  EXPECT_EQ(Heartbeat(worker).status().code(), absl::StatusCode::kNotFound);
+  v1::Candidate candidate = Get(search.name()).candidates(0);
+  EXPECT_EQ(candidate.state(), v1::CANDIDATE_QUEUED);
+  EXPECT_EQ(candidate.attempts(), 1);
+  // A repeated report of the same launch changes nothing.
+  ASSERT_TRUE(scheduler_->LaunchEnded(probe, "slurm job 7 ended FAILED").ok());
+  EXPECT_EQ(Get(search.name()).candidates(0).attempts(), 1);
+  // The failed attempt went behind the search's other candidate.
+  std::vector<Scheduler::PendingProbe> pending = scheduler_->PendingProbes();
+  ASSERT_EQ(pending.size(), 2u);
+  EXPECT_EQ(pending[0].probe, "searches/1/candidates/0/probes/2");
+  const std::string unreserved = Register(8);
+  std::optional<v1::ProbeAssignment> next = Acquire(unreserved);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->name(), "searches/1/candidates/1/probes/1");
+  ASSERT_TRUE(Report(unreserved, next->name(), OkResult(100)).ok());
+
+  // The second and last attempt fails the same way: the probe is given up with the reason.
+  ASSERT_TRUE(
+      scheduler_->LaunchEnded("searches/1/candidates/0/probes/2", "slurm job 8 ended NODE_FAIL")
+          .ok());
+  const v1::Search ended = Get(search.name());
+  EXPECT_EQ(ended.state(), v1::SUCCEEDED);
+  const v1::Candidate& failed = ended.candidates(1);
+  EXPECT_EQ(failed.name(), "searches/1/candidates/0");
+  EXPECT_EQ(failed.probe_result().outcome(), v1::PROBE_INFRA_ERROR);
+  EXPECT_THAT(failed.probe_result().message(), HasSubstr("slurm job 8 ended NODE_FAIL"));
+  EXPECT_EQ(scheduler_->LaunchEnded("searches/1/candidates/0", "x").code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(SchedulerTest, LaunchEndingUnderItsRunningProbeRequeuesIt) {
+  const v1::Search search = Create(SmallSearch(1));
+  const std::string probe = "searches/1/candidates/0/probes/1";
+  const std::string worker = scheduler_->RegisterWorker(ReservedWorker(8, probe))->name();
+  ASSERT_TRUE(Acquire(worker).has_value());
+  const int notifications = queued_notifications_;
+  ASSERT_TRUE(scheduler_->LaunchEnded(probe, "slurm job 7 ended CANCELLED").ok());
+  EXPECT_EQ(queued_notifications_, notifications + 1);
+  const v1::Candidate candidate = Get(search.name()).candidates(0);
+  EXPECT_EQ(candidate.state(), v1::CANDIDATE_QUEUED);
+  EXPECT_EQ(candidate.attempts(), 1);
+  absl::StatusOr<v1::ListSearchEventsResponse> events = [&] {
+    v1::ListSearchEventsRequest request;
+    request.set_name(search.name());
+    return scheduler_->ListSearchEvents(request);
+  }();
+  ASSERT_TRUE(events.ok());
+  std::vector<std::string> texts;
+  for (const v1::SearchEvent& event : events->events()) texts.push_back(event.text());
+  EXPECT_THAT(texts,
+              Contains(HasSubstr("re-queued after attempt 1 of 2: slurm job 7 ended CANCELLED")));
+  EXPECT_EQ(Report(worker, probe, OkResult(1)).code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(SchedulerTest, HeartbeatsKeepAWorkerAlive) {

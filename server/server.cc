@@ -1,12 +1,14 @@
 #include "server/server.h"
 
+#include <unistd.h>
+
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/grpc_server.h"
 #include "common/log.h"
 #include "common/status_macros.h"
-#include "common/grpc_server.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "server/listen_address.h"
@@ -38,7 +40,11 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
   Scheduler::Options scheduler_options;
   scheduler_options.clock = options.clock;
   scheduler_options.heartbeat_interval = options.heartbeat_interval;
-  scheduler_options.on_probes_queued = [self] { self->wait_list_->Notify(); };
+  scheduler_options.on_probes_queued = [self] {
+    self->wait_list_->Notify();
+    absl::MutexLock lock(&self->launcher_mu_);
+    if (self->launcher_ != nullptr) self->launcher_->Wake();
+  };
   PT_ASSIGN_OR_RETURN(std::unique_ptr<SqliteSearchStore> store,
                       SqliteSearchStore::Open(options.db_path));
   PT_ASSIGN_OR_RETURN(server->scheduler_,
@@ -55,8 +61,34 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
   PT_ASSIGN_OR_RETURN(StartedGrpcServer started, StartGrpcServer(std::move(grpc_options)));
   server->server_ = std::move(started.server);
   server->port_ = started.port;
+  if (options.slurm_launcher.has_value()) {
+    SlurmLauncher::Options& launcher = *options.slurm_launcher;
+    launcher.clock = options.clock;
+    if (launcher.job.server_address.empty()) {
+      char hostname[256] = {};
+      if (gethostname(hostname, sizeof(hostname) - 1) != 0) {
+        return absl::UnavailableError(
+            "cannot read this machine's hostname for the Slurm jobs' workers to dial; set "
+            "slurm_launcher.job.server_address");
+      }
+      launcher.job.server_address = DialAddress(options.address, server->port_, hostname);
+    }
+    Log(LogLevel::kInfo, "submitting probes as Slurm jobs",
+        {{"workers_dial", launcher.job.server_address},
+         {"job_name_prefix", launcher.job.job_name_prefix}});
+    PT_ASSIGN_OR_RETURN(std::unique_ptr<SlurmLauncher> started,
+                        SlurmLauncher::Start(std::move(launcher), server->scheduler_.get()));
+    absl::MutexLock lock(&server->launcher_mu_);
+    server->launcher_ = std::move(started);
+  }
   server->lease_checker_ = std::thread([self] { self->CheckLeasesUntilShutdown(); });
   return server;
+}
+
+std::optional<SlurmLauncher::Stats> ParatuneServer::slurm_launcher_stats() const {
+  absl::MutexLock lock(&launcher_mu_);
+  if (launcher_ == nullptr) return std::nullopt;
+  return launcher_->stats();
 }
 
 ParatuneServer::~ParatuneServer() { Shutdown(); }
@@ -85,6 +117,14 @@ void ParatuneServer::Shutdown(absl::Duration grace) {
     server_->Wait();
   }
   if (wait_list_ != nullptr) wait_list_->Stop();
+  // Taken out first: a round it finishes may queue probes, whose callback looks for it.
+  std::unique_ptr<SlurmLauncher> launcher;
+  {
+    absl::MutexLock lock(&launcher_mu_);
+    launcher = std::move(launcher_);
+  }
+  // Its jobs run on; a restarted server follows them again.
+  if (launcher != nullptr) launcher->Stop();
 }
 
 }  // namespace paratune

@@ -1,9 +1,11 @@
 // The paratune scheduler as a running gRPC server: the Autotuner and WorkerService services,
-// health checking and reflection, and the background lease check (DESIGN.md §7).
+// health checking and reflection, the background lease check (DESIGN.md §7) and, when asked
+// for, the Slurm launcher that submits probes as jobs (§10).
 #ifndef PARATUNE_SERVER_SERVER_H_
 #define PARATUNE_SERVER_SERVER_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +20,7 @@
 #include "server/probe_wait_list.h"
 #include "server/scheduler.h"
 #include "server/search_store.h"
+#include "server/slurm_launcher.h"
 #include "server/worker_service.h"
 
 namespace paratune {
@@ -40,12 +43,17 @@ class ParatuneServer {
     // Installed on every call, e.g. RpcMetrics' (server/rpc_metrics.h).
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
         interceptors;
+    // When set, probes no worker can host are submitted as Slurm jobs. An empty
+    // job.server_address becomes DialAddress(address, the bound port, this host's name);
+    // the clock is the server's.
+    std::optional<SlurmLauncher::Options> slurm_launcher;
   };
 
   // Opens the database, resumes what it holds, listens and serves. INVALID_ARGUMENT for a
   // malformed address or heartbeat interval; FAILED_PRECONDITION for a non-loopback address
   // without allow_remote or a database written by a newer server; UNAVAILABLE when the
-  // address cannot be bound or the database cannot be opened (or another server holds it).
+  // address cannot be bound or the database cannot be opened (or another server holds it);
+  // SlurmLauncher::Start's errors.
   static absl::StatusOr<std::unique_ptr<ParatuneServer>> Start(Options options);
 
   ParatuneServer(const ParatuneServer&) = delete;
@@ -58,6 +66,9 @@ class ParatuneServer {
 
   // The scheduler's counts, for the binary's metrics (server/scheduler_metrics.h).
   SchedulerStats stats() const { return scheduler_->Stats(); }
+
+  // The Slurm launcher's counts (server/slurm_launcher_metrics.h); nullopt without one.
+  std::optional<SlurmLauncher::Stats> slurm_launcher_stats() const;
 
   // Ends parked long polls and watch streams, then stops serving once in-flight calls have
   // finished and clients have closed their connections (at most `grace`; then calls are
@@ -77,6 +88,9 @@ class ParatuneServer {
   int port_ = 0;
   absl::Notification shutting_down_;
   std::thread lease_checker_;
+  // The scheduler's on_probes_queued wakes it: set once it has started, taken by Shutdown.
+  mutable absl::Mutex launcher_mu_;
+  std::unique_ptr<SlurmLauncher> launcher_ ABSL_GUARDED_BY(launcher_mu_);
   absl::Mutex shutdown_mu_;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
 };

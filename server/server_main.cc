@@ -3,9 +3,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,10 +19,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/log.h"
 #include "common/port_file.h"
+#include "common/status_macros.h"
 #include "metrics/http_exporter.h"
 #include "metrics/metrics_endpoint.h"
 #include "metrics/registry.h"
@@ -29,6 +33,9 @@
 #include "server/rpc_metrics.h"
 #include "server/scheduler_metrics.h"
 #include "server/server.h"
+#include "server/slurm_client.h"
+#include "server/slurm_launcher.h"
+#include "server/slurm_launcher_metrics.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50051",
           "host:port to listen on. Port 0 picks a free port (see --port_file). Only loopback "
@@ -57,6 +64,59 @@ ABSL_FLAG(std::string, metrics_port_file, "",
           "If set, the bound metrics port is written to this file like --port_file.");
 ABSL_FLAG(std::string, log_level, "info",
           "Least severe log lines written: debug, info, warning or error.");
+ABSL_FLAG(std::string, launcher, "none",
+          "How probes get workers. none: long-lived paratune-workers register by themselves "
+          "(systemd, Kubernetes, deploy/slurm/paratune-workers.sbatch). slurm: each queued probe "
+          "that no live worker can host is submitted as its own Slurm job (sbatch), which "
+          "starts one paratune-worker per node reserved for that probe; the job ends with "
+          "the probe, is followed with squeue and sacct or scontrol, and is cancelled "
+          "(scancel) when the probe is no longer wanted. The --slurm_* flags configure it; "
+          "docs/operations.md explains it.");
+ABSL_FLAG(std::string, slurm_bin_dir, "",
+          "Folder of Slurm's sbatch, squeue, sacct, scontrol and scancel; empty finds them in "
+          "PATH. They use Slurm's usual configuration (SLURM_CONF or /etc/slurm).");
+ABSL_FLAG(std::string, slurm_partition, "",
+          "sbatch --partition of probe jobs; empty: the default.");
+ABSL_FLAG(std::string, slurm_account, "", "sbatch --account of probe jobs; empty: the default.");
+ABSL_FLAG(std::string, slurm_sbatch_args, "",
+          "More sbatch arguments for probe jobs, separated by spaces (no quoting), e.g. "
+          "\"--qos=short --constraint=h100\".");
+ABSL_FLAG(bool, slurm_request_gpus, true,
+          "Ask Slurm for the search's GPUs per node (--gpus-per-node). Turn off on clusters "
+          "without GPU GRES, e.g. sim probes on CPU nodes.");
+ABSL_FLAG(bool, slurm_exclusive, true,
+          "Submit probe jobs --exclusive, so that no other job shares the nodes a probe "
+          "measures.");
+ABSL_FLAG(std::string, slurm_job_output, "",
+          "sbatch --output of probe jobs, where the workers' logs go (%j is the job id), e.g. "
+          "/shared/paratune/jobs/%j.out; empty: Slurm's default, slurm-%j.out in this "
+          "server's working directory.");
+ABSL_FLAG(std::string, slurm_job_name_prefix, "paratune",
+          "Probe jobs are named PREFIX-s<search>-c<candidate>-a<attempt>. The server follows "
+          "the jobs of this prefix that its user has, also after a restart, and cancels those "
+          "it does not need: give every server sharing a Slurm cluster and user its own.");
+ABSL_FLAG(std::string, slurm_server_address, "",
+          "host:port at which the probe jobs' workers reach this server; empty: the --address "
+          "host (this machine's hostname when it is 0.0.0.0 or [::]) and the bound port.");
+ABSL_FLAG(std::string, slurm_worker_binary, "paratune-worker",
+          "The paratune-worker executable on the compute nodes: a path, or a name in their "
+          "PATH.");
+ABSL_FLAG(std::string, slurm_worker_args, "",
+          "More paratune-worker flags for the workers of probe jobs, separated by spaces (no "
+          "quoting), e.g. \"--sim_gpus=8 --log_level=debug\". The launcher sets --server, "
+          "--backend (the probe's), --labels and --exit_after_probes itself.");
+ABSL_FLAG(int64_t, slurm_max_jobs, 16,
+          "Most probe jobs in Slurm at once, pending or running (1 to 10000); queued probes "
+          "take turns between searches for them.");
+ABSL_FLAG(double, slurm_poll_interval_seconds, 5,
+          "How often the launcher compares Slurm's jobs (squeue) with the queued probes; it "
+          "also looks at once when probes are queued.");
+ABSL_FLAG(double, slurm_startup_allowance_seconds, 300,
+          "Added to a probe's deadline for its job's --time: how long the job's workers may "
+          "take to start and register. A running job whose workers have not taken the probe "
+          "within it is cancelled, and the attempt counts.");
+ABSL_FLAG(double, slurm_command_timeout_seconds, 60,
+          "Longest run of one Slurm command (sbatch, squeue, ...).");
 
 namespace paratune {
 namespace {
@@ -71,10 +131,14 @@ constexpr char kUsage[] =
     "Prometheus metrics at /metrics (docs/operations.md lists them). Logs are one line per "
     "event on stderr (logfmt). SIGINT or SIGTERM shut it down gracefully.\n"
     "\n"
+    "\n"
+    "With --launcher=slurm it needs no long-lived workers: it submits each probe that no "
+    "live worker can host as a Slurm job that starts workers for that probe only.\n"
+    "\n"
     "Usage: paratune-server [--address=127.0.0.1:50051] [--db=paratune.db] [--port_file=PATH]\n"
     "                       [--heartbeat_interval_seconds=2] [--insecure_allow_remote]\n"
     "                       [--metrics_address=HOST:PORT] [--metrics_port_file=PATH]\n"
-    "                       [--log_level=info]\n";
+    "                       [--log_level=info] [--launcher=none|slurm] [--slurm_...]\n";
 
 // The server's metrics: RPC counts and latency (an interceptor, installed before the server
 // starts) and the scheduler's counts (read from the server at every scrape).
@@ -83,6 +147,62 @@ struct ServerMetrics {
   std::unique_ptr<RpcMetrics> rpc;
   std::unique_ptr<metrics::HttpExporter> exporter;
 };
+
+// A duration flag's value: finite and > 0 seconds. INVALID_ARGUMENT naming the flag.
+absl::StatusOr<absl::Duration> PositiveSeconds(absl::string_view flag, double seconds) {
+  if (!std::isfinite(seconds) || seconds <= 0 || seconds > 86400) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " (", seconds, ") must be in (0, 86400]"));
+  }
+  return absl::Seconds(seconds);
+}
+
+// The Slurm launcher's options from the --slurm_* flags; nullopt for --launcher=none.
+// INVALID_ARGUMENT naming the flag and its value.
+absl::StatusOr<std::optional<SlurmLauncher::Options>> LauncherFromFlags() {
+  const std::string launcher = absl::GetFlag(FLAGS_launcher);
+  if (launcher == "none") return std::nullopt;
+  if (launcher != "slurm") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--launcher (\"", launcher, "\") must be none or slurm"));
+  }
+  SlurmLauncher::Options options;
+  ProbeJobOptions& job = options.job;
+  job.job_name_prefix = absl::GetFlag(FLAGS_slurm_job_name_prefix);
+  job.partition = absl::GetFlag(FLAGS_slurm_partition);
+  job.account = absl::GetFlag(FLAGS_slurm_account);
+  job.extra_sbatch_args =
+      absl::StrSplit(absl::GetFlag(FLAGS_slurm_sbatch_args), ' ', absl::SkipEmpty());
+  job.request_gpus = absl::GetFlag(FLAGS_slurm_request_gpus);
+  job.exclusive = absl::GetFlag(FLAGS_slurm_exclusive);
+  job.output = absl::GetFlag(FLAGS_slurm_job_output);
+  job.server_address = absl::GetFlag(FLAGS_slurm_server_address);
+  job.worker_binary = absl::GetFlag(FLAGS_slurm_worker_binary);
+  job.worker_args = absl::StrSplit(absl::GetFlag(FLAGS_slurm_worker_args), ' ', absl::SkipEmpty());
+  PT_ASSIGN_OR_RETURN(job.startup_allowance,
+                      PositiveSeconds("slurm_startup_allowance_seconds",
+                                      absl::GetFlag(FLAGS_slurm_startup_allowance_seconds)));
+  PT_ASSIGN_OR_RETURN(options.poll_interval,
+                      PositiveSeconds("slurm_poll_interval_seconds",
+                                      absl::GetFlag(FLAGS_slurm_poll_interval_seconds)));
+  PT_ASSIGN_OR_RETURN(options.command_timeout,
+                      PositiveSeconds("slurm_command_timeout_seconds",
+                                      absl::GetFlag(FLAGS_slurm_command_timeout_seconds)));
+  options.max_jobs = absl::GetFlag(FLAGS_slurm_max_jobs);
+  const std::string bin_dir = absl::GetFlag(FLAGS_slurm_bin_dir);
+  if (!bin_dir.empty()) {
+    SlurmClient::Commands& commands = options.commands;
+    for (std::string* command : {&commands.sbatch, &commands.squeue, &commands.sacct,
+                                 &commands.scontrol, &commands.scancel}) {
+      *command = absl::StrCat(bin_dir, "/", *command);
+    }
+  }
+  // The flags are named after the options they set: --slurm_<option>.
+  if (absl::Status status = SlurmLauncher::CheckOptions(options); !status.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--slurm_", status.message()));
+  }
+  return options;
+}
 
 std::vector<std::string> ServedMethods() {
   std::vector<std::string> methods = StandardGrpcMethods();
@@ -109,6 +229,12 @@ int Main() {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  absl::StatusOr<std::optional<SlurmLauncher::Options>> launcher = LauncherFromFlags();
+  if (!launcher.ok()) {
+    Log(LogLevel::kError, "bad flags", {{"error", launcher.status().ToString()}});
+    return 2;
+  }
+
   ServerMetrics metrics;
   absl::StatusOr<std::unique_ptr<RpcMetrics>> rpc =
       RpcMetrics::Create(metrics.registry, ServedMethods());
@@ -124,6 +250,8 @@ int Main() {
   options.db_path = absl::GetFlag(FLAGS_db);
   options.heartbeat_interval = absl::Seconds(absl::GetFlag(FLAGS_heartbeat_interval_seconds));
   options.interceptors.push_back(metrics.rpc->NewInterceptorFactory());
+  options.slurm_launcher = *std::move(launcher);
+  const bool slurm_launcher = options.slurm_launcher.has_value();
   absl::StatusOr<std::unique_ptr<ParatuneServer>> server =
       ParatuneServer::Start(std::move(options));
   if (!server.ok()) {
@@ -147,6 +275,18 @@ int Main() {
       !status.ok()) {
     Log(LogLevel::kError, "cannot define metrics", {{"error", status.ToString()}});
     return 1;
+  }
+  if (slurm_launcher) {
+    if (absl::Status status =
+            metrics.registry
+                .Register(std::make_unique<SlurmLauncherMetrics>([serving] {
+                  return serving->slurm_launcher_stats().value_or(SlurmLauncher::Stats());
+                }))
+                .status();
+        !status.ok()) {
+      Log(LogLevel::kError, "cannot define metrics", {{"error", status.ToString()}});
+      return 1;
+    }
   }
   absl::StatusOr<std::unique_ptr<metrics::HttpExporter>> exporter =
       metrics::StartMetricsEndpoint(absl::GetFlag(FLAGS_metrics_address),

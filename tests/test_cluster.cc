@@ -83,6 +83,7 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(
                                           absl::StrCat("--port_file=", port_file),
                                           "--heartbeat_interval_seconds=1",
                                           absl::StrCat("--db=", options.db_path)};
+  server_argv.insert(server_argv.end(), options.server_flags.begin(), options.server_flags.end());
   const std::string server_metrics_file = metrics_flags("server", server_argv);
   cluster->server_argv_ = server_argv;
   cluster->server_port_file_ = port_file;

@@ -35,6 +35,8 @@ class TestCluster {
     bool serve_metrics = false;
     // The server's --db; a file survives KillServer and RestartServer.
     std::string db_path = ":memory:";
+    // More paratune-server flags, e.g. --launcher=slurm.
+    std::vector<std::string> server_flags;
   };
 
   // Starts the server on 127.0.0.1:0 (port file in TEST_TMPDIR) and one worker per entry of

@@ -16,7 +16,7 @@
 #include "worker/launch_values.h"
 #include "worker/probe_specs.h"
 #include "worker/step_metrics.h"
-#include "worker/subprocess.h"
+#include "common/subprocess.h"
 
 namespace paratune {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "absl/time/time.h"
 #include "proto/probe.pb.h"
-#include "worker/subprocess.h"
+#include "common/subprocess.h"
 #include "worker/training_log.h"
 
 namespace paratune {

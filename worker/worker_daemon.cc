@@ -49,6 +49,10 @@ absl::Status ValidateOptions(const WorkerDaemon::Options& options) {
         absl::StrCat("gpus (", options.gpus.size(), " GPUs) must list 1 to 64 GPUs"));
   }
   if (options.hostname.empty()) return absl::InvalidArgumentError("hostname (\"\") must be set");
+  if (options.max_probes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_probes (", options.max_probes, ") must be >= 0"));
+  }
   if (options.rpc_timeout <= absl::ZeroDuration() || options.acquire_wait <= absl::ZeroDuration() ||
       options.acquire_wait > absl::Seconds(60)) {
     return absl::InvalidArgumentError(
@@ -141,6 +145,10 @@ void WorkerDaemon::Stop() {
   Log(LogLevel::kInfo, "stopped", {{"worker", name()}});
 }
 
+bool WorkerDaemon::WaitUntilFinished(absl::Duration timeout) const {
+  return finished_.WaitForNotificationWithTimeout(timeout);
+}
+
 std::unique_ptr<grpc::ClientContext> WorkerDaemon::NewContext(absl::Duration timeout) const {
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
@@ -216,6 +224,7 @@ void WorkerDaemon::HeartbeatLoop() {
 
 void WorkerDaemon::ProbeLoop() {
   absl::Duration backoff = kInitialBackoff;
+  int64_t probes_ended = 0;
   while (!stop_.HasBeenNotified()) {
     v1::AcquireProbeRequest request;
     request.set_wait_seconds(absl::ToDoubleSeconds(options_.acquire_wait));
@@ -246,7 +255,14 @@ void WorkerDaemon::ProbeLoop() {
       continue;
     }
     backoff = kInitialBackoff;
-    if (response.has_assignment()) RunAndReport(response.assignment(), request.worker());
+    if (!response.has_assignment()) continue;
+    RunAndReport(response.assignment(), request.worker());
+    if (++probes_ended == options_.max_probes) {
+      Log(LogLevel::kInfo, "ran its last probe",
+          {{"worker", request.worker()}, {"probes", absl::StrCat(probes_ended)}});
+      finished_.Notify();
+      return;
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #ifndef PARATUNE_WORKER_WORKER_DAEMON_H_
 #define PARATUNE_WORKER_WORKER_DAEMON_H_
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -52,6 +53,11 @@ class WorkerDaemon {
     // Called on the probe thread with each probe's result before it is reported (not for
     // probes the server cancelled); e.g. the binary's metrics. May be empty.
     std::function<void(const v1::ProbeAssignment&, const v1::ProbeResult&)> on_probe_finished;
+    // After this many probes have ended (reported, or stopped because the server cancelled
+    // them) the daemon asks for no more and WaitUntilFinished returns true; 0: no limit. A
+    // worker started for one probe in its own Slurm job exits after it
+    // (server/slurm_launcher.h).
+    int64_t max_probes = 0;
   };
 
   // Registers with the server, retrying while it is unreachable, then starts the heartbeat
@@ -71,6 +77,10 @@ class WorkerDaemon {
   // Stops a running probe (reported as an infrastructure error, so the server re-queues it
   // at once), ends the long poll and joins the threads. Idempotent.
   void Stop();
+
+  // Waits up to `timeout` for the daemon to end options.max_probes probes; whether it has.
+  // Always false without a limit.
+  bool WaitUntilFinished(absl::Duration timeout) const;
 
  private:
   // The probe being run.
@@ -105,6 +115,8 @@ class WorkerDaemon {
   const Options options_;
   std::unique_ptr<v1::WorkerService::Stub> stub_;
   absl::Notification stop_;
+  // Notified once max_probes probes have ended.
+  absl::Notification finished_;
 
   // Serializes registrations so two threads that both hear NOT_FOUND register once.
   absl::Mutex register_mu_;

@@ -94,6 +94,10 @@ class FakeWorkerService final : public v1::WorkerService::Service {
     absl::MutexLock lock(&mu_);
     forget_ = true;
   }
+  size_t queued() {
+    absl::MutexLock lock(&mu_);
+    return queue_.size();
+  }
 
   // The first `n` reports, waiting for them up to kWait; fewer if they do not come.
   std::vector<v1::ReportProbeRequest> WaitForReports(size_t n) {
@@ -201,10 +205,14 @@ class WorkerDaemonTest : public ::testing::Test {
     options.labels = {{"rack", "a1"}};
     options.command_templates = {"megatron-llama", "nemo-llama"};
     options.acquire_wait = absl::Milliseconds(100);
+    Configure(options);
     absl::StatusOr<std::unique_ptr<WorkerDaemon>> daemon = WorkerDaemon::Start(std::move(options));
     ASSERT_TRUE(daemon.ok()) << daemon.status();
     daemon_ = *std::move(daemon);
   }
+
+  // Changes the daemon's options before it starts.
+  virtual void Configure(WorkerDaemon::Options& options) {}
 
   void TearDown() override {
     if (daemon_ != nullptr) daemon_->Stop();
@@ -301,6 +309,31 @@ TEST_F(WorkerDaemonTest, RegistersAgainWhenTheServerForgetsIt) {
     absl::SleepFor(absl::Milliseconds(10));
   }
   EXPECT_EQ(daemon_->name(), "workers/2");
+}
+
+TEST_F(WorkerDaemonTest, WithoutAProbeLimitItNeverFinishes) {
+  service_.Queue(Assignment("ok"));
+  ASSERT_EQ(service_.WaitForReports(1).size(), 1u);
+  EXPECT_FALSE(daemon_->WaitUntilFinished(absl::Milliseconds(300)));
+}
+
+class TwoProbeWorkerDaemonTest : public WorkerDaemonTest {
+ protected:
+  void Configure(WorkerDaemon::Options& options) override { options.max_probes = 2; }
+};
+
+TEST_F(TwoProbeWorkerDaemonTest, FinishesAfterItsProbesAndTakesNoMore) {
+  // A probe the server cancels ends too: a server-cancelled probe is not coming back.
+  service_.CancelOnHeartbeat("hang");
+  service_.Queue(Assignment("hang"));
+  service_.Queue(Assignment("ok"));
+  service_.Queue(Assignment("error"));
+  ASSERT_TRUE(daemon_->WaitUntilFinished(kWait));
+  const std::vector<v1::ReportProbeRequest> reports = service_.WaitForReports(1);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].probe(), "ok");
+  // It asks for nothing once finished: "error" stays queued.
+  EXPECT_EQ(service_.queued(), 1u);
 }
 
 TEST(WorkerDaemonStartTest, BadOptionsNameTheOption) {

@@ -1,6 +1,7 @@
 // paratune-worker: the worker daemon. Flags are parsed here only; everything else is in
 // worker/worker_daemon.h.
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -83,6 +84,10 @@ ABSL_FLAG(std::string, metrics_address, "",
 ABSL_FLAG(std::string, metrics_port_file, "",
           "If set, the bound metrics port is written to this file (decimal, "
           "newline-terminated, atomically).");
+ABSL_FLAG(int64_t, exit_after_probes, 0,
+          "Exit (status 0) once this many probes have ended: reported, or stopped because "
+          "the server cancelled them. 0 runs until a signal. paratune-server's Slurm "
+          "launcher starts workers with 1, so that a probe's job ends with its probe.");
 ABSL_FLAG(std::string, log_level, "info",
           "Least severe log lines written: debug, info, warning or error.");
 
@@ -97,14 +102,16 @@ constexpr char kUsage[] =
     "never takes the daemon down. It serves gRPC health checking and reflection on "
     "--grpc_address and, with --metrics_address, Prometheus metrics at /metrics "
     "(docs/operations.md lists them). Logs are one line per event on stderr (logfmt). "
-    "SIGINT or SIGTERM stop it gracefully (a running probe is handed back to the server).\n"
+    "SIGINT or SIGTERM stop it gracefully (a running probe is handed back to the server); "
+    "with --exit_after_probes it also exits after that many probes.\n"
     "\n"
     "Usage: paratune-worker [--server=127.0.0.1:50051] [--backend=sim,replay,command]\n"
     "                       [--config=worker.textproto] [--sim_gpus=8]\n"
     "                       [--sim_gpu_type=h100-80gb] [--hostname=NAME] [--labels=k=v,...]\n"
     "                       [--sim_probe_seconds=0.2] [--replay_probe_seconds=0]\n"
     "                       [--grpc_address=127.0.0.1:0] [--metrics_address=HOST:PORT]\n"
-    "                       [--metrics_port_file=PATH] [--log_level=info]\n"
+    "                       [--metrics_port_file=PATH] [--exit_after_probes=0]\n"
+    "                       [--log_level=info]\n"
     "\n"
     "Examples: deploy/templates/ has worker configs for Megatron-LM and NeMo launches;\n"
     "docs/backends.md describes the backends, the config file and every placeholder.\n";
@@ -227,6 +234,11 @@ absl::StatusOr<WorkerDaemon::Options> OptionsFromFlags() {
       ParseLabels(absl::GetFlag(FLAGS_labels));
   if (!labels.ok()) return labels.status();
   options.labels = *std::move(labels);
+  options.max_probes = absl::GetFlag(FLAGS_exit_after_probes);
+  if (options.max_probes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--exit_after_probes (", options.max_probes, ") must be >= 0"));
+  }
   return options;
 }
 
@@ -288,9 +300,17 @@ int Main() {
     Log(LogLevel::kError, "cannot start", {{"error", daemon.status().ToString()}});
     return 1;
   }
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
-  Log(LogLevel::kInfo, "shutting down", {{"signal", strsignal(signal_number)}});
+  // The daemon finishing its --exit_after_probes is polled between waits for a signal.
+  const timespec signal_wait = {0, 100'000'000};
+  int signal_number = -1;
+  while (signal_number <= 0 && !(*daemon)->WaitUntilFinished(absl::ZeroDuration())) {
+    signal_number = sigtimedwait(&signals, nullptr, &signal_wait);
+  }
+  if (signal_number > 0) {
+    Log(LogLevel::kInfo, "shutting down", {{"signal", strsignal(signal_number)}});
+  } else {
+    Log(LogLevel::kInfo, "shutting down", {{"reason", "--exit_after_probes reached"}});
+  }
   (*health)->SetNotServing();
   (*daemon)->Stop();
   return 0;

@@ -1,4 +1,4 @@
-#include "worker/subprocess.h"
+#include "common/subprocess.h"
 
 #include <signal.h>
 

@@ -1,4 +1,4 @@
-#include "worker/subprocess.h"
+#include "common/subprocess.h"
 
 #include <errno.h>
 #include <fcntl.h>

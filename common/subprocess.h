@@ -1,9 +1,10 @@
-// Runs a program as a child process under a deadline and a cancellation (DESIGN.md §8: the
-// `command` backend's training launches and the `cuda` backend's paratune-probe). The child
-// gets its own process group, so a launcher's own children (torchrun's ranks, srun's steps)
-// are stopped with it; a child that outlives its deadline gets SIGTERM, then SIGKILL.
-#ifndef PARATUNE_WORKER_SUBPROCESS_H_
-#define PARATUNE_WORKER_SUBPROCESS_H_
+// Runs a program as a child process under a deadline and a cancellation: the worker's
+// `command` backend's training launches and the `cuda` backend's paratune-probe (DESIGN.md
+// §8), and the server's Slurm commands (§10). The child gets its own process group, so a
+// launcher's own children (torchrun's ranks, srun's steps) are stopped with it; a child that
+// outlives its deadline gets SIGTERM, then SIGKILL.
+#ifndef PARATUNE_COMMON_SUBPROCESS_H_
+#define PARATUNE_COMMON_SUBPROCESS_H_
 
 #include <cstdint>
 #include <functional>
@@ -69,4 +70,4 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const SubprocessOptions& options,
 
 }  // namespace paratune
 
-#endif  // PARATUNE_WORKER_SUBPROCESS_H_
+#endif  // PARATUNE_COMMON_SUBPROCESS_H_
