@@ -22,16 +22,17 @@ NVCC_FLAGS = [
     "-Werror=all-warnings",
 ]
 
-def cuda_library(name, srcs, hdrs = [], deps = [], visibility = None):
+def cuda_library(name, srcs, hdrs = [], device_hdrs = [], deps = [], visibility = None):
     """A cc_library whose .cu srcs are compiled by nvcc.
 
     Args:
       name: the cc_library's name.
       srcs: .cu files of this package.
-      hdrs: headers of this package that the .cu files include (and that users include);
-        they must not include CUDA-only syntax unless only .cu files include them.
-      deps: cc_libraries whose headers the .cu files include; header-only (nvcc sees their
-        headers from the workspace root, not their compile flags).
+      hdrs: the library's headers, plain C++ that host code includes (launch functions, no
+        kernels); the .cu files include them too.
+      device_hdrs: headers with device code (.cuh) that only the .cu files include.
+      deps: cc_libraries the host code needs; nvcc itself sees only the headers above and the
+        toolkit's.
       visibility: the cc_library's visibility.
     """
     objects = []
@@ -41,7 +42,7 @@ def cuda_library(name, srcs, hdrs = [], deps = [], visibility = None):
         obj = src[:-len(".cu")] + ".pic.o"
         native.genrule(
             name = src[:-len(".cu")] + "_nvcc",
-            srcs = [src] + hdrs + ["@cuda//:headers"],
+            srcs = [src] + hdrs + device_hdrs,
             outs = [obj],
             cmd = " ".join([NVCC] + NVCC_FLAGS + [
                 "-I.",

@@ -9,8 +9,7 @@ constexpr int64_t kFp32 = 4;
 // Appends a tensor of `bytes` to a block of `*end` bytes and returns its offset.
 int64_t Place(int64_t* end, int64_t bytes) {
   const int64_t offset = *end;
-  *end = (offset + bytes + kActivationAlignment - 1) / kActivationAlignment *
-         kActivationAlignment;
+  *end = (offset + bytes + kActivationAlignment - 1) / kActivationAlignment * kActivationAlignment;
   return offset;
 }
 

@@ -23,14 +23,14 @@ struct LayerActivationLayout {
   int64_t query = 0;
   // [2, b, kv_heads, s/c, d] bf16: keys (after the rotary embedding), then values.
   int64_t key_value = 0;
-  int64_t attention_output = 0;       // [T, query_heads d] bf16: the output projection's input
-  int64_t softmax_lse = 0;            // [b, kv_heads, s/c, query_heads / kv_heads] fp32
-  int64_t mlp_input = 0;              // [R, h] bf16: the residual stream after attention
-  int64_t mlp_norm_output = 0;        // [R, h] bf16: RMSNorm 2's output
-  int64_t mlp_norm_rstd = 0;          // [R] fp32
-  int64_t gate_up = 0;                // [T, 2 f/t] bf16: gate and up projections
-  int64_t swiglu_output = 0;          // [T, f/t] bf16: the down projection's input
-  int64_t bytes = 0;                  // the whole block
+  int64_t attention_output = 0;  // [T, query_heads d] bf16: the output projection's input
+  int64_t softmax_lse = 0;       // [b, kv_heads, s/c, query_heads / kv_heads] fp32
+  int64_t mlp_input = 0;         // [R, h] bf16: the residual stream after attention
+  int64_t mlp_norm_output = 0;   // [R, h] bf16: RMSNorm 2's output
+  int64_t mlp_norm_rstd = 0;     // [R] fp32
+  int64_t gate_up = 0;           // [T, 2 f/t] bf16: gate and up projections
+  int64_t swiglu_output = 0;     // [T, f/t] bf16: the down projection's input
+  int64_t bytes = 0;             // the whole block
 };
 
 // What the loss chunk keeps: the final RMSNorm's input and output and the fp32 logits whose

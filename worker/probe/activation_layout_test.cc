@@ -33,8 +33,7 @@ class ActivationLayoutTest : public ::testing::TestWithParam<Case> {
     dims.cp = c.cp;
     dims.micro_batch = 2;
     dims.sequence_parallel = c.sequence_parallel;
-    const ClusterSpec cluster =
-        *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 1, c.tp * c.cp);
+    const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 1, c.tp * c.cp);
     const ParallelConfig config =
         *ParallelConfig::Create(*model_, *training_, cluster, PlacementRules(), dims);
     shapes_ = ComputeShardShapes(*model_, *training_, config);
@@ -68,12 +67,18 @@ TEST_P(ActivationLayoutTest, LossKeepsTheOutputActivationTerm) {
 
 TEST_P(ActivationLayoutTest, TensorsAreAlignedAndInsideTheBlock) {
   const LayerActivationLayout layer = LayoutLayerActivations(shapes_);
-  const int64_t offsets[] = {layer.input,           layer.attention_norm_output,
-                             layer.attention_norm_rstd, layer.query,
-                             layer.key_value,       layer.attention_output,
-                             layer.softmax_lse,     layer.mlp_input,
-                             layer.mlp_norm_output, layer.mlp_norm_rstd,
-                             layer.gate_up,         layer.swiglu_output};
+  const int64_t offsets[] = {layer.input,
+                             layer.attention_norm_output,
+                             layer.attention_norm_rstd,
+                             layer.query,
+                             layer.key_value,
+                             layer.attention_output,
+                             layer.softmax_lse,
+                             layer.mlp_input,
+                             layer.mlp_norm_output,
+                             layer.mlp_norm_rstd,
+                             layer.gate_up,
+                             layer.swiglu_output};
   int64_t previous = -1;
   for (int64_t offset : offsets) {
     EXPECT_EQ(offset % kActivationAlignment, 0);

@@ -102,8 +102,7 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   plan.slot_bytes_ = plan.stage_layers_.MostLayersPerChunk() * plan.slot_layer_bytes_;
   plan.attention_query_chunk_ = AttentionQueryChunk(x);
 
-  const MemoryEstimate estimate =
-      EstimateMemory(model, training, cluster, config, memory_options);
+  const MemoryEstimate estimate = EstimateMemory(model, training, cluster, config, memory_options);
   const StageMemory& memory = EstimateOfStage(estimate, stage, config.pp());
   plan.estimated_bytes_ = memory.Total();
 
@@ -142,8 +141,7 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   const int64_t T = x.tokens;
   const int64_t h = x.hidden;
   const int64_t query_values = T * x.query_heads * x.head_dim;
-  const int64_t all_kv_values =
-      x.context_parallel * 2 * T * x.kv_heads * x.head_dim;
+  const int64_t all_kv_values = x.context_parallel * 2 * T * x.kv_heads * x.head_dim;
   const int64_t chunk_scores = plan.attention_query_chunk_ * x.query_heads * x.sequence;
   terms.Add(ProbeBuffer::kGemmWorkspace, kGemmWorkspaceBytes);
   terms.Add(ProbeBuffer::kTokens, T * kInt32);
@@ -154,8 +152,7 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   terms.Add(ProbeBuffer::kQueryGradient, query_values * kBf16);
   terms.Add(ProbeBuffer::kAttentionScores, chunk_scores * kFp32);
   terms.Add(ProbeBuffer::kAttentionProbabilities, chunk_scores * kBf16);
-  terms.Add(ProbeBuffer::kKeyValueGathered,
-            x.context_parallel > 1 ? all_kv_values * kBf16 : 0);
+  terms.Add(ProbeBuffer::kKeyValueGathered, x.context_parallel > 1 ? all_kv_values * kBf16 : 0);
   terms.Add(ProbeBuffer::kKeyValueGradients, all_kv_values * kFp32);
   terms.Add(ProbeBuffer::kAttentionRowSums, T * x.query_heads * kFp32);
   terms.Add(ProbeBuffer::kProjectionOutput, T * h * kBf16);
@@ -165,8 +162,7 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   terms.Add(ProbeBuffer::kSwigluGradient, T * x.ffn * kBf16);
   terms.Add(ProbeBuffer::kQkvGradient, T * x.qkv.outputs * kBf16);
   terms.Add(ProbeBuffer::kAttentionOutputGradient, query_values * kBf16);
-  terms.Add(ProbeBuffer::kLogitsGradient,
-            plan.stage_layers_.lm_head ? T * x.vocab * kBf16 : 0);
+  terms.Add(ProbeBuffer::kLogitsGradient, plan.stage_layers_.lm_head ? T * x.vocab * kBf16 : 0);
   terms.Add(ProbeBuffer::kLossStatistics, plan.stage_layers_.lm_head ? 3 * T * kFp32 : 0);
   return plan;
 }

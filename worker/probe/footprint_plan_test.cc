@@ -15,9 +15,8 @@ struct Configuration {
   ParallelConfig config;
 };
 
-Configuration Make(const char* preset, int64_t gbs, int64_t seq, int64_t dp, int64_t tp,
-                   int64_t pp, int64_t cp, int64_t vp = 1,
-                   Recompute recompute = Recompute::kNone) {
+Configuration Make(const char* preset, int64_t gbs, int64_t seq, int64_t dp, int64_t tp, int64_t pp,
+                   int64_t cp, int64_t vp = 1, Recompute recompute = Recompute::kNone) {
   ModelSpec model = *FindModelPreset(preset);
   TrainingOptions options;
   options.global_batch_size = gbs;
@@ -89,8 +88,7 @@ TEST(FootprintPlanTest, EveryStageAllocatesAtLeastItsEstimate) {
     EXPECT_EQ(plan.loss_slots(), stage == 3 ? 1 : 0);
     // What the probe keeps fits in the model's activation term, and in its output term but
     // for the final norm's 1/RMS per row.
-    EXPECT_EQ(Term(plan, "activations").allocated_bytes,
-              Term(plan, "activations").estimated_bytes);
+    EXPECT_EQ(Term(plan, "activations").allocated_bytes, Term(plan, "activations").estimated_bytes);
     const TermAllocation& output = Term(plan, "output_activations");
     EXPECT_LE(output.needed_bytes, output.estimated_bytes + 1e-4 * output.estimated_bytes);
   }
@@ -103,8 +101,8 @@ TEST(FootprintPlanTest, ModelStatesFollowTheDistributedOptimizerShard) {
   EXPECT_EQ(plan.parameters().padded_elements, plan.parameters().shard_elements * 8);
   for (const char* name : {"weights", "gradients", "optimizer_states"}) {
     const TermAllocation& term = Term(plan, name);
-    EXPECT_NEAR(static_cast<double>(term.needed_bytes),
-                static_cast<double>(term.estimated_bytes), 1e-3 * term.estimated_bytes)
+    EXPECT_NEAR(static_cast<double>(term.needed_bytes), static_cast<double>(term.estimated_bytes),
+                1e-3 * term.estimated_bytes)
         << name;
   }
 }
@@ -115,10 +113,8 @@ TEST(FootprintPlanTest, FullRecomputationKeepsLayerInputsAndOneLayerWorkspace) {
   ExpectConsistent(plan);
   EXPECT_TRUE(plan.full_recompute());
   EXPECT_EQ(plan.slot_layer_bytes(), LayerInputBytes(plan.shapes()));
-  EXPECT_EQ(plan.placement(ProbeBuffer::kRecomputeWorkspace).bytes,
-            plan.layer_activations().bytes);
-  EXPECT_EQ(Term(plan, "activations").allocated_bytes,
-            Term(plan, "activations").estimated_bytes);
+  EXPECT_EQ(plan.placement(ProbeBuffer::kRecomputeWorkspace).bytes, plan.layer_activations().bytes);
+  EXPECT_EQ(Term(plan, "activations").allocated_bytes, Term(plan, "activations").estimated_bytes);
 }
 
 // With as many micro-batches as stages Megatron-LM's interleaved schedule runs every forward
@@ -130,8 +126,7 @@ TEST(FootprintPlanTest, AllWarmupInterleavingHoldsMoreThanTheModelCounts) {
   ExpectConsistent(plan);
   EXPECT_EQ(plan.activation_slots(), 8);
   EXPECT_EQ(plan.loss_slots(), 4);
-  EXPECT_GT(Term(plan, "activations").allocated_bytes,
-            Term(plan, "activations").estimated_bytes);
+  EXPECT_GT(Term(plan, "activations").allocated_bytes, Term(plan, "activations").estimated_bytes);
 }
 
 TEST(FootprintPlanTest, AttentionChunksFitTheWorkspaceAndTheRanksSegments) {
@@ -141,8 +136,7 @@ TEST(FootprintPlanTest, AttentionChunksFitTheWorkspaceAndTheRanksSegments) {
     const FootprintPlan plan = Plan(c, 0);
     const ShardShapes& x = plan.shapes();
     const int64_t chunk = plan.attention_query_chunk();
-    const int64_t segment =
-        x.context_parallel > 1 ? x.sequence_per_rank / 2 : x.sequence_per_rank;
+    const int64_t segment = x.context_parallel > 1 ? x.sequence_per_rank / 2 : x.sequence_per_rank;
     EXPECT_GE(chunk, 1);
     EXPECT_EQ(chunk & (chunk - 1), 0) << chunk;
     EXPECT_LE(chunk, segment);

@@ -39,15 +39,15 @@ absl::StatusOr<std::vector<v1::Gpu>> ParseGpuInventory(absl::string_view text) {
     LastError error;
     parser.RecordErrorsTo(&error);
     if (!parser.ParseFromString(std::string(line), &gpu)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "GPU list line \"", line, "\" is not a paratune.v1.Gpu in text format (", error.error,
-          ")"));
+      return absl::InvalidArgumentError(absl::StrCat("GPU list line \"", line,
+                                                     "\" is not a paratune.v1.Gpu in text format (",
+                                                     error.error, ")"));
     }
     if (gpu.name().empty() || gpu.memory_bytes() <= 0 || gpu.index() < 0 ||
         !indices.insert(gpu.index()).second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "GPU list line \"", line,
-          "\" needs a name, memory_bytes > 0 and an index >= 0 no other line has"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("GPU list line \"", line,
+                       "\" needs a name, memory_bytes > 0 and an index >= 0 no other line has"));
     }
     gpus.push_back(std::move(gpu));
   }

@@ -37,11 +37,11 @@ ParameterLayout LayoutParameters(const ShardShapes& shapes, const StageLayers& s
   if (stage_layers.lm_head) {
     layout.final_norm = Place(layout, shapes.hidden);
     // Megatron-LM keeps a copy of a tied embedding on the last stage when it is not stage 0.
-    layout.lm_head = tied_embeddings && stage_layers.embedding ? layout.embedding
-                                                               : Place(layout, vocabulary);
+    layout.lm_head =
+        tied_embeddings && stage_layers.embedding ? layout.embedding : Place(layout, vocabulary);
   }
-  layout.shard_elements = RoundUp((layout.elements + shard_count - 1) / shard_count,
-                                  kParameterAlignment);
+  layout.shard_elements =
+      RoundUp((layout.elements + shard_count - 1) / shard_count, kParameterAlignment);
   layout.padded_elements = layout.shard_elements * shard_count;
   return layout;
 }

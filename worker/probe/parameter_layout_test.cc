@@ -64,12 +64,9 @@ TEST(ParameterLayoutTest, TensorsAreAlignedAndDisjoint) {
   for (const LayerParameterOffsets& layer : layout.layers) {
     const int64_t starts[] = {layer.attention_norm, layer.qkv,     layer.attention_output,
                               layer.mlp_norm,       layer.gate_up, layer.down};
-    const int64_t sizes[] = {shapes.hidden,
-                             shapes.qkv.WeightElements(),
-                             shapes.attention_output.WeightElements(),
-                             shapes.hidden,
-                             shapes.gate_up.WeightElements(),
-                             shapes.down.WeightElements()};
+    const int64_t sizes[] = {
+        shapes.hidden, shapes.qkv.WeightElements(),     shapes.attention_output.WeightElements(),
+        shapes.hidden, shapes.gate_up.WeightElements(), shapes.down.WeightElements()};
     for (int i = 0; i < 6; ++i) {
       EXPECT_EQ(starts[i] % kParameterAlignment, 0);
       EXPECT_GE(starts[i], previous_end);
@@ -85,8 +82,8 @@ TEST(ParameterLayoutTest, ShardsAreEqualAlignedAndCoverEveryParameter) {
   const ParallelConfig config = Config(model, training, 1, 2);
   const ShardShapes shapes = ComputeShardShapes(model, training, config);
   for (int64_t shards : {1, 3, 8, 64}) {
-    const ParameterLayout layout = LayoutParameters(shapes, StageLayersOf(model, config, 1),
-                                                    model.tied_embeddings(), shards);
+    const ParameterLayout layout =
+        LayoutParameters(shapes, StageLayersOf(model, config, 1), model.tied_embeddings(), shards);
     EXPECT_EQ(layout.padded_elements, layout.shard_elements * shards);
     EXPECT_EQ(layout.shard_elements % kParameterAlignment, 0);
     EXPECT_GE(layout.padded_elements, layout.elements);

@@ -20,8 +20,7 @@ PipelinePass VirtualPass(PassDirection direction, int64_t k, int64_t p, int64_t 
 // communicates: warm-up forwards, steady-state pairs and cool-down backwards. Its 1F1B
 // schedule communicates after every pass, its interleaved schedule once per steady-state
 // forward-backward pair (send_forward_backward_recv_forward_backward).
-std::vector<std::vector<PipelinePass>> Iterations(int64_t p, int64_t v, int64_t m,
-                                                  int64_t stage) {
+std::vector<std::vector<PipelinePass>> Iterations(int64_t p, int64_t v, int64_t m, int64_t stage) {
   const int64_t total = m * v;
   int64_t warmup;
   if (v == 1) {
@@ -109,8 +108,7 @@ std::vector<ScheduleStep> PipelineScheduleOf(int64_t stages, int64_t virtual_sta
   return schedule;
 }
 
-int64_t MaxPassesInFlight(const std::vector<ScheduleStep>& schedule,
-                          std::optional<int64_t> chunk) {
+int64_t MaxPassesInFlight(const std::vector<ScheduleStep>& schedule, std::optional<int64_t> chunk) {
   int64_t in_flight = 0;
   int64_t most = 0;
   for (const ScheduleStep& step : schedule) {

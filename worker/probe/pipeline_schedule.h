@@ -55,8 +55,7 @@ std::vector<ScheduleStep> PipelineScheduleOf(int64_t stages, int64_t virtual_sta
 
 // The most passes of `chunk` whose activations are held at once (forwards whose backward
 // has not run yet), or of any chunk when `chunk` is nullopt.
-int64_t MaxPassesInFlight(const std::vector<ScheduleStep>& schedule,
-                          std::optional<int64_t> chunk);
+int64_t MaxPassesInFlight(const std::vector<ScheduleStep>& schedule, std::optional<int64_t> chunk);
 
 }  // namespace paratune
 

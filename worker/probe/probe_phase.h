@@ -5,14 +5,14 @@
 namespace paratune {
 
 enum class ProbePhase {
-  kGemm,            // linear layers and the LM head
-  kAttention,       // rotary embedding, scores, softmax, values and their gradients
-  kElementwise,     // RMSNorm, SwiGLU, residual adds, embedding, cross-entropy
-  kTpCollectives,   // tensor-parallel all-gathers, reduce-scatters, all-reduces
-  kCpCollectives,   // context-parallel K/V all-gathers and gradient reduce-scatters
-  kPpSendRecv,      // pipeline sends and receives, waiting for the neighbour included
-  kDpCollectives,   // data-parallel gradient reduce-scatter and parameter all-gather
-  kOptimizer,       // Adam over the rank's shard
+  kGemm,           // linear layers and the LM head
+  kAttention,      // rotary embedding, scores, softmax, values and their gradients
+  kElementwise,    // RMSNorm, SwiGLU, residual adds, embedding, cross-entropy
+  kTpCollectives,  // tensor-parallel all-gathers, reduce-scatters, all-reduces
+  kCpCollectives,  // context-parallel K/V all-gathers and gradient reduce-scatters
+  kPpSendRecv,     // pipeline sends and receives, waiting for the neighbour included
+  kDpCollectives,  // data-parallel gradient reduce-scatter and parameter all-gather
+  kOptimizer,      // Adam over the rank's shard
   kCount,
 };
 

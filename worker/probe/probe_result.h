@@ -31,8 +31,8 @@ struct CollectiveMeasurement {
   RankGroup group = RankGroup::kTensor;
   CollectiveOperation operation = CollectiveOperation::kAllGather;
   int64_t ranks = 0;
-  int64_t bytes = 0;     // nccl-tests' size (CollectiveBandwidth.bytes)
-  double seconds = 0;    // per operation, slowest rank
+  int64_t bytes = 0;   // nccl-tests' size (CollectiveBandwidth.bytes)
+  double seconds = 0;  // per operation, slowest rank
 };
 
 // The GPUs and software the probe ran on.

@@ -95,9 +95,8 @@ TEST(ProbeResultTest, ReplicaProbeAddsTheModelledDataParallelTime) {
   EXPECT_THAT(result.measured(), Not(Contains("dp_collectives")));
   EXPECT_THAT(result.message(), HasSubstr("one of 4 data-parallel replicas ran"));
   // Throughput counts the whole configuration: 8 GPUs' worth of FLOPs.
-  EXPECT_DOUBLE_EQ(result.model_tflops_per_gpu(),
-                   ModelFlopsPerStep(spec.model(), spec.training()) /
-                       ((2.0 + dp_seconds) * 8) / 1e12);
+  EXPECT_DOUBLE_EQ(result.model_tflops_per_gpu(), ModelFlopsPerStep(spec.model(), spec.training()) /
+                                                      ((2.0 + dp_seconds) * 8) / 1e12);
 }
 
 TEST(ProbeResultTest, BusBandwidthFactorsFollowNcclTests) {
@@ -110,8 +109,7 @@ TEST(ProbeResultTest, BusBandwidthFactorsFollowNcclTests) {
 TEST(ProbeResultTest, ErrorsMapToOutcomes) {
   EXPECT_EQ(OutcomeForError(absl::ResourceExhaustedError("cudaMalloc")), v1::PROBE_OUT_OF_MEMORY);
   EXPECT_EQ(OutcomeForError(absl::UnavailableError("no CUDA device")), v1::PROBE_INFRA_ERROR);
-  EXPECT_EQ(OutcomeForError(absl::FailedPreconditionError("GPU 3 absent")),
-            v1::PROBE_INFRA_ERROR);
+  EXPECT_EQ(OutcomeForError(absl::FailedPreconditionError("GPU 3 absent")), v1::PROBE_INFRA_ERROR);
   EXPECT_EQ(OutcomeForError(absl::InternalError("illegal address")), v1::PROBE_CRASH);
   const v1::ProbeResult result =
       ResultFromError(absl::ResourceExhaustedError("weights: cudaMalloc of 9 GiB failed"));

@@ -30,13 +30,13 @@ absl::Status CheckProbeable(const TrainingSpec& training, const ParallelConfig& 
   }
   const int64_t micro_batches = config.NumMicroBatches(training);
   if (config.virtual_pipeline() > 1 && micro_batches % config.pp() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config.virtual_pipeline (", config.virtual_pipeline(),
-        ") needs the micro-batches per step (", micro_batches, " = training.global_batch_size ",
-        training.global_batch_size(), " / (config.data_parallel ", config.dp(),
-        " x config.micro_batch_size ", config.micro_batch(),
-        ")) to be a multiple of config.pipeline_parallel (", config.pp(),
-        "), as Megatron-LM's interleaved schedule does"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("config.virtual_pipeline (", config.virtual_pipeline(),
+                     ") needs the micro-batches per step (", micro_batches,
+                     " = training.global_batch_size ", training.global_batch_size(),
+                     " / (config.data_parallel ", config.dp(), " x config.micro_batch_size ",
+                     config.micro_batch(), ")) to be a multiple of config.pipeline_parallel (",
+                     config.pp(), "), as Megatron-LM's interleaved schedule does"));
   }
   const int64_t tokens = config.micro_batch() * training.seq_len() / config.cp();
   if (config.sequence_parallel() && tokens % config.tp() != 0) {
@@ -60,8 +60,8 @@ absl::Status CheckGang(const v1::ProbeAssignment& assignment, int64_t group_size
     const v1::GangMember& member = assignment.gang(i);
     if (member.first_rank() != next_rank) {
       return absl::InvalidArgumentError(absl::StrCat("assignment.gang[", i, "].first_rank (",
-                                                     member.first_rank(), ") must be ",
-                                                     next_rank, ", where the members before end"));
+                                                     member.first_rank(), ") must be ", next_rank,
+                                                     ", where the members before end"));
     }
     if (member.num_ranks() < 1 || member.num_ranks() % group_size != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -75,8 +75,8 @@ absl::Status CheckGang(const v1::ProbeAssignment& assignment, int64_t group_size
                                                    " ranks, not assignment.num_ranks (",
                                                    assignment.num_ranks(), ")"));
   }
-  PT_RETURN_IF_ERROR(CheckRange("assignment.gang_index", assignment.gang_index(), 0,
-                                assignment.gang_size() - 1));
+  PT_RETURN_IF_ERROR(
+      CheckRange("assignment.gang_index", assignment.gang_index(), 0, assignment.gang_size() - 1));
   const v1::GangMember& own = assignment.gang(static_cast<int>(assignment.gang_index()));
   if (assignment.gpu_indices_size() != own.num_ranks()) {
     return absl::InvalidArgumentError(
@@ -116,9 +116,9 @@ absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& a
       replica = true;
       break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "assignment.scope (", v1::ProbeScope_Name(assignment.scope()),
-          ") must be PROBE_SCOPE_FULL or PROBE_SCOPE_REPLICA"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("assignment.scope (", v1::ProbeScope_Name(assignment.scope()),
+                       ") must be PROBE_SCOPE_FULL or PROBE_SCOPE_REPLICA"));
   }
   const RankLayout layout(config.tp(), config.cp(), replica ? 1 : config.dp(), config.pp());
   if (assignment.num_ranks() != layout.world_size()) {
@@ -127,14 +127,15 @@ absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& a
         replica ? " (tensor x context x pipeline parallel: one replica)"
                 : " (data x tensor x context x pipeline parallel)"));
   }
-  PT_RETURN_IF_ERROR(CheckRange("assignment.warmup_steps", assignment.warmup_steps(), 0,
-                                kMaxWarmupSteps));
+  PT_RETURN_IF_ERROR(
+      CheckRange("assignment.warmup_steps", assignment.warmup_steps(), 0, kMaxWarmupSteps));
   PT_RETURN_IF_ERROR(
       CheckRange("assignment.timed_steps", assignment.timed_steps(), 1, kMaxTimedSteps));
   PT_RETURN_IF_ERROR(CheckGang(assignment, config.tp() * config.cp()));
 
   ProbeSpec spec(std::move(model), std::move(training), std::move(cluster), std::move(config),
                  replica, layout);
+  spec.seed_ = assignment.seed();
   spec.warmup_steps_ = assignment.warmup_steps();
   spec.timed_steps_ = assignment.timed_steps();
   spec.first_rank_ = assignment.gang(static_cast<int>(assignment.gang_index())).first_rank();

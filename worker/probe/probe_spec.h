@@ -40,6 +40,8 @@ class ProbeSpec {
   // The ranks the probe runs: the configuration's, with dp = 1 for a REPLICA probe.
   const RankLayout& layout() const { return layout_; }
 
+  // Seeds the probe's random weights and token ids.
+  uint64_t seed() const { return seed_; }
   int64_t warmup_steps() const { return warmup_steps_; }
   int64_t timed_steps() const { return timed_steps_; }
   // Micro-batches per step: global batch / (data_parallel x micro_batch_size).
@@ -72,6 +74,7 @@ class ProbeSpec {
   ParallelConfig config_;
   bool replica_;
   RankLayout layout_;
+  uint64_t seed_ = 0;
   int64_t warmup_steps_ = 0;
   int64_t timed_steps_ = 0;
   int64_t first_rank_ = 0;

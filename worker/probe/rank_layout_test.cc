@@ -8,8 +8,8 @@
 namespace paratune {
 namespace {
 
-constexpr RankGroup kGroups[] = {RankGroup::kTensor, RankGroup::kContext,
-                                 RankGroup::kDataContext, RankGroup::kPipeline};
+constexpr RankGroup kGroups[] = {RankGroup::kTensor, RankGroup::kContext, RankGroup::kDataContext,
+                                 RankGroup::kPipeline};
 
 TEST(RankLayoutTest, TensorIsFastestThenContextDataPipeline) {
   const RankLayout layout(/*tp=*/2, /*cp=*/2, /*dp=*/3, /*pp=*/2);

@@ -45,8 +45,7 @@ ShardShapes ComputeShardShapes(const ModelSpec& model, const TrainingSpec& train
 }
 
 double LayerForwardModelFlops(const ShardShapes& x) {
-  const double attention = 4.0 * static_cast<double>(x.tokens) *
-                           static_cast<double>(x.sequence) *
+  const double attention = 4.0 * static_cast<double>(x.tokens) * static_cast<double>(x.sequence) *
                            static_cast<double>(x.query_heads * x.head_dim);
   return x.qkv.ForwardFlops() + x.attention_output.ForwardFlops() + x.gate_up.ForwardFlops() +
          x.down.ForwardFlops() + attention;

@@ -29,10 +29,10 @@ struct LinearShape {
 // One micro-batch on one rank, Megatron-LM's tensor, sequence and context parallel split of
 // a Llama layer (SwiGLU MLP: every model of the API is gated).
 struct ShardShapes {
-  int64_t micro_batch = 0;         // b sequences
-  int64_t sequence = 0;            // s, a whole sequence
-  int64_t sequence_per_rank = 0;   // s / c tokens of each sequence on this context rank
-  int64_t tokens = 0;              // T = b s / c: rows of the linear layers
+  int64_t micro_batch = 0;        // b sequences
+  int64_t sequence = 0;           // s, a whole sequence
+  int64_t sequence_per_rank = 0;  // s / c tokens of each sequence on this context rank
+  int64_t tokens = 0;             // T = b s / c: rows of the linear layers
   // Rows of the residual stream (norms, residual adds, pipeline boundary): T / t with
   // sequence parallelism, T without.
   int64_t residual_tokens = 0;
@@ -45,7 +45,7 @@ struct ShardShapes {
   int64_t query_heads = 0;         // a / t
   // k / t, or 1 when t > k: Megatron-LM then replicates each kv head on t / k ranks.
   int64_t kv_heads = 0;
-  int64_t ffn = 0;                 // f / t
+  int64_t ffn = 0;  // f / t
   // Rows of the rank's embedding and LM-head shard: ceil(V / t) (Megatron pads the vocabulary).
   int64_t vocab = 0;
 

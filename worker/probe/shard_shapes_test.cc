@@ -83,8 +83,7 @@ TEST(ShardShapesTest, WithoutSequenceParallelismTheResidualStreamIsWhole) {
 // estimator (DESIGN.md §5.3), so the probe's TFLOP/s and the estimator's agree.
 void ExpectShardsSumToModelFlops(const Configuration& x) {
   const ShardShapes shapes = ComputeShardShapes(x.model, x.training, x.config);
-  const double ranks_per_stage =
-      static_cast<double>(x.config.tp() * x.config.cp() * x.config.dp());
+  const double ranks_per_stage = static_cast<double>(x.config.tp() * x.config.cp() * x.config.dp());
   const double micro_batches = static_cast<double>(x.config.NumMicroBatches(x.training));
   double total = 0;
   for (int64_t stage = 0; stage < x.config.pp(); ++stage) {
@@ -99,12 +98,9 @@ void ExpectShardsSumToModelFlops(const Configuration& x) {
 }
 
 TEST(ShardShapesTest, ShardFlopsSumToTheModelFlopsOfAStep) {
-  ExpectShardsSumToModelFlops(
-      Make("llama3.1-8b", 32, 8192, Dims(2, 2, 2, 2, 1)));
-  ExpectShardsSumToModelFlops(
-      Make("llama3.1-70b", 64, 4096, Dims(1, 8, 4, 1, 2)));
-  ExpectShardsSumToModelFlops(Make("llama3.2-1b", 16, 2048,
-                                   Dims(4, 1, 2, 1, 1, 2)));
+  ExpectShardsSumToModelFlops(Make("llama3.1-8b", 32, 8192, Dims(2, 2, 2, 2, 1)));
+  ExpectShardsSumToModelFlops(Make("llama3.1-70b", 64, 4096, Dims(1, 8, 4, 1, 2)));
+  ExpectShardsSumToModelFlops(Make("llama3.2-1b", 16, 2048, Dims(4, 1, 2, 1, 1, 2)));
 }
 
 TEST(ShardShapesTest, CollectiveSizesFollowTheCommunicationModel) {
@@ -119,8 +115,7 @@ TEST(ShardShapesTest, CollectiveSizesFollowTheCommunicationModel) {
 }
 
 TEST(ShardShapesTest, EvenStagesSplitLayersOverChunks) {
-  const Configuration x = Make("llama3.1-8b", 16, 2048,
-                       Dims(1, 1, 4, 1, 1, 2));
+  const Configuration x = Make("llama3.1-8b", 16, 2048, Dims(1, 1, 4, 1, 1, 2));
   for (int64_t stage = 0; stage < 4; ++stage) {
     const StageLayers layers = StageLayersOf(x.model, x.config, stage);
     EXPECT_EQ(layers.chunk_layers, (std::vector<int64_t>{4, 4}));
@@ -131,8 +126,7 @@ TEST(ShardShapesTest, EvenStagesSplitLayersOverChunks) {
 
 TEST(ShardShapesTest, UnevenStagesGiveTheEmbeddingAndLossALayerSlotEach) {
   // Llama-3.1-405B's 126 layers on pp 8 x vp 8 (NVIDIA's layout): 2 slots per chunk.
-  const Configuration x = Make("llama3.1-405b", 128, 2048,
-                       Dims(1, 1, 8, 1, 1, 8));
+  const Configuration x = Make("llama3.1-405b", 128, 2048, Dims(1, 1, 8, 1, 1, 8));
   const StageLayers first = StageLayersOf(x.model, x.config, 0);
   const StageLayers middle = StageLayersOf(x.model, x.config, 3);
   const StageLayers last = StageLayersOf(x.model, x.config, 7);

@@ -4,9 +4,9 @@
 
 namespace paratune {
 
-v1::ProbeAssignment TestAssignment(const std::string& preset, int64_t global_batch,
-                                   int64_t seq_len, int64_t dp, int64_t tp, int64_t pp,
-                                   int64_t cp, int64_t micro_batch) {
+v1::ProbeAssignment TestAssignment(const std::string& preset, int64_t global_batch, int64_t seq_len,
+                                   int64_t dp, int64_t tp, int64_t pp, int64_t cp,
+                                   int64_t micro_batch) {
   const int64_t world = dp * tp * pp * cp;
   v1::ProbeAssignment assignment;
   assignment.set_name("searches/1/candidates/0/probes/1");
@@ -39,8 +39,7 @@ v1::ProbeAssignment TestAssignment(const std::string& preset, int64_t global_bat
   return assignment;
 }
 
-v1::ProbeAssignment AsGangMember(v1::ProbeAssignment assignment, int64_t members,
-                                 int64_t index) {
+v1::ProbeAssignment AsGangMember(v1::ProbeAssignment assignment, int64_t members, int64_t index) {
   const int64_t share = assignment.num_ranks() / members;
   assignment.clear_gang();
   for (int64_t i = 0; i < members; ++i) {

@@ -1,0 +1,591 @@
+#include "worker/cuda/stage_runner.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "worker/cuda/cuda_status.h"
+#include "worker/cuda/fill_kernels.h"
+#include "worker/cuda/loss_kernels.h"
+#include "worker/cuda/mlp_kernels.h"
+#include "worker/cuda/norm_kernels.h"
+#include "worker/cuda/optimizer_kernels.h"
+#include "worker/probe/probe_result.h"
+
+namespace paratune {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+// Scale of the uniform random weights: GPT-2's initializer standard deviation.
+constexpr float kWeightScale = 0.02f;
+
+}  // namespace
+
+struct StageRunner::LayerActivations {
+  bf16* attention_norm_output;
+  float* attention_norm_rstd;
+  bf16* query;
+  bf16* key_value;
+  bf16* attention_output;
+  float* softmax_lse;
+  bf16* mlp_input;
+  bf16* mlp_norm_output;
+  float* mlp_norm_rstd;
+  bf16* gate_up;
+  bf16* swiglu_output;
+};
+
+StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& plan,
+                         const DeviceFootprint& memory, const RankCommunicators& communicators,
+                         Gemm* gemm, cudaStream_t stream, PhaseTimer* timer)
+    : spec_(spec),
+      plan_(plan),
+      memory_(memory),
+      communicators_(communicators),
+      gemm_(gemm),
+      stream_(stream),
+      timer_(timer),
+      attention_(gemm, plan.shapes(), plan.attention_query_chunk(),
+                 communicators.group(RankGroup::kContext),
+                 communicators.group_rank(RankGroup::kContext), stream, timer),
+      shapes_(plan.shapes()),
+      fp32_gradients_(spec.training().fp32_gradients()),
+      reduce_gradients_(communicators.group_size(RankGroup::kDataContext) > 1 &&
+                        !DataParallelModelled(spec)),
+      shard_index_(communicators.group_rank(RankGroup::kDataContext)),
+      weights_(memory.get<bf16>(ProbeBuffer::kWeights)) {
+  const RankLayout& layout = communicators.layout();
+  stage_ = layout.CoordinatesOf(communicators.rank()).pp;
+  schedule_ = PipelineScheduleOf(layout.pp(), spec.config().virtual_pipeline(),
+                                 spec.micro_batches(), stage_);
+  for (int64_t slot = plan.activation_slots() - 1; slot >= 0; --slot) free_slots_.push_back(slot);
+  for (int64_t slot = plan.loss_slots() - 1; slot >= 0; --slot) free_loss_slots_.push_back(slot);
+}
+
+void* StageRunner::Gradient(int64_t offset) const {
+  char* base = memory_.get<char>(ProbeBuffer::kGradients);
+  return base + offset * (fp32_gradients_ ? sizeof(float) : sizeof(bf16));
+}
+
+int64_t StageRunner::StageLayer(int64_t chunk, int64_t layer_in_chunk) const {
+  return plan_.parameters().first_layer[chunk] + layer_in_chunk;
+}
+
+bf16* StageRunner::LayerInput(int64_t slot, int64_t layer_in_chunk) const {
+  char* block = memory_.get<char>(ProbeBuffer::kActivationSlots) + slot * plan_.slot_bytes() +
+                layer_in_chunk * plan_.slot_layer_bytes();
+  // Under full recomputation a slot keeps layer inputs alone.
+  if (!plan_.full_recompute()) block += plan_.layer_activations().input;
+  return reinterpret_cast<bf16*>(block);
+}
+
+StageRunner::LayerActivations StageRunner::Kept(int64_t slot, int64_t layer_in_chunk) const {
+  char* block = plan_.full_recompute()
+                    ? memory_.get<char>(ProbeBuffer::kRecomputeWorkspace)
+                    : memory_.get<char>(ProbeBuffer::kActivationSlots) + slot * plan_.slot_bytes() +
+                          layer_in_chunk * plan_.slot_layer_bytes();
+  const LayerActivationLayout& at = plan_.layer_activations();
+  auto half = [&](int64_t offset) { return reinterpret_cast<bf16*>(block + offset); };
+  auto single = [&](int64_t offset) { return reinterpret_cast<float*>(block + offset); };
+  return {half(at.attention_norm_output),
+          single(at.attention_norm_rstd),
+          half(at.query),
+          half(at.key_value),
+          half(at.attention_output),
+          single(at.softmax_lse),
+          half(at.mlp_input),
+          half(at.mlp_norm_output),
+          single(at.mlp_norm_rstd),
+          half(at.gate_up),
+          half(at.swiglu_output)};
+}
+
+AttentionBuffers StageRunner::AttentionBuffersOf(const LayerActivations& kept) const {
+  AttentionBuffers buffers;
+  buffers.query = kept.query;
+  buffers.key_value = kept.key_value;
+  buffers.lse = kept.softmax_lse;
+  buffers.heads = memory_.get<bf16>(ProbeBuffer::kAttentionHeads);
+  buffers.query_gradient = memory_.get<bf16>(ProbeBuffer::kQueryGradient);
+  buffers.scores = memory_.get<float>(ProbeBuffer::kAttentionScores);
+  buffers.probabilities = memory_.get<bf16>(ProbeBuffer::kAttentionProbabilities);
+  buffers.gathered_key_value = memory_.get<bf16>(ProbeBuffer::kKeyValueGathered);
+  buffers.key_value_gradients = memory_.get<float>(ProbeBuffer::kKeyValueGradients);
+  buffers.row_sums = memory_.get<float>(ProbeBuffer::kAttentionRowSums);
+  return buffers;
+}
+
+VocabularyShard StageRunner::Vocabulary() const {
+  return {communicators_.group_rank(RankGroup::kTensor) * shapes_.vocab, shapes_.vocab};
+}
+
+char* StageRunner::LossSlot(int64_t loss_slot) const {
+  return memory_.get<char>(ProbeBuffer::kLossSlots) + loss_slot * plan_.loss_activations().bytes;
+}
+
+absl::StatusOr<int64_t> StageRunner::SlotOf(int64_t chunk, int64_t micro_batch) {
+  auto [it, added] = slots_.try_emplace({chunk, micro_batch}, -1);
+  if (added) {
+    if (free_slots_.empty()) {
+      return absl::InternalError(
+          absl::StrCat("no free activation slot for chunk ", chunk, " micro-batch ", micro_batch));
+    }
+    it->second = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  return it->second;
+}
+
+void StageRunner::ReleaseSlot(int64_t chunk, int64_t micro_batch) {
+  auto it = slots_.find({chunk, micro_batch});
+  free_slots_.push_back(it->second);
+  slots_.erase(it);
+}
+
+absl::StatusOr<int64_t> StageRunner::LossSlotOf(int64_t micro_batch) {
+  auto [it, added] = loss_slots_.try_emplace(micro_batch, -1);
+  if (added) {
+    if (free_loss_slots_.empty()) {
+      return absl::InternalError(absl::StrCat("no free loss slot for micro-batch ", micro_batch));
+    }
+    it->second = free_loss_slots_.back();
+    free_loss_slots_.pop_back();
+  }
+  return it->second;
+}
+
+void StageRunner::ReleaseLossSlot(int64_t micro_batch) {
+  auto it = loss_slots_.find(micro_batch);
+  free_loss_slots_.push_back(it->second);
+  loss_slots_.erase(it);
+}
+
+absl::Status StageRunner::Initialize(uint64_t seed) {
+  const ParameterLayout& parameters = plan_.parameters();
+  // Every rank draws its own values: a distinct seed per global rank.
+  const uint64_t rank_seed = seed * 1'000'003 + static_cast<uint64_t>(communicators_.rank());
+  PT_RETURN_IF_ERROR(CudaStatus(
+      FillUniformBf16(weights_, parameters.padded_elements, rank_seed, kWeightScale, stream_),
+      "FillUniformBf16(weights)"));
+  const int64_t vocabulary = spec_.model().vocab_size();
+  PT_RETURN_IF_ERROR(CudaStatus(FillTokens(memory_.get<int32_t>(ProbeBuffer::kTokens),
+                                           shapes_.tokens, seed, vocabulary, stream_),
+                                "FillTokens(tokens)"));
+  PT_RETURN_IF_ERROR(CudaStatus(FillTokens(memory_.get<int32_t>(ProbeBuffer::kLabels),
+                                           shapes_.tokens, seed + 1, vocabulary, stream_),
+                                "FillTokens(labels)"));
+  const bool distributed = spec_.training().distributed_optimizer();
+  const int64_t shard = distributed ? parameters.shard_elements : parameters.padded_elements;
+  const int64_t first = distributed ? shard_index_ * shard : 0;
+  PT_RETURN_IF_ERROR(
+      CudaStatus(Bf16ToFloat(weights_ + first, memory_.get<float>(ProbeBuffer::kMasterWeights),
+                             shard, stream_),
+                 "Bf16ToFloat(master weights)"));
+  for (ProbeBuffer moment : {ProbeBuffer::kAdamFirstMoment, ProbeBuffer::kAdamSecondMoment}) {
+    PT_RETURN_IF_ERROR(
+        CudaStatus(cudaMemsetAsync(memory_.get<float>(moment), 0, shard * sizeof(float), stream_),
+                   "cudaMemsetAsync(Adam moments)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StageRunner::Step() {
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  const size_t gradient_bytes = plan_.placement(ProbeBuffer::kGradients).bytes;
+  PT_RETURN_IF_ERROR(CudaStatus(cudaMemsetAsync(Gradient(0), 0, gradient_bytes, stream_),
+                                "cudaMemsetAsync(gradients)"));
+  for (const ScheduleStep& step : schedule_) PT_RETURN_IF_ERROR(RunScheduleStep(step));
+  return OptimizerStep();
+}
+
+absl::Status StageRunner::RunScheduleStep(const ScheduleStep& step) {
+  if (!step.transfers.empty()) {
+    std::vector<PeerTransfer> transfers;
+    const int64_t count = shapes_.residual_tokens * shapes_.hidden;
+    for (const Transfer& t : step.transfers) {
+      PeerTransfer& transfer = transfers.emplace_back();
+      transfer.peer = static_cast<int>(t.peer_stage);
+      transfer.count = count;
+      switch (t.kind) {
+        case TransferKind::kSendActivation:
+          transfer.buffer = memory_.get<bf16>(ProbeBuffer::kPipelineSendActivation);
+          break;
+        case TransferKind::kReceiveActivation: {
+          transfer.send = false;
+          PT_ASSIGN_OR_RETURN(const int64_t slot, SlotOf(t.chunk, t.micro_batch));
+          transfer.buffer = LayerInput(slot, 0);
+          break;
+        }
+        case TransferKind::kSendGradient:
+          transfer.buffer = memory_.get<bf16>(ProbeBuffer::kResidualGradient);
+          break;
+        case TransferKind::kReceiveGradient:
+          transfer.send = false;
+          transfer.buffer = memory_.get<bf16>(ProbeBuffer::kPipelineReceiveGradient);
+          break;
+      }
+    }
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kPpSendRecv));
+    PT_RETURN_IF_ERROR(
+        SendReceive(communicators_.group(RankGroup::kPipeline), transfers, ncclBfloat16, stream_));
+  }
+  if (!step.pass.has_value()) return absl::OkStatus();
+  return step.pass->direction == PassDirection::kForward ? Forward(*step.pass)
+                                                         : Backward(*step.pass);
+}
+
+absl::Status StageRunner::Forward(const PipelinePass& pass) {
+  const StageLayers& stage = plan_.stage_layers();
+  const bool embedding = stage.embedding && pass.chunk == 0;
+  const bool loss =
+      stage.lm_head && pass.chunk == static_cast<int64_t>(stage.chunk_layers.size()) - 1;
+  PT_ASSIGN_OR_RETURN(const int64_t slot, SlotOf(pass.chunk, pass.micro_batch));
+  char* loss_slot = nullptr;
+  if (loss) {
+    PT_ASSIGN_OR_RETURN(const int64_t index, LossSlotOf(pass.micro_batch));
+    loss_slot = LossSlot(index);
+  }
+  if (embedding) PT_RETURN_IF_ERROR(EmbeddingForward(LayerInput(slot, 0)));
+  const int64_t layers = stage.chunk_layers[pass.chunk];
+  for (int64_t l = 0; l < layers; ++l) {
+    bf16* output;
+    if (l + 1 < layers) {
+      output = LayerInput(slot, l + 1);
+    } else if (loss) {
+      output = reinterpret_cast<bf16*>(loss_slot + plan_.loss_activations().input);
+    } else {
+      output = memory_.get<bf16>(ProbeBuffer::kPipelineSendActivation);
+    }
+    PT_RETURN_IF_ERROR(
+        LayerForward(StageLayer(pass.chunk, l), LayerInput(slot, l), Kept(slot, l), output));
+  }
+  if (loss) PT_RETURN_IF_ERROR(LossForward(loss_slot));
+  return absl::OkStatus();
+}
+
+absl::Status StageRunner::Backward(const PipelinePass& pass) {
+  const StageLayers& stage = plan_.stage_layers();
+  const bool embedding = stage.embedding && pass.chunk == 0;
+  const bool loss =
+      stage.lm_head && pass.chunk == static_cast<int64_t>(stage.chunk_layers.size()) - 1;
+  PT_ASSIGN_OR_RETURN(const int64_t slot, SlotOf(pass.chunk, pass.micro_batch));
+  bf16* residual_gradient = memory_.get<bf16>(ProbeBuffer::kResidualGradient);
+  const bf16* gradient = memory_.get<bf16>(ProbeBuffer::kPipelineReceiveGradient);
+  if (loss) {
+    PT_ASSIGN_OR_RETURN(const int64_t index, LossSlotOf(pass.micro_batch));
+    PT_RETURN_IF_ERROR(LossBackward(LossSlot(index)));
+    ReleaseLossSlot(pass.micro_batch);
+    gradient = residual_gradient;
+  }
+  for (int64_t l = stage.chunk_layers[pass.chunk] - 1; l >= 0; --l) {
+    const int64_t layer = StageLayer(pass.chunk, l);
+    if (plan_.full_recompute()) {
+      // Rebuild the layer's activations from its kept input; its output is not needed.
+      PT_RETURN_IF_ERROR(LayerForward(layer, LayerInput(slot, l), Kept(slot, l),
+                                      memory_.get<bf16>(ProbeBuffer::kGathered)));
+    }
+    PT_RETURN_IF_ERROR(LayerBackward(layer, LayerInput(slot, l), Kept(slot, l), gradient));
+    gradient = residual_gradient;
+  }
+  if (embedding) PT_RETURN_IF_ERROR(EmbeddingBackward(residual_gradient));
+  ReleaseSlot(pass.chunk, pass.micro_batch);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const bf16*> StageRunner::GatherResidual(const bf16* rows) {
+  if (!shapes_.sequence_parallel) return rows;
+  bf16* gathered = memory_.get<bf16>(ProbeBuffer::kGathered);
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kTpCollectives));
+  PT_RETURN_IF_ERROR(AllGather(communicators_.group(RankGroup::kTensor), rows, gathered,
+                               shapes_.residual_tokens * shapes_.hidden, ncclBfloat16, stream_));
+  return gathered;
+}
+
+absl::StatusOr<const bf16*> StageRunner::ReduceResidual(bf16* partial) {
+  if (shapes_.tensor_parallel == 1) return partial;
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kTpCollectives));
+  ncclComm_t tensor = communicators_.group(RankGroup::kTensor);
+  if (!shapes_.sequence_parallel) {
+    PT_RETURN_IF_ERROR(AllReduce(tensor, partial, partial, shapes_.tokens * shapes_.hidden,
+                                 ncclBfloat16, ncclSum, stream_));
+    return partial;
+  }
+  bf16* reduced = memory_.get<bf16>(ProbeBuffer::kReduced);
+  PT_RETURN_IF_ERROR(ReduceScatter(
+      tensor, partial, reduced, shapes_.residual_tokens * shapes_.hidden, ncclBfloat16, stream_));
+  return reduced;
+}
+
+absl::Status StageRunner::LayerForward(int64_t layer, const bf16* input,
+                                       const LayerActivations& kept, bf16* output) {
+  const LayerParameterOffsets& w = plan_.parameters().layers[layer];
+  const ShardShapes& x = shapes_;
+  const int64_t R = x.residual_tokens;
+  const int64_t h = x.hidden;
+  bf16* qkv = memory_.get<bf16>(ProbeBuffer::kQkvProjection);
+  bf16* partial = memory_.get<bf16>(ProbeBuffer::kProjectionOutput);
+
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  PT_RETURN_IF_ERROR(
+      CudaStatus(RmsNormForward(input, Weight<bf16>(w.attention_norm), kept.attention_norm_output,
+                                kept.attention_norm_rstd, R, h, stream_),
+                 "RmsNormForward(attention)"));
+  PT_ASSIGN_OR_RETURN(const bf16* normed, GatherResidual(kept.attention_norm_output));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  PT_RETURN_IF_ERROR(gemm_->Run(
+      LinearForward(normed, Weight<bf16>(w.qkv), qkv, x.tokens, x.qkv.outputs, h), stream_));
+  PT_RETURN_IF_ERROR(attention_.Forward(qkv, kept.attention_output, AttentionBuffersOf(kept)));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  PT_RETURN_IF_ERROR(
+      gemm_->Run(LinearForward(kept.attention_output, Weight<bf16>(w.attention_output), partial,
+                               x.tokens, h, x.attention_output.inputs),
+                 stream_));
+  PT_ASSIGN_OR_RETURN(const bf16* attended, ReduceResidual(partial));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  PT_RETURN_IF_ERROR(
+      CudaStatus(AddBf16(input, attended, kept.mlp_input, R * h, stream_), "AddBf16(attention)"));
+  PT_RETURN_IF_ERROR(
+      CudaStatus(RmsNormForward(kept.mlp_input, Weight<bf16>(w.mlp_norm), kept.mlp_norm_output,
+                                kept.mlp_norm_rstd, R, h, stream_),
+                 "RmsNormForward(mlp)"));
+  PT_ASSIGN_OR_RETURN(const bf16* mlp_in, GatherResidual(kept.mlp_norm_output));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  PT_RETURN_IF_ERROR(gemm_->Run(
+      LinearForward(mlp_in, Weight<bf16>(w.gate_up), kept.gate_up, x.tokens, x.gate_up.outputs, h),
+      stream_));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  PT_RETURN_IF_ERROR(CudaStatus(
+      SwigluForward(kept.gate_up, kept.swiglu_output, x.tokens, x.ffn, stream_), "SwigluForward"));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  PT_RETURN_IF_ERROR(gemm_->Run(
+      LinearForward(kept.swiglu_output, Weight<bf16>(w.down), partial, x.tokens, h, x.ffn),
+      stream_));
+  PT_ASSIGN_OR_RETURN(const bf16* mlp_out, ReduceResidual(partial));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  return CudaStatus(AddBf16(kept.mlp_input, mlp_out, output, R * h, stream_), "AddBf16(mlp)");
+}
+
+absl::Status StageRunner::LayerBackward(int64_t layer, const bf16* input,
+                                        const LayerActivations& kept, const bf16* output_gradient) {
+  const LayerParameterOffsets& w = plan_.parameters().layers[layer];
+  const ShardShapes& x = shapes_;
+  const int64_t T = x.tokens;
+  const int64_t R = x.residual_tokens;
+  const int64_t h = x.hidden;
+  bf16* partial = memory_.get<bf16>(ProbeBuffer::kProjectionOutput);
+  bf16* residual_gradient = memory_.get<bf16>(ProbeBuffer::kResidualGradient);
+  bf16* swiglu_gradient = memory_.get<bf16>(ProbeBuffer::kSwigluGradient);
+  bf16* mlp_gradient = memory_.get<bf16>(ProbeBuffer::kMlpGradient);
+  bf16* attention_gradient = memory_.get<bf16>(ProbeBuffer::kAttentionOutputGradient);
+  bf16* qkv_gradient = memory_.get<bf16>(ProbeBuffer::kQkvGradient);
+
+  // MLP block: output = mlp_input + down(swiglu(gate_up(norm(mlp_input)))).
+  PT_ASSIGN_OR_RETURN(const bf16* d_down, GatherResidual(output_gradient));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  PT_RETURN_IF_ERROR(gemm_->Run(
+      LinearInputGradient(d_down, Weight<bf16>(w.down), swiglu_gradient, T, h, x.ffn), stream_));
+  PT_RETURN_IF_ERROR(gemm_->Run(LinearWeightGradient(d_down, kept.swiglu_output, Gradient(w.down),
+                                                     fp32_gradients_, T, h, x.ffn),
+                                stream_));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  PT_RETURN_IF_ERROR(
+      CudaStatus(SwigluBackward(kept.gate_up, swiglu_gradient, mlp_gradient, T, x.ffn, stream_),
+                 "SwigluBackward"));
+  PT_ASSIGN_OR_RETURN(const bf16* mlp_in, GatherResidual(kept.mlp_norm_output));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  PT_RETURN_IF_ERROR(gemm_->Run(LinearWeightGradient(mlp_gradient, mlp_in, Gradient(w.gate_up),
+                                                     fp32_gradients_, T, x.gate_up.outputs, h),
+                                stream_));
+  PT_RETURN_IF_ERROR(gemm_->Run(
+      LinearInputGradient(mlp_gradient, Weight<bf16>(w.gate_up), partial, T, x.gate_up.outputs, h),
+      stream_));
+  PT_ASSIGN_OR_RETURN(const bf16* d_mlp_norm, ReduceResidual(partial));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  PT_RETURN_IF_ERROR(
+      CudaStatus(RmsNormWeightGradient(kept.mlp_input, kept.mlp_norm_rstd, d_mlp_norm,
+                                       Gradient(w.mlp_norm), fp32_gradients_, R, h, stream_),
+                 "RmsNormWeightGradient(mlp)"));
+  PT_RETURN_IF_ERROR(
+      CudaStatus(RmsNormBackward(kept.mlp_input, Weight<bf16>(w.mlp_norm), kept.mlp_norm_rstd,
+                                 d_mlp_norm, output_gradient, residual_gradient, R, h, stream_),
+                 "RmsNormBackward(mlp)"));
+
+  // Attention block: mlp_input = input + out_proj(attention(qkv(norm(input)))).
+  PT_ASSIGN_OR_RETURN(const bf16* d_projection, GatherResidual(residual_gradient));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  PT_RETURN_IF_ERROR(
+      gemm_->Run(LinearInputGradient(d_projection, Weight<bf16>(w.attention_output),
+                                     attention_gradient, T, h, x.attention_output.inputs),
+                 stream_));
+  PT_RETURN_IF_ERROR(gemm_->Run(
+      LinearWeightGradient(d_projection, kept.attention_output, Gradient(w.attention_output),
+                           fp32_gradients_, T, h, x.attention_output.inputs),
+      stream_));
+  PT_RETURN_IF_ERROR(attention_.Backward(attention_gradient, kept.attention_output, qkv_gradient,
+                                         AttentionBuffersOf(kept)));
+  PT_ASSIGN_OR_RETURN(const bf16* normed, GatherResidual(kept.attention_norm_output));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  PT_RETURN_IF_ERROR(gemm_->Run(LinearWeightGradient(qkv_gradient, normed, Gradient(w.qkv),
+                                                     fp32_gradients_, T, x.qkv.outputs, h),
+                                stream_));
+  PT_RETURN_IF_ERROR(gemm_->Run(
+      LinearInputGradient(qkv_gradient, Weight<bf16>(w.qkv), partial, T, x.qkv.outputs, h),
+      stream_));
+  PT_ASSIGN_OR_RETURN(const bf16* d_attention_norm, ReduceResidual(partial));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  PT_RETURN_IF_ERROR(
+      CudaStatus(RmsNormWeightGradient(input, kept.attention_norm_rstd, d_attention_norm,
+                                       Gradient(w.attention_norm), fp32_gradients_, R, h, stream_),
+                 "RmsNormWeightGradient(attention)"));
+  return CudaStatus(
+      RmsNormBackward(input, Weight<bf16>(w.attention_norm), kept.attention_norm_rstd,
+                      d_attention_norm, residual_gradient, residual_gradient, R, h, stream_),
+      "RmsNormBackward(attention)");
+}
+
+absl::Status StageRunner::EmbeddingForward(bf16* output) {
+  const VocabularyShard shard = Vocabulary();
+  bf16* partial = memory_.get<bf16>(ProbeBuffer::kProjectionOutput);
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  PT_RETURN_IF_ERROR(
+      CudaStatus(paratune::EmbeddingForward(memory_.get<int32_t>(ProbeBuffer::kTokens),
+                                            Weight<bf16>(plan_.parameters().embedding), partial,
+                                            shapes_.tokens, shapes_.hidden, shard, stream_),
+                 "EmbeddingForward"));
+  // Each rank looked up its vocabulary rows only: the sum over the tensor group is the
+  // embedding (Megatron-LM's VocabParallelEmbedding).
+  PT_ASSIGN_OR_RETURN(const bf16* embedded, ReduceResidual(partial));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  return CudaStatus(
+      cudaMemcpyAsync(output, embedded, shapes_.residual_tokens * shapes_.hidden * sizeof(bf16),
+                      cudaMemcpyDeviceToDevice, stream_),
+      "cudaMemcpyAsync(embedding output)");
+}
+
+absl::Status StageRunner::EmbeddingBackward(const bf16* input_gradient) {
+  const VocabularyShard shard = Vocabulary();
+  PT_ASSIGN_OR_RETURN(const bf16* gradient, GatherResidual(input_gradient));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  return CudaStatus(
+      paratune::EmbeddingBackward(memory_.get<int32_t>(ProbeBuffer::kTokens), gradient,
+                                  Gradient(plan_.parameters().embedding), fp32_gradients_,
+                                  shapes_.tokens, shapes_.hidden, shard, stream_),
+      "EmbeddingBackward");
+}
+
+absl::Status StageRunner::LossForward(char* loss_slot) {
+  const LossActivationLayout& at = plan_.loss_activations();
+  const ParameterLayout& parameters = plan_.parameters();
+  bf16* input = reinterpret_cast<bf16*>(loss_slot + at.input);
+  bf16* normed = reinterpret_cast<bf16*>(loss_slot + at.norm_output);
+  float* rstd = reinterpret_cast<float*>(loss_slot + at.norm_rstd);
+  float* logits = reinterpret_cast<float*>(loss_slot + at.logits);
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  PT_RETURN_IF_ERROR(
+      CudaStatus(RmsNormForward(input, Weight<bf16>(parameters.final_norm), normed, rstd,
+                                shapes_.residual_tokens, shapes_.hidden, stream_),
+                 "RmsNormForward(final)"));
+  PT_ASSIGN_OR_RETURN(const bf16* gathered, GatherResidual(normed));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  GemmArgs head = LinearForward(gathered, Weight<bf16>(parameters.lm_head), nullptr, shapes_.tokens,
+                                shapes_.vocab, shapes_.hidden);
+  head.c = logits;
+  head.c_type = GemmOutput::kFloat;
+  return gemm_->Run(head, stream_);
+}
+
+absl::Status StageRunner::LossBackward(char* loss_slot) {
+  const LossActivationLayout& at = plan_.loss_activations();
+  const ParameterLayout& parameters = plan_.parameters();
+  const ShardShapes& x = shapes_;
+  const bf16* input = reinterpret_cast<bf16*>(loss_slot + at.input);
+  const bf16* normed = reinterpret_cast<bf16*>(loss_slot + at.norm_output);
+  const float* rstd = reinterpret_cast<float*>(loss_slot + at.norm_rstd);
+  const float* logits = reinterpret_cast<float*>(loss_slot + at.logits);
+  float* row_max = memory_.get<float>(ProbeBuffer::kLossStatistics);
+  float* row_sum = row_max + x.tokens;
+  float* loss = row_sum + x.tokens;
+  bf16* d_logits = memory_.get<bf16>(ProbeBuffer::kLogitsGradient);
+  bf16* partial = memory_.get<bf16>(ProbeBuffer::kProjectionOutput);
+  ncclComm_t tensor = communicators_.group(RankGroup::kTensor);
+  const VocabularyShard shard = Vocabulary();
+
+  // Megatron-LM's vocab_parallel_cross_entropy: the maximum and the sum of exponentials
+  // all-reduced over the tensor group, then softmax - one_hot on each rank's shard.
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  PT_RETURN_IF_ERROR(
+      CudaStatus(LogitsRowMax(logits, row_max, x.tokens, shard, stream_), "LogitsRowMax"));
+  if (tensor != nullptr) {
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kTpCollectives));
+    PT_RETURN_IF_ERROR(
+        AllReduce(tensor, row_max, row_max, x.tokens, ncclFloat32, ncclMax, stream_));
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  }
+  PT_RETURN_IF_ERROR(CudaStatus(LogitsRowSumExp(logits, row_max, row_sum, x.tokens, shard, stream_),
+                                "LogitsRowSumExp"));
+  if (tensor != nullptr) {
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kTpCollectives));
+    PT_RETURN_IF_ERROR(
+        AllReduce(tensor, row_sum, row_sum, x.tokens, ncclFloat32, ncclSum, stream_));
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  }
+  PT_RETURN_IF_ERROR(CudaStatus(
+      CrossEntropyBackward(logits, row_max, row_sum, memory_.get<int32_t>(ProbeBuffer::kLabels),
+                           d_logits, loss, 1.0f / static_cast<float>(x.tokens), x.tokens, shard,
+                           stream_),
+      "CrossEntropyBackward"));
+  PT_ASSIGN_OR_RETURN(const bf16* gathered, GatherResidual(normed));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  PT_RETURN_IF_ERROR(
+      gemm_->Run(LinearWeightGradient(d_logits, gathered, Gradient(parameters.lm_head),
+                                      fp32_gradients_, x.tokens, x.vocab, x.hidden),
+                 stream_));
+  PT_RETURN_IF_ERROR(gemm_->Run(LinearInputGradient(d_logits, Weight<bf16>(parameters.lm_head),
+                                                    partial, x.tokens, x.vocab, x.hidden),
+                                stream_));
+  PT_ASSIGN_OR_RETURN(const bf16* d_normed, ReduceResidual(partial));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  PT_RETURN_IF_ERROR(
+      CudaStatus(RmsNormWeightGradient(input, rstd, d_normed, Gradient(parameters.final_norm),
+                                       fp32_gradients_, x.residual_tokens, x.hidden, stream_),
+                 "RmsNormWeightGradient(final)"));
+  return CudaStatus(RmsNormBackward(input, Weight<bf16>(parameters.final_norm), rstd, d_normed,
+                                    nullptr, memory_.get<bf16>(ProbeBuffer::kResidualGradient),
+                                    x.residual_tokens, x.hidden, stream_),
+                    "RmsNormBackward(final)");
+}
+
+absl::Status StageRunner::OptimizerStep() {
+  const ParameterLayout& parameters = plan_.parameters();
+  const bool distributed = spec_.training().distributed_optimizer();
+  const int64_t count = distributed ? parameters.shard_elements : parameters.padded_elements;
+  const int64_t first = distributed ? shard_index_ * count : 0;
+  const ncclDataType_t gradient_type = fp32_gradients_ ? ncclFloat32 : ncclBfloat16;
+  ncclComm_t data = communicators_.group(RankGroup::kDataContext);
+  if (reduce_gradients_) {
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
+    if (distributed) {
+      // In place: each rank's shard of the summed gradients lands where its own shard is.
+      PT_RETURN_IF_ERROR(
+          ReduceScatter(data, Gradient(0), Gradient(first), count, gradient_type, stream_));
+    } else {
+      PT_RETURN_IF_ERROR(
+          AllReduce(data, Gradient(0), Gradient(0), count, gradient_type, ncclSum, stream_));
+    }
+  }
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kOptimizer));
+  AdamParameters adam;
+  adam.step = ++optimizer_step_;
+  PT_RETURN_IF_ERROR(CudaStatus(
+      AdamStep(Gradient(first), fp32_gradients_, memory_.get<float>(ProbeBuffer::kMasterWeights),
+               memory_.get<float>(ProbeBuffer::kAdamFirstMoment),
+               memory_.get<float>(ProbeBuffer::kAdamSecondMoment), weights_ + first, count, adam,
+               stream_),
+      "AdamStep"));
+  if (reduce_gradients_ && distributed) {
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
+    PT_RETURN_IF_ERROR(AllGather(data, weights_ + first, weights_, count, ncclBfloat16, stream_));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace paratune
