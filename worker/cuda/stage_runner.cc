@@ -244,17 +244,21 @@ absl::Status StageRunner::Forward(const PipelinePass& pass) {
     PT_ASSIGN_OR_RETURN(const int64_t index, LossSlotOf(pass.micro_batch));
     loss_slot = LossSlot(index);
   }
-  if (embedding) PT_RETURN_IF_ERROR(EmbeddingForward(LayerInput(slot, 0)));
+  bf16* chunk_output = loss ? reinterpret_cast<bf16*>(loss_slot + plan_.loss_activations().input)
+                            : memory_.get<bf16>(ProbeBuffer::kPipelineSendActivation);
   const int64_t layers = stage.chunk_layers[pass.chunk];
+  if (embedding)
+    PT_RETURN_IF_ERROR(EmbeddingForward(layers > 0 ? LayerInput(slot, 0) : chunk_output));
+  if (layers == 0 && !embedding) {
+    // An uneven split's chunk of no layers (pipeline_layout.h) passes its input on.
+    PT_RETURN_IF_ERROR(
+        CudaStatus(cudaMemcpyAsync(chunk_output, LayerInput(slot, 0),
+                                   shapes_.residual_tokens * shapes_.hidden * sizeof(bf16),
+                                   cudaMemcpyDeviceToDevice, stream_),
+                   "cudaMemcpyAsync(chunk of no layers)"));
+  }
   for (int64_t l = 0; l < layers; ++l) {
-    bf16* output;
-    if (l + 1 < layers) {
-      output = LayerInput(slot, l + 1);
-    } else if (loss) {
-      output = reinterpret_cast<bf16*>(loss_slot + plan_.loss_activations().input);
-    } else {
-      output = memory_.get<bf16>(ProbeBuffer::kPipelineSendActivation);
-    }
+    bf16* output = l + 1 < layers ? LayerInput(slot, l + 1) : chunk_output;
     PT_RETURN_IF_ERROR(
         LayerForward(StageLayer(pass.chunk, l), LayerInput(slot, l), Kept(slot, l), output));
   }
@@ -285,6 +289,14 @@ absl::Status StageRunner::Backward(const PipelinePass& pass) {
     }
     PT_RETURN_IF_ERROR(LayerBackward(layer, LayerInput(slot, l), Kept(slot, l), gradient));
     gradient = residual_gradient;
+  }
+  if (gradient != residual_gradient) {
+    // A chunk of no layers passes the received gradient on, from where sends take it.
+    PT_RETURN_IF_ERROR(
+        CudaStatus(cudaMemcpyAsync(residual_gradient, gradient,
+                                   shapes_.residual_tokens * shapes_.hidden * sizeof(bf16),
+                                   cudaMemcpyDeviceToDevice, stream_),
+                   "cudaMemcpyAsync(chunk of no layers)"));
   }
   if (embedding) PT_RETURN_IF_ERROR(EmbeddingBackward(residual_gradient));
   ReleaseSlot(pass.chunk, pass.micro_batch);

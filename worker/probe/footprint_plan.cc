@@ -99,7 +99,10 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   plan.full_recompute_ = config.recompute() == Recompute::kFull;
   plan.slot_layer_bytes_ =
       plan.full_recompute_ ? LayerInputBytes(x) : plan.layer_activations_.bytes;
-  plan.slot_bytes_ = plan.stage_layers_.MostLayersPerChunk() * plan.slot_layer_bytes_;
+  // At least one layer's room: a chunk of no layers (an uneven split's) still receives its
+  // input into the slot.
+  plan.slot_bytes_ =
+      std::max<int64_t>(1, plan.stage_layers_.MostLayersPerChunk()) * plan.slot_layer_bytes_;
   plan.attention_query_chunk_ = AttentionQueryChunk(x);
 
   const MemoryEstimate estimate = EstimateMemory(model, training, cluster, config, memory_options);
