@@ -77,6 +77,7 @@ SoftmaxChunk Attention::SoftmaxShape(const Chunk& chunk) const {
   shape.heads_per_kv = dims_.heads_per_kv;
   shape.rows = chunk.tokens * dims_.heads_per_kv;
   shape.keys = first_position + chunk.tokens;
+  shape.row_stride = (shape.keys + 7) / 8 * 8;
   shape.first_position = first_position;
   shape.lse_group_stride = dims_.tokens_per_sequence * dims_.heads_per_kv;
   return shape;
@@ -106,12 +107,12 @@ GemmArgs Attention::ScoresProduct(const __nv_bfloat16* rows, const __nv_bfloat16
   g.b = keys + block.offset;
   g.ldb = dims_.head_dim;
   g.c = scores + block.first_key;
-  g.ldc = shape.keys;
+  g.ldc = shape.row_stride;
   g.c_type = GemmOutput::kFloat;
   g.batch = dims_.kv_heads;
   g.stride_a = dims_.tokens_per_sequence * dims_.heads_per_kv * dims_.head_dim;
   g.stride_b = dims_.tokens_per_sequence * dims_.head_dim;
-  g.stride_c = shape.rows * shape.keys;
+  g.stride_c = shape.rows * shape.row_stride;
   return g;
 }
 
@@ -126,14 +127,14 @@ GemmArgs Attention::RowsByKeys(const __nv_bfloat16* by_key, const __nv_bfloat16*
   g.n = dims_.head_dim;
   g.k = block.keys;
   g.a = by_key + block.first_key;
-  g.lda = shape.keys;
+  g.lda = shape.row_stride;
   g.b = keys + block.offset;
   g.ldb = dims_.head_dim;
   g.c = out + QueryOffset(chunk);
   g.ldc = dims_.head_dim;
   g.beta = accumulate ? 1 : 0;
   g.batch = dims_.kv_heads;
-  g.stride_a = shape.rows * shape.keys;
+  g.stride_a = shape.rows * shape.row_stride;
   g.stride_b = dims_.tokens_per_sequence * dims_.head_dim;
   g.stride_c = dims_.tokens_per_sequence * dims_.heads_per_kv * dims_.head_dim;
   return g;
@@ -150,7 +151,7 @@ GemmArgs Attention::KeysByRows(const __nv_bfloat16* by_key, const __nv_bfloat16*
   g.n = dims_.head_dim;
   g.k = shape.rows;
   g.a = by_key + block.first_key;
-  g.lda = shape.keys;
+  g.lda = shape.row_stride;
   g.b = rows + QueryOffset(chunk);
   g.ldb = dims_.head_dim;
   g.c = out + block.offset;
@@ -158,7 +159,7 @@ GemmArgs Attention::KeysByRows(const __nv_bfloat16* by_key, const __nv_bfloat16*
   g.c_type = GemmOutput::kFloat;
   g.beta = 1;
   g.batch = dims_.kv_heads;
-  g.stride_a = shape.rows * shape.keys;
+  g.stride_a = shape.rows * shape.row_stride;
   g.stride_b = dims_.tokens_per_sequence * dims_.heads_per_kv * dims_.head_dim;
   g.stride_c = dims_.tokens_per_sequence * dims_.head_dim;
   return g;

@@ -137,8 +137,8 @@ __global__ void CausalSoftmaxForwardKernel(const float* scores, __nv_bfloat16* p
   const int64_t g = blockIdx.x / chunk.rows;
   const int64_t r = blockIdx.x % chunk.rows;
   const int64_t visible = min(chunk.keys, chunk.first_position + r / chunk.heads_per_kv + 1);
-  const float* in = scores + blockIdx.x * chunk.keys;
-  __nv_bfloat16* out = probabilities + blockIdx.x * chunk.keys;
+  const float* in = scores + blockIdx.x * chunk.row_stride;
+  __nv_bfloat16* out = probabilities + blockIdx.x * chunk.row_stride;
   float most = -FLT_MAX;
   for (int64_t k = threadIdx.x; k < visible; k += blockDim.x) most = fmaxf(most, in[k]);
   most = BlockMax(most, scratch);
@@ -159,9 +159,10 @@ __global__ void CausalSoftmaxRecomputeKernel(const float* scores, const float* l
     const int64_t row = index / chunk.keys;  // g * rows + r
     const int64_t g = row / chunk.rows;
     const int64_t r = row % chunk.rows;
+    const int64_t cell = row * chunk.row_stride + k;
     const bool visible = k <= chunk.first_position + r / chunk.heads_per_kv;
-    probabilities[index] = __float2bfloat16(
-        visible ? __expf(scores[index] - lse[g * chunk.lse_group_stride + r]) : 0.0f);
+    probabilities[cell] = __float2bfloat16(
+        visible ? __expf(scores[cell] - lse[g * chunk.lse_group_stride + r]) : 0.0f);
   }
 }
 
@@ -193,9 +194,10 @@ __global__ void CausalSoftmaxBackwardKernel(const float* d_probabilities, const 
     const int64_t row = index / chunk.keys;
     const int64_t g = row / chunk.rows;
     const int64_t r = row % chunk.rows;
-    const float p = __bfloat162float(probabilities[index]);
+    const int64_t cell = row * chunk.row_stride + index % chunk.keys;
+    const float p = __bfloat162float(probabilities[cell]);
     const float d = row_sums[g * chunk.lse_group_stride + r];
-    probabilities[index] = __float2bfloat16(p * (d_probabilities[index] - d));
+    probabilities[cell] = __float2bfloat16(p * (d_probabilities[cell] - d));
   }
 }
 

@@ -11,7 +11,8 @@
 //   kv      [2, b, G, n, d]: keys, then values;
 //   tokens  [T, G, H, d]: attention output as the output projection reads it;
 //   scores  [G, rows, keys] fp32 and probabilities [G, rows, keys] bf16 for one chunk of
-//           tokens of one sequence; row r is token first + r / H, head r % H;
+//           tokens of one sequence, rows row_stride apart; row r is token first + r / H,
+//           head r % H;
 //   lse     [b, G, n, H] fp32: each query row's log-sum-exp, kept for the backward pass.
 #ifndef PARATUNE_WORKER_CUDA_ATTENTION_KERNELS_H_
 #define PARATUNE_WORKER_CUDA_ATTENTION_KERNELS_H_
@@ -67,10 +68,13 @@ cudaError_t TokensToHeads(const __nv_bfloat16* tokens, __nv_bfloat16* heads,
 // before it. lse points at the chunk's first row of kv head 0; kv head g's rows are
 // lse_group_stride further apart.
 struct SoftmaxChunk {
-  int64_t kv_heads = 0;        // G
-  int64_t heads_per_kv = 0;    // H
-  int64_t rows = 0;            // query rows per kv head: chunk tokens x H
-  int64_t keys = 0;            // columns of scores and probabilities
+  int64_t kv_heads = 0;      // G
+  int64_t heads_per_kv = 0;  // H
+  int64_t rows = 0;          // query rows per kv head: chunk tokens x H
+  int64_t keys = 0;          // columns of scores and probabilities
+  // Elements from one row to the next, >= keys: a multiple of 8, so that every row starts
+  // 16-byte aligned for the tensor-core products.
+  int64_t row_stride = 0;
   int64_t first_position = 0;  // position of the chunk's first token
   int64_t lse_group_stride = 0;
 };

@@ -185,15 +185,17 @@ TEST_F(AttentionKernelsTest, HeadsAndTokensLayoutsRoundTrip) {
 }
 
 TEST_F(AttentionKernelsTest, CausalSoftmaxAndItsGradient) {
-  // A chunk of 3 tokens starting at position 5 (keys 0..7), H = 3 rows per token.
+  // A chunk of 3 tokens starting at position 5 (keys 0..7), H = 3 rows per token, rows 16
+  // elements apart.
   SoftmaxChunk chunk;
   chunk.kv_heads = 2;
   chunk.heads_per_kv = 3;
   chunk.rows = 9;
   chunk.first_position = 5;
   chunk.keys = 8;
+  chunk.row_stride = 16;
   chunk.lse_group_stride = 20;
-  const int64_t cells = chunk.kv_heads * chunk.rows * chunk.keys;
+  const int64_t cells = chunk.kv_heads * chunk.rows * chunk.row_stride;
   std::vector<float> scores(cells), d_probabilities(cells), row_sums(2 * 20);
   std::mt19937 random(11);
   std::uniform_real_distribution<float> uniform(-3, 3);
@@ -206,31 +208,38 @@ TEST_F(AttentionKernelsTest, CausalSoftmaxAndItsGradient) {
             cudaSuccess);
   ASSERT_EQ(CausalSoftmaxRecompute(d_scores.get(), d_lse.get(), d_p_again.get(), chunk, nullptr),
             cudaSuccess);
-  const std::vector<double> p = ToDouble(d_p.ToHost());
+  const std::vector<bf16> p = d_p.ToHost();
+  const std::vector<bf16> p_again = d_p_again.ToHost();
   const std::vector<float> lse = d_lse.ToHost();
   ASSERT_EQ(CausalSoftmaxBackward(d_dp.get(), d_rows.get(), d_p.get(), chunk, nullptr),
             cudaSuccess);
-  std::vector<double> expected(cells, 0.0), expected_ds(cells, 0.0), got_lse, expected_lse;
+  const std::vector<bf16> ds = d_p.ToHost();
+  // Every column of every row (the padding past `keys` is never written or read).
+  std::vector<double> got_p, got_p_again, got_ds, expected_p, expected_ds, got_lse, expected_lse;
   for (int64_t g = 0; g < 2; ++g) {
     for (int64_t r = 0; r < chunk.rows; ++r) {
       const int64_t visible = chunk.first_position + r / chunk.heads_per_kv + 1;
-      const float* row = &scores[(g * chunk.rows + r) * chunk.keys];
+      const int64_t first = (g * chunk.rows + r) * chunk.row_stride;
       double most = -INFINITY, sum = 0;
-      for (int64_t k = 0; k < visible; ++k) most = std::max<double>(most, row[k]);
-      for (int64_t k = 0; k < visible; ++k) sum += std::exp(row[k] - most);
+      for (int64_t k = 0; k < visible; ++k) most = std::max<double>(most, scores[first + k]);
+      for (int64_t k = 0; k < visible; ++k) sum += std::exp(scores[first + k] - most);
       expected_lse.push_back(most + std::log(sum));
       got_lse.push_back(lse[g * 20 + r]);
-      for (int64_t k = 0; k < visible; ++k) {
-        const int64_t cell = (g * chunk.rows + r) * chunk.keys + k;
-        expected[cell] = std::exp(row[k] - expected_lse.back());
-        expected_ds[cell] = expected[cell] * (d_probabilities[cell] - row_sums[g * 20 + r]);
+      for (int64_t k = 0; k < chunk.keys; ++k) {
+        const double probability =
+            k < visible ? std::exp(scores[first + k] - expected_lse.back()) : 0.0;
+        expected_p.push_back(probability);
+        expected_ds.push_back(probability * (d_probabilities[first + k] - row_sums[g * 20 + r]));
+        got_p.push_back(__bfloat162float(p[first + k]));
+        got_p_again.push_back(__bfloat162float(p_again[first + k]));
+        got_ds.push_back(__bfloat162float(ds[first + k]));
       }
     }
   }
-  EXPECT_LT(RelativeError(p, expected), kBf16Tolerance);
-  EXPECT_LT(RelativeError(ToDouble(d_p_again.ToHost()), expected), kBf16Tolerance);
+  EXPECT_LT(RelativeError(got_p, expected_p), kBf16Tolerance);
+  EXPECT_LT(RelativeError(got_p_again, expected_p), kBf16Tolerance);
   EXPECT_LT(RelativeError(got_lse, expected_lse), kFloatTolerance);
-  EXPECT_LT(RelativeError(ToDouble(d_p.ToHost()), expected_ds), kBf16Tolerance);
+  EXPECT_LT(RelativeError(got_ds, expected_ds), kBf16Tolerance);
 }
 
 TEST_F(AttentionKernelsTest, RowSumsLandInTheLseLayout) {

@@ -58,13 +58,16 @@ class TermBuilder {
   bool allocated_by_probe_ = true;
 };
 
+// Scores and probabilities have up to s columns, rows rounded up to 8 (attention_kernels.h).
+int64_t AttentionRowStride(const ShardShapes& x) { return (x.sequence + 7) / 8 * 8; }
+
 // The most queries of one sequence per attention chunk: a power of two at most the
 // position-contiguous segment of the rank's tokens (with context parallelism each rank holds
 // two: chunks i and 2c - 1 - i of the sequence) whose scores (fp32) and probabilities (bf16)
 // against all s keys fit kAttentionWorkspaceBytes; at least 1.
 int64_t AttentionQueryChunk(const ShardShapes& x) {
   const int64_t segment = x.context_parallel > 1 ? x.sequence_per_rank / 2 : x.sequence_per_rank;
-  const int64_t bytes_per_query = x.query_heads * x.sequence * (kFp32 + kBf16);
+  const int64_t bytes_per_query = x.query_heads * AttentionRowStride(x) * (kFp32 + kBf16);
   int64_t chunk = 1;
   while (chunk * 2 <= segment && chunk * 2 * bytes_per_query <= kAttentionWorkspaceBytes) {
     chunk *= 2;
@@ -145,7 +148,7 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   const int64_t h = x.hidden;
   const int64_t query_values = T * x.query_heads * x.head_dim;
   const int64_t all_kv_values = x.context_parallel * 2 * T * x.kv_heads * x.head_dim;
-  const int64_t chunk_scores = plan.attention_query_chunk_ * x.query_heads * x.sequence;
+  const int64_t chunk_scores = plan.attention_query_chunk_ * x.query_heads * AttentionRowStride(x);
   terms.Add(ProbeBuffer::kGemmWorkspace, kGemmWorkspaceBytes);
   terms.Add(ProbeBuffer::kTokens, T * kInt32);
   terms.Add(ProbeBuffer::kLabels, T * kInt32);
