@@ -38,19 +38,33 @@ struct Layout {
   }
 };
 
-// One thread per (token, group, slot, pair j < d/2).
+// One element pair (j, j + d/2) of head slot `slot` (queries 0 .. H - 1, then the key and
+// the value) of kv group g of token `token` = (seq, i): what one thread of the rotary
+// kernels handles.
+struct QkvPair {
+  int64_t j, slot, g, token, seq, i;
+};
+
+__device__ QkvPair PairOf(int64_t index, const Layout& layout) {
+  const int64_t half = layout.d.head_dim / 2;
+  QkvPair p;
+  p.j = index % half;
+  int64_t rest = index / half;
+  p.slot = rest % layout.Slots();
+  rest /= layout.Slots();
+  p.g = rest % layout.d.kv_heads;
+  p.token = rest / layout.d.kv_heads;
+  p.seq = p.token / layout.d.tokens_per_sequence;
+  p.i = p.token % layout.d.tokens_per_sequence;
+  return p;
+}
+
+// One thread per QkvPair.
 __global__ void RopeSplitKernel(const __nv_bfloat16* qkv, __nv_bfloat16* query, __nv_bfloat16* kv,
                                 Layout layout, TokenPositions positions, int64_t count) {
   const int64_t half = layout.d.head_dim / 2;
   for (int64_t index = GridIndex(); index < count; index += GridStride()) {
-    const int64_t j = index % half;
-    int64_t rest = index / half;
-    const int64_t slot = rest % layout.Slots();
-    rest /= layout.Slots();
-    const int64_t g = rest % layout.d.kv_heads;
-    const int64_t token = rest / layout.d.kv_heads;
-    const int64_t seq = token / layout.d.tokens_per_sequence;
-    const int64_t i = token % layout.d.tokens_per_sequence;
+    const auto [j, slot, g, token, seq, i] = PairOf(index, layout);
     const __nv_bfloat16* in =
         qkv + token * layout.QkvWidth() + (g * layout.Slots() + slot) * layout.d.head_dim;
     const float x0 = __bfloat162float(in[j]);
@@ -78,14 +92,7 @@ __global__ void RopeSplitBackwardKernel(const __nv_bfloat16* d_query, const floa
                                         TokenPositions positions, int64_t count) {
   const int64_t half = layout.d.head_dim / 2;
   for (int64_t index = GridIndex(); index < count; index += GridStride()) {
-    const int64_t j = index % half;
-    int64_t rest = index / half;
-    const int64_t slot = rest % layout.Slots();
-    rest /= layout.Slots();
-    const int64_t g = rest % layout.d.kv_heads;
-    const int64_t token = rest / layout.d.kv_heads;
-    const int64_t seq = token / layout.d.tokens_per_sequence;
-    const int64_t i = token % layout.d.tokens_per_sequence;
+    const auto [j, slot, g, token, seq, i] = PairOf(index, layout);
     float g0, g1;
     if (slot < layout.d.heads_per_kv) {
       const __nv_bfloat16* in = d_query + layout.Query(seq, g, i, slot);

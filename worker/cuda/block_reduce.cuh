@@ -7,49 +7,47 @@
 
 namespace paratune {
 
-inline __device__ float WarpSum(float value) {
+struct SumOp {
+  __device__ float operator()(float a, float b) const { return a + b; }
+  static constexpr float kIdentity = 0.0f;
+};
+struct MaxOp {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+  static constexpr float kIdentity = -FLT_MAX;
+};
+
+template <typename Op>
+inline __device__ float WarpReduce(float value, Op op) {
   for (int offset = 16; offset > 0; offset /= 2) {
-    value += __shfl_xor_sync(0xffffffffu, value, offset);
+    value = op(value, __shfl_xor_sync(0xffffffffu, value, offset));
   }
   return value;
 }
 
-inline __device__ float WarpMax(float value) {
-  for (int offset = 16; offset > 0; offset /= 2) {
-    value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, offset));
-  }
-  return value;
-}
-
-// The sum of `value` over the block, returned to every thread. Every thread of the block
-// must call it; blockDim.x must be a multiple of 32 and at most 1024. `scratch` holds 32
-// floats of shared memory; the call ends with the block synchronized, so scratch can be
+// `value` reduced with `op` over the block, returned to every thread. Every thread of the
+// block must call it; blockDim.x must be a multiple of 32 and at most 1024. `scratch` holds
+// 32 floats of shared memory; the call ends with the block synchronized, so scratch can be
 // reused by the next call.
-inline __device__ float BlockSum(float value, float* scratch) {
+template <typename Op>
+inline __device__ float BlockReduce(float value, float* scratch, Op op) {
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   const int warps = blockDim.x / 32;
-  value = WarpSum(value);
+  value = WarpReduce(value, op);
   if (lane == 0) scratch[warp] = value;
   __syncthreads();
-  float total = lane < warps ? scratch[lane] : 0.0f;
-  total = WarpSum(total);
+  float total = lane < warps ? scratch[lane] : Op::kIdentity;
+  total = WarpReduce(total, op);
   __syncthreads();
   return total;
 }
 
-// The maximum of `value` over the block; as BlockSum.
+inline __device__ float WarpSum(float value) { return WarpReduce(value, SumOp()); }
+inline __device__ float BlockSum(float value, float* scratch) {
+  return BlockReduce(value, scratch, SumOp());
+}
 inline __device__ float BlockMax(float value, float* scratch) {
-  const int lane = threadIdx.x % 32;
-  const int warp = threadIdx.x / 32;
-  const int warps = blockDim.x / 32;
-  value = WarpMax(value);
-  if (lane == 0) scratch[warp] = value;
-  __syncthreads();
-  float most = lane < warps ? scratch[lane] : -FLT_MAX;
-  most = WarpMax(most);
-  __syncthreads();
-  return most;
+  return BlockReduce(value, scratch, MaxOp());
 }
 
 // Elements handled by a grid-stride loop start at this index and advance by GridStride().

@@ -327,131 +327,125 @@ absl::StatusOr<const bf16*> StageRunner::ReduceResidual(bf16* partial) {
   return reduced;
 }
 
+absl::Status StageRunner::NormLinearForward(const PreNormLinear& layer, const bf16* x,
+                                            bf16* norm_output, float* rstd, void* out,
+                                            GemmOutput out_type) {
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  PT_RETURN_IF_ERROR(CudaStatus(RmsNormForward(x, Weight<bf16>(layer.norm), norm_output, rstd,
+                                               shapes_.residual_tokens, shapes_.hidden, stream_),
+                                "RmsNormForward"));
+  PT_ASSIGN_OR_RETURN(const bf16* normed, GatherResidual(norm_output));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  GemmArgs product = LinearForward(normed, Weight<bf16>(layer.weight), nullptr, shapes_.tokens,
+                                   layer.outputs, shapes_.hidden);
+  product.c = out;
+  product.c_type = out_type;
+  return gemm_->Run(product, stream_);
+}
+
+absl::Status StageRunner::NormLinearBackward(const PreNormLinear& layer, const bf16* d_out,
+                                             const bf16* x, const bf16* norm_output,
+                                             const float* rstd, const bf16* residual) {
+  const int64_t R = shapes_.residual_tokens;
+  const int64_t h = shapes_.hidden;
+  bf16* partial = memory_.get<bf16>(ProbeBuffer::kProjectionOutput);
+  // With sequence parallelism the layer's input is gathered again rather than kept whole
+  // (Korthikanti et al. 2022): the backward pass's extra all-gathers.
+  PT_ASSIGN_OR_RETURN(const bf16* normed, GatherResidual(norm_output));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  PT_RETURN_IF_ERROR(
+      gemm_->Run(LinearWeightGradient(d_out, normed, Gradient(layer.weight), fp32_gradients_,
+                                      shapes_.tokens, layer.outputs, h),
+                 stream_));
+  PT_RETURN_IF_ERROR(gemm_->Run(LinearInputGradient(d_out, Weight<bf16>(layer.weight), partial,
+                                                    shapes_.tokens, layer.outputs, h),
+                                stream_));
+  PT_ASSIGN_OR_RETURN(const bf16* d_normed, ReduceResidual(partial));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  PT_RETURN_IF_ERROR(CudaStatus(RmsNormWeightGradient(x, rstd, d_normed, Gradient(layer.norm),
+                                                      fp32_gradients_, R, h, stream_),
+                                "RmsNormWeightGradient"));
+  return CudaStatus(
+      RmsNormBackward(x, Weight<bf16>(layer.norm), rstd, d_normed, residual,
+                      memory_.get<bf16>(ProbeBuffer::kResidualGradient), R, h, stream_),
+      "RmsNormBackward");
+}
+
+absl::Status StageRunner::RowLinearForward(const bf16* in, int64_t weight, int64_t inputs,
+                                           const bf16* residual, bf16* out) {
+  bf16* partial = memory_.get<bf16>(ProbeBuffer::kProjectionOutput);
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  PT_RETURN_IF_ERROR(gemm_->Run(
+      LinearForward(in, Weight<bf16>(weight), partial, shapes_.tokens, shapes_.hidden, inputs),
+      stream_));
+  PT_ASSIGN_OR_RETURN(const bf16* reduced, ReduceResidual(partial));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  return CudaStatus(
+      AddBf16(residual, reduced, out, shapes_.residual_tokens * shapes_.hidden, stream_),
+      "AddBf16(residual)");
+}
+
+absl::Status StageRunner::RowLinearBackward(const bf16* d_out, const bf16* in, int64_t weight,
+                                            int64_t inputs, bf16* d_in) {
+  PT_ASSIGN_OR_RETURN(const bf16* d_gathered, GatherResidual(d_out));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  PT_RETURN_IF_ERROR(gemm_->Run(LinearInputGradient(d_gathered, Weight<bf16>(weight), d_in,
+                                                    shapes_.tokens, shapes_.hidden, inputs),
+                                stream_));
+  return gemm_->Run(LinearWeightGradient(d_gathered, in, Gradient(weight), fp32_gradients_,
+                                         shapes_.tokens, shapes_.hidden, inputs),
+                    stream_);
+}
+
 absl::Status StageRunner::LayerForward(int64_t layer, const bf16* input,
                                        const LayerActivations& kept, bf16* output) {
   const LayerParameterOffsets& w = plan_.parameters().layers[layer];
   const ShardShapes& x = shapes_;
-  const int64_t R = x.residual_tokens;
-  const int64_t h = x.hidden;
   bf16* qkv = memory_.get<bf16>(ProbeBuffer::kQkvProjection);
-  bf16* partial = memory_.get<bf16>(ProbeBuffer::kProjectionOutput);
-
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
-  PT_RETURN_IF_ERROR(
-      CudaStatus(RmsNormForward(input, Weight<bf16>(w.attention_norm), kept.attention_norm_output,
-                                kept.attention_norm_rstd, R, h, stream_),
-                 "RmsNormForward(attention)"));
-  PT_ASSIGN_OR_RETURN(const bf16* normed, GatherResidual(kept.attention_norm_output));
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-  PT_RETURN_IF_ERROR(gemm_->Run(
-      LinearForward(normed, Weight<bf16>(w.qkv), qkv, x.tokens, x.qkv.outputs, h), stream_));
+  // Attention block: mlp_input = input + out_proj(attention(qkv(norm(input)))).
+  PT_RETURN_IF_ERROR(NormLinearForward({w.attention_norm, w.qkv, x.qkv.outputs}, input,
+                                       kept.attention_norm_output, kept.attention_norm_rstd, qkv,
+                                       GemmOutput::kBf16));
   PT_RETURN_IF_ERROR(attention_.Forward(qkv, kept.attention_output, AttentionBuffersOf(kept)));
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-  PT_RETURN_IF_ERROR(
-      gemm_->Run(LinearForward(kept.attention_output, Weight<bf16>(w.attention_output), partial,
-                               x.tokens, h, x.attention_output.inputs),
-                 stream_));
-  PT_ASSIGN_OR_RETURN(const bf16* attended, ReduceResidual(partial));
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
-  PT_RETURN_IF_ERROR(
-      CudaStatus(AddBf16(input, attended, kept.mlp_input, R * h, stream_), "AddBf16(attention)"));
-  PT_RETURN_IF_ERROR(
-      CudaStatus(RmsNormForward(kept.mlp_input, Weight<bf16>(w.mlp_norm), kept.mlp_norm_output,
-                                kept.mlp_norm_rstd, R, h, stream_),
-                 "RmsNormForward(mlp)"));
-  PT_ASSIGN_OR_RETURN(const bf16* mlp_in, GatherResidual(kept.mlp_norm_output));
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-  PT_RETURN_IF_ERROR(gemm_->Run(
-      LinearForward(mlp_in, Weight<bf16>(w.gate_up), kept.gate_up, x.tokens, x.gate_up.outputs, h),
-      stream_));
+  PT_RETURN_IF_ERROR(RowLinearForward(kept.attention_output, w.attention_output,
+                                      x.attention_output.inputs, input, kept.mlp_input));
+  // MLP block: output = mlp_input + down(swiglu(gate_up(norm(mlp_input)))).
+  PT_RETURN_IF_ERROR(NormLinearForward({w.mlp_norm, w.gate_up, x.gate_up.outputs}, kept.mlp_input,
+                                       kept.mlp_norm_output, kept.mlp_norm_rstd, kept.gate_up,
+                                       GemmOutput::kBf16));
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
   PT_RETURN_IF_ERROR(CudaStatus(
       SwigluForward(kept.gate_up, kept.swiglu_output, x.tokens, x.ffn, stream_), "SwigluForward"));
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-  PT_RETURN_IF_ERROR(gemm_->Run(
-      LinearForward(kept.swiglu_output, Weight<bf16>(w.down), partial, x.tokens, h, x.ffn),
-      stream_));
-  PT_ASSIGN_OR_RETURN(const bf16* mlp_out, ReduceResidual(partial));
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
-  return CudaStatus(AddBf16(kept.mlp_input, mlp_out, output, R * h, stream_), "AddBf16(mlp)");
+  return RowLinearForward(kept.swiglu_output, w.down, x.ffn, kept.mlp_input, output);
 }
 
 absl::Status StageRunner::LayerBackward(int64_t layer, const bf16* input,
                                         const LayerActivations& kept, const bf16* output_gradient) {
   const LayerParameterOffsets& w = plan_.parameters().layers[layer];
   const ShardShapes& x = shapes_;
-  const int64_t T = x.tokens;
-  const int64_t R = x.residual_tokens;
-  const int64_t h = x.hidden;
-  bf16* partial = memory_.get<bf16>(ProbeBuffer::kProjectionOutput);
   bf16* residual_gradient = memory_.get<bf16>(ProbeBuffer::kResidualGradient);
   bf16* swiglu_gradient = memory_.get<bf16>(ProbeBuffer::kSwigluGradient);
   bf16* mlp_gradient = memory_.get<bf16>(ProbeBuffer::kMlpGradient);
   bf16* attention_gradient = memory_.get<bf16>(ProbeBuffer::kAttentionOutputGradient);
   bf16* qkv_gradient = memory_.get<bf16>(ProbeBuffer::kQkvGradient);
-
-  // MLP block: output = mlp_input + down(swiglu(gate_up(norm(mlp_input)))).
-  PT_ASSIGN_OR_RETURN(const bf16* d_down, GatherResidual(output_gradient));
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-  PT_RETURN_IF_ERROR(gemm_->Run(
-      LinearInputGradient(d_down, Weight<bf16>(w.down), swiglu_gradient, T, h, x.ffn), stream_));
-  PT_RETURN_IF_ERROR(gemm_->Run(LinearWeightGradient(d_down, kept.swiglu_output, Gradient(w.down),
-                                                     fp32_gradients_, T, h, x.ffn),
-                                stream_));
+  // MLP block, then attention block, each ending in its norm's input gradient plus the
+  // residual path's.
+  PT_RETURN_IF_ERROR(
+      RowLinearBackward(output_gradient, kept.swiglu_output, w.down, x.ffn, swiglu_gradient));
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
-  PT_RETURN_IF_ERROR(
-      CudaStatus(SwigluBackward(kept.gate_up, swiglu_gradient, mlp_gradient, T, x.ffn, stream_),
-                 "SwigluBackward"));
-  PT_ASSIGN_OR_RETURN(const bf16* mlp_in, GatherResidual(kept.mlp_norm_output));
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-  PT_RETURN_IF_ERROR(gemm_->Run(LinearWeightGradient(mlp_gradient, mlp_in, Gradient(w.gate_up),
-                                                     fp32_gradients_, T, x.gate_up.outputs, h),
-                                stream_));
-  PT_RETURN_IF_ERROR(gemm_->Run(
-      LinearInputGradient(mlp_gradient, Weight<bf16>(w.gate_up), partial, T, x.gate_up.outputs, h),
-      stream_));
-  PT_ASSIGN_OR_RETURN(const bf16* d_mlp_norm, ReduceResidual(partial));
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
-  PT_RETURN_IF_ERROR(
-      CudaStatus(RmsNormWeightGradient(kept.mlp_input, kept.mlp_norm_rstd, d_mlp_norm,
-                                       Gradient(w.mlp_norm), fp32_gradients_, R, h, stream_),
-                 "RmsNormWeightGradient(mlp)"));
-  PT_RETURN_IF_ERROR(
-      CudaStatus(RmsNormBackward(kept.mlp_input, Weight<bf16>(w.mlp_norm), kept.mlp_norm_rstd,
-                                 d_mlp_norm, output_gradient, residual_gradient, R, h, stream_),
-                 "RmsNormBackward(mlp)"));
-
-  // Attention block: mlp_input = input + out_proj(attention(qkv(norm(input)))).
-  PT_ASSIGN_OR_RETURN(const bf16* d_projection, GatherResidual(residual_gradient));
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-  PT_RETURN_IF_ERROR(
-      gemm_->Run(LinearInputGradient(d_projection, Weight<bf16>(w.attention_output),
-                                     attention_gradient, T, h, x.attention_output.inputs),
-                 stream_));
-  PT_RETURN_IF_ERROR(gemm_->Run(
-      LinearWeightGradient(d_projection, kept.attention_output, Gradient(w.attention_output),
-                           fp32_gradients_, T, h, x.attention_output.inputs),
-      stream_));
+  PT_RETURN_IF_ERROR(CudaStatus(
+      SwigluBackward(kept.gate_up, swiglu_gradient, mlp_gradient, x.tokens, x.ffn, stream_),
+      "SwigluBackward"));
+  PT_RETURN_IF_ERROR(NormLinearBackward({w.mlp_norm, w.gate_up, x.gate_up.outputs}, mlp_gradient,
+                                        kept.mlp_input, kept.mlp_norm_output, kept.mlp_norm_rstd,
+                                        output_gradient));
+  PT_RETURN_IF_ERROR(RowLinearBackward(residual_gradient, kept.attention_output, w.attention_output,
+                                       x.attention_output.inputs, attention_gradient));
   PT_RETURN_IF_ERROR(attention_.Backward(attention_gradient, kept.attention_output, qkv_gradient,
                                          AttentionBuffersOf(kept)));
-  PT_ASSIGN_OR_RETURN(const bf16* normed, GatherResidual(kept.attention_norm_output));
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-  PT_RETURN_IF_ERROR(gemm_->Run(LinearWeightGradient(qkv_gradient, normed, Gradient(w.qkv),
-                                                     fp32_gradients_, T, x.qkv.outputs, h),
-                                stream_));
-  PT_RETURN_IF_ERROR(gemm_->Run(
-      LinearInputGradient(qkv_gradient, Weight<bf16>(w.qkv), partial, T, x.qkv.outputs, h),
-      stream_));
-  PT_ASSIGN_OR_RETURN(const bf16* d_attention_norm, ReduceResidual(partial));
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
-  PT_RETURN_IF_ERROR(
-      CudaStatus(RmsNormWeightGradient(input, kept.attention_norm_rstd, d_attention_norm,
-                                       Gradient(w.attention_norm), fp32_gradients_, R, h, stream_),
-                 "RmsNormWeightGradient(attention)"));
-  return CudaStatus(
-      RmsNormBackward(input, Weight<bf16>(w.attention_norm), kept.attention_norm_rstd,
-                      d_attention_norm, residual_gradient, residual_gradient, R, h, stream_),
-      "RmsNormBackward(attention)");
+  return NormLinearBackward({w.attention_norm, w.qkv, x.qkv.outputs}, qkv_gradient, input,
+                            kept.attention_norm_output, kept.attention_norm_rstd,
+                            residual_gradient);
 }
 
 absl::Status StageRunner::EmbeddingForward(bf16* output) {
@@ -487,37 +481,22 @@ absl::Status StageRunner::EmbeddingBackward(const bf16* input_gradient) {
 absl::Status StageRunner::LossForward(char* loss_slot) {
   const LossActivationLayout& at = plan_.loss_activations();
   const ParameterLayout& parameters = plan_.parameters();
-  bf16* input = reinterpret_cast<bf16*>(loss_slot + at.input);
-  bf16* normed = reinterpret_cast<bf16*>(loss_slot + at.norm_output);
-  float* rstd = reinterpret_cast<float*>(loss_slot + at.norm_rstd);
-  float* logits = reinterpret_cast<float*>(loss_slot + at.logits);
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
-  PT_RETURN_IF_ERROR(
-      CudaStatus(RmsNormForward(input, Weight<bf16>(parameters.final_norm), normed, rstd,
-                                shapes_.residual_tokens, shapes_.hidden, stream_),
-                 "RmsNormForward(final)"));
-  PT_ASSIGN_OR_RETURN(const bf16* gathered, GatherResidual(normed));
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-  GemmArgs head = LinearForward(gathered, Weight<bf16>(parameters.lm_head), nullptr, shapes_.tokens,
-                                shapes_.vocab, shapes_.hidden);
-  head.c = logits;
-  head.c_type = GemmOutput::kFloat;
-  return gemm_->Run(head, stream_);
+  return NormLinearForward({parameters.final_norm, parameters.lm_head, shapes_.vocab},
+                           reinterpret_cast<bf16*>(loss_slot + at.input),
+                           reinterpret_cast<bf16*>(loss_slot + at.norm_output),
+                           reinterpret_cast<float*>(loss_slot + at.norm_rstd),
+                           loss_slot + at.logits, GemmOutput::kFloat);
 }
 
 absl::Status StageRunner::LossBackward(char* loss_slot) {
   const LossActivationLayout& at = plan_.loss_activations();
   const ParameterLayout& parameters = plan_.parameters();
   const ShardShapes& x = shapes_;
-  const bf16* input = reinterpret_cast<bf16*>(loss_slot + at.input);
-  const bf16* normed = reinterpret_cast<bf16*>(loss_slot + at.norm_output);
-  const float* rstd = reinterpret_cast<float*>(loss_slot + at.norm_rstd);
   const float* logits = reinterpret_cast<float*>(loss_slot + at.logits);
   float* row_max = memory_.get<float>(ProbeBuffer::kLossStatistics);
   float* row_sum = row_max + x.tokens;
   float* loss = row_sum + x.tokens;
   bf16* d_logits = memory_.get<bf16>(ProbeBuffer::kLogitsGradient);
-  bf16* partial = memory_.get<bf16>(ProbeBuffer::kProjectionOutput);
   ncclComm_t tensor = communicators_.group(RankGroup::kTensor);
   const VocabularyShard shard = Vocabulary();
 
@@ -545,25 +524,11 @@ absl::Status StageRunner::LossBackward(char* loss_slot) {
                            d_logits, loss, 1.0f / static_cast<float>(x.tokens), x.tokens, shard,
                            stream_),
       "CrossEntropyBackward"));
-  PT_ASSIGN_OR_RETURN(const bf16* gathered, GatherResidual(normed));
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-  PT_RETURN_IF_ERROR(
-      gemm_->Run(LinearWeightGradient(d_logits, gathered, Gradient(parameters.lm_head),
-                                      fp32_gradients_, x.tokens, x.vocab, x.hidden),
-                 stream_));
-  PT_RETURN_IF_ERROR(gemm_->Run(LinearInputGradient(d_logits, Weight<bf16>(parameters.lm_head),
-                                                    partial, x.tokens, x.vocab, x.hidden),
-                                stream_));
-  PT_ASSIGN_OR_RETURN(const bf16* d_normed, ReduceResidual(partial));
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
-  PT_RETURN_IF_ERROR(
-      CudaStatus(RmsNormWeightGradient(input, rstd, d_normed, Gradient(parameters.final_norm),
-                                       fp32_gradients_, x.residual_tokens, x.hidden, stream_),
-                 "RmsNormWeightGradient(final)"));
-  return CudaStatus(RmsNormBackward(input, Weight<bf16>(parameters.final_norm), rstd, d_normed,
-                                    nullptr, memory_.get<bf16>(ProbeBuffer::kResidualGradient),
-                                    x.residual_tokens, x.hidden, stream_),
-                    "RmsNormBackward(final)");
+  // The final norm's input feeds nothing else: no residual gradient joins.
+  return NormLinearBackward({parameters.final_norm, parameters.lm_head, x.vocab}, d_logits,
+                            reinterpret_cast<bf16*>(loss_slot + at.input),
+                            reinterpret_cast<bf16*>(loss_slot + at.norm_output),
+                            reinterpret_cast<float*>(loss_slot + at.norm_rstd), nullptr);
 }
 
 absl::Status StageRunner::OptimizerStep() {

@@ -54,6 +54,31 @@ class StageRunner {
   absl::Status Forward(const PipelinePass& pass);
   absl::Status Backward(const PipelinePass& pass);
 
+  // A pre-norm column-parallel projection, as every block of the model opens: the offsets
+  // (ParameterLayout) of its RMSNorm weight and linear weight, and its outputs per rank.
+  struct PreNormLinear {
+    int64_t norm;
+    int64_t weight;
+    int64_t outputs;
+  };
+  // out [T, outputs] = linear(gather(norm(x))), x [R, h]; keeps the norm's output and rstd.
+  absl::Status NormLinearForward(const PreNormLinear& layer, const __nv_bfloat16* x,
+                                 __nv_bfloat16* norm_output, float* rstd, void* out,
+                                 GemmOutput out_type);
+  // Its backward from d_out [T, outputs]: accumulates both weights' gradients and leaves x's
+  // gradient, plus `residual` (the gradient reaching x around the block; nullptr for none),
+  // in kResidualGradient.
+  absl::Status NormLinearBackward(const PreNormLinear& layer, const __nv_bfloat16* d_out,
+                                  const __nv_bfloat16* x, const __nv_bfloat16* norm_output,
+                                  const float* rstd, const __nv_bfloat16* residual);
+  // A row-parallel projection closing a block: out [R, h] = residual + reduce(in weight^T),
+  // in [T, inputs].
+  absl::Status RowLinearForward(const __nv_bfloat16* in, int64_t weight, int64_t inputs,
+                                const __nv_bfloat16* residual, __nv_bfloat16* out);
+  // Its backward from d_out [R, h]: d_in [T, inputs], and the weight's gradient.
+  absl::Status RowLinearBackward(const __nv_bfloat16* d_out, const __nv_bfloat16* in,
+                                 int64_t weight, int64_t inputs, __nv_bfloat16* d_in);
+
   absl::Status LayerForward(int64_t layer, const __nv_bfloat16* input, const LayerActivations& kept,
                             __nv_bfloat16* output);
   // Leaves the gradient of the layer's input in kResidualGradient; `output_gradient` may be
