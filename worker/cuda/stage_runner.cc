@@ -54,9 +54,9 @@ StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& plan,
       shard_index_(communicators.group_rank(RankGroup::kDataContext)),
       weights_(memory.get<bf16>(ProbeBuffer::kWeights)) {
   const RankLayout& layout = communicators.layout();
-  stage_ = layout.CoordinatesOf(communicators.rank()).pp;
-  schedule_ = PipelineScheduleOf(layout.pp(), spec.config().virtual_pipeline(),
-                                 spec.micro_batches(), stage_);
+  schedule_ =
+      PipelineScheduleOf(layout.pp(), spec.config().virtual_pipeline(), spec.micro_batches(),
+                         layout.CoordinatesOf(communicators.rank()).pp);
   for (int64_t slot = plan.activation_slots() - 1; slot >= 0; --slot) free_slots_.push_back(slot);
   for (int64_t slot = plan.loss_slots() - 1; slot >= 0; --slot) free_loss_slots_.push_back(slot);
 }
@@ -331,12 +331,12 @@ absl::Status StageRunner::NormLinearForward(const PreNormLinear& layer, const bf
                                             bf16* norm_output, float* rstd, void* out,
                                             GemmOutput out_type) {
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
-  PT_RETURN_IF_ERROR(CudaStatus(RmsNormForward(x, Weight<bf16>(layer.norm), norm_output, rstd,
+  PT_RETURN_IF_ERROR(CudaStatus(RmsNormForward(x, Weight(layer.norm), norm_output, rstd,
                                                shapes_.residual_tokens, shapes_.hidden, stream_),
                                 "RmsNormForward"));
   PT_ASSIGN_OR_RETURN(const bf16* normed, GatherResidual(norm_output));
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-  GemmArgs product = LinearForward(normed, Weight<bf16>(layer.weight), nullptr, shapes_.tokens,
+  GemmArgs product = LinearForward(normed, Weight(layer.weight), nullptr, shapes_.tokens,
                                    layer.outputs, shapes_.hidden);
   product.c = out;
   product.c_type = out_type;
@@ -357,16 +357,16 @@ absl::Status StageRunner::NormLinearBackward(const PreNormLinear& layer, const b
       gemm_->Run(LinearWeightGradient(d_out, normed, Gradient(layer.weight), fp32_gradients_,
                                       shapes_.tokens, layer.outputs, h),
                  stream_));
-  PT_RETURN_IF_ERROR(gemm_->Run(LinearInputGradient(d_out, Weight<bf16>(layer.weight), partial,
-                                                    shapes_.tokens, layer.outputs, h),
-                                stream_));
+  PT_RETURN_IF_ERROR(gemm_->Run(
+      LinearInputGradient(d_out, Weight(layer.weight), partial, shapes_.tokens, layer.outputs, h),
+      stream_));
   PT_ASSIGN_OR_RETURN(const bf16* d_normed, ReduceResidual(partial));
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
   PT_RETURN_IF_ERROR(CudaStatus(RmsNormWeightGradient(x, rstd, d_normed, Gradient(layer.norm),
                                                       fp32_gradients_, R, h, stream_),
                                 "RmsNormWeightGradient"));
   return CudaStatus(
-      RmsNormBackward(x, Weight<bf16>(layer.norm), rstd, d_normed, residual,
+      RmsNormBackward(x, Weight(layer.norm), rstd, d_normed, residual,
                       memory_.get<bf16>(ProbeBuffer::kResidualGradient), R, h, stream_),
       "RmsNormBackward");
 }
@@ -376,8 +376,7 @@ absl::Status StageRunner::RowLinearForward(const bf16* in, int64_t weight, int64
   bf16* partial = memory_.get<bf16>(ProbeBuffer::kProjectionOutput);
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
   PT_RETURN_IF_ERROR(gemm_->Run(
-      LinearForward(in, Weight<bf16>(weight), partial, shapes_.tokens, shapes_.hidden, inputs),
-      stream_));
+      LinearForward(in, Weight(weight), partial, shapes_.tokens, shapes_.hidden, inputs), stream_));
   PT_ASSIGN_OR_RETURN(const bf16* reduced, ReduceResidual(partial));
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
   return CudaStatus(
@@ -389,9 +388,9 @@ absl::Status StageRunner::RowLinearBackward(const bf16* d_out, const bf16* in, i
                                             int64_t inputs, bf16* d_in) {
   PT_ASSIGN_OR_RETURN(const bf16* d_gathered, GatherResidual(d_out));
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-  PT_RETURN_IF_ERROR(gemm_->Run(LinearInputGradient(d_gathered, Weight<bf16>(weight), d_in,
-                                                    shapes_.tokens, shapes_.hidden, inputs),
-                                stream_));
+  PT_RETURN_IF_ERROR(gemm_->Run(
+      LinearInputGradient(d_gathered, Weight(weight), d_in, shapes_.tokens, shapes_.hidden, inputs),
+      stream_));
   return gemm_->Run(LinearWeightGradient(d_gathered, in, Gradient(weight), fp32_gradients_,
                                          shapes_.tokens, shapes_.hidden, inputs),
                     stream_);
@@ -454,7 +453,7 @@ absl::Status StageRunner::EmbeddingForward(bf16* output) {
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
   PT_RETURN_IF_ERROR(
       CudaStatus(paratune::EmbeddingForward(memory_.get<int32_t>(ProbeBuffer::kTokens),
-                                            Weight<bf16>(plan_.parameters().embedding), partial,
+                                            Weight(plan_.parameters().embedding), partial,
                                             shapes_.tokens, shapes_.hidden, shard, stream_),
                  "EmbeddingForward"));
   // Each rank looked up its vocabulary rows only: the sum over the tensor group is the

@@ -117,10 +117,8 @@ class StageRunner {
   // The stage-wide index (ParameterLayout::layers) of a chunk's layer.
   int64_t StageLayer(int64_t chunk, int64_t layer_in_chunk) const;
 
-  template <typename T>
-  T* Weight(int64_t offset) const {
-    return reinterpret_cast<T*>(weights_ + offset);
-  }
+  // The parameter at `offset` (ParameterLayout) in the weights and in the gradients.
+  __nv_bfloat16* Weight(int64_t offset) const { return weights_ + offset; }
   void* Gradient(int64_t offset) const;
 
   const ProbeSpec& spec_;
@@ -133,7 +131,6 @@ class StageRunner {
   Attention attention_;
   const ShardShapes& shapes_;
   std::vector<ScheduleStep> schedule_;
-  int64_t stage_;
   bool fp32_gradients_;
   // Whether the data x context group's gradient reduction runs (else it is modelled or has
   // one rank), and this rank's optimizer shard.
