@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds paratune-probe, its GPU tests, the GEMM benchmark and the server, worker and CLI,
-# and packs them into .probe-bundle/bundle.tar.xz for a GPU machine that has neither Bazel
+# and packs them into .probe-bundle/bundle.tar.gz for a GPU machine that has neither Bazel
 # nor Debian's packages (docs/probe.md, "On a GPU machine"). The probe and the tests are
 # linked to travel as they are; the gRPC binaries and the benchmark take the Debian shared
 # libraries they need along in lib/. scripts/probe_gpu_checks.sh unpacks and runs it there.
@@ -39,6 +39,6 @@ done | sort -u |
   while read -r library; do cp -L "$library" "$stage/lib/"; done
 
 mkdir -p .probe-bundle
-tar -C "$stage" -cJf .probe-bundle/bundle.tar.xz .
-echo "probe_bundle: .probe-bundle/bundle.tar.xz ($(du -h .probe-bundle/bundle.tar.xz | cut -f1)):"
-tar -tJf .probe-bundle/bundle.tar.xz | grep -v '/$' | sed 's/^/  /'
+tar -C "$stage" -czf .probe-bundle/bundle.tar.gz .
+echo "probe_bundle: .probe-bundle/bundle.tar.gz ($(du -h .probe-bundle/bundle.tar.gz | cut -f1)):"
+tar -tzf .probe-bundle/bundle.tar.gz | grep -v '/$' | sed 's/^/  /'

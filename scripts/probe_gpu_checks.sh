@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs on a GPU machine, from the repository root, with .probe-bundle/bundle.tar.xz made by
+# Runs on a GPU machine, from the repository root, with .probe-bundle/bundle.tar.gz made by
 # scripts/probe_bundle.sh: the probe's GPU tests and the measurements of docs/probe.md.
 # Logs go to $OUT (the device machine's output folder) or ./probe-gpu-out; a summary is
 # printed last. Steps, all by default: tests gemm probe oom e2e.
@@ -25,7 +25,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-tar -C "$work" -xJf .probe-bundle/bundle.tar.xz || { note "no .probe-bundle/bundle.tar.xz"; exit 1; }
+tar -C "$work" -xzf .probe-bundle/bundle.tar.gz || { note "no .probe-bundle/bundle.tar.gz"; exit 1; }
 
 # cuBLASLt and NCCL: the CUDA toolkit's, or those of the pip packages next to PyTorch
 # (nvidia-cublas, nvidia-nccl-cu13).
