@@ -6,7 +6,13 @@ genrule runs the system protoc and grpc_cpp_plugin and a cc_library compiles the
 
 load("@rules_cc//cc:defs.bzl", "cc_library")
 
-def cc_grpc_proto_library(name, srcs, deps = [], grpc = True, visibility = None):
+def cc_grpc_proto_library(
+        name,
+        srcs,
+        deps = [],
+        grpc = True,
+        messages_name = None,
+        visibility = None):
     """Generates <name>: a cc_library with the message (and, if grpc, service) code of srcs.
 
     Args:
@@ -14,12 +20,16 @@ def cc_grpc_proto_library(name, srcs, deps = [], grpc = True, visibility = None)
       srcs: .proto files in this package; imports are resolved from the workspace root.
       deps: other cc_grpc_proto_library targets whose protos srcs import.
       grpc: whether to generate gRPC service stubs too.
-      visibility: visibility of the cc_library.
+      messages_name: with grpc, also a cc_library of this name holding the message code
+        alone (<name> then adds the service stubs to it), for binaries that must not link
+        gRPC, such as the CUDA probe.
+      visibility: visibility of the cc_libraries.
     """
     bases = [src[:-len(".proto")] for src in srcs]
-    outs = [b + ".pb.h" for b in bases] + [b + ".pb.cc" for b in bases]
+    message_outs = [b + ".pb.h" for b in bases] + [b + ".pb.cc" for b in bases]
+    grpc_outs = []
     if grpc:
-        outs += [b + ".grpc.pb.h" for b in bases] + [b + ".grpc.pb.cc" for b in bases]
+        grpc_outs = [b + ".grpc.pb.h" for b in bases] + [b + ".grpc.pb.cc" for b in bases]
     plugin = " --plugin=protoc-gen-grpc=/usr/bin/grpc_cpp_plugin --grpc_out=$(GENDIR)" if grpc else ""
     dep_protos = [d + "_srcs" for d in deps]
     native.filegroup(
@@ -30,14 +40,30 @@ def cc_grpc_proto_library(name, srcs, deps = [], grpc = True, visibility = None)
     native.genrule(
         name = name + "_codegen",
         srcs = srcs + dep_protos,
-        outs = outs,
+        outs = message_outs + grpc_outs,
         cmd = "/usr/bin/protoc -I. --cpp_out=$(GENDIR)" + plugin + " " +
               " ".join(["$(location %s)" % s for s in srcs]),
     )
+    if not grpc or not messages_name:
+        cc_library(
+            name = name,
+            srcs = [o for o in message_outs + grpc_outs if o.endswith(".cc")],
+            hdrs = [o for o in message_outs + grpc_outs if o.endswith(".h")],
+            deps = deps + ["//third_party/system:grpc" if grpc else "//third_party/system:protobuf"],
+            visibility = visibility,
+        )
+        return
+    cc_library(
+        name = messages_name,
+        srcs = [o for o in message_outs if o.endswith(".cc")],
+        hdrs = [o for o in message_outs if o.endswith(".h")],
+        deps = deps + ["//third_party/system:protobuf"],
+        visibility = visibility,
+    )
     cc_library(
         name = name,
-        srcs = [o for o in outs if o.endswith(".cc")],
-        hdrs = [o for o in outs if o.endswith(".h")],
-        deps = deps + ["//third_party/system:grpc" if grpc else "//third_party/system:protobuf"],
+        srcs = [o for o in grpc_outs if o.endswith(".cc")],
+        hdrs = [o for o in grpc_outs if o.endswith(".h")],
+        deps = [":" + messages_name, "//third_party/system:grpc"],
         visibility = visibility,
     )

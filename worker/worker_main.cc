@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -33,6 +34,7 @@
 #include "metrics/registry.h"
 #include "proto/worker_config.pb.h"
 #include "worker/command_backend.h"
+#include "worker/cuda_backend.h"
 #include "worker/health_server.h"
 #include "worker/replay_backend.h"
 #include "worker/sim_backend.h"
@@ -46,18 +48,27 @@ ABSL_FLAG(std::string, backend, "sim",
           "with seeded noise; results are labelled simulated), replay (answers from the "
           "measured runs of --config's replay tables; a configuration nobody measured is "
           "NOT_MEASURED, never invented), command (runs --config's launch templates, e.g. "
-          "Megatron-LM's pretrain_gpt.py under torchrun, and reads step times from its log). "
-          "cuda arrives with a later issue.");
+          "Megatron-LM's pretrain_gpt.py under torchrun, and reads step times from its log), "
+          "cuda (native training probes: paratune-probe, see --probe_binary, on this "
+          "machine's GPUs).");
 ABSL_FLAG(std::string, config, "",
           "Worker config file in protobuf text format (paratune.v1.WorkerConfig, "
           "proto/worker_config.proto; docs/backends.md): the command backend's launch "
           "templates and the replay backend's tables. Required by replay and command; each "
           "section it has must belong to a backend in --backend.");
 ABSL_FLAG(int64_t, sim_gpus, 8,
-          "Number of GPUs the worker reports (1 to 64), with indices 0 .. N-1. Until the "
-          "worker reads its inventory from the CUDA runtime this declares it for every "
-          "backend: command probes run on the GPUs of these indices; sim and replay need "
-          "none. The scheduler only leases the worker probes whose ranks fit.");
+          "Number of GPUs the worker reports (1 to 64), with indices 0 .. N-1, when it does "
+          "not offer cuda (with cuda it reports the real GPUs paratune-probe --list_gpus "
+          "finds). For command probes they are declared GPUs of this machine that the launches "
+          "run on; sim and replay need none. The scheduler only leases the worker probes whose "
+          "ranks fit.");
+ABSL_FLAG(std::string, probe_binary, "",
+          "Path of the paratune-probe executable (bazel-bin/worker/cuda/paratune-probe), "
+          "required with --backend=cuda. It needs libcublasLt.so.13 and libnccl.so.2: under "
+          "/usr/local/cuda/lib64 or on LD_LIBRARY_PATH, which it inherits (docs/probe.md).");
+ABSL_FLAG(std::string, probe_scratch_dir, "/tmp",
+          "Where the cuda backend gives each probe a directory for its assignment, result and "
+          "NCCL id files (removed when the probe ends).");
 ABSL_FLAG(std::string, sim_gpu_type, "h100-80gb",
           "Catalog GPU type of the reported GPUs (a100-40gb, a100-80gb, h100-80gb, "
           "h100-94gb, h200-141gb), with the catalog memory. They are named \"simulated "
@@ -94,6 +105,9 @@ ABSL_FLAG(std::string, log_level, "info",
 namespace paratune {
 namespace {
 
+// paratune-probe --list_gpus starts the CUDA runtime once; a minute covers a slow driver.
+constexpr absl::Duration kListGpusTimeout = absl::Seconds(60);
+
 constexpr char kUsage[] =
     "the paratune worker daemon.\n"
     "\n"
@@ -105,10 +119,16 @@ constexpr char kUsage[] =
     "SIGINT or SIGTERM stop it gracefully (a running probe is handed back to the server); "
     "with --exit_after_probes it also exits after that many probes.\n"
     "\n"
-    "Usage: paratune-worker [--server=127.0.0.1:50051] [--backend=sim,replay,command]\n"
+    "With --backend=cuda the worker registers the GPUs that paratune-probe --list_gpus "
+    "finds and runs each probe as a paratune-probe process on the GPUs the scheduler "
+    "assigned, killed at the probe's deadline; for probes spanning several workers it "
+    "relays the NCCL unique id through the scheduler.\n"
+    "\n"
+    "Usage: paratune-worker [--server=127.0.0.1:50051] [--backend=sim,replay,command,cuda]\n"
     "                       [--config=worker.textproto] [--sim_gpus=8]\n"
     "                       [--sim_gpu_type=h100-80gb] [--hostname=NAME] [--labels=k=v,...]\n"
     "                       [--sim_probe_seconds=0.2] [--replay_probe_seconds=0]\n"
+    "                       [--probe_binary=PATH] [--probe_scratch_dir=/tmp]\n"
     "                       [--grpc_address=127.0.0.1:0] [--metrics_address=HOST:PORT]\n"
     "                       [--metrics_port_file=PATH] [--exit_after_probes=0]\n"
     "                       [--log_level=info]\n"
@@ -181,11 +201,18 @@ absl::Status AddBackends(WorkerDaemon::Options& options) {
         options.backends.push_back(*std::move(backend));
         offers_command = true;
       }
+    } else if (name == "cuda") {
+      CudaBackend::Options probe;
+      probe.probe_binary = absl::GetFlag(FLAGS_probe_binary);
+      probe.scratch_directory = absl::GetFlag(FLAGS_probe_scratch_dir);
+      if (probe.probe_binary.empty()) {
+        return absl::InvalidArgumentError(
+            "--probe_binary (\"\") must name paratune-probe when --backend offers cuda");
+      }
+      options.backends.push_back(std::make_unique<CudaBackend>(probe));
     } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--backend (\"", name,
-                       "\") is not one of sim, replay, command (cuda arrives with a later "
-                       "issue)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--backend (\"", name, "\") is not one of sim, replay, command, cuda"));
     }
   }
   // A section nobody reads is a mistake the operator should hear about, not a silent no-op.
@@ -200,10 +227,23 @@ absl::Status AddBackends(WorkerDaemon::Options& options) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<WorkerDaemon::Options> OptionsFromFlags() {
-  WorkerDaemon::Options options;
-  options.server_address = absl::GetFlag(FLAGS_server);
-  PT_RETURN_IF_ERROR(AddBackends(options));
+// The GPUs the worker registers: the real ones paratune-probe finds when it offers cuda (the
+// daemon links no CUDA), else --sim_gpus of --sim_gpu_type, declared.
+absl::StatusOr<std::vector<v1::Gpu>> GpusFromFlags(const WorkerDaemon::Options& options) {
+  const bool offers_cuda =
+      std::any_of(options.backends.begin(), options.backends.end(),
+                  [](const std::unique_ptr<ProbeBackend>& backend) {
+                    return backend->Name() == "cuda";
+                  });
+  if (offers_cuda) {
+    absl::StatusOr<std::vector<v1::Gpu>> gpus =
+        ListProbeGpus(absl::GetFlag(FLAGS_probe_binary), kListGpusTimeout);
+    if (!gpus.ok()) {
+      return absl::Status(gpus.status().code(),
+                          absl::StrCat("--backend=cuda: ", gpus.status().message()));
+    }
+    return gpus;
+  }
   const int64_t gpu_count = absl::GetFlag(FLAGS_sim_gpus);
   if (gpu_count < 1 || gpu_count > 64) {
     return absl::InvalidArgumentError(
@@ -215,13 +255,22 @@ absl::StatusOr<WorkerDaemon::Options> OptionsFromFlags() {
         absl::StrCat("--sim_gpu_type: ", gpu_type.status().message()));
   }
   const std::string type = absl::AsciiStrToUpper(gpu_type->name);
+  std::vector<v1::Gpu> gpus;
   for (int64_t i = 0; i < gpu_count; ++i) {
-    v1::Gpu& gpu = options.gpus.emplace_back();
+    v1::Gpu& gpu = gpus.emplace_back();
     gpu.set_index(i);
     gpu.set_name(options.command_templates.empty() ? absl::StrCat("simulated ", type)
                                                    : absl::StrCat(type, " (declared)"));
     gpu.set_memory_bytes(gpu_type->memory_bytes);
   }
+  return gpus;
+}
+
+absl::StatusOr<WorkerDaemon::Options> OptionsFromFlags() {
+  WorkerDaemon::Options options;
+  options.server_address = absl::GetFlag(FLAGS_server);
+  PT_RETURN_IF_ERROR(AddBackends(options));
+  PT_ASSIGN_OR_RETURN(options.gpus, GpusFromFlags(options));
   options.hostname = absl::GetFlag(FLAGS_hostname);
   if (options.hostname.empty()) {
     char hostname[256] = {};

@@ -1,0 +1,105 @@
+// The non-GEMM parts of causal grouped-query attention over one rank's tokens: the rotary
+// embedding and head layouts, and the softmax with its gradient. attention.h combines them
+// with cuBLASLt products into the forward and backward pass.
+//
+// Layouts (b sequences of n = s/c tokens on this context rank, G kv heads of the rank, H
+// query heads per kv head, d head dim, T = b n):
+//   qkv     [T, G, H + 2, d]: the QKV projection's output, per kv group its H query heads,
+//           then its key and value head (Megatron-LM's grouped layout);
+//   query   [b, G, n, H, d]: the queries of a kv group, token-major, so that a chunk of
+//           tokens is a contiguous [rows = tokens x H, d] matrix;
+//   kv      [2, b, G, n, d]: keys, then values;
+//   tokens  [T, G, H, d]: attention output as the output projection reads it;
+//   scores  [G, rows, keys] fp32 and probabilities [G, rows, keys] bf16 for one chunk of
+//           tokens of one sequence, rows row_stride apart; row r is token first + r / H,
+//           head r % H;
+//   lse     [b, G, n, H] fp32: each query row's log-sum-exp, kept for the backward pass.
+#ifndef PARATUNE_WORKER_CUDA_ATTENTION_KERNELS_H_
+#define PARATUNE_WORKER_CUDA_ATTENTION_KERNELS_H_
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace paratune {
+
+// Rotary-embedding base of Llama 3 (rope_theta).
+inline constexpr float kRopeBase = 500000.0f;
+
+// Where a rank's tokens sit in the sequence. With context parallelism the sequence is cut
+// into 2c chunks of s/(2c) and rank r holds chunks r and 2c - 1 - r, so that causal
+// attention costs every rank the same (Megatron-LM/Transformer Engine load balancing).
+struct TokenPositions {
+  int64_t sequence = 0;          // s
+  int64_t context_parallel = 1;  // c
+  int64_t context_rank = 0;      // r
+};
+
+// Shapes of the attention of one micro-batch on one rank.
+struct AttentionDims {
+  int64_t sequences = 0;            // b
+  int64_t tokens_per_sequence = 0;  // n = s / c
+  int64_t kv_heads = 0;             // G
+  int64_t heads_per_kv = 0;         // H
+  int64_t head_dim = 0;             // d, even
+};
+
+// qkv -> query and kv, rotating queries and keys by their positions (RoFormer, Su et al.
+// 2021, with Llama's rotate-half pairing of element j with j + d/2).
+cudaError_t RopeSplit(const __nv_bfloat16* qkv, __nv_bfloat16* query, __nv_bfloat16* kv,
+                      const AttentionDims& dims, const TokenPositions& positions,
+                      cudaStream_t stream);
+
+// The gradient of RopeSplit: d_query (bf16, query layout) and d_kv (fp32, kv layout) back to
+// d_qkv (qkv layout), rotating by minus the angle.
+cudaError_t RopeSplitBackward(const __nv_bfloat16* d_query, const float* d_kv, __nv_bfloat16* d_qkv,
+                              const AttentionDims& dims, const TokenPositions& positions,
+                              cudaStream_t stream);
+
+// query layout <-> tokens layout (the same permutation serves attention outputs).
+cudaError_t HeadsToTokens(const __nv_bfloat16* heads, __nv_bfloat16* tokens,
+                          const AttentionDims& dims, cudaStream_t stream);
+cudaError_t TokensToHeads(const __nv_bfloat16* tokens, __nv_bfloat16* heads,
+                          const AttentionDims& dims, cudaStream_t stream);
+
+// One chunk of query rows against keys 0 .. keys - 1 (positions, in order), for each of the
+// G kv heads. Row r's query is at position first_position + r / H and sees the keys at or
+// before it. lse points at the chunk's first row of kv head 0; kv head g's rows are
+// lse_group_stride further apart.
+struct SoftmaxChunk {
+  int64_t kv_heads = 0;      // G
+  int64_t heads_per_kv = 0;  // H
+  int64_t rows = 0;          // query rows per kv head: chunk tokens x H
+  int64_t keys = 0;          // columns of scores and probabilities
+  // Elements from one row to the next, >= keys: a multiple of 8, so that every row starts
+  // 16-byte aligned for the tensor-core products.
+  int64_t row_stride = 0;
+  int64_t first_position = 0;  // position of the chunk's first token
+  int64_t lse_group_stride = 0;
+};
+
+// probabilities = softmax of each row's visible scores (0 where masked); writes lse.
+cudaError_t CausalSoftmaxForward(const float* scores, __nv_bfloat16* probabilities, float* lse,
+                                 const SoftmaxChunk& chunk, cudaStream_t stream);
+
+// probabilities = exp(scores - lse) where visible, 0 elsewhere: the forward's
+// probabilities again from its kept lse.
+cudaError_t CausalSoftmaxRecompute(const float* scores, const float* lse,
+                                   __nv_bfloat16* probabilities, const SoftmaxChunk& chunk,
+                                   cudaStream_t stream);
+
+// row_sums[(b, g, i, h)] = sum over d of d_out * out, both in tokens layout, written in lse
+// layout: the D of FlashAttention-2's backward pass (Dao 2023).
+cudaError_t AttentionRowSums(const __nv_bfloat16* d_out, const __nv_bfloat16* out, float* row_sums,
+                             const AttentionDims& dims, cudaStream_t stream);
+
+// In place: probabilities (P) become the score gradients dS = P (dP - D), with dP the fp32
+// d_probabilities and D the chunk's row sums (lse layout, offset and strided as lse).
+cudaError_t CausalSoftmaxBackward(const float* d_probabilities, const float* row_sums,
+                                  __nv_bfloat16* probabilities, const SoftmaxChunk& chunk,
+                                  cudaStream_t stream);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_WORKER_CUDA_ATTENTION_KERNELS_H_

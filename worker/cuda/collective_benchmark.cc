@@ -1,0 +1,115 @@
+#include "worker/cuda/collective_benchmark.h"
+
+#include <functional>
+
+#include "common/status_macros.h"
+#include "worker/cuda/cuda_status.h"
+
+namespace paratune {
+namespace {
+
+// Seconds per call of `operation` on `stream`, nccl-tests style.
+absl::StatusOr<double> TimeOperation(const std::function<absl::Status()>& operation,
+                                     cudaStream_t stream) {
+  for (int i = 0; i < kBenchmarkWarmupIterations; ++i) PT_RETURN_IF_ERROR(operation());
+  cudaEvent_t start;
+  cudaEvent_t stop;
+  PT_RETURN_IF_ERROR(CudaStatus(cudaEventCreate(&start), "cudaEventCreate"));
+  absl::Status status = CudaStatus(cudaEventCreate(&stop), "cudaEventCreate");
+  if (!status.ok()) {
+    cudaEventDestroy(start);
+    return status;
+  }
+  float milliseconds = 0;
+  status = CudaStatus(cudaEventRecord(start, stream), "cudaEventRecord");
+  for (int i = 0; status.ok() && i < kBenchmarkTimedIterations; ++i) status = operation();
+  if (status.ok()) status = CudaStatus(cudaEventRecord(stop, stream), "cudaEventRecord");
+  if (status.ok()) status = CudaStatus(cudaEventSynchronize(stop), "cudaEventSynchronize");
+  if (status.ok()) {
+    status = CudaStatus(cudaEventElapsedTime(&milliseconds, start, stop), "cudaEventElapsedTime");
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  PT_RETURN_IF_ERROR(status);
+  return milliseconds / 1e3 / kBenchmarkTimedIterations;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<CollectiveMeasurement>> BenchmarkCollectives(
+    const RankCommunicators& communicators, const FootprintPlan& plan,
+    const DeviceFootprint& memory, bool data_parallel, bool distributed_optimizer,
+    bool fp32_gradients, cudaStream_t stream) {
+  const ShardShapes& x = plan.shapes();
+  std::vector<CollectiveMeasurement> measurements;
+  auto measure = [&](RankGroup group, CollectiveOperation operation, int64_t bytes,
+                     const std::function<absl::Status()>& call) -> absl::Status {
+    PT_ASSIGN_OR_RETURN(const double seconds, TimeOperation(call, stream));
+    measurements.push_back({group, operation, communicators.group_size(group), bytes, seconds});
+    return absl::OkStatus();
+  };
+
+  if (communicators.group_size(RankGroup::kTensor) > 1) {
+    ncclComm_t comm = communicators.group(RankGroup::kTensor);
+    const int64_t bytes = TensorParallelActivationBytes(x);
+    if (x.sequence_parallel) {
+      const auto* send = memory.get<__nv_bfloat16>(ProbeBuffer::kReduced);
+      auto* receive = memory.get<__nv_bfloat16>(ProbeBuffer::kGathered);
+      PT_RETURN_IF_ERROR(measure(RankGroup::kTensor, CollectiveOperation::kAllGather, bytes, [&] {
+        return AllGather(comm, send, receive, x.residual_tokens * x.hidden, ncclBfloat16, stream);
+      }));
+    } else {
+      auto* buffer = memory.get<__nv_bfloat16>(ProbeBuffer::kProjectionOutput);
+      PT_RETURN_IF_ERROR(measure(RankGroup::kTensor, CollectiveOperation::kAllReduce, bytes, [&] {
+        return AllReduce(comm, buffer, buffer, x.tokens * x.hidden, ncclBfloat16, ncclSum, stream);
+      }));
+    }
+  }
+  if (communicators.group_size(RankGroup::kContext) > 1) {
+    ncclComm_t comm = communicators.group(RankGroup::kContext);
+    const int64_t count = 2 * x.tokens * x.kv_heads * x.head_dim;
+    auto* gathered = memory.get<__nv_bfloat16>(ProbeBuffer::kKeyValueGathered);
+    const auto* own = gathered + communicators.group_rank(RankGroup::kContext) * count;
+    PT_RETURN_IF_ERROR(
+        measure(RankGroup::kContext, CollectiveOperation::kAllGather, ContextParallelKvBytes(x),
+                [&] { return AllGather(comm, own, gathered, count, ncclBfloat16, stream); }));
+  }
+  if (data_parallel && communicators.group_size(RankGroup::kDataContext) > 1) {
+    ncclComm_t comm = communicators.group(RankGroup::kDataContext);
+    const ParameterLayout& parameters = plan.parameters();
+    const ncclDataType_t type = fp32_gradients ? ncclFloat32 : ncclBfloat16;
+    const int64_t element = fp32_gradients ? 4 : 2;
+    char* gradients = memory.get<char>(ProbeBuffer::kGradients);
+    const int64_t bytes = parameters.padded_elements * element;
+    if (distributed_optimizer) {
+      char* own = gradients + communicators.group_rank(RankGroup::kDataContext) *
+                                  parameters.shard_elements * element;
+      PT_RETURN_IF_ERROR(
+          measure(RankGroup::kDataContext, CollectiveOperation::kReduceScatter, bytes, [&] {
+            return ReduceScatter(comm, gradients, own, parameters.shard_elements, type, stream);
+          }));
+    } else {
+      PT_RETURN_IF_ERROR(
+          measure(RankGroup::kDataContext, CollectiveOperation::kAllReduce, bytes, [&] {
+            return AllReduce(comm, gradients, gradients, parameters.padded_elements, type, ncclSum,
+                             stream);
+          }));
+    }
+  }
+  if (communicators.group_size(RankGroup::kPipeline) > 1) {
+    ncclComm_t comm = communicators.group(RankGroup::kPipeline);
+    const int64_t stages = communicators.group_size(RankGroup::kPipeline);
+    const int64_t stage = communicators.group_rank(RankGroup::kPipeline);
+    const int64_t bytes = PipelineBoundaryBytes(x);
+    std::vector<PeerTransfer> ring(2);
+    ring[0] = {true, static_cast<int>((stage + 1) % stages),
+               memory.get<void>(ProbeBuffer::kPipelineSendActivation), bytes / 2};
+    ring[1] = {false, static_cast<int>((stage + stages - 1) % stages),
+               memory.get<void>(ProbeBuffer::kPipelineReceiveGradient), bytes / 2};
+    PT_RETURN_IF_ERROR(measure(RankGroup::kPipeline, CollectiveOperation::kSendRecv, bytes,
+                               [&] { return SendReceive(comm, ring, ncclBfloat16, stream); }));
+  }
+  return measurements;
+}
+
+}  // namespace paratune

@@ -1,0 +1,88 @@
+#include "worker/cuda/communicators.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "worker/cuda/cuda_status.h"
+
+namespace paratune {
+namespace {
+
+constexpr RankGroup kGroups[] = {RankGroup::kTensor, RankGroup::kContext, RankGroup::kDataContext,
+                                 RankGroup::kPipeline};
+
+}  // namespace
+
+absl::StatusOr<ncclUniqueId> NewNcclUniqueId() {
+  ncclUniqueId id;
+  PT_RETURN_IF_ERROR(NcclStatus(ncclGetUniqueId(&id), "ncclGetUniqueId"));
+  return id;
+}
+
+absl::StatusOr<std::unique_ptr<RankCommunicators>> RankCommunicators::Create(
+    const ncclUniqueId& id, const RankLayout& layout, int64_t rank) {
+  std::unique_ptr<RankCommunicators> communicators(new RankCommunicators(layout, rank));
+  PT_RETURN_IF_ERROR(
+      NcclStatus(ncclCommInitRank(&communicators->world_, static_cast<int>(layout.world_size()), id,
+                                  static_cast<int>(rank)),
+                 absl::StrCat("ncclCommInitRank (rank ", rank, " of ", layout.world_size(), ")")));
+  // Every rank splits every group in the same order, as ncclCommSplit (collective over the
+  // world) requires; a group of one rank is the same size everywhere, so all skip it.
+  for (RankGroup group : kGroups) {
+    if (layout.GroupSize(group) == 1) continue;
+    ncclComm_t& split = communicators->groups_[static_cast<int>(group)];
+    PT_RETURN_IF_ERROR(NcclStatus(
+        ncclCommSplit(communicators->world_, static_cast<int>(layout.GroupColor(group, rank)),
+                      static_cast<int>(layout.GroupRank(group, rank)), &split, nullptr),
+        absl::StrCat("ncclCommSplit (", RankGroupName(group), " group)"), communicators->world_));
+  }
+  return communicators;
+}
+
+RankCommunicators::~RankCommunicators() {
+  for (ncclComm_t comm : groups_) {
+    if (comm != nullptr) ncclCommDestroy(comm);
+  }
+  if (world_ != nullptr) ncclCommDestroy(world_);
+}
+
+absl::Status AllGather(ncclComm_t comm, const void* send, void* receive, int64_t count,
+                       ncclDataType_t type, cudaStream_t stream) {
+  const ncclResult_t result =
+      ncclAllGather(send, receive, static_cast<size_t>(count), type, comm, stream);
+  if (result != ncclSuccess) return NcclStatus(result, "ncclAllGather", comm);
+  return absl::OkStatus();
+}
+
+absl::Status ReduceScatter(ncclComm_t comm, const void* send, void* receive, int64_t count,
+                           ncclDataType_t type, cudaStream_t stream) {
+  const ncclResult_t result =
+      ncclReduceScatter(send, receive, static_cast<size_t>(count), type, ncclSum, comm, stream);
+  if (result != ncclSuccess) return NcclStatus(result, "ncclReduceScatter", comm);
+  return absl::OkStatus();
+}
+
+absl::Status AllReduce(ncclComm_t comm, const void* send, void* receive, int64_t count,
+                       ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream) {
+  const ncclResult_t result =
+      ncclAllReduce(send, receive, static_cast<size_t>(count), type, op, comm, stream);
+  if (result != ncclSuccess) return NcclStatus(result, "ncclAllReduce", comm);
+  return absl::OkStatus();
+}
+
+absl::Status SendReceive(ncclComm_t comm, const std::vector<PeerTransfer>& transfers,
+                         ncclDataType_t type, cudaStream_t stream) {
+  if (transfers.empty()) return absl::OkStatus();
+  PT_RETURN_IF_ERROR(NcclStatus(ncclGroupStart(), "ncclGroupStart", comm));
+  ncclResult_t result = ncclSuccess;
+  for (const PeerTransfer& t : transfers) {
+    result = t.send ? ncclSend(t.buffer, static_cast<size_t>(t.count), type, t.peer, comm, stream)
+                    : ncclRecv(t.buffer, static_cast<size_t>(t.count), type, t.peer, comm, stream);
+    if (result != ncclSuccess) break;
+  }
+  // The group is closed even after a failed call, so NCCL's group state stays consistent.
+  const ncclResult_t ended = ncclGroupEnd();
+  PT_RETURN_IF_ERROR(NcclStatus(result, "ncclSend/ncclRecv", comm));
+  return NcclStatus(ended, "ncclGroupEnd (send/receive)", comm);
+}
+
+}  // namespace paratune

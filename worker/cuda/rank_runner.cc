@@ -1,0 +1,153 @@
+#include "worker/cuda/rank_runner.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "worker/cuda/collective_benchmark.h"
+#include "worker/cuda/communicators.h"
+#include "worker/cuda/cuda_status.h"
+#include "worker/cuda/device.h"
+#include "worker/cuda/device_footprint.h"
+#include "worker/cuda/gemm.h"
+#include "worker/cuda/phase_timer.h"
+#include "worker/cuda/stage_runner.h"
+#include "worker/probe/footprint_plan.h"
+
+namespace paratune {
+namespace {
+
+// Owns a CUDA stream, an event array and a small device buffer: RAII for the rank's
+// resources that are not in the footprint.
+class RankResources {
+ public:
+  ~RankResources() {
+    for (cudaEvent_t event : events) cudaEventDestroy(event);
+    if (reduction != nullptr) cudaFree(reduction);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+  cudaStream_t stream = nullptr;
+  std::vector<cudaEvent_t> events;
+  double* reduction = nullptr;
+};
+
+// Enqueues a barrier over every rank and waits for it: an all-reduce on the world, then a
+// synchronize (nccl-tests' barrier before its timed loop).
+absl::Status Barrier(const RankCommunicators& communicators, double* scratch, cudaStream_t stream) {
+  PT_RETURN_IF_ERROR(
+      AllReduce(communicators.world(), scratch, scratch, 1, ncclFloat64, ncclSum, stream));
+  return CudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize(barrier)");
+}
+
+}  // namespace
+
+absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_rank,
+                                         const ncclUniqueId& id) {
+  const int device = static_cast<int>(spec.gpu_indices()[local_rank]);
+  const int64_t rank = spec.first_rank() + local_rank;
+  const RankLayout& layout = spec.layout();
+  const int64_t stage = layout.CoordinatesOf(rank).pp;
+  PT_RETURN_IF_ERROR(
+      CudaStatus(cudaSetDevice(device), absl::StrCat("cudaSetDevice(", device, ")")));
+  PT_ASSIGN_OR_RETURN(DeviceDescription description, DescribeDevice(device));
+
+  RankResources resources;
+  PT_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&resources.stream, cudaStreamNonBlocking),
+                                "cudaStreamCreate"));
+  cudaStream_t stream = resources.stream;
+  PT_ASSIGN_OR_RETURN(std::unique_ptr<RankCommunicators> communicators,
+                      RankCommunicators::Create(id, layout, rank));
+  const FootprintPlan plan = FootprintPlan::Create(spec.model(), spec.training(), spec.cluster(),
+                                                   spec.config(), MemoryOptions(), stage);
+  PT_ASSIGN_OR_RETURN(std::unique_ptr<DeviceFootprint> memory, DeviceFootprint::Allocate(plan));
+  PT_ASSIGN_OR_RETURN(std::unique_ptr<Gemm> gemm,
+                      Gemm::Create(memory->get<void>(ProbeBuffer::kGemmWorkspace),
+                                   plan.placement(ProbeBuffer::kGemmWorkspace).bytes));
+  PhaseTimer timer(stream);
+  StageRunner runner(spec, plan, *memory, *communicators, gemm.get(), stream, &timer);
+  PT_RETURN_IF_ERROR(runner.Initialize(spec.seed()));
+
+  // The values every rank reduces at the end, in one all-reduce (maximum): the timed steps,
+  // the phases, the collectives, and the peak memory of each pipeline stage.
+  const int64_t steps = spec.timed_steps();
+  const int64_t phases = static_cast<int64_t>(ProbePhase::kCount);
+  const int64_t stages = layout.pp();
+  const int64_t most_collectives = 4;
+  const int64_t reduced = steps + phases + most_collectives + stages;
+  PT_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&resources.reduction, reduced * sizeof(double)),
+                                "cudaMalloc(reduction)"));
+
+  for (int64_t i = 0; i < spec.warmup_steps(); ++i) PT_RETURN_IF_ERROR(runner.Step());
+  PT_RETURN_IF_ERROR(Barrier(*communicators, resources.reduction, stream));
+
+  resources.events.resize(steps + 1, nullptr);
+  for (cudaEvent_t& event : resources.events) {
+    PT_RETURN_IF_ERROR(CudaStatus(cudaEventCreate(&event), "cudaEventCreate"));
+  }
+  PT_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(resources.events[0], stream), "cudaEventRecord"));
+  for (int64_t i = 0; i < steps; ++i) {
+    PT_RETURN_IF_ERROR(runner.Step());
+    PT_RETURN_IF_ERROR(
+        CudaStatus(cudaEventRecord(resources.events[i + 1], stream), "cudaEventRecord"));
+  }
+  PT_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize(steps)"));
+  std::vector<double> values(reduced, 0.0);
+  for (int64_t i = 0; i < steps; ++i) {
+    float milliseconds = 0;
+    PT_RETURN_IF_ERROR(CudaStatus(
+        cudaEventElapsedTime(&milliseconds, resources.events[i], resources.events[i + 1]),
+        "cudaEventElapsedTime"));
+    values[i] = milliseconds / 1e3;
+  }
+
+  timer.Start();
+  PT_RETURN_IF_ERROR(runner.Step());
+  PT_RETURN_IF_ERROR(timer.Stop());
+  PT_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize(phases)"));
+  PT_ASSIGN_OR_RETURN(const auto phase_seconds, timer.Seconds());
+  std::copy(phase_seconds.begin(), phase_seconds.end(), values.begin() + steps);
+
+  PT_ASSIGN_OR_RETURN(
+      std::vector<CollectiveMeasurement> collectives,
+      BenchmarkCollectives(*communicators, plan, *memory, !DataParallelModelled(spec),
+                           spec.training().distributed_optimizer(),
+                           spec.training().fp32_gradients(), stream));
+  for (size_t i = 0; i < collectives.size(); ++i) {
+    values[steps + phases + i] = collectives[i].seconds;
+  }
+  PT_ASSIGN_OR_RETURN(const int64_t in_use, DeviceMemoryInUse());
+  values[steps + phases + most_collectives + stage] = static_cast<double>(in_use);
+
+  PT_RETURN_IF_ERROR(
+      CudaStatus(cudaMemcpyAsync(resources.reduction, values.data(), reduced * sizeof(double),
+                                 cudaMemcpyHostToDevice, stream),
+                 "cudaMemcpyAsync(measurements)"));
+  PT_RETURN_IF_ERROR(AllReduce(communicators->world(), resources.reduction, resources.reduction,
+                               reduced, ncclFloat64, ncclMax, stream));
+  PT_RETURN_IF_ERROR(
+      CudaStatus(cudaMemcpyAsync(values.data(), resources.reduction, reduced * sizeof(double),
+                                 cudaMemcpyDeviceToHost, stream),
+                 "cudaMemcpyAsync(reduced measurements)"));
+  PT_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize(reduce)"));
+
+  ProbeMeasurement measurement;
+  measurement.step_seconds.assign(values.begin(), values.begin() + steps);
+  std::copy(values.begin() + steps, values.begin() + steps + phases,
+            measurement.phase_seconds.begin());
+  for (size_t i = 0; i < collectives.size(); ++i) {
+    collectives[i].seconds = values[steps + phases + i];
+  }
+  measurement.collectives = std::move(collectives);
+  const auto peaks = values.begin() + steps + phases + most_collectives;
+  const auto busiest = std::max_element(peaks, peaks + stages);
+  measurement.peak_memory_bytes = static_cast<int64_t>(*busiest);
+  measurement.peak_memory_stage = busiest - peaks;
+  measurement.device = std::move(description);
+  return measurement;
+}
+
+}  // namespace paratune

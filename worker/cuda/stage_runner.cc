@@ -1,0 +1,567 @@
+#include "worker/cuda/stage_runner.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "worker/cuda/cuda_status.h"
+#include "worker/cuda/fill_kernels.h"
+#include "worker/cuda/loss_kernels.h"
+#include "worker/cuda/mlp_kernels.h"
+#include "worker/cuda/norm_kernels.h"
+#include "worker/cuda/optimizer_kernels.h"
+#include "worker/probe/probe_result.h"
+
+namespace paratune {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+// Scale of the uniform random weights: GPT-2's initializer standard deviation.
+constexpr float kWeightScale = 0.02f;
+
+}  // namespace
+
+struct StageRunner::LayerActivations {
+  bf16* attention_norm_output;
+  float* attention_norm_rstd;
+  bf16* query;
+  bf16* key_value;
+  bf16* attention_output;
+  float* softmax_lse;
+  bf16* mlp_input;
+  bf16* mlp_norm_output;
+  float* mlp_norm_rstd;
+  bf16* gate_up;
+  bf16* swiglu_output;
+};
+
+StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& plan,
+                         const DeviceFootprint& memory, const RankCommunicators& communicators,
+                         Gemm* gemm, cudaStream_t stream, PhaseTimer* timer)
+    : spec_(spec),
+      plan_(plan),
+      memory_(memory),
+      communicators_(communicators),
+      gemm_(gemm),
+      stream_(stream),
+      timer_(timer),
+      attention_(gemm, plan.shapes(), plan.attention_query_chunk(),
+                 communicators.group(RankGroup::kContext),
+                 communicators.group_rank(RankGroup::kContext), stream, timer),
+      shapes_(plan.shapes()),
+      fp32_gradients_(spec.training().fp32_gradients()),
+      reduce_gradients_(communicators.group_size(RankGroup::kDataContext) > 1 &&
+                        !DataParallelModelled(spec)),
+      shard_index_(communicators.group_rank(RankGroup::kDataContext)),
+      weights_(memory.get<bf16>(ProbeBuffer::kWeights)) {
+  const RankLayout& layout = communicators.layout();
+  schedule_ =
+      PipelineScheduleOf(layout.pp(), spec.config().virtual_pipeline(), spec.micro_batches(),
+                         layout.CoordinatesOf(communicators.rank()).pp);
+  for (int64_t slot = plan.activation_slots() - 1; slot >= 0; --slot) free_slots_.push_back(slot);
+  for (int64_t slot = plan.loss_slots() - 1; slot >= 0; --slot) free_loss_slots_.push_back(slot);
+}
+
+void* StageRunner::Gradient(int64_t offset) const {
+  char* base = memory_.get<char>(ProbeBuffer::kGradients);
+  return base + offset * (fp32_gradients_ ? sizeof(float) : sizeof(bf16));
+}
+
+int64_t StageRunner::StageLayer(int64_t chunk, int64_t layer_in_chunk) const {
+  return plan_.parameters().first_layer[chunk] + layer_in_chunk;
+}
+
+bf16* StageRunner::LayerInput(int64_t slot, int64_t layer_in_chunk) const {
+  char* block = memory_.get<char>(ProbeBuffer::kActivationSlots) + slot * plan_.slot_bytes() +
+                layer_in_chunk * plan_.slot_layer_bytes();
+  // Under full recomputation a slot keeps layer inputs alone.
+  if (!plan_.full_recompute()) block += plan_.layer_activations().input;
+  return reinterpret_cast<bf16*>(block);
+}
+
+StageRunner::LayerActivations StageRunner::Kept(int64_t slot, int64_t layer_in_chunk) const {
+  char* block = plan_.full_recompute()
+                    ? memory_.get<char>(ProbeBuffer::kRecomputeWorkspace)
+                    : memory_.get<char>(ProbeBuffer::kActivationSlots) + slot * plan_.slot_bytes() +
+                          layer_in_chunk * plan_.slot_layer_bytes();
+  const LayerActivationLayout& at = plan_.layer_activations();
+  auto half = [&](int64_t offset) { return reinterpret_cast<bf16*>(block + offset); };
+  auto single = [&](int64_t offset) { return reinterpret_cast<float*>(block + offset); };
+  return {half(at.attention_norm_output),
+          single(at.attention_norm_rstd),
+          half(at.query),
+          half(at.key_value),
+          half(at.attention_output),
+          single(at.softmax_lse),
+          half(at.mlp_input),
+          half(at.mlp_norm_output),
+          single(at.mlp_norm_rstd),
+          half(at.gate_up),
+          half(at.swiglu_output)};
+}
+
+AttentionBuffers StageRunner::AttentionBuffersOf(const LayerActivations& kept) const {
+  AttentionBuffers buffers;
+  buffers.query = kept.query;
+  buffers.key_value = kept.key_value;
+  buffers.lse = kept.softmax_lse;
+  buffers.heads = memory_.get<bf16>(ProbeBuffer::kAttentionHeads);
+  buffers.query_gradient = memory_.get<bf16>(ProbeBuffer::kQueryGradient);
+  buffers.scores = memory_.get<float>(ProbeBuffer::kAttentionScores);
+  buffers.probabilities = memory_.get<bf16>(ProbeBuffer::kAttentionProbabilities);
+  buffers.gathered_key_value = memory_.get<bf16>(ProbeBuffer::kKeyValueGathered);
+  buffers.key_value_gradients = memory_.get<float>(ProbeBuffer::kKeyValueGradients);
+  buffers.row_sums = memory_.get<float>(ProbeBuffer::kAttentionRowSums);
+  return buffers;
+}
+
+VocabularyShard StageRunner::Vocabulary() const {
+  return {communicators_.group_rank(RankGroup::kTensor) * shapes_.vocab, shapes_.vocab};
+}
+
+char* StageRunner::LossSlot(int64_t loss_slot) const {
+  return memory_.get<char>(ProbeBuffer::kLossSlots) + loss_slot * plan_.loss_activations().bytes;
+}
+
+absl::StatusOr<int64_t> StageRunner::SlotOf(int64_t chunk, int64_t micro_batch) {
+  auto [it, added] = slots_.try_emplace({chunk, micro_batch}, -1);
+  if (added) {
+    if (free_slots_.empty()) {
+      return absl::InternalError(
+          absl::StrCat("no free activation slot for chunk ", chunk, " micro-batch ", micro_batch));
+    }
+    it->second = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  return it->second;
+}
+
+void StageRunner::ReleaseSlot(int64_t chunk, int64_t micro_batch) {
+  auto it = slots_.find({chunk, micro_batch});
+  free_slots_.push_back(it->second);
+  slots_.erase(it);
+}
+
+absl::StatusOr<int64_t> StageRunner::LossSlotOf(int64_t micro_batch) {
+  auto [it, added] = loss_slots_.try_emplace(micro_batch, -1);
+  if (added) {
+    if (free_loss_slots_.empty()) {
+      return absl::InternalError(absl::StrCat("no free loss slot for micro-batch ", micro_batch));
+    }
+    it->second = free_loss_slots_.back();
+    free_loss_slots_.pop_back();
+  }
+  return it->second;
+}
+
+void StageRunner::ReleaseLossSlot(int64_t micro_batch) {
+  auto it = loss_slots_.find(micro_batch);
+  free_loss_slots_.push_back(it->second);
+  loss_slots_.erase(it);
+}
+
+absl::Status StageRunner::Initialize(uint64_t seed) {
+  const ParameterLayout& parameters = plan_.parameters();
+  // Every rank draws its own values: a distinct seed per global rank.
+  const uint64_t rank_seed = seed * 1'000'003 + static_cast<uint64_t>(communicators_.rank());
+  PT_RETURN_IF_ERROR(CudaStatus(
+      FillUniformBf16(weights_, parameters.padded_elements, rank_seed, kWeightScale, stream_),
+      "FillUniformBf16(weights)"));
+  const int64_t vocabulary = spec_.model().vocab_size();
+  PT_RETURN_IF_ERROR(CudaStatus(FillTokens(memory_.get<int32_t>(ProbeBuffer::kTokens),
+                                           shapes_.tokens, seed, vocabulary, stream_),
+                                "FillTokens(tokens)"));
+  PT_RETURN_IF_ERROR(CudaStatus(FillTokens(memory_.get<int32_t>(ProbeBuffer::kLabels),
+                                           shapes_.tokens, seed + 1, vocabulary, stream_),
+                                "FillTokens(labels)"));
+  const bool distributed = spec_.training().distributed_optimizer();
+  const int64_t shard = distributed ? parameters.shard_elements : parameters.padded_elements;
+  const int64_t first = distributed ? shard_index_ * shard : 0;
+  PT_RETURN_IF_ERROR(
+      CudaStatus(Bf16ToFloat(weights_ + first, memory_.get<float>(ProbeBuffer::kMasterWeights),
+                             shard, stream_),
+                 "Bf16ToFloat(master weights)"));
+  for (ProbeBuffer moment : {ProbeBuffer::kAdamFirstMoment, ProbeBuffer::kAdamSecondMoment}) {
+    PT_RETURN_IF_ERROR(
+        CudaStatus(cudaMemsetAsync(memory_.get<float>(moment), 0, shard * sizeof(float), stream_),
+                   "cudaMemsetAsync(Adam moments)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StageRunner::Step() {
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  const size_t gradient_bytes = plan_.placement(ProbeBuffer::kGradients).bytes;
+  PT_RETURN_IF_ERROR(CudaStatus(cudaMemsetAsync(Gradient(0), 0, gradient_bytes, stream_),
+                                "cudaMemsetAsync(gradients)"));
+  for (const ScheduleStep& step : schedule_) PT_RETURN_IF_ERROR(RunScheduleStep(step));
+  return OptimizerStep();
+}
+
+absl::Status StageRunner::RunScheduleStep(const ScheduleStep& step) {
+  if (!step.transfers.empty()) {
+    std::vector<PeerTransfer> transfers;
+    const int64_t count = shapes_.residual_tokens * shapes_.hidden;
+    for (const Transfer& t : step.transfers) {
+      PeerTransfer& transfer = transfers.emplace_back();
+      transfer.peer = static_cast<int>(t.peer_stage);
+      transfer.count = count;
+      switch (t.kind) {
+        case TransferKind::kSendActivation:
+          transfer.buffer = memory_.get<bf16>(ProbeBuffer::kPipelineSendActivation);
+          break;
+        case TransferKind::kReceiveActivation: {
+          transfer.send = false;
+          PT_ASSIGN_OR_RETURN(const int64_t slot, SlotOf(t.chunk, t.micro_batch));
+          transfer.buffer = LayerInput(slot, 0);
+          break;
+        }
+        case TransferKind::kSendGradient:
+          transfer.buffer = memory_.get<bf16>(ProbeBuffer::kResidualGradient);
+          break;
+        case TransferKind::kReceiveGradient:
+          transfer.send = false;
+          transfer.buffer = memory_.get<bf16>(ProbeBuffer::kPipelineReceiveGradient);
+          break;
+      }
+    }
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kPpSendRecv));
+    PT_RETURN_IF_ERROR(
+        SendReceive(communicators_.group(RankGroup::kPipeline), transfers, ncclBfloat16, stream_));
+  }
+  if (!step.pass.has_value()) return absl::OkStatus();
+  return step.pass->direction == PassDirection::kForward ? Forward(*step.pass)
+                                                         : Backward(*step.pass);
+}
+
+absl::Status StageRunner::Forward(const PipelinePass& pass) {
+  const StageLayers& stage = plan_.stage_layers();
+  const bool embedding = stage.embedding && pass.chunk == 0;
+  const bool loss =
+      stage.lm_head && pass.chunk == static_cast<int64_t>(stage.chunk_layers.size()) - 1;
+  PT_ASSIGN_OR_RETURN(const int64_t slot, SlotOf(pass.chunk, pass.micro_batch));
+  char* loss_slot = nullptr;
+  if (loss) {
+    PT_ASSIGN_OR_RETURN(const int64_t index, LossSlotOf(pass.micro_batch));
+    loss_slot = LossSlot(index);
+  }
+  bf16* chunk_output = loss ? reinterpret_cast<bf16*>(loss_slot + plan_.loss_activations().input)
+                            : memory_.get<bf16>(ProbeBuffer::kPipelineSendActivation);
+  const int64_t layers = stage.chunk_layers[pass.chunk];
+  if (embedding)
+    PT_RETURN_IF_ERROR(EmbeddingForward(layers > 0 ? LayerInput(slot, 0) : chunk_output));
+  if (layers == 0 && !embedding) {
+    // An uneven split's chunk of no layers (pipeline_layout.h) passes its input on.
+    PT_RETURN_IF_ERROR(
+        CudaStatus(cudaMemcpyAsync(chunk_output, LayerInput(slot, 0),
+                                   shapes_.residual_tokens * shapes_.hidden * sizeof(bf16),
+                                   cudaMemcpyDeviceToDevice, stream_),
+                   "cudaMemcpyAsync(chunk of no layers)"));
+  }
+  for (int64_t l = 0; l < layers; ++l) {
+    bf16* output = l + 1 < layers ? LayerInput(slot, l + 1) : chunk_output;
+    PT_RETURN_IF_ERROR(
+        LayerForward(StageLayer(pass.chunk, l), LayerInput(slot, l), Kept(slot, l), output));
+  }
+  if (loss) PT_RETURN_IF_ERROR(LossForward(loss_slot));
+  return absl::OkStatus();
+}
+
+absl::Status StageRunner::Backward(const PipelinePass& pass) {
+  const StageLayers& stage = plan_.stage_layers();
+  const bool embedding = stage.embedding && pass.chunk == 0;
+  const bool loss =
+      stage.lm_head && pass.chunk == static_cast<int64_t>(stage.chunk_layers.size()) - 1;
+  PT_ASSIGN_OR_RETURN(const int64_t slot, SlotOf(pass.chunk, pass.micro_batch));
+  bf16* residual_gradient = memory_.get<bf16>(ProbeBuffer::kResidualGradient);
+  const bf16* gradient = memory_.get<bf16>(ProbeBuffer::kPipelineReceiveGradient);
+  if (loss) {
+    PT_ASSIGN_OR_RETURN(const int64_t index, LossSlotOf(pass.micro_batch));
+    PT_RETURN_IF_ERROR(LossBackward(LossSlot(index)));
+    ReleaseLossSlot(pass.micro_batch);
+    gradient = residual_gradient;
+  }
+  for (int64_t l = stage.chunk_layers[pass.chunk] - 1; l >= 0; --l) {
+    const int64_t layer = StageLayer(pass.chunk, l);
+    if (plan_.full_recompute()) {
+      // Rebuild the layer's activations from its kept input; its output is not needed.
+      PT_RETURN_IF_ERROR(LayerForward(layer, LayerInput(slot, l), Kept(slot, l),
+                                      memory_.get<bf16>(ProbeBuffer::kGathered)));
+    }
+    PT_RETURN_IF_ERROR(LayerBackward(layer, LayerInput(slot, l), Kept(slot, l), gradient));
+    gradient = residual_gradient;
+  }
+  if (gradient != residual_gradient) {
+    // A chunk of no layers passes the received gradient on, from where sends take it.
+    PT_RETURN_IF_ERROR(
+        CudaStatus(cudaMemcpyAsync(residual_gradient, gradient,
+                                   shapes_.residual_tokens * shapes_.hidden * sizeof(bf16),
+                                   cudaMemcpyDeviceToDevice, stream_),
+                   "cudaMemcpyAsync(chunk of no layers)"));
+  }
+  if (embedding) PT_RETURN_IF_ERROR(EmbeddingBackward(residual_gradient));
+  ReleaseSlot(pass.chunk, pass.micro_batch);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const bf16*> StageRunner::GatherResidual(const bf16* rows) {
+  if (!shapes_.sequence_parallel) return rows;
+  bf16* gathered = memory_.get<bf16>(ProbeBuffer::kGathered);
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kTpCollectives));
+  PT_RETURN_IF_ERROR(AllGather(communicators_.group(RankGroup::kTensor), rows, gathered,
+                               shapes_.residual_tokens * shapes_.hidden, ncclBfloat16, stream_));
+  return gathered;
+}
+
+absl::StatusOr<const bf16*> StageRunner::ReduceResidual(bf16* partial) {
+  if (shapes_.tensor_parallel == 1) return partial;
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kTpCollectives));
+  ncclComm_t tensor = communicators_.group(RankGroup::kTensor);
+  if (!shapes_.sequence_parallel) {
+    PT_RETURN_IF_ERROR(AllReduce(tensor, partial, partial, shapes_.tokens * shapes_.hidden,
+                                 ncclBfloat16, ncclSum, stream_));
+    return partial;
+  }
+  bf16* reduced = memory_.get<bf16>(ProbeBuffer::kReduced);
+  PT_RETURN_IF_ERROR(ReduceScatter(
+      tensor, partial, reduced, shapes_.residual_tokens * shapes_.hidden, ncclBfloat16, stream_));
+  return reduced;
+}
+
+absl::Status StageRunner::NormLinearForward(const PreNormLinear& layer, const bf16* x,
+                                            bf16* norm_output, float* rstd, void* out,
+                                            GemmOutput out_type) {
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  PT_RETURN_IF_ERROR(CudaStatus(RmsNormForward(x, Weight(layer.norm), norm_output, rstd,
+                                               shapes_.residual_tokens, shapes_.hidden, stream_),
+                                "RmsNormForward"));
+  PT_ASSIGN_OR_RETURN(const bf16* normed, GatherResidual(norm_output));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  GemmArgs product = LinearForward(normed, Weight(layer.weight), nullptr, shapes_.tokens,
+                                   layer.outputs, shapes_.hidden);
+  product.c = out;
+  product.c_type = out_type;
+  return gemm_->Run(product, stream_);
+}
+
+absl::Status StageRunner::NormLinearBackward(const PreNormLinear& layer, const bf16* d_out,
+                                             const bf16* x, const bf16* norm_output,
+                                             const float* rstd, const bf16* residual) {
+  const int64_t R = shapes_.residual_tokens;
+  const int64_t h = shapes_.hidden;
+  bf16* partial = memory_.get<bf16>(ProbeBuffer::kProjectionOutput);
+  // With sequence parallelism the layer's input is gathered again rather than kept whole
+  // (Korthikanti et al. 2022): the backward pass's extra all-gathers.
+  PT_ASSIGN_OR_RETURN(const bf16* normed, GatherResidual(norm_output));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  PT_RETURN_IF_ERROR(
+      gemm_->Run(LinearWeightGradient(d_out, normed, Gradient(layer.weight), fp32_gradients_,
+                                      shapes_.tokens, layer.outputs, h),
+                 stream_));
+  PT_RETURN_IF_ERROR(gemm_->Run(
+      LinearInputGradient(d_out, Weight(layer.weight), partial, shapes_.tokens, layer.outputs, h),
+      stream_));
+  PT_ASSIGN_OR_RETURN(const bf16* d_normed, ReduceResidual(partial));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  PT_RETURN_IF_ERROR(CudaStatus(RmsNormWeightGradient(x, rstd, d_normed, Gradient(layer.norm),
+                                                      fp32_gradients_, R, h, stream_),
+                                "RmsNormWeightGradient"));
+  return CudaStatus(
+      RmsNormBackward(x, Weight(layer.norm), rstd, d_normed, residual,
+                      memory_.get<bf16>(ProbeBuffer::kResidualGradient), R, h, stream_),
+      "RmsNormBackward");
+}
+
+absl::Status StageRunner::RowLinearForward(const bf16* in, int64_t weight, int64_t inputs,
+                                           const bf16* residual, bf16* out) {
+  bf16* partial = memory_.get<bf16>(ProbeBuffer::kProjectionOutput);
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  PT_RETURN_IF_ERROR(gemm_->Run(
+      LinearForward(in, Weight(weight), partial, shapes_.tokens, shapes_.hidden, inputs), stream_));
+  PT_ASSIGN_OR_RETURN(const bf16* reduced, ReduceResidual(partial));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  return CudaStatus(
+      AddBf16(residual, reduced, out, shapes_.residual_tokens * shapes_.hidden, stream_),
+      "AddBf16(residual)");
+}
+
+absl::Status StageRunner::RowLinearBackward(const bf16* d_out, const bf16* in, int64_t weight,
+                                            int64_t inputs, bf16* d_in) {
+  PT_ASSIGN_OR_RETURN(const bf16* d_gathered, GatherResidual(d_out));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  PT_RETURN_IF_ERROR(gemm_->Run(
+      LinearInputGradient(d_gathered, Weight(weight), d_in, shapes_.tokens, shapes_.hidden, inputs),
+      stream_));
+  return gemm_->Run(LinearWeightGradient(d_gathered, in, Gradient(weight), fp32_gradients_,
+                                         shapes_.tokens, shapes_.hidden, inputs),
+                    stream_);
+}
+
+absl::Status StageRunner::LayerForward(int64_t layer, const bf16* input,
+                                       const LayerActivations& kept, bf16* output) {
+  const LayerParameterOffsets& w = plan_.parameters().layers[layer];
+  const ShardShapes& x = shapes_;
+  bf16* qkv = memory_.get<bf16>(ProbeBuffer::kQkvProjection);
+  // Attention block: mlp_input = input + out_proj(attention(qkv(norm(input)))).
+  PT_RETURN_IF_ERROR(NormLinearForward({w.attention_norm, w.qkv, x.qkv.outputs}, input,
+                                       kept.attention_norm_output, kept.attention_norm_rstd, qkv,
+                                       GemmOutput::kBf16));
+  PT_RETURN_IF_ERROR(attention_.Forward(qkv, kept.attention_output, AttentionBuffersOf(kept)));
+  PT_RETURN_IF_ERROR(RowLinearForward(kept.attention_output, w.attention_output,
+                                      x.attention_output.inputs, input, kept.mlp_input));
+  // MLP block: output = mlp_input + down(swiglu(gate_up(norm(mlp_input)))).
+  PT_RETURN_IF_ERROR(NormLinearForward({w.mlp_norm, w.gate_up, x.gate_up.outputs}, kept.mlp_input,
+                                       kept.mlp_norm_output, kept.mlp_norm_rstd, kept.gate_up,
+                                       GemmOutput::kBf16));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  PT_RETURN_IF_ERROR(CudaStatus(
+      SwigluForward(kept.gate_up, kept.swiglu_output, x.tokens, x.ffn, stream_), "SwigluForward"));
+  return RowLinearForward(kept.swiglu_output, w.down, x.ffn, kept.mlp_input, output);
+}
+
+absl::Status StageRunner::LayerBackward(int64_t layer, const bf16* input,
+                                        const LayerActivations& kept, const bf16* output_gradient) {
+  const LayerParameterOffsets& w = plan_.parameters().layers[layer];
+  const ShardShapes& x = shapes_;
+  bf16* residual_gradient = memory_.get<bf16>(ProbeBuffer::kResidualGradient);
+  bf16* swiglu_gradient = memory_.get<bf16>(ProbeBuffer::kSwigluGradient);
+  bf16* mlp_gradient = memory_.get<bf16>(ProbeBuffer::kMlpGradient);
+  bf16* attention_gradient = memory_.get<bf16>(ProbeBuffer::kAttentionOutputGradient);
+  bf16* qkv_gradient = memory_.get<bf16>(ProbeBuffer::kQkvGradient);
+  // MLP block, then attention block, each ending in its norm's input gradient plus the
+  // residual path's.
+  PT_RETURN_IF_ERROR(
+      RowLinearBackward(output_gradient, kept.swiglu_output, w.down, x.ffn, swiglu_gradient));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  PT_RETURN_IF_ERROR(CudaStatus(
+      SwigluBackward(kept.gate_up, swiglu_gradient, mlp_gradient, x.tokens, x.ffn, stream_),
+      "SwigluBackward"));
+  PT_RETURN_IF_ERROR(NormLinearBackward({w.mlp_norm, w.gate_up, x.gate_up.outputs}, mlp_gradient,
+                                        kept.mlp_input, kept.mlp_norm_output, kept.mlp_norm_rstd,
+                                        output_gradient));
+  PT_RETURN_IF_ERROR(RowLinearBackward(residual_gradient, kept.attention_output, w.attention_output,
+                                       x.attention_output.inputs, attention_gradient));
+  PT_RETURN_IF_ERROR(attention_.Backward(attention_gradient, kept.attention_output, qkv_gradient,
+                                         AttentionBuffersOf(kept)));
+  return NormLinearBackward({w.attention_norm, w.qkv, x.qkv.outputs}, qkv_gradient, input,
+                            kept.attention_norm_output, kept.attention_norm_rstd,
+                            residual_gradient);
+}
+
+absl::Status StageRunner::EmbeddingForward(bf16* output) {
+  const VocabularyShard shard = Vocabulary();
+  bf16* partial = memory_.get<bf16>(ProbeBuffer::kProjectionOutput);
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  PT_RETURN_IF_ERROR(
+      CudaStatus(paratune::EmbeddingForward(memory_.get<int32_t>(ProbeBuffer::kTokens),
+                                            Weight(plan_.parameters().embedding), partial,
+                                            shapes_.tokens, shapes_.hidden, shard, stream_),
+                 "EmbeddingForward"));
+  // Each rank looked up its vocabulary rows only: the sum over the tensor group is the
+  // embedding (Megatron-LM's VocabParallelEmbedding).
+  PT_ASSIGN_OR_RETURN(const bf16* embedded, ReduceResidual(partial));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  return CudaStatus(
+      cudaMemcpyAsync(output, embedded, shapes_.residual_tokens * shapes_.hidden * sizeof(bf16),
+                      cudaMemcpyDeviceToDevice, stream_),
+      "cudaMemcpyAsync(embedding output)");
+}
+
+absl::Status StageRunner::EmbeddingBackward(const bf16* input_gradient) {
+  const VocabularyShard shard = Vocabulary();
+  PT_ASSIGN_OR_RETURN(const bf16* gradient, GatherResidual(input_gradient));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  return CudaStatus(
+      paratune::EmbeddingBackward(memory_.get<int32_t>(ProbeBuffer::kTokens), gradient,
+                                  Gradient(plan_.parameters().embedding), fp32_gradients_,
+                                  shapes_.tokens, shapes_.hidden, shard, stream_),
+      "EmbeddingBackward");
+}
+
+absl::Status StageRunner::LossForward(char* loss_slot) {
+  const LossActivationLayout& at = plan_.loss_activations();
+  const ParameterLayout& parameters = plan_.parameters();
+  return NormLinearForward({parameters.final_norm, parameters.lm_head, shapes_.vocab},
+                           reinterpret_cast<bf16*>(loss_slot + at.input),
+                           reinterpret_cast<bf16*>(loss_slot + at.norm_output),
+                           reinterpret_cast<float*>(loss_slot + at.norm_rstd),
+                           loss_slot + at.logits, GemmOutput::kFloat);
+}
+
+absl::Status StageRunner::LossBackward(char* loss_slot) {
+  const LossActivationLayout& at = plan_.loss_activations();
+  const ParameterLayout& parameters = plan_.parameters();
+  const ShardShapes& x = shapes_;
+  const float* logits = reinterpret_cast<float*>(loss_slot + at.logits);
+  float* row_max = memory_.get<float>(ProbeBuffer::kLossStatistics);
+  float* row_sum = row_max + x.tokens;
+  float* loss = row_sum + x.tokens;
+  bf16* d_logits = memory_.get<bf16>(ProbeBuffer::kLogitsGradient);
+  ncclComm_t tensor = communicators_.group(RankGroup::kTensor);
+  const VocabularyShard shard = Vocabulary();
+
+  // Megatron-LM's vocab_parallel_cross_entropy: the maximum and the sum of exponentials
+  // all-reduced over the tensor group, then softmax - one_hot on each rank's shard.
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  PT_RETURN_IF_ERROR(
+      CudaStatus(LogitsRowMax(logits, row_max, x.tokens, shard, stream_), "LogitsRowMax"));
+  if (tensor != nullptr) {
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kTpCollectives));
+    PT_RETURN_IF_ERROR(
+        AllReduce(tensor, row_max, row_max, x.tokens, ncclFloat32, ncclMax, stream_));
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  }
+  PT_RETURN_IF_ERROR(CudaStatus(LogitsRowSumExp(logits, row_max, row_sum, x.tokens, shard, stream_),
+                                "LogitsRowSumExp"));
+  if (tensor != nullptr) {
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kTpCollectives));
+    PT_RETURN_IF_ERROR(
+        AllReduce(tensor, row_sum, row_sum, x.tokens, ncclFloat32, ncclSum, stream_));
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  }
+  PT_RETURN_IF_ERROR(CudaStatus(
+      CrossEntropyBackward(logits, row_max, row_sum, memory_.get<int32_t>(ProbeBuffer::kLabels),
+                           d_logits, loss, 1.0f / static_cast<float>(x.tokens), x.tokens, shard,
+                           stream_),
+      "CrossEntropyBackward"));
+  // The final norm's input feeds nothing else: no residual gradient joins.
+  return NormLinearBackward({parameters.final_norm, parameters.lm_head, x.vocab}, d_logits,
+                            reinterpret_cast<bf16*>(loss_slot + at.input),
+                            reinterpret_cast<bf16*>(loss_slot + at.norm_output),
+                            reinterpret_cast<float*>(loss_slot + at.norm_rstd), nullptr);
+}
+
+absl::Status StageRunner::OptimizerStep() {
+  const ParameterLayout& parameters = plan_.parameters();
+  const bool distributed = spec_.training().distributed_optimizer();
+  const int64_t count = distributed ? parameters.shard_elements : parameters.padded_elements;
+  const int64_t first = distributed ? shard_index_ * count : 0;
+  const ncclDataType_t gradient_type = fp32_gradients_ ? ncclFloat32 : ncclBfloat16;
+  ncclComm_t data = communicators_.group(RankGroup::kDataContext);
+  if (reduce_gradients_) {
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
+    if (distributed) {
+      // In place: each rank's shard of the summed gradients lands where its own shard is.
+      PT_RETURN_IF_ERROR(
+          ReduceScatter(data, Gradient(0), Gradient(first), count, gradient_type, stream_));
+    } else {
+      PT_RETURN_IF_ERROR(
+          AllReduce(data, Gradient(0), Gradient(0), count, gradient_type, ncclSum, stream_));
+    }
+  }
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kOptimizer));
+  AdamParameters adam;
+  adam.step = ++optimizer_step_;
+  PT_RETURN_IF_ERROR(CudaStatus(
+      AdamStep(Gradient(first), fp32_gradients_, memory_.get<float>(ProbeBuffer::kMasterWeights),
+               memory_.get<float>(ProbeBuffer::kAdamFirstMoment),
+               memory_.get<float>(ProbeBuffer::kAdamSecondMoment), weights_ + first, count, adam,
+               stream_),
+      "AdamStep"));
+  if (reduce_gradients_ && distributed) {
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
+    PT_RETURN_IF_ERROR(AllGather(data, weights_ + first, weights_, count, ncclBfloat16, stream_));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace paratune

@@ -1,0 +1,150 @@
+// One rank's training step: its pipeline stage's forward and backward passes in the
+// schedule's order with their pipeline transfers, the tensor- and context-parallel
+// collectives inside the layers, the data-parallel gradient reduction, and the optimizer
+// step over its shard. Everything is enqueued on one stream: the probe measures
+// communication exposed, without the overlap Megatron-LM arranges (docs/probe.md).
+#ifndef PARATUNE_WORKER_CUDA_STAGE_RUNNER_H_
+#define PARATUNE_WORKER_CUDA_STAGE_RUNNER_H_
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "worker/cuda/attention.h"
+#include "worker/cuda/communicators.h"
+#include "worker/cuda/device_footprint.h"
+#include "worker/cuda/gemm.h"
+#include "worker/cuda/loss_kernels.h"
+#include "worker/cuda/phase_timer.h"
+#include "worker/probe/footprint_plan.h"
+#include "worker/probe/pipeline_schedule.h"
+#include "worker/probe/probe_spec.h"
+
+namespace paratune {
+
+// Not thread-safe: one per rank, on that rank's thread and device.
+class StageRunner {
+ public:
+  // Everything is borrowed and must outlive the runner.
+  StageRunner(const ProbeSpec& spec, const FootprintPlan& plan, const DeviceFootprint& memory,
+              const RankCommunicators& communicators, Gemm* gemm, cudaStream_t stream,
+              PhaseTimer* timer);
+
+  // Fills the weights and token ids with seeded random values, the master weights with the
+  // weights of the rank's shard and the Adam moments with zeros.
+  absl::Status Initialize(uint64_t seed);
+
+  // Enqueues one training step: zeroed gradients, the schedule, the data-parallel
+  // reduce-scatter (or all-reduce), Adam, the parameter all-gather.
+  absl::Status Step();
+
+ private:
+  // Pointers into a layer's activation block (LayerActivationLayout).
+  struct LayerActivations;
+
+  absl::Status Mark(ProbePhase phase) { return timer_->Mark(phase); }
+
+  absl::Status RunScheduleStep(const ScheduleStep& step);
+  absl::Status Forward(const PipelinePass& pass);
+  absl::Status Backward(const PipelinePass& pass);
+
+  // A pre-norm column-parallel projection, as every block of the model opens: the offsets
+  // (ParameterLayout) of its RMSNorm weight and linear weight, and its outputs per rank.
+  struct PreNormLinear {
+    int64_t norm;
+    int64_t weight;
+    int64_t outputs;
+  };
+  // out [T, outputs] = linear(gather(norm(x))), x [R, h]; keeps the norm's output and rstd.
+  absl::Status NormLinearForward(const PreNormLinear& layer, const __nv_bfloat16* x,
+                                 __nv_bfloat16* norm_output, float* rstd, void* out,
+                                 GemmOutput out_type);
+  // Its backward from d_out [T, outputs]: accumulates both weights' gradients and leaves x's
+  // gradient, plus `residual` (the gradient reaching x around the block; nullptr for none),
+  // in kResidualGradient.
+  absl::Status NormLinearBackward(const PreNormLinear& layer, const __nv_bfloat16* d_out,
+                                  const __nv_bfloat16* x, const __nv_bfloat16* norm_output,
+                                  const float* rstd, const __nv_bfloat16* residual);
+  // A row-parallel projection closing a block: out [R, h] = residual + reduce(in weight^T),
+  // in [T, inputs].
+  absl::Status RowLinearForward(const __nv_bfloat16* in, int64_t weight, int64_t inputs,
+                                const __nv_bfloat16* residual, __nv_bfloat16* out);
+  // Its backward from d_out [R, h]: d_in [T, inputs], and the weight's gradient.
+  absl::Status RowLinearBackward(const __nv_bfloat16* d_out, const __nv_bfloat16* in,
+                                 int64_t weight, int64_t inputs, __nv_bfloat16* d_in);
+
+  absl::Status LayerForward(int64_t layer, const __nv_bfloat16* input, const LayerActivations& kept,
+                            __nv_bfloat16* output);
+  // Leaves the gradient of the layer's input in kResidualGradient; `output_gradient` may be
+  // kResidualGradient itself.
+  absl::Status LayerBackward(int64_t layer, const __nv_bfloat16* input,
+                             const LayerActivations& kept, const __nv_bfloat16* output_gradient);
+  absl::Status EmbeddingForward(__nv_bfloat16* output);
+  absl::Status EmbeddingBackward(const __nv_bfloat16* input_gradient);
+  absl::Status LossForward(char* loss_slot);
+  // Leaves the gradient of the loss chunk's input in kResidualGradient.
+  absl::Status LossBackward(char* loss_slot);
+  char* LossSlot(int64_t loss_slot) const;
+  absl::Status OptimizerStep();
+
+  // The residual rows [R, h] as the column-parallel layers read them, [T, h]: all-gathered
+  // over the tensor group with sequence parallelism, the rows themselves without.
+  absl::StatusOr<const __nv_bfloat16*> GatherResidual(const __nv_bfloat16* rows);
+  // A row-parallel layer's partial sums [T, h] reduced over the tensor group into residual
+  // rows [R, h]: reduce-scatter with sequence parallelism, all-reduce in place without.
+  absl::StatusOr<const __nv_bfloat16*> ReduceResidual(__nv_bfloat16* partial);
+
+  // The activation slot holding (chunk, micro-batch), taking a free one if it has none;
+  // INTERNAL if none is free (the plan sized the slots from the same schedule).
+  absl::StatusOr<int64_t> SlotOf(int64_t chunk, int64_t micro_batch);
+  void ReleaseSlot(int64_t chunk, int64_t micro_batch);
+  absl::StatusOr<int64_t> LossSlotOf(int64_t micro_batch);
+  void ReleaseLossSlot(int64_t micro_batch);
+
+  // Layer `layer_in_chunk`'s input and kept activations in `slot` (the recompute workspace
+  // holds the latter under full recomputation).
+  __nv_bfloat16* LayerInput(int64_t slot, int64_t layer_in_chunk) const;
+  LayerActivations Kept(int64_t slot, int64_t layer_in_chunk) const;
+  AttentionBuffers AttentionBuffersOf(const LayerActivations& kept) const;
+  // This rank's rows of the vocabulary (embedding and LM head).
+  VocabularyShard Vocabulary() const;
+  // The stage-wide index (ParameterLayout::layers) of a chunk's layer.
+  int64_t StageLayer(int64_t chunk, int64_t layer_in_chunk) const;
+
+  // The parameter at `offset` (ParameterLayout) in the weights and in the gradients.
+  __nv_bfloat16* Weight(int64_t offset) const { return weights_ + offset; }
+  void* Gradient(int64_t offset) const;
+
+  const ProbeSpec& spec_;
+  const FootprintPlan& plan_;
+  const DeviceFootprint& memory_;
+  const RankCommunicators& communicators_;
+  Gemm* gemm_;
+  cudaStream_t stream_;
+  PhaseTimer* timer_;
+  Attention attention_;
+  const ShardShapes& shapes_;
+  std::vector<ScheduleStep> schedule_;
+  bool fp32_gradients_;
+  // Whether the data x context group's gradient reduction runs (else it is modelled or has
+  // one rank), and this rank's optimizer shard.
+  bool reduce_gradients_;
+  int64_t shard_index_;
+  __nv_bfloat16* weights_;
+  int64_t optimizer_step_ = 0;
+
+  std::map<std::pair<int64_t, int64_t>, int64_t> slots_;  // (chunk, micro-batch) -> slot
+  std::vector<int64_t> free_slots_;
+  std::map<int64_t, int64_t> loss_slots_;  // micro-batch -> loss slot
+  std::vector<int64_t> free_loss_slots_;
+};
+
+}  // namespace paratune
+
+#endif  // PARATUNE_WORKER_CUDA_STAGE_RUNNER_H_

@@ -1,0 +1,115 @@
+// The shared backend conformance suite and the probe's own checks, run with the real
+// paratune-probe on GPU 0 of this machine (an H100 or larger: the out-of-memory case assumes
+// 80 GB). Tagged "gpu": it runs only on a GPU machine (docs/probe.md).
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "worker/backend_conformance.h"
+#include "worker/cuda_backend.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+std::unique_ptr<ProbeBackend> RealProbe() {
+  CudaBackend::Options options;
+  options.probe_binary =
+      absl::StrCat(std::getenv("TEST_SRCDIR"), "/paratune/worker/cuda/paratune-probe");
+  options.scratch_directory = std::getenv("TEST_TMPDIR");
+  return std::make_unique<CudaBackend>(options);
+}
+
+// The suite's small probe as one data-parallel replica on one GPU: Llama-3.2-1B, sequence
+// 2048, 8 micro-batches per step.
+v1::ProbeAssignment OneGpuReplica() {
+  v1::ProbeAssignment assignment = SmallConformanceAssignment();
+  assignment.set_scope(v1::PROBE_SCOPE_REPLICA);
+  assignment.set_num_ranks(1);
+  v1::GangMember& member = *assignment.add_gang();
+  member.set_worker("workers/1");
+  member.set_first_rank(0);
+  member.set_num_ranks(1);
+  assignment.add_gpu_indices(0);
+  return assignment;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cuda, BackendConformanceTest,
+                         ::testing::Values(BackendConformanceParam{"cuda", RealProbe,
+                                                                   OneGpuReplica()}),
+                         BackendConformanceParamName);
+
+v1::ProbeResult RunOk(v1::ProbeAssignment assignment) {
+  SoloProbeContext context;
+  absl::StatusOr<v1::ProbeResult> result = RealProbe()->Run(assignment, context);
+  EXPECT_TRUE(result.ok()) << result.status();
+  if (!result.ok()) return v1::ProbeResult();
+  EXPECT_EQ(result->outcome(), v1::PROBE_OK) << result->message();
+  return *result;
+}
+
+// What one GPU measured: every compute phase took time, the memory model's terms were all
+// allocated, the measured peak holds them, and the modelled data-parallel time is labelled.
+TEST(CudaProbeTest, MeasurementsAreCompleteAndLabelled) {
+  const v1::ProbeResult result = RunOk(OneGpuReplica());
+  const v1::ProbeMeasurements& m = result.measurements();
+  EXPECT_THAT(m.gpu_name(), HasSubstr("NVIDIA"));
+  EXPECT_FALSE(m.cuda_runtime_version().empty());
+  EXPECT_FALSE(m.nccl_version().empty());
+  double phases = 0;
+  for (const v1::PhaseTime& phase : m.phases()) {
+    if (phase.phase() == "gemm" || phase.phase() == "attention" || phase.phase() == "elementwise" ||
+        phase.phase() == "optimizer") {
+      EXPECT_GT(phase.seconds(), 0) << phase.phase();
+    }
+    phases += phase.seconds();
+  }
+  // The instrumented step is one more step: its phases add up to about a measured step
+  // (less the modelled data-parallel time, which no phase holds).
+  const double measured_step = m.median_step_time_seconds() - m.modelled_dp_seconds_per_step();
+  EXPECT_GT(phases, 0.5 * measured_step);
+  EXPECT_LT(phases, 2.0 * measured_step);
+  int64_t allocated = 0;
+  for (const v1::MemoryTermBytes& term : m.memory_terms()) {
+    if (term.term() != "cuda_context" && term.term() != "nccl_buffers") {
+      EXPECT_GE(term.allocated_bytes(), term.estimated_bytes()) << term.term();
+    }
+    allocated += term.allocated_bytes();
+  }
+  EXPECT_GE(result.peak_memory_bytes(), allocated);
+  EXPECT_GT(m.modelled_dp_seconds_per_step(), 0);
+  EXPECT_THAT(result.modelled(), Contains("dp_collectives"));
+  EXPECT_GT(m.predicted_step_time_seconds(), 0);
+  // A single rank has no communicator to benchmark.
+  EXPECT_EQ(m.collectives_size(), 0);
+}
+
+TEST(CudaProbeTest, FullRecomputationRuns) {
+  v1::ProbeAssignment assignment = OneGpuReplica();
+  assignment.mutable_config()->set_recompute(v1::RECOMPUTE_FULL);
+  EXPECT_EQ(RunOk(assignment).step_times_seconds_size(), assignment.timed_steps());
+}
+
+// Llama-3.1-8B at sequence 8192 as one of 32 data-parallel replicas on one H100-80GB: the
+// memory model estimates 95.9 GiB (OOM); the probe's allocation must fail.
+TEST(CudaProbeTest, ConfigurationTheEstimatorCallsOutOfMemoryFailsAllocation) {
+  v1::ProbeAssignment assignment = OneGpuReplica();
+  assignment.mutable_model()->set_preset("llama3.1-8b");
+  assignment.mutable_training()->set_seq_len(8192);
+  assignment.mutable_training()->set_global_batch_size(128);
+  assignment.mutable_cluster()->set_num_nodes(4);
+  assignment.mutable_config()->set_data_parallel(32);
+  SoloProbeContext context;
+  absl::StatusOr<v1::ProbeResult> result = RealProbe()->Run(assignment, context);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->outcome(), v1::PROBE_OUT_OF_MEMORY) << result->message();
+  EXPECT_THAT(result->message(), HasSubstr("cudaMalloc of"));
+}
+
+}  // namespace
+}  // namespace paratune

@@ -1,0 +1,56 @@
+#include "worker/probe/activation_layout.h"
+
+namespace paratune {
+namespace {
+
+constexpr int64_t kBf16 = 2;
+constexpr int64_t kFp32 = 4;
+
+// Appends a tensor of `bytes` to a block of `*end` bytes and returns its offset.
+int64_t Place(int64_t* end, int64_t bytes) {
+  const int64_t offset = *end;
+  *end = (offset + bytes + kActivationAlignment - 1) / kActivationAlignment * kActivationAlignment;
+  return offset;
+}
+
+}  // namespace
+
+LayerActivationLayout LayoutLayerActivations(const ShardShapes& x) {
+  const int64_t residual = x.residual_tokens * x.hidden * kBf16;
+  LayerActivationLayout layout;
+  int64_t end = 0;
+  layout.input = Place(&end, residual);
+  layout.attention_norm_output = Place(&end, residual);
+  layout.attention_norm_rstd = Place(&end, x.residual_tokens * kFp32);
+  layout.query = Place(&end, x.tokens * x.query_heads * x.head_dim * kBf16);
+  layout.key_value = Place(&end, 2 * x.tokens * x.kv_heads * x.head_dim * kBf16);
+  layout.attention_output = Place(&end, x.tokens * x.query_heads * x.head_dim * kBf16);
+  layout.softmax_lse = Place(&end, x.tokens * x.query_heads * kFp32);
+  layout.mlp_input = Place(&end, residual);
+  layout.mlp_norm_output = Place(&end, residual);
+  layout.mlp_norm_rstd = Place(&end, x.residual_tokens * kFp32);
+  layout.gate_up = Place(&end, x.tokens * x.gate_up.outputs * kBf16);
+  layout.swiglu_output = Place(&end, x.tokens * x.ffn * kBf16);
+  layout.bytes = end;
+  return layout;
+}
+
+LossActivationLayout LayoutLossActivations(const ShardShapes& x) {
+  const int64_t residual = x.residual_tokens * x.hidden * kBf16;
+  LossActivationLayout layout;
+  int64_t end = 0;
+  layout.input = Place(&end, residual);
+  layout.norm_output = Place(&end, residual);
+  layout.norm_rstd = Place(&end, x.residual_tokens * kFp32);
+  layout.logits = Place(&end, x.tokens * x.vocab * kFp32);
+  layout.bytes = end;
+  return layout;
+}
+
+int64_t LayerInputBytes(const ShardShapes& x) {
+  int64_t end = 0;
+  Place(&end, x.residual_tokens * x.hidden * kBf16);
+  return end;
+}
+
+}  // namespace paratune

@@ -1,0 +1,176 @@
+#include "worker/probe/footprint_plan.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "worker/probe/pipeline_schedule.h"
+
+namespace paratune {
+namespace {
+
+constexpr int64_t kBufferAlignment = 256;
+constexpr int64_t kBf16 = 2;
+constexpr int64_t kFp32 = 4;
+constexpr int64_t kInt32 = 4;
+
+int64_t Align(int64_t bytes) {
+  return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+}
+
+// Fills the terms and placements in order: a term, then the buffers it holds.
+class TermBuilder {
+ public:
+  TermBuilder(std::vector<TermAllocation>* terms,
+              std::array<BufferPlacement, static_cast<int>(ProbeBuffer::kCount)>* placements)
+      : terms_(terms), placements_(placements) {}
+
+  // A term the probe allocates; Add its buffers next.
+  void Term(std::string name, double estimated_bytes) {
+    TermAllocation& term = terms_->emplace_back();
+    term.name = std::move(name);
+    term.estimated_bytes = static_cast<int64_t>(estimated_bytes);
+    term.allocated_bytes = term.estimated_bytes;
+    allocated_by_probe_ = true;
+  }
+
+  // A term the CUDA runtime or NCCL allocates: estimated, never allocated by the probe.
+  void RuntimeTerm(std::string name, double estimated_bytes) {
+    Term(std::move(name), estimated_bytes);
+    terms_->back().allocated_bytes = 0;
+    allocated_by_probe_ = false;
+  }
+
+  void Add(ProbeBuffer buffer, int64_t bytes) {
+    TermAllocation& term = terms_->back();
+    BufferPlacement& placement = (*placements_)[static_cast<int>(buffer)];
+    placement.term = static_cast<int>(terms_->size()) - 1;
+    placement.offset = term.needed_bytes;
+    placement.bytes = bytes;
+    term.needed_bytes += Align(bytes);
+    if (allocated_by_probe_) {
+      term.allocated_bytes = std::max(term.allocated_bytes, term.needed_bytes);
+    }
+  }
+
+ private:
+  std::vector<TermAllocation>* terms_;
+  std::array<BufferPlacement, static_cast<int>(ProbeBuffer::kCount)>* placements_;
+  bool allocated_by_probe_ = true;
+};
+
+// Scores and probabilities have up to s columns, rows rounded up to 8 (attention_kernels.h).
+int64_t AttentionRowStride(const ShardShapes& x) { return (x.sequence + 7) / 8 * 8; }
+
+// The most queries of one sequence per attention chunk: a power of two at most the
+// position-contiguous segment of the rank's tokens (with context parallelism each rank holds
+// two: chunks i and 2c - 1 - i of the sequence) whose scores (fp32) and probabilities (bf16)
+// against all s keys fit kAttentionWorkspaceBytes; at least 1.
+int64_t AttentionQueryChunk(const ShardShapes& x) {
+  const int64_t segment = x.context_parallel > 1 ? x.sequence_per_rank / 2 : x.sequence_per_rank;
+  const int64_t bytes_per_query = x.query_heads * AttentionRowStride(x) * (kFp32 + kBf16);
+  int64_t chunk = 1;
+  while (chunk * 2 <= segment && chunk * 2 * bytes_per_query <= kAttentionWorkspaceBytes) {
+    chunk *= 2;
+  }
+  return chunk;
+}
+
+const StageMemory& EstimateOfStage(const MemoryEstimate& estimate, int64_t stage, int64_t pp) {
+  if (stage == 0) return estimate.first_stage;
+  if (stage == pp - 1) return estimate.last_stage;
+  return estimate.middle_stage;
+}
+
+}  // namespace
+
+FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& training,
+                                    const ClusterSpec& cluster, const ParallelConfig& config,
+                                    const MemoryOptions& memory_options, int64_t stage) {
+  FootprintPlan plan(ComputeShardShapes(model, training, config),
+                     StageLayersOf(model, config, stage));
+  const ShardShapes& x = plan.shapes_;
+  const int64_t shard_count = training.distributed_optimizer() ? config.dp() * config.cp() : 1;
+  plan.parameters_ = LayoutParameters(x, plan.stage_layers_, model.tied_embeddings(), shard_count);
+  plan.layer_activations_ = LayoutLayerActivations(x);
+  plan.loss_activations_ = LayoutLossActivations(x);
+
+  const int64_t v = config.virtual_pipeline();
+  const std::vector<ScheduleStep> schedule =
+      PipelineScheduleOf(config.pp(), v, config.NumMicroBatches(training), stage);
+  plan.activation_slots_ = MaxPassesInFlight(schedule, std::nullopt);
+  plan.loss_slots_ = plan.stage_layers_.lm_head ? MaxPassesInFlight(schedule, v - 1) : 0;
+  plan.full_recompute_ = config.recompute() == Recompute::kFull;
+  plan.slot_layer_bytes_ =
+      plan.full_recompute_ ? LayerInputBytes(x) : plan.layer_activations_.bytes;
+  // At least one layer's room: a chunk of no layers (an uneven split's) still receives its
+  // input into the slot.
+  plan.slot_bytes_ =
+      std::max<int64_t>(1, plan.stage_layers_.MostLayersPerChunk()) * plan.slot_layer_bytes_;
+  plan.attention_query_chunk_ = AttentionQueryChunk(x);
+
+  const MemoryEstimate estimate = EstimateMemory(model, training, cluster, config, memory_options);
+  const StageMemory& memory = EstimateOfStage(estimate, stage, config.pp());
+  plan.estimated_bytes_ = memory.Total();
+
+  TermBuilder terms(&plan.terms_, &plan.placements_);
+  auto term = [&](MemoryTerm t) { terms.Term(MemoryTermName(t), memory.term(t)); };
+  const int64_t parameters = plan.parameters_.padded_elements;
+  const int64_t optimizer_elements = plan.parameters_.shard_elements;
+
+  term(MemoryTerm::kWeights);
+  terms.Add(ProbeBuffer::kWeights, parameters * kBf16);
+  term(MemoryTerm::kGradients);
+  terms.Add(ProbeBuffer::kGradients, parameters * (training.fp32_gradients() ? kFp32 : kBf16));
+  term(MemoryTerm::kOptimizerStates);
+  terms.Add(ProbeBuffer::kMasterWeights, optimizer_elements * kFp32);
+  terms.Add(ProbeBuffer::kAdamFirstMoment, optimizer_elements * kFp32);
+  terms.Add(ProbeBuffer::kAdamSecondMoment, optimizer_elements * kFp32);
+  term(MemoryTerm::kActivations);
+  terms.Add(ProbeBuffer::kActivationSlots, plan.activation_slots_ * plan.slot_bytes_);
+  terms.Add(ProbeBuffer::kRecomputeWorkspace,
+            plan.full_recompute_ ? plan.layer_activations_.bytes : 0);
+  term(MemoryTerm::kEmbeddingActivations);
+  term(MemoryTerm::kOutputActivations);
+  terms.Add(ProbeBuffer::kLossSlots, plan.loss_slots_ * plan.loss_activations_.bytes);
+  terms.RuntimeTerm(MemoryTermName(MemoryTerm::kCudaContext),
+                    memory.term(MemoryTerm::kCudaContext));
+  terms.RuntimeTerm(MemoryTermName(MemoryTerm::kNcclBuffers),
+                    memory.term(MemoryTerm::kNcclBuffers));
+  term(MemoryTerm::kGradientBuckets);
+  term(MemoryTerm::kPipelineBuffers);
+  const int64_t boundary = config.pp() > 1 ? PipelineBoundaryBytes(x) : 0;
+  terms.Add(ProbeBuffer::kPipelineSendActivation, boundary);
+  terms.Add(ProbeBuffer::kPipelineReceiveGradient, boundary);
+  term(MemoryTerm::kFragmentation);
+
+  terms.Term("probe_workspace", 0);
+  const int64_t T = x.tokens;
+  const int64_t h = x.hidden;
+  const int64_t query_values = T * x.query_heads * x.head_dim;
+  const int64_t all_kv_values = x.context_parallel * 2 * T * x.kv_heads * x.head_dim;
+  const int64_t chunk_scores = plan.attention_query_chunk_ * x.query_heads * AttentionRowStride(x);
+  terms.Add(ProbeBuffer::kGemmWorkspace, kGemmWorkspaceBytes);
+  terms.Add(ProbeBuffer::kTokens, T * kInt32);
+  terms.Add(ProbeBuffer::kLabels, T * kInt32);
+  terms.Add(ProbeBuffer::kGathered, T * h * kBf16);
+  terms.Add(ProbeBuffer::kQkvProjection, T * x.qkv.outputs * kBf16);
+  terms.Add(ProbeBuffer::kAttentionHeads, query_values * kBf16);
+  terms.Add(ProbeBuffer::kQueryGradient, query_values * kBf16);
+  terms.Add(ProbeBuffer::kAttentionScores, chunk_scores * kFp32);
+  terms.Add(ProbeBuffer::kAttentionProbabilities, chunk_scores * kBf16);
+  terms.Add(ProbeBuffer::kKeyValueGathered, x.context_parallel > 1 ? all_kv_values * kBf16 : 0);
+  terms.Add(ProbeBuffer::kKeyValueGradients, all_kv_values * kFp32);
+  terms.Add(ProbeBuffer::kAttentionRowSums, T * x.query_heads * kFp32);
+  terms.Add(ProbeBuffer::kProjectionOutput, T * h * kBf16);
+  terms.Add(ProbeBuffer::kReduced, x.residual_tokens * h * kBf16);
+  terms.Add(ProbeBuffer::kResidualGradient, x.residual_tokens * h * kBf16);
+  terms.Add(ProbeBuffer::kMlpGradient, T * x.gate_up.outputs * kBf16);
+  terms.Add(ProbeBuffer::kSwigluGradient, T * x.ffn * kBf16);
+  terms.Add(ProbeBuffer::kQkvGradient, T * x.qkv.outputs * kBf16);
+  terms.Add(ProbeBuffer::kAttentionOutputGradient, query_values * kBf16);
+  terms.Add(ProbeBuffer::kLogitsGradient, plan.stage_layers_.lm_head ? T * x.vocab * kBf16 : 0);
+  terms.Add(ProbeBuffer::kLossStatistics, plan.stage_layers_.lm_head ? 3 * T * kFp32 : 0);
+  return plan;
+}
+
+}  // namespace paratune

@@ -1,0 +1,157 @@
+// The device memory one rank of a probe allocates: the memory model's terms for its pipeline
+// stage, each allocated at least as large as estimated (DESIGN.md §8: the probe allocates
+// the configuration's real footprint, so an allocation failure is a measured out-of-memory),
+// and where inside them the probe's buffers live. A term the probe needs more of than the
+// model estimates is allocated at the larger size and reported so; transient buffers the
+// model has no term for form the probe_workspace term.
+#ifndef PARATUNE_WORKER_PROBE_FOOTPRINT_PLAN_H_
+#define PARATUNE_WORKER_PROBE_FOOTPRINT_PLAN_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "estimator/cluster_spec.h"
+#include "estimator/memory_model.h"
+#include "estimator/model_spec.h"
+#include "estimator/parallel_config.h"
+#include "estimator/training_spec.h"
+#include "worker/probe/activation_layout.h"
+#include "worker/probe/parameter_layout.h"
+#include "worker/probe/shard_shapes.h"
+
+namespace paratune {
+
+// Every buffer of the probe, grouped by the term that holds it.
+enum class ProbeBuffer {
+  // weights: the stage's bf16 parameters (ParameterLayout, padded_elements).
+  kWeights,
+  // gradients: fp32 (or bf16) gradients in the same layout.
+  kGradients,
+  // optimizer_states: fp32 master weights and Adam's two moments of this rank's shard.
+  kMasterWeights,
+  kAdamFirstMoment,
+  kAdamSecondMoment,
+  // activations: activation_slots slots of one model chunk's kept tensors each, and under
+  // full recomputation one layer's whole block, rebuilt before its backward.
+  kActivationSlots,
+  kRecomputeWorkspace,
+  // output_activations: loss_slots LossActivationLayout blocks.
+  kLossSlots,
+  // pipeline_buffers: the activation a stage sends and the gradient it receives (it receives
+  // activations straight into an activation slot and sends gradients from
+  // kResidualGradient).
+  kPipelineSendActivation,
+  kPipelineReceiveGradient,
+  // probe_workspace: transient buffers.
+  kGemmWorkspace,            // cuBLASLt's workspace
+  kTokens,                   // [T] int32 token ids of a micro-batch
+  kLabels,                   // [T] int32 next-token labels
+  kGathered,                 // [T, h] bf16: a TP all-gather's output
+  kQkvProjection,            // [T, (a/t + 2 kv) d] bf16: the QKV GEMM's output
+  kAttentionHeads,           // [T, a/t, d] bf16, query-head layout: attention output or its
+                             // gradient
+  kQueryGradient,            // [T, a/t, d] bf16, query-head layout
+  kAttentionScores,          // fp32 scores (and their gradients) of one query chunk
+  kAttentionProbabilities,   // bf16 probabilities (and score gradients) of one query chunk
+  kKeyValueGathered,         // [c, 2, b, kv, s/c, d] bf16: all context ranks' K and V
+  kKeyValueGradients,        // [c, 2, b, kv, s/c, d] fp32: gradients of all of them
+  kAttentionRowSums,         // [T, a/t] fp32: rowsum(dO * O) for the softmax backward
+  kProjectionOutput,         // [T, h] bf16: a row-parallel GEMM's partial sums
+  kReduced,                  // [R, h] bf16: a TP reduce-scatter's output
+  kResidualGradient,         // [R, h] bf16: the gradient of the residual stream
+  kMlpGradient,              // [T, 2 f/t] bf16
+  kSwigluGradient,           // [T, f/t] bf16
+  kQkvGradient,              // [T, (a/t + 2 kv) d] bf16
+  kAttentionOutputGradient,  // [T, a/t d] bf16
+  kLogitsGradient,           // [T, ceil(V/t)] bf16
+  kLossStatistics,           // [3, T] fp32: row maximum, sum of exponentials, loss
+  kCount,
+};
+
+// One term of the footprint.
+struct TermAllocation {
+  // MemoryTermName, or "probe_workspace".
+  std::string name;
+  // The memory model's bytes (0 for probe_workspace).
+  int64_t estimated_bytes = 0;
+  // Bytes the probe allocates for the term: max(estimate, what its buffers need); 0 for
+  // cuda_context and nccl_buffers, which the CUDA runtime and NCCL allocate themselves.
+  int64_t allocated_bytes = 0;
+  // The bytes the probe's buffers in the term take, <= allocated_bytes; the rest is
+  // allocated and left unused, because the model counts it (e.g. the embedding output
+  // Megatron keeps, which the probe does not need).
+  int64_t needed_bytes = 0;
+};
+
+// Where a buffer lives: in the allocation of terms()[term], at `offset`.
+struct BufferPlacement {
+  int term = -1;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+};
+
+// Byte budget of kAttentionScores plus kAttentionProbabilities: attention is computed one
+// chunk of queries at a time against all the keys they see (docs/probe.md).
+inline constexpr int64_t kAttentionWorkspaceBytes = int64_t{384} << 20;
+// cuBLASLt's workspace; NVIDIA recommends 32 MiB on Hopper.
+inline constexpr int64_t kGemmWorkspaceBytes = int64_t{32} << 20;
+
+class FootprintPlan {
+ public:
+  // The plan of a rank on pipeline stage `stage` running `micro_batches` micro-batches per
+  // step; the estimate is EstimateMemory with `memory_options`: stage 0's, the last stage's,
+  // or for the stages in between stage 1's, which bounds them all.
+  static FootprintPlan Create(const ModelSpec& model, const TrainingSpec& training,
+                              const ClusterSpec& cluster, const ParallelConfig& config,
+                              const MemoryOptions& memory_options, int64_t stage);
+
+  const std::vector<TermAllocation>& terms() const { return terms_; }
+  const BufferPlacement& placement(ProbeBuffer buffer) const {
+    return placements_[static_cast<int>(buffer)];
+  }
+  // The memory model's total for the stage.
+  double estimated_bytes() const { return estimated_bytes_; }
+
+  const ShardShapes& shapes() const { return shapes_; }
+  const StageLayers& stage_layers() const { return stage_layers_; }
+  const ParameterLayout& parameters() const { return parameters_; }
+  const LayerActivationLayout& layer_activations() const { return layer_activations_; }
+  const LossActivationLayout& loss_activations() const { return loss_activations_; }
+
+  // Activation slots: one per model chunk whose backward is pending (the schedule's most).
+  int64_t activation_slots() const { return activation_slots_; }
+  // Bytes of one slot, and of one layer in it: the layer's whole block, or its input alone
+  // under full recomputation.
+  int64_t slot_bytes() const { return slot_bytes_; }
+  int64_t slot_layer_bytes() const { return slot_layer_bytes_; }
+  bool full_recompute() const { return full_recompute_; }
+  // Loss slots: the last stage's pending loss chunks (usually 1).
+  int64_t loss_slots() const { return loss_slots_; }
+  // Queries per attention chunk (query-token rows of one sequence).
+  int64_t attention_query_chunk() const { return attention_query_chunk_; }
+
+ private:
+  FootprintPlan(ShardShapes shapes, StageLayers stage_layers)
+      : shapes_(shapes), stage_layers_(std::move(stage_layers)) {}
+
+  ShardShapes shapes_;
+  StageLayers stage_layers_;
+  ParameterLayout parameters_;
+  LayerActivationLayout layer_activations_;
+  LossActivationLayout loss_activations_;
+  std::vector<TermAllocation> terms_;
+  std::array<BufferPlacement, static_cast<int>(ProbeBuffer::kCount)> placements_{};
+  double estimated_bytes_ = 0;
+  int64_t activation_slots_ = 0;
+  int64_t slot_bytes_ = 0;
+  int64_t slot_layer_bytes_ = 0;
+  bool full_recompute_ = false;
+  int64_t loss_slots_ = 0;
+  int64_t attention_query_chunk_ = 0;
+};
+
+}  // namespace paratune
+
+#endif  // PARATUNE_WORKER_PROBE_FOOTPRINT_PLAN_H_

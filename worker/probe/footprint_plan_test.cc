@@ -1,0 +1,150 @@
+#include "worker/probe/footprint_plan.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace paratune {
+namespace {
+
+struct Configuration {
+  ModelSpec model;
+  TrainingSpec training;
+  ClusterSpec cluster;
+  ParallelConfig config;
+};
+
+Configuration Make(const char* preset, int64_t gbs, int64_t seq, int64_t dp, int64_t tp, int64_t pp,
+                   int64_t cp, int64_t vp = 1, Recompute recompute = Recompute::kNone) {
+  ModelSpec model = *FindModelPreset(preset);
+  TrainingOptions options;
+  options.global_batch_size = gbs;
+  options.seq_len = seq;
+  TrainingSpec training = *TrainingSpec::Create(options);
+  ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 1, dp * tp * pp * cp);
+  ParallelDims dims;
+  dims.dp = dp;
+  dims.tp = tp;
+  dims.pp = pp;
+  dims.cp = cp;
+  dims.virtual_pipeline = vp;
+  dims.recompute = recompute;
+  absl::StatusOr<ParallelConfig> config =
+      ParallelConfig::Create(model, training, cluster, PlacementRules(), dims);
+  EXPECT_TRUE(config.ok()) << config.status();
+  return {model, training, cluster, *config};
+}
+
+FootprintPlan Plan(const Configuration& c, int64_t stage) {
+  return FootprintPlan::Create(c.model, c.training, c.cluster, c.config, MemoryOptions(), stage);
+}
+
+const TermAllocation& Term(const FootprintPlan& plan, const std::string& name) {
+  auto it = std::find_if(plan.terms().begin(), plan.terms().end(),
+                         [&](const TermAllocation& t) { return t.name == name; });
+  EXPECT_NE(it, plan.terms().end()) << name;
+  return *it;
+}
+
+// Every term is allocated at least as estimated (bar the runtime's and NCCL's), its buffers
+// fit inside it without overlapping, and the estimates add up to the stage's estimate.
+void ExpectConsistent(const FootprintPlan& plan) {
+  double estimated = 0;
+  for (const TermAllocation& term : plan.terms()) {
+    estimated += static_cast<double>(term.estimated_bytes);
+    if (term.name == "cuda_context" || term.name == "nccl_buffers") {
+      EXPECT_EQ(term.allocated_bytes, 0) << term.name;
+    } else {
+      EXPECT_GE(term.allocated_bytes, term.estimated_bytes) << term.name;
+      EXPECT_GE(term.allocated_bytes, term.needed_bytes) << term.name;
+    }
+  }
+  EXPECT_NEAR(estimated, plan.estimated_bytes(), 1e-6 * plan.estimated_bytes() + 16);
+  for (int b = 0; b < static_cast<int>(ProbeBuffer::kCount); ++b) {
+    const BufferPlacement& placement = plan.placement(static_cast<ProbeBuffer>(b));
+    ASSERT_GE(placement.term, 0) << "buffer " << b << " is not placed";
+    EXPECT_EQ(placement.offset % 256, 0);
+    EXPECT_LE(placement.offset + placement.bytes, plan.terms()[placement.term].needed_bytes)
+        << "buffer " << b;
+    for (int other = b + 1; other < static_cast<int>(ProbeBuffer::kCount); ++other) {
+      const BufferPlacement& o = plan.placement(static_cast<ProbeBuffer>(other));
+      if (o.term != placement.term || o.bytes == 0 || placement.bytes == 0) continue;
+      EXPECT_TRUE(o.offset >= placement.offset + placement.bytes ||
+                  placement.offset >= o.offset + o.bytes)
+          << "buffers " << b << " and " << other << " overlap";
+    }
+  }
+}
+
+TEST(FootprintPlanTest, EveryStageAllocatesAtLeastItsEstimate) {
+  const Configuration c = Make("llama3.1-8b", 16, 4096, 2, 2, 4, 1);
+  for (int64_t stage = 0; stage < 4; ++stage) {
+    SCOPED_TRACE(absl::StrCat("stage ", stage));
+    const FootprintPlan plan = Plan(c, stage);
+    ExpectConsistent(plan);
+    // 1F1B holds p - s micro-batches on stage s (m = 8 >= p).
+    EXPECT_EQ(plan.activation_slots(), 4 - stage);
+    EXPECT_EQ(plan.loss_slots(), stage == 3 ? 1 : 0);
+    // What the probe keeps fits in the model's activation term, and in its output term but
+    // for the final norm's 1/RMS per row.
+    EXPECT_EQ(Term(plan, "activations").allocated_bytes, Term(plan, "activations").estimated_bytes);
+    const TermAllocation& output = Term(plan, "output_activations");
+    EXPECT_LE(output.needed_bytes, output.estimated_bytes + 1e-4 * output.estimated_bytes);
+  }
+}
+
+TEST(FootprintPlanTest, ModelStatesFollowTheDistributedOptimizerShard) {
+  const Configuration c = Make("llama3.1-8b", 32, 4096, 4, 2, 1, 2);
+  const FootprintPlan plan = Plan(c, 0);
+  ExpectConsistent(plan);
+  EXPECT_EQ(plan.parameters().padded_elements, plan.parameters().shard_elements * 8);
+  for (const char* name : {"weights", "gradients", "optimizer_states"}) {
+    const TermAllocation& term = Term(plan, name);
+    EXPECT_NEAR(static_cast<double>(term.needed_bytes), static_cast<double>(term.estimated_bytes),
+                1e-3 * term.estimated_bytes)
+        << name;
+  }
+}
+
+TEST(FootprintPlanTest, FullRecomputationKeepsLayerInputsAndOneLayerWorkspace) {
+  const Configuration c = Make("llama3.1-8b", 8, 8192, 1, 2, 2, 1, 1, Recompute::kFull);
+  const FootprintPlan plan = Plan(c, 0);
+  ExpectConsistent(plan);
+  EXPECT_TRUE(plan.full_recompute());
+  EXPECT_EQ(plan.slot_layer_bytes(), LayerInputBytes(plan.shapes()));
+  EXPECT_EQ(plan.placement(ProbeBuffer::kRecomputeWorkspace).bytes, plan.layer_activations().bytes);
+  EXPECT_EQ(Term(plan, "activations").allocated_bytes, Term(plan, "activations").estimated_bytes);
+}
+
+// With as many micro-batches as stages Megatron-LM's interleaved schedule runs every forward
+// first, so the last stage holds all m v chunks; the memory model counts
+// 2 (p - s - 1) + (v - 1) p + 1 there. The probe allocates what the schedule holds.
+TEST(FootprintPlanTest, AllWarmupInterleavingHoldsMoreThanTheModelCounts) {
+  const Configuration c = Make("llama3.1-8b", 4, 2048, 1, 1, 4, 1, 2);
+  const FootprintPlan plan = Plan(c, 3);
+  ExpectConsistent(plan);
+  EXPECT_EQ(plan.activation_slots(), 8);
+  EXPECT_EQ(plan.loss_slots(), 4);
+  EXPECT_GT(Term(plan, "activations").allocated_bytes, Term(plan, "activations").estimated_bytes);
+}
+
+TEST(FootprintPlanTest, AttentionChunksFitTheWorkspaceAndTheRanksSegments) {
+  for (const Configuration& c :
+       {Make("llama3.1-8b", 8, 8192, 1, 1, 1, 1), Make("llama3.1-8b", 8, 131072, 1, 2, 1, 4),
+        Make("llama3.2-1b", 8, 1024, 1, 1, 1, 2)}) {
+    const FootprintPlan plan = Plan(c, 0);
+    const ShardShapes& x = plan.shapes();
+    const int64_t chunk = plan.attention_query_chunk();
+    const int64_t segment = x.context_parallel > 1 ? x.sequence_per_rank / 2 : x.sequence_per_rank;
+    EXPECT_GE(chunk, 1);
+    EXPECT_EQ(chunk & (chunk - 1), 0) << chunk;
+    EXPECT_LE(chunk, segment);
+    EXPECT_LE(plan.placement(ProbeBuffer::kAttentionScores).bytes +
+                  plan.placement(ProbeBuffer::kAttentionProbabilities).bytes,
+              kAttentionWorkspaceBytes);
+  }
+}
+
+}  // namespace
+}  // namespace paratune

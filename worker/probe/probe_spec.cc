@@ -1,0 +1,147 @@
+#include "worker/probe/probe_spec.h"
+
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "convert/spec_convert.h"
+
+namespace paratune {
+namespace {
+
+constexpr int64_t kMaxWarmupSteps = 1'000;
+constexpr int64_t kMaxTimedSteps = 10'000;
+
+absl::Status CheckRange(const char* field, int64_t value, int64_t low, int64_t high) {
+  if (value < low || value > high) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " (", value, ") must be in [", low, ", ", high, "]"));
+  }
+  return absl::OkStatus();
+}
+
+// What the probe itself needs of a configuration beyond the estimator's validity rules.
+absl::Status CheckProbeable(const TrainingSpec& training, const ParallelConfig& config,
+                            v1::Precision precision) {
+  if (precision == v1::FP8) {
+    return absl::InvalidArgumentError(
+        "training.precision (FP8) is not supported by the cuda probe, which runs bf16 GEMMs");
+  }
+  const int64_t micro_batches = config.NumMicroBatches(training);
+  if (config.virtual_pipeline() > 1 && micro_batches % config.pp() != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config.virtual_pipeline (", config.virtual_pipeline(),
+                     ") needs the micro-batches per step (", micro_batches,
+                     " = training.global_batch_size ", training.global_batch_size(),
+                     " / (config.data_parallel ", config.dp(), " x config.micro_batch_size ",
+                     config.micro_batch(), ")) to be a multiple of config.pipeline_parallel (",
+                     config.pp(), "), as Megatron-LM's interleaved schedule does"));
+  }
+  const int64_t tokens = config.micro_batch() * training.seq_len() / config.cp();
+  if (config.sequence_parallel() && tokens % config.tp() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.sequence_parallel shards a micro-batch's ", tokens,
+        " tokens per context-parallel rank (config.micro_batch_size x training.seq_len / "
+        "config.context_parallel) over config.tensor_parallel (",
+        config.tp(), "), which does not divide them"));
+  }
+  return absl::OkStatus();
+}
+
+// The gang's members cover ranks 0 .. num_ranks - 1 in order, each a whole number of tensor
+// x context groups.
+absl::Status CheckGang(const v1::ProbeAssignment& assignment, int64_t group_size) {
+  if (assignment.gang_size() == 0) {
+    return absl::InvalidArgumentError("assignment.gang is empty; it must list every worker");
+  }
+  int64_t next_rank = 0;
+  for (int i = 0; i < assignment.gang_size(); ++i) {
+    const v1::GangMember& member = assignment.gang(i);
+    if (member.first_rank() != next_rank) {
+      return absl::InvalidArgumentError(absl::StrCat("assignment.gang[", i, "].first_rank (",
+                                                     member.first_rank(), ") must be ", next_rank,
+                                                     ", where the members before end"));
+    }
+    if (member.num_ranks() < 1 || member.num_ranks() % group_size != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "assignment.gang[", i, "].num_ranks (", member.num_ranks(),
+          ") must be a positive multiple of tensor x context parallel (", group_size, ")"));
+    }
+    next_rank += member.num_ranks();
+  }
+  if (next_rank != assignment.num_ranks()) {
+    return absl::InvalidArgumentError(absl::StrCat("assignment.gang holds ", next_rank,
+                                                   " ranks, not assignment.num_ranks (",
+                                                   assignment.num_ranks(), ")"));
+  }
+  PT_RETURN_IF_ERROR(
+      CheckRange("assignment.gang_index", assignment.gang_index(), 0, assignment.gang_size() - 1));
+  const v1::GangMember& own = assignment.gang(static_cast<int>(assignment.gang_index()));
+  if (assignment.gpu_indices_size() != own.num_ranks()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("assignment.gpu_indices lists ", assignment.gpu_indices_size(),
+                     " GPUs for assignment.gang[", assignment.gang_index(), "].num_ranks (",
+                     own.num_ranks(), ")"));
+  }
+  std::set<int64_t> seen;
+  for (int64_t index : assignment.gpu_indices()) {
+    if (index < 0 || !seen.insert(index).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "assignment.gpu_indices (", index, ") must be distinct non-negative device indices"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& assignment) {
+  PT_ASSIGN_OR_RETURN(ModelSpec model, ModelSpecFromProto(assignment.model()));
+  PT_ASSIGN_OR_RETURN(TrainingSpec training, TrainingSpecFromProto(assignment.training()));
+  PT_ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpecFromProto(assignment.cluster()));
+  // The scheduler placed the configuration under its own rules; the probe runs whatever
+  // placement it was given.
+  PlacementRules rules;
+  rules.allow_tp_cp_across_nodes = true;
+  PT_ASSIGN_OR_RETURN(ParallelConfig config, ParallelConfigFromProto(assignment.config(), model,
+                                                                     training, cluster, rules));
+  PT_RETURN_IF_ERROR(CheckProbeable(training, config, assignment.training().precision()));
+  bool replica;
+  switch (assignment.scope()) {
+    case v1::PROBE_SCOPE_FULL:
+      replica = false;
+      break;
+    case v1::PROBE_SCOPE_REPLICA:
+      replica = true;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("assignment.scope (", v1::ProbeScope_Name(assignment.scope()),
+                       ") must be PROBE_SCOPE_FULL or PROBE_SCOPE_REPLICA"));
+  }
+  const RankLayout layout(config.tp(), config.cp(), replica ? 1 : config.dp(), config.pp());
+  if (assignment.num_ranks() != layout.world_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "assignment.num_ranks (", assignment.num_ranks(), ") must be ", layout.world_size(),
+        replica ? " (tensor x context x pipeline parallel: one replica)"
+                : " (data x tensor x context x pipeline parallel)"));
+  }
+  PT_RETURN_IF_ERROR(
+      CheckRange("assignment.warmup_steps", assignment.warmup_steps(), 0, kMaxWarmupSteps));
+  PT_RETURN_IF_ERROR(
+      CheckRange("assignment.timed_steps", assignment.timed_steps(), 1, kMaxTimedSteps));
+  PT_RETURN_IF_ERROR(CheckGang(assignment, config.tp() * config.cp()));
+
+  ProbeSpec spec(std::move(model), std::move(training), std::move(cluster), std::move(config),
+                 replica, layout);
+  spec.seed_ = assignment.seed();
+  spec.warmup_steps_ = assignment.warmup_steps();
+  spec.timed_steps_ = assignment.timed_steps();
+  spec.first_rank_ = assignment.gang(static_cast<int>(assignment.gang_index())).first_rank();
+  spec.gpu_indices_.assign(assignment.gpu_indices().begin(), assignment.gpu_indices().end());
+  spec.spans_processes_ = assignment.gang_size() > 1;
+  return spec;
+}
+
+}  // namespace paratune

@@ -1,0 +1,87 @@
+// What one paratune-probe process runs: a ProbeAssignment validated for the cuda backend.
+// Shared by the probe (which reads the assignment) and the worker's cuda backend (which
+// rejects an assignment before starting a process for it).
+#ifndef PARATUNE_WORKER_PROBE_PROBE_SPEC_H_
+#define PARATUNE_WORKER_PROBE_PROBE_SPEC_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "estimator/cluster_spec.h"
+#include "estimator/model_spec.h"
+#include "estimator/parallel_config.h"
+#include "estimator/training_spec.h"
+#include "proto/probe.pb.h"
+#include "worker/probe/rank_layout.h"
+
+namespace paratune {
+
+// Immutable and always valid.
+class ProbeSpec {
+ public:
+  // INVALID_ARGUMENT naming the field and value when the assignment cannot be probed: an
+  // invalid model, training run, cluster or configuration (as spec_convert.h checks them,
+  // with tensor x context groups allowed across nodes: the scheduler placed them); FP8
+  // precision (the probe runs bf16 GEMMs); an interleaved pipeline whose micro-batches per
+  // step are not a multiple of pipeline_parallel (Megatron-LM's interleaved schedule needs
+  // that); sequence parallelism whose tokens per rank do not split over tensor_parallel;
+  // a scope, step count, rank count, gang or GPU list that does not fit the configuration.
+  static absl::StatusOr<ProbeSpec> FromAssignment(const v1::ProbeAssignment& assignment);
+
+  const ModelSpec& model() const { return model_; }
+  const TrainingSpec& training() const { return training_; }
+  const ClusterSpec& cluster() const { return cluster_; }
+  const ParallelConfig& config() const { return config_; }
+
+  // REPLICA scope: one data-parallel replica runs and the data-parallel traffic across
+  // replicas is modelled (DESIGN.md §7).
+  bool replica() const { return replica_; }
+  // The ranks the probe runs: the configuration's, with dp = 1 for a REPLICA probe.
+  const RankLayout& layout() const { return layout_; }
+
+  // Seeds the probe's random weights and token ids.
+  uint64_t seed() const { return seed_; }
+  int64_t warmup_steps() const { return warmup_steps_; }
+  int64_t timed_steps() const { return timed_steps_; }
+  // Micro-batches per step: global batch / (data_parallel x micro_batch_size).
+  int64_t micro_batches() const { return config_.NumMicroBatches(training_); }
+
+  // This process's ranks: first_rank() .. first_rank() + local_ranks() - 1, on these CUDA
+  // device indices, one each, in rank order.
+  int64_t first_rank() const { return first_rank_; }
+  int64_t local_ranks() const { return static_cast<int64_t>(gpu_indices_.size()); }
+  const std::vector<int64_t>& gpu_indices() const { return gpu_indices_; }
+
+  // Whether the probe's ranks span several processes (a gang of workers), which then need
+  // gang[0]'s NCCL unique id; and whether this process is gang[0], which creates it.
+  bool spans_processes() const { return spans_processes_; }
+  bool creates_nccl_id() const { return first_rank_ == 0; }
+
+ private:
+  ProbeSpec(ModelSpec model, TrainingSpec training, ClusterSpec cluster, ParallelConfig config,
+            bool replica, RankLayout layout)
+      : model_(std::move(model)),
+        training_(std::move(training)),
+        cluster_(std::move(cluster)),
+        config_(std::move(config)),
+        replica_(replica),
+        layout_(layout) {}
+
+  ModelSpec model_;
+  TrainingSpec training_;
+  ClusterSpec cluster_;
+  ParallelConfig config_;
+  bool replica_;
+  RankLayout layout_;
+  uint64_t seed_ = 0;
+  int64_t warmup_steps_ = 0;
+  int64_t timed_steps_ = 0;
+  int64_t first_rank_ = 0;
+  std::vector<int64_t> gpu_indices_;
+  bool spans_processes_ = false;
+};
+
+}  // namespace paratune
+
+#endif  // PARATUNE_WORKER_PROBE_PROBE_SPEC_H_

@@ -1,0 +1,141 @@
+#include "worker/probe/probe_spec.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "worker/probe/test_assignments.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Llama-3.2-1B (32 heads, 8 kv heads, 16 layers) on 8 GPUs: dp2 tp2 pp2 cp1.
+v1::ProbeAssignment Valid() { return TestAssignment("llama3.2-1b", 16, 2048, 2, 2, 2, 1, 1); }
+
+void ExpectInvalid(const v1::ProbeAssignment& assignment, const std::string& message) {
+  absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(assignment);
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument) << spec.status();
+  EXPECT_THAT(spec.status().message(), HasSubstr(message));
+}
+
+TEST(ProbeSpecTest, FullProbeOnOneWorkerRunsEveryRank) {
+  absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(Valid());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_FALSE(spec->replica());
+  EXPECT_EQ(spec->layout().world_size(), 8);
+  EXPECT_EQ(spec->layout().dp(), 2);
+  EXPECT_EQ(spec->micro_batches(), 8);
+  EXPECT_EQ(spec->first_rank(), 0);
+  EXPECT_EQ(spec->local_ranks(), 8);
+  EXPECT_FALSE(spec->spans_processes());
+  EXPECT_TRUE(spec->creates_nccl_id());
+  EXPECT_EQ(spec->warmup_steps(), 1);
+  EXPECT_EQ(spec->timed_steps(), 3);
+}
+
+TEST(ProbeSpecTest, ReplicaProbeRunsOneDataParallelReplica) {
+  v1::ProbeAssignment assignment = Valid();
+  assignment.set_scope(v1::PROBE_SCOPE_REPLICA);
+  assignment.set_num_ranks(4);
+  assignment.mutable_gang(0)->set_num_ranks(4);
+  assignment.mutable_gpu_indices()->Truncate(4);
+  absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(assignment);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->replica());
+  EXPECT_EQ(spec->layout().dp(), 1);
+  EXPECT_EQ(spec->layout().world_size(), 4);
+  // The step still has the configuration's micro-batches per replica.
+  EXPECT_EQ(spec->micro_batches(), 8);
+}
+
+TEST(ProbeSpecTest, SecondGangMemberOwnsTheUpperRanks) {
+  absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(AsGangMember(Valid(), 2, 1));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->first_rank(), 4);
+  EXPECT_THAT(spec->gpu_indices(), ElementsAre(0, 1, 2, 3));
+  EXPECT_TRUE(spec->spans_processes());
+  EXPECT_FALSE(spec->creates_nccl_id());
+}
+
+TEST(ProbeSpecTest, InvalidConfigurationNamesTheField) {
+  v1::ProbeAssignment assignment = Valid();
+  assignment.mutable_config()->set_tensor_parallel(3);
+  ExpectInvalid(assignment, "tensor_parallel (3)");
+}
+
+TEST(ProbeSpecTest, Fp8IsRejected) {
+  v1::ProbeAssignment assignment = Valid();
+  assignment.mutable_training()->set_precision(v1::FP8);
+  ExpectInvalid(assignment, "training.precision (FP8)");
+}
+
+TEST(ProbeSpecTest, InterleavingNeedsMicroBatchesInWholePipelineRounds) {
+  // 16 layers on pp 2 x vp 2 with 10 / dp 2 = 5 micro-batches, then 12 / 2 = 6.
+  v1::ProbeAssignment assignment = TestAssignment("llama3.2-1b", 10, 2048, 2, 2, 2, 1, 1);
+  assignment.mutable_config()->set_virtual_pipeline(2);
+  ExpectInvalid(assignment, "config.virtual_pipeline (2) needs the micro-batches per step (5");
+  assignment.mutable_training()->set_global_batch_size(12);
+  EXPECT_TRUE(ProbeSpec::FromAssignment(assignment).ok());
+}
+
+TEST(ProbeSpecTest, SequenceParallelTokensMustSplitOverTensorParallel) {
+  // 8 query heads and 8 kv heads would pass the head rules with tp 8; 2 tokens per cp rank
+  // cannot be split 8 ways.
+  v1::ProbeAssignment assignment = TestAssignment("llama3.2-1b", 8, 4, 1, 8, 1, 2, 1);
+  ExpectInvalid(assignment, "config.tensor_parallel (8), which does not divide them");
+}
+
+TEST(ProbeSpecTest, ScopeMustBeSet) {
+  v1::ProbeAssignment assignment = Valid();
+  assignment.set_scope(v1::PROBE_SCOPE_UNSPECIFIED);
+  ExpectInvalid(assignment, "assignment.scope (PROBE_SCOPE_UNSPECIFIED)");
+}
+
+TEST(ProbeSpecTest, RankCountMustMatchTheScope) {
+  v1::ProbeAssignment assignment = Valid();
+  assignment.set_num_ranks(4);
+  ExpectInvalid(assignment, "assignment.num_ranks (4) must be 8");
+}
+
+TEST(ProbeSpecTest, StepCountsAreBounded) {
+  v1::ProbeAssignment assignment = Valid();
+  assignment.set_timed_steps(0);
+  ExpectInvalid(assignment, "assignment.timed_steps (0) must be in [1, 10000]");
+  assignment = Valid();
+  assignment.set_warmup_steps(-1);
+  ExpectInvalid(assignment, "assignment.warmup_steps (-1)");
+}
+
+TEST(ProbeSpecTest, GangMustCoverTheRanksInWholeTensorContextGroups) {
+  v1::ProbeAssignment gap = AsGangMember(Valid(), 2, 0);
+  gap.mutable_gang(1)->set_first_rank(6);
+  ExpectInvalid(gap, "assignment.gang[1].first_rank (6) must be 4");
+
+  v1::ProbeAssignment split_group = AsGangMember(Valid(), 2, 0);
+  split_group.mutable_gang(0)->set_num_ranks(3);
+  split_group.mutable_gang(1)->set_first_rank(3);
+  split_group.mutable_gang(1)->set_num_ranks(5);
+  ExpectInvalid(split_group, "assignment.gang[0].num_ranks (3) must be a positive multiple");
+
+  v1::ProbeAssignment empty = Valid();
+  empty.clear_gang();
+  ExpectInvalid(empty, "assignment.gang is empty");
+
+  v1::ProbeAssignment index = Valid();
+  index.set_gang_index(1);
+  ExpectInvalid(index, "assignment.gang_index (1) must be in [0, 0]");
+}
+
+TEST(ProbeSpecTest, GpusMustBeOnePerLocalRankAndDistinct) {
+  v1::ProbeAssignment few = Valid();
+  few.mutable_gpu_indices()->Truncate(7);
+  ExpectInvalid(few, "assignment.gpu_indices lists 7 GPUs");
+
+  v1::ProbeAssignment repeated = Valid();
+  repeated.set_gpu_indices(7, 0);
+  ExpectInvalid(repeated, "assignment.gpu_indices (0) must be distinct");
+}
+
+}  // namespace
+}  // namespace paratune
