@@ -60,6 +60,8 @@ const char* RejectionRule(Rejection rejection) {
       return "2 x context_parallel does not divide seq_len";
     case Rejection::kBatchDivisibility:
       return "data_parallel x micro_batch_size does not divide global_batch_size";
+    case Rejection::kInterleavedMicroBatches:
+      return "pipeline_parallel does not divide the micro-batches of an interleaved schedule";
     case Rejection::kTpCpAcrossNodes:
       return "tensor_parallel x context_parallel does not fit in a node";
     case Rejection::kCount:
@@ -94,6 +96,12 @@ Rejection CheckRules(const ModelSpec& model, const TrainingSpec& training,
   if (d.cp > 1 && !Divides(2 * d.cp, training.seq_len())) return Rejection::kCpSequence;
   if (!Divides(d.dp * d.micro_batch, training.global_batch_size())) {
     return Rejection::kBatchDivisibility;
+  }
+  // Megatron-LM's interleaved 1F1B runs the micro-batches in groups of pp per model chunk
+  // (megatron/core/pipeline_parallel/schedules.py), so pp must divide their number.
+  if (d.virtual_pipeline > 1 &&
+      !Divides(d.pp, training.global_batch_size() / (d.dp * d.micro_batch))) {
+    return Rejection::kInterleavedMicroBatches;
   }
   // TP and CP groups are the innermost ranks; inside a node they must tile it exactly.
   const int64_t tp_cp = d.tp * d.cp;
@@ -143,6 +151,13 @@ std::string DescribeRejection(Rejection rejection, const ModelSpec& model,
                           d.micro_batch, ") = ", d.dp * d.micro_batch,
                           " does not divide training.global_batch_size (",
                           training.global_batch_size(), ")");
+    case Rejection::kInterleavedMicroBatches:
+      return absl::StrCat("config.virtual_pipeline (", d.virtual_pipeline,
+                          ") > 1 needs config.pipeline_parallel (", d.pp,
+                          ") to divide the micro-batches per step, training.global_batch_size (",
+                          training.global_batch_size(), ") / (config.data_parallel (", d.dp,
+                          ") x config.micro_batch_size (", d.micro_batch, ")) = ",
+                          training.global_batch_size() / (d.dp * d.micro_batch));
     case Rejection::kTpCpAcrossNodes:
       return absl::StrCat("config.tensor_parallel (", d.tp, ") x config.context_parallel (", d.cp,
                           ") = ", d.tp * d.cp, " does not divide cluster.gpus_per_node (",

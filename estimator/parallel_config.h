@@ -55,6 +55,7 @@ enum class Rejection {
   kVirtualPipelineLayers,    // v x pp does not divide layers (or v > 1 with pp = 1)
   kCpSequence,               // 2 x cp does not divide the sequence length
   kBatchDivisibility,        // dp x b does not divide the global batch
+  kInterleavedMicroBatches,  // v > 1 and pp does not divide the micro-batches per step
   kTpCpAcrossNodes,          // tp x cp larger than a node (not allowed by the rules)
   kCount,
 };

@@ -122,6 +122,22 @@ TEST_F(ParallelConfigTest, BatchDivisibility) {
   EXPECT_EQ(Check(Dims(16, 1, 1, 1, 64)), Rejection::kValid);
 }
 
+TEST_F(ParallelConfigTest, InterleavingNeedsPipelineParallelToDivideTheMicroBatches) {
+  // 1020 / (dp 4 x b 1) = 255 micro-batches: not a multiple of pp 4.
+  const TrainingSpec training = *TrainingSpec::Create({1020, 8192});
+  ParallelDims dims = Dims(4, 1, 4, 1);
+  EXPECT_EQ(CheckRules(model_, training, cluster_, {}, dims), Rejection::kValid);
+  dims.virtual_pipeline = 2;
+  const Rejection rejection = CheckRules(model_, training, cluster_, {}, dims);
+  EXPECT_EQ(rejection, Rejection::kInterleavedMicroBatches);
+  EXPECT_EQ(DescribeRejection(rejection, model_, training, cluster_, dims),
+            "config.virtual_pipeline (2) > 1 needs config.pipeline_parallel (4) to divide the "
+            "micro-batches per step, training.global_batch_size (1020) / (config.data_parallel "
+            "(4) x config.micro_batch_size (1)) = 255");
+  // 1024 / 4 = 256 micro-batches interleave fine.
+  EXPECT_EQ(Check(dims), Rejection::kValid);
+}
+
 TEST_F(ParallelConfigTest, TpTimesCpWithinANode) {
   EXPECT_EQ(Check(Dims(1, 16, 1, 1)), Rejection::kTpCpAcrossNodes);
   EXPECT_EQ(Check(Dims(1, 4, 1, 4)), Rejection::kTpCpAcrossNodes);

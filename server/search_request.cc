@@ -151,6 +151,12 @@ absl::StatusOr<ValidatedSearchRequest> ValidateCreateSearchRequest(
   PT_RETURN_IF_ERROR(CheckRange("spec.top_k", spec.top_k(), 0, kMaxTopK));
   if (spec.top_k() == 0) spec.set_top_k(kDefaultTopK);
   PT_RETURN_IF_ERROR(NormalizeProbeSettings(*spec.mutable_probe()));
+  if (spec.probe().backend() == "cuda" && spec.training().precision() == v1::FP8) {
+    // Caught here rather than as a crash of every probe.
+    return absl::InvalidArgumentError(
+        "spec.training.precision (FP8) is not supported by backend cuda, whose paratune-probe "
+        "runs bf16 GEMMs; probe an FP8 run with backend command and a framework template");
+  }
   if (spec.seed() == 0) spec.set_seed(1);
 
   PT_ASSIGN_OR_RETURN(ResolvedSpec resolved, ResolveSearchSpec(spec));

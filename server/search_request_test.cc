@@ -111,6 +111,15 @@ TEST(ValidateCreateSearchRequestTest, CommandBackendNeedsATemplateNameAndOnlyIt)
             absl::InvalidArgumentError("spec.probe.scope (9) is not a ProbeScope"));
 }
 
+TEST(ValidateCreateSearchRequestTest, CudaBackendRunsBf16Only) {
+  v1::CreateSearchRequest request = Valid();
+  request.mutable_spec()->mutable_probe()->set_backend("cuda");
+  EXPECT_TRUE(Validate(request).ok());
+  request.mutable_spec()->mutable_training()->set_precision(v1::FP8);
+  EXPECT_THAT(Validate(request).message(),
+              HasSubstr("spec.training.precision (FP8) is not supported by backend cuda"));
+}
+
 TEST(ValidateCreateSearchRequestTest, DisplayNameIsLimited) {
   v1::CreateSearchRequest request = Valid();
   request.set_display_name(std::string(256, 'x'));

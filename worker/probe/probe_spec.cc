@@ -21,22 +21,13 @@ absl::Status CheckRange(const char* field, int64_t value, int64_t low, int64_t h
   return absl::OkStatus();
 }
 
-// What the probe itself needs of a configuration beyond the estimator's validity rules.
+// What the probe itself needs of a configuration beyond the estimator's validity rules
+// (which include the interleaved schedule's micro-batch rule).
 absl::Status CheckProbeable(const TrainingSpec& training, const ParallelConfig& config,
                             v1::Precision precision) {
   if (precision == v1::FP8) {
     return absl::InvalidArgumentError(
         "training.precision (FP8) is not supported by the cuda probe, which runs bf16 GEMMs");
-  }
-  const int64_t micro_batches = config.NumMicroBatches(training);
-  if (config.virtual_pipeline() > 1 && micro_batches % config.pp() != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config.virtual_pipeline (", config.virtual_pipeline(),
-                     ") needs the micro-batches per step (", micro_batches,
-                     " = training.global_batch_size ", training.global_batch_size(),
-                     " / (config.data_parallel ", config.dp(), " x config.micro_batch_size ",
-                     config.micro_batch(), ")) to be a multiple of config.pipeline_parallel (",
-                     config.pp(), "), as Megatron-LM's interleaved schedule does"));
   }
   const int64_t tokens = config.micro_batch() * training.seq_len() / config.cp();
   if (config.sequence_parallel() && tokens % config.tp() != 0) {

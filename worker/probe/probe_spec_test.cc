@@ -71,10 +71,11 @@ TEST(ProbeSpecTest, Fp8IsRejected) {
 }
 
 TEST(ProbeSpecTest, InterleavingNeedsMicroBatchesInWholePipelineRounds) {
-  // 16 layers on pp 2 x vp 2 with 10 / dp 2 = 5 micro-batches, then 12 / 2 = 6.
+  // 16 layers on pp 2 x vp 2 with 10 / dp 2 = 5 micro-batches, then 12 / 2 = 6: the
+  // estimator's rule, which the probe applies.
   v1::ProbeAssignment assignment = TestAssignment("llama3.2-1b", 10, 2048, 2, 2, 2, 1, 1);
   assignment.mutable_config()->set_virtual_pipeline(2);
-  ExpectInvalid(assignment, "config.virtual_pipeline (2) needs the micro-batches per step (5");
+  ExpectInvalid(assignment, "config.pipeline_parallel (2) to divide the micro-batches per step");
   assignment.mutable_training()->set_global_batch_size(12);
   EXPECT_TRUE(ProbeSpec::FromAssignment(assignment).ok());
 }
