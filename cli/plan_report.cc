@@ -10,6 +10,7 @@
 #include "cli/report.h"
 #include "cli/table.h"
 #include "convert/estimate_convert.h"
+#include "convert/search_text.h"
 #include "convert/spec_convert.h"
 #include "estimator/memory_model.h"
 
@@ -145,7 +146,7 @@ std::string FormatExplanation(const ConfigurationExplanation& explanation,
   }
   const ParallelConfig config = ParallelConfig::FromCheckedDims(dims);
   const v1::ParallelConfig config_proto = ParallelConfigToProto(config);
-  std::string out = absl::StrCat(FormatConfig(config_proto), ": ", verdict, "\n");
+  std::string out = absl::StrCat(DescribeConfig(config_proto), ": ", verdict, "\n");
   if (!explanation.has_memory) return out;
   v1::EstimateResponse estimate;
   *estimate.mutable_memory() =

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/table.h"
+#include "convert/search_text.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace paratune {
@@ -28,25 +29,6 @@ std::string VerdictName(v1::MemoryVerdict verdict) {
       return "RISKY";
     case v1::OUT_OF_MEMORY:
       return "OOM";
-    default:
-      return "?";
-  }
-}
-
-std::string OutcomeName(v1::ProbeOutcome outcome) {
-  switch (outcome) {
-    case v1::PROBE_OK:
-      return "ok";
-    case v1::PROBE_OUT_OF_MEMORY:
-      return "out of memory";
-    case v1::PROBE_TIMEOUT:
-      return "timeout";
-    case v1::PROBE_CRASH:
-      return "crash";
-    case v1::PROBE_INFRA_ERROR:
-      return "infra error";
-    case v1::PROBE_NOT_MEASURED:
-      return "not measured";
     default:
       return "?";
   }
@@ -92,7 +74,7 @@ std::string FailureBreakdown(const v1::SearchCounts& counts) {
         counts.failed_by_outcome().find(v1::ProbeOutcome_Name(static_cast<v1::ProbeOutcome>(outcome)));
     if (it == counts.failed_by_outcome().end()) continue;
     parts.push_back(absl::StrCat(it->second, " ",
-                                 OutcomeName(static_cast<v1::ProbeOutcome>(outcome))));
+                                 DescribeOutcome(static_cast<v1::ProbeOutcome>(outcome))));
   }
   return parts.empty() ? "" : absl::StrCat(": ", absl::StrJoin(parts, ", "));
 }
@@ -115,29 +97,15 @@ std::string BestMeasured(const v1::Search& search) {
   return absl::StrFormat("%.1f TFLOP/s per GPU%s (%s)",
                          best->probe_result().model_tflops_per_gpu(),
                          best->probe_result().simulated() ? " simulated" : "",
-                         FormatConfig(best->config()));
+                         DescribeConfig(best->config()));
 }
 
 }  // namespace
 
-std::string FormatConfig(const v1::ParallelConfig& config) {
-  std::string text = absl::StrFormat("dp%d tp%d pp%d cp%d mbs%d", config.data_parallel(),
-                                     config.tensor_parallel(), config.pipeline_parallel(),
-                                     config.context_parallel(), config.micro_batch_size());
-  if (config.virtual_pipeline() > 1) absl::StrAppend(&text, " vp", config.virtual_pipeline());
-  if (config.recompute() == v1::RECOMPUTE_SELECTIVE) absl::StrAppend(&text, " recompute=selective");
-  if (config.recompute() == v1::RECOMPUTE_FULL) absl::StrAppend(&text, " recompute=full");
-  if (config.tensor_parallel() > 1 && config.has_sequence_parallel() &&
-      !config.sequence_parallel()) {
-    absl::StrAppend(&text, " sp=off");
-  }
-  return text;
-}
-
 std::string FormatEstimate(const v1::ParallelConfig& config,
                            const v1::EstimateResponse& estimate) {
   const v1::MemoryEstimate& memory = estimate.memory();
-  std::string out = absl::StrCat("Configuration: ", FormatConfig(config), "\n\n");
+  std::string out = absl::StrCat("Configuration: ", DescribeConfig(config), "\n\n");
 
   std::vector<Table::Column> columns = {{"memory per GPU (GiB)", false}};
   for (const auto& stage : memory.stages()) {
@@ -224,7 +192,7 @@ std::string FormatPlanCandidates(const v1::PlanResponse& plan) {
   for (int i = 0; i < plan.candidates_size(); ++i) {
     const v1::Candidate& c = plan.candidates(i);
     const v1::PerformanceEstimate& p = c.predicted();
-    candidates.AddRow({absl::StrCat(i + 1), FormatConfig(c.config()), GiB(c.memory().peak_bytes()),
+    candidates.AddRow({absl::StrCat(i + 1), DescribeConfig(c.config()), GiB(c.memory().peak_bytes()),
                        Percent(c.memory().fraction_of_capacity()),
                        VerdictName(c.memory().verdict()),
                        absl::StrFormat("%.1f", p.model_tflops_per_gpu()),
@@ -281,7 +249,7 @@ CandidateTable CandidatesTable(const v1::Search& search, int max_rows) {
     std::string probed = "-";
     std::string step = "-";
     std::string result = c.state() == v1::CANDIDATE_PROBED
-                             ? OutcomeName(c.probe_result().outcome())
+                             ? DescribeOutcome(c.probe_result().outcome())
                              : CandidateStateName(c.state());
     if (ok) {
       const Origin origin = OriginOf(c.probe_result());
@@ -293,7 +261,7 @@ CandidateTable CandidatesTable(const v1::Search& search, int max_rows) {
                                                              : "");
       step = absl::StrFormat("%.3f", c.probe_result().mean_step_time_seconds());
     }
-    table.AddRow({ok ? absl::StrCat(++rank) : "-", FormatConfig(c.config()),
+    table.AddRow({ok ? absl::StrCat(++rank) : "-", DescribeConfig(c.config()),
                   GiB(c.memory().peak_bytes()), Percent(c.memory().fraction_of_capacity()),
                   absl::StrFormat("%.1f", c.predicted().model_tflops_per_gpu()), probed, step,
                   result});
@@ -337,7 +305,7 @@ std::string FormatSearch(const v1::Search& search) {
   absl::StrAppend(&out, "\n", table.text);
   for (const auto& c : search.candidates()) {
     if (c.waiting_reason().empty()) continue;
-    absl::StrAppend(&out, "waiting: ", FormatConfig(c.config()), " ", c.waiting_reason(), "\n");
+    absl::StrAppend(&out, "waiting: ", DescribeConfig(c.config()), " ", c.waiting_reason(), "\n");
   }
   if (table.any_simulated) {
     absl::StrAppend(&out,

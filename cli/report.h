@@ -10,9 +10,6 @@
 
 namespace paratune {
 
-// "dp2 tp2 pp1 cp1 mbs1" (plus " vp2", " recompute=full", " sp=off" when not the default).
-std::string FormatConfig(const v1::ParallelConfig& config);
-
 // Memory breakdown per term and stage, total, fraction and verdict, then the predicted step
 // time and its parts, tokens/s, TFLOP/s per GPU and MFU.
 std::string FormatEstimate(const v1::ParallelConfig& config,

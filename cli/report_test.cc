@@ -32,15 +32,6 @@ v1::Candidate Probed(int64_t dp, int64_t tp, double tflops, bool simulated) {
   return candidate;
 }
 
-TEST(FormatConfigTest, ShowsNonDefaultSwitchesOnly) {
-  v1::ParallelConfig config = Config(2, 4);
-  EXPECT_EQ(FormatConfig(config), "dp2 tp4 pp1 cp1 mbs1");
-  config.set_virtual_pipeline(2);
-  config.set_recompute(v1::RECOMPUTE_FULL);
-  config.set_sequence_parallel(false);
-  EXPECT_EQ(FormatConfig(config), "dp2 tp4 pp1 cp1 mbs1 vp2 recompute=full sp=off");
-}
-
 TEST(FormatSearchTest, MarksSimulatedResultsAndRanksOnlySuccessfulProbes) {
   v1::Search search;
   search.set_name("searches/7");

@@ -9,7 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "convert/spec_convert.h"
 #include "estimator/performance_model.h"
-#include "server/search_text.h"
+#include "convert/search_text.h"
 
 namespace paratune {
 namespace {

@@ -21,7 +21,7 @@
 #include "server/page_token.h"
 #include "server/resource_names.h"
 #include "server/search_request.h"
-#include "server/search_text.h"
+#include "convert/search_text.h"
 #include "server/worker_request.h"
 
 namespace paratune {

@@ -1,4 +1,4 @@
-#include "server/search_text.h"
+#include "convert/search_text.h"
 
 #include "gtest/gtest.h"
 

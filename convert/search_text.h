@@ -1,6 +1,7 @@
-// Text for people about searches: configurations, probe results, stop reasons.
-#ifndef PARATUNE_SERVER_SEARCH_TEXT_H_
-#define PARATUNE_SERVER_SEARCH_TEXT_H_
+// Text for people about searches, shared by the server (events, stop reasons) and the CLI:
+// configurations, probe outcomes and results.
+#ifndef PARATUNE_CONVERT_SEARCH_TEXT_H_
+#define PARATUNE_CONVERT_SEARCH_TEXT_H_
 
 #include <string>
 
@@ -22,4 +23,4 @@ std::string DescribeResult(const v1::ProbeResult& result);
 
 }  // namespace paratune
 
-#endif  // PARATUNE_SERVER_SEARCH_TEXT_H_
+#endif  // PARATUNE_CONVERT_SEARCH_TEXT_H_
