@@ -2,45 +2,24 @@
 
 #include <algorithm>
 
-#include "estimator/pipeline_layout.h"
+#include "estimator/config_symbols.h"
 
 namespace paratune {
 namespace {
 
 constexpr int Term(MemoryTerm term) { return static_cast<int>(term); }
 
-// Sizes of one configuration as doubles, named as in DESIGN.md §5.2.
-struct Symbols {
-  double s, b, h, f, a, k, V, L, t, p, c, d, v, m;
-  double layer_params;  // parameters of one transformer layer
-  double mlp_factor;    // activation bytes of the MLP per f: 8 gated, 4 not
-  bool tied, sp;
-  PipelineLayout layout;
+// The configuration's symbols and the two the memory formulas add.
+struct Symbols : ConfigSymbols {
+  double mlp_factor;  // activation bytes of the MLP per f: 8 gated, 4 not
+  bool sp;            // sequence parallelism shards the norm and dropout inputs
 };
 
 Symbols MakeSymbols(const ModelSpec& model, const TrainingSpec& training,
                     const ParallelConfig& config) {
-  Symbols x;
-  x.s = static_cast<double>(training.seq_len());
-  x.b = static_cast<double>(config.micro_batch());
-  x.h = static_cast<double>(model.hidden_size());
-  x.f = static_cast<double>(model.ffn_hidden_size());
-  x.a = static_cast<double>(model.num_attention_heads());
-  x.k = static_cast<double>(model.num_kv_heads());
-  x.V = static_cast<double>(model.vocab_size());
-  x.L = static_cast<double>(model.num_layers());
-  x.t = static_cast<double>(config.tp());
-  x.p = static_cast<double>(config.pp());
-  x.c = static_cast<double>(config.cp());
-  x.d = static_cast<double>(config.dp());
-  x.v = static_cast<double>(config.virtual_pipeline());
-  x.m = static_cast<double>(config.NumMicroBatches(training));
-  x.layer_params = model.LayerParameterCount();
-  x.mlp_factor = model.gated_mlp() ? 8 : 4;
-  x.tied = model.tied_embeddings();
-  // Without TP there is nothing for sequence parallelism to shard, so both forms agree.
-  x.sp = config.sequence_parallel() || config.tp() == 1;
-  x.layout = LayoutPipeline(model.num_layers(), config.pp(), config.virtual_pipeline());
+  Symbols x{MakeConfigSymbols(model, training, config), model.gated_mlp() ? 8.0 : 4.0,
+            // Without TP there is nothing for sequence parallelism to shard: both forms agree.
+            config.sequence_parallel() || config.tp() == 1};
   return x;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "estimator/config_symbols.h"
 #include "estimator/pipeline_layout.h"
 
 namespace paratune {
@@ -57,39 +58,7 @@ double GemmSeconds(double flops, double peak_flops, const PerformanceParameters&
   return flops / (peak_flops * efficiency);
 }
 
-// Sizes of one configuration as doubles, named as in DESIGN.md §5.3.
-struct Symbols {
-  double s, b, h, f, a, k, V, L, t, p, c, d, v, m, gbs;
-  double mlp_matrices;  // 3 gated, 2 not
-  double layer_params;
-  bool tied;
-  PipelineLayout layout;
-};
-
-Symbols MakeSymbols(const ModelSpec& model, const TrainingSpec& training,
-                    const ParallelConfig& config) {
-  Symbols x;
-  x.s = static_cast<double>(training.seq_len());
-  x.b = static_cast<double>(config.micro_batch());
-  x.h = static_cast<double>(model.hidden_size());
-  x.f = static_cast<double>(model.ffn_hidden_size());
-  x.a = static_cast<double>(model.num_attention_heads());
-  x.k = static_cast<double>(model.num_kv_heads());
-  x.V = static_cast<double>(model.vocab_size());
-  x.L = static_cast<double>(model.num_layers());
-  x.t = static_cast<double>(config.tp());
-  x.p = static_cast<double>(config.pp());
-  x.c = static_cast<double>(config.cp());
-  x.d = static_cast<double>(config.dp());
-  x.v = static_cast<double>(config.virtual_pipeline());
-  x.m = static_cast<double>(config.NumMicroBatches(training));
-  x.gbs = static_cast<double>(training.global_batch_size());
-  x.mlp_matrices = model.MlpMatrices();
-  x.layer_params = model.LayerParameterCount();
-  x.tied = model.tied_embeddings();
-  x.layout = LayoutPipeline(model.num_layers(), config.pp(), config.virtual_pipeline());
-  return x;
-}
+using Symbols = ConfigSymbols;
 
 // Forward passes per micro-batch: the forward itself, plus one more when full recompute
 // re-runs every layer before its backward.
@@ -246,7 +215,7 @@ double ModelFlopsPerStep(const ModelSpec& model, const TrainingSpec& training) {
 PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpec& training,
                                        const ClusterSpec& cluster, const ParallelConfig& config,
                                        const PerformanceParameters& params) {
-  const Symbols x = MakeSymbols(model, training, config);
+  const Symbols x = MakeConfigSymbols(model, training, config);
   const double peak_flops = cluster.gpu().peak_bf16_tflops * kTera;
   const double layer_compute =
       LayerComputeSeconds(x, training, config.recompute(), peak_flops, params);
