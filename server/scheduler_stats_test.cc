@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "server/fake_clock.h"
 #include "server/sqlite_search_store.h"
+#include "server/test_requests.h"
 #include "server/scheduler.h"
 
 namespace paratune {
@@ -118,17 +119,7 @@ TEST(SchedulerStatsTest, FollowsASearchThroughTheScheduler) {
   absl::StatusOr<v1::RegisterWorkerResponse> registered = scheduler.RegisterWorker(worker);
   ASSERT_TRUE(registered.ok()) << registered.status();
 
-  v1::CreateSearchRequest request;
-  v1::SearchSpec& spec = *request.mutable_spec();
-  spec.mutable_model()->set_preset("llama3.2-1b");
-  spec.mutable_training()->set_global_batch_size(64);
-  spec.mutable_training()->set_seq_len(2048);
-  spec.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
-  spec.mutable_cluster()->set_num_nodes(1);
-  spec.mutable_cluster()->set_gpus_per_node(8);
-  spec.set_policy(v1::TOP_K);
-  spec.set_top_k(1);
-  absl::StatusOr<v1::Search> search = scheduler.CreateSearch(request);
+  absl::StatusOr<v1::Search> search = scheduler.CreateSearch(SmallSimSearch(1));
   ASSERT_TRUE(search.ok()) << search.status();
 
   SchedulerStats stats = scheduler.Stats();

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "server/fake_clock.h"
 #include "server/sqlite_search_store.h"
+#include "server/test_requests.h"
 
 namespace paratune {
 namespace {
@@ -21,22 +22,6 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-
-// Llama-3.2-1B on `nodes` x 8 H100-80GB, global batch 64, sequence 2048.
-v1::CreateSearchRequest SmallSearch(int64_t top_k, int64_t nodes = 1) {
-  v1::CreateSearchRequest request;
-  request.set_display_name("small");
-  v1::SearchSpec& spec = *request.mutable_spec();
-  spec.mutable_model()->set_preset("llama3.2-1b");
-  spec.mutable_training()->set_global_batch_size(64);
-  spec.mutable_training()->set_seq_len(2048);
-  spec.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
-  spec.mutable_cluster()->set_num_nodes(nodes);
-  spec.mutable_cluster()->set_gpus_per_node(8);
-  spec.set_policy(v1::TOP_K);
-  spec.set_top_k(top_k);
-  return request;
-}
 
 v1::RegisterWorkerRequest Worker(int gpus, const std::string& backend = "sim") {
   v1::RegisterWorkerRequest request;
@@ -150,9 +135,9 @@ class SchedulerTest : public ::testing::Test {
 };
 
 TEST_F(SchedulerTest, CreateSearchQueuesTheTopKAndFillsDefaults) {
-  const v1::Search search = Create(SmallSearch(3));
+  const v1::Search search = Create(SmallSimSearch(3));
   EXPECT_EQ(search.name(), "searches/1");
-  EXPECT_EQ(search.display_name(), "small");
+  EXPECT_EQ(search.display_name(), "small sim search");
   EXPECT_EQ(search.state(), v1::PROBING);
   EXPECT_EQ(search.counts().selected(), 3);
   EXPECT_GE(search.counts().enumerated(), search.counts().valid());
@@ -179,7 +164,7 @@ TEST_F(SchedulerTest, CreateSearchQueuesTheTopKAndFillsDefaults) {
 }
 
 TEST_F(SchedulerTest, UnspecifiedPolicyIsAdaptiveStartingWithMaxInFlightCandidates) {
-  v1::CreateSearchRequest request = SmallSearch(0);
+  v1::CreateSearchRequest request = SmallSimSearch(0);
   request.mutable_spec()->set_policy(v1::SEARCH_POLICY_UNSPECIFIED);
   const v1::Search search = Create(request);
   EXPECT_EQ(search.spec().policy(), v1::ADAPTIVE);
@@ -192,7 +177,7 @@ TEST_F(SchedulerTest, UnspecifiedPolicyIsAdaptiveStartingWithMaxInFlightCandidat
 }
 
 TEST_F(SchedulerTest, ExhaustiveSelectsEveryMemorySafeCandidate) {
-  v1::CreateSearchRequest request = SmallSearch(0);
+  v1::CreateSearchRequest request = SmallSimSearch(0);
   request.mutable_spec()->set_policy(v1::EXHAUSTIVE);
   const v1::Search search = Create(request);
   EXPECT_EQ(search.counts().selected(), search.counts().memory_safe());
@@ -200,18 +185,18 @@ TEST_F(SchedulerTest, ExhaustiveSelectsEveryMemorySafeCandidate) {
 }
 
 TEST_F(SchedulerTest, BadRequestsNameTheField) {
-  v1::CreateSearchRequest adaptive = SmallSearch(3);
+  v1::CreateSearchRequest adaptive = SmallSimSearch(3);
   adaptive.mutable_spec()->set_policy(v1::ADAPTIVE);
   adaptive.mutable_spec()->mutable_adaptive()->set_max_in_flight(5000);
   EXPECT_EQ(scheduler_->CreateSearch(adaptive).status(),
             absl::InvalidArgumentError("spec.adaptive.max_in_flight (5000) must be in [0, 1024]"));
 
-  v1::CreateSearchRequest steps = SmallSearch(3);
+  v1::CreateSearchRequest steps = SmallSimSearch(3);
   steps.mutable_spec()->mutable_probe()->set_timed_steps(20000);
   EXPECT_EQ(scheduler_->CreateSearch(steps).status(),
             absl::InvalidArgumentError("spec.probe.timed_steps (20000) must be in [0, 10000]"));
 
-  v1::CreateSearchRequest preset = SmallSearch(3);
+  v1::CreateSearchRequest preset = SmallSimSearch(3);
   preset.mutable_spec()->mutable_model()->set_preset("gpt-5");
   const absl::Status status = scheduler_->CreateSearch(preset).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
@@ -224,7 +209,7 @@ TEST_F(SchedulerTest, BadRequestsNameTheField) {
 }
 
 TEST_F(SchedulerTest, NoMemorySafeCandidateFailsWithTheCounts) {
-  v1::CreateSearchRequest request = SmallSearch(3);
+  v1::CreateSearchRequest request = SmallSimSearch(3);
   request.mutable_spec()->mutable_model()->set_preset("llama3.1-405b");
   const v1::Search search = Create(request);
   EXPECT_EQ(search.state(), v1::FAILED);
@@ -236,7 +221,7 @@ TEST_F(SchedulerTest, NoMemorySafeCandidateFailsWithTheCounts) {
 }
 
 TEST_F(SchedulerTest, ProbesRunToSuccessAndAreRankedByMeasurement) {
-  const v1::Search created = Create(SmallSearch(3));
+  const v1::Search created = Create(SmallSimSearch(3));
   const std::string worker = Register(8);
 
   std::vector<v1::ProbeAssignment> assignments;
@@ -278,19 +263,19 @@ TEST_F(SchedulerTest, ProbesRunToSuccessAndAreRankedByMeasurement) {
 }
 
 TEST_F(SchedulerTest, WorkerSmallerThanTheClusterRunsAReplica) {
-  Create(SmallSearch(1, /*nodes=*/2));
+  Create(SmallSimSearch(1, /*nodes=*/2));
   std::optional<v1::ProbeAssignment> replica = Acquire(Register(8));
   ASSERT_TRUE(replica.has_value());
   EXPECT_EQ(replica->scope(), v1::PROBE_SCOPE_REPLICA);
 
-  Create(SmallSearch(1, /*nodes=*/2));
+  Create(SmallSimSearch(1, /*nodes=*/2));
   std::optional<v1::ProbeAssignment> full = Acquire(Register(16));
   ASSERT_TRUE(full.has_value());
   EXPECT_EQ(full->scope(), v1::PROBE_SCOPE_FULL);
 }
 
 TEST_F(SchedulerTest, ProbesGoOnlyToWorkersWithTheBackendAndEnoughGpus) {
-  v1::CreateSearchRequest request = SmallSearch(0);
+  v1::CreateSearchRequest request = SmallSimSearch(0);
   request.mutable_spec()->set_policy(v1::EXHAUSTIVE);
   const v1::Search search = Create(request);
   EXPECT_FALSE(Acquire(Register(8, "cuda")).has_value());
@@ -308,7 +293,7 @@ TEST_F(SchedulerTest, ProbesGoOnlyToWorkersWithTheBackendAndEnoughGpus) {
 
 // Llama-3.2-1B on 1 x 8 H100-80GB probed FULL: 8 ranks, more than one 4-GPU worker has.
 v1::CreateSearchRequest FullScopeSearch() {
-  v1::CreateSearchRequest request = SmallSearch(1);
+  v1::CreateSearchRequest request = SmallSimSearch(1);
   request.mutable_spec()->mutable_probe()->set_scope(v1::PROBE_SCOPE_FULL);
   return request;
 }
@@ -420,7 +405,7 @@ TEST_F(SchedulerTest, LostGangMemberRequeuesTheProbeUntilTheFleetCanHostItAgain)
 }
 
 TEST_F(SchedulerTest, CommandProbesGoOnlyToWorkersWithTheTemplate) {
-  v1::CreateSearchRequest request = SmallSearch(1);
+  v1::CreateSearchRequest request = SmallSimSearch(1);
   request.mutable_spec()->mutable_probe()->set_backend("command");
   request.mutable_spec()->mutable_probe()->set_command_template("megatron-gpt");
   const v1::Search search = Create(request);
@@ -441,7 +426,7 @@ TEST_F(SchedulerTest, CommandProbesGoOnlyToWorkersWithTheTemplate) {
 }
 
 TEST_F(SchedulerTest, LostWorkersProbeIsRequeuedThenGivenUp) {
-  const v1::Search search = Create(SmallSearch(1));
+  const v1::Search search = Create(SmallSimSearch(1));
   const std::string first = Register(8);
   std::optional<v1::ProbeAssignment> assignment = Acquire(first);
   ASSERT_TRUE(assignment.has_value());
@@ -487,7 +472,7 @@ v1::RegisterWorkerRequest ReservedWorker(int gpus, const std::string& probe) {
 }
 
 TEST_F(SchedulerTest, ReservedWorkersRunTheirProbeOnly) {
-  const v1::Search search = Create(SmallSearch(3));
+  const v1::Search search = Create(SmallSimSearch(3));
   const std::string for_second =
       scheduler_->RegisterWorker(ReservedWorker(8, "searches/1/candidates/1/probes/1"))->name();
   const std::string for_other =
@@ -511,7 +496,7 @@ TEST_F(SchedulerTest, ReservedWorkersRunTheirProbeOnly) {
 }
 
 TEST_F(SchedulerTest, ProbeWithReservedWorkersRunsOnThemOnly) {
-  const v1::Search search = Create(SmallSearch(1));
+  const v1::Search search = Create(SmallSimSearch(1));
   const std::string probe = "searches/1/candidates/0/probes/1";
   const std::string unreserved = Register(8);
   const std::string reserved = scheduler_->RegisterWorker(ReservedWorker(8, probe))->name();
@@ -523,7 +508,7 @@ TEST_F(SchedulerTest, ProbeWithReservedWorkersRunsOnThemOnly) {
 
 TEST_F(SchedulerTest, PendingProbesListQueuedAndRunningProbesWithTheirShape) {
   Create(FullScopeSearch());
-  v1::CreateSearchRequest replicas = SmallSearch(2, /*nodes=*/2);
+  v1::CreateSearchRequest replicas = SmallSimSearch(2, /*nodes=*/2);
   replicas.mutable_spec()->mutable_probe()->set_deadline_seconds(120);
   Create(replicas);
   std::vector<Scheduler::PendingProbe> pending = scheduler_->PendingProbes();
@@ -562,7 +547,7 @@ TEST_F(SchedulerTest, PendingProbesListQueuedAndRunningProbesWithTheirShape) {
 }
 
 TEST_F(SchedulerTest, LaunchEndingBeforeItsProbeStartedCountsTheAttempt) {
-  const v1::Search search = Create(SmallSearch(2));
+  const v1::Search search = Create(SmallSimSearch(2));
   const std::string probe = "searches/1/candidates/0/probes/1";
   // The launch's worker registered, then went away with it without taking the probe.
   const std::string worker = scheduler_->RegisterWorker(ReservedWorker(8, probe))->name();
@@ -599,7 +584,7 @@ TEST_F(SchedulerTest, LaunchEndingBeforeItsProbeStartedCountsTheAttempt) {
 }
 
 TEST_F(SchedulerTest, LaunchEndingUnderItsRunningProbeRequeuesIt) {
-  const v1::Search search = Create(SmallSearch(1));
+  const v1::Search search = Create(SmallSimSearch(1));
   const std::string probe = "searches/1/candidates/0/probes/1";
   const std::string worker = scheduler_->RegisterWorker(ReservedWorker(8, probe))->name();
   ASSERT_TRUE(Acquire(worker).has_value());
@@ -623,7 +608,7 @@ TEST_F(SchedulerTest, LaunchEndingUnderItsRunningProbeRequeuesIt) {
 }
 
 TEST_F(SchedulerTest, HeartbeatsKeepAWorkerAlive) {
-  Create(SmallSearch(1));
+  Create(SmallSimSearch(1));
   const std::string worker = Register(8);
   std::optional<v1::ProbeAssignment> assignment = Acquire(worker);
   ASSERT_TRUE(assignment.has_value());
@@ -636,7 +621,7 @@ TEST_F(SchedulerTest, HeartbeatsKeepAWorkerAlive) {
 }
 
 TEST_F(SchedulerTest, OverdueLeaseIsRequeuedAndTheWorkerToldToStop) {
-  const v1::Search search = Create(SmallSearch(1));
+  const v1::Search search = Create(SmallSimSearch(1));
   const std::string worker = Register(8);
   std::optional<v1::ProbeAssignment> assignment = Acquire(worker);
   ASSERT_TRUE(assignment.has_value());
@@ -653,7 +638,7 @@ TEST_F(SchedulerTest, OverdueLeaseIsRequeuedAndTheWorkerToldToStop) {
 }
 
 TEST_F(SchedulerTest, ReportsMustMatchALease) {
-  Create(SmallSearch(2));
+  Create(SmallSimSearch(2));
   const std::string worker = Register(8);
   const std::string other = Register(8);
   std::optional<v1::ProbeAssignment> assignment = Acquire(worker);
@@ -678,7 +663,7 @@ TEST_F(SchedulerTest, ReportsMustMatchALease) {
 }
 
 TEST_F(SchedulerTest, InfrastructureErrorsAreRetriedWithinMaxAttempts) {
-  const v1::Search search = Create(SmallSearch(1));
+  const v1::Search search = Create(SmallSimSearch(1));
   const std::string worker = Register(8);
   std::optional<v1::ProbeAssignment> first = Acquire(worker);
   ASSERT_TRUE(first.has_value());
@@ -694,7 +679,7 @@ TEST_F(SchedulerTest, InfrastructureErrorsAreRetriedWithinMaxAttempts) {
 }
 
 TEST_F(SchedulerTest, SearchWhoseProbesAllFailIsFailed) {
-  const v1::Search search = Create(SmallSearch(2));
+  const v1::Search search = Create(SmallSimSearch(2));
   const std::string worker = Register(8);
   for (v1::ProbeOutcome outcome : {v1::PROBE_OUT_OF_MEMORY, v1::PROBE_CRASH}) {
     std::optional<v1::ProbeAssignment> assignment = Acquire(worker);
@@ -710,7 +695,7 @@ TEST_F(SchedulerTest, SearchWhoseProbesAllFailIsFailed) {
 }
 
 TEST_F(SchedulerTest, CancelDropsQueuedProbesAndStopsRunningOnes) {
-  const v1::Search search = Create(SmallSearch(3));
+  const v1::Search search = Create(SmallSimSearch(3));
   const std::string worker = Register(8);
   std::optional<v1::ProbeAssignment> running = Acquire(worker);
   ASSERT_TRUE(running.has_value());
@@ -742,8 +727,8 @@ TEST_F(SchedulerTest, GetNamesMissingAndMalformedSearches) {
 }
 
 TEST_F(SchedulerTest, SearchesShareWorkersRoundRobin) {
-  Create(SmallSearch(3));
-  Create(SmallSearch(3));
+  Create(SmallSimSearch(3));
+  Create(SmallSimSearch(3));
   const std::string worker = Register(8);
   std::vector<std::string> order;
   for (int i = 0; i < 4; ++i) {
@@ -758,7 +743,7 @@ TEST_F(SchedulerTest, SearchesShareWorkersRoundRobin) {
 }
 
 TEST_F(SchedulerTest, AskingForAnotherProbeGivesUpTheHeldOne) {
-  Create(SmallSearch(1));
+  Create(SmallSimSearch(1));
   const std::string worker = Register(8);
   std::optional<v1::ProbeAssignment> first = Acquire(worker);
   ASSERT_TRUE(first.has_value());
@@ -786,7 +771,7 @@ TEST_F(SchedulerTest, RegisterValidatesTheWorker) {
 }
 
 TEST_F(SchedulerTest, ListSearchesPagesNewestFirstWithoutCandidates) {
-  for (int i = 0; i < 3; ++i) Create(SmallSearch(1));
+  for (int i = 0; i < 3; ++i) Create(SmallSimSearch(1));
   v1::ListSearchesRequest request;
   request.set_page_size(2);
   absl::StatusOr<v1::ListSearchesResponse> first = scheduler_->ListSearches(request);
@@ -814,7 +799,7 @@ TEST_F(SchedulerTest, ListSearchesPagesNewestFirstWithoutCandidates) {
 
 TEST_F(SchedulerTest, WatchersHearEveryChangeUntilTheSearchEnds) {
   const std::string worker = Register(8);
-  const v1::Search search = Create(SmallSearch(1));
+  const v1::Search search = Create(SmallSimSearch(1));
   RecordingObserver observer;
   absl::StatusOr<Scheduler::WatchStart> start = scheduler_->Watch(search.name(), &observer);
   ASSERT_TRUE(start.ok());
@@ -839,19 +824,19 @@ TEST_F(SchedulerTest, WatchersHearEveryChangeUntilTheSearchEnds) {
 }
 
 TEST_F(SchedulerTest, ShutdownReleasesWatchers) {
-  const v1::Search search = Create(SmallSearch(1));
+  const v1::Search search = Create(SmallSimSearch(1));
   RecordingObserver observer;
   ASSERT_TRUE(scheduler_->Watch(search.name(), &observer).ok());
   scheduler_->Shutdown();
   EXPECT_TRUE(observer.shut_down);
-  EXPECT_EQ(scheduler_->CreateSearch(SmallSearch(1)).status().code(),
+  EXPECT_EQ(scheduler_->CreateSearch(SmallSimSearch(1)).status().code(),
             absl::StatusCode::kUnavailable);
   EXPECT_EQ(scheduler_->Watch(search.name(), &observer).status().code(),
             absl::StatusCode::kUnavailable);
 }
 
 TEST_F(SchedulerTest, UnwatchStopsNotifications) {
-  const v1::Search search = Create(SmallSearch(1));
+  const v1::Search search = Create(SmallSimSearch(1));
   RecordingObserver observer;
   ASSERT_TRUE(scheduler_->Watch(search.name(), &observer).ok());
   scheduler_->Unwatch(search.name(), &observer);
@@ -902,7 +887,7 @@ std::vector<int64_t> RunToEnd(SchedulerTest& test, Scheduler& scheduler, const s
 
 TEST_F(SchedulerTest, AdaptiveStopsBeforeProbingEverythingAndConfirmsCloseLeaders) {
   const std::string worker = Register(8);
-  v1::CreateSearchRequest request = SmallSearch(0);
+  v1::CreateSearchRequest request = SmallSimSearch(0);
   request.mutable_spec()->set_policy(v1::ADAPTIVE);
   const v1::Search search = Create(request);
 
@@ -926,7 +911,7 @@ TEST_F(SchedulerTest, AdaptiveStopsBeforeProbingEverythingAndConfirmsCloseLeader
 
 TEST_F(SchedulerTest, BudgetOfProbesEndsTheSearchAndSkipsTheRest) {
   const std::string worker = Register(8);
-  v1::CreateSearchRequest request = SmallSearch(0);
+  v1::CreateSearchRequest request = SmallSimSearch(0);
   request.mutable_spec()->set_policy(v1::EXHAUSTIVE);
   request.mutable_spec()->mutable_budget()->set_max_probes(3);
   const v1::Search search = Create(request);
@@ -944,7 +929,7 @@ TEST_F(SchedulerTest, BudgetOfProbesEndsTheSearchAndSkipsTheRest) {
 
 TEST_F(SchedulerTest, DeadlineStopsRunningProbesAndEndsTheSearch) {
   const std::string worker = Register(8);
-  v1::CreateSearchRequest request = SmallSearch(3);
+  v1::CreateSearchRequest request = SmallSimSearch(3);
   request.mutable_spec()->mutable_budget()->set_deadline_seconds(10);
   const v1::Search search = Create(request);
   std::optional<v1::ProbeAssignment> running = Acquire(worker);
@@ -961,7 +946,7 @@ TEST_F(SchedulerTest, DeadlineStopsRunningProbesAndEndsTheSearch) {
 
 TEST_F(SchedulerTest, FailuresAreCountedByOutcome) {
   const std::string worker = Register(8);
-  const v1::Search search = Create(SmallSearch(2));
+  const v1::Search search = Create(SmallSimSearch(2));
   for (v1::ProbeOutcome outcome : {v1::PROBE_OUT_OF_MEMORY, v1::PROBE_TIMEOUT}) {
     std::optional<v1::ProbeAssignment> assignment = Acquire(worker);
     ASSERT_TRUE(assignment.has_value());
@@ -975,7 +960,7 @@ TEST_F(SchedulerTest, FailuresAreCountedByOutcome) {
 
 TEST_F(SchedulerTest, EventLogKeepsEveryChangeInPages) {
   const std::string worker = Register(8);
-  const v1::Search search = Create(SmallSearch(2));
+  const v1::Search search = Create(SmallSimSearch(2));
   for (int i = 0; i < 2; ++i) {
     std::optional<v1::ProbeAssignment> assignment = Acquire(worker);
     ASSERT_TRUE(assignment.has_value());
@@ -1039,7 +1024,7 @@ class SchedulerRestartTest : public SchedulerTest {
 TEST_F(SchedulerRestartTest, ResumedSearchAcceptsReportsOfProbesLeasedBeforeAndFinishes) {
   const std::string worker = Register(8);
   const std::string other = Register(8);
-  const v1::Search search = Create(SmallSearch(3));
+  const v1::Search search = Create(SmallSimSearch(3));
   std::optional<v1::ProbeAssignment> before = Acquire(worker);
   ASSERT_TRUE(before.has_value());
   std::optional<v1::ProbeAssignment> reported = Acquire(other);
@@ -1094,7 +1079,7 @@ TEST_F(SchedulerRestartTest, UndeliveredGangShareIsHandedOverAfterARestart) {
 
 TEST_F(SchedulerRestartTest, ProbeOfAWorkerThatNeverReturnsIsRequeued) {
   const std::string gone = Register(8);
-  const v1::Search search = Create(SmallSearch(1));
+  const v1::Search search = Create(SmallSimSearch(1));
   ASSERT_TRUE(Acquire(gone).has_value());
 
   Restart();
@@ -1111,7 +1096,7 @@ TEST_F(SchedulerRestartTest, ProbeOfAWorkerThatNeverReturnsIsRequeued) {
 
 TEST_F(SchedulerRestartTest, AdaptiveSearchContinuesWhereItStopped) {
   const std::string worker = Register(8);
-  v1::CreateSearchRequest request = SmallSearch(0);
+  v1::CreateSearchRequest request = SmallSimSearch(0);
   request.mutable_spec()->set_policy(v1::ADAPTIVE);
   const v1::Search search = Create(request);
   std::optional<v1::ProbeAssignment> first = Acquire(worker);

@@ -14,6 +14,7 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/client_callback.h"
 #include "gtest/gtest.h"
+#include "server/test_requests.h"
 #include "proto/autotuner_service.grpc.pb.h"
 #include "proto/worker_service.grpc.pb.h"
 
@@ -102,20 +103,6 @@ class ServerTest : public ::testing::Test {
     return response.name();
   }
 
-  static v1::CreateSearchRequest OneProbeSearch() {
-    v1::CreateSearchRequest request;
-    v1::SearchSpec& spec = *request.mutable_spec();
-    spec.mutable_model()->set_preset("llama3.2-1b");
-    spec.mutable_training()->set_global_batch_size(64);
-    spec.mutable_training()->set_seq_len(2048);
-    spec.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
-    spec.mutable_cluster()->set_num_nodes(1);
-    spec.mutable_cluster()->set_gpus_per_node(8);
-    spec.set_policy(v1::TOP_K);
-    spec.set_top_k(1);
-    return request;
-  }
-
   std::unique_ptr<ParatuneServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Autotuner::Stub> autotuner_;
@@ -161,7 +148,7 @@ TEST_F(ServerTest, ServesReflection) {
 TEST_F(ServerTest, RunsASearchThroughBothServices) {
   const std::string worker = RegisterWorker();
   v1::Search search;
-  ASSERT_TRUE(autotuner_->CreateSearch(Context().get(), OneProbeSearch(), &search).ok());
+  ASSERT_TRUE(autotuner_->CreateSearch(Context().get(), SmallSimSearch(1), &search).ok());
   ASSERT_EQ(search.state(), v1::PROBING);
 
   v1::AcquireProbeRequest acquire;
@@ -212,7 +199,7 @@ TEST_F(ServerTest, ParkedAcquireIsAnsweredWhenAProbeIsQueued) {
   grpc::Status status;
   std::thread poll([&] { status = workers_->AcquireProbe(Context().get(), acquire, &acquired); });
   v1::Search search;
-  ASSERT_TRUE(autotuner_->CreateSearch(Context().get(), OneProbeSearch(), &search).ok());
+  ASSERT_TRUE(autotuner_->CreateSearch(Context().get(), SmallSimSearch(1), &search).ok());
   poll.join();
   ASSERT_TRUE(status.ok()) << status.error_message();
   // Whether the poll parked before the search existed or not, it gets the probe.
@@ -249,7 +236,7 @@ TEST_F(ServerTest, WatchOfUnknownSearchIsNotFound) {
 
 TEST_F(ServerTest, ShutdownEndsOpenWatchStreams) {
   v1::Search search;
-  ASSERT_TRUE(autotuner_->CreateSearch(Context().get(), OneProbeSearch(), &search).ok());
+  ASSERT_TRUE(autotuner_->CreateSearch(Context().get(), SmallSimSearch(1), &search).ok());
   v1::WatchSearchRequest watch;
   watch.set_name(search.name());
   auto context = Context();

@@ -16,6 +16,7 @@
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/test_requests.h"
 #include "server/fake_clock.h"
 #include "server/sqlite_search_store.h"
 
@@ -147,21 +148,6 @@ class FakeSlurm {
   absl::Notification first_submission_;
 };
 
-// Llama-3.2-1B on one node of 8 H100-80GB, the `top_k` best predicted probed with sim.
-v1::CreateSearchRequest SmallSearch(int64_t top_k) {
-  v1::CreateSearchRequest request;
-  v1::SearchSpec& spec = *request.mutable_spec();
-  spec.mutable_model()->set_preset("llama3.2-1b");
-  spec.mutable_training()->set_global_batch_size(64);
-  spec.mutable_training()->set_seq_len(2048);
-  spec.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
-  spec.mutable_cluster()->set_num_nodes(1);
-  spec.mutable_cluster()->set_gpus_per_node(8);
-  spec.set_policy(v1::TOP_K);
-  spec.set_top_k(top_k);
-  return request;
-}
-
 v1::RegisterWorkerRequest Worker(const std::string& reserved_for = "") {
   v1::RegisterWorkerRequest request;
   request.set_hostname("node");
@@ -275,7 +261,7 @@ class SlurmLauncherTest : public ::testing::Test {
 };
 
 TEST_F(SlurmLauncherTest, SubmitsAJobForEachProbeNoWorkerCanHostWithinMaxJobs) {
-  Create(SmallSearch(3));
+  Create(SmallSimSearch(3));
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
   std::map<int64_t, FakeSlurm::Job> jobs = slurm_.jobs();
@@ -298,14 +284,14 @@ TEST_F(SlurmLauncherTest, SubmitsAJobForEachProbeNoWorkerCanHostWithinMaxJobs) {
 
 TEST_F(SlurmLauncherTest, ProbesThatLiveWorkersCanHostGetNoJob) {
   ASSERT_TRUE(scheduler_->RegisterWorker(Worker()).ok());
-  Create(SmallSearch(3));
+  Create(SmallSimSearch(3));
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
   EXPECT_THAT(slurm_.calls("sbatch"), IsEmpty());
 }
 
 TEST_F(SlurmLauncherTest, ProbeRunsOnItsJobsWorkerAndTheJobEndsWithIt) {
-  Create(SmallSearch(1));
+  Create(SmallSimSearch(1));
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
   const std::string probe = "searches/1/candidates/0/probes/1";
@@ -328,7 +314,7 @@ TEST_F(SlurmLauncherTest, ProbeRunsOnItsJobsWorkerAndTheJobEndsWithIt) {
 }
 
 TEST_F(SlurmLauncherTest, JobThatEndsBeforeItsProbeStartedCostsAnAttemptAndIsReplaced) {
-  Create(SmallSearch(1));
+  Create(SmallSimSearch(1));
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
   slurm_.End(1, "FAILED", "127:0");
@@ -352,7 +338,7 @@ TEST_F(SlurmLauncherTest, JobThatEndsBeforeItsProbeStartedCostsAnAttemptAndIsRep
 }
 
 TEST_F(SlurmLauncherTest, JobEndingUnderItsRunningProbeRequeuesItAtOnce) {
-  Create(SmallSearch(1));
+  Create(SmallSimSearch(1));
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
   StartJob(1, "searches/1/candidates/0/probes/1");
@@ -365,7 +351,7 @@ TEST_F(SlurmLauncherTest, JobEndingUnderItsRunningProbeRequeuesItAtOnce) {
 }
 
 TEST_F(SlurmLauncherTest, CancelledSearchCancelsItsJobs) {
-  Create(SmallSearch(3));
+  Create(SmallSimSearch(3));
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
   slurm_.Run(1);
@@ -387,7 +373,7 @@ TEST_F(SlurmLauncherTest, CancelledSearchCancelsItsJobs) {
 }
 
 TEST_F(SlurmLauncherTest, JobIsCancelledWhenOtherWorkersTakeItsProbe) {
-  Create(SmallSearch(1));
+  Create(SmallSimSearch(1));
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
   // A long-lived worker comes before the job starts.
@@ -402,7 +388,7 @@ TEST_F(SlurmLauncherTest, JobIsCancelledWhenOtherWorkersTakeItsProbe) {
 }
 
 TEST_F(SlurmLauncherTest, StartedJobWhoseProbeEndedIsLeftToEndByItself) {
-  Create(SmallSearch(1));
+  Create(SmallSimSearch(1));
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
   const std::string probe = "searches/1/candidates/0/probes/1";
@@ -416,7 +402,7 @@ TEST_F(SlurmLauncherTest, StartedJobWhoseProbeEndedIsLeftToEndByItself) {
 }
 
 TEST_F(SlurmLauncherTest, RunningJobWhoseWorkersDoNotTakeTheProbeIsCancelled) {
-  Create(SmallSearch(1));
+  Create(SmallSimSearch(1));
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
   slurm_.Run(1);
@@ -435,7 +421,7 @@ TEST_F(SlurmLauncherTest, RunningJobWhoseWorkersDoNotTakeTheProbeIsCancelled) {
 }
 
 TEST_F(SlurmLauncherTest, RestartedLauncherFollowsTheJobsItFindsByName) {
-  Create(SmallSearch(1));
+  Create(SmallSimSearch(1));
   StartLauncher().reset();
   ASSERT_THAT(slurm_.calls("sbatch"), SizeIs(1));
   // Someone else's job and the workers script's job are left alone.
@@ -454,7 +440,7 @@ TEST_F(SlurmLauncherTest, RestartedLauncherFollowsTheJobsItFindsByName) {
 }
 
 TEST_F(SlurmLauncherTest, RefusedSubmissionsCostAttemptsAndSayWhy) {
-  Create(SmallSearch(1));
+  Create(SmallSimSearch(1));
   slurm_.RefuseSubmissions(
       "sbatch: error: Batch job submission failed: Invalid partition name specified");
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
@@ -470,7 +456,7 @@ TEST_F(SlurmLauncherTest, RefusedSubmissionsCostAttemptsAndSayWhy) {
 }
 
 TEST_F(SlurmLauncherTest, UnreachableSlurmDecidesNothing) {
-  Create(SmallSearch(1));
+  Create(SmallSimSearch(1));
   slurm_.SetUnreachable(true);
   EXPECT_EQ(SlurmLauncher::Start(LauncherOptions(), scheduler_.get()).status().code(),
             absl::StatusCode::kUnavailable);
@@ -488,8 +474,8 @@ TEST_F(SlurmLauncherTest, UnreachableSlurmDecidesNothing) {
 }
 
 TEST_F(SlurmLauncherTest, JobsTakeTurnsBetweenSearches) {
-  Create(SmallSearch(3));
-  Create(SmallSearch(3));
+  Create(SmallSimSearch(3));
+  Create(SmallSimSearch(3));
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
   std::map<int64_t, FakeSlurm::Job> jobs = slurm_.jobs();
@@ -501,7 +487,7 @@ TEST_F(SlurmLauncherTest, JobsTakeTurnsBetweenSearches) {
 TEST_F(SlurmLauncherTest, WakeRunsARoundWithoutWaitingForThePollInterval) {
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
-  Create(SmallSearch(1));
+  Create(SmallSimSearch(1));
   EXPECT_FALSE(slurm_.first_submission().HasBeenNotified());
   launcher->Wake();
   EXPECT_TRUE(slurm_.first_submission().WaitForNotificationWithTimeout(absl::Seconds(30)));

@@ -62,15 +62,9 @@ TEST(E2eCommandTest, EveryOutcomeOfARealRunIsClassified) {
                            "--sim_gpus=8", "--sim_gpu_type=h100-80gb"}});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
 
-  v1::CreateSearchRequest request;
+  v1::CreateSearchRequest request = SmallSimSearch(0);
   request.set_display_name("command backend e2e");
   v1::SearchSpec& spec = *request.mutable_spec();
-  spec.mutable_model()->set_preset("llama3.2-1b");
-  spec.mutable_training()->set_global_batch_size(64);
-  spec.mutable_training()->set_seq_len(2048);
-  spec.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
-  spec.mutable_cluster()->set_num_nodes(1);
-  spec.mutable_cluster()->set_gpus_per_node(8);
   spec.mutable_space()->add_micro_batch_sizes(1);
   spec.set_policy(v1::EXHAUSTIVE);
   v1::ProbeSettings& probe = *spec.mutable_probe();
@@ -137,17 +131,9 @@ TEST(E2eCommandTest, GangMembersEachLaunchTheirNodesRanks) {
   absl::StatusOr<std::unique_ptr<TestCluster>> cluster = TestCluster::Start({flags, flags});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
 
-  v1::CreateSearchRequest request;
+  v1::CreateSearchRequest request = SmallSimSearch(2, /*nodes=*/2, /*gpus_per_node=*/4);
   request.set_display_name("command backend gang e2e");
   v1::SearchSpec& spec = *request.mutable_spec();
-  spec.mutable_model()->set_preset("llama3.2-1b");
-  spec.mutable_training()->set_global_batch_size(64);
-  spec.mutable_training()->set_seq_len(2048);
-  spec.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
-  spec.mutable_cluster()->set_num_nodes(2);
-  spec.mutable_cluster()->set_gpus_per_node(4);
-  spec.set_policy(v1::TOP_K);
-  spec.set_top_k(2);
   v1::ProbeSettings& probe = *spec.mutable_probe();
   probe.set_backend("command");
   probe.set_command_template("fake-megatron-plain");

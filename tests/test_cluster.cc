@@ -43,22 +43,6 @@ bool SetTestBinaries(int argc, char** argv) {
   return true;
 }
 
-v1::CreateSearchRequest SmallSimSearch(int64_t top_k) {
-  v1::CreateSearchRequest request;
-  request.set_display_name("small sim search");
-  v1::SearchSpec& spec = *request.mutable_spec();
-  spec.mutable_model()->set_preset("llama3.2-1b");
-  spec.mutable_training()->set_global_batch_size(64);
-  spec.mutable_training()->set_seq_len(2048);
-  spec.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
-  spec.mutable_cluster()->set_num_nodes(1);
-  spec.mutable_cluster()->set_gpus_per_node(8);
-  spec.set_policy(v1::TOP_K);
-  spec.set_top_k(top_k);
-  spec.mutable_probe()->set_backend("sim");
-  return request;
-}
-
 std::unique_ptr<grpc::ClientContext> ContextWithTimeout(absl::Duration timeout) {
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));

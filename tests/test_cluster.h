@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/client_context.h"
 #include "proto/autotuner_service.grpc.pb.h"
+#include "server/test_requests.h"
 #include "tests/process_harness.h"
 
 namespace paratune {
@@ -18,11 +19,6 @@ namespace paratune {
 // Reads the binaries' paths from a test main's arguments: argv[1] is paratune-server and
 // argv[2] paratune-worker (BUILD passes $(rootpath ...)). Returns false when missing.
 bool SetTestBinaries(int argc, char** argv);
-
-// Llama-3.2-1B on one node of 8 H100-80GB (global batch 64, sequence 2048), probing the
-// `top_k` best predicted configurations with the sim backend: a search that a worker with
-// 8 simulated GPUs finishes in about top_k x --sim_probe_seconds.
-v1::CreateSearchRequest SmallSimSearch(int64_t top_k);
 
 // A client context whose deadline is `timeout` from now.
 std::unique_ptr<grpc::ClientContext> ContextWithTimeout(absl::Duration timeout);
