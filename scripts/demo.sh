@@ -7,40 +7,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh
-bazel build //server:paratune-server //worker:paratune-worker //cli:paratune
-bin=$(bazel info bazel-bin)
-
-run_dir=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  bazel shutdown
-  rm -rf "$run_dir"
-}
-trap cleanup EXIT
-
-"$bin/server/paratune-server" --address=127.0.0.1:0 --port_file="$run_dir/port" \
-  --db="$run_dir/paratune.db" \
-  2>"$run_dir/server.log" &
-pids+=($!)
-for _ in $(seq 100); do
-  [[ -s "$run_dir/port" ]] && break
-  sleep 0.1
-done
-if [[ ! -s "$run_dir/port" ]]; then
-  echo "demo: paratune-server did not start; its log:" >&2
-  cat "$run_dir/server.log" >&2
-  exit 1
-fi
-server="127.0.0.1:$(cat "$run_dir/port")"
-echo "demo: paratune-server listening on $server (logs in $run_dir)"
-
+source scripts/local_cluster.sh //cli:paratune
+start_server demo
 for i in 1 2; do
-  "$bin/worker/paratune-worker" --server="$server" --backend=sim --sim_gpus=4 \
-    --sim_gpu_type=h100-94gb --hostname="sim-node-$i" 2>"$run_dir/worker-$i.log" &
-  pids+=($!)
+  start_worker "worker-$i" --backend=sim --sim_gpus=4 --sim_gpu_type=h100-94gb \
+    --hostname="sim-node-$i"
 done
 
 "$bin/cli/paratune" submit --server="$server" --watch --name=demo \

@@ -6,33 +6,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh
-bazel build //server:paratune-server //worker:paratune-worker //tools:replay_study
-bin=$(bazel info bazel-bin)
-
-run_dir=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  bazel shutdown
-  rm -rf "$run_dir"
-}
-trap cleanup EXIT
-
+source scripts/local_cluster.sh //tools:replay_study
 cat >"$run_dir/replay.textproto" <<CONFIG
 replay { published_tables: "$PWD/data/measured/llama31_8b_4d_abci_tsubame.csv" }
 CONFIG
-"$bin/server/paratune-server" --address=127.0.0.1:0 --port_file="$run_dir/port" \
-  --db="$run_dir/paratune.db" 2>"$run_dir/server.log" &
-pids+=($!)
-for _ in $(seq 100); do [[ -s "$run_dir/port" ]] && break; sleep 0.1; done
-server="127.0.0.1:$(cat "$run_dir/port")"
+start_server replay_study
 for i in 1 2 3 4; do
-  "$bin/worker/paratune-worker" --server="$server" --backend=replay \
-    --config="$run_dir/replay.textproto" --sim_gpus=64 --hostname="replay-$i" \
-    2>"$run_dir/worker-$i.log" &
-  pids+=($!)
+  start_worker "worker-$i" --backend=replay --config="$run_dir/replay.textproto" \
+    --sim_gpus=64 --hostname="replay-$i"
 done
 "$bin/tools/replay_study" --server="$server" --data_dir="$PWD/data/measured" \
   --out="$PWD/docs/replay_study.md.table"
