@@ -2,15 +2,18 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 
 namespace paratune {
 
-AutotunerClient::AutotunerClient(const std::string& address, absl::Duration rpc_timeout)
+AutotunerClient::AutotunerClient(const std::string& address,
+                                 std::shared_ptr<grpc::ChannelCredentials> credentials,
+                                 absl::Duration rpc_timeout)
     : address_(address),
       rpc_timeout_(rpc_timeout),
-      stub_(v1::Autotuner::NewStub(
-          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+      stub_(v1::Autotuner::NewStub(grpc::CreateChannel(address, std::move(credentials)))) {}
 
 absl::Status AutotunerClient::ToStatus(const grpc::Status& status) const {
   if (status.ok()) return absl::OkStatus();

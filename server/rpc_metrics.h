@@ -19,7 +19,8 @@ namespace paratune {
 class RpcMetrics {
  public:
   // Registers the two families in `registry` (which must outlive this). `methods` are the
-  // full names the server serves, e.g. "/paratune.v1.Autotuner/CreateSearch"; any other
+  // full names the server serves, e.g. "/paratune.v1.Autotuner/CreateSearch"
+  // (server/grpc_methods.h); any other
   // name a client sends is labelled "other", which keeps the label set bounded.
   static absl::StatusOr<std::unique_ptr<RpcMetrics>> Create(metrics::Registry& registry,
                                                             std::vector<std::string> methods);
@@ -42,13 +43,6 @@ class RpcMetrics {
   metrics::CounterFamily* const calls_;
   metrics::HistogramFamily* const durations_;
 };
-
-// The methods of the health checking and reflection services gRPC adds to every server.
-std::vector<std::string> StandardGrpcMethods();
-
-// The full method names ("/package.Service/Method") of a service compiled into the binary,
-// from protobuf's generated descriptor pool; empty when it knows no such service.
-std::vector<std::string> MethodsOfService(const std::string& service_full_name);
 
 }  // namespace paratune
 

@@ -12,12 +12,12 @@
 #include "gtest/gtest.h"
 #include "metrics/registry.h"
 #include "proto/autotuner_service.grpc.pb.h"
+#include "server/grpc_methods.h"
 #include "server/server.h"
 
 namespace paratune {
 namespace {
 
-using ::testing::Contains;
 using ::testing::ElementsAre;
 
 // The value of paratune_rpcs_total for these labels; -1 when there is no such sample.
@@ -29,13 +29,6 @@ double Calls(const metrics::Registry& registry, const std::vector<std::string>& 
     }
   }
   return -1;
-}
-
-TEST(MethodsOfServiceTest, ListsTheMethodsOfACompiledService) {
-  const std::vector<std::string> methods = MethodsOfService("paratune.v1.Autotuner");
-  EXPECT_THAT(methods, Contains("/paratune.v1.Autotuner/CreateSearch"));
-  EXPECT_THAT(methods, Contains("/paratune.v1.Autotuner/WatchSearch"));
-  EXPECT_TRUE(MethodsOfService("no.such.Service").empty());
 }
 
 TEST(RpcMetricsTest, CountsCallsOfARealServerByMethodAndCode) {
