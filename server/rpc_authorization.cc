@@ -4,8 +4,8 @@
 #include <string>
 
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "proto/autotuner_service.grpc.pb.h"
 #include "proto/worker_service.grpc.pb.h"
 #include "server/grpc_methods.h"
@@ -104,7 +104,9 @@ grpc::Status TokenAuthMetadataProcessor::Process(const InputMetadata& auth_metad
     authorization.push_back(ToStringView(it->second));
     consumed_auth_metadata->emplace(kAuthorizationKey, authorization.back());
   }
-  return ToGrpcStatus(AuthorizeCall(tokens_, method, authorization));
+  const absl::Status status = AuthorizeCall(tokens_, method, authorization);
+  if (!status.ok() && on_refused_) on_refused_(method, status.code());
+  return ToGrpcStatus(status);
 }
 
 }  // namespace paratune

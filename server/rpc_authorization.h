@@ -12,6 +12,8 @@
 #ifndef PARATUNE_SERVER_RPC_AUTHORIZATION_H_
 #define PARATUNE_SERVER_RPC_AUTHORIZATION_H_
 
+#include <functional>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -37,7 +39,12 @@ absl::Status AuthorizeCall(const TokenTable& tokens, absl::string_view method,
 // Thread-safe.
 class TokenAuthMetadataProcessor final : public grpc::AuthMetadataProcessor {
  public:
-  explicit TokenAuthMetadataProcessor(TokenTable tokens) : tokens_(std::move(tokens)) {}
+  // Called with the method and the code of every call refused, e.g. to count them (refused
+  // calls never reach the server's interceptors); may be empty.
+  using RefusalObserver = std::function<void(absl::string_view method, absl::StatusCode code)>;
+
+  TokenAuthMetadataProcessor(TokenTable tokens, RefusalObserver on_refused)
+      : tokens_(std::move(tokens)), on_refused_(std::move(on_refused)) {}
 
   // Hashing and comparing a few digests does not block: run on the call's own thread.
   bool IsBlocking() const override { return false; }
@@ -48,6 +55,7 @@ class TokenAuthMetadataProcessor final : public grpc::AuthMetadataProcessor {
 
  private:
   const TokenTable tokens_;
+  const RefusalObserver on_refused_;
 };
 
 }  // namespace paratune

@@ -1,6 +1,7 @@
 #include "server/rpc_authorization.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -13,9 +14,11 @@
 namespace paratune {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
+using ::testing::Pair;
 using ::testing::SizeIs;
 
 constexpr char kClientToken[] = "client-token-0123456789";
@@ -139,7 +142,7 @@ TEST(AuthorizeCallTest, TwoTokensAreUnauthenticated) {
 grpc::string_ref Ref(const std::string& text) { return grpc::string_ref(text.data(), text.size()); }
 
 TEST(TokenAuthMetadataProcessorTest, AdmitsAnAllowedCallAndConsumesItsToken) {
-  TokenAuthMetadataProcessor processor(Tokens());
+  TokenAuthMetadataProcessor processor(Tokens(), nullptr);
   EXPECT_FALSE(processor.IsBlocking());
   const std::string path = "/paratune.v1.WorkerService/Heartbeat";
   const std::string header = Bearer(kWorkerToken);
@@ -156,7 +159,7 @@ TEST(TokenAuthMetadataProcessorTest, AdmitsAnAllowedCallAndConsumesItsToken) {
 }
 
 TEST(TokenAuthMetadataProcessorTest, RefusesWithTheCanonicalCode) {
-  TokenAuthMetadataProcessor processor(Tokens());
+  TokenAuthMetadataProcessor processor(Tokens(), nullptr);
   const std::string path = "/paratune.v1.Autotuner/CreateSearch";
   const std::string worker = Bearer(kWorkerToken);
   grpc::AuthMetadataProcessor::OutputMetadata consumed;
@@ -171,8 +174,30 @@ TEST(TokenAuthMetadataProcessorTest, RefusesWithTheCanonicalCode) {
             grpc::StatusCode::PERMISSION_DENIED);
 }
 
+TEST(TokenAuthMetadataProcessorTest, TellsTheObserverOfEveryRefusal) {
+  std::vector<std::pair<std::string, absl::StatusCode>> refused;
+  TokenAuthMetadataProcessor processor(Tokens(),
+                                       [&refused](absl::string_view method, absl::StatusCode code) {
+                                         refused.emplace_back(method, code);
+                                       });
+  const std::string create = "/paratune.v1.Autotuner/CreateSearch";
+  const std::string health = "/grpc.health.v1.Health/Check";
+  const std::string client = Bearer(kClientToken);
+  const std::string worker = Bearer(kWorkerToken);
+  grpc::AuthMetadataProcessor::OutputMetadata consumed;
+  grpc::AuthMetadataProcessor::OutputMetadata response;
+  processor.Process({{Ref(":path"), Ref(create)}}, nullptr, &consumed, &response);
+  processor.Process({{Ref(":path"), Ref(create)}, {Ref("authorization"), Ref(worker)}}, nullptr,
+                    &consumed, &response);
+  processor.Process({{Ref(":path"), Ref(create)}, {Ref("authorization"), Ref(client)}}, nullptr,
+                    &consumed, &response);
+  processor.Process({{Ref(":path"), Ref(health)}}, nullptr, &consumed, &response);
+  EXPECT_THAT(refused, ElementsAre(Pair(create, absl::StatusCode::kUnauthenticated),
+                                   Pair(create, absl::StatusCode::kPermissionDenied)));
+}
+
 TEST(TokenAuthMetadataProcessorTest, ACallWithoutAPathNeedsAnAdminToken) {
-  TokenAuthMetadataProcessor processor(Tokens());
+  TokenAuthMetadataProcessor processor(Tokens(), nullptr);
   const std::string client = Bearer(kClientToken);
   const std::string admin = Bearer(kAdminToken);
   grpc::AuthMetadataProcessor::OutputMetadata consumed;

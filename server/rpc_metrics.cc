@@ -105,6 +105,11 @@ std::string RpcMetrics::MethodLabel(const char* method) const {
   return std::string(absl::StripPrefix(method, "/"));
 }
 
+void RpcMetrics::RecordRefused(absl::string_view method, absl::StatusCode code) {
+  calls_->WithLabels({MethodLabel(std::string(method).c_str()), absl::StatusCodeToString(code)})
+      .Increment();
+}
+
 void RpcMetrics::Record(const std::string& method_label, const std::string& code, double seconds) {
   calls_->WithLabels({method_label, code}).Increment();
   durations_->WithLabels({method_label, code}).Observe(seconds);

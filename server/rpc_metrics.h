@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "grpcpp/support/server_interceptor.h"
 #include "metrics/family.h"
 #include "metrics/registry.h"
@@ -33,6 +35,9 @@ class RpcMetrics {
   // The method label for a full method name.
   std::string MethodLabel(const char* method) const;
   void Record(const std::string& method_label, const std::string& code, double seconds);
+  // Counts a call the token check refused before it reached the server's interceptors
+  // (server/rpc_authorization.h); its duration is not observed, there being none to speak of.
+  void RecordRefused(absl::string_view method, absl::StatusCode code);
 
  private:
   RpcMetrics(std::vector<std::string> methods, metrics::CounterFamily* calls,

@@ -66,6 +66,23 @@ TEST(RpcMetricsTest, CountsCallsOfARealServerByMethodAndCode) {
   EXPECT_EQ(Calls(registry, {"paratune.v1.Autotuner/ListWorkers", "OK"}), 1);
 }
 
+TEST(RpcMetricsTest, CountsRefusedCallsWithoutADuration) {
+  metrics::Registry registry;
+  absl::StatusOr<std::unique_ptr<RpcMetrics>> rpc_metrics =
+      RpcMetrics::Create(registry, {"/a.B/C"});
+  ASSERT_TRUE(rpc_metrics.ok());
+  (*rpc_metrics)->RecordRefused("/a.B/C", absl::StatusCode::kUnauthenticated);
+  (*rpc_metrics)->RecordRefused("/a.B/Invented", absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(Calls(registry, {"a.B/C", "UNAUTHENTICATED"}), 1);
+  EXPECT_EQ(Calls(registry, {"other", "PERMISSION_DENIED"}), 1);
+  for (const metrics::MetricFamily& family : registry.Collect()) {
+    if (family.descriptor.name != "paratune_rpc_duration_seconds") continue;
+    for (const metrics::Sample& sample : family.samples) {
+      EXPECT_NE(sample.label_values[1], "UNAUTHENTICATED");
+    }
+  }
+}
+
 TEST(RpcMetricsTest, LabelsUnknownMethodsOther) {
   metrics::Registry registry;
   absl::StatusOr<std::unique_ptr<RpcMetrics>> rpc_metrics =

@@ -287,6 +287,10 @@ int Main() {
   options.security.tls_key = absl::GetFlag(FLAGS_tls_key);
   options.security.tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);
   options.security.token_file = absl::GetFlag(FLAGS_token_file);
+  options.security.on_refused_call = [rpc = metrics.rpc.get()](absl::string_view method,
+                                                               absl::StatusCode code) {
+    rpc->RecordRefused(method, code);
+  };
   options.allow_remote = absl::GetFlag(FLAGS_insecure_allow_remote);
   options.db_path = absl::GetFlag(FLAGS_db);
   options.heartbeat_interval = absl::Seconds(absl::GetFlag(FLAGS_heartbeat_interval_seconds));

@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/pem_files.h"
 #include "common/status_macros.h"
-#include "server/rpc_authorization.h"
 #include "server/token_table.h"
 
 namespace paratune {
@@ -47,7 +46,7 @@ absl::StatusOr<ServerSecurity> LoadServerSecurity(const ServerSecurityOptions& o
     PT_ASSIGN_OR_RETURN(TokenTable tokens, TokenTable::Load(options.token_file));
     security.tokens = tokens.size();
     security.credentials->SetAuthMetadataProcessor(
-        std::make_shared<TokenAuthMetadataProcessor>(std::move(tokens)));
+        std::make_shared<TokenAuthMetadataProcessor>(std::move(tokens), options.on_refused_call));
   }
   return security;
 }

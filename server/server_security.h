@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "grpcpp/security/server_credentials.h"
+#include "server/rpc_authorization.h"
 
 namespace paratune {
 
@@ -27,6 +28,8 @@ struct ServerSecurityOptions {
   // The token file (server/token_table.h): every call but health checking and reflection
   // needs a bearer token whose role may make it. Needs TLS.
   std::string token_file;
+  // Told of every call the token check refuses (e.g. the binary's RPC metrics); may be empty.
+  TokenAuthMetadataProcessor::RefusalObserver on_refused_call;
 };
 
 struct ServerSecurity {

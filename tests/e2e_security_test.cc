@@ -21,6 +21,8 @@
 #include "proto/autotuner_service.grpc.pb.h"
 #include "proto/worker_service.grpc.pb.h"
 #include "tests/grpc_introspection.h"
+#include "tests/http_client.h"
+#include "tests/metrics_text.h"
 #include "tests/run_command.h"
 #include "tests/test_cluster.h"
 
@@ -70,6 +72,7 @@ class E2eSecurityTest : public CertificatesTest {
     health_port_file_ = new std::string(TestFilePath("health-port"));
 
     TestCluster::Options options;
+    options.serve_metrics = true;
     options.server_flags = {absl::StrCat("--tls_cert=", certs().server_cert),
                             absl::StrCat("--tls_key=", certs().server_key),
                             absl::StrCat("--tls_client_ca=", certs().ca_cert),
@@ -206,6 +209,22 @@ TEST_F(E2eSecurityTest, AClientTokenCannotRegisterAWorker) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_THAT(status.error_message(), HasSubstr("a client token may not call "
                                                 "/paratune.v1.WorkerService/RegisterWorker"));
+}
+
+TEST_F(E2eSecurityTest, RefusedCallsAreCountedInTheRpcMetrics) {
+  const std::string sample =
+      "paratune_rpcs_total{method=\"paratune.v1.Autotuner/"
+      "CancelSearch\",code=\"PERMISSION_DENIED\"}";
+  v1::CancelSearchRequest request;
+  request.set_name("searches/1");
+  v1::Search search;
+  ASSERT_EQ(v1::Autotuner::NewStub(Channel(Credentials(kWorkerToken)))
+                ->CancelSearch(ContextWithTimeout(kRpcTimeout).get(), request, &search)
+                .error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  absl::StatusOr<HttpResponse> metrics = HttpGet(cluster_->metrics_ports().at(0), "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_EQ(SampleValue(metrics->body, sample).value_or(-1), 1) << metrics->body;
 }
 
 TEST_F(E2eSecurityTest, AnAdminTokenMayCallBothServices) {
