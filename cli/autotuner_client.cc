@@ -19,7 +19,9 @@ absl::Status AutotunerClient::ToStatus(const grpc::Status& status) const {
   if (status.ok()) return absl::OkStatus();
   std::string message = status.error_message();
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-    absl::StrAppend(&message, " (is paratune-server running at ", address_, "?)");
+    // A TLS handshake that fails looks the same as a server that is down.
+    absl::StrAppend(&message, " (is paratune-server running at ", address_,
+                    ", and do --tls_ca, --tls_cert and --tls_key match its TLS settings?)");
   }
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), message);
 }

@@ -15,7 +15,8 @@
 namespace paratune {
 
 // Thread-compatible. Errors carry the server's canonical code and message; UNAVAILABLE adds
-// the address so "is the server running?" is answerable from the message alone.
+// the address and the TLS flags, so "is the server running, do we agree on TLS?" is
+// answerable from the message alone.
 class AutotunerClient {
  public:
   // `address` is host:port; `credentials` from LoadClientCredentials

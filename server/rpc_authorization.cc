@@ -20,8 +20,8 @@ constexpr absl::string_view kPathKey = ":path";
 constexpr absl::string_view kBearerPrefix = "bearer ";
 
 bool IsOpen(absl::string_view method) {
-  const std::vector<std::string> open = StandardGrpcMethods();
-  return std::find(open.begin(), open.end(), method) != open.end();
+  static const auto* const open = new std::vector<std::string>(StandardGrpcMethods());
+  return std::find(open->begin(), open->end(), method) != open->end();
 }
 
 // "paratune.v1.Autotuner" of "/paratune.v1.Autotuner/CreateSearch"; empty for a name that is
