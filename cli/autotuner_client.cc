@@ -2,21 +2,26 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 
 namespace paratune {
 
-AutotunerClient::AutotunerClient(const std::string& address, absl::Duration rpc_timeout)
+AutotunerClient::AutotunerClient(const std::string& address,
+                                 std::shared_ptr<grpc::ChannelCredentials> credentials,
+                                 absl::Duration rpc_timeout)
     : address_(address),
       rpc_timeout_(rpc_timeout),
-      stub_(v1::Autotuner::NewStub(
-          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+      stub_(v1::Autotuner::NewStub(grpc::CreateChannel(address, std::move(credentials)))) {}
 
 absl::Status AutotunerClient::ToStatus(const grpc::Status& status) const {
   if (status.ok()) return absl::OkStatus();
   std::string message = status.error_message();
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-    absl::StrAppend(&message, " (is paratune-server running at ", address_, "?)");
+    // A TLS handshake that fails looks the same as a server that is down.
+    absl::StrAppend(&message, " (is paratune-server running at ", address_,
+                    ", and do --tls_ca, --tls_cert and --tls_key match its TLS settings?)");
   }
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), message);
 }

@@ -9,16 +9,21 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "grpcpp/security/credentials.h"
 #include "proto/autotuner_service.grpc.pb.h"
 
 namespace paratune {
 
 // Thread-compatible. Errors carry the server's canonical code and message; UNAVAILABLE adds
-// the address so "is the server running?" is answerable from the message alone.
+// the address and the TLS flags, so "is the server running, do we agree on TLS?" is
+// answerable from the message alone.
 class AutotunerClient {
  public:
-  // `address` is host:port; no TLS yet (the server accepts loopback only without it).
-  AutotunerClient(const std::string& address, absl::Duration rpc_timeout);
+  // `address` is host:port; `credentials` from LoadClientCredentials
+  // (common/client_credentials.h): plaintext, or TLS with a client certificate and token.
+  AutotunerClient(const std::string& address,
+                  std::shared_ptr<grpc::ChannelCredentials> credentials,
+                  absl::Duration rpc_timeout);
 
   absl::StatusOr<v1::Search> CreateSearch(const v1::CreateSearchRequest& request);
   absl::StatusOr<v1::Search> GetSearch(const std::string& name);

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "cli/autotuner_client.h"
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "common/client_credentials.h"
 
 ABSL_FLAG(std::string, model, "llama3.1-8b",
           "Model preset: llama2-7b, llama2-13b, llama2-70b, llama3.1-8b, llama3.1-70b, "
@@ -109,6 +111,19 @@ ABSL_FLAG(std::string, name, "", "submit: display name of the search.");
 ABSL_FLAG(bool, watch, false, "submit: follow the search until it ends, then print the result.");
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "Address of paratune-server, host:port.");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM file of the CA that signed paratune-server's certificate; talks TLS to the "
+          "server when set (required by --tls_cert and --token_file). Default: "
+          "$PARATUNE_TLS_CA.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM file of your client certificate, for a server that requires one (mutual TLS). "
+          "With --tls_key. Default: $PARATUNE_TLS_CERT.");
+ABSL_FLAG(std::string, tls_key, "",
+          "PEM file of the private key of --tls_cert. Default: $PARATUNE_TLS_KEY.");
+ABSL_FLAG(std::string, token_file, "",
+          "File holding your bearer token (a client or admin token of the server's "
+          "--token_file) alone on one line, sent with every call; a file, so that the token "
+          "never shows in `ps` or the shell's history. Default: $PARATUNE_TOKEN_FILE.");
 ABSL_FLAG(absl::Duration, rpc_timeout, absl::Seconds(30), "Deadline of each RPC.");
 ABSL_FLAG(absl::Duration, watch_timeout, absl::Hours(24), "Longest time to watch a search.");
 ABSL_FLAG(int64_t, page_size, 0,
@@ -151,9 +166,24 @@ Against paratune-server (--server=host:port):
              --format=megatron (default), nemo, json or sbatch
   workers    list registered workers
 
+A server with TLS and tokens (docs/operations.md, "Security") needs --tls_ca, --token_file
+and, where it requires client certificates, --tls_cert and --tls_key, on every command that
+talks to it; the environment variables PARATUNE_TLS_CA, PARATUNE_TOKEN_FILE,
+PARATUNE_TLS_CERT and PARATUNE_TLS_KEY stand in for flags not given.
+
 Every command takes --json to print the API's proto as canonical JSON.
 Exit status: 0 success, 1 error (the message names the field at fault), 2 bad usage.
 Run 'paratune --helpfull' for every flag.)";
+
+// A credentials flag's value; when it is empty, the environment variable's (or empty).
+std::string FlagOrEnvironment(const absl::Flag<std::string>& flag, const char* variable) {
+  std::string value = absl::GetFlag(flag);
+  if (value.empty()) {
+    const char* from_environment = std::getenv(variable);
+    if (from_environment != nullptr) value = from_environment;
+  }
+  return value;
+}
 
 paratune::v1::ModelSpec ModelFromFlags() {
   paratune::v1::ModelSpec model;
@@ -348,7 +378,15 @@ absl::Status Run(const std::vector<char*>& args, const paratune::OutputOptions& 
     return paratune::RunPlan(request, output, std::cout);
   }
 
-  paratune::AutotunerClient client(absl::GetFlag(FLAGS_server), absl::GetFlag(FLAGS_rpc_timeout));
+  paratune::ClientCredentialsOptions credential_files;
+  credential_files.tls_ca = FlagOrEnvironment(FLAGS_tls_ca, "PARATUNE_TLS_CA");
+  credential_files.tls_cert = FlagOrEnvironment(FLAGS_tls_cert, "PARATUNE_TLS_CERT");
+  credential_files.tls_key = FlagOrEnvironment(FLAGS_tls_key, "PARATUNE_TLS_KEY");
+  credential_files.token_file = FlagOrEnvironment(FLAGS_token_file, "PARATUNE_TOKEN_FILE");
+  auto credentials = paratune::LoadClientCredentials(credential_files);
+  if (!credentials.ok()) return credentials.status();
+  paratune::AutotunerClient client(absl::GetFlag(FLAGS_server), *std::move(credentials),
+                                   absl::GetFlag(FLAGS_rpc_timeout));
   const absl::Duration watch_timeout = absl::GetFlag(FLAGS_watch_timeout);
   if (command == "submit") {
     auto spec = SearchSpecFromFlags();

@@ -9,8 +9,9 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsqlite3-dev libcivetweb-dev
-  # Tests against the real systems: promtool and a Prometheus server, a single-node Slurm.
-  prometheus slurm-wlm munge python3-yaml
+  # Tests against the real systems: promtool and a Prometheus server, a single-node Slurm;
+  # openssl makes the throwaway certificates of the TLS tests.
+  prometheus slurm-wlm munge python3-yaml openssl
 )
 
 missing=()

@@ -23,7 +23,7 @@ bool IsLoopbackHost(absl::string_view host) {
 }  // namespace
 
 absl::Status CheckListenAddress(absl::string_view field, absl::string_view address,
-                                bool allow_remote) {
+                                bool remote_allowed) {
   const size_t colon = address.rfind(':');
   uint32_t port = 0;
   if (colon == absl::string_view::npos || colon == 0 ||
@@ -34,12 +34,12 @@ absl::Status CheckListenAddress(absl::string_view field, absl::string_view addre
                      "127.0.0.1:50051"));
   }
   const absl::string_view host = address.substr(0, colon);
-  if (!allow_remote && !IsLoopbackHost(host)) {
+  if (!remote_allowed && !IsLoopbackHost(host)) {
     return absl::FailedPreconditionError(absl::StrCat(
         field, " (\"", address,
-        "\") is not a loopback address; without TLS (not yet "
-        "available) the server listens on loopback only unless remote access is explicitly "
-        "allowed with --insecure_allow_remote"));
+        "\") is not a loopback address; beyond loopback the server needs TLS and bearer "
+        "tokens (--tls_cert, --tls_key, --token_file), or --insecure_allow_remote to listen "
+        "without them"));
   }
   return absl::OkStatus();
 }

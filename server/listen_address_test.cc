@@ -13,9 +13,10 @@ TEST(CheckListenAddressTest, LoopbackIsAlwaysAllowed) {
   }
 }
 
-TEST(CheckListenAddressTest, RemoteNeedsExplicitPermission) {
+TEST(CheckListenAddressTest, RemoteNeedsTlsAndTokensOrExplicitPermission) {
   const absl::Status status = CheckListenAddress("address", "0.0.0.0:50051", false);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), ::testing::HasSubstr("--tls_cert, --tls_key, --token_file"));
   EXPECT_THAT(status.message(), ::testing::HasSubstr("--insecure_allow_remote"));
   EXPECT_TRUE(CheckListenAddress("address", "0.0.0.0:50051", true).ok());
   EXPECT_EQ(CheckListenAddress("address", "[::]:1", false).code(),

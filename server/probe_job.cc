@@ -67,6 +67,16 @@ absl::Status ValidateProbeJobOptions(const ProbeJobOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat(
         "startup_allowance (", absl::FormatDuration(options.startup_allowance), ") must be > 0"));
   }
+  for (const std::string& flag : options.required_worker_flags) {
+    if (std::none_of(options.worker_args.begin(), options.worker_args.end(),
+                     [&flag](const std::string& arg) { return FlagName(arg) == flag; })) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "worker_args (\"", absl::CHexEscape(absl::StrJoin(options.worker_args, " ")),
+          "\") set no --", flag,
+          ", which the jobs' workers need to reach this server (it has TLS, requires client "
+          "certificates or checks tokens): pass the path of the file on the compute nodes"));
+    }
+  }
   for (const std::string& arg : options.worker_args) {
     for (const char* flag : kLauncherWorkerFlags) {
       if (FlagName(arg) == flag) {

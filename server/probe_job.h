@@ -48,10 +48,14 @@ struct ProbeJobOptions {
   // --labels and --exit_after_probes are the launcher's.
   std::string worker_binary = "paratune-worker";
   std::vector<std::string> worker_args;
+  // Flags (names without dashes) that worker_args must set: the credentials the workers need
+  // to reach a server with TLS, client certificates or tokens (WorkerCredentialFlags in
+  // server/server_security.h), given as file paths, so that no secret is on a command line.
+  std::vector<std::string> required_worker_flags;
 };
 
-// INVALID_ARGUMENT naming the option and its value; server_address is not checked (a
-// server fills it in once it listens).
+// INVALID_ARGUMENT naming the option and its value, or the required worker flag that
+// worker_args lack; server_address is not checked (a server fills it in once it listens).
 absl::Status ValidateProbeJobOptions(const ProbeJobOptions& options);
 
 // "<prefix>-s<search>-c<candidate>-a<attempt>".

@@ -160,5 +160,19 @@ TEST(ProbeJobTest, BadOptionsNameTheOption) {
   }
 }
 
+TEST(ProbeJobTest, WorkerArgsMustSetTheRequiredCredentialFlags) {
+  ProbeJobOptions options = Options();
+  options.required_worker_flags = {"tls_ca", "token_file"};
+  options.worker_args.push_back("--tls_ca=/shared/paratune/ca.crt");
+  const absl::Status status = ValidateProbeJobOptions(options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("worker_args (\"--sim_gpus=8 "));
+  EXPECT_THAT(status.message(), HasSubstr("set no --token_file, which the jobs' workers need"));
+  // Either form of a flag with a value counts.
+  options.worker_args.push_back("--token_file");
+  options.worker_args.push_back("/shared/paratune/worker.token");
+  EXPECT_TRUE(ValidateProbeJobOptions(options).ok());
+}
+
 }  // namespace
 }  // namespace paratune

@@ -4,12 +4,10 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
-#include "google/protobuf/descriptor.h"
 #include "metrics/instruments.h"
 
 namespace paratune {
@@ -107,24 +105,14 @@ std::string RpcMetrics::MethodLabel(const char* method) const {
   return std::string(absl::StripPrefix(method, "/"));
 }
 
+void RpcMetrics::RecordRefused(absl::string_view method, absl::StatusCode code) {
+  calls_->WithLabels({MethodLabel(std::string(method).c_str()), absl::StatusCodeToString(code)})
+      .Increment();
+}
+
 void RpcMetrics::Record(const std::string& method_label, const std::string& code, double seconds) {
   calls_->WithLabels({method_label, code}).Increment();
   durations_->WithLabels({method_label, code}).Observe(seconds);
-}
-
-std::vector<std::string> StandardGrpcMethods() {
-  return {"/grpc.health.v1.Health/Check", "/grpc.health.v1.Health/Watch",
-          "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"};
-}
-
-std::vector<std::string> MethodsOfService(const std::string& service_full_name) {
-  const google::protobuf::ServiceDescriptor* service =
-      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(service_full_name);
-  std::vector<std::string> methods;
-  for (int i = 0; service != nullptr && i < service->method_count(); ++i) {
-    methods.push_back(absl::StrCat("/", service_full_name, "/", service->method(i)->name()));
-  }
-  return methods;
 }
 
 }  // namespace paratune

@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "grpcpp/support/server_interceptor.h"
 #include "metrics/family.h"
 #include "metrics/registry.h"
@@ -19,7 +21,8 @@ namespace paratune {
 class RpcMetrics {
  public:
   // Registers the two families in `registry` (which must outlive this). `methods` are the
-  // full names the server serves, e.g. "/paratune.v1.Autotuner/CreateSearch"; any other
+  // full names the server serves, e.g. "/paratune.v1.Autotuner/CreateSearch"
+  // (server/grpc_methods.h); any other
   // name a client sends is labelled "other", which keeps the label set bounded.
   static absl::StatusOr<std::unique_ptr<RpcMetrics>> Create(metrics::Registry& registry,
                                                             std::vector<std::string> methods);
@@ -32,6 +35,9 @@ class RpcMetrics {
   // The method label for a full method name.
   std::string MethodLabel(const char* method) const;
   void Record(const std::string& method_label, const std::string& code, double seconds);
+  // Counts a call the token check refused before it reached the server's interceptors
+  // (server/rpc_authorization.h); its duration is not observed, there being none to speak of.
+  void RecordRefused(absl::string_view method, absl::StatusCode code);
 
  private:
   RpcMetrics(std::vector<std::string> methods, metrics::CounterFamily* calls,
@@ -42,13 +48,6 @@ class RpcMetrics {
   metrics::CounterFamily* const calls_;
   metrics::HistogramFamily* const durations_;
 };
-
-// The methods of the health checking and reflection services gRPC adds to every server.
-std::vector<std::string> StandardGrpcMethods();
-
-// The full method names ("/package.Service/Method") of a service compiled into the binary,
-// from protobuf's generated descriptor pool; empty when it knows no such service.
-std::vector<std::string> MethodsOfService(const std::string& service_full_name);
 
 }  // namespace paratune
 

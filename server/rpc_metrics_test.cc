@@ -12,12 +12,12 @@
 #include "gtest/gtest.h"
 #include "metrics/registry.h"
 #include "proto/autotuner_service.grpc.pb.h"
+#include "server/grpc_methods.h"
 #include "server/server.h"
 
 namespace paratune {
 namespace {
 
-using ::testing::Contains;
 using ::testing::ElementsAre;
 
 // The value of paratune_rpcs_total for these labels; -1 when there is no such sample.
@@ -29,13 +29,6 @@ double Calls(const metrics::Registry& registry, const std::vector<std::string>& 
     }
   }
   return -1;
-}
-
-TEST(MethodsOfServiceTest, ListsTheMethodsOfACompiledService) {
-  const std::vector<std::string> methods = MethodsOfService("paratune.v1.Autotuner");
-  EXPECT_THAT(methods, Contains("/paratune.v1.Autotuner/CreateSearch"));
-  EXPECT_THAT(methods, Contains("/paratune.v1.Autotuner/WatchSearch"));
-  EXPECT_TRUE(MethodsOfService("no.such.Service").empty());
 }
 
 TEST(RpcMetricsTest, CountsCallsOfARealServerByMethodAndCode) {
@@ -71,6 +64,23 @@ TEST(RpcMetricsTest, CountsCallsOfARealServerByMethodAndCode) {
   EXPECT_EQ(Calls(registry, {"paratune.v1.Autotuner/GetSearch", "NOT_FOUND"}), 1);
   EXPECT_EQ(Calls(registry, {"paratune.v1.Autotuner/GetSearch", "INVALID_ARGUMENT"}), 1);
   EXPECT_EQ(Calls(registry, {"paratune.v1.Autotuner/ListWorkers", "OK"}), 1);
+}
+
+TEST(RpcMetricsTest, CountsRefusedCallsWithoutADuration) {
+  metrics::Registry registry;
+  absl::StatusOr<std::unique_ptr<RpcMetrics>> rpc_metrics =
+      RpcMetrics::Create(registry, {"/a.B/C"});
+  ASSERT_TRUE(rpc_metrics.ok());
+  (*rpc_metrics)->RecordRefused("/a.B/C", absl::StatusCode::kUnauthenticated);
+  (*rpc_metrics)->RecordRefused("/a.B/Invented", absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(Calls(registry, {"a.B/C", "UNAUTHENTICATED"}), 1);
+  EXPECT_EQ(Calls(registry, {"other", "PERMISSION_DENIED"}), 1);
+  for (const metrics::MetricFamily& family : registry.Collect()) {
+    if (family.descriptor.name != "paratune_rpc_duration_seconds") continue;
+    for (const metrics::Sample& sample : family.samples) {
+      EXPECT_NE(sample.label_values[1], "UNAUTHENTICATED");
+    }
+  }
 }
 
 TEST(RpcMetricsTest, LabelsUnknownMethodsOther) {

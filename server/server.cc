@@ -10,7 +10,6 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "grpcpp/security/server_credentials.h"
 #include "server/listen_address.h"
 #include "server/sqlite_search_store.h"
 
@@ -20,7 +19,9 @@ ParatuneServer::ParatuneServer(const Options& options)
     : heartbeat_interval_(options.heartbeat_interval) {}
 
 absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options options) {
-  PT_RETURN_IF_ERROR(CheckListenAddress("address", options.address, options.allow_remote));
+  PT_ASSIGN_OR_RETURN(const ServerSecurity security, LoadServerSecurity(options.security));
+  PT_RETURN_IF_ERROR(CheckListenAddress("address", options.address,
+                                        security.protects_remote_access() || options.allow_remote));
   if (options.heartbeat_interval < absl::Milliseconds(10) ||
       options.heartbeat_interval > absl::Hours(1)) {
     return absl::InvalidArgumentError(absl::StrCat("heartbeat_interval (",
@@ -55,15 +56,21 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
 
   GrpcServerOptions grpc_options;
   grpc_options.address = options.address;
-  grpc_options.credentials = grpc::InsecureServerCredentials();
+  grpc_options.credentials = security.credentials;
   grpc_options.services = {server->autotuner_service_.get(), server->worker_service_.get()};
   grpc_options.interceptors = std::move(options.interceptors);
   PT_ASSIGN_OR_RETURN(StartedGrpcServer started, StartGrpcServer(std::move(grpc_options)));
   server->server_ = std::move(started.server);
   server->port_ = started.port;
+  // Counts only: the token file's contents are never logged.
+  Log(LogLevel::kInfo, "security",
+      {{"tls", security.tls ? "on" : "off"},
+       {"client_certificates", security.mutual_tls ? "required" : "not required"},
+       {"bearer_tokens", absl::StrCat(security.tokens)}});
   if (options.slurm_launcher.has_value()) {
     SlurmLauncher::Options& launcher = *options.slurm_launcher;
     launcher.clock = options.clock;
+    launcher.job.required_worker_flags = WorkerCredentialFlags(security);
     if (launcher.job.server_address.empty()) {
       char hostname[256] = {};
       if (gethostname(hostname, sizeof(hostname) - 1) != 0) {

@@ -20,6 +20,7 @@
 #include "server/probe_wait_list.h"
 #include "server/scheduler.h"
 #include "server/search_store.h"
+#include "server/server_security.h"
 #include "server/slurm_launcher.h"
 #include "server/worker_service.h"
 
@@ -31,7 +32,10 @@ class ParatuneServer {
   struct Options {
     // host:port to listen on; port 0 picks a free port (see port()).
     std::string address = "127.0.0.1:50051";
-    // Listen on a non-loopback address without TLS.
+    // TLS, mutual TLS and bearer tokens (server/server_security.h); all empty serves
+    // plaintext without tokens, which only a loopback address allows by default.
+    ServerSecurityOptions security;
+    // Listen on a non-loopback address without TLS and tokens.
     bool allow_remote = false;
     // How often workers heartbeat; one missed for 3 intervals is lost.
     absl::Duration heartbeat_interval = absl::Seconds(2);
@@ -45,15 +49,18 @@ class ParatuneServer {
         interceptors;
     // When set, probes no worker can host are submitted as Slurm jobs. An empty
     // job.server_address becomes DialAddress(address, the bound port, this host's name);
-    // the clock is the server's.
+    // the clock is the server's; job.required_worker_flags become the worker flags the
+    // security needs (WorkerCredentialFlags).
     std::optional<SlurmLauncher::Options> slurm_launcher;
   };
 
-  // Opens the database, resumes what it holds, listens and serves. INVALID_ARGUMENT for a
-  // malformed address or heartbeat interval; FAILED_PRECONDITION for a non-loopback address
-  // without allow_remote or a database written by a newer server; UNAVAILABLE when the
-  // address cannot be bound or the database cannot be opened (or another server holds it);
-  // SlurmLauncher::Start's errors.
+  // Reads the security files, opens the database, resumes what it holds, listens and serves.
+  // INVALID_ARGUMENT for a malformed address or heartbeat interval; LoadServerSecurity's
+  // errors; FAILED_PRECONDITION for a non-loopback address without TLS and tokens or
+  // allow_remote, or a database written by a newer server; UNAVAILABLE when the address
+  // cannot be bound or the database cannot be opened (or another server holds it);
+  // SlurmLauncher::Start's errors (a launcher whose worker_args lack the credentials the
+  // security needs among them).
   static absl::StatusOr<std::unique_ptr<ParatuneServer>> Start(Options options);
 
   ParatuneServer(const ParatuneServer&) = delete;

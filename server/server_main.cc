@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/health_server.h"
 #include "common/log.h"
 #include "common/port_file.h"
 #include "common/status_macros.h"
@@ -30,6 +31,7 @@
 #include "metrics/registry.h"
 #include "proto/autotuner_service.grpc.pb.h"
 #include "proto/worker_service.grpc.pb.h"
+#include "server/grpc_methods.h"
 #include "server/rpc_metrics.h"
 #include "server/scheduler_metrics.h"
 #include "server/server.h"
@@ -38,8 +40,9 @@
 #include "server/slurm_launcher_metrics.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50051",
-          "host:port to listen on. Port 0 picks a free port (see --port_file). Only loopback "
-          "hosts are accepted unless --insecure_allow_remote is given.");
+          "host:port to listen on. Port 0 picks a free port (see --port_file). A non-loopback "
+          "host needs TLS and tokens (--tls_cert, --tls_key, --token_file) or "
+          "--insecure_allow_remote.");
 ABSL_FLAG(std::string, port_file, "",
           "If set, the bound port is written to this file (decimal, newline-terminated) once "
           "the server listens. The file is written under a temporary name and renamed, so a "
@@ -52,10 +55,38 @@ ABSL_FLAG(std::string, db, "paratune.db",
           "events; created if absent. A server started on an existing database resumes its "
           "unfinished searches, and probes leased before it stopped are still accepted from "
           "their workers. One server per database. \":memory:\" keeps nothing after exit.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM file of this server's certificate chain (leaf first); with --tls_key the gRPC "
+          "port speaks TLS only. The certificate must name every host clients and workers "
+          "dial (DNS names or IP addresses in its subjectAltName). Read once at start-up: a "
+          "renewed certificate takes a restart.");
+ABSL_FLAG(std::string, tls_key, "",
+          "PEM file of the private key of --tls_cert, unencrypted; keep it readable by this "
+          "server's user only.");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM file of the CA whose client certificates this server requires and verifies "
+          "(mutual TLS): every client, CLI and workers alike, must present one it signed "
+          "(their --tls_cert and --tls_key). Needs --tls_cert.");
+ABSL_FLAG(std::string, token_file, "",
+          "File of bearer tokens with roles, one \"ROLE TOKEN\" line each ('#' starts a comment "
+          "line): client tokens may call the Autotuner API, worker tokens the WorkerService "
+          "API, admin tokens both. Every call but health checking and reflection must carry "
+          "\"authorization: Bearer TOKEN\" of a role that may make it (UNAUTHENTICATED "
+          "otherwise, PERMISSION_DENIED for the wrong role). Tokens have 16 to 1024 of the "
+          "characters A-Z a-z 0-9 - . _ ~ + / (then any '='), e.g. `openssl rand -hex 32`. "
+          "Needs --tls_cert. Read once at start-up: a changed file takes a restart.");
 ABSL_FLAG(bool, insecure_allow_remote, false,
-          "Allow a non-loopback --address although the connection has no TLS and no "
-          "authentication yet. Anyone who can reach the port can create searches and "
-          "register workers.");
+          "Allow a non-loopback --address without TLS and tokens. Anyone who can reach the "
+          "port can then create and cancel searches, register workers and report results; "
+          "use it on a trusted, isolated network only.");
+ABSL_FLAG(std::string, health_address, "",
+          "host:port of a second, plaintext gRPC server that answers health checks "
+          "(grpc.health.v1) and reflection only, for probes that cannot present a client "
+          "certificate or speak TLS (the kubelet's gRPC probe). Port 0 picks a free port (see "
+          "--health_port_file). Empty serves none; health checks are also answered on "
+          "--address, without a token.");
+ABSL_FLAG(std::string, health_port_file, "",
+          "If set, the bound --health_address port is written to this file like --port_file.");
 ABSL_FLAG(std::string, metrics_address, "",
           "host:port (IPv4) to serve Prometheus metrics on, at /metrics; empty serves none. "
           "Port 0 picks a free port (see --metrics_port_file). The endpoint is plain HTTP and "
@@ -126,7 +157,10 @@ constexpr char kUsage[] =
     "\n"
     "Serves the paratune.v1.Autotuner API (clients: create, watch and cancel searches; "
     "estimate and plan) and the paratune.v1.WorkerService API (paratune-worker daemons), "
-    "with gRPC health checking and server reflection. Its state is kept in a SQLite "
+    "with gRPC health checking and server reflection. With --tls_cert and --tls_key it "
+    "speaks TLS, with --tls_client_ca it requires client certificates (mutual TLS), and with "
+    "--token_file every call needs a bearer token whose role (client, worker, admin) may "
+    "make it; a non-loopback --address needs TLS and tokens. Its state is kept in a SQLite "
     "database (--db), so it survives restarts and crashes. With --metrics_address it serves "
     "Prometheus metrics at /metrics (docs/operations.md lists them). Logs are one line per "
     "event on stderr (logfmt). SIGINT or SIGTERM shut it down gracefully.\n"
@@ -136,7 +170,10 @@ constexpr char kUsage[] =
     "live worker can host as a Slurm job that starts workers for that probe only.\n"
     "\n"
     "Usage: paratune-server [--address=127.0.0.1:50051] [--db=paratune.db] [--port_file=PATH]\n"
-    "                       [--heartbeat_interval_seconds=2] [--insecure_allow_remote]\n"
+    "                       [--heartbeat_interval_seconds=2]\n"
+    "                       [--tls_cert=PEM --tls_key=PEM [--tls_client_ca=PEM]]\n"
+    "                       [--token_file=PATH] [--insecure_allow_remote]\n"
+    "                       [--health_address=HOST:PORT] [--health_port_file=PATH]\n"
     "                       [--metrics_address=HOST:PORT] [--metrics_port_file=PATH]\n"
     "                       [--log_level=info] [--launcher=none|slurm] [--slurm_...]\n";
 
@@ -246,6 +283,14 @@ int Main() {
 
   ParatuneServer::Options options;
   options.address = absl::GetFlag(FLAGS_address);
+  options.security.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  options.security.tls_key = absl::GetFlag(FLAGS_tls_key);
+  options.security.tls_client_ca = absl::GetFlag(FLAGS_tls_client_ca);
+  options.security.token_file = absl::GetFlag(FLAGS_token_file);
+  options.security.on_refused_call = [rpc = metrics.rpc.get()](absl::string_view method,
+                                                               absl::StatusCode code) {
+    rpc->RecordRefused(method, code);
+  };
   options.allow_remote = absl::GetFlag(FLAGS_insecure_allow_remote);
   options.db_path = absl::GetFlag(FLAGS_db);
   options.heartbeat_interval = absl::Seconds(absl::GetFlag(FLAGS_heartbeat_interval_seconds));
@@ -261,6 +306,26 @@ int Main() {
   const int port = (*server)->port();
   Log(LogLevel::kInfo, "listening",
       {{"address", absl::GetFlag(FLAGS_address)}, {"port", absl::StrCat(port)}});
+  // Before the port file, which tells scripts and tests that the server is ready.
+  std::unique_ptr<HealthServer> health;
+  if (const std::string health_address = absl::GetFlag(FLAGS_health_address);
+      !health_address.empty()) {
+    absl::StatusOr<std::unique_ptr<HealthServer>> started = HealthServer::Start({health_address});
+    if (!started.ok()) {
+      Log(LogLevel::kError, "cannot serve gRPC health",
+          {{"error", absl::StrCat("--health_address: ", started.status().ToString())}});
+      return 1;
+    }
+    health = *std::move(started);
+    Log(LogLevel::kInfo, "serving gRPC health and reflection in plaintext",
+        {{"address", health_address}, {"port", absl::StrCat(health->port())}});
+    if (absl::Status status = WritePortFile("--health_port_file",
+                                            absl::GetFlag(FLAGS_health_port_file), health->port());
+        !status.ok()) {
+      Log(LogLevel::kError, "cannot write the port file", {{"error", status.ToString()}});
+      return 1;
+    }
+  }
   if (absl::Status status = WritePortFile("--port_file", absl::GetFlag(FLAGS_port_file), port);
       !status.ok()) {
     Log(LogLevel::kError, "cannot write the port file", {{"error", status.ToString()}});
@@ -300,6 +365,7 @@ int Main() {
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   Log(LogLevel::kInfo, "shutting down", {{"signal", strsignal(signal_number)}});
+  if (health != nullptr) health->SetNotServing();
   // Scrapes read the server: stop them first.
   metrics.exporter.reset();
   (*server)->Shutdown();

@@ -7,6 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "common/client_credentials.h"
+#include "common/test_certificates.h"
+#include "common/test_file.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -266,6 +269,88 @@ TEST(ServerStartTest, RefusesRemoteAddressesWithoutPermission) {
   const absl::Status status = ParatuneServer::Start(std::move(options)).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(status.message(), HasSubstr("--insecure_allow_remote"));
+}
+
+// A server with TLS, client certificates and tokens, and what a client needs to reach it.
+class SecuredServerStartTest : public CertificatesTest {
+ protected:
+  static ServerSecurityOptions Security() {
+    ServerSecurityOptions security;
+    security.tls_cert = certs().server_cert;
+    security.tls_key = certs().server_key;
+    security.tls_client_ca = certs().ca_cert;
+    security.token_file = WriteTestFile(
+        "tokens", "client client-token-0123456789\nworker worker-token-0123456789\n");
+    return security;
+  }
+
+  static std::unique_ptr<v1::Autotuner::Stub> Autotuner(int port, const std::string& token) {
+    ClientCredentialsOptions options;
+    options.tls_ca = certs().ca_cert;
+    options.tls_cert = certs().client_cert;
+    options.tls_key = certs().client_key;
+    options.token_file = WriteTestFile("token", token);
+    return v1::Autotuner::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                                      LoadClientCredentials(options).value()));
+  }
+};
+
+TEST_F(SecuredServerStartTest, ChecksTheTokenOfEveryCall) {
+  ParatuneServer::Options options;
+  options.address = "127.0.0.1:0";
+  options.security = Security();
+  absl::StatusOr<std::unique_ptr<ParatuneServer>> server =
+      ParatuneServer::Start(std::move(options));
+  ASSERT_TRUE(server.ok()) << server.status();
+
+  v1::ListWorkersResponse workers;
+  EXPECT_TRUE(Autotuner((*server)->port(), "client-token-0123456789")
+                  ->ListWorkers(Context().get(), v1::ListWorkersRequest(), &workers)
+                  .ok());
+  EXPECT_EQ(Autotuner((*server)->port(), "worker-token-0123456789")
+                ->ListWorkers(Context().get(), v1::ListWorkersRequest(), &workers)
+                .error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+}
+
+TEST_F(SecuredServerStartTest, ASlurmLauncherNeedsTheWorkersCredentialFlags) {
+  ParatuneServer::Options options;
+  options.address = "127.0.0.1:0";
+  options.security = Security();
+  options.slurm_launcher.emplace();
+  options.slurm_launcher->job.worker_args = {"--sim_gpus=8", "--tls_ca=/shared/ca.crt"};
+  const absl::Status status = ParatuneServer::Start(std::move(options)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("set no --tls_cert"));
+}
+
+TEST_F(SecuredServerStartTest, ListensBeyondLoopbackWithTlsAndTokens) {
+  ParatuneServer::Options options;
+  options.address = "0.0.0.0:0";
+  options.security = Security();
+  absl::StatusOr<std::unique_ptr<ParatuneServer>> server =
+      ParatuneServer::Start(std::move(options));
+  EXPECT_TRUE(server.ok()) << server.status();
+}
+
+TEST_F(SecuredServerStartTest, TlsWithoutTokensStaysOnLoopback) {
+  ParatuneServer::Options options;
+  options.address = "0.0.0.0:0";
+  options.security = Security();
+  options.security.token_file.clear();
+  const absl::Status status = ParatuneServer::Start(std::move(options)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr("needs TLS and bearer tokens"));
+}
+
+TEST_F(SecuredServerStartTest, RefusesBadSecurityFiles) {
+  ParatuneServer::Options options;
+  options.address = "127.0.0.1:0";
+  options.security = Security();
+  options.security.token_file = WriteTestFile("bad-tokens", "operator some-token-0123456789\n");
+  const absl::Status status = ParatuneServer::Start(std::move(options)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("line 1: the first field is not a role"));
 }
 
 TEST(ServerStartTest, RefusesABadHeartbeatInterval) {

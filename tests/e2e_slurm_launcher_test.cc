@@ -24,6 +24,9 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/client_credentials.h"
+#include "common/test_certificates.h"
+#include "common/test_file.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -65,14 +68,17 @@ absl::Duration Since(absl::Time start) {
   return absl::Trunc(absl::Now() - start, absl::Milliseconds(10));
 }
 
-// The server flags of the probe-as-job mode: sim workers with 8 GPUs each, probes that take
-// `probe_seconds`, jobs named PREFIX-..., their output in the cluster's folder.
+// The server flags of the probe-as-job mode: sim workers with 8 GPUs each and
+// `more_worker_args`, probes that take `probe_seconds`, jobs named PREFIX-..., their output in
+// the cluster's folder.
 std::vector<std::string> LauncherFlags(const SlurmCluster& slurm, const std::string& prefix,
-                                       double probe_seconds) {
+                                       double probe_seconds,
+                                       const std::string& more_worker_args = "") {
   return {"--launcher=slurm",
           // The test cluster has no GPU GRES; sim workers need none.
           "--slurm_request_gpus=false", absl::StrCat("--slurm_worker_binary=", WorkerBinary()),
-          absl::StrCat("--slurm_worker_args=--sim_gpus=8 --sim_probe_seconds=", probe_seconds),
+          absl::StrCat("--slurm_worker_args=--sim_gpus=8 --sim_probe_seconds=", probe_seconds,
+                       " ", more_worker_args),
           absl::StrCat("--slurm_job_name_prefix=", prefix),
           absl::StrCat("--slurm_job_output=", slurm.dir(), "/%x-%j.out"),
           "--slurm_poll_interval_seconds=0.5"};
@@ -342,6 +348,49 @@ TEST_F(SlurmLauncherTest, CancellingASearchEndsItsJobs) {
   }
   EXPECT_EQ(completed, 1);
   EXPECT_EQ(cancelled_jobs, kProbes - 1);
+  EXPECT_THAT(WorkerProcesses(), ::testing::IsEmpty());
+}
+
+// A server with TLS, client certificates and tokens: the jobs' workers reach it with the
+// credential files --slurm_worker_args names.
+TEST_F(SlurmLauncherTest, JobWorkersReachASecuredServerWithTheirCredentialFiles) {
+  const absl::StatusOr<TestCertificates>& certificates = SharedTestCertificates();
+  ASSERT_TRUE(certificates.ok()) << certificates.status();
+  const std::string tokens = WriteTestFile(
+      "tokens", "client slurm-e2e-client-token\nworker slurm-e2e-worker-token\n");
+  const std::string worker_token = WriteTestFile("worker.token", "slurm-e2e-worker-token\n");
+  const std::string client_token = WriteTestFile("client.token", "slurm-e2e-client-token\n");
+
+  TestCluster::Options options;
+  options.server_flags = LauncherFlags(
+      *slurm_, "e2e-tls", /*probe_seconds=*/0.05,
+      absl::StrCat("--tls_ca=", certificates->ca_cert, " --tls_cert=", certificates->client_cert,
+                   " --tls_key=", certificates->client_key, " --token_file=", worker_token));
+  for (const std::string& flag :
+       {absl::StrCat("--tls_cert=", certificates->server_cert),
+        absl::StrCat("--tls_key=", certificates->server_key),
+        absl::StrCat("--tls_client_ca=", certificates->ca_cert),
+        absl::StrCat("--token_file=", tokens)}) {
+    options.server_flags.push_back(flag);
+  }
+  ClientCredentialsOptions client;
+  client.tls_ca = certificates->ca_cert;
+  client.tls_cert = certificates->client_cert;
+  client.tls_key = certificates->client_key;
+  client.token_file = client_token;
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      LoadClientCredentials(client);
+  ASSERT_TRUE(credentials.ok()) << credentials.status();
+  options.client_credentials = *credentials;
+  absl::StatusOr<std::unique_ptr<TestCluster>> cluster = TestCluster::Start({}, options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+
+  absl::StatusOr<v1::Search> search = (*cluster)->RunSearch(SmallSimSearch(1), kSearchTimeout);
+  ASSERT_TRUE(search.ok()) << search.status();
+  EXPECT_EQ(search->state(), v1::SUCCEEDED) << search->stop_reason();
+  ASSERT_EQ(search->candidates_size(), 1);
+  EXPECT_EQ(search->candidates(0).attempts(), 1);
+  ASSERT_TRUE(WaitUntilSlurmHasNoJobs(*slurm_).ok());
   EXPECT_THAT(WorkerProcesses(), ::testing::IsEmpty());
 }
 

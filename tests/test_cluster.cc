@@ -83,8 +83,10 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(
     cluster->metrics_ports_.push_back(*metrics_port);
   }
   cluster->address_ = absl::StrCat("127.0.0.1:", *port);
-  cluster->autotuner_ = v1::Autotuner::NewStub(
-      grpc::CreateChannel(cluster->address_, grpc::InsecureChannelCredentials()));
+  cluster->autotuner_ = v1::Autotuner::NewStub(grpc::CreateChannel(
+      cluster->address_, options.client_credentials != nullptr
+                             ? options.client_credentials
+                             : grpc::InsecureChannelCredentials()));
 
   for (size_t i = 0; i < worker_flags.size(); ++i) {
     std::vector<std::string> argv = {WorkerBinary(), absl::StrCat("--server=", cluster->address_),

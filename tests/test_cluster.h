@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpcpp/client_context.h"
+#include "grpcpp/security/credentials.h"
 #include "proto/autotuner_service.grpc.pb.h"
 #include "server/test_requests.h"
 #include "tests/process_harness.h"
@@ -31,8 +32,11 @@ class TestCluster {
     bool serve_metrics = false;
     // The server's --db; a file survives KillServer and RestartServer.
     std::string db_path = ":memory:";
-    // More paratune-server flags, e.g. --launcher=slurm.
+    // More paratune-server flags, e.g. --launcher=slurm or --tls_cert.
     std::vector<std::string> server_flags;
+    // The credentials of autotuner(), this cluster's own client (LoadClientCredentials);
+    // plaintext when null.
+    std::shared_ptr<grpc::ChannelCredentials> client_credentials;
   };
 
   // Starts the server on 127.0.0.1:0 (port file in TEST_TMPDIR) and one worker per entry of

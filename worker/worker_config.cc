@@ -2,19 +2,19 @@
 
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
+#include <cstdint>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/small_file.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 
 namespace paratune {
 namespace {
 
-constexpr std::streamsize kMaxConfigBytes = 1 << 20;
+constexpr int64_t kMaxConfigBytes = 1 << 20;
 
 // Collects the parser's complaints as "PATH:LINE:COLUMN: message" (1-based).
 class ErrorCollector : public google::protobuf::io::ErrorCollector {
@@ -49,17 +49,9 @@ void MakeAbsolute(const std::string& directory, std::string& path) {
 }  // namespace
 
 absl::StatusOr<v1::WorkerConfig> LoadWorkerConfig(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open the worker config file"));
-  std::string text(kMaxConfigBytes + 1, '\0');
-  in.read(text.data(), kMaxConfigBytes + 1);
-  if (in.bad()) return absl::NotFoundError(absl::StrCat(path, ": cannot read the file"));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (static_cast<std::streamsize>(text.size()) > kMaxConfigBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": larger than ", kMaxConfigBytes, " bytes; a worker config is small"));
-  }
-  return ParseWorkerConfig(path, text);
+  absl::StatusOr<std::string> text = ReadSmallFile(path, kMaxConfigBytes);
+  if (!text.ok()) return text.status();
+  return ParseWorkerConfig(path, *text);
 }
 
 absl::StatusOr<v1::WorkerConfig> ParseWorkerConfig(const std::string& path,

@@ -15,8 +15,9 @@ namespace paratune {
 // Reads and parses `path` (at most 1 MiB) and makes every relative path in it
 // (command_templates[].working_directory, replay.published_tables[], replay.run_tables[])
 // absolute, taken from the file's own directory, so that the config means the same whatever
-// directory the worker starts in. NOT_FOUND when the file cannot be read; INVALID_ARGUMENT
-// "PATH:LINE:COLUMN: ..." for text that is not a WorkerConfig (unknown fields included).
+// directory the worker starts in. ReadSmallFile's errors (NOT_FOUND for a missing file, with
+// the path); INVALID_ARGUMENT for a larger file, or "PATH:LINE:COLUMN: ..." for text that is
+// not a WorkerConfig (unknown fields included).
 absl::StatusOr<v1::WorkerConfig> LoadWorkerConfig(const std::string& path);
 
 // The same for text already in memory; `path` names it in errors and anchors relative paths.

@@ -88,14 +88,18 @@ class WorkerDaemon::DaemonProbeContext : public ProbeContext {
   const std::shared_ptr<absl::Notification> cancelled_;
 };
 
-WorkerDaemon::WorkerDaemon(Options options)
+WorkerDaemon::WorkerDaemon(Options options,
+                           std::shared_ptr<grpc::ChannelCredentials> channel_credentials)
     : options_(std::move(options)),
       stub_(v1::WorkerService::NewStub(
-          grpc::CreateChannel(options_.server_address, grpc::InsecureChannelCredentials()))) {}
+          grpc::CreateChannel(options_.server_address, std::move(channel_credentials)))) {}
 
 absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(Options options) {
   PT_RETURN_IF_ERROR(ValidateOptions(options));
-  std::unique_ptr<WorkerDaemon> daemon(new WorkerDaemon(std::move(options)));
+  PT_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> channel_credentials,
+                      LoadClientCredentials(options.credentials));
+  std::unique_ptr<WorkerDaemon> daemon(
+      new WorkerDaemon(std::move(options), std::move(channel_credentials)));
   const absl::Time give_up = absl::Now() + daemon->options_.register_timeout;
   absl::Duration backoff = kInitialBackoff;
   while (true) {

@@ -19,7 +19,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "common/client_credentials.h"
 #include "grpcpp/client_context.h"
+#include "grpcpp/security/credentials.h"
 #include "proto/worker_service.grpc.pb.h"
 #include "worker/probe_backend.h"
 
@@ -31,6 +33,9 @@ class WorkerDaemon {
   struct Options {
     // host:port of paratune-server.
     std::string server_address = "127.0.0.1:50051";
+    // TLS, client certificate and bearer token for the server (a worker or admin token);
+    // all empty dials in plaintext without a token.
+    ClientCredentialsOptions credentials;
     // At least one, with distinct names.
     std::vector<std::unique_ptr<ProbeBackend>> backends;
     // The GPUs this worker offers, 1 .. 64.
@@ -60,10 +65,12 @@ class WorkerDaemon {
     int64_t max_probes = 0;
   };
 
-  // Registers with the server, retrying while it is unreachable, then starts the heartbeat
-  // and probe threads. INVALID_ARGUMENT naming the option for bad options; the server's
-  // error when it refuses the registration; UNAVAILABLE or DEADLINE_EXCEEDED when it stayed
-  // unreachable for register_timeout.
+  // Reads the credentials, registers with the server, retrying while it is unreachable, then
+  // starts the heartbeat and probe threads. INVALID_ARGUMENT naming the option for bad
+  // options; LoadClientCredentials' errors; the server's error when it refuses the
+  // registration (UNAUTHENTICATED or PERMISSION_DENIED for a missing or wrong token);
+  // UNAVAILABLE or DEADLINE_EXCEEDED when it stayed unreachable for register_timeout (a TLS
+  // handshake that fails, e.g. for a server certificate tls_ca did not sign, looks so too).
   static absl::StatusOr<std::unique_ptr<WorkerDaemon>> Start(Options options);
 
   WorkerDaemon(const WorkerDaemon&) = delete;
@@ -93,7 +100,7 @@ class WorkerDaemon {
 
   class DaemonProbeContext;
 
-  explicit WorkerDaemon(Options options);
+  WorkerDaemon(Options options, std::shared_ptr<grpc::ChannelCredentials> channel_credentials);
 
   absl::StatusOr<v1::RegisterWorkerResponse> CallRegister();
   // Registers again unless another thread already replaced `stale_name`.

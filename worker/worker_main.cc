@@ -35,7 +35,7 @@
 #include "proto/worker_config.pb.h"
 #include "worker/command_backend.h"
 #include "worker/cuda_backend.h"
-#include "worker/health_server.h"
+#include "common/health_server.h"
 #include "worker/replay_backend.h"
 #include "worker/sim_backend.h"
 #include "worker/worker_config.h"
@@ -43,6 +43,20 @@
 #include "worker/worker_metrics.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "host:port of paratune-server.");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM file of the CA that signed paratune-server's certificate; dials the server with "
+          "TLS when set (required by --tls_cert and --token_file). The certificate must name "
+          "the host of --server.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM file of this worker's certificate chain, for a server that requires client "
+          "certificates (its --tls_client_ca). With --tls_key.");
+ABSL_FLAG(std::string, tls_key, "",
+          "PEM file of the private key of --tls_cert, unencrypted; keep it readable by the "
+          "worker's user only.");
+ABSL_FLAG(std::string, token_file, "",
+          "File holding this worker's bearer token (a worker or admin token of the server's "
+          "--token_file) alone on one line; sent with every call. A file rather than a flag, "
+          "so that the token never shows in `ps`. Needs --tls_ca.");
 ABSL_FLAG(std::string, backend, "sim",
           "Comma-separated probe backends this worker offers: sim (the performance model "
           "with seeded noise; results are labelled simulated), replay (answers from the "
@@ -87,8 +101,10 @@ ABSL_FLAG(double, replay_probe_seconds, 0,
           "search progress as a live one would; 0 answers at once.");
 ABSL_FLAG(std::string, grpc_address, "127.0.0.1:0",
           "host:port of the worker's own gRPC server, which serves health checking "
-          "(grpc.health.v1) and reflection only. Port 0 picks a free port (logged). Set a "
-          "fixed port where a health probe needs one (Kubernetes, load balancers).");
+          "(grpc.health.v1) and reflection only, in plaintext and without tokens: they reveal "
+          "nothing secret, and health probes (the kubelet's) can do neither TLS nor tokens. "
+          "Port 0 picks a free port (logged). Set a fixed port where a health probe needs one "
+          "(Kubernetes, load balancers).");
 ABSL_FLAG(std::string, metrics_address, "",
           "host:port (IPv4) to serve Prometheus metrics on, at /metrics; empty serves none. "
           "Port 0 picks a free port (see --metrics_port_file).");
@@ -119,12 +135,19 @@ constexpr char kUsage[] =
     "SIGINT or SIGTERM stop it gracefully (a running probe is handed back to the server); "
     "with --exit_after_probes it also exits after that many probes.\n"
     "\n"
+    "Against a server with TLS, --tls_ca verifies its certificate; --tls_cert and --tls_key "
+    "present this worker's certificate where the server requires one (mutual TLS); "
+    "--token_file holds the worker token the server's calls need. The worker's own "
+    "--grpc_address serves health and reflection only, in plaintext.\n"
+    "\n"
     "With --backend=cuda the worker registers the GPUs that paratune-probe --list_gpus "
     "finds and runs each probe as a paratune-probe process on the GPUs the scheduler "
     "assigned, killed at the probe's deadline; for probes spanning several workers it "
     "relays the NCCL unique id through the scheduler.\n"
     "\n"
     "Usage: paratune-worker [--server=127.0.0.1:50051] [--backend=sim,replay,command,cuda]\n"
+    "                       [--tls_ca=PEM [--tls_cert=PEM --tls_key=PEM]]\n"
+    "                       [--token_file=PATH]\n"
     "                       [--config=worker.textproto] [--sim_gpus=8]\n"
     "                       [--sim_gpu_type=h100-80gb] [--hostname=NAME] [--labels=k=v,...]\n"
     "                       [--sim_probe_seconds=0.2] [--replay_probe_seconds=0]\n"
@@ -269,6 +292,10 @@ absl::StatusOr<std::vector<v1::Gpu>> GpusFromFlags(const WorkerDaemon::Options& 
 absl::StatusOr<WorkerDaemon::Options> OptionsFromFlags() {
   WorkerDaemon::Options options;
   options.server_address = absl::GetFlag(FLAGS_server);
+  options.credentials.tls_ca = absl::GetFlag(FLAGS_tls_ca);
+  options.credentials.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  options.credentials.tls_key = absl::GetFlag(FLAGS_tls_key);
+  options.credentials.token_file = absl::GetFlag(FLAGS_token_file);
   PT_RETURN_IF_ERROR(AddBackends(options));
   PT_ASSIGN_OR_RETURN(options.gpus, GpusFromFlags(options));
   options.hostname = absl::GetFlag(FLAGS_hostname);

@@ -1,4 +1,4 @@
-#include "worker/health_server.h"
+#include "common/health_server.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"

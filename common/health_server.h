@@ -1,8 +1,10 @@
-// The worker's own gRPC server: health checking (grpc.health.v1, for Kubernetes probes and
-// load balancers) and server reflection. The worker is a gRPC client of the scheduler for
-// everything else, so this server offers no other service.
-#ifndef PARATUNE_WORKER_HEALTH_SERVER_H_
-#define PARATUNE_WORKER_HEALTH_SERVER_H_
+// A plaintext gRPC server of health checking (grpc.health.v1, for Kubernetes probes and load
+// balancers) and server reflection, and nothing else: the worker's own server (the worker is
+// a gRPC client of the scheduler for everything else), and the scheduler's --health_address,
+// for probes that cannot do TLS or present a client certificate, such as the kubelet's gRPC
+// probe.
+#ifndef PARATUNE_COMMON_HEALTH_SERVER_H_
+#define PARATUNE_COMMON_HEALTH_SERVER_H_
 
 #include <memory>
 #include <string>
@@ -17,7 +19,7 @@ class HealthServer {
  public:
   struct Options {
     // host:port to listen on; port 0 picks a free port (see port()). It serves health and
-    // reflection only, so any interface may be used.
+    // reflection only, which reveal nothing secret, so any interface may be used.
     std::string address = "127.0.0.1:0";
   };
 
@@ -43,4 +45,4 @@ class HealthServer {
 
 }  // namespace paratune
 
-#endif  // PARATUNE_WORKER_HEALTH_SERVER_H_
+#endif  // PARATUNE_COMMON_HEALTH_SERVER_H_

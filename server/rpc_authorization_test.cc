@@ -1,0 +1,213 @@
+#include "server/rpc_authorization.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/autotuner_service.grpc.pb.h"
+#include "proto/worker_service.grpc.pb.h"
+#include "server/grpc_methods.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::Pair;
+using ::testing::SizeIs;
+
+constexpr char kClientToken[] = "client-token-0123456789";
+constexpr char kWorkerToken[] = "worker-token-0123456789";
+constexpr char kAdminToken[] = "admin-token-0123456789";
+constexpr char kUnknownToken[] = "unknown-token-0123456789";
+
+TokenTable Tokens() {
+  return TokenTable::Parse("tokens", absl::StrCat("client ", kClientToken, "\nworker ",
+                                                  kWorkerToken, "\nadmin ", kAdminToken, "\n"))
+      .value();
+}
+
+std::string Bearer(absl::string_view token) { return absl::StrCat("Bearer ", token); }
+
+absl::StatusCode Code(absl::string_view method, absl::string_view token) {
+  const std::string header = Bearer(token);
+  return AuthorizeCall(Tokens(), method, {header}).code();
+}
+
+std::vector<std::string> AutotunerMethods() {
+  return MethodsOfService(v1::Autotuner::service_full_name());
+}
+
+std::vector<std::string> WorkerServiceMethods() {
+  return MethodsOfService(v1::WorkerService::service_full_name());
+}
+
+TEST(AuthorizeCallTest, ClientAndAdminTokensMayCallEveryAutotunerMethod) {
+  ASSERT_THAT(AutotunerMethods(), SizeIs(testing::Ge(8)));
+  for (const std::string& method : AutotunerMethods()) {
+    EXPECT_EQ(Code(method, kClientToken), absl::StatusCode::kOk) << method;
+    EXPECT_EQ(Code(method, kAdminToken), absl::StatusCode::kOk) << method;
+    EXPECT_EQ(Code(method, kWorkerToken), absl::StatusCode::kPermissionDenied) << method;
+  }
+}
+
+TEST(AuthorizeCallTest, WorkerAndAdminTokensMayCallEveryWorkerServiceMethod) {
+  ASSERT_THAT(WorkerServiceMethods(), SizeIs(testing::Ge(4)));
+  for (const std::string& method : WorkerServiceMethods()) {
+    EXPECT_EQ(Code(method, kWorkerToken), absl::StatusCode::kOk) << method;
+    EXPECT_EQ(Code(method, kAdminToken), absl::StatusCode::kOk) << method;
+    EXPECT_EQ(Code(method, kClientToken), absl::StatusCode::kPermissionDenied) << method;
+  }
+}
+
+TEST(AuthorizeCallTest, OnlyAdminTokensMayCallOtherMethods) {
+  for (const std::string method :
+       {"/grpc.channelz.v1.Channelz/GetServers", "/paratune.v1.Autotuner", "", "/"}) {
+    EXPECT_EQ(Code(method, kAdminToken), absl::StatusCode::kOk) << method;
+    EXPECT_EQ(Code(method, kClientToken), absl::StatusCode::kPermissionDenied) << method;
+    EXPECT_EQ(Code(method, kWorkerToken), absl::StatusCode::kPermissionDenied) << method;
+    EXPECT_EQ(AuthorizeCall(Tokens(), method, {}).code(), absl::StatusCode::kUnauthenticated);
+  }
+}
+
+TEST(AuthorizeCallTest, HealthAndReflectionAreOpen) {
+  for (const std::string& method : StandardGrpcMethods()) {
+    EXPECT_TRUE(AuthorizeCall(Tokens(), method, {}).ok()) << method;
+    // Open means the token is not looked at, whatever it is.
+    EXPECT_EQ(Code(method, kUnknownToken), absl::StatusCode::kOk) << method;
+    EXPECT_EQ(Code(method, kWorkerToken), absl::StatusCode::kOk) << method;
+  }
+}
+
+TEST(AuthorizeCallTest, EveryOtherMethodNeedsAToken) {
+  std::vector<std::string> methods = AutotunerMethods();
+  for (std::string& method : WorkerServiceMethods()) methods.push_back(method);
+  for (const std::string& method : methods) {
+    const absl::Status status = AuthorizeCall(Tokens(), method, {});
+    EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated) << method;
+    EXPECT_THAT(status.message(), HasSubstr("authorization: Bearer TOKEN"));
+  }
+}
+
+TEST(AuthorizeCallTest, AnUnknownTokenIsUnauthenticatedWithoutQuotingIt) {
+  const std::string header = Bearer(kUnknownToken);
+  const absl::Status status =
+      AuthorizeCall(Tokens(), "/paratune.v1.Autotuner/CreateSearch", {header});
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(status.message(), HasSubstr("not one this server accepts"));
+  EXPECT_THAT(status.message(), Not(HasSubstr(kUnknownToken)));
+}
+
+TEST(AuthorizeCallTest, AWrongRoleIsPermissionDeniedNamingTheRoles) {
+  const std::string header = Bearer(kWorkerToken);
+  const absl::Status status =
+      AuthorizeCall(Tokens(), "/paratune.v1.Autotuner/CreateSearch", {header});
+  EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(status.message(),
+            "a worker token may not call /paratune.v1.Autotuner/CreateSearch; it needs a client "
+            "or admin token");
+  const std::string client = Bearer(kClientToken);
+  EXPECT_EQ(
+      AuthorizeCall(Tokens(), "/paratune.v1.WorkerService/RegisterWorker", {client}).message(),
+      "a client token may not call /paratune.v1.WorkerService/RegisterWorker; it needs a "
+      "worker or admin token");
+}
+
+TEST(AuthorizeCallTest, TheSchemeMustBeBearerInAnyCase) {
+  const std::string method = "/paratune.v1.Autotuner/ListWorkers";
+  const std::string lower = absl::StrCat("bearer ", kClientToken);
+  EXPECT_TRUE(AuthorizeCall(Tokens(), method, {lower}).ok());
+  for (const std::string header : {absl::StrCat("Basic ", kClientToken), std::string(kClientToken),
+                                   absl::StrCat("Bearer  ", kClientToken), std::string("Bearer")}) {
+    const absl::Status status = AuthorizeCall(Tokens(), method, {header});
+    EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated) << header;
+    EXPECT_THAT(status.message(), Not(HasSubstr(kClientToken)));
+  }
+}
+
+TEST(AuthorizeCallTest, TwoTokensAreUnauthenticated) {
+  const std::string client = Bearer(kClientToken);
+  const std::string admin = Bearer(kAdminToken);
+  const absl::Status status =
+      AuthorizeCall(Tokens(), "/paratune.v1.Autotuner/ListWorkers", {client, admin});
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(status.message(), HasSubstr("2 authorization metadata values"));
+}
+
+grpc::string_ref Ref(const std::string& text) { return grpc::string_ref(text.data(), text.size()); }
+
+TEST(TokenAuthMetadataProcessorTest, AdmitsAnAllowedCallAndConsumesItsToken) {
+  TokenAuthMetadataProcessor processor(Tokens(), nullptr);
+  EXPECT_FALSE(processor.IsBlocking());
+  const std::string path = "/paratune.v1.WorkerService/Heartbeat";
+  const std::string header = Bearer(kWorkerToken);
+  const std::string authority = "localhost";
+  grpc::AuthMetadataProcessor::InputMetadata metadata = {{Ref(":path"), Ref(path)},
+                                                         {Ref(":authority"), Ref(authority)},
+                                                         {Ref("authorization"), Ref(header)}};
+  grpc::AuthMetadataProcessor::OutputMetadata consumed;
+  grpc::AuthMetadataProcessor::OutputMetadata response;
+  const grpc::Status status = processor.Process(metadata, nullptr, &consumed, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(consumed, (grpc::AuthMetadataProcessor::OutputMetadata{{"authorization", header}}));
+  EXPECT_THAT(response, IsEmpty());
+}
+
+TEST(TokenAuthMetadataProcessorTest, RefusesWithTheCanonicalCode) {
+  TokenAuthMetadataProcessor processor(Tokens(), nullptr);
+  const std::string path = "/paratune.v1.Autotuner/CreateSearch";
+  const std::string worker = Bearer(kWorkerToken);
+  grpc::AuthMetadataProcessor::OutputMetadata consumed;
+  grpc::AuthMetadataProcessor::OutputMetadata response;
+  EXPECT_EQ(
+      processor.Process({{Ref(":path"), Ref(path)}}, nullptr, &consumed, &response).error_code(),
+      grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(processor
+                .Process({{Ref(":path"), Ref(path)}, {Ref("authorization"), Ref(worker)}}, nullptr,
+                         &consumed, &response)
+                .error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+}
+
+TEST(TokenAuthMetadataProcessorTest, TellsTheObserverOfEveryRefusal) {
+  std::vector<std::pair<std::string, absl::StatusCode>> refused;
+  TokenAuthMetadataProcessor processor(Tokens(),
+                                       [&refused](absl::string_view method, absl::StatusCode code) {
+                                         refused.emplace_back(method, code);
+                                       });
+  const std::string create = "/paratune.v1.Autotuner/CreateSearch";
+  const std::string health = "/grpc.health.v1.Health/Check";
+  const std::string client = Bearer(kClientToken);
+  const std::string worker = Bearer(kWorkerToken);
+  grpc::AuthMetadataProcessor::OutputMetadata consumed;
+  grpc::AuthMetadataProcessor::OutputMetadata response;
+  processor.Process({{Ref(":path"), Ref(create)}}, nullptr, &consumed, &response);
+  processor.Process({{Ref(":path"), Ref(create)}, {Ref("authorization"), Ref(worker)}}, nullptr,
+                    &consumed, &response);
+  processor.Process({{Ref(":path"), Ref(create)}, {Ref("authorization"), Ref(client)}}, nullptr,
+                    &consumed, &response);
+  processor.Process({{Ref(":path"), Ref(health)}}, nullptr, &consumed, &response);
+  EXPECT_THAT(refused, ElementsAre(Pair(create, absl::StatusCode::kUnauthenticated),
+                                   Pair(create, absl::StatusCode::kPermissionDenied)));
+}
+
+TEST(TokenAuthMetadataProcessorTest, ACallWithoutAPathNeedsAnAdminToken) {
+  TokenAuthMetadataProcessor processor(Tokens(), nullptr);
+  const std::string client = Bearer(kClientToken);
+  const std::string admin = Bearer(kAdminToken);
+  grpc::AuthMetadataProcessor::OutputMetadata consumed;
+  grpc::AuthMetadataProcessor::OutputMetadata response;
+  EXPECT_EQ(processor.Process({{Ref("authorization"), Ref(client)}}, nullptr, &consumed, &response)
+                .error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(
+      processor.Process({{Ref("authorization"), Ref(admin)}}, nullptr, &consumed, &response).ok());
+}
+
+}  // namespace
+}  // namespace paratune
