@@ -9,9 +9,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -20,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "common/client_credentials.h"
+#include "common/command_line.h"
 
 ABSL_FLAG(std::string, model, "llama3.1-8b",
           "Model preset: llama2-7b, llama2-13b, llama2-70b, llama3.1-8b, llama3.1-70b, "
@@ -138,7 +136,7 @@ ABSL_FLAG(std::string, candidate, "",
 
 namespace {
 
-constexpr char kUsage[] = R"(paratune: find the fastest 4D-parallel configuration for Llama training.
+constexpr char kUsage[] = R"(find the fastest 4D-parallel configuration for Llama training.
 
 Usage: paratune COMMAND [flags]
 
@@ -173,7 +171,7 @@ PARATUNE_TLS_CERT and PARATUNE_TLS_KEY stand in for flags not given.
 
 Every command takes --json to print the API's proto as canonical JSON.
 Exit status: 0 success, 1 error (the message names the field at fault), 2 bad usage.
-Run 'paratune --helpfull' for every flag.)";
+The flags of every command follow; 'paratune --helpfull' adds Abseil's own.)";
 
 // A credentials flag's value; when it is empty, the environment variable's (or empty).
 std::string FlagOrEnvironment(const absl::Flag<std::string>& flag, const char* variable) {
@@ -432,10 +430,9 @@ absl::Status Run(const std::vector<char*>& args, const paratune::OutputOptions& 
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(kUsage);
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  std::vector<char*> args = paratune::ParseFlags(argc, argv, kUsage, "cli/main.cc");
   if (args.size() < 2) {
-    std::cerr << kUsage << "\n";
+    std::cerr << "paratune: " << kUsage << "\n";
     return 2;
   }
   paratune::OutputOptions output;

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -13,15 +12,12 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/command_line.h"
 #include "common/health_server.h"
 #include "common/log.h"
 #include "common/port_file.h"
@@ -377,20 +373,8 @@ int Main() {
 }  // namespace paratune
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(paratune::kUsage);
-  // --help lists the flags of this file (absl's default matches files named after the
-  // binary, which Bazel's paths are not).
-  absl::FlagsUsageConfig usage_config;
-  usage_config.contains_help_flags = [](absl::string_view path) {
-    return absl::EndsWith(path, "server/server_main.cc");
-  };
-  usage_config.contains_helpshort_flags = usage_config.contains_help_flags;
-  absl::SetFlagsUsageConfig(usage_config);
-  const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
-  if (positional.size() > 1) {
-    std::fprintf(stderr, "paratune-server takes no positional arguments (got \"%s\"); see --help\n",
-                 positional[1]);
-    return 2;
-  }
+  const std::vector<char*> positional =
+      paratune::ParseFlags(argc, argv, paratune::kUsage, "server/server_main.cc");
+  if (!paratune::NoPositionalArguments(positional, "paratune-server")) return 2;
   return paratune::Main();
 }

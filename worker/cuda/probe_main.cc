@@ -14,14 +14,12 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "common/command_line.h"
 #include "google/protobuf/text_format.h"
 #include "proto/probe.pb.h"
 #include "worker/cuda/communicators.h"
@@ -256,18 +254,8 @@ int Main() {
 }  // namespace paratune
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(paratune::kUsage);
-  absl::FlagsUsageConfig usage_config;
-  usage_config.contains_help_flags = [](absl::string_view path) {
-    return absl::EndsWith(path, "worker/cuda/probe_main.cc");
-  };
-  usage_config.contains_helpshort_flags = usage_config.contains_help_flags;
-  absl::SetFlagsUsageConfig(usage_config);
-  const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
-  if (positional.size() > 1) {
-    std::fprintf(stderr, "paratune-probe takes no positional arguments (got \"%s\"); see --help\n",
-                 positional[1]);
-    return paratune::kProbeExitUsage;
-  }
+  const std::vector<char*> positional =
+      paratune::ParseFlags(argc, argv, paratune::kUsage, "worker/cuda/probe_main.cc");
+  if (!paratune::NoPositionalArguments(positional, "paratune-probe")) return paratune::kProbeExitUsage;
   return paratune::Main();
 }
