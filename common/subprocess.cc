@@ -168,7 +168,8 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const SubprocessOptions& options,
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, child_ends[0], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, child_ends[1], STDERR_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  const std::string stdin_path = options.stdin_path.empty() ? "/dev/null" : options.stdin_path;
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, stdin_path.c_str(), O_RDONLY, 0);
   if (!options.working_directory.empty()) {
     posix_spawn_file_actions_addchdir_np(&actions, options.working_directory.c_str());
   }

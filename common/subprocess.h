@@ -29,6 +29,8 @@ struct SubprocessOptions {
   std::map<std::string, std::string> env;
   // Where the child starts; empty means this process's working directory.
   std::string working_directory;
+  // A file the child reads as its stdin; empty means /dev/null.
+  std::string stdin_path;
   // Longest run; the child's process group is then stopped and the run ends kTimedOut.
   absl::Duration timeout = absl::InfiniteDuration();
   // How long a stopped child gets between SIGTERM and SIGKILL.

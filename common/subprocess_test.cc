@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <fstream>
-
 #include <string>
 #include <thread>
 #include <utility>
@@ -15,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "common/test_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -134,6 +134,13 @@ TEST(RunSubprocessTest, EnvironmentAndWorkingDirectory) {
   options.env = {{"PARATUNE_TEST_VALUE", "tp=2"}};
   options.working_directory = "/";
   EXPECT_EQ(RunToEnd(options).stdout_tail, "tp=2\n/\n");
+}
+
+TEST(RunSubprocessTest, StdinIsDevNullUnlessAFileIsGiven) {
+  EXPECT_EQ(RunToEnd(Shell("cat; echo end")).stdout_tail, "end\n");
+  SubprocessOptions options = Shell("cat");
+  options.stdin_path = WriteTestFile("subprocess_stdin", "fed\n");
+  EXPECT_EQ(RunToEnd(options).stdout_tail, "fed\n");
 }
 
 TEST(RunSubprocessTest, KeepsTheLastBytesOfALongOutput) {

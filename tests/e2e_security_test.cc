@@ -141,7 +141,11 @@ class E2eSecurityTest : public CertificatesTest {
     options.environment = environment;
     absl::StatusOr<CommandResult> result = RunCommand(argv, options);
     EXPECT_TRUE(result.ok()) << result.status();
-    return result.ok() ? *std::move(result) : CommandResult{-1, ""};
+    if (result.ok()) return *std::move(result);
+    CommandResult not_run;  // fails every succeeded() check
+    not_run.run.exit_code = -1;
+    not_run.output = std::string(result.status().message());
+    return not_run;
   }
 
   static std::string* health_port_file_;

@@ -9,14 +9,17 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/subprocess.h"
 
 namespace paratune {
 
 struct CommandResult {
-  // The waitpid status (DescribeExitStatus in process_harness.h tells it in words).
-  int status = 0;
-  // stdout and stderr, interleaved as written.
+  // How it ended (DescribeEnding in common/subprocess.h tells it in words); its stream
+  // tails are empty: `output` has the output.
+  SubprocessResult run;
+  // stdout and stderr, line by line in the order the lines were read.
   std::string output;
+  // Exited with code 0.
   bool succeeded() const;
 };
 
@@ -28,7 +31,7 @@ struct CommandOptions {
   absl::Duration timeout = absl::Seconds(60);
 };
 
-// Runs argv[0] (a path, or a name looked up in PATH) with `argv`. INTERNAL when it cannot be
+// Runs argv[0] (a path, or a name looked up in PATH) with `argv`. NOT_FOUND when it cannot be
 // started; DEADLINE_EXCEEDED, with its output so far, when it overruns the timeout.
 absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                          const CommandOptions& options = {});
