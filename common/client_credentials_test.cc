@@ -14,7 +14,7 @@
 #include "grpcpp/security/auth_metadata_processor.h"
 #include "grpcpp/security/server_credentials.h"
 #include "gtest/gtest.h"
-#include "tests/grpc_introspection.h"
+#include "common/grpc_introspection.h"
 
 namespace paratune {
 namespace {

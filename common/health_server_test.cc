@@ -8,7 +8,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "tests/grpc_introspection.h"
+#include "common/grpc_introspection.h"
 
 namespace paratune {
 namespace {

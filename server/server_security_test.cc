@@ -13,7 +13,7 @@
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "proto/autotuner_service.grpc.pb.h"
-#include "tests/grpc_introspection.h"
+#include "common/grpc_introspection.h"
 
 namespace paratune {
 namespace {

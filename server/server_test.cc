@@ -5,21 +5,18 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/client_credentials.h"
+#include "common/grpc_introspection.h"
 #include "common/test_certificates.h"
 #include "common/test_file.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
-#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
-#include "grpcpp/support/byte_buffer.h"
-#include "grpcpp/support/client_callback.h"
 #include "gtest/gtest.h"
-#include "server/test_requests.h"
 #include "proto/autotuner_service.grpc.pb.h"
 #include "proto/worker_service.grpc.pb.h"
+#include "server/test_requests.h"
 
 namespace paratune {
 namespace {
@@ -33,42 +30,6 @@ std::unique_ptr<grpc::ClientContext> Context() {
   context->set_deadline(absl::ToChronoTime(absl::Now() + kTimeout));
   return context;
 }
-
-std::string Bytes(const grpc::ByteBuffer& buffer) {
-  grpc::Slice slice;
-  buffer.TrySingleSlice(&slice).ok() || buffer.DumpToSingleSlice(&slice).ok();
-  return std::string(reinterpret_cast<const char*>(slice.begin()), slice.size());
-}
-
-// One request and one response on a bidi stream of raw bytes: enough to ask the
-// reflection service for its list of services without its generated code.
-class OneExchange : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
- public:
-  explicit OneExchange(const std::string& request) {
-    grpc::Slice slice(request);
-    request_ = grpc::ByteBuffer(&slice, 1);
-  }
-  void Begin() {
-    StartWrite(&request_);
-    StartRead(&response_);
-    StartCall();
-  }
-  void OnWriteDone(bool) override { StartWritesDone(); }
-  void OnReadDone(bool ok) override { read_ok_ = ok; }
-  void OnDone(const grpc::Status& status) override {
-    status_ = status;
-    done_.Notify();
-  }
-  bool Wait() { return done_.WaitForNotificationWithTimeout(kTimeout); }
-  std::string response() const { return read_ok_ ? Bytes(response_) : ""; }
-
- private:
-  grpc::ByteBuffer request_;
-  grpc::ByteBuffer response_;
-  bool read_ok_ = false;
-  grpc::Status status_;
-  absl::Notification done_;
-};
 
 class ServerTest : public ::testing::Test {
  protected:
@@ -112,40 +73,14 @@ class ServerTest : public ::testing::Test {
   std::unique_ptr<v1::WorkerService::Stub> workers_;
 };
 
-TEST_F(ServerTest, ServesHealthChecks) {
-  grpc::GenericStub stub(channel_);
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + kTimeout));
-  grpc::ByteBuffer request;  // HealthCheckRequest{service: ""} is empty.
-  grpc::Slice empty("");
-  request = grpc::ByteBuffer(&empty, 1);
-  grpc::ByteBuffer response;
-  absl::Notification done;
-  grpc::Status status;
-  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
-                 [&](grpc::Status s) {
-                   status = std::move(s);
-                   done.Notify();
-                 });
-  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kTimeout));
-  ASSERT_TRUE(status.ok()) << status.error_message();
-  // HealthCheckResponse{status: SERVING (1)}.
-  EXPECT_EQ(Bytes(response), std::string("\x08\x01", 2));
-}
-
-TEST_F(ServerTest, ServesReflection) {
-  grpc::GenericStub stub(channel_);
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + kTimeout));
-  // ServerReflectionRequest{list_services: ""} (field 7, length-delimited, empty).
-  OneExchange exchange(std::string("\x3a\x00", 2));
-  stub.PrepareBidiStreamingCall(&context,
-                                "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-                                grpc::StubOptions(), &exchange);
-  exchange.Begin();
-  ASSERT_TRUE(exchange.Wait());
-  EXPECT_THAT(exchange.response(), HasSubstr("paratune.v1.Autotuner"));
-  EXPECT_THAT(exchange.response(), HasSubstr("paratune.v1.WorkerService"));
+TEST_F(ServerTest, ServesHealthChecksAndReflection) {
+  absl::StatusOr<int> health = CheckHealth(channel_);
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_EQ(*health, 1);  // SERVING
+  absl::StatusOr<std::string> services = ListServicesByReflection(channel_);
+  ASSERT_TRUE(services.ok()) << services.status();
+  EXPECT_THAT(*services, HasSubstr("paratune.v1.Autotuner"));
+  EXPECT_THAT(*services, HasSubstr("paratune.v1.WorkerService"));
 }
 
 TEST_F(ServerTest, RunsASearchThroughBothServices) {

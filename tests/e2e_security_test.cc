@@ -20,7 +20,7 @@
 #include "gtest/gtest.h"
 #include "proto/autotuner_service.grpc.pb.h"
 #include "proto/worker_service.grpc.pb.h"
-#include "tests/grpc_introspection.h"
+#include "common/grpc_introspection.h"
 #include "tests/http_client.h"
 #include "tests/metrics_text.h"
 #include "tests/run_command.h"

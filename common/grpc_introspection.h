@@ -1,8 +1,8 @@
 // Asks any gRPC server over a channel what the standard services say, without their
 // generated code: the health checking service's overall status and the service list of
 // server reflection. For tests of both binaries.
-#ifndef PARATUNE_TESTS_GRPC_INTROSPECTION_H_
-#define PARATUNE_TESTS_GRPC_INTROSPECTION_H_
+#ifndef PARATUNE_COMMON_GRPC_INTROSPECTION_H_
+#define PARATUNE_COMMON_GRPC_INTROSPECTION_H_
 
 #include <memory>
 #include <string>
@@ -22,4 +22,4 @@ absl::StatusOr<std::string> ListServicesByReflection(const std::shared_ptr<grpc:
 
 }  // namespace paratune
 
-#endif  // PARATUNE_TESTS_GRPC_INTROSPECTION_H_
+#endif  // PARATUNE_COMMON_GRPC_INTROSPECTION_H_

@@ -1,4 +1,4 @@
-#include "tests/grpc_introspection.h"
+#include "common/grpc_introspection.h"
 
 #include <utility>
 
