@@ -63,7 +63,7 @@ class OneExchange : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteB
 }  // namespace
 
 absl::StatusOr<int> CheckHealth(const std::shared_ptr<grpc::Channel>& channel) {
-  grpc::GenericStub stub(channel);
+  grpc::GenericStub raw_client(channel);
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + kTimeout));
   // HealthCheckRequest{service: ""} encodes to no bytes.
@@ -71,17 +71,18 @@ absl::StatusOr<int> CheckHealth(const std::shared_ptr<grpc::Channel>& channel) {
   grpc::ByteBuffer response;
   absl::Notification done;
   grpc::Status status;
-  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
-                 [&](grpc::Status s) {
-                   status = std::move(s);
-                   done.Notify();
-                 });
+  raw_client.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
+                       &response, [&](grpc::Status s) {
+                         status = std::move(s);
+                         done.Notify();
+                       });
   if (!done.WaitForNotificationWithTimeout(kTimeout)) {
     return absl::DeadlineExceededError("health check did not end");
   }
   if (!status.ok()) return FromGrpc(status);
-  // HealthCheckResponse{status: N} is the bytes 0x08 N.
+  // HealthCheckResponse{status: N} is the bytes 0x08 N; proto3 omits N = 0 (UNKNOWN).
   const std::string bytes = Bytes(response);
+  if (bytes.empty()) return 0;
   if (bytes.size() != 2 || bytes[0] != '\x08') {
     return absl::InternalError("unexpected HealthCheckResponse encoding");
   }
@@ -90,14 +91,14 @@ absl::StatusOr<int> CheckHealth(const std::shared_ptr<grpc::Channel>& channel) {
 
 absl::StatusOr<std::string> ListServicesByReflection(
     const std::shared_ptr<grpc::Channel>& channel) {
-  grpc::GenericStub stub(channel);
+  grpc::GenericStub raw_client(channel);
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + kTimeout));
   // ServerReflectionRequest{list_services: ""} (field 7, length-delimited, empty).
   OneExchange exchange(std::string("\x3a\x00", 2));
-  stub.PrepareBidiStreamingCall(&context,
-                                "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-                                grpc::StubOptions(), &exchange);
+  raw_client.PrepareBidiStreamingCall(
+      &context, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+      grpc::StubOptions(), &exchange);
   exchange.Begin();
   return exchange.Wait();
 }

@@ -12,7 +12,7 @@
 
 namespace paratune {
 
-// grpc.health.v1.Health/Check for the overall service (""): 1 SERVING, 2 NOT_SERVING.
+// grpc.health.v1.Health/Check for the overall service (""): 0 UNKNOWN, 1 SERVING, 2 NOT_SERVING.
 // The call's error otherwise.
 absl::StatusOr<int> CheckHealth(const std::shared_ptr<grpc::Channel>& channel);
 

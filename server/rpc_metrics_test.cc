@@ -44,7 +44,7 @@ TEST(RpcMetricsTest, CountsCallsOfARealServerByMethodAndCode) {
   ASSERT_TRUE(server.ok()) << server.status();
   EXPECT_EQ(Calls(registry, {"paratune.v1.Autotuner/GetSearch", "OK"}), 0);
 
-  auto stub = v1::Autotuner::NewStub(grpc::CreateChannel(
+  auto autotuner = v1::Autotuner::NewStub(grpc::CreateChannel(
       absl::StrCat("127.0.0.1:", (*server)->port()), grpc::InsecureChannelCredentials()));
   for (const char* name : {"searches/99", "not-a-name"}) {
     grpc::ClientContext context;
@@ -52,13 +52,13 @@ TEST(RpcMetricsTest, CountsCallsOfARealServerByMethodAndCode) {
     v1::GetSearchRequest request;
     request.set_name(name);
     v1::Search search;
-    EXPECT_FALSE(stub->GetSearch(&context, request, &search).ok());
+    EXPECT_FALSE(autotuner->GetSearch(&context, request, &search).ok());
   }
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
   v1::ListWorkersResponse workers;
-  ASSERT_TRUE(stub->ListWorkers(&context, v1::ListWorkersRequest(), &workers).ok());
-  stub.reset();
+  ASSERT_TRUE(autotuner->ListWorkers(&context, v1::ListWorkersRequest(), &workers).ok());
+  autotuner.reset();
   (*server)->Shutdown(absl::Seconds(1));
 
   EXPECT_EQ(Calls(registry, {"paratune.v1.Autotuner/GetSearch", "NOT_FOUND"}), 1);
