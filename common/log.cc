@@ -61,6 +61,14 @@ absl::StatusOr<LogLevel> ParseLogLevel(absl::string_view field, absl::string_vie
       absl::StrCat(field, " (\"", text, "\") must be one of debug, info, warning, error"));
 }
 
+absl::Status ConfigureLog(absl::string_view component, absl::string_view log_level_flag) {
+  SetLogComponent(component);
+  absl::StatusOr<LogLevel> level = ParseLogLevel("--log_level", log_level_flag);
+  if (!level.ok()) return level.status();
+  SetMinLogLevel(*level);
+  return absl::OkStatus();
+}
+
 void Log(LogLevel level, absl::string_view msg, const LogFields& fields) {
   if (level < MinLevel().load(std::memory_order_relaxed)) return;
   std::string line = absl::StrCat(

@@ -34,6 +34,11 @@ void SetMinLogLevel(LogLevel level);
 // `field` and the value otherwise.
 absl::StatusOr<LogLevel> ParseLogLevel(absl::string_view field, absl::string_view text);
 
+// What each binary does first: SetLogComponent(component), then SetMinLogLevel of its
+// --log_level value. INVALID_ARGUMENT naming --log_level and the value for an unknown level
+// (the minimum level is then left as it was).
+absl::Status ConfigureLog(absl::string_view component, absl::string_view log_level_flag);
+
 }  // namespace paratune
 
 #endif  // PARATUNE_COMMON_LOG_H_

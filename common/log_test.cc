@@ -50,5 +50,16 @@ TEST_F(LogTest, ParsesLevelNamesAndNamesTheFieldOnError) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("--log_level (\"verbose\")"));
 }
 
+TEST_F(LogTest, ConfigureLogSetsComponentAndMinimumLevel) {
+  ASSERT_TRUE(ConfigureLog("configured", "warning").ok());
+  ::testing::internal::CaptureStderr();
+  Log(LogLevel::kInfo, "quiet");
+  Log(LogLevel::kWarning, "loud");
+  const std::string lines = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(lines, Not(HasSubstr("quiet")));
+  EXPECT_THAT(lines, HasSubstr("component=configured msg=loud"));
+  EXPECT_EQ(ConfigureLog("configured", "loud").code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace paratune

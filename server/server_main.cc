@@ -20,6 +20,7 @@
 #include "common/command_line.h"
 #include "common/health_server.h"
 #include "common/log.h"
+#include "common/shutdown_signals.h"
 #include "common/port_file.h"
 #include "common/status_macros.h"
 #include "metrics/http_exporter.h"
@@ -247,20 +248,12 @@ std::vector<std::string> ServedMethods() {
 }
 
 int Main() {
-  SetLogComponent("paratune-server");
-  absl::StatusOr<LogLevel> log_level = ParseLogLevel("--log_level", absl::GetFlag(FLAGS_log_level));
-  if (!log_level.ok()) {
-    Log(LogLevel::kError, "bad flags", {{"error", log_level.status().ToString()}});
+  if (absl::Status status = ConfigureLog("paratune-server", absl::GetFlag(FLAGS_log_level));
+      !status.ok()) {
+    Log(LogLevel::kError, "bad flags", {{"error", status.ToString()}});
     return 2;
   }
-  SetMinLogLevel(*log_level);
-  // Block the shutdown signals in every thread (gRPC's threads inherit this mask) and take
-  // them synchronously with sigwait below: no work in a signal handler.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const sigset_t signals = BlockShutdownSignals();
 
   absl::StatusOr<std::optional<SlurmLauncher::Options>> launcher = LauncherFromFlags();
   if (!launcher.ok()) {

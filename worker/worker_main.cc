@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "common/command_line.h"
 #include "common/log.h"
+#include "common/shutdown_signals.h"
 #include "common/status_macros.h"
 #include "estimator/cluster_spec.h"
 #include "metrics/http_exporter.h"
@@ -316,20 +317,12 @@ absl::StatusOr<WorkerDaemon::Options> OptionsFromFlags() {
 }
 
 int Main() {
-  SetLogComponent("paratune-worker");
-  absl::StatusOr<LogLevel> log_level = ParseLogLevel("--log_level", absl::GetFlag(FLAGS_log_level));
-  if (!log_level.ok()) {
-    Log(LogLevel::kError, "bad flags", {{"error", log_level.status().ToString()}});
+  if (absl::Status status = ConfigureLog("paratune-worker", absl::GetFlag(FLAGS_log_level));
+      !status.ok()) {
+    Log(LogLevel::kError, "bad flags", {{"error", status.ToString()}});
     return 2;
   }
-  SetMinLogLevel(*log_level);
-  // Shutdown signals are blocked in every thread (gRPC's threads inherit the mask) and taken
-  // synchronously with sigwait below: no work in a signal handler.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const sigset_t signals = BlockShutdownSignals();
 
   absl::StatusOr<WorkerDaemon::Options> options = OptionsFromFlags();
   if (!options.ok()) {
