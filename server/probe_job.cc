@@ -36,7 +36,7 @@ absl::string_view FlagName(absl::string_view arg) {
 
 // The batch script: one worker per node, which registers reserved for the probe, runs it and
 // exits; --kill-on-bad-exit stops a gang whose member failed.
-std::string JobScript(const ProbeJobOptions& options, const Scheduler::PendingProbe& probe) {
+std::string JobScript(const ProbeJobOptions& options, const PendingProbe& probe) {
   std::vector<std::string> words = {
       "exec srun --ntasks-per-node=1 --kill-on-bad-exit=1", ShellQuoted(options.worker_binary),
       ShellQuoted(absl::StrCat("--server=", options.server_address)),
@@ -111,8 +111,7 @@ std::optional<ProbeId> ProbeOfJobName(absl::string_view prefix, absl::string_vie
   return probe;
 }
 
-absl::StatusOr<ProbeJob> MakeProbeJob(const ProbeJobOptions& options,
-                                      const Scheduler::PendingProbe& probe) {
+absl::StatusOr<ProbeJob> MakeProbeJob(const ProbeJobOptions& options, const PendingProbe& probe) {
   absl::StatusOr<ProbeId> id = ParseProbeName("probe", probe.probe);
   if (!id.ok()) return id.status();
   const int64_t per_node =

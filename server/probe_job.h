@@ -13,8 +13,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "server/launch_target.h"
 #include "server/resource_names.h"
-#include "server/scheduler.h"
 
 namespace paratune {
 
@@ -77,8 +77,7 @@ struct ProbeJob {
 
 // The job for `probe`. FAILED_PRECONDITION when a tensor x context parallel group is larger
 // than a node; INVALID_ARGUMENT for a malformed probe name.
-absl::StatusOr<ProbeJob> MakeProbeJob(const ProbeJobOptions& options,
-                                      const Scheduler::PendingProbe& probe);
+absl::StatusOr<ProbeJob> MakeProbeJob(const ProbeJobOptions& options, const PendingProbe& probe);
 
 }  // namespace paratune
 

@@ -23,8 +23,8 @@ using ::testing::HasSubstr;
 
 // Candidate 2 of search 7, second attempt: a replica of 12 ranks in tensor x context groups
 // of 4, on a cluster of 8-GPU nodes.
-Scheduler::PendingProbe GangProbe() {
-  Scheduler::PendingProbe probe;
+PendingProbe GangProbe() {
+  PendingProbe probe;
   probe.probe = "searches/7/candidates/2/probes/2";
   probe.backend = "sim";
   probe.ranks = 12;
@@ -60,7 +60,7 @@ TEST(ProbeJobTest, JobNamesNameTheProbe) {
 }
 
 TEST(ProbeJobTest, NodesHoldWholeGroups) {
-  Scheduler::PendingProbe probe = GangProbe();
+  PendingProbe probe = GangProbe();
   auto nodes = [&] { return MakeProbeJob(Options(), probe).value().nodes; };
   EXPECT_EQ(nodes(), 2);
   probe.gpus_per_node = 6;  // one group of 4 per node
@@ -101,7 +101,7 @@ TEST(ProbeJobTest, ArgumentsAskForTheNodesTheDeadlineAndOneWorkerPerNode) {
   options.request_gpus = false;
   options.exclusive = false;
   options.startup_allowance = absl::Seconds(30);
-  Scheduler::PendingProbe probe = GangProbe();
+  PendingProbe probe = GangProbe();
   probe.deadline = absl::Seconds(61);
   job = MakeProbeJob(options, probe);
   ASSERT_TRUE(job.ok()) << job.status();

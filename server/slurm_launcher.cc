@@ -1,6 +1,7 @@
 #include "server/slurm_launcher.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -43,13 +44,12 @@ namespace {
 
 // The queued probes that wait for a job, taking turns between searches (the first of each
 // search, then the second, ...), so that one large search does not take every job slot.
-std::vector<const Scheduler::PendingProbe*> LaunchOrder(
-    const std::vector<Scheduler::PendingProbe>& pending) {
+std::vector<const PendingProbe*> LaunchOrder(const std::vector<PendingProbe>& pending) {
   // PendingProbes lists each search's probes together.
-  std::vector<std::vector<const Scheduler::PendingProbe*>> by_search;
+  std::vector<std::vector<const PendingProbe*>> by_search;
   int64_t last_search = 0;
   size_t turns = 0;
-  for (const Scheduler::PendingProbe& probe : pending) {
+  for (const PendingProbe& probe : pending) {
     if (probe.running || !probe.unplaceable) continue;
     const absl::StatusOr<ProbeId> id = ParseProbeName("probe", probe.probe);
     if (!id.ok()) continue;
@@ -58,7 +58,7 @@ std::vector<const Scheduler::PendingProbe*> LaunchOrder(
     by_search.back().push_back(&probe);
     turns = std::max(turns, by_search.back().size());
   }
-  std::vector<const Scheduler::PendingProbe*> order;
+  std::vector<const PendingProbe*> order;
   for (size_t turn = 0; turn < turns; ++turn) {
     for (const auto& probes : by_search) {
       if (turn < probes.size()) order.push_back(probes[turn]);
@@ -69,21 +69,23 @@ std::vector<const Scheduler::PendingProbe*> LaunchOrder(
 
 }  // namespace
 
-SlurmLauncher::SlurmLauncher(Options options, Scheduler* scheduler)
+SlurmLauncher::SlurmLauncher(Options options, LaunchTarget* target)
     : options_(std::move(options)),
-      scheduler_(scheduler),
+      target_(target),
       clock_(options_.clock != nullptr ? options_.clock : RealClock()),
-      client_(options_.commands, options_.run_command
-                                     ? options_.run_command
-                                     : SubprocessCommandRunner(options_.command_timeout, &stop_)) {}
+      run_command_(options_.run_command
+                       ? options_.run_command
+                       : SubprocessCommandRunner(options_.command_timeout, &stop_)),
+      client_(options_.commands,
+              [this](const std::vector<std::string>& argv) { return RunCommand(argv); }) {}
 
 absl::StatusOr<std::unique_ptr<SlurmLauncher>> SlurmLauncher::Start(Options options,
-                                                                    Scheduler* scheduler) {
+                                                                    LaunchTarget* target) {
   PT_RETURN_IF_ERROR(CheckOptions(options));
   if (options.job.server_address.empty()) {
     return absl::InvalidArgumentError("job.server_address (\"\") must be host:port");
   }
-  std::unique_ptr<SlurmLauncher> launcher(new SlurmLauncher(std::move(options), scheduler));
+  std::unique_ptr<SlurmLauncher> launcher(new SlurmLauncher(std::move(options), target));
   if (absl::Status status = launcher->Reconcile(); !status.ok()) {
     return absl::UnavailableError(
         absl::StrCat("the Slurm launcher's first look at Slurm failed: ", status.message()));
@@ -104,7 +106,7 @@ void SlurmLauncher::Stop() {
   if (poller_.joinable()) poller_.join();
 }
 
-void SlurmLauncher::Wake() {
+void SlurmLauncher::OnProbesQueued() {
   absl::MutexLock lock(&mu_);
   woken_ = true;
 }
@@ -126,6 +128,16 @@ void SlurmLauncher::PollUntilStopped() {
           {{"error", status.ToString()}});
     }
   }
+}
+
+absl::StatusOr<CommandOutput> SlurmLauncher::RunCommand(const std::vector<std::string>& argv) {
+  // client_ runs commands only within a round.
+  round_mu_.AssertHeld();
+  absl::StatusOr<CommandOutput> output = run_command_(argv);
+  if (argv.front() == options_.commands.sbatch) {
+    sbatch_refused_ = output.ok() && output->exit_code != 0;
+  }
+  return output;
 }
 
 absl::Status SlurmLauncher::Reconcile() {
@@ -174,9 +186,9 @@ absl::Status SlurmLauncher::Reconcile() {
     }
   }
 
-  const std::vector<Scheduler::PendingProbe> pending = scheduler_->PendingProbes();
-  absl::flat_hash_map<std::string, const Scheduler::PendingProbe*> pending_by_name;
-  for (const Scheduler::PendingProbe& probe : pending) pending_by_name[probe.probe] = &probe;
+  const std::vector<PendingProbe> pending = target_->PendingProbes();
+  absl::flat_hash_map<std::string, const PendingProbe*> pending_by_name;
+  for (const PendingProbe& probe : pending) pending_by_name[probe.probe] = &probe;
   absl::flat_hash_set<std::string> launched;
   for (auto& [id, job] : jobs_) {
     launched.insert(job.probe);
@@ -208,7 +220,7 @@ absl::Status SlurmLauncher::Reconcile() {
   }
 
   int64_t in_slurm = static_cast<int64_t>(jobs_.size());
-  for (const Scheduler::PendingProbe* probe : LaunchOrder(pending)) {
+  for (const PendingProbe* probe : LaunchOrder(pending)) {
     if (in_slurm >= options_.max_jobs || stop_.HasBeenNotified()) break;
     if (launched.contains(probe->probe)) continue;
     note(SubmitJob(*probe));
@@ -242,7 +254,7 @@ absl::Status SlurmLauncher::JobEnded(int64_t id, const Job& job) {
     absl::MutexLock lock(&mu_);
     ++stats_.jobs_ended[state];
   }
-  return scheduler_->LaunchEnded(job.probe, reason);
+  return target_->LaunchEnded(job.probe, reason);
 }
 
 absl::Status SlurmLauncher::CancelJob(int64_t id, Job& job, const std::string& why) {
@@ -256,8 +268,9 @@ absl::Status SlurmLauncher::CancelJob(int64_t id, Job& job, const std::string& w
   return absl::OkStatus();
 }
 
-absl::Status SlurmLauncher::SubmitJob(const Scheduler::PendingProbe& probe) {
+absl::Status SlurmLauncher::SubmitJob(const PendingProbe& probe) {
   const absl::StatusOr<ProbeJob> planned = MakeProbeJob(options_.job, probe);
+  sbatch_refused_ = false;
   const absl::StatusOr<int64_t> id =
       planned.ok() ? client_.Submit(planned->sbatch_args) : planned.status();
   // Stop cancelled sbatch: nothing was refused.
@@ -267,13 +280,18 @@ absl::Status SlurmLauncher::SubmitJob(const Scheduler::PendingProbe& probe) {
       absl::MutexLock lock(&mu_);
       ++stats_.submit_failures;
     }
-    // squeue answered this round, so Slurm is up: it refused the job, or the probe cannot
-    // be a job at all. Counting the attempt shows why on the search, and ends it when that
-    // does not change.
     Log(LogLevel::kWarning, "cannot submit a probe's Slurm job",
         {{"probe", probe.probe}, {"error", id.status().ToString()}});
-    return scheduler_->LaunchEnded(
-        probe.probe, absl::StrCat("its Slurm job could not be submitted: ", id.status().message()));
+    // The message names neither the probe nor the attempt, so that the target can tell the
+    // same refusal repeated.
+    const std::string reason =
+        absl::StrCat("its Slurm job could not be submitted: ", id.status().message());
+    // squeue answered this round, so Slurm is up: an sbatch that exited non-zero refused the
+    // job, as it will refuse the next one alike; so does a probe that cannot be a job. An
+    // sbatch that timed out, or printed no job id, may have left the job with Slurm: only
+    // the attempt counts.
+    if (!planned.ok() || sbatch_refused_) return target_->LaunchRefused(probe.probe, reason);
+    return target_->LaunchEnded(probe.probe, reason);
   }
   Job& job = jobs_[*id];
   job.name = planned->name;

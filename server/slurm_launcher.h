@@ -4,19 +4,29 @@
 // reserved for that probe attempt (kProbeReservationLabel); the scheduler places the probe on
 // them only (as a gang when it spans nodes), they run it, report and exit, and the job ends.
 //
-// Each round (every poll interval, and at once when probes are queued) the launcher lists
-// the jobs named after its prefix with squeue and compares them with the scheduler's pending
-// probes:
+// The launcher sees the scheduler through LaunchTarget (server/launch_target.h) and is told
+// of queued probes as a ProbesQueuedListener. Each round (every poll interval, and at once
+// when probes are queued) it lists the jobs named after its prefix with squeue and compares
+// them with the target's pending probes:
 //   - a job that left squeue has ended: how (sacct, else scontrol) goes to
-//     Scheduler::LaunchEnded, which counts the attempt of a probe its job never started and
-//     declares the job's workers lost;
+//     LaunchTarget::LaunchEnded, which counts the attempt of a probe its job never started
+//     and declares the job's workers lost;
 //   - a job whose probe is no longer pending (search cancelled or ended, probe reported or
 //     re-queued as a later attempt) or runs on other workers is cancelled (scancel): at once
 //     while it is pending in Slurm, after a grace once it has started, since its workers
 //     leave by themselves once their probe has ended; so is a job whose running workers
 //     have not taken the probe within the startup allowance;
 //   - a queued probe that no live worker set can host and that has no job gets one, within
-//     max_jobs jobs, taking turns between searches.
+//     max_jobs jobs, taking turns between searches. A job that sbatch refuses (it exits
+//     non-zero: a bad partition, account or GRES), or a probe that cannot be a job at all,
+//     goes to LaunchTarget::LaunchRefused with sbatch's message as it printed it (or why the
+//     probe cannot be a job) and no text of the probe's own, so that identical refusals read
+//     the same: the scheduler fails the search once ProbeSettings.max_launch_failures
+//     refusals in a row said the same, rather than spend every probe's attempts on it.
+//     Other sbatch failures (it timed out or could not start, or printed no job id) refused
+//     nothing for sure, and Slurm may have taken the job: they go to LaunchEnded, which
+//     counts the attempt, and a job found later under the attempt's name is cancelled as
+//     unwanted.
 // The jobs are the launcher's only state: a restarted server finds its jobs by name.
 #ifndef PARATUNE_SERVER_SLURM_LAUNCHER_H_
 #define PARATUNE_SERVER_SLURM_LAUNCHER_H_
@@ -26,6 +36,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -33,14 +44,15 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "server/clock.h"
+#include "server/launch_target.h"
 #include "server/probe_job.h"
-#include "server/scheduler.h"
+#include "server/probes_queued_listener.h"
 #include "server/slurm_client.h"
 
 namespace paratune {
 
 // Thread-safe.
-class SlurmLauncher {
+class SlurmLauncher : public ProbesQueuedListener {
  public:
   struct Options {
     // How the jobs look: names, sbatch arguments, the worker they start.
@@ -78,25 +90,26 @@ class SlurmLauncher {
   static absl::Status CheckOptions(const Options& options);
 
   // Checks the options (job.server_address must be set), runs a first round (which finds
-  // the jobs of a previous run of the server by name) and starts polling. `scheduler` must
+  // the jobs of a previous run of the server by name) and starts polling. `target` must
   // outlive the launcher. INVALID_ARGUMENT naming the option; UNAVAILABLE when squeue fails
   // (Slurm unreachable, the programs missing or misconfigured).
   static absl::StatusOr<std::unique_ptr<SlurmLauncher>> Start(Options options,
-                                                              Scheduler* scheduler);
+                                                              LaunchTarget* target);
 
   SlurmLauncher(const SlurmLauncher&) = delete;
   SlurmLauncher& operator=(const SlurmLauncher&) = delete;
   // Stop()s. The jobs are left to finish: a restarted server follows them again.
-  ~SlurmLauncher();
+  ~SlurmLauncher() override;
 
   // Ends polling, cancelling a Slurm command in flight. Idempotent.
   void Stop();
 
-  // Runs a round soon, e.g. because probes were queued. Returns at once.
-  void Wake();
+  // Runs a round at once, unless one is running: then the next one starts when it ends.
+  // Returns at once; never calls the target.
+  void OnProbesQueued() override;
 
   // One round (see the file comment); the polling thread runs them, tests call it. Returns
-  // squeue's error, when nothing else was done, or the first other Slurm or scheduler error
+  // squeue's error, when nothing else was done, or the first other Slurm or target error
   // (the round goes on past those).
   absl::Status Reconcile();
 
@@ -118,28 +131,34 @@ class SlurmLauncher {
     std::string cancelled_because;
   };
 
-  SlurmLauncher(Options options, Scheduler* scheduler);
+  SlurmLauncher(Options options, LaunchTarget* target);
 
   void PollUntilStopped();
-  // Reports how the job ended to the scheduler.
+  // Runs a Slurm program for client_ with run_command_, noting whether an sbatch refused
+  // its job.
+  absl::StatusOr<CommandOutput> RunCommand(const std::vector<std::string>& argv);
+  // Reports how the job ended to the target.
   absl::Status JobEnded(int64_t id, const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(round_mu_);
   absl::Status CancelJob(int64_t id, Job& job, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(round_mu_);
-  // Submits the probe's job; a refused submission counts as the probe's failed attempt.
-  absl::Status SubmitJob(const Scheduler::PendingProbe& probe)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(round_mu_);
+  // Submits the probe's job; tells the target when it cannot (see the file comment).
+  absl::Status SubmitJob(const PendingProbe& probe) ABSL_EXCLUSIVE_LOCKS_REQUIRED(round_mu_);
   void CountCommandError(const std::string& program);
 
   const Options options_;
-  Scheduler* const scheduler_;
+  LaunchTarget* const target_;
   Clock* const clock_;
   // Notified by Stop: cancels a Slurm command in flight.
   absl::Notification stop_;
+  const CommandRunner run_command_;
   SlurmClient client_;
 
   // Held for a whole round: rounds never overlap.
   absl::Mutex round_mu_;
   absl::flat_hash_map<int64_t, Job> jobs_ ABSL_GUARDED_BY(round_mu_);
+  // Whether the last sbatch ran to its exit and refused the job (exited non-zero), rather
+  // than failing to start or being stopped.
+  bool sbatch_refused_ ABSL_GUARDED_BY(round_mu_) = false;
 
   mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(round_mu_);
   bool woken_ ABSL_GUARDED_BY(mu_) = false;

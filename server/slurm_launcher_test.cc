@@ -1,5 +1,6 @@
 #include "server/slurm_launcher.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -7,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -16,9 +18,10 @@
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/test_requests.h"
 #include "server/fake_clock.h"
-#include "server/sqlite_search_store.h"
+#include "server/launch_target.h"
+#include "server/probes_queued_listener.h"
+#include "server/resource_names.h"
 
 namespace paratune {
 namespace {
@@ -28,7 +31,6 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using ::testing::Not;
 using ::testing::SizeIs;
 
 // A Slurm controller in memory, answering sbatch, squeue, sacct, scontrol and scancel the way
@@ -51,10 +53,16 @@ class FakeSlurm {
   void End(int64_t id, const std::string& state, const std::string& exit_code) {
     Set(id, state, exit_code);
   }
-  // Makes the next sbatch calls fail with `message`, or succeed again when empty.
+  // Makes the next sbatch calls exit with code 1 and `message`, or succeed again when empty.
   void RefuseSubmissions(const std::string& message) {
     absl::MutexLock lock(&mu_);
     refusal_ = message;
+  }
+  // Makes the next sbatch calls end as `output` says (the runner's error when not OK: sbatch
+  // did not run to its exit), or succeed again when nullopt.
+  void AnswerSubmissions(std::optional<absl::StatusOr<CommandOutput>> output) {
+    absl::MutexLock lock(&mu_);
+    sbatch_answer_ = std::move(output);
   }
   void SetUnreachable(bool unreachable) {
     absl::MutexLock lock(&mu_);
@@ -88,6 +96,7 @@ class FakeSlurm {
     if (program == "sbatch") {
       if (!first_submission_.HasBeenNotified()) first_submission_.Notify();
       if (!refusal_.empty()) return CommandOutput{1, "", refusal_};
+      if (sbatch_answer_.has_value()) return *sbatch_answer_;
       Job job;
       job.sbatch_args.assign(argv.begin() + 2, argv.end());
       for (absl::string_view arg : job.sbatch_args) {
@@ -144,44 +153,112 @@ class FakeSlurm {
   int64_t last_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::string> calls_ ABSL_GUARDED_BY(mu_);
   std::string refusal_ ABSL_GUARDED_BY(mu_);
+  std::optional<absl::StatusOr<CommandOutput>> sbatch_answer_ ABSL_GUARDED_BY(mu_);
   bool unreachable_ ABSL_GUARDED_BY(mu_) = false;
   absl::Notification first_submission_;
 };
 
-v1::RegisterWorkerRequest Worker(const std::string& reserved_for = "") {
-  v1::RegisterWorkerRequest request;
-  request.set_hostname("node");
-  for (int i = 0; i < 8; ++i) {
-    v1::Gpu& gpu = *request.add_gpus();
-    gpu.set_index(i);
-    gpu.set_name("simulated H100-80GB");
-    gpu.set_memory_bytes(85'520'809'984);
+// The scheduler as the launcher sees it: the pending probes a test sets, and the calls the
+// launcher makes. Like the scheduler, a launch that ended or was refused under a queued probe
+// (or one running on its reserved workers) re-queues that probe as its next attempt while
+// attempts remain, else drops it; the probe of an ended search or one that moved on is left
+// as it is. Thread-safe.
+class FakeLaunchTarget : public LaunchTarget {
+ public:
+  explicit FakeLaunchTarget(int64_t max_attempts) : max_attempts_(max_attempts) {}
+
+  void Add(const PendingProbe& probe) {
+    absl::MutexLock lock(&mu_);
+    pending_.push_back(probe);
   }
-  request.add_backends("sim");
-  if (!reserved_for.empty()) (*request.mutable_labels())[kProbeReservationLabel] = reserved_for;
-  return request;
+  // Removes the probe, as the scheduler does once it is reported or its search ended.
+  void Remove(const std::string& probe) {
+    absl::MutexLock lock(&mu_);
+    pending_.erase(Find(probe));
+  }
+  void SetRunning(const std::string& probe, bool on_reserved_workers) {
+    absl::MutexLock lock(&mu_);
+    auto found = Find(probe);
+    found->running = true;
+    found->unplaceable = false;
+    found->on_reserved_workers = on_reserved_workers;
+  }
+  std::vector<std::string> pending() {
+    absl::MutexLock lock(&mu_);
+    std::vector<std::string> names;
+    for (const PendingProbe& probe : pending_) names.push_back(probe.probe);
+    return names;
+  }
+  // "LaunchEnded PROBE: REASON" and "LaunchRefused PROBE: REASON", in the order made.
+  std::vector<std::string> calls() {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
+
+  std::vector<PendingProbe> PendingProbes() override {
+    absl::MutexLock lock(&mu_);
+    return pending_;
+  }
+  absl::Status LaunchEnded(absl::string_view probe, const std::string& reason) override {
+    return Ended("LaunchEnded", probe, reason);
+  }
+  absl::Status LaunchRefused(absl::string_view probe, const std::string& reason) override {
+    return Ended("LaunchRefused", probe, reason);
+  }
+
+ private:
+  std::vector<PendingProbe>::iterator Find(absl::string_view probe)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return std::find_if(pending_.begin(), pending_.end(),
+                        [probe](const PendingProbe& pending) { return pending.probe == probe; });
+  }
+
+  absl::Status Ended(absl::string_view call, absl::string_view probe, const std::string& reason) {
+    absl::MutexLock lock(&mu_);
+    calls_.push_back(absl::StrCat(call, " ", probe, ": ", reason));
+    const absl::StatusOr<ProbeId> id = ParseProbeName("probe", probe);
+    if (!id.ok()) return id.status();
+    auto found = Find(probe);
+    if (found == pending_.end() || (found->running && !found->on_reserved_workers)) {
+      return absl::OkStatus();
+    }
+    if (id->attempt >= max_attempts_) {
+      pending_.erase(found);
+      return absl::OkStatus();
+    }
+    found->probe = ProbeName(id->search_id, id->candidate, id->attempt + 1);
+    found->running = false;
+    found->on_reserved_workers = false;
+    found->unplaceable = true;
+    return absl::OkStatus();
+  }
+
+  const int64_t max_attempts_;
+  absl::Mutex mu_;
+  std::vector<PendingProbe> pending_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> calls_ ABSL_GUARDED_BY(mu_);
+};
+
+// searches/{search}/candidates/{candidate}/probes/{attempt}, queued where no live worker can
+// host it: one replica of 8 ranks in tensor parallel groups of 2, on 8-GPU nodes, for at most
+// 10 minutes.
+PendingProbe Queued(int64_t search, int64_t candidate, int64_t attempt = 1) {
+  PendingProbe probe;
+  probe.probe = ProbeName(search, candidate, attempt);
+  probe.unplaceable = true;
+  probe.backend = "sim";
+  probe.ranks = 8;
+  probe.group_size = 2;
+  probe.gpus_per_node = 8;
+  probe.gpu_type = "h100-80gb";
+  probe.deadline = absl::Minutes(10);
+  return probe;
 }
 
-v1::ProbeResult OkResult() {
-  v1::ProbeResult result;
-  result.set_outcome(v1::PROBE_OK);
-  result.set_backend("sim");
-  result.set_simulated(true);
-  result.add_step_times_seconds(1.0);
-  result.set_mean_step_time_seconds(1.0);
-  result.set_tokens_per_second(1000);
-  result.set_model_tflops_per_gpu(100);
-  return result;
-}
+constexpr char kProbe[] = "searches/1/candidates/0/probes/1";
 
 class SlurmLauncherTest : public ::testing::Test {
  protected:
-  SlurmLauncherTest() {
-    Scheduler::Options options;
-    options.clock = &clock_;
-    scheduler_ = *Scheduler::Create(std::move(options), *SqliteSearchStore::Open(":memory:"));
-  }
-
   SlurmLauncher::Options LauncherOptions() {
     SlurmLauncher::Options options;
     options.job.server_address = "scheduler:50051";
@@ -199,69 +276,23 @@ class SlurmLauncherTest : public ::testing::Test {
 
   std::unique_ptr<SlurmLauncher> StartLauncher() {
     absl::StatusOr<std::unique_ptr<SlurmLauncher>> launcher =
-        SlurmLauncher::Start(LauncherOptions(), scheduler_.get());
+        SlurmLauncher::Start(LauncherOptions(), &target_);
     EXPECT_TRUE(launcher.ok()) << launcher.status();
     return launcher.ok() ? *std::move(launcher) : nullptr;
   }
 
-  v1::Search Create(const v1::CreateSearchRequest& request) {
-    absl::StatusOr<v1::Search> search = scheduler_->CreateSearch(request);
-    EXPECT_TRUE(search.ok()) << search.status();
-    return search.ok() ? *search : v1::Search();
-  }
-
-  // The candidate called searches/1/candidates/{n}.
-  v1::Candidate Candidate(int64_t n) {
-    const v1::Search search = *scheduler_->GetSearch("searches/1");
-    for (const v1::Candidate& candidate : search.candidates()) {
-      if (candidate.name() == absl::StrCat("searches/1/candidates/", n)) return candidate;
-    }
-    ADD_FAILURE() << "no candidate " << n;
-    return v1::Candidate();
-  }
-
-  std::vector<std::string> Events() {
-    v1::ListSearchEventsRequest request;
-    request.set_name("searches/1");
-    request.set_page_size(1000);
-    const absl::StatusOr<v1::ListSearchEventsResponse> events =
-        scheduler_->ListSearchEvents(request);
-    EXPECT_TRUE(events.ok()) << events.status();
-    std::vector<std::string> texts;
-    for (const v1::SearchEvent& event : events->events()) texts.push_back(event.text());
-    return texts;
-  }
-
-  // What happens once Slurm starts `job`: its srun starts a worker, reserved for the job's
-  // probe, which registers and takes the probe. Returns the worker's name.
-  std::string StartJob(int64_t job, const std::string& probe) {
-    slurm_.Run(job);
-    absl::StatusOr<v1::RegisterWorkerResponse> registered =
-        scheduler_->RegisterWorker(Worker(probe));
-    EXPECT_TRUE(registered.ok()) << registered.status();
-    if (!registered.ok()) return "";
-    absl::StatusOr<Scheduler::Acquisition> acquired =
-        scheduler_->TryAcquireProbe(registered->name());
-    EXPECT_TRUE(acquired.ok() && acquired->assignment.has_value() &&
-                acquired->assignment->name() == probe);
-    return registered->name();
-  }
-
-  void ReportOk(const std::string& worker, const std::string& probe) {
-    v1::ReportProbeRequest report;
-    report.set_worker(worker);
-    report.set_probe(probe);
-    *report.mutable_result() = OkResult();
-    EXPECT_TRUE(scheduler_->ReportProbe(report).ok());
+  // Queues candidates 0 .. n-1 of `search`.
+  void QueueSearch(int64_t search, int64_t n) {
+    for (int64_t candidate = 0; candidate < n; ++candidate) target_.Add(Queued(search, candidate));
   }
 
   FakeClock clock_;
   FakeSlurm slurm_;
-  std::unique_ptr<Scheduler> scheduler_;
+  FakeLaunchTarget target_{/*max_attempts=*/2};
 };
 
 TEST_F(SlurmLauncherTest, SubmitsAJobForEachProbeNoWorkerCanHostWithinMaxJobs) {
-  Create(SmallSimSearch(3));
+  QueueSearch(1, 3);
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
   std::map<int64_t, FakeSlurm::Job> jobs = slurm_.jobs();
@@ -277,85 +308,98 @@ TEST_F(SlurmLauncherTest, SubmitsAJobForEachProbeNoWorkerCanHostWithinMaxJobs) {
   // The jobs exist: a second round submits nothing more.
   ASSERT_TRUE(launcher->Reconcile().ok());
   EXPECT_THAT(slurm_.calls("sbatch"), SizeIs(2));
+  EXPECT_THAT(target_.calls(), IsEmpty());
   const SlurmLauncher::Stats stats = launcher->stats();
   EXPECT_EQ(stats.jobs_submitted, 2);
   EXPECT_EQ(stats.jobs.at("PENDING"), 2);
 }
 
-TEST_F(SlurmLauncherTest, ProbesThatLiveWorkersCanHostGetNoJob) {
-  ASSERT_TRUE(scheduler_->RegisterWorker(Worker()).ok());
-  Create(SmallSimSearch(3));
+TEST_F(SlurmLauncherTest, ProbesThatLiveWorkersCanHostOrRunGetNoJob) {
+  PendingProbe placeable = Queued(1, 0);
+  placeable.unplaceable = false;
+  target_.Add(placeable);
+  target_.Add(Queued(1, 1));
+  target_.SetRunning("searches/1/candidates/1/probes/1", /*on_reserved_workers=*/false);
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
   EXPECT_THAT(slurm_.calls("sbatch"), IsEmpty());
 }
 
 TEST_F(SlurmLauncherTest, ProbeRunsOnItsJobsWorkerAndTheJobEndsWithIt) {
-  Create(SmallSimSearch(1));
+  QueueSearch(1, 1);
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
-  const std::string probe = "searches/1/candidates/0/probes/1";
-  const std::string worker = StartJob(1, probe);
+  // The job starts; its worker registers, reserved for the probe, and takes it.
+  slurm_.Run(1);
+  target_.SetRunning(kProbe, /*on_reserved_workers=*/true);
   ASSERT_TRUE(launcher->Reconcile().ok());
   EXPECT_THAT(slurm_.calls("scancel"), IsEmpty());
 
-  ReportOk(worker, probe);
+  // The worker reports the probe and exits; the job ends.
+  target_.Remove(kProbe);
   slurm_.End(1, "COMPLETED", "0:0");
   ASSERT_TRUE(launcher->Reconcile().ok());
 
-  EXPECT_EQ(scheduler_->GetSearch("searches/1")->state(), v1::SUCCEEDED);
+  EXPECT_THAT(target_.calls(),
+              ElementsAre(absl::StrCat("LaunchEnded ", kProbe,
+                                       ": slurm job 1 (paratune-s1-c0-a1) ended COMPLETED with "
+                                       "exit code 0:0")));
   EXPECT_THAT(slurm_.calls("sbatch"), SizeIs(1));
   EXPECT_THAT(slurm_.calls("scontrol"), ElementsAre("scontrol show job 1"));
   const SlurmLauncher::Stats stats = launcher->stats();
   EXPECT_EQ(stats.jobs_ended.at("COMPLETED"), 1);
   EXPECT_THAT(stats.jobs, IsEmpty());
-  // The job's worker went with it.
-  EXPECT_EQ(scheduler_->ListWorkers()->workers(0).state(), v1::WORKER_LOST);
 }
 
-TEST_F(SlurmLauncherTest, JobThatEndsBeforeItsProbeStartedCostsAnAttemptAndIsReplaced) {
-  Create(SmallSimSearch(1));
+TEST_F(SlurmLauncherTest, JobThatEndsBeforeItsProbeStartedIsReportedAndReplaced) {
+  QueueSearch(1, 1);
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
   slurm_.End(1, "FAILED", "127:0");
   ASSERT_TRUE(launcher->Reconcile().ok());
-  EXPECT_EQ(Candidate(0).attempts(), 1);
-  EXPECT_EQ(Candidate(0).state(), v1::CANDIDATE_QUEUED);
-  EXPECT_THAT(Events(),
-              Contains(HasSubstr("re-queued after attempt 1 of 2: slurm job 1 (paratune-s1-c0-a1) "
-                                 "ended FAILED with exit code 127:0")));
-  // The next attempt has its own job, submitted in the same round.
+  EXPECT_THAT(target_.calls(),
+              ElementsAre(absl::StrCat("LaunchEnded ", kProbe,
+                                       ": slurm job 1 (paratune-s1-c0-a1) ended FAILED with exit "
+                                       "code 127:0")));
+  // The next attempt, which the target queued, has its own job, submitted in the same round.
   EXPECT_EQ(slurm_.jobs()[2].name, "paratune-s1-c0-a2");
 
   slurm_.End(2, "NODE_FAIL", "0:0");
   ASSERT_TRUE(launcher->Reconcile().ok());
-  const v1::Candidate failed = Candidate(0);
-  EXPECT_EQ(failed.state(), v1::CANDIDATE_PROBED);
-  EXPECT_EQ(failed.probe_result().outcome(), v1::PROBE_INFRA_ERROR);
-  EXPECT_THAT(failed.probe_result().message(), HasSubstr("ended NODE_FAIL"));
-  EXPECT_EQ(scheduler_->GetSearch("searches/1")->state(), v1::FAILED);
+  EXPECT_THAT(target_.calls(),
+              ElementsAre(HasSubstr("ended FAILED"),
+                          AllOf(HasSubstr("LaunchEnded searches/1/candidates/0/probes/2: "),
+                                HasSubstr("ended NODE_FAIL"))));
+  // The probe has no attempt left: nothing more is submitted.
+  EXPECT_THAT(target_.pending(), IsEmpty());
   EXPECT_THAT(slurm_.calls("sbatch"), SizeIs(2));
+  EXPECT_EQ(launcher->stats().jobs_ended.at("FAILED"), 1);
+  EXPECT_EQ(launcher->stats().jobs_ended.at("NODE_FAIL"), 1);
 }
 
-TEST_F(SlurmLauncherTest, JobEndingUnderItsRunningProbeRequeuesItAtOnce) {
-  Create(SmallSimSearch(1));
+TEST_F(SlurmLauncherTest, JobEndingUnderItsRunningProbeIsReportedAtOnce) {
+  QueueSearch(1, 1);
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
-  StartJob(1, "searches/1/candidates/0/probes/1");
+  slurm_.Run(1);
+  target_.SetRunning(kProbe, /*on_reserved_workers=*/true);
   slurm_.End(1, "TIMEOUT", "0:15");
   ASSERT_TRUE(launcher->Reconcile().ok());
-  EXPECT_EQ(Candidate(0).state(), v1::CANDIDATE_QUEUED);
-  EXPECT_EQ(Candidate(0).attempts(), 1);
-  EXPECT_THAT(Events(), Contains(HasSubstr("slurm job 1 (paratune-s1-c0-a1) ended TIMEOUT")));
+  EXPECT_THAT(target_.calls(),
+              ElementsAre(absl::StrCat("LaunchEnded ", kProbe,
+                                       ": slurm job 1 (paratune-s1-c0-a1) ended TIMEOUT with "
+                                       "exit code 0:15")));
   EXPECT_EQ(slurm_.jobs()[2].name, "paratune-s1-c0-a2");
 }
 
 TEST_F(SlurmLauncherTest, CancelledSearchCancelsItsJobs) {
-  Create(SmallSimSearch(3));
+  QueueSearch(1, 3);
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
   slurm_.Run(1);
-  ASSERT_TRUE(scheduler_->CancelSearch("searches/1").ok());
+  for (int64_t candidate = 0; candidate < 3; ++candidate) {
+    target_.Remove(ProbeName(1, candidate, 1));
+  }
   ASSERT_TRUE(launcher->Reconcile().ok());
   // The pending job goes at once; the running one gets time to end by itself, since its
   // workers leave once their probe has ended.
@@ -370,29 +414,42 @@ TEST_F(SlurmLauncherTest, CancelledSearchCancelsItsJobs) {
   ASSERT_TRUE(launcher->Reconcile().ok());
   EXPECT_EQ(launcher->stats().jobs_ended.at("CANCELLED"), 2);
   EXPECT_THAT(slurm_.calls("scancel"), SizeIs(2));
+  const std::string why =
+      "paratune-server cancelled it: its probe is no longer queued or running (its search "
+      "ended, or the probe was reported or re-queued as another attempt)";
+  EXPECT_THAT(target_.calls(),
+              ElementsAre(AllOf(HasSubstr("LaunchEnded searches/1/candidates/1/probes/1: slurm "
+                                          "job 2 (paratune-s1-c1-a1) ended CANCELLED with exit "
+                                          "code 0:15; "),
+                                HasSubstr(why)),
+                          AllOf(HasSubstr("LaunchEnded searches/1/candidates/0/probes/1: slurm "
+                                          "job 1 (paratune-s1-c0-a1) ended CANCELLED"),
+                                HasSubstr(why))));
 }
 
 TEST_F(SlurmLauncherTest, JobIsCancelledWhenOtherWorkersTakeItsProbe) {
-  Create(SmallSimSearch(1));
+  QueueSearch(1, 1);
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
-  // A long-lived worker comes before the job starts.
-  const std::string worker = scheduler_->RegisterWorker(Worker())->name();
-  ASSERT_TRUE(scheduler_->TryAcquireProbe(worker)->assignment.has_value());
+  // A long-lived worker takes the probe before the job starts.
+  target_.SetRunning(kProbe, /*on_reserved_workers=*/false);
   ASSERT_TRUE(launcher->Reconcile().ok());
   EXPECT_THAT(slurm_.calls("scancel"), ElementsAre("scancel 1"));
-  // Its ending costs the probe nothing.
+  // Its ending is reported; the probe runs on, and gets no other job.
   ASSERT_TRUE(launcher->Reconcile().ok());
-  EXPECT_EQ(Candidate(0).state(), v1::CANDIDATE_RUNNING);
-  EXPECT_EQ(Candidate(0).attempts(), 1);
+  EXPECT_THAT(target_.calls(), ElementsAre(AllOf(HasSubstr("ended CANCELLED"),
+                                                 HasSubstr("paratune-server cancelled it: other "
+                                                           "workers run its probe"))));
+  EXPECT_THAT(target_.pending(), ElementsAre(kProbe));
+  EXPECT_THAT(slurm_.calls("sbatch"), SizeIs(1));
 }
 
 TEST_F(SlurmLauncherTest, StartedJobWhoseProbeEndedIsLeftToEndByItself) {
-  Create(SmallSimSearch(1));
+  QueueSearch(1, 1);
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
-  const std::string probe = "searches/1/candidates/0/probes/1";
-  ReportOk(StartJob(1, probe), probe);
+  slurm_.Run(1);
+  target_.Remove(kProbe);
   ASSERT_TRUE(launcher->Reconcile().ok());
   slurm_.End(1, "COMPLETED", "0:0");
   clock_.Advance(absl::Seconds(1));
@@ -402,7 +459,7 @@ TEST_F(SlurmLauncherTest, StartedJobWhoseProbeEndedIsLeftToEndByItself) {
 }
 
 TEST_F(SlurmLauncherTest, RunningJobWhoseWorkersDoNotTakeTheProbeIsCancelled) {
-  Create(SmallSimSearch(1));
+  QueueSearch(1, 1);
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
   slurm_.Run(1);
@@ -414,19 +471,22 @@ TEST_F(SlurmLauncherTest, RunningJobWhoseWorkersDoNotTakeTheProbeIsCancelled) {
   ASSERT_TRUE(launcher->Reconcile().ok());
   EXPECT_THAT(slurm_.calls("scancel"), ElementsAre("scancel 1"));
   ASSERT_TRUE(launcher->Reconcile().ok());
-  EXPECT_EQ(Candidate(0).attempts(), 1);
-  EXPECT_THAT(Events(), Contains(AllOf(HasSubstr("ended CANCELLED"),
-                                       HasSubstr("paratune-server cancelled it: its workers did "
-                                                 "not take the probe within 5m"))));
+  EXPECT_THAT(target_.calls(),
+              ElementsAre(absl::StrCat("LaunchEnded ", kProbe,
+                                       ": slurm job 1 (paratune-s1-c0-a1) ended CANCELLED with "
+                                       "exit code 0:15; paratune-server cancelled it: its "
+                                       "workers did not take the probe within 5m of the job "
+                                       "starting (see the candidate's waiting_reason)")));
 }
 
 TEST_F(SlurmLauncherTest, RestartedLauncherFollowsTheJobsItFindsByName) {
-  Create(SmallSimSearch(1));
+  QueueSearch(1, 1);
   StartLauncher().reset();
   ASSERT_THAT(slurm_.calls("sbatch"), SizeIs(1));
   // Someone else's job and the workers script's job are left alone.
-  slurm_.Runner()({"sbatch", "--parsable", "--job-name=paratune-workers", "--wrap=true"});
-  slurm_.Runner()({"sbatch", "--parsable", "--job-name=training", "--wrap=true"});
+  ASSERT_TRUE(
+      slurm_.Runner()({"sbatch", "--parsable", "--job-name=paratune-workers", "--wrap=true"}).ok());
+  ASSERT_TRUE(slurm_.Runner()({"sbatch", "--parsable", "--job-name=training", "--wrap=true"}).ok());
 
   std::unique_ptr<SlurmLauncher> restarted = StartLauncher();
   ASSERT_NE(restarted, nullptr);
@@ -434,31 +494,82 @@ TEST_F(SlurmLauncherTest, RestartedLauncherFollowsTheJobsItFindsByName) {
   EXPECT_EQ(restarted->stats().jobs.at("PENDING"), 1);
   slurm_.End(1, "FAILED", "1:0");
   ASSERT_TRUE(restarted->Reconcile().ok());
-  EXPECT_EQ(Candidate(0).attempts(), 1);
+  EXPECT_THAT(target_.calls(),
+              ElementsAre(absl::StrCat("LaunchEnded ", kProbe,
+                                       ": slurm job 1 (paratune-s1-c0-a1) ended FAILED with exit "
+                                       "code 1:0")));
   EXPECT_THAT(slurm_.calls("scancel"), IsEmpty());
   EXPECT_EQ(slurm_.jobs()[4].name, "paratune-s1-c0-a2");
 }
 
-TEST_F(SlurmLauncherTest, RefusedSubmissionsCostAttemptsAndSayWhy) {
-  Create(SmallSimSearch(1));
-  slurm_.RefuseSubmissions(
-      "sbatch: error: Batch job submission failed: Invalid partition name specified");
+TEST_F(SlurmLauncherTest, RefusedSubmissionsAreRefusedLaunchesWithSbatchsMessage) {
+  QueueSearch(1, 2);
+  const std::string refusal =
+      "sbatch: error: Batch job submission failed: Invalid partition name specified";
+  slurm_.RefuseSubmissions(refusal);
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
-  EXPECT_EQ(Candidate(0).attempts(), 1);
   ASSERT_TRUE(launcher->Reconcile().ok());
-  const v1::Candidate failed = Candidate(0);
-  EXPECT_EQ(failed.probe_result().outcome(), v1::PROBE_INFRA_ERROR);
-  EXPECT_THAT(failed.probe_result().message(),
-              HasSubstr("its Slurm job could not be submitted: sbatch exited with code 1: "
-                        "sbatch: error: Batch job submission failed: Invalid partition name"));
+  // The same refusal reads the same for every probe and attempt: no text of the probe's own.
+  const std::string reason =
+      absl::StrCat("its Slurm job could not be submitted: sbatch exited with code 1: ", refusal);
+  EXPECT_THAT(
+      target_.calls(),
+      ElementsAre(absl::StrCat("LaunchRefused searches/1/candidates/0/probes/1: ", reason),
+                  absl::StrCat("LaunchRefused searches/1/candidates/1/probes/1: ", reason),
+                  absl::StrCat("LaunchRefused searches/1/candidates/0/probes/2: ", reason),
+                  absl::StrCat("LaunchRefused searches/1/candidates/1/probes/2: ", reason)));
+  EXPECT_THAT(slurm_.jobs(), IsEmpty());
+  const SlurmLauncher::Stats stats = launcher->stats();
+  EXPECT_EQ(stats.submit_failures, 4);
+  EXPECT_EQ(stats.jobs_submitted, 0);
+
+  // Once sbatch takes jobs again, queued probes get them.
+  target_.Add(Queued(2, 0));
+  slurm_.RefuseSubmissions("");
+  ASSERT_TRUE(launcher->Reconcile().ok());
+  EXPECT_EQ(slurm_.jobs()[1].name, "paratune-s2-c0-a1");
+  EXPECT_THAT(target_.calls(), SizeIs(4));
+}
+
+TEST_F(SlurmLauncherTest, ProbeThatCannotBeAJobIsARefusedLaunch) {
+  PendingProbe probe = Queued(1, 0);
+  probe.group_size = 16;
+  target_.Add(probe);
+  std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
+  ASSERT_NE(launcher, nullptr);
+  EXPECT_THAT(target_.calls(),
+              ElementsAre(absl::StrCat("LaunchRefused ", kProbe,
+                                       ": its Slurm job could not be submitted: a tensor x "
+                                       "context parallel group of 16 ranks does not fit a node "
+                                       "of 8 GPUs")));
+  EXPECT_THAT(slurm_.calls("sbatch"), IsEmpty());
+  EXPECT_EQ(launcher->stats().submit_failures, 0);
+}
+
+// An sbatch that did not run to its exit, or that printed no job id, may have left the job
+// with Slurm: the attempt counts, but nothing was refused.
+TEST_F(SlurmLauncherTest, SbatchThatRefusedNothingForSureEndsTheLaunch) {
+  QueueSearch(1, 1);
+  slurm_.AnswerSubmissions(absl::UnavailableError("sbatch timed out after 1m: "));
+  std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
+  ASSERT_NE(launcher, nullptr);
+  slurm_.AnswerSubmissions(CommandOutput{0, "Submitted batch job\n", ""});
+  ASSERT_TRUE(launcher->Reconcile().ok());
+  EXPECT_THAT(
+      target_.calls(),
+      ElementsAre(absl::StrCat("LaunchEnded ", kProbe,
+                               ": its Slurm job could not be submitted: sbatch timed out after "
+                               "1m: "),
+                  "LaunchEnded searches/1/candidates/0/probes/2: its Slurm job could not be "
+                  "submitted: sbatch printed no job id: \"Submitted batch job\""));
   EXPECT_EQ(launcher->stats().submit_failures, 2);
 }
 
 TEST_F(SlurmLauncherTest, UnreachableSlurmDecidesNothing) {
-  Create(SmallSimSearch(1));
+  QueueSearch(1, 1);
   slurm_.SetUnreachable(true);
-  EXPECT_EQ(SlurmLauncher::Start(LauncherOptions(), scheduler_.get()).status().code(),
+  EXPECT_EQ(SlurmLauncher::Start(LauncherOptions(), &target_).status().code(),
             absl::StatusCode::kUnavailable);
   slurm_.SetUnreachable(false);
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
@@ -468,14 +579,14 @@ TEST_F(SlurmLauncherTest, UnreachableSlurmDecidesNothing) {
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(status.message(), HasSubstr("Unable to contact slurm controller"));
   // The job is not taken for ended while squeue fails.
-  EXPECT_EQ(Candidate(0).attempts(), 0);
+  EXPECT_THAT(target_.calls(), IsEmpty());
   EXPECT_EQ(launcher->stats().command_errors.at("squeue"), 1);
   EXPECT_EQ(launcher->stats().jobs.at("PENDING"), 1);
 }
 
 TEST_F(SlurmLauncherTest, JobsTakeTurnsBetweenSearches) {
-  Create(SmallSimSearch(3));
-  Create(SmallSimSearch(3));
+  QueueSearch(1, 3);
+  QueueSearch(2, 3);
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
   std::map<int64_t, FakeSlurm::Job> jobs = slurm_.jobs();
@@ -484,28 +595,33 @@ TEST_F(SlurmLauncherTest, JobsTakeTurnsBetweenSearches) {
   EXPECT_EQ(jobs[2].name, "paratune-s2-c0-a1");
 }
 
-TEST_F(SlurmLauncherTest, WakeRunsARoundWithoutWaitingForThePollInterval) {
+TEST_F(SlurmLauncherTest, ProbesQueuedRunARoundWithoutWaitingForThePollInterval) {
   std::unique_ptr<SlurmLauncher> launcher = StartLauncher();
   ASSERT_NE(launcher, nullptr);
-  Create(SmallSimSearch(1));
+  QueueSearch(1, 1);
   EXPECT_FALSE(slurm_.first_submission().HasBeenNotified());
-  launcher->Wake();
+  ProbesQueuedListener& listener = *launcher;
+  listener.OnProbesQueued();
   EXPECT_TRUE(slurm_.first_submission().WaitForNotificationWithTimeout(absl::Seconds(30)));
 }
 
 TEST_F(SlurmLauncherTest, BadOptionsNameTheOption) {
   SlurmLauncher::Options options = LauncherOptions();
   options.max_jobs = 0;
-  EXPECT_EQ(SlurmLauncher::Start(options, scheduler_.get()).status(),
+  EXPECT_EQ(SlurmLauncher::Start(options, &target_).status(),
             absl::InvalidArgumentError("max_jobs (0) must be in [1, 10000]"));
   options = LauncherOptions();
   options.poll_interval = absl::ZeroDuration();
-  EXPECT_EQ(SlurmLauncher::Start(options, scheduler_.get()).status(),
+  EXPECT_EQ(SlurmLauncher::Start(options, &target_).status(),
             absl::InvalidArgumentError("poll_interval (0) must be > 0"));
   options = LauncherOptions();
   options.job.worker_args = {"--labels=a=b"};
-  EXPECT_THAT(SlurmLauncher::Start(options, scheduler_.get()).status().message(),
+  EXPECT_THAT(SlurmLauncher::Start(options, &target_).status().message(),
               HasSubstr("worker_args (\"--labels=a=b\")"));
+  options = LauncherOptions();
+  options.job.server_address = "";
+  EXPECT_EQ(SlurmLauncher::Start(options, &target_).status().code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(slurm_.calls("squeue"), IsEmpty());
 }
 

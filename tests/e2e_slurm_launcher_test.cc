@@ -1,7 +1,8 @@
 // End to end with a real single-node Slurm (tests/slurm_cluster.h) and no worker started by
 // hand: a paratune-server with --launcher=slurm submits every probe as its own Slurm job,
 // whose paratune-worker (sim backend) runs that probe and exits, ending the job; cancelling
-// a search ends its jobs. Nothing is left in Slurm or in the process table afterwards.
+// a search ends its jobs; a search whose jobs sbatch refuses fails fast. Nothing is left in
+// Slurm or in the process table afterwards.
 // Needs root; tagged slurm (see tests/BUILD.bazel).
 #include <dirent.h>
 #include <unistd.h>
@@ -348,6 +349,43 @@ TEST_F(SlurmLauncherTest, CancellingASearchEndsItsJobs) {
   }
   EXPECT_EQ(completed, 1);
   EXPECT_EQ(cancelled_jobs, kProbes - 1);
+  EXPECT_THAT(WorkerProcesses(), ::testing::IsEmpty());
+}
+
+// Jobs that sbatch refuses, each the same way (a GRES this cluster does not have), stop their
+// search FAILED with sbatch's message after ProbeSettings.max_launch_failures refusals, long
+// before the probe's attempts would have run out.
+TEST_F(SlurmLauncherTest, SearchWhoseJobsSbatchRefusesFailsAfterMaxLaunchFailures) {
+  const absl::Time start = absl::Now();
+  constexpr int64_t kMaxLaunchFailures = 3;
+  TestCluster::Options options;
+  options.serve_metrics = true;
+  options.server_flags = LauncherFlags(*slurm_, "e2e-refused", /*probe_seconds=*/0.05);
+  options.server_flags.push_back("--slurm_sbatch_args=--gres=gpu:1");
+  absl::StatusOr<std::unique_ptr<TestCluster>> cluster = TestCluster::Start({}, options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+
+  v1::CreateSearchRequest request = SmallSimSearch(1);
+  v1::ProbeSettings& probe = *request.mutable_spec()->mutable_probe();
+  probe.set_max_attempts(10);
+  probe.set_max_launch_failures(kMaxLaunchFailures);
+  absl::StatusOr<v1::Search> search = (*cluster)->RunSearch(request, kWaitTimeout);
+  ASSERT_TRUE(search.ok()) << search.status();
+  std::printf("slurm: %s %s after %s: %s\n", search->name().c_str(),
+              v1::SearchState_Name(search->state()).c_str(),
+              absl::FormatDuration(Since(start)).c_str(), search->stop_reason().c_str());
+  EXPECT_EQ(search->state(), v1::FAILED);
+  // sbatch's message as it printed it.
+  EXPECT_THAT(search->stop_reason(),
+              HasSubstr("sbatch: error: Invalid generic resource (gres) specification"));
+
+  // Each refusal was one sbatch call: no job reached Slurm, and none was tried after the last.
+  const std::string metrics = ServerMetricsOnce(**cluster, "paratune_slurm_submit_failures_total",
+                                                static_cast<double>(kMaxLaunchFailures));
+  EXPECT_EQ(SampleValue(metrics, "paratune_slurm_submit_failures_total").value_or(-1),
+            kMaxLaunchFailures);
+  EXPECT_EQ(SampleValue(metrics, "paratune_slurm_jobs_submitted_total").value_or(-1), 0);
+  EXPECT_THAT(ListedJobs(*slurm_), ::testing::IsEmpty());
   EXPECT_THAT(WorkerProcesses(), ::testing::IsEmpty());
 }
 
