@@ -70,4 +70,12 @@ grpc::ServerUnaryReactor* WorkerService::Rendezvous(grpc::CallbackServerContext*
   return FinishUnary(context, scheduler_->Rendezvous(*request), response);
 }
 
+grpc::ServerUnaryReactor* WorkerService::DeregisterWorker(
+    grpc::CallbackServerContext* context, const v1::DeregisterWorkerRequest* request,
+    v1::DeregisterWorkerResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(scheduler_->DeregisterWorker(*request)));
+  return reactor;
+}
+
 }  // namespace paratune

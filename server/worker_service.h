@@ -33,6 +33,9 @@ class WorkerService final : public v1::WorkerService::CallbackService {
   grpc::ServerUnaryReactor* Rendezvous(grpc::CallbackServerContext* context,
                                        const v1::RendezvousRequest* request,
                                        v1::RendezvousResponse* response) override;
+  grpc::ServerUnaryReactor* DeregisterWorker(grpc::CallbackServerContext* context,
+                                             const v1::DeregisterWorkerRequest* request,
+                                             v1::DeregisterWorkerResponse* response) override;
 
  private:
   Scheduler* const scheduler_;

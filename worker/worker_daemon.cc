@@ -20,6 +20,8 @@ constexpr absl::Duration kInitialBackoff = absl::Milliseconds(200);
 constexpr absl::Duration kMaxBackoff = absl::Seconds(5);
 constexpr absl::Duration kRendezvousInitialBackoff = absl::Milliseconds(20);
 constexpr double kDefaultProbeDeadlineSeconds = 600;
+// DeregisterWorkerRequest.reason's limit.
+constexpr size_t kMaxReasonBytes = 1024;
 
 absl::Status FromGrpc(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
@@ -28,6 +30,16 @@ absl::Status FromGrpc(const grpc::Status& status) {
 bool Retryable(const absl::Status& status) {
   return status.code() == absl::StatusCode::kUnavailable ||
          status.code() == absl::StatusCode::kDeadlineExceeded;
+}
+
+// The longest prefix of `text` of at most `max_bytes` bytes that does not end inside a UTF-8
+// sequence (a proto3 string must stay valid UTF-8).
+absl::string_view Utf8Prefix(absl::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  size_t end = max_bytes;
+  // text[end] is the first byte cut; a continuation byte (10xxxxxx) there splits a sequence.
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return text.substr(0, end);
 }
 
 absl::Status ValidateOptions(const WorkerDaemon::Options& options) {
@@ -52,6 +64,10 @@ absl::Status ValidateOptions(const WorkerDaemon::Options& options) {
   if (options.max_probes < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_probes (", options.max_probes, ") must be >= 0"));
+  }
+  if (options.deregister_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "deregister_timeout (", absl::FormatDuration(options.deregister_timeout), ") must be > 0"));
   }
   if (options.rpc_timeout <= absl::ZeroDuration() || options.acquire_wait <= absl::ZeroDuration() ||
       options.acquire_wait > absl::Seconds(60)) {
@@ -133,11 +149,23 @@ std::string WorkerDaemon::name() const {
   return name_;
 }
 
-void WorkerDaemon::Stop() {
+void WorkerDaemon::Stop(absl::string_view reason) {
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;
+  }
+  // Leaving first: once leaving_ is set the daemon takes no new probe and never registers
+  // again, and the deregistration releases whatever the server leased to it until then: the
+  // probe it is running, and one leased while it was leaving, which it drops unrun. The
+  // running probe goes back by the deregistration alone, not also by a report of an
+  // infrastructure error: the server re-queues it either way (the attempt counted), and a
+  // report sent after the deregistration would be refused, so a second path could only race
+  // the first. The report remains the fallback when the deregistration fails (a server
+  // without DeregisterWorker, or one that stays unreachable).
+  Leave(reason);
+  {
+    absl::MutexLock lock(&mu_);
     if (acquire_context_ != nullptr) acquire_context_->TryCancel();
     if (running_.has_value() && !running_->cancel->HasBeenNotified()) running_->cancel->Notify();
   }
@@ -176,7 +204,9 @@ absl::Status WorkerDaemon::Reregister(const std::string& stale_name) {
   absl::MutexLock register_lock(&register_mu_);
   {
     absl::MutexLock lock(&mu_);
-    if (name_ != stale_name) return absl::OkStatus();
+    // A worker that deregistered stays gone: the server would lease a new registration
+    // probes that nobody runs.
+    if (leaving_ || name_ != stale_name) return absl::OkStatus();
   }
   PT_ASSIGN_OR_RETURN(v1::RegisterWorkerResponse registered, CallRegister());
   {
@@ -187,6 +217,54 @@ absl::Status WorkerDaemon::Reregister(const std::string& stale_name) {
   Log(LogLevel::kWarning, "registered again: the server had forgotten this worker",
       {{"old_worker", stale_name}, {"worker", registered.name()}});
   return absl::OkStatus();
+}
+
+void WorkerDaemon::Leave(absl::string_view reason) {
+  // Held across the call, so that no registration is in flight while the worker leaves and
+  // none starts after it.
+  absl::MutexLock register_lock(&register_mu_);
+  std::string name;
+  {
+    absl::MutexLock lock(&mu_);
+    if (leaving_) return;
+    leaving_ = true;
+    name = name_;
+  }
+  // A daemon whose Start failed never registered.
+  if (name.empty()) return;
+  const absl::Status deregistered = CallDeregister(name, reason);
+  absl::MutexLock lock(&mu_);
+  deregistered_ = deregistered.ok();
+}
+
+absl::Status WorkerDaemon::CallDeregister(const std::string& worker_name,
+                                          absl::string_view reason) {
+  v1::DeregisterWorkerRequest request;
+  request.set_worker(worker_name);
+  request.set_reason(std::string(Utf8Prefix(reason, kMaxReasonBytes)));
+  const absl::Time give_up_at = absl::Now() + options_.deregister_timeout;
+  absl::Duration backoff = kInitialBackoff;
+  for (int attempt = 1;; ++attempt) {
+    v1::DeregisterWorkerResponse response;
+    const absl::Duration timeout = std::min(options_.rpc_timeout, give_up_at - absl::Now());
+    const absl::Status status =
+        FromGrpc(stub_->DeregisterWorker(NewContext(timeout).get(), request, &response));
+    if (status.ok()) {
+      Log(LogLevel::kInfo, "deregistered", {{"worker", worker_name}, {"reason", request.reason()}});
+      return status;
+    }
+    // A retry after a lost reply is OK: the server answers OK for a worker it already removed.
+    if (!Retryable(status) || absl::Now() + backoff >= give_up_at) {
+      Log(LogLevel::kWarning,
+          "deregistering failed; the server declares this worker lost once its heartbeats stop",
+          {{"worker", worker_name},
+           {"attempt", absl::StrCat(attempt)},
+           {"error", status.ToString()}});
+      return status;
+    }
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, kMaxBackoff);
+  }
 }
 
 void WorkerDaemon::HeartbeatLoop() {
@@ -200,6 +278,9 @@ void WorkerDaemon::HeartbeatLoop() {
     if (stop_.WaitForNotificationWithTimeout(interval)) return;
     {
       absl::MutexLock lock(&mu_);
+      // A leaving worker has deregistered, or failed to: then going silent lets the server
+      // declare it lost.
+      if (leaving_) return;
       request.set_worker(name_);
       if (running_.has_value()) request.add_running_probes(running_->name);
     }
@@ -236,7 +317,7 @@ void WorkerDaemon::ProbeLoop() {
         NewContext(options_.acquire_wait + options_.rpc_timeout);
     {
       absl::MutexLock lock(&mu_);
-      if (stopping_) return;
+      if (leaving_) return;
       request.set_worker(name_);
       acquire_context_ = context.get();
     }
@@ -245,8 +326,9 @@ void WorkerDaemon::ProbeLoop() {
     {
       absl::MutexLock lock(&mu_);
       acquire_context_ = nullptr;
-      // Stop cancels the call before it notifies stop_; that cancellation is no error.
-      if (stopping_) return;
+      // Stop cancels the call once the worker is leaving; that cancellation is no error, and
+      // a probe that came back meanwhile was released by the deregistration: it is not run.
+      if (leaving_) return;
     }
     if (status.code() == absl::StatusCode::kNotFound) {
       if (absl::Status registered = Reregister(request.worker()); registered.ok()) continue;
@@ -264,6 +346,8 @@ void WorkerDaemon::ProbeLoop() {
     if (++probes_ended == options_.max_probes) {
       Log(LogLevel::kInfo, "ran its last probe",
           {{"worker", request.worker()}, {"probes", absl::StrCat(probes_ended)}});
+      // After the last report, so that the server has the result before the worker goes.
+      Leave(absl::StrCat("ran the ", probes_ended, " probes it was started for"));
       finished_.Notify();
       return;
     }
@@ -291,18 +375,20 @@ void WorkerDaemon::RunAndReport(const v1::ProbeAssignment& assignment,
     {
       absl::MutexLock lock(&mu_);
       running_ = RunningProbe{assignment.name(), cancel, false};
-      if (stopping_) cancel->Notify();
+      if (leaving_) cancel->Notify();
     }
     DaemonProbeContext context(this, worker_name, assignment.name(), cancel);
     std::optional<absl::StatusOr<v1::ProbeResult>> outcome =
         RunWithDeadline(**backend, assignment, context);
-    bool cancelled_by_server = false;
+    bool taken_back = false;
     {
       absl::MutexLock lock(&mu_);
-      cancelled_by_server = running_->cancelled_by_server;
+      // The server took the probe back (it cancelled it, or the deregistration re-queued
+      // it): a report would be refused.
+      taken_back = running_->cancelled_by_server || deregistered_;
       running_.reset();
     }
-    if (cancelled_by_server) return;
+    if (taken_back) return;
     if (!outcome.has_value()) {
       result.set_outcome(v1::PROBE_TIMEOUT);
       result.set_backend(assignment.backend());

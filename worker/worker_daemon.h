@@ -1,7 +1,8 @@
 // The worker daemon (DESIGN.md §8): registers with the scheduler, heartbeats, long-polls for
-// probes, runs each with its backend under the probe's deadline, and reports the result.
-// A backend that fails, throws or hangs past the deadline becomes a ProbeResult; it never
-// takes the daemon down.
+// probes, runs each with its backend under the probe's deadline, and reports the result;
+// when it stops, or has run max_probes probes, it deregisters, so that the server leases it
+// nothing more and does not count it lost. A backend that fails, throws or hangs past the
+// deadline becomes a ProbeResult; it never takes the daemon down.
 #ifndef PARATUNE_WORKER_WORKER_DAEMON_H_
 #define PARATUNE_WORKER_WORKER_DAEMON_H_
 
@@ -16,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
@@ -47,6 +49,10 @@ class WorkerDaemon {
     std::vector<std::string> command_templates;
     // Deadline of every unary call to the server.
     absl::Duration rpc_timeout = absl::Seconds(10);
+    // How long leaving keeps trying DeregisterWorker (unreachable server: retried) before it
+    // gives up with a warning; the server then declares the worker lost once its heartbeats
+    // stop. Short, since it delays the worker's exit.
+    absl::Duration deregister_timeout = absl::Seconds(5);
     // Longest AcquireProbe long poll (the call's deadline adds rpc_timeout).
     absl::Duration acquire_wait = absl::Seconds(10);
     // How long Start keeps trying to reach the server.
@@ -59,8 +65,8 @@ class WorkerDaemon {
     // probes the server cancelled); e.g. the binary's metrics. May be empty.
     std::function<void(const v1::ProbeAssignment&, const v1::ProbeResult&)> on_probe_finished;
     // After this many probes have ended (reported, or stopped because the server cancelled
-    // them) the daemon asks for no more and WaitUntilFinished returns true; 0: no limit. A
-    // worker started for one probe in its own Slurm job exits after it
+    // them) the daemon asks for no more, deregisters and WaitUntilFinished returns true; 0:
+    // no limit. A worker started for one probe in its own Slurm job exits after it
     // (server/slurm_launcher.h).
     int64_t max_probes = 0;
   };
@@ -81,12 +87,18 @@ class WorkerDaemon {
   // workers/{id}; changes when the daemon registers again after the server forgot it.
   std::string name() const;
 
-  // Stops a running probe (reported as an infrastructure error, so the server re-queues it
-  // at once), ends the long poll and joins the threads. Idempotent.
-  void Stop();
+  // Leaves the server and ends the daemon: from the call on it takes no new probe and never
+  // registers again; it deregisters with `reason` (for the server's events and logs; cut to
+  // 1,024 bytes), which hands a running probe back to the server (re-queued at once, the
+  // attempt counted), then stops that probe without reporting it, ends the long poll and
+  // joins the threads. When the deregistration fails within deregister_timeout (logged), a
+  // running probe is reported as an infrastructure error instead, so the server still
+  // re-queues it at once. Blocks for up to deregister_timeout plus the time the backend
+  // takes to stop. Idempotent; later calls return at once.
+  void Stop(absl::string_view reason = "the worker daemon stopped");
 
-  // Waits up to `timeout` for the daemon to end options.max_probes probes; whether it has.
-  // Always false without a limit.
+  // Waits up to `timeout` for the daemon to end options.max_probes probes and deregister;
+  // whether it has. Always false without a limit.
   bool WaitUntilFinished(absl::Duration timeout) const;
 
  private:
@@ -103,8 +115,14 @@ class WorkerDaemon {
   WorkerDaemon(Options options, std::shared_ptr<grpc::ChannelCredentials> channel_credentials);
 
   absl::StatusOr<v1::RegisterWorkerResponse> CallRegister();
-  // Registers again unless another thread already replaced `stale_name`.
+  // Registers again unless another thread already replaced `stale_name` or the daemon is
+  // leaving (then OK without registering).
   absl::Status Reregister(const std::string& stale_name);
+  // Once: marks the daemon leaving and deregisters it (see Stop). Later calls wait for the
+  // first to finish.
+  void Leave(absl::string_view reason);
+  // DeregisterWorker, retried while the server is unreachable, for up to deregister_timeout.
+  absl::Status CallDeregister(const std::string& worker_name, absl::string_view reason);
   void HeartbeatLoop();
   void ProbeLoop();
   void RunAndReport(const v1::ProbeAssignment& assignment, const std::string& worker_name);
@@ -125,7 +143,8 @@ class WorkerDaemon {
   // Notified once max_probes probes have ended.
   absl::Notification finished_;
 
-  // Serializes registrations so two threads that both hear NOT_FOUND register once.
+  // Serializes registrations and the deregistration: two threads that both hear NOT_FOUND
+  // register once, and no registration is in flight while the daemon deregisters.
   absl::Mutex register_mu_;
   mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(register_mu_);
   std::string name_ ABSL_GUARDED_BY(mu_);
@@ -133,7 +152,14 @@ class WorkerDaemon {
   std::optional<RunningProbe> running_ ABSL_GUARDED_BY(mu_);
   // The AcquireProbe call in flight, so Stop can cancel it.
   grpc::ClientContext* acquire_context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // Stop was called.
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Leave was called (by Stop, or after the last of max_probes): no new probe, no
+  // registration, no heartbeat.
+  bool leaving_ ABSL_GUARDED_BY(mu_) = false;
+  // The server confirmed the deregistration: it has taken back whatever it leased to this
+  // worker, so nothing is reported any more.
+  bool deregistered_ ABSL_GUARDED_BY(mu_) = false;
 
   std::thread heartbeat_thread_;
   std::thread probe_thread_;

@@ -2,6 +2,8 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -25,8 +27,9 @@ using ::testing::HasSubstr;
 
 constexpr absl::Duration kWait = absl::Seconds(30);
 
-// A scripted WorkerService: hands out the probes a test queues, records reports, and can
-// forget the worker or cancel a probe on the next heartbeat.
+// A scripted WorkerService: hands out the probes a test queues, records reports and
+// deregistrations, and can forget the worker or cancel a probe on the next heartbeat. A
+// deregistered worker is unknown to it (NOT_FOUND), as to the real server.
 class FakeWorkerService final : public v1::WorkerService::Service {
  public:
   grpc::Status RegisterWorker(grpc::ServerContext*, const v1::RegisterWorkerRequest* request,
@@ -36,12 +39,25 @@ class FakeWorkerService final : public v1::WorkerService::Service {
     last_registration_ = *request;
     response->set_name(absl::StrCat("workers/", registrations_));
     response->set_heartbeat_interval_seconds(0.02);
+    calls_.push_back(absl::StrCat("RegisterWorker ", response->name()));
     return grpc::Status::OK;
   }
 
   grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* request,
                          v1::HeartbeatResponse* response) override {
     absl::MutexLock lock(&mu_);
+    if (park_calls_) {
+      ++parked_heartbeats_;
+      auto removed = [this, request] {
+        mu_.AssertHeld();
+        return removed_.count(request->worker()) > 0;
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&removed), kWait);
+      --parked_heartbeats_;
+    }
+    if (removed_.count(request->worker()) > 0) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown worker");
+    }
     if (forget_) {
       forget_ = false;
       return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown worker");
@@ -52,18 +68,49 @@ class FakeWorkerService final : public v1::WorkerService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status AcquireProbe(grpc::ServerContext*, const v1::AcquireProbeRequest*,
+  grpc::Status AcquireProbe(grpc::ServerContext*, const v1::AcquireProbeRequest* request,
                             v1::AcquireProbeResponse* response) override {
     absl::MutexLock lock(&mu_);
-    // A short long poll keeps the daemon's Stop quick.
-    mu_.AwaitWithTimeout(
-        absl::Condition(
-            +[](std::deque<v1::ProbeAssignment>* q) { return !q->empty(); }, &queue_),
-        absl::Milliseconds(100));
+    auto queued_or_removed = [this, request] {
+      mu_.AssertHeld();
+      return !queue_.empty() || removed_.count(request->worker()) > 0;
+    };
+    // A short long poll keeps the daemon's Stop quick, unless the test parks calls.
+    const bool park = park_calls_;
+    if (park) ++parked_acquires_;
+    mu_.AwaitWithTimeout(absl::Condition(&queued_or_removed),
+                         park ? kWait : absl::Milliseconds(100));
+    if (park) --parked_acquires_;
     if (!queue_.empty()) {
       *response->mutable_assignment() = std::move(queue_.front());
       queue_.pop_front();
+    } else if (removed_.count(request->worker()) > 0) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown worker");
     }
+    return grpc::Status::OK;
+  }
+
+  // Records the call. With FailDeregistration, answers its code; else removes the worker,
+  // first handing a parked AcquireProbe the probe of LeaseOnDeregistration, as if the server
+  // had leased it a moment before.
+  grpc::Status DeregisterWorker(grpc::ServerContext*, const v1::DeregisterWorkerRequest* request,
+                                v1::DeregisterWorkerResponse*) override {
+    absl::MutexLock lock(&mu_);
+    deregistrations_.push_back(*request);
+    calls_.push_back(absl::StrCat("DeregisterWorker ", request->worker()));
+    if (deregistration_code_ != grpc::StatusCode::OK) {
+      return grpc::Status(deregistration_code_, "deregistration refused by the test");
+    }
+    if (lease_on_deregistration_.has_value()) {
+      queue_.push_back(*std::move(lease_on_deregistration_));
+      lease_on_deregistration_.reset();
+      auto taken = [this] {
+        mu_.AssertHeld();
+        return queue_.empty();
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&taken), kWait);
+    }
+    removed_.insert(request->worker());
     return grpc::Status::OK;
   }
 
@@ -78,7 +125,11 @@ class FakeWorkerService final : public v1::WorkerService::Service {
   grpc::Status ReportProbe(grpc::ServerContext*, const v1::ReportProbeRequest* request,
                            v1::ReportProbeResponse*) override {
     absl::MutexLock lock(&mu_);
+    if (removed_.count(request->worker()) > 0) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown worker");
+    }
     reports_.push_back(*request);
+    calls_.push_back(absl::StrCat("ReportProbe ", request->probe()));
     return grpc::Status::OK;
   }
 
@@ -93,6 +144,29 @@ class FakeWorkerService final : public v1::WorkerService::Service {
   void Forget() {
     absl::MutexLock lock(&mu_);
     forget_ = true;
+  }
+  // Heartbeats wait until the worker is deregistered (then NOT_FOUND); AcquireProbe waits
+  // until a probe is queued or the worker is deregistered.
+  void ParkCalls() {
+    absl::MutexLock lock(&mu_);
+    park_calls_ = true;
+  }
+  void FailDeregistration(grpc::StatusCode code) {
+    absl::MutexLock lock(&mu_);
+    deregistration_code_ = code;
+  }
+  void LeaseOnDeregistration(v1::ProbeAssignment assignment) {
+    absl::MutexLock lock(&mu_);
+    lease_on_deregistration_ = std::move(assignment);
+  }
+  // Waits up to kWait until a Heartbeat and an AcquireProbe are parked; whether they are.
+  bool WaitUntilParked() {
+    absl::MutexLock lock(&mu_);
+    auto parked = [this] {
+      mu_.AssertHeld();
+      return parked_heartbeats_ > 0 && parked_acquires_ > 0;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&parked), kWait);
   }
   size_t queued() {
     absl::MutexLock lock(&mu_);
@@ -123,6 +197,23 @@ class FakeWorkerService final : public v1::WorkerService::Service {
     absl::MutexLock lock(&mu_);
     return last_registration_;
   }
+  int registrations() {
+    absl::MutexLock lock(&mu_);
+    return registrations_;
+  }
+  std::vector<v1::DeregisterWorkerRequest> deregistrations() {
+    absl::MutexLock lock(&mu_);
+    return deregistrations_;
+  }
+  std::vector<v1::ReportProbeRequest> reports() {
+    absl::MutexLock lock(&mu_);
+    return reports_;
+  }
+  // RegisterWorker, ReportProbe and DeregisterWorker calls in order, e.g. "ReportProbe ok".
+  std::vector<std::string> calls() {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
 
  private:
   absl::Mutex mu_;
@@ -133,6 +224,14 @@ class FakeWorkerService final : public v1::WorkerService::Service {
   std::string cancel_ ABSL_GUARDED_BY(mu_);
   std::deque<v1::ProbeAssignment> queue_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::ReportProbeRequest> reports_ ABSL_GUARDED_BY(mu_);
+  bool park_calls_ ABSL_GUARDED_BY(mu_) = false;
+  int parked_heartbeats_ ABSL_GUARDED_BY(mu_) = 0;
+  int parked_acquires_ ABSL_GUARDED_BY(mu_) = 0;
+  grpc::StatusCode deregistration_code_ ABSL_GUARDED_BY(mu_) = grpc::StatusCode::OK;
+  std::optional<v1::ProbeAssignment> lease_on_deregistration_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> removed_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::DeregisterWorkerRequest> deregistrations_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> calls_ ABSL_GUARDED_BY(mu_);
 };
 
 // Behaves as the assignment's name says: "ok", "throw", "error", "rendezvous" (OK with the
@@ -291,13 +390,59 @@ TEST_F(WorkerDaemonTest, ServerCancellationStopsTheProbeWithoutAReport) {
   EXPECT_EQ(reports[0].probe(), "ok");
 }
 
-TEST_F(WorkerDaemonTest, StopHandsTheRunningProbeBack) {
+TEST_F(WorkerDaemonTest, StopDeregistersWithItsNameAndTheReason) {
+  daemon_->Stop("paratune-worker received SIGTERM");
+  const std::vector<v1::DeregisterWorkerRequest> deregistrations = service_.deregistrations();
+  ASSERT_EQ(deregistrations.size(), 1u);
+  EXPECT_EQ(deregistrations[0].worker(), "workers/1");
+  EXPECT_EQ(deregistrations[0].reason(), "paratune-worker received SIGTERM");
+  // Idempotent: the destructor's Stop does not deregister again.
+  daemon_->Stop("again");
+  EXPECT_EQ(service_.deregistrations().size(), 1u);
+}
+
+TEST_F(WorkerDaemonTest, StopHandsTheRunningProbeBackByDeregistering) {
   service_.Queue(Assignment("hang"));
   ASSERT_TRUE(hang_started_.WaitForNotificationWithTimeout(kWait));
-  daemon_->Stop();
-  const std::vector<v1::ReportProbeRequest> reports = service_.WaitForReports(1);
+  daemon_->Stop("stopping");
+  // The deregistration re-queued the probe on the server: the stopped probe is not reported.
+  EXPECT_EQ(service_.deregistrations().size(), 1u);
+  EXPECT_THAT(service_.reports(), ::testing::IsEmpty());
+}
+
+TEST_F(WorkerDaemonTest, WhenDeregisteringFailsStopReportsTheRunningProbe) {
+  // A server without DeregisterWorker still gets the probe back at once.
+  service_.FailDeregistration(grpc::StatusCode::UNIMPLEMENTED);
+  service_.Queue(Assignment("hang"));
+  ASSERT_TRUE(hang_started_.WaitForNotificationWithTimeout(kWait));
+  daemon_->Stop("stopping");
+  EXPECT_EQ(service_.deregistrations().size(), 1u);
+  const std::vector<v1::ReportProbeRequest> reports = service_.reports();
   ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].probe(), "hang");
   EXPECT_EQ(reports[0].result().outcome(), v1::PROBE_INFRA_ERROR);
+}
+
+TEST_F(WorkerDaemonTest, ALeavingWorkerRunsNoProbeAndNeverRegistersAgain) {
+  // A heartbeat and the long poll are in flight when the worker leaves; the poll gets a probe
+  // leased just before the deregistration, the heartbeat the NOT_FOUND of a removed worker.
+  service_.ParkCalls();
+  service_.LeaseOnDeregistration(Assignment("ok"));
+  ASSERT_TRUE(service_.WaitUntilParked());
+  daemon_->Stop("stopping");
+  EXPECT_EQ(service_.queued(), 0u);
+  EXPECT_THAT(service_.reports(), ::testing::IsEmpty());
+  EXPECT_EQ(service_.registrations(), 1);
+  EXPECT_THAT(service_.calls(),
+              ::testing::ElementsAre("RegisterWorker workers/1", "DeregisterWorker workers/1"));
+}
+
+TEST_F(WorkerDaemonTest, ALongReasonIsCutOnACharacterBoundary) {
+  // "é" is two bytes, at bytes 1,023 and 1,024: it is left out whole.
+  daemon_->Stop(std::string(1023, 'a') + "\xc3\xa9 and more");
+  const std::vector<v1::DeregisterWorkerRequest> deregistrations = service_.deregistrations();
+  ASSERT_EQ(deregistrations.size(), 1u);
+  EXPECT_EQ(deregistrations[0].reason(), std::string(1023, 'a'));
 }
 
 TEST_F(WorkerDaemonTest, RegistersAgainWhenTheServerForgetsIt) {
@@ -334,6 +479,22 @@ TEST_F(TwoProbeWorkerDaemonTest, FinishesAfterItsProbesAndTakesNoMore) {
   EXPECT_EQ(reports[0].probe(), "ok");
   // It asks for nothing once finished: "error" stays queued.
   EXPECT_EQ(service_.queued(), 1u);
+}
+
+TEST_F(TwoProbeWorkerDaemonTest, DeregistersAfterItsLastReport) {
+  service_.Queue(Assignment("ok"));
+  service_.Queue(Assignment("ok"));
+  // Finished means deregistered too: a Slurm job's worker leaves no lost worker behind.
+  ASSERT_TRUE(daemon_->WaitUntilFinished(kWait));
+  EXPECT_THAT(service_.calls(),
+              ::testing::ElementsAre("RegisterWorker workers/1", "ReportProbe ok", "ReportProbe ok",
+                                     "DeregisterWorker workers/1"));
+  const std::vector<v1::DeregisterWorkerRequest> deregistrations = service_.deregistrations();
+  ASSERT_EQ(deregistrations.size(), 1u);
+  EXPECT_THAT(deregistrations[0].reason(), HasSubstr("2 probes"));
+  // Stopping afterwards, as paratune-worker does, does not deregister again.
+  daemon_->Stop("exiting");
+  EXPECT_EQ(service_.deregistrations().size(), 1u);
 }
 
 TEST(WorkerDaemonStartTest, BadOptionsNameTheOption) {

@@ -23,6 +23,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/command_line.h"
+#include "common/health_server.h"
 #include "common/log.h"
 #include "common/shutdown_signals.h"
 #include "common/status_macros.h"
@@ -33,7 +34,6 @@
 #include "proto/worker_config.pb.h"
 #include "worker/command_backend.h"
 #include "worker/cuda_backend.h"
-#include "common/health_server.h"
 #include "worker/replay_backend.h"
 #include "worker/sim_backend.h"
 #include "worker/worker_config.h"
@@ -111,8 +111,10 @@ ABSL_FLAG(std::string, metrics_port_file, "",
           "newline-terminated, atomically).");
 ABSL_FLAG(int64_t, exit_after_probes, 0,
           "Exit (status 0) once this many probes have ended: reported, or stopped because "
-          "the server cancelled them. 0 runs until a signal. paratune-server's Slurm "
-          "launcher starts workers with 1, so that a probe's job ends with its probe.");
+          "the server cancelled them. After the last report the worker deregisters from the "
+          "server, so that the server leases it nothing more and does not count it lost. 0 "
+          "runs until a signal. paratune-server's Slurm launcher starts workers with 1, so "
+          "that a probe's job ends with its probe.");
 ABSL_FLAG(std::string, log_level, "info",
           "Least severe log lines written: debug, info, warning or error.");
 
@@ -130,8 +132,11 @@ constexpr char kUsage[] =
     "never takes the daemon down. It serves gRPC health checking and reflection on "
     "--grpc_address and, with --metrics_address, Prometheus metrics at /metrics "
     "(docs/operations.md lists them). Logs are one line per event on stderr (logfmt). "
-    "SIGINT or SIGTERM stop it gracefully (a running probe is handed back to the server); "
-    "with --exit_after_probes it also exits after that many probes.\n"
+    "SIGINT or SIGTERM stop it gracefully: it deregisters from the server first (within 5 s; "
+    "if the server cannot be reached it exits anyway and the server declares it lost once "
+    "its heartbeats stop), so that it is leased no further probe and a running probe is "
+    "handed back and re-queued at once; then it stops that probe. With --exit_after_probes "
+    "it deregisters and exits after that many probes.\n"
     "\n"
     "Against a server with TLS, --tls_ca verifies its certificate; --tls_cert and --tls_key "
     "present this worker's certificate where the server requires one (mutual TLS); "
@@ -232,8 +237,8 @@ absl::Status AddBackends(WorkerDaemon::Options& options) {
       }
       options.backends.push_back(std::make_unique<CudaBackend>(probe));
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--backend (\"", name, "\") is not one of sim, replay, command, cuda"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--backend (\"", name, "\") is not one of sim, replay, command, cuda"));
     }
   }
   // A section nobody reads is a mistake the operator should hear about, not a silent no-op.
@@ -251,11 +256,9 @@ absl::Status AddBackends(WorkerDaemon::Options& options) {
 // The GPUs the worker registers: the real ones paratune-probe finds when it offers cuda (the
 // daemon links no CUDA), else --sim_gpus of --sim_gpu_type, declared.
 absl::StatusOr<std::vector<v1::Gpu>> GpusFromFlags(const WorkerDaemon::Options& options) {
-  const bool offers_cuda =
-      std::any_of(options.backends.begin(), options.backends.end(),
-                  [](const std::unique_ptr<ProbeBackend>& backend) {
-                    return backend->Name() == "cuda";
-                  });
+  const bool offers_cuda = std::any_of(
+      options.backends.begin(), options.backends.end(),
+      [](const std::unique_ptr<ProbeBackend>& backend) { return backend->Name() == "cuda"; });
   if (offers_cuda) {
     absl::StatusOr<std::vector<v1::Gpu>> gpus =
         ListProbeGpus(absl::GetFlag(FLAGS_probe_binary), kListGpusTimeout);
@@ -372,13 +375,19 @@ int Main() {
   while (signal_number <= 0 && !(*daemon)->WaitUntilFinished(absl::ZeroDuration())) {
     signal_number = sigtimedwait(&signals, nullptr, &signal_wait);
   }
+  std::string reason;
   if (signal_number > 0) {
+    reason =
+        absl::StrCat("paratune-worker received ", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
     Log(LogLevel::kInfo, "shutting down", {{"signal", strsignal(signal_number)}});
   } else {
+    // The daemon deregistered after its last probe already.
+    reason = absl::StrCat("paratune-worker ran its --exit_after_probes=",
+                          absl::GetFlag(FLAGS_exit_after_probes), " probes");
     Log(LogLevel::kInfo, "shutting down", {{"reason", "--exit_after_probes reached"}});
   }
   (*health)->SetNotServing();
-  (*daemon)->Stop();
+  (*daemon)->Stop(reason);
   return 0;
 }
 
