@@ -1,6 +1,7 @@
 #include "estimator/cluster_spec.h"
 
 #include <array>
+#include <cmath>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -57,6 +58,25 @@ std::vector<std::string> GpuPresetNames() {
   names.reserve(kGpuPresets.size());
   for (const GpuPreset& preset : kGpuPresets) names.emplace_back(preset.name);
   return names;
+}
+
+std::string CatalogGpuType(absl::string_view device_name, int64_t memory_bytes) {
+  const std::string lower = absl::AsciiStrToLower(device_name);
+  std::string best;
+  double best_difference = kGpuMemoryTolerance;
+  for (const GpuPreset& preset : kGpuPresets) {
+    const absl::string_view name = preset.name;
+    const absl::string_view family = name.substr(0, name.find('-'));
+    if (lower.find(std::string(family)) == std::string::npos) continue;
+    const double catalog_bytes = static_cast<double>(preset.memory_mib * kMiB);
+    const double difference =
+        std::abs(static_cast<double>(memory_bytes) - catalog_bytes) / catalog_bytes;
+    if (difference <= best_difference) {
+      best = preset.name;
+      best_difference = difference;
+    }
+  }
+  return best;
 }
 
 absl::StatusOr<ClusterSpec> ClusterSpec::Create(const GpuSpec& gpu, int64_t num_nodes,

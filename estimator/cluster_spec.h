@@ -13,12 +13,12 @@ namespace paratune {
 
 // One GPU type. Units: bytes, TFLOP/s (1e12), GB/s (1e9 bytes/s).
 struct GpuSpec {
-  std::string name;                     // catalog name, e.g. "h100-94gb"
-  int64_t memory_bytes = 0;             // as nvidia-smi reports the total
-  double peak_bf16_tflops = 0;          // dense tensor-core peak
+  std::string name;             // catalog name, e.g. "h100-94gb"
+  int64_t memory_bytes = 0;     // as nvidia-smi reports the total
+  double peak_bf16_tflops = 0;  // dense tensor-core peak
   double hbm_bandwidth_gbps = 0;
-  double nvlink_bandwidth_gbps = 0;     // per GPU per direction
-  double network_bandwidth_gbps = 0;    // inter-node, per GPU per direction
+  double nvlink_bandwidth_gbps = 0;   // per GPU per direction
+  double network_bandwidth_gbps = 0;  // inter-node, per GPU per direction
 };
 
 // The catalog GPU called `name` (case-insensitive); NOT_FOUND listing known names otherwise.
@@ -26,6 +26,17 @@ absl::StatusOr<GpuSpec> FindGpuPreset(absl::string_view name);
 
 // Names of every catalog GPU, in catalog order.
 std::vector<std::string> GpuPresetNames();
+
+// The catalog type of a device called `device_name` (as CUDA or a worker names it, e.g.
+// "NVIDIA H100 80GB HBM3", "simulated H100-94GB") with `memory_bytes` of memory: the catalog
+// GPU whose family ("a100", "h100", "h200") the name contains, case-insensitive, and whose
+// memory is within kGpuMemoryTolerance of memory_bytes, the closest if several. Empty when
+// none is: the device is not a catalog GPU.
+std::string CatalogGpuType(absl::string_view device_name, int64_t memory_bytes);
+// Relative memory difference within which a device still counts as a catalog type: covers
+// what drivers reserve (an H100 80GB reports 79.6 GiB) while telling 40 from 80 GB and
+// 80 from 94 GB apart.
+inline constexpr double kGpuMemoryTolerance = 0.06;
 
 // num_nodes nodes of gpus_per_node identical GPUs. Immutable and always valid.
 class ClusterSpec {

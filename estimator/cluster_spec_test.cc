@@ -51,6 +51,26 @@ TEST(GpuPresetTest, UnknownIsNotFoundListingKnownNames) {
               HasSubstr("a100-40gb, a100-80gb, h100-80gb, h100-94gb, h200-141gb"));
 }
 
+TEST(CatalogGpuTypeTest, RealAndSimulatedDeviceNames) {
+  constexpr int64_t kMiB = 1024 * 1024;
+  // nvidia-smi's totals for the devices (MiB).
+  EXPECT_EQ(CatalogGpuType("NVIDIA H100 80GB HBM3", 81559 * kMiB), "h100-80gb");
+  EXPECT_EQ(CatalogGpuType("NVIDIA H100 NVL", 95830 * kMiB), "h100-94gb");
+  EXPECT_EQ(CatalogGpuType("NVIDIA A100-SXM4-40GB", 40536 * kMiB), "a100-40gb");
+  EXPECT_EQ(CatalogGpuType("NVIDIA A100-SXM4-80GB", 81920 * kMiB), "a100-80gb");
+  EXPECT_EQ(CatalogGpuType("NVIDIA H200", 143771 * kMiB), "h200-141gb");
+  EXPECT_EQ(CatalogGpuType("simulated H100-94GB", FindGpuPreset("h100-94gb")->memory_bytes),
+            "h100-94gb");
+}
+
+TEST(CatalogGpuTypeTest, NoMatchIsEmpty) {
+  constexpr int64_t kMiB = 1024 * 1024;
+  EXPECT_EQ(CatalogGpuType("NVIDIA L40S", 46068 * kMiB), "");
+  // The family matches, the memory does not: no H100 in the catalog has 40 GB.
+  EXPECT_EQ(CatalogGpuType("NVIDIA H100 PCIe", 40960 * kMiB), "");
+  EXPECT_EQ(CatalogGpuType("", 0), "");
+}
+
 TEST(ClusterSpecTest, WorldSize) {
   absl::StatusOr<ClusterSpec> cluster = ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 4, 8);
   ASSERT_TRUE(cluster.ok());

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The paratune demo: installs what is missing, builds, starts paratune-server and two
-# simulated paratune-workers on loopback, runs a real search for Llama-3.1-8B on 4 nodes x 4
+# The paratune demo: installs what is missing, builds, starts paratune-server and four
+# simulated paratune-workers (one per node of the searched cluster) on loopback, runs a real search for Llama-3.1-8B on 4 nodes x 4
 # H100-94GB (global batch 1024, sequence 8192), prints the ranked table, and stops everything
 # it started. Probe results come from the sim backend and are labelled SIMULATED.
 # Extra flags are passed to `paratune submit` (e.g. --policy=exhaustive).
@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 source scripts/local_cluster.sh //cli:paratune
 start_server demo
-for i in 1 2; do
+for i in 1 2 3 4; do
   start_worker "worker-$i" --backend=sim --sim_gpus=4 --sim_gpu_type=h100-94gb \
     --hostname="sim-node-$i"
 done

@@ -20,6 +20,7 @@
 #include "estimator/planner.h"
 #include "estimator/training_spec.h"
 #include "proto/probe.pb.h"
+#include "server/search_policy.h"
 
 namespace paratune {
 
@@ -35,45 +36,29 @@ struct AdaptiveOptions {
   int64_t max_confirmations = 2;
 };
 
-class AdaptivePolicy {
+class AdaptivePolicy : public SearchPolicy {
  public:
-  enum class ProbeKind {
-    kScreening,     // the first, short probe of a candidate
-    kConfirmation,  // a longer probe of a leader
-  };
-  struct Pick {
-    size_t candidate = 0;  // index into the candidates
-    ProbeKind kind = ProbeKind::kScreening;
-    // Why it was picked, for people.
-    std::string note;
-  };
-  struct Decision {
-    std::vector<Pick> picks;
-    // Set when the search is over: nothing is in flight and nothing is worth probing.
-    std::optional<std::string> stop_reason;
-  };
-
   // `candidates` are the memory-safe configurations in the planner's predicted order;
   // `calibrated` the GPU type's fitted parameters, the refit's starting point and prior.
   AdaptivePolicy(ModelSpec model, TrainingSpec training, ClusterSpec cluster,
                  std::vector<PlannedConfig> candidates, PerformanceParameters calibrated,
                  AdaptiveOptions options);
 
-  const std::vector<PlannedConfig>& candidates() const { return candidates_; }
+  const std::vector<PlannedConfig>& candidates() const override { return candidates_; }
 
   // The candidates to probe now, at most max_in_flight minus those in flight; each is then
   // in flight until Record. Deterministic.
-  Decision Next();
+  Decision Next() override;
 
   // Marks candidate `index` in flight without Next choosing it: a probe the scheduler
   // resumed after a restart.
-  void MarkInFlight(size_t index, ProbeKind kind);
+  void MarkInFlight(size_t index, ProbeKind kind) override;
 
   // A probe of candidate `index` finished with `result` (its final outcome, retries done).
   // OK results refit the model; an out-of-memory one skips every unprobed candidate whose
   // estimated peak memory is at least the failed one's. INVALID_ARGUMENT for an index out of
   // range or an OK result without a positive mean step time.
-  absl::Status Record(size_t index, ProbeKind kind, const v1::ProbeResult& result);
+  absl::Status Record(size_t index, ProbeKind kind, const v1::ProbeResult& result) override;
 
   // The current refitted parameters (the calibrated ones before any OK result).
   const PerformanceParameters& parameters() const { return params_; }
@@ -92,8 +77,8 @@ class AdaptivePolicy {
   enum class State { kUnprobed, kInFlight, kMeasured, kFailed, kSkipped };
   struct Entry {
     State state = State::kUnprobed;
-    bool confirmed = false;       // a confirmation finished or is in flight
-    double measured_tflops = 0;   // the latest OK measurement
+    bool confirmed = false;      // a confirmation finished or is in flight
+    double measured_tflops = 0;  // the latest OK measurement
     double step_time_seconds = 0;
     double relative_standard_error = 0;  // of the mean step time
     double predicted_tflops = 0;         // under params_

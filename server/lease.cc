@@ -24,6 +24,8 @@ internal::LeaseState MakeLease(const std::string& probe, int64_t search_id, int6
     member.set_first_rank(shares[i].first_rank);
     member.set_num_ranks(shares[i].num_ranks);
     member.set_hostname(workers[i].hostname);
+    member.set_gpu_name(workers[i].gpu_name);
+    member.set_gpu_type(workers[i].gpu_type);
     for (int64_t g = 0; g < shares[i].num_ranks; ++g) {
       member.add_gpu_indices(workers[i].gpu_indices[g]);
     }
@@ -71,6 +73,20 @@ int MemberIndex(const internal::LeaseState& lease, int64_t worker_id) {
 bool AllMembersReported(const internal::LeaseState& lease) {
   return std::all_of(lease.members().begin(), lease.members().end(),
                      [](const internal::LeaseMember& member) { return member.has_result(); });
+}
+
+std::vector<v1::ProbeHost> LeaseHosts(const internal::LeaseState& lease) {
+  std::vector<v1::ProbeHost> hosts;
+  for (const internal::LeaseMember& member : lease.members()) {
+    v1::ProbeHost& host = hosts.emplace_back();
+    host.set_worker(WorkerName(member.worker_id()));
+    host.set_hostname(member.hostname());
+    host.set_first_rank(member.first_rank());
+    host.set_num_ranks(member.num_ranks());
+    host.set_gpu_name(member.gpu_name());
+    host.set_gpu_type(member.gpu_type());
+  }
+  return hosts;
 }
 
 }  // namespace paratune

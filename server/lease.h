@@ -20,6 +20,9 @@ struct LeaseWorker {
   std::string hostname;
   // Gpu.index of the worker's GPUs, in registration order.
   std::vector<int64_t> gpu_indices;
+  // Their device name and catalog type (Worker.gpu_type).
+  std::string gpu_name;
+  std::string gpu_type;
 };
 
 // A lease of candidate n's probe `probe` on the shares' workers (`workers` in share order),
@@ -27,8 +30,7 @@ struct LeaseWorker {
 internal::LeaseState MakeLease(const std::string& probe, int64_t search_id, int64_t candidate,
                                v1::ProbeScope scope, int64_t num_ranks,
                                const std::vector<RankShare>& shares,
-                               const std::vector<LeaseWorker>& workers,
-                               int64_t expires_unix_nanos);
+                               const std::vector<LeaseWorker>& workers, int64_t expires_unix_nanos);
 
 // Member `member`'s assignment of `lease`, a probe of candidate lease.candidate() of `search`
 // (whose name gives the workers' names' form).
@@ -40,6 +42,9 @@ int MemberIndex(const internal::LeaseState& lease, int64_t worker_id);
 
 // Whether every member reported PROBE_OK.
 bool AllMembersReported(const internal::LeaseState& lease);
+
+// Where the lease's probe runs, for ProbeResult.ran_on: one entry per member, in rank order.
+std::vector<v1::ProbeHost> LeaseHosts(const internal::LeaseState& lease);
 
 }  // namespace paratune
 

@@ -14,37 +14,33 @@ ProbeWaitList::ProbeWaitList(TryAcquire try_acquire)
 ProbeWaitList::~ProbeWaitList() { Stop(); }
 
 void ProbeWaitList::Wait(std::string worker, absl::Time deadline, Done done) {
-  AcquireResult result;
+  bool stopping = false;
+  uint64_t generation = 0;
   {
     absl::MutexLock lock(&mu_);
-    if (stopping_) {
-      result = absl::UnavailableError("the server is shutting down");
-    } else {
-      // Trying under the lock closes the gap between a miss here and parking: a Notify for
-      // a probe queued in between waits for the lock and then finds this call parked.
-      result = TryLocked(worker);
-      if (result.ok() && !result->has_value() && deadline > absl::Now()) {
-        waiters_.push_back(Waiter{std::move(worker), deadline, std::move(done)});
-        changed_.Signal();
-        return;
-      }
+    stopping = stopping_;
+    generation = generation_;
+  }
+  if (stopping) {
+    done(absl::UnavailableError("the server is shutting down"));
+    return;
+  }
+  AcquireResult result = try_acquire_(worker);
+  {
+    absl::MutexLock lock(&mu_);
+    if (!stopping_ && result.ok() && !result->has_value() && deadline > absl::Now()) {
+      // Parked with the generation its try began at: a queueing since then is retried.
+      waiters_.push_back(Waiter{std::move(worker), deadline, std::move(done), generation});
+      changed_.Signal();
+      return;
     }
   }
   done(std::move(result));
 }
 
-ProbeWaitList::AcquireResult ProbeWaitList::TryLocked(const std::string& worker) {
-  Attempt attempt = try_acquire_(worker);
-  if (attempt.others_may_have_work) {
-    probes_queued_ = true;
-    changed_.Signal();
-  }
-  return std::move(attempt.result);
-}
-
-void ProbeWaitList::Notify() {
+void ProbeWaitList::OnProbesQueued() {
   absl::MutexLock lock(&mu_);
-  probes_queued_ = true;
+  ++generation_;
   changed_.Signal();
 }
 
@@ -58,23 +54,43 @@ void ProbeWaitList::Stop() {
   thread_.join();
 }
 
+bool ProbeWaitList::RetryDueLocked() const {
+  return std::any_of(waiters_.begin(), waiters_.end(),
+                     [&](const Waiter& waiter) { return waiter.tried_at < generation_; });
+}
+
 void ProbeWaitList::Run() {
   absl::MutexLock lock(&mu_);
   while (true) {
     absl::Time next_deadline = absl::InfiniteFuture();
     for (const Waiter& waiter : waiters_) next_deadline = std::min(next_deadline, waiter.deadline);
-    if (!stopping_ && !probes_queued_) changed_.WaitWithDeadline(&mu_, next_deadline);
+    if (!stopping_ && !RetryDueLocked()) changed_.WaitWithDeadline(&mu_, next_deadline);
+
+    // Try the due waiters with the lock released. Only this thread erases waiters, so the
+    // iterators stay valid; Wait may append meanwhile.
+    const uint64_t generation = generation_;
+    std::vector<std::pair<std::list<Waiter>::iterator, AcquireResult>> tried;
+    if (!stopping_) {
+      for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
+        if (it->tried_at < generation) tried.emplace_back(it, std::optional<v1::ProbeAssignment>());
+      }
+      mu_.Unlock();
+      for (auto& [it, result] : tried) result = try_acquire_(it->worker);
+      mu_.Lock();
+    }
 
     std::vector<std::pair<Done, AcquireResult>> ready;
-    const bool retry = probes_queued_;
-    probes_queued_ = false;
+    for (auto& [it, result] : tried) {
+      it->tried_at = generation;
+      if (!result.ok() || result->has_value()) {
+        ready.emplace_back(std::move(it->done), std::move(result));
+        waiters_.erase(it);
+      }
+    }
     const absl::Time now = absl::Now();
     for (auto it = waiters_.begin(); it != waiters_.end();) {
-      AcquireResult result = std::optional<v1::ProbeAssignment>();
-      if (!stopping_ && retry) result = TryLocked(it->worker);
-      const bool finished = stopping_ || !result.ok() || result->has_value() || it->deadline <= now;
-      if (finished) {
-        ready.emplace_back(std::move(it->done), std::move(result));
+      if (stopping_ || it->deadline <= now) {
+        ready.emplace_back(std::move(it->done), std::optional<v1::ProbeAssignment>());
         it = waiters_.erase(it);
       } else {
         ++it;

@@ -1,9 +1,16 @@
 // Parked AcquireProbe long polls: each waits until a probe is leased to its worker or its
 // deadline passes, without a thread per call and without polling. One thread sleeps on a
-// condition variable until the earliest deadline or until probes are queued (Notify).
+// condition variable until the earliest deadline or until probes are queued
+// (OnProbesQueued), then lets the parked calls try again.
+//
+// Tries run with the list's lock released, so the scheduler may tell the list about
+// queued probes from inside a try's consequences without a lock cycle. A generation counter,
+// bumped by every OnProbesQueued, closes the gap between a miss and parking: a call whose try
+// began before the latest queueing is tried again.
 #ifndef PARATUNE_SERVER_PROBE_WAIT_LIST_H_
 #define PARATUNE_SERVER_PROBE_WAIT_LIST_H_
 
+#include <cstdint>
 #include <functional>
 #include <list>
 #include <optional>
@@ -14,25 +21,18 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "proto/probe.pb.h"
+#include "server/probes_queued_listener.h"
 
 namespace paratune {
 
 // Thread-safe. Deadlines are wall-clock (absl::Now): they bound how long a call stays
 // parked, which no test needs to fake; lease timing uses the scheduler's injected clock.
-class ProbeWaitList {
+class ProbeWaitList : public ProbesQueuedListener {
  public:
   using AcquireResult = absl::StatusOr<std::optional<v1::ProbeAssignment>>;
-  // What one try to lease a probe to a worker gave.
-  struct Attempt {
-    AcquireResult result;
-    // The try re-queued a probe or left work for other workers (gang shares): every parked
-    // call must try again. Said here rather than by Notify, which would take the list's lock
-    // that the try runs under.
-    bool others_may_have_work = false;
-  };
-  // Leases a probe to the worker if one fits now (Scheduler::TryAcquireProbe). Called with
-  // the list's lock held, so it must not call back into the list.
-  using TryAcquire = std::function<Attempt(const std::string& worker)>;
+  // Leases a probe to the worker if one fits now (Scheduler::TryAcquireProbe). Called
+  // without the list's lock, from the thread of Wait or the list's own thread.
+  using TryAcquire = std::function<AcquireResult(const std::string& worker)>;
   using Done = std::function<void(AcquireResult)>;
 
   // Starts the waiting thread.
@@ -40,16 +40,16 @@ class ProbeWaitList {
   ProbeWaitList(const ProbeWaitList&) = delete;
   ProbeWaitList& operator=(const ProbeWaitList&) = delete;
   // Stop()s.
-  ~ProbeWaitList();
+  ~ProbeWaitList() override;
 
   // Calls `done` exactly once, never with the list's lock held: at once (on this thread) when
   // a probe fits now or try_acquire fails; later (on the waiting thread) as soon as a probe
-  // is leased after a Notify, with nullopt at `deadline`, or with nullopt at Stop. After
-  // Stop, at once with UNAVAILABLE.
+  // is leased after an OnProbesQueued, with nullopt at `deadline`, or with nullopt at Stop.
+  // After Stop, at once with UNAVAILABLE.
   void Wait(std::string worker, absl::Time deadline, Done done);
 
   // Probes were queued: every parked call tries again, oldest first.
-  void Notify();
+  void OnProbesQueued() override;
 
   // Completes every parked call with nullopt and joins the thread. Idempotent.
   void Stop();
@@ -59,19 +59,22 @@ class ProbeWaitList {
     std::string worker;
     absl::Time deadline;
     Done done;
+    // The generation_ its last try began at; it tries again once generation_ is larger.
+    uint64_t tried_at = 0;
   };
 
   void Run();
-  // try_acquire_ for `worker`, noting when parked calls must try again.
-  AcquireResult TryLocked(const std::string& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a parked call must try again.
+  bool RetryDueLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const TryAcquire try_acquire_;
   absl::Mutex mu_;
   absl::CondVar changed_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // Set by Notify: parked calls must try again.
-  bool probes_queued_ ABSL_GUARDED_BY(mu_) = false;
-  // Oldest first.
+  // Counts OnProbesQueued calls.
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  // Oldest first. Only the waiting thread removes waiters, so iterators it holds across a
+  // try stay valid.
   std::list<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -14,9 +15,11 @@ namespace paratune {
 namespace {
 
 // A stand-in for the scheduler: probes a test queues, handed out to whoever asks, and gang
-// probes whose second share waits for a named worker.
+// probes whose second share waits for a named worker. Like the scheduler, it tells its
+// listener about work left for others after its own lock is released.
 class FakeQueue {
  public:
+  void set_listener(ProbesQueuedListener* listener) { listener_ = listener; }
   void Queue(const std::string& name) {
     absl::MutexLock lock(&mu_);
     next_ = name;
@@ -28,31 +31,52 @@ class FakeQueue {
     gang_member_ = other_worker;
   }
 
-  ProbeWaitList::Attempt TryAcquire(const std::string& worker) {
+  // The next miss queues `name` and tells the listener, as if another thread queued it while
+  // the missing try was still running.
+  void QueueDuringNextMiss(const std::string& name) {
     absl::MutexLock lock(&mu_);
-    if (worker == "workers/unknown") return {absl::NotFoundError("worker workers/unknown")};
+    queue_during_miss_ = name;
+  }
+
+  ProbeWaitList::AcquireResult TryAcquire(const std::string& worker) {
+    bool notify = false;
+    ProbeWaitList::AcquireResult result = TryAcquireLocked(worker, notify);
+    if (notify) listener_->OnProbesQueued();
+    return result;
+  }
+
+ private:
+  ProbeWaitList::AcquireResult TryAcquireLocked(const std::string& worker, bool& notify) {
+    absl::MutexLock lock(&mu_);
+    if (worker == "workers/unknown") return absl::NotFoundError("worker workers/unknown");
     if (auto share = shares_.find(worker); share != shares_.end()) {
       v1::ProbeAssignment assignment;
       assignment.set_name(share->second);
       shares_.erase(share);
-      return {std::optional<v1::ProbeAssignment>(assignment)};
+      return std::optional<v1::ProbeAssignment>(assignment);
     }
-    if (!next_.has_value()) return {std::optional<v1::ProbeAssignment>()};
+    if (!next_.has_value()) {
+      if (queue_during_miss_.has_value()) {
+        next_ = std::exchange(queue_during_miss_, std::nullopt);
+        notify = true;
+      }
+      return std::optional<v1::ProbeAssignment>();
+    }
     v1::ProbeAssignment assignment;
     assignment.set_name(*next_);
     next_.reset();
-    bool left_a_share = false;
     if (gang_member_.has_value()) {
       shares_[*gang_member_] = assignment.name();
       gang_member_.reset();
-      left_a_share = true;
+      notify = true;
     }
-    return {std::optional<v1::ProbeAssignment>(assignment), left_a_share};
+    return std::optional<v1::ProbeAssignment>(assignment);
   }
 
- private:
+  ProbesQueuedListener* listener_ = nullptr;
   absl::Mutex mu_;
   std::optional<std::string> next_ ABSL_GUARDED_BY(mu_);
+  std::optional<std::string> queue_during_miss_ ABSL_GUARDED_BY(mu_);
   std::optional<std::string> gang_member_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> shares_ ABSL_GUARDED_BY(mu_);
 };
@@ -74,7 +98,9 @@ class ProbeWaitListTest : public ::testing::Test {
  protected:
   ProbeWaitListTest()
       : list_(std::make_unique<ProbeWaitList>(
-            [this](const std::string& worker) { return queue_.TryAcquire(worker); })) {}
+            [this](const std::string& worker) { return queue_.TryAcquire(worker); })) {
+    queue_.set_listener(list_.get());
+  }
 
   FakeQueue queue_;
   std::unique_ptr<ProbeWaitList> list_;
@@ -96,7 +122,7 @@ TEST_F(ProbeWaitListTest, ParkedCallGetsAProbeQueuedLater) {
   list_->Wait("workers/1", absl::Now() + absl::Hours(1), outcome.Callback());
   EXPECT_FALSE(outcome.done.HasBeenNotified());
   queue_.Queue("p2");
-  list_->Notify();
+  list_->OnProbesQueued();
   ASSERT_TRUE(outcome.done.WaitForNotificationWithTimeout(absl::Seconds(30)));
   ASSERT_TRUE(outcome.result.ok());
   ASSERT_TRUE(outcome.result->has_value());
@@ -138,7 +164,7 @@ TEST_F(ProbeWaitListTest, OnlyOneOfTwoParkedCallsGetsTheProbe) {
   list_->Wait("workers/1", absl::Now() + absl::Hours(1), first.Callback());
   list_->Wait("workers/2", absl::Now() + absl::Hours(1), second.Callback());
   queue_.Queue("p3");
-  list_->Notify();
+  list_->OnProbesQueued();
   ASSERT_TRUE(first.done.WaitForNotificationWithTimeout(absl::Seconds(30)));
   ASSERT_TRUE(first.result.ok() && first.result->has_value());
   EXPECT_EQ((*first.result)->name(), "p3");
@@ -147,7 +173,16 @@ TEST_F(ProbeWaitListTest, OnlyOneOfTwoParkedCallsGetsTheProbe) {
   ASSERT_TRUE(second.done.HasBeenNotified());
 }
 
-TEST_F(ProbeWaitListTest, ShareLeftForAParkedCallReachesItWithoutNotify) {
+TEST_F(ProbeWaitListTest, ProbeQueuedWhileTheFirstTryMissedIsNotMissed) {
+  queue_.QueueDuringNextMiss("p4");
+  Outcome outcome;
+  list_->Wait("workers/1", absl::Now() + absl::Hours(1), outcome.Callback());
+  ASSERT_TRUE(outcome.done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  ASSERT_TRUE(outcome.result.ok() && outcome.result->has_value());
+  EXPECT_EQ((*outcome.result)->name(), "p4");
+}
+
+TEST_F(ProbeWaitListTest, ShareLeftForAParkedCallReachesIt) {
   Outcome member;
   list_->Wait("workers/2", absl::Now() + absl::Hours(1), member.Callback());
   queue_.QueueGang("gang", "workers/2");

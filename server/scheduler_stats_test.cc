@@ -7,9 +7,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/fake_clock.h"
+#include "server/scheduler.h"
 #include "server/sqlite_search_store.h"
 #include "server/test_requests.h"
-#include "server/scheduler.h"
 
 namespace paratune {
 namespace {
@@ -113,6 +113,7 @@ TEST(SchedulerStatsTest, FollowsASearchThroughTheScheduler) {
   for (int i = 0; i < 8; ++i) {
     v1::Gpu& gpu = *worker.add_gpus();
     gpu.set_index(i);
+    gpu.set_name("simulated H100-80GB");
     gpu.set_memory_bytes(85'520'809'984);
   }
   worker.add_backends("sim");
@@ -130,10 +131,10 @@ TEST(SchedulerStatsTest, FollowsASearchThroughTheScheduler) {
   const int64_t enumerated = stats.totals.candidates_enumerated;
   EXPECT_GT(enumerated, 0);
 
-  absl::StatusOr<Scheduler::Acquisition> acquired =
+  absl::StatusOr<std::optional<v1::ProbeAssignment>> acquired =
       scheduler.TryAcquireProbe(registered->name());
-  ASSERT_TRUE(acquired.ok() && acquired->assignment.has_value());
-  const std::optional<v1::ProbeAssignment>& assignment = acquired->assignment;
+  ASSERT_TRUE(acquired.ok() && acquired->has_value());
+  const std::optional<v1::ProbeAssignment>& assignment = *acquired;
   stats = scheduler.Stats();
   EXPECT_EQ(stats.queued_probes, 0);
   EXPECT_EQ(stats.running_probes, 1);

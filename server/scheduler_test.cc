@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/fake_clock.h"
+#include "server/fake_search_store.h"
 #include "server/sqlite_search_store.h"
 #include "server/test_requests.h"
 
@@ -56,6 +57,13 @@ v1::ProbeResult FailedResult(v1::ProbeOutcome outcome) {
   return result;
 }
 
+// Counts OnProbesQueued calls.
+class CountingListener : public ProbesQueuedListener {
+ public:
+  void OnProbesQueued() override { ++calls; }
+  int calls = 0;
+};
+
 // Records every call, for Watch tests.
 class RecordingObserver : public SearchObserver {
  public:
@@ -76,11 +84,13 @@ class SchedulerTest : public ::testing::Test {
     Scheduler::Options options;
     options.clock = &clock_;
     options.heartbeat_interval = absl::Seconds(2);
-    options.on_probes_queued = [this] { ++queued_notifications_; };
+    auto store = std::make_unique<FakeSearchStore>();
+    store_ = store.get();
     absl::StatusOr<std::unique_ptr<Scheduler>> scheduler =
-        Scheduler::Create(std::move(options), *SqliteSearchStore::Open(":memory:"));
+        Scheduler::Create(std::move(options), std::move(store));
     EXPECT_TRUE(scheduler.ok()) << scheduler.status();
     scheduler_ = *std::move(scheduler);
+    scheduler_->AddListener(&listener_);
   }
 
   v1::Search Create(const v1::CreateSearchRequest& request) {
@@ -97,11 +107,12 @@ class SchedulerTest : public ::testing::Test {
   }
 
   std::optional<v1::ProbeAssignment> Acquire(const std::string& worker) {
-    absl::StatusOr<Scheduler::Acquisition> acquired = scheduler_->TryAcquireProbe(worker);
+    const int notified = listener_.calls;
+    absl::StatusOr<std::optional<v1::ProbeAssignment>> acquired =
+        scheduler_->TryAcquireProbe(worker);
     EXPECT_TRUE(acquired.ok()) << acquired.status();
-    if (!acquired.ok()) return std::nullopt;
-    others_may_have_work_ = acquired->others_may_have_work;
-    return acquired->assignment;
+    others_may_have_work_ = listener_.calls > notified;
+    return acquired.ok() ? *acquired : std::nullopt;
   }
 
   absl::Status Report(const std::string& worker, const std::string& probe,
@@ -128,9 +139,10 @@ class SchedulerTest : public ::testing::Test {
   }
 
   FakeClock clock_;
-  int queued_notifications_ = 0;
-  // What the last Acquire said about other workers' parked calls.
+  CountingListener listener_;
+  // Whether the last Acquire told listeners to look again (work left for other workers).
   bool others_may_have_work_ = false;
+  FakeSearchStore* store_ = nullptr;
   std::unique_ptr<Scheduler> scheduler_;
 };
 
@@ -160,7 +172,7 @@ TEST_F(SchedulerTest, CreateSearchQueuesTheTopKAndFillsDefaults) {
   EXPECT_EQ(probe.deadline_seconds(), 600);
   EXPECT_EQ(probe.max_attempts(), 2);
   EXPECT_EQ(search.spec().seed(), 1u);
-  EXPECT_EQ(queued_notifications_, 1);
+  EXPECT_EQ(listener_.calls, 1);
 }
 
 TEST_F(SchedulerTest, UnspecifiedPolicyIsAdaptiveStartingWithMaxInFlightCandidates) {
@@ -217,7 +229,7 @@ TEST_F(SchedulerTest, NoMemorySafeCandidateFailsWithTheCounts) {
   EXPECT_THAT(search.stop_reason(), HasSubstr("out of memory"));
   EXPECT_EQ(search.counts().selected(), 0);
   EXPECT_EQ(Get("searches/1").state(), v1::FAILED);
-  EXPECT_EQ(queued_notifications_, 0);
+  EXPECT_EQ(listener_.calls, 0);
 }
 
 TEST_F(SchedulerTest, ProbesRunToSuccessAndAreRankedByMeasurement) {
@@ -262,16 +274,24 @@ TEST_F(SchedulerTest, ProbesRunToSuccessAndAreRankedByMeasurement) {
   EXPECT_EQ(workers->workers(0).state(), v1::WORKER_IDLE);
 }
 
-TEST_F(SchedulerTest, WorkerSmallerThanTheClusterRunsAReplica) {
+TEST_F(SchedulerTest, OneWorkerStandsForOneNodeHoweverManyGpusItHas) {
   Create(SmallSimSearch(1, /*nodes=*/2));
-  std::optional<v1::ProbeAssignment> replica = Acquire(Register(8));
+  const std::string big = Register(16);
+  std::optional<v1::ProbeAssignment> replica = Acquire(big);
   ASSERT_TRUE(replica.has_value());
+  // 16 GPUs of one worker are not 2 nodes of 8: the probe runs one replica.
   EXPECT_EQ(replica->scope(), v1::PROBE_SCOPE_REPLICA);
+  ASSERT_TRUE(Report(big, replica->name(), OkResult(1)).ok());
 
+  const std::string node = Register(8);
   Create(SmallSimSearch(1, /*nodes=*/2));
-  std::optional<v1::ProbeAssignment> full = Acquire(Register(16));
+  std::optional<v1::ProbeAssignment> full = Acquire(node);
   ASSERT_TRUE(full.has_value());
   EXPECT_EQ(full->scope(), v1::PROBE_SCOPE_FULL);
+  ASSERT_EQ(full->gang_size(), 2);
+  EXPECT_EQ(full->gang(0).worker(), node);
+  EXPECT_EQ(full->gang(1).worker(), big);
+  EXPECT_EQ(full->gang(1).num_ranks(), 8);
 }
 
 TEST_F(SchedulerTest, ProbesGoOnlyToWorkersWithTheBackendAndEnoughGpus) {
@@ -291,9 +311,9 @@ TEST_F(SchedulerTest, ProbesGoOnlyToWorkersWithTheBackendAndEnoughGpus) {
   EXPECT_EQ(Get(search.name()).state(), v1::PROBING);
 }
 
-// Llama-3.2-1B on 1 x 8 H100-80GB probed FULL: 8 ranks, more than one 4-GPU worker has.
+// Llama-3.2-1B on 2 x 4 H100-80GB probed FULL: 8 ranks, two nodes of 4.
 v1::CreateSearchRequest FullScopeSearch() {
-  v1::CreateSearchRequest request = SmallSimSearch(1);
+  v1::CreateSearchRequest request = SmallSimSearch(1, /*nodes=*/2, /*gpus_per_node=*/4);
   request.mutable_spec()->mutable_probe()->set_scope(v1::PROBE_SCOPE_FULL);
   return request;
 }
@@ -341,7 +361,8 @@ TEST_F(SchedulerTest, GangOfTwoWorkersRunsAProbeTooBigForEither) {
   rank0.set_peak_memory_bytes(10);
   ASSERT_TRUE(Report(a, first->name(), rank0).ok());
   EXPECT_EQ(Get(search.name()).state(), v1::PROBING);
-  EXPECT_EQ(Report(a, first->name(), rank0).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Report(a, first->name(), rank0).ok());
+  EXPECT_EQ(Report(a, first->name(), OkResult(1)).code(), absl::StatusCode::kFailedPrecondition);
   v1::ProbeResult rank4 = OkResult(250);
   rank4.set_peak_memory_bytes(20);
   ASSERT_TRUE(Report(b, first->name(), rank4).ok());
@@ -392,8 +413,9 @@ TEST_F(SchedulerTest, LostGangMemberRequeuesTheProbeUntilTheFleetCanHostItAgain)
   EXPECT_THAT(heartbeat->cancel_probes(), ElementsAre(first->name()));
   v1::Candidate candidate = Get(search.name()).candidates(0);
   EXPECT_EQ(candidate.state(), v1::CANDIDATE_QUEUED);
-  EXPECT_THAT(candidate.waiting_reason(), HasSubstr("needs 8 GPUs"));
-  EXPECT_THAT(candidate.waiting_reason(), HasSubstr("the live workers hold 4"));
+  EXPECT_EQ(candidate.waiting_reason(),
+            "needs 2 nodes of 4 x h100-80gb (8 GPUs) with backend sim; live workers: 1 x 4 "
+            "h100-80gb (sim); they can host 1 of its 2 node shares");
   EXPECT_FALSE(Acquire(a).has_value());
 
   const std::string c = Register(4);
@@ -415,7 +437,7 @@ TEST_F(SchedulerTest, CommandProbesGoOnlyToWorkersWithTheTemplate) {
   const std::string nemo_worker = *scheduler_->RegisterWorker(nemo)->mutable_name();
   EXPECT_FALSE(Acquire(nemo_worker).has_value());
   EXPECT_THAT(Get(search.name()).candidates(0).waiting_reason(),
-              HasSubstr("backend command with template megatron-gpt"));
+              HasSubstr("with backend command and template megatron-gpt"));
 
   v1::RegisterWorkerRequest megatron = Worker(8, "command");
   megatron.add_command_templates("megatron-gpt");
@@ -488,7 +510,7 @@ TEST_F(SchedulerTest, ReservedWorkersRunTheirProbeOnly) {
   const v1::Search waiting = Get(search.name());
   for (const v1::Candidate& candidate : waiting.candidates()) {
     if (candidate.state() != v1::CANDIDATE_QUEUED) continue;
-    EXPECT_THAT(candidate.waiting_reason(), HasSubstr("the live workers hold 0"))
+    EXPECT_THAT(candidate.waiting_reason(), HasSubstr("they can host 0 of its 1 node shares"))
         << candidate.name();
   }
   // An unreserved worker takes any of them.
@@ -507,11 +529,13 @@ TEST_F(SchedulerTest, ProbeWithReservedWorkersRunsOnThemOnly) {
 }
 
 TEST_F(SchedulerTest, PendingProbesListQueuedAndRunningProbesWithTheirShape) {
-  Create(FullScopeSearch());
+  v1::CreateSearchRequest one_node = SmallSimSearch(1);
+  one_node.mutable_spec()->mutable_probe()->set_scope(v1::PROBE_SCOPE_FULL);
+  Create(one_node);
   v1::CreateSearchRequest replicas = SmallSimSearch(2, /*nodes=*/2);
   replicas.mutable_spec()->mutable_probe()->set_deadline_seconds(120);
   Create(replicas);
-  std::vector<Scheduler::PendingProbe> pending = scheduler_->PendingProbes();
+  std::vector<PendingProbe> pending = scheduler_->PendingProbes();
   ASSERT_EQ(pending.size(), 3u);
   EXPECT_EQ(pending[0].probe, "searches/1/candidates/0/probes/1");
   EXPECT_FALSE(pending[0].running);
@@ -523,11 +547,11 @@ TEST_F(SchedulerTest, PendingProbesListQueuedAndRunningProbesWithTheirShape) {
   EXPECT_EQ(pending[1].probe, "searches/2/candidates/0/probes/1");
   EXPECT_EQ(pending[2].probe, "searches/2/candidates/1/probes/1");
   EXPECT_EQ(pending[2].deadline, absl::Seconds(120));
-  for (const Scheduler::PendingProbe& probe : pending) {
+  for (const PendingProbe& probe : pending) {
     EXPECT_EQ(probe.ranks % probe.group_size, 0) << probe.probe;
   }
   // Without workers the 16-GPU search's probes run at replica scope.
-  const Scheduler::PendingProbe replica = pending[1];
+  const PendingProbe replica = pending[1];
   EXPECT_LT(replica.ranks, 16);
 
   const std::string reserved = scheduler_->RegisterWorker(ReservedWorker(8, replica.probe))->name();
@@ -560,7 +584,7 @@ TEST_F(SchedulerTest, LaunchEndingBeforeItsProbeStartedCountsTheAttempt) {
   ASSERT_TRUE(scheduler_->LaunchEnded(probe, "slurm job 7 ended FAILED").ok());
   EXPECT_EQ(Get(search.name()).candidates(0).attempts(), 1);
   // The failed attempt went behind the search's other candidate.
-  std::vector<Scheduler::PendingProbe> pending = scheduler_->PendingProbes();
+  std::vector<PendingProbe> pending = scheduler_->PendingProbes();
   ASSERT_EQ(pending.size(), 2u);
   EXPECT_EQ(pending[0].probe, "searches/1/candidates/0/probes/2");
   const std::string unreserved = Register(8);
@@ -588,9 +612,9 @@ TEST_F(SchedulerTest, LaunchEndingUnderItsRunningProbeRequeuesIt) {
   const std::string probe = "searches/1/candidates/0/probes/1";
   const std::string worker = scheduler_->RegisterWorker(ReservedWorker(8, probe))->name();
   ASSERT_TRUE(Acquire(worker).has_value());
-  const int notifications = queued_notifications_;
+  const int notifications = listener_.calls;
   ASSERT_TRUE(scheduler_->LaunchEnded(probe, "slurm job 7 ended CANCELLED").ok());
-  EXPECT_EQ(queued_notifications_, notifications + 1);
+  EXPECT_EQ(listener_.calls, notifications + 1);
   const v1::Candidate candidate = Get(search.name()).candidates(0);
   EXPECT_EQ(candidate.state(), v1::CANDIDATE_QUEUED);
   EXPECT_EQ(candidate.attempts(), 1);
@@ -638,7 +662,7 @@ TEST_F(SchedulerTest, OverdueLeaseIsRequeuedAndTheWorkerToldToStop) {
 }
 
 TEST_F(SchedulerTest, ReportsMustMatchALease) {
-  Create(SmallSimSearch(2));
+  const v1::Search search = Create(SmallSimSearch(2));
   const std::string worker = Register(8);
   const std::string other = Register(8);
   std::optional<v1::ProbeAssignment> assignment = Acquire(worker);
@@ -658,8 +682,11 @@ TEST_F(SchedulerTest, ReportsMustMatchALease) {
   EXPECT_THAT(invalid.message(), HasSubstr("result.outcome"));
 
   ASSERT_TRUE(Report(worker, assignment->name(), OkResult(1)).ok());
-  EXPECT_EQ(Report(worker, assignment->name(), OkResult(1)).code(),
+  // The same report again (its reply was lost) is answered OK again; another is refused.
+  EXPECT_TRUE(Report(worker, assignment->name(), OkResult(1)).ok());
+  EXPECT_EQ(Report(worker, assignment->name(), OkResult(2)).code(),
             absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Get(search.name()).counts().probed(), 1);
 }
 
 TEST_F(SchedulerTest, InfrastructureErrorsAreRetriedWithinMaxAttempts) {
@@ -667,8 +694,9 @@ TEST_F(SchedulerTest, InfrastructureErrorsAreRetriedWithinMaxAttempts) {
   const std::string worker = Register(8);
   std::optional<v1::ProbeAssignment> first = Acquire(worker);
   ASSERT_TRUE(first.has_value());
+  const int notified = listener_.calls;
   ASSERT_TRUE(Report(worker, first->name(), FailedResult(v1::PROBE_INFRA_ERROR)).ok());
-  EXPECT_EQ(queued_notifications_, 2);
+  EXPECT_EQ(listener_.calls, notified + 1);
   std::optional<v1::ProbeAssignment> second = Acquire(worker);
   ASSERT_TRUE(second.has_value());
   EXPECT_EQ(second->name(), "searches/1/candidates/0/probes/2");
@@ -724,6 +752,190 @@ TEST_F(SchedulerTest, GetNamesMissingAndMalformedSearches) {
   EXPECT_THAT(missing.message(), HasSubstr("searches/42"));
   EXPECT_EQ(scheduler_->GetSearch("searches/x").status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// One node of 8 H100-80GB, probed FULL.
+v1::CreateSearchRequest OneNodeFullSearch() {
+  v1::CreateSearchRequest request = SmallSimSearch(1);
+  request.mutable_spec()->mutable_probe()->set_scope(v1::PROBE_SCOPE_FULL);
+  return request;
+}
+
+// A worker of `gpus` A100-40GB, as the sim declares them.
+v1::RegisterWorkerRequest A100Worker(int gpus) {
+  v1::RegisterWorkerRequest request = Worker(gpus);
+  for (v1::Gpu& gpu : *request.mutable_gpus()) {
+    gpu.set_name("simulated A100-40GB");
+    gpu.set_memory_bytes(42'949'672'960);
+  }
+  return request;
+}
+
+TEST_F(SchedulerTest, AWorkerIsOnlyHandedProbesItCanHost) {
+  // The small worker asks first; it cannot hold the 8 ranks of the node the probe stands
+  // for, so it gets nothing (it used to be handed rank 0 of a gang it was not part of).
+  const std::string small = Register(4);
+  const std::string big = Register(64);
+  const v1::Search search = Create(OneNodeFullSearch());
+  EXPECT_FALSE(Acquire(small).has_value());
+  std::optional<v1::ProbeAssignment> probe = Acquire(big);
+  ASSERT_TRUE(probe.has_value());
+  ASSERT_EQ(probe->gang_size(), 1);
+  EXPECT_EQ(probe->gang(0).worker(), big);
+  EXPECT_EQ(probe->num_ranks(), 8);
+  EXPECT_EQ(probe->gpu_indices_size(), 8);
+  ASSERT_TRUE(Report(big, probe->name(), OkResult(300)).ok());
+
+  // The result says where it ran.
+  const v1::ProbeResult result = Get(search.name()).candidates(0).probe_result();
+  ASSERT_EQ(result.ran_on_size(), 1);
+  EXPECT_EQ(result.ran_on(0).worker(), big);
+  EXPECT_EQ(result.ran_on(0).hostname(), "node");
+  EXPECT_EQ(result.ran_on(0).num_ranks(), 8);
+  EXPECT_EQ(result.ran_on(0).gpu_name(), "simulated H100-80GB");
+  EXPECT_EQ(result.ran_on(0).gpu_type(), "h100-80gb");
+}
+
+TEST_F(SchedulerTest, ProbesRunOnlyOnTheSearchsGpuType) {
+  const std::string a100 = *scheduler_->RegisterWorker(A100Worker(8))->mutable_name();
+  const v1::Search search = Create(OneNodeFullSearch());
+  EXPECT_FALSE(Acquire(a100).has_value());
+  EXPECT_EQ(Get(search.name()).candidates(0).waiting_reason(),
+            "needs 1 node of 8 x h100-80gb with backend sim; live workers: 1 x 8 a100-40gb "
+            "(sim); they can host 0 of its 1 node shares");
+  absl::StatusOr<v1::ListWorkersResponse> workers = scheduler_->ListWorkers();
+  ASSERT_TRUE(workers.ok());
+  EXPECT_EQ(workers->workers(0).gpu_type(), "a100-40gb");
+
+  const std::string h100 = Register(8);
+  EXPECT_THAT(Get(search.name()).candidates(0).waiting_reason(), IsEmpty());
+  std::optional<v1::ProbeAssignment> probe = Acquire(h100);
+  ASSERT_TRUE(probe.has_value());
+  EXPECT_EQ(probe->gang(0).worker(), h100);
+}
+
+TEST_F(SchedulerTest, AReportRetriedAfterAFailedCommitIsStoredOnce) {
+  const std::string worker = Register(8);
+  const v1::Search search = Create(SmallSimSearch(1));
+  RecordingObserver observer;
+  ASSERT_TRUE(scheduler_->Watch(search.name(), &observer).ok());
+  std::optional<v1::ProbeAssignment> probe = Acquire(worker);
+  ASSERT_TRUE(probe.has_value());
+  const size_t told = observer.events.size();
+
+  store_->FailNextWrites(1, absl::UnavailableError("database is locked"));
+  EXPECT_EQ(Report(worker, probe->name(), OkResult(300)).code(), absl::StatusCode::kUnavailable);
+  // Nothing was stored, so nothing was told.
+  EXPECT_EQ(Get(search.name()).candidates(0).state(), v1::CANDIDATE_RUNNING);
+  EXPECT_EQ(observer.events.size(), told);
+
+  // The worker retries: OK, stored once, told once.
+  ASSERT_TRUE(Report(worker, probe->name(), OkResult(300)).ok());
+  const v1::Search done = Get(search.name());
+  EXPECT_EQ(done.state(), v1::SUCCEEDED);
+  EXPECT_EQ(done.counts().probed(), 1);
+  EXPECT_EQ(done.candidates(0).probe_result().model_tflops_per_gpu(), 300);
+  ASSERT_GT(observer.events.size(), told);
+  EXPECT_THAT(observer.events[told], HasSubstr("candidates/0 probed on " + worker));
+}
+
+TEST_F(SchedulerTest, ALeaseThatCouldNotBeStoredIsHandedOverAgain) {
+  const std::string worker = Register(8);
+  const v1::Search search = Create(SmallSimSearch(1));
+  store_->FailNextWrites(1, absl::UnavailableError("database is locked"));
+  absl::StatusOr<std::optional<v1::ProbeAssignment>> failed = scheduler_->TryAcquireProbe(worker);
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kUnavailable);
+  std::optional<v1::ProbeAssignment> probe = Acquire(worker);
+  ASSERT_TRUE(probe.has_value());
+  // The same attempt: none was burnt.
+  EXPECT_EQ(probe->name(), "searches/1/candidates/0/probes/1");
+  EXPECT_EQ(Get(search.name()).candidates(0).state(), v1::CANDIDATE_RUNNING);
+}
+
+TEST_F(SchedulerTest, ASearchTheStoreRefusesLeavesNoTrace) {
+  store_->FailNextWrites(1, absl::UnavailableError("database is locked"));
+  EXPECT_EQ(scheduler_->CreateSearch(SmallSimSearch(1)).status().code(),
+            absl::StatusCode::kUnavailable);
+  absl::StatusOr<v1::ListSearchesResponse> listed = scheduler_->ListSearches({});
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(listed->searches_size(), 0);
+  EXPECT_EQ(scheduler_->Stats().queued_probes, 0);
+  // The next one is created and runs.
+  const v1::Search search = Create(SmallSimSearch(1));
+  EXPECT_EQ(search.state(), v1::PROBING);
+  EXPECT_TRUE(Acquire(Register(8)).has_value());
+}
+
+TEST_F(SchedulerTest, ACancellationTheStoreRefusedIsStoredWithTheNextChange) {
+  const v1::Search search = Create(SmallSimSearch(2));
+  store_->FailNextWrites(1, absl::UnavailableError("database is locked"));
+  EXPECT_EQ(scheduler_->CancelSearch(search.name()).status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(Get(search.name()).state(), v1::PROBING);
+  scheduler_->CheckLeases();
+  EXPECT_EQ(Get(search.name()).state(), v1::CANCELLED);
+}
+
+TEST_F(SchedulerTest, ADeregisteredWorkerIsGoneAndItsProbeRequeued) {
+  const v1::Search search = Create(SmallSimSearch(1));
+  const std::string worker = Register(8);
+  std::optional<v1::ProbeAssignment> probe = Acquire(worker);
+  ASSERT_TRUE(probe.has_value());
+
+  v1::DeregisterWorkerRequest request;
+  request.set_worker(worker);
+  request.set_reason("SIGTERM");
+  ASSERT_TRUE(scheduler_->DeregisterWorker(request).ok());
+  absl::StatusOr<v1::ListWorkersResponse> workers = scheduler_->ListWorkers();
+  ASSERT_TRUE(workers.ok());
+  EXPECT_EQ(workers->workers_size(), 0);
+  const v1::Candidate candidate = Get(search.name()).candidates(0);
+  EXPECT_EQ(candidate.state(), v1::CANDIDATE_QUEUED);
+  EXPECT_THAT(candidate.waiting_reason(), HasSubstr("live workers: none"));
+  EXPECT_EQ(Heartbeat(worker).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Report(worker, probe->name(), OkResult(1)).code(), absl::StatusCode::kNotFound);
+  v1::ListSearchEventsRequest events;
+  events.set_name(search.name());
+  absl::StatusOr<v1::ListSearchEventsResponse> log = scheduler_->ListSearchEvents(events);
+  ASSERT_TRUE(log.ok());
+  std::vector<std::string> texts;
+  for (const v1::SearchEvent& event : log->events()) texts.push_back(event.text());
+  EXPECT_THAT(texts, Contains(HasSubstr("candidates/0 re-queued after attempt 1 of 2: " + worker +
+                                        " left: SIGTERM")));
+
+  // A retry after a lost reply is OK; bad requests name the field.
+  EXPECT_TRUE(scheduler_->DeregisterWorker(request).ok());
+  request.set_worker("nonsense");
+  EXPECT_EQ(scheduler_->DeregisterWorker(request).code(), absl::StatusCode::kInvalidArgument);
+  request.set_worker(worker);
+  request.set_reason(std::string(1025, 'x'));
+  EXPECT_EQ(scheduler_->DeregisterWorker(request).message(),
+            "reason (1025 bytes) must be at most 1024 bytes");
+
+  // The next worker does not reuse its name.
+  EXPECT_EQ(Register(8), "workers/2");
+}
+
+TEST_F(SchedulerTest, IdenticalLaunchRefusalsInARowFailTheSearch) {
+  const v1::Search search = Create(SmallSimSearch(3));
+  const std::string refusal = "its Slurm job could not be submitted: sbatch: error: Invalid gres";
+  ASSERT_TRUE(scheduler_->LaunchRefused("searches/1/candidates/0/probes/1", refusal).ok());
+  // A different refusal breaks the run.
+  ASSERT_TRUE(scheduler_->LaunchRefused("searches/1/candidates/1/probes/1", "other").ok());
+  ASSERT_TRUE(scheduler_->LaunchRefused("searches/1/candidates/2/probes/1", refusal).ok());
+  ASSERT_TRUE(scheduler_->LaunchRefused("searches/1/candidates/0/probes/2", refusal).ok());
+  EXPECT_EQ(Get(search.name()).state(), v1::PROBING);
+  // A refusal of a probe that moved on counts for nothing.
+  ASSERT_TRUE(scheduler_->LaunchRefused("searches/1/candidates/2/probes/1", refusal).ok());
+  EXPECT_EQ(Get(search.name()).state(), v1::PROBING);
+  ASSERT_TRUE(scheduler_->LaunchRefused("searches/1/candidates/2/probes/2", refusal).ok());
+  const v1::Search failed = Get(search.name());
+  EXPECT_EQ(failed.state(), v1::FAILED);
+  EXPECT_EQ(failed.stop_reason(),
+            "stopped after 3 launches in a row were refused the same way "
+            "(probe.max_launch_failures 3): " +
+                refusal);
+  EXPECT_EQ(scheduler_->Stats().queued_probes, 0);
 }
 
 TEST_F(SchedulerTest, SearchesShareWorkersRoundRobin) {
@@ -870,10 +1082,10 @@ std::vector<int64_t> RunToEnd(SchedulerTest& test, Scheduler& scheduler, const s
                               const std::string& search_name, double factor, double spread) {
   std::vector<int64_t> timed_steps;
   for (int probes = 0; probes < 500; ++probes) {
-    absl::StatusOr<Scheduler::Acquisition> acquired = scheduler.TryAcquireProbe(worker);
+    absl::StatusOr<std::optional<v1::ProbeAssignment>> acquired = scheduler.TryAcquireProbe(worker);
     EXPECT_TRUE(acquired.ok()) << acquired.status();
-    if (!acquired.ok() || !acquired->assignment.has_value()) break;
-    const v1::ProbeAssignment& assignment = *acquired->assignment;
+    if (!acquired.ok() || !acquired->has_value()) break;
+    const v1::ProbeAssignment& assignment = **acquired;
     timed_steps.push_back(assignment.timed_steps());
     v1::ReportProbeRequest report;
     report.set_worker(worker);
@@ -940,8 +1152,7 @@ TEST_F(SchedulerTest, DeadlineStopsRunningProbesAndEndsTheSearch) {
   const v1::Search done = Get(search.name());
   EXPECT_EQ(done.state(), v1::FAILED);
   EXPECT_EQ(done.stop_reason(), "budget: deadline (10s) passed");
-  EXPECT_THAT(Heartbeat(worker, {running->name()})->cancel_probes(),
-              ElementsAre(running->name()));
+  EXPECT_THAT(Heartbeat(worker, {running->name()})->cancel_probes(), ElementsAre(running->name()));
 }
 
 TEST_F(SchedulerTest, FailuresAreCountedByOutcome) {
@@ -973,14 +1184,17 @@ TEST_F(SchedulerTest, EventLogKeepsEveryChangeInPages) {
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_EQ(first->events_size(), 3);
   EXPECT_THAT(first->events(0).text(), HasSubstr("search created"));
-  EXPECT_THAT(first->events(1).text(), HasSubstr("candidates/0 leased to workers/1"));
+  EXPECT_THAT(first->events(1).text(),
+              HasSubstr("first candidates chosen; queued candidates/0 dp8 tp1 pp1 cp1 mbs8: "
+                        "predicted rank 1, selected 1 of 2; queued candidates/1"));
+  EXPECT_THAT(first->events(2).text(), HasSubstr("candidates/0 leased to workers/1"));
   ASSERT_FALSE(first->next_page_token().empty());
   request.set_page_token(first->next_page_token());
   absl::StatusOr<v1::ListSearchEventsResponse> rest = scheduler_->ListSearchEvents(request);
   ASSERT_TRUE(rest.ok());
-  ASSERT_EQ(rest->events_size(), 2);
+  ASSERT_EQ(rest->events_size(), 3);
   EXPECT_GT(rest->events(0).sequence(), first->events(2).sequence());
-  EXPECT_THAT(rest->events(1).text(), HasSubstr("search succeeded"));
+  EXPECT_THAT(rest->events(2).text(), HasSubstr("search succeeded"));
   EXPECT_TRUE(rest->next_page_token().empty());
 
   request.set_name("searches/99");

@@ -47,6 +47,9 @@ absl::Status NormalizeProbeSettings(v1::ProbeSettings& probe) {
   PT_RETURN_IF_ERROR(
       CheckRange("spec.probe.max_attempts", probe.max_attempts(), 0, kMaxMaxAttempts));
   if (probe.max_attempts() == 0) probe.set_max_attempts(kDefaultMaxAttempts);
+  PT_RETURN_IF_ERROR(CheckRange("spec.probe.max_launch_failures", probe.max_launch_failures(), 0,
+                                kMaxMaxLaunchFailures));
+  if (probe.max_launch_failures() == 0) probe.set_max_launch_failures(kDefaultMaxLaunchFailures);
   if (!v1::ProbeScope_IsValid(probe.scope())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "spec.probe.scope (", static_cast<int>(probe.scope()), ") is not a ProbeScope"));
@@ -85,8 +88,8 @@ absl::Status NormalizeAdaptiveSettings(v1::AdaptiveSettings& adaptive) {
       CheckRange("spec.adaptive.max_in_flight", adaptive.max_in_flight(), 0, kMaxMaxInFlight));
   if (adaptive.max_in_flight() == 0) adaptive.set_max_in_flight(kDefaultMaxInFlight);
   if (!adaptive.has_max_confirmations()) adaptive.set_max_confirmations(kDefaultMaxConfirmations);
-  PT_RETURN_IF_ERROR(CheckRange("spec.adaptive.max_confirmations", adaptive.max_confirmations(),
-                                0, kMaxMaxConfirmations));
+  PT_RETURN_IF_ERROR(CheckRange("spec.adaptive.max_confirmations", adaptive.max_confirmations(), 0,
+                                kMaxMaxConfirmations));
   PT_RETURN_IF_ERROR(CheckRange("spec.adaptive.confirmation_steps_factor",
                                 adaptive.confirmation_steps_factor(), 0,
                                 kMaxConfirmationStepsFactor));
@@ -94,10 +97,9 @@ absl::Status NormalizeAdaptiveSettings(v1::AdaptiveSettings& adaptive) {
     adaptive.set_confirmation_steps_factor(kDefaultConfirmationStepsFactor);
   }
   if (adaptive.confirmation_steps_factor() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat("spec.adaptive.confirmation_steps_factor (",
-                                                   adaptive.confirmation_steps_factor(),
-                                                   ") must be in [2, ",
-                                                   kMaxConfirmationStepsFactor, "], or 0"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.adaptive.confirmation_steps_factor (", adaptive.confirmation_steps_factor(),
+        ") must be in [2, ", kMaxConfirmationStepsFactor, "], or 0"));
   }
   return absl::OkStatus();
 }
@@ -144,8 +146,8 @@ absl::StatusOr<ValidatedSearchRequest> ValidateCreateSearchRequest(
   if (spec.policy() == v1::ADAPTIVE) {
     PT_RETURN_IF_ERROR(NormalizeAdaptiveSettings(*spec.mutable_adaptive()));
   } else if (spec.has_adaptive()) {
-    return absl::InvalidArgumentError(absl::StrCat("spec.adaptive is only for policy ADAPTIVE, not ",
-                                                   v1::SearchPolicy_Name(spec.policy())));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.adaptive is only for policy ADAPTIVE, not ", v1::SearchPolicy_Name(spec.policy())));
   }
   PT_RETURN_IF_ERROR(CheckBudget(spec.budget()));
   PT_RETURN_IF_ERROR(CheckRange("spec.top_k", spec.top_k(), 0, kMaxTopK));

@@ -23,6 +23,8 @@ inline constexpr double kDefaultProbeDeadlineSeconds = 600;
 inline constexpr double kMaxProbeDeadlineSeconds = 86'400;
 inline constexpr int64_t kDefaultMaxAttempts = 2;
 inline constexpr int64_t kMaxMaxAttempts = 100;
+inline constexpr int64_t kDefaultMaxLaunchFailures = 3;
+inline constexpr int64_t kMaxMaxLaunchFailures = 1'000;
 // AdaptiveSettings and SearchBudget (proto/search.proto).
 inline constexpr double kDefaultTolerance = 0.02;
 inline constexpr double kDefaultConfidenceSigmas = 2;

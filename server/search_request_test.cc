@@ -43,6 +43,7 @@ TEST(ValidateCreateSearchRequestTest, FillsDefaults) {
   EXPECT_EQ(spec.probe().timed_steps(), 5);
   EXPECT_EQ(spec.probe().deadline_seconds(), 600);
   EXPECT_EQ(spec.probe().max_attempts(), 2);
+  EXPECT_EQ(spec.probe().max_launch_failures(), 3);
   EXPECT_EQ(validated->resolved.cluster.world_size(), 16);
 }
 
@@ -84,6 +85,10 @@ TEST(ValidateCreateSearchRequestTest, ProbeSettingsOutOfRangeNameFieldAndValue) 
   request = Valid();
   request.mutable_spec()->mutable_probe()->set_max_attempts(101);
   EXPECT_THAT(Validate(request).message(), HasSubstr("spec.probe.max_attempts (101)"));
+
+  request = Valid();
+  request.mutable_spec()->mutable_probe()->set_max_launch_failures(-1);
+  EXPECT_THAT(Validate(request).message(), HasSubstr("spec.probe.max_launch_failures (-1)"));
 
   request = Valid();
   request.mutable_spec()->set_top_k(10001);
@@ -145,8 +150,9 @@ TEST(ValidateCreateSearchRequestTest, AdaptiveSettingsAndBudgetNameFieldAndValue
   EXPECT_EQ(no_confirmation->spec.adaptive().max_confirmations(), 0);
 
   request.mutable_spec()->mutable_adaptive()->set_tolerance(-0.1);
-  EXPECT_EQ(Validate(request), absl::InvalidArgumentError(
-                                   "spec.adaptive.tolerance (-0.1) must be in (0, 1], or 0 for 0.02"));
+  EXPECT_EQ(Validate(request),
+            absl::InvalidArgumentError(
+                "spec.adaptive.tolerance (-0.1) must be in (0, 1], or 0 for 0.02"));
   request = Valid();
   request.mutable_spec()->mutable_adaptive()->set_confirmation_steps_factor(1);
   EXPECT_THAT(Validate(request).message(),

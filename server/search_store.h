@@ -34,6 +34,8 @@ struct StoreBatch {
   // The latest snapshot of each changed search / worker, by id.
   std::map<int64_t, v1::Search> searches;
   std::map<int64_t, v1::Worker> workers;
+  // Workers that deregistered: their rows go.
+  std::set<int64_t> removed_workers;
   // Leases created or changed, by probe name; and those that ended.
   std::map<std::string, internal::LeaseState> leases;
   std::set<std::string> ended_leases;
@@ -41,8 +43,8 @@ struct StoreBatch {
   std::vector<SearchEvent> events;
 
   bool empty() const {
-    return searches.empty() && workers.empty() && leases.empty() && ended_leases.empty() &&
-           events.empty();
+    return searches.empty() && workers.empty() && removed_workers.empty() && leases.empty() &&
+           ended_leases.empty() && events.empty();
   }
 };
 

@@ -30,26 +30,16 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
   }
   std::unique_ptr<ParatuneServer> server(new ParatuneServer(options));
   ParatuneServer* self = server.get();
-  server->wait_list_ = std::make_unique<ProbeWaitList>(
-      [self](const std::string& worker) -> ProbeWaitList::Attempt {
-        absl::StatusOr<Scheduler::Acquisition> acquired =
-            self->scheduler_->TryAcquireProbe(worker);
-        if (!acquired.ok()) return {acquired.status()};
-        return {std::move(acquired->assignment), acquired->others_may_have_work};
-      });
-
   Scheduler::Options scheduler_options;
   scheduler_options.clock = options.clock;
   scheduler_options.heartbeat_interval = options.heartbeat_interval;
-  scheduler_options.on_probes_queued = [self] {
-    self->wait_list_->Notify();
-    absl::MutexLock lock(&self->launcher_mu_);
-    if (self->launcher_ != nullptr) self->launcher_->Wake();
-  };
   PT_ASSIGN_OR_RETURN(std::unique_ptr<SqliteSearchStore> store,
                       SqliteSearchStore::Open(options.db_path));
   PT_ASSIGN_OR_RETURN(server->scheduler_,
                       Scheduler::Create(std::move(scheduler_options), std::move(store)));
+  server->wait_list_ = std::make_unique<ProbeWaitList>(
+      [self](const std::string& worker) { return self->scheduler_->TryAcquireProbe(worker); });
+  server->scheduler_->AddListener(server->wait_list_.get());
   server->autotuner_service_ = std::make_unique<AutotunerService>(server->scheduler_.get());
   server->worker_service_ =
       std::make_unique<WorkerService>(server->scheduler_.get(), server->wait_list_.get());
@@ -85,6 +75,7 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
          {"job_name_prefix", launcher.job.job_name_prefix}});
     PT_ASSIGN_OR_RETURN(std::unique_ptr<SlurmLauncher> started,
                         SlurmLauncher::Start(std::move(launcher), server->scheduler_.get()));
+    server->scheduler_->AddListener(started.get());
     absl::MutexLock lock(&server->launcher_mu_);
     server->launcher_ = std::move(started);
   }
@@ -124,14 +115,16 @@ void ParatuneServer::Shutdown(absl::Duration grace) {
     server_->Wait();
   }
   if (wait_list_ != nullptr) wait_list_->Stop();
-  // Taken out first: a round it finishes may queue probes, whose callback looks for it.
   std::unique_ptr<SlurmLauncher> launcher;
   {
     absl::MutexLock lock(&launcher_mu_);
     launcher = std::move(launcher_);
   }
   // Its jobs run on; a restarted server follows them again.
-  if (launcher != nullptr) launcher->Stop();
+  if (launcher != nullptr) {
+    scheduler_->RemoveListener(launcher.get());
+    launcher->Stop();
+  }
 }
 
 }  // namespace paratune

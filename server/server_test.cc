@@ -58,6 +58,7 @@ class ServerTest : public ::testing::Test {
     v1::RegisterWorkerRequest request;
     request.set_hostname("test");
     v1::Gpu& gpu = *request.add_gpus();
+    gpu.set_name("simulated H100-80GB");
     gpu.set_memory_bytes(85'520'809'984);
     for (int i = 1; i < 8; ++i) *request.add_gpus() = gpu;
     request.add_backends("sim");
@@ -108,7 +109,9 @@ TEST_F(ServerTest, RunsASearchThroughBothServices) {
   result.set_simulated(true);
   v1::ReportProbeResponse reported;
   ASSERT_TRUE(workers_->ReportProbe(Context().get(), report, &reported).ok());
-  // The same report again: the lease is gone.
+  // The same report again, as after a lost reply: OK again. A different one is refused.
+  EXPECT_TRUE(workers_->ReportProbe(Context().get(), report, &reported).ok());
+  report.mutable_result()->set_model_tflops_per_gpu(301);
   EXPECT_EQ(workers_->ReportProbe(Context().get(), report, &reported).error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
 
@@ -214,8 +217,8 @@ class SecuredServerStartTest : public CertificatesTest {
     security.tls_cert = certs().server_cert;
     security.tls_key = certs().server_key;
     security.tls_client_ca = certs().ca_cert;
-    security.token_file = WriteTestFile(
-        "tokens", "client client-token-0123456789\nworker worker-token-0123456789\n");
+    security.token_file =
+        WriteTestFile("tokens", "client client-token-0123456789\nworker worker-token-0123456789\n");
     return security;
   }
 

@@ -19,8 +19,8 @@ absl::StatusOr<Message> ParseRow(const std::string& bytes, absl::string_view tab
                                  absl::string_view key) {
   Message message;
   if (!message.ParseFromString(bytes)) {
-    return absl::DataLossError(absl::StrCat("row ", key, " of table ", table,
-                                            " does not parse as ", message.GetTypeName()));
+    return absl::DataLossError(absl::StrCat("row ", key, " of table ", table, " does not parse as ",
+                                            message.GetTypeName()));
   }
   return message;
 }
@@ -73,14 +73,19 @@ absl::Status SqliteSearchStore::ApplyLocked(const StoreBatch& batch) {
     PT_ASSIGN_OR_RETURN(
         SqliteStatement put,
         db_->Prepare("INSERT OR REPLACE INTO searches (id, state, search) VALUES (?, ?, ?)"));
-    PT_RETURN_IF_ERROR(
-        put.Bind(1, id).Bind(2, int64_t{search.state()}).BindBlob(3, search.SerializeAsString())
-            .Run());
+    PT_RETURN_IF_ERROR(put.Bind(1, id)
+                           .Bind(2, int64_t{search.state()})
+                           .BindBlob(3, search.SerializeAsString())
+                           .Run());
   }
   for (const auto& [id, worker] : batch.workers) {
     PT_ASSIGN_OR_RETURN(SqliteStatement put,
                         db_->Prepare("INSERT OR REPLACE INTO workers (id, worker) VALUES (?, ?)"));
     PT_RETURN_IF_ERROR(put.Bind(1, id).BindBlob(2, worker.SerializeAsString()).Run());
+  }
+  for (const int64_t id : batch.removed_workers) {
+    PT_ASSIGN_OR_RETURN(SqliteStatement remove, db_->Prepare("DELETE FROM workers WHERE id = ?"));
+    PT_RETURN_IF_ERROR(remove.Bind(1, id).Run());
   }
   for (const auto& [probe, lease] : batch.leases) {
     PT_ASSIGN_OR_RETURN(
@@ -90,8 +95,7 @@ absl::Status SqliteSearchStore::ApplyLocked(const StoreBatch& batch) {
         put.Bind(1, probe).Bind(2, lease.search_id()).BindBlob(3, lease.SerializeAsString()).Run());
   }
   for (const std::string& probe : batch.ended_leases) {
-    PT_ASSIGN_OR_RETURN(SqliteStatement remove,
-                        db_->Prepare("DELETE FROM leases WHERE probe = ?"));
+    PT_ASSIGN_OR_RETURN(SqliteStatement remove, db_->Prepare("DELETE FROM leases WHERE probe = ?"));
     PT_RETURN_IF_ERROR(remove.Bind(1, probe).Run());
   }
   for (const SearchEvent& event : batch.events) {
@@ -113,13 +117,14 @@ absl::StatusOr<StoredState> SqliteSearchStore::Load() {
   PT_ASSIGN_OR_RETURN(
       SqliteStatement searches,
       db_->Prepare("SELECT id, search FROM searches WHERE state NOT IN (?, ?, ?) ORDER BY id"));
-  searches.Bind(1, int64_t{v1::SUCCEEDED}).Bind(2, int64_t{v1::FAILED}).Bind(3, int64_t{v1::CANCELLED});
+  searches.Bind(1, int64_t{v1::SUCCEEDED})
+      .Bind(2, int64_t{v1::FAILED})
+      .Bind(3, int64_t{v1::CANCELLED});
   while (true) {
     PT_ASSIGN_OR_RETURN(const bool row, searches.Step());
     if (!row) break;
-    PT_ASSIGN_OR_RETURN(v1::Search search,
-                        ParseRow<v1::Search>(searches.ColumnBytes(1), "searches",
-                                             SearchName(searches.ColumnInt(0))));
+    PT_ASSIGN_OR_RETURN(v1::Search search, ParseRow<v1::Search>(searches.ColumnBytes(1), "searches",
+                                                                SearchName(searches.ColumnInt(0))));
     state.unfinished_searches.push_back(std::move(search));
   }
   PT_ASSIGN_OR_RETURN(SqliteStatement workers,
@@ -128,17 +133,17 @@ absl::StatusOr<StoredState> SqliteSearchStore::Load() {
     PT_ASSIGN_OR_RETURN(const bool row, workers.Step());
     if (!row) break;
     const int64_t id = workers.ColumnInt(0);
-    PT_ASSIGN_OR_RETURN(state.workers[id], ParseRow<v1::Worker>(workers.ColumnBytes(1), "workers",
-                                                                WorkerName(id)));
+    PT_ASSIGN_OR_RETURN(state.workers[id],
+                        ParseRow<v1::Worker>(workers.ColumnBytes(1), "workers", WorkerName(id)));
   }
   PT_ASSIGN_OR_RETURN(SqliteStatement leases,
                       db_->Prepare("SELECT probe, lease FROM leases ORDER BY probe"));
   while (true) {
     PT_ASSIGN_OR_RETURN(const bool row, leases.Step());
     if (!row) break;
-    PT_ASSIGN_OR_RETURN(internal::LeaseState lease,
-                        ParseRow<internal::LeaseState>(leases.ColumnBytes(1), "leases",
-                                                       leases.ColumnBytes(0)));
+    PT_ASSIGN_OR_RETURN(
+        internal::LeaseState lease,
+        ParseRow<internal::LeaseState>(leases.ColumnBytes(1), "leases", leases.ColumnBytes(0)));
     state.leases.push_back(std::move(lease));
   }
   return state;

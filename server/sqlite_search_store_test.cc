@@ -92,12 +92,14 @@ TEST(SqliteSearchStoreTest, LoadReturnsWhatAResumingSchedulerNeeds) {
   batch.searches[2] = SearchWithCandidate(2, v1::PROBING);
   batch.searches[3] = SearchWithCandidate(3, v1::CANCELLED);
   batch.workers[7].set_name("workers/7");
+  batch.workers[8].set_name("workers/8");
   batch.leases["searches/2/candidates/0/probes/1"].set_search_id(2);
   batch.leases["searches/2/candidates/0/probes/1"].set_probe("searches/2/candidates/0/probes/1");
   batch.leases["searches/2/candidates/1/probes/1"].set_probe("searches/2/candidates/1/probes/1");
   ASSERT_TRUE(store->Apply(batch).ok());
   StoreBatch end;
   end.ended_leases.insert("searches/2/candidates/1/probes/1");
+  end.removed_workers.insert(8);
   ASSERT_TRUE(store->Apply(end).ok());
 
   absl::StatusOr<StoredState> state = store->Load();
@@ -182,7 +184,8 @@ TEST(SqliteSearchStoreTest, RefusesADatabaseFromANewerServer) {
   {
     absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(file.path());
     ASSERT_TRUE(db.ok());
-    ASSERT_TRUE((*db)->Execute(absl::StrCat("PRAGMA user_version = ", kStoreSchemaVersion + 1)).ok());
+    ASSERT_TRUE(
+        (*db)->Execute(absl::StrCat("PRAGMA user_version = ", kStoreSchemaVersion + 1)).ok());
   }
   const absl::Status status = SqliteSearchStore::Open(file.path()).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);

@@ -63,6 +63,14 @@ absl::Status ValidateRegisterWorkerRequest(const v1::RegisterWorkerRequest& requ
     if (absl::Status s = CheckName(absl::StrCat("gpus[", i, "].name"), gpu.name(), true); !s.ok()) {
       return s;
     }
+    // A worker stands for one node of one GPU type (docs/scheduler.md, "Placement").
+    const v1::Gpu& first = request.gpus(0);
+    if (gpu.name() != first.name() || gpu.memory_bytes() != first.memory_bytes()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "gpus[", i, "] (", Shown(gpu.name()), ", ", gpu.memory_bytes(),
+          " bytes) differs from gpus[0] (", Shown(first.name()), ", ", first.memory_bytes(),
+          " bytes): a worker's GPUs must be of one type; run one worker per GPU type"));
+    }
   }
   if (request.backends_size() < 1) {
     return absl::InvalidArgumentError("backends (none) must name at least one backend");
@@ -79,9 +87,8 @@ absl::Status ValidateRegisterWorkerRequest(const v1::RegisterWorkerRequest& requ
           absl::StrCat("backends[", i, "] (", Shown(backend), ") is listed twice"));
     }
   }
-  const bool offers_command =
-      std::find(request.backends().begin(), request.backends().end(), "command") !=
-      request.backends().end();
+  const bool offers_command = std::find(request.backends().begin(), request.backends().end(),
+                                        "command") != request.backends().end();
   if (!offers_command && request.command_templates_size() > 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("command_templates (", request.command_templates_size(),
@@ -98,7 +105,8 @@ absl::Status ValidateRegisterWorkerRequest(const v1::RegisterWorkerRequest& requ
     const std::string field = absl::StrCat("command_templates[", i, "]");
     PT_RETURN_IF_ERROR(ValidateTemplateName(field, name));
     if (!templates.insert(name).second) {
-      return absl::InvalidArgumentError(absl::StrCat(field, " (", Shown(name), ") is listed twice"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, " (", Shown(name), ") is listed twice"));
     }
   }
   if (request.labels_size() > kMaxLabels) {

@@ -8,9 +8,9 @@
 
 namespace paratune {
 
-// INVALID_ARGUMENT naming the field: hostname 1..256 bytes; 1..64 GPUs with positive memory
-// and names up to 256 bytes; 1..4 distinct backends among sim, replay, command, cuda; at
-// most 32 labels with keys and values up to 256 bytes.
+// INVALID_ARGUMENT naming the field: hostname 1..256 bytes; 1..64 GPUs of one type (the same
+// name and memory) with positive memory and names up to 256 bytes; 1..4 distinct backends among
+// sim, replay, command, cuda; at most 32 labels with keys and values up to 256 bytes.
 absl::Status ValidateRegisterWorkerRequest(const v1::RegisterWorkerRequest& request);
 
 // INVALID_ARGUMENT naming the field: an outcome must be set; an OK result has 1..10,000

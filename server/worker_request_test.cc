@@ -26,6 +26,18 @@ TEST(ValidateRegisterWorkerRequestTest, AcceptsAValidWorker) {
   EXPECT_TRUE(ValidateRegisterWorkerRequest(Valid()).ok());
 }
 
+TEST(ValidateRegisterWorkerRequestTest, RefusesGpusOfTwoTypes) {
+  v1::RegisterWorkerRequest request = Valid();
+  v1::Gpu& other = *request.add_gpus();
+  other.set_index(1);
+  other.set_name("simulated A100-40GB");
+  other.set_memory_bytes(42'949'672'960);
+  const absl::Status status = ValidateRegisterWorkerRequest(request);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("gpus[1] (\"simulated A100-40GB\""));
+  EXPECT_THAT(status.message(), HasSubstr("must be of one type"));
+}
+
 TEST(ValidateRegisterWorkerRequestTest, NamesTheBadField) {
   v1::RegisterWorkerRequest request = Valid();
   request.clear_hostname();

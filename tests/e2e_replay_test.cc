@@ -41,7 +41,9 @@ const std::map<Key, double>& TsubameEightGpus() {
 TEST(E2eReplayTest, MeasuredRunsAreReplayedAndTheRestAreNotMeasured) {
   absl::StatusOr<std::unique_ptr<TestCluster>> cluster =
       TestCluster::Start({{"--backend=replay", "--config=tests/testdata/replay_worker.textproto",
-                           "--sim_gpus=8", "--sim_gpu_type=h100-94gb"}});
+                           "--sim_gpus=4", "--sim_gpu_type=h100-94gb"},
+                          {"--backend=replay", "--config=tests/testdata/replay_worker.textproto",
+                           "--sim_gpus=4", "--sim_gpu_type=h100-94gb"}});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
 
   v1::CreateSearchRequest request;

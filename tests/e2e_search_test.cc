@@ -20,8 +20,7 @@ using ::testing::HasSubstr;
 constexpr absl::Duration kRpcTimeout = absl::Seconds(30);
 constexpr absl::Duration kSearchTimeout = absl::Seconds(120);
 
-// Two workers of different sizes: a full probe of a 16-GPU cluster fits on the first alone or
-// on a gang of both.
+// Two workers of different sizes. Each stands for one node, however many GPUs it has.
 std::unique_ptr<TestCluster> StartTwoWorkers() {
   absl::StatusOr<std::unique_ptr<TestCluster>> cluster = TestCluster::Start({
       {"--backend=sim", "--sim_gpus=16", "--sim_gpu_type=h100-94gb", "--sim_probe_seconds=0.05"},
@@ -116,10 +115,18 @@ TEST(E2eSearchTest, TopKOnFourNodesProbesEverySelectedCandidate) {
     EXPECT_THAT(worker.gpus(0).name(), HasSubstr("simulated H100-94GB"));
     completed += worker.probes_completed();
   }
-  // Each probe ran on the 16-GPU worker alone or on a gang of both (full scope: the fleet
-  // holds the 16 GPUs), which depends on who asked first.
+  // Two workers are two of the four nodes: every probe ran one replica, on one node or on a
+  // gang of both (a replica of 8 GPUs is two nodes of 4).
   EXPECT_GE(completed, 6);
   EXPECT_LE(completed, 12);
+  for (const v1::Candidate& candidate : search.candidates()) {
+    const v1::ProbeResult& result = candidate.probe_result();
+    ASSERT_GE(result.ran_on_size(), 1) << candidate.name();
+    for (const v1::ProbeHost& host : result.ran_on()) {
+      EXPECT_EQ(host.gpu_type(), "h100-94gb") << candidate.name();
+      EXPECT_LE(host.num_ranks(), 4) << candidate.name();
+    }
+  }
 }
 
 // Full-scope probes of an 8-GPU cluster on two 4-GPU workers: every probe runs as a gang of
@@ -162,7 +169,7 @@ TEST(E2eSearchTest, GangProbesSpanWorkersTooSmallForThem) {
 TEST(E2eSearchTest, ExhaustiveOnOneNodeProbesEveryMemorySafeCandidate) {
   std::unique_ptr<TestCluster> cluster = StartTwoWorkers();
   ASSERT_NE(cluster, nullptr);
-  v1::CreateSearchRequest request = SearchRequest("llama3.2-1b", "h100-80gb", 1, 8, 64, 4096);
+  v1::CreateSearchRequest request = SearchRequest("llama3.2-1b", "h100-94gb", 1, 8, 64, 4096);
   request.mutable_spec()->set_policy(v1::EXHAUSTIVE);
 
   std::vector<v1::WatchSearchResponse> events;

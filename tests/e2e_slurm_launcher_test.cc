@@ -78,8 +78,8 @@ std::vector<std::string> LauncherFlags(const SlurmCluster& slurm, const std::str
   return {"--launcher=slurm",
           // The test cluster has no GPU GRES; sim workers need none.
           "--slurm_request_gpus=false", absl::StrCat("--slurm_worker_binary=", WorkerBinary()),
-          absl::StrCat("--slurm_worker_args=--sim_gpus=8 --sim_probe_seconds=", probe_seconds,
-                       " ", more_worker_args),
+          absl::StrCat("--slurm_worker_args=--sim_gpus=8 --sim_probe_seconds=", probe_seconds, " ",
+                       more_worker_args),
           absl::StrCat("--slurm_job_name_prefix=", prefix),
           absl::StrCat("--slurm_job_output=", slurm.dir(), "/%x-%j.out"),
           "--slurm_poll_interval_seconds=0.5"};
@@ -225,45 +225,52 @@ TEST_F(SlurmLauncherTest, EveryProbeRunsInItsOwnJobAndTheJobsEndWithTheirProbes)
   EXPECT_EQ(search->state(), v1::SUCCEEDED) << search->stop_reason();
   EXPECT_EQ(search->counts().succeeded(), kProbes);
 
-  // Each probe ran on a worker that a job of its own started for it.
+  // Each probe ran on a worker of its own, which a job started for it.
+  std::set<std::string> probe_workers;
+  for (const v1::Candidate& candidate : search->candidates()) {
+    ASSERT_EQ(candidate.probe_result().ran_on_size(), 1) << candidate.name();
+    EXPECT_EQ(candidate.probe_result().ran_on(0).worker(), candidate.worker());
+    probe_workers.insert(candidate.worker());
+  }
+  EXPECT_EQ(probe_workers.size(), static_cast<size_t>(kProbes));
+
+  // The jobs end by themselves, their workers having exited after their probe.
+  ASSERT_TRUE(WaitUntilSlurmHasNoJobs(*slurm_).ok());
+  std::printf("slurm: no job left in squeue after %s\n",
+              absl::FormatDuration(Since(start)).c_str());
+  std::set<int64_t> jobs;
+  for (const v1::Candidate& candidate : search->candidates()) {
+    const std::string n = candidate.name().substr(candidate.name().rfind('/') + 1);
+    // --slurm_job_output names it after the job's name (%x) and id (%j).
+    const std::string prefix = absl::StrCat("e2e-s1-c", n, "-a1-");
+    std::string output_path;
+    int64_t job = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(slurm_->dir())) {
+      const std::string file = entry.path().filename().string();
+      if (absl::StartsWith(file, prefix) && absl::EndsWith(file, ".out") &&
+          absl::SimpleAtoi(file.substr(prefix.size(), file.size() - prefix.size() - 4), &job)) {
+        output_path = entry.path().string();
+      }
+    }
+    ASSERT_FALSE(output_path.empty()) << "no job output " << prefix << "*.out";
+    jobs.insert(job);
+    EXPECT_EQ(slurm_->JobState(job).value_or("?"), "COMPLETED") << job;
+    absl::StatusOr<std::string> output = ReadTextFile(output_path);
+    ASSERT_TRUE(output.ok()) << output.status();
+    EXPECT_THAT(*output, HasSubstr("msg=\"probe reported\""));
+    EXPECT_THAT(*output, HasSubstr("reason=\"--exit_after_probes reached\""));
+    std::printf("slurm: %s ran on %s in job %lld\n", candidate.name().c_str(),
+                candidate.worker().c_str(), static_cast<long long>(job));
+  }
+  EXPECT_EQ(jobs.size(), static_cast<size_t>(kProbes));
+  // Each job's worker deregistered on its way out: no row is left behind as LOST.
   v1::ListWorkersResponse workers;
   ASSERT_TRUE((*cluster)
                   ->autotuner()
                   .ListWorkers(ContextWithTimeout(absl::Seconds(10)).get(),
                                v1::ListWorkersRequest(), &workers)
                   .ok());
-  std::map<std::string, v1::Worker> by_name;
-  for (const v1::Worker& worker : workers.workers()) by_name[worker.name()] = worker;
-  EXPECT_EQ(by_name.size(), static_cast<size_t>(kProbes));
-  std::set<int64_t> jobs;
-  for (const v1::Candidate& candidate : search->candidates()) {
-    ASSERT_EQ(by_name.count(candidate.worker()), 1u) << candidate.name();
-    const auto& labels = by_name.at(candidate.worker()).labels();
-    ASSERT_TRUE(labels.contains("slurm_job_id")) << candidate.worker();
-    int64_t job = 0;
-    ASSERT_TRUE(absl::SimpleAtoi(labels.at("slurm_job_id"), &job));
-    jobs.insert(job);
-    EXPECT_EQ(labels.at("paratune.probe"), absl::StrCat(candidate.name(), "/probes/1"));
-    std::printf("slurm: %s ran on %s in job %lld\n", candidate.name().c_str(),
-                candidate.worker().c_str(), static_cast<long long>(job));
-  }
-  EXPECT_EQ(jobs.size(), static_cast<size_t>(kProbes));
-
-  // The jobs end by themselves, their workers having exited after their probe.
-  ASSERT_TRUE(WaitUntilSlurmHasNoJobs(*slurm_).ok());
-  std::printf("slurm: no job left in squeue after %s\n",
-              absl::FormatDuration(Since(start)).c_str());
-  for (int64_t job : jobs) EXPECT_EQ(slurm_->JobState(job).value_or("?"), "COMPLETED") << job;
-  for (const v1::Candidate& candidate : search->candidates()) {
-    const std::string& job = by_name.at(candidate.worker()).labels().at("slurm_job_id");
-    const std::string n = candidate.name().substr(candidate.name().rfind('/') + 1);
-    // --slurm_job_output names it after the job's name (%x) and id (%j).
-    absl::StatusOr<std::string> output =
-        ReadTextFile(absl::StrCat(slurm_->dir(), "/e2e-s1-c", n, "-a1-", job, ".out"));
-    ASSERT_TRUE(output.ok()) << output.status();
-    EXPECT_THAT(*output, HasSubstr("msg=\"probe reported\""));
-    EXPECT_THAT(*output, HasSubstr("reason=\"--exit_after_probes reached\""));
-  }
+  EXPECT_EQ(workers.workers_size(), 0);
   EXPECT_THAT(WorkerProcesses(), ::testing::IsEmpty());
 
   const std::string metrics =
@@ -394,8 +401,8 @@ TEST_F(SlurmLauncherTest, SearchWhoseJobsSbatchRefusesFailsAfterMaxLaunchFailure
 TEST_F(SlurmLauncherTest, JobWorkersReachASecuredServerWithTheirCredentialFiles) {
   const absl::StatusOr<TestCertificates>& certificates = SharedTestCertificates();
   ASSERT_TRUE(certificates.ok()) << certificates.status();
-  const std::string tokens = WriteTestFile(
-      "tokens", "client slurm-e2e-client-token\nworker slurm-e2e-worker-token\n");
+  const std::string tokens =
+      WriteTestFile("tokens", "client slurm-e2e-client-token\nworker slurm-e2e-worker-token\n");
   const std::string worker_token = WriteTestFile("worker.token", "slurm-e2e-worker-token\n");
   const std::string client_token = WriteTestFile("client.token", "slurm-e2e-client-token\n");
 
@@ -404,11 +411,10 @@ TEST_F(SlurmLauncherTest, JobWorkersReachASecuredServerWithTheirCredentialFiles)
       *slurm_, "e2e-tls", /*probe_seconds=*/0.05,
       absl::StrCat("--tls_ca=", certificates->ca_cert, " --tls_cert=", certificates->client_cert,
                    " --tls_key=", certificates->client_key, " --token_file=", worker_token));
-  for (const std::string& flag :
-       {absl::StrCat("--tls_cert=", certificates->server_cert),
-        absl::StrCat("--tls_key=", certificates->server_key),
-        absl::StrCat("--tls_client_ca=", certificates->ca_cert),
-        absl::StrCat("--token_file=", tokens)}) {
+  for (const std::string& flag : {absl::StrCat("--tls_cert=", certificates->server_cert),
+                                  absl::StrCat("--tls_key=", certificates->server_key),
+                                  absl::StrCat("--tls_client_ca=", certificates->ca_cert),
+                                  absl::StrCat("--token_file=", tokens)}) {
     options.server_flags.push_back(flag);
   }
   ClientCredentialsOptions client;

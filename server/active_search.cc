@@ -1,0 +1,155 @@
+#include "server/active_search.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "convert/search_text.h"
+#include "google/protobuf/util/time_util.h"
+#include "server/resource_names.h"
+#include "server/stop_reasons.h"
+
+namespace paratune {
+namespace {
+
+int64_t WorldSize(const v1::SearchSpec& spec) {
+  return spec.cluster().num_nodes() * spec.cluster().gpus_per_node();
+}
+
+}  // namespace
+
+bool Pending(const v1::Candidate& candidate) {
+  return candidate.state() == v1::CANDIDATE_QUEUED || candidate.state() == v1::CANDIDATE_RUNNING;
+}
+
+ActiveSearch::ActiveSearch(int64_t id, const v1::CreateSearchRequest& request,
+                           const ValidatedSearchRequest& validated, PlannedSearch planned,
+                           absl::Time now)
+    : id_(id), world_size_(WorldSize(validated.spec)), policy_(std::move(planned.policy)) {
+  search_.set_name(SearchName(id));
+  search_.set_display_name(request.display_name());
+  *search_.mutable_spec() = validated.spec;
+  *search_.mutable_create_time() =
+      google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(now));
+  const bool include_risky = validated.spec.space().include_risky();
+  v1::SearchCounts& counts = *search_.mutable_counts();
+  counts.set_enumerated(planned.counts.enumerated);
+  counts.set_valid(planned.counts.valid);
+  counts.set_memory_safe(planned.counts.safe + (include_risky ? planned.counts.risky : 0));
+  counts.set_memory_risky(planned.counts.risky);
+  counts.set_memory_out_of_memory(planned.counts.out_of_memory);
+  if (has_candidates()) {
+    search_.set_state(v1::PROBING);
+  } else {
+    search_.set_state(v1::FAILED);
+    search_.set_stop_reason(NothingToProbeReason(counts, include_risky));
+  }
+}
+
+ActiveSearch::ActiveSearch(int64_t id, v1::Search search)
+    : id_(id), search_(std::move(search)), world_size_(WorldSize(search_.spec())) {}
+
+absl::Status ActiveSearch::Resume() {
+  PT_ASSIGN_OR_RETURN(RestoredPolicy restored, RestorePolicy(search_));
+  policy_ = std::move(restored.policy);
+  policy_index_ = std::move(restored.policy_index);
+  return absl::OkStatus();
+}
+
+int64_t ActiveSearch::AddPick(const SearchPolicy::Pick& pick, std::string& line) {
+  const bool screening = pick.kind == SearchPolicy::ProbeKind::kScreening;
+  int64_t n = 0;
+  if (screening) {
+    n = search_.candidates_size();
+    const double safe_fraction = search_.spec().space().safe_memory_fraction();
+    *search_.add_candidates() =
+        CandidateFromPlan(policy_->candidates()[pick.candidate], CandidateName(id_, n),
+                          safe_fraction > 0 ? safe_fraction : 0.80);
+    policy_index_.push_back(pick.candidate);
+    v1::SearchCounts& counts = *search_.mutable_counts();
+    counts.set_selected(counts.selected() + 1);
+  } else {
+    n = std::find(policy_index_.begin(), policy_index_.end(), pick.candidate) -
+        policy_index_.begin();
+    v1::Candidate& candidate = *search_.mutable_candidates(n);
+    *candidate.mutable_screening_result() = candidate.probe_result();
+    candidate.clear_probe_result();
+  }
+  v1::Candidate& candidate = *search_.mutable_candidates(n);
+  candidate.set_state(v1::CANDIDATE_QUEUED);
+  candidate.set_selection_note(pick.note);
+  line = absl::StrCat(screening ? "queued " : "confirming ", "candidates/", n, " ",
+                      DescribeConfig(candidate.config()), ": ", pick.note);
+  return n;
+}
+
+void ActiveSearch::RecordResult(int64_t n, const v1::ProbeResult& result, std::string& event) {
+  v1::Candidate& candidate = *search_.mutable_candidates(n);
+  const bool confirmation = candidate.has_screening_result();
+  candidate.set_state(v1::CANDIDATE_PROBED);
+  if (confirmation && result.outcome() != v1::PROBE_OK) {
+    // A failed confirmation says nothing about speed: the screening measurement stands.
+    *candidate.mutable_probe_result() = candidate.screening_result();
+    candidate.clear_screening_result();
+    absl::StrAppend(&event, "; its screening result stands");
+  } else {
+    *candidate.mutable_probe_result() = result;
+  }
+  v1::SearchCounts& counts = *search_.mutable_counts();
+  counts.set_probed(counts.probed() + 1);
+  if (confirmation) counts.set_confirmations(counts.confirmations() + 1);
+  if (result.outcome() == v1::PROBE_OK) {
+    counts.set_succeeded(counts.succeeded() + 1);
+  } else {
+    counts.set_failed(counts.failed() + 1);
+    ++(*counts.mutable_failed_by_outcome())[v1::ProbeOutcome_Name(result.outcome())];
+  }
+  const absl::Status recorded = policy_->Record(
+      policy_index_[n],
+      confirmation ? SearchPolicy::ProbeKind::kConfirmation : SearchPolicy::ProbeKind::kScreening,
+      result);
+  if (!recorded.ok()) {
+    Log(LogLevel::kError, "the search's policy refused a result",
+        {{"candidate", candidate.name()}, {"error", recorded.ToString()}});
+  }
+}
+
+void ActiveSearch::SkipPending(bool include_running) {
+  for (v1::Candidate& candidate : *search_.mutable_candidates()) {
+    if (candidate.state() == v1::CANDIDATE_QUEUED ||
+        (include_running && candidate.state() == v1::CANDIDATE_RUNNING)) {
+      candidate.set_state(v1::CANDIDATE_SKIPPED);
+      candidate.clear_waiting_reason();
+    }
+  }
+}
+
+bool ActiveSearch::HasPending() const {
+  return std::any_of(search_.candidates().begin(), search_.candidates().end(), Pending);
+}
+
+void ActiveSearch::End(v1::SearchState state, const std::string& reason) {
+  search_.set_state(state);
+  search_.set_stop_reason(reason);
+}
+
+BudgetUse ActiveSearch::Use(absl::Time now) const {
+  BudgetUse use;
+  for (const v1::Candidate& candidate : search_.candidates()) {
+    use.probes_started += candidate.attempts();
+  }
+  use.gpu_seconds = search_.counts().gpu_seconds();
+  use.elapsed = now - absl::FromUnixNanos(google::protobuf::util::TimeUtil::TimestampToNanoseconds(
+                          search_.create_time()));
+  return use;
+}
+
+int64_t ActiveSearch::NoteRefusal(const std::string& reason) {
+  refusals_in_a_row_ = reason == refusal_ ? refusals_in_a_row_ + 1 : 1;
+  refusal_ = reason;
+  return refusals_in_a_row_;
+}
+
+}  // namespace paratune

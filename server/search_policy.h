@@ -1,0 +1,59 @@
+// What a search probes next (DESIGN.md §6), behind one interface so that the scheduler never
+// asks which policy a search runs: TOP_K and EXHAUSTIVE pick their candidates at once
+// (static_policy.h), ADAPTIVE a few at a time from a model it refits after every result
+// (adaptive_policy.h). search_planning.h builds the policy of a spec.
+#ifndef PARATUNE_SERVER_SEARCH_POLICY_H_
+#define PARATUNE_SERVER_SEARCH_POLICY_H_
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "estimator/planner.h"
+#include "proto/probe.pb.h"
+
+namespace paratune {
+
+// Thread-compatible: the scheduler guards each search's policy with its own mutex.
+class SearchPolicy {
+ public:
+  enum class ProbeKind {
+    kScreening,     // the first probe of a candidate
+    kConfirmation,  // a longer probe of a leader
+  };
+  struct Pick {
+    size_t candidate = 0;  // index into candidates()
+    ProbeKind kind = ProbeKind::kScreening;
+    // Why it was picked, for people.
+    std::string note;
+  };
+  struct Decision {
+    std::vector<Pick> picks;
+    // Set when the policy has decided the search is over (nothing in flight and nothing
+    // worth probing), with the reason; a policy that leaves it unset ends the search when
+    // everything it picked is probed.
+    std::optional<std::string> stop_reason;
+  };
+
+  virtual ~SearchPolicy() = default;
+
+  // The configurations the policy chooses among, in the planner's predicted order.
+  virtual const std::vector<PlannedConfig>& candidates() const = 0;
+
+  // The candidates to probe now; each is then in flight until Record. Deterministic.
+  virtual Decision Next() = 0;
+
+  // Marks candidate `index` in flight without Next choosing it: a probe the scheduler
+  // resumed after a restart.
+  virtual void MarkInFlight(size_t index, ProbeKind kind) = 0;
+
+  // A probe of candidate `index` finished with `result` (its final outcome, retries done).
+  // INVALID_ARGUMENT for an index out of range or a result the policy cannot use.
+  virtual absl::Status Record(size_t index, ProbeKind kind, const v1::ProbeResult& result) = 0;
+};
+
+}  // namespace paratune
+
+#endif  // PARATUNE_SERVER_SEARCH_POLICY_H_

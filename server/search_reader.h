@@ -1,0 +1,44 @@
+// The read-only half of the Autotuner API (GetSearch, ListSearches, ListSearchEvents,
+// ListWorkers): answered from the SearchStore alone, without the scheduler's lock, so reads
+// never wait for dispatch. What they return is what is stored.
+#ifndef PARATUNE_SERVER_SEARCH_READER_H_
+#define PARATUNE_SERVER_SEARCH_READER_H_
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/autotuner_service.pb.h"
+#include "proto/search.pb.h"
+#include "server/search_store.h"
+
+namespace paratune {
+
+// `search` with its candidates ranked: probed OK by measured TFLOP/s per GPU, then the rest
+// in predicted order.
+v1::Search RankedCopy(const v1::Search& search);
+
+// Thread-safe (the store is).
+class SearchReader {
+ public:
+  // `store` is not owned and must outlive the reader.
+  explicit SearchReader(SearchStore* store) : store_(store) {}
+
+  // Candidates ranked. INVALID_ARGUMENT for a malformed name; NOT_FOUND naming it when there
+  // is no such search.
+  absl::StatusOr<v1::Search> GetSearch(absl::string_view name) const;
+  // Newest first, without candidates. INVALID_ARGUMENT for page_size outside [0, 1000] or a
+  // page_token that no response of this server issued.
+  absl::StatusOr<v1::ListSearchesResponse> ListSearches(
+      const v1::ListSearchesRequest& request) const;
+  // NOT_FOUND / INVALID_ARGUMENT as GetSearch; INVALID_ARGUMENT for page_size outside
+  // [0, 1000] or a foreign page_token.
+  absl::StatusOr<v1::ListSearchEventsResponse> ListSearchEvents(
+      const v1::ListSearchEventsRequest& request) const;
+  absl::StatusOr<v1::ListWorkersResponse> ListWorkers() const;
+
+ private:
+  SearchStore* const store_;
+};
+
+}  // namespace paratune
+
+#endif  // PARATUNE_SERVER_SEARCH_READER_H_
