@@ -130,6 +130,23 @@ bool ActiveSearch::HasPending() const {
   return std::any_of(search_.candidates().begin(), search_.candidates().end(), Pending);
 }
 
+bool ActiveSearch::IsRunning(int64_t n) const {
+  return n >= 0 && n < search_.candidates_size() &&
+         search_.candidates(n).state() == v1::CANDIDATE_RUNNING;
+}
+
+std::vector<int64_t> ActiveSearch::RequeueUnleased(const std::function<bool(int64_t n)>& leased) {
+  std::vector<int64_t> queued;
+  for (int64_t n = 0; n < search_.candidates_size(); ++n) {
+    v1::Candidate& candidate = *search_.mutable_candidates(n);
+    if (candidate.state() == v1::CANDIDATE_RUNNING && !leased(n)) {
+      candidate.set_state(v1::CANDIDATE_QUEUED);
+    }
+    if (candidate.state() == v1::CANDIDATE_QUEUED) queued.push_back(n);
+  }
+  return queued;
+}
+
 void ActiveSearch::End(v1::SearchState state, const std::string& reason) {
   search_.set_state(state);
   search_.set_stop_reason(reason);

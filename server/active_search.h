@@ -5,6 +5,7 @@
 #define PARATUNE_SERVER_ACTIVE_SEARCH_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,6 +58,11 @@ class ActiveSearch {
   void SkipPending(bool include_running);
   // Whether a candidate is queued or running.
   bool HasPending() const;
+  // Whether candidate n exists and is running.
+  bool IsRunning(int64_t n) const;
+  // After a restart: running candidates without a lease (`leased(n)` false) are queued again.
+  // Returns the queued candidates, in order.
+  std::vector<int64_t> RequeueUnleased(const std::function<bool(int64_t n)>& leased);
   // Ends the search: `state` with `reason`.
   void End(v1::SearchState state, const std::string& reason);
   // What it has spent of its budget at `now`.

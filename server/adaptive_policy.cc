@@ -7,9 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "convert/search_text.h"
 #include "convert/spec_convert.h"
 #include "estimator/performance_model.h"
-#include "convert/search_text.h"
 
 namespace paratune {
 namespace {
@@ -19,8 +19,7 @@ double RelativeStandardError(const v1::ProbeResult& result) {
   const int n = result.step_times_seconds_size();
   if (n < 2) return 0;
   const double mean =
-      std::accumulate(result.step_times_seconds().begin(), result.step_times_seconds().end(),
-                      0.0) /
+      std::accumulate(result.step_times_seconds().begin(), result.step_times_seconds().end(), 0.0) /
       n;
   double squares = 0;
   for (double t : result.step_times_seconds()) squares += (t - mean) * (t - mean);
@@ -50,9 +49,8 @@ void AdaptivePolicy::Refit() {
   std::vector<PerformanceObservation> observations;
   for (size_t i = 0; i < entries_.size(); ++i) {
     if (entries_[i].state != State::kMeasured) continue;
-    observations.push_back(PerformanceObservation{model_, training_, cluster_,
-                                                  candidates_[i].config,
-                                                  entries_[i].step_time_seconds, 1});
+    observations.push_back(PerformanceObservation{
+        model_, training_, cluster_, candidates_[i].config, entries_[i].step_time_seconds, 1});
   }
   // Measurements were validated in Record, so the fit cannot reject them; were it to, the
   // previous parameters stay, which only makes the search probe more.
@@ -114,8 +112,8 @@ std::vector<AdaptivePolicy::Pick> AdaptivePolicy::ConfirmationsDue(int64_t best,
     // Within twice the standard error of the difference: the short probes cannot say which
     // of the two is faster.
     const double gap = 1 - entry.measured_tflops / leader.measured_tflops;
-    const double noise = 2 * std::hypot(leader.relative_standard_error,
-                                        entry.relative_standard_error);
+    const double noise =
+        2 * std::hypot(leader.relative_standard_error, entry.relative_standard_error);
     if (gap <= noise) contenders.push_back(i);
   }
   if (contenders.empty()) return picks;
@@ -127,10 +125,10 @@ std::vector<AdaptivePolicy::Pick> AdaptivePolicy::ConfirmationsDue(int64_t best,
   for (size_t i : contenders) {
     if (budget <= 0) break;
     if (entries_[i].confirmed) continue;
-    picks.push_back(Pick{i, ProbeKind::kConfirmation,
-                         absl::StrCat("confirming a leader: its short probe measured ",
-                                      Tflops(entries_[i].measured_tflops),
-                                      ", within the noise of the best")});
+    picks.push_back(
+        Pick{i, ProbeKind::kConfirmation,
+             absl::StrCat("confirming a leader: its short probe measured ",
+                          Tflops(entries_[i].measured_tflops), ", within the noise of the best")});
     --budget;
   }
   return picks;
@@ -139,8 +137,7 @@ std::vector<AdaptivePolicy::Pick> AdaptivePolicy::ConfirmationsDue(int64_t best,
 AdaptivePolicy::Decision AdaptivePolicy::Next() {
   Decision decision;
   const int64_t best = BestMeasured();
-  const double bar =
-      best < 0 ? 0 : entries_[best].measured_tflops * (1 + options_.tolerance);
+  const double bar = best < 0 ? 0 : entries_[best].measured_tflops * (1 + options_.tolerance);
   std::vector<size_t> unprobed;
   for (size_t i = 0; i < entries_.size(); ++i) {
     if (entries_[i].state == State::kUnprobed) unprobed.push_back(i);
@@ -160,11 +157,12 @@ AdaptivePolicy::Decision AdaptivePolicy::Next() {
     const Entry& entry = entries_[unprobed[k]];
     decision.picks.push_back(Pick{
         unprobed[k], ProbeKind::kScreening,
-        absl::StrCat("predicted ", Tflops(entry.predicted_tflops), " (optimistic ",
-                     absl::StrFormat("%.1f", entry.optimistic_tflops),
-                     best < 0 ? ")" : absl::StrFormat(" > best measured %.1f x %.2f)",
-                                                      entries_[best].measured_tflops,
-                                                      1 + options_.tolerance))});
+        absl::StrCat(
+            "predicted ", Tflops(entry.predicted_tflops), " (optimistic ",
+            absl::StrFormat("%.1f", entry.optimistic_tflops),
+            best < 0 ? ")"
+                     : absl::StrFormat(" > best measured %.1f x %.2f)",
+                                       entries_[best].measured_tflops, 1 + options_.tolerance))});
   }
   // Leaders are confirmed once no unprobed candidate can overtake them and every screening
   // probe is back, so the confirmed set is final.
@@ -219,8 +217,8 @@ void AdaptivePolicy::MarkInFlight(size_t index, ProbeKind kind) {
 
 absl::Status AdaptivePolicy::Record(size_t index, ProbeKind kind, const v1::ProbeResult& result) {
   if (index >= entries_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("candidate index (", index,
-                                                   ") must be below ", entries_.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("candidate index (", index, ") must be below ", entries_.size()));
   }
   if (result.outcome() == v1::PROBE_OK && !(result.mean_step_time_seconds() > 0)) {
     return absl::InvalidArgumentError(absl::StrCat("result.mean_step_time_seconds (",

@@ -75,9 +75,8 @@ TEST_F(AdaptivePolicyTest, StartsWithTheBestPredictedUpToMaxInFlight) {
   EXPECT_THAT(first.picks[0].note, HasSubstr("predicted"));
   // Nothing more while three are in flight.
   EXPECT_TRUE(policy->Next().picks.empty());
-  ASSERT_TRUE(policy->Record(first.picks[0].candidate, Kind::kScreening,
-                             Measured(0, Predicted(0)))
-                  .ok());
+  ASSERT_TRUE(
+      policy->Record(first.picks[0].candidate, Kind::kScreening, Measured(0, Predicted(0))).ok());
   EXPECT_EQ(policy->Next().picks.size(), 1u);
 }
 
@@ -99,9 +98,9 @@ TEST_F(AdaptivePolicyTest, StopsEarlyOnceNothingCanWinAndFindsTheTrueBest) {
     for (const AdaptivePolicy::Pick& pick : decision.picks) {
       ++probes;
       best_found = std::max(best_found, truth(pick.candidate));
-      ASSERT_TRUE(policy->Record(pick.candidate, pick.kind, Measured(pick.candidate,
-                                                                     truth(pick.candidate)))
-                      .ok());
+      ASSERT_TRUE(
+          policy->Record(pick.candidate, pick.kind, Measured(pick.candidate, truth(pick.candidate)))
+              .ok());
     }
   }
   double true_best = 0;
@@ -134,8 +133,9 @@ TEST_F(AdaptivePolicyTest, LeadersWithinTheNoiseAreConfirmedOnce) {
   // Every probe measures its prediction x 0.8, so after two probes nothing else can win...
   // except that the first two are within each other's noise (3% spread over 5 steps).
   const AdaptivePolicy::Decision first = policy->Next();
-  ASSERT_TRUE(policy->Record(first.picks[0].candidate, Kind::kScreening,
-                             Measured(first.picks[0].candidate, 500, 5, 0.03))
+  ASSERT_TRUE(policy
+                  ->Record(first.picks[0].candidate, Kind::kScreening,
+                           Measured(first.picks[0].candidate, 500, 5, 0.03))
                   .ok());
   AdaptivePolicy::Decision decision = policy->Next();
   std::vector<size_t> confirmed;

@@ -126,13 +126,13 @@ grpc::ServerUnaryReactor* AutotunerService::CreateSearch(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* AutotunerService::GetSearch(grpc::CallbackServerContext* context,
                                                       const v1::GetSearchRequest* request,
                                                       v1::Search* response) {
-  return FinishUnary(context, scheduler_->GetSearch(request->name()), response);
+  return FinishUnary(context, scheduler_->reader().GetSearch(request->name()), response);
 }
 
 grpc::ServerUnaryReactor* AutotunerService::ListSearches(grpc::CallbackServerContext* context,
                                                          const v1::ListSearchesRequest* request,
                                                          v1::ListSearchesResponse* response) {
-  return FinishUnary(context, scheduler_->ListSearches(*request), response);
+  return FinishUnary(context, scheduler_->reader().ListSearches(*request), response);
 }
 
 grpc::ServerUnaryReactor* AutotunerService::CancelSearch(grpc::CallbackServerContext* context,
@@ -163,13 +163,13 @@ grpc::ServerUnaryReactor* AutotunerService::Plan(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* AutotunerService::ListWorkers(grpc::CallbackServerContext* context,
                                                         const v1::ListWorkersRequest* request,
                                                         v1::ListWorkersResponse* response) {
-  return FinishUnary(context, scheduler_->ListWorkers(), response);
+  return FinishUnary(context, scheduler_->reader().ListWorkers(), response);
 }
 
 grpc::ServerUnaryReactor* AutotunerService::ListSearchEvents(
     grpc::CallbackServerContext* context, const v1::ListSearchEventsRequest* request,
     v1::ListSearchEventsResponse* response) {
-  return FinishUnary(context, scheduler_->ListSearchEvents(*request), response);
+  return FinishUnary(context, scheduler_->reader().ListSearchEvents(*request), response);
 }
 
 }  // namespace paratune

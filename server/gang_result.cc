@@ -9,9 +9,9 @@
 namespace paratune {
 
 v1::ProbeResult CombineGangResults(const std::vector<v1::ProbeResult>& by_member) {
-  const auto timed =
-      std::find_if(by_member.begin(), by_member.end(),
-                   [](const v1::ProbeResult& r) { return r.step_times_seconds_size() > 0; });
+  const auto timed = std::find_if(by_member.begin(), by_member.end(), [](const v1::ProbeResult& r) {
+    return r.step_times_seconds_size() > 0;
+  });
   if (timed == by_member.end()) {
     v1::ProbeResult crash;
     crash.set_outcome(v1::PROBE_CRASH);

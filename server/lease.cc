@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/gang_result.h"
 #include "server/resource_names.h"
 
 namespace paratune {
@@ -9,7 +12,7 @@ namespace paratune {
 internal::LeaseState MakeLease(const std::string& probe, int64_t search_id, int64_t candidate,
                                v1::ProbeScope scope, int64_t num_ranks,
                                const std::vector<RankShare>& shares,
-                               const std::vector<LeaseWorker>& workers,
+                               const std::vector<const v1::Worker*>& workers,
                                int64_t expires_unix_nanos) {
   internal::LeaseState lease;
   lease.set_probe(probe);
@@ -19,18 +22,28 @@ internal::LeaseState MakeLease(const std::string& probe, int64_t search_id, int6
   lease.set_num_ranks(num_ranks);
   lease.set_expires_unix_nanos(expires_unix_nanos);
   for (size_t i = 0; i < shares.size(); ++i) {
+    const v1::Worker& worker = *workers[i];
     internal::LeaseMember& member = *lease.add_members();
     member.set_worker_id(shares[i].worker_id);
     member.set_first_rank(shares[i].first_rank);
     member.set_num_ranks(shares[i].num_ranks);
-    member.set_hostname(workers[i].hostname);
-    member.set_gpu_name(workers[i].gpu_name);
-    member.set_gpu_type(workers[i].gpu_type);
+    member.set_hostname(worker.hostname());
+    member.set_gpu_name(worker.gpus(0).name());
+    member.set_gpu_type(worker.gpu_type());
     for (int64_t g = 0; g < shares[i].num_ranks; ++g) {
-      member.add_gpu_indices(workers[i].gpu_indices[g]);
+      member.add_gpu_indices(worker.gpus(static_cast<int>(g)).index());
     }
   }
   return lease;
+}
+
+std::string DescribeMembers(const internal::LeaseState& lease) {
+  std::vector<std::string> members;
+  for (const internal::LeaseMember& member : lease.members()) {
+    members.push_back(absl::StrCat(WorkerName(member.worker_id()), " (ranks ", member.first_rank(),
+                                   "-", member.first_rank() + member.num_ranks() - 1, ")"));
+  }
+  return absl::StrJoin(members, ", ");
 }
 
 v1::ProbeAssignment MemberAssignment(const v1::Search& search, const internal::LeaseState& lease,
@@ -87,6 +100,52 @@ std::vector<v1::ProbeHost> LeaseHosts(const internal::LeaseState& lease) {
     host.set_gpu_type(member.gpu_type());
   }
   return hosts;
+}
+
+std::string MemberLabel(const internal::LeaseState& lease, int member) {
+  const std::string name = WorkerName(lease.members(member).worker_id());
+  if (lease.members_size() == 1) return name;
+  return absl::StrCat(name, " (member ", member + 1, " of ", lease.members_size(), ")");
+}
+
+ProbeEnding EndingOf(const internal::LeaseState& ended, int member,
+                     const v1::ProbeResult& reported) {
+  if (reported.outcome() != v1::PROBE_OK) {
+    ProbeEnding ending{reported, MemberLabel(ended, member)};
+    if (ended.members_size() > 1) {
+      ending.result.set_message(absl::StrCat(ending.where, ": ", reported.message()));
+    }
+    return ending;
+  }
+  std::vector<v1::ProbeResult> by_member;
+  std::vector<std::string> members;
+  for (const internal::LeaseMember& m : ended.members()) {
+    by_member.push_back(m.result());
+    members.push_back(WorkerName(m.worker_id()));
+  }
+  return ProbeEnding{CombineGangResults(by_member), absl::StrJoin(members, " + ")};
+}
+
+absl::StatusOr<bool> AcceptRendezvousToken(internal::LeaseState& lease, int member,
+                                           const std::string& token) {
+  if (token.empty()) return false;
+  if (member != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("token (", token.size(), " bytes) may only be sent by gang[0] (",
+                     WorkerName(lease.members(0).worker_id()), "); ",
+                     WorkerName(lease.members(member).worker_id()), " is gang[", member, "]"));
+  }
+  if (token.size() > kMaxRendezvousTokenBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "token (", token.size(), " bytes) must be at most ", kMaxRendezvousTokenBytes, " bytes"));
+  }
+  if (lease.rendezvous_token() == token) return false;
+  if (!lease.rendezvous_token().empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("probe ", lease.probe(), " already has a different rendezvous token"));
+  }
+  lease.set_rendezvous_token(token);
+  return true;
 }
 
 }  // namespace paratune

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "proto/autotuner_service.pb.h"
 #include "proto/probe.pb.h"
 #include "proto/search.pb.h"
 #include "server/gang_placement.h"
@@ -14,23 +16,17 @@
 
 namespace paratune {
 
-// The worker a lease member runs on, as the lease needs it.
-struct LeaseWorker {
-  int64_t id = 0;
-  std::string hostname;
-  // Gpu.index of the worker's GPUs, in registration order.
-  std::vector<int64_t> gpu_indices;
-  // Their device name and catalog type (Worker.gpu_type).
-  std::string gpu_name;
-  std::string gpu_type;
-};
-
-// A lease of candidate n's probe `probe` on the shares' workers (`workers` in share order),
-// expiring at `expires_unix_nanos`. Member i runs on the first num_ranks GPUs of its worker.
+// A lease of candidate n's probe `probe` on the shares' workers (`workers[i]` runs
+// shares[i]), expiring at `expires_unix_nanos`. Member i runs on the first num_ranks GPUs of
+// its worker, in registration order.
 internal::LeaseState MakeLease(const std::string& probe, int64_t search_id, int64_t candidate,
                                v1::ProbeScope scope, int64_t num_ranks,
                                const std::vector<RankShare>& shares,
-                               const std::vector<LeaseWorker>& workers, int64_t expires_unix_nanos);
+                               const std::vector<const v1::Worker*>& workers,
+                               int64_t expires_unix_nanos);
+
+// "workers/1 (ranks 0-7), workers/2 (ranks 8-15)": the members, for people.
+std::string DescribeMembers(const internal::LeaseState& lease);
 
 // Member `member`'s assignment of `lease`, a probe of candidate lease.candidate() of `search`
 // (whose name gives the workers' names' form).
@@ -45,6 +41,28 @@ bool AllMembersReported(const internal::LeaseState& lease);
 
 // Where the lease's probe runs, for ProbeResult.ran_on: one entry per member, in rank order.
 std::vector<v1::ProbeHost> LeaseHosts(const internal::LeaseState& lease);
+
+// How a probe ended once member `member` of `ended` (its lease, just ended) reported
+// `reported`, a final outcome other than PROBE_INFRA_ERROR.
+struct ProbeEnding {
+  // What to record: the gang's combined result when every member reported PROBE_OK
+  // (gang_result.h), else the report, its message naming the member of a gang.
+  v1::ProbeResult result;
+  // Who ran it, for the search's event: "workers/1 + workers/2", or the failing member.
+  std::string where;
+};
+ProbeEnding EndingOf(const internal::LeaseState& ended, int member,
+                     const v1::ProbeResult& reported);
+
+// The reporting worker of member `member` for people: its name, and its place in a gang.
+std::string MemberLabel(const internal::LeaseState& lease, int member);
+
+// Takes member `member`'s rendezvous token for the lease (only gang[0] sends one). Returns
+// whether the lease changed. INVALID_ARGUMENT when another member sends one or it exceeds
+// kMaxRendezvousTokenBytes; FAILED_PRECONDITION for a second, different token.
+absl::StatusOr<bool> AcceptRendezvousToken(internal::LeaseState& lease, int member,
+                                           const std::string& token);
+inline constexpr size_t kMaxRendezvousTokenBytes = 4096;
 
 }  // namespace paratune
 

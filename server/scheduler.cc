@@ -21,7 +21,6 @@
 namespace paratune {
 namespace {
 
-constexpr size_t kMaxRendezvousTokenBytes = 4096;
 constexpr size_t kMaxDeregisterReasonBytes = 1024;
 
 google::protobuf::Timestamp ToTimestamp(absl::Time t) {
@@ -36,13 +35,6 @@ std::string CandidateLabel(int64_t n) { return absl::StrCat("candidates/", n); }
 
 int64_t ReplicaGpus(const v1::ParallelConfig& config) {
   return config.tensor_parallel() * config.pipeline_parallel() * config.context_parallel();
-}
-
-// Whether the live workers that can host them could run all of a probe's node shares at once.
-bool FleetHosts(const ProbeNeeds& needs, const WorkerRegistry& workers) {
-  return HostableShares(needs.ranks, needs.gpus_per_node,
-                        workers.Eligible(needs, /*free_only=*/false)) ==
-         static_cast<int64_t>(NodeShares(needs.ranks, needs.gpus_per_node).size());
 }
 
 }  // namespace
@@ -101,77 +93,6 @@ absl::Status Scheduler::Mutate(absl::FunctionRef<absl::Status()> change) {
   return status;
 }
 
-absl::Status Scheduler::RecoverLocked() {
-  PT_ASSIGN_OR_RETURN(StoredState state, store_->Load());
-  const absl::Time now = clock_->Now();
-  // A worker that was alive when the server stopped gets a full allowance to heartbeat again
-  // before it is declared lost.
-  for (auto& [id, worker] : state.workers) workers_.Restore(id, std::move(worker), now);
-  for (v1::Search& search : state.unfinished_searches) {
-    PT_ASSIGN_OR_RETURN(const int64_t id, ParseSearchName("search.name", search.name()));
-    active_.try_emplace(id, id, std::move(search));
-  }
-  for (internal::LeaseState& lease : state.leases) {
-    auto record = active_.find(lease.search_id());
-    const bool valid =
-        record != active_.end() && lease.candidate() < record->second.search().candidates_size() &&
-        record->second.search().candidates(lease.candidate()).state() == v1::CANDIDATE_RUNNING;
-    // Otherwise its search ended or its candidate moved on in the same batch that should
-    // have ended it; nothing can report to it any more.
-    if (valid) {
-      leases_.Add(std::move(lease));
-    } else {
-      changes_.EndLease(lease.probe());
-    }
-  }
-  for (auto& [id, worker] : workers_.all()) {
-    const std::string& probe = worker.worker.current_probe();
-    if (probe.empty() || leases_.FindMembership(probe, id, worker.worker.name()).ok()) continue;
-    worker.worker.clear_current_probe();
-    worker.worker.set_state(v1::WORKER_IDLE);
-    StoreWorkerLocked(worker);
-  }
-  int64_t queued = 0, running = 0;
-  const std::vector<int64_t> ids = ActiveIdsLocked();
-  for (int64_t id : ids) {
-    ActiveSearch& record = active_.at(id);
-    for (int64_t n = 0; n < record.search().candidates_size(); ++n) {
-      v1::Candidate& candidate = *record.search().mutable_candidates(n);
-      if (candidate.state() == v1::CANDIDATE_RUNNING) {
-        if (leases_.IsLeased(id, n)) {
-          ++running;
-          continue;
-        }
-        candidate.set_state(v1::CANDIDATE_QUEUED);
-      }
-      if (candidate.state() == v1::CANDIDATE_QUEUED) {
-        QueueLocked(record, n);
-        ++queued;
-      }
-    }
-    if (absl::Status resumed = record.Resume(); !resumed.ok()) {
-      // One search that cannot continue must not keep the server from starting.
-      Log(LogLevel::kError, "search not resumed",
-          {{"search", record.search().name()}, {"error", resumed.ToString()}});
-      const std::string reason =
-          absl::StrCat("could not resume after a restart: ", resumed.message());
-      EndSearchLocked(record, v1::FAILED, reason, reason);
-      continue;
-    }
-    AdvanceLocked(record, "server restarted; search resumed");
-  }
-  UpdateWaitingReasonsLocked();
-  PT_RETURN_IF_ERROR(CommitLocked());
-  if (!ids.empty() || !workers_.all().empty()) {
-    Log(LogLevel::kInfo, "resumed from the store",
-        {{"searches", absl::StrCat(ids.size())},
-         {"queued_probes", absl::StrCat(queued)},
-         {"leased_probes", absl::StrCat(running)},
-         {"workers", absl::StrCat(workers_.all().size())}});
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest& request) {
   PT_ASSIGN_OR_RETURN(ValidatedSearchRequest validated, ValidateCreateSearchRequest(request));
   // Planning runs before the search exists and outside the lock.
@@ -222,24 +143,6 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
        {"stop_reason", created.stop_reason()}});
   if (queued) NotifyListeners();
   return RankedCopy(created);
-}
-
-absl::StatusOr<v1::Search> Scheduler::GetSearch(absl::string_view name) const {
-  return reader_.GetSearch(name);
-}
-
-absl::StatusOr<v1::ListSearchesResponse> Scheduler::ListSearches(
-    const v1::ListSearchesRequest& request) const {
-  return reader_.ListSearches(request);
-}
-
-absl::StatusOr<v1::ListSearchEventsResponse> Scheduler::ListSearchEvents(
-    const v1::ListSearchEventsRequest& request) const {
-  return reader_.ListSearchEvents(request);
-}
-
-absl::StatusOr<v1::ListWorkersResponse> Scheduler::ListWorkers() const {
-  return reader_.ListWorkers();
 }
 
 absl::StatusOr<v1::Search> Scheduler::CancelSearch(absl::string_view name) {
@@ -395,7 +298,6 @@ std::optional<v1::ProbeAssignment> Scheduler::AcquireLocked(WorkerRecord& worker
     ReleaseLeaseLocked(
         worker, absl::StrCat(worker.worker.name(), " asked for a new probe while holding ", held));
   }
-  const FreeWorker requester{worker.id, worker.worker.gpus_size()};
   v1::ProbeScope scope = v1::PROBE_SCOPE_UNSPECIFIED;
   int64_t ranks = 0;
   std::vector<RankShare> shares;
@@ -403,11 +305,7 @@ std::optional<v1::ProbeAssignment> Scheduler::AcquireLocked(WorkerRecord& worker
     auto it = active_.find(item.search_id);
     if (it == active_.end()) return false;
     auto [probe_scope, needs] = NextProbeLocked(it->second, item.candidate);
-    const bool reserved = !workers_.ReservedFor(needs.probe).empty();
-    if (!WorkerMismatch(worker.worker, needs, reserved).empty()) return false;
-    std::optional<std::vector<RankShare>> placed =
-        PlaceGang(needs.ranks, needs.gpus_per_node, requester,
-                  workers_.Eligible(needs, /*free_only=*/true, worker.id));
+    std::optional<std::vector<RankShare>> placed = workers_.Place(needs, worker);
     if (!placed.has_value()) return false;
     scope = probe_scope;
     ranks = needs.ranks;
@@ -453,33 +351,16 @@ absl::Status Scheduler::ReportProbe(const v1::ReportProbeRequest& request) {
     const internal::LeaseState ended = EndLeaseLocked(request.probe(), worker->id);
     StoreWorkerLocked(*worker);
     ActiveSearch& record = active_.at(ended.search_id());
-    const std::string reporter = ended.members_size() > 1
-                                     ? absl::StrCat(worker->worker.name(), " (member ", member + 1,
-                                                    " of ", ended.members_size(), ")")
-                                     : worker->worker.name();
     if (result.outcome() == v1::PROBE_INFRA_ERROR) {
-      RetryOrGiveUpLocked(
-          record, ended.candidate(),
-          absl::StrCat("infrastructure error on ", reporter, ": ", result.message()));
+      RetryOrGiveUpLocked(record, ended.candidate(),
+                          absl::StrCat("infrastructure error on ", MemberLabel(ended, member), ": ",
+                                       result.message()));
       return absl::OkStatus();
     }
-    v1::ProbeResult final_result = result;
-    std::string where = reporter;
-    if (result.outcome() == v1::PROBE_OK) {
-      std::vector<v1::ProbeResult> by_member;
-      std::vector<std::string> members;
-      for (const internal::LeaseMember& m : ended.members()) {
-        by_member.push_back(m.result());
-        members.push_back(WorkerName(m.worker_id()));
-      }
-      final_result = CombineGangResults(by_member);
-      where = absl::StrJoin(members, " + ");
-    } else if (ended.members_size() > 1) {
-      final_result.set_message(absl::StrCat(reporter, ": ", result.message()));
-    }
-    const std::string event = absl::StrCat(CandidateLabel(ended.candidate()), " probed on ", where,
-                                           ": ", DescribeResult(final_result));
-    RecordResultLocked(record, ended.candidate(), std::move(final_result), &ended, event);
+    ProbeEnding ending = EndingOf(ended, member, result);
+    const std::string event = absl::StrCat(CandidateLabel(ended.candidate()), " probed on ",
+                                           ending.where, ": ", DescribeResult(ending.result));
+    RecordResultLocked(record, ended.candidate(), std::move(ending.result), &ended, event);
     return absl::OkStatus();
   });
 }
@@ -491,28 +372,8 @@ absl::StatusOr<v1::RendezvousResponse> Scheduler::Rendezvous(const v1::Rendezvou
     PT_ASSIGN_OR_RETURN(auto membership,
                         leases_.FindMembership(request.probe(), worker->id, worker->worker.name()));
     auto [lease, member] = membership;
-    const std::string& token = request.token();
-    if (!token.empty()) {
-      if (member != 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("token (", token.size(), " bytes) may only be sent by gang[0] (",
-                         WorkerName(lease->members(0).worker_id()), "); ", worker->worker.name(),
-                         " is gang[", member, "]"));
-      }
-      if (token.size() > kMaxRendezvousTokenBytes) {
-        return absl::InvalidArgumentError(absl::StrCat("token (", token.size(),
-                                                       " bytes) must be at most ",
-                                                       kMaxRendezvousTokenBytes, " bytes"));
-      }
-      if (!lease->rendezvous_token().empty() && lease->rendezvous_token() != token) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("probe ", request.probe(), " already has a different rendezvous token"));
-      }
-      if (lease->rendezvous_token().empty()) {
-        lease->set_rendezvous_token(token);
-        changes_.PutLease(*lease);
-      }
-    }
+    PT_ASSIGN_OR_RETURN(const bool changed, AcceptRendezvousToken(*lease, member, request.token()));
+    if (changed) changes_.PutLease(*lease);
     response.set_token(lease->rendezvous_token());
     return absl::OkStatus();
   }));
@@ -580,97 +441,6 @@ SchedulerStats Scheduler::Stats() const {
   return stats;
 }
 
-std::vector<PendingProbe> Scheduler::PendingProbes() {
-  absl::MutexLock lock(&mu_);
-  std::vector<PendingProbe> pending;
-  for (int64_t id : ActiveIdsLocked()) {
-    const ActiveSearch& record = active_.at(id);
-    const v1::SearchSpec& spec = record.search().spec();
-    for (int64_t n = 0; n < record.search().candidates_size(); ++n) {
-      const v1::Candidate& candidate = record.search().candidates(n);
-      if (!Pending(candidate)) continue;
-      PendingProbe& probe = pending.emplace_back();
-      probe.backend = spec.probe().backend();
-      probe.command_template = spec.probe().command_template();
-      probe.group_size =
-          candidate.config().tensor_parallel() * candidate.config().context_parallel();
-      probe.gpus_per_node = spec.cluster().gpus_per_node();
-      probe.gpu_type = spec.cluster().gpu().type();
-      probe.deadline = absl::Seconds(spec.probe().deadline_seconds());
-      if (candidate.state() == v1::CANDIDATE_QUEUED) {
-        const ProbeNeeds needs = NextProbeLocked(record, n).second;
-        probe.probe = needs.probe;
-        probe.ranks = needs.ranks;
-        probe.unplaceable = !candidate.waiting_reason().empty();
-        continue;
-      }
-      probe.probe = ProbeName(id, n, candidate.attempts());
-      probe.running = true;
-      const internal::LeaseState* lease = leases_.Find(probe.probe);
-      if (lease == nullptr) continue;
-      probe.ranks = lease->num_ranks();
-      for (const internal::LeaseMember& member : lease->members()) {
-        const WorkerRecord* worker = workers_.Find(member.worker_id());
-        probe.on_reserved_workers |= worker != nullptr && ReservedFor(worker->worker, probe.probe);
-      }
-    }
-  }
-  return pending;
-}
-
-absl::Status Scheduler::LaunchEnded(absl::string_view probe, const std::string& reason) {
-  PT_ASSIGN_OR_RETURN(const ProbeId id, ParseProbeName("probe", probe));
-  return Mutate([&]() -> absl::Status {
-    for (int64_t worker_id : workers_.ReservedFor(std::string(probe))) {
-      WorkerRecord& worker = *workers_.Find(worker_id);
-      Log(LogLevel::kInfo, "worker gone with its launch",
-          {{"worker", worker.worker.name()}, {"probe", std::string(probe)}, {"reason", reason}});
-      LoseWorkerLocked(worker, reason);
-    }
-    CountLaunchAttemptLocked(id, reason);
-    UpdateWaitingReasonsLocked();
-    return absl::OkStatus();
-  });
-}
-
-absl::Status Scheduler::LaunchRefused(absl::string_view probe, const std::string& reason) {
-  PT_ASSIGN_OR_RETURN(const ProbeId id, ParseProbeName("probe", probe));
-  return Mutate([&]() -> absl::Status {
-    if (!CountLaunchAttemptLocked(id, reason)) return absl::OkStatus();
-    auto it = active_.find(id.search_id);
-    if (it == active_.end()) return absl::OkStatus();
-    ActiveSearch& record = it->second;
-    const int64_t in_a_row = record.NoteRefusal(reason);
-    const int64_t limit = record.search().spec().probe().max_launch_failures();
-    if (in_a_row >= limit) {
-      const std::string stop_reason =
-          absl::StrCat("stopped after ", in_a_row,
-                       " launches in a row were refused the same way (probe.max_launch_failures ",
-                       limit, "): ", reason);
-      EndSearchLocked(record, v1::FAILED, stop_reason,
-                      absl::StrCat("search failed: ", stop_reason));
-    }
-    UpdateWaitingReasonsLocked();
-    return absl::OkStatus();
-  });
-}
-
-bool Scheduler::CountLaunchAttemptLocked(const ProbeId& id, const std::string& reason) {
-  auto record = active_.find(id.search_id);
-  if (record == active_.end() || id.candidate >= record->second.search().candidates_size()) {
-    return false;
-  }
-  v1::Candidate& candidate = *record->second.search().mutable_candidates(id.candidate);
-  if (candidate.state() != v1::CANDIDATE_QUEUED || candidate.attempts() + 1 != id.attempt) {
-    return false;
-  }
-  // Re-queued behind the search's other candidates, as a failed lease would be.
-  queue_.Remove({id.search_id, id.candidate});
-  candidate.set_attempts(id.attempt);
-  RetryOrGiveUpLocked(record->second, id.candidate, reason);
-  return true;
-}
-
 void Scheduler::PublishLocked(ActiveSearch& record, const std::string& event) {
   const absl::Time now = clock_->Now();
   *record.search().mutable_update_time() = ToTimestamp(now);
@@ -697,7 +467,7 @@ std::pair<v1::ProbeScope, ProbeNeeds> Scheduler::NextProbeLocked(const ActiveSea
   // FULL when the fleet could run every rank at once, even if it is busy now: a full probe
   // measures the data-parallel traffic a replica can only model.
   if (scope == v1::PROBE_SCOPE_UNSPECIFIED) {
-    scope = FleetHosts(full, workers_) ? v1::PROBE_SCOPE_FULL : v1::PROBE_SCOPE_REPLICA;
+    scope = workers_.CanHost(full) ? v1::PROBE_SCOPE_FULL : v1::PROBE_SCOPE_REPLICA;
   }
   if (scope == v1::PROBE_SCOPE_FULL) return {scope, std::move(full)};
   return {scope, NeedsOf(spec, probe, ReplicaGpus(candidate.config()))};
@@ -713,22 +483,14 @@ v1::ProbeAssignment Scheduler::LeaseLocked(ActiveSearch& record, int64_t n, v1::
   candidate.set_worker(WorkerName(shares[0].worker_id));
   record.NoteLease();
 
-  std::vector<LeaseWorker> members;
-  std::vector<std::string> member_labels;
   const std::string name = ProbeName(record.id(), n, candidate.attempts());
+  std::vector<const v1::Worker*> members;
   for (const RankShare& share : shares) {
     WorkerRecord& worker = *workers_.Find(share.worker_id);
-    LeaseWorker& member = members.emplace_back();
-    member.id = worker.id;
-    member.hostname = worker.worker.hostname();
-    member.gpu_name = worker.worker.gpus(0).name();
-    member.gpu_type = worker.worker.gpu_type();
-    for (const v1::Gpu& gpu : worker.worker.gpus()) member.gpu_indices.push_back(gpu.index());
     worker.worker.set_state(v1::WORKER_BUSY);
     worker.worker.set_current_probe(name);
     StoreWorkerLocked(worker);
-    member_labels.push_back(absl::StrCat(worker.worker.name(), " (ranks ", share.first_rank, "-",
-                                         share.first_rank + share.num_ranks - 1, ")"));
+    members.push_back(&worker.worker);
   }
   const absl::Time expires =
       clock_->Now() + absl::Seconds(probe.deadline_seconds()) + options_.lease_grace;
@@ -743,12 +505,12 @@ v1::ProbeAssignment Scheduler::LeaseLocked(ActiveSearch& record, int64_t n, v1::
   lease.mutable_members(0)->set_delivered(true);
   changes_.PutLease(lease);
   v1::ProbeAssignment assignment = MemberAssignment(record.search(), lease, 0);
+  const std::string leased_to = DescribeMembers(lease);
   leases_.Add(std::move(lease));
-  PublishLocked(record,
-                absl::StrCat(CandidateLabel(n), " leased to ", absl::StrJoin(member_labels, ", "),
-                             " (attempt ", candidate.attempts(), " of ", probe.max_attempts(), ", ",
-                             scope == v1::PROBE_SCOPE_FULL ? "full" : "replica", " scope, ", ranks,
-                             " GPUs)"));
+  PublishLocked(record, absl::StrCat(CandidateLabel(n), " leased to ", leased_to, " (attempt ",
+                                     candidate.attempts(), " of ", probe.max_attempts(), ", ",
+                                     scope == v1::PROBE_SCOPE_FULL ? "full" : "replica", " scope, ",
+                                     ranks, " GPUs)"));
   return assignment;
 }
 

@@ -8,7 +8,9 @@
 // It holds the cascades (a lost worker releases its lease, which re-queues its probe, which
 // may end its search); the facts come from leaf components it owns: the searches' policies
 // (search_policy.h), the workers (worker_registry.h), the leases (lease_table.h), the queue
-// (probe_queue.h) and the changes not yet stored (change_set.h).
+// (probe_queue.h), the changes not yet stored (change_set.h), and each active search's own
+// bookkeeping (active_search.h). Implemented in scheduler.cc (the API and its cascades),
+// scheduler_recovery.cc (resuming from the store) and scheduler_launch_target.cc (LaunchTarget).
 #ifndef PARATUNE_SERVER_SCHEDULER_H_
 #define PARATUNE_SERVER_SCHEDULER_H_
 
@@ -95,13 +97,9 @@ class Scheduler : public LaunchTarget {
   // a bad request; UNAVAILABLE after Shutdown; the store's error when the search cannot be
   // stored (then nothing of it remains).
   absl::StatusOr<v1::Search> CreateSearch(const v1::CreateSearchRequest& request);
-  // The read-only calls, from the store (SearchReader's errors).
-  absl::StatusOr<v1::Search> GetSearch(absl::string_view name) const;
-  absl::StatusOr<v1::ListSearchesResponse> ListSearches(
-      const v1::ListSearchesRequest& request) const;
-  absl::StatusOr<v1::ListSearchEventsResponse> ListSearchEvents(
-      const v1::ListSearchEventsRequest& request) const;
-  absl::StatusOr<v1::ListWorkersResponse> ListWorkers() const;
+  // The read-only calls (GetSearch, ListSearches, ListSearchEvents, ListWorkers): answered
+  // from the store without the scheduler's lock.
+  const SearchReader& reader() const { return reader_; }
   // Drops queued probes, tells workers to stop running ones and ends the search CANCELLED.
   // NOT_FOUND when there is no such search; FAILED_PRECONDITION when it already ended; the
   // store's error when the cancellation cannot be stored (it is retried with the next

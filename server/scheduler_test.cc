@@ -133,7 +133,7 @@ class SchedulerTest : public ::testing::Test {
   }
 
   v1::Search Get(const std::string& name) {
-    absl::StatusOr<v1::Search> search = scheduler_->GetSearch(name);
+    absl::StatusOr<v1::Search> search = scheduler_->reader().GetSearch(name);
     EXPECT_TRUE(search.ok()) << search.status();
     return search.ok() ? *search : v1::Search();
   }
@@ -215,7 +215,7 @@ TEST_F(SchedulerTest, BadRequestsNameTheField) {
   EXPECT_THAT(status.message(), HasSubstr("model.preset"));
 
   // Nothing was created.
-  absl::StatusOr<v1::ListSearchesResponse> list = scheduler_->ListSearches({});
+  absl::StatusOr<v1::ListSearchesResponse> list = scheduler_->reader().ListSearches({});
   ASSERT_TRUE(list.ok());
   EXPECT_THAT(list->searches(), IsEmpty());
 }
@@ -267,7 +267,7 @@ TEST_F(SchedulerTest, ProbesRunToSuccessAndAreRankedByMeasurement) {
   EXPECT_THAT(search.stop_reason(), HasSubstr("probed all 3 selected candidates; best dp"));
   EXPECT_THAT(search.stop_reason(), HasSubstr("120.0 TFLOP/s per GPU (simulated)"));
 
-  absl::StatusOr<v1::ListWorkersResponse> workers = scheduler_->ListWorkers();
+  absl::StatusOr<v1::ListWorkersResponse> workers = scheduler_->reader().ListWorkers();
   ASSERT_TRUE(workers.ok());
   ASSERT_EQ(workers->workers_size(), 1);
   EXPECT_EQ(workers->workers(0).probes_completed(), 3);
@@ -481,7 +481,7 @@ TEST_F(SchedulerTest, LostWorkersProbeIsRequeuedThenGivenUp) {
   EXPECT_THAT(failed.candidates(0).probe_result().message(), HasSubstr("gave up after 2"));
   EXPECT_THAT(failed.stop_reason(), HasSubstr("all 1 selected candidates failed"));
 
-  absl::StatusOr<v1::ListWorkersResponse> workers = scheduler_->ListWorkers();
+  absl::StatusOr<v1::ListWorkersResponse> workers = scheduler_->reader().ListWorkers();
   ASSERT_TRUE(workers.ok());
   EXPECT_EQ(workers->workers(0).state(), v1::WORKER_LOST);
 }
@@ -621,7 +621,7 @@ TEST_F(SchedulerTest, LaunchEndingUnderItsRunningProbeRequeuesIt) {
   absl::StatusOr<v1::ListSearchEventsResponse> events = [&] {
     v1::ListSearchEventsRequest request;
     request.set_name(search.name());
-    return scheduler_->ListSearchEvents(request);
+    return scheduler_->reader().ListSearchEvents(request);
   }();
   ASSERT_TRUE(events.ok());
   std::vector<std::string> texts;
@@ -747,10 +747,10 @@ TEST_F(SchedulerTest, CancelDropsQueuedProbesAndStopsRunningOnes) {
 }
 
 TEST_F(SchedulerTest, GetNamesMissingAndMalformedSearches) {
-  const absl::Status missing = scheduler_->GetSearch("searches/42").status();
+  const absl::Status missing = scheduler_->reader().GetSearch("searches/42").status();
   EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(missing.message(), HasSubstr("searches/42"));
-  EXPECT_EQ(scheduler_->GetSearch("searches/x").status().code(),
+  EXPECT_EQ(scheduler_->reader().GetSearch("searches/x").status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -803,7 +803,7 @@ TEST_F(SchedulerTest, ProbesRunOnlyOnTheSearchsGpuType) {
   EXPECT_EQ(Get(search.name()).candidates(0).waiting_reason(),
             "needs 1 node of 8 x h100-80gb with backend sim; live workers: 1 x 8 a100-40gb "
             "(sim); they can host 0 of its 1 node shares");
-  absl::StatusOr<v1::ListWorkersResponse> workers = scheduler_->ListWorkers();
+  absl::StatusOr<v1::ListWorkersResponse> workers = scheduler_->reader().ListWorkers();
   ASSERT_TRUE(workers.ok());
   EXPECT_EQ(workers->workers(0).gpu_type(), "a100-40gb");
 
@@ -856,7 +856,7 @@ TEST_F(SchedulerTest, ASearchTheStoreRefusesLeavesNoTrace) {
   store_->FailNextWrites(1, absl::UnavailableError("database is locked"));
   EXPECT_EQ(scheduler_->CreateSearch(SmallSimSearch(1)).status().code(),
             absl::StatusCode::kUnavailable);
-  absl::StatusOr<v1::ListSearchesResponse> listed = scheduler_->ListSearches({});
+  absl::StatusOr<v1::ListSearchesResponse> listed = scheduler_->reader().ListSearches({});
   ASSERT_TRUE(listed.ok());
   EXPECT_EQ(listed->searches_size(), 0);
   EXPECT_EQ(scheduler_->Stats().queued_probes, 0);
@@ -886,7 +886,7 @@ TEST_F(SchedulerTest, ADeregisteredWorkerIsGoneAndItsProbeRequeued) {
   request.set_worker(worker);
   request.set_reason("SIGTERM");
   ASSERT_TRUE(scheduler_->DeregisterWorker(request).ok());
-  absl::StatusOr<v1::ListWorkersResponse> workers = scheduler_->ListWorkers();
+  absl::StatusOr<v1::ListWorkersResponse> workers = scheduler_->reader().ListWorkers();
   ASSERT_TRUE(workers.ok());
   EXPECT_EQ(workers->workers_size(), 0);
   const v1::Candidate candidate = Get(search.name()).candidates(0);
@@ -896,7 +896,7 @@ TEST_F(SchedulerTest, ADeregisteredWorkerIsGoneAndItsProbeRequeued) {
   EXPECT_EQ(Report(worker, probe->name(), OkResult(1)).code(), absl::StatusCode::kNotFound);
   v1::ListSearchEventsRequest events;
   events.set_name(search.name());
-  absl::StatusOr<v1::ListSearchEventsResponse> log = scheduler_->ListSearchEvents(events);
+  absl::StatusOr<v1::ListSearchEventsResponse> log = scheduler_->reader().ListSearchEvents(events);
   ASSERT_TRUE(log.ok());
   std::vector<std::string> texts;
   for (const v1::SearchEvent& event : log->events()) texts.push_back(event.text());
@@ -986,7 +986,7 @@ TEST_F(SchedulerTest, ListSearchesPagesNewestFirstWithoutCandidates) {
   for (int i = 0; i < 3; ++i) Create(SmallSimSearch(1));
   v1::ListSearchesRequest request;
   request.set_page_size(2);
-  absl::StatusOr<v1::ListSearchesResponse> first = scheduler_->ListSearches(request);
+  absl::StatusOr<v1::ListSearchesResponse> first = scheduler_->reader().ListSearches(request);
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_EQ(first->searches_size(), 2);
   EXPECT_EQ(first->searches(0).name(), "searches/3");
@@ -995,17 +995,18 @@ TEST_F(SchedulerTest, ListSearchesPagesNewestFirstWithoutCandidates) {
   ASSERT_FALSE(first->next_page_token().empty());
 
   request.set_page_token(first->next_page_token());
-  absl::StatusOr<v1::ListSearchesResponse> second = scheduler_->ListSearches(request);
+  absl::StatusOr<v1::ListSearchesResponse> second = scheduler_->reader().ListSearches(request);
   ASSERT_TRUE(second.ok());
   ASSERT_EQ(second->searches_size(), 1);
   EXPECT_EQ(second->searches(0).name(), "searches/1");
   EXPECT_TRUE(second->next_page_token().empty());
 
   request.set_page_token("garbage");
-  EXPECT_EQ(scheduler_->ListSearches(request).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(scheduler_->reader().ListSearches(request).status().code(),
+            absl::StatusCode::kInvalidArgument);
   request.clear_page_token();
   request.set_page_size(1001);
-  EXPECT_EQ(scheduler_->ListSearches(request).status(),
+  EXPECT_EQ(scheduler_->reader().ListSearches(request).status(),
             absl::InvalidArgumentError("page_size (1001) must be in [0, 1000]"));
 }
 
@@ -1091,7 +1092,7 @@ std::vector<int64_t> RunToEnd(SchedulerTest& test, Scheduler& scheduler, const s
     report.set_worker(worker);
     report.set_probe(assignment.name());
     *report.mutable_result() =
-        MeasuredAsPredicted(*scheduler.GetSearch(search_name), assignment, factor, spread);
+        MeasuredAsPredicted(*scheduler.reader().GetSearch(search_name), assignment, factor, spread);
     EXPECT_TRUE(scheduler.ReportProbe(report).ok());
   }
   return timed_steps;
@@ -1180,7 +1181,8 @@ TEST_F(SchedulerTest, EventLogKeepsEveryChangeInPages) {
   v1::ListSearchEventsRequest request;
   request.set_name(search.name());
   request.set_page_size(3);
-  absl::StatusOr<v1::ListSearchEventsResponse> first = scheduler_->ListSearchEvents(request);
+  absl::StatusOr<v1::ListSearchEventsResponse> first =
+      scheduler_->reader().ListSearchEvents(request);
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_EQ(first->events_size(), 3);
   EXPECT_THAT(first->events(0).text(), HasSubstr("search created"));
@@ -1190,7 +1192,8 @@ TEST_F(SchedulerTest, EventLogKeepsEveryChangeInPages) {
   EXPECT_THAT(first->events(2).text(), HasSubstr("candidates/0 leased to workers/1"));
   ASSERT_FALSE(first->next_page_token().empty());
   request.set_page_token(first->next_page_token());
-  absl::StatusOr<v1::ListSearchEventsResponse> rest = scheduler_->ListSearchEvents(request);
+  absl::StatusOr<v1::ListSearchEventsResponse> rest =
+      scheduler_->reader().ListSearchEvents(request);
   ASSERT_TRUE(rest.ok());
   ASSERT_EQ(rest->events_size(), 3);
   EXPECT_GT(rest->events(0).sequence(), first->events(2).sequence());
@@ -1199,7 +1202,8 @@ TEST_F(SchedulerTest, EventLogKeepsEveryChangeInPages) {
 
   request.set_name("searches/99");
   request.clear_page_token();
-  EXPECT_EQ(scheduler_->ListSearchEvents(request).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(scheduler_->reader().ListSearchEvents(request).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 // A scheduler over a database file, restarted as a killed server would be: everything it
@@ -1267,7 +1271,7 @@ TEST_F(SchedulerRestartTest, ResumedSearchAcceptsReportsOfProbesLeasedBeforeAndF
   v1::ListSearchEventsRequest events;
   events.set_name(search.name());
   events.set_page_size(1000);
-  absl::StatusOr<v1::ListSearchEventsResponse> log = scheduler_->ListSearchEvents(events);
+  absl::StatusOr<v1::ListSearchEventsResponse> log = scheduler_->reader().ListSearchEvents(events);
   ASSERT_TRUE(log.ok()) << log.status();
   bool resumed_event = false;
   for (const v1::SearchEvent& event : log->events()) {

@@ -6,15 +6,13 @@
 namespace paratune {
 
 bool DeadlinePassed(const v1::SearchBudget& budget, const BudgetUse& use) {
-  return budget.deadline_seconds() > 0 &&
-         use.elapsed >= absl::Seconds(budget.deadline_seconds());
+  return budget.deadline_seconds() > 0 && use.elapsed >= absl::Seconds(budget.deadline_seconds());
 }
 
 std::optional<std::string> BudgetReached(const v1::SearchBudget& budget, const BudgetUse& use) {
   if (DeadlinePassed(budget, use)) {
     return absl::StrCat("budget: deadline (",
-                        absl::FormatDuration(absl::Seconds(budget.deadline_seconds())),
-                        ") passed");
+                        absl::FormatDuration(absl::Seconds(budget.deadline_seconds())), ") passed");
   }
   if (budget.max_probes() > 0 && use.probes_started >= budget.max_probes()) {
     return absl::StrCat("budget: max_probes (", budget.max_probes(), ") reached");

@@ -15,7 +15,7 @@ namespace paratune {
 struct BudgetUse {
   int64_t probes_started = 0;  // confirmations and retries included
   double gpu_seconds = 0;
-  absl::Duration elapsed;      // since the search was created
+  absl::Duration elapsed;  // since the search was created
 };
 
 // The first limit `use` reached ("max_probes (20) reached", "deadline (1h) passed", ...), or

@@ -19,8 +19,7 @@ TEST(BudgetReachedTest, NamesTheLimitReached) {
             "budget: max_probes (20) reached");
   EXPECT_EQ(BudgetReached(budget, {0, 3600.4, absl::ZeroDuration()}),
             "budget: max_gpu_seconds (3600) reached after 3600 GPU-seconds");
-  EXPECT_EQ(BudgetReached(budget, {20, 3600, absl::Seconds(7200)}),
-            "budget: deadline (2h) passed");
+  EXPECT_EQ(BudgetReached(budget, {20, 3600, absl::Seconds(7200)}), "budget: deadline (2h) passed");
   EXPECT_TRUE(DeadlinePassed(budget, {0, 0, absl::Seconds(7200)}));
   EXPECT_FALSE(DeadlinePassed(budget, {20, 3600, absl::Seconds(7199)}));
 }

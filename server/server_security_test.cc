@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/client_credentials.h"
+#include "common/grpc_introspection.h"
 #include "common/grpc_server.h"
 #include "common/test_certificates.h"
 #include "common/test_file.h"
@@ -13,7 +14,6 @@
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "proto/autotuner_service.grpc.pb.h"
-#include "common/grpc_introspection.h"
 
 namespace paratune {
 namespace {

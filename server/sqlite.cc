@@ -12,8 +12,8 @@ namespace {
 // SQLITE_BUSY and SQLITE_LOCKED mean another process holds the database: a condition to
 // report, not a bug.
 absl::Status SqliteError(sqlite3* db, int code, absl::string_view context) {
-  const std::string message = absl::StrCat(context, ": ", sqlite3_errmsg(db), " (SQLite code ",
-                                           code, ")");
+  const std::string message =
+      absl::StrCat(context, ": ", sqlite3_errmsg(db), " (SQLite code ", code, ")");
   if (code == SQLITE_BUSY || code == SQLITE_LOCKED) return absl::UnavailableError(message);
   if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) return absl::DataLossError(message);
   return absl::InternalError(message);
@@ -85,13 +85,12 @@ std::string SqliteStatement::ColumnBytes(int index) const {
 
 absl::StatusOr<std::unique_ptr<SqliteDatabase>> SqliteDatabase::Open(const std::string& path) {
   sqlite3* db = nullptr;
-  const int code = sqlite3_open_v2(path.c_str(), &db,
-                                   SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                       SQLITE_OPEN_NOMUTEX,
-                                   nullptr);
+  const int code = sqlite3_open_v2(
+      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (code != SQLITE_OK) {
-    const std::string message = absl::StrCat("cannot open database \"", path, "\": ",
-                                             db != nullptr ? sqlite3_errmsg(db) : "out of memory");
+    const std::string message =
+        absl::StrCat("cannot open database \"", path,
+                     "\": ", db != nullptr ? sqlite3_errmsg(db) : "out of memory");
     sqlite3_close(db);
     return absl::UnavailableError(message);
   }
@@ -104,8 +103,8 @@ absl::Status SqliteDatabase::Execute(absl::string_view sql) {
   char* error = nullptr;
   const int code = sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, &error);
   if (code == SQLITE_OK) return absl::OkStatus();
-  absl::Status status = SqliteError(db_, code, absl::StrCat("running \"", sql.substr(0, 80),
-                                                            sql.size() > 80 ? "...\"" : "\""));
+  absl::Status status = SqliteError(
+      db_, code, absl::StrCat("running \"", sql.substr(0, 80), sql.size() > 80 ? "...\"" : "\""));
   sqlite3_free(error);
   return status;
 }

@@ -54,15 +54,15 @@ absl::StatusOr<int64_t> UserVersion(SqliteDatabase& db) {
 absl::Status MigrateStoreSchema(SqliteDatabase& db, int target_version) {
   PT_ASSIGN_OR_RETURN(const int64_t version, UserVersion(db));
   if (version > target_version) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "database \"", db.path(), "\" has schema version ", version,
-        ", newer than this paratune-server's ", target_version,
-        "; run a paratune-server at least as new as the one that wrote it"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("database \"", db.path(), "\" has schema version ", version,
+                     ", newer than this paratune-server's ", target_version,
+                     "; run a paratune-server at least as new as the one that wrote it"));
   }
   for (int64_t step = version; step < target_version; ++step) {
     // PRAGMA user_version takes no bound parameter; the value is our own integer.
-    const std::string sql = absl::StrCat("BEGIN;", kMigrations[step],
-                                         "PRAGMA user_version = ", step + 1, "; COMMIT;");
+    const std::string sql =
+        absl::StrCat("BEGIN;", kMigrations[step], "PRAGMA user_version = ", step + 1, "; COMMIT;");
     if (absl::Status status = db.Execute(sql); !status.ok()) {
       db.Execute("ROLLBACK").IgnoreError();
       return absl::Status(status.code(), absl::StrCat("migrating \"", db.path(), "\" to schema ",

@@ -101,6 +101,21 @@ std::vector<const v1::Worker*> WorkerRegistry::Live() const {
   return live;
 }
 
+std::optional<std::vector<RankShare>> WorkerRegistry::Place(const ProbeNeeds& needs,
+                                                            const Record& requester) const {
+  if (!WorkerMismatch(requester.worker, needs, HasReservedWorkers(needs.probe)).empty()) {
+    return std::nullopt;
+  }
+  return PlaceGang(needs.ranks, needs.gpus_per_node,
+                   FreeWorker{requester.id, requester.worker.gpus_size()},
+                   Eligible(needs, /*free_only=*/true, requester.id));
+}
+
+bool WorkerRegistry::CanHost(const ProbeNeeds& needs) const {
+  return HostableShares(needs.ranks, needs.gpus_per_node, Eligible(needs, /*free_only=*/false)) ==
+         static_cast<int64_t>(NodeShares(needs.ranks, needs.gpus_per_node).size());
+}
+
 std::string WorkerRegistry::WhyUnplaceable(const ProbeNeeds& needs) const {
   const std::vector<int64_t> shares = NodeShares(needs.ranks, needs.gpus_per_node);
   const int64_t hostable =

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,13 @@ class WorkerRegistry {
                                    int64_t except_id = 0) const;
   // Every live worker, by id.
   std::vector<const v1::Worker*> Live() const;
+  // Where a probe with these needs runs if `requester` asks now: its first node share on the
+  // requester, the others on free eligible workers (PlaceGang). nullopt when the requester
+  // does not fit (WorkerMismatch) or too few others are free.
+  std::optional<std::vector<RankShare>> Place(const ProbeNeeds& needs,
+                                              const Record& requester) const;
+  // Whether the live eligible workers, busy or not, could host every node share at once.
+  bool CanHost(const ProbeNeeds& needs) const;
   // Why no set of live workers can host a probe with these needs, for Candidate.waiting_reason
   // ("needs 2 nodes of 8 x h100-80gb (16 GPUs) with backend sim; live workers: ..."); empty
   // when they can, busy or not.
