@@ -10,6 +10,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "convert/search_text.h"
 #include "convert/spec_convert.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -25,17 +26,25 @@ bool SequenceParallel(const v1::ParallelConfig& config) {
          (!config.has_sequence_parallel() || config.sequence_parallel());
 }
 
-// Where the configuration came from, for the comment heading every export.
+// Where the configuration came from, for the comment heading every export. One line: the
+// display name and the hosts are anyone's text, and a line break would end the comment of
+// an sbatch script and run the rest.
 std::string Provenance(const v1::Search& search, const v1::Candidate& candidate) {
   const v1::ProbeResult& result = candidate.probe_result();
   std::string measured = "not probed";
   if (result.outcome() == v1::PROBE_OK) {
     measured = absl::StrFormat("%.1f TFLOP/s per GPU %s by %s", result.model_tflops_per_gpu(),
                                result.simulated() ? "SIMULATED" : "measured", result.backend());
+    if (!result.ran_on().empty()) absl::StrAppend(&measured, ", ", DescribeRanOn(result));
   }
-  return absl::StrFormat("%s of %s (%s): predicted %.1f, %s", candidate.name(), search.name(),
-                         search.display_name().empty() ? "no name" : search.display_name(),
-                         candidate.predicted().model_tflops_per_gpu(), measured);
+  std::string text =
+      absl::StrFormat("%s of %s (%s): predicted %.1f, %s", candidate.name(), search.name(),
+                      search.display_name().empty() ? "no name" : search.display_name(),
+                      candidate.predicted().model_tflops_per_gpu(), measured);
+  for (char& c : text) {
+    if (absl::ascii_iscntrl(c)) c = ' ';
+  }
+  return text;
 }
 
 // Megatron-LM (megatron/training/arguments.py) arguments, one per element.

@@ -81,6 +81,28 @@ TEST(ExportTest, MegatronArgumentsDescribeModelAndConfiguration) {
   EXPECT_THAT(*text, Not(HasSubstr("account-for-embedding")));
 }
 
+TEST(ExportTest, ProvenanceSaysWhereTheProbeRanOnOneLine) {
+  v1::Search search = Search();
+  search.set_display_name("demo\nrm -rf ~");
+  v1::Candidate candidate = search.candidates(0);
+  v1::ProbeHost& host = *candidate.mutable_probe_result()->add_ran_on();
+  host.set_worker("workers/3");
+  host.set_hostname("node-1\necho injected");
+  host.set_first_rank(0);
+  host.set_num_ranks(16);
+  host.set_gpu_type("h100-94gb");
+  absl::StatusOr<std::string> text = ExportCandidate(search, candidate, ExportFormat::kMegatron);
+  ASSERT_TRUE(text.ok());
+  EXPECT_THAT(*text, HasSubstr("# Megatron-LM arguments for searches/3/candidates/5 of searches/3 "
+                               "(demo rm -rf ~): predicted 500.0, 610.5 TFLOP/s per GPU SIMULATED "
+                               "by sim, ran on workers/3 (node-1 echo injected, 16 x h100-94gb, "
+                               "ranks 0-15)\n"));
+  text = ExportCandidate(search, candidate, ExportFormat::kSbatch);
+  ASSERT_TRUE(text.ok());
+  EXPECT_THAT(*text, Not(HasSubstr("\necho injected")));
+  EXPECT_THAT(*text, Not(HasSubstr("\nrm -rf")));
+}
+
 TEST(ExportTest, UnevenPipelineSplitIsSpelledOut) {
   v1::Search search = Search();
   search.mutable_spec()->mutable_model()->set_preset("llama3.1-405b");

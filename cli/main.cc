@@ -104,6 +104,10 @@ ABSL_FLAG(std::string, scope, "auto",
           "traffic modelled) or auto (full when the workers have the cluster's GPUs).");
 ABSL_FLAG(int64_t, warmup_steps, 2, "submit: untimed steps per probe.");
 ABSL_FLAG(int64_t, timed_steps, 5, "submit: timed steps per probe.");
+ABSL_FLAG(int64_t, max_launch_failures, 0,
+          "submit: stop the search FAILED once this many launches in a row (Slurm jobs for its "
+          "probes, on a server with --launcher=slurm) were refused with the same message; 0 "
+          "means the server's default, 3. At most 1,000.");
 ABSL_FLAG(uint64_t, seed, 1, "submit: seed of the sim backend's noise.");
 ABSL_FLAG(std::string, name, "", "submit: display name of the search.");
 ABSL_FLAG(bool, watch, false, "submit: follow the search until it ends, then print the result.");
@@ -338,6 +342,7 @@ absl::StatusOr<paratune::v1::SearchSpec> SearchSpecFromFlags() {
   }
   spec.mutable_probe()->set_warmup_steps(absl::GetFlag(FLAGS_warmup_steps));
   spec.mutable_probe()->set_timed_steps(absl::GetFlag(FLAGS_timed_steps));
+  spec.mutable_probe()->set_max_launch_failures(absl::GetFlag(FLAGS_max_launch_failures));
   spec.set_seed(absl::GetFlag(FLAGS_seed));
   return spec;
 }

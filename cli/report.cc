@@ -303,6 +303,11 @@ std::string FormatSearch(const v1::Search& search) {
 
   const CandidateTable table = CandidatesTable(search, 0);
   absl::StrAppend(&out, "\n", table.text);
+  // Where each probe ran goes below the table: a gang's hosts would make a column too wide.
+  for (const auto& c : search.candidates()) {
+    if (c.state() != v1::CANDIDATE_PROBED || c.probe_result().ran_on().empty()) continue;
+    absl::StrAppend(&out, DescribeConfig(c.config()), " ", DescribeRanOn(c.probe_result()), "\n");
+  }
   for (const auto& c : search.candidates()) {
     if (c.waiting_reason().empty()) continue;
     absl::StrAppend(&out, "waiting: ", DescribeConfig(c.config()), " ", c.waiting_reason(), "\n");
@@ -362,9 +367,10 @@ std::string FormatWorkers(const v1::ListWorkersResponse& response) {
                {"probes done", true},
                {"labels", false}});
   for (const auto& worker : response.workers()) {
-    std::string gpus = worker.gpus().empty()
-                           ? "none"
-                           : absl::StrCat(worker.gpus_size(), " x ", worker.gpus(0).name());
+    const std::string gpus =
+        worker.gpus().empty()
+            ? "none"
+            : DescribeGpus(worker.gpus_size(), worker.gpu_type(), worker.gpus(0).name());
     // Sorted: a protobuf map has no order. A Slurm job's worker shows its job and probe here.
     const std::map<std::string, std::string> labels(worker.labels().begin(), worker.labels().end());
     table.AddRow({worker.name(), worker.hostname(), gpus, absl::StrJoin(worker.backends(), ","),

@@ -27,17 +27,20 @@ std::string FormatProgress(const v1::Search& search);
 
 // Header (name, model, cluster, policy, state, counts, stop reason) and the ranked table:
 // config, memory GiB and fraction, predicted and probed TFLOP/s per GPU, outcome, with
-// simulated results marked "(sim)" and a legend saying so.
+// simulated results marked "(sim)" and a legend saying so; below it, where each probed
+// candidate ran ("dp4 tp2 pp1 cp1 mbs1 ran on workers/3 (node-1, 8 x h100-80gb, ranks 0-7)")
+// and why each waiting one waits.
 std::string FormatSearch(const v1::Search& search);
 
-// One row per search: name, display name, state, probed/selected, best TFLOP/s per GPU.
 // What `paratune watch` redraws on a terminal: the progress line, the latest event and the
 // first `max_rows` ranked candidates.
 std::string FormatLiveView(const v1::Search& search, const std::string& event, int max_rows);
 
+// One row per search: name, display name, state, probed/selected, stop reason, created.
 std::string FormatSearchList(const v1::ListSearchesResponse& response);
 
-// One row per worker: name, host, GPUs, backends, state, probes completed.
+// One row per worker: name, host, GPUs ("8 x h100-80gb", the type the server matched them
+// to, or "8 x unknown GPU <name>" when none), backends, state, probes completed, labels.
 std::string FormatWorkers(const v1::ListWorkersResponse& response);
 
 // One line per event, "TIME  TEXT", and the next page's flag when there is one.

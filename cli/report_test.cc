@@ -79,6 +79,42 @@ TEST(FormatSearchTest, SaysWhyACandidateWaits) {
               HasSubstr("waiting: dp2 tp2 pp1 cp1 mbs1 needs 8 GPUs; the live workers hold 4\n"));
 }
 
+v1::ProbeHost Host(const std::string& worker, const std::string& hostname, int64_t first_rank) {
+  v1::ProbeHost host;
+  host.set_worker(worker);
+  host.set_hostname(hostname);
+  host.set_first_rank(first_rank);
+  host.set_num_ranks(8);
+  host.set_gpu_name("simulated h100-80gb");
+  host.set_gpu_type("h100-80gb");
+  return host;
+}
+
+TEST(FormatSearchTest, SaysWhereEachProbedCandidateRanBelowTheTable) {
+  v1::Search search;
+  v1::Candidate gang = Probed(16, 1, 450.0, /*simulated=*/true);
+  *gang.mutable_probe_result()->add_ran_on() = Host("workers/3", "sim-node-1", 0);
+  *gang.mutable_probe_result()->add_ran_on() = Host("workers/4", "sim-node-2", 8);
+  *search.add_candidates() = gang;
+  v1::Candidate oom = Probed(8, 2, 0, /*simulated=*/true);
+  oom.mutable_probe_result()->set_outcome(v1::PROBE_OUT_OF_MEMORY);
+  *oom.mutable_probe_result()->add_ran_on() = Host("workers/3", "sim-node-1", 0);
+  *search.add_candidates() = oom;
+  // Recorded before the server filled ran_on in: no line.
+  *search.add_candidates() = Probed(4, 4, 300.0, /*simulated=*/true);
+
+  const std::string text = FormatSearch(search);
+  EXPECT_THAT(text, HasSubstr("  ok\n"
+                              "dp16 tp1 pp1 cp1 mbs1 ran on workers/3 (sim-node-1, 8 x h100-80gb, "
+                              "ranks 0-7) + workers/4 (sim-node-2, 8 x h100-80gb, ranks 8-15)\n"
+                              "dp8 tp2 pp1 cp1 mbs1 ran on workers/3 (sim-node-1, 8 x h100-80gb, "
+                              "ranks 0-7)\n"
+                              "(sim) = SIMULATED"));
+  EXPECT_THAT(text, Not(HasSubstr("dp4 tp4 pp1 cp1 mbs1 ran on")));
+  // The table has no column for it.
+  EXPECT_THAT(text, HasSubstr("step s  result\n"));
+}
+
 TEST(FormatLiveViewTest, ProgressEventAndTheFirstRows) {
   v1::Search search;
   search.set_name("searches/3");
@@ -119,6 +155,39 @@ TEST(FormatWorkersTest, ShowsTheLabelsInKeyOrder) {
   EXPECT_THAT(table, HasSubstr("labels"));
   EXPECT_THAT(table,
               HasSubstr("paratune.probe=searches/1/candidates/0/probes/1,slurm_job_id=4242"));
+}
+
+TEST(FormatWorkersTest, ShowsTheMatchedGpuTypeOrTheUnknownName) {
+  v1::ListWorkersResponse response;
+  v1::Worker& matched = *response.add_workers();
+  matched.set_name("workers/1");
+  matched.set_hostname("gpu-001");
+  for (int i = 0; i < 8; ++i) matched.add_gpus()->set_name("NVIDIA H100 80GB HBM3");
+  matched.set_gpu_type("h100-80gb");
+  matched.add_backends("cuda");
+  matched.set_state(v1::WORKER_IDLE);
+  v1::Worker& unknown = *response.add_workers();
+  unknown.set_name("workers/2");
+  unknown.set_hostname("gh-001");
+  for (int i = 0; i < 4; ++i) unknown.add_gpus()->set_name("NVIDIA GH200 480GB");
+  unknown.add_backends("cuda");
+  unknown.set_state(v1::WORKER_IDLE);
+  v1::Worker& none = *response.add_workers();
+  none.set_name("workers/3");
+  none.set_hostname("cpu-001");
+  none.add_backends("sim");
+  none.set_state(v1::WORKER_LOST);
+  EXPECT_EQ(FormatWorkers(response),
+            "worker     host     GPUs                                backends  state        "
+            "probes done  labels\n"
+            "---------  -------  ----------------------------------  --------  -----------  "
+            "-----------  ------\n"
+            "workers/1  gpu-001  8 x h100-80gb                       cuda      WORKER_IDLE  "
+            "          0\n"
+            "workers/2  gh-001   4 x unknown GPU NVIDIA GH200 480GB  cuda      WORKER_IDLE  "
+            "          0\n"
+            "workers/3  cpu-001  none                                sim       WORKER_LOST  "
+            "          0\n");
 }
 
 TEST(FormatEstimateTest, PrintsEveryTermPerStageAndTheVerdict) {

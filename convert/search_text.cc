@@ -1,9 +1,33 @@
 #include "convert/search_text.h"
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace paratune {
+namespace {
+
+// Hosts of a probe that DescribeRanOn names one by one; a larger gang ends with a summary.
+constexpr int kMaxHostsNamed = 4;
+
+// "ranks 8-15", or "rank 5" for one.
+std::string DescribeRanks(int64_t first, int64_t count) {
+  if (count == 1) return absl::StrCat("rank ", first);
+  return absl::StrCat("ranks ", first, "-", first + count - 1);
+}
+
+// "workers/3 (sim-node-1, 8 x h100-80gb, ranks 0-7)".
+std::string DescribeHost(const v1::ProbeHost& host) {
+  std::vector<std::string> parts;
+  if (!host.hostname().empty()) parts.push_back(host.hostname());
+  parts.push_back(DescribeGpus(host.num_ranks(), host.gpu_type(), host.gpu_name()));
+  parts.push_back(DescribeRanks(host.first_rank(), host.num_ranks()));
+  return absl::StrCat(host.worker(), " (", absl::StrJoin(parts, ", "), ")");
+}
+
+}  // namespace
 
 std::string DescribeConfig(const v1::ParallelConfig& config) {
   std::string text = absl::StrCat("dp", config.data_parallel(), " tp", config.tensor_parallel(),
@@ -50,6 +74,30 @@ std::string DescribeResult(const v1::ProbeResult& result) {
   std::string text = DescribeOutcome(result.outcome());
   if (!result.message().empty()) absl::StrAppend(&text, ": ", result.message());
   return absl::StrCat(text, label);
+}
+
+std::string DescribeGpus(int64_t count, const std::string& gpu_type, const std::string& gpu_name) {
+  if (!gpu_type.empty()) return absl::StrCat(count, " x ", gpu_type);
+  if (gpu_name.empty()) return absl::StrCat(count, " x unknown GPU");
+  return absl::StrCat(count, " x unknown GPU ", gpu_name);
+}
+
+std::string DescribeRanOn(const v1::ProbeResult& result) {
+  const auto& hosts = result.ran_on();
+  if (hosts.empty()) return "";
+  const int named = hosts.size() <= kMaxHostsNamed ? hosts.size() : kMaxHostsNamed - 1;
+  std::vector<std::string> parts;
+  for (int i = 0; i < named; ++i) parts.push_back(DescribeHost(hosts[i]));
+  if (named < hosts.size()) {
+    const v1::ProbeHost& first = hosts[named];
+    const v1::ProbeHost& last = hosts[hosts.size() - 1];
+    parts.push_back(
+        absl::StrCat(hosts.size() - named, " more workers (",
+                     DescribeRanks(first.first_rank(),
+                                   last.first_rank() + last.num_ranks() - first.first_rank()),
+                     ")"));
+  }
+  return absl::StrCat("ran on ", absl::StrJoin(parts, " + "));
 }
 
 }  // namespace paratune

@@ -3,6 +3,7 @@
 #ifndef PARATUNE_CONVERT_SEARCH_TEXT_H_
 #define PARATUNE_CONVERT_SEARCH_TEXT_H_
 
+#include <cstdint>
 #include <string>
 
 #include "proto/probe.pb.h"
@@ -20,6 +21,17 @@ std::string DescribeOutcome(v1::ProbeOutcome outcome);
 // "402.1 TFLOP/s per GPU (simulated)" for PROBE_OK, else the outcome and the message, e.g.
 // "out of memory: estimated peak 90.1 GiB exceeds 79.6 GiB (simulated)".
 std::string DescribeResult(const v1::ProbeResult& result);
+
+// `count` GPUs by the catalog type the server matched them to, "8 x h100-80gb"; when
+// `gpu_type` is empty, by the device name the worker registered, "8 x unknown GPU NVIDIA
+// GH200 480GB" ("8 x unknown GPU" when that is empty too).
+std::string DescribeGpus(int64_t count, const std::string& gpu_type, const std::string& gpu_name);
+
+// Where a probe ran, from result.ran_on: "ran on workers/3 (sim-node-1, 8 x h100-80gb, ranks
+// 0-7) + workers/4 (sim-node-2, 8 x h100-80gb, ranks 8-15)", a missing hostname left out and
+// one rank said "rank 5". Past 4 workers, the first 3 and "+ 13 more workers (ranks 24-127)".
+// "" when ran_on is empty (a result recorded before the server filled it in).
+std::string DescribeRanOn(const v1::ProbeResult& result);
 
 }  // namespace paratune
 

@@ -1,5 +1,8 @@
 #include "convert/search_text.h"
 
+#include <string>
+
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace paratune {
@@ -35,6 +38,67 @@ TEST(DescribeResultTest, SaysWhatHappened) {
   oom.set_message("cudaMalloc failed");
   EXPECT_EQ(DescribeResult(oom), "out of memory: cudaMalloc failed");
   EXPECT_EQ(DescribeOutcome(v1::PROBE_INFRA_ERROR), "infrastructure error");
+}
+
+TEST(DescribeGpusTest, TypeOrTheUnmatchedName) {
+  EXPECT_EQ(DescribeGpus(8, "h100-80gb", "NVIDIA H100 80GB HBM3"), "8 x h100-80gb");
+  EXPECT_EQ(DescribeGpus(4, "", "NVIDIA GH200 480GB"), "4 x unknown GPU NVIDIA GH200 480GB");
+  EXPECT_EQ(DescribeGpus(1, "", ""), "1 x unknown GPU");
+}
+
+v1::ProbeHost Host(int worker, const std::string& hostname, int64_t first_rank, int64_t num_ranks) {
+  v1::ProbeHost host;
+  host.set_worker(absl::StrCat("workers/", worker));
+  host.set_hostname(hostname);
+  host.set_first_rank(first_rank);
+  host.set_num_ranks(num_ranks);
+  host.set_gpu_name("simulated h100-80gb");
+  host.set_gpu_type("h100-80gb");
+  return host;
+}
+
+TEST(DescribeRanOnTest, EmptyBeforeTheServerRecordsIt) {
+  v1::ProbeResult result;
+  result.set_outcome(v1::PROBE_OK);
+  EXPECT_EQ(DescribeRanOn(result), "");
+}
+
+TEST(DescribeRanOnTest, OneWorker) {
+  v1::ProbeResult result;
+  *result.add_ran_on() = Host(3, "sim-node-1", 0, 8);
+  EXPECT_EQ(DescribeRanOn(result), "ran on workers/3 (sim-node-1, 8 x h100-80gb, ranks 0-7)");
+}
+
+TEST(DescribeRanOnTest, AGangInRankOrder) {
+  v1::ProbeResult result;
+  *result.add_ran_on() = Host(3, "sim-node-1", 0, 8);
+  *result.add_ran_on() = Host(4, "sim-node-2", 8, 8);
+  EXPECT_EQ(DescribeRanOn(result),
+            "ran on workers/3 (sim-node-1, 8 x h100-80gb, ranks 0-7) + workers/4 (sim-node-2, "
+            "8 x h100-80gb, ranks 8-15)");
+}
+
+TEST(DescribeRanOnTest, OneRankNoHostnameAndAnUnmatchedGpu) {
+  v1::ProbeResult result;
+  v1::ProbeHost host = Host(9, "", 5, 1);
+  host.clear_gpu_type();
+  host.set_gpu_name("NVIDIA GH200 480GB");
+  *result.add_ran_on() = host;
+  EXPECT_EQ(DescribeRanOn(result), "ran on workers/9 (1 x unknown GPU NVIDIA GH200 480GB, rank 5)");
+}
+
+TEST(DescribeRanOnTest, ALargeGangIsSummarised) {
+  v1::ProbeResult result;
+  for (int i = 0; i < 4; ++i) *result.add_ran_on() = Host(i, absl::StrCat("n", i), 4 * i, 4);
+  EXPECT_EQ(DescribeRanOn(result),
+            "ran on workers/0 (n0, 4 x h100-80gb, ranks 0-3) + workers/1 (n1, 4 x h100-80gb, "
+            "ranks 4-7) + workers/2 (n2, 4 x h100-80gb, ranks 8-11) + workers/3 (n3, 4 x "
+            "h100-80gb, ranks 12-15)");
+  for (int i = 4; i < 16; ++i) *result.add_ran_on() = Host(i, absl::StrCat("n", i), 4 * i, 4);
+  EXPECT_EQ(DescribeRanOn(result),
+            "ran on workers/0 (n0, 4 x h100-80gb, ranks 0-3) + workers/1 (n1, 4 x h100-80gb, "
+            "ranks 4-7) + workers/2 (n2, 4 x h100-80gb, ranks 8-11) + 13 more workers (ranks "
+            "12-63)");
 }
 
 }  // namespace
