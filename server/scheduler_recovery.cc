@@ -16,6 +16,7 @@ absl::Status Scheduler::RecoverLocked() {
   // A worker that was alive when the server stopped gets a full allowance to heartbeat again
   // before it is declared lost.
   for (auto& [id, worker] : state.workers) workers_.Restore(id, std::move(worker), now);
+  workers_.ReserveIdsThrough(state.last_worker_id);
   for (v1::Search& search : state.unfinished_searches) {
     PT_ASSIGN_OR_RETURN(const int64_t id, ParseSearchName("search.name", search.name()));
     active_.try_emplace(id, id, std::move(search));

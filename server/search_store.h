@@ -34,7 +34,7 @@ struct StoreBatch {
   // The latest snapshot of each changed search / worker, by id.
   std::map<int64_t, v1::Search> searches;
   std::map<int64_t, v1::Worker> workers;
-  // Workers that deregistered: their rows go.
+  // Workers that deregistered: their rows go, and their ids are never handed out again.
   std::set<int64_t> removed_workers;
   // Leases created or changed, by probe name; and those that ended.
   std::map<std::string, internal::LeaseState> leases;
@@ -57,6 +57,8 @@ struct StoredState {
   std::vector<internal::LeaseState> leases;
   // The largest search id ever allocated (0 when none).
   int64_t last_search_id = 0;
+  // The largest worker id ever stored, deregistered workers included (0 when none).
+  int64_t last_worker_id = 0;
 };
 
 // One page of searches, newest first.

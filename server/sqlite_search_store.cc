@@ -1,5 +1,6 @@
 #include "server/sqlite_search_store.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -86,6 +87,11 @@ absl::Status SqliteSearchStore::ApplyLocked(const StoreBatch& batch) {
   for (const int64_t id : batch.removed_workers) {
     PT_ASSIGN_OR_RETURN(SqliteStatement remove, db_->Prepare("DELETE FROM workers WHERE id = ?"));
     PT_RETURN_IF_ERROR(remove.Bind(1, id).Run());
+    PT_ASSIGN_OR_RETURN(
+        SqliteStatement keep_id,
+        db_->Prepare("INSERT INTO counters (name, value) VALUES ('last_worker_id', ?) "
+                     "ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)"));
+    PT_RETURN_IF_ERROR(keep_id.Bind(1, id).Run());
   }
   for (const auto& [probe, lease] : batch.leases) {
     PT_ASSIGN_OR_RETURN(
@@ -135,7 +141,12 @@ absl::StatusOr<StoredState> SqliteSearchStore::Load() {
     const int64_t id = workers.ColumnInt(0);
     PT_ASSIGN_OR_RETURN(state.workers[id],
                         ParseRow<v1::Worker>(workers.ColumnBytes(1), "workers", WorkerName(id)));
+    state.last_worker_id = std::max(state.last_worker_id, id);
   }
+  PT_ASSIGN_OR_RETURN(SqliteStatement counter,
+                      db_->Prepare("SELECT value FROM counters WHERE name = 'last_worker_id'"));
+  PT_ASSIGN_OR_RETURN(const bool has_counter, counter.Step());
+  if (has_counter) state.last_worker_id = std::max(state.last_worker_id, counter.ColumnInt(0));
   PT_ASSIGN_OR_RETURN(SqliteStatement leases,
                       db_->Prepare("SELECT probe, lease FROM leases ORDER BY probe"));
   while (true) {

@@ -109,6 +109,8 @@ TEST(SqliteSearchStoreTest, LoadReturnsWhatAResumingSchedulerNeeds) {
   EXPECT_EQ(state->unfinished_searches[0].candidates_size(), 1);
   ASSERT_EQ(state->workers.size(), 1u);
   EXPECT_EQ(state->workers.at(7).name(), "workers/7");
+  // workers/8 deregistered: its row is gone, its id is not free again.
+  EXPECT_EQ(state->last_worker_id, 8);
   ASSERT_EQ(state->leases.size(), 1u);
   EXPECT_EQ(state->leases[0].probe(), "searches/2/candidates/0/probes/1");
 }

@@ -39,6 +39,14 @@ constexpr const char* kMigrations[] = {
       );
       CREATE INDEX events_by_search ON events (search_id, sequence);
     )sql",
+    // 2 -> 3: the largest worker id handed out, kept apart from the workers table: a worker
+    // that deregisters loses its row, and its id must not be handed out again.
+    R"sql(
+      CREATE TABLE counters (
+        name TEXT PRIMARY KEY,
+        value INTEGER NOT NULL
+      );
+    )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kStoreSchemaVersion,
               "one migration per schema version");

@@ -4,6 +4,7 @@
 #ifndef PARATUNE_SERVER_WORKER_REGISTRY_H_
 #define PARATUNE_SERVER_WORKER_REGISTRY_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -36,8 +37,10 @@ class WorkerRegistry {
   Record& Add(const v1::RegisterWorkerRequest& request, absl::Time now);
   // A worker the store held, given a full heartbeat allowance from `now`.
   Record& Restore(int64_t id, v1::Worker worker, absl::Time now);
-  // Forgets the worker (it deregistered). Its id is never handed out again by this registry.
+  // Forgets the worker (it deregistered). Its id is never handed out again.
   void Remove(int64_t id);
+  // Ids up to `id` were handed out before (StoredState.last_worker_id): new ones are larger.
+  void ReserveIdsThrough(int64_t id) { last_id_ = std::max(last_id_, id); }
 
   // The worker called `name`, if registered and not lost. INVALID_ARGUMENT for a malformed
   // name; NOT_FOUND saying to register again otherwise.
