@@ -91,30 +91,15 @@ std::vector<MixedSearch> Searches() {
 }
 
 std::vector<v1::Worker> ListWorkers(TestCluster& cluster) {
-  v1::ListWorkersResponse response;
-  const grpc::Status status = cluster.autotuner().ListWorkers(ContextWithTimeout(kRpcTimeout).get(),
-                                                              v1::ListWorkersRequest(), &response);
-  EXPECT_TRUE(status.ok()) << status.error_message();
-  return {response.workers().begin(), response.workers().end()};
+  absl::StatusOr<std::vector<v1::Worker>> workers = cluster.ListWorkers();
+  EXPECT_TRUE(workers.ok()) << workers.status();
+  return workers.ok() ? *std::move(workers) : std::vector<v1::Worker>();
 }
 
-// Every event of the search, all pages.
 std::vector<std::string> ListEvents(TestCluster& cluster, const std::string& name) {
-  std::vector<std::string> texts;
-  v1::ListSearchEventsRequest request;
-  request.set_name(name);
-  request.set_page_size(1000);
-  while (true) {
-    v1::ListSearchEventsResponse response;
-    const grpc::Status status = cluster.autotuner().ListSearchEvents(
-        ContextWithTimeout(kRpcTimeout).get(), request, &response);
-    EXPECT_TRUE(status.ok()) << name << ": " << status.error_message();
-    if (!status.ok()) break;
-    for (const v1::SearchEvent& event : response.events()) texts.push_back(event.text());
-    if (response.next_page_token().empty()) break;
-    request.set_page_token(response.next_page_token());
-  }
-  return texts;
+  absl::StatusOr<std::vector<std::string>> events = cluster.EventTexts(name);
+  EXPECT_TRUE(events.ok()) << name << ": " << events.status();
+  return events.ok() ? *std::move(events) : std::vector<std::string>();
 }
 
 std::string Describe(const std::map<std::string, int64_t>& counts) {
@@ -150,12 +135,10 @@ TEST(E2eMixedFleetTest, ConcurrentSearchesRunOnlyOnWorkersOfTheirGpuTypeAndNodeS
   const absl::Time started_searches = absl::Now();
   std::vector<MixedSearch> searches = Searches();
   for (MixedSearch& search : searches) {
-    v1::Search created;
-    const grpc::Status status = cluster.autotuner().CreateSearch(
-        ContextWithTimeout(kRpcTimeout).get(), search.request, &created);
-    ASSERT_TRUE(status.ok()) << search.label << ": " << status.error_message();
-    ASSERT_EQ(created.state(), v1::PROBING) << search.label << ": " << created.stop_reason();
-    search.name = created.name();
+    absl::StatusOr<v1::Search> created = cluster.CreateSearch(search.request);
+    ASSERT_TRUE(created.ok()) << search.label << ": " << created.status();
+    ASSERT_EQ(created->state(), v1::PROBING) << search.label << ": " << created->stop_reason();
+    search.name = created->name();
   }
   // The searches run at once; each wait ends as soon as its search has.
   const absl::Time give_up = absl::Now() + kSearchesTimeout;

@@ -2,6 +2,7 @@
 // kill -9 mid-search and restarted on its database, a worker killed mid-probe, and two
 // searches sharing the fleet.
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,42 +29,19 @@ std::vector<std::string> SimWorker(const std::string& probe_seconds) {
           absl::StrCat("--sim_probe_seconds=", probe_seconds)};
 }
 
+// Creates the search; fails the test if the call fails.
 v1::Search Create(TestCluster& cluster, const v1::CreateSearchRequest& request) {
-  v1::Search created;
-  const grpc::Status status =
-      cluster.autotuner().CreateSearch(ContextWithTimeout(kRpcTimeout).get(), request, &created);
-  EXPECT_TRUE(status.ok()) << status.error_message();
-  return created;
+  absl::StatusOr<v1::Search> created = cluster.CreateSearch(request);
+  EXPECT_TRUE(created.ok()) << created.status();
+  return created.ok() ? *std::move(created) : v1::Search();
 }
 
-// Polls until `done(search)` or the timeout; the last search seen.
-template <typename Predicate>
-v1::Search WaitFor(TestCluster& cluster, const std::string& name, Predicate done) {
-  const absl::Time give_up = absl::Now() + kSearchTimeout;
-  v1::Search search;
-  while (absl::Now() < give_up) {
-    absl::StatusOr<v1::Search> got = cluster.GetSearch(name);
-    if (got.ok()) {
-      search = *got;
-      if (done(search)) return search;
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  ADD_FAILURE() << "timed out waiting on " << name;
-  return search;
-}
-
-std::vector<std::string> EventTexts(TestCluster& cluster, const std::string& name) {
-  v1::ListSearchEventsRequest request;
-  request.set_name(name);
-  request.set_page_size(1000);
-  v1::ListSearchEventsResponse response;
-  const grpc::Status status = cluster.autotuner().ListSearchEvents(
-      ContextWithTimeout(kRpcTimeout).get(), request, &response);
-  EXPECT_TRUE(status.ok()) << status.error_message();
-  std::vector<std::string> texts;
-  for (const v1::SearchEvent& event : response.events()) texts.push_back(event.text());
-  return texts;
+// WaitForSearch for at most kSearchTimeout; fails the test on a timeout.
+v1::Search WaitFor(TestCluster& cluster, const std::string& name,
+                   const std::function<bool(const v1::Search&)>& done) {
+  absl::StatusOr<v1::Search> search = cluster.WaitForSearch(name, done, kSearchTimeout);
+  EXPECT_TRUE(search.ok()) << search.status();
+  return search.ok() ? *std::move(search) : v1::Search();
 }
 
 std::string DatabasePath(const std::string& name) {
@@ -97,8 +75,8 @@ TEST(E2eRecoveryTest, ServerKilledMidSearchResumesAndLosesNoResult) {
 
   absl::StatusOr<v1::Search> done = (*cluster)->WaitUntilEnded(created.name(), kSearchTimeout);
   ASSERT_TRUE(done.ok()) << done.status();
-  std::fprintf(stderr, "e2e: after the restart: %s, %s\n", v1::SearchState_Name(done->state()).c_str(),
-               done->stop_reason().c_str());
+  std::fprintf(stderr, "e2e: after the restart: %s, %s\n",
+               v1::SearchState_Name(done->state()).c_str(), done->stop_reason().c_str());
   EXPECT_EQ(done->state(), v1::SUCCEEDED) << done->stop_reason();
   EXPECT_EQ(done->counts().probed(), 6);
   EXPECT_EQ(done->counts().succeeded(), 6);
@@ -110,7 +88,9 @@ TEST(E2eRecoveryTest, ServerKilledMidSearchResumesAndLosesNoResult) {
     // Running at the kill: reported to the restarted server, not run again.
     EXPECT_EQ(candidate.attempts(), 1) << candidate.name() << " was probed again";
   }
-  const std::vector<std::string> events = EventTexts(**cluster, created.name());
+  absl::StatusOr<std::vector<std::string>> event_texts = (*cluster)->EventTexts(created.name());
+  ASSERT_TRUE(event_texts.ok()) << event_texts.status();
+  const std::vector<std::string>& events = *event_texts;
   EXPECT_THAT(events, ::testing::Contains("server restarted; search resumed"));
 }
 
@@ -154,7 +134,9 @@ TEST(E2eRecoveryTest, ProbeOfAKilledWorkerRunsOnAnother) {
     EXPECT_EQ(candidate.probe_result().outcome(), v1::PROBE_OK);
   }
   bool requeued = false;
-  for (const std::string& event : EventTexts(**cluster, created.name())) {
+  absl::StatusOr<std::vector<std::string>> events = (*cluster)->EventTexts(created.name());
+  ASSERT_TRUE(events.ok()) << events.status();
+  for (const std::string& event : *events) {
     requeued |= absl::StrContains(event, absl::StrCat(slow, " lost: no heartbeat"));
   }
   EXPECT_TRUE(requeued);

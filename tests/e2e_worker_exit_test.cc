@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,11 +55,9 @@ std::unique_ptr<ChildProcess> StartWorker(const TestCluster& cluster, const std:
 }
 
 std::vector<v1::Worker> ListWorkers(TestCluster& cluster) {
-  v1::ListWorkersResponse response;
-  const grpc::Status status = cluster.autotuner().ListWorkers(ContextWithTimeout(kRpcTimeout).get(),
-                                                              v1::ListWorkersRequest(), &response);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::OK) << status.error_message();
-  return {response.workers().begin(), response.workers().end()};
+  absl::StatusOr<std::vector<v1::Worker>> workers = cluster.ListWorkers();
+  EXPECT_TRUE(workers.ok()) << workers.status();
+  return workers.ok() ? *std::move(workers) : std::vector<v1::Worker>();
 }
 
 // Polls ListWorkers until a worker registered with `hostname`; its name, or empty (a test
@@ -92,30 +91,23 @@ int WaitForExit(ChildProcess& process) {
 }
 
 v1::Search CreateSearch(TestCluster& cluster, const v1::CreateSearchRequest& request) {
-  v1::Search created;
-  const grpc::Status status =
-      cluster.autotuner().CreateSearch(ContextWithTimeout(kRpcTimeout).get(), request, &created);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::OK) << status.error_message();
-  return created;
+  absl::StatusOr<v1::Search> created = cluster.CreateSearch(request);
+  EXPECT_TRUE(created.ok()) << created.status();
+  return created.ok() ? *std::move(created) : v1::Search();
 }
 
 // Polls GetSearch until its only candidate satisfies `done`, for at most kWaitTimeout; the
 // last search seen.
-template <typename Predicate>
-v1::Search WaitForCandidate(TestCluster& cluster, const std::string& name, Predicate done) {
-  const absl::Time give_up = absl::Now() + kWaitTimeout;
-  v1::Search search;
-  while (absl::Now() < give_up) {
-    absl::StatusOr<v1::Search> got = cluster.GetSearch(name);
-    if (got.ok()) {
-      search = *std::move(got);
-      if (search.candidates_size() == 1 && done(search.candidates(0))) return search;
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  ADD_FAILURE() << "timed out waiting on the candidate of " << name << ": "
-                << search.ShortDebugString();
-  return search;
+v1::Search WaitForCandidate(TestCluster& cluster, const std::string& name,
+                            const std::function<bool(const v1::Candidate&)>& done) {
+  absl::StatusOr<v1::Search> search = cluster.WaitForSearch(
+      name,
+      [&](const v1::Search& search) {
+        return search.candidates_size() == 1 && done(search.candidates(0));
+      },
+      kWaitTimeout);
+  EXPECT_TRUE(search.ok()) << search.status();
+  return search.ok() ? *std::move(search) : v1::Search();
 }
 
 bool QueuedForWantOfWorkers(const v1::Candidate& candidate) {
@@ -123,16 +115,9 @@ bool QueuedForWantOfWorkers(const v1::Candidate& candidate) {
 }
 
 std::string EventTexts(TestCluster& cluster, const std::string& name) {
-  v1::ListSearchEventsRequest request;
-  request.set_name(name);
-  request.set_page_size(1000);
-  v1::ListSearchEventsResponse response;
-  const grpc::Status status = cluster.autotuner().ListSearchEvents(
-      ContextWithTimeout(kRpcTimeout).get(), request, &response);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::OK) << status.error_message();
-  std::vector<std::string> texts;
-  for (const v1::SearchEvent& event : response.events()) texts.push_back(event.text());
-  return absl::StrJoin(texts, "\n");
+  absl::StatusOr<std::vector<std::string>> events = cluster.EventTexts(name);
+  EXPECT_TRUE(events.ok()) << events.status();
+  return events.ok() ? absl::StrJoin(*events, "\n") : "";
 }
 
 class E2eWorkerExitSignalTest : public ::testing::TestWithParam<int> {};

@@ -63,10 +63,9 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(
     return file;
   };
   const std::string port_file = absl::StrCat(TempDir(), "/server-port-", cluster_number);
-  std::vector<std::string> server_argv = {ServerBinary(), "--address=127.0.0.1:0",
-                                          absl::StrCat("--port_file=", port_file),
-                                          "--heartbeat_interval_seconds=1",
-                                          absl::StrCat("--db=", options.db_path)};
+  std::vector<std::string> server_argv = {
+      ServerBinary(), "--address=127.0.0.1:0", absl::StrCat("--port_file=", port_file),
+      "--heartbeat_interval_seconds=1", absl::StrCat("--db=", options.db_path)};
   server_argv.insert(server_argv.end(), options.server_flags.begin(), options.server_flags.end());
   const std::string server_metrics_file = metrics_flags("server", server_argv);
   cluster->server_argv_ = server_argv;
@@ -83,10 +82,10 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(
     cluster->metrics_ports_.push_back(*metrics_port);
   }
   cluster->address_ = absl::StrCat("127.0.0.1:", *port);
-  cluster->autotuner_ = v1::Autotuner::NewStub(grpc::CreateChannel(
-      cluster->address_, options.client_credentials != nullptr
-                             ? options.client_credentials
-                             : grpc::InsecureChannelCredentials()));
+  cluster->autotuner_ = v1::Autotuner::NewStub(
+      grpc::CreateChannel(cluster->address_, options.client_credentials != nullptr
+                                                 ? options.client_credentials
+                                                 : grpc::InsecureChannelCredentials()));
 
   for (size_t i = 0; i < worker_flags.size(); ++i) {
     std::vector<std::string> argv = {WorkerBinary(), absl::StrCat("--server=", cluster->address_),
@@ -108,11 +107,9 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(
   // are ready.
   const absl::Time give_up = absl::Now() + kStartTimeout;
   while (true) {
-    v1::ListWorkersResponse workers;
-    const absl::Status status = FromGrpc(cluster->autotuner_->ListWorkers(
-        ContextWithTimeout(kRpcTimeout).get(), v1::ListWorkersRequest(), &workers));
-    if (!status.ok()) return status;
-    if (workers.workers_size() >= static_cast<int>(worker_flags.size())) break;
+    absl::StatusOr<std::vector<v1::Worker>> workers = cluster->ListWorkers();
+    if (!workers.ok()) return workers.status();
+    if (workers->size() >= worker_flags.size()) break;
     for (const auto& worker : cluster->workers_) {
       if (std::optional<int> exit = worker->Poll(); exit.has_value()) {
         return absl::UnavailableError(absl::StrCat(
@@ -120,9 +117,9 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(
       }
     }
     if (absl::Now() >= give_up) {
-      return absl::DeadlineExceededError(
-          absl::StrCat(workers.workers_size(), " of ", worker_flags.size(),
-                       " workers registered within ", absl::FormatDuration(kStartTimeout)));
+      return absl::DeadlineExceededError(absl::StrCat(workers->size(), " of ", worker_flags.size(),
+                                                      " workers registered within ",
+                                                      absl::FormatDuration(kStartTimeout)));
     }
     absl::SleepFor(absl::Milliseconds(20));
   }
@@ -162,23 +159,68 @@ absl::StatusOr<v1::Search> TestCluster::GetSearch(const std::string& name) {
   return search;
 }
 
-absl::StatusOr<v1::Search> TestCluster::WaitUntilEnded(const std::string& name,
-                                                       absl::Duration timeout) {
+absl::StatusOr<v1::Search> TestCluster::CreateSearch(const v1::CreateSearchRequest& request) {
+  v1::Search created;
+  absl::Status status =
+      FromGrpc(autotuner_->CreateSearch(ContextWithTimeout(kRpcTimeout).get(), request, &created));
+  if (!status.ok()) return status;
+  return created;
+}
+
+absl::StatusOr<std::vector<v1::Worker>> TestCluster::ListWorkers() {
+  v1::ListWorkersResponse response;
+  absl::Status status = FromGrpc(autotuner_->ListWorkers(ContextWithTimeout(kRpcTimeout).get(),
+                                                         v1::ListWorkersRequest(), &response));
+  if (!status.ok()) return status;
+  return std::vector<v1::Worker>(response.workers().begin(), response.workers().end());
+}
+
+absl::StatusOr<std::vector<std::string>> TestCluster::EventTexts(const std::string& name) {
+  std::vector<std::string> texts;
+  v1::ListSearchEventsRequest request;
+  request.set_name(name);
+  request.set_page_size(1000);
+  while (true) {
+    v1::ListSearchEventsResponse response;
+    absl::Status status = FromGrpc(
+        autotuner_->ListSearchEvents(ContextWithTimeout(kRpcTimeout).get(), request, &response));
+    if (!status.ok()) return status;
+    for (const v1::SearchEvent& event : response.events()) texts.push_back(event.text());
+    if (response.next_page_token().empty()) return texts;
+    request.set_page_token(response.next_page_token());
+  }
+}
+
+absl::StatusOr<v1::Search> TestCluster::WaitForSearch(
+    const std::string& name, const std::function<bool(const v1::Search&)>& done,
+    absl::Duration timeout) {
   const absl::Time give_up = absl::Now() + timeout;
   absl::Status last = absl::OkStatus();
+  v1::Search seen;
   while (absl::Now() < give_up) {
     absl::StatusOr<v1::Search> search = GetSearch(name);
     if (search.ok()) {
-      const v1::SearchState state = search->state();
-      if (state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED) return search;
+      if (done(*search)) return search;
+      seen = *std::move(search);
     } else {
       last = search.status();
     }
-    absl::SleepFor(absl::Milliseconds(50));
+    absl::SleepFor(absl::Milliseconds(20));
   }
-  return absl::DeadlineExceededError(absl::StrCat(name, " did not end within ",
-                                                  absl::FormatDuration(timeout),
-                                                  "; last error: ", last.ToString()));
+  return absl::DeadlineExceededError(absl::StrCat(
+      name, " did not reach the awaited state within ", absl::FormatDuration(timeout),
+      "; last seen: ", seen.ShortDebugString().substr(0, 2000), "; last error: ", last.ToString()));
+}
+
+absl::StatusOr<v1::Search> TestCluster::WaitUntilEnded(const std::string& name,
+                                                       absl::Duration timeout) {
+  return WaitForSearch(
+      name,
+      [](const v1::Search& search) {
+        const v1::SearchState state = search.state();
+        return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
+      },
+      timeout);
 }
 
 absl::StatusOr<std::vector<v1::WatchSearchResponse>> TestCluster::Watch(const std::string& name,
@@ -199,10 +241,9 @@ absl::StatusOr<std::vector<v1::WatchSearchResponse>> TestCluster::Watch(const st
 absl::StatusOr<v1::Search> TestCluster::RunSearch(const v1::CreateSearchRequest& request,
                                                   absl::Duration timeout,
                                                   std::vector<v1::WatchSearchResponse>* events) {
-  v1::Search created;
-  absl::Status status =
-      FromGrpc(autotuner_->CreateSearch(ContextWithTimeout(kRpcTimeout).get(), request, &created));
-  if (!status.ok()) return status;
+  absl::StatusOr<v1::Search> creation = CreateSearch(request);
+  if (!creation.ok()) return creation.status();
+  const v1::Search& created = *creation;
   if (created.state() != v1::PROBING) {
     return absl::FailedPreconditionError(absl::StrCat(created.name(), " is ",
                                                       v1::SearchState_Name(created.state()),

@@ -3,6 +3,7 @@
 #ifndef PARATUNE_TESTS_TEST_CLUSTER_H_
 #define PARATUNE_TESTS_TEST_CLUSTER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,10 +71,18 @@ class TestCluster {
   // after a crash would. Errors say why it did not come up.
   absl::Status RestartServer();
 
-  // GetSearch of `name`; the call's error.
+  // The Autotuner calls; each returns the call's error.
+  absl::StatusOr<v1::Search> CreateSearch(const v1::CreateSearchRequest& request);
   absl::StatusOr<v1::Search> GetSearch(const std::string& name);
-  // Polls GetSearch until the search has ended or `timeout` passes (DEADLINE_EXCEEDED);
-  // survives the server being down meanwhile.
+  absl::StatusOr<std::vector<v1::Worker>> ListWorkers();
+  // The texts of every event of the search, all pages, oldest first.
+  absl::StatusOr<std::vector<std::string>> EventTexts(const std::string& name);
+  // Polls GetSearch until `done(search)` or `timeout` passes (DEADLINE_EXCEEDED naming the
+  // last search seen); survives the server being down meanwhile.
+  absl::StatusOr<v1::Search> WaitForSearch(const std::string& name,
+                                           const std::function<bool(const v1::Search&)>& done,
+                                           absl::Duration timeout);
+  // WaitForSearch until the search has ended.
   absl::StatusOr<v1::Search> WaitUntilEnded(const std::string& name, absl::Duration timeout);
 
   // Creates the search, follows it to its end (Watch, at most `timeout`) and returns its
