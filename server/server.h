@@ -95,7 +95,8 @@ class ParatuneServer {
   int port_ = 0;
   absl::Notification shutting_down_;
   std::thread lease_checker_;
-  // The scheduler's on_probes_queued wakes it: set once it has started, taken by Shutdown.
+  // A listener of the scheduler's queued probes once it has started; taken (and removed as a
+  // listener) by Shutdown.
   mutable absl::Mutex launcher_mu_;
   std::unique_ptr<SlurmLauncher> launcher_ ABSL_GUARDED_BY(launcher_mu_);
   absl::Mutex shutdown_mu_;
