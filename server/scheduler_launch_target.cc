@@ -49,7 +49,7 @@ std::vector<PendingProbe> Scheduler::PendingProbes() {
 absl::Status Scheduler::LaunchEnded(absl::string_view probe, const std::string& reason) {
   PT_ASSIGN_OR_RETURN(const ProbeId id, ParseProbeName("probe", probe));
   return Mutate([&]() -> absl::Status {
-    for (int64_t worker_id : workers_.ReservedFor(std::string(probe))) {
+    for (int64_t worker_id : workers_.ReservedWorkers(std::string(probe))) {
       WorkerRecord& worker = *workers_.Find(worker_id);
       Log(LogLevel::kInfo, "worker gone with its launch",
           {{"worker", worker.worker.name()}, {"probe", std::string(probe)}, {"reason", reason}});

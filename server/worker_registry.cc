@@ -65,10 +65,10 @@ std::vector<int64_t> WorkerRegistry::Silent(absl::Time now, absl::Duration limit
   return silent;
 }
 
-std::vector<int64_t> WorkerRegistry::ReservedFor(const std::string& probe) const {
+std::vector<int64_t> WorkerRegistry::ReservedWorkers(const std::string& probe) const {
   std::vector<int64_t> reserved;
   for (const auto& [id, record] : workers_) {
-    if (record.worker.state() != v1::WORKER_LOST && paratune::ReservedFor(record.worker, probe)) {
+    if (record.worker.state() != v1::WORKER_LOST && ReservedFor(record.worker, probe)) {
       reserved.push_back(id);
     }
   }
@@ -76,7 +76,7 @@ std::vector<int64_t> WorkerRegistry::ReservedFor(const std::string& probe) const
 }
 
 bool WorkerRegistry::HasReservedWorkers(const std::string& probe) const {
-  return !ReservedFor(probe).empty();
+  return !ReservedWorkers(probe).empty();
 }
 
 std::vector<FreeWorker> WorkerRegistry::Eligible(const ProbeNeeds& needs, bool free_only,

@@ -51,7 +51,7 @@ class WorkerRegistry {
   // Live workers silent for longer than `limit` at `now`.
   std::vector<int64_t> Silent(absl::Time now, absl::Duration limit) const;
   // Live workers reserved for `probe` (kProbeReservationLabel).
-  std::vector<int64_t> ReservedFor(const std::string& probe) const;
+  std::vector<int64_t> ReservedWorkers(const std::string& probe) const;
   // Live workers that can host shares of a probe with these needs (WorkerMismatch), free
   // ones only when `free_only`, except `except_id`.
   std::vector<FreeWorker> Eligible(const ProbeNeeds& needs, bool free_only,
