@@ -335,7 +335,7 @@ TEST_F(SchedulerRestartTest, AdaptiveSearchContinuesWhereItStopped) {
   // The policy was rebuilt from the stored results: it neither forgets the probed candidate
   // nor picks a queued one twice.
   EXPECT_EQ(Get(search.name()).counts().selected(), selected_before);
-  RunToEnd(*this, *scheduler_, worker, search.name(), 1.0, 0);
+  RunToEnd(*scheduler_, worker, search.name(), 1.0, 0);
   const v1::Search done = Get(search.name());
   EXPECT_EQ(done.state(), v1::SUCCEEDED) << done.stop_reason();
   std::set<std::string> configs;
@@ -349,6 +349,16 @@ TEST_F(SchedulerRestartTest, WorkerIdsAreNotReusedAfterARestart) {
   EXPECT_EQ(Register(8), "workers/1");
   Restart();
   EXPECT_EQ(Register(8), "workers/2");
+}
+
+TEST_F(SchedulerRestartTest, DeregisteredWorkersIdsAreNotReusedAfterARestart) {
+  EXPECT_EQ(Register(8), "workers/1");
+  EXPECT_EQ(Register(8), "workers/2");
+  v1::DeregisterWorkerRequest request;
+  request.set_worker("workers/2");
+  ASSERT_TRUE(scheduler_->DeregisterWorker(request).ok());
+  Restart();
+  EXPECT_EQ(Register(8), "workers/3");
 }
 
 }  // namespace

@@ -296,8 +296,7 @@ TEST_F(SchedulerTest, AdaptiveStopsBeforeProbingEverythingAndConfirmsCloseLeader
 
   // Every probe measures its prediction with 3% step-to-step noise: the leaders' short probes
   // cannot be told apart, so they are confirmed with 4 x 5 timed steps.
-  const std::vector<int64_t> timed_steps =
-      RunToEnd(*this, *scheduler_, worker, search.name(), 1.0, 0.03);
+  const std::vector<int64_t> timed_steps = RunToEnd(*scheduler_, worker, search.name(), 1.0, 0.03);
   const v1::Search done = Get(search.name());
   EXPECT_EQ(done.state(), v1::SUCCEEDED) << done.stop_reason();
   EXPECT_THAT(done.stop_reason(), HasSubstr("no unprobed candidate can beat the best measured"));
@@ -318,7 +317,7 @@ TEST_F(SchedulerTest, BudgetOfProbesEndsTheSearchAndSkipsTheRest) {
   request.mutable_spec()->set_policy(v1::EXHAUSTIVE);
   request.mutable_spec()->mutable_budget()->set_max_probes(3);
   const v1::Search search = Create(request);
-  RunToEnd(*this, *scheduler_, worker, search.name(), 1.0, 0);
+  RunToEnd(*scheduler_, worker, search.name(), 1.0, 0);
   const v1::Search done = Get(search.name());
   EXPECT_EQ(done.state(), v1::SUCCEEDED);
   EXPECT_EQ(done.stop_reason(), "budget: max_probes (3) reached");

@@ -97,7 +97,7 @@ v1::ProbeResult MeasuredAsPredicted(const v1::Search& search, const v1::ProbeAss
   return result;
 }
 
-std::vector<int64_t> RunToEnd(SchedulerTest& test, Scheduler& scheduler, const std::string& worker,
+std::vector<int64_t> RunToEnd(Scheduler& scheduler, const std::string& worker,
                               const std::string& search_name, double factor, double spread) {
   std::vector<int64_t> timed_steps;
   for (int probes = 0; probes < 500; ++probes) {
@@ -195,6 +195,7 @@ void SchedulerRestartTest::Restart() {
       Scheduler::Create(std::move(options), *std::move(store));
   ASSERT_TRUE(scheduler.ok()) << scheduler.status();
   scheduler_ = *std::move(scheduler);
+  scheduler_->AddListener(&listener_);
 }
 
 void SchedulerRestartTest::RemoveFiles() {

@@ -95,7 +95,7 @@ class SchedulerTest : public ::testing::Test {
 };
 
 // Runs the search to its end on `worker` at `factor` x each prediction; returns each timed_steps.
-std::vector<int64_t> RunToEnd(SchedulerTest& test, Scheduler& scheduler, const std::string& worker,
+std::vector<int64_t> RunToEnd(Scheduler& scheduler, const std::string& worker,
                               const std::string& search_name, double factor, double spread);
 
 // A scheduler over a database file, restarted as a killed server would be: everything it
@@ -105,7 +105,7 @@ class SchedulerRestartTest : public SchedulerTest {
   SchedulerRestartTest();
   ~SchedulerRestartTest() override;
 
-  // Replaces scheduler_ with one over the same file (listener_ is not added to it).
+  // Replaces scheduler_ with one over the same file, listener_ added.
   void Restart();
 
  private:

@@ -240,7 +240,7 @@ absl::StatusOr<std::optional<SlurmLauncher::Options>> LauncherFromFlags() {
 
 std::vector<std::string> ServedMethods() {
   std::vector<std::string> methods = StandardGrpcMethods();
-  for (const std::string& service :
+  for (const char* service :
        {v1::Autotuner::service_full_name(), v1::WorkerService::service_full_name()}) {
     for (std::string& method : MethodsOfService(service)) methods.push_back(std::move(method));
   }
