@@ -252,7 +252,8 @@ class Scheduler : public LaunchTarget {
   // What the searches that left active_ contributed to Stats().totals.
   SearchTotals ended_totals_ ABSL_GUARDED_BY(mu_);
 
-  absl::Mutex listeners_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  // Never held together with mu_: listeners are told with no scheduler lock held.
+  absl::Mutex listeners_mu_;
   std::vector<ProbesQueuedListener*> listeners_ ABSL_GUARDED_BY(listeners_mu_);
 };
 
