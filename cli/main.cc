@@ -101,7 +101,8 @@ ABSL_FLAG(std::string, command_template, "",
           "in their config files.");
 ABSL_FLAG(std::string, scope, "auto",
           "submit: probe scope: full (every rank), replica (one data-parallel replica, DP "
-          "traffic modelled) or auto (full when the workers have the cluster's GPUs).");
+          "traffic modelled) or auto (full when live workers of the search's GPU type can "
+          "host every node of the cluster at once, one worker per node).");
 ABSL_FLAG(int64_t, warmup_steps, 2, "submit: untimed steps per probe.");
 ABSL_FLAG(int64_t, timed_steps, 5, "submit: timed steps per probe.");
 ABSL_FLAG(int64_t, max_launch_failures, 0,
@@ -236,8 +237,7 @@ absl::StatusOr<std::vector<int64_t>> ParseIntegers(const char* flag,
   for (const std::string& text : texts) {
     int64_t value = 0;
     if (!absl::SimpleAtoi(text, &value)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(flag, ": \"", text, "\" is not an integer"));
+      return absl::InvalidArgumentError(absl::StrCat(flag, ": \"", text, "\" is not an integer"));
     }
     values.push_back(value);
   }
@@ -360,8 +360,8 @@ absl::Status Run(const std::vector<char*>& args, const paratune::OutputOptions& 
   const std::string command = args[1];
   if (command == "estimate" || command == "plan") {
     if (args.size() != 2) {
-      return absl::InvalidArgumentError(absl::StrCat(command, " takes flags only, not \"",
-                                                     args[2], "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat(command, " takes flags only, not \"", args[2], "\""));
     }
     if (command == "estimate") {
       auto request = EstimateRequestFromFlags();
@@ -414,8 +414,7 @@ absl::Status Run(const std::vector<char*>& args, const paratune::OutputOptions& 
     if (command == "export") {
       auto format = paratune::ParseExportFormat(absl::GetFlag(FLAGS_format));
       if (!format.ok()) return format.status();
-      return paratune::RunExport(client, *name, absl::GetFlag(FLAGS_candidate), *format,
-                                 std::cout);
+      return paratune::RunExport(client, *name, absl::GetFlag(FLAGS_candidate), *format, std::cout);
     }
     if (command == "events") {
       paratune::v1::ListSearchEventsRequest request;
@@ -424,7 +423,8 @@ absl::Status Run(const std::vector<char*>& args, const paratune::OutputOptions& 
       request.set_page_token(absl::GetFlag(FLAGS_page_token));
       return paratune::RunEvents(client, request, output, std::cout);
     }
-    if (command == "watch") return paratune::RunWatch(client, *name, watch_timeout, output, std::cout);
+    if (command == "watch")
+      return paratune::RunWatch(client, *name, watch_timeout, output, std::cout);
     if (command == "get") return paratune::RunGet(client, *name, output, std::cout);
     return paratune::RunCancel(client, *name, output, std::cout);
   }
@@ -443,14 +443,14 @@ int main(int argc, char** argv) {
   paratune::OutputOptions output;
   output.json = absl::GetFlag(FLAGS_json);
   output.terminal = isatty(STDOUT_FILENO) != 0;
-  if (winsize size{}; output.terminal && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 &&
-                      size.ws_col > 0) {
+  if (winsize size{};
+      output.terminal && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) {
     output.terminal_columns = size.ws_col;
   }
   const absl::Status status = Run(args, output);
   if (!status.ok()) {
-    std::cerr << "paratune: " << absl::StatusCodeToString(status.code()) << ": "
-              << status.message() << "\n";
+    std::cerr << "paratune: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
+              << "\n";
     return 1;
   }
   return 0;

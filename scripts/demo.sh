@@ -13,6 +13,7 @@ for i in 1 2 3 4; do
   start_worker "worker-$i" --backend=sim --sim_gpus=4 --sim_gpu_type=h100-94gb \
     --hostname="sim-node-$i"
 done
+wait_for_workers 4
 
 "$bin/cli/paratune" submit --server="$server" --watch --name=demo \
   --model=llama3.1-8b --gpu=h100-94gb --nodes=4 --gpus_per_node=4 \

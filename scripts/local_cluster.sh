@@ -6,6 +6,7 @@
 #   source scripts/local_cluster.sh TARGET...   # extra Bazel targets to build
 #   start_server NAME                             # sets $server (host:port); NAME prefixes messages
 #   start_worker LOG_NAME FLAG...                 # a paratune-worker of $server with FLAGs
+#   wait_for_workers N                            # until N workers registered (needs //cli:paratune)
 # $bin is bazel-bin and $run_dir the run directory (logs, database).
 
 scripts/setup.sh
@@ -44,4 +45,18 @@ start_worker() {
   shift
   "$bin/worker/paratune-worker" --server="$server" "$@" 2>"$run_dir/$log_name.log" &
   pids+=($!)
+}
+
+# A search submitted before all its workers registered would plan its first probes for the
+# smaller fleet (replica scope instead of full).
+wait_for_workers() {
+  for _ in $(seq 100); do
+    local registered
+    registered=$("$bin/cli/paratune" workers --server="$server" --json 2>/dev/null |
+      grep -c '"name": "workers/' || true)
+    ((registered >= $1)) && return 0
+    sleep 0.1
+  done
+  echo "only $registered of $1 workers registered within 10 s; logs in $run_dir" >&2
+  exit 1
 }
