@@ -26,7 +26,6 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
-constexpr absl::Duration kRpcTimeout = absl::Seconds(10);
 // Bounds the wait for all searches together; they end in a few seconds.
 constexpr absl::Duration kSearchesTimeout = absl::Seconds(90);
 

@@ -29,7 +29,6 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
-constexpr absl::Duration kRpcTimeout = absl::Seconds(10);
 // Bounds every poll below; the waits end as soon as their condition holds.
 constexpr absl::Duration kWaitTimeout = absl::Seconds(60);
 // Longer than the tests wait: a probe that is still running when the worker stops.
