@@ -32,6 +32,10 @@
 
 namespace paratune {
 
+// Seconds a probe is predicted to spend before its first step: process start, NCCL
+// communicators, CUDA and cuBLAS initialisation (docs/short_probes.md). The sim models it too.
+inline constexpr double kProbeStartupSeconds = 30;
+
 // The short steps of one probe.
 struct ShortProbePlan {
   // Micro-batches per full step (global batch / (dp x micro-batch size)).

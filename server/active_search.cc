@@ -152,6 +152,13 @@ void ActiveSearch::End(v1::SearchState state, const std::string& reason) {
   search_.set_stop_reason(reason);
 }
 
+int64_t ActiveSearch::TimedSteps(int64_t n) const {
+  const v1::SearchSpec& spec = search_.spec();
+  return search_.candidates(n).has_screening_result()
+             ? spec.probe().timed_steps() * spec.adaptive().confirmation_steps_factor()
+             : spec.probe().timed_steps();
+}
+
 BudgetUse ActiveSearch::Use(absl::Time now) const {
   BudgetUse use;
   for (const v1::Candidate& candidate : search_.candidates()) {

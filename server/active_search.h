@@ -65,6 +65,9 @@ class ActiveSearch {
   std::vector<int64_t> RequeueUnleased(const std::function<bool(int64_t n)>& leased);
   // Ends the search: `state` with `reason`.
   void End(v1::SearchState state, const std::string& reason);
+  // Timed steps of candidate n's next probe: the search's, or confirmation_steps_factor
+  // times as many when it confirms a leader (it has a screening result).
+  int64_t TimedSteps(int64_t n) const;
   // What it has spent of its budget at `now`.
   BudgetUse Use(absl::Time now) const;
 

@@ -61,7 +61,9 @@ v1::ProbeAssignment MemberAssignment(const v1::Search& search, const internal::L
   assignment.set_warmup_steps(spec.probe().warmup_steps());
   assignment.set_timed_steps(lease.timed_steps() > 0 ? lease.timed_steps()
                                                      : spec.probe().timed_steps());
-  assignment.set_deadline_seconds(spec.probe().deadline_seconds());
+  assignment.set_deadline_seconds(lease.deadline_seconds() > 0 ? lease.deadline_seconds()
+                                                               : spec.probe().deadline_seconds());
+  *assignment.mutable_micro_batch_counts() = lease.micro_batch_counts();
   assignment.set_seed(spec.seed());
   assignment.set_num_ranks(lease.num_ranks());
   for (const internal::LeaseMember& share : lease.members()) {

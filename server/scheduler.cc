@@ -12,6 +12,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "server/gang_result.h"
 #include "server/lease.h"
+#include "server/probe_timing.h"
 #include "server/resource_names.h"
 #include "server/search_planning.h"
 #include "server/search_request.h"
@@ -492,15 +493,15 @@ v1::ProbeAssignment Scheduler::LeaseLocked(ActiveSearch& record, int64_t n, v1::
     StoreWorkerLocked(worker);
     members.push_back(&worker.worker);
   }
+  const int64_t timed_steps = record.TimedSteps(n);
+  const ProbeTiming timing = TimingLocked(record, n);
   const absl::Time expires =
-      clock_->Now() + absl::Seconds(probe.deadline_seconds()) + options_.lease_grace;
+      clock_->Now() + absl::Seconds(timing.deadline_seconds) + options_.lease_grace;
   internal::LeaseState lease =
       MakeLease(name, record.id(), n, scope, ranks, shares, members, absl::ToUnixNanos(expires));
-  // A leader being confirmed runs longer than its screening probe did.
-  if (candidate.has_screening_result()) {
-    lease.set_timed_steps(probe.timed_steps() *
-                          record.search().spec().adaptive().confirmation_steps_factor());
-  }
+  if (timed_steps != probe.timed_steps()) lease.set_timed_steps(timed_steps);
+  lease.set_deadline_seconds(timing.deadline_seconds);
+  for (int64_t count : timing.micro_batch_counts) lease.add_micro_batch_counts(count);
   // The asking worker gets its share now; the others at their next AcquireProbe.
   lease.mutable_members(0)->set_delivered(true);
   changes_.PutLease(lease);
@@ -512,6 +513,22 @@ v1::ProbeAssignment Scheduler::LeaseLocked(ActiveSearch& record, int64_t n, v1::
                                      scope == v1::PROBE_SCOPE_FULL ? "full" : "replica", " scope, ",
                                      ranks, " GPUs)"));
   return assignment;
+}
+
+ProbeTiming Scheduler::TimingLocked(const ActiveSearch& record, int64_t n) {
+  const v1::Candidate& candidate = record.search().candidates(n);
+  absl::StatusOr<ProbeTiming> timing =
+      TimeProbe(record.search().spec(), candidate.config(), record.TimedSteps(n));
+  if (timing.ok()) return *std::move(timing);
+  // The planner made the candidate from this spec, so this is a bug: run full steps, with
+  // the longest deadline a search may set, rather than not at all.
+  Log(LogLevel::kError, "cannot time a probe; it runs full steps",
+      {{"candidate", candidate.name()}, {"error", timing.status().ToString()}});
+  ProbeTiming fallback;
+  fallback.deadline_seconds = record.search().spec().probe().deadline_seconds() > 0
+                                  ? record.search().spec().probe().deadline_seconds()
+                                  : kMaxProbeDeadlineSeconds;
+  return fallback;
 }
 
 internal::LeaseState Scheduler::EndLeaseLocked(const std::string& probe, int64_t reporter_id) {

@@ -24,12 +24,12 @@ std::vector<PendingProbe> Scheduler::PendingProbes() {
           candidate.config().tensor_parallel() * candidate.config().context_parallel();
       probe.gpus_per_node = spec.cluster().gpus_per_node();
       probe.gpu_type = spec.cluster().gpu().type();
-      probe.deadline = absl::Seconds(spec.probe().deadline_seconds());
       if (candidate.state() == v1::CANDIDATE_QUEUED) {
         const ProbeNeeds needs = NextProbeLocked(record, n).second;
         probe.probe = needs.probe;
         probe.ranks = needs.ranks;
         probe.unplaceable = !candidate.waiting_reason().empty();
+        probe.deadline = absl::Seconds(TimingLocked(record, n).deadline_seconds);
         continue;
       }
       probe.probe = ProbeName(id, n, candidate.attempts());
@@ -37,6 +37,7 @@ std::vector<PendingProbe> Scheduler::PendingProbes() {
       const internal::LeaseState* lease = leases_.Find(probe.probe);
       if (lease == nullptr) continue;
       probe.ranks = lease->num_ranks();
+      probe.deadline = absl::Seconds(lease->deadline_seconds());
       for (const internal::LeaseMember& member : lease->members()) {
         const WorkerRecord* worker = workers_.Find(member.worker_id());
         probe.on_reserved_workers |= worker != nullptr && ReservedFor(worker->worker, probe.probe);

@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/probe_timing.h"
 #include "server/scheduler_test_fixture.h"
 #include "server/test_requests.h"
 
@@ -43,7 +44,8 @@ TEST_F(SchedulerTest, CreateSearchQueuesTheTopKAndFillsDefaults) {
   EXPECT_EQ(probe.backend(), "sim");
   EXPECT_EQ(probe.warmup_steps(), 2);
   EXPECT_EQ(probe.timed_steps(), 5);
-  EXPECT_EQ(probe.deadline_seconds(), 600);
+  // Derived per probe from its predicted duration (probe_timing.h).
+  EXPECT_EQ(probe.deadline_seconds(), 0);
   EXPECT_EQ(probe.max_attempts(), 2);
   EXPECT_EQ(search.spec().seed(), 1u);
   EXPECT_EQ(listener_.calls, 1);
@@ -393,6 +395,29 @@ TEST_F(SchedulerTest, EventLogKeepsEveryChangeInPages) {
   request.clear_page_token();
   EXPECT_EQ(scheduler_->reader().ListSearchEvents(request).status().code(),
             absl::StatusCode::kNotFound);
+}
+
+TEST_F(SchedulerTest, AssignmentsCarryShortStepsAndADeadlineFromThePrediction) {
+  v1::CreateSearchRequest request = SmallSimSearch(1);
+  request.mutable_spec()->mutable_training()->set_global_batch_size(1024);
+  const v1::Search search = Create(request);
+  std::optional<v1::ProbeAssignment> probe = Acquire(Register(8));
+  ASSERT_TRUE(probe.has_value());
+  const v1::ParallelConfig& config = probe->config();
+  const int64_t pp = config.pipeline_parallel();
+  EXPECT_THAT(probe->micro_batch_counts(), ElementsAre(2 * pp, 4 * pp));
+  absl::StatusOr<ProbeTiming> timing =
+      TimeProbe(search.spec(), config, search.spec().probe().timed_steps());
+  ASSERT_TRUE(timing.ok()) << timing.status();
+  EXPECT_EQ(probe->deadline_seconds(), timing->deadline_seconds);
+  EXPECT_GE(probe->deadline_seconds(), kMinDeadlineSeconds);
+
+  // A deadline the search sets wins.
+  request.mutable_spec()->mutable_probe()->set_deadline_seconds(45);
+  Create(request);
+  std::optional<v1::ProbeAssignment> bounded = Acquire(Register(8));
+  ASSERT_TRUE(bounded.has_value());
+  EXPECT_EQ(bounded->deadline_seconds(), 45);
 }
 
 }  // namespace

@@ -43,7 +43,6 @@ absl::Status NormalizeProbeSettings(v1::ProbeSettings& probe) {
                                                    probe.deadline_seconds(), ") must be in [0, ",
                                                    kMaxProbeDeadlineSeconds, "]"));
   }
-  if (probe.deadline_seconds() == 0) probe.set_deadline_seconds(kDefaultProbeDeadlineSeconds);
   PT_RETURN_IF_ERROR(
       CheckRange("spec.probe.max_attempts", probe.max_attempts(), 0, kMaxMaxAttempts));
   if (probe.max_attempts() == 0) probe.set_max_attempts(kDefaultMaxAttempts);

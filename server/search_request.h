@@ -19,7 +19,6 @@ inline constexpr int64_t kDefaultWarmupSteps = 2;
 inline constexpr int64_t kMaxWarmupSteps = 1'000;
 inline constexpr int64_t kDefaultTimedSteps = 5;
 inline constexpr int64_t kMaxTimedSteps = 10'000;
-inline constexpr double kDefaultProbeDeadlineSeconds = 600;
 inline constexpr double kMaxProbeDeadlineSeconds = 86'400;
 inline constexpr int64_t kDefaultMaxAttempts = 2;
 inline constexpr int64_t kMaxMaxAttempts = 100;

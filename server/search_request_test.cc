@@ -41,7 +41,8 @@ TEST(ValidateCreateSearchRequestTest, FillsDefaults) {
   EXPECT_EQ(spec.probe().backend(), "sim");
   EXPECT_EQ(spec.probe().warmup_steps(), 2);
   EXPECT_EQ(spec.probe().timed_steps(), 5);
-  EXPECT_EQ(spec.probe().deadline_seconds(), 600);
+  // 0: derived per probe from its predicted duration (probe_timing.h).
+  EXPECT_EQ(spec.probe().deadline_seconds(), 0);
   EXPECT_EQ(spec.probe().max_attempts(), 2);
   EXPECT_EQ(spec.probe().max_launch_failures(), 3);
   EXPECT_EQ(validated->resolved.cluster.world_size(), 16);

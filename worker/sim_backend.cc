@@ -7,10 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "estimator/memory_model.h"
 #include "estimator/performance_model.h"
+#include "estimator/short_probe.h"
 #include "worker/probe_specs.h"
 #include "worker/step_metrics.h"
 
@@ -38,52 +38,150 @@ uint64_t NoiseSeed(const v1::ProbeAssignment& assignment, const ParallelConfig& 
   return seed;
 }
 
+// The steps the sim models: the configuration's true step time at m micro-batches (the
+// performance model's, times a per-configuration factor) times a per-step noise factor.
+class SimulatedSteps {
+ public:
+  SimulatedSteps(const PerformanceEstimate& full, int64_t full_micro_batches, uint64_t seed,
+                 const SimBackend::Options& options)
+      : full_(full),
+        full_micro_batches_(full_micro_batches),
+        random_(seed),
+        step_noise_(0.0, options.step_noise_sigma) {
+    std::normal_distribution<double> config_noise(0.0, options.config_noise_sigma);
+    config_factor_ = std::exp(config_noise(random_));
+  }
+
+  // The noise-free step time at `micro_batches`: what an exact extrapolation would give.
+  double TrueSeconds(int64_t micro_batches) const {
+    return PredictedStepSeconds(full_, full_micro_batches_, micro_batches) * config_factor_;
+  }
+  // `count` steps at `micro_batches`, each with its noise.
+  std::vector<double> Run(int64_t micro_batches, int64_t count) {
+    std::vector<double> times;
+    for (int64_t i = 0; i < count; ++i) {
+      times.push_back(TrueSeconds(micro_batches) * std::exp(step_noise_(random_)));
+    }
+    return times;
+  }
+
+ private:
+  const PerformanceEstimate full_;
+  const int64_t full_micro_batches_;
+  std::mt19937_64 random_;
+  std::normal_distribution<double> step_noise_;
+  double config_factor_ = 1;
+};
+
+double Sum(const std::vector<double>& values) {
+  double sum = 0;
+  for (double value : values) sum += value;
+  return sum;
+}
+
 }  // namespace
 
 absl::StatusOr<v1::ProbeResult> SimBackend::Run(const v1::ProbeAssignment& assignment,
                                                 ProbeContext& context) {
-  const absl::Time start = absl::Now();
   PT_ASSIGN_OR_RETURN(const ProbeSpecs specs, ResolveProbeSpecs(assignment));
-  PT_RETURN_IF_ERROR(WaitUnlessCancelled(context, options_.probe_time, assignment.name()));
-
   v1::ProbeResult result;
   result.set_backend(Name());
   result.set_simulated(true);
   for (const char* part : TrainingStepParts()) result.add_modelled(part);
   result.add_modelled("peak_memory");
+  result.add_modelled("wall_time");
   const MemoryEstimate memory =
       EstimateMemory(specs.model, specs.training, specs.cluster, specs.config, MemoryOptions());
   result.set_peak_memory_bytes(static_cast<int64_t>(memory.peak_bytes));
   if (memory.verdict == MemoryVerdict::kOutOfMemory) {
+    // A real probe runs out of memory in its first step, right after start-up.
+    PT_RETURN_IF_ERROR(Sleep(context, kProbeStartupSeconds, assignment.name()));
     result.set_outcome(v1::PROBE_OUT_OF_MEMORY);
     result.set_message(
         absl::StrFormat("simulated: estimated peak memory %.1f GiB exceeds the GPU's %.1f GiB "
                         "(peak_memory_bytes is the estimate, not a measurement)",
                         memory.peak_bytes / kGiB, memory.capacity_bytes / kGiB));
-    result.set_wall_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+    result.set_wall_seconds(kProbeStartupSeconds);
     return result;
   }
 
   const PerformanceEstimate predicted =
       PredictPerformance(specs.model, specs.training, specs.cluster, specs.config,
                          DefaultPerformanceParameters(specs.cluster.gpu()));
-  std::mt19937_64 random(NoiseSeed(assignment, specs.config));
-  std::normal_distribution<double> config_noise(0.0, options_.config_noise_sigma);
-  std::normal_distribution<double> step_noise(0.0, options_.step_noise_sigma);
-  const double config_factor = std::exp(config_noise(random));
-  std::vector<double> step_times;
-  for (int64_t i = 0; i < assignment.timed_steps(); ++i) {
-    step_times.push_back(predicted.step_time_seconds * config_factor *
-                         std::exp(step_noise(random)));
+  const int64_t full_micro_batches = specs.config.NumMicroBatches(specs.training);
+  SimulatedSteps steps(predicted, full_micro_batches, NoiseSeed(assignment, specs.config),
+                       options_);
+  const std::vector<int64_t> counts(assignment.micro_batch_counts().begin(),
+                                    assignment.micro_batch_counts().end());
+  // The real duration the probe stands for: start-up, warm-up, the timed steps.
+  const int64_t warmup_micro_batches = counts.empty() ? full_micro_batches : counts.front();
+  double modelled_seconds =
+      kProbeStartupSeconds + Sum(steps.Run(warmup_micro_batches, assignment.warmup_steps()));
+  std::vector<ShortStepSeries> series;
+  std::vector<double> full_steps;
+  if (counts.empty()) {
+    full_steps = steps.Run(full_micro_batches, assignment.timed_steps());
+    modelled_seconds += Sum(full_steps);
+  } else {
+    for (int64_t micro_batches : counts) {
+      series.push_back({micro_batches, steps.Run(micro_batches, assignment.timed_steps())});
+      modelled_seconds += Sum(series.back().step_times_seconds);
+    }
+  }
+
+  const double deadline = assignment.deadline_seconds();
+  if (deadline > 0 && modelled_seconds > deadline) {
+    PT_RETURN_IF_ERROR(Sleep(context, deadline, assignment.name()));
+    result.set_outcome(v1::PROBE_TIMEOUT);
+    result.set_message(absl::StrFormat(
+        "simulated: the probe would take %.0f s on real GPUs (%.0f s start-up and its steps), "
+        "over its deadline of %.0f s",
+        modelled_seconds, kProbeStartupSeconds, deadline));
+    result.set_wall_seconds(deadline);
+    return result;
+  }
+  PT_RETURN_IF_ERROR(Sleep(context, modelled_seconds, assignment.name()));
+
+  if (!series.empty()) {
+    PT_ASSIGN_OR_RETURN(const StepExtrapolation extrapolated,
+                        ExtrapolateFullStep(series, full_micro_batches, specs.config.pp(),
+                                            specs.config.virtual_pipeline()));
+    full_steps = extrapolated.full_step_seconds;
+    for (const ShortStepSeries& s : series) {
+      v1::ShortSteps& short_steps = *result.add_short_steps();
+      short_steps.set_micro_batches(s.micro_batches);
+      for (double t : s.step_times_seconds) short_steps.add_step_times_seconds(t);
+    }
+    v1::StepExtrapolation& how = *result.mutable_extrapolation();
+    how.set_full_micro_batches(full_micro_batches);
+    how.set_slot_seconds(extrapolated.slot_seconds);
+    how.set_fill_drain_seconds(extrapolated.fill_drain_seconds);
+    how.set_fixed_seconds(extrapolated.fixed_seconds);
+    result.add_extrapolated("full_step");
   }
   result.set_outcome(v1::PROBE_OK);
-  SetStepTimes(specs, step_times, result);
+  SetStepTimes(specs, full_steps, result);
   result.set_message(absl::StrFormat(
-      "simulated: performance model with seeded noise (assignment seed %d); peak memory %.1f "
-      "GiB is the estimate, not a measurement",
-      assignment.seed(), memory.peak_bytes / kGiB));
-  result.set_wall_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+      "simulated: performance model with seeded noise (assignment seed %d)%s; wall_seconds "
+      "(%.0f s) is the modelled duration on real GPUs; peak memory %.1f GiB is the estimate, "
+      "not a measurement",
+      assignment.seed(),
+      series.empty()
+          ? ""
+          : absl::StrFormat("; full step extrapolated from short steps of %d and %d "
+                            "micro-batches (true full step %.3f s)",
+                            counts.front(), counts.back(), steps.TrueSeconds(full_micro_batches)),
+      modelled_seconds, memory.peak_bytes / kGiB));
+  result.set_wall_seconds(modelled_seconds);
   return result;
+}
+
+absl::Status SimBackend::Sleep(ProbeContext& context, double modelled_seconds,
+                               const std::string& probe) const {
+  const absl::Duration wait = options_.time_scale > 0
+                                  ? absl::Seconds(modelled_seconds * options_.time_scale)
+                                  : options_.probe_time;
+  return WaitUnlessCancelled(context, wait, probe);
 }
 
 }  // namespace paratune

@@ -13,15 +13,31 @@ namespace paratune {
 // Deterministic: the noise is seeded from the assignment's seed and its configuration, so a
 // rerun of a search reproduces every number. Thread-safe (no mutable state).
 //
+// It runs the probe the assignment asks for as a real backend would, in model time: the
+// configuration's true step time at m micro-batches is the performance model's
+// (PredictedStepSeconds) x a per-configuration factor (log-normal, sigma config_noise_sigma),
+// and each step adds a per-step factor (log-normal, sigma step_noise_sigma). With
+// micro_batch_counts it runs the short steps and extrapolates the full step from them
+// (estimator/short_probe.h), as the cuda probe does; else full steps.
+//
+// Time: the probe stands for kProbeStartupSeconds of start-up, the warm-up and the timed
+// steps on real GPUs; that modelled duration is the result's wall_seconds (so GPU-hours are
+// the real-equivalent cost, labelled simulated), and the probe sleeps time_scale x it (or
+// probe_time when time_scale is 0).
+//
 // Outcomes: OUT_OF_MEMORY when the memory estimate exceeds the GPU's capacity (peak memory
-// reported = the estimate); else OK with timed_steps step times = the predicted step time
-// x a per-configuration factor (log-normal, sigma config_noise_sigma) x a per-step factor
-// (log-normal, sigma step_noise_sigma). Nothing is measured; everything is modelled.
+// reported = the estimate), after the start-up; TIMEOUT when the modelled duration exceeds
+// deadline_seconds, after the (scaled) deadline; else OK. Nothing is measured; everything is
+// modelled.
 class SimBackend : public ProbeBackend {
  public:
   struct Options {
-    // Wall time each probe takes (cancellable), so that progress is visible in demos.
+    // Wall time each probe takes (cancellable) when time_scale is 0, so that progress is
+    // visible in demos.
     absl::Duration probe_time = absl::Milliseconds(200);
+    // When > 0, each probe sleeps this fraction of the duration it models on real GPUs, so
+    // deadlines, leases and budgets run with real ratios (e.g. 0.01: a 90 s probe, 0.9 s).
+    double time_scale = 0;
     double config_noise_sigma = 0.05;
     double step_noise_sigma = 0.01;
   };
@@ -39,6 +55,10 @@ class SimBackend : public ProbeBackend {
                                       ProbeContext& context) override;
 
  private:
+  // Waits the real time that stands for `modelled_seconds` (time_scale), or probe_time.
+  absl::Status Sleep(ProbeContext& context, double modelled_seconds,
+                     const std::string& probe) const;
+
   const Options options_;
 };
 

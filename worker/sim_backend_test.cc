@@ -66,5 +66,67 @@ TEST(SimBackendTest, TimedStepsOutOfRangeNameTheField) {
   EXPECT_THAT(result.status().message(), HasSubstr("assignment.timed_steps (0)"));
 }
 
+// Llama-3.2-1B with a global batch of 1024 on dp 8: 128 micro-batches, short steps of 2 and 4.
+v1::ProbeAssignment LongStepAssignment() {
+  v1::ProbeAssignment assignment = SmallConformanceAssignment();
+  assignment.mutable_training()->set_global_batch_size(1024);
+  assignment.set_deadline_seconds(600);
+  return assignment;
+}
+
+TEST(SimBackendTest, ShortStepsExtrapolateTheFullStep) {
+  v1::ProbeAssignment full_steps = LongStepAssignment();
+  v1::ProbeAssignment short_steps = LongStepAssignment();
+  short_steps.add_micro_batch_counts(2);
+  short_steps.add_micro_batch_counts(4);
+  SoloProbeContext context;
+  absl::StatusOr<v1::ProbeResult> full = FastSim()->Run(full_steps, context);
+  absl::StatusOr<v1::ProbeResult> extrapolated = FastSim()->Run(short_steps, context);
+  ASSERT_TRUE(full.ok() && extrapolated.ok());
+  EXPECT_TRUE(full->short_steps().empty());
+  EXPECT_TRUE(full->extrapolated().empty());
+  ASSERT_EQ(extrapolated->short_steps_size(), 2);
+  EXPECT_EQ(extrapolated->short_steps(1).micro_batches(), 4);
+  EXPECT_EQ(extrapolated->short_steps(1).step_times_seconds_size(), 4);
+  EXPECT_THAT(extrapolated->extrapolated(), ::testing::ElementsAre("full_step"));
+  EXPECT_EQ(extrapolated->extrapolation().full_micro_batches(), 128);
+  EXPECT_GT(extrapolated->extrapolation().slot_seconds(), 0);
+  EXPECT_EQ(extrapolated->step_times_seconds_size(), 4);
+  // The same configuration (and configuration noise), different per-step noise: within a
+  // few percent of the full steps.
+  EXPECT_NEAR(extrapolated->mean_step_time_seconds() / full->mean_step_time_seconds(), 1, 0.05);
+  // Short steps are what makes it cheap: the modelled probe is far shorter.
+  EXPECT_LT(extrapolated->wall_seconds() - 30, 0.2 * (full->wall_seconds() - 30));
+  EXPECT_THAT(extrapolated->message(), HasSubstr("extrapolated from short steps of 2 and 4"));
+}
+
+TEST(SimBackendTest, WallSecondsAreTheModelledRealDuration) {
+  SoloProbeContext context;
+  absl::StatusOr<v1::ProbeResult> result = FastSim()->Run(LongStepAssignment(), context);
+  ASSERT_TRUE(result.ok()) << result.status();
+  double steps = 0;
+  for (double t : result->step_times_seconds()) steps += t;
+  // 30 s start-up, 1 warm-up step and the 4 timed ones.
+  EXPECT_GT(result->wall_seconds(), 30 + steps);
+  EXPECT_LT(result->wall_seconds(), 30 + steps * 1.5);
+  EXPECT_THAT(result->modelled(), ::testing::Contains("wall_time"));
+}
+
+TEST(SimBackendTest, AProbeLongerThanItsDeadlineTimesOut) {
+  v1::ProbeAssignment assignment = LongStepAssignment();
+  assignment.set_deadline_seconds(31);
+  SimBackend::Options options;
+  options.time_scale = 0.001;
+  SoloProbeContext context;
+  const absl::Time start = absl::Now();
+  absl::StatusOr<v1::ProbeResult> result = SimBackend(options).Run(assignment, context);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->outcome(), v1::PROBE_TIMEOUT);
+  EXPECT_THAT(result->message(), HasSubstr("over its deadline of 31 s"));
+  EXPECT_EQ(result->wall_seconds(), 31);
+  // It slept the scaled deadline, 31 ms.
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(31));
+}
+
 }  // namespace
 }  // namespace paratune

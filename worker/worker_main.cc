@@ -93,7 +93,12 @@ ABSL_FLAG(std::string, labels, "",
           "(at most 32).");
 ABSL_FLAG(double, sim_probe_seconds, 0.2,
           "Wall time each sim probe takes (it is cancellable), so progress is visible; 0 "
-          "answers at once.");
+          "answers at once. Ignored when --sim_time_scale is set.");
+ABSL_FLAG(double, sim_time_scale, 0,
+          "When > 0, each sim probe sleeps this fraction of the duration it models on real "
+          "GPUs (30 s start-up, warm-up and timed steps), so deadlines, leases and budgets run "
+          "with real ratios: 0.01 runs a 90 s probe in 0.9 s. Its wall_seconds, and so the "
+          "search's GPU-hours, are always the modelled real duration, labelled simulated.");
 ABSL_FLAG(double, replay_probe_seconds, 0,
           "Wall time each replay probe takes (it is cancellable), to watch a replayed "
           "search progress as a live one would; 0 answers at once.");
@@ -153,7 +158,8 @@ constexpr char kUsage[] =
     "                       [--token_file=PATH]\n"
     "                       [--config=worker.textproto] [--sim_gpus=8]\n"
     "                       [--sim_gpu_type=h100-80gb] [--hostname=NAME] [--labels=k=v,...]\n"
-    "                       [--sim_probe_seconds=0.2] [--replay_probe_seconds=0]\n"
+    "                       [--sim_probe_seconds=0.2 | --sim_time_scale=0.01]\n"
+    "                       [--replay_probe_seconds=0]\n"
     "                       [--probe_binary=PATH] [--probe_scratch_dir=/tmp]\n"
     "                       [--grpc_address=127.0.0.1:0] [--metrics_address=HOST:PORT]\n"
     "                       [--metrics_port_file=PATH] [--exit_after_probes=0]\n"
@@ -203,6 +209,11 @@ absl::Status AddBackends(WorkerDaemon::Options& options) {
       PT_RETURN_IF_ERROR(CheckSeconds("sim_probe_seconds", seconds));
       SimBackend::Options sim;
       sim.probe_time = absl::Seconds(seconds);
+      sim.time_scale = absl::GetFlag(FLAGS_sim_time_scale);
+      if (!std::isfinite(sim.time_scale) || sim.time_scale < 0 || sim.time_scale > 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--sim_time_scale (", sim.time_scale, ") must be in [0, 1]"));
+      }
       options.backends.push_back(std::make_unique<SimBackend>(sim));
     } else if (name == "replay" || name == "command") {
       if (!config.has_value()) {

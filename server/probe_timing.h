@@ -1,0 +1,39 @@
+// How a candidate's probe is run and how long it may take (docs/short_probes.md): the short
+// steps of the short-probe protocol (estimator/short_probe.h), the duration the performance
+// model predicts for them on real GPUs, and the deadline derived from it.
+#ifndef PARATUNE_SERVER_PROBE_TIMING_H_
+#define PARATUNE_SERVER_PROBE_TIMING_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/search.pb.h"
+#include "proto/specs.pb.h"
+
+namespace paratune {
+
+// A derived deadline is this many times the predicted duration, and at least the minimum:
+// the prediction's error (docs/estimator.md) is well under 2x, and start-up varies.
+inline constexpr double kDeadlineFactor = 3;
+inline constexpr double kMinDeadlineSeconds = 120;
+
+struct ProbeTiming {
+  // ProbeAssignment.micro_batch_counts: empty for full steps.
+  std::vector<int64_t> micro_batch_counts;
+  // Predicted wall seconds on real GPUs: start-up, warm-up and the timed steps.
+  double predicted_seconds = 0;
+  // spec.probe.deadline_seconds when set, else kDeadlineFactor x predicted_seconds, at least
+  // kMinDeadlineSeconds.
+  double deadline_seconds = 0;
+};
+
+// The timing of a probe of `config` for a search with `spec` (normalized:
+// ValidateCreateSearchRequest) running `timed_steps` timed steps. INVALID_ARGUMENT naming the
+// field when the spec or the configuration cannot be resolved.
+absl::StatusOr<ProbeTiming> TimeProbe(const v1::SearchSpec& spec, const v1::ParallelConfig& config,
+                                      int64_t timed_steps);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_SERVER_PROBE_TIMING_H_
