@@ -9,6 +9,8 @@
 
 namespace paratune {
 
+bool RunsShortSteps(const std::string& backend) { return backend == "sim"; }
+
 absl::StatusOr<ProbeTiming> TimeProbe(const v1::SearchSpec& spec, const v1::ParallelConfig& config,
                                       int64_t timed_steps) {
   PT_ASSIGN_OR_RETURN(const ResolvedSpec resolved, ResolveSearchSpec(spec));
@@ -18,7 +20,8 @@ absl::StatusOr<ProbeTiming> TimeProbe(const v1::SearchSpec& spec, const v1::Para
   const PerformanceEstimate full =
       PredictPerformance(resolved.model, resolved.training, resolved.cluster, parallel,
                          DefaultPerformanceParameters(resolved.cluster.gpu()));
-  const ShortProbePlan plan = PlanShortProbe(parallel, resolved.training);
+  ShortProbePlan plan = PlanShortProbe(parallel, resolved.training);
+  if (!RunsShortSteps(spec.probe().backend())) plan.micro_batch_counts.clear();
   ProbeTiming timing;
   timing.micro_batch_counts = plan.micro_batch_counts;
   timing.predicted_seconds = PredictedProbeSeconds(full, plan, spec.probe().warmup_steps(),

@@ -1,5 +1,6 @@
 #include "server/probe_timing.h"
 
+#include "estimator/short_probe.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/search_request.h"
@@ -46,6 +47,19 @@ TEST(ProbeTimingTest, FullStepsWhenTheGlobalBatchIsSmallAndTheSearchsDeadlineWin
   ASSERT_TRUE(timing.ok()) << timing.status();
   EXPECT_THAT(timing->micro_batch_counts, IsEmpty());
   EXPECT_EQ(timing->deadline_seconds, 45);
+}
+
+TEST(ProbeTimingTest, BackendsThatRunFullStepsAreTimedForThem) {
+  v1::SearchSpec spec = Spec(1024);
+  absl::StatusOr<ProbeTiming> short_steps = TimeProbe(spec, Config(2, 2, 2, 1), 5);
+  spec.mutable_probe()->set_backend("cuda");
+  absl::StatusOr<ProbeTiming> full_steps = TimeProbe(spec, Config(2, 2, 2, 1), 5);
+  ASSERT_TRUE(short_steps.ok() && full_steps.ok());
+  EXPECT_THAT(full_steps->micro_batch_counts, IsEmpty());
+  // Beyond the start-up, full steps take many times the short ones.
+  EXPECT_GT(full_steps->predicted_seconds - kProbeStartupSeconds,
+            4 * (short_steps->predicted_seconds - kProbeStartupSeconds));
+  EXPECT_GT(full_steps->deadline_seconds, short_steps->deadline_seconds);
 }
 
 TEST(ProbeTimingTest, AConfigurationThatDoesNotResolveIsInvalid) {
