@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -12,66 +11,13 @@
 #include "estimator/performance_model.h"
 #include "estimator/short_probe.h"
 #include "worker/probe_specs.h"
+#include "worker/sim_steps.h"
 #include "worker/step_metrics.h"
 
 namespace paratune {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-// SplitMix64's finalizer (Steele, Lea, Flood 2014): a fixed, well-mixed seed from several
-// integers, the same on every platform (std::hash is not).
-uint64_t Mix(uint64_t seed, uint64_t value) {
-  uint64_t z = seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-uint64_t NoiseSeed(const v1::ProbeAssignment& assignment, const ParallelConfig& config) {
-  uint64_t seed = Mix(0, assignment.seed());
-  for (int64_t value : {config.dp(), config.tp(), config.pp(), config.cp(), config.micro_batch(),
-                        config.virtual_pipeline(), static_cast<int64_t>(config.sequence_parallel()),
-                        static_cast<int64_t>(config.recompute())}) {
-    seed = Mix(seed, static_cast<uint64_t>(value));
-  }
-  return seed;
-}
-
-// The steps the sim models: the configuration's true step time at m micro-batches (the
-// performance model's, times a per-configuration factor) times a per-step noise factor.
-class SimulatedSteps {
- public:
-  SimulatedSteps(const PerformanceEstimate& full, int64_t full_micro_batches, uint64_t seed,
-                 const SimBackend::Options& options)
-      : full_(full),
-        full_micro_batches_(full_micro_batches),
-        random_(seed),
-        step_noise_(0.0, options.step_noise_sigma) {
-    std::normal_distribution<double> config_noise(0.0, options.config_noise_sigma);
-    config_factor_ = std::exp(config_noise(random_));
-  }
-
-  // The noise-free step time at `micro_batches`: what an exact extrapolation would give.
-  double TrueSeconds(int64_t micro_batches) const {
-    return PredictedStepSeconds(full_, full_micro_batches_, micro_batches) * config_factor_;
-  }
-  // `count` steps at `micro_batches`, each with its noise.
-  std::vector<double> Run(int64_t micro_batches, int64_t count) {
-    std::vector<double> times;
-    for (int64_t i = 0; i < count; ++i) {
-      times.push_back(TrueSeconds(micro_batches) * std::exp(step_noise_(random_)));
-    }
-    return times;
-  }
-
- private:
-  const PerformanceEstimate full_;
-  const int64_t full_micro_batches_;
-  std::mt19937_64 random_;
-  std::normal_distribution<double> step_noise_;
-  double config_factor_ = 1;
-};
 
 double Sum(const std::vector<double>& values) {
   double sum = 0;
@@ -109,8 +55,8 @@ absl::StatusOr<v1::ProbeResult> SimBackend::Run(const v1::ProbeAssignment& assig
       PredictPerformance(specs.model, specs.training, specs.cluster, specs.config,
                          DefaultPerformanceParameters(specs.cluster.gpu()));
   const int64_t full_micro_batches = specs.config.NumMicroBatches(specs.training);
-  SimulatedSteps steps(predicted, full_micro_batches, NoiseSeed(assignment, specs.config),
-                       options_);
+  SimulatedSteps steps(predicted, full_micro_batches, NoiseSeed(assignment.seed(), specs.config),
+                       options_.config_noise_sigma, options_.step_noise_sigma);
   const std::vector<int64_t> counts(assignment.micro_batch_counts().begin(),
                                     assignment.micro_batch_counts().end());
   // The real duration the probe stands for: start-up, warm-up, the timed steps.
