@@ -1,9 +1,11 @@
 #include "cli/commands.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "cli/cost_report.h"
 #include "cli/plan_report.h"
 #include "cli/report.h"
 #include "common/status_macros.h"
@@ -52,10 +54,33 @@ absl::Status RunEstimate(const v1::EstimateRequest& request, const OutputOptions
 absl::Status RunPlan(const v1::PlanRequest& request, const OutputOptions& output,
                      std::ostream& out) {
   PT_ASSIGN_OR_RETURN(DetailedPlan detailed, AnswerPlanInDetail(request));
+  if (output.json) return Print(detailed.response, "", output, out);
+  PT_ASSIGN_OR_RETURN(const std::string cost,
+                      ProjectAndFormatSearchCost(detailed, request.spec(),
+                                                 {v1::ADAPTIVE, v1::TOP_K, v1::EXHAUSTIVE}));
   const std::string text = absl::StrCat(
       FormatPlanSummary(request.spec(), detailed.response), "\n",
       FormatMemoryMap(detailed.plan, detailed.spec.plan_options, detailed.spec.cluster), "\n",
-      FormatPlanCandidates(detailed.response));
+      FormatPlanCandidates(detailed.response), "\n", cost);
+  return Print(detailed.response, text, output, out);
+}
+
+absl::Status RunDryRun(const v1::CreateSearchRequest& request, const OutputOptions& output,
+                       std::ostream& out) {
+  v1::PlanRequest plan_request;
+  *plan_request.mutable_spec() = request.spec();
+  PT_ASSIGN_OR_RETURN(DetailedPlan detailed, AnswerPlanInDetail(plan_request));
+  if (output.json) return Print(detailed.response, "", output, out);
+  const v1::SearchPolicy policy = request.spec().policy() == v1::SEARCH_POLICY_UNSPECIFIED
+                                      ? v1::ADAPTIVE
+                                      : request.spec().policy();
+  std::vector<v1::SearchPolicy> policies = {policy};
+  if (policy != v1::EXHAUSTIVE) policies.push_back(v1::EXHAUSTIVE);
+  PT_ASSIGN_OR_RETURN(const std::string cost,
+                      ProjectAndFormatSearchCost(detailed, request.spec(), policies));
+  const std::string text = absl::StrCat(
+      "dry run, nothing sent to a server: a search with policy ", v1::SearchPolicy_Name(policy),
+      " of\n", FormatPlanSummary(request.spec(), detailed.response), "\n", cost);
   return Print(detailed.response, text, output, out);
 }
 

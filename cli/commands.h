@@ -18,9 +18,17 @@ namespace paratune {
 absl::Status RunEstimate(const v1::EstimateRequest& request, const OutputOptions& output,
                          std::ostream& out);
 // Prints what was planned, the counts and rejections, the memory map of every valid
-// configuration and the candidates with their breakdown; --json prints the PlanResponse.
+// configuration, the candidates with their breakdown and what an ADAPTIVE, TOP_K and
+// EXHAUSTIVE search of them would cost next to one full job per candidate
+// (cli/cost_report.h); --json prints the PlanResponse, which has no field for the cost.
 absl::Status RunPlan(const v1::PlanRequest& request, const OutputOptions& output,
                      std::ostream& out);
+// `submit --dry_run`, offline: plans request.spec as `plan` would and prints what was
+// planned and what the search would cost with its policy (and EXHAUSTIVE and one full job
+// per candidate for comparison); --json prints the PlanResponse of all its candidates.
+// Contacts no server.
+absl::Status RunDryRun(const v1::CreateSearchRequest& request, const OutputOptions& output,
+                       std::ostream& out);
 // Plans request.spec and says why `config` is or is not among its candidates (see
 // FormatExplanation). For people only: INVALID_ARGUMENT with output.json.
 absl::Status RunExplain(const v1::PlanRequest& request, const v1::ParallelConfig& config,

@@ -10,6 +10,7 @@ namespace paratune {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // The first row of the Fujii et al. reference values: Llama-3.1-8B, s 8192, t 2, d 2.
 v1::EstimateRequest ReferenceRequest() {
@@ -82,6 +83,63 @@ TEST(RunPlanTest, PrintsCountsMemoryMapAndCandidates) {
   EXPECT_THAT(out.str(), HasSubstr("Memory map: "));
   EXPECT_THAT(out.str(), HasSubstr("TFLOP/s/GPU"));
   EXPECT_THAT(out.str(), HasSubstr("(5 of "));
+}
+
+TEST(RunPlanTest, ProjectsWhatEachPolicyWouldCost) {
+  v1::PlanRequest request;
+  *request.mutable_spec() = SmallPlanSpec();
+  std::ostringstream out;
+  ASSERT_TRUE(RunPlan(request, OutputOptions(), out).ok());
+  EXPECT_THAT(out.str(), HasSubstr("Projected cost: probes one after another, each holding all "
+                                   "16 GPUs (4 x 4 h100-94gb); a probe\nstarts up in 30 s"));
+  EXPECT_THAT(out.str(), HasSubstr("\nADAPTIVE "));
+  EXPECT_THAT(out.str(), HasSubstr("\nTOP_K 8 "));
+  EXPECT_THAT(out.str(), HasSubstr("\nEXHAUSTIVE "));
+  EXPECT_THAT(out.str(), HasSubstr("\none full job per candidate "));
+  EXPECT_THAT(out.str(), HasSubstr("of the GPU-hours of one full job per candidate.\n"));
+
+  // The spec's settings shape the projection; one out of range is named.
+  request.mutable_spec()->set_top_k(3);
+  request.mutable_spec()->mutable_probe()->set_timed_steps(10);
+  out.str("");
+  ASSERT_TRUE(RunPlan(request, OutputOptions(), out).ok());
+  EXPECT_THAT(out.str(), HasSubstr("\nTOP_K 3                          3 "));
+  EXPECT_THAT(out.str(), HasSubstr("2 warm-up and 10 timed steps"));
+  request.mutable_spec()->mutable_adaptive()->set_tolerance(-1);
+  const absl::Status status = RunPlan(request, OutputOptions(), out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("projected cost: tolerance (-1) must be in (0, 1]"));
+}
+
+TEST(RunDryRunTest, PrintsThePlanAndTheCostOfItsPolicyOnly) {
+  v1::CreateSearchRequest request;
+  *request.mutable_spec() = SmallPlanSpec();
+  request.mutable_spec()->set_policy(v1::TOP_K);
+  request.mutable_spec()->set_top_k(4);
+  std::ostringstream out;
+  ASSERT_TRUE(RunDryRun(request, OutputOptions(), out).ok());
+  EXPECT_THAT(out.str(), HasSubstr("dry run, nothing sent to a server: a search with policy "
+                                   "TOP_K of\nllama3.1-8b on 4 nodes x 4 h100-94gb"));
+  EXPECT_THAT(out.str(), HasSubstr("\nTOP_K 4                          4 "));
+  EXPECT_THAT(out.str(), HasSubstr("\nEXHAUSTIVE "));
+  EXPECT_THAT(out.str(), HasSubstr("\none full job per candidate "));
+  EXPECT_THAT(out.str(), Not(HasSubstr("ADAPTIVE")));
+
+  // Unset, the policy is ADAPTIVE, as on the server.
+  request.mutable_spec()->clear_policy();
+  out.str("");
+  ASSERT_TRUE(RunDryRun(request, OutputOptions(), out).ok());
+  EXPECT_THAT(out.str(), HasSubstr("a search with policy ADAPTIVE of"));
+  EXPECT_THAT(out.str(), HasSubstr("\nADAPTIVE "));
+  EXPECT_THAT(out.str(), Not(HasSubstr("TOP_K")));
+
+  OutputOptions json;
+  json.json = true;
+  out.str("");
+  ASSERT_TRUE(RunDryRun(request, json, out).ok());
+  v1::PlanResponse parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out.str(), &parsed).ok()) << out.str();
+  EXPECT_EQ(parsed.candidates_size(), parsed.counts().memory_safe());
 }
 
 TEST(RunExplainTest, SaysWhyAConfigurationIsMissing) {

@@ -84,9 +84,15 @@ ABSL_FLAG(double, tolerance, 0.02,
           "submit (adaptive): stop when no unprobed candidate's optimistic prediction beats the "
           "best measured by more than this fraction.");
 ABSL_FLAG(int64_t, max_in_flight, 2, "submit (adaptive): probes of the search running at once.");
+ABSL_FLAG(double, confidence_sigmas, 2,
+          "submit (adaptive): width of the optimistic prediction, predicted x exp(sigmas x the "
+          "model's relative error), that an unprobed candidate must beat the best measured "
+          "with; in (0, 10].");
 ABSL_FLAG(int64_t, max_confirmations, 2,
           "submit (adaptive): leaders re-probed longer when their short probes cannot be told "
-          "apart; 0 turns confirmation off.");
+          "apart; 0 turns confirmation off. At most 16.");
+ABSL_FLAG(int64_t, confirmation_steps_factor, 4,
+          "submit (adaptive): a confirmation runs this many times --timed_steps; 2 .. 100.");
 ABSL_FLAG(int64_t, max_probes, 0, "submit: budget of probes started; 0 means no limit.");
 ABSL_FLAG(double, max_gpu_hours, 0,
           "submit: budget of GPU-hours (wall time x GPUs of finished probes); 0 means no "
@@ -104,7 +110,14 @@ ABSL_FLAG(std::string, scope, "auto",
           "traffic modelled) or auto (full when live workers of the search's GPU type can "
           "host every node of the cluster at once, one worker per node).");
 ABSL_FLAG(int64_t, warmup_steps, 2, "submit: untimed steps per probe.");
-ABSL_FLAG(int64_t, timed_steps, 5, "submit: timed steps per probe.");
+ABSL_FLAG(int64_t, timed_steps, 5,
+          "submit: timed steps per probe (at each micro-batch count of a short probe).");
+ABSL_FLAG(double, probe_deadline, 0,
+          "submit: wall-clock limit of each probe, seconds; 0 lets the server derive each "
+          "probe's from its predicted duration (docs/short_probes.md). At most 86,400.");
+ABSL_FLAG(int64_t, max_attempts, 2,
+          "submit: attempts a probe gets when it fails with an infrastructure error or loses "
+          "its worker; 0 means the server's default, 2. At most 100.");
 ABSL_FLAG(int64_t, max_launch_failures, 0,
           "submit: stop the search FAILED once this many launches in a row (Slurm jobs for its "
           "probes, on a server with --launcher=slurm) were refused with the same message; 0 "
@@ -112,6 +125,9 @@ ABSL_FLAG(int64_t, max_launch_failures, 0,
 ABSL_FLAG(uint64_t, seed, 1, "submit: seed of the sim backend's noise.");
 ABSL_FLAG(std::string, name, "", "submit: display name of the search.");
 ABSL_FLAG(bool, watch, false, "submit: follow the search until it ends, then print the result.");
+ABSL_FLAG(bool, dry_run, false,
+          "submit: plan the search offline, as plan does, and print what it would cost with "
+          "its policy; contacts no server.");
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "Address of paratune-server, host:port.");
 ABSL_FLAG(std::string, tls_ca, "",
@@ -150,14 +166,17 @@ Offline (the estimator alone, no server):
                paratune estimate --model=llama3.1-8b --gpu=h100-94gb --nodes=1 \
                  --gpus_per_node=4 --tp=2 --cp=1 --pp=1 --mbs=1 --seq_len=8192
   plan       the memory map of every valid configuration (micro-batch sizes per tp, cp, pp
-             marked SAFE / RISKY / OOM) and the memory-safe ones in predicted order
+             marked SAFE / RISKY / OOM), the memory-safe ones in predicted order, and what
+             an ADAPTIVE, TOP_K and EXHAUSTIVE search of them would cost in probes, GPU-hours
+             and wall time next to one full training job per candidate
                paratune plan --model=llama3.1-70b --gpu=h100-80gb --nodes=8
              --explain says why one configuration is or is not a candidate
                paratune plan --model=llama3.1-70b --gpu=h100-80gb --nodes=8 --explain \
                  --tp=4 --pp=2 --cp=1 --mbs=2
 
 Against paratune-server (--server=host:port):
-  submit     create a search from the same flags as plan (--watch to follow it)
+  submit     create a search from the same flags as plan (--watch to follow it);
+             --dry_run plans it offline and prints what it would cost, sending nothing
   watch NAME follow a search (e.g. searches/1) until it ends; print the ranked result
   get NAME   print a search and its ranked candidates
   list       list searches, newest first
@@ -323,7 +342,9 @@ absl::StatusOr<paratune::v1::SearchSpec> SearchSpecFromFlags() {
     paratune::v1::AdaptiveSettings& adaptive = *spec.mutable_adaptive();
     adaptive.set_tolerance(absl::GetFlag(FLAGS_tolerance));
     adaptive.set_max_in_flight(absl::GetFlag(FLAGS_max_in_flight));
+    adaptive.set_confidence_sigmas(absl::GetFlag(FLAGS_confidence_sigmas));
     adaptive.set_max_confirmations(absl::GetFlag(FLAGS_max_confirmations));
+    adaptive.set_confirmation_steps_factor(absl::GetFlag(FLAGS_confirmation_steps_factor));
   }
   paratune::v1::SearchBudget& budget = *spec.mutable_budget();
   budget.set_max_probes(absl::GetFlag(FLAGS_max_probes));
@@ -342,9 +363,20 @@ absl::StatusOr<paratune::v1::SearchSpec> SearchSpecFromFlags() {
   }
   spec.mutable_probe()->set_warmup_steps(absl::GetFlag(FLAGS_warmup_steps));
   spec.mutable_probe()->set_timed_steps(absl::GetFlag(FLAGS_timed_steps));
+  spec.mutable_probe()->set_deadline_seconds(absl::GetFlag(FLAGS_probe_deadline));
+  spec.mutable_probe()->set_max_attempts(absl::GetFlag(FLAGS_max_attempts));
   spec.mutable_probe()->set_max_launch_failures(absl::GetFlag(FLAGS_max_launch_failures));
   spec.set_seed(absl::GetFlag(FLAGS_seed));
   return spec;
+}
+
+absl::StatusOr<paratune::v1::CreateSearchRequest> CreateSearchRequestFromFlags() {
+  auto spec = SearchSpecFromFlags();
+  if (!spec.ok()) return spec.status();
+  paratune::v1::CreateSearchRequest request;
+  *request.mutable_spec() = *spec;
+  request.set_display_name(absl::GetFlag(FLAGS_name));
+  return request;
 }
 
 // The one positional argument of watch/get/cancel/events/export.
@@ -380,6 +412,11 @@ absl::Status Run(const std::vector<char*>& args, const paratune::OutputOptions& 
     }
     return paratune::RunPlan(request, output, std::cout);
   }
+  if (command == "submit" && absl::GetFlag(FLAGS_dry_run)) {
+    auto request = CreateSearchRequestFromFlags();
+    if (!request.ok()) return request.status();
+    return paratune::RunDryRun(*request, output, std::cout);
+  }
 
   paratune::ClientCredentialsOptions credential_files;
   credential_files.tls_ca = FlagOrEnvironment(FLAGS_tls_ca, "PARATUNE_TLS_CA");
@@ -392,12 +429,9 @@ absl::Status Run(const std::vector<char*>& args, const paratune::OutputOptions& 
                                    absl::GetFlag(FLAGS_rpc_timeout));
   const absl::Duration watch_timeout = absl::GetFlag(FLAGS_watch_timeout);
   if (command == "submit") {
-    auto spec = SearchSpecFromFlags();
-    if (!spec.ok()) return spec.status();
-    paratune::v1::CreateSearchRequest request;
-    *request.mutable_spec() = *spec;
-    request.set_display_name(absl::GetFlag(FLAGS_name));
-    return paratune::RunSubmit(client, request, absl::GetFlag(FLAGS_watch), watch_timeout, output,
+    auto request = CreateSearchRequestFromFlags();
+    if (!request.ok()) return request.status();
+    return paratune::RunSubmit(client, *request, absl::GetFlag(FLAGS_watch), watch_timeout, output,
                                std::cout);
   }
   if (command == "list") {
