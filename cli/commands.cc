@@ -10,6 +10,7 @@
 #include "cli/report.h"
 #include "common/status_macros.h"
 #include "convert/estimate_requests.h"
+#include "convert/search_request.h"
 #include "convert/spec_convert.h"
 #include "estimator/planner.h"
 
@@ -67,6 +68,8 @@ absl::Status RunPlan(const v1::PlanRequest& request, const OutputOptions& output
 
 absl::Status RunDryRun(const v1::CreateSearchRequest& request, const OutputOptions& output,
                        std::ostream& out) {
+  // Refused here exactly as the server would refuse it.
+  PT_RETURN_IF_ERROR(ValidateCreateSearchRequest(request).status());
   v1::PlanRequest plan_request;
   *plan_request.mutable_spec() = request.spec();
   PT_ASSIGN_OR_RETURN(DetailedPlan detailed, AnswerPlanInDetail(plan_request));

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/table.h"
+#include "convert/search_request.h"
 
 namespace paratune {
 namespace {
@@ -130,21 +131,24 @@ std::string ShareNote(const SearchCostProjection& projection) {
 }  // namespace
 
 SearchCostOptions SearchCostOptionsFromSpec(const v1::SearchSpec& spec) {
+  // Each field as the server would run it: the spec's value, else the server's default.
+  const auto or_default = [](auto value, auto fallback) {
+    return value != 0 ? value : static_cast<decltype(value)>(fallback);
+  };
   SearchCostOptions options;
   const v1::ProbeSettings& probe = spec.probe();
-  // The server's RunsShortSteps (server/probe_timing.h): only the sim runs short steps yet.
-  options.steps.short_steps = probe.backend().empty() || probe.backend() == "sim";
-  if (probe.warmup_steps() != 0) options.steps.warmup_steps = probe.warmup_steps();
-  if (probe.timed_steps() != 0) options.steps.timed_steps = probe.timed_steps();
-  if (spec.top_k() != 0) options.top_k = spec.top_k();
+  options.steps.short_steps = RunsShortSteps(probe);
+  options.steps.warmup_steps = or_default(probe.warmup_steps(), kDefaultWarmupSteps);
+  options.steps.timed_steps = or_default(probe.timed_steps(), kDefaultTimedSteps);
+  options.top_k = or_default(spec.top_k(), kDefaultTopK);
   const v1::AdaptiveSettings& adaptive = spec.adaptive();
-  if (adaptive.tolerance() != 0) options.tolerance = adaptive.tolerance();
-  if (adaptive.confidence_sigmas() != 0) options.confidence_sigmas = adaptive.confidence_sigmas();
-  if (adaptive.max_in_flight() != 0) options.max_in_flight = adaptive.max_in_flight();
-  if (adaptive.has_max_confirmations()) options.max_confirmations = adaptive.max_confirmations();
-  if (adaptive.confirmation_steps_factor() != 0) {
-    options.confirmation_steps_factor = adaptive.confirmation_steps_factor();
-  }
+  options.tolerance = or_default(adaptive.tolerance(), kDefaultTolerance);
+  options.confidence_sigmas = or_default(adaptive.confidence_sigmas(), kDefaultConfidenceSigmas);
+  options.max_in_flight = or_default(adaptive.max_in_flight(), kDefaultMaxInFlight);
+  options.max_confirmations =
+      adaptive.has_max_confirmations() ? adaptive.max_confirmations() : kDefaultMaxConfirmations;
+  options.confirmation_steps_factor =
+      or_default(adaptive.confirmation_steps_factor(), kDefaultConfirmationStepsFactor);
   return options;
 }
 

@@ -19,7 +19,7 @@
 #include "server/search_observer.h"
 #include "server/search_planning.h"
 #include "server/search_policy.h"
-#include "server/search_request.h"
+#include "convert/search_request.h"
 
 namespace paratune {
 

@@ -3,13 +3,12 @@
 #include <algorithm>
 
 #include "common/status_macros.h"
+#include "convert/search_request.h"
 #include "convert/spec_convert.h"
 #include "estimator/performance_model.h"
 #include "estimator/short_probe.h"
 
 namespace paratune {
-
-bool RunsShortSteps(const std::string& backend) { return backend == "sim"; }
 
 absl::StatusOr<ProbeTiming> TimeProbe(const v1::SearchSpec& spec, const v1::ParallelConfig& config,
                                       int64_t timed_steps) {
@@ -21,7 +20,7 @@ absl::StatusOr<ProbeTiming> TimeProbe(const v1::SearchSpec& spec, const v1::Para
       PredictPerformance(resolved.model, resolved.training, resolved.cluster, parallel,
                          DefaultPerformanceParameters(resolved.cluster.gpu()));
   ShortProbePlan plan = PlanShortProbe(parallel, resolved.training);
-  if (!RunsShortSteps(spec.probe().backend())) plan.micro_batch_counts.clear();
+  if (!RunsShortSteps(spec.probe())) plan.micro_batch_counts.clear();
   ProbeTiming timing;
   timing.micro_batch_counts = plan.micro_batch_counts;
   timing.predicted_seconds = PredictedProbeSeconds(full, plan, spec.probe().warmup_steps(),

@@ -5,7 +5,6 @@
 #define PARATUNE_SERVER_PROBE_TIMING_H_
 
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -19,14 +18,10 @@ namespace paratune {
 inline constexpr double kDeadlineFactor = 3;
 inline constexpr double kMinDeadlineSeconds = 120;
 
-// Whether the backend runs the short steps of ProbeAssignment.micro_batch_counts. The sim
-// does; the cuda probe and the command templates do not yet (they run full steps, so their
-// probes are timed for full steps).
-bool RunsShortSteps(const std::string& backend);
-
 struct ProbeTiming {
-  // ProbeAssignment.micro_batch_counts: empty for full steps (RunsShortSteps false, or a
-  // global batch of few micro-batches).
+  // ProbeAssignment.micro_batch_counts: empty for full steps (a backend that does not run
+  // short steps, convert/search_request.h RunsShortSteps, or a global batch of few
+  // micro-batches).
   std::vector<int64_t> micro_batch_counts;
   // Predicted wall seconds on real GPUs: start-up, warm-up and the timed steps.
   double predicted_seconds = 0;

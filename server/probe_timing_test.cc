@@ -3,7 +3,7 @@
 #include "estimator/short_probe.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/search_request.h"
+#include "convert/search_request.h"
 #include "server/test_requests.h"
 
 namespace paratune {

@@ -15,7 +15,7 @@
 #include "server/probe_timing.h"
 #include "server/resource_names.h"
 #include "server/search_planning.h"
-#include "server/search_request.h"
+#include "convert/search_request.h"
 #include "server/stop_reasons.h"
 #include "server/worker_request.h"
 

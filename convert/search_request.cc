@@ -1,4 +1,4 @@
-#include "server/search_request.h"
+#include "convert/search_request.h"
 
 #include <cmath>
 #include <string>
@@ -120,6 +120,10 @@ absl::Status CheckBudget(const v1::SearchBudget& budget) {
 }
 
 }  // namespace
+
+bool RunsShortSteps(const v1::ProbeSettings& probe) {
+  return probe.backend().empty() || probe.backend() == "sim";
+}
 
 absl::StatusOr<ValidatedSearchRequest> ValidateCreateSearchRequest(
     const v1::CreateSearchRequest& request) {

@@ -1,6 +1,6 @@
 // Validation of CreateSearch requests, and the defaults a search runs with.
-#ifndef PARATUNE_SERVER_SEARCH_REQUEST_H_
-#define PARATUNE_SERVER_SEARCH_REQUEST_H_
+#ifndef PARATUNE_CONVERT_SEARCH_REQUEST_H_
+#define PARATUNE_CONVERT_SEARCH_REQUEST_H_
 
 #include <cstdint>
 
@@ -38,6 +38,11 @@ inline constexpr int64_t kMaxBudgetProbes = 1'000'000;
 inline constexpr double kMaxBudgetGpuSeconds = 1e12;
 inline constexpr double kMaxBudgetDeadlineSeconds = 31'536'000;
 
+// Whether probes with these settings run the short steps of the short-probe protocol
+// (estimator/short_probe.h): the sim does; the cuda probe and the command templates run full
+// steps yet, and replay answers with measured full steps. An empty backend is the sim.
+bool RunsShortSteps(const v1::ProbeSettings& probe);
+
 // A CreateSearch request that passed validation.
 struct ValidatedSearchRequest {
   // The request's spec with every default filled in (policy, top_k, probe settings, seed,
@@ -56,4 +61,4 @@ absl::StatusOr<ValidatedSearchRequest> ValidateCreateSearchRequest(
 
 }  // namespace paratune
 
-#endif  // PARATUNE_SERVER_SEARCH_REQUEST_H_
+#endif  // PARATUNE_CONVERT_SEARCH_REQUEST_H_

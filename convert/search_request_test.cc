@@ -1,4 +1,4 @@
-#include "server/search_request.h"
+#include "convert/search_request.h"
 
 #include <string>
 
