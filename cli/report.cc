@@ -295,8 +295,11 @@ std::string FormatSearch(const v1::Search& search) {
                         counts.selected(), counts.probed(), counts.succeeded(), counts.failed(),
                         FailureBreakdown(counts));
   if (counts.confirmations() > 0 || counts.gpu_seconds() > 0) {
-    absl::StrAppendFormat(&out, "  %d confirmation probes, %.2f GPU-hours\n",
-                          counts.confirmations(), counts.gpu_seconds() / 3600);
+    // A sim's GPU-hours are what its probes would cost on real GPUs (docs/short_probes.md).
+    const bool simulated = spec.probe().backend().empty() || spec.probe().backend() == "sim";
+    absl::StrAppendFormat(&out, "  %d confirmation probes, %.2f GPU-hours%s\n",
+                          counts.confirmations(), counts.gpu_seconds() / 3600,
+                          simulated ? " (simulated: the real-equivalent cost)" : "");
   }
   if (!search.stop_reason().empty()) absl::StrAppend(&out, "  ", search.stop_reason(), "\n");
   if (search.candidates().empty()) return out;

@@ -68,6 +68,17 @@ TEST(FormatSearchTest, MeasuredResultsCarryNoSimulationLegend) {
   EXPECT_THAT(text, Not(HasSubstr("SIMULATED")));
 }
 
+TEST(FormatSearchTest, ASimsGpuHoursAreLabelledRealEquivalent) {
+  v1::Search search;
+  search.mutable_counts()->set_gpu_seconds(7200);
+  EXPECT_THAT(FormatSearch(search),
+              HasSubstr("2.00 GPU-hours (simulated: the real-equivalent cost)"));
+  search.mutable_spec()->mutable_probe()->set_backend("cuda");
+  const std::string measured = FormatSearch(search);
+  EXPECT_THAT(measured, HasSubstr("2.00 GPU-hours\n"));
+  EXPECT_THAT(measured, Not(HasSubstr("real-equivalent")));
+}
+
 TEST(FormatSearchTest, SaysWhyACandidateWaits) {
   v1::Search search;
   v1::Candidate waiting = Probed(2, 2, 0, /*simulated=*/false);
