@@ -52,8 +52,7 @@ std::string CandidateStateName(v1::CandidateState state) {
 std::string ModelName(const v1::ModelSpec& model) {
   if (!model.preset().empty()) return model.preset();
   return absl::StrFormat("custom (h %d, L %d, a %d, kv %d)", model.hidden_size(),
-                         model.num_layers(), model.num_attention_heads(),
-                         model.num_kv_heads());
+                         model.num_layers(), model.num_attention_heads(), model.num_kv_heads());
 }
 
 std::string ClusterName(const v1::ClusterSpec& cluster) {
@@ -70,11 +69,11 @@ std::string FailureBreakdown(const v1::SearchCounts& counts) {
   std::vector<std::string> parts;
   for (int outcome = v1::ProbeOutcome_MIN; outcome <= v1::ProbeOutcome_MAX; ++outcome) {
     if (!v1::ProbeOutcome_IsValid(outcome)) continue;
-    const auto it =
-        counts.failed_by_outcome().find(v1::ProbeOutcome_Name(static_cast<v1::ProbeOutcome>(outcome)));
+    const auto it = counts.failed_by_outcome().find(
+        v1::ProbeOutcome_Name(static_cast<v1::ProbeOutcome>(outcome)));
     if (it == counts.failed_by_outcome().end()) continue;
-    parts.push_back(absl::StrCat(it->second, " ",
-                                 DescribeOutcome(static_cast<v1::ProbeOutcome>(outcome))));
+    parts.push_back(
+        absl::StrCat(it->second, " ", DescribeOutcome(static_cast<v1::ProbeOutcome>(outcome))));
   }
   return parts.empty() ? "" : absl::StrCat(": ", absl::StrJoin(parts, ", "));
 }
@@ -94,16 +93,14 @@ std::string BestMeasured(const v1::Search& search) {
     }
   }
   if (best == nullptr) return "-";
-  return absl::StrFormat("%.1f TFLOP/s per GPU%s (%s)",
-                         best->probe_result().model_tflops_per_gpu(),
+  return absl::StrFormat("%.1f TFLOP/s per GPU%s (%s)", best->probe_result().model_tflops_per_gpu(),
                          best->probe_result().simulated() ? " simulated" : "",
                          DescribeConfig(best->config()));
 }
 
 }  // namespace
 
-std::string FormatEstimate(const v1::ParallelConfig& config,
-                           const v1::EstimateResponse& estimate) {
+std::string FormatEstimate(const v1::ParallelConfig& config, const v1::EstimateResponse& estimate) {
   const v1::MemoryEstimate& memory = estimate.memory();
   std::string out = absl::StrCat("Configuration: ", DescribeConfig(config), "\n\n");
 
@@ -123,25 +120,24 @@ std::string FormatEstimate(const v1::ParallelConfig& config,
     breakdown.AddRow(std::move(total));
   }
   absl::StrAppend(&out, breakdown.Render());
-  absl::StrAppendFormat(
-      &out, "peak %s GiB of %s GiB = %s of capacity -> %s (SAFE below %s)\n\n",
-      GiB(memory.peak_bytes()), GiB(memory.capacity_bytes()),
-      Percent(memory.fraction_of_capacity()), VerdictName(memory.verdict()),
-      Percent(memory.safe_threshold()));
+  absl::StrAppendFormat(&out, "peak %s GiB of %s GiB = %s of capacity -> %s (SAFE below %s)\n\n",
+                        GiB(memory.peak_bytes()), GiB(memory.capacity_bytes()),
+                        Percent(memory.fraction_of_capacity()), VerdictName(memory.verdict()),
+                        Percent(memory.safe_threshold()));
 
   const v1::PerformanceEstimate& perf = estimate.performance();
   Table timing({{"predicted step (performance model)", false}, {"seconds", true}});
   timing.AddRow({"step time", absl::StrFormat("%.3f", perf.step_time_seconds())});
   timing.AddRow({"  compute", absl::StrFormat("%.3f", perf.compute_seconds())});
   timing.AddRow({"  pipeline bubble", absl::StrFormat("%.3f", perf.pipeline_bubble_seconds())});
-  timing.AddRow({"  TP communication (exposed)",
-                 absl::StrFormat("%.3f", perf.tp_communication_seconds())});
-  timing.AddRow({"  CP communication (exposed)",
-                 absl::StrFormat("%.3f", perf.cp_communication_seconds())});
-  timing.AddRow({"  DP communication (exposed)",
-                 absl::StrFormat("%.3f", perf.dp_communication_seconds())});
-  timing.AddRow({"  PP communication (exposed)",
-                 absl::StrFormat("%.3f", perf.pp_communication_seconds())});
+  timing.AddRow(
+      {"  TP communication (exposed)", absl::StrFormat("%.3f", perf.tp_communication_seconds())});
+  timing.AddRow(
+      {"  CP communication (exposed)", absl::StrFormat("%.3f", perf.cp_communication_seconds())});
+  timing.AddRow(
+      {"  DP communication (exposed)", absl::StrFormat("%.3f", perf.dp_communication_seconds())});
+  timing.AddRow(
+      {"  PP communication (exposed)", absl::StrFormat("%.3f", perf.pp_communication_seconds())});
   timing.AddRow({"  optimizer step", absl::StrFormat("%.3f", perf.optimizer_seconds())});
   absl::StrAppend(&out, timing.Render());
   absl::StrAppendFormat(&out,
@@ -192,17 +188,14 @@ std::string FormatPlanCandidates(const v1::PlanResponse& plan) {
   for (int i = 0; i < plan.candidates_size(); ++i) {
     const v1::Candidate& c = plan.candidates(i);
     const v1::PerformanceEstimate& p = c.predicted();
-    candidates.AddRow({absl::StrCat(i + 1), DescribeConfig(c.config()), GiB(c.memory().peak_bytes()),
-                       Percent(c.memory().fraction_of_capacity()),
-                       VerdictName(c.memory().verdict()),
-                       absl::StrFormat("%.1f", p.model_tflops_per_gpu()),
-                       Percent(p.relative_error()), Percent(p.mfu()),
-                       seconds(p.step_time_seconds()), seconds(p.compute_seconds()),
-                       seconds(p.pipeline_bubble_seconds()),
-                       seconds(p.tp_communication_seconds()),
-                       seconds(p.cp_communication_seconds()),
-                       seconds(p.dp_communication_seconds()),
-                       seconds(p.pp_communication_seconds()), seconds(p.optimizer_seconds())});
+    candidates.AddRow(
+        {absl::StrCat(i + 1), DescribeConfig(c.config()), GiB(c.memory().peak_bytes()),
+         Percent(c.memory().fraction_of_capacity()), VerdictName(c.memory().verdict()),
+         absl::StrFormat("%.1f", p.model_tflops_per_gpu()), Percent(p.relative_error()),
+         Percent(p.mfu()), seconds(p.step_time_seconds()), seconds(p.compute_seconds()),
+         seconds(p.pipeline_bubble_seconds()), seconds(p.tp_communication_seconds()),
+         seconds(p.cp_communication_seconds()), seconds(p.dp_communication_seconds()),
+         seconds(p.pp_communication_seconds()), seconds(p.optimizer_seconds())});
   }
   std::string out = absl::StrCat(
       "Candidates in predicted order (TFLOP/s per GPU +- one-sigma relative error; step time "
@@ -271,10 +264,24 @@ CandidateTable CandidatesTable(const v1::Search& search, int max_rows) {
 }
 
 std::string FormatProgress(const v1::Search& search) {
-  return absl::StrFormat("%s %s: probed %d of %d (%d ok, %d failed); best %s", search.name(),
-                         v1::SearchState_Name(search.state()), search.counts().probed(),
-                         search.counts().selected(), search.counts().succeeded(),
-                         search.counts().failed(), BestMeasured(search));
+  const v1::SearchCounts& counts = search.counts();
+  // The total is what has been probed, what is queued or running, and what the policy may
+  // still pick: it shrinks as ADAPTIVE rules candidates out.
+  const int64_t pending = counts.selected() - counts.probed();
+  std::string line = absl::StrFormat("%s %s: probed %d of %d (%d ok, %d failed)", search.name(),
+                                     v1::SearchState_Name(search.state()), counts.probed(),
+                                     counts.probed() + pending + counts.still_contending(),
+                                     counts.succeeded(), counts.failed());
+  if (counts.still_contending() > 0) {
+    absl::StrAppendFormat(&line, ", %d more could still win", counts.still_contending());
+  }
+  absl::StrAppend(&line, "; best ", BestMeasured(search));
+  if (counts.projected_remaining_gpu_seconds() > 0) {
+    absl::StrAppendFormat(&line, "; ~%.2f GPU-hours, ~%.2f h left (projected)",
+                          counts.projected_remaining_gpu_seconds() / 3600,
+                          counts.projected_remaining_wall_seconds() / 3600);
+  }
+  return line;
 }
 
 std::string FormatSearch(const v1::Search& search) {
@@ -300,6 +307,14 @@ std::string FormatSearch(const v1::Search& search) {
     absl::StrAppendFormat(&out, "  %d confirmation probes, %.2f GPU-hours%s\n",
                           counts.confirmations(), counts.gpu_seconds() / 3600,
                           simulated ? " (simulated: the real-equivalent cost)" : "");
+  }
+  if (counts.still_contending() > 0 || counts.projected_remaining_gpu_seconds() > 0) {
+    absl::StrAppendFormat(&out,
+                          "  %d more could still win; ~%.2f GPU-hours, ~%.2f h left (projected "
+                          "from predictions)\n",
+                          counts.still_contending(),
+                          counts.projected_remaining_gpu_seconds() / 3600,
+                          counts.projected_remaining_wall_seconds() / 3600);
   }
   if (!search.stop_reason().empty()) absl::StrAppend(&out, "  ", search.stop_reason(), "\n");
   if (search.candidates().empty()) return out;

@@ -79,6 +79,17 @@ TEST(FormatSearchTest, ASimsGpuHoursAreLabelledRealEquivalent) {
   EXPECT_THAT(measured, Not(HasSubstr("real-equivalent")));
 }
 
+TEST(FormatSearchTest, ShowsWhatIsLeftAndItsProjectedCost) {
+  v1::Search search;
+  search.set_state(v1::PROBING);
+  search.mutable_counts()->set_still_contending(5);
+  search.mutable_counts()->set_projected_remaining_gpu_seconds(7200);
+  search.mutable_counts()->set_projected_remaining_wall_seconds(900);
+  EXPECT_THAT(FormatSearch(search),
+              HasSubstr("  5 more could still win; ~2.00 GPU-hours, ~0.25 h left (projected from "
+                        "predictions)\n"));
+}
+
 TEST(FormatSearchTest, SaysWhyACandidateWaits) {
   v1::Search search;
   v1::Candidate waiting = Probed(2, 2, 0, /*simulated=*/false);
@@ -151,6 +162,15 @@ TEST(FormatProgressTest, NamesTheBestMeasuredConfiguration) {
   EXPECT_EQ(FormatProgress(search),
             "searches/3 PROBING: probed 2 of 4 (2 ok, 0 failed); best 410.5 TFLOP/s per GPU "
             "simulated (dp2 tp2 pp1 cp1 mbs1)");
+
+  // ADAPTIVE: what may still be picked counts in the total, with the projected cost left.
+  search.mutable_counts()->set_still_contending(3);
+  search.mutable_counts()->set_projected_remaining_gpu_seconds(3 * 3600);
+  search.mutable_counts()->set_projected_remaining_wall_seconds(1800);
+  EXPECT_EQ(FormatProgress(search),
+            "searches/3 PROBING: probed 2 of 7 (2 ok, 0 failed), 3 more could still win; best "
+            "410.5 TFLOP/s per GPU simulated (dp2 tp2 pp1 cp1 mbs1); ~3.00 GPU-hours, ~0.50 h "
+            "left (projected)");
 }
 
 TEST(FormatWorkersTest, ShowsTheLabelsInKeyOrder) {

@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "convert/search_text.h"
+#include "estimator/short_probe.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/resource_names.h"
 #include "server/stop_reasons.h"
@@ -27,7 +28,10 @@ bool Pending(const v1::Candidate& candidate) {
 ActiveSearch::ActiveSearch(int64_t id, const v1::CreateSearchRequest& request,
                            const ValidatedSearchRequest& validated, PlannedSearch planned,
                            absl::Time now)
-    : id_(id), world_size_(WorldSize(validated.spec)), policy_(std::move(planned.policy)) {
+    : id_(id),
+      world_size_(WorldSize(validated.spec)),
+      resolved_(std::move(planned.resolved)),
+      policy_(std::move(planned.policy)) {
   search_.set_name(SearchName(id));
   search_.set_display_name(request.display_name());
   *search_.mutable_spec() = validated.spec;
@@ -53,6 +57,7 @@ ActiveSearch::ActiveSearch(int64_t id, v1::Search search)
 
 absl::Status ActiveSearch::Resume() {
   PT_ASSIGN_OR_RETURN(RestoredPolicy restored, RestorePolicy(search_));
+  resolved_ = std::move(restored.resolved);
   policy_ = std::move(restored.policy);
   policy_index_ = std::move(restored.policy_index);
   return absl::OkStatus();
@@ -150,6 +155,33 @@ std::vector<int64_t> ActiveSearch::RequeueUnleased(const std::function<bool(int6
 void ActiveSearch::End(v1::SearchState state, const std::string& reason) {
   search_.set_state(state);
   search_.set_stop_reason(reason);
+  UpdateOutlook();
+}
+
+void ActiveSearch::UpdateOutlook() {
+  v1::SearchCounts& counts = *search_.mutable_counts();
+  counts.clear_still_contending();
+  counts.clear_projected_remaining_gpu_seconds();
+  counts.clear_projected_remaining_wall_seconds();
+  if (search_.state() != v1::PROBING || policy_ == nullptr) return;
+  std::vector<const PlannedConfig*> left;
+  for (size_t i : policy_->Contending()) left.push_back(&policy_->candidates()[i]);
+  counts.set_still_contending(static_cast<int64_t>(left.size()));
+  for (int64_t n = 0; n < search_.candidates_size(); ++n) {
+    if (search_.candidates(n).state() == v1::CANDIDATE_QUEUED) {
+      left.push_back(&policy_->candidates()[policy_index_[n]]);
+    }
+  }
+  const v1::ProbeSettings& probe = search_.spec().probe();
+  double seconds = 0;
+  for (const PlannedConfig* planned : left) {
+    ShortProbePlan plan = PlanShortProbe(planned->config, resolved_->training);
+    if (!RunsShortSteps(probe)) plan.micro_batch_counts.clear();
+    seconds += PredictedProbeSeconds(planned->predicted, plan, probe.warmup_steps(),
+                                     probe.timed_steps(), kProbeStartupSeconds);
+  }
+  counts.set_projected_remaining_wall_seconds(seconds);
+  counts.set_projected_remaining_gpu_seconds(seconds * static_cast<double>(world_size_));
 }
 
 int64_t ActiveSearch::TimedSteps(int64_t n) const {

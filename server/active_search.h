@@ -7,11 +7,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "convert/search_request.h"
+#include "convert/spec_convert.h"
 #include "proto/autotuner_service.pb.h"
 #include "proto/probe.pb.h"
 #include "proto/search.pb.h"
@@ -19,7 +22,6 @@
 #include "server/search_observer.h"
 #include "server/search_planning.h"
 #include "server/search_policy.h"
-#include "convert/search_request.h"
 
 namespace paratune {
 
@@ -65,6 +67,10 @@ class ActiveSearch {
   std::vector<int64_t> RequeueUnleased(const std::function<bool(int64_t n)>& leased);
   // Ends the search: `state` with `reason`.
   void End(v1::SearchState state, const std::string& reason);
+  // Sets counts.still_contending and the projected remaining cost from the policy and the
+  // queued candidates (proto/search.proto, SearchCounts); zeroes them once it ended.
+  void UpdateOutlook();
+
   // Timed steps of candidate n's next probe: the search's, or confirmation_steps_factor
   // times as many when it confirms a leader (it has a screening result).
   int64_t TimedSteps(int64_t n) const;
@@ -82,6 +88,8 @@ class ActiveSearch {
   v1::Search search_;
   int64_t world_size_ = 0;
   std::vector<SearchObserver*> observers_;
+  // Set by the first constructor and by Resume.
+  std::optional<ResolvedSpec> resolved_;
   std::unique_ptr<SearchPolicy> policy_;
   // For candidate n of the search, its index among policy_->candidates().
   std::vector<size_t> policy_index_;

@@ -89,6 +89,34 @@ TEST(ActiveSearchTest, AFailedConfirmationLeavesTheScreeningResultStanding) {
   EXPECT_EQ(search.search().counts().confirmations(), 1);
 }
 
+TEST(ActiveSearchTest, OutlookCountsWhatIsLeftAndWhatItWouldCost) {
+  ActiveSearch top_k = NewSearch(SmallSimSearch(2));
+  std::string line;
+  for (const SearchPolicy::Pick& pick : top_k.Next().picks) top_k.AddPick(pick, line);
+  top_k.UpdateOutlook();
+  const v1::SearchCounts& counts = top_k.search().counts();
+  // Both are queued: nothing left to pick, two probes of at least their 30 s start-up left.
+  EXPECT_EQ(counts.still_contending(), 0);
+  EXPECT_GT(counts.projected_remaining_wall_seconds(), 2 * 30);
+  EXPECT_DOUBLE_EQ(counts.projected_remaining_gpu_seconds(),
+                   8 * counts.projected_remaining_wall_seconds());
+  std::string event;
+  top_k.RecordResult(0, Ok(300), event);
+  top_k.RecordResult(1, Ok(250), event);
+  top_k.UpdateOutlook();
+  EXPECT_EQ(top_k.search().counts().projected_remaining_wall_seconds(), 0);
+
+  v1::CreateSearchRequest request = SmallSimSearch(2);
+  request.mutable_spec()->set_policy(v1::ADAPTIVE);
+  ActiveSearch adaptive = NewSearch(request);
+  adaptive.UpdateOutlook();
+  // Before any measurement every candidate may still win.
+  EXPECT_EQ(adaptive.search().counts().still_contending(),
+            adaptive.search().counts().memory_safe());
+  adaptive.End(v1::CANCELLED, "cancelled");
+  EXPECT_EQ(adaptive.search().counts().still_contending(), 0);
+}
+
 TEST(ActiveSearchTest, RefusalsCountOnlyWhileTheyRepeat) {
   ActiveSearch search = NewSearch(SmallSimSearch(1));
   EXPECT_EQ(search.NoteRefusal("gres"), 1);

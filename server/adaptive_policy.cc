@@ -134,29 +134,40 @@ std::vector<AdaptivePolicy::Pick> AdaptivePolicy::ConfirmationsDue(int64_t best,
   return picks;
 }
 
-AdaptivePolicy::Decision AdaptivePolicy::Next() {
-  Decision decision;
-  const int64_t best = BestMeasured();
-  const double bar = best < 0 ? 0 : entries_[best].measured_tflops * (1 + options_.tolerance);
+std::vector<size_t> AdaptivePolicy::UnprobedByPrediction() const {
   std::vector<size_t> unprobed;
   for (size_t i = 0; i < entries_.size(); ++i) {
     if (entries_[i].state == State::kUnprobed) unprobed.push_back(i);
   }
   // Highest prediction first, ties by the planner's order; the optimistic bound has the same
-  // order (one relative error for all), so the first that cannot win ends the list.
+  // order (one relative error for all), so the first that cannot win ends the contenders.
   std::stable_sort(unprobed.begin(), unprobed.end(), [&](size_t a, size_t b) {
     return entries_[a].predicted_tflops > entries_[b].predicted_tflops;
   });
-  size_t contenders = 0;
-  while (contenders < unprobed.size() &&
-         (best < 0 || entries_[unprobed[contenders]].optimistic_tflops > bar)) {
-    ++contenders;
+  return unprobed;
+}
+
+std::vector<size_t> AdaptivePolicy::Contending() const {
+  const int64_t best = BestMeasured();
+  const double bar = best < 0 ? 0 : entries_[best].measured_tflops * (1 + options_.tolerance);
+  std::vector<size_t> contenders;
+  for (size_t i : UnprobedByPrediction()) {
+    if (best >= 0 && entries_[i].optimistic_tflops <= bar) break;
+    contenders.push_back(i);
   }
+  return contenders;
+}
+
+AdaptivePolicy::Decision AdaptivePolicy::Next() {
+  Decision decision;
+  const int64_t best = BestMeasured();
+  const std::vector<size_t> unprobed = UnprobedByPrediction();
+  const std::vector<size_t> contending = Contending();
   int64_t slots = options_.max_in_flight - in_flight_;
-  for (size_t k = 0; k < contenders && slots > 0; ++k, --slots) {
-    const Entry& entry = entries_[unprobed[k]];
+  for (size_t k = 0; k < contending.size() && slots > 0; ++k, --slots) {
+    const Entry& entry = entries_[contending[k]];
     decision.picks.push_back(Pick{
-        unprobed[k], ProbeKind::kScreening,
+        contending[k], ProbeKind::kScreening,
         absl::StrCat(
             "predicted ", Tflops(entry.predicted_tflops), " (optimistic ",
             absl::StrFormat("%.1f", entry.optimistic_tflops),
@@ -166,7 +177,7 @@ AdaptivePolicy::Decision AdaptivePolicy::Next() {
   }
   // Leaders are confirmed once no unprobed candidate can overtake them and every screening
   // probe is back, so the confirmed set is final.
-  if (contenders == 0 && best >= 0 && in_flight_ == 0 && slots > 0) {
+  if (contending.empty() && best >= 0 && in_flight_ == 0 && slots > 0) {
     decision.picks = ConfirmationsDue(best, slots);
   }
   for (const Pick& pick : decision.picks) MarkInFlight(pick.candidate, pick.kind);

@@ -54,6 +54,10 @@ class AdaptivePolicy : public SearchPolicy {
   // resumed after a restart.
   void MarkInFlight(size_t index, ProbeKind kind) override;
 
+  // Unprobed candidates whose optimistic prediction beats the best measured by more than the
+  // tolerance (every unprobed one before any measurement), highest prediction first.
+  std::vector<size_t> Contending() const override;
+
   // A probe of candidate `index` finished with `result` (its final outcome, retries done).
   // OK results refit the model; an out-of-memory one skips every unprobed candidate whose
   // estimated peak memory is at least the failed one's. INVALID_ARGUMENT for an index out of
@@ -88,6 +92,8 @@ class AdaptivePolicy : public SearchPolicy {
   void Refit();
   // The measured candidate with the highest TFLOP/s, or -1.
   int64_t BestMeasured() const;
+  // Unprobed candidates, highest prediction first (ties in the planner's order).
+  std::vector<size_t> UnprobedByPrediction() const;
   std::vector<Pick> ConfirmationsDue(int64_t best, int64_t slots) const;
 
   const ModelSpec model_;

@@ -618,6 +618,7 @@ void Scheduler::AdvanceLocked(ActiveSearch& record, std::string event) {
     stop_reason = decision.stop_reason;
   }
   if (record.HasPending()) {
+    record.UpdateOutlook();
     PublishLocked(record, event);
     return;
   }

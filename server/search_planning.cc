@@ -21,8 +21,7 @@ absl::StatusOr<PlannedSearch> PlanSearch(const v1::SearchSpec& spec) {
   PT_ASSIGN_OR_RETURN(Plan plan,
                       PlanConfigurations(resolved.model, resolved.training, resolved.cluster,
                                          resolved.plan_options, calibrated));
-  PlannedSearch planned;
-  planned.counts = plan.counts;
+  PlannedSearch planned{resolved, plan.counts, nullptr};
   if (spec.policy() == v1::ADAPTIVE) {
     AdaptiveOptions options;
     options.tolerance = spec.adaptive().tolerance();
@@ -42,8 +41,7 @@ absl::StatusOr<PlannedSearch> PlanSearch(const v1::SearchSpec& spec) {
 
 absl::StatusOr<RestoredPolicy> RestorePolicy(const v1::Search& search) {
   PT_ASSIGN_OR_RETURN(PlannedSearch planned, PlanSearch(search.spec()));
-  RestoredPolicy restored;
-  restored.policy = std::move(planned.policy);
+  RestoredPolicy restored{std::move(planned.resolved), std::move(planned.policy), {}};
   SearchPolicy& policy = *restored.policy;
   const std::vector<PlannedConfig>& candidates = policy.candidates();
   using Kind = SearchPolicy::ProbeKind;

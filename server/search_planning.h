@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "convert/spec_convert.h"
 #include "estimator/planner.h"
 #include "proto/search.pb.h"
 #include "server/search_policy.h"
@@ -19,6 +20,8 @@
 namespace paratune {
 
 struct PlannedSearch {
+  // The spec's model, training run, cluster and plan options.
+  ResolvedSpec resolved;
   PlanCounts counts;
   std::unique_ptr<SearchPolicy> policy;
 };
@@ -30,6 +33,7 @@ struct PlannedSearch {
 absl::StatusOr<PlannedSearch> PlanSearch(const v1::SearchSpec& spec);
 
 struct RestoredPolicy {
+  ResolvedSpec resolved;
   std::unique_ptr<SearchPolicy> policy;
   // For candidate n of the search, its index among policy->candidates().
   std::vector<size_t> policy_index;

@@ -52,6 +52,10 @@ class SearchPolicy {
   // A probe of candidate `index` finished with `result` (its final outcome, retries done).
   // INVALID_ARGUMENT for an index out of range or a result the policy cannot use.
   virtual absl::Status Record(size_t index, ProbeKind kind, const v1::ProbeResult& result) = 0;
+
+  // The candidates not picked yet that the policy may still pick: what is left to probe if
+  // the search runs on (confirmations aside), for progress and the remaining cost.
+  virtual std::vector<size_t> Contending() const = 0;
 };
 
 }  // namespace paratune

@@ -24,6 +24,14 @@ SearchPolicy::Decision StaticPolicy::Next() {
   return decision;
 }
 
+std::vector<size_t> StaticPolicy::Contending() const {
+  std::vector<size_t> left;
+  for (size_t index : selected_) {
+    if (!handed_out_[index]) left.push_back(index);
+  }
+  return left;
+}
+
 void StaticPolicy::MarkInFlight(size_t index, ProbeKind /*kind*/) {
   if (index < handed_out_.size()) handed_out_[index] = true;
 }

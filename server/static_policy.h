@@ -22,6 +22,8 @@ class StaticPolicy : public SearchPolicy {
   void MarkInFlight(size_t index, ProbeKind kind) override;
   // Only checks the index: results change nothing of what is selected.
   absl::Status Record(size_t index, ProbeKind kind, const v1::ProbeResult& result) override;
+  // The selected candidates not handed out yet.
+  std::vector<size_t> Contending() const override;
 
  private:
   const std::vector<PlannedConfig> candidates_;
