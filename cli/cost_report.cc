@@ -3,7 +3,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/table.h"
-#include "convert/search_request.h"
+#include "common/status_macros.h"
+#include "convert/cost_projection.h"
 
 namespace paratune {
 namespace {
@@ -130,28 +131,6 @@ std::string ShareNote(const SearchCostProjection& projection) {
 
 }  // namespace
 
-SearchCostOptions SearchCostOptionsFromSpec(const v1::SearchSpec& spec) {
-  // Each field as the server would run it: the spec's value, else the server's default.
-  const auto or_default = [](auto value, auto fallback) {
-    return value != 0 ? value : static_cast<decltype(value)>(fallback);
-  };
-  SearchCostOptions options;
-  const v1::ProbeSettings& probe = spec.probe();
-  options.steps.short_steps = RunsShortSteps(probe);
-  options.steps.warmup_steps = or_default(probe.warmup_steps(), kDefaultWarmupSteps);
-  options.steps.timed_steps = or_default(probe.timed_steps(), kDefaultTimedSteps);
-  options.top_k = or_default(spec.top_k(), kDefaultTopK);
-  const v1::AdaptiveSettings& adaptive = spec.adaptive();
-  options.tolerance = or_default(adaptive.tolerance(), kDefaultTolerance);
-  options.confidence_sigmas = or_default(adaptive.confidence_sigmas(), kDefaultConfidenceSigmas);
-  options.max_in_flight = or_default(adaptive.max_in_flight(), kDefaultMaxInFlight);
-  options.max_confirmations =
-      adaptive.has_max_confirmations() ? adaptive.max_confirmations() : kDefaultMaxConfirmations;
-  options.confirmation_steps_factor =
-      or_default(adaptive.confirmation_steps_factor(), kDefaultConfirmationStepsFactor);
-  return options;
-}
-
 std::string FormatSearchCost(const SearchCostProjection& projection,
                              const SearchCostOptions& options, const ClusterSpec& cluster,
                              double relative_error, const std::vector<v1::SearchPolicy>& policies) {
@@ -187,15 +166,12 @@ std::string FormatSearchCost(const SearchCostProjection& projection,
 absl::StatusOr<std::string> ProjectAndFormatSearchCost(
     const DetailedPlan& detailed, const v1::SearchSpec& spec,
     const std::vector<v1::SearchPolicy>& policies) {
-  const SearchCostOptions options = SearchCostOptionsFromSpec(spec);
   const ClusterSpec& cluster = detailed.spec.cluster;
-  const absl::StatusOr<SearchCostProjection> projection = ProjectSearchCost(
-      CostCandidates(detailed.plan, detailed.spec.training), cluster.world_size(), options);
-  if (!projection.ok()) {
-    return absl::Status(projection.status().code(),
-                        absl::StrCat("projected cost: ", projection.status().message()));
-  }
-  return FormatSearchCost(*projection, options, cluster, detailed.params.relative_error, policies);
+  PT_ASSIGN_OR_RETURN(
+      const SearchCostProjection projection,
+      ProjectPlanCost(detailed.plan, detailed.spec.training, cluster.world_size(), spec));
+  return FormatSearchCost(projection, SearchCostOptionsFromSpec(spec), cluster,
+                          detailed.params.relative_error, policies);
 }
 
 }  // namespace paratune

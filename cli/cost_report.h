@@ -1,6 +1,6 @@
 // What a search would cost, for `paratune plan` and `paratune submit --dry_run`: the
-// estimator's projection (estimator/search_cost.h) of a search spec, as text for people.
-// PlanResponse has no field for it, so --json output leaves it out.
+// projection of a search spec (convert/cost_projection.h) as text for people; --json prints
+// it as PlanResponse.cost.
 #ifndef PARATUNE_CLI_COST_REPORT_H_
 #define PARATUNE_CLI_COST_REPORT_H_
 
@@ -14,13 +14,6 @@
 #include "proto/search.pb.h"
 
 namespace paratune {
-
-// The options a search of `spec` runs with: its probe steps, top_k and adaptive settings, each
-// unset (0) field as the server's default (the SearchCostOptions defaults), and short steps
-// only for the backend the server sends them to (the sim; the cuda probe and the command
-// templates run full steps yet). A spec of another policy than ADAPTIVE has no adaptive
-// settings: ADAPTIVE is projected with the defaults.
-SearchCostOptions SearchCostOptionsFromSpec(const v1::SearchSpec& spec);
 
 // A header stating the assumptions (GPUs per probe, start-up, steps, probes one after
 // another) with the best predicted candidate's full step and probe; one row per policy of

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "convert/cost_projection.h"
 #include "convert/estimate_convert.h"
 #include "convert/spec_convert.h"
 #include "estimator/memory_model.h"
@@ -26,9 +27,8 @@ absl::StatusOr<v1::EstimateResponse> AnswerEstimate(const v1::EstimateRequest& r
   MemoryOptions memory_options;
   if (request.safe_memory_fraction() != 0) {
     if (!(request.safe_memory_fraction() > 0 && request.safe_memory_fraction() <= 1)) {
-      return absl::InvalidArgumentError(absl::StrCat("safe_memory_fraction (",
-                                                     request.safe_memory_fraction(),
-                                                     ") must be in (0, 1]"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "safe_memory_fraction (", request.safe_memory_fraction(), ") must be in (0, 1]"));
     }
     memory_options.safe_fraction = request.safe_memory_fraction();
   }
@@ -48,14 +48,17 @@ absl::StatusOr<v1::PlanResponse> AnswerPlan(const v1::PlanRequest& request) {
 
 absl::StatusOr<DetailedPlan> AnswerPlanInDetail(const v1::PlanRequest& request) {
   if (request.limit() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("limit (", request.limit(), ") must be >= 0"));
+    return absl::InvalidArgumentError(absl::StrCat("limit (", request.limit(), ") must be >= 0"));
   }
   PT_ASSIGN_OR_RETURN(ResolvedSpec spec, ResolveSearchSpec(request.spec()));
   const PerformanceParameters params = DefaultPerformanceParameters(spec.cluster.gpu());
   PT_ASSIGN_OR_RETURN(Plan plan, PlanConfigurations(spec.model, spec.training, spec.cluster,
                                                     spec.plan_options, params));
   v1::PlanResponse response = PlanToProto(plan, spec.plan_options, request.limit());
+  PT_ASSIGN_OR_RETURN(
+      const SearchCostProjection cost,
+      ProjectPlanCost(plan, spec.training, spec.cluster.world_size(), request.spec()));
+  *response.mutable_cost() = ProjectedCostToProto(cost);
   return DetailedPlan{std::move(spec), params, std::move(plan), std::move(response)};
 }
 
