@@ -38,9 +38,11 @@ TEST(CostProjectionTest, OptionsComeFromTheSpecWithTheServersDefaultsForUnsetFie
   EXPECT_EQ(options.max_confirmations, 0);
   EXPECT_EQ(options.confirmation_steps_factor, 10);
 
-  spec.mutable_probe()->set_backend("sim");
-  EXPECT_TRUE(SearchCostOptionsFromSpec(spec).steps.short_steps);
-  for (const char* backend : {"cuda", "command", "replay"}) {
+  for (const char* backend : {"sim", "cuda"}) {
+    spec.mutable_probe()->set_backend(backend);
+    EXPECT_TRUE(SearchCostOptionsFromSpec(spec).steps.short_steps) << backend;
+  }
+  for (const char* backend : {"command", "replay"}) {
     spec.mutable_probe()->set_backend(backend);
     EXPECT_FALSE(SearchCostOptionsFromSpec(spec).steps.short_steps) << backend;
   }

@@ -122,7 +122,7 @@ absl::Status CheckBudget(const v1::SearchBudget& budget) {
 }  // namespace
 
 bool RunsShortSteps(const v1::ProbeSettings& probe) {
-  return probe.backend().empty() || probe.backend() == "sim";
+  return probe.backend().empty() || probe.backend() == "sim" || probe.backend() == "cuda";
 }
 
 absl::StatusOr<ValidatedSearchRequest> ValidateCreateSearchRequest(

@@ -39,7 +39,7 @@ inline constexpr double kMaxBudgetGpuSeconds = 1e12;
 inline constexpr double kMaxBudgetDeadlineSeconds = 31'536'000;
 
 // Whether probes with these settings run the short steps of the short-probe protocol
-// (estimator/short_probe.h): the sim does; the cuda probe and the command templates run full
+// (estimator/short_probe.h): the sim and the cuda probe do; the command templates run full
 // steps yet, and replay answers with measured full steps. An empty backend is the sim.
 bool RunsShortSteps(const v1::ProbeSettings& probe);
 

@@ -1,9 +1,9 @@
 #include "server/probe_timing.h"
 
+#include "convert/search_request.h"
 #include "estimator/short_probe.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "convert/search_request.h"
 #include "server/test_requests.h"
 
 namespace paratune {
@@ -52,7 +52,8 @@ TEST(ProbeTimingTest, FullStepsWhenTheGlobalBatchIsSmallAndTheSearchsDeadlineWin
 TEST(ProbeTimingTest, BackendsThatRunFullStepsAreTimedForThem) {
   v1::SearchSpec spec = Spec(1024);
   absl::StatusOr<ProbeTiming> short_steps = TimeProbe(spec, Config(2, 2, 2, 1), 5);
-  spec.mutable_probe()->set_backend("cuda");
+  spec.mutable_probe()->set_backend("command");
+  spec.mutable_probe()->set_command_template("megatron");
   absl::StatusOr<ProbeTiming> full_steps = TimeProbe(spec, Config(2, 2, 2, 1), 5);
   ASSERT_TRUE(short_steps.ok() && full_steps.ok());
   EXPECT_THAT(full_steps->micro_batch_counts, IsEmpty());

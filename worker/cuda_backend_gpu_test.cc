@@ -1,6 +1,7 @@
 // The shared backend conformance suite and the probe's own checks, run with the real
 // paratune-probe on GPU 0 of this machine (an H100 or larger: the out-of-memory case assumes
 // 80 GB). Tagged "gpu": it runs only on a GPU machine (docs/probe.md).
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -87,6 +88,31 @@ TEST(CudaProbeTest, MeasurementsAreCompleteAndLabelled) {
   EXPECT_GT(m.predicted_step_time_seconds(), 0);
   // A single rank has no communicator to benchmark.
   EXPECT_EQ(m.collectives_size(), 0);
+}
+
+// The short-probe protocol on a GPU (docs/short_probes.md): the full step extrapolated from
+// short steps of 2 and 4 micro-batches is within 5% of the full steps measured, for a replica
+// of one GPU (a global batch of 128: 16 micro-batches per step).
+TEST(CudaProbeTest, ShortStepsExtrapolateTheMeasuredFullStep) {
+  v1::ProbeAssignment full = OneGpuReplica();
+  full.mutable_training()->set_global_batch_size(128);
+  full.set_timed_steps(5);
+  full.set_deadline_seconds(600);
+  v1::ProbeAssignment short_steps = full;
+  short_steps.add_micro_batch_counts(2);
+  short_steps.add_micro_batch_counts(4);
+  const v1::ProbeResult measured = RunOk(full);
+  const v1::ProbeResult extrapolated = RunOk(short_steps);
+  ASSERT_EQ(extrapolated.short_steps_size(), 2);
+  EXPECT_THAT(extrapolated.extrapolated(), Contains("full_step"));
+  std::printf(
+      "short probes: full step %.4f s measured, %.4f s extrapolated (slot %.4f s, "
+      "fill/drain %.4f s, fixed %.4f s)\n",
+      measured.mean_step_time_seconds(), extrapolated.mean_step_time_seconds(),
+      extrapolated.extrapolation().slot_seconds(),
+      extrapolated.extrapolation().fill_drain_seconds(),
+      extrapolated.extrapolation().fixed_seconds());
+  EXPECT_NEAR(extrapolated.mean_step_time_seconds() / measured.mean_step_time_seconds(), 1, 0.05);
 }
 
 TEST(CudaProbeTest, FullRecomputationRuns) {

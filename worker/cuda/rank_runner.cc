@@ -71,9 +71,12 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
   StageRunner runner(spec, plan, *memory, *communicators, gemm.get(), stream, &timer);
   PT_RETURN_IF_ERROR(runner.Initialize(spec.seed()));
 
-  // The values every rank reduces at the end, in one all-reduce (maximum): the timed steps,
-  // the phases, the collectives, and the peak memory of each pipeline stage.
-  const int64_t steps = spec.timed_steps();
+  // The values every rank reduces at the end, in one all-reduce (maximum): the timed steps
+  // (timed_steps per series: one series of full steps, or one per short-step count), the
+  // phases, the collectives, and the peak memory of each pipeline stage.
+  const std::vector<int64_t> series = spec.TimedMicroBatches();
+  const int64_t per_series = spec.timed_steps();
+  const int64_t steps = per_series * static_cast<int64_t>(series.size());
   const int64_t phases = static_cast<int64_t>(ProbePhase::kCount);
   const int64_t stages = layout.pp();
   const int64_t most_collectives = 4;
@@ -81,29 +84,37 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
   PT_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&resources.reduction, reduced * sizeof(double)),
                                 "cudaMalloc(reduction)"));
 
+  runner.SetMicroBatches(series.front());
   for (int64_t i = 0; i < spec.warmup_steps(); ++i) PT_RETURN_IF_ERROR(runner.Step());
   PT_RETURN_IF_ERROR(Barrier(*communicators, resources.reduction, stream));
 
-  resources.events.resize(steps + 1, nullptr);
+  // Per series, an event before its first step and one after each step.
+  resources.events.resize(steps + series.size(), nullptr);
   for (cudaEvent_t& event : resources.events) {
     PT_RETURN_IF_ERROR(CudaStatus(cudaEventCreate(&event), "cudaEventCreate"));
   }
-  PT_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(resources.events[0], stream), "cudaEventRecord"));
-  for (int64_t i = 0; i < steps; ++i) {
-    PT_RETURN_IF_ERROR(runner.Step());
-    PT_RETURN_IF_ERROR(
-        CudaStatus(cudaEventRecord(resources.events[i + 1], stream), "cudaEventRecord"));
+  for (size_t k = 0; k < series.size(); ++k) {
+    runner.SetMicroBatches(series[k]);
+    cudaEvent_t* events = &resources.events[k * (per_series + 1)];
+    PT_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(events[0], stream), "cudaEventRecord"));
+    for (int64_t i = 0; i < per_series; ++i) {
+      PT_RETURN_IF_ERROR(runner.Step());
+      PT_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(events[i + 1], stream), "cudaEventRecord"));
+    }
   }
   PT_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize(steps)"));
   std::vector<double> values(reduced, 0.0);
-  for (int64_t i = 0; i < steps; ++i) {
-    float milliseconds = 0;
-    PT_RETURN_IF_ERROR(CudaStatus(
-        cudaEventElapsedTime(&milliseconds, resources.events[i], resources.events[i + 1]),
-        "cudaEventElapsedTime"));
-    values[i] = milliseconds / 1e3;
+  for (size_t k = 0; k < series.size(); ++k) {
+    const cudaEvent_t* events = &resources.events[k * (per_series + 1)];
+    for (int64_t i = 0; i < per_series; ++i) {
+      float milliseconds = 0;
+      PT_RETURN_IF_ERROR(CudaStatus(cudaEventElapsedTime(&milliseconds, events[i], events[i + 1]),
+                                    "cudaEventElapsedTime"));
+      values[k * per_series + i] = milliseconds / 1e3;
+    }
   }
 
+  // The instrumented step runs the last series' micro-batches.
   timer.Start();
   PT_RETURN_IF_ERROR(runner.Step());
   PT_RETURN_IF_ERROR(timer.Stop());

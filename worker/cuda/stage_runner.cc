@@ -53,10 +53,7 @@ StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& plan,
                         !DataParallelModelled(spec)),
       shard_index_(communicators.group_rank(RankGroup::kDataContext)),
       weights_(memory.get<bf16>(ProbeBuffer::kWeights)) {
-  const RankLayout& layout = communicators.layout();
-  schedule_ =
-      PipelineScheduleOf(layout.pp(), spec.config().virtual_pipeline(), spec.micro_batches(),
-                         layout.CoordinatesOf(communicators.rank()).pp);
+  SetMicroBatches(spec.micro_batches());
   for (int64_t slot = plan.activation_slots() - 1; slot >= 0; --slot) free_slots_.push_back(slot);
   for (int64_t slot = plan.loss_slots() - 1; slot >= 0; --slot) free_loss_slots_.push_back(slot);
 }
@@ -186,6 +183,12 @@ absl::Status StageRunner::Initialize(uint64_t seed) {
                    "cudaMemsetAsync(Adam moments)"));
   }
   return absl::OkStatus();
+}
+
+void StageRunner::SetMicroBatches(int64_t micro_batches) {
+  const RankLayout& layout = communicators_.layout();
+  schedule_ = PipelineScheduleOf(layout.pp(), spec_.config().virtual_pipeline(), micro_batches,
+                                 layout.CoordinatesOf(communicators_.rank()).pp);
 }
 
 absl::Status StageRunner::Step() {

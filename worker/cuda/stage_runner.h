@@ -44,6 +44,12 @@ class StageRunner {
   // reduce-scatter (or all-reduce), Adam, the parameter all-gather.
   absl::Status Step();
 
+  // Steps from now on run `micro_batches` micro-batches (the short-probe protocol; the full
+  // step's until then). Requires 1 <= micro_batches <= the full step's, a multiple of pp when
+  // interleaved (ProbeSpec checks the counts): a schedule of fewer micro-batches has no more
+  // passes in flight, so the full step's activation slots hold it.
+  void SetMicroBatches(int64_t micro_batches);
+
  private:
   // Pointers into a layer's activation block (LayerActivationLayout).
   struct LayerActivations;

@@ -2,9 +2,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "estimator/memory_model.h"
 #include "estimator/performance_model.h"
 #include "estimator/performance_parameters.h"
+#include "estimator/short_probe.h"
 #include "worker/probe/footprint_plan.h"
 #include "worker/probe/step_statistics.h"
 
@@ -88,8 +90,37 @@ v1::ProbeResult ResultFromMeasurement(const ProbeSpec& spec, const ProbeMeasurem
   v1::ProbeResult result;
   result.set_outcome(v1::PROBE_OK);
   result.set_backend(kBackend);
+  // The full steps: measured, or extrapolated from the short steps (estimator/short_probe.h).
+  std::vector<double> full_steps = m.step_seconds;
+  if (!spec.micro_batch_counts().empty()) {
+    std::vector<ShortStepSeries> series;
+    const size_t per_series = static_cast<size_t>(spec.timed_steps());
+    for (size_t k = 0; k < spec.micro_batch_counts().size(); ++k) {
+      const auto first = m.step_seconds.begin() + k * per_series;
+      series.push_back({spec.micro_batch_counts()[k], {first, first + per_series}});
+      v1::ShortSteps& short_steps = *result.add_short_steps();
+      short_steps.set_micro_batches(series.back().micro_batches);
+      for (double t : series.back().step_times_seconds) short_steps.add_step_times_seconds(t);
+    }
+    absl::StatusOr<StepExtrapolation> extrapolated = ExtrapolateFullStep(
+        series, spec.micro_batches(), spec.config().pp(), spec.config().virtual_pipeline());
+    if (!extrapolated.ok()) {
+      // A measurement that cannot be extrapolated says nothing of the configuration: another
+      // attempt measures again.
+      result.set_outcome(v1::PROBE_INFRA_ERROR);
+      result.set_message(std::string(extrapolated.status().message()));
+      return result;
+    }
+    full_steps = extrapolated->full_step_seconds;
+    v1::StepExtrapolation& how = *result.mutable_extrapolation();
+    how.set_full_micro_batches(spec.micro_batches());
+    how.set_slot_seconds(extrapolated->slot_seconds);
+    how.set_fill_drain_seconds(extrapolated->fill_drain_seconds);
+    how.set_fixed_seconds(extrapolated->fixed_seconds);
+    result.add_extrapolated("full_step");
+  }
   std::vector<double> steps;
-  for (double seconds : m.step_seconds) {
+  for (double seconds : full_steps) {
     steps.push_back(seconds + modelled_dp);
     result.add_step_times_seconds(steps.back());
   }
@@ -140,6 +171,12 @@ v1::ProbeResult ResultFromMeasurement(const ProbeSpec& spec, const ProbeMeasurem
       "pipeline stage %d, %.2f GiB estimated",
       spec.layout().world_size(), m.device.gpu_name, stats.mean, 100 * stats.cv,
       m.peak_memory_bytes / kGiB, m.peak_memory_stage, out.estimated_peak_memory_bytes() / kGiB);
+  if (!spec.micro_batch_counts().empty()) {
+    absl::StrAppendFormat(&message,
+                          "; the full step of %d micro-batches extrapolated from short steps of "
+                          "%s micro-batches",
+                          spec.micro_batches(), absl::StrJoin(spec.micro_batch_counts(), " and "));
+  }
   if (modelled_dp > 0) {
     absl::StrAppendFormat(&message,
                           "; one of %d data-parallel replicas ran, the %.4g s of data-parallel "

@@ -47,7 +47,8 @@ struct DeviceDescription {
 // What a probe's ranks measured, reduced over all of them (every process of a gang holds the
 // same values).
 struct ProbeMeasurement {
-  // Seconds of each timed step on its slowest rank.
+  // Seconds of each timed step on its slowest rank: timed_steps steps of each of
+  // ProbeSpec::TimedMicroBatches, in that order.
   std::vector<double> step_seconds;
   // Seconds per phase of the instrumented step, slowest rank per phase.
   std::array<double, static_cast<int>(ProbePhase::kCount)> phase_seconds{};
@@ -63,8 +64,10 @@ struct ProbeMeasurement {
 // modelled rather than run: a REPLICA probe of a configuration with data_parallel > 1.
 bool DataParallelModelled(const ProbeSpec& spec);
 
-// An OK result. Step times are the measured ones plus, when DataParallelModelled, the
-// performance model's exposed data-parallel seconds; tokens/s and TFLOP/s per GPU count the
+// An OK result. Step times are the measured ones (with short steps: the full steps
+// extrapolated from them, the raw series kept in short_steps; INFRA_ERROR when they cannot be
+// extrapolated) plus, when DataParallelModelled, the performance model's exposed
+// data-parallel seconds; tokens/s and TFLOP/s per GPU count the
 // whole configuration (global batch x sequence per step; ModelFlopsPerStep over
 // dp x tp x pp x cp GPUs), as every backend does.
 v1::ProbeResult ResultFromMeasurement(const ProbeSpec& spec, const ProbeMeasurement& measurement);

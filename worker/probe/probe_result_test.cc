@@ -73,6 +73,44 @@ TEST(ProbeResultTest, FullProbeReportsThroughputInTheEstimatorsConvention) {
   EXPECT_EQ(m.nccl_version(), "2.28.9");
 }
 
+// Llama-3.1-8B, global batch 64 on dp 2: 32 micro-batches per step; short steps of 4 and 8.
+ProbeSpec ShortStepSpec() {
+  v1::ProbeAssignment assignment = TestAssignment("llama3.1-8b", 64, 4096, 2, 2, 2, 1, 1);
+  assignment.add_micro_batch_counts(4);
+  assignment.add_micro_batch_counts(8);
+  return *ProbeSpec::FromAssignment(assignment);
+}
+
+TEST(ProbeResultTest, ShortStepsAreKeptAndTheFullStepExtrapolated) {
+  const ProbeSpec spec = ShortStepSpec();
+  ProbeMeasurement m = Measured();
+  // T(m) = 1 + 0.5 m: 3 s at 4 micro-batches, 5 s at 8; 17 s at the full step's 32.
+  m.step_seconds = {3.0, 3.0, 3.0, 5.0, 5.0, 5.0};
+  const v1::ProbeResult result = ResultFromMeasurement(spec, m);
+  ASSERT_EQ(result.outcome(), v1::PROBE_OK) << result.message();
+  ASSERT_EQ(result.short_steps_size(), 2);
+  EXPECT_EQ(result.short_steps(0).micro_batches(), 4);
+  EXPECT_EQ(result.short_steps(1).step_times_seconds(2), 5.0);
+  ASSERT_EQ(result.step_times_seconds_size(), 3);
+  EXPECT_NEAR(result.mean_step_time_seconds(), 17.0, 1e-9);
+  EXPECT_EQ(result.extrapolation().full_micro_batches(), 32);
+  EXPECT_NEAR(result.extrapolation().slot_seconds(), 0.5, 1e-12);
+  // pp 2: one slot of fill and drain, the rest of the intercept fixed.
+  EXPECT_NEAR(result.extrapolation().fill_drain_seconds(), 0.5, 1e-12);
+  EXPECT_NEAR(result.extrapolation().fixed_seconds(), 0.5, 1e-12);
+  EXPECT_THAT(result.extrapolated(), Contains("full_step"));
+  EXPECT_THAT(result.message(),
+              HasSubstr("full step of 32 micro-batches extrapolated from short steps of 4 and 8"));
+}
+
+TEST(ProbeResultTest, ShortStepsThatDoNotGrowAreAnInfrastructureError) {
+  ProbeMeasurement m = Measured();
+  m.step_seconds = {5.0, 5.0, 5.0, 3.0, 3.0, 3.0};
+  const v1::ProbeResult result = ResultFromMeasurement(ShortStepSpec(), m);
+  EXPECT_EQ(result.outcome(), v1::PROBE_INFRA_ERROR);
+  EXPECT_THAT(result.message(), HasSubstr("did not grow with their micro-batches"));
+}
+
 TEST(ProbeResultTest, ReplicaProbeAddsTheModelledDataParallelTime) {
   v1::ProbeAssignment assignment = TestAssignment("llama3.1-8b", 32, 4096, 4, 2, 1, 1, 1);
   assignment.set_scope(v1::PROBE_SCOPE_REPLICA);

@@ -13,7 +13,7 @@ namespace {
 constexpr int64_t kMaxWarmupSteps = 1'000;
 constexpr int64_t kMaxTimedSteps = 10'000;
 
-absl::Status CheckRange(const char* field, int64_t value, int64_t low, int64_t high) {
+absl::Status CheckRange(absl::string_view field, int64_t value, int64_t low, int64_t high) {
   if (value < low || value > high) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, " (", value, ") must be in [", low, ", ", high, "]"));
@@ -85,7 +85,36 @@ absl::Status CheckGang(const v1::ProbeAssignment& assignment, int64_t group_size
   return absl::OkStatus();
 }
 
+// The short steps' micro-batch counts: none, or two or more, ascending, below the full
+// step's, and multiples of pipeline_parallel when the pipeline is interleaved.
+absl::Status CheckMicroBatchCounts(const v1::ProbeAssignment& assignment,
+                                   const ParallelConfig& config, int64_t full_micro_batches) {
+  const auto& counts = assignment.micro_batch_counts();
+  if (counts.size() == 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("assignment.micro_batch_counts (", counts[0],
+                     ") must list no count or at least two to extrapolate from"));
+  }
+  for (int i = 0; i < counts.size(); ++i) {
+    const int64_t low = i == 0 ? 1 : counts[i - 1] + 1;
+    PT_RETURN_IF_ERROR(CheckRange(absl::StrCat("assignment.micro_batch_counts[", i, "]"), counts[i],
+                                  low, full_micro_batches - 1));
+    if (config.virtual_pipeline() > 1 && counts[i] % config.pp() != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("assignment.micro_batch_counts[", i, "] (",
+                                                     counts[i],
+                                                     ") must be a multiple of pipeline_parallel (",
+                                                     config.pp(), ") for an interleaved pipeline"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+std::vector<int64_t> ProbeSpec::TimedMicroBatches() const {
+  if (micro_batch_counts_.empty()) return {micro_batches()};
+  return micro_batch_counts_;
+}
 
 absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& assignment) {
   PT_ASSIGN_OR_RETURN(ModelSpec model, ModelSpecFromProto(assignment.model()));
@@ -123,12 +152,15 @@ absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& a
   PT_RETURN_IF_ERROR(
       CheckRange("assignment.timed_steps", assignment.timed_steps(), 1, kMaxTimedSteps));
   PT_RETURN_IF_ERROR(CheckGang(assignment, config.tp() * config.cp()));
+  PT_RETURN_IF_ERROR(CheckMicroBatchCounts(assignment, config, config.NumMicroBatches(training)));
 
   ProbeSpec spec(std::move(model), std::move(training), std::move(cluster), std::move(config),
                  replica, layout);
   spec.seed_ = assignment.seed();
   spec.warmup_steps_ = assignment.warmup_steps();
   spec.timed_steps_ = assignment.timed_steps();
+  spec.micro_batch_counts_.assign(assignment.micro_batch_counts().begin(),
+                                  assignment.micro_batch_counts().end());
   spec.first_rank_ = assignment.gang(static_cast<int>(assignment.gang_index())).first_rank();
   spec.gpu_indices_.assign(assignment.gpu_indices().begin(), assignment.gpu_indices().end());
   spec.spans_processes_ = assignment.gang_size() > 1;

@@ -24,8 +24,9 @@ class ProbeSpec {
   // invalid model, training run, cluster or configuration (as spec_convert.h checks them,
   // with tensor x context groups allowed across nodes: the scheduler placed them); FP8
   // precision (the probe runs bf16 GEMMs); an interleaved pipeline whose micro-batches per
-  // step are not a multiple of pipeline_parallel (Megatron-LM's interleaved schedule needs
-  // that); sequence parallelism whose tokens per rank do not split over tensor_parallel;
+  // step (full or short) are not a multiple of pipeline_parallel (Megatron-LM's interleaved
+  // schedule needs that); micro_batch_counts that are not two or more ascending counts below
+  // the full step's; sequence parallelism whose tokens per rank do not split over tensor_parallel;
   // a scope, step count, rank count, gang or GPU list that does not fit the configuration.
   static absl::StatusOr<ProbeSpec> FromAssignment(const v1::ProbeAssignment& assignment);
 
@@ -46,6 +47,11 @@ class ProbeSpec {
   int64_t timed_steps() const { return timed_steps_; }
   // Micro-batches per step: global batch / (data_parallel x micro_batch_size).
   int64_t micro_batches() const { return config_.NumMicroBatches(training_); }
+  // The short-probe protocol (estimator/short_probe.h): micro-batches per step of the short
+  // steps to run, ascending (assignment.micro_batch_counts), or empty for full steps.
+  const std::vector<int64_t>& micro_batch_counts() const { return micro_batch_counts_; }
+  // The micro-batches of each series of timed steps: micro_batch_counts(), or the full step's.
+  std::vector<int64_t> TimedMicroBatches() const;
 
   // This process's ranks: first_rank() .. first_rank() + local_ranks() - 1, on these CUDA
   // device indices, one each, in rank order.
@@ -77,6 +83,7 @@ class ProbeSpec {
   uint64_t seed_ = 0;
   int64_t warmup_steps_ = 0;
   int64_t timed_steps_ = 0;
+  std::vector<int64_t> micro_batch_counts_;
   int64_t first_rank_ = 0;
   std::vector<int64_t> gpu_indices_;
   bool spans_processes_ = false;

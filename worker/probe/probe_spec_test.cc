@@ -34,6 +34,39 @@ TEST(ProbeSpecTest, FullProbeOnOneWorkerRunsEveryRank) {
   EXPECT_EQ(spec->timed_steps(), 3);
 }
 
+TEST(ProbeSpecTest, ShortStepsRunTheirCountsElseTheFullStep) {
+  EXPECT_THAT(ProbeSpec::FromAssignment(Valid())->TimedMicroBatches(), ElementsAre(8));
+  v1::ProbeAssignment assignment = Valid();
+  assignment.add_micro_batch_counts(2);
+  assignment.add_micro_batch_counts(4);
+  absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(assignment);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_THAT(spec->micro_batch_counts(), ElementsAre(2, 4));
+  EXPECT_THAT(spec->TimedMicroBatches(), ElementsAre(2, 4));
+  EXPECT_EQ(spec->micro_batches(), 8);
+}
+
+TEST(ProbeSpecTest, BadShortStepCountsNameTheField) {
+  v1::ProbeAssignment one = Valid();
+  one.add_micro_batch_counts(2);
+  ExpectInvalid(one, "assignment.micro_batch_counts (2) must list no count or at least two");
+  v1::ProbeAssignment descending = Valid();
+  descending.add_micro_batch_counts(4);
+  descending.add_micro_batch_counts(2);
+  ExpectInvalid(descending, "assignment.micro_batch_counts[1] (2) must be in [5, 7]");
+  v1::ProbeAssignment full = Valid();
+  full.add_micro_batch_counts(2);
+  full.add_micro_batch_counts(8);
+  ExpectInvalid(full, "assignment.micro_batch_counts[1] (8) must be in [3, 7]");
+  v1::ProbeAssignment interleaved = Valid();
+  interleaved.mutable_config()->set_virtual_pipeline(2);
+  interleaved.add_micro_batch_counts(3);
+  interleaved.add_micro_batch_counts(4);
+  ExpectInvalid(interleaved,
+                "assignment.micro_batch_counts[0] (3) must be a multiple of "
+                "pipeline_parallel (2) for an interleaved pipeline");
+}
+
 TEST(ProbeSpecTest, ReplicaProbeRunsOneDataParallelReplica) {
   v1::ProbeAssignment assignment = Valid();
   assignment.set_scope(v1::PROBE_SCOPE_REPLICA);
