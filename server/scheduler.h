@@ -172,7 +172,8 @@ class Scheduler : public LaunchTarget {
   absl::Status CommitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `change` under the lock and commits what it changed (even when it failed part
   // way); then, with the lock released, tells the listeners if probes were queued. Returns
-  // the change's error, else the commit's. Every mutating public method runs through it.
+  // the change's error, else the commit's. Every public method that stores changes runs through it but
+  // CreateSearch, which must store the search before queueing its probes (two commits).
   absl::Status Mutate(absl::FunctionRef<absl::Status()> change) ABSL_LOCKS_EXCLUDED(mu_);
   void NotifyListeners() ABSL_LOCKS_EXCLUDED(mu_);
 
