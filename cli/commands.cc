@@ -37,9 +37,9 @@ bool Ended(v1::SearchState state) {
 
 absl::Status EndStatus(const v1::Search& search) {
   if (search.state() == v1::FAILED || search.state() == v1::CANCELLED) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        search.name(), " ended ", v1::SearchState_Name(search.state()), ": ",
-        search.stop_reason()));
+    return absl::FailedPreconditionError(absl::StrCat(search.name(), " ended ",
+                                                      v1::SearchState_Name(search.state()), ": ",
+                                                      search.stop_reason()));
   }
   return absl::OkStatus();
 }
@@ -99,13 +99,12 @@ absl::Status RunExplain(const v1::PlanRequest& request, const v1::ParallelConfig
       ExplainConfiguration(spec.model, spec.training, spec.cluster, spec.plan_options,
                            detailed.params, detailed.plan, dims);
   out << FormatExplanation(explanation, dims, spec.model, spec.training, spec.cluster,
-                           spec.plan_options, detailed.plan,
-                           detailed.response.candidates_size());
+                           spec.plan_options, detailed.plan, detailed.response.candidates_size());
   return absl::OkStatus();
 }
 
-absl::Status RunSubmit(AutotunerClient& client, const v1::CreateSearchRequest& request,
-                       bool watch, absl::Duration watch_timeout, const OutputOptions& output,
+absl::Status RunSubmit(AutotunerClient& client, const v1::CreateSearchRequest& request, bool watch,
+                       absl::Duration watch_timeout, const OutputOptions& output,
                        std::ostream& out) {
   PT_ASSIGN_OR_RETURN(v1::Search search, client.CreateSearch(request));
   if (!watch) {
@@ -122,8 +121,8 @@ absl::Status RunWatch(AutotunerClient& client, const std::string& name,
   std::string last_line;
   // Lines of the live view drawn last, to move back over them.
   int drawn_lines = 0;
-  PT_RETURN_IF_ERROR(client.WatchSearch(
-      name, watch_timeout, [&](const v1::WatchSearchResponse& event) {
+  PT_RETURN_IF_ERROR(
+      client.WatchSearch(name, watch_timeout, [&](const v1::WatchSearchResponse& event) {
         last = event.search();
         if (output.json) return;
         if (output.terminal) {
@@ -147,8 +146,8 @@ absl::Status RunWatch(AutotunerClient& client, const std::string& name,
     out << "\033[" << drawn_lines << "A\r\033[J";
   }
   if (!Ended(last.state())) {
-    return absl::UnavailableError(absl::StrCat("the watch of ", name,
-                                               " ended before the search did"));
+    return absl::UnavailableError(
+        absl::StrCat("the watch of ", name, " ended before the search did"));
   }
   PT_RETURN_IF_ERROR(Print(last, absl::StrCat("\n", FormatSearch(last)), output, out));
   return EndStatus(last);

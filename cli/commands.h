@@ -36,15 +36,14 @@ absl::Status RunExplain(const v1::PlanRequest& request, const v1::ParallelConfig
 
 // Against a server.
 // Creates the search and prints its name; with `watch`, follows it like RunWatch.
-absl::Status RunSubmit(AutotunerClient& client, const v1::CreateSearchRequest& request,
-                       bool watch, absl::Duration watch_timeout, const OutputOptions& output,
+absl::Status RunSubmit(AutotunerClient& client, const v1::CreateSearchRequest& request, bool watch,
+                       absl::Duration watch_timeout, const OutputOptions& output,
                        std::ostream& out);
 // Prints progress on every event (one line per event, or one line redrawn in place on a
 // terminal) and the ranked result when the search ends. FAILED_PRECONDITION when the search
 // ended FAILED or CANCELLED, so scripts see a non-zero exit.
 absl::Status RunWatch(AutotunerClient& client, const std::string& name,
-                      absl::Duration watch_timeout, const OutputOptions& output,
-                      std::ostream& out);
+                      absl::Duration watch_timeout, const OutputOptions& output, std::ostream& out);
 absl::Status RunGet(AutotunerClient& client, const std::string& name, const OutputOptions& output,
                     std::ostream& out);
 absl::Status RunList(AutotunerClient& client, const v1::ListSearchesRequest& request,

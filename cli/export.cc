@@ -225,7 +225,8 @@ absl::StatusOr<std::string> ExportCandidate(const v1::Search& search,
       return Json(search, candidate);
     case ExportFormat::kMegatron:
     case ExportFormat::kSbatch: {
-      PT_ASSIGN_OR_RETURN(const std::vector<std::string> args, MegatronArguments(search, candidate));
+      PT_ASSIGN_OR_RETURN(const std::vector<std::string> args,
+                          MegatronArguments(search, candidate));
       return format == ExportFormat::kMegatron ? Megatron(search, candidate, args)
                                                : Sbatch(search, candidate, args);
     }

@@ -66,15 +66,27 @@ TEST(ExportTest, MegatronArgumentsDescribeModelAndConfiguration) {
   absl::StatusOr<std::string> text =
       ExportCandidate(search, search.candidates(0), ExportFormat::kMegatron);
   ASSERT_TRUE(text.ok()) << text.status();
-  for (const char* expected :
-       {"--tensor-model-parallel-size 2", "--pipeline-model-parallel-size 2",
-        "--context-parallel-size 1", "--micro-batch-size 2", "--global-batch-size 1024",
-        "--seq-length 8192", "--num-layers 32", "--hidden-size 4096", "--ffn-hidden-size 14336",
-        "--num-attention-heads 32", "--group-query-attention", "--num-query-groups 8",
-        "--untie-embeddings-and-output-weights", "--swiglu", "--normalization RMSNorm",
-        "--num-layers-per-virtual-pipeline-stage 8", "--sequence-parallel",
-        "--use-distributed-optimizer", "--recompute-granularity full",
-        "--recompute-method uniform", "--recompute-num-layers 1"}) {
+  for (const char* expected : {"--tensor-model-parallel-size 2",
+                               "--pipeline-model-parallel-size 2",
+                               "--context-parallel-size 1",
+                               "--micro-batch-size 2",
+                               "--global-batch-size 1024",
+                               "--seq-length 8192",
+                               "--num-layers 32",
+                               "--hidden-size 4096",
+                               "--ffn-hidden-size 14336",
+                               "--num-attention-heads 32",
+                               "--group-query-attention",
+                               "--num-query-groups 8",
+                               "--untie-embeddings-and-output-weights",
+                               "--swiglu",
+                               "--normalization RMSNorm",
+                               "--num-layers-per-virtual-pipeline-stage 8",
+                               "--sequence-parallel",
+                               "--use-distributed-optimizer",
+                               "--recompute-granularity full",
+                               "--recompute-method uniform",
+                               "--recompute-num-layers 1"}) {
     EXPECT_THAT(*text, HasSubstr(expected));
   }
   EXPECT_THAT(*text, HasSubstr("610.5 TFLOP/s per GPU SIMULATED by sim"));
@@ -158,21 +170,19 @@ TEST(ChooseCandidateTest, BestMeasuredOrTheOneNamed) {
   const v1::Search search = Search();
   EXPECT_EQ(ChooseCandidate(search, "")->name(), "searches/3/candidates/5");
   EXPECT_EQ(ChooseCandidate(search, "1")->name(), "searches/3/candidates/1");
-  EXPECT_EQ(ChooseCandidate(search, "searches/3/candidates/2")->name(),
-            "searches/3/candidates/2");
+  EXPECT_EQ(ChooseCandidate(search, "searches/3/candidates/2")->name(), "searches/3/candidates/2");
   EXPECT_EQ(ChooseCandidate(search, "9").status().code(), absl::StatusCode::kNotFound);
   v1::Search unmeasured = search;
   unmeasured.clear_candidates();
   *unmeasured.add_candidates() = search.candidates(2);
-  EXPECT_EQ(ChooseCandidate(unmeasured, "").status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ChooseCandidate(unmeasured, "").status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(ParseExportFormatTest, NamesTheFlag) {
   EXPECT_EQ(*ParseExportFormat("SBATCH"), ExportFormat::kSbatch);
-  EXPECT_EQ(ParseExportFormat("yaml").status(),
-            absl::InvalidArgumentError(
-                "--format (\"yaml\") must be megatron, nemo, json or sbatch"));
+  EXPECT_EQ(
+      ParseExportFormat("yaml").status(),
+      absl::InvalidArgumentError("--format (\"yaml\") must be megatron, nemo, json or sbatch"));
 }
 
 }  // namespace

@@ -12,8 +12,7 @@ namespace paratune {
 
 // Memory breakdown per term and stage, total, fraction and verdict, then the predicted step
 // time and its parts, tokens/s, TFLOP/s per GPU and MFU.
-std::string FormatEstimate(const v1::ParallelConfig& config,
-                           const v1::EstimateResponse& estimate);
+std::string FormatEstimate(const v1::ParallelConfig& config, const v1::EstimateResponse& estimate);
 
 // What was planned (model, cluster, batch, sequence), the counts and the rejections by rule.
 std::string FormatPlanSummary(const v1::SearchSpec& spec, const v1::PlanResponse& plan);

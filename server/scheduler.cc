@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "convert/search_request.h"
 #include "convert/search_text.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/gang_result.h"
@@ -15,7 +16,6 @@
 #include "server/probe_timing.h"
 #include "server/resource_names.h"
 #include "server/search_planning.h"
-#include "convert/search_request.h"
 #include "server/stop_reasons.h"
 #include "server/worker_request.h"
 

@@ -38,8 +38,8 @@
 #include "server/launch_target.h"
 #include "server/lease_table.h"
 #include "server/probe_needs.h"
-#include "server/probe_timing.h"
 #include "server/probe_queue.h"
+#include "server/probe_timing.h"
 #include "server/probes_queued_listener.h"
 #include "server/resource_names.h"
 #include "server/scheduler_stats.h"
@@ -172,8 +172,8 @@ class Scheduler : public LaunchTarget {
   absl::Status CommitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `change` under the lock and commits what it changed (even when it failed part
   // way); then, with the lock released, tells the listeners if probes were queued. Returns
-  // the change's error, else the commit's. Every public method that stores changes runs through it but
-  // CreateSearch, which must store the search before queueing its probes (two commits).
+  // the change's error, else the commit's. Every public method that stores changes runs through it
+  // but CreateSearch, which must store the search before queueing its probes (two commits).
   absl::Status Mutate(absl::FunctionRef<absl::Status()> change) ABSL_LOCKS_EXCLUDED(mu_);
   void NotifyListeners() ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -1,7 +1,7 @@
 #include "server/search_planning.h"
 
-#include "gtest/gtest.h"
 #include "convert/search_request.h"
+#include "gtest/gtest.h"
 #include "server/test_requests.h"
 
 namespace paratune {

@@ -1,7 +1,5 @@
 // The SlurmLauncher after a restart, and when sbatch refuses, Slurm cannot be reached or its
 // options are bad.
-#include "server/slurm_launcher.h"
-
 #include <memory>
 #include <string>
 
@@ -12,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "server/launch_target.h"
 #include "server/slurm_client.h"
+#include "server/slurm_launcher.h"
 #include "server/slurm_launcher_test_fixture.h"
 
 namespace paratune {

@@ -1,6 +1,4 @@
 // How the SlurmLauncher follows its jobs: endings it reports, and the jobs it cancels.
-#include "server/slurm_launcher.h"
-
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -10,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/resource_names.h"
+#include "server/slurm_launcher.h"
 #include "server/slurm_launcher_test_fixture.h"
 
 namespace paratune {
