@@ -286,6 +286,8 @@ absl::StatusOr<std::optional<v1::ProbeAssignment>> Scheduler::TryAcquireProbe(
 }
 
 std::optional<v1::ProbeAssignment> Scheduler::AcquireLocked(WorkerRecord& worker) {
+  const absl::Time now = clock_->Now();
+  worker.last_asked = now;
   const std::string held = worker.worker.current_probe();
   if (!held.empty()) {
     auto membership = leases_.FindMembership(held, worker.id, worker.worker.name());
@@ -306,7 +308,7 @@ std::optional<v1::ProbeAssignment> Scheduler::AcquireLocked(WorkerRecord& worker
     auto it = active_.find(item.search_id);
     if (it == active_.end()) return false;
     auto [probe_scope, needs] = NextProbeLocked(it->second, item.candidate);
-    std::optional<std::vector<RankShare>> placed = workers_.Place(needs, worker);
+    std::optional<std::vector<RankShare>> placed = workers_.Place(needs, worker, now);
     if (!placed.has_value()) return false;
     scope = probe_scope;
     ranks = needs.ranks;

@@ -102,13 +102,23 @@ std::vector<const v1::Worker*> WorkerRegistry::Live() const {
 }
 
 std::optional<std::vector<RankShare>> WorkerRegistry::Place(const ProbeNeeds& needs,
-                                                            const Record& requester) const {
+                                                            const Record& requester,
+                                                            absl::Time now) const {
   if (!WorkerMismatch(requester.worker, needs, HasReservedWorkers(needs.probe)).empty()) {
     return std::nullopt;
   }
-  return PlaceGang(needs.ranks, needs.gpus_per_node,
-                   FreeWorker{requester.id, requester.worker.gpus_size()},
-                   Eligible(needs, /*free_only=*/true, requester.id));
+  const std::vector<FreeWorker> others = Eligible(needs, /*free_only=*/true, requester.id);
+  const std::vector<int64_t> shares = NodeShares(needs.ranks, needs.gpus_per_node);
+  const int64_t gpus = requester.worker.gpus_size();
+  if (shares.size() == 1) {
+    for (const FreeWorker& other : others) {
+      const bool tighter = other.gpus >= shares[0] && other.gpus < gpus;
+      if (tighter && now - workers_.at(other.worker_id).last_asked <= kAskedRecently) {
+        return std::nullopt;
+      }
+    }
+  }
+  return PlaceGang(needs.ranks, needs.gpus_per_node, FreeWorker{requester.id, gpus}, others);
 }
 
 bool WorkerRegistry::CanHost(const ProbeNeeds& needs) const {

@@ -28,6 +28,9 @@ class WorkerRegistry {
     int64_t id = 0;
     v1::Worker worker;
     absl::Time last_heartbeat;
+    // When it last asked for a probe (TryAcquireProbe): a worker that asked within
+    // kAskedRecently is parked in its long poll or about to ask again.
+    absl::Time last_asked = absl::InfinitePast();
     // Probes to name in the next HeartbeatResponse.cancel_probes.
     std::vector<std::string> cancel_probes;
   };
@@ -58,11 +61,15 @@ class WorkerRegistry {
                                    int64_t except_id = 0) const;
   // Every live worker, by id.
   std::vector<const v1::Worker*> Live() const;
-  // Where a probe with these needs runs if `requester` asks now: its first node share on the
-  // requester, the others on free eligible workers (PlaceGang). nullopt when the requester
-  // does not fit (WorkerMismatch) or too few others are free.
-  std::optional<std::vector<RankShare>> Place(const ProbeNeeds& needs,
-                                              const Record& requester) const;
+  // Where a probe with these needs runs if `requester` asks at `now`: its first node share on
+  // the requester, the others on free eligible workers (PlaceGang). nullopt when the
+  // requester does not fit (WorkerMismatch), too few others are free, or the probe is one node
+  // share that a free eligible worker with fewer GPUs than the requester (but enough) asked
+  // for within kAskedRecently: it is left to that worker, so that larger workers stay free
+  // for probes only they can host (the requester takes it once that worker stops asking).
+  std::optional<std::vector<RankShare>> Place(const ProbeNeeds& needs, const Record& requester,
+                                              absl::Time now) const;
+  static constexpr absl::Duration kAskedRecently = absl::Seconds(90);
   // Whether the live eligible workers, busy or not, could host every node share at once.
   bool CanHost(const ProbeNeeds& needs) const;
   // Why no set of live workers can host a probe with these needs, for Candidate.waiting_reason

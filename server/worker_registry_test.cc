@@ -74,8 +74,8 @@ TEST(WorkerRegistryTest, PlacesOneNodeSharePerWorkerOfTheSearchsType) {
   WorkerRegistry::Record& node = workers.Add(H100(8), kNow);
 
   // 2 nodes of 8: the small worker holds no share, the A100 one is not eligible.
-  EXPECT_FALSE(workers.Place(Needs(16, 8), small).has_value());
-  std::optional<std::vector<RankShare>> shares = workers.Place(Needs(16, 8), big);
+  EXPECT_FALSE(workers.Place(Needs(16, 8), small, kNow).has_value());
+  std::optional<std::vector<RankShare>> shares = workers.Place(Needs(16, 8), big, kNow);
   ASSERT_TRUE(shares.has_value());
   EXPECT_THAT(*shares, ElementsAre(FieldsAre(2, 0, 8), FieldsAre(4, 8, 8)));
   EXPECT_TRUE(workers.CanHost(Needs(16, 8)));
@@ -83,8 +83,24 @@ TEST(WorkerRegistryTest, PlacesOneNodeSharePerWorkerOfTheSearchsType) {
 
   // A busy worker is eligible for the fleet's capacity, not for placement.
   node.worker.set_current_probe("searches/9/candidates/0/probes/1");
-  EXPECT_FALSE(workers.Place(Needs(16, 8), big).has_value());
+  EXPECT_FALSE(workers.Place(Needs(16, 8), big, kNow).has_value());
   EXPECT_TRUE(workers.CanHost(Needs(16, 8)));
+}
+
+TEST(WorkerRegistryTest, AOneNodeProbeIsLeftToATighterWorkerThatIsAsking) {
+  WorkerRegistry workers;
+  WorkerRegistry::Record& big = workers.Add(H100(64), kNow);
+  WorkerRegistry::Record& node = workers.Add(H100(8), kNow);
+  // The 8-GPU worker has not asked: the 64-GPU one takes the one-node probe.
+  EXPECT_TRUE(workers.Place(Needs(8, 8), big, kNow).has_value());
+  // It is parked in its long poll: the probe is left to it.
+  node.last_asked = kNow - absl::Seconds(30);
+  EXPECT_FALSE(workers.Place(Needs(8, 8), big, kNow).has_value());
+  EXPECT_TRUE(workers.Place(Needs(8, 8), node, kNow).has_value());
+  // A worker that stopped asking holds nothing back.
+  EXPECT_TRUE(workers.Place(Needs(8, 8), big, kNow + absl::Minutes(2)).has_value());
+  // Nor is a probe of several nodes held back: it needs both.
+  EXPECT_TRUE(workers.Place(Needs(16, 8), big, kNow).has_value());
 }
 
 TEST(WorkerRegistryTest, WhyUnplaceableNamesTheNeedAndTheFleet) {
@@ -104,12 +120,12 @@ TEST(WorkerRegistryTest, ReservedWorkersServeTheirProbeOnly) {
   WorkerRegistry::Record& job_worker = workers.Add(reserved, kNow);
   WorkerRegistry::Record& other = workers.Add(H100(8), kNow);
   EXPECT_THAT(workers.ReservedWorkers("searches/1/candidates/0/probes/1"), ElementsAre(1));
-  EXPECT_FALSE(workers.Place(Needs(8, 8), other).has_value());
-  EXPECT_TRUE(workers.Place(Needs(8, 8), job_worker).has_value());
+  EXPECT_FALSE(workers.Place(Needs(8, 8), other, kNow).has_value());
+  EXPECT_TRUE(workers.Place(Needs(8, 8), job_worker, kNow).has_value());
   ProbeNeeds another = Needs(8, 8);
   another.probe = "searches/1/candidates/1/probes/1";
-  EXPECT_FALSE(workers.Place(another, job_worker).has_value());
-  EXPECT_TRUE(workers.Place(another, other).has_value());
+  EXPECT_FALSE(workers.Place(another, job_worker, kNow).has_value());
+  EXPECT_TRUE(workers.Place(another, other, kNow).has_value());
 }
 
 }  // namespace
