@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -44,12 +45,21 @@ class MetricsTest : public ::testing::Test {
     ASSERT_TRUE(search.ok()) << search.status();
     ASSERT_EQ(search->state(), v1::SUCCEEDED) << search->stop_reason();
     ASSERT_EQ(search->counts().probed(), kProbes);
-    for (int port : cluster_->metrics_ports()) {
-      absl::StatusOr<HttpResponse> response = HttpGet(port, "/metrics");
-      ASSERT_TRUE(response.ok()) << response.status();
-      ASSERT_EQ(response->status_code, 200);
-      expositions_->push_back(response->body);
-    }
+    // The search ends inside the last ReportProbe, before its RPC is counted (the counter
+    // moves when the call completes): read until that count is in, for a bounded time.
+    const std::string last_report =
+        "paratune_rpcs_total{method=\"paratune.v1.WorkerService/ReportProbe\",code=\"OK\"}";
+    const absl::Time give_up = absl::Now() + absl::Seconds(10);
+    do {
+      expositions_->clear();
+      for (int port : cluster_->metrics_ports()) {
+        absl::StatusOr<HttpResponse> response = HttpGet(port, "/metrics");
+        ASSERT_TRUE(response.ok()) << response.status();
+        ASSERT_EQ(response->status_code, 200);
+        expositions_->push_back(response->body);
+      }
+    } while (SampleValue(expositions_->front(), last_report).value_or(0) < kProbes &&
+             absl::Now() < give_up);
     ASSERT_EQ(expositions_->size(), 2);
   }
 
