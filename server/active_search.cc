@@ -7,7 +7,6 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "convert/search_text.h"
-#include "estimator/short_probe.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/resource_names.h"
 #include "server/stop_reasons.h"
@@ -164,24 +163,25 @@ void ActiveSearch::UpdateOutlook() {
   counts.clear_projected_remaining_gpu_seconds();
   counts.clear_projected_remaining_wall_seconds();
   if (search_.state() != v1::PROBING || policy_ == nullptr) return;
-  std::vector<const PlannedConfig*> left;
-  for (size_t i : policy_->Contending()) left.push_back(&policy_->candidates()[i]);
-  counts.set_still_contending(static_cast<int64_t>(left.size()));
-  for (int64_t n = 0; n < search_.candidates_size(); ++n) {
-    if (search_.candidates(n).state() == v1::CANDIDATE_QUEUED) {
-      left.push_back(&policy_->candidates()[policy_index_[n]]);
-    }
-  }
   const v1::ProbeSettings& probe = search_.spec().probe();
+  const std::vector<size_t> contending = policy_->Contending();
+  counts.set_still_contending(static_cast<int64_t>(contending.size()));
   double seconds = 0;
-  for (const PlannedConfig* planned : left) {
-    ShortProbePlan plan = PlanShortProbe(planned->config, resolved_->training);
-    if (!RunsShortSteps(probe)) plan.micro_batch_counts.clear();
-    seconds += PredictedProbeSeconds(planned->predicted, plan, probe.warmup_steps(),
-                                     probe.timed_steps(), kProbeStartupSeconds);
+  for (size_t i : contending) {
+    seconds += TimeProbe(policy_->candidates()[i], resolved_->training, probe, probe.timed_steps())
+                   .predicted_seconds;
+  }
+  for (int64_t n = 0; n < search_.candidates_size(); ++n) {
+    if (search_.candidates(n).state() == v1::CANDIDATE_QUEUED)
+      seconds += Timing(n).predicted_seconds;
   }
   counts.set_projected_remaining_wall_seconds(seconds);
   counts.set_projected_remaining_gpu_seconds(seconds * static_cast<double>(world_size_));
+}
+
+ProbeTiming ActiveSearch::Timing(int64_t n) const {
+  return TimeProbe(policy_->candidates()[policy_index_[n]], resolved_->training,
+                   search_.spec().probe(), TimedSteps(n));
 }
 
 int64_t ActiveSearch::TimedSteps(int64_t n) const {

@@ -18,6 +18,7 @@
 #include "proto/autotuner_service.pb.h"
 #include "proto/probe.pb.h"
 #include "proto/search.pb.h"
+#include "server/probe_timing.h"
 #include "server/search_budget.h"
 #include "server/search_observer.h"
 #include "server/search_planning.h"
@@ -74,6 +75,8 @@ class ActiveSearch {
   // Timed steps of candidate n's next probe: the search's, or confirmation_steps_factor
   // times as many when it confirms a leader (it has a screening result).
   int64_t TimedSteps(int64_t n) const;
+  // How candidate n's next probe runs and its deadline (probe_timing.h).
+  ProbeTiming Timing(int64_t n) const;
   // What it has spent of its budget at `now`.
   BudgetUse Use(absl::Time now) const;
 

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "absl/status/statusor.h"
+#include "estimator/planner.h"
+#include "estimator/training_spec.h"
 #include "proto/search.pb.h"
-#include "proto/specs.pb.h"
 
 namespace paratune {
 
@@ -30,11 +30,11 @@ struct ProbeTiming {
   double deadline_seconds = 0;
 };
 
-// The timing of a probe of `config` for a search with `spec` (normalized:
-// ValidateCreateSearchRequest) running `timed_steps` timed steps. INVALID_ARGUMENT naming the
-// field when the spec or the configuration cannot be resolved.
-absl::StatusOr<ProbeTiming> TimeProbe(const v1::SearchSpec& spec, const v1::ParallelConfig& config,
-                                      int64_t timed_steps);
+// The timing of a probe of `planned` (a candidate of the search's plan, with its predicted
+// performance) training `training`, with the search's probe settings `probe` (normalized:
+// ValidateCreateSearchRequest), running `timed_steps` timed steps. Pure.
+ProbeTiming TimeProbe(const PlannedConfig& planned, const TrainingSpec& training,
+                      const v1::ProbeSettings& probe, int64_t timed_steps);
 
 }  // namespace paratune
 

@@ -1,6 +1,10 @@
 #include "server/probe_timing.h"
 
+#include <algorithm>
+
 #include "convert/search_request.h"
+#include "convert/spec_convert.h"
+#include "estimator/performance_model.h"
 #include "estimator/short_probe.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -20,52 +24,58 @@ v1::SearchSpec Spec(int64_t global_batch) {
   return validated->spec;
 }
 
-v1::ParallelConfig Config(int64_t dp, int64_t tp, int64_t pp, int64_t mbs) {
-  v1::ParallelConfig config;
-  config.set_data_parallel(dp);
-  config.set_tensor_parallel(tp);
-  config.set_pipeline_parallel(pp);
-  config.set_context_parallel(1);
-  config.set_micro_batch_size(mbs);
-  return config;
+// dp x tp x pp (cp 1) with micro-batch size mbs of the spec's model and cluster, predicted.
+struct Candidate {
+  PlannedConfig planned;
+  TrainingSpec training;
+};
+Candidate Planned(const v1::SearchSpec& spec, int64_t dp, int64_t tp, int64_t pp, int64_t mbs) {
+  const ResolvedSpec resolved = *ResolveSearchSpec(spec);
+  const ParallelConfig config =
+      *ParallelConfig::Create(resolved.model, resolved.training, resolved.cluster,
+                              resolved.plan_options.rules, MakeParallelDims(dp, tp, pp, 1, mbs));
+  const PerformanceEstimate predicted =
+      PredictPerformance(resolved.model, resolved.training, resolved.cluster, config,
+                         DefaultPerformanceParameters(resolved.cluster.gpu()));
+  return {PlannedConfig{config, MemoryEstimate(), predicted}, resolved.training};
 }
 
 TEST(ProbeTimingTest, ShortStepsAndADeadlineFromThePrediction) {
   // 1024 / (dp 2 x mbs 1) = 512 micro-batches: short steps of 2 pp and 4 pp.
-  absl::StatusOr<ProbeTiming> timing = TimeProbe(Spec(1024), Config(2, 2, 2, 1), 5);
-  ASSERT_TRUE(timing.ok()) << timing.status();
-  EXPECT_THAT(timing->micro_batch_counts, ElementsAre(4, 8));
-  EXPECT_GT(timing->predicted_seconds, 30);
-  EXPECT_EQ(timing->deadline_seconds,
-            std::max(kMinDeadlineSeconds, kDeadlineFactor * timing->predicted_seconds));
+  const v1::SearchSpec spec = Spec(1024);
+  const Candidate c = Planned(spec, 2, 2, 2, 1);
+  const ProbeTiming timing = TimeProbe(c.planned, c.training, spec.probe(), 5);
+  EXPECT_THAT(timing.micro_batch_counts, ElementsAre(4, 8));
+  EXPECT_GT(timing.predicted_seconds, kProbeStartupSeconds);
+  EXPECT_EQ(timing.deadline_seconds,
+            std::max(kMinDeadlineSeconds, kDeadlineFactor * timing.predicted_seconds));
 }
 
 TEST(ProbeTimingTest, FullStepsWhenTheGlobalBatchIsSmallAndTheSearchsDeadlineWins) {
   v1::SearchSpec spec = Spec(64);
   spec.mutable_probe()->set_deadline_seconds(45);
-  absl::StatusOr<ProbeTiming> timing = TimeProbe(spec, Config(8, 1, 1, 8), 5);
-  ASSERT_TRUE(timing.ok()) << timing.status();
-  EXPECT_THAT(timing->micro_batch_counts, IsEmpty());
-  EXPECT_EQ(timing->deadline_seconds, 45);
+  const Candidate c = Planned(spec, 8, 1, 1, 8);
+  const ProbeTiming timing = TimeProbe(c.planned, c.training, spec.probe(), 5);
+  EXPECT_THAT(timing.micro_batch_counts, IsEmpty());
+  EXPECT_EQ(timing.deadline_seconds, 45);
 }
 
 TEST(ProbeTimingTest, BackendsThatRunFullStepsAreTimedForThem) {
-  v1::SearchSpec spec = Spec(1024);
-  absl::StatusOr<ProbeTiming> short_steps = TimeProbe(spec, Config(2, 2, 2, 1), 5);
-  spec.mutable_probe()->set_backend("command");
-  spec.mutable_probe()->set_command_template("megatron");
-  absl::StatusOr<ProbeTiming> full_steps = TimeProbe(spec, Config(2, 2, 2, 1), 5);
-  ASSERT_TRUE(short_steps.ok() && full_steps.ok());
-  EXPECT_THAT(full_steps->micro_batch_counts, IsEmpty());
+  const v1::SearchSpec spec = Spec(1024);
+  const Candidate c = Planned(spec, 2, 2, 2, 1);
+  v1::ProbeSettings command = spec.probe();
+  command.set_backend("command");
+  command.set_command_template("megatron");
+  const ProbeTiming short_steps = TimeProbe(c.planned, c.training, spec.probe(), 5);
+  const ProbeTiming full_steps = TimeProbe(c.planned, c.training, command, 5);
+  EXPECT_THAT(full_steps.micro_batch_counts, IsEmpty());
   // Beyond the start-up, full steps take many times the short ones.
-  EXPECT_GT(full_steps->predicted_seconds - kProbeStartupSeconds,
-            4 * (short_steps->predicted_seconds - kProbeStartupSeconds));
-  EXPECT_GT(full_steps->deadline_seconds, short_steps->deadline_seconds);
-}
-
-TEST(ProbeTimingTest, AConfigurationThatDoesNotResolveIsInvalid) {
-  EXPECT_EQ(TimeProbe(Spec(1024), Config(3, 1, 1, 1), 5).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_GT(full_steps.predicted_seconds - kProbeStartupSeconds,
+            4 * (short_steps.predicted_seconds - kProbeStartupSeconds));
+  EXPECT_GT(full_steps.deadline_seconds, short_steps.deadline_seconds);
+  // A confirmation's longer probe is timed for its steps.
+  EXPECT_GT(TimeProbe(c.planned, c.training, spec.probe(), 20).predicted_seconds,
+            short_steps.predicted_seconds);
 }
 
 }  // namespace

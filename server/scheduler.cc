@@ -13,7 +13,6 @@
 #include "google/protobuf/util/time_util.h"
 #include "server/gang_result.h"
 #include "server/lease.h"
-#include "server/probe_timing.h"
 #include "server/resource_names.h"
 #include "server/search_planning.h"
 #include "server/stop_reasons.h"
@@ -496,7 +495,7 @@ v1::ProbeAssignment Scheduler::LeaseLocked(ActiveSearch& record, int64_t n, v1::
     members.push_back(&worker.worker);
   }
   const int64_t timed_steps = record.TimedSteps(n);
-  const ProbeTiming timing = TimingLocked(record, n);
+  const ProbeTiming timing = record.Timing(n);
   const absl::Time expires =
       clock_->Now() + absl::Seconds(timing.deadline_seconds) + options_.lease_grace;
   internal::LeaseState lease =
@@ -515,22 +514,6 @@ v1::ProbeAssignment Scheduler::LeaseLocked(ActiveSearch& record, int64_t n, v1::
                                      scope == v1::PROBE_SCOPE_FULL ? "full" : "replica", " scope, ",
                                      ranks, " GPUs)"));
   return assignment;
-}
-
-ProbeTiming Scheduler::TimingLocked(const ActiveSearch& record, int64_t n) {
-  const v1::Candidate& candidate = record.search().candidates(n);
-  absl::StatusOr<ProbeTiming> timing =
-      TimeProbe(record.search().spec(), candidate.config(), record.TimedSteps(n));
-  if (timing.ok()) return *std::move(timing);
-  // The planner made the candidate from this spec, so this is a bug: run full steps, with
-  // the longest deadline a search may set, rather than not at all.
-  Log(LogLevel::kError, "cannot time a probe; it runs full steps",
-      {{"candidate", candidate.name()}, {"error", timing.status().ToString()}});
-  ProbeTiming fallback;
-  fallback.deadline_seconds = record.search().spec().probe().deadline_seconds() > 0
-                                  ? record.search().spec().probe().deadline_seconds()
-                                  : kMaxProbeDeadlineSeconds;
-  return fallback;
 }
 
 internal::LeaseState Scheduler::EndLeaseLocked(const std::string& probe, int64_t reporter_id) {

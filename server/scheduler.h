@@ -39,7 +39,6 @@
 #include "server/lease_table.h"
 #include "server/probe_needs.h"
 #include "server/probe_queue.h"
-#include "server/probe_timing.h"
 #include "server/probes_queued_listener.h"
 #include "server/resource_names.h"
 #include "server/scheduler_stats.h"
@@ -203,9 +202,6 @@ class Scheduler : public LaunchTarget {
   // asking), counting an attempt; returns shares[0]'s assignment.
   v1::ProbeAssignment LeaseLocked(ActiveSearch& record, int64_t n, v1::ProbeScope scope,
                                   int64_t ranks, const std::vector<RankShare>& shares)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // How candidate n's next probe runs and its deadline (probe_timing.h).
-  ProbeTiming TimingLocked(const ActiveSearch& record, int64_t n)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes the lease of `probe` and frees its members; every member but `reporter_id` is
   // told to stop it. Returns the removed lease.

@@ -29,7 +29,7 @@ std::vector<PendingProbe> Scheduler::PendingProbes() {
         probe.probe = needs.probe;
         probe.ranks = needs.ranks;
         probe.unplaceable = !candidate.waiting_reason().empty();
-        probe.deadline = absl::Seconds(TimingLocked(record, n).deadline_seconds);
+        probe.deadline = absl::Seconds(record.Timing(n).deadline_seconds);
         continue;
       }
       probe.probe = ProbeName(id, n, candidate.attempts());

@@ -90,7 +90,8 @@ class FakeWorkerService final : public v1::WorkerService::Service {
     return grpc::Status::OK;
   }
 
-  // Records the call. With FailDeregistration, answers its code; else removes the worker,
+  // Records the call. With AnswerDeregistrationWith, answers that code (as a server older
+  // than DeregisterWorker answers UNIMPLEMENTED); else removes the worker,
   // first handing a parked AcquireProbe the probe of LeaseOnDeregistration, as if the server
   // had leased it a moment before.
   grpc::Status DeregisterWorker(grpc::ServerContext*, const v1::DeregisterWorkerRequest* request,
@@ -151,7 +152,7 @@ class FakeWorkerService final : public v1::WorkerService::Service {
     absl::MutexLock lock(&mu_);
     park_calls_ = true;
   }
-  void FailDeregistration(grpc::StatusCode code) {
+  void AnswerDeregistrationWith(grpc::StatusCode code) {
     absl::MutexLock lock(&mu_);
     deregistration_code_ = code;
   }
@@ -411,8 +412,9 @@ TEST_F(WorkerDaemonTest, StopHandsTheRunningProbeBackByDeregistering) {
 }
 
 TEST_F(WorkerDaemonTest, WhenDeregisteringFailsStopReportsTheRunningProbe) {
-  // A server without DeregisterWorker still gets the probe back at once.
-  service_.FailDeregistration(grpc::StatusCode::UNIMPLEMENTED);
+  // A server older than DeregisterWorker answers UNIMPLEMENTED; it still gets the probe back
+  // at once, by the report.
+  service_.AnswerDeregistrationWith(grpc::StatusCode::UNIMPLEMENTED);
   service_.Queue(Assignment("hang"));
   ASSERT_TRUE(hang_started_.WaitForNotificationWithTimeout(kWait));
   daemon_->Stop("stopping");
