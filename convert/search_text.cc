@@ -76,10 +76,14 @@ std::string DescribeResult(const v1::ProbeResult& result) {
   return absl::StrCat(text, label);
 }
 
+std::string DescribeGpuType(const std::string& gpu_type, const std::string& gpu_name) {
+  if (!gpu_type.empty()) return gpu_type;
+  if (gpu_name.empty()) return "unknown GPU";
+  return absl::StrCat("unknown GPU ", gpu_name);
+}
+
 std::string DescribeGpus(int64_t count, const std::string& gpu_type, const std::string& gpu_name) {
-  if (!gpu_type.empty()) return absl::StrCat(count, " x ", gpu_type);
-  if (gpu_name.empty()) return absl::StrCat(count, " x unknown GPU");
-  return absl::StrCat(count, " x unknown GPU ", gpu_name);
+  return absl::StrCat(count, " x ", DescribeGpuType(gpu_type, gpu_name));
 }
 
 std::string DescribeRanOn(const v1::ProbeResult& result) {

@@ -22,9 +22,12 @@ std::string DescribeOutcome(v1::ProbeOutcome outcome);
 // "out of memory: estimated peak 90.1 GiB exceeds 79.6 GiB (simulated)".
 std::string DescribeResult(const v1::ProbeResult& result);
 
-// `count` GPUs by the catalog type the server matched them to, "8 x h100-80gb"; when
-// `gpu_type` is empty, by the device name the worker registered, "8 x unknown GPU NVIDIA
-// GH200 480GB" ("8 x unknown GPU" when that is empty too).
+// A GPU by the catalog type the server matched it to, "h100-80gb"; when `gpu_type` is empty,
+// by the device name the worker registered, "unknown GPU NVIDIA GH200 480GB" ("unknown GPU"
+// when that is empty too).
+std::string DescribeGpuType(const std::string& gpu_type, const std::string& gpu_name);
+
+// `count` such GPUs: "8 x h100-80gb", "8 x unknown GPU NVIDIA GH200 480GB".
 std::string DescribeGpus(int64_t count, const std::string& gpu_type, const std::string& gpu_name);
 
 // Where a probe ran, from result.ran_on: "ran on workers/3 (sim-node-1, 8 x h100-80gb, ranks

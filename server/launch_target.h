@@ -38,8 +38,6 @@ struct PendingProbe {
   int64_t ranks = 0;
   int64_t group_size = 0;
   int64_t gpus_per_node = 0;
-  // The search's GPU type (catalog name, e.g. "h100-80gb").
-  std::string gpu_type;
   // Its wall-clock limit on the workers.
   absl::Duration deadline;
 };

@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "convert/search_text.h"
 #include "estimator/cluster_spec.h"
 #include "server/gang_placement.h"
 #include "server/launch_target.h"
@@ -16,9 +17,7 @@ namespace paratune {
 namespace {
 
 std::string GpuTypeShown(const v1::Worker& worker) {
-  if (!worker.gpu_type().empty()) return worker.gpu_type();
-  const std::string name = worker.gpus().empty() ? "" : worker.gpus(0).name();
-  return absl::StrCat("unknown GPU \"", name.substr(0, 64), "\"");
+  return DescribeGpuType(worker.gpu_type(), worker.gpus().empty() ? "" : worker.gpus(0).name());
 }
 
 }  // namespace

@@ -51,7 +51,7 @@ TEST(WorkerMismatchTest, NamesWhatDoesNotMatch) {
   v1::Worker unknown = Worker(8, "");
   unknown.mutable_gpus(0)->set_name("NVIDIA L40S");
   EXPECT_THAT(WorkerMismatch(unknown, Needs(8, 8), false),
-              HasSubstr("unknown GPU \"NVIDIA L40S\""));
+              HasSubstr("its GPUs are unknown GPU NVIDIA L40S, not h100-80gb"));
   ProbeNeeds templated = Needs(8, 8);
   templated.backend = "command";
   templated.command_template = "megatron";

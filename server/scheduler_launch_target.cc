@@ -23,7 +23,6 @@ std::vector<PendingProbe> Scheduler::PendingProbes() {
       probe.group_size =
           candidate.config().tensor_parallel() * candidate.config().context_parallel();
       probe.gpus_per_node = spec.cluster().gpus_per_node();
-      probe.gpu_type = spec.cluster().gpu().type();
       if (candidate.state() == v1::CANDIDATE_QUEUED) {
         const ProbeNeeds needs = NextProbeLocked(record, n).second;
         probe.probe = needs.probe;

@@ -206,7 +206,6 @@ PendingProbe Queued(int64_t search, int64_t candidate, int64_t attempt) {
   probe.ranks = 8;
   probe.group_size = 2;
   probe.gpus_per_node = 8;
-  probe.gpu_type = "h100-80gb";
   probe.deadline = absl::Minutes(10);
   return probe;
 }
