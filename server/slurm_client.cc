@@ -70,7 +70,11 @@ absl::StatusOr<int64_t> SlurmClient::Submit(const std::vector<std::string>& args
   std::vector<std::string> argv = {commands_.sbatch, "--parsable"};
   argv.insert(argv.end(), args.begin(), args.end());
   PT_ASSIGN_OR_RETURN(const CommandOutput output, run_(argv));
-  if (output.exit_code != 0) return Failed("sbatch", output);
+  // squeue answers before each submission, so an sbatch that ran and exited non-zero refused
+  // the job itself (partition, account, QOS, GRES), as it will refuse the same job again.
+  if (output.exit_code != 0) {
+    return absl::FailedPreconditionError(Failed("sbatch", output).message());
+  }
   // --parsable prints "ID" or "ID;CLUSTER".
   const absl::string_view printed = absl::StripAsciiWhitespace(output.stdout_text);
   int64_t job = 0;

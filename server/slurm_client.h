@@ -66,8 +66,10 @@ class SlurmClient {
 
   SlurmClient(Commands commands, CommandRunner run);
 
-  // sbatch --parsable `args`; the new job's id. UNAVAILABLE with sbatch's message when it
-  // refuses the job or Slurm cannot be reached; the runner's error when sbatch did not run.
+  // sbatch --parsable `args`; the new job's id. FAILED_PRECONDITION with sbatch's message when
+  // it ran and exited non-zero (it refused the job, or could not reach Slurm); UNAVAILABLE when
+  // it printed no job id; the runner's error when sbatch did not run or timed out (Slurm may
+  // then have taken the job).
   absl::StatusOr<int64_t> Submit(const std::vector<std::string>& args);
 
   // The jobs of this user that have not finished (squeue --me), in squeue's order.

@@ -62,13 +62,13 @@ TEST_F(SlurmClientTest, SubmitReturnsTheParsableJobId) {
   EXPECT_THAT(slurm_.calls(), ElementsAre("sbatch --parsable --nodes=1 --wrap=true"));
 }
 
-TEST_F(SlurmClientTest, RefusedSubmissionIsUnavailableWithSbatchsMessage) {
+TEST_F(SlurmClientTest, RefusedSubmissionIsFailedPreconditionWithSbatchsMessage) {
   slurm_.Answer("sbatch", {1, "",
                            "sbatch: error: invalid partition specified: nope\n"
                            "sbatch: error: Batch job submission failed: Invalid partition name "
                            "specified\n"});
   const absl::Status status = client_.Submit({"--partition=nope"}).status();
-  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(status.message(), HasSubstr("Invalid partition name specified"));
   slurm_.Answer("sbatch", {0, "Submitted batch job 3\n", ""});
   EXPECT_EQ(client_.Submit({}).status().code(), absl::StatusCode::kUnavailable);

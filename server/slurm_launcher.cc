@@ -73,11 +73,9 @@ SlurmLauncher::SlurmLauncher(Options options, LaunchTarget* target)
     : options_(std::move(options)),
       target_(target),
       clock_(options_.clock != nullptr ? options_.clock : RealClock()),
-      run_command_(options_.run_command
-                       ? options_.run_command
-                       : SubprocessCommandRunner(options_.command_timeout, &stop_)),
-      client_(options_.commands,
-              [this](const std::vector<std::string>& argv) { return RunCommand(argv); }) {}
+      client_(options_.commands, options_.run_command
+                                     ? options_.run_command
+                                     : SubprocessCommandRunner(options_.command_timeout, &stop_)) {}
 
 absl::StatusOr<std::unique_ptr<SlurmLauncher>> SlurmLauncher::Start(Options options,
                                                                     LaunchTarget* target) {
@@ -128,16 +126,6 @@ void SlurmLauncher::PollUntilStopped() {
           {{"error", status.ToString()}});
     }
   }
-}
-
-absl::StatusOr<CommandOutput> SlurmLauncher::RunCommand(const std::vector<std::string>& argv) {
-  // client_ runs commands only within a round.
-  round_mu_.AssertHeld();
-  absl::StatusOr<CommandOutput> output = run_command_(argv);
-  if (argv.front() == options_.commands.sbatch) {
-    sbatch_refused_ = output.ok() && output->exit_code != 0;
-  }
-  return output;
 }
 
 absl::Status SlurmLauncher::Reconcile() {
@@ -270,7 +258,6 @@ absl::Status SlurmLauncher::CancelJob(int64_t id, Job& job, const std::string& w
 
 absl::Status SlurmLauncher::SubmitJob(const PendingProbe& probe) {
   const absl::StatusOr<ProbeJob> planned = MakeProbeJob(options_.job, probe);
-  sbatch_refused_ = false;
   const absl::StatusOr<int64_t> id =
       planned.ok() ? client_.Submit(planned->sbatch_args) : planned.status();
   // Stop cancelled sbatch: nothing was refused.
@@ -286,11 +273,12 @@ absl::Status SlurmLauncher::SubmitJob(const PendingProbe& probe) {
     // same refusal repeated.
     const std::string reason =
         absl::StrCat("its Slurm job could not be submitted: ", id.status().message());
-    // squeue answered this round, so Slurm is up: an sbatch that exited non-zero refused the
-    // job, as it will refuse the next one alike; so does a probe that cannot be a job. An
-    // sbatch that timed out, or printed no job id, may have left the job with Slurm: only
-    // the attempt counts.
-    if (!planned.ok() || sbatch_refused_) return target_->LaunchRefused(probe.probe, reason);
+    // A refusal (SlurmClient::Submit's FAILED_PRECONDITION) is repeated for the next job
+    // alike; so is a probe that cannot be a job. An sbatch that timed out, or printed no job
+    // id, may have left the job with Slurm: only the attempt counts.
+    const bool refused =
+        !planned.ok() || id.status().code() == absl::StatusCode::kFailedPrecondition;
+    if (refused) return target_->LaunchRefused(probe.probe, reason);
     return target_->LaunchEnded(probe.probe, reason);
   }
   Job& job = jobs_[*id];

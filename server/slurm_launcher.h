@@ -134,9 +134,6 @@ class SlurmLauncher : public ProbesQueuedListener {
   SlurmLauncher(Options options, LaunchTarget* target);
 
   void PollUntilStopped();
-  // Runs a Slurm program for client_ with run_command_, noting whether an sbatch refused
-  // its job.
-  absl::StatusOr<CommandOutput> RunCommand(const std::vector<std::string>& argv);
   // Reports how the job ended to the target.
   absl::Status JobEnded(int64_t id, const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(round_mu_);
   absl::Status CancelJob(int64_t id, Job& job, const std::string& why)
@@ -150,15 +147,11 @@ class SlurmLauncher : public ProbesQueuedListener {
   Clock* const clock_;
   // Notified by Stop: cancels a Slurm command in flight.
   absl::Notification stop_;
-  const CommandRunner run_command_;
   SlurmClient client_;
 
   // Held for a whole round: rounds never overlap.
   absl::Mutex round_mu_;
   absl::flat_hash_map<int64_t, Job> jobs_ ABSL_GUARDED_BY(round_mu_);
-  // Whether the last sbatch ran to its exit and refused the job (exited non-zero), rather
-  // than failing to start or being stopped.
-  bool sbatch_refused_ ABSL_GUARDED_BY(round_mu_) = false;
 
   mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(round_mu_);
   bool woken_ ABSL_GUARDED_BY(mu_) = false;
