@@ -71,16 +71,30 @@ std::vector<std::string> AdaptiveRow(const SearchCostProjection& projection) {
 
 std::string Header(const SearchCostOptions& options, const ClusterSpec& cluster) {
   const ProbeSteps& steps = options.steps;
+  std::string how;
+  if (!steps.short_steps) {
+    how = absl::StrFormat(
+        "starts up in %g s, then runs %d warm-up and %d timed steps of the full global "
+        "batch\n(the search's backend answers with full steps)",
+        steps.startup_seconds, steps.warmup_steps, steps.timed_steps);
+  } else if (steps.launch_per_count) {
+    how = absl::StrFormat(
+        "launches its template at 2 pp and at 4 pp micro-batches, each launch starting up in "
+        "%g s,\nthen running %d warm-up and %d timed steps (one launch of full steps where a "
+        "step has no more\nthan 4 pp micro-batches, or where it takes less time than two "
+        "launches)",
+        steps.startup_seconds, steps.warmup_steps, steps.timed_steps);
+  } else {
+    how = absl::StrFormat(
+        "starts up in %g s, then runs %d warm-up and %d timed steps at 2 pp and 4 pp "
+        "micro-batches\n(full steps where a step has no more than 4 pp micro-batches)",
+        steps.startup_seconds, steps.warmup_steps, steps.timed_steps);
+  }
   return absl::StrFormat(
       "Projected cost: probes one after another, each holding all %d GPUs (%d x %d %s); a "
-      "probe\nstarts up in %g s, then runs %d warm-up and %d timed steps %s\n",
+      "probe\n%s\n",
       cluster.world_size(), cluster.num_nodes(), cluster.gpus_per_node(),
-      cluster.gpu().name.empty() ? "custom GPU" : cluster.gpu().name, steps.startup_seconds,
-      steps.warmup_steps, steps.timed_steps,
-      steps.short_steps ? "at 2 pp and 4 pp micro-batches\n(full steps where a step has no "
-                          "more than 4 pp micro-batches)"
-                        : "of the full global batch\n(the search's backend runs no short "
-                          "steps yet)");
+      cluster.gpu().name.empty() ? "custom GPU" : cluster.gpu().name, how);
 }
 
 std::string BestNote(const SearchCostProjection& projection) {

@@ -96,7 +96,16 @@ TEST(CostReportTest, FullStepProbesAreSaidSo) {
   options.steps.short_steps = false;
   EXPECT_THAT(FormatSearchCost(HandProjection(), options, EightByEight(), 0.063, {v1::ADAPTIVE}),
               HasSubstr("starts up in 30 s, then runs 2 warm-up and 5 timed steps of the full "
-                        "global batch\n(the search's backend runs no short steps yet)\n"));
+                        "global batch\n(the search's backend answers with full steps)\n"));
+}
+
+TEST(CostReportTest, ALaunchPerCountIsSaidSo) {
+  SearchCostOptions options;
+  options.steps.launch_per_count = true;
+  options.steps.startup_seconds = 120;
+  EXPECT_THAT(FormatSearchCost(HandProjection(), options, EightByEight(), 0.063, {v1::ADAPTIVE}),
+              HasSubstr("launches its template at 2 pp and at 4 pp micro-batches, each launch "
+                        "starting up in 120 s,\nthen running 2 warm-up and 5 timed steps"));
 }
 
 }  // namespace

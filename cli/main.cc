@@ -70,7 +70,10 @@ ABSL_FLAG(bool, allow_tp_cp_across_nodes, false, "plan/submit: let tp x cp span 
 ABSL_FLAG(bool, allow_uneven_pipeline, false,
           "plan/submit: allow pp x vp not dividing the layers (first and last stage one layer "
           "short, as Megatron-LM's account-for-embedding/loss split).");
-ABSL_FLAG(bool, include_risky, false, "plan/submit: keep RISKY configurations as candidates.");
+ABSL_FLAG(std::string, memory_policy, "",
+          "plan/submit: which configurations the memory estimate lets a search probe: "
+          "measure_risky (the default: RISKY ones too, above --safe_fraction of GPU memory; "
+          "a probe measures whether they fit) or safe_only (the 80% rule: SAFE ones only).");
 ABSL_FLAG(int64_t, limit, 20, "plan: candidates shown; 0 shows all.");
 ABSL_FLAG(bool, explain, false,
           "plan: instead of the plan, say why the configuration of --tp, --pp, --cp, --dp, "
@@ -115,6 +118,11 @@ ABSL_FLAG(int64_t, timed_steps, 5,
 ABSL_FLAG(double, probe_deadline, 0,
           "submit: wall-clock limit of each probe, seconds; 0 lets the server derive each "
           "probe's from its predicted duration (docs/short_probes.md). At most 86,400.");
+ABSL_FLAG(double, probe_startup, 0,
+          "submit: seconds one launch of a probe spends before its first step, for its "
+          "predicted duration, derived deadline and projected cost; 0 means the backend's "
+          "(120 for command templates, which launch once per short-step count; 30 otherwise). "
+          "At most 3,600. Results report the start-up they measured.");
 ABSL_FLAG(int64_t, max_attempts, 2,
           "submit: attempts a probe gets when it fails with an infrastructure error or loses "
           "its worker; 0 means the server's default, 2. At most 100.");
@@ -325,7 +333,15 @@ absl::StatusOr<paratune::v1::SearchSpec> SearchSpecFromFlags() {
   space.set_allow_tp_cp_across_nodes(absl::GetFlag(FLAGS_allow_tp_cp_across_nodes));
   space.set_allow_uneven_pipeline_stages(absl::GetFlag(FLAGS_allow_uneven_pipeline));
   space.set_safe_memory_fraction(absl::GetFlag(FLAGS_safe_fraction));
-  space.set_include_risky(absl::GetFlag(FLAGS_include_risky));
+  const std::string memory_policy = absl::AsciiStrToLower(absl::GetFlag(FLAGS_memory_policy));
+  if (memory_policy == "safe_only") {
+    space.set_memory_policy(paratune::v1::SAFE_ONLY);
+  } else if (memory_policy == "measure_risky") {
+    space.set_memory_policy(paratune::v1::MEASURE_RISKY);
+  } else if (!memory_policy.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--memory_policy (\"", memory_policy,
+                                                   "\") must be measure_risky or safe_only"));
+  }
   const std::string policy = absl::AsciiStrToLower(absl::GetFlag(FLAGS_policy));
   if (policy == "top_k") {
     spec.set_policy(paratune::v1::TOP_K);
@@ -364,6 +380,7 @@ absl::StatusOr<paratune::v1::SearchSpec> SearchSpecFromFlags() {
   spec.mutable_probe()->set_warmup_steps(absl::GetFlag(FLAGS_warmup_steps));
   spec.mutable_probe()->set_timed_steps(absl::GetFlag(FLAGS_timed_steps));
   spec.mutable_probe()->set_deadline_seconds(absl::GetFlag(FLAGS_probe_deadline));
+  spec.mutable_probe()->set_startup_seconds(absl::GetFlag(FLAGS_probe_startup));
   spec.mutable_probe()->set_max_attempts(absl::GetFlag(FLAGS_max_attempts));
   spec.mutable_probe()->set_max_launch_failures(absl::GetFlag(FLAGS_max_launch_failures));
   spec.set_seed(absl::GetFlag(FLAGS_seed));

@@ -33,18 +33,17 @@ MapRowKey RowKey(const ParallelDims& dims) {
 // "peak 93.12 GiB on stage 3 = 117.0% of the 79.65 GiB capacity".
 std::string PeakSentence(const MemoryEstimate& memory) {
   return absl::StrCat("peak ", GiB(memory.peak_bytes), " on stage ", memory.peak_stage, " = ",
-                      Percent(memory.fraction_of_capacity), " of the ",
-                      GiB(memory.capacity_bytes), " capacity");
+                      Percent(memory.fraction_of_capacity), " of the ", GiB(memory.capacity_bytes),
+                      " capacity");
 }
 
 std::string OutsideSearchSpace(SearchDimension dimension, const ParallelDims& dims,
                                const PlanOptions& options) {
   switch (dimension) {
     case SearchDimension::kMicroBatch:
-      return absl::StrCat("micro-batch size ", dims.micro_batch,
-                          " is not among the searched sizes (",
-                          absl::StrJoin(SearchedMicroBatchSizes(options), ", "),
-                          "); --micro_batches sets them");
+      return absl::StrCat(
+          "micro-batch size ", dims.micro_batch, " is not among the searched sizes (",
+          absl::StrJoin(SearchedMicroBatchSizes(options), ", "), "); --micro_batches sets them");
     case SearchDimension::kVirtualPipeline:
       return absl::StrCat("virtual pipeline size ", dims.virtual_pipeline,
                           " is not among the searched sizes (",
@@ -103,36 +102,34 @@ std::string FormatMemoryMap(const Plan& plan, const PlanOptions& options,
     }
     table.AddRow(std::move(row));
   }
-  return absl::StrCat(
-      "Memory map: estimated peak memory per GPU as a share of ",
-      GiB(static_cast<double>(cluster.gpu().memory_bytes)), " (SAFE below ",
-      Percent(options.memory.safe_fraction), ", RISKY up to 100%, OOM above; - breaks a rule)\n",
-      table.Render());
+  return absl::StrCat("Memory map: estimated peak memory per GPU as a share of ",
+                      GiB(static_cast<double>(cluster.gpu().memory_bytes)), " (SAFE below ",
+                      Percent(options.memory.safe_fraction),
+                      ", RISKY up to 100%, OOM above; - breaks a rule)\n", table.Render());
 }
 
-std::string FormatExplanation(const ConfigurationExplanation& explanation,
-                              const ParallelDims& dims, const ModelSpec& model,
-                              const TrainingSpec& training, const ClusterSpec& cluster,
-                              const PlanOptions& options, const Plan& plan, int64_t shown) {
+std::string FormatExplanation(const ConfigurationExplanation& explanation, const ParallelDims& dims,
+                              const ModelSpec& model, const TrainingSpec& training,
+                              const ClusterSpec& cluster, const PlanOptions& options,
+                              const Plan& plan, int64_t shown) {
   std::string verdict;
   switch (explanation.outcome) {
     case PlanOutcome::kCandidate:
       verdict = absl::StrFormat(
           "a candidate: #%d of %d in predicted order, %.1f TFLOP/s per GPU predicted",
-          explanation.rank + 1, plan.candidates.size(),
-          explanation.predicted.model_tflops_per_gpu);
+          explanation.rank + 1, plan.candidates.size(), explanation.predicted.model_tflops_per_gpu);
       if (explanation.rank >= shown) {
         absl::StrAppend(&verdict, "; beyond the ", shown, " the plan table shows (--limit)");
       }
       break;
     case PlanOutcome::kRejected:
-      verdict = absl::StrCat("rejected by a validity rule: ",
-                             DescribeRejection(explanation.rejection, model, training, cluster,
-                                               dims));
+      verdict =
+          absl::StrCat("rejected by a validity rule: ",
+                       DescribeRejection(explanation.rejection, model, training, cluster, dims));
       break;
     case PlanOutcome::kOutsideSearchSpace:
-      verdict = absl::StrCat("not enumerated: ", OutsideSearchSpace(explanation.outside, dims,
-                                                                    options));
+      verdict =
+          absl::StrCat("not enumerated: ", OutsideSearchSpace(explanation.outside, dims, options));
       break;
     case PlanOutcome::kOutOfMemory:
       verdict = absl::StrCat("pruned, out of memory: ", PeakSentence(explanation.memory),
@@ -141,7 +138,8 @@ std::string FormatExplanation(const ConfigurationExplanation& explanation,
     case PlanOutcome::kRisky:
       verdict = absl::StrCat("pruned, RISKY: ", PeakSentence(explanation.memory),
                              ", at or above the ", Percent(options.memory.safe_fraction),
-                             " SAFE threshold; --include_risky keeps RISKY configurations");
+                             " SAFE threshold; --memory_policy=measure_risky (the default) keeps "
+                             "RISKY configurations");
       break;
   }
   const ParallelConfig config = ParallelConfig::FromCheckedDims(dims);

@@ -46,7 +46,8 @@ TEST_F(PlanReportTest, MemoryMapHasOneRowPerShapeAndOneColumnPerMicroBatch) {
   const std::string map = FormatMemoryMap(MakePlan(options), options, cluster_);
   EXPECT_THAT(map, HasSubstr("share of 79.65 GiB (SAFE below 80.0%, RISKY up to 100%, OOM "
                              "above; - breaks a rule)"));
-  EXPECT_THAT(map, HasSubstr("tp  cp  pp  dp      mbs 1      mbs 2      mbs 4      mbs 8    mbs 16"));
+  EXPECT_THAT(map,
+              HasSubstr("tp  cp  pp  dp      mbs 1      mbs 2      mbs 4      mbs 8    mbs 16"));
   EXPECT_THAT(map, Not(HasSubstr("recompute")));
   // tp 1 on 16 GPUs: dp 16 x micro-batch 8 does not divide the global batch of 64.
   EXPECT_THAT(map, HasSubstr("\n 1   1   1  16   124% OOM   184% OOM   303% OOM          -"
@@ -113,8 +114,8 @@ TEST_F(PlanReportTest, ExplainsMemoryPruning) {
       [](const MemoryMapEntry& entry) { return entry.verdict == MemoryVerdict::kRisky; });
   ASSERT_NE(risky, plan.memory_map.end());
   EXPECT_THAT(Explain(options, risky->dims),
-              HasSubstr("at or above the 80.0% SAFE threshold; --include_risky keeps RISKY "
-                        "configurations"));
+              HasSubstr("at or above the 80.0% SAFE threshold; --memory_policy=measure_risky "
+                        "(the default) keeps RISKY configurations"));
 }
 
 }  // namespace

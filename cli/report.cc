@@ -225,10 +225,19 @@ struct CandidateTable {
   bool any_replayed = false;
 };
 
+// "estimated/calibrated/measured" peak memory per GPU in GiB, "-" for what is not known
+// (docs/memory.md).
+std::string MemoryCell(const v1::Candidate& c) {
+  const auto known = [](int64_t bytes) { return bytes > 0 ? GiB(bytes) : std::string("-"); };
+  return absl::StrCat(
+      GiB(c.memory().peak_bytes()), "/", known(c.calibrated_memory().peak_bytes()), "/",
+      known(c.state() == v1::CANDIDATE_PROBED ? c.probe_result().peak_memory_bytes() : 0));
+}
+
 CandidateTable CandidatesTable(const v1::Search& search, int max_rows) {
   Table table({{"rank", true},
                {"config", false},
-               {"mem GiB", true},
+               {"mem GiB est/cal/meas", true},
                {"mem %", true},
                {"pred TFLOP/s/GPU", true},
                {"probed TFLOP/s/GPU", true},
@@ -254,8 +263,8 @@ CandidateTable CandidatesTable(const v1::Search& search, int max_rows) {
                                                              : "");
       step = absl::StrFormat("%.3f", c.probe_result().mean_step_time_seconds());
     }
-    table.AddRow({ok ? absl::StrCat(++rank) : "-", DescribeConfig(c.config()),
-                  GiB(c.memory().peak_bytes()), Percent(c.memory().fraction_of_capacity()),
+    table.AddRow({ok ? absl::StrCat(++rank) : "-", DescribeConfig(c.config()), MemoryCell(c),
+                  Percent(c.memory().fraction_of_capacity()),
                   absl::StrFormat("%.1f", c.predicted().model_tflops_per_gpu()), probed, step,
                   result});
   }
@@ -315,6 +324,15 @@ std::string FormatSearch(const v1::Search& search) {
                           counts.still_contending(),
                           counts.projected_remaining_gpu_seconds() / 3600,
                           counts.projected_remaining_wall_seconds() / 3600);
+  }
+  const v1::MemoryCalibrationSummary& memory = search.memory_calibration();
+  if (memory.measurements() > 0 || memory.out_of_memory() > 0) {
+    absl::StrAppendFormat(
+        &out,
+        "  memory: estimates x %.3f +- %.1f%%, calibrated on %d measured peaks; %d probes ran "
+        "out of memory\n",
+        memory.ratio(), 100 * memory.relative_error(), memory.measurements(),
+        memory.out_of_memory());
   }
   if (!search.stop_reason().empty()) absl::StrAppend(&out, "  ", search.stop_reason(), "\n");
   if (search.candidates().empty()) return out;

@@ -22,10 +22,7 @@ SearchCostOptions SearchCostOptionsFromSpec(const v1::SearchSpec& spec) {
     return value != 0 ? value : static_cast<decltype(value)>(fallback);
   };
   SearchCostOptions options;
-  const v1::ProbeSettings& probe = spec.probe();
-  options.steps.short_steps = RunsShortSteps(probe);
-  options.steps.warmup_steps = or_default(probe.warmup_steps(), kDefaultWarmupSteps);
-  options.steps.timed_steps = or_default(probe.timed_steps(), kDefaultTimedSteps);
+  options.steps = ProbeStepsOf(spec.probe());
   options.top_k = or_default(spec.top_k(), kDefaultTopK);
   const v1::AdaptiveSettings& adaptive = spec.adaptive();
   options.tolerance = or_default(adaptive.tolerance(), kDefaultTolerance);

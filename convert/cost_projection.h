@@ -15,9 +15,8 @@
 
 namespace paratune {
 
-// The options a search of `spec` runs with: its probe steps, top_k and adaptive settings,
-// each unset (0) field as the server's default (convert/search_request.h), and short steps
-// only where the backend runs them (RunsShortSteps).
+// The options a search of `spec` runs with: its probe steps (ProbeStepsOf), top_k and
+// adaptive settings, each unset (0) field as the server's default (convert/search_request.h).
 SearchCostOptions SearchCostOptionsFromSpec(const v1::SearchSpec& spec);
 
 // The projection for `spec` of `plan`'s candidates, training `training` on `gpus` GPUs.

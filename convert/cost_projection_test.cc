@@ -38,14 +38,10 @@ TEST(CostProjectionTest, OptionsComeFromTheSpecWithTheServersDefaultsForUnsetFie
   EXPECT_EQ(options.max_confirmations, 0);
   EXPECT_EQ(options.confirmation_steps_factor, 10);
 
-  for (const char* backend : {"sim", "cuda"}) {
-    spec.mutable_probe()->set_backend(backend);
-    EXPECT_TRUE(SearchCostOptionsFromSpec(spec).steps.short_steps) << backend;
-  }
-  for (const char* backend : {"command", "replay"}) {
-    spec.mutable_probe()->set_backend(backend);
-    EXPECT_FALSE(SearchCostOptionsFromSpec(spec).steps.short_steps) << backend;
-  }
+  // How each backend runs its probes: ProbeStepsOf (search_request_test.cc).
+  spec.mutable_probe()->set_backend("command");
+  EXPECT_TRUE(SearchCostOptionsFromSpec(spec).steps.launch_per_count);
+  EXPECT_DOUBLE_EQ(SearchCostOptionsFromSpec(spec).steps.startup_seconds, 120);
 }
 
 TEST(CostProjectionTest, TheProjectionAsItsApiMessage) {

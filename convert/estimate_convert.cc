@@ -5,7 +5,6 @@
 #include "convert/spec_convert.h"
 
 namespace paratune {
-namespace {
 
 v1::MemoryVerdict VerdictToProto(MemoryVerdict verdict) {
   switch (verdict) {
@@ -18,6 +17,8 @@ v1::MemoryVerdict VerdictToProto(MemoryVerdict verdict) {
   }
   return v1::MEMORY_VERDICT_UNSPECIFIED;
 }
+
+namespace {
 
 // Every term, zeros included, so that all stages list the same terms in the same order; the
 // total is the sum of the rounded terms, as the API promises.

@@ -10,9 +10,9 @@
 
 namespace paratune {
 
+v1::MemoryVerdict VerdictToProto(MemoryVerdict verdict);
 v1::MemoryEstimate MemoryEstimateToProto(const MemoryEstimate& estimate,
-                                         const ParallelConfig& config,
-                                         double safe_fraction);
+                                         const ParallelConfig& config, double safe_fraction);
 v1::PerformanceEstimate PerformanceEstimateToProto(const PerformanceEstimate& estimate);
 // Counts, the first `limit` candidates (all when 0), and non-zero rejection counts.
 v1::PlanResponse PlanToProto(const Plan& plan, const PlanOptions& options, int64_t limit);

@@ -43,6 +43,13 @@ absl::Status NormalizeProbeSettings(v1::ProbeSettings& probe) {
                                                    probe.deadline_seconds(), ") must be in [0, ",
                                                    kMaxProbeDeadlineSeconds, "]"));
   }
+  if (!std::isfinite(probe.startup_seconds()) || probe.startup_seconds() < 0 ||
+      probe.startup_seconds() > kMaxStartupSeconds) {
+    return absl::InvalidArgumentError(absl::StrCat("spec.probe.startup_seconds (",
+                                                   probe.startup_seconds(), ") must be in [0, ",
+                                                   kMaxStartupSeconds, "] (0: the backend's)"));
+  }
+  if (probe.startup_seconds() == 0) probe.set_startup_seconds(ProbeStepsOf(probe).startup_seconds);
   PT_RETURN_IF_ERROR(
       CheckRange("spec.probe.max_attempts", probe.max_attempts(), 0, kMaxMaxAttempts));
   if (probe.max_attempts() == 0) probe.set_max_attempts(kDefaultMaxAttempts);
@@ -121,8 +128,25 @@ absl::Status CheckBudget(const v1::SearchBudget& budget) {
 
 }  // namespace
 
-bool RunsShortSteps(const v1::ProbeSettings& probe) {
-  return probe.backend().empty() || probe.backend() == "sim" || probe.backend() == "cuda";
+ProbeSteps ProbeStepsOf(const v1::ProbeSettings& probe) {
+  const bool command = probe.backend() == "command";
+  ProbeSteps steps;
+  steps.warmup_steps = probe.warmup_steps() != 0 ? probe.warmup_steps() : kDefaultWarmupSteps;
+  steps.timed_steps = probe.timed_steps() != 0 ? probe.timed_steps() : kDefaultTimedSteps;
+  steps.startup_seconds = probe.startup_seconds() != 0 ? probe.startup_seconds()
+                          : command                    ? kDefaultCommandStartupSeconds
+                                                       : kProbeStartupSeconds;
+  steps.short_steps = probe.backend() != "replay";
+  steps.launch_per_count = command;
+  return steps;
+}
+
+void UpgradeStoredSpec(v1::SearchSpec& spec) {
+  v1::SearchSpace& space = *spec.mutable_space();
+  if (space.memory_policy() == v1::MEMORY_POLICY_UNSPECIFIED) {
+    space.set_memory_policy(space.include_risky() ? v1::MEASURE_RISKY : v1::SAFE_ONLY);
+    space.clear_include_risky();
+  }
 }
 
 absl::StatusOr<ValidatedSearchRequest> ValidateCreateSearchRequest(
@@ -165,6 +189,10 @@ absl::StatusOr<ValidatedSearchRequest> ValidateCreateSearchRequest(
   if (spec.seed() == 0) spec.set_seed(1);
 
   PT_ASSIGN_OR_RETURN(ResolvedSpec resolved, ResolveSearchSpec(spec));
+  // Stored with the memory policy it runs, in one field, so that it keeps running with it.
+  v1::SearchSpace& space = *spec.mutable_space();
+  space.set_memory_policy(ProbesRiskyConfigurations(space) ? v1::MEASURE_RISKY : v1::SAFE_ONLY);
+  space.clear_include_risky();
   return ValidatedSearchRequest{std::move(spec), std::move(resolved)};
 }
 

@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "convert/spec_convert.h"
+#include "estimator/short_probe.h"
 #include "proto/autotuner_service.pb.h"
 #include "proto/search.pb.h"
 
@@ -24,6 +25,11 @@ inline constexpr int64_t kDefaultMaxAttempts = 2;
 inline constexpr int64_t kMaxMaxAttempts = 100;
 inline constexpr int64_t kDefaultMaxLaunchFailures = 3;
 inline constexpr int64_t kMaxMaxLaunchFailures = 1'000;
+// Start-up of one launch (ProbeSettings.startup_seconds): a command template's training
+// framework builds its model and data before the first step, which the cuda probe and the
+// sim (estimator/short_probe.h, kProbeStartupSeconds) do not.
+inline constexpr double kDefaultCommandStartupSeconds = 120;
+inline constexpr double kMaxStartupSeconds = 3'600;
 // AdaptiveSettings and SearchBudget (proto/search.proto).
 inline constexpr double kDefaultTolerance = 0.02;
 inline constexpr double kDefaultConfidenceSigmas = 2;
@@ -38,10 +44,15 @@ inline constexpr int64_t kMaxBudgetProbes = 1'000'000;
 inline constexpr double kMaxBudgetGpuSeconds = 1e12;
 inline constexpr double kMaxBudgetDeadlineSeconds = 31'536'000;
 
-// Whether probes with these settings run the short steps of the short-probe protocol
-// (estimator/short_probe.h): the sim and the cuda probe do; the command templates run full
-// steps yet, and replay answers with measured full steps. An empty backend is the sim.
-bool RunsShortSteps(const v1::ProbeSettings& probe);
+// How probes with these settings run (estimator/short_probe.h), each field left 0 taking the
+// server's default: the sim and the cuda probe run every short step in one launch; the command
+// backend launches its template once per micro-batch count; replay answers with measured full
+// steps. An empty backend is the sim.
+ProbeSteps ProbeStepsOf(const v1::ProbeSettings& probe);
+
+// Brings a spec stored by an older server to this one's fields, keeping what it ran with: a
+// search stored before SearchSpace.memory_policy existed ran SAFE_ONLY unless include_risky.
+void UpgradeStoredSpec(v1::SearchSpec& spec);
 
 // A CreateSearch request that passed validation.
 struct ValidatedSearchRequest {

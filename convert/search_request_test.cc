@@ -45,7 +45,40 @@ TEST(ValidateCreateSearchRequestTest, FillsDefaults) {
   EXPECT_EQ(spec.probe().deadline_seconds(), 0);
   EXPECT_EQ(spec.probe().max_attempts(), 2);
   EXPECT_EQ(spec.probe().max_launch_failures(), 3);
+  EXPECT_DOUBLE_EQ(spec.probe().startup_seconds(), 30);
+  EXPECT_EQ(spec.space().memory_policy(), v1::MEASURE_RISKY);
   EXPECT_EQ(validated->resolved.cluster.world_size(), 16);
+}
+
+TEST(ValidateCreateSearchRequestTest, TheMemoryPolicyIsStoredInOneField) {
+  v1::CreateSearchRequest request = Valid();
+  request.mutable_spec()->mutable_space()->set_include_risky(true);
+  absl::StatusOr<ValidatedSearchRequest> validated = ValidateCreateSearchRequest(request);
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_EQ(validated->spec.space().memory_policy(), v1::MEASURE_RISKY);
+  EXPECT_FALSE(validated->spec.space().include_risky());
+
+  request = Valid();
+  request.mutable_spec()->mutable_space()->set_memory_policy(v1::SAFE_ONLY);
+  validated = ValidateCreateSearchRequest(request);
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_EQ(validated->spec.space().memory_policy(), v1::SAFE_ONLY);
+  EXPECT_FALSE(validated->resolved.plan_options.include_risky);
+}
+
+TEST(UpgradeStoredSpecTest, ASearchStoredBeforeMemoryPoliciesKeepsWhatItRanWith) {
+  v1::SearchSpec spec;
+  UpgradeStoredSpec(spec);
+  EXPECT_EQ(spec.space().memory_policy(), v1::SAFE_ONLY);
+  spec.mutable_space()->clear_memory_policy();
+  spec.mutable_space()->set_include_risky(true);
+  UpgradeStoredSpec(spec);
+  EXPECT_EQ(spec.space().memory_policy(), v1::MEASURE_RISKY);
+  EXPECT_FALSE(spec.space().include_risky());
+  // A spec stored by this server is left as it is.
+  spec.mutable_space()->set_memory_policy(v1::SAFE_ONLY);
+  UpgradeStoredSpec(spec);
+  EXPECT_EQ(spec.space().memory_policy(), v1::SAFE_ONLY);
 }
 
 TEST(ValidateCreateSearchRequestTest, KeepsExplicitSettings) {
@@ -82,6 +115,11 @@ TEST(ValidateCreateSearchRequestTest, ProbeSettingsOutOfRangeNameFieldAndValue) 
   request = Valid();
   request.mutable_spec()->mutable_probe()->set_deadline_seconds(-5);
   EXPECT_THAT(Validate(request).message(), HasSubstr("spec.probe.deadline_seconds (-5)"));
+
+  request = Valid();
+  request.mutable_spec()->mutable_probe()->set_startup_seconds(4000);
+  EXPECT_EQ(Validate(request), absl::InvalidArgumentError("spec.probe.startup_seconds (4000) must "
+                                                          "be in [0, 3600] (0: the backend's)"));
 
   request = Valid();
   request.mutable_spec()->mutable_probe()->set_max_attempts(101);
@@ -177,6 +215,45 @@ TEST(ValidateCreateSearchRequestTest, SpecErrorsComeFromTheConverter) {
   const absl::Status status = Validate(request);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("cluster.num_nodes (0)"));
+}
+
+TEST(ProbeStepsOfTest, EachBackendRunsItsProbesItsOwnWay) {
+  v1::ProbeSettings probe;
+  ProbeSteps steps = ProbeStepsOf(probe);  // the sim
+  EXPECT_EQ(steps.warmup_steps, 2);
+  EXPECT_EQ(steps.timed_steps, 5);
+  EXPECT_DOUBLE_EQ(steps.startup_seconds, kProbeStartupSeconds);
+  EXPECT_TRUE(steps.short_steps);
+  EXPECT_FALSE(steps.launch_per_count);
+
+  probe.set_backend("cuda");
+  EXPECT_TRUE(ProbeStepsOf(probe).short_steps);
+  EXPECT_FALSE(ProbeStepsOf(probe).launch_per_count);
+
+  probe.set_backend("command");
+  steps = ProbeStepsOf(probe);
+  EXPECT_TRUE(steps.short_steps);
+  EXPECT_TRUE(steps.launch_per_count);
+  EXPECT_DOUBLE_EQ(steps.startup_seconds, kDefaultCommandStartupSeconds);
+  probe.set_startup_seconds(45);
+  probe.set_warmup_steps(1);
+  probe.set_timed_steps(3);
+  steps = ProbeStepsOf(probe);
+  EXPECT_DOUBLE_EQ(steps.startup_seconds, 45);
+  EXPECT_EQ(steps.warmup_steps, 1);
+  EXPECT_EQ(steps.timed_steps, 3);
+
+  probe.set_backend("replay");
+  EXPECT_FALSE(ProbeStepsOf(probe).short_steps);
+}
+
+TEST(ValidateCreateSearchRequestTest, ACommandSearchStoresTheStartUpItIsTimedWith) {
+  v1::CreateSearchRequest request = Valid();
+  request.mutable_spec()->mutable_probe()->set_backend("command");
+  request.mutable_spec()->mutable_probe()->set_command_template("megatron-llama");
+  absl::StatusOr<ValidatedSearchRequest> validated = ValidateCreateSearchRequest(request);
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_DOUBLE_EQ(validated->spec.probe().startup_seconds(), kDefaultCommandStartupSeconds);
 }
 
 }  // namespace

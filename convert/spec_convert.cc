@@ -220,9 +220,9 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::SearchSpace& proto) {
   for (int i = 0; i < proto.virtual_pipeline_sizes_size(); ++i) {
     const int64_t size = proto.virtual_pipeline_sizes(i);
     if (size < 1 || size > kMaxVirtualPipelineSize) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("space.virtual_pipeline_sizes[", i, "] (", size, ") must be in [1, ",
-                       kMaxVirtualPipelineSize, "]"));
+      return absl::InvalidArgumentError(absl::StrCat("space.virtual_pipeline_sizes[", i, "] (",
+                                                     size, ") must be in [1, ",
+                                                     kMaxVirtualPipelineSize, "]"));
     }
     options.virtual_pipeline_sizes.push_back(size);
   }
@@ -242,8 +242,22 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::SearchSpace& proto) {
   }
   options.rules.allow_tp_cp_across_nodes = proto.allow_tp_cp_across_nodes();
   options.rules.allow_uneven_pipeline = proto.allow_uneven_pipeline_stages();
-  options.include_risky = proto.include_risky();
+  if (!v1::MemoryPolicy_IsValid(proto.memory_policy())) {
+    return absl::InvalidArgumentError(absl::StrCat("space.memory_policy (",
+                                                   static_cast<int>(proto.memory_policy()),
+                                                   ") is not a MemoryPolicy"));
+  }
+  if (proto.memory_policy() == v1::SAFE_ONLY && proto.include_risky()) {
+    return absl::InvalidArgumentError(
+        "space.include_risky (true) asks for RISKY configurations, which space.memory_policy "
+        "(SAFE_ONLY) excludes");
+  }
+  options.include_risky = ProbesRiskyConfigurations(proto);
   return options;
+}
+
+bool ProbesRiskyConfigurations(const v1::SearchSpace& space) {
+  return space.memory_policy() != v1::SAFE_ONLY;
 }
 
 v1::ParallelConfig ParallelConfigToProto(const ParallelConfig& config) {

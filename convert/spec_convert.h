@@ -30,6 +30,9 @@ absl::StatusOr<ParallelConfig> ParallelConfigFromProto(const v1::ParallelConfig&
                                                        const PlacementRules& rules);
 // Search-space and memory options of a plan.
 absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::SearchSpace& proto);
+// Whether a search of `space` probes RISKY configurations: unless its memory_policy is
+// SAFE_ONLY (UNSPECIFIED is MEASURE_RISKY, the default).
+bool ProbesRiskyConfigurations(const v1::SearchSpace& space);
 
 v1::ParallelConfig ParallelConfigToProto(const ParallelConfig& config);
 

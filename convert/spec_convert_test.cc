@@ -253,21 +253,36 @@ TEST(PlanOptionsFromProtoTest, DefaultsAndFields) {
   EXPECT_TRUE(options->micro_batch_sizes.empty());
   EXPECT_DOUBLE_EQ(options->memory.safe_fraction, 0.80);
   EXPECT_FALSE(options->rules.allow_tp_cp_across_nodes);
-  EXPECT_FALSE(options->include_risky);
+  // MEASURE_RISKY is the default memory policy.
+  EXPECT_TRUE(options->include_risky);
 
   proto.add_micro_batch_sizes(1);
   proto.add_micro_batch_sizes(4);
   proto.set_safe_memory_fraction(0.9);
   proto.set_allow_tp_cp_across_nodes(true);
-  proto.set_include_risky(true);
+  proto.set_memory_policy(v1::SAFE_ONLY);
   options = PlanOptionsFromProto(proto);
   ASSERT_TRUE(options.ok());
   EXPECT_EQ(options->micro_batch_sizes, (std::vector<int64_t>{1, 4}));
   EXPECT_DOUBLE_EQ(options->memory.safe_fraction, 0.9);
   EXPECT_TRUE(options->rules.allow_tp_cp_across_nodes);
-  EXPECT_TRUE(options->include_risky);
+  EXPECT_FALSE(options->include_risky);
   proto.set_safe_memory_fraction(1.0);
   EXPECT_TRUE(PlanOptionsFromProto(proto).ok());
+}
+
+TEST(PlanOptionsFromProtoTest, MemoryPolicyAndItsOlderFormMustAgree) {
+  v1::SearchSpace proto;
+  proto.set_include_risky(true);
+  EXPECT_TRUE(PlanOptionsFromProto(proto)->include_risky);
+  proto.set_memory_policy(v1::SAFE_ONLY);
+  EXPECT_EQ(
+      PlanOptionsFromProto(proto).status(),
+      absl::InvalidArgumentError("space.include_risky (true) asks for RISKY configurations, which "
+                                 "space.memory_policy (SAFE_ONLY) excludes"));
+  proto.set_memory_policy(static_cast<v1::MemoryPolicy>(7));
+  EXPECT_EQ(PlanOptionsFromProto(proto).status(),
+            absl::InvalidArgumentError("space.memory_policy (7) is not a MemoryPolicy"));
 }
 
 TEST(PlanOptionsFromProtoTest, BadFieldsNameThemselves) {

@@ -71,11 +71,10 @@ RunSetCost Combine(const RunSetCost& a, const RunSetCost& b) {
           std::max(a.longest_seconds, b.longest_seconds)};
 }
 
-double ProbeSeconds(const CostCandidate& candidate, const ProbeSteps& steps, int64_t timed_steps) {
-  const ShortProbePlan full_steps{candidate.short_probe.full_micro_batches, {}};
+double ProbeSeconds(const CostCandidate& candidate, const ProbeSteps& steps) {
   return PredictedProbeSeconds(candidate.predicted,
-                               steps.short_steps ? candidate.short_probe : full_steps,
-                               steps.warmup_steps, timed_steps, steps.startup_seconds);
+                               PlanProbeSteps(candidate.short_probe, candidate.predicted, steps),
+                               steps);
 }
 
 double FullJobSeconds(const PerformanceEstimate& predicted, int64_t steps, double limit_seconds,
@@ -85,11 +84,11 @@ double FullJobSeconds(const PerformanceEstimate& predicted, int64_t steps, doubl
 }
 
 RunSetCost FirstProbes(const std::vector<CostCandidate>& candidates, int64_t count,
-                       const ProbeSteps& steps, int64_t timed_steps) {
+                       const ProbeSteps& steps) {
   RunSetCost cost;
   const int64_t runs = std::min<int64_t>(count, static_cast<int64_t>(candidates.size()));
   for (int64_t i = 0; i < runs; ++i) {
-    const double seconds = ProbeSeconds(candidates[i], steps, timed_steps);
+    const double seconds = ProbeSeconds(candidates[i], steps);
     cost = Combine(cost, {1, seconds, seconds});
   }
   return cost;
@@ -121,20 +120,21 @@ absl::StatusOr<SearchCostProjection> ProjectSearchCost(const std::vector<CostCan
   projection.gpus = gpus;
   const int64_t expected = AdaptiveExpectedProbes(candidates, options.tolerance,
                                                   options.confidence_sigmas, options.max_in_flight);
-  projection.adaptive = FirstProbes(candidates, expected, steps, steps.timed_steps);
+  ProbeSteps confirmation_steps = steps;
+  confirmation_steps.timed_steps *= options.confirmation_steps_factor;
+  projection.adaptive = FirstProbes(candidates, expected, steps);
   projection.adaptive_confirmations =
-      FirstProbes(candidates, std::min(options.max_confirmations, expected), steps,
-                  steps.timed_steps * options.confirmation_steps_factor);
-  projection.top_k = FirstProbes(candidates, options.top_k, steps, steps.timed_steps);
-  projection.exhaustive =
-      FirstProbes(candidates, static_cast<int64_t>(candidates.size()), steps, steps.timed_steps);
+      FirstProbes(candidates, std::min(options.max_confirmations, expected), confirmation_steps);
+  projection.top_k = FirstProbes(candidates, options.top_k, steps);
+  projection.exhaustive = FirstProbes(candidates, static_cast<int64_t>(candidates.size()), steps);
   if (!candidates.empty()) {
     const CostCandidate& best = candidates.front();
     projection.best_step_seconds = best.predicted.step_time_seconds;
-    projection.best_probe_seconds = ProbeSeconds(best, steps, steps.timed_steps);
+    projection.best_probe_seconds = ProbeSeconds(best, steps);
     ProbeSteps full_steps = steps;
     full_steps.short_steps = false;
-    projection.best_full_step_probe_seconds = ProbeSeconds(best, full_steps, steps.timed_steps);
+    full_steps.launch_per_count = false;
+    projection.best_full_step_probe_seconds = ProbeSeconds(best, full_steps);
   }
   for (const CostCandidate& candidate : candidates) {
     const double seconds = FullJobSeconds(candidate.predicted, options.full_job_steps,

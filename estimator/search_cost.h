@@ -11,7 +11,8 @@
 //   never the GPU-hours.
 // - A probe's wall time is PredictedProbeSeconds (estimator/short_probe.h): start-up, the
 //   warm-up steps and the timed steps of the short-probe protocol (or full steps, for a
-//   backend that runs no short ones), as the model predicts them.
+//   backend that runs no short ones; a start-up and warm-up per count for one that launches
+//   each count afresh), as the model predicts them.
 // - ADAPTIVE's count assumes every measurement equals its prediction. Then its refit leaves the
 //   model as it is, the best measured is the best predicted, and it stops once no unprobed
 //   candidate's optimistic prediction beats the best by more than its tolerance
@@ -42,16 +43,6 @@ namespace paratune {
 // older GPT-3 search configs use 50 steps and 10 to 20 minutes.
 inline constexpr int64_t kNemoStepsPerJob = 50;
 inline constexpr double kNemoJobLimitSeconds = 30 * 60;
-
-// How each probe runs; the defaults are the server's (proto/search.proto, ProbeSettings).
-struct ProbeSteps {
-  int64_t warmup_steps = 2;                       // >= 0
-  int64_t timed_steps = 5;                        // >= 1
-  double startup_seconds = kProbeStartupSeconds;  // finite, >= 0
-  // Whether probes run the short steps of their ShortProbePlan; false for a backend that runs
-  // full steps only.
-  bool short_steps = true;
-};
 
 // The search whose cost is projected; the defaults are the server's (proto/search.proto).
 struct SearchCostOptions {
@@ -102,20 +93,19 @@ double WallHours(const RunSetCost& cost);
 // The sum of two sets run one after the other.
 RunSetCost Combine(const RunSetCost& a, const RunSetCost& b);
 
-// Wall seconds of one probe of `candidate` running `timed_steps` timed steps:
-// PredictedProbeSeconds with steps.warmup_steps and steps.startup_seconds, of its short steps
-// or, without steps.short_steps, of full steps.
-double ProbeSeconds(const CostCandidate& candidate, const ProbeSteps& steps, int64_t timed_steps);
+// Wall seconds of one probe of `candidate` run as `steps` say: PredictedProbeSeconds of the
+// steps it runs (PlanProbeSteps).
+double ProbeSeconds(const CostCandidate& candidate, const ProbeSteps& steps);
 
 // Wall seconds of one full training job of `predicted`'s configuration: start-up and `steps`
 // full steps, cut at `limit_seconds` (the job's time limit, start-up included).
 double FullJobSeconds(const PerformanceEstimate& predicted, int64_t steps, double limit_seconds,
                       double startup_seconds);
 
-// Probes of the first `count` candidates (all of them when there are fewer) with
-// `timed_steps` timed steps each.
+// Probes of the first `count` candidates (all of them when there are fewer), run as `steps`
+// say.
 RunSetCost FirstProbes(const std::vector<CostCandidate>& candidates, int64_t count,
-                       const ProbeSteps& steps, int64_t timed_steps);
+                       const ProbeSteps& steps);
 
 // How many candidates ADAPTIVE probes if every measurement equals its prediction: those whose
 // optimistic prediction, OptimisticTflopsPerGpu(predicted, confidence_sigmas), beats the best

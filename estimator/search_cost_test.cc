@@ -41,16 +41,27 @@ std::vector<CostCandidate> ThreeCandidates() {
 TEST(SearchCostTest, ProbeSecondsAreStartUpWarmUpAndTimedShortSteps) {
   const std::vector<CostCandidate> candidates = ThreeCandidates();
   const ProbeSteps steps;
-  EXPECT_DOUBLE_EQ(ProbeSeconds(candidates[0], steps, 5), 88);
-  EXPECT_DOUBLE_EQ(ProbeSeconds(candidates[0], steps, 20), 238);
-  EXPECT_DOUBLE_EQ(ProbeSeconds(candidates[1], steps, 5), 170);
-  EXPECT_DOUBLE_EQ(ProbeSeconds(candidates[2], steps, 5), 310);
+  EXPECT_DOUBLE_EQ(ProbeSeconds(candidates[0], steps), 88);
+  ProbeSteps confirmation = steps;
+  confirmation.timed_steps = 20;
+  EXPECT_DOUBLE_EQ(ProbeSeconds(candidates[0], confirmation), 238);
+  EXPECT_DOUBLE_EQ(ProbeSeconds(candidates[1], steps), 170);
+  EXPECT_DOUBLE_EQ(ProbeSeconds(candidates[2], steps), 310);
 
   // A backend that runs full steps: 30 + 7 x 12 = 114 s.
   ProbeSteps full_steps;
   full_steps.short_steps = false;
-  EXPECT_DOUBLE_EQ(ProbeSeconds(candidates[0], full_steps, 5), 114);
-  EXPECT_DOUBLE_EQ(ProbeSeconds(candidates[1], full_steps, 5), 170);
+  EXPECT_DOUBLE_EQ(ProbeSeconds(candidates[0], full_steps), 114);
+  EXPECT_DOUBLE_EQ(ProbeSeconds(candidates[1], full_steps), 170);
+
+  // A launch per count: (30 + 7 x 4) + (30 + 7 x 6) = 130 s, more than one launch of full
+  // steps (114 s), which the probe runs instead; without start-up, 70 s against 84 s.
+  ProbeSteps launches;
+  launches.launch_per_count = true;
+  EXPECT_DOUBLE_EQ(ProbeSeconds(candidates[0], launches), 114);
+  EXPECT_DOUBLE_EQ(ProbeSeconds(candidates[1], launches), 170);
+  launches.startup_seconds = 0;
+  EXPECT_DOUBLE_EQ(ProbeSeconds(candidates[0], launches), 70);
 }
 
 TEST(SearchCostTest, FullJobIsStartUpAndItsStepsCutAtTheTimeLimit) {

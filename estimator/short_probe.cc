@@ -27,20 +27,36 @@ double PredictedStepSeconds(const PerformanceEstimate& full, int64_t full_micro_
 }
 
 double PredictedProbeSeconds(const PerformanceEstimate& full, const ShortProbePlan& plan,
-                             int64_t warmup_steps, int64_t timed_steps, double startup_seconds) {
-  if (plan.micro_batch_counts.empty()) {
-    return startup_seconds +
-           static_cast<double>(warmup_steps + timed_steps) * full.step_time_seconds;
+                             const ProbeSteps& steps) {
+  const auto warmup = static_cast<double>(steps.warmup_steps);
+  const auto timed = static_cast<double>(steps.timed_steps);
+  if (!steps.short_steps || plan.micro_batch_counts.empty()) {
+    return steps.startup_seconds + (warmup + timed) * full.step_time_seconds;
   }
-  double seconds = startup_seconds;
-  const int64_t first = plan.micro_batch_counts.front();
-  seconds += static_cast<double>(warmup_steps) *
-             PredictedStepSeconds(full, plan.full_micro_batches, first);
+  const auto step_seconds = [&](int64_t micro_batches) {
+    return PredictedStepSeconds(full, plan.full_micro_batches, micro_batches);
+  };
+  if (steps.launch_per_count) {
+    double seconds = 0;
+    for (int64_t micro_batches : plan.micro_batch_counts) {
+      seconds += steps.startup_seconds + (warmup + timed) * step_seconds(micro_batches);
+    }
+    return seconds;
+  }
+  double seconds = steps.startup_seconds + warmup * step_seconds(plan.micro_batch_counts.front());
   for (int64_t micro_batches : plan.micro_batch_counts) {
-    seconds += static_cast<double>(timed_steps) *
-               PredictedStepSeconds(full, plan.full_micro_batches, micro_batches);
+    seconds += timed * step_seconds(micro_batches);
   }
   return seconds;
+}
+
+ShortProbePlan PlanProbeSteps(const ShortProbePlan& plan, const PerformanceEstimate& full,
+                              const ProbeSteps& steps) {
+  const ShortProbePlan full_steps{plan.full_micro_batches, {}};
+  if (!steps.short_steps || plan.micro_batch_counts.empty()) return full_steps;
+  return PredictedProbeSeconds(full, plan, steps) < PredictedProbeSeconds(full, full_steps, steps)
+             ? plan
+             : full_steps;
 }
 
 namespace {

@@ -55,10 +55,34 @@ ShortProbePlan PlanShortProbe(const ParallelConfig& config, const TrainingSpec& 
 double PredictedStepSeconds(const PerformanceEstimate& full, int64_t full_micro_batches,
                             int64_t micro_batches);
 
-// Wall seconds a probe is predicted to take: `startup_seconds`, then warmup_steps steps and
-// timed_steps steps at each count of `plan` (full steps when it has none).
+// How a backend runs a probe's steps; the defaults are the server's for the sim and the cuda
+// probe (proto/search.proto, ProbeSettings).
+struct ProbeSteps {
+  int64_t warmup_steps = 2;                       // >= 0, after each launch's start-up
+  int64_t timed_steps = 5;                        // >= 1, at each micro-batch count
+  double startup_seconds = kProbeStartupSeconds;  // per launch; finite, >= 0
+  // Whether probes run the short steps of their ShortProbePlan; false for a backend that runs
+  // full steps only (replay).
+  bool short_steps = true;
+  // Whether each micro-batch count is a launch of its own, with its own start-up and warm-up
+  // (the command backend: a training framework runs one global batch per launch); otherwise
+  // one launch warms up at the first count and runs every count (the sim, the cuda probe).
+  bool launch_per_count = false;
+};
+
+// Wall seconds a probe is predicted to take: each launch's `steps.startup_seconds` and
+// `steps.warmup_steps` steps, and `steps.timed_steps` steps at each count of `plan` (full
+// steps when it has none or without `steps.short_steps`).
 double PredictedProbeSeconds(const PerformanceEstimate& full, const ShortProbePlan& plan,
-                             int64_t warmup_steps, int64_t timed_steps, double startup_seconds);
+                             const ProbeSteps& steps);
+
+// The steps a probe of the candidate predicted `full` runs as `steps` say: `plan`'s short
+// steps, or full steps (no counts) for a backend that runs no short steps or where the short
+// steps are not predicted to take less wall time than full steps (a launch per count whose
+// start-ups outweigh what the shorter steps save, as for deep pipelines whose short steps are
+// a large share of the full step).
+ShortProbePlan PlanProbeSteps(const ShortProbePlan& plan, const PerformanceEstimate& full,
+                              const ProbeSteps& steps);
 
 // Measured short steps at one micro-batch count.
 struct ShortStepSeries {

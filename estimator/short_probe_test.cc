@@ -128,11 +128,40 @@ TEST_F(ShortProbeTest, ProbeDurationCountsStartupWarmUpAndTimedSteps) {
   const ShortProbePlan plan = PlanShortProbe(config, training);
   const double t8 = PredictedStepSeconds(full, 512, 8);
   const double t16 = PredictedStepSeconds(full, 512, 16);
-  EXPECT_NEAR(PredictedProbeSeconds(full, plan, 1, 3, 20), 20 + t8 + 3 * (t8 + t16), 1e-9);
-  EXPECT_NEAR(PredictedProbeSeconds(full, ShortProbePlan{512, {}}, 2, 5, 20),
-              20 + 7 * full.step_time_seconds, 1e-9);
+  ProbeSteps steps;
+  steps.warmup_steps = 1;
+  steps.timed_steps = 3;
+  steps.startup_seconds = 20;
+  EXPECT_NEAR(PredictedProbeSeconds(full, plan, steps), 20 + t8 + 3 * (t8 + t16), 1e-9);
+  ProbeSteps launches = steps;
+  launches.launch_per_count = true;
+  EXPECT_NEAR(PredictedProbeSeconds(full, plan, launches), 20 + 4 * t8 + 20 + 4 * t16, 1e-9);
+  ProbeSteps full_steps = steps;
+  full_steps.short_steps = false;
+  EXPECT_NEAR(PredictedProbeSeconds(full, plan, full_steps), 20 + 4 * full.step_time_seconds, 1e-9);
+  EXPECT_NEAR(PredictedProbeSeconds(full, ShortProbePlan{512, {}}, steps),
+              20 + 4 * full.step_time_seconds, 1e-9);
   // Short steps are the point: the probe costs a small fraction of full steps.
-  EXPECT_LT(PredictedProbeSeconds(full, plan, 1, 3, 0), 0.2 * 4 * full.step_time_seconds);
+  steps.startup_seconds = 0;
+  EXPECT_LT(PredictedProbeSeconds(full, plan, steps), 0.2 * 4 * full.step_time_seconds);
+}
+
+TEST_F(ShortProbeTest, AProbeRunsShortStepsOnlyWhereTheyAreShorter) {
+  const TrainingSpec training = *TrainingSpec::Create({1024, 8192});
+  const ParallelConfig config = Config(MakeParallelDims(2, 2, 4, 1, 1), training);
+  const PerformanceEstimate full = Predict(config, training);
+  const ShortProbePlan plan = PlanShortProbe(config, training);
+  ProbeSteps steps;
+  EXPECT_THAT(PlanProbeSteps(plan, full, steps).micro_batch_counts, ElementsAre(8, 16));
+  steps.launch_per_count = true;
+  EXPECT_THAT(PlanProbeSteps(plan, full, steps).micro_batch_counts, ElementsAre(8, 16));
+  // A second launch's start-up costs more than the full steps' extra micro-batches.
+  steps.startup_seconds = 7 * full.step_time_seconds;
+  EXPECT_THAT(PlanProbeSteps(plan, full, steps).micro_batch_counts, IsEmpty());
+  steps = ProbeSteps();
+  steps.short_steps = false;
+  EXPECT_THAT(PlanProbeSteps(plan, full, steps).micro_batch_counts, IsEmpty());
+  EXPECT_EQ(PlanProbeSteps(plan, full, steps).full_micro_batches, 512);
 }
 
 }  // namespace

@@ -7,8 +7,10 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "convert/search_text.h"
+#include "convert/spec_convert.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/resource_names.h"
+#include "server/search_memory.h"
 #include "server/stop_reasons.h"
 
 namespace paratune {
@@ -36,7 +38,7 @@ ActiveSearch::ActiveSearch(int64_t id, const v1::CreateSearchRequest& request,
   *search_.mutable_spec() = validated.spec;
   *search_.mutable_create_time() =
       google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(now));
-  const bool include_risky = validated.spec.space().include_risky();
+  const bool include_risky = ProbesRiskyConfigurations(validated.spec.space());
   v1::SearchCounts& counts = *search_.mutable_counts();
   counts.set_enumerated(planned.counts.enumerated);
   counts.set_valid(planned.counts.valid);
@@ -74,6 +76,7 @@ int64_t ActiveSearch::AddPick(const SearchPolicy::Pick& pick, std::string& line)
     policy_index_.push_back(pick.candidate);
     v1::SearchCounts& counts = *search_.mutable_counts();
     counts.set_selected(counts.selected() + 1);
+    UpdateSearchMemory(search_);
   } else {
     n = std::find(policy_index_.begin(), policy_index_.end(), pick.candidate) -
         policy_index_.begin();
@@ -110,6 +113,7 @@ void ActiveSearch::RecordResult(int64_t n, const v1::ProbeResult& result, std::s
     counts.set_failed(counts.failed() + 1);
     ++(*counts.mutable_failed_by_outcome())[v1::ProbeOutcome_Name(result.outcome())];
   }
+  UpdateSearchMemory(search_);
   const absl::Status recorded = policy_->Record(
       policy_index_[n],
       confirmation ? SearchPolicy::ProbeKind::kConfirmation : SearchPolicy::ProbeKind::kScreening,

@@ -10,6 +10,7 @@
 #include "convert/search_text.h"
 #include "convert/spec_convert.h"
 #include "estimator/performance_model.h"
+#include "server/search_memory.h"
 
 namespace paratune {
 namespace {
@@ -41,7 +42,8 @@ AdaptivePolicy::AdaptivePolicy(ModelSpec model, TrainingSpec training, ClusterSp
       calibrated_(calibrated),
       options_(options),
       params_(calibrated),
-      entries_(candidates_.size()) {
+      entries_(candidates_.size()),
+      memory_(candidates_.empty() ? 0 : candidates_.front().memory.capacity_bytes) {
   Refit();
 }
 
@@ -186,11 +188,9 @@ AdaptivePolicy::Decision AdaptivePolicy::Next() {
   if (best < 0) {
     decision.stop_reason = absl::StrCat(
         "no candidate could be measured: every probe failed",
-        skipped_for_memory_ > 0
-            ? absl::StrCat(" and ", skipped_for_memory_,
-                           " candidates were skipped as needing at least the memory of one "
-                           "that ran out")
-            : "");
+        skipped_for_memory_ > 0 ? absl::StrCat(" and ", skipped_for_memory_,
+                                               " candidates were skipped as ", MemorySkipReason())
+                                : "");
     return decision;
   }
   const std::string best_text =
@@ -210,8 +210,8 @@ AdaptivePolicy::Decision AdaptivePolicy::Next() {
         options_.confidence_sigmas, 100 * relative_error_, unprobed.size());
   }
   if (skipped_for_memory_ > 0) {
-    absl::StrAppend(&*decision.stop_reason, "; ", skipped_for_memory_,
-                    " skipped as needing at least the memory of one that ran out");
+    absl::StrAppend(&*decision.stop_reason, "; ", skipped_for_memory_, " skipped as ",
+                    MemorySkipReason());
   }
   return decision;
 }
@@ -238,33 +238,41 @@ absl::Status AdaptivePolicy::Record(size_t index, ProbeKind kind, const v1::Prob
   }
   Entry& entry = entries_[index];
   if (entry.state == State::kInFlight) --in_flight_;
+  if (kind == ProbeKind::kScreening) {
+    AddProbeMemory(result, candidates_[index].memory.peak_bytes, memory_);
+  }
   if (result.outcome() == v1::PROBE_OK) {
     entry.state = State::kMeasured;
     entry.measured_tflops = result.model_tflops_per_gpu();
     entry.step_time_seconds = result.mean_step_time_seconds();
     entry.relative_standard_error = RelativeStandardError(result);
     Refit();
-    return absl::OkStatus();
-  }
-  if (kind == ProbeKind::kConfirmation && entry.measured_tflops > 0) {
+  } else if (kind == ProbeKind::kConfirmation && entry.measured_tflops > 0) {
     // The screening measurement stands; the failed confirmation taught nothing about speed.
     entry.state = State::kMeasured;
-    return absl::OkStatus();
+  } else {
+    entry.state = State::kFailed;
   }
-  entry.state = State::kFailed;
-  if (result.outcome() == v1::PROBE_OUT_OF_MEMORY) {
-    // The memory model ranks configurations well even where its absolute value is off: what
-    // needs at least as much as a configuration that did not fit will not fit either.
-    const double failed_peak = candidates_[index].memory.peak_bytes;
-    for (size_t i = 0; i < entries_.size(); ++i) {
-      if (entries_[i].state == State::kUnprobed &&
-          candidates_[i].memory.peak_bytes >= failed_peak) {
-        entries_[i].state = State::kSkipped;
-        ++skipped_for_memory_;
-      }
+  SkipWhatDoesNotFit();
+  return absl::OkStatus();
+}
+
+std::string AdaptivePolicy::MemorySkipReason() const {
+  return absl::StrFormat(
+      "out of memory by the memory estimate calibrated on %d measured peaks (x %.3f) and %d "
+      "probes that ran out",
+      memory_.measurements(), memory_.ratio(), memory_.out_of_memory());
+}
+
+void AdaptivePolicy::SkipWhatDoesNotFit() {
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].state == State::kUnprobed &&
+        memory_.Calibrate(candidates_[i].memory.peak_bytes).verdict ==
+            MemoryVerdict::kOutOfMemory) {
+      entries_[i].state = State::kSkipped;
+      ++skipped_for_memory_;
     }
   }
-  return absl::OkStatus();
 }
 
 }  // namespace paratune

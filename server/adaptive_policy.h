@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "estimator/cluster_spec.h"
+#include "estimator/memory_calibration.h"
 #include "estimator/model_spec.h"
 #include "estimator/performance_fit.h"
 #include "estimator/performance_parameters.h"
@@ -59,9 +60,11 @@ class AdaptivePolicy : public SearchPolicy {
   std::vector<size_t> Contending() const override;
 
   // A probe of candidate `index` finished with `result` (its final outcome, retries done).
-  // OK results refit the model; an out-of-memory one skips every unprobed candidate whose
-  // estimated peak memory is at least the failed one's. INVALID_ARGUMENT for an index out of
-  // range or an OK result without a positive mean step time.
+  // OK results refit the model. What a screening probe says of memory (its measured peak, or
+  // that it ran out) calibrates the memory estimate (server/search_memory.h), and every
+  // unprobed candidate that the calibrated estimate puts out of memory is skipped: after an
+  // out-of-memory probe, at least those estimated to need as much. INVALID_ARGUMENT for an
+  // index out of range or an OK result without a positive mean step time.
   absl::Status Record(size_t index, ProbeKind kind, const v1::ProbeResult& result) override;
 
   // The current refitted parameters (the calibrated ones before any OK result).
@@ -74,8 +77,9 @@ class AdaptivePolicy : public SearchPolicy {
   // predicted ones and say nothing of an unprobed outlier.
   double relative_error() const { return relative_error_; }
   static constexpr double kPriorObservations = 3;
-  // Candidates skipped after an out-of-memory probe.
+  // Candidates skipped as out of memory by the calibrated estimate.
   int64_t skipped_for_memory() const { return skipped_for_memory_; }
+  const MemoryCalibration& memory_calibration() const { return memory_; }
 
  private:
   enum class State { kUnprobed, kInFlight, kMeasured, kFailed, kSkipped };
@@ -95,6 +99,10 @@ class AdaptivePolicy : public SearchPolicy {
   // Unprobed candidates, highest prediction first (ties in the planner's order).
   std::vector<size_t> UnprobedByPrediction() const;
   std::vector<Pick> ConfirmationsDue(int64_t best, int64_t slots) const;
+  // Skips the unprobed candidates that memory_ puts out of memory.
+  void SkipWhatDoesNotFit();
+  // Why they were skipped, for the stop reason.
+  std::string MemorySkipReason() const;
 
   const ModelSpec model_;
   const TrainingSpec training_;
@@ -108,6 +116,7 @@ class AdaptivePolicy : public SearchPolicy {
   int64_t in_flight_ = 0;
   int64_t confirmations_ = 0;
   int64_t skipped_for_memory_ = 0;
+  MemoryCalibration memory_;
 };
 
 }  // namespace paratune

@@ -126,6 +126,34 @@ TEST_F(AdaptivePolicyTest, OutOfMemorySkipsCandidatesNeedingAtLeastAsMuch) {
   }
 }
 
+TEST_F(AdaptivePolicyTest, MeasuredMemoryAboveTheEstimateSkipsWhatWouldNotFit) {
+  std::unique_ptr<AdaptivePolicy> policy = Policy();
+  const AdaptivePolicy::Decision first = policy->Next();
+  const size_t measured = first.picks[0].candidate;
+  // The framework needs 1.6 x the estimate: whatever the calibrated estimate puts above
+  // capacity even at its error bar's low end will not fit.
+  v1::ProbeResult result = Measured(measured, Predicted(measured));
+  result.set_peak_memory_bytes(
+      static_cast<int64_t>(1.6 * plan_.candidates[measured].memory.peak_bytes));
+  ASSERT_TRUE(policy->Record(measured, Kind::kScreening, result).ok());
+  EXPECT_NEAR(policy->memory_calibration().ratio(), 1.6, 1e-6);
+  const double capacity = plan_.candidates[measured].memory.capacity_bytes;
+  int64_t expected = 0;
+  for (size_t i = 0; i < plan_.candidates.size(); ++i) {
+    if (i == measured || i == first.picks[1].candidate) continue;
+    expected +=
+        policy->memory_calibration().Calibrate(plan_.candidates[i].memory.peak_bytes).low_bytes >
+        capacity;
+  }
+  ASSERT_GT(expected, 0);
+  EXPECT_EQ(policy->skipped_for_memory(), expected);
+  for (const AdaptivePolicy::Pick& pick : policy->Next().picks) {
+    EXPECT_LE(1.6 * plan_.candidates[pick.candidate].memory.peak_bytes /
+                  std::exp(2 * policy->memory_calibration().relative_error()),
+              capacity);
+  }
+}
+
 TEST_F(AdaptivePolicyTest, LeadersWithinTheNoiseAreConfirmedOnce) {
   AdaptiveOptions options;
   options.max_in_flight = 1;

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "convert/spec_convert.h"
+
 namespace paratune {
 
 std::vector<size_t> SelectCandidates(const v1::SearchSpec& spec, const Plan& plan) {
@@ -22,7 +24,7 @@ std::vector<size_t> SelectCandidates(const v1::SearchSpec& spec, const Plan& pla
     if (static_cast<int64_t>(selected.size()) >= limit) break;
     const MemoryVerdict verdict = plan.candidates[i].memory.verdict;
     if (verdict == MemoryVerdict::kSafe ||
-        (verdict == MemoryVerdict::kRisky && spec.space().include_risky())) {
+        (verdict == MemoryVerdict::kRisky && ProbesRiskyConfigurations(spec.space()))) {
       selected.push_back(i);
     }
   }

@@ -11,7 +11,7 @@
 namespace paratune {
 
 // Indices into plan.candidates of the configurations to probe, in predicted order.
-// Eligible are SAFE candidates, and RISKY ones when spec.space.include_risky.
+// Eligible are SAFE candidates, and RISKY ones unless spec.space.memory_policy is SAFE_ONLY.
 // TOP_K: the first spec.top_k eligible; EXHAUSTIVE: every eligible one. `spec` must be
 // normalized (ValidateCreateSearchRequest): any other policy selects nothing.
 std::vector<size_t> SelectCandidates(const v1::SearchSpec& spec, const Plan& plan);

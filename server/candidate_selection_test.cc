@@ -32,7 +32,7 @@ v1::SearchSpec Spec(v1::SearchPolicy policy, int64_t top_k, bool include_risky) 
   v1::SearchSpec spec;
   spec.set_policy(policy);
   spec.set_top_k(top_k);
-  spec.mutable_space()->set_include_risky(include_risky);
+  spec.mutable_space()->set_memory_policy(include_risky ? v1::MEASURE_RISKY : v1::SAFE_ONLY);
   return spec;
 }
 

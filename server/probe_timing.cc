@@ -9,12 +9,13 @@ namespace paratune {
 
 ProbeTiming TimeProbe(const PlannedConfig& planned, const TrainingSpec& training,
                       const v1::ProbeSettings& probe, int64_t timed_steps) {
-  ShortProbePlan plan = PlanShortProbe(planned.config, training);
-  if (!RunsShortSteps(probe)) plan.micro_batch_counts.clear();
+  ProbeSteps steps = ProbeStepsOf(probe);
+  steps.timed_steps = timed_steps;
+  const ShortProbePlan plan =
+      PlanProbeSteps(PlanShortProbe(planned.config, training), planned.predicted, steps);
   ProbeTiming timing;
   timing.micro_batch_counts = plan.micro_batch_counts;
-  timing.predicted_seconds = PredictedProbeSeconds(planned.predicted, plan, probe.warmup_steps(),
-                                                   timed_steps, kProbeStartupSeconds);
+  timing.predicted_seconds = PredictedProbeSeconds(planned.predicted, plan, steps);
   timing.deadline_seconds =
       probe.deadline_seconds() > 0
           ? probe.deadline_seconds()

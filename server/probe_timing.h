@@ -19,11 +19,12 @@ inline constexpr double kDeadlineFactor = 3;
 inline constexpr double kMinDeadlineSeconds = 120;
 
 struct ProbeTiming {
-  // ProbeAssignment.micro_batch_counts: empty for full steps (a backend that does not run
-  // short steps, convert/search_request.h RunsShortSteps, or a global batch of few
-  // micro-batches).
+  // ProbeAssignment.micro_batch_counts: empty for full steps (PlanProbeSteps: a backend
+  // that runs no short steps, a global batch of few micro-batches, or launches whose
+  // start-ups outweigh what short steps save).
   std::vector<int64_t> micro_batch_counts;
-  // Predicted wall seconds on real GPUs: start-up, warm-up and the timed steps.
+  // Predicted wall seconds on real GPUs: each launch's start-up (spec.probe.startup_seconds)
+  // and warm-up, and the timed steps.
   double predicted_seconds = 0;
   // spec.probe.deadline_seconds when set, else kDeadlineFactor x predicted_seconds, at least
   // kMinDeadlineSeconds.

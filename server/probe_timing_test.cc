@@ -60,19 +60,36 @@ TEST(ProbeTimingTest, FullStepsWhenTheGlobalBatchIsSmallAndTheSearchsDeadlineWin
   EXPECT_EQ(timing.deadline_seconds, 45);
 }
 
-TEST(ProbeTimingTest, BackendsThatRunFullStepsAreTimedForThem) {
+TEST(ProbeTimingTest, EachBackendIsTimedForTheStepsAndLaunchesItRuns) {
   const v1::SearchSpec spec = Spec(1024);
   const Candidate c = Planned(spec, 2, 2, 2, 1);
-  v1::ProbeSettings command = spec.probe();
-  command.set_backend("command");
-  command.set_command_template("megatron");
   const ProbeTiming short_steps = TimeProbe(c.planned, c.training, spec.probe(), 5);
-  const ProbeTiming full_steps = TimeProbe(c.planned, c.training, command, 5);
+
+  v1::ProbeSettings replay = spec.probe();
+  replay.set_backend("replay");
+  const ProbeTiming full_steps = TimeProbe(c.planned, c.training, replay, 5);
   EXPECT_THAT(full_steps.micro_batch_counts, IsEmpty());
   // Beyond the start-up, full steps take many times the short ones.
   EXPECT_GT(full_steps.predicted_seconds - kProbeStartupSeconds,
             4 * (short_steps.predicted_seconds - kProbeStartupSeconds));
   EXPECT_GT(full_steps.deadline_seconds, short_steps.deadline_seconds);
+
+  // A command template runs the same short steps, a launch per count, each with its own
+  // start-up and warm-up...
+  v1::ProbeSettings command = spec.probe();
+  command.set_backend("command");
+  command.set_command_template("megatron");
+  command.set_startup_seconds(kProbeStartupSeconds);
+  const ProbeTiming launches = TimeProbe(c.planned, c.training, command, 5);
+  EXPECT_EQ(launches.micro_batch_counts, short_steps.micro_batch_counts);
+  EXPECT_GT(launches.predicted_seconds, short_steps.predicted_seconds + kProbeStartupSeconds);
+  // ...unless a second start-up costs more than the short steps save.
+  command.set_startup_seconds(full_steps.predicted_seconds);
+  const ProbeTiming slow_start = TimeProbe(c.planned, c.training, command, 5);
+  EXPECT_THAT(slow_start.micro_batch_counts, IsEmpty());
+  EXPECT_DOUBLE_EQ(slow_start.predicted_seconds,
+                   full_steps.predicted_seconds - kProbeStartupSeconds + command.startup_seconds());
+
   // A confirmation's longer probe is timed for its steps.
   EXPECT_GT(TimeProbe(c.planned, c.training, spec.probe(), 20).predicted_seconds,
             short_steps.predicted_seconds);

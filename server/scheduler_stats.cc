@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "convert/spec_convert.h"
+
 namespace paratune {
 namespace {
 
@@ -15,7 +17,7 @@ void AddSearchTotals(const v1::Search& search, SearchTotals& totals) {
   ++totals.searches_created;
   if (Ended(search.state())) ++totals.searches_ended[search.state()];
   const v1::SearchCounts& counts = search.counts();
-  const bool include_risky = search.spec().space().include_risky();
+  const bool include_risky = ProbesRiskyConfigurations(search.spec().space());
   totals.candidates_enumerated += counts.enumerated();
   totals.candidates_selected += counts.selected();
   totals.candidates_pruned[kPrunedInvalid] += counts.enumerated() - counts.valid();

@@ -30,7 +30,8 @@ v1::Search SearchWithCounts(v1::SearchState state, bool include_risky) {
   v1::Search search;
   search.set_name("searches/7");
   search.set_state(state);
-  search.mutable_spec()->mutable_space()->set_include_risky(include_risky);
+  search.mutable_spec()->mutable_space()->set_memory_policy(include_risky ? v1::MEASURE_RISKY
+                                                                          : v1::SAFE_ONLY);
   v1::SearchCounts& counts = *search.mutable_counts();
   counts.set_enumerated(100);
   counts.set_valid(60);

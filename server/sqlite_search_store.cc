@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "convert/search_request.h"
 #include "server/resource_names.h"
 #include "server/store_schema.h"
 
@@ -24,6 +25,13 @@ absl::StatusOr<Message> ParseRow(const std::string& bytes, absl::string_view tab
                                             message.GetTypeName()));
   }
   return message;
+}
+
+// A stored search as this server reads it: UpgradeStoredSpec.
+absl::StatusOr<v1::Search> ParseSearchRow(const std::string& bytes, int64_t id) {
+  PT_ASSIGN_OR_RETURN(v1::Search search, ParseRow<v1::Search>(bytes, "searches", SearchName(id)));
+  UpgradeStoredSpec(*search.mutable_spec());
+  return search;
 }
 
 }  // namespace
@@ -129,8 +137,8 @@ absl::StatusOr<StoredState> SqliteSearchStore::Load() {
   while (true) {
     PT_ASSIGN_OR_RETURN(const bool row, searches.Step());
     if (!row) break;
-    PT_ASSIGN_OR_RETURN(v1::Search search, ParseRow<v1::Search>(searches.ColumnBytes(1), "searches",
-                                                                SearchName(searches.ColumnInt(0))));
+    PT_ASSIGN_OR_RETURN(v1::Search search,
+                        ParseSearchRow(searches.ColumnBytes(1), searches.ColumnInt(0)));
     state.unfinished_searches.push_back(std::move(search));
   }
   PT_ASSIGN_OR_RETURN(SqliteStatement workers,
@@ -167,7 +175,7 @@ absl::StatusOr<v1::Search> SqliteSearchStore::GetSearch(int64_t id) {
   get.Bind(1, id);
   PT_ASSIGN_OR_RETURN(const bool row, get.Step());
   if (!row) return absl::NotFoundError(absl::StrCat("search ", SearchName(id), " not found"));
-  return ParseRow<v1::Search>(get.ColumnBytes(0), "searches", SearchName(id));
+  return ParseSearchRow(get.ColumnBytes(0), id);
 }
 
 absl::StatusOr<SearchPage> SqliteSearchStore::ListSearches(int64_t page_size, int64_t before_id) {
@@ -185,8 +193,7 @@ absl::StatusOr<SearchPage> SqliteSearchStore::ListSearches(int64_t page_size, in
       page.more = true;
       break;
     }
-    PT_ASSIGN_OR_RETURN(v1::Search search, ParseRow<v1::Search>(list.ColumnBytes(1), "searches",
-                                                                SearchName(list.ColumnInt(0))));
+    PT_ASSIGN_OR_RETURN(v1::Search search, ParseSearchRow(list.ColumnBytes(1), list.ColumnInt(0)));
     search.clear_candidates();
     page.searches.push_back(std::move(search));
   }

@@ -16,7 +16,9 @@ std::string NothingToProbeReason(const v1::SearchCounts& counts, bool include_ri
                                     counts.memory_safe(), " memory-safe, ", counts.memory_risky(),
                                     " risky, ", counts.memory_out_of_memory(), " out of memory");
   if (!include_risky && counts.memory_risky() > 0) {
-    absl::StrAppend(&reason, "; set space.include_risky to probe the risky ones, or add GPUs");
+    absl::StrAppend(&reason,
+                    "; its memory policy is SAFE_ONLY: MEASURE_RISKY (the default; submit "
+                    "--memory_policy=measure_risky) probes the risky ones, or add GPUs");
   } else {
     absl::StrAppend(&reason, "; add GPUs, use GPUs with more memory or shorten the sequence");
   }

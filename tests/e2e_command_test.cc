@@ -35,7 +35,8 @@ Expected ExpectedFor(const v1::ParallelConfig& config) {
     return {v1::PROBE_OUT_OF_MEMORY, "out of memory: \"[rank0]: torch.OutOfMemoryError: CUDA"};
   }
   if (config.pipeline_parallel() == 8) {
-    return {v1::PROBE_TIMEOUT, "the run timed out after 2s and was stopped, after logging 2 of 4"};
+    // Stopped the kill grace (1 s) before the deadline (3 s), less what the probe spent first.
+    return {v1::PROBE_TIMEOUT, "and was stopped, after logging 2 of 4"};
   }
   if (config.context_parallel() == 8) {
     return {v1::PROBE_CRASH, "NCCL error: \"torch.distributed.DistBackendError: NCCL error in"};
@@ -50,10 +51,57 @@ Expected ExpectedFor(const v1::ParallelConfig& config) {
   return {v1::PROBE_OK, "measured: mean step time"};
 }
 
+// Micro-batches per step of the search's global batch of 64.
+int64_t FullMicroBatches(const v1::ParallelConfig& config) {
+  return 64 / (config.data_parallel() * config.micro_batch_size());
+}
+
 std::string Describe(const v1::ParallelConfig& config) {
   return absl::StrCat("dp", config.data_parallel(), " tp", config.tensor_parallel(), " pp",
                       config.pipeline_parallel(), " cp", config.context_parallel(), " mbs",
                       config.micro_batch_size());
+}
+
+// What an OK result of a probe of `config` says of its steps: full steps, or (where the
+// server sent micro-batch counts) short steps of 2 pp and 4 pp micro-batches, one launch
+// each, and the full step extrapolated from them. Iteration i of the script logs
+// 100 + 10 tp + 20 pp + 30 cp + 5 mbs + 2 m + i ms for m micro-batches per step, so the
+// extrapolated full step is exactly the one a launch of full steps logs; iterations
+// warmup_steps + 1 .. warmup_steps + timed_steps of each launch are timed.
+void ExpectSteps(const v1::ParallelConfig& config, const v1::ProbeResult& result,
+                 int64_t warmup_steps, int64_t timed_steps) {
+  const double base_ms = 100 + 10 * config.tensor_parallel() + 20 * config.pipeline_parallel() +
+                         30 * config.context_parallel() + 5 * config.micro_batch_size();
+  const double first_timed = static_cast<double>(warmup_steps + 1);
+  const double mean_index = first_timed + static_cast<double>(timed_steps - 1) / 2;
+  const int64_t full = FullMicroBatches(config);
+  EXPECT_NEAR(result.mean_step_time_seconds(), (base_ms + 2 * full + mean_index) / 1000, 1e-9)
+      << Describe(config);
+  EXPECT_EQ(result.step_times_seconds_size(), timed_steps) << Describe(config);
+  if (result.short_steps().empty()) {
+    EXPECT_TRUE(result.extrapolated().empty()) << Describe(config);
+    EXPECT_THAT(result.message(), HasSubstr(absl::StrCat("over ", timed_steps, " timed steps")));
+    return;
+  }
+  const int64_t pp = config.pipeline_parallel();
+  EXPECT_GT(full, 4 * pp) << Describe(config);
+  ASSERT_EQ(result.short_steps_size(), 2) << Describe(config);
+  for (int k = 0; k < 2; ++k) {
+    const v1::ShortSteps& series = result.short_steps(k);
+    EXPECT_EQ(series.micro_batches(), 2 * (k + 1) * pp) << Describe(config);
+    ASSERT_EQ(series.step_times_seconds_size(), timed_steps) << Describe(config);
+    EXPECT_NEAR(series.step_times_seconds(0),
+                (base_ms + 2 * series.micro_batches() + first_timed) / 1000, 1e-9)
+        << Describe(config);
+  }
+  EXPECT_EQ(result.extrapolation().full_micro_batches(), full) << Describe(config);
+  EXPECT_THAT(result.extrapolated(), Contains("full_step"));
+  EXPECT_THAT(
+      result.message(),
+      AllOf(HasSubstr(absl::StrCat("the full step of ", full, " micro-batches extrapolated from ",
+                                   timed_steps, " timed steps at each of ", 2 * pp, " and ", 4 * pp,
+                                   " micro-batches per step")),
+            HasSubstr(" over 2 launches (wall time less logged steps)")));
 }
 
 TEST(E2eCommandTest, EveryOutcomeOfARealRunIsClassified) {
@@ -75,6 +123,9 @@ TEST(E2eCommandTest, EveryOutcomeOfARealRunIsClassified) {
   // The hanging candidate is stopped a kill grace (1 s) before this.
   probe.set_deadline_seconds(3);
   probe.set_max_attempts(1);
+  // The script starts at once: the server may plan short steps, a launch per count, for
+  // candidates of many micro-batches.
+  probe.set_startup_seconds(1);
 
   absl::StatusOr<v1::Search> search = (*cluster)->RunSearch(request, kSearchTimeout);
   ASSERT_TRUE(search.ok()) << search.status();
@@ -101,12 +152,7 @@ TEST(E2eCommandTest, EveryOutcomeOfARealRunIsClassified) {
     seen.push_back(result.outcome());
     if (result.outcome() != v1::PROBE_OK) continue;
     ++ok;
-    // Iteration i of the script logs 100 + 10 tp + 20 pp + 30 cp + 5 mbs + i ms; iteration 1
-    // is the warm-up, 2 to 4 are timed.
-    const double mean_ms = 100 + 10 * config.tensor_parallel() + 20 * config.pipeline_parallel() +
-                           30 * config.context_parallel() + 5 * config.micro_batch_size() + 3;
-    EXPECT_NEAR(result.mean_step_time_seconds(), mean_ms / 1000, 1e-9) << Describe(config);
-    EXPECT_EQ(result.step_times_seconds_size(), 3);
+    ExpectSteps(config, result, probe.warmup_steps(), probe.timed_steps());
     EXPECT_GT(result.peak_memory_bytes(), 0);
     EXPECT_THAT(result.measured(), AllOf(Contains("compute"), Contains("peak_memory")));
     // Measured results come first, best first.
@@ -122,8 +168,10 @@ TEST(E2eCommandTest, EveryOutcomeOfARealRunIsClassified) {
 }
 
 // Full-scope probes of a 2 x 4 cluster on two 4-GPU workers: each probe runs as a gang, each
-// worker launching its node's ranks after gang[0]'s master port came through the scheduler,
-// and the probe's timing coming from the last node, the only one that logs it.
+// worker launching its node's ranks after gang[0]'s master ports (one per launch) came
+// through the scheduler, and the probe's timing coming from the last node, the only one that
+// logs it. Each launch of the template starts up for 3 s, longer than the steps it logs, so
+// that the start-up measured (wall time less logged steps) is more than nothing.
 TEST(E2eCommandTest, GangMembersEachLaunchTheirNodesRanks) {
   const std::vector<std::string> flags = {"--backend=command",
                                           "--config=tests/testdata/command_worker.textproto",
@@ -139,6 +187,13 @@ TEST(E2eCommandTest, GangMembersEachLaunchTheirNodesRanks) {
   probe.set_command_template("fake-megatron-plain");
   probe.set_scope(v1::PROBE_SCOPE_FULL);
   probe.set_deadline_seconds(30);
+  probe.set_warmup_steps(1);
+  probe.set_timed_steps(3);
+  // Micro-batches of 1 and a start-up predicted as next to nothing (the template's is 3 s), so
+  // that the server plans short steps: a launch per count, each with the master port gang[0]
+  // sent for it.
+  spec.mutable_space()->add_micro_batch_sizes(1);
+  probe.set_startup_seconds(0.01);
 
   absl::StatusOr<v1::Search> search = (*cluster)->RunSearch(request, kSearchTimeout);
   ASSERT_TRUE(search.ok()) << search.status();
@@ -146,12 +201,15 @@ TEST(E2eCommandTest, GangMembersEachLaunchTheirNodesRanks) {
   ASSERT_EQ(search->candidates_size(), 2);
   for (const v1::Candidate& candidate : search->candidates()) {
     const v1::ProbeResult& result = candidate.probe_result();
+    // What each probe measured, for the test log.
+    std::printf("%-22s %s\n", Describe(candidate.config()).c_str(), result.message().c_str());
     EXPECT_EQ(result.outcome(), v1::PROBE_OK) << result.message();
     // Only the last node logs iteration times, as Megatron-LM does: the probe's timing is
     // that node's, the first node's run counting as finished without timing.
     EXPECT_THAT(result.message(), HasSubstr("template \"fake-megatron-plain\", ranks 4-7 of 8 "
                                             "on node 1 of 2: measured"));
-    EXPECT_GT(result.step_times_seconds_size(), 0);
+    ExpectSteps(candidate.config(), result, probe.warmup_steps(), probe.timed_steps());
+    EXPECT_GT(result.startup_seconds(), 0) << result.message();
   }
   v1::ListWorkersResponse workers;
   ASSERT_TRUE((*cluster)

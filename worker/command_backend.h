@@ -12,30 +12,42 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "proto/worker_config.pb.h"
+#include "worker/command_outcome.h"
 #include "worker/launch_template.h"
+#include "worker/launch_values.h"
 #include "worker/probe_backend.h"
 #include "worker/training_log.h"
 
 namespace paratune {
 
 // Runs this worker's share of a probe: with a gang of several workers, each runs the
-// template once for its own node ({node_rank} = its gang_index, {nproc_per_node} = its
-// ranks, {master_addr} = gang[0]'s host) and reports what its node saw; the scheduler keeps
-// gang[0]'s timing. gang[0] picks {master_port} and hands it to the others through the
-// scheduler's rendezvous.
+// template for its own node ({node_rank} = its gang_index, {nproc_per_node} = its ranks,
+// {master_addr} = gang[0]'s host) and reports what its node saw; the scheduler keeps the
+// timing of the member that logged it.
 //
-// A run is stopped (SIGTERM to its process group, SIGKILL after the template's kill grace)
-// when the probe is cancelled, at the template's timeout, or the kill grace before the
-// probe's deadline. ClassifyCommandRun (command_outcome.h) says how it ended. An OK result
-// has the timed step times, throughput from their mean (step_metrics.h), peak memory when
-// the log reports it, every part of a training step as measured (not dp_collectives for a
-// replica-scope probe, whose data-parallel traffic is that of fewer replicas), and is not
-// simulated. Not deterministic. Thread-safe.
+// A probe of full steps launches the template once. A probe of short steps
+// (assignment.micro_batch_counts, docs/short_probes.md) launches it once per count, in
+// order, each launch with {gbs} of that many micro-batches and its own warm-up; the first
+// launch that does not end OK ends the probe with its outcome, its message naming the launch.
+// gang[0] picks every launch's {master_port} before the first and hands them to the others
+// in its one rendezvous token through the scheduler, "P1,P2".
+//
+// A launch is stopped (SIGTERM to its process group, SIGKILL after the template's kill
+// grace) when the probe is cancelled, at the template's timeout, or the kill grace before the
+// probe's deadline, which bounds all launches together (PROBE_TIMEOUT when none is left for
+// the next). ClassifyCommandRun (command_outcome.h) says how each ended. An OK result has the
+// timed step times (with short steps: the full steps extrapolated from them, the series kept,
+// worker/short_steps.h), throughput from their mean (step_metrics.h), start-up (each
+// launch's wall time less the step times it logged, summed), peak memory when the log reports
+// it, every part of a training step as measured (not dp_collectives for a replica-scope
+// probe, whose data-parallel traffic is that of fewer replicas), and is not simulated. A gang
+// member that logs no step times in any launch is OK without them; one that logs them in some
+// launches only is a PROBE_CRASH. Not deterministic. Thread-safe.
 class CommandBackend : public ProbeBackend {
  public:
-  // Checks and compiles config.command_templates (1 .. 64, distinct names). INVALID_ARGUMENT
-  // naming the field and value, e.g. "command_templates[1].argv[3] (\"--tp={tpp}\"): unknown
-  // placeholder {tpp}".
+  // Checks and compiles config.command_templates (1 .. 64, distinct names, each passing {gbs}
+  // and {train_iters} to its command). INVALID_ARGUMENT naming the field and value, e.g.
+  // "command_templates[1].argv[3] (\"--tp={tpp}\"): unknown placeholder {tpp}".
   static absl::StatusOr<std::unique_ptr<CommandBackend>> Create(const v1::WorkerConfig& config);
 
   // The templates' names, in config order, for RegisterWorkerRequest.command_templates.
@@ -44,8 +56,9 @@ class CommandBackend : public ProbeBackend {
   std::string Name() const override { return "command"; }
   bool Deterministic() const override { return false; }
   // INVALID_ARGUMENT naming the field for an assignment that cannot be run (specs, gang
-  // fields, no template named, a deadline within the kill grace, a placeholder without a
-  // value for it); UNAVAILABLE when this worker has no such template or cannot start the
+  // fields, micro-batch counts, no template named, a deadline within the kill grace, a
+  // placeholder without a value for it); INTERNAL for a rendezvous token that does not hold
+  // one port per launch; UNAVAILABLE when this worker has no such template or cannot start the
   // program (another worker may: the daemon reports PROBE_INFRA_ERROR); CANCELLED when
   // cancelled, during the rendezvous or the run; the rendezvous' FAILED_PRECONDITION when
   // the scheduler no longer leases the probe here.
@@ -64,9 +77,21 @@ class CommandBackend : public ProbeBackend {
     TrainingLogPatterns log;
   };
 
+  // How one launch of a probe ended.
+  struct LaunchRun {
+    CommandOutcome outcome;
+    double startup_seconds = 0;  // its wall time less every step time it logged, >= 0
+    double peak_memory_bytes = 0;
+  };
+
   explicit CommandBackend(std::vector<Launch> launches) : launches_(std::move(launches)) {}
   static absl::StatusOr<Launch> Compile(const v1::CommandTemplate& proto, const std::string& field);
   const Launch* FindLaunch(const std::string& name) const;
+  // Runs `launch` rendered with `values` for at most `limit`. UNAVAILABLE when the program
+  // cannot be started; CANCELLED naming `probe` when cancelled.
+  static absl::StatusOr<LaunchRun> RunLaunch(const Launch& launch, const LaunchValues& values,
+                                             const ExpectedSteps& expected, absl::Duration limit,
+                                             const std::string& probe, ProbeContext& context);
 
   const std::vector<Launch> launches_;
 };

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -11,6 +12,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/backend_conformance.h"
@@ -33,14 +37,49 @@ v1::CommandTemplate FakeTemplate(const std::string& name, std::vector<std::strin
   v1::CommandTemplate launch;
   launch.set_name(name);
   for (const char* element :
-       {kFakeTraining, "--train-iters={train_iters}", "--tp={tp}", "--pp={pp}", "--cp={cp}",
-        "--mbs={mbs}", "--num-layers={num_layers}", "--hidden-size={hidden_size}"}) {
+       {kFakeTraining, "--train-iters={train_iters}", "--global-batch-size={gbs}", "--dp={dp}",
+        "--tp={tp}", "--pp={pp}", "--cp={cp}", "--mbs={mbs}", "--num-layers={num_layers}",
+        "--hidden-size={hidden_size}"}) {
     launch.add_argv(element);
   }
   for (std::string& element : extra) launch.add_argv(std::move(element));
   (*launch.mutable_env())["CUDA_VISIBLE_DEVICES"] = "{gpu_ids}";
   (*launch.mutable_env())["FAKE_MASTER"] = "{master_addr}:{master_port}";
   launch.set_kill_grace_seconds(0.5);
+  return launch;
+}
+
+// FakeTemplate run by a shell that first appends the launch's {gbs} to the file `record`, so
+// that a test sees which launches ran.
+v1::CommandTemplate RecordingTemplate(const std::string& record,
+                                      std::vector<std::string> extra = {}) {
+  const v1::CommandTemplate fake = FakeTemplate("fake", std::move(extra));
+  v1::CommandTemplate launch = fake;
+  launch.clear_argv();
+  for (const char* element : {"/bin/sh", "-c", "echo {gbs} >> \"$LAUNCHES\"; exec \"$0\" \"$@\""}) {
+    launch.add_argv(element);
+  }
+  for (const std::string& element : fake.argv()) launch.add_argv(element);
+  (*launch.mutable_env())["LAUNCHES"] = record;
+  return launch;
+}
+
+// The lines of `file`, the {gbs} of each launch that RecordingTemplate ran.
+std::vector<std::string> Lines(const std::string& file) {
+  std::vector<std::string> lines;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string TempFile(const std::string& name) {
+  return absl::StrCat(getenv("TEST_TMPDIR"), "/", name);
+}
+
+// `launch` without its argv element `element`.
+v1::CommandTemplate Without(v1::CommandTemplate launch, const std::string& element) {
+  auto& argv = *launch.mutable_argv();
+  argv.erase(std::remove(argv.begin(), argv.end(), element), argv.end());
   return launch;
 }
 
@@ -67,6 +106,31 @@ v1::ProbeAssignment Assignment(const std::string& launch = "fake") {
   member.set_hostname("localhost");
   member.set_num_ranks(8);
   for (int g = 0; g < 8; ++g) assignment.add_gpu_indices(g);
+  return assignment;
+}
+
+// Assignment() with short steps of 2 and 4 micro-batches: its full step has 64 / (8 x 1) = 8.
+v1::ProbeAssignment ShortStepAssignment() {
+  v1::ProbeAssignment assignment = Assignment();
+  assignment.add_micro_batch_counts(2);
+  assignment.add_micro_batch_counts(4);
+  return assignment;
+}
+
+// Assignment() as gang[gang_index] of two 8-GPU workers holding dp16, global batch 128 (8
+// micro-batches per step), with short steps of 2 and 4 micro-batches.
+v1::ProbeAssignment GangAssignment(int gang_index) {
+  v1::ProbeAssignment assignment = ShortStepAssignment();
+  assignment.set_num_ranks(16);
+  assignment.mutable_config()->set_data_parallel(16);
+  assignment.mutable_training()->set_global_batch_size(128);
+  assignment.mutable_cluster()->set_num_nodes(2);
+  v1::GangMember& second = *assignment.add_gang();
+  second.set_worker("workers/2");
+  second.set_hostname("gpu-node-1");
+  second.set_first_rank(8);
+  second.set_num_ranks(8);
+  assignment.set_gang_index(gang_index);
   return assignment;
 }
 
@@ -100,12 +164,15 @@ v1::ProbeResult RunOk(const v1::CommandTemplate& launch,
 TEST(CommandBackendTest, AnOkRunReportsItsTimedStepsAndPeakMemory) {
   const v1::ProbeResult result = RunOk(FakeTemplate("fake"));
   ASSERT_EQ(result.outcome(), v1::PROBE_OK) << result.message();
-  // tp pp cp mbs 1: iteration i logs 165 + i ms; iteration 1 is the warm-up.
+  // tp pp cp mbs 1, 8 micro-batches per step: iteration i logs 165 + 2 x 8 + i ms; iteration 1
+  // is the warm-up.
   EXPECT_THAT(result.step_times_seconds(),
-              ElementsAre(DoubleNear(0.167, 1e-12), DoubleNear(0.168, 1e-12),
-                          DoubleNear(0.169, 1e-12), DoubleNear(0.170, 1e-12)));
-  EXPECT_NEAR(result.mean_step_time_seconds(), 0.1685, 1e-12);
-  EXPECT_NEAR(result.tokens_per_second(), 64 * 2048 / 0.1685, 1e-6);
+              ElementsAre(DoubleNear(0.183, 1e-12), DoubleNear(0.184, 1e-12),
+                          DoubleNear(0.185, 1e-12), DoubleNear(0.186, 1e-12)));
+  EXPECT_NEAR(result.mean_step_time_seconds(), 0.1845, 1e-12);
+  EXPECT_NEAR(result.tokens_per_second(), 64 * 2048 / 0.1845, 1e-6);
+  EXPECT_TRUE(result.short_steps().empty());
+  EXPECT_TRUE(result.extrapolated().empty());
   // 18 bytes x 12 x 16 layers x 2048^2 = 13,824 MiB of states; the log's max reserved adds 1,024.
   EXPECT_EQ(result.peak_memory_bytes(), (13824LL + 1024) * 1024 * 1024);
   EXPECT_FALSE(result.simulated());
@@ -114,8 +181,9 @@ TEST(CommandBackendTest, AnOkRunReportsItsTimedStepsAndPeakMemory) {
               AllOf(Contains("compute"), Contains("dp_collectives"), Contains("peak_memory")));
   EXPECT_THAT(result.message(),
               AllOf(HasSubstr("template \"fake\", ranks 0-7 of 8 on node 0 of 1: measured: mean "
-                              "step time 0.1685 s over 4 timed steps after 1 warm-up"),
-                    HasSubstr("peak memory 14.50 GiB on this node")));
+                              "step time 0.1845 s over 4 timed steps after 1 warm-up iterations; "
+                              "start-up "),
+                    HasSubstr("; peak memory 14.50 GiB on this node")));
 }
 
 TEST(CommandBackendTest, ExtraWarmupIterationsAreRunAndDropped) {
@@ -124,8 +192,84 @@ TEST(CommandBackendTest, ExtraWarmupIterationsAreRunAndDropped) {
   const v1::ProbeResult result = RunOk(launch);
   ASSERT_EQ(result.outcome(), v1::PROBE_OK) << result.message();
   EXPECT_THAT(result.step_times_seconds(),
-              ElementsAre(DoubleNear(0.169, 1e-12), DoubleNear(0.170, 1e-12),
-                          DoubleNear(0.171, 1e-12), DoubleNear(0.172, 1e-12)));
+              ElementsAre(DoubleNear(0.185, 1e-12), DoubleNear(0.186, 1e-12),
+                          DoubleNear(0.187, 1e-12), DoubleNear(0.188, 1e-12)));
+}
+
+TEST(CommandBackendTest, ShortStepsRunOneLaunchPerCountAndAreExtrapolated) {
+  const std::string record = TempFile("short_steps_launches");
+  const v1::ProbeResult result = RunOk(RecordingTemplate(record), ShortStepAssignment());
+  ASSERT_EQ(result.outcome(), v1::PROBE_OK) << result.message();
+  // 2 and 4 micro-batches of 1 on each of 8 replicas.
+  EXPECT_THAT(Lines(record), ElementsAre("16", "32"));
+  // Each launch has its own warm-up: iterations 2 to 5 of 165 + 2 m + i ms are timed.
+  ASSERT_EQ(result.short_steps_size(), 2);
+  EXPECT_EQ(result.short_steps(0).micro_batches(), 2);
+  EXPECT_THAT(result.short_steps(0).step_times_seconds(),
+              ElementsAre(DoubleNear(0.171, 1e-12), DoubleNear(0.172, 1e-12),
+                          DoubleNear(0.173, 1e-12), DoubleNear(0.174, 1e-12)));
+  EXPECT_EQ(result.short_steps(1).micro_batches(), 4);
+  EXPECT_THAT(result.short_steps(1).step_times_seconds(),
+              ElementsAre(DoubleNear(0.175, 1e-12), DoubleNear(0.176, 1e-12),
+                          DoubleNear(0.177, 1e-12), DoubleNear(0.178, 1e-12)));
+  // The line through them is the script's: 2 ms per micro-batch, so the full step of 8 takes
+  // 165 + 16 + i ms, as a launch of full steps logs it.
+  EXPECT_EQ(result.extrapolation().full_micro_batches(), 8);
+  EXPECT_NEAR(result.extrapolation().slot_seconds(), 0.002, 1e-9);
+  EXPECT_THAT(result.extrapolated(), ElementsAre("full_step"));
+  EXPECT_THAT(result.step_times_seconds(),
+              ElementsAre(DoubleNear(0.183, 1e-9), DoubleNear(0.184, 1e-9), DoubleNear(0.185, 1e-9),
+                          DoubleNear(0.186, 1e-9)));
+  EXPECT_NEAR(result.mean_step_time_seconds(), 0.1845, 1e-9);
+  EXPECT_THAT(result.message(),
+              AllOf(HasSubstr("measured: mean step time 0.1845 s, the full step of 8 micro-batches "
+                              "extrapolated from 4 timed steps at each of 2 and 4 micro-batches "
+                              "per step, one launch each after 1 warm-up iterations"),
+                    HasSubstr("over 2 launches (wall time less logged steps)")));
+}
+
+TEST(CommandBackendTest, StartUpIsEachLaunchsWallTimeLessItsLoggedSteps) {
+  const v1::ProbeResult result =
+      RunOk(FakeTemplate("fake", {"--startup-seconds=1"}), ShortStepAssignment());
+  ASSERT_EQ(result.outcome(), v1::PROBE_OK) << result.message();
+  // Each launch sleeps 1 s before its steps and takes at least that; it logs 5 steps of
+  // 169 + i ms (2 micro-batches), then of 173 + i ms (4).
+  const double logged = 0.845 + 0.015 + 0.865 + 0.015;
+  EXPECT_GE(result.startup_seconds(), 2 - logged - 1e-9);
+  EXPECT_LE(result.startup_seconds(), result.wall_seconds());
+  EXPECT_THAT(result.message(), HasSubstr(" over 2 launches (wall time less logged steps)"));
+}
+
+TEST(CommandBackendTest, AFailedLaunchEndsTheProbeNamingIt) {
+  const std::string record = TempFile("failed_launches");
+  v1::ProbeAssignment assignment = ShortStepAssignment();
+  assignment.add_micro_batch_counts(6);
+  // Only the launch of 4 micro-batches per step (global batch 32) fails.
+  const v1::ProbeResult result =
+      RunOk(RecordingTemplate(record, {"{?gbs=32}--fail=exit-code"}), assignment);
+  EXPECT_EQ(result.outcome(), v1::PROBE_CRASH) << result.message();
+  EXPECT_THAT(result.message(),
+              AllOf(HasSubstr("template \"fake\", ranks 0-7 of 8 on node 0 of 1: launch 2 of 3 "
+                              "(4 micro-batches per step): the run exited with code 3 after "
+                              "logging 1 of 5 step times"),
+                    HasSubstr("global batch size: 32")));
+  EXPECT_THAT(Lines(record), ElementsAre("16", "32"));  // the third launch never ran
+  EXPECT_TRUE(result.step_times_seconds().empty());
+  EXPECT_TRUE(result.short_steps().empty());
+  EXPECT_EQ(result.startup_seconds(), 0);
+}
+
+TEST(CommandBackendTest, TheDeadlineBoundsAllLaunchesTogether) {
+  // Each launch takes 5 x 0.3 s and would fit in the 2.25 s the deadline leaves before the
+  // kill grace; the second gets only what the first left.
+  v1::ProbeAssignment assignment = ShortStepAssignment();
+  assignment.set_deadline_seconds(2.75);
+  const v1::ProbeResult result =
+      RunOk(FakeTemplate("fake", {"--seconds-per-iteration=0.3"}), assignment);
+  EXPECT_EQ(result.outcome(), v1::PROBE_TIMEOUT) << result.message();
+  EXPECT_THAT(result.message(),
+              HasSubstr("launch 2 of 2 (4 micro-batches per step): the run timed out after"));
+  EXPECT_LT(result.wall_seconds(), 2.75);
 }
 
 TEST(CommandBackendTest, EachFailureIsClassified) {
@@ -161,8 +305,9 @@ TEST(CommandBackendTest, AHangIsStoppedTheKillGraceBeforeTheDeadline) {
   assignment.set_deadline_seconds(1.5);
   const v1::ProbeResult result = RunOk(FakeTemplate("fake", {"--fail=hang"}), assignment);
   EXPECT_EQ(result.outcome(), v1::PROBE_TIMEOUT) << result.message();
-  EXPECT_THAT(result.message(),
-              HasSubstr("the run timed out after 1s and was stopped, after logging 2 of 5"));
+  // 1 s less the little the probe spent before its launch.
+  EXPECT_THAT(result.message(), AllOf(HasSubstr("the run timed out after "),
+                                      HasSubstr(" and was stopped, after logging 2 of 5")));
   EXPECT_LT(result.wall_seconds(), 1.5);
 }
 
@@ -197,6 +342,8 @@ TEST(CommandBackendTest, ACancelledRunIsStoppedAndReportsCancelled) {
     launch.add_argv(element);
   }
   (*launch.mutable_env())["STARTED"] = fifo;
+  (*launch.mutable_env())["GLOBAL_BATCH"] = "{gbs}";
+  (*launch.mutable_env())["TRAIN_ITERS"] = "{train_iters}";
   std::unique_ptr<CommandBackend> backend = MakeBackend(Config({launch}));
   ASSERT_NE(backend, nullptr);
   SoloProbeContext context;
@@ -211,16 +358,22 @@ TEST(CommandBackendTest, ACancelledRunIsStoppedAndReportsCancelled) {
   EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled) << result.status();
 }
 
-// Rendezvous answers with a fixed token, as the scheduler would relay gang[0]'s.
+// Rendezvous answers with a fixed token, as the scheduler would relay gang[0]'s, after
+// `delay` (a slow gang).
 class RelayedPortContext : public SoloProbeContext {
  public:
+  explicit RelayedPortContext(std::string relayed, absl::Duration delay = absl::ZeroDuration())
+      : relayed_(std::move(relayed)), delay_(delay) {}
   absl::StatusOr<std::string> Rendezvous(const std::string& token) override {
     sent_ = token;
-    return std::string("29555");
+    absl::SleepFor(delay_);
+    return relayed_;
   }
   const std::string& sent() const { return sent_; }
 
  private:
+  const std::string relayed_;
+  const absl::Duration delay_;
   std::string sent_;
 };
 
@@ -238,7 +391,7 @@ TEST(CommandBackendTest, GangMembersTakeTheMasterPortGangZeroSends) {
   std::unique_ptr<CommandBackend> backend =
       MakeBackend(Config({FakeTemplate("fake", {"--fail=exit-code"})}));
   ASSERT_NE(backend, nullptr);
-  RelayedPortContext context;
+  RelayedPortContext context("29555");
   absl::StatusOr<v1::ProbeResult> result = backend->Run(assignment, context);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(context.sent(), "");  // only gang[0] sends
@@ -251,6 +404,76 @@ TEST(CommandBackendTest, GangMembersTakeTheMasterPortGangZeroSends) {
   int sent_port = 0;
   EXPECT_TRUE(absl::SimpleAtoi(context.sent(), &sent_port)) << context.sent();
   EXPECT_GT(sent_port, 0);
+}
+
+TEST(CommandBackendTest, TheRendezvousTokenCarriesOnePortPerLaunch) {
+  // Only the second launch (4 micro-batches of 1 on 16 replicas) fails, showing its port.
+  std::unique_ptr<CommandBackend> backend =
+      MakeBackend(Config({FakeTemplate("fake", {"{?gbs=64}--fail=exit-code"})}));
+  ASSERT_NE(backend, nullptr);
+  RelayedPortContext context("29555,29556");
+  absl::StatusOr<v1::ProbeResult> result = backend->Run(GangAssignment(0), context);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const std::vector<std::string> sent = absl::StrSplit(context.sent(), ',');
+  ASSERT_EQ(sent.size(), 2u) << context.sent();
+  for (const std::string& port : sent) {
+    int number = 0;
+    EXPECT_TRUE(absl::SimpleAtoi(port, &number) && number > 0) << context.sent();
+  }
+  EXPECT_THAT(result->message(), AllOf(HasSubstr("launch 2 of 2 (4 micro-batches per step)"),
+                                       HasSubstr("MASTER=localhost:29556")));
+
+  result = backend->Run(GangAssignment(1), context);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(context.sent(), "");
+  EXPECT_THAT(result->message(), HasSubstr("MASTER=localhost:29556"));
+
+  RelayedPortContext one_port("29555");
+  EXPECT_EQ(backend->Run(GangAssignment(1), one_port).status(),
+            absl::InternalError("the rendezvous token (\"29555\") is not 2 comma-separated "
+                                "ports, one per launch"));
+}
+
+TEST(CommandBackendTest, ASlowRendezvousCanLeaveNoTimeToLaunch) {
+  v1::ProbeAssignment assignment = GangAssignment(1);
+  assignment.set_deadline_seconds(1);
+  RelayedPortContext slow("29555,29556", absl::Milliseconds(600));
+  std::unique_ptr<CommandBackend> backend = MakeBackend(Config({FakeTemplate("fake")}));
+  ASSERT_NE(backend, nullptr);
+  absl::StatusOr<v1::ProbeResult> result = backend->Run(assignment, slow);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->outcome(), v1::PROBE_TIMEOUT);
+  EXPECT_THAT(result->message(),
+              HasSubstr("launch 1 of 2 (2 micro-batches per step): not started: the probe has "
+                        "spent the 500ms that its deadline (1 s) leaves before the kill grace "
+                        "(500ms)"));
+}
+
+TEST(CommandBackendTest, AGangMemberLogsStepTimesInEveryLaunchOrInNone) {
+  RelayedPortContext context("29555,29556");
+  // Like Megatron-LM, the script logs step times on the last node only.
+  std::unique_ptr<CommandBackend> untimed =
+      MakeBackend(Config({FakeTemplate("fake", {"--nnodes={nnodes}"})}));
+  ASSERT_NE(untimed, nullptr);
+  absl::StatusOr<v1::ProbeResult> result = untimed->Run(GangAssignment(0), context);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->outcome(), v1::PROBE_OK) << result->message();
+  EXPECT_TRUE(result->step_times_seconds().empty());
+  EXPECT_EQ(result->startup_seconds(), 0);
+  EXPECT_THAT(result->message(),
+              HasSubstr("without logging step times (another node of the gang times the "
+                        "steps), in each of its 2 launches"));
+
+  // The first launch (global batch 32) logs as the last node would, the second does not.
+  std::unique_ptr<CommandBackend> mixed =
+      MakeBackend(Config({FakeTemplate("fake", {"--nnodes={nnodes}", "{?gbs=32}--node-rank=1"})}));
+  ASSERT_NE(mixed, nullptr);
+  result = mixed->Run(GangAssignment(0), context);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->outcome(), v1::PROBE_CRASH);
+  EXPECT_THAT(result->message(),
+              HasSubstr("launch 2 of 2 (4 micro-batches per step): logged no step times, but "
+                        "launch 1 did"));
 }
 
 TEST(CommandBackendTest, ProbesItCannotRunAreErrorsNamingWhy) {
@@ -267,6 +490,12 @@ TEST(CommandBackendTest, ProbesItCannotRunAreErrorsNamingWhy) {
             absl::InvalidArgumentError(
                 "assignment.deadline_seconds (0.5) leaves no time to run: template \"fake\" "
                 "stops a run 500ms before it"));
+
+  v1::ProbeAssignment one_count = Assignment();
+  one_count.add_micro_batch_counts(4);
+  EXPECT_EQ(RunProbe(FakeTemplate("fake"), one_count).status(),
+            absl::InvalidArgumentError("assignment.micro_batch_counts (4) must list no count or "
+                                       "at least two to extrapolate from"));
 
   v1::CommandTemplate missing = FakeTemplate("fake");
   missing.set_argv(0, "worker/testdata/no_such_program");
@@ -286,7 +515,13 @@ TEST(CommandBackendTest, BadConfigsAreRejectedNamingTheField) {
        "command_templates[1].name (\"a\") is defined twice"},
       {Config({FakeTemplate("bash -c x")}), "command_templates[0].name (\"bash -c x\") must be"},
       {Config({FakeTemplate("a", {"--x={tpp}"})}),
-       "command_templates[0].argv[8] (\"--x={tpp}\"): unknown placeholder {tpp}"},
+       "command_templates[0].argv[10] (\"--x={tpp}\"): unknown placeholder {tpp}"},
+      {Config({FakeTemplate("a"), Without(FakeTemplate("b"), "--global-batch-size={gbs}")}),
+       "command_templates[1].argv (nor .env) never uses {gbs}: a probe sets the global batch of "
+       "each launch (docs/backends.md)"},
+      {Config({Without(FakeTemplate("a"), "--train-iters={train_iters}")}),
+       "command_templates[0].argv (nor .env) never uses {train_iters}: a probe sets the "
+       "iterations of each launch"},
   };
   for (const auto& c : cases) {
     const absl::Status status = CommandBackend::Create(c.config).status();

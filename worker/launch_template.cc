@@ -169,4 +169,20 @@ absl::StatusOr<LaunchTemplate::Command> LaunchTemplate::Render(const LaunchValue
   return command;
 }
 
+bool LaunchTemplate::Uses(absl::string_view placeholder) const {
+  const auto passes = [placeholder](const Text& text) {
+    for (const Segment& segment : text) {
+      if (segment.placeholder && segment.text == placeholder) return true;
+    }
+    return false;
+  };
+  for (const Argument& argument : argv_) {
+    if (passes(argument.text)) return true;
+  }
+  for (const auto& [name, text] : env_) {
+    if (passes(text)) return true;
+  }
+  return false;
+}
+
 }  // namespace paratune

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "proto/worker_config.pb.h"
 #include "worker/launch_values.h"
 
@@ -36,6 +37,10 @@ class LaunchTemplate {
   // The command for one probe: conditional elements whose condition fails are left out.
   // Cannot fail for a template that Create accepted; StatusOr guards LaunchValues::Get.
   absl::StatusOr<Command> Render(const LaunchValues& values) const;
+
+  // Whether some argv element or env value passes `placeholder` (a name such as "gbs", no
+  // braces) to the command; a condition on it alone passes nothing.
+  bool Uses(absl::string_view placeholder) const;
 
  private:
   // Literal text, or a placeholder's name.

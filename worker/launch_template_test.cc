@@ -49,7 +49,8 @@ LaunchValues Values(int64_t tp = 2, v1::Recompute recompute = v1::RECOMPUTE_NONE
   for (int g = 0; g < 8; ++g) assignment.add_gpu_indices(g);
   absl::StatusOr<ProbeSpecs> specs = ResolveProbeSpecs(assignment);
   EXPECT_TRUE(specs.ok()) << specs.status();
-  absl::StatusOr<LaunchValues> values = LaunchValues::ForProbe(assignment, *specs, 0, 6000);
+  absl::StatusOr<LaunchValues> values = LaunchValues::ForProbe(
+      assignment, *specs, specs->config.NumMicroBatches(specs->training), 0, 6000);
   EXPECT_TRUE(values.ok()) << values.status();
   return *std::move(values);
 }
@@ -93,6 +94,21 @@ TEST(LaunchTemplateTest, EnvironmentValuesAreTemplates) {
   EXPECT_THAT(Render(launch, Values()).env,
               UnorderedElementsAre(Pair("CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7"),
                                    Pair("MASTER", "localhost:6000")));
+}
+
+TEST(LaunchTemplateTest, UsesSaysWhetherAPlaceholderIsPassed) {
+  v1::CommandTemplate launch =
+      Template({"train", "--gbs={gbs}", "{?recompute=full}--recompute={recompute}",
+                "{?tp=2}--sequence-parallel", "{{train_iters}}"});
+  (*launch.mutable_env())["MASTER"] = "{master_addr}:{master_port}";
+  absl::StatusOr<LaunchTemplate> parsed = LaunchTemplate::Create(launch, "command_templates[0]");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(parsed->Uses("gbs"));
+  EXPECT_TRUE(parsed->Uses("recompute"));     // in a conditional element's text
+  EXPECT_TRUE(parsed->Uses("master_port"));   // in the environment
+  EXPECT_FALSE(parsed->Uses("tp"));           // only in a condition
+  EXPECT_FALSE(parsed->Uses("train_iters"));  // literal braces
+  EXPECT_FALSE(parsed->Uses("{gbs}"));
 }
 
 TEST(LaunchTemplateTest, BadTemplatesAreRejectedNamingTheFieldAndValue) {

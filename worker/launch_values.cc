@@ -54,7 +54,7 @@ const std::vector<Placeholder>& LaunchPlaceholders() {
       {"cp", Kind::kInteger},
       {"dp", Kind::kInteger},  // the probe's: fewer replicas for a replica-scope probe
       {"mbs", Kind::kInteger},
-      {"gbs", Kind::kInteger},  // the probe's: the replicas' share, same micro-batches per step
+      {"gbs", Kind::kInteger},  // the launch's micro-batches per step of the probe's replicas
       {"seq_len", Kind::kInteger},
       {"vp", Kind::kInteger},
       {"layers_per_virtual_stage", Kind::kInteger},
@@ -71,7 +71,7 @@ const std::vector<Placeholder>& LaunchPlaceholders() {
       {"fp8", Kind::kBoolean},
       {"distributed_optimizer", Kind::kBoolean},
       {"fp32_gradients", Kind::kBoolean},
-      {"train_iters", Kind::kInteger},  // extra warm-up + warm-up + timed steps
+      {"train_iters", Kind::kInteger},  // extra warm-up + warm-up + timed steps, per launch
       {"nnodes", Kind::kInteger},
       {"node_rank", Kind::kInteger},
       {"nproc_per_node", Kind::kInteger},
@@ -173,6 +173,7 @@ absl::Status CheckLaunchShape(const v1::ProbeAssignment& assignment, const Probe
 
 absl::StatusOr<LaunchValues> LaunchValues::ForProbe(const v1::ProbeAssignment& assignment,
                                                     const ProbeSpecs& specs,
+                                                    int64_t micro_batches_per_step,
                                                     int64_t extra_warmup_iterations,
                                                     int master_port) {
   PT_RETURN_IF_ERROR(CheckLaunchShape(assignment, specs));
@@ -187,7 +188,7 @@ absl::StatusOr<LaunchValues> LaunchValues::ForProbe(const v1::ProbeAssignment& a
   values.SetInteger("cp", config.cp());
   values.SetInteger("dp", probe_dp);
   values.SetInteger("mbs", config.micro_batch());
-  values.SetInteger("gbs", config.NumMicroBatches(training) * probe_dp * config.micro_batch());
+  values.SetInteger("gbs", micro_batches_per_step * probe_dp * config.micro_batch());
   values.SetInteger("seq_len", training.seq_len());
   values.SetInteger("vp", config.virtual_pipeline());
   // Valid configurations split their layers evenly or, counting the embedding and the loss

@@ -48,10 +48,14 @@ absl::Status CheckLaunchShape(const v1::ProbeAssignment& assignment, const Probe
 // The value of every placeholder for one probe on this worker. Immutable.
 class LaunchValues {
  public:
-  // `extra_warmup_iterations` is the template's (they count in {train_iters});
-  // `master_port` the port rank 0 listens on. CheckLaunchShape's errors.
+  // `micro_batches_per_step` is the launch's: the full step's (ParallelConfig::NumMicroBatches)
+  // or one short-step count of assignment.micro_batch_counts; {gbs} is that many micro-batches
+  // of every data-parallel replica the probe runs. `extra_warmup_iterations` is the
+  // template's (they count in {train_iters}); `master_port` the port rank 0 listens on.
+  // CheckLaunchShape's errors.
   static absl::StatusOr<LaunchValues> ForProbe(const v1::ProbeAssignment& assignment,
                                                const ProbeSpecs& specs,
+                                               int64_t micro_batches_per_step,
                                                int64_t extra_warmup_iterations, int master_port);
 
   // The value of placeholder `name`; INVALID_ARGUMENT when there is no such placeholder.

@@ -14,10 +14,16 @@ using ::testing::HasSubstr;
 
 v1::ProbeAssignment GangAssignment() { return TwoNodeGangAssignment(v1::RECOMPUTE_SELECTIVE); }
 
-absl::StatusOr<LaunchValues> Values(const v1::ProbeAssignment& assignment) {
+// The values of a launch of full steps, or of `micro_batches_per_step` when set.
+absl::StatusOr<LaunchValues> Values(const v1::ProbeAssignment& assignment,
+                                    int64_t micro_batches_per_step = 0) {
   absl::StatusOr<ProbeSpecs> specs = ResolveProbeSpecs(assignment);
   if (!specs.ok()) return specs.status();
-  return LaunchValues::ForProbe(assignment, *specs, /*extra_warmup_iterations=*/2, 29511);
+  return LaunchValues::ForProbe(assignment, *specs,
+                                micro_batches_per_step > 0
+                                    ? micro_batches_per_step
+                                    : specs->config.NumMicroBatches(specs->training),
+                                /*extra_warmup_iterations=*/2, 29511);
 }
 
 std::string Get(const LaunchValues& values, const char* name) {
@@ -81,6 +87,13 @@ TEST(LaunchValuesTest, AReplicaProbeRunsFewerReplicasWithTheSameMicroBatchesPerS
   EXPECT_EQ(Get(*values, "gbs"), "32");  // 32 micro-batches of 1 per step, as with dp 2
   EXPECT_EQ(Get(*values, "nnodes"), "1");
   EXPECT_EQ(Get(*values, "world_size"), "8");
+}
+
+TEST(LaunchValuesTest, AShortStepLaunchHasItsCountOfMicroBatchesPerReplica) {
+  absl::StatusOr<LaunchValues> values = Values(GangAssignment(), /*micro_batches_per_step=*/4);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(Get(*values, "gbs"), "8");  // 4 micro-batches of 1 on each of 2 replicas
+  EXPECT_EQ(Get(*values, "train_iters"), "9");
 }
 
 TEST(LaunchValuesTest, AnUnevenSplitCountsTheEmbeddingAndTheLoss) {

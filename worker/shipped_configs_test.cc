@@ -61,7 +61,8 @@ std::map<std::string, LaunchTemplate::Command> RenderAll(const v1::ProbeAssignme
       absl::StatusOr<LaunchTemplate> parsed =
           LaunchTemplate::Create(launch, absl::StrCat(file, ": command_templates[", i, "]"));
       absl::StatusOr<LaunchValues> values =
-          LaunchValues::ForProbe(assignment, *specs, launch.extra_warmup_iterations(), 29500);
+          LaunchValues::ForProbe(assignment, *specs, specs->config.NumMicroBatches(specs->training),
+                                 launch.extra_warmup_iterations(), 29500);
       EXPECT_TRUE(parsed.ok() && values.ok()) << parsed.status() << values.status();
       if (!parsed.ok() || !values.ok()) continue;
       absl::StatusOr<LaunchTemplate::Command> command = parsed->Render(*values);

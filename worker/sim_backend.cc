@@ -11,6 +11,7 @@
 #include "estimator/performance_model.h"
 #include "estimator/short_probe.h"
 #include "worker/probe_specs.h"
+#include "worker/short_steps.h"
 #include "worker/sim_steps.h"
 #include "worker/step_metrics.h"
 
@@ -47,6 +48,7 @@ absl::StatusOr<v1::ProbeResult> SimBackend::Run(const v1::ProbeAssignment& assig
         absl::StrFormat("simulated: estimated peak memory %.1f GiB exceeds the GPU's %.1f GiB "
                         "(peak_memory_bytes is the estimate, not a measurement)",
                         memory.peak_bytes / kGiB, memory.capacity_bytes / kGiB));
+    result.set_startup_seconds(kProbeStartupSeconds);
     result.set_wall_seconds(kProbeStartupSeconds);
     return result;
   }
@@ -89,23 +91,11 @@ absl::StatusOr<v1::ProbeResult> SimBackend::Run(const v1::ProbeAssignment& assig
   PT_RETURN_IF_ERROR(Sleep(context, modelled_seconds, assignment.name()));
 
   if (!series.empty()) {
-    PT_ASSIGN_OR_RETURN(const StepExtrapolation extrapolated,
-                        ExtrapolateFullStep(series, full_micro_batches, specs.config.pp(),
-                                            specs.config.virtual_pipeline()));
-    full_steps = extrapolated.full_step_seconds;
-    for (const ShortStepSeries& s : series) {
-      v1::ShortSteps& short_steps = *result.add_short_steps();
-      short_steps.set_micro_batches(s.micro_batches);
-      for (double t : s.step_times_seconds) short_steps.add_step_times_seconds(t);
-    }
-    v1::StepExtrapolation& how = *result.mutable_extrapolation();
-    how.set_full_micro_batches(full_micro_batches);
-    how.set_slot_seconds(extrapolated.slot_seconds);
-    how.set_fill_drain_seconds(extrapolated.fill_drain_seconds);
-    how.set_fixed_seconds(extrapolated.fixed_seconds);
-    result.add_extrapolated("full_step");
+    PT_ASSIGN_OR_RETURN(full_steps,
+                        ExtrapolateShortSteps(series, full_micro_batches, specs.config, result));
   }
   result.set_outcome(v1::PROBE_OK);
+  result.set_startup_seconds(kProbeStartupSeconds);
   SetStepTimes(specs, full_steps, result);
   result.set_message(absl::StrFormat(
       "simulated: performance model with seeded noise (assignment seed %d)%s; wall_seconds "

@@ -55,6 +55,7 @@ TEST(SimBackendTest, OutOfMemoryReportsTheEstimateAsPeakMemory) {
   EXPECT_GT(result->peak_memory_bytes(), 80LL * 1000 * 1000 * 1000);
   EXPECT_THAT(result->message(), HasSubstr("the estimate, not a measurement"));
   EXPECT_TRUE(result->step_times_seconds().empty());
+  EXPECT_EQ(result->startup_seconds(), 30);  // it ran out of memory right after start-up
 }
 
 TEST(SimBackendTest, TimedStepsOutOfRangeNameTheField) {
@@ -109,6 +110,7 @@ TEST(SimBackendTest, WallSecondsAreTheModelledRealDuration) {
   // 30 s start-up, 1 warm-up step and the 4 timed ones.
   EXPECT_GT(result->wall_seconds(), 30 + steps);
   EXPECT_LT(result->wall_seconds(), 30 + steps * 1.5);
+  EXPECT_EQ(result->startup_seconds(), 30);
   EXPECT_THAT(result->modelled(), ::testing::Contains("wall_time"));
 }
 

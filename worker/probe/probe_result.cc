@@ -1,5 +1,7 @@
 #include "worker/probe/probe_result.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -9,6 +11,7 @@
 #include "estimator/short_probe.h"
 #include "worker/probe/footprint_plan.h"
 #include "worker/probe/step_statistics.h"
+#include "worker/short_steps.h"
 
 namespace paratune {
 namespace {
@@ -98,26 +101,11 @@ v1::ProbeResult ResultFromMeasurement(const ProbeSpec& spec, const ProbeMeasurem
     for (size_t k = 0; k < spec.micro_batch_counts().size(); ++k) {
       const auto first = m.step_seconds.begin() + k * per_series;
       series.push_back({spec.micro_batch_counts()[k], {first, first + per_series}});
-      v1::ShortSteps& short_steps = *result.add_short_steps();
-      short_steps.set_micro_batches(series.back().micro_batches);
-      for (double t : series.back().step_times_seconds) short_steps.add_step_times_seconds(t);
     }
-    absl::StatusOr<StepExtrapolation> extrapolated = ExtrapolateFullStep(
-        series, spec.micro_batches(), spec.config().pp(), spec.config().virtual_pipeline());
-    if (!extrapolated.ok()) {
-      // A measurement that cannot be extrapolated says nothing of the configuration: another
-      // attempt measures again.
-      result.set_outcome(v1::PROBE_INFRA_ERROR);
-      result.set_message(std::string(extrapolated.status().message()));
-      return result;
-    }
-    full_steps = extrapolated->full_step_seconds;
-    v1::StepExtrapolation& how = *result.mutable_extrapolation();
-    how.set_full_micro_batches(spec.micro_batches());
-    how.set_slot_seconds(extrapolated->slot_seconds);
-    how.set_fill_drain_seconds(extrapolated->fill_drain_seconds);
-    how.set_fixed_seconds(extrapolated->fixed_seconds);
-    result.add_extrapolated("full_step");
+    absl::StatusOr<std::vector<double>> extrapolated =
+        ExtrapolateShortSteps(series, spec.micro_batches(), spec.config(), result);
+    if (!extrapolated.ok()) return result;  // PROBE_INFRA_ERROR, saying why
+    full_steps = *std::move(extrapolated);
   }
   std::vector<double> steps;
   for (double seconds : full_steps) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "convert/spec_convert.h"
+#include "worker/short_steps.h"
 
 namespace paratune {
 namespace {
@@ -80,30 +81,6 @@ absl::Status CheckGang(const v1::ProbeAssignment& assignment, int64_t group_size
     if (index < 0 || !seen.insert(index).second) {
       return absl::InvalidArgumentError(absl::StrCat(
           "assignment.gpu_indices (", index, ") must be distinct non-negative device indices"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-// The short steps' micro-batch counts: none, or two or more, ascending, below the full
-// step's, and multiples of pipeline_parallel when the pipeline is interleaved.
-absl::Status CheckMicroBatchCounts(const v1::ProbeAssignment& assignment,
-                                   const ParallelConfig& config, int64_t full_micro_batches) {
-  const auto& counts = assignment.micro_batch_counts();
-  if (counts.size() == 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("assignment.micro_batch_counts (", counts[0],
-                     ") must list no count or at least two to extrapolate from"));
-  }
-  for (int i = 0; i < counts.size(); ++i) {
-    const int64_t low = i == 0 ? 1 : counts[i - 1] + 1;
-    PT_RETURN_IF_ERROR(CheckRange(absl::StrCat("assignment.micro_batch_counts[", i, "]"), counts[i],
-                                  low, full_micro_batches - 1));
-    if (config.virtual_pipeline() > 1 && counts[i] % config.pp() != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("assignment.micro_batch_counts[", i, "] (",
-                                                     counts[i],
-                                                     ") must be a multiple of pipeline_parallel (",
-                                                     config.pp(), ") for an interleaved pipeline"));
     }
   }
   return absl::OkStatus();

@@ -2,29 +2,36 @@
 # A stand-in for Megatron-LM's pretrain_gpt.py under torchrun, for the command backend's tests:
 # it prints Megatron-style iteration and memory logs, and fails the ways real runs fail.
 #
-#   fake_training.sh --train-iters=N [--tp=T --pp=P --cp=C --mbs=B --num-layers=L
-#                    --hidden-size=H] [--seconds-per-iteration=S] [--node-rank=R --nnodes=N]
+#   fake_training.sh --train-iters=N --global-batch-size=G --dp=D [--tp=T --pp=P --cp=C --mbs=B
+#                    --num-layers=L --hidden-size=H] [--startup-seconds=U]
+#                    [--seconds-per-iteration=S] [--node-rank=R --nnodes=N]
 #                    [--fail=oom|hang|segfault|nccl|exit-code|exit-early]
 #
 # Like Megatron-LM, which logs iteration times on its last rank, only the last node
 # (--node-rank = --nnodes - 1) prints the iteration lines.
 #
-# Iteration i (1-based) logs 100 + 10 T + 20 P + 30 C + 5 B + i ms (and takes S seconds of wall time). The weights, gradients
-# and optimizer states take 18 bytes x 12 L H^2 / (T P); above 80 GiB the first iteration runs
-# out of memory, as does --fail=oom. Other failures: hang after two iterations, die of
-# SIGSEGV, a NCCL error, exit 3, or exit 0 after one iteration.
+# A step has m = G / (D B) micro-batches. Iteration i (1-based) logs
+# 100 + 10 T + 20 P + 30 C + 5 B + 2 m + i ms, linear in m as a 1F1B step is
+# (docs/short_probes.md), and takes S seconds of wall time, after U seconds of start-up before
+# the first. The weights, gradients and optimizer states take 18 bytes x 12 L H^2 / (T P);
+# above 80 GiB the first iteration runs out of memory, as does --fail=oom. Other failures: hang
+# after two iterations, die of SIGSEGV, a NCCL error, exit 3, or exit 0 after one iteration.
 set -eu
 
-iters=0 tp=1 pp=1 cp=1 mbs=1 layers=16 hidden=2048 pace=0 fail=none node_rank=0 nnodes=1
+iters=0 gbs=0 dp=0 tp=1 pp=1 cp=1 mbs=1 layers=16 hidden=2048 startup=0 pace=0 fail=none
+node_rank=0 nnodes=1
 for arg in "$@"; do
   case "$arg" in
     --train-iters=*) iters=${arg#*=} ;;
+    --global-batch-size=*) gbs=${arg#*=} ;;
+    --dp=*) dp=${arg#*=} ;;
     --tp=*) tp=${arg#*=} ;;
     --pp=*) pp=${arg#*=} ;;
     --cp=*) cp=${arg#*=} ;;
     --mbs=*) mbs=${arg#*=} ;;
     --num-layers=*) layers=${arg#*=} ;;
     --hidden-size=*) hidden=${arg#*=} ;;
+    --startup-seconds=*) startup=${arg#*=} ;;
     --seconds-per-iteration=*) pace=${arg#*=} ;;
     --fail=*) fail=${arg#*=} ;;
     --node-rank=*) node_rank=${arg#*=} ;;
@@ -33,7 +40,13 @@ for arg in "$@"; do
   esac
 done
 
-echo "using world size: $((tp * pp * cp)), tensor-model-parallel size: $tp, pipeline-model-parallel size: $pp"
+if [ "$dp" -lt 1 ] || [ "$gbs" -lt 1 ] || [ $((gbs % (dp * mbs))) -ne 0 ]; then
+  echo "fake_training.sh: --global-batch-size=$gbs is not a positive multiple of --dp=$dp x --mbs=$mbs" >&2
+  exit 2
+fi
+micro_batches=$((gbs / (dp * mbs)))
+
+echo "using world size: $((dp * tp * pp * cp)), tensor-model-parallel size: $tp, pipeline-model-parallel size: $pp"
 echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset} MASTER=${FAKE_MASTER:-unset}"
 
 state_bytes=$((18 * 12 * layers * hidden * hidden / (tp * pp)))
@@ -42,11 +55,12 @@ if [ "$fail" = oom ] || [ "$state_bytes" -gt $((80 * 1024 * 1024 * 1024)) ]; the
   exit 1
 fi
 
-base=$((100 + 10 * tp + 20 * pp + 30 * cp + 5 * mbs))
+base=$((100 + 10 * tp + 20 * pp + 30 * cp + 5 * mbs + 2 * micro_batches))
+sleep "$startup"
 i=1
 while [ "$i" -le "$iters" ]; do
   sleep "$pace"
-  [ "$node_rank" -eq $((nnodes - 1)) ] && echo " [2026-11-22 12:00:0$((i % 10))] iteration $i/$iters | consumed samples: $((i * 64)) | elapsed time per iteration (ms): $((base + i)).0 | learning rate: 3.000000E-04 | global batch size: 64 | lm loss: 1.050000E+01 | loss scale: 1.0 | number of skipped iterations: 0 | number of nan iterations: 0 |"
+  [ "$node_rank" -eq $((nnodes - 1)) ] && echo " [2026-11-22 12:00:0$((i % 10))] iteration $i/$iters | consumed samples: $((i * gbs)) | elapsed time per iteration (ms): $((base + i)).0 | learning rate: 3.000000E-04 | global batch size: $gbs | lm loss: 1.050000E+01 | loss scale: 1.0 | number of skipped iterations: 0 | number of nan iterations: 0 |"
   if [ "$i" -eq 1 ]; then
     echo "[Rank 0] (after 1 iterations) memory (MB) | allocated: 1000.0 | max allocated: 2000.0 | reserved: $((state_bytes / 1048576 + 512)).0 | max reserved: $((state_bytes / 1048576 + 1024)).0"
     case "$fail" in

@@ -1,0 +1,27 @@
+// How a search's probe results calibrate its memory estimate (estimator/memory_calibration.h,
+// docs/memory.md): one rule for what a result says of memory, used by the ADAPTIVE policy to
+// skip what will not fit and by the search's record to show estimated, calibrated and
+// measured memory side by side.
+#ifndef PARATUNE_SERVER_SEARCH_MEMORY_H_
+#define PARATUNE_SERVER_SEARCH_MEMORY_H_
+
+#include "estimator/memory_calibration.h"
+#include "proto/search.pb.h"
+
+namespace paratune {
+
+// Adds what `result` says of the memory of a configuration estimated at `estimated_bytes`:
+// an OK result's measured peak (against the backend's own estimate of what it ran when it
+// gives one: a replica-scope probe shards less than the configuration), or an out-of-memory
+// bound. Other outcomes say nothing of memory.
+void AddProbeMemory(const v1::ProbeResult& result, double estimated_bytes,
+                    MemoryCalibration& calibration);
+
+// Recomputes search.memory_calibration and every candidate's calibrated_memory from the
+// first probe of each probed candidate (its screening result when it is being or was
+// confirmed: a confirmation measures the same configuration again).
+void UpdateSearchMemory(v1::Search& search);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_SERVER_SEARCH_MEMORY_H_
