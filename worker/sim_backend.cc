@@ -39,15 +39,18 @@ absl::StatusOr<v1::ProbeResult> SimBackend::Run(const v1::ProbeAssignment& assig
   result.add_modelled("wall_time");
   const MemoryEstimate memory =
       EstimateMemory(specs.model, specs.training, specs.cluster, specs.config, MemoryOptions());
-  result.set_peak_memory_bytes(static_cast<int64_t>(memory.peak_bytes));
-  if (memory.verdict == MemoryVerdict::kOutOfMemory) {
+  const uint64_t seed = NoiseSeed(assignment.seed(), specs.config);
+  const double peak_bytes =
+      memory.peak_bytes * SimulatedMemoryFactor(seed, options_.memory_noise_sigma);
+  result.set_peak_memory_bytes(static_cast<int64_t>(peak_bytes));
+  if (peak_bytes > memory.capacity_bytes) {
     // A real probe runs out of memory in its first step, right after start-up.
     PT_RETURN_IF_ERROR(Sleep(context, kProbeStartupSeconds, assignment.name()));
     result.set_outcome(v1::PROBE_OUT_OF_MEMORY);
-    result.set_message(
-        absl::StrFormat("simulated: estimated peak memory %.1f GiB exceeds the GPU's %.1f GiB "
-                        "(peak_memory_bytes is the estimate, not a measurement)",
-                        memory.peak_bytes / kGiB, memory.capacity_bytes / kGiB));
+    result.set_message(absl::StrFormat(
+        "simulated: peak memory %.1f GiB (the estimate, %.1f GiB, x the sim's factor for this "
+        "configuration) exceeds the GPU's %.1f GiB",
+        peak_bytes / kGiB, memory.peak_bytes / kGiB, memory.capacity_bytes / kGiB));
     result.set_startup_seconds(kProbeStartupSeconds);
     result.set_wall_seconds(kProbeStartupSeconds);
     return result;
@@ -57,8 +60,8 @@ absl::StatusOr<v1::ProbeResult> SimBackend::Run(const v1::ProbeAssignment& assig
       PredictPerformance(specs.model, specs.training, specs.cluster, specs.config,
                          DefaultPerformanceParameters(specs.cluster.gpu()));
   const int64_t full_micro_batches = specs.config.NumMicroBatches(specs.training);
-  SimulatedSteps steps(predicted, full_micro_batches, NoiseSeed(assignment.seed(), specs.config),
-                       options_.config_noise_sigma, options_.step_noise_sigma);
+  SimulatedSteps steps(predicted, full_micro_batches, seed, options_.config_noise_sigma,
+                       options_.step_noise_sigma);
   const std::vector<int64_t> counts(assignment.micro_batch_counts().begin(),
                                     assignment.micro_batch_counts().end());
   // The real duration the probe stands for: start-up, warm-up, the timed steps.
@@ -99,15 +102,15 @@ absl::StatusOr<v1::ProbeResult> SimBackend::Run(const v1::ProbeAssignment& assig
   SetStepTimes(specs, full_steps, result);
   result.set_message(absl::StrFormat(
       "simulated: performance model with seeded noise (assignment seed %d)%s; wall_seconds "
-      "(%.0f s) is the modelled duration on real GPUs; peak memory %.1f GiB is the estimate, "
-      "not a measurement",
+      "(%.0f s) is the modelled duration on real GPUs; peak memory %.1f GiB is modelled (the "
+      "estimate, %.1f GiB, x the sim's factor for this configuration), not a measurement",
       assignment.seed(),
       series.empty()
           ? ""
           : absl::StrFormat("; full step extrapolated from short steps of %d and %d "
                             "micro-batches (true full step %.3f s)",
                             counts.front(), counts.back(), steps.TrueSeconds(full_micro_batches)),
-      modelled_seconds, memory.peak_bytes / kGiB));
+      modelled_seconds, peak_bytes / kGiB, memory.peak_bytes / kGiB));
   result.set_wall_seconds(modelled_seconds);
   return result;
 }

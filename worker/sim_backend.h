@@ -25,10 +25,14 @@ namespace paratune {
 // the real-equivalent cost, labelled simulated), and the probe sleeps time_scale x it (or
 // probe_time when time_scale is 0).
 //
-// Outcomes: OUT_OF_MEMORY when the memory estimate exceeds the GPU's capacity (peak memory
-// reported = the estimate), after the start-up; TIMEOUT when the modelled duration exceeds
-// deadline_seconds, after the (scaled) deadline; else OK. Nothing is measured; everything is
-// modelled.
+// Memory: the configuration's true peak is the memory estimate x a per-configuration factor
+// (log-normal, sigma memory_noise_sigma), reported as the result's peak memory (modelled), so
+// a RISKY configuration near capacity may not fit, as on a real cluster, and a search's
+// memory calibration (docs/memory.md) has something to learn.
+//
+// Outcomes: OUT_OF_MEMORY when the true peak exceeds the GPU's capacity, after the start-up;
+// TIMEOUT when the modelled duration exceeds deadline_seconds, after the (scaled) deadline;
+// else OK. Nothing is measured; everything is modelled.
 class SimBackend : public ProbeBackend {
  public:
   struct Options {
@@ -40,6 +44,9 @@ class SimBackend : public ProbeBackend {
     double time_scale = 0;
     double config_noise_sigma = 0.05;
     double step_noise_sigma = 0.01;
+    // The spread of true peak memory around the estimate: an assumption, the calibration's
+    // prior (estimator/memory_calibration.h); no public table reports measured peaks.
+    double memory_noise_sigma = 0.05;
   };
 
   explicit SimBackend(Options options) : options_(options) {}

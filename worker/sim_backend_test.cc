@@ -1,6 +1,7 @@
 #include "worker/sim_backend.h"
 
 #include <memory>
+#include <set>
 
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
@@ -45,7 +46,7 @@ TEST(SimBackendTest, TheSeedChangesTheNoise) {
   EXPECT_NE(a->step_times_seconds(0), b->step_times_seconds(0));
 }
 
-TEST(SimBackendTest, OutOfMemoryReportsTheEstimateAsPeakMemory) {
+TEST(SimBackendTest, OutOfMemoryReportsTheModelledPeakMemory) {
   v1::ProbeAssignment assignment = SmallConformanceAssignment();
   assignment.mutable_model()->set_preset("llama3.1-70b");
   SoloProbeContext context;
@@ -53,9 +54,45 @@ TEST(SimBackendTest, OutOfMemoryReportsTheEstimateAsPeakMemory) {
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->outcome(), v1::PROBE_OUT_OF_MEMORY);
   EXPECT_GT(result->peak_memory_bytes(), 80LL * 1000 * 1000 * 1000);
-  EXPECT_THAT(result->message(), HasSubstr("the estimate, not a measurement"));
+  EXPECT_THAT(result->message(), HasSubstr("x the sim's factor for this configuration"));
   EXPECT_TRUE(result->step_times_seconds().empty());
   EXPECT_EQ(result->startup_seconds(), 30);  // it ran out of memory right after start-up
+}
+
+TEST(SimBackendTest, TruePeakMemoryVariesAroundTheEstimatePerConfiguration) {
+  // With a wide spread, some seeds put the same configuration above capacity: a RISKY
+  // configuration may not fit, as on a real cluster.
+  SimBackend::Options options;
+  options.probe_time = absl::ZeroDuration();
+  options.memory_noise_sigma = 1.0;
+  SimBackend sim(options);
+  SoloProbeContext context;
+  int ok = 0, out_of_memory = 0;
+  std::set<int64_t> peaks;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    v1::ProbeAssignment assignment = SmallConformanceAssignment();
+    assignment.set_seed(seed);
+    absl::StatusOr<v1::ProbeResult> result = sim.Run(assignment, context);
+    ASSERT_TRUE(result.ok()) << result.status();
+    peaks.insert(result->peak_memory_bytes());
+    if (result->outcome() == v1::PROBE_OK) {
+      ++ok;
+    } else {
+      EXPECT_EQ(result->outcome(), v1::PROBE_OUT_OF_MEMORY);
+      ++out_of_memory;
+    }
+  }
+  EXPECT_GT(ok, 0);
+  EXPECT_GT(out_of_memory, 0);
+  EXPECT_EQ(peaks.size(), 40u);
+
+  // Without a spread the true peak is the estimate, for every seed.
+  options.memory_noise_sigma = 0;
+  SimBackend exact(options);
+  v1::ProbeAssignment other = SmallConformanceAssignment();
+  other.set_seed(2);
+  EXPECT_EQ(exact.Run(SmallConformanceAssignment(), context)->peak_memory_bytes(),
+            exact.Run(other, context)->peak_memory_bytes());
 }
 
 TEST(SimBackendTest, TimedStepsOutOfRangeNameTheField) {

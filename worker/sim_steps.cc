@@ -28,6 +28,12 @@ uint64_t NoiseSeed(uint64_t probe_seed, const ParallelConfig& config) {
   return seed;
 }
 
+double SimulatedMemoryFactor(uint64_t seed, double sigma) {
+  std::mt19937_64 random(Mix(seed, 0x6d656d6f7279ULL));  // "memory"
+  std::normal_distribution<double> noise(0.0, sigma);
+  return std::exp(noise(random));
+}
+
 SimulatedSteps::SimulatedSteps(const PerformanceEstimate& full, int64_t full_micro_batches,
                                uint64_t seed, double config_noise_sigma, double step_noise_sigma)
     : full_(full),

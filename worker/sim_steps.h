@@ -18,6 +18,10 @@ namespace paratune {
 // configuration, the same on every platform.
 uint64_t NoiseSeed(uint64_t probe_seed, const ParallelConfig& config);
 
+// The configuration's true peak memory over its estimate: log-normal with `sigma`, from its
+// own stream of `seed` (NoiseSeed), so that memory and speed vary independently.
+double SimulatedMemoryFactor(uint64_t seed, double sigma);
+
 // Thread-compatible.
 class SimulatedSteps {
  public:
