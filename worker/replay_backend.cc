@@ -6,8 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "estimator/performance_model.h"
+#include "estimator/performance_parameters.h"
+#include "estimator/short_probe.h"
 #include "worker/step_metrics.h"
 
 namespace paratune {
@@ -35,6 +37,22 @@ std::string OtherMeasurements(const std::vector<ReplayedRun>& runs) {
   return absl::StrCat("; also measured in ", absl::StrJoin(others, "; "));
 }
 
+// The real duration of a probe that fails: start-up, then a first step that does not finish.
+// The source gives no time for it, so the step is the performance model's, as the sim's.
+double FailedProbeSeconds(const ProbeSpecs& specs) {
+  return kProbeStartupSeconds +
+         PredictPerformance(specs.model, specs.training, specs.cluster, specs.config,
+                            DefaultPerformanceParameters(specs.cluster.gpu()))
+             .step_time_seconds;
+}
+
+std::string FailedCost(double seconds) {
+  return absl::StrFormat(
+      "; wall_seconds (%.0f s) is modelled, not measured: %.0f s start-up and one step at the "
+      "performance model's predicted %.3g s, as a real run fails in its first step",
+      seconds, kProbeStartupSeconds, seconds - kProbeStartupSeconds);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ReplayBackend>> ReplayBackend::Create(const v1::ReplayConfig& config,
@@ -45,7 +63,6 @@ absl::StatusOr<std::unique_ptr<ReplayBackend>> ReplayBackend::Create(const v1::R
 
 absl::StatusOr<v1::ProbeResult> ReplayBackend::Run(const v1::ProbeAssignment& assignment,
                                                    ProbeContext& context) {
-  const absl::Time start = absl::Now();
   PT_ASSIGN_OR_RETURN(const ProbeSpecs specs, ResolveProbeSpecs(assignment));
   PT_RETURN_IF_ERROR(WaitUnlessCancelled(context, options_.probe_time, assignment.name()));
   v1::ProbeResult result;
@@ -55,45 +72,58 @@ absl::StatusOr<v1::ProbeResult> ReplayBackend::Run(const v1::ProbeAssignment& as
   if (runs.empty()) {
     result.set_outcome(v1::PROBE_NOT_MEASURED);
     result.set_message(absl::StrCat("not measured: no run of ", Describe(specs), " among the ",
-                                    table_.summary(), "; a replay never invents one"));
-  } else {
-    const ReplayedRun& run = runs.front();
-    const std::string also = OtherMeasurements(runs);
-    switch (run.outcome) {
-      case ReplayedRun::Outcome::kCompleted: {
-        result.set_outcome(v1::PROBE_OK);
-        SetStepTimes(specs, std::vector<double>(assignment.timed_steps(), run.step_seconds),
-                     result);
-        for (const char* part : TrainingStepParts()) result.add_measured(part);
-        result.set_message(absl::StrFormat(
-            "replay of a measurement, not run here: %s: mean step time %.4g s, %.1f TFLOP/s "
-            "per GPU; each of the %d step times is that one value%s",
-            run.source, run.step_seconds, result.model_tflops_per_gpu(), assignment.timed_steps(),
-            also));
-        break;
-      }
-      case ReplayedRun::Outcome::kOutOfMemory:
-        result.set_outcome(v1::PROBE_OUT_OF_MEMORY);
-        result.set_message(absl::StrCat("replay of a measurement, not run here: ", run.source,
-                                        " ran out of memory", also));
-        break;
-      case ReplayedRun::Outcome::kNoResult:
-        result.set_outcome(v1::PROBE_NOT_MEASURED);
-        result.set_message(absl::StrCat(
-            "not measured: ", run.source,
-            " tried this configuration and reports no result (out of memory, infeasible or "
-            "failed; the source does not say which)",
-            also));
-        break;
-    }
-    if (run.peak_memory_bytes > 0) {
-      result.set_peak_memory_bytes(run.peak_memory_bytes);
-      result.add_measured("peak_memory");
-      result.set_message(absl::StrFormat("%s; peak memory %.1f GiB measured", result.message(),
-                                         run.peak_memory_bytes / kGiB));
-    }
+                                    table_.summary(),
+                                    "; a replay never invents one; wall_seconds is modelled, not "
+                                    "measured: 0, as nothing ran"));
+    result.add_modelled("wall_time");
+    result.set_wall_seconds(0);
+    return result;
   }
-  result.set_wall_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+  const ReplayedRun& run = runs.front();
+  const std::string also = OtherMeasurements(runs);
+  double modelled_seconds = 0;
+  switch (run.outcome) {
+    case ReplayedRun::Outcome::kCompleted: {
+      result.set_outcome(v1::PROBE_OK);
+      SetStepTimes(specs, std::vector<double>(assignment.timed_steps(), run.step_seconds), result);
+      for (const char* part : TrainingStepParts()) result.add_measured(part);
+      const int64_t steps = assignment.warmup_steps() + assignment.timed_steps();
+      modelled_seconds = kProbeStartupSeconds + static_cast<double>(steps) * run.step_seconds;
+      result.set_message(absl::StrFormat(
+          "replay of a measurement, not run here: %s: mean step time %.4g s, %.1f TFLOP/s "
+          "per GPU; each of the %d step times is that one value; wall_seconds (%.0f s) is "
+          "modelled, not measured: %.0f s start-up and %d full steps (%d warm-up, %d timed) at "
+          "the measured mean step time%s",
+          run.source, run.step_seconds, result.model_tflops_per_gpu(), assignment.timed_steps(),
+          modelled_seconds, kProbeStartupSeconds, steps, assignment.warmup_steps(),
+          assignment.timed_steps(), also));
+      break;
+    }
+    case ReplayedRun::Outcome::kOutOfMemory:
+      result.set_outcome(v1::PROBE_OUT_OF_MEMORY);
+      modelled_seconds = FailedProbeSeconds(specs);
+      result.set_message(absl::StrCat("replay of a measurement, not run here: ", run.source,
+                                      " ran out of memory", FailedCost(modelled_seconds), also));
+      break;
+    case ReplayedRun::Outcome::kNoResult:
+      result.set_outcome(v1::PROBE_CRASH);
+      modelled_seconds = FailedProbeSeconds(specs);
+      result.set_message(absl::StrCat(
+          "replay of a measurement, not run here: ", run.source,
+          ": the source's run failed without a result (out of memory, infeasible or failed; "
+          "it does not say which, so it is not reported as out of memory)",
+          FailedCost(modelled_seconds), also));
+      break;
+  }
+  if (run.peak_memory_bytes > 0) {
+    result.set_peak_memory_bytes(run.peak_memory_bytes);
+    result.add_measured("peak_memory");
+    result.set_message(absl::StrFormat("%s; peak memory %.1f GiB measured", result.message(),
+                                       run.peak_memory_bytes / kGiB));
+  }
+  result.add_modelled("wall_time");
+  result.set_startup_seconds(kProbeStartupSeconds);
+  result.set_wall_seconds(modelled_seconds);
   return result;
 }
 

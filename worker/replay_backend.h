@@ -24,19 +24,25 @@ namespace paratune {
 //     spread is not a measurement); throughput from it as for any probe; peak memory when the
 //     source reports it;
 //   - the run ran out of memory: PROBE_OUT_OF_MEMORY;
-//   - the source tried the run and reports no result without saying why (the "-" cells of
-//     Fujii et al.'s table: out of memory, infeasible or failed): PROBE_NOT_MEASURED, saying
+//   - the source tried the run and it failed without a result, without saying why (the "-"
+//     cells of Fujii et al.'s table: out of memory, infeasible or failed): PROBE_CRASH, saying
 //     so; never guessed to be out of memory;
 //   - nobody measured it: PROBE_NOT_MEASURED.
-// Every result says it is a replay of a measurement, names its source (FILE:LINE), lists the
-// parts of a training step as measured (they were, in the source's run) and is not
-// simulated. The probe's scope does not matter: the measurement is of the whole
-// configuration. Deterministic and thread-safe.
+// wall_seconds is what the probe would have taken on real GPUs, modelled as the sim models it
+// (listed in `modelled` as "wall_time"; here a probe takes Options.probe_time): for a completed
+// run kProbeStartupSeconds (estimator/short_probe.h) and warmup_steps + timed_steps full
+// steps at its measured mean step time (a replay runs no short steps); for a failed one
+// kProbeStartupSeconds and one step at the performance model's predicted step time
+// (DefaultPerformanceParameters), as a real run fails in its first step; 0 for one nobody
+// measured, as nothing ran (WorkerDaemon then reports the time taken here). Every result says it is
+// a replay of a measurement, names its source (FILE:LINE), lists the parts of a training step as
+// measured (they were, in the source's run) and is not simulated. The probe's scope does not
+// matter: the measurement is of the whole configuration. Deterministic and thread-safe.
 class ReplayBackend : public ProbeBackend {
  public:
   struct Options {
-    // Wall time each probe takes (cancellable), to watch a replayed search progress as a
-    // live one would; zero answers at once.
+    // Time each probe takes here (cancellable), to watch a replayed search progress as a
+    // live one would; zero answers at once. The result's wall_seconds stays the modelled one.
     absl::Duration probe_time = absl::ZeroDuration();
   };
 

@@ -3,9 +3,13 @@
 #include <memory>
 #include <string>
 
+#include "estimator/performance_model.h"
+#include "estimator/performance_parameters.h"
+#include "estimator/short_probe.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/backend_conformance.h"
+#include "worker/probe_specs.h"
 
 namespace paratune {
 namespace {
@@ -13,6 +17,7 @@ namespace {
 using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::Each;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -49,6 +54,16 @@ INSTANTIATE_TEST_SUITE_P(Replay, BackendConformanceTest,
                              SmallConformanceAssignment()}),
                          BackendConformanceParamName);
 
+// The performance model's step time for `assignment`, as the sim predicts it.
+double PredictedStepSeconds(const v1::ProbeAssignment& assignment) {
+  absl::StatusOr<ProbeSpecs> specs = ResolveProbeSpecs(assignment);
+  EXPECT_TRUE(specs.ok()) << specs.status();
+  if (!specs.ok()) return 0;
+  return PredictPerformance(specs->model, specs->training, specs->cluster, specs->config,
+                            DefaultPerformanceParameters(specs->cluster.gpu()))
+      .step_time_seconds;
+}
+
 v1::ProbeResult RunOk(ProbeBackend& backend, const v1::ProbeAssignment& assignment) {
   SoloProbeContext context;
   absl::StatusOr<v1::ProbeResult> result = backend.Run(assignment, context);
@@ -66,10 +81,47 @@ TEST(ReplayBackendTest, AMeasuredRunIsReplayedAndSaysSo) {
   EXPECT_EQ(result.step_times_seconds_size(), SmallConformanceAssignment().timed_steps());
   EXPECT_EQ(result.peak_memory_bytes(), static_cast<int64_t>(21.5 * (1 << 30)));
   EXPECT_THAT(result.measured(), AllOf(Contains("compute"), Contains("peak_memory")));
-  EXPECT_TRUE(result.modelled().empty());
+  EXPECT_THAT(result.modelled(), ElementsAre("wall_time"));
   EXPECT_THAT(result.message(), AllOf(HasSubstr("replay of a measurement, not run here"),
                                       HasSubstr("replay_runs.csv:2 (invented for worker tests"),
                                       HasSubstr("each of the 4 step times is that one value")));
+}
+
+TEST(ReplayBackendTest, AReplayedRunCostsItsStartUpAndFullStepsAtTheMeasuredTime) {
+  std::unique_ptr<ReplayBackend> backend = MakeBackend(RunTableConfig());
+  ASSERT_NE(backend, nullptr);
+  v1::ProbeAssignment assignment = SmallConformanceAssignment();
+  assignment.set_warmup_steps(2);
+  assignment.set_timed_steps(6);
+  // Short steps asked for: a replay has only the full step's time, and runs full steps.
+  assignment.add_micro_batch_counts(2);
+  assignment.add_micro_batch_counts(4);
+  const v1::ProbeResult result = RunOk(*backend, assignment);
+  EXPECT_EQ(result.outcome(), v1::PROBE_OK);
+  EXPECT_DOUBLE_EQ(result.wall_seconds(), kProbeStartupSeconds + 8 * 0.5);
+  EXPECT_DOUBLE_EQ(result.startup_seconds(), kProbeStartupSeconds);
+  EXPECT_EQ(result.step_times_seconds_size(), 6);
+  EXPECT_FALSE(result.simulated());
+  EXPECT_THAT(result.message(),
+              HasSubstr("wall_seconds (34 s) is modelled, not measured: 30 s start-up and 8 full "
+                        "steps (2 warm-up, 6 timed) at the measured mean step time"));
+}
+
+TEST(ReplayBackendTest, AMeasuredOutOfMemoryCostsStartUpAndOnePredictedStep) {
+  std::unique_ptr<ReplayBackend> backend = MakeBackend(RunTableConfig());
+  ASSERT_NE(backend, nullptr);
+  v1::ProbeAssignment assignment = SmallConformanceAssignment();
+  assignment.mutable_model()->set_preset("llama3.1-70b");
+  assignment.mutable_cluster()->mutable_gpu()->set_type("a100-40gb");
+  const v1::ProbeResult result = RunOk(*backend, assignment);
+  EXPECT_EQ(result.outcome(), v1::PROBE_OUT_OF_MEMORY);
+  EXPECT_DOUBLE_EQ(result.wall_seconds(), kProbeStartupSeconds + PredictedStepSeconds(assignment));
+  EXPECT_THAT(result.modelled(), ElementsAre("wall_time"));
+  EXPECT_THAT(result.message(),
+              AllOf(HasSubstr("replay_runs.csv:3 (invented for worker tests"),
+                    HasSubstr("ran out of memory"),
+                    HasSubstr("is modelled, not measured: 30 s start-up and one step at the "
+                              "performance model's predicted")));
 }
 
 TEST(ReplayBackendTest, SequenceParallelOnlyMattersWithTensorParallelism) {
@@ -109,10 +161,12 @@ TEST(ReplayBackendTest, AnUnmeasuredConfigurationIsNotMeasuredNeverInvented) {
   EXPECT_EQ(result.outcome(), v1::PROBE_NOT_MEASURED);
   EXPECT_TRUE(result.step_times_seconds().empty());
   EXPECT_EQ(result.model_tflops_per_gpu(), 0);
+  EXPECT_EQ(result.wall_seconds(), 0);
   EXPECT_THAT(result.message(),
               AllOf(HasSubstr("not measured: no run of llama3.2-1b dp8 tp1 pp1 cp1 mbs2 on 1 x 8 "
                               "h100-80gb, global batch 64, sequence 2048"),
-                    HasSubstr("4 runs in 1 table (replay_runs.csv)"), HasSubstr("never invents")));
+                    HasSubstr("4 runs in 1 table (replay_runs.csv)"), HasSubstr("never invents"),
+                    HasSubstr("wall_seconds is modelled, not measured: 0, as nothing ran")));
 }
 
 TEST(ReplayBackendTest, AnyOtherTrainingOptionIsAnotherExperiment) {
@@ -165,16 +219,28 @@ TEST(ReplayBackendTest, FujiiTableReplaysItsMeasuredThroughput) {
             v1::PROBE_NOT_MEASURED);
 }
 
-TEST(ReplayBackendTest, FujiiDashCellsAreNotMeasuredNotOutOfMemory) {
+TEST(ReplayBackendTest, FujiiDashCellsAreFailuresNotOutOfMemory) {
   std::unique_ptr<ReplayBackend> backend = MakeBackend(FujiiConfig());
   ASSERT_NE(backend, nullptr);
   // Line 123: tp 2 pp 1 mbs 4 on 8 TSUBAME GPUs, "-".
-  const v1::ProbeResult result = RunOk(*backend, FujiiAssignment("h100-94gb", 2, 4, 4, 2, 1, 4));
-  EXPECT_EQ(result.outcome(), v1::PROBE_NOT_MEASURED);
-  EXPECT_THAT(result.message(),
-              AllOf(HasSubstr("llama31_8b_4d_abci_tsubame.csv:123"),
-                    HasSubstr("reports no result (out of memory, infeasible or failed; the "
-                              "source does not say which)")));
+  const v1::ProbeAssignment assignment = FujiiAssignment("h100-94gb", 2, 4, 4, 2, 1, 4);
+  const v1::ProbeResult result = RunOk(*backend, assignment);
+  EXPECT_EQ(result.outcome(), v1::PROBE_CRASH);
+  EXPECT_FALSE(result.simulated());
+  EXPECT_TRUE(result.step_times_seconds().empty());
+  EXPECT_EQ(result.model_tflops_per_gpu(), 0);
+  EXPECT_EQ(result.peak_memory_bytes(), 0);
+  EXPECT_DOUBLE_EQ(result.wall_seconds(), kProbeStartupSeconds + PredictedStepSeconds(assignment));
+  EXPECT_GT(result.wall_seconds(), kProbeStartupSeconds);
+  EXPECT_THAT(result.modelled(), ElementsAre("wall_time"));
+  EXPECT_THAT(
+      result.message(),
+      AllOf(HasSubstr("llama31_8b_4d_abci_tsubame.csv:123 (TSUBAME 4.0 s=8192 8 GPUs): the "
+                      "source's run failed without a result (out of memory, infeasible or "
+                      "failed; it does not say which, so it is not reported as out of memory)"),
+            HasSubstr("is modelled, not measured: 30 s start-up and one step at the "
+                      "performance model's predicted"),
+            HasSubstr("as a real run fails in its first step")));
 }
 
 TEST(ReplayBackendTest, EveryPublishedTableLoads) {
