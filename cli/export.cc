@@ -36,6 +36,7 @@ std::string Provenance(const v1::Search& search, const v1::Candidate& candidate)
     measured = absl::StrFormat("%.1f TFLOP/s per GPU %s by %s", result.model_tflops_per_gpu(),
                                result.simulated() ? "SIMULATED" : "measured", result.backend());
     if (!result.ran_on().empty()) absl::StrAppend(&measured, ", ", DescribeRanOn(result));
+    absl::StrAppend(&measured, "; ", DescribeMemoryHeadroom(candidate.memory(), result));
   }
   std::string text =
       absl::StrFormat("%s of %s (%s): predicted %.1f, %s", candidate.name(), search.name(),

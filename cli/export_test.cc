@@ -108,7 +108,7 @@ TEST(ExportTest, ProvenanceSaysWhereTheProbeRanOnOneLine) {
   EXPECT_THAT(*text, HasSubstr("# Megatron-LM arguments for searches/3/candidates/5 of searches/3 "
                                "(demo rm -rf ~): predicted 500.0, 610.5 TFLOP/s per GPU SIMULATED "
                                "by sim, ran on workers/3 (node-1 echo injected, 16 x h100-94gb, "
-                               "ranks 0-15)\n"));
+                               "ranks 0-15); peak memory "));
   text = ExportCandidate(search, candidate, ExportFormat::kSbatch);
   ASSERT_TRUE(text.ok());
   EXPECT_THAT(*text, Not(HasSubstr("\necho injected")));

@@ -344,6 +344,14 @@ std::string FormatSearch(const v1::Search& search) {
     if (c.state() != v1::CANDIDATE_PROBED || c.probe_result().ran_on().empty()) continue;
     absl::StrAppend(&out, DescribeConfig(c.config()), " ", DescribeRanOn(c.probe_result()), "\n");
   }
+  // Candidates are ranked, so the first measured OK is the best: how much memory it leaves
+  // matters most when it is RISKY.
+  for (const auto& c : search.candidates()) {
+    if (c.state() != v1::CANDIDATE_PROBED || c.probe_result().outcome() != v1::PROBE_OK) continue;
+    absl::StrAppend(&out, "best ", DescribeConfig(c.config()), ": ",
+                    DescribeMemoryHeadroom(c.memory(), c.probe_result()), "\n");
+    break;
+  }
   for (const auto& c : search.candidates()) {
     if (c.waiting_reason().empty()) continue;
     absl::StrAppend(&out, "waiting: ", DescribeConfig(c.config()), " ", c.waiting_reason(), "\n");

@@ -131,7 +131,9 @@ TEST(FormatSearchTest, SaysWhereEachProbedCandidateRanBelowTheTable) {
                               "ranks 0-7) + workers/4 (sim-node-2, 8 x h100-80gb, ranks 8-15)\n"
                               "dp8 tp2 pp1 cp1 mbs1 ran on workers/3 (sim-node-1, 8 x h100-80gb, "
                               "ranks 0-7)\n"
-                              "(sim) = SIMULATED"));
+                              "best dp16 tp1 pp1 cp1 mbs1: peak memory not measured (estimated "
+                              "40.00 GiB"));
+  EXPECT_THAT(text, HasSubstr("\n(sim) = SIMULATED"));
   EXPECT_THAT(text, Not(HasSubstr("dp4 tp4 pp1 cp1 mbs1 ran on")));
   // The table has no column for it.
   EXPECT_THAT(text, HasSubstr("step s  result\n"));

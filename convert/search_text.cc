@@ -104,4 +104,22 @@ std::string DescribeRanOn(const v1::ProbeResult& result) {
   return absl::StrCat("ran on ", absl::StrJoin(parts, " + "));
 }
 
+std::string DescribeMemoryHeadroom(const v1::MemoryEstimate& estimate,
+                                   const v1::ProbeResult& result) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  const double capacity = static_cast<double>(estimate.capacity_bytes());
+  const std::string estimated = absl::StrFormat(
+      "estimated %.2f GiB, %.0f%% of capacity, %s", estimate.peak_bytes() / kGiB,
+      100 * estimate.fraction_of_capacity(), v1::MemoryVerdict_Name(estimate.verdict()));
+  if (result.peak_memory_bytes() <= 0 || !(capacity > 0)) {
+    return absl::StrCat("peak memory not measured (", estimated, ")");
+  }
+  const double peak = static_cast<double>(result.peak_memory_bytes());
+  const std::string spare = peak <= capacity
+                                ? absl::StrFormat("%.2f GiB to spare", (capacity - peak) / kGiB)
+                                : absl::StrFormat("%.2f GiB over", (peak - capacity) / kGiB);
+  return absl::StrFormat("peak memory %.2f of %.2f GiB %s, %s (%s)", peak / kGiB, capacity / kGiB,
+                         result.simulated() ? "modelled" : "measured", spare, estimated);
+}
+
 }  // namespace paratune

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "proto/estimate.pb.h"
 #include "proto/probe.pb.h"
 #include "proto/specs.pb.h"
 
@@ -35,6 +36,15 @@ std::string DescribeGpus(int64_t count, const std::string& gpu_type, const std::
 // one rank said "rank 5". Past 4 workers, the first 3 and "+ 13 more workers (ranks 24-127)".
 // "" when ran_on is empty (a result recorded before the server filled it in).
 std::string DescribeRanOn(const v1::ProbeResult& result);
+
+// What is known of a configuration's memory on its GPU: the peak its probe reported and what
+// that leaves to spare, next to the estimate, e.g. "peak memory 71.20 of 79.65 GiB measured,
+// 8.45 GiB to spare (estimated 76.10 GiB, 96% of capacity, RISKY)"; "modelled" for the sim.
+// A short probe's peak is its full step's (every stage holds as many micro-batches as in the
+// full step). Without a reported peak, the estimate alone, "peak memory not measured
+// (estimated ...)".
+std::string DescribeMemoryHeadroom(const v1::MemoryEstimate& estimate,
+                                   const v1::ProbeResult& result);
 
 }  // namespace paratune
 

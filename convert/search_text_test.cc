@@ -101,5 +101,26 @@ TEST(DescribeRanOnTest, ALargeGangIsSummarised) {
             "12-63)");
 }
 
+TEST(DescribeMemoryHeadroomTest, MeasuredPeakAgainstCapacityNextToTheEstimate) {
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  v1::MemoryEstimate estimate;
+  estimate.set_peak_bytes(76 * kGiB);
+  estimate.set_capacity_bytes(80 * kGiB);
+  estimate.set_fraction_of_capacity(0.95);
+  estimate.set_verdict(v1::RISKY);
+  v1::ProbeResult result;
+  EXPECT_EQ(DescribeMemoryHeadroom(estimate, result),
+            "peak memory not measured (estimated 76.00 GiB, 95% of capacity, RISKY)");
+  result.set_peak_memory_bytes(71 * kGiB);
+  EXPECT_EQ(DescribeMemoryHeadroom(estimate, result),
+            "peak memory 71.00 of 80.00 GiB measured, 9.00 GiB to spare (estimated 76.00 GiB, "
+            "95% of capacity, RISKY)");
+  result.set_simulated(true);
+  result.set_peak_memory_bytes(81 * kGiB);
+  EXPECT_EQ(DescribeMemoryHeadroom(estimate, result),
+            "peak memory 81.00 of 80.00 GiB modelled, 1.00 GiB over (estimated 76.00 GiB, 95% of "
+            "capacity, RISKY)");
+}
+
 }  // namespace
 }  // namespace paratune

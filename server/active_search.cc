@@ -107,6 +107,12 @@ void ActiveSearch::RecordResult(int64_t n, const v1::ProbeResult& result, std::s
   v1::SearchCounts& counts = *search_.mutable_counts();
   counts.set_probed(counts.probed() + 1);
   if (confirmation) counts.set_confirmations(counts.confirmations() + 1);
+  if (!confirmation && candidate.memory().verdict() == v1::RISKY) {
+    counts.set_risky_probed(counts.risky_probed() + 1);
+    if (result.outcome() == v1::PROBE_OUT_OF_MEMORY) {
+      counts.set_risky_out_of_memory(counts.risky_out_of_memory() + 1);
+    }
+  }
   if (result.outcome() == v1::PROBE_OK) {
     counts.set_succeeded(counts.succeeded() + 1);
   } else {
@@ -157,7 +163,7 @@ std::vector<int64_t> ActiveSearch::RequeueUnleased(const std::function<bool(int6
 
 void ActiveSearch::End(v1::SearchState state, const std::string& reason) {
   search_.set_state(state);
-  search_.set_stop_reason(reason);
+  search_.set_stop_reason(absl::StrCat(reason, RiskAndFailureNote(search_.counts())));
   UpdateOutlook();
 }
 

@@ -337,8 +337,11 @@ absl::Status Scheduler::ReportProbe(const v1::ReportProbeRequest& request) {
     leases_.RememberReport(request.probe(), worker->id, result);
     worker->worker.set_probes_completed(worker->worker.probes_completed() + 1);
     v1::SearchCounts& counts = *active_.at(lease->search_id()).search().mutable_counts();
-    counts.set_gpu_seconds(counts.gpu_seconds() +
-                           result.wall_seconds() * lease->members(member).num_ranks());
+    const double gpu_seconds = result.wall_seconds() * lease->members(member).num_ranks();
+    counts.set_gpu_seconds(counts.gpu_seconds() + gpu_seconds);
+    if (result.outcome() != v1::PROBE_OK) {
+      counts.set_failed_gpu_seconds(counts.failed_gpu_seconds() + gpu_seconds);
+    }
     if (result.outcome() == v1::PROBE_OK) {
       *lease->mutable_members(member)->mutable_result() = result;
       if (!AllMembersReported(*lease)) {

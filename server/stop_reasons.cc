@@ -1,9 +1,23 @@
 #include "server/stop_reasons.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "convert/search_text.h"
 
 namespace paratune {
+
+std::string RiskAndFailureNote(const v1::SearchCounts& counts) {
+  std::string note;
+  if (counts.risky_probed() > 0) {
+    absl::StrAppend(&note, "; ", counts.risky_probed(), " RISKY candidates probed, ",
+                    counts.risky_out_of_memory(), " ran out of memory");
+  }
+  if (counts.failed_gpu_seconds() > 0) {
+    absl::StrAppend(&note, "; failed probes cost ",
+                    absl::StrFormat("%.2f", counts.failed_gpu_seconds() / 3600), " GPU-hours");
+  }
+  return note;
+}
 
 std::string NothingToProbeReason(const v1::SearchCounts& counts, bool include_risky) {
   if (counts.valid() == 0) {

@@ -9,6 +9,11 @@
 namespace paratune {
 
 // Why a search could not start probing, with the counts that show where configurations went.
+// What probing the memory-risky band and failed probes cost, to end a stop reason with:
+// "; 5 RISKY candidates probed, 1 ran out of memory; failed probes cost 0.42 GPU-hours", or ""
+// when neither happened.
+std::string RiskAndFailureNote(const v1::SearchCounts& counts);
+
 std::string NothingToProbeReason(const v1::SearchCounts& counts, bool include_risky);
 
 // The stop reason of a search whose selected candidates have all been probed: the best
