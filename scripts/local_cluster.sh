@@ -52,8 +52,9 @@ start_worker() {
 wait_for_workers() {
   for _ in $(seq 100); do
     local registered
+    # Distinct worker names: a worker's name may appear more than once in the listing.
     registered=$("$bin/cli/paratune" workers --server="$server" --json 2>/dev/null |
-      grep -c '"name": "workers/' || true)
+      grep -o '"name": "workers/[0-9]*"' | sort -u | wc -l)
     ((registered >= $1)) && return 0
     sleep 0.1
   done

@@ -97,6 +97,19 @@ absl::StatusOr<v1::ProbeResult> ReplayBackend::Run(const v1::ProbeAssignment& as
           run.source, run.step_seconds, result.model_tflops_per_gpu(), assignment.timed_steps(),
           modelled_seconds, kProbeStartupSeconds, steps, assignment.warmup_steps(),
           assignment.timed_steps(), also));
+      if (assignment.deadline_seconds() > 0 && modelled_seconds > assignment.deadline_seconds()) {
+        // As on a real cluster (and in the sim): a run longer than its deadline is stopped.
+        const std::string measured = result.message();
+        result.Clear();
+        result.set_backend(Name());
+        result.set_simulated(false);
+        result.set_outcome(v1::PROBE_TIMEOUT);
+        modelled_seconds = assignment.deadline_seconds();
+        result.set_message(absl::StrFormat(
+            "%s; it would take %.0f s, over the probe's deadline of %.0f s, so it timed out",
+            measured, kProbeStartupSeconds + static_cast<double>(steps) * run.step_seconds,
+            assignment.deadline_seconds()));
+      }
       break;
     }
     case ReplayedRun::Outcome::kOutOfMemory:

@@ -22,7 +22,8 @@ namespace paratune {
 //   - the run completed: PROBE_OK, every one of the timed_steps step times the run's mean
 //     step time (the sources report one mean per run, so the values do not vary: their
 //     spread is not a measurement); throughput from it as for any probe; peak memory when the
-//     source reports it;
+//     source reports it; PROBE_TIMEOUT instead when the probe's modelled duration (below)
+//     exceeds its deadline_seconds, as a real run would be stopped;
 //   - the run ran out of memory: PROBE_OUT_OF_MEMORY;
 //   - the source tried the run and it failed without a result, without saying why (the "-"
 //     cells of Fujii et al.'s table: out of memory, infeasible or failed): PROBE_CRASH, saying

@@ -107,6 +107,21 @@ TEST(ReplayBackendTest, AReplayedRunCostsItsStartUpAndFullStepsAtTheMeasuredTime
                         "steps (2 warm-up, 6 timed) at the measured mean step time"));
 }
 
+TEST(ReplayBackendTest, AReplayedRunLongerThanItsDeadlineTimesOut) {
+  std::unique_ptr<ReplayBackend> backend = MakeBackend(RunTableConfig());
+  ASSERT_NE(backend, nullptr);
+  v1::ProbeAssignment assignment = SmallConformanceAssignment();
+  assignment.set_warmup_steps(2);
+  assignment.set_timed_steps(6);
+  assignment.set_deadline_seconds(33);  // the probe would take 34 s
+  const v1::ProbeResult result = RunOk(*backend, assignment);
+  EXPECT_EQ(result.outcome(), v1::PROBE_TIMEOUT);
+  EXPECT_DOUBLE_EQ(result.wall_seconds(), 33);
+  EXPECT_TRUE(result.step_times_seconds().empty());
+  EXPECT_THAT(result.message(),
+              HasSubstr("it would take 34 s, over the probe's deadline of 33 s, so it timed out"));
+}
+
 TEST(ReplayBackendTest, AMeasuredOutOfMemoryCostsStartUpAndOnePredictedStep) {
   std::unique_ptr<ReplayBackend> backend = MakeBackend(RunTableConfig());
   ASSERT_NE(backend, nullptr);
@@ -197,6 +212,8 @@ v1::ProbeAssignment FujiiAssignment(const std::string& gpu, int64_t nodes, int64
   config.set_pipeline_parallel(pp);
   config.set_context_parallel(1);
   config.set_micro_batch_size(mbs);
+  // These runs take minutes a step: no deadline, so that they are replayed, not timed out.
+  assignment.set_deadline_seconds(0);
   return assignment;
 }
 
