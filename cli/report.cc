@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/table.h"
 #include "convert/search_text.h"
+#include "convert/spec_convert.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace paratune {
@@ -153,10 +154,11 @@ std::string FormatPlanSummary(const v1::SearchSpec& spec, const v1::PlanResponse
   const v1::SearchCounts& counts = plan.counts();
   std::string out = absl::StrFormat(
       "%s on %s, global batch %d, sequence %d\n"
-      "enumerated %d, valid %d, memory-safe %d (risky %d, out of memory %d)\n",
+      "enumerated %d, valid %d, candidates %s, out of memory %d\n",
       ModelName(spec.model()), ClusterName(spec.cluster()), spec.training().global_batch_size(),
-      spec.training().seq_len(), counts.enumerated(), counts.valid(), counts.memory_safe(),
-      counts.memory_risky(), counts.memory_out_of_memory());
+      spec.training().seq_len(), counts.enumerated(), counts.valid(),
+      DescribeMemoryEligible(counts, ProbesRiskyConfigurations(spec.space())),
+      counts.memory_out_of_memory());
   if (!plan.rejections().empty()) {
     Table rejections({{"rejected because", false}, {"configs", true}});
     for (const auto& rejection : plan.rejections()) {
@@ -202,7 +204,7 @@ std::string FormatPlanCandidates(const v1::PlanResponse& plan) {
       "and its exposed parts in seconds)\n",
       candidates.Render());
   if (plan.candidates_size() < plan.counts().memory_safe()) {
-    absl::StrAppendFormat(&out, "(%d of %d memory-safe candidates shown; --limit=0 shows all)\n",
+    absl::StrAppendFormat(&out, "(%d of %d candidates shown; --limit=0 shows all)\n",
                           plan.candidates_size(), plan.counts().memory_safe());
   }
   return out;
@@ -229,9 +231,11 @@ struct CandidateTable {
 // (docs/memory.md).
 std::string MemoryCell(const v1::Candidate& c) {
   const auto known = [](int64_t bytes) { return bytes > 0 ? GiB(bytes) : std::string("-"); };
-  return absl::StrCat(
-      GiB(c.memory().peak_bytes()), "/", known(c.calibrated_memory().peak_bytes()), "/",
-      known(c.state() == v1::CANDIDATE_PROBED ? c.probe_result().peak_memory_bytes() : 0));
+  // A probe that ran out of memory never reached its peak: only an OK one measured it.
+  const bool measured =
+      c.state() == v1::CANDIDATE_PROBED && c.probe_result().outcome() == v1::PROBE_OK;
+  return absl::StrCat(GiB(c.memory().peak_bytes()), "/", known(c.calibrated_memory().peak_bytes()),
+                      "/", known(measured ? c.probe_result().peak_memory_bytes() : 0));
 }
 
 CandidateTable CandidatesTable(const v1::Search& search, int max_rows) {
@@ -305,9 +309,10 @@ std::string FormatSearch(const v1::Search& search) {
       v1::SearchState_Name(search.state()));
   const v1::SearchCounts& counts = search.counts();
   absl::StrAppendFormat(&out,
-                        "  enumerated %d, valid %d, memory-safe %d, selected %d, probed %d "
+                        "  enumerated %d, valid %d, candidates %s, selected %d, probed %d "
                         "(%d ok, %d failed%s)\n",
-                        counts.enumerated(), counts.valid(), counts.memory_safe(),
+                        counts.enumerated(), counts.valid(),
+                        DescribeMemoryEligible(counts, ProbesRiskyConfigurations(spec.space())),
                         counts.selected(), counts.probed(), counts.succeeded(), counts.failed(),
                         FailureBreakdown(counts));
   if (counts.confirmations() > 0 || counts.gpu_seconds() > 0) {
@@ -329,8 +334,8 @@ std::string FormatSearch(const v1::Search& search) {
   if (memory.measurements() > 0 || memory.out_of_memory() > 0) {
     absl::StrAppendFormat(
         &out,
-        "  memory: estimates x %.3f +- %.1f%%, calibrated on %d measured peaks; %d probes ran "
-        "out of memory\n",
+        "  memory: estimates x %.3f +- %.1f%%, calibrated on %d measured peak(s); %d probe(s) "
+        "ran out of memory\n",
         memory.ratio(), 100 * memory.relative_error(), memory.measurements(),
         memory.out_of_memory());
   }

@@ -104,6 +104,11 @@ std::string DescribeRanOn(const v1::ProbeResult& result) {
   return absl::StrCat("ran on ", absl::StrJoin(parts, " + "));
 }
 
+std::string DescribeMemoryEligible(const v1::SearchCounts& counts, bool probes_risky) {
+  if (!probes_risky) return absl::StrCat(counts.memory_safe(), " memory-safe");
+  return absl::StrCat(counts.memory_safe(), " SAFE or RISKY (", counts.memory_risky(), " RISKY)");
+}
+
 std::string DescribeMemoryHeadroom(const v1::MemoryEstimate& estimate,
                                    const v1::ProbeResult& result) {
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;

@@ -8,6 +8,7 @@
 
 #include "proto/estimate.pb.h"
 #include "proto/probe.pb.h"
+#include "proto/search.pb.h"
 #include "proto/specs.pb.h"
 
 namespace paratune {
@@ -36,6 +37,11 @@ std::string DescribeGpus(int64_t count, const std::string& gpu_type, const std::
 // one rank said "rank 5". Past 4 workers, the first 3 and "+ 13 more workers (ranks 24-127)".
 // "" when ran_on is empty (a result recorded before the server filled it in).
 std::string DescribeRanOn(const v1::ProbeResult& result);
+
+// The candidates memory lets a search probe: "41 memory-safe" when it probes SAFE ones only,
+// "45 SAFE or RISKY (4 RISKY)" when it probes RISKY ones too (SearchCounts.memory_safe then
+// counts them).
+std::string DescribeMemoryEligible(const v1::SearchCounts& counts, bool probes_risky);
 
 // What is known of a configuration's memory on its GPU: the peak its probe reported and what
 // that leaves to spare, next to the estimate, e.g. "peak memory 71.20 of 79.65 GiB measured,

@@ -259,9 +259,10 @@ absl::Status AdaptivePolicy::Record(size_t index, ProbeKind kind, const v1::Prob
 
 std::string AdaptivePolicy::MemorySkipReason() const {
   return absl::StrFormat(
-      "out of memory by the memory estimate calibrated on %d measured peaks (x %.3f) and %d "
-      "probes that ran out",
-      memory_.measurements(), memory_.ratio(), memory_.out_of_memory());
+      "out of memory by the memory estimate calibrated on %d measured peak%s (x %.3f) and %d "
+      "probe%s that ran out",
+      memory_.measurements(), memory_.measurements() == 1 ? "" : "s", memory_.ratio(),
+      memory_.out_of_memory(), memory_.out_of_memory() == 1 ? "" : "s");
 }
 
 void AdaptivePolicy::SkipWhatDoesNotFit() {

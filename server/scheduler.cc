@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "convert/search_request.h"
 #include "convert/search_text.h"
+#include "convert/spec_convert.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/gang_result.h"
 #include "server/lease.h"
@@ -102,10 +103,12 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
   ActiveSearch record(id, request, validated, std::move(planned), clock_->Now());
   const bool nothing_to_probe = !record.has_candidates();
   const std::string event =
-      nothing_to_probe ? absl::StrCat("search failed: ", record.search().stop_reason())
-                       : absl::StrCat("search created: ", record.search().counts().memory_safe(),
-                                      " memory-safe candidates, ",
-                                      v1::SearchPolicy_Name(validated.spec.policy()));
+      nothing_to_probe
+          ? absl::StrCat("search failed: ", record.search().stop_reason())
+          : absl::StrCat("search created: ",
+                         DescribeMemoryEligible(record.search().counts(),
+                                                ProbesRiskyConfigurations(validated.spec.space())),
+                         " candidates, ", v1::SearchPolicy_Name(validated.spec.policy()));
 
   v1::Search created;
   bool queued = false;

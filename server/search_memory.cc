@@ -41,8 +41,14 @@ void UpdateSearchMemory(v1::Search& search) {
   const double smallest = calibration.smallest_out_of_memory_estimate();
   summary.set_smallest_out_of_memory_bytes(std::isfinite(smallest) ? std::llround(smallest) : 0);
   for (v1::Candidate& candidate : *search.mutable_candidates()) {
-    const CalibratedMemory calibrated =
+    CalibratedMemory calibrated =
         calibration.Calibrate(static_cast<double>(candidate.memory().peak_bytes()));
+    // A configuration whose own probe ran is known to fit, whatever the estimate of one that
+    // ran out says: the calibration's bound is for configurations not run yet.
+    if (candidate.has_screening_result() || (candidate.state() == v1::CANDIDATE_PROBED &&
+                                             candidate.probe_result().outcome() == v1::PROBE_OK)) {
+      calibrated.verdict = MemoryVerdict::kSafe;
+    }
     v1::CalibratedMemory& proto = *candidate.mutable_calibrated_memory();
     proto.set_peak_bytes(std::llround(calibrated.peak_bytes));
     proto.set_low_bytes(std::llround(calibrated.low_bytes));

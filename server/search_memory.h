@@ -19,7 +19,8 @@ void AddProbeMemory(const v1::ProbeResult& result, double estimated_bytes,
 
 // Recomputes search.memory_calibration and every candidate's calibrated_memory from the
 // first probe of each probed candidate (its screening result when it is being or was
-// confirmed: a confirmation measures the same configuration again).
+// confirmed: a confirmation measures the same configuration again). A candidate whose own
+// probe ran (OK) is SAFE: it fits, whatever the calibration says of its estimate.
 void UpdateSearchMemory(v1::Search& search);
 
 }  // namespace paratune

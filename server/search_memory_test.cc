@@ -57,6 +57,15 @@ TEST(SearchMemoryTest, AConfirmedCandidateCountsOnceAndAReplicaProbeAgainstItsOw
   EXPECT_NEAR(search.memory_calibration().ratio(), std::sqrt(1.2 * 1.1), 1e-9);
 }
 
+TEST(SearchMemoryTest, ACandidateThatRanFitsWhateverTheBoundOfOneThatRanOut) {
+  v1::Search search;
+  *search.add_candidates() = Probed(70, v1::PROBE_OUT_OF_MEMORY, 0);
+  *search.add_candidates() = Probed(72, v1::PROBE_OK, 71);
+  UpdateSearchMemory(search);
+  EXPECT_EQ(search.candidates(0).calibrated_memory().verdict(), v1::OUT_OF_MEMORY);
+  EXPECT_EQ(search.candidates(1).calibrated_memory().verdict(), v1::SAFE);
+}
+
 TEST(SearchMemoryTest, FailuresOtherThanOutOfMemorySayNothingOfMemory) {
   MemoryCalibration calibration(80.0 * kGiB);
   v1::ProbeResult crash;
