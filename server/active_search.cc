@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "convert/search_text.h"
@@ -120,6 +121,7 @@ void ActiveSearch::RecordResult(int64_t n, const v1::ProbeResult& result, std::s
     ++(*counts.mutable_failed_by_outcome())[v1::ProbeOutcome_Name(result.outcome())];
   }
   UpdateSearchMemory(search_);
+  const size_t skipped_before = policy_->SkippedForMemory().size();
   const absl::Status recorded = policy_->Record(
       policy_index_[n],
       confirmation ? SearchPolicy::ProbeKind::kConfirmation : SearchPolicy::ProbeKind::kScreening,
@@ -127,6 +129,17 @@ void ActiveSearch::RecordResult(int64_t n, const v1::ProbeResult& result, std::s
   if (!recorded.ok()) {
     Log(LogLevel::kError, "the search's policy refused a result",
         {{"candidate", candidate.name()}, {"error", recorded.ToString()}});
+  }
+  // Candidates ruled out are never picked, so the event is the one place that names them.
+  const std::vector<size_t>& skipped = policy_->SkippedForMemory();
+  if (skipped.size() > skipped_before) {
+    std::vector<std::string> configs;
+    for (size_t k = skipped_before; k < skipped.size(); ++k) {
+      configs.push_back(
+          DescribeConfig(ParallelConfigToProto(policy_->candidates()[skipped[k]].config)));
+    }
+    absl::StrAppend(&event, "; ruled out as not fitting in memory (calibrated estimate): ",
+                    absl::StrJoin(configs, ", "));
   }
 }
 

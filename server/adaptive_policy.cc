@@ -186,11 +186,12 @@ AdaptivePolicy::Decision AdaptivePolicy::Next() {
   if (!decision.picks.empty() || in_flight_ > 0) return decision;
 
   if (best < 0) {
-    decision.stop_reason = absl::StrCat(
-        "no candidate could be measured: every probe failed",
-        skipped_for_memory_ > 0 ? absl::StrCat(" and ", skipped_for_memory_,
-                                               " candidates were skipped as ", MemorySkipReason())
-                                : "");
+    decision.stop_reason =
+        absl::StrCat("no candidate could be measured: every probe failed",
+                     !skipped_for_memory_.empty()
+                         ? absl::StrCat(" and ", skipped_for_memory_.size(),
+                                        " candidates were skipped as ", MemorySkipReason())
+                         : "");
     return decision;
   }
   const std::string best_text =
@@ -209,8 +210,8 @@ AdaptivePolicy::Decision AdaptivePolicy::Next() {
         DescribeConfig(ParallelConfigToProto(candidates_[unprobed.front()].config)),
         options_.confidence_sigmas, 100 * relative_error_, unprobed.size());
   }
-  if (skipped_for_memory_ > 0) {
-    absl::StrAppend(&*decision.stop_reason, "; ", skipped_for_memory_, " skipped as ",
+  if (!skipped_for_memory_.empty()) {
+    absl::StrAppend(&*decision.stop_reason, "; ", skipped_for_memory_.size(), " skipped as ",
                     MemorySkipReason());
   }
   return decision;
@@ -271,7 +272,7 @@ void AdaptivePolicy::SkipWhatDoesNotFit() {
         memory_.Calibrate(candidates_[i].memory.peak_bytes).verdict ==
             MemoryVerdict::kOutOfMemory) {
       entries_[i].state = State::kSkipped;
-      ++skipped_for_memory_;
+      skipped_for_memory_.push_back(i);
     }
   }
 }

@@ -78,7 +78,7 @@ class AdaptivePolicy : public SearchPolicy {
   double relative_error() const { return relative_error_; }
   static constexpr double kPriorObservations = 3;
   // Candidates skipped as out of memory by the calibrated estimate.
-  int64_t skipped_for_memory() const { return skipped_for_memory_; }
+  const std::vector<size_t>& SkippedForMemory() const override { return skipped_for_memory_; }
   const MemoryCalibration& memory_calibration() const { return memory_; }
 
  private:
@@ -115,7 +115,7 @@ class AdaptivePolicy : public SearchPolicy {
   std::vector<Entry> entries_;
   int64_t in_flight_ = 0;
   int64_t confirmations_ = 0;
-  int64_t skipped_for_memory_ = 0;
+  std::vector<size_t> skipped_for_memory_;
   MemoryCalibration memory_;
 };
 

@@ -120,7 +120,7 @@ TEST_F(AdaptivePolicyTest, OutOfMemorySkipsCandidatesNeedingAtLeastAsMuch) {
                     plan_.candidates[i].memory.peak_bytes >= failed_peak;
   }
   ASSERT_TRUE(policy->Record(failed, Kind::kScreening, Failed(v1::PROBE_OUT_OF_MEMORY)).ok());
-  EXPECT_EQ(policy->skipped_for_memory(), needing_more);
+  EXPECT_EQ(static_cast<int64_t>(policy->SkippedForMemory().size()), needing_more);
   for (const AdaptivePolicy::Pick& pick : policy->Next().picks) {
     EXPECT_LT(plan_.candidates[pick.candidate].memory.peak_bytes, failed_peak);
   }
@@ -146,7 +146,7 @@ TEST_F(AdaptivePolicyTest, MeasuredMemoryAboveTheEstimateSkipsWhatWouldNotFit) {
         capacity;
   }
   ASSERT_GT(expected, 0);
-  EXPECT_EQ(policy->skipped_for_memory(), expected);
+  EXPECT_EQ(static_cast<int64_t>(policy->SkippedForMemory().size()), expected);
   for (const AdaptivePolicy::Pick& pick : policy->Next().picks) {
     EXPECT_LE(1.6 * plan_.candidates[pick.candidate].memory.peak_bytes /
                   std::exp(2 * policy->memory_calibration().relative_error()),

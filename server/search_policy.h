@@ -56,6 +56,10 @@ class SearchPolicy {
   // The candidates not picked yet that the policy may still pick: what is left to probe if
   // the search runs on (confirmations aside), for progress and the remaining cost.
   virtual std::vector<size_t> Contending() const = 0;
+
+  // The candidates ruled out without a probe as not fitting in memory, in the order they were
+  // (ADAPTIVE, after what its probes measured of memory; none for a static policy).
+  virtual const std::vector<size_t>& SkippedForMemory() const = 0;
 };
 
 }  // namespace paratune

@@ -24,12 +24,15 @@ class StaticPolicy : public SearchPolicy {
   absl::Status Record(size_t index, ProbeKind kind, const v1::ProbeResult& result) override;
   // The selected candidates not handed out yet.
   std::vector<size_t> Contending() const override;
+  // A static policy probes what it selected: nothing is ruled out.
+  const std::vector<size_t>& SkippedForMemory() const override { return none_skipped_; }
 
  private:
   const std::vector<PlannedConfig> candidates_;
   const std::vector<size_t> selected_;
   // By candidate index: picked by Next or marked in flight.
   std::vector<bool> handed_out_;
+  const std::vector<size_t> none_skipped_;
 };
 
 }  // namespace paratune

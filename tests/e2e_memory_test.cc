@@ -21,6 +21,7 @@
 namespace paratune {
 namespace {
 
+using ::testing::Contains;
 using ::testing::HasSubstr;
 
 // Bounds each search; with probes of 20 ms each ends in well under a second.
@@ -203,6 +204,12 @@ TEST(E2eMemoryTest, ARiskyProbeRunsOutOfMemoryAndCalibratesTheSearch) {
       << "estimated above one that ran out of memory, it should have been skipped";
   EXPECT_THAT(search->stop_reason(),
               HasSubstr("; 1 skipped as out of memory by the memory estimate calibrated on "));
+  EXPECT_THAT(search->stop_reason(), HasSubstr("RISKY candidates probed, "));
+  // The skipped candidate is never picked: the result's event names it.
+  absl::StatusOr<std::vector<std::string>> events = cluster->EventTexts(search->name());
+  ASSERT_TRUE(events.ok()) << events.status();
+  EXPECT_THAT(*events, Contains(HasSubstr("ruled out as not fitting in memory (calibrated "
+                                          "estimate): dp2 tp1 pp2 cp2 mbs2")));
 }
 
 }  // namespace
