@@ -315,9 +315,9 @@ std::string FormatSearch(const v1::Search& search) {
                         DescribeMemoryEligible(counts, ProbesRiskyConfigurations(spec.space())),
                         counts.selected(), counts.probed(), counts.succeeded(), counts.failed(),
                         FailureBreakdown(counts));
+  const bool simulated = spec.probe().backend().empty() || spec.probe().backend() == "sim";
   if (counts.confirmations() > 0 || counts.gpu_seconds() > 0) {
     // A sim's GPU-hours are what its probes would cost on real GPUs (docs/short_probes.md).
-    const bool simulated = spec.probe().backend().empty() || spec.probe().backend() == "sim";
     absl::StrAppendFormat(&out, "  %d confirmation probes, %.2f GPU-hours%s\n",
                           counts.confirmations(), counts.gpu_seconds() / 3600,
                           simulated ? " (simulated: the real-equivalent cost)" : "");
@@ -334,10 +334,10 @@ std::string FormatSearch(const v1::Search& search) {
   if (memory.measurements() > 0 || memory.out_of_memory() > 0) {
     absl::StrAppendFormat(
         &out,
-        "  memory: estimates x %.3f +- %.1f%%, calibrated on %d measured peak(s); %d probe(s) "
-        "ran out of memory\n",
+        "  memory: estimates x %.3f +- %.1f%%, calibrated on %d %s peak(s); %d probe(s) ran "
+        "out of memory\n",
         memory.ratio(), 100 * memory.relative_error(), memory.measurements(),
-        memory.out_of_memory());
+        simulated ? "modelled (simulated)" : "measured", memory.out_of_memory());
   }
   if (!search.stop_reason().empty()) absl::StrAppend(&out, "  ", search.stop_reason(), "\n");
   if (search.candidates().empty()) return out;
