@@ -267,8 +267,10 @@ CandidateTable CandidatesTable(const v1::Search& search, int max_rows) {
                                                              : "");
       step = absl::StrFormat("%.3f", c.probe_result().mean_step_time_seconds());
     }
+    // The estimate's verdict beside its share, so that RISKY probes stand out.
     table.AddRow({ok ? absl::StrCat(++rank) : "-", DescribeConfig(c.config()), MemoryCell(c),
-                  Percent(c.memory().fraction_of_capacity()),
+                  absl::StrCat(Percent(c.memory().fraction_of_capacity()), " ",
+                               VerdictName(c.memory().verdict())),
                   absl::StrFormat("%.1f", c.predicted().model_tflops_per_gpu()), probed, step,
                   result});
   }
