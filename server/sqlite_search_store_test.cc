@@ -66,6 +66,24 @@ TEST(SqliteSearchStoreTest, ApplyReplacesAndGetReturns) {
   EXPECT_EQ(store->GetSearch(2).status(), absl::NotFoundError("search searches/2 not found"));
 }
 
+TEST(SqliteSearchStoreTest, SearchesStoredBeforeMemoryPoliciesAreReadWithTheOneTheyRan) {
+  std::unique_ptr<SqliteSearchStore> store = OpenOrDie(":memory:");
+  StoreBatch batch;
+  batch.searches[1] = SearchWithCandidate(1);  // SAFE only, as every search then was
+  batch.searches[2] = SearchWithCandidate(2);
+  batch.searches[2].mutable_spec()->mutable_space()->set_include_risky(true);
+  ASSERT_TRUE(store->Apply(batch).ok());
+  EXPECT_EQ(store->GetSearch(1)->spec().space().memory_policy(), v1::SAFE_ONLY);
+  EXPECT_EQ(store->GetSearch(2)->spec().space().memory_policy(), v1::MEASURE_RISKY);
+  absl::StatusOr<StoredState> state = store->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_EQ(state->unfinished_searches.size(), 2u);
+  EXPECT_EQ(state->unfinished_searches[0].spec().space().memory_policy(), v1::SAFE_ONLY);
+  absl::StatusOr<SearchPage> page = store->ListSearches(10, 0);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page->searches[0].spec().space().memory_policy(), v1::MEASURE_RISKY);
+}
+
 TEST(SqliteSearchStoreTest, ListsNewestFirstInPagesWithoutCandidates) {
   std::unique_ptr<SqliteSearchStore> store = OpenOrDie(":memory:");
   StoreBatch batch;
