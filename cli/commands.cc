@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "convert/estimate_requests.h"
 #include "convert/search_request.h"
+#include "convert/search_state.h"
 #include "convert/spec_convert.h"
 #include "estimator/planner.h"
 
@@ -29,10 +30,6 @@ std::string CutLines(const std::string& text, int columns) {
     absl::StrAppend(&out, line, "\n");
   }
   return out;
-}
-
-bool Ended(v1::SearchState state) {
-  return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
 }
 
 absl::Status EndStatus(const v1::Search& search) {
@@ -145,7 +142,7 @@ absl::Status RunWatch(AutotunerClient& client, const std::string& name,
   if (output.terminal && !output.json && drawn_lines > 0) {
     out << "\033[" << drawn_lines << "A\r\033[J";
   }
-  if (!Ended(last.state())) {
+  if (!SearchEnded(last.state())) {
     return absl::UnavailableError(
         absl::StrCat("the watch of ", name, " ended before the search did"));
   }

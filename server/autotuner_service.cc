@@ -6,14 +6,11 @@
 
 #include "absl/synchronization/mutex.h"
 #include "convert/estimate_requests.h"
+#include "convert/search_state.h"
 #include "server/grpc_status.h"
 
 namespace paratune {
 namespace {
-
-bool Ended(v1::SearchState state) {
-  return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
-}
 
 // One WatchSearch stream. gRPC allows one write in flight, so changes queue here and are
 // written in order; the stream finishes after the write that shows the search ended. The
@@ -39,7 +36,7 @@ class SearchWatch final : public grpc::ServerWriteReactor<v1::WatchSearchRespons
   void OnSearchChanged(const v1::Search& search, const std::string& event) override {
     absl::MutexLock lock(&mu_);
     EnqueueLocked(search, event);
-    if (Ended(search.state())) RequestFinishLocked(grpc::Status::OK);
+    if (SearchEnded(search.state())) RequestFinishLocked(grpc::Status::OK);
     PumpLocked();
   }
 

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "convert/search_request.h"
+#include "convert/search_state.h"
 #include "convert/search_text.h"
 #include "convert/spec_convert.h"
 #include "google/protobuf/util/time_util.h"
@@ -26,10 +27,6 @@ constexpr size_t kMaxDeregisterReasonBytes = 1024;
 
 google::protobuf::Timestamp ToTimestamp(absl::Time t) {
   return google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
-}
-
-bool Ended(v1::SearchState state) {
-  return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
 }
 
 std::string CandidateLabel(int64_t n) { return absl::StrCat("candidates/", n); }
@@ -454,7 +451,7 @@ void Scheduler::PublishLocked(ActiveSearch& record, const std::string& event) {
   *record.search().mutable_update_time() = ToTimestamp(now);
   changes_.PutSearch(record.id(), record.search(), event, now, record.observers(),
                      RankedCopy(record.search()));
-  if (Ended(record.search().state())) {
+  if (SearchEnded(record.search().state())) {
     AddSearchTotals(record.search(), ended_totals_);
     const int64_t id = record.id();
     active_.erase(id);

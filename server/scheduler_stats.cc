@@ -2,20 +2,14 @@
 
 #include <algorithm>
 
+#include "convert/search_state.h"
 #include "convert/spec_convert.h"
 
 namespace paratune {
-namespace {
-
-bool Ended(v1::SearchState state) {
-  return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
-}
-
-}  // namespace
 
 void AddSearchTotals(const v1::Search& search, SearchTotals& totals) {
   ++totals.searches_created;
-  if (Ended(search.state())) ++totals.searches_ended[search.state()];
+  if (SearchEnded(search.state())) ++totals.searches_ended[search.state()];
   const v1::SearchCounts& counts = search.counts();
   const bool include_risky = ProbesRiskyConfigurations(search.spec().space());
   totals.candidates_enumerated += counts.enumerated();
@@ -24,7 +18,7 @@ void AddSearchTotals(const v1::Search& search, SearchTotals& totals) {
   totals.candidates_pruned[kPrunedOutOfMemory] += counts.memory_out_of_memory();
   // memory_safe already includes the risky ones when the search probes them.
   totals.candidates_pruned[kPrunedRisky] += include_risky ? 0 : counts.memory_risky();
-  if (Ended(search.state())) {
+  if (SearchEnded(search.state())) {
     totals.candidates_pruned[kPrunedNotSelected] += counts.memory_safe() - counts.selected();
   }
   totals.probe_gpu_seconds += counts.gpu_seconds();

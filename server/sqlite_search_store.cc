@@ -6,15 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "convert/search_request.h"
+#include "convert/search_state.h"
 #include "server/resource_names.h"
 #include "server/store_schema.h"
 
 namespace paratune {
 namespace {
-
-bool Ended(v1::SearchState state) {
-  return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
-}
 
 template <typename Message>
 absl::StatusOr<Message> ParseRow(const std::string& bytes, absl::string_view table,
