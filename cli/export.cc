@@ -1,5 +1,7 @@
 #include "cli/export.h"
 
+#include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -13,22 +15,22 @@
 #include "convert/search_text.h"
 #include "convert/spec_convert.h"
 #include "google/protobuf/util/json_util.h"
+#include "launch/builtin_templates.h"
+#include "launch/launch_values.h"
 
 namespace paratune {
 namespace {
 
-int64_t VirtualStages(const v1::ParallelConfig& config) {
-  return config.virtual_pipeline() > 1 ? config.virtual_pipeline() : 1;
+// `text` with every control character a space: the display name, the hosts and the names are
+// anyone's text, and a line break would end a comment of an sbatch script and run the rest.
+std::string OneLine(std::string text) {
+  for (char& c : text) {
+    if (absl::ascii_iscntrl(static_cast<unsigned char>(c))) c = ' ';
+  }
+  return text;
 }
 
-bool SequenceParallel(const v1::ParallelConfig& config) {
-  return config.tensor_parallel() > 1 &&
-         (!config.has_sequence_parallel() || config.sequence_parallel());
-}
-
-// Where the configuration came from, for the comment heading every export. One line: the
-// display name and the hosts are anyone's text, and a line break would end the comment of
-// an sbatch script and run the rest.
+// Where the configuration came from, for the comment heading every export. One line.
 std::string Provenance(const v1::Search& search, const v1::Candidate& candidate) {
   const v1::ProbeResult& result = candidate.probe_result();
   std::string measured = "not probed";
@@ -38,105 +40,104 @@ std::string Provenance(const v1::Search& search, const v1::Candidate& candidate)
     if (!result.ran_on().empty()) absl::StrAppend(&measured, ", ", DescribeRanOn(result));
     absl::StrAppend(&measured, "; ", DescribeMemoryHeadroom(candidate.memory(), result));
   }
-  std::string text =
-      absl::StrFormat("%s of %s (%s): predicted %.1f, %s", candidate.name(), search.name(),
-                      search.display_name().empty() ? "no name" : search.display_name(),
-                      candidate.predicted().model_tflops_per_gpu(), measured);
-  for (char& c : text) {
-    if (absl::ascii_iscntrl(c)) c = ' ';
-  }
-  return text;
+  return OneLine(absl::StrFormat("%s of %s (%s): predicted %.1f, %s", candidate.name(),
+                                 search.name(),
+                                 search.display_name().empty() ? "no name" : search.display_name(),
+                                 candidate.predicted().model_tflops_per_gpu(), measured));
 }
 
-// Megatron-LM (megatron/training/arguments.py) arguments, one per element.
-absl::StatusOr<std::vector<std::string>> MegatronArguments(const v1::Search& search,
-                                                           const v1::Candidate& candidate) {
+// The built-in template each format renders.
+const char* TemplateName(ExportFormat format) {
+  return format == ExportFormat::kNemo ? "nemo-llama" : "megatron-llama";
+}
+
+// A framework's arguments as rendered from a built-in template.
+struct Rendered {
+  std::string name;
+  std::string file;
+  std::string entry;
+  std::vector<std::string> arguments;
+};
+
+absl::StatusOr<Rendered> Render(const v1::Search& search, const v1::Candidate& candidate,
+                                ExportFormat format) {
+  if (format == ExportFormat::kJson) {
+    return absl::InvalidArgumentError("--format=json exports the search, not arguments");
+  }
   const v1::SearchSpec& spec = search.spec();
   PT_ASSIGN_OR_RETURN(const ModelSpec model, ModelSpecFromProto(spec.model()));
   PT_ASSIGN_OR_RETURN(const TrainingSpec training, TrainingSpecFromProto(spec.training()));
-  const ModelDimensions& m = model.dims();
-  const v1::ParallelConfig& c = candidate.config();
-  std::vector<std::string> args = {
-      absl::StrCat("--tensor-model-parallel-size ", c.tensor_parallel()),
-      absl::StrCat("--pipeline-model-parallel-size ", c.pipeline_parallel()),
-      absl::StrCat("--context-parallel-size ", c.context_parallel()),
-      absl::StrCat("--micro-batch-size ", c.micro_batch_size()),
-      absl::StrCat("--global-batch-size ", training.global_batch_size()),
-      absl::StrCat("--seq-length ", training.seq_len()),
-      absl::StrCat("--max-position-embeddings ", training.seq_len()),
-      absl::StrCat("--num-layers ", m.num_layers),
-      absl::StrCat("--hidden-size ", m.hidden_size),
-      absl::StrCat("--ffn-hidden-size ", m.ffn_hidden_size),
-      absl::StrCat("--num-attention-heads ", m.num_attention_heads),
-  };
-  if (m.num_kv_heads != m.num_attention_heads) {
-    args.push_back("--group-query-attention");
-    args.push_back(absl::StrCat("--num-query-groups ", m.num_kv_heads));
+  PT_ASSIGN_OR_RETURN(const ClusterSpec cluster, ClusterSpecFromProto(spec.cluster()));
+  // The scheduler chose the candidate under its search's rules; these are the loosest, as
+  // the workers that probed it apply.
+  PlacementRules rules;
+  rules.allow_tp_cp_across_nodes = true;
+  rules.allow_uneven_pipeline = true;
+  PT_ASSIGN_OR_RETURN(const ParallelConfig config,
+                      ParallelConfigFromProto(candidate.config(), model, training, cluster, rules));
+  PT_ASSIGN_OR_RETURN(const LaunchValues values,
+                      LaunchValues::ForExport(model, training, cluster, config));
+  PT_ASSIGN_OR_RETURN(const BuiltinTemplate builtin, FindBuiltinTemplate(TemplateName(format)));
+  PT_ASSIGN_OR_RETURN(std::vector<std::string> arguments,
+                      builtin.launch.RenderFrameworkArguments(values));
+  return Rendered{builtin.proto.name(), builtin.file, builtin.proto.framework_entry(),
+                  std::move(arguments)};
+}
+
+// Comment lines saying which template the arguments come from, and, when the search was
+// probed with a worker's own template, that it is not the one exported.
+std::string TemplateNote(const v1::Search& search, const Rendered& rendered) {
+  std::string note = absl::StrFormat(
+      "# The arguments after %s of the built-in template %s (%s), as a probe runs them,\n"
+      "# less the probe's own (a short run on mock data, logging).\n",
+      rendered.entry, rendered.name, rendered.file);
+  const v1::ProbeSettings& probe = search.spec().probe();
+  if (probe.backend() == "command" && probe.command_template() != rendered.name) {
+    absl::StrAppend(
+        &note,
+        OneLine(absl::StrCat("# ", search.name(), " was probed with the workers' template \"",
+                             probe.command_template(), "\", not this one.")),
+        "\n");
   }
-  args.insert(args.end(), {"--swiglu", "--normalization RMSNorm", "--position-embedding-type rope",
-                           "--disable-bias-linear", "--bf16"});
-  if (!m.tied_embeddings) args.push_back("--untie-embeddings-and-output-weights");
-  if (VirtualStages(c) > 1) {
-    args.push_back(absl::StrCat("--num-layers-per-virtual-pipeline-stage ",
-                                m.num_layers / (c.pipeline_parallel() * VirtualStages(c))));
-  }
-  if (m.num_layers % (c.pipeline_parallel() * VirtualStages(c)) != 0) {
-    // The uneven split the estimator planned: embedding and loss each count as a layer.
-    args.push_back("--account-for-embedding-in-pipeline-split");
-    args.push_back("--account-for-loss-in-pipeline-split");
-  }
-  if (SequenceParallel(c)) args.push_back("--sequence-parallel");
-  if (training.distributed_optimizer()) args.push_back("--use-distributed-optimizer");
-  if (training.fp32_gradients()) args.push_back("--accumulate-allreduce-grads-in-fp32");
-  if (training.flash_attention()) args.push_back("--use-flash-attn");
-  if (spec.training().precision() == v1::FP8) args.push_back("--fp8-format hybrid");
-  switch (c.recompute()) {
-    case v1::RECOMPUTE_SELECTIVE:
-      args.push_back("--recompute-granularity selective");
-      break;
-    case v1::RECOMPUTE_FULL:
-      args.insert(args.end(), {"--recompute-granularity full", "--recompute-method uniform",
-                               "--recompute-num-layers 1"});
-      break;
-    default:
-      break;
-  }
-  return args;
+  return note;
+}
+
+// `word` as one word of a POSIX shell command: as it is when it holds nothing the shell
+// reads, else single-quoted.
+std::string ShellWord(const std::string& word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+           absl::string_view("_@%+=:,./-").find(c) != absl::string_view::npos;
+  });
+  if (plain) return word;
+  return absl::StrCat("'", absl::StrReplaceAll(word, {{"'", "'\\''"}}), "'");
+}
+
+// The arguments as shell words, joined by `separator`.
+std::string ShellWords(const std::vector<std::string>& arguments, absl::string_view separator) {
+  std::vector<std::string> words;
+  words.reserve(arguments.size());
+  for (const std::string& argument : arguments) words.push_back(ShellWord(argument));
+  return absl::StrJoin(words, separator);
 }
 
 std::string Megatron(const v1::Search& search, const v1::Candidate& candidate,
-                     const std::vector<std::string>& args) {
-  return absl::StrCat("# Megatron-LM arguments for ", Provenance(search, candidate),
-                      "\n# Add your data, tokenizer, optimizer and checkpoint arguments.\n",
-                      absl::StrJoin(args, " \\\n"), "\n");
+                     const Rendered& rendered) {
+  return absl::StrCat(
+      "# Megatron-LM arguments for ", Provenance(search, candidate), "\n",
+      TemplateNote(search, rendered),
+      "# Add your data and tokenizer (--data-path, --tokenizer-type ...), --train-iters or\n"
+      "# --train-samples, and checkpointing; arguments given later override these.\n",
+      ShellWords(rendered.arguments, " \\\n"), "\n");
 }
 
 // NeMo 2 recipe overrides (nemo llm pretrain --factory ... KEY=VALUE).
-std::string Nemo(const v1::Search& search, const v1::Candidate& candidate) {
-  const v1::SearchSpec& spec = search.spec();
-  const v1::ParallelConfig& c = candidate.config();
-  std::vector<std::string> overrides = {
-      absl::StrCat("trainer.num_nodes=", spec.cluster().num_nodes()),
-      absl::StrCat("trainer.devices=", spec.cluster().gpus_per_node()),
-      absl::StrCat("trainer.strategy.tensor_model_parallel_size=", c.tensor_parallel()),
-      absl::StrCat("trainer.strategy.pipeline_model_parallel_size=", c.pipeline_parallel()),
-      absl::StrCat("trainer.strategy.context_parallel_size=", c.context_parallel()),
-      absl::StrCat("trainer.strategy.virtual_pipeline_model_parallel_size=",
-                   VirtualStages(c) > 1 ? absl::StrCat(VirtualStages(c)) : "None"),
-      absl::StrCat("trainer.strategy.sequence_parallel=", SequenceParallel(c) ? "True" : "False"),
-      absl::StrCat("data.micro_batch_size=", c.micro_batch_size()),
-      absl::StrCat("data.global_batch_size=", spec.training().global_batch_size()),
-      absl::StrCat("data.seq_length=", spec.training().seq_len()),
-  };
-  if (c.recompute() == v1::RECOMPUTE_FULL) {
-    overrides.insert(overrides.end(), {"model.config.recompute_granularity=full",
-                                       "model.config.recompute_method=uniform",
-                                       "model.config.recompute_num_layers=1"});
-  } else if (c.recompute() == v1::RECOMPUTE_SELECTIVE) {
-    overrides.push_back("model.config.recompute_granularity=selective");
-  }
+std::string Nemo(const v1::Search& search, const v1::Candidate& candidate,
+                 const Rendered& rendered) {
   return absl::StrCat("# NeMo 2 recipe overrides for ", Provenance(search, candidate), "\n",
-                      absl::StrJoin(overrides, " \\\n"), "\n");
+                      TemplateNote(search, rendered),
+                      "# Add your data module, trainer.max_steps, logging and checkpointing.\n",
+                      ShellWords(rendered.arguments, " \\\n"), "\n");
 }
 
 absl::StatusOr<std::string> Json(const v1::Search& search, const v1::Candidate& candidate) {
@@ -154,18 +155,19 @@ absl::StatusOr<std::string> Json(const v1::Search& search, const v1::Candidate& 
 }
 
 std::string Sbatch(const v1::Search& search, const v1::Candidate& candidate,
-                   const std::vector<std::string>& args) {
+                   const Rendered& rendered) {
   const v1::ClusterSpec& cluster = search.spec().cluster();
   return absl::StrFormat(
       R"(#!/bin/bash
 # Megatron-LM pretraining with %s
-#SBATCH --job-name=paratune-%s
+%s#SBATCH --job-name=paratune-%s
 #SBATCH --nodes=%d
 #SBATCH --ntasks-per-node=1
 #SBATCH --gpus-per-node=%d
 #SBATCH --exclusive
-# Set MEGATRON_LM to a Megatron-LM checkout; extra arguments (data, tokenizer, ...) are
-# passed through: sbatch this-script.sh --data-path ... --tokenizer-type ...
+# Set MEGATRON_LM to a Megatron-LM checkout; extra arguments (data, tokenizer, iterations,
+# checkpoints) are passed through and override the ones here:
+# sbatch this-script.sh --data-path ... --tokenizer-type ... --train-iters ...
 set -euo pipefail
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
@@ -177,10 +179,10 @@ srun --kill-on-bad-exit=1 bash -c 'exec torchrun --nnodes="$SLURM_NNODES" \
   %s \
   "$@"
 )",
-      Provenance(search, candidate),
+      Provenance(search, candidate), TemplateNote(search, rendered),
       absl::StrReplaceAll(absl::StripPrefix(search.name(), "searches/"), {{"/", "-"}}),
       cluster.num_nodes(), cluster.gpus_per_node(), cluster.gpus_per_node(),
-      absl::StrJoin(args, " \\\n  "));
+      ShellWords(rendered.arguments, " \\\n  "));
 }
 
 }  // namespace
@@ -217,20 +219,26 @@ absl::StatusOr<v1::Candidate> ChooseCandidate(const v1::Search& search,
       "); pass --candidate=N to export a predicted one"));
 }
 
+absl::StatusOr<std::vector<std::string>> ExportArguments(const v1::Search& search,
+                                                         const v1::Candidate& candidate,
+                                                         ExportFormat format) {
+  PT_ASSIGN_OR_RETURN(Rendered rendered, Render(search, candidate, format));
+  return std::move(rendered.arguments);
+}
+
 absl::StatusOr<std::string> ExportCandidate(const v1::Search& search,
                                             const v1::Candidate& candidate, ExportFormat format) {
+  if (format == ExportFormat::kJson) return Json(search, candidate);
+  PT_ASSIGN_OR_RETURN(const Rendered rendered, Render(search, candidate, format));
   switch (format) {
-    case ExportFormat::kNemo:
-      return Nemo(search, candidate);
-    case ExportFormat::kJson:
-      return Json(search, candidate);
     case ExportFormat::kMegatron:
-    case ExportFormat::kSbatch: {
-      PT_ASSIGN_OR_RETURN(const std::vector<std::string> args,
-                          MegatronArguments(search, candidate));
-      return format == ExportFormat::kMegatron ? Megatron(search, candidate, args)
-                                               : Sbatch(search, candidate, args);
-    }
+      return Megatron(search, candidate, rendered);
+    case ExportFormat::kNemo:
+      return Nemo(search, candidate, rendered);
+    case ExportFormat::kSbatch:
+      return Sbatch(search, candidate, rendered);
+    case ExportFormat::kJson:
+      break;
   }
   return absl::InvalidArgumentError("unknown export format");
 }

@@ -1,10 +1,13 @@
 // `paratune export`: a search's chosen configuration as launch arguments for the frameworks
 // users train with (DESIGN.md §10): Megatron-LM command-line arguments, NeMo 2 recipe
-// overrides, JSON, or a ready sbatch script running Megatron-LM under torchrun.
+// overrides, JSON, or a ready sbatch script running Megatron-LM under torchrun. The arguments
+// are rendered from the launch templates that command-backend probes run (deploy/templates/,
+// built in: launch/builtin_templates.h), so what is exported is what a probe measured.
 #ifndef PARATUNE_CLI_EXPORT_H_
 #define PARATUNE_CLI_EXPORT_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -23,8 +26,22 @@ absl::StatusOr<ExportFormat> ParseExportFormat(absl::string_view text);
 absl::StatusOr<v1::Candidate> ChooseCandidate(const v1::Search& search,
                                               absl::string_view candidate);
 
-// The text of `candidate` of `search` in `format`. INVALID_ARGUMENT when the search's model
-// cannot be resolved (a preset this build does not know).
+// The framework arguments that `format` writes for `candidate`, one argv element each: for
+// megatron and sbatch the Megatron-LM arguments after pretrain_gpt.py of the built-in template
+// "megatron-llama", for nemo the NeMo 2 overrides of "nemo-llama", rendered for the whole
+// configuration with the search's global batch and without the template's {?probe=true}
+// elements: the arguments a probe of the candidate runs, less its short run on mock data and
+// its logging. INVALID_ARGUMENT for json, or naming the field when the search's model,
+// training run or cluster or the candidate's configuration cannot be resolved (a preset this
+// build does not know); the built-in template's errors (launch/builtin_templates.h,
+// LaunchTemplate::RenderFrameworkArguments).
+absl::StatusOr<std::vector<std::string>> ExportArguments(const v1::Search& search,
+                                                         const v1::Candidate& candidate,
+                                                         ExportFormat format);
+
+// The text of `candidate` of `search` in `format`: a comment saying where the configuration
+// and the arguments come from, then ExportArguments (for megatron and sbatch shell words, one
+// per line). ExportArguments' errors.
 absl::StatusOr<std::string> ExportCandidate(const v1::Search& search,
                                             const v1::Candidate& candidate, ExportFormat format);
 

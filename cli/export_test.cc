@@ -1,18 +1,28 @@
 #include "cli/export.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "launch/builtin_templates.h"
+#include "launch/launch_template.h"
+#include "launch/test_assignments.h"
 
 namespace paratune {
 namespace {
 
+using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -61,36 +71,85 @@ v1::Search Search() {
   return search;
 }
 
+// A candidate probed OK of dp x tp x pp x cp with micro-batch 1, `vp` virtual stages and
+// `recompute`.
+v1::Candidate ProbedCandidate(int64_t n, int64_t dp, int64_t tp, int64_t pp, int64_t cp, int64_t vp,
+                              v1::Recompute recompute) {
+  v1::Candidate candidate = Candidate(n, tp, pp, vp, recompute, 400);
+  v1::ParallelConfig& config = *candidate.mutable_config();
+  config.set_data_parallel(dp);
+  config.set_context_parallel(cp);
+  config.set_micro_batch_size(1);
+  return candidate;
+}
+
+// `preset` with global batch `global_batch` of 8192 tokens on `nodes` x 8 H100-80GB.
+v1::Search LargeSearch(const char* preset, int64_t global_batch, int64_t nodes,
+                       v1::Candidate candidate) {
+  v1::Search search = Search();
+  v1::SearchSpec& spec = *search.mutable_spec();
+  spec.mutable_model()->set_preset(preset);
+  spec.mutable_training()->set_global_batch_size(global_batch);
+  spec.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
+  spec.mutable_cluster()->set_num_nodes(nodes);
+  spec.mutable_cluster()->set_gpus_per_node(8);
+  search.clear_candidates();
+  *search.add_candidates() = std::move(candidate);
+  return search;
+}
+
+// Llama-3.1-405B (126 layers) on 16 x 8 GPUs as dp2 tp8 pp8 vp2 with full recompute and bf16
+// gradients: an uneven interleaved split, (126 + 2) / (8 x 2) = 8 layers per virtual stage.
+v1::Search Search405B() {
+  v1::Search search =
+      LargeSearch("llama3.1-405b", 2048, 16, ProbedCandidate(7, 2, 8, 8, 1, 2, v1::RECOMPUTE_FULL));
+  search.mutable_spec()->mutable_training()->set_fp32_gradients(false);
+  return search;
+}
+
 TEST(ExportTest, MegatronArgumentsDescribeModelAndConfiguration) {
   const v1::Search search = Search();
   absl::StatusOr<std::string> text =
       ExportCandidate(search, search.candidates(0), ExportFormat::kMegatron);
   ASSERT_TRUE(text.ok()) << text.status();
-  for (const char* expected : {"--tensor-model-parallel-size 2",
-                               "--pipeline-model-parallel-size 2",
-                               "--context-parallel-size 1",
-                               "--micro-batch-size 2",
-                               "--global-batch-size 1024",
-                               "--seq-length 8192",
-                               "--num-layers 32",
-                               "--hidden-size 4096",
-                               "--ffn-hidden-size 14336",
-                               "--num-attention-heads 32",
+  for (const char* expected : {"--tensor-model-parallel-size=2 \\\n",
+                               "--pipeline-model-parallel-size=2",
+                               "--context-parallel-size=1",
+                               "--micro-batch-size=2",
+                               "--global-batch-size=1024",
+                               "--seq-length=8192",
+                               "--num-layers=32",
+                               "--hidden-size=4096",
+                               "--ffn-hidden-size=14336",
+                               "--num-attention-heads=32",
                                "--group-query-attention",
-                               "--num-query-groups 8",
+                               "--num-query-groups=8",
                                "--untie-embeddings-and-output-weights",
                                "--swiglu",
-                               "--normalization RMSNorm",
-                               "--num-layers-per-virtual-pipeline-stage 8",
+                               "--normalization=RMSNorm",
+                               "--rotary-base=500000",
+                               "--attention-dropout=0",
+                               "--hidden-dropout=0",
+                               "--num-layers-per-virtual-pipeline-stage=8",
                                "--sequence-parallel",
                                "--use-distributed-optimizer",
-                               "--recompute-granularity full",
-                               "--recompute-method uniform",
-                               "--recompute-num-layers 1"}) {
+                               "--accumulate-allreduce-grads-in-fp32",
+                               "--recompute-granularity=full",
+                               "--recompute-method=uniform",
+                               "--recompute-num-layers=1",
+                               "--bf16"}) {
     EXPECT_THAT(*text, HasSubstr(expected));
   }
   EXPECT_THAT(*text, HasSubstr("610.5 TFLOP/s per GPU SIMULATED by sim"));
-  EXPECT_THAT(*text, Not(HasSubstr("account-for-embedding")));
+  EXPECT_THAT(*text, HasSubstr("# The arguments after pretrain_gpt.py of the built-in template "
+                               "megatron-llama (deploy/templates/megatron_llama.textproto)"));
+  absl::StatusOr<std::vector<std::string>> arguments =
+      ExportArguments(search, search.candidates(0), ExportFormat::kMegatron);
+  ASSERT_TRUE(arguments.ok()) << arguments.status();
+  for (const char* absent : {"account-for-embedding", "--use-flash-attn", "--train-iters",
+                             "--mock-data", "NullTokenizer", "--log-interval", "--eval-iters"}) {
+    EXPECT_THAT(*arguments, Not(Contains(HasSubstr(absent))));
+  }
 }
 
 TEST(ExportTest, ProvenanceSaysWhereTheProbeRanOnOneLine) {
@@ -115,28 +174,62 @@ TEST(ExportTest, ProvenanceSaysWhereTheProbeRanOnOneLine) {
   EXPECT_THAT(*text, Not(HasSubstr("\nrm -rf")));
 }
 
-TEST(ExportTest, UnevenPipelineSplitIsSpelledOut) {
-  v1::Search search = Search();
-  search.mutable_spec()->mutable_model()->set_preset("llama3.1-405b");
-  v1::Candidate candidate = Candidate(0, 8, 8, 1, v1::RECOMPUTE_NONE, 400);
-  absl::StatusOr<std::string> text = ExportCandidate(search, candidate, ExportFormat::kMegatron);
-  ASSERT_TRUE(text.ok());
-  EXPECT_THAT(*text, HasSubstr("--account-for-embedding-in-pipeline-split"));
-  EXPECT_THAT(*text, HasSubstr("--account-for-loss-in-pipeline-split"));
+TEST(ExportTest, UnevenInterleavedSplitCountsTheEmbeddingAndTheLoss) {
+  const v1::Search search = Search405B();
+  absl::StatusOr<std::vector<std::string>> arguments =
+      ExportArguments(search, search.candidates(0), ExportFormat::kMegatron);
+  ASSERT_TRUE(arguments.ok()) << arguments.status();
+  // (126 + 2) / (8 x 2): Megatron-LM rejects 7, which leaves out the embedding and the loss.
+  EXPECT_THAT(*arguments, Contains("--num-layers-per-virtual-pipeline-stage=8"));
+  EXPECT_THAT(*arguments, Contains("--account-for-embedding-in-pipeline-split"));
+  EXPECT_THAT(*arguments, Contains("--account-for-loss-in-pipeline-split"));
+  EXPECT_THAT(*arguments, Contains("--grad-reduce-in-bf16"));
+  EXPECT_THAT(*arguments, Not(Contains("--accumulate-allreduce-grads-in-fp32")));
 }
 
 TEST(ExportTest, NemoOverrides) {
   const v1::Search search = Search();
   absl::StatusOr<std::string> text =
       ExportCandidate(search, search.candidates(1), ExportFormat::kNemo);
-  ASSERT_TRUE(text.ok());
+  ASSERT_TRUE(text.ok()) << text.status();
   for (const char* expected :
-       {"trainer.num_nodes=4", "trainer.devices=4", "trainer.strategy.tensor_model_parallel_size=4",
-        "trainer.strategy.virtual_pipeline_model_parallel_size=None",
+       {"# NeMo 2 recipe overrides for searches/3/candidates/1", "\ntrainer.num_nodes=4 \\\n",
+        "trainer.devices=4", "trainer.strategy.tensor_model_parallel_size=4",
         "trainer.strategy.sequence_parallel=True", "data.micro_batch_size=2",
-        "data.global_batch_size=1024", "data.seq_length=8192"}) {
+        "data.global_batch_size=1024", "data.seq_length=8192", "model.config.num_layers=32"}) {
     EXPECT_THAT(*text, HasSubstr(expected));
   }
+  absl::StatusOr<std::vector<std::string>> arguments =
+      ExportArguments(search, search.candidates(1), ExportFormat::kNemo);
+  ASSERT_TRUE(arguments.ok()) << arguments.status();
+  for (const char* absent :
+       {"virtual_pipeline_model_parallel_size", "trainer.max_steps", "log.ckpt"}) {
+    EXPECT_THAT(*arguments, Not(Contains(HasSubstr(absent))));
+  }
+}
+
+TEST(ExportTest, ASearchProbedWithAnotherTemplateSaysSo) {
+  v1::Search search = Search();
+  search.mutable_spec()->mutable_probe()->set_backend("command");
+  search.mutable_spec()->mutable_probe()->set_command_template("site-megatron");
+  absl::StatusOr<std::string> text =
+      ExportCandidate(search, search.candidates(0), ExportFormat::kMegatron);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, HasSubstr("# searches/3 was probed with the workers' template "
+                               "\"site-megatron\", not this one.\n"));
+  search.mutable_spec()->mutable_probe()->set_command_template("megatron-llama");
+  text = ExportCandidate(search, search.candidates(0), ExportFormat::kMegatron);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, Not(HasSubstr("was probed with")));
+}
+
+TEST(ExportTest, AnInvalidConfigurationIsRejectedNamingIt) {
+  const v1::Search search = Search();
+  v1::Candidate candidate = search.candidates(0);
+  candidate.mutable_config()->set_data_parallel(3);
+  const absl::Status status = ExportCandidate(search, candidate, ExportFormat::kMegatron).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("config.data_parallel"));
 }
 
 TEST(ExportTest, JsonCarriesTheSpecAndOnlyTheChosenCandidate) {
@@ -159,11 +252,120 @@ TEST(ExportTest, SbatchScriptIsValidBash) {
   EXPECT_THAT(*text, HasSubstr("#SBATCH --nodes=4"));
   EXPECT_THAT(*text, HasSubstr("#SBATCH --gpus-per-node=4"));
   EXPECT_THAT(*text, HasSubstr("--nproc-per-node=4"));
-  EXPECT_THAT(*text, HasSubstr("--tensor-model-parallel-size 2"));
+  EXPECT_THAT(*text, HasSubstr("  --tensor-model-parallel-size=2 \\\n"));
   const std::string path = ::testing::TempDir() + "/export.sbatch";
   std::ofstream(path) << *text;
   EXPECT_EQ(std::system(absl::StrCat("bash -n ", path).c_str()), 0) << *text;
   std::remove(path.c_str());
+}
+
+// A full-scope probe of `candidate` of `search` of full steps in one launch (no
+// micro_batch_counts), on one worker per node, seen from the first.
+v1::ProbeAssignment FullScopeProbe(const v1::Search& search, const v1::Candidate& candidate) {
+  const v1::SearchSpec& spec = search.spec();
+  v1::ProbeAssignment assignment;
+  assignment.set_name(absl::StrCat(candidate.name(), "/probes/1"));
+  assignment.set_backend("command");
+  *assignment.mutable_model() = spec.model();
+  *assignment.mutable_training() = spec.training();
+  *assignment.mutable_cluster() = spec.cluster();
+  *assignment.mutable_config() = candidate.config();
+  assignment.set_scope(v1::PROBE_SCOPE_FULL);
+  assignment.set_warmup_steps(2);
+  assignment.set_timed_steps(5);
+  const int64_t per_node = spec.cluster().gpus_per_node();
+  assignment.set_num_ranks(spec.cluster().num_nodes() * per_node);
+  for (int64_t node = 0; node < spec.cluster().num_nodes(); ++node) {
+    v1::GangMember& member = *assignment.add_gang();
+    member.set_worker(absl::StrCat("workers/", node + 1));
+    member.set_hostname(absl::StrCat("node-", node));
+    member.set_first_rank(node * per_node);
+    member.set_num_ranks(per_node);
+  }
+  assignment.set_gang_index(0);
+  for (int64_t g = 0; g < per_node; ++g) assignment.add_gpu_indices(g);
+  return assignment;
+}
+
+// The framework arguments of the command a probe of `candidate` runs with the built-in
+// template `name` (all of it rendered, as the command backend renders it), less those whose
+// flag or key is in `probe_only`.
+std::vector<std::string> ProbedArguments(const v1::Search& search, const v1::Candidate& candidate,
+                                         const char* name,
+                                         const std::vector<std::string>& probe_only) {
+  absl::StatusOr<BuiltinTemplate> builtin = FindBuiltinTemplate(name);
+  EXPECT_TRUE(builtin.ok()) << builtin.status();
+  absl::StatusOr<LaunchValues> values = ProbeLaunchValues(FullScopeProbe(search, candidate));
+  EXPECT_TRUE(values.ok()) << values.status();
+  if (!builtin.ok() || !values.ok()) return {};
+  absl::StatusOr<LaunchTemplate::Command> command = builtin->launch.Render(*values);
+  EXPECT_TRUE(command.ok()) << command.status();
+  if (!command.ok()) return {};
+  auto entry =
+      std::find(command->argv.begin(), command->argv.end(), builtin->proto.framework_entry());
+  EXPECT_NE(entry, command->argv.end());
+  std::vector<std::string> arguments;
+  for (auto it = entry + 1; it < command->argv.end(); ++it) {
+    const std::string key = it->substr(0, it->find('='));
+    if (std::find(probe_only.begin(), probe_only.end(), key) == probe_only.end()) {
+      arguments.push_back(*it);
+    }
+  }
+  return arguments;
+}
+
+// The argument lines of an export's text: its lines after the comments, continuation
+// backslashes dropped.
+std::vector<std::string> ArgumentLines(const std::string& text) {
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    if (absl::StartsWith(line, "#")) continue;
+    lines.emplace_back(absl::StripSuffix(line, " \\"));
+  }
+  return lines;
+}
+
+TEST(ExportTest, TheExportIsTheProbedCommandLessItsProbeOnlyArguments) {
+  const std::vector<std::string> megatron_probe_only = {"--train-iters",    "--mock-data",
+                                                        "--tokenizer-type", "--log-interval",
+                                                        "--log-throughput", "--eval-iters"};
+  const std::vector<std::string> nemo_probe_only = {
+      "trainer.max_steps",          "trainer.log_every_n_steps",    "trainer.limit_val_batches",
+      "trainer.val_check_interval", "trainer.enable_checkpointing", "log.ckpt"};
+  v1::Search fp8 = LargeSearch("llama3.1-70b", 1024, 8,
+                               ProbedCandidate(9, 4, 4, 2, 2, 1, v1::RECOMPUTE_SELECTIVE));
+  fp8.mutable_spec()->mutable_training()->set_precision(v1::FP8);
+  fp8.mutable_spec()->mutable_training()->set_distributed_optimizer(false);
+  const v1::Search searches[] = {
+      Search(),  // Llama-3.1-8B on 4 x 4 H100-94GB, the demo's size
+      LargeSearch("llama3.1-70b", 1024, 8, ProbedCandidate(8, 4, 4, 4, 1, 2, v1::RECOMPUTE_NONE)),
+      Search405B(),
+      fp8,
+  };
+  for (const v1::Search& search : searches) {
+    const v1::Candidate& candidate = search.candidates(0);
+    SCOPED_TRACE(absl::StrCat(search.spec().model().preset(), " ", candidate.name()));
+    absl::StatusOr<std::vector<std::string>> exported =
+        ExportArguments(search, candidate, ExportFormat::kMegatron);
+    ASSERT_TRUE(exported.ok()) << exported.status();
+    EXPECT_EQ(*exported, ProbedArguments(search, candidate, "megatron-llama", megatron_probe_only));
+    absl::StatusOr<std::string> text = ExportCandidate(search, candidate, ExportFormat::kMegatron);
+    ASSERT_TRUE(text.ok()) << text.status();
+    EXPECT_EQ(ArgumentLines(*text), *exported);
+
+    exported = ExportArguments(search, candidate, ExportFormat::kNemo);
+    ASSERT_TRUE(exported.ok()) << exported.status();
+    EXPECT_EQ(*exported, ProbedArguments(search, candidate, "nemo-llama", nemo_probe_only));
+    text = ExportCandidate(search, candidate, ExportFormat::kNemo);
+    ASSERT_TRUE(text.ok()) << text.status();
+    EXPECT_EQ(ArgumentLines(*text), *exported);
+  }
+  absl::StatusOr<std::vector<std::string>> fp8_arguments =
+      ExportArguments(fp8, fp8.candidates(0), ExportFormat::kMegatron);
+  ASSERT_TRUE(fp8_arguments.ok());
+  EXPECT_THAT(*fp8_arguments, Contains("--fp8-format=hybrid"));
+  EXPECT_THAT(*fp8_arguments, Contains("--context-parallel-size=2"));
+  EXPECT_THAT(*fp8_arguments, Not(Contains("--use-distributed-optimizer")));
 }
 
 TEST(ChooseCandidateTest, BestMeasuredOrTheOneNamed) {

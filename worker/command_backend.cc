@@ -16,9 +16,9 @@
 #include "common/subprocess.h"
 #include "common/template_name.h"
 #include "estimator/short_probe.h"
+#include "launch/launch_values.h"
 #include "worker/command_outcome.h"
 #include "worker/free_port.h"
-#include "worker/launch_values.h"
 #include "worker/probe_specs.h"
 #include "worker/short_steps.h"
 #include "worker/step_metrics.h"
@@ -194,7 +194,7 @@ absl::StatusOr<v1::ProbeResult> CommandBackend::Run(const v1::ProbeAssignment& a
     return absl::UnavailableError(absl::StrCat("this worker's config defines no template \"",
                                                assignment.command_template(), "\""));
   }
-  PT_RETURN_IF_ERROR(CheckLaunchShape(assignment, specs));
+  PT_RETURN_IF_ERROR(CheckLaunchShape(assignment, specs.config));
   const int64_t full_micro_batches = specs.config.NumMicroBatches(specs.training);
   PT_RETURN_IF_ERROR(CheckMicroBatchCounts(assignment, specs.config, full_micro_batches));
   // One launch of full steps, or one per short-step count (docs/short_probes.md).
@@ -256,9 +256,10 @@ absl::StatusOr<v1::ProbeResult> CommandBackend::Run(const v1::ProbeAssignment& a
       }
       limit = std::min(limit, left);
     }
-    PT_ASSIGN_OR_RETURN(const LaunchValues values,
-                        LaunchValues::ForProbe(assignment, specs, micro_batches,
-                                               launch->extra_warmup_iterations, master_ports[k]));
+    PT_ASSIGN_OR_RETURN(
+        const LaunchValues values,
+        LaunchValues::ForProbe(assignment, specs.model, specs.training, specs.config, micro_batches,
+                               launch->extra_warmup_iterations, master_ports[k]));
     PT_ASSIGN_OR_RETURN(probe_dp, values.Get("dp"));
     PT_ASSIGN_OR_RETURN(LaunchRun run,
                         RunLaunch(*launch, values, expected, limit, assignment.name(), context));

@@ -11,10 +11,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "launch/launch_template.h"
+#include "launch/launch_values.h"
 #include "proto/worker_config.pb.h"
 #include "worker/command_outcome.h"
-#include "worker/launch_template.h"
-#include "worker/launch_values.h"
 #include "worker/probe_backend.h"
 #include "worker/training_log.h"
 

@@ -11,12 +11,12 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "launch/launch_template.h"
+#include "launch/launch_values.h"
+#include "launch/test_assignments.h"
 #include "worker/command_backend.h"
-#include "worker/launch_template.h"
-#include "worker/launch_values.h"
 #include "worker/probe_specs.h"
 #include "worker/replay_backend.h"
-#include "worker/test_assignments.h"
 #include "worker/worker_config.h"
 
 namespace paratune {
@@ -60,9 +60,9 @@ std::map<std::string, LaunchTemplate::Command> RenderAll(const v1::ProbeAssignme
       const v1::CommandTemplate& launch = config->command_templates(i);
       absl::StatusOr<LaunchTemplate> parsed =
           LaunchTemplate::Create(launch, absl::StrCat(file, ": command_templates[", i, "]"));
-      absl::StatusOr<LaunchValues> values =
-          LaunchValues::ForProbe(assignment, *specs, specs->config.NumMicroBatches(specs->training),
-                                 launch.extra_warmup_iterations(), 29500);
+      absl::StatusOr<LaunchValues> values = LaunchValues::ForProbe(
+          assignment, specs->model, specs->training, specs->config,
+          specs->config.NumMicroBatches(specs->training), launch.extra_warmup_iterations(), 29500);
       EXPECT_TRUE(parsed.ok() && values.ok()) << parsed.status() << values.status();
       if (!parsed.ok() || !values.ok()) continue;
       absl::StatusOr<LaunchTemplate::Command> command = parsed->Render(*values);

@@ -25,10 +25,11 @@ constexpr char kMegatronPeakMemory[] = "max reserved: {value}";
 constexpr double kMegatronPeakMemoryUnit = 1024.0 * 1024.0;
 
 // PyTorch's allocator (torch.OutOfMemoryError / torch.cuda.OutOfMemoryError: "CUDA out of
-// memory. Tried to allocate ..."), cuBLAS workspaces, and raw CUDA errors.
+// memory. Tried to allocate ..."), cuBLAS workspaces, raw CUDA errors, and NCCL's own buffer
+// allocations ("NCCL WARN Cuda failure 2 'out of memory'", worker/testdata/logs/SOURCES.md).
 const char* const kOutOfMemoryMarkers[] = {"CUDA out of memory", "OutOfMemoryError",
                                            "CUBLAS_STATUS_ALLOC_FAILED",
-                                           "CUDA error: out of memory"};
+                                           "CUDA error: out of memory", "'out of memory'"};
 // torch.distributed.DistBackendError "NCCL error in: ...", NCCL's result codes, and the
 // ProcessGroupNCCL watchdog's collective timeout.
 const char* const kNcclErrorMarkers[] = {"NCCL error",

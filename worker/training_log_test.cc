@@ -1,5 +1,7 @@
 #include "worker/training_log.h"
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,7 @@ namespace {
 using ::testing::DoubleNear;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 TrainingLogPatterns Patterns(const v1::LogPatterns& proto = v1::LogPatterns()) {
   absl::StatusOr<TrainingLogPatterns> patterns =
@@ -118,6 +121,147 @@ TEST(TrainingLogTest, BadPatternsAreRejectedNamingTheField) {
   EXPECT_THAT(
       TrainingLogPatterns::Create(empty_marker, "command_templates[1].log").status().message(),
       HasSubstr("command_templates[1].log.nccl_error[0] (\"\") must be 1 to 256 bytes"));
+}
+
+// Real framework output, kept as printed (worker/testdata/logs/SOURCES.md says where each
+// excerpt comes from).
+
+constexpr char kLogs[] = "worker/testdata/logs/";
+// The step pattern of deploy/templates/nemo_llama.textproto.
+constexpr char kNemoTemplateStepTime[] = "train_step_timing in s: {value}";
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// The lines of a fixture, without their '\n'.
+std::vector<std::string> FixtureLines(const std::string& name) {
+  std::ifstream in(kLogs + name);
+  EXPECT_TRUE(in.good()) << "cannot read " << kLogs << name;
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  EXPECT_FALSE(lines.empty()) << name;
+  return lines;
+}
+
+void Read(const std::string& name, TrainingLog& log) {
+  for (const std::string& line : FixtureLines(name)) log.AddLine(line);
+}
+
+v1::LogPatterns NemoTemplatePatterns() {
+  v1::LogPatterns proto;
+  proto.mutable_step_time()->set_pattern(kNemoTemplateStepTime);
+  proto.mutable_step_time()->set_unit(1);
+  return proto;
+}
+
+TEST(TrainingLogFixtureTest, MegatronIterationLinesGiveStepTimes) {
+  const TrainingLogPatterns patterns = Patterns();
+  TrainingLog log(patterns);
+  Read("megatron_iterations.log", log);
+  EXPECT_THAT(
+      log.step_times_seconds(),
+      ElementsAre(DoubleNear(5.4449, 1e-9), DoubleNear(5.5338, 1e-9), DoubleNear(5.7186, 1e-9)));
+  EXPECT_EQ(log.peak_memory_bytes(), 0);
+  EXPECT_THAT(log.out_of_memory_line(), IsEmpty());
+  EXPECT_THAT(log.nccl_error_line(), IsEmpty());
+}
+
+TEST(TrainingLogFixtureTest, MegatronMemoryReportGivesMaxReserved) {
+  const TrainingLogPatterns patterns = Patterns();
+  TrainingLog log(patterns);
+  Read("megatron_memory_report.log", log);
+  EXPECT_THAT(log.step_times_seconds(), ElementsAre(DoubleNear(0.744, 1e-9)));
+  EXPECT_DOUBLE_EQ(log.peak_memory_bytes(), 6406.00 * kMiB);
+  EXPECT_THAT(log.out_of_memory_line(), IsEmpty());
+  EXPECT_THAT(log.nccl_error_line(), IsEmpty());
+}
+
+TEST(TrainingLogFixtureTest, OlderMegatronLogsAreReadAndTimerLinesAreNotStepTimes) {
+  const TrainingLogPatterns patterns = Patterns();
+  TrainingLog log(patterns);
+  Read("megatron_2020_timers_and_memory.log", log);
+  EXPECT_THAT(log.step_times_seconds(),
+              ElementsAre(DoubleNear(16.4915, 1e-9), DoubleNear(1.9939, 1e-9)));
+  EXPECT_DOUBLE_EQ(log.peak_memory_bytes(), 17482.0 * kMiB);
+}
+
+TEST(TrainingLogFixtureTest, NcclSystemErrorIsMarked) {
+  const TrainingLogPatterns patterns = Patterns();
+  TrainingLog log(patterns);
+  Read("megatron_nccl_system_error.log", log);
+  EXPECT_EQ(log.nccl_error_line(), FixtureLines("megatron_nccl_system_error.log")[0]);
+  EXPECT_THAT(log.out_of_memory_line(), IsEmpty());
+  EXPECT_THAT(log.step_times_seconds(), IsEmpty());
+}
+
+TEST(TrainingLogFixtureTest, NcclWatchdogTimeoutIsMarked) {
+  const TrainingLogPatterns patterns = Patterns();
+  TrainingLog log(patterns);
+  Read("megatron_nccl_watchdog_timeout.log", log);
+  EXPECT_EQ(log.nccl_error_line(), FixtureLines("megatron_nccl_watchdog_timeout.log")[1]);
+  EXPECT_THAT(log.out_of_memory_line(), IsEmpty());
+}
+
+TEST(TrainingLogFixtureTest, NcclErrorOfRanksWritingOverEachOtherIsMarked) {
+  const TrainingLogPatterns patterns = Patterns();
+  TrainingLog log(patterns);
+  Read("megatron_nccl_interleaved_ranks.log", log);
+  EXPECT_THAT(log.nccl_error_line(),
+              HasSubstr("DistBackendError.: DistBackendErrorNCCL error in: "));
+  EXPECT_THAT(log.out_of_memory_line(), IsEmpty());
+}
+
+TEST(TrainingLogFixtureTest, TorchOutOfMemoryIsMarkedAndTheNcclAbortAfterItIsNot) {
+  const TrainingLogPatterns patterns = Patterns();
+  TrainingLog log(patterns);
+  Read("megatron_deepspeed_oom.log", log);
+  EXPECT_EQ(log.out_of_memory_line(), FixtureLines("megatron_deepspeed_oom.log")[4]);
+  EXPECT_THAT(log.nccl_error_line(), IsEmpty());
+}
+
+// Fails with the default markers: NCCL's own allocation failure ("NCCL WARN Cuda failure 2
+// 'out of memory'") is neither an out-of-memory nor a NCCL-failure mark.
+TEST(TrainingLogFixtureTest, NcclAllocationFailureIsMarkedOutOfMemory) {
+  const TrainingLogPatterns patterns = Patterns();
+  TrainingLog log(patterns);
+  Read("megatron_bridge_nccl_oom.log", log);
+  EXPECT_EQ(log.out_of_memory_line(), FixtureLines("megatron_bridge_nccl_oom.log")[8]);
+}
+
+TEST(TrainingLogFixtureTest, NemoProgressPrinterWithTheTemplatePattern) {
+  const TrainingLogPatterns patterns = Patterns(NemoTemplatePatterns());
+  TrainingLog log(patterns);
+  Read("nemo_progress_printer.log", log);
+  EXPECT_THAT(log.step_times_seconds(),
+              ElementsAre(DoubleNear(27.01, 1e-9), DoubleNear(27.88, 1e-9), DoubleNear(26.63, 1e-9),
+                          DoubleNear(26.93, 1e-9)));
+  // The default memory pattern is Megatron-LM's; NeMo's memory monitor writes
+  // "max_memory_reserved: <bytes>", which it does not match.
+  EXPECT_EQ(log.peak_memory_bytes(), 0);
+  EXPECT_THAT(log.out_of_memory_line(), IsEmpty());
+  EXPECT_THAT(log.nccl_error_line(), IsEmpty());
+}
+
+TEST(TrainingLogFixtureTest, NemoMemoryMonitorWithAPatternOfItsOwn) {
+  v1::LogPatterns proto = NemoTemplatePatterns();
+  proto.mutable_peak_memory()->set_pattern("max_memory_reserved: {value}");
+  proto.mutable_peak_memory()->set_unit(1);
+  const TrainingLogPatterns patterns = Patterns(proto);
+  TrainingLog log(patterns);
+  Read("nemo_progress_printer.log", log);
+  EXPECT_DOUBLE_EQ(log.peak_memory_bytes(), 57675874304.0);
+}
+
+// Fails with the template's pattern: Lightning's progress bar writes "train_step_timing in
+// s=11.20", NeMo's progress printer "train_step_timing in s: 11.20".
+// Lightning's tqdm bar writes "train_step_timing in s=11.20"; the template reads NeMo 2's own
+// progress printer (its default, replace_progress_bar=True), "train_step_timing in s: 27.01".
+// A run with the tqdm bar logs no step time the template can read, and its probe fails saying
+// so (command_outcome.h) rather than timing the wrong thing.
+TEST(TrainingLogFixtureTest, NemoTqdmProgressBarIsNotReadByTheTemplatePattern) {
+  const TrainingLogPatterns patterns = Patterns(NemoTemplatePatterns());
+  TrainingLog log(patterns);
+  Read("nemo_tqdm_progress_bar.log", log);
+  EXPECT_THAT(log.step_times_seconds(), IsEmpty());
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "worker/launch_template.h"
+#include "launch/launch_template.h"
 
 #include <utility>
 
@@ -72,6 +72,7 @@ absl::StatusOr<LaunchTemplate> LaunchTemplate::Create(const v1::CommandTemplate&
                                                    " elements) must have 1 to ", kMaxArguments));
   }
   LaunchTemplate parsed;
+  parsed.field_ = field;
   for (int i = 0; i < launch.argv_size(); ++i) {
     const std::string element_field = absl::StrCat(field, ".argv[", i, "]");
     const std::string& element = launch.argv(i);
@@ -80,6 +81,7 @@ absl::StatusOr<LaunchTemplate> LaunchTemplate::Create(const v1::CommandTemplate&
                         absl::StrCat("longer than ", kMaxArgumentBytes, " bytes"));
     }
     Argument argument;
+    argument.source = element;
     std::string body = element;
     if (absl::StartsWith(element, "{?")) {
       const size_t close = element.find('}');
@@ -104,6 +106,12 @@ absl::StatusOr<LaunchTemplate> LaunchTemplate::Create(const v1::CommandTemplate&
           !value.ok()) {
         return FieldError(element_field, element, value.message());
       }
+      if (parsed_condition.placeholder == "probe" &&
+          (parsed_condition.value == "true") != parsed_condition.equal) {
+        return FieldError(element_field, element,
+                          "an element passed outside probes only would be exported without "
+                          "ever being measured; mark probe-only elements {?probe=true}");
+      }
       if (i == 0) return FieldError(element_field, element, "the program cannot be conditional");
       body = element.substr(close + 1);
       if (body.empty()) {
@@ -113,6 +121,26 @@ absl::StatusOr<LaunchTemplate> LaunchTemplate::Create(const v1::CommandTemplate&
     }
     PT_ASSIGN_OR_RETURN(argument.text, ParseText(element_field, body));
     parsed.argv_.push_back(std::move(argument));
+  }
+  if (!launch.framework_entry().empty()) {
+    const std::string entry_field = absl::StrCat(field, ".framework_entry");
+    for (int i = 0; i < launch.argv_size(); ++i) {
+      if (launch.argv(i) != launch.framework_entry()) continue;
+      if (parsed.framework_start_.has_value()) {
+        return FieldError(entry_field, launch.framework_entry(),
+                          absl::StrCat("is argv[", *parsed.framework_start_ - 1, "] and argv[", i,
+                                       "]; it must name one element"));
+      }
+      parsed.framework_start_ = i + 1;
+    }
+    if (!parsed.framework_start_.has_value()) {
+      return FieldError(entry_field, launch.framework_entry(), "is no argv element");
+    }
+    if (parsed.argv_[*parsed.framework_start_ - 1].condition.has_value()) {
+      return FieldError(entry_field, launch.framework_entry(),
+                        "names a conditional element; the framework's arguments must start "
+                        "at an element every launch passes");
+    }
   }
   if (launch.env_size() > kMaxEnvironment) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -153,20 +181,47 @@ absl::StatusOr<std::string> LaunchTemplate::RenderText(const Text& text,
   return rendered;
 }
 
+absl::StatusOr<std::optional<std::string>> LaunchTemplate::RenderArgument(
+    const Argument& argument, const LaunchValues& values) {
+  if (argument.condition.has_value()) {
+    PT_ASSIGN_OR_RETURN(const std::string value, values.Get(argument.condition->placeholder));
+    if ((value == argument.condition->value) != argument.condition->equal) return std::nullopt;
+  }
+  return RenderText(argument.text, values);
+}
+
 absl::StatusOr<LaunchTemplate::Command> LaunchTemplate::Render(const LaunchValues& values) const {
   Command command;
   for (const Argument& argument : argv_) {
-    if (argument.condition.has_value()) {
-      PT_ASSIGN_OR_RETURN(const std::string value, values.Get(argument.condition->placeholder));
-      if ((value == argument.condition->value) != argument.condition->equal) continue;
-    }
-    PT_ASSIGN_OR_RETURN(std::string rendered, RenderText(argument.text, values));
-    command.argv.push_back(std::move(rendered));
+    PT_ASSIGN_OR_RETURN(std::optional<std::string> rendered, RenderArgument(argument, values));
+    if (rendered.has_value()) command.argv.push_back(*std::move(rendered));
   }
   for (const auto& [name, text] : env_) {
     PT_ASSIGN_OR_RETURN(command.env[name], RenderText(text, values));
   }
   return command;
+}
+
+absl::StatusOr<std::vector<std::string>> LaunchTemplate::RenderFrameworkArguments(
+    const LaunchValues& values) const {
+  if (!framework_start_.has_value()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(field_,
+                     ".framework_entry is empty: the template does not say where the "
+                     "framework's own arguments start"));
+  }
+  std::vector<std::string> arguments;
+  for (size_t i = *framework_start_; i < argv_.size(); ++i) {
+    absl::StatusOr<std::optional<std::string>> rendered = RenderArgument(argv_[i], values);
+    if (!rendered.ok()) {
+      return absl::Status(rendered.status().code(),
+                          FieldError(absl::StrCat(field_, ".argv[", i, "]"), argv_[i].source,
+                                     rendered.status().message())
+                              .message());
+    }
+    if (rendered->has_value()) arguments.push_back(**std::move(rendered));
+  }
+  return arguments;
 }
 
 bool LaunchTemplate::Uses(absl::string_view placeholder) const {

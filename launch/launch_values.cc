@@ -1,4 +1,4 @@
-#include "worker/launch_values.h"
+#include "launch/launch_values.h"
 
 #include <utility>
 
@@ -7,9 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
 #include "common/status_macros.h"
-#include "convert/spec_convert.h"
 #include "estimator/pipeline_layout.h"
 
 namespace paratune {
@@ -38,10 +36,8 @@ absl::Status CheckPlain(const std::string& field, absl::string_view text) {
                    "\") must be letters, digits and . , : / _ - to fill a launch template"));
 }
 
-// "none", "selective" or "full": the API's enum name without its prefix.
-std::string RecomputeName(const ParallelConfig& config) {
-  return absl::AsciiStrToLower(absl::StripPrefix(
-      v1::Recompute_Name(ParallelConfigToProto(config).recompute()), "RECOMPUTE_"));
+int64_t ConfigurationGpus(const ParallelConfig& config) {
+  return config.dp() * config.tp() * config.pp() * config.cp();
 }
 
 }  // namespace
@@ -71,6 +67,7 @@ const std::vector<Placeholder>& LaunchPlaceholders() {
       {"fp8", Kind::kBoolean},
       {"distributed_optimizer", Kind::kBoolean},
       {"fp32_gradients", Kind::kBoolean},
+      {"probe", Kind::kBoolean},        // true in a probe's launch, false in an export
       {"train_iters", Kind::kInteger},  // extra warm-up + warm-up + timed steps, per launch
       {"nnodes", Kind::kInteger},
       {"node_rank", Kind::kInteger},
@@ -115,8 +112,7 @@ absl::Status CheckPlaceholderValue(const Placeholder& placeholder, absl::string_
   return absl::OkStatus();
 }
 
-absl::Status CheckLaunchShape(const v1::ProbeAssignment& assignment, const ProbeSpecs& specs) {
-  const ParallelConfig& config = specs.config;
+absl::Status CheckLaunchShape(const v1::ProbeAssignment& assignment, const ParallelConfig& config) {
   const int64_t replica = config.tp() * config.pp() * config.cp();
   const int64_t ranks = assignment.num_ranks();
   if (ranks < replica || ranks % replica != 0 || ranks > ConfigurationGpus(config) ||
@@ -171,46 +167,18 @@ absl::Status CheckLaunchShape(const v1::ProbeAssignment& assignment, const Probe
   return absl::OkStatus();
 }
 
-absl::StatusOr<LaunchValues> LaunchValues::ForProbe(const v1::ProbeAssignment& assignment,
-                                                    const ProbeSpecs& specs,
-                                                    int64_t micro_batches_per_step,
-                                                    int64_t extra_warmup_iterations,
-                                                    int master_port) {
-  PT_RETURN_IF_ERROR(CheckLaunchShape(assignment, specs));
-  const ParallelConfig& config = specs.config;
-  const ModelSpec& model = specs.model;
-  const TrainingSpec& training = specs.training;
+absl::StatusOr<LaunchValues> LaunchValues::ForProbe(
+    const v1::ProbeAssignment& assignment, const ModelSpec& model, const TrainingSpec& training,
+    const ParallelConfig& config, int64_t micro_batches_per_step, int64_t extra_warmup_iterations,
+    int master_port) {
+  PT_RETURN_IF_ERROR(CheckLaunchShape(assignment, config));
   const int64_t probe_dp = assignment.num_ranks() / (config.tp() * config.pp() * config.cp());
 
   LaunchValues values;
-  values.SetInteger("tp", config.tp());
-  values.SetInteger("pp", config.pp());
-  values.SetInteger("cp", config.cp());
+  values.SetConfiguration(model, training, config);
   values.SetInteger("dp", probe_dp);
-  values.SetInteger("mbs", config.micro_batch());
   values.SetInteger("gbs", micro_batches_per_step * probe_dp * config.micro_batch());
-  values.SetInteger("seq_len", training.seq_len());
-  values.SetInteger("vp", config.virtual_pipeline());
-  // Valid configurations split their layers evenly or, counting the embedding and the loss
-  // as a layer each, unevenly (estimator/pipeline_layout.h).
-  const int64_t stages = config.pp() * config.virtual_pipeline();
-  const bool uneven =
-      !EvenPipelineSplitFits(model.num_layers(), config.pp(), config.virtual_pipeline());
-  values.SetBoolean("uneven_pipeline", uneven);
-  values.SetInteger("layers_per_virtual_stage",
-                    (model.num_layers() + (uneven ? kUnevenSplitExtraLayers : 0)) / stages);
-  values.SetText("recompute", RecomputeName(config));
-  values.SetBoolean("sequence_parallel", config.sequence_parallel() && config.tp() > 1);
-  values.SetInteger("num_layers", model.num_layers());
-  values.SetInteger("hidden_size", model.hidden_size());
-  values.SetInteger("ffn_hidden_size", model.ffn_hidden_size());
-  values.SetInteger("num_attention_heads", model.num_attention_heads());
-  values.SetInteger("num_kv_heads", model.num_kv_heads());
-  values.SetInteger("vocab_size", model.vocab_size());
-  values.SetBoolean("tied_embeddings", model.tied_embeddings());
-  values.SetBoolean("fp8", training.fp8());
-  values.SetBoolean("distributed_optimizer", training.distributed_optimizer());
-  values.SetBoolean("fp32_gradients", training.fp32_gradients());
+  values.SetBoolean("probe", true);
   values.SetInteger("train_iters",
                     extra_warmup_iterations + assignment.warmup_steps() + assignment.timed_steps());
   values.SetInteger("nnodes", assignment.gang_size());
@@ -224,12 +192,68 @@ absl::StatusOr<LaunchValues> LaunchValues::ForProbe(const v1::ProbeAssignment& a
   return values;
 }
 
+absl::StatusOr<LaunchValues> LaunchValues::ForExport(const ModelSpec& model,
+                                                     const TrainingSpec& training,
+                                                     const ClusterSpec& cluster,
+                                                     const ParallelConfig& config) {
+  const int64_t gpus = cluster.world_size();
+  if (ConfigurationGpus(config) != gpus) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config (", config.ToString(), ") uses ", ConfigurationGpus(config),
+        " GPUs, not the cluster's ", cluster.num_nodes(), " x ", cluster.gpus_per_node()));
+  }
+  LaunchValues values;
+  values.SetConfiguration(model, training, config);
+  values.SetInteger("dp", config.dp());
+  values.SetInteger("gbs", training.global_batch_size());
+  values.SetBoolean("probe", false);
+  values.SetInteger("nnodes", cluster.num_nodes());
+  values.SetInteger("nproc_per_node", cluster.gpus_per_node());
+  values.SetInteger("world_size", gpus);
+  return values;
+}
+
+void LaunchValues::SetConfiguration(const ModelSpec& model, const TrainingSpec& training,
+                                    const ParallelConfig& config) {
+  SetInteger("tp", config.tp());
+  SetInteger("pp", config.pp());
+  SetInteger("cp", config.cp());
+  SetInteger("mbs", config.micro_batch());
+  SetInteger("seq_len", training.seq_len());
+  SetInteger("vp", config.virtual_pipeline());
+  // Valid configurations split their layers evenly or, counting the embedding and the loss
+  // as a layer each, unevenly (estimator/pipeline_layout.h).
+  const int64_t stages = config.pp() * config.virtual_pipeline();
+  const bool uneven =
+      !EvenPipelineSplitFits(model.num_layers(), config.pp(), config.virtual_pipeline());
+  SetBoolean("uneven_pipeline", uneven);
+  SetInteger("layers_per_virtual_stage",
+             (model.num_layers() + (uneven ? kUnevenSplitExtraLayers : 0)) / stages);
+  SetText("recompute", RecomputeName(config.recompute()));
+  SetBoolean("sequence_parallel", config.sequence_parallel() && config.tp() > 1);
+  SetInteger("num_layers", model.num_layers());
+  SetInteger("hidden_size", model.hidden_size());
+  SetInteger("ffn_hidden_size", model.ffn_hidden_size());
+  SetInteger("num_attention_heads", model.num_attention_heads());
+  SetInteger("num_kv_heads", model.num_kv_heads());
+  SetInteger("vocab_size", model.vocab_size());
+  SetBoolean("tied_embeddings", model.tied_embeddings());
+  SetBoolean("fp8", training.fp8());
+  SetBoolean("distributed_optimizer", training.distributed_optimizer());
+  SetBoolean("fp32_gradients", training.fp32_gradients());
+}
+
 absl::StatusOr<std::string> LaunchValues::Get(absl::string_view name) const {
   auto it = values_.find(name);
-  if (it == values_.end()) {
+  if (it != values_.end()) return it->second;
+  if (FindPlaceholder(name) == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("unknown placeholder {", name, "}"));
   }
-  return it->second;
+  // Only an export leaves placeholders without a value.
+  return absl::FailedPreconditionError(
+      absl::StrCat("{", name,
+                   "} has no value in an export: it belongs to one probe's launch on one node "
+                   "(an element only probes need can be marked {?probe=true})"));
 }
 
 void LaunchValues::SetText(const char* name, std::string value) {

@@ -1,11 +1,11 @@
-#include "worker/launch_template.h"
+#include "launch/launch_template.h"
 
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "worker/probe_specs.h"
+#include "launch/test_assignments.h"
 
 namespace paratune {
 namespace {
@@ -23,7 +23,7 @@ v1::CommandTemplate Template(std::vector<std::string> argv) {
 }
 
 // Llama-3.2-1B on one 8-GPU worker as dp2 tp2 pp2 cp1, 1 warm-up and 4 timed steps.
-LaunchValues Values(int64_t tp = 2, v1::Recompute recompute = v1::RECOMPUTE_NONE) {
+v1::ProbeAssignment Assignment(int64_t tp = 2, v1::Recompute recompute = v1::RECOMPUTE_NONE) {
   v1::ProbeAssignment assignment;
   assignment.set_name("searches/1/candidates/0/probes/1");
   assignment.mutable_model()->set_preset("llama3.2-1b");
@@ -47,10 +47,19 @@ LaunchValues Values(int64_t tp = 2, v1::Recompute recompute = v1::RECOMPUTE_NONE
   member.set_hostname("localhost");
   member.set_num_ranks(8);
   for (int g = 0; g < 8; ++g) assignment.add_gpu_indices(g);
-  absl::StatusOr<ProbeSpecs> specs = ResolveProbeSpecs(assignment);
-  EXPECT_TRUE(specs.ok()) << specs.status();
-  absl::StatusOr<LaunchValues> values = LaunchValues::ForProbe(
-      assignment, *specs, specs->config.NumMicroBatches(specs->training), 0, 6000);
+  return assignment;
+}
+
+LaunchValues Values(int64_t tp = 2, v1::Recompute recompute = v1::RECOMPUTE_NONE) {
+  absl::StatusOr<LaunchValues> values =
+      ProbeLaunchValues(Assignment(tp, recompute), 0, 0, /*master_port=*/6000);
+  EXPECT_TRUE(values.ok()) << values.status();
+  return *std::move(values);
+}
+
+// The export of Assignment()'s configuration.
+LaunchValues ExportValues() {
+  absl::StatusOr<LaunchValues> values = ExportLaunchValues(Assignment());
   EXPECT_TRUE(values.ok()) << values.status();
   return *std::move(values);
 }
@@ -62,6 +71,12 @@ LaunchTemplate::Command Render(const v1::CommandTemplate& launch, const LaunchVa
   absl::StatusOr<LaunchTemplate::Command> command = parsed->Render(values);
   EXPECT_TRUE(command.ok()) << command.status();
   return command.ok() ? *command : LaunchTemplate::Command();
+}
+
+v1::CommandTemplate FrameworkTemplate(std::vector<std::string> argv, const std::string& entry) {
+  v1::CommandTemplate launch = Template(std::move(argv));
+  launch.set_framework_entry(entry);
+  return launch;
 }
 
 TEST(LaunchTemplateTest, PlaceholdersAreFilledInsideArguments) {
@@ -111,6 +126,40 @@ TEST(LaunchTemplateTest, UsesSaysWhetherAPlaceholderIsPassed) {
   EXPECT_FALSE(parsed->Uses("{gbs}"));
 }
 
+TEST(LaunchTemplateTest, FrameworkArgumentsFollowTheEntryWithoutProbeOnlyElements) {
+  const v1::CommandTemplate launch =
+      FrameworkTemplate({"torchrun", "--master-port={master_port}", "train.py", "--tp={tp}",
+                         "{?probe=true}--train-iters={train_iters}",
+                         "{?sequence_parallel=true}--sequence-parallel", "--gbs={gbs}"},
+                        "train.py");
+  absl::StatusOr<LaunchTemplate> parsed = LaunchTemplate::Create(launch, "command_templates[0]");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_THAT(*parsed->RenderFrameworkArguments(Values()),
+              ElementsAre("--tp=2", "--train-iters=5", "--sequence-parallel", "--gbs=64"));
+  EXPECT_THAT(*parsed->RenderFrameworkArguments(ExportValues()),
+              ElementsAre("--tp=2", "--sequence-parallel", "--gbs=64"));
+  // The whole command needs the rendezvous, which an export has not.
+  EXPECT_EQ(parsed->Render(ExportValues()).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(LaunchTemplateTest, AnExportedElementCannotUseAProbesOwnPlaceholders) {
+  absl::StatusOr<LaunchTemplate> parsed = LaunchTemplate::Create(
+      FrameworkTemplate({"torchrun", "train.py", "--tp={tp}", "--iters={train_iters}"}, "train.py"),
+      "command_templates[0]");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const absl::Status status = parsed->RenderFrameworkArguments(ExportValues()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(),
+              HasSubstr("command_templates[0].argv[3] (\"--iters={train_iters}\"): "
+                        "{train_iters} has no value in an export"));
+  parsed = LaunchTemplate::Create(Template({"torchrun", "train.py"}), "command_templates[0]");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->RenderFrameworkArguments(ExportValues()).status(),
+            absl::FailedPreconditionError(
+                "command_templates[0].framework_entry is empty: the template does not say where "
+                "the framework's own arguments start"));
+}
+
 TEST(LaunchTemplateTest, BadTemplatesAreRejectedNamingTheFieldAndValue) {
   const struct {
     v1::CommandTemplate launch;
@@ -132,6 +181,17 @@ TEST(LaunchTemplateTest, BadTemplatesAreRejectedNamingTheFieldAndValue) {
       {Template({"train", "{?tp}--x"}), "a condition must read {?NAME=VALUE} or {?NAME!=VALUE}"},
       {Template({"train", "{?tp=2}"}), "a condition with nothing after it"},
       {Template({"train", std::string(5000, 'x')}), "longer than 4096 bytes"},
+      {Template({"train", "{?probe=false}--data-path=/data"}),
+       "command_templates[0].argv[1] (\"{?probe=false}--data-path=/data\"): an element passed "
+       "outside probes only would be exported without ever being measured"},
+      {Template({"train", "{?probe!=true}--x"}), "would be exported without ever being measured"},
+      {FrameworkTemplate({"torchrun", "train.py", "--x"}, "pretrain.py"),
+       "command_templates[0].framework_entry (\"pretrain.py\"): is no argv element"},
+      {FrameworkTemplate({"torchrun", "train.py", "train.py"}, "train.py"),
+       "command_templates[0].framework_entry (\"train.py\"): is argv[1] and argv[2]; it must "
+       "name one element"},
+      {FrameworkTemplate({"torchrun", "{?tp=2}train.py"}, "{?tp=2}train.py"),
+       "names a conditional element"},
   };
   for (const auto& c : cases) {
     absl::StatusOr<LaunchTemplate> parsed =

@@ -1,11 +1,14 @@
-#include "worker/launch_values.h"
+#include "launch/launch_values.h"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "convert/spec_convert.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "worker/probe_specs.h"
-#include "worker/test_assignments.h"
+#include "launch/test_assignments.h"
 
 namespace paratune {
 namespace {
@@ -17,13 +20,8 @@ v1::ProbeAssignment GangAssignment() { return TwoNodeGangAssignment(v1::RECOMPUT
 // The values of a launch of full steps, or of `micro_batches_per_step` when set.
 absl::StatusOr<LaunchValues> Values(const v1::ProbeAssignment& assignment,
                                     int64_t micro_batches_per_step = 0) {
-  absl::StatusOr<ProbeSpecs> specs = ResolveProbeSpecs(assignment);
-  if (!specs.ok()) return specs.status();
-  return LaunchValues::ForProbe(assignment, *specs,
-                                micro_batches_per_step > 0
-                                    ? micro_batches_per_step
-                                    : specs->config.NumMicroBatches(specs->training),
-                                /*extra_warmup_iterations=*/2, 29511);
+  return ProbeLaunchValues(assignment, micro_batches_per_step, /*extra_warmup_iterations=*/2,
+                           29511);
 }
 
 std::string Get(const LaunchValues& values, const char* name) {
@@ -57,6 +55,7 @@ TEST(LaunchValuesTest, EveryPlaceholderHasAValueForAGangMember) {
       {"fp8", "false"},
       {"distributed_optimizer", "true"},
       {"fp32_gradients", "true"},
+      {"probe", "true"},
       {"train_iters", "9"},
       {"nnodes", "2"},
       {"node_rank", "1"},
@@ -125,6 +124,67 @@ TEST(LaunchValuesTest, AnUnevenSplitCountsTheEmbeddingAndTheLoss) {
   values = Values(assignment);
   ASSERT_TRUE(values.ok()) << values.status();
   EXPECT_EQ(Get(*values, "layers_per_virtual_stage"), "16");
+}
+
+TEST(LaunchValuesTest, AnExportIsTheWholeConfigurationWithoutAProbesOwnValues) {
+  const v1::ProbeAssignment assignment = GangAssignment();
+  absl::StatusOr<LaunchValues> exported = ExportLaunchValues(assignment);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  absl::StatusOr<LaunchValues> probed = Values(assignment);
+  ASSERT_TRUE(probed.ok()) << probed.status();
+  const char* const per_probe[] = {"train_iters", "node_rank", "master_addr",
+                                   "master_port", "gpu_ids",   "probe_name"};
+  for (const Placeholder& placeholder : LaunchPlaceholders()) {
+    const std::string name = placeholder.name;
+    if (name == "probe") continue;
+    if (std::find(std::begin(per_probe), std::end(per_probe), name) != std::end(per_probe)) {
+      absl::StatusOr<std::string> value = exported->Get(name);
+      EXPECT_EQ(value.status().code(), absl::StatusCode::kFailedPrecondition) << name;
+      EXPECT_THAT(value.status().message(),
+                  HasSubstr(absl::StrCat("{", name, "} has no value in an export")));
+      continue;
+    }
+    // A full-scope probe of full steps on one worker per node launches what an export does.
+    EXPECT_EQ(Get(*exported, placeholder.name), Get(*probed, placeholder.name)) << name;
+  }
+  EXPECT_EQ(Get(*exported, "probe"), "false");
+  EXPECT_EQ(Get(*exported, "gbs"), "64");
+  EXPECT_EQ(Get(*exported, "nnodes"), "2");
+  EXPECT_EQ(Get(*exported, "nproc_per_node"), "8");
+  EXPECT_EQ(exported->Get("tpp").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(LaunchValuesTest, AnExportedUnevenInterleavedSplitCountsTheEmbeddingAndTheLoss) {
+  v1::ProbeAssignment assignment = GangAssignment();
+  assignment.mutable_model()->set_preset("llama3.1-405b");  // 126 layers
+  assignment.mutable_training()->set_global_batch_size(2048);
+  assignment.mutable_cluster()->set_num_nodes(16);
+  v1::ParallelConfig& config = *assignment.mutable_config();
+  config.set_data_parallel(2);
+  config.set_tensor_parallel(8);
+  config.set_pipeline_parallel(8);
+  config.set_virtual_pipeline(2);
+  absl::StatusOr<LaunchValues> values = ExportLaunchValues(assignment);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(Get(*values, "uneven_pipeline"), "true");
+  EXPECT_EQ(Get(*values, "layers_per_virtual_stage"), "8");  // (126 + 2) / (8 x 2)
+  EXPECT_EQ(Get(*values, "world_size"), "128");
+}
+
+TEST(LaunchValuesTest, AnExportOfAnotherClusterIsRejected) {
+  v1::ProbeAssignment assignment = GangAssignment();
+  absl::StatusOr<ModelSpec> model = ModelSpecFromProto(assignment.model());
+  absl::StatusOr<TrainingSpec> training = TrainingSpecFromProto(assignment.training());
+  absl::StatusOr<ClusterSpec> cluster = ClusterSpecFromProto(assignment.cluster());
+  assignment.mutable_cluster()->set_num_nodes(4);
+  absl::StatusOr<ClusterSpec> larger = ClusterSpecFromProto(assignment.cluster());
+  ASSERT_TRUE(model.ok() && training.ok() && cluster.ok() && larger.ok());
+  absl::StatusOr<ParallelConfig> config =
+      ParallelConfigFromProto(assignment.config(), *model, *training, *cluster, PlacementRules());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(LaunchValues::ForExport(*model, *training, *larger, *config).status(),
+            absl::InvalidArgumentError("config (dp2 tp4 pp2 cp1 mbs1 vp2 recompute=selective) "
+                                       "uses 16 GPUs, not the cluster's 4 x 8"));
 }
 
 TEST(LaunchValuesTest, ABadGangIsRejectedNamingTheField) {

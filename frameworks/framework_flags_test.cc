@@ -1,0 +1,174 @@
+// The shipped launch templates that `paratune export` renders name only arguments that the
+// pinned framework releases accept: every "--flag" after pretrain_gpt.py is in Megatron-LM's
+// argument list, every "a.b.c=value" override after `nemo llm pretrain` is in NeMo's
+// override-key list. The lists (frameworks/*.txt) say where they came from. A template of
+// neither framework fails, so that a new one gets its list.
+//
+// Arguments: the Megatron-LM list, the NeMo list, then the worker config files to check.
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+#include "proto/worker_config.pb.h"
+
+namespace paratune {
+namespace {
+
+struct Files {
+  std::string megatron_list;
+  std::string nemo_list;
+  std::vector<std::string> configs;
+};
+
+Files& TestFiles() {
+  static Files* const files = new Files();
+  return *files;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << "cannot read " << path;
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The first word of every line that is neither blank nor a '#' comment.
+std::set<std::string> ReadList(const std::string& path) {
+  std::set<std::string> names;
+  std::istringstream lines(ReadFile(path));
+  std::string line;
+  while (std::getline(lines, line)) {
+    absl::string_view text = absl::StripAsciiWhitespace(line);
+    if (text.empty() || text[0] == '#') continue;
+    names.insert(std::string(text.substr(0, text.find_first_of(" \t"))));
+  }
+  return names;
+}
+
+// `element` without its leading conditions ("{?NAME=VALUE}", "{?NAME!=VALUE}", any number).
+absl::string_view WithoutConditions(absl::string_view element) {
+  while (absl::StartsWith(element, "{?")) {
+    const size_t end = element.find('}');
+    if (end == absl::string_view::npos) break;
+    element.remove_prefix(end + 1);
+  }
+  return element;
+}
+
+// `element` up to its first '='.
+absl::string_view Name(absl::string_view element) { return element.substr(0, element.find('=')); }
+
+// The index of the first argv element that, without its conditions, satisfies `is_entry`; -1
+// when none does.
+int EntryIndex(const v1::CommandTemplate& launch, bool (*is_entry)(absl::string_view element)) {
+  for (int j = 0; j < launch.argv_size(); ++j) {
+    if (is_entry(WithoutConditions(launch.argv(j)))) return j;
+  }
+  return -1;
+}
+
+bool IsMegatronEntry(absl::string_view element) {
+  return absl::EndsWith(element, "pretrain_gpt.py");
+}
+
+bool IsNemoEntry(absl::string_view element) { return element == "pretrain"; }
+
+// What a template's argv elements after its framework's entry are checked against.
+struct Check {
+  const std::set<std::string>* names = nullptr;
+  const std::string* list = nullptr;
+  // Whether a (condition-stripped) element after the entry is one of the framework's own
+  // names rather than a value or an option of the launcher.
+  bool (*is_name)(absl::string_view element) = nullptr;
+};
+
+bool IsMegatronFlag(absl::string_view element) { return absl::StartsWith(element, "--"); }
+
+// `nemo llm pretrain`'s own options ("--factory NAME") and their values are not overrides.
+bool IsNemoOverride(absl::string_view element) {
+  return !absl::StartsWith(element, "-") && absl::StrContains(element, '=');
+}
+
+TEST(FrameworkFlagsTest, TheListsAreRead) {
+  const std::set<std::string> megatron = ReadList(TestFiles().megatron_list);
+  EXPECT_GT(megatron.size(), 500u) << TestFiles().megatron_list;
+  for (const std::string& name : megatron) {
+    EXPECT_TRUE(absl::StartsWith(name, "--")) << name << " in " << TestFiles().megatron_list;
+  }
+  const std::set<std::string> nemo = ReadList(TestFiles().nemo_list);
+  EXPECT_GT(nemo.size(), 20u) << TestFiles().nemo_list;
+  for (const std::string& key : nemo) {
+    EXPECT_TRUE(absl::StrContains(key, '.') && !absl::StrContains(key, '='))
+        << key << " in " << TestFiles().nemo_list;
+  }
+}
+
+TEST(FrameworkFlagsTest, EveryTemplateNamesOnlyArgumentsOfItsPinnedRelease) {
+  const std::set<std::string> megatron = ReadList(TestFiles().megatron_list);
+  const std::set<std::string> nemo = ReadList(TestFiles().nemo_list);
+  ASSERT_FALSE(TestFiles().configs.empty());
+  int megatron_templates = 0;
+  int nemo_templates = 0;
+  for (const std::string& file : TestFiles().configs) {
+    v1::WorkerConfig config;
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(ReadFile(file), &config))
+        << file << " is not a paratune.v1.WorkerConfig";
+    for (int i = 0; i < config.command_templates_size(); ++i) {
+      const v1::CommandTemplate& launch = config.command_templates(i);
+      const std::string where =
+          absl::StrCat(file, " command_templates[", i, "] (", launch.name(), ")");
+      Check check;
+      int entry = EntryIndex(launch, IsMegatronEntry);
+      if (entry >= 0) {
+        check = {&megatron, &TestFiles().megatron_list, IsMegatronFlag};
+        ++megatron_templates;
+      } else if ((entry = EntryIndex(launch, IsNemoEntry)) >= 0) {
+        check = {&nemo, &TestFiles().nemo_list, IsNemoOverride};
+        ++nemo_templates;
+      } else {
+        ADD_FAILURE() << where
+                      << " starts neither Megatron-LM (pretrain_gpt.py) nor NeMo (pretrain): "
+                         "give its framework a list in frameworks/";
+        continue;
+      }
+      int checked = 0;
+      for (int j = entry + 1; j < launch.argv_size(); ++j) {
+        const absl::string_view element = WithoutConditions(launch.argv(j));
+        if (!check.is_name(element)) continue;
+        ++checked;
+        if (check.names->count(std::string(Name(element))) == 0) {
+          ADD_FAILURE() << where << " argv[" << j << "] \"" << launch.argv(j) << "\" names "
+                        << Name(element) << ", which is not in " << *check.list;
+        }
+      }
+      EXPECT_GT(checked, 20) << where;
+    }
+  }
+  EXPECT_GE(megatron_templates, 1);
+  EXPECT_GE(nemo_templates, 1);
+}
+
+}  // namespace
+}  // namespace paratune
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (argc < 4) {
+    std::cerr << "usage: " << argv[0] << " MEGATRON_LIST NEMO_LIST CONFIG...\n";
+    return 2;
+  }
+  paratune::TestFiles().megatron_list = argv[1];
+  paratune::TestFiles().nemo_list = argv[2];
+  for (int i = 3; i < argc; ++i) paratune::TestFiles().configs.push_back(argv[i]);
+  return RUN_ALL_TESTS();
+}
