@@ -11,10 +11,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "cli/output.h"
 #include "common/status_macros.h"
 #include "convert/search_text.h"
 #include "convert/spec_convert.h"
-#include "google/protobuf/util/json_util.h"
 #include "launch/builtin_templates.h"
 #include "launch/launch_values.h"
 
@@ -145,13 +145,7 @@ absl::StatusOr<std::string> Json(const v1::Search& search, const v1::Candidate& 
   v1::Search exported = search;
   exported.clear_candidates();
   *exported.add_candidates() = candidate;
-  std::string json;
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.preserve_proto_field_names = true;
-  const auto status = google::protobuf::util::MessageToJsonString(exported, &json, options);
-  if (!status.ok()) return absl::InternalError(std::string(status.message()));
-  return json;
+  return ToJson(exported);
 }
 
 std::string Sbatch(const v1::Search& search, const v1::Candidate& candidate,

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "google/protobuf/message.h"
 
 namespace paratune {
@@ -18,6 +19,10 @@ struct OutputOptions {
   // The terminal's width; redrawn lines are cut to it so none wraps.
   int terminal_columns = 80;
 };
+
+// `message` in the proto's canonical JSON mapping (lowerCamelCase field names), indented: the
+// one JSON convention of every CLI output, `--json` and `export --format=json` alike.
+absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message);
 
 // Writes `message` as canonical JSON (one object, then '\n') when options.json, else `text`.
 absl::Status Print(const google::protobuf::Message& message, const std::string& text,
