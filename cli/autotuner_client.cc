@@ -63,8 +63,7 @@ absl::StatusOr<v1::Search> AutotunerClient::CancelSearch(const std::string& name
 }
 
 absl::StatusOr<v1::ListWorkersResponse> AutotunerClient::ListWorkers() {
-  return Call<v1::ListWorkersResponse>(&v1::Autotuner::Stub::ListWorkers,
-                                       v1::ListWorkersRequest());
+  return Call<v1::ListWorkersResponse>(&v1::Autotuner::Stub::ListWorkers, v1::ListWorkersRequest());
 }
 
 absl::StatusOr<v1::ListSearchEventsResponse> AutotunerClient::ListSearchEvents(

@@ -21,8 +21,7 @@ class AutotunerClient {
  public:
   // `address` is host:port; `credentials` from LoadClientCredentials
   // (common/client_credentials.h): plaintext, or TLS with a client certificate and token.
-  AutotunerClient(const std::string& address,
-                  std::shared_ptr<grpc::ChannelCredentials> credentials,
+  AutotunerClient(const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials,
                   absl::Duration rpc_timeout);
 
   absl::StatusOr<v1::Search> CreateSearch(const v1::CreateSearchRequest& request);

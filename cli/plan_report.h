@@ -27,10 +27,10 @@ std::string FormatMemoryMap(const Plan& plan, const PlanOptions& options,
 // (with the fields and values), the dimension not searched and the flag that searches it, or
 // the memory figures; then, when the rules hold, its memory breakdown and predicted step time.
 // `shown` is how many candidates the plan table lists (--limit), to say whether it is there.
-std::string FormatExplanation(const ConfigurationExplanation& explanation,
-                              const ParallelDims& dims, const ModelSpec& model,
-                              const TrainingSpec& training, const ClusterSpec& cluster,
-                              const PlanOptions& options, const Plan& plan, int64_t shown);
+std::string FormatExplanation(const ConfigurationExplanation& explanation, const ParallelDims& dims,
+                              const ModelSpec& model, const TrainingSpec& training,
+                              const ClusterSpec& cluster, const PlanOptions& options,
+                              const Plan& plan, int64_t shown);
 
 }  // namespace paratune
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/grpc_introspection.h"
 #include "common/grpc_server.h"
 #include "common/small_file.h"
 #include "common/test_certificates.h"
@@ -14,7 +15,6 @@
 #include "grpcpp/security/auth_metadata_processor.h"
 #include "grpcpp/security/server_credentials.h"
 #include "gtest/gtest.h"
-#include "common/grpc_introspection.h"
 
 namespace paratune {
 namespace {

@@ -16,9 +16,8 @@ namespace {
 TEST(ParseFlagsTest, SetsFlagsAndUsageAndReturnsPositionals) {
   std::string program = "program", flag = "--command_line_test_value=7", word = "word";
   std::vector<char*> argv = {program.data(), flag.data(), word.data()};
-  const std::vector<char*> positional =
-      ParseFlags(static_cast<int>(argv.size()), argv.data(), "test usage",
-                 "common/command_line_test.cc");
+  const std::vector<char*> positional = ParseFlags(static_cast<int>(argv.size()), argv.data(),
+                                                   "test usage", "common/command_line_test.cc");
   EXPECT_EQ(absl::GetFlag(FLAGS_command_line_test_value), 7);
   EXPECT_EQ(absl::ProgramUsageMessage(), "test usage");
   ASSERT_EQ(positional.size(), 2u);

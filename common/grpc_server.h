@@ -21,8 +21,7 @@ struct GrpcServerOptions {
   std::shared_ptr<grpc::ServerCredentials> credentials;
   // Not owned; they must outlive the server.
   std::vector<grpc::Service*> services;
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
-      interceptors;
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
 };
 
 struct StartedGrpcServer {

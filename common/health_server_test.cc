@@ -4,11 +4,11 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_introspection.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "common/grpc_introspection.h"
 
 namespace paratune {
 namespace {

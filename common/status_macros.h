@@ -9,10 +9,10 @@
 #include "absl/status/statusor.h"
 
 // Returns the status of `expr` from the enclosing function when it is not OK.
-#define PT_RETURN_IF_ERROR(expr)                        \
-  do {                                                  \
-    const ::absl::Status pt_status_ = (expr);           \
-    if (!pt_status_.ok()) return pt_status_;            \
+#define PT_RETURN_IF_ERROR(expr)              \
+  do {                                        \
+    const ::absl::Status pt_status_ = (expr); \
+    if (!pt_status_.ok()) return pt_status_;  \
   } while (false)
 
 #define PT_STATUS_MACROS_CONCAT_INNER_(a, b) a##b

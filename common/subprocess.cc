@@ -199,18 +199,17 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const SubprocessOptions& options,
   for (int fd : child_ends) close(fd);
   if (spawn_error != 0) {
     for (Stream& stream : streams) stream.Close();
-    return absl::NotFoundError(absl::StrCat("cannot start \"", options.argv[0], "\"",
-                                            options.working_directory.empty()
-                                                ? ""
-                                                : absl::StrCat(" in \"", options.working_directory,
-                                                               "\""),
-                                            ": ", strerror(spawn_error)));
+    return absl::NotFoundError(absl::StrCat(
+        "cannot start \"", options.argv[0], "\"",
+        options.working_directory.empty() ? ""
+                                          : absl::StrCat(" in \"", options.working_directory, "\""),
+        ": ", strerror(spawn_error)));
   }
 
   SubprocessResult result;
   std::optional<int> status;
-  const absl::Time deadline =
-      options.timeout == absl::InfiniteDuration() ? absl::InfiniteFuture() : start + options.timeout;
+  const absl::Time deadline = options.timeout == absl::InfiniteDuration() ? absl::InfiniteFuture()
+                                                                          : start + options.timeout;
   while (!status.has_value()) {
     if (cancel.HasBeenNotified() || absl::Now() >= deadline) {
       result.ending = cancel.HasBeenNotified() ? SubprocessResult::Ending::kCancelled

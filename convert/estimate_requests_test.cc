@@ -36,8 +36,8 @@ TEST(AnswerEstimateTest, ReferenceConfiguration) {
   double paper = 0, overheads = 0;
   for (const v1::MemoryTerm& term : memory.stages(0).terms()) {
     const bool overhead = term.name() == "cuda_context" || term.name() == "nccl_buffers" ||
-                          term.name() == "gradient_buckets" ||
-                          term.name() == "pipeline_buffers" || term.name() == "fragmentation";
+                          term.name() == "gradient_buckets" || term.name() == "pipeline_buffers" ||
+                          term.name() == "fragmentation";
     (overhead ? overheads : paper) += static_cast<double>(term.bytes()) / (1 << 30);
   }
   EXPECT_NEAR(paper, 44.8726 + 22.6445, 1e-3);

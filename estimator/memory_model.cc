@@ -161,8 +161,7 @@ void AddOverheads(const Symbols& x, const TrainingSpec& training, const MemoryOp
   const double activations = stage.term(MemoryTerm::kActivations) +
                              stage.term(MemoryTerm::kEmbeddingActivations) +
                              stage.term(MemoryTerm::kOutputActivations);
-  stage.bytes[Term(MemoryTerm::kFragmentation)] =
-      (options.fragmentation_factor - 1) * activations;
+  stage.bytes[Term(MemoryTerm::kFragmentation)] = (options.fragmentation_factor - 1) * activations;
 }
 
 }  // namespace
@@ -249,8 +248,7 @@ MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& traini
     middle.stage = 1;
     const double layers = static_cast<double>(x.layout.middle_stage_layers);
     AddModelStates(x, training, MiddleStageParameters(x, layers), middle);
-    middle.bytes[Term(MemoryTerm::kActivations)] =
-        layer.Held(layers / x.v * ChunksInFlight(x, 1));
+    middle.bytes[Term(MemoryTerm::kActivations)] = layer.Held(layers / x.v * ChunksInFlight(x, 1));
     AddOverheads(x, training, options, middle);
   }
   if (pp > 1) {

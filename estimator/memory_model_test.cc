@@ -119,8 +119,9 @@ TEST(MemoryModelTest, ReproducesKorthikanti2022Figure1) {
   const std::string csv = ReadRunfile("estimator/testdata/korthikanti2022_fig1_memory.csv");
   std::vector<std::string> lines = absl::StrSplit(csv, '\n', absl::SkipWhitespace());
   ASSERT_EQ(lines.size(), 9u);
-  ASSERT_TRUE(absl::StartsWith(lines[0], "model,mode,hidden,heads,layers,seq_len,tp,pp,num_gpus,"
-                                         "global_batch,micro_batch,params_plus_optimizer_GiB,"));
+  ASSERT_TRUE(absl::StartsWith(lines[0],
+                               "model,mode,hidden,heads,layers,seq_len,tp,pp,num_gpus,"
+                               "global_batch,micro_batch,params_plus_optimizer_GiB,"));
   for (size_t i = 1; i < lines.size(); ++i) {
     // The leading numeric columns hold no quoted commas; the free-text tail is not parsed.
     const std::vector<std::string> f = absl::StrSplit(lines[i], absl::MaxSplits(',', 15));
@@ -336,12 +337,11 @@ TEST_F(LlamaMemoryTest, NonGatedMlpKeepsTwoFfnWideTensors) {
   dims.gated_mlp = false;
   const ModelSpec gpt_like = *ModelSpec::Create("non-gated", dims);
   const double sbh = 8192.0 * 4096;
-  EXPECT_DOUBLE_EQ(
-      Term(Estimate(gpt_like, training_, Dims(8, 2, 1, 1, 1)).first_stage, MemoryTerm::kActivations),
-      32 * sbh * (12 + 4 * 0.25 + 4 * 3.5) / 2);
+  EXPECT_DOUBLE_EQ(Term(Estimate(gpt_like, training_, Dims(8, 2, 1, 1, 1)).first_stage,
+                        MemoryTerm::kActivations),
+                   32 * sbh * (12 + 4 * 0.25 + 4 * 3.5) / 2);
   // Two f x h matrices per MLP instead of three.
-  EXPECT_DOUBLE_EQ(gpt_like.LayerParameterCount(),
-                   model_.LayerParameterCount() - 4096.0 * 14336);
+  EXPECT_DOUBLE_EQ(gpt_like.LayerParameterCount(), model_.LayerParameterCount() - 4096.0 * 14336);
 }
 
 TEST_F(LlamaMemoryTest, GradientBucketsFollowTheGradientType) {
@@ -349,10 +349,10 @@ TEST_F(LlamaMemoryTest, GradientBucketsFollowTheGradientType) {
   options.bucket_parameters = 40e6;
   TrainingOptions bf16 = training_.options();
   bf16.fp32_gradients = false;
-  EXPECT_DOUBLE_EQ(Term(Estimate(model_, *TrainingSpec::Create(bf16), Dims(8, 2, 1, 1, 1),
-                                 options).first_stage,
-                        MemoryTerm::kGradientBuckets),
-                   40e6 * 2);
+  EXPECT_DOUBLE_EQ(
+      Term(Estimate(model_, *TrainingSpec::Create(bf16), Dims(8, 2, 1, 1, 1), options).first_stage,
+           MemoryTerm::kGradientBuckets),
+      40e6 * 2);
   // Nothing to reduce with a single data-parallel and context-parallel rank.
   EXPECT_EQ(Term(Estimate(model_, training_, Dims(1, 8, 2, 1, 1), options).first_stage,
                  MemoryTerm::kGradientBuckets),
@@ -461,8 +461,8 @@ TEST_F(LlamaMemoryTest, OverheadTermsFollowTheirOptions) {
   EXPECT_NEAR(Term(estimate.first_stage, MemoryTerm::kFragmentation),
               0.1 * AllActivations(estimate.first_stage), 1);
   const MemoryEstimate bare = Estimate(model_, training_, dims);
-  for (int t = static_cast<int>(MemoryTerm::kNcclBuffers);
-       t < static_cast<int>(MemoryTerm::kCount); ++t) {
+  for (int t = static_cast<int>(MemoryTerm::kNcclBuffers); t < static_cast<int>(MemoryTerm::kCount);
+       ++t) {
     EXPECT_EQ(bare.first_stage.bytes[t], 0) << MemoryTermName(static_cast<MemoryTerm>(t));
   }
 }

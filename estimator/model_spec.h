@@ -33,8 +33,7 @@ class ModelSpec {
  public:
   // INVALID_ARGUMENT naming the field ("model.num_kv_heads (5) does not divide
   // model.num_attention_heads (32)") when a dimension is out of range or inconsistent.
-  static absl::StatusOr<ModelSpec> Create(std::string name,
-                                          const ModelDimensions& dims);
+  static absl::StatusOr<ModelSpec> Create(std::string name, const ModelDimensions& dims);
 
   const std::string& name() const { return name_; }
   const ModelDimensions& dims() const { return dims_; }
@@ -57,8 +56,7 @@ class ModelSpec {
   double ParameterCount() const;
 
  private:
-  ModelSpec(std::string name, const ModelDimensions& dims)
-      : name_(std::move(name)), dims_(dims) {}
+  ModelSpec(std::string name, const ModelDimensions& dims) : name_(std::move(name)), dims_(dims) {}
 
   std::string name_;
   ModelDimensions dims_;

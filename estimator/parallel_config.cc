@@ -17,8 +17,7 @@ bool AnyFieldBelowOne(const ParallelDims& d) {
 
 }  // namespace
 
-ParallelDims MakeParallelDims(int64_t dp, int64_t tp, int64_t pp, int64_t cp,
-                              int64_t micro_batch) {
+ParallelDims MakeParallelDims(int64_t dp, int64_t tp, int64_t pp, int64_t cp, int64_t micro_batch) {
   ParallelDims dims;
   dims.dp = dp;
   dims.tp = tp;
@@ -156,8 +155,8 @@ std::string DescribeRejection(Rejection rejection, const ModelSpec& model,
                           ") > 1 needs config.pipeline_parallel (", d.pp,
                           ") to divide the micro-batches per step, training.global_batch_size (",
                           training.global_batch_size(), ") / (config.data_parallel (", d.dp,
-                          ") x config.micro_batch_size (", d.micro_batch, ")) = ",
-                          training.global_batch_size() / (d.dp * d.micro_batch));
+                          ") x config.micro_batch_size (", d.micro_batch,
+                          ")) = ", training.global_batch_size() / (d.dp * d.micro_batch));
     case Rejection::kTpCpAcrossNodes:
       return absl::StrCat("config.tensor_parallel (", d.tp, ") x config.context_parallel (", d.cp,
                           ") = ", d.tp * d.cp, " does not divide cluster.gpus_per_node (",

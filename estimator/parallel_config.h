@@ -31,8 +31,7 @@ struct ParallelDims {
 
 // dp x tp x pp x cp with the given micro-batch size, no interleaving and no recompute, and
 // sequence parallelism exactly when tp > 1 (as the planner enumerates them).
-ParallelDims MakeParallelDims(int64_t dp, int64_t tp, int64_t pp, int64_t cp,
-                              int64_t micro_batch);
+ParallelDims MakeParallelDims(int64_t dp, int64_t tp, int64_t pp, int64_t cp, int64_t micro_batch);
 
 // Switches of the validity rules.
 struct PlacementRules {
@@ -79,16 +78,13 @@ class ParallelConfig {
  public:
   // INVALID_ARGUMENT with DescribeRejection's message when a rule is broken, or naming the
   // field when a value is < 1.
-  static absl::StatusOr<ParallelConfig> Create(const ModelSpec& model,
-                                               const TrainingSpec& training,
+  static absl::StatusOr<ParallelConfig> Create(const ModelSpec& model, const TrainingSpec& training,
                                                const ClusterSpec& cluster,
                                                const PlacementRules& rules,
                                                const ParallelDims& dims);
 
   // For the planner, which has already called CheckRules and found kValid.
-  static ParallelConfig FromCheckedDims(const ParallelDims& dims) {
-    return ParallelConfig(dims);
-  }
+  static ParallelConfig FromCheckedDims(const ParallelDims& dims) { return ParallelConfig(dims); }
 
   const ParallelDims& dims() const { return dims_; }
   int64_t dp() const { return dims_.dp; }

@@ -37,14 +37,14 @@ absl::Status ValidateFitInput(const std::vector<PerformanceObservation>& observa
     }
   }
   if (!(std::isfinite(options.prior_weight) && options.prior_weight >= 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "options.prior_weight (", options.prior_weight, ") must be a finite number >= 0"));
+    return absl::InvalidArgumentError(absl::StrCat("options.prior_weight (", options.prior_weight,
+                                                   ") must be a finite number >= 0"));
   }
   if (!FiniteAndPositive(options.final_step) || !(options.initial_step >= options.final_step) ||
       !std::isfinite(options.initial_step)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "options.initial_step (", options.initial_step, ") and options.final_step (",
-        options.final_step, ") must be finite with initial_step >= final_step > 0"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.initial_step (", options.initial_step, ") and options.final_step (",
+                     options.final_step, ") must be finite with initial_step >= final_step > 0"));
   }
   if (options.max_sweeps < 1) {
     return absl::InvalidArgumentError(
@@ -59,7 +59,8 @@ class Objective {
   Objective(const std::vector<PerformanceObservation>& observations,
             const PerformanceParameters& start, double prior_weight)
       : observations_(observations), start_(start), prior_weight_(prior_weight) {
-    for (const PerformanceObservation& observation : observations) total_weight_ += observation.weight;
+    for (const PerformanceObservation& observation : observations)
+      total_weight_ += observation.weight;
   }
 
   double WeightedSquaredLogError(const PerformanceParameters& params) const {
@@ -78,7 +79,8 @@ class Objective {
     double prior = 0;
     if (prior_weight_ > 0) {
       for (const FittedField& field : FittedFields()) {
-        const double distance = ToUnit(field, params.*field.field) - ToUnit(field, start_.*field.field);
+        const double distance =
+            ToUnit(field, params.*field.field) - ToUnit(field, start_.*field.field);
         prior += distance * distance;
       }
     }
@@ -101,8 +103,8 @@ class Objective {
 const std::vector<FittedField>& FittedFields() {
   static const std::vector<FittedField>* const fields = new std::vector<FittedField>{
       {"gemm_efficiency_max", &PerformanceParameters::gemm_efficiency_max, 0.2, 1.0, false},
-      {"gemm_half_efficiency_flops", &PerformanceParameters::gemm_half_efficiency_flops, 1e7,
-       1e12, true},
+      {"gemm_half_efficiency_flops", &PerformanceParameters::gemm_half_efficiency_flops, 1e7, 1e12,
+       true},
       {"attention_efficiency", &PerformanceParameters::attention_efficiency, 0.1, 1.0, false},
       {"unfused_attention_efficiency", &PerformanceParameters::unfused_attention_efficiency, 0.02,
        1.0, false},

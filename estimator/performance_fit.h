@@ -70,7 +70,7 @@ struct FitResult {
   double objective_end = 0;      // and at params
   double rms_log_error = 0;      // weighted RMS of log(predicted / measured) at params
   int sweeps = 0;
-  int evaluations = 0;           // objective evaluations, each one prediction per observation
+  int evaluations = 0;  // objective evaluations, each one prediction per observation
 };
 
 // Weighted mean of log(predicted / measured step time)^2 over `observations` with `params`;

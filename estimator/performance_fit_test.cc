@@ -122,8 +122,8 @@ TEST_F(PerformanceFitTest, WeightsSplitTheDifference) {
   const PerformanceParameters start = DefaultPerformanceParameters(cluster_.gpu());
   const ParallelConfig config = Config(8, 2, 1, 1, 1);
   const double t = Predict(config, start);
-  absl::StatusOr<FitResult> fit = FitPerformanceParameters(
-      {Observe(config, 1.1 * t, 3), Observe(config, 1.3 * t, 1)}, start);
+  absl::StatusOr<FitResult> fit =
+      FitPerformanceParameters({Observe(config, 1.1 * t, 3), Observe(config, 1.3 * t, 1)}, start);
   ASSERT_TRUE(fit.ok()) << fit.status();
   const double expected = t * std::exp((3 * std::log(1.1) + std::log(1.3)) / 4);
   EXPECT_NEAR(Predict(config, fit->params) / expected, 1, 1e-3);

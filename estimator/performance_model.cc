@@ -67,8 +67,8 @@ double ForwardPasses(Recompute recompute) { return recompute == Recompute::kFull
 // Forward seconds of causal attention (QK^T and PV, 4 s^2 b h FLOPs over s tokens, halved by
 // the mask) of one layer's TP shard for one micro-batch: each CP rank's s/c queries meet s/2
 // keys on average under load balancing.
-double AttentionForwardSeconds(const Symbols& x, const TrainingSpec& training,
-                               double peak_flops, const PerformanceParameters& params) {
+double AttentionForwardSeconds(const Symbols& x, const TrainingSpec& training, double peak_flops,
+                               const PerformanceParameters& params) {
   const double efficiency = training.flash_attention() ? params.attention_efficiency
                                                        : params.unfused_attention_efficiency;
   return 2 * (x.s * x.b / x.c) * x.s * x.h / x.t / (peak_flops * efficiency);
@@ -140,8 +140,7 @@ double LayerCpSeconds(const Symbols& x, const TrainingSpec& training, const Para
   const Link link = LinkForSpan(config.tp() * config.cp(), cluster, params);
   const double bytes = 2 * (x.s / x.c) * x.b * (x.k * x.h / x.a) / x.t * 2;
   const double block = AttentionForwardSeconds(x, training, peak_flops, params) / x.c;
-  const double exposed =
-      std::max(0.0, SendRecvSeconds(bytes, link) - params.cp_overlap * block);
+  const double exposed = std::max(0.0, SendRecvSeconds(bytes, link) - params.cp_overlap * block);
   return (ForwardPasses(config.recompute()) + 2) * (x.c - 1) * exposed;
 }
 
@@ -208,8 +207,7 @@ double ModelFlopsPerStep(const ModelSpec& model, const TrainingSpec& training) {
   const double s = static_cast<double>(training.seq_len());
   const double gbs = static_cast<double>(training.global_batch_size());
   return gbs * s *
-         (12 * L * h * h * (1 + k / a + s / h) + 6 * model.MlpMatrices() * L * f * h +
-          6 * V * h);
+         (12 * L * h * h * (1 + k / a + s / h) + 6 * model.MlpMatrices() * L * f * h + 6 * V * h);
 }
 
 PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpec& training,
@@ -228,8 +226,7 @@ PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpe
   const double most_layers =
       static_cast<double>(std::max(x.layout.middle_stage_layers, x.layout.first_stage_layers));
   const double layer_time = layer_compute + layer_tp + layer_cp;
-  const bool middle_paces =
-      most_layers * layer_time > last_layers * layer_time + lm_head;
+  const bool middle_paces = most_layers * layer_time > last_layers * layer_time + lm_head;
   const double pace_layers = middle_paces ? most_layers : last_layers;
   const double compute = pace_layers * layer_compute + (middle_paces ? 0 : lm_head);
   const double tp = pace_layers * layer_tp;

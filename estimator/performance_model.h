@@ -40,8 +40,7 @@ double ModelFlopsPerStep(const ModelSpec& model, const TrainingSpec& training);
 // Pure and allocation-free. Uneven pipeline splits (pipeline_layout.h) are paced by their
 // slowest stage.
 PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpec& training,
-                                       const ClusterSpec& cluster,
-                                       const ParallelConfig& config,
+                                       const ClusterSpec& cluster, const ParallelConfig& config,
                                        const PerformanceParameters& params);
 
 // The optimistic end of the estimate's error bar: the TFLOP/s per GPU reached if the step

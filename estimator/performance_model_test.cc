@@ -152,9 +152,9 @@ TEST_F(PerformanceModelTest, ContextParallelExchangesHideBehindAttentionOnlyWhen
   PerformanceParameters no_overlap = params_;
   no_overlap.cp_overlap = 0;
   const ParallelConfig config = ParallelConfig::FromCheckedDims(Dims(4, 2, 1, 2, 1));
-  EXPECT_GT(PredictPerformance(model_, training_, cluster_, config, no_overlap)
-                .cp_communication_seconds,
-            0);
+  EXPECT_GT(
+      PredictPerformance(model_, training_, cluster_, config, no_overlap).cp_communication_seconds,
+      0);
 }
 
 TEST_F(PerformanceModelTest, FlashAttentionAndUnfusedAttentionHaveTheirOwnEfficiency) {
@@ -220,8 +220,7 @@ TEST(TiedEmbeddingsPerformanceTest, OptimizerStepCoversOneEmbeddingCopy) {
       PredictPerformance(tied, training, cluster, config, params).optimizer_seconds;
   const double untied_seconds =
       PredictPerformance(untied, training, cluster, config, params).optimizer_seconds;
-  EXPECT_DOUBLE_EQ(untied_seconds / tied_seconds,
-                   untied.ParameterCount() / tied.ParameterCount());
+  EXPECT_DOUBLE_EQ(untied_seconds / tied_seconds, untied.ParameterCount() / tied.ParameterCount());
 }
 
 TEST_F(PerformanceModelTest, LargerGemmsAreMoreEfficient) {

@@ -36,8 +36,7 @@ inline bool UnevenPipelineSplitFits(int64_t layers, int64_t pp, int64_t vp) {
 inline PipelineLayout LayoutPipeline(int64_t layers, int64_t pp, int64_t vp) {
   PipelineLayout layout;
   if (EvenPipelineSplitFits(layers, pp, vp) || !UnevenPipelineSplitFits(layers, pp, vp)) {
-    layout.first_stage_layers = layout.middle_stage_layers = layout.last_stage_layers =
-        layers / pp;
+    layout.first_stage_layers = layout.middle_stage_layers = layout.last_stage_layers = layers / pp;
     return layout;
   }
   const int64_t slots_per_stage = (layers + 2) / pp;

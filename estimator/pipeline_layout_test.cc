@@ -21,8 +21,7 @@ TEST(PipelineLayoutTest, Llama405bOnEightStagesHoldsOneLayerFewerAtTheEnds) {
   EXPECT_EQ(layout.first_stage_layers, 15);
   EXPECT_EQ(layout.middle_stage_layers, 16);
   EXPECT_EQ(layout.last_stage_layers, 15);
-  EXPECT_EQ(layout.first_stage_layers + 6 * layout.middle_stage_layers +
-                layout.last_stage_layers,
+  EXPECT_EQ(layout.first_stage_layers + 6 * layout.middle_stage_layers + layout.last_stage_layers,
             126);
 }
 

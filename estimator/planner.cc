@@ -25,9 +25,9 @@ absl::Status ValidateOptions(const PlanOptions& options) {
   for (size_t i = 0; i < options.virtual_pipeline_sizes.size(); ++i) {
     const int64_t size = options.virtual_pipeline_sizes[i];
     if (size < 1 || size > kMaxVirtualPipelineSize) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("space.virtual_pipeline_sizes[", i, "] (", size, ") must be in [1, ",
-                       kMaxVirtualPipelineSize, "]"));
+      return absl::InvalidArgumentError(absl::StrCat("space.virtual_pipeline_sizes[", i, "] (",
+                                                     size, ") must be in [1, ",
+                                                     kMaxVirtualPipelineSize, "]"));
     }
   }
   const double fraction = options.memory.safe_fraction;
@@ -96,8 +96,8 @@ std::vector<Recompute> SearchedRecomputeModes(const PlanOptions& options) {
 ConfigurationExplanation ExplainConfiguration(const ModelSpec& model, const TrainingSpec& training,
                                               const ClusterSpec& cluster,
                                               const PlanOptions& options,
-                                              const PerformanceParameters& params,
-                                              const Plan& plan, const ParallelDims& dims) {
+                                              const PerformanceParameters& params, const Plan& plan,
+                                              const ParallelDims& dims) {
   ConfigurationExplanation explanation;
   explanation.rejection = CheckRules(model, training, cluster, options.rules, dims);
   if (explanation.rejection != Rejection::kValid) {
@@ -172,8 +172,7 @@ absl::StatusOr<Plan> PlanConfigurations(const ModelSpec& model, const TrainingSp
             for (int64_t micro_batch : micro_batch_sizes) {
               dims.micro_batch = micro_batch;
               ++plan.counts.enumerated;
-              const Rejection rejection =
-                  CheckRules(model, training, cluster, options.rules, dims);
+              const Rejection rejection = CheckRules(model, training, cluster, options.rules, dims);
               if (rejection != Rejection::kValid) {
                 ++plan.rejections[static_cast<int>(rejection)];
                 continue;

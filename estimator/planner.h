@@ -91,12 +91,12 @@ enum class SearchDimension {
 
 struct ConfigurationExplanation {
   PlanOutcome outcome = PlanOutcome::kCandidate;
-  Rejection rejection = Rejection::kValid;                  // the first rule broken
-  SearchDimension outside = SearchDimension::kMicroBatch;   // for kOutsideSearchSpace
+  Rejection rejection = Rejection::kValid;                 // the first rule broken
+  SearchDimension outside = SearchDimension::kMicroBatch;  // for kOutsideSearchSpace
   bool has_memory = false;  // the rules hold, so memory and performance were estimated
   MemoryEstimate memory;
   PerformanceEstimate predicted;
-  int64_t rank = -1;        // index in plan.candidates for kCandidate, else -1
+  int64_t rank = -1;  // index in plan.candidates for kCandidate, else -1
 };
 
 // Why `dims` is or is not among plan.candidates, where `plan` is what PlanConfigurations
@@ -105,8 +105,8 @@ struct ConfigurationExplanation {
 ConfigurationExplanation ExplainConfiguration(const ModelSpec& model, const TrainingSpec& training,
                                               const ClusterSpec& cluster,
                                               const PlanOptions& options,
-                                              const PerformanceParameters& params,
-                                              const Plan& plan, const ParallelDims& dims);
+                                              const PerformanceParameters& params, const Plan& plan,
+                                              const ParallelDims& dims);
 
 // INVALID_ARGUMENT naming the field when an option is out of range (e.g. a micro-batch size
 // < 1, a virtual pipeline size < 1 or safe_fraction outside (0, 1]). Allocates only for the

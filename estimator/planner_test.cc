@@ -262,10 +262,9 @@ TEST_F(PlannerExplainTest, RiskyIsACandidateOnlyWhenIncluded) {
   PlanOptions options;
   absl::StatusOr<Plan> plan = MakePlan(options);
   ASSERT_TRUE(plan.ok());
-  const auto risky = std::find_if(plan->memory_map.begin(), plan->memory_map.end(),
-                                  [](const MemoryMapEntry& entry) {
-                                    return entry.verdict == MemoryVerdict::kRisky;
-                                  });
+  const auto risky = std::find_if(
+      plan->memory_map.begin(), plan->memory_map.end(),
+      [](const MemoryMapEntry& entry) { return entry.verdict == MemoryVerdict::kRisky; });
   ASSERT_NE(risky, plan->memory_map.end());
   EXPECT_EQ(Explain(options, *plan, risky->dims).outcome, PlanOutcome::kRisky);
   options.include_risky = true;

@@ -9,11 +9,11 @@
 namespace paratune {
 
 struct TrainingOptions {
-  int64_t global_batch_size = 0;     // sequences per optimizer step
-  int64_t seq_len = 0;               // tokens per sequence
-  bool fp8 = false;                  // fp8 GEMMs (bf16 otherwise)
-  bool distributed_optimizer = true; // optimizer states sharded over dp x cp
-  bool fp32_gradients = true;        // 4-byte gradients (2 when false)
+  int64_t global_batch_size = 0;      // sequences per optimizer step
+  int64_t seq_len = 0;                // tokens per sequence
+  bool fp8 = false;                   // fp8 GEMMs (bf16 otherwise)
+  bool distributed_optimizer = true;  // optimizer states sharded over dp x cp
+  bool fp32_gradients = true;         // 4-byte gradients (2 when false)
   bool flash_attention = true;
   // Tensor-parallel communication overlapped with the GEMMs (Megatron-LM --tp-comm-overlap,
   // NeMo's tp_comm_overlap, Transformer Engine userbuffers); off by default, as in

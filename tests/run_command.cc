@@ -38,10 +38,9 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
   if (!ran.ok()) return ran.status();
   result.run = *std::move(ran);
   if (result.run.ending == SubprocessResult::Ending::kTimedOut) {
-    return absl::DeadlineExceededError(absl::StrCat(argv.empty() ? "" : argv[0],
-                                                    " did not finish within ",
-                                                    absl::FormatDuration(options.timeout),
-                                                    "; its output: ", result.output));
+    return absl::DeadlineExceededError(
+        absl::StrCat(argv.empty() ? "" : argv[0], " did not finish within ",
+                     absl::FormatDuration(options.timeout), "; its output: ", result.output));
   }
   return result;
 }

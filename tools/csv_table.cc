@@ -94,9 +94,9 @@ absl::StatusOr<CsvTable> CsvTable::Parse(const std::string& path, absl::string_v
   for (size_t r = 1; r < records.size(); ++r) {
     if (records[r].size() == 1 && records[r][0].empty()) continue;  // blank line
     if (records[r].size() != table.header_.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ":", record_lines[r], ": ", records[r].size(), " fields, but the header has ",
-          table.header_.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", record_lines[r], ": ", records[r].size(),
+                       " fields, but the header has ", table.header_.size()));
     }
     table.rows_.push_back(std::move(records[r]));
     table.lines_.push_back(record_lines[r]);
@@ -113,8 +113,7 @@ absl::StatusOr<size_t> CsvTable::ColumnIndex(absl::string_view column) const {
 
 absl::Status CsvTable::CellError(size_t row, size_t column, absl::string_view what) const {
   return absl::InvalidArgumentError(absl::StrCat(path_, ":", lines_[row], ": column \"",
-                                                 header_[column], "\" (", column + 1,
-                                                 "): ", what));
+                                                 header_[column], "\" (", column + 1, "): ", what));
 }
 
 absl::StatusOr<std::string> CsvTable::String(size_t row, absl::string_view column) const {

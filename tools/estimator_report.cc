@@ -142,9 +142,9 @@ std::string HeldOutSection(const std::vector<MeasuredRun>& runs) {
       ++regret_groups;
       if (regret <= kRegretTarget) ++regret_ok;
     }
-    absl::StrAppend(&out, "| ", name, " | ", group.size(), " | ", spearman, " | ",
-                    Percent(regret), " | ", group[chosen]->config.ToString(), " | ",
-                    group[best]->config.ToString(), " |\n");
+    absl::StrAppend(&out, "| ", name, " | ", group.size(), " | ", spearman, " | ", Percent(regret),
+                    " | ", group[chosen]->config.ToString(), " | ", group[best]->config.ToString(),
+                    " |\n");
   }
   absl::StrAppendFormat(
       &out,
@@ -188,9 +188,8 @@ std::string ErrorBarSection(const std::vector<MeasuredRun>& held_out) {
         within_two += std::fabs(r - mean) <= 2 * sigma;
       }
     }
-    absl::StrAppend(&out, "| ", gpu, " | ", runs, " | ",
-                    Percent(PooledStandardDeviation(groups)), " | ",
-                    Percent(static_cast<double>(within_one) / runs), " | ",
+    absl::StrAppend(&out, "| ", gpu, " | ", runs, " | ", Percent(PooledStandardDeviation(groups)),
+                    " | ", Percent(static_cast<double>(within_one) / runs), " | ",
                     Percent(static_cast<double>(within_two) / runs), " |\n");
   }
   return out;
@@ -212,7 +211,8 @@ absl::StatusOr<ReplayOutcome> ReplayAdaptiveSearch(const std::vector<const Measu
   std::vector<bool> probed(group.size(), false);
   std::vector<PerformanceObservation> observations;
   double best_measured = 0, group_best = 0;
-  for (const MeasuredRun* run : group) group_best = std::max(group_best, MeasuredTflopsPerGpu(*run));
+  for (const MeasuredRun* run : group)
+    group_best = std::max(group_best, MeasuredTflopsPerGpu(*run));
   ReplayOutcome outcome;
   while (outcome.probes < static_cast<int>(group.size())) {
     size_t next = group.size();
@@ -235,8 +235,7 @@ absl::StatusOr<ReplayOutcome> ReplayAdaptiveSearch(const std::vector<const Measu
     probed[next] = true;
     ++outcome.probes;
     best_measured = std::max(best_measured, MeasuredTflopsPerGpu(run));
-    observations.push_back(
-        {run.model, run.training, run.cluster, run.config, run.step_seconds, 1});
+    observations.push_back({run.model, run.training, run.cluster, run.config, run.step_seconds, 1});
     PT_ASSIGN_OR_RETURN(FitResult fit,
                         FitPerformanceParameters(observations, start, SearchRefitOptions()));
     params = fit.params;
@@ -303,9 +302,9 @@ std::string MemorySection(const std::vector<std::vector<MeasuredRun>>& tables,
                               run.cluster.gpu().name, estimate.fraction_of_capacity);
       }
     }
-    absl::StrAppend(&out, "| ", datasets[i].file, " | ", counts[0] + counts[1] + counts[2],
-                    " | ", absl::StrFormat("%.3f", max_fraction), " | ", counts[0], " | ",
-                    counts[1], " | ", counts[2], " | ",
+    absl::StrAppend(&out, "| ", datasets[i].file, " | ", counts[0] + counts[1] + counts[2], " | ",
+                    absl::StrFormat("%.3f", max_fraction), " | ", counts[0], " | ", counts[1],
+                    " | ", counts[2], " | ",
                     failed > 0 ? absl::StrCat(failed_oom, " of ", failed) : "-", " | ",
                     failed > 0 ? absl::StrCat(failed_safe, " of ", failed) : "-", " |\n");
   }

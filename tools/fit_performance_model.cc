@@ -133,14 +133,14 @@ absl::Status Run() {
   options.max_sweeps = 10000;
   PerformanceParameters ampere_start;
   ampere_start.attention_efficiency = 0.52;
-  PT_ASSIGN_OR_RETURN(FitResult ampere, FitPerformanceParameters(
-                                            FitObservations(runs[GpuArchitecture::kAmpere]),
-                                            ampere_start, options));
+  PT_ASSIGN_OR_RETURN(FitResult ampere,
+                      FitPerformanceParameters(FitObservations(runs[GpuArchitecture::kAmpere]),
+                                               ampere_start, options));
   PerformanceParameters hopper_start;
   hopper_start.unfused_attention_efficiency = ampere.params.unfused_attention_efficiency;
-  PT_ASSIGN_OR_RETURN(FitResult hopper, FitPerformanceParameters(
-                                            FitObservations(runs[GpuArchitecture::kHopper]),
-                                            hopper_start, options));
+  PT_ASSIGN_OR_RETURN(FitResult hopper,
+                      FitPerformanceParameters(FitObservations(runs[GpuArchitecture::kHopper]),
+                                               hopper_start, options));
   PT_ASSIGN_OR_RETURN(const double ampere_error,
                       RelativeError(runs[GpuArchitecture::kAmpere], ampere_start, options));
   PT_ASSIGN_OR_RETURN(const double hopper_error,

@@ -57,8 +57,8 @@ absl::StatusOr<MeasuredRun> MakeRun(const CsvTable& table, size_t row, const std
       setup.parallel.dp * setup.parallel.tp * setup.parallel.pp * setup.parallel.cp;
   const int64_t per_node = gpus < setup.gpus_per_node ? gpus : setup.gpus_per_node;
   if (gpus % per_node != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(where, gpus, " GPUs do not fill nodes of ",
-                                                   per_node));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, gpus, " GPUs do not fill nodes of ", per_node));
   }
   absl::StatusOr<ClusterSpec> cluster = ClusterSpec::Create(setup.gpu, gpus / per_node, per_node);
   if (!cluster.ok()) {
@@ -73,9 +73,16 @@ absl::StatusOr<MeasuredRun> MakeRun(const CsvTable& table, size_t row, const std
   if (!config.ok()) {
     return absl::InvalidArgumentError(where + std::string(config.status().message()));
   }
-  return MeasuredRun{file,       std::move(setup.group), setup.model_name,   table.line(row),
-                     *model,     *training,              *cluster,           *config,
-                     setup.completed, setup.step_seconds};
+  return MeasuredRun{file,
+                     std::move(setup.group),
+                     setup.model_name,
+                     table.line(row),
+                     *model,
+                     *training,
+                     *cluster,
+                     *config,
+                     setup.completed,
+                     setup.step_seconds};
 }
 
 // Catalog dimensions of the NVIDIA table's models (Hugging Face / NeMo configs); the table
@@ -83,7 +90,7 @@ absl::StatusOr<MeasuredRun> MakeRun(const CsvTable& table, size_t row, const std
 absl::StatusOr<ModelDimensions> NvidiaModel(const std::string& name, int64_t layers) {
   ModelDimensions dims;
   if (absl::StartsWith(name, "llama3.1-")) {
-    const std::string preset = absl::StrContains(name, "405b") ? "llama3.1-405b"
+    const std::string preset = absl::StrContains(name, "405b")  ? "llama3.1-405b"
                                : absl::StrContains(name, "70b") ? "llama3.1-70b"
                                                                 : "llama3.1-8b";
     PT_ASSIGN_OR_RETURN(ModelSpec spec, FindModelPreset(preset));
@@ -116,9 +123,8 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadNvidiaDgxc(const CsvTable& table,
     PT_ASSIGN_OR_RETURN(const int64_t layers, table.Int(row, "layers"));
     absl::StatusOr<ModelDimensions> dims = NvidiaModel(setup.model_name, layers);
     if (!dims.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(table.path(), ":", table.line(row),
-                                                     ": column \"model\": ",
-                                                     dims.status().message()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          table.path(), ":", table.line(row), ": column \"model\": ", dims.status().message()));
     }
     setup.dims = *dims;
     setup.gpu = gpu;
@@ -251,8 +257,7 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadKorthikanti(const CsvTable& table,
 
 // Fujii et al.'s table: global batch 1024 (data/measured/README.md), no recompute, SP,
 // distributed optimizer, fp32 gradients, FlashAttention. "blank" cells were not run.
-absl::StatusOr<std::vector<MeasuredRun>> LoadFujii(const CsvTable& table,
-                                                   const std::string& file) {
+absl::StatusOr<std::vector<MeasuredRun>> LoadFujii(const CsvTable& table, const std::string& file) {
   std::vector<MeasuredRun> runs;
   PT_ASSIGN_OR_RETURN(const ModelSpec llama, FindModelPreset("llama3.1-8b"));
   for (size_t row = 0; row < table.num_rows(); ++row) {
@@ -266,8 +271,7 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadFujii(const CsvTable& table,
     absl::StatusOr<GpuSpec> gpu = FindGpuPreset(absl::StrCat(gpu_name, "-", memory_gb, "gb"));
     if (!gpu.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(table.path(), ":", table.line(row),
-                                                     ": column \"gpu\": ",
-                                                     gpu.status().message()));
+                                                     ": column \"gpu\": ", gpu.status().message()));
     }
     setup.gpu = *gpu;
     PT_ASSIGN_OR_RETURN(setup.gpus_per_node, table.Int(row, "gpus_per_node"));
@@ -283,9 +287,9 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadFujii(const CsvTable& table,
     const int64_t model_parallel = setup.parallel.tp * setup.parallel.cp * setup.parallel.pp;
     if (gpus % model_parallel != 0) {
       if (status != "value") continue;
-      return absl::InvalidArgumentError(absl::StrCat(
-          table.path(), ":", table.line(row), ": column \"num_gpus\" (", gpus,
-          ") is not a multiple of tp x cp x pp (", model_parallel, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(table.path(), ":", table.line(row), ": column \"num_gpus\" (", gpus,
+                       ") is not a multiple of tp x cp x pp (", model_parallel, ")"));
     }
     setup.parallel.dp = gpus / model_parallel;
     setup.parallel.sequence_parallel = setup.parallel.tp > 1;
@@ -340,10 +344,9 @@ double MeasuredTflopsPerGpu(const MeasuredRun& run) {
 }
 
 double LogResidual(const MeasuredRun& run, const PerformanceParameters& params) {
-  return std::log(
-      PredictPerformance(run.model, run.training, run.cluster, run.config, params)
-          .step_time_seconds /
-      run.step_seconds);
+  return std::log(PredictPerformance(run.model, run.training, run.cluster, run.config, params)
+                      .step_time_seconds /
+                  run.step_seconds);
 }
 
 std::vector<PerformanceObservation> FitObservations(const std::vector<MeasuredRun>& runs) {

@@ -22,7 +22,7 @@ struct MeasuredRun {
   std::string dataset;  // file name, e.g. "nvidia_dgxc_h100.csv"
   std::string group;    // rows compared with each other, e.g. "TSUBAME 4.0 s=8192 32 GPUs"
   std::string model_name;
-  int64_t line = 0;     // line in the file
+  int64_t line = 0;  // line in the file
   ModelSpec model;
   TrainingSpec training;
   ClusterSpec cluster;

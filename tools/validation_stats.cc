@@ -53,8 +53,7 @@ double SpearmanCorrelation(const std::vector<double>& x, const std::vector<doubl
 double PredictedBestRegret(const std::vector<double>& predicted,
                            const std::vector<double>& measured) {
   if (measured.empty()) return 0;
-  const size_t chosen =
-      std::max_element(predicted.begin(), predicted.end()) - predicted.begin();
+  const size_t chosen = std::max_element(predicted.begin(), predicted.end()) - predicted.begin();
   const double best = *std::max_element(measured.begin(), measured.end());
   return 1 - measured[chosen] / best;
 }

@@ -56,8 +56,9 @@ CommandOutcome ClassifyCommandRun(const SubprocessResult& run, const TrainingLog
   if (exited_ok && count == 0 && expected.untimed_allowed) {
     CommandOutcome result;
     result.outcome = v1::PROBE_OK;
-    result.message = "ran its ranks to the end without logging step times (another node of "
-                     "the gang times the steps)";
+    result.message =
+        "ran its ranks to the end without logging step times (another node of "
+        "the gang times the steps)";
     return result;
   }
   if (exited_ok && count == needed) {
@@ -96,12 +97,10 @@ CommandOutcome ClassifyCommandRun(const SubprocessResult& run, const TrainingLog
                                 " iterations: the step_time pattern \"", step_time.text(),
                                 "\" matches more than one line per iteration", OutputTail(run)));
   }
-  return Failure(
-      v1::PROBE_CRASH,
-      absl::StrCat(ending, " but logged only ", count, " of the ", needed,
-                   " step times it should (step_time pattern \"", step_time.text(),
-                   "\")",
-                   OutputTail(run)));
+  return Failure(v1::PROBE_CRASH,
+                 absl::StrCat(ending, " but logged only ", count, " of the ", needed,
+                              " step times it should (step_time pattern \"", step_time.text(),
+                              "\")", OutputTail(run)));
 }
 
 }  // namespace paratune

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "proto/probe.pb.h"
 #include "common/subprocess.h"
+#include "proto/probe.pb.h"
 #include "worker/training_log.h"
 
 namespace paratune {

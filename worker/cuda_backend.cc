@@ -13,11 +13,11 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
 #include "common/status_macros.h"
+#include "common/subprocess.h"
 #include "worker/cuda_probe_outcome.h"
 #include "worker/probe/gpu_inventory.h"
 #include "worker/probe/probe_exit_codes.h"
 #include "worker/probe/probe_spec.h"
-#include "common/subprocess.h"
 
 namespace paratune {
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "proto/probe.pb.h"
 #include "common/subprocess.h"
+#include "proto/probe.pb.h"
 
 namespace paratune {
 

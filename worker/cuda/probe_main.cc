@@ -256,6 +256,7 @@ int Main() {
 int main(int argc, char** argv) {
   const std::vector<char*> positional =
       paratune::ParseFlags(argc, argv, paratune::kUsage, "worker/cuda/probe_main.cc");
-  if (!paratune::NoPositionalArguments(positional, "paratune-probe")) return paratune::kProbeExitUsage;
+  if (!paratune::NoPositionalArguments(positional, "paratune-probe"))
+    return paratune::kProbeExitUsage;
   return paratune::Main();
 }
