@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_client.h"
 
 namespace paratune {
 
@@ -23,19 +24,13 @@ absl::Status AutotunerClient::ToStatus(const grpc::Status& status) const {
     absl::StrAppend(&message, " (is paratune-server running at ", address_,
                     ", and do --tls_ca, --tls_cert and --tls_key match its TLS settings?)");
   }
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), message);
-}
-
-std::unique_ptr<grpc::ClientContext> AutotunerClient::NewContext(absl::Duration timeout) const {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-  return context;
+  return FromGrpcStatus(grpc::Status(status.error_code(), message));
 }
 
 template <typename Response, typename Request, typename Method>
 absl::StatusOr<Response> AutotunerClient::Call(Method method, const Request& request) {
   Response response;
-  auto context = NewContext(rpc_timeout_);
+  auto context = ContextWithTimeout(rpc_timeout_);
   absl::Status status = ToStatus((stub_.get()->*method)(context.get(), request, &response));
   if (!status.ok()) return status;
   return response;
@@ -76,7 +71,7 @@ absl::Status AutotunerClient::WatchSearch(
     const std::function<void(const v1::WatchSearchResponse&)>& on_event) {
   v1::WatchSearchRequest request;
   request.set_name(name);
-  auto context = NewContext(watch_timeout);
+  auto context = ContextWithTimeout(watch_timeout);
   std::unique_ptr<grpc::ClientReader<v1::WatchSearchResponse>> reader =
       stub_->WatchSearch(context.get(), request);
   v1::WatchSearchResponse event;

@@ -43,7 +43,6 @@ class AutotunerClient {
   absl::StatusOr<Response> Call(Method method, const Request& request);
 
   absl::Status ToStatus(const grpc::Status& status) const;
-  std::unique_ptr<grpc::ClientContext> NewContext(absl::Duration timeout) const;
 
   std::string address_;
   absl::Duration rpc_timeout_;

@@ -5,6 +5,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/grpc_client.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/client_callback.h"
@@ -13,10 +14,6 @@ namespace paratune {
 namespace {
 
 constexpr absl::Duration kTimeout = absl::Seconds(30);
-
-absl::Status FromGrpc(const grpc::Status& status) {
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
 
 std::string Bytes(const grpc::ByteBuffer& buffer) {
   grpc::Slice slice;
@@ -48,7 +45,7 @@ class OneExchange : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteB
     if (!done_.WaitForNotificationWithTimeout(kTimeout)) {
       return absl::DeadlineExceededError("reflection call did not end");
     }
-    if (!status_.ok()) return FromGrpc(status_);
+    if (!status_.ok()) return FromGrpcStatus(status_);
     return read_ok_ ? Bytes(response_) : "";
   }
 
@@ -79,7 +76,7 @@ absl::StatusOr<int> CheckHealth(const std::shared_ptr<grpc::Channel>& channel) {
   if (!done.WaitForNotificationWithTimeout(kTimeout)) {
     return absl::DeadlineExceededError("health check did not end");
   }
-  if (!status.ok()) return FromGrpc(status);
+  if (!status.ok()) return FromGrpcStatus(status);
   // HealthCheckResponse{status: N} is the bytes 0x08 N; proto3 omits N = 0 (UNKNOWN).
   const std::string bytes = Bytes(response);
   if (bytes.empty()) return 0;

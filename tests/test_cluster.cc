@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/grpc_client.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 
@@ -23,10 +24,6 @@ std::string& ServerBinary() {
 std::string& WorkerBinary() {
   static std::string* const path = new std::string();
   return *path;
-}
-
-absl::Status FromGrpc(const grpc::Status& status) {
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
 std::string TempDir() {
@@ -154,23 +151,23 @@ absl::StatusOr<v1::Search> TestCluster::GetSearch(const std::string& name) {
   get.set_name(name);
   v1::Search search;
   const absl::Status status =
-      FromGrpc(autotuner_->GetSearch(ContextWithTimeout(kRpcTimeout).get(), get, &search));
+      FromGrpcStatus(autotuner_->GetSearch(ContextWithTimeout(kRpcTimeout).get(), get, &search));
   if (!status.ok()) return status;
   return search;
 }
 
 absl::StatusOr<v1::Search> TestCluster::CreateSearch(const v1::CreateSearchRequest& request) {
   v1::Search created;
-  absl::Status status =
-      FromGrpc(autotuner_->CreateSearch(ContextWithTimeout(kRpcTimeout).get(), request, &created));
+  absl::Status status = FromGrpcStatus(
+      autotuner_->CreateSearch(ContextWithTimeout(kRpcTimeout).get(), request, &created));
   if (!status.ok()) return status;
   return created;
 }
 
 absl::StatusOr<std::vector<v1::Worker>> TestCluster::ListWorkers() {
   v1::ListWorkersResponse response;
-  absl::Status status = FromGrpc(autotuner_->ListWorkers(ContextWithTimeout(kRpcTimeout).get(),
-                                                         v1::ListWorkersRequest(), &response));
+  absl::Status status = FromGrpcStatus(autotuner_->ListWorkers(
+      ContextWithTimeout(kRpcTimeout).get(), v1::ListWorkersRequest(), &response));
   if (!status.ok()) return status;
   return std::vector<v1::Worker>(response.workers().begin(), response.workers().end());
 }
@@ -182,7 +179,7 @@ absl::StatusOr<std::vector<std::string>> TestCluster::EventTexts(const std::stri
   request.set_page_size(1000);
   while (true) {
     v1::ListSearchEventsResponse response;
-    absl::Status status = FromGrpc(
+    absl::Status status = FromGrpcStatus(
         autotuner_->ListSearchEvents(ContextWithTimeout(kRpcTimeout).get(), request, &response));
     if (!status.ok()) return status;
     for (const v1::SearchEvent& event : response.events()) texts.push_back(event.text());
@@ -233,7 +230,7 @@ absl::StatusOr<std::vector<v1::WatchSearchResponse>> TestCluster::Watch(const st
   std::vector<v1::WatchSearchResponse> responses;
   v1::WatchSearchResponse response;
   while (reader->Read(&response)) responses.push_back(response);
-  const absl::Status status = FromGrpc(reader->Finish());
+  const absl::Status status = FromGrpcStatus(reader->Finish());
   if (!status.ok()) return status;
   return responses;
 }

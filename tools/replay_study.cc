@@ -25,6 +25,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/grpc_client.h"
 #include "common/status_macros.h"
 #include "estimator/memory_model.h"
 #include "grpcpp/create_channel.h"
@@ -46,15 +47,7 @@ constexpr char kHeldOut[] = "llama31_8b_4d_abci_tsubame.csv";
 constexpr double kRegretTarget = 0.02;
 constexpr double kProbeFractionTarget = 1.0 / 3;
 
-absl::Status FromGrpc(const grpc::Status& status) {
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
-
-std::unique_ptr<grpc::ClientContext> Context() {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
-  return context;
-}
+std::unique_ptr<grpc::ClientContext> Context() { return ContextWithTimeout(absl::Seconds(30)); }
 
 // The searches run for every group, in the order they are shown.
 struct Variant {
@@ -244,8 +237,8 @@ absl::StatusOr<std::string> Run() {
   for (auto& [key, group] : groups) {
     for (int v = 0; v < kNumVariants; ++v) {
       v1::Search created;
-      PT_RETURN_IF_ERROR(
-          FromGrpc(stub->CreateSearch(Context().get(), SearchOf(group, kVariants[v]), &created)));
+      PT_RETURN_IF_ERROR(FromGrpcStatus(
+          stub->CreateSearch(Context().get(), SearchOf(group, kVariants[v]), &created)));
       group.searches[v] = created.name();
     }
   }
@@ -255,7 +248,7 @@ absl::StatusOr<std::string> Run() {
       v1::GetSearchRequest get;
       get.set_name(search_name);
       v1::Search search;
-      PT_RETURN_IF_ERROR(FromGrpc(stub->GetSearch(Context().get(), get, &search)));
+      PT_RETURN_IF_ERROR(FromGrpcStatus(stub->GetSearch(Context().get(), get, &search)));
       if (search.state() == v1::SUCCEEDED || search.state() == v1::FAILED ||
           search.state() == v1::CANCELLED) {
         return search;

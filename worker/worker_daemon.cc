@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/grpc_client.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "grpcpp/create_channel.h"
@@ -22,10 +23,6 @@ constexpr absl::Duration kRendezvousInitialBackoff = absl::Milliseconds(20);
 constexpr double kDefaultProbeDeadlineSeconds = 600;
 // DeregisterWorkerRequest.reason's limit.
 constexpr size_t kMaxReasonBytes = 1024;
-
-absl::Status FromGrpc(const grpc::Status& status) {
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
 
 bool Retryable(const absl::Status& status) {
   return status.code() == absl::StatusCode::kUnavailable ||
@@ -181,12 +178,6 @@ bool WorkerDaemon::WaitUntilFinished(absl::Duration timeout) const {
   return finished_.WaitForNotificationWithTimeout(timeout);
 }
 
-std::unique_ptr<grpc::ClientContext> WorkerDaemon::NewContext(absl::Duration timeout) const {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-  return context;
-}
-
 absl::StatusOr<v1::RegisterWorkerResponse> WorkerDaemon::CallRegister() {
   v1::RegisterWorkerRequest request;
   request.set_hostname(options_.hostname);
@@ -195,8 +186,8 @@ absl::StatusOr<v1::RegisterWorkerResponse> WorkerDaemon::CallRegister() {
   for (const auto& [key, value] : options_.labels) (*request.mutable_labels())[key] = value;
   for (const std::string& name : options_.command_templates) request.add_command_templates(name);
   v1::RegisterWorkerResponse response;
-  PT_RETURN_IF_ERROR(
-      FromGrpc(stub_->RegisterWorker(NewContext(options_.rpc_timeout).get(), request, &response)));
+  PT_RETURN_IF_ERROR(FromGrpcStatus(
+      stub_->RegisterWorker(ContextWithTimeout(options_.rpc_timeout).get(), request, &response)));
   return response;
 }
 
@@ -247,8 +238,8 @@ absl::Status WorkerDaemon::CallDeregister(const std::string& worker_name,
   for (int attempt = 1;; ++attempt) {
     v1::DeregisterWorkerResponse response;
     const absl::Duration timeout = std::min(options_.rpc_timeout, give_up_at - absl::Now());
-    const absl::Status status =
-        FromGrpc(stub_->DeregisterWorker(NewContext(timeout).get(), request, &response));
+    const absl::Status status = FromGrpcStatus(
+        stub_->DeregisterWorker(ContextWithTimeout(timeout).get(), request, &response));
     if (status.ok()) {
       Log(LogLevel::kInfo, "deregistered", {{"worker", worker_name}, {"reason", request.reason()}});
       return status;
@@ -285,8 +276,8 @@ void WorkerDaemon::HeartbeatLoop() {
       if (running_.has_value()) request.add_running_probes(running_->name);
     }
     v1::HeartbeatResponse response;
-    const absl::Status status =
-        FromGrpc(stub_->Heartbeat(NewContext(options_.rpc_timeout).get(), request, &response));
+    const absl::Status status = FromGrpcStatus(
+        stub_->Heartbeat(ContextWithTimeout(options_.rpc_timeout).get(), request, &response));
     if (status.code() == absl::StatusCode::kNotFound) {
       if (absl::Status registered = Reregister(request.worker()); !registered.ok()) {
         Log(LogLevel::kWarning, "cannot register again", {{"error", registered.ToString()}});
@@ -314,7 +305,7 @@ void WorkerDaemon::ProbeLoop() {
     v1::AcquireProbeRequest request;
     request.set_wait_seconds(absl::ToDoubleSeconds(options_.acquire_wait));
     std::unique_ptr<grpc::ClientContext> context =
-        NewContext(options_.acquire_wait + options_.rpc_timeout);
+        ContextWithTimeout(options_.acquire_wait + options_.rpc_timeout);
     {
       absl::MutexLock lock(&mu_);
       if (leaving_) return;
@@ -322,7 +313,8 @@ void WorkerDaemon::ProbeLoop() {
       acquire_context_ = context.get();
     }
     v1::AcquireProbeResponse response;
-    const absl::Status status = FromGrpc(stub_->AcquireProbe(context.get(), request, &response));
+    const absl::Status status =
+        FromGrpcStatus(stub_->AcquireProbe(context.get(), request, &response));
     {
       absl::MutexLock lock(&mu_);
       acquire_context_ = nullptr;
@@ -453,8 +445,8 @@ absl::StatusOr<std::string> WorkerDaemon::Rendezvous(const std::string& worker_n
   absl::Duration backoff = kRendezvousInitialBackoff;
   while (true) {
     v1::RendezvousResponse response;
-    const absl::Status status =
-        FromGrpc(stub_->Rendezvous(NewContext(options_.rpc_timeout).get(), request, &response));
+    const absl::Status status = FromGrpcStatus(
+        stub_->Rendezvous(ContextWithTimeout(options_.rpc_timeout).get(), request, &response));
     if (status.ok() && !response.token().empty()) return response.token();
     if (!status.ok() && !Retryable(status)) return status;
     if (cancelled.WaitForNotificationWithTimeout(backoff)) {
@@ -475,8 +467,8 @@ void WorkerDaemon::Report(const std::string& worker_name, const std::string& pro
   const absl::Time give_up_at = absl::Now() + options_.report_retry_window;
   for (int attempt = 1;; ++attempt) {
     v1::ReportProbeResponse response;
-    const absl::Status status =
-        FromGrpc(stub_->ReportProbe(NewContext(options_.rpc_timeout).get(), request, &response));
+    const absl::Status status = FromGrpcStatus(
+        stub_->ReportProbe(ContextWithTimeout(options_.rpc_timeout).get(), request, &response));
     if (status.ok()) {
       Log(LogLevel::kInfo, "probe reported",
           {{"probe", probe},

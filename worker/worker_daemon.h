@@ -135,7 +135,6 @@ class WorkerDaemon {
                                          const absl::Notification& cancelled);
   void Report(const std::string& worker_name, const std::string& probe,
               const v1::ProbeResult& result);
-  std::unique_ptr<grpc::ClientContext> NewContext(absl::Duration timeout) const;
 
   const Options options_;
   std::unique_ptr<v1::WorkerService::Stub> stub_;
