@@ -46,5 +46,19 @@ TEST(ReadSmallFileTest, DirectoryCannotBeRead) {
   EXPECT_THAT(contents.status().message(), HasSubstr("Is a directory"));
 }
 
+TEST(WriteFileAtomicallyTest, ReplacesTheFileWhole) {
+  const std::string path = WriteTestFile("replaced", "old contents");
+  ASSERT_TRUE(WriteFileAtomically(path, "new").ok());
+  EXPECT_EQ(*ReadSmallFile(path, 100), "new");
+  ASSERT_TRUE(WriteFileAtomically(path, std::string("\0binary\xff", 8)).ok());
+  EXPECT_EQ(*ReadSmallFile(path, 100), std::string("\0binary\xff", 8));
+}
+
+TEST(WriteFileAtomicallyTest, AMissingDirectoryIsNotFoundWithThePath) {
+  const absl::Status status = WriteFileAtomically("/nonexistent-dir/file", "x");
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(status.message(), HasSubstr("/nonexistent-dir/file: cannot create"));
+}
+
 }  // namespace
 }  // namespace paratune

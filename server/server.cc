@@ -1,12 +1,11 @@
 #include "server/server.h"
 
-#include <unistd.h>
-
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_server.h"
+#include "common/hostname.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -62,13 +61,13 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
     launcher.clock = options.clock;
     launcher.job.required_worker_flags = WorkerCredentialFlags(security);
     if (launcher.job.server_address.empty()) {
-      char hostname[256] = {};
-      if (gethostname(hostname, sizeof(hostname) - 1) != 0) {
-        return absl::UnavailableError(
-            "cannot read this machine's hostname for the Slurm jobs' workers to dial; set "
-            "slurm_launcher.job.server_address");
+      absl::StatusOr<std::string> hostname = LocalHostname();
+      if (!hostname.ok()) {
+        return absl::UnavailableError(absl::StrCat(
+            "cannot read this machine's hostname for the Slurm jobs' workers to dial (",
+            hostname.status().message(), "); set slurm_launcher.job.server_address"));
       }
-      launcher.job.server_address = DialAddress(options.address, server->port_, hostname);
+      launcher.job.server_address = DialAddress(options.address, server->port_, *hostname);
     }
     Log(LogLevel::kInfo, "submitting probes as Slurm jobs",
         {{"workers_dial", launcher.job.server_address},

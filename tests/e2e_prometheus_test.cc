@@ -12,8 +12,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/free_port.h"
 #include "gtest/gtest.h"
-#include "tests/free_port.h"
 #include "tests/http_client.h"
 #include "tests/process_harness.h"
 #include "tests/run_command.h"
@@ -38,7 +38,7 @@ class PrometheusServer {
       const std::vector<int>& target_ports) {
     absl::StatusOr<std::string> binary = FindProgram("prometheus", "prometheus");
     if (!binary.ok()) return binary.status();
-    absl::StatusOr<int> port = PickFreePort();
+    absl::StatusOr<int> port = PickFreeTcpPort();
     if (!port.ok()) return port.status();
     std::vector<std::string> targets;
     for (int target : target_ports) targets.push_back(absl::StrCat("\"127.0.0.1:", target, "\""));

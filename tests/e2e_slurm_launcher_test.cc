@@ -26,13 +26,13 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/client_credentials.h"
+#include "common/free_port.h"
 #include "common/test_certificates.h"
 #include "common/test_file.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "tests/free_port.h"
 #include "tests/http_client.h"
 #include "tests/metrics_text.h"
 #include "tests/process_harness.h"
@@ -442,7 +442,7 @@ TEST_F(SlurmLauncherTest, JobWorkersReachASecuredServerWithTheirCredentialFiles)
 // database and address follows the jobs it submitted before, and their workers report to it.
 TEST_F(SlurmLauncherTest, RestartedServerFollowsTheJobsItSubmittedBefore) {
   const absl::Time start = absl::Now();
-  absl::StatusOr<int> port = PickFreePort();
+  absl::StatusOr<int> port = PickFreeTcpPort();
   ASSERT_TRUE(port.ok()) << port.status();
   const std::string address = absl::StrCat("127.0.0.1:", *port);
   const std::string tmp = std::getenv("TEST_TMPDIR");

@@ -18,7 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "tests/free_port.h"
+#include "common/free_port.h"
 #include "tests/metrics_text.h"
 
 namespace paratune {
@@ -137,10 +137,10 @@ absl::StatusOr<std::unique_ptr<SlurmCluster>> SlurmCluster::Start() {
     absl::SleepFor(absl::Milliseconds(20));
   }
 
-  absl::StatusOr<int> controller_port = PickFreePort();
+  absl::StatusOr<int> controller_port = PickFreeTcpPort();
   if (!controller_port.ok()) return controller_port.status();
-  absl::StatusOr<int> node_port = PickFreePort();
-  while (node_port.ok() && *node_port == *controller_port) node_port = PickFreePort();
+  absl::StatusOr<int> node_port = PickFreeTcpPort();
+  while (node_port.ok() && *node_port == *controller_port) node_port = PickFreeTcpPort();
   if (!node_port.ok()) return node_port.status();
   absl::StatusOr<std::string> node = NodeLine(*slurmd);
   if (!node.ok()) return node.status();

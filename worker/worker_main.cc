@@ -2,7 +2,6 @@
 // worker/worker_daemon.h.
 #include <signal.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -24,6 +23,7 @@
 #include "absl/time/time.h"
 #include "common/command_line.h"
 #include "common/health_server.h"
+#include "common/hostname.h"
 #include "common/log.h"
 #include "common/shutdown_signals.h"
 #include "common/status_macros.h"
@@ -312,11 +312,13 @@ absl::StatusOr<WorkerDaemon::Options> OptionsFromFlags() {
   PT_ASSIGN_OR_RETURN(options.gpus, GpusFromFlags(options));
   options.hostname = absl::GetFlag(FLAGS_hostname);
   if (options.hostname.empty()) {
-    char hostname[256] = {};
-    if (gethostname(hostname, sizeof(hostname) - 1) != 0) {
-      return absl::UnavailableError("cannot read this machine's hostname; pass --hostname");
+    absl::StatusOr<std::string> hostname = LocalHostname();
+    if (!hostname.ok()) {
+      return absl::UnavailableError(absl::StrCat("cannot read this machine's hostname (",
+                                                 hostname.status().message(),
+                                                 "); pass --hostname"));
     }
-    options.hostname = hostname;
+    options.hostname = *std::move(hostname);
   }
   absl::StatusOr<std::map<std::string, std::string>> labels =
       ParseLabels(absl::GetFlag(FLAGS_labels));

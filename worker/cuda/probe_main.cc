@@ -5,10 +5,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "common/command_line.h"
+#include "common/small_file.h"
 #include "google/protobuf/text_format.h"
 #include "proto/probe.pb.h"
 #include "worker/cuda/communicators.h"
@@ -70,32 +69,12 @@ constexpr char kUsage[] =
     "--nccl_id_out=PATH]\n"
     "       paratune-probe --list_gpus\n";
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return absl::NotFoundError(absl::StrCat("cannot open \"", path, "\""));
-  std::ostringstream contents;
-  contents << file.rdbuf();
-  return contents.str();
-}
-
-// Writes `contents` to path.tmp and renames it over `path`, so readers see all or nothing.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& contents) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    file << contents;
-    file.close();
-    if (!file) return absl::InternalError(absl::StrCat("cannot write \"", temporary, "\""));
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot rename \"", temporary, "\" to \"", path, "\""));
-  }
-  return absl::OkStatus();
-}
+// An assignment is a few kilobytes of text proto; anything near this is the wrong file.
+constexpr int64_t kMaxAssignmentBytes = 16 << 20;
 
 absl::StatusOr<v1::ProbeAssignment> ReadAssignment(const std::string& path) {
   if (path.empty()) return absl::InvalidArgumentError("--assignment is required");
-  absl::StatusOr<std::string> contents = ReadFile(path);
+  absl::StatusOr<std::string> contents = ReadSmallFile(path, kMaxAssignmentBytes);
   if (!contents.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--assignment: ", contents.status().message()));
   }

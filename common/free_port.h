@@ -1,6 +1,8 @@
-// A TCP port for a probe's rendezvous (torchrun's --master-port), chosen by the kernel.
-#ifndef PARATUNE_WORKER_FREE_PORT_H_
-#define PARATUNE_WORKER_FREE_PORT_H_
+// A TCP port chosen by the kernel, for programs that cannot bind port 0 and report the port
+// they got: a probe's rendezvous (torchrun's --master-port), and in tests Prometheus,
+// slurmctld and slurmd.
+#ifndef PARATUNE_COMMON_FREE_PORT_H_
+#define PARATUNE_COMMON_FREE_PORT_H_
 
 #include "absl/status/statusor.h"
 
@@ -14,4 +16,4 @@ absl::StatusOr<int> PickFreeTcpPort();
 
 }  // namespace paratune
 
-#endif  // PARATUNE_WORKER_FREE_PORT_H_
+#endif  // PARATUNE_COMMON_FREE_PORT_H_

@@ -1,4 +1,4 @@
-#include "worker/free_port.h"
+#include "common/free_port.h"
 
 #include <netinet/in.h>
 #include <string.h>
