@@ -203,7 +203,8 @@ TEST(ExportTest, NemoOverrides) {
       ExportArguments(search, search.candidates(1), ExportFormat::kNemo);
   ASSERT_TRUE(arguments.ok()) << arguments.status();
   for (const char* absent :
-       {"virtual_pipeline_model_parallel_size", "trainer.max_steps", "log.ckpt"}) {
+       {"virtual_pipeline_model_parallel_size", "trainer.max_steps", "log.ckpt",
+        "account_for_embedding", "align_param_gather", "p2p_comm", "data.tokenizer"}) {
     EXPECT_THAT(*arguments, Not(Contains(HasSubstr(absent))));
   }
 }
@@ -329,9 +330,13 @@ TEST(ExportTest, TheExportIsTheProbedCommandLessItsProbeOnlyArguments) {
   const std::vector<std::string> megatron_probe_only = {"--train-iters",    "--mock-data",
                                                         "--tokenizer-type", "--log-interval",
                                                         "--log-throughput", "--eval-iters"};
-  const std::vector<std::string> nemo_probe_only = {
-      "trainer.max_steps",          "trainer.log_every_n_steps",    "trainer.limit_val_batches",
-      "trainer.val_check_interval", "trainer.enable_checkpointing", "log.ckpt"};
+  const std::vector<std::string> nemo_probe_only = {"trainer.max_steps",
+                                                    "trainer.log_every_n_steps",
+                                                    "trainer.limit_val_batches",
+                                                    "trainer.val_check_interval",
+                                                    "trainer.enable_checkpointing",
+                                                    "log.ckpt",
+                                                    "data.tokenizer"};
   v1::Search fp8 = LargeSearch("llama3.1-70b", 1024, 8,
                                ProbedCandidate(9, 4, 4, 2, 2, 1, v1::RECOMPUTE_SELECTIVE));
   fp8.mutable_spec()->mutable_training()->set_precision(v1::FP8);
@@ -366,6 +371,30 @@ TEST(ExportTest, TheExportIsTheProbedCommandLessItsProbeOnlyArguments) {
   EXPECT_THAT(*fp8_arguments, Contains("--fp8-format=hybrid"));
   EXPECT_THAT(*fp8_arguments, Contains("--context-parallel-size=2"));
   EXPECT_THAT(*fp8_arguments, Not(Contains("--use-distributed-optimizer")));
+  fp8_arguments = ExportArguments(fp8, fp8.candidates(0), ExportFormat::kNemo);
+  ASSERT_TRUE(fp8_arguments.ok());
+  EXPECT_THAT(*fp8_arguments, Contains("trainer.plugins.fp8=hybrid"));
+  EXPECT_THAT(*fp8_arguments, Contains("optim.config.use_distributed_optimizer=False"));
+  EXPECT_THAT(*fp8_arguments, Contains("trainer.strategy.ddp.overlap_param_gather=False"));
+}
+
+TEST(ExportTest, NemoOverridesForAnUnevenInterleavedSplit) {
+  const v1::Search search = Search405B();
+  absl::StatusOr<std::vector<std::string>> arguments =
+      ExportArguments(search, search.candidates(0), ExportFormat::kNemo);
+  ASSERT_TRUE(arguments.ok()) << arguments.status();
+  for (const char* expected :
+       {"trainer.strategy.virtual_pipeline_model_parallel_size=2",
+        "trainer.strategy.account_for_embedding_in_pipeline_split=True",
+        "trainer.strategy.account_for_loss_in_pipeline_split=True",
+        "trainer.strategy.ddp.align_param_gather=True", "model.config.overlap_p2p_comm=True",
+        "model.config.batch_p2p_comm=False", "trainer.plugins.grad_reduce_in_fp32=False",
+        "model.config.num_layers=126"}) {
+    EXPECT_THAT(*arguments, Contains(expected));
+  }
+  for (const char* absent : {"trainer.plugins.fp8", "data.tokenizer", "model.config.vocab_size"}) {
+    EXPECT_THAT(*arguments, Not(Contains(HasSubstr(absent))));
+  }
 }
 
 TEST(ChooseCandidateTest, BestMeasuredOrTheOneNamed) {

@@ -42,7 +42,9 @@ TEST(BuiltinTemplatesTest, TheShippedTemplatesExportAllButTheirProbeOnlyArgument
        "deploy/templates/nemo_llama.textproto",
        "llama31_8b",
        {"trainer.max_steps=7", "trainer.log_every_n_steps=1", "trainer.limit_val_batches=0",
-        "trainer.val_check_interval=7", "trainer.enable_checkpointing=False", "log.ckpt=None"}},
+        "trainer.val_check_interval=7", "trainer.enable_checkpointing=False", "log.ckpt=None",
+        "data.tokenizer=nemo.collections.common.tokenizers.null_tokenizer.NullTokenizer("
+        "vocab_size=128256)"}},
   };
   const v1::ProbeAssignment assignment = TwoNodeGangAssignment(v1::RECOMPUTE_FULL);
   absl::StatusOr<LaunchValues> probe = ProbeLaunchValues(assignment);
