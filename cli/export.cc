@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -57,6 +58,10 @@ struct Rendered {
   std::string file;
   std::string entry;
   std::vector<std::string> arguments;
+  // The template's environment settings that hold no placeholder ("KEY=VALUE", sorted): what
+  // the framework needs whatever the probe (e.g. Megatron-LM's CUDA_DEVICE_MAX_CONNECTIONS=1,
+  // required with tp or cp > 1 before Blackwell).
+  std::vector<std::string> fixed_environment;
 };
 
 absl::StatusOr<Rendered> Render(const v1::Search& search, const v1::Candidate& candidate,
@@ -80,8 +85,13 @@ absl::StatusOr<Rendered> Render(const v1::Search& search, const v1::Candidate& c
   PT_ASSIGN_OR_RETURN(const BuiltinTemplate builtin, FindBuiltinTemplate(TemplateName(format)));
   PT_ASSIGN_OR_RETURN(std::vector<std::string> arguments,
                       builtin.launch.RenderFrameworkArguments(values));
+  std::vector<std::string> environment;
+  for (const auto& [key, value] : builtin.proto.env()) {
+    if (!absl::StrContains(value, "{")) environment.push_back(absl::StrCat(key, "=", value));
+  }
+  std::sort(environment.begin(), environment.end());
   return Rendered{builtin.proto.name(), builtin.file, builtin.proto.framework_entry(),
-                  std::move(arguments)};
+                  std::move(arguments), std::move(environment)};
 }
 
 // Comment lines saying which template the arguments come from, and, when the search was
@@ -91,6 +101,10 @@ std::string TemplateNote(const v1::Search& search, const Rendered& rendered) {
       "# The arguments after %s of the built-in template %s (%s), as a probe runs them,\n"
       "# less the probe's own (a short run on mock data, logging).\n",
       rendered.entry, rendered.name, rendered.file);
+  if (!rendered.fixed_environment.empty()) {
+    absl::StrAppend(&note, "# Run it with the environment the probe ran with: ",
+                    absl::StrJoin(rendered.fixed_environment, " "), "\n");
+  }
   const v1::ProbeSettings& probe = search.spec().probe();
   if (probe.backend() == "command" && probe.command_template() != rendered.name) {
     absl::StrAppend(
@@ -163,20 +177,22 @@ std::string Sbatch(const v1::Search& search, const v1::Candidate& candidate,
 # checkpoints) are passed through and override the ones here:
 # sbatch this-script.sh --data-path ... --tokenizer-type ... --train-iters ...
 set -euo pipefail
-export CUDA_DEVICE_MAX_CONNECTIONS=1
-MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+%sMASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
 export MASTER_ADDR MASTER_PORT=${MASTER_PORT:-29500}
 srun --kill-on-bad-exit=1 bash -c 'exec torchrun --nnodes="$SLURM_NNODES" \
   --nproc-per-node=%d --node-rank="$SLURM_NODEID" \
   --master-addr="$MASTER_ADDR" --master-port="$MASTER_PORT" \
-  "${MEGATRON_LM:?set MEGATRON_LM to a Megatron-LM checkout}/pretrain_gpt.py" "$@"' bash \
+  "${MEGATRON_LM:?set MEGATRON_LM to a Megatron-LM checkout}/%s" "$@"' bash \
   %s \
   "$@"
 )",
       Provenance(search, candidate), TemplateNote(search, rendered),
       absl::StrReplaceAll(absl::StripPrefix(search.name(), "searches/"), {{"/", "-"}}),
-      cluster.num_nodes(), cluster.gpus_per_node(), cluster.gpus_per_node(),
-      ShellWords(rendered.arguments, " \\\n  "));
+      cluster.num_nodes(), cluster.gpus_per_node(),
+      rendered.fixed_environment.empty()
+          ? ""
+          : absl::StrCat("export ", ShellWords(rendered.fixed_environment, " "), "\n"),
+      cluster.gpus_per_node(), rendered.entry, ShellWords(rendered.arguments, " \\\n  "));
 }
 
 }  // namespace

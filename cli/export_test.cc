@@ -245,6 +245,15 @@ TEST(ExportTest, JsonCarriesTheSpecAndOnlyTheChosenCandidate) {
   EXPECT_EQ(parsed.candidates(0).name(), "searches/3/candidates/1");
 }
 
+TEST(ExportTest, MegatronArgumentsSayTheEnvironmentTheyNeed) {
+  const v1::Search search = Search();
+  absl::StatusOr<std::string> text =
+      ExportCandidate(search, search.candidates(0), ExportFormat::kMegatron);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, HasSubstr("# Run it with the environment the probe ran with: "
+                               "CUDA_DEVICE_MAX_CONNECTIONS=1 PYTHONUNBUFFERED=1\n"));
+}
+
 TEST(ExportTest, SbatchScriptIsValidBash) {
   const v1::Search search = Search();
   absl::StatusOr<std::string> text =
@@ -254,6 +263,9 @@ TEST(ExportTest, SbatchScriptIsValidBash) {
   EXPECT_THAT(*text, HasSubstr("#SBATCH --gpus-per-node=4"));
   EXPECT_THAT(*text, HasSubstr("--nproc-per-node=4"));
   EXPECT_THAT(*text, HasSubstr("  --tensor-model-parallel-size=2 \\\n"));
+  // The template's own environment and entry point, not the export's copy of them.
+  EXPECT_THAT(*text, HasSubstr("\nexport CUDA_DEVICE_MAX_CONNECTIONS=1 PYTHONUNBUFFERED=1\n"));
+  EXPECT_THAT(*text, HasSubstr("/pretrain_gpt.py\" \"$@\"' bash"));
   const std::string path = ::testing::TempDir() + "/export.sbatch";
   std::ofstream(path) << *text;
   EXPECT_EQ(std::system(absl::StrCat("bash -n ", path).c_str()), 0) << *text;

@@ -1,0 +1,737 @@
+#include "frameworks/megatron_argument_checks.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "common/status_macros.h"
+
+namespace paratune {
+namespace {
+
+enum class Kind {
+  kSwitch,  // store_true / store_false: no value
+  kInt,     // type=int
+  kFloat,   // type=float
+  kText,    // type=str, with choices when `choices` is not empty
+  kInts,    // nargs='+', type=int
+  kTexts,   // nargs='+', type=str
+};
+
+struct FlagSpec {
+  const char* name;  // without the leading "--"
+  Kind kind;
+  const char* source;  // where core_v0.19.0 defines it
+  std::vector<absl::string_view> choices;
+};
+
+// The flags whose values the replayed rules read, or whose form argparse checks and the
+// templates write. Fields of the config dataclasses become flags through
+// megatron/training/argument_utils.py:120-212 (Literal types as choices, bools as switches).
+const std::vector<FlagSpec>& Flags() {
+  static const std::vector<FlagSpec>* const flags = new std::vector<FlagSpec>{
+      // Parallel layout.
+      {"tensor-model-parallel-size", Kind::kInt, "megatron/core/model_parallel_config.py:55"},
+      {"pipeline-model-parallel-size", Kind::kInt, "megatron/core/model_parallel_config.py:83"},
+      {"context-parallel-size", Kind::kInt, "megatron/core/model_parallel_config.py:100"},
+      {"hierarchical-context-parallel-sizes", Kind::kInts,
+       "megatron/core/model_parallel_config.py:103"},
+      {"cp-comm-type", Kind::kTexts, "megatron/training/arguments.py:3054"},
+      {"sequence-parallel", Kind::kSwitch, "megatron/core/model_parallel_config.py:94"},
+      {"tp-comm-overlap", Kind::kSwitch, "megatron/core/model_parallel_config.py:265"},
+      {"num-layers-per-virtual-pipeline-stage", Kind::kInt, "megatron/training/arguments.py:2961"},
+      {"num-virtual-stages-per-pipeline-rank", Kind::kInt, "megatron/training/arguments.py:2963"},
+      {"no-overlap-p2p-communication", Kind::kSwitch, "megatron/training/arguments.py:2965"},
+      {"microbatch-group-size-per-virtual-pipeline-stage", Kind::kInt,
+       "megatron/core/model_parallel_config.py:431"},
+      {"account-for-embedding-in-pipeline-split", Kind::kSwitch,
+       "megatron/core/transformer/transformer_config.py:130"},
+      {"account-for-loss-in-pipeline-split", Kind::kSwitch,
+       "megatron/core/transformer/transformer_config.py:134"},
+      // The model.
+      {"num-layers", Kind::kInt, "megatron/core/transformer/transformer_config.py:65"},
+      {"encoder-num-layers", Kind::kInt, "megatron/training/arguments.py:2295"},
+      {"hidden-size", Kind::kInt, "megatron/core/transformer/transformer_config.py:138"},
+      {"ffn-hidden-size", Kind::kInt, "megatron/core/transformer/transformer_config.py:173"},
+      {"num-attention-heads", Kind::kInt, "megatron/core/transformer/transformer_config.py:141"},
+      {"kv-channels", Kind::kInt, "megatron/core/transformer/transformer_config.py:177"},
+      {"group-query-attention", Kind::kSwitch, "megatron/training/arguments.py:2299"},
+      {"num-query-groups", Kind::kInt, "megatron/core/transformer/transformer_config.py:168"},
+      {"seq-length", Kind::kInt, "megatron/training/arguments.py:3138"},
+      {"encoder-seq-length", Kind::kInt, "megatron/training/arguments.py:3140"},
+      {"max-position-embeddings", Kind::kInt, "megatron/training/arguments.py:2311"},
+      {"vocab-size", Kind::kInt, "megatron/training/config/training_config.py:654"},
+      {"position-embedding-type",
+       Kind::kText,
+       "megatron/training/arguments.py:2314",
+       {"learned_absolute", "rope", "yarn", "mrope", "relative", "none"}},
+      {"rotary-base", Kind::kInt, "megatron/training/arguments.py:2335"},
+      {"normalization",
+       Kind::kText,
+       "megatron/core/transformer/transformer_config.py:249",
+       {"LayerNorm", "RMSNorm"}},
+      {"norm-epsilon", Kind::kFloat, "megatron/core/transformer/transformer_config.py:194"},
+      {"swiglu", Kind::kSwitch, "megatron/training/arguments.py:2367"},
+      {"disable-bias-linear", Kind::kSwitch, "megatron/core/transformer/transformer_config.py:205"},
+      {"untie-embeddings-and-output-weights", Kind::kSwitch, "megatron/training/arguments.py:2377"},
+      {"attention-dropout", Kind::kFloat, "megatron/core/transformer/transformer_config.py:184"},
+      {"hidden-dropout", Kind::kFloat, "megatron/core/transformer/transformer_config.py:181"},
+      {"transformer-impl",
+       Kind::kText,
+       "megatron/core/transformer/transformer_config.py:1220",
+       {"local", "transformer_engine", "inference_optimized"}},
+      {"attention-backend",
+       Kind::kText,
+       "megatron/core/transformer/transformer_config.py:144, enums.py:51",
+       {"flash", "fused", "unfused", "local", "auto"}},
+      // Recompute.
+      {"recompute-granularity",
+       Kind::kText,
+       "megatron/core/transformer/transformer_config.py:518",
+       {"full", "selective"}},
+      {"recompute-method",
+       Kind::kText,
+       "megatron/core/transformer/transformer_config.py:529",
+       {"uniform", "block"}},
+      {"recompute-num-layers", Kind::kInt, "megatron/core/transformer/transformer_config.py:537"},
+      {"distribute-saved-activations", Kind::kSwitch,
+       "megatron/core/transformer/transformer_config.py:543"},
+      // Batch.
+      {"micro-batch-size", Kind::kInt, "megatron/training/config/training_config.py:11"},
+      {"global-batch-size", Kind::kInt, "megatron/training/config/training_config.py:15"},
+      {"eval-micro-batch-size", Kind::kInt, "megatron/training/config/training_config.py:135"},
+      {"eval-global-batch-size", Kind::kInt, "megatron/training/config/training_config.py:130"},
+      {"train-iters", Kind::kInt, "megatron/training/config/training_config.py:64"},
+      // Numerics.
+      {"bf16", Kind::kSwitch, "megatron/core/model_parallel_config.py:180"},
+      {"fp16", Kind::kSwitch, "megatron/core/model_parallel_config.py:177"},
+      {"fp8-format",
+       Kind::kText,
+       "megatron/core/transformer/transformer_config.py:566",
+       {"e4m3", "hybrid"}},
+      {"fp8-recipe",
+       Kind::kText,
+       "megatron/core/transformer/transformer_config.py:573",
+       {"tensorwise", "delayed", "mxfp8", "blockwise", "custom"}},
+      {"fp8-param-gather", Kind::kSwitch, "megatron/training/arguments.py:1935"},
+      {"fp4-format", Kind::kText, "megatron/core/transformer/transformer_config.py:652", {"e2m1"}},
+      {"grad-reduce-in-bf16", Kind::kSwitch, "megatron/training/arguments.py:2905"},
+      {"accumulate-allreduce-grads-in-fp32", Kind::kSwitch, "megatron/training/arguments.py:2921"},
+      {"main-grads-dtype", Kind::kText, "megatron/training/arguments.py:3504", {"fp32", "bf16"}},
+      // Optimizer and data parallelism.
+      {"optimizer", Kind::kText, "megatron/training/arguments.py:2776"},
+      {"use-distributed-optimizer", Kind::kSwitch, "megatron/training/arguments.py:2997"},
+      {"overlap-grad-reduce", Kind::kSwitch, "megatron/training/arguments.py:2968"},
+      {"overlap-param-gather", Kind::kSwitch, "megatron/training/arguments.py:2989"},
+      {"overlap-param-gather-with-optimizer-step", Kind::kSwitch,
+       "megatron/training/arguments.py:2991"},
+      {"disable-gloo-process-groups", Kind::kSwitch,
+       "megatron/training/config/common_config.py:109"},
+      {"ckpt-format",
+       Kind::kText,
+       "megatron/training/config/training_config.py:486",
+       {"torch", "torch_dist", "torch_dcp", "fsdp_dtensor"}},
+      {"lr", Kind::kFloat, "megatron/training/arguments.py:2847"},
+      {"min-lr", Kind::kFloat, "megatron/training/arguments.py:2854"},
+      {"lr-decay-style",
+       Kind::kText,
+       "megatron/training/config/training_config.py:169",
+       {"constant", "linear", "cosine", "inverse-square-root", "WSD"}},
+      {"weight-decay", Kind::kFloat, "megatron/training/arguments.py:2501"},
+      {"clip-grad", Kind::kFloat, "megatron/training/arguments.py:2505"},
+      {"adam-beta1", Kind::kFloat, "megatron/training/arguments.py:2507"},
+      {"adam-beta2", Kind::kFloat, "megatron/training/arguments.py:2510"},
+      {"mock-data", Kind::kSwitch, "megatron/training/arguments.py:3135"},
+  };
+  return *flags;
+}
+
+const FlagSpec* FindFlag(absl::string_view name) {
+  for (const FlagSpec& flag : Flags()) {
+    if (flag.name == name) return &flag;
+  }
+  return nullptr;
+}
+
+// Flags whose rules this replay does not model (the header says why they are left out).
+constexpr const char* kUnreplayedFlags[] = {
+    "pipeline-model-parallel-layout",     // transformer_config.py:1935-1986
+    "decoder-first-pipeline-num-layers",  // arguments.py:921, transformer_config.py:1988-2062
+    "decoder-last-pipeline-num-layers",   // same
+    "hybrid-layer-pattern",               // arguments.py:717-891
+    "hybrid-override-pattern",            // same
+    "num-experts",                        // MoE: arguments.py:1592-1603 and the MoE config
+    "expert-model-parallel-size",         // same
+    "expert-tensor-parallel-size",        // same
+    "multi-latent-attention",             // MLATransformerConfig
+    "tensor-parallel-num-weight-shards",  // GTP: arguments.py:411-427, 1451-1547
+    "use-megatron-fsdp",                  // arguments.py:1100-1168
+    "use-torch-fsdp2",                    // arguments.py:997-1030
+    "perform-rl-step",                    // arguments.py:448-547
+    "rampup-batch-size",                  // num_microbatches_calculator.py rampup calculator
+    "step-batch-size-schedule",           // arguments.py:680-683 and its calculator
+    "decrease-batch-size-if-needed",      // num_microbatches_calculator.py:368-379
+    "yaml-cfg",                           // arguments.py:102-105
+    "use-checkpoint-args",                // arguments.py:90-100
+    "heterogeneous-layers-config-path",   // arguments.py:171-243, argument_utils.py:295-297
+};
+
+constexpr char kArguments[] = "megatron/training/arguments.py";
+
+// The values given, by flag name, last occurrence winning as argparse does.
+class ParsedArguments {
+ public:
+  void Set(std::string name, std::vector<std::string> values) {
+    values_[std::move(name)] = std::move(values);
+  }
+  bool Has(absl::string_view name) const { return values_.contains(name); }
+  const std::vector<std::string>* Values(absl::string_view name) const {
+    auto it = values_.find(name);
+    return it == values_.end() ? nullptr : &it->second;
+  }
+  // The flag's value; only for flags of the table, whose values Parse checked.
+  int64_t Int(absl::string_view name, int64_t fallback) const {
+    const std::vector<std::string>* values = Values(name);
+    int64_t value = fallback;
+    if (values != nullptr && !values->empty()) (void)absl::SimpleAtoi(values->front(), &value);
+    return value;
+  }
+  double Float(absl::string_view name, double fallback) const {
+    const std::vector<std::string>* values = Values(name);
+    double value = fallback;
+    if (values != nullptr && !values->empty()) (void)absl::SimpleAtod(values->front(), &value);
+    return value;
+  }
+  std::string Text(absl::string_view name) const {
+    const std::vector<std::string>* values = Values(name);
+    return values != nullptr && !values->empty() ? values->front() : std::string();
+  }
+
+ private:
+  absl::flat_hash_map<std::string, std::vector<std::string>> values_;
+};
+
+absl::Status Violation(absl::string_view rule, absl::string_view source, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("Megatron-LM ", kMegatronChecksRelease,
+                                                 " rejects the arguments: rule \"", rule, "\" (",
+                                                 source, "): ", what));
+}
+
+absl::Status ArgparseError(const FlagSpec& flag, absl::string_view what) {
+  return Violation("argparse", absl::StrCat(kArguments, ":131, --", flag.name, " at ", flag.source),
+                   absl::StrCat("argument --", flag.name, ": ", what));
+}
+
+// OK when `value` is one argparse takes for `flag`, a flag that takes values.
+absl::Status CheckValue(const FlagSpec& flag, const std::string& value) {
+  switch (flag.kind) {
+    case Kind::kInt:
+    case Kind::kInts: {
+      int64_t parsed = 0;
+      if (!absl::SimpleAtoi(value, &parsed)) {
+        return ArgparseError(flag, absl::StrCat("invalid int value: '", value, "'"));
+      }
+      return absl::OkStatus();
+    }
+    case Kind::kFloat: {
+      double parsed = 0;
+      if (!absl::SimpleAtod(value, &parsed)) {
+        return ArgparseError(flag, absl::StrCat("invalid float value: '", value, "'"));
+      }
+      return absl::OkStatus();
+    }
+    case Kind::kText:
+    case Kind::kTexts:
+      if (!flag.choices.empty() &&
+          std::find(flag.choices.begin(), flag.choices.end(), value) == flag.choices.end()) {
+        return ArgparseError(flag, absl::StrCat("invalid choice: '", value, "' (choose from ",
+                                                absl::StrJoin(flag.choices, ", "), ")"));
+      }
+      return absl::OkStatus();
+    case Kind::kSwitch:
+      break;
+  }
+  return absl::OkStatus();
+}
+
+// An element that is an option rather than a value: "--name", or "-" and a non-digit.
+bool IsOption(absl::string_view element) {
+  return absl::StartsWith(element, "--") ||
+         (element.size() > 1 && element[0] == '-' && !(element[1] >= '0' && element[1] <= '9') &&
+          element[1] != '.');
+}
+
+// argparse's reading of `arguments` (parse_args, arguments.py:118-131).
+absl::StatusOr<ParsedArguments> Parse(const std::vector<std::string>& arguments) {
+  ParsedArguments parsed;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const std::string& element = arguments[i];
+    if (!absl::StartsWith(element, "--") || element.size() == 2) {
+      return Violation("argparse", absl::StrCat(kArguments, ":131"),
+                       absl::StrCat("unrecognized arguments: ", element));
+    }
+    const size_t equals = element.find('=');
+    std::string name = element.substr(2, equals == std::string::npos ? equals : equals - 2);
+    std::vector<std::string> values;
+    if (equals != std::string::npos) values.push_back(element.substr(equals + 1));
+    const FlagSpec* flag = FindFlag(name);
+    const bool takes_many =
+        flag == nullptr || flag->kind == Kind::kInts || flag->kind == Kind::kTexts;
+    const bool takes_one =
+        flag != nullptr &&
+        (flag->kind == Kind::kInt || flag->kind == Kind::kFloat || flag->kind == Kind::kText);
+    if (equals == std::string::npos) {
+      while (i + 1 < arguments.size() && !IsOption(arguments[i + 1]) &&
+             (takes_many || (takes_one && values.empty()))) {
+        values.push_back(arguments[++i]);
+      }
+    }
+    if (flag != nullptr) {
+      if (flag->kind == Kind::kSwitch) {
+        if (!values.empty()) {
+          return ArgparseError(*flag,
+                               absl::StrCat("ignored explicit argument '", values.front(), "'"));
+        }
+      } else if (values.empty()) {
+        return ArgparseError(
+            *flag, takes_one ? "expected one argument" : "expected at least one argument");
+      }
+      for (const std::string& value : values) PT_RETURN_IF_ERROR(CheckValue(*flag, value));
+    }
+    parsed.Set(std::move(name), std::move(values));
+  }
+  return parsed;
+}
+
+absl::Status RejectUnreplayed(const ParsedArguments& args) {
+  for (const char* name : kUnreplayedFlags) {
+    if (args.Has(name)) {
+      return absl::UnimplementedError(absl::StrCat(
+          "--", name, " brings Megatron-LM ", kMegatronChecksRelease,
+          " rules this replay does not model (frameworks/megatron_argument_checks.h)"));
+    }
+  }
+  const std::string optimizer = args.Text("optimizer");
+  if (!optimizer.empty() && optimizer != "adam" && optimizer != "sgd") {
+    return absl::UnimplementedError(
+        absl::StrCat("--optimizer=", optimizer, " brings Megatron-LM ", kMegatronChecksRelease,
+                     " rules this replay does not model (arguments.py:1669-1686)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<MegatronLaunch> CheckMegatronArguments(const std::vector<std::string>& arguments,
+                                                      int64_t world_size) {
+  if (world_size < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("world_size (", world_size, ") must be >= 1"));
+  }
+  PT_ASSIGN_OR_RETURN(const ParsedArguments args, Parse(arguments));
+  PT_RETURN_IF_ERROR(RejectUnreplayed(args));
+
+  MegatronLaunch launch;
+  launch.world_size = world_size;
+  const int64_t tp = args.Int("tensor-model-parallel-size", 1);
+  const int64_t pp = args.Int("pipeline-model-parallel-size", 1);
+  const int64_t cp = args.Int("context-parallel-size", 1);
+  launch.tensor_parallel = tp;
+  launch.pipeline_parallel = pp;
+  launch.context_parallel = cp;
+  // A size below 1 divides by zero or makes a negative group before any message.
+  if (tp < 1 || pp < 1 || cp < 1) {
+    return Violation("world-size", "megatron/training/arguments.py:422-432",
+                     absl::StrCat("tensor (", tp, "), pipeline (", pp, ") and context (", cp,
+                                  ") parallel sizes must be >= 1"));
+  }
+  const int64_t model_size = tp * pp * cp;
+  if (world_size % model_size != 0) {
+    return Violation("world-size",
+                     "megatron/training/arguments.py:430, megatron/core/parallel_state.py:822",
+                     absl::StrCat("world size (", world_size,
+                                  ") is not divisible by tensor x pipeline x context parallel (",
+                                  tp, " x ", pp, " x ", cp, " = ", model_size, ")"));
+  }
+  const int64_t dp = world_size / model_size;
+  launch.data_parallel = dp;
+
+  const std::vector<std::string>* cp_comm_types = args.Values("cp-comm-type");
+  if (const std::vector<std::string>* sizes = args.Values("hierarchical-context-parallel-sizes")) {
+    int64_t product = 1;
+    for (const std::string& size : *sizes) {
+      int64_t value = 0;
+      (void)absl::SimpleAtoi(size, &value);
+      product *= value;
+    }
+    if (product != cp) {
+      return Violation("hierarchical-context-parallel", "megatron/training/arguments.py:562-564",
+                       absl::StrCat("the product of --hierarchical-context-parallel-sizes (",
+                                    product, ") is not --context-parallel-size (", cp, ")"));
+    }
+  } else if (cp_comm_types != nullptr &&
+             std::any_of(cp_comm_types->begin(), cp_comm_types->end(),
+                         [](const std::string& t) { return absl::StrContains(t, "a2a+p2p"); })) {
+    return Violation("hierarchical-context-parallel", "megatron/training/arguments.py:565-567",
+                     "--cp-comm-type a2a+p2p needs --hierarchical-context-parallel-sizes");
+  }
+
+  if (!args.Has("micro-batch-size")) {
+    return Violation("micro-batch-size", "megatron/training/arguments.py:675",
+                     "--micro-batch-size is required");
+  }
+  const int64_t micro_batch = args.Int("micro-batch-size", 0);
+  if (micro_batch <= 0) {
+    return Violation("micro-batch-size", "megatron/training/arguments.py:676",
+                     absl::StrCat("--micro-batch-size (", micro_batch, ") must be > 0"));
+  }
+  const int64_t global_batch = args.Int("global-batch-size", micro_batch * dp);
+  if (global_batch <= 0) {
+    return Violation("global-batch-size", "megatron/training/arguments.py:687",
+                     absl::StrCat("--global-batch-size (", global_batch, ") must be > 0"));
+  }
+  launch.micro_batch_size = micro_batch;
+  launch.global_batch_size = global_batch;
+  const int64_t eval_global = args.Int("eval-global-batch-size", global_batch);
+  const int64_t eval_micro = args.Int("eval-micro-batch-size", micro_batch);
+  if (eval_micro <= 0 || eval_global % (eval_micro * dp) != 0) {
+    return Violation(
+        "batch-divisibility", "megatron/training/arguments.py:689-696",
+        absl::StrCat("eval global batch (", eval_global,
+                     ", --global-batch-size by default) is not "
+                     "divisible by eval micro-batch (",
+                     eval_micro, ", --micro-batch-size by default) x data parallel (", dp, ")"));
+  }
+
+  // validate_args reads --num-layers for the pipeline split before it checks that it is set.
+  const int64_t layers = args.Int("num-layers", args.Int("encoder-num-layers", 0));
+  for (const char* required : {"hidden-size", "num-attention-heads", "max-position-embeddings"}) {
+    if (!args.Has(required)) {
+      return Violation("required", "megatron/training/arguments.py:1274-1277",
+                       absl::StrCat("--", required, " is required"));
+    }
+  }
+  if (!args.Has("num-layers") && !args.Has("encoder-num-layers")) {
+    return Violation("required", "megatron/training/arguments.py:1264-1277",
+                     "--num-layers is required");
+  }
+
+  const bool by_layers = args.Has("num-layers-per-virtual-pipeline-stage");
+  const bool by_stages = args.Has("num-virtual-stages-per-pipeline-rank");
+  if (by_layers && by_stages) {
+    return Violation("virtual-pipeline-flags", "megatron/training/arguments.py:894-905",
+                     "no more than one of --num-layers-per-virtual-pipeline-stage, "
+                     "--num-virtual-stages-per-pipeline-rank, --pipeline-model-parallel-layout "
+                     "can be set");
+  }
+  const bool account_embedding = args.Has("account-for-embedding-in-pipeline-split");
+  const bool account_loss = args.Has("account-for-loss-in-pipeline-split");
+  launch.uneven_pipeline = account_embedding || account_loss;
+  const int64_t split_layers = layers + (account_embedding ? 1 : 0) + (account_loss ? 1 : 0);
+  const std::string split_what =
+      absl::StrCat("--num-layers (", layers, ")",
+                   account_embedding ? " + 1 (--account-for-embedding-in-pipeline-split)" : "",
+                   account_loss ? " + 1 (--account-for-loss-in-pipeline-split)" : "");
+  int64_t vp = 0;  // 0: no interleaving (None in the release)
+  if (by_layers) {
+    if (split_layers % pp != 0) {
+      return Violation(
+          "pipeline-split", "megatron/training/arguments.py:934-935",
+          absl::StrCat(split_what, " = ", split_layers,
+                       " is not divisible by --pipeline-model-parallel-size (", pp, ")"));
+    }
+    const int64_t per_stage = split_layers / pp;
+    const int64_t per_virtual_stage = args.Int("num-layers-per-virtual-pipeline-stage", 0);
+    if (per_virtual_stage < 1 || per_stage % per_virtual_stage != 0) {
+      return Violation(
+          "layers-per-virtual-stage", "megatron/training/arguments.py:936-941",
+          absl::StrCat("the layers per pipeline stage (", split_what, " = ", split_layers, " / ",
+                       pp, " = ", per_stage,
+                       ") are not divisible by --num-layers-per-virtual-pipeline-stage (",
+                       per_virtual_stage, ")"));
+    }
+    vp = per_stage / per_virtual_stage;
+  } else if (by_stages) {
+    vp = args.Int("num-virtual-stages-per-pipeline-rank", 0);
+    if (vp < 1) {
+      return Violation(
+          "virtual-stages",
+          "megatron/training/arguments.py:943, "
+          "megatron/core/transformer/transformer_block.py:170",
+          absl::StrCat("--num-virtual-stages-per-pipeline-rank (", vp, ") must be >= 1"));
+    }
+  } else if (split_layers % pp != 0) {
+    return Violation(
+        "pipeline-split", "megatron/training/arguments.py:951-964",
+        absl::StrCat(split_what, " = ", split_layers,
+                     " is not divisible by --pipeline-model-parallel-size (", pp, ")"));
+  }
+  if (vp == 1) vp = 0;  // arguments.py:944-945
+  launch.virtual_pipeline = vp == 0 ? 1 : vp;
+  if (vp != 0) {
+    if (!args.Has("no-overlap-p2p-communication") && pp <= 1) {
+      return Violation("interleaving-pipeline-size",
+                       "megatron/training/arguments.py:966-970, "
+                       "megatron/core/parallel_state.py:827-831",
+                       absl::StrCat(vp,
+                                    " virtual stages per pipeline rank need "
+                                    "--pipeline-model-parallel-size > 1, not ",
+                                    pp));
+    }
+    if (args.Has("no-overlap-p2p-communication") && pp <= 2) {
+      return Violation("interleaving-pipeline-size", "megatron/training/arguments.py:971-975",
+                       absl::StrCat(vp,
+                                    " virtual stages per pipeline rank with "
+                                    "--no-overlap-p2p-communication need "
+                                    "--pipeline-model-parallel-size > 2, not ",
+                                    pp));
+    }
+  }
+
+  const bool distributed_optimizer = args.Has("use-distributed-optimizer");
+  const bool overlap_grad_reduce = args.Has("overlap-grad-reduce");
+  const bool overlap_param_gather = args.Has("overlap-param-gather");
+  launch.distributed_optimizer = distributed_optimizer;
+  launch.overlap_grad_reduce = overlap_grad_reduce;
+  launch.overlap_param_gather = overlap_param_gather;
+  if (overlap_param_gather && !distributed_optimizer) {
+    return Violation("overlap-param-gather", "megatron/training/arguments.py:990-993",
+                     "--overlap-param-gather is only supported with the distributed optimizer "
+                     "(--use-distributed-optimizer)");
+  }
+  if (overlap_param_gather && !overlap_grad_reduce) {
+    return Violation("overlap-param-gather", "megatron/training/arguments.py:994-995",
+                     "--overlap-param-gather needs --overlap-grad-reduce");
+  }
+  // update_use_dist_ckpt (megatron/training/utils/common_utils.py:555-556).
+  const std::string ckpt_format =
+      args.Has("ckpt-format") ? args.Text("ckpt-format") : std::string("torch_dist");
+  const bool dist_ckpt = ckpt_format != "torch";
+  if (args.Has("overlap-param-gather-with-optimizer-step")) {
+    const char* missing = !distributed_optimizer  ? "--use-distributed-optimizer"
+                          : !overlap_param_gather ? "--overlap-param-gather"
+                          : vp == 0               ? "interleaving (a virtual pipeline)"
+                          : dist_ckpt             ? "--ckpt-format=torch"
+                                                  : nullptr;
+    if (missing != nullptr) {
+      return Violation("overlap-param-gather-with-optimizer-step",
+                       "megatron/training/arguments.py:1032-1040",
+                       absl::StrCat("--overlap-param-gather-with-optimizer-step needs ", missing));
+    }
+  }
+  if (args.Has("fp8-param-gather") && !distributed_optimizer) {
+    return Violation("fp8-param-gather", "megatron/training/arguments.py:1060-1062",
+                     "--fp8-param-gather is only supported with the distributed optimizer");
+  }
+  const std::string fp8 = args.Text("fp8-format");
+  if (!fp8.empty() && args.Has("fp4-format")) {
+    return Violation("fp4-fp8", "megatron/training/arguments.py:1064-1066",
+                     "--fp4-format and --fp8-format cannot be used together");
+  }
+  launch.fp8_format = fp8;
+  const bool bf16 = args.Has("bf16");
+  if (bf16 && args.Has("fp16")) {
+    return Violation("fp16-bf16", "megatron/training/arguments.py:1172-1182",
+                     "--fp16 and --bf16 cannot be used together");
+  }
+  launch.bf16 = bf16;
+  bool fp32_gradients = args.Has("accumulate-allreduce-grads-in-fp32");
+  if (bf16) {
+    const bool fp32_main_grads = args.Text("main-grads-dtype") != "bf16";
+    if (fp32_gradients && !fp32_main_grads) {
+      return Violation("main-grads-dtype", "megatron/training/arguments.py:1186-1188",
+                       "--main-grads-dtype can only be fp32 when "
+                       "--accumulate-allreduce-grads-in-fp32 is set");
+    }
+    if (args.Has("grad-reduce-in-bf16")) {
+      fp32_gradients = false;
+    } else if (fp32_main_grads) {
+      fp32_gradients = true;
+    }
+  }
+  launch.fp32_gradients = fp32_gradients;
+
+  const int64_t hidden = args.Int("hidden-size", 0);
+  const int64_t heads = args.Int("num-attention-heads", 0);
+  if (!args.Has("kv-channels") && (heads == 0 || hidden % heads != 0)) {
+    return Violation("kv-channels", "megatron/training/arguments.py:1291-1293",
+                     absl::StrCat("--hidden-size (", hidden,
+                                  ") is not divisible by --num-attention-heads (", heads, ")"));
+  }
+  if (!args.Has("seq-length") && !args.Has("encoder-seq-length")) {
+    return Violation("seq-length", "megatron/training/arguments.py:1306-1311",
+                     "--seq-length (or --encoder-seq-length) is required");
+  }
+  const int64_t seq = args.Int("seq-length", args.Int("encoder-seq-length", 0));
+  if (args.Has("seq-length") && cp > 1 && seq % (2 * cp) != 0) {
+    return Violation("context-parallel-sequence", "megatron/training/arguments.py:1295-1298",
+                     absl::StrCat("--seq-length (", seq,
+                                  ") is not a multiple of 2 x --context-parallel-size (", cp, ")"));
+  }
+  const int64_t max_positions = args.Int("max-position-embeddings", 0);
+  if (max_positions < seq) {
+    return Violation("max-position-embeddings", "megatron/training/arguments.py:1313-1316",
+                     absl::StrCat("--max-position-embeddings (", max_positions,
+                                  ") must be at least --seq-length (", seq, ")"));
+  }
+  if (args.Has("lr") && args.Float("min-lr", 0.0) > args.Float("lr", 0.0)) {
+    return Violation("min-lr", "megatron/training/arguments.py:1319-1320",
+                     absl::StrCat("--min-lr (", args.Text("min-lr"), ") must be at most --lr (",
+                                  args.Text("lr"), ")"));
+  }
+
+  const std::string granularity = args.Text("recompute-granularity");
+  const bool has_method = args.Has("recompute-method");
+  launch.recompute_granularity = granularity;
+  if (args.Has("distribute-saved-activations")) {
+    const char* missing = tp <= 1                 ? "--tensor-model-parallel-size > 1"
+                          : granularity != "full" ? "--recompute-granularity=full"
+                          : !has_method           ? "--recompute-method"
+                                                  : nullptr;
+    if (missing != nullptr) {
+      return Violation("distribute-saved-activations", "megatron/training/arguments.py:1370-1379",
+                       absl::StrCat("--distribute-saved-activations needs ", missing));
+    }
+  }
+  if (granularity == "selective" && has_method) {
+    return Violation("selective-recompute-method", "megatron/training/arguments.py:1385-1388",
+                     "--recompute-method is not supported with --recompute-granularity=selective");
+  }
+  // arguments.py:1390-1399: sequence parallelism is off with tp = 1.
+  const bool sequence_parallel = args.Has("sequence-parallel") && tp > 1;
+  launch.sequence_parallel = sequence_parallel;
+  if (args.Has("tp-comm-overlap") && !sequence_parallel) {
+    return Violation("tp-comm-overlap", "megatron/training/arguments.py:1401-1402",
+                     "--tp-comm-overlap needs sequence parallelism (--sequence-parallel with "
+                     "--tensor-model-parallel-size > 1)");
+  }
+  if (args.Has("disable-gloo-process-groups") && distributed_optimizer && !dist_ckpt) {
+    return Violation("gloo-process-groups", "megatron/training/arguments.py:1689-1695",
+                     "--disable-gloo-process-groups with the distributed optimizer needs a "
+                     "distributed checkpoint format, not --ckpt-format=torch");
+  }
+
+  // TransformerConfig.__post_init__ (core_transformer_config_from_args builds it).
+  if (heads % tp != 0) {
+    return Violation(
+        "attention-heads", "megatron/core/transformer/transformer_config.py:1323-1327",
+        absl::StrCat("--num-attention-heads (", heads,
+                     ") must be a multiple of --tensor-model-parallel-size (", tp, ")"));
+  }
+  const int64_t groups =
+      args.Has("group-query-attention") ? args.Int("num-query-groups", 1) : heads;
+  launch.query_groups = groups;
+  if (groups < 1 || (groups % tp != 0 && tp % groups != 0)) {
+    return Violation(
+        "query-groups",
+        "megatron/core/transformer/transformer_config.py:1335-1345, "
+        "megatron/training/argument_utils.py:330-333",
+        absl::StrCat(
+            "the query groups (", groups,
+            args.Has("group-query-attention") ? ", --num-query-groups with --group-query-attention"
+                                              : ", the heads without --group-query-attention",
+            ") must be a multiple or a divisor of --tensor-model-parallel-size (", tp, ")"));
+  }
+  if (!granularity.empty()) {
+    if (!has_method && granularity != "selective") {
+      return Violation("recompute", "megatron/core/transformer/transformer_config.py:1731-1740",
+                       absl::StrCat("--recompute-granularity=", granularity,
+                                    " needs --recompute-method (block or uniform)"));
+    }
+    if (granularity != "selective" && !args.Has("recompute-num-layers")) {
+      return Violation(
+          "recompute", "megatron/core/transformer/transformer_config.py:1742-1748",
+          absl::StrCat("--recompute-granularity=", granularity, " needs --recompute-num-layers"));
+    }
+    if (granularity == "selective" && args.Has("recompute-num-layers")) {
+      return Violation("recompute", "megatron/core/transformer/transformer_config.py:1749-1755",
+                       "--recompute-num-layers must be unset with "
+                       "--recompute-granularity=selective");
+    }
+  }
+  if (args.Has("distribute-saved-activations") && sequence_parallel) {
+    return Violation("distribute-saved-activations",
+                     "megatron/core/transformer/transformer_config.py:1757-1761",
+                     "--distribute-saved-activations must be off with sequence parallelism");
+  }
+  if (account_embedding || account_loss) {
+    if (split_layers % pp != 0) {
+      return Violation(
+          "account-for-pipeline-split",
+          vp == 0 ? "megatron/core/transformer/transformer_config.py:2067-2080"
+                  : "megatron/core/transformer/transformer_config.py:2081-2096",
+          absl::StrCat(split_what, " = ", split_layers,
+                       " is not divisible by --pipeline-model-parallel-size (", pp, ")"));
+    }
+    if (vp != 0 && (split_layers / pp) % vp != 0) {
+      return Violation("account-for-pipeline-split",
+                       "megatron/core/transformer/transformer_config.py:2098-2109",
+                       absl::StrCat("the layers per pipeline rank (", split_layers / pp,
+                                    ") are not divisible by the virtual pipeline size (", vp, ")"));
+    }
+  }
+  if (cp > 1 && cp_comm_types != nullptr && cp_comm_types->size() > 1 &&
+      static_cast<int64_t>(cp_comm_types->size()) != layers) {
+    return Violation("cp-comm-type", "megatron/core/transformer/transformer_config.py:2778-2783",
+                     absl::StrCat("--cp-comm-type names ", cp_comm_types->size(),
+                                  " types, not one per layer (", layers, ")"));
+  }
+
+  // The first step: the model's chunks, the micro-batch count and the schedule, the
+  // embedding's sequence-parallel scatter.
+  if (split_layers % pp != 0) {
+    return Violation(
+        "chunk-layers", "megatron/core/transformer/transformer_block.py:150-152",
+        absl::StrCat(split_what, " = ", split_layers,
+                     " is not divisible by --pipeline-model-parallel-size (", pp, ")"));
+  }
+  if (vp != 0 && pp > 1 && (split_layers / pp) % vp != 0) {
+    return Violation("chunk-layers", "megatron/core/transformer/transformer_block.py:169-172",
+                     absl::StrCat("the layers per pipeline rank (", split_layers / pp,
+                                  ") are not divisible by the virtual pipeline size (", vp, ")"));
+  }
+  if (global_batch % (micro_batch * dp) != 0) {
+    return Violation("batch-divisibility", "megatron/core/num_microbatches_calculator.py:381-386",
+                     absl::StrCat("--global-batch-size (", global_batch,
+                                  ") is not divisible by --micro-batch-size (", micro_batch,
+                                  ") x data parallel (", dp, ")"));
+  }
+  const int64_t micro_batches = global_batch / (micro_batch * dp);
+  launch.micro_batches = micro_batches;
+  if (vp != 0 && pp > 1) {
+    // ModelParallelConfig.__post_init__ defaults the group to pp (model_parallel_config.py:567).
+    const int64_t group = args.Int("microbatch-group-size-per-virtual-pipeline-stage", pp);
+    if (group > micro_batches || group < pp) {
+      return Violation(
+          "interleaved-micro-batches", "megatron/core/pipeline_parallel/schedules.py:1133-1141",
+          absl::StrCat("the interleaved schedule's micro-batch group (", group,
+                       ", --microbatch-group-size-per-virtual-pipeline-stage, default pp) must "
+                       "range in [pp = ",
+                       pp, ", micro-batches = ", micro_batches, "]"));
+    }
+    const int64_t last_group = micro_batches % group;
+    if (last_group > 0 && last_group < pp) {
+      return Violation(
+          "interleaved-micro-batches", "megatron/core/pipeline_parallel/schedules.py:1143-1153",
+          absl::StrCat("the micro-batches (", micro_batches, ") leave a last group of ", last_group,
+                       " of the interleaved schedule's groups of ", group, ", fewer than pp (", pp,
+                       ")"));
+    }
+  }
+  if (sequence_parallel && (seq / cp) % tp != 0) {
+    return Violation("sequence-parallel-split",
+                     "megatron/core/tensor_parallel/mappings.py:72-74, from "
+                     "megatron/core/models/common/embeddings/language_model_embedding.py:141",
+                     absl::StrCat("each context-parallel rank's sequence (--seq-length ", seq,
+                                  " / cp ", cp, " = ", seq / cp,
+                                  ") is not divisible by --tensor-model-parallel-size (", tp, ")"));
+  }
+  return launch;
+}
+
+}  // namespace paratune

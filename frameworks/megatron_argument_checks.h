@@ -1,0 +1,159 @@
+// Megatron-LM's own checks of a launch's arguments, replayed in C++ for the release the launch
+// templates are pinned to (core_v0.19.0, megatron_lm_core_v0.19.0_arguments.txt), so that a
+// test can hold `paratune export --format=megatron` to them without Python or a GPU (issue 13).
+//
+// Replayed, in the order the release runs them (the first that fails is the one reported);
+// files are at tag core_v0.19.0 of NVIDIA/Megatron-LM:
+//   argparse (megatron/training/arguments.py:118-131, allow_abbrev=False): a switch takes no
+//     value, an option takes one, of its type (int, float) and among its choices
+//     (recompute granularity and method, fp8 format and recipe, normalization, position
+//     embedding, transformer implementation, attention backend, gradient dtype, checkpoint
+//     format, lr decay style: each flag's definition is cited in the .cc).
+//   "world-size": world size divisible by tp x pp x cp (arguments.py:430;
+//     megatron/core/parallel_state.py:822).
+//   "hierarchical-context-parallel": their product is cp, and cp comm type a2a+p2p needs them
+//     (arguments.py:562-567).
+//   "micro-batch-size", "global-batch-size": given and positive; global defaults to micro x dp
+//     (arguments.py:675-687).
+//   "batch-divisibility": global batch divisible by micro-batch x dp, for the eval batch the
+//     training one by default (arguments.py:689-696), then for training
+//     (megatron/core/num_microbatches_calculator.py:381-391).
+//   "required": --num-layers, --hidden-size, --num-attention-heads, --max-position-embeddings
+//     (arguments.py:1264-1277; checked before the pipeline split, which reads --num-layers).
+//   "virtual-pipeline-flags": at most one of --num-layers-per-virtual-pipeline-stage,
+//     --num-virtual-stages-per-pipeline-rank, --pipeline-model-parallel-layout
+//     (arguments.py:894-905).
+//   "pipeline-split": num-layers (+1 with --account-for-embedding-in-pipeline-split, +1 with
+//     --account-for-loss-in-pipeline-split) divisible by pp (arguments.py:934-935 with
+//     interleaving by layers per virtual stage, 963-964 without interleaving).
+//   "layers-per-virtual-stage": (layers + 1 + 1) / pp divisible by the layers per virtual
+//     stage, which gives the virtual pipeline size; a size of 1 is no interleaving
+//     (arguments.py:936-945). "virtual-stages": --num-virtual-stages-per-pipeline-rank >= 1
+//     (arguments.py:943, a size of 0 divides by zero at transformer_block.py:170).
+//   "interleaving-pipeline-size": interleaving needs pp > 1, pp > 2 with
+//     --no-overlap-p2p-communication (arguments.py:966-975; parallel_state.py:827-831).
+//   "overlap-param-gather": needs the distributed optimizer and --overlap-grad-reduce
+//     (arguments.py:990-995).
+//   "overlap-param-gather-with-optimizer-step": needs the distributed optimizer,
+//     --overlap-param-gather, interleaving and --ckpt-format=torch (arguments.py:1032-1040,
+//     use_dist_ckpt from megatron/training/utils/common_utils.py:555-556).
+//   "fp8-param-gather": needs the distributed optimizer (arguments.py:1060-1062).
+//   "fp4-fp8": not both (arguments.py:1064-1066; transformer_config.py:1454-1455).
+//   "fp16-bf16": not both (arguments.py:1172-1182; transformer_config.py:1314-1317).
+//   "main-grads-dtype": with --bf16, --accumulate-allreduce-grads-in-fp32 needs
+//     --main-grads-dtype=fp32 (arguments.py:1186-1188). Not an error, as the release does it:
+//     --grad-reduce-in-bf16 turns --accumulate-allreduce-grads-in-fp32 off, and without either
+//     bf16 accumulates in fp32 (arguments.py:1190-1194); MegatronLaunch::fp32_gradients is
+//     the outcome, so a test compares it with what the search asked for.
+//   "kv-channels": without --kv-channels, hidden size divisible by heads
+//     (arguments.py:1291-1293).
+//   "context-parallel-sequence": with cp > 1, seq length divisible by 2 x cp
+//     (arguments.py:1295-1298).
+//   "seq-length": --seq-length or --encoder-seq-length given (arguments.py:1306-1311).
+//   "max-position-embeddings": at least the seq length (arguments.py:1313-1316).
+//   "min-lr": at most --lr when --lr is given (arguments.py:1319-1320).
+//   "distribute-saved-activations": needs tp > 1, full granularity and a recompute method
+//     (arguments.py:1370-1379), and no sequence parallelism (transformer_config.py:1757-1761).
+//   "selective-recompute-method": selective granularity takes no --recompute-method
+//     (arguments.py:1385-1388).
+//   Sequence parallelism with tp = 1 is turned off, not rejected (arguments.py:1390-1399);
+//     MegatronLaunch::sequence_parallel is the outcome.
+//   "tp-comm-overlap": needs sequence parallelism (arguments.py:1401-1402).
+//   "gloo-process-groups": --disable-gloo-process-groups with the distributed optimizer needs
+//     a distributed checkpoint format (arguments.py:1689-1695).
+//   "attention-heads": heads divisible by tp (transformer_config.py:1323-1327).
+//   "query-groups": query groups (--num-query-groups, default 1, with --group-query-attention,
+//     else the heads: megatron/training/argument_utils.py:330-333) a multiple or a divisor of
+//     tp (transformer_config.py:1335-1345).
+//   "recompute": full granularity needs --recompute-method and --recompute-num-layers,
+//     selective takes no --recompute-num-layers (transformer_config.py:1724-1755).
+//   "account-for-pipeline-split": with the account-for flags, layers + 1 + 1 divisible by pp
+//     and, interleaved, by pp x vp (transformer_config.py:2064-2109).
+//   "cp-comm-type": with cp > 1, several types name one per layer
+//     (transformer_config.py:2778-2787).
+//   At the first step: "chunk-layers": layers (+1 +1) divisible by pp and, interleaved, the
+//     layers per pipeline rank by vp (megatron/core/transformer/transformer_block.py:150-172);
+//     "interleaved-micro-batches": the interleaved schedule runs the micro-batches in groups of
+//     --microbatch-group-size-per-virtual-pipeline-stage (default pp,
+//     model_parallel_config.py:567-568), between pp and the micro-batch count, the last group
+//     empty or at least pp (megatron/core/pipeline_parallel/schedules.py:1133-1153);
+//     "sequence-parallel-split": with sequence parallelism, each context-parallel rank's
+//     seq length / cp divisible by tp, as the embedding scatters it
+//     (megatron/core/models/common/embeddings/language_model_embedding.py:141,
+//     megatron/core/tensor_parallel/mappings.py:72-74).
+//
+// Not replayed, and why:
+//   - Flags that change the replayed rules in ways not modelled here make the check answer
+//     UNIMPLEMENTED naming the flag (kUnreplayedFlags in the .cc): custom pipeline layouts and
+//     first/last stage layer counts, hybrid (Mamba) patterns, MoE, multi-latent attention,
+//     GTP weight shards, Megatron-FSDP and torch FSDP2, optimizers other than adam and sgd,
+//     RL steps, batch-size ramp-ups and schedules, --decrease-batch-size-if-needed, and
+//     arguments taken from a YAML file, a checkpoint or a heterogeneous-layers config.
+//   - CUDA_DEVICE_MAX_CONNECTIONS=1 with tp > 1 or cp > 1 before Blackwell
+//     (arguments.py:1413-1439): the environment, not an argument. The templates' env sets it.
+//   - Rules on data, tokenizer, iterations or samples, learning-rate schedule, evaluation,
+//     logging, checkpoints, RL, MoE, MTP, CUDA graphs, inference, fp4, FIM and offloading: an
+//     export leaves data, iterations and checkpointing to the user and writes none of the
+//     others; their flags, when present, are passed over.
+//   - Software and hardware versions (is_te_min_version, is_torch_min_version, compute
+//     capability, Transformer Engine's fp8 recipes by architecture): not arguments.
+//   - Which flag names exist: framework_flags_test holds the templates to the release's list.
+//   - cp comm type values: Transformer Engine checks them at the first forward, and the
+//     release's help (allgather) and config docstring (all_gather) disagree.
+//   - ModelParallelConfig's sequence parallelism without tp (model_parallel_config.py:502-504)
+//     and get_num_layers_to_build's "Not enough layers" (transformer_block.py:185-195): they
+//     cannot fire once validate_args turned sequence parallelism off and the split rules
+//     hold (every chunk then holds at least one slot).
+//
+// Arguments are "--name=value", "--name value" or a bare "--name"; a repeated flag counts
+// its last value, as argparse does. Flags outside the table are passed over (their values
+// too): what they may add to the rules is not replayed.
+#ifndef PARATUNE_FRAMEWORKS_MEGATRON_ARGUMENT_CHECKS_H_
+#define PARATUNE_FRAMEWORKS_MEGATRON_ARGUMENT_CHECKS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace paratune {
+
+// The Megatron-LM release the checks are replayed from.
+inline constexpr char kMegatronChecksRelease[] = "core_v0.19.0";
+
+// What the release makes of arguments that pass its checks: the parallel layout, the batch
+// and the switches as validate_args leaves them.
+struct MegatronLaunch {
+  int64_t world_size = 0;
+  int64_t data_parallel = 0;  // world size / (tp x pp x cp)
+  int64_t tensor_parallel = 1;
+  int64_t pipeline_parallel = 1;
+  int64_t context_parallel = 1;
+  int64_t virtual_pipeline = 1;  // model chunks per pipeline rank; 1 without interleaving
+  bool uneven_pipeline = false;  // the embedding or the loss counts as a layer in the split
+  int64_t micro_batch_size = 0;
+  int64_t global_batch_size = 0;
+  int64_t micro_batches = 0;  // global batch / (micro-batch x dp)
+  int64_t query_groups = 0;
+  bool sequence_parallel = false;     // after tp = 1 turned it off
+  std::string recompute_granularity;  // "", "selective" or "full"
+  std::string fp8_format;             // "" without fp8, else "e4m3" or "hybrid"
+  bool bf16 = false;
+  bool distributed_optimizer = false;
+  bool fp32_gradients = false;  // accumulate_allreduce_grads_in_fp32 after validate_args
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
+};
+
+// Replays the release's checks on `arguments` (the elements after pretrain_gpt.py) for a
+// launch of `world_size` ranks (nodes x GPUs per node). INVALID_ARGUMENT naming the first rule
+// that fails (rule "NAME" as listed above), its source line and the values; INVALID_ARGUMENT
+// naming world_size when it is below 1; UNIMPLEMENTED naming the flag when an argument needs
+// rules this replay does not model. Pure; thread-safe.
+absl::StatusOr<MegatronLaunch> CheckMegatronArguments(const std::vector<std::string>& arguments,
+                                                      int64_t world_size);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_FRAMEWORKS_MEGATRON_ARGUMENT_CHECKS_H_

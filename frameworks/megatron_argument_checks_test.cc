@@ -1,0 +1,538 @@
+#include "frameworks/megatron_argument_checks.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cli/export.h"
+#include "convert/estimate_requests.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/autotuner_service.pb.h"
+#include "proto/search.pb.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Llama-3.1-8B on 16 GPUs as dp2 tp2 pp2 cp2, interleaved, full recompute: what the template
+// writes for such a candidate.
+std::vector<std::string> Good() {
+  return {"--transformer-impl=transformer_engine",
+          "--num-layers=32",
+          "--hidden-size=4096",
+          "--ffn-hidden-size=14336",
+          "--num-attention-heads=32",
+          "--group-query-attention",
+          "--num-query-groups=8",
+          "--vocab-size=128256",
+          "--seq-length=8192",
+          "--max-position-embeddings=8192",
+          "--position-embedding-type=rope",
+          "--rotary-base=500000",
+          "--normalization=RMSNorm",
+          "--norm-epsilon=1e-5",
+          "--swiglu",
+          "--disable-bias-linear",
+          "--untie-embeddings-and-output-weights",
+          "--attention-dropout=0",
+          "--hidden-dropout=0",
+          "--tensor-model-parallel-size=2",
+          "--pipeline-model-parallel-size=2",
+          "--context-parallel-size=2",
+          "--sequence-parallel",
+          "--num-layers-per-virtual-pipeline-stage=8",
+          "--recompute-granularity=full",
+          "--recompute-method=uniform",
+          "--recompute-num-layers=1",
+          "--micro-batch-size=2",
+          "--global-batch-size=1024",
+          "--bf16",
+          "--use-distributed-optimizer",
+          "--accumulate-allreduce-grads-in-fp32",
+          "--overlap-grad-reduce",
+          "--overlap-param-gather",
+          "--lr=3e-4",
+          "--min-lr=3e-5",
+          "--lr-decay-style=cosine",
+          "--weight-decay=0.1",
+          "--adam-beta1=0.9",
+          "--adam-beta2=0.95",
+          "--clip-grad=1.0"};
+}
+
+constexpr int64_t kWorld = 16;
+
+// `arguments` with every element of flag `name` ("--x" or "--x=...") removed.
+std::vector<std::string> Without(std::vector<std::string> arguments, const std::string& name) {
+  std::vector<std::string> kept;
+  for (std::string& argument : arguments) {
+    if (argument != name && !absl::StartsWith(argument, name + "=")) {
+      kept.push_back(std::move(argument));
+    }
+  }
+  return kept;
+}
+
+// `arguments` with `changes` in place of the flags of the same names, or added at the end.
+std::vector<std::string> With(std::vector<std::string> arguments,
+                              const std::vector<std::string>& changes) {
+  for (const std::string& change : changes) {
+    arguments = Without(std::move(arguments), change.substr(0, change.find('=')));
+    arguments.push_back(change);
+  }
+  return arguments;
+}
+
+// The status of checking `arguments` on `world` ranks.
+absl::Status Check(const std::vector<std::string>& arguments, int64_t world = kWorld) {
+  return CheckMegatronArguments(arguments, world).status();
+}
+
+// Expects that `arguments` break rule `rule` (INVALID_ARGUMENT naming it and `detail`).
+void ExpectRule(const std::vector<std::string>& arguments, const std::string& rule,
+                const std::string& detail, int64_t world = kWorld) {
+  const absl::Status status = Check(arguments, world);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  const std::string message(status.message());
+  EXPECT_THAT(message, HasSubstr(absl::StrCat("rule \"", rule, "\"")));
+  EXPECT_THAT(message, HasSubstr(detail));
+}
+
+TEST(MegatronArgumentChecksTest, AGoodListPassesAndSaysWhatMegatronMakesOfIt) {
+  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(Good(), kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->data_parallel, 2);
+  EXPECT_EQ(launch->tensor_parallel, 2);
+  EXPECT_EQ(launch->pipeline_parallel, 2);
+  EXPECT_EQ(launch->context_parallel, 2);
+  EXPECT_EQ(launch->virtual_pipeline, 2);  // 32 / 2 / 8
+  EXPECT_FALSE(launch->uneven_pipeline);
+  EXPECT_EQ(launch->micro_batches, 256);  // 1024 / (2 x 2)
+  EXPECT_EQ(launch->query_groups, 8);
+  EXPECT_TRUE(launch->sequence_parallel);
+  EXPECT_EQ(launch->recompute_granularity, "full");
+  EXPECT_EQ(launch->fp8_format, "");
+  EXPECT_TRUE(launch->bf16);
+  EXPECT_TRUE(launch->distributed_optimizer);
+  EXPECT_TRUE(launch->fp32_gradients);
+  EXPECT_TRUE(launch->overlap_param_gather);
+}
+
+TEST(MegatronArgumentChecksTest, ArgparseReadsFormsTypesAndChoices) {
+  // "--name value" is read as "--name=value".
+  std::vector<std::string> spaced = Without(Good(), "--micro-batch-size");
+  spaced.push_back("--micro-batch-size");
+  spaced.push_back("2");
+  EXPECT_TRUE(Check(spaced).ok());
+  ExpectRule(With(Good(), {"--fp8-format=e5m2"}), "argparse", "invalid choice: 'e5m2'");
+  ExpectRule(With(Good(), {"--recompute-granularity=block"}), "argparse", "invalid choice");
+  ExpectRule(With(Good(), {"--recompute-method=all"}), "argparse", "invalid choice");
+  ExpectRule(With(Good(), {"--normalization=rmsnorm"}), "argparse", "invalid choice");
+  ExpectRule(With(Good(), {"--rotary-base=5e5"}), "argparse", "invalid int value: '5e5'");
+  ExpectRule(With(Good(), {"--lr=fast"}), "argparse", "invalid float value");
+  ExpectRule(With(Good(), {"--sequence-parallel=true"}), "argparse", "ignored explicit argument");
+  ExpectRule(With(Good(), {"--seq-length"}), "argparse", "expected one argument");
+  std::vector<std::string> stray = Good();
+  stray.push_back("pretrain_gpt.py");
+  ExpectRule(stray, "argparse", "unrecognized arguments: pretrain_gpt.py");
+  // A flag outside the table passes with its values, as long as it changes no replayed rule.
+  EXPECT_TRUE(Check(With(Good(), {"--attention-backend=flash", "--log-interval=1"})).ok());
+  // The last of a repeated flag counts.
+  std::vector<std::string> repeated = Good();
+  repeated.insert(repeated.begin(), "--tensor-model-parallel-size=3");
+  EXPECT_TRUE(Check(repeated).ok());
+}
+
+TEST(MegatronArgumentChecksTest, WorldSizeDivisibleByTpPpCp) {
+  ExpectRule(Good(), "world-size", "world size (12) is not divisible by", 12);
+  ExpectRule(With(Good(), {"--context-parallel-size=0"}), "world-size", "must be >= 1");
+  EXPECT_EQ(Check(Good(), 0).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(MegatronArgumentChecksTest, HierarchicalContextParallel) {
+  ExpectRule(With(Good(), {"--hierarchical-context-parallel-sizes=4"}),
+             "hierarchical-context-parallel", "is not --context-parallel-size (2)");
+  ExpectRule(With(Good(), {"--cp-comm-type=a2a+p2p"}), "hierarchical-context-parallel",
+             "needs --hierarchical-context-parallel-sizes");
+  EXPECT_TRUE(
+      Check(With(Good(), {"--cp-comm-type=a2a+p2p", "--hierarchical-context-parallel-sizes=2"}))
+          .ok());
+}
+
+TEST(MegatronArgumentChecksTest, Batch) {
+  ExpectRule(Without(Good(), "--micro-batch-size"), "micro-batch-size", "is required");
+  ExpectRule(With(Good(), {"--micro-batch-size=0"}), "micro-batch-size", "must be > 0");
+  ExpectRule(With(Good(), {"--global-batch-size=-4"}), "global-batch-size", "must be > 0");
+  ExpectRule(With(Good(), {"--global-batch-size=1022"}), "batch-divisibility",
+             "eval global batch (1022");
+  ExpectRule(With(Good(), {"--global-batch-size=1022", "--eval-global-batch-size=1024"}),
+             "batch-divisibility", "--global-batch-size (1022) is not divisible");
+  // Without --global-batch-size it is micro-batch x dp: one micro-batch per step, too few
+  // for the interleaved schedule's groups of pp.
+  ExpectRule(Without(Good(), "--global-batch-size"), "interleaved-micro-batches",
+             "[pp = 2, micro-batches = 1]");
+  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(
+      Without(Without(Good(), "--global-batch-size"), "--num-layers-per-virtual-pipeline-stage"),
+      kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->global_batch_size, 4);
+}
+
+TEST(MegatronArgumentChecksTest, RequiredModelArguments) {
+  ExpectRule(Without(Good(), "--max-position-embeddings"), "required",
+             "--max-position-embeddings is required");
+  ExpectRule(Without(Good(), "--num-layers"), "required", "--num-layers is required");
+  ExpectRule(Without(Good(), "--seq-length"), "seq-length", "is required");
+}
+
+TEST(MegatronArgumentChecksTest, PipelineSplit) {
+  const std::vector<std::string> even = Without(Good(), "--num-layers-per-virtual-pipeline-stage");
+  ExpectRule(With(even, {"--num-layers=31"}), "pipeline-split", "--num-layers (31) = 31");
+  ExpectRule(With(even, {"--num-layers=32", "--account-for-embedding-in-pipeline-split"}),
+             "pipeline-split", "+ 1 (--account-for-embedding-in-pipeline-split) = 33");
+  // 30 + 1 + 1 splits over 2 stages.
+  EXPECT_TRUE(Check(With(even, {"--num-layers=30", "--account-for-embedding-in-pipeline-split",
+                                "--account-for-loss-in-pipeline-split"}))
+                  .ok());
+  ExpectRule(With(Good(), {"--num-layers=30"}), "layers-per-virtual-stage",
+             "(--num-layers (30) = 30 / 2 = 15) are not divisible by "
+             "--num-layers-per-virtual-pipeline-stage (8)");
+  ExpectRule(With(Good(), {"--num-layers-per-virtual-pipeline-stage=0"}),
+             "layers-per-virtual-stage", "(0)");
+  // The uneven interleaved split of Llama-3.1-405B: (126 + 2) / (8 x 2) = 8 per chunk; 7, which
+  // leaves the embedding and the loss out, is rejected.
+  const std::vector<std::string> uneven =
+      With(Good(), {"--num-layers=126", "--num-attention-heads=128", "--hidden-size=16384",
+                    "--tensor-model-parallel-size=1", "--context-parallel-size=1",
+                    "--pipeline-model-parallel-size=8", "--account-for-embedding-in-pipeline-split",
+                    "--account-for-loss-in-pipeline-split", "--global-batch-size=2048"});
+  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(uneven, 16);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->virtual_pipeline, 2);
+  EXPECT_TRUE(launch->uneven_pipeline);
+  ExpectRule(
+      With(uneven, {"--num-layers-per-virtual-pipeline-stage=7"}), "layers-per-virtual-stage",
+      "= 128 / 8 = 16) are not divisible by --num-layers-per-virtual-pipeline-stage (7)", 16);
+  ExpectRule(With(Without(uneven, "--account-for-loss-in-pipeline-split"),
+                  {"--num-layers-per-virtual-pipeline-stage=8"}),
+             "pipeline-split", "= 127 is not divisible", 16);
+  // One layer per virtual stage (8 / 8): interleaving off.
+  launch =
+      CheckMegatronArguments(With(Good(), {"--num-layers-per-virtual-pipeline-stage=16"}), kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->virtual_pipeline, 1);
+}
+
+TEST(MegatronArgumentChecksTest, VirtualStagesPerPipelineRank) {
+  const std::vector<std::string> by_stages =
+      With(Without(Good(), "--num-layers-per-virtual-pipeline-stage"),
+           {"--num-virtual-stages-per-pipeline-rank=2"});
+  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(by_stages, kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->virtual_pipeline, 2);
+  ExpectRule(With(by_stages, {"--num-layers-per-virtual-pipeline-stage=8"}),
+             "virtual-pipeline-flags", "no more than one");
+  ExpectRule(With(by_stages, {"--num-virtual-stages-per-pipeline-rank=0"}), "virtual-stages",
+             ">= 1");
+  // 32 / 2 = 16 layers per rank do not split into 3 chunks: the model build rejects it.
+  ExpectRule(With(by_stages, {"--num-virtual-stages-per-pipeline-rank=3"}), "chunk-layers",
+             "(16) are not divisible by the virtual pipeline size (3)");
+  ExpectRule(With(by_stages, {"--num-virtual-stages-per-pipeline-rank=3",
+                              "--account-for-embedding-in-pipeline-split",
+                              "--account-for-loss-in-pipeline-split", "--num-layers=30"}),
+             "account-for-pipeline-split", "(16) are not divisible by the virtual pipeline size");
+}
+
+TEST(MegatronArgumentChecksTest, InterleavingNeedsPipelineStages) {
+  ExpectRule(With(Good(), {"--pipeline-model-parallel-size=1", "--context-parallel-size=4",
+                           "--num-layers-per-virtual-pipeline-stage=16"}),
+             "interleaving-pipeline-size", "need --pipeline-model-parallel-size > 1, not 1");
+  ExpectRule(With(Good(), {"--no-overlap-p2p-communication"}), "interleaving-pipeline-size",
+             "> 2, not 2");
+}
+
+TEST(MegatronArgumentChecksTest, DataParallelOverlapAndDistributedOptimizer) {
+  ExpectRule(Without(Good(), "--use-distributed-optimizer"), "overlap-param-gather",
+             "distributed optimizer");
+  ExpectRule(Without(Good(), "--overlap-grad-reduce"), "overlap-param-gather",
+             "needs --overlap-grad-reduce");
+  ExpectRule(With(Good(), {"--overlap-param-gather-with-optimizer-step"}),
+             "overlap-param-gather-with-optimizer-step", "--ckpt-format=torch");
+  EXPECT_TRUE(
+      Check(With(Good(), {"--overlap-param-gather-with-optimizer-step", "--ckpt-format=torch"}))
+          .ok());
+  ExpectRule(With(Without(Good(), "--num-layers-per-virtual-pipeline-stage"),
+                  {"--overlap-param-gather-with-optimizer-step", "--ckpt-format=torch"}),
+             "overlap-param-gather-with-optimizer-step", "interleaving");
+  ExpectRule(With(Without(Without(Good(), "--use-distributed-optimizer"), "--overlap-param-gather"),
+                  {"--fp8-param-gather"}),
+             "fp8-param-gather", "distributed optimizer");
+  ExpectRule(With(Good(), {"--disable-gloo-process-groups", "--ckpt-format=torch"}),
+             "gloo-process-groups", "distributed checkpoint format");
+}
+
+TEST(MegatronArgumentChecksTest, Precision) {
+  ExpectRule(With(Good(), {"--fp8-format=hybrid", "--fp4-format=e2m1"}), "fp4-fp8",
+             "cannot be used together");
+  ExpectRule(With(Good(), {"--fp16"}), "fp16-bf16", "cannot be used together");
+  ExpectRule(With(Good(), {"--main-grads-dtype=bf16"}), "main-grads-dtype",
+             "--accumulate-allreduce-grads-in-fp32");
+  absl::StatusOr<MegatronLaunch> launch =
+      CheckMegatronArguments(With(Good(), {"--fp8-format=hybrid"}), kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->fp8_format, "hybrid");
+  // --grad-reduce-in-bf16 wins over --accumulate-allreduce-grads-in-fp32, silently.
+  launch = CheckMegatronArguments(With(Good(), {"--grad-reduce-in-bf16"}), kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_FALSE(launch->fp32_gradients);
+  // bf16 accumulates in fp32 unless told otherwise.
+  launch = CheckMegatronArguments(Without(Good(), "--accumulate-allreduce-grads-in-fp32"), kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_TRUE(launch->fp32_gradients);
+}
+
+TEST(MegatronArgumentChecksTest, ModelShape) {
+  ExpectRule(With(Good(), {"--num-attention-heads=48", "--hidden-size=4000"}), "kv-channels",
+             "--hidden-size (4000) is not divisible by --num-attention-heads (48)");
+  EXPECT_TRUE(
+      Check(With(Good(), {"--num-attention-heads=48", "--hidden-size=4000", "--kv-channels=128"}))
+          .ok());
+  ExpectRule(
+      With(Good(), {"--tensor-model-parallel-size=4", "--context-parallel-size=1",
+                    "--num-attention-heads=30", "--hidden-size=3840", "--num-query-groups=2"}),
+      "attention-heads", "(30) must be a multiple of --tensor-model-parallel-size (4)");
+  ExpectRule(With(Good(), {"--num-query-groups=3"}), "query-groups",
+             "the query groups (3, --num-query-groups with --group-query-attention)");
+  // Groups may divide tp (replicated across tp ranks), and without --group-query-attention
+  // --num-query-groups is not read.
+  EXPECT_TRUE(Check(With(Good(), {"--num-query-groups=1"})).ok());
+  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(
+      With(Without(Good(), "--group-query-attention"), {"--num-query-groups=3"}), kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->query_groups, 32);
+}
+
+TEST(MegatronArgumentChecksTest, SequenceAndPositions) {
+  ExpectRule(With(Good(), {"--seq-length=8190", "--max-position-embeddings=8190"}),
+             "context-parallel-sequence", "(8190) is not a multiple of 2 x");
+  ExpectRule(With(Good(), {"--max-position-embeddings=4096"}), "max-position-embeddings",
+             "(4096) must be at least --seq-length (8192)");
+  ExpectRule(With(Good(), {"--min-lr=1e-3"}), "min-lr", "must be at most --lr");
+}
+
+TEST(MegatronArgumentChecksTest, Recompute) {
+  ExpectRule(Without(Good(), "--recompute-method"), "recompute", "needs --recompute-method");
+  ExpectRule(Without(Good(), "--recompute-num-layers"), "recompute",
+             "needs --recompute-num-layers");
+  const std::vector<std::string> selective =
+      With(Without(Without(Good(), "--recompute-method"), "--recompute-num-layers"),
+           {"--recompute-granularity=selective"});
+  EXPECT_TRUE(Check(selective).ok());
+  ExpectRule(With(selective, {"--recompute-method=uniform"}), "selective-recompute-method",
+             "not supported");
+  ExpectRule(With(selective, {"--recompute-num-layers=1"}), "recompute", "must be unset");
+  ExpectRule(With(selective, {"--distribute-saved-activations"}), "distribute-saved-activations",
+             "--recompute-granularity=full");
+  ExpectRule(With(Good(), {"--distribute-saved-activations"}), "distribute-saved-activations",
+             "must be off with sequence parallelism");
+  EXPECT_TRUE(
+      Check(With(Without(Good(), "--sequence-parallel"), {"--distribute-saved-activations"})).ok());
+  EXPECT_TRUE(
+      Check(Without(Without(Without(Good(), "--recompute-granularity"), "--recompute-method"),
+                    "--recompute-num-layers"))
+          .ok());
+}
+
+TEST(MegatronArgumentChecksTest, SequenceParallel) {
+  // tp = 1: turned off, not rejected.
+  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(
+      With(Good(), {"--tensor-model-parallel-size=1", "--context-parallel-size=4"}), kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_FALSE(launch->sequence_parallel);
+  ExpectRule(With(Good(), {"--tensor-model-parallel-size=1", "--context-parallel-size=4",
+                           "--tp-comm-overlap"}),
+             "tp-comm-overlap", "needs sequence parallelism");
+  EXPECT_TRUE(Check(With(Good(), {"--tp-comm-overlap"})).ok());
+  // 2 context ranks of 20 tokens each do not split over 8 tensor ranks.
+  ExpectRule(With(Good(), {"--seq-length=40", "--max-position-embeddings=40",
+                           "--tensor-model-parallel-size=8", "--pipeline-model-parallel-size=1",
+                           "--num-layers-per-virtual-pipeline-stage=32"}),
+             "sequence-parallel-split", "(--seq-length 40 / cp 2 = 20) is not divisible by", 32);
+}
+
+TEST(MegatronArgumentChecksTest, ContextParallelCommunicationTypes) {
+  std::vector<std::string> two = Good();
+  for (const char* element : {"--cp-comm-type", "p2p", "a2a"}) two.push_back(element);
+  ExpectRule(two, "cp-comm-type", "names 2 types, not one per layer (32)");
+  // An explicit "=value" is the only value: argparse reads what follows as another argument.
+  two = Good();
+  for (const char* element : {"--cp-comm-type=p2p", "a2a"}) two.push_back(element);
+  ExpectRule(two, "argparse", "unrecognized arguments: a2a");
+  std::vector<std::string> per_layer = Good();
+  per_layer.push_back("--cp-comm-type");
+  for (int i = 0; i < 32; ++i) per_layer.push_back(i % 2 == 0 ? "p2p" : "a2a");
+  EXPECT_TRUE(Check(per_layer).ok());
+}
+
+TEST(MegatronArgumentChecksTest, InterleavedScheduleMicroBatches) {
+  // 12 / (2 x 2) = 3 micro-batches: groups of pp = 2 leave a last group of 1.
+  ExpectRule(With(Good(), {"--global-batch-size=12", "--micro-batch-size=2"}),
+             "interleaved-micro-batches", "leave a last group of 1");
+  ExpectRule(With(Good(), {"--global-batch-size=4", "--micro-batch-size=2"}),
+             "interleaved-micro-batches", "[pp = 2, micro-batches = 1]");
+  ExpectRule(With(Good(),
+                  {"--pipeline-model-parallel-size=4", "--context-parallel-size=1",
+                   "--num-layers-per-virtual-pipeline-stage=4", "--global-batch-size=32",
+                   "--micro-batch-size=2", "--microbatch-group-size-per-virtual-pipeline-stage=6"}),
+             "interleaved-micro-batches", "last group of 2");
+  // Without interleaving any micro-batch count is fine.
+  EXPECT_TRUE(Check(With(Without(Good(), "--num-layers-per-virtual-pipeline-stage"),
+                         {"--global-batch-size=12", "--micro-batch-size=2"}))
+                  .ok());
+}
+
+TEST(MegatronArgumentChecksTest, FlagsOutsideTheReplayAreUnimplemented) {
+  EXPECT_EQ(Check(With(Good(), {"--decoder-first-pipeline-num-layers=15"})).code(),
+            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(Check(With(Good(), {"--num-experts=8"})).code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(Check(With(Good(), {"--optimizer=muon"})).code(), absl::StatusCode::kUnimplemented);
+  EXPECT_TRUE(Check(With(Good(), {"--optimizer=adam"})).ok());
+}
+
+// A plan of global batch 1024 at sequence 8192 whose every candidate is exported and checked
+// (issue 13's "Must show").
+struct PlanCase {
+  const char* label;
+  const char* preset;
+  const char* gpu;
+  int64_t nodes;
+  int64_t gpus_per_node;
+  bool wide;  // virtual pipeline 1 and 2, every recompute mode, uneven stages
+  v1::Precision precision;
+  bool fp32_gradients;
+  bool distributed_optimizer;
+  bool tp_cp_across_nodes = false;  // with `wide`
+};
+
+v1::SearchSpec Spec(const PlanCase& plan) {
+  v1::SearchSpec spec;
+  spec.mutable_model()->set_preset(plan.preset);
+  spec.mutable_training()->set_global_batch_size(1024);
+  spec.mutable_training()->set_seq_len(8192);
+  spec.mutable_training()->set_precision(plan.precision);
+  spec.mutable_training()->set_fp32_gradients(plan.fp32_gradients);
+  spec.mutable_training()->set_distributed_optimizer(plan.distributed_optimizer);
+  spec.mutable_cluster()->mutable_gpu()->set_type(plan.gpu);
+  spec.mutable_cluster()->set_num_nodes(plan.nodes);
+  spec.mutable_cluster()->set_gpus_per_node(plan.gpus_per_node);
+  if (plan.wide) {
+    v1::SearchSpace& space = *spec.mutable_space();
+    space.set_allow_uneven_pipeline_stages(true);
+    space.add_virtual_pipeline_sizes(1);
+    space.add_virtual_pipeline_sizes(2);
+    space.add_recompute_modes(v1::RECOMPUTE_NONE);
+    space.add_recompute_modes(v1::RECOMPUTE_SELECTIVE);
+    space.add_recompute_modes(v1::RECOMPUTE_FULL);
+    space.set_allow_tp_cp_across_nodes(plan.tp_cp_across_nodes);
+  }
+  return spec;
+}
+
+std::string RecomputeGranularity(v1::Recompute recompute) {
+  switch (recompute) {
+    case v1::RECOMPUTE_SELECTIVE:
+      return "selective";
+    case v1::RECOMPUTE_FULL:
+      return "full";
+    default:
+      return "";
+  }
+}
+
+TEST(MegatronArgumentChecksTest, EveryExportedCandidateOfThePlansPasses) {
+  const PlanCase plans[] = {
+      // The demo's three search sizes, as `paratune submit` plans them by default.
+      {"8B 4x4 H100-94GB", "llama3.1-8b", "h100-94gb", 4, 4, false, v1::BF16, true, true},
+      {"70B 8x8 H100-80GB", "llama3.1-70b", "h100-80gb", 8, 8, false, v1::BF16, true, true},
+      {"405B 128x8 H100-80GB", "llama3.1-405b", "h100-80gb", 128, 8, false, v1::BF16, true, true},
+      // The same with interleaving, every recompute mode and uneven stages.
+      {"8B wide, no dist. optimizer", "llama3.1-8b", "h100-94gb", 4, 4, true, v1::BF16, true,
+       false},
+      {"70B wide", "llama3.1-70b", "h100-80gb", 8, 8, true, v1::BF16, true, true},
+      {"405B wide, bf16 gradients", "llama3.1-405b", "h100-80gb", 128, 8, true, v1::BF16, false,
+       true},
+      {"405B wide, tp x cp across nodes", "llama3.1-405b", "h100-80gb", 128, 8, true, v1::BF16,
+       true, true, true},
+      // fp8.
+      {"70B fp8 wide, bf16 gradients", "llama3.1-70b", "h100-80gb", 8, 8, true, v1::FP8, false,
+       true},
+  };
+  std::printf(
+      "| plan | candidates | checked | interleaved | uneven |\n|---|---:|---:|---:|---:|\n");
+  int64_t uneven_interleaved = 0;
+  int64_t fp8_checked = 0;
+  for (const PlanCase& plan : plans) {
+    SCOPED_TRACE(plan.label);
+    v1::PlanRequest request;
+    *request.mutable_spec() = Spec(plan);
+    request.set_limit(0);  // every candidate
+    absl::StatusOr<v1::PlanResponse> response = AnswerPlan(request);
+    ASSERT_TRUE(response.ok()) << response.status();
+    v1::Search search;
+    search.set_name("searches/13");
+    *search.mutable_spec() = request.spec();
+    const int64_t world = plan.nodes * plan.gpus_per_node;
+    int64_t interleaved = 0;
+    int64_t uneven = 0;
+    for (int i = 0; i < response->candidates_size(); ++i) {
+      v1::Candidate candidate = response->candidates(i);
+      candidate.set_name(absl::StrCat(search.name(), "/candidates/", i + 1));
+      const v1::ParallelConfig& config = candidate.config();
+      absl::StatusOr<std::vector<std::string>> arguments =
+          ExportArguments(search, candidate, ExportFormat::kMegatron);
+      ASSERT_TRUE(arguments.ok()) << arguments.status();
+      SCOPED_TRACE(absl::StrCat(config.ShortDebugString(), "\n", absl::StrJoin(*arguments, " ")));
+      absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(*arguments, world);
+      ASSERT_TRUE(launch.ok()) << launch.status();
+      // Megatron-LM reads the configuration the candidate names.
+      EXPECT_EQ(launch->data_parallel, config.data_parallel());
+      EXPECT_EQ(launch->tensor_parallel, config.tensor_parallel());
+      EXPECT_EQ(launch->pipeline_parallel, config.pipeline_parallel());
+      EXPECT_EQ(launch->context_parallel, config.context_parallel());
+      EXPECT_EQ(launch->virtual_pipeline, std::max<int64_t>(1, config.virtual_pipeline()));
+      EXPECT_EQ(launch->micro_batch_size, config.micro_batch_size());
+      EXPECT_EQ(launch->global_batch_size, request.spec().training().global_batch_size());
+      EXPECT_EQ(launch->sequence_parallel,
+                config.tensor_parallel() > 1 &&
+                    (!config.has_sequence_parallel() || config.sequence_parallel()));
+      EXPECT_EQ(launch->recompute_granularity, RecomputeGranularity(config.recompute()));
+      EXPECT_EQ(launch->fp8_format.empty(), plan.precision != v1::FP8);
+      EXPECT_TRUE(launch->bf16);
+      EXPECT_EQ(launch->distributed_optimizer, plan.distributed_optimizer);
+      EXPECT_EQ(launch->fp32_gradients, plan.fp32_gradients);
+      EXPECT_TRUE(launch->overlap_grad_reduce);
+      EXPECT_EQ(launch->overlap_param_gather, plan.distributed_optimizer);
+      if (launch->virtual_pipeline > 1) ++interleaved;
+      if (launch->uneven_pipeline) ++uneven;
+      if (launch->virtual_pipeline > 1 && launch->uneven_pipeline) ++uneven_interleaved;
+      if (plan.precision == v1::FP8) ++fp8_checked;
+    }
+    std::printf("| %s | %lld | %d | %lld | %lld |\n", plan.label,
+                static_cast<long long>(response->counts().memory_safe()),
+                response->candidates_size(), static_cast<long long>(interleaved),
+                static_cast<long long>(uneven));
+  }
+  EXPECT_GT(uneven_interleaved, 0);
+  EXPECT_GT(fp8_checked, 0);
+}
+
+}  // namespace
+}  // namespace paratune
