@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "common/command_line.h"
 #include "common/status_macros.h"
 #include "estimator/memory_model.h"
 #include "estimator/performance_fit.h"
@@ -366,7 +366,12 @@ absl::Status Run() {
 }  // namespace paratune
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  const std::vector<char*> positional =
+      paratune::ParseFlags(argc, argv,
+                           "Writes docs/estimator.md, the estimator's fitted parameters and its "
+                           "validation against data/measured/ (--out).",
+                           "tools/estimator_report.cc");
+  if (!paratune::NoPositionalArguments(positional, "estimator_report")) return 2;
   const absl::Status status = paratune::Run();
   if (!status.ok()) {
     std::cerr << "estimator_report: " << status << "\n";

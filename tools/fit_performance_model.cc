@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/command_line.h"
 #include "common/status_macros.h"
 #include "estimator/performance_fit.h"
 #include "estimator/performance_parameters.h"
@@ -158,7 +158,13 @@ absl::Status Run() {
 }  // namespace paratune
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  const std::vector<char*> positional =
+      paratune::ParseFlags(argc, argv,
+                           "Fits the performance model's parameters per GPU architecture to "
+                           "data/measured/ and prints them as C++, or writes them into "
+                           "estimator/performance_parameters.cc with --update.",
+                           "tools/fit_performance_model.cc");
+  if (!paratune::NoPositionalArguments(positional, "fit_performance_model")) return 2;
   const absl::Status status = paratune::Run();
   if (!status.ok()) {
     std::cerr << "fit_performance_model: " << status << "\n";

@@ -18,13 +18,12 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/command_line.h"
 #include "common/grpc_client.h"
 #include "common/status_macros.h"
 #include "estimator/memory_model.h"
@@ -331,11 +330,13 @@ absl::StatusOr<std::string> Run() {
 }  // namespace paratune
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "replay_study: ADAPTIVE (default and SAFE_ONLY) and EXHAUSTIVE replay searches over the "
+  const std::vector<char*> positional = paratune::ParseFlags(
+      argc, argv,
+      "ADAPTIVE (default and SAFE_ONLY) and EXHAUSTIVE replay searches over the "
       "held-out table, against a running paratune-server with replay workers (see "
-      "scripts/replay_study.sh).");
-  absl::ParseCommandLine(argc, argv);
+      "scripts/replay_study.sh).",
+      "tools/replay_study.cc");
+  if (!paratune::NoPositionalArguments(positional, "replay_study")) return 2;
   absl::StatusOr<std::string> report = paratune::Run();
   if (!report.ok()) {
     std::fprintf(stderr, "replay_study: %s\n", report.status().ToString().c_str());
