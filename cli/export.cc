@@ -62,6 +62,8 @@ struct Rendered {
   // the framework needs whatever the probe (e.g. Megatron-LM's CUDA_DEVICE_MAX_CONNECTIONS=1,
   // required with tp or cp > 1 before Blackwell).
   std::vector<std::string> fixed_environment;
+  // The release its arguments were checked against (CommandTemplate.checked_against).
+  std::string checked_against;
 };
 
 absl::StatusOr<Rendered> Render(const v1::Search& search, const v1::Candidate& candidate,
@@ -90,8 +92,8 @@ absl::StatusOr<Rendered> Render(const v1::Search& search, const v1::Candidate& c
     if (!absl::StrContains(value, "{")) environment.push_back(absl::StrCat(key, "=", value));
   }
   std::sort(environment.begin(), environment.end());
-  return Rendered{builtin.proto.name(), builtin.file, builtin.proto.framework_entry(),
-                  std::move(arguments), std::move(environment)};
+  return Rendered{builtin.proto.name(), builtin.file,           builtin.proto.framework_entry(),
+                  std::move(arguments), std::move(environment), builtin.proto.checked_against()};
 }
 
 // Comment lines saying which template the arguments come from, and, when the search was
@@ -101,6 +103,12 @@ std::string TemplateNote(const v1::Search& search, const Rendered& rendered) {
       "# The arguments after %s of the built-in template %s (%s), as a probe runs them,\n"
       "# less the probe's own (a short run on mock data, logging).\n",
       rendered.entry, rendered.name, rendered.file);
+  if (!rendered.checked_against.empty()) {
+    absl::StrAppend(&note,
+                    OneLine(absl::StrCat("# Checked against ", rendered.checked_against,
+                                         "; other releases may name them otherwise.")),
+                    "\n");
+  }
   if (!rendered.fixed_environment.empty()) {
     absl::StrAppend(&note, "# Run it with the environment the probe ran with: ",
                     absl::StrJoin(rendered.fixed_environment, " "), "\n");

@@ -141,6 +141,13 @@ TEST(FrameworkFlagsTest, EveryTemplateNamesOnlyArgumentsOfItsPinnedRelease) {
                          "give its framework a list in frameworks/";
         continue;
       }
+      // The release the template says it was checked against is the list's.
+      // "Megatron-LM core_v0.19.0": its last word is the tag in the list's file name.
+      const std::string& release = launch.checked_against();
+      const std::string tag = release.substr(release.rfind(' ') + 1);
+      EXPECT_TRUE(!tag.empty() && absl::StrContains(*check.list, absl::StrCat("_", tag, "_")))
+          << where << " says it was checked against \"" << release << "\", not the release of "
+          << *check.list;
       int checked = 0;
       for (int j = entry + 1; j < launch.argv_size(); ++j) {
         const absl::string_view element = WithoutConditions(launch.argv(j));

@@ -1,5 +1,6 @@
 #include "launch/launch_template.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -11,6 +12,7 @@
 namespace paratune {
 namespace {
 
+constexpr size_t kMaxCheckedAgainstBytes = 256;
 constexpr int kMaxArguments = 1024;
 constexpr size_t kMaxArgumentBytes = 4096;
 constexpr int kMaxEnvironment = 256;
@@ -141,6 +143,15 @@ absl::StatusOr<LaunchTemplate> LaunchTemplate::Create(const v1::CommandTemplate&
                         "names a conditional element; the framework's arguments must start "
                         "at an element every launch passes");
     }
+  }
+  const std::string& release = launch.checked_against();
+  if (release.size() > kMaxCheckedAgainstBytes ||
+      std::any_of(release.begin(), release.end(),
+                  [](char c) { return absl::ascii_iscntrl(static_cast<unsigned char>(c)); })) {
+    // Exports print it in a comment line, which a line break would end.
+    return FieldError(
+        absl::StrCat(field, ".checked_against"), release.substr(0, 64),
+        absl::StrCat("must be one line of at most ", kMaxCheckedAgainstBytes, " bytes"));
   }
   if (launch.env_size() > kMaxEnvironment) {
     return absl::InvalidArgumentError(absl::StrCat(

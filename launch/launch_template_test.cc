@@ -192,6 +192,13 @@ TEST(LaunchTemplateTest, BadTemplatesAreRejectedNamingTheFieldAndValue) {
        "name one element"},
       {FrameworkTemplate({"torchrun", "{?tp=2}train.py"}, "{?tp=2}train.py"),
        "names a conditional element"},
+      {[] {
+         v1::CommandTemplate launch = Template({"train"});
+         launch.set_checked_against("Megatron-LM\n--evil");
+         return launch;
+       }(),
+       "command_templates[0].checked_against (\"Megatron-LM\\n--evil\"): must be one line of at "
+       "most 256 bytes"},
   };
   for (const auto& c : cases) {
     absl::StatusOr<LaunchTemplate> parsed =
