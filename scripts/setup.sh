@@ -27,6 +27,8 @@ packages=(
   # Tests against the real systems: promtool and a Prometheus server, a single-node Slurm;
   # openssl makes the throwaway certificates of the TLS tests.
   prometheus slurm-wlm munge python3-yaml openssl
+  # scripts/check_format.sh holds the tree to .clang-format.
+  clang-format
 )
 
 missing=()
