@@ -27,8 +27,9 @@ packages=(
   # Tests against the real systems: promtool and a Prometheus server, a single-node Slurm;
   # openssl makes the throwaway certificates of the TLS tests.
   prometheus slurm-wlm munge python3-yaml openssl
-  # scripts/check_format.sh holds the tree to .clang-format.
-  clang-format
+  # scripts/check_format.sh holds the tree to .clang-format; scripts/fuzz.sh builds the fuzz
+  # targets with clang's libFuzzer and sanitizers.
+  clang-format clang-14 libclang-rt-14-dev
 )
 
 missing=()

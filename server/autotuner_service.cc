@@ -8,6 +8,7 @@
 #include "convert/estimate_requests.h"
 #include "convert/search_state.h"
 #include "server/grpc_status.h"
+#include "server/rpc_authorization.h"
 
 namespace paratune {
 namespace {
@@ -21,8 +22,11 @@ class SearchWatch final : public grpc::ServerWriteReactor<v1::WatchSearchRespons
   SearchWatch(Scheduler* scheduler, std::string name)
       : scheduler_(scheduler), name_(std::move(name)) {}
 
-  void Start() {
-    absl::StatusOr<Scheduler::WatchStart> start = scheduler_->Watch(name_, this);
+  // Starts with the caller's error when it has no principal.
+  void Start(const absl::StatusOr<Caller>& caller) {
+    absl::StatusOr<Scheduler::WatchStart> start =
+        caller.ok() ? scheduler_->Watch(name_, this, *caller)
+                    : absl::StatusOr<Scheduler::WatchStart>(caller.status());
     absl::MutexLock lock(&mu_);
     if (!start.ok()) {
       RequestFinishLocked(ToGrpcStatus(start.status()));
@@ -112,36 +116,52 @@ class SearchWatch final : public grpc::ServerWriteReactor<v1::WatchSearchRespons
   grpc::Status finish_status_ ABSL_GUARDED_BY(mu_);
 };
 
+// Ends the call with `status`.
+grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* AutotunerService::CreateSearch(grpc::CallbackServerContext* context,
                                                          const v1::CreateSearchRequest* request,
                                                          v1::Search* response) {
-  return FinishUnary(context, scheduler_->CreateSearch(*request), response);
+  absl::StatusOr<Caller> caller = CallerOf(tokens_, *context);
+  if (!caller.ok()) return Refuse(context, caller.status());
+  return FinishUnary(context, scheduler_->CreateSearch(*request, *caller), response);
 }
 
 grpc::ServerUnaryReactor* AutotunerService::GetSearch(grpc::CallbackServerContext* context,
                                                       const v1::GetSearchRequest* request,
                                                       v1::Search* response) {
-  return FinishUnary(context, scheduler_->reader().GetSearch(request->name()), response);
+  absl::StatusOr<Caller> caller = CallerOf(tokens_, *context);
+  if (!caller.ok()) return Refuse(context, caller.status());
+  return FinishUnary(context, scheduler_->reader().GetSearch(request->name(), *caller), response);
 }
 
 grpc::ServerUnaryReactor* AutotunerService::ListSearches(grpc::CallbackServerContext* context,
                                                          const v1::ListSearchesRequest* request,
                                                          v1::ListSearchesResponse* response) {
-  return FinishUnary(context, scheduler_->reader().ListSearches(*request), response);
+  absl::StatusOr<Caller> caller = CallerOf(tokens_, *context);
+  if (!caller.ok()) return Refuse(context, caller.status());
+  return FinishUnary(context, scheduler_->reader().ListSearches(*request, *caller), response);
 }
 
 grpc::ServerUnaryReactor* AutotunerService::CancelSearch(grpc::CallbackServerContext* context,
                                                          const v1::CancelSearchRequest* request,
                                                          v1::Search* response) {
-  return FinishUnary(context, scheduler_->CancelSearch(request->name()), response);
+  absl::StatusOr<Caller> caller = CallerOf(tokens_, *context);
+  if (!caller.ok()) return Refuse(context, caller.status());
+  return FinishUnary(context, scheduler_->CancelSearch(request->name(), *caller), response);
 }
 
 grpc::ServerWriteReactor<v1::WatchSearchResponse>* AutotunerService::WatchSearch(
     grpc::CallbackServerContext* context, const v1::WatchSearchRequest* request) {
+  absl::StatusOr<Caller> caller = CallerOf(tokens_, *context);
   auto* watch = new SearchWatch(scheduler_, request->name());
-  watch->Start();
+  watch->Start(caller);
   return watch;
 }
 
@@ -166,7 +186,9 @@ grpc::ServerUnaryReactor* AutotunerService::ListWorkers(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* AutotunerService::ListSearchEvents(
     grpc::CallbackServerContext* context, const v1::ListSearchEventsRequest* request,
     v1::ListSearchEventsResponse* response) {
-  return FinishUnary(context, scheduler_->reader().ListSearchEvents(*request), response);
+  absl::StatusOr<Caller> caller = CallerOf(tokens_, *context);
+  if (!caller.ok()) return Refuse(context, caller.status());
+  return FinishUnary(context, scheduler_->reader().ListSearchEvents(*request, *caller), response);
 }
 
 }  // namespace paratune

@@ -1,17 +1,23 @@
 // The Autotuner gRPC service (proto/autotuner_service.proto) over the Scheduler, with the
-// callback API.
+// callback API. Each call passes its caller's principal (server/rpc_authorization.h,
+// CallerOf) to the scheduler, which records it as a search's creator and lets a client
+// principal reach its own searches only.
 #ifndef PARATUNE_SERVER_AUTOTUNER_SERVICE_H_
 #define PARATUNE_SERVER_AUTOTUNER_SERVICE_H_
 
 #include "proto/autotuner_service.grpc.pb.h"
+#include "server/rpc_authorization.h"
 #include "server/scheduler.h"
 
 namespace paratune {
 
-// Thread-safe. `scheduler` must outlive the service and every call it serves.
+// Thread-safe. `scheduler` and `tokens` must outlive the service and every call it serves.
 class AutotunerService final : public v1::Autotuner::CallbackService {
  public:
-  explicit AutotunerService(Scheduler* scheduler) : scheduler_(scheduler) {}
+  // `tokens` names the callers (CallerOf); null on a server without tokens.
+  explicit AutotunerService(Scheduler* scheduler,
+                            const TokenAuthMetadataProcessor* tokens = nullptr)
+      : scheduler_(scheduler), tokens_(tokens) {}
 
   grpc::ServerUnaryReactor* CreateSearch(grpc::CallbackServerContext* context,
                                          const v1::CreateSearchRequest* request,
@@ -46,6 +52,7 @@ class AutotunerService final : public v1::Autotuner::CallbackService {
 
  private:
   Scheduler* const scheduler_;
+  const TokenAuthMetadataProcessor* const tokens_;
 };
 
 }  // namespace paratune

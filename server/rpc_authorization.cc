@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/status_macros.h"
 #include "proto/autotuner_service.grpc.pb.h"
 #include "proto/worker_service.grpc.pb.h"
 #include "server/grpc_methods.h"
@@ -58,9 +59,8 @@ grpc::string_ref ToStringRef(absl::string_view text) {
 
 }  // namespace
 
-absl::Status AuthorizeCall(const TokenTable& tokens, absl::string_view method,
-                           const std::vector<absl::string_view>& authorization) {
-  if (IsOpen(method)) return absl::OkStatus();
+absl::StatusOr<Principal> IdentifyCaller(const TokenTable& tokens, absl::string_view method,
+                                         const std::vector<absl::string_view>& authorization) {
   if (authorization.empty()) {
     return absl::UnauthenticatedError(
         absl::StrCat(method,
@@ -78,21 +78,51 @@ absl::Status AuthorizeCall(const TokenTable& tokens, absl::string_view method,
         absl::StrCat(method, ": the authorization metadata is not of the form \"Bearer TOKEN\""));
   }
   token.remove_prefix(kBearerPrefix.size());
-  const std::optional<Role> role = tokens.Find(token);
-  if (!role.has_value()) {
+  std::optional<Principal> principal = tokens.Find(token);
+  if (!principal.has_value()) {
     return absl::UnauthenticatedError(
         absl::StrCat(method, ": the bearer token is not one this server accepts"));
   }
-  if (!MayCall(*role, method)) {
-    return absl::PermissionDeniedError(absl::StrCat("a ", RoleName(*role), " token may not call ",
-                                                    method, "; it needs ", RolesFor(method)));
+  return *std::move(principal);
+}
+
+absl::StatusOr<Caller> AuthorizeCall(const TokenTable& tokens, absl::string_view method,
+                                     const std::vector<absl::string_view>& authorization) {
+  if (IsOpen(method)) return std::nullopt;
+  PT_ASSIGN_OR_RETURN(Principal principal, IdentifyCaller(tokens, method, authorization));
+  if (!MayCall(principal.role, method)) {
+    return absl::PermissionDeniedError(absl::StrCat("a ", RoleName(principal.role),
+                                                    " token may not call ", method, "; it needs ",
+                                                    RolesFor(method)));
   }
-  return absl::OkStatus();
+  return principal;
+}
+
+absl::StatusOr<Caller> CallerOf(const TokenAuthMetadataProcessor* tokens,
+                                grpc::ServerContextBase& context) {
+  if (tokens == nullptr) return std::nullopt;
+  std::vector<absl::string_view> authorization;
+  const auto [first, last] = context.client_metadata().equal_range(ToStringRef(kAuthorizationKey));
+  for (auto it = first; it != last; ++it) authorization.push_back(ToStringView(it->second));
+  PT_ASSIGN_OR_RETURN(Principal principal,
+                      IdentifyCaller(*tokens->tokens(), "the call", authorization));
+  return principal;
+}
+
+std::shared_ptr<const TokenTable> TokenAuthMetadataProcessor::tokens() const {
+  absl::MutexLock lock(&mu_);
+  return tokens_;
+}
+
+void TokenAuthMetadataProcessor::ReplaceTokens(TokenTable tokens) {
+  auto replacement = std::make_shared<const TokenTable>(std::move(tokens));
+  absl::MutexLock lock(&mu_);
+  tokens_ = std::move(replacement);
 }
 
 grpc::Status TokenAuthMetadataProcessor::Process(const InputMetadata& auth_metadata,
                                                  grpc::AuthContext* /*context*/,
-                                                 OutputMetadata* consumed_auth_metadata,
+                                                 OutputMetadata* /*consumed_auth_metadata*/,
                                                  OutputMetadata* /*response_metadata*/) {
   absl::string_view method;
   if (const auto path = auth_metadata.find(ToStringRef(kPathKey)); path != auth_metadata.end()) {
@@ -102,11 +132,13 @@ grpc::Status TokenAuthMetadataProcessor::Process(const InputMetadata& auth_metad
   const auto [first, last] = auth_metadata.equal_range(ToStringRef(kAuthorizationKey));
   for (auto it = first; it != last; ++it) {
     authorization.push_back(ToStringView(it->second));
-    consumed_auth_metadata->emplace(kAuthorizationKey, authorization.back());
   }
-  const absl::Status status = AuthorizeCall(tokens_, method, authorization);
-  if (!status.ok() && on_refused_) on_refused_(method, status.code());
-  return ToGrpcStatus(status);
+  const absl::StatusOr<Caller> caller = AuthorizeCall(*tokens(), method, authorization);
+  if (!caller.ok()) {
+    if (on_refused_) on_refused_(method, caller.status().code());
+    return ToGrpcStatus(caller.status());
+  }
+  return grpc::Status::OK;
 }
 
 }  // namespace paratune

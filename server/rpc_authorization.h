@@ -8,35 +8,54 @@
 //
 // Health and reflection stay open so that load balancers and probes, which carry no token,
 // can ask; they reveal no search, worker or token. A token travels as the call metadata
-// "authorization: Bearer TOKEN" (RFC 6750), over TLS only (server/server_security.h).
+// "authorization: Bearer TOKEN" (RFC 6750), over TLS only (server/server_security.h). The
+// services look the token's principal (server/principal.h) up again per call (CallerOf);
+// which searches and workers it may reach is theirs to check.
 #ifndef PARATUNE_SERVER_RPC_AUTHORIZATION_H_
 #define PARATUNE_SERVER_RPC_AUTHORIZATION_H_
 
 #include <functional>
+#include <memory>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "grpcpp/security/auth_metadata_processor.h"
+#include "grpcpp/server_context.h"
+#include "server/principal.h"
 #include "server/token_table.h"
 
 namespace paratune {
 
-// OK when a caller whose "authorization" metadata has the values `authorization` may call
-// `method` ("/package.Service/Method"). UNAUTHENTICATED when the method needs a token and the
-// call has none, more than one, one not of the form "Bearer TOKEN", or one `tokens` does not
-// hold; PERMISSION_DENIED when the token's role may not call the method. Messages name the
-// method and the role, never the token.
-absl::Status AuthorizeCall(const TokenTable& tokens, absl::string_view method,
-                           const std::vector<absl::string_view>& authorization);
+// The principal of a caller whose "authorization" metadata has the values `authorization`
+// when it may call `method` ("/package.Service/Method"); nullopt for an open method called
+// without a token. UNAUTHENTICATED when the method needs a token and the call has none, more
+// than one, one not of the form "Bearer TOKEN", or one `tokens` does not hold;
+// PERMISSION_DENIED when the token's role may not call the method. Messages name the method
+// and the role, never the token.
+absl::StatusOr<Caller> AuthorizeCall(const TokenTable& tokens, absl::string_view method,
+                                     const std::vector<absl::string_view>& authorization);
+
+class TokenAuthMetadataProcessor;
+
+// The principal of the call of `context`, from its bearer token and the current tokens of
+// `tokens`; nullopt when `tokens` is null (a server without tokens). UNAUTHENTICATED as
+// AuthorizeCall, e.g. for a token removed by a reload after the call was admitted: never a
+// principal-less caller on a server with tokens. (Not from the call's AuthContext: gRPC
+// shares that between the calls of one connection, which may carry different tokens.)
+absl::StatusOr<Caller> CallerOf(const TokenAuthMetadataProcessor* tokens,
+                                grpc::ServerContextBase& context);
 
 // Runs AuthorizeCall on every call of a TLS server (install it with
 // grpc::ServerCredentials::SetAuthMetadataProcessor). gRPC calls it before the call reaches
 // any interceptor or service, and ends a refused call with its status: unlike a server
-// interceptor, it can refuse a call before the handler runs. It removes the authorization
-// metadata from the calls it admits, so that no service code sees, and could log, a token.
-// Thread-safe.
+// interceptor, it can refuse a call before the handler runs. It leaves the authorization
+// metadata in the calls it admits, for CallerOf; service code must never log it. Its table
+// can be replaced while it serves (ReplaceTokens); connections stay open. Thread-safe.
 class TokenAuthMetadataProcessor final : public grpc::AuthMetadataProcessor {
  public:
   // Called with the method and the code of every call refused, e.g. to count them (refused
@@ -44,7 +63,13 @@ class TokenAuthMetadataProcessor final : public grpc::AuthMetadataProcessor {
   using RefusalObserver = std::function<void(absl::string_view method, absl::StatusCode code)>;
 
   TokenAuthMetadataProcessor(TokenTable tokens, RefusalObserver on_refused)
-      : tokens_(std::move(tokens)), on_refused_(std::move(on_refused)) {}
+      : tokens_(std::make_shared<const TokenTable>(std::move(tokens))),
+        on_refused_(std::move(on_refused)) {}
+
+  // Checks every call from now on against `tokens`.
+  void ReplaceTokens(TokenTable tokens) ABSL_LOCKS_EXCLUDED(mu_);
+  // The tokens now in force.
+  std::shared_ptr<const TokenTable> tokens() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Hashing and comparing a few digests does not block: run on the call's own thread.
   bool IsBlocking() const override { return false; }
@@ -54,7 +79,8 @@ class TokenAuthMetadataProcessor final : public grpc::AuthMetadataProcessor {
                        OutputMetadata* response_metadata) override;
 
  private:
-  const TokenTable tokens_;
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const TokenTable> tokens_ ABSL_GUARDED_BY(mu_);
   const RefusalObserver on_refused_;
 };
 

@@ -27,8 +27,8 @@ constexpr char kAdminToken[] = "admin-token-0123456789";
 constexpr char kUnknownToken[] = "unknown-token-0123456789";
 
 TokenTable Tokens() {
-  return TokenTable::Parse("tokens", absl::StrCat("client ", kClientToken, "\nworker ",
-                                                  kWorkerToken, "\nadmin ", kAdminToken, "\n"))
+  return TokenTable::Parse("tokens", absl::StrCat("client alice ", kClientToken, "\nworker pool ",
+                                                  kWorkerToken, "\nadmin ops ", kAdminToken, "\n"))
       .value();
 }
 
@@ -36,7 +36,7 @@ std::string Bearer(absl::string_view token) { return absl::StrCat("Bearer ", tok
 
 absl::StatusCode Code(absl::string_view method, absl::string_view token) {
   const std::string header = Bearer(token);
-  return AuthorizeCall(Tokens(), method, {header}).code();
+  return AuthorizeCall(Tokens(), method, {header}).status().code();
 }
 
 std::vector<std::string> AutotunerMethods() {
@@ -71,7 +71,8 @@ TEST(AuthorizeCallTest, OnlyAdminTokensMayCallOtherMethods) {
     EXPECT_EQ(Code(method, kAdminToken), absl::StatusCode::kOk) << method;
     EXPECT_EQ(Code(method, kClientToken), absl::StatusCode::kPermissionDenied) << method;
     EXPECT_EQ(Code(method, kWorkerToken), absl::StatusCode::kPermissionDenied) << method;
-    EXPECT_EQ(AuthorizeCall(Tokens(), method, {}).code(), absl::StatusCode::kUnauthenticated);
+    EXPECT_EQ(AuthorizeCall(Tokens(), method, {}).status().code(),
+              absl::StatusCode::kUnauthenticated);
   }
 }
 
@@ -88,7 +89,7 @@ TEST(AuthorizeCallTest, EveryOtherMethodNeedsAToken) {
   std::vector<std::string> methods = AutotunerMethods();
   for (std::string& method : WorkerServiceMethods()) methods.push_back(method);
   for (const std::string& method : methods) {
-    const absl::Status status = AuthorizeCall(Tokens(), method, {});
+    const absl::Status status = AuthorizeCall(Tokens(), method, {}).status();
     EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated) << method;
     EXPECT_THAT(status.message(), HasSubstr("authorization: Bearer TOKEN"));
   }
@@ -97,7 +98,7 @@ TEST(AuthorizeCallTest, EveryOtherMethodNeedsAToken) {
 TEST(AuthorizeCallTest, AnUnknownTokenIsUnauthenticatedWithoutQuotingIt) {
   const std::string header = Bearer(kUnknownToken);
   const absl::Status status =
-      AuthorizeCall(Tokens(), "/paratune.v1.Autotuner/CreateSearch", {header});
+      AuthorizeCall(Tokens(), "/paratune.v1.Autotuner/CreateSearch", {header}).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated);
   EXPECT_THAT(status.message(), HasSubstr("not one this server accepts"));
   EXPECT_THAT(status.message(), Not(HasSubstr(kUnknownToken)));
@@ -106,16 +107,17 @@ TEST(AuthorizeCallTest, AnUnknownTokenIsUnauthenticatedWithoutQuotingIt) {
 TEST(AuthorizeCallTest, AWrongRoleIsPermissionDeniedNamingTheRoles) {
   const std::string header = Bearer(kWorkerToken);
   const absl::Status status =
-      AuthorizeCall(Tokens(), "/paratune.v1.Autotuner/CreateSearch", {header});
+      AuthorizeCall(Tokens(), "/paratune.v1.Autotuner/CreateSearch", {header}).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(status.message(),
             "a worker token may not call /paratune.v1.Autotuner/CreateSearch; it needs a client "
             "or admin token");
   const std::string client = Bearer(kClientToken);
-  EXPECT_EQ(
-      AuthorizeCall(Tokens(), "/paratune.v1.WorkerService/RegisterWorker", {client}).message(),
-      "a client token may not call /paratune.v1.WorkerService/RegisterWorker; it needs a "
-      "worker or admin token");
+  EXPECT_EQ(AuthorizeCall(Tokens(), "/paratune.v1.WorkerService/RegisterWorker", {client})
+                .status()
+                .message(),
+            "a client token may not call /paratune.v1.WorkerService/RegisterWorker; it needs a "
+            "worker or admin token");
 }
 
 TEST(AuthorizeCallTest, TheSchemeMustBeBearerInAnyCase) {
@@ -124,7 +126,7 @@ TEST(AuthorizeCallTest, TheSchemeMustBeBearerInAnyCase) {
   EXPECT_TRUE(AuthorizeCall(Tokens(), method, {lower}).ok());
   for (const std::string header : {absl::StrCat("Basic ", kClientToken), std::string(kClientToken),
                                    absl::StrCat("Bearer  ", kClientToken), std::string("Bearer")}) {
-    const absl::Status status = AuthorizeCall(Tokens(), method, {header});
+    const absl::Status status = AuthorizeCall(Tokens(), method, {header}).status();
     EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated) << header;
     EXPECT_THAT(status.message(), Not(HasSubstr(kClientToken)));
   }
@@ -134,14 +136,29 @@ TEST(AuthorizeCallTest, TwoTokensAreUnauthenticated) {
   const std::string client = Bearer(kClientToken);
   const std::string admin = Bearer(kAdminToken);
   const absl::Status status =
-      AuthorizeCall(Tokens(), "/paratune.v1.Autotuner/ListWorkers", {client, admin});
+      AuthorizeCall(Tokens(), "/paratune.v1.Autotuner/ListWorkers", {client, admin}).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated);
   EXPECT_THAT(status.message(), HasSubstr("2 authorization metadata values"));
 }
 
+TEST(AuthorizeCallTest, AnAdmittedCallNamesItsPrincipal) {
+  const std::string client = Bearer(kClientToken);
+  const absl::StatusOr<Caller> caller =
+      AuthorizeCall(Tokens(), "/paratune.v1.Autotuner/CreateSearch", {client});
+  ASSERT_TRUE(caller.ok()) << caller.status();
+  ASSERT_TRUE(caller->has_value());
+  EXPECT_EQ((*caller)->name, "alice");
+  EXPECT_EQ((*caller)->role, Role::kClient);
+  // Open methods do not look at the token: no principal.
+  const absl::StatusOr<Caller> health =
+      AuthorizeCall(Tokens(), "/grpc.health.v1.Health/Check", {client});
+  ASSERT_TRUE(health.ok());
+  EXPECT_EQ(*health, std::nullopt);
+}
+
 grpc::string_ref Ref(const std::string& text) { return grpc::string_ref(text.data(), text.size()); }
 
-TEST(TokenAuthMetadataProcessorTest, AdmitsAnAllowedCallAndConsumesItsToken) {
+TEST(TokenAuthMetadataProcessorTest, AdmitsAnAllowedCallAndLeavesItsTokenForCallerOf) {
   TokenAuthMetadataProcessor processor(Tokens(), nullptr);
   EXPECT_FALSE(processor.IsBlocking());
   const std::string path = "/paratune.v1.WorkerService/Heartbeat";
@@ -154,7 +171,7 @@ TEST(TokenAuthMetadataProcessorTest, AdmitsAnAllowedCallAndConsumesItsToken) {
   grpc::AuthMetadataProcessor::OutputMetadata response;
   const grpc::Status status = processor.Process(metadata, nullptr, &consumed, &response);
   EXPECT_TRUE(status.ok()) << status.error_message();
-  EXPECT_EQ(consumed, (grpc::AuthMetadataProcessor::OutputMetadata{{"authorization", header}}));
+  EXPECT_THAT(consumed, IsEmpty());
   EXPECT_THAT(response, IsEmpty());
 }
 
@@ -194,6 +211,27 @@ TEST(TokenAuthMetadataProcessorTest, TellsTheObserverOfEveryRefusal) {
   processor.Process({{Ref(":path"), Ref(health)}}, nullptr, &consumed, &response);
   EXPECT_THAT(refused, ElementsAre(Pair(create, absl::StatusCode::kUnauthenticated),
                                    Pair(create, absl::StatusCode::kPermissionDenied)));
+}
+
+TEST(TokenAuthMetadataProcessorTest, ReplacedTokensApplyToTheNextCall) {
+  TokenAuthMetadataProcessor processor(Tokens(), nullptr);
+  const std::string path = "/paratune.v1.Autotuner/ListWorkers";
+  const std::string client = Bearer(kClientToken);
+  const std::string unknown = Bearer(kUnknownToken);
+  grpc::AuthMetadataProcessor::OutputMetadata consumed;
+  grpc::AuthMetadataProcessor::OutputMetadata response;
+  auto code = [&](const std::string& header) {
+    return processor
+        .Process({{Ref(":path"), Ref(path)}, {Ref("authorization"), Ref(header)}}, nullptr,
+                 &consumed, &response)
+        .error_code();
+  };
+  EXPECT_EQ(code(client), grpc::StatusCode::OK);
+  EXPECT_EQ(code(unknown), grpc::StatusCode::UNAUTHENTICATED);
+  processor.ReplaceTokens(
+      TokenTable::Parse("tokens", absl::StrCat("client carol ", kUnknownToken, "\n")).value());
+  EXPECT_EQ(code(client), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(code(unknown), grpc::StatusCode::OK);
 }
 
 TEST(TokenAuthMetadataProcessorTest, ACallWithoutAPathNeedsAnAdminToken) {

@@ -91,18 +91,23 @@ absl::Status Scheduler::Mutate(absl::FunctionRef<absl::Status()> change) {
   return status;
 }
 
-absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest& request) {
+absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest& request,
+                                                   const Caller& caller) {
   PT_ASSIGN_OR_RETURN(ValidatedSearchRequest validated, ValidateCreateSearchRequest(request));
   // Planning runs before the search exists and outside the lock.
   PT_ASSIGN_OR_RETURN(PlannedSearch planned, PlanSearch(validated.spec));
   PT_ASSIGN_OR_RETURN(const int64_t id, store_->AllocateSearchId());
 
   ActiveSearch record(id, request, validated, std::move(planned), clock_->Now());
+  record.search().set_creator(OwnerName(caller));
   const bool nothing_to_probe = !record.has_candidates();
+  const std::string created_by =
+      caller.has_value() ? absl::StrCat("search created by ", caller->name) : "search created";
   const std::string event =
       nothing_to_probe
-          ? absl::StrCat("search failed: ", record.search().stop_reason())
-          : absl::StrCat("search created: ",
+          ? absl::StrCat(caller.has_value() ? absl::StrCat(created_by, "; ") : "",
+                         "search failed: ", record.search().stop_reason())
+          : absl::StrCat(created_by, ": ",
                          DescribeMemoryEligible(record.search().counts(),
                                                 ProbesRiskyConfigurations(validated.spec.space())),
                          " candidates, ", v1::SearchPolicy_Name(validated.spec.policy()));
@@ -137,6 +142,7 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
   }
   Log(LogLevel::kInfo, "search created",
       {{"search", created.name()},
+       {"creator", DescribeCaller(caller)},
        {"state", v1::SearchState_Name(created.state())},
        {"selected", absl::StrCat(created.counts().selected())},
        {"memory_safe", absl::StrCat(created.counts().memory_safe())},
@@ -145,41 +151,49 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
   return RankedCopy(created);
 }
 
-absl::StatusOr<v1::Search> Scheduler::CancelSearch(absl::string_view name) {
+absl::StatusOr<v1::Search> Scheduler::CancelSearch(absl::string_view name, const Caller& caller) {
   PT_ASSIGN_OR_RETURN(const int64_t id, ParseSearchName("name", name));
+  const std::string who = DescribeCaller(caller);
   PT_RETURN_IF_ERROR(Mutate([&]() -> absl::Status {
     auto it = active_.find(id);
     if (it == active_.end()) {
       PT_ASSIGN_OR_RETURN(v1::Search search, store_->GetSearch(id));
+      if (!MayAccess(caller, search.creator())) return SearchNotFoundError(id);
       return absl::FailedPreconditionError(absl::StrCat(
           "search ", search.name(), " already ended (", v1::SearchState_Name(search.state()),
           "); only a running search can be cancelled"));
     }
     ActiveSearch& record = it->second;
+    if (!MayAccess(caller, record.search().creator())) return SearchNotFoundError(id);
     const int64_t stopped = static_cast<int64_t>(leases_.OfSearch(id).size());
     const v1::SearchCounts& counts = record.search().counts();
     // The members hear about it on their next heartbeat; until then they are free to ask
     // for another probe, which gives this one up anyway.
     EndSearchLocked(record, v1::CANCELLED,
-                    absl::StrCat("cancelled by a client after ", counts.probed(), " of ",
+                    absl::StrCat("cancelled by ", who, " after ", counts.probed(), " of ",
                                  counts.selected(), " selected candidates were probed"),
-                    absl::StrCat("search cancelled; ", stopped, " running probes told to stop"));
+                    absl::StrCat("search cancelled",
+                                 caller.has_value() ? absl::StrCat(" by ", caller->name) : "", "; ",
+                                 stopped, " running probes told to stop"));
     return absl::OkStatus();
   }));
-  Log(LogLevel::kInfo, "search cancelled", {{"search", SearchName(id)}});
-  return reader_.GetSearch(name);
+  Log(LogLevel::kInfo, "search cancelled", {{"search", SearchName(id)}, {"by", who}});
+  return reader_.GetSearch(name, caller);
 }
 
 absl::StatusOr<Scheduler::WatchStart> Scheduler::Watch(absl::string_view name,
-                                                       SearchObserver* observer) {
+                                                       SearchObserver* observer,
+                                                       const Caller& caller) {
   PT_ASSIGN_OR_RETURN(const int64_t id, ParseSearchName("name", name));
   absl::MutexLock lock(&mu_);
   if (shutdown_) return absl::UnavailableError("the server is shutting down");
   auto it = active_.find(id);
   if (it == active_.end()) {
     PT_ASSIGN_OR_RETURN(v1::Search search, store_->GetSearch(id));
+    if (!MayAccess(caller, search.creator())) return SearchNotFoundError(id);
     return WatchStart{RankedCopy(search), true};
   }
+  if (!MayAccess(caller, it->second.search().creator())) return SearchNotFoundError(id);
   it->second.observers().push_back(observer);
   return WatchStart{RankedCopy(it->second.search()), false};
 }
@@ -196,12 +210,13 @@ void Scheduler::Unwatch(absl::string_view name, SearchObserver* observer) {
 }
 
 absl::StatusOr<v1::RegisterWorkerResponse> Scheduler::RegisterWorker(
-    const v1::RegisterWorkerRequest& request) {
+    const v1::RegisterWorkerRequest& request, const Caller& caller) {
   PT_RETURN_IF_ERROR(ValidateRegisterWorkerRequest(request));
   v1::RegisterWorkerResponse response;
   v1::Worker registered;
   PT_RETURN_IF_ERROR(Mutate([&]() -> absl::Status {
     WorkerRecord& record = workers_.Add(request, clock_->Now());
+    record.worker.set_registered_by(OwnerName(caller));
     StoreWorkerLocked(record);
     registered = record.worker;
     // A larger fleet may place probes that waited for GPUs, and parked workers may now
@@ -214,12 +229,25 @@ absl::StatusOr<v1::RegisterWorkerResponse> Scheduler::RegisterWorker(
   response.set_heartbeat_interval_seconds(absl::ToDoubleSeconds(options_.heartbeat_interval));
   Log(LogLevel::kInfo, "worker registered",
       {{"worker", registered.name()},
+       {"registered_by", caller.has_value() ? caller->name : "anyone (no tokens)"},
        {"hostname", registered.hostname()},
        {"gpus", absl::StrCat(registered.gpus_size())},
        {"gpu_type",
         registered.gpu_type().empty() ? "none of the catalog's" : registered.gpu_type()},
        {"backends", absl::StrJoin(registered.backends(), ",")}});
   return response;
+}
+
+absl::Status Scheduler::CheckWorkerAccess(absl::string_view worker, const Caller& caller) const {
+  if (!caller.has_value() || caller->role == Role::kAdmin) return absl::OkStatus();
+  PT_ASSIGN_OR_RETURN(const int64_t id, ParseWorkerName("worker", worker));
+  absl::MutexLock lock(&mu_);
+  const auto it = workers_.all().find(id);
+  if (it == workers_.all().end() || MayAccess(caller, it->second.worker.registered_by())) {
+    return absl::OkStatus();
+  }
+  return absl::NotFoundError(absl::StrCat("worker ", WorkerName(id), " was not registered by ",
+                                          caller->name, "; register again"));
 }
 
 absl::Status Scheduler::DeregisterWorker(const v1::DeregisterWorkerRequest& request) {

@@ -37,6 +37,7 @@
 #include "server/clock.h"
 #include "server/launch_target.h"
 #include "server/lease_table.h"
+#include "server/principal.h"
 #include "server/probe_needs.h"
 #include "server/probe_queue.h"
 #include "server/probes_queued_listener.h"
@@ -91,12 +92,17 @@ class Scheduler : public LaunchTarget {
 
   // Autotuner API. Searches come back with their candidates ranked (search_reader.h).
 
-  // Validates and plans the spec, stores the search and queues what its policy picks first
-  // (TOP_K and EXHAUSTIVE everything, ADAPTIVE a few). Returns the search PROBING, or FAILED
-  // with the reason when no candidate is memory-safe. INVALID_ARGUMENT naming the field for
-  // a bad request; UNAVAILABLE after Shutdown; the store's error when the search cannot be
-  // stored (then nothing of it remains).
-  absl::StatusOr<v1::Search> CreateSearch(const v1::CreateSearchRequest& request);
+  // The calls that name a search take the caller (server/principal.h): a client principal
+  // reaches only the searches it created; for it, others' are NOT_FOUND, worded as for a
+  // search that does not exist.
+
+  // Validates and plans the spec, stores the search with the caller as its creator and
+  // queues what its policy picks first (TOP_K and EXHAUSTIVE everything, ADAPTIVE a few).
+  // Returns the search PROBING, or FAILED with the reason when no candidate is memory-safe.
+  // INVALID_ARGUMENT naming the field for a bad request; UNAVAILABLE after Shutdown; the
+  // store's error when the search cannot be stored (then nothing of it remains).
+  absl::StatusOr<v1::Search> CreateSearch(const v1::CreateSearchRequest& request,
+                                          const Caller& caller = std::nullopt);
   // The read-only calls (GetSearch, ListSearches, ListSearchEvents, ListWorkers): answered
   // from the store without the scheduler's lock.
   const SearchReader& reader() const { return reader_; }
@@ -104,10 +110,13 @@ class Scheduler : public LaunchTarget {
   // NOT_FOUND when there is no such search; FAILED_PRECONDITION when it already ended; the
   // store's error when the cancellation cannot be stored (it is retried with the next
   // change, and the search stays cancelled).
-  absl::StatusOr<v1::Search> CancelSearch(absl::string_view name);
+  // The event and the stop reason name the caller.
+  absl::StatusOr<v1::Search> CancelSearch(absl::string_view name,
+                                          const Caller& caller = std::nullopt);
   // Registers `observer` for the search's changes until it ends, Unwatch or Shutdown.
   // NOT_FOUND / INVALID_ARGUMENT as GetSearch; UNAVAILABLE after Shutdown.
-  absl::StatusOr<WatchStart> Watch(absl::string_view name, SearchObserver* observer);
+  absl::StatusOr<WatchStart> Watch(absl::string_view name, SearchObserver* observer,
+                                   const Caller& caller = std::nullopt);
   // Removes `observer`; no call to it is in progress or follows once this returns.
   void Unwatch(absl::string_view name, SearchObserver* observer);
 
@@ -115,9 +124,16 @@ class Scheduler : public LaunchTarget {
   // or was declared lost (it must register again); the store's error when the change cannot
   // be stored (the worker retries; a retried report is recognised).
 
-  // INVALID_ARGUMENT naming the field for a bad hostname, GPU list, backend or label.
+  // Records the caller as the worker's registrant (Worker.registered_by, stored with it, so
+  // it survives restarts). INVALID_ARGUMENT naming the field for a bad hostname, GPU list,
+  // backend or label.
   absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(
-      const v1::RegisterWorkerRequest& request);
+      const v1::RegisterWorkerRequest& request, const Caller& caller = std::nullopt);
+  // Whether `caller` may act as `worker` (the other WorkerService calls): OK when it
+  // registered the worker, is an admin or the server has no principals, and for a worker
+  // unknown here (the call itself then answers). NOT_FOUND saying to register again for a
+  // worker another principal registered; INVALID_ARGUMENT for a malformed name.
+  absl::Status CheckWorkerAccess(absl::string_view worker, const Caller& caller) const;
   // Removes the worker; a probe it held is handed back (re-queued or failed, with the
   // reason). OK also for a worker already unknown or lost. INVALID_ARGUMENT for a malformed
   // name or a reason over 1,024 bytes.

@@ -27,6 +27,10 @@ absl::StatusOr<int64_t> CheckPageSize(int64_t page_size, int64_t default_size) {
 
 }  // namespace
 
+absl::Status SearchNotFoundError(int64_t id) {
+  return absl::NotFoundError(absl::StrCat("search ", SearchName(id), " not found"));
+}
+
 v1::Search RankedCopy(const v1::Search& search) {
   v1::Search copy = search;
   std::vector<v1::Candidate> ranked = RankCandidates(
@@ -36,37 +40,56 @@ v1::Search RankedCopy(const v1::Search& search) {
   return copy;
 }
 
-absl::StatusOr<v1::Search> SearchReader::GetSearch(absl::string_view name) const {
+absl::StatusOr<v1::Search> SearchReader::GetSearch(absl::string_view name,
+                                                   const Caller& caller) const {
   PT_ASSIGN_OR_RETURN(const int64_t id, ParseSearchName("name", name));
   PT_ASSIGN_OR_RETURN(const v1::Search search, store_->GetSearch(id));
+  if (!MayAccess(caller, search.creator())) return SearchNotFoundError(id);
   return RankedCopy(search);
 }
 
 absl::StatusOr<v1::ListSearchesResponse> SearchReader::ListSearches(
-    const v1::ListSearchesRequest& request) const {
+    const v1::ListSearchesRequest& request, const Caller& caller) const {
   PT_ASSIGN_OR_RETURN(const int64_t page_size,
                       CheckPageSize(request.page_size(), kDefaultPageSize));
-  PT_ASSIGN_OR_RETURN(const int64_t before_id, DecodePageToken(request.page_token()));
-  PT_ASSIGN_OR_RETURN(SearchPage page, store_->ListSearches(page_size, before_id));
+  PT_ASSIGN_OR_RETURN(int64_t before_id, DecodePageToken(request.page_token()));
   v1::ListSearchesResponse response;
-  for (v1::Search& search : page.searches) *response.add_searches() = std::move(search);
-  if (page.more && response.searches_size() > 0) {
-    PT_ASSIGN_OR_RETURN(
-        const int64_t last_id,
-        ParseSearchName("name", response.searches(response.searches_size() - 1).name()));
-    response.set_next_page_token(EncodePageToken(last_id));
+  // The id of the last search looked at, and whether the store holds older ones.
+  int64_t last_id = 0;
+  bool more = true;
+  while (more && response.searches_size() < page_size) {
+    // Others' searches are skipped, so a client's page may take several of the store's.
+    const int64_t wanted = caller.has_value() && caller->role != Role::kAdmin
+                               ? kMaxPageSize
+                               : page_size - response.searches_size();
+    PT_ASSIGN_OR_RETURN(SearchPage page, store_->ListSearches(wanted, before_id));
+    more = page.more;
+    for (size_t i = 0; i < page.searches.size(); ++i) {
+      v1::Search& search = page.searches[i];
+      PT_ASSIGN_OR_RETURN(last_id, ParseSearchName("name", search.name()));
+      before_id = last_id;
+      if (!MayAccess(caller, search.creator())) continue;
+      *response.add_searches() = std::move(search);
+      if (response.searches_size() == page_size) {
+        more = more || i + 1 < page.searches.size();
+        break;
+      }
+    }
+    if (page.searches.empty()) break;
   }
+  if (more && last_id > 0) response.set_next_page_token(EncodePageToken(last_id));
   return response;
 }
 
 absl::StatusOr<v1::ListSearchEventsResponse> SearchReader::ListSearchEvents(
-    const v1::ListSearchEventsRequest& request) const {
+    const v1::ListSearchEventsRequest& request, const Caller& caller) const {
   PT_ASSIGN_OR_RETURN(const int64_t id, ParseSearchName("name", request.name()));
   PT_ASSIGN_OR_RETURN(const int64_t page_size,
                       CheckPageSize(request.page_size(), kDefaultEventPageSize));
   PT_ASSIGN_OR_RETURN(const int64_t after, DecodePageToken(request.page_token()));
   // NOT_FOUND for a search that does not exist, rather than an empty log.
-  PT_RETURN_IF_ERROR(store_->GetSearch(id).status());
+  PT_ASSIGN_OR_RETURN(const v1::Search search, store_->GetSearch(id));
+  if (!MayAccess(caller, search.creator())) return SearchNotFoundError(id);
   PT_ASSIGN_OR_RETURN(std::vector<SearchEvent> events,
                       store_->ListEvents(id, after, page_size + 1));
   v1::ListSearchEventsResponse response;

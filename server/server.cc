@@ -15,7 +15,7 @@
 namespace paratune {
 
 ParatuneServer::ParatuneServer(const Options& options)
-    : heartbeat_interval_(options.heartbeat_interval) {}
+    : heartbeat_interval_(options.heartbeat_interval), token_file_(options.security.token_file) {}
 
 absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options options) {
   PT_ASSIGN_OR_RETURN(const ServerSecurity security, LoadServerSecurity(options.security));
@@ -29,6 +29,7 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
   }
   std::unique_ptr<ParatuneServer> server(new ParatuneServer(options));
   ParatuneServer* self = server.get();
+  server->token_processor_ = security.token_processor;
   Scheduler::Options scheduler_options;
   scheduler_options.clock = options.clock;
   scheduler_options.heartbeat_interval = options.heartbeat_interval;
@@ -39,9 +40,10 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
   server->wait_list_ = std::make_unique<ProbeWaitList>(
       [self](const std::string& worker) { return self->scheduler_->TryAcquireProbe(worker); });
   server->scheduler_->AddListener(server->wait_list_.get());
-  server->autotuner_service_ = std::make_unique<AutotunerService>(server->scheduler_.get());
-  server->worker_service_ =
-      std::make_unique<WorkerService>(server->scheduler_.get(), server->wait_list_.get());
+  server->autotuner_service_ =
+      std::make_unique<AutotunerService>(server->scheduler_.get(), security.token_processor.get());
+  server->worker_service_ = std::make_unique<WorkerService>(
+      server->scheduler_.get(), server->wait_list_.get(), security.token_processor.get());
 
   GrpcServerOptions grpc_options;
   grpc_options.address = options.address;
@@ -89,6 +91,21 @@ std::optional<SlurmLauncher::Stats> ParatuneServer::slurm_launcher_stats() const
 }
 
 ParatuneServer::~ParatuneServer() { Shutdown(); }
+
+absl::StatusOr<size_t> ParatuneServer::ReloadTokens() {
+  if (token_processor_ == nullptr) {
+    Log(LogLevel::kWarning, "no token file to reload: the server runs without --token_file");
+    return absl::FailedPreconditionError("the server has no token file to reload");
+  }
+  absl::StatusOr<size_t> tokens = paratune::ReloadTokens(token_file_, *token_processor_);
+  if (tokens.ok()) {
+    Log(LogLevel::kInfo, "tokens reloaded", {{"bearer_tokens", absl::StrCat(*tokens)}});
+  } else {
+    Log(LogLevel::kError, "token reload failed; the old tokens stay in force",
+        {{"error", tokens.status().ToString()}});
+  }
+  return tokens;
+}
 
 void ParatuneServer::CheckLeasesUntilShutdown() {
   // Twice per heartbeat interval: a lost worker is noticed within half an interval of its

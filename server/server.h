@@ -77,6 +77,12 @@ class ParatuneServer {
   // The Slurm launcher's counts (server/slurm_launcher_metrics.h); nullopt without one.
   std::optional<SlurmLauncher::Stats> slurm_launcher_stats() const;
 
+  // Reads the token file again (SIGHUP in paratune-server) and checks every call from now on
+  // against it; open connections and admitted calls go on. Logs and returns the result: the
+  // number of tokens, or FAILED_PRECONDITION for a server without a token file, or
+  // TokenTable::Load's error (the old tokens stay in force).
+  absl::StatusOr<size_t> ReloadTokens();
+
   // Ends parked long polls and watch streams, then stops serving once in-flight calls have
   // finished and clients have closed their connections (at most `grace`; then calls are
   // cancelled and connections dropped). Idempotent.
@@ -87,6 +93,8 @@ class ParatuneServer {
   void CheckLeasesUntilShutdown();
 
   const absl::Duration heartbeat_interval_;
+  const std::string token_file_;
+  std::shared_ptr<TokenAuthMetadataProcessor> token_processor_;
   std::unique_ptr<ProbeWaitList> wait_list_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<AutotunerService> autotuner_service_;

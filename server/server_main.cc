@@ -1,5 +1,6 @@
 // paratune-server: the scheduler. Flags are parsed here only; everything else is in
 // server/server.h.
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -64,14 +65,20 @@ ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM file of the CA whose client certificates this server requires and verifies "
           "(mutual TLS): every client, CLI and workers alike, must present one it signed "
           "(their --tls_cert and --tls_key). Needs --tls_cert.");
-ABSL_FLAG(std::string, token_file, "",
-          "File of bearer tokens with roles, one \"ROLE TOKEN\" line each ('#' starts a comment "
-          "line): client tokens may call the Autotuner API, worker tokens the WorkerService "
-          "API, admin tokens both. Every call but health checking and reflection must carry "
-          "\"authorization: Bearer TOKEN\" of a role that may make it (UNAUTHENTICATED "
-          "otherwise, PERMISSION_DENIED for the wrong role). Tokens have 16 to 1024 of the "
-          "characters A-Z a-z 0-9 - . _ ~ + / (then any '='), e.g. `openssl rand -hex 32`. "
-          "Needs --tls_cert. Read once at start-up: a changed file takes a restart.");
+ABSL_FLAG(
+    std::string, token_file, "",
+    "File of bearer tokens with roles and principal names, one \"ROLE NAME TOKEN\" line "
+    "each ('#' starts a comment line); NAME (letters, digits, . _ -) is recorded as the "
+    "creator of the searches and the registrant of the workers of its tokens, and a "
+    "client sees and cancels only its own searches: client tokens may call the Autotuner API, "
+    "worker tokens the WorkerService "
+    "API, admin tokens both. Every call but health checking and reflection must carry "
+    "\"authorization: Bearer TOKEN\" of a role that may make it (UNAUTHENTICATED "
+    "otherwise, PERMISSION_DENIED for the wrong role). Tokens have 16 to 1024 of the "
+    "characters A-Z a-z 0-9 - . _ ~ + / (then any '='), e.g. `openssl rand -hex 32`. "
+    "Needs --tls_cert. SIGHUP reads it again: new tokens are accepted and removed ones refused "
+    "from then on, without dropping connections; a file that does not parse leaves the old "
+    "tokens in force (the log says which).");
 ABSL_FLAG(bool, insecure_allow_remote, false,
           "Allow a non-loopback --address without TLS and tokens. Anyone who can reach the "
           "port can then create and cancel searches, register workers and report results; "
@@ -160,7 +167,8 @@ constexpr char kUsage[] =
     "make it; a non-loopback --address needs TLS and tokens. Its state is kept in a SQLite "
     "database (--db), so it survives restarts and crashes. With --metrics_address it serves "
     "Prometheus metrics at /metrics (docs/operations.md lists them). Logs are one line per "
-    "event on stderr (logfmt). SIGINT or SIGTERM shut it down gracefully.\n"
+    "event on stderr (logfmt). SIGINT or SIGTERM shut it down gracefully; SIGHUP reloads "
+    "--token_file.\n"
     "\n"
     "\n"
     "With --launcher=slurm it needs no long-lived workers: it submits each probe that no "
@@ -253,7 +261,11 @@ int Main() {
     Log(LogLevel::kError, "bad flags", {{"error", status.ToString()}});
     return 2;
   }
-  const sigset_t signals = BlockShutdownSignals();
+  sigset_t signals = BlockShutdownSignals();
+  // SIGHUP reloads the token file; like the shutdown signals it is taken by sigwait below,
+  // so blocked here, before any thread starts.
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   absl::StatusOr<std::optional<SlurmLauncher::Options>> launcher = LauncherFromFlags();
   if (!launcher.ok()) {
@@ -352,7 +364,9 @@ int Main() {
   metrics.exporter = *std::move(exporter);
 
   int signal_number = 0;
-  sigwait(&signals, &signal_number);
+  while (sigwait(&signals, &signal_number) == 0 && signal_number == SIGHUP) {
+    (*server)->ReloadTokens().IgnoreError();
+  }
   Log(LogLevel::kInfo, "shutting down", {{"signal", strsignal(signal_number)}});
   if (health != nullptr) health->SetNotServing();
   // Scrapes read the server: stop them first.

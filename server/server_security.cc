@@ -45,10 +45,19 @@ absl::StatusOr<ServerSecurity> LoadServerSecurity(const ServerSecurityOptions& o
   if (!options.token_file.empty()) {
     PT_ASSIGN_OR_RETURN(TokenTable tokens, TokenTable::Load(options.token_file));
     security.tokens = tokens.size();
-    security.credentials->SetAuthMetadataProcessor(
-        std::make_shared<TokenAuthMetadataProcessor>(std::move(tokens), options.on_refused_call));
+    security.token_processor =
+        std::make_shared<TokenAuthMetadataProcessor>(std::move(tokens), options.on_refused_call);
+    security.credentials->SetAuthMetadataProcessor(security.token_processor);
   }
   return security;
+}
+
+absl::StatusOr<size_t> ReloadTokens(const std::string& token_file,
+                                    TokenAuthMetadataProcessor& processor) {
+  PT_ASSIGN_OR_RETURN(TokenTable tokens, TokenTable::Load(token_file));
+  const size_t count = tokens.size();
+  processor.ReplaceTokens(std::move(tokens));
+  return count;
 }
 
 std::vector<std::string> WorkerCredentialFlags(const ServerSecurity& security) {

@@ -38,6 +38,8 @@ struct ServerSecurity {
   bool mutual_tls = false;
   // Tokens in the token file; 0 without one.
   size_t tokens = 0;
+  // The token check installed in `credentials`, for ReloadTokens; null without a token file.
+  std::shared_ptr<TokenAuthMetadataProcessor> token_processor;
 
   // TLS and tokens: what a server listening beyond loopback needs (server/listen_address.h).
   bool protects_remote_access() const { return tls && tokens > 0; }
@@ -48,6 +50,11 @@ struct ServerSecurity {
 // ReadCaCertificates and TokenTable::Load, which name the option, the file and, in a token
 // file, the line.
 absl::StatusOr<ServerSecurity> LoadServerSecurity(const ServerSecurityOptions& options);
+
+// Reads `token_file` again and has `processor` check every call from now on against it;
+// returns the number of tokens. TokenTable::Load's errors, leaving the old tokens in force.
+absl::StatusOr<size_t> ReloadTokens(const std::string& token_file,
+                                    TokenAuthMetadataProcessor& processor);
 
 // The paratune-worker flags (names without dashes) a worker needs to reach a server secured
 // so: tls_ca with TLS, tls_cert and tls_key with mutual TLS, token_file with tokens.

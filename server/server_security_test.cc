@@ -39,7 +39,8 @@ class ServerSecurityTest : public CertificatesTest {
     ServerSecurityOptions options = Tls();
     options.tls_client_ca = certs().ca_cert;
     options.token_file = WriteTestFile(
-        "tokens", absl::StrCat("client ", kClientToken, "\nworker ", kWorkerToken, "\n"));
+        "tokens",
+        absl::StrCat("client alice ", kClientToken, "\nworker pool ", kWorkerToken, "\n"));
     return options;
   }
 
@@ -160,6 +161,43 @@ TEST_F(ServerSecurityTest, TheCredentialsEnforceTlsClientCertificatesAndTokens) 
   absl::StatusOr<int> health = CheckHealth(Channel(server->port, ""));
   ASSERT_TRUE(health.ok()) << health.status();
   EXPECT_EQ(*health, kServing);
+}
+
+TEST_F(ServerSecurityTest, AReloadReplacesTheTokensAndAFailedOneKeepsThem) {
+  ServerSecurityOptions options = MutualTlsWithTokens();
+  absl::StatusOr<ServerSecurity> security = LoadServerSecurity(options);
+  ASSERT_TRUE(security.ok()) << security.status();
+  ASSERT_NE(security->token_processor, nullptr);
+  GrpcServerOptions grpc_options;
+  grpc_options.address = "127.0.0.1:0";
+  grpc_options.credentials = security->credentials;
+  absl::StatusOr<StartedGrpcServer> server = StartGrpcServer(std::move(grpc_options));
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto list_workers = [&](const std::string& token) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    v1::ListWorkersResponse response;
+    return v1::Autotuner::NewStub(Channel(server->port, token))
+        ->ListWorkers(&context, v1::ListWorkersRequest(), &response)
+        .error_code();
+  };
+  constexpr char kNewToken[] = "new-client-token-0123456789";
+
+  // The old two-field form: refused, naming the file and line; the old tokens stay.
+  WriteTestFile("tokens", absl::StrCat("client ", kNewToken, "\n"));
+  const absl::Status bad = ReloadTokens(options.token_file, *security->token_processor).status();
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.message(), HasSubstr(absl::StrCat("token_file (\"", options.token_file,
+                                                    "\") line 1: has the old two-field form")));
+  EXPECT_EQ(list_workers(kClientToken), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_EQ(list_workers(kNewToken), grpc::StatusCode::UNAUTHENTICATED);
+
+  WriteTestFile("tokens", absl::StrCat("client alice ", kNewToken, "\n"));
+  absl::StatusOr<size_t> reloaded = ReloadTokens(options.token_file, *security->token_processor);
+  ASSERT_TRUE(reloaded.ok()) << reloaded.status();
+  EXPECT_EQ(*reloaded, 1);
+  EXPECT_EQ(list_workers(kNewToken), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_EQ(list_workers(kClientToken), grpc::StatusCode::UNAUTHENTICATED);
 }
 
 }  // namespace

@@ -217,8 +217,8 @@ class SecuredServerStartTest : public CertificatesTest {
     security.tls_cert = certs().server_cert;
     security.tls_key = certs().server_key;
     security.tls_client_ca = certs().ca_cert;
-    security.token_file =
-        WriteTestFile("tokens", "client client-token-0123456789\nworker worker-token-0123456789\n");
+    security.token_file = WriteTestFile(
+        "tokens", "client alice client-token-0123456789\nworker pool worker-token-0123456789\n");
     return security;
   }
 
@@ -285,7 +285,8 @@ TEST_F(SecuredServerStartTest, RefusesBadSecurityFiles) {
   ParatuneServer::Options options;
   options.address = "127.0.0.1:0";
   options.security = Security();
-  options.security.token_file = WriteTestFile("bad-tokens", "operator some-token-0123456789\n");
+  options.security.token_file =
+      WriteTestFile("bad-tokens", "operator alice some-token-0123456789\n");
   const absl::Status status = ParatuneServer::Start(std::move(options)).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("line 1: the first field is not a role"));

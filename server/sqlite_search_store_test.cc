@@ -1,11 +1,13 @@
 #include "server/sqlite_search_store.h"
 
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "server/sqlite.h"
 #include "server/store_schema.h"
@@ -13,6 +15,7 @@
 namespace paratune {
 namespace {
 
+using ::google::protobuf::util::MessageDifferencer;
 using ::testing::HasSubstr;
 
 v1::Search SearchWithCandidate(int64_t id, v1::SearchState state = v1::PROBING) {
@@ -21,6 +24,44 @@ v1::Search SearchWithCandidate(int64_t id, v1::SearchState state = v1::PROBING) 
   search.set_state(state);
   search.add_candidates()->set_name(search.name() + "/candidates/0");
   return search;
+}
+
+// A search of `count` candidates that differ from one another, some probed.
+v1::Search SearchWithCandidates(int64_t id, int count, v1::SearchState state = v1::PROBING) {
+  v1::Search search;
+  search.set_name(absl::StrCat("searches/", id));
+  search.set_display_name(absl::StrCat("search ", id));
+  search.mutable_spec()->mutable_space()->set_memory_policy(v1::SAFE_ONLY);
+  search.set_state(state);
+  search.mutable_counts()->set_selected(count);
+  search.mutable_counts()->mutable_failed_by_outcome()->insert({"PROBE_OUT_OF_MEMORY", id});
+  search.mutable_counts()->mutable_failed_by_outcome()->insert({"PROBE_TIMEOUT", 2 * id});
+  for (int n = 0; n < count; ++n) {
+    v1::Candidate& candidate = *search.add_candidates();
+    candidate.set_name(absl::StrCat(search.name(), "/candidates/", n));
+    candidate.mutable_config()->set_data_parallel(1 + n % 7);
+    candidate.mutable_config()->set_tensor_parallel(1 << (n % 4));
+    candidate.mutable_predicted()->set_step_time_seconds(1.0 + n / 100.0);
+    candidate.set_selection_note(absl::StrCat("rank ", count - n));
+    candidate.set_state(n % 3 == 0 ? v1::CANDIDATE_PROBED : v1::CANDIDATE_QUEUED);
+    if (n % 3 == 0) {
+      candidate.mutable_probe_result()->set_outcome(v1::PROBE_OK);
+      candidate.mutable_probe_result()->add_step_times_seconds(0.5 + n);
+      candidate.set_attempts(1);
+    }
+  }
+  return search;
+}
+
+// Every search in `expected` reads back from `store` equal, candidates in the same order.
+void ExpectStored(SqliteSearchStore& store, const std::map<int64_t, v1::Search>& expected) {
+  for (const auto& [id, search] : expected) {
+    absl::StatusOr<v1::Search> got = store.GetSearch(id);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_TRUE(MessageDifferencer::Equals(*got, search)) << "searches/" << id << " reads back as\n"
+                                                          << got->DebugString() << "\ninstead of\n"
+                                                          << search.DebugString();
+  }
 }
 
 std::unique_ptr<SqliteSearchStore> OpenOrDie(const std::string& path) {
@@ -197,6 +238,104 @@ TEST(SqliteSearchStoreTest, MigratesADatabaseOfSchemaOneKeepingItsData) {
   batch.events.push_back(SearchEvent{1, 0, absl::FromUnixSeconds(1), "resumed"});
   EXPECT_TRUE(store->Apply(batch).ok());
   EXPECT_EQ(store->Load()->unfinished_searches.size(), 1u);
+}
+
+TEST(SqliteSearchStoreTest, CandidatesRoundTripThroughIncrementalWrites) {
+  DatabaseFile file("incremental.db");
+  std::map<int64_t, v1::Search> expected = {{1, SearchWithCandidates(1, 50)},
+                                            {2, SearchWithCandidates(2, 0)}};
+  std::unique_ptr<SqliteSearchStore> store = OpenOrDie(file.path());
+  auto apply = [&](int64_t id) {
+    StoreBatch batch;
+    batch.searches[id] = expected.at(id);
+    ASSERT_TRUE(store->Apply(batch).ok());
+    ExpectStored(*store, {{id, expected.at(id)}});
+  };
+  apply(1);
+  apply(2);
+  // A probe result: one candidate and the counts change.
+  expected[1].mutable_candidates(7)->mutable_probe_result()->set_outcome(v1::PROBE_OUT_OF_MEMORY);
+  expected[1].mutable_counts()->set_probed(1);
+  apply(1);
+  // Only the search's own fields change.
+  expected[1].set_stop_reason("not yet");
+  apply(1);
+  // Candidates appended, and a search that had none gains some.
+  *expected[1].add_candidates() = SearchWithCandidates(1, 60).candidates(55);
+  *expected[2].add_candidates() = SearchWithCandidates(2, 1).candidates(0);
+  apply(1);
+  apply(2);
+  // Fewer candidates than stored: the rows beyond go.
+  expected[1].mutable_candidates()->DeleteSubrange(10, expected[1].candidates_size() - 10);
+  apply(1);
+
+  // A store that did not write them reads what the table holds before changing it.
+  store.reset();
+  store = OpenOrDie(file.path());
+  expected[1].mutable_candidates(3)->set_waiting_reason("needs 8 GPUs");
+  apply(1);
+  absl::StatusOr<StoredState> state = store->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_EQ(state->unfinished_searches.size(), 2u);
+  EXPECT_TRUE(MessageDifferencer::Equals(state->unfinished_searches[0], expected[1]));
+  expected[1].mutable_candidates(4)->set_attempts(9);
+  apply(1);
+
+  // An ended search leaves the cache; a later write reads the table again.
+  expected[1].set_state(v1::SUCCEEDED);
+  apply(1);
+  expected[1].mutable_candidates(5)->set_selection_note("exported");
+  apply(1);
+  absl::StatusOr<SearchPage> page = store->ListSearches(10, 0);
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->searches.size(), 2u);
+  v1::Search listed = expected[1];
+  listed.clear_candidates();
+  EXPECT_TRUE(MessageDifferencer::Equals(page->searches[1], listed));
+}
+
+TEST(SqliteSearchStoreTest, MigratesBlobsOfSchemaThreeIntoCandidateRows) {
+  DatabaseFile file("schema3.db");
+  std::map<int64_t, v1::Search> expected = {{1, SearchWithCandidates(1, 20, v1::SUCCEEDED)},
+                                            {2, SearchWithCandidates(2, 0, v1::PROBING)},
+                                            {3, SearchWithCandidates(3, 300, v1::PROBING)},
+                                            {4, SearchWithCandidates(4, 5, v1::CANCELLED)}};
+  {
+    absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(file.path());
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(MigrateStoreSchema(**db, /*target_version=*/3).ok());
+    for (const auto& [id, search] : expected) {
+      absl::StatusOr<SqliteStatement> put =
+          (*db)->Prepare("INSERT INTO searches (id, state, search) VALUES (?, ?, ?)");
+      ASSERT_TRUE(put.ok());
+      put->Bind(1, id).Bind(2, int64_t{search.state()}).BindBlob(3, search.SerializeAsString());
+      ASSERT_TRUE(put->Run().ok());
+    }
+  }
+  {
+    std::unique_ptr<SqliteSearchStore> store = OpenOrDie(file.path());
+    ExpectStored(*store, expected);
+    absl::StatusOr<StoredState> state = store->Load();
+    ASSERT_TRUE(state.ok()) << state.status();
+    ASSERT_EQ(state->unfinished_searches.size(), 2u);
+    EXPECT_TRUE(MessageDifferencer::Equals(state->unfinished_searches[0], expected[2]));
+    EXPECT_TRUE(MessageDifferencer::Equals(state->unfinished_searches[1], expected[3]));
+    EXPECT_EQ(store->AllocateSearchId().value(), 5);
+  }
+  // The blobs lost their candidates to one row each.
+  absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(file.path());
+  ASSERT_TRUE(db.ok());
+  absl::StatusOr<SqliteStatement> count = (*db)->Prepare("SELECT COUNT(*) FROM candidates");
+  ASSERT_TRUE(count.ok());
+  ASSERT_TRUE(count->Step().value());
+  EXPECT_EQ(count->ColumnInt(0), 20 + 300 + 5);
+  absl::StatusOr<SqliteStatement> blob = (*db)->Prepare("SELECT search FROM searches WHERE id = 3");
+  ASSERT_TRUE(blob.ok());
+  ASSERT_TRUE(blob->Step().value());
+  v1::Search row;
+  ASSERT_TRUE(row.ParseFromString(blob->ColumnBytes(0)));
+  EXPECT_EQ(row.candidates_size(), 0);
+  EXPECT_EQ(row.name(), "searches/3");
 }
 
 TEST(SqliteSearchStoreTest, RefusesADatabaseFromANewerServer) {

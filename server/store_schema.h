@@ -10,7 +10,7 @@
 namespace paratune {
 
 // The version this build writes.
-inline constexpr int kStoreSchemaVersion = 3;
+inline constexpr int kStoreSchemaVersion = 4;
 
 // Migrates `db` to `target_version` (<= kStoreSchemaVersion), each step in a transaction.
 // FAILED_PRECONDITION when the database is newer than target_version (written by a later

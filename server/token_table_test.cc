@@ -11,9 +11,16 @@
 namespace paratune {
 namespace {
 
+using ::testing::AllOf;
+using ::testing::Field;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::Optional;
+
+// Matches a Principal.
+auto Is(absl::string_view name, Role role) {
+  return Optional(AllOf(Field(&Principal::name, std::string(name)), Field(&Principal::role, role)));
+}
 
 constexpr char kClientToken[] = "client-token-0123456789";
 constexpr char kWorkerToken[] = "worker-token-0123456789";
@@ -26,20 +33,49 @@ absl::Status ParseError(const std::string& text) {
   return table.status();
 }
 
-TEST(TokenTableTest, FindsTheRoleOfEveryToken) {
-  absl::StatusOr<TokenTable> table = TokenTable::Parse(
-      "tokens", absl::StrCat("# paratune tokens\n\nclient ", kClientToken, "\n\tworker\t",
-                             kWorkerToken, "  \r\n  # the operators\nadmin ", kAdminToken));
+TEST(TokenTableTest, FindsThePrincipalOfEveryToken) {
+  absl::StatusOr<TokenTable> table =
+      TokenTable::Parse("tokens", absl::StrCat("# paratune tokens\n\nclient alice ", kClientToken,
+                                               "\n\tworker\tpool-1.a_b\t", kWorkerToken,
+                                               "  \r\n  # the operators\nadmin ops ", kAdminToken));
   ASSERT_TRUE(table.ok()) << table.status();
   EXPECT_EQ(table->size(), 3);
-  EXPECT_THAT(table->Find(kClientToken), Optional(Role::kClient));
-  EXPECT_THAT(table->Find(kWorkerToken), Optional(Role::kWorker));
-  EXPECT_THAT(table->Find(kAdminToken), Optional(Role::kAdmin));
+  EXPECT_THAT(table->Find(kClientToken), Is("alice", Role::kClient));
+  EXPECT_THAT(table->Find(kWorkerToken), Is("pool-1.a_b", Role::kWorker));
+  EXPECT_THAT(table->Find(kAdminToken), Is("ops", Role::kAdmin));
+}
+
+TEST(TokenTableTest, TheOldTwoFieldFormIsRefusedNamingTheFileTheLineAndTheNewForm) {
+  const absl::Status status = ParseError(
+      absl::StrCat("client alice ", kClientToken, "\n# old\nworker ", kWorkerToken, "\n"));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("token_file (\"/etc/paratune/tokens\") line 3: "));
+  EXPECT_THAT(status.message(), HasSubstr("old two-field form ROLE TOKEN"));
+  EXPECT_THAT(status.message(), HasSubstr("ROLE NAME TOKEN"));
+  EXPECT_THAT(status.message(), Not(HasSubstr(kWorkerToken)));
+}
+
+TEST(TokenTableTest, MalformedNamesAreRefusedWithoutQuotingThem) {
+  for (const std::string name :
+       {std::string("al/ice"), std::string("al\"ice"), std::string(65, 'a'), std::string("é")}) {
+    const absl::Status status = ParseError(absl::StrCat("client ", name, " ", kClientToken, "\n"));
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << name;
+    EXPECT_THAT(status.message(), HasSubstr("line 1: the second field: a principal NAME"));
+    EXPECT_THAT(status.message(), Not(HasSubstr(name)));
+  }
+}
+
+TEST(TokenTableTest, ANameHasOneRole) {
+  const absl::Status status =
+      ParseError(absl::StrCat("client alice ", kClientToken, "\nadmin alice ", kAdminToken, "\n"));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr("line 2: gives the name of line 1 the role admin after client"));
 }
 
 TEST(TokenTableTest, UnknownTokensHaveNoRole) {
   absl::StatusOr<TokenTable> table =
-      TokenTable::Parse("tokens", absl::StrCat("client ", kClientToken, "\n"));
+      TokenTable::Parse("tokens", absl::StrCat("client alice ", kClientToken, "\n"));
   ASSERT_TRUE(table.ok()) << table.status();
   EXPECT_EQ(table->Find(""), std::nullopt);
   EXPECT_EQ(table->Find(kWorkerToken), std::nullopt);
@@ -48,18 +84,20 @@ TEST(TokenTableTest, UnknownTokensHaveNoRole) {
   EXPECT_EQ(table->Find(absl::StrCat(kClientToken, "0")), std::nullopt);
 }
 
-TEST(TokenTableTest, SeveralTokensMayShareARole) {
-  absl::StatusOr<TokenTable> table = TokenTable::Parse(
-      "tokens", absl::StrCat("client ", kClientToken, "\nclient ", kWorkerToken, "\n"));
+TEST(TokenTableTest, SeveralTokensMayShareARoleAndAName) {
+  absl::StatusOr<TokenTable> table =
+      TokenTable::Parse("tokens", absl::StrCat("client alice ", kClientToken, "\nclient alice ",
+                                               kWorkerToken, "\nclient bob ", kAdminToken, "\n"));
   ASSERT_TRUE(table.ok()) << table.status();
-  EXPECT_THAT(table->Find(kClientToken), Optional(Role::kClient));
-  EXPECT_THAT(table->Find(kWorkerToken), Optional(Role::kClient));
+  EXPECT_THAT(table->Find(kClientToken), Is("alice", Role::kClient));
+  EXPECT_THAT(table->Find(kWorkerToken), Is("alice", Role::kClient));
+  EXPECT_THAT(table->Find(kAdminToken), Is("bob", Role::kClient));
 }
 
 TEST(TokenTableTest, UnknownRoleNamesTheLineWithoutQuotingIt) {
   // A line written TOKEN ROLE must not put the token in the message.
   const absl::Status status =
-      ParseError(absl::StrCat("client ", kClientToken, "\n", kAdminToken, " admin\n"));
+      ParseError(absl::StrCat("client alice ", kClientToken, "\n", kAdminToken, " ops admin\n"));
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("token_file (\"/etc/paratune/tokens\") line 2: "));
   EXPECT_THAT(status.message(), HasSubstr("ROLE must be client, worker or admin"));
@@ -68,19 +106,20 @@ TEST(TokenTableTest, UnknownRoleNamesTheLineWithoutQuotingIt) {
 }
 
 TEST(TokenTableTest, RolesAreLowerCase) {
-  EXPECT_THAT(ParseError(absl::StrCat("Admin ", kAdminToken)).message(),
+  EXPECT_THAT(ParseError(absl::StrCat("Admin ops ", kAdminToken)).message(),
               HasSubstr("line 1: the first field is not a role"));
 }
 
 TEST(TokenTableTest, ARoleWithoutATokenIsRefused) {
   const absl::Status status = ParseError("# tokens\nworker\n");
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(status.message(), HasSubstr("line 2: has 1 fields; each line must be ROLE TOKEN"));
+  EXPECT_THAT(status.message(),
+              HasSubstr("line 2: has 1 fields; each line must be ROLE NAME TOKEN"));
 }
 
 TEST(TokenTableTest, ATrailingCommentMakesMoreFields) {
-  const absl::Status status = ParseError(absl::StrCat("client ", kClientToken, " # ci\n"));
-  EXPECT_THAT(status.message(), HasSubstr("line 1: has 4 fields"));
+  const absl::Status status = ParseError(absl::StrCat("client ci ", kClientToken, " # ci\n"));
+  EXPECT_THAT(status.message(), HasSubstr("line 1: has 5 fields"));
   EXPECT_THAT(status.message(), Not(HasSubstr(kClientToken)));
 }
 
@@ -88,7 +127,7 @@ TEST(TokenTableTest, MalformedTokensAreRefusedWithoutQuotingThem) {
   for (const std::string& token :
        std::vector<std::string>{"short", "has\"a-quote-0123456789", std::string(1025, 'a')}) {
     const absl::Status status =
-        ParseError(absl::StrCat("client ", kClientToken, "\nworker ", token, "\n"));
+        ParseError(absl::StrCat("client alice ", kClientToken, "\nworker pool ", token, "\n"));
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(status.message(), HasSubstr("line 2: the token has"));
     EXPECT_THAT(status.message(), Not(HasSubstr(token)));
@@ -96,8 +135,8 @@ TEST(TokenTableTest, MalformedTokensAreRefusedWithoutQuotingThem) {
 }
 
 TEST(TokenTableTest, ATokenMayAppearOnce) {
-  const absl::Status status = ParseError(
-      absl::StrCat("client ", kClientToken, "\n\nadmin ", kAdminToken, "\nadmin ", kClientToken));
+  const absl::Status status = ParseError(absl::StrCat(
+      "client alice ", kClientToken, "\n\nadmin ops ", kAdminToken, "\nadmin ops ", kClientToken));
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("line 4: the token of line 1 again"));
   EXPECT_THAT(status.message(), Not(HasSubstr(kClientToken)));
@@ -114,16 +153,17 @@ TEST(TokenTableTest, AFileWithoutTokensIsRefused) {
 TEST(TokenTableTest, TooManyTokensAreRefused) {
   std::string text;
   for (size_t i = 0; i <= TokenTable::kMaxTokens; ++i) {
-    absl::StrAppend(&text, "client token-number-", 100000 + i, "\n");
+    absl::StrAppend(&text, "client alice token-number-", 100000 + i, "\n");
   }
   EXPECT_THAT(ParseError(text).message(), HasSubstr("line 1001: more than 1000 tokens"));
 }
 
 TEST(TokenTableTest, LoadReadsTheFile) {
-  const std::string path = WriteTestFile("tokens", absl::StrCat("worker ", kWorkerToken, "\n"));
+  const std::string path =
+      WriteTestFile("tokens", absl::StrCat("worker pool ", kWorkerToken, "\n"));
   absl::StatusOr<TokenTable> table = TokenTable::Load(path);
   ASSERT_TRUE(table.ok()) << table.status();
-  EXPECT_THAT(table->Find(kWorkerToken), Optional(Role::kWorker));
+  EXPECT_THAT(table->Find(kWorkerToken), Is("pool", Role::kWorker));
 }
 
 TEST(TokenTableTest, LoadNamesAnUnreadableFile) {
@@ -131,12 +171,6 @@ TEST(TokenTableTest, LoadNamesAnUnreadableFile) {
   const absl::Status status = TokenTable::Load(path).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(status.message(), HasSubstr(absl::StrCat("token_file: ", path, ": cannot open")));
-}
-
-TEST(RoleNameTest, NamesEveryRole) {
-  EXPECT_EQ(RoleName(Role::kClient), "client");
-  EXPECT_EQ(RoleName(Role::kWorker), "worker");
-  EXPECT_EQ(RoleName(Role::kAdmin), "admin");
 }
 
 }  // namespace

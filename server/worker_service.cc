@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/grpc_status.h"
+#include "server/rpc_authorization.h"
 
 namespace paratune {
 namespace {
@@ -18,23 +19,44 @@ constexpr double kMaxWaitSeconds = 60;
 // error; this much is kept for the trip back.
 constexpr absl::Duration kDeadlineMargin = absl::Milliseconds(500);
 
+// Ends the call with `status`.
+grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* WorkerService::RegisterWorker(grpc::CallbackServerContext* context,
                                                         const v1::RegisterWorkerRequest* request,
                                                         v1::RegisterWorkerResponse* response) {
-  return FinishUnary(context, scheduler_->RegisterWorker(*request), response);
+  absl::StatusOr<Caller> caller = CallerOf(tokens_, *context);
+  if (!caller.ok()) return Refuse(context, caller.status());
+  return FinishUnary(context, scheduler_->RegisterWorker(*request, *caller), response);
 }
 
 grpc::ServerUnaryReactor* WorkerService::Heartbeat(grpc::CallbackServerContext* context,
                                                    const v1::HeartbeatRequest* request,
                                                    v1::HeartbeatResponse* response) {
+  absl::StatusOr<Caller> caller = CallerOf(tokens_, *context);
+  if (!caller.ok()) return Refuse(context, caller.status());
+  if (absl::Status access = scheduler_->CheckWorkerAccess(request->worker(), *caller);
+      !access.ok()) {
+    return Refuse(context, access);
+  }
   return FinishUnary(context, scheduler_->Heartbeat(*request), response);
 }
 
 grpc::ServerUnaryReactor* WorkerService::AcquireProbe(grpc::CallbackServerContext* context,
                                                       const v1::AcquireProbeRequest* request,
                                                       v1::AcquireProbeResponse* response) {
+  absl::StatusOr<Caller> caller = CallerOf(tokens_, *context);
+  if (!caller.ok()) return Refuse(context, caller.status());
+  if (absl::Status access = scheduler_->CheckWorkerAccess(request->worker(), *caller);
+      !access.ok()) {
+    return Refuse(context, access);
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const double wait_seconds = request->wait_seconds();
   if (!std::isfinite(wait_seconds) || wait_seconds < 0 || wait_seconds > kMaxWaitSeconds) {
@@ -58,7 +80,10 @@ grpc::ServerUnaryReactor* WorkerService::AcquireProbe(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* WorkerService::ReportProbe(grpc::CallbackServerContext* context,
                                                      const v1::ReportProbeRequest* request,
                                                      v1::ReportProbeResponse* response) {
-  absl::Status status = scheduler_->ReportProbe(*request);
+  absl::StatusOr<Caller> caller = CallerOf(tokens_, *context);
+  if (!caller.ok()) return Refuse(context, caller.status());
+  absl::Status status = scheduler_->CheckWorkerAccess(request->worker(), *caller);
+  if (status.ok()) status = scheduler_->ReportProbe(*request);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
@@ -67,14 +92,24 @@ grpc::ServerUnaryReactor* WorkerService::ReportProbe(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* WorkerService::Rendezvous(grpc::CallbackServerContext* context,
                                                     const v1::RendezvousRequest* request,
                                                     v1::RendezvousResponse* response) {
+  absl::StatusOr<Caller> caller = CallerOf(tokens_, *context);
+  if (!caller.ok()) return Refuse(context, caller.status());
+  if (absl::Status access = scheduler_->CheckWorkerAccess(request->worker(), *caller);
+      !access.ok()) {
+    return Refuse(context, access);
+  }
   return FinishUnary(context, scheduler_->Rendezvous(*request), response);
 }
 
 grpc::ServerUnaryReactor* WorkerService::DeregisterWorker(
     grpc::CallbackServerContext* context, const v1::DeregisterWorkerRequest* request,
     v1::DeregisterWorkerResponse* response) {
+  absl::StatusOr<Caller> caller = CallerOf(tokens_, *context);
+  if (!caller.ok()) return Refuse(context, caller.status());
+  absl::Status status = scheduler_->CheckWorkerAccess(request->worker(), *caller);
+  if (status.ok()) status = scheduler_->DeregisterWorker(*request);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(scheduler_->DeregisterWorker(*request)));
+  reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
 

@@ -1,19 +1,25 @@
 // The WorkerService gRPC service (proto/worker_service.proto) over the Scheduler, with the
-// callback API; AcquireProbe is a long poll parked in a ProbeWaitList.
+// callback API; AcquireProbe is a long poll parked in a ProbeWaitList. A worker principal
+// acts only as the workers it registered (Scheduler::CheckWorkerAccess): for another's, every
+// call but RegisterWorker is NOT_FOUND, which makes a worker daemon register again.
 #ifndef PARATUNE_SERVER_WORKER_SERVICE_H_
 #define PARATUNE_SERVER_WORKER_SERVICE_H_
 
 #include "proto/worker_service.grpc.pb.h"
 #include "server/probe_wait_list.h"
+#include "server/rpc_authorization.h"
 #include "server/scheduler.h"
 
 namespace paratune {
 
-// Thread-safe. `scheduler` and `wait_list` must outlive the service and every call it serves.
+// Thread-safe. `scheduler`, `wait_list` and `tokens` must outlive the service and every call
+// it serves.
 class WorkerService final : public v1::WorkerService::CallbackService {
  public:
-  WorkerService(Scheduler* scheduler, ProbeWaitList* wait_list)
-      : scheduler_(scheduler), wait_list_(wait_list) {}
+  // `tokens` names the callers (CallerOf); null on a server without tokens.
+  WorkerService(Scheduler* scheduler, ProbeWaitList* wait_list,
+                const TokenAuthMetadataProcessor* tokens = nullptr)
+      : scheduler_(scheduler), wait_list_(wait_list), tokens_(tokens) {}
 
   grpc::ServerUnaryReactor* RegisterWorker(grpc::CallbackServerContext* context,
                                            const v1::RegisterWorkerRequest* request,
@@ -40,6 +46,7 @@ class WorkerService final : public v1::WorkerService::CallbackService {
  private:
   Scheduler* const scheduler_;
   ProbeWaitList* const wait_list_;
+  const TokenAuthMetadataProcessor* const tokens_;
 };
 
 }  // namespace paratune

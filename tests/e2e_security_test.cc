@@ -66,9 +66,9 @@ class E2eSecurityTest : public CertificatesTest {
   // and worker token.
   static void SetUpTestSuite() {
     if (!SharedTestCertificates().ok()) return;
-    const std::string tokens =
-        WriteTestFile("tokens", absl::StrCat("# e2e tokens\nclient ", kClientToken, "\nworker ",
-                                             kWorkerToken, "\nadmin ", kAdminToken, "\n"));
+    const std::string tokens = WriteTestFile(
+        "tokens", absl::StrCat("# e2e tokens\nclient alice ", kClientToken, "\nworker pool ",
+                               kWorkerToken, "\nadmin ops ", kAdminToken, "\n"));
     health_port_file_ = new std::string(TestFilePath("health-port"));
 
     TestCluster::Options options;
@@ -324,7 +324,7 @@ TEST_F(E2eSecurityTest, TheServerRefusesToListenBeyondLoopbackWithoutTlsAndToken
 
 TEST_F(E2eSecurityTest, TheServerNamesTheBadLineOfItsTokenFileWithoutQuotingIt) {
   const std::string tokens = WriteTestFile(
-      "bad-tokens", absl::StrCat("client ", kClientToken, "\n", kAdminToken, " admin\n"));
+      "bad-tokens", absl::StrCat("client alice ", kClientToken, "\n", kAdminToken, " ops admin\n"));
   absl::StatusOr<CommandResult> server = RunCommand(
       {TestBinaries().server, "--address=127.0.0.1:0",
        "--db=:memory:", absl::StrCat("--tls_cert=", certs().server_cert),
@@ -333,6 +333,20 @@ TEST_F(E2eSecurityTest, TheServerNamesTheBadLineOfItsTokenFileWithoutQuotingIt) 
   EXPECT_FALSE(server->succeeded());
   EXPECT_THAT(server->output, HasSubstr(absl::StrCat("token_file (\\\"", tokens, "\\\") line 2")));
   EXPECT_THAT(server->output, Not(HasSubstr(kAdminToken)));
+  EXPECT_THAT(server->output, Not(HasSubstr(kClientToken)));
+}
+
+TEST_F(E2eSecurityTest, TheServerRefusesTheOldTwoFieldTokenFileSayingTheNewForm) {
+  const std::string tokens =
+      WriteTestFile("old-tokens", absl::StrCat("# before principals\nclient ", kClientToken, "\n"));
+  absl::StatusOr<CommandResult> server = RunCommand(
+      {TestBinaries().server, "--address=127.0.0.1:0",
+       "--db=:memory:", absl::StrCat("--tls_cert=", certs().server_cert),
+       absl::StrCat("--tls_key=", certs().server_key), absl::StrCat("--token_file=", tokens)});
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_FALSE(server->succeeded());
+  EXPECT_THAT(server->output, HasSubstr("line 2: has the old two-field form ROLE TOKEN"));
+  EXPECT_THAT(server->output, HasSubstr("ROLE NAME TOKEN"));
   EXPECT_THAT(server->output, Not(HasSubstr(kClientToken)));
 }
 

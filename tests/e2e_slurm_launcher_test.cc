@@ -401,8 +401,8 @@ TEST_F(SlurmLauncherTest, SearchWhoseJobsSbatchRefusesFailsAfterMaxLaunchFailure
 TEST_F(SlurmLauncherTest, JobWorkersReachASecuredServerWithTheirCredentialFiles) {
   const absl::StatusOr<TestCertificates>& certificates = SharedTestCertificates();
   ASSERT_TRUE(certificates.ok()) << certificates.status();
-  const std::string tokens =
-      WriteTestFile("tokens", "client slurm-e2e-client-token\nworker slurm-e2e-worker-token\n");
+  const std::string tokens = WriteTestFile(
+      "tokens", "client alice slurm-e2e-client-token\nworker pool slurm-e2e-worker-token\n");
   const std::string worker_token = WriteTestFile("worker.token", "slurm-e2e-worker-token\n");
   const std::string client_token = WriteTestFile("client.token", "slurm-e2e-client-token\n");
 

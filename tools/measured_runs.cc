@@ -1,12 +1,15 @@
 #include "tools/measured_runs.h"
 
 #include <cmath>
+#include <initializer_list>
 #include <map>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/status_macros.h"
 #include "estimator/performance_model.h"
 #include "tools/csv_table.h"
@@ -26,6 +29,26 @@ struct RowSetup {
   bool completed = true;
   double step_seconds = 0;
 };
+
+// More GPUs than any table's run used; a larger product is a malformed cell.
+constexpr int64_t kMaxGpus = int64_t{1} << 24;
+
+// The product of `sizes` (name, value); INVALID_ARGUMENT "WHERE column \"name\" (value) ..."
+// for a size below 1, or one that takes the product past kMaxGpus. Checked size by size so
+// that no cell can overflow it, or leave a zero to divide by.
+absl::StatusOr<int64_t> ProductOfSizes(
+    absl::string_view where, std::initializer_list<std::pair<absl::string_view, int64_t>> sizes) {
+  int64_t product = 1;
+  for (const auto& [name, size] : sizes) {
+    if (size < 1 || size > kMaxGpus / product) {
+      return absl::InvalidArgumentError(absl::StrCat(where, "column \"", name, "\" (", size,
+                                                     ") must be in [1, ", kMaxGpus / product,
+                                                     "] here"));
+    }
+    product *= size;
+  }
+  return product;
+}
 
 // A GPT of the Megatron-LM papers: MHA, 4h non-gated MLP, embeddings tied to the LM head
 // (Megatron's default; --untie-embeddings-and-output-weights is opt-in).
@@ -53,8 +76,16 @@ absl::StatusOr<MeasuredRun> MakeRun(const CsvTable& table, size_t row, const std
   if (!training.ok()) {
     return absl::InvalidArgumentError(where + std::string(training.status().message()));
   }
-  const int64_t gpus =
-      setup.parallel.dp * setup.parallel.tp * setup.parallel.pp * setup.parallel.cp;
+  absl::StatusOr<int64_t> gpus_or = ProductOfSizes(where, {{"dp", setup.parallel.dp},
+                                                           {"tp", setup.parallel.tp},
+                                                           {"pp", setup.parallel.pp},
+                                                           {"cp", setup.parallel.cp}});
+  if (!gpus_or.ok()) return gpus_or.status();
+  const int64_t gpus = *gpus_or;
+  if (setup.gpus_per_node < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, "column \"gpus_per_node\" (", setup.gpus_per_node, ") must be >= 1"));
+  }
   const int64_t per_node = gpus < setup.gpus_per_node ? gpus : setup.gpus_per_node;
   if (gpus % per_node != 0) {
     return absl::InvalidArgumentError(
@@ -284,7 +315,11 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadFujii(const CsvTable& table, const 
     PT_ASSIGN_OR_RETURN(const int64_t gpus, table.Int(row, "num_gpus"));
     // The source leaves dp empty in some cells that did not run; it is implied by the rest.
     // A failed cell whose tp x cp x pp does not divide its GPU count could not be run at all.
-    const int64_t model_parallel = setup.parallel.tp * setup.parallel.cp * setup.parallel.pp;
+    const std::string where = absl::StrCat(table.path(), ":", table.line(row), ": ");
+    absl::StatusOr<int64_t> model_parallel_or = ProductOfSizes(
+        where, {{"tp", setup.parallel.tp}, {"cp", setup.parallel.cp}, {"pp", setup.parallel.pp}});
+    if (!model_parallel_or.ok()) return model_parallel_or.status();
+    const int64_t model_parallel = *model_parallel_or;
     if (gpus % model_parallel != 0) {
       if (status != "value") continue;
       return absl::InvalidArgumentError(

@@ -1,0 +1,1 @@
+J cudaMalloc failed: out of memory
