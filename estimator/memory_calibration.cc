@@ -38,20 +38,26 @@ double MemoryCalibration::relative_error() const {
   return std::sqrt((prior + squared_deviations) / degrees);
 }
 
-CalibratedMemory MemoryCalibration::Calibrate(double estimated_bytes) const {
+CalibratedMemory CalibrateEstimate(double estimated_bytes, double capacity_bytes, double ratio,
+                                   double relative_error, double smallest_out_of_memory_bytes) {
   CalibratedMemory calibrated;
-  calibrated.peak_bytes = estimated_bytes * ratio();
-  const double spread = std::exp(kBoundSigmas * relative_error());
+  calibrated.peak_bytes = estimated_bytes * ratio;
+  const double spread = std::exp(MemoryCalibration::kBoundSigmas * relative_error);
   calibrated.low_bytes = calibrated.peak_bytes / spread;
   calibrated.high_bytes = calibrated.peak_bytes * spread;
-  if (calibrated.low_bytes > capacity_bytes_ || estimated_bytes >= smallest_out_of_memory_) {
+  if (calibrated.low_bytes > capacity_bytes || estimated_bytes >= smallest_out_of_memory_bytes) {
     calibrated.verdict = MemoryVerdict::kOutOfMemory;
-  } else if (calibrated.high_bytes <= capacity_bytes_) {
+  } else if (calibrated.high_bytes <= capacity_bytes) {
     calibrated.verdict = MemoryVerdict::kSafe;
   } else {
     calibrated.verdict = MemoryVerdict::kRisky;
   }
   return calibrated;
+}
+
+CalibratedMemory MemoryCalibration::Calibrate(double estimated_bytes) const {
+  return CalibrateEstimate(estimated_bytes, capacity_bytes_, ratio(), relative_error(),
+                           smallest_out_of_memory_);
 }
 
 }  // namespace paratune

@@ -30,6 +30,14 @@ struct CalibratedMemory {
   MemoryVerdict verdict = MemoryVerdict::kRisky;
 };
 
+// The calibrated estimate of a configuration estimated at `estimated_bytes` on GPUs of
+// `capacity_bytes`, by a calibration of `ratio` (measured / estimated) and `relative_error`,
+// after probes of which the smallest estimate that ran out of memory was
+// `smallest_out_of_memory_bytes` (infinity when none did). MemoryCalibration::Calibrate is
+// this with its own figures; a search's stored summary gives them back.
+CalibratedMemory CalibrateEstimate(double estimated_bytes, double capacity_bytes, double ratio,
+                                   double relative_error, double smallest_out_of_memory_bytes);
+
 class MemoryCalibration {
  public:
   // Relative spread assumed before any measurement, and how many measurements it weighs as
@@ -39,7 +47,7 @@ class MemoryCalibration {
   static constexpr double kPriorRelativeError = 0.05;
   static constexpr double kPriorObservations = 3;
   // Half-width of the error bar, in relative errors (about 95%).
-  static constexpr double kBoundSigmas = 2;
+  static constexpr double kBoundSigmas = 2;  // used by CalibrateEstimate
 
   // `capacity_bytes`: one GPU's memory (> 0).
   explicit MemoryCalibration(double capacity_bytes) : capacity_bytes_(capacity_bytes) {}

@@ -77,7 +77,6 @@ int64_t ActiveSearch::AddPick(const SearchPolicy::Pick& pick, std::string& line)
     policy_index_.push_back(pick.candidate);
     v1::SearchCounts& counts = *search_.mutable_counts();
     counts.set_selected(counts.selected() + 1);
-    UpdateSearchMemory(search_);
   } else {
     n = std::find(policy_index_.begin(), policy_index_.end(), pick.candidate) -
         policy_index_.begin();
@@ -120,7 +119,7 @@ void ActiveSearch::RecordResult(int64_t n, const v1::ProbeResult& result, std::s
     counts.set_failed(counts.failed() + 1);
     ++(*counts.mutable_failed_by_outcome())[v1::ProbeOutcome_Name(result.outcome())];
   }
-  UpdateSearchMemory(search_);
+  UpdateMemoryCalibration(search_);
   const size_t skipped_before = policy_->SkippedForMemory().size();
   const absl::Status recorded = policy_->Record(
       policy_index_[n],

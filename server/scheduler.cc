@@ -148,7 +148,7 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
        {"memory_safe", absl::StrCat(created.counts().memory_safe())},
        {"stop_reason", created.stop_reason()}});
   if (queued) NotifyListeners();
-  return RankedCopy(created);
+  return ClientView(created);
 }
 
 absl::StatusOr<v1::Search> Scheduler::CancelSearch(absl::string_view name, const Caller& caller) {
@@ -191,11 +191,11 @@ absl::StatusOr<Scheduler::WatchStart> Scheduler::Watch(absl::string_view name,
   if (it == active_.end()) {
     PT_ASSIGN_OR_RETURN(v1::Search search, store_->GetSearch(id));
     if (!MayAccess(caller, search.creator())) return SearchNotFoundError(id);
-    return WatchStart{RankedCopy(search), true};
+    return WatchStart{ClientView(search), true};
   }
   if (!MayAccess(caller, it->second.search().creator())) return SearchNotFoundError(id);
   it->second.observers().push_back(observer);
-  return WatchStart{RankedCopy(it->second.search()), false};
+  return WatchStart{ClientView(it->second.search()), false};
 }
 
 void Scheduler::Unwatch(absl::string_view name, SearchObserver* observer) {
@@ -478,7 +478,7 @@ void Scheduler::PublishLocked(ActiveSearch& record, const std::string& event) {
   const absl::Time now = clock_->Now();
   *record.search().mutable_update_time() = ToTimestamp(now);
   changes_.PutSearch(record.id(), record.search(), event, now, record.observers(),
-                     RankedCopy(record.search()));
+                     ClientView(record.search()));
   if (SearchEnded(record.search().state())) {
     AddSearchTotals(record.search(), ended_totals_);
     const int64_t id = record.id();

@@ -1,7 +1,7 @@
 // How a search's probe results calibrate its memory estimate (estimator/memory_calibration.h,
 // docs/memory.md): one rule for what a result says of memory, used by the ADAPTIVE policy to
-// skip what will not fit and by the search's record to show estimated, calibrated and
-// measured memory side by side.
+// skip what will not fit, by the search's record for its calibration, and by its client view
+// to show estimated, calibrated and measured memory side by side.
 #ifndef PARATUNE_SERVER_SEARCH_MEMORY_H_
 #define PARATUNE_SERVER_SEARCH_MEMORY_H_
 
@@ -17,11 +17,16 @@ namespace paratune {
 void AddProbeMemory(const v1::ProbeResult& result, double estimated_bytes,
                     MemoryCalibration& calibration);
 
-// Recomputes search.memory_calibration and every candidate's calibrated_memory from the
-// first probe of each probed candidate (its screening result when it is being or was
-// confirmed: a confirmation measures the same configuration again). A candidate whose own
-// probe ran (OK) is SAFE: it fits, whatever the calibration says of its estimate.
-void UpdateSearchMemory(v1::Search& search);
+// Recomputes search.memory_calibration from the first probe of each probed candidate (its
+// screening result when it is being or was confirmed: a confirmation measures the same
+// configuration again). Stored with the search: a few numbers, whatever its size.
+void UpdateMemoryCalibration(v1::Search& search);
+
+// Sets every candidate's calibrated_memory from search.memory_calibration, for a client's view
+// of the search: derived on reading rather than stored, since a calibration that changes after
+// a result would otherwise rewrite every candidate's row. A candidate whose own probe ran (OK)
+// is SAFE: it fits, whatever the calibration says of its estimate.
+void AddCalibratedMemory(v1::Search& search);
 
 }  // namespace paratune
 

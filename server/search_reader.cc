@@ -9,6 +9,7 @@
 #include "server/candidate_ranking.h"
 #include "server/page_token.h"
 #include "server/resource_names.h"
+#include "server/search_memory.h"
 
 namespace paratune {
 namespace {
@@ -31,12 +32,13 @@ absl::Status SearchNotFoundError(int64_t id) {
   return absl::NotFoundError(absl::StrCat("search ", SearchName(id), " not found"));
 }
 
-v1::Search RankedCopy(const v1::Search& search) {
+v1::Search ClientView(const v1::Search& search) {
   v1::Search copy = search;
   std::vector<v1::Candidate> ranked = RankCandidates(
       std::vector<v1::Candidate>(search.candidates().begin(), search.candidates().end()));
   copy.clear_candidates();
   for (v1::Candidate& candidate : ranked) *copy.add_candidates() = std::move(candidate);
+  AddCalibratedMemory(copy);
   return copy;
 }
 
@@ -45,7 +47,7 @@ absl::StatusOr<v1::Search> SearchReader::GetSearch(absl::string_view name,
   PT_ASSIGN_OR_RETURN(const int64_t id, ParseSearchName("name", name));
   PT_ASSIGN_OR_RETURN(const v1::Search search, store_->GetSearch(id));
   if (!MayAccess(caller, search.creator())) return SearchNotFoundError(id);
-  return RankedCopy(search);
+  return ClientView(search);
 }
 
 absl::StatusOr<v1::ListSearchesResponse> SearchReader::ListSearches(

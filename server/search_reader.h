@@ -17,9 +17,10 @@ namespace paratune {
 // of a search it may not reach (MayAccess), so that others' searches do not show.
 absl::Status SearchNotFoundError(int64_t id);
 
-// `search` with its candidates ranked: probed OK by measured TFLOP/s per GPU, then the rest
-// in predicted order.
-v1::Search RankedCopy(const v1::Search& search);
+// `search` as clients see it (every read and watch): its candidates ranked, probed OK by
+// measured TFLOP/s per GPU then the rest in predicted order, each with its calibrated memory
+// (search_memory.h, AddCalibratedMemory).
+v1::Search ClientView(const v1::Search& search);
 
 // Thread-safe (the store is). Every call takes its caller: a client principal reaches only
 // the searches it created (MayAccess); the others are NOT_FOUND or left out of lists.
