@@ -303,12 +303,14 @@ std::string FormatSearch(const v1::Search& search) {
   const v1::SearchSpec& spec = search.spec();
   std::string out = absl::StrFormat(
       "%s%s\n  model %s, %s, global batch %d, sequence %d\n  policy %s, backend %s\n"
-      "  state %s\n",
+      "  state %s%s\n",
       search.name(), search.display_name().empty() ? "" : " (" + search.display_name() + ")",
       ModelName(spec.model()), ClusterName(spec.cluster()), spec.training().global_batch_size(),
       spec.training().seq_len(), PolicyName(spec.policy()),
       spec.probe().backend().empty() ? "sim" : spec.probe().backend(),
-      v1::SearchState_Name(search.state()));
+      v1::SearchState_Name(search.state()),
+      // Empty on a server without tokens: there are no principals then.
+      search.creator().empty() ? "" : absl::StrCat(", created by ", search.creator()));
   const v1::SearchCounts& counts = search.counts();
   absl::StrAppendFormat(&out,
                         "  enumerated %d, valid %d, candidates %s, selected %d, probed %d "
@@ -416,6 +418,7 @@ std::string FormatWorkers(const v1::ListWorkersResponse& response) {
                {"backends", false},
                {"state", false},
                {"probes done", true},
+               {"registered by", false},
                {"labels", false}});
   for (const auto& worker : response.workers()) {
     const std::string gpus =
@@ -426,6 +429,7 @@ std::string FormatWorkers(const v1::ListWorkersResponse& response) {
     const std::map<std::string, std::string> labels(worker.labels().begin(), worker.labels().end());
     table.AddRow({worker.name(), worker.hostname(), gpus, absl::StrJoin(worker.backends(), ","),
                   v1::WorkerState_Name(worker.state()), absl::StrCat(worker.probes_completed()),
+                  worker.registered_by().empty() ? "-" : worker.registered_by(),
                   absl::StrJoin(labels, ",", absl::PairFormatter("="))});
   }
   return table.Render();

@@ -175,6 +175,26 @@ TEST(FormatProgressTest, NamesTheBestMeasuredConfiguration) {
             "left (projected)");
 }
 
+TEST(FormatWorkersTest, ShowsWhoRegisteredEachWorker) {
+  v1::ListWorkersResponse response;
+  v1::Worker& bound = *response.add_workers();
+  bound.set_name("workers/1");
+  bound.set_registered_by("pool-a");
+  response.add_workers()->set_name("workers/2");  // a server without tokens
+  const std::string table = FormatWorkers(response);
+  EXPECT_THAT(table, HasSubstr("registered by"));
+  EXPECT_THAT(table, HasSubstr("pool-a"));
+}
+
+TEST(FormatSearchTest, NamesItsCreatorWhenTheServerHasPrincipals) {
+  v1::Search search;
+  search.set_name("searches/4");
+  search.set_state(v1::PROBING);
+  EXPECT_THAT(FormatSearch(search), Not(HasSubstr("created by")));
+  search.set_creator("alice");
+  EXPECT_THAT(FormatSearch(search), HasSubstr("state PROBING, created by alice\n"));
+}
+
 TEST(FormatWorkersTest, ShowsTheLabelsInKeyOrder) {
   v1::ListWorkersResponse response;
   v1::Worker& worker = *response.add_workers();
@@ -212,15 +232,15 @@ TEST(FormatWorkersTest, ShowsTheMatchedGpuTypeOrTheUnknownName) {
   none.set_state(v1::WORKER_LOST);
   EXPECT_EQ(FormatWorkers(response),
             "worker     host     GPUs                                backends  state        "
-            "probes done  labels\n"
+            "probes done  registered by  labels\n"
             "---------  -------  ----------------------------------  --------  -----------  "
-            "-----------  ------\n"
+            "-----------  -------------  ------\n"
             "workers/1  gpu-001  8 x h100-80gb                       cuda      WORKER_IDLE  "
-            "          0\n"
+            "          0  -\n"
             "workers/2  gh-001   4 x unknown GPU NVIDIA GH200 480GB  cuda      WORKER_IDLE  "
-            "          0\n"
+            "          0  -\n"
             "workers/3  cpu-001  none                                sim       WORKER_LOST  "
-            "          0\n");
+            "          0  -\n");
 }
 
 TEST(FormatEstimateTest, PrintsEveryTermPerStageAndTheVerdict) {
