@@ -108,7 +108,8 @@ TEST(RunPlanTest, ProjectsWhatEachPolicyWouldCost) {
   request.mutable_spec()->mutable_adaptive()->set_tolerance(-1);
   const absl::Status status = RunPlan(request, OutputOptions(), out);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(status.message(), HasSubstr("projected cost: tolerance (-1) must be in (0, 1]"));
+  // Checked as CreateSearch checks the spec, naming the field.
+  EXPECT_THAT(status.message(), HasSubstr("spec.adaptive.tolerance (-1) must be in (0, 1]"));
 }
 
 TEST(RunDryRunTest, PrintsThePlanAndTheCostOfItsPolicyOnly) {

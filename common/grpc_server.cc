@@ -18,6 +18,9 @@ absl::StatusOr<StartedGrpcServer> StartGrpcServer(GrpcServerOptions options) {
   StartedGrpcServer started;
   builder.AddListeningPort(options.address, std::move(options.credentials), &started.port);
   for (grpc::Service* service : options.services) builder.RegisterService(service);
+  if (options.max_receive_message_bytes > 0) {
+    builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_receive_message_bytes));
+  }
   if (!options.interceptors.empty()) {
     builder.experimental().SetInterceptorCreators(std::move(options.interceptors));
   }

@@ -22,6 +22,9 @@ struct GrpcServerOptions {
   // Not owned; they must outlive the server.
   std::vector<grpc::Service*> services;
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  // Largest message the server receives, bytes; 0 keeps gRPC's default (4 MiB). A larger one
+  // is refused with RESOURCE_EXHAUSTED by gRPC itself.
+  int64_t max_receive_message_bytes = 0;
 };
 
 struct StartedGrpcServer {

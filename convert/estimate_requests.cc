@@ -6,6 +6,7 @@
 #include "common/status_macros.h"
 #include "convert/cost_projection.h"
 #include "convert/estimate_convert.h"
+#include "convert/search_request.h"
 #include "convert/spec_convert.h"
 #include "estimator/memory_model.h"
 #include "estimator/performance_model.h"
@@ -50,6 +51,11 @@ absl::StatusOr<DetailedPlan> AnswerPlanInDetail(const v1::PlanRequest& request) 
   if (request.limit() < 0) {
     return absl::InvalidArgumentError(absl::StrCat("limit (", request.limit(), ") must be >= 0"));
   }
+  // The spec is checked as CreateSearch checks it, so that a plan is refused where the search
+  // would be (its probe settings feed the projected cost).
+  v1::CreateSearchRequest create;
+  *create.mutable_spec() = request.spec();
+  PT_RETURN_IF_ERROR(ValidateCreateSearchRequest(create).status());
   PT_ASSIGN_OR_RETURN(ResolvedSpec spec, ResolveSearchSpec(request.spec()));
   const PerformanceParameters params = DefaultPerformanceParameters(spec.cluster.gpu());
   PT_ASSIGN_OR_RETURN(Plan plan, PlanConfigurations(spec.model, spec.training, spec.cluster,

@@ -6,10 +6,20 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "common/status_macros.h"
 
 namespace paratune {
 namespace {
+
+// A client's string quoted for an error message, cut to a few dozen bytes: the message travels
+// in gRPC's trailing metadata, whose size is capped (an over-long echo turns INVALID_ARGUMENT
+// into RESOURCE_EXHAUSTED on the client).
+std::string Quoted(absl::string_view value) {
+  constexpr size_t kMaxQuotedBytes = 64;
+  if (value.size() <= kMaxQuotedBytes) return absl::StrCat("\"", value, "\"");
+  return absl::StrCat("\"", value.substr(0, kMaxQuotedBytes), "...\" (", value.size(), " bytes)");
+}
 
 constexpr int kMaxMicroBatchSizes = 16;
 constexpr int64_t kMaxMicroBatchSize = 1024;
@@ -35,20 +45,20 @@ absl::StatusOr<ModelSpec> PresetModel(const v1::ModelSpec& proto) {
   for (const DimensionField& field : fields) {
     if (field.value != 0) {
       return absl::InvalidArgumentError(absl::StrCat(field.name, " (", field.value,
-                                                     ") must be 0 when model.preset (\"",
-                                                     proto.preset(), "\") is set"));
+                                                     ") must be 0 when model.preset (",
+                                                     Quoted(proto.preset()), ") is set"));
     }
   }
   if (proto.tied_embeddings()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("model.tied_embeddings (true) must be unset when model.preset (\"",
-                     proto.preset(), "\") is set"));
+        absl::StrCat("model.tied_embeddings (true) must be unset when model.preset (",
+                     Quoted(proto.preset()), ") is set"));
   }
   absl::StatusOr<ModelSpec> model = FindModelPreset(proto.preset());
   if (!model.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("model.preset (\"", proto.preset(),
-                     "\") is not a known model; known: ", absl::StrJoin(ModelPresetNames(), ", ")));
+        absl::StrCat("model.preset (", Quoted(proto.preset()),
+                     ") is not a known model; known: ", absl::StrJoin(ModelPresetNames(), ", ")));
   }
   return model;
 }
@@ -77,8 +87,8 @@ absl::StatusOr<GpuSpec> GpuFromProto(const v1::GpuSpec& proto) {
     absl::StatusOr<GpuSpec> preset = FindGpuPreset(proto.type());
     if (!preset.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("cluster.gpu.type (\"", proto.type(),
-                       "\") is not a known GPU; known: ", absl::StrJoin(GpuPresetNames(), ", ")));
+          absl::StrCat("cluster.gpu.type (", Quoted(proto.type()),
+                       ") is not a known GPU; known: ", absl::StrJoin(GpuPresetNames(), ", ")));
     }
     gpu = *std::move(preset);
   }

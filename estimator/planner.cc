@@ -140,6 +140,29 @@ ConfigurationExplanation ExplainConfiguration(const ModelSpec& model, const Trai
   return explanation;
 }
 
+int64_t CountEnumeratedConfigurations(int64_t world_size, const PlanOptions& options) {
+  if (world_size < 1) return 0;
+  const std::vector<int64_t> divisors = Divisors(world_size);
+  const int64_t per_layout = static_cast<int64_t>(SearchedMicroBatchSizes(options).size()) *
+                             static_cast<int64_t>(SearchedRecomputeModes(options).size());
+  const std::vector<int64_t> virtual_sizes = SearchedVirtualPipelineSizes(options);
+  const int64_t all_virtual = static_cast<int64_t>(virtual_sizes.size());
+  const int64_t without_pp = static_cast<int64_t>(
+      std::count_if(virtual_sizes.begin(), virtual_sizes.end(), [](int64_t v) { return v <= 1; }));
+  int64_t count = 0;
+  // The same (tp, cp, pp) loops as PlanConfigurations.
+  for (int64_t tp : divisors) {
+    for (int64_t cp : divisors) {
+      if ((world_size / tp) % cp != 0) continue;
+      for (int64_t pp : divisors) {
+        if ((world_size / (tp * cp)) % pp != 0) continue;
+        count += (pp == 1 ? without_pp : all_virtual) * per_layout;
+      }
+    }
+  }
+  return count;
+}
+
 absl::StatusOr<Plan> PlanConfigurations(const ModelSpec& model, const TrainingSpec& training,
                                         const ClusterSpec& cluster, const PlanOptions& options,
                                         const PerformanceParameters& params) {

@@ -72,6 +72,11 @@ std::vector<int64_t> SearchedMicroBatchSizes(const PlanOptions& options);
 std::vector<int64_t> SearchedVirtualPipelineSizes(const PlanOptions& options);
 std::vector<Recompute> SearchedRecomputeModes(const PlanOptions& options);
 
+// How many configurations PlanConfigurations enumerates (Plan.counts.enumerated) for a
+// cluster of `world_size` GPUs and `options`, counted without checking or estimating any, so
+// that a caller can refuse a space too large to plan. 0 for world_size < 1.
+int64_t CountEnumeratedConfigurations(int64_t world_size, const PlanOptions& options);
+
 // What a plan made of one configuration, for `paratune plan --explain`.
 enum class PlanOutcome {
   kCandidate,           // valid and kept by the memory verdict: plan.candidates[rank]

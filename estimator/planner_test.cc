@@ -97,6 +97,18 @@ TEST_F(PlannerTest, MicroBatchSizesAreDeduplicated) {
   for (const PlannedConfig& c : plan->candidates) EXPECT_LE(c.config.micro_batch(), 2);
 }
 
+TEST_F(PlannerTest, CountEnumeratedConfigurationsAgreesWithThePlan) {
+  PlanOptions options;
+  EXPECT_EQ(CountEnumeratedConfigurations(cluster_.world_size(), options),
+            MakePlan(options)->counts.enumerated);
+  options.micro_batch_sizes = {1, 2, 4};
+  options.virtual_pipeline_sizes = {1, 2, 4};
+  options.recompute_modes = {Recompute::kNone, Recompute::kFull};
+  EXPECT_EQ(CountEnumeratedConfigurations(cluster_.world_size(), options),
+            MakePlan(options)->counts.enumerated);
+  EXPECT_EQ(CountEnumeratedConfigurations(0, options), 0);
+}
+
 TEST_F(PlannerTest, AllowingTpCpAcrossNodes) {
   PlanOptions options;
   options.rules.allow_tp_cp_across_nodes = true;

@@ -1,11 +1,11 @@
-// Fuzzes the CSV reader (tools/csv_table.h) with every typed getter on every cell of the
+// Fuzzes the CSV reader (measured/csv_table.h) with every typed getter on every cell of the
 // columns the project's tables use, and the row lines it reports.
 #include <cstddef>
 #include <cstdint>
 
 #include "absl/status/statusor.h"
 #include "fuzz/fuzz_input.h"
-#include "tools/csv_table.h"
+#include "measured/csv_table.h"
 
 namespace {
 

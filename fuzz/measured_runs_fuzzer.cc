@@ -1,4 +1,4 @@
-// Fuzzes the measured-runs reader (tools/measured_runs.h), which reads each published table
+// Fuzzes the measured-runs reader (measured/measured_runs.h), which reads each published table
 // of data/measured/ with its own schema. The input's first line names the table
 // (e.g. "nvidia_dgxc_h100.csv"; an unknown name picks one by the first byte) and the rest is
 // the file.
@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "fuzz/fuzz_input.h"
-#include "tools/measured_runs.h"
+#include "measured/measured_runs.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using paratune::FuzzCheck;

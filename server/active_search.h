@@ -86,6 +86,11 @@ class ActiveSearch {
   // A probe of it was leased: refusals are no longer in a row.
   void NoteLease() { refusals_in_a_row_ = 0; }
 
+  // Whether its creator was exempt from the per-principal limits (server/limits.h) when it
+  // created it: an admin. Not stored, so false for a search resumed after a restart.
+  bool exempt_from_limits() const { return exempt_from_limits_; }
+  void set_exempt_from_limits(bool exempt) { exempt_from_limits_ = exempt; }
+
  private:
   int64_t id_ = 0;
   v1::Search search_;
@@ -99,6 +104,7 @@ class ActiveSearch {
   // The last refused launch's message and how many refusals in a row said it.
   std::string refusal_;
   int64_t refusals_in_a_row_ = 0;
+  bool exempt_from_limits_ = false;
 };
 
 // Whether the candidate is queued or running.

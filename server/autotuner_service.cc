@@ -7,7 +7,10 @@
 #include "absl/synchronization/mutex.h"
 #include "convert/estimate_requests.h"
 #include "convert/search_state.h"
+#include "convert/spec_convert.h"
+#include "estimator/planner.h"
 #include "server/grpc_status.h"
+#include "server/limits.h"
 #include "server/rpc_authorization.h"
 
 namespace paratune {
@@ -130,6 +133,11 @@ grpc::ServerUnaryReactor* AutotunerService::CreateSearch(grpc::CallbackServerCon
                                                          v1::Search* response) {
   absl::StatusOr<Caller> caller = CallerOf(tokens_, *context);
   if (!caller.ok()) return Refuse(context, caller.status());
+  if (absl::Status size = CheckRequestBytes("CreateSearch", request->ByteSizeLong(),
+                                            scheduler_->limits().max_request_bytes);
+      !size.ok()) {
+    return Refuse(context, size);
+  }
   return FinishUnary(context, scheduler_->CreateSearch(*request, *caller), response);
 }
 
@@ -168,12 +176,34 @@ grpc::ServerWriteReactor<v1::WatchSearchResponse>* AutotunerService::WatchSearch
 grpc::ServerUnaryReactor* AutotunerService::Estimate(grpc::CallbackServerContext* context,
                                                      const v1::EstimateRequest* request,
                                                      v1::EstimateResponse* response) {
+  if (absl::Status size = CheckRequestBytes("Estimate", request->ByteSizeLong(),
+                                            scheduler_->limits().max_request_bytes);
+      !size.ok()) {
+    return Refuse(context, size);
+  }
   return FinishUnary(context, AnswerEstimate(*request), response);
 }
 
 grpc::ServerUnaryReactor* AutotunerService::Plan(grpc::CallbackServerContext* context,
                                                  const v1::PlanRequest* request,
                                                  v1::PlanResponse* response) {
+  const Limits& limits = scheduler_->limits();
+  if (absl::Status size =
+          CheckRequestBytes("Plan", request->ByteSizeLong(), limits.max_request_bytes);
+      !size.ok()) {
+    return Refuse(context, size);
+  }
+  if (limits.max_enumerated_candidates > 0) {
+    // A spec that does not resolve gets AnswerPlan's error naming the field.
+    if (absl::StatusOr<ResolvedSpec> spec = ResolveSearchSpec(request->spec()); spec.ok()) {
+      const int64_t enumerated =
+          CountEnumeratedConfigurations(spec->cluster.world_size(), spec->plan_options);
+      if (enumerated > limits.max_enumerated_candidates) {
+        return Refuse(context,
+                      TooManyCandidatesError(enumerated, limits.max_enumerated_candidates));
+      }
+    }
+  }
   return FinishUnary(context, AnswerPlan(*request), response);
 }
 

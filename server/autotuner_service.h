@@ -36,7 +36,10 @@ class AutotunerService final : public v1::Autotuner::CallbackService {
   grpc::ServerWriteReactor<v1::WatchSearchResponse>* WatchSearch(
       grpc::CallbackServerContext* context, const v1::WatchSearchRequest* request) override;
   // Estimate and Plan answer from the estimator alone (convert/estimate_requests.h), so the
-  // CLI's offline commands give the same answers.
+  // CLI's offline commands give the same answers. CreateSearch, Estimate and Plan requests
+  // over the scheduler's limits().max_request_bytes are INVALID_ARGUMENT naming
+  // --max_request_bytes; a Plan enumerating more than max_enumerated_candidates is
+  // INVALID_ARGUMENT naming --max_enumerated_candidates (server/limits.h).
   grpc::ServerUnaryReactor* Estimate(grpc::CallbackServerContext* context,
                                      const v1::EstimateRequest* request,
                                      v1::EstimateResponse* response) override;

@@ -12,6 +12,7 @@
 #include "convert/search_state.h"
 #include "convert/search_text.h"
 #include "convert/spec_convert.h"
+#include "estimator/planner.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/gang_result.h"
 #include "server/lease.h"
@@ -94,12 +95,24 @@ absl::Status Scheduler::Mutate(absl::FunctionRef<absl::Status()> change) {
 absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest& request,
                                                    const Caller& caller) {
   PT_ASSIGN_OR_RETURN(ValidatedSearchRequest validated, ValidateCreateSearchRequest(request));
+  const int64_t max_enumerated = options_.limits.max_enumerated_candidates;
+  if (max_enumerated > 0) {
+    const int64_t enumerated = CountEnumeratedConfigurations(
+        validated.resolved.cluster.world_size(), validated.resolved.plan_options);
+    if (enumerated > max_enumerated) return TooManyCandidatesError(enumerated, max_enumerated);
+  }
+  {
+    // Checked again below, once planned: this only spares the planning of a refused search.
+    absl::MutexLock lock(&mu_);
+    PT_RETURN_IF_ERROR(CheckSearchLimitLocked(caller));
+  }
   // Planning runs before the search exists and outside the lock.
   PT_ASSIGN_OR_RETURN(PlannedSearch planned, PlanSearch(validated.spec));
   PT_ASSIGN_OR_RETURN(const int64_t id, store_->AllocateSearchId());
 
   ActiveSearch record(id, request, validated, std::move(planned), clock_->Now());
   record.search().set_creator(OwnerName(caller));
+  record.set_exempt_from_limits(ExemptFromLimits(caller));
   const bool nothing_to_probe = !record.has_candidates();
   const std::string created_by =
       caller.has_value() ? absl::StrCat("search created by ", caller->name) : "search created";
@@ -117,6 +130,7 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
   {
     absl::MutexLock lock(&mu_);
     if (shutdown_) return absl::UnavailableError("the server is shutting down");
+    PT_RETURN_IF_ERROR(CheckSearchLimitLocked(caller));
     // Stored before it is queued: a search the store refused never runs, and earlier
     // changes are stored first so that a refusal discards only this search.
     PT_RETURN_IF_ERROR(CommitLocked());
@@ -331,9 +345,14 @@ std::optional<v1::ProbeAssignment> Scheduler::AcquireLocked(WorkerRecord& worker
   v1::ProbeScope scope = v1::PROBE_SCOPE_UNSPECIFIED;
   int64_t ranks = 0;
   std::vector<RankShare> shares;
+  absl::flat_hash_map<std::string, int64_t> in_flight;
   std::optional<ProbeQueue::Item> item = queue_.PopFirstFitting([&](const ProbeQueue::Item& item) {
     auto it = active_.find(item.search_id);
     if (it == active_.end()) return false;
+    if (AtProbeLimitLocked(it->second, in_flight)) {
+      held_back_by_limit_ = true;
+      return false;
+    }
     auto [probe_scope, needs] = NextProbeLocked(it->second, item.candidate);
     std::optional<std::vector<RankShare>> placed = workers_.Place(needs, worker, now);
     if (!placed.has_value()) return false;
@@ -550,6 +569,11 @@ v1::ProbeAssignment Scheduler::LeaseLocked(ActiveSearch& record, int64_t n, v1::
 internal::LeaseState Scheduler::EndLeaseLocked(const std::string& probe, int64_t reporter_id) {
   internal::LeaseState lease = leases_.End(probe);
   changes_.EndLease(probe);
+  if (held_back_by_limit_) {
+    // A probe waiting for its principal's limit may fit now.
+    held_back_by_limit_ = false;
+    changes_.NoteProbesQueued();
+  }
   for (const internal::LeaseMember& member : lease.members()) {
     // A member that reported its share and then deregistered is gone.
     WorkerRecord* worker = workers_.Find(member.worker_id());
@@ -673,13 +697,18 @@ void Scheduler::QueueLocked(const ActiveSearch& record, int64_t n) {
 }
 
 void Scheduler::UpdateWaitingReasonsLocked() {
+  absl::flat_hash_map<std::string, int64_t> in_flight;
   for (int64_t id : ActiveIdsLocked()) {
     ActiveSearch& record = active_.at(id);
+    const bool at_limit = AtProbeLimitLocked(record, in_flight);
     std::vector<std::string> changes;
     for (int64_t n = 0; n < record.search().candidates_size(); ++n) {
       v1::Candidate& candidate = *record.search().mutable_candidates(n);
       if (candidate.state() != v1::CANDIDATE_QUEUED) continue;
-      const std::string reason = workers_.WhyUnplaceable(NextProbeLocked(record, n).second);
+      const std::string reason =
+          at_limit ? ProbesInFlightWaitingReason(record.search().creator(),
+                                                 options_.limits.max_probes_in_flight_per_principal)
+                   : workers_.WhyUnplaceable(NextProbeLocked(record, n).second);
       if (reason == candidate.waiting_reason()) continue;
       changes.push_back(absl::StrCat(
           CandidateLabel(n), reason.empty() ? " can be placed again" : absl::StrCat(" ", reason)));
@@ -687,6 +716,37 @@ void Scheduler::UpdateWaitingReasonsLocked() {
     }
     if (!changes.empty()) PublishLocked(record, absl::StrJoin(changes, "; "));
   }
+}
+
+absl::Status Scheduler::CheckSearchLimitLocked(const Caller& caller) const {
+  const int64_t limit = options_.limits.max_searches_per_principal;
+  if (limit <= 0 || ExemptFromLimits(caller)) return absl::OkStatus();
+  const std::string owner = OwnerName(caller);
+  int64_t unfinished = 0;
+  for (const auto& [id, record] : active_) {
+    if (!record.exempt_from_limits() && record.search().creator() == owner) ++unfinished;
+  }
+  if (unfinished < limit) return absl::OkStatus();
+  return TooManySearchesError(owner, unfinished, limit);
+}
+
+int64_t Scheduler::ProbesInFlightLocked(absl::string_view owner) const {
+  int64_t running = 0;
+  for (const auto& [id, record] : active_) {
+    if (record.exempt_from_limits() || record.search().creator() != owner) continue;
+    running += static_cast<int64_t>(leases_.OfSearch(id).size());
+  }
+  return running;
+}
+
+bool Scheduler::AtProbeLimitLocked(const ActiveSearch& record,
+                                   absl::flat_hash_map<std::string, int64_t>& in_flight) const {
+  const int64_t limit = options_.limits.max_probes_in_flight_per_principal;
+  if (limit <= 0 || record.exempt_from_limits()) return false;
+  const std::string& owner = record.search().creator();
+  auto [it, inserted] = in_flight.try_emplace(owner, 0);
+  if (inserted) it->second = ProbesInFlightLocked(owner);
+  return it->second >= limit;
 }
 
 std::vector<int64_t> Scheduler::ActiveIdsLocked() const {

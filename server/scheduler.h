@@ -37,6 +37,7 @@
 #include "server/clock.h"
 #include "server/launch_target.h"
 #include "server/lease_table.h"
+#include "server/limits.h"
 #include "server/principal.h"
 #include "server/probe_needs.h"
 #include "server/probe_queue.h"
@@ -66,6 +67,10 @@ class Scheduler : public LaunchTarget {
     // How long past a probe's deadline a heartbeating worker may stay silent about it
     // before the lease expires and the probe is re-queued.
     absl::Duration lease_grace = absl::Seconds(30);
+    // Per-principal limits and the cap on enumerated configurations (server/limits.h).
+    // Searches count against their creator; without principals, all against one anonymous
+    // principal. Admins' searches are exempt (until a restart, which forgets who was one).
+    Limits limits;
   };
 
   // What Watch starts from.
@@ -99,7 +104,11 @@ class Scheduler : public LaunchTarget {
   // Validates and plans the spec, stores the search with the caller as its creator and
   // queues what its policy picks first (TOP_K and EXHAUSTIVE everything, ADAPTIVE a few).
   // Returns the search PROBING, or FAILED with the reason when no candidate is memory-safe.
-  // INVALID_ARGUMENT naming the field for a bad request; UNAVAILABLE after Shutdown; the
+  // INVALID_ARGUMENT naming the field for a bad request, or naming --max_enumerated_candidates
+  // for a spec enumerating more (checked before planning); RESOURCE_EXHAUSTED naming
+  // --max_searches_per_principal when a non-admin caller has that many unfinished searches;
+  // queued probes of a caller with max_probes_in_flight_per_principal running wait, saying
+  // so in their waiting_reason. UNAVAILABLE after Shutdown; the
   // store's error when the search cannot be stored (then nothing of it remains).
   absl::StatusOr<v1::Search> CreateSearch(const v1::CreateSearchRequest& request,
                                           const Caller& caller = std::nullopt);
@@ -170,6 +179,8 @@ class Scheduler : public LaunchTarget {
 
   // Counts for monitoring (searches, probe results, queue, workers), read under the lock.
   SchedulerStats Stats() const;
+
+  const Limits& limits() const { return options_.limits; }
 
   // LaunchTarget (launch_target.h).
   std::vector<PendingProbe> PendingProbes() override;
@@ -250,6 +261,16 @@ class Scheduler : public LaunchTarget {
   // Sets Candidate.waiting_reason of every queued candidate from the live fleet, publishing
   // the searches whose reasons changed.
   void UpdateWaitingReasonsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // RESOURCE_EXHAUSTED when `caller` is at max_searches_per_principal.
+  absl::Status CheckSearchLimitLocked(const Caller& caller) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Running probes (leases) of the searches `owner` created, admins' excepted.
+  int64_t ProbesInFlightLocked(absl::string_view owner) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `record`'s probes must wait because its creator has
+  // max_probes_in_flight_per_principal running; `in_flight` caches counts by owner.
+  bool AtProbeLimitLocked(const ActiveSearch& record,
+                          absl::flat_hash_map<std::string, int64_t>& in_flight) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The ids of the active searches, oldest first.
   std::vector<int64_t> ActiveIdsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -266,6 +287,9 @@ class Scheduler : public LaunchTarget {
   LeaseTable leases_ ABSL_GUARDED_BY(mu_);
   ProbeQueue queue_ ABSL_GUARDED_BY(mu_);
   ChangeSet changes_ ABSL_GUARDED_BY(mu_);
+  // Whether a queued probe was passed over for its principal's probe limit since a lease
+  // last ended: the next lease end tells listeners to look again.
+  bool held_back_by_limit_ ABSL_GUARDED_BY(mu_) = false;
   // What the searches that left active_ contributed to Stats().totals.
   SearchTotals ended_totals_ ABSL_GUARDED_BY(mu_);
 

@@ -11,12 +11,16 @@ namespace paratune {
 std::vector<PendingProbe> Scheduler::PendingProbes() {
   absl::MutexLock lock(&mu_);
   std::vector<PendingProbe> pending;
+  absl::flat_hash_map<std::string, int64_t> in_flight;
   for (int64_t id : ActiveIdsLocked()) {
     const ActiveSearch& record = active_.at(id);
     const v1::SearchSpec& spec = record.search().spec();
+    // Probes waiting for their principal's limit are not the launcher's to start.
+    const bool at_limit = AtProbeLimitLocked(record, in_flight);
     for (int64_t n = 0; n < record.search().candidates_size(); ++n) {
       const v1::Candidate& candidate = record.search().candidates(n);
       if (!Pending(candidate)) continue;
+      if (at_limit && candidate.state() == v1::CANDIDATE_QUEUED) continue;
       PendingProbe& probe = pending.emplace_back();
       probe.backend = spec.probe().backend();
       probe.command_template = spec.probe().command_template();

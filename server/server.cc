@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -27,12 +28,14 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
                                                    absl::FormatDuration(options.heartbeat_interval),
                                                    ") must be in [10ms, 1h]"));
   }
+  PT_RETURN_IF_ERROR(ValidateLimits(options.limits));
   std::unique_ptr<ParatuneServer> server(new ParatuneServer(options));
   ParatuneServer* self = server.get();
   server->token_processor_ = security.token_processor;
   Scheduler::Options scheduler_options;
   scheduler_options.clock = options.clock;
   scheduler_options.heartbeat_interval = options.heartbeat_interval;
+  scheduler_options.limits = options.limits;
   PT_ASSIGN_OR_RETURN(std::unique_ptr<SqliteSearchStore> store,
                       SqliteSearchStore::Open(options.db_path));
   PT_ASSIGN_OR_RETURN(server->scheduler_,
@@ -50,6 +53,8 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
   grpc_options.credentials = security.credentials;
   grpc_options.services = {server->autotuner_service_.get(), server->worker_service_.get()};
   grpc_options.interceptors = std::move(options.interceptors);
+  grpc_options.max_receive_message_bytes =
+      std::max(options.limits.max_request_bytes, kGrpcMaxReceiveBytes);
   PT_ASSIGN_OR_RETURN(StartedGrpcServer started, StartGrpcServer(std::move(grpc_options)));
   server->server_ = std::move(started.server);
   server->port_ = started.port;

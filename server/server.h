@@ -17,6 +17,7 @@
 #include "grpcpp/support/server_interceptor.h"
 #include "server/autotuner_service.h"
 #include "server/clock.h"
+#include "server/limits.h"
 #include "server/probe_wait_list.h"
 #include "server/scheduler.h"
 #include "server/search_store.h"
@@ -39,6 +40,8 @@ class ParatuneServer {
     bool allow_remote = false;
     // How often workers heartbeat; one missed for 3 intervals is lost.
     absl::Duration heartbeat_interval = absl::Seconds(2);
+    // Per-principal limits and caps on candidates and request sizes (server/limits.h).
+    Limits limits;
     // Source of time for leases; RealClock() when null. Not owned.
     Clock* clock = nullptr;
     // The SQLite database holding searches, workers, leases and events (created if absent,
@@ -55,9 +58,10 @@ class ParatuneServer {
   };
 
   // Reads the security files, opens the database, resumes what it holds, listens and serves.
-  // INVALID_ARGUMENT for a malformed address or heartbeat interval; LoadServerSecurity's
-  // errors; FAILED_PRECONDITION for a non-loopback address without TLS and tokens or
-  // allow_remote, or a database written by a newer server; UNAVAILABLE when the address
+  // INVALID_ARGUMENT for a malformed address, heartbeat interval or limits (ValidateLimits);
+  // LoadServerSecurity's errors; FAILED_PRECONDITION for a non-loopback address without TLS
+  // and tokens or allow_remote, or a database written by a newer server; UNAVAILABLE when
+  // the address
   // cannot be bound or the database cannot be opened (or another server holds it);
   // SlurmLauncher::Start's errors (a launcher whose worker_args lack the credentials the
   // security needs among them).

@@ -48,6 +48,20 @@ ABSL_FLAG(std::string, port_file, "",
 ABSL_FLAG(double, heartbeat_interval_seconds, 2,
           "How often workers must heartbeat, in seconds. A worker silent for 3 intervals is "
           "declared lost and its probe is re-queued.");
+ABSL_FLAG(int64_t, max_searches_per_principal, 16,
+          "Unfinished searches one principal (a token's name; without tokens, all callers "
+          "together) may have; CreateSearch beyond it is RESOURCE_EXHAUSTED. Admins are "
+          "exempt. 0: no limit.");
+ABSL_FLAG(int64_t, max_probes_in_flight_per_principal, 64,
+          "Running probes of one principal's searches; more wait queued, their "
+          "waiting_reason naming this limit. Admins are exempt. 0: no limit.");
+ABSL_FLAG(int64_t, max_enumerated_candidates, 1000000,
+          "Configurations a CreateSearch or Plan may enumerate, counted before planning; "
+          "more is INVALID_ARGUMENT. 0: no limit.");
+ABSL_FLAG(int64_t, max_request_bytes, 4 << 20,
+          "Largest CreateSearch, Estimate or Plan request in bytes, 1024 to 256 MiB; larger is "
+          "INVALID_ARGUMENT. The server receives any message up to this or 4 MiB, whichever is "
+          "more, so workers' reports are never capped by it.");
 ABSL_FLAG(std::string, db, "paratune.db",
           "SQLite database of searches, candidates, probe results, workers, leases and "
           "events; created if absent. A server started on an existing database resumes its "
@@ -295,6 +309,11 @@ int Main() {
   options.allow_remote = absl::GetFlag(FLAGS_insecure_allow_remote);
   options.db_path = absl::GetFlag(FLAGS_db);
   options.heartbeat_interval = absl::Seconds(absl::GetFlag(FLAGS_heartbeat_interval_seconds));
+  options.limits.max_searches_per_principal = absl::GetFlag(FLAGS_max_searches_per_principal);
+  options.limits.max_probes_in_flight_per_principal =
+      absl::GetFlag(FLAGS_max_probes_in_flight_per_principal);
+  options.limits.max_enumerated_candidates = absl::GetFlag(FLAGS_max_enumerated_candidates);
+  options.limits.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   options.interceptors.push_back(metrics.rpc->NewInterceptorFactory());
   options.slurm_launcher = *std::move(launcher);
   const bool slurm_launcher = options.slurm_launcher.has_value();

@@ -209,6 +209,42 @@ TEST(ServerStartTest, RefusesRemoteAddressesWithoutPermission) {
   EXPECT_THAT(status.message(), HasSubstr("--insecure_allow_remote"));
 }
 
+TEST(ServerStartTest, RefusesLimitsOutOfRange) {
+  ParatuneServer::Options options;
+  options.address = "127.0.0.1:0";
+  options.limits.max_request_bytes = 512 << 20;
+  const absl::Status status = ParatuneServer::Start(std::move(options)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("--max_request_bytes"));
+}
+
+TEST(ServerLimitsTest, RequestSizeAndEnumerationCapsNameTheirFlags) {
+  ParatuneServer::Options options;
+  options.address = "127.0.0.1:0";
+  options.limits.max_request_bytes = 1024;
+  options.limits.max_enumerated_candidates = 10;
+  absl::StatusOr<std::unique_ptr<ParatuneServer>> server =
+      ParatuneServer::Start(std::move(options));
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::unique_ptr<v1::Autotuner::Stub> autotuner = v1::Autotuner::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", (*server)->port()), grpc::InsecureChannelCredentials()));
+
+  v1::CreateSearchRequest large = SmallSimSearch(1);
+  large.set_display_name(std::string(2000, 'x'));
+  v1::Search search;
+  grpc::Status status = autotuner->CreateSearch(Context().get(), large, &search);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("--max_request_bytes=1024"));
+
+  v1::PlanRequest plan;
+  *plan.mutable_spec() = SmallSimSearch(1).spec();
+  v1::PlanResponse response;
+  status = autotuner->Plan(Context().get(), plan, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("--max_enumerated_candidates=10"));
+  (*server)->Shutdown(absl::Seconds(1));
+}
+
 // A server with TLS, client certificates and tokens, and what a client needs to reach it.
 class SecuredServerStartTest : public CertificatesTest {
  protected:

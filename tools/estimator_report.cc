@@ -26,7 +26,7 @@
 #include "estimator/performance_fit.h"
 #include "estimator/performance_model.h"
 #include "estimator/performance_parameters.h"
-#include "tools/measured_runs.h"
+#include "measured/measured_runs.h"
 #include "tools/validation_stats.h"
 
 ABSL_FLAG(std::string, data_dir, "data/measured", "Directory of the measured CSV tables.");

@@ -29,8 +29,8 @@
 #include "estimator/memory_model.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "measured/measured_runs.h"
 #include "proto/autotuner_service.grpc.pb.h"
-#include "tools/measured_runs.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "paratune-server, host:port.");
 ABSL_FLAG(std::string, data_dir, "data/measured", "Directory of the measured tables.");

@@ -287,7 +287,7 @@ TEST(ReplayBackendTest, BadTablesAreRejectedNamingTheField) {
   unknown.add_published_tables("data/measured/mine.csv");
   EXPECT_THAT(LoadError(unknown).message(),
               AllOf(HasSubstr("replay.published_tables[0] (\"data/measured/mine.csv\"): not a "
-                              "table tools/measured_runs reads"),
+                              "table measured/measured_runs reads"),
                     HasSubstr("llama31_8b_4d_abci_tsubame.csv")));
   v1::ReplayConfig missing;
   missing.add_run_tables("worker/testdata/none.csv");

@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "tools/csv_table.h"
-#include "tools/measured_runs.h"
+#include "measured/csv_table.h"
+#include "measured/measured_runs.h"
 
 namespace paratune {
 namespace {
@@ -147,7 +147,7 @@ absl::StatusOr<MeasuredDataset> PublishedDataset(const std::string& path) {
     known.push_back(dataset.file);
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "not a table tools/measured_runs reads; known file names: ", absl::StrJoin(known, ", ")));
+      "not a table measured/measured_runs reads; known file names: ", absl::StrJoin(known, ", ")));
 }
 
 }  // namespace

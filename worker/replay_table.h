@@ -26,7 +26,7 @@ struct ReplayedRun {
   };
   Outcome outcome = Outcome::kCompleted;
   // Mean step time, seconds; only for kCompleted. Published tables that give throughput
-  // instead are converted by tools/measured_runs with the estimator's model FLOPs.
+  // instead are converted by measured/measured_runs with the estimator's model FLOPs.
   double step_seconds = 0;
   // Peak device memory, bytes; 0 when the source does not report it.
   int64_t peak_memory_bytes = 0;
@@ -37,7 +37,7 @@ struct ReplayedRun {
 // Immutable once loaded; thread-safe.
 class ReplayTable {
  public:
-  // Loads every table of `config`: published tables through tools/measured_runs (their file
+  // Loads every table of `config`: published tables through measured/measured_runs (their file
   // name says which table they are), run tables in paratune's measured-runs schema
   // (docs/backends.md). INVALID_ARGUMENT naming the field and value for no tables, too many,
   // or a table that is not a known published one; the table's own error (NOT_FOUND for a

@@ -1,4 +1,4 @@
-#include "tools/csv_table.h"
+#include "measured/csv_table.h"
 
 #include "gtest/gtest.h"
 

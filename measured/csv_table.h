@@ -1,6 +1,6 @@
 // A CSV file read whole, with typed cell access whose errors name the file, line and column.
-#ifndef PARATUNE_TOOLS_CSV_TABLE_H_
-#define PARATUNE_TOOLS_CSV_TABLE_H_
+#ifndef PARATUNE_MEASURED_CSV_TABLE_H_
+#define PARATUNE_MEASURED_CSV_TABLE_H_
 
 #include <cstdint>
 #include <string>
@@ -49,4 +49,4 @@ class CsvTable {
 
 }  // namespace paratune
 
-#endif  // PARATUNE_TOOLS_CSV_TABLE_H_
+#endif  // PARATUNE_MEASURED_CSV_TABLE_H_

@@ -1,7 +1,7 @@
 // The measured training runs of data/measured/, as estimator inputs with their measured step
 // time, for fitting and validating the estimator.
-#ifndef PARATUNE_TOOLS_MEASURED_RUNS_H_
-#define PARATUNE_TOOLS_MEASURED_RUNS_H_
+#ifndef PARATUNE_MEASURED_MEASURED_RUNS_H_
+#define PARATUNE_MEASURED_MEASURED_RUNS_H_
 
 #include <string>
 #include <vector>
@@ -59,4 +59,4 @@ std::vector<PerformanceObservation> FitObservations(const std::vector<MeasuredRu
 
 }  // namespace paratune
 
-#endif  // PARATUNE_TOOLS_MEASURED_RUNS_H_
+#endif  // PARATUNE_MEASURED_MEASURED_RUNS_H_

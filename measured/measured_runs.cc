@@ -1,4 +1,4 @@
-#include "tools/measured_runs.h"
+#include "measured/measured_runs.h"
 
 #include <cmath>
 #include <initializer_list>
@@ -12,7 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "common/status_macros.h"
 #include "estimator/performance_model.h"
-#include "tools/csv_table.h"
+#include "measured/csv_table.h"
 
 namespace paratune {
 namespace {

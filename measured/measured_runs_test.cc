@@ -1,4 +1,4 @@
-#include "tools/measured_runs.h"
+#include "measured/measured_runs.h"
 
 #include <cmath>
 
