@@ -368,6 +368,7 @@ std::optional<v1::ProbeAssignment> Scheduler::AcquireLocked(WorkerRecord& worker
 }
 
 absl::Status Scheduler::ReportProbe(const v1::ReportProbeRequest& request) {
+  PT_RETURN_IF_ERROR(ParseProbeName("probe", request.probe()).status());
   return Mutate([&]() -> absl::Status {
     PT_ASSIGN_OR_RETURN(WorkerRecord * worker, workers_.FindLive(request.worker()));
     const v1::ProbeResult& result = request.result();
@@ -418,6 +419,7 @@ absl::Status Scheduler::ReportProbe(const v1::ReportProbeRequest& request) {
 }
 
 absl::StatusOr<v1::RendezvousResponse> Scheduler::Rendezvous(const v1::RendezvousRequest& request) {
+  PT_RETURN_IF_ERROR(ParseProbeName("probe", request.probe()).status());
   v1::RendezvousResponse response;
   PT_RETURN_IF_ERROR(Mutate([&]() -> absl::Status {
     PT_ASSIGN_OR_RETURN(WorkerRecord * worker, workers_.FindLive(request.worker()));

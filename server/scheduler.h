@@ -162,11 +162,12 @@ class Scheduler : public LaunchTarget {
   // re-queues it while attempts remain. OK once the result is stored, and again for a retry
   // of the same report. FAILED_PRECONDITION when the probe is not leased to the worker
   // (cancelled, re-leased) or the worker reported a different result for it already;
-  // INVALID_ARGUMENT for a malformed result.
+  // INVALID_ARGUMENT for a malformed probe name or result.
   absl::Status ReportProbe(const v1::ReportProbeRequest& request);
   // Relays gang[0]'s rendezvous token to the members. FAILED_PRECONDITION when the probe is
   // not leased to the worker or gang[0] sends a second, different token; INVALID_ARGUMENT
-  // when another member sends one or it exceeds 4,096 bytes.
+  // for a malformed probe name, or when another member sends a token or it exceeds 4,096
+  // bytes.
   absl::StatusOr<v1::RendezvousResponse> Rendezvous(const v1::RendezvousRequest& request);
 
   // Declares workers silent for missed_heartbeats_until_lost intervals LOST, expires overdue

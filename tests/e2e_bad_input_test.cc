@@ -574,17 +574,10 @@ const std::map<std::string, int>& Expectations() {
       // OK also when the worker is unknown (proto comment); the reason is free-form.
       {"DeregisterWorkerRequest.worker forged-name", kLegal},
       {"DeregisterWorkerRequest.reason empty", kLegal},
-      // A probe that is not leased to the worker is FAILED_PRECONDITION (proto comment), checked
-      // before the probe name's form (open on issue 14: malformed names should be
-      // INVALID_ARGUMENT).
+      // A well-formed probe that is not leased to the worker is FAILED_PRECONDITION (proto
+      // comment); a malformed name is INVALID_ARGUMENT, the default.
       {"ReportProbeRequest.probe forged-name", kLegal},
       {"RendezvousRequest.probe forged-name", kLegal},
-      {"ReportProbeRequest.probe empty", kLegal},
-      {"ReportProbeRequest.probe over-long", kLegal},
-      {"ReportProbeRequest.probe malformed-name", kLegal},
-      {"RendezvousRequest.probe empty", kLegal},
-      {"RendezvousRequest.probe over-long", kLegal},
-      {"RendezvousRequest.probe malformed-name", kLegal},
   });
   return *expectations;
 }
