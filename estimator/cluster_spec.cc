@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cmath>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -86,18 +87,21 @@ absl::StatusOr<ClusterSpec> ClusterSpec::Create(const GpuSpec& gpu, int64_t num_
   if (!status.ok()) return status;
   status = CheckIntInRange("cluster.gpus_per_node", gpus_per_node, 1, 64);
   if (!status.ok()) return status;
-  if (gpu.memory_bytes <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cluster.gpu.memory_bytes (", gpu.memory_bytes, ") must be > 0"));
+  // Upper bounds far beyond any GPU, so that a typo (or a unit slip) is an error rather than a
+  // plan for an impossible machine: 16 TiB of memory, 100 PFLOP/s, 100 TB/s.
+  status = CheckIntInRange("cluster.gpu.memory_bytes", gpu.memory_bytes, 1, kMaxGpuMemoryBytes);
+  if (!status.ok()) return status;
+  status = CheckDoublePositiveAtMost("cluster.gpu.peak_bf16_tflops", gpu.peak_bf16_tflops,
+                                     kMaxGpuTflops);
+  if (!status.ok()) return status;
+  for (const auto& [field, value] : {
+           std::make_pair("cluster.gpu.hbm_bandwidth_gbps", gpu.hbm_bandwidth_gbps),
+           std::make_pair("cluster.gpu.nvlink_bandwidth_gbps", gpu.nvlink_bandwidth_gbps),
+           std::make_pair("cluster.gpu.network_bandwidth_gbps", gpu.network_bandwidth_gbps),
+       }) {
+    status = CheckDoublePositiveAtMost(field, value, kMaxGpuBandwidthGbps);
+    if (!status.ok()) return status;
   }
-  status = CheckDoublePositive("cluster.gpu.peak_bf16_tflops", gpu.peak_bf16_tflops);
-  if (!status.ok()) return status;
-  status = CheckDoublePositive("cluster.gpu.hbm_bandwidth_gbps", gpu.hbm_bandwidth_gbps);
-  if (!status.ok()) return status;
-  status = CheckDoublePositive("cluster.gpu.nvlink_bandwidth_gbps", gpu.nvlink_bandwidth_gbps);
-  if (!status.ok()) return status;
-  status = CheckDoublePositive("cluster.gpu.network_bandwidth_gbps", gpu.network_bandwidth_gbps);
-  if (!status.ok()) return status;
   return ClusterSpec(gpu, num_nodes, gpus_per_node);
 }
 

@@ -12,6 +12,11 @@
 namespace paratune {
 
 // One GPU type. Units: bytes, TFLOP/s (1e12), GB/s (1e9 bytes/s).
+// Bounds of a GpuSpec's figures (ClusterSpec::Create), far beyond any GPU.
+inline constexpr int64_t kMaxGpuMemoryBytes = int64_t{1} << 44;  // 16 TiB
+inline constexpr double kMaxGpuTflops = 1e5;
+inline constexpr double kMaxGpuBandwidthGbps = 1e5;
+
 struct GpuSpec {
   std::string name;             // catalog name, e.g. "h100-94gb"
   int64_t memory_bytes = 0;     // as nvidia-smi reports the total

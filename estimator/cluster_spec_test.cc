@@ -1,5 +1,7 @@
 #include "estimator/cluster_spec.h"
 
+#include <cmath>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -92,12 +94,26 @@ TEST(ClusterSpecTest, CountsOutOfRangeNameTheField) {
   EXPECT_EQ(cluster.status().message(), "cluster.gpus_per_node (65) must be in [1, 64]");
 }
 
-TEST(ClusterSpecTest, GpuFiguresMustBePositive) {
+TEST(ClusterSpecTest, GpuFiguresMustBePositiveAndBelievable) {
   GpuSpec gpu = *FindGpuPreset("a100-80gb");
   gpu.memory_bytes = 0;
   absl::StatusOr<ClusterSpec> cluster = ClusterSpec::Create(gpu, 1, 8);
   EXPECT_EQ(cluster.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(cluster.status().message(), "cluster.gpu.memory_bytes (0) must be > 0");
+  EXPECT_EQ(cluster.status().message(),
+            "cluster.gpu.memory_bytes (0) must be in [1, 17592186044416]");
+
+  gpu = *FindGpuPreset("a100-80gb");
+  gpu.memory_bytes = int64_t{1} << 50;
+  EXPECT_THAT(ClusterSpec::Create(gpu, 1, 8).status().message(),
+              HasSubstr("cluster.gpu.memory_bytes (1125899906842624) must be in"));
+
+  gpu = *FindGpuPreset("a100-80gb");
+  gpu.hbm_bandwidth_gbps = 1e300;
+  EXPECT_EQ(ClusterSpec::Create(gpu, 1, 8).status().message(),
+            "cluster.gpu.hbm_bandwidth_gbps (1e+300) must be in (0, 100000]");
+  gpu.hbm_bandwidth_gbps = std::nan("");
+  EXPECT_THAT(ClusterSpec::Create(gpu, 1, 8).status().message(),
+              HasSubstr("cluster.gpu.hbm_bandwidth_gbps (nan)"));
 
   gpu = *FindGpuPreset("a100-80gb");
   gpu.network_bandwidth_gbps = -3;

@@ -23,4 +23,9 @@ absl::Status CheckDoublePositive(absl::string_view field, double value) {
       absl::StrCat(field, " (", value, ") must be a finite number > 0"));
 }
 
+absl::Status CheckDoublePositiveAtMost(absl::string_view field, double value, double hi) {
+  if (value > 0 && value <= hi) return absl::OkStatus();  // false for NaN
+  return absl::InvalidArgumentError(absl::StrCat(field, " (", value, ") must be in (0, ", hi, "]"));
+}
+
 }  // namespace paratune

@@ -19,6 +19,9 @@ absl::Status CheckIntPositive(absl::string_view field, int64_t value);
 // OK when value is finite and > 0; "<field> (<value>) must be a finite number > 0" otherwise.
 absl::Status CheckDoublePositive(absl::string_view field, double value);
 
+// OK when value is finite, > 0 and <= hi; "<field> (<value>) must be in (0, <hi>]" otherwise.
+absl::Status CheckDoublePositiveAtMost(absl::string_view field, double value, double hi);
+
 }  // namespace paratune
 
 #endif  // PARATUNE_ESTIMATOR_FIELD_CHECKS_H_
