@@ -1,6 +1,7 @@
 // End to end, the failures the scheduler must survive (DESIGN.md §7): the server killed with
 // kill -9 mid-search and restarted on its database, a worker killed mid-probe, and two
 // searches sharing the fleet.
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -80,14 +81,21 @@ TEST(E2eRecoveryTest, ServerKilledMidSearchResumesAndLosesNoResult) {
   EXPECT_EQ(done->state(), v1::SUCCEEDED) << done->stop_reason();
   EXPECT_EQ(done->counts().probed(), 6);
   EXPECT_EQ(done->counts().succeeded(), 6);
+  int64_t leased_again = 0;
   for (const v1::Candidate& candidate : done->candidates()) {
     // Reported before the kill: kept as it was.
     if (auto it = results_before.find(candidate.name()); it != results_before.end()) {
       EXPECT_EQ(candidate.probe_result().SerializeAsString(), it->second) << candidate.name();
+      EXPECT_EQ(candidate.attempts(), 1) << candidate.name() << " was probed again";
     }
-    // Running at the kill: reported to the restarted server, not run again.
-    EXPECT_EQ(candidate.attempts(), 1) << candidate.name() << " was probed again";
+    // Running at the kill: reported to the restarted server, not run again. The one exception
+    // is a lease the server stored but whose AcquireProbe reply the kill cut off: no worker
+    // runs it, so it is leased again once the worker's heartbeats show it is not running
+    // (at most one such lease per worker).
+    EXPECT_LE(candidate.attempts(), 2) << candidate.name();
+    leased_again += candidate.attempts() > 1;
   }
+  EXPECT_LE(leased_again, 2);
   absl::StatusOr<std::vector<std::string>> event_texts = (*cluster)->EventTexts(created.name());
   ASSERT_TRUE(event_texts.ok()) << event_texts.status();
   const std::vector<std::string>& events = *event_texts;
