@@ -61,14 +61,13 @@ class OneExchange : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteB
 
 absl::StatusOr<int> CheckHealth(const std::shared_ptr<grpc::Channel>& channel) {
   grpc::GenericStub raw_client(channel);
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + kTimeout));
+  const std::unique_ptr<grpc::ClientContext> context = ContextWithTimeout(kTimeout);
   // HealthCheckRequest{service: ""} encodes to no bytes.
   const grpc::ByteBuffer request = Buffer("");
   grpc::ByteBuffer response;
   absl::Notification done;
   grpc::Status status;
-  raw_client.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
+  raw_client.UnaryCall(context.get(), "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
                        &response, [&](grpc::Status s) {
                          status = std::move(s);
                          done.Notify();
@@ -89,12 +88,11 @@ absl::StatusOr<int> CheckHealth(const std::shared_ptr<grpc::Channel>& channel) {
 absl::StatusOr<std::string> ListServicesByReflection(
     const std::shared_ptr<grpc::Channel>& channel) {
   grpc::GenericStub raw_client(channel);
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + kTimeout));
+  const std::unique_ptr<grpc::ClientContext> context = ContextWithTimeout(kTimeout);
   // ServerReflectionRequest{list_services: ""} (field 7, length-delimited, empty).
   OneExchange exchange(std::string("\x3a\x00", 2));
   raw_client.PrepareBidiStreamingCall(
-      &context, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+      context.get(), "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
       grpc::StubOptions(), &exchange);
   exchange.Begin();
   return exchange.Wait();

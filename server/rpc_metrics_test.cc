@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/grpc_client.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -47,17 +48,17 @@ TEST(RpcMetricsTest, CountsCallsOfARealServerByMethodAndCode) {
   auto autotuner = v1::Autotuner::NewStub(grpc::CreateChannel(
       absl::StrCat("127.0.0.1:", (*server)->port()), grpc::InsecureChannelCredentials()));
   for (const char* name : {"searches/99", "not-a-name"}) {
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
     v1::GetSearchRequest request;
     request.set_name(name);
     v1::Search search;
-    EXPECT_FALSE(autotuner->GetSearch(&context, request, &search).ok());
+    EXPECT_FALSE(
+        autotuner->GetSearch(ContextWithTimeout(absl::Seconds(30)).get(), request, &search).ok());
   }
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
   v1::ListWorkersResponse workers;
-  ASSERT_TRUE(autotuner->ListWorkers(&context, v1::ListWorkersRequest(), &workers).ok());
+  ASSERT_TRUE(autotuner
+                  ->ListWorkers(ContextWithTimeout(absl::Seconds(30)).get(),
+                                v1::ListWorkersRequest(), &workers)
+                  .ok());
   autotuner.reset();
   (*server)->Shutdown(absl::Seconds(1));
 

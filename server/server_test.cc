@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/client_credentials.h"
+#include "common/grpc_client.h"
 #include "common/grpc_introspection.h"
 #include "common/test_certificates.h"
 #include "common/test_file.h"
@@ -25,11 +26,7 @@ using ::testing::HasSubstr;
 
 constexpr absl::Duration kTimeout = absl::Seconds(30);
 
-std::unique_ptr<grpc::ClientContext> Context() {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(absl::ToChronoTime(absl::Now() + kTimeout));
-  return context;
-}
+std::unique_ptr<grpc::ClientContext> Context() { return ContextWithTimeout(kTimeout); }
 
 class ServerTest : public ::testing::Test {
  protected:

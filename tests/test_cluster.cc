@@ -40,12 +40,6 @@ bool SetTestBinaries(int argc, char** argv) {
   return true;
 }
 
-std::unique_ptr<grpc::ClientContext> ContextWithTimeout(absl::Duration timeout) {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-  return context;
-}
-
 absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(
     const std::vector<std::vector<std::string>>& worker_flags, const Options& options) {
   static int clusters = 0;
