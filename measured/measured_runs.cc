@@ -182,21 +182,28 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadNvidiaDgxc(const CsvTable& table,
   return runs;
 }
 
+// The columns the GPT tables (Megatron-Core weak scaling, Narayanan et al.) share: the model
+// by name and dimensions, the sequence and the global batch, on `gpu`.
+absl::StatusOr<RowSetup> GptRowSetup(const CsvTable& table, size_t row, const GpuSpec& gpu) {
+  RowSetup setup;
+  PT_ASSIGN_OR_RETURN(setup.model_name, table.String(row, "model"));
+  PT_ASSIGN_OR_RETURN(const int64_t hidden, table.Int(row, "hidden"));
+  PT_ASSIGN_OR_RETURN(const int64_t heads, table.Int(row, "heads"));
+  PT_ASSIGN_OR_RETURN(const int64_t layers, table.Int(row, "layers"));
+  PT_ASSIGN_OR_RETURN(const int64_t vocab, table.Int(row, "vocab"));
+  setup.dims = GptDimensions(hidden, heads, layers, vocab);
+  setup.gpu = gpu;
+  PT_ASSIGN_OR_RETURN(setup.training.seq_len, table.Int(row, "seq_len"));
+  PT_ASSIGN_OR_RETURN(setup.training.global_batch_size, table.Int(row, "global_batch"));
+  return setup;
+}
+
 absl::StatusOr<std::vector<MeasuredRun>> LoadMegatronCore(const CsvTable& table,
                                                           const std::string& file) {
   std::vector<MeasuredRun> runs;
   PT_ASSIGN_OR_RETURN(const GpuSpec gpu, FindGpuPreset("h100-80gb"));
   for (size_t row = 0; row < table.num_rows(); ++row) {
-    RowSetup setup;
-    PT_ASSIGN_OR_RETURN(setup.model_name, table.String(row, "model"));
-    PT_ASSIGN_OR_RETURN(const int64_t hidden, table.Int(row, "hidden"));
-    PT_ASSIGN_OR_RETURN(const int64_t heads, table.Int(row, "heads"));
-    PT_ASSIGN_OR_RETURN(const int64_t layers, table.Int(row, "layers"));
-    PT_ASSIGN_OR_RETURN(const int64_t vocab, table.Int(row, "vocab"));
-    setup.dims = GptDimensions(hidden, heads, layers, vocab);
-    setup.gpu = gpu;
-    PT_ASSIGN_OR_RETURN(setup.training.seq_len, table.Int(row, "seq_len"));
-    PT_ASSIGN_OR_RETURN(setup.training.global_batch_size, table.Int(row, "global_batch"));
+    PT_ASSIGN_OR_RETURN(RowSetup setup, GptRowSetup(table, row, gpu));
     PT_ASSIGN_OR_RETURN(setup.parallel.tp, table.Int(row, "tp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.pp, table.Int(row, "pp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.dp, table.Int(row, "dp"));
@@ -218,16 +225,7 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadNarayanan(const CsvTable& table,
   std::vector<MeasuredRun> runs;
   PT_ASSIGN_OR_RETURN(const GpuSpec gpu, FindGpuPreset("a100-80gb"));
   for (size_t row = 0; row < table.num_rows(); ++row) {
-    RowSetup setup;
-    PT_ASSIGN_OR_RETURN(setup.model_name, table.String(row, "model"));
-    PT_ASSIGN_OR_RETURN(const int64_t hidden, table.Int(row, "hidden"));
-    PT_ASSIGN_OR_RETURN(const int64_t heads, table.Int(row, "heads"));
-    PT_ASSIGN_OR_RETURN(const int64_t layers, table.Int(row, "layers"));
-    PT_ASSIGN_OR_RETURN(const int64_t vocab, table.Int(row, "vocab"));
-    setup.dims = GptDimensions(hidden, heads, layers, vocab);
-    setup.gpu = gpu;
-    PT_ASSIGN_OR_RETURN(setup.training.seq_len, table.Int(row, "seq_len"));
-    PT_ASSIGN_OR_RETURN(setup.training.global_batch_size, table.Int(row, "global_batch"));
+    PT_ASSIGN_OR_RETURN(RowSetup setup, GptRowSetup(table, row, gpu));
     // 2021: no FlashAttention, no distributed optimizer, no sequence parallelism.
     setup.training.flash_attention = false;
     setup.training.distributed_optimizer = false;
