@@ -72,18 +72,13 @@ absl::StatusOr<Rendered> Render(const v1::Search& search, const v1::Candidate& c
     return absl::InvalidArgumentError("--format=json exports the search, not arguments");
   }
   const v1::SearchSpec& spec = search.spec();
-  PT_ASSIGN_OR_RETURN(const ModelSpec model, ModelSpecFromProto(spec.model()));
-  PT_ASSIGN_OR_RETURN(const TrainingSpec training, TrainingSpecFromProto(spec.training()));
-  PT_ASSIGN_OR_RETURN(const ClusterSpec cluster, ClusterSpecFromProto(spec.cluster()));
-  // The scheduler chose the candidate under its search's rules; these are the loosest, as
-  // the workers that probed it apply.
-  PlacementRules rules;
-  rules.allow_tp_cp_across_nodes = true;
-  rules.allow_uneven_pipeline = true;
-  PT_ASSIGN_OR_RETURN(const ParallelConfig config,
-                      ParallelConfigFromProto(candidate.config(), model, training, cluster, rules));
+  // Checked as the workers that probed it check it.
+  PT_ASSIGN_OR_RETURN(
+      const ResolvedConfiguration resolved,
+      ResolveConfiguration(spec.model(), spec.training(), spec.cluster(), candidate.config()));
   PT_ASSIGN_OR_RETURN(const LaunchValues values,
-                      LaunchValues::ForExport(model, training, cluster, config));
+                      LaunchValues::ForExport(resolved.model, resolved.training, resolved.cluster,
+                                              resolved.config));
   PT_ASSIGN_OR_RETURN(const BuiltinTemplate builtin, FindBuiltinTemplate(TemplateName(format)));
   PT_ASSIGN_OR_RETURN(std::vector<std::string> arguments,
                       builtin.launch.RenderFrameworkArguments(values));

@@ -292,4 +292,21 @@ absl::StatusOr<ResolvedSpec> ResolveSearchSpec(const v1::SearchSpec& proto) {
                       std::move(plan_options)};
 }
 
+absl::StatusOr<ResolvedConfiguration> ResolveConfiguration(const v1::ModelSpec& model,
+                                                           const v1::TrainingSpec& training,
+                                                           const v1::ClusterSpec& cluster,
+                                                           const v1::ParallelConfig& config) {
+  PT_ASSIGN_OR_RETURN(ModelSpec model_spec, ModelSpecFromProto(model));
+  PT_ASSIGN_OR_RETURN(TrainingSpec training_spec, TrainingSpecFromProto(training));
+  PT_ASSIGN_OR_RETURN(ClusterSpec cluster_spec, ClusterSpecFromProto(cluster));
+  PlacementRules rules;
+  rules.allow_tp_cp_across_nodes = true;
+  rules.allow_uneven_pipeline = true;
+  PT_ASSIGN_OR_RETURN(
+      ParallelConfig parallel,
+      ParallelConfigFromProto(config, model_spec, training_spec, cluster_spec, rules));
+  return ResolvedConfiguration{std::move(model_spec), std::move(training_spec),
+                               std::move(cluster_spec), std::move(parallel)};
+}
+
 }  // namespace paratune

@@ -45,6 +45,23 @@ struct ResolvedSpec {
 };
 absl::StatusOr<ResolvedSpec> ResolveSearchSpec(const v1::SearchSpec& proto);
 
+// One chosen configuration with what it trains, on what: the whole configuration (all dp
+// ranks), whatever part of it a probe runs.
+struct ResolvedConfiguration {
+  ModelSpec model;
+  TrainingSpec training;
+  ClusterSpec cluster;
+  ParallelConfig config;
+};
+// The fields validated, the configuration under the loosest placement rules (tp x cp across
+// nodes, uneven pipeline splits): the scheduler chose it under its search's own rules, so
+// whoever runs or exports it checks only that it is well-formed (dp x tp x pp x cp = the
+// cluster's GPUs, divisibility). INVALID_ARGUMENT naming the field otherwise.
+absl::StatusOr<ResolvedConfiguration> ResolveConfiguration(const v1::ModelSpec& model,
+                                                           const v1::TrainingSpec& training,
+                                                           const v1::ClusterSpec& cluster,
+                                                           const v1::ParallelConfig& config);
+
 }  // namespace paratune
 
 #endif  // PARATUNE_CONVERT_SPEC_CONVERT_H_

@@ -43,33 +43,12 @@ v1::ProbeAssignment TwoNodeGangAssignment(v1::Recompute recompute) {
   return assignment;
 }
 
-namespace {
-
-struct Specs {
-  ModelSpec model;
-  TrainingSpec training;
-  ClusterSpec cluster;
-  ParallelConfig config;
-};
-
-absl::StatusOr<Specs> Resolve(const v1::ProbeAssignment& assignment) {
-  PT_ASSIGN_OR_RETURN(ModelSpec model, ModelSpecFromProto(assignment.model()));
-  PT_ASSIGN_OR_RETURN(TrainingSpec training, TrainingSpecFromProto(assignment.training()));
-  PT_ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpecFromProto(assignment.cluster()));
-  PlacementRules rules;
-  rules.allow_tp_cp_across_nodes = true;
-  rules.allow_uneven_pipeline = true;
-  PT_ASSIGN_OR_RETURN(ParallelConfig config, ParallelConfigFromProto(assignment.config(), model,
-                                                                     training, cluster, rules));
-  return Specs{std::move(model), std::move(training), std::move(cluster), std::move(config)};
-}
-
-}  // namespace
-
 absl::StatusOr<LaunchValues> ProbeLaunchValues(const v1::ProbeAssignment& assignment,
                                                int64_t micro_batches_per_step,
                                                int64_t extra_warmup_iterations, int master_port) {
-  PT_ASSIGN_OR_RETURN(const Specs specs, Resolve(assignment));
+  PT_ASSIGN_OR_RETURN(const ResolvedConfiguration specs,
+                      ResolveConfiguration(assignment.model(), assignment.training(),
+                                           assignment.cluster(), assignment.config()));
   return LaunchValues::ForProbe(assignment, specs.model, specs.training, specs.config,
                                 micro_batches_per_step > 0
                                     ? micro_batches_per_step
@@ -78,7 +57,9 @@ absl::StatusOr<LaunchValues> ProbeLaunchValues(const v1::ProbeAssignment& assign
 }
 
 absl::StatusOr<LaunchValues> ExportLaunchValues(const v1::ProbeAssignment& assignment) {
-  PT_ASSIGN_OR_RETURN(const Specs specs, Resolve(assignment));
+  PT_ASSIGN_OR_RETURN(const ResolvedConfiguration specs,
+                      ResolveConfiguration(assignment.model(), assignment.training(),
+                                           assignment.cluster(), assignment.config()));
   return LaunchValues::ForExport(specs.model, specs.training, specs.cluster, specs.config);
 }
 

@@ -14,20 +14,15 @@ constexpr int64_t kMaxTimedSteps = 10'000;
 }  // namespace
 
 absl::StatusOr<ProbeSpecs> ResolveProbeSpecs(const v1::ProbeAssignment& assignment) {
-  PT_ASSIGN_OR_RETURN(ModelSpec model, ModelSpecFromProto(assignment.model()));
-  PT_ASSIGN_OR_RETURN(TrainingSpec training, TrainingSpecFromProto(assignment.training()));
-  PT_ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpecFromProto(assignment.cluster()));
-  PlacementRules rules;
-  rules.allow_tp_cp_across_nodes = true;
-  rules.allow_uneven_pipeline = true;
-  PT_ASSIGN_OR_RETURN(ParallelConfig config, ParallelConfigFromProto(assignment.config(), model,
-                                                                     training, cluster, rules));
+  PT_ASSIGN_OR_RETURN(ProbeSpecs specs,
+                      ResolveConfiguration(assignment.model(), assignment.training(),
+                                           assignment.cluster(), assignment.config()));
   if (assignment.timed_steps() < 1 || assignment.timed_steps() > kMaxTimedSteps) {
     return absl::InvalidArgumentError(absl::StrCat("assignment.timed_steps (",
                                                    assignment.timed_steps(), ") must be in [1, ",
                                                    kMaxTimedSteps, "]"));
   }
-  return ProbeSpecs{std::move(model), std::move(training), std::move(cluster), std::move(config)};
+  return specs;
 }
 
 int64_t ConfigurationGpus(const ParallelConfig& config) {
