@@ -663,6 +663,17 @@ class E2eBadInputTableTest : public E2eBadInputTest {
     autotuner().CancelSearch(ContextWithTimeout(kRpcTimeout).get(), cancel, &cancelled);
   }
 
+  // A table's call: unary RPC `method` of `stub` with the case's request.
+  template <typename Stub, typename Request, typename Response>
+  static std::function<grpc::Status(const Message&)> UnaryCall(
+      Stub& stub, grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&, Response*)) {
+    return [&stub, method](const Message& request) {
+      Response response;
+      return (stub.*method)(ContextWithTimeout(kCaseTimeout).get(),
+                            static_cast<const Request&>(request), &response);
+    };
+  }
+
   std::vector<RpcTable> Tables(const std::string& ended_search) {
     std::vector<RpcTable> tables;
     auto context = [] { return ContextWithTimeout(kCaseTimeout); };
@@ -688,30 +699,15 @@ class E2eBadInputTableTest : public E2eBadInputTest {
     v1::GetSearchRequest get;
     get.set_name(ended_search);
     tables.push_back({"GetSearch", [get] { return Copy(get); },
-                      [context](const Message& request) {
-                        v1::Search search;
-                        return autotuner().GetSearch(
-                            context().get(), static_cast<const v1::GetSearchRequest&>(request),
-                            &search);
-                      }});
+                      UnaryCall(autotuner(), &v1::Autotuner::Stub::GetSearch)});
 
     tables.push_back({"ListSearches", [] { return Copy(v1::ListSearchesRequest()); },
-                      [context](const Message& request) {
-                        v1::ListSearchesResponse response;
-                        return autotuner().ListSearches(
-                            context().get(), static_cast<const v1::ListSearchesRequest&>(request),
-                            &response);
-                      }});
+                      UnaryCall(autotuner(), &v1::Autotuner::Stub::ListSearches)});
 
     v1::CancelSearchRequest cancel;
     cancel.set_name(ended_search);
     tables.push_back({"CancelSearch", [cancel] { return Copy(cancel); },
-                      [context](const Message& request) {
-                        v1::Search search;
-                        return autotuner().CancelSearch(
-                            context().get(), static_cast<const v1::CancelSearchRequest&>(request),
-                            &search);
-                      },
+                      UnaryCall(autotuner(), &v1::Autotuner::Stub::CancelSearch),
                       grpc::StatusCode::FAILED_PRECONDITION});
 
     v1::WatchSearchRequest watch;
@@ -729,49 +725,24 @@ class E2eBadInputTableTest : public E2eBadInputTest {
                       }});
 
     tables.push_back({"Estimate", [] { return Copy(ValidEstimate()); },
-                      [context](const Message& request) {
-                        v1::EstimateResponse response;
-                        return autotuner().Estimate(
-                            context().get(), static_cast<const v1::EstimateRequest&>(request),
-                            &response);
-                      }});
+                      UnaryCall(autotuner(), &v1::Autotuner::Stub::Estimate)});
 
     v1::PlanRequest plan;
     *plan.mutable_spec() = create.spec();
     plan.set_limit(3);
     tables.push_back({"Plan", [plan] { return Copy(plan); },
-                      [context](const Message& request) {
-                        v1::PlanResponse response;
-                        return autotuner().Plan(context().get(),
-                                                static_cast<const v1::PlanRequest&>(request),
-                                                &response);
-                      }});
+                      UnaryCall(autotuner(), &v1::Autotuner::Stub::Plan)});
 
     tables.push_back({"ListWorkers", [] { return Copy(v1::ListWorkersRequest()); },
-                      [context](const Message& request) {
-                        v1::ListWorkersResponse response;
-                        return autotuner().ListWorkers(
-                            context().get(), static_cast<const v1::ListWorkersRequest&>(request),
-                            &response);
-                      }});
+                      UnaryCall(autotuner(), &v1::Autotuner::Stub::ListWorkers)});
 
     v1::ListSearchEventsRequest events;
     events.set_name(ended_search);
     tables.push_back({"ListSearchEvents", [events] { return Copy(events); },
-                      [context](const Message& request) {
-                        v1::ListSearchEventsResponse response;
-                        return autotuner().ListSearchEvents(
-                            context().get(),
-                            static_cast<const v1::ListSearchEventsRequest&>(request), &response);
-                      }});
+                      UnaryCall(autotuner(), &v1::Autotuner::Stub::ListSearchEvents)});
 
     tables.push_back({"RegisterWorker", [] { return Copy(ValidRegistration()); },
-                      [context](const Message& request) {
-                        v1::RegisterWorkerResponse response;
-                        return workers().RegisterWorker(
-                            context().get(), static_cast<const v1::RegisterWorkerRequest&>(request),
-                            &response);
-                      }});
+                      UnaryCall(workers(), &v1::WorkerService::Stub::RegisterWorker)});
 
     // Each worker case registers a worker of its own (a fake worker never heartbeats, so the
     // server soon declares it lost) and deregisters it afterwards.
@@ -781,12 +752,7 @@ class E2eBadInputTableTest : public E2eBadInputTest {
                         heartbeat.set_worker(RegisterFakeWorker());
                         return Copy(heartbeat);
                       },
-                      [context](const Message& request) {
-                        v1::HeartbeatResponse response;
-                        return workers().Heartbeat(
-                            context().get(), static_cast<const v1::HeartbeatRequest&>(request),
-                            &response);
-                      }});
+                      UnaryCall(workers(), &v1::WorkerService::Stub::Heartbeat)});
 
     tables.push_back({"AcquireProbe",
                       [] {
@@ -795,12 +761,7 @@ class E2eBadInputTableTest : public E2eBadInputTest {
                         acquire.set_wait_seconds(0.01);
                         return Copy(acquire);
                       },
-                      [context](const Message& request) {
-                        v1::AcquireProbeResponse response;
-                        return workers().AcquireProbe(
-                            context().get(), static_cast<const v1::AcquireProbeRequest&>(request),
-                            &response);
-                      }});
+                      UnaryCall(workers(), &v1::WorkerService::Stub::AcquireProbe)});
 
     // No probe is leased to the fake worker: a well-formed report is refused as not leased.
     tables.push_back({"ReportProbe",
@@ -812,12 +773,7 @@ class E2eBadInputTableTest : public E2eBadInputTest {
                         report.mutable_result()->set_message("e2e bad input");
                         return Copy(report);
                       },
-                      [context](const Message& request) {
-                        v1::ReportProbeResponse response;
-                        return workers().ReportProbe(
-                            context().get(), static_cast<const v1::ReportProbeRequest&>(request),
-                            &response);
-                      },
+                      UnaryCall(workers(), &v1::WorkerService::Stub::ReportProbe),
                       grpc::StatusCode::FAILED_PRECONDITION});
 
     tables.push_back({"Rendezvous",
@@ -827,12 +783,7 @@ class E2eBadInputTableTest : public E2eBadInputTest {
                         rendezvous.set_probe("searches/987654/candidates/0/probes/1");
                         return Copy(rendezvous);
                       },
-                      [context](const Message& request) {
-                        v1::RendezvousResponse response;
-                        return workers().Rendezvous(
-                            context().get(), static_cast<const v1::RendezvousRequest&>(request),
-                            &response);
-                      },
+                      UnaryCall(workers(), &v1::WorkerService::Stub::Rendezvous),
                       grpc::StatusCode::FAILED_PRECONDITION});
 
     tables.push_back({"DeregisterWorker",
@@ -842,12 +793,7 @@ class E2eBadInputTableTest : public E2eBadInputTest {
                         request->set_reason("e2e bad input");
                         return request;
                       },
-                      [context](const Message& request) {
-                        v1::DeregisterWorkerResponse response;
-                        return workers().DeregisterWorker(
-                            context().get(),
-                            static_cast<const v1::DeregisterWorkerRequest&>(request), &response);
-                      }});
+                      UnaryCall(workers(), &v1::WorkerService::Stub::DeregisterWorker)});
     return tables;
   }
 };
