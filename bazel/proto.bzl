@@ -11,19 +11,18 @@ def cc_grpc_proto_library(
         srcs,
         deps = [],
         grpc = True,
-        messages_name = None,
         visibility = None):
     """Generates <name>: a cc_library with the message (and, if grpc, service) code of srcs.
 
     Args:
       name: the cc_library's name.
       srcs: .proto files in this package; imports are resolved from the workspace root.
-      deps: other cc_grpc_proto_library targets whose protos srcs import.
-      grpc: whether to generate gRPC service stubs too.
-      messages_name: with grpc, also a cc_library of this name holding the message code
-        alone (<name> then adds the service stubs to it), for binaries that must not link
-        gRPC, such as the CUDA probe.
-      visibility: visibility of the cc_libraries.
+      deps: the cc_grpc_proto_library targets of the protos that srcs import. Their .proto
+        files (and theirs, transitively: the <dep>_srcs filegroups) are inputs of the
+        codegen, and their generated headers come with the cc_library deps.
+      grpc: whether to generate gRPC service stubs too (and link gRPC); False for protos
+        without services, which binaries that must not link gRPC (the CUDA probe) may use.
+      visibility: visibility of the cc_library and of the <name>_srcs filegroup.
     """
     bases = [src[:-len(".proto")] for src in srcs]
     message_outs = [b + ".pb.h" for b in bases] + [b + ".pb.cc" for b in bases]
@@ -44,26 +43,10 @@ def cc_grpc_proto_library(
         cmd = "/usr/bin/protoc -I. --cpp_out=$(GENDIR)" + plugin + " " +
               " ".join(["$(location %s)" % s for s in srcs]),
     )
-    if not grpc or not messages_name:
-        cc_library(
-            name = name,
-            srcs = [o for o in message_outs + grpc_outs if o.endswith(".cc")],
-            hdrs = [o for o in message_outs + grpc_outs if o.endswith(".h")],
-            deps = deps + ["//third_party/system:grpc" if grpc else "//third_party/system:protobuf"],
-            visibility = visibility,
-        )
-        return
-    cc_library(
-        name = messages_name,
-        srcs = [o for o in message_outs if o.endswith(".cc")],
-        hdrs = [o for o in message_outs if o.endswith(".h")],
-        deps = deps + ["//third_party/system:protobuf"],
-        visibility = visibility,
-    )
     cc_library(
         name = name,
-        srcs = [o for o in grpc_outs if o.endswith(".cc")],
-        hdrs = [o for o in grpc_outs if o.endswith(".h")],
-        deps = [":" + messages_name, "//third_party/system:grpc"],
+        srcs = [o for o in message_outs + grpc_outs if o.endswith(".cc")],
+        hdrs = [o for o in message_outs + grpc_outs if o.endswith(".h")],
+        deps = deps + ["//third_party/system:grpc" if grpc else "//third_party/system:protobuf"],
         visibility = visibility,
     )

@@ -197,9 +197,10 @@ Against paratune-server (--server=host:port):
   workers    list registered workers
 
 A server with TLS and tokens (docs/operations.md, "Security") needs --tls_ca, --token_file
-and, where it requires client certificates, --tls_cert and --tls_key, on every command that
-talks to it; the environment variables PARATUNE_TLS_CA, PARATUNE_TOKEN_FILE,
-PARATUNE_TLS_CERT and PARATUNE_TLS_KEY stand in for flags not given.
+(unless it binds your client certificate to a principal) and, where it requires client
+certificates, --tls_cert and --tls_key, on every command that talks to it; the environment
+variables PARATUNE_TLS_CA, PARATUNE_TOKEN_FILE, PARATUNE_TLS_CERT and PARATUNE_TLS_KEY stand
+in for flags not given.
 
 Every command takes --json to print the API's proto as canonical JSON.
 Exit status: 0 success, 1 error (the message names the field at fault), 2 bad usage.

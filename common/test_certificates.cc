@@ -81,9 +81,13 @@ absl::StatusOr<TestCertificates> MakeTestCertificates(const std::string& directo
   certificates.server_key = file("server.key");
   certificates.client_cert = file("client.crt");
   certificates.client_key = file("client.key");
+  certificates.node_cert = file("node.crt");
+  certificates.node_key = file("node.key");
   certificates.untrusted_client_cert = file("untrusted-client.crt");
   certificates.untrusted_client_key = file("untrusted-client.key");
   certificates.expired_server_cert = file("expired-server.crt");
+  certificates.renewed_server_cert = file("renewed-server.crt");
+  certificates.renewed_server_key = file("renewed-server.key");
   const std::string ca_key = file("ca.key");
   const std::string other_ca_cert = file("other-ca.crt");
   const std::string other_ca_key = file("other-ca.key");
@@ -101,9 +105,16 @@ absl::StatusOr<TestCertificates> MakeTestCertificates(const std::string& directo
                           certificates.server_cert));
   PT_RETURN_IF_ERROR(Sign(file("server.csr"), certificates.ca_cert, ca_key, server_extensions, -1,
                           certificates.expired_server_cert));
+  PT_RETURN_IF_ERROR(
+      MakeRequest(file("renewed-server.csr"), certificates.renewed_server_key, "localhost"));
+  PT_RETURN_IF_ERROR(Sign(file("renewed-server.csr"), certificates.ca_cert, ca_key,
+                          server_extensions, 1, certificates.renewed_server_cert));
   PT_RETURN_IF_ERROR(MakeRequest(file("client.csr"), certificates.client_key, "paratune-worker"));
   PT_RETURN_IF_ERROR(Sign(file("client.csr"), certificates.ca_cert, ca_key, client_extensions, 1,
                           certificates.client_cert));
+  PT_RETURN_IF_ERROR(MakeRequest(file("node.csr"), certificates.node_key, "paratune-node"));
+  PT_RETURN_IF_ERROR(Sign(file("node.csr"), certificates.ca_cert, ca_key, client_extensions, 1,
+                          certificates.node_cert));
   PT_RETURN_IF_ERROR(
       MakeRequest(file("untrusted.csr"), certificates.untrusted_client_key, "intruder"));
   PT_RETURN_IF_ERROR(Sign(file("untrusted.csr"), other_ca_cert, other_ca_key, client_extensions, 1,

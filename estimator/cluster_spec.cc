@@ -83,9 +83,9 @@ std::string CatalogGpuType(absl::string_view device_name, int64_t memory_bytes) 
 absl::StatusOr<ClusterSpec> ClusterSpec::Create(const GpuSpec& gpu, int64_t num_nodes,
                                                 int64_t gpus_per_node) {
   // Ranges are those documented on paratune.v1.ClusterSpec (proto/specs.proto).
-  absl::Status status = CheckIntInRange("cluster.num_nodes", num_nodes, 1, 65536);
+  absl::Status status = CheckIntInRange("cluster.num_nodes", num_nodes, 1, kMaxNumNodes);
   if (!status.ok()) return status;
-  status = CheckIntInRange("cluster.gpus_per_node", gpus_per_node, 1, 64);
+  status = CheckIntInRange("cluster.gpus_per_node", gpus_per_node, 1, kMaxGpusPerNode);
   if (!status.ok()) return status;
   // Upper bounds far beyond any GPU, so that a typo (or a unit slip) is an error rather than a
   // plan for an impossible machine: 16 TiB of memory, 100 PFLOP/s, 100 TB/s.

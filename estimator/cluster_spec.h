@@ -43,6 +43,10 @@ std::string CatalogGpuType(absl::string_view device_name, int64_t memory_bytes);
 // 80 from 94 GB apart.
 inline constexpr double kGpuMemoryTolerance = 0.06;
 
+// The largest cluster (ClusterSpec::Create).
+inline constexpr int64_t kMaxNumNodes = 65'536;
+inline constexpr int64_t kMaxGpusPerNode = 64;
+
 // num_nodes nodes of gpus_per_node identical GPUs. Immutable and always valid.
 class ClusterSpec {
  public:

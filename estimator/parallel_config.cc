@@ -1,5 +1,7 @@
 #include "estimator/parallel_config.h"
 
+#include <optional>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "estimator/field_checks.h"
@@ -13,6 +15,19 @@ bool Divides(int64_t divisor, int64_t value) { return value % divisor == 0; }
 bool AnyFieldBelowOne(const ParallelDims& d) {
   return d.dp < 1 || d.tp < 1 || d.pp < 1 || d.cp < 1 || d.micro_batch < 1 ||
          d.virtual_pipeline < 1;
+}
+
+// dp x tp x pp x cp when every size is >= 1 and the product is at most `limit`, else nullopt.
+// Each multiplication is of two numbers at most `limit` (<= 2^31), so sizes of any magnitude
+// (a request's, or --explain's) cannot overflow it.
+std::optional<int64_t> GpusWithin(const ParallelDims& d, int64_t limit) {
+  int64_t gpus = 1;
+  for (const int64_t size : {d.dp, d.tp, d.pp, d.cp}) {
+    if (size < 1 || size > limit) return std::nullopt;
+    gpus *= size;
+    if (gpus > limit) return std::nullopt;
+  }
+  return gpus;
 }
 
 }  // namespace
@@ -72,9 +87,10 @@ const char* RejectionRule(Rejection rejection) {
 Rejection CheckRules(const ModelSpec& model, const TrainingSpec& training,
                      const ClusterSpec& cluster, const PlacementRules& rules,
                      const ParallelDims& d) {
-  if (AnyFieldBelowOne(d) || d.dp * d.tp * d.pp * d.cp != cluster.world_size()) {
+  if (AnyFieldBelowOne(d) || GpusWithin(d, cluster.world_size()) != cluster.world_size()) {
     return Rejection::kWorldSizeMismatch;
   }
+  // From here on dp, tp, pp and cp are each at most the GPU count.
   if (!Divides(d.tp, model.num_attention_heads())) return Rejection::kTpHeads;
   // Megatron replicates KV heads when tp exceeds them, so either direction is fine.
   if (!Divides(d.tp, model.num_kv_heads()) && !Divides(model.num_kv_heads(), d.tp)) {
@@ -86,14 +102,19 @@ Rejection CheckRules(const ModelSpec& model, const TrainingSpec& training,
       !(uneven && UnevenPipelineSplitFits(layers, d.pp, 1))) {
     return Rejection::kPpLayers;
   }
+  // More chunks than layers never fits; checked first so that pp x vp cannot overflow.
   if (d.virtual_pipeline > 1 &&
-      (d.pp == 1 || (!EvenPipelineSplitFits(layers, d.pp, d.virtual_pipeline) &&
-                     !(uneven && UnevenPipelineSplitFits(layers, d.pp, d.virtual_pipeline))))) {
+      (d.pp == 1 || d.virtual_pipeline > layers ||
+       (!EvenPipelineSplitFits(layers, d.pp, d.virtual_pipeline) &&
+        !(uneven && UnevenPipelineSplitFits(layers, d.pp, d.virtual_pipeline))))) {
     return Rejection::kVirtualPipelineLayers;
   }
   // Load-balanced causal CP splits each sequence into 2 x cp chunks.
   if (d.cp > 1 && !Divides(2 * d.cp, training.seq_len())) return Rejection::kCpSequence;
-  if (!Divides(d.dp * d.micro_batch, training.global_batch_size())) {
+  // A micro-batch larger than the global batch never divides it; checked first so that
+  // dp x b cannot overflow.
+  if (d.micro_batch > training.global_batch_size() ||
+      !Divides(d.dp * d.micro_batch, training.global_batch_size())) {
     return Rejection::kBatchDivisibility;
   }
   // Megatron-LM's interleaved 1F1B runs the micro-batches in groups of pp per model chunk
@@ -117,12 +138,16 @@ std::string DescribeRejection(Rejection rejection, const ModelSpec& model,
   switch (rejection) {
     case Rejection::kValid:
       return "valid";
-    case Rejection::kWorldSizeMismatch:
+    case Rejection::kWorldSizeMismatch: {
+      // The product is left out where it is beyond any cluster.
+      const std::optional<int64_t> gpus = GpusWithin(d, int64_t{1} << 31);
       return absl::StrCat("config.data_parallel (", d.dp, ") x config.tensor_parallel (", d.tp,
                           ") x config.pipeline_parallel (", d.pp, ") x config.context_parallel (",
-                          d.cp, ") = ", d.dp * d.tp * d.pp * d.cp, " does not equal the cluster's ",
-                          cluster.world_size(), " GPUs (cluster.num_nodes (", cluster.num_nodes(),
+                          d.cp, ")", gpus.has_value() ? absl::StrCat(" = ", *gpus) : "",
+                          " does not equal the cluster's ", cluster.world_size(),
+                          " GPUs (cluster.num_nodes (", cluster.num_nodes(),
                           ") x cluster.gpus_per_node (", cluster.gpus_per_node(), "))");
+    }
     case Rejection::kTpHeads:
       return absl::StrCat("config.tensor_parallel (", d.tp,
                           ") does not divide model.num_attention_heads (",
@@ -139,6 +164,10 @@ std::string DescribeRejection(Rejection rejection, const ModelSpec& model,
         return absl::StrCat("config.virtual_pipeline (", d.virtual_pipeline,
                             ") > 1 requires config.pipeline_parallel (", d.pp, ") > 1");
       }
+      if (d.virtual_pipeline > model.num_layers()) {
+        return absl::StrCat("config.virtual_pipeline (", d.virtual_pipeline,
+                            ") is larger than model.num_layers (", model.num_layers(), ")");
+      }
       return absl::StrCat("config.virtual_pipeline (", d.virtual_pipeline,
                           ") x config.pipeline_parallel (", d.pp, ") = ", d.virtual_pipeline * d.pp,
                           " does not divide model.num_layers (", model.num_layers(), ")");
@@ -146,6 +175,11 @@ std::string DescribeRejection(Rejection rejection, const ModelSpec& model,
       return absl::StrCat("2 x config.context_parallel (", d.cp, ") = ", 2 * d.cp,
                           " does not divide training.seq_len (", training.seq_len(), ")");
     case Rejection::kBatchDivisibility:
+      if (d.micro_batch > training.global_batch_size()) {
+        return absl::StrCat("config.micro_batch_size (", d.micro_batch,
+                            ") is larger than training.global_batch_size (",
+                            training.global_batch_size(), ")");
+      }
       return absl::StrCat("config.data_parallel (", d.dp, ") x config.micro_batch_size (",
                           d.micro_batch, ") = ", d.dp * d.micro_batch,
                           " does not divide training.global_batch_size (",

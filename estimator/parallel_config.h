@@ -51,9 +51,9 @@ enum class Rejection {
   kTpHeads,                  // tp does not divide attention heads
   kTpKvHeads,                // tp and kv heads: neither divides the other
   kPpLayers,                 // pp does not divide layers (nor layers + 2 when uneven allowed)
-  kVirtualPipelineLayers,    // v x pp does not divide layers (or v > 1 with pp = 1)
+  kVirtualPipelineLayers,    // v x pp does not divide layers (or v > 1 with pp = 1 or v > layers)
   kCpSequence,               // 2 x cp does not divide the sequence length
-  kBatchDivisibility,        // dp x b does not divide the global batch
+  kBatchDivisibility,        // dp x b does not divide the global batch (or b > global batch)
   kInterleavedMicroBatches,  // v > 1 and pp does not divide the micro-batches per step
   kTpCpAcrossNodes,          // tp x cp larger than a node (not allowed by the rules)
   kCount,
@@ -62,7 +62,9 @@ enum class Rejection {
 // Short stable description of a rule, e.g. "tensor_parallel does not divide heads".
 const char* RejectionRule(Rejection rejection);
 
-// The first rule `dims` breaks, or kValid. Dims with a field < 1 are kWorldSizeMismatch.
+// The first rule `dims` breaks, or kValid. Dims with a field < 1 are kWorldSizeMismatch. Safe
+// for fields of any magnitude (a request's, or `paratune plan --explain`'s): no product of
+// them overflows.
 Rejection CheckRules(const ModelSpec& model, const TrainingSpec& training,
                      const ClusterSpec& cluster, const PlacementRules& rules,
                      const ParallelDims& dims);

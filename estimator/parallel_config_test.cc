@@ -1,5 +1,8 @@
 #include "estimator/parallel_config.h"
 
+#include <cstdint>
+#include <limits>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -52,6 +55,31 @@ TEST_F(ParallelConfigTest, WorldSizeAndFieldsBelowOne) {
   dims.virtual_pipeline = 0;
   EXPECT_EQ(Check(dims), Rejection::kWorldSizeMismatch);
   EXPECT_EQ(Check(Dims(-16, -1, 1, 1)), Rejection::kWorldSizeMismatch);
+}
+
+TEST_F(ParallelConfigTest, HugeSizesDoNotOverflowIntoValidConfigurations) {
+  constexpr int64_t kHuge = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(Check(Dims(16, kHuge, 1, 1)), Rejection::kWorldSizeMismatch);
+  EXPECT_EQ(Describe(Dims(16, kHuge, 1, 1)),
+            "config.data_parallel (16) x config.tensor_parallel (9223372036854775807) x "
+            "config.pipeline_parallel (1) x config.context_parallel (1) does not equal the "
+            "cluster's 16 GPUs (cluster.num_nodes (2) x cluster.gpus_per_node (8))");
+  // (2^62 + 4) x 4 wraps to 16 in 64 bits.
+  EXPECT_EQ(Check(Dims((int64_t{1} << 62) + 4, 4, 1, 1)), Rejection::kWorldSizeMismatch);
+
+  // 16 x (2^60 + 64) wraps to 1024, the global batch.
+  EXPECT_EQ(Check(Dims(16, 1, 1, 1, (int64_t{1} << 60) + 64)), Rejection::kBatchDivisibility);
+  EXPECT_EQ(Describe(Dims(16, 1, 1, 1, kHuge)),
+            "config.micro_batch_size (9223372036854775807) is larger than "
+            "training.global_batch_size (1024)");
+
+  // 4 x (2^62 + 8) wraps to 32, the layers.
+  ParallelDims dims = Dims(4, 1, 4, 1);
+  dims.virtual_pipeline = (int64_t{1} << 62) + 8;
+  EXPECT_EQ(Check(dims), Rejection::kVirtualPipelineLayers);
+  dims.virtual_pipeline = kHuge;
+  EXPECT_EQ(Describe(dims),
+            "config.virtual_pipeline (9223372036854775807) is larger than model.num_layers (32)");
 }
 
 TEST_F(ParallelConfigTest, TensorParallelAndHeads) {

@@ -6,8 +6,8 @@
 namespace paratune {
 absl::StatusOr<TrainingSpec> TrainingSpec::Create(const TrainingOptions& options) {
   // Ranges are those documented on paratune.v1.TrainingSpec (proto/specs.proto).
-  absl::Status status =
-      CheckIntInRange("training.global_batch_size", options.global_batch_size, 1, 16777216);
+  absl::Status status = CheckIntInRange("training.global_batch_size", options.global_batch_size, 1,
+                                        kMaxGlobalBatchSize);
   if (!status.ok()) return status;
   status = CheckIntInRange("training.seq_len", options.seq_len, 1, 4194304);
   if (!status.ok()) return status;

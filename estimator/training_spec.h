@@ -8,6 +8,9 @@
 
 namespace paratune {
 
+// The largest global batch (TrainingSpec::Create), in sequences.
+inline constexpr int64_t kMaxGlobalBatchSize = 16'777'216;
+
 struct TrainingOptions {
   int64_t global_batch_size = 0;      // sequences per optimizer step
   int64_t seq_len = 0;                // tokens per sequence

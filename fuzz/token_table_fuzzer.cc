@@ -1,6 +1,6 @@
 // Fuzzes the server's token file parser (server/token_table.h) and the bearer token syntax
-// check: no input crashes them, a table finds every token of its file with the role and name
-// the file gives it, and an error never quotes a token-like field of the file.
+// check: no input crashes them, a table finds every token and certificate of its file with the
+// role and name the file gives it, and an error never quotes a token-like field of the file.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -20,10 +20,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view text = paratune::FuzzText(data, size);
   (void)paratune::CheckTokenSyntax(text);
 
-  const absl::StatusOr<paratune::TokenTable> table = paratune::TokenTable::Parse("fuzz", text);
+  const absl::StatusOr<paratune::TokenTable> table =
+      paratune::TokenTable::Parse("fuzz", text, paratune::ClientCertificates::kVerified);
   if (table.ok()) {
-    FuzzCheck(table->size() >= 1 && table->size() <= paratune::TokenTable::kMaxTokens,
-              "a parsed table holds 1 to kMaxTokens tokens");
+    const size_t credentials = table->tokens() + table->certificates();
+    FuzzCheck(credentials >= 1 && credentials <= paratune::TokenTable::kMaxCredentials,
+              "a parsed table holds 1 to kMaxCredentials credentials");
+    FuzzCheck(table->principals() >= 1 && table->principals() <= credentials,
+              "a parsed table names 1 principal up to one per credential");
   }
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     line = absl::StripAsciiWhitespace(line);
@@ -37,11 +41,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
     if (table.ok()) {
-      FuzzCheck(fields.size() == 3, "a parsed table's lines are ROLE NAME TOKEN");
-      const std::optional<paratune::Principal> principal = table->Find(fields[2]);
+      FuzzCheck(fields.size() == 3,
+                "a parsed table's lines are ROLE NAME TOKEN or ROLE NAME cert:COMMON_NAME");
+      absl::string_view credential = fields[2];
+      const std::optional<paratune::Principal> principal =
+          absl::ConsumePrefix(&credential, paratune::TokenTable::kCertificatePrefix)
+              ? table->FindCertificate(credential)
+              : table->Find(credential);
       FuzzCheck(principal.has_value() && paratune::RoleName(principal->role) == fields[0] &&
                     principal->name == fields[1],
-                "a parsed table finds each token with its role and name");
+                "a parsed table finds each token and certificate with its role and name");
     }
   }
   return 0;

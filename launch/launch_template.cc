@@ -16,6 +16,7 @@ constexpr size_t kMaxCheckedAgainstBytes = 256;
 constexpr int kMaxArguments = 1024;
 constexpr size_t kMaxArgumentBytes = 4096;
 constexpr int kMaxEnvironment = 256;
+constexpr size_t kMaxEnvironmentNameBytes = 256;
 
 // `field ("value"): what`, the value escaped and cut to a readable length.
 absl::Status FieldError(const std::string& field, absl::string_view value, absl::string_view what) {
@@ -160,7 +161,14 @@ absl::StatusOr<LaunchTemplate> LaunchTemplate::Create(const v1::CommandTemplate&
   // The map's order is unspecified; sorting keeps errors and renders reproducible.
   const std::map<std::string, std::string> env(launch.env().begin(), launch.env().end());
   for (const auto& [name, value] : env) {
-    const std::string entry_field = absl::StrCat(field, ".env[\"", absl::CHexEscape(name), "\"]");
+    const std::string entry_field =
+        absl::StrCat(field, ".env[\"", absl::CHexEscape(name.substr(0, 64)),
+                     name.size() > 64 ? "..." : "", "\"]");
+    if (name.size() > kMaxEnvironmentNameBytes) {
+      return FieldError(
+          entry_field, name,
+          absl::StrCat("a variable name is at most ", kMaxEnvironmentNameBytes, " bytes"));
+    }
     if (!EnvironmentName(name)) {
       return FieldError(entry_field, name,
                         "a variable name is letters, digits and '_', not starting with a digit");

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launch/test_assignments.h"
@@ -221,6 +223,33 @@ TEST(LaunchTemplateTest, BadEnvironmentEntriesAreRejected) {
   (*launch.mutable_env())["X"] = "{gpus}";
   EXPECT_THAT(LaunchTemplate::Create(launch, "command_templates[2]").status().message(),
               HasSubstr("command_templates[2].env[\"X\"] (\"{gpus}\"): unknown placeholder"));
+}
+
+TEST(LaunchTemplateTest, EnvironmentNamesValuesAndEntriesAreBounded) {
+  v1::CommandTemplate launch = Template({"train"});
+  (*launch.mutable_env())[""] = "x";
+  EXPECT_THAT(LaunchTemplate::Create(launch, "command_templates[0]").status().message(),
+              HasSubstr("command_templates[0].env[\"\"] (\"\"): a variable name is letters"));
+
+  launch.mutable_env()->clear();
+  (*launch.mutable_env())[std::string(257, 'N')] = "x";
+  const absl::Status long_name = LaunchTemplate::Create(launch, "command_templates[0]").status();
+  EXPECT_EQ(long_name.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(long_name.message(), HasSubstr("...\"] (\"NNNN"));
+  EXPECT_THAT(long_name.message(), HasSubstr("a variable name is at most 256 bytes"));
+  EXPECT_LT(long_name.message().size(), 400u);
+
+  launch.mutable_env()->clear();
+  (*launch.mutable_env())["X"] = std::string(4097, 'v');
+  EXPECT_THAT(LaunchTemplate::Create(launch, "command_templates[0]").status().message(),
+              HasSubstr("command_templates[0].env[\"X\"] (\"vvvv"));
+
+  launch.mutable_env()->clear();
+  for (int i = 0; i < 257; ++i) (*launch.mutable_env())[absl::StrCat("V", i)] = "x";
+  EXPECT_EQ(LaunchTemplate::Create(launch, "command_templates[0]").status().message(),
+            "command_templates[0].env (257 entries) must have at most 256");
+  launch.mutable_env()->erase("V0");
+  EXPECT_TRUE(LaunchTemplate::Create(launch, "command_templates[0]").ok());
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "proto/search.pb.h"
+#include "proto/worker.pb.h"
 #include "server/scheduler_state.pb.h"
 #include "server/search_observer.h"
 #include "server/search_store.h"

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "proto/autotuner_service.pb.h"
 #include "proto/probe.pb.h"
 #include "proto/search.pb.h"
+#include "proto/worker.pb.h"
 #include "server/gang_placement.h"
 #include "server/scheduler_state.pb.h"
 

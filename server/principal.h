@@ -1,8 +1,9 @@
-// Who calls the server (DESIGN.md §11): a principal is the name and role a bearer token maps
-// to (server/token_table.h). Searches record their creator's name and workers their
-// registrant's; a client principal reaches only what it created, a worker principal only the
-// workers it registered, an admin everything. A server without tokens has no principals:
-// every caller reaches everything, and creators are recorded empty.
+// Who calls the server (DESIGN.md §11): a principal is the name and role a bearer token or a
+// bound client certificate maps to (server/token_table.h). Searches record their creator's
+// name and workers their registrant's; a client principal reaches only what it created, a
+// worker principal only the workers it registered, an admin everything. A server without a
+// token file has no principals: every caller reaches everything, and creators are recorded
+// empty.
 #ifndef PARATUNE_SERVER_PRINCIPAL_H_
 #define PARATUNE_SERVER_PRINCIPAL_H_
 

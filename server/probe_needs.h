@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "proto/autotuner_service.pb.h"
 #include "proto/search.pb.h"
+#include "proto/worker.pb.h"
 
 namespace paratune {
 

@@ -13,7 +13,7 @@ ProbeWaitList::ProbeWaitList(TryAcquire try_acquire)
 
 ProbeWaitList::~ProbeWaitList() { Stop(); }
 
-void ProbeWaitList::Wait(std::string worker, absl::Time deadline, Done done) {
+void ProbeWaitList::Wait(v1::AcquireProbeRequest request, absl::Time deadline, Done done) {
   bool stopping = false;
   uint64_t generation = 0;
   {
@@ -25,12 +25,12 @@ void ProbeWaitList::Wait(std::string worker, absl::Time deadline, Done done) {
     done(absl::UnavailableError("the server is shutting down"));
     return;
   }
-  AcquireResult result = try_acquire_(worker);
+  AcquireResult result = try_acquire_(request);
   {
     absl::MutexLock lock(&mu_);
     if (!stopping_ && result.ok() && !result->has_value() && deadline > absl::Now()) {
       // Parked with the generation its try began at: a queueing since then is retried.
-      waiters_.push_back(Waiter{std::move(worker), deadline, std::move(done), generation});
+      waiters_.push_back(Waiter{std::move(request), deadline, std::move(done), generation});
       changed_.Signal();
       return;
     }
@@ -75,7 +75,7 @@ void ProbeWaitList::Run() {
         if (it->tried_at < generation) tried.emplace_back(it, std::optional<v1::ProbeAssignment>());
       }
       mu_.Unlock();
-      for (auto& [it, result] : tried) result = try_acquire_(it->worker);
+      for (auto& [it, result] : tried) result = try_acquire_(it->request);
       mu_.Lock();
     }
 

@@ -14,13 +14,13 @@
 #include <functional>
 #include <list>
 #include <optional>
-#include <string>
 #include <thread>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "proto/probe.pb.h"
+#include "proto/worker_service.pb.h"
 #include "server/probes_queued_listener.h"
 
 namespace paratune {
@@ -30,9 +30,9 @@ namespace paratune {
 class ProbeWaitList : public ProbesQueuedListener {
  public:
   using AcquireResult = absl::StatusOr<std::optional<v1::ProbeAssignment>>;
-  // Leases a probe to the worker if one fits now (Scheduler::TryAcquireProbe). Called
-  // without the list's lock, from the thread of Wait or the list's own thread.
-  using TryAcquire = std::function<AcquireResult(const std::string& worker)>;
+  // Leases a probe to the asking worker if one fits now (Scheduler::TryAcquireProbe).
+  // Called without the list's lock, from the thread of Wait or the list's own thread.
+  using TryAcquire = std::function<AcquireResult(const v1::AcquireProbeRequest& request)>;
   using Done = std::function<void(AcquireResult)>;
 
   // Starts the waiting thread.
@@ -46,7 +46,7 @@ class ProbeWaitList : public ProbesQueuedListener {
   // a probe fits now or try_acquire fails; later (on the waiting thread) as soon as a probe
   // is leased after an OnProbesQueued, with nullopt at `deadline`, or with nullopt at Stop.
   // After Stop, at once with UNAVAILABLE.
-  void Wait(std::string worker, absl::Time deadline, Done done);
+  void Wait(v1::AcquireProbeRequest request, absl::Time deadline, Done done);
 
   // Probes were queued: every parked call tries again, oldest first.
   void OnProbesQueued() override;
@@ -56,7 +56,7 @@ class ProbeWaitList : public ProbesQueuedListener {
 
  private:
   struct Waiter {
-    std::string worker;
+    v1::AcquireProbeRequest request;
     absl::Time deadline;
     Done done;
     // The generation_ its last try began at; it tries again once generation_ is larger.

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -38,16 +39,25 @@ class FakeQueue {
     queue_during_miss_ = name;
   }
 
-  ProbeWaitList::AcquireResult TryAcquire(const std::string& worker) {
+  ProbeWaitList::AcquireResult TryAcquire(const v1::AcquireProbeRequest& request) {
     bool notify = false;
-    ProbeWaitList::AcquireResult result = TryAcquireLocked(worker, notify);
+    ProbeWaitList::AcquireResult result = TryAcquireLocked(request, notify);
     if (notify) listener_->OnProbesQueued();
     return result;
   }
 
- private:
-  ProbeWaitList::AcquireResult TryAcquireLocked(const std::string& worker, bool& notify) {
+  // Every try's AcquireProbeRequest.last_probe, in order.
+  std::vector<std::string> last_probes() {
     absl::MutexLock lock(&mu_);
+    return last_probes_;
+  }
+
+ private:
+  ProbeWaitList::AcquireResult TryAcquireLocked(const v1::AcquireProbeRequest& request,
+                                                bool& notify) {
+    absl::MutexLock lock(&mu_);
+    last_probes_.push_back(request.last_probe());
+    const std::string& worker = request.worker();
     if (worker == "workers/unknown") return absl::NotFoundError("worker workers/unknown");
     if (auto share = shares_.find(worker); share != shares_.end()) {
       v1::ProbeAssignment assignment;
@@ -79,7 +89,16 @@ class FakeQueue {
   std::optional<std::string> queue_during_miss_ ABSL_GUARDED_BY(mu_);
   std::optional<std::string> gang_member_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> shares_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> last_probes_ ABSL_GUARDED_BY(mu_);
 };
+
+// `worker`'s AcquireProbe, having received `last_probe` last.
+v1::AcquireProbeRequest Asking(const std::string& worker, const std::string& last_probe = "") {
+  v1::AcquireProbeRequest request;
+  request.set_worker(worker);
+  request.set_last_probe(last_probe);
+  return request;
+}
 
 // Captures the one result of a Wait.
 struct Outcome {
@@ -97,8 +116,9 @@ struct Outcome {
 class ProbeWaitListTest : public ::testing::Test {
  protected:
   ProbeWaitListTest()
-      : list_(std::make_unique<ProbeWaitList>(
-            [this](const std::string& worker) { return queue_.TryAcquire(worker); })) {
+      : list_(std::make_unique<ProbeWaitList>([this](const v1::AcquireProbeRequest& request) {
+          return queue_.TryAcquire(request);
+        })) {
     queue_.set_listener(list_.get());
   }
 
@@ -109,7 +129,7 @@ class ProbeWaitListTest : public ::testing::Test {
 TEST_F(ProbeWaitListTest, AnswersAtOnceWhenAProbeIsQueued) {
   queue_.Queue("p1");
   Outcome outcome;
-  list_->Wait("workers/1", absl::Now() + absl::Hours(1), outcome.Callback());
+  list_->Wait(Asking("workers/1"), absl::Now() + absl::Hours(1), outcome.Callback());
   // Called on this thread, before Wait returned.
   ASSERT_TRUE(outcome.done.HasBeenNotified());
   ASSERT_TRUE(outcome.result.ok());
@@ -119,7 +139,7 @@ TEST_F(ProbeWaitListTest, AnswersAtOnceWhenAProbeIsQueued) {
 
 TEST_F(ProbeWaitListTest, ParkedCallGetsAProbeQueuedLater) {
   Outcome outcome;
-  list_->Wait("workers/1", absl::Now() + absl::Hours(1), outcome.Callback());
+  list_->Wait(Asking("workers/1"), absl::Now() + absl::Hours(1), outcome.Callback());
   EXPECT_FALSE(outcome.done.HasBeenNotified());
   queue_.Queue("p2");
   list_->OnProbesQueued();
@@ -129,9 +149,18 @@ TEST_F(ProbeWaitListTest, ParkedCallGetsAProbeQueuedLater) {
   EXPECT_EQ((*outcome.result)->name(), "p2");
 }
 
+TEST_F(ProbeWaitListTest, ParkedCallTriesAgainWithItsRequest) {
+  Outcome outcome;
+  list_->Wait(Asking("workers/1", "p0"), absl::Now() + absl::Hours(1), outcome.Callback());
+  queue_.Queue("p5");
+  list_->OnProbesQueued();
+  ASSERT_TRUE(outcome.done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(queue_.last_probes(), std::vector<std::string>({"p0", "p0"}));
+}
+
 TEST_F(ProbeWaitListTest, ParkedCallEndsEmptyAtItsDeadline) {
   Outcome outcome;
-  list_->Wait("workers/1", absl::Now() + absl::Milliseconds(20), outcome.Callback());
+  list_->Wait(Asking("workers/1"), absl::Now() + absl::Milliseconds(20), outcome.Callback());
   ASSERT_TRUE(outcome.done.WaitForNotificationWithTimeout(absl::Seconds(30)));
   ASSERT_TRUE(outcome.result.ok());
   EXPECT_FALSE(outcome.result->has_value());
@@ -139,21 +168,21 @@ TEST_F(ProbeWaitListTest, ParkedCallEndsEmptyAtItsDeadline) {
 
 TEST_F(ProbeWaitListTest, ErrorsAreReturnedAtOnce) {
   Outcome outcome;
-  list_->Wait("workers/unknown", absl::Now() + absl::Hours(1), outcome.Callback());
+  list_->Wait(Asking("workers/unknown"), absl::Now() + absl::Hours(1), outcome.Callback());
   ASSERT_TRUE(outcome.done.HasBeenNotified());
   EXPECT_EQ(outcome.result.status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(ProbeWaitListTest, StopEndsParkedCallsAndRefusesNewOnes) {
   Outcome parked;
-  list_->Wait("workers/1", absl::Now() + absl::Hours(1), parked.Callback());
+  list_->Wait(Asking("workers/1"), absl::Now() + absl::Hours(1), parked.Callback());
   list_->Stop();
   ASSERT_TRUE(parked.done.HasBeenNotified());
   ASSERT_TRUE(parked.result.ok());
   EXPECT_FALSE(parked.result->has_value());
 
   Outcome late;
-  list_->Wait("workers/1", absl::Now() + absl::Hours(1), late.Callback());
+  list_->Wait(Asking("workers/1"), absl::Now() + absl::Hours(1), late.Callback());
   ASSERT_TRUE(late.done.HasBeenNotified());
   EXPECT_EQ(late.result.status().code(), absl::StatusCode::kUnavailable);
 }
@@ -161,8 +190,8 @@ TEST_F(ProbeWaitListTest, StopEndsParkedCallsAndRefusesNewOnes) {
 TEST_F(ProbeWaitListTest, OnlyOneOfTwoParkedCallsGetsTheProbe) {
   Outcome first;
   Outcome second;
-  list_->Wait("workers/1", absl::Now() + absl::Hours(1), first.Callback());
-  list_->Wait("workers/2", absl::Now() + absl::Hours(1), second.Callback());
+  list_->Wait(Asking("workers/1"), absl::Now() + absl::Hours(1), first.Callback());
+  list_->Wait(Asking("workers/2"), absl::Now() + absl::Hours(1), second.Callback());
   queue_.Queue("p3");
   list_->OnProbesQueued();
   ASSERT_TRUE(first.done.WaitForNotificationWithTimeout(absl::Seconds(30)));
@@ -176,7 +205,7 @@ TEST_F(ProbeWaitListTest, OnlyOneOfTwoParkedCallsGetsTheProbe) {
 TEST_F(ProbeWaitListTest, ProbeQueuedWhileTheFirstTryMissedIsNotMissed) {
   queue_.QueueDuringNextMiss("p4");
   Outcome outcome;
-  list_->Wait("workers/1", absl::Now() + absl::Hours(1), outcome.Callback());
+  list_->Wait(Asking("workers/1"), absl::Now() + absl::Hours(1), outcome.Callback());
   ASSERT_TRUE(outcome.done.WaitForNotificationWithTimeout(absl::Seconds(30)));
   ASSERT_TRUE(outcome.result.ok() && outcome.result->has_value());
   EXPECT_EQ((*outcome.result)->name(), "p4");
@@ -184,10 +213,10 @@ TEST_F(ProbeWaitListTest, ProbeQueuedWhileTheFirstTryMissedIsNotMissed) {
 
 TEST_F(ProbeWaitListTest, ShareLeftForAParkedCallReachesIt) {
   Outcome member;
-  list_->Wait("workers/2", absl::Now() + absl::Hours(1), member.Callback());
+  list_->Wait(Asking("workers/2"), absl::Now() + absl::Hours(1), member.Callback());
   queue_.QueueGang("gang", "workers/2");
   Outcome leader;
-  list_->Wait("workers/1", absl::Now() + absl::Hours(1), leader.Callback());
+  list_->Wait(Asking("workers/1"), absl::Now() + absl::Hours(1), leader.Callback());
   ASSERT_TRUE(leader.done.HasBeenNotified());
   ASSERT_TRUE(member.done.WaitForNotificationWithTimeout(absl::Seconds(30)));
   ASSERT_TRUE(member.result.ok() && member.result->has_value());

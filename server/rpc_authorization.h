@@ -1,16 +1,19 @@
 // Who may call which method of paratune-server (DESIGN.md §11), checked on every call before
 // any service code runs:
 //
-//   grpc.health.v1.Health, server reflection   anyone, with or without a token
-//   paratune.v1.Autotuner                      client and admin tokens
-//   paratune.v1.WorkerService                  worker and admin tokens
-//   any other method                           admin tokens
+//   grpc.health.v1.Health, server reflection   anyone, with or without credentials
+//   paratune.v1.Autotuner                      client and admin principals
+//   paratune.v1.WorkerService                  worker and admin principals
+//   any other method                           admin principals
 //
 // Health and reflection stay open so that load balancers and probes, which carry no token,
-// can ask; they reveal no search, worker or token. A token travels as the call metadata
-// "authorization: Bearer TOKEN" (RFC 6750), over TLS only (server/server_security.h). The
-// services look the token's principal (server/principal.h) up again per call (CallerOf);
-// which searches and workers it may reach is theirs to check.
+// can ask; they reveal no search, worker or token. A caller names its principal
+// (server/principal.h) with a bearer token, the call metadata "authorization: Bearer TOKEN"
+// (RFC 6750), or with a client certificate the token file binds (mutual TLS), over TLS only
+// (server/server_security.h). A call with both must have both name the same principal: a
+// bound certificate pins who may use the connection, and a token of someone else on it is
+// refused rather than silently preferred. The services look the caller's principal up again
+// per call (CallerOf); which searches and workers it may reach is theirs to check.
 #ifndef PARATUNE_SERVER_RPC_AUTHORIZATION_H_
 #define PARATUNE_SERVER_RPC_AUTHORIZATION_H_
 
@@ -31,22 +34,36 @@
 
 namespace paratune {
 
-// The principal of a caller whose "authorization" metadata has the values `authorization`
-// when it may call `method` ("/package.Service/Method"); nullopt for an open method called
-// without a token. UNAUTHENTICATED when the method needs a token and the call has none, more
-// than one, one not of the form "Bearer TOKEN", or one `tokens` does not hold;
-// PERMISSION_DENIED when the token's role may not call the method. Messages name the method
-// and the role, never the token.
+// What a call presents to say who it is.
+struct CallCredentials {
+  // The values of its "authorization" metadata.
+  std::vector<absl::string_view> authorization;
+  // The subject common name of the client certificate its connection presented, which TLS
+  // verified against the server's client CA; empty without one.
+  absl::string_view certificate_common_name;
+};
+
+// The principal of a caller presenting `credentials` when it may call `method`
+// ("/package.Service/Method"); nullopt for an open method, whatever it presents. The principal
+// is the bearer token's, or without a token the client certificate's. UNAUTHENTICATED when
+// the method needs a principal and the call names none (no token, and no certificate or one
+// `tokens` binds to no principal, which the message quotes by common name), when it has more
+// than one authorization value, one not of the form "Bearer TOKEN", or a token `tokens` does
+// not hold, and when its token and its bound certificate name different principals;
+// PERMISSION_DENIED when the principal's role may not call the method. Messages name the
+// method, the role and the kind of credential, never the token.
 absl::StatusOr<Caller> AuthorizeCall(const TokenTable& tokens, absl::string_view method,
-                                     const std::vector<absl::string_view>& authorization);
+                                     const CallCredentials& credentials);
 
 class TokenAuthMetadataProcessor;
 
-// The principal of the call of `context`, from its bearer token and the current tokens of
-// `tokens`; nullopt when `tokens` is null (a server without tokens). UNAUTHENTICATED as
-// AuthorizeCall, e.g. for a token removed by a reload after the call was admitted: never a
-// principal-less caller on a server with tokens. (Not from the call's AuthContext: gRPC
-// shares that between the calls of one connection, which may carry different tokens.)
+// The principal of the call of `context`, from its bearer token and its connection's client
+// certificate, looked up in the current table of `tokens`; nullopt when `tokens` is null (a
+// server without a token file). UNAUTHENTICATED as AuthorizeCall, e.g. for a token removed by
+// a reload after the call was admitted: never a principal-less caller on a server with a
+// token file. (The token comes from the call's metadata, not from its AuthContext: gRPC
+// shares that between the calls of one connection, which may carry different tokens; the
+// certificate is the connection's, so its common name is read there.)
 absl::StatusOr<Caller> CallerOf(const TokenAuthMetadataProcessor* tokens,
                                 grpc::ServerContextBase& context);
 

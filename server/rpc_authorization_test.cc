@@ -27,8 +27,12 @@ constexpr char kAdminToken[] = "admin-token-0123456789";
 constexpr char kUnknownToken[] = "unknown-token-0123456789";
 
 TokenTable Tokens() {
-  return TokenTable::Parse("tokens", absl::StrCat("client alice ", kClientToken, "\nworker pool ",
-                                                  kWorkerToken, "\nadmin ops ", kAdminToken, "\n"))
+  return TokenTable::Parse(
+             "tokens",
+             absl::StrCat("client alice ", kClientToken, "\nworker pool ", kWorkerToken,
+                          "\nadmin ops ", kAdminToken,
+                          "\nclient alice cert:alice-laptop\nworker pool cert:node-1\n"),
+             ClientCertificates::kVerified)
       .value();
 }
 
@@ -36,7 +40,7 @@ std::string Bearer(absl::string_view token) { return absl::StrCat("Bearer ", tok
 
 absl::StatusCode Code(absl::string_view method, absl::string_view token) {
   const std::string header = Bearer(token);
-  return AuthorizeCall(Tokens(), method, {header}).status().code();
+  return AuthorizeCall(Tokens(), method, {{header}}).status().code();
 }
 
 std::vector<std::string> AutotunerMethods() {
@@ -98,7 +102,7 @@ TEST(AuthorizeCallTest, EveryOtherMethodNeedsAToken) {
 TEST(AuthorizeCallTest, AnUnknownTokenIsUnauthenticatedWithoutQuotingIt) {
   const std::string header = Bearer(kUnknownToken);
   const absl::Status status =
-      AuthorizeCall(Tokens(), "/paratune.v1.Autotuner/CreateSearch", {header}).status();
+      AuthorizeCall(Tokens(), "/paratune.v1.Autotuner/CreateSearch", {{header}}).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated);
   EXPECT_THAT(status.message(), HasSubstr("not one this server accepts"));
   EXPECT_THAT(status.message(), Not(HasSubstr(kUnknownToken)));
@@ -107,13 +111,13 @@ TEST(AuthorizeCallTest, AnUnknownTokenIsUnauthenticatedWithoutQuotingIt) {
 TEST(AuthorizeCallTest, AWrongRoleIsPermissionDeniedNamingTheRoles) {
   const std::string header = Bearer(kWorkerToken);
   const absl::Status status =
-      AuthorizeCall(Tokens(), "/paratune.v1.Autotuner/CreateSearch", {header}).status();
+      AuthorizeCall(Tokens(), "/paratune.v1.Autotuner/CreateSearch", {{header}}).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(status.message(),
             "a worker token may not call /paratune.v1.Autotuner/CreateSearch; it needs a client "
             "or admin token");
   const std::string client = Bearer(kClientToken);
-  EXPECT_EQ(AuthorizeCall(Tokens(), "/paratune.v1.WorkerService/RegisterWorker", {client})
+  EXPECT_EQ(AuthorizeCall(Tokens(), "/paratune.v1.WorkerService/RegisterWorker", {{client}})
                 .status()
                 .message(),
             "a client token may not call /paratune.v1.WorkerService/RegisterWorker; it needs a "
@@ -123,10 +127,10 @@ TEST(AuthorizeCallTest, AWrongRoleIsPermissionDeniedNamingTheRoles) {
 TEST(AuthorizeCallTest, TheSchemeMustBeBearerInAnyCase) {
   const std::string method = "/paratune.v1.Autotuner/ListWorkers";
   const std::string lower = absl::StrCat("bearer ", kClientToken);
-  EXPECT_TRUE(AuthorizeCall(Tokens(), method, {lower}).ok());
+  EXPECT_TRUE(AuthorizeCall(Tokens(), method, {{lower}}).ok());
   for (const std::string header : {absl::StrCat("Basic ", kClientToken), std::string(kClientToken),
                                    absl::StrCat("Bearer  ", kClientToken), std::string("Bearer")}) {
-    const absl::Status status = AuthorizeCall(Tokens(), method, {header}).status();
+    const absl::Status status = AuthorizeCall(Tokens(), method, {{header}}).status();
     EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated) << header;
     EXPECT_THAT(status.message(), Not(HasSubstr(kClientToken)));
   }
@@ -136,7 +140,7 @@ TEST(AuthorizeCallTest, TwoTokensAreUnauthenticated) {
   const std::string client = Bearer(kClientToken);
   const std::string admin = Bearer(kAdminToken);
   const absl::Status status =
-      AuthorizeCall(Tokens(), "/paratune.v1.Autotuner/ListWorkers", {client, admin}).status();
+      AuthorizeCall(Tokens(), "/paratune.v1.Autotuner/ListWorkers", {{client, admin}}).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated);
   EXPECT_THAT(status.message(), HasSubstr("2 authorization metadata values"));
 }
@@ -144,16 +148,93 @@ TEST(AuthorizeCallTest, TwoTokensAreUnauthenticated) {
 TEST(AuthorizeCallTest, AnAdmittedCallNamesItsPrincipal) {
   const std::string client = Bearer(kClientToken);
   const absl::StatusOr<Caller> caller =
-      AuthorizeCall(Tokens(), "/paratune.v1.Autotuner/CreateSearch", {client});
+      AuthorizeCall(Tokens(), "/paratune.v1.Autotuner/CreateSearch", {{client}});
   ASSERT_TRUE(caller.ok()) << caller.status();
   ASSERT_TRUE(caller->has_value());
   EXPECT_EQ((*caller)->name, "alice");
   EXPECT_EQ((*caller)->role, Role::kClient);
   // Open methods do not look at the token: no principal.
   const absl::StatusOr<Caller> health =
-      AuthorizeCall(Tokens(), "/grpc.health.v1.Health/Check", {client});
+      AuthorizeCall(Tokens(), "/grpc.health.v1.Health/Check", {{client}});
   ASSERT_TRUE(health.ok());
   EXPECT_EQ(*health, std::nullopt);
+}
+
+// What a call over a connection with a client certificate of `common_name` presents, with
+// `authorization` values.
+CallCredentials WithCertificate(absl::string_view common_name,
+                                std::vector<absl::string_view> authorization = {}) {
+  return CallCredentials{std::move(authorization), common_name};
+}
+
+TEST(AuthorizeCallTest, ABoundCertificateNamesItsPrincipalWithoutAToken) {
+  const absl::StatusOr<Caller> caller = AuthorizeCall(
+      Tokens(), "/paratune.v1.Autotuner/CreateSearch", WithCertificate("alice-laptop"));
+  ASSERT_TRUE(caller.ok()) << caller.status();
+  ASSERT_TRUE(caller->has_value());
+  EXPECT_EQ((*caller)->name, "alice");
+  EXPECT_EQ((*caller)->role, Role::kClient);
+  const absl::StatusOr<Caller> worker = AuthorizeCall(
+      Tokens(), "/paratune.v1.WorkerService/RegisterWorker", WithCertificate("node-1"));
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  EXPECT_EQ((*worker)->name, "pool");
+}
+
+TEST(AuthorizeCallTest, AnUnboundCertificateWithoutATokenIsUnauthenticatedNamingIt) {
+  const absl::Status status =
+      AuthorizeCall(Tokens(), "/paratune.v1.Autotuner/ListWorkers", WithCertificate("intruder"))
+          .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(status.message(),
+            "/paratune.v1.Autotuner/ListWorkers needs a principal: the client certificate (CN "
+            "\"intruder\") is bound to none in the server's token file (ROLE NAME "
+            "cert:COMMON_NAME), and the call has no bearer token (\"authorization: Bearer "
+            "TOKEN\")");
+}
+
+TEST(AuthorizeCallTest, AnUnboundCertificateLeavesTheTokenToDecide) {
+  const std::string admin = Bearer(kAdminToken);
+  const absl::StatusOr<Caller> caller = AuthorizeCall(
+      Tokens(), "/paratune.v1.Autotuner/ListWorkers", WithCertificate("shared-ci", {admin}));
+  ASSERT_TRUE(caller.ok()) << caller.status();
+  EXPECT_EQ((*caller)->name, "ops");
+}
+
+TEST(AuthorizeCallTest, ATokenAndABoundCertificateMustNameOnePrincipal) {
+  const std::string method = "/paratune.v1.Autotuner/ListWorkers";
+  const std::string client = Bearer(kClientToken);
+  const absl::StatusOr<Caller> same =
+      AuthorizeCall(Tokens(), method, WithCertificate("alice-laptop", {client}));
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ((*same)->name, "alice");
+
+  // An admin token on alice's connection is refused, not preferred.
+  const std::string admin = Bearer(kAdminToken);
+  const absl::Status other =
+      AuthorizeCall(Tokens(), method, WithCertificate("alice-laptop", {admin})).status();
+  EXPECT_EQ(other.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(other.message(),
+            "/paratune.v1.Autotuner/ListWorkers: the bearer token names the principal ops but "
+            "the client certificate names alice; send the credentials of one principal");
+
+  // A bad token is refused whatever the certificate.
+  const std::string unknown = Bearer(kUnknownToken);
+  EXPECT_EQ(
+      AuthorizeCall(Tokens(), method, WithCertificate("alice-laptop", {unknown})).status().code(),
+      absl::StatusCode::kUnauthenticated);
+}
+
+TEST(AuthorizeCallTest, ACertificatesRoleIsCheckedLikeATokens) {
+  const absl::Status status =
+      AuthorizeCall(Tokens(), "/paratune.v1.Autotuner/CreateSearch", WithCertificate("node-1"))
+          .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(status.message(),
+            "a worker certificate may not call /paratune.v1.Autotuner/CreateSearch; it needs a "
+            "client or admin certificate");
+  // Open methods look at no credential.
+  EXPECT_TRUE(
+      AuthorizeCall(Tokens(), "/grpc.health.v1.Health/Check", WithCertificate("intruder")).ok());
 }
 
 grpc::string_ref Ref(const std::string& text) { return grpc::string_ref(text.data(), text.size()); }
@@ -228,8 +309,10 @@ TEST(TokenAuthMetadataProcessorTest, ReplacedTokensApplyToTheNextCall) {
   };
   EXPECT_EQ(code(client), grpc::StatusCode::OK);
   EXPECT_EQ(code(unknown), grpc::StatusCode::UNAUTHENTICATED);
-  processor.ReplaceTokens(
-      TokenTable::Parse("tokens", absl::StrCat("client carol ", kUnknownToken, "\n")).value());
+  processor.ReplaceTokens(TokenTable::Parse("tokens",
+                                            absl::StrCat("client carol ", kUnknownToken, "\n"),
+                                            ClientCertificates::kNotVerified)
+                              .value());
   EXPECT_EQ(code(client), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(code(unknown), grpc::StatusCode::OK);
 }
@@ -245,6 +328,43 @@ TEST(TokenAuthMetadataProcessorTest, ACallWithoutAPathNeedsAnAdminToken) {
             grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_TRUE(
       processor.Process({{Ref("authorization"), Ref(admin)}}, nullptr, &consumed, &response).ok());
+}
+
+// The AuthContext of a connection whose client certificate has the subject common name
+// `common_name`, as gRPC's TLS fills it in (x509_common_name).
+class CertificateAuthContext final : public grpc::AuthContext {
+ public:
+  explicit CertificateAuthContext(std::string common_name) : common_name_(std::move(common_name)) {}
+
+  bool IsPeerAuthenticated() const override { return true; }
+  std::vector<grpc::string_ref> GetPeerIdentity() const override { return {Ref(common_name_)}; }
+  std::string GetPeerIdentityPropertyName() const override { return "x509_common_name"; }
+  std::vector<grpc::string_ref> FindPropertyValues(const std::string& name) const override {
+    if (name == "x509_common_name") return {Ref(common_name_)};
+    return {};
+  }
+  grpc::AuthPropertyIterator begin() const override { return NoProperties(); }
+  grpc::AuthPropertyIterator end() const override { return NoProperties(); }
+  void AddProperty(const std::string&, const grpc::string_ref&) override {}
+  bool SetPeerIdentityPropertyName(const std::string&) override { return false; }
+
+ private:
+  struct NoProperties : grpc::AuthPropertyIterator {};
+  const std::string common_name_;
+};
+
+TEST(TokenAuthMetadataProcessorTest, TakesTheCertificateFromTheConnection) {
+  TokenAuthMetadataProcessor processor(Tokens(), nullptr);
+  const std::string path = "/paratune.v1.WorkerService/Heartbeat";
+  grpc::AuthMetadataProcessor::OutputMetadata consumed;
+  grpc::AuthMetadataProcessor::OutputMetadata response;
+  CertificateAuthContext bound("node-1");
+  EXPECT_TRUE(processor.Process({{Ref(":path"), Ref(path)}}, &bound, &consumed, &response).ok());
+  CertificateAuthContext unbound("intruder");
+  const grpc::Status status =
+      processor.Process({{Ref(":path"), Ref(path)}}, &unbound, &consumed, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(status.error_message(), HasSubstr("CN \"intruder\""));
 }
 
 }  // namespace

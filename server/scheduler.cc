@@ -306,41 +306,43 @@ absl::StatusOr<v1::HeartbeatResponse> Scheduler::Heartbeat(const v1::HeartbeatRe
 }
 
 absl::StatusOr<std::optional<v1::ProbeAssignment>> Scheduler::TryAcquireProbe(
-    absl::string_view worker_name) {
+    const v1::AcquireProbeRequest& request) {
+  if (!request.last_probe().empty()) {
+    PT_RETURN_IF_ERROR(ParseProbeName("last_probe", request.last_probe()).status());
+  }
   std::optional<v1::ProbeAssignment> assignment;
+  // When the lease cannot be stored the worker is not told: its next call, which does not
+  // name the lease as its last probe, hands the same share over.
   PT_RETURN_IF_ERROR(Mutate([&]() -> absl::Status {
-    PT_ASSIGN_OR_RETURN(WorkerRecord * worker, workers_.FindLive(worker_name));
-    assignment = AcquireLocked(*worker);
-    if (!assignment.has_value()) return absl::OkStatus();
-    if (absl::Status stored = CommitLocked(); !stored.ok()) {
-      // The worker is not told, so it will not run it: its next call hands the same share
-      // over (the lease stays, undelivered) rather than burning an attempt.
-      internal::LeaseState& lease = *leases_.Find(assignment->name());
-      lease.mutable_members(assignment->gang_index())->set_delivered(false);
-      changes_.PutLease(lease);
-      assignment.reset();
-      return stored;
-    }
+    PT_ASSIGN_OR_RETURN(WorkerRecord * worker, workers_.FindLive(request.worker()));
+    assignment = AcquireLocked(*worker, request.last_probe());
     return absl::OkStatus();
   }));
   return assignment;
 }
 
-std::optional<v1::ProbeAssignment> Scheduler::AcquireLocked(WorkerRecord& worker) {
+std::optional<v1::ProbeAssignment> Scheduler::AcquireLocked(WorkerRecord& worker,
+                                                            absl::string_view last_probe) {
   const absl::Time now = clock_->Now();
   worker.last_asked = now;
   const std::string held = worker.worker.current_probe();
   if (!held.empty()) {
     auto membership = leases_.FindMembership(held, worker.id, worker.worker.name());
-    if (membership.ok() && !membership->first->members(membership->second).delivered()) {
+    // The worker asks only when it runs nothing: a share it holds but did not receive last
+    // never reached it.
+    if (membership.ok() && held != last_probe) {
       auto [lease, member] = *membership;
-      lease->mutable_members(member)->set_delivered(true);
-      changes_.PutLease(*lease);
+      if (lease->members(member).delivered()) {
+        Log(LogLevel::kWarning, "probe handed over again: its first reply never reached the worker",
+            {{"worker", worker.worker.name()}, {"probe", held}});
+      } else {
+        lease->mutable_members(member)->set_delivered(true);
+        changes_.PutLease(*lease);
+      }
       return MemberAssignment(active_.at(lease->search_id()).search(), *lease, member);
     }
-    worker.cancel_probes.push_back(held);
     ReleaseLeaseLocked(
-        worker, absl::StrCat(worker.worker.name(), " asked for a new probe while holding ", held));
+        worker, absl::StrCat(worker.worker.name(), " ran ", held, " but its report never arrived"));
   }
   v1::ProbeScope scope = v1::PROBE_SCOPE_UNSPECIFIED;
   int64_t ranks = 0;

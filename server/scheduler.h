@@ -28,13 +28,13 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "proto/autotuner_service.pb.h"
 #include "proto/probe.pb.h"
 #include "proto/search.pb.h"
 #include "proto/worker_service.pb.h"
 #include "server/active_search.h"
 #include "server/change_set.h"
-#include "server/clock.h"
 #include "server/launch_target.h"
 #include "server/lease_table.h"
 #include "server/limits.h"
@@ -83,8 +83,9 @@ class Scheduler : public LaunchTarget {
 
   // A scheduler over `store`, resuming what it holds: unfinished searches continue with their
   // queued candidates queued again in order; probes leased before keep their leases, so their
-  // workers' reports are accepted (they expire as usual otherwise); known workers get a fresh
-  // heartbeat allowance. Errors are the store's.
+  // workers' reports are accepted and a lease whose AcquireProbe reply the stop cut off is
+  // handed over again (they expire as usual otherwise); known workers get a fresh heartbeat
+  // allowance. Errors are the store's.
   static absl::StatusOr<std::unique_ptr<Scheduler>> Create(Options options,
                                                            std::unique_ptr<SearchStore> store);
   Scheduler(const Scheduler&) = delete;
@@ -148,15 +149,23 @@ class Scheduler : public LaunchTarget {
   // name or a reason over 1,024 bytes.
   absl::Status DeregisterWorker(const v1::DeregisterWorkerRequest& request);
   // Returns the probes the worker must stop: those of cancelled searches, re-leased ones, and
-  // any it runs that are not leased to it.
+  // any it runs that are not leased to it. A probe leased to the worker that its
+  // running_probes leave out is not released: its assignment may still be on the way to the
+  // worker, whose next TryAcquireProbe settles it.
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request);
-  // Hands over the worker's share of a gang probe leased while it was not asking, if any;
-  // else leases the next queued probe this worker can host the first node share of
-  // (probe_needs.h, gang_placement.h), round-robin between searches, with the other shares
-  // on other free workers that can host them; those members receive their shares at their
-  // next call. A probe the worker still held is given up (re-queued). nullopt when nothing
-  // can be placed now.
-  absl::StatusOr<std::optional<v1::ProbeAssignment>> TryAcquireProbe(absl::string_view worker);
+  // Hands the worker the share it holds but never received, if any: a gang share leased
+  // while it was not asking, or one whose reply was lost (a store write that failed, a
+  // server killed before answering, the network). A worker runs one probe at a time and asks
+  // only when it runs none, so every share it holds other than request.last_probe is one it
+  // never received: the same assignment comes back, no attempt counted. A held share that is
+  // its last_probe ran without its report arriving and is given up (re-queued or failed,
+  // the attempt counted). Else leases the next queued probe this worker can host the first
+  // node share of (probe_needs.h, gang_placement.h), round-robin between searches, with the
+  // other shares on other free workers that can host them; those members receive their
+  // shares at their next call. nullopt when nothing can be placed now. INVALID_ARGUMENT
+  // naming last_probe when it is neither empty nor a probe name.
+  absl::StatusOr<std::optional<v1::ProbeAssignment>> TryAcquireProbe(
+      const v1::AcquireProbeRequest& request);
   // Records one member's result. The probe ends when every member reported PROBE_OK, or at
   // once when one reports another outcome (the others are told to stop); INFRA_ERROR then
   // re-queues it while attempts remain. OK once the result is stored, and again for a retry
@@ -204,9 +213,11 @@ class Scheduler : public LaunchTarget {
   absl::Status Mutate(absl::FunctionRef<absl::Status()> change) ABSL_LOCKS_EXCLUDED(mu_);
   void NotifyListeners() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // What TryAcquireProbe hands the worker: its undelivered gang share, else a new lease of
-  // the first queued probe it can host; nullopt when none.
-  std::optional<v1::ProbeAssignment> AcquireLocked(WorkerRecord& worker)
+  // What TryAcquireProbe hands the worker that received `last_probe` last: the share it
+  // holds but never received, else a new lease of the first queued probe it can host;
+  // nullopt when none.
+  std::optional<v1::ProbeAssignment> AcquireLocked(WorkerRecord& worker,
+                                                   absl::string_view last_probe)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues candidate n.
   void QueueLocked(const ActiveSearch& record, int64_t n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -1,5 +1,6 @@
-// What the scheduler keeps through failures: worker heartbeats and losses, leases, repeated
-// reports, refused store writes, deregistration and restarts over a database file.
+// What the scheduler keeps through failures: worker heartbeats and losses, leases, lost
+// AcquireProbe replies, repeated reports, refused store writes, deregistration and restarts
+// over a database file.
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -147,7 +148,8 @@ TEST_F(SchedulerTest, ALeaseThatCouldNotBeStoredIsHandedOverAgain) {
   const std::string worker = Register(8);
   const v1::Search search = Create(SmallSimSearch(1));
   store_->FailNextWrites(1, absl::UnavailableError("database is locked"));
-  absl::StatusOr<std::optional<v1::ProbeAssignment>> failed = scheduler_->TryAcquireProbe(worker);
+  absl::StatusOr<std::optional<v1::ProbeAssignment>> failed =
+      scheduler_->TryAcquireProbe(AcquireRequest(worker));
   EXPECT_EQ(failed.status().code(), absl::StatusCode::kUnavailable);
   std::optional<v1::ProbeAssignment> probe = Acquire(worker);
   ASSERT_TRUE(probe.has_value());
@@ -220,17 +222,44 @@ TEST_F(SchedulerTest, ADeregisteredWorkerIsGoneAndItsProbeRequeued) {
   EXPECT_EQ(Register(8), "workers/2");
 }
 
-TEST_F(SchedulerTest, AskingForAnotherProbeGivesUpTheHeldOne) {
-  Create(SmallSimSearch(1));
+TEST_F(SchedulerTest, AProbeRunWithoutItsReportArrivingIsGivenUpWhenTheWorkerAsksAgain) {
+  const v1::Search search = Create(SmallSimSearch(1));
   const std::string worker = Register(8);
   std::optional<v1::ProbeAssignment> first = Acquire(worker);
   ASSERT_TRUE(first.has_value());
+  // The worker ran it, its report was lost, and it asks again naming it.
   std::optional<v1::ProbeAssignment> second = Acquire(worker);
   ASSERT_TRUE(second.has_value());
   EXPECT_EQ(second->name(), "searches/1/candidates/0/probes/2");
-  absl::StatusOr<v1::HeartbeatResponse> heartbeat = Heartbeat(worker, {second->name()});
-  ASSERT_TRUE(heartbeat.ok());
-  EXPECT_THAT(heartbeat->cancel_probes(), ElementsAre(first->name()));
+  EXPECT_EQ(Get(search.name()).candidates(0).attempts(), 2);
+  v1::ListSearchEventsRequest events;
+  events.set_name(search.name());
+  absl::StatusOr<v1::ListSearchEventsResponse> log = scheduler_->reader().ListSearchEvents(events);
+  ASSERT_TRUE(log.ok());
+  std::vector<std::string> texts;
+  for (const v1::SearchEvent& event : log->events()) texts.push_back(event.text());
+  EXPECT_THAT(texts, Contains(HasSubstr("re-queued after attempt 1 of 2: " + worker + " ran " +
+                                        first->name() + " but its report never arrived")));
+}
+
+TEST_F(SchedulerTest, AReplyLostOnTheWayIsHandedOverAgain) {
+  const v1::Search search = Create(SmallSimSearch(1));
+  const std::string worker = Register(8);
+  absl::StatusOr<std::optional<v1::ProbeAssignment>> lost =
+      scheduler_->TryAcquireProbe(AcquireRequest(worker));
+  ASSERT_TRUE(lost.ok() && lost->has_value());
+  std::optional<v1::ProbeAssignment> again = Acquire(worker);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->SerializeAsString(), (*lost)->SerializeAsString());
+  EXPECT_EQ(Get(search.name()).candidates(0).attempts(), 1);
+}
+
+TEST_F(SchedulerTest, AcquireRefusesAMalformedLastProbe) {
+  const std::string worker = Register(8);
+  const absl::Status status =
+      scheduler_->TryAcquireProbe(AcquireRequest(worker, "searches/1/candidates/x")).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("last_probe"));
 }
 
 TEST_F(SchedulerTest, HeartbeatCancelsProbesNotLeasedToTheWorker) {
@@ -302,6 +331,64 @@ TEST_F(SchedulerRestartTest, UndeliveredGangShareIsHandedOverAfterARestart) {
   ASSERT_TRUE(second.has_value());
   EXPECT_EQ(second->name(), first->name());
   EXPECT_EQ(second->gang_index(), 1);
+}
+
+TEST_F(SchedulerRestartTest, ALeaseWhoseReplyTheRestartCutOffIsHandedOverAgain) {
+  const std::string worker = Register(8);
+  const v1::Search search = Create(SmallSimSearch(2));
+  std::optional<v1::ProbeAssignment> ran = Acquire(worker);
+  ASSERT_TRUE(ran.has_value());
+  ASSERT_TRUE(Report(worker, ran->name(), OkResult(100)).ok());
+  // The next lease is stored, then the server dies before its reply leaves.
+  absl::StatusOr<std::optional<v1::ProbeAssignment>> lost =
+      scheduler_->TryAcquireProbe(AcquireRequest(worker, ran->name()));
+  ASSERT_TRUE(lost.ok() && lost->has_value()) << lost.status();
+
+  Restart();
+
+  // A heartbeat without it proves nothing (the reply might still be on its way).
+  absl::StatusOr<v1::HeartbeatResponse> heartbeat = Heartbeat(worker);
+  ASSERT_TRUE(heartbeat.ok()) << heartbeat.status();
+  EXPECT_THAT(heartbeat->cancel_probes(), IsEmpty());
+  scheduler_->CheckLeases();
+  // The worker asks again, naming the probe before: it gets the same lease.
+  std::optional<v1::ProbeAssignment> again = Acquire(worker);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->SerializeAsString(), (*lost)->SerializeAsString());
+  ASSERT_TRUE(Report(worker, again->name(), OkResult(200)).ok());
+  const v1::Search done = Get(search.name());
+  EXPECT_EQ(done.state(), v1::SUCCEEDED);
+  for (const v1::Candidate& candidate : done.candidates()) {
+    EXPECT_EQ(candidate.attempts(), 1) << candidate.name();
+  }
+}
+
+TEST_F(SchedulerRestartTest, GangSharesWhoseRepliesTheRestartCutOffAreHandedOverAgain) {
+  const std::string a = Register(4);
+  const std::string b = Register(4);
+  const v1::Search search = Create(FullScopeSearch());
+  // Both members' shares are stored as delivered; neither reply leaves.
+  absl::StatusOr<std::optional<v1::ProbeAssignment>> lost_first =
+      scheduler_->TryAcquireProbe(AcquireRequest(a));
+  absl::StatusOr<std::optional<v1::ProbeAssignment>> lost_second =
+      scheduler_->TryAcquireProbe(AcquireRequest(b));
+  ASSERT_TRUE(lost_first.ok() && lost_first->has_value());
+  ASSERT_TRUE(lost_second.ok() && lost_second->has_value());
+
+  Restart();
+
+  std::optional<v1::ProbeAssignment> second = Acquire(b);
+  std::optional<v1::ProbeAssignment> first = Acquire(a);
+  ASSERT_TRUE(first.has_value() && second.has_value());
+  EXPECT_EQ(first->SerializeAsString(), (*lost_first)->SerializeAsString());
+  EXPECT_EQ(second->SerializeAsString(), (*lost_second)->SerializeAsString());
+  EXPECT_EQ(first->name(), "searches/1/candidates/0/probes/1");
+  EXPECT_EQ(second->gang_index(), 1);
+  ASSERT_TRUE(Report(b, second->name(), OkResult(100)).ok());
+  ASSERT_TRUE(Report(a, first->name(), OkResult(100)).ok());
+  const v1::Search done = Get(search.name());
+  EXPECT_EQ(done.state(), v1::SUCCEEDED);
+  EXPECT_EQ(done.candidates(0).attempts(), 1);
 }
 
 TEST_F(SchedulerRestartTest, ProbeOfAWorkerThatNeverReturnsIsRequeued) {

@@ -1,7 +1,8 @@
 // How a scheduler resumes from its store (Scheduler::Create): workers get a fresh heartbeat
-// allowance, leases whose probe is still running are kept so that their reports are
-// accepted, probes no lease runs any more are queued again, and each search's policy is
-// rebuilt from its stored candidates.
+// allowance, leases whose probe is still running are kept so that their reports are accepted
+// (and the ones whose AcquireProbe reply never left are handed over again), probes no lease
+// runs any more are queued again, and each search's policy is rebuilt from its stored
+// candidates.
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status_macros.h"

@@ -9,9 +9,9 @@
 #include <string>
 #include <utility>
 
-#include "proto/autotuner_service.pb.h"
 #include "proto/probe.pb.h"
 #include "proto/search.pb.h"
+#include "proto/worker.pb.h"
 
 namespace paratune {
 

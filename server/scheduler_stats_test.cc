@@ -4,9 +4,9 @@
 #include <string>
 #include <utility>
 
+#include "common/fake_clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/fake_clock.h"
 #include "server/scheduler.h"
 #include "server/sqlite_search_store.h"
 #include "server/test_requests.h"
@@ -132,8 +132,9 @@ TEST(SchedulerStatsTest, FollowsASearchThroughTheScheduler) {
   const int64_t enumerated = stats.totals.candidates_enumerated;
   EXPECT_GT(enumerated, 0);
 
-  absl::StatusOr<std::optional<v1::ProbeAssignment>> acquired =
-      scheduler.TryAcquireProbe(registered->name());
+  v1::AcquireProbeRequest acquire;
+  acquire.set_worker(registered->name());
+  absl::StatusOr<std::optional<v1::ProbeAssignment>> acquired = scheduler.TryAcquireProbe(acquire);
   ASSERT_TRUE(acquired.ok() && acquired->has_value());
   const std::optional<v1::ProbeAssignment>& assignment = *acquired;
   stats = scheduler.Stats();

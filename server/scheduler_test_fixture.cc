@@ -79,6 +79,13 @@ v1::RegisterWorkerRequest A100Worker(int gpus) {
   return request;
 }
 
+v1::AcquireProbeRequest AcquireRequest(const std::string& worker, const std::string& last_probe) {
+  v1::AcquireProbeRequest request;
+  request.set_worker(worker);
+  request.set_last_probe(last_probe);
+  return request;
+}
+
 v1::ProbeResult MeasuredAsPredicted(const v1::Search& search, const v1::ProbeAssignment& assignment,
                                     double factor, double spread) {
   const v1::Candidate* candidate = nullptr;
@@ -100,11 +107,14 @@ v1::ProbeResult MeasuredAsPredicted(const v1::Search& search, const v1::ProbeAss
 std::vector<int64_t> RunToEnd(Scheduler& scheduler, const std::string& worker,
                               const std::string& search_name, double factor, double spread) {
   std::vector<int64_t> timed_steps;
+  std::string last_probe;
   for (int probes = 0; probes < 500; ++probes) {
-    absl::StatusOr<std::optional<v1::ProbeAssignment>> acquired = scheduler.TryAcquireProbe(worker);
+    absl::StatusOr<std::optional<v1::ProbeAssignment>> acquired =
+        scheduler.TryAcquireProbe(AcquireRequest(worker, last_probe));
     EXPECT_TRUE(acquired.ok()) << acquired.status();
     if (!acquired.ok() || !acquired->has_value()) break;
     const v1::ProbeAssignment& assignment = **acquired;
+    last_probe = assignment.name();
     timed_steps.push_back(assignment.timed_steps());
     v1::ReportProbeRequest report;
     report.set_worker(worker);
@@ -144,10 +154,13 @@ std::string SchedulerTest::Register(int gpus, const std::string& backend) {
 
 std::optional<v1::ProbeAssignment> SchedulerTest::Acquire(const std::string& worker) {
   const int notified = listener_.calls;
-  absl::StatusOr<std::optional<v1::ProbeAssignment>> acquired = scheduler_->TryAcquireProbe(worker);
+  absl::StatusOr<std::optional<v1::ProbeAssignment>> acquired =
+      scheduler_->TryAcquireProbe(AcquireRequest(worker, last_probes_[worker]));
   EXPECT_TRUE(acquired.ok()) << acquired.status();
   others_may_have_work_ = listener_.calls > notified;
-  return acquired.ok() ? *acquired : std::nullopt;
+  if (!acquired.ok() || !acquired->has_value()) return std::nullopt;
+  last_probes_[worker] = (*acquired)->name();
+  return *acquired;
 }
 
 absl::Status SchedulerTest::Report(const std::string& worker, const std::string& probe,

@@ -6,6 +6,7 @@
 #define PARATUNE_SERVER_SCHEDULER_TEST_FIXTURE_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,12 +14,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/fake_clock.h"
 #include "gtest/gtest.h"
 #include "proto/autotuner_service.pb.h"
 #include "proto/probe.pb.h"
 #include "proto/search.pb.h"
 #include "proto/worker_service.pb.h"
-#include "server/fake_clock.h"
 #include "server/fake_search_store.h"
 #include "server/probes_queued_listener.h"
 #include "server/scheduler.h"
@@ -40,6 +41,9 @@ v1::CreateSearchRequest OneNodeFullSearch();
 v1::RegisterWorkerRequest ReservedWorker(int gpus, const std::string& probe);
 // A worker of `gpus` A100-40GB, as the sim declares them.
 v1::RegisterWorkerRequest A100Worker(int gpus);
+// `worker`'s AcquireProbe, having received `last_probe` last.
+v1::AcquireProbeRequest AcquireRequest(const std::string& worker,
+                                       const std::string& last_probe = "");
 // `assignment`'s result at `factor` x its predicted speed, step times spread by +-`spread`.
 v1::ProbeResult MeasuredAsPredicted(const v1::Search& search, const v1::ProbeAssignment& assignment,
                                     double factor, double spread = 0);
@@ -75,7 +79,9 @@ class SchedulerTest : public ::testing::Test {
   v1::Search Create(const v1::CreateSearchRequest& request);
   // The name of a newly registered Worker(gpus, backend), or "" after a failed expectation.
   std::string Register(int gpus, const std::string& backend = "sim");
-  // TryAcquireProbe for `worker`; sets others_may_have_work_.
+  // TryAcquireProbe for `worker` naming the probe Acquire handed it last, as a worker daemon
+  // asks once it ran it; sets others_may_have_work_. A test loses a reply by calling
+  // scheduler_->TryAcquireProbe itself.
   std::optional<v1::ProbeAssignment> Acquire(const std::string& worker);
   // ReportProbe of `result` for `probe` by `worker`.
   absl::Status Report(const std::string& worker, const std::string& probe,
@@ -90,6 +96,8 @@ class SchedulerTest : public ::testing::Test {
   CountingListener listener_;
   // Whether the last Acquire told listeners to look again (work left for other workers).
   bool others_may_have_work_ = false;
+  // The probe Acquire handed each worker last, by worker name.
+  std::map<std::string, std::string> last_probes_;
   FakeSearchStore* store_ = nullptr;
   std::unique_ptr<Scheduler> scheduler_;
 };

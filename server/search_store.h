@@ -14,8 +14,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "proto/autotuner_service.pb.h"
 #include "proto/search.pb.h"
+#include "proto/worker.pb.h"
 #include "server/scheduler_state.pb.h"
 
 namespace paratune {

@@ -32,6 +32,7 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
   std::unique_ptr<ParatuneServer> server(new ParatuneServer(options));
   ParatuneServer* self = server.get();
   server->token_processor_ = security.token_processor;
+  server->certificates_ = security.certificates;
   Scheduler::Options scheduler_options;
   scheduler_options.clock = options.clock;
   scheduler_options.heartbeat_interval = options.heartbeat_interval;
@@ -40,8 +41,10 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
                       SqliteSearchStore::Open(options.db_path));
   PT_ASSIGN_OR_RETURN(server->scheduler_,
                       Scheduler::Create(std::move(scheduler_options), std::move(store)));
-  server->wait_list_ = std::make_unique<ProbeWaitList>(
-      [self](const std::string& worker) { return self->scheduler_->TryAcquireProbe(worker); });
+  server->wait_list_ =
+      std::make_unique<ProbeWaitList>([self](const v1::AcquireProbeRequest& request) {
+        return self->scheduler_->TryAcquireProbe(request);
+      });
   server->scheduler_->AddListener(server->wait_list_.get());
   server->autotuner_service_ =
       std::make_unique<AutotunerService>(server->scheduler_.get(), security.token_processor.get());
@@ -62,7 +65,8 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
   Log(LogLevel::kInfo, "security",
       {{"tls", security.tls ? "on" : "off"},
        {"client_certificates", security.mutual_tls ? "required" : "not required"},
-       {"bearer_tokens", absl::StrCat(security.tokens)}});
+       {"bearer_tokens", absl::StrCat(security.tokens)},
+       {"bound_certificates", absl::StrCat(security.bound_certificates)}});
   if (options.slurm_launcher.has_value()) {
     SlurmLauncher::Options& launcher = *options.slurm_launcher;
     launcher.clock = options.clock;
@@ -97,19 +101,56 @@ std::optional<SlurmLauncher::Stats> ParatuneServer::slurm_launcher_stats() const
 
 ParatuneServer::~ParatuneServer() { Shutdown(); }
 
-absl::StatusOr<size_t> ParatuneServer::ReloadTokens() {
-  if (token_processor_ == nullptr) {
-    Log(LogLevel::kWarning, "no token file to reload: the server runs without --token_file");
-    return absl::FailedPreconditionError("the server has no token file to reload");
+void ParatuneServer::ReloadCredentials() {
+  if (token_processor_ == nullptr && certificates_ == nullptr) {
+    Log(LogLevel::kWarning,
+        "nothing to reload: the server runs without --token_file and without TLS");
+    return;
   }
-  absl::StatusOr<size_t> tokens = paratune::ReloadTokens(token_file_, *token_processor_);
-  if (tokens.ok()) {
-    Log(LogLevel::kInfo, "tokens reloaded", {{"bearer_tokens", absl::StrCat(*tokens)}});
-  } else {
-    Log(LogLevel::kError, "token reload failed; the old tokens stay in force",
-        {{"error", tokens.status().ToString()}});
+  if (token_processor_ != nullptr) {
+    const absl::Status status =
+        ReloadTokens(token_file_,
+                     certificates_->verifies_clients() ? ClientCertificates::kVerified
+                                                       : ClientCertificates::kNotVerified,
+                     *token_processor_);
+    if (status.ok()) {
+      // Counts only: the token file's contents are never logged.
+      const std::shared_ptr<const TokenTable> tokens = token_processor_->tokens();
+      Log(LogLevel::kInfo, "tokens reloaded",
+          {{"bearer_tokens", absl::StrCat(tokens->tokens())},
+           {"bound_certificates", absl::StrCat(tokens->certificates())},
+           {"principals", absl::StrCat(tokens->principals())}});
+    } else {
+      Log(LogLevel::kError, "token reload failed; the old tokens stay in force",
+          {{"error", status.ToString()}});
+    }
+    absl::MutexLock lock(&reload_mu_);
+    ++(status.ok() ? reload_stats_.token_reloads : reload_stats_.token_reload_errors);
   }
-  return tokens;
+  if (certificates_ != nullptr) {
+    const absl::Status status = certificates_->Reload();
+    if (status.ok()) {
+      Log(LogLevel::kInfo,
+          "certificates reloaded; new connections get them, open ones keep theirs");
+    } else {
+      Log(LogLevel::kError, "certificate reload failed; the old certificates stay in force",
+          {{"error", status.ToString()}});
+    }
+    absl::MutexLock lock(&reload_mu_);
+    ++(status.ok() ? reload_stats_.certificate_reloads : reload_stats_.certificate_reload_errors);
+  }
+}
+
+CredentialStats ParatuneServer::credential_stats() const {
+  CredentialStats stats;
+  {
+    absl::MutexLock lock(&reload_mu_);
+    stats = reload_stats_;
+  }
+  if (token_processor_ != nullptr) {
+    stats.principals = static_cast<int64_t>(token_processor_->tokens()->principals());
+  }
+  return stats;
 }
 
 void ParatuneServer::CheckLeasesUntilShutdown() {

@@ -10,13 +10,15 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "grpcpp/server.h"
 #include "grpcpp/support/server_interceptor.h"
 #include "server/autotuner_service.h"
-#include "server/clock.h"
 #include "server/limits.h"
 #include "server/probe_wait_list.h"
 #include "server/scheduler.h"
@@ -81,11 +83,16 @@ class ParatuneServer {
   // The Slurm launcher's counts (server/slurm_launcher_metrics.h); nullopt without one.
   std::optional<SlurmLauncher::Stats> slurm_launcher_stats() const;
 
-  // Reads the token file again (SIGHUP in paratune-server) and checks every call from now on
-  // against it; open connections and admitted calls go on. Logs and returns the result: the
-  // number of tokens, or FAILED_PRECONDITION for a server without a token file, or
-  // TokenTable::Load's error (the old tokens stay in force).
-  absl::StatusOr<size_t> ReloadTokens();
+  // Reads the token file and the TLS files again, whichever the server has (SIGHUP in
+  // paratune-server): calls are checked against the new token file from then on, and new
+  // handshakes present the new certificate within ServerCertificates::kRefreshSeconds; open
+  // connections and admitted calls go on. Each part that fails to load leaves its old
+  // credentials in force. Logs each result and counts it (credential_stats()).
+  void ReloadCredentials() ABSL_LOCKS_EXCLUDED(reload_mu_);
+
+  // The reloads so far and the principals in force, for the binary's metrics
+  // (server/credential_metrics.h).
+  CredentialStats credential_stats() const ABSL_LOCKS_EXCLUDED(reload_mu_);
 
   // Ends parked long polls and watch streams, then stops serving once in-flight calls have
   // finished and clients have closed their connections (at most `grace`; then calls are
@@ -99,6 +106,10 @@ class ParatuneServer {
   const absl::Duration heartbeat_interval_;
   const std::string token_file_;
   std::shared_ptr<TokenAuthMetadataProcessor> token_processor_;
+  // Declared before server_, which uses them, so that they outlive it.
+  std::shared_ptr<ServerCertificates> certificates_;
+  mutable absl::Mutex reload_mu_;
+  CredentialStats reload_stats_ ABSL_GUARDED_BY(reload_mu_);
   std::unique_ptr<ProbeWaitList> wait_list_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<AutotunerService> autotuner_service_;

@@ -29,6 +29,7 @@
 #include "metrics/registry.h"
 #include "proto/autotuner_service.grpc.pb.h"
 #include "proto/worker_service.grpc.pb.h"
+#include "server/credential_metrics.h"
 #include "server/grpc_methods.h"
 #include "server/rpc_metrics.h"
 #include "server/scheduler_metrics.h"
@@ -70,29 +71,34 @@ ABSL_FLAG(std::string, db, "paratune.db",
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM file of this server's certificate chain (leaf first); with --tls_key the gRPC "
           "port speaks TLS only. The certificate must name every host clients and workers "
-          "dial (DNS names or IP addresses in its subjectAltName). Read once at start-up: a "
-          "renewed certificate takes a restart.");
+          "dial (DNS names or IP addresses in its subjectAltName). SIGHUP reads it, --tls_key "
+          "and --tls_client_ca again: once they are checked (the key is the certificate's, "
+          "the certificate valid now), new connections get them within a second while open "
+          "ones go on; files that do not check leave the old ones in force (the log says "
+          "why).");
 ABSL_FLAG(std::string, tls_key, "",
           "PEM file of the private key of --tls_cert, unencrypted; keep it readable by this "
           "server's user only.");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM file of the CA whose client certificates this server requires and verifies "
           "(mutual TLS): every client, CLI and workers alike, must present one it signed "
-          "(their --tls_cert and --tls_key). Needs --tls_cert.");
-ABSL_FLAG(
-    std::string, token_file, "",
-    "File of bearer tokens with roles and principal names, one \"ROLE NAME TOKEN\" line "
-    "each ('#' starts a comment line); NAME (letters, digits, . _ -) is recorded as the "
-    "creator of the searches and the registrant of the workers of its tokens, and a "
-    "client sees and cancels only its own searches: client tokens may call the Autotuner API, "
-    "worker tokens the WorkerService "
-    "API, admin tokens both. Every call but health checking and reflection must carry "
-    "\"authorization: Bearer TOKEN\" of a role that may make it (UNAUTHENTICATED "
-    "otherwise, PERMISSION_DENIED for the wrong role). Tokens have 16 to 1024 of the "
-    "characters A-Z a-z 0-9 - . _ ~ + / (then any '='), e.g. `openssl rand -hex 32`. "
-    "Needs --tls_cert. SIGHUP reads it again: new tokens are accepted and removed ones refused "
-    "from then on, without dropping connections; a file that does not parse leaves the old "
-    "tokens in force (the log says which).");
+          "(their --tls_cert and --tls_key). Needs --tls_cert. A certificate whose subject "
+          "common name --token_file binds (cert:CN) names its principal without a token.");
+ABSL_FLAG(std::string, token_file, "",
+          "File of principals and their credentials, one \"ROLE NAME TOKEN\" or "
+          "\"ROLE NAME cert:COMMON_NAME\" line each ('#' starts a comment line); NAME (letters, "
+          "digits, . _ -) is recorded as the creator of the searches and the registrant of the "
+          "workers of its credentials, and a client sees and cancels only its own searches: client "
+          "principals may call the Autotuner API, worker principals the WorkerService API, admins "
+          "both. Every call but health checking and reflection must carry \"authorization: Bearer "
+          "TOKEN\" or come over a connection whose client certificate has a bound common name, of "
+          "a role that may make it (UNAUTHENTICATED otherwise, or when a token and a bound "
+          "certificate name different principals; PERMISSION_DENIED for the wrong role). Tokens "
+          "have 16 to 1024 of the characters A-Z a-z 0-9 - . _ ~ + / (then any '='), e.g. `openssl "
+          "rand -hex 32`. Needs --tls_cert; cert: lines need --tls_client_ca. SIGHUP reads it "
+          "again: new credentials are accepted and removed ones refused from then on, without "
+          "dropping connections; a file that does not parse leaves the old ones in force (the log "
+          "says which line).");
 ABSL_FLAG(bool, insecure_allow_remote, false,
           "Allow a non-loopback --address without TLS and tokens. Anyone who can reach the "
           "port can then create and cancel searches, register workers and report results; "
@@ -177,12 +183,13 @@ constexpr char kUsage[] =
     "estimate and plan) and the paratune.v1.WorkerService API (paratune-worker daemons), "
     "with gRPC health checking and server reflection. With --tls_cert and --tls_key it "
     "speaks TLS, with --tls_client_ca it requires client certificates (mutual TLS), and with "
-    "--token_file every call needs a bearer token whose role (client, worker, admin) may "
-    "make it; a non-loopback --address needs TLS and tokens. Its state is kept in a SQLite "
+    "--token_file every call needs a principal, named by a bearer token or a bound client "
+    "certificate, whose role (client, worker, admin) may make it; a non-loopback --address "
+    "needs TLS and tokens. Its state is kept in a SQLite "
     "database (--db), so it survives restarts and crashes. With --metrics_address it serves "
     "Prometheus metrics at /metrics (docs/operations.md lists them). Logs are one line per "
     "event on stderr (logfmt). SIGINT or SIGTERM shut it down gracefully; SIGHUP reloads "
-    "--token_file.\n"
+    "--token_file and the TLS files without dropping connections.\n"
     "\n"
     "\n"
     "With --launcher=slurm it needs no long-lived workers: it submits each probe that no "
@@ -197,7 +204,7 @@ constexpr char kUsage[] =
     "                       [--log_level=info] [--launcher=none|slurm] [--slurm_...]\n";
 
 // The server's metrics: RPC counts and latency (an interceptor, installed before the server
-// starts) and the scheduler's counts (read from the server at every scrape).
+// starts) and the scheduler's and credentials' counts (read from the server at every scrape).
 struct ServerMetrics {
   metrics::Registry registry;
   std::unique_ptr<RpcMetrics> rpc;
@@ -276,8 +283,8 @@ int Main() {
     return 2;
   }
   sigset_t signals = BlockShutdownSignals();
-  // SIGHUP reloads the token file; like the shutdown signals it is taken by sigwait below,
-  // so blocked here, before any thread starts.
+  // SIGHUP reloads the token file and the TLS files; like the shutdown signals it is taken by
+  // sigwait below, so blocked here, before any thread starts.
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
@@ -361,6 +368,14 @@ int Main() {
     Log(LogLevel::kError, "cannot define metrics", {{"error", status.ToString()}});
     return 1;
   }
+  if (absl::Status status = metrics.registry
+                                .Register(std::make_unique<CredentialMetrics>(
+                                    [serving] { return serving->credential_stats(); }))
+                                .status();
+      !status.ok()) {
+    Log(LogLevel::kError, "cannot define metrics", {{"error", status.ToString()}});
+    return 1;
+  }
   if (slurm_launcher) {
     if (absl::Status status =
             metrics.registry
@@ -384,7 +399,7 @@ int Main() {
 
   int signal_number = 0;
   while (sigwait(&signals, &signal_number) == 0 && signal_number == SIGHUP) {
-    (*server)->ReloadTokens().IgnoreError();
+    (*server)->ReloadCredentials();
   }
   Log(LogLevel::kInfo, "shutting down", {{"signal", strsignal(signal_number)}});
   if (health != nullptr) health->SetNotServing();

@@ -4,18 +4,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/pem_files.h"
 #include "common/status_macros.h"
 #include "server/token_table.h"
 
 namespace paratune {
 
 absl::StatusOr<ServerSecurity> LoadServerSecurity(const ServerSecurityOptions& options) {
-  PT_ASSIGN_OR_RETURN(
-      std::optional<CertificateKeyPair> own,
-      ReadCertificateKeyPair("tls_cert", options.tls_cert, "tls_key", options.tls_key));
   ServerSecurity security;
-  if (!own.has_value()) {
+  if (options.tls_cert.empty() && options.tls_key.empty()) {
     if (!options.tls_client_ca.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("tls_client_ca (\"", options.tls_client_ca,
@@ -30,21 +26,20 @@ absl::StatusOr<ServerSecurity> LoadServerSecurity(const ServerSecurityOptions& o
     security.credentials = grpc::InsecureServerCredentials();
     return security;
   }
+  PT_ASSIGN_OR_RETURN(
+      security.certificates,
+      ServerCertificates::Load({options.tls_cert, options.tls_key, options.tls_client_ca}));
   security.tls = true;
-  security.mutual_tls = !options.tls_client_ca.empty();
-  grpc::SslServerCredentialsOptions tls(
-      security.mutual_tls ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
-                          : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-  if (security.mutual_tls) {
-    PT_ASSIGN_OR_RETURN(tls.pem_root_certs,
-                        ReadCaCertificates("tls_client_ca", options.tls_client_ca));
-  }
-  tls.pem_key_cert_pairs.push_back(
-      {std::move(own->private_key), std::move(own->certificate_chain)});
-  security.credentials = grpc::SslServerCredentials(tls);
+  security.mutual_tls = security.certificates->verifies_clients();
+  security.credentials = security.certificates->Credentials();
   if (!options.token_file.empty()) {
-    PT_ASSIGN_OR_RETURN(TokenTable tokens, TokenTable::Load(options.token_file));
-    security.tokens = tokens.size();
+    PT_ASSIGN_OR_RETURN(TokenTable tokens,
+                        TokenTable::Load(options.token_file,
+                                         security.mutual_tls ? ClientCertificates::kVerified
+                                                             : ClientCertificates::kNotVerified));
+    security.tokens = tokens.tokens();
+    security.bound_certificates = tokens.certificates();
+    security.worker_certificates = tokens.BindsCertificateOf(Role::kWorker);
     security.token_processor =
         std::make_shared<TokenAuthMetadataProcessor>(std::move(tokens), options.on_refused_call);
     security.credentials->SetAuthMetadataProcessor(security.token_processor);
@@ -52,12 +47,11 @@ absl::StatusOr<ServerSecurity> LoadServerSecurity(const ServerSecurityOptions& o
   return security;
 }
 
-absl::StatusOr<size_t> ReloadTokens(const std::string& token_file,
-                                    TokenAuthMetadataProcessor& processor) {
-  PT_ASSIGN_OR_RETURN(TokenTable tokens, TokenTable::Load(token_file));
-  const size_t count = tokens.size();
+absl::Status ReloadTokens(const std::string& token_file, ClientCertificates client_certificates,
+                          TokenAuthMetadataProcessor& processor) {
+  PT_ASSIGN_OR_RETURN(TokenTable tokens, TokenTable::Load(token_file, client_certificates));
   processor.ReplaceTokens(std::move(tokens));
-  return count;
+  return absl::OkStatus();
 }
 
 std::vector<std::string> WorkerCredentialFlags(const ServerSecurity& security) {
@@ -67,7 +61,7 @@ std::vector<std::string> WorkerCredentialFlags(const ServerSecurity& security) {
     flags.push_back("tls_cert");
     flags.push_back("tls_key");
   }
-  if (security.tokens > 0) flags.push_back("token_file");
+  if (security.tokens > 0 && !security.worker_certificates) flags.push_back("token_file");
   return flags;
 }
 

@@ -67,6 +67,9 @@ TEST(WorkerCredentialFlagsTest, WorkersNeedWhatTheServerChecks) {
   security.mutual_tls = true;
   EXPECT_THAT(WorkerCredentialFlags(security),
               ElementsAre("tls_ca", "tls_cert", "tls_key", "token_file"));
+  // Workers may name their principal with their certificate instead.
+  security.worker_certificates = true;
+  EXPECT_THAT(WorkerCredentialFlags(security), ElementsAre("tls_ca", "tls_cert", "tls_key"));
 }
 
 TEST_F(ServerSecurityTest, NoOptionsArePlaintextWithoutTokens) {
@@ -93,7 +96,30 @@ TEST_F(ServerSecurityTest, TlsWithTokensProtectsRemoteAccess) {
   EXPECT_TRUE(security->tls);
   EXPECT_TRUE(security->mutual_tls);
   EXPECT_EQ(security->tokens, 2);
+  EXPECT_EQ(security->bound_certificates, 0);
   EXPECT_TRUE(security->protects_remote_access());
+}
+
+TEST_F(ServerSecurityTest, BoundCertificatesAloneProtectRemoteAccess) {
+  ServerSecurityOptions options = MutualTlsWithTokens();
+  options.token_file = WriteTestFile("certificate-tokens", "worker pool cert:paratune-worker\n");
+  absl::StatusOr<ServerSecurity> security = LoadServerSecurity(options);
+  ASSERT_TRUE(security.ok()) << security.status();
+  EXPECT_EQ(security->tokens, 0);
+  EXPECT_EQ(security->bound_certificates, 1);
+  EXPECT_TRUE(security->worker_certificates);
+  EXPECT_TRUE(security->protects_remote_access());
+}
+
+TEST_F(ServerSecurityTest, BindingACertificateNeedsAClientCa) {
+  ServerSecurityOptions options = Tls();
+  options.token_file = WriteTestFile(
+      "certificate-tokens",
+      absl::StrCat("client alice ", kClientToken, "\nworker pool cert:paratune-worker\n"));
+  const absl::Status status = LoadServerSecurity(options).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr(absl::StrCat("token_file (\"", options.token_file,
+                                                       "\") line 2: binds a client certificate")));
 }
 
 TEST_F(ServerSecurityTest, ClientCaOrTokensWithoutTlsAreRefused) {
@@ -187,7 +213,8 @@ TEST_F(ServerSecurityTest, AReloadReplacesTheTokensAndAFailedOneKeepsThem) {
 
   // The old two-field form: refused, naming the file and line; the old tokens stay.
   WriteTestFile("tokens", absl::StrCat("client ", kNewToken, "\n"));
-  const absl::Status bad = ReloadTokens(options.token_file, *security->token_processor).status();
+  const absl::Status bad =
+      ReloadTokens(options.token_file, ClientCertificates::kVerified, *security->token_processor);
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.message(), HasSubstr(absl::StrCat("token_file (\"", options.token_file,
                                                     "\") line 1: has the old two-field form")));
@@ -195,11 +222,51 @@ TEST_F(ServerSecurityTest, AReloadReplacesTheTokensAndAFailedOneKeepsThem) {
   EXPECT_EQ(list_workers(kNewToken), grpc::StatusCode::UNAUTHENTICATED);
 
   WriteTestFile("tokens", absl::StrCat("client alice ", kNewToken, "\n"));
-  absl::StatusOr<size_t> reloaded = ReloadTokens(options.token_file, *security->token_processor);
-  ASSERT_TRUE(reloaded.ok()) << reloaded.status();
-  EXPECT_EQ(*reloaded, 1);
+  const absl::Status reloaded =
+      ReloadTokens(options.token_file, ClientCertificates::kVerified, *security->token_processor);
+  ASSERT_TRUE(reloaded.ok()) << reloaded;
+  EXPECT_EQ(security->token_processor->tokens()->tokens(), 1);
   EXPECT_EQ(list_workers(kNewToken), kAdmitted);
   EXPECT_EQ(list_workers(kClientToken), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+// Real handshakes: the test client certificate (CN paratune-worker) bound to alice, or to no
+// one. The server serves no method, so an admitted call is UNIMPLEMENTED.
+TEST_F(ServerSecurityTest, AClientCertificateBoundInTheTokenFileNamesItsPrincipal) {
+  constexpr char kBobToken[] = "bob-token-0123456789abc";
+  ServerSecurityOptions options = MutualTlsWithTokens();
+  options.token_file = WriteTestFile(
+      "certificate-tokens", absl::StrCat("client alice cert:paratune-worker\nclient alice ",
+                                         kClientToken, "\nclient bob ", kBobToken, "\n"));
+  absl::StatusOr<ServerSecurity> security = LoadServerSecurity(options);
+  ASSERT_TRUE(security.ok()) << security.status();
+  GrpcServerOptions grpc_options;
+  grpc_options.address = "127.0.0.1:0";
+  grpc_options.credentials = security->credentials;
+  absl::StatusOr<StartedGrpcServer> server = StartGrpcServer(std::move(grpc_options));
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto list_workers = [&](const std::string& token) {
+    v1::ListWorkersResponse response;
+    return v1::Autotuner::NewStub(Channel(server->port, token))
+        ->ListWorkers(ContextWithTimeout(absl::Seconds(30)).get(), v1::ListWorkersRequest(),
+                      &response);
+  };
+  EXPECT_EQ(list_workers("").error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_EQ(list_workers(kClientToken).error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  const grpc::Status bob = list_workers(kBobToken);
+  EXPECT_EQ(bob.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(bob.error_message(), HasSubstr("the client certificate names alice"));
+
+  // Unbound: the certificate only admits the connection, and a call needs a token.
+  WriteTestFile("certificate-tokens", absl::StrCat("client alice ", kClientToken, "\n"));
+  ASSERT_TRUE(
+      ReloadTokens(options.token_file, ClientCertificates::kVerified, *security->token_processor)
+          .ok());
+  const grpc::Status unbound = list_workers("");
+  EXPECT_EQ(unbound.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(unbound.error_message(),
+              HasSubstr("the client certificate (CN \"paratune-worker\")"));
+  EXPECT_EQ(list_workers(kClientToken).error_code(), grpc::StatusCode::UNIMPLEMENTED);
 }
 
 }  // namespace

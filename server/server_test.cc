@@ -16,6 +16,7 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "proto/autotuner_service.grpc.pb.h"
+#include "proto/worker.pb.h"
 #include "proto/worker_service.grpc.pb.h"
 #include "server/test_requests.h"
 
@@ -54,10 +55,12 @@ class ServerTest : public ::testing::Test {
   std::string RegisterWorker() {
     v1::RegisterWorkerRequest request;
     request.set_hostname("test");
-    v1::Gpu& gpu = *request.add_gpus();
-    gpu.set_name("simulated H100-80GB");
-    gpu.set_memory_bytes(85'520'809'984);
-    for (int i = 1; i < 8; ++i) *request.add_gpus() = gpu;
+    for (int i = 0; i < 8; ++i) {
+      v1::Gpu& gpu = *request.add_gpus();
+      gpu.set_index(i);
+      gpu.set_name("simulated H100-80GB");
+      gpu.set_memory_bytes(85'520'809'984);
+    }
     request.add_backends("sim");
     v1::RegisterWorkerResponse response;
     EXPECT_TRUE(workers_->RegisterWorker(Context().get(), request, &response).ok());

@@ -43,7 +43,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "server/clock.h"
+#include "common/clock.h"
 #include "server/launch_target.h"
 #include "server/probe_job.h"
 #include "server/probes_queued_listener.h"

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/bearer_token.h"
@@ -16,11 +17,24 @@
 namespace paratune {
 namespace {
 
-// kMaxTokens lines of the longest tokens, with room for comments.
+// kMaxCredentials lines of the longest tokens, with room for comments.
 constexpr int64_t kMaxTokenFileBytes = 1 << 20;
 
 constexpr absl::string_view kLineForm =
-    "each line must be ROLE NAME TOKEN, e.g. \"client alice <token>\"";
+    "each line must be ROLE NAME TOKEN or ROLE NAME cert:COMMON_NAME, e.g. \"client alice "
+    "<token>\"";
+
+// OK for a common name a token file may bind; INVALID_ARGUMENT saying what one may hold.
+absl::Status CheckCommonName(absl::string_view common_name) {
+  bool valid = !common_name.empty() && common_name.size() <= TokenTable::kMaxCommonNameBytes;
+  for (const char c : common_name) {
+    if (!absl::ascii_isgraph(static_cast<unsigned char>(c))) valid = false;
+  }
+  if (valid) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("the common name after ", TokenTable::kCertificatePrefix, " must have 1 to ",
+                   TokenTable::kMaxCommonNameBytes, " printable ASCII characters, no spaces"));
+}
 
 }  // namespace
 
@@ -30,11 +44,14 @@ TokenTable::Digest TokenTable::DigestOf(absl::string_view token) {
   return digest;
 }
 
-absl::StatusOr<TokenTable> TokenTable::Parse(absl::string_view path, absl::string_view text) {
+absl::StatusOr<TokenTable> TokenTable::Parse(absl::string_view path, absl::string_view text,
+                                             ClientCertificates client_certificates) {
   const std::string file = absl::StrCat("token_file (\"", path, "\")");
   TokenTable table;
-  // The line each token was first seen on, to name it when it comes again.
-  std::map<Digest, int> first_line;
+  // The line each token and each common name was first seen on, to name it when it comes
+  // again.
+  std::map<Digest, int> token_lines;
+  std::map<std::string, int> certificate_lines;
   // Each name's role and the line that gave it.
   std::map<std::string, std::pair<Role, int>> roles;
   int line_number = 0;
@@ -62,7 +79,18 @@ absl::StatusOr<TokenTable> TokenTable::Parse(absl::string_view path, absl::strin
     if (absl::Status name = CheckPrincipalName(fields[1]); !name.ok()) {
       return error(absl::StrCat("the second field: ", name.message()));
     }
-    if (absl::Status syntax = CheckTokenSyntax(fields[2]); !syntax.ok()) {
+    absl::string_view credential = fields[2];
+    const bool certificate = absl::ConsumePrefix(&credential, kCertificatePrefix);
+    if (certificate) {
+      if (absl::Status syntax = CheckCommonName(credential); !syntax.ok()) {
+        return error(syntax.message());
+      }
+      if (client_certificates == ClientCertificates::kNotVerified) {
+        return error(
+            "binds a client certificate, but the server verifies none: cert: lines need "
+            "tls_client_ca (mutual TLS)");
+      }
+    } else if (absl::Status syntax = CheckTokenSyntax(credential); !syntax.ok()) {
       return error(syntax.message());
     }
     const std::string name(fields[1]);
@@ -72,41 +100,65 @@ absl::StatusOr<TokenTable> TokenTable::Parse(absl::string_view path, absl::strin
                                 RoleName(*role), " after ", RoleName(it->second.first),
                                 "; a principal has one role"));
     }
-    const Digest digest = DigestOf(fields[2]);
-    if (auto [it, added] = first_line.emplace(digest, line_number); !added) {
-      return error(absl::StrCat("the token of line ", it->second,
-                                " again; each token appears once, with one principal"));
+    if (table.tokens_.size() + table.certificates_.size() == kMaxCredentials) {
+      return error(absl::StrCat("more than ", kMaxCredentials, " credentials"));
     }
-    if (table.entries_.size() == kMaxTokens) {
-      return error(absl::StrCat("more than ", kMaxTokens, " tokens"));
+    if (certificate) {
+      if (auto [it, added] = certificate_lines.emplace(credential, line_number); !added) {
+        return error(absl::StrCat("the common name of line ", it->second,
+                                  " again; each certificate appears once, with one principal"));
+      }
+      table.certificates_.emplace(credential, Principal{name, *role});
+    } else {
+      const Digest digest = DigestOf(credential);
+      if (auto [it, added] = token_lines.emplace(digest, line_number); !added) {
+        return error(absl::StrCat("the token of line ", it->second,
+                                  " again; each token appears once, with one principal"));
+      }
+      table.tokens_.push_back({digest, Principal{name, *role}});
     }
-    table.entries_.push_back({digest, Principal{name, *role}});
   }
-  if (table.entries_.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(file, " holds no token; ", kLineForm));
+  if (roles.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, " holds no token or certificate; ", kLineForm));
   }
+  table.principals_ = roles.size();
   return table;
 }
 
-absl::StatusOr<TokenTable> TokenTable::Load(const std::string& path) {
+absl::StatusOr<TokenTable> TokenTable::Load(const std::string& path,
+                                            ClientCertificates client_certificates) {
   absl::StatusOr<std::string> text = ReadSmallFile(path, kMaxTokenFileBytes);
   if (!text.ok()) {
     return absl::Status(text.status().code(),
                         absl::StrCat("token_file: ", text.status().message()));
   }
-  return Parse(path, *text);
+  return Parse(path, *text, client_certificates);
 }
 
 std::optional<Principal> TokenTable::Find(absl::string_view token) const {
   // Digests have one length whatever the token's, and CRYPTO_memcmp takes the same time
   // wherever they differ; no early exit, so the match's position does not show either.
   const Digest digest = DigestOf(token);
-  const Entry* found = nullptr;
-  for (const Entry& entry : entries_) {
+  const Token* found = nullptr;
+  for (const Token& entry : tokens_) {
     if (CRYPTO_memcmp(entry.digest.data(), digest.data(), digest.size()) == 0) found = &entry;
   }
   if (found == nullptr) return std::nullopt;
   return found->principal;
+}
+
+std::optional<Principal> TokenTable::FindCertificate(absl::string_view common_name) const {
+  const auto it = certificates_.find(common_name);
+  if (it == certificates_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool TokenTable::BindsCertificateOf(Role role) const {
+  for (const auto& [common_name, principal] : certificates_) {
+    if (principal.role == role) return true;
+  }
+  return false;
 }
 
 }  // namespace paratune

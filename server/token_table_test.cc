@@ -26,20 +26,28 @@ constexpr char kClientToken[] = "client-token-0123456789";
 constexpr char kWorkerToken[] = "worker-token-0123456789";
 constexpr char kAdminToken[] = "admin+token/0123456789==";
 
+// `text` parsed for a server that verifies client certificates.
+absl::StatusOr<TokenTable> Parse(const std::string& text) {
+  return TokenTable::Parse("tokens", text, ClientCertificates::kVerified);
+}
+
 // The error of parsing `text`, which must fail.
-absl::Status ParseError(const std::string& text) {
-  absl::StatusOr<TokenTable> table = TokenTable::Parse("/etc/paratune/tokens", text);
+absl::Status ParseError(const std::string& text,
+                        ClientCertificates client_certificates = ClientCertificates::kVerified) {
+  absl::StatusOr<TokenTable> table =
+      TokenTable::Parse("/etc/paratune/tokens", text, client_certificates);
   EXPECT_FALSE(table.ok());
   return table.status();
 }
 
 TEST(TokenTableTest, FindsThePrincipalOfEveryToken) {
-  absl::StatusOr<TokenTable> table =
-      TokenTable::Parse("tokens", absl::StrCat("# paratune tokens\n\nclient alice ", kClientToken,
-                                               "\n\tworker\tpool-1.a_b\t", kWorkerToken,
-                                               "  \r\n  # the operators\nadmin ops ", kAdminToken));
+  absl::StatusOr<TokenTable> table = Parse(
+      absl::StrCat("# paratune tokens\n\nclient alice ", kClientToken, "\n\tworker\tpool-1.a_b\t",
+                   kWorkerToken, "  \r\n  # the operators\nadmin ops ", kAdminToken));
   ASSERT_TRUE(table.ok()) << table.status();
-  EXPECT_EQ(table->size(), 3);
+  EXPECT_EQ(table->tokens(), 3);
+  EXPECT_EQ(table->certificates(), 0);
+  EXPECT_EQ(table->principals(), 3);
   EXPECT_THAT(table->Find(kClientToken), Is("alice", Role::kClient));
   EXPECT_THAT(table->Find(kWorkerToken), Is("pool-1.a_b", Role::kWorker));
   EXPECT_THAT(table->Find(kAdminToken), Is("ops", Role::kAdmin));
@@ -74,8 +82,7 @@ TEST(TokenTableTest, ANameHasOneRole) {
 }
 
 TEST(TokenTableTest, UnknownTokensHaveNoRole) {
-  absl::StatusOr<TokenTable> table =
-      TokenTable::Parse("tokens", absl::StrCat("client alice ", kClientToken, "\n"));
+  absl::StatusOr<TokenTable> table = Parse(absl::StrCat("client alice ", kClientToken, "\n"));
   ASSERT_TRUE(table.ok()) << table.status();
   EXPECT_EQ(table->Find(""), std::nullopt);
   EXPECT_EQ(table->Find(kWorkerToken), std::nullopt);
@@ -86,8 +93,8 @@ TEST(TokenTableTest, UnknownTokensHaveNoRole) {
 
 TEST(TokenTableTest, SeveralTokensMayShareARoleAndAName) {
   absl::StatusOr<TokenTable> table =
-      TokenTable::Parse("tokens", absl::StrCat("client alice ", kClientToken, "\nclient alice ",
-                                               kWorkerToken, "\nclient bob ", kAdminToken, "\n"));
+      Parse(absl::StrCat("client alice ", kClientToken, "\nclient alice ", kWorkerToken,
+                         "\nclient bob ", kAdminToken, "\n"));
   ASSERT_TRUE(table.ok()) << table.status();
   EXPECT_THAT(table->Find(kClientToken), Is("alice", Role::kClient));
   EXPECT_THAT(table->Find(kWorkerToken), Is("alice", Role::kClient));
@@ -146,29 +153,95 @@ TEST(TokenTableTest, AFileWithoutTokensIsRefused) {
   for (const std::string text : {"", "# nothing yet\n\n"}) {
     const absl::Status status = ParseError(text);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(status.message(), HasSubstr("holds no token"));
+    EXPECT_THAT(status.message(), HasSubstr("holds no token or certificate"));
   }
 }
 
-TEST(TokenTableTest, TooManyTokensAreRefused) {
-  std::string text;
-  for (size_t i = 0; i <= TokenTable::kMaxTokens; ++i) {
+TEST(TokenTableTest, TooManyCredentialsAreRefused) {
+  std::string text = "client alice cert:alice\n";
+  for (size_t i = 1; i <= TokenTable::kMaxCredentials; ++i) {
     absl::StrAppend(&text, "client alice token-number-", 100000 + i, "\n");
   }
-  EXPECT_THAT(ParseError(text).message(), HasSubstr("line 1001: more than 1000 tokens"));
+  EXPECT_THAT(ParseError(text).message(), HasSubstr("line 1001: more than 1000 credentials"));
+}
+
+TEST(TokenTableTest, ACertificateLineBindsACommonNameToAPrincipal) {
+  absl::StatusOr<TokenTable> table =
+      Parse(absl::StrCat("client alice ", kClientToken,
+                         "\nclient alice cert:alice@example.com\nworker pool cert:node-1.a_b\n"
+                         "worker pool ",
+                         kWorkerToken, "\n"));
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ(table->tokens(), 2);
+  EXPECT_EQ(table->certificates(), 2);
+  EXPECT_EQ(table->principals(), 2);
+  EXPECT_THAT(table->FindCertificate("alice@example.com"), Is("alice", Role::kClient));
+  EXPECT_THAT(table->FindCertificate("node-1.a_b"), Is("pool", Role::kWorker));
+  EXPECT_TRUE(table->BindsCertificateOf(Role::kWorker));
+  EXPECT_FALSE(table->BindsCertificateOf(Role::kAdmin));
+  // Certificates and tokens are looked up apart: a common name is no token, and the other way.
+  EXPECT_EQ(table->FindCertificate("node-1"), std::nullopt);
+  EXPECT_EQ(table->FindCertificate(kClientToken), std::nullopt);
+  EXPECT_EQ(table->Find("cert:node-1.a_b"), std::nullopt);
+  EXPECT_EQ(table->Find("node-1.a_b"), std::nullopt);
+}
+
+TEST(TokenTableTest, AFileOfCertificatesAloneIsEnough) {
+  absl::StatusOr<TokenTable> table = Parse("admin ops cert:ops\n");
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ(table->tokens(), 0);
+  EXPECT_THAT(table->FindCertificate("ops"), Is("ops", Role::kAdmin));
+}
+
+TEST(TokenTableTest, CertificatesNeedAServerThatVerifiesThem) {
+  const absl::Status status =
+      ParseError(absl::StrCat("client alice ", kClientToken, "\nworker pool cert:node-1\n"),
+                 ClientCertificates::kNotVerified);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr("token_file (\"/etc/paratune/tokens\") line 2: binds a client "
+                        "certificate, but the server verifies none"));
+  EXPECT_THAT(status.message(), HasSubstr("tls_client_ca"));
+}
+
+TEST(TokenTableTest, MalformedCommonNamesAreRefusedWithoutQuotingThem) {
+  for (const std::string& common_name :
+       {std::string(""), std::string(65, 'n'), std::string("caf\xc3\xa9")}) {
+    const absl::Status status = ParseError(absl::StrCat("client alice cert:", common_name, "\n"));
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << common_name;
+    EXPECT_THAT(status.message(),
+                HasSubstr("line 1: the common name after cert: must have 1 to 64 printable ASCII "
+                          "characters"));
+    if (!common_name.empty()) EXPECT_THAT(status.message(), Not(HasSubstr(common_name)));
+  }
+}
+
+TEST(TokenTableTest, ACommonNameMayAppearOnce) {
+  const absl::Status status =
+      ParseError("client alice cert:laptop-7\n# moved\nclient bob cert:laptop-7\n");
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("line 3: the common name of line 1 again"));
+  EXPECT_THAT(status.message(), Not(HasSubstr("laptop-7")));
+}
+
+TEST(TokenTableTest, ACertificateNameHasTheRoleOfItsTokens) {
+  const absl::Status status =
+      ParseError(absl::StrCat("worker pool ", kWorkerToken, "\nadmin pool cert:pool\n"));
+  EXPECT_THAT(status.message(),
+              HasSubstr("line 2: gives the name of line 1 the role admin after worker"));
 }
 
 TEST(TokenTableTest, LoadReadsTheFile) {
   const std::string path =
       WriteTestFile("tokens", absl::StrCat("worker pool ", kWorkerToken, "\n"));
-  absl::StatusOr<TokenTable> table = TokenTable::Load(path);
+  absl::StatusOr<TokenTable> table = TokenTable::Load(path, ClientCertificates::kNotVerified);
   ASSERT_TRUE(table.ok()) << table.status();
   EXPECT_THAT(table->Find(kWorkerToken), Is("pool", Role::kWorker));
 }
 
 TEST(TokenTableTest, LoadNamesAnUnreadableFile) {
   const std::string path = TestFilePath("no-tokens");
-  const absl::Status status = TokenTable::Load(path).status();
+  const absl::Status status = TokenTable::Load(path, ClientCertificates::kNotVerified).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(status.message(), HasSubstr(absl::StrCat("token_file: ", path, ": cannot open")));
 }

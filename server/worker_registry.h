@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "proto/autotuner_service.pb.h"
+#include "proto/worker.pb.h"
 #include "proto/worker_service.pb.h"
 #include "server/gang_placement.h"
 #include "server/probe_needs.h"

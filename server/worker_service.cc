@@ -67,13 +67,12 @@ grpc::ServerUnaryReactor* WorkerService::AcquireProbe(grpc::CallbackServerContex
   absl::Time deadline =
       absl::Now() + absl::Seconds(wait_seconds == 0 ? kDefaultWaitSeconds : wait_seconds);
   deadline = std::min(deadline, absl::FromChrono(context->deadline()) - kDeadlineMargin);
-  wait_list_->Wait(request->worker(), deadline,
-                   [reactor, response](ProbeWaitList::AcquireResult result) {
-                     if (result.ok() && result->has_value()) {
-                       *response->mutable_assignment() = **std::move(result);
-                     }
-                     reactor->Finish(ToGrpcStatus(result.status()));
-                   });
+  wait_list_->Wait(*request, deadline, [reactor, response](ProbeWaitList::AcquireResult result) {
+    if (result.ok() && result->has_value()) {
+      *response->mutable_assignment() = **std::move(result);
+    }
+    reactor->Finish(ToGrpcStatus(result.status()));
+  });
   return reactor;
 }
 

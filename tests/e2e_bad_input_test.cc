@@ -1,5 +1,6 @@
 // End to end: bad requests get the canonical error code with the field named, and
 // cancellation works on a real paratune-server with a real paratune-worker.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -21,7 +23,10 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "proto/autotuner_service.grpc.pb.h"
+#include "proto/worker.pb.h"
 #include "proto/worker_service.grpc.pb.h"
+#include "server/test_probe_result.h"
+#include "server/test_requests.h"
 #include "tests/test_cluster.h"
 
 namespace paratune {
@@ -271,9 +276,10 @@ TEST_F(E2eBadInputTest, CancellingARunningSearchStopsIt) {
             grpc::StatusCode::FAILED_PRECONDITION);
 }
 
-// The table-driven half: every scalar field of every request of both services, reached by
-// walking the request's descriptor, gets each bad value that fits its type; the call must end
-// with the expected code and the server must still answer ListWorkers afterwards.
+// The table-driven half: every scalar and map field of every request of both services,
+// reached by walking the request's descriptor, gets each bad value that fits its type; the
+// call must end with the expected code (an INVALID_ARGUMENT naming the field) and the server
+// must still answer ListWorkers afterwards.
 
 using ::google::protobuf::Descriptor;
 using ::google::protobuf::FieldDescriptor;
@@ -291,6 +297,11 @@ enum class BadValue {
   kUnknownEnum,
   kForgedName,
   kMalformedName,
+  // Map fields.
+  kEmptyKey,
+  kOverLongKey,
+  kOverLongValue,
+  kManyEntries,
 };
 
 const char* BadValueName(BadValue value) {
@@ -315,12 +326,22 @@ const char* BadValueName(BadValue value) {
       return "forged-name";
     case BadValue::kMalformedName:
       return "malformed-name";
+    case BadValue::kEmptyKey:
+      return "empty-key";
+    case BadValue::kOverLongKey:
+      return "over-long-key";
+    case BadValue::kOverLongValue:
+      return "over-long-value";
+    case BadValue::kManyEntries:
+      return "many-entries";
   }
   return "?";
 }
 
 // Longer than every documented string limit (the largest is ProbeResult.message, 64 KiB).
 constexpr size_t kOverLongBytes = 70 * 1024;
+// More than every documented limit on a map's entries (the largest is 32 worker labels).
+constexpr int kManyEntries = 1000;
 
 // One field, from the request down: repeated messages are entered at element 0.
 using FieldPath = std::vector<const FieldDescriptor*>;
@@ -343,7 +364,7 @@ NameValues NameValuesOf(const FieldDescriptor& field) {
   const std::string& name = field.name();
   if (name == "name") return {"searches/987654", "searches/-3"};
   if (name == "worker") return {"workers/987654", "workers/abc"};
-  if (name == "probe" || name == "running_probes") {
+  if (name == "probe" || name == "running_probes" || name == "last_probe") {
     return {"searches/987654/candidates/0/probes/1", "searches/1/candidates/x/probes/1"};
   }
   if (name == "page_token") return {"", "not-a-token"};
@@ -351,6 +372,11 @@ NameValues NameValuesOf(const FieldDescriptor& field) {
 }
 
 std::vector<BadValue> BadValuesOf(const FieldDescriptor& field) {
+  if (field.is_map()) {
+    // The requests' maps are labels: string keys and values.
+    return {BadValue::kEmptyKey, BadValue::kOverLongKey, BadValue::kOverLongValue,
+            BadValue::kManyEntries};
+  }
   switch (field.cpp_type()) {
     case FieldDescriptor::CPPTYPE_INT32:
     case FieldDescriptor::CPPTYPE_INT64:
@@ -378,19 +404,48 @@ std::vector<BadValue> BadValuesOf(const FieldDescriptor& field) {
   return {};
 }
 
-// Every scalar field under `descriptor`, depth first; map fields are skipped.
+// Every scalar and map field under `descriptor`, depth first.
 void CollectFields(const Descriptor& descriptor, FieldPath& prefix, int depth,
                    std::vector<FieldPath>& fields) {
   for (int i = 0; i < descriptor.field_count(); ++i) {
     const FieldDescriptor* field = descriptor.field(i);
-    if (field->is_map()) continue;
     prefix.push_back(field);
-    if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+    if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE && !field->is_map()) {
       if (depth < 4) CollectFields(*field->message_type(), prefix, depth + 1, fields);
     } else {
       fields.push_back(prefix);
     }
     prefix.pop_back();
+  }
+}
+
+// Fills the map field `field` of `message` (string keys and values) with the entries `value`
+// stands for, and returns them as text for messages.
+std::string SetBadEntries(Message& message, const FieldDescriptor& field, BadValue value) {
+  const Reflection& reflection = *message.GetReflection();
+  reflection.ClearField(&message, &field);
+  auto add = [&](const std::string& key, const std::string& entry_value) {
+    Message& entry = *reflection.AddMessage(&message, &field);
+    const Descriptor& descriptor = *entry.GetDescriptor();
+    entry.GetReflection()->SetString(&entry, descriptor.map_key(), key);
+    entry.GetReflection()->SetString(&entry, descriptor.map_value(), entry_value);
+  };
+  const std::string over_long(kOverLongBytes, 'x');
+  switch (value) {
+    case BadValue::kEmptyKey:
+      add("", "v");
+      return "{\"\": \"v\"}";
+    case BadValue::kOverLongKey:
+      add(over_long, "v");
+      return absl::StrCat("a key of ", kOverLongBytes, " bytes");
+    case BadValue::kOverLongValue:
+      add("k", over_long);
+      return absl::StrCat("a value of ", kOverLongBytes, " bytes");
+    case BadValue::kManyEntries:
+      for (int i = 0; i < kManyEntries; ++i) add(absl::StrCat("k", i), "v");
+      return absl::StrCat(kManyEntries, " entries");
+    default:
+      return "?";
   }
 }
 
@@ -408,6 +463,7 @@ std::string SetBadValue(Message& request, const FieldPath& path, BadValue value)
     }
   }
   const FieldDescriptor& field = *path.back();
+  if (field.is_map()) return SetBadEntries(*message, field, value);
   const Reflection& reflection = *message->GetReflection();
   if (field.is_repeated()) reflection.ClearField(message, &field);
   const bool repeated = field.is_repeated();
@@ -555,26 +611,70 @@ const std::map<std::string, int>& Expectations() {
       {"GpuSpec.hbm_bandwidth_gbps zero", kLegal},
       {"GpuSpec.nvlink_bandwidth_gbps zero", kLegal},
       {"GpuSpec.network_bandwidth_gbps zero", kLegal},
-      // ParallelConfig.micro_batch_size has no documented upper bound: a huge one is refused
-      // only where it does not divide the batch (open on issue 14).
-      {"ParallelConfig.micro_batch_size huge", kLegal},
       {"Gpu.index zero", kLegal},
-      {"Gpu.index huge", kLegal},
       // Probes the server does not know are told to stop, not refused.
       {"HeartbeatRequest.running_probes empty", kLegal},
       {"HeartbeatRequest.running_probes over-long", kLegal},
       {"HeartbeatRequest.running_probes forged-name", kLegal},
       {"HeartbeatRequest.running_probes malformed-name", kLegal},
       {"AcquireProbeRequest.wait_seconds zero", kLegal},
+      // A worker's first call names none; a probe not leased to it is simply not handed over.
+      {"AcquireProbeRequest.last_probe empty", kLegal},
+      {"AcquireProbeRequest.last_probe forged-name", kLegal},
       // OK also when the worker is unknown (proto comment); the reason is free-form.
       {"DeregisterWorkerRequest.worker forged-name", kLegal},
       {"DeregisterWorkerRequest.reason empty", kLegal},
+      // A probe's figures that are 0 or empty when not measured or not told (proto comments),
+      // and the fixed costs of an extrapolation, the fit's intercept less the fill and drain,
+      // which may be negative (estimator/short_probe.h).
+      {"ProbeResult.backend empty", kLegal},
+      {"ProbeResult.message empty", kLegal},
+      {"ProbeResult.tokens_per_second zero", kLegal},
+      {"ProbeResult.peak_memory_bytes zero", kLegal},
+      {"ProbeResult.wall_seconds zero", kLegal},
+      {"ProbeResult.startup_seconds zero", kLegal},
+      {"ProbeMeasurements.median_step_time_seconds zero", kLegal},
+      {"ProbeMeasurements.min_step_time_seconds zero", kLegal},
+      {"ProbeMeasurements.max_step_time_seconds zero", kLegal},
+      {"ProbeMeasurements.step_time_cv zero", kLegal},
+      {"ProbeMeasurements.estimated_peak_memory_bytes zero", kLegal},
+      {"ProbeMeasurements.predicted_step_time_seconds zero", kLegal},
+      {"ProbeMeasurements.modelled_dp_seconds_per_step zero", kLegal},
+      {"ProbeMeasurements.gpu_name empty", kLegal},
+      {"ProbeMeasurements.driver_version empty", kLegal},
+      {"ProbeMeasurements.cuda_driver_version empty", kLegal},
+      {"ProbeMeasurements.cuda_runtime_version empty", kLegal},
+      {"ProbeMeasurements.nccl_version empty", kLegal},
+      {"ProbeMeasurements.micro_batches_per_step zero", kLegal},
+      {"PhaseTime.seconds zero", kLegal},
+      {"CollectiveBandwidth.bytes zero", kLegal},
+      {"CollectiveBandwidth.seconds zero", kLegal},
+      {"CollectiveBandwidth.algorithm_bandwidth_gbps zero", kLegal},
+      {"CollectiveBandwidth.bus_bandwidth_gbps zero", kLegal},
+      {"MemoryTermBytes.estimated_bytes zero", kLegal},
+      {"MemoryTermBytes.allocated_bytes zero", kLegal},
+      {"StepExtrapolation.fill_drain_seconds zero", kLegal},
+      {"StepExtrapolation.fixed_seconds zero", kLegal},
+      {"StepExtrapolation.fixed_seconds negative", kLegal},
       // A well-formed probe that is not leased to the worker is FAILED_PRECONDITION (proto
       // comment); a malformed name is INVALID_ARGUMENT, the default.
       {"ReportProbeRequest.probe forged-name", kLegal},
       {"RendezvousRequest.probe forged-name", kLegal},
   });
   return *expectations;
+}
+
+// What an INVALID_ARGUMENT message names: the field, or for a value that makes another field
+// wrong, that field.
+std::string NamedField(const FieldPath& path, BadValue value) {
+  const FieldDescriptor& field = *path.back();
+  const std::string key =
+      absl::StrCat(field.containing_type()->name(), ".", field.name(), " ", BadValueName(value));
+  // Without a preset every dimension must be given; the first is named.
+  if (key == "ModelSpec.preset empty") return "model.hidden_size";
+  // The other GPUs are then of another type.
+  if (key == "Gpu.name empty") return "differs from gpus[0]";
+  return field.name();
 }
 
 // One RPC of the table: a valid request (built afresh per case), the call, and the code the
@@ -672,6 +772,51 @@ class E2eBadInputTableTest : public E2eBadInputTest {
       return (stub.*method)(ContextWithTimeout(kCaseTimeout).get(),
                             static_cast<const Request&>(request), &response);
     };
+  }
+
+  // A probe leased to a fake worker: a probe of `search`, a replay search, which no worker of
+  // the suite but the fake ones offers.
+  struct Lease {
+    std::string search;
+    std::string worker;
+    std::string probe;
+  };
+
+  // Leases the next queued probe of lease.search to lease.worker; false when none came.
+  static bool AcquireNext(Lease& lease) {
+    v1::AcquireProbeRequest acquire;
+    acquire.set_worker(lease.worker);
+    acquire.set_wait_seconds(5);
+    v1::AcquireProbeResponse response;
+    const grpc::Status status =
+        workers().AcquireProbe(ContextWithTimeout(kRpcTimeout).get(), acquire, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    lease.probe = response.assignment().name();
+    return !lease.probe.empty();
+  }
+
+  // Whether the server still counts lease.probe as running on lease.worker. The heartbeat
+  // also keeps the fake worker alive: the suite's server declares a worker lost after 3 s.
+  static bool StillLeased(const Lease& lease) {
+    v1::HeartbeatRequest heartbeat;
+    heartbeat.set_worker(lease.worker);
+    heartbeat.add_running_probes(lease.probe);
+    v1::HeartbeatResponse response;
+    const grpc::Status status =
+        workers().Heartbeat(ContextWithTimeout(kRpcTimeout).get(), heartbeat, &response);
+    const auto& cancelled = response.cancel_probes();
+    return status.ok() &&
+           std::find(cancelled.begin(), cancelled.end(), lease.probe) == cancelled.end();
+  }
+
+  static grpc::Status Report(const std::string& worker, const std::string& probe,
+                             const v1::ProbeResult& result) {
+    v1::ReportProbeRequest report;
+    report.set_worker(worker);
+    report.set_probe(probe);
+    *report.mutable_result() = result;
+    v1::ReportProbeResponse response;
+    return workers().ReportProbe(ContextWithTimeout(kRpcTimeout).get(), report, &response);
   }
 
   std::vector<RpcTable> Tables(const std::string& ended_search) {
@@ -808,6 +953,10 @@ int ExpectedCode(const RpcTable& table, const FieldPath& path, BadValue value) {
   if (it != expectations.end()) {
     return it->second == kLegal ? static_cast<int>(table.base_code) : it->second;
   }
+  // ran_on is the server's to set: whatever a worker sends there is ignored.
+  if (path.front()->name() == "result" && path.size() > 1 && path[1]->name() == "ran_on") {
+    return table.base_code;
+  }
   // Without a leased probe, the lease check answers before the result or token is read: those
   // fields get the unmodified request's code.
   if ((table.rpc == "ReportProbe" && path.front()->name() == "result") ||
@@ -847,6 +996,11 @@ TEST_F(E2eBadInputTableTest, EveryFieldOfEveryRpcRefusesBadValues) {
             << table.rpc << " " << PathText(path) << " = " << text << " (" << BadValueName(value)
             << "): got code " << status.error_code() << " \""
             << status.error_message().substr(0, 200) << "\", expected " << expected;
+        if (expected == grpc::StatusCode::INVALID_ARGUMENT &&
+            status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+          EXPECT_THAT(status.error_message(), HasSubstr(NamedField(path, value)))
+              << table.rpc << " " << PathText(path) << " = " << text.substr(0, 80);
+        }
         if (status.ok() && table.after_ok) table.after_ok(*request);
         if (!worker.empty()) Deregister(worker);
         v1::ListWorkersResponse listed;
@@ -861,6 +1015,171 @@ TEST_F(E2eBadInputTableTest, EveryFieldOfEveryRpcRefusesBadValues) {
   for (const auto& [rpc, count] : cases_per_rpc) counts.push_back(absl::StrCat(rpc, " ", count));
   std::printf("bad-input cases: %d in all (%s)\n", total, absl::StrJoin(counts, ", ").c_str());
   RecordProperty("bad_input_cases", total);
+}
+
+// The field at `path` as the server's messages name it, elements of repeated fields by index
+// 0: "result.measurements.phases[0].seconds".
+std::string FieldText(const FieldPath& path) {
+  std::vector<std::string> names;
+  for (const FieldDescriptor* field : path) {
+    names.push_back(field->is_repeated() ? absl::StrCat(field->name(), "[0]") : field->name());
+  }
+  return absl::StrJoin(names, ".");
+}
+
+// ReportProbe's result is read only for a probe leased to the reporting worker, so this half
+// holds a real lease: every field of a complete ProbeResult gets each bad value, and the report
+// must be INVALID_ARGUMENT naming the field and the value, or, where the value is allowed
+// (Expectations), accepted. A refused report must leave the lease as it was; an accepted one
+// ends it, and the next case leases the next probe. Then reports that break what an OK result
+// must agree on, reports from a worker outside the lease and for forged probes, and finally
+// the good result, which the lease must still take.
+TEST_F(E2eBadInputTableTest, EveryResultFieldOfALeasedProbeIsChecked) {
+  // 99 candidates, each a probe of all 8 GPUs of one fake worker.
+  v1::CreateSearchRequest create = SmallSimSearch(/*top_k=*/99);
+  create.mutable_spec()->mutable_probe()->set_backend("replay");
+  create.mutable_spec()->mutable_probe()->set_deadline_seconds(3600);
+  v1::Search search;
+  ASSERT_TRUE(Create(create, &search).ok());
+  Lease lease{search.name(), RegisterFakeWorker(), ""};
+  const absl::Cleanup cleanup = [&] {
+    CancelIfRunning(create, lease.search);
+    Deregister(lease.worker);
+  };
+  ASSERT_TRUE(AcquireNext(lease)) << "no probe of " << lease.search << " was leased";
+
+  const FieldDescriptor* result_field =
+      v1::ReportProbeRequest::descriptor()->FindFieldByName("result");
+  std::vector<FieldPath> fields;
+  FieldPath prefix = {result_field};
+  CollectFields(*result_field->message_type(), prefix, 1, fields);
+  RpcTable leased;
+  leased.rpc = "ReportProbe under a lease";
+  int cases = 0;
+  int accepted = 0;
+  for (const FieldPath& path : fields) {
+    for (BadValue value : BadValuesOf(*path.back())) {
+      v1::ReportProbeRequest request;
+      *request.mutable_result() = CompleteProbeResult();
+      const std::string text = SetBadValue(request, path, value);
+      const std::string described =
+          absl::StrCat(FieldText(path), " = ", text.substr(0, 100), " (", BadValueName(value), ")");
+      const int expected = ExpectedCode(leased, path, value);
+      const grpc::Status status = Report(lease.worker, lease.probe, request.result());
+      ++cases;
+      EXPECT_EQ(static_cast<int>(status.error_code()), expected)
+          << described << ": " << status.error_message();
+      if (expected == grpc::StatusCode::INVALID_ARGUMENT) {
+        EXPECT_THAT(status.error_message(), HasSubstr(FieldText(path) + " (")) << described;
+        EXPECT_THAT(status.error_message(), HasSubstr(text)) << described;
+      }
+      if (status.ok()) {
+        ++accepted;
+        ASSERT_TRUE(AcquireNext(lease)) << "no probe left after " << accepted << " accepted";
+      } else {
+        ASSERT_TRUE(StillLeased(lease)) << "the refused " << described << " ended the lease";
+      }
+    }
+  }
+
+  // Lists over their limits, and OK results whose parts disagree.
+  const struct {
+    std::string what;
+    std::function<void(v1::ProbeResult&)> spoil;
+    std::string message;
+  } inconsistent[] = {
+      {"a series one step short",
+       [](v1::ProbeResult& r) {
+         r.mutable_short_steps(1)->mutable_step_times_seconds()->RemoveLast();
+       },
+       "result.short_steps[1].step_times_seconds (1 values) must have as many values as "
+       "result.step_times_seconds (2)"},
+      {"a full step more than each series",
+       [](v1::ProbeResult& r) { r.add_step_times_seconds(1.0); },
+       "result.short_steps[0].step_times_seconds (2 values)"},
+      {"descending series",
+       [](v1::ProbeResult& r) { r.mutable_short_steps(1)->set_micro_batches(4); },
+       "result.short_steps[1].micro_batches (4) must be in [9, 31]"},
+      {"a series of the full step",
+       [](v1::ProbeResult& r) { r.mutable_short_steps(1)->set_micro_batches(32); },
+       "result.short_steps[1].micro_batches (32)"},
+      {"one series", [](v1::ProbeResult& r) { r.mutable_short_steps()->RemoveLast(); },
+       "result.short_steps (1 series)"},
+      {"no extrapolation", [](v1::ProbeResult& r) { r.clear_extrapolation(); },
+       "result.extrapolation (unset)"},
+      {"no step times", [](v1::ProbeResult& r) { r.clear_step_times_seconds(); },
+       "result.step_times_seconds (none)"},
+      {"10,001 step times",
+       [](v1::ProbeResult& r) {
+         for (int i = 0; i < 9'999; ++i) r.add_step_times_seconds(1.0);
+       },
+       "result.step_times_seconds (10001 entries) must have at most 10000"},
+      {"65 phases",
+       [](v1::ProbeResult& r) {
+         for (int i = 0; i < 64; ++i)
+           *r.mutable_measurements()->add_phases() = r.measurements().phases(0);
+       },
+       "result.measurements.phases (65 entries) must have at most 64"},
+  };
+  for (const auto& c : inconsistent) {
+    v1::ProbeResult result = CompleteProbeResult();
+    c.spoil(result);
+    const grpc::Status status = Report(lease.worker, lease.probe, result);
+    ++cases;
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.what;
+    EXPECT_THAT(status.error_message(), HasSubstr(c.message)) << c.what;
+    ASSERT_TRUE(StillLeased(lease)) << "the refused report of " << c.what << " ended the lease";
+  }
+
+  // Not the worker's probe: FAILED_PRECONDITION, and the lease stays.
+  const std::string other_worker = RegisterFakeWorker();
+  const std::string next_attempt =
+      absl::StrCat(lease.probe.substr(0, lease.probe.rfind('/') + 1),
+                   std::stoll(lease.probe.substr(lease.probe.rfind('/') + 1)) + 1);
+  const struct {
+    std::string what;
+    std::string worker;
+    std::string probe;
+  } not_leased[] = {
+      {"a worker outside the lease", other_worker, lease.probe},
+      {"the next attempt of the leased probe", lease.worker, next_attempt},
+      {"a probe of an ended search", lease.worker,
+       absl::StrCat(EndedSearch(), "/candidates/0/probes/1")},
+  };
+  for (const auto& c : not_leased) {
+    const grpc::Status status = Report(c.worker, c.probe, CompleteProbeResult());
+    ++cases;
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
+        << c.what << ": " << status.error_message();
+    ASSERT_TRUE(StillLeased(lease)) << "the report for " << c.what << " ended the lease";
+  }
+  Deregister(other_worker);
+
+  // Nothing a refused report sent was kept: the good result is recorded as sent, where the
+  // server says it ran.
+  const grpc::Status status = Report(lease.worker, lease.probe, CompleteProbeResult());
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  v1::GetSearchRequest get;
+  get.set_name(lease.search);
+  v1::Search probed;
+  ASSERT_TRUE(autotuner().GetSearch(ContextWithTimeout(kRpcTimeout).get(), get, &probed).ok());
+  const std::string candidate = lease.probe.substr(0, lease.probe.find("/probes/"));
+  const auto it = std::find_if(probed.candidates().begin(), probed.candidates().end(),
+                               [&](const v1::Candidate& c) { return c.name() == candidate; });
+  ASSERT_NE(it, probed.candidates().end()) << candidate;
+  EXPECT_EQ(it->state(), v1::CANDIDATE_PROBED);
+  v1::ProbeResult expected = CompleteProbeResult();
+  expected.clear_ran_on();
+  v1::ProbeResult recorded = it->probe_result();
+  ASSERT_EQ(recorded.ran_on_size(), 1);
+  EXPECT_EQ(recorded.ran_on(0).worker(), lease.worker);
+  recorded.clear_ran_on();
+  EXPECT_EQ(recorded.SerializeAsString(), expected.SerializeAsString());
+  EXPECT_EQ(probed.counts().succeeded(), accepted + 1);
+
+  std::printf("bad-result cases under a lease: %d (%d accepted, each on a new lease)\n", cases,
+              accepted);
+  RecordProperty("bad_result_cases", cases);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/autotuner_service.grpc.pb.h"
+#include "proto/worker.pb.h"
 #include "tests/test_cluster.h"
 
 namespace paratune {

@@ -20,6 +20,7 @@
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "proto/autotuner_service.grpc.pb.h"
+#include "proto/worker.pb.h"
 #include "proto/worker_service.grpc.pb.h"
 #include "tests/http_client.h"
 #include "tests/metrics_text.h"

@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/autotuner_service.grpc.pb.h"
+#include "proto/worker.pb.h"
 #include "server/test_requests.h"
 #include "tests/process_harness.h"
 #include "tests/test_cluster.h"

@@ -13,6 +13,7 @@
 #include "grpcpp/client_context.h"
 #include "grpcpp/security/credentials.h"
 #include "proto/autotuner_service.grpc.pb.h"
+#include "proto/worker.pb.h"
 #include "server/test_requests.h"
 #include "tests/process_harness.h"
 

@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "proto/autotuner_service.pb.h"
+#include "proto/worker.pb.h"
 #include "worker/probe_backend.h"
 
 namespace paratune {

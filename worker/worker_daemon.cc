@@ -6,7 +6,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
+#include "common/clock.h"
 #include "common/grpc_client.h"
 #include "common/log.h"
 #include "common/status_macros.h"
@@ -104,6 +104,7 @@ class WorkerDaemon::DaemonProbeContext : public ProbeContext {
 WorkerDaemon::WorkerDaemon(Options options,
                            std::shared_ptr<grpc::ChannelCredentials> channel_credentials)
     : options_(std::move(options)),
+      clock_(options_.clock != nullptr ? options_.clock : RealClock()),
       stub_(v1::WorkerService::NewStub(
           grpc::CreateChannel(options_.server_address, std::move(channel_credentials)))) {}
 
@@ -113,7 +114,7 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(Options option
                       LoadClientCredentials(options.credentials));
   std::unique_ptr<WorkerDaemon> daemon(
       new WorkerDaemon(std::move(options), std::move(channel_credentials)));
-  const absl::Time give_up = absl::Now() + daemon->options_.register_timeout;
+  const absl::Time give_up = daemon->clock_->Now() + daemon->options_.register_timeout;
   absl::Duration backoff = kInitialBackoff;
   while (true) {
     absl::StatusOr<v1::RegisterWorkerResponse> registered = daemon->CallRegister();
@@ -123,12 +124,12 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Start(Options option
       daemon->heartbeat_interval_ = absl::Seconds(registered->heartbeat_interval_seconds());
       break;
     }
-    if (!Retryable(registered.status()) || absl::Now() + backoff > give_up) {
+    if (!Retryable(registered.status()) || daemon->clock_->Now() + backoff > give_up) {
       return registered.status();
     }
     Log(LogLevel::kWarning, "server unreachable; retrying",
         {{"server", daemon->options_.server_address}, {"error", registered.status().ToString()}});
-    absl::SleepFor(backoff);
+    daemon->clock_->Sleep(backoff);
     backoff = std::min(backoff * 2, kMaxBackoff);
   }
   Log(LogLevel::kInfo, "registered",
@@ -175,7 +176,7 @@ void WorkerDaemon::Stop(absl::string_view reason) {
 }
 
 bool WorkerDaemon::WaitUntilFinished(absl::Duration timeout) const {
-  return finished_.WaitForNotificationWithTimeout(timeout);
+  return clock_->WaitForNotification(finished_, timeout);
 }
 
 absl::StatusOr<v1::RegisterWorkerResponse> WorkerDaemon::CallRegister() {
@@ -233,11 +234,11 @@ absl::Status WorkerDaemon::CallDeregister(const std::string& worker_name,
   v1::DeregisterWorkerRequest request;
   request.set_worker(worker_name);
   request.set_reason(std::string(Utf8Prefix(reason, kMaxReasonBytes)));
-  const absl::Time give_up_at = absl::Now() + options_.deregister_timeout;
+  const absl::Time give_up_at = clock_->Now() + options_.deregister_timeout;
   absl::Duration backoff = kInitialBackoff;
   for (int attempt = 1;; ++attempt) {
     v1::DeregisterWorkerResponse response;
-    const absl::Duration timeout = std::min(options_.rpc_timeout, give_up_at - absl::Now());
+    const absl::Duration timeout = std::min(options_.rpc_timeout, give_up_at - clock_->Now());
     const absl::Status status = FromGrpcStatus(
         stub_->DeregisterWorker(ContextWithTimeout(timeout).get(), request, &response));
     if (status.ok()) {
@@ -245,7 +246,7 @@ absl::Status WorkerDaemon::CallDeregister(const std::string& worker_name,
       return status;
     }
     // A retry after a lost reply is OK: the server answers OK for a worker it already removed.
-    if (!Retryable(status) || absl::Now() + backoff >= give_up_at) {
+    if (!Retryable(status) || clock_->Now() + backoff >= give_up_at) {
       Log(LogLevel::kWarning,
           "deregistering failed; the server declares this worker lost once its heartbeats stop",
           {{"worker", worker_name},
@@ -253,7 +254,7 @@ absl::Status WorkerDaemon::CallDeregister(const std::string& worker_name,
            {"error", status.ToString()}});
       return status;
     }
-    absl::SleepFor(backoff);
+    clock_->Sleep(backoff);
     backoff = std::min(backoff * 2, kMaxBackoff);
   }
 }
@@ -266,7 +267,7 @@ void WorkerDaemon::HeartbeatLoop() {
       absl::MutexLock lock(&mu_);
       interval = heartbeat_interval_;
     }
-    if (stop_.WaitForNotificationWithTimeout(interval)) return;
+    if (clock_->WaitForNotification(stop_, interval)) return;
     {
       absl::MutexLock lock(&mu_);
       // A leaving worker has deregistered, or failed to: then going silent lets the server
@@ -301,9 +302,13 @@ void WorkerDaemon::HeartbeatLoop() {
 void WorkerDaemon::ProbeLoop() {
   absl::Duration backoff = kInitialBackoff;
   int64_t probes_ended = 0;
+  // Named in every call, so that the server tells a probe whose assignment never reached
+  // this worker (handed over again) from one it ran without its report arriving.
+  std::string last_probe;
   while (!stop_.HasBeenNotified()) {
     v1::AcquireProbeRequest request;
     request.set_wait_seconds(absl::ToDoubleSeconds(options_.acquire_wait));
+    request.set_last_probe(last_probe);
     std::unique_ptr<grpc::ClientContext> context =
         ContextWithTimeout(options_.acquire_wait + options_.rpc_timeout);
     {
@@ -328,12 +333,13 @@ void WorkerDaemon::ProbeLoop() {
     if (!status.ok()) {
       Log(LogLevel::kWarning, "acquiring a probe failed; retrying",
           {{"error", status.ToString()}, {"backoff", absl::FormatDuration(backoff)}});
-      if (stop_.WaitForNotificationWithTimeout(backoff)) return;
+      if (clock_->WaitForNotification(stop_, backoff)) return;
       backoff = std::min(backoff * 2, kMaxBackoff);
       continue;
     }
     backoff = kInitialBackoff;
     if (!response.has_assignment()) continue;
+    last_probe = response.assignment().name();
     RunAndReport(response.assignment(), request.worker());
     if (++probes_ended == options_.max_probes) {
       Log(LogLevel::kInfo, "ran its last probe",
@@ -348,7 +354,7 @@ void WorkerDaemon::ProbeLoop() {
 
 void WorkerDaemon::RunAndReport(const v1::ProbeAssignment& assignment,
                                 const std::string& worker_name) {
-  const absl::Time start = absl::Now();
+  const absl::Time start = clock_->Now();
   Log(LogLevel::kInfo, "probe started",
       {{"probe", assignment.name()}, {"backend", assignment.backend()}});
   auto backend = std::find_if(
@@ -393,7 +399,7 @@ void WorkerDaemon::RunAndReport(const v1::ProbeAssignment& assignment,
     }
   }
   if (result.wall_seconds() == 0) {
-    result.set_wall_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+    result.set_wall_seconds(absl::ToDoubleSeconds(clock_->Now() - start));
   }
   if (options_.on_probe_finished) options_.on_probe_finished(assignment, result);
   Report(worker_name, assignment.name(), result);
@@ -418,7 +424,7 @@ std::optional<absl::StatusOr<v1::ProbeResult>> WorkerDaemon::RunWithDeadline(
   const double deadline_seconds = assignment.deadline_seconds() > 0 ? assignment.deadline_seconds()
                                                                     : kDefaultProbeDeadlineSeconds;
   bool overran = false;
-  if (!finished.WaitForNotificationWithTimeout(absl::Seconds(deadline_seconds))) {
+  if (!clock_->WaitForNotification(finished, absl::Seconds(deadline_seconds))) {
     overran = true;
     {
       absl::MutexLock lock(&mu_);
@@ -449,7 +455,7 @@ absl::StatusOr<std::string> WorkerDaemon::Rendezvous(const std::string& worker_n
         stub_->Rendezvous(ContextWithTimeout(options_.rpc_timeout).get(), request, &response));
     if (status.ok() && !response.token().empty()) return response.token();
     if (!status.ok() && !Retryable(status)) return status;
-    if (cancelled.WaitForNotificationWithTimeout(backoff)) {
+    if (clock_->WaitForNotification(cancelled, backoff)) {
       return absl::CancelledError(
           absl::StrCat("probe ", probe, " was cancelled during rendezvous"));
     }
@@ -464,7 +470,7 @@ void WorkerDaemon::Report(const std::string& worker_name, const std::string& pro
   request.set_probe(probe);
   *request.mutable_result() = result;
   absl::Duration backoff = kInitialBackoff;
-  const absl::Time give_up_at = absl::Now() + options_.report_retry_window;
+  const absl::Time give_up_at = clock_->Now() + options_.report_retry_window;
   for (int attempt = 1;; ++attempt) {
     v1::ReportProbeResponse response;
     const absl::Status status = FromGrpcStatus(
@@ -478,14 +484,14 @@ void WorkerDaemon::Report(const std::string& worker_name, const std::string& pro
     }
     // While stopping, one retry at most: the server re-queues an unreported probe anyway
     // once this worker's heartbeats stop.
-    const bool give_up = !Retryable(status) || absl::Now() + backoff > give_up_at ||
+    const bool give_up = !Retryable(status) || clock_->Now() + backoff > give_up_at ||
                          (stop_.HasBeenNotified() && attempt >= 2);
     Log(LogLevel::kWarning,
         give_up ? "reporting a probe failed; dropping the result"
                 : "reporting a probe failed; retrying",
         {{"probe", probe}, {"attempt", absl::StrCat(attempt)}, {"error", status.ToString()}});
     if (give_up) return;
-    if (stop_.WaitForNotificationWithTimeout(backoff)) continue;
+    if (clock_->WaitForNotification(stop_, backoff)) continue;
     backoff = std::min(backoff * 2, kMaxBackoff);
   }
 }

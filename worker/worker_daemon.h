@@ -22,8 +22,10 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/client_credentials.h"
+#include "common/clock.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/security/credentials.h"
+#include "proto/worker.pb.h"
 #include "proto/worker_service.grpc.pb.h"
 #include "worker/probe_backend.h"
 
@@ -69,6 +71,12 @@ class WorkerDaemon {
     // no limit. A worker started for one probe in its own Slurm job exits after it
     // (server/slurm_launcher.h).
     int64_t max_probes = 0;
+    // Source of time for every wait of the daemon (the registration, acquire, report and
+    // deregistration backoffs, the heartbeat interval, probe deadlines, WaitUntilFinished),
+    // for the retry windows and for ProbeResult.wall_seconds; RealClock() when null. Not
+    // owned; outlives the daemon. The deadlines of the calls to the server (rpc_timeout,
+    // acquire_wait) are gRPC's, on the wall clock.
+    Clock* clock = nullptr;
   };
 
   // Reads the credentials, registers with the server, retrying while it is unreachable, then
@@ -97,8 +105,8 @@ class WorkerDaemon {
   // takes to stop. Idempotent; later calls return at once.
   void Stop(absl::string_view reason = "the worker daemon stopped");
 
-  // Waits up to `timeout` for the daemon to end options.max_probes probes and deregister;
-  // whether it has. Always false without a limit.
+  // Waits up to `timeout` on the daemon's clock for it to end options.max_probes probes and
+  // deregister; whether it has. Always false without a limit.
   bool WaitUntilFinished(absl::Duration timeout) const;
 
  private:
@@ -137,6 +145,7 @@ class WorkerDaemon {
               const v1::ProbeResult& result);
 
   const Options options_;
+  Clock* const clock_;
   std::unique_ptr<v1::WorkerService::Stub> stub_;
   absl::Notification stop_;
   // Notified once max_probes probes have ended.

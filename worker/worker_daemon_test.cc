@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -13,11 +14,13 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "common/fake_clock.h"
 #include "gmock/gmock.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
+#include "proto/worker.pb.h"
 #include "proto/worker_service.grpc.pb.h"
 
 namespace paratune {
@@ -25,7 +28,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// How long a test waits, in real time, for something the daemon does.
 constexpr absl::Duration kWait = absl::Seconds(30);
+// On the daemon's fake clock.
+constexpr absl::Duration kHeartbeatInterval = absl::Seconds(1);
+constexpr absl::Duration kStepTime = absl::Seconds(1);
 
 // A scripted WorkerService: hands out the probes a test queues, records reports and
 // deregistrations, and can forget the worker or cancel a probe on the next heartbeat. A
@@ -38,7 +45,7 @@ class FakeWorkerService final : public v1::WorkerService::Service {
     ++registrations_;
     last_registration_ = *request;
     response->set_name(absl::StrCat("workers/", registrations_));
-    response->set_heartbeat_interval_seconds(0.02);
+    response->set_heartbeat_interval_seconds(absl::ToDoubleSeconds(kHeartbeatInterval));
     calls_.push_back(absl::StrCat("RegisterWorker ", response->name()));
     return grpc::Status::OK;
   }
@@ -71,6 +78,7 @@ class FakeWorkerService final : public v1::WorkerService::Service {
   grpc::Status AcquireProbe(grpc::ServerContext*, const v1::AcquireProbeRequest* request,
                             v1::AcquireProbeResponse* response) override {
     absl::MutexLock lock(&mu_);
+    last_probe_asked_ = request->last_probe();
     auto queued_or_removed = [this, request] {
       mu_.AssertHeld();
       return !queue_.empty() || removed_.count(request->worker()) > 0;
@@ -173,6 +181,15 @@ class FakeWorkerService final : public v1::WorkerService::Service {
     absl::MutexLock lock(&mu_);
     return queue_.size();
   }
+  // Waits up to kWait until an AcquireProbe names `probe` as its last_probe; whether one did.
+  bool WaitForAcquireNaming(const std::string& probe) {
+    absl::MutexLock lock(&mu_);
+    auto named = [this, &probe] {
+      mu_.AssertHeld();
+      return last_probe_asked_ == probe;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&named), kWait);
+  }
 
   // The first `n` reports, waiting for them up to kWait; fewer if they do not come.
   std::vector<v1::ReportProbeRequest> WaitForReports(size_t n) {
@@ -224,6 +241,8 @@ class FakeWorkerService final : public v1::WorkerService::Service {
   int rendezvous_calls_ ABSL_GUARDED_BY(mu_) = 0;
   std::string cancel_ ABSL_GUARDED_BY(mu_);
   std::deque<v1::ProbeAssignment> queue_ ABSL_GUARDED_BY(mu_);
+  // The last AcquireProbe's last_probe; nullopt before the first call.
+  std::optional<std::string> last_probe_asked_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::ReportProbeRequest> reports_ ABSL_GUARDED_BY(mu_);
   bool park_calls_ ABSL_GUARDED_BY(mu_) = false;
   int parked_heartbeats_ ABSL_GUARDED_BY(mu_) = 0;
@@ -235,12 +254,13 @@ class FakeWorkerService final : public v1::WorkerService::Service {
   std::vector<std::string> calls_ ABSL_GUARDED_BY(mu_);
 };
 
-// Behaves as the assignment's name says: "ok", "throw", "error", "rendezvous" (OK with the
-// gang token as its message); anything else blocks until cancelled (and notifies
-// `hang_started` the first time).
+// Behaves as the assignment's name says: "ok" (one step of kStepTime, by which it advances
+// `clock`), "throw", "error", "rendezvous" (OK with the gang token as its message); anything
+// else blocks until cancelled (and notifies `hang_started` the first time).
 class ScriptedBackend : public ProbeBackend {
  public:
-  explicit ScriptedBackend(absl::Notification* hang_started) : hang_started_(hang_started) {}
+  ScriptedBackend(FakeClock* clock, absl::Notification* hang_started)
+      : clock_(clock), hang_started_(hang_started) {}
 
   std::string Name() const override { return "sim"; }
   bool Deterministic() const override { return true; }
@@ -253,7 +273,10 @@ class ScriptedBackend : public ProbeBackend {
       result.set_message(*token);
       return result;
     }
-    if (assignment.name() == "ok") return Ok();
+    if (assignment.name() == "ok") {
+      clock_->Advance(kStepTime);
+      return Ok();
+    }
     if (assignment.name() == "throw") throw std::runtime_error("boom");
     if (assignment.name() == "error") return absl::UnavailableError("driver went away");
     if (hang_started_ != nullptr && !hang_started_->HasBeenNotified()) hang_started_->Notify();
@@ -268,11 +291,12 @@ class ScriptedBackend : public ProbeBackend {
     v1::ProbeResult result;
     result.set_outcome(v1::PROBE_OK);
     result.set_backend("sim");
-    result.add_step_times_seconds(1);
-    result.set_mean_step_time_seconds(1);
+    result.add_step_times_seconds(absl::ToDoubleSeconds(kStepTime));
+    result.set_mean_step_time_seconds(absl::ToDoubleSeconds(kStepTime));
     return result;
   }
 
+  FakeClock* const clock_;
   absl::Notification* const hang_started_;
 };
 
@@ -296,7 +320,7 @@ class WorkerDaemonTest : public ::testing::Test {
 
     WorkerDaemon::Options options;
     options.server_address = absl::StrCat("127.0.0.1:", port);
-    options.backends.push_back(std::make_unique<ScriptedBackend>(&hang_started_));
+    options.backends.push_back(std::make_unique<ScriptedBackend>(&clock_, &hang_started_));
     v1::Gpu gpu;
     gpu.set_name("simulated H100-80GB");
     gpu.set_memory_bytes(85'520'809'984);
@@ -305,6 +329,7 @@ class WorkerDaemonTest : public ::testing::Test {
     options.labels = {{"rack", "a1"}};
     options.command_templates = {"megatron-llama", "nemo-llama"};
     options.acquire_wait = absl::Milliseconds(100);
+    options.clock = &clock_;
     Configure(options);
     absl::StatusOr<std::unique_ptr<WorkerDaemon>> daemon = WorkerDaemon::Start(std::move(options));
     ASSERT_TRUE(daemon.ok()) << daemon.status();
@@ -319,6 +344,8 @@ class WorkerDaemonTest : public ::testing::Test {
     if (server_ != nullptr) server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
   }
 
+  // The daemon waits on it: the tests move its heartbeats, backoffs and deadlines.
+  FakeClock clock_;
   FakeWorkerService service_;
   absl::Notification hang_started_;
   std::unique_ptr<grpc::Server> server_;
@@ -343,7 +370,15 @@ TEST_F(WorkerDaemonTest, RunsProbesAndReportsResults) {
   EXPECT_EQ(reports[0].worker(), "workers/1");
   EXPECT_EQ(reports[0].probe(), "ok");
   EXPECT_EQ(reports[0].result().outcome(), v1::PROBE_OK);
-  EXPECT_GT(reports[0].result().wall_seconds(), 0);
+  // Measured on the daemon's clock, which the backend moved by its one step.
+  EXPECT_EQ(reports[0].result().wall_seconds(), absl::ToDoubleSeconds(kStepTime));
+}
+
+TEST_F(WorkerDaemonTest, AsksForTheNextProbeNamingTheOneItReceivedLast) {
+  EXPECT_TRUE(service_.WaitForAcquireNaming(""));
+  service_.Queue(Assignment("ok"));
+  EXPECT_TRUE(service_.WaitForAcquireNaming("ok"));
+  EXPECT_EQ(service_.reports().size(), 1u);
 }
 
 TEST_F(WorkerDaemonTest, FailingBackendsBecomeResultsAndTheDaemonGoesOn) {
@@ -367,6 +402,12 @@ TEST_F(WorkerDaemonTest, FailingBackendsBecomeResultsAndTheDaemonGoesOn) {
 
 TEST_F(WorkerDaemonTest, RendezvousWaitsForTheGangToken) {
   service_.Queue(Assignment("rendezvous"));
+  // The server has no token for the first two calls; after each the probe backs off.
+  for (int backoff = 0; backoff < 2; ++backoff) {
+    // Waiting: the heartbeat, the probe's deadline and the rendezvous backoff.
+    clock_.BlockUntilWaiters(3);
+    clock_.Advance(absl::Seconds(1));
+  }
   const std::vector<v1::ReportProbeRequest> reports = service_.WaitForReports(1);
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(reports[0].result().outcome(), v1::PROBE_OK);
@@ -374,17 +415,28 @@ TEST_F(WorkerDaemonTest, RendezvousWaitsForTheGangToken) {
 }
 
 TEST_F(WorkerDaemonTest, DeadlineStopsAHangingProbe) {
-  service_.Queue(Assignment("hang", /*deadline_seconds=*/0.05));
+  service_.Queue(Assignment("hang", /*deadline_seconds=*/60));
+  ASSERT_TRUE(hang_started_.WaitForNotificationWithTimeout(kWait));
+  // Waiting: the heartbeat and the probe's deadline.
+  clock_.BlockUntilWaiters(2);
+  clock_.Advance(absl::Seconds(59));
+  // A second short of it the deadline still waits (the heartbeat waits again).
+  clock_.BlockUntilWaiters(2);
+  clock_.Advance(absl::Seconds(1));
   const std::vector<v1::ReportProbeRequest> reports = service_.WaitForReports(1);
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(reports[0].result().outcome(), v1::PROBE_TIMEOUT);
-  EXPECT_THAT(reports[0].result().message(), HasSubstr("deadline"));
+  EXPECT_THAT(reports[0].result().message(), HasSubstr("deadline of 60 s"));
 }
 
 TEST_F(WorkerDaemonTest, ServerCancellationStopsTheProbeWithoutAReport) {
   service_.CancelOnHeartbeat("hang");
   service_.Queue(Assignment("hang"));
   service_.Queue(Assignment("ok"));
+  ASSERT_TRUE(hang_started_.WaitForNotificationWithTimeout(kWait));
+  // Waiting: the heartbeat and the probe's deadline; the next heartbeat hears of the cancel.
+  clock_.BlockUntilWaiters(2);
+  clock_.Advance(kHeartbeatInterval);
   // Probes run one at a time, so "ok" is reported only after "hang" was stopped.
   const std::vector<v1::ReportProbeRequest> reports = service_.WaitForReports(1);
   ASSERT_EQ(reports.size(), 1u);
@@ -430,6 +482,9 @@ TEST_F(WorkerDaemonTest, ALeavingWorkerRunsNoProbeAndNeverRegistersAgain) {
   // leased just before the deregistration, the heartbeat the NOT_FOUND of a removed worker.
   service_.ParkCalls();
   service_.LeaseOnDeregistration(Assignment("ok"));
+  // Waiting: the heartbeat.
+  clock_.BlockUntilWaiters(1);
+  clock_.Advance(kHeartbeatInterval);
   ASSERT_TRUE(service_.WaitUntilParked());
   daemon_->Stop("stopping");
   EXPECT_EQ(service_.queued(), 0u);
@@ -449,19 +504,21 @@ TEST_F(WorkerDaemonTest, ALongReasonIsCutOnACharacterBoundary) {
 
 TEST_F(WorkerDaemonTest, RegistersAgainWhenTheServerForgetsIt) {
   service_.Forget();
-  ASSERT_TRUE(service_.WaitForRegistrations(2));
-  // The new name is stored right after the registration call returns.
-  const absl::Time give_up = absl::Now() + kWait;
-  while (daemon_->name() != "workers/2" && absl::Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
+  // Waiting: the heartbeat.
+  clock_.BlockUntilWaiters(1);
+  clock_.Advance(kHeartbeatInterval);
+  // The heartbeat waits again only once it has registered again.
+  clock_.BlockUntilWaiters(1);
+  EXPECT_EQ(service_.registrations(), 2);
   EXPECT_EQ(daemon_->name(), "workers/2");
 }
 
 TEST_F(WorkerDaemonTest, WithoutAProbeLimitItNeverFinishes) {
   service_.Queue(Assignment("ok"));
-  ASSERT_EQ(service_.WaitForReports(1).size(), 1u);
-  EXPECT_FALSE(daemon_->WaitUntilFinished(absl::Milliseconds(300)));
+  service_.Queue(Assignment("ok"));
+  // It takes a probe after its first, and after its second is still not finished.
+  ASSERT_EQ(service_.WaitForReports(2).size(), 2u);
+  EXPECT_FALSE(daemon_->WaitUntilFinished(absl::ZeroDuration()));
 }
 
 class TwoProbeWorkerDaemonTest : public WorkerDaemonTest {
@@ -475,7 +532,12 @@ TEST_F(TwoProbeWorkerDaemonTest, FinishesAfterItsProbesAndTakesNoMore) {
   service_.Queue(Assignment("hang"));
   service_.Queue(Assignment("ok"));
   service_.Queue(Assignment("error"));
-  ASSERT_TRUE(daemon_->WaitUntilFinished(kWait));
+  ASSERT_TRUE(hang_started_.WaitForNotificationWithTimeout(kWait));
+  // Waiting: the heartbeat and the probe's deadline; the next heartbeat hears of the cancel.
+  clock_.BlockUntilWaiters(2);
+  clock_.Advance(kHeartbeatInterval);
+  // On the fake clock the wait ends only when the daemon finishes.
+  ASSERT_TRUE(daemon_->WaitUntilFinished(absl::InfiniteDuration()));
   const std::vector<v1::ReportProbeRequest> reports = service_.WaitForReports(1);
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(reports[0].probe(), "ok");
@@ -487,7 +549,7 @@ TEST_F(TwoProbeWorkerDaemonTest, DeregistersAfterItsLastReport) {
   service_.Queue(Assignment("ok"));
   service_.Queue(Assignment("ok"));
   // Finished means deregistered too: a Slurm job's worker leaves no lost worker behind.
-  ASSERT_TRUE(daemon_->WaitUntilFinished(kWait));
+  ASSERT_TRUE(daemon_->WaitUntilFinished(absl::InfiniteDuration()));
   EXPECT_THAT(service_.calls(),
               ::testing::ElementsAre("RegisterWorker workers/1", "ReportProbe ok", "ReportProbe ok",
                                      "DeregisterWorker workers/1"));
@@ -507,16 +569,23 @@ TEST(WorkerDaemonStartTest, BadOptionsNameTheOption) {
             absl::InvalidArgumentError("backends (none) must name at least one backend"));
 }
 
-TEST(WorkerDaemonStartTest, UnreachableServerIsUnavailable) {
+TEST(WorkerDaemonStartTest, AnUnreachableServerIsRetriedUntilTheRegisterTimeout) {
+  FakeClock clock;
   WorkerDaemon::Options options;
   // Port 1 on loopback: nothing listens there.
   options.server_address = "127.0.0.1:1";
-  options.backends.push_back(std::make_unique<ScriptedBackend>(nullptr));
+  options.backends.push_back(std::make_unique<ScriptedBackend>(&clock, nullptr));
   options.gpus.resize(1);
   options.hostname = "h";
-  options.register_timeout = absl::Milliseconds(300);
-  EXPECT_EQ(WorkerDaemon::Start(std::move(options)).status().code(),
-            absl::StatusCode::kUnavailable);
+  options.register_timeout = absl::Seconds(30);
+  options.clock = &clock;
+  absl::Status started;
+  std::thread start([&] { started = WorkerDaemon::Start(std::move(options)).status(); });
+  // Backing off after the first attempt; the next is the last within the timeout.
+  clock.BlockUntilWaiters(1);
+  clock.Advance(absl::Seconds(30));
+  start.join();
+  EXPECT_EQ(started.code(), absl::StatusCode::kUnavailable);
 }
 
 }  // namespace

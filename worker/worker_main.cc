@@ -31,6 +31,7 @@
 #include "metrics/http_exporter.h"
 #include "metrics/metrics_endpoint.h"
 #include "metrics/registry.h"
+#include "proto/worker.pb.h"
 #include "proto/worker_config.pb.h"
 #include "worker/command_backend.h"
 #include "worker/cuda_backend.h"
@@ -54,7 +55,8 @@ ABSL_FLAG(std::string, tls_key, "",
 ABSL_FLAG(std::string, token_file, "",
           "File holding this worker's bearer token (a worker or admin token of the server's "
           "--token_file) alone on one line; sent with every call. A file rather than a flag, "
-          "so that the token never shows in `ps`. Needs --tls_ca.");
+          "so that the token never shows in `ps`. Needs --tls_ca. Not needed when the "
+          "server's --token_file binds this worker's certificate (cert:COMMON_NAME).");
 ABSL_FLAG(std::string, backend, "sim",
           "Comma-separated probe backends this worker offers: sim (the performance model "
           "with seeded noise; results are labelled simulated), replay (answers from the "
@@ -145,7 +147,8 @@ constexpr char kUsage[] =
     "\n"
     "Against a server with TLS, --tls_ca verifies its certificate; --tls_cert and --tls_key "
     "present this worker's certificate where the server requires one (mutual TLS); "
-    "--token_file holds the worker token the server's calls need. The worker's own "
+    "--token_file holds the worker token the server's calls need, unless the server binds "
+    "this worker's certificate to a worker principal. The worker's own "
     "--grpc_address serves health and reflection only, in plaintext.\n"
     "\n"
     "With --backend=cuda the worker registers the GPUs that paratune-probe --list_gpus "

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "proto/autotuner_service.pb.h"
+#include "proto/worker.pb.h"
 #include "worker/probe/probe_result.h"
 
 namespace paratune {

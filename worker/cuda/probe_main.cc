@@ -21,6 +21,7 @@
 #include "common/small_file.h"
 #include "google/protobuf/text_format.h"
 #include "proto/probe.pb.h"
+#include "proto/worker.pb.h"
 #include "worker/cuda/communicators.h"
 #include "worker/cuda/device.h"
 #include "worker/cuda/rank_runner.h"

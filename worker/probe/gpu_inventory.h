@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "proto/autotuner_service.pb.h"
+#include "proto/worker.pb.h"
 
 namespace paratune {
 
