@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_client.h"
+#include "common/grpc_status.h"
 
 namespace paratune {
 

@@ -7,14 +7,6 @@
 namespace paratune {
 namespace {
 
-TEST(GrpcClientTest, StatusKeepsCodeAndMessage) {
-  EXPECT_EQ(FromGrpcStatus(grpc::Status::OK), absl::OkStatus());
-  EXPECT_EQ(FromGrpcStatus(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "not leased")),
-            absl::FailedPreconditionError("not leased"));
-  EXPECT_EQ(FromGrpcStatus(grpc::Status(grpc::StatusCode::UNAVAILABLE, "down")),
-            absl::UnavailableError("down"));
-}
-
 TEST(GrpcClientTest, TheContextsDeadlineIsTheTimeoutFromNow) {
   const auto before = std::chrono::system_clock::now();
   const std::unique_ptr<grpc::ClientContext> context = ContextWithTimeout(absl::Seconds(30));

@@ -6,6 +6,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/grpc_client.h"
+#include "common/grpc_status.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/client_callback.h"

@@ -9,7 +9,7 @@
 #include "convert/search_state.h"
 #include "convert/spec_convert.h"
 #include "estimator/planner.h"
-#include "server/grpc_status.h"
+#include "common/grpc_status.h"
 #include "server/limits.h"
 #include "server/rpc_authorization.h"
 

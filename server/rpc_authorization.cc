@@ -14,7 +14,7 @@
 #include "proto/autotuner_service.grpc.pb.h"
 #include "proto/worker_service.grpc.pb.h"
 #include "server/grpc_methods.h"
-#include "server/grpc_status.h"
+#include "common/grpc_status.h"
 
 namespace paratune {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "server/grpc_status.h"
+#include "common/grpc_status.h"
 #include "server/rpc_authorization.h"
 
 namespace paratune {

@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "common/client_credentials.h"
 #include "common/grpc_client.h"
+#include "common/grpc_status.h"
 #include "common/small_file.h"
 #include "common/test_certificates.h"
 #include "common/test_file.h"

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_client.h"
+#include "common/grpc_status.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 

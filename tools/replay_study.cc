@@ -25,6 +25,7 @@
 #include "absl/time/time.h"
 #include "common/command_line.h"
 #include "common/grpc_client.h"
+#include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "estimator/memory_model.h"
 #include "grpcpp/create_channel.h"

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/grpc_client.h"
+#include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "grpcpp/create_channel.h"

@@ -1,6 +1,8 @@
-// The one place where absl::Status becomes grpc::Status (STYLE.md rule 3).
-#ifndef PARATUNE_SERVER_GRPC_STATUS_H_
-#define PARATUNE_SERVER_GRPC_STATUS_H_
+// The one place where gRPC's and absl's statuses become each other (STYLE.md rule 3): the
+// server's handlers answer with ToGrpcStatus, clients (CLI, worker, tools, tests) read a call's
+// status with FromGrpcStatus. The codes are equal value for value, asserted in grpc_status.cc.
+#ifndef PARATUNE_COMMON_GRPC_STATUS_H_
+#define PARATUNE_COMMON_GRPC_STATUS_H_
 
 #include <utility>
 
@@ -16,6 +18,9 @@ namespace paratune {
 // is a cast.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
+// The same code and message as an absl::Status.
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
 // Finishes a unary callback RPC with `result`: its value goes into *response when OK.
 // Returns the context's default reactor, for the handler to return.
 template <typename T>
@@ -29,4 +34,4 @@ grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context,
 
 }  // namespace paratune
 
-#endif  // PARATUNE_SERVER_GRPC_STATUS_H_
+#endif  // PARATUNE_COMMON_GRPC_STATUS_H_

@@ -1,4 +1,4 @@
-#include "server/grpc_status.h"
+#include "common/grpc_status.h"
 
 #include "gtest/gtest.h"
 
@@ -15,6 +15,14 @@ TEST(ToGrpcStatusTest, KeepsCodeAndMessage) {
   EXPECT_EQ(ToGrpcStatus(absl::UnimplementedError("x")).error_code(),
             grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).ok());
+}
+
+TEST(FromGrpcStatusTest, KeepsCodeAndMessage) {
+  EXPECT_EQ(FromGrpcStatus(grpc::Status::OK), absl::OkStatus());
+  EXPECT_EQ(FromGrpcStatus(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "not leased")),
+            absl::FailedPreconditionError("not leased"));
+  EXPECT_EQ(FromGrpcStatus(grpc::Status(grpc::StatusCode::UNAVAILABLE, "down")),
+            absl::UnavailableError("down"));
 }
 
 }  // namespace
