@@ -1,6 +1,6 @@
 // Bearer tokens (DESIGN.md §11), the secrets that name a caller's role: what a well-formed
 // one is, and how a client reads its own from a file (so that it never appears on a command
-// line, where `ps` would show it). The server's table of tokens is server/token_table.h.
+// line, where `ps` would show it). The server's table of tokens is server/security/token_table.h.
 #ifndef PARATUNE_COMMON_BEARER_TOKEN_H_
 #define PARATUNE_COMMON_BEARER_TOKEN_H_
 

@@ -39,7 +39,7 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> LoadClientCredentials(
   if (options.token_file.empty()) return credentials;
   PT_ASSIGN_OR_RETURN(const std::string token, ReadTokenFile("token_file", options.token_file));
   // AccessTokenCredentials sends "authorization: Bearer TOKEN", what the server checks
-  // (server/rpc_authorization.h).
+  // (server/security/rpc_authorization.h).
   return grpc::CompositeChannelCredentials(credentials, grpc::AccessTokenCredentials(token));
 }
 

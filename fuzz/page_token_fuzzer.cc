@@ -1,11 +1,11 @@
-// Fuzzes page token decoding (server/page_token.h): no token crashes it, a decoded position
+// Fuzzes page token decoding (server/core/page_token.h): no token crashes it, a decoded position
 // is 0 (first page) or >= 1, and it encodes back to a token that decodes to itself.
 #include <cstddef>
 #include <cstdint>
 
 #include "absl/status/statusor.h"
 #include "fuzz/fuzz_input.h"
-#include "server/page_token.h"
+#include "server/core/page_token.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using paratune::FuzzCheck;

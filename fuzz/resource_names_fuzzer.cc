@@ -1,4 +1,4 @@
-// Fuzzes resource name parsing (server/resource_names.h): no name crashes it, a parsed name's
+// Fuzzes resource name parsing (server/core/resource_names.h): no name crashes it, a parsed name's
 // numbers are in range, and the name written for them parses back to them.
 #include <cstddef>
 #include <cstdint>
@@ -6,7 +6,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "fuzz/fuzz_input.h"
-#include "server/resource_names.h"
+#include "server/core/resource_names.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using paratune::FuzzCheck;

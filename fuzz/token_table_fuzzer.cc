@@ -1,4 +1,4 @@
-// Fuzzes the server's token file parser (server/token_table.h) and the bearer token syntax
+// Fuzzes the server's token file parser (server/security/token_table.h) and the bearer token syntax
 // check: no input crashes them, a table finds every token and certificate of its file with the
 // role and name the file gives it, and an error never quotes a token-like field of the file.
 #include <cstddef>
@@ -13,7 +13,7 @@
 #include "absl/strings/strip.h"
 #include "common/bearer_token.h"
 #include "fuzz/fuzz_input.h"
-#include "server/token_table.h"
+#include "server/security/token_table.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using paratune::FuzzCheck;

@@ -5,13 +5,13 @@
 #include <utility>
 
 #include "absl/synchronization/mutex.h"
+#include "common/grpc_status.h"
 #include "convert/estimate_requests.h"
 #include "convert/search_state.h"
 #include "convert/spec_convert.h"
 #include "estimator/planner.h"
-#include "common/grpc_status.h"
-#include "server/limits.h"
-#include "server/rpc_authorization.h"
+#include "server/core/limits.h"
+#include "server/security/rpc_authorization.h"
 
 namespace paratune {
 namespace {

@@ -1,13 +1,13 @@
 // The Autotuner gRPC service (proto/autotuner_service.proto) over the Scheduler, with the
-// callback API. Each call passes its caller's principal (server/rpc_authorization.h,
+// callback API. Each call passes its caller's principal (server/security/rpc_authorization.h,
 // CallerOf) to the scheduler, which records it as a search's creator and lets a client
 // principal reach its own searches only.
 #ifndef PARATUNE_SERVER_AUTOTUNER_SERVICE_H_
 #define PARATUNE_SERVER_AUTOTUNER_SERVICE_H_
 
 #include "proto/autotuner_service.grpc.pb.h"
-#include "server/rpc_authorization.h"
-#include "server/scheduler.h"
+#include "server/core/scheduler.h"
+#include "server/security/rpc_authorization.h"
 
 namespace paratune {
 
@@ -39,7 +39,7 @@ class AutotunerService final : public v1::Autotuner::CallbackService {
   // CLI's offline commands give the same answers. CreateSearch, Estimate and Plan requests
   // over the scheduler's limits().max_request_bytes are INVALID_ARGUMENT naming
   // --max_request_bytes; a Plan enumerating more than max_enumerated_candidates is
-  // INVALID_ARGUMENT naming --max_enumerated_candidates (server/limits.h).
+  // INVALID_ARGUMENT naming --max_enumerated_candidates (server/core/limits.h).
   grpc::ServerUnaryReactor* Estimate(grpc::CallbackServerContext* context,
                                      const v1::EstimateRequest* request,
                                      v1::EstimateResponse* response) override;

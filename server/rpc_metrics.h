@@ -22,7 +22,7 @@ class RpcMetrics {
  public:
   // Registers the two families in `registry` (which must outlive this). `methods` are the
   // full names the server serves, e.g. "/paratune.v1.Autotuner/CreateSearch"
-  // (server/grpc_methods.h); any other
+  // (server/security/grpc_methods.h); any other
   // name a client sends is labelled "other", which keeps the label set bounded.
   static absl::StatusOr<std::unique_ptr<RpcMetrics>> Create(metrics::Registry& registry,
                                                             std::vector<std::string> methods);
@@ -36,7 +36,8 @@ class RpcMetrics {
   std::string MethodLabel(const char* method) const;
   void Record(const std::string& method_label, const std::string& code, double seconds);
   // Counts a call the token check refused before it reached the server's interceptors
-  // (server/rpc_authorization.h); its duration is not observed, there being none to speak of.
+  // (server/security/rpc_authorization.h); its duration is not observed, there being none to speak
+  // of.
   void RecordRefused(absl::string_view method, absl::StatusCode code);
 
  private:

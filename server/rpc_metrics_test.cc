@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "metrics/registry.h"
 #include "proto/autotuner_service.grpc.pb.h"
-#include "server/grpc_methods.h"
+#include "server/security/grpc_methods.h"
 #include "server/server.h"
 
 namespace paratune {

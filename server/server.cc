@@ -10,8 +10,8 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "server/listen_address.h"
-#include "server/sqlite_search_store.h"
+#include "server/security/listen_address.h"
+#include "server/store/sqlite_search_store.h"
 
 namespace paratune {
 

@@ -19,12 +19,12 @@
 #include "grpcpp/server.h"
 #include "grpcpp/support/server_interceptor.h"
 #include "server/autotuner_service.h"
-#include "server/limits.h"
-#include "server/probe_wait_list.h"
-#include "server/scheduler.h"
-#include "server/search_store.h"
-#include "server/server_security.h"
-#include "server/slurm_launcher.h"
+#include "server/core/limits.h"
+#include "server/core/probe_wait_list.h"
+#include "server/core/scheduler.h"
+#include "server/core/search_store.h"
+#include "server/security/server_security.h"
+#include "server/slurm/slurm_launcher.h"
 #include "server/worker_service.h"
 
 namespace paratune {
@@ -35,14 +35,14 @@ class ParatuneServer {
   struct Options {
     // host:port to listen on; port 0 picks a free port (see port()).
     std::string address = "127.0.0.1:50051";
-    // TLS, mutual TLS and bearer tokens (server/server_security.h); all empty serves
+    // TLS, mutual TLS and bearer tokens (server/security/server_security.h); all empty serves
     // plaintext without tokens, which only a loopback address allows by default.
     ServerSecurityOptions security;
     // Listen on a non-loopback address without TLS and tokens.
     bool allow_remote = false;
     // How often workers heartbeat; one missed for 3 intervals is lost.
     absl::Duration heartbeat_interval = absl::Seconds(2);
-    // Per-principal limits and caps on candidates and request sizes (server/limits.h).
+    // Per-principal limits and caps on candidates and request sizes (server/core/limits.h).
     Limits limits;
     // Source of time for leases; RealClock() when null. Not owned.
     Clock* clock = nullptr;
@@ -77,10 +77,10 @@ class ParatuneServer {
   // The bound port.
   int port() const { return port_; }
 
-  // The scheduler's counts, for the binary's metrics (server/scheduler_metrics.h).
+  // The scheduler's counts, for the binary's metrics (server/core/scheduler_metrics.h).
   SchedulerStats stats() const { return scheduler_->Stats(); }
 
-  // The Slurm launcher's counts (server/slurm_launcher_metrics.h); nullopt without one.
+  // The Slurm launcher's counts (server/slurm/slurm_launcher_metrics.h); nullopt without one.
   std::optional<SlurmLauncher::Stats> slurm_launcher_stats() const;
 
   // Reads the token file and the TLS files again, whichever the server has (SIGHUP in
@@ -91,7 +91,7 @@ class ParatuneServer {
   void ReloadCredentials() ABSL_LOCKS_EXCLUDED(reload_mu_);
 
   // The reloads so far and the principals in force, for the binary's metrics
-  // (server/credential_metrics.h).
+  // (server/security/credential_metrics.h).
   CredentialStats credential_stats() const ABSL_LOCKS_EXCLUDED(reload_mu_);
 
   // Ends parked long polls and watch streams, then stops serving once in-flight calls have

@@ -18,7 +18,7 @@
 #include "proto/autotuner_service.grpc.pb.h"
 #include "proto/worker.pb.h"
 #include "proto/worker_service.grpc.pb.h"
-#include "server/test_requests.h"
+#include "server/core/test_requests.h"
 
 namespace paratune {
 namespace {

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
-#include "server/rpc_authorization.h"
+#include "server/security/rpc_authorization.h"
 
 namespace paratune {
 namespace {

@@ -6,9 +6,9 @@
 #define PARATUNE_SERVER_WORKER_SERVICE_H_
 
 #include "proto/worker_service.grpc.pb.h"
-#include "server/probe_wait_list.h"
-#include "server/rpc_authorization.h"
-#include "server/scheduler.h"
+#include "server/core/probe_wait_list.h"
+#include "server/core/scheduler.h"
+#include "server/security/rpc_authorization.h"
 
 namespace paratune {
 

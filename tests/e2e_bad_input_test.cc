@@ -25,8 +25,8 @@
 #include "proto/autotuner_service.grpc.pb.h"
 #include "proto/worker.pb.h"
 #include "proto/worker_service.grpc.pb.h"
-#include "server/test_probe_result.h"
-#include "server/test_requests.h"
+#include "server/core/test_probe_result.h"
+#include "server/core/test_requests.h"
 #include "tests/test_cluster.h"
 
 namespace paratune {

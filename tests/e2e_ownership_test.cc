@@ -22,7 +22,7 @@
 #include "proto/autotuner_service.grpc.pb.h"
 #include "proto/worker.pb.h"
 #include "proto/worker_service.grpc.pb.h"
-#include "server/test_requests.h"
+#include "server/core/test_requests.h"
 #include "tests/process_harness.h"
 #include "tests/test_cluster.h"
 

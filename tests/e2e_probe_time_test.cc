@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/autotuner_service.grpc.pb.h"
-#include "server/test_requests.h"
+#include "server/core/test_requests.h"
 #include "tests/test_cluster.h"
 
 namespace paratune {

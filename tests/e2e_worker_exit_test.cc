@@ -19,7 +19,7 @@
 #include "gtest/gtest.h"
 #include "proto/autotuner_service.grpc.pb.h"
 #include "proto/worker.pb.h"
-#include "server/test_requests.h"
+#include "server/core/test_requests.h"
 #include "tests/process_harness.h"
 #include "tests/test_cluster.h"
 

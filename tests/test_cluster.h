@@ -14,7 +14,7 @@
 #include "grpcpp/security/credentials.h"
 #include "proto/autotuner_service.grpc.pb.h"
 #include "proto/worker.pb.h"
-#include "server/test_requests.h"
+#include "server/core/test_requests.h"
 #include "tests/process_harness.h"
 
 namespace paratune {

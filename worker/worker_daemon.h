@@ -69,7 +69,7 @@ class WorkerDaemon {
     // After this many probes have ended (reported, or stopped because the server cancelled
     // them) the daemon asks for no more, deregisters and WaitUntilFinished returns true; 0:
     // no limit. A worker started for one probe in its own Slurm job exits after it
-    // (server/slurm_launcher.h).
+    // (server/slurm/slurm_launcher.h).
     int64_t max_probes = 0;
     // Source of time for every wait of the daemon (the registration, acquire, report and
     // deregistration backoffs, the heartbeat interval, probe deadlines, WaitUntilFinished),

@@ -1,0 +1,233 @@
+#include "server/core/active_search.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "convert/search_text.h"
+#include "convert/spec_convert.h"
+#include "google/protobuf/util/time_util.h"
+#include "server/core/resource_names.h"
+#include "server/core/search_memory.h"
+#include "server/core/stop_reasons.h"
+
+namespace paratune {
+namespace {
+
+int64_t WorldSize(const v1::SearchSpec& spec) {
+  return spec.cluster().num_nodes() * spec.cluster().gpus_per_node();
+}
+
+}  // namespace
+
+bool Pending(const v1::Candidate& candidate) {
+  return candidate.state() == v1::CANDIDATE_QUEUED || candidate.state() == v1::CANDIDATE_RUNNING;
+}
+
+ActiveSearch::ActiveSearch(int64_t id, const v1::CreateSearchRequest& request,
+                           const ValidatedSearchRequest& validated, PlannedSearch planned,
+                           absl::Time now)
+    : id_(id),
+      world_size_(WorldSize(validated.spec)),
+      resolved_(std::move(planned.resolved)),
+      policy_(std::move(planned.policy)) {
+  search_.set_name(SearchName(id));
+  search_.set_display_name(request.display_name());
+  *search_.mutable_spec() = validated.spec;
+  *search_.mutable_create_time() =
+      google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(now));
+  const bool include_risky = ProbesRiskyConfigurations(validated.spec.space());
+  v1::SearchCounts& counts = *search_.mutable_counts();
+  counts.set_enumerated(planned.counts.enumerated);
+  counts.set_valid(planned.counts.valid);
+  counts.set_memory_safe(planned.counts.safe + (include_risky ? planned.counts.risky : 0));
+  counts.set_memory_risky(planned.counts.risky);
+  counts.set_memory_out_of_memory(planned.counts.out_of_memory);
+  if (has_candidates()) {
+    search_.set_state(v1::PROBING);
+  } else {
+    search_.set_state(v1::FAILED);
+    search_.set_stop_reason(NothingToProbeReason(counts, include_risky));
+  }
+}
+
+ActiveSearch::ActiveSearch(int64_t id, v1::Search search)
+    : id_(id), search_(std::move(search)), world_size_(WorldSize(search_.spec())) {}
+
+absl::Status ActiveSearch::Resume() {
+  PT_ASSIGN_OR_RETURN(RestoredPolicy restored, RestorePolicy(search_));
+  resolved_ = std::move(restored.resolved);
+  policy_ = std::move(restored.policy);
+  policy_index_ = std::move(restored.policy_index);
+  return absl::OkStatus();
+}
+
+int64_t ActiveSearch::AddPick(const SearchPolicy::Pick& pick, std::string& line) {
+  const bool screening = pick.kind == SearchPolicy::ProbeKind::kScreening;
+  int64_t n = 0;
+  if (screening) {
+    n = search_.candidates_size();
+    const double safe_fraction = search_.spec().space().safe_memory_fraction();
+    *search_.add_candidates() =
+        CandidateFromPlan(policy_->candidates()[pick.candidate], CandidateName(id_, n),
+                          safe_fraction > 0 ? safe_fraction : 0.80);
+    policy_index_.push_back(pick.candidate);
+    v1::SearchCounts& counts = *search_.mutable_counts();
+    counts.set_selected(counts.selected() + 1);
+  } else {
+    n = std::find(policy_index_.begin(), policy_index_.end(), pick.candidate) -
+        policy_index_.begin();
+    v1::Candidate& candidate = *search_.mutable_candidates(n);
+    *candidate.mutable_screening_result() = candidate.probe_result();
+    candidate.clear_probe_result();
+  }
+  v1::Candidate& candidate = *search_.mutable_candidates(n);
+  candidate.set_state(v1::CANDIDATE_QUEUED);
+  candidate.set_selection_note(pick.note);
+  line = absl::StrCat(screening ? "queued " : "confirming ", "candidates/", n, " ",
+                      DescribeConfig(candidate.config()), ": ", pick.note);
+  return n;
+}
+
+void ActiveSearch::RecordResult(int64_t n, const v1::ProbeResult& result, std::string& event) {
+  v1::Candidate& candidate = *search_.mutable_candidates(n);
+  const bool confirmation = candidate.has_screening_result();
+  candidate.set_state(v1::CANDIDATE_PROBED);
+  if (confirmation && result.outcome() != v1::PROBE_OK) {
+    // A failed confirmation says nothing about speed: the screening measurement stands.
+    *candidate.mutable_probe_result() = candidate.screening_result();
+    candidate.clear_screening_result();
+    absl::StrAppend(&event, "; its screening result stands");
+  } else {
+    *candidate.mutable_probe_result() = result;
+  }
+  v1::SearchCounts& counts = *search_.mutable_counts();
+  counts.set_probed(counts.probed() + 1);
+  if (confirmation) counts.set_confirmations(counts.confirmations() + 1);
+  if (!confirmation && candidate.memory().verdict() == v1::RISKY) {
+    counts.set_risky_probed(counts.risky_probed() + 1);
+    if (result.outcome() == v1::PROBE_OUT_OF_MEMORY) {
+      counts.set_risky_out_of_memory(counts.risky_out_of_memory() + 1);
+    }
+  }
+  if (result.outcome() == v1::PROBE_OK) {
+    counts.set_succeeded(counts.succeeded() + 1);
+  } else {
+    counts.set_failed(counts.failed() + 1);
+    ++(*counts.mutable_failed_by_outcome())[v1::ProbeOutcome_Name(result.outcome())];
+  }
+  UpdateMemoryCalibration(search_);
+  const size_t skipped_before = policy_->SkippedForMemory().size();
+  const absl::Status recorded = policy_->Record(
+      policy_index_[n],
+      confirmation ? SearchPolicy::ProbeKind::kConfirmation : SearchPolicy::ProbeKind::kScreening,
+      result);
+  if (!recorded.ok()) {
+    Log(LogLevel::kError, "the search's policy refused a result",
+        {{"candidate", candidate.name()}, {"error", recorded.ToString()}});
+  }
+  // Candidates ruled out are never picked, so the event is the one place that names them.
+  const std::vector<size_t>& skipped = policy_->SkippedForMemory();
+  if (skipped.size() > skipped_before) {
+    std::vector<std::string> configs;
+    for (size_t k = skipped_before; k < skipped.size(); ++k) {
+      configs.push_back(
+          DescribeConfig(ParallelConfigToProto(policy_->candidates()[skipped[k]].config)));
+    }
+    absl::StrAppend(&event, "; ruled out as not fitting in memory (calibrated estimate): ",
+                    absl::StrJoin(configs, ", "));
+  }
+}
+
+void ActiveSearch::SkipPending(bool include_running) {
+  for (v1::Candidate& candidate : *search_.mutable_candidates()) {
+    if (candidate.state() == v1::CANDIDATE_QUEUED ||
+        (include_running && candidate.state() == v1::CANDIDATE_RUNNING)) {
+      candidate.set_state(v1::CANDIDATE_SKIPPED);
+      candidate.clear_waiting_reason();
+    }
+  }
+}
+
+bool ActiveSearch::HasPending() const {
+  return std::any_of(search_.candidates().begin(), search_.candidates().end(), Pending);
+}
+
+bool ActiveSearch::IsRunning(int64_t n) const {
+  return n >= 0 && n < search_.candidates_size() &&
+         search_.candidates(n).state() == v1::CANDIDATE_RUNNING;
+}
+
+std::vector<int64_t> ActiveSearch::RequeueUnleased(const std::function<bool(int64_t n)>& leased) {
+  std::vector<int64_t> queued;
+  for (int64_t n = 0; n < search_.candidates_size(); ++n) {
+    v1::Candidate& candidate = *search_.mutable_candidates(n);
+    if (candidate.state() == v1::CANDIDATE_RUNNING && !leased(n)) {
+      candidate.set_state(v1::CANDIDATE_QUEUED);
+    }
+    if (candidate.state() == v1::CANDIDATE_QUEUED) queued.push_back(n);
+  }
+  return queued;
+}
+
+void ActiveSearch::End(v1::SearchState state, const std::string& reason) {
+  search_.set_state(state);
+  search_.set_stop_reason(absl::StrCat(reason, RiskAndFailureNote(search_.counts())));
+  UpdateOutlook();
+}
+
+void ActiveSearch::UpdateOutlook() {
+  v1::SearchCounts& counts = *search_.mutable_counts();
+  counts.clear_still_contending();
+  counts.clear_projected_remaining_gpu_seconds();
+  counts.clear_projected_remaining_wall_seconds();
+  if (search_.state() != v1::PROBING || policy_ == nullptr) return;
+  const v1::ProbeSettings& probe = search_.spec().probe();
+  const std::vector<size_t> contending = policy_->Contending();
+  counts.set_still_contending(static_cast<int64_t>(contending.size()));
+  double seconds = 0;
+  for (size_t i : contending) {
+    seconds += TimeProbe(policy_->candidates()[i], resolved_->training, probe, probe.timed_steps())
+                   .predicted_seconds;
+  }
+  for (int64_t n = 0; n < search_.candidates_size(); ++n) {
+    if (search_.candidates(n).state() == v1::CANDIDATE_QUEUED)
+      seconds += Timing(n).predicted_seconds;
+  }
+  counts.set_projected_remaining_wall_seconds(seconds);
+  counts.set_projected_remaining_gpu_seconds(seconds * static_cast<double>(world_size_));
+}
+
+ProbeTiming ActiveSearch::Timing(int64_t n) const {
+  return TimeProbe(policy_->candidates()[policy_index_[n]], resolved_->training,
+                   search_.spec().probe(), TimedSteps(n));
+}
+
+int64_t ActiveSearch::TimedSteps(int64_t n) const {
+  const v1::SearchSpec& spec = search_.spec();
+  return search_.candidates(n).has_screening_result()
+             ? spec.probe().timed_steps() * spec.adaptive().confirmation_steps_factor()
+             : spec.probe().timed_steps();
+}
+
+BudgetUse ActiveSearch::Use(absl::Time now) const {
+  BudgetUse use;
+  for (const v1::Candidate& candidate : search_.candidates()) {
+    use.probes_started += candidate.attempts();
+  }
+  use.gpu_seconds = search_.counts().gpu_seconds();
+  use.elapsed = now - absl::FromUnixNanos(google::protobuf::util::TimeUtil::TimestampToNanoseconds(
+                          search_.create_time()));
+  return use;
+}
+
+int64_t ActiveSearch::NoteRefusal(const std::string& reason) {
+  refusals_in_a_row_ = reason == refusal_ ? refusals_in_a_row_ + 1 : 1;
+  refusal_ = reason;
+  return refusals_in_a_row_;
+}
+
+}  // namespace paratune

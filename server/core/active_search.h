@@ -1,0 +1,115 @@
+// One search that has not ended (DESIGN.md §6): its stored form, the policy that chooses its
+// probes, and the bookkeeping of its candidates and counts. It changes the search only:
+// queueing, leases, storing and telling observers are the scheduler's.
+#ifndef PARATUNE_SERVER_CORE_ACTIVE_SEARCH_H_
+#define PARATUNE_SERVER_CORE_ACTIVE_SEARCH_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "convert/search_request.h"
+#include "convert/spec_convert.h"
+#include "proto/autotuner_service.pb.h"
+#include "proto/probe.pb.h"
+#include "proto/search.pb.h"
+#include "server/core/probe_timing.h"
+#include "server/core/search_budget.h"
+#include "server/core/search_observer.h"
+#include "server/core/search_planning.h"
+#include "server/core/search_policy.h"
+
+namespace paratune {
+
+// Thread-compatible: the scheduler guards it with its own mutex.
+class ActiveSearch {
+ public:
+  // Search `id` of a validated request, created at `now` with its plan: PROBING, or FAILED
+  // with the reason when the plan left nothing to probe.
+  ActiveSearch(int64_t id, const v1::CreateSearchRequest& request,
+               const ValidatedSearchRequest& validated, PlannedSearch planned, absl::Time now);
+  // A stored unfinished search, as a restarted scheduler finds it. Resume() before use.
+  ActiveSearch(int64_t id, v1::Search search);
+
+  // Plans the search again and replays its candidates into a new policy (RestorePolicy's
+  // errors: the search cannot continue).
+  absl::Status Resume();
+
+  int64_t id() const { return id_; }
+  const v1::Search& search() const { return search_; }
+  v1::Search& search() { return search_; }
+  // GPUs of the search's cluster.
+  int64_t world_size() const { return world_size_; }
+  std::vector<SearchObserver*>& observers() { return observers_; }
+  // Whether the plan left something to probe (a new search).
+  bool has_candidates() const { return !policy_->candidates().empty(); }
+
+  // What the policy picks now.
+  SearchPolicy::Decision Next() { return policy_->Next(); }
+  // Adds `pick` to the search, queued: a new candidate, or a leader to confirm. Returns the
+  // candidate's n; `line` says so for the search's event.
+  int64_t AddPick(const SearchPolicy::Pick& pick, std::string& line);
+  // Records the final result of candidate n and tells the policy. Appends to `event` when a
+  // failed confirmation leaves the screening result standing.
+  void RecordResult(int64_t n, const v1::ProbeResult& result, std::string& event);
+  // Marks queued candidates, and running ones when `include_running`, SKIPPED.
+  void SkipPending(bool include_running);
+  // Whether a candidate is queued or running.
+  bool HasPending() const;
+  // Whether candidate n exists and is running.
+  bool IsRunning(int64_t n) const;
+  // After a restart: running candidates without a lease (`leased(n)` false) are queued again.
+  // Returns the queued candidates, in order.
+  std::vector<int64_t> RequeueUnleased(const std::function<bool(int64_t n)>& leased);
+  // Ends the search: `state` with `reason`.
+  void End(v1::SearchState state, const std::string& reason);
+  // Sets counts.still_contending and the projected remaining cost from the policy and the
+  // queued candidates (proto/search.proto, SearchCounts); zeroes them once it ended.
+  void UpdateOutlook();
+
+  // Timed steps of candidate n's next probe: the search's, or confirmation_steps_factor
+  // times as many when it confirms a leader (it has a screening result).
+  int64_t TimedSteps(int64_t n) const;
+  // How candidate n's next probe runs and its deadline (probe_timing.h).
+  ProbeTiming Timing(int64_t n) const;
+  // What it has spent of its budget at `now`.
+  BudgetUse Use(absl::Time now) const;
+
+  // A launch of one of its probes was refused with `reason`: returns how many refusals in a
+  // row said the same.
+  int64_t NoteRefusal(const std::string& reason);
+  // A probe of it was leased: refusals are no longer in a row.
+  void NoteLease() { refusals_in_a_row_ = 0; }
+
+  // Whether its creator was exempt from the per-principal limits (server/core/limits.h) when it
+  // created it: an admin. Not stored, so false for a search resumed after a restart.
+  bool exempt_from_limits() const { return exempt_from_limits_; }
+  void set_exempt_from_limits(bool exempt) { exempt_from_limits_ = exempt; }
+
+ private:
+  int64_t id_ = 0;
+  v1::Search search_;
+  int64_t world_size_ = 0;
+  std::vector<SearchObserver*> observers_;
+  // Set by the first constructor and by Resume.
+  std::optional<ResolvedSpec> resolved_;
+  std::unique_ptr<SearchPolicy> policy_;
+  // For candidate n of the search, its index among policy_->candidates().
+  std::vector<size_t> policy_index_;
+  // The last refused launch's message and how many refusals in a row said it.
+  std::string refusal_;
+  int64_t refusals_in_a_row_ = 0;
+  bool exempt_from_limits_ = false;
+};
+
+// Whether the candidate is queued or running.
+bool Pending(const v1::Candidate& candidate);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_SERVER_CORE_ACTIVE_SEARCH_H_

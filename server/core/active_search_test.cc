@@ -1,0 +1,145 @@
+#include "server/core/active_search.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/core/test_requests.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::HasSubstr;
+
+const absl::Time kCreated = absl::FromUnixSeconds(1'000'000);
+
+ActiveSearch NewSearch(v1::CreateSearchRequest request) {
+  absl::StatusOr<ValidatedSearchRequest> validated = ValidateCreateSearchRequest(request);
+  EXPECT_TRUE(validated.ok()) << validated.status();
+  absl::StatusOr<PlannedSearch> planned = PlanSearch(validated->spec);
+  EXPECT_TRUE(planned.ok()) << planned.status();
+  return ActiveSearch(7, request, *validated, *std::move(planned), kCreated);
+}
+
+v1::ProbeResult Ok(double tflops) {
+  v1::ProbeResult result;
+  result.set_outcome(v1::PROBE_OK);
+  result.add_step_times_seconds(1);
+  result.set_mean_step_time_seconds(1);
+  result.set_model_tflops_per_gpu(tflops);
+  return result;
+}
+
+TEST(ActiveSearchTest, ANewSearchProbesOrFailsWithTheReason) {
+  const ActiveSearch search = NewSearch(SmallSimSearch(2));
+  EXPECT_EQ(search.search().name(), "searches/7");
+  EXPECT_EQ(search.search().state(), v1::PROBING);
+  EXPECT_EQ(search.world_size(), 8);
+  EXPECT_GT(search.search().counts().memory_safe(), 2);
+
+  v1::CreateSearchRequest too_long = SmallSimSearch(2);
+  too_long.mutable_spec()->mutable_training()->set_seq_len(1 << 20);
+  const ActiveSearch failed = NewSearch(too_long);
+  EXPECT_FALSE(failed.has_candidates());
+  EXPECT_EQ(failed.search().state(), v1::FAILED);
+  EXPECT_THAT(failed.search().stop_reason(), HasSubstr("no memory-safe configuration"));
+}
+
+TEST(ActiveSearchTest, PicksBecomeQueuedCandidatesAndResultsAreCounted) {
+  ActiveSearch search = NewSearch(SmallSimSearch(2));
+  const SearchPolicy::Decision decision = search.Next();
+  ASSERT_EQ(decision.picks.size(), 2u);
+  std::string line;
+  EXPECT_EQ(search.AddPick(decision.picks[0], line), 0);
+  EXPECT_THAT(line, HasSubstr("queued candidates/0 dp"));
+  EXPECT_EQ(search.AddPick(decision.picks[1], line), 1);
+  EXPECT_EQ(search.search().candidates(1).name(), "searches/7/candidates/1");
+  EXPECT_EQ(search.search().candidates(1).state(), v1::CANDIDATE_QUEUED);
+  EXPECT_EQ(search.search().counts().selected(), 2);
+  EXPECT_TRUE(search.HasPending());
+
+  std::string event = "probed";
+  search.RecordResult(0, Ok(300), event);
+  v1::ProbeResult oom;
+  oom.set_outcome(v1::PROBE_OUT_OF_MEMORY);
+  search.RecordResult(1, oom, event);
+  const v1::SearchCounts& counts = search.search().counts();
+  EXPECT_EQ(counts.probed(), 2);
+  EXPECT_EQ(counts.succeeded(), 1);
+  EXPECT_EQ(counts.failed_by_outcome().at("PROBE_OUT_OF_MEMORY"), 1);
+  EXPECT_FALSE(search.HasPending());
+  EXPECT_EQ(event, "probed");
+}
+
+TEST(ActiveSearchTest, AFailedConfirmationLeavesTheScreeningResultStanding) {
+  ActiveSearch search = NewSearch(SmallSimSearch(1));
+  std::string line;
+  const SearchPolicy::Pick pick = search.Next().picks[0];
+  search.AddPick(pick, line);
+  std::string event;
+  search.RecordResult(0, Ok(300), event);
+  search.AddPick({pick.candidate, SearchPolicy::ProbeKind::kConfirmation, "close leader"}, line);
+  EXPECT_THAT(line, HasSubstr("confirming candidates/0"));
+  EXPECT_TRUE(search.search().candidates(0).has_screening_result());
+  v1::ProbeResult crash;
+  crash.set_outcome(v1::PROBE_CRASH);
+  search.RecordResult(0, crash, event);
+  EXPECT_EQ(event, "; its screening result stands");
+  EXPECT_EQ(search.search().candidates(0).probe_result().model_tflops_per_gpu(), 300);
+  EXPECT_EQ(search.search().counts().confirmations(), 1);
+}
+
+TEST(ActiveSearchTest, OutlookCountsWhatIsLeftAndWhatItWouldCost) {
+  ActiveSearch top_k = NewSearch(SmallSimSearch(2));
+  std::string line;
+  for (const SearchPolicy::Pick& pick : top_k.Next().picks) top_k.AddPick(pick, line);
+  top_k.UpdateOutlook();
+  const v1::SearchCounts& counts = top_k.search().counts();
+  // Both are queued: nothing left to pick, two probes of at least their 30 s start-up left.
+  EXPECT_EQ(counts.still_contending(), 0);
+  EXPECT_GT(counts.projected_remaining_wall_seconds(), 2 * 30);
+  EXPECT_DOUBLE_EQ(counts.projected_remaining_gpu_seconds(),
+                   8 * counts.projected_remaining_wall_seconds());
+  std::string event;
+  top_k.RecordResult(0, Ok(300), event);
+  top_k.RecordResult(1, Ok(250), event);
+  top_k.UpdateOutlook();
+  EXPECT_EQ(top_k.search().counts().projected_remaining_wall_seconds(), 0);
+
+  v1::CreateSearchRequest request = SmallSimSearch(2);
+  request.mutable_spec()->set_policy(v1::ADAPTIVE);
+  ActiveSearch adaptive = NewSearch(request);
+  adaptive.UpdateOutlook();
+  // Before any measurement every candidate may still win.
+  EXPECT_EQ(adaptive.search().counts().still_contending(),
+            adaptive.search().counts().memory_safe());
+  adaptive.End(v1::CANCELLED, "cancelled");
+  EXPECT_EQ(adaptive.search().counts().still_contending(), 0);
+}
+
+TEST(ActiveSearchTest, RefusalsCountOnlyWhileTheyRepeat) {
+  ActiveSearch search = NewSearch(SmallSimSearch(1));
+  EXPECT_EQ(search.NoteRefusal("gres"), 1);
+  EXPECT_EQ(search.NoteRefusal("gres"), 2);
+  EXPECT_EQ(search.NoteRefusal("partition"), 1);
+  EXPECT_EQ(search.NoteRefusal("partition"), 2);
+  search.NoteLease();
+  EXPECT_EQ(search.NoteRefusal("partition"), 1);
+}
+
+TEST(ActiveSearchTest, UseCountsAttemptsGpuSecondsAndTime) {
+  ActiveSearch search = NewSearch(SmallSimSearch(2));
+  std::string line;
+  for (const SearchPolicy::Pick& pick : search.Next().picks) search.AddPick(pick, line);
+  search.search().mutable_candidates(0)->set_attempts(2);
+  search.search().mutable_counts()->set_gpu_seconds(40);
+  const BudgetUse use = search.Use(kCreated + absl::Minutes(3));
+  EXPECT_EQ(use.probes_started, 2);
+  EXPECT_EQ(use.gpu_seconds, 40);
+  EXPECT_EQ(use.elapsed, absl::Minutes(3));
+  search.SkipPending(/*include_running=*/false);
+  EXPECT_EQ(search.search().candidates(1).state(), v1::CANDIDATE_SKIPPED);
+}
+
+}  // namespace
+}  // namespace paratune

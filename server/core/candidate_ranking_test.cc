@@ -1,0 +1,46 @@
+#include "server/core/candidate_ranking.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace paratune {
+namespace {
+
+v1::Candidate Probed(const std::string& name, v1::ProbeOutcome outcome, double tflops) {
+  v1::Candidate candidate;
+  candidate.set_name(name);
+  candidate.set_state(v1::CANDIDATE_PROBED);
+  candidate.mutable_probe_result()->set_outcome(outcome);
+  candidate.mutable_probe_result()->set_model_tflops_per_gpu(tflops);
+  return candidate;
+}
+
+v1::Candidate Queued(const std::string& name) {
+  v1::Candidate candidate;
+  candidate.set_name(name);
+  candidate.set_state(v1::CANDIDATE_QUEUED);
+  return candidate;
+}
+
+std::vector<std::string> Names(const std::vector<v1::Candidate>& candidates) {
+  std::vector<std::string> names;
+  for (const v1::Candidate& candidate : candidates) names.push_back(candidate.name());
+  return names;
+}
+
+TEST(RankCandidatesTest, MeasuredBestFirstThenTheRestInPredictedOrder) {
+  const std::vector<v1::Candidate> ranked = RankCandidates({
+      Probed("0", v1::PROBE_OK, 300),
+      Queued("1"),
+      Probed("2", v1::PROBE_OUT_OF_MEMORY, 0),
+      Probed("3", v1::PROBE_OK, 450),
+      Probed("4", v1::PROBE_OK, 300),
+      Queued("5"),
+  });
+  EXPECT_EQ(Names(ranked), (std::vector<std::string>{"3", "0", "4", "1", "2", "5"}));
+}
+
+}  // namespace
+}  // namespace paratune

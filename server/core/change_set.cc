@@ -1,0 +1,62 @@
+#include "server/core/change_set.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace paratune {
+
+void ChangeSet::PutSearch(int64_t id, const v1::Search& search, const std::string& event,
+                          absl::Time now, const std::vector<SearchObserver*>& observers,
+                          v1::Search shown) {
+  batch_.searches[id] = search;
+  batch_.events.push_back(SearchEvent{id, 0, now, event});
+  notices_.push_back(Notice{observers, std::move(shown), event});
+}
+
+void ChangeSet::PutWorker(int64_t id, const v1::Worker& worker) {
+  batch_.removed_workers.erase(id);
+  batch_.workers[id] = worker;
+}
+
+void ChangeSet::RemoveWorker(int64_t id) {
+  batch_.workers.erase(id);
+  batch_.removed_workers.insert(id);
+}
+
+void ChangeSet::PutLease(const internal::LeaseState& lease) {
+  batch_.ended_leases.erase(lease.probe());
+  batch_.leases[lease.probe()] = lease;
+}
+
+void ChangeSet::EndLease(const std::string& probe) {
+  batch_.leases.erase(probe);
+  batch_.ended_leases.insert(probe);
+}
+
+absl::Status ChangeSet::Commit(SearchStore& store) {
+  if (absl::Status status = store.Apply(batch_); !status.ok()) return status;
+  batch_ = StoreBatch();
+  std::vector<Notice> notices = std::exchange(notices_, {});
+  for (const Notice& notice : notices) {
+    for (SearchObserver* observer : notice.observers) {
+      observer->OnSearchChanged(notice.search, notice.event);
+    }
+  }
+  return absl::OkStatus();
+}
+
+void ChangeSet::Discard() {
+  batch_ = StoreBatch();
+  notices_.clear();
+}
+
+bool ChangeSet::TakeProbesQueued() { return std::exchange(probes_queued_, false); }
+
+void ChangeSet::ForgetObserver(SearchObserver* observer) {
+  for (Notice& notice : notices_) {
+    notice.observers.erase(std::remove(notice.observers.begin(), notice.observers.end(), observer),
+                           notice.observers.end());
+  }
+}
+
+}  // namespace paratune

@@ -1,0 +1,55 @@
+// What a probe needs of the workers it runs on (docs/scheduler.md, "Placement"), and why a
+// worker does not fit: the search's GPU type, a node's worth of GPUs, the backend and
+// launch template, and the Slurm launcher's reservations. Pure.
+#ifndef PARATUNE_SERVER_CORE_PROBE_NEEDS_H_
+#define PARATUNE_SERVER_CORE_PROBE_NEEDS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "proto/search.pb.h"
+#include "proto/worker.pb.h"
+
+namespace paratune {
+
+struct ProbeNeeds {
+  // searches/{id}/candidates/{n}/probes/{attempt}: the lease it runs (or will run) as.
+  std::string probe;
+  std::string backend;
+  // With backend "command": the launch template the worker must offer; else empty.
+  std::string command_template;
+  // The search's GPU type: a catalog name (Worker.gpu_type must equal it), or empty for a
+  // custom GPU (the worker's GPUs must then have gpu_memory_bytes, within
+  // kGpuMemoryTolerance).
+  std::string gpu_type;
+  int64_t gpu_memory_bytes = 0;
+  // The cluster's GPUs per node; each worker hosts one node share (gang_placement.h).
+  int64_t gpus_per_node = 0;
+  // Ranks the probe runs now.
+  int64_t ranks = 0;
+};
+
+// The needs of a probe `probe` of `ranks` ranks of a search with this spec (normalized:
+// ValidateCreateSearchRequest).
+ProbeNeeds NeedsOf(const v1::SearchSpec& spec, std::string probe, int64_t ranks);
+
+// Why `worker` cannot host any share of a probe with these needs, for people (e.g. "its GPUs
+// are a100-40gb, not h100-80gb"); empty when it can host at least the smallest share. Only
+// what the worker is matters here, not whether it is busy or alive. `probe_reserved`: live
+// workers are reserved for this probe, which then runs on those only.
+std::string WorkerMismatch(const v1::Worker& worker, const ProbeNeeds& needs, bool probe_reserved);
+
+// Whether the worker is reserved for the probe called `probe` (kProbeReservationLabel).
+bool ReservedFor(const v1::Worker& worker, const std::string& probe);
+
+// "2 x 8 h100-80gb (sim), 1 x 4 a100-40gb (sim, replay)": the workers grouped by what they
+// are, for waiting reasons. "none" when empty.
+std::string DescribeFleet(const std::vector<const v1::Worker*>& workers);
+
+// "2 nodes of 8 x h100-80gb (16 GPUs) with backend sim": what the probe needs, for people.
+std::string DescribeNeeds(const ProbeNeeds& needs);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_SERVER_CORE_PROBE_NEEDS_H_

@@ -1,0 +1,106 @@
+#include "server/core/probe_needs.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/core/launch_target.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::Worker Worker(int gpus, const std::string& type, const std::string& backend = "sim") {
+  v1::Worker worker;
+  worker.set_name("workers/1");
+  for (int i = 0; i < gpus; ++i) {
+    v1::Gpu& gpu = *worker.add_gpus();
+    gpu.set_index(i);
+    gpu.set_name(absl::StrCat("simulated ", type));
+    gpu.set_memory_bytes(85'520'809'984);
+  }
+  worker.set_gpu_type(type);
+  worker.add_backends(backend);
+  return worker;
+}
+
+ProbeNeeds Needs(int64_t ranks, int64_t gpus_per_node) {
+  ProbeNeeds needs;
+  needs.probe = "searches/1/candidates/0/probes/1";
+  needs.backend = "sim";
+  needs.gpu_type = "h100-80gb";
+  needs.gpus_per_node = gpus_per_node;
+  needs.ranks = ranks;
+  return needs;
+}
+
+TEST(WorkerMismatchTest, AWorkerOfTheTypeWithANodeOfGpusFits) {
+  EXPECT_EQ(WorkerMismatch(Worker(8, "h100-80gb"), Needs(16, 8), false), "");
+  // A larger worker hosts one node share.
+  EXPECT_EQ(WorkerMismatch(Worker(64, "h100-80gb"), Needs(16, 8), false), "");
+  // A replica smaller than a node fits a smaller worker.
+  EXPECT_EQ(WorkerMismatch(Worker(4, "h100-80gb"), Needs(4, 8), false), "");
+}
+
+TEST(WorkerMismatchTest, NamesWhatDoesNotMatch) {
+  EXPECT_EQ(WorkerMismatch(Worker(8, "a100-40gb"), Needs(8, 8), false),
+            "its GPUs are a100-40gb, not h100-80gb");
+  EXPECT_EQ(WorkerMismatch(Worker(4, "h100-80gb"), Needs(16, 8), false),
+            "it has 4 GPUs, fewer than a node share of 8");
+  EXPECT_EQ(WorkerMismatch(Worker(8, "h100-80gb", "replay"), Needs(8, 8), false),
+            "it offers backends replay, not sim");
+  v1::Worker unknown = Worker(8, "");
+  unknown.mutable_gpus(0)->set_name("NVIDIA L40S");
+  EXPECT_THAT(WorkerMismatch(unknown, Needs(8, 8), false),
+              HasSubstr("its GPUs are unknown GPU NVIDIA L40S, not h100-80gb"));
+  ProbeNeeds templated = Needs(8, 8);
+  templated.backend = "command";
+  templated.command_template = "megatron";
+  EXPECT_EQ(WorkerMismatch(Worker(8, "h100-80gb", "command"), templated, false),
+            "it has no launch template megatron");
+}
+
+TEST(WorkerMismatchTest, ReservationsKeepWorkersAndProbesTogether) {
+  v1::Worker reserved = Worker(8, "h100-80gb");
+  (*reserved.mutable_labels())[kProbeReservationLabel] = "searches/1/candidates/0/probes/1";
+  EXPECT_EQ(WorkerMismatch(reserved, Needs(8, 8), true), "");
+  ProbeNeeds other = Needs(8, 8);
+  other.probe = "searches/1/candidates/1/probes/1";
+  EXPECT_EQ(WorkerMismatch(reserved, other, false), "it is reserved for another probe");
+  EXPECT_EQ(WorkerMismatch(Worker(8, "h100-80gb"), Needs(8, 8), true),
+            "workers were started for this probe");
+}
+
+TEST(WorkerMismatchTest, CustomGpusMatchByMemory) {
+  ProbeNeeds custom = Needs(8, 8);
+  custom.gpu_type = "";
+  custom.gpu_memory_bytes = 85'000'000'000;
+  EXPECT_EQ(WorkerMismatch(Worker(8, "h100-80gb"), custom, false), "");
+  custom.gpu_memory_bytes = 40'000'000'000;
+  EXPECT_THAT(WorkerMismatch(Worker(8, "h100-80gb"), custom, false),
+              HasSubstr("not the custom GPU's 40000000000"));
+}
+
+TEST(DescribeTest, NeedsAndFleetForWaitingReasons) {
+  EXPECT_EQ(DescribeNeeds(Needs(16, 8)), "2 nodes of 8 x h100-80gb (16 GPUs) with backend sim");
+  EXPECT_EQ(DescribeNeeds(Needs(4, 8)), "1 node of 4 x h100-80gb with backend sim");
+  const v1::Worker a = Worker(8, "a100-40gb");
+  const v1::Worker b = Worker(8, "a100-40gb");
+  const v1::Worker c = Worker(4, "h100-80gb");
+  EXPECT_EQ(DescribeFleet({&a, &b, &c}), "2 x 8 a100-40gb (sim), 1 x 4 h100-80gb (sim)");
+  EXPECT_EQ(DescribeFleet({}), "none");
+}
+
+TEST(NeedsOfTest, TakesTheSearchsClusterAndProbeSettings) {
+  v1::SearchSpec spec;
+  spec.mutable_cluster()->mutable_gpu()->set_type("H100-80GB");
+  spec.mutable_cluster()->set_gpus_per_node(4);
+  spec.mutable_probe()->set_backend("sim");
+  const ProbeNeeds needs = NeedsOf(spec, "searches/1/candidates/0/probes/1", 8);
+  EXPECT_EQ(needs.gpu_type, "h100-80gb");
+  EXPECT_EQ(needs.gpus_per_node, 4);
+  EXPECT_EQ(needs.ranks, 8);
+  EXPECT_EQ(needs.backend, "sim");
+}
+
+}  // namespace
+}  // namespace paratune

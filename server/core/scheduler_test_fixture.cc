@@ -1,0 +1,218 @@
+#include "server/core/scheduler_test_fixture.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "server/core/launch_target.h"
+#include "server/core/test_requests.h"
+#include "server/store/sqlite_search_store.h"
+
+namespace paratune {
+
+v1::RegisterWorkerRequest Worker(int gpus, const std::string& backend) {
+  v1::RegisterWorkerRequest request;
+  request.set_hostname("node");
+  for (int i = 0; i < gpus; ++i) {
+    v1::Gpu& gpu = *request.add_gpus();
+    gpu.set_index(i);
+    gpu.set_name("simulated H100-80GB");
+    gpu.set_memory_bytes(85'520'809'984);
+  }
+  request.add_backends(backend);
+  return request;
+}
+
+v1::ProbeResult OkResult(double tflops) {
+  v1::ProbeResult result;
+  result.set_outcome(v1::PROBE_OK);
+  result.set_backend("sim");
+  result.set_simulated(true);
+  result.add_step_times_seconds(1.0);
+  result.set_mean_step_time_seconds(1.0);
+  result.set_tokens_per_second(1000);
+  result.set_model_tflops_per_gpu(tflops);
+  return result;
+}
+
+v1::ProbeResult FailedResult(v1::ProbeOutcome outcome) {
+  v1::ProbeResult result;
+  result.set_outcome(outcome);
+  result.set_backend("sim");
+  result.set_message("it broke");
+  return result;
+}
+
+v1::CreateSearchRequest FullScopeSearch() {
+  v1::CreateSearchRequest request = SmallSimSearch(1, /*nodes=*/2, /*gpus_per_node=*/4);
+  request.mutable_spec()->mutable_probe()->set_scope(v1::PROBE_SCOPE_FULL);
+  return request;
+}
+
+v1::CreateSearchRequest OneNodeFullSearch() {
+  v1::CreateSearchRequest request = SmallSimSearch(1);
+  request.mutable_spec()->mutable_probe()->set_scope(v1::PROBE_SCOPE_FULL);
+  return request;
+}
+
+v1::RegisterWorkerRequest ReservedWorker(int gpus, const std::string& probe) {
+  v1::RegisterWorkerRequest request = Worker(gpus);
+  (*request.mutable_labels())[kProbeReservationLabel] = probe;
+  return request;
+}
+
+v1::RegisterWorkerRequest A100Worker(int gpus) {
+  v1::RegisterWorkerRequest request = Worker(gpus);
+  for (v1::Gpu& gpu : *request.mutable_gpus()) {
+    gpu.set_name("simulated A100-40GB");
+    gpu.set_memory_bytes(42'949'672'960);
+  }
+  return request;
+}
+
+v1::AcquireProbeRequest AcquireRequest(const std::string& worker, const std::string& last_probe) {
+  v1::AcquireProbeRequest request;
+  request.set_worker(worker);
+  request.set_last_probe(last_probe);
+  return request;
+}
+
+v1::ProbeResult MeasuredAsPredicted(const v1::Search& search, const v1::ProbeAssignment& assignment,
+                                    double factor, double spread) {
+  const v1::Candidate* candidate = nullptr;
+  for (const v1::Candidate& c : search.candidates()) {
+    if (absl::StartsWith(assignment.name(), c.name() + "/")) candidate = &c;
+  }
+  EXPECT_NE(candidate, nullptr) << assignment.name();
+  v1::ProbeResult result = OkResult(candidate->predicted().model_tflops_per_gpu() * factor);
+  const double step = candidate->predicted().step_time_seconds() / factor;
+  result.clear_step_times_seconds();
+  for (int64_t i = 0; i < assignment.timed_steps(); ++i) {
+    result.add_step_times_seconds(step * (1 + (i % 2 == 0 ? spread : -spread)));
+  }
+  result.set_mean_step_time_seconds(step);
+  result.set_wall_seconds(2);
+  return result;
+}
+
+std::vector<int64_t> RunToEnd(Scheduler& scheduler, const std::string& worker,
+                              const std::string& search_name, double factor, double spread) {
+  std::vector<int64_t> timed_steps;
+  std::string last_probe;
+  for (int probes = 0; probes < 500; ++probes) {
+    absl::StatusOr<std::optional<v1::ProbeAssignment>> acquired =
+        scheduler.TryAcquireProbe(AcquireRequest(worker, last_probe));
+    EXPECT_TRUE(acquired.ok()) << acquired.status();
+    if (!acquired.ok() || !acquired->has_value()) break;
+    const v1::ProbeAssignment& assignment = **acquired;
+    last_probe = assignment.name();
+    timed_steps.push_back(assignment.timed_steps());
+    v1::ReportProbeRequest report;
+    report.set_worker(worker);
+    report.set_probe(assignment.name());
+    *report.mutable_result() =
+        MeasuredAsPredicted(*scheduler.reader().GetSearch(search_name), assignment, factor, spread);
+    EXPECT_TRUE(scheduler.ReportProbe(report).ok());
+  }
+  return timed_steps;
+}
+
+SchedulerTest::SchedulerTest() {
+  Scheduler::Options options;
+  options.clock = &clock_;
+  options.heartbeat_interval = absl::Seconds(2);
+  auto store = std::make_unique<FakeSearchStore>();
+  store_ = store.get();
+  absl::StatusOr<std::unique_ptr<Scheduler>> scheduler =
+      Scheduler::Create(std::move(options), std::move(store));
+  EXPECT_TRUE(scheduler.ok()) << scheduler.status();
+  scheduler_ = *std::move(scheduler);
+  scheduler_->AddListener(&listener_);
+}
+
+v1::Search SchedulerTest::Create(const v1::CreateSearchRequest& request) {
+  absl::StatusOr<v1::Search> search = scheduler_->CreateSearch(request);
+  EXPECT_TRUE(search.ok()) << search.status();
+  return search.ok() ? *search : v1::Search();
+}
+
+std::string SchedulerTest::Register(int gpus, const std::string& backend) {
+  absl::StatusOr<v1::RegisterWorkerResponse> response =
+      scheduler_->RegisterWorker(Worker(gpus, backend));
+  EXPECT_TRUE(response.ok()) << response.status();
+  return response.ok() ? response->name() : "";
+}
+
+std::optional<v1::ProbeAssignment> SchedulerTest::Acquire(const std::string& worker) {
+  const int notified = listener_.calls;
+  absl::StatusOr<std::optional<v1::ProbeAssignment>> acquired =
+      scheduler_->TryAcquireProbe(AcquireRequest(worker, last_probes_[worker]));
+  EXPECT_TRUE(acquired.ok()) << acquired.status();
+  others_may_have_work_ = listener_.calls > notified;
+  if (!acquired.ok() || !acquired->has_value()) return std::nullopt;
+  last_probes_[worker] = (*acquired)->name();
+  return *acquired;
+}
+
+absl::Status SchedulerTest::Report(const std::string& worker, const std::string& probe,
+                                   const v1::ProbeResult& result) {
+  v1::ReportProbeRequest request;
+  request.set_worker(worker);
+  request.set_probe(probe);
+  *request.mutable_result() = result;
+  return scheduler_->ReportProbe(request);
+}
+
+absl::StatusOr<v1::HeartbeatResponse> SchedulerTest::Heartbeat(const std::string& worker,
+                                                               std::vector<std::string> running) {
+  v1::HeartbeatRequest request;
+  request.set_worker(worker);
+  for (std::string& probe : running) request.add_running_probes(std::move(probe));
+  return scheduler_->Heartbeat(request);
+}
+
+v1::Search SchedulerTest::Get(const std::string& name) {
+  absl::StatusOr<v1::Search> search = scheduler_->reader().GetSearch(name);
+  EXPECT_TRUE(search.ok()) << search.status();
+  return search.ok() ? *search : v1::Search();
+}
+
+SchedulerRestartTest::SchedulerRestartTest()
+    : path_(::testing::TempDir() + "/scheduler_restart.db") {
+  RemoveFiles();
+  Restart();
+}
+
+SchedulerRestartTest::~SchedulerRestartTest() {
+  scheduler_.reset();
+  RemoveFiles();
+}
+
+void SchedulerRestartTest::Restart() {
+  scheduler_.reset();
+  Scheduler::Options options;
+  options.clock = &clock_;
+  options.heartbeat_interval = absl::Seconds(2);
+  absl::StatusOr<std::unique_ptr<SqliteSearchStore>> store = SqliteSearchStore::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::unique_ptr<Scheduler>> scheduler =
+      Scheduler::Create(std::move(options), *std::move(store));
+  ASSERT_TRUE(scheduler.ok()) << scheduler.status();
+  scheduler_ = *std::move(scheduler);
+  scheduler_->AddListener(&listener_);
+}
+
+void SchedulerRestartTest::RemoveFiles() {
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path_ + suffix).c_str());
+}
+
+}  // namespace paratune

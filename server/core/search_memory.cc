@@ -1,0 +1,74 @@
+#include "server/core/search_memory.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "convert/estimate_convert.h"
+
+namespace paratune {
+
+void AddProbeMemory(const v1::ProbeResult& result, double estimated_bytes,
+                    MemoryCalibration& calibration) {
+  if (result.outcome() == v1::PROBE_OUT_OF_MEMORY) {
+    calibration.AddOutOfMemory(estimated_bytes);
+  } else if (result.outcome() == v1::PROBE_OK && result.peak_memory_bytes() > 0) {
+    const double backend_estimate = result.measurements().estimated_peak_memory_bytes();
+    calibration.AddMeasurement(backend_estimate > 0 ? backend_estimate : estimated_bytes,
+                               static_cast<double>(result.peak_memory_bytes()));
+  }
+}
+
+void UpdateMemoryCalibration(v1::Search& search) {
+  if (search.candidates().empty()) return;
+  MemoryCalibration calibration(
+      static_cast<double>(search.candidates(0).memory().capacity_bytes()));
+  for (const v1::Candidate& candidate : search.candidates()) {
+    const v1::ProbeResult* first = nullptr;
+    if (candidate.has_screening_result()) {
+      first = &candidate.screening_result();
+    } else if (candidate.state() == v1::CANDIDATE_PROBED) {
+      first = &candidate.probe_result();
+    }
+    if (first != nullptr) {
+      AddProbeMemory(*first, static_cast<double>(candidate.memory().peak_bytes()), calibration);
+    }
+  }
+  v1::MemoryCalibrationSummary& summary = *search.mutable_memory_calibration();
+  summary.set_measurements(calibration.measurements());
+  summary.set_out_of_memory(calibration.out_of_memory());
+  summary.set_ratio(calibration.ratio());
+  summary.set_relative_error(calibration.relative_error());
+  const double smallest = calibration.smallest_out_of_memory_estimate();
+  summary.set_smallest_out_of_memory_bytes(std::isfinite(smallest) ? std::llround(smallest) : 0);
+}
+
+void AddCalibratedMemory(v1::Search& search) {
+  const v1::MemoryCalibrationSummary& summary = search.memory_calibration();
+  const double ratio = summary.ratio() > 0 ? summary.ratio() : 1;
+  const double relative_error = summary.relative_error() > 0
+                                    ? summary.relative_error()
+                                    : MemoryCalibration::kPriorRelativeError;
+  const double smallest_out_of_memory = summary.smallest_out_of_memory_bytes() > 0
+                                            ? summary.smallest_out_of_memory_bytes()
+                                            : std::numeric_limits<double>::infinity();
+  for (v1::Candidate& candidate : *search.mutable_candidates()) {
+    CalibratedMemory calibrated =
+        CalibrateEstimate(static_cast<double>(candidate.memory().peak_bytes()),
+                          static_cast<double>(candidate.memory().capacity_bytes()), ratio,
+                          relative_error, smallest_out_of_memory);
+    // A configuration whose own probe ran is known to fit, whatever the estimate of one that
+    // ran out says: the calibration's bound is for configurations not run yet.
+    if (candidate.has_screening_result() || (candidate.state() == v1::CANDIDATE_PROBED &&
+                                             candidate.probe_result().outcome() == v1::PROBE_OK)) {
+      calibrated.verdict = MemoryVerdict::kSafe;
+    }
+    v1::CalibratedMemory& proto = *candidate.mutable_calibrated_memory();
+    proto.set_peak_bytes(std::llround(calibrated.peak_bytes));
+    proto.set_low_bytes(std::llround(calibrated.low_bytes));
+    proto.set_high_bytes(std::llround(calibrated.high_bytes));
+    proto.set_verdict(VerdictToProto(calibrated.verdict));
+  }
+}
+
+}  // namespace paratune

@@ -1,0 +1,33 @@
+// How a search's probe results calibrate its memory estimate (estimator/memory_calibration.h,
+// docs/memory.md): one rule for what a result says of memory, used by the ADAPTIVE policy to
+// skip what will not fit, by the search's record for its calibration, and by its client view
+// to show estimated, calibrated and measured memory side by side.
+#ifndef PARATUNE_SERVER_CORE_SEARCH_MEMORY_H_
+#define PARATUNE_SERVER_CORE_SEARCH_MEMORY_H_
+
+#include "estimator/memory_calibration.h"
+#include "proto/search.pb.h"
+
+namespace paratune {
+
+// Adds what `result` says of the memory of a configuration estimated at `estimated_bytes`:
+// an OK result's measured peak (against the backend's own estimate of what it ran when it
+// gives one: a replica-scope probe shards less than the configuration), or an out-of-memory
+// bound. Other outcomes say nothing of memory.
+void AddProbeMemory(const v1::ProbeResult& result, double estimated_bytes,
+                    MemoryCalibration& calibration);
+
+// Recomputes search.memory_calibration from the first probe of each probed candidate (its
+// screening result when it is being or was confirmed: a confirmation measures the same
+// configuration again). Stored with the search: a few numbers, whatever its size.
+void UpdateMemoryCalibration(v1::Search& search);
+
+// Sets every candidate's calibrated_memory from search.memory_calibration, for a client's view
+// of the search: derived on reading rather than stored, since a calibration that changes after
+// a result would otherwise rewrite every candidate's row. A candidate whose own probe ran (OK)
+// is SAFE: it fits, whatever the calibration says of its estimate.
+void AddCalibratedMemory(v1::Search& search);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_SERVER_CORE_SEARCH_MEMORY_H_

@@ -1,0 +1,26 @@
+// Follows one search (WatchSearch).
+#ifndef PARATUNE_SERVER_CORE_SEARCH_OBSERVER_H_
+#define PARATUNE_SERVER_CORE_SEARCH_OBSERVER_H_
+
+#include <string>
+
+#include "proto/search.pb.h"
+
+namespace paratune {
+
+// The scheduler calls it with its lock held: an implementation must return quickly and must
+// not call back into the Scheduler.
+class SearchObserver {
+ public:
+  virtual ~SearchObserver() = default;
+  // `search` is the search after the change, candidates ranked; `event` says what changed,
+  // for people. Called only once the change is stored. After a call with an ended search
+  // (SUCCEEDED, FAILED, CANCELLED) there are no more calls.
+  virtual void OnSearchChanged(const v1::Search& search, const std::string& event) = 0;
+  // The scheduler is shutting down; there are no more calls.
+  virtual void OnSchedulerShutdown() = 0;
+};
+
+}  // namespace paratune
+
+#endif  // PARATUNE_SERVER_CORE_SEARCH_OBSERVER_H_

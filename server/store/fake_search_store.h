@@ -1,0 +1,45 @@
+// A SearchStore for tests that can be told to fail its next writes, as a busy or broken
+// database would. Everything else is an in-memory SqliteSearchStore.
+#ifndef PARATUNE_SERVER_STORE_FAKE_SEARCH_STORE_H_
+#define PARATUNE_SERVER_STORE_FAKE_SEARCH_STORE_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "server/core/search_store.h"
+
+namespace paratune {
+
+// Thread-safe.
+class FakeSearchStore : public SearchStore {
+ public:
+  FakeSearchStore();
+
+  // The next `count` Apply calls with changes fail with `status` and change nothing (an
+  // empty batch writes nothing, so it cannot fail).
+  void FailNextWrites(int64_t count, absl::Status status);
+  // Apply calls that changed the store.
+  int64_t writes() const;
+
+  absl::StatusOr<int64_t> AllocateSearchId() override;
+  absl::Status Apply(const StoreBatch& batch) override;
+  absl::StatusOr<StoredState> Load() override;
+  absl::StatusOr<v1::Search> GetSearch(int64_t id) override;
+  absl::StatusOr<SearchPage> ListSearches(int64_t page_size, int64_t before_id) override;
+  absl::StatusOr<std::vector<v1::Worker>> ListWorkers() override;
+  absl::StatusOr<std::vector<SearchEvent>> ListEvents(int64_t search_id, int64_t after_sequence,
+                                                      int64_t limit) override;
+
+ private:
+  const std::unique_ptr<SearchStore> store_;
+  mutable absl::Mutex mu_;
+  int64_t failures_left_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);
+  int64_t writes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace paratune
+
+#endif  // PARATUNE_SERVER_STORE_FAKE_SEARCH_STORE_H_

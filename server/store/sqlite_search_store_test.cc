@@ -1,0 +1,366 @@
+#include "server/store/sqlite_search_store.h"
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "server/store/sqlite.h"
+#include "server/store/store_schema.h"
+
+namespace paratune {
+namespace {
+
+using ::google::protobuf::util::MessageDifferencer;
+using ::testing::HasSubstr;
+
+v1::Search SearchWithCandidate(int64_t id, v1::SearchState state = v1::PROBING) {
+  v1::Search search;
+  search.set_name(absl::StrCat("searches/", id));
+  search.set_state(state);
+  search.add_candidates()->set_name(search.name() + "/candidates/0");
+  return search;
+}
+
+// A search of `count` candidates that differ from one another, some probed.
+v1::Search SearchWithCandidates(int64_t id, int count, v1::SearchState state = v1::PROBING) {
+  v1::Search search;
+  search.set_name(absl::StrCat("searches/", id));
+  search.set_display_name(absl::StrCat("search ", id));
+  search.mutable_spec()->mutable_space()->set_memory_policy(v1::SAFE_ONLY);
+  search.set_state(state);
+  search.mutable_counts()->set_selected(count);
+  search.mutable_counts()->mutable_failed_by_outcome()->insert({"PROBE_OUT_OF_MEMORY", id});
+  search.mutable_counts()->mutable_failed_by_outcome()->insert({"PROBE_TIMEOUT", 2 * id});
+  for (int n = 0; n < count; ++n) {
+    v1::Candidate& candidate = *search.add_candidates();
+    candidate.set_name(absl::StrCat(search.name(), "/candidates/", n));
+    candidate.mutable_config()->set_data_parallel(1 + n % 7);
+    candidate.mutable_config()->set_tensor_parallel(1 << (n % 4));
+    candidate.mutable_predicted()->set_step_time_seconds(1.0 + n / 100.0);
+    candidate.set_selection_note(absl::StrCat("rank ", count - n));
+    candidate.set_state(n % 3 == 0 ? v1::CANDIDATE_PROBED : v1::CANDIDATE_QUEUED);
+    if (n % 3 == 0) {
+      candidate.mutable_probe_result()->set_outcome(v1::PROBE_OK);
+      candidate.mutable_probe_result()->add_step_times_seconds(0.5 + n);
+      candidate.set_attempts(1);
+    }
+  }
+  return search;
+}
+
+// Every search in `expected` reads back from `store` equal, candidates in the same order.
+void ExpectStored(SqliteSearchStore& store, const std::map<int64_t, v1::Search>& expected) {
+  for (const auto& [id, search] : expected) {
+    absl::StatusOr<v1::Search> got = store.GetSearch(id);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_TRUE(MessageDifferencer::Equals(*got, search)) << "searches/" << id << " reads back as\n"
+                                                          << got->DebugString() << "\ninstead of\n"
+                                                          << search.DebugString();
+  }
+}
+
+std::unique_ptr<SqliteSearchStore> OpenOrDie(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<SqliteSearchStore>> store = SqliteSearchStore::Open(path);
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? *std::move(store) : nullptr;
+}
+
+// A database file in the test's temporary directory, removed with its WAL at the end.
+class DatabaseFile {
+ public:
+  explicit DatabaseFile(const std::string& name)
+      : path_(absl::StrCat(::testing::TempDir(), "/", name)) {
+    Remove();
+  }
+  ~DatabaseFile() { Remove(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  void Remove() {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path_ + suffix).c_str());
+  }
+  std::string path_;
+};
+
+TEST(SqliteSearchStoreTest, AllocatesIncreasingIds) {
+  std::unique_ptr<SqliteSearchStore> store = OpenOrDie(":memory:");
+  EXPECT_EQ(store->AllocateSearchId().value(), 1);
+  EXPECT_EQ(store->AllocateSearchId().value(), 2);
+}
+
+TEST(SqliteSearchStoreTest, ApplyReplacesAndGetReturns) {
+  std::unique_ptr<SqliteSearchStore> store = OpenOrDie(":memory:");
+  StoreBatch batch;
+  batch.searches[1] = SearchWithCandidate(1);
+  ASSERT_TRUE(store->Apply(batch).ok());
+  batch.searches[1].set_state(v1::SUCCEEDED);
+  ASSERT_TRUE(store->Apply(batch).ok());
+  absl::StatusOr<v1::Search> got = store->GetSearch(1);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->state(), v1::SUCCEEDED);
+  EXPECT_EQ(got->candidates_size(), 1);
+  EXPECT_EQ(store->GetSearch(2).status(), absl::NotFoundError("search searches/2 not found"));
+}
+
+TEST(SqliteSearchStoreTest, SearchesStoredBeforeMemoryPoliciesAreReadWithTheOneTheyRan) {
+  std::unique_ptr<SqliteSearchStore> store = OpenOrDie(":memory:");
+  StoreBatch batch;
+  batch.searches[1] = SearchWithCandidate(1);  // SAFE only, as every search then was
+  batch.searches[2] = SearchWithCandidate(2);
+  batch.searches[2].mutable_spec()->mutable_space()->set_include_risky(true);
+  ASSERT_TRUE(store->Apply(batch).ok());
+  EXPECT_EQ(store->GetSearch(1)->spec().space().memory_policy(), v1::SAFE_ONLY);
+  EXPECT_EQ(store->GetSearch(2)->spec().space().memory_policy(), v1::MEASURE_RISKY);
+  absl::StatusOr<StoredState> state = store->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_EQ(state->unfinished_searches.size(), 2u);
+  EXPECT_EQ(state->unfinished_searches[0].spec().space().memory_policy(), v1::SAFE_ONLY);
+  absl::StatusOr<SearchPage> page = store->ListSearches(10, 0);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page->searches[0].spec().space().memory_policy(), v1::MEASURE_RISKY);
+}
+
+TEST(SqliteSearchStoreTest, ListsNewestFirstInPagesWithoutCandidates) {
+  std::unique_ptr<SqliteSearchStore> store = OpenOrDie(":memory:");
+  StoreBatch batch;
+  for (int64_t id = 1; id <= 5; ++id) batch.searches[id] = SearchWithCandidate(id);
+  ASSERT_TRUE(store->Apply(batch).ok());
+  absl::StatusOr<SearchPage> first = store->ListSearches(2, 0);
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->searches.size(), 2u);
+  EXPECT_EQ(first->searches[0].name(), "searches/5");
+  EXPECT_EQ(first->searches[1].name(), "searches/4");
+  EXPECT_EQ(first->searches[0].candidates_size(), 0);
+  EXPECT_TRUE(first->more);
+  absl::StatusOr<SearchPage> last = store->ListSearches(3, 4);
+  ASSERT_TRUE(last.ok());
+  ASSERT_EQ(last->searches.size(), 3u);
+  EXPECT_EQ(last->searches[2].name(), "searches/1");
+  EXPECT_FALSE(last->more);
+}
+
+TEST(SqliteSearchStoreTest, LoadReturnsWhatAResumingSchedulerNeeds) {
+  std::unique_ptr<SqliteSearchStore> store = OpenOrDie(":memory:");
+  StoreBatch batch;
+  batch.searches[1] = SearchWithCandidate(1, v1::SUCCEEDED);
+  batch.searches[2] = SearchWithCandidate(2, v1::PROBING);
+  batch.searches[3] = SearchWithCandidate(3, v1::CANCELLED);
+  batch.workers[7].set_name("workers/7");
+  batch.workers[8].set_name("workers/8");
+  batch.leases["searches/2/candidates/0/probes/1"].set_search_id(2);
+  batch.leases["searches/2/candidates/0/probes/1"].set_probe("searches/2/candidates/0/probes/1");
+  batch.leases["searches/2/candidates/1/probes/1"].set_probe("searches/2/candidates/1/probes/1");
+  ASSERT_TRUE(store->Apply(batch).ok());
+  StoreBatch end;
+  end.ended_leases.insert("searches/2/candidates/1/probes/1");
+  end.removed_workers.insert(8);
+  ASSERT_TRUE(store->Apply(end).ok());
+
+  absl::StatusOr<StoredState> state = store->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_EQ(state->unfinished_searches.size(), 1u);
+  EXPECT_EQ(state->unfinished_searches[0].name(), "searches/2");
+  EXPECT_EQ(state->unfinished_searches[0].candidates_size(), 1);
+  ASSERT_EQ(state->workers.size(), 1u);
+  EXPECT_EQ(state->workers.at(7).name(), "workers/7");
+  // workers/8 deregistered: its row is gone, its id is not free again.
+  EXPECT_EQ(state->last_worker_id, 8);
+  ASSERT_EQ(state->leases.size(), 1u);
+  EXPECT_EQ(state->leases[0].probe(), "searches/2/candidates/0/probes/1");
+}
+
+TEST(SqliteSearchStoreTest, EventsArePagedInOrderPerSearch) {
+  std::unique_ptr<SqliteSearchStore> store = OpenOrDie(":memory:");
+  StoreBatch batch;
+  for (int i = 0; i < 5; ++i) {
+    batch.events.push_back(SearchEvent{1 + i % 2, 0, absl::FromUnixSeconds(i), absl::StrCat(i)});
+  }
+  ASSERT_TRUE(store->Apply(batch).ok());
+  absl::StatusOr<std::vector<SearchEvent>> first = store->ListEvents(1, 0, 2);
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->size(), 2u);
+  EXPECT_EQ((*first)[0].text, "0");
+  EXPECT_EQ((*first)[1].text, "2");
+  EXPECT_EQ((*first)[1].time, absl::FromUnixSeconds(2));
+  absl::StatusOr<std::vector<SearchEvent>> rest = store->ListEvents(1, (*first)[1].sequence, 10);
+  ASSERT_TRUE(rest.ok());
+  ASSERT_EQ(rest->size(), 1u);
+  EXPECT_EQ((*rest)[0].text, "4");
+}
+
+TEST(SqliteSearchStoreTest, EverythingSurvivesReopeningTheFile) {
+  DatabaseFile file("reopen.db");
+  {
+    std::unique_ptr<SqliteSearchStore> store = OpenOrDie(file.path());
+    ASSERT_EQ(store->AllocateSearchId().value(), 1);
+    StoreBatch batch;
+    batch.searches[1] = SearchWithCandidate(1);
+    batch.events.push_back(SearchEvent{1, 0, absl::FromUnixSeconds(1), "created"});
+    ASSERT_TRUE(store->Apply(batch).ok());
+  }
+  std::unique_ptr<SqliteSearchStore> store = OpenOrDie(file.path());
+  EXPECT_EQ(store->AllocateSearchId().value(), 2);
+  EXPECT_TRUE(store->GetSearch(1).ok());
+  EXPECT_EQ(store->ListEvents(1, 0, 10)->size(), 1u);
+}
+
+TEST(SqliteSearchStoreTest, ASecondServerIsRefusedTheDatabase) {
+  DatabaseFile file("exclusive.db");
+  std::unique_ptr<SqliteSearchStore> first = OpenOrDie(file.path());
+  absl::StatusOr<std::unique_ptr<SqliteSearchStore>> second = SqliteSearchStore::Open(file.path());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(second.status().message(), HasSubstr("in use by another process"));
+}
+
+TEST(SqliteSearchStoreTest, MigratesADatabaseOfSchemaOneKeepingItsData) {
+  DatabaseFile file("schema1.db");
+  {
+    absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(file.path());
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(MigrateStoreSchema(**db, /*target_version=*/1).ok());
+    absl::StatusOr<SqliteStatement> put =
+        (*db)->Prepare("INSERT INTO searches (id, state, search) VALUES (1, ?, ?)");
+    ASSERT_TRUE(put.ok());
+    put->Bind(1, int64_t{v1::PROBING}).BindBlob(2, SearchWithCandidate(1).SerializeAsString());
+    ASSERT_TRUE(put->Run().ok());
+    // Version 1 has no event log yet.
+    EXPECT_FALSE((*db)->Execute("SELECT * FROM events").ok());
+  }
+  std::unique_ptr<SqliteSearchStore> store = OpenOrDie(file.path());
+  EXPECT_EQ(store->GetSearch(1)->name(), "searches/1");
+  EXPECT_EQ(store->AllocateSearchId().value(), 2);
+  StoreBatch batch;
+  batch.events.push_back(SearchEvent{1, 0, absl::FromUnixSeconds(1), "resumed"});
+  EXPECT_TRUE(store->Apply(batch).ok());
+  EXPECT_EQ(store->Load()->unfinished_searches.size(), 1u);
+}
+
+TEST(SqliteSearchStoreTest, CandidatesRoundTripThroughIncrementalWrites) {
+  DatabaseFile file("incremental.db");
+  std::map<int64_t, v1::Search> expected = {{1, SearchWithCandidates(1, 50)},
+                                            {2, SearchWithCandidates(2, 0)}};
+  std::unique_ptr<SqliteSearchStore> store = OpenOrDie(file.path());
+  auto apply = [&](int64_t id) {
+    StoreBatch batch;
+    batch.searches[id] = expected.at(id);
+    ASSERT_TRUE(store->Apply(batch).ok());
+    ExpectStored(*store, {{id, expected.at(id)}});
+  };
+  apply(1);
+  apply(2);
+  // A probe result: one candidate and the counts change.
+  expected[1].mutable_candidates(7)->mutable_probe_result()->set_outcome(v1::PROBE_OUT_OF_MEMORY);
+  expected[1].mutable_counts()->set_probed(1);
+  apply(1);
+  // Only the search's own fields change.
+  expected[1].set_stop_reason("not yet");
+  apply(1);
+  // Candidates appended, and a search that had none gains some.
+  *expected[1].add_candidates() = SearchWithCandidates(1, 60).candidates(55);
+  *expected[2].add_candidates() = SearchWithCandidates(2, 1).candidates(0);
+  apply(1);
+  apply(2);
+  // Fewer candidates than stored: the rows beyond go.
+  expected[1].mutable_candidates()->DeleteSubrange(10, expected[1].candidates_size() - 10);
+  apply(1);
+
+  // A store that did not write them reads what the table holds before changing it.
+  store.reset();
+  store = OpenOrDie(file.path());
+  expected[1].mutable_candidates(3)->set_waiting_reason("needs 8 GPUs");
+  apply(1);
+  absl::StatusOr<StoredState> state = store->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_EQ(state->unfinished_searches.size(), 2u);
+  EXPECT_TRUE(MessageDifferencer::Equals(state->unfinished_searches[0], expected[1]));
+  expected[1].mutable_candidates(4)->set_attempts(9);
+  apply(1);
+
+  // An ended search leaves the cache; a later write reads the table again.
+  expected[1].set_state(v1::SUCCEEDED);
+  apply(1);
+  expected[1].mutable_candidates(5)->set_selection_note("exported");
+  apply(1);
+  absl::StatusOr<SearchPage> page = store->ListSearches(10, 0);
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->searches.size(), 2u);
+  v1::Search listed = expected[1];
+  listed.clear_candidates();
+  EXPECT_TRUE(MessageDifferencer::Equals(page->searches[1], listed));
+}
+
+TEST(SqliteSearchStoreTest, MigratesBlobsOfSchemaThreeIntoCandidateRows) {
+  DatabaseFile file("schema3.db");
+  std::map<int64_t, v1::Search> expected = {{1, SearchWithCandidates(1, 20, v1::SUCCEEDED)},
+                                            {2, SearchWithCandidates(2, 0, v1::PROBING)},
+                                            {3, SearchWithCandidates(3, 300, v1::PROBING)},
+                                            {4, SearchWithCandidates(4, 5, v1::CANCELLED)}};
+  {
+    absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(file.path());
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(MigrateStoreSchema(**db, /*target_version=*/3).ok());
+    for (const auto& [id, search] : expected) {
+      absl::StatusOr<SqliteStatement> put =
+          (*db)->Prepare("INSERT INTO searches (id, state, search) VALUES (?, ?, ?)");
+      ASSERT_TRUE(put.ok());
+      put->Bind(1, id).Bind(2, int64_t{search.state()}).BindBlob(3, search.SerializeAsString());
+      ASSERT_TRUE(put->Run().ok());
+    }
+  }
+  {
+    std::unique_ptr<SqliteSearchStore> store = OpenOrDie(file.path());
+    ExpectStored(*store, expected);
+    absl::StatusOr<StoredState> state = store->Load();
+    ASSERT_TRUE(state.ok()) << state.status();
+    ASSERT_EQ(state->unfinished_searches.size(), 2u);
+    EXPECT_TRUE(MessageDifferencer::Equals(state->unfinished_searches[0], expected[2]));
+    EXPECT_TRUE(MessageDifferencer::Equals(state->unfinished_searches[1], expected[3]));
+    EXPECT_EQ(store->AllocateSearchId().value(), 5);
+  }
+  // The blobs lost their candidates to one row each.
+  absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(file.path());
+  ASSERT_TRUE(db.ok());
+  absl::StatusOr<SqliteStatement> count = (*db)->Prepare("SELECT COUNT(*) FROM candidates");
+  ASSERT_TRUE(count.ok());
+  ASSERT_TRUE(count->Step().value());
+  EXPECT_EQ(count->ColumnInt(0), 20 + 300 + 5);
+  absl::StatusOr<SqliteStatement> blob = (*db)->Prepare("SELECT search FROM searches WHERE id = 3");
+  ASSERT_TRUE(blob.ok());
+  ASSERT_TRUE(blob->Step().value());
+  v1::Search row;
+  ASSERT_TRUE(row.ParseFromString(blob->ColumnBytes(0)));
+  EXPECT_EQ(row.candidates_size(), 0);
+  EXPECT_EQ(row.name(), "searches/3");
+}
+
+TEST(SqliteSearchStoreTest, RefusesADatabaseFromANewerServer) {
+  DatabaseFile file("newer.db");
+  {
+    absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(file.path());
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(
+        (*db)->Execute(absl::StrCat("PRAGMA user_version = ", kStoreSchemaVersion + 1)).ok());
+  }
+  const absl::Status status = SqliteSearchStore::Open(file.path()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr("newer than this paratune-server's"));
+}
+
+TEST(SqliteSearchStoreTest, AFileThatIsNotADatabaseIsDataLoss) {
+  DatabaseFile file("garbage.db");
+  {
+    FILE* f = std::fopen(file.path().c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("this is not a SQLite database, but it is long enough to look at....", f);
+    std::fclose(f);
+  }
+  EXPECT_EQ(SqliteSearchStore::Open(file.path()).status().code(), absl::StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace paratune
