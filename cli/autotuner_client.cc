@@ -69,14 +69,21 @@ absl::StatusOr<v1::ListSearchEventsResponse> AutotunerClient::ListSearchEvents(
 
 absl::Status AutotunerClient::WatchSearch(
     const std::string& name, absl::Duration watch_timeout,
-    const std::function<void(const v1::WatchSearchResponse&)>& on_event) {
+    const std::function<absl::Status(const v1::WatchSearchResponse&)>& on_event) {
   v1::WatchSearchRequest request;
   request.set_name(name);
   auto context = ContextWithTimeout(watch_timeout);
   std::unique_ptr<grpc::ClientReader<v1::WatchSearchResponse>> reader =
       stub_->WatchSearch(context.get(), request);
   v1::WatchSearchResponse event;
-  while (reader->Read(&event)) on_event(event);
+  absl::Status handled;
+  while (handled.ok() && reader->Read(&event)) handled = on_event(event);
+  if (!handled.ok()) {
+    // Finish waits for the stream to end: cancelling ends it now.
+    context->TryCancel();
+    reader->Finish();
+    return handled;
+  }
   return ToStatus(reader->Finish());
 }
 

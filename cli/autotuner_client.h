@@ -32,10 +32,13 @@ class AutotunerClient {
   absl::StatusOr<v1::ListSearchEventsResponse> ListSearchEvents(
       const v1::ListSearchEventsRequest& request);
 
-  // Calls `on_event` for every streamed event until the search ends (OK), the stream fails,
-  // or `watch_timeout` passes (DEADLINE_EXCEEDED).
-  absl::Status WatchSearch(const std::string& name, absl::Duration watch_timeout,
-                           const std::function<void(const v1::WatchSearchResponse&)>& on_event);
+  // Calls `on_event` for every streamed event (the first is the search as it is when the
+  // stream starts) until the search ends (OK), the stream fails, `watch_timeout` passes
+  // (DEADLINE_EXCEEDED) or `on_event` returns an error, which ends the stream and is
+  // returned.
+  absl::Status WatchSearch(
+      const std::string& name, absl::Duration watch_timeout,
+      const std::function<absl::Status(const v1::WatchSearchResponse&)>& on_event);
 
  private:
   // One unary call of `method` with the RPC deadline.

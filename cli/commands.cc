@@ -1,12 +1,15 @@
 #include "cli/commands.h"
 
 #include <algorithm>
+#include <deque>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "cli/cost_report.h"
+#include "cli/live_view.h"
 #include "cli/plan_report.h"
+#include "cli/progress_line.h"
 #include "cli/report.h"
 #include "common/status_macros.h"
 #include "convert/estimate_requests.h"
@@ -14,23 +17,78 @@
 #include "convert/search_state.h"
 #include "convert/spec_convert.h"
 #include "estimator/planner.h"
+#include "google/protobuf/util/time_util.h"
 
 namespace paratune {
 namespace {
 
-// Candidates the live view of `watch` shows, so it fits a terminal.
+// Candidates and most recent events the live view of `watch` shows, so that it fits a
+// terminal.
 constexpr int kLiveRows = 12;
+constexpr size_t kLiveEvents = 4;
+// ListSearchEvents' largest page.
+constexpr int64_t kEventPageSize = 1000;
 
-// Each line of `text` cut to `columns` - 1 characters: a line that wrapped would take two
-// rows and break the cursor arithmetic of the redraw.
-std::string CutLines(const std::string& text, int columns) {
-  std::string out;
-  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
-    if (static_cast<int>(line.size()) >= columns) line = line.substr(0, std::max(columns - 1, 1));
-    absl::StrAppend(&out, line, "\n");
+// The texts of search `name`'s events logged up to `until`, oldest first.
+absl::StatusOr<std::vector<std::string>> EventsUntil(AutotunerClient& client,
+                                                     const std::string& name,
+                                                     const google::protobuf::Timestamp& until) {
+  std::vector<std::string> texts;
+  v1::ListSearchEventsRequest request;
+  request.set_name(name);
+  request.set_page_size(kEventPageSize);
+  while (true) {
+    PT_ASSIGN_OR_RETURN(const v1::ListSearchEventsResponse page, client.ListSearchEvents(request));
+    for (const v1::SearchEvent& event : page.events()) {
+      if (event.time() > until) return texts;
+      texts.push_back(event.text());
+    }
+    if (page.next_page_token().empty()) return texts;
+    request.set_page_token(page.next_page_token());
   }
-  return out;
 }
+
+// Shows a watched search as it changes: on a terminal the live view (cli/live_view.h)
+// redrawn in place; otherwise each event on a line, and the progress line when it changes
+// without one.
+class WatchDisplay {
+ public:
+  WatchDisplay(const OutputOptions& output, std::ostream& out) : output_(output), out_(out) {}
+
+  // `events` are what changed since the last call, oldest first.
+  void Show(const v1::Search& search, const std::vector<std::string>& events) {
+    if (output_.terminal) {
+      for (const std::string& event : events) recent_events_.push_back(event);
+      while (recent_events_.size() > kLiveEvents) recent_events_.pop_front();
+      const std::string view =
+          FormatLiveView(search, {recent_events_.begin(), recent_events_.end()}, kLiveRows,
+                         static_cast<size_t>(output_.terminal_columns));
+      // Redraw in place: up over the last view, clear to the end of the screen.
+      if (drawn_lines_ > 0) out_ << "\033[" << drawn_lines_ << "A";
+      out_ << "\r\033[J" << view << std::flush;
+      drawn_lines_ = static_cast<int>(std::count(view.begin(), view.end(), '\n'));
+      return;
+    }
+    for (const std::string& event : events) out_ << event << "\n";
+    const std::string line = FormatProgress(search);
+    if (events.empty() && line != last_line_) out_ << line << "\n";
+    last_line_ = line;
+  }
+
+  // Erases the live view, so that what follows prints where it began.
+  void Clear() {
+    if (drawn_lines_ > 0) out_ << "\033[" << drawn_lines_ << "A\r\033[J";
+    drawn_lines_ = 0;
+  }
+
+ private:
+  const OutputOptions& output_;
+  std::ostream& out_;
+  std::deque<std::string> recent_events_;
+  std::string last_line_;
+  // Lines of the live view drawn last, to move back over them.
+  int drawn_lines_ = 0;
+};
 
 absl::Status EndStatus(const v1::Search& search) {
   if (search.state() == v1::FAILED || search.state() == v1::CANCELLED) {
@@ -56,10 +114,10 @@ absl::Status RunPlan(const v1::PlanRequest& request, const OutputOptions& output
   PT_ASSIGN_OR_RETURN(const std::string cost,
                       ProjectAndFormatSearchCost(detailed, request.spec(),
                                                  {v1::ADAPTIVE, v1::TOP_K, v1::EXHAUSTIVE}));
-  const std::string text = absl::StrCat(
-      FormatPlanSummary(request.spec(), detailed.response), "\n",
-      FormatMemoryMap(detailed.plan, detailed.spec.plan_options, detailed.spec.cluster), "\n",
-      FormatPlanCandidates(detailed.response), "\n", cost);
+  const std::string text =
+      absl::StrCat(FormatPlanSummary(request.spec(), detailed.response), "\n",
+                   FormatMemoryMap(detailed.response.memory_map(), output.color), "\n",
+                   FormatPlanCandidates(detailed.response), "\n", cost);
   return Print(detailed.response, text, output, out);
 }
 
@@ -115,33 +173,26 @@ absl::Status RunWatch(AutotunerClient& client, const std::string& name,
                       absl::Duration watch_timeout, const OutputOptions& output,
                       std::ostream& out) {
   v1::Search last;
-  std::string last_line;
-  // Lines of the live view drawn last, to move back over them.
-  int drawn_lines = 0;
-  PT_RETURN_IF_ERROR(
-      client.WatchSearch(name, watch_timeout, [&](const v1::WatchSearchResponse& event) {
-        last = event.search();
-        if (output.json) return;
-        if (output.terminal) {
-          // Redraw in place: up over the last view, clear to the end of the screen.
-          const std::string view =
-              CutLines(FormatLiveView(last, event.event(), kLiveRows), output.terminal_columns);
-          if (drawn_lines > 0) out << "\033[" << drawn_lines << "A";
-          out << "\r\033[J" << view << std::flush;
-          drawn_lines = static_cast<int>(std::count(view.begin(), view.end(), '\n'));
-          return;
+  WatchDisplay display(output, out);
+  bool started = false;
+  PT_RETURN_IF_ERROR(client.WatchSearch(
+      name, watch_timeout, [&](const v1::WatchSearchResponse& response) -> absl::Status {
+        last = response.search();
+        if (output.json) return absl::OkStatus();
+        std::vector<std::string> events;
+        if (!started) {
+          started = true;
+          // The stream starts with the search as it is, and then reports every later change
+          // once; what came before is in the log, up to this search's last update (each
+          // change is logged with the time of the update it made).
+          PT_ASSIGN_OR_RETURN(events, EventsUntil(client, name, last.update_time()));
+        } else if (!response.event().empty()) {
+          events.push_back(response.event());
         }
-        const std::string line = FormatProgress(last);
-        if (!event.event().empty()) {
-          out << event.event() << "\n";
-        } else if (line != last_line) {
-          out << line << "\n";
-        }
-        last_line = line;
+        display.Show(last, events);
+        return absl::OkStatus();
       }));
-  if (output.terminal && !output.json && drawn_lines > 0) {
-    out << "\033[" << drawn_lines << "A\r\033[J";
-  }
+  display.Clear();
   if (!SearchEnded(last.state())) {
     return absl::UnavailableError(
         absl::StrCat("the watch of ", name, " ended before the search did"));
@@ -159,7 +210,17 @@ absl::Status RunGet(AutotunerClient& client, const std::string& name, const Outp
 absl::Status RunList(AutotunerClient& client, const v1::ListSearchesRequest& request,
                      const OutputOptions& output, std::ostream& out) {
   PT_ASSIGN_OR_RETURN(v1::ListSearchesResponse response, client.ListSearches(request));
-  return Print(response, FormatSearchList(response), output, out);
+  if (output.json) return Print(response, "", output, out);
+  // ListSearches leaves the candidates out: the best of each search that measured one is
+  // in its full record.
+  for (v1::Search& search : *response.mutable_searches()) {
+    if (search.counts().succeeded() == 0) continue;
+    PT_ASSIGN_OR_RETURN(search, client.GetSearch(search.name()));
+  }
+  return Print(response,
+               FormatSearchList(response, absl::Now(),
+                                output.terminal ? static_cast<size_t>(output.terminal_columns) : 0),
+               output, out);
 }
 
 absl::Status RunCancel(AutotunerClient& client, const std::string& name,

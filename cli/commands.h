@@ -17,10 +17,11 @@ namespace paratune {
 // Offline: the estimator alone, no server.
 absl::Status RunEstimate(const v1::EstimateRequest& request, const OutputOptions& output,
                          std::ostream& out);
-// Prints what was planned, the counts and rejections, the memory map of every valid
-// configuration, the candidates with their breakdown and what an ADAPTIVE, TOP_K and
-// EXHAUSTIVE search of them would cost next to one full job per candidate
-// (cli/cost_report.h); --json prints the PlanResponse, which has no field for the cost.
+// Prints what was planned, the counts and rejections, the memory map (coloured with
+// output.color; its rows and the candidates bounded by request.limit), the candidates with
+// their breakdown and what an ADAPTIVE, TOP_K and EXHAUSTIVE search of them would cost next
+// to one full job per candidate (cli/cost_report.h); --json prints the PlanResponse, which
+// holds all of these.
 absl::Status RunPlan(const v1::PlanRequest& request, const OutputOptions& output,
                      std::ostream& out);
 // `submit --dry_run`, offline: plans request.spec as `plan` would and prints what was
@@ -39,13 +40,16 @@ absl::Status RunExplain(const v1::PlanRequest& request, const v1::ParallelConfig
 absl::Status RunSubmit(AutotunerClient& client, const v1::CreateSearchRequest& request, bool watch,
                        absl::Duration watch_timeout, const OutputOptions& output,
                        std::ostream& out);
-// Prints progress on every event (one line per event, or one line redrawn in place on a
-// terminal) and the ranked result when the search ends. FAILED_PRECONDITION when the search
-// ended FAILED or CANCELLED, so scripts see a non-zero exit.
+// Prints the search's event log so far, then every change as it comes: on a terminal the
+// live view (cli/live_view.h) redrawn in place, else one line per event; then the ranked
+// result when the search ends. FAILED_PRECONDITION when the search ended FAILED or
+// CANCELLED, so scripts see a non-zero exit.
 absl::Status RunWatch(AutotunerClient& client, const std::string& name,
                       absl::Duration watch_timeout, const OutputOptions& output, std::ostream& out);
 absl::Status RunGet(AutotunerClient& client, const std::string& name, const OutputOptions& output,
                     std::ostream& out);
+// The searches of one page with their best measured configuration (one GetSearch for each
+// that measured one, as ListSearches leaves candidates out), fitted to the terminal.
 absl::Status RunList(AutotunerClient& client, const v1::ListSearchesRequest& request,
                      const OutputOptions& output, std::ostream& out);
 absl::Status RunCancel(AutotunerClient& client, const std::string& name,

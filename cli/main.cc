@@ -14,8 +14,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "cli/autotuner_client.h"
+#include "cli/build_stamp.h"
 #include "cli/commands.h"
+#include "cli/flag_names.h"
 #include "cli/output.h"
+#include "cli/terminal.h"
+#include "cli/version.h"
 #include "common/client_credentials.h"
 #include "common/command_line.h"
 
@@ -74,7 +78,9 @@ ABSL_FLAG(std::string, memory_policy, "",
           "plan/submit: which configurations the memory estimate lets a search probe: "
           "measure_risky (the default: RISKY ones too, above --safe_fraction of GPU memory; "
           "a probe measures whether they fit) or safe_only (the 80% rule: SAFE ones only).");
-ABSL_FLAG(int64_t, limit, 20, "plan: candidates shown; 0 shows all.");
+ABSL_FLAG(int64_t, limit, 20,
+          "plan: candidates and memory-map rows shown (the rows holding the best predicted "
+          "candidates); 0 shows all.");
 ABSL_FLAG(bool, explain, false,
           "plan: instead of the plan, say why the configuration of --tp, --pp, --cp, --dp, "
           "--mbs, --vp, --recompute and --sequence_parallel is or is not a candidate.");
@@ -158,6 +164,9 @@ ABSL_FLAG(int64_t, page_size, 0,
           "searches, 100 events).");
 ABSL_FLAG(std::string, page_token, "", "list/events: page token from a previous page.");
 ABSL_FLAG(bool, json, false, "Print the result as the proto's canonical JSON.");
+ABSL_FLAG(std::string, color, "auto",
+          "Colour the output (the memory map of plan): auto (when stdout is a terminal, "
+          "$NO_COLOR is unset or empty and $TERM is not dumb), always or never.");
 ABSL_FLAG(std::string, format, "megatron", "export: megatron, nemo, json or sbatch.");
 ABSL_FLAG(std::string, candidate, "",
           "export: the candidate to export, n or searches/ID/candidates/n; the best measured "
@@ -173,8 +182,9 @@ Offline (the estimator alone, no server):
   estimate   memory breakdown, verdict and predicted speed of one configuration
                paratune estimate --model=llama3.1-8b --gpu=h100-94gb --nodes=1 \
                  --gpus_per_node=4 --tp=2 --cp=1 --pp=1 --mbs=1 --seq_len=8192
-  plan       the memory map of every valid configuration (micro-batch sizes per tp, cp, pp
-             marked SAFE / RISKY / OOM), the memory-safe ones in predicted order, and what
+  plan       the memory map of the valid configurations (micro-batch sizes per tp, cp, pp
+             marked SAFE / RISKY / OOM, coloured on a terminal; --limit bounds its rows and
+             the candidates), the memory-safe ones in predicted order, and what
              an ADAPTIVE, TOP_K and EXHAUSTIVE search of them would cost in probes, GPU-hours
              and wall time next to one full training job per candidate
                paratune plan --model=llama3.1-70b --gpu=h100-80gb --nodes=8
@@ -185,9 +195,11 @@ Offline (the estimator alone, no server):
 Against paratune-server (--server=host:port):
   submit     create a search from the same flags as plan (--watch to follow it);
              --dry_run plans it offline and prints what it would cost, sending nothing
-  watch NAME follow a search (e.g. searches/1) until it ends; print the ranked result
+  watch NAME follow a search (e.g. searches/1) until it ends: its event log so far, then
+             every change (on a terminal a live view of progress, recent events and the
+             leading candidates, fitted to its width); print the ranked result
   get NAME   print a search and its ranked candidates
-  list       list searches, newest first
+  list       list searches, newest first, with progress, best configuration and TFLOP/s
   cancel NAME
   events NAME
              the search's event log, oldest first (kept across server restarts)
@@ -202,8 +214,10 @@ certificates, --tls_cert and --tls_key, on every command that talks to it; the e
 variables PARATUNE_TLS_CA, PARATUNE_TOKEN_FILE, PARATUNE_TLS_CERT and PARATUNE_TLS_KEY stand
 in for flags not given.
 
-Every command takes --json to print the API's proto as canonical JSON.
-Exit status: 0 success, 1 error (the message names the field at fault), 2 bad usage.
+Every command takes --json to print the API's proto as canonical JSON. On a terminal, output
+fits its width (docs/cli.md) and plan's memory map is coloured (--color, $NO_COLOR).
+Exit status: 0 success, 1 error (the message names the flag or field at fault), 2 bad usage.
+--version prints the version and the git commit the binary was built from.
 The flags of every command follow; 'paratune --helpfull' adds Abseil's own.)";
 
 // A credentials flag's value; when it is empty, the environment variable's (or empty).
@@ -406,7 +420,7 @@ absl::StatusOr<std::string> SearchName(const std::vector<char*>& args) {
   return std::string(args[2]);
 }
 
-absl::Status Run(const std::vector<char*>& args, const paratune::OutputOptions& output) {
+absl::Status RunCommand(const std::vector<char*>& args, const paratune::OutputOptions& output) {
   const std::string command = args[1];
   if (command == "estimate" || command == "plan") {
     if (args.size() != 2) {
@@ -484,10 +498,20 @@ absl::Status Run(const std::vector<char*>& args, const paratune::OutputOptions& 
       absl::StrCat("unknown command \"", command, "\"; run 'paratune --help'"));
 }
 
+// RunCommand, its errors naming the flags that set the request's fields where the request
+// was built from flags (cli/flag_names.h).
+absl::Status Run(const std::vector<char*>& args, const paratune::OutputOptions& output) {
+  const std::string command = args[1];
+  const absl::Status status = RunCommand(args, output);
+  if (command != "estimate" && command != "plan" && command != "submit") return status;
+  return paratune::NameFlags(status, /*explicit_model=*/absl::GetFlag(FLAGS_model).empty());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<char*> args = paratune::ParseFlags(argc, argv, kUsage, "cli/main.cc");
+  std::vector<char*> args = paratune::ParseFlags(argc, argv, kUsage, "cli/main.cc",
+                                                 paratune::VersionLine(paratune::BuildCommit()));
   if (args.size() < 2) {
     std::cerr << "paratune: " << kUsage << "\n";
     return 2;
@@ -495,11 +519,17 @@ int main(int argc, char** argv) {
   paratune::OutputOptions output;
   output.json = absl::GetFlag(FLAGS_json);
   output.terminal = isatty(STDOUT_FILENO) != 0;
-  if (winsize size{};
-      output.terminal && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) {
-    output.terminal_columns = size.ws_col;
+  winsize size{};
+  const int ioctl_columns =
+      output.terminal && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 ? size.ws_col : 0;
+  output.terminal_columns = paratune::TerminalColumns(ioctl_columns, std::getenv("COLUMNS"));
+  absl::StatusOr<paratune::ColorMode> color = paratune::ParseColorMode(absl::GetFlag(FLAGS_color));
+  absl::Status status = color.status();
+  if (status.ok()) {
+    output.color =
+        paratune::UseColor(*color, output.terminal, std::getenv("NO_COLOR"), std::getenv("TERM"));
+    status = Run(args, output);
   }
-  const absl::Status status = Run(args, output);
   if (!status.ok()) {
     std::cerr << "paratune: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
               << "\n";

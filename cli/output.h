@@ -16,8 +16,10 @@ struct OutputOptions {
   bool json = false;
   // stdout is a terminal: progress may redraw in place.
   bool terminal = false;
-  // The terminal's width; redrawn lines are cut to it so none wraps.
+  // The width to fit output to on a terminal (cli/terminal.h, TerminalColumns).
   int terminal_columns = 80;
+  // Colour text (--color, cli/terminal.h UseColor).
+  bool color = false;
 };
 
 // `message` in the proto's canonical JSON mapping (lowerCamelCase field names), indented: the

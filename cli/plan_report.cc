@@ -1,14 +1,16 @@
 #include "cli/plan_report.h"
 
-#include <map>
-#include <tuple>
+#include <algorithm>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "cli/report.h"
 #include "cli/table.h"
+#include "cli/terminal.h"
 #include "convert/estimate_convert.h"
 #include "convert/search_text.h"
 #include "convert/spec_convert.h"
@@ -23,11 +25,16 @@ std::string Percent(double fraction) { return absl::StrFormat("%.1f%%", 100.0 * 
 
 std::string GiB(double bytes) { return absl::StrFormat("%.2f GiB", bytes / kGiB); }
 
-// A row of the memory map: everything but the micro-batch size.
-using MapRowKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int>;  // tp cp pp vp recompute
-
-MapRowKey RowKey(const ParallelDims& dims) {
-  return {dims.tp, dims.cp, dims.pp, dims.virtual_pipeline, static_cast<int>(dims.recompute)};
+// The colour of a memory verdict in the map.
+Color VerdictColor(v1::MemoryVerdict verdict) {
+  switch (verdict) {
+    case v1::SAFE:
+      return Color::kGreen;
+    case v1::RISKY:
+      return Color::kYellow;
+    default:
+      return Color::kRed;
+  }
 }
 
 // "peak 93.12 GiB on stage 3 = 117.0% of the 79.65 GiB capacity".
@@ -66,46 +73,53 @@ std::string OutsideSearchSpace(SearchDimension dimension, const ParallelDims& di
 
 }  // namespace
 
-std::string FormatMemoryMap(const Plan& plan, const PlanOptions& options,
-                            const ClusterSpec& cluster) {
-  const std::vector<int64_t> micro_batch_sizes = SearchedMicroBatchSizes(options);
-  const bool show_vp = SearchedVirtualPipelineSizes(options).size() > 1;
-  const bool show_recompute = SearchedRecomputeModes(options).size() > 1;
+std::string FormatMemoryMap(const v1::MemoryMap& map, bool color) {
+  const bool show_vp = map.virtual_pipeline_sizes_size() > 1;
+  const bool show_recompute = map.recompute_modes_size() > 1;
   std::vector<Table::Column> columns = {{"tp", true}, {"cp", true}, {"pp", true}, {"dp", true}};
   if (show_vp) columns.push_back({"vp", true});
   if (show_recompute) columns.push_back({"recompute", false});
-  for (int64_t size : micro_batch_sizes) columns.push_back({absl::StrCat("mbs ", size), true});
-
-  // The map is in enumeration order, so each row's entries are consecutive.
-  std::map<MapRowKey, std::map<int64_t, const MemoryMapEntry*>> rows;
-  std::vector<MapRowKey> order;
-  for (const MemoryMapEntry& entry : plan.memory_map) {
-    const MapRowKey key = RowKey(entry.dims);
-    if (rows.find(key) == rows.end()) order.push_back(key);
-    rows[key][entry.dims.micro_batch] = &entry;
+  for (int64_t size : map.micro_batch_sizes()) {
+    columns.push_back({absl::StrCat("mbs ", size), true});
   }
   Table table(columns);
-  for (const MapRowKey& key : order) {
-    const ParallelDims& dims = rows[key].begin()->second->dims;
-    std::vector<std::string> row = {absl::StrCat(dims.tp), absl::StrCat(dims.cp),
-                                    absl::StrCat(dims.pp), absl::StrCat(dims.dp)};
-    if (show_vp) row.push_back(absl::StrCat(dims.virtual_pipeline));
-    if (show_recompute) row.push_back(RecomputeName(dims.recompute));
-    for (int64_t size : micro_batch_sizes) {
-      const auto cell = rows[key].find(size);
-      if (cell == rows[key].end()) {
-        row.push_back("-");
+  for (const v1::MemoryMapRow& map_row : map.rows()) {
+    const v1::ParallelConfig& shape = map_row.shape();
+    std::vector<std::string> row = {
+        absl::StrCat(shape.tensor_parallel()), absl::StrCat(shape.context_parallel()),
+        absl::StrCat(shape.pipeline_parallel()), absl::StrCat(shape.data_parallel())};
+    if (show_vp) row.push_back(absl::StrCat(std::max<int64_t>(shape.virtual_pipeline(), 1)));
+    if (show_recompute) {
+      row.push_back(absl::AsciiStrToLower(
+          absl::StripPrefix(v1::Recompute_Name(shape.recompute()), "RECOMPUTE_")));
+    }
+    // Cells are ascending by micro-batch size, as the columns.
+    int cell = 0;
+    for (int64_t size : map.micro_batch_sizes()) {
+      if (cell >= map_row.cells_size() || map_row.cells(cell).micro_batch_size() != size) {
+        row.push_back(Colored("-", Color::kDim, color));
         continue;
       }
-      row.push_back(absl::StrFormat("%.0f%% %s", 100.0 * cell->second->fraction_of_capacity,
-                                    MemoryVerdictName(cell->second->verdict)));
+      const v1::MemoryMapCell& entry = map_row.cells(cell++);
+      row.push_back(Colored(absl::StrFormat("%.0f%% %s", 100.0 * entry.fraction_of_capacity(),
+                                            VerdictName(entry.verdict())),
+                            VerdictColor(entry.verdict()), color));
     }
     table.AddRow(std::move(row));
   }
-  return absl::StrCat("Memory map: estimated peak memory per GPU as a share of ",
-                      GiB(static_cast<double>(cluster.gpu().memory_bytes)), " (SAFE below ",
-                      Percent(options.memory.safe_fraction),
-                      ", RISKY up to 100%, OOM above; - breaks a rule)\n", table.Render());
+  std::string out = absl::StrCat(
+      "Memory map: estimated peak memory per GPU as a share of ",
+      GiB(static_cast<double>(map.capacity_bytes())), " (", Colored("SAFE", Color::kGreen, color),
+      " below ", Percent(map.safe_fraction()), ", ", Colored("RISKY", Color::kYellow, color),
+      " up to 100%, ", Colored("OOM", Color::kRed, color), " above; - breaks a rule)\n",
+      table.Render());
+  if (map.rows_size() < map.total_rows()) {
+    absl::StrAppendFormat(&out,
+                          "(%d of %d rows shown: those holding the best predicted candidates; "
+                          "--limit=0 shows all)\n",
+                          map.rows_size(), map.total_rows());
+  }
+  return out;
 }
 
 std::string FormatExplanation(const ConfigurationExplanation& explanation, const ParallelDims& dims,

@@ -1,7 +1,9 @@
 #include "cli/plan_report.h"
 
 #include <algorithm>
+#include <string>
 
+#include "convert/memory_map.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -24,6 +26,11 @@ class PlanReportTest : public ::testing::Test {
     return *PlanConfigurations(model_, training_, cluster_, options, params_);
   }
 
+  std::string Map(const PlanOptions& options, int64_t limit = 0, bool color = false) const {
+    return FormatMemoryMap(
+        MemoryMapToProto(MakePlan(options), options, cluster_.gpu().memory_bytes, limit), color);
+  }
+
   std::string Explain(const PlanOptions& options, const ParallelDims& dims) const {
     const Plan plan = MakePlan(options);
     return FormatExplanation(
@@ -42,8 +49,7 @@ class PlanReportTest : public ::testing::Test {
 };
 
 TEST_F(PlanReportTest, MemoryMapHasOneRowPerShapeAndOneColumnPerMicroBatch) {
-  const PlanOptions options;
-  const std::string map = FormatMemoryMap(MakePlan(options), options, cluster_);
+  const std::string map = Map(PlanOptions());
   EXPECT_THAT(map, HasSubstr("share of 79.65 GiB (SAFE below 80.0%, RISKY up to 100%, OOM "
                              "above; - breaks a rule)"));
   EXPECT_THAT(map,
@@ -60,9 +66,30 @@ TEST_F(PlanReportTest, MemoryMapShowsVirtualPipelineAndRecomputeWhenSearched) {
   PlanOptions options;
   options.virtual_pipeline_sizes = {1, 2};
   options.recompute_modes = {Recompute::kNone, Recompute::kFull};
-  const std::string map = FormatMemoryMap(MakePlan(options), options, cluster_);
+  const std::string map = Map(options);
   EXPECT_THAT(map, HasSubstr("tp  cp  pp  dp  vp  recompute"));
   EXPECT_THAT(map, HasSubstr("full"));
+}
+
+TEST_F(PlanReportTest, MemoryMapIsBoundedByTheLimit) {
+  const std::string all = Map(PlanOptions());
+  EXPECT_THAT(all, Not(HasSubstr("rows shown")));
+  const std::string three = Map(PlanOptions(), 3);
+  EXPECT_EQ(std::count(three.begin(), three.end(), '\n'), 1 + 2 + 3 + 1);
+  EXPECT_THAT(three, HasSubstr("(3 of "));
+  EXPECT_THAT(three, HasSubstr(" rows shown: those holding the best predicted candidates; "
+                               "--limit=0 shows all)\n"));
+}
+
+TEST_F(PlanReportTest, MemoryMapColoursEachVerdictOnlyWhenAsked) {
+  const std::string plain = Map(PlanOptions());
+  EXPECT_THAT(plain, Not(HasSubstr("\033[")));
+  const std::string colored = Map(PlanOptions(), 0, /*color=*/true);
+  EXPECT_THAT(colored, HasSubstr("\033[31m124% OOM\033[0m"));
+  EXPECT_THAT(colored, HasSubstr("\033[32m18% SAFE\033[0m"));
+  EXPECT_THAT(colored, HasSubstr("\033[2m-\033[0m"));
+  // Colour sequences take no columns: the columns line up as without them.
+  EXPECT_THAT(colored, HasSubstr("\n 8   1   2   1   \033[32m18% SAFE\033[0m"));
 }
 
 TEST_F(PlanReportTest, ExplainsACandidateWithItsRankAndBreakdown) {

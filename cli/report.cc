@@ -8,7 +8,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cli/human_time.h"
 #include "cli/table.h"
+#include "cli/text_width.h"
+#include "convert/result_source.h"
+#include "convert/search_progress.h"
+#include "convert/search_state.h"
 #include "convert/search_text.h"
 #include "convert/spec_convert.h"
 #include "google/protobuf/util/time_util.h"
@@ -21,19 +26,6 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 std::string GiB(int64_t bytes) { return absl::StrFormat("%.2f", bytes / kGiB); }
 
 std::string Percent(double fraction) { return absl::StrFormat("%.1f%%", 100.0 * fraction); }
-
-std::string VerdictName(v1::MemoryVerdict verdict) {
-  switch (verdict) {
-    case v1::SAFE:
-      return "SAFE";
-    case v1::RISKY:
-      return "RISKY";
-    case v1::OUT_OF_MEMORY:
-      return "OOM";
-    default:
-      return "?";
-  }
-}
 
 std::string CandidateStateName(v1::CandidateState state) {
   switch (state) {
@@ -48,6 +40,10 @@ std::string CandidateStateName(v1::CandidateState state) {
     default:
       return "?";
   }
+}
+
+absl::Time ToTime(const google::protobuf::Timestamp& timestamp) {
+  return absl::FromUnixSeconds(timestamp.seconds()) + absl::Nanoseconds(timestamp.nanos());
 }
 
 std::string ModelName(const v1::ModelSpec& model) {
@@ -79,27 +75,20 @@ std::string FailureBreakdown(const v1::SearchCounts& counts) {
   return parts.empty() ? "" : absl::StrCat(": ", absl::StrJoin(parts, ", "));
 }
 
-// Best measured TFLOP/s per GPU among the probed candidates, saying when simulated;
-// "-" when nothing succeeded yet.
-std::string BestMeasured(const v1::Search& search) {
-  const v1::Candidate* best = nullptr;
-  for (const auto& candidate : search.candidates()) {
-    if (candidate.state() != v1::CANDIDATE_PROBED ||
-        candidate.probe_result().outcome() != v1::PROBE_OK) {
-      continue;
-    }
-    if (best == nullptr || candidate.probe_result().model_tflops_per_gpu() >
-                               best->probe_result().model_tflops_per_gpu()) {
-      best = &candidate;
-    }
-  }
-  if (best == nullptr) return "-";
-  return absl::StrFormat("%.1f TFLOP/s per GPU%s (%s)", best->probe_result().model_tflops_per_gpu(),
-                         best->probe_result().simulated() ? " simulated" : "",
-                         DescribeConfig(best->config()));
-}
-
 }  // namespace
+
+std::string VerdictName(v1::MemoryVerdict verdict) {
+  switch (verdict) {
+    case v1::SAFE:
+      return "SAFE";
+    case v1::RISKY:
+      return "RISKY";
+    case v1::OUT_OF_MEMORY:
+      return "OOM";
+    default:
+      return "?";
+  }
+}
 
 std::string FormatEstimate(const v1::ParallelConfig& config, const v1::EstimateResponse& estimate) {
   const v1::MemoryEstimate& memory = estimate.memory();
@@ -210,22 +199,35 @@ std::string FormatPlanCandidates(const v1::PlanResponse& plan) {
   return out;
 }
 
-// Where a measured number came from, when it was not measured on GPUs by this search.
-enum class Origin { kMeasured, kSimulated, kReplayed };
-
-Origin OriginOf(const v1::ProbeResult& result) {
-  if (result.simulated()) return Origin::kSimulated;
-  if (result.backend() == "replay") return Origin::kReplayed;
-  return Origin::kMeasured;
+SourceMark SourceMarkOf(absl::string_view source) {
+  if (source == "simulated") {
+    return {" (sim)",
+            "(sim) = SIMULATED by the sim backend: the performance model plus seeded noise, not a "
+            "GPU measurement.",
+            "(sim) = simulated"};
+  }
+  if (source == "replayed") {
+    return {" (replay)",
+            "(replay) = a published measurement replayed by the replay backend, not run by this "
+            "search.",
+            "(replay) = a published measurement replayed"};
+  }
+  if (source == "extrapolated") {
+    return {" (extrap)",
+            "(extrap) = the full step extrapolated from short steps measured on GPUs "
+            "(docs/short_probes.md).",
+            "(extrap) = extrapolated from short steps"};
+  }
+  return {};
 }
 
-// The ranked candidates as a table (the first `max_rows`, all when 0), and the origins of the
-// numbers in it other than measured.
-struct CandidateTable {
-  std::string text;
-  bool any_simulated = false;
-  bool any_replayed = false;
-};
+namespace {
+
+// "412.3 (sim)": an OK result's TFLOP/s per GPU, marked unless measured (SourceMarks).
+std::string MeasuredTflops(const v1::ProbeResult& result) {
+  return absl::StrCat(absl::StrFormat("%.1f", result.model_tflops_per_gpu()),
+                      SourceMarkOf(ResultSource(result)).mark);
+}
 
 // "estimated/calibrated/measured" peak memory per GPU in GiB, "-" for what is not known
 // (docs/memory.md).
@@ -238,65 +240,49 @@ std::string MemoryCell(const v1::Candidate& c) {
                       "/", known(measured ? c.probe_result().peak_memory_bytes() : 0));
 }
 
-CandidateTable CandidatesTable(const v1::Search& search, int max_rows) {
-  Table table({{"rank", true},
-               {"config", false},
-               {"mem GiB est/cal/meas", true},
-               {"mem %", true},
-               {"pred TFLOP/s/GPU", true},
-               {"probed TFLOP/s/GPU", true},
-               {"step s", true},
-               {"result", false}});
-  CandidateTable out;
-  int rank = 0;
-  for (const auto& c : search.candidates()) {
-    if (max_rows > 0 && table.rows() >= max_rows) break;
-    const bool ok = c.state() == v1::CANDIDATE_PROBED && c.probe_result().outcome() == v1::PROBE_OK;
-    std::string probed = "-";
-    std::string step = "-";
-    std::string result = c.state() == v1::CANDIDATE_PROBED
-                             ? DescribeOutcome(c.probe_result().outcome())
-                             : CandidateStateName(c.state());
-    if (ok) {
-      const Origin origin = OriginOf(c.probe_result());
-      out.any_simulated |= origin == Origin::kSimulated;
-      out.any_replayed |= origin == Origin::kReplayed;
-      probed = absl::StrFormat("%.1f%s", c.probe_result().model_tflops_per_gpu(),
-                               origin == Origin::kSimulated  ? " (sim)"
-                               : origin == Origin::kReplayed ? " (replay)"
-                                                             : "");
-      step = absl::StrFormat("%.3f", c.probe_result().mean_step_time_seconds());
-    }
-    // The estimate's verdict beside its share, so that RISKY probes stand out.
-    table.AddRow({ok ? absl::StrCat(++rank) : "-", DescribeConfig(c.config()), MemoryCell(c),
-                  absl::StrCat(Percent(c.memory().fraction_of_capacity()), " ",
-                               VerdictName(c.memory().verdict())),
-                  absl::StrFormat("%.1f", c.predicted().model_tflops_per_gpu()), probed, step,
-                  result});
-  }
-  out.text = table.Render();
-  return out;
+// The result column: the outcome of a probed candidate, else its state; a queued one that no
+// live workers can host "waits" (its reason goes below the table); a leader probed again
+// longer is "confirming".
+std::string ResultCell(const v1::Candidate& c) {
+  if (c.state() == v1::CANDIDATE_PROBED) return DescribeOutcome(c.probe_result().outcome());
+  if (c.state() == v1::CANDIDATE_QUEUED && !c.waiting_reason().empty()) return "waiting";
+  if (c.has_screening_result()) return "confirming";
+  return CandidateStateName(c.state());
 }
 
-std::string FormatProgress(const v1::Search& search) {
-  const v1::SearchCounts& counts = search.counts();
-  // The total is what has been probed, what is queued or running, and what the policy may
-  // still pick: it shrinks as ADAPTIVE rules candidates out.
-  const int64_t pending = counts.selected() - counts.probed();
-  std::string line = absl::StrFormat("%s %s: probed %d of %d (%d ok, %d failed)", search.name(),
-                                     v1::SearchState_Name(search.state()), counts.probed(),
-                                     counts.probed() + pending + counts.still_contending(),
-                                     counts.succeeded(), counts.failed());
-  if (counts.still_contending() > 0) {
-    absl::StrAppendFormat(&line, ", %d more could still win", counts.still_contending());
+}  // namespace
+
+CandidateTable RankedCandidates(const v1::Search& search, int max_rows) {
+  CandidateTable out{Table({{"rank", true},
+                            {"config", false, /*cut_step=*/6, /*min_width=*/12},
+                            {"mem GiB est/cal/meas", true, 0, 0, /*drop_step=*/1},
+                            {"mem %", true, 0, 0, /*drop_step=*/4},
+                            {"pred TFLOP/s/GPU", true, 0, 0, /*drop_step=*/5},
+                            {"probed TFLOP/s/GPU", true},
+                            {"step s", true, 0, 0, /*drop_step=*/3},
+                            {"result", false, /*cut_step=*/2, /*min_width=*/10, /*drop_step=*/7}})};
+  int rank = 0;
+  for (const auto& c : search.candidates()) {
+    if (max_rows > 0 && out.table.rows() >= max_rows) break;
+    // Only probed candidates have a rank (the server's order); a leader being confirmed shows
+    // its first measurement, unranked.
+    const bool ok = c.state() == v1::CANDIDATE_PROBED && c.probe_result().outcome() == v1::PROBE_OK;
+    const v1::ProbeResult* latest = LatestResult(c);
+    std::string probed = "-";
+    std::string step = "-";
+    if (latest != nullptr && latest->outcome() == v1::PROBE_OK) {
+      out.sources.insert(ResultSource(*latest));
+      probed = MeasuredTflops(*latest);
+      step = absl::StrFormat("%.3f", latest->mean_step_time_seconds());
+    }
+    // The estimate's verdict beside its share, so that RISKY probes stand out.
+    out.table.AddRow({ok ? absl::StrCat(++rank) : "-", DescribeConfig(c.config()), MemoryCell(c),
+                      absl::StrCat(Percent(c.memory().fraction_of_capacity()), " ",
+                                   VerdictName(c.memory().verdict())),
+                      absl::StrFormat("%.1f", c.predicted().model_tflops_per_gpu()), probed, step,
+                      ResultCell(c)});
   }
-  absl::StrAppend(&line, "; best ", BestMeasured(search));
-  if (counts.projected_remaining_gpu_seconds() > 0) {
-    absl::StrAppendFormat(&line, "; ~%.2f GPU-hours, ~%.2f h left (projected)",
-                          counts.projected_remaining_gpu_seconds() / 3600,
-                          counts.projected_remaining_wall_seconds() / 3600);
-  }
-  return line;
+  return out;
 }
 
 std::string FormatSearch(const v1::Search& search) {
@@ -326,12 +312,12 @@ std::string FormatSearch(const v1::Search& search) {
                           counts.confirmations(), counts.gpu_seconds() / 3600,
                           simulated ? " (simulated: the real-equivalent cost)" : "");
   }
-  if (counts.still_contending() > 0 || counts.projected_remaining_gpu_seconds() > 0) {
+  const int64_t could_still_win = ProgressOf(search).could_still_win;
+  if (could_still_win > 0 || counts.projected_remaining_gpu_seconds() > 0) {
     absl::StrAppendFormat(&out,
-                          "  %d more could still win; ~%.2f GPU-hours, ~%.2f h left (projected "
-                          "from predictions)\n",
-                          counts.still_contending(),
-                          counts.projected_remaining_gpu_seconds() / 3600,
+                          "  %d could still win; ~%.2f GPU-hours, ~%.2f h left (projected from "
+                          "predictions)\n",
+                          could_still_win, counts.projected_remaining_gpu_seconds() / 3600,
                           counts.projected_remaining_wall_seconds() / 3600);
   }
   const v1::MemoryCalibrationSummary& memory = search.memory_calibration();
@@ -346,8 +332,8 @@ std::string FormatSearch(const v1::Search& search) {
   if (!search.stop_reason().empty()) absl::StrAppend(&out, "  ", search.stop_reason(), "\n");
   if (search.candidates().empty()) return out;
 
-  const CandidateTable table = CandidatesTable(search, 0);
-  absl::StrAppend(&out, "\n", table.text);
+  const CandidateTable table = RankedCandidates(search, 0);
+  absl::StrAppend(&out, "\n", table.table.Render());
   // Where each probe ran goes below the table: a gang's hosts would make a column too wide.
   for (const auto& c : search.candidates()) {
     if (c.state() != v1::CANDIDATE_PROBED || c.probe_result().ran_on().empty()) continue;
@@ -365,46 +351,40 @@ std::string FormatSearch(const v1::Search& search) {
     if (c.waiting_reason().empty()) continue;
     absl::StrAppend(&out, "waiting: ", DescribeConfig(c.config()), " ", c.waiting_reason(), "\n");
   }
-  if (table.any_simulated) {
-    absl::StrAppend(&out,
-                    "(sim) = SIMULATED by the sim backend: the performance model plus seeded "
-                    "noise, not a GPU measurement.\n");
-  }
-  if (table.any_replayed) {
-    absl::StrAppend(&out,
-                    "(replay) = a published measurement replayed by the replay backend, not "
-                    "run by this search.\n");
+  for (const std::string& source : table.sources) {
+    const SourceMark mark = SourceMarkOf(source);
+    if (!mark.mark.empty()) absl::StrAppend(&out, mark.legend, "\n");
   }
   return out;
 }
 
-std::string FormatLiveView(const v1::Search& search, const std::string& event, int max_rows) {
-  std::string out = absl::StrCat(FormatProgress(search), "\n");
-  if (!event.empty()) absl::StrAppend(&out, "  ", event, "\n");
-  const CandidateTable table = CandidatesTable(search, max_rows);
-  if (!search.candidates().empty()) absl::StrAppend(&out, table.text);
-  if (search.candidates_size() > max_rows) {
-    absl::StrAppend(&out, "(", search.candidates_size() - max_rows, " more)\n");
-  }
-  if (table.any_simulated) absl::StrAppend(&out, "(sim) = simulated\n");
-  if (table.any_replayed) absl::StrAppend(&out, "(replay) = a published measurement replayed\n");
-  return out;
-}
-
-std::string FormatSearchList(const v1::ListSearchesResponse& response) {
+std::string FormatSearchList(const v1::ListSearchesResponse& response, absl::Time now,
+                             size_t width) {
   Table table({{"search", false},
-               {"name", false},
+               {"name", false, /*cut_step=*/4, /*min_width=*/8},
                {"state", false},
-               {"probed", true},
-               {"stop reason", false},
-               {"created", false}});
+               {"probed", true, 0, 0, /*drop_step=*/5},
+               {"best config", false, /*cut_step=*/6, /*min_width=*/12},
+               {"TFLOP/s/GPU", true},
+               {"created", true, 0, 0, /*drop_step=*/7},
+               {"ran", true, 0, 0, /*drop_step=*/2},
+               {"stop reason", false, /*cut_step=*/1, /*min_width=*/20, /*drop_step=*/3}});
   for (const auto& search : response.searches()) {
-    table.AddRow({search.name(), search.display_name(), v1::SearchState_Name(search.state()),
-                  absl::StrFormat("%d/%d", search.counts().probed(), search.counts().selected()),
-                  search.stop_reason(),
-                  google::protobuf::util::TimeUtil::ToString(search.create_time())});
+    const SearchProgress progress = ProgressOf(search);
+    const v1::Candidate* best = BestMeasured(search);
+    const absl::Time created = ToTime(search.create_time());
+    // An ended search ran until its last update; a running one runs on.
+    const absl::Time ended = SearchEnded(search.state()) ? ToTime(search.update_time()) : now;
+    table.AddRow({search.name(), search.display_name().empty() ? "-" : search.display_name(),
+                  v1::SearchState_Name(search.state()),
+                  absl::StrFormat("%d/%d", progress.probed, progress.total),
+                  best == nullptr ? "-" : DescribeConfig(best->config()),
+                  best == nullptr ? "-" : MeasuredTflops(*LatestResult(*best)),
+                  search.has_create_time() ? TimeAgo(created, now) : "-",
+                  search.has_create_time() ? ShortDuration(ended - created) : "-",
+                  search.stop_reason().empty() ? "-" : CutToWidth(search.stop_reason(), 48)});
   }
-  std::string out = table.Render();
+  std::string out = width > 0 ? table.RenderFitted(width) : table.Render();
   if (!response.next_page_token().empty()) {
     absl::StrAppend(&out, "(more: --page_token=", response.next_page_token(), ")\n");
   }

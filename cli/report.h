@@ -3,12 +3,20 @@
 #ifndef PARATUNE_CLI_REPORT_H_
 #define PARATUNE_CLI_REPORT_H_
 
+#include <cstddef>
+#include <set>
 #include <string>
 
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "cli/table.h"
 #include "proto/autotuner_service.pb.h"
 #include "proto/search.pb.h"
 
 namespace paratune {
+
+// "SAFE", "RISKY", "OOM" ("?" when unspecified).
+std::string VerdictName(v1::MemoryVerdict verdict);
 
 // Memory breakdown per term and stage, total, fraction and verdict, then the predicted step
 // time and its parts, tokens/s, TFLOP/s per GPU and MFU.
@@ -21,9 +29,6 @@ std::string FormatPlanSummary(const v1::SearchSpec& spec, const v1::PlanResponse
 // with its one-sigma error bar, MFU, and the step time with its parts.
 std::string FormatPlanCandidates(const v1::PlanResponse& plan);
 
-// One line: state, probes done of selected, best measured so far.
-std::string FormatProgress(const v1::Search& search);
-
 // Header (name, model, cluster, policy, state, counts, stop reason) and the ranked table:
 // config, memory GiB and fraction, predicted and probed TFLOP/s per GPU, outcome, with
 // simulated results marked "(sim)" and a legend saying so; below it, where each probed
@@ -31,12 +36,39 @@ std::string FormatProgress(const v1::Search& search);
 // and why each waiting one waits.
 std::string FormatSearch(const v1::Search& search);
 
-// What `paratune watch` redraws on a terminal: the progress line, the latest event and the
-// first `max_rows` ranked candidates.
-std::string FormatLiveView(const v1::Search& search, const std::string& event, int max_rows);
+// How a table marks a number by where it came from (convert/result_source.h): no mark when
+// measured; " (sim)", " (replay)" or " (extrap)" otherwise, with the line that explains the mark
+// under the table (`legend` for `get`, `short_legend` for the live view).
+struct SourceMark {
+  std::string mark;
+  std::string legend;
+  std::string short_legend;
+};
+SourceMark SourceMarkOf(absl::string_view source);
 
-// One row per search: name, display name, state, probed/selected, stop reason, created.
-std::string FormatSearchList(const v1::ListSearchesResponse& response);
+// The ranked candidates of FormatSearch's table (the first `max_rows`, all when 0), and the
+// sources (ResultSource) of the numbers in it. When fitted to a
+// width (Table::RenderFitted) its columns give way in this order: the memory in GiB goes,
+// the result is cut to 10 columns, the step time goes, the memory share goes, the predicted
+// TFLOP/s go, the configuration is cut to 12 columns, the result goes. The rank and the
+// probed (measured) TFLOP/s per GPU always stay.
+struct CandidateTable {
+  Table table;
+  std::set<std::string> sources;
+};
+CandidateTable RankedCandidates(const v1::Search& search, int max_rows);
+
+// One row per search, newest first: name, display name, state, candidates probed of its
+// total (convert/search_progress.h), the best measured configuration and its TFLOP/s per GPU
+// ("(sim)" when simulated; needs the search's candidates, which ListSearches leaves out:
+// "-" without them), when it was created ("3m ago", against `now`), how long it ran (to its
+// last update once ended, to `now` while it runs) and its stop reason cut to 48 columns
+// (`get` prints it whole). With `width` > 0 the table fits in it: the stop reason is cut
+// to 20 columns, the run time goes, the stop reason goes, the display name is cut to 8, the
+// progress goes, the configuration is cut to 12, the creation time goes; the search, its
+// state and its best TFLOP/s stay.
+std::string FormatSearchList(const v1::ListSearchesResponse& response, absl::Time now,
+                             size_t width);
 
 // One row per worker: name, host, GPUs ("8 x h100-80gb", the type the server matched them
 // to, or "8 x unknown GPU <name>" when none), backends, state, probes completed, labels.

@@ -1,5 +1,6 @@
 #include "cli/report.h"
 
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -86,7 +87,7 @@ TEST(FormatSearchTest, ShowsWhatIsLeftAndItsProjectedCost) {
   search.mutable_counts()->set_projected_remaining_gpu_seconds(7200);
   search.mutable_counts()->set_projected_remaining_wall_seconds(900);
   EXPECT_THAT(FormatSearch(search),
-              HasSubstr("  5 more could still win; ~2.00 GPU-hours, ~0.25 h left (projected from "
+              HasSubstr("  5 could still win; ~2.00 GPU-hours, ~0.25 h left (projected from "
                         "predictions)\n"));
 }
 
@@ -99,6 +100,17 @@ TEST(FormatSearchTest, SaysWhyACandidateWaits) {
   *search.add_candidates() = waiting;
   EXPECT_THAT(FormatSearch(search),
               HasSubstr("waiting: dp2 tp2 pp1 cp1 mbs1 needs 8 GPUs; the live workers hold 4\n"));
+}
+
+TEST(FormatSearchTest, ALeaderBeingConfirmedShowsItsFirstMeasurement) {
+  v1::Search search;
+  v1::Candidate confirming = Probed(4, 1, 599.7, /*simulated=*/true);
+  confirming.set_state(v1::CANDIDATE_RUNNING);
+  *confirming.mutable_screening_result() = confirming.probe_result();
+  confirming.clear_probe_result();
+  *search.add_candidates() = confirming;
+  EXPECT_THAT(FormatSearch(search), HasSubstr("   -  dp4 tp1 pp1 cp1 mbs1"));
+  EXPECT_THAT(FormatSearch(search), HasSubstr("599.7 (sim)   1.500  confirming\n"));
 }
 
 v1::ProbeHost Host(const std::string& worker, const std::string& hostname, int64_t first_rank) {
@@ -139,40 +151,59 @@ TEST(FormatSearchTest, SaysWhereEachProbedCandidateRanBelowTheTable) {
   EXPECT_THAT(text, HasSubstr("step s  result\n"));
 }
 
-TEST(FormatLiveViewTest, ProgressEventAndTheFirstRows) {
+v1::Search Listed(const std::string& name, v1::SearchState state, absl::Time created,
+                  absl::Time updated) {
   v1::Search search;
-  search.set_name("searches/3");
-  search.set_state(v1::PROBING);
-  for (int i = 0; i < 5; ++i) *search.add_candidates() = Probed(4, 1, 400.0 - i, true);
-  const std::string view = FormatLiveView(search, "candidates/2 probed", 3);
-  EXPECT_THAT(view, HasSubstr("searches/3 PROBING: probed"));
-  EXPECT_THAT(view, HasSubstr("  candidates/2 probed\n"));
-  EXPECT_THAT(view, HasSubstr("   3  dp4 tp1"));
-  EXPECT_THAT(view, Not(HasSubstr("   4  dp4 tp1")));
-  EXPECT_THAT(view, HasSubstr("(2 more)"));
+  search.set_name(name);
+  search.set_state(state);
+  search.mutable_create_time()->set_seconds(absl::ToUnixSeconds(created));
+  search.mutable_update_time()->set_seconds(absl::ToUnixSeconds(updated));
+  search.mutable_counts()->set_memory_safe(45);
+  return search;
 }
 
-TEST(FormatProgressTest, NamesTheBestMeasuredConfiguration) {
-  v1::Search search;
-  search.set_name("searches/3");
-  search.set_state(v1::PROBING);
-  search.mutable_counts()->set_selected(4);
-  search.mutable_counts()->set_probed(2);
-  search.mutable_counts()->set_succeeded(2);
-  *search.add_candidates() = Probed(4, 1, 300.0, /*simulated=*/true);
-  *search.add_candidates() = Probed(2, 2, 410.5, /*simulated=*/true);
-  EXPECT_EQ(FormatProgress(search),
-            "searches/3 PROBING: probed 2 of 4 (2 ok, 0 failed); best 410.5 TFLOP/s per GPU "
-            "simulated (dp2 tp2 pp1 cp1 mbs1)");
+TEST(FormatSearchListTest, BestConfigurationHumanTimesAndACutStopReason) {
+  const absl::Time now = absl::FromUnixSeconds(1800000000);
+  v1::ListSearchesResponse response;
+  v1::Search& running = *response.add_searches() =
+      Listed("searches/2", v1::PROBING, now - absl::Minutes(3), now - absl::Seconds(5));
+  running.mutable_counts()->set_probed(1);
+  v1::Search& done = *response.add_searches() =
+      Listed("searches/1", v1::SUCCEEDED, now - absl::Hours(2), now - absl::Minutes(50));
+  done.set_display_name("demo");
+  *done.add_candidates() = Probed(4, 1, 450.0, /*simulated=*/true);
+  *done.add_candidates() = Probed(2, 2, 412.5, /*simulated=*/true);
+  done.set_stop_reason(
+      "no unprobed candidate's optimistic prediction beats the best measured 450.0 TFLOP/s per "
+      "GPU by more than 2%; 2 leaders confirmed with 20-step probes");
+  // searches/2 is listed without candidates: probed from its counts.
+  EXPECT_EQ(FormatSearchList(response, now, 0),
+            "search      name  state      probed  best config           TFLOP/s/GPU    created  "
+            "  ran  stop reason\n"
+            "----------  ----  ---------  ------  --------------------  -----------  ---------  "
+            "-----  ------------------------------------------------\n"
+            "searches/2  -     PROBING      1/45  -                               -     3m ago  "
+            "   3m  -\n"
+            "searches/1  demo  SUCCEEDED    2/45  dp4 tp1 pp1 cp1 mbs1  450.0 (sim)  2h00m ago  "
+            "1h10m  no unprobed candidate's optimistic prediction...\n");
+}
 
-  // ADAPTIVE: what may still be picked counts in the total, with the projected cost left.
-  search.mutable_counts()->set_still_contending(3);
-  search.mutable_counts()->set_projected_remaining_gpu_seconds(3 * 3600);
-  search.mutable_counts()->set_projected_remaining_wall_seconds(1800);
-  EXPECT_EQ(FormatProgress(search),
-            "searches/3 PROBING: probed 2 of 7 (2 ok, 0 failed), 3 more could still win; best "
-            "410.5 TFLOP/s per GPU simulated (dp2 tp2 pp1 cp1 mbs1); ~3.00 GPU-hours, ~0.50 h "
-            "left (projected)");
+TEST(FormatSearchListTest, FitsATerminalKeepingTheBestTflops) {
+  const absl::Time now = absl::FromUnixSeconds(1800000000);
+  v1::ListSearchesResponse response;
+  v1::Search& done = *response.add_searches() =
+      Listed("searches/1", v1::SUCCEEDED, now - absl::Hours(2), now - absl::Minutes(50));
+  done.set_display_name("a long display name");
+  *done.add_candidates() = Probed(4, 1, 450.0, /*simulated=*/true);
+  done.set_stop_reason("a stop reason that goes on and on");
+  for (size_t width = 40; width <= 200; ++width) {
+    const std::string table = FormatSearchList(response, now, width);
+    EXPECT_THAT(table, HasSubstr("450.0 (sim)")) << width;
+    EXPECT_THAT(table, HasSubstr("searches/1")) << width;
+  }
+  const std::string at80 = FormatSearchList(response, now, 80);
+  EXPECT_THAT(at80, Not(HasSubstr("ran")));
+  EXPECT_THAT(at80, HasSubstr("2h00m ago"));
 }
 
 TEST(FormatWorkersTest, ShowsWhoRegisteredEachWorker) {

@@ -6,6 +6,7 @@
 #include "common/status_macros.h"
 #include "convert/cost_projection.h"
 #include "convert/estimate_convert.h"
+#include "convert/memory_map.h"
 #include "convert/search_request.h"
 #include "convert/spec_convert.h"
 #include "estimator/memory_model.h"
@@ -61,6 +62,8 @@ absl::StatusOr<DetailedPlan> AnswerPlanInDetail(const v1::PlanRequest& request) 
   PT_ASSIGN_OR_RETURN(Plan plan, PlanConfigurations(spec.model, spec.training, spec.cluster,
                                                     spec.plan_options, params));
   v1::PlanResponse response = PlanToProto(plan, spec.plan_options, request.limit());
+  *response.mutable_memory_map() =
+      MemoryMapToProto(plan, spec.plan_options, spec.cluster.gpu().memory_bytes, request.limit());
   PT_ASSIGN_OR_RETURN(
       const SearchCostProjection cost,
       ProjectPlanCost(plan, spec.training, spec.cluster.world_size(), request.spec()));

@@ -16,14 +16,15 @@ namespace paratune {
 // model, training run, cluster or configuration is invalid.
 absl::StatusOr<v1::EstimateResponse> AnswerEstimate(const v1::EstimateRequest& request);
 
-// Counts, rejections and the memory-safe candidates of request.spec in predicted order, and
-// the projected cost of searching them with its settings (cost_projection.h).
+// Counts, rejections and the memory-safe candidates of request.spec in predicted order, the
+// projected cost of searching them with its settings (cost_projection.h), and the memory
+// map of every valid configuration (memory_map.h).
 // INVALID_ARGUMENT naming the field when the spec is invalid or limit < 0, or the setting
 // when one is out of range for the projection.
 absl::StatusOr<v1::PlanResponse> AnswerPlan(const v1::PlanRequest& request);
 
 // AnswerPlan's response with what it was made from, for callers that show more of the plan
-// than PlanResponse holds (the CLI's memory map and --explain). Same errors as AnswerPlan.
+// than PlanResponse holds (the CLI's --explain). Same errors as AnswerPlan.
 struct DetailedPlan {
   ResolvedSpec spec;
   PerformanceParameters params;

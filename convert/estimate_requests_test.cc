@@ -83,6 +83,17 @@ TEST(AnswerPlanTest, LimitsCandidates) {
   EXPECT_EQ(AnswerPlan(request).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(AnswerPlanTest, CarriesTheMemoryMapBoundedByTheLimit) {
+  v1::PlanRequest request = PlanRequestFor16H100s();
+  absl::StatusOr<v1::PlanResponse> all = AnswerPlan(request);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_GT(all->memory_map().total_rows(), 5);
+  EXPECT_EQ(all->memory_map().rows_size(), all->memory_map().total_rows());
+  EXPECT_EQ(all->memory_map().capacity_bytes(), 81559LL * 1024 * 1024);
+  request.set_limit(5);
+  EXPECT_EQ(AnswerPlan(request)->memory_map().rows_size(), 5);
+}
+
 TEST(AnswerPlanTest, DetailedPlanIsWhatTheResponseWasMadeFrom) {
   v1::PlanRequest request = PlanRequestFor16H100s();
   request.set_limit(3);

@@ -119,18 +119,6 @@ absl::StatusOr<Recompute> RecomputeFromProto(v1::Recompute proto) {
   }
 }
 
-v1::Recompute RecomputeToProto(Recompute recompute) {
-  switch (recompute) {
-    case Recompute::kNone:
-      return v1::RECOMPUTE_NONE;
-    case Recompute::kSelective:
-      return v1::RECOMPUTE_SELECTIVE;
-    case Recompute::kFull:
-      return v1::RECOMPUTE_FULL;
-  }
-  return v1::RECOMPUTE_NONE;
-}
-
 }  // namespace
 
 absl::StatusOr<ModelSpec> ModelSpecFromProto(const v1::ModelSpec& proto) {
@@ -268,6 +256,18 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::SearchSpace& proto) {
 
 bool ProbesRiskyConfigurations(const v1::SearchSpace& space) {
   return space.memory_policy() != v1::SAFE_ONLY;
+}
+
+v1::Recompute RecomputeToProto(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::kNone:
+      return v1::RECOMPUTE_NONE;
+    case Recompute::kSelective:
+      return v1::RECOMPUTE_SELECTIVE;
+    case Recompute::kFull:
+      return v1::RECOMPUTE_FULL;
+  }
+  return v1::RECOMPUTE_NONE;
 }
 
 v1::ParallelConfig ParallelConfigToProto(const ParallelConfig& config) {

@@ -34,6 +34,7 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::SearchSpace& proto);
 // SAFE_ONLY (UNSPECIFIED is MEASURE_RISKY, the default).
 bool ProbesRiskyConfigurations(const v1::SearchSpace& space);
 
+v1::Recompute RecomputeToProto(Recompute recompute);
 v1::ParallelConfig ParallelConfigToProto(const ParallelConfig& config);
 
 // The validated model, training run and cluster of one search spec.

@@ -4,28 +4,18 @@
 // it again unchanged.
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
 #include "absl/status/statusor.h"
 #include "convert/search_request.h"
 #include "fuzz/fuzz_input.h"
-#include "google/protobuf/io/tokenizer.h"
-#include "google/protobuf/text_format.h"
+#include "fuzz/fuzz_message.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "proto/autotuner_service.pb.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using paratune::FuzzCheck;
   paratune::v1::CreateSearchRequest request;
-  if (!request.ParseFromArray(data, static_cast<int>(size))) {
-    google::protobuf::TextFormat::Parser parser;
-    struct Quiet : google::protobuf::io::ErrorCollector {
-      void AddError(int, int, const std::string&) override {}
-    } quiet;
-    parser.RecordErrorsTo(&quiet);
-    request.Clear();
-    if (!parser.ParseFromString(std::string(paratune::FuzzText(data, size)), &request)) return 0;
-  }
+  if (!paratune::ParseFuzzMessage(paratune::FuzzText(data, size), request)) return 0;
   const absl::StatusOr<paratune::ValidatedSearchRequest> validated =
       paratune::ValidateCreateSearchRequest(request);
   if (!validated.ok()) {

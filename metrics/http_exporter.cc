@@ -2,13 +2,12 @@
 
 #include <civetweb.h>
 
-#include <cstring>
 #include <string>
-#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/status_macros.h"
 #include "metrics/text_format.h"
 
 namespace paratune::metrics {
@@ -35,52 +34,14 @@ absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(const Options&
   if (options.registry == nullptr) {
     return absl::InvalidArgumentError("registry (null) must be set");
   }
-  if (options.threads < 1 || options.threads > 64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("threads (", options.threads, ") must be in [1, 64]"));
-  }
-  mg_init_library(0);
   std::unique_ptr<HttpExporter> exporter(new HttpExporter(options.registry));
-  const std::string threads = absl::StrCat(options.threads);
-  const char* configuration[] = {"listening_ports", options.address.c_str(), "num_threads",
-                                 threads.c_str(),
-                                 // No file serving: /metrics is the only resource.
-                                 "enable_directory_listing", "no", nullptr};
-  mg_callbacks callbacks;
-  std::memset(&callbacks, 0, sizeof(callbacks));
-  mg_init_data init;
-  std::memset(&init, 0, sizeof(init));
-  init.callbacks = &callbacks;
-  init.configuration_options = configuration;
-  char error_text[256] = {};
-  unsigned error_code = 0;
-  mg_error_data error;
-  error.code = &error_code;
-  error.text = error_text;
-  error.text_buffer_size = sizeof(error_text);
-  exporter->context_ = mg_start2(&init, &error);
-  if (exporter->context_ == nullptr) {
-    mg_exit_library();
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve metrics on address (\"", options.address, "\"): ", error_text));
-  }
-  mg_server_port ports[1];
-  std::memset(ports, 0, sizeof(ports));
-  if (mg_get_server_ports(exporter->context_, 1, ports) < 1 || ports[0].port <= 0) {
-    // The destructor stops the context.
-    return absl::UnavailableError(
-        absl::StrCat("civetweb bound address (\"", options.address, "\") but reports no port"));
-  }
-  exporter->port_ = ports[0].port;
-  mg_set_request_handler(exporter->context_, "/metrics$", &HttpExporter::HandleMetrics,
-                         exporter.get());
+  HttpListener::Options listener;
+  listener.address = options.address;
+  listener.served = "metrics";
+  listener.threads = options.threads;
+  listener.routes = {{"/metrics$", &HttpExporter::HandleMetrics, exporter.get()}};
+  PT_ASSIGN_OR_RETURN(exporter->listener_, HttpListener::Start(listener));
   return exporter;
-}
-
-HttpExporter::~HttpExporter() {
-  if (context_ == nullptr) return;
-  mg_stop(context_);
-  mg_exit_library();
 }
 
 int HttpExporter::HandleMetrics(mg_connection* connection, void* exporter) {

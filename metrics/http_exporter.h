@@ -1,5 +1,5 @@
 // Serves a Registry's metrics at GET /metrics in the text exposition format over HTTP
-// (civetweb, Debian's libcivetweb), for Prometheus to scrape.
+// (common/http_listener.h), for Prometheus to scrape.
 #ifndef PARATUNE_METRICS_HTTP_EXPORTER_H_
 #define PARATUNE_METRICS_HTTP_EXPORTER_H_
 
@@ -7,9 +7,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/http_listener.h"
 #include "metrics/registry.h"
 
-struct mg_context;
 struct mg_connection;
 
 namespace paratune::metrics {
@@ -34,19 +34,19 @@ class HttpExporter {
 
   HttpExporter(const HttpExporter&) = delete;
   HttpExporter& operator=(const HttpExporter&) = delete;
-  // Stops serving; waits for requests in progress.
-  ~HttpExporter();
+  // Stops serving (destroying the listener); waits for requests in progress.
+  ~HttpExporter() = default;
 
   // The bound port.
-  int port() const { return port_; }
+  int port() const { return listener_->port(); }
 
  private:
   explicit HttpExporter(const Registry* registry) : registry_(registry) {}
   static int HandleMetrics(mg_connection* connection, void* exporter);
 
   const Registry* const registry_;
-  mg_context* context_ = nullptr;
-  int port_ = 0;
+  // Last: destroyed first, so that no request runs on a half-destroyed exporter.
+  std::unique_ptr<HttpListener> listener_;
 };
 
 }  // namespace paratune::metrics

@@ -1,6 +1,7 @@
 #include "metrics/instruments.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,20 @@ void AtomicAdd(std::atomic<double>& target, double amount) {
   double current = target.load(std::memory_order_relaxed);
   while (!target.compare_exchange_weak(current, current + amount, std::memory_order_relaxed)) {
   }
+}
+
+// Products like 0.05 x 3 carry binary rounding (0.15000000000000002), which would print in
+// every bucket's le label; bounds keep the 15 significant digits a double always holds.
+constexpr int kBoundSignificantDigits = 15;
+
+// The double nearest to `value` written with `digits` significant digits.
+double RoundToSignificantDigits(double value, int digits) {
+  char text[32];
+  const std::to_chars_result written =
+      std::to_chars(text, text + sizeof(text), value, std::chars_format::scientific, digits - 1);
+  double rounded = value;
+  std::from_chars(text, written.ptr, rounded);
+  return rounded;
 }
 
 }  // namespace
@@ -67,7 +82,7 @@ std::vector<double> ExponentialBuckets(double start, double factor, int count) {
   std::vector<double> bounds;
   double bound = start;
   for (int i = 0; i < count; ++i) {
-    bounds.push_back(bound);
+    bounds.push_back(RoundToSignificantDigits(bound, kBoundSignificantDigits));
     bound *= factor;
   }
   return bounds;

@@ -76,7 +76,9 @@ class Histogram {
 };
 
 // Bounds start, start*factor, ... (count of them); for durations that span orders of
-// magnitude. Requires start > 0, factor > 1, count >= 1.
+// magnitude. Each is rounded to 15 significant digits, so that ExponentialBuckets(0.05, 3, 2)
+// is {0.05, 0.15}, not {0.05, 0.15000000000000002}. Requires start > 0, factor > 1,
+// count >= 1.
 std::vector<double> ExponentialBuckets(double start, double factor, int count);
 
 }  // namespace paratune::metrics

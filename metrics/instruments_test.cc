@@ -66,5 +66,12 @@ TEST(ExponentialBucketsTest, MultipliesByTheFactor) {
   EXPECT_THAT(ExponentialBuckets(0.25, 2, 4), ElementsAre(0.25, 0.5, 1, 2));
 }
 
+TEST(ExponentialBucketsTest, BoundsAreTheDecimalProductsWithoutBinaryRoundingError) {
+  // Multiplied in binary: 0.15000000000000002, 0.45000000000000007, 1.35, 4.050000000000001,
+  // ... 2952.4500000000003.
+  EXPECT_THAT(ExponentialBuckets(0.05, 3, 5), ElementsAre(0.05, 0.15, 0.45, 1.35, 4.05));
+  EXPECT_EQ(ExponentialBuckets(0.05, 3, 11).back(), 2952.45);
+}
+
 }  // namespace
 }  // namespace paratune::metrics

@@ -1,10 +1,10 @@
 #include "metrics/text_format.h"
 
+#include <charconv>
 #include <cmath>
-#include <cstdlib>
+#include <string>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
 
@@ -26,13 +26,11 @@ const char* TypeName(MetricType type) {
 std::string FormatValue(double value) {
   if (std::isnan(value)) return "NaN";
   if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
-  // Shortest of 15..17 significant digits that reads back as the same double: counts print
-  // as integers, 0.1 prints as 0.1.
-  for (int precision = 15; precision < 17; ++precision) {
-    std::string text = absl::StrFormat("%.*g", precision, value);
-    if (std::strtod(text.c_str(), nullptr) == value) return text;
-  }
-  return absl::StrFormat("%.17g", value);
+  // Without a precision, std::to_chars writes the shortest text that reads back as the same
+  // double: counts print as integers, 0.1 as 0.1, 2.5e-07 in scientific form when shorter.
+  char text[32];
+  const std::to_chars_result written = std::to_chars(text, text + sizeof(text), value);
+  return std::string(text, written.ptr);
 }
 
 std::string EscapeHelp(absl::string_view help) {

@@ -1,5 +1,6 @@
 #include "metrics/text_format.h"
 
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <vector>
@@ -76,6 +77,26 @@ TEST(FormatTextTest, WritesValuesExactlyAndSpecialValuesAsPrometheusDoes) {
             "g{v=\"e\"} -Inf\n"
             "g{v=\"f\"} NaN\n"
             "g{v=\"g\"} 2.5e-07\n");
+}
+
+TEST(FormatTextTest, WritesBucketBoundsInTheShortestFormThatReadsBack) {
+  HistogramValue histogram;
+  // 0.1 + 0.2 is not 0.3: its shortest exact form has 17 digits, and prints so.
+  histogram.upper_bounds = {0.15, 0.1 + 0.2, 2952.45, 1e-05};
+  std::sort(histogram.upper_bounds.begin(), histogram.upper_bounds.end());
+  histogram.cumulative_counts = {0, 0, 0, 0};
+  const std::vector<MetricFamily> families = {
+      {{"d", "h", MetricType::kHistogram, {}}, {Sample{{}, histogram}}}};
+  EXPECT_EQ(FormatText(families),
+            "# HELP d h\n"
+            "# TYPE d histogram\n"
+            "d_bucket{le=\"1e-05\"} 0\n"
+            "d_bucket{le=\"0.15\"} 0\n"
+            "d_bucket{le=\"0.30000000000000004\"} 0\n"
+            "d_bucket{le=\"2952.45\"} 0\n"
+            "d_bucket{le=\"+Inf\"} 0\n"
+            "d_sum 0\n"
+            "d_count 0\n");
 }
 
 TEST(FormatTextTest, WritesHelpAndTypeForAFamilyWithoutSamples) {

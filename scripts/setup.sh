@@ -27,6 +27,8 @@ packages=(
   # Tests against the real systems: promtool and a Prometheus server, a single-node Slurm;
   # openssl makes the throwaway certificates of the TLS tests.
   prometheus slurm-wlm munge python3-yaml openssl
+  # The web console's end-to-end test drives headless Chromium over WebDriver.
+  chromium chromium-driver
   # scripts/check_format.sh holds the tree to .clang-format; scripts/fuzz.sh builds the fuzz
   # targets with clang's libFuzzer and sanitizers.
   clang-format clang-14 libclang-rt-14-dev

@@ -8,9 +8,8 @@
 #include "common/grpc_status.h"
 #include "convert/estimate_requests.h"
 #include "convert/search_state.h"
-#include "convert/spec_convert.h"
-#include "estimator/planner.h"
 #include "server/core/limits.h"
+#include "server/core/plan_request.h"
 #include "server/security/rpc_authorization.h"
 
 namespace paratune {
@@ -187,24 +186,7 @@ grpc::ServerUnaryReactor* AutotunerService::Estimate(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* AutotunerService::Plan(grpc::CallbackServerContext* context,
                                                  const v1::PlanRequest* request,
                                                  v1::PlanResponse* response) {
-  const Limits& limits = scheduler_->limits();
-  if (absl::Status size =
-          CheckRequestBytes("Plan", request->ByteSizeLong(), limits.max_request_bytes);
-      !size.ok()) {
-    return Refuse(context, size);
-  }
-  if (limits.max_enumerated_candidates > 0) {
-    // A spec that does not resolve gets AnswerPlan's error naming the field.
-    if (absl::StatusOr<ResolvedSpec> spec = ResolveSearchSpec(request->spec()); spec.ok()) {
-      const int64_t enumerated =
-          CountEnumeratedConfigurations(spec->cluster.world_size(), spec->plan_options);
-      if (enumerated > limits.max_enumerated_candidates) {
-        return Refuse(context,
-                      TooManyCandidatesError(enumerated, limits.max_enumerated_candidates));
-      }
-    }
-  }
-  return FinishUnary(context, AnswerPlan(*request), response);
+  return FinishUnary(context, AnswerPlanWithinLimits(*request, scheduler_->limits()), response);
 }
 
 grpc::ServerUnaryReactor* AutotunerService::ListWorkers(grpc::CallbackServerContext* context,

@@ -89,6 +89,15 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
     absl::MutexLock lock(&server->launcher_mu_);
     server->launcher_ = std::move(started);
   }
+  if (!options.console_address.empty()) {
+    ConsoleServer::Options console;
+    console.address = options.console_address;
+    console.allow_remote = options.allow_remote;
+    console.api.reader = &server->scheduler_->reader();
+    console.api.limits = options.limits;
+    console.api.tokens = security.token_processor.get();
+    PT_ASSIGN_OR_RETURN(server->console_, ConsoleServer::Start(std::move(console)));
+  }
   server->lease_checker_ = std::thread([self] { self->CheckLeasesUntilShutdown(); });
   return server;
 }
@@ -167,6 +176,8 @@ void ParatuneServer::Shutdown(absl::Duration grace) {
   shut_down_ = true;
   if (!shutting_down_.HasBeenNotified()) shutting_down_.Notify();
   if (lease_checker_.joinable()) lease_checker_.join();
+  // Its pages read through the scheduler, which shuts down below.
+  console_.reset();
   if (server_ != nullptr) {
     if (auto* health = server_->GetHealthCheckService(); health != nullptr) health->Shutdown();
     // Parked long polls and open watch streams end first, so that the server's shutdown

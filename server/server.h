@@ -19,6 +19,7 @@
 #include "grpcpp/server.h"
 #include "grpcpp/support/server_interceptor.h"
 #include "server/autotuner_service.h"
+#include "server/console/console_server.h"
 #include "server/core/limits.h"
 #include "server/core/probe_wait_list.h"
 #include "server/core/scheduler.h"
@@ -57,6 +58,10 @@ class ParatuneServer {
     // the clock is the server's; job.required_worker_flags become the worker flags the
     // security needs (WorkerCredentialFlags).
     std::optional<SlurmLauncher::Options> slurm_launcher;
+    // host:port (IPv4) of the web console (server/console/console_server.h); empty serves
+    // none. Port 0 picks a free port (see console_port()). Loopback only with a token file;
+    // elsewhere without one only with allow_remote.
+    std::string console_address;
   };
 
   // Reads the security files, opens the database, resumes what it holds, listens and serves.
@@ -66,7 +71,7 @@ class ParatuneServer {
   // the address
   // cannot be bound or the database cannot be opened (or another server holds it);
   // SlurmLauncher::Start's errors (a launcher whose worker_args lack the credentials the
-  // security needs among them).
+  // security needs among them); ConsoleServer::Start's errors.
   static absl::StatusOr<std::unique_ptr<ParatuneServer>> Start(Options options);
 
   ParatuneServer(const ParatuneServer&) = delete;
@@ -76,6 +81,8 @@ class ParatuneServer {
 
   // The bound port.
   int port() const { return port_; }
+  // The web console's bound port; 0 without a console.
+  int console_port() const { return console_ == nullptr ? 0 : console_->port(); }
 
   // The scheduler's counts, for the binary's metrics (server/core/scheduler_metrics.h).
   SchedulerStats stats() const { return scheduler_->Stats(); }
@@ -116,6 +123,8 @@ class ParatuneServer {
   std::unique_ptr<WorkerService> worker_service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+  // Reads through scheduler_: declared after it, so destroyed before it.
+  std::unique_ptr<ConsoleServer> console_;
   absl::Notification shutting_down_;
   std::thread lease_checker_;
   // A listener of the scheduler's queued probes once it has started; taken (and removed as a

@@ -117,6 +117,14 @@ ABSL_FLAG(std::string, metrics_address, "",
           "read-only; scrape it from inside the cluster.");
 ABSL_FLAG(std::string, metrics_port_file, "",
           "If set, the bound metrics port is written to this file like --port_file.");
+ABSL_FLAG(std::string, console_address, "",
+          "host:port (IPv4) to serve the read-only web console on (docs/console.md), e.g. "
+          "127.0.0.1:8080; empty serves none. Port 0 picks a free port (see "
+          "--console_port_file). Plain HTTP: with --token_file it must be a loopback address "
+          "(reach it through an SSH tunnel) and asks for a client or admin token; without one, "
+          "a non-loopback address needs --insecure_allow_remote.");
+ABSL_FLAG(std::string, console_port_file, "",
+          "If set, the bound --console_address port is written to this file like --port_file.");
 ABSL_FLAG(std::string, log_level, "info",
           "Least severe log lines written: debug, info, warning or error.");
 ABSL_FLAG(std::string, launcher, "none",
@@ -187,7 +195,8 @@ constexpr char kUsage[] =
     "certificate, whose role (client, worker, admin) may make it; a non-loopback --address "
     "needs TLS and tokens. Its state is kept in a SQLite "
     "database (--db), so it survives restarts and crashes. With --metrics_address it serves "
-    "Prometheus metrics at /metrics (docs/operations.md lists them). Logs are one line per "
+    "Prometheus metrics at /metrics (docs/operations.md lists them), and with "
+    "--console_address a read-only web console (docs/console.md). Logs are one line per "
     "event on stderr (logfmt). SIGINT or SIGTERM shut it down gracefully; SIGHUP reloads "
     "--token_file and the TLS files without dropping connections.\n"
     "\n"
@@ -201,6 +210,7 @@ constexpr char kUsage[] =
     "                       [--token_file=PATH] [--insecure_allow_remote]\n"
     "                       [--health_address=HOST:PORT] [--health_port_file=PATH]\n"
     "                       [--metrics_address=HOST:PORT] [--metrics_port_file=PATH]\n"
+    "                       [--console_address=HOST:PORT] [--console_port_file=PATH]\n"
     "                       [--log_level=info] [--launcher=none|slurm] [--slurm_...]\n";
 
 // The server's metrics: RPC counts and latency (an interceptor, installed before the server
@@ -323,6 +333,7 @@ int Main() {
   options.limits.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   options.interceptors.push_back(metrics.rpc->NewInterceptorFactory());
   options.slurm_launcher = *std::move(launcher);
+  options.console_address = absl::GetFlag(FLAGS_console_address);
   const bool slurm_launcher = options.slurm_launcher.has_value();
   absl::StatusOr<std::unique_ptr<ParatuneServer>> server =
       ParatuneServer::Start(std::move(options));
@@ -348,6 +359,16 @@ int Main() {
         {{"address", health_address}, {"port", absl::StrCat(health->port())}});
     if (absl::Status status = WritePortFile("--health_port_file",
                                             absl::GetFlag(FLAGS_health_port_file), health->port());
+        !status.ok()) {
+      Log(LogLevel::kError, "cannot write the port file", {{"error", status.ToString()}});
+      return 1;
+    }
+  }
+  if (const int console_port = (*server)->console_port(); console_port != 0) {
+    Log(LogLevel::kInfo, "serving the web console",
+        {{"address", absl::GetFlag(FLAGS_console_address)}, {"port", absl::StrCat(console_port)}});
+    if (absl::Status status = WritePortFile("--console_port_file",
+                                            absl::GetFlag(FLAGS_console_port_file), console_port);
         !status.ok()) {
       Log(LogLevel::kError, "cannot write the port file", {{"error", status.ToString()}});
       return 1;

@@ -1,20 +1,18 @@
 #include "server/worker_service.h"
 
 #include <algorithm>
-#include <cmath>
 #include <optional>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "server/core/worker_request.h"
 #include "server/security/rpc_authorization.h"
 
 namespace paratune {
 namespace {
 
 constexpr double kDefaultWaitSeconds = 10;
-constexpr double kMaxWaitSeconds = 60;
 // An empty answer must reach the client before its own deadline turns the poll into an
 // error; this much is kept for the trip back.
 constexpr absl::Duration kDeadlineMargin = absl::Milliseconds(500);
@@ -57,13 +55,12 @@ grpc::ServerUnaryReactor* WorkerService::AcquireProbe(grpc::CallbackServerContex
       !access.ok()) {
     return Refuse(context, access);
   }
+  // Before wait_seconds sets the deadline (TryAcquireProbe checks the request as well).
+  if (absl::Status valid = ValidateAcquireProbeRequest(*request); !valid.ok()) {
+    return Refuse(context, valid);
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const double wait_seconds = request->wait_seconds();
-  if (!std::isfinite(wait_seconds) || wait_seconds < 0 || wait_seconds > kMaxWaitSeconds) {
-    reactor->Finish(ToGrpcStatus(absl::InvalidArgumentError(
-        absl::StrCat("wait_seconds (", wait_seconds, ") must be in [0, ", kMaxWaitSeconds, "]"))));
-    return reactor;
-  }
   absl::Time deadline =
       absl::Now() + absl::Seconds(wait_seconds == 0 ? kDefaultWaitSeconds : wait_seconds);
   deadline = std::min(deadline, absl::FromChrono(context->deadline()) - kDeadlineMargin);

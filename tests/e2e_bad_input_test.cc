@@ -301,6 +301,7 @@ enum class BadValue {
   kEmptyKey,
   kOverLongKey,
   kOverLongValue,
+  // Map fields and repeated strings.
   kManyEntries,
 };
 
@@ -340,7 +341,8 @@ const char* BadValueName(BadValue value) {
 
 // Longer than every documented string limit (the largest is ProbeResult.message, 64 KiB).
 constexpr size_t kOverLongBytes = 70 * 1024;
-// More than every documented limit on a map's entries (the largest is 32 worker labels).
+// More than every documented limit on the entries of a map (the largest is 32 worker labels)
+// or a list of strings (64 running probes or names of a result's parts).
 constexpr int kManyEntries = 1000;
 
 // One field, from the request down: repeated messages are entered at element 0.
@@ -395,6 +397,7 @@ std::vector<BadValue> BadValuesOf(const FieldDescriptor& field) {
       const NameValues names = NameValuesOf(field);
       if (!names.forged.empty()) values.push_back(BadValue::kForgedName);
       if (!names.malformed.empty()) values.push_back(BadValue::kMalformedName);
+      if (field.is_repeated()) values.push_back(BadValue::kManyEntries);
       return values;
     }
     case FieldDescriptor::CPPTYPE_BOOL:
@@ -534,6 +537,12 @@ std::string SetBadValue(Message& request, const FieldPath& path, BadValue value)
     }
     case FieldDescriptor::CPPTYPE_STRING: {
       const NameValues names = NameValuesOf(field);
+      if (value == BadValue::kManyEntries) {
+        // Well-formed entries where the field holds names, so that only their count is bad.
+        const std::string entry = names.forged.empty() ? "x" : names.forged;
+        for (int i = 0; i < kManyEntries; ++i) reflection.AddString(message, &field, entry);
+        return absl::StrCat(kManyEntries, " entries");
+      }
       std::string v;
       std::string text;
       switch (value) {
@@ -613,10 +622,7 @@ const std::map<std::string, int>& Expectations() {
       {"GpuSpec.network_bandwidth_gbps zero", kLegal},
       {"Gpu.index zero", kLegal},
       // Probes the server does not know are told to stop, not refused.
-      {"HeartbeatRequest.running_probes empty", kLegal},
-      {"HeartbeatRequest.running_probes over-long", kLegal},
       {"HeartbeatRequest.running_probes forged-name", kLegal},
-      {"HeartbeatRequest.running_probes malformed-name", kLegal},
       {"AcquireProbeRequest.wait_seconds zero", kLegal},
       // A worker's first call names none; a probe not leased to it is simply not handed over.
       {"AcquireProbeRequest.last_probe empty", kLegal},
@@ -645,6 +651,8 @@ const std::map<std::string, int>& Expectations() {
       {"ProbeMeasurements.cuda_driver_version empty", kLegal},
       {"ProbeMeasurements.cuda_runtime_version empty", kLegal},
       {"ProbeMeasurements.nccl_version empty", kLegal},
+      {"ProbeMeasurements.attention_kernel empty", kLegal},
+      {"ProbeMeasurements.attention_fallback_reason empty", kLegal},
       {"ProbeMeasurements.micro_batches_per_step zero", kLegal},
       {"PhaseTime.seconds zero", kLegal},
       {"CollectiveBandwidth.bytes zero", kLegal},
@@ -660,6 +668,8 @@ const std::map<std::string, int>& Expectations() {
       // comment); a malformed name is INVALID_ARGUMENT, the default.
       {"ReportProbeRequest.probe forged-name", kLegal},
       {"RendezvousRequest.probe forged-name", kLegal},
+      // Only gang[0] sends a token; the others send none.
+      {"RendezvousRequest.token empty", kLegal},
   });
   return *expectations;
 }
@@ -957,12 +967,9 @@ int ExpectedCode(const RpcTable& table, const FieldPath& path, BadValue value) {
   if (path.front()->name() == "result" && path.size() > 1 && path[1]->name() == "ran_on") {
     return table.base_code;
   }
-  // Without a leased probe, the lease check answers before the result or token is read: those
-  // fields get the unmodified request's code.
-  if ((table.rpc == "ReportProbe" && path.front()->name() == "result") ||
-      (table.rpc == "Rendezvous" && path.front()->name() == "token")) {
-    return table.base_code;
-  }
+  // Without a leased probe, the lease check answers before the result is read: its fields
+  // get the unmodified request's code.
+  if (table.rpc == "ReportProbe" && path.front()->name() == "result") return table.base_code;
   return value == BadValue::kForgedName ? grpc::StatusCode::NOT_FOUND
                                         : grpc::StatusCode::INVALID_ARGUMENT;
 }
@@ -1017,12 +1024,15 @@ TEST_F(E2eBadInputTableTest, EveryFieldOfEveryRpcRefusesBadValues) {
   RecordProperty("bad_input_cases", total);
 }
 
-// The field at `path` as the server's messages name it, elements of repeated fields by index
-// 0: "result.measurements.phases[0].seconds".
-std::string FieldText(const FieldPath& path) {
+// The field at `path` as the server's messages name it when it holds `value`, elements of
+// repeated fields by index 0 ("result.measurements.phases[0].seconds"), but a list whose
+// count is bad by its name ("result.measured").
+std::string FieldText(const FieldPath& path, BadValue value) {
   std::vector<std::string> names;
   for (const FieldDescriptor* field : path) {
-    names.push_back(field->is_repeated() ? absl::StrCat(field->name(), "[0]") : field->name());
+    const bool element =
+        field->is_repeated() && !(field == path.back() && value == BadValue::kManyEntries);
+    names.push_back(element ? absl::StrCat(field->name(), "[0]") : field->name());
   }
   return absl::StrJoin(names, ".");
 }
@@ -1062,15 +1072,15 @@ TEST_F(E2eBadInputTableTest, EveryResultFieldOfALeasedProbeIsChecked) {
       v1::ReportProbeRequest request;
       *request.mutable_result() = CompleteProbeResult();
       const std::string text = SetBadValue(request, path, value);
-      const std::string described =
-          absl::StrCat(FieldText(path), " = ", text.substr(0, 100), " (", BadValueName(value), ")");
+      const std::string described = absl::StrCat(FieldText(path, value), " = ", text.substr(0, 100),
+                                                 " (", BadValueName(value), ")");
       const int expected = ExpectedCode(leased, path, value);
       const grpc::Status status = Report(lease.worker, lease.probe, request.result());
       ++cases;
       EXPECT_EQ(static_cast<int>(status.error_code()), expected)
           << described << ": " << status.error_message();
       if (expected == grpc::StatusCode::INVALID_ARGUMENT) {
-        EXPECT_THAT(status.error_message(), HasSubstr(FieldText(path) + " (")) << described;
+        EXPECT_THAT(status.error_message(), HasSubstr(FieldText(path, value) + " (")) << described;
         EXPECT_THAT(status.error_message(), HasSubstr(text)) << described;
       }
       if (status.ok()) {

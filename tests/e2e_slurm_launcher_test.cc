@@ -64,6 +64,10 @@ std::string& AlertRules() {
   static auto* const path = new std::string();
   return *path;
 }
+std::string& Dashboard() {
+  static auto* const path = new std::string();
+  return *path;
+}
 
 absl::Duration Since(absl::Time start) {
   return absl::Trunc(absl::Now() - start, absl::Milliseconds(10));
@@ -280,17 +284,20 @@ TEST_F(SlurmLauncherTest, EveryProbeRunsInItsOwnJobAndTheJobsEndWithTheirProbes)
       SampleValue(metrics, "paratune_slurm_jobs_ended_total{state=\"completed\"}").value_or(-1),
       kProbes);
   EXPECT_EQ(SampleValue(metrics, "paratune_slurm_jobs{state=\"running\"}").value_or(-1), 0);
-  // The alert rules' Slurm metrics (tests/e2e_metrics_test.cc checks the others).
-  absl::StatusOr<std::string> rules = ReadTextFile(AlertRules());
-  ASSERT_TRUE(rules.ok()) << rules.status();
+  // The Slurm metrics of the alert rules and the dashboard (tests/e2e_metrics_test.cc and
+  // tests/e2e_prometheus_test.cc check the others).
   const std::set<std::string> exported = ExposedMetricNames(metrics);
-  int slurm_metrics_in_rules = 0;
-  for (const std::string& name : ReferencedMetricNames(*rules)) {
-    if (!absl::StartsWith(name, "paratune_slurm_")) continue;
-    ++slurm_metrics_in_rules;
-    EXPECT_EQ(exported.count(name), 1u) << "alerts.yml queries " << name << ", not exported";
+  for (const std::string& path : {AlertRules(), Dashboard()}) {
+    absl::StatusOr<std::string> text = ReadTextFile(path);
+    ASSERT_TRUE(text.ok()) << text.status();
+    int slurm_metrics = 0;
+    for (const std::string& name : ReferencedMetricNames(*text)) {
+      if (!absl::StartsWith(name, "paratune_slurm_")) continue;
+      ++slurm_metrics;
+      EXPECT_EQ(exported.count(name), 1u) << path << " queries " << name << ", not exported";
+    }
+    EXPECT_GT(slurm_metrics, 0) << path;
   }
-  EXPECT_GT(slurm_metrics_in_rules, 0);
   absl::StatusOr<std::string> promtool = FindProgram("promtool", "prometheus");
   ASSERT_TRUE(promtool.ok()) << promtool.status();
   CommandOptions check;
@@ -503,14 +510,16 @@ TEST_F(SlurmLauncherTest, RestartedServerFollowsTheJobsItSubmittedBefore) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  if (argc < 4 || !paratune::SetTestBinaries(argc, argv)) {
+  if (argc < 5 || !paratune::SetTestBinaries(argc, argv)) {
     std::fprintf(stderr,
-                 "usage: e2e_slurm_launcher_test PARATUNE_SERVER PARATUNE_WORKER ALERTS_YML\n");
+                 "usage: e2e_slurm_launcher_test PARATUNE_SERVER PARATUNE_WORKER ALERTS_YML "
+                 "DASHBOARD_JSON\n");
     return 2;
   }
   // Slurm runs the job from its own working directory: an absolute path.
   paratune::ServerBinary() = argv[1];
   paratune::WorkerBinary() = std::filesystem::absolute(argv[2]).string();
   paratune::AlertRules() = argv[3];
+  paratune::Dashboard() = argv[4];
   return RUN_ALL_TESTS();
 }

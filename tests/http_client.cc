@@ -9,11 +9,19 @@
 namespace paratune {
 
 absl::StatusOr<HttpResponse> HttpRequest(int port, const std::string& method,
-                                         const std::string& path_and_query) {
+                                         const std::string& path_and_query,
+                                         const std::string& json_body) {
   char error[256] = {};
+  const std::string body_headers =
+      json_body.empty()
+          ? ""
+          : absl::StrCat("Content-Type: application/json\r\nContent-Length: ", json_body.size(),
+                         "\r\n");
   mg_connection* connection =
-      mg_download("127.0.0.1", port, 0, error, sizeof(error), "%s %s HTTP/1.0\r\nHost: %s\r\n\r\n",
-                  method.c_str(), path_and_query.c_str(), absl::StrCat("127.0.0.1:", port).c_str());
+      mg_download("127.0.0.1", port, 0, error, sizeof(error),
+                  "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n%s\r\n%s", method.c_str(),
+                  path_and_query.c_str(), absl::StrCat("127.0.0.1:", port).c_str(),
+                  body_headers.c_str(), json_body.c_str());
   if (connection == nullptr) {
     return absl::UnavailableError(
         absl::StrCat("HTTP ", method, " 127.0.0.1:", port, path_and_query, ": ", error));

@@ -23,4 +23,14 @@ v1::ProbeResult ResultFromBackendError(const std::string& backend, const absl::S
   return result;
 }
 
+v1::ProbeResult ResultRefusedByServer(const std::string& backend, const absl::Status& refusal,
+                                      double wall_seconds) {
+  v1::ProbeResult result;
+  result.set_outcome(v1::PROBE_CRASH);
+  result.set_backend(backend);
+  result.set_message(absl::StrCat("the server refused the result: ", refusal.message()));
+  result.set_wall_seconds(wall_seconds);
+  return result;
+}
+
 }  // namespace paratune

@@ -1,4 +1,5 @@
-// How a backend's error becomes a ProbeResult the scheduler can act on.
+// How a backend's error, or a result the server refused, becomes a ProbeResult the
+// scheduler can act on.
 #ifndef PARATUNE_WORKER_PROBE_FAILURE_H_
 #define PARATUNE_WORKER_PROBE_FAILURE_H_
 
@@ -14,6 +15,13 @@ namespace paratune {
 // DEADLINE_EXCEEDED and CANCELLED; PROBE_CRASH for everything else, an assignment the
 // backend rejected included. The message names the backend and carries the error.
 v1::ProbeResult ResultFromBackendError(const std::string& backend, const absl::Status& error);
+
+// What the worker reports instead of a result of `backend` that the server refused as out of
+// range (`refusal`, INVALID_ARGUMENT): a PROBE_CRASH quoting the refusal, which the server
+// takes, so the probe's lease ends at once with its attempt counted rather than at its
+// deadline. Of the refused figures only `wall_seconds`, measured by the worker, is kept.
+v1::ProbeResult ResultRefusedByServer(const std::string& backend, const absl::Status& refusal,
+                                      double wall_seconds);
 
 }  // namespace paratune
 

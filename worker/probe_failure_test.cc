@@ -26,5 +26,19 @@ TEST(ResultFromBackendErrorTest, EverythingElseIsACrash) {
   EXPECT_EQ(ResultFromBackendError("sim", absl::InternalError("threw")).outcome(), v1::PROBE_CRASH);
 }
 
+TEST(ResultRefusedByServerTest, IsACrashQuotingTheRefusal) {
+  const v1::ProbeResult result = ResultRefusedByServer(
+      "sim",
+      absl::InvalidArgumentError("result.mean_step_time_seconds (nan) must be in [0, 1e+06]"),
+      12.5);
+  EXPECT_EQ(result.outcome(), v1::PROBE_CRASH);
+  EXPECT_EQ(result.backend(), "sim");
+  EXPECT_EQ(result.message(),
+            "the server refused the result: result.mean_step_time_seconds (nan) must be in [0, "
+            "1e+06]");
+  EXPECT_EQ(result.wall_seconds(), 12.5);
+  EXPECT_EQ(result.step_times_seconds_size(), 0);
+}
+
 }  // namespace
 }  // namespace paratune

@@ -402,8 +402,17 @@ void WorkerDaemon::RunAndReport(const v1::ProbeAssignment& assignment,
   if (result.wall_seconds() == 0) {
     result.set_wall_seconds(absl::ToDoubleSeconds(clock_->Now() - start));
   }
+  const absl::Status reported = Report(worker_name, assignment.name(), result);
+  if (reported.code() == absl::StatusCode::kInvalidArgument) {
+    // Unreported, the probe would stay leased to this worker until its deadline and grace
+    // passed (up to a day) before the server re-queued it.
+    Log(LogLevel::kWarning, "the server refused the result; reporting the probe as crashed",
+        {{"probe", assignment.name()}, {"error", reported.ToString()}});
+    result = ResultRefusedByServer(assignment.backend(), reported,
+                                   absl::ToDoubleSeconds(clock_->Now() - start));
+    Report(worker_name, assignment.name(), result);
+  }
   if (options_.on_probe_finished) options_.on_probe_finished(assignment, result);
-  Report(worker_name, assignment.name(), result);
 }
 
 std::optional<absl::StatusOr<v1::ProbeResult>> WorkerDaemon::RunWithDeadline(
@@ -464,8 +473,8 @@ absl::StatusOr<std::string> WorkerDaemon::Rendezvous(const std::string& worker_n
   }
 }
 
-void WorkerDaemon::Report(const std::string& worker_name, const std::string& probe,
-                          const v1::ProbeResult& result) {
+absl::Status WorkerDaemon::Report(const std::string& worker_name, const std::string& probe,
+                                  const v1::ProbeResult& result) {
   v1::ReportProbeRequest request;
   request.set_worker(worker_name);
   request.set_probe(probe);
@@ -481,7 +490,7 @@ void WorkerDaemon::Report(const std::string& worker_name, const std::string& pro
           {{"probe", probe},
            {"outcome", v1::ProbeOutcome_Name(result.outcome())},
            {"tflops_per_gpu", absl::StrCat(result.model_tflops_per_gpu())}});
-      return;
+      return status;
     }
     // While stopping, one retry at most: the server re-queues an unreported probe anyway
     // once this worker's heartbeats stop.
@@ -491,7 +500,7 @@ void WorkerDaemon::Report(const std::string& worker_name, const std::string& pro
         give_up ? "reporting a probe failed; dropping the result"
                 : "reporting a probe failed; retrying",
         {{"probe", probe}, {"attempt", absl::StrCat(attempt)}, {"error", status.ToString()}});
-    if (give_up) return;
+    if (give_up) return status;
     if (clock_->WaitForNotification(stop_, backoff)) continue;
     backoff = std::min(backoff * 2, kMaxBackoff);
   }

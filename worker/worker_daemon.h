@@ -2,7 +2,9 @@
 // probes, runs each with its backend under the probe's deadline, and reports the result;
 // when it stops, or has run max_probes probes, it deregisters, so that the server leases it
 // nothing more and does not count it lost. A backend that fails, throws or hangs past the
-// deadline becomes a ProbeResult; it never takes the daemon down.
+// deadline becomes a ProbeResult; it never takes the daemon down. A result the server
+// refuses as out of range (INVALID_ARGUMENT) is reported again as a crash quoting the
+// refusal (probe_failure.h), so that the probe's lease ends at once.
 #ifndef PARATUNE_WORKER_WORKER_DAEMON_H_
 #define PARATUNE_WORKER_WORKER_DAEMON_H_
 
@@ -63,8 +65,9 @@ class WorkerDaemon {
     // retried before it is dropped. A restarted server accepts reports for probes leased
     // before it stopped, so this should outlast a restart.
     absl::Duration report_retry_window = absl::Minutes(10);
-    // Called on the probe thread with each probe's result before it is reported (not for
-    // probes the server cancelled); e.g. the binary's metrics. May be empty.
+    // Called on the probe thread with each probe's result once it is reported or given up
+    // (the crash reported instead of a result the server refused; not for probes the server
+    // cancelled); e.g. the binary's metrics. May be empty.
     std::function<void(const v1::ProbeAssignment&, const v1::ProbeResult&)> on_probe_finished;
     // After this many probes have ended (reported, or stopped because the server cancelled
     // them) the daemon asks for no more, deregisters and WaitUntilFinished returns true; 0:
@@ -141,8 +144,10 @@ class WorkerDaemon {
   absl::StatusOr<std::string> Rendezvous(const std::string& worker_name, const std::string& probe,
                                          const std::string& token,
                                          const absl::Notification& cancelled);
-  void Report(const std::string& worker_name, const std::string& probe,
-              const v1::ProbeResult& result);
+  // ReportProbe, retried while the server is unreachable, for up to report_retry_window.
+  // OK once reported; else the error it gave up on.
+  absl::Status Report(const std::string& worker_name, const std::string& probe,
+                      const v1::ProbeResult& result);
 
   const Options options_;
   Clock* const clock_;

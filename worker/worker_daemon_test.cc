@@ -1,6 +1,8 @@
 #include "worker/worker_daemon.h"
 
+#include <cmath>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
@@ -36,7 +38,8 @@ constexpr absl::Duration kStepTime = absl::Seconds(1);
 
 // A scripted WorkerService: hands out the probes a test queues, records reports and
 // deregistrations, and can forget the worker or cancel a probe on the next heartbeat. A
-// deregistered worker is unknown to it (NOT_FOUND), as to the real server.
+// deregistered worker is unknown to it (NOT_FOUND), as to the real server, and like the
+// real server it refuses a result with a NaN mean step time (INVALID_ARGUMENT).
 class FakeWorkerService final : public v1::WorkerService::Service {
  public:
   grpc::Status RegisterWorker(grpc::ServerContext*, const v1::RegisterWorkerRequest* request,
@@ -137,6 +140,11 @@ class FakeWorkerService final : public v1::WorkerService::Service {
     if (removed_.count(request->worker()) > 0) {
       return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown worker");
     }
+    if (std::isnan(request->result().mean_step_time_seconds())) {
+      calls_.push_back(absl::StrCat("ReportProbe ", request->probe(), " refused"));
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "result.mean_step_time_seconds (nan) must be in [0, 1e+06]");
+    }
     reports_.push_back(*request);
     calls_.push_back(absl::StrCat("ReportProbe ", request->probe()));
     return grpc::Status::OK;
@@ -227,7 +235,8 @@ class FakeWorkerService final : public v1::WorkerService::Service {
     absl::MutexLock lock(&mu_);
     return reports_;
   }
-  // RegisterWorker, ReportProbe and DeregisterWorker calls in order, e.g. "ReportProbe ok".
+  // RegisterWorker, ReportProbe and DeregisterWorker calls in order, e.g. "ReportProbe ok",
+  // "ReportProbe nan refused".
   std::vector<std::string> calls() {
     absl::MutexLock lock(&mu_);
     return calls_;
@@ -255,8 +264,9 @@ class FakeWorkerService final : public v1::WorkerService::Service {
 };
 
 // Behaves as the assignment's name says: "ok" (one step of kStepTime, by which it advances
-// `clock`), "throw", "error", "rendezvous" (OK with the gang token as its message); anything
-// else blocks until cancelled (and notifies `hang_started` the first time).
+// `clock`), "nan" (as "ok", its mean step time NaN), "throw", "error", "rendezvous" (OK with
+// the gang token as its message); anything else blocks until cancelled (and notifies
+// `hang_started` the first time).
 class ScriptedBackend : public ProbeBackend {
  public:
   ScriptedBackend(FakeClock* clock, absl::Notification* hang_started)
@@ -273,9 +283,13 @@ class ScriptedBackend : public ProbeBackend {
       result.set_message(*token);
       return result;
     }
-    if (assignment.name() == "ok") {
+    if (assignment.name() == "ok" || assignment.name() == "nan") {
       clock_->Advance(kStepTime);
-      return Ok();
+      v1::ProbeResult result = Ok();
+      if (assignment.name() == "nan") {
+        result.set_mean_step_time_seconds(std::numeric_limits<double>::quiet_NaN());
+      }
+      return result;
     }
     if (assignment.name() == "throw") throw std::runtime_error("boom");
     if (assignment.name() == "error") return absl::UnavailableError("driver went away");
@@ -398,6 +412,43 @@ TEST_F(WorkerDaemonTest, FailingBackendsBecomeResultsAndTheDaemonGoesOn) {
   EXPECT_EQ(reports[2].result().outcome(), v1::PROBE_INFRA_ERROR);
   EXPECT_THAT(reports[2].result().message(), HasSubstr("no backend \"cuda\""));
   EXPECT_EQ(reports[3].result().outcome(), v1::PROBE_OK);
+}
+
+// Keeps the first result the daemon hands on_probe_finished.
+class FirstFinishedProbeTest : public WorkerDaemonTest {
+ protected:
+  void Configure(WorkerDaemon::Options& options) override {
+    options.on_probe_finished = [this](const v1::ProbeAssignment&, const v1::ProbeResult& result) {
+      if (finished_.HasBeenNotified()) return;
+      first_finished_ = result;
+      finished_.Notify();
+    };
+  }
+
+  absl::Notification finished_;
+  v1::ProbeResult first_finished_;
+};
+
+TEST_F(FirstFinishedProbeTest, AResultTheServerRefusesIsReportedAsACrash) {
+  service_.Queue(Assignment("nan"));
+  const std::vector<v1::ReportProbeRequest> reports = service_.WaitForReports(1);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].probe(), "nan");
+  const v1::ProbeResult& result = reports[0].result();
+  EXPECT_EQ(result.outcome(), v1::PROBE_CRASH);
+  EXPECT_EQ(result.backend(), "sim");
+  EXPECT_EQ(result.message(),
+            "the server refused the result: result.mean_step_time_seconds (nan) must be in [0, "
+            "1e+06]");
+  EXPECT_EQ(result.wall_seconds(), absl::ToDoubleSeconds(kStepTime));
+  // With the fake clock never moved past the probe's step: the crash is reported at once, a
+  // refusal not being retried.
+  EXPECT_THAT(service_.calls(),
+              ::testing::ElementsAre("RegisterWorker workers/1", "ReportProbe nan refused",
+                                     "ReportProbe nan"));
+  // The worker's metrics count what the server recorded.
+  ASSERT_TRUE(finished_.WaitForNotificationWithTimeout(kWait));
+  EXPECT_EQ(first_finished_.SerializeAsString(), result.SerializeAsString());
 }
 
 TEST_F(WorkerDaemonTest, RendezvousWaitsForTheGangToken) {

@@ -1,6 +1,7 @@
 #include "server/core/active_search.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -55,13 +56,23 @@ ActiveSearch::ActiveSearch(int64_t id, const v1::CreateSearchRequest& request,
 }
 
 ActiveSearch::ActiveSearch(int64_t id, v1::Search search)
-    : id_(id), search_(std::move(search)), world_size_(WorldSize(search_.spec())) {}
+    : id_(id), search_(std::move(search)), world_size_(WorldSize(search_.spec())) {
+  for (int64_t n = 0; n < search_.candidates_size(); ++n) {
+    Tally(n, 1);
+    probes_started_ += search_.candidates(n).attempts();
+  }
+}
 
 absl::Status ActiveSearch::Resume() {
   PT_ASSIGN_OR_RETURN(RestoredPolicy restored, RestorePolicy(search_));
   resolved_ = std::move(restored.resolved);
   policy_ = std::move(restored.policy);
   policy_index_ = std::move(restored.policy_index);
+  if (!search_.candidates().empty()) memory_calibration_.emplace(FirstProbesCalibration(search_));
+  queued_nanos_ = 0;
+  for (int64_t n = 0; n < search_.candidates_size(); ++n) {
+    if (search_.candidates(n).state() == v1::CANDIDATE_QUEUED) queued_nanos_ += PredictedNanos(n);
+  }
   return absl::OkStatus();
 }
 
@@ -71,21 +82,23 @@ int64_t ActiveSearch::AddPick(const SearchPolicy::Pick& pick, std::string& line)
   if (screening) {
     n = search_.candidates_size();
     const double safe_fraction = search_.spec().space().safe_memory_fraction();
+    // Queued as planned; SetState below notes it as changed.
     *search_.add_candidates() =
         CandidateFromPlan(policy_->candidates()[pick.candidate], CandidateName(id_, n),
                           safe_fraction > 0 ? safe_fraction : 0.80);
     policy_index_.push_back(pick.candidate);
+    Tally(n, 1);
     v1::SearchCounts& counts = *search_.mutable_counts();
     counts.set_selected(counts.selected() + 1);
   } else {
     n = std::find(policy_index_.begin(), policy_index_.end(), pick.candidate) -
         policy_index_.begin();
-    v1::Candidate& candidate = *search_.mutable_candidates(n);
+    v1::Candidate& candidate = Change(n);
     *candidate.mutable_screening_result() = candidate.probe_result();
     candidate.clear_probe_result();
   }
-  v1::Candidate& candidate = *search_.mutable_candidates(n);
-  candidate.set_state(v1::CANDIDATE_QUEUED);
+  SetState(n, v1::CANDIDATE_QUEUED);
+  v1::Candidate& candidate = Change(n);
   candidate.set_selection_note(pick.note);
   line = absl::StrCat(screening ? "queued " : "confirming ", "candidates/", n, " ",
                       DescribeConfig(candidate.config()), ": ", pick.note);
@@ -93,9 +106,9 @@ int64_t ActiveSearch::AddPick(const SearchPolicy::Pick& pick, std::string& line)
 }
 
 void ActiveSearch::RecordResult(int64_t n, const v1::ProbeResult& result, std::string& event) {
-  v1::Candidate& candidate = *search_.mutable_candidates(n);
+  SetState(n, v1::CANDIDATE_PROBED);
+  v1::Candidate& candidate = Change(n);
   const bool confirmation = candidate.has_screening_result();
-  candidate.set_state(v1::CANDIDATE_PROBED);
   if (confirmation && result.outcome() != v1::PROBE_OK) {
     // A failed confirmation says nothing about speed: the screening measurement stands.
     *candidate.mutable_probe_result() = candidate.screening_result();
@@ -119,7 +132,15 @@ void ActiveSearch::RecordResult(int64_t n, const v1::ProbeResult& result, std::s
     counts.set_failed(counts.failed() + 1);
     ++(*counts.mutable_failed_by_outcome())[v1::ProbeOutcome_Name(result.outcome())];
   }
-  UpdateMemoryCalibration(search_);
+  if (!confirmation) {
+    // Its first probe: it calibrates the search's memory estimate (search_memory.h).
+    if (!memory_calibration_.has_value()) {
+      memory_calibration_.emplace(static_cast<double>(candidate.memory().capacity_bytes()));
+    }
+    AddProbeMemory(result, static_cast<double>(candidate.memory().peak_bytes()),
+                   *memory_calibration_);
+    SetMemoryCalibration(*memory_calibration_, search_);
+  }
   const size_t skipped_before = policy_->SkippedForMemory().size();
   const absl::Status recorded = policy_->Record(
       policy_index_[n],
@@ -142,18 +163,44 @@ void ActiveSearch::RecordResult(int64_t n, const v1::ProbeResult& result, std::s
   }
 }
 
-void ActiveSearch::SkipPending(bool include_running) {
-  for (v1::Candidate& candidate : *search_.mutable_candidates()) {
-    if (candidate.state() == v1::CANDIDATE_QUEUED ||
-        (include_running && candidate.state() == v1::CANDIDATE_RUNNING)) {
-      candidate.set_state(v1::CANDIDATE_SKIPPED);
-      candidate.clear_waiting_reason();
-    }
-  }
+void ActiveSearch::Leased(int64_t n, const std::string& worker) {
+  CountAttempt(n);
+  SetState(n, v1::CANDIDATE_RUNNING);
+  v1::Candidate& candidate = Change(n);
+  candidate.clear_waiting_reason();
+  candidate.set_worker(worker);
+  refusals_in_a_row_ = 0;
 }
 
-bool ActiveSearch::HasPending() const {
-  return std::any_of(search_.candidates().begin(), search_.candidates().end(), Pending);
+void ActiveSearch::CountAttempt(int64_t n) {
+  v1::Candidate& candidate = Change(n);
+  candidate.set_attempts(candidate.attempts() + 1);
+  ++probes_started_;
+}
+
+void ActiveSearch::Requeue(int64_t n) {
+  SetState(n, v1::CANDIDATE_QUEUED);
+  Change(n).clear_worker();
+}
+
+void ActiveSearch::SetWaitingReason(int64_t n, const std::string& reason) {
+  Change(n).set_waiting_reason(reason);
+}
+
+void ActiveSearch::AddGpuSeconds(double gpu_seconds, bool failed) {
+  v1::SearchCounts& counts = *search_.mutable_counts();
+  counts.set_gpu_seconds(counts.gpu_seconds() + gpu_seconds);
+  if (failed) counts.set_failed_gpu_seconds(counts.failed_gpu_seconds() + gpu_seconds);
+}
+
+void ActiveSearch::SkipPending(bool include_running) {
+  for (int64_t n = 0; n < search_.candidates_size(); ++n) {
+    const v1::CandidateState state = search_.candidates(n).state();
+    if (state == v1::CANDIDATE_QUEUED || (include_running && state == v1::CANDIDATE_RUNNING)) {
+      SetState(n, v1::CANDIDATE_SKIPPED);
+      Change(n).clear_waiting_reason();
+    }
+  }
 }
 
 bool ActiveSearch::IsRunning(int64_t n) const {
@@ -164,11 +211,10 @@ bool ActiveSearch::IsRunning(int64_t n) const {
 std::vector<int64_t> ActiveSearch::RequeueUnleased(const std::function<bool(int64_t n)>& leased) {
   std::vector<int64_t> queued;
   for (int64_t n = 0; n < search_.candidates_size(); ++n) {
-    v1::Candidate& candidate = *search_.mutable_candidates(n);
-    if (candidate.state() == v1::CANDIDATE_RUNNING && !leased(n)) {
-      candidate.set_state(v1::CANDIDATE_QUEUED);
+    if (search_.candidates(n).state() == v1::CANDIDATE_RUNNING && !leased(n)) {
+      SetState(n, v1::CANDIDATE_QUEUED);
     }
-    if (candidate.state() == v1::CANDIDATE_QUEUED) queued.push_back(n);
+    if (search_.candidates(n).state() == v1::CANDIDATE_QUEUED) queued.push_back(n);
   }
   return queued;
 }
@@ -193,10 +239,7 @@ void ActiveSearch::UpdateOutlook() {
     seconds += TimeProbe(policy_->candidates()[i], resolved_->training, probe, probe.timed_steps())
                    .predicted_seconds;
   }
-  for (int64_t n = 0; n < search_.candidates_size(); ++n) {
-    if (search_.candidates(n).state() == v1::CANDIDATE_QUEUED)
-      seconds += Timing(n).predicted_seconds;
-  }
+  seconds += static_cast<double>(queued_nanos_) * 1e-9;
   counts.set_projected_remaining_wall_seconds(seconds);
   counts.set_projected_remaining_gpu_seconds(seconds * static_cast<double>(world_size_));
 }
@@ -215,9 +258,7 @@ int64_t ActiveSearch::TimedSteps(int64_t n) const {
 
 BudgetUse ActiveSearch::Use(absl::Time now) const {
   BudgetUse use;
-  for (const v1::Candidate& candidate : search_.candidates()) {
-    use.probes_started += candidate.attempts();
-  }
+  use.probes_started = probes_started_;
   use.gpu_seconds = search_.counts().gpu_seconds();
   use.elapsed = now - absl::FromUnixNanos(google::protobuf::util::TimeUtil::TimestampToNanoseconds(
                           search_.create_time()));
@@ -228,6 +269,45 @@ int64_t ActiveSearch::NoteRefusal(const std::string& reason) {
   refusals_in_a_row_ = reason == refusal_ ? refusals_in_a_row_ + 1 : 1;
   refusal_ = reason;
   return refusals_in_a_row_;
+}
+
+SearchUpdate ActiveSearch::TakeUpdate(absl::Time now) {
+  *search_.mutable_update_time() =
+      google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(now));
+  SearchUpdate update;
+  // The fields are copied with the candidates moved out, which swaps two pointers each way.
+  google::protobuf::RepeatedPtrField<v1::Candidate> candidates;
+  candidates.Swap(search_.mutable_candidates());
+  update.fields = search_;
+  candidates.Swap(search_.mutable_candidates());
+  for (int64_t n : changed_) update.candidates[n] = search_.candidates(n);
+  changed_.clear();
+  return update;
+}
+
+v1::Candidate& ActiveSearch::Change(int64_t n) {
+  changed_.insert(n);
+  return *search_.mutable_candidates(n);
+}
+
+void ActiveSearch::SetState(int64_t n, v1::CandidateState state) {
+  Tally(n, -1);
+  Change(n).set_state(state);
+  Tally(n, 1);
+}
+
+void ActiveSearch::Tally(int64_t n, int64_t sign) {
+  const v1::Candidate& candidate = search_.candidates(n);
+  if (Pending(candidate)) pending_ += sign;
+  // A queued candidate's timing depends on whether it confirms a leader (TimedSteps), which
+  // changes only while it is not queued: what is added is what is later taken out.
+  if (candidate.state() == v1::CANDIDATE_QUEUED && policy_ != nullptr) {
+    queued_nanos_ += sign * PredictedNanos(n);
+  }
+}
+
+int64_t ActiveSearch::PredictedNanos(int64_t n) const {
+  return std::llround(Timing(n).predicted_seconds * 1e9);
 }
 
 }  // namespace paratune

@@ -1,6 +1,8 @@
 // One search that has not ended (DESIGN.md §6): its stored form, the policy that chooses its
 // probes, and the bookkeeping of its candidates and counts. It changes the search only:
-// queueing, leases, storing and telling observers are the scheduler's.
+// queueing, leases, storing and telling observers are the scheduler's. Every change to a
+// candidate goes through it and is noted, so that storing the search writes the candidates
+// that changed and not the others (TakeUpdate, docs/storage.md).
 #ifndef PARATUNE_SERVER_CORE_ACTIVE_SEARCH_H_
 #define PARATUNE_SERVER_CORE_ACTIVE_SEARCH_H_
 
@@ -8,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,6 +18,7 @@
 #include "absl/time/time.h"
 #include "convert/search_request.h"
 #include "convert/spec_convert.h"
+#include "estimator/memory_calibration.h"
 #include "proto/autotuner_service.pb.h"
 #include "proto/probe.pb.h"
 #include "proto/search.pb.h"
@@ -23,6 +27,7 @@
 #include "server/core/search_observer.h"
 #include "server/core/search_planning.h"
 #include "server/core/search_policy.h"
+#include "server/core/search_store.h"
 
 namespace paratune {
 
@@ -42,7 +47,7 @@ class ActiveSearch {
 
   int64_t id() const { return id_; }
   const v1::Search& search() const { return search_; }
-  v1::Search& search() { return search_; }
+  void set_creator(const std::string& creator) { search_.set_creator(creator); }
   // GPUs of the search's cluster.
   int64_t world_size() const { return world_size_; }
   std::vector<SearchObserver*>& observers() { return observers_; }
@@ -57,10 +62,23 @@ class ActiveSearch {
   // Records the final result of candidate n and tells the policy. Appends to `event` when a
   // failed confirmation leaves the screening result standing.
   void RecordResult(int64_t n, const v1::ProbeResult& result, std::string& event);
+  // Candidate n's next probe was leased, `worker` hosting its first rank: one more attempt,
+  // RUNNING there; refusals of launches are no longer in a row.
+  void Leased(int64_t n, const std::string& worker);
+  // Counts an attempt of candidate n that ended before its probe started (a launch that
+  // ended or was refused).
+  void CountAttempt(int64_t n);
+  // Candidate n goes back to the queue: QUEUED, on no worker.
+  void Requeue(int64_t n);
+  // Sets why queued candidate n cannot be placed now ("" when it can).
+  void SetWaitingReason(int64_t n, const std::string& reason);
+  // A probe's member ran for `gpu_seconds` (wall seconds x its GPUs); counted as failed too
+  // when its outcome was not OK.
+  void AddGpuSeconds(double gpu_seconds, bool failed);
   // Marks queued candidates, and running ones when `include_running`, SKIPPED.
   void SkipPending(bool include_running);
   // Whether a candidate is queued or running.
-  bool HasPending() const;
+  bool HasPending() const { return pending_ > 0; }
   // Whether candidate n exists and is running.
   bool IsRunning(int64_t n) const;
   // After a restart: running candidates without a lease (`leased(n)` false) are queued again.
@@ -83,8 +101,11 @@ class ActiveSearch {
   // A launch of one of its probes was refused with `reason`: returns how many refusals in a
   // row said the same.
   int64_t NoteRefusal(const std::string& reason);
-  // A probe of it was leased: refusals are no longer in a row.
-  void NoteLease() { refusals_in_a_row_ = 0; }
+
+  // What changed since the last call (or since the search was stored, for one resumed after
+  // a restart), with update_time set to `now`: the search's own fields and the candidates
+  // added or changed.
+  SearchUpdate TakeUpdate(absl::Time now);
 
   // Whether its creator was exempt from the per-principal limits (server/core/limits.h) when it
   // created it: an admin. Not stored, so false for a search resumed after a restart.
@@ -92,8 +113,32 @@ class ActiveSearch {
   void set_exempt_from_limits(bool exempt) { exempt_from_limits_ = exempt; }
 
  private:
+  // Candidate n, noted as changed: the one way to change a candidate. A change of its state
+  // goes through SetState.
+  v1::Candidate& Change(int64_t n);
+  // Sets candidate n's state, keeping the tallies.
+  void SetState(int64_t n, v1::CandidateState state);
+  // Adds candidate n's share of pending_ and queued_nanos_ to them (`sign` 1), or takes it out
+  // (-1).
+  void Tally(int64_t n, int64_t sign);
+  // The predicted seconds of candidate n's next probe (Timing), in integer nanoseconds so that
+  // what Tally adds and takes out of queued_nanos_ cancels exactly.
+  int64_t PredictedNanos(int64_t n) const;
+
   int64_t id_ = 0;
   v1::Search search_;
+  // The candidates changed since the last TakeUpdate, by n.
+  std::set<int64_t> changed_;
+  // Tallies of the candidates, kept as they change so that a probe result costs the same
+  // whatever the search's size: how many are queued or running; their attempts summed (probes
+  // started); the predicted time of the queued ones' next probes (counted once the search
+  // has its policy: a resumed search counts it in Resume).
+  int64_t pending_ = 0;
+  int64_t probes_started_ = 0;
+  int64_t queued_nanos_ = 0;
+  // From the first probe of each probed candidate (search_memory.h); set by the first result
+  // and by Resume.
+  std::optional<MemoryCalibration> memory_calibration_;
   int64_t world_size_ = 0;
   std::vector<SearchObserver*> observers_;
   // Set by the first constructor and by Resume.

@@ -1,14 +1,21 @@
 #include "server/core/active_search.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "server/core/test_requests.h"
 
 namespace paratune {
 namespace {
 
+using ::google::protobuf::util::MessageDifferencer;
 using ::testing::HasSubstr;
 
 const absl::Time kCreated = absl::FromUnixSeconds(1'000'000);
@@ -119,11 +126,13 @@ TEST(ActiveSearchTest, OutlookCountsWhatIsLeftAndWhatItWouldCost) {
 
 TEST(ActiveSearchTest, RefusalsCountOnlyWhileTheyRepeat) {
   ActiveSearch search = NewSearch(SmallSimSearch(1));
+  std::string line;
+  search.AddPick(search.Next().picks[0], line);
   EXPECT_EQ(search.NoteRefusal("gres"), 1);
   EXPECT_EQ(search.NoteRefusal("gres"), 2);
   EXPECT_EQ(search.NoteRefusal("partition"), 1);
   EXPECT_EQ(search.NoteRefusal("partition"), 2);
-  search.NoteLease();
+  search.Leased(0, "workers/1");
   EXPECT_EQ(search.NoteRefusal("partition"), 1);
 }
 
@@ -131,14 +140,122 @@ TEST(ActiveSearchTest, UseCountsAttemptsGpuSecondsAndTime) {
   ActiveSearch search = NewSearch(SmallSimSearch(2));
   std::string line;
   for (const SearchPolicy::Pick& pick : search.Next().picks) search.AddPick(pick, line);
-  search.search().mutable_candidates(0)->set_attempts(2);
-  search.search().mutable_counts()->set_gpu_seconds(40);
+  search.Leased(0, "workers/1");
+  search.Requeue(0);
+  search.CountAttempt(0);
+  search.AddGpuSeconds(40, /*failed=*/false);
+  search.AddGpuSeconds(10, /*failed=*/true);
   const BudgetUse use = search.Use(kCreated + absl::Minutes(3));
   EXPECT_EQ(use.probes_started, 2);
-  EXPECT_EQ(use.gpu_seconds, 40);
+  EXPECT_EQ(use.gpu_seconds, 50);
+  EXPECT_EQ(search.search().counts().failed_gpu_seconds(), 10);
   EXPECT_EQ(use.elapsed, absl::Minutes(3));
   search.SkipPending(/*include_running=*/false);
   EXPECT_EQ(search.search().candidates(1).state(), v1::CANDIDATE_SKIPPED);
+}
+
+// The n of the candidates of `after` that `before` lacks or holds otherwise.
+std::set<int64_t> Differing(const v1::Search& before, const v1::Search& after) {
+  std::set<int64_t> differing;
+  for (int n = 0; n < after.candidates_size(); ++n) {
+    if (n >= before.candidates_size() ||
+        !MessageDifferencer::Equals(before.candidates(n), after.candidates(n))) {
+      differing.insert(n);
+    }
+  }
+  return differing;
+}
+
+// Runs `change` and expects the next update to hold the search's fields without candidates
+// and exactly the candidates that changed, as they are now; and the tallies to agree with a
+// count of the candidates.
+void ExpectUpdateNamesWhatChanged(ActiveSearch& search, const std::function<void()>& change) {
+  const v1::Search before = search.search();
+  change();
+  const SearchUpdate update = search.TakeUpdate(kCreated + absl::Hours(1));
+  std::set<int64_t> named;
+  for (const auto& [n, candidate] : update.candidates) {
+    named.insert(n);
+    EXPECT_TRUE(MessageDifferencer::Equals(candidate, search.search().candidates(n))) << n;
+  }
+  EXPECT_EQ(named, Differing(before, search.search()));
+  v1::Search fields = search.search();
+  fields.clear_candidates();
+  EXPECT_TRUE(MessageDifferencer::Equals(update.fields, fields));
+  EXPECT_EQ(update.fields.update_time().seconds(), absl::ToUnixSeconds(kCreated + absl::Hours(1)));
+
+  const auto& candidates = search.search().candidates();
+  EXPECT_EQ(search.HasPending(), std::any_of(candidates.begin(), candidates.end(), Pending));
+  int64_t attempts = 0;
+  for (const v1::Candidate& candidate : candidates) attempts += candidate.attempts();
+  EXPECT_EQ(search.Use(kCreated).probes_started, attempts);
+}
+
+TEST(ActiveSearchTest, EachUpdateNamesExactlyTheCandidatesThatChanged) {
+  v1::CreateSearchRequest request = SmallSimSearch(3);
+  ActiveSearch search = NewSearch(request);
+  std::vector<SearchPolicy::Pick> picks;
+  ExpectUpdateNamesWhatChanged(search, [&] {
+    picks = search.Next().picks;
+    std::string line;
+    for (const SearchPolicy::Pick& pick : picks) search.AddPick(pick, line);
+  });
+  ExpectUpdateNamesWhatChanged(search, [&] { search.Leased(1, "workers/1"); });
+  ExpectUpdateNamesWhatChanged(search, [&] { search.Requeue(1); });
+  ExpectUpdateNamesWhatChanged(search, [&] { search.CountAttempt(1); });
+  ExpectUpdateNamesWhatChanged(search, [&] { search.SetWaitingReason(2, "needs 8 GPUs"); });
+  ExpectUpdateNamesWhatChanged(search, [&] { search.AddGpuSeconds(30, /*failed=*/false); });
+  ExpectUpdateNamesWhatChanged(search, [&] {
+    search.Leased(0, "workers/1");
+    std::string event;
+    search.RecordResult(0, Ok(300), event);
+  });
+  ExpectUpdateNamesWhatChanged(search, [&] {
+    std::string line;
+    search.AddPick({picks[0].candidate, SearchPolicy::ProbeKind::kConfirmation, "leader"}, line);
+    search.Leased(0, "workers/2");
+  });
+  ExpectUpdateNamesWhatChanged(search, [&] {
+    v1::ProbeResult crash;
+    crash.set_outcome(v1::PROBE_CRASH);
+    std::string event;
+    search.RecordResult(0, crash, event);
+  });
+  ExpectUpdateNamesWhatChanged(search, [&] { search.Leased(2, "workers/1"); });
+  ExpectUpdateNamesWhatChanged(
+      search, [&] { search.RequeueUnleased([](int64_t /*n*/) { return false; }); });
+  ExpectUpdateNamesWhatChanged(search, [&] { search.UpdateOutlook(); });
+  ExpectUpdateNamesWhatChanged(search, [&] { search.SkipPending(/*include_running=*/false); });
+  ExpectUpdateNamesWhatChanged(search, [&] { search.End(v1::CANCELLED, "cancelled"); });
+}
+
+TEST(ActiveSearchTest, TheOutlookOfQueuedProbesIsKeptAsTheyChangeAndRecountedOnResume) {
+  ActiveSearch search = NewSearch(SmallSimSearch(3));
+  std::string line;
+  for (const SearchPolicy::Pick& pick : search.Next().picks) search.AddPick(pick, line);
+  search.Leased(0, "workers/1");
+  std::string event;
+  search.RecordResult(0, Ok(300), event);
+  search.Leased(1, "workers/1");
+  search.UpdateOutlook();
+  // Only candidate 2 is queued; TOP_K has nothing left to pick.
+  const double remaining = search.search().counts().projected_remaining_wall_seconds();
+  EXPECT_NEAR(remaining, search.Timing(2).predicted_seconds, 1e-6);
+
+  search.Requeue(1);
+  search.UpdateOutlook();
+  EXPECT_NEAR(search.search().counts().projected_remaining_wall_seconds(),
+              search.Timing(1).predicted_seconds + search.Timing(2).predicted_seconds, 1e-6);
+
+  ActiveSearch resumed(7, search.search());
+  ASSERT_TRUE(resumed.Resume().ok());
+  EXPECT_TRUE(resumed.HasPending());
+  EXPECT_EQ(resumed.Use(kCreated).probes_started, 2);
+  resumed.UpdateOutlook();
+  EXPECT_EQ(resumed.search().counts().projected_remaining_wall_seconds(),
+            search.search().counts().projected_remaining_wall_seconds());
+  EXPECT_TRUE(MessageDifferencer::Equals(resumed.search().memory_calibration(),
+                                         search.search().memory_calibration()));
 }
 
 }  // namespace

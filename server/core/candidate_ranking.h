@@ -2,15 +2,15 @@
 #ifndef PARATUNE_SERVER_CORE_CANDIDATE_RANKING_H_
 #define PARATUNE_SERVER_CORE_CANDIDATE_RANKING_H_
 
-#include <vector>
-
+#include "google/protobuf/repeated_ptr_field.h"
 #include "proto/search.pb.h"
 
 namespace paratune {
 
-// `candidates` in predicted order (best first) reordered: those probed PROBE_OK by measured
-// TFLOP/s per GPU, best first (ties in predicted order), then the rest in predicted order.
-std::vector<v1::Candidate> RankCandidates(std::vector<v1::Candidate> candidates);
+// Reorders `candidates`, which arrive in predicted order (best first): those probed PROBE_OK
+// by measured TFLOP/s per GPU, best first (ties in predicted order), then the rest in
+// predicted order. Moves pointers only: no candidate is copied.
+void RankCandidates(google::protobuf::RepeatedPtrField<v1::Candidate>& candidates);
 
 }  // namespace paratune
 

@@ -1,6 +1,7 @@
 #include "server/core/candidate_ranking.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -24,21 +25,26 @@ v1::Candidate Queued(const std::string& name) {
   return candidate;
 }
 
-std::vector<std::string> Names(const std::vector<v1::Candidate>& candidates) {
+std::vector<std::string> Names(
+    const google::protobuf::RepeatedPtrField<v1::Candidate>& candidates) {
   std::vector<std::string> names;
   for (const v1::Candidate& candidate : candidates) names.push_back(candidate.name());
   return names;
 }
 
 TEST(RankCandidatesTest, MeasuredBestFirstThenTheRestInPredictedOrder) {
-  const std::vector<v1::Candidate> ranked = RankCandidates({
-      Probed("0", v1::PROBE_OK, 300),
-      Queued("1"),
-      Probed("2", v1::PROBE_OUT_OF_MEMORY, 0),
-      Probed("3", v1::PROBE_OK, 450),
-      Probed("4", v1::PROBE_OK, 300),
-      Queued("5"),
-  });
+  google::protobuf::RepeatedPtrField<v1::Candidate> ranked;
+  for (v1::Candidate candidate : {
+           Probed("0", v1::PROBE_OK, 300),
+           Queued("1"),
+           Probed("2", v1::PROBE_OUT_OF_MEMORY, 0),
+           Probed("3", v1::PROBE_OK, 450),
+           Probed("4", v1::PROBE_OK, 300),
+           Queued("5"),
+       }) {
+    *ranked.Add() = std::move(candidate);
+  }
+  RankCandidates(ranked);
   EXPECT_EQ(Names(ranked), (std::vector<std::string>{"3", "0", "4", "1", "2", "5"}));
 }
 

@@ -5,11 +5,16 @@
 
 namespace paratune {
 
-void ChangeSet::PutSearch(int64_t id, const v1::Search& search, const std::string& event,
-                          absl::Time now, const std::vector<SearchObserver*>& observers,
-                          v1::Search shown) {
-  batch_.searches[id] = search;
+void ChangeSet::PutSearch(int64_t id, SearchUpdate update, const std::string& event,
+                          absl::Time now) {
+  SearchUpdate& pending = batch_.searches[id];
+  pending.fields = std::move(update.fields);
+  for (auto& [n, candidate] : update.candidates) pending.candidates[n] = std::move(candidate);
   batch_.events.push_back(SearchEvent{id, 0, now, event});
+}
+
+void ChangeSet::Tell(const std::vector<SearchObserver*>& observers, v1::Search shown,
+                     const std::string& event) {
   notices_.push_back(Notice{observers, std::move(shown), event});
 }
 

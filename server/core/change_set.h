@@ -23,10 +23,13 @@ namespace paratune {
 // Thread-compatible: the scheduler guards it with its own mutex.
 class ChangeSet {
  public:
-  // `search` (id `id`) changed at `now` as `event` says; `observers` follow it and
-  // `shown` is what they are told (the search ranked).
-  void PutSearch(int64_t id, const v1::Search& search, const std::string& event, absl::Time now,
-                 const std::vector<SearchObserver*>& observers, v1::Search shown);
+  // Search `id` changed at `now` as `event` says: `update` joins what is pending for it (its
+  // fields replace the pending ones; its candidates replace those of the same n).
+  void PutSearch(int64_t id, SearchUpdate update, const std::string& event, absl::Time now);
+  // Once the changes are stored, `observers` are told `event` with `shown` (what they see of
+  // the search).
+  void Tell(const std::vector<SearchObserver*>& observers, v1::Search shown,
+            const std::string& event);
   void PutWorker(int64_t id, const v1::Worker& worker);
   void RemoveWorker(int64_t id);
   void PutLease(const internal::LeaseState& lease);

@@ -25,20 +25,29 @@ v1::Search SearchNamed(const std::string& name) {
   return search;
 }
 
+// The fields of a search called `name`, and no candidate.
+SearchUpdate UpdateOf(const std::string& name) { return SearchUpdate{SearchNamed(name), {}}; }
+
+v1::Candidate CandidateWithAttempts(int64_t attempts) {
+  v1::Candidate candidate;
+  candidate.set_attempts(attempts);
+  return candidate;
+}
+
 TEST(ChangeSetTest, ObserversHearOnlyOfStoredChanges) {
   FakeSearchStore store;
   ChangeSet changes;
   Recorder observer;
-  changes.PutSearch(1, SearchNamed("searches/1"), "created", absl::UnixEpoch(), {&observer},
-                    SearchNamed("searches/1"));
+  changes.PutSearch(1, UpdateOf("searches/1"), "created", absl::UnixEpoch());
+  changes.Tell({&observer}, SearchNamed("searches/1"), "created");
   store.FailNextWrites(1, absl::UnavailableError("database is locked"));
   EXPECT_EQ(changes.Commit(store).code(), absl::StatusCode::kUnavailable);
   EXPECT_TRUE(observer.events.empty());
   EXPECT_EQ(store.GetSearch(1).status().code(), absl::StatusCode::kNotFound);
 
   // The next commit stores what the failed one could not, then tells.
-  changes.PutSearch(1, SearchNamed("searches/1"), "probed", absl::UnixEpoch(), {&observer},
-                    SearchNamed("searches/1"));
+  changes.PutSearch(1, UpdateOf("searches/1"), "probed", absl::UnixEpoch());
+  changes.Tell({&observer}, SearchNamed("searches/1"), "probed");
   ASSERT_TRUE(changes.Commit(store).ok());
   EXPECT_EQ(observer.events, (std::vector<std::string>{"created", "probed"}));
   EXPECT_TRUE(store.GetSearch(1).ok());
@@ -51,8 +60,8 @@ TEST(ChangeSetTest, ForgottenObserversAreNotToldLater) {
   FakeSearchStore store;
   ChangeSet changes;
   Recorder observer;
-  changes.PutSearch(1, SearchNamed("searches/1"), "created", absl::UnixEpoch(), {&observer},
-                    SearchNamed("searches/1"));
+  changes.PutSearch(1, UpdateOf("searches/1"), "created", absl::UnixEpoch());
+  changes.Tell({&observer}, SearchNamed("searches/1"), "created");
   store.FailNextWrites(1, absl::UnavailableError("database is locked"));
   EXPECT_FALSE(changes.Commit(store).ok());
   changes.ForgetObserver(&observer);
@@ -63,11 +72,40 @@ TEST(ChangeSetTest, ForgottenObserversAreNotToldLater) {
 TEST(ChangeSetTest, DiscardDropsEverythingPending) {
   FakeSearchStore store;
   ChangeSet changes;
-  changes.PutSearch(1, SearchNamed("searches/1"), "created", absl::UnixEpoch(), {},
-                    SearchNamed("searches/1"));
+  changes.PutSearch(1, UpdateOf("searches/1"), "created", absl::UnixEpoch());
   changes.Discard();
   ASSERT_TRUE(changes.Commit(store).ok());
   EXPECT_EQ(store.writes(), 0);
+}
+
+TEST(ChangeSetTest, UpdatesOfASearchJoinUntilStoredEvenAcrossAFailedCommit) {
+  FakeSearchStore store;
+  ChangeSet changes;
+  SearchUpdate created = UpdateOf("searches/1");
+  for (int64_t n = 0; n < 3; ++n) created.candidates[n] = CandidateWithAttempts(0);
+  changes.PutSearch(1, created, "created", absl::UnixEpoch());
+  store.FailNextWrites(1, absl::UnavailableError("database is locked"));
+  EXPECT_FALSE(changes.Commit(store).ok());
+
+  // Candidate 1 changes twice: the later wins; candidate 2 once; the fields are the latest.
+  SearchUpdate leased = UpdateOf("searches/1");
+  leased.candidates[1] = CandidateWithAttempts(1);
+  changes.PutSearch(1, leased, "leased", absl::UnixEpoch());
+  SearchUpdate retried = UpdateOf("searches/1");
+  retried.fields.set_display_name("retried");
+  retried.candidates[1] = CandidateWithAttempts(2);
+  retried.candidates[2] = CandidateWithAttempts(1);
+  changes.PutSearch(1, retried, "retried", absl::UnixEpoch());
+  ASSERT_TRUE(changes.Commit(store).ok());
+
+  absl::StatusOr<v1::Search> stored = store.GetSearch(1);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(stored->display_name(), "retried");
+  ASSERT_EQ(stored->candidates_size(), 3);
+  EXPECT_EQ(stored->candidates(0).attempts(), 0);
+  EXPECT_EQ(stored->candidates(1).attempts(), 2);
+  EXPECT_EQ(stored->candidates(2).attempts(), 1);
+  EXPECT_EQ(store.ListEvents(1, 0, 10)->size(), 3u);
 }
 
 TEST(ChangeSetTest, RemovedWorkerRowsGoAndAPutAfterARemoveWins) {

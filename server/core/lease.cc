@@ -137,10 +137,6 @@ absl::StatusOr<bool> AcceptRendezvousToken(internal::LeaseState& lease, int memb
                      WorkerName(lease.members(0).worker_id()), "); ",
                      WorkerName(lease.members(member).worker_id()), " is gang[", member, "]"));
   }
-  if (token.size() > kMaxRendezvousTokenBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "token (", token.size(), " bytes) must be at most ", kMaxRendezvousTokenBytes, " bytes"));
-  }
   if (lease.rendezvous_token() == token) return false;
   if (!lease.rendezvous_token().empty()) {
     return absl::FailedPreconditionError(

@@ -57,12 +57,12 @@ ProbeEnding EndingOf(const internal::LeaseState& ended, int member,
 // The reporting worker of member `member` for people: its name, and its place in a gang.
 std::string MemberLabel(const internal::LeaseState& lease, int member);
 
-// Takes member `member`'s rendezvous token for the lease (only gang[0] sends one). Returns
-// whether the lease changed. INVALID_ARGUMENT when another member sends one or it exceeds
-// kMaxRendezvousTokenBytes; FAILED_PRECONDITION for a second, different token.
+// Takes member `member`'s rendezvous token for the lease (only gang[0] sends one), its size
+// checked already (ValidateRendezvousRequest, worker_request.h). Returns whether the lease
+// changed. INVALID_ARGUMENT when another member sends one; FAILED_PRECONDITION for a second,
+// different token.
 absl::StatusOr<bool> AcceptRendezvousToken(internal::LeaseState& lease, int member,
                                            const std::string& token);
-inline constexpr size_t kMaxRendezvousTokenBytes = 4096;
 
 }  // namespace paratune
 

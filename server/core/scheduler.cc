@@ -13,7 +13,6 @@
 #include "convert/search_text.h"
 #include "convert/spec_convert.h"
 #include "estimator/planner.h"
-#include "google/protobuf/util/time_util.h"
 #include "server/core/gang_result.h"
 #include "server/core/lease.h"
 #include "server/core/resource_names.h"
@@ -23,12 +22,6 @@
 
 namespace paratune {
 namespace {
-
-constexpr size_t kMaxDeregisterReasonBytes = 1024;
-
-google::protobuf::Timestamp ToTimestamp(absl::Time t) {
-  return google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
-}
 
 std::string CandidateLabel(int64_t n) { return absl::StrCat("candidates/", n); }
 
@@ -111,7 +104,7 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
   PT_ASSIGN_OR_RETURN(const int64_t id, store_->AllocateSearchId());
 
   ActiveSearch record(id, request, validated, std::move(planned), clock_->Now());
-  record.search().set_creator(OwnerName(caller));
+  record.set_creator(OwnerName(caller));
   record.set_exempt_from_limits(ExemptFromLimits(caller));
   const bool nothing_to_probe = !record.has_candidates();
   const std::string created_by =
@@ -162,7 +155,7 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
        {"memory_safe", absl::StrCat(created.counts().memory_safe())},
        {"stop_reason", created.stop_reason()}});
   if (queued) NotifyListeners();
-  return ClientView(created);
+  return ClientView(std::move(created));
 }
 
 absl::StatusOr<v1::Search> Scheduler::CancelSearch(absl::string_view name, const Caller& caller) {
@@ -205,7 +198,7 @@ absl::StatusOr<Scheduler::WatchStart> Scheduler::Watch(absl::string_view name,
   if (it == active_.end()) {
     PT_ASSIGN_OR_RETURN(v1::Search search, store_->GetSearch(id));
     if (!MayAccess(caller, search.creator())) return SearchNotFoundError(id);
-    return WatchStart{ClientView(search), true};
+    return WatchStart{ClientView(std::move(search)), true};
   }
   if (!MayAccess(caller, it->second.search().creator())) return SearchNotFoundError(id);
   it->second.observers().push_back(observer);
@@ -266,11 +259,7 @@ absl::Status Scheduler::CheckWorkerAccess(absl::string_view worker, const Caller
 
 absl::Status Scheduler::DeregisterWorker(const v1::DeregisterWorkerRequest& request) {
   PT_ASSIGN_OR_RETURN(const int64_t id, ParseWorkerName("worker", request.worker()));
-  if (request.reason().size() > kMaxDeregisterReasonBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("reason (", request.reason().size(),
-                                                   " bytes) must be at most ",
-                                                   kMaxDeregisterReasonBytes, " bytes"));
-  }
+  PT_RETURN_IF_ERROR(ValidateDeregisterWorkerRequest(request));
   return Mutate([&]() -> absl::Status {
     WorkerRecord* worker = workers_.Find(id);
     if (worker == nullptr) return absl::OkStatus();
@@ -288,6 +277,7 @@ absl::Status Scheduler::DeregisterWorker(const v1::DeregisterWorkerRequest& requ
 }
 
 absl::StatusOr<v1::HeartbeatResponse> Scheduler::Heartbeat(const v1::HeartbeatRequest& request) {
+  PT_RETURN_IF_ERROR(ValidateHeartbeatRequest(request));
   absl::MutexLock lock(&mu_);
   PT_ASSIGN_OR_RETURN(WorkerRecord * worker, workers_.FindLive(request.worker()));
   worker->last_heartbeat = clock_->Now();
@@ -307,9 +297,7 @@ absl::StatusOr<v1::HeartbeatResponse> Scheduler::Heartbeat(const v1::HeartbeatRe
 
 absl::StatusOr<std::optional<v1::ProbeAssignment>> Scheduler::TryAcquireProbe(
     const v1::AcquireProbeRequest& request) {
-  if (!request.last_probe().empty()) {
-    PT_RETURN_IF_ERROR(ParseProbeName("last_probe", request.last_probe()).status());
-  }
+  PT_RETURN_IF_ERROR(ValidateAcquireProbeRequest(request));
   std::optional<v1::ProbeAssignment> assignment;
   // When the lease cannot be stored the worker is not told: its next call, which does not
   // name the lease as its last probe, hands the same share over.
@@ -386,20 +374,21 @@ absl::Status Scheduler::ReportProbe(const v1::ReportProbeRequest& request) {
     }
     leases_.RememberReport(request.probe(), worker->id, result);
     worker->worker.set_probes_completed(worker->worker.probes_completed() + 1);
-    v1::SearchCounts& counts = *active_.at(lease->search_id()).search().mutable_counts();
-    const double gpu_seconds = result.wall_seconds() * lease->members(member).num_ranks();
-    counts.set_gpu_seconds(counts.gpu_seconds() + gpu_seconds);
-    if (result.outcome() != v1::PROBE_OK) {
-      counts.set_failed_gpu_seconds(counts.failed_gpu_seconds() + gpu_seconds);
-    }
+    active_.at(lease->search_id())
+        .AddGpuSeconds(result.wall_seconds() * lease->members(member).num_ranks(),
+                       result.outcome() != v1::PROBE_OK);
     if (result.outcome() == v1::PROBE_OK) {
       *lease->mutable_members(member)->mutable_result() = result;
       if (!AllMembersReported(*lease)) {
-        // Its ranks are done: the worker may take other work while the rest finish.
+        // Its ranks are done: the worker may take other work while the rest finish. The
+        // search is stored with the share, so that its GPU time counts after a restart too.
         changes_.PutLease(*lease);
         worker->worker.set_state(v1::WORKER_IDLE);
         worker->worker.clear_current_probe();
         StoreWorkerLocked(*worker);
+        PublishLocked(active_.at(lease->search_id()),
+                      absl::StrCat(CandidateLabel(lease->candidate()), ": ",
+                                   MemberLabel(*lease, member), " finished its share"));
         return absl::OkStatus();
       }
     }
@@ -422,6 +411,7 @@ absl::Status Scheduler::ReportProbe(const v1::ReportProbeRequest& request) {
 
 absl::StatusOr<v1::RendezvousResponse> Scheduler::Rendezvous(const v1::RendezvousRequest& request) {
   PT_RETURN_IF_ERROR(ParseProbeName("probe", request.probe()).status());
+  PT_RETURN_IF_ERROR(ValidateRendezvousRequest(request));
   v1::RendezvousResponse response;
   PT_RETURN_IF_ERROR(Mutate([&]() -> absl::Status {
     PT_ASSIGN_OR_RETURN(WorkerRecord * worker, workers_.FindLive(request.worker()));
@@ -488,6 +478,8 @@ SchedulerStats Scheduler::Stats() const {
   SchedulerStats stats;
   stats.totals = ended_totals_;
   for (const auto& [id, record] : active_) AddActiveSearch(record.search(), stats);
+  stats.searches.insert(stats.searches.end(), ended_summaries_.summaries().begin(),
+                        ended_summaries_.summaries().end());
   stats.queued_probes = queue_.size();
   stats.running_probes = leases_.size();
   for (const auto& [id, record] : workers_.all()) {
@@ -499,11 +491,14 @@ SchedulerStats Scheduler::Stats() const {
 
 void Scheduler::PublishLocked(ActiveSearch& record, const std::string& event) {
   const absl::Time now = clock_->Now();
-  *record.search().mutable_update_time() = ToTimestamp(now);
-  changes_.PutSearch(record.id(), record.search(), event, now, record.observers(),
-                     ClientView(record.search()));
+  changes_.PutSearch(record.id(), record.TakeUpdate(now), event, now);
+  // Watchers are sent the whole search, ranked: the one cost per change that grows with it.
+  if (!record.observers().empty()) {
+    changes_.Tell(record.observers(), ClientView(record.search()), event);
+  }
   if (SearchEnded(record.search().state())) {
     AddSearchTotals(record.search(), ended_totals_);
+    ended_summaries_.Add(SummarizeSearch(record.search()));
     const int64_t id = record.id();
     active_.erase(id);
   }
@@ -532,12 +527,8 @@ std::pair<v1::ProbeScope, ProbeNeeds> Scheduler::NextProbeLocked(const ActiveSea
 v1::ProbeAssignment Scheduler::LeaseLocked(ActiveSearch& record, int64_t n, v1::ProbeScope scope,
                                            int64_t ranks, const std::vector<RankShare>& shares) {
   const v1::ProbeSettings& probe = record.search().spec().probe();
-  v1::Candidate& candidate = *record.search().mutable_candidates(n);
-  candidate.set_attempts(candidate.attempts() + 1);
-  candidate.set_state(v1::CANDIDATE_RUNNING);
-  candidate.clear_waiting_reason();
-  candidate.set_worker(WorkerName(shares[0].worker_id));
-  record.NoteLease();
+  record.Leased(n, WorkerName(shares[0].worker_id));
+  const v1::Candidate& candidate = record.search().candidates(n);
 
   const std::string name = ProbeName(record.id(), n, candidate.attempts());
   std::vector<const v1::Worker*> members;
@@ -616,11 +607,10 @@ void Scheduler::LoseWorkerLocked(WorkerRecord& worker, const std::string& reason
 }
 
 void Scheduler::RetryOrGiveUpLocked(ActiveSearch& record, int64_t n, const std::string& reason) {
-  v1::Candidate& candidate = *record.search().mutable_candidates(n);
+  const v1::Candidate& candidate = record.search().candidates(n);
   const int64_t max_attempts = record.search().spec().probe().max_attempts();
   if (candidate.attempts() < max_attempts) {
-    candidate.set_state(v1::CANDIDATE_QUEUED);
-    candidate.clear_worker();
+    record.Requeue(n);
     QueueLocked(record, n);
     PublishLocked(record, absl::StrCat(CandidateLabel(n), " re-queued after attempt ",
                                        candidate.attempts(), " of ", max_attempts, ": ", reason));
@@ -707,7 +697,7 @@ void Scheduler::UpdateWaitingReasonsLocked() {
     const bool at_limit = AtProbeLimitLocked(record, in_flight);
     std::vector<std::string> changes;
     for (int64_t n = 0; n < record.search().candidates_size(); ++n) {
-      v1::Candidate& candidate = *record.search().mutable_candidates(n);
+      const v1::Candidate& candidate = record.search().candidates(n);
       if (candidate.state() != v1::CANDIDATE_QUEUED) continue;
       const std::string reason =
           at_limit ? ProbesInFlightWaitingReason(record.search().creator(),
@@ -716,7 +706,7 @@ void Scheduler::UpdateWaitingReasonsLocked() {
       if (reason == candidate.waiting_reason()) continue;
       changes.push_back(absl::StrCat(
           CandidateLabel(n), reason.empty() ? " can be placed again" : absl::StrCat(" ", reason)));
-      candidate.set_waiting_reason(reason);
+      record.SetWaitingReason(n, reason);
     }
     if (!changes.empty()) PublishLocked(record, absl::StrJoin(changes, "; "));
   }

@@ -49,6 +49,7 @@
 #include "server/core/search_policy.h"
 #include "server/core/search_reader.h"
 #include "server/core/search_store.h"
+#include "server/core/search_summary.h"
 #include "server/core/worker_registry.h"
 
 namespace paratune {
@@ -151,7 +152,8 @@ class Scheduler : public LaunchTarget {
   // Returns the probes the worker must stop: those of cancelled searches, re-leased ones, and
   // any it runs that are not leased to it. A probe leased to the worker that its
   // running_probes leave out is not released: its assignment may still be on the way to the
-  // worker, whose next TryAcquireProbe settles it.
+  // worker, whose next TryAcquireProbe settles it. INVALID_ARGUMENT naming the field for
+  // running_probes of more than 64 entries or a malformed one (ValidateHeartbeatRequest).
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request);
   // Hands the worker the share it holds but never received, if any: a gang share leased
   // while it was not asking, or one whose reply was lost (a store write that failed, a
@@ -163,7 +165,8 @@ class Scheduler : public LaunchTarget {
   // node share of (probe_needs.h, gang_placement.h), round-robin between searches, with the
   // other shares on other free workers that can host them; those members receive their
   // shares at their next call. nullopt when nothing can be placed now. INVALID_ARGUMENT
-  // naming last_probe when it is neither empty nor a probe name.
+  // naming the field for a wait_seconds out of range or a last_probe that is neither empty
+  // nor a probe name (ValidateAcquireProbeRequest).
   absl::StatusOr<std::optional<v1::ProbeAssignment>> TryAcquireProbe(
       const v1::AcquireProbeRequest& request);
   // Records one member's result. The probe ends when every member reported PROBE_OK, or at
@@ -302,8 +305,10 @@ class Scheduler : public LaunchTarget {
   // Whether a queued probe was passed over for its principal's probe limit since a lease
   // last ended: the next lease end tells listeners to look again.
   bool held_back_by_limit_ ABSL_GUARDED_BY(mu_) = false;
-  // What the searches that left active_ contributed to Stats().totals.
+  // What the searches that left active_ contributed to Stats().totals, and the summaries
+  // of the last of them for Stats().searches.
   SearchTotals ended_totals_ ABSL_GUARDED_BY(mu_);
+  EndedSearchSummaries ended_summaries_ ABSL_GUARDED_BY(mu_);
 
   // Never held together with mu_: listeners are told with no scheduler lock held.
   absl::Mutex listeners_mu_;

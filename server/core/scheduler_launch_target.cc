@@ -92,13 +92,13 @@ bool Scheduler::CountLaunchAttemptLocked(const ProbeId& id, const std::string& r
   if (record == active_.end() || id.candidate >= record->second.search().candidates_size()) {
     return false;
   }
-  v1::Candidate& candidate = *record->second.search().mutable_candidates(id.candidate);
+  const v1::Candidate& candidate = record->second.search().candidates(id.candidate);
   if (candidate.state() != v1::CANDIDATE_QUEUED || candidate.attempts() + 1 != id.attempt) {
     return false;
   }
   // Re-queued behind the search's other candidates, as a failed lease would be.
   queue_.Remove({id.search_id, id.candidate});
-  candidate.set_attempts(id.attempt);
+  record->second.CountAttempt(id.candidate);
   RetryOrGiveUpLocked(record->second, id.candidate, reason);
   return true;
 }

@@ -29,7 +29,12 @@ enum Family {
   kProbesRunning,
   kWorkers,
   kGpus,
+  kSearchCandidates,
+  kSearchProjectedSeconds,
+  kSearchProjectedGpuSeconds,
+  kSearchGpuSeconds,
   kBestThroughput,
+  kBestInfo,
 };
 
 const std::vector<MetricDescriptor>& Descriptors() {
@@ -72,11 +77,39 @@ const std::vector<MetricDescriptor>& Descriptors() {
        "GPUs of registered workers, by worker state.",
        MetricType::kGauge,
        {"state"}},
-      {"paratune_search_best_flops_per_second_per_gpu",
-       "Best measured model FLOP/s per GPU of each running search (DESIGN.md 5.3 "
-       "convention); absent until a probe of the search succeeded.",
+      // The per-search families cover the searches that have not ended and the last
+      // kEndedSearchSummariesKept that ended (server/core/search_summary.h).
+      {"paratune_search_candidates",
+       "Progress of each search: candidates probed, those that could still win (queued, "
+       "running or still eligible to be picked; 0 once ended) and the total memory lets it "
+       "probe.",
+       MetricType::kGauge,
+       {"search", "progress"}},
+      {"paratune_search_projected_remaining_seconds",
+       "Predicted probe durations of the candidates each running search may still pick, one "
+       "after another; queued and running probes not included. A projection, not a bound.",
        MetricType::kGauge,
        {"search"}},
+      {"paratune_search_projected_remaining_gpu_seconds",
+       "The same projection in seconds x GPUs: what finishing the search is predicted to cost.",
+       MetricType::kGauge,
+       {"search"}},
+      {"paratune_search_probe_gpu_seconds_total",
+       "Wall seconds x GPUs of each search's finished probes (for the sim, the "
+       "real-equivalent cost).",
+       MetricType::kCounter,
+       {"search"}},
+      {"paratune_search_best_flops_per_second_per_gpu",
+       "Best model FLOP/s per GPU of each search (DESIGN.md 5.3 convention), by where the "
+       "number comes from: simulated, replayed, extrapolated or measured; absent until a "
+       "probe of the search succeeded.",
+       MetricType::kGauge,
+       {"search", "source"}},
+      {"paratune_search_best_info",
+       "Always 1: the configuration with the best model FLOP/s per GPU of each search, and "
+       "where its number comes from.",
+       MetricType::kGauge,
+       {"search", "config", "source"}},
   };
   return *descriptors;
 }
@@ -124,8 +157,22 @@ std::vector<MetricFamily> SchedulerMetrics::Collect() const {
     add(kWorkers, {label}, count(stats.workers, state));
     add(kGpus, {label}, count(stats.worker_gpus, state));
   }
-  for (const auto& [search, tflops] : stats.best_tflops_per_gpu) {
-    add(kBestThroughput, {search}, tflops * kFlopsPerTflop);
+  for (const SearchSummary& search : stats.searches) {
+    add(kSearchCandidates, {search.name, "probed"}, search.probed);
+    add(kSearchCandidates, {search.name, "could_still_win"}, search.could_still_win);
+    add(kSearchCandidates, {search.name, "total"}, search.total);
+    if (search.projected_remaining_seconds.has_value()) {
+      add(kSearchProjectedSeconds, {search.name}, *search.projected_remaining_seconds);
+    }
+    if (search.projected_remaining_gpu_seconds.has_value()) {
+      add(kSearchProjectedGpuSeconds, {search.name}, *search.projected_remaining_gpu_seconds);
+    }
+    add(kSearchGpuSeconds, {search.name}, search.gpu_seconds);
+    if (search.best.has_value()) {
+      add(kBestThroughput, {search.name, search.best->source},
+          search.best->tflops_per_gpu * kFlopsPerTflop);
+      add(kBestInfo, {search.name, search.best->config, search.best->source}, 1);
+    }
   }
   return families;
 }

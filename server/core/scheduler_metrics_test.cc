@@ -10,6 +10,7 @@ namespace paratune {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(SchedulerMetricsTest, ExportsTheStatsInBaseUnitsWithEveryStateAtZeroToo) {
   SchedulerStats stats;
@@ -24,7 +25,20 @@ TEST(SchedulerMetricsTest, ExportsTheStatsInBaseUnitsWithEveryStateAtZeroToo) {
   stats.running_probes = 1;
   stats.workers[v1::WORKER_BUSY] = 1;
   stats.worker_gpus[v1::WORKER_BUSY] = 8;
-  stats.best_tflops_per_gpu["searches/4"] = 412.5;
+  SearchSummary search;
+  search.name = "searches/4";
+  search.probed = 3;
+  search.could_still_win = 2;
+  search.total = 40;
+  search.projected_remaining_seconds = 600;
+  search.projected_remaining_gpu_seconds = 4800;
+  search.gpu_seconds = 7200;
+  search.best = SearchSummary::Best{"dp4 tp2 pp1 cp1 mbs1", "simulated", 412.5};
+  stats.searches.push_back(search);
+  SearchSummary ended;
+  ended.name = "searches/3";
+  ended.ended = true;
+  stats.searches.push_back(ended);
   const SchedulerMetrics metrics([&] { return stats; });
   ASSERT_EQ(metrics.Describe().size(), metrics.Collect().size());
 
@@ -45,10 +59,24 @@ TEST(SchedulerMetricsTest, ExportsTheStatsInBaseUnitsWithEveryStateAtZeroToo) {
            "paratune_workers{state=\"busy\"} 1\n",
            "paratune_workers{state=\"lost\"} 0\n",
            "paratune_gpus{state=\"busy\"} 8\n",
-           "paratune_search_best_flops_per_second_per_gpu{search=\"searches/4\"} 412500000000000\n",
+           "paratune_search_candidates{search=\"searches/4\",progress=\"probed\"} 3\n",
+           "paratune_search_candidates{search=\"searches/4\",progress=\"could_still_win\"} 2\n",
+           "paratune_search_candidates{search=\"searches/4\",progress=\"total\"} 40\n",
+           "paratune_search_projected_remaining_seconds{search=\"searches/4\"} 600\n",
+           "paratune_search_projected_remaining_gpu_seconds{search=\"searches/4\"} 4800\n",
+           "paratune_search_probe_gpu_seconds_total{search=\"searches/4\"} 7200\n",
+           "paratune_search_best_flops_per_second_per_gpu{search=\"searches/4\","
+           "source=\"simulated\"} 4.125e+14\n",
+           "paratune_search_best_info{search=\"searches/4\",config=\"dp4 tp2 pp1 cp1 mbs1\","
+           "source=\"simulated\"} 1\n",
+           "paratune_search_candidates{search=\"searches/3\",progress=\"probed\"} 0\n",
        }) {
     EXPECT_THAT(text, HasSubstr(line));
   }
+  // An ended search without a projection or a success exports neither.
+  EXPECT_THAT(text,
+              Not(HasSubstr("paratune_search_projected_remaining_seconds{search=\"searches/3\"}")));
+  EXPECT_THAT(text, Not(HasSubstr("paratune_search_best_info{search=\"searches/3\"")));
 }
 
 TEST(SchedulerMetricsTest, ReadsTheStatsAtEveryCollection) {

@@ -96,12 +96,14 @@ TEST_F(SchedulerTest, GangOfTwoWorkersRunsAProbeTooBigForEither) {
 
   v1::ProbeResult rank0 = OkResult(300);
   rank0.set_peak_memory_bytes(10);
+  rank0.set_wall_seconds(30);
   ASSERT_TRUE(Report(a, first->name(), rank0).ok());
   EXPECT_EQ(Get(search.name()).state(), v1::PROBING);
   EXPECT_TRUE(Report(a, first->name(), rank0).ok());
   EXPECT_EQ(Report(a, first->name(), OkResult(1)).code(), absl::StatusCode::kFailedPrecondition);
   v1::ProbeResult rank4 = OkResult(250);
   rank4.set_peak_memory_bytes(20);
+  rank4.set_wall_seconds(31);
   ASSERT_TRUE(Report(b, first->name(), rank4).ok());
 
   const v1::Search done = Get(search.name());
@@ -110,6 +112,8 @@ TEST_F(SchedulerTest, GangOfTwoWorkersRunsAProbeTooBigForEither) {
   EXPECT_EQ(done.candidates(0).worker(), a);
   EXPECT_DOUBLE_EQ(done.candidates(0).probe_result().model_tflops_per_gpu(), 300);
   EXPECT_EQ(done.candidates(0).probe_result().peak_memory_bytes(), 20);
+  // Each member's GPU time, stored with its share's report.
+  EXPECT_DOUBLE_EQ(done.counts().gpu_seconds(), 4 * 30 + 4 * 31);
 }
 
 TEST_F(SchedulerTest, GangMemberFailureEndsTheProbeAndStopsTheOthers) {

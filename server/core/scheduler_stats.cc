@@ -1,7 +1,5 @@
 #include "server/core/scheduler_stats.h"
 
-#include <algorithm>
-
 #include "convert/search_state.h"
 #include "convert/spec_convert.h"
 
@@ -32,13 +30,7 @@ void AddSearchTotals(const v1::Search& search, SearchTotals& totals) {
 void AddActiveSearch(const v1::Search& search, SchedulerStats& stats) {
   AddSearchTotals(search, stats.totals);
   ++stats.active_searches[search.state()];
-  for (const v1::Candidate& candidate : search.candidates()) {
-    const v1::ProbeResult& result = candidate.probe_result();
-    if (candidate.state() != v1::CANDIDATE_PROBED || result.outcome() != v1::PROBE_OK) continue;
-    auto [best, inserted] =
-        stats.best_tflops_per_gpu.emplace(search.name(), result.model_tflops_per_gpu());
-    if (!inserted) best->second = std::max(best->second, result.model_tflops_per_gpu());
-  }
+  stats.searches.push_back(SummarizeSearch(search));
 }
 
 }  // namespace paratune

@@ -8,10 +8,12 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "proto/probe.pb.h"
 #include "proto/search.pb.h"
 #include "proto/worker.pb.h"
+#include "server/core/search_summary.h"
 
 namespace paratune {
 
@@ -50,9 +52,9 @@ struct SchedulerStats {
   SearchTotals totals;
   // Searches that have not ended, by state (PENDING, PLANNING, PROBING).
   std::map<v1::SearchState, int64_t> active_searches;
-  // Best measured model TFLOP/s per GPU of each running search with a PROBE_OK result, by
-  // search name.
-  std::map<std::string, double> best_tflops_per_gpu;
+  // The searches that have not ended, then the kEndedSearchSummariesKept that ended last
+  // (since the scheduler started), oldest first.
+  std::vector<SearchSummary> searches;
   // Probes waiting for a worker.
   int64_t queued_probes = 0;
   // Probes leased to a worker.
@@ -62,7 +64,7 @@ struct SchedulerStats {
   std::map<v1::WorkerState, int64_t> worker_gpus;
 };
 
-// Adds a search that has not ended: its totals, its state and its best throughput.
+// Adds a search that has not ended: its totals, its state and its summary.
 void AddActiveSearch(const v1::Search& search, SchedulerStats& stats);
 
 }  // namespace paratune

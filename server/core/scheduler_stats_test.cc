@@ -87,7 +87,7 @@ TEST(AddSearchTotalsTest, CountsRecordedResultsAndTheFinalState) {
                                                 Pair(Pair("sim", v1::PROBE_OUT_OF_MEMORY), 2)));
 }
 
-TEST(AddActiveSearchTest, KeepsTheBestSuccessfulThroughput) {
+TEST(AddActiveSearchTest, AddsItsStateAndSummary) {
   v1::Search search = SearchWithCounts(v1::PROBING, false);
   *search.add_candidates() = Probed(v1::PROBE_OK, 310);
   *search.add_candidates() = Probed(v1::PROBE_OK, 420);
@@ -95,7 +95,9 @@ TEST(AddActiveSearchTest, KeepsTheBestSuccessfulThroughput) {
   SchedulerStats stats;
   AddActiveSearch(search, stats);
   EXPECT_THAT(stats.active_searches, ElementsAre(Pair(v1::PROBING, 1)));
-  EXPECT_THAT(stats.best_tflops_per_gpu, ElementsAre(Pair("searches/7", 420)));
+  ASSERT_EQ(stats.searches.size(), 1u);
+  EXPECT_EQ(stats.searches[0].name, "searches/7");
+  EXPECT_EQ(stats.searches[0].best->tflops_per_gpu, 420);
   EXPECT_TRUE(stats.totals.searches_ended.empty());
 }
 
@@ -129,6 +131,9 @@ TEST(SchedulerStatsTest, FollowsASearchThroughTheScheduler) {
   EXPECT_THAT(stats.active_searches, ElementsAre(Pair(v1::PROBING, 1)));
   EXPECT_THAT(stats.workers, ElementsAre(Pair(v1::WORKER_IDLE, 1)));
   EXPECT_THAT(stats.worker_gpus, ElementsAre(Pair(v1::WORKER_IDLE, 8)));
+  ASSERT_EQ(stats.searches.size(), 1u);
+  EXPECT_FALSE(stats.searches[0].ended);
+  EXPECT_EQ(stats.searches[0].could_still_win, 1);
   const int64_t enumerated = stats.totals.candidates_enumerated;
   EXPECT_GT(enumerated, 0);
 
@@ -156,7 +161,13 @@ TEST(SchedulerStatsTest, FollowsASearchThroughTheScheduler) {
 
   stats = scheduler.Stats();
   EXPECT_TRUE(stats.active_searches.empty());
-  EXPECT_TRUE(stats.best_tflops_per_gpu.empty());
+  // The ended search stays summarized, with its result.
+  ASSERT_EQ(stats.searches.size(), 1u);
+  EXPECT_EQ(stats.searches[0].name, search->name());
+  EXPECT_TRUE(stats.searches[0].ended);
+  EXPECT_EQ(stats.searches[0].probed, 1);
+  EXPECT_EQ(stats.searches[0].best->tflops_per_gpu, 350);
+  EXPECT_EQ(stats.searches[0].best->source, "simulated");
   EXPECT_EQ(stats.running_probes, 0);
   EXPECT_EQ(stats.totals.searches_created, 1);
   EXPECT_THAT(stats.totals.searches_ended, ElementsAre(Pair(v1::SUCCEEDED, 1)));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "gtest/gtest-spi.h"
 #include "gtest/gtest.h"
 #include "server/core/probe_timing.h"
 #include "server/core/scheduler_test_fixture.h"
@@ -267,6 +268,20 @@ TEST_F(SchedulerTest, WatchersHearEveryChangeUntilTheSearchEnds) {
   ASSERT_TRUE(ended.ok());
   EXPECT_TRUE(ended->ended);
   EXPECT_EQ(ended->search.state(), v1::SUCCEEDED);
+}
+
+TEST_F(SchedulerTest, ACandidateChangeLeftOutOfTheStoredUpdateIsCaught) {
+  const std::string worker = Register(8);
+  Create(SmallSimSearch(1));
+  // The lease's change to candidates/0 is stored without the candidate, as it would be if the
+  // scheduler had changed it without naming it in the search's update.
+  store_->LoseNextCandidateWrites(1);
+  std::optional<v1::ProbeAssignment> assignment;
+  EXPECT_NONFATAL_FAILURE(assignment = Acquire(worker),
+                          "searches/1 in the store differs from the scheduler's");
+  ASSERT_TRUE(assignment.has_value());
+  // The result changes (and names) the candidate again.
+  EXPECT_TRUE(Report(worker, assignment->name(), OkResult(300)).ok());
 }
 
 TEST_F(SchedulerTest, ShutdownReleasesWatchers) {

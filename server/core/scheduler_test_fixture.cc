@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/time/time.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "server/core/launch_target.h"
 #include "server/core/test_requests.h"
@@ -139,9 +140,35 @@ SchedulerTest::SchedulerTest() {
   scheduler_->AddListener(&listener_);
 }
 
+void SchedulerTest::TearDown() { ExpectStoredAsInMemory(); }
+
+void SchedulerTest::ExpectStoredAsInMemory() {
+  if (scheduler_ == nullptr || (store_ != nullptr && store_->last_write_failed())) return;
+  v1::ListSearchesRequest list;
+  list.set_page_size(1000);
+  absl::StatusOr<v1::ListSearchesResponse> listed = scheduler_->reader().ListSearches(list);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  RecordingObserver observer;
+  for (const v1::Search& search : listed->searches()) {
+    absl::StatusOr<Scheduler::WatchStart> watched = scheduler_->Watch(search.name(), &observer);
+    if (!watched.ok()) return;  // shut down
+    scheduler_->Unwatch(search.name(), &observer);
+    if (watched->ended) continue;
+    absl::StatusOr<v1::Search> stored = scheduler_->reader().GetSearch(search.name());
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    std::string differences;
+    google::protobuf::util::MessageDifferencer differencer;
+    differencer.ReportDifferencesToString(&differences);
+    EXPECT_TRUE(differencer.Compare(*stored, watched->search))
+        << search.name() << " in the store differs from the scheduler's:\n"
+        << differences;
+  }
+}
+
 v1::Search SchedulerTest::Create(const v1::CreateSearchRequest& request) {
   absl::StatusOr<v1::Search> search = scheduler_->CreateSearch(request);
   EXPECT_TRUE(search.ok()) << search.status();
+  ExpectStoredAsInMemory();
   return search.ok() ? *search : v1::Search();
 }
 
@@ -149,6 +176,7 @@ std::string SchedulerTest::Register(int gpus, const std::string& backend) {
   absl::StatusOr<v1::RegisterWorkerResponse> response =
       scheduler_->RegisterWorker(Worker(gpus, backend));
   EXPECT_TRUE(response.ok()) << response.status();
+  ExpectStoredAsInMemory();
   return response.ok() ? response->name() : "";
 }
 
@@ -158,6 +186,7 @@ std::optional<v1::ProbeAssignment> SchedulerTest::Acquire(const std::string& wor
       scheduler_->TryAcquireProbe(AcquireRequest(worker, last_probes_[worker]));
   EXPECT_TRUE(acquired.ok()) << acquired.status();
   others_may_have_work_ = listener_.calls > notified;
+  ExpectStoredAsInMemory();
   if (!acquired.ok() || !acquired->has_value()) return std::nullopt;
   last_probes_[worker] = (*acquired)->name();
   return *acquired;
@@ -169,7 +198,9 @@ absl::Status SchedulerTest::Report(const std::string& worker, const std::string&
   request.set_worker(worker);
   request.set_probe(probe);
   *request.mutable_result() = result;
-  return scheduler_->ReportProbe(request);
+  absl::Status status = scheduler_->ReportProbe(request);
+  ExpectStoredAsInMemory();
+  return status;
 }
 
 absl::StatusOr<v1::HeartbeatResponse> SchedulerTest::Heartbeat(const std::string& worker,
@@ -177,7 +208,9 @@ absl::StatusOr<v1::HeartbeatResponse> SchedulerTest::Heartbeat(const std::string
   v1::HeartbeatRequest request;
   request.set_worker(worker);
   for (std::string& probe : running) request.add_running_probes(std::move(probe));
-  return scheduler_->Heartbeat(request);
+  absl::StatusOr<v1::HeartbeatResponse> response = scheduler_->Heartbeat(request);
+  ExpectStoredAsInMemory();
+  return response;
 }
 
 v1::Search SchedulerTest::Get(const std::string& name) {
@@ -199,6 +232,7 @@ SchedulerRestartTest::~SchedulerRestartTest() {
 
 void SchedulerRestartTest::Restart() {
   scheduler_.reset();
+  store_ = nullptr;
   Scheduler::Options options;
   options.clock = &clock_;
   options.heartbeat_interval = absl::Seconds(2);

@@ -70,10 +70,19 @@ class RecordingObserver : public SearchObserver {
 };
 
 // A Scheduler over a FakeSearchStore and a FakeClock, heartbeat interval 2 s, with
-// `listener_` added. The helpers expect success where they return no status.
+// `listener_` added. The helpers expect success where they return no status. After each
+// helper's call and at the end of the test, every search the scheduler has not ended must
+// read from the store as the scheduler holds it (ExpectStoredAsInMemory).
 class SchedulerTest : public ::testing::Test {
  protected:
   SchedulerTest();
+  void TearDown() override;
+
+  // Expects every search the scheduler has not ended to read from the store as the scheduler
+  // holds it (what Watch starts from): whatever an operation changed was stored with it, no
+  // candidate left out of its update. Nothing to compare while the store's last write failed
+  // (the scheduler stores those changes with its next commit) or after Shutdown.
+  void ExpectStoredAsInMemory();
 
   // The created search, or an empty one after a failed expectation.
   v1::Search Create(const v1::CreateSearchRequest& request);
@@ -98,6 +107,7 @@ class SchedulerTest : public ::testing::Test {
   bool others_may_have_work_ = false;
   // The probe Acquire handed each worker last, by worker name.
   std::map<std::string, std::string> last_probes_;
+  // The store of the scheduler built by the constructor; null once a test replaced it.
   FakeSearchStore* store_ = nullptr;
   std::unique_ptr<Scheduler> scheduler_;
 };

@@ -19,8 +19,7 @@ void AddProbeMemory(const v1::ProbeResult& result, double estimated_bytes,
   }
 }
 
-void UpdateMemoryCalibration(v1::Search& search) {
-  if (search.candidates().empty()) return;
+MemoryCalibration FirstProbesCalibration(const v1::Search& search) {
   MemoryCalibration calibration(
       static_cast<double>(search.candidates(0).memory().capacity_bytes()));
   for (const v1::Candidate& candidate : search.candidates()) {
@@ -34,6 +33,10 @@ void UpdateMemoryCalibration(v1::Search& search) {
       AddProbeMemory(*first, static_cast<double>(candidate.memory().peak_bytes()), calibration);
     }
   }
+  return calibration;
+}
+
+void SetMemoryCalibration(const MemoryCalibration& calibration, v1::Search& search) {
   v1::MemoryCalibrationSummary& summary = *search.mutable_memory_calibration();
   summary.set_measurements(calibration.measurements());
   summary.set_out_of_memory(calibration.out_of_memory());

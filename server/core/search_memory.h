@@ -17,10 +17,15 @@ namespace paratune {
 void AddProbeMemory(const v1::ProbeResult& result, double estimated_bytes,
                     MemoryCalibration& calibration);
 
-// Recomputes search.memory_calibration from the first probe of each probed candidate (its
-// screening result when it is being or was confirmed: a confirmation measures the same
-// configuration again). Stored with the search: a few numbers, whatever its size.
-void UpdateMemoryCalibration(v1::Search& search);
+// The calibration from the first probe of each probed candidate of `search` (its screening
+// result when it is being or was confirmed: a confirmation measures the same configuration
+// again), on GPUs of its candidates' capacity; `search` has at least one candidate. A search
+// that goes on adds each new first probe with AddProbeMemory rather than recomputing this.
+MemoryCalibration FirstProbesCalibration(const v1::Search& search);
+
+// Sets search.memory_calibration from `calibration`. Stored with the search: a few numbers,
+// whatever its size.
+void SetMemoryCalibration(const MemoryCalibration& calibration, v1::Search& search);
 
 // Sets every candidate's calibrated_memory from search.memory_calibration, for a client's view
 // of the search: derived on reading rather than stored, since a calibration that changes after

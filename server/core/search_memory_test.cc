@@ -29,7 +29,7 @@ TEST(SearchMemoryTest, ProbesCalibrateEveryCandidatesEstimate) {
   unprobed = Probed(70, v1::PROBE_OK, 0);
   unprobed.set_state(v1::CANDIDATE_QUEUED);
   unprobed.clear_probe_result();
-  UpdateMemoryCalibration(search);
+  SetMemoryCalibration(FirstProbesCalibration(search), search);
   AddCalibratedMemory(search);
 
   const v1::MemoryCalibrationSummary& summary = search.memory_calibration();
@@ -53,7 +53,7 @@ TEST(SearchMemoryTest, AConfirmedCandidateCountsOnceAndAReplicaProbeAgainstItsOw
   v1::Candidate& replica = *search.add_candidates() = Probed(50, v1::PROBE_OK, 66);
   replica.mutable_probe_result()->mutable_measurements()->set_estimated_peak_memory_bytes(60 *
                                                                                           kGiB);
-  UpdateMemoryCalibration(search);
+  SetMemoryCalibration(FirstProbesCalibration(search), search);
   AddCalibratedMemory(search);
   EXPECT_EQ(search.memory_calibration().measurements(), 2);
   EXPECT_NEAR(search.memory_calibration().ratio(), std::sqrt(1.2 * 1.1), 1e-9);
@@ -63,7 +63,7 @@ TEST(SearchMemoryTest, ACandidateThatRanFitsWhateverTheBoundOfOneThatRanOut) {
   v1::Search search;
   *search.add_candidates() = Probed(70, v1::PROBE_OUT_OF_MEMORY, 0);
   *search.add_candidates() = Probed(72, v1::PROBE_OK, 71);
-  UpdateMemoryCalibration(search);
+  SetMemoryCalibration(FirstProbesCalibration(search), search);
   AddCalibratedMemory(search);
   EXPECT_EQ(search.candidates(0).calibrated_memory().verdict(), v1::OUT_OF_MEMORY);
   EXPECT_EQ(search.candidates(1).calibrated_memory().verdict(), v1::SAFE);

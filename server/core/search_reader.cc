@@ -32,22 +32,18 @@ absl::Status SearchNotFoundError(int64_t id) {
   return absl::NotFoundError(absl::StrCat("search ", SearchName(id), " not found"));
 }
 
-v1::Search ClientView(const v1::Search& search) {
-  v1::Search copy = search;
-  std::vector<v1::Candidate> ranked = RankCandidates(
-      std::vector<v1::Candidate>(search.candidates().begin(), search.candidates().end()));
-  copy.clear_candidates();
-  for (v1::Candidate& candidate : ranked) *copy.add_candidates() = std::move(candidate);
-  AddCalibratedMemory(copy);
-  return copy;
+v1::Search ClientView(v1::Search search) {
+  RankCandidates(*search.mutable_candidates());
+  AddCalibratedMemory(search);
+  return search;
 }
 
 absl::StatusOr<v1::Search> SearchReader::GetSearch(absl::string_view name,
                                                    const Caller& caller) const {
   PT_ASSIGN_OR_RETURN(const int64_t id, ParseSearchName("name", name));
-  PT_ASSIGN_OR_RETURN(const v1::Search search, store_->GetSearch(id));
+  PT_ASSIGN_OR_RETURN(v1::Search search, store_->GetSearch(id));
   if (!MayAccess(caller, search.creator())) return SearchNotFoundError(id);
-  return ClientView(search);
+  return ClientView(std::move(search));
 }
 
 absl::StatusOr<v1::ListSearchesResponse> SearchReader::ListSearches(

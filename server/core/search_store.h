@@ -29,10 +29,20 @@ struct SearchEvent {
   std::string text;
 };
 
+// What changed of one search: its own fields and the candidates that changed, so that what
+// a probe result costs to store does not grow with the search (docs/storage.md).
+struct SearchUpdate {
+  // Every field of the search but its candidates, which this never holds.
+  v1::Search fields;
+  // The candidates added or changed, by n (their index in Search.candidates). Candidates are
+  // only ever appended: a new one's n is the search's candidate count before it.
+  std::map<int64_t, v1::Candidate> candidates;
+};
+
 // The changes of one scheduler operation.
 struct StoreBatch {
-  // The latest snapshot of each changed search / worker, by id.
-  std::map<int64_t, v1::Search> searches;
+  // Each changed search, by id; the latest snapshot of each changed worker, by id.
+  std::map<int64_t, SearchUpdate> searches;
   std::map<int64_t, v1::Worker> workers;
   // Workers that deregistered: their rows go, and their ids are never handed out again.
   std::set<int64_t> removed_workers;
@@ -76,7 +86,8 @@ class SearchStore {
   // A new search id, larger than every id handed out before (ids order searches by age).
   virtual absl::StatusOr<int64_t> AllocateSearchId() = 0;
 
-  // Applies every change of `batch` or none.
+  // Applies every change of `batch` or none. INVALID_ARGUMENT naming the search when an
+  // update's fields hold candidates or a new candidate would leave a gap after the stored ones.
   virtual absl::Status Apply(const StoreBatch& batch) = 0;
 
   virtual absl::StatusOr<StoredState> Load() = 0;

@@ -13,7 +13,7 @@ StaticPolicy::StaticPolicy(std::vector<PlannedConfig> candidates, std::vector<si
 
 SearchPolicy::Decision StaticPolicy::Next() {
   Decision decision;
-  for (size_t rank = 0; rank < selected_.size(); ++rank) {
+  for (size_t rank = first_left_; rank < selected_.size(); ++rank) {
     const size_t index = selected_[rank];
     if (handed_out_[index]) continue;
     handed_out_[index] = true;
@@ -21,19 +21,25 @@ SearchPolicy::Decision StaticPolicy::Next() {
                                   absl::StrCat("predicted rank ", index + 1, ", selected ",
                                                rank + 1, " of ", selected_.size())});
   }
+  SkipHandedOut();
   return decision;
 }
 
 std::vector<size_t> StaticPolicy::Contending() const {
   std::vector<size_t> left;
-  for (size_t index : selected_) {
-    if (!handed_out_[index]) left.push_back(index);
+  for (size_t rank = first_left_; rank < selected_.size(); ++rank) {
+    if (!handed_out_[selected_[rank]]) left.push_back(selected_[rank]);
   }
   return left;
 }
 
 void StaticPolicy::MarkInFlight(size_t index, ProbeKind /*kind*/) {
   if (index < handed_out_.size()) handed_out_[index] = true;
+  SkipHandedOut();
+}
+
+void StaticPolicy::SkipHandedOut() {
+  while (first_left_ < selected_.size() && handed_out_[selected_[first_left_]]) ++first_left_;
 }
 
 absl::Status StaticPolicy::Record(size_t index, ProbeKind kind, const v1::ProbeResult& /*result*/) {

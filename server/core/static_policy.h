@@ -28,10 +28,16 @@ class StaticPolicy : public SearchPolicy {
   const std::vector<size_t>& SkippedForMemory() const override { return none_skipped_; }
 
  private:
+  // Moves first_left_ past the selected candidates handed out.
+  void SkipHandedOut();
+
   const std::vector<PlannedConfig> candidates_;
   const std::vector<size_t> selected_;
   // By candidate index: picked by Next or marked in flight.
   std::vector<bool> handed_out_;
+  // Every selected candidate before this rank was handed out: what is left is looked for
+  // from here, so that once everything was (after the first Next) a call costs nothing.
+  size_t first_left_ = 0;
   const std::vector<size_t> none_skipped_;
 };
 

@@ -48,6 +48,8 @@ v1::ProbeResult CompleteProbeResult() {
   measurements.set_cuda_driver_version("13.0");
   measurements.set_cuda_runtime_version("13.0");
   measurements.set_nccl_version("2.28.9");
+  measurements.set_attention_kernel("chunked");
+  measurements.set_attention_fallback_reason("cuDNN found no engine for the shape");
   measurements.set_micro_batches_per_step(32);
 
   v1::ProbeHost& host = *result.add_ran_on();

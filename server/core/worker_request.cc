@@ -13,6 +13,7 @@
 #include "common/template_name.h"
 #include "estimator/cluster_spec.h"
 #include "estimator/training_spec.h"
+#include "server/core/resource_names.h"
 
 namespace paratune {
 namespace {
@@ -22,6 +23,13 @@ constexpr int64_t kMaxNameBytes = 256;
 constexpr int64_t kMaxGpus = kMaxGpusPerNode;
 constexpr int kMaxLabels = 32;
 constexpr int kMaxCommandTemplates = 64;
+// A worker runs at most one probe per GPU it offers.
+constexpr int kMaxRunningProbes = kMaxGpus;
+// The longest AcquireProbe long poll (AcquireProbeRequest.wait_seconds).
+constexpr double kMaxWaitSeconds = 60;
+// An NCCL unique id is 128 bytes; the rest is room for other launchers' tokens.
+constexpr size_t kMaxRendezvousTokenBytes = 4096;
+constexpr size_t kMaxDeregisterReasonBytes = 1024;
 
 // Bounds of a ProbeResult's figures (proto/probe.proto). Like GpuSpec's, they lie far beyond
 // any probe, so that only a broken or hostile worker meets them: a probe's deadline is at most
@@ -142,6 +150,20 @@ absl::Status CheckMeasurements(const v1::ProbeMeasurements& m) {
   }
   PT_RETURN_IF_ERROR(
       CheckBytes(field + ".estimated_peak_memory_bytes", m.estimated_peak_memory_bytes()));
+  // The kernels paratune-probe names (proto/probe.proto); empty for backends without one.
+  PT_RETURN_IF_ERROR(CheckName(field + ".attention_kernel", m.attention_kernel(), true));
+  if (!m.attention_kernel().empty() && m.attention_kernel() != "cudnn_fused" &&
+      m.attention_kernel() != "chunked") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".attention_kernel (\"", absl::CHexEscape(m.attention_kernel()),
+                     "\") must be empty, \"cudnn_fused\" or \"chunked\""));
+  }
+  // cuDNN's refusals are quoted whole, so the reason is bounded like a result's message.
+  if (m.attention_fallback_reason().size() > kMaxMessageBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".attention_fallback_reason (", m.attention_fallback_reason().size(),
+                     " bytes) must be at most ", kMaxMessageBytes, " bytes"));
+  }
   for (const auto& [name, value] : {
            std::pair{"gpu_name", &m.gpu_name()},
            std::pair{"driver_version", &m.driver_version()},
@@ -338,6 +360,40 @@ absl::Status ValidateRegisterWorkerRequest(const v1::RegisterWorkerRequest& requ
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status ValidateHeartbeatRequest(const v1::HeartbeatRequest& request) {
+  if (request.running_probes_size() > kMaxRunningProbes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("running_probes (", request.running_probes_size(),
+                     " probes) must list at most ", kMaxRunningProbes));
+  }
+  for (int i = 0; i < request.running_probes_size(); ++i) {
+    PT_RETURN_IF_ERROR(
+        ParseProbeName(absl::StrCat("running_probes[", i, "]"), request.running_probes(i))
+            .status());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateAcquireProbeRequest(const v1::AcquireProbeRequest& request) {
+  PT_RETURN_IF_ERROR(CheckRange("wait_seconds", request.wait_seconds(), 0, kMaxWaitSeconds));
+  if (request.last_probe().empty()) return absl::OkStatus();
+  return ParseProbeName("last_probe", request.last_probe()).status();
+}
+
+absl::Status ValidateRendezvousRequest(const v1::RendezvousRequest& request) {
+  if (request.token().size() <= kMaxRendezvousTokenBytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("token (", request.token().size(),
+                                                 " bytes) must be at most ",
+                                                 kMaxRendezvousTokenBytes, " bytes"));
+}
+
+absl::Status ValidateDeregisterWorkerRequest(const v1::DeregisterWorkerRequest& request) {
+  if (request.reason().size() <= kMaxDeregisterReasonBytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("reason (", request.reason().size(),
+                                                 " bytes) must be at most ",
+                                                 kMaxDeregisterReasonBytes, " bytes"));
 }
 
 absl::Status ValidateProbeResult(const v1::ProbeResult& result, bool gang_member) {

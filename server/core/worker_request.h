@@ -1,4 +1,8 @@
-// Validation of what workers send: their registration and their probe results.
+// Validation of what workers send (proto/worker_service.proto): each WorkerService request's
+// fields that need no server state. The worker field is checked where the scheduler looks
+// the worker up (ParseWorkerName), as is the probe of ReportProbe and Rendezvous
+// (ParseProbeName); a report's result (ValidateProbeResult) is read only once the probe is
+// known to be leased to the worker, and so is who sent a rendezvous token (lease.h).
 #ifndef PARATUNE_SERVER_CORE_WORKER_REQUEST_H_
 #define PARATUNE_SERVER_CORE_WORKER_REQUEST_H_
 
@@ -13,6 +17,21 @@ namespace paratune {
 // bytes; 1..4 distinct backends among sim, replay, command, cuda; at most 32 labels with keys
 // of 1..256 bytes and values up to 256 bytes.
 absl::Status ValidateRegisterWorkerRequest(const v1::RegisterWorkerRequest& request);
+
+// INVALID_ARGUMENT naming the field and its value: running_probes of more than 64 entries
+// (a worker runs at most one probe per GPU) or one that is not a probe name
+// (searches/{id}/candidates/{n}/probes/{attempt}, which bounds its length).
+absl::Status ValidateHeartbeatRequest(const v1::HeartbeatRequest& request);
+
+// INVALID_ARGUMENT naming the field and its value: wait_seconds outside [0, 60] (NaN
+// included), or a last_probe that is neither empty nor a probe name.
+absl::Status ValidateAcquireProbeRequest(const v1::AcquireProbeRequest& request);
+
+// INVALID_ARGUMENT naming the field: a token over 4,096 bytes.
+absl::Status ValidateRendezvousRequest(const v1::RendezvousRequest& request);
+
+// INVALID_ARGUMENT naming the field: a reason over 1,024 bytes.
+absl::Status ValidateDeregisterWorkerRequest(const v1::DeregisterWorkerRequest& request);
 
 // INVALID_ARGUMENT naming the field and its value, whatever the outcome, for a figure out of
 // its range (proto/probe.proto): an unset or unknown outcome; a time outside [0, 10^6] s (step

@@ -108,6 +108,70 @@ TEST(ValidateRegisterWorkerRequestTest, LabelKeysAndValuesAreBounded) {
   EXPECT_TRUE(ValidateRegisterWorkerRequest(request).ok());
 }
 
+TEST(ValidateHeartbeatRequestTest, RunningProbesAreAtMostOnePerGpuAndProbeNames) {
+  v1::HeartbeatRequest request;
+  request.set_worker("workers/1");
+  EXPECT_TRUE(ValidateHeartbeatRequest(request).ok());
+  for (int i = 0; i < 64; ++i) request.add_running_probes("searches/1/candidates/0/probes/1");
+  EXPECT_TRUE(ValidateHeartbeatRequest(request).ok());
+  request.add_running_probes("searches/1/candidates/0/probes/1");
+  EXPECT_EQ(ValidateHeartbeatRequest(request),
+            absl::InvalidArgumentError("running_probes (65 probes) must list at most 64"));
+
+  request.clear_running_probes();
+  request.add_running_probes("searches/1/candidates/0/probes/1");
+  request.add_running_probes("");
+  EXPECT_EQ(ValidateHeartbeatRequest(request),
+            absl::InvalidArgumentError("running_probes[1] (\"\") must have the form "
+                                       "searches/{id}/candidates/{n}/probes/{attempt}"));
+  // A name too long for the form is refused with its first 128 bytes shown.
+  request.set_running_probes(1, "searches/1/candidates/0/probes/" + std::string(100'000, '1'));
+  const absl::Status over_long = ValidateHeartbeatRequest(request);
+  EXPECT_EQ(over_long.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(over_long.message(), HasSubstr("running_probes[1] (\"searches/1/candidates/0/"));
+  EXPECT_LT(over_long.message().size(), 300u);
+}
+
+TEST(ValidateAcquireProbeRequestTest, WaitSecondsAndLastProbeAreChecked) {
+  v1::AcquireProbeRequest request;
+  request.set_worker("workers/1");
+  EXPECT_TRUE(ValidateAcquireProbeRequest(request).ok());
+  request.set_wait_seconds(60);
+  request.set_last_probe("searches/3/candidates/7/probes/2");
+  EXPECT_TRUE(ValidateAcquireProbeRequest(request).ok());
+
+  request.set_wait_seconds(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_EQ(ValidateAcquireProbeRequest(request),
+            absl::InvalidArgumentError("wait_seconds (nan) must be in [0, 60]"));
+  request.set_wait_seconds(-1);
+  EXPECT_EQ(ValidateAcquireProbeRequest(request),
+            absl::InvalidArgumentError("wait_seconds (-1) must be in [0, 60]"));
+  request.set_wait_seconds(1);
+  request.set_last_probe("searches/3/candidates/7");
+  EXPECT_EQ(ValidateAcquireProbeRequest(request),
+            absl::InvalidArgumentError("last_probe (\"searches/3/candidates/7\") must have the "
+                                       "form searches/{id}/candidates/{n}/probes/{attempt}"));
+}
+
+TEST(ValidateRendezvousRequestTest, TokenIsAtMost4096Bytes) {
+  v1::RendezvousRequest request;
+  EXPECT_TRUE(ValidateRendezvousRequest(request).ok());
+  request.set_token(std::string(4096, 'x'));
+  EXPECT_TRUE(ValidateRendezvousRequest(request).ok());
+  request.set_token(std::string(4097, 'x'));
+  EXPECT_EQ(ValidateRendezvousRequest(request),
+            absl::InvalidArgumentError("token (4097 bytes) must be at most 4096 bytes"));
+}
+
+TEST(ValidateDeregisterWorkerRequestTest, ReasonIsAtMost1024Bytes) {
+  v1::DeregisterWorkerRequest request;
+  request.set_reason(std::string(1024, 'r'));
+  EXPECT_TRUE(ValidateDeregisterWorkerRequest(request).ok());
+  request.set_reason(std::string(1025, 'r'));
+  EXPECT_EQ(ValidateDeregisterWorkerRequest(request),
+            absl::InvalidArgumentError("reason (1025 bytes) must be at most 1024 bytes"));
+}
+
 v1::ProbeResult Ok() {
   v1::ProbeResult result;
   result.set_outcome(v1::PROBE_OK);
@@ -190,6 +254,13 @@ TEST(ValidateProbeResultTest, RefusesEveryFigureOutOfRangeWhateverTheOutcome) {
        "result.extrapolation.slot_seconds (0) must be in (0, 1e+06]"},
       {[&](v1::ProbeResult& r) { r.mutable_extrapolation()->set_fixed_seconds(-kInf); },
        "result.extrapolation.fixed_seconds (-inf) must be in [-1e+06, 1e+06]"},
+      {[](v1::ProbeResult& r) { r.mutable_measurements()->set_attention_kernel("flash"); },
+       "result.measurements.attention_kernel (\"flash\") must be empty, \"cudnn_fused\" or "
+       "\"chunked\""},
+      {[](v1::ProbeResult& r) {
+         r.mutable_measurements()->set_attention_fallback_reason(std::string(70000, 'r'));
+       },
+       "result.measurements.attention_fallback_reason (70000 bytes) must be at most 65536 bytes"},
   };
   for (const auto& c : cases) {
     for (v1::ProbeOutcome outcome : {v1::PROBE_OK, v1::PROBE_CRASH}) {

@@ -11,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 
 namespace paratune {
-namespace {
 
 bool IsLoopbackHost(absl::string_view host) {
   if (absl::AsciiStrToLower(host) == "localhost" || host == "[::1]") return true;
@@ -19,8 +18,6 @@ bool IsLoopbackHost(absl::string_view host) {
   const std::string host_string(host);
   return inet_pton(AF_INET, host_string.c_str(), &ipv4) == 1 && (ntohl(ipv4.s_addr) >> 24) == 127;
 }
-
-}  // namespace
 
 absl::Status CheckListenAddress(absl::string_view field, absl::string_view address,
                                 bool remote_allowed) {

@@ -11,6 +11,9 @@
 
 namespace paratune {
 
+// Whether `host` is localhost, in 127.0.0.0/8 or [::1].
+bool IsLoopbackHost(absl::string_view host);
+
 // OK for host:port with port in [0, 65535] (0 picks a free port) and a loopback host
 // (localhost, 127.0.0.0/8, [::1]) or any host when remote_allowed (the server has TLS and
 // tokens, or was started with --insecure_allow_remote). INVALID_ARGUMENT naming `field` and

@@ -14,24 +14,43 @@ void FakeSearchStore::FailNextWrites(int64_t count, absl::Status status) {
   failure_ = std::move(status);
 }
 
+void FakeSearchStore::LoseNextCandidateWrites(int64_t count) {
+  absl::MutexLock lock(&mu_);
+  candidate_losses_left_ = count;
+}
+
 int64_t FakeSearchStore::writes() const {
   absl::MutexLock lock(&mu_);
   return writes_;
 }
 
+bool FakeSearchStore::last_write_failed() const {
+  absl::MutexLock lock(&mu_);
+  return last_write_failed_;
+}
+
 absl::StatusOr<int64_t> FakeSearchStore::AllocateSearchId() { return store_->AllocateSearchId(); }
 
 absl::Status FakeSearchStore::Apply(const StoreBatch& batch) {
-  {
-    absl::MutexLock lock(&mu_);
-    if (batch.empty()) return absl::OkStatus();
-    if (failures_left_ > 0) {
-      --failures_left_;
-      return failure_;
-    }
-    ++writes_;
+  absl::MutexLock lock(&mu_);
+  if (batch.empty()) return absl::OkStatus();
+  if (failures_left_ > 0) {
+    --failures_left_;
+    last_write_failed_ = true;
+    return failure_;
   }
-  return store_->Apply(batch);
+  absl::Status status;
+  if (candidate_losses_left_ > 0) {
+    --candidate_losses_left_;
+    StoreBatch lossy = batch;
+    for (auto& [id, update] : lossy.searches) update.candidates.clear();
+    status = store_->Apply(lossy);
+  } else {
+    status = store_->Apply(batch);
+  }
+  last_write_failed_ = !status.ok();
+  if (status.ok()) ++writes_;
+  return status;
 }
 
 absl::StatusOr<StoredState> FakeSearchStore::Load() { return store_->Load(); }

@@ -1,5 +1,7 @@
 // A SearchStore for tests that can be told to fail its next writes, as a busy or broken
-// database would. Everything else is an in-memory SqliteSearchStore.
+// database would, or to lose the candidates of its next writes, as a scheduler that changed a
+// candidate without naming it in the update would. Everything else is an in-memory
+// SqliteSearchStore.
 #ifndef PARATUNE_SERVER_STORE_FAKE_SEARCH_STORE_H_
 #define PARATUNE_SERVER_STORE_FAKE_SEARCH_STORE_H_
 
@@ -20,8 +22,12 @@ class FakeSearchStore : public SearchStore {
   // The next `count` Apply calls with changes fail with `status` and change nothing (an
   // empty batch writes nothing, so it cannot fail).
   void FailNextWrites(int64_t count, absl::Status status);
+  // The next `count` Apply calls store their batch without the candidates of its updates.
+  void LoseNextCandidateWrites(int64_t count);
   // Apply calls that changed the store.
   int64_t writes() const;
+  // Whether the last Apply with changes failed: the scheduler holds changes it has not stored.
+  bool last_write_failed() const;
 
   absl::StatusOr<int64_t> AllocateSearchId() override;
   absl::Status Apply(const StoreBatch& batch) override;
@@ -37,7 +43,9 @@ class FakeSearchStore : public SearchStore {
   mutable absl::Mutex mu_;
   int64_t failures_left_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
+  int64_t candidate_losses_left_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t writes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool last_write_failed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace paratune

@@ -1,6 +1,6 @@
 // The cost of recording one probe result in the SQLite store against the search's size
-// (docs/storage.md): Apply of a batch in which one candidate of a search of N candidates
-// changed, with the lease it ends and an event, as the scheduler writes it.
+// (docs/storage.md): Apply of a batch updating a search of N candidates, one of them changed,
+// with the lease it ends and an event, as the scheduler writes it.
 //
 //   bazel run -c opt //server/store:search_store_benchmark
 //
@@ -69,22 +69,21 @@ void BM_ApplyOneResult(benchmark::State& state) {
                    "/search_store_benchmark_", candidates, ".db");
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
   std::unique_ptr<SqliteSearchStore> store = *SqliteSearchStore::Open(path);
-  v1::Search search;
-  search.set_name("searches/1");
-  search.set_state(v1::PROBING);
-  for (int64_t n = 0; n < candidates; ++n) *search.add_candidates() = MakeCandidate(1, n);
   StoreBatch create;
-  create.searches[1] = search;
+  SearchUpdate& search = create.searches[1];
+  search.fields.set_name("searches/1");
+  search.fields.set_state(v1::PROBING);
+  for (int64_t n = 0; n < candidates; ++n) search.candidates[n] = MakeCandidate(1, n);
   if (!store->Apply(create).ok()) state.SkipWithError("creating the search failed");
 
   int64_t results = 0;
-  // Outside the loop, so destroying the previous batch's copy of the search is not timed.
+  // Outside the loop, so destroying the previous batch is not timed.
   StoreBatch batch;
   const int64_t written_before = WrittenBytes();
   for (auto _ : state) {
     state.PauseTiming();
     const int64_t n = results % candidates;
-    v1::Candidate& candidate = *search.mutable_candidates(n);
+    v1::Candidate& candidate = search.candidates[n];
     candidate.set_state(v1::CANDIDATE_PROBED);
     candidate.set_attempts(candidate.attempts() + 1);
     v1::ProbeResult& result = *candidate.mutable_probe_result();
@@ -92,9 +91,10 @@ void BM_ApplyOneResult(benchmark::State& state) {
     result.set_mean_step_time_seconds(1.0 + results * 1e-6);
     result.set_tokens_per_second(1e5);
     result.set_wall_seconds(30);
-    search.mutable_counts()->set_probed(results + 1);
+    search.fields.mutable_counts()->set_probed(results + 1);
     batch = StoreBatch();
-    batch.searches[1] = search;
+    batch.searches[1].fields = search.fields;
+    batch.searches[1].candidates[n] = candidate;
     batch.ended_leases.insert(absl::StrCat(candidate.name(), "/probes/", results));
     batch.events.push_back(
         SearchEvent{1, 0, absl::FromUnixSeconds(results), "candidate probed: PROBE_OK"});

@@ -1,16 +1,12 @@
 #include "server/store/sqlite_search_store.h"
 
 #include <algorithm>
-#include <cstdint>
+#include <iterator>
 #include <utility>
 
-#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "convert/search_request.h"
-#include "convert/search_state.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "server/core/resource_names.h"
 #include "server/store/store_schema.h"
 
@@ -33,86 +29,6 @@ absl::StatusOr<v1::Search> ParseSearchRow(const std::string& bytes, int64_t id) 
   PT_ASSIGN_OR_RETURN(v1::Search search, ParseRow<v1::Search>(bytes, "searches", SearchName(id)));
   UpgradeStoredSpec(*search.mutable_spec());
   return search;
-}
-
-size_t Fingerprint(absl::string_view bytes) { return absl::Hash<absl::string_view>()(bytes); }
-
-// Deterministic, so that an unchanged candidate serializes to the same bytes (maps).
-std::string SerializeDeterministically(const v1::Search& search) {
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    search.SerializeToCodedStream(&coded);
-  }
-  return bytes;
-}
-
-bool ReadVarint(absl::string_view& bytes, uint64_t& value) {
-  value = 0;
-  for (int shift = 0; shift < 64 && !bytes.empty(); shift += 7) {
-    const uint8_t byte = static_cast<uint8_t>(bytes.front());
-    bytes.remove_prefix(1);
-    value |= uint64_t{byte & 0x7fu} << shift;
-    if ((byte & 0x80u) == 0) return true;
-  }
-  return false;
-}
-
-// A serialized v1::Search cut at its top-level fields: each candidate's bytes (a serialized
-// v1::Candidate, in order) and the other fields' (the search without its candidates). Cutting
-// the one serialization avoids copying the search to clear its candidates.
-struct SplitSearch {
-  std::string without_candidates;
-  std::vector<absl::string_view> candidates;
-};
-
-// `serialized` must outlive the result. INTERNAL when it is not a well-formed message.
-absl::StatusOr<SplitSearch> Split(absl::string_view serialized) {
-  SplitSearch split;
-  absl::string_view rest = serialized;
-  while (!rest.empty()) {
-    const char* const field_start = rest.data();
-    uint64_t tag = 0;
-    uint64_t value = 0;
-    absl::string_view payload;
-    bool ok = ReadVarint(rest, tag);
-    const int wire_type = static_cast<int>(tag & 7);
-    if (ok) {
-      switch (wire_type) {
-        case 0:
-          ok = ReadVarint(rest, value);
-          break;
-        case 1:
-        case 5: {
-          const size_t size = wire_type == 1 ? 8 : 4;
-          ok = rest.size() >= size;
-          if (ok) rest.remove_prefix(size);
-          break;
-        }
-        case 2:
-          ok = ReadVarint(rest, value) && value <= rest.size();
-          if (ok) {
-            payload = rest.substr(0, value);
-            rest.remove_prefix(value);
-          }
-          break;
-        default:  // groups: proto3 has none
-          ok = false;
-      }
-    }
-    if (!ok) {
-      return absl::InternalError(absl::StrCat("cannot split a serialized search at byte ",
-                                              field_start - serialized.data()));
-    }
-    if (tag >> 3 == v1::Search::kCandidatesFieldNumber && wire_type == 2) {
-      split.candidates.push_back(payload);
-    } else {
-      split.without_candidates.append(field_start, rest.data() - field_start);
-    }
-  }
-  return split;
 }
 
 }  // namespace
@@ -152,85 +68,60 @@ absl::Status SqliteSearchStore::Apply(const StoreBatch& batch) {
   if (batch.empty()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
   PT_RETURN_IF_ERROR(db_->Execute("BEGIN"));
-  absl::flat_hash_map<int64_t, Fingerprints> written;
-  absl::Status status = ApplyLocked(batch, written);
+  absl::Status status = ApplyLocked(batch);
   if (status.ok()) status = db_->Execute("COMMIT");
-  if (!status.ok()) {
-    db_->Execute("ROLLBACK").IgnoreError();
-    // Whatever the database now holds for them is read back on their next write.
-    for (const auto& [id, search] : batch.searches) stored_candidates_.erase(id);
-    return status;
-  }
-  for (auto& [id, fingerprints] : written) {
-    if (SearchEnded(batch.searches.at(id).state())) {
-      stored_candidates_.erase(id);
-    } else {
-      stored_candidates_[id] = std::move(fingerprints);
-    }
-  }
-  return absl::OkStatus();
+  if (!status.ok()) db_->Execute("ROLLBACK").IgnoreError();
+  return status;
 }
 
-absl::StatusOr<SqliteSearchStore::Fingerprints> SqliteSearchStore::StoredFingerprintsLocked(
-    int64_t id) {
-  if (auto it = stored_candidates_.find(id); it != stored_candidates_.end()) return it->second;
-  PT_ASSIGN_OR_RETURN(
-      SqliteStatement list,
-      db_->Prepare("SELECT position, candidate FROM candidates WHERE search_id = ? ORDER BY "
-                   "position"));
-  list.Bind(1, id);
-  Fingerprints fingerprints;
-  while (true) {
-    PT_ASSIGN_OR_RETURN(const bool row, list.Step());
-    if (!row) break;
-    const int64_t position = list.ColumnInt(0);
-    // Positions are dense from 0; a gap (none is ever written) reads as a row to rewrite.
-    if (position >= static_cast<int64_t>(fingerprints.size())) {
-      fingerprints.resize(position + 1, 0);
-    }
-    fingerprints[position] = Fingerprint(list.ColumnBytes(1));
+absl::Status SqliteSearchStore::PutSearchLocked(int64_t id, const SearchUpdate& update) {
+  if (update.fields.candidates_size() > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the update of ", SearchName(id), " holds ", update.fields.candidates_size(),
+                     " candidates in its fields; they belong in SearchUpdate.candidates"));
   }
-  return fingerprints;
-}
-
-absl::Status SqliteSearchStore::PutSearchLocked(int64_t id, const v1::Search& search,
-                                                Fingerprints& written) {
-  const std::string serialized = SerializeDeterministically(search);
-  PT_ASSIGN_OR_RETURN(const SplitSearch split, Split(serialized));
-  PT_ASSIGN_OR_RETURN(const Fingerprints stored, StoredFingerprintsLocked(id));
+  if (!update.candidates.empty()) {
+    const int64_t first = update.candidates.begin()->first;
+    const int64_t last = update.candidates.rbegin()->first;
+    if (first < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the update of ", SearchName(id), " names candidate ", first, ": n must be at least 0"));
+    }
+    // One index lookup: the candidates beyond the stored ones must continue them.
+    PT_ASSIGN_OR_RETURN(
+        SqliteStatement count,
+        db_->Prepare("SELECT COALESCE(MAX(position) + 1, 0) FROM candidates WHERE search_id = ?"));
+    count.Bind(1, id);
+    PT_ASSIGN_OR_RETURN(const bool row, count.Step());
+    const int64_t stored = row ? count.ColumnInt(0) : 0;
+    const int64_t added = static_cast<int64_t>(
+        std::distance(update.candidates.lower_bound(stored), update.candidates.end()));
+    if (last >= stored + added) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the update of ", SearchName(id), " adds candidate ", last, " to ", stored,
+          " stored candidates: new candidates must continue from ", stored, " without a gap"));
+    }
+  }
   PT_ASSIGN_OR_RETURN(
       SqliteStatement put,
       db_->Prepare("INSERT OR REPLACE INTO searches (id, state, search) VALUES (?, ?, ?)"));
-  PT_RETURN_IF_ERROR(
-      put.Bind(1, id).Bind(2, int64_t{search.state()}).BindBlob(3, split.without_candidates).Run());
-  written.resize(split.candidates.size());
-  for (size_t position = 0; position < split.candidates.size(); ++position) {
-    written[position] = Fingerprint(split.candidates[position]);
-    // Equal fingerprints of different bytes (odds 2^-64 per changed candidate) would keep
-    // the old row.
-    if (position < stored.size() && stored[position] == written[position]) continue;
+  PT_RETURN_IF_ERROR(put.Bind(1, id)
+                         .Bind(2, int64_t{update.fields.state()})
+                         .BindBlob(3, update.fields.SerializeAsString())
+                         .Run());
+  for (const auto& [n, candidate] : update.candidates) {
     PT_ASSIGN_OR_RETURN(
         SqliteStatement put_candidate,
         db_->Prepare("INSERT OR REPLACE INTO candidates (search_id, position, candidate) "
                      "VALUES (?, ?, ?)"));
-    PT_RETURN_IF_ERROR(put_candidate.Bind(1, id)
-                           .Bind(2, static_cast<int64_t>(position))
-                           .BindBlob(3, split.candidates[position])
-                           .Run());
-  }
-  if (stored.size() > split.candidates.size()) {
-    PT_ASSIGN_OR_RETURN(
-        SqliteStatement remove,
-        db_->Prepare("DELETE FROM candidates WHERE search_id = ? AND position >= ?"));
     PT_RETURN_IF_ERROR(
-        remove.Bind(1, id).Bind(2, static_cast<int64_t>(split.candidates.size())).Run());
+        put_candidate.Bind(1, id).Bind(2, n).BindBlob(3, candidate.SerializeAsString()).Run());
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<v1::Search> SqliteSearchStore::ReadSearchLocked(int64_t id,
-                                                               const std::string& row_bytes,
-                                                               Fingerprints* fingerprints) {
+                                                               const std::string& row_bytes) {
   PT_ASSIGN_OR_RETURN(v1::Search search, ParseSearchRow(row_bytes, id));
   PT_ASSIGN_OR_RETURN(
       SqliteStatement list,
@@ -240,22 +131,24 @@ absl::StatusOr<v1::Search> SqliteSearchStore::ReadSearchLocked(int64_t id,
   while (true) {
     PT_ASSIGN_OR_RETURN(const bool row, list.Step());
     if (!row) break;
-    const std::string bytes = list.ColumnBytes(1);
-    if (!search.add_candidates()->ParseFromString(bytes)) {
-      return absl::DataLossError(
-          absl::StrCat("row ", SearchName(id), " position ", list.ColumnInt(0),
-                       " of table candidates does not parse as ", v1::Candidate().GetTypeName()));
+    const int64_t position = list.ColumnInt(0);
+    // A gap would shift every later candidate's n.
+    if (position != search.candidates_size()) {
+      return absl::DataLossError(absl::StrCat("table candidates holds no row ", SearchName(id),
+                                              " position ", search.candidates_size(),
+                                              " but one at position ", position));
     }
-    if (fingerprints != nullptr) fingerprints->push_back(Fingerprint(bytes));
+    if (!search.add_candidates()->ParseFromString(list.ColumnBytes(1))) {
+      return absl::DataLossError(absl::StrCat("row ", SearchName(id), " position ", position,
+                                              " of table candidates does not parse as ",
+                                              v1::Candidate().GetTypeName()));
+    }
   }
   return search;
 }
 
-absl::Status SqliteSearchStore::ApplyLocked(const StoreBatch& batch,
-                                            absl::flat_hash_map<int64_t, Fingerprints>& written) {
-  for (const auto& [id, search] : batch.searches) {
-    PT_RETURN_IF_ERROR(PutSearchLocked(id, search, written[id]));
-  }
+absl::Status SqliteSearchStore::ApplyLocked(const StoreBatch& batch) {
+  for (const auto& [id, update] : batch.searches) PT_RETURN_IF_ERROR(PutSearchLocked(id, update));
   for (const auto& [id, worker] : batch.workers) {
     PT_ASSIGN_OR_RETURN(SqliteStatement put,
                         db_->Prepare("INSERT OR REPLACE INTO workers (id, worker) VALUES (?, ?)"));
@@ -306,11 +199,8 @@ absl::StatusOr<StoredState> SqliteSearchStore::Load() {
   while (true) {
     PT_ASSIGN_OR_RETURN(const bool row, searches.Step());
     if (!row) break;
-    const int64_t id = searches.ColumnInt(0);
-    Fingerprints fingerprints;
     PT_ASSIGN_OR_RETURN(v1::Search search,
-                        ReadSearchLocked(id, searches.ColumnBytes(1), &fingerprints));
-    stored_candidates_[id] = std::move(fingerprints);
+                        ReadSearchLocked(searches.ColumnInt(0), searches.ColumnBytes(1)));
     state.unfinished_searches.push_back(std::move(search));
   }
   PT_ASSIGN_OR_RETURN(SqliteStatement workers,
@@ -347,7 +237,7 @@ absl::StatusOr<v1::Search> SqliteSearchStore::GetSearch(int64_t id) {
   get.Bind(1, id);
   PT_ASSIGN_OR_RETURN(const bool row, get.Step());
   if (!row) return absl::NotFoundError(absl::StrCat("search ", SearchName(id), " not found"));
-  return ReadSearchLocked(id, get.ColumnBytes(0), nullptr);
+  return ReadSearchLocked(id, get.ColumnBytes(0));
 }
 
 absl::StatusOr<SearchPage> SqliteSearchStore::ListSearches(int64_t page_size, int64_t before_id) {

@@ -3,19 +3,15 @@
 // so whatever Apply returned OK for survives kill -9 of the server.
 //
 // A search is stored as one row without its candidates and one row per candidate
-// (docs/storage.md); Apply rewrites only the candidates whose bytes changed since the store
-// last wrote or read them, so a probe result writes about the same bytes in a search of 20
-// and of 20,000 candidates.
+// (docs/storage.md); Apply writes the search's row and the rows of the candidates its update
+// names, so a probe result costs the same in a search of 20 and of 20,000 candidates.
 #ifndef PARATUNE_SERVER_STORE_SQLITE_SEARCH_STORE_H_
 #define PARATUNE_SERVER_STORE_SQLITE_SEARCH_STORE_H_
 
-#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "server/core/search_store.h"
 #include "server/store/sqlite.h"
@@ -44,30 +40,19 @@ class SqliteSearchStore : public SearchStore {
  private:
   explicit SqliteSearchStore(std::unique_ptr<SqliteDatabase> db) : db_(std::move(db)) {}
 
-  // A fingerprint per candidate row of one search, by position.
-  using Fingerprints = std::vector<size_t>;
-
-  // `written` receives the fingerprints of the candidate rows as the transaction leaves them.
-  absl::Status ApplyLocked(const StoreBatch& batch,
-                           absl::flat_hash_map<int64_t, Fingerprints>& written)
+  absl::Status ApplyLocked(const StoreBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // INVALID_ARGUMENT when `update` holds candidates in its fields, or a new candidate whose n
+  // would leave a gap after the stored ones.
+  absl::Status PutSearchLocked(int64_t id, const SearchUpdate& update)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status PutSearchLocked(int64_t id, const v1::Search& search, Fingerprints& written)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The fingerprints of what the candidates table holds for the search: cached, else read.
-  absl::StatusOr<Fingerprints> StoredFingerprintsLocked(int64_t id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Reads the search's row and its candidates; NOT_FOUND when absent. Records the candidates'
-  // fingerprints in `fingerprints` when not null.
-  absl::StatusOr<v1::Search> ReadSearchLocked(int64_t id, const std::string& row_bytes,
-                                              Fingerprints* fingerprints)
+  // The search of row `row_bytes` with its candidates; DATA_LOSS when a row does not parse or
+  // the candidates' positions have a gap.
+  absl::StatusOr<v1::Search> ReadSearchLocked(int64_t id, const std::string& row_bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
   const std::unique_ptr<SqliteDatabase> db_ ABSL_PT_GUARDED_BY(mu_);
   int64_t last_search_id_ ABSL_GUARDED_BY(mu_) = 0;
-  // What the candidates table holds for each unfinished search this store wrote or loaded
-  // (committed state only); a search's entry goes when it ends and is read back on demand.
-  absl::flat_hash_map<int64_t, Fingerprints> stored_candidates_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace paratune

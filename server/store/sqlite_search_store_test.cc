@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -53,6 +54,24 @@ v1::Search SearchWithCandidates(int64_t id, int count, v1::SearchState state = v
   return search;
 }
 
+// An update that stores `search` whole: its fields and every candidate.
+SearchUpdate Whole(const v1::Search& search) {
+  SearchUpdate update;
+  update.fields = search;
+  update.fields.clear_candidates();
+  for (int n = 0; n < search.candidates_size(); ++n) update.candidates[n] = search.candidates(n);
+  return update;
+}
+
+// An update of `search`'s fields and of its candidates `changed`.
+SearchUpdate Changed(const v1::Search& search, const std::vector<int>& changed) {
+  SearchUpdate update;
+  update.fields = search;
+  update.fields.clear_candidates();
+  for (int n : changed) update.candidates[n] = search.candidates(n);
+  return update;
+}
+
 // Every search in `expected` reads back from `store` equal, candidates in the same order.
 void ExpectStored(SqliteSearchStore& store, const std::map<int64_t, v1::Search>& expected) {
   for (const auto& [id, search] : expected) {
@@ -96,9 +115,9 @@ TEST(SqliteSearchStoreTest, AllocatesIncreasingIds) {
 TEST(SqliteSearchStoreTest, ApplyReplacesAndGetReturns) {
   std::unique_ptr<SqliteSearchStore> store = OpenOrDie(":memory:");
   StoreBatch batch;
-  batch.searches[1] = SearchWithCandidate(1);
+  batch.searches[1] = Whole(SearchWithCandidate(1));
   ASSERT_TRUE(store->Apply(batch).ok());
-  batch.searches[1].set_state(v1::SUCCEEDED);
+  batch.searches[1].fields.set_state(v1::SUCCEEDED);
   ASSERT_TRUE(store->Apply(batch).ok());
   absl::StatusOr<v1::Search> got = store->GetSearch(1);
   ASSERT_TRUE(got.ok()) << got.status();
@@ -110,9 +129,9 @@ TEST(SqliteSearchStoreTest, ApplyReplacesAndGetReturns) {
 TEST(SqliteSearchStoreTest, SearchesStoredBeforeMemoryPoliciesAreReadWithTheOneTheyRan) {
   std::unique_ptr<SqliteSearchStore> store = OpenOrDie(":memory:");
   StoreBatch batch;
-  batch.searches[1] = SearchWithCandidate(1);  // SAFE only, as every search then was
-  batch.searches[2] = SearchWithCandidate(2);
-  batch.searches[2].mutable_spec()->mutable_space()->set_include_risky(true);
+  batch.searches[1] = Whole(SearchWithCandidate(1));  // SAFE only, as every search then was
+  batch.searches[2] = Whole(SearchWithCandidate(2));
+  batch.searches[2].fields.mutable_spec()->mutable_space()->set_include_risky(true);
   ASSERT_TRUE(store->Apply(batch).ok());
   EXPECT_EQ(store->GetSearch(1)->spec().space().memory_policy(), v1::SAFE_ONLY);
   EXPECT_EQ(store->GetSearch(2)->spec().space().memory_policy(), v1::MEASURE_RISKY);
@@ -128,7 +147,7 @@ TEST(SqliteSearchStoreTest, SearchesStoredBeforeMemoryPoliciesAreReadWithTheOneT
 TEST(SqliteSearchStoreTest, ListsNewestFirstInPagesWithoutCandidates) {
   std::unique_ptr<SqliteSearchStore> store = OpenOrDie(":memory:");
   StoreBatch batch;
-  for (int64_t id = 1; id <= 5; ++id) batch.searches[id] = SearchWithCandidate(id);
+  for (int64_t id = 1; id <= 5; ++id) batch.searches[id] = Whole(SearchWithCandidate(id));
   ASSERT_TRUE(store->Apply(batch).ok());
   absl::StatusOr<SearchPage> first = store->ListSearches(2, 0);
   ASSERT_TRUE(first.ok());
@@ -147,9 +166,9 @@ TEST(SqliteSearchStoreTest, ListsNewestFirstInPagesWithoutCandidates) {
 TEST(SqliteSearchStoreTest, LoadReturnsWhatAResumingSchedulerNeeds) {
   std::unique_ptr<SqliteSearchStore> store = OpenOrDie(":memory:");
   StoreBatch batch;
-  batch.searches[1] = SearchWithCandidate(1, v1::SUCCEEDED);
-  batch.searches[2] = SearchWithCandidate(2, v1::PROBING);
-  batch.searches[3] = SearchWithCandidate(3, v1::CANCELLED);
+  batch.searches[1] = Whole(SearchWithCandidate(1, v1::SUCCEEDED));
+  batch.searches[2] = Whole(SearchWithCandidate(2, v1::PROBING));
+  batch.searches[3] = Whole(SearchWithCandidate(3, v1::CANCELLED));
   batch.workers[7].set_name("workers/7");
   batch.workers[8].set_name("workers/8");
   batch.leases["searches/2/candidates/0/probes/1"].set_search_id(2);
@@ -199,7 +218,7 @@ TEST(SqliteSearchStoreTest, EverythingSurvivesReopeningTheFile) {
     std::unique_ptr<SqliteSearchStore> store = OpenOrDie(file.path());
     ASSERT_EQ(store->AllocateSearchId().value(), 1);
     StoreBatch batch;
-    batch.searches[1] = SearchWithCandidate(1);
+    batch.searches[1] = Whole(SearchWithCandidate(1));
     batch.events.push_back(SearchEvent{1, 0, absl::FromUnixSeconds(1), "created"});
     ASSERT_TRUE(store->Apply(batch).ok());
   }
@@ -245,53 +264,114 @@ TEST(SqliteSearchStoreTest, CandidatesRoundTripThroughIncrementalWrites) {
   std::map<int64_t, v1::Search> expected = {{1, SearchWithCandidates(1, 50)},
                                             {2, SearchWithCandidates(2, 0)}};
   std::unique_ptr<SqliteSearchStore> store = OpenOrDie(file.path());
-  auto apply = [&](int64_t id) {
+  auto apply = [&](int64_t id, const SearchUpdate& update) {
     StoreBatch batch;
-    batch.searches[id] = expected.at(id);
+    batch.searches[id] = update;
     ASSERT_TRUE(store->Apply(batch).ok());
     ExpectStored(*store, {{id, expected.at(id)}});
   };
-  apply(1);
-  apply(2);
+  apply(1, Whole(expected[1]));
+  apply(2, Whole(expected[2]));
   // A probe result: one candidate and the counts change.
   expected[1].mutable_candidates(7)->mutable_probe_result()->set_outcome(v1::PROBE_OUT_OF_MEMORY);
   expected[1].mutable_counts()->set_probed(1);
-  apply(1);
+  apply(1, Changed(expected[1], {7}));
   // Only the search's own fields change.
   expected[1].set_stop_reason("not yet");
-  apply(1);
+  apply(1, Changed(expected[1], {}));
   // Candidates appended, and a search that had none gains some.
   *expected[1].add_candidates() = SearchWithCandidates(1, 60).candidates(55);
+  *expected[1].add_candidates() = SearchWithCandidates(1, 60).candidates(56);
   *expected[2].add_candidates() = SearchWithCandidates(2, 1).candidates(0);
-  apply(1);
-  apply(2);
-  // Fewer candidates than stored: the rows beyond go.
-  expected[1].mutable_candidates()->DeleteSubrange(10, expected[1].candidates_size() - 10);
-  apply(1);
+  expected[1].mutable_candidates(3)->set_waiting_reason("needs 8 GPUs");
+  apply(1, Changed(expected[1], {50, 3, 51}));
+  apply(2, Changed(expected[2], {0}));
 
-  // A store that did not write them reads what the table holds before changing it.
+  // A reopened store changes what the table holds.
   store.reset();
   store = OpenOrDie(file.path());
-  expected[1].mutable_candidates(3)->set_waiting_reason("needs 8 GPUs");
-  apply(1);
+  expected[1].mutable_candidates(4)->set_attempts(9);
+  apply(1, Changed(expected[1], {4}));
   absl::StatusOr<StoredState> state = store->Load();
   ASSERT_TRUE(state.ok()) << state.status();
   ASSERT_EQ(state->unfinished_searches.size(), 2u);
   EXPECT_TRUE(MessageDifferencer::Equals(state->unfinished_searches[0], expected[1]));
-  expected[1].mutable_candidates(4)->set_attempts(9);
-  apply(1);
 
-  // An ended search leaves the cache; a later write reads the table again.
   expected[1].set_state(v1::SUCCEEDED);
-  apply(1);
   expected[1].mutable_candidates(5)->set_selection_note("exported");
-  apply(1);
+  apply(1, Changed(expected[1], {5}));
   absl::StatusOr<SearchPage> page = store->ListSearches(10, 0);
   ASSERT_TRUE(page.ok()) << page.status();
   ASSERT_EQ(page->searches.size(), 2u);
   v1::Search listed = expected[1];
   listed.clear_candidates();
   EXPECT_TRUE(MessageDifferencer::Equals(page->searches[1], listed));
+}
+
+TEST(SqliteSearchStoreTest, AnUpdateWritesOnlyTheCandidatesItNames) {
+  std::unique_ptr<SqliteSearchStore> store = OpenOrDie(":memory:");
+  v1::Search search = SearchWithCandidates(1, 3);
+  StoreBatch create;
+  create.searches[1] = Whole(search);
+  ASSERT_TRUE(store->Apply(create).ok());
+  search.mutable_candidates(0)->set_attempts(5);
+  search.mutable_candidates(2)->set_attempts(7);
+  StoreBatch batch;
+  batch.searches[1] = Changed(search, {2});
+  ASSERT_TRUE(store->Apply(batch).ok());
+  absl::StatusOr<v1::Search> stored = store->GetSearch(1);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  // Candidate 0 changed but was not named: the store kept it as it was.
+  EXPECT_EQ(stored->candidates(0).attempts(), 1);
+  EXPECT_EQ(stored->candidates(2).attempts(), 7);
+}
+
+TEST(SqliteSearchStoreTest, RefusesCandidatesInTheFieldsAndGapsAndKeepsTheBatchOut) {
+  std::unique_ptr<SqliteSearchStore> store = OpenOrDie(":memory:");
+  const v1::Search search = SearchWithCandidates(1, 3);
+  StoreBatch create;
+  create.searches[1] = Whole(search);
+  ASSERT_TRUE(store->Apply(create).ok());
+
+  StoreBatch in_fields;
+  in_fields.searches[1].fields = search;
+  in_fields.events.push_back(SearchEvent{1, 0, absl::FromUnixSeconds(1), "refused"});
+  absl::Status status = store->Apply(in_fields);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("searches/1 holds 3 candidates in its fields"));
+
+  StoreBatch gap = create;
+  gap.searches[1].candidates.clear();
+  gap.searches[1].candidates[4] = search.candidates(0);
+  status = store->Apply(gap);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("adds candidate 4 to 3 stored candidates"));
+  // Nor a negative n.
+  gap.searches[1].candidates.clear();
+  gap.searches[1].candidates[-1] = search.candidates(0);
+  EXPECT_EQ(store->Apply(gap).code(), absl::StatusCode::kInvalidArgument);
+
+  EXPECT_TRUE(store->ListEvents(1, 0, 10)->empty());
+  ExpectStored(*store, {{1, search}});
+}
+
+TEST(SqliteSearchStoreTest, AGapInTheCandidateRowsIsDataLoss) {
+  DatabaseFile file("gap.db");
+  {
+    std::unique_ptr<SqliteSearchStore> store = OpenOrDie(file.path());
+    StoreBatch create;
+    create.searches[1] = Whole(SearchWithCandidates(1, 2));
+    ASSERT_TRUE(store->Apply(create).ok());
+  }
+  {
+    absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(file.path());
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->Execute("DELETE FROM candidates WHERE position = 0").ok());
+  }
+  std::unique_ptr<SqliteSearchStore> store = OpenOrDie(file.path());
+  const absl::Status status = store->GetSearch(1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(status.message(), HasSubstr("no row searches/1 position 0 but one at position 1"));
 }
 
 TEST(SqliteSearchStoreTest, MigratesBlobsOfSchemaThreeIntoCandidateRows) {

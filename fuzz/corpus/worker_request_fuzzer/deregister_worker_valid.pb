@@ -1,0 +1,3 @@
+DeregisterWorker
+
+	workers/1 paratune-worker received SIGTERM

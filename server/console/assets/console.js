@@ -1,0 +1,627 @@
+// paratune's web console: plain JavaScript of the project's own, no framework. Pages are drawn
+// from the server's JSON API (/api/, server/console/console_api.h), which returns the proto3
+// JSON of the Autotuner API; plots are SVG. Untrusted text only ever goes into textContent.
+'use strict';
+
+const POLL_MILLISECONDS = 2000;
+const TOKEN_KEY = 'paratune.token';
+const ENDED = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
+const SVG_NS = 'http://www.w3.org/2000/svg';
+const VERDICT_COLOUR = {SAFE: 'var(--safe)', RISKY: 'var(--risky)', OUT_OF_MEMORY: 'var(--oom)'};
+const VERDICT_LETTER = {SAFE: 'S', RISKY: 'R', OUT_OF_MEMORY: 'X'};
+
+let pollTimer = null;
+
+// --- DOM helpers ----------------------------------------------------------------------------
+
+function el(tag, attributes, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes || {})) node.setAttribute(key, value);
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+function svg(tag, attributes, text) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [key, value] of Object.entries(attributes || {})) node.setAttribute(key, value);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function table(headers, rows) {
+  const head = el('tr', {}, ...headers.map(h => el('th', {class: h.num ? 'num' : ''}, h.text)));
+  return el('table', {}, el('thead', {}, head),
+            el('tbody', {}, ...rows.map(cells => el('tr', {}, ...cells.map((cell, i) =>
+                el('td', {class: headers[i].num ? 'num' : ''}, cell))))));
+}
+
+function show(...nodes) {
+  const page = document.getElementById('page');
+  page.replaceChildren(...nodes);
+}
+
+// --- Authentication -------------------------------------------------------------------------
+
+// A bearer token is sent only where it cannot be read on the way: over HTTPS or to this
+// machine. The server also listens on loopback only when it has tokens (docs/console.md).
+function tokenSafeHere() {
+  const host = location.hostname;
+  return location.protocol === 'https:' || host === 'localhost' || host === '[::1]' ||
+         host === '::1' || /^127\./.test(host);
+}
+
+class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function api(path, options) {
+  const headers = Object.assign({}, (options || {}).headers);
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token && tokenSafeHere()) headers['Authorization'] = 'Bearer ' + token;
+  const response = await fetch(path, Object.assign({}, options, {headers, cache: 'no-store'}));
+  const body = await response.json();
+  if (!response.ok) throw new ApiError(response.status, body.code, body.message);
+  return body;
+}
+
+function loginPage(reason) {
+  const input = el('input', {type: 'password', id: 'token', autocomplete: 'off',
+                             placeholder: 'bearer token'});
+  const button = el('button', {id: 'login'}, 'Sign in');
+  const message = el('p', {class: 'error', id: 'login-error'}, reason || '');
+  button.addEventListener('click', () => {
+    if (!tokenSafeHere()) {
+      message.textContent = 'Refusing to send a token over plain HTTP to ' + location.host +
+                            ': open the console on loopback (an SSH tunnel) or over HTTPS.';
+      return;
+    }
+    sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+    route();
+  });
+  show(el('h1', {}, 'Sign in'),
+       el('p', {}, 'This server has a token file: paste a client or admin token (a line of ' +
+                   'the server\'s --token_file). It is kept in this tab only (sessionStorage).'),
+       input, ' ', button, message);
+}
+
+// Runs a page's loader; a refused token (401, or 403 for a worker's) shows the login page
+// instead, saying why when a token was sent.
+async function guarded(loader) {
+  try {
+    await loader();
+  } catch (error) {
+    if (error instanceof ApiError && (error.status === 401 || error.status === 403)) {
+      const sent = sessionStorage.getItem(TOKEN_KEY);
+      sessionStorage.removeItem(TOKEN_KEY);
+      stopPolling();
+      loginPage(sent ? 'The server refused this token: ' + error.message : '');
+    } else {
+      stopPolling();
+      show(el('p', {class: 'error', id: 'page-error'}, String(error.message || error)));
+    }
+  }
+}
+
+// --- Formatting -----------------------------------------------------------------------------
+
+// Where a probe result's numbers come from, as the API says it (ProbeResult): simulated by the
+// sim backend, replayed from a published measurement, extrapolated from short steps, or
+// measured. A simulated result is always labelled simulated.
+function origin(result) {
+  if (!result) return '';
+  if (result.simulated) return 'simulated';
+  if (result.backend === 'replay') return 'replayed';
+  if ((result.extrapolated || []).includes('full_step')) return 'extrapolated';
+  return 'measured';
+}
+
+function originLabel(result) {
+  const name = origin(result);
+  return name ? el('span', {class: 'label ' + name}, name) : '';
+}
+
+function describeConfig(c) {
+  if (!c) return '';
+  let text = `dp${c.dataParallel || 1} tp${c.tensorParallel || 1} pp${c.pipelineParallel || 1}` +
+             ` cp${c.contextParallel || 1}`;
+  if (c.microBatchSize) text += ` mbs${c.microBatchSize}`;
+  if ((c.virtualPipelineSize || 1) > 1) text += ` vp${c.virtualPipelineSize}`;
+  if (c.recompute && c.recompute !== 'RECOMPUTE_NONE') {
+    text += ' recompute=' + c.recompute.replace('RECOMPUTE_', '').toLowerCase();
+  }
+  return text;
+}
+
+function shapeKey(c) {
+  return [c.tensorParallel || 1, c.contextParallel || 1, c.pipelineParallel || 1,
+          c.virtualPipelineSize || 1, c.recompute || 'RECOMPUTE_NONE'].join('/');
+}
+
+const fixed = (value, digits) => Number(value || 0).toFixed(digits);
+
+function age(timestamp) {
+  if (!timestamp) return '';
+  const seconds = Math.max(0, (Date.now() - Date.parse(timestamp)) / 1000);
+  if (seconds < 90) return `${Math.round(seconds)} s`;
+  if (seconds < 5400) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 172800) return `${fixed(seconds / 3600, 1)} h`;
+  return `${fixed(seconds / 86400, 1)} d`;
+}
+
+function searchId(name) { return name.replace('searches/', ''); }
+
+// The best OK probe of a search: candidates come ranked, best measured first.
+function bestProbed(search) {
+  return (search.candidates || []).find(
+      c => c.state === 'CANDIDATE_PROBED' && c.probeResult && c.probeResult.outcome === 'PROBE_OK');
+}
+
+function progressText(counts, state) {
+  const probed = Number(counts.probed || 0);
+  const contending = Number(counts.stillContending || 0);
+  const selected = Number(counts.selected || 0);
+  return ENDED.has(state) ? `${probed} probed of ${selected} selected`
+                          : `${probed} probed, ${contending} still able to win, ` +
+                            `${selected} selected`;
+}
+
+// --- Polling --------------------------------------------------------------------------------
+
+function stopPolling() {
+  if (pollTimer !== null) clearTimeout(pollTimer);
+  pollTimer = null;
+}
+
+function pollAgain(loader) {
+  stopPolling();
+  pollTimer = setTimeout(() => guarded(loader), POLL_MILLISECONDS);
+}
+
+// --- Searches -------------------------------------------------------------------------------
+
+async function searchesPage() {
+  const list = await api('/api/searches');
+  const searches = list.searches || [];
+  // ListSearches leaves candidates out: the best of each comes from GetSearch.
+  const full = await Promise.all(searches.map(s => api('/api/search?name=' +
+                                                       encodeURIComponent(s.name))));
+  const rows = full.map(search => {
+    const counts = search.counts || {};
+    const best = bestProbed(search);
+    return [
+      el('a', {href: '#/search/' + searchId(search.name)}, search.name),
+      search.displayName || '',
+      el('span', {class: 'state'}, search.state),
+      progressText(counts, search.state),
+      best ? describeConfig(best.config) : '',
+      best ? fixed(best.probeResult.modelTflopsPerGpu, 1) : '',
+      best ? originLabel(best.probeResult) : '',
+      fixed(Number(counts.gpuSeconds || 0) / 3600, 2),
+      age(search.createTime),
+    ];
+  });
+  show(el('h1', {}, 'Searches'),
+       rows.length === 0 ? el('p', {id: 'no-searches'}, 'No searches yet.')
+                         : table([{text: 'Search'}, {text: 'Name'}, {text: 'State'},
+                                  {text: 'Progress'}, {text: 'Best configuration'},
+                                  {text: 'Best TFLOP/s per GPU', num: true}, {text: 'From'},
+                                  {text: 'GPU-hours', num: true}, {text: 'Age'}],
+                                 rows));
+  document.querySelector('#page table')?.setAttribute('id', 'searches');
+  if (full.some(s => !ENDED.has(s.state))) pollAgain(searchesPage);
+}
+
+// --- One search -----------------------------------------------------------------------------
+
+// The events of a search after event `afterSequence` ('0': all of them), every page: a poll
+// asks only for what it has not seen.
+async function eventsAfter(name, afterSequence) {
+  let events = [];
+  let after = afterSequence;
+  while (true) {
+    const page = await api('/api/events?name=' + encodeURIComponent(name) +
+                           '&after_sequence=' + encodeURIComponent(after));
+    const newer = page.events || [];
+    events = events.concat(newer);
+    if (!page.nextPageToken || newer.length === 0) return events;
+    after = newer[newer.length - 1].sequence;
+  }
+}
+
+// The probes in the order they finished (from the event log), each with the best measured
+// TFLOP/s per GPU so far and the GPU-hours spent so far.
+function probeHistory(search, events) {
+  const byIndex = new Map();
+  for (const c of search.candidates || []) byIndex.set(c.name.split('/').pop(), c);
+  const order = [];
+  for (const event of events) {
+    const match = /^candidates\/(\d+) probed on /.exec(event.text || '');
+    if (match && byIndex.has(match[1])) order.push(byIndex.get(match[1]));
+  }
+  let best = 0;
+  let gpuHours = 0;
+  return order.map((candidate, i) => {
+    const result = candidate.probeResult || {};
+    const gpus = (result.ranOn || []).reduce((sum, host) => sum + Number(host.numRanks || 0), 0);
+    gpuHours += Number(result.wallSeconds || 0) * gpus / 3600;
+    const ok = result.outcome === 'PROBE_OK';
+    const measured = ok ? Number(result.modelTflopsPerGpu || 0) : null;
+    if (measured !== null) best = Math.max(best, measured);
+    const optimistic = /optimistic ([0-9.]+)/.exec(candidate.selectionNote || '');
+    return {probe: i + 1, gpuHours, measured, best, candidate, origin: origin(result),
+            predicted: Number((candidate.predicted || {}).modelTflopsPerGpu || 0),
+            optimistic: optimistic ? Number(optimistic[1]) : null};
+  });
+}
+
+function niceMax(value) {
+  if (!(value > 0)) return 1;
+  const power = Math.pow(10, Math.floor(Math.log10(value)));
+  for (const step of [1, 2, 2.5, 5, 10]) if (step * power >= value) return step * power;
+  return 10 * power;
+}
+
+// A line plot with axes, ticks and units. series: {points: [[x, y]], colour, step, dashed,
+// marker, label}.
+function linePlot(id, xLabel, yLabel, series, xMaxHint) {
+  const width = 520, height = 300, left = 58, right = 16, top = 16, bottom = 70;
+  const xs = series.flatMap(s => s.points.map(p => p[0]));
+  const ys = series.flatMap(s => s.points.map(p => p[1]));
+  const xMax = niceMax(Math.max(xMaxHint || 0, ...xs, 0));
+  const yMax = niceMax(Math.max(...ys, 0) * 1.05);
+  const x = v => left + (width - left - right) * v / xMax;
+  const y = v => top + (height - top - bottom) * (1 - v / yMax);
+  const root = svg('svg', {id, width, height, viewBox: `0 0 ${width} ${height}`, role: 'img',
+                           'aria-label': `${yLabel} against ${xLabel}`});
+  for (let i = 0; i <= 5; ++i) {
+    const xv = xMax * i / 5, yv = yMax * i / 5;
+    root.append(svg('line', {class: 'grid', x1: left, x2: width - right, y1: y(yv), y2: y(yv)}));
+    root.append(svg('text', {x: left - 6, y: y(yv) + 4, 'text-anchor': 'end'},
+                    Number(yv.toPrecision(3)).toString()));
+    root.append(svg('text', {x: x(xv), y: height - bottom + 16, 'text-anchor': 'middle'},
+                    Number(xv.toPrecision(3)).toString()));
+  }
+  const axes = svg('g', {class: 'axis'});
+  axes.append(svg('line', {x1: left, x2: left, y1: top, y2: height - bottom}));
+  axes.append(svg('line', {x1: left, x2: width - right, y1: height - bottom, y2: height - bottom}));
+  root.append(axes);
+  root.append(svg('text', {x: (left + width - right) / 2, y: height - bottom + 34,
+                           'text-anchor': 'middle'}, xLabel));
+  root.append(svg('text', {x: 14, y: (top + height - bottom) / 2, 'text-anchor': 'middle',
+                           transform: `rotate(-90 14 ${(top + height - bottom) / 2})`}, yLabel));
+  series.forEach((s, k) => {
+    if (s.points.length === 0) return;
+    let path = '';
+    s.points.forEach(([px, py], i) => {
+      if (i === 0) path += `M${x(px)},${y(py)}`;
+      else if (s.step) path += `H${x(px)}V${y(py)}`;
+      else path += `L${x(px)},${y(py)}`;
+    });
+    if (s.line !== false) {
+      root.append(svg('path', {d: path, fill: 'none', stroke: s.colour, 'stroke-width': 2,
+                               'stroke-dasharray': s.dashed ? '6 4' : ''}));
+    }
+    if (s.marker) {
+      for (const [px, py] of s.points) {
+        root.append(s.marker === 'circle'
+            ? svg('circle', {cx: x(px), cy: y(py), r: 4, fill: s.colour})
+            : svg('rect', {x: x(px) - 3.5, y: y(py) - 3.5, width: 7, height: 7, fill: 'none',
+                           stroke: s.colour, 'stroke-width': 1.5}));
+      }
+    }
+    const lx = left + (k % 2) * 240, ly = height - 14 - (k < 2 ? 12 : 0);
+    root.append(svg('line', {x1: lx, x2: lx + 18, y1: ly - 4, y2: ly - 4, stroke: s.colour,
+                             'stroke-width': 2, 'stroke-dasharray': s.dashed ? '6 4' : ''}));
+    root.append(svg('text', {x: lx + 22, y: ly}, s.label));
+  });
+  return root;
+}
+
+function convergenceFigures(search, history) {
+  const adaptive = (search.spec.policy || 'ADAPTIVE') === 'ADAPTIVE' ||
+                   search.spec.policy === 'SEARCH_POLICY_UNSPECIFIED';
+  const tolerance = Number((search.spec.adaptive || {}).tolerance || 0.02);
+  const origins = [...new Set(history.map(h => h.origin))].join(', ') || 'none yet';
+  const figures = [];
+  for (const [id, key, xLabel] of [['convergence-probes', 'probe', 'probes finished'],
+                                   ['convergence-gpu-hours', 'gpuHours', 'GPU-hours spent']]) {
+    const measured = history.filter(h => h.measured !== null);
+    const series = [
+      {label: `best measured (${origins})`, colour: 'var(--measured)', step: true,
+       points: measured.map(h => [h[key], h.best])},
+      {label: `each probe (${origins})`, colour: 'var(--sky)', marker: 'circle', line: false,
+       points: measured.map(h => [h[key], h.measured])},
+      {label: 'predicted at planning', colour: 'var(--predicted)', marker: 'square', line: false,
+       points: history.map(h => [h[key], h.predicted])},
+    ];
+    if (adaptive) {
+      series.push({label: 'optimistic bound at selection', colour: 'var(--bound)',
+                   dashed: true, marker: 'square',
+                   points: history.filter(h => h.optimistic !== null)
+                                  .map(h => [h[key], h.optimistic])});
+    }
+    figures.push(el('figure', {},
+        linePlot(id, xLabel, 'TFLOP/s per GPU', series, key === 'probe' ? 1 : 0),
+        el('figcaption', {},
+           `Best model TFLOP/s per GPU against ${xLabel}. ` +
+           (adaptive ? `ADAPTIVE stops when no unprobed candidate's optimistic bound beats ` +
+                       `the best measured by more than ${fixed(tolerance * 100, 0)}%.` : ''))));
+  }
+  return el('div', {class: 'figures'}, ...figures);
+}
+
+// The memory map of the plan: one row per tp x cp x pp shape, one column per micro-batch
+// size; probed cells carry their measurement.
+function heatMap(map, candidates) {
+  const probed = new Map();
+  for (const c of candidates || []) {
+    if (c.state !== 'CANDIDATE_PROBED' || !c.probeResult) continue;
+    probed.set(shapeKey(c.config) + '#' + c.config.microBatchSize, c.probeResult);
+  }
+  const columns = map.microBatchSizes || [];
+  const rows = map.rows || [];
+  const cellW = 78, cellH = 26, left = 190, top = 40;
+  const width = Math.max(760, left + cellW * columns.length + 10), height = top + cellH * rows.length + 58;
+  const root = svg('svg', {id: 'heat-map', width, height, viewBox: `0 0 ${width} ${height}`,
+                           role: 'img', 'aria-label': 'estimated memory per GPU'});
+  root.append(svg('text', {x: left, y: 14}, 'micro-batch size →'));
+  columns.forEach((mbs, j) => root.append(svg('text', {x: left + j * cellW + cellW / 2, y: 32,
+                                                       'text-anchor': 'middle'}, mbs)));
+  rows.forEach((row, i) => {
+    const shape = row.shape || {};
+    const yTop = top + i * cellH;
+    root.append(svg('text', {x: left - 8, y: yTop + cellH / 2 + 4, 'text-anchor': 'end'},
+                    describeConfig(Object.assign({}, shape, {dataParallel: shape.dataParallel,
+                                                             microBatchSize: 0}))));
+    for (const cell of row.cells || []) {
+      const j = columns.indexOf(cell.microBatchSize);
+      const result = probed.get(shapeKey(shape) + '#' + cell.microBatchSize);
+      const g = svg('g', {class: 'cell', 'data-verdict': cell.verdict || 'SAFE',
+                          'data-probed': result ? 'true' : 'false'});
+      g.append(svg('rect', {x: left + j * cellW + 1, y: yTop + 1, width: cellW - 2,
+                            height: cellH - 2, fill: VERDICT_COLOUR[cell.verdict || 'SAFE'],
+                            stroke: result ? '#000' : 'none', 'stroke-width': result ? 2.5 : 0}));
+      let text = `${VERDICT_LETTER[cell.verdict || 'SAFE']} ${fixed(100 * (cell.fractionOfCapacity || 0), 0)}%`;
+      if (result) {
+        text = result.outcome === 'PROBE_OK'
+                   ? `${fixed(result.modelTflopsPerGpu, 0)} TF${result.simulated ? ' sim' : ''}`
+                   : (result.outcome === 'PROBE_OUT_OF_MEMORY' ? 'ran OOM' : 'failed');
+      }
+      g.append(svg('text', {x: left + j * cellW + cellW / 2, y: yTop + cellH / 2 + 4,
+                            'text-anchor': 'middle', fill: '#000'}, text));
+      g.append(svg('title', {}, `${describeConfig(Object.assign({}, shape,
+          {microBatchSize: cell.microBatchSize}))}: estimated ` +
+          `${fixed(100 * (cell.fractionOfCapacity || 0), 1)}% of GPU memory, ${cell.verdict}`));
+      root.append(g);
+    }
+  });
+  const legendY = top + rows.length * cellH + 22;
+  [['SAFE', 'S SAFE'], ['RISKY', 'R RISKY'], ['OUT_OF_MEMORY', 'X out of memory']].forEach(
+      ([verdict, text], k) => {
+        root.append(svg('rect', {x: 10 + k * 150, y: legendY - 11, width: 14, height: 14,
+                                 fill: VERDICT_COLOUR[verdict]}));
+        root.append(svg('text', {x: 30 + k * 150, y: legendY}, text));
+      });
+  root.append(svg('text', {x: 10, y: legendY + 22},
+                  `Cells: estimated peak memory per GPU, % of ${fixed((map.capacityBytes || 0) /
+                  2 ** 30, 1)} GiB (SAFE below ${fixed(100 * (map.safeFraction || 0), 0)}%); ` +
+                  'outlined: probed, with its TFLOP/s per GPU.'));
+  return root;
+}
+
+// Workers and gangs over time, from the event log: a bar per lease on each member worker,
+// from "candidates/N leased to workers/A + workers/B" to "candidates/N probed on ...".
+function gangTimeline(events) {
+  const open = new Map();
+  const bars = [];
+  for (const event of events) {
+    const time = Date.parse(event.time);
+    const leased = /^candidates\/(\d+) leased to (.*?) \(attempt/.exec(event.text || '');
+    if (leased) {
+      open.set(leased[1], {candidate: leased[1], start: time,
+                           workers: leased[2].match(/workers\/\d+/g) || []});
+      continue;
+    }
+    const ended = /^candidates\/(\d+) (probed on|lease of|lost)/.exec(event.text || '');
+    if (ended && open.has(ended[1])) {
+      bars.push(Object.assign(open.get(ended[1]), {end: time}));
+      open.delete(ended[1]);
+    }
+  }
+  const now = Date.now();
+  for (const bar of open.values()) bars.push(Object.assign(bar, {end: now, running: true}));
+  const workers = [...new Set(bars.flatMap(b => b.workers))].sort();
+  if (bars.length === 0) return el('p', {class: 'muted'}, 'No probe leased yet.');
+  const t0 = Math.min(...bars.map(b => b.start));
+  const span = Math.max(1, Math.max(...bars.map(b => b.end)) - t0) / 1000;
+  const width = 640, left = 90, laneH = 22, top = 10;
+  const height = top + laneH * workers.length + 40;
+  const x = seconds => left + (width - left - 10) * seconds / niceMax(span);
+  const root = svg('svg', {id: 'gang-timeline', width, height, viewBox: `0 0 ${width} ${height}`,
+                           role: 'img', 'aria-label': 'leases per worker over time'});
+  workers.forEach((w, i) => root.append(svg('text', {x: left - 6, y: top + i * laneH + 15,
+                                                     'text-anchor': 'end'}, w)));
+  const palette = ['#0072b2', '#e69f00', '#009e73', '#cc79a7', '#56b4e9', '#d55e00', '#f0e442'];
+  for (const bar of bars) {
+    for (const w of bar.workers) {
+      const i = workers.indexOf(w);
+      const rect = svg('rect', {x: x((bar.start - t0) / 1000), y: top + i * laneH + 3,
+                                width: Math.max(2, x((bar.end - t0) / 1000) - x((bar.start - t0) / 1000)),
+                                height: laneH - 6,
+                                fill: palette[Number(bar.candidate) % palette.length]});
+      rect.append(svg('title', {}, `candidates/${bar.candidate} on ${bar.workers.join(' + ')}` +
+                                   (bar.running ? ' (running)' : '')));
+      root.append(rect);
+    }
+  }
+  const axisY = top + laneH * workers.length + 4;
+  root.append(svg('line', {x1: left, x2: width - 10, y1: axisY, y2: axisY, stroke: '#444'}));
+  for (let i = 0; i <= 4; ++i) {
+    const seconds = niceMax(span) * i / 4;
+    root.append(svg('text', {x: x(seconds), y: axisY + 14, 'text-anchor': 'middle'},
+                    Number(seconds.toPrecision(3)).toString()));
+  }
+  root.append(svg('text', {x: (left + width) / 2, y: axisY + 32, 'text-anchor': 'middle'},
+                  'seconds since the first lease (one colour per candidate: a gang shares it)'));
+  return root;
+}
+
+function candidateTable(search) {
+  const rows = (search.candidates || []).map((c, rank) => {
+    const result = c.probeResult;
+    const ok = result && result.outcome === 'PROBE_OK';
+    return [rank + 1, describeConfig(c.config), c.state.replace('CANDIDATE_', '').toLowerCase(),
+            fixed((c.predicted || {}).modelTflopsPerGpu, 1),
+            ok ? fixed(result.modelTflopsPerGpu, 1)
+               : (result ? (result.outcome || '').replace('PROBE_', '').toLowerCase() : ''),
+            originLabel(result),
+            `${fixed(100 * ((c.memory || {}).fractionOfCapacity || 0), 0)}% ` +
+                ((c.memory || {}).verdict || ''),
+            c.waitingReason || c.worker || ''];
+  });
+  const t = table([{text: '#', num: true}, {text: 'Configuration'}, {text: 'State'},
+                   {text: 'Predicted TFLOP/s per GPU', num: true},
+                   {text: 'Measured TFLOP/s per GPU', num: true}, {text: 'From'},
+                   {text: 'Estimated memory'}, {text: 'Worker / waiting'}], rows);
+  t.setAttribute('id', 'candidates');
+  return t;
+}
+
+async function searchPage(id) {
+  const name = 'searches/' + id;
+  // Kept between polls: the log grows at its end only, and the plan of a search's spec never
+  // changes.
+  let events = [];
+  let plan = null;
+  const loader = async () => {
+    // The search first: the events read after it include every one up to its state, so the
+    // last poll of an ended search has the whole log.
+    const search = await api('/api/search?name=' + encodeURIComponent(name));
+    const after = events.length > 0 ? events[events.length - 1].sequence : '0';
+    const [newer, planned] = await Promise.all([
+      eventsAfter(name, after), plan || api('/api/search_plan?name=' + encodeURIComponent(name))]);
+    events = events.concat(newer);
+    plan = planned;
+    const counts = search.counts || {};
+    const best = bestProbed(search);
+    const history = probeHistory(search, events);
+    const log = el('div', {class: 'log', id: 'events'},
+                   ...events.map(e => el('div', {}, `${e.time}  ${e.text}`)));
+    show(el('h1', {}, `${search.name} ${search.displayName ? '· ' + search.displayName : ''}`),
+         el('p', {}, el('span', {class: 'state', id: 'search-state'}, search.state), ' · ',
+            el('span', {id: 'progress'}, progressText(counts, search.state)), ' · ',
+            `${fixed(Number(counts.gpuSeconds || 0) / 3600, 2)} GPU-hours`, ' · ',
+            `created ${age(search.createTime)} ago`),
+         best ? el('p', {id: 'best'}, 'Best: ', describeConfig(best.config), ' at ',
+                   `${fixed(best.probeResult.modelTflopsPerGpu, 1)} TFLOP/s per GPU `,
+                   originLabel(best.probeResult)) : null,
+         search.stopReason ? el('p', {class: 'muted', id: 'stop-reason'}, search.stopReason)
+                           : null,
+         el('h2', {}, 'Candidates: predicted against measured'), candidateTable(search),
+         el('h2', {}, 'Convergence'), convergenceFigures(search, history),
+         el('h2', {}, 'Memory map of the plan (estimated)'), heatMap(plan.memoryMap || {},
+                                                                      search.candidates),
+         el('h2', {}, 'Workers and gangs over time'), gangTimeline(events),
+         el('h2', {}, 'Event log'), log);
+    log.scrollTop = log.scrollHeight;
+    if (!ENDED.has(search.state)) pollAgain(loader);
+  };
+  await loader();
+}
+
+// --- Workers --------------------------------------------------------------------------------
+
+async function workersPage() {
+  const list = await api('/api/workers');
+  const rows = (list.workers || []).map(w => [
+    w.name, w.hostname || '', (w.state || '').replace('WORKER_', '').toLowerCase(),
+    `${(w.gpus || []).length} x ${w.gpuType || 'unknown GPU'}`, (w.backends || []).join(', '),
+    w.currentProbe || '', w.probesCompleted || 0, w.registeredBy || '']);
+  const t = table([{text: 'Worker'}, {text: 'Host'}, {text: 'State'}, {text: 'GPUs'},
+                   {text: 'Backends'}, {text: 'Running'}, {text: 'Probes done', num: true},
+                   {text: 'Registered by'}], rows);
+  t.setAttribute('id', 'workers');
+  show(el('h1', {}, 'Workers'), t);
+  pollAgain(workersPage);
+}
+
+// --- Planner --------------------------------------------------------------------------------
+
+const EXAMPLE_PLAN = {
+  spec: {model: {preset: 'llama3.1-8b'}, training: {globalBatchSize: 256, seqLen: 4096},
+         cluster: {gpu: {type: 'h100-80gb'}, numNodes: 2, gpusPerNode: 8}},
+  limit: 20,
+};
+
+function planPage() {
+  const input = el('textarea', {id: 'plan-request', spellcheck: 'false'},
+                   JSON.stringify(EXAMPLE_PLAN, null, 2));
+  const button = el('button', {id: 'plan-button'}, 'Plan');
+  const output = el('div', {id: 'plan-output'});
+  button.addEventListener('click', () => guarded(async () => {
+    let request;
+    try {
+      request = JSON.parse(input.value);
+    } catch (error) {
+      output.replaceChildren(el('p', {class: 'error'}, 'Not JSON: ' + error.message));
+      return;
+    }
+    try {
+      const plan = await api('/api/plan', {method: 'POST', body: JSON.stringify(request),
+                                           headers: {'Content-Type': 'application/json'}});
+      const counts = plan.counts || {};
+      const ranking = table(
+          [{text: '#', num: true}, {text: 'Configuration'},
+           {text: 'Predicted TFLOP/s per GPU', num: true}, {text: 'Estimated memory'}],
+          (plan.candidates || []).map((c, i) => [
+            i + 1, describeConfig(c.config), fixed((c.predicted || {}).modelTflopsPerGpu, 1),
+            `${fixed(100 * ((c.memory || {}).fractionOfCapacity || 0), 0)}% ` +
+                ((c.memory || {}).verdict || '')]));
+      ranking.setAttribute('id', 'plan-ranking');
+      output.replaceChildren(
+          el('p', {}, `${counts.enumerated || 0} enumerated, ${counts.valid || 0} valid, ` +
+                      `${counts.memorySafe || 0} memory-safe. Predictions of the estimator, ` +
+                      'nothing probed.'),
+          el('h2', {}, 'Memory map (estimated)'), heatMap(plan.memoryMap || {}, []),
+          el('h2', {}, 'Predicted ranking'), ranking);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 401) throw error;
+      output.replaceChildren(el('p', {class: 'error', id: 'plan-error'}, error.message));
+    }
+  }));
+  show(el('h1', {}, 'Planner'),
+       el('p', {}, 'A PlanRequest as JSON (the fields of proto/autotuner_service.proto, as ' +
+                   '`paratune plan --json` takes them). Nothing is probed.'),
+       input, el('p', {}, button), output);
+}
+
+// --- Routing --------------------------------------------------------------------------------
+
+async function showWho() {
+  const who = await api('/api/whoami');
+  document.getElementById('who').textContent =
+      who.tokens ? `signed in as ${who.principal} (${who.role})` : 'no token file: open access';
+}
+
+function route() {
+  stopPolling();
+  const hash = location.hash || '#/searches';
+  guarded(async () => {
+    await showWho();
+    const search = /^#\/search\/(\d+)$/.exec(hash);
+    if (search) return searchPage(search[1]);
+    if (hash === '#/workers') return workersPage();
+    if (hash === '#/plan') return planPage();
+    return searchesPage();
+  });
+}
+
+window.addEventListener('hashchange', route);
+document.addEventListener('DOMContentLoaded', route);

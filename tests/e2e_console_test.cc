@@ -1,0 +1,268 @@
+// The web console (docs/console.md) in a real browser: headless Chromium, driven over
+// WebDriver, against a paratune-server with a sim worker. Each page must render its content
+// (DOM assertions), the search page must follow a running search to its end without a reload,
+// no page may log an error, and each page's screenshot is kept in the test's outputs. With a
+// token file, the sign-in page must refuse a wrong token and a client see only its searches.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/client_credentials.h"
+#include "common/small_file.h"
+#include "common/test_certificates.h"
+#include "common/test_file.h"
+#include "gmock/gmock.h"
+#include "grpcpp/create_channel.h"
+#include "gtest/gtest.h"
+#include "proto/autotuner_service.grpc.pb.h"
+#include "server/core/test_requests.h"
+#include "tests/test_cluster.h"
+#include "tests/web_driver.h"
+
+namespace paratune {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+
+std::string TestDirectory(const char* variable) {
+  const char* directory = std::getenv(variable);
+  return directory != nullptr ? directory : ::testing::TempDir();
+}
+
+constexpr char kAliceToken[] = "console-alice-token-1a2b3c4d";
+constexpr char kBobToken[] = "console-bob-token-5e6f7a8b";
+constexpr char kWrongToken[] = "console-wrong-token-00000000";
+
+// TLS with the test CA and `token`: the gRPC side of a server with a token file.
+std::shared_ptr<grpc::ChannelCredentials> TlsWithToken(const TestCertificates& certs,
+                                                       const std::string& token) {
+  ClientCredentialsOptions options;
+  options.tls_ca = certs.ca_cert;
+  options.token_file = WriteTestFile(absl::StrCat("token-", token), token + "\n");
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      LoadClientCredentials(options);
+  EXPECT_TRUE(credentials.ok()) << credentials.status();
+  return credentials.ok() ? *credentials : grpc::InsecureChannelCredentials();
+}
+
+class ConsoleTest : public ::testing::Test {
+ protected:
+  // Starts a server with the console (and `options`), a worker per entry of `worker_flags`,
+  // and the browser.
+  void StartConsole(const std::vector<std::vector<std::string>>& worker_flags,
+                    TestCluster::Options options) {
+    const std::string port_file = absl::StrCat(TestDirectory("TEST_TMPDIR"), "/console_port");
+    options.server_flags.push_back("--console_address=127.0.0.1:0");
+    options.server_flags.push_back(absl::StrCat("--console_port_file=", port_file));
+    absl::StatusOr<std::unique_ptr<TestCluster>> cluster =
+        TestCluster::Start(worker_flags, options);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = *std::move(cluster);
+    // Written before the server's --port_file, which TestCluster::Start waited for.
+    absl::StatusOr<std::string> port = ReadSmallFile(port_file, 64);
+    ASSERT_TRUE(port.ok()) << port.status();
+    base_url_ = absl::StrCat("http://127.0.0.1:", absl::StripAsciiWhitespace(*port), "/");
+    absl::StatusOr<std::unique_ptr<WebDriver>> browser =
+        WebDriver::Start(absl::StrCat(TestDirectory("TEST_TMPDIR"), "/chromium-profile"));
+    ASSERT_TRUE(browser.ok()) << browser.status();
+    browser_ = *std::move(browser);
+  }
+
+  // Runs `script` until it returns true (at most `timeout`); its last value otherwise.
+  void WaitUntil(const std::string& what, const std::string& script, absl::Duration timeout) {
+    const absl::Time deadline = absl::Now() + timeout;
+    std::string last;
+    while (absl::Now() < deadline) {
+      absl::StatusOr<google::protobuf::Value> value = browser_->Execute(script);
+      ASSERT_TRUE(value.ok()) << value.status();
+      if (value->bool_value()) return;
+      last = value->DebugString();
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    FAIL() << "timed out waiting for " << what << "; last value: " << last;
+  }
+
+  std::string Text(const std::string& selector) {
+    absl::StatusOr<google::protobuf::Value> value = browser_->Execute(absl::StrCat(
+        "const e = document.querySelector('", selector, "'); return e ? e.textContent : '';"));
+    EXPECT_TRUE(value.ok()) << value.status();
+    return value.ok() ? value->string_value() : "";
+  }
+
+  double Number(const std::string& expression) {
+    absl::StatusOr<google::protobuf::Value> value =
+        browser_->Execute(absl::StrCat("return ", expression, ";"));
+    EXPECT_TRUE(value.ok()) << value.status();
+    return value.ok() ? value->number_value() : -1;
+  }
+
+  // Saves the page as `name`.png among the test's outputs, and checks that it logged no error
+  // since the last check. With `refusals_expected`, the API's 401 answers (a sign-in page
+  // asking for a token, a wrong token refused), which the browser logs as failed loads, are
+  // not errors; anything else is.
+  void KeepScreenshot(const std::string& name, bool refusals_expected = false) {
+    absl::StatusOr<std::string> png = browser_->Screenshot();
+    ASSERT_TRUE(png.ok()) << png.status();
+    std::ofstream(absl::StrCat(TestDirectory("TEST_UNDECLARED_OUTPUTS_DIR"), "/", name, ".png"),
+                  std::ios::binary)
+        << *png;
+    absl::StatusOr<std::vector<std::string>> entries = browser_->SevereLogEntries();
+    ASSERT_TRUE(entries.ok()) << entries.status();
+    std::vector<std::string> errors;
+    for (const std::string& entry : *entries) {
+      const bool refusal = absl::StartsWith(entry, "network: ") &&
+                           absl::StrContains(entry, "/api/") &&
+                           absl::StrContains(entry, "status of 401");
+      if (!(refusals_expected && refusal)) errors.push_back(entry);
+    }
+    EXPECT_THAT(errors, IsEmpty()) << "on the page " << name;
+  }
+
+  // Types `token` into the sign-in page and signs in.
+  void SignIn(const std::string& token) {
+    ASSERT_TRUE(browser_
+                    ->Execute(absl::StrCat("document.querySelector('#token').value = '", token,
+                                           "'; document.querySelector('#login').click(); "
+                                           "return true;"))
+                    .ok());
+  }
+
+  std::unique_ptr<TestCluster> cluster_;
+  std::unique_ptr<WebDriver> browser_;
+  std::string base_url_;
+};
+
+TEST_F(ConsoleTest, PagesRenderAndFollowASearchLive) {
+  ASSERT_NO_FATAL_FAILURE(StartConsole(
+      {{"--backend=sim", "--sim_gpus=8", "--sim_probe_seconds=0.4"}}, TestCluster::Options()));
+  v1::CreateSearchRequest request = SmallSimSearch(/*top_k=*/4);
+  request.mutable_spec()->set_policy(v1::ADAPTIVE);
+  absl::StatusOr<v1::Search> search = cluster_->CreateSearch(request);
+  ASSERT_TRUE(search.ok()) << search.status();
+  const std::string id = search->name().substr(search->name().find('/') + 1);
+
+  // Opened while it probes, the search page must reach the end by itself (polling).
+  ASSERT_TRUE(browser_->Navigate(absl::StrCat(base_url_, "#/search/", id)).ok());
+  WaitUntil("the search page", "return document.querySelector('#search-state') !== null;",
+            absl::Seconds(10));
+  const std::string first_state = Text("#search-state");
+  WaitUntil("the search to end on the page",
+            "const s = document.querySelector('#search-state');"
+            "return s !== null && s.textContent === 'SUCCEEDED';",
+            absl::Seconds(40));
+  EXPECT_NE(first_state, "SUCCEEDED") << "the page opened after the search ended; no live update";
+  EXPECT_GE(Number("document.querySelectorAll('#candidates tbody tr').length"), 1);
+  EXPECT_THAT(Text("#candidates"), HasSubstr("simulated"));
+  EXPECT_THAT(Text("#best"), HasSubstr("TFLOP/s per GPU"));
+  EXPECT_GE(Number("document.querySelectorAll('#convergence-probes path').length"), 1);
+  EXPECT_THAT(Text("#convergence-probes"), HasSubstr("TFLOP/s per GPU"));
+  EXPECT_THAT(Text("#convergence-gpu-hours"), HasSubstr("GPU-hours spent"));
+  EXPECT_GE(Number("document.querySelectorAll('#heat-map g.cell').length"), 4);
+  EXPECT_GE(Number("document.querySelectorAll('#heat-map g.cell[data-probed=true]').length"), 1);
+  EXPECT_GE(Number("document.querySelectorAll('#gang-timeline rect').length"), 1);
+  EXPECT_THAT(Text("#events"), HasSubstr("leased to workers/"));
+  // Polls ask only for the events after the last one shown: none is shown twice.
+  EXPECT_EQ(Number("new Set([...document.querySelectorAll('#events div')].map("
+                   "e => e.textContent)).size"),
+            Number("document.querySelectorAll('#events div').length"));
+  // ... and none is missing.
+  absl::StatusOr<std::vector<std::string>> logged = cluster_->EventTexts(search->name());
+  ASSERT_TRUE(logged.ok()) << logged.status();
+  EXPECT_EQ(Number("document.querySelectorAll('#events div').length"),
+            static_cast<double>(logged->size()));
+  KeepScreenshot("search");
+
+  ASSERT_TRUE(browser_->Navigate(absl::StrCat(base_url_, "#/searches")).ok());
+  WaitUntil("the searches table", "return document.querySelector('#searches') !== null;",
+            absl::Seconds(10));
+  EXPECT_THAT(Text("#searches"), HasSubstr(search->name()));
+  EXPECT_THAT(Text("#searches"), HasSubstr("SUCCEEDED"));
+  KeepScreenshot("searches");
+
+  ASSERT_TRUE(browser_->Navigate(absl::StrCat(base_url_, "#/workers")).ok());
+  WaitUntil("the workers table", "return document.querySelector('#workers') !== null;",
+            absl::Seconds(10));
+  EXPECT_THAT(Text("#workers"), HasSubstr("h100-80gb"));
+  KeepScreenshot("workers");
+
+  ASSERT_TRUE(browser_->Navigate(absl::StrCat(base_url_, "#/plan")).ok());
+  WaitUntil("the planner", "return document.querySelector('#plan-button') !== null;",
+            absl::Seconds(10));
+  ASSERT_TRUE(
+      browser_->Execute("document.querySelector('#plan-button').click(); return true;").ok());
+  WaitUntil("the plan", "return document.querySelector('#plan-ranking') !== null;",
+            absl::Seconds(20));
+  EXPECT_GE(Number("document.querySelectorAll('#plan-ranking tbody tr').length"), 1);
+  EXPECT_GE(Number("document.querySelectorAll('#plan-output g.cell').length"), 1);
+  KeepScreenshot("planner");
+}
+
+// A server with a token file (and TLS, which tokens need on the gRPC port) and no worker: its
+// searches stay PROBING. The console asks for a token, refuses a wrong one, and shows a client
+// its own searches only.
+TEST_F(ConsoleTest, SignInRefusesAWrongTokenAndShowsAClientOnlyItsSearches) {
+  const absl::StatusOr<TestCertificates>& certs = SharedTestCertificates();
+  ASSERT_TRUE(certs.ok()) << certs.status();
+  TestCluster::Options options;
+  options.server_flags = {
+      absl::StrCat("--tls_cert=", certs->server_cert),
+      absl::StrCat("--tls_key=", certs->server_key),
+      absl::StrCat("--token_file=",
+                   WriteTestFile("tokens", absl::StrCat("client alice ", kAliceToken,
+                                                        "\nclient bob ", kBobToken, "\n")))};
+  options.client_credentials = TlsWithToken(*certs, kAliceToken);
+  ASSERT_NO_FATAL_FAILURE(StartConsole({}, options));
+  absl::StatusOr<v1::Search> alices = cluster_->CreateSearch(SmallSimSearch(/*top_k=*/2));
+  ASSERT_TRUE(alices.ok()) << alices.status();
+  v1::Search bobs;
+  const grpc::Status created =
+      v1::Autotuner::NewStub(
+          grpc::CreateChannel(cluster_->address(), TlsWithToken(*certs, kBobToken)))
+          ->CreateSearch(ContextWithTimeout(absl::Seconds(30)).get(), SmallSimSearch(2), &bobs);
+  ASSERT_TRUE(created.ok()) << created.error_message();
+
+  ASSERT_TRUE(browser_->Navigate(base_url_).ok());
+  WaitUntil("the sign-in page", "return document.querySelector('#login') !== null;",
+            absl::Seconds(10));
+  EXPECT_EQ(Text("#login-error"), "") << "an error before any token was tried";
+  ASSERT_NO_FATAL_FAILURE(SignIn(kWrongToken));
+  WaitUntil(
+      "the refusal, visible",
+      "const e = document.querySelector('#login-error');"
+      "return e !== null && e.textContent.includes('refused') &&"
+      "  e.getBoundingClientRect().height > 0 && getComputedStyle(e).visibility === 'visible';",
+      absl::Seconds(10));
+  EXPECT_THAT(Text("#login-error"), HasSubstr("not one this server accepts"));
+  EXPECT_THAT(Text("#login-error"), Not(HasSubstr(kWrongToken)));
+  KeepScreenshot("sign-in", /*refusals_expected=*/true);
+
+  ASSERT_NO_FATAL_FAILURE(SignIn(kAliceToken));
+  WaitUntil("alice's searches", "return document.querySelector('#searches') !== null;",
+            absl::Seconds(10));
+  EXPECT_EQ(Text("#who"), "signed in as alice (client)");
+  EXPECT_THAT(Text("#searches"), HasSubstr(alices->name()));
+  EXPECT_THAT(Text("#searches"), Not(HasSubstr(bobs.name())));
+  EXPECT_EQ(Number("document.querySelectorAll('#searches tbody tr').length"), 1);
+  KeepScreenshot("searches-signed-in");
+}
+
+}  // namespace
+}  // namespace paratune
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (!paratune::SetTestBinaries(argc, argv)) {
+    std::fprintf(stderr, "usage: e2e_console_test PARATUNE_SERVER PARATUNE_WORKER\n");
+    return 2;
+  }
+  return RUN_ALL_TESTS();
+}
