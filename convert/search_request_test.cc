@@ -160,8 +160,32 @@ TEST(ValidateCreateSearchRequestTest, CudaBackendRunsBf16Only) {
   request.mutable_spec()->mutable_probe()->set_backend("cuda");
   EXPECT_TRUE(Validate(request).ok());
   request.mutable_spec()->mutable_training()->set_precision(v1::FP8);
+  EXPECT_EQ(Validate(request).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(Validate(request).message(),
-              HasSubstr("spec.training.precision (FP8) is not supported by backend cuda"));
+              HasSubstr("spec.training.precision (FP8) is not yet supported by backend cuda"));
+  request.mutable_spec()->mutable_probe()->set_backend("sim");
+  EXPECT_TRUE(Validate(request).ok());
+}
+
+TEST(ValidateCreateSearchRequestTest, CudaFp8NeedsFp8TensorCores) {
+  v1::CreateSearchRequest request = Valid();
+  request.mutable_spec()->mutable_probe()->set_backend("cuda");
+  request.mutable_spec()->mutable_training()->set_precision(v1::FP8);
+  request.mutable_spec()->mutable_cluster()->mutable_gpu()->set_type("a100-80gb");
+  EXPECT_EQ(Validate(request),
+            absl::InvalidArgumentError(
+                "spec.training.precision (FP8) needs fp8 tensor cores (compute capability 8.9 or "
+                "later), and spec.cluster.gpu.type (\"a100-80gb\") is an Ampere GPU without them"));
+  // A custom GPU is told apart by its bf16 peak.
+  v1::GpuSpec& gpu = *request.mutable_spec()->mutable_cluster()->mutable_gpu();
+  gpu.set_type("");
+  gpu.set_memory_bytes(int64_t{80} << 30);
+  gpu.set_peak_bf16_tflops(312);
+  gpu.set_hbm_bandwidth_gbps(2039);
+  gpu.set_nvlink_bandwidth_gbps(300);
+  gpu.set_network_bandwidth_gbps(25);
+  EXPECT_THAT(Validate(request).message(),
+              HasSubstr("spec.cluster.gpu.peak_bf16_tflops (312) is an Ampere GPU"));
 }
 
 TEST(ValidateCreateSearchRequestTest, DisplayNameIsLimited) {

@@ -11,6 +11,7 @@ targets=(
   //worker/cuda:paratune-probe
   //worker/cuda:kernels_gpu_test
   //worker/cuda:gemm_gpu_test
+  //worker/cuda:fp8_gemm_gpu_test
   //worker/cuda:attention_gpu_test
   //worker:cuda_backend_gpu_test
   //worker/cuda:gemm_benchmark

@@ -4,7 +4,7 @@
 # Logs go to $OUT (the device machine's output folder) or ./probe-gpu-out; a summary is
 # printed last. Steps, all by default: tests gemm probe oom e2e.
 #   tests  the gpu-tagged tests: kernels, GEMMs, attention, the cuda backend's conformance
-#   gemm   bf16 GEMM throughput (Google Benchmark)
+#   gemm   bf16 and fp8 GEMM throughput (Google Benchmark)
 #   probe  Llama-3.1-8B on one GPU, 5 probes: wall time, step-time CV, measured vs predicted
 #   oom    a configuration the memory model calls OUT_OF_MEMORY must fail allocation
 #   e2e    paratune-server, paratune-worker --backend=cuda and a search, end to end
@@ -27,8 +27,8 @@ cleanup() {
 trap cleanup EXIT
 tar -C "$work" -xzf .probe-bundle/bundle.tar.gz || { note "no .probe-bundle/bundle.tar.gz"; exit 1; }
 
-# cuBLASLt and NCCL: the CUDA toolkit's, or those of the pip packages next to PyTorch
-# (nvidia-cublas, nvidia-nccl-cu13).
+# cuBLASLt, cuDNN and NCCL: the CUDA toolkit's, or those of the pip packages next to PyTorch
+# (nvidia-cublas, nvidia-cudnn-cu13, nvidia-nccl-cu13).
 library_dir() {
   local roots=(/usr/local/cuda/lib64 /usr/local/cuda/lib)
   roots+=($(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null))
@@ -36,11 +36,12 @@ library_dir() {
 }
 nccl_dir=$(library_dir libnccl.so.2)
 cublas_dir=$(library_dir libcublasLt.so.13)
-export LD_LIBRARY_PATH="${nccl_dir}:${cublas_dir}:$work/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+cudnn_dir=$(library_dir libcudnn.so.9)
+export LD_LIBRARY_PATH="${nccl_dir}:${cublas_dir}:${cudnn_dir}:$work/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 probe="$work/bin/paratune-probe"
 {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
-  echo "libnccl.so.2 in: ${nccl_dir:-NOT FOUND}; libcublasLt.so.13 in: ${cublas_dir:-NOT FOUND}"
+  echo "libnccl.so.2 in: ${nccl_dir:-NOT FOUND}; libcublasLt.so.13 in: ${cublas_dir:-NOT FOUND}; libcudnn.so.9 in: ${cudnn_dir:-NOT FOUND}"
   ldd "$probe"
   "$probe" --list_gpus
 } >"$out/machine.log" 2>&1
@@ -53,7 +54,7 @@ field() { grep -m1 "^ *$1:" "$2" | sed 's/^[^:]*: *//; s/"//g'; }
 for step in "${steps[@]}"; do
   case "$step" in
     tests)
-      for test in kernels_gpu_test gemm_gpu_test attention_gpu_test cuda_backend_gpu_test; do
+      for test in kernels_gpu_test gemm_gpu_test fp8_gemm_gpu_test attention_gpu_test cuda_backend_gpu_test; do
         mkdir -p "$work/tmp/$test"
         TEST_SRCDIR="$work/runfiles" TEST_TMPDIR="$work/tmp/$test" "$work/bin/$test" \
           >>"$out/tests.log" 2>&1
@@ -62,7 +63,7 @@ for step in "${steps[@]}"; do
       ;;
     gemm)
       "$work/bin/gemm_benchmark" --benchmark_min_time=0.5 >"$out/gemm.log" 2>&1
-      note "GEMM throughput (TFLOP/s, fraction of 989):"
+      note "GEMM throughput (TFLOP/s, fraction of the dense peak: bf16 989, fp8 1979):"
       grep BM_ "$out/gemm.log" | awk '{print "  " $0}' | tee -a "$summary" >/dev/null
       ;;
     probe)
@@ -73,7 +74,7 @@ for step in "${steps[@]}"; do
           >"$work/probe-$run.txt" 2>>"$out/probe.log"
         wall=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")
         { echo "== run $run, wall ${wall} s"; cat "$work/probe-$run.txt"; } >>"$out/probe.log"
-        note "8B probe $run: $(field outcome "$work/probe-$run.txt"), wall ${wall} s, mean step $(field mean_step_time_seconds "$work/probe-$run.txt") s, in-probe CV $(field step_time_cv "$work/probe-$run.txt"), predicted $(field predicted_step_time_seconds "$work/probe-$run.txt") s, peak $(field peak_memory_bytes "$work/probe-$run.txt") B vs estimated $(field estimated_peak_memory_bytes "$work/probe-$run.txt") B"
+        note "8B probe $run: $(field outcome "$work/probe-$run.txt"), wall ${wall} s, mean step $(field mean_step_time_seconds "$work/probe-$run.txt") s, in-probe CV $(field step_time_cv "$work/probe-$run.txt"), predicted $(field predicted_step_time_seconds "$work/probe-$run.txt") s, peak $(field peak_memory_bytes "$work/probe-$run.txt") B vs estimated $(field estimated_peak_memory_bytes "$work/probe-$run.txt") B, attention $(field attention_kernel "$work/probe-$run.txt") $(field attention_fallback_reason "$work/probe-$run.txt")"
       done
       python3 - "$work"/probe-*.txt <<'PYTHON' | tee -a "$summary"
 import re, statistics, sys

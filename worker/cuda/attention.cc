@@ -6,6 +6,7 @@
 #include "common/status_macros.h"
 #include "worker/cuda/communicators.h"
 #include "worker/cuda/cuda_status.h"
+#include "worker/probe/attention_graph.h"
 
 namespace paratune {
 
@@ -27,6 +28,25 @@ Attention::Attention(Gemm* gemm, const ShardShapes& shapes, int64_t query_chunk,
   positions_.context_parallel = shapes.context_parallel;
   positions_.context_rank = context_rank;
   kv_block_ = dims_.sequences * dims_.kv_heads * dims_.tokens_per_sequence * dims_.head_dim;
+}
+
+absl::Status Attention::SelectKernel(int64_t workspace_bytes) {
+  absl::StatusOr<std::unique_ptr<CudnnAttention>> fused = [&] {
+    const absl::StatusOr<AttentionGraph> graph = CausalAttentionForwardGraph(shapes_);
+    if (!graph.ok()) return absl::StatusOr<std::unique_ptr<CudnnAttention>>(graph.status());
+    return CudnnAttention::Create(*graph, workspace_bytes, stream_);
+  }();
+  if (fused.ok()) {
+    fused_forward_ = std::move(fused).value();
+    fallback_reason_.clear();
+    return absl::OkStatus();
+  }
+  // Any graph cuDNN does not build falls back (and is reported), so that a cuDNN version
+  // that rejects the graph costs speed, not the probe; running out of memory is a measured
+  // result.
+  if (absl::IsResourceExhausted(fused.status())) return fused.status();
+  fallback_reason_ = std::string(fused.status().message());
+  return absl::OkStatus();
 }
 
 template <typename Visit>
@@ -181,6 +201,10 @@ absl::Status Attention::Forward(const __nv_bfloat16* qkv, __nv_bfloat16* out,
       CudaStatus(RopeSplit(qkv, b.query, b.key_value, dims_, positions_, stream_), "RopeSplit"));
   PT_ASSIGN_OR_RETURN(const __nv_bfloat16* keys, AllKeyValues(b));
   const __nv_bfloat16* values = keys + kv_block_;
+  if (fused_forward_ != nullptr) {
+    PT_RETURN_IF_ERROR(fused_forward_->Forward(b.query, keys, values, b.heads, b.lse, b.scores));
+    return CudaStatus(HeadsToTokens(b.heads, out, dims_, stream_), "HeadsToTokens");
+  }
   PT_RETURN_IF_ERROR(ForEachChunk([&](const Chunk& chunk) -> absl::Status {
     const std::vector<KeyBlock> blocks = KeyBlocks(chunk);
     for (const KeyBlock& block : blocks) {

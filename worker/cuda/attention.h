@@ -1,5 +1,8 @@
 // Causal grouped-query attention of one micro-batch on one rank, forward and backward, with
-// context parallelism. Computed a chunk of queries at a time: the scores of the chunk's
+// context parallelism. The forward pass runs cuDNN's fused flash attention
+// (cudnn_attention.h) where SelectKernel finds cuDNN runs the shape; otherwise, and for the
+// backward pass (from the forward's log-sum-exp, whichever kernel wrote it), attention is
+// computed a chunk of queries at a time: the scores of the chunk's
 // queries against every key they can see (one cuBLASLt product per position-contiguous
 // block of keys), a masked softmax, and the product with the values, so the scores never
 // take more than the plan's attention workspace. Unlike FlashAttention the scores pass
@@ -13,11 +16,14 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "worker/cuda/attention_kernels.h"
+#include "worker/cuda/cudnn_attention.h"
 #include "worker/cuda/gemm.h"
 #include "worker/cuda/phase_timer.h"
 #include "worker/probe/shard_shapes.h"
@@ -48,6 +54,16 @@ class Attention {
   // in it. Work is enqueued on `stream`, phases marked on `timer`.
   Attention(Gemm* gemm, const ShardShapes& shapes, int64_t query_chunk, ncclComm_t context,
             int64_t context_rank, cudaStream_t stream, PhaseTimer* timer);
+
+  // Chooses the forward pass's kernel, once, before the first Forward: cuDNN's fused
+  // attention when cuDNN builds a plan for the shape within `workspace_bytes` (the plan runs
+  // in buffers.scores), else the chunked path, with the reason kept in fallback_reason().
+  // Errors only when cuDNN ran out of memory (RESOURCE_EXHAUSTED).
+  absl::Status SelectKernel(int64_t workspace_bytes);
+  // "cudnn_fused" or "chunked": the forward pass's kernel (ProbeMeasurements.attention_kernel).
+  const char* forward_kernel() const { return fused_forward_ ? "cudnn_fused" : "chunked"; }
+  // Why the forward pass is chunked; empty when it is fused or SelectKernel was not called.
+  const std::string& fallback_reason() const { return fallback_reason_; }
 
   // qkv [T, (a/t + 2 kv) d] -> out [T, (a/t) d]; keeps query, key_value and lse.
   absl::Status Forward(const __nv_bfloat16* qkv, __nv_bfloat16* out,
@@ -104,6 +120,8 @@ class Attention {
   PhaseTimer* timer_;
   float scale_;
   int64_t kv_block_;  // elements of one kv-layout block of keys (or values)
+  std::unique_ptr<CudnnAttention> fused_forward_;  // null: chunked
+  std::string fallback_reason_;
 };
 
 }  // namespace paratune

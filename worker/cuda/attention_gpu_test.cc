@@ -1,7 +1,10 @@
 // Attention::Forward and Backward (one context rank) against a float64 causal GQA attention
-// with rotary embeddings computed on the CPU, with query chunks smaller than the sequence so
-// that every chunk sees a different number of keys.
+// with rotary embeddings computed on the CPU: the chunked forward with query chunks smaller
+// than the sequence, so that every chunk sees a different number of keys, and cuDNN's fused
+// forward (whose log-sum-exp the chunked backward then uses).
 #include <cmath>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -127,7 +130,12 @@ Reference Compute(const std::vector<double>& qkv, const std::vector<double>& d_o
   return r;
 }
 
-class AttentionTest : public ::testing::TestWithParam<int64_t> {};
+struct Kernel {
+  int64_t query_chunk;
+  bool fused;
+};
+
+class AttentionTest : public ::testing::TestWithParam<Kernel> {};
 
 TEST_P(AttentionTest, ForwardAndBackwardMatchTheReference) {
   void* workspace = nullptr;
@@ -135,18 +143,21 @@ TEST_P(AttentionTest, ForwardAndBackwardMatchTheReference) {
   absl::StatusOr<std::unique_ptr<Gemm>> gemm = Gemm::Create(workspace, kGemmWorkspaceBytes);
   ASSERT_TRUE(gemm.ok()) << gemm.status();
   PhaseTimer timer(nullptr);
-  Attention attention(gemm->get(), Shapes(), /*query_chunk=*/GetParam(), nullptr, 0, nullptr,
-                      &timer);
+  Attention attention(gemm->get(), Shapes(), GetParam().query_chunk, nullptr, 0, nullptr, &timer);
+  const int64_t score_values = kTokens * kTokens * kHeadsPerKv * kKvHeads;
+  if (GetParam().fused) {
+    ASSERT_TRUE(attention.SelectKernel(score_values * sizeof(float)).ok());
+    ASSERT_STREQ(attention.forward_kernel(), "cudnn_fused") << attention.fallback_reason();
+  }
 
   const std::vector<bf16> qkv = RandomBf16(kRows * kWidth, 1);
   const std::vector<bf16> d_out = RandomBf16(kQueryValues, 2);
   const int64_t kv_values = kRows * kKvHeads * kHeadDim;
   DeviceArray<bf16> d_qkv_in(qkv), d_dout(d_out), out(kQueryValues), d_qkv(kRows * kWidth),
       query(kQueryValues), key_value(2 * kv_values), heads(kQueryValues),
-      query_gradient(kQueryValues), probabilities(kTokens * kTokens * kHeadsPerKv * kKvHeads);
-  DeviceArray<float> lse(kQueryValues / kHeadDim),
-      scores(kTokens * kTokens * kHeadsPerKv * kKvHeads), kv_gradients(2 * kv_values),
-      row_sums(kQueryValues / kHeadDim);
+      query_gradient(kQueryValues), probabilities(score_values);
+  DeviceArray<float> lse(kQueryValues / kHeadDim), scores(score_values),
+      kv_gradients(2 * kv_values), row_sums(kQueryValues / kHeadDim);
   AttentionBuffers buffers;
   buffers.query = query.get();
   buffers.key_value = key_value.get();
@@ -167,8 +178,34 @@ TEST_P(AttentionTest, ForwardAndBackwardMatchTheReference) {
   cudaFree(workspace);
 }
 
-// One chunk per sequence, chunks of 16 tokens, and a chunk size that does not divide it.
-INSTANTIATE_TEST_SUITE_P(QueryChunks, AttentionTest, ::testing::Values(48, 16, 20));
+// One chunk per sequence, chunks of 16 tokens, a chunk size that does not divide it; cuDNN.
+INSTANTIATE_TEST_SUITE_P(Kernels, AttentionTest,
+                         ::testing::Values(Kernel{48, false}, Kernel{16, false}, Kernel{20, false},
+                                           Kernel{16, true}));
+
+// cuDNN builds its fused forward for the attention of Llama-3.1-8B (s 8192, 32 query and 8
+// kv heads of 128) and of Llama-3.1-70B at tensor parallelism 8 (8 query heads, 1 kv head),
+// within the probe's attention workspace; context parallelism falls back, saying why.
+TEST(AttentionKernelTest, CudnnRunsLlamaShapesAndContextParallelismFallsBack) {
+  PhaseTimer timer(nullptr);
+  ShardShapes llama = Shapes();
+  llama.micro_batch = 1;
+  llama.sequence = llama.sequence_per_rank = 8192;
+  llama.head_dim = 128;
+  for (const auto& [query_heads, kv_heads] : {std::pair{32, 8}, std::pair{8, 1}}) {
+    llama.query_heads = query_heads;
+    llama.kv_heads = kv_heads;
+    Attention attention(nullptr, llama, 1, nullptr, 0, nullptr, &timer);
+    ASSERT_TRUE(attention.SelectKernel(kAttentionWorkspaceBytes / 2).ok());
+    EXPECT_STREQ(attention.forward_kernel(), "cudnn_fused") << attention.fallback_reason();
+  }
+  llama.context_parallel = 2;
+  llama.sequence_per_rank = 4096;
+  Attention attention(nullptr, llama, 1, nullptr, 0, nullptr, &timer);
+  ASSERT_TRUE(attention.SelectKernel(kAttentionWorkspaceBytes / 2).ok());
+  EXPECT_STREQ(attention.forward_kernel(), "chunked");
+  EXPECT_NE(attention.fallback_reason().find("context_parallel 2"), std::string::npos);
+}
 
 }  // namespace
 }  // namespace paratune

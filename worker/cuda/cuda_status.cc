@@ -47,4 +47,22 @@ absl::Status CublasStatus(cublasStatus_t status, absl::string_view what) {
   return absl::InternalError(message);
 }
 
+absl::Status CudnnStatus(cudnnStatus_t status, absl::string_view what) {
+  if (status == CUDNN_STATUS_SUCCESS) return absl::OkStatus();
+  char last[512] = "";
+  cudnnGetLastErrorString(last, sizeof(last));
+  const std::string message =
+      absl::StrCat(what, ": ", cudnnGetErrorString(status), last[0] != '\0' ? ": " : "", last);
+  switch (status) {
+    case CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED:
+    case CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED:
+      return absl::ResourceExhaustedError(message);
+    default:
+      if (CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED) {
+        return absl::UnimplementedError(message);
+      }
+      return absl::InternalError(message);
+  }
+}
+
 }  // namespace paratune

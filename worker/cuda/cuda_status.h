@@ -1,4 +1,4 @@
-// The one place where CUDA runtime, NCCL and cuBLAS return codes become absl::Status
+// The one place where CUDA runtime, NCCL, cuBLAS and cuDNN return codes become absl::Status
 // (STYLE.md rule 9). Every caller passes what it was doing, so a message reads
 // "cudaMalloc of weights (16.0 GiB): out of memory".
 #ifndef PARATUNE_WORKER_CUDA_CUDA_STATUS_H_
@@ -6,6 +6,7 @@
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
+#include <cudnn_graph.h>
 #include <nccl.h>
 
 #include "absl/status/status.h"
@@ -28,6 +29,12 @@ absl::Status NcclStatus(ncclResult_t result, absl::string_view what, ncclComm_t 
 // OK for CUBLAS_STATUS_SUCCESS; RESOURCE_EXHAUSTED for CUBLAS_STATUS_ALLOC_FAILED, INTERNAL
 // otherwise, with cublasLtGetStatusString in the message.
 absl::Status CublasStatus(cublasStatus_t status, absl::string_view what);
+
+// OK for CUDNN_STATUS_SUCCESS. UNIMPLEMENTED for the CUDNN_STATUS_NOT_SUPPORTED family (cuDNN
+// has no engine for the graph or shape: the caller may fall back), RESOURCE_EXHAUSTED for
+// an allocation cuDNN could not make, INTERNAL otherwise; the message has
+// cudnnGetErrorString and cuDNN's last error message.
+absl::Status CudnnStatus(cudnnStatus_t status, absl::string_view what);
 
 }  // namespace paratune
 

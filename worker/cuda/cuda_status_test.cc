@@ -13,6 +13,20 @@ TEST(CudaStatusTest, SuccessIsOk) {
   EXPECT_TRUE(CudaStatus(cudaSuccess, "x").ok());
   EXPECT_TRUE(NcclStatus(ncclSuccess, "x").ok());
   EXPECT_TRUE(CublasStatus(CUBLAS_STATUS_SUCCESS, "x").ok());
+  EXPECT_TRUE(CudnnStatus(CUDNN_STATUS_SUCCESS, "x").ok());
+}
+
+TEST(CudaStatusTest, GraphsCudnnCannotRunAreUnimplementedSoTheCallerFallsBack) {
+  for (cudnnStatus_t status : {CUDNN_STATUS_NOT_SUPPORTED, CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN,
+                               CUDNN_STATUS_NOT_SUPPORTED_SHAPE}) {
+    const absl::Status cudnn = CudnnStatus(status, "attention forward plan");
+    EXPECT_EQ(cudnn.code(), absl::StatusCode::kUnimplemented) << cudnnGetErrorString(status);
+    EXPECT_THAT(cudnn.message(),
+                HasSubstr(std::string("attention forward plan: ") + cudnnGetErrorString(status)));
+  }
+  EXPECT_EQ(CudnnStatus(CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED, "x").code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(CudnnStatus(CUDNN_STATUS_BAD_PARAM, "x").code(), absl::StatusCode::kInternal);
 }
 
 TEST(CudaStatusTest, AllocationFailureIsAMeasuredOutOfMemory) {

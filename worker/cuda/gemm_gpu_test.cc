@@ -29,19 +29,6 @@ class GemmTest : public ::testing::Test {
   std::unique_ptr<Gemm> gemm_;
 };
 
-// Row-major reference: C[m, n] (+)= sum_k A(i, k) B(k, j).
-template <typename AAt, typename BAt>
-std::vector<double> Product(int64_t m, int64_t n, int64_t k, AAt a, BAt b,
-                            std::vector<double> c = {}) {
-  if (c.empty()) c.assign(m * n, 0.0);
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      for (int64_t p = 0; p < k; ++p) c[i * n + j] += a(i, p) * b(p, j);
-    }
-  }
-  return c;
-}
-
 TEST_F(GemmTest, LinearProductsMatchTheReference) {
   // Shapes that are not multiples of the tensor-core tiles.
   const int64_t rows = 70, outputs = 136, inputs = 200;
@@ -67,13 +54,13 @@ TEST_F(GemmTest, LinearProductsMatchTheReference) {
                         nullptr)
                   .ok());
   const std::vector<double> X = ToDouble(in), W = ToDouble(weight), DY = ToDouble(d_out);
-  const std::vector<double> y = Product(
+  const std::vector<double> y = ReferenceProduct(
       rows, outputs, inputs, [&](int64_t i, int64_t p) { return X[i * inputs + p]; },
       [&](int64_t p, int64_t j) { return W[j * inputs + p]; });
-  const std::vector<double> dx = Product(
+  const std::vector<double> dx = ReferenceProduct(
       rows, inputs, outputs, [&](int64_t i, int64_t p) { return DY[i * outputs + p]; },
       [&](int64_t p, int64_t j) { return W[p * inputs + j]; });
-  const std::vector<double> dw = Product(
+  const std::vector<double> dw = ReferenceProduct(
       outputs, inputs, rows, [&](int64_t i, int64_t p) { return DY[p * outputs + i]; },
       [&](int64_t p, int64_t j) { return X[p * inputs + j]; },
       std::vector<double>(outputs * inputs, 0.25));

@@ -69,6 +69,20 @@ inline std::vector<double> ToDouble(const std::vector<float>& values) {
   return std::vector<double>(values.begin(), values.end());
 }
 
+// Row-major float64 reference: C[m, n] (+)= sum_k A(i, k) B(k, j), with A and B read through
+// accessors so a test can hand in any layout (transposed, quantized).
+template <typename AAt, typename BAt>
+std::vector<double> ReferenceProduct(int64_t m, int64_t n, int64_t k, AAt a, BAt b,
+                                     std::vector<double> c = {}) {
+  if (c.empty()) c.assign(m * n, 0.0);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t p = 0; p < k; ++p) c[i * n + j] += a(i, p) * b(p, j);
+    }
+  }
+  return c;
+}
+
 // ||out - reference|| / ||reference||; infinite when out holds a NaN.
 inline double RelativeError(const std::vector<double>& out, const std::vector<double>& reference) {
   EXPECT_EQ(out.size(), reference.size());

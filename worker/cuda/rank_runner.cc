@@ -158,6 +158,8 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
   measurement.peak_memory_bytes = static_cast<int64_t>(*busiest);
   measurement.peak_memory_stage = busiest - peaks;
   measurement.device = std::move(description);
+  measurement.attention_kernel = runner.attention().forward_kernel();
+  measurement.attention_fallback_reason = runner.attention().fallback_reason();
   return measurement;
 }
 

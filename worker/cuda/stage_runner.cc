@@ -182,7 +182,7 @@ absl::Status StageRunner::Initialize(uint64_t seed) {
         CudaStatus(cudaMemsetAsync(memory_.get<float>(moment), 0, shard * sizeof(float), stream_),
                    "cudaMemsetAsync(Adam moments)"));
   }
-  return absl::OkStatus();
+  return attention_.SelectKernel(plan_.placement(ProbeBuffer::kAttentionScores).bytes);
 }
 
 void StageRunner::SetMicroBatches(int64_t micro_batches) {

@@ -37,8 +37,12 @@ class StageRunner {
               PhaseTimer* timer);
 
   // Fills the weights and token ids with seeded random values, the master weights with the
-  // weights of the rank's shard and the Adam moments with zeros.
+  // weights of the rank's shard and the Adam moments with zeros, and chooses the attention
+  // kernel (Attention::SelectKernel, with the attention scores buffer as cuDNN's workspace).
   absl::Status Initialize(uint64_t seed);
+
+  // The layers' attention, for the kernel it chose.
+  const Attention& attention() const { return attention_; }
 
   // Enqueues one training step: zeroed gradients, the schedule, the data-parallel
   // reduce-scatter (or all-reduce), Adam, the parameter all-gather.

@@ -152,6 +152,8 @@ v1::ProbeResult ResultFromMeasurement(const ProbeSpec& spec, const ProbeMeasurem
   out.set_cuda_driver_version(m.device.cuda_driver_version);
   out.set_cuda_runtime_version(m.device.cuda_runtime_version);
   out.set_nccl_version(m.device.nccl_version);
+  out.set_attention_kernel(m.attention_kernel);
+  out.set_attention_fallback_reason(m.attention_fallback_reason);
   out.set_micro_batches_per_step(spec.micro_batches());
 
   std::string message = absl::StrFormat(

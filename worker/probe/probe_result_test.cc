@@ -28,6 +28,8 @@ ProbeMeasurement Measured() {
   m.peak_memory_stage = 0;
   m.device.gpu_name = "NVIDIA H100 80GB HBM3";
   m.device.nccl_version = "2.28.9";
+  m.attention_kernel = "chunked";
+  m.attention_fallback_reason = "cuDNN has no engine for the attention graph";
   return m;
 }
 
@@ -71,6 +73,8 @@ TEST(ProbeResultTest, FullProbeReportsThroughputInTheEstimatorsConvention) {
   EXPECT_EQ(m.modelled_dp_seconds_per_step(), 0);
   EXPECT_EQ(m.micro_batches_per_step(), 8);
   EXPECT_EQ(m.nccl_version(), "2.28.9");
+  EXPECT_EQ(m.attention_kernel(), "chunked");
+  EXPECT_EQ(m.attention_fallback_reason(), "cuDNN has no engine for the attention graph");
 }
 
 // Llama-3.1-8B, global batch 64 on dp 2: 32 micro-batches per step; short steps of 4 and 8.

@@ -1,0 +1,34 @@
+// The fp8 side of Transformer Engine's Linear on the GPU: casts of bf16 tensors to fp8 with
+// a per-tensor scale, recording the tensor's amax, and the end-of-iteration update of every
+// tensor's amax window and scale (worker/probe/fp8_scaling.h holds the recipe).
+#ifndef PARATUNE_WORKER_CUDA_FP8_KERNELS_H_
+#define PARATUNE_WORKER_CUDA_FP8_KERNELS_H_
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "worker/probe/fp8_scaling.h"
+
+namespace paratune {
+
+// out[r, c] = fp8(in[r, c] x *scale), saturated to the format's largest value as Transformer
+// Engine's casts are; out_transposed[c, r] the same values transposed, unless null (cuBLASLt's
+// fp8 GEMMs take only k-contiguous operands, so the backward pass needs the transposes).
+// *amax becomes the larger of itself and max |in| (unscaled), which is how a cast records the
+// tensor's amax in its window's current slot. in: [rows, columns] bf16; out and
+// out_transposed: rows x columns bytes of `format`.
+cudaError_t CastToFp8(const __nv_bfloat16* in, int64_t rows, int64_t columns, Fp8Format format,
+                      const float* scale, void* out, void* out_transposed, float* amax,
+                      cudaStream_t stream);
+
+// For each of `tensors` tensors t: UpdateDelayedScaling of the window history[t],
+// history[tensors + t], ... (length entries, Transformer Engine's [length, tensors] layout),
+// scale[t] and scale_inverse[t], toward scaled_max (ScaledFp8Max of the tensors' format).
+cudaError_t UpdateFp8Scales(float* history, int64_t length, int64_t tensors, float scaled_max,
+                            float* scale, float* scale_inverse, cudaStream_t stream);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_WORKER_CUDA_FP8_KERNELS_H_
