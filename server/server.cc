@@ -37,6 +37,11 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
   scheduler_options.clock = options.clock;
   scheduler_options.heartbeat_interval = options.heartbeat_interval;
   scheduler_options.limits = options.limits;
+  if (security.token_processor != nullptr) {
+    scheduler_options.is_admin = [tokens = security.token_processor](absl::string_view name) {
+      return tokens->tokens()->IsAdmin(name);
+    };
+  }
   PT_ASSIGN_OR_RETURN(std::unique_ptr<SqliteSearchStore> store,
                       SqliteSearchStore::Open(options.db_path));
   PT_ASSIGN_OR_RETURN(server->scheduler_,

@@ -3,6 +3,7 @@
 // (DOM assertions), the search page must follow a running search to its end without a reload,
 // no page may log an error, and each page's screenshot is kept in the test's outputs. With a
 // token file, the sign-in page must refuse a wrong token and a client see only its searches.
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -179,6 +180,19 @@ TEST_F(ConsoleTest, PagesRenderAndFollowASearchLive) {
   ASSERT_TRUE(logged.ok()) << logged.status();
   EXPECT_EQ(Number("document.querySelectorAll('#events div').length"),
             static_cast<double>(logged->size()));
+  // One optimistic bound per candidate ADAPTIVE chose (an event queues a few "; "-separated
+  // picks), each drawn at its first probe.
+  double picks = 0;
+  for (const std::string& text : *logged) {
+    for (size_t at = text.find("queued candidates/"); at != std::string::npos;
+         at = text.find("queued candidates/", at + 1)) {
+      ++picks;
+    }
+  }
+  EXPECT_GE(picks, 1);
+  EXPECT_EQ(Number("document.querySelectorAll("
+                   "'#convergence-probes g[data-series=bound] rect').length"),
+            picks);
   KeepScreenshot("search");
 
   ASSERT_TRUE(browser_->Navigate(absl::StrCat(base_url_, "#/searches")).ok());

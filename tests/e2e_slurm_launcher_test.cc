@@ -33,9 +33,11 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
+#include "tests/dashboard_queries.h"
 #include "tests/http_client.h"
 #include "tests/metrics_text.h"
 #include "tests/process_harness.h"
+#include "tests/prometheus_server.h"
 #include "tests/run_command.h"
 #include "tests/slurm_cluster.h"
 #include "tests/test_cluster.h"
@@ -219,6 +221,16 @@ TEST_F(SlurmLauncherTest, EveryProbeRunsInItsOwnJobAndTheJobsEndWithTheirProbes)
   options.server_flags = LauncherFlags(*slurm_, "e2e", /*probe_seconds=*/0.05);
   absl::StatusOr<std::unique_ptr<TestCluster>> cluster = TestCluster::Start({}, options);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
+  // Scraping the server through the search, for the dashboard's Slurm panels. The jobs'
+  // workers serve no metrics.
+  PrometheusServer::Options scraping;
+  scraping.alert_rules = AlertRules();
+  scraping.server_port = (*cluster)->metrics_ports().at(0);
+  absl::StatusOr<std::unique_ptr<PrometheusServer>> prometheus = PrometheusServer::Start(scraping);
+  ASSERT_TRUE(prometheus.ok()) << prometheus.status();
+  absl::StatusOr<PrometheusServer::Answer> up =
+      (*prometheus)->WaitForScalar("scalar(count(up == 1))", 1);
+  ASSERT_TRUE(up.ok() && up->scalar == 1) << up.status();
 
   absl::StatusOr<v1::Search> search =
       (*cluster)->RunSearch(SmallSimSearch(kProbes), kSearchTimeout);
@@ -284,20 +296,31 @@ TEST_F(SlurmLauncherTest, EveryProbeRunsInItsOwnJobAndTheJobsEndWithTheirProbes)
       SampleValue(metrics, "paratune_slurm_jobs_ended_total{state=\"completed\"}").value_or(-1),
       kProbes);
   EXPECT_EQ(SampleValue(metrics, "paratune_slurm_jobs{state=\"running\"}").value_or(-1), 0);
-  // The Slurm metrics of the alert rules and the dashboard (tests/e2e_metrics_test.cc and
-  // tests/e2e_prometheus_test.cc check the others).
+  // The Slurm metrics of the alert rules (tests/e2e_metrics_test.cc checks the others).
+  absl::StatusOr<std::string> rules = ReadTextFile(AlertRules());
+  ASSERT_TRUE(rules.ok()) << rules.status();
   const std::set<std::string> exported = ExposedMetricNames(metrics);
-  for (const std::string& path : {AlertRules(), Dashboard()}) {
-    absl::StatusOr<std::string> text = ReadTextFile(path);
-    ASSERT_TRUE(text.ok()) << text.status();
-    int slurm_metrics = 0;
-    for (const std::string& name : ReferencedMetricNames(*text)) {
-      if (!absl::StartsWith(name, "paratune_slurm_")) continue;
-      ++slurm_metrics;
-      EXPECT_EQ(exported.count(name), 1u) << path << " queries " << name << ", not exported";
-    }
-    EXPECT_GT(slurm_metrics, 0) << path;
+  int slurm_metrics = 0;
+  for (const std::string& name : ReferencedMetricNames(*rules)) {
+    if (!absl::StartsWith(name, "paratune_slurm_")) continue;
+    ++slurm_metrics;
+    EXPECT_EQ(exported.count(name), 1u) << AlertRules() << " queries " << name << ", not exported";
   }
+  EXPECT_GT(slurm_metrics, 0) << AlertRules();
+  // The dashboard's panels that this test owns (CheckedBy in tests/dashboard_queries.h;
+  // //tests:e2e_prometheus_test checks the others) show data for this search.
+  absl::StatusOr<std::vector<DashboardPanel>> panels =
+      ReadDashboardPanels(Dashboard(), {{"search", search->name()}});
+  ASSERT_TRUE(panels.ok()) << panels.status();
+  int slurm_panels = 0;
+  for (const DashboardPanel& panel : *panels) {
+    if (CheckedBy(panel) != DashboardTest::kSlurmLauncher) continue;
+    ++slurm_panels;
+    absl::StatusOr<std::vector<std::string>> empty = QueriesWithoutData(**prometheus, panel, start);
+    ASSERT_TRUE(empty.ok()) << panel.title << ": " << empty.status();
+    EXPECT_THAT(*empty, ::testing::IsEmpty()) << "panel \"" << panel.title << "\" shows nothing";
+  }
+  EXPECT_GT(slurm_panels, 0) << Dashboard();
   absl::StatusOr<std::string> promtool = FindProgram("promtool", "prometheus");
   ASSERT_TRUE(promtool.ok()) << promtool.status();
   CommandOptions check;

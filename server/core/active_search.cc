@@ -100,6 +100,8 @@ int64_t ActiveSearch::AddPick(const SearchPolicy::Pick& pick, std::string& line)
   SetState(n, v1::CANDIDATE_QUEUED);
   v1::Candidate& candidate = Change(n);
   candidate.set_selection_note(pick.note);
+  // A confirmation is chosen on its measurement: the bound it was first chosen on stays.
+  if (screening) candidate.set_optimistic_tflops_per_gpu(pick.optimistic_tflops_per_gpu);
   line = absl::StrCat(screening ? "queued " : "confirming ", "candidates/", n, " ",
                       DescribeConfig(candidate.config()), ": ", pick.note);
   return n;

@@ -107,8 +107,9 @@ class ActiveSearch {
   // added or changed.
   SearchUpdate TakeUpdate(absl::Time now);
 
-  // Whether its creator was exempt from the per-principal limits (server/core/limits.h) when it
-  // created it: an admin. Not stored, so false for a search resumed after a restart.
+  // Whether its creator is exempt from the per-principal limits (server/core/limits.h): an
+  // admin when it created the search, or, for a search resumed after a restart, by the token
+  // file then in force (Scheduler::Options::is_admin). Not stored.
   bool exempt_from_limits() const { return exempt_from_limits_; }
   void set_exempt_from_limits(bool exempt) { exempt_from_limits_ = exempt; }
 

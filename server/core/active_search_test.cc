@@ -96,6 +96,28 @@ TEST(ActiveSearchTest, AFailedConfirmationLeavesTheScreeningResultStanding) {
   EXPECT_EQ(search.search().counts().confirmations(), 1);
 }
 
+TEST(ActiveSearchTest, ACandidateKeepsTheBoundItWasChosenOnThroughItsConfirmation) {
+  v1::CreateSearchRequest request = SmallSimSearch(1);
+  request.mutable_spec()->set_policy(v1::ADAPTIVE);
+  ActiveSearch search = NewSearch(request);
+  const SearchPolicy::Pick pick = search.Next().picks[0];
+  ASSERT_GT(pick.optimistic_tflops_per_gpu, 0);
+  std::string line;
+  search.AddPick(pick, line);
+  EXPECT_EQ(search.search().candidates(0).optimistic_tflops_per_gpu(),
+            pick.optimistic_tflops_per_gpu);
+  EXPECT_EQ(search.search().candidates(0).selection_note(), pick.note);
+  std::string event;
+  search.RecordResult(0, Ok(300), event);
+  search.AddPick({pick.candidate, SearchPolicy::ProbeKind::kConfirmation, "close leader"}, line);
+  EXPECT_EQ(search.search().candidates(0).optimistic_tflops_per_gpu(),
+            pick.optimistic_tflops_per_gpu);
+
+  ActiveSearch top_k = NewSearch(SmallSimSearch(1));
+  top_k.AddPick(top_k.Next().picks[0], line);
+  EXPECT_EQ(top_k.search().candidates(0).optimistic_tflops_per_gpu(), 0);
+}
+
 TEST(ActiveSearchTest, OutlookCountsWhatIsLeftAndWhatItWouldCost) {
   ActiveSearch top_k = NewSearch(SmallSimSearch(2));
   std::string line;

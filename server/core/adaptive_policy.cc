@@ -170,12 +170,13 @@ AdaptivePolicy::Decision AdaptivePolicy::Next() {
     const Entry& entry = entries_[contending[k]];
     decision.picks.push_back(Pick{
         contending[k], ProbeKind::kScreening,
-        absl::StrCat(
-            "predicted ", Tflops(entry.predicted_tflops), " (optimistic ",
-            absl::StrFormat("%.1f", entry.optimistic_tflops),
-            best < 0 ? ")"
-                     : absl::StrFormat(" > best measured %.1f x %.2f)",
-                                       entries_[best].measured_tflops, 1 + options_.tolerance))});
+        absl::StrCat("predicted ", Tflops(entry.predicted_tflops), " (optimistic ",
+                     absl::StrFormat("%.1f", entry.optimistic_tflops),
+                     best < 0
+                         ? ")"
+                         : absl::StrFormat(" > best measured %.1f x %.2f)",
+                                           entries_[best].measured_tflops, 1 + options_.tolerance)),
+        entry.optimistic_tflops});
   }
   // Leaders are confirmed once no unprobed candidate can overtake them and every screening
   // probe is back, so the confirmed set is final.

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "estimator/performance_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -78,6 +79,26 @@ TEST_F(AdaptivePolicyTest, StartsWithTheBestPredictedUpToMaxInFlight) {
   ASSERT_TRUE(
       policy->Record(first.picks[0].candidate, Kind::kScreening, Measured(0, Predicted(0))).ok());
   EXPECT_EQ(policy->Next().picks.size(), 1u);
+}
+
+// The console plots the bound from the pick's number, people read it in the note: the two
+// must agree, before and after a measurement changes the note's form.
+TEST_F(AdaptivePolicyTest, EachPickCarriesTheOptimisticBoundOfItsNote) {
+  AdaptiveOptions options;
+  options.max_in_flight = 2;
+  std::unique_ptr<AdaptivePolicy> policy = Policy(options);
+  const AdaptivePolicy::Decision first = policy->Next();
+  ASSERT_TRUE(
+      policy->Record(first.picks[0].candidate, Kind::kScreening, Measured(0, Predicted(0))).ok());
+  const AdaptivePolicy::Decision second = policy->Next();
+  ASSERT_EQ(first.picks.size(), 2u);
+  ASSERT_EQ(second.picks.size(), 1u);
+  EXPECT_THAT(second.picks[0].note, HasSubstr("> best measured"));
+  for (const AdaptivePolicy::Pick& pick : {first.picks[0], first.picks[1], second.picks[0]}) {
+    EXPECT_GT(pick.optimistic_tflops_per_gpu, 0);
+    EXPECT_THAT(pick.note,
+                HasSubstr(absl::StrFormat("(optimistic %.1f", pick.optimistic_tflops_per_gpu)));
+  }
 }
 
 TEST_F(AdaptivePolicyTest, StopsEarlyOnceNothingCanWinAndFindsTheTrueBest) {
@@ -170,6 +191,8 @@ TEST_F(AdaptivePolicyTest, LeadersWithinTheNoiseAreConfirmedOnce) {
   for (int rounds = 0; rounds < 200 && !decision.stop_reason.has_value(); ++rounds) {
     for (const AdaptivePolicy::Pick& pick : decision.picks) {
       if (pick.kind == Kind::kConfirmation) {
+        // A confirmation is chosen on its measurement, not on a bound.
+        EXPECT_EQ(pick.optimistic_tflops_per_gpu, 0);
         confirmed.push_back(pick.candidate);
         ASSERT_TRUE(policy->Record(pick.candidate, pick.kind, Measured(pick.candidate, 499)).ok());
         continue;

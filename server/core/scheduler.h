@@ -15,6 +15,7 @@
 #define PARATUNE_SERVER_CORE_SCHEDULER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -70,8 +71,12 @@ class Scheduler : public LaunchTarget {
     absl::Duration lease_grace = absl::Seconds(30);
     // Per-principal limits and the cap on enumerated configurations (server/core/limits.h).
     // Searches count against their creator; without principals, all against one anonymous
-    // principal. Admins' searches are exempt (until a restart, which forgets who was one).
+    // principal. Admins' searches are exempt.
     Limits limits;
+    // Whether the principal of this name is an admin now, for the searches resumed from the
+    // store, whose creators' roles are not stored (roles belong to the token file, which may
+    // have changed across the restart); null: none is.
+    std::function<bool(absl::string_view principal)> is_admin;
   };
 
   // What Watch starts from.

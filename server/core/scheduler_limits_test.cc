@@ -1,10 +1,13 @@
 // The scheduler's per-principal limits and its cap on enumerated configurations
 // (server/core/limits.h): each refusal's code, and a message naming the flag.
+#include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include "absl/strings/string_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/limits.h"
@@ -12,6 +15,7 @@
 #include "server/core/scheduler_test_fixture.h"
 #include "server/core/test_requests.h"
 #include "server/store/fake_search_store.h"
+#include "server/store/sqlite_search_store.h"
 
 namespace paratune {
 namespace {
@@ -26,13 +30,23 @@ class SchedulerLimitsTest : public SchedulerTest {
  protected:
   // Replaces scheduler_ with one over a new store with `limits`.
   void UseLimits(const Limits& limits) {
-    scheduler_->RemoveListener(&listener_);
+    auto store = std::make_unique<FakeSearchStore>();
+    FakeSearchStore* fake = store.get();
+    UseLimitsOver(limits, std::move(store), nullptr);
+    store_ = fake;
+  }
+
+  // Replaces scheduler_ with one over `store`, resuming what it holds, as a restarted server.
+  void UseLimitsOver(const Limits& limits, std::unique_ptr<SearchStore> store,
+                     std::function<bool(absl::string_view)> is_admin) {
+    if (scheduler_ != nullptr) scheduler_->RemoveListener(&listener_);
+    scheduler_.reset();
+    store_ = nullptr;
     Scheduler::Options options;
     options.clock = &clock_;
     options.heartbeat_interval = absl::Seconds(2);
     options.limits = limits;
-    auto store = std::make_unique<FakeSearchStore>();
-    store_ = store.get();
+    options.is_admin = std::move(is_admin);
     absl::StatusOr<std::unique_ptr<Scheduler>> scheduler =
         Scheduler::Create(std::move(options), std::move(store));
     ASSERT_TRUE(scheduler.ok()) << scheduler.status();
@@ -127,6 +141,39 @@ TEST_F(SchedulerLimitsTest, AdminsProbesAreExempt) {
   const std::string two = Register(8);
   EXPECT_TRUE(Acquire(one).has_value());
   EXPECT_TRUE(Acquire(two).has_value());
+}
+
+// Roles are not stored: a resumed search's creator is an admin if the token file says so now.
+TEST_F(SchedulerLimitsTest, AResumedAdminsSearchStaysExemptWhileItsCreatorIsAnAdmin) {
+  const std::string path = ::testing::TempDir() + "/resumed_admin.db";
+  std::remove(path.c_str());
+  const auto open = [&path] {
+    absl::StatusOr<std::unique_ptr<SqliteSearchStore>> store = SqliteSearchStore::Open(path);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? *std::move(store) : nullptr;
+  };
+  Limits limits;
+  limits.max_probes_in_flight_per_principal = 1;
+  // The server before stops (its store closes) before the next one opens the file.
+  const auto restart = [&](std::function<bool(absl::string_view)> is_admin) {
+    if (scheduler_ != nullptr) scheduler_->RemoveListener(&listener_);
+    scheduler_.reset();
+    UseLimitsOver(limits, open(), std::move(is_admin));
+  };
+  const auto root_is_admin = [](absl::string_view name) { return name == "root"; };
+  restart(root_is_admin);
+  CreateAs(kRoot, /*top_k=*/3);
+
+  // Two probes in flight, over the limit of 1: exempt.
+  restart(root_is_admin);
+  EXPECT_TRUE(Acquire(Register(8)).has_value());
+  EXPECT_TRUE(Acquire(Register(8)).has_value());
+
+  // The token file no longer makes root an admin: its third candidate waits for the limit.
+  restart([](absl::string_view) { return false; });
+  EXPECT_FALSE(Acquire(Register(8)).has_value());
+  scheduler_.reset();
+  std::remove(path.c_str());
 }
 
 TEST_F(SchedulerLimitsTest, EnumeratedConfigurationsAreCappedBeforePlanning) {

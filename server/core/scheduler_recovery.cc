@@ -20,7 +20,8 @@ absl::Status Scheduler::RecoverLocked() {
   workers_.ReserveIdsThrough(state.last_worker_id);
   for (v1::Search& search : state.unfinished_searches) {
     PT_ASSIGN_OR_RETURN(const int64_t id, ParseSearchName("search.name", search.name()));
-    active_.try_emplace(id, id, std::move(search));
+    const bool exempt = options_.is_admin && options_.is_admin(search.creator());
+    active_.try_emplace(id, id, std::move(search)).first->second.set_exempt_from_limits(exempt);
   }
   for (internal::LeaseState& lease : state.leases) {
     auto record = active_.find(lease.search_id());

@@ -28,6 +28,9 @@ class SearchPolicy {
     ProbeKind kind = ProbeKind::kScreening;
     // Why it was picked, for people.
     std::string note;
+    // The optimistic prediction (TFLOP/s per GPU) the pick was made on, the figure in `note`;
+    // 0 for a policy that holds none and for a confirmation.
+    double optimistic_tflops_per_gpu = 0;
   };
   struct Decision {
     std::vector<Pick> picks;

@@ -161,4 +161,17 @@ bool TokenTable::BindsCertificateOf(Role role) const {
   return false;
 }
 
+bool TokenTable::IsAdmin(absl::string_view name) const {
+  const auto admin = [name](const Principal& principal) {
+    return principal.role == Role::kAdmin && principal.name == name;
+  };
+  for (const Token& token : tokens_) {
+    if (admin(token.principal)) return true;
+  }
+  for (const auto& [common_name, principal] : certificates_) {
+    if (admin(principal)) return true;
+  }
+  return false;
+}
+
 }  // namespace paratune

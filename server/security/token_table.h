@@ -80,6 +80,8 @@ class TokenTable {
   size_t certificates() const { return certificates_.size(); }
   // Distinct principal names.
   size_t principals() const { return principals_; }
+  // Whether a token or certificate of the file makes `name` an admin.
+  bool IsAdmin(absl::string_view name) const;
 
  private:
   using Digest = std::array<unsigned char, 32>;

@@ -53,6 +53,16 @@ TEST(TokenTableTest, FindsThePrincipalOfEveryToken) {
   EXPECT_THAT(table->Find(kAdminToken), Is("ops", Role::kAdmin));
 }
 
+TEST(TokenTableTest, NamesAnAdminByTokenOrCertificate) {
+  absl::StatusOr<TokenTable> table = Parse(absl::StrCat(
+      "client alice ", kClientToken, "\nadmin ops ", kAdminToken, "\nadmin root cert:root-ca\n"));
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_TRUE(table->IsAdmin("ops"));
+  EXPECT_TRUE(table->IsAdmin("root"));
+  EXPECT_FALSE(table->IsAdmin("alice"));
+  EXPECT_FALSE(table->IsAdmin("nobody"));
+}
+
 TEST(TokenTableTest, TheOldTwoFieldFormIsRefusedNamingTheFileTheLineAndTheNewForm) {
   const absl::Status status = ParseError(
       absl::StrCat("client alice ", kClientToken, "\n# old\nworker ", kWorkerToken, "\n"));

@@ -44,6 +44,7 @@ v1::Search SearchWithCandidates(int64_t id, int count, v1::SearchState state = v
     candidate.mutable_config()->set_tensor_parallel(1 << (n % 4));
     candidate.mutable_predicted()->set_step_time_seconds(1.0 + n / 100.0);
     candidate.set_selection_note(absl::StrCat("rank ", count - n));
+    candidate.set_optimistic_tflops_per_gpu(400.5 + n);
     candidate.set_state(n % 3 == 0 ? v1::CANDIDATE_PROBED : v1::CANDIDATE_QUEUED);
     if (n % 3 == 0) {
       candidate.mutable_probe_result()->set_outcome(v1::PROBE_OK);

@@ -236,7 +236,9 @@ async function eventsAfter(name, afterSequence) {
 }
 
 // The probes in the order they finished (from the event log), each with the best measured
-// TFLOP/s per GPU so far and the GPU-hours spent so far.
+// TFLOP/s per GPU so far and the GPU-hours spent so far. A candidate's first probe carries the
+// optimistic bound ADAPTIVE chose it on (absent, proto3 JSON's 0, for other policies); its
+// confirmation, chosen on that probe's measurement, carries none.
 function probeHistory(search, events) {
   const byIndex = new Map();
   for (const c of search.candidates || []) byIndex.set(c.name.split('/').pop(), c);
@@ -247,6 +249,7 @@ function probeHistory(search, events) {
   }
   let best = 0;
   let gpuHours = 0;
+  const probedBefore = new Set();
   return order.map((candidate, i) => {
     const result = candidate.probeResult || {};
     const gpus = (result.ranOn || []).reduce((sum, host) => sum + Number(host.numRanks || 0), 0);
@@ -254,10 +257,12 @@ function probeHistory(search, events) {
     const ok = result.outcome === 'PROBE_OK';
     const measured = ok ? Number(result.modelTflopsPerGpu || 0) : null;
     if (measured !== null) best = Math.max(best, measured);
-    const optimistic = /optimistic ([0-9.]+)/.exec(candidate.selectionNote || '');
+    const screening = !probedBefore.has(candidate.name);
+    probedBefore.add(candidate.name);
+    const optimistic = Number(candidate.optimisticTflopsPerGpu || 0);
     return {probe: i + 1, gpuHours, measured, best, candidate, origin: origin(result),
             predicted: Number((candidate.predicted || {}).modelTflopsPerGpu || 0),
-            optimistic: optimistic ? Number(optimistic[1]) : null};
+            optimistic: screening && optimistic > 0 ? optimistic : null};
   });
 }
 
@@ -269,7 +274,7 @@ function niceMax(value) {
 }
 
 // A line plot with axes, ticks and units. series: {points: [[x, y]], colour, step, dashed,
-// marker, label}.
+// marker, label, name}; each series' line and markers form a group marked data-series=name.
 function linePlot(id, xLabel, yLabel, series, xMaxHint) {
   const width = 520, height = 300, left = 58, right = 16, top = 16, bottom = 70;
   const xs = series.flatMap(s => s.points.map(p => p[0]));
@@ -304,13 +309,15 @@ function linePlot(id, xLabel, yLabel, series, xMaxHint) {
       else if (s.step) path += `H${x(px)}V${y(py)}`;
       else path += `L${x(px)},${y(py)}`;
     });
+    const group = svg('g', {'data-series': s.name});
+    root.append(group);
     if (s.line !== false) {
-      root.append(svg('path', {d: path, fill: 'none', stroke: s.colour, 'stroke-width': 2,
-                               'stroke-dasharray': s.dashed ? '6 4' : ''}));
+      group.append(svg('path', {d: path, fill: 'none', stroke: s.colour, 'stroke-width': 2,
+                                'stroke-dasharray': s.dashed ? '6 4' : ''}));
     }
     if (s.marker) {
       for (const [px, py] of s.points) {
-        root.append(s.marker === 'circle'
+        group.append(s.marker === 'circle'
             ? svg('circle', {cx: x(px), cy: y(py), r: 4, fill: s.colour})
             : svg('rect', {x: x(px) - 3.5, y: y(py) - 3.5, width: 7, height: 7, fill: 'none',
                            stroke: s.colour, 'stroke-width': 1.5}));
@@ -334,15 +341,15 @@ function convergenceFigures(search, history) {
                                    ['convergence-gpu-hours', 'gpuHours', 'GPU-hours spent']]) {
     const measured = history.filter(h => h.measured !== null);
     const series = [
-      {label: `best measured (${origins})`, colour: 'var(--measured)', step: true,
+      {name: 'best', label: `best measured (${origins})`, colour: 'var(--measured)', step: true,
        points: measured.map(h => [h[key], h.best])},
-      {label: `each probe (${origins})`, colour: 'var(--sky)', marker: 'circle', line: false,
+      {name: 'probes', label: `each probe (${origins})`, colour: 'var(--sky)', marker: 'circle', line: false,
        points: measured.map(h => [h[key], h.measured])},
-      {label: 'predicted at planning', colour: 'var(--predicted)', marker: 'square', line: false,
+      {name: 'predicted', label: 'predicted at planning', colour: 'var(--predicted)', marker: 'square', line: false,
        points: history.map(h => [h[key], h.predicted])},
     ];
     if (adaptive) {
-      series.push({label: 'optimistic bound at selection', colour: 'var(--bound)',
+      series.push({name: 'bound', label: 'optimistic bound at selection', colour: 'var(--bound)',
                    dashed: true, marker: 'square',
                    points: history.filter(h => h.optimistic !== null)
                                   .map(h => [h[key], h.optimistic])});
