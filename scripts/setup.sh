@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # Installs the Debian packages paratune needs to build and test, and checks the one thing apt
-# cannot install: the CUDA 13 toolkit with NCCL at /usr/local/cuda, which the machine image
-# provides (paratune-probe and the GPU tests compile against it; nothing needs a GPU). Idempotent:
+# cannot install: the CUDA 13 toolkit with cuDNN 9 and NCCL at /usr/local/cuda, which the
+# machine image provides (paratune-probe and the GPU tests compile against it; nothing needs a GPU). Idempotent:
 # when everything is present it only checks and returns in about a second.
 set -euo pipefail
 
 # The files the build reads from /usr/local/cuda (third_party/cuda/cuda.BUILD, bazel/cuda.bzl).
 cuda_files=(
-  bin/nvcc include/cuda_runtime.h include/cublasLt.h include/nccl.h
-  lib/libcudart_static.a lib/libcublasLt.so lib/libnccl.so
+  bin/nvcc include/cuda_runtime.h include/cublasLt.h include/cudnn_graph.h include/nccl.h
+  lib/libcudart_static.a lib/libcublasLt.so lib/libcudnn.so lib/libnccl.so
 )
 for file in "${cuda_files[@]}"; do
   if [[ ! -e "/usr/local/cuda/$file" ]]; then
-    echo "setup: /usr/local/cuda/$file is missing: the build needs the CUDA 13 toolkit and NCCL" \
-      "installed at /usr/local/cuda (not a Debian package; see docs/probe.md)" >&2
+    echo "setup: /usr/local/cuda/$file is missing: the build needs the CUDA 13 toolkit," \
+      "cuDNN 9 and NCCL installed at /usr/local/cuda (not a Debian package; see docs/probe.md)" >&2
     exit 1
   fi
 done
