@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages paratune needs to build and test, and checks the one thing apt
 # cannot install: the CUDA 13 toolkit with cuDNN 9 and NCCL at /usr/local/cuda, which the
-# machine image provides (paratune-probe and the GPU tests compile against it; nothing needs a GPU). Idempotent:
-# when everything is present it only checks and returns in about a second.
+# machine image provides (paratune-probe and the GPU tests compile against it; nothing needs a
+# GPU). Idempotent: when everything is present it only checks and returns in about a second.
 set -euo pipefail
 
 # The files the build reads from /usr/local/cuda (third_party/cuda/cuda.BUILD, bazel/cuda.bzl).
