@@ -93,6 +93,14 @@ std::vector<int64_t> ProbeSpec::TimedMicroBatches() const {
   return micro_batch_counts_;
 }
 
+OverlapOptions ProbeSpec::data_parallel_overlap() const {
+  OverlapOptions overlap;
+  overlap.distributed_optimizer = training_.distributed_optimizer();
+  overlap.overlap_grad_reduce = true;
+  overlap.overlap_param_gather = training_.distributed_optimizer();
+  return overlap;
+}
+
 absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& assignment) {
   PT_ASSIGN_OR_RETURN(ModelSpec model, ModelSpecFromProto(assignment.model()));
   PT_ASSIGN_OR_RETURN(TrainingSpec training, TrainingSpecFromProto(assignment.training()));

@@ -13,6 +13,7 @@
 #include "estimator/parallel_config.h"
 #include "estimator/training_spec.h"
 #include "proto/probe.pb.h"
+#include "worker/probe/overlap_plan.h"
 #include "worker/probe/rank_layout.h"
 
 namespace paratune {
@@ -34,6 +35,12 @@ class ProbeSpec {
   const TrainingSpec& training() const { return training_; }
   const ClusterSpec& cluster() const { return cluster_; }
   const ParallelConfig& config() const { return config_; }
+
+  // The data-parallel overlap the probe runs: what the launch templates write for this
+  // training run (deploy/templates/megatron_llama.textproto: --overlap-grad-reduce always,
+  // --overlap-param-gather with the distributed optimizer; nemo_llama.textproto the same), so
+  // that what is probed is what is exported.
+  OverlapOptions data_parallel_overlap() const;
 
   // REPLICA scope: one data-parallel replica runs and the data-parallel traffic across
   // replicas is modelled (DESIGN.md §7).

@@ -67,6 +67,20 @@ TEST(ProbeSpecTest, BadShortStepCountsNameTheField) {
                 "pipeline_parallel (2) for an interleaved pipeline");
 }
 
+TEST(ProbeSpecTest, DataParallelOverlapIsWhatTheTemplatesExport) {
+  const OverlapOptions sharded = ProbeSpec::FromAssignment(Valid())->data_parallel_overlap();
+  EXPECT_TRUE(sharded.distributed_optimizer);
+  EXPECT_TRUE(sharded.overlap_grad_reduce);
+  EXPECT_TRUE(sharded.overlap_param_gather);
+
+  v1::ProbeAssignment assignment = Valid();
+  assignment.mutable_training()->set_distributed_optimizer(false);
+  const OverlapOptions replicated = ProbeSpec::FromAssignment(assignment)->data_parallel_overlap();
+  EXPECT_FALSE(replicated.distributed_optimizer);
+  EXPECT_TRUE(replicated.overlap_grad_reduce);
+  EXPECT_FALSE(replicated.overlap_param_gather);
+}
+
 TEST(ProbeSpecTest, ReplicaProbeRunsOneDataParallelReplica) {
   v1::ProbeAssignment assignment = Valid();
   assignment.set_scope(v1::PROBE_SCOPE_REPLICA);
