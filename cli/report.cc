@@ -132,7 +132,7 @@ std::string FormatEstimate(const v1::ParallelConfig& config, const v1::EstimateR
   absl::StrAppend(&out, timing.Render());
   absl::StrAppendFormat(&out,
                         "throughput %.0f tokens/s, %.1f TFLOP/s per GPU (+- %s, one sigma), MFU "
-                        "%s (%.3g model FLOPs per step)\n",
+                        "%s of the dense bf16 peak (%.3g model FLOPs per step)\n",
                         perf.tokens_per_second(), perf.model_tflops_per_gpu(),
                         Percent(perf.relative_error()), Percent(perf.mfu()),
                         perf.model_flops_per_step());

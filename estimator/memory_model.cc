@@ -44,8 +44,24 @@ double LastStageParameters(const Symbols& x, double layers) {
   return (layers * x.layer_params + x.h * x.V) / x.t + x.h;
 }
 
-// Activation bytes of one layer for one micro-batch on one GPU, nothing recomputed.
-double LayerActivationBytes(const Symbols& x, const TrainingSpec& training, bool selective) {
+// Bytes per layer per micro-batch that fp8 saves on the saved activations: Transformer
+// Engine casts the input of each of the four linear layers (QKV, attention projection, first
+// MLP linear, down projection) to fp8 for the forward GEMM and saves that fp8 copy for the
+// weight-gradient GEMM (transformer_engine/pytorch/module/layernorm_linear.py and linear.py:
+// ctx.save_for_backward of the fp8 input), 1 byte instead of 2 per value. Those inputs are
+// sbh (2 QKV + 2 first MLP), kept whole over TP without SP, and sbh (2 projection + 2f/h down
+// projection), TP-sharded; the same four tensors in Korthikanti et al. 2022's and Fujii et
+// al. 2024's counts, so halving them is sbh (1 + 1) and sbh (1 + f/h). Everything else
+// (norm inputs, attention, the activation function) stays bf16.
+double Fp8SavedInputSavingsBytes(const Symbols& x) {
+  const double sbh = x.s * x.b * x.h;
+  const double sharded = 1 + x.f / x.h;
+  if (x.sp) return sbh * (2 + sharded) / (x.t * x.c);
+  return sbh * (2 + sharded / x.t) / x.c;
+}
+
+// Activation bytes of one layer for one micro-batch on one GPU in bf16, nothing recomputed.
+double Bf16LayerActivationBytes(const Symbols& x, const TrainingSpec& training, bool selective) {
   const double sbh = x.s * x.b * x.h;
   if (training.flash_attention()) {
     // Fujii et al. 2024, activations with FlashAttention, SP, SwiGLU and GQA:
@@ -65,6 +81,13 @@ double LayerActivationBytes(const Symbols& x, const TrainingSpec& training, bool
   const double scores = selective ? 0 : 5 * x.a * x.s / (x.h * x.t);
   if (x.sp) return sbh * (34 / x.t + scores) / x.c;
   return sbh * (10 + 24 / x.t + scores) / x.c;
+}
+
+// Activation bytes of one layer for one micro-batch on one GPU, nothing recomputed, in the
+// training's precision.
+double LayerActivationBytes(const Symbols& x, const TrainingSpec& training, bool selective) {
+  const double fp8_savings = training.fp8() ? Fp8SavedInputSavingsBytes(x) : 0;
+  return Bf16LayerActivationBytes(x, training, selective) - fp8_savings;
 }
 
 // Bytes per layer per micro-batch kept under full recompute: only the layer input, 2sbh/(tc)
@@ -132,6 +155,49 @@ void AddModelStates(const Symbols& x, const TrainingSpec& training, double param
       (training.distributed_optimizer() ? 12 / (x.d * x.c) : 12) * params;
 }
 
+// The four linear layers of a transformer layer (QKV, attention projection, first MLP linear,
+// down projection) in Transformer Engine's fp8 modules; the embedding, LM head and norms stay
+// bf16 (Megatron-LM keeps the output layer out of fp8_autocast).
+constexpr double kFp8LinearsPerLayer = 4;
+
+// Linear weights of `layers` transformer layers on one GPU: a layer's parameters less its two
+// norm weights, TP-sharded.
+double LinearParameters(const Symbols& x, double layers) {
+  return layers * (x.layer_params - 2 * x.h) / x.t;
+}
+
+// fp8 copies of the linear weights, held for the whole step: Transformer Engine casts each
+// weight to fp8 once per step and caches the fp8 weight and its fp8 transpose across the
+// micro-batches (transformer_engine/pytorch/module/linear.py: weight_fp8 and weight_t_fp8,
+// refreshed when is_first_microbatch, which Megatron-LM sets under gradient accumulation;
+// Hopper's fp8 GEMM takes only the TN layout, so the backward needs the transpose). One byte
+// each per parameter, on top of the bf16 weights. With fp8 model weights
+// (fp8_param_gather) the weight itself is the fp8 copy and only the transpose is extra.
+double Fp8WeightCopyBytes(const Symbols& x, const TrainingSpec& training, double layers) {
+  return (training.fp8_param_gather() ? 1 : 2) * LinearParameters(x, layers);
+}
+
+// fp8 scaling state of `layers` transformer layers: each linear's fp8_meta holds, in fp32, a
+// scale, a scale_inv and an amax history of amax_history_len entries for each of its 3
+// forward tensors (input, weight, output) and 2 backward tensors (output gradient, input
+// gradient) (transformer_engine/pytorch/module/base.py, DelayedScaling recipe).
+double Fp8ScalingStateBytes(const MemoryOptions& options, double layers) {
+  constexpr double kTensorsPerLinear = 3 + 2;
+  return layers * kFp8LinearsPerLayer * kTensorsPerLinear * 4 * (2 + options.fp8_amax_history_len);
+}
+
+// The fp8 terms of a stage of `layers` transformer layers; zero in bf16.
+void AddFp8State(const Symbols& x, const TrainingSpec& training, const MemoryOptions& options,
+                 double layers, StageMemory& stage) {
+  if (!training.fp8()) return;
+  stage.bytes[Term(MemoryTerm::kFp8WeightCopies)] = Fp8WeightCopyBytes(x, training, layers);
+  // fp8 model weights store the linear weights in 1 byte instead of bf16's 2.
+  if (training.fp8_param_gather()) {
+    stage.bytes[Term(MemoryTerm::kWeights)] -= LinearParameters(x, layers);
+  }
+  stage.bytes[Term(MemoryTerm::kFp8ScalingState)] = Fp8ScalingStateBytes(options, layers);
+}
+
 // Communicators of more than one rank that a GPU of `stage` belongs to in Megatron-LM's
 // parallel_state: tensor, context, data, data-with-context (when both exist, for the
 // distributed optimizer), pipeline, and the embedding group tying the first and last stage.
@@ -190,6 +256,10 @@ const char* MemoryTermName(MemoryTerm term) {
       return "pipeline_buffers";
     case MemoryTerm::kFragmentation:
       return "fragmentation";
+    case MemoryTerm::kFp8WeightCopies:
+      return "fp8_weight_copies";
+    case MemoryTerm::kFp8ScalingState:
+      return "fp8_scaling_state";
     case MemoryTerm::kCount:
       break;
   }
@@ -238,6 +308,7 @@ MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& traini
       layer.Held(first_layers / x.v * ChunksInFlight(x, 0));
   first.bytes[Term(MemoryTerm::kEmbeddingActivations)] = EmbeddingActivationBytes(x);
   if (pp == 1) first.bytes[Term(MemoryTerm::kOutputActivations)] = OutputActivationBytes(x);
+  AddFp8State(x, training, options, first_layers, first);
   AddOverheads(x, training, options, first);
   estimate.middle_stage = first;
   estimate.last_stage = first;
@@ -249,6 +320,7 @@ MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& traini
     const double layers = static_cast<double>(x.layout.middle_stage_layers);
     AddModelStates(x, training, MiddleStageParameters(x, layers), middle);
     middle.bytes[Term(MemoryTerm::kActivations)] = layer.Held(layers / x.v * ChunksInFlight(x, 1));
+    AddFp8State(x, training, options, layers, middle);
     AddOverheads(x, training, options, middle);
   }
   if (pp > 1) {
@@ -260,6 +332,7 @@ MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& traini
     last.bytes[Term(MemoryTerm::kActivations)] =
         layer.Held(layers / x.v * ChunksInFlight(x, x.p - 1));
     last.bytes[Term(MemoryTerm::kOutputActivations)] = OutputActivationBytes(x);
+    AddFp8State(x, training, options, layers, last);
     AddOverheads(x, training, options, last);
   }
 

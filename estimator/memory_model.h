@@ -14,7 +14,8 @@
 namespace paratune {
 
 // The terms of a memory estimate, each in bytes on one GPU. The first six are the paper's
-// formulas; the rest are overheads, each set by (and zero-able in) MemoryOptions.
+// formulas; the next five are overheads, each set by (and zero-able in) MemoryOptions; the
+// last two are Transformer Engine's fp8 state, zero when the training precision is bf16.
 enum class MemoryTerm {
   kWeights = 0,           // bf16 parameters of the stage, TP-sharded
   kGradients,             // fp32 (or bf16) gradients
@@ -27,6 +28,8 @@ enum class MemoryTerm {
   kGradientBuckets,       // staging copy of the DDP / distributed-optimizer bucket in flight
   kPipelineBuffers,       // pipeline send/recv tensors
   kFragmentation,         // caching-allocator fragmentation of the activation memory
+  kFp8WeightCopies,       // fp8 copy and fp8 transpose of every linear weight of the stage
+  kFp8ScalingState,       // fp8 scale, scale_inv and amax history of every linear's tensors
   kCount,
 };
 
@@ -60,6 +63,10 @@ struct MemoryOptions {
   // kFragmentation: (factor - 1) x the activation terms; PyTorch's caching allocator
   // fragments the short-lived activation blocks, not the long-lived model states.
   double fragmentation_factor = 1.05;
+  // kFp8ScalingState: amax history length of Transformer Engine's DelayedScaling recipe
+  // (transformer_engine.common.recipe.DelayedScaling, amax_history_len=1024, the value NeMo's
+  // recipes set; Megatron-LM's --fp8-amax-history-len defaults to 1).
+  double fp8_amax_history_len = 1024;
 
   // The paper's formulas alone: every overhead term zero (the reference values' setting).
   static MemoryOptions FormulasOnly() {

@@ -489,6 +489,87 @@ TEST_F(LlamaMemoryTest, MiddleStageCanBeThePeakOfAnUnevenSplit) {
   EXPECT_GE(estimate.peak_bytes, estimate.last_stage.Total());
 }
 
+TrainingSpec Fp8(const TrainingSpec& training) {
+  TrainingOptions options = training.options();
+  options.fp8 = true;
+  return *TrainingSpec::Create(options);
+}
+
+TEST_F(LlamaMemoryTest, Fp8TermsByHand) {
+  // Llama-3.1-8B on dp 8: h 4096, f 14336, 8 of 32 heads for K and V. Linear weights per
+  // layer 2h^2 (1 + 8/32) + 3fh = 41,943,040 + 176,160,768 = 218,103,808.
+  const ParallelDims dims = Dims(8, 1, 1, 1, 1);
+  const MemoryEstimate bf16 = Estimate(model_, training_, dims);
+  const MemoryEstimate fp8 = Estimate(model_, Fp8(training_), dims);
+  const StageMemory& stage = fp8.first_stage;
+  // fp8 weight and fp8 transpose, 1 byte each, for 32 layers.
+  EXPECT_DOUBLE_EQ(Term(stage, MemoryTerm::kFp8WeightCopies), 2 * 32 * 218103808.0);
+  // 32 layers x 4 linears x 5 tensors x fp32 (scale, scale_inv, 1024 history entries).
+  EXPECT_DOUBLE_EQ(Term(stage, MemoryTerm::kFp8ScalingState), 32 * 4 * 5 * 4 * 1026.0);
+  // One micro-batch in flight per layer: sbh (12 + 4k/a + 8f/h) = 41 sbh in bf16; fp8 halves
+  // the inputs of QKV and the first MLP linear (2 + 2), of the projection (2) and of the
+  // down projection (2f/h = 7): 41 - 6.5 = 34.5 sbh.
+  const double sbh = 8192.0 * 1 * 4096;
+  EXPECT_DOUBLE_EQ(Term(bf16.first_stage, MemoryTerm::kActivations), 32 * 41 * sbh);
+  EXPECT_DOUBLE_EQ(Term(stage, MemoryTerm::kActivations), 32 * 34.5 * sbh);
+  // The rest is the bf16 estimate's.
+  for (MemoryTerm t : {MemoryTerm::kWeights, MemoryTerm::kGradients, MemoryTerm::kOptimizerStates,
+                       MemoryTerm::kEmbeddingActivations, MemoryTerm::kOutputActivations}) {
+    EXPECT_EQ(Term(stage, t), Term(bf16.first_stage, t)) << MemoryTermName(t);
+  }
+}
+
+TEST_F(LlamaMemoryTest, Fp8SavedInputsFollowTensorParallelSharding) {
+  // tp 2 without SP: the QKV and first MLP inputs stay whole (2 x 1 byte saved), the
+  // projection and down projection inputs are sharded ((1 + f/h) / 2 = 2.25 saved).
+  ParallelDims dims = Dims(4, 2, 1, 1, 1);
+  dims.sequence_parallel = false;
+  const double sbh = 8192.0 * 4096;
+  const double bf16 = Term(Estimate(model_, training_, dims).first_stage, MemoryTerm::kActivations);
+  const double fp8 =
+      Term(Estimate(model_, Fp8(training_), dims).first_stage, MemoryTerm::kActivations);
+  EXPECT_DOUBLE_EQ(bf16 - fp8, 32 * (2 + 2.25) * sbh);
+  // With SP all four are sharded: (2 + 1 + 3.5) / 2.
+  dims.sequence_parallel = true;
+  const double bf16_sp =
+      Term(Estimate(model_, training_, dims).first_stage, MemoryTerm::kActivations);
+  const double fp8_sp =
+      Term(Estimate(model_, Fp8(training_), dims).first_stage, MemoryTerm::kActivations);
+  EXPECT_DOUBLE_EQ(bf16_sp - fp8_sp, 32 * 3.25 * sbh);
+  // Weight copies are TP-sharded too.
+  EXPECT_DOUBLE_EQ(
+      Term(Estimate(model_, Fp8(training_), dims).first_stage, MemoryTerm::kFp8WeightCopies),
+      32 * 218103808.0);
+}
+
+TEST_F(LlamaMemoryTest, Fp8ParamGatherKeepsWeightsInFp8) {
+  TrainingOptions options = Fp8(training_).options();
+  options.fp8_param_gather = true;
+  const ParallelDims dims = Dims(8, 1, 1, 1, 1);
+  const StageMemory cached = Estimate(model_, Fp8(training_), dims).first_stage;
+  const StageMemory gathered = Estimate(model_, *TrainingSpec::Create(options), dims).first_stage;
+  // Only the transpose is extra, and the 32 layers' linear weights take 1 byte, not 2.
+  EXPECT_DOUBLE_EQ(Term(gathered, MemoryTerm::kFp8WeightCopies), 32 * 218103808.0);
+  EXPECT_DOUBLE_EQ(Term(cached, MemoryTerm::kWeights) - Term(gathered, MemoryTerm::kWeights),
+                   32 * 218103808.0);
+  EXPECT_DOUBLE_EQ(cached.Total() - gathered.Total(), 2 * 32 * 218103808.0);
+}
+
+TEST_F(LlamaMemoryTest, Fp8ScalingStateFollowsHistoryLength) {
+  MemoryOptions options = PaperOptions();
+  options.fp8_amax_history_len = 1;
+  const MemoryEstimate estimate = Estimate(model_, Fp8(training_), Dims(8, 1, 1, 1, 1), options);
+  EXPECT_DOUBLE_EQ(Term(estimate.first_stage, MemoryTerm::kFp8ScalingState), 32 * 4 * 5 * 4 * 3.0);
+}
+
+TEST_F(LlamaMemoryTest, Bf16HasNoFp8Terms) {
+  const MemoryEstimate estimate = Estimate(model_, training_, Dims(2, 2, 2, 1, 1));
+  for (const StageMemory* stage : {&estimate.first_stage, &estimate.last_stage}) {
+    EXPECT_EQ(Term(*stage, MemoryTerm::kFp8WeightCopies), 0);
+    EXPECT_EQ(Term(*stage, MemoryTerm::kFp8ScalingState), 0);
+  }
+}
+
 TEST(MemoryNamesTest, TermAndVerdictNames) {
   EXPECT_STREQ(MemoryTermName(MemoryTerm::kWeights), "weights");
   EXPECT_STREQ(MemoryTermName(MemoryTerm::kGradients), "gradients");
@@ -501,6 +582,8 @@ TEST(MemoryNamesTest, TermAndVerdictNames) {
   EXPECT_STREQ(MemoryTermName(MemoryTerm::kGradientBuckets), "gradient_buckets");
   EXPECT_STREQ(MemoryTermName(MemoryTerm::kPipelineBuffers), "pipeline_buffers");
   EXPECT_STREQ(MemoryTermName(MemoryTerm::kFragmentation), "fragmentation");
+  EXPECT_STREQ(MemoryTermName(MemoryTerm::kFp8WeightCopies), "fp8_weight_copies");
+  EXPECT_STREQ(MemoryTermName(MemoryTerm::kFp8ScalingState), "fp8_scaling_state");
   EXPECT_STREQ(MemoryVerdictName(MemoryVerdict::kSafe), "SAFE");
   EXPECT_STREQ(MemoryVerdictName(MemoryVerdict::kRisky), "RISKY");
   EXPECT_STREQ(MemoryVerdictName(MemoryVerdict::kOutOfMemory), "OOM");

@@ -11,6 +11,10 @@ absl::StatusOr<TrainingSpec> TrainingSpec::Create(const TrainingOptions& options
   if (!status.ok()) return status;
   status = CheckIntInRange("training.seq_len", options.seq_len, 1, 4194304);
   if (!status.ok()) return status;
+  if (options.fp8_param_gather && !options.fp8) {
+    return absl::InvalidArgumentError(
+        "training.fp8_param_gather (true) needs training.fp8 (false) to be true");
+  }
   return TrainingSpec(options);
 }
 

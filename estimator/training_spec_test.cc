@@ -10,6 +10,7 @@ TEST(TrainingSpecTest, KeepsOptions) {
   options.global_batch_size = 1024;
   options.seq_len = 8192;
   options.fp8 = true;
+  options.fp8_param_gather = true;
   options.distributed_optimizer = false;
   options.fp32_gradients = false;
   options.flash_attention = false;
@@ -19,6 +20,7 @@ TEST(TrainingSpecTest, KeepsOptions) {
   EXPECT_EQ(training->global_batch_size(), 1024);
   EXPECT_EQ(training->seq_len(), 8192);
   EXPECT_TRUE(training->fp8());
+  EXPECT_TRUE(training->fp8_param_gather());
   EXPECT_FALSE(training->distributed_optimizer());
   EXPECT_FALSE(training->fp32_gradients());
   EXPECT_FALSE(training->flash_attention());
@@ -28,6 +30,7 @@ TEST(TrainingSpecTest, KeepsOptions) {
 TEST(TrainingSpecTest, DefaultsAreThePapersSetting) {
   const TrainingOptions options;
   EXPECT_FALSE(options.fp8);
+  EXPECT_FALSE(options.fp8_param_gather);
   EXPECT_TRUE(options.distributed_optimizer);
   EXPECT_TRUE(options.fp32_gradients);
   EXPECT_TRUE(options.flash_attention);
@@ -52,6 +55,17 @@ TEST(TrainingSpecTest, OutOfRangeNamesTheField) {
   EXPECT_EQ(training.status().message(), "training.global_batch_size (0) must be in [1, 16777216]");
   options.global_batch_size = 16777217;
   EXPECT_EQ(TrainingSpec::Create(options).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TrainingSpecTest, Fp8ParamGatherNeedsFp8) {
+  TrainingOptions options;
+  options.global_batch_size = 8;
+  options.seq_len = 4096;
+  options.fp8_param_gather = true;
+  absl::StatusOr<TrainingSpec> training = TrainingSpec::Create(options);
+  EXPECT_EQ(training.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(training.status().message(),
+            "training.fp8_param_gather (true) needs training.fp8 (false) to be true");
 }
 
 }  // namespace

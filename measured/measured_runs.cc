@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -346,7 +347,81 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadFujii(const CsvTable& table, const 
   return runs;
 }
 
+// The catalog preset of an fp8 table's Llama name ("LLAMA3-70B", "LLAMA3.1_405B",
+// "LLAMA2-13B"); Llama 3 and 3.1 share their dimensions.
+absl::StatusOr<std::string> Fp8LlamaPreset(const std::string& name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  const std::string size = lower.substr(lower.find_last_of("-_") + 1);
+  if (absl::StartsWith(lower, "llama2")) return absl::StrCat("llama2-", size);
+  if (absl::StartsWith(lower, "llama3")) return absl::StrCat("llama3.1-", size);
+  return absl::InvalidArgumentError(absl::StrCat("unknown model \"", name, "\""));
+}
+
+absl::StatusOr<std::vector<MeasuredRun>> LoadNvidiaFp8(const CsvTable& table,
+                                                       const std::string& file) {
+  std::vector<MeasuredRun> runs;
+  PT_ASSIGN_OR_RETURN(const GpuSpec gpu, FindGpuPreset("h100-80gb"));
+  for (size_t row = 0; row < table.num_rows(); ++row) {
+    PT_ASSIGN_OR_RETURN(const std::string precision, table.String(row, "precision"));
+    PT_ASSIGN_OR_RETURN(const std::string name, table.String(row, "model"));
+    PT_ASSIGN_OR_RETURN(const std::string notes, table.String(row, "notes"));
+    // Rows whose precision the source does not state are not fp8 evidence; FSDP shards
+    // weights in a way the memory model does not describe.
+    if (!absl::StartsWith(precision, "FP8") || !absl::StartsWithIgnoreCase(name, "llama") ||
+        notes == "FSDP=8") {
+      continue;
+    }
+    RowSetup setup;
+    setup.model_name = name;
+    absl::StatusOr<std::string> preset = Fp8LlamaPreset(name);
+    absl::StatusOr<ModelSpec> spec =
+        preset.ok() ? FindModelPreset(*preset) : absl::StatusOr<ModelSpec>(preset.status());
+    if (!spec.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          table.path(), ":", table.line(row), ": column \"model\": ", spec.status().message()));
+    }
+    setup.dims = spec->dims();
+    setup.gpu = gpu;
+    PT_ASSIGN_OR_RETURN(setup.training.seq_len, table.Int(row, "seq_len"));
+    PT_ASSIGN_OR_RETURN(setup.training.global_batch_size, table.Int(row, "global_batch"));
+    setup.training.fp8 = true;
+    // As for nvidia_dgxc_h100.csv: NeMo's and Megatron-Core's perf recipes keep bf16 gradient
+    // buffers (grad_reduce_in_fp32 = False) and overlap TP communication.
+    setup.training.fp32_gradients = false;
+    setup.training.tp_comm_overlap = true;
+    // Megatron-LM's fp8 example (examples/llama/train_llama3_8b_h100_fp8.sh) passes
+    // --fp8-param-gather; the NeMo tables do not say, so they keep TE's default (off).
+    PT_ASSIGN_OR_RETURN(const std::string software, table.String(row, "software"));
+    setup.training.fp8_param_gather = absl::StartsWith(software, "Megatron-Core");
+    PT_ASSIGN_OR_RETURN(setup.parallel.tp, table.Int(row, "tp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.pp, table.Int(row, "pp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.cp, table.Int(row, "cp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.virtual_pipeline, table.IntOr(row, "vp", 1));
+    PT_ASSIGN_OR_RETURN(setup.parallel.micro_batch, table.Int(row, "micro_batch"));
+    PT_ASSIGN_OR_RETURN(const int64_t gpus, table.Int(row, "num_gpus"));
+    const int64_t model_parallel = setup.parallel.tp * setup.parallel.pp * setup.parallel.cp;
+    if (model_parallel < 1 || gpus % model_parallel != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(table.path(), ":", table.line(row), ": ", gpus,
+                                                     " GPUs are not a multiple of tp x pp "
+                                                     "x cp (",
+                                                     model_parallel, ")"));
+    }
+    setup.parallel.dp = gpus / model_parallel;
+    setup.parallel.sequence_parallel = setup.parallel.tp > 1;
+    PT_ASSIGN_OR_RETURN(const double tokens_per_gpu, table.Double(row, "tokens_per_s_per_gpu"));
+    setup.step_seconds = static_cast<double>(setup.training.global_batch_size) *
+                         static_cast<double>(setup.training.seq_len) /
+                         (tokens_per_gpu * static_cast<double>(gpus));
+    setup.group = absl::StrCat(name, " ", software);
+    PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
 }  // namespace
+
+MeasuredDataset Fp8Dataset() { return {"nvidia_h100_fp8.csv", false}; }
 
 std::vector<MeasuredDataset> MeasuredDatasets() {
   return {{"nvidia_dgxc_h100.csv", true},
@@ -368,6 +443,7 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMeasuredRuns(const std::string& dir
     return LoadKorthikanti(table, dataset.file);
   }
   if (dataset.file == "llama31_8b_4d_abci_tsubame.csv") return LoadFujii(table, dataset.file);
+  if (dataset.file == "nvidia_h100_fp8.csv") return LoadNvidiaFp8(table, dataset.file);
   return absl::InvalidArgumentError(absl::StrCat(dataset.file, ": not a known measured table"));
 }
 

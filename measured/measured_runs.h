@@ -41,6 +41,11 @@ struct MeasuredDataset {
 // fp8 rows of nvidia_dgxc_h100.csv and nvidia_h100_fp8.csv are not used).
 std::vector<MeasuredDataset> MeasuredDatasets();
 
+// The fp8 Llama rows of nvidia_h100_fp8.csv (precision FP8 or FP8-CS, FSDP rows left out),
+// with fp8 training, bf16 gradients and the distributed optimizer. Not fitted: the
+// performance model has no fp8 fit yet; the memory verdicts of docs/estimator.md read it.
+MeasuredDataset Fp8Dataset();
+
 // The rows of `dataset` read from `directory`/`dataset.file`. Errors name the file, line and
 // column (see CsvTable), or the row's line when its configuration breaks a validity rule.
 absl::StatusOr<std::vector<MeasuredRun>> LoadMeasuredRuns(const std::string& directory,

@@ -52,6 +52,21 @@ TEST(MeasuredRunsTest, NvidiaBf16RowsWithUnevenPipeline) {
   EXPECT_TRUE(uneven_405b);
 }
 
+TEST(MeasuredRunsTest, Fp8LlamaRows) {
+  absl::StatusOr<std::vector<MeasuredRun>> runs = LoadMeasuredRuns(kDataDir, Fp8Dataset());
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  // 3 Llama 2 and 2 Llama 3 rows of NeMo 24.07, 3 of Megatron-LM, 2 each of NeMo 25.11 and
+  // 26.02 (the FSDP row and the 25.09 rows of unstated precision left out).
+  EXPECT_EQ(runs->size(), 12u);
+  for (const MeasuredRun& run : *runs) {
+    EXPECT_TRUE(run.training.fp8());
+    EXPECT_NEAR(MeasuredTflopsPerGpu(run), 750, 120) << run.model_name << " line " << run.line;
+  }
+  // LLAMA3-70B of Megatron-LM: 64 GPUs of tp 4 pp 8 leave dp 2.
+  EXPECT_EQ((*runs)[6].model.num_layers(), 80);
+  EXPECT_EQ((*runs)[6].config.dp(), 2);
+}
+
 TEST(MeasuredRunsTest, GptRowsAreNotGated) {
   for (const MeasuredRun& run : Load("narayanan2021_table1_a100.csv")) {
     EXPECT_FALSE(run.model.gated_mlp());

@@ -2,7 +2,8 @@
 // {{VALIDATION}} line replaced by the validation of the estimator against data/measured/
 // (throughput error per table, rank correlation and regret on the held-out table, error bars,
 // a replay of the adaptive search's refit on the held-out groups, memory verdicts of measured
-// runs) and {{PARAMETERS}} by the fitted parameters:
+// runs), {{FP8_MEMORY}} by the memory verdicts of the fp8 runs before and after the fp8 terms,
+// and {{PARAMETERS}} by the fitted parameters:
 //
 //   bazel run //tools:estimator_report -- --out=$PWD/docs/estimator.md
 #include <algorithm>
@@ -31,7 +32,7 @@
 
 ABSL_FLAG(std::string, data_dir, "data/measured", "Directory of the measured CSV tables.");
 ABSL_FLAG(std::string, doc_template, "tools/estimator_doc_template.md",
-          "The document with {{VALIDATION}} and {{PARAMETERS}} lines.");
+          "The document with {{VALIDATION}}, {{FP8_MEMORY}} and {{PARAMETERS}} lines.");
 ABSL_FLAG(std::string, out, "", "Where to write the document; stdout when empty.");
 
 namespace paratune {
@@ -315,6 +316,32 @@ std::string MemorySection(const std::vector<std::vector<MeasuredRun>>& tables,
   return out;
 }
 
+// Each fp8 run's peak estimate and verdict without the fp8 terms (the memory model before
+// it had them, which read an fp8 run as bf16) and with them.
+absl::StatusOr<std::string> Fp8MemorySection(const std::vector<MeasuredRun>& runs) {
+  const MemoryOptions options;
+  std::string out =
+      "| line | model | software | GPUs | tp pp cp vp mbs | bf16 terms: GiB, verdict | fp8 "
+      "terms: GiB, verdict | peak stage |\n|---:|---|---|---:|---|---:|---:|---:|\n";
+  for (const MeasuredRun& run : runs) {
+    TrainingOptions bf16_options = run.training.options();
+    bf16_options.fp8 = false;
+    bf16_options.fp8_param_gather = false;
+    PT_ASSIGN_OR_RETURN(const TrainingSpec bf16, TrainingSpec::Create(bf16_options));
+    const MemoryEstimate before = EstimateMemory(run.model, bf16, run.cluster, run.config, options);
+    const MemoryEstimate after =
+        EstimateMemory(run.model, run.training, run.cluster, run.config, options);
+    const double gib = 1024.0 * 1024 * 1024;
+    absl::StrAppendFormat(
+        &out, "| %d | %s | %s | %d | %d %d %d %d %d | %.1f, %s | %.1f, %s | %d |\n", run.line,
+        run.model_name, run.group.substr(run.model_name.size() + 1), run.cluster.world_size(),
+        run.config.tp(), run.config.pp(), run.config.cp(), run.config.virtual_pipeline(),
+        run.config.micro_batch(), before.peak_bytes / gib, MemoryVerdictName(before.verdict),
+        after.peak_bytes / gib, MemoryVerdictName(after.verdict), after.peak_stage);
+  }
+  return out;
+}
+
 std::string ParametersSection() {
   std::string out = "| parameter | A100 (Ampere) | H100 / H200 (Hopper) |\n|---|---:|---:|\n";
   const PerformanceParameters ampere = FittedPerformanceParameters(GpuArchitecture::kAmpere);
@@ -338,6 +365,9 @@ absl::Status Run() {
   }
   const std::vector<MeasuredRun>& held_out = tables.back();
   PT_ASSIGN_OR_RETURN(const std::string replay, AdaptiveReplaySection(held_out));
+  PT_ASSIGN_OR_RETURN(const std::vector<MeasuredRun> fp8_runs,
+                      LoadMeasuredRuns(absl::GetFlag(FLAGS_data_dir), Fp8Dataset()));
+  PT_ASSIGN_OR_RETURN(const std::string fp8_memory, Fp8MemorySection(fp8_runs));
   const std::string validation = absl::StrCat(
       "### Throughput\n\n", ThroughputSection(tables, datasets), "\n### Held-out ranking (",
       datasets.back().file, ")\n\n", HeldOutSection(held_out), "\n### Error bars\n\n",
@@ -349,8 +379,10 @@ absl::Status Run() {
   if (!in) return absl::NotFoundError(absl::StrCat(template_path, ": cannot open the file"));
   std::stringstream buffer;
   buffer << in.rdbuf();
-  const std::string document = absl::StrReplaceAll(
-      buffer.str(), {{"{{VALIDATION}}\n", validation}, {"{{PARAMETERS}}\n", ParametersSection()}});
+  const std::string document =
+      absl::StrReplaceAll(buffer.str(), {{"{{VALIDATION}}\n", validation},
+                                         {"{{FP8_MEMORY}}\n", fp8_memory},
+                                         {"{{PARAMETERS}}\n", ParametersSection()}});
   const std::string out_path = absl::GetFlag(FLAGS_out);
   if (out_path.empty()) {
     std::cout << document;
