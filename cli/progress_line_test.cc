@@ -65,7 +65,7 @@ TEST(FormatProgressTest, TheBestSaysWhereItsNumberComesFrom) {
   *search.add_candidates() = Dp4Tp2(v1::CANDIDATE_RUNNING, &screening);
   EXPECT_THAT(FormatProgress(search),
               HasSubstr("; best 599.7 TFLOP/s per GPU measured (dp4 tp2 pp1 cp1 mbs1)"));
-  screening.add_short_steps();
+  screening.add_extrapolated("full_step");
   *search.mutable_candidates(0) = Dp4Tp2(v1::CANDIDATE_RUNNING, &screening);
   EXPECT_THAT(FormatProgress(search), HasSubstr("; best 599.7 TFLOP/s per GPU extrapolated"));
 }

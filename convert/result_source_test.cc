@@ -9,7 +9,7 @@ TEST(ResultSourceTest, NamesWhereTheNumbersComeFrom) {
   v1::ProbeResult result;
   result.set_backend("cuda");
   EXPECT_STREQ(ResultSource(result), "measured");
-  result.add_short_steps()->set_micro_batches(2);
+  result.add_extrapolated("full_step");
   EXPECT_STREQ(ResultSource(result), "extrapolated");
 
   v1::ProbeResult replayed;
@@ -21,7 +21,7 @@ TEST(ResultSourceTest, ASimulatedShortProbeIsSimulated) {
   v1::ProbeResult result;
   result.set_backend("sim");
   result.set_simulated(true);
-  result.add_short_steps()->set_micro_batches(2);
+  result.add_extrapolated("full_step");
   EXPECT_STREQ(ResultSource(result), "simulated");
 }
 

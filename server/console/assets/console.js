@@ -122,6 +122,9 @@ function origin(result) {
   return 'measured';
 }
 
+// The short mark of each origin where a cell has no room for the word.
+const ORIGIN_MARK = {simulated: 'sim', replayed: 'replay', extrapolated: 'extrap', measured: 'meas'};
+
 function originLabel(result) {
   const name = origin(result);
   return name ? el('span', {class: 'label ' + name}, name) : '';
@@ -398,7 +401,7 @@ function heatMap(map, candidates) {
       let text = `${VERDICT_LETTER[cell.verdict || 'SAFE']} ${fixed(100 * (cell.fractionOfCapacity || 0), 0)}%`;
       if (result) {
         text = result.outcome === 'PROBE_OK'
-                   ? `${fixed(result.modelTflopsPerGpu, 0)} TF${result.simulated ? ' sim' : ''}`
+                   ? `${fixed(result.modelTflopsPerGpu, 0)} TF ${ORIGIN_MARK[origin(result)]}`
                    : (result.outcome === 'PROBE_OUT_OF_MEMORY' ? 'ran OOM' : 'failed');
       }
       g.append(svg('text', {x: left + j * cellW + cellW / 2, y: yTop + cellH / 2 + 4,
