@@ -223,7 +223,7 @@ SourceMark SourceMarkOf(absl::string_view source) {
 
 namespace {
 
-// "412.3 (sim)": an OK result's TFLOP/s per GPU, marked unless measured (SourceMarks).
+// "412.3 (sim)": an OK result's TFLOP/s per GPU, marked unless measured (SourceMarkOf).
 std::string MeasuredTflops(const v1::ProbeResult& result) {
   return absl::StrCat(absl::StrFormat("%.1f", result.model_tflops_per_gpu()),
                       SourceMarkOf(ResultSource(result)).mark);
