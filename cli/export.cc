@@ -79,6 +79,15 @@ absl::StatusOr<Rendered> Render(const v1::Search& search, const v1::Candidate& c
   PT_ASSIGN_OR_RETURN(const LaunchValues values,
                       LaunchValues::ForExport(resolved.model, resolved.training, resolved.cluster,
                                               resolved.config));
+  // NeMo v2.4.0 starts Transformer Engine's userbuffers only in MegatronCommOverlapCallback,
+  // which no recipe override adds (deploy/templates/nemo_llama.textproto says more).
+  if (format == ExportFormat::kNemo && values.Get("tp_comm_overlap").value_or("") == "true") {
+    return absl::FailedPreconditionError(
+        "training.tp_comm_overlap (true) cannot be exported as NeMo v2.4.0 recipe overrides: "
+        "NeMo turns tensor-parallel communication overlap on only with "
+        "MegatronCommOverlapCallback(tp_comm_overlap=True) in trainer.callbacks, which no "
+        "override adds; export --format=megatron, or add the callback to the recipe in Python");
+  }
   PT_ASSIGN_OR_RETURN(const BuiltinTemplate builtin, FindBuiltinTemplate(TemplateName(format)));
   PT_ASSIGN_OR_RETURN(std::vector<std::string> arguments,
                       builtin.launch.RenderFrameworkArguments(values));

@@ -33,8 +33,10 @@ absl::StatusOr<v1::Candidate> ChooseCandidate(const v1::Search& search,
 // elements: the arguments a probe of the candidate runs, less its short run on mock data and
 // its logging. INVALID_ARGUMENT for json, or naming the field when the search's model,
 // training run or cluster or the candidate's configuration cannot be resolved (a preset this
-// build does not know); the built-in template's errors (launch/builtin_templates.h,
-// LaunchTemplate::RenderFrameworkArguments).
+// build does not know); FAILED_PRECONDITION for nemo when the configuration overlaps
+// tensor-parallel communication (training.tp_comm_overlap with tp > 1), which NeMo v2.4.0's
+// recipe overrides cannot turn on; the built-in template's errors
+// (launch/builtin_templates.h, LaunchTemplate::RenderFrameworkArguments).
 absl::StatusOr<std::vector<std::string>> ExportArguments(const v1::Search& search,
                                                          const v1::Candidate& candidate,
                                                          ExportFormat format);

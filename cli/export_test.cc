@@ -390,6 +390,75 @@ TEST(ExportTest, TheExportIsTheProbedCommandLessItsProbeOnlyArguments) {
   EXPECT_THAT(*fp8_arguments, Contains("trainer.strategy.ddp.overlap_param_gather=False"));
 }
 
+// Llama-3.1-70B fp8 on 8 x 8 H100-80GB as dp4 tp4 pp2 cp2 with every training switch on:
+// fp8 weights, TP communication overlap and the context-parallel all-gather.
+v1::Search SwitchesSearch() {
+  v1::Search search = LargeSearch("llama3.1-70b", 1024, 8,
+                                  ProbedCandidate(9, 4, 4, 2, 2, 1, v1::RECOMPUTE_SELECTIVE));
+  v1::TrainingSpec& training = *search.mutable_spec()->mutable_training();
+  training.set_precision(v1::FP8);
+  training.set_fp8_param_gather(true);
+  training.set_tp_comm_overlap(true);
+  training.set_cp_comm_type(v1::CP_COMM_TYPE_ALL_GATHER);
+  return search;
+}
+
+TEST(ExportTest, TheTrainingSwitchesAreExported) {
+  v1::Search search = SwitchesSearch();
+  absl::StatusOr<std::vector<std::string>> arguments =
+      ExportArguments(search, search.candidates(0), ExportFormat::kMegatron);
+  ASSERT_TRUE(arguments.ok()) << arguments.status();
+  EXPECT_THAT(*arguments, Contains("--fp8-param-gather"));
+  EXPECT_THAT(*arguments, Contains("--tp-comm-overlap"));
+  EXPECT_THAT(*arguments, Contains("--cp-comm-type=all_gather"));
+  EXPECT_EQ(*arguments, ProbedArguments(search, search.candidates(0), "megatron-llama",
+                                        {"--train-iters", "--mock-data", "--tokenizer-type",
+                                         "--log-interval", "--log-throughput", "--eval-iters"}));
+
+  // The ring is written as such; off, the switches write nothing.
+  v1::TrainingSpec& training = *search.mutable_spec()->mutable_training();
+  training.set_cp_comm_type(v1::CP_COMM_TYPE_UNSPECIFIED);
+  training.set_fp8_param_gather(false);
+  training.set_tp_comm_overlap(false);
+  arguments = ExportArguments(search, search.candidates(0), ExportFormat::kMegatron);
+  ASSERT_TRUE(arguments.ok()) << arguments.status();
+  EXPECT_THAT(*arguments, Contains("--cp-comm-type=p2p"));
+  EXPECT_THAT(*arguments, Not(Contains("--fp8-param-gather")));
+  EXPECT_THAT(*arguments, Not(Contains("--tp-comm-overlap")));
+  absl::StatusOr<std::vector<std::string>> nemo =
+      ExportArguments(search, search.candidates(0), ExportFormat::kNemo);
+  ASSERT_TRUE(nemo.ok()) << nemo.status();
+  EXPECT_THAT(*nemo, Contains("model.config.cp_comm_type=p2p"));
+  EXPECT_THAT(*nemo, Not(Contains(HasSubstr("fp8_param_gather"))));
+
+  // Without context parallelism there is no type to write.
+  arguments = ExportArguments(Search(), Search().candidates(0), ExportFormat::kMegatron);
+  ASSERT_TRUE(arguments.ok()) << arguments.status();
+  EXPECT_THAT(*arguments, Not(Contains(HasSubstr("--cp-comm-type"))));
+}
+
+TEST(ExportTest, NemoOverridesCannotOverlapTensorParallelCommunication) {
+  v1::Search search = SwitchesSearch();
+  const absl::Status status =
+      ExportArguments(search, search.candidates(0), ExportFormat::kNemo).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr("training.tp_comm_overlap (true) cannot be exported as "
+                                          "NeMo v2.4.0 recipe overrides"));
+  EXPECT_THAT(status.message(), HasSubstr("MegatronCommOverlapCallback(tp_comm_overlap=True)"));
+
+  // The other switches are NeMo overrides; at tp 1 there is nothing to overlap.
+  search.mutable_spec()->mutable_training()->set_tp_comm_overlap(false);
+  absl::StatusOr<std::vector<std::string>> arguments =
+      ExportArguments(search, search.candidates(0), ExportFormat::kNemo);
+  ASSERT_TRUE(arguments.ok()) << arguments.status();
+  EXPECT_THAT(*arguments, Contains("trainer.plugins.fp8_param_gather=True"));
+  EXPECT_THAT(*arguments, Contains("model.config.cp_comm_type=all_gather"));
+  EXPECT_THAT(*arguments, Not(Contains(HasSubstr("tp_comm_overlap"))));
+  search.mutable_spec()->mutable_training()->set_tp_comm_overlap(true);
+  *search.mutable_candidates(0) = ProbedCandidate(9, 16, 1, 2, 2, 1, v1::RECOMPUTE_SELECTIVE);
+  EXPECT_TRUE(ExportArguments(search, search.candidates(0), ExportFormat::kNemo).ok());
+}
+
 TEST(ExportTest, NemoOverridesForAnUnevenInterleavedSplit) {
   const v1::Search search = Search405B();
   absl::StatusOr<std::vector<std::string>> arguments =

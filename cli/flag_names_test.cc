@@ -14,6 +14,19 @@ TEST(NameFlagsInMessageTest, NamesTheFlagOfASpecField) {
             "set --memory_policy to probe RISKY ones");
 }
 
+TEST(NameFlagsInMessageTest, NamesTheTrainingSwitches) {
+  EXPECT_EQ(NameFlagsInMessage("training.fp8_param_gather (true) needs training.precision FP8, "
+                               "not BF16",
+                               false),
+            "--fp8_param_gather (true) needs --fp8 FP8, not BF16");
+  EXPECT_EQ(NameFlagsInMessage("training.tp_comm_overlap (true) needs config.sequence_parallel "
+                               "(false) with config.tensor_parallel (2) > 1",
+                               false),
+            "--tp_comm_overlap (true) needs --sequence_parallel (false) with --tp (2) > 1");
+  EXPECT_EQ(NameFlagsInMessage("training.cp_comm_type (3) is not a known CpCommType", false),
+            "--cp_comm_type (3) is not a known CpCommType");
+}
+
 TEST(NameFlagsInMessageTest, KeepsAnIndexAndSaysWhenTheUnitsDiffer) {
   EXPECT_EQ(NameFlagsInMessage("space.micro_batch_sizes[2] (0) must be in [1, 1024]", false),
             "--micro_batches[2] (0) must be in [1, 1024]");

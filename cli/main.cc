@@ -46,6 +46,17 @@ ABSL_FLAG(bool, distributed_optimizer, true,
           "Megatron distributed optimizer: optimizer states sharded over dp x cp.");
 ABSL_FLAG(bool, fp32_grads, true, "fp32 gradients (bf16 when false).");
 ABSL_FLAG(bool, flash_attention, true, "FlashAttention.");
+ABSL_FLAG(bool, fp8_param_gather, false,
+          "With --fp8: keep the linear weights in fp8 and gather them in fp8 (Megatron-LM "
+          "--fp8-param-gather); needs --distributed_optimizer.");
+ABSL_FLAG(bool, tp_comm_overlap, false,
+          "Overlap tensor-parallel communication with the GEMMs (Megatron-LM "
+          "--tp-comm-overlap, Transformer Engine userbuffers) where tp > 1, which then needs "
+          "sequence parallelism. Not exportable as NeMo recipe overrides.");
+ABSL_FLAG(std::string, cp_comm_type, "p2p",
+          "How context-parallel ranks exchange keys and values where cp > 1 (Megatron-LM "
+          "--cp-comm-type): p2p (the ring, overlapped with attention) or all_gather (one "
+          "all-gather before attention, not overlapped).");
 
 ABSL_FLAG(int64_t, tp, 1, "estimate, plan --explain: tensor-parallel size.");
 ABSL_FLAG(int64_t, pp, 1, "estimate, plan --explain: pipeline-parallel size.");
@@ -243,7 +254,17 @@ paratune::v1::ModelSpec ModelFromFlags() {
   return model;
 }
 
-paratune::v1::TrainingSpec TrainingFromFlags() {
+// `text` of the flag called `flag` as a context-parallel communication type.
+absl::StatusOr<paratune::v1::CpCommType> ParseCpCommType(const char* flag,
+                                                         const std::string& text) {
+  const std::string value = absl::AsciiStrToLower(text);
+  if (value == "p2p") return paratune::v1::CP_COMM_TYPE_P2P;
+  if (value == "all_gather") return paratune::v1::CP_COMM_TYPE_ALL_GATHER;
+  return absl::InvalidArgumentError(
+      absl::StrCat(flag, " (\"", text, "\") must be p2p or all_gather"));
+}
+
+absl::StatusOr<paratune::v1::TrainingSpec> TrainingFromFlags() {
   paratune::v1::TrainingSpec training;
   training.set_global_batch_size(absl::GetFlag(FLAGS_global_batch));
   training.set_seq_len(absl::GetFlag(FLAGS_seq_len));
@@ -251,6 +272,11 @@ paratune::v1::TrainingSpec TrainingFromFlags() {
   training.set_distributed_optimizer(absl::GetFlag(FLAGS_distributed_optimizer));
   training.set_fp32_gradients(absl::GetFlag(FLAGS_fp32_grads));
   training.set_flash_attention(absl::GetFlag(FLAGS_flash_attention));
+  training.set_fp8_param_gather(absl::GetFlag(FLAGS_fp8_param_gather));
+  training.set_tp_comm_overlap(absl::GetFlag(FLAGS_tp_comm_overlap));
+  auto cp_comm_type = ParseCpCommType("--cp_comm_type", absl::GetFlag(FLAGS_cp_comm_type));
+  if (!cp_comm_type.ok()) return cp_comm_type.status();
+  training.set_cp_comm_type(*cp_comm_type);
   return training;
 }
 
@@ -318,7 +344,9 @@ absl::StatusOr<paratune::v1::ParallelConfig> ParallelConfigFromFlags() {
 absl::StatusOr<paratune::v1::EstimateRequest> EstimateRequestFromFlags() {
   paratune::v1::EstimateRequest request;
   *request.mutable_model() = ModelFromFlags();
-  *request.mutable_training() = TrainingFromFlags();
+  auto training = TrainingFromFlags();
+  if (!training.ok()) return training.status();
+  *request.mutable_training() = *training;
   *request.mutable_cluster() = ClusterFromFlags();
   auto config = ParallelConfigFromFlags();
   if (!config.ok()) return config.status();
@@ -330,7 +358,9 @@ absl::StatusOr<paratune::v1::EstimateRequest> EstimateRequestFromFlags() {
 absl::StatusOr<paratune::v1::SearchSpec> SearchSpecFromFlags() {
   paratune::v1::SearchSpec spec;
   *spec.mutable_model() = ModelFromFlags();
-  *spec.mutable_training() = TrainingFromFlags();
+  auto training = TrainingFromFlags();
+  if (!training.ok()) return training.status();
+  *spec.mutable_training() = *training;
   *spec.mutable_cluster() = ClusterFromFlags();
   paratune::v1::SearchSpace& space = *spec.mutable_space();
   auto micro_batches = ParseIntegers("--micro_batches", absl::GetFlag(FLAGS_micro_batches));

@@ -156,6 +156,21 @@ absl::StatusOr<TrainingSpec> TrainingSpecFromProto(const v1::TrainingSpec& proto
       proto.has_distributed_optimizer() ? proto.distributed_optimizer() : true;
   options.fp32_gradients = proto.has_fp32_gradients() ? proto.fp32_gradients() : true;
   options.flash_attention = proto.has_flash_attention() ? proto.flash_attention() : true;
+  options.fp8_param_gather = proto.fp8_param_gather();
+  options.tp_comm_overlap = proto.tp_comm_overlap();
+  switch (proto.cp_comm_type()) {
+    case v1::CP_COMM_TYPE_UNSPECIFIED:
+    case v1::CP_COMM_TYPE_P2P:
+      options.cp_comm_type = CpCommType::kP2p;
+      break;
+    case v1::CP_COMM_TYPE_ALL_GATHER:
+      options.cp_comm_type = CpCommType::kAllGather;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "training.cp_comm_type (", static_cast<int>(proto.cp_comm_type()),
+          ") is not a known CpCommType; use CP_COMM_TYPE_P2P or CP_COMM_TYPE_ALL_GATHER"));
+  }
   return TrainingSpec::Create(options);
 }
 
@@ -183,6 +198,17 @@ absl::StatusOr<ParallelConfig> ParallelConfigFromProto(const v1::ParallelConfig&
                                                        const ClusterSpec& cluster,
                                                        const PlacementRules& rules) {
   PT_ASSIGN_OR_RETURN(ParallelDims dims, ParallelDimsFromProto(proto));
+  // Megatron-LM overlaps tensor-parallel communication only with sequence parallelism
+  // (megatron/training/arguments.py:1401-1402). The planner gives every tp > 1 configuration
+  // sequence parallelism; a configuration given explicitly may lack it.
+  if (training.tp_comm_overlap() && dims.tp > 1 && !dims.sequence_parallel) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("training.tp_comm_overlap (true) needs config.sequence_parallel (false) with "
+                     "config.tensor_parallel (",
+                     dims.tp,
+                     ") > 1: Megatron-LM overlaps tensor-parallel communication only with "
+                     "sequence parallelism"));
+  }
   return ParallelConfig::Create(model, training, cluster, rules, dims);
 }
 

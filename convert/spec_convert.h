@@ -17,12 +17,15 @@ namespace paratune {
 
 // A preset, or explicit dimensions (then every dimension must be set and the preset empty).
 absl::StatusOr<ModelSpec> ModelSpecFromProto(const v1::ModelSpec& proto);
+// Unset switches take the defaults documented on paratune.v1.TrainingSpec.
 absl::StatusOr<TrainingSpec> TrainingSpecFromProto(const v1::TrainingSpec& proto);
 // The GPU's catalog values with every non-zero proto field overriding its counterpart.
 absl::StatusOr<ClusterSpec> ClusterSpecFromProto(const v1::ClusterSpec& proto);
 // The fields as given (virtual_pipeline 0 as 1, sequence_parallel unset as tp > 1), checked
 // against no rule; INVALID_ARGUMENT only for an unknown recompute mode.
 absl::StatusOr<ParallelDims> ParallelDimsFromProto(const v1::ParallelConfig& proto);
+// ParallelConfig::Create's rules, and training.tp_comm_overlap's: sequence parallelism
+// wherever tensor_parallel > 1.
 absl::StatusOr<ParallelConfig> ParallelConfigFromProto(const v1::ParallelConfig& proto,
                                                        const ModelSpec& model,
                                                        const TrainingSpec& training,

@@ -95,6 +95,42 @@ TEST(TrainingSpecFromProtoTest, UnsetOptionalsAreTrue) {
   EXPECT_FALSE(TrainingSpecFromProto(proto)->fp8());
 }
 
+TEST(TrainingSpecFromProtoTest, SwitchesOffAndTheRingUnlessSet) {
+  v1::TrainingSpec proto;
+  proto.set_global_batch_size(1024);
+  proto.set_seq_len(8192);
+  absl::StatusOr<TrainingSpec> training = TrainingSpecFromProto(proto);
+  ASSERT_TRUE(training.ok()) << training.status();
+  EXPECT_FALSE(training->fp8_param_gather());
+  EXPECT_FALSE(training->tp_comm_overlap());
+  EXPECT_EQ(training->cp_comm_type(), CpCommType::kP2p);
+
+  proto.set_precision(v1::FP8);
+  proto.set_fp8_param_gather(true);
+  proto.set_tp_comm_overlap(true);
+  proto.set_cp_comm_type(v1::CP_COMM_TYPE_ALL_GATHER);
+  training = TrainingSpecFromProto(proto);
+  ASSERT_TRUE(training.ok()) << training.status();
+  EXPECT_TRUE(training->fp8_param_gather());
+  EXPECT_TRUE(training->tp_comm_overlap());
+  EXPECT_EQ(training->cp_comm_type(), CpCommType::kAllGather);
+  proto.set_cp_comm_type(v1::CP_COMM_TYPE_P2P);
+  EXPECT_EQ(TrainingSpecFromProto(proto)->cp_comm_type(), CpCommType::kP2p);
+}
+
+TEST(TrainingSpecFromProtoTest, Fp8ParamGatherNeedsFp8AndTheDistributedOptimizer) {
+  v1::TrainingSpec proto;
+  proto.set_global_batch_size(1024);
+  proto.set_seq_len(8192);
+  proto.set_fp8_param_gather(true);
+  ExpectInvalid(TrainingSpecFromProto(proto).status(),
+                "training.fp8_param_gather (true) needs training.precision FP8, not BF16");
+  proto.set_precision(v1::FP8);
+  proto.set_distributed_optimizer(false);
+  ExpectInvalid(TrainingSpecFromProto(proto).status(),
+                "training.fp8_param_gather (true) needs training.distributed_optimizer (false)");
+}
+
 TEST(TrainingSpecFromProtoTest, BadFieldsNameThemselves) {
   v1::TrainingSpec proto;
   proto.set_global_batch_size(1024);
@@ -103,6 +139,10 @@ TEST(TrainingSpecFromProtoTest, BadFieldsNameThemselves) {
   proto.set_seq_len(8192);
   proto.set_precision(static_cast<v1::Precision>(7));
   ExpectInvalid(TrainingSpecFromProto(proto).status(), "training.precision (7)");
+  proto.set_precision(v1::BF16);
+  proto.set_cp_comm_type(static_cast<v1::CpCommType>(3));
+  ExpectInvalid(TrainingSpecFromProto(proto).status(),
+                "training.cp_comm_type (3) is not a known CpCommType");
 }
 
 TEST(ClusterSpecFromProtoTest, CatalogGpuWithOverrides) {
@@ -230,6 +270,25 @@ TEST_F(ParallelConfigFromProtoTest, BadFieldsNameThemselves) {
   proto.set_recompute(static_cast<v1::Recompute>(9));
   ExpectInvalid(Convert(proto).status(), "config.recompute (9)");
   ExpectInvalid(Convert(Proto(1, 16, 1, 1)).status(), "cluster.gpus_per_node (8)");
+}
+
+TEST_F(ParallelConfigFromProtoTest, TpCommOverlapNeedsSequenceParallelismWithTp) {
+  TrainingOptions options = training_.options();
+  options.tp_comm_overlap = true;
+  const TrainingSpec overlapped = *TrainingSpec::Create(options);
+  v1::ParallelConfig proto = Proto(8, 2, 1, 1);
+  proto.set_sequence_parallel(false);
+  ExpectInvalid(
+      ParallelConfigFromProto(proto, model_, overlapped, cluster_, PlacementRules()).status(),
+      "training.tp_comm_overlap (true) needs config.sequence_parallel (false) with "
+      "config.tensor_parallel (2) > 1");
+  EXPECT_TRUE(Convert(proto).ok());  // without the overlap
+  proto.clear_sequence_parallel();   // unset: on with tp > 1
+  EXPECT_TRUE(ParallelConfigFromProto(proto, model_, overlapped, cluster_, PlacementRules()).ok());
+  // Nothing to overlap at tp = 1, where Megatron-LM turns sequence parallelism off.
+  EXPECT_TRUE(
+      ParallelConfigFromProto(Proto(16, 1, 1, 1), model_, overlapped, cluster_, PlacementRules())
+          .ok());
 }
 
 TEST_F(ParallelConfigFromProtoTest, DimsAreTakenAsGivenWithoutTheRules) {

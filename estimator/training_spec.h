@@ -11,28 +11,54 @@ namespace paratune {
 // The largest global batch (TrainingSpec::Create), in sequences.
 inline constexpr int64_t kMaxGlobalBatchSize = 16'777'216;
 
+// How context-parallel ranks exchange keys and values for attention: Megatron-LM's
+// --cp-comm-type, handed to Transformer Engine's DotProductAttention as cp_comm_type
+// (megatron/core/transformer/transformer_config.py:987-1000 and
+// megatron/core/extensions/transformer_engine.py:1869-1882 at core_v0.19.0). Megatron-LM's
+// other two, a2a (heads scattered over the context group) and a2a+p2p (hierarchical, with
+// --hierarchical-context-parallel-sizes), are not offered: nothing here models them.
+enum class CpCommType {
+  // A ring of point-to-point exchanges of K/V chunks, each overlapped with the attention of
+  // the chunk already received (Transformer Engine's AttnFuncWithCPAndKVP2P). Megatron-LM's
+  // default.
+  kP2p,
+  // One all-gather of K and V before attention and again in the backward pass, not
+  // overlapped with it ("KV all-gather between CP ranks is exposed": Transformer Engine's
+  // AttnFuncWithCPAndKVAllGather; Llama 3, arXiv 2407.21783 §3.3.2).
+  kAllGather,
+};
+
+// "p2p" or "all_gather": the value --cp-comm-type takes and Transformer Engine accepts
+// (attn_forward_func_with_cp raises on any other spelling, "allgather" included).
+const char* CpCommTypeName(CpCommType type);
+
 struct TrainingOptions {
   int64_t global_batch_size = 0;  // sequences per optimizer step
   int64_t seq_len = 0;            // tokens per sequence
   bool fp8 = false;               // fp8 GEMMs (bf16 otherwise)
   // fp8 model weights (Megatron-LM --fp8-param-gather, Transformer Engine fp8_model_init):
-  // the linear weights are kept in fp8 instead of bf16. Only with fp8. The paratune.v1 API has
-  // no field for it yet, so API plans assume it off (the larger memory estimate).
+  // the linear weights are kept, and gathered by the distributed optimizer, in fp8 instead of
+  // bf16. Only with fp8 (transformer_config.py:1439-1440) and the distributed optimizer
+  // (megatron/training/arguments.py:1060-1062).
   bool fp8_param_gather = false;
   bool distributed_optimizer = true;  // optimizer states sharded over dp x cp
   bool fp32_gradients = true;         // 4-byte gradients (2 when false)
   bool flash_attention = true;
   // Tensor-parallel communication overlapped with the GEMMs (Megatron-LM --tp-comm-overlap,
   // NeMo's tp_comm_overlap, Transformer Engine userbuffers); off by default, as in
-  // Megatron-LM. The paratune.v1 API has no field for it yet, so API plans assume it off.
+  // Megatron-LM. It acts only where there is tensor parallelism: Megatron-LM requires
+  // sequence parallelism for it (arguments.py:1401-1402), which it turns off at tp = 1
+  // (arguments.py:1390-1399).
   bool tp_comm_overlap = false;
+  // Matters only with context parallelism (cp > 1).
+  CpCommType cp_comm_type = CpCommType::kP2p;
 };
 
 // Immutable and always valid.
 class TrainingSpec {
  public:
   // INVALID_ARGUMENT naming the field ("training.seq_len (0) must be in [1, 4194304]"), or
-  // fp8_param_gather without fp8.
+  // fp8_param_gather without fp8 or without the distributed optimizer.
   static absl::StatusOr<TrainingSpec> Create(const TrainingOptions& options);
 
   const TrainingOptions& options() const { return options_; }
@@ -44,6 +70,7 @@ class TrainingSpec {
   bool fp32_gradients() const { return options_.fp32_gradients; }
   bool flash_attention() const { return options_.flash_attention; }
   bool tp_comm_overlap() const { return options_.tp_comm_overlap; }
+  CpCommType cp_comm_type() const { return options_.cp_comm_type; }
 
  private:
   explicit TrainingSpec(const TrainingOptions& options) : options_(options) {}

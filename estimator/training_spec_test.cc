@@ -11,20 +11,27 @@ TEST(TrainingSpecTest, KeepsOptions) {
   options.seq_len = 8192;
   options.fp8 = true;
   options.fp8_param_gather = true;
-  options.distributed_optimizer = false;
   options.fp32_gradients = false;
   options.flash_attention = false;
   options.tp_comm_overlap = true;
+  options.cp_comm_type = CpCommType::kAllGather;
   absl::StatusOr<TrainingSpec> training = TrainingSpec::Create(options);
   ASSERT_TRUE(training.ok());
   EXPECT_EQ(training->global_batch_size(), 1024);
   EXPECT_EQ(training->seq_len(), 8192);
   EXPECT_TRUE(training->fp8());
   EXPECT_TRUE(training->fp8_param_gather());
-  EXPECT_FALSE(training->distributed_optimizer());
+  EXPECT_TRUE(training->distributed_optimizer());
   EXPECT_FALSE(training->fp32_gradients());
   EXPECT_FALSE(training->flash_attention());
   EXPECT_TRUE(training->tp_comm_overlap());
+  EXPECT_EQ(training->cp_comm_type(), CpCommType::kAllGather);
+
+  options.fp8_param_gather = false;
+  options.distributed_optimizer = false;
+  training = TrainingSpec::Create(options);
+  ASSERT_TRUE(training.ok());
+  EXPECT_FALSE(training->distributed_optimizer());
 }
 
 TEST(TrainingSpecTest, DefaultsAreThePapersSetting) {
@@ -34,7 +41,13 @@ TEST(TrainingSpecTest, DefaultsAreThePapersSetting) {
   EXPECT_TRUE(options.distributed_optimizer);
   EXPECT_TRUE(options.fp32_gradients);
   EXPECT_TRUE(options.flash_attention);
-  EXPECT_FALSE(options.tp_comm_overlap);  // Megatron-LM's default
+  EXPECT_FALSE(options.tp_comm_overlap);              // Megatron-LM's default
+  EXPECT_EQ(options.cp_comm_type, CpCommType::kP2p);  // Megatron-LM's default
+}
+
+TEST(TrainingSpecTest, CpCommTypeNamesAreWhatMegatronLmAndTransformerEngineTake) {
+  EXPECT_STREQ(CpCommTypeName(CpCommType::kP2p), "p2p");
+  EXPECT_STREQ(CpCommTypeName(CpCommType::kAllGather), "all_gather");
 }
 
 TEST(TrainingSpecTest, OutOfRangeNamesTheField) {
@@ -57,7 +70,7 @@ TEST(TrainingSpecTest, OutOfRangeNamesTheField) {
   EXPECT_EQ(TrainingSpec::Create(options).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(TrainingSpecTest, Fp8ParamGatherNeedsFp8) {
+TEST(TrainingSpecTest, Fp8ParamGatherNeedsFp8AndTheDistributedOptimizer) {
   TrainingOptions options;
   options.global_batch_size = 8;
   options.seq_len = 4096;
@@ -65,7 +78,18 @@ TEST(TrainingSpecTest, Fp8ParamGatherNeedsFp8) {
   absl::StatusOr<TrainingSpec> training = TrainingSpec::Create(options);
   EXPECT_EQ(training.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(training.status().message(),
-            "training.fp8_param_gather (true) needs training.fp8 (false) to be true");
+            "training.fp8_param_gather (true) needs training.precision FP8, not BF16");
+
+  options.fp8 = true;
+  options.distributed_optimizer = false;
+  training = TrainingSpec::Create(options);
+  EXPECT_EQ(training.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(training.status().message(),
+            "training.fp8_param_gather (true) needs training.distributed_optimizer (false) to be "
+            "true: Megatron-LM gathers fp8 weights only with its distributed optimizer");
+
+  options.distributed_optimizer = true;
+  EXPECT_TRUE(TrainingSpec::Create(options).ok());
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "frameworks/megatron_argument_checks.h"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -184,6 +185,12 @@ constexpr const char* kUnreplayedFlags[] = {
 
 constexpr char kArguments[] = "megatron/training/arguments.py";
 
+// The context-parallel communication types Transformer Engine's attention runs.
+constexpr const char* kTransformerEngineCpCommTypes[] = {"p2p", "all_gather", "a2a", "a2a+p2p"};
+constexpr char kTransformerEngineContextParallel[] =
+    "Transformer Engine transformer_engine/pytorch/attention/dot_product_attention/"
+    "context_parallel.py, attn_forward_func_with_cp";
+
 // The values given, by flag name, last occurrence winning as argparse does.
 class ParsedArguments {
  public:
@@ -362,6 +369,9 @@ absl::StatusOr<MegatronLaunch> CheckMegatronArguments(const std::vector<std::str
   launch.data_parallel = dp;
 
   const std::vector<std::string>* cp_comm_types = args.Values("cp-comm-type");
+  // The default, arguments.py:3054.
+  launch.cp_comm_types =
+      cp_comm_types != nullptr ? *cp_comm_types : std::vector<std::string>{"p2p"};
   if (const std::vector<std::string>* sizes = args.Values("hierarchical-context-parallel-sizes")) {
     int64_t product = 1;
     for (const std::string& size : *sizes) {
@@ -524,7 +534,9 @@ absl::StatusOr<MegatronLaunch> CheckMegatronArguments(const std::vector<std::str
                        absl::StrCat("--overlap-param-gather-with-optimizer-step needs ", missing));
     }
   }
-  if (args.Has("fp8-param-gather") && !distributed_optimizer) {
+  const bool fp8_param_gather = args.Has("fp8-param-gather");
+  launch.fp8_param_gather = fp8_param_gather;
+  if (fp8_param_gather && !distributed_optimizer) {
     return Violation("fp8-param-gather", "megatron/training/arguments.py:1060-1062",
                      "--fp8-param-gather is only supported with the distributed optimizer");
   }
@@ -605,7 +617,8 @@ absl::StatusOr<MegatronLaunch> CheckMegatronArguments(const std::vector<std::str
   // arguments.py:1390-1399: sequence parallelism is off with tp = 1.
   const bool sequence_parallel = args.Has("sequence-parallel") && tp > 1;
   launch.sequence_parallel = sequence_parallel;
-  if (args.Has("tp-comm-overlap") && !sequence_parallel) {
+  launch.tp_comm_overlap = args.Has("tp-comm-overlap");
+  if (launch.tp_comm_overlap && !sequence_parallel) {
     return Violation("tp-comm-overlap", "megatron/training/arguments.py:1401-1402",
                      "--tp-comm-overlap needs sequence parallelism (--sequence-parallel with "
                      "--tensor-model-parallel-size > 1)");
@@ -636,6 +649,12 @@ absl::StatusOr<MegatronLaunch> CheckMegatronArguments(const std::vector<std::str
             args.Has("group-query-attention") ? ", --num-query-groups with --group-query-attention"
                                               : ", the heads without --group-query-attention",
             ") must be a multiple or a divisor of --tensor-model-parallel-size (", tp, ")"));
+  }
+  // argument_utils.py:312 hands --fp8-param-gather to the config as fp8_param.
+  if (fp8_param_gather && fp8.empty()) {
+    return Violation("fp8-param", "megatron/core/transformer/transformer_config.py:1439-1440",
+                     "--fp8-param-gather (fp8_param) must be used together with fp8 mode "
+                     "(--fp8-format)");
   }
   if (!granularity.empty()) {
     if (!has_method && granularity != "selective") {
@@ -730,6 +749,21 @@ absl::StatusOr<MegatronLaunch> CheckMegatronArguments(const std::vector<std::str
                      absl::StrCat("each context-parallel rank's sequence (--seq-length ", seq,
                                   " / cp ", cp, " = ", seq / cp,
                                   ") is not divisible by --tensor-model-parallel-size (", tp, ")"));
+  }
+  // Megatron-LM hands each layer's type to Transformer Engine's DotProductAttention only with
+  // cp > 1 (megatron/core/extensions/transformer_engine.py:1858-1882), whose
+  // attn_forward_func_with_cp raises on any other.
+  if (cp > 1) {
+    for (const std::string& type : launch.cp_comm_types) {
+      if (std::find(std::begin(kTransformerEngineCpCommTypes),
+                    std::end(kTransformerEngineCpCommTypes),
+                    type) == std::end(kTransformerEngineCpCommTypes)) {
+        return Violation("cp-comm-type-value", kTransformerEngineContextParallel,
+                         absl::StrCat("Unsupported communication type: ", type,
+                                      " (--cp-comm-type; Transformer Engine takes ",
+                                      absl::StrJoin(kTransformerEngineCpCommTypes, ", "), ")"));
+      }
+    }
   }
   return launch;
 }

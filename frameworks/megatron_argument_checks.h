@@ -65,6 +65,8 @@
 //   "query-groups": query groups (--num-query-groups, default 1, with --group-query-attention,
 //     else the heads: megatron/training/argument_utils.py:330-333) a multiple or a divisor of
 //     tp (transformer_config.py:1335-1345).
+//   "fp8-param": --fp8-param-gather (the config's fp8_param, argument_utils.py:312) needs
+//     --fp8-format (transformer_config.py:1439-1440).
 //   "recompute": full granularity needs --recompute-method and --recompute-num-layers,
 //     selective takes no --recompute-num-layers (transformer_config.py:1724-1755).
 //   "account-for-pipeline-split": with the account-for flags, layers + 1 + 1 divisible by pp
@@ -80,7 +82,12 @@
 //     "sequence-parallel-split": with sequence parallelism, each context-parallel rank's
 //     seq length / cp divisible by tp, as the embedding scatters it
 //     (megatron/core/models/common/embeddings/language_model_embedding.py:141,
-//     megatron/core/tensor_parallel/mappings.py:72-74).
+//     megatron/core/tensor_parallel/mappings.py:72-74);
+//     "cp-comm-type-value": with cp > 1, every --cp-comm-type is one Transformer Engine's
+//     attention runs: p2p, all_gather, a2a or a2a+p2p (attn_forward_func_with_cp in
+//     transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py raises
+//     "Unsupported communication type" otherwise; Megatron-LM's --help says "allgather",
+//     which fails there, its config docstring all_gather).
 //
 // Not replayed, and why:
 //   - Flags that change the replayed rules in ways not modelled here make the check answer
@@ -98,8 +105,10 @@
 //   - Software and hardware versions (is_te_min_version, is_torch_min_version, compute
 //     capability, Transformer Engine's fp8 recipes by architecture): not arguments.
 //   - Which flag names exist: framework_flags_test holds the templates to the release's list.
-//   - cp comm type values: Transformer Engine checks them at the first forward, and the
-//     release's help (allgather) and config docstring (all_gather) disagree.
+//   - Transformer Engine's userbuffers behind --tp-comm-overlap (CUDA multicast or IPC
+//     between the tensor-parallel ranks, initialize_ub): the hardware, not an argument.
+//   - What a2a needs beyond its name (heads divisible by cp in Transformer Engine): no
+//     launch of ours writes it.
 //   - ModelParallelConfig's sequence parallelism without tp (model_parallel_config.py:502-504)
 //     and get_num_layers_to_build's "Not enough layers" (transformer_block.py:185-195): they
 //     cannot fire once validate_args turned sequence parallelism off and the split rules
@@ -144,6 +153,11 @@ struct MegatronLaunch {
   bool fp32_gradients = false;  // accumulate_allreduce_grads_in_fp32 after validate_args
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
+  bool fp8_param_gather = false;
+  bool tp_comm_overlap = false;
+  // --cp-comm-type's values, ["p2p"] by default (arguments.py:3054): one for every layer, or
+  // one per layer.
+  std::vector<std::string> cp_comm_types;
 };
 
 // Replays the release's checks on `arguments` (the elements after pretrain_gpt.py) for a

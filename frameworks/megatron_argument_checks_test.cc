@@ -20,6 +20,7 @@
 namespace paratune {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // Llama-3.1-8B on 16 GPUs as dp2 tp2 pp2 cp2, interleaved, full recompute: what the template
@@ -275,6 +276,12 @@ TEST(MegatronArgumentChecksTest, DataParallelOverlapAndDistributedOptimizer) {
   ExpectRule(With(Without(Without(Good(), "--use-distributed-optimizer"), "--overlap-param-gather"),
                   {"--fp8-param-gather"}),
              "fp8-param-gather", "distributed optimizer");
+  absl::StatusOr<MegatronLaunch> launch =
+      CheckMegatronArguments(With(Good(), {"--fp8-format=hybrid", "--fp8-param-gather"}), kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_TRUE(launch->fp8_param_gather);
+  ExpectRule(With(Good(), {"--fp8-param-gather"}), "fp8-param",
+             "must be used together with fp8 mode");
   ExpectRule(With(Good(), {"--disable-gloo-process-groups", "--ckpt-format=torch"}),
              "gloo-process-groups", "distributed checkpoint format");
 }
@@ -360,7 +367,10 @@ TEST(MegatronArgumentChecksTest, SequenceParallel) {
   ExpectRule(With(Good(), {"--tensor-model-parallel-size=1", "--context-parallel-size=4",
                            "--tp-comm-overlap"}),
              "tp-comm-overlap", "needs sequence parallelism");
-  EXPECT_TRUE(Check(With(Good(), {"--tp-comm-overlap"})).ok());
+  launch = CheckMegatronArguments(With(Good(), {"--tp-comm-overlap"}), kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_TRUE(launch->tp_comm_overlap);
+  EXPECT_FALSE(CheckMegatronArguments(Good(), kWorld)->tp_comm_overlap);
   // 2 context ranks of 20 tokens each do not split over 8 tensor ranks.
   ExpectRule(With(Good(), {"--seq-length=40", "--max-position-embeddings=40",
                            "--tensor-model-parallel-size=8", "--pipeline-model-parallel-size=1",
@@ -379,7 +389,19 @@ TEST(MegatronArgumentChecksTest, ContextParallelCommunicationTypes) {
   std::vector<std::string> per_layer = Good();
   per_layer.push_back("--cp-comm-type");
   for (int i = 0; i < 32; ++i) per_layer.push_back(i % 2 == 0 ? "p2p" : "a2a");
-  EXPECT_TRUE(Check(per_layer).ok());
+  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(per_layer, kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->cp_comm_types.size(), 32u);
+  // p2p unless told otherwise.
+  EXPECT_THAT(CheckMegatronArguments(Good(), kWorld)->cp_comm_types, ElementsAre("p2p"));
+  launch = CheckMegatronArguments(With(Good(), {"--cp-comm-type=all_gather"}), kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_THAT(launch->cp_comm_types, ElementsAre("all_gather"));
+  // Megatron-LM's --help spells it "allgather"; Transformer Engine's attention refuses that at
+  // the first forward, when there is context parallelism.
+  ExpectRule(With(Good(), {"--cp-comm-type=allgather"}), "cp-comm-type-value",
+             "Unsupported communication type: allgather");
+  EXPECT_TRUE(Check(With(Good(), {"--cp-comm-type=allgather", "--context-parallel-size=1"})).ok());
 }
 
 TEST(MegatronArgumentChecksTest, InterleavedScheduleMicroBatches) {
@@ -420,6 +442,10 @@ struct PlanCase {
   bool fp32_gradients;
   bool distributed_optimizer;
   bool tp_cp_across_nodes = false;  // with `wide`
+  // The training switches of the search.
+  bool fp8_param_gather = false;
+  bool tp_comm_overlap = false;
+  v1::CpCommType cp_comm_type = v1::CP_COMM_TYPE_UNSPECIFIED;
 };
 
 v1::SearchSpec Spec(const PlanCase& plan) {
@@ -430,6 +456,9 @@ v1::SearchSpec Spec(const PlanCase& plan) {
   spec.mutable_training()->set_precision(plan.precision);
   spec.mutable_training()->set_fp32_gradients(plan.fp32_gradients);
   spec.mutable_training()->set_distributed_optimizer(plan.distributed_optimizer);
+  spec.mutable_training()->set_fp8_param_gather(plan.fp8_param_gather);
+  spec.mutable_training()->set_tp_comm_overlap(plan.tp_comm_overlap);
+  spec.mutable_training()->set_cp_comm_type(plan.cp_comm_type);
   spec.mutable_cluster()->mutable_gpu()->set_type(plan.gpu);
   spec.mutable_cluster()->set_num_nodes(plan.nodes);
   spec.mutable_cluster()->set_gpus_per_node(plan.gpus_per_node);
@@ -474,11 +503,20 @@ TEST(MegatronArgumentChecksTest, EveryExportedCandidateOfThePlansPasses) {
       // fp8.
       {"70B fp8 wide, bf16 gradients", "llama3.1-70b", "h100-80gb", 8, 8, true, v1::FP8, false,
        true},
+      // The training switches: each on, with the ring and with the all-gather.
+      {"8B wide, TP overlap, cp p2p", "llama3.1-8b", "h100-94gb", 4, 4, true, v1::BF16, true, true,
+       false, false, true, v1::CP_COMM_TYPE_P2P},
+      {"8B wide, cp all_gather", "llama3.1-8b", "h100-94gb", 4, 4, true, v1::BF16, true, true,
+       false, false, false, v1::CP_COMM_TYPE_ALL_GATHER},
+      {"70B fp8 wide, fp8 params, TP overlap, cp all_gather", "llama3.1-70b", "h100-80gb", 8, 8,
+       true, v1::FP8, false, true, false, true, true, v1::CP_COMM_TYPE_ALL_GATHER},
   };
   std::printf(
       "| plan | candidates | checked | interleaved | uneven |\n|---|---:|---:|---:|---:|\n");
   int64_t uneven_interleaved = 0;
   int64_t fp8_checked = 0;
+  int64_t tp_overlapped = 0;
+  int64_t all_gathered = 0;
   for (const PlanCase& plan : plans) {
     SCOPED_TRACE(plan.label);
     v1::PlanRequest request;
@@ -520,6 +558,15 @@ TEST(MegatronArgumentChecksTest, EveryExportedCandidateOfThePlansPasses) {
       EXPECT_EQ(launch->fp32_gradients, plan.fp32_gradients);
       EXPECT_TRUE(launch->overlap_grad_reduce);
       EXPECT_EQ(launch->overlap_param_gather, plan.distributed_optimizer);
+      // The switches reach Megatron-LM as the search asked for them: a misspelled flag would
+      // be passed over and leave its switch off, a misspelled cp comm type fails the check.
+      EXPECT_EQ(launch->fp8_param_gather, plan.fp8_param_gather);
+      EXPECT_EQ(launch->tp_comm_overlap, plan.tp_comm_overlap && launch->sequence_parallel);
+      const bool all_gather =
+          config.context_parallel() > 1 && plan.cp_comm_type == v1::CP_COMM_TYPE_ALL_GATHER;
+      EXPECT_THAT(launch->cp_comm_types, ElementsAre(all_gather ? "all_gather" : "p2p"));
+      if (launch->tp_comm_overlap) ++tp_overlapped;
+      if (all_gather) ++all_gathered;
       if (launch->virtual_pipeline > 1) ++interleaved;
       if (launch->uneven_pipeline) ++uneven;
       if (launch->virtual_pipeline > 1 && launch->uneven_pipeline) ++uneven_interleaved;
@@ -532,6 +579,8 @@ TEST(MegatronArgumentChecksTest, EveryExportedCandidateOfThePlansPasses) {
   }
   EXPECT_GT(uneven_interleaved, 0);
   EXPECT_GT(fp8_checked, 0);
+  EXPECT_GT(tp_overlapped, 0);
+  EXPECT_GT(all_gathered, 0);
 }
 
 }  // namespace

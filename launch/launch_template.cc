@@ -259,4 +259,13 @@ bool LaunchTemplate::Uses(absl::string_view placeholder) const {
   return false;
 }
 
+bool LaunchTemplate::Mentions(absl::string_view placeholder) const {
+  for (const Argument& argument : argv_) {
+    if (argument.condition.has_value() && argument.condition->placeholder == placeholder) {
+      return true;
+    }
+  }
+  return Uses(placeholder);
+}
+
 }  // namespace paratune

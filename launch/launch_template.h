@@ -53,6 +53,9 @@ class LaunchTemplate {
   // Whether some argv element or env value passes `placeholder` (a name such as "gbs", no
   // braces) to the command; a condition on it alone passes nothing.
   bool Uses(absl::string_view placeholder) const;
+  // Whether the command depends on `placeholder` at all: Uses, or some argv element's
+  // condition reads it.
+  bool Mentions(absl::string_view placeholder) const;
 
  private:
   // Literal text, or a placeholder's name.

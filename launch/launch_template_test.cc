@@ -128,6 +128,19 @@ TEST(LaunchTemplateTest, UsesSaysWhetherAPlaceholderIsPassed) {
   EXPECT_FALSE(parsed->Uses("{gbs}"));
 }
 
+TEST(LaunchTemplateTest, MentionsCountsConditionsToo) {
+  v1::CommandTemplate launch =
+      Template({"train", "--gbs={gbs}", "{?tp=2}--sequence-parallel", "{{train_iters}}"});
+  (*launch.mutable_env())["MASTER"] = "{master_addr}";
+  absl::StatusOr<LaunchTemplate> parsed = LaunchTemplate::Create(launch, "command_templates[0]");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(parsed->Mentions("gbs"));
+  EXPECT_TRUE(parsed->Mentions("tp"));  // only in a condition
+  EXPECT_TRUE(parsed->Mentions("master_addr"));
+  EXPECT_FALSE(parsed->Mentions("train_iters"));  // literal braces
+  EXPECT_FALSE(parsed->Mentions("cp"));
+}
+
 TEST(LaunchTemplateTest, FrameworkArgumentsFollowTheEntryWithoutProbeOnlyElements) {
   const v1::CommandTemplate launch =
       FrameworkTemplate({"torchrun", "--master-port={master_port}", "train.py", "--tp={tp}",

@@ -67,6 +67,9 @@ const std::vector<Placeholder>& LaunchPlaceholders() {
       {"fp8", Kind::kBoolean},
       {"distributed_optimizer", Kind::kBoolean},
       {"fp32_gradients", Kind::kBoolean},
+      {"fp8_param_gather", Kind::kBoolean},
+      {"tp_comm_overlap", Kind::kBoolean},  // false whenever sequence_parallel is
+      {"cp_comm_type", Kind::kCpCommType},
       {"probe", Kind::kBoolean},        // true in a probe's launch, false in an export
       {"train_iters", Kind::kInteger},  // extra warm-up + warm-up + timed steps, per launch
       {"nnodes", Kind::kInteger},
@@ -103,6 +106,13 @@ absl::Status CheckPlaceholderValue(const Placeholder& placeholder, absl::string_
       if (value == "none" || value == "selective" || value == "full") return absl::OkStatus();
       return absl::InvalidArgumentError(absl::StrCat(
           "{", placeholder.name, "} is none, selective or full, never \"", value, "\""));
+    case Kind::kCpCommType:
+      if (value == CpCommTypeName(CpCommType::kP2p) ||
+          value == CpCommTypeName(CpCommType::kAllGather)) {
+        return absl::OkStatus();
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat("{", placeholder.name, "} is p2p or all_gather, never \"", value, "\""));
     case Kind::kText:
       if (PlainText(value)) return absl::OkStatus();
       return absl::InvalidArgumentError(
@@ -241,6 +251,13 @@ void LaunchValues::SetConfiguration(const ModelSpec& model, const TrainingSpec& 
   SetBoolean("fp8", training.fp8());
   SetBoolean("distributed_optimizer", training.distributed_optimizer());
   SetBoolean("fp32_gradients", training.fp32_gradients());
+  SetBoolean("fp8_param_gather", training.fp8_param_gather());
+  // Megatron-LM rejects --tp-comm-overlap without sequence parallelism, which is off at tp 1
+  // (megatron/training/arguments.py:1390-1402); there is no tensor-parallel traffic to
+  // overlap there.
+  SetBoolean("tp_comm_overlap",
+             training.tp_comm_overlap() && config.sequence_parallel() && config.tp() > 1);
+  SetText("cp_comm_type", CpCommTypeName(training.cp_comm_type()));
 }
 
 absl::StatusOr<std::string> LaunchValues::Get(absl::string_view name) const {

@@ -23,10 +23,11 @@ namespace paratune {
 // What values a placeholder takes, so that a template's conditions can be checked when it
 // is loaded ("{?recompute=ful}" is a typo, not a condition that never holds).
 enum class PlaceholderKind {
-  kInteger,    // a decimal integer
-  kBoolean,    // "true" or "false"
-  kRecompute,  // "none", "selective" or "full"
-  kText,       // letters, digits and . , : / _ -
+  kInteger,     // a decimal integer
+  kBoolean,     // "true" or "false"
+  kRecompute,   // "none", "selective" or "full"
+  kCpCommType,  // "p2p" or "all_gather" (estimator/training_spec.h, CpCommTypeName)
+  kText,        // letters, digits and . , : / _ -
 };
 
 struct Placeholder {

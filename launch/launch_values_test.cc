@@ -55,6 +55,9 @@ TEST(LaunchValuesTest, EveryPlaceholderHasAValueForAGangMember) {
       {"fp8", "false"},
       {"distributed_optimizer", "true"},
       {"fp32_gradients", "true"},
+      {"fp8_param_gather", "false"},
+      {"tp_comm_overlap", "false"},
+      {"cp_comm_type", "p2p"},
       {"probe", "true"},
       {"train_iters", "9"},
       {"nnodes", "2"},
@@ -154,6 +157,28 @@ TEST(LaunchValuesTest, AnExportIsTheWholeConfigurationWithoutAProbesOwnValues) {
   EXPECT_EQ(exported->Get("tpp").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(LaunchValuesTest, TheTrainingSwitchesAreTheSearchsAndTpOverlapNeedsSequenceParallelism) {
+  v1::ProbeAssignment assignment = GangAssignment();  // tp 4 with sequence parallelism
+  v1::TrainingSpec& training = *assignment.mutable_training();
+  training.set_precision(v1::FP8);
+  training.set_fp8_param_gather(true);
+  training.set_tp_comm_overlap(true);
+  training.set_cp_comm_type(v1::CP_COMM_TYPE_ALL_GATHER);
+  absl::StatusOr<LaunchValues> values = Values(assignment);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(Get(*values, "fp8_param_gather"), "true");
+  EXPECT_EQ(Get(*values, "tp_comm_overlap"), "true");
+  EXPECT_EQ(Get(*values, "cp_comm_type"), "all_gather");
+  // At tp 1 Megatron-LM turns sequence parallelism off and would reject the overlap.
+  v1::ParallelConfig& config = *assignment.mutable_config();
+  config.set_data_parallel(8);
+  config.set_tensor_parallel(1);
+  values = Values(assignment);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(Get(*values, "sequence_parallel"), "false");
+  EXPECT_EQ(Get(*values, "tp_comm_overlap"), "false");
+}
+
 TEST(LaunchValuesTest, AnExportedUnevenInterleavedSplitCountsTheEmbeddingAndTheLoss) {
   v1::ProbeAssignment assignment = GangAssignment();
   assignment.mutable_model()->set_preset("llama3.1-405b");  // 126 layers
@@ -224,6 +249,10 @@ TEST(LaunchValuesTest, ConditionValuesAreCheckedAgainstWhatThePlaceholderTakes) 
             "{recompute} is none, selective or full, never \"ful\"");
   EXPECT_EQ(CheckPlaceholderValue(*FindPlaceholder("fp8"), "yes").message(),
             "{fp8} is true or false, never \"yes\"");
+  EXPECT_TRUE(CheckPlaceholderValue(*FindPlaceholder("cp_comm_type"), "all_gather").ok());
+  // Megatron-LM's help spells it so; Transformer Engine takes only all_gather.
+  EXPECT_EQ(CheckPlaceholderValue(*FindPlaceholder("cp_comm_type"), "allgather").message(),
+            "{cp_comm_type} is p2p or all_gather, never \"allgather\"");
   EXPECT_EQ(FindPlaceholder("tpp"), nullptr);
 }
 

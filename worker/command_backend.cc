@@ -67,6 +67,42 @@ absl::StatusOr<std::vector<int>> MasterPorts(const v1::ProbeAssignment& assignme
   return ports;
 }
 
+// The training switches a template must pass on when a probe sets them, with the value that
+// needs no flag: what Megatron-LM core_v0.19.0 and NeMo 2.4.0 run by default. A template that
+// never mentions one would probe the framework's default instead of what the search asked
+// for (deploy/templates/nemo_llama.textproto has no way to ask for tp_comm_overlap).
+struct TrainingSwitch {
+  const char* placeholder;
+  const char* framework_default;
+};
+constexpr TrainingSwitch kTrainingSwitches[] = {
+    {"fp8", "false"},
+    {"fp8_param_gather", "false"},
+    {"tp_comm_overlap", "false"},
+    {"cp_comm_type", "p2p"},
+};
+
+// INVALID_ARGUMENT naming the switch when `values` set a switch away from the framework's
+// default and `command`, the template `template_name`, never mentions it (cp_comm_type only
+// with context parallelism).
+absl::Status CheckSwitchesReachTheFramework(const std::string& template_name,
+                                            const LaunchTemplate& command,
+                                            const LaunchValues& values) {
+  PT_ASSIGN_OR_RETURN(const std::string cp, values.Get("cp"));
+  for (const TrainingSwitch& training_switch : kTrainingSwitches) {
+    const std::string name = training_switch.placeholder;
+    if (name == "cp_comm_type" && cp == "1") continue;
+    PT_ASSIGN_OR_RETURN(const std::string value, values.Get(name));
+    if (value == training_switch.framework_default || command.Mentions(name)) continue;
+    return absl::InvalidArgumentError(
+        absl::StrCat("template \"", template_name, "\" never mentions {", name,
+                     "}, so it cannot run this probe's ", name, " (", value,
+                     "): the framework would run its default (", training_switch.framework_default,
+                     ") instead; add an element for it to the template (docs/backends.md)"));
+  }
+  return absl::OkStatus();
+}
+
 double Sum(const std::vector<double>& values) {
   return std::accumulate(values.begin(), values.end(), 0.0);
 }
@@ -260,6 +296,7 @@ absl::StatusOr<v1::ProbeResult> CommandBackend::Run(const v1::ProbeAssignment& a
         const LaunchValues values,
         LaunchValues::ForProbe(assignment, specs.model, specs.training, specs.config, micro_batches,
                                launch->extra_warmup_iterations, master_ports[k]));
+    PT_RETURN_IF_ERROR(CheckSwitchesReachTheFramework(launch->name, launch->command, values));
     PT_ASSIGN_OR_RETURN(probe_dp, values.Get("dp"));
     PT_ASSIGN_OR_RETURN(LaunchRun run,
                         RunLaunch(*launch, values, expected, limit, assignment.name(), context));

@@ -505,6 +505,32 @@ TEST(CommandBackendTest, ProbesItCannotRunAreErrorsNamingWhy) {
               HasSubstr("template \"fake\": cannot start \"worker/testdata/no_such_program\""));
 }
 
+TEST(CommandBackendTest, ASwitchTheTemplateNeverMentionsIsRefused) {
+  v1::ProbeAssignment fp8 = Assignment();
+  fp8.mutable_training()->set_precision(v1::FP8);
+  EXPECT_EQ(RunProbe(FakeTemplate("fake"), fp8).status(),
+            absl::InvalidArgumentError(
+                "template \"fake\" never mentions {fp8}, so it cannot run this probe's fp8 "
+                "(true): the framework would run its default (false) instead; add an element "
+                "for it to the template (docs/backends.md)"));
+  // A condition on the switch is enough: the template decides what the framework is told.
+  EXPECT_EQ(RunOk(FakeTemplate("fake", {"{?fp8=true}--fp8-format=hybrid"}), fp8).outcome(),
+            v1::PROBE_OK);
+
+  // cp_comm_type matters only with context parallelism.
+  v1::ProbeAssignment all_gather = Assignment();
+  all_gather.mutable_training()->set_cp_comm_type(v1::CP_COMM_TYPE_ALL_GATHER);
+  EXPECT_EQ(RunOk(FakeTemplate("fake"), all_gather).outcome(), v1::PROBE_OK);
+  all_gather.mutable_config()->set_data_parallel(4);
+  all_gather.mutable_config()->set_context_parallel(2);
+  EXPECT_THAT(RunProbe(FakeTemplate("fake"), all_gather).status().message(),
+              HasSubstr("never mentions {cp_comm_type}, so it cannot run this probe's "
+                        "cp_comm_type (all_gather)"));
+  EXPECT_EQ(
+      RunOk(FakeTemplate("fake", {"{?cp!=1}--cp-comm-type={cp_comm_type}"}), all_gather).outcome(),
+      v1::PROBE_OK);
+}
+
 TEST(CommandBackendTest, BadConfigsAreRejectedNamingTheField) {
   const struct {
     v1::WorkerConfig config;

@@ -101,6 +101,10 @@ OverlapOptions ProbeSpec::data_parallel_overlap() const {
   return overlap;
 }
 
+bool ProbeSpec::tp_comm_overlap() const {
+  return training_.tp_comm_overlap() && config_.sequence_parallel() && config_.tp() > 1;
+}
+
 absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& assignment) {
   PT_ASSIGN_OR_RETURN(ModelSpec model, ModelSpecFromProto(assignment.model()));
   PT_ASSIGN_OR_RETURN(TrainingSpec training, TrainingSpecFromProto(assignment.training()));

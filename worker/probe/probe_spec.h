@@ -24,11 +24,12 @@ class ProbeSpec {
   // INVALID_ARGUMENT naming the field and value when the assignment cannot be probed: an
   // invalid model, training run, cluster or configuration (as spec_convert.h checks them,
   // with tensor x context groups allowed across nodes: the scheduler placed them); FP8
-  // precision (the probe runs bf16 GEMMs); an interleaved pipeline whose micro-batches per
-  // step (full or short) are not a multiple of pipeline_parallel (Megatron-LM's interleaved
-  // schedule needs that); micro_batch_counts that are not two or more ascending counts below
-  // the full step's; sequence parallelism whose tokens per rank do not split over tensor_parallel;
-  // a scope, step count, rank count, gang or GPU list that does not fit the configuration.
+  // precision (the probe runs bf16 GEMMs; training.fp8_param_gather goes with it); an interleaved
+  // pipeline whose micro-batches per step (full or short) are not a multiple of pipeline_parallel
+  // (Megatron-LM's interleaved schedule needs that); micro_batch_counts that are not two or more
+  // ascending counts below the full step's; sequence parallelism whose tokens per rank do not split
+  // over tensor_parallel; a scope, step count, rank count, gang or GPU list that does not fit the
+  // configuration.
   static absl::StatusOr<ProbeSpec> FromAssignment(const v1::ProbeAssignment& assignment);
 
   const ModelSpec& model() const { return model_; }
@@ -41,6 +42,22 @@ class ProbeSpec {
   // --overlap-param-gather with the distributed optimizer; nemo_llama.textproto the same), so
   // that what is probed is what is exported.
   OverlapOptions data_parallel_overlap() const;
+
+  // Whether the launch of this configuration overlaps tensor-parallel communication with the
+  // GEMMs: training.tp_comm_overlap where it has sequence parallelism with tp > 1, as the
+  // templates' {tp_comm_overlap} writes --tp-comm-overlap. The probe does not run it yet: its
+  // tensor-parallel all-gathers and reduce-scatters are exposed, on the compute stream
+  // (docs/probe.md, "Deliberate differences from Megatron-LM"), so where this is true the
+  // probe's step is slower than the exported launch's by the TP time the overlap would hide.
+  bool tp_comm_overlap() const;
+
+  // How the launch exchanges keys and values between context-parallel ranks (with cp > 1):
+  // training.cp_comm_type, as the templates write --cp-comm-type. The probe runs
+  // CpCommType::kAllGather whatever this says (worker/cuda/attention.h all-gathers K and V
+  // and reduce-scatters their gradients, not overlapped with attention); for kP2p,
+  // Megatron-LM's ring overlapped with attention, it measures the exposed all-gathers
+  // instead, an upper bound of the ring's step.
+  CpCommType cp_comm_type() const { return training_.cp_comm_type(); }
 
   // REPLICA scope: one data-parallel replica runs and the data-parallel traffic across
   // replicas is modelled (DESIGN.md §7).

@@ -81,6 +81,28 @@ TEST(ProbeSpecTest, DataParallelOverlapIsWhatTheTemplatesExport) {
   EXPECT_FALSE(replicated.overlap_param_gather);
 }
 
+TEST(ProbeSpecTest, TrainingSwitchesAreWhatTheTemplatesExport) {
+  const absl::StatusOr<ProbeSpec> plain = ProbeSpec::FromAssignment(Valid());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->tp_comm_overlap());
+  EXPECT_EQ(plain->cp_comm_type(), CpCommType::kP2p);
+
+  v1::ProbeAssignment assignment = Valid();  // tp 2 with sequence parallelism
+  assignment.mutable_training()->set_tp_comm_overlap(true);
+  assignment.mutable_training()->set_cp_comm_type(v1::CP_COMM_TYPE_ALL_GATHER);
+  absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(assignment);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->tp_comm_overlap());
+  EXPECT_EQ(spec->cp_comm_type(), CpCommType::kAllGather);
+
+  // At tp 1 there is no sequence parallelism, and the launch writes no --tp-comm-overlap.
+  assignment = TestAssignment("llama3.2-1b", 16, 2048, 4, 1, 2, 1, 1);
+  assignment.mutable_training()->set_tp_comm_overlap(true);
+  spec = ProbeSpec::FromAssignment(assignment);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_FALSE(spec->tp_comm_overlap());
+}
+
 TEST(ProbeSpecTest, ReplicaProbeRunsOneDataParallelReplica) {
   v1::ProbeAssignment assignment = Valid();
   assignment.set_scope(v1::PROBE_SCOPE_REPLICA);
