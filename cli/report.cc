@@ -75,6 +75,16 @@ std::string FailureBreakdown(const v1::SearchCounts& counts) {
   return parts.empty() ? "" : absl::StrCat(": ", absl::StrJoin(parts, ", "));
 }
 
+// "the 1978 TFLOP/s dense fp8 peak": the peak the estimate's MFU is computed against
+// (PerformanceEstimate.mfu_peak_tflops and mfu_peak_precision); "the dense peak" from a
+// server that does not report it.
+std::string MfuPeakName(const v1::PerformanceEstimate& perf) {
+  if (perf.mfu_peak_tflops() <= 0) return "the dense peak";
+  return absl::StrFormat(
+      "the %.0f TFLOP/s dense %s peak", perf.mfu_peak_tflops(),
+      perf.mfu_peak_precision().empty() ? std::string("tensor-core") : perf.mfu_peak_precision());
+}
+
 }  // namespace
 
 std::string VerdictName(v1::MemoryVerdict verdict) {
@@ -132,9 +142,9 @@ std::string FormatEstimate(const v1::ParallelConfig& config, const v1::EstimateR
   absl::StrAppend(&out, timing.Render());
   absl::StrAppendFormat(&out,
                         "throughput %.0f tokens/s, %.1f TFLOP/s per GPU (+- %s, one sigma), MFU "
-                        "%s of the dense bf16 peak (%.3g model FLOPs per step)\n",
+                        "%s of %s (%.3g model FLOPs per step)\n",
                         perf.tokens_per_second(), perf.model_tflops_per_gpu(),
-                        Percent(perf.relative_error()), Percent(perf.mfu()),
+                        Percent(perf.relative_error()), Percent(perf.mfu()), MfuPeakName(perf),
                         perf.model_flops_per_step());
   return out;
 }
@@ -188,10 +198,12 @@ std::string FormatPlanCandidates(const v1::PlanResponse& plan) {
          seconds(p.cp_communication_seconds()), seconds(p.dp_communication_seconds()),
          seconds(p.pp_communication_seconds()), seconds(p.optimizer_seconds())});
   }
+  // Every candidate of a plan trains in the same precision on the same GPU: one MFU peak.
+  const std::string mfu_peak =
+      plan.candidates_size() > 0 ? MfuPeakName(plan.candidates(0).predicted()) : "the dense peak";
   std::string out = absl::StrCat(
-      "Candidates in predicted order (TFLOP/s per GPU +- one-sigma relative error; step time "
-      "and its exposed parts in seconds)\n",
-      candidates.Render());
+      "Candidates in predicted order (TFLOP/s per GPU +- one-sigma relative error; MFU of ",
+      mfu_peak, "; step time and its exposed parts in seconds)\n", candidates.Render());
   if (plan.candidates_size() < plan.counts().memory_safe()) {
     absl::StrAppendFormat(&out, "(%d of %d candidates shown; --limit=0 shows all)\n",
                           plan.candidates_size(), plan.counts().memory_safe());

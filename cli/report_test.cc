@@ -296,5 +296,37 @@ TEST(FormatEstimateTest, PrintsEveryTermPerStageAndTheVerdict) {
   EXPECT_THAT(text, HasSubstr("= 2.5% of capacity -> SAFE (SAFE below 80.0%)"));
 }
 
+TEST(FormatEstimateTest, NamesThePeakTheMfuIsAgainst) {
+  v1::EstimateResponse estimate;
+  v1::PerformanceEstimate& perf = *estimate.mutable_performance();
+  perf.set_model_tflops_per_gpu(951.6);
+  perf.set_mfu(951.6 / 1978);
+  perf.set_mfu_peak_tflops(1978);
+  perf.set_mfu_peak_precision("fp8");
+  EXPECT_THAT(FormatEstimate(Config(8, 1), estimate),
+              HasSubstr("MFU 48.1% of the 1978 TFLOP/s dense fp8 peak"));
+  perf.set_mfu(951.6 / 989 / 2);
+  perf.set_mfu_peak_tflops(989);
+  perf.set_mfu_peak_precision("bf16");
+  perf.set_model_tflops_per_gpu(475.8);
+  EXPECT_THAT(FormatEstimate(Config(8, 1), estimate),
+              HasSubstr("MFU 48.1% of the 989 TFLOP/s dense bf16 peak"));
+  // A server that does not report the peak.
+  perf.clear_mfu_peak_tflops();
+  perf.clear_mfu_peak_precision();
+  EXPECT_THAT(FormatEstimate(Config(8, 1), estimate), HasSubstr("MFU 48.1% of the dense peak"));
+}
+
+TEST(FormatPlanCandidatesTest, SaysWhichPeakTheMfuColumnIsAgainst) {
+  v1::PlanResponse plan;
+  v1::Candidate& candidate = *plan.add_candidates();
+  *candidate.mutable_config() = Config(8, 1);
+  candidate.mutable_predicted()->set_mfu(0.4);
+  candidate.mutable_predicted()->set_mfu_peak_tflops(1978);
+  candidate.mutable_predicted()->set_mfu_peak_precision("fp8");
+  plan.mutable_counts()->set_memory_safe(1);
+  EXPECT_THAT(FormatPlanCandidates(plan), HasSubstr("MFU of the 1978 TFLOP/s dense fp8 peak"));
+}
+
 }  // namespace
 }  // namespace paratune

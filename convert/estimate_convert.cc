@@ -70,6 +70,8 @@ v1::PerformanceEstimate PerformanceEstimateToProto(const PerformanceEstimate& es
   proto.set_tokens_per_second(estimate.tokens_per_second);
   proto.set_model_tflops_per_gpu(estimate.model_tflops_per_gpu);
   proto.set_mfu(estimate.mfu);
+  proto.set_mfu_peak_tflops(estimate.mfu_peak_tflops);
+  proto.set_mfu_peak_precision(estimate.mfu_peak_is_fp8 ? "fp8" : "bf16");
   proto.set_model_flops_per_step(estimate.model_flops_per_step);
   proto.set_relative_error(estimate.relative_error);
   return proto;

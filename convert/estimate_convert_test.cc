@@ -100,6 +100,21 @@ TEST_F(EstimateConvertTest, PerformanceFields) {
   EXPECT_EQ(proto.relative_error(), estimate.relative_error);
   EXPECT_GT(proto.relative_error(), 0);
   EXPECT_GT(proto.pipeline_bubble_seconds(), 0);
+  EXPECT_EQ(proto.mfu_peak_tflops(), estimate.mfu_peak_tflops);
+  EXPECT_EQ(proto.mfu_peak_tflops(), cluster_.gpu().peak_bf16_tflops);
+  EXPECT_EQ(proto.mfu_peak_precision(), "bf16");
+}
+
+TEST_F(EstimateConvertTest, Fp8MfuIsAgainstTheFp8Peak) {
+  TrainingOptions options = training_.options();
+  options.fp8 = true;
+  const TrainingSpec fp8 = *TrainingSpec::Create(options);
+  const PerformanceEstimate estimate = PredictPerformance(
+      model_, fp8, cluster_, Config(2, 2, 4), DefaultPerformanceParameters(cluster_.gpu()));
+  const v1::PerformanceEstimate proto = PerformanceEstimateToProto(estimate);
+  EXPECT_EQ(proto.mfu_peak_precision(), "fp8");
+  EXPECT_EQ(proto.mfu_peak_tflops(), 2 * cluster_.gpu().peak_bf16_tflops);
+  EXPECT_DOUBLE_EQ(proto.mfu(), proto.model_tflops_per_gpu() / proto.mfu_peak_tflops());
 }
 
 TEST_F(EstimateConvertTest, PlanCountsCandidatesAndRejections) {

@@ -65,6 +65,23 @@ void BM_PredictPerformance(benchmark::State& state) {
 }
 BENCHMARK(BM_PredictPerformance);
 
+// The same configurations trained in fp8: the fp8 GEMMs, casts and amax reductions.
+void BM_PredictPerformanceFp8(benchmark::State& state) {
+  const Setup setup;
+  const std::vector<ParallelConfig> configs = setup.ValidConfigs();
+  TrainingOptions options = setup.training.options();
+  options.fp8 = true;
+  const TrainingSpec fp8 = *TrainingSpec::Create(options);
+  size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        PredictPerformance(setup.model, fp8, setup.cluster, configs[i], setup.params));
+    if (++i == configs.size()) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_PredictPerformanceFp8);
+
 void BM_CheckRules(benchmark::State& state) {
   const Setup setup;
   const std::vector<ParallelConfig> configs = setup.ValidConfigs();

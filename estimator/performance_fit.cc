@@ -57,8 +57,9 @@ absl::Status ValidateFitInput(const std::vector<PerformanceObservation>& observa
 class Objective {
  public:
   Objective(const std::vector<PerformanceObservation>& observations,
-            const PerformanceParameters& start, double prior_weight)
-      : observations_(observations), start_(start), prior_weight_(prior_weight) {
+            const std::vector<FittedField>& fields, const PerformanceParameters& start,
+            double prior_weight)
+      : observations_(observations), fields_(fields), start_(start), prior_weight_(prior_weight) {
     for (const PerformanceObservation& observation : observations)
       total_weight_ += observation.weight;
   }
@@ -78,7 +79,7 @@ class Objective {
     ++evaluations_;
     double prior = 0;
     if (prior_weight_ > 0) {
-      for (const FittedField& field : FittedFields()) {
+      for (const FittedField& field : fields_) {
         const double distance =
             ToUnit(field, params.*field.field) - ToUnit(field, start_.*field.field);
         prior += distance * distance;
@@ -92,13 +93,37 @@ class Objective {
 
  private:
   const std::vector<PerformanceObservation>& observations_;
+  const std::vector<FittedField>& fields_;
   const PerformanceParameters& start_;
   const double prior_weight_;
   double total_weight_ = 0;
   int evaluations_ = 0;
 };
 
+// FitOptions::fields, or its default for `observations`.
+std::vector<FittedField> FieldsToFit(const std::vector<PerformanceObservation>& observations,
+                                     const FitOptions& options) {
+  if (!options.fields.empty()) return options.fields;
+  std::vector<FittedField> fields = FittedFields();
+  for (const PerformanceObservation& observation : observations) {
+    if (!observation.training.fp8()) continue;
+    fields.insert(fields.end(), Fp8FittedFields().begin(), Fp8FittedFields().end());
+    break;
+  }
+  return fields;
+}
+
 }  // namespace
+
+const std::vector<FittedField>& Fp8FittedFields() {
+  static const std::vector<FittedField>* const fields = new std::vector<FittedField>{
+      {"fp8_gemm_efficiency_max", &PerformanceParameters::fp8_gemm_efficiency_max, 0.2, 1.0, false},
+      {"fp8_gemm_half_efficiency_flops", &PerformanceParameters::fp8_gemm_half_efficiency_flops,
+       1e7, 1e13, true},
+      {"fp8_cast_hbm_efficiency", &PerformanceParameters::fp8_cast_hbm_efficiency, 0.2, 1.0, false},
+  };
+  return *fields;
+}
 
 const std::vector<FittedField>& FittedFields() {
   static const std::vector<FittedField>* const fields = new std::vector<FittedField>{
@@ -129,7 +154,7 @@ FitOptions SearchRefitOptions() {
 
 double MeanSquaredLogError(const std::vector<PerformanceObservation>& observations,
                            const PerformanceParameters& params) {
-  Objective objective(observations, params, 0);
+  Objective objective(observations, {}, params, 0);
   return observations.empty() ? 0 : objective(params);
 }
 
@@ -138,22 +163,23 @@ absl::StatusOr<FitResult> FitPerformanceParameters(
     const FitOptions& options) {
   absl::Status status = ValidateFitInput(observations, options);
   if (!status.ok()) return status;
+  const std::vector<FittedField> fields = FieldsToFit(observations, options);
   FitResult result;
   result.params = start;
-  for (const FittedField& field : FittedFields()) {
+  for (const FittedField& field : fields) {
     result.params.*field.field = std::clamp(start.*field.field, field.lower, field.upper);
   }
   if (observations.empty()) return result;
 
   const PerformanceParameters clipped_start = result.params;
-  Objective objective(observations, clipped_start, options.prior_weight);
+  Objective objective(observations, fields, clipped_start, options.prior_weight);
   result.objective_start = objective(result.params);
   double best = result.objective_start;
   double step = options.initial_step;
   while (step >= options.final_step && result.sweeps < options.max_sweeps) {
     ++result.sweeps;
     bool improved = false;
-    for (const FittedField& field : FittedFields()) {
+    for (const FittedField& field : fields) {
       const double unit = ToUnit(field, result.params.*field.field);
       for (const double direction : {1.0, -1.0}) {
         PerformanceParameters trial = result.params;

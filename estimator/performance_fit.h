@@ -40,8 +40,13 @@ struct FittedField {
 
 // The fitted fields in the order the fit visits them. The others (NVLink efficiency,
 // latencies, optimizer HBM efficiency) are fixed: the tables cannot tell them apart from the
-// fitted ones.
+// fitted ones. Only bf16 runs' fields: fp8 runs have their own (Fp8FittedFields).
 const std::vector<FittedField>& FittedFields();
+
+// The fields only fp8 runs depend on (PerformanceParameters::fp8_*): the fp8 GEMM efficiency
+// and the HBM efficiency of the fp8 casts. tools/fit_performance_model fits them to fp8 runs
+// with the bf16 fields fixed, so that bf16 predictions do not depend on fp8 data.
+const std::vector<FittedField>& Fp8FittedFields();
 
 struct FitOptions {
   // Weight of the pull toward the start parameters: the fit minimises
@@ -57,6 +62,10 @@ struct FitOptions {
   double initial_step = 0.25;
   double final_step = 1e-4;
   int max_sweeps = 500;
+  // The fields the fit changes, in the order it visits them. Empty: FittedFields(), followed
+  // by Fp8FittedFields() when an observation trains in fp8 (a search's own fp8 probes refit
+  // the fp8 fields too; bf16 observations leave them where they are).
+  std::vector<FittedField> fields;
 };
 
 // Options for refitting calibrated parameters to one search's own probes: a prior of
@@ -78,8 +87,9 @@ struct FitResult {
 double MeanSquaredLogError(const std::vector<PerformanceObservation>& observations,
                            const PerformanceParameters& params);
 
-// Deterministic coordinate descent from `start` (clipped into the fields' bounds): each field
-// in turn moves by +-step when that lowers the objective of FitOptions. With no observations
+// Deterministic coordinate descent from `start` (clipped into the fitted fields' bounds):
+// each fitted field (FitOptions::fields) in turn moves by +-step when that lowers the
+// objective of FitOptions. With no observations
 // the result is `start`. INVALID_ARGUMENT naming the entry ("observations[3].step_time_seconds
 // (0) must be a finite number > 0") for a step time or weight that is not finite and > 0, or
 // options out of range. Allocates nothing per evaluation: about 100 ns per observation and

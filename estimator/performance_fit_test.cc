@@ -141,6 +141,41 @@ TEST_F(PerformanceFitTest, Deterministic) {
   }
 }
 
+TEST_F(PerformanceFitTest, Fp8FieldsMoveOnlyForFp8Observations) {
+  PerformanceParameters truth;
+  truth.fp8_gemm_efficiency_max = 0.5;
+  truth.gemm_efficiency_max = 0.6;
+  const PerformanceParameters start;
+  // bf16 observations leave the fp8 fields at their start.
+  absl::StatusOr<FitResult> bf16 = FitPerformanceParameters(Synthetic(truth), start);
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  for (const FittedField& field : Fp8FittedFields()) {
+    EXPECT_EQ(bf16->params.*field.field, start.*field.field) << field.name;
+  }
+  // fp8 observations move them: by default with the bf16 fields, or alone when asked.
+  TrainingOptions options = training_.options();
+  options.fp8 = true;
+  const TrainingSpec fp8 = *TrainingSpec::Create(options);
+  std::vector<PerformanceObservation> observations;
+  for (const ParallelConfig& config : {Config(16, 1, 1, 1, 1), Config(8, 2, 1, 1, 1),
+                                       Config(4, 4, 1, 1, 2), Config(8, 1, 1, 2, 4)}) {
+    const double seconds =
+        PredictPerformance(model_, fp8, cluster_, config, truth).step_time_seconds;
+    observations.push_back({model_, fp8, cluster_, config, seconds, 1});
+  }
+  absl::StatusOr<FitResult> joint = FitPerformanceParameters(observations, start);
+  ASSERT_TRUE(joint.ok()) << joint.status();
+  EXPECT_NE(joint->params.fp8_gemm_efficiency_max, start.fp8_gemm_efficiency_max);
+  FitOptions fp8_only;
+  fp8_only.fields = Fp8FittedFields();
+  absl::StatusOr<FitResult> alone = FitPerformanceParameters(observations, start, fp8_only);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_LT(alone->rms_log_error, 0.01);
+  for (const FittedField& field : FittedFields()) {
+    EXPECT_EQ(alone->params.*field.field, start.*field.field) << field.name;
+  }
+}
+
 TEST_F(PerformanceFitTest, BadInputNamesTheField) {
   const ParallelConfig config = Config(8, 2, 1, 1, 1);
   absl::StatusOr<FitResult> fit =

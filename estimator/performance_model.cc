@@ -74,25 +74,98 @@ double AttentionForwardSeconds(const Symbols& x, const TrainingSpec& training, d
   return 2 * (x.s * x.b / x.c) * x.s * x.h / x.t / (peak_flops * efficiency);
 }
 
-// Compute seconds of one layer for one micro-batch, forward and backward (2x forward): the
-// GEMMs of the layer's TP shard on s/c tokens, causal attention, and the fixed per-pass
-// overhead.
-double LayerComputeSeconds(const Symbols& x, const TrainingSpec& training, Recompute recompute,
-                           double peak_flops, const PerformanceParameters& params) {
-  // Transformer Engine's fp8 GEMMs run at twice the bf16 tensor-core rate on Hopper.
-  const double gemm_peak = training.fp8() ? 2 * peak_flops : peak_flops;
+// Seconds of one fp8 GEMM of `flops` at Transformer Engine's fp8 efficiency, of the same
+// form as GemmSeconds, against the dense fp8 peak.
+double Fp8GemmSeconds(double flops, double fp8_peak_flops, const PerformanceParameters& params) {
+  const double efficiency =
+      params.fp8_gemm_efficiency_max * flops / (flops + params.fp8_gemm_half_efficiency_flops);
+  return flops / (fp8_peak_flops * efficiency);
+}
+
+// HBM seconds of Transformer Engine's casts for the fp8 linears of one layer and one
+// micro-batch. Each fp8 linear casts its bf16 input (forward) and its output gradient
+// (backward) with one fused cast-transpose kernel that reads 2 bytes per value and writes the
+// fp8 value and its fp8 transpose (1 + 1 bytes; Hopper's fp8 GEMM takes only the TN layout, so
+// the weight-gradient GEMM needs the transposes) and records the amax in the same pass
+// (transformer_engine/common/transpose/cast_transpose.cu): 4 bytes per value. Values per
+// token of the layer's TP shard, as the GEMMs see them (SP-gathered for the column-parallel
+// QKV and first MLP linear): inputs h (QKV) + h/t (projection) + h (first MLP linear) + f/t
+// (down projection); output gradients (h + 2hk/a)/t + h + (M-1) f/t + h. Full recompute runs
+// the forward casts twice.
+double Fp8CastSeconds(const Symbols& x, Recompute recompute, const GpuSpec& gpu,
+                      const PerformanceParameters& params) {
+  const double tokens = x.s * x.b / x.c;
+  const double inputs = 2 * x.h + (x.h + x.f) / x.t;
+  const double output_gradients =
+      2 * x.h + (x.h + 2 * x.h * x.k / x.a + (x.mlp_matrices - 1) * x.f) / x.t;
+  const double bytes = 4 * tokens * (ForwardPasses(recompute) * inputs + output_gradients);
+  return bytes / (gpu.hbm_bandwidth_gbps * kGiga * params.fp8_cast_hbm_efficiency);
+}
+
+// Weights of the four linear layers of one transformer layer: the layer's parameters less
+// its two norm weights (2h).
+double LinearParameters(const Symbols& x) { return x.layer_params - 2 * x.h; }
+
+// HBM seconds per step of casting the weights of `layers` transformer layers to fp8: the
+// Megatron-Core TE modules pass is_first_microbatch, so each weight is cast once per step and
+// its fp8 copy and fp8 transpose are cached for the other micro-batches
+// (megatron/core/extensions/transformer_engine.py, TELinear): 2 bytes read and 2 written per
+// weight, or with fp8 model weights (fp8_param_gather) only the transpose, 1 read and 1
+// written.
+double Fp8WeightCastSeconds(const Symbols& x, const TrainingSpec& training, double layers,
+                            const GpuSpec& gpu, const PerformanceParameters& params) {
+  const double bytes_per_weight = training.fp8_param_gather() ? 2 : 4;
+  return layers * LinearParameters(x) / x.t * bytes_per_weight /
+         (gpu.hbm_bandwidth_gbps * kGiga * params.fp8_cast_hbm_efficiency);
+}
+
+// Seconds per micro-batch of Transformer Engine's delayed-scaling bookkeeping: on leaving
+// each fp8_autocast region (one per model chunk and micro-batch, forward and backward) TE
+// all-reduces the amaxes of the chunk's fp8 tensors over the amax reduction group (all
+// ranks of the pipeline stage: tp x cp x dp, Megatron-Core's get_amax_reduction_group) and
+// updates the scales in one fused kernel. The buffer is a few KiB: one collective latency
+// each.
+double Fp8AmaxSeconds(const Symbols& x, const ParallelConfig& config, const ClusterSpec& cluster,
+                      const PerformanceParameters& params) {
+  const int64_t group = config.tp() * config.cp() * config.dp();
+  if (group == 1) return 0;
+  return 2 * x.v * LinkForSpan(group, cluster, params).latency_seconds;
+}
+
+// Forward seconds of the four linear GEMMs of one layer's TP shard for one micro-batch on
+// s/c tokens: bf16 at GemmSeconds, or fp8 at Fp8GemmSeconds against the fp8 peak.
+double LinearGemmForwardSeconds(const Symbols& x, bool fp8, double peak_flops,
+                                double fp8_peak_flops, const PerformanceParameters& params) {
   const double tokens = x.s * x.b / x.c;
   const double qkv = 2 * tokens * x.h * (x.h + 2 * x.h * x.k / x.a) / x.t;
   const double out = 2 * tokens * x.h * x.h / x.t;
   const double mlp_in = 2 * tokens * x.h * (x.mlp_matrices - 1) * x.f / x.t;
   const double mlp_out = 2 * tokens * x.f * x.h / x.t;
+  if (fp8) {
+    return Fp8GemmSeconds(qkv, fp8_peak_flops, params) +
+           Fp8GemmSeconds(out, fp8_peak_flops, params) +
+           Fp8GemmSeconds(mlp_in, fp8_peak_flops, params) +
+           Fp8GemmSeconds(mlp_out, fp8_peak_flops, params);
+  }
+  return GemmSeconds(qkv, peak_flops, params) + GemmSeconds(out, peak_flops, params) +
+         GemmSeconds(mlp_in, peak_flops, params) + GemmSeconds(mlp_out, peak_flops, params);
+}
+
+// Compute seconds of one layer for one micro-batch, forward and backward (2x forward): the
+// GEMMs of the layer's TP shard on s/c tokens, causal attention, the fixed per-pass overhead
+// and, for fp8, the casts of the fp8 linears. fp8 changes only the linears: their GEMMs
+// (forward, data and weight gradients) run in fp8, while attention (TE's DotProductAttention
+// outside fp8_dpa) stays bf16.
+double LayerComputeSeconds(const Symbols& x, const TrainingSpec& training, Recompute recompute,
+                           const GpuSpec& gpu, double peak_flops, double fp8_peak_flops,
+                           const PerformanceParameters& params) {
   const double gemm_forward =
-      GemmSeconds(qkv, gemm_peak, params) + GemmSeconds(out, gemm_peak, params) +
-      GemmSeconds(mlp_in, gemm_peak, params) + GemmSeconds(mlp_out, gemm_peak, params);
+      LinearGemmForwardSeconds(x, training.fp8(), peak_flops, fp8_peak_flops, params);
   const double attention_forward = AttentionForwardSeconds(x, training, peak_flops, params);
   const double forwards = ForwardPasses(recompute);
   double layer = (forwards + 2) * (gemm_forward + attention_forward) +
                  (forwards + 1) * params.layer_overhead_seconds;
+  if (training.fp8()) layer += Fp8CastSeconds(x, recompute, gpu, params);
   // Selective recompute re-runs the attention core before its backward (Korthikanti et al.
   // 2022; Megatron-LM's checkpointed core attention), FlashAttention or not, where it frees
   // next to nothing: the memory model keeps the same activations, so it never beats kNone.
@@ -100,11 +173,11 @@ double LayerComputeSeconds(const Symbols& x, const TrainingSpec& training, Recom
   return layer;
 }
 
-// Compute seconds of the LM head (forward and backward) of one micro-batch.
-double LmHeadSeconds(const Symbols& x, const TrainingSpec& training, double peak_flops,
-                     const PerformanceParameters& params) {
-  const double gemm_peak = training.fp8() ? 2 * peak_flops : peak_flops;
-  return 3 * GemmSeconds(2 * x.s * x.b / x.c * x.h * x.V / x.t, gemm_peak, params);
+// Compute seconds of the LM head (forward and backward) of one micro-batch. It stays bf16 in
+// fp8 runs: Megatron-LM builds the output layer outside fp8_autocast (TransformerBlock wraps
+// only the transformer layers in it).
+double LmHeadSeconds(const Symbols& x, double peak_flops, const PerformanceParameters& params) {
+  return 3 * GemmSeconds(2 * x.s * x.b / x.c * x.h * x.V / x.t, peak_flops, params);
 }
 
 // Exposed TP seconds of one layer for one micro-batch. With SP (Korthikanti et al. 2022, arXiv
@@ -127,21 +200,31 @@ double LayerTpSeconds(const Symbols& x, const TrainingSpec& training, const Para
   return training.tp_comm_overlap() ? layer * (1 - params.tp_overlap) : layer;
 }
 
-// Exposed CP seconds of one layer for one micro-batch. Ring attention (Liu et al. 2023, arXiv
-// 2310.01889; Megatron-Core's context parallelism) passes each rank's K and V, 2 (s/c) b
-// (kh/a)/t values of 2 bytes, c-1 times forward, and K, V and their gradients twice as often
-// backward, each exchange running while the attention of the block already received is
-// computed. An exchange is hidden up to cp_overlap of that block's attention time, 1/c of
-// the rank's attention: within a node it hides entirely, across nodes it may not.
+// Exposed CP seconds of one layer for one micro-batch. Each rank holds its K and V, 2 (s/c) b
+// (kh/a)/t values of 2 bytes, and every forward pass (two under full recompute) exchanges
+// them, the backward pass K, V and their gradients twice as often.
+// - p2p (Megatron-LM's default): ring attention (Liu et al. 2023, arXiv 2310.01889;
+//   Megatron-Core's context parallelism) passes them c-1 times per exchange, each step running
+//   while the attention of the block already received is computed. A step is hidden up to
+//   cp_overlap of that block's attention time, 1/c of the rank's attention: within a node it
+//   hides entirely, across nodes it may not.
+// - all_gather (Llama 3, arXiv 2407.21783 §3.3.2; Transformer Engine's
+//   AttnFuncWithCPAndKVAllGather, "KV all-gather between CP ranks is exposed"): an all-gather
+//   of every rank's K and V per forward pass, and backward a second all-gather and a
+//   reduce-scatter of their gradients, none hidden.
 double LayerCpSeconds(const Symbols& x, const TrainingSpec& training, const ParallelConfig& config,
                       const ClusterSpec& cluster, double peak_flops,
                       const PerformanceParameters& params) {
   if (config.cp() == 1) return 0;
   const Link link = LinkForSpan(config.tp() * config.cp(), cluster, params);
   const double bytes = 2 * (x.s / x.c) * x.b * (x.k * x.h / x.a) / x.t * 2;
+  const double exchanges = ForwardPasses(config.recompute()) + 2;
+  if (training.cp_comm_type() == CpCommType::kAllGather) {
+    return exchanges * GatherOrScatterSeconds(x.c * bytes, x.c, link);
+  }
   const double block = AttentionForwardSeconds(x, training, peak_flops, params) / x.c;
   const double exposed = std::max(0.0, SendRecvSeconds(bytes, link) - params.cp_overlap * block);
-  return (ForwardPasses(config.recompute()) + 2) * (x.c - 1) * exposed;
+  return exchanges * (x.c - 1) * exposed;
 }
 
 // Parameters per GPU of the stage that holds the LM head (the last), as in the memory model:
@@ -164,8 +247,13 @@ double DpSeconds(const Symbols& x, const TrainingSpec& training, const ParallelC
   const double gradient_bytes = local_params * (training.fp32_gradients() ? 4 : 2);
   double seconds;
   if (training.distributed_optimizer()) {
+    // With fp8 model weights (fp8_param_gather) the linear weights are gathered in fp8.
+    const double parameter_bytes =
+        training.fp8_param_gather()
+            ? 2 * local_params - x.layout.last_stage_layers * LinearParameters(x) / x.t
+            : 2 * local_params;
     seconds = GatherOrScatterSeconds(gradient_bytes, n, link) +
-              GatherOrScatterSeconds(2 * local_params, n, link);
+              GatherOrScatterSeconds(parameter_bytes, n, link);
   } else {
     seconds = AllReduceSeconds(gradient_bytes, n, link);
   }
@@ -197,6 +285,14 @@ double OptimizerSeconds(const Symbols& x, const TrainingSpec& training, const Cl
 
 }  // namespace
 
+bool UsesFp8TensorCores(const GpuSpec& gpu, const TrainingSpec& training) {
+  return training.fp8() && ArchitectureOf(gpu) == GpuArchitecture::kHopper;
+}
+
+double DensePeakTflops(const GpuSpec& gpu, const TrainingSpec& training) {
+  return UsesFp8TensorCores(gpu, training) ? 2 * gpu.peak_bf16_tflops : gpu.peak_bf16_tflops;
+}
+
 double ModelFlopsPerStep(const ModelSpec& model, const TrainingSpec& training) {
   const double h = static_cast<double>(model.hidden_size());
   const double L = static_cast<double>(model.num_layers());
@@ -214,12 +310,14 @@ PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpe
                                        const ClusterSpec& cluster, const ParallelConfig& config,
                                        const PerformanceParameters& params) {
   const Symbols x = MakeConfigSymbols(model, training, config);
-  const double peak_flops = cluster.gpu().peak_bf16_tflops * kTera;
-  const double layer_compute =
-      LayerComputeSeconds(x, training, config.recompute(), peak_flops, params);
+  const GpuSpec& gpu = cluster.gpu();
+  const double peak_flops = gpu.peak_bf16_tflops * kTera;
+  const double gemm_peak_tflops = DensePeakTflops(gpu, training);
+  const double layer_compute = LayerComputeSeconds(x, training, config.recompute(), gpu, peak_flops,
+                                                   gemm_peak_tflops * kTera, params);
   const double layer_tp = LayerTpSeconds(x, training, config, cluster, params);
   const double layer_cp = LayerCpSeconds(x, training, config, cluster, peak_flops, params);
-  const double lm_head = LmHeadSeconds(x, training, peak_flops, params);
+  const double lm_head = LmHeadSeconds(x, peak_flops, params);
   // The pipeline runs at the pace of its slowest stage: the last (its layers and the LM head)
   // or, when the split is uneven, a middle stage with one layer more.
   const double last_layers = static_cast<double>(x.layout.last_stage_layers);
@@ -228,7 +326,9 @@ PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpe
   const double layer_time = layer_compute + layer_tp + layer_cp;
   const bool middle_paces = most_layers * layer_time > last_layers * layer_time + lm_head;
   const double pace_layers = middle_paces ? most_layers : last_layers;
-  const double compute = pace_layers * layer_compute + (middle_paces ? 0 : lm_head);
+  // fp8's amax reductions run once per model chunk and micro-batch, whatever its layers.
+  const double compute = pace_layers * layer_compute + (middle_paces ? 0 : lm_head) +
+                         (training.fp8() ? Fp8AmaxSeconds(x, config, cluster, params) : 0);
   const double tp = pace_layers * layer_tp;
   const double cp = pace_layers * layer_cp;
   // 1F1B runs m micro-batch slots plus (p-1)/v slots of fill and drain (Narayanan et al. 2021).
@@ -237,6 +337,10 @@ PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpe
 
   PerformanceEstimate estimate;
   estimate.compute_seconds = x.m * compute;
+  // fp8 weights are cast once per step, before the first micro-batch uses them.
+  if (training.fp8()) {
+    estimate.compute_seconds += Fp8WeightCastSeconds(x, training, pace_layers, gpu, params);
+  }
   estimate.tp_communication_seconds = x.m * tp;
   estimate.cp_communication_seconds = x.m * cp;
   estimate.pipeline_bubble_seconds = bubble_slots * slot;
@@ -253,8 +357,12 @@ PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpe
   const double gpus = static_cast<double>(cluster.world_size());
   estimate.model_tflops_per_gpu =
       estimate.model_flops_per_step / (estimate.step_time_seconds * gpus) / kTera;
-  // MFU is against the dense bf16 peak even for fp8, as NVIDIA's published tables report it.
-  estimate.mfu = estimate.model_tflops_per_gpu / cluster.gpu().peak_bf16_tflops;
+  // MFU is against the dense peak of the precision the linears run in: the fp8 peak for fp8
+  // runs on Hopper (NVIDIA's own tables quote fp8 runs against the bf16 peak; their MFU is
+  // this one times 2).
+  estimate.mfu_peak_tflops = gemm_peak_tflops;
+  estimate.mfu_peak_is_fp8 = UsesFp8TensorCores(gpu, training);
+  estimate.mfu = estimate.model_tflops_per_gpu / estimate.mfu_peak_tflops;
   estimate.relative_error = params.relative_error;
   return estimate;
 }

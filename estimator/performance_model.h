@@ -24,7 +24,12 @@ struct PerformanceEstimate {
   double optimizer_seconds = 0;
   double tokens_per_second = 0;
   double model_tflops_per_gpu = 0;
+  // model_tflops_per_gpu / mfu_peak_tflops: MFU against DensePeakTflops, the dense peak of
+  // the precision the linears run in (fp8 runs on Hopper against the fp8 peak, all others
+  // against the bf16 peak); mfu_peak_is_fp8 says which.
   double mfu = 0;
+  double mfu_peak_tflops = 0;
+  bool mfu_peak_is_fp8 = false;
   double model_flops_per_step = 0;
   // One-sigma relative error of step time and throughput: PerformanceParameters::
   // relative_error of the parameters that made the estimate.
@@ -36,6 +41,16 @@ struct PerformanceEstimate {
 // matrices in a gated (SwiGLU) MLP and 2 otherwise; for a GPT (k = a, f = 4h, M = 2) this is
 // Narayanan et al. 2021's 72 GBS s L h^2 (1 + s/(6h) + V/(12 L h)).
 double ModelFlopsPerStep(const ModelSpec& model, const TrainingSpec& training);
+
+// Dense tensor-core peak per GPU, TFLOP/s, of the linear layers' GEMMs in `training`'s
+// precision: the bf16 peak (GpuSpec::peak_bf16_tflops), or for fp8 on a Hopper-class GPU
+// (ArchitectureOf) twice it (NVIDIA H100 Tensor Core GPU datasheet, H100 SXM: 989 TFLOP/s
+// bf16, 1,979 TFLOP/s fp8, both dense). Ampere has no fp8 tensor cores (Transformer Engine
+// needs compute capability 8.9 for fp8): its fp8 peak is its bf16 peak.
+double DensePeakTflops(const GpuSpec& gpu, const TrainingSpec& training);
+
+// Whether DensePeakTflops is an fp8 peak: fp8 training on a Hopper-class GPU.
+bool UsesFp8TensorCores(const GpuSpec& gpu, const TrainingSpec& training);
 
 // Pure and allocation-free. Uneven pipeline splits (pipeline_layout.h) are paced by their
 // slowest stage.

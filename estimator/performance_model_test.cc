@@ -157,6 +157,23 @@ TEST_F(PerformanceModelTest, ContextParallelExchangesHideBehindAttentionOnlyWhen
       0);
 }
 
+TEST_F(PerformanceModelTest, AllGatheredKeysAndValuesAreExposedInFull) {
+  TrainingOptions options = training_.options();
+  options.cp_comm_type = CpCommType::kAllGather;
+  const TrainingSpec all_gather = *TrainingSpec::Create(options);
+  // dp4 tp2 cp2 inside a node, where the ring hides every exchange: 1024 / 4 = 256
+  // micro-batches of 32 layers, each all-gathering K and V once forward and once backward and
+  // reduce-scattering their gradients, at NVLink's achievable bandwidth.
+  const ParallelDims dims = Dims(4, 2, 1, 2, 1);
+  EXPECT_EQ(Predict(dims).cp_communication_seconds, 0);
+  const double kv_bytes_per_rank = 2 * (8192 / 2) * (8 * 128) / 2 * 2;  // K and V, bf16
+  const double gather = params_.nvlink_latency_seconds + 2 * kv_bytes_per_rank * (2 - 1) / 2 /
+                                                             (cluster_.gpu().nvlink_bandwidth_gbps *
+                                                              1e9 * params_.nvlink_efficiency);
+  EXPECT_DOUBLE_EQ(Predict(dims, all_gather, cluster_).cp_communication_seconds,
+                   256 * 32 * 3 * gather);
+}
+
 TEST_F(PerformanceModelTest, FlashAttentionAndUnfusedAttentionHaveTheirOwnEfficiency) {
   PerformanceParameters params = params_;
   const ParallelConfig config = ParallelConfig::FromCheckedDims(Dims(8, 2, 1, 1, 1));
@@ -194,6 +211,116 @@ TEST_F(PerformanceModelTest, RecomputeAndPrecision) {
       Predict(Dims(8, 2, 1, 1, 1), *TrainingSpec::Create(options), cluster_);
   EXPECT_LT(fp8.compute_seconds, 0.8 * none.compute_seconds);
   EXPECT_GT(fp8.compute_seconds, 0.5 * none.compute_seconds);  // attention stays bf16
+}
+
+TrainingSpec Fp8(const TrainingSpec& training, bool param_gather = false) {
+  TrainingOptions options = training.options();
+  options.fp8 = true;
+  options.fp8_param_gather = param_gather;
+  return *TrainingSpec::Create(options);
+}
+
+TEST_F(PerformanceModelTest, Fp8IsFasterButLessThanTwiceOnGemmBoundShapes) {
+  // Llama-3.1-405B's layers on tp 8: large GEMMs, attention a small share at s 8192.
+  const ModelSpec model = *FindModelPreset("llama3.1-405b");
+  const TrainingSpec training = *TrainingSpec::Create({576, 8192});
+  const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 18, 8);
+  ParallelDims dims = Dims(2, 8, 9, 1, 1);
+  dims.virtual_pipeline = 7;
+  const ParallelConfig config = *ParallelConfig::Create(model, training, cluster, {}, dims);
+  const PerformanceParameters params = DefaultPerformanceParameters(cluster.gpu());
+  const PerformanceEstimate bf16 = PredictPerformance(model, training, cluster, config, params);
+  const PerformanceEstimate fp8 = PredictPerformance(model, Fp8(training), cluster, config, params);
+  EXPECT_LT(fp8.compute_seconds, 0.8 * bf16.compute_seconds);
+  EXPECT_GT(fp8.compute_seconds, 0.5 * bf16.compute_seconds);
+  EXPECT_LT(fp8.step_time_seconds, bf16.step_time_seconds);
+  EXPECT_GT(fp8.step_time_seconds, 0.5 * bf16.step_time_seconds);
+  // Not the doubled bf16 peak: the fitted fp8 GEMMs are less efficient than bf16 ones of the
+  // same shape, and the casts cost HBM time.
+  PerformanceParameters doubled = params;
+  doubled.fp8_gemm_efficiency_max = params.gemm_efficiency_max;
+  doubled.fp8_gemm_half_efficiency_flops = params.gemm_half_efficiency_flops;
+  EXPECT_GT(fp8.compute_seconds,
+            PredictPerformance(model, Fp8(training), cluster, config, doubled).compute_seconds);
+}
+
+TEST_F(PerformanceModelTest, Fp8LeavesAttentionAndTheLmHeadInBf16) {
+  const ParallelConfig config = ParallelConfig::FromCheckedDims(Dims(8, 2, 1, 1, 1));
+  const TrainingSpec fp8 = Fp8(training_);
+  const auto compute = [&](const TrainingSpec& training, const PerformanceParameters& params) {
+    return PredictPerformance(model_, training, cluster_, config, params).compute_seconds;
+  };
+  // Attention's time changes fp8 and bf16 runs alike.
+  PerformanceParameters slow_attention = params_;
+  slow_attention.attention_efficiency /= 2;
+  EXPECT_NEAR(compute(fp8, slow_attention) - compute(fp8, params_),
+              compute(training_, slow_attention) - compute(training_, params_), 1e-9);
+  // So does the LM head's, a bf16 GEMM in both: of the compute, only the LM head depends on
+  // the vocabulary.
+  const ModelSpec no_head_vocab = *ModelSpec::Create("small-vocab", [&] {
+    ModelDimensions dims = model_.dims();
+    dims.vocab_size = 1024;
+    return dims;
+  }());
+  const auto head = [&](const TrainingSpec& training) {
+    return PredictPerformance(model_, training, cluster_, config, params_).compute_seconds -
+           PredictPerformance(no_head_vocab, training, cluster_, config, params_).compute_seconds;
+  };
+  EXPECT_NEAR(head(fp8), head(training_), 1e-9);
+  EXPECT_GT(head(fp8), 0);
+  // The fp8 fields change fp8 runs only.
+  PerformanceParameters fp8_fields = params_;
+  fp8_fields.fp8_gemm_efficiency_max /= 2;
+  fp8_fields.fp8_cast_hbm_efficiency /= 2;
+  EXPECT_EQ(compute(training_, fp8_fields), compute(training_, params_));
+  EXPECT_GT(compute(fp8, fp8_fields), compute(fp8, params_));
+}
+
+TEST_F(PerformanceModelTest, Fp8CastsCostHbmTimeAndFp8WeightsCastLess) {
+  const ParallelConfig config = ParallelConfig::FromCheckedDims(Dims(8, 2, 1, 1, 1));
+  PerformanceParameters fast_casts = params_;
+  fast_casts.fp8_cast_hbm_efficiency = 1;
+  PerformanceParameters slow_casts = params_;
+  slow_casts.fp8_cast_hbm_efficiency = 0.3;
+  const TrainingSpec fp8 = Fp8(training_);
+  const double fast = PredictPerformance(model_, fp8, cluster_, config, fast_casts).compute_seconds;
+  const double slow = PredictPerformance(model_, fp8, cluster_, config, slow_casts).compute_seconds;
+  // At 0.3 of the HBM bandwidth the casts take 1/0.3 times as long as at all of it: the
+  // difference is (1/0.3 - 1) times their time at full bandwidth, a few percent of compute.
+  const double casts = (slow - fast) / (1 / 0.3 - 1);
+  EXPECT_GT(casts, 0.02 * fast);
+  EXPECT_LT(casts, 0.2 * fast);
+  // fp8 model weights: only the transpose is cast, and the parameter all-gather moves 1 byte
+  // per linear weight.
+  const PerformanceEstimate bf16_weights =
+      PredictPerformance(model_, fp8, cluster_, config, params_);
+  const PerformanceEstimate fp8_weights =
+      PredictPerformance(model_, Fp8(training_, true), cluster_, config, params_);
+  EXPECT_LT(fp8_weights.compute_seconds, bf16_weights.compute_seconds);
+  EXPECT_LT(fp8_weights.dp_communication_seconds, bf16_weights.dp_communication_seconds);
+}
+
+TEST_F(PerformanceModelTest, MfuIsAgainstThePeakOfThePrecision) {
+  const PerformanceEstimate bf16 = Predict(Dims(8, 2, 1, 1, 1));
+  EXPECT_EQ(bf16.mfu_peak_tflops, 989);
+  EXPECT_FALSE(bf16.mfu_peak_is_fp8);
+  EXPECT_DOUBLE_EQ(bf16.mfu, bf16.model_tflops_per_gpu / 989);
+  const PerformanceEstimate fp8 = Predict(Dims(8, 2, 1, 1, 1), Fp8(training_), cluster_);
+  EXPECT_EQ(fp8.mfu_peak_tflops, 2 * 989);
+  EXPECT_TRUE(fp8.mfu_peak_is_fp8);
+  EXPECT_DOUBLE_EQ(fp8.mfu, fp8.model_tflops_per_gpu / 1978);
+  EXPECT_GT(fp8.model_tflops_per_gpu, bf16.model_tflops_per_gpu);
+  EXPECT_LT(fp8.mfu, bf16.mfu);
+  // An A100 has no fp8 tensor cores: its fp8 peak is its bf16 peak, and fp8 gains nothing.
+  const ClusterSpec a100 = *ClusterSpec::Create(*FindGpuPreset("a100-80gb"), 2, 8);
+  const PerformanceEstimate a100_fp8 = Predict(Dims(8, 2, 1, 1, 1), Fp8(training_), a100);
+  EXPECT_EQ(a100_fp8.mfu_peak_tflops, 312);
+  EXPECT_FALSE(a100_fp8.mfu_peak_is_fp8);
+  EXPECT_GE(a100_fp8.step_time_seconds,
+            Predict(Dims(8, 2, 1, 1, 1), training_, a100).step_time_seconds);
+  EXPECT_EQ(DensePeakTflops(*FindGpuPreset("h200-141gb"), Fp8(training_)), 1978);
+  EXPECT_TRUE(UsesFp8TensorCores(*FindGpuPreset("h100-94gb"), Fp8(training_)));
+  EXPECT_FALSE(UsesFp8TensorCores(*FindGpuPreset("h100-94gb"), training_));
 }
 
 TEST_F(PerformanceModelTest, DistributedOptimizerShardsTheOptimizerStep) {

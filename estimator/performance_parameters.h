@@ -40,6 +40,21 @@ struct PerformanceParameters {
   // Fraction of HBM bandwidth the optimizer step reaches.
   double optimizer_hbm_efficiency = 0.6;
 
+  // fp8 training (TrainingSpec::fp8) as Transformer Engine runs it on Hopper. The four linear
+  // layers of each transformer layer (QKV, attention projection, the MLP's two) run their
+  // forward and both backward GEMMs in fp8 at a size-dependent fraction of the dense fp8 peak,
+  // twice the bf16 peak (NVIDIA H100 Tensor Core GPU datasheet, H100 SXM: 989 TFLOP/s bf16 and
+  // 1,979 TFLOP/s fp8, dense): eff(x) = fp8_gemm_efficiency_max x / (x +
+  // fp8_gemm_half_efficiency_flops). Attention, the LM head and everything else stay bf16
+  // and keep the parameters above.
+  double fp8_gemm_efficiency_max = 0.6;
+  double fp8_gemm_half_efficiency_flops = 1e11;
+  // Fraction of HBM bandwidth reached by Transformer Engine's fused cast-transpose kernels,
+  // which turn each fp8 linear's bf16 input (forward) and output gradient (backward) into an
+  // fp8 copy and its fp8 transpose and record the tensor's amax, and cast the weights to fp8
+  // once per step.
+  double fp8_cast_hbm_efficiency = 0.6;
+
   // Not a parameter of the model's physics but of its accuracy: the one-sigma relative error
   // of a predicted step time (and so of the predicted TFLOP/s) among configurations of one
   // training setup once their common bias is removed. tools/fit_performance_model sets it to
@@ -52,7 +67,7 @@ struct PerformanceParameters {
 enum class GpuArchitecture { kAmpere, kHopper };
 
 // Ampere for "a100-*", Hopper for "h100-*" and "h200-*" (same SMs, more HBM); any other name
-// by its dense bf16 peak (>= 500 TFLOP/s is Hopper-class).
+// by its dense bf16 peak (>= 500 TFLOP/s is Hopper-class). Allocation-free.
 GpuArchitecture ArchitectureOf(const GpuSpec& gpu);
 
 // The parameters fitted for `architecture` by tools/fit_performance_model (values and the

@@ -143,13 +143,14 @@ absl::StatusOr<ModelDimensions> NvidiaModel(const std::string& name, int64_t lay
   return dims;
 }
 
+// The BF16 rows of the table, or with `fp8` its FP8 rows.
 absl::StatusOr<std::vector<MeasuredRun>> LoadNvidiaDgxc(const CsvTable& table,
-                                                        const std::string& file) {
+                                                        const std::string& file, bool fp8) {
   std::vector<MeasuredRun> runs;
   PT_ASSIGN_OR_RETURN(const GpuSpec gpu, FindGpuPreset("h100-80gb"));
   for (size_t row = 0; row < table.num_rows(); ++row) {
     PT_ASSIGN_OR_RETURN(const std::string precision, table.String(row, "precision"));
-    if (precision != "BF16") continue;
+    if (precision != (fp8 ? "FP8" : "BF16")) continue;
     RowSetup setup;
     PT_ASSIGN_OR_RETURN(setup.model_name, table.String(row, "model"));
     PT_ASSIGN_OR_RETURN(const int64_t layers, table.Int(row, "layers"));
@@ -167,6 +168,9 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadNvidiaDgxc(const CsvTable& table,
     // communication (MegatronCommOverlapCallback, tp_comm_overlap=True).
     setup.training.fp32_gradients = false;
     setup.training.tp_comm_overlap = true;
+    // fp8 as the NeMo recipes of these releases run it: Transformer Engine's delayed scaling,
+    // bf16 model weights (fp8_param_gather is not stated, so TE's default: off).
+    setup.training.fp8 = fp8;
     PT_ASSIGN_OR_RETURN(setup.parallel.tp, table.Int(row, "tp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.pp, table.Int(row, "pp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.cp, table.Int(row, "cp"));
@@ -421,7 +425,11 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadNvidiaFp8(const CsvTable& table,
 
 }  // namespace
 
-MeasuredDataset Fp8Dataset() { return {"nvidia_h100_fp8.csv", false}; }
+MeasuredDataset Fp8Dataset() { return {"nvidia_h100_fp8.csv", false, true}; }
+
+std::vector<MeasuredDataset> Fp8Datasets() {
+  return {{"nvidia_dgxc_h100.csv", true, true}, Fp8Dataset()};
+}
 
 std::vector<MeasuredDataset> MeasuredDatasets() {
   return {{"nvidia_dgxc_h100.csv", true},
@@ -434,7 +442,9 @@ std::vector<MeasuredDataset> MeasuredDatasets() {
 absl::StatusOr<std::vector<MeasuredRun>> LoadMeasuredRuns(const std::string& directory,
                                                           const MeasuredDataset& dataset) {
   PT_ASSIGN_OR_RETURN(const CsvTable table, CsvTable::Load(directory + "/" + dataset.file));
-  if (dataset.file == "nvidia_dgxc_h100.csv") return LoadNvidiaDgxc(table, dataset.file);
+  if (dataset.file == "nvidia_dgxc_h100.csv") {
+    return LoadNvidiaDgxc(table, dataset.file, dataset.fp8);
+  }
   if (dataset.file == "megatron_core_h100_weak_scaling.csv") {
     return LoadMegatronCore(table, dataset.file);
   }

@@ -31,20 +31,28 @@ struct MeasuredRun {
   double step_seconds = 0;  // measured (or derived by the source from measured throughput)
 };
 
-// A table of data/measured/ and whether it calibrates the performance model.
+// A table of data/measured/, which of its rows, and whether it calibrates the performance
+// model.
 struct MeasuredDataset {
   std::string file;
-  bool in_fit = false;  // false for the held-out table
+  bool in_fit = false;  // false for a held-out table
+  // The table's fp8 rows (training with TrainingSpec::fp8) rather than its bf16 ones.
+  bool fp8 = false;
 };
 
-// The five tables with throughput the estimator uses, fit tables first. bf16 rows only (the
-// fp8 rows of nvidia_dgxc_h100.csv and nvidia_h100_fp8.csv are not used).
+// The five tables with throughput the bf16 parameters are fitted to and validated on, fit
+// tables first, held-out table last. bf16 rows only.
 std::vector<MeasuredDataset> MeasuredDatasets();
 
-// The fp8 Llama rows of nvidia_h100_fp8.csv (precision FP8 or FP8-CS, FSDP rows left out),
-// with fp8 training, bf16 gradients and the distributed optimizer. Not fitted: the
-// performance model has no fp8 fit yet; the memory verdicts of docs/estimator.md read it.
+// The fp8 rows of nvidia_h100_fp8.csv: its Llama rows (precision FP8 or FP8-CS, FSDP rows
+// left out), with fp8 training, bf16 gradients and the distributed optimizer. Held out: the
+// fp8 parameters are fitted to FP8 rows of nvidia_dgxc_h100.csv (Fp8Datasets); the fp8
+// throughput and memory verdicts of docs/estimator.md read it.
 MeasuredDataset Fp8Dataset();
+
+// The tables of fp8 runs: the FP8 rows of nvidia_dgxc_h100.csv (fit: the fp8 parameters of
+// Hopper, with the bf16 ones fixed) and Fp8Dataset() (held out), in that order.
+std::vector<MeasuredDataset> Fp8Datasets();
 
 // The rows of `dataset` read from `directory`/`dataset.file`. Errors name the file, line and
 // column (see CsvTable), or the row's line when its configuration breaks a validity rule.

@@ -67,6 +67,27 @@ TEST(MeasuredRunsTest, Fp8LlamaRows) {
   EXPECT_EQ((*runs)[6].config.dp(), 2);
 }
 
+TEST(MeasuredRunsTest, Fp8FitAndHeldOutTables) {
+  const std::vector<MeasuredDataset> datasets = Fp8Datasets();
+  ASSERT_EQ(datasets.size(), 2u);
+  EXPECT_TRUE(datasets[0].in_fit);
+  EXPECT_EQ(datasets[0].file, "nvidia_dgxc_h100.csv");
+  EXPECT_FALSE(datasets[1].in_fit);
+  EXPECT_EQ(datasets[1].file, Fp8Dataset().file);
+  for (const MeasuredDataset& dataset : datasets) EXPECT_TRUE(dataset.fp8);
+  // The bf16 tables hold no fp8 table.
+  for (const MeasuredDataset& dataset : MeasuredDatasets()) EXPECT_FALSE(dataset.fp8);
+
+  absl::StatusOr<std::vector<MeasuredRun>> runs = LoadMeasuredRuns(kDataDir, datasets[0]);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  EXPECT_EQ(runs->size(), 53u);  // the FP8 rows: Llama 3.1, GPT-3 175B, Nemotron-4
+  for (const MeasuredRun& run : *runs) {
+    EXPECT_TRUE(run.training.fp8());
+    EXPECT_FALSE(run.training.fp8_param_gather());
+    EXPECT_NEAR(MeasuredTflopsPerGpu(run), 750, 150) << run.model_name << " line " << run.line;
+  }
+}
+
 TEST(MeasuredRunsTest, GptRowsAreNotGated) {
   for (const MeasuredRun& run : Load("narayanan2021_table1_a100.csv")) {
     EXPECT_FALSE(run.model.gated_mlp());

@@ -2,8 +2,9 @@
 // {{VALIDATION}} line replaced by the validation of the estimator against data/measured/
 // (throughput error per table, rank correlation and regret on the held-out table, error bars,
 // a replay of the adaptive search's refit on the held-out groups, memory verdicts of measured
-// runs), {{FP8_MEMORY}} by the memory verdicts of the fp8 runs before and after the fp8 terms,
-// and {{PARAMETERS}} by the fitted parameters:
+// runs), {{FP8_THROUGHPUT}} by the throughput of the fp8 runs (fit and held-out tables, run
+// by run), {{FP8_MEMORY}} by the memory verdicts of the fp8 runs before and after the fp8
+// terms, and {{PARAMETERS}} and {{FP8_PARAMETERS}} by the fitted parameters:
 //
 //   bazel run //tools:estimator_report -- --out=$PWD/docs/estimator.md
 #include <algorithm>
@@ -32,7 +33,8 @@
 
 ABSL_FLAG(std::string, data_dir, "data/measured", "Directory of the measured CSV tables.");
 ABSL_FLAG(std::string, doc_template, "tools/estimator_doc_template.md",
-          "The document with {{VALIDATION}}, {{FP8_MEMORY}} and {{PARAMETERS}} lines.");
+          "The document with {{VALIDATION}}, {{FP8_THROUGHPUT}}, {{FP8_MEMORY}}, {{PARAMETERS}} "
+          "and {{FP8_PARAMETERS}} lines.");
 ABSL_FLAG(std::string, out, "", "Where to write the document; stdout when empty.");
 
 namespace paratune {
@@ -342,6 +344,52 @@ absl::StatusOr<std::string> Fp8MemorySection(const std::vector<MeasuredRun>& run
   return out;
 }
 
+// The fp8 throughput of every fp8 run, fit table and held-out table: one row per run with
+// its measured and predicted TFLOP/s per GPU, and the MAPE of each table.
+std::string Fp8ThroughputSection(const std::vector<std::vector<MeasuredRun>>& tables,
+                                 const std::vector<MeasuredDataset>& datasets) {
+  std::string summary =
+      "| table | role | runs | MAPE TFLOP/s per GPU | mean signed error | max abs error |\n"
+      "|---|---|---:|---:|---:|---:|\n";
+  std::string rows;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const char* role = datasets[i].in_fit ? "fit" : "held out";
+    absl::StrAppend(&summary, ThroughputRow(absl::StrCat(datasets[i].file, " (fp8 rows)"), role,
+                                            tables[i], [](const MeasuredRun&) { return true; }));
+    absl::StrAppend(
+        &rows, "\n", datasets[i].in_fit ? "Fit" : "Held-out", " runs, ", datasets[i].file, ":\n\n",
+        "| line | model | release | GPUs | tp pp cp vp mbs | measured TFLOP/s per GPU | "
+        "predicted | error | predicted MFU (fp8 peak) |\n"
+        "|---:|---|---|---:|---|---:|---:|---:|---:|\n");
+    for (const MeasuredRun& run : tables[i]) {
+      if (!run.completed) continue;
+      const PerformanceEstimate estimate =
+          PredictPerformance(run.model, run.training, run.cluster, run.config,
+                             DefaultPerformanceParameters(run.cluster.gpu()));
+      const double measured = MeasuredTflopsPerGpu(run);
+      absl::StrAppendFormat(
+          &rows, "| %d | %s | %s | %d | %d %d %d %d %d | %.0f | %.0f | %+.1f%% | %s |\n", run.line,
+          run.model_name, run.group.substr(run.model_name.size() + 1), run.cluster.world_size(),
+          run.config.tp(), run.config.pp(), run.config.cp(), run.config.virtual_pipeline(),
+          run.config.micro_batch(), measured, estimate.model_tflops_per_gpu,
+          100 * (estimate.model_tflops_per_gpu / measured - 1), Percent(estimate.mfu));
+    }
+  }
+  return summary + rows;
+}
+
+// The fp8 fields per architecture.
+std::string Fp8ParametersSection() {
+  std::string out = "| parameter | A100 (Ampere) | H100 / H200 (Hopper) |\n|---|---:|---:|\n";
+  const PerformanceParameters ampere = FittedPerformanceParameters(GpuArchitecture::kAmpere);
+  const PerformanceParameters hopper = FittedPerformanceParameters(GpuArchitecture::kHopper);
+  for (const FittedField& field : Fp8FittedFields()) {
+    absl::StrAppendFormat(&out, "| %s | %.4g | %.4g |\n", field.name, ampere.*field.field,
+                          hopper.*field.field);
+  }
+  return out;
+}
+
 std::string ParametersSection() {
   std::string out = "| parameter | A100 (Ampere) | H100 / H200 (Hopper) |\n|---|---:|---:|\n";
   const PerformanceParameters ampere = FittedPerformanceParameters(GpuArchitecture::kAmpere);
@@ -368,6 +416,13 @@ absl::Status Run() {
   PT_ASSIGN_OR_RETURN(const std::vector<MeasuredRun> fp8_runs,
                       LoadMeasuredRuns(absl::GetFlag(FLAGS_data_dir), Fp8Dataset()));
   PT_ASSIGN_OR_RETURN(const std::string fp8_memory, Fp8MemorySection(fp8_runs));
+  const std::vector<MeasuredDataset> fp8_datasets = Fp8Datasets();
+  std::vector<std::vector<MeasuredRun>> fp8_tables;
+  for (const MeasuredDataset& dataset : fp8_datasets) {
+    PT_ASSIGN_OR_RETURN(std::vector<MeasuredRun> runs,
+                        LoadMeasuredRuns(absl::GetFlag(FLAGS_data_dir), dataset));
+    fp8_tables.push_back(std::move(runs));
+  }
   const std::string validation = absl::StrCat(
       "### Throughput\n\n", ThroughputSection(tables, datasets), "\n### Held-out ranking (",
       datasets.back().file, ")\n\n", HeldOutSection(held_out), "\n### Error bars\n\n",
@@ -379,10 +434,12 @@ absl::Status Run() {
   if (!in) return absl::NotFoundError(absl::StrCat(template_path, ": cannot open the file"));
   std::stringstream buffer;
   buffer << in.rdbuf();
-  const std::string document =
-      absl::StrReplaceAll(buffer.str(), {{"{{VALIDATION}}\n", validation},
-                                         {"{{FP8_MEMORY}}\n", fp8_memory},
-                                         {"{{PARAMETERS}}\n", ParametersSection()}});
+  const std::string document = absl::StrReplaceAll(
+      buffer.str(), {{"{{VALIDATION}}\n", validation},
+                     {"{{FP8_THROUGHPUT}}\n", Fp8ThroughputSection(fp8_tables, fp8_datasets)},
+                     {"{{FP8_MEMORY}}\n", fp8_memory},
+                     {"{{PARAMETERS}}\n", ParametersSection()},
+                     {"{{FP8_PARAMETERS}}\n", Fp8ParametersSection()}});
   const std::string out_path = absl::GetFlag(FLAGS_out);
   if (out_path.empty()) {
     std::cout << document;
