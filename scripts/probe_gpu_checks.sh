@@ -54,7 +54,7 @@ field() { grep -m1 "^ *$1:" "$2" | sed 's/^[^:]*: *//; s/"//g'; }
 for step in "${steps[@]}"; do
   case "$step" in
     tests)
-      for test in kernels_gpu_test gemm_gpu_test fp8_gemm_gpu_test attention_gpu_test cuda_backend_gpu_test; do
+      for test in kernels_gpu_test gemm_gpu_test fp8_gemm_gpu_test attention_gpu_test data_parallel_sync_gpu_test cuda_backend_gpu_test; do
         mkdir -p "$work/tmp/$test"
         TEST_SRCDIR="$work/runfiles" TEST_TMPDIR="$work/tmp/$test" "$work/bin/$test" \
           >>"$out/tests.log" 2>&1
@@ -74,7 +74,7 @@ for step in "${steps[@]}"; do
           >"$work/probe-$run.txt" 2>>"$out/probe.log"
         wall=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")
         { echo "== run $run, wall ${wall} s"; cat "$work/probe-$run.txt"; } >>"$out/probe.log"
-        note "8B probe $run: $(field outcome "$work/probe-$run.txt"), wall ${wall} s, mean step $(field mean_step_time_seconds "$work/probe-$run.txt") s, in-probe CV $(field step_time_cv "$work/probe-$run.txt"), predicted $(field predicted_step_time_seconds "$work/probe-$run.txt") s, peak $(field peak_memory_bytes "$work/probe-$run.txt") B vs estimated $(field estimated_peak_memory_bytes "$work/probe-$run.txt") B, attention $(field attention_kernel "$work/probe-$run.txt") $(field attention_fallback_reason "$work/probe-$run.txt")"
+        note "8B probe $run: $(field outcome "$work/probe-$run.txt"), wall ${wall} s, mean step $(field mean_step_time_seconds "$work/probe-$run.txt") s, in-probe CV $(field step_time_cv "$work/probe-$run.txt"), predicted $(field predicted_step_time_seconds "$work/probe-$run.txt") s, peak $(field peak_memory_bytes "$work/probe-$run.txt") B vs estimated $(field estimated_peak_memory_bytes "$work/probe-$run.txt") B, attention $(field attention_kernel "$work/probe-$run.txt") $(field attention_fallback_reason "$work/probe-$run.txt"), backward $(field attention_backward_kernel "$work/probe-$run.txt") $(field attention_backward_fallback_reason "$work/probe-$run.txt")"
       done
       python3 - "$work"/probe-*.txt <<'PYTHON' | tee -a "$summary"
 import re, statistics, sys

@@ -653,6 +653,8 @@ const std::map<std::string, int>& Expectations() {
       {"ProbeMeasurements.nccl_version empty", kLegal},
       {"ProbeMeasurements.attention_kernel empty", kLegal},
       {"ProbeMeasurements.attention_fallback_reason empty", kLegal},
+      {"ProbeMeasurements.attention_backward_kernel empty", kLegal},
+      {"ProbeMeasurements.attention_backward_fallback_reason empty", kLegal},
       {"ProbeMeasurements.micro_batches_per_step zero", kLegal},
       {"PhaseTime.seconds zero", kLegal},
       {"CollectiveBandwidth.bytes zero", kLegal},

@@ -50,6 +50,8 @@ v1::ProbeResult CompleteProbeResult() {
   measurements.set_nccl_version("2.28.9");
   measurements.set_attention_kernel("chunked");
   measurements.set_attention_fallback_reason("cuDNN found no engine for the shape");
+  measurements.set_attention_backward_kernel("chunked");
+  measurements.set_attention_backward_fallback_reason("context_parallel 2");
   measurements.set_micro_batches_per_step(32);
 
   v1::ProbeHost& host = *result.add_ran_on();

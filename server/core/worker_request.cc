@@ -151,18 +151,28 @@ absl::Status CheckMeasurements(const v1::ProbeMeasurements& m) {
   PT_RETURN_IF_ERROR(
       CheckBytes(field + ".estimated_peak_memory_bytes", m.estimated_peak_memory_bytes()));
   // The kernels paratune-probe names (proto/probe.proto); empty for backends without one.
-  PT_RETURN_IF_ERROR(CheckName(field + ".attention_kernel", m.attention_kernel(), true));
-  if (!m.attention_kernel().empty() && m.attention_kernel() != "cudnn_fused" &&
-      m.attention_kernel() != "chunked") {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ".attention_kernel (\"", absl::CHexEscape(m.attention_kernel()),
-                     "\") must be empty, \"cudnn_fused\" or \"chunked\""));
+  for (const auto& [name, kernel] : {
+           std::pair{"attention_kernel", &m.attention_kernel()},
+           std::pair{"attention_backward_kernel", &m.attention_backward_kernel()},
+       }) {
+    const std::string kernel_field = absl::StrCat(field, ".", name);
+    PT_RETURN_IF_ERROR(CheckName(kernel_field, *kernel, true));
+    if (!kernel->empty() && *kernel != "cudnn_fused" && *kernel != "chunked") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kernel_field, " (\"", absl::CHexEscape(*kernel),
+                       "\") must be empty, \"cudnn_fused\" or \"chunked\""));
+    }
   }
-  // cuDNN's refusals are quoted whole, so the reason is bounded like a result's message.
-  if (m.attention_fallback_reason().size() > kMaxMessageBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ".attention_fallback_reason (", m.attention_fallback_reason().size(),
-                     " bytes) must be at most ", kMaxMessageBytes, " bytes"));
+  // cuDNN's refusals are quoted whole, so the reasons are bounded like a result's message.
+  for (const auto& [name, reason] : {
+           std::pair{"attention_fallback_reason", &m.attention_fallback_reason()},
+           std::pair{"attention_backward_fallback_reason", &m.attention_backward_fallback_reason()},
+       }) {
+    if (reason->size() > kMaxMessageBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".", name, " (", reason->size(),
+                                                     " bytes) must be at most ", kMaxMessageBytes,
+                                                     " bytes"));
+    }
   }
   for (const auto& [name, value] : {
            std::pair{"gpu_name", &m.gpu_name()},

@@ -261,6 +261,14 @@ TEST(ValidateProbeResultTest, RefusesEveryFigureOutOfRangeWhateverTheOutcome) {
          r.mutable_measurements()->set_attention_fallback_reason(std::string(70000, 'r'));
        },
        "result.measurements.attention_fallback_reason (70000 bytes) must be at most 65536 bytes"},
+      {[](v1::ProbeResult& r) { r.mutable_measurements()->set_attention_backward_kernel("cudnn"); },
+       "result.measurements.attention_backward_kernel (\"cudnn\") must be empty, \"cudnn_fused\" "
+       "or \"chunked\""},
+      {[](v1::ProbeResult& r) {
+         r.mutable_measurements()->set_attention_backward_fallback_reason(std::string(70000, 'r'));
+       },
+       "result.measurements.attention_backward_fallback_reason (70000 bytes) must be at most "
+       "65536 bytes"},
   };
   for (const auto& c : cases) {
     for (v1::ProbeOutcome outcome : {v1::PROBE_OK, v1::PROBE_CRASH}) {

@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "worker/cuda/communicators.h"
 #include "worker/cuda/cuda_status.h"
+#include "worker/cuda/fill_kernels.h"
 #include "worker/probe/attention_graph.h"
 
 namespace paratune {
@@ -31,21 +35,32 @@ Attention::Attention(Gemm* gemm, const ShardShapes& shapes, int64_t query_chunk,
 }
 
 absl::Status Attention::SelectKernel(int64_t workspace_bytes) {
-  absl::StatusOr<std::unique_ptr<CudnnAttention>> fused = [&] {
-    const absl::StatusOr<AttentionGraph> graph = CausalAttentionForwardGraph(shapes_);
-    if (!graph.ok()) return absl::StatusOr<std::unique_ptr<CudnnAttention>>(graph.status());
-    return CudnnAttention::Create(*graph, workspace_bytes, stream_);
+  using Plan = absl::StatusOr<std::unique_ptr<CudnnAttention>>;
+  Plan forward = [&]() -> Plan {
+    PT_ASSIGN_OR_RETURN(const AttentionGraph graph, CausalAttentionForwardGraph(shapes_));
+    return CudnnAttention::Create(graph, workspace_bytes, stream_);
   }();
-  if (fused.ok()) {
-    fused_forward_ = std::move(fused).value();
-    fallback_reason_.clear();
-    return absl::OkStatus();
-  }
+  Plan backward = [&]() -> Plan {
+    PT_RETURN_IF_ERROR(CheckCudnnAttentionBackwardVersion(cudnnGetVersion()));
+    PT_ASSIGN_OR_RETURN(const AttentionGraph graph, CausalAttentionBackwardGraph(shapes_));
+    const int64_t gradient_bytes = FusedBackwardGradientBytes(shapes_);
+    if (gradient_bytes > workspace_bytes) {
+      return absl::UnimplementedError(
+          absl::StrCat("the fused backward's bf16 key and value gradients need ", gradient_bytes,
+                       " bytes, more than the attention workspace's ", workspace_bytes));
+    }
+    return CudnnAttention::Create(graph, workspace_bytes - gradient_bytes, stream_);
+  }();
   // Any graph cuDNN does not build falls back (and is reported), so that a cuDNN version
-  // that rejects the graph costs speed, not the probe; running out of memory is a measured
+  // that rejects a graph costs speed, not the probe; running out of memory is a measured
   // result.
-  if (absl::IsResourceExhausted(fused.status())) return fused.status();
-  fallback_reason_ = std::string(fused.status().message());
+  for (const Plan* plan : {&forward, &backward}) {
+    if (absl::IsResourceExhausted(plan->status())) return plan->status();
+  }
+  fallback_reason_ = forward.ok() ? "" : std::string(forward.status().message());
+  fused_forward_ = forward.ok() ? std::move(forward).value() : nullptr;
+  backward_fallback_reason_ = backward.ok() ? "" : std::string(backward.status().message());
+  fused_backward_ = backward.ok() ? std::move(backward).value() : nullptr;
   return absl::OkStatus();
 }
 
@@ -228,6 +243,31 @@ absl::Status Attention::Forward(const __nv_bfloat16* qkv, __nv_bfloat16* out,
 absl::Status Attention::Backward(const __nv_bfloat16* d_out, const __nv_bfloat16* out,
                                  __nv_bfloat16* d_qkv, const AttentionBuffers& b) {
   PT_RETURN_IF_ERROR(timer_->Mark(ProbePhase::kAttention));
+  PT_RETURN_IF_ERROR(fused_backward_ != nullptr ? FusedBackward(d_out, out, b)
+                                                : ChunkedBackward(d_out, out, b));
+  // Each rank's own keys and values' gradients: with context parallelism the chunked backward
+  // has reduce-scattered them over the ranks that saw them.
+  const float* own = b.key_value_gradients + positions_.context_rank * 2 * kv_block_;
+  return CudaStatus(RopeSplitBackward(b.query_gradient, own, d_qkv, dims_, positions_, stream_),
+                    "RopeSplitBackward");
+}
+
+absl::Status Attention::FusedBackward(const __nv_bfloat16* d_out, const __nv_bfloat16* out,
+                                      const AttentionBuffers& b) {
+  // cuDNN writes bf16 key and value gradients at the start of the workspace
+  // (FusedBackwardGradientBytes); RopeSplitBackward takes them in fp32.
+  __nv_bfloat16* d_keys = reinterpret_cast<__nv_bfloat16*>(b.scores);
+  __nv_bfloat16* d_values = d_keys + kv_block_;
+  char* workspace = reinterpret_cast<char*>(b.scores) + FusedBackwardGradientBytes(shapes_);
+  PT_RETURN_IF_ERROR(fused_backward_->Backward(b.query, b.key_value, b.key_value + kv_block_, out,
+                                               d_out, b.lse, b.query_gradient, d_keys, d_values,
+                                               workspace));
+  return CudaStatus(Bf16ToFloat(d_keys, b.key_value_gradients, 2 * kv_block_, stream_),
+                    "Bf16ToFloat(key/value gradients)");
+}
+
+absl::Status Attention::ChunkedBackward(const __nv_bfloat16* d_out, const __nv_bfloat16* out,
+                                        const AttentionBuffers& b) {
   PT_RETURN_IF_ERROR(CudaStatus(TokensToHeads(d_out, b.heads, dims_, stream_), "TokensToHeads"));
   PT_RETURN_IF_ERROR(
       CudaStatus(AttentionRowSums(d_out, out, b.row_sums, dims_, stream_), "AttentionRowSums"));
@@ -272,17 +312,12 @@ absl::Status Attention::Backward(const __nv_bfloat16* d_out, const __nv_bfloat16
     }
     return absl::OkStatus();
   }));
-  // Each rank's own keys and values: their gradients summed over the ranks that saw them.
-  float* own = b.key_value_gradients;
-  if (c > 1) {
-    own += positions_.context_rank * 2 * kv_block_;
-    PT_RETURN_IF_ERROR(timer_->Mark(ProbePhase::kCpCollectives));
-    PT_RETURN_IF_ERROR(
-        ReduceScatter(context_, b.key_value_gradients, own, 2 * kv_block_, ncclFloat32, stream_));
-    PT_RETURN_IF_ERROR(timer_->Mark(ProbePhase::kAttention));
-  }
-  return CudaStatus(RopeSplitBackward(b.query_gradient, own, d_qkv, dims_, positions_, stream_),
-                    "RopeSplitBackward");
+  if (c == 1) return absl::OkStatus();
+  float* own = b.key_value_gradients + positions_.context_rank * 2 * kv_block_;
+  PT_RETURN_IF_ERROR(timer_->Mark(ProbePhase::kCpCollectives));
+  PT_RETURN_IF_ERROR(
+      ReduceScatter(context_, b.key_value_gradients, own, 2 * kv_block_, ncclFloat32, stream_));
+  return timer_->Mark(ProbePhase::kAttention);
 }
 
 }  // namespace paratune

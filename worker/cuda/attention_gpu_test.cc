@@ -1,9 +1,12 @@
 // Attention::Forward and Backward (one context rank) against a float64 causal GQA attention
-// with rotary embeddings computed on the CPU: the chunked forward with query chunks smaller
+// with rotary embeddings computed on the CPU: the chunked passes with query chunks smaller
 // than the sequence, so that every chunk sees a different number of keys, and cuDNN's fused
-// forward (whose log-sum-exp the chunked backward then uses).
+// passes, each backward from either forward's log-sum-exp; then cuDNN's fused backward
+// against the chunked one, gradient by gradient, at a larger GQA shape.
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -130,9 +133,51 @@ Reference Compute(const std::vector<double>& qkv, const std::vector<double>& d_o
   return r;
 }
 
+// Device buffers of one micro-batch's attention of `shapes` (layouts of
+// attention_kernels.h), scores and probabilities sized for whole-sequence chunks or the
+// probe's attention workspace, whichever is larger.
+struct Buffers {
+  explicit Buffers(const ShardShapes& shapes)
+      : rows(shapes.micro_batch * shapes.sequence_per_rank),
+        width(shapes.kv_heads * (shapes.QueryHeadsPerKvHead() + 2) * shapes.head_dim),
+        query_values(rows * shapes.query_heads * shapes.head_dim),
+        kv_values(rows * shapes.kv_heads * shapes.head_dim),
+        score_values(shapes.sequence_per_rank * shapes.sequence_per_rank * shapes.query_heads),
+        workspace_bytes(
+            std::max<int64_t>(score_values * sizeof(float), AttentionScoresBytes(shapes))),
+        out(query_values),
+        d_qkv(rows * width),
+        query(query_values),
+        key_value(2 * kv_values),
+        heads(query_values),
+        query_gradient(query_values),
+        probabilities(score_values),
+        lse(query_values / shapes.head_dim),
+        scores(workspace_bytes / sizeof(float)),
+        kv_gradients(2 * kv_values),
+        row_sums(query_values / shapes.head_dim) {
+    buffers.query = query.get();
+    buffers.key_value = key_value.get();
+    buffers.lse = lse.get();
+    buffers.heads = heads.get();
+    buffers.query_gradient = query_gradient.get();
+    buffers.scores = scores.get();
+    buffers.probabilities = probabilities.get();
+    buffers.key_value_gradients = kv_gradients.get();
+    buffers.row_sums = row_sums.get();
+  }
+
+  int64_t rows, width, query_values, kv_values, score_values, workspace_bytes;
+  DeviceArray<bf16> out, d_qkv, query, key_value, heads, query_gradient, probabilities;
+  DeviceArray<float> lse, scores, kv_gradients, row_sums;
+  AttentionBuffers buffers;
+};
+
+// The kernels of one run: the chunk size of the chunked passes, and which passes are fused.
 struct Kernel {
   int64_t query_chunk;
-  bool fused;
+  bool fused_forward;
+  bool fused_backward;
 };
 
 class AttentionTest : public ::testing::TestWithParam<Kernel> {};
@@ -143,49 +188,95 @@ TEST_P(AttentionTest, ForwardAndBackwardMatchTheReference) {
   absl::StatusOr<std::unique_ptr<Gemm>> gemm = Gemm::Create(workspace, kGemmWorkspaceBytes);
   ASSERT_TRUE(gemm.ok()) << gemm.status();
   PhaseTimer timer(nullptr);
-  Attention attention(gemm->get(), Shapes(), GetParam().query_chunk, nullptr, 0, nullptr, &timer);
-  const int64_t score_values = kTokens * kTokens * kHeadsPerKv * kKvHeads;
-  if (GetParam().fused) {
-    ASSERT_TRUE(attention.SelectKernel(score_values * sizeof(float)).ok());
-    ASSERT_STREQ(attention.forward_kernel(), "cudnn_fused") << attention.fallback_reason();
+  Buffers b(Shapes());
+  // `chunked` never selects cuDNN; `fused` runs whichever pass the parameter says.
+  Attention chunked(gemm->get(), Shapes(), GetParam().query_chunk, nullptr, 0, nullptr, &timer);
+  Attention fused(gemm->get(), Shapes(), GetParam().query_chunk, nullptr, 0, nullptr, &timer);
+  if (GetParam().fused_forward || GetParam().fused_backward) {
+    ASSERT_TRUE(fused.SelectKernel(b.workspace_bytes).ok());
+    ASSERT_STREQ(fused.forward_kernel(), "cudnn_fused") << fused.fallback_reason();
+    ASSERT_STREQ(fused.backward_kernel(), "cudnn_fused") << fused.backward_fallback_reason();
   }
+  Attention& forward = GetParam().fused_forward ? fused : chunked;
+  Attention& backward = GetParam().fused_backward ? fused : chunked;
 
   const std::vector<bf16> qkv = RandomBf16(kRows * kWidth, 1);
   const std::vector<bf16> d_out = RandomBf16(kQueryValues, 2);
-  const int64_t kv_values = kRows * kKvHeads * kHeadDim;
-  DeviceArray<bf16> d_qkv_in(qkv), d_dout(d_out), out(kQueryValues), d_qkv(kRows * kWidth),
-      query(kQueryValues), key_value(2 * kv_values), heads(kQueryValues),
-      query_gradient(kQueryValues), probabilities(score_values);
-  DeviceArray<float> lse(kQueryValues / kHeadDim), scores(score_values),
-      kv_gradients(2 * kv_values), row_sums(kQueryValues / kHeadDim);
-  AttentionBuffers buffers;
-  buffers.query = query.get();
-  buffers.key_value = key_value.get();
-  buffers.lse = lse.get();
-  buffers.heads = heads.get();
-  buffers.query_gradient = query_gradient.get();
-  buffers.scores = scores.get();
-  buffers.probabilities = probabilities.get();
-  buffers.key_value_gradients = kv_gradients.get();
-  buffers.row_sums = row_sums.get();
-  ASSERT_TRUE(attention.Forward(d_qkv_in.get(), out.get(), buffers).ok());
-  ASSERT_TRUE(attention.Backward(d_dout.get(), out.get(), d_qkv.get(), buffers).ok());
+  DeviceArray<bf16> d_qkv_in(qkv), d_dout(d_out);
+  ASSERT_TRUE(forward.Forward(d_qkv_in.get(), b.out.get(), b.buffers).ok());
+  ASSERT_TRUE(backward.Backward(d_dout.get(), b.out.get(), b.d_qkv.get(), b.buffers).ok());
 
   const Reference reference = Compute(ToDouble(qkv), ToDouble(d_out));
-  EXPECT_LT(RelativeError(ToDouble(out.ToHost()), reference.out), 1e-2);
-  EXPECT_LT(RelativeError(ToDouble(d_qkv.ToHost()), reference.d_qkv), 3e-2);
+  EXPECT_LT(RelativeError(ToDouble(b.out.ToHost()), reference.out), 1e-2);
+  EXPECT_LT(RelativeError(ToDouble(b.d_qkv.ToHost()), reference.d_qkv), 3e-2);
   gemm->reset();
   cudaFree(workspace);
 }
 
-// One chunk per sequence, chunks of 16 tokens, a chunk size that does not divide it; cuDNN.
+// One chunk per sequence, chunks of 16 tokens, a chunk size that does not divide it; cuDNN's
+// forward with the chunked backward, the chunked forward with cuDNN's backward, and both.
 INSTANTIATE_TEST_SUITE_P(Kernels, AttentionTest,
-                         ::testing::Values(Kernel{48, false}, Kernel{16, false}, Kernel{20, false},
-                                           Kernel{16, true}));
+                         ::testing::Values(Kernel{48, false, false}, Kernel{16, false, false},
+                                           Kernel{20, false, false}, Kernel{16, true, false},
+                                           Kernel{16, false, true}, Kernel{16, true, true}));
 
-// cuDNN builds its fused forward for the attention of Llama-3.1-8B (s 8192, 32 query and 8
-// kv heads of 128) and of Llama-3.1-70B at tensor parallelism 8 (8 query heads, 1 kv head),
-// within the probe's attention workspace; context parallelism falls back, saying why.
+// The query, key and value parts of a qkv-layout gradient [T, G, H + 2, d], as float64.
+std::vector<double> Part(const std::vector<bf16>& d_qkv, const ShardShapes& x, int64_t first,
+                         int64_t heads) {
+  const int64_t H = x.QueryHeadsPerKvHead(), d = x.head_dim;
+  const int64_t groups = static_cast<int64_t>(d_qkv.size()) / ((H + 2) * d);
+  std::vector<double> part;
+  for (int64_t group = 0; group < groups; ++group) {
+    for (int64_t e = first * d; e < (first + heads) * d; ++e) {
+      part.push_back(__bfloat162float(d_qkv[group * (H + 2) * d + e]));
+    }
+  }
+  return part;
+}
+
+// cuDNN's fused backward against the chunked backward from the same fused forward, at a
+// causal GQA shape like a Llama rank's (2 sequences of 512 tokens, 2 kv heads of 4 query
+// heads, d 128): dQ, dK and dV each within bf16 rounding of the chunked path's.
+TEST(AttentionKernelTest, FusedBackwardMatchesTheChunkedBackward) {
+  ShardShapes x = Shapes();
+  x.sequence = x.sequence_per_rank = 512;
+  x.tokens = 2 * 512;
+  x.query_heads = 8;
+  x.head_dim = 128;
+  void* workspace = nullptr;
+  ASSERT_EQ(cudaMalloc(&workspace, kGemmWorkspaceBytes), cudaSuccess);
+  absl::StatusOr<std::unique_ptr<Gemm>> gemm = Gemm::Create(workspace, kGemmWorkspaceBytes);
+  ASSERT_TRUE(gemm.ok()) << gemm.status();
+  PhaseTimer timer(nullptr);
+  Buffers b(x);
+  Attention fused(gemm->get(), x, 128, nullptr, 0, nullptr, &timer);
+  Attention chunked(gemm->get(), x, 128, nullptr, 0, nullptr, &timer);
+  ASSERT_TRUE(fused.SelectKernel(b.workspace_bytes).ok());
+  ASSERT_STREQ(fused.forward_kernel(), "cudnn_fused") << fused.fallback_reason();
+  ASSERT_STREQ(fused.backward_kernel(), "cudnn_fused") << fused.backward_fallback_reason();
+
+  const DeviceArray<bf16> qkv(RandomBf16(b.rows * b.width, 3));
+  const DeviceArray<bf16> d_out(RandomBf16(b.query_values, 4));
+  ASSERT_TRUE(fused.Forward(qkv.get(), b.out.get(), b.buffers).ok());
+  ASSERT_TRUE(chunked.Backward(d_out.get(), b.out.get(), b.d_qkv.get(), b.buffers).ok());
+  const std::vector<bf16> expected = b.d_qkv.ToHost();
+  ASSERT_TRUE(fused.Backward(d_out.get(), b.out.get(), b.d_qkv.get(), b.buffers).ok());
+  const std::vector<bf16> actual = b.d_qkv.ToHost();
+  const int64_t H = x.QueryHeadsPerKvHead();
+  for (const auto& [name, first, heads] :
+       {std::tuple{"dQ", int64_t{0}, H}, std::tuple{"dK", H, int64_t{1}},
+        std::tuple{"dV", H + 1, int64_t{1}}}) {
+    EXPECT_LT(RelativeError(Part(actual, x, first, heads), Part(expected, x, first, heads)), 2e-2)
+        << name;
+  }
+  gemm->reset();
+  cudaFree(workspace);
+}
+
+// cuDNN builds its fused forward and backward for the attention of Llama-3.1-8B (s 8192, 32
+// query and 8 kv heads of 128) and of Llama-3.1-70B at tensor parallelism 8 (8 query heads,
+// 1 kv head), within the workspace the probe's footprint plan gives them; context
+// parallelism falls back, saying why.
 TEST(AttentionKernelTest, CudnnRunsLlamaShapesAndContextParallelismFallsBack) {
   PhaseTimer timer(nullptr);
   ShardShapes llama = Shapes();
@@ -196,15 +287,19 @@ TEST(AttentionKernelTest, CudnnRunsLlamaShapesAndContextParallelismFallsBack) {
     llama.query_heads = query_heads;
     llama.kv_heads = kv_heads;
     Attention attention(nullptr, llama, 1, nullptr, 0, nullptr, &timer);
-    ASSERT_TRUE(attention.SelectKernel(kAttentionWorkspaceBytes / 2).ok());
+    ASSERT_TRUE(attention.SelectKernel(AttentionScoresBytes(llama)).ok());
     EXPECT_STREQ(attention.forward_kernel(), "cudnn_fused") << attention.fallback_reason();
+    EXPECT_STREQ(attention.backward_kernel(), "cudnn_fused")
+        << attention.backward_fallback_reason();
   }
   llama.context_parallel = 2;
   llama.sequence_per_rank = 4096;
   Attention attention(nullptr, llama, 1, nullptr, 0, nullptr, &timer);
-  ASSERT_TRUE(attention.SelectKernel(kAttentionWorkspaceBytes / 2).ok());
+  ASSERT_TRUE(attention.SelectKernel(AttentionScoresBytes(llama)).ok());
   EXPECT_STREQ(attention.forward_kernel(), "chunked");
   EXPECT_NE(attention.fallback_reason().find("context_parallel 2"), std::string::npos);
+  EXPECT_STREQ(attention.backward_kernel(), "chunked");
+  EXPECT_NE(attention.backward_fallback_reason().find("context_parallel 2"), std::string::npos);
 }
 
 }  // namespace

@@ -47,9 +47,11 @@ cudnnPointwiseMode_t PointwiseMode(GraphOpKind kind) {
       return CUDNN_POINTWISE_CMP_GE;
     case GraphOpKind::kSelect:
       return CUDNN_POINTWISE_BINARY_SELECT;
+    case GraphOpKind::kIdentity:
     case GraphOpKind::kMatmul:
     case GraphOpKind::kReduceMax:
     case GraphOpKind::kReduceSum:
+    case GraphOpKind::kReshape:
       break;
   }
   return CUDNN_POINTWISE_IDENTITY;
@@ -70,7 +72,22 @@ absl::Status Finalize(void* descriptor, absl::string_view what) {
                      absl::StrCat("cudnnBackendFinalize(", what, ")"));
 }
 
+int64_t Aligned(int64_t bytes) {
+  return (bytes + kGraphWorkspaceAlignment - 1) / kGraphWorkspaceAlignment *
+         kGraphWorkspaceAlignment;
+}
+
 }  // namespace
+
+absl::Status CheckCudnnAttentionBackwardVersion(size_t version) {
+  if (version == 91000 || version == 91001) {
+    return absl::UnimplementedError(
+        absl::StrCat("cuDNN ", version / 10000, ".", version / 100 % 100, ".", version % 100,
+                     " has known bugs in the fp16/bf16 SDPA backward (cudnn-frontend refuses "
+                     "9.10.0 and 9.10.1)"));
+  }
+  return absl::OkStatus();
+}
 
 void CudnnAttention::DescriptorDeleter::operator()(void* descriptor) const {
   cudnnBackendDestroyDescriptor(descriptor);
@@ -87,6 +104,8 @@ absl::StatusOr<std::unique_ptr<CudnnAttention>> CudnnAttention::Create(const Att
                                                                        int64_t workspace_bytes,
                                                                        cudaStream_t stream) {
   std::unique_ptr<CudnnAttention> attention(new CudnnAttention());
+  attention->stream_ = stream;
+  attention->executions_ = graph.executions;
   PT_RETURN_IF_ERROR(CudnnStatus(cudnnCreate(&attention->handle_), "cudnnCreate"));
   PT_RETURN_IF_ERROR(CudnnStatus(cudnnSetStream(attention->handle_, stream), "cudnnSetStream"));
   auto make = [&](cudnnBackendDescriptorType_t type) -> absl::StatusOr<void*> {
@@ -118,7 +137,15 @@ absl::StatusOr<std::unique_ptr<CudnnAttention>> CudnnAttention::Create(const Att
         Set(tensor, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value));
     PT_RETURN_IF_ERROR(Finalize(tensor, absl::StrCat("tensor ", t.uid)));
     tensors[t.uid] = tensor;
-    if (by_value) attention->scalars_.push_back({t.uid, *t.value});
+    int64_t bytes = GraphDataTypeBytes(t.type);
+    for (int64_t dim : t.dims) bytes *= dim;
+    if (by_value) {
+      attention->scalars_.push_back({t.uid, *t.value});
+    } else if (t.workspace_offset >= 0) {
+      attention->workspace_tensors_.push_back({t.uid, t.workspace_offset, bytes, t.accumulated});
+    } else if (!is_virtual) {
+      attention->bound_.push_back({t.uid, t.execution_stride * GraphDataTypeBytes(t.type)});
+    }
   }
 
   std::vector<void*> ops;
@@ -158,6 +185,14 @@ absl::StatusOr<std::unique_ptr<CudnnAttention>> CudnnAttention::Create(const Att
             SetDescriptor(operation, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, tensors[op.output]));
         PT_RETURN_IF_ERROR(
             SetDescriptor(operation, CUDNN_ATTR_OPERATION_REDUCTION_DESC, reduction));
+        break;
+      }
+      case GraphOpKind::kReshape: {
+        PT_ASSIGN_OR_RETURN(operation, make(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR));
+        PT_RETURN_IF_ERROR(
+            SetDescriptor(operation, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, tensors[op.inputs[0]]));
+        PT_RETURN_IF_ERROR(
+            SetDescriptor(operation, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, tensors[op.output]));
         break;
       }
       default: {
@@ -234,17 +269,21 @@ absl::StatusOr<std::unique_ptr<CudnnAttention>> CudnnAttention::Create(const Att
       absl::StrAppend(&refusals, refusals.empty() ? "" : "; ", finalized.message());
       continue;
     }
-    int64_t needed = 0;
+    int64_t plan_bytes = 0;
     PT_RETURN_IF_ERROR(
         CudnnStatus(cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                             CUDNN_TYPE_INT64, 1, nullptr, &needed),
+                                             CUDNN_TYPE_INT64, 1, nullptr, &plan_bytes),
                     "execution plan workspace size"));
+    const int64_t needed = Aligned(plan_bytes) + graph.workspace_tensor_bytes;
     if (needed > workspace_bytes) {
       absl::StrAppend(&refusals, refusals.empty() ? "" : "; ", "execution plan ", i, " needs ",
-                      needed, " bytes of workspace, more than ", workspace_bytes);
+                      needed, " bytes of workspace (", plan_bytes, " its own, ",
+                      graph.workspace_tensor_bytes, " the graph's tensors), more than ",
+                      workspace_bytes);
       continue;
     }
     attention->plan_ = std::move(owned);
+    attention->plan_workspace_bytes_ = Aligned(plan_bytes);
     return attention;
   }
   return absl::UnimplementedError(absl::StrCat("cuDNN has no engine for the attention graph (",
@@ -255,29 +294,83 @@ absl::StatusOr<std::unique_ptr<CudnnAttention>> CudnnAttention::Create(const Att
 absl::Status CudnnAttention::Forward(const __nv_bfloat16* query, const __nv_bfloat16* keys,
                                      const __nv_bfloat16* values, __nv_bfloat16* out, float* stats,
                                      void* workspace) {
-  std::vector<int64_t> uids = {kAttentionQueryUid, kAttentionKeyTransposedUid, kAttentionValueUid,
-                               kAttentionOutputUid, kAttentionStatsUid};
-  std::vector<void*> pointers = {const_cast<__nv_bfloat16*>(query),
-                                 const_cast<__nv_bfloat16*>(keys),
-                                 const_cast<__nv_bfloat16*>(values), out, stats};
-  for (Scalar& scalar : scalars_) {
-    uids.push_back(scalar.uid);
-    pointers.push_back(&scalar.value);
+  return Run({{kAttentionQueryUid, query},
+              {kAttentionKeyTransposedUid, keys},
+              {kAttentionValueUid, values},
+              {kAttentionOutputUid, out},
+              {kAttentionStatsUid, stats}},
+             workspace, "attention forward");
+}
+
+absl::Status CudnnAttention::Backward(const __nv_bfloat16* query, const __nv_bfloat16* keys,
+                                      const __nv_bfloat16* values, const __nv_bfloat16* out,
+                                      const __nv_bfloat16* d_out, const float* stats,
+                                      __nv_bfloat16* d_query, __nv_bfloat16* d_keys,
+                                      __nv_bfloat16* d_values, void* workspace) {
+  return Run({{kAttentionQueryUid, query},
+              {kAttentionKeyTransposedUid, keys},
+              {kAttentionValueTransposedUid, values},
+              {kAttentionOutputTokensUid, out},
+              {kAttentionOutputGradientUid, d_out},
+              {kAttentionStatsUid, stats},
+              {kAttentionQueryGradientUid, d_query},
+              {kAttentionKeyGradientUid, d_keys},
+              {kAttentionValueGradientUid, d_values}},
+             workspace, "attention backward");
+}
+
+absl::Status CudnnAttention::Run(const std::vector<Pointer>& pointers, void* workspace,
+                                 const char* what) {
+  // The pointers must be exactly the graph's bound tensors.
+  std::map<int64_t, const void*> given;
+  for (const Pointer& p : pointers) given[p.uid] = p.data;
+  bool matches = given.size() == bound_.size();
+  for (const Bound& b : bound_) matches = matches && given.count(b.uid) > 0;
+  if (!matches) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, " was called on a plan of another graph (", bound_.size(),
+                     " bound tensors, ", given.size(), " given)"));
   }
-  void* pack = nullptr;
-  PT_RETURN_IF_ERROR(
-      CudnnStatus(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack),
-                  "cudnnBackendCreateDescriptor(variant pack)"));
-  const Descriptor owned(pack);
-  PT_RETURN_IF_ERROR(Set(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64,
-                         static_cast<int64_t>(uids.size()), uids.data()));
-  PT_RETURN_IF_ERROR(Set(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
-                         static_cast<int64_t>(pointers.size()), pointers.data()));
-  PT_RETURN_IF_ERROR(
-      Set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace));
-  PT_RETURN_IF_ERROR(Finalize(pack, "variant pack"));
-  return CudnnStatus(cudnnBackendExecute(handle_, plan_.get(), pack),
-                     "cudnnBackendExecute(attention forward)");
+  char* const workspace_tensors = static_cast<char*>(workspace) + plan_workspace_bytes_;
+  // Below 9.6 cuDNN adds into the accumulated tensors without clearing them first.
+  const bool clear_accumulated = cudnnGetVersion() < 90600;
+  for (int64_t execution = 0; execution < executions_; ++execution) {
+    std::vector<int64_t> uids;
+    std::vector<void*> data;
+    for (const Bound& b : bound_) {
+      uids.push_back(b.uid);
+      data.push_back(const_cast<char*>(static_cast<const char*>(given[b.uid])) +
+                     execution * b.execution_stride_bytes);
+    }
+    for (const WorkspaceTensor& t : workspace_tensors_) {
+      uids.push_back(t.uid);
+      data.push_back(workspace_tensors + t.offset);
+      if (t.accumulated && clear_accumulated) {
+        PT_RETURN_IF_ERROR(
+            CudaStatus(cudaMemsetAsync(data.back(), 0, t.bytes, stream_),
+                       absl::StrCat("cudaMemsetAsync(", what, " tensor ", t.uid, ")")));
+      }
+    }
+    for (Scalar& scalar : scalars_) {
+      uids.push_back(scalar.uid);
+      data.push_back(&scalar.value);
+    }
+    void* pack = nullptr;
+    PT_RETURN_IF_ERROR(
+        CudnnStatus(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack),
+                    "cudnnBackendCreateDescriptor(variant pack)"));
+    const Descriptor owned(pack);
+    PT_RETURN_IF_ERROR(Set(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64,
+                           static_cast<int64_t>(uids.size()), uids.data()));
+    PT_RETURN_IF_ERROR(Set(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
+                           static_cast<int64_t>(data.size()), data.data()));
+    PT_RETURN_IF_ERROR(
+        Set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace));
+    PT_RETURN_IF_ERROR(Finalize(pack, "variant pack"));
+    PT_RETURN_IF_ERROR(CudnnStatus(cudnnBackendExecute(handle_, plan_.get(), pack),
+                                   absl::StrCat("cudnnBackendExecute(", what, ")")));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace paratune

@@ -21,16 +21,19 @@
 namespace paratune {
 namespace {
 
-// Owns a CUDA stream, an event array and a small device buffer: RAII for the rank's
-// resources that are not in the footprint.
+// Owns the compute and communication streams, an event array and a small device buffer:
+// RAII for the rank's resources that are not in the footprint.
 class RankResources {
  public:
   ~RankResources() {
     for (cudaEvent_t event : events) cudaEventDestroy(event);
     if (reduction != nullptr) cudaFree(reduction);
+    if (communication != nullptr) cudaStreamDestroy(communication);
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
   cudaStream_t stream = nullptr;
+  // The overlapped data-parallel collectives' (StageRunner).
+  cudaStream_t communication = nullptr;
   std::vector<cudaEvent_t> events;
   double* reduction = nullptr;
 };
@@ -58,6 +61,9 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
   RankResources resources;
   PT_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&resources.stream, cudaStreamNonBlocking),
                                 "cudaStreamCreate"));
+  PT_RETURN_IF_ERROR(
+      CudaStatus(cudaStreamCreateWithFlags(&resources.communication, cudaStreamNonBlocking),
+                 "cudaStreamCreate(communication)"));
   cudaStream_t stream = resources.stream;
   PT_ASSIGN_OR_RETURN(std::unique_ptr<RankCommunicators> communicators,
                       RankCommunicators::Create(id, layout, rank));
@@ -68,7 +74,8 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
                       Gemm::Create(memory->get<void>(ProbeBuffer::kGemmWorkspace),
                                    plan.placement(ProbeBuffer::kGemmWorkspace).bytes));
   PhaseTimer timer(stream);
-  StageRunner runner(spec, plan, *memory, *communicators, gemm.get(), stream, &timer);
+  StageRunner runner(spec, plan, *memory, *communicators, gemm.get(), stream,
+                     resources.communication, &timer);
   PT_RETURN_IF_ERROR(runner.Initialize(spec.seed()));
 
   // The values every rank reduces at the end, in one all-reduce (maximum): the timed steps
@@ -160,6 +167,8 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
   measurement.device = std::move(description);
   measurement.attention_kernel = runner.attention().forward_kernel();
   measurement.attention_fallback_reason = runner.attention().fallback_reason();
+  measurement.attention_backward_kernel = runner.attention().backward_kernel();
+  measurement.attention_backward_fallback_reason = runner.attention().backward_fallback_reason();
   return measurement;
 }
 

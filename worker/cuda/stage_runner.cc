@@ -36,13 +36,15 @@ struct StageRunner::LayerActivations {
 
 StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& plan,
                          const DeviceFootprint& memory, const RankCommunicators& communicators,
-                         Gemm* gemm, cudaStream_t stream, PhaseTimer* timer)
+                         Gemm* gemm, cudaStream_t stream, cudaStream_t communication_stream,
+                         PhaseTimer* timer)
     : spec_(spec),
       plan_(plan),
       memory_(memory),
       communicators_(communicators),
       gemm_(gemm),
       stream_(stream),
+      communication_stream_(communication_stream),
       timer_(timer),
       attention_(gemm, plan.shapes(), plan.attention_query_chunk(),
                  communicators.group(RankGroup::kContext),
@@ -52,8 +54,21 @@ StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& plan,
       reduce_gradients_(communicators.group_size(RankGroup::kDataContext) > 1 &&
                         !DataParallelModelled(spec)),
       shard_index_(communicators.group_rank(RankGroup::kDataContext)),
+      shard_count_(spec.training().distributed_optimizer()
+                       ? plan.parameters().padded_elements / plan.parameters().shard_elements
+                       : 1),
+      chunks_(ChunkUnitsOf(plan.stage_layers())),
+      overlap_(spec.data_parallel_overlap()),
+      overlapped_(reduce_gradients_ &&
+                  (overlap_.overlap_grad_reduce || overlap_.overlap_param_gather)),
       weights_(memory.get<bf16>(ProbeBuffer::kWeights)) {
   SetMicroBatches(spec.micro_batches());
+  // The buckets do not depend on the micro-batches.
+  if (overlapped_) {
+    optimizer_buckets_ = data_parallel_plan_.buckets;
+  } else {
+    optimizer_buckets_.push_back({0, 0, plan.parameters().padded_elements, 0, 0});
+  }
   for (int64_t slot = plan.activation_slots() - 1; slot >= 0; --slot) free_slots_.push_back(slot);
   for (int64_t slot = plan.loss_slots() - 1; slot >= 0; --slot) free_loss_slots_.push_back(slot);
 }
@@ -170,25 +185,52 @@ absl::Status StageRunner::Initialize(uint64_t seed) {
   PT_RETURN_IF_ERROR(CudaStatus(FillTokens(memory_.get<int32_t>(ProbeBuffer::kLabels),
                                            shapes_.tokens, seed + 1, vocabulary, stream_),
                                 "FillTokens(labels)"));
-  const bool distributed = spec_.training().distributed_optimizer();
-  const int64_t shard = distributed ? parameters.shard_elements : parameters.padded_elements;
-  const int64_t first = distributed ? shard_index_ * shard : 0;
-  PT_RETURN_IF_ERROR(
-      CudaStatus(Bf16ToFloat(weights_ + first, memory_.get<float>(ProbeBuffer::kMasterWeights),
-                             shard, stream_),
-                 "Bf16ToFloat(master weights)"));
+  for (const ParameterBucket& bucket : optimizer_buckets_) {
+    const int64_t shard = (bucket.end - bucket.start) / shard_count_;
+    PT_RETURN_IF_ERROR(CudaStatus(
+        Bf16ToFloat(weights_ + bucket.start + shard_index_ * shard,
+                    memory_.get<float>(ProbeBuffer::kMasterWeights) + bucket.start / shard_count_,
+                    shard, stream_),
+        "Bf16ToFloat(master weights)"));
+  }
+  const int64_t shard = spec_.training().distributed_optimizer() ? parameters.shard_elements
+                                                                 : parameters.padded_elements;
   for (ProbeBuffer moment : {ProbeBuffer::kAdamFirstMoment, ProbeBuffer::kAdamSecondMoment}) {
     PT_RETURN_IF_ERROR(
         CudaStatus(cudaMemsetAsync(memory_.get<float>(moment), 0, shard * sizeof(float), stream_),
                    "cudaMemsetAsync(Adam moments)"));
+  }
+  if (overlapped_) {
+    DataParallelBuffers buffers;
+    buffers.comm = communicators_.group(RankGroup::kDataContext);
+    buffers.rank = shard_index_;
+    buffers.shard_count = shard_count_;
+    buffers.weights = weights_;
+    buffers.gradients = Gradient(0);
+    buffers.fp32_gradients = fp32_gradients_;
+    buffers.compute = stream_;
+    buffers.communication = communication_stream_;
+    PT_ASSIGN_OR_RETURN(data_parallel_sync_,
+                        DataParallelSync::Create(buffers, optimizer_buckets_, timer_));
   }
   return attention_.SelectKernel(plan_.placement(ProbeBuffer::kAttentionScores).bytes);
 }
 
 void StageRunner::SetMicroBatches(int64_t micro_batches) {
   const RankLayout& layout = communicators_.layout();
-  schedule_ = PipelineScheduleOf(layout.pp(), spec_.config().virtual_pipeline(), micro_batches,
-                                 layout.CoordinatesOf(communicators_.rank()).pp);
+  const int64_t stage = layout.CoordinatesOf(communicators_.rank()).pp;
+  schedule_ =
+      PipelineScheduleOf(layout.pp(), spec_.config().virtual_pipeline(), micro_batches, stage);
+  if (overlapped_) {
+    data_parallel_plan_ = DataParallelPlanOf(
+        plan_.parameters(), plan_.stage_layers(), spec_.model().tied_embeddings(), schedule_, stage,
+        layout.pp(), communicators_.group_size(RankGroup::kDataContext), overlap_);
+  }
+}
+
+absl::Status StageRunner::Reach(PlanPointKind kind, int64_t unit) {
+  if (!overlapped_) return absl::OkStatus();
+  return data_parallel_sync_->Reach({kind, pass_, unit});
 }
 
 absl::Status StageRunner::Step() {
@@ -196,7 +238,12 @@ absl::Status StageRunner::Step() {
   const size_t gradient_bytes = plan_.placement(ProbeBuffer::kGradients).bytes;
   PT_RETURN_IF_ERROR(CudaStatus(cudaMemsetAsync(Gradient(0), 0, gradient_bytes, stream_),
                                 "cudaMemsetAsync(gradients)"));
+  if (overlapped_) data_parallel_sync_->Start(&data_parallel_plan_.steps);
+  pass_ = 0;
+  PT_RETURN_IF_ERROR(Reach(PlanPointKind::kStepStart));
   for (const ScheduleStep& step : schedule_) PT_RETURN_IF_ERROR(RunScheduleStep(step));
+  PT_RETURN_IF_ERROR(Reach(PlanPointKind::kStepEnd));
+  if (overlapped_) PT_RETURN_IF_ERROR(data_parallel_sync_->Finish());
   return OptimizerStep();
 }
 
@@ -232,8 +279,12 @@ absl::Status StageRunner::RunScheduleStep(const ScheduleStep& step) {
         SendReceive(communicators_.group(RankGroup::kPipeline), transfers, ncclBfloat16, stream_));
   }
   if (!step.pass.has_value()) return absl::OkStatus();
-  return step.pass->direction == PassDirection::kForward ? Forward(*step.pass)
-                                                         : Backward(*step.pass);
+  PT_RETURN_IF_ERROR(Reach(PlanPointKind::kBeforePass));
+  PT_RETURN_IF_ERROR(step.pass->direction == PassDirection::kForward ? Forward(*step.pass)
+                                                                     : Backward(*step.pass));
+  PT_RETURN_IF_ERROR(Reach(PlanPointKind::kAfterPass));
+  ++pass_;
+  return absl::OkStatus();
 }
 
 absl::Status StageRunner::Forward(const PipelinePass& pass) {
@@ -250,8 +301,11 @@ absl::Status StageRunner::Forward(const PipelinePass& pass) {
   bf16* chunk_output = loss ? reinterpret_cast<bf16*>(loss_slot + plan_.loss_activations().input)
                             : memory_.get<bf16>(ProbeBuffer::kPipelineSendActivation);
   const int64_t layers = stage.chunk_layers[pass.chunk];
-  if (embedding)
+  const ChunkUnits& units = chunks_[pass.chunk];
+  if (embedding) {
+    PT_RETURN_IF_ERROR(Reach(PlanPointKind::kBeforeForward, units.Embedding()));
     PT_RETURN_IF_ERROR(EmbeddingForward(layers > 0 ? LayerInput(slot, 0) : chunk_output));
+  }
   if (layers == 0 && !embedding) {
     // An uneven split's chunk of no layers (pipeline_layout.h) passes its input on.
     PT_RETURN_IF_ERROR(
@@ -262,10 +316,14 @@ absl::Status StageRunner::Forward(const PipelinePass& pass) {
   }
   for (int64_t l = 0; l < layers; ++l) {
     bf16* output = l + 1 < layers ? LayerInput(slot, l + 1) : chunk_output;
+    PT_RETURN_IF_ERROR(Reach(PlanPointKind::kBeforeForward, units.Layer(l)));
     PT_RETURN_IF_ERROR(
         LayerForward(StageLayer(pass.chunk, l), LayerInput(slot, l), Kept(slot, l), output));
   }
-  if (loss) PT_RETURN_IF_ERROR(LossForward(loss_slot));
+  if (loss) {
+    PT_RETURN_IF_ERROR(Reach(PlanPointKind::kBeforeForward, units.Loss()));
+    PT_RETURN_IF_ERROR(LossForward(loss_slot));
+  }
   return absl::OkStatus();
 }
 
@@ -277,9 +335,11 @@ absl::Status StageRunner::Backward(const PipelinePass& pass) {
   PT_ASSIGN_OR_RETURN(const int64_t slot, SlotOf(pass.chunk, pass.micro_batch));
   bf16* residual_gradient = memory_.get<bf16>(ProbeBuffer::kResidualGradient);
   const bf16* gradient = memory_.get<bf16>(ProbeBuffer::kPipelineReceiveGradient);
+  const ChunkUnits& units = chunks_[pass.chunk];
   if (loss) {
     PT_ASSIGN_OR_RETURN(const int64_t index, LossSlotOf(pass.micro_batch));
     PT_RETURN_IF_ERROR(LossBackward(LossSlot(index)));
+    PT_RETURN_IF_ERROR(Reach(PlanPointKind::kAfterBackward, units.Loss()));
     ReleaseLossSlot(pass.micro_batch);
     gradient = residual_gradient;
   }
@@ -291,6 +351,7 @@ absl::Status StageRunner::Backward(const PipelinePass& pass) {
                                       memory_.get<bf16>(ProbeBuffer::kGathered)));
     }
     PT_RETURN_IF_ERROR(LayerBackward(layer, LayerInput(slot, l), Kept(slot, l), gradient));
+    PT_RETURN_IF_ERROR(Reach(PlanPointKind::kAfterBackward, units.Layer(l)));
     gradient = residual_gradient;
   }
   if (gradient != residual_gradient) {
@@ -301,7 +362,10 @@ absl::Status StageRunner::Backward(const PipelinePass& pass) {
                                    cudaMemcpyDeviceToDevice, stream_),
                    "cudaMemcpyAsync(chunk of no layers)"));
   }
-  if (embedding) PT_RETURN_IF_ERROR(EmbeddingBackward(residual_gradient));
+  if (embedding) {
+    PT_RETURN_IF_ERROR(EmbeddingBackward(residual_gradient));
+    PT_RETURN_IF_ERROR(Reach(PlanPointKind::kAfterBackward, units.Embedding()));
+  }
   ReleaseSlot(pass.chunk, pass.micro_batch);
   return absl::OkStatus();
 }
@@ -534,35 +598,50 @@ absl::Status StageRunner::LossBackward(char* loss_slot) {
 }
 
 absl::Status StageRunner::OptimizerStep() {
-  const ParameterLayout& parameters = plan_.parameters();
   const bool distributed = spec_.training().distributed_optimizer();
-  const int64_t count = distributed ? parameters.shard_elements : parameters.padded_elements;
-  const int64_t first = distributed ? shard_index_ * count : 0;
   const ncclDataType_t gradient_type = fp32_gradients_ ? ncclFloat32 : ncclBfloat16;
   ncclComm_t data = communicators_.group(RankGroup::kDataContext);
-  if (reduce_gradients_) {
+  // This rank's shard of a bucket: the whole bucket without the distributed optimizer.
+  auto shard_of = [&](const ParameterBucket& bucket) {
+    const int64_t count = (bucket.end - bucket.start) / shard_count_;
+    return std::make_pair(bucket.start + shard_index_ * count, count);
+  };
+  if (reduce_gradients_ && !overlapped_) {
     PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
-    if (distributed) {
-      // In place: each rank's shard of the summed gradients lands where its own shard is.
-      PT_RETURN_IF_ERROR(
-          ReduceScatter(data, Gradient(0), Gradient(first), count, gradient_type, stream_));
-    } else {
-      PT_RETURN_IF_ERROR(
-          AllReduce(data, Gradient(0), Gradient(0), count, gradient_type, ncclSum, stream_));
+    for (const ParameterBucket& bucket : optimizer_buckets_) {
+      const auto [first, count] = shard_of(bucket);
+      if (distributed) {
+        // In place: each rank's shard of the summed gradients lands where its own shard is.
+        PT_RETURN_IF_ERROR(ReduceScatter(data, Gradient(bucket.start), Gradient(first), count,
+                                         gradient_type, stream_));
+      } else {
+        PT_RETURN_IF_ERROR(AllReduce(data, Gradient(bucket.start), Gradient(bucket.start), count,
+                                     gradient_type, ncclSum, stream_));
+      }
     }
   }
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kOptimizer));
   AdamParameters adam;
   adam.step = ++optimizer_step_;
-  PT_RETURN_IF_ERROR(CudaStatus(
-      AdamStep(Gradient(first), fp32_gradients_, memory_.get<float>(ProbeBuffer::kMasterWeights),
-               memory_.get<float>(ProbeBuffer::kAdamFirstMoment),
-               memory_.get<float>(ProbeBuffer::kAdamSecondMoment), weights_ + first, count, adam,
-               stream_),
-      "AdamStep"));
-  if (reduce_gradients_ && distributed) {
+  for (const ParameterBucket& bucket : optimizer_buckets_) {
+    const auto [first, count] = shard_of(bucket);
+    const int64_t state = bucket.start / shard_count_;
+    PT_RETURN_IF_ERROR(
+        CudaStatus(AdamStep(Gradient(first), fp32_gradients_,
+                            memory_.get<float>(ProbeBuffer::kMasterWeights) + state,
+                            memory_.get<float>(ProbeBuffer::kAdamFirstMoment) + state,
+                            memory_.get<float>(ProbeBuffer::kAdamSecondMoment) + state,
+                            weights_ + first, count, adam, stream_),
+                   "AdamStep"));
+  }
+  // Overlapped, the next step's forward passes gather the parameters.
+  if (reduce_gradients_ && distributed && !(overlapped_ && overlap_.overlap_param_gather)) {
     PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
-    PT_RETURN_IF_ERROR(AllGather(data, weights_ + first, weights_, count, ncclBfloat16, stream_));
+    for (const ParameterBucket& bucket : optimizer_buckets_) {
+      const auto [first, count] = shard_of(bucket);
+      PT_RETURN_IF_ERROR(
+          AllGather(data, weights_ + first, weights_ + bucket.start, count, ncclBfloat16, stream_));
+    }
   }
   return absl::OkStatus();
 }

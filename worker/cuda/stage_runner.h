@@ -1,8 +1,11 @@
 // One rank's training step: its pipeline stage's forward and backward passes in the
 // schedule's order with their pipeline transfers, the tensor- and context-parallel
 // collectives inside the layers, the data-parallel gradient reduction, and the optimizer
-// step over its shard. Everything is enqueued on one stream: the probe measures
-// communication exposed, without the overlap Megatron-LM arranges (docs/probe.md).
+// step over its shard. Everything is enqueued on one stream, except the data-parallel
+// collectives where the probe runs them (a FULL probe with dp x cp > 1) and the spec's
+// overlap switches (ProbeSpec::data_parallel_overlap, Megatron-LM's --overlap-grad-reduce and
+// --overlap-param-gather) are on: those run bucket by bucket on a communication stream, as
+// worker/probe/overlap_plan.h plans them (docs/probe.md).
 #ifndef PARATUNE_WORKER_CUDA_STAGE_RUNNER_H_
 #define PARATUNE_WORKER_CUDA_STAGE_RUNNER_H_
 
@@ -11,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -18,11 +22,13 @@
 #include "absl/status/statusor.h"
 #include "worker/cuda/attention.h"
 #include "worker/cuda/communicators.h"
+#include "worker/cuda/data_parallel_sync.h"
 #include "worker/cuda/device_footprint.h"
 #include "worker/cuda/gemm.h"
 #include "worker/cuda/loss_kernels.h"
 #include "worker/cuda/phase_timer.h"
 #include "worker/probe/footprint_plan.h"
+#include "worker/probe/overlap_plan.h"
 #include "worker/probe/pipeline_schedule.h"
 #include "worker/probe/probe_spec.h"
 
@@ -31,21 +37,29 @@ namespace paratune {
 // Not thread-safe: one per rank, on that rank's thread and device.
 class StageRunner {
  public:
-  // Everything is borrowed and must outlive the runner.
+  // Everything is borrowed and must outlive the runner. `stream` runs the computation (and
+  // `timer` marks it), `communication_stream` the overlapped data-parallel collectives.
   StageRunner(const ProbeSpec& spec, const FootprintPlan& plan, const DeviceFootprint& memory,
               const RankCommunicators& communicators, Gemm* gemm, cudaStream_t stream,
-              PhaseTimer* timer);
+              cudaStream_t communication_stream, PhaseTimer* timer);
+  StageRunner(const StageRunner&) = delete;
+  StageRunner& operator=(const StageRunner&) = delete;
 
   // Fills the weights and token ids with seeded random values, the master weights with the
-  // weights of the rank's shard and the Adam moments with zeros, and chooses the attention
-  // kernel (Attention::SelectKernel, with the attention scores buffer as cuDNN's workspace).
+  // weights of the rank's shard and the Adam moments with zeros, chooses the attention
+  // kernel (Attention::SelectKernel, with the attention scores buffer as cuDNN's workspace)
+  // and creates the overlapped collectives' events.
   absl::Status Initialize(uint64_t seed);
 
   // The layers' attention, for the kernel it chose.
   const Attention& attention() const { return attention_; }
 
   // Enqueues one training step: zeroed gradients, the schedule, the data-parallel
-  // reduce-scatter (or all-reduce), Adam, the parameter all-gather.
+  // reduce-scatter (or all-reduce), Adam, the parameter all-gather. Overlapped, the
+  // reductions start during the schedule, and the all-gathers of this step's parameters run
+  // in the next step, ahead of the forward passes that need them; everything the step gives
+  // the communication stream is waited for by the compute stream within the step, except
+  // those all-gathers.
   absl::Status Step();
 
   // Steps from now on run `micro_batches` micro-batches (the short-probe protocol; the full
@@ -59,6 +73,9 @@ class StageRunner {
   struct LayerActivations;
 
   absl::Status Mark(ProbePhase phase) { return timer_->Mark(phase); }
+  // Issues the data-parallel plan's steps at this point of the current pass (nothing when
+  // the collectives are not overlapped).
+  absl::Status Reach(PlanPointKind kind, int64_t unit = 0);
 
   absl::Status RunScheduleStep(const ScheduleStep& step);
   absl::Status Forward(const PipelinePass& pass);
@@ -137,6 +154,7 @@ class StageRunner {
   const RankCommunicators& communicators_;
   Gemm* gemm_;
   cudaStream_t stream_;
+  cudaStream_t communication_stream_;
   PhaseTimer* timer_;
   Attention attention_;
   const ShardShapes& shapes_;
@@ -146,6 +164,20 @@ class StageRunner {
   // one rank), and this rank's optimizer shard.
   bool reduce_gradients_;
   int64_t shard_index_;
+  // Optimizer shards per bucket: dp x cp of the configuration with the distributed optimizer
+  // (also where the probe runs one replica of it), 1 without.
+  int64_t shard_count_;
+  std::vector<ChunkUnits> chunks_;
+  // Whether the reductions (and gathers) run overlapped, and their plan for the current
+  // micro-batch count.
+  OverlapOptions overlap_;
+  bool overlapped_;
+  DataParallelPlan data_parallel_plan_;
+  std::unique_ptr<DataParallelSync> data_parallel_sync_;
+  // The ranges reduced, stepped and gathered: the plan's buckets when overlapped, else the
+  // whole buffer as one.
+  std::vector<ParameterBucket> optimizer_buckets_;
+  int64_t pass_ = 0;  // the current pass of the schedule
   __nv_bfloat16* weights_;
   int64_t optimizer_step_ = 0;
 

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace paratune {
 
@@ -16,14 +17,43 @@ const GraphTensor* AttentionGraph::Find(int64_t uid) const {
   return nullptr;
 }
 
+int64_t GraphDataTypeBytes(GraphDataType type) {
+  switch (type) {
+    case GraphDataType::kBfloat16:
+      return 2;
+    case GraphDataType::kFloat:
+    case GraphDataType::kInt32:
+      return 4;
+    case GraphDataType::kBoolean:
+      return 1;
+  }
+  return 4;
+}
+
 namespace {
+
+std::vector<int64_t> Packed(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) {
+    strides[i] = strides[i + 1] * dims[i + 1];
+  }
+  return strides;
+}
+
+// The same dims and strides with the last two swapped: a transposed view.
+std::vector<int64_t> SwapLastTwo(std::vector<int64_t> values) {
+  std::swap(values[2], values[3]);
+  return values;
+}
 
 // Appends tensors and ops, numbering intermediates from kAttentionFirstVirtualUid.
 class GraphBuilder {
  public:
   int64_t Tensor(int64_t uid, std::vector<int64_t> dims, std::vector<int64_t> strides,
-                 GraphDataType type) {
-    graph_.tensors.push_back({uid, std::move(dims), std::move(strides), type, false, {}});
+                 GraphDataType type, int64_t execution_stride = 0) {
+    GraphTensor tensor{uid, std::move(dims), std::move(strides), type, false, {}};
+    tensor.execution_stride = execution_stride;
+    graph_.tensors.push_back(std::move(tensor));
     return uid;
   }
   int64_t Scalar(int64_t uid, float value) {
@@ -31,12 +61,30 @@ class GraphBuilder {
         {uid, {1, 1, 1, 1}, {1, 1, 1, 1}, GraphDataType::kFloat, false, value});
     return uid;
   }
+  // An fp32 tensor in the workspace, packed, after the workspace tensors before it.
+  int64_t Workspace(int64_t uid, const std::vector<int64_t>& dims, bool accumulated) {
+    GraphTensor tensor{uid, dims, Packed(dims), GraphDataType::kFloat, false, {}};
+    int64_t bytes = GraphDataTypeBytes(tensor.type);
+    for (int64_t dim : dims) bytes *= dim;
+    tensor.workspace_offset = graph_.workspace_tensor_bytes;
+    tensor.accumulated = accumulated;
+    graph_.workspace_tensor_bytes += (bytes + kGraphWorkspaceAlignment - 1) /
+                                     kGraphWorkspaceAlignment * kGraphWorkspaceAlignment;
+    graph_.tensors.push_back(std::move(tensor));
+    return uid;
+  }
   // A virtual output of `kind` over `inputs`, shaped `dims` (packed).
   int64_t Op(GraphOpKind kind, std::vector<int64_t> inputs, const std::vector<int64_t>& dims,
              GraphDataType type = GraphDataType::kFloat,
              GraphDataType compute_type = GraphDataType::kFloat) {
+    return StridedOp(kind, std::move(inputs), dims, Packed(dims), type, compute_type);
+  }
+  // A virtual output of `kind` with explicit strides.
+  int64_t StridedOp(GraphOpKind kind, std::vector<int64_t> inputs, std::vector<int64_t> dims,
+                    std::vector<int64_t> strides, GraphDataType type = GraphDataType::kFloat,
+                    GraphDataType compute_type = GraphDataType::kFloat) {
     const int64_t uid = next_uid_++;
-    graph_.tensors.push_back({uid, dims, Packed(dims), type, true, {}});
+    graph_.tensors.push_back({uid, std::move(dims), std::move(strides), type, true, {}});
     return OpInto(kind, std::move(inputs), uid, compute_type);
   }
   // `kind` writing the existing tensor `output`.
@@ -45,30 +93,55 @@ class GraphBuilder {
     graph_.ops.push_back({kind, std::move(inputs), output, compute_type});
     return output;
   }
+  // inputs[0] viewed transposed (the last two dims and strides swapped) as `type`.
+  int64_t Transposed(int64_t input, GraphDataType type) {
+    const GraphTensor& in = *graph_.Find(input);
+    return StridedOp(GraphOpKind::kReshape, {input}, SwapLastTwo(in.dims), SwapLastTwo(in.strides),
+                     type);
+  }
+  void SetExecutions(int64_t executions) { graph_.executions = executions; }
   AttentionGraph Build() && { return std::move(graph_); }
 
  private:
-  static std::vector<int64_t> Packed(const std::vector<int64_t>& dims) {
-    std::vector<int64_t> strides(dims.size(), 1);
-    for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) {
-      strides[i] = strides[i + 1] * dims[i + 1];
-    }
-    return strides;
-  }
-
   AttentionGraph graph_;
   int64_t next_uid_ = kAttentionFirstVirtualUid;
 };
 
-}  // namespace
-
-absl::StatusOr<AttentionGraph> CausalAttentionForwardGraph(const ShardShapes& shapes) {
+absl::Status CheckOneGraph(const ShardShapes& shapes) {
   if (shapes.context_parallel > 1) {
     return absl::UnimplementedError(absl::StrCat(
         "context_parallel ", shapes.context_parallel,
         ": a rank's queries are two position ranges and its all-gathered keys are in rank "
         "order, so the causal mask is not one diagonal"));
   }
+  return absl::OkStatus();
+}
+
+// scale Q K^T with the keys a query must not see at the lowest float (score_dims [batch,
+// heads, n, n]). The lowest float rather than -inf, as cuDNN's frontend masks: exp of it is
+// exactly 0 and a subtraction of two of them is no NaN.
+int64_t MaskedScores(GraphBuilder& g, const ShardShapes& shapes, int64_t query, int64_t keys,
+                     const std::vector<int64_t>& score_dims) {
+  using T = GraphDataType;
+  using K = GraphOpKind;
+  const int64_t scale =
+      g.Scalar(kAttentionScaleUid, 1.0f / std::sqrt(static_cast<float>(shapes.head_dim)));
+  const int64_t masked_score =
+      g.Scalar(kAttentionMaskedScoreUid, std::numeric_limits<float>::lowest());
+  const int64_t products = g.Op(K::kMatmul, {query, keys}, score_dims);
+  const int64_t scores = g.Op(K::kMultiply, {products, scale}, score_dims);
+  // Causal: query row i sees key column j <= i (c = 1: row and column are positions).
+  const int64_t rows = g.Op(K::kRowIndex, {scores}, score_dims, T::kInt32, T::kInt32);
+  const int64_t columns = g.Op(K::kColumnIndex, {scores}, score_dims, T::kInt32, T::kInt32);
+  const int64_t visible =
+      g.Op(K::kGreaterEqual, {rows, columns}, score_dims, T::kBoolean, T::kBoolean);
+  return g.Op(K::kSelect, {scores, masked_score, visible}, score_dims);
+}
+
+}  // namespace
+
+absl::StatusOr<AttentionGraph> CausalAttentionForwardGraph(const ShardShapes& shapes) {
+  PT_RETURN_IF_ERROR(CheckOneGraph(shapes));
   const int64_t batch = shapes.micro_batch * shapes.kv_heads;  // b G
   const int64_t heads = shapes.QueryHeadsPerKvHead();          // H
   const int64_t n = shapes.sequence_per_rank;
@@ -88,23 +161,10 @@ absl::StatusOr<AttentionGraph> CausalAttentionForwardGraph(const ShardShapes& sh
   // lse layout [b, G, n, H].
   const int64_t stats =
       g.Tensor(kAttentionStatsUid, {batch, heads, n, 1}, {n * heads, 1, heads, 1}, T::kFloat);
-  const int64_t scale =
-      g.Scalar(kAttentionScaleUid, 1.0f / std::sqrt(static_cast<float>(shapes.head_dim)));
-  // The lowest float rather than -inf, as cuDNN's frontend masks: exp of it is exactly 0 and
-  // a subtraction of two of them is no NaN.
-  const int64_t masked_score =
-      g.Scalar(kAttentionMaskedScoreUid, std::numeric_limits<float>::lowest());
 
   const std::vector<int64_t> score_dims = {batch, heads, n, n};
   const std::vector<int64_t> row_dims = {batch, heads, n, 1};
-  const int64_t products = g.Op(K::kMatmul, {query, keys}, score_dims);
-  const int64_t scores = g.Op(K::kMultiply, {products, scale}, score_dims);
-  // Causal: query row i sees key column j <= i (c = 1: row and column are positions).
-  const int64_t rows = g.Op(K::kRowIndex, {scores}, score_dims, T::kInt32, T::kInt32);
-  const int64_t columns = g.Op(K::kColumnIndex, {scores}, score_dims, T::kInt32, T::kInt32);
-  const int64_t visible =
-      g.Op(K::kGreaterEqual, {rows, columns}, score_dims, T::kBoolean, T::kBoolean);
-  const int64_t masked = g.Op(K::kSelect, {scores, masked_score, visible}, score_dims);
+  const int64_t masked = MaskedScores(g, shapes, query, keys, score_dims);
   // Softmax with statistics: lse = max + ln(sum exp(x - max)).
   const int64_t most = g.Op(K::kReduceMax, {masked}, row_dims);
   const int64_t shifted = g.Op(K::kSubtract, {masked, most}, score_dims);
@@ -116,6 +176,104 @@ absl::StatusOr<AttentionGraph> CausalAttentionForwardGraph(const ShardShapes& sh
   const int64_t probabilities = g.Op(K::kDivide, {exponentials, sums}, score_dims, T::kBfloat16);
   g.OpInto(K::kMatmul, {probabilities, values}, output);
   return std::move(g).Build();
+}
+
+absl::StatusOr<AttentionGraph> CausalAttentionBackwardGraph(const ShardShapes& shapes) {
+  PT_RETURN_IF_ERROR(CheckOneGraph(shapes));
+  const int64_t batch = shapes.kv_heads;               // G, one sequence
+  const int64_t heads = shapes.QueryHeadsPerKvHead();  // H
+  const int64_t n = shapes.sequence_per_rank;
+  const int64_t d = shapes.head_dim;
+  using T = GraphDataType;
+  using K = GraphOpKind;
+
+  // Elements of one sequence in each layout; cuDNN takes 16-byte aligned pointers only.
+  const int64_t query_part = batch * n * heads * d;
+  const int64_t kv_part = batch * n * d;
+  const int64_t lse_part = batch * n * heads;
+  for (const auto& [layout, bytes] :
+       {std::pair{"query", query_part * 2}, std::pair{"kv", kv_part * 2},
+        std::pair{"lse", lse_part * 4}}) {
+    if (bytes % 16 != 0) {
+      return absl::UnimplementedError(
+          absl::StrCat("one sequence's part of the ", layout, " layout is ", bytes,
+                       " bytes, not a multiple of cuDNN's 16-byte alignment"));
+    }
+  }
+
+  GraphBuilder g;
+  g.SetExecutions(shapes.micro_batch);
+  const std::vector<int64_t> query_dims = {batch, heads, n, d};
+  const std::vector<int64_t> query_strides = {n * heads * d, d, heads * d, 1};
+  const std::vector<int64_t> tokens_strides = {heads * d, d, batch * heads * d, 1};
+  const std::vector<int64_t> kv_dims = {batch, 1, n, d};
+  const std::vector<int64_t> kv_strides = {n * d, n * d, d, 1};
+  const int64_t query =
+      g.Tensor(kAttentionQueryUid, query_dims, query_strides, T::kBfloat16, query_part);
+  const int64_t keys = g.Tensor(kAttentionKeyTransposedUid, SwapLastTwo(kv_dims),
+                                SwapLastTwo(kv_strides), T::kBfloat16, kv_part);
+  const int64_t values = g.Tensor(kAttentionValueTransposedUid, SwapLastTwo(kv_dims),
+                                  SwapLastTwo(kv_strides), T::kBfloat16, kv_part);
+  const int64_t output =
+      g.Tensor(kAttentionOutputTokensUid, query_dims, tokens_strides, T::kBfloat16, query_part);
+  const int64_t d_output =
+      g.Tensor(kAttentionOutputGradientUid, query_dims, tokens_strides, T::kBfloat16, query_part);
+  const int64_t stats = g.Tensor(kAttentionStatsUid, {batch, heads, n, 1}, {n * heads, 1, heads, 1},
+                                 T::kFloat, lse_part);
+  const int64_t d_query =
+      g.Tensor(kAttentionQueryGradientUid, query_dims, query_strides, T::kBfloat16, query_part);
+  const int64_t d_keys =
+      g.Tensor(kAttentionKeyGradientUid, kv_dims, kv_strides, T::kBfloat16, kv_part);
+  const int64_t d_values =
+      g.Tensor(kAttentionValueGradientUid, kv_dims, kv_strides, T::kBfloat16, kv_part);
+  const int64_t one = g.Scalar(kAttentionOneUid, 1.0f);
+
+  const std::vector<int64_t> score_dims = {batch, heads, n, n};
+  const std::vector<int64_t> row_dims = {batch, heads, n, 1};
+  // softmax_sum = rowsum(dO * O) x 1 (the frontend's dropout scale), non-virtual in the
+  // workspace, packed [G, H, n, 1]; the virtual product has the strides the frontend gives
+  // it.
+  const int64_t products = g.StridedOp(K::kMultiply, {d_output, output}, query_dims,
+                                       {heads * n * d, n * d, heads * d, 1});
+  const int64_t row_products = g.Op(K::kReduceSum, {products}, row_dims);
+  const int64_t softmax_sum = g.Workspace(kAttentionRowSumsUid, row_dims, false);
+  g.OpInto(K::kMultiply, {row_products, one}, softmax_sum);
+
+  // P from the forward's statistics; dV = P^T dO.
+  const int64_t masked = MaskedScores(g, shapes, query, keys, score_dims);
+  const int64_t shifted = g.Op(K::kSubtract, {masked, stats}, score_dims);
+  const int64_t probabilities = g.Op(K::kExp, {shifted}, score_dims);
+  const int64_t probabilities_t = g.Transposed(probabilities, T::kBfloat16);
+  // A product over the group's H query heads, summed over them into the kv head (GQA), or
+  // straight into it when H = 1.
+  auto head_sum = [&](int64_t left, int64_t right, int64_t gradient) {
+    if (heads == 1) return g.OpInto(K::kMatmul, {left, right}, gradient);
+    const int64_t full = g.Op(K::kMatmul, {left, right}, query_dims, T::kBfloat16);
+    return g.OpInto(K::kReduceSum, {full}, gradient);
+  };
+  head_sum(probabilities_t, d_output, d_values);
+
+  // dS = P (dO V^T x 1 - softmax_sum) x scale; dK = dS^T Q.
+  const int64_t d_probabilities = g.Op(K::kMatmul, {d_output, values}, score_dims);
+  const int64_t unscaled = g.Op(K::kMultiply, {d_probabilities, one}, score_dims);
+  const int64_t centred = g.Op(K::kSubtract, {unscaled, softmax_sum}, score_dims);
+  const int64_t d_scores_unscaled = g.Op(K::kMultiply, {centred, probabilities}, score_dims);
+  const int64_t d_scores = g.Op(K::kMultiply, {d_scores_unscaled, kAttentionScaleUid}, score_dims);
+  head_sum(g.Transposed(d_scores, T::kBfloat16), query, d_keys);
+
+  // dQ = dS K, accumulated in fp32 in the workspace, then converted.
+  const int64_t keys_untransposed = g.Transposed(keys, T::kBfloat16);
+  const int64_t d_query_sum = g.Workspace(kAttentionQueryGradientSumUid, query_dims, true);
+  g.OpInto(K::kMatmul, {d_scores, keys_untransposed}, d_query_sum);
+  g.OpInto(K::kIdentity, {d_query_sum}, d_query);
+  return std::move(g).Build();
+}
+
+int64_t FusedBackwardGradientBytes(const ShardShapes& shapes) {
+  const int64_t bytes = 2 * shapes.micro_batch * shapes.kv_heads * shapes.sequence_per_rank *
+                        shapes.head_dim * GraphDataTypeBytes(GraphDataType::kBfloat16);
+  return (bytes + kGraphWorkspaceAlignment - 1) / kGraphWorkspaceAlignment *
+         kGraphWorkspaceAlignment;
 }
 
 }  // namespace paratune

@@ -1,10 +1,13 @@
-// The operation graph of causal grouped-query attention's forward pass as cuDNN's backend API
-// takes it (docs/probe.md): tensors with dimensions, strides and unique ids, and the list of
-// operations over them. cuDNN's engine heuristics recognise this graph as scaled dot-product
-// attention and run it as one fused flash-attention kernel; the graph is the decomposition
-// cuDNN's own frontend builds for its SDPA node (matmul Q K^T, scale, causal mask, softmax
-// with log-sum-exp statistics, matmul with V). worker/cuda/cudnn_attention turns it into
-// cuDNN descriptors; nothing here needs CUDA, so the shapes are tested on any machine.
+// The operation graphs of causal grouped-query attention's forward and backward passes as
+// cuDNN's backend API takes them (docs/probe.md): tensors with dimensions, strides and unique
+// ids, and the list of operations over them. cuDNN's engine heuristics recognise these graphs
+// as scaled dot-product attention and run each as fused flash-attention kernels; the graphs
+// are the decompositions cuDNN's own frontend builds for its SDPA nodes (forward: matmul
+// Q K^T, scale, causal mask, softmax with log-sum-exp statistics, matmul with V; backward:
+// cudnn-frontend v1.8.0's SDPABackwardNode::build_operation_graph in
+// include/cudnn_frontend/node/scaled_dot_product_flash_attention.h, see
+// CausalAttentionBackwardGraph). worker/cuda/cudnn_attention turns them into cuDNN
+// descriptors; nothing here needs CUDA, so the shapes are tested on any machine.
 //
 // The tensors view the probe's own layouts (worker/cuda/attention_kernels.h) in place: cuDNN
 // works on [batch, heads, tokens, d] tensors, and the probe's query layout [b, G, n, H, d]
@@ -34,12 +37,23 @@ struct GraphTensor {
   bool is_virtual = false;
   // A scalar passed by value (dims and strides all 1): its value, as `type`.
   std::optional<float> value;
+  // A tensor cuDNN's kernels pass between each other through device memory but the caller
+  // does not bind (the frontend's dQ_accum and softmax_sum): it lives in the plan's
+  // workspace, this many bytes after cuDNN's own part (AttentionGraph::workspace_tensor_bytes);
+  // -1 for every other tensor.
+  int64_t workspace_offset = -1;
+  // cuDNN adds into this workspace tensor, so it must hold zeros when an execution starts;
+  // cuDNN 9.6 and later clear it themselves (the frontend memsets dQ_accum below 9.6 only).
+  bool accumulated = false;
+  // Elements from the part of a bound tensor one execution reads or writes to the next
+  // execution's (AttentionGraph::executions); 0 for tensors every execution shares.
+  int64_t execution_stride = 0;
 };
 
 enum class GraphOpKind {
   kMatmul,        // output = inputs[0] x inputs[1], batched over the first two dims
-  kReduceMax,     // over the last dim
-  kReduceSum,     // over the last dim
+  kReduceMax,     // over the dims where the output's size is 1 (the forward's: the last)
+  kReduceSum,     // over the dims where the output's size is 1
   kMultiply,      // inputs[0] * inputs[1] (broadcast)
   kAdd,           // inputs[0] + inputs[1]
   kSubtract,      // inputs[0] - inputs[1]
@@ -50,6 +64,8 @@ enum class GraphOpKind {
   kColumnIndex,   // int32 index along dim 3 of inputs[0]'s shape
   kGreaterEqual,  // boolean inputs[0] >= inputs[1]
   kSelect,        // inputs[2] ? inputs[0] : inputs[1]
+  kIdentity,      // inputs[0], converted to the output's type
+  kReshape,       // inputs[0] viewed with the output's dims and strides (a transpose)
 };
 
 struct GraphOp {
@@ -60,22 +76,42 @@ struct GraphOp {
   GraphDataType compute_type = GraphDataType::kFloat;
 };
 
-// Unique ids of the tensors the caller binds to device memory (the rest are virtual or by
-// value).
+// Bytes of one element of `type`.
+int64_t GraphDataTypeBytes(GraphDataType type);
+
+// Unique ids of the tensors the caller binds to device memory, of the scalars and of the
+// workspace tensors (the rest are virtual). Layouts of attention_kernels.h.
 enum AttentionGraphUid : int64_t {
-  kAttentionQueryUid = 1,           // bf16 query layout
-  kAttentionKeyTransposedUid = 2,   // bf16 kv layout, keys, viewed as [b G, 1, d, n]
-  kAttentionValueUid = 3,           // bf16 kv layout, values
-  kAttentionOutputUid = 4,          // bf16 query layout
-  kAttentionStatsUid = 5,           // fp32 lse layout: each query row's log-sum-exp
-  kAttentionScaleUid = 6,           // by value: 1 / sqrt(d)
-  kAttentionMaskedScoreUid = 7,     // by value: the score of a key a query must not see
-  kAttentionFirstVirtualUid = 100,  // intermediates are numbered from here
+  kAttentionQueryUid = 1,              // bf16 query layout
+  kAttentionKeyTransposedUid = 2,      // bf16 kv layout, keys, viewed as [b G, 1, d, n]
+  kAttentionValueUid = 3,              // bf16 kv layout, values
+  kAttentionOutputUid = 4,             // bf16 query layout: the forward's output
+  kAttentionStatsUid = 5,              // fp32 lse layout: each query row's log-sum-exp
+  kAttentionScaleUid = 6,              // by value: 1 / sqrt(d)
+  kAttentionMaskedScoreUid = 7,        // by value: the score of a key a query must not see
+  kAttentionValueTransposedUid = 8,    // bf16 kv layout, values, viewed as [G, 1, d, n]
+  kAttentionOutputTokensUid = 9,       // bf16 tokens layout: the forward's output
+  kAttentionOutputGradientUid = 10,    // bf16 tokens layout: its gradient dO
+  kAttentionQueryGradientUid = 11,     // bf16 query layout: dQ
+  kAttentionKeyGradientUid = 12,       // bf16 kv layout: dK
+  kAttentionValueGradientUid = 13,     // bf16 kv layout: dV
+  kAttentionOneUid = 14,               // by value: 1
+  kAttentionRowSumsUid = 15,           // fp32 workspace: rowsum(dO * O), softmax_sum
+  kAttentionQueryGradientSumUid = 16,  // fp32 workspace: dQ accumulated, dQ_accum
+  kAttentionFirstVirtualUid = 100,     // intermediates are numbered from here
 };
+
+// Workspace tensors start at multiples of this many bytes.
+inline constexpr int64_t kGraphWorkspaceAlignment = 256;
 
 struct AttentionGraph {
   std::vector<GraphTensor> tensors;  // every tensor an op reads or writes, uids distinct
   std::vector<GraphOp> ops;          // in execution order: each reads only earlier outputs
+  // The graph runs this many times per micro-batch; execution i binds each bound tensor at
+  // its pointer + i * execution_stride elements.
+  int64_t executions = 1;
+  // Bytes the workspace tensors take after cuDNN's own workspace (shared by all executions).
+  int64_t workspace_tensor_bytes = 0;
   // The tensor with `uid`; nullptr when there is none.
   const GraphTensor* Find(int64_t uid) const;
 };
@@ -87,6 +123,34 @@ struct AttentionGraph {
 // parallelism a rank's queries are two position ranges and the gathered keys are ordered by
 // rank, not position, so the causal mask is no longer the diagonal of one score matrix.
 absl::StatusOr<AttentionGraph> CausalAttentionForwardGraph(const ShardShapes& shapes);
+
+// The backward graph of the same attention, as cudnn-frontend v1.8.0's
+// SDPABackwardNode::build_operation_graph builds it for cuDNN 9 (without dropout, bias or
+// padding): softmax_sum = rowsum(dO * O) x 1 into the workspace; the probabilities P =
+// exp(mask(scale Q K^T) - lse) again from the forward's natural-log lse; dV = P^T dO; dP =
+// dO V^T x 1; dS = P (dP - softmax_sum) x scale; dK = dS^T Q; dQ = dS K accumulated in fp32
+// in the workspace (dQ_accum) and converted to bf16. With H > 1 query heads per kv head
+// (GQA) dK and dV are each a product over the H heads into a virtual [G, H, n, d] tensor and
+// a sum over its heads, as the frontend's dK_fullhead and dV_fullhead.
+//
+// It reads Q (query layout), K, V (kv layout), the forward's output O and dO (tokens
+// layout, as the output projection writes them) and the lse, and writes dQ (query layout)
+// and bf16 dK, dV (kv layout). It covers one sequence and runs once per sequence of the
+// micro-batch (executions = b): in the tokens layout [b, n, G, H, d] a sequence's G kv
+// groups are H d apart, one stride, so within a sequence batch = G kv groups, heads = H,
+// and O and dO are read in place (the layout Transformer Engine calls sbhd); across
+// sequences the batch entries (sequence, kv head) would need two strides. UNIMPLEMENTED with
+// the reason for context parallelism (as the forward), or when one sequence's part of a
+// bound tensor is not a multiple of 16 bytes (cuDNN's alignment of every execution's
+// pointers).
+absl::StatusOr<AttentionGraph> CausalAttentionBackwardGraph(const ShardShapes& shapes);
+
+// Where the fused backward's dK and dV go: the probe keeps fp32 key and value gradients, the
+// graph writes bf16, so it writes them, for the whole micro-batch as one bf16 kv layout
+// [2, b, G, n, d], at the start of the workspace the probe gives cuDNN's attention, and the
+// probe converts them (worker/cuda/attention.h); cuDNN's own workspace and the graph's
+// workspace tensors follow. These bytes, rounded up to kGraphWorkspaceAlignment.
+int64_t FusedBackwardGradientBytes(const ShardShapes& shapes);
 
 }  // namespace paratune
 

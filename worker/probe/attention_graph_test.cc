@@ -1,9 +1,12 @@
 #include "worker/probe/attention_graph.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <map>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -25,6 +28,17 @@ ShardShapes Shapes(int64_t context_parallel = 1) {
   x.query_heads = 8;
   x.kv_heads = 2;
   return x;
+}
+
+// Both graphs, for the tests that hold for each.
+std::vector<AttentionGraph> BothGraphs(const ShardShapes& shapes) {
+  std::vector<AttentionGraph> graphs;
+  for (const auto build : {CausalAttentionForwardGraph, CausalAttentionBackwardGraph}) {
+    absl::StatusOr<AttentionGraph> graph = build(shapes);
+    EXPECT_TRUE(graph.ok()) << graph.status();
+    if (graph.ok()) graphs.push_back(*std::move(graph));
+  }
+  return graphs;
 }
 
 int64_t Offset(const GraphTensor& tensor, const std::vector<int64_t>& index) {
@@ -66,21 +80,26 @@ TEST(AttentionGraphTest, TensorsViewTheProbesLayoutsInPlace) {
   EXPECT_FLOAT_EQ(*graph->Find(kAttentionScaleUid)->value, 1 / std::sqrt(128.0f));
 }
 
-TEST(AttentionGraphTest, EveryOpReadsDefinedTensorsAndEveryIntermediateIsWrittenOnce) {
-  const absl::StatusOr<AttentionGraph> graph = CausalAttentionForwardGraph(Shapes());
-  ASSERT_TRUE(graph.ok()) << graph.status();
+// Every op reads the bound inputs, scalars or earlier outputs; every output, virtual and
+// workspace tensor is written once, and every intermediate is read.
+void ExpectOrdered(const AttentionGraph& graph, const std::set<int64_t>& inputs,
+                   const std::set<int64_t>& outputs) {
   std::set<int64_t> uids;
-  for (const GraphTensor& tensor : graph->tensors) {
+  for (const GraphTensor& tensor : graph.tensors) {
     EXPECT_TRUE(uids.insert(tensor.uid).second) << "duplicate uid " << tensor.uid;
     EXPECT_EQ(tensor.dims.size(), 4u);
     EXPECT_EQ(tensor.strides.size(), 4u);
+    const bool bound = !tensor.is_virtual && !tensor.value && tensor.workspace_offset < 0;
+    if (bound || tensor.value) {
+      EXPECT_TRUE(inputs.count(tensor.uid) || outputs.count(tensor.uid)) << tensor.uid;
+    }
   }
-  const std::set<int64_t> inputs = {kAttentionQueryUid, kAttentionKeyTransposedUid,
-                                    kAttentionValueUid, kAttentionScaleUid,
-                                    kAttentionMaskedScoreUid};
+  for (const std::set<int64_t>& named : {inputs, outputs}) {
+    for (int64_t uid : named) EXPECT_NE(graph.Find(uid), nullptr) << uid;
+  }
   std::set<int64_t> defined = inputs;
   std::map<int64_t, int> reads;
-  for (const GraphOp& op : graph->ops) {
+  for (const GraphOp& op : graph.ops) {
     for (int64_t input : op.inputs) {
       EXPECT_TRUE(defined.count(input)) << "op reads " << input << " before it is written";
       ++reads[input];
@@ -88,66 +107,236 @@ TEST(AttentionGraphTest, EveryOpReadsDefinedTensorsAndEveryIntermediateIsWritten
     EXPECT_FALSE(inputs.count(op.output)) << "op writes input " << op.output;
     EXPECT_TRUE(defined.insert(op.output).second) << op.output << " written twice";
   }
-  EXPECT_TRUE(defined.count(kAttentionOutputUid));
-  EXPECT_TRUE(defined.count(kAttentionStatsUid));
-  for (const GraphTensor& tensor : graph->tensors) {
-    if (tensor.is_virtual) {
+  for (int64_t output : outputs) EXPECT_TRUE(defined.count(output)) << output;
+  for (const GraphTensor& tensor : graph.tensors) {
+    if (tensor.is_virtual || tensor.workspace_offset >= 0) {
       EXPECT_GT(reads[tensor.uid], 0) << tensor.uid << " never read";
     }
   }
 }
 
+TEST(AttentionGraphTest, EveryOpReadsDefinedTensorsAndEveryIntermediateIsWrittenOnce) {
+  const absl::StatusOr<AttentionGraph> forward = CausalAttentionForwardGraph(Shapes());
+  ASSERT_TRUE(forward.ok()) << forward.status();
+  ExpectOrdered(*forward,
+                {kAttentionQueryUid, kAttentionKeyTransposedUid, kAttentionValueUid,
+                 kAttentionScaleUid, kAttentionMaskedScoreUid},
+                {kAttentionOutputUid, kAttentionStatsUid});
+  for (int64_t query_heads : {8, 2}) {  // GQA, and one query head per kv head
+    ShardShapes shapes = Shapes();
+    shapes.query_heads = query_heads;
+    const absl::StatusOr<AttentionGraph> backward = CausalAttentionBackwardGraph(shapes);
+    ASSERT_TRUE(backward.ok()) << backward.status();
+    ExpectOrdered(
+        *backward,
+        {kAttentionQueryUid, kAttentionKeyTransposedUid, kAttentionValueTransposedUid,
+         kAttentionOutputTokensUid, kAttentionOutputGradientUid, kAttentionStatsUid,
+         kAttentionScaleUid, kAttentionMaskedScoreUid, kAttentionOneUid},
+        {kAttentionQueryGradientUid, kAttentionKeyGradientUid, kAttentionValueGradientUid});
+  }
+}
+
 TEST(AttentionGraphTest, OpShapesAgree) {
-  const absl::StatusOr<AttentionGraph> graph = CausalAttentionForwardGraph(Shapes());
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  for (const GraphOp& op : graph->ops) {
-    const std::vector<int64_t>& in = graph->Find(op.inputs[0])->dims;
-    const std::vector<int64_t>& out = graph->Find(op.output)->dims;
-    switch (op.kind) {
-      case GraphOpKind::kMatmul: {
-        const std::vector<int64_t>& right = graph->Find(op.inputs[1])->dims;
-        EXPECT_EQ(in[3], right[2]);
-        EXPECT_THAT(out, ElementsAre(in[0], in[1], in[2], right[3]));
-        break;
+  for (const AttentionGraph& graph : BothGraphs(Shapes())) {
+    for (const GraphOp& op : graph.ops) {
+      const GraphTensor& in = *graph.Find(op.inputs[0]);
+      const GraphTensor& out = *graph.Find(op.output);
+      switch (op.kind) {
+        case GraphOpKind::kMatmul: {
+          // Batched over the first two dims; a kv tensor's one head is shared by the H heads.
+          const std::vector<int64_t>& right = graph.Find(op.inputs[1])->dims;
+          EXPECT_EQ(in.dims[3], right[2]);
+          EXPECT_EQ(in.dims[0], right[0]);
+          EXPECT_TRUE(right[1] == in.dims[1] || right[1] == 1) << right[1];
+          EXPECT_THAT(out.dims, ElementsAre(in.dims[0], in.dims[1], in.dims[2], right[3]));
+          break;
+        }
+        case GraphOpKind::kReduceMax:
+        case GraphOpKind::kReduceSum: {
+          int reduced = 0;
+          for (int i = 0; i < 4; ++i) {
+            EXPECT_TRUE(out.dims[i] == in.dims[i] || out.dims[i] == 1) << i;
+            reduced += out.dims[i] != in.dims[i];
+          }
+          EXPECT_EQ(reduced, 1);
+          break;
+        }
+        case GraphOpKind::kReshape:
+          // A transposed view: the last two dims swap with their strides.
+          EXPECT_THAT(out.dims, ElementsAre(in.dims[0], in.dims[1], in.dims[3], in.dims[2]));
+          EXPECT_THAT(out.strides,
+                      ElementsAre(in.strides[0], in.strides[1], in.strides[3], in.strides[2]));
+          break;
+        default:
+          // Elementwise ops broadcast the row statistics and scalars over their first input.
+          EXPECT_EQ(out.dims, in.dims) << static_cast<int>(op.kind);
+          for (size_t i = 1; i < op.inputs.size(); ++i) {
+            const std::vector<int64_t>& other = graph.Find(op.inputs[i])->dims;
+            for (int j = 0; j < 4; ++j) {
+              EXPECT_TRUE(other[j] == in.dims[j] || other[j] == 1) << op.inputs[i];
+            }
+          }
       }
-      case GraphOpKind::kReduceMax:
-      case GraphOpKind::kReduceSum:
-        EXPECT_THAT(out, ElementsAre(in[0], in[1], in[2], 1));
-        break;
-      default:
-        // Elementwise ops broadcast the row statistics and scalars over their first input.
-        EXPECT_EQ(out, in) << static_cast<int>(op.kind);
     }
   }
 }
 
 TEST(AttentionGraphTest, TheMaskKeepsKeysAtOrBeforeTheQuery) {
-  const absl::StatusOr<AttentionGraph> graph = CausalAttentionForwardGraph(Shapes());
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  std::map<int64_t, GraphOpKind> producer;
-  for (const GraphOp& op : graph->ops) producer[op.output] = op.kind;
-  int selects = 0;
-  for (const GraphOp& op : graph->ops) {
-    if (op.kind != GraphOpKind::kSelect) continue;
-    ++selects;
-    ASSERT_EQ(op.inputs.size(), 3u);
-    EXPECT_EQ(op.inputs[1], kAttentionMaskedScoreUid);
-    const GraphOp* condition = nullptr;
-    for (const GraphOp& other : graph->ops) {
-      if (other.output == op.inputs[2]) condition = &other;
+  for (const AttentionGraph& graph : BothGraphs(Shapes())) {
+    std::map<int64_t, GraphOpKind> producer;
+    for (const GraphOp& op : graph.ops) producer[op.output] = op.kind;
+    int selects = 0;
+    for (const GraphOp& op : graph.ops) {
+      if (op.kind != GraphOpKind::kSelect) continue;
+      ++selects;
+      ASSERT_EQ(op.inputs.size(), 3u);
+      EXPECT_EQ(op.inputs[1], kAttentionMaskedScoreUid);
+      const GraphOp* condition = nullptr;
+      for (const GraphOp& other : graph.ops) {
+        if (other.output == op.inputs[2]) condition = &other;
+      }
+      ASSERT_NE(condition, nullptr);
+      EXPECT_EQ(condition->kind, GraphOpKind::kGreaterEqual);
+      EXPECT_EQ(producer[condition->inputs[0]], GraphOpKind::kRowIndex);
+      EXPECT_EQ(producer[condition->inputs[1]], GraphOpKind::kColumnIndex);
     }
-    ASSERT_NE(condition, nullptr);
-    EXPECT_EQ(condition->kind, GraphOpKind::kGreaterEqual);
-    EXPECT_EQ(producer[condition->inputs[0]], GraphOpKind::kRowIndex);
-    EXPECT_EQ(producer[condition->inputs[1]], GraphOpKind::kColumnIndex);
+    EXPECT_EQ(selects, 1);
   }
-  EXPECT_EQ(selects, 1);
+}
+
+// Execution b (sequence b) of the backward graph binds each tensor at its pointer + b x
+// execution_stride: element (b, g, i, h, e) lands where attention_kernels.h's layouts hold it,
+// with O and dO in the tokens layout [b, n, G, H, d].
+TEST(AttentionGraphTest, BackwardTensorsViewTheProbesLayoutsOneSequenceAtATime) {
+  const absl::StatusOr<AttentionGraph> graph = CausalAttentionBackwardGraph(Shapes());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const int64_t G = 2, H = 4, n = 4096, d = 128;
+  EXPECT_EQ(graph->executions, 2);
+  const GraphTensor& query = *graph->Find(kAttentionQueryUid);
+  const GraphTensor& keys = *graph->Find(kAttentionKeyTransposedUid);
+  const GraphTensor& values = *graph->Find(kAttentionValueTransposedUid);
+  const GraphTensor& output = *graph->Find(kAttentionOutputTokensUid);
+  const GraphTensor& d_output = *graph->Find(kAttentionOutputGradientUid);
+  const GraphTensor& stats = *graph->Find(kAttentionStatsUid);
+  const GraphTensor& d_query = *graph->Find(kAttentionQueryGradientUid);
+  const GraphTensor& d_keys = *graph->Find(kAttentionKeyGradientUid);
+  const GraphTensor& d_values = *graph->Find(kAttentionValueGradientUid);
+  for (const GraphTensor* t : {&query, &output, &d_output, &d_query}) {
+    EXPECT_THAT(t->dims, ElementsAre(G, H, n, d));
+    EXPECT_EQ(t->type, GraphDataType::kBfloat16);
+  }
+  EXPECT_THAT(keys.dims, ElementsAre(G, 1, d, n));
+  EXPECT_THAT(values.dims, ElementsAre(G, 1, d, n));
+  EXPECT_THAT(d_keys.dims, ElementsAre(G, 1, n, d));
+  EXPECT_THAT(d_values.dims, ElementsAre(G, 1, n, d));
+  EXPECT_EQ(d_keys.type, GraphDataType::kBfloat16);
+  EXPECT_THAT(stats.dims, ElementsAre(G, H, n, 1));
+  EXPECT_EQ(stats.type, GraphDataType::kFloat);
+
+  auto at = [](const GraphTensor& t, int64_t execution, const std::vector<int64_t>& index) {
+    return execution * t.execution_stride + Offset(t, index);
+  };
+  for (const auto& [b, g, i, h, e] : std::vector<std::array<int64_t, 5>>{
+           {0, 0, 0, 0, 0}, {1, 1, n - 1, H - 1, d - 1}, {1, 0, 17, 2, 5}, {0, 1, 300, 3, 64}}) {
+    const int64_t query_offset = (((b * G + g) * n + i) * H + h) * d + e;
+    const int64_t tokens_offset = (((b * n + i) * G + g) * H + h) * d + e;
+    const int64_t kv_offset = ((b * G + g) * n + i) * d + e;
+    EXPECT_EQ(at(query, b, {g, h, i, e}), query_offset);
+    EXPECT_EQ(at(d_query, b, {g, h, i, e}), query_offset);
+    EXPECT_EQ(at(output, b, {g, h, i, e}), tokens_offset);
+    EXPECT_EQ(at(d_output, b, {g, h, i, e}), tokens_offset);
+    EXPECT_EQ(at(keys, b, {g, 0, e, i}), kv_offset);
+    EXPECT_EQ(at(values, b, {g, 0, e, i}), kv_offset);
+    EXPECT_EQ(at(d_keys, b, {g, 0, i, e}), kv_offset);
+    EXPECT_EQ(at(d_values, b, {g, 0, i, e}), kv_offset);
+    EXPECT_EQ(at(stats, b, {g, h, i, 0}), ((b * G + g) * n + i) * H + h);
+  }
+  EXPECT_FLOAT_EQ(*graph->Find(kAttentionScaleUid)->value, 1 / std::sqrt(128.0f));
+  EXPECT_FLOAT_EQ(*graph->Find(kAttentionOneUid)->value, 1.0f);
+}
+
+// softmax_sum and dQ_accum live in the workspace, fp32, packed, 256-byte aligned and
+// disjoint; dQ_accum is accumulated into; bound tensors are not in the workspace.
+TEST(AttentionGraphTest, BackwardWorkspaceTensorsAreDisjoint) {
+  const absl::StatusOr<AttentionGraph> graph = CausalAttentionBackwardGraph(Shapes());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const int64_t G = 2, H = 4, n = 4096, d = 128;
+  const GraphTensor& sums = *graph->Find(kAttentionRowSumsUid);
+  const GraphTensor& d_query_sum = *graph->Find(kAttentionQueryGradientSumUid);
+  EXPECT_THAT(sums.dims, ElementsAre(G, H, n, 1));
+  EXPECT_THAT(d_query_sum.dims, ElementsAre(G, H, n, d));
+  EXPECT_THAT(d_query_sum.strides, ElementsAre(H * n * d, n * d, d, 1));
+  EXPECT_FALSE(sums.accumulated);
+  EXPECT_TRUE(d_query_sum.accumulated);
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (const GraphTensor& t : graph->tensors) {
+    if (t.workspace_offset < 0) continue;
+    EXPECT_EQ(t.type, GraphDataType::kFloat);
+    EXPECT_FALSE(t.is_virtual);
+    EXPECT_EQ(t.execution_stride, 0);
+    EXPECT_EQ(t.workspace_offset % kGraphWorkspaceAlignment, 0);
+    ranges.push_back({t.workspace_offset,
+                      t.workspace_offset + t.dims[0] * t.dims[1] * t.dims[2] * t.dims[3] * 4});
+  }
+  ASSERT_EQ(ranges.size(), 2u);
+  std::sort(ranges.begin(), ranges.end());
+  EXPECT_LE(ranges[0].second, ranges[1].first);
+  EXPECT_LE(ranges[1].second, graph->workspace_tensor_bytes);
+  EXPECT_EQ(graph->workspace_tensor_bytes, G * H * n * 4 + G * H * n * d * 4);
+}
+
+// With H > 1 query heads per kv head dK and dV are sums over the heads of [G, H, n, d]
+// products (the frontend's dK_fullhead and dV_fullhead); with H = 1 the products write them.
+TEST(AttentionGraphTest, BackwardSumsTheGroupsHeadsIntoTheKvGradients) {
+  for (const auto& [query_heads, producer] :
+       {std::pair{8, GraphOpKind::kReduceSum}, std::pair{2, GraphOpKind::kMatmul}}) {
+    ShardShapes shapes = Shapes();
+    shapes.query_heads = query_heads;
+    const absl::StatusOr<AttentionGraph> graph = CausalAttentionBackwardGraph(shapes);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    for (int64_t gradient : {kAttentionKeyGradientUid, kAttentionValueGradientUid}) {
+      const GraphOp* writer = nullptr;
+      for (const GraphOp& op : graph->ops) {
+        if (op.output == gradient) writer = &op;
+      }
+      ASSERT_NE(writer, nullptr);
+      EXPECT_EQ(writer->kind, producer) << query_heads;
+      if (producer == GraphOpKind::kReduceSum) {
+        const GraphTensor& full = *graph->Find(writer->inputs[0]);
+        EXPECT_THAT(full.dims, ElementsAre(2, 4, 4096, 128));
+        EXPECT_TRUE(full.is_virtual);
+      }
+    }
+  }
+}
+
+TEST(AttentionGraphTest, FusedBackwardGradientsAreOneBf16KvLayout) {
+  // [2, b, G, n, d] bf16: 2 x 2 x 2 x 4096 x 128 x 2 bytes.
+  EXPECT_EQ(FusedBackwardGradientBytes(Shapes()), int64_t{8} << 20);
+  ShardShapes odd = Shapes();
+  odd.micro_batch = 1;
+  odd.kv_heads = 1;
+  odd.head_dim = 8;
+  odd.sequence = odd.sequence_per_rank = 3;  // 96 bytes, rounded up
+  EXPECT_EQ(FusedBackwardGradientBytes(odd), kGraphWorkspaceAlignment);
+}
+
+TEST(AttentionGraphTest, BackwardRefusesMisalignedSequences) {
+  ShardShapes shapes = Shapes();
+  shapes.query_heads = shapes.kv_heads = 1;
+  shapes.sequence = shapes.sequence_per_rank = 4095;
+  const absl::StatusOr<AttentionGraph> graph = CausalAttentionBackwardGraph(shapes);
+  EXPECT_EQ(graph.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(graph.status().message(), HasSubstr("lse layout is 16380 bytes"));
+  EXPECT_TRUE(CausalAttentionForwardGraph(shapes).ok());
 }
 
 TEST(AttentionGraphTest, ContextParallelismIsNotOneGraph) {
-  const absl::StatusOr<AttentionGraph> graph = CausalAttentionForwardGraph(Shapes(2));
-  EXPECT_EQ(graph.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(graph.status().message(), HasSubstr("context_parallel 2"));
+  for (const auto build : {CausalAttentionForwardGraph, CausalAttentionBackwardGraph}) {
+    const absl::StatusOr<AttentionGraph> graph = build(Shapes(2));
+    EXPECT_EQ(graph.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(graph.status().message(), HasSubstr("context_parallel 2"));
+  }
 }
 
 }  // namespace

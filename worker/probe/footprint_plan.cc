@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/status/statusor.h"
+#include "worker/probe/attention_graph.h"
 #include "worker/probe/pipeline_schedule.h"
 
 namespace paratune {
@@ -74,6 +76,19 @@ int64_t AttentionQueryChunk(const ShardShapes& x) {
   }
   return chunk;
 }
+
+}  // namespace
+
+int64_t AttentionScoresBytes(const ShardShapes& x) {
+  const int64_t chunk_scores =
+      AttentionQueryChunk(x) * x.query_heads * AttentionRowStride(x) * kFp32;
+  const absl::StatusOr<AttentionGraph> backward = CausalAttentionBackwardGraph(x);
+  if (!backward.ok()) return chunk_scores;  // the backward is chunked
+  return std::max(chunk_scores, FusedBackwardGradientBytes(x) + backward->workspace_tensor_bytes +
+                                    kAttentionPlanWorkspaceBytes);
+}
+
+namespace {
 
 const StageMemory& EstimateOfStage(const MemoryEstimate& estimate, int64_t stage, int64_t pp) {
   if (stage == 0) return estimate.first_stage;
@@ -156,7 +171,7 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   terms.Add(ProbeBuffer::kQkvProjection, T * x.qkv.outputs * kBf16);
   terms.Add(ProbeBuffer::kAttentionHeads, query_values * kBf16);
   terms.Add(ProbeBuffer::kQueryGradient, query_values * kBf16);
-  terms.Add(ProbeBuffer::kAttentionScores, chunk_scores * kFp32);
+  terms.Add(ProbeBuffer::kAttentionScores, AttentionScoresBytes(x));
   terms.Add(ProbeBuffer::kAttentionProbabilities, chunk_scores * kBf16);
   terms.Add(ProbeBuffer::kKeyValueGathered, x.context_parallel > 1 ? all_kv_values * kBf16 : 0);
   terms.Add(ProbeBuffer::kKeyValueGradients, all_kv_values * kFp32);

@@ -53,7 +53,8 @@ enum class ProbeBuffer {
   kAttentionHeads,           // [T, a/t, d] bf16, query-head layout: attention output or its
                              // gradient
   kQueryGradient,            // [T, a/t, d] bf16, query-head layout
-  kAttentionScores,          // fp32 scores (and their gradients) of one query chunk
+  kAttentionScores,          // fp32 scores (and their gradients) of one query chunk, or
+                             // cuDNN's fused attention workspace (AttentionScoresBytes)
   kAttentionProbabilities,   // bf16 probabilities (and score gradients) of one query chunk
   kKeyValueGathered,         // [c, 2, b, kv, s/c, d] bf16: all context ranks' K and V
   kKeyValueGradients,        // [c, 2, b, kv, s/c, d] fp32: gradients of all of them
@@ -97,6 +98,17 @@ struct BufferPlacement {
 inline constexpr int64_t kAttentionWorkspaceBytes = int64_t{384} << 20;
 // cuBLASLt's workspace; NVIDIA recommends 32 MiB on Hopper.
 inline constexpr int64_t kGemmWorkspaceBytes = int64_t{32} << 20;
+// Room for cuDNN's own workspace of the fused attention backward, beyond the tensors placed
+// in it (FusedBackwardGradientBytes and the graph's workspace tensors): cuDNN says what a
+// plan needs only once it built the plan on the GPU. 32 MiB, as cuBLASLt's; not yet checked
+// on a GPU (a plan that needs more falls back to the chunked backward and says so in
+// ProbeMeasurements.attention_backward_fallback_reason).
+inline constexpr int64_t kAttentionPlanWorkspaceBytes = int64_t{32} << 20;
+
+// Bytes of kAttentionScores for `shapes`: one query chunk's fp32 scores, or, when more, what
+// the fused attention backward needs in its workspace (attention_graph.h), since the buffer
+// is cuDNN's workspace too (Attention::SelectKernel).
+int64_t AttentionScoresBytes(const ShardShapes& shapes);
 
 class FootprintPlan {
  public:

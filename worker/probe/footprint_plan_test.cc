@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "worker/probe/attention_graph.h"
 
 namespace paratune {
 namespace {
@@ -140,10 +141,39 @@ TEST(FootprintPlanTest, AttentionChunksFitTheWorkspaceAndTheRanksSegments) {
     EXPECT_GE(chunk, 1);
     EXPECT_EQ(chunk & (chunk - 1), 0) << chunk;
     EXPECT_LE(chunk, segment);
-    EXPECT_LE(plan.placement(ProbeBuffer::kAttentionScores).bytes +
-                  plan.placement(ProbeBuffer::kAttentionProbabilities).bytes,
-              kAttentionWorkspaceBytes);
+    const int64_t chunk_scores = chunk * x.query_heads * ((x.sequence + 7) / 8 * 8);
+    EXPECT_LE(chunk_scores * (4 + 2), kAttentionWorkspaceBytes);
+    EXPECT_EQ(plan.placement(ProbeBuffer::kAttentionProbabilities).bytes, chunk_scores * 2);
+    EXPECT_GE(plan.placement(ProbeBuffer::kAttentionScores).bytes, chunk_scores * 4);
   }
+}
+
+// The scores buffer is cuDNN's attention workspace too: without context parallelism it holds
+// the fused backward's bf16 key and value gradients, its graph's workspace tensors and
+// kAttentionPlanWorkspaceBytes for cuDNN; Llama-3.1-8B at s 32768 needs more than a chunk's
+// scores. With context parallelism the backward is chunked and the buffer a chunk's scores.
+TEST(FootprintPlanTest, AttentionScoresHoldTheFusedBackwardsWorkspace) {
+  for (const Configuration& c :
+       {Make("llama3.1-8b", 8, 8192, 1, 1, 1, 1), Make("llama3.1-8b", 8, 32768, 1, 1, 1, 1),
+        Make("llama3.2-1b", 8, 1024, 1, 1, 1, 1)}) {
+    const FootprintPlan plan = Plan(c, 0);
+    ExpectConsistent(plan);
+    const ShardShapes& x = plan.shapes();
+    const absl::StatusOr<AttentionGraph> backward = CausalAttentionBackwardGraph(x);
+    ASSERT_TRUE(backward.ok()) << backward.status();
+    const int64_t fused = FusedBackwardGradientBytes(x) + backward->workspace_tensor_bytes +
+                          kAttentionPlanWorkspaceBytes;
+    const int64_t scores = plan.placement(ProbeBuffer::kAttentionScores).bytes;
+    EXPECT_GE(scores, fused) << x.sequence;
+    EXPECT_EQ(scores, AttentionScoresBytes(x));
+    if (x.sequence == 32768) {
+      EXPECT_EQ(scores, fused);
+    }
+  }
+  const FootprintPlan plan = Plan(Make("llama3.1-8b", 8, 131072, 1, 2, 1, 4), 0);
+  const ShardShapes& x = plan.shapes();
+  EXPECT_EQ(plan.placement(ProbeBuffer::kAttentionScores).bytes,
+            plan.attention_query_chunk() * x.query_heads * x.sequence * 4);
 }
 
 }  // namespace

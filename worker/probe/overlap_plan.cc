@@ -1,91 +1,245 @@
 #include "worker/probe/overlap_plan.h"
 
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <tuple>
 #include <utility>
+
+#include "worker/probe/gradient_buckets.h"
 
 namespace paratune {
 namespace {
 
-class PlanBuilder {
- public:
-  void Run(PlanOperation operation, PlanStream stream, int64_t index) {
-    plan_.push_back({operation, stream, index});
-  }
-
-  // Makes `waiting` wait for the work issued so far on `recording`.
-  void Order(PlanStream recording, PlanStream waiting) {
-    const int64_t event = next_event_++;
-    Run(PlanOperation::kRecordEvent, recording, event);
-    Run(PlanOperation::kWaitEvent, waiting, event);
-  }
-
-  // Issues bucket `bucket`'s all-gather on the communication stream and returns the event
-  // that marks its completion, for the compute stream to wait on later.
-  int64_t Gather(int64_t bucket) {
-    Run(PlanOperation::kAllGather, PlanStream::kCommunication, bucket);
-    const int64_t event = next_event_++;
-    Run(PlanOperation::kRecordEvent, PlanStream::kCommunication, event);
-    return event;
-  }
-
-  std::vector<PlanStep> Finish() { return std::move(plan_); }
-
- private:
-  std::vector<PlanStep> plan_;
-  int64_t next_event_ = 0;
+// A parameter tensor at `offset` in the buffer, used by `unit`.
+struct UnitTensor {
+  int64_t offset = 0;
+  int64_t unit = 0;
+  bool shared_embedding = false;
 };
 
-void PlanForward(int64_t layers, const std::vector<GradientBucket>& buckets,
-                 const OverlapOptions& options, PlanBuilder& plan) {
-  // Buffer order follows the backward pass, so the forward pass needs the buckets in reverse.
-  // Without overlap the distributed optimizer gathers everything after its step
-  // (distrib_optimizer.py, step_with_ready_grads); with it, zero_grad dispatches the first
-  // bucket's all-gather and each forward pre-hook waits for its bucket and then dispatches the
-  // next one (param_and_grad_buffer.py, _ParamAndGradBucketGroup.finish_param_sync).
-  const int64_t count = static_cast<int64_t>(buckets.size());
-  if (options.distributed_optimizer && !options.overlap_param_gather) {
-    for (int64_t bucket = count - 1; bucket >= 0; --bucket) {
-      plan.Run(PlanOperation::kAllGather, PlanStream::kCommunication, bucket);
-    }
-    plan.Order(PlanStream::kCommunication, PlanStream::kCompute);
+// The stage's tensors in buffer order (forward order, LayoutParameters).
+std::vector<UnitTensor> TensorsOf(const ParameterLayout& parameters,
+                                  const std::vector<ChunkUnits>& chunks, bool shared_embedding) {
+  std::vector<UnitTensor> tensors;
+  if (parameters.embedding >= 0) {
+    tensors.push_back({parameters.embedding, chunks.front().Embedding(), shared_embedding});
   }
-  const bool prefetch = options.distributed_optimizer && options.overlap_param_gather;
-  int64_t next = count - 1;  // the next bucket the forward pass needs
-  int64_t gathered = prefetch && next >= 0 ? plan.Gather(next) : -1;
-  for (int64_t layer = 0; layer < layers; ++layer) {
-    while (prefetch && next >= 0 && buckets[next].first_layer == layer) {
-      plan.Run(PlanOperation::kWaitEvent, PlanStream::kCompute, gathered);
-      if (--next >= 0) gathered = plan.Gather(next);
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    for (int64_t l = 0; l < chunks[c].layers; ++l) {
+      const LayerParameterOffsets& layer = parameters.layers[parameters.first_layer[c] + l];
+      for (int64_t offset : {layer.attention_norm, layer.qkv, layer.attention_output,
+                             layer.mlp_norm, layer.gate_up, layer.down}) {
+        tensors.push_back({offset, chunks[c].Layer(l), false});
+      }
     }
-    plan.Run(PlanOperation::kForward, PlanStream::kCompute, layer);
   }
+  if (parameters.final_norm >= 0) {
+    tensors.push_back({parameters.final_norm, chunks.back().Loss(), false});
+  }
+  // A tied LM head on a single stage is the embedding, already listed.
+  if (parameters.lm_head >= 0 && parameters.lm_head != parameters.embedding) {
+    tensors.push_back({parameters.lm_head, chunks.back().Loss(), shared_embedding});
+  }
+  std::sort(tensors.begin(), tensors.end(),
+            [](const UnitTensor& a, const UnitTensor& b) { return a.offset < b.offset; });
+  return tensors;
 }
 
-void PlanBackward(int64_t layers, const std::vector<GradientBucket>& buckets,
-                  const OverlapOptions& options, PlanBuilder& plan) {
-  const PlanOperation reduce =
-      options.distributed_optimizer ? PlanOperation::kReduceScatter : PlanOperation::kAllReduce;
-  const int64_t count = static_cast<int64_t>(buckets.size());
-  int64_t next = 0;  // the next bucket the backward pass completes
-  for (int64_t layer = layers - 1; layer >= 0; --layer) {
-    plan.Run(PlanOperation::kBackward, PlanStream::kCompute, layer);
-    while (options.overlap_grad_reduce && next < count && buckets[next].first_layer == layer) {
-      plan.Order(PlanStream::kCompute, PlanStream::kCommunication);
-      plan.Run(reduce, PlanStream::kCommunication, next++);
+// Megatron-LM's buckets of each chunk, as ranges of the buffer. A tensor's range runs to the
+// next tensor's start (the last one's to the padded end), so the buckets tile the buffer.
+std::vector<ParameterBucket> BucketsOf(const ParameterLayout& parameters,
+                                       const std::vector<ChunkUnits>& chunks,
+                                       const std::vector<UnitTensor>& tensors, int64_t stage,
+                                       int64_t data_context_size, const OverlapOptions& options) {
+  std::vector<ParameterBucket> buckets;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    std::vector<size_t> members;  // indices into `tensors`
+    std::vector<GradientTensor> chunk_tensors;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (tensors[i].unit < chunks[c].first || tensors[i].unit >= chunks[c].end()) continue;
+      const int64_t end =
+          i + 1 < tensors.size() ? tensors[i + 1].offset : parameters.padded_elements;
+      members.push_back(i);
+      chunk_tensors.push_back(
+          {end - tensors[i].offset, tensors[i].unit, tensors[i].shared_embedding});
+    }
+    const std::optional<int64_t> bucket_elements =
+        options.overlap_grad_reduce && stage == 0 && c == 0
+            ? std::optional<int64_t>(DefaultBucketElements(data_context_size))
+            : std::nullopt;
+    const GradientBucketLayout layout = LayoutGradientBuckets(
+        chunk_tensors, bucket_elements, data_context_size, options.distributed_optimizer);
+    for (const GradientBucket& bucket : layout.buckets) {
+      ParameterBucket& range = buckets.emplace_back();
+      range.chunk = static_cast<int64_t>(c);
+      range.start = parameters.padded_elements;
+      for (int64_t t : bucket.tensors) {
+        range.start = std::min(range.start, tensors[members[t]].offset);
+        range.end = std::max(range.end, tensors[members[t]].offset + chunk_tensors[t].elements);
+      }
+      range.first_unit = bucket.first_layer;
+      range.last_unit = bucket.last_layer;
     }
   }
-  if (next < count) plan.Order(PlanStream::kCompute, PlanStream::kCommunication);
-  for (; next < count; ++next) plan.Run(reduce, PlanStream::kCommunication, next);
-  plan.Order(PlanStream::kCommunication, PlanStream::kCompute);
+  return buckets;
 }
+
+// Plan steps collected by point, then emitted in the order the runner reaches the points.
+class StepCollector {
+ public:
+  void Add(PlanPoint point, PlanOperation operation, int64_t bucket) {
+    at_[Key(point)].push_back({point, operation, bucket});
+  }
+
+  void Emit(PlanPoint point, std::vector<PlanStep>& steps) {
+    auto it = at_.find(Key(point));
+    if (it == at_.end()) return;
+    steps.insert(steps.end(), it->second.begin(), it->second.end());
+    at_.erase(it);
+  }
+
+ private:
+  using PointKey = std::tuple<int, int64_t, int64_t>;
+  static PointKey Key(PlanPoint point) {
+    return {static_cast<int>(point.kind), point.pass, point.unit};
+  }
+  std::map<PointKey, std::vector<PlanStep>> at_;
+};
+
+PlanPoint At(PlanPointKind kind, int64_t pass = 0, int64_t unit = 0) { return {kind, pass, unit}; }
 
 }  // namespace
 
-std::vector<PlanStep> OverlapPlanOf(int64_t layers, const std::vector<GradientBucket>& buckets,
+std::vector<ChunkUnits> ChunkUnitsOf(const StageLayers& stage_layers) {
+  std::vector<ChunkUnits> chunks;
+  const size_t count = stage_layers.chunk_layers.size();
+  int64_t next = 0;
+  for (size_t c = 0; c < count; ++c) {
+    ChunkUnits& chunk = chunks.emplace_back();
+    chunk.first = next;
+    chunk.embedding = stage_layers.embedding && c == 0;
+    chunk.layers = stage_layers.chunk_layers[c];
+    chunk.loss = stage_layers.lm_head && c + 1 == count;
+    next = chunk.end();
+  }
+  return chunks;
+}
+
+DataParallelPlan DataParallelPlanOf(const ParameterLayout& parameters,
+                                    const StageLayers& stage_layers, bool tied_embeddings,
+                                    const std::vector<ScheduleStep>& schedule, int64_t stage,
+                                    int64_t stages, int64_t data_context_size,
                                     const OverlapOptions& options) {
-  PlanBuilder plan;
-  PlanForward(layers, buckets, options, plan);
-  PlanBackward(layers, buckets, options, plan);
-  return plan.Finish();
+  DataParallelPlan plan;
+  plan.chunks = ChunkUnitsOf(stage_layers);
+  const int64_t chunk_count = static_cast<int64_t>(plan.chunks.size());
+  const std::vector<UnitTensor> tensors =
+      TensorsOf(parameters, plan.chunks, tied_embeddings && stages > 1);
+  plan.buckets = BucketsOf(parameters, plan.chunks, tensors, stage, data_context_size, options);
+  const int64_t bucket_count = static_cast<int64_t>(plan.buckets.size());
+  std::vector<std::vector<int64_t>> chunk_buckets(chunk_count);  // in buffer order
+  for (int64_t b = 0; b < bucket_count; ++b) chunk_buckets[plan.buckets[b].chunk].push_back(b);
+
+  // The passes in order, and per chunk its first forward and last backward.
+  std::vector<PipelinePass> passes;
+  std::vector<int64_t> forwards, backwards;  // pass indices
+  std::vector<int64_t> first_forward(chunk_count, -1), last_backward(chunk_count, -1);
+  for (const ScheduleStep& step : schedule) {
+    if (!step.pass.has_value()) continue;
+    const int64_t index = static_cast<int64_t>(passes.size());
+    passes.push_back(*step.pass);
+    if (step.pass->direction == PassDirection::kForward) {
+      forwards.push_back(index);
+      if (first_forward[step.pass->chunk] < 0) first_forward[step.pass->chunk] = index;
+    } else {
+      backwards.push_back(index);
+      last_backward[step.pass->chunk] = index;
+    }
+  }
+  const bool interleaved = chunk_count > 1;
+  StepCollector collect;
+
+  // Gradients.
+  std::vector<bool> reduced(chunk_count, false);
+  auto reduce_chunk = [&](PlanPoint point, int64_t chunk) {
+    for (int64_t b : chunk_buckets[chunk]) collect.Add(point, PlanOperation::kDispatchReduce, b);
+    reduced[chunk] = true;
+  };
+  if (options.overlap_grad_reduce && !interleaved && stage == 0) {
+    for (int64_t b = 0; b < bucket_count; ++b) {
+      collect.Add(At(PlanPointKind::kAfterBackward, last_backward[0], plan.buckets[b].first_unit),
+                  PlanOperation::kDispatchReduce, b);
+    }
+    reduced[0] = true;
+  } else if (options.overlap_grad_reduce && interleaved) {
+    for (size_t k = 0; k < backwards.size(); ++k) {
+      const int64_t j = static_cast<int64_t>(k) - stage;
+      if (j < 0) continue;
+      const int64_t chunk = passes[backwards[j]].chunk;
+      if (backwards[j] == last_backward[chunk]) {
+        reduce_chunk(At(PlanPointKind::kAfterPass, backwards[k]), chunk);
+      }
+    }
+  }
+  for (int64_t c = 0; c < chunk_count; ++c) {
+    if (!reduced[c]) reduce_chunk(At(PlanPointKind::kStepEnd), c);
+  }
+  collect.Add(At(PlanPointKind::kStepEnd), PlanOperation::kWaitReductions, 0);
+
+  // Parameters.
+  if (options.distributed_optimizer && options.overlap_param_gather) {
+    auto wait_point = [&](int64_t b) {
+      return At(PlanPointKind::kBeforeForward, first_forward[plan.buckets[b].chunk],
+                plan.buckets[b].first_unit);
+    };
+    if (!interleaved) {
+      // Forward order: the reverse of buffer order.
+      const std::vector<int64_t>& order = chunk_buckets[0];
+      for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        if (it == order.rbegin()) collect.Add(wait_point(*it), PlanOperation::kDispatchGather, *it);
+        collect.Add(wait_point(*it), PlanOperation::kWaitGather, *it);
+        if (std::next(it) != order.rend()) {
+          collect.Add(wait_point(*it), PlanOperation::kDispatchGather, *std::next(it));
+        }
+      }
+    } else {
+      auto gather_chunk = [&](PlanPoint point, int64_t chunk) {
+        for (int64_t b : chunk_buckets[chunk])
+          collect.Add(point, PlanOperation::kDispatchGather, b);
+      };
+      gather_chunk(At(PlanPointKind::kStepStart), 0);
+      gather_chunk(At(PlanPointKind::kStepStart), 1);
+      for (int64_t k = 1; k + 1 < chunk_count; ++k) {
+        const int64_t first =
+            std::find(forwards.begin(), forwards.end(), first_forward[k]) - forwards.begin();
+        gather_chunk(At(PlanPointKind::kBeforePass, forwards[std::max<int64_t>(0, first - stage)]),
+                     k + 1);
+      }
+      for (int64_t b = 0; b < bucket_count; ++b) {
+        collect.Add(wait_point(b), PlanOperation::kWaitGather, b);
+      }
+    }
+  }
+
+  // The runner's order of points.
+  collect.Emit(At(PlanPointKind::kStepStart), plan.steps);
+  for (int64_t p = 0; p < static_cast<int64_t>(passes.size()); ++p) {
+    collect.Emit(At(PlanPointKind::kBeforePass, p), plan.steps);
+    const ChunkUnits& units = plan.chunks[passes[p].chunk];
+    if (passes[p].direction == PassDirection::kForward) {
+      for (int64_t u = units.first; u < units.end(); ++u) {
+        collect.Emit(At(PlanPointKind::kBeforeForward, p, u), plan.steps);
+      }
+    } else {
+      for (int64_t u = units.end() - 1; u >= units.first; --u) {
+        collect.Emit(At(PlanPointKind::kAfterBackward, p, u), plan.steps);
+      }
+    }
+    collect.Emit(At(PlanPointKind::kAfterPass, p), plan.steps);
+  }
+  collect.Emit(At(PlanPointKind::kStepEnd), plan.steps);
+  return plan;
 }
 
 }  // namespace paratune

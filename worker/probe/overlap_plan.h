@@ -1,39 +1,49 @@
-// The order in which one pipeline stage issues its layers' compute and its data-parallel
-// collectives on two CUDA streams, so that communication overlaps computation as in
-// Megatron-LM with --overlap-grad-reduce and --overlap-param-gather
-// (megatron/core/distributed/distributed_data_parallel.py: the backward hook of the last
-// gradient of a bucket starts its reduce-scatter; the forward pre-hook of a bucket's first
-// parameter waits for its all-gather and dispatches the next bucket's). A pure plan: the CUDA
-// runner issues the steps in order, each on its stream.
+// When and on which CUDA stream one pipeline stage issues its data-parallel collectives in a
+// training step, so that they overlap computation as in Megatron-LM with
+// --overlap-grad-reduce and --overlap-param-gather (megatron/core at commit d98e8a6, 2026):
+//
+// - Buckets. Each model chunk has its own gradient buffer (training.py,
+//   wrap_model_chunks_with_ddp: one DistributedDataParallel per chunk), split into buckets of
+//   DefaultBucketElements(dp x cp) parameters only on pipeline stage 0's first chunk; every
+//   other chunk and stage keeps one bucket ("data-parallel communication on these stages is
+//   not on the critical path": distributed_data_parallel.py, DistributedDataParallel.__init__;
+//   training.py, get_model's per_chunk_bucket_sizes), the tied embedding alone with the
+//   distributed optimizer (gradient_buckets.h).
+// - Gradients. A bucket's reduce-scatter (all-reduce without the distributed optimizer) starts
+//   when all its parameters have the gradient of the step's last micro-batch
+//   (param_and_grad_buffer.py, _ParamAndGradBucketGroup.register_grad_ready, which counts only
+//   while is_last_microbatch, i.e. outside DistributedDataParallel.no_sync). Megatron-LM's
+//   default --align-grad-reduce decides which stages do that (pipeline_parallel/schedules.py):
+//   without interleaving, stage 0 bucket by bucket in its last backward pass
+//   (forward_backward_pipelining_without_interleaving's cooldown, grad_sync_first_stage; a
+//   single stage runs forward_backward_no_pipelining, whose last micro-batch runs outside
+//   no_sync), the other stages after the schedule ("Launch any remaining grad reductions");
+//   with interleaving, a chunk's buckets all at once after the backward pass `stage` passes
+//   after the chunk's last one (backward_step_helper_postprocess), those left after the
+//   schedule. The optimizer step waits for every reduction (finish_grad_sync).
+// - Parameters (distributed optimizer and --overlap-param-gather). Without interleaving
+//   (where Megatron-LM turns --align-param-gather off), the forward pre-hook of the first
+//   forward pass that uses a bucket dispatches its all-gather if nobody has, waits for it, and
+//   dispatches the next bucket's (DistributedDataParallel._make_forward_pre_hook,
+//   _ParamAndGradBucketGroup.finish_param_sync). With interleaving, chunks 0 and 1 are
+//   gathered at the start of the schedule and chunk k + 1 before the forward pass `stage`
+//   passes before chunk k's first (forward_step_helper_preprocess); the pre-hooks only wait.
+//   The all-gathers of step n's parameters run in step n + 1.
+//
+// A dispatch from the compute stream makes the communication stream wait for everything the
+// compute stream has been given so far, as PyTorch's NCCL process group does. A pure plan: the
+// CUDA stage runner issues each step when it reaches the step's point.
 #ifndef PARATUNE_WORKER_PROBE_OVERLAP_PLAN_H_
 #define PARATUNE_WORKER_PROBE_OVERLAP_PLAN_H_
 
 #include <cstdint>
 #include <vector>
 
-#include "worker/probe/gradient_buckets.h"
+#include "worker/probe/parameter_layout.h"
+#include "worker/probe/pipeline_schedule.h"
+#include "worker/probe/shard_shapes.h"
 
 namespace paratune {
-
-enum class PlanStream { kCompute, kCommunication };
-
-enum class PlanOperation {
-  kForward,        // `index`: the layer, on the compute stream
-  kBackward,       // `index`: the layer, on the compute stream
-  kAllGather,      // `index`: the bucket's parameters, gathered from their data-parallel shards
-  kReduceScatter,  // `index`: the bucket's gradients, reduced to their shards
-  kAllReduce,      // `index`: the bucket's gradients, reduced everywhere (no sharding)
-  kRecordEvent,    // `index`: the event, marking the work issued on `stream` so far
-  kWaitEvent,      // `index`: the event; `stream` runs nothing after this until it completes
-};
-
-// One operation issued on `stream`. Operations on one stream run in issue order; the two
-// streams meet only through events.
-struct PlanStep {
-  PlanOperation operation = PlanOperation::kForward;
-  PlanStream stream = PlanStream::kCompute;
-  int64_t index = 0;
-};
 
 // The data-parallel switches of Megatron-LM that shape the plan. overlap_param_gather
 // requires distributed_optimizer, as in Megatron-LM.
@@ -43,19 +53,99 @@ struct OverlapOptions {
   bool overlap_param_gather = false;
 };
 
-// The steps of one micro-batch's forward and backward passes over `layers` layers (0 ..
-// layers - 1, in forward order), the micro-batch being the training step's first for
-// parameter gathering and its last for gradient reduction. `buckets` are in buffer order, as
-// LayoutGradientBuckets returns them, with layers in [0, layers).
-//
-// Parameters: with the distributed optimizer, each bucket is all-gathered before the forward
-// of its first_layer: the first bucket needed at the start and the next one prefetched as each
-// is waited for, with overlap_param_gather; all at the start, before any forward, without.
-// Gradients: each bucket is reduce-scattered (all-reduced without the distributed optimizer)
-// once the backward of its first_layer has run, with overlap_grad_reduce; all after the last
-// backward, without. The compute stream waits for every reduction at the end, as the
-// optimizer step that follows does (finish_grad_sync).
-std::vector<PlanStep> OverlapPlanOf(int64_t layers, const std::vector<GradientBucket>& buckets,
+// The computations of one model chunk that use parameters, in forward order: the embedding
+// (stage 0's chunk 0), the transformer layers, the loss (final norm and LM head, the last
+// stage's last chunk). Units are numbered over the stage, chunk after chunk: unit `first` is
+// the chunk's embedding if it has one, else its first layer.
+struct ChunkUnits {
+  int64_t first = 0;
+  bool embedding = false;
+  int64_t layers = 0;
+  bool loss = false;
+
+  int64_t Embedding() const { return first; }
+  int64_t Layer(int64_t layer_in_chunk) const {
+    return first + (embedding ? 1 : 0) + layer_in_chunk;
+  }
+  int64_t Loss() const { return Layer(layers); }
+  int64_t end() const { return Layer(layers) + (loss ? 1 : 0); }
+};
+
+// A contiguous range [start, end) of the stage's parameter (and gradient) buffer holding whole
+// tensors of one chunk. With the distributed optimizer its length is a multiple of the shard
+// count and data x context rank r owns [start + r n, start + (r + 1) n), n = (end - start) /
+// shard_count, whose optimizer states sit at start / shard_count in the optimizer buffers.
+struct ParameterBucket {
+  int64_t chunk = 0;
+  int64_t start = 0;
+  int64_t end = 0;
+  // The units whose parameters it holds: the backward pass completes it with first_unit's
+  // backward and the forward pass first needs it at first_unit's forward.
+  int64_t first_unit = 0;
+  int64_t last_unit = 0;
+};
+
+// Where in a step the stage runner issues plan steps. `pass` indexes the schedule's passes in
+// order (the steps that have one), `unit` a unit of that pass's chunk.
+enum class PlanPointKind {
+  kStepStart,      // after the gradients are zeroed, before the schedule
+  kBeforePass,     // before pass `pass`, its transfers posted
+  kBeforeForward,  // before unit `unit`'s forward in pass `pass`
+  kAfterBackward,  // after unit `unit`'s backward in pass `pass`
+  kAfterPass,      // after pass `pass`
+  kStepEnd,        // after the schedule, before the optimizer
+};
+
+struct PlanPoint {
+  PlanPointKind kind = PlanPointKind::kStepStart;
+  int64_t pass = 0;
+  int64_t unit = 0;
+  bool operator==(const PlanPoint& other) const {
+    return kind == other.kind && pass == other.pass && unit == other.unit;
+  }
+};
+
+enum class PlanOperation {
+  // Communication stream: wait for the compute stream's work so far, then all-gather the
+  // bucket's parameters from their shards.
+  kDispatchGather,
+  // Compute stream: wait for the bucket's all-gather.
+  kWaitGather,
+  // Communication stream: wait for the compute stream's work so far, then reduce-scatter the
+  // bucket's gradients (all-reduce without the distributed optimizer).
+  kDispatchReduce,
+  // Compute stream: wait for every reduction dispatched (`bucket` unused).
+  kWaitReductions,
+};
+
+struct PlanStep {
+  PlanPoint point;
+  PlanOperation operation = PlanOperation::kDispatchReduce;
+  int64_t bucket = 0;
+};
+
+struct DataParallelPlan {
+  std::vector<ChunkUnits> chunks;
+  // By chunk, each chunk's in buffer order (highest addresses, its last units, first).
+  std::vector<ParameterBucket> buckets;
+  // In the order the stage runner reaches their points; steps at one point in issue order.
+  std::vector<PlanStep> steps;
+};
+
+// The units of each chunk of `stage_layers`.
+std::vector<ChunkUnits> ChunkUnitsOf(const StageLayers& stage_layers);
+
+// The plan of pipeline stage `stage` of `stages` running `schedule` (PipelineScheduleOf) over
+// `parameters` (LayoutParameters of `stage_layers` with `tied_embeddings` and shard count
+// data_context_size with the distributed optimizer, 1 without). Requires data_context_size >=
+// 1 (the probe plans only for more than one rank; a group of one is legal for NCCL) and
+// overlap_grad_reduce or overlap_param_gather (the stage runner reduces after the schedule,
+// on one stream, otherwise). Every bucket is reduced once and, with
+// overlap_param_gather, gathered once; the buckets tile [0, parameters.padded_elements).
+DataParallelPlan DataParallelPlanOf(const ParameterLayout& parameters,
+                                    const StageLayers& stage_layers, bool tied_embeddings,
+                                    const std::vector<ScheduleStep>& schedule, int64_t stage,
+                                    int64_t stages, int64_t data_context_size,
                                     const OverlapOptions& options);
 
 }  // namespace paratune

@@ -2,194 +2,410 @@
 
 #include <algorithm>
 #include <map>
-#include <optional>
-#include <utility>
 #include <vector>
 
+#include "estimator/cluster_spec.h"
+#include "estimator/model_spec.h"
+#include "estimator/parallel_config.h"
+#include "estimator/training_spec.h"
 #include "gtest/gtest.h"
 #include "worker/probe/gradient_buckets.h"
+#include "worker/probe/parameter_layout.h"
+#include "worker/probe/pipeline_schedule.h"
+#include "worker/probe/shard_shapes.h"
 
 namespace paratune {
 namespace {
 
-// Every layer's forward and backward take 1 s; a collective on one bucket `collective_seconds`.
-constexpr double kLayerSeconds = 1.0;
+// One rank's stage of a configuration, with the plan the stage runner would follow.
+struct Stage {
+  StageLayers layers;
+  ParameterLayout parameters;
+  std::vector<ScheduleStep> schedule;
+  int64_t micro_batches = 0;
+  int64_t shard_count = 1;
+  OverlapOptions options;
+  DataParallelPlan plan;
+};
 
-// Runs a plan as two CUDA streams would: each stream runs its operations in issue order, a
-// wait holds its stream until the event's recorded work is done. Fails the test when a wait
-// names an event not recorded yet (the runner would wait on nothing), when a forward runs
-// before its parameters are gathered (with `gathers`: the distributed optimizer), or when a bucket
-// is reduced before the backward of every layer it holds has run.
-class TwoStreamSimulation {
+Stage StageOf(const char* preset, int64_t dp, int64_t tp, int64_t pp, int64_t v, int64_t stage,
+              int64_t micro_batches, OverlapOptions options) {
+  const ModelSpec model = *FindModelPreset(preset);
+  TrainingOptions training_options;
+  training_options.global_batch_size = 64 * dp;
+  training_options.seq_len = 2048;
+  training_options.distributed_optimizer = options.distributed_optimizer;
+  const TrainingSpec training = *TrainingSpec::Create(training_options);
+  ParallelDims dims;
+  dims.dp = dp;
+  dims.tp = tp;
+  dims.pp = pp;
+  dims.virtual_pipeline = v;
+  const int64_t gpus = dp * tp * pp;
+  // Whole nodes of 8, or one GPU per node where 8 does not divide the count.
+  const bool whole_nodes = gpus % 8 == 0;
+  const ClusterSpec cluster = *ClusterSpec::Create(
+      *FindGpuPreset("h100-80gb"), whole_nodes ? gpus / 8 : gpus, whole_nodes ? 8 : 1);
+  const ParallelConfig config =
+      *ParallelConfig::Create(model, training, cluster, PlacementRules(), dims);
+  Stage s;
+  s.layers = StageLayersOf(model, config, stage);
+  s.shard_count = options.distributed_optimizer ? dp : 1;
+  s.parameters = LayoutParameters(ComputeShardShapes(model, training, config), s.layers,
+                                  model.tied_embeddings(), s.shard_count);
+  s.schedule = PipelineScheduleOf(pp, v, micro_batches, stage);
+  s.micro_batches = micro_batches;
+  s.options = options;
+  s.plan = DataParallelPlanOf(s.parameters, s.layers, model.tied_embeddings(), s.schedule, stage,
+                              pp, dp, options);
+  return s;
+}
+
+constexpr OverlapOptions kAll = {true, true, true};
+constexpr OverlapOptions kReplicated = {false, true, false};
+
+// Every unit's forward and backward take 1 s.
+constexpr double kUnitSeconds = 1.0;
+
+// Runs a plan as the stage runner issues it and two CUDA streams run it: the compute stream
+// runs the units' passes in the schedule's order; a dispatch makes the communication stream
+// wait for the compute stream's work so far; a wait holds the compute stream. Fails the test
+// when a bucket is reduced before every micro-batch's backward of each unit it holds, a
+// forward uses parameters whose all-gather it has not waited for (with `gathers`), the
+// optimizer step does not wait for every reduction, or a step's point is never reached.
+class StepSimulation {
  public:
-  TwoStreamSimulation(int64_t layers, const std::vector<GradientBucket>& buckets,
-                      double collective_seconds, bool gathers)
-      : layers_(layers),
-        buckets_(buckets),
-        collective_seconds_(collective_seconds),
-        gathers_(gathers) {}
+  StepSimulation(const Stage& stage, double collective_seconds)
+      : stage_(stage),
+        plan_(stage.plan),
+        gathers_(stage.options.distributed_optimizer && stage.options.overlap_param_gather),
+        collective_seconds_(collective_seconds) {}
 
-  void Run(const std::vector<PlanStep>& plan) {
-    for (const PlanStep& step : plan) {
-      double& clock = clocks_[step.stream];
-      switch (step.operation) {
-        case PlanOperation::kForward:
-          for (int64_t bucket = 0; bucket < static_cast<int64_t>(buckets_.size()); ++bucket) {
-            if (gathers_ && buckets_[bucket].first_layer <= step.index &&
-                step.index <= buckets_[bucket].last_layer) {
-              ASSERT_TRUE(gathered_.count(bucket)) << "layer " << step.index;
-              EXPECT_LE(gathered_[bucket], clock) << "layer " << step.index;
+  void Run() {
+    Reach(At(PlanPointKind::kStepStart));
+    int64_t pass = 0;
+    for (const ScheduleStep& step : stage_.schedule) {
+      if (!step.pass.has_value()) continue;
+      Reach(At(PlanPointKind::kBeforePass, pass));
+      const ChunkUnits& units = plan_.chunks[step.pass->chunk];
+      if (step.pass->direction == PassDirection::kForward) {
+        for (int64_t u = units.first; u < units.end(); ++u) {
+          Reach(At(PlanPointKind::kBeforeForward, pass, u));
+          for (size_t b = 0; b < plan_.buckets.size(); ++b) {
+            if (gathers_ && Holds(b, u)) {
+              EXPECT_TRUE(waited_[b]) << "unit " << u << " bucket " << b;
             }
           }
-          clock += kLayerSeconds;
-          ++forwards_[step.index];
-          break;
-        case PlanOperation::kBackward:
-          clock += kLayerSeconds;
-          backward_done_[step.index] = clock;
-          break;
-        case PlanOperation::kAllGather:
-          clock += collective_seconds_;
-          gathered_[step.index] = clock;
-          break;
-        case PlanOperation::kReduceScatter:
-        case PlanOperation::kAllReduce:
-          for (int64_t layer = buckets_[step.index].first_layer;
-               layer <= buckets_[step.index].last_layer; ++layer) {
-            ASSERT_TRUE(backward_done_.count(layer)) << "bucket " << step.index;
-            EXPECT_LE(backward_done_[layer], clock) << "bucket " << step.index;
-          }
-          clock += collective_seconds_;
-          ++reduced_[step.index];
-          break;
-        case PlanOperation::kRecordEvent:
-          events_[step.index] = clock;
-          break;
-        case PlanOperation::kWaitEvent:
-          ASSERT_TRUE(events_.count(step.index)) << "event " << step.index;
-          clock = std::max(clock, events_[step.index]);
-          break;
+          compute_ += kUnitSeconds;
+        }
+      } else {
+        for (int64_t u = units.end() - 1; u >= units.first; --u) {
+          compute_ += kUnitSeconds;
+          ++backwards_[u];
+          Reach(At(PlanPointKind::kAfterBackward, pass, u));
+        }
+      }
+      Reach(At(PlanPointKind::kAfterPass, pass));
+      ++pass;
+    }
+    Reach(At(PlanPointKind::kStepEnd));
+    EXPECT_EQ(next_, plan_.steps.size()) << "steps at points the runner never reaches";
+    EXPECT_TRUE(waited_reductions_);
+    for (size_t b = 0; b < plan_.buckets.size(); ++b) {
+      EXPECT_EQ(reduced_[b], 1) << "bucket " << b;
+      EXPECT_EQ(gathered_[b], gathers_ ? 1 : 0) << "bucket " << b;
+    }
+  }
+
+  // Communication time not hidden behind compute: how long the step lasts beyond its units.
+  double ExposedSeconds() const {
+    int64_t units = 0;
+    for (const ScheduleStep& step : stage_.schedule) {
+      if (step.pass.has_value()) {
+        const ChunkUnits& chunk = plan_.chunks[step.pass->chunk];
+        units += chunk.end() - chunk.first;
       }
     }
-  }
-
-  // Communication time not hidden behind compute: how long the step lasts beyond its
-  // 2 x layers seconds of compute.
-  double ExposedSeconds() const {
-    return std::max(clocks_.at(PlanStream::kCompute), clocks_.at(PlanStream::kCommunication)) -
-           2 * kLayerSeconds * layers_;
-  }
-
-  void ExpectEveryLayerAndBucketOnce() const {
-    for (int64_t layer = 0; layer < layers_; ++layer) {
-      EXPECT_EQ(forwards_.at(layer), 1) << layer;
-      EXPECT_TRUE(backward_done_.count(layer)) << layer;
-    }
-    for (int64_t bucket = 0; bucket < static_cast<int64_t>(buckets_.size()); ++bucket) {
-      EXPECT_EQ(reduced_.at(bucket), 1) << bucket;
-      EXPECT_EQ(gathered_.count(bucket), gathers_ ? 1u : 0u) << bucket;
-    }
+    return compute_ - kUnitSeconds * static_cast<double>(units);
   }
 
  private:
-  const int64_t layers_;
-  const std::vector<GradientBucket>& buckets_;
-  const double collective_seconds_;
+  static PlanPoint At(PlanPointKind kind, int64_t pass = 0, int64_t unit = 0) {
+    return {kind, pass, unit};
+  }
+
+  bool Holds(size_t bucket, int64_t unit) const {
+    return plan_.buckets[bucket].first_unit <= unit && unit <= plan_.buckets[bucket].last_unit;
+  }
+
+  void Reach(PlanPoint point) {
+    while (next_ < plan_.steps.size() && plan_.steps[next_].point == point) {
+      Issue(plan_.steps[next_++]);
+    }
+  }
+
+  void Issue(const PlanStep& step) {
+    const int64_t b = step.bucket;
+    switch (step.operation) {
+      case PlanOperation::kDispatchReduce:
+        for (int64_t u = plan_.buckets[b].first_unit; u <= plan_.buckets[b].last_unit; ++u) {
+          EXPECT_EQ(backwards_[u], stage_.micro_batches) << "bucket " << b << " unit " << u;
+        }
+        ++reduced_[b];
+        communication_ = std::max(communication_, compute_) + collective_seconds_;
+        reductions_done_ = communication_;
+        break;
+      case PlanOperation::kWaitReductions:
+        for (size_t c = 0; c < plan_.buckets.size(); ++c) EXPECT_EQ(reduced_[c], 1) << c;
+        compute_ = std::max(compute_, reductions_done_);
+        waited_reductions_ = true;
+        break;
+      case PlanOperation::kDispatchGather:
+        ++gathered_[b];
+        communication_ = std::max(communication_, compute_) + collective_seconds_;
+        gather_done_[b] = communication_;
+        break;
+      case PlanOperation::kWaitGather:
+        ASSERT_EQ(gathered_[b], 1) << "bucket " << b << " waited for before its dispatch";
+        compute_ = std::max(compute_, gather_done_[b]);
+        waited_[b] = true;
+        break;
+    }
+  }
+
+  const Stage& stage_;
+  const DataParallelPlan& plan_;
   const bool gathers_;
-  std::map<PlanStream, double> clocks_ = {{PlanStream::kCompute, 0.0},
-                                          {PlanStream::kCommunication, 0.0}};
-  std::map<int64_t, double> events_;
-  std::map<int64_t, double> gathered_;
-  std::map<int64_t, double> backward_done_;
-  std::map<int64_t, int> forwards_;
+  const double collective_seconds_;
+  size_t next_ = 0;
+  double compute_ = 0;
+  double communication_ = 0;
+  double reductions_done_ = 0;
+  bool waited_reductions_ = false;
+  std::map<int64_t, int64_t> backwards_;
   std::map<int64_t, int> reduced_;
+  std::map<int64_t, int> gathered_;
+  std::map<int64_t, double> gather_done_;
+  std::map<int64_t, bool> waited_;
 };
 
-// `layers` layers of two 100-element tensors each, in buckets of `bucket_elements`.
-std::vector<GradientBucket> BucketsOf(int64_t layers, std::optional<int64_t> bucket_elements) {
-  std::vector<GradientTensor> tensors;
-  for (int64_t layer = 0; layer < layers; ++layer) {
-    tensors.push_back({100, layer});
-    tensors.push_back({100, layer});
-  }
-  return LayoutGradientBuckets(tensors, bucket_elements, 2, true).buckets;
-}
-
-double ExposedSeconds(int64_t layers, const std::vector<GradientBucket>& buckets,
-                      const OverlapOptions& options, double collective_seconds) {
-  TwoStreamSimulation simulation(layers, buckets, collective_seconds,
-                                 options.distributed_optimizer);
-  simulation.Run(OverlapPlanOf(layers, buckets, options));
-  simulation.ExpectEveryLayerAndBucketOnce();
+double ExposedSeconds(const Stage& stage, double collective_seconds) {
+  StepSimulation simulation(stage, collective_seconds);
+  simulation.Run();
   return simulation.ExposedSeconds();
 }
 
-TEST(OverlapPlanTest, ReduceScatterFollowsTheBackwardThatCompletesItsBucket) {
-  // Buckets of two layers: bucket 0 holds layers 2 and 3, bucket 1 layers 0 and 1.
-  const std::vector<GradientBucket> buckets = BucketsOf(4, 400);
-  ASSERT_EQ(buckets.size(), 2u);
-  const std::vector<PlanStep> plan = OverlapPlanOf(4, buckets, {true, true, false});
-  const auto backward_end = std::find_if(plan.begin(), plan.end(), [](const PlanStep& step) {
-    return step.operation == PlanOperation::kBackward;
-  });
-  const std::vector<PlanStep> backward(backward_end, plan.end());
-  using Op = PlanOperation;
-  using Stream = PlanStream;
-  const std::vector<std::pair<Op, Stream>> expected = {{Op::kBackward, Stream::kCompute},
-                                                       {Op::kBackward, Stream::kCompute},
-                                                       {Op::kRecordEvent, Stream::kCompute},
-                                                       {Op::kWaitEvent, Stream::kCommunication},
-                                                       {Op::kReduceScatter, Stream::kCommunication},
-                                                       {Op::kBackward, Stream::kCompute},
-                                                       {Op::kBackward, Stream::kCompute},
-                                                       {Op::kRecordEvent, Stream::kCompute},
-                                                       {Op::kWaitEvent, Stream::kCommunication},
-                                                       {Op::kReduceScatter, Stream::kCommunication},
-                                                       {Op::kRecordEvent, Stream::kCommunication},
-                                                       {Op::kWaitEvent, Stream::kCompute}};
-  ASSERT_EQ(backward.size(), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_EQ(backward[i].operation, expected[i].first) << i;
-    EXPECT_EQ(backward[i].stream, expected[i].second) << i;
+// The pass indices of the schedule's backward (or forward) passes, in order.
+std::vector<int64_t> PassesOf(const Stage& stage, PassDirection direction) {
+  std::vector<int64_t> passes;
+  int64_t index = 0;
+  for (const ScheduleStep& step : stage.schedule) {
+    if (!step.pass.has_value()) continue;
+    if (step.pass->direction == direction) passes.push_back(index);
+    ++index;
   }
-  EXPECT_EQ(backward[0].index, 3);
-  EXPECT_EQ(backward[4].index, 0);
-  EXPECT_EQ(backward[9].index, 1);
+  return passes;
 }
 
-TEST(OverlapPlanTest, OnlyTheLastBucketsReductionIsExposedWithOverlap) {
-  // Two buckets of two layers, 1.5 s to reduce each: bucket 0 runs from 2 s to 3.5 s, hidden
-  // behind the backward of layers 1 and 0; bucket 1 starts when the backward ends.
-  const std::vector<GradientBucket> buckets = BucketsOf(4, 400);
-  const OverlapOptions without_gather = {false, true, false};
-  EXPECT_DOUBLE_EQ(ExposedSeconds(4, buckets, without_gather, 1.5), 1.5);
-  const OverlapOptions no_overlap = {false, false, false};
-  EXPECT_DOUBLE_EQ(ExposedSeconds(4, buckets, no_overlap, 1.5), 3.0);
+void ExpectBucketsTileTheBuffer(const Stage& stage) {
+  std::vector<ParameterBucket> sorted = stage.plan.buckets;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const ParameterBucket& a, const ParameterBucket& b) { return a.start < b.start; });
+  int64_t end = 0;
+  for (const ParameterBucket& bucket : sorted) {
+    EXPECT_EQ(bucket.start, end);
+    EXPECT_GT(bucket.end, bucket.start);
+    EXPECT_EQ((bucket.end - bucket.start) % stage.shard_count, 0);
+    const ChunkUnits& chunk = stage.plan.chunks[bucket.chunk];
+    EXPECT_GE(bucket.first_unit, chunk.first);
+    EXPECT_LT(bucket.last_unit, chunk.end());
+    end = bucket.end;
+  }
+  EXPECT_EQ(end, stage.parameters.padded_elements);
+  // Within a chunk, buffer order runs from the highest addresses down (Megatron-LM's reversed
+  // parameter order).
+  for (size_t b = 1; b < stage.plan.buckets.size(); ++b) {
+    if (stage.plan.buckets[b].chunk == stage.plan.buckets[b - 1].chunk) {
+      EXPECT_EQ(stage.plan.buckets[b].end, stage.plan.buckets[b - 1].start);
+    }
+  }
 }
 
-TEST(OverlapPlanTest, SlowReductionsQueueOnTheCommunicationStream) {
-  // 3 s per bucket: bucket 0 from 2 s to 5 s, bucket 1 from 5 s to 8 s, compute ends at 4 s.
-  const std::vector<GradientBucket> buckets = BucketsOf(4, 400);
-  EXPECT_DOUBLE_EQ(ExposedSeconds(4, buckets, {false, true, false}, 3.0), 4.0);
+TEST(ChunkUnitsTest, EmbeddingLayersAndLossInForwardOrder) {
+  StageLayers layers;
+  layers.chunk_layers = {2, 0, 3};
+  layers.embedding = true;
+  layers.lm_head = true;
+  const std::vector<ChunkUnits> chunks = ChunkUnitsOf(layers);
+  ASSERT_EQ(chunks.size(), 3u);
+  EXPECT_EQ(chunks[0].Embedding(), 0);
+  EXPECT_EQ(chunks[0].Layer(1), 2);
+  EXPECT_EQ(chunks[0].end(), 3);
+  EXPECT_EQ(chunks[1].first, 3);
+  EXPECT_EQ(chunks[1].end(), 3);
+  EXPECT_EQ(chunks[2].Layer(0), 3);
+  EXPECT_EQ(chunks[2].Loss(), 6);
+  EXPECT_EQ(chunks[2].end(), 7);
 }
 
-TEST(OverlapPlanTest, OnlyTheFirstBucketsGatherIsExposedWithOverlap) {
-  // With no gradient overlap, reductions add 2 x 0.5 s either way; gathers add 0.5 s (the first
-  // bucket, which the first layer needs) with overlap and 1 s without.
-  const std::vector<GradientBucket> buckets = BucketsOf(4, 400);
-  EXPECT_DOUBLE_EQ(ExposedSeconds(4, buckets, {true, false, true}, 0.5), 1.5);
-  EXPECT_DOUBLE_EQ(ExposedSeconds(4, buckets, {true, false, false}, 0.5), 2.0);
+TEST(DataParallelPlanTest, StageZeroSplitsItsFirstChunkIntoDefaultSizedBuckets) {
+  // Llama-3.1-8B on one stage, dp 8: 40M-element buckets from the LM head down; a layer
+  // (218M elements) spans several, and buckets close inside layers.
+  const Stage stage = StageOf("llama3.1-8b", 8, 1, 1, 1, 0, 2, kAll);
+  ExpectBucketsTileTheBuffer(stage);
+  ASSERT_GT(stage.plan.buckets.size(), 32u);
+  for (size_t b = 0; b + 1 < stage.plan.buckets.size(); ++b) {
+    EXPECT_GE(stage.plan.buckets[b].end - stage.plan.buckets[b].start, DefaultBucketElements(8));
+  }
+  EXPECT_EQ(stage.plan.buckets.front().last_unit, stage.plan.chunks[0].Loss());
+  EXPECT_EQ(stage.plan.buckets.back().first_unit, stage.plan.chunks[0].Embedding());
 }
 
-TEST(OverlapPlanTest, EveryBucketingKeepsDependencies) {
-  for (int64_t layers : {1, 3, 5}) {
-    for (std::optional<int64_t> bucket_elements :
-         std::vector<std::optional<int64_t>>{std::nullopt, 1, 150, 250, 1000}) {
-      const std::vector<GradientBucket> buckets = BucketsOf(layers, bucket_elements);
-      for (int mask = 0; mask < 8; ++mask) {
-        const OverlapOptions options = {(mask & 1) != 0, (mask & 2) != 0, (mask & 6) == 6};
-        SCOPED_TRACE(testing::Message() << layers << " layers, mask " << mask);
-        ExposedSeconds(layers, buckets, options, 0.25);
+TEST(DataParallelPlanTest, UnevenShardCountsStillShardEveryBucketEvenly) {
+  for (int64_t dp : {3, 6}) {
+    const Stage stage = StageOf("llama3.2-1b", dp, 1, 1, 1, 0, 1, kAll);
+    SCOPED_TRACE(dp);
+    ExpectBucketsTileTheBuffer(stage);
+  }
+}
+
+TEST(DataParallelPlanTest, LaterStagesAndChunksKeepOneBucket) {
+  // Tied embeddings (Llama-3.2-1B) on two stages: the LM head's copy is alone in its bucket
+  // with the distributed optimizer.
+  const Stage last = StageOf("llama3.2-1b", 2, 1, 2, 1, 1, 4, kAll);
+  ExpectBucketsTileTheBuffer(last);
+  ASSERT_EQ(last.plan.buckets.size(), 2u);
+  EXPECT_EQ(last.plan.buckets[0].start, last.parameters.lm_head);
+  const Stage replicated = StageOf("llama3.2-1b", 2, 1, 2, 1, 1, 4, kReplicated);
+  EXPECT_EQ(replicated.plan.buckets.size(), 1u);
+  // Interleaved stage 0: chunk 0 bucketed, chunk 1 whole.
+  const Stage first = StageOf("llama3.1-8b", 2, 1, 2, 2, 0, 4, kReplicated);
+  ExpectBucketsTileTheBuffer(first);
+  int64_t chunk_one = 0;
+  for (const ParameterBucket& bucket : first.plan.buckets) chunk_one += bucket.chunk == 1;
+  EXPECT_EQ(chunk_one, 1);
+  EXPECT_GT(first.plan.buckets.size(), 2u);
+}
+
+TEST(DataParallelPlanTest, StageZeroReducesEachBucketAfterItsFirstUnitsLastBackward) {
+  for (int64_t pp : {1, 2}) {
+    const Stage stage = StageOf("llama3.2-1b", 2, 1, pp, 1, 0, 4, kReplicated);
+    const int64_t last_backward = PassesOf(stage, PassDirection::kBackward).back();
+    int64_t reductions = 0;
+    for (const PlanStep& step : stage.plan.steps) {
+      if (step.operation != PlanOperation::kDispatchReduce) continue;
+      ++reductions;
+      EXPECT_EQ(step.point.kind, PlanPointKind::kAfterBackward);
+      EXPECT_EQ(step.point.pass, last_backward);
+      EXPECT_EQ(step.point.unit, stage.plan.buckets[step.bucket].first_unit);
+    }
+    EXPECT_EQ(reductions, static_cast<int64_t>(stage.plan.buckets.size()));
+    EXPECT_EQ(stage.plan.steps.back().operation, PlanOperation::kWaitReductions);
+    EXPECT_EQ(stage.plan.steps.back().point.kind, PlanPointKind::kStepEnd);
+  }
+}
+
+TEST(DataParallelPlanTest, LaterStagesReduceAfterTheSchedule) {
+  const Stage stage = StageOf("llama3.2-1b", 2, 1, 2, 1, 1, 4, kReplicated);
+  for (const PlanStep& step : stage.plan.steps) {
+    EXPECT_EQ(step.point.kind, PlanPointKind::kStepEnd);
+  }
+}
+
+TEST(DataParallelPlanTest, InterleavedChunksReduceStagePassesAfterTheirLastBackward) {
+  // Stage 1 of 2, 2 chunks: a chunk's reduction starts one backward pass after the chunk's last
+  // backward (backward_step_helper_postprocess), or after the schedule when none follows.
+  const int64_t stage_index = 1;
+  const Stage stage = StageOf("llama3.2-1b", 2, 1, 2, 2, stage_index, 4, kReplicated);
+  const std::vector<int64_t> backwards = PassesOf(stage, PassDirection::kBackward);
+  std::vector<int64_t> passes;
+  for (const ScheduleStep& step : stage.schedule) {
+    if (step.pass.has_value()) passes.push_back(step.pass->chunk);
+  }
+  for (const PlanStep& step : stage.plan.steps) {
+    if (step.operation != PlanOperation::kDispatchReduce) continue;
+    const int64_t chunk = stage.plan.buckets[step.bucket].chunk;
+    int64_t last = -1;
+    for (size_t k = 0; k < backwards.size(); ++k) {
+      if (passes[backwards[k]] == chunk) last = static_cast<int64_t>(k);
+    }
+    const int64_t launch = last + stage_index;
+    if (launch < static_cast<int64_t>(backwards.size())) {
+      EXPECT_EQ(step.point.kind, PlanPointKind::kAfterPass) << chunk;
+      EXPECT_EQ(step.point.pass, backwards[launch]) << chunk;
+    } else {
+      EXPECT_EQ(step.point.kind, PlanPointKind::kStepEnd) << chunk;
+    }
+  }
+}
+
+TEST(DataParallelPlanTest, InterleavedGathersTwoChunksAtTheStartAndTheNextAhead) {
+  // Stage 1 of 2 with 4 chunks: chunks 0 and 1 at the start; chunk k + 1 before the forward
+  // pass one before chunk k's first (forward_step_helper_preprocess).
+  const int64_t stage_index = 1;
+  const Stage stage = StageOf("llama3.2-1b", 2, 1, 2, 4, stage_index, 4, kAll);
+  const std::vector<int64_t> forwards = PassesOf(stage, PassDirection::kForward);
+  std::vector<int64_t> first_forward(4, -1);
+  for (size_t k = 0; k < forwards.size(); ++k) {
+    int64_t index = 0;
+    for (const ScheduleStep& step : stage.schedule) {
+      if (!step.pass.has_value()) continue;
+      if (index++ == forwards[k] && first_forward[step.pass->chunk] < 0) {
+        first_forward[step.pass->chunk] = static_cast<int64_t>(k);
+      }
+    }
+  }
+  for (const PlanStep& step : stage.plan.steps) {
+    if (step.operation != PlanOperation::kDispatchGather) continue;
+    const int64_t chunk = stage.plan.buckets[step.bucket].chunk;
+    if (chunk < 2) {
+      EXPECT_EQ(step.point.kind, PlanPointKind::kStepStart);
+    } else {
+      EXPECT_EQ(step.point.kind, PlanPointKind::kBeforePass);
+      EXPECT_EQ(step.point.pass, forwards[first_forward[chunk - 1] - stage_index]);
+    }
+  }
+  ExposedSeconds(stage, 0.5);
+}
+
+TEST(DataParallelPlanTest, OnlyTheLastReductionAndTheFirstGatherAreExposedOnOneStage) {
+  // Llama-3.1-8B, one stage, one micro-batch: buckets complete about a layer's backward apart
+  // (a layer holds several), so with fast collectives the reductions but the last, and the
+  // gathers but the first, hide behind compute.
+  const Stage reduce_only = StageOf("llama3.1-8b", 8, 1, 1, 1, 0, 1, {true, true, false});
+  const double collective = 0.125;
+  const int64_t buckets = static_cast<int64_t>(reduce_only.plan.buckets.size());
+  // Several buckets can complete at one unit's backward; they queue.
+  const double reduce_exposed = ExposedSeconds(reduce_only, collective);
+  EXPECT_GE(reduce_exposed, collective);
+  EXPECT_LT(reduce_exposed, 0.5 * collective * static_cast<double>(buckets));
+  const Stage both = StageOf("llama3.1-8b", 8, 1, 1, 1, 0, 1, kAll);
+  const double both_exposed = ExposedSeconds(both, collective);
+  EXPECT_GE(both_exposed, reduce_exposed + collective);
+  EXPECT_LT(both_exposed, collective * static_cast<double>(buckets));
+}
+
+TEST(DataParallelPlanTest, EveryScheduleKeepsDependencies) {
+  for (int64_t pp : {1, 2, 4}) {
+    for (int64_t v : {1, 2}) {
+      if (v > 1 && pp == 1) continue;
+      for (int64_t stage = 0; stage < pp; ++stage) {
+        for (int64_t m : {pp, 2 * pp}) {
+          for (int mask = 1; mask < 8; ++mask) {
+            OverlapOptions options;
+            options.distributed_optimizer = (mask & 1) != 0;
+            options.overlap_grad_reduce = (mask & 2) != 0;
+            options.overlap_param_gather = (mask & 4) != 0 && options.distributed_optimizer;
+            if (!options.overlap_grad_reduce && !options.overlap_param_gather) continue;
+            for (int64_t dp : {2, 3}) {
+              SCOPED_TRACE(testing::Message() << "pp " << pp << " v " << v << " stage " << stage
+                                              << " m " << m << " mask " << mask << " dp " << dp);
+              const Stage s = StageOf("llama3.2-1b", dp, 1, pp, v, stage, m, options);
+              ExpectBucketsTileTheBuffer(s);
+              ExposedSeconds(s, 0.25);
+            }
+          }
+        }
       }
     }
   }

@@ -1,5 +1,7 @@
 #include "worker/probe/parameter_layout.h"
 
+#include <numeric>
+
 namespace paratune {
 namespace {
 
@@ -10,7 +12,7 @@ int64_t RoundUp(int64_t value, int64_t multiple) {
 // Appends a tensor of `elements` to the layout and returns its offset.
 int64_t Place(ParameterLayout& layout, int64_t elements) {
   const int64_t offset = layout.elements;
-  layout.elements = RoundUp(offset + elements, kParameterAlignment);
+  layout.elements = RoundUp(offset + elements, layout.tensor_alignment);
   return offset;
 }
 
@@ -19,6 +21,7 @@ int64_t Place(ParameterLayout& layout, int64_t elements) {
 ParameterLayout LayoutParameters(const ShardShapes& shapes, const StageLayers& stage_layers,
                                  bool tied_embeddings, int64_t shard_count) {
   ParameterLayout layout;
+  layout.tensor_alignment = std::lcm(kParameterAlignment, shard_count);
   const int64_t vocabulary = shapes.vocab * shapes.hidden;
   if (stage_layers.embedding) layout.embedding = Place(layout, vocabulary);
   for (int64_t layers : stage_layers.chunk_layers) {

@@ -33,15 +33,19 @@ struct ParameterLayout {
   int64_t embedding = -1;
   int64_t final_norm = -1;
   int64_t lm_head = -1;
-  // Elements of the stage's tensors, each starting at a multiple of kParameterAlignment.
+  // Elements of the stage's tensors, each starting at a multiple of tensor_alignment.
   int64_t elements = 0;
+  // lcm(kParameterAlignment, shard_count): any run of whole tensors then spans a multiple of
+  // the shard count, so that it can be a data-parallel bucket that reduce-scatters to equal
+  // shards (overlap_plan.h; Megatron-LM pads each bucket's end to lcm(dp, 128) instead).
+  int64_t tensor_alignment = 0;
   // `elements` rounded up to shard_count equal shards of a multiple of kParameterAlignment.
   int64_t padded_elements = 0;
   int64_t shard_elements = 0;
 };
 
-// Tensor starts are multiples of 128 elements: 256 bytes in bf16, what cuBLASLt's fastest
-// kernels want.
+// Tensor starts are multiples of 128 elements (256 bytes in bf16, what cuBLASLt's fastest
+// kernels want) and of the shard count.
 inline constexpr int64_t kParameterAlignment = 128;
 
 // The layout of `stage_layers` on one rank. `shard_count` is the number of optimizer shards:

@@ -1,5 +1,8 @@
 #include "worker/probe/parameter_layout.h"
 
+#include <numeric>
+#include <vector>
+
 #include "estimator/cluster_spec.h"
 #include "estimator/memory_model.h"
 #include "estimator/parallel_config.h"
@@ -88,6 +91,16 @@ TEST(ParameterLayoutTest, ShardsAreEqualAlignedAndCoverEveryParameter) {
     EXPECT_EQ(layout.shard_elements % kParameterAlignment, 0);
     EXPECT_GE(layout.padded_elements, layout.elements);
     EXPECT_LT(layout.padded_elements - layout.elements, shards * kParameterAlignment * 2);
+    // Every tensor starts on a multiple of the shard count too (3 x 128 for 3 shards), so that
+    // runs of whole tensors shard evenly as data-parallel buckets.
+    EXPECT_EQ(layout.tensor_alignment, std::lcm(kParameterAlignment, shards));
+    for (const LayerParameterOffsets& layer : layout.layers) {
+      for (int64_t start : {layer.attention_norm, layer.qkv, layer.attention_output, layer.mlp_norm,
+                            layer.gate_up, layer.down}) {
+        EXPECT_EQ(start % layout.tensor_alignment, 0) << shards;
+      }
+    }
+    EXPECT_EQ(layout.lm_head % layout.tensor_alignment, 0);
     // Tied embeddings get their own copy on the last stage of a pipeline.
     EXPECT_EQ(layout.embedding, -1);
     EXPECT_GE(layout.lm_head, 0);

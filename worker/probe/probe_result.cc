@@ -154,6 +154,8 @@ v1::ProbeResult ResultFromMeasurement(const ProbeSpec& spec, const ProbeMeasurem
   out.set_nccl_version(m.device.nccl_version);
   out.set_attention_kernel(m.attention_kernel);
   out.set_attention_fallback_reason(m.attention_fallback_reason);
+  out.set_attention_backward_kernel(m.attention_backward_kernel);
+  out.set_attention_backward_fallback_reason(m.attention_backward_fallback_reason);
   out.set_micro_batches_per_step(spec.micro_batches());
 
   std::string message = absl::StrFormat(

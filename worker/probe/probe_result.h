@@ -58,10 +58,12 @@ struct ProbeMeasurement {
   int64_t peak_memory_bytes = 0;
   int64_t peak_memory_stage = 0;
   DeviceDescription device;
-  // The attention forward pass's kernel and why it is not fused (worker/cuda/attention.h);
-  // one rank's, as every rank's layers have the same shapes.
+  // The attention forward and backward passes' kernels and why they are not fused
+  // (worker/cuda/attention.h); one rank's, as every rank's layers have the same shapes.
   std::string attention_kernel;
   std::string attention_fallback_reason;
+  std::string attention_backward_kernel;
+  std::string attention_backward_fallback_reason;
 };
 
 // Whether the data-parallel gradient reduce-scatter and parameter all-gather of `spec` are

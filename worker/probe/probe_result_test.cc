@@ -30,6 +30,7 @@ ProbeMeasurement Measured() {
   m.device.nccl_version = "2.28.9";
   m.attention_kernel = "chunked";
   m.attention_fallback_reason = "cuDNN has no engine for the attention graph";
+  m.attention_backward_kernel = "cudnn_fused";
   return m;
 }
 
@@ -75,6 +76,8 @@ TEST(ProbeResultTest, FullProbeReportsThroughputInTheEstimatorsConvention) {
   EXPECT_EQ(m.nccl_version(), "2.28.9");
   EXPECT_EQ(m.attention_kernel(), "chunked");
   EXPECT_EQ(m.attention_fallback_reason(), "cuDNN has no engine for the attention graph");
+  EXPECT_EQ(m.attention_backward_kernel(), "cudnn_fused");
+  EXPECT_EQ(m.attention_backward_fallback_reason(), "");
 }
 
 // Llama-3.1-8B, global batch 64 on dp 2: 32 micro-batches per step; short steps of 4 and 8.

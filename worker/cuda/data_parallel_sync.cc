@@ -1,0 +1,109 @@
+#include "worker/cuda/data_parallel_sync.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "worker/cuda/communicators.h"
+#include "worker/cuda/cuda_status.h"
+
+namespace paratune {
+namespace {
+
+absl::Status NewEvent(cudaEvent_t* event) {
+  // Ordering only: events without timing are cheaper to record and wait on.
+  return CudaStatus(cudaEventCreateWithFlags(event, cudaEventDisableTiming),
+                    "cudaEventCreateWithFlags");
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DataParallelSync>> DataParallelSync::Create(
+    const DataParallelBuffers& buffers, std::vector<ParameterBucket> buckets, PhaseTimer* timer) {
+  std::unique_ptr<DataParallelSync> sync(new DataParallelSync(buffers, std::move(buckets), timer));
+  PT_RETURN_IF_ERROR(NewEvent(&sync->dispatch_));
+  PT_RETURN_IF_ERROR(NewEvent(&sync->reductions_));
+  sync->gathered_.resize(sync->buckets_.size(), nullptr);
+  for (cudaEvent_t& event : sync->gathered_) PT_RETURN_IF_ERROR(NewEvent(&event));
+  return sync;
+}
+
+DataParallelSync::~DataParallelSync() {
+  for (cudaEvent_t event : gathered_) {
+    if (event != nullptr) cudaEventDestroy(event);
+  }
+  if (reductions_ != nullptr) cudaEventDestroy(reductions_);
+  if (dispatch_ != nullptr) cudaEventDestroy(dispatch_);
+}
+
+void DataParallelSync::Start(const std::vector<PlanStep>* steps) {
+  steps_ = steps;
+  next_ = 0;
+}
+
+absl::Status DataParallelSync::Reach(const PlanPoint& point) {
+  while (next_ < steps_->size() && (*steps_)[next_].point == point) {
+    PT_RETURN_IF_ERROR(Issue((*steps_)[next_++]));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DataParallelSync::Finish() {
+  if (next_ != steps_->size()) {
+    return absl::InternalError(absl::StrCat("data-parallel plan step ", next_, " of ",
+                                            steps_->size(), " was never reached"));
+  }
+  return absl::OkStatus();
+}
+
+void* DataParallelSync::Gradient(int64_t element) const {
+  const size_t size = buffers_.fp32_gradients ? sizeof(float) : sizeof(__nv_bfloat16);
+  return static_cast<char*>(buffers_.gradients) + element * size;
+}
+
+absl::Status DataParallelSync::FollowCompute() {
+  // Recording again is safe: a wait uses the event's state when it is enqueued.
+  PT_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(dispatch_, buffers_.compute),
+                                "cudaEventRecord(data-parallel dispatch)"));
+  return CudaStatus(cudaStreamWaitEvent(buffers_.communication, dispatch_, 0),
+                    "cudaStreamWaitEvent(communication stream)");
+}
+
+absl::Status DataParallelSync::Issue(const PlanStep& step) {
+  const ParameterBucket& bucket = buckets_[step.bucket];
+  const int64_t shard = (bucket.end - bucket.start) / buffers_.shard_count;
+  const int64_t own = bucket.start + buffers_.rank * shard;
+  switch (step.operation) {
+    case PlanOperation::kDispatchGather:
+      PT_RETURN_IF_ERROR(FollowCompute());
+      PT_RETURN_IF_ERROR(AllGather(buffers_.comm, buffers_.weights + own,
+                                   buffers_.weights + bucket.start, shard, ncclBfloat16,
+                                   buffers_.communication));
+      return CudaStatus(cudaEventRecord(gathered_[step.bucket], buffers_.communication),
+                        "cudaEventRecord(parameters gathered)");
+    case PlanOperation::kWaitGather:
+      PT_RETURN_IF_ERROR(timer_->Mark(ProbePhase::kDpCollectives));
+      return CudaStatus(cudaStreamWaitEvent(buffers_.compute, gathered_[step.bucket], 0),
+                        "cudaStreamWaitEvent(parameters gathered)");
+    case PlanOperation::kDispatchReduce: {
+      PT_RETURN_IF_ERROR(FollowCompute());
+      const ncclDataType_t type = buffers_.fp32_gradients ? ncclFloat32 : ncclBfloat16;
+      if (buffers_.shard_count == 1) {
+        return AllReduce(buffers_.comm, Gradient(bucket.start), Gradient(bucket.start),
+                         bucket.end - bucket.start, type, ncclSum, buffers_.communication);
+      }
+      // In place: this rank's shard of the summed bucket lands where its own shard is.
+      return ReduceScatter(buffers_.comm, Gradient(bucket.start), Gradient(own), shard, type,
+                           buffers_.communication);
+    }
+    case PlanOperation::kWaitReductions:
+      PT_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(reductions_, buffers_.communication),
+                                    "cudaEventRecord(gradients reduced)"));
+      PT_RETURN_IF_ERROR(timer_->Mark(ProbePhase::kDpCollectives));
+      return CudaStatus(cudaStreamWaitEvent(buffers_.compute, reductions_, 0),
+                        "cudaStreamWaitEvent(gradients reduced)");
+  }
+  return absl::InternalError("unknown data-parallel plan operation");
+}
+
+}  // namespace paratune

@@ -1,0 +1,85 @@
+// Runs a DataParallelPlan's steps (worker/probe/overlap_plan.h) on two CUDA streams: the data
+// x context group's gradient reduce-scatters (all-reduces without the distributed optimizer)
+// and parameter all-gathers go on a communication stream, ordered against the compute stream
+// with events, as Megatron-LM's --overlap-grad-reduce and --overlap-param-gather run them on
+// NCCL's own stream.
+//
+// Phase times: the compute stream's PhaseTimer sees only the time the compute stream waits
+// for a collective (the exposed communication, `dp_collectives`); the time a collective runs
+// behind computation is in no phase. The collective benchmark (collective_benchmark.h)
+// measures the collectives themselves.
+#ifndef PARATUNE_WORKER_CUDA_DATA_PARALLEL_SYNC_H_
+#define PARATUNE_WORKER_CUDA_DATA_PARALLEL_SYNC_H_
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "worker/cuda/phase_timer.h"
+#include "worker/probe/overlap_plan.h"
+
+namespace paratune {
+
+// The buffers and streams the collectives run over; all borrowed, outliving the sync.
+struct DataParallelBuffers {
+  // The data x context group (a group of one rank is legal), and this rank in it.
+  ncclComm_t comm = nullptr;
+  int64_t rank = 0;
+  // Shards per bucket: the group's size with the distributed optimizer, which reduce-scatters
+  // and all-gathers; 1 without, which all-reduces and gathers nothing.
+  int64_t shard_count = 1;
+  __nv_bfloat16* weights = nullptr;
+  void* gradients = nullptr;  // fp32, or bf16 when !fp32_gradients
+  bool fp32_gradients = true;
+  cudaStream_t compute = nullptr;
+  cudaStream_t communication = nullptr;
+};
+
+// Not thread-safe: one per rank, on that rank's thread and device.
+class DataParallelSync {
+ public:
+  // Creates the events for `buckets` (ParameterBucket ranges of the buffers). INTERNAL for a
+  // CUDA failure.
+  static absl::StatusOr<std::unique_ptr<DataParallelSync>> Create(
+      const DataParallelBuffers& buffers, std::vector<ParameterBucket> buckets, PhaseTimer* timer);
+  DataParallelSync(const DataParallelSync&) = delete;
+  DataParallelSync& operator=(const DataParallelSync&) = delete;
+  ~DataParallelSync();
+
+  // Starts a step that will reach the points of `steps` (borrowed until Finish), whose buckets
+  // index the buckets given to Create.
+  void Start(const std::vector<PlanStep>* steps);
+  // Issues the steps at `point`: the caller reaches points in the plan's order.
+  absl::Status Reach(const PlanPoint& point);
+  // INTERNAL if a step's point was never reached (the runner and the plan disagree).
+  absl::Status Finish();
+
+ private:
+  DataParallelSync(const DataParallelBuffers& buffers, std::vector<ParameterBucket> buckets,
+                   PhaseTimer* timer)
+      : buffers_(buffers), buckets_(std::move(buckets)), timer_(timer) {}
+
+  absl::Status Issue(const PlanStep& step);
+  // Makes the communication stream wait for the work given to the compute stream so far.
+  absl::Status FollowCompute();
+  void* Gradient(int64_t element) const;
+
+  const DataParallelBuffers buffers_;
+  const std::vector<ParameterBucket> buckets_;
+  PhaseTimer* timer_;
+  cudaEvent_t dispatch_ = nullptr;     // compute -> communication
+  cudaEvent_t reductions_ = nullptr;   // communication -> compute, after the reductions
+  std::vector<cudaEvent_t> gathered_;  // per bucket, communication -> compute
+  const std::vector<PlanStep>* steps_ = nullptr;
+  size_t next_ = 0;
+};
+
+}  // namespace paratune
+
+#endif  // PARATUNE_WORKER_CUDA_DATA_PARALLEL_SYNC_H_

@@ -1,0 +1,161 @@
+// DataParallelSync on one GPU. With one rank the collectives leave the buffers as they are,
+// so the test checks the mechanics that a multi-GPU probe relies on: every plan step issues
+// (NCCL on the communication stream, events both ways) without error and is reached, and the
+// result equals the same work on one stream, bit for bit. An ordering error (a reduction
+// before the compute stream's last write to its bucket) shows only where NCCL rewrites a
+// one-rank buffer in place; the plan's order itself is checked on the CPU
+// (overlap_plan_test).
+#include <cuda_bf16.h>
+#include <nccl.h>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "estimator/cluster_spec.h"
+#include "estimator/model_spec.h"
+#include "estimator/parallel_config.h"
+#include "estimator/training_spec.h"
+#include "gtest/gtest.h"
+#include "worker/cuda/data_parallel_sync.h"
+#include "worker/cuda/fill_kernels.h"
+#include "worker/cuda/gpu_test_util.h"
+#include "worker/cuda/phase_timer.h"
+#include "worker/probe/overlap_plan.h"
+#include "worker/probe/parameter_layout.h"
+#include "worker/probe/pipeline_schedule.h"
+#include "worker/probe/shard_shapes.h"
+
+namespace paratune {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+// Llama-3.2-1B at tensor parallelism 8 on one stage: 16 layers and the embedding, about 190M
+// parameters in several 40M-element buckets.
+ParameterLayout LayoutOf(StageLayers* layers) {
+  const ModelSpec model = *FindModelPreset("llama3.2-1b");
+  TrainingOptions options;
+  options.global_batch_size = 8;
+  options.seq_len = 2048;
+  const TrainingSpec training = *TrainingSpec::Create(options);
+  ParallelDims dims;
+  dims.tp = 8;
+  const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 1, 8);
+  const ParallelConfig config =
+      *ParallelConfig::Create(model, training, cluster, PlacementRules(), dims);
+  *layers = StageLayersOf(model, config, 0);
+  return LayoutParameters(ComputeShardShapes(model, training, config), *layers,
+                          model.tied_embeddings(), 1);
+}
+
+// Walks a step as the stage runner does: a unit's backward rewrites every bucket holding the
+// unit (so a bucket's last write is its first unit's backward in the last pass), and `sync`,
+// when given, issues the plan at each point.
+void RunStep(const DataParallelPlan& plan, const std::vector<ScheduleStep>& schedule,
+             bf16* gradients, cudaStream_t compute, DataParallelSync* sync) {
+  auto reach = [&](PlanPointKind kind, int64_t pass, int64_t unit) {
+    if (sync != nullptr) {
+      ASSERT_TRUE(sync->Reach({kind, pass, unit}).ok());
+    }
+  };
+  if (sync != nullptr) sync->Start(&plan.steps);
+  reach(PlanPointKind::kStepStart, 0, 0);
+  int64_t pass = 0;
+  for (const ScheduleStep& step : schedule) {
+    if (!step.pass.has_value()) continue;
+    reach(PlanPointKind::kBeforePass, pass, 0);
+    const ChunkUnits& units = plan.chunks[step.pass->chunk];
+    if (step.pass->direction == PassDirection::kForward) {
+      for (int64_t u = units.first; u < units.end(); ++u) {
+        reach(PlanPointKind::kBeforeForward, pass, u);
+      }
+    } else {
+      for (int64_t u = units.end() - 1; u >= units.first; --u) {
+        for (const ParameterBucket& bucket : plan.buckets) {
+          if (bucket.first_unit > u || u > bucket.last_unit) continue;
+          ASSERT_EQ(FillUniformBf16(gradients + bucket.start, bucket.end - bucket.start,
+                                    static_cast<uint64_t>(pass * 1000 + u), 1.0f, compute),
+                    cudaSuccess);
+        }
+        reach(PlanPointKind::kAfterBackward, pass, u);
+      }
+    }
+    reach(PlanPointKind::kAfterPass, pass, 0);
+    ++pass;
+  }
+  reach(PlanPointKind::kStepEnd, 0, 0);
+  if (sync != nullptr) {
+    ASSERT_TRUE(sync->Finish().ok());
+  }
+}
+
+std::vector<uint16_t> Bits(const std::vector<bf16>& values) {
+  std::vector<uint16_t> bits(values.size());
+  std::memcpy(bits.data(), values.data(), values.size() * sizeof(uint16_t));
+  return bits;
+}
+
+TEST(DataParallelSyncGpuTest, OverlappedStepOnOneRankMatchesOneStream) {
+  StageLayers layers;
+  const ParameterLayout parameters = LayoutOf(&layers);
+  const std::vector<ScheduleStep> schedule = PipelineScheduleOf(1, 1, 2, 0);
+  const OverlapOptions options = {true, true, true};
+  const DataParallelPlan plan =
+      DataParallelPlanOf(parameters, layers, true, schedule, 0, 1, 1, options);
+  ASSERT_GT(plan.buckets.size(), 2u);
+
+  ncclComm_t comm = nullptr;
+  const int device = 0;
+  ASSERT_EQ(ncclCommInitAll(&comm, 1, &device), ncclSuccess);
+  cudaStream_t compute = nullptr;
+  cudaStream_t communication = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&communication, cudaStreamNonBlocking), cudaSuccess);
+  const int64_t elements = parameters.padded_elements;
+  DeviceArray<bf16> weights(elements);
+  DeviceArray<bf16> gradients(elements);
+  DeviceArray<bf16> reference(elements);
+  // The arrays are poisoned on the legacy stream, which the non-blocking streams ignore.
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(FillUniformBf16(weights.get(), elements, 7, 0.02f, compute), cudaSuccess);
+  const std::vector<bf16> weights_before = weights.ToHost();
+
+  PhaseTimer timer(compute);
+  DataParallelBuffers buffers;
+  buffers.comm = comm;
+  buffers.weights = weights.get();
+  buffers.gradients = gradients.get();
+  buffers.fp32_gradients = false;
+  buffers.compute = compute;
+  buffers.communication = communication;
+  {
+    absl::StatusOr<std::unique_ptr<DataParallelSync>> sync =
+        DataParallelSync::Create(buffers, plan.buckets, &timer);
+    ASSERT_TRUE(sync.ok()) << sync.status();
+    // Two steps, the second timed by phase, as the probe's instrumented step is.
+    RunStep(plan, schedule, gradients.get(), compute, sync->get());
+    timer.Start();
+    RunStep(plan, schedule, gradients.get(), compute, sync->get());
+    ASSERT_TRUE(timer.Stop().ok());
+    ASSERT_EQ(cudaStreamSynchronize(compute), cudaSuccess);
+    absl::StatusOr<std::array<double, static_cast<int>(ProbePhase::kCount)>> phases =
+        timer.Seconds();
+    ASSERT_TRUE(phases.ok()) << phases.status();
+    EXPECT_GE((*phases)[static_cast<int>(ProbePhase::kDpCollectives)], 0.0);
+  }
+  RunStep(plan, schedule, reference.get(), compute, nullptr);
+  ASSERT_EQ(cudaStreamSynchronize(compute), cudaSuccess);
+  EXPECT_EQ(Bits(gradients.ToHost()), Bits(reference.ToHost()));
+  EXPECT_EQ(Bits(weights.ToHost()), Bits(weights_before));
+
+  EXPECT_EQ(cudaStreamDestroy(communication), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(compute), cudaSuccess);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+}  // namespace
+}  // namespace paratune
