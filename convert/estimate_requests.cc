@@ -19,6 +19,7 @@ absl::StatusOr<v1::EstimateResponse> AnswerEstimate(const v1::EstimateRequest& r
   PT_ASSIGN_OR_RETURN(ModelSpec model, ModelSpecFromProto(request.model()));
   PT_ASSIGN_OR_RETURN(TrainingSpec training, TrainingSpecFromProto(request.training()));
   PT_ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpecFromProto(request.cluster()));
+  PT_RETURN_IF_ERROR(CheckTrainingRunsOnGpu(training, cluster));
   // An explicit configuration is estimated even when it crosses nodes with tp x cp or splits
   // the layers unevenly: those rules only keep the planner's search space small.
   PlacementRules rules;

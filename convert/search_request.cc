@@ -10,7 +10,6 @@
 #include "common/status_macros.h"
 #include "common/template_name.h"
 #include "estimator/cluster_spec.h"
-#include "estimator/performance_parameters.h"
 
 namespace paratune {
 namespace {
@@ -128,22 +127,11 @@ absl::Status CheckBudget(const v1::SearchBudget& budget) {
   return absl::OkStatus();
 }
 
-// FP8 on backend cuda, caught here rather than as a failure of every probe. The server knows
-// the GPU only by the spec: a catalog type, or a custom GPU's bf16 peak, which tells Ampere
-// (no fp8 tensor cores) from Hopper as the performance model's ArchitectureOf does.
-absl::Status CheckCudaPrecision(const v1::SearchSpec& spec, const GpuSpec& gpu) {
+// FP8 on backend cuda, caught here rather than as a failure of every probe (FP8 on Ampere is
+// refused for every backend by ResolveSearchSpec).
+absl::Status CheckCudaPrecision(const v1::SearchSpec& spec) {
   if (spec.probe().backend() != "cuda" || spec.training().precision() != v1::FP8) {
     return absl::OkStatus();
-  }
-  if (ArchitectureOf(gpu) == GpuArchitecture::kAmpere) {
-    const std::string named =
-        spec.cluster().gpu().type().empty()
-            ? absl::StrCat("spec.cluster.gpu.peak_bf16_tflops (", gpu.peak_bf16_tflops, ")")
-            : absl::StrCat("spec.cluster.gpu.type (\"", spec.cluster().gpu().type(), "\")");
-    return absl::InvalidArgumentError(
-        absl::StrCat("spec.training.precision (FP8) needs fp8 tensor cores (compute capability "
-                     "8.9 or later), and ",
-                     named, " is an Ampere GPU without them"));
   }
   return absl::InvalidArgumentError(
       "spec.training.precision (FP8) is not yet supported by backend cuda: paratune-probe has "
@@ -208,7 +196,7 @@ absl::StatusOr<ValidatedSearchRequest> ValidateCreateSearchRequest(
   if (spec.seed() == 0) spec.set_seed(1);
 
   PT_ASSIGN_OR_RETURN(ResolvedSpec resolved, ResolveSearchSpec(spec));
-  PT_RETURN_IF_ERROR(CheckCudaPrecision(spec, resolved.cluster.gpu()));
+  PT_RETURN_IF_ERROR(CheckCudaPrecision(spec));
   // Stored with the memory policy it runs, in one field, so that it keeps running with it.
   v1::SearchSpace& space = *spec.mutable_space();
   space.set_memory_policy(ProbesRiskyConfigurations(space) ? v1::MEASURE_RISKY : v1::SAFE_ONLY);

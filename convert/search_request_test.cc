@@ -167,15 +167,14 @@ TEST(ValidateCreateSearchRequestTest, CudaBackendRunsBf16Only) {
   EXPECT_TRUE(Validate(request).ok());
 }
 
-TEST(ValidateCreateSearchRequestTest, CudaFp8NeedsFp8TensorCores) {
+TEST(ValidateCreateSearchRequestTest, Fp8NeedsFp8TensorCoresWhateverTheBackend) {
   v1::CreateSearchRequest request = Valid();
-  request.mutable_spec()->mutable_probe()->set_backend("cuda");
   request.mutable_spec()->mutable_training()->set_precision(v1::FP8);
   request.mutable_spec()->mutable_cluster()->mutable_gpu()->set_type("a100-80gb");
   EXPECT_EQ(Validate(request),
             absl::InvalidArgumentError(
-                "spec.training.precision (FP8) needs fp8 tensor cores (compute capability 8.9 or "
-                "later), and spec.cluster.gpu.type (\"a100-80gb\") is an Ampere GPU without them"));
+                "training.precision (FP8) needs fp8 tensor cores (compute capability 8.9 or "
+                "later), and cluster.gpu.type (\"a100-80gb\") is an Ampere GPU without them"));
   // A custom GPU is told apart by its bf16 peak.
   v1::GpuSpec& gpu = *request.mutable_spec()->mutable_cluster()->mutable_gpu();
   gpu.set_type("");
@@ -185,7 +184,7 @@ TEST(ValidateCreateSearchRequestTest, CudaFp8NeedsFp8TensorCores) {
   gpu.set_nvlink_bandwidth_gbps(300);
   gpu.set_network_bandwidth_gbps(25);
   EXPECT_THAT(Validate(request).message(),
-              HasSubstr("spec.cluster.gpu.peak_bf16_tflops (312) is an Ampere GPU"));
+              HasSubstr("cluster.gpu.peak_bf16_tflops (312) is an Ampere GPU"));
 }
 
 TEST(ValidateCreateSearchRequestTest, DisplayNameIsLimited) {

@@ -12,6 +12,9 @@
 namespace paratune {
 namespace {
 
+// The GpuSpec::name of a GPU given by its figures rather than a catalog type.
+constexpr char kCustomGpuName[] = "custom";
+
 // A client's string quoted for an error message, cut to a few dozen bytes: the message travels
 // in gRPC's trailing metadata, whose size is capped (an over-long echo turns INVALID_ARGUMENT
 // into RESOURCE_EXHAUSTED on the client).
@@ -82,7 +85,7 @@ absl::StatusOr<GpuSpec> GpuFromProto(const v1::GpuSpec& proto) {
             absl::StrCat(field.name, " must be set when cluster.gpu.type is empty"));
       }
     }
-    gpu.name = "custom";
+    gpu.name = kCustomGpuName;
   } else {
     absl::StatusOr<GpuSpec> preset = FindGpuPreset(proto.type());
     if (!preset.ok()) {
@@ -309,10 +312,25 @@ v1::ParallelConfig ParallelConfigToProto(const ParallelConfig& config) {
   return proto;
 }
 
+absl::Status CheckTrainingRunsOnGpu(const TrainingSpec& training, const ClusterSpec& cluster) {
+  const GpuSpec& gpu = cluster.gpu();
+  if (!training.fp8() || ArchitectureOf(gpu) != GpuArchitecture::kAmpere) return absl::OkStatus();
+  // A catalog GPU by its type, a custom one by the bf16 peak that tells Ampere from Hopper.
+  const std::string named =
+      gpu.name == kCustomGpuName
+          ? absl::StrCat("cluster.gpu.peak_bf16_tflops (", gpu.peak_bf16_tflops, ")")
+          : absl::StrCat("cluster.gpu.type (\"", gpu.name, "\")");
+  return absl::InvalidArgumentError(
+      absl::StrCat("training.precision (FP8) needs fp8 tensor cores (compute capability 8.9 or "
+                   "later), and ",
+                   named, " is an Ampere GPU without them"));
+}
+
 absl::StatusOr<ResolvedSpec> ResolveSearchSpec(const v1::SearchSpec& proto) {
   PT_ASSIGN_OR_RETURN(ModelSpec model, ModelSpecFromProto(proto.model()));
   PT_ASSIGN_OR_RETURN(TrainingSpec training, TrainingSpecFromProto(proto.training()));
   PT_ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpecFromProto(proto.cluster()));
+  PT_RETURN_IF_ERROR(CheckTrainingRunsOnGpu(training, cluster));
   PT_ASSIGN_OR_RETURN(PlanOptions plan_options, PlanOptionsFromProto(proto.space()));
   return ResolvedSpec{std::move(model), std::move(training), std::move(cluster),
                       std::move(plan_options)};
@@ -325,6 +343,7 @@ absl::StatusOr<ResolvedConfiguration> ResolveConfiguration(const v1::ModelSpec& 
   PT_ASSIGN_OR_RETURN(ModelSpec model_spec, ModelSpecFromProto(model));
   PT_ASSIGN_OR_RETURN(TrainingSpec training_spec, TrainingSpecFromProto(training));
   PT_ASSIGN_OR_RETURN(ClusterSpec cluster_spec, ClusterSpecFromProto(cluster));
+  PT_RETURN_IF_ERROR(CheckTrainingRunsOnGpu(training_spec, cluster_spec));
   PlacementRules rules;
   rules.allow_tp_cp_across_nodes = true;
   rules.allow_uneven_pipeline = true;

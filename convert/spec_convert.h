@@ -40,7 +40,13 @@ bool ProbesRiskyConfigurations(const v1::SearchSpace& space);
 v1::Recompute RecomputeToProto(Recompute recompute);
 v1::ParallelConfig ParallelConfigToProto(const ParallelConfig& config);
 
-// The validated model, training run and cluster of one search spec.
+// INVALID_ARGUMENT naming both fields when `cluster`'s GPUs cannot run `training`: fp8 needs
+// fp8 tensor cores, which Ampere lacks (Transformer Engine runs fp8 only from compute
+// capability 8.9; ArchitectureOf tells the GPU's architecture).
+absl::Status CheckTrainingRunsOnGpu(const TrainingSpec& training, const ClusterSpec& cluster);
+
+// The validated model, training run and cluster of one search spec (CheckTrainingRunsOnGpu
+// included).
 struct ResolvedSpec {
   ModelSpec model;
   TrainingSpec training;
@@ -57,7 +63,8 @@ struct ResolvedConfiguration {
   ClusterSpec cluster;
   ParallelConfig config;
 };
-// The fields validated, the configuration under the loosest placement rules (tp x cp across
+// The fields validated (CheckTrainingRunsOnGpu included), the configuration under the
+// loosest placement rules (tp x cp across
 // nodes, uneven pipeline splits): the scheduler chose it under its search's own rules, so
 // whoever runs or exports it checks only that it is well-formed (dp x tp x pp x cp = the
 // cluster's GPUs, divisibility). INVALID_ARGUMENT naming the field otherwise.

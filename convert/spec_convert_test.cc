@@ -389,5 +389,26 @@ TEST(ResolveSearchSpecTest, ResolvesEveryPartOrNamesTheBadField) {
   ExpectInvalid(ResolveSearchSpec(proto).status(), "model.preset (\"gpt5\")");
 }
 
+TEST(ResolveSearchSpecTest, Fp8NeedsHopperClassGpus) {
+  v1::SearchSpec proto;
+  proto.mutable_model()->set_preset("llama3.1-8b");
+  proto.mutable_training()->set_global_batch_size(1024);
+  proto.mutable_training()->set_seq_len(8192);
+  proto.mutable_training()->set_precision(v1::FP8);
+  proto.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
+  proto.mutable_cluster()->set_num_nodes(2);
+  proto.mutable_cluster()->set_gpus_per_node(8);
+  EXPECT_TRUE(ResolveSearchSpec(proto).ok());
+  proto.mutable_cluster()->mutable_gpu()->set_type("a100-80gb");
+  ExpectInvalid(ResolveSearchSpec(proto).status(),
+                "training.precision (FP8) needs fp8 tensor cores (compute capability 8.9 or "
+                "later), and cluster.gpu.type (\"a100-80gb\") is an Ampere GPU without them");
+  v1::ParallelConfig config;
+  config.set_data_parallel(16);
+  ExpectInvalid(
+      ResolveConfiguration(proto.model(), proto.training(), proto.cluster(), config).status(),
+      "training.precision (FP8) needs fp8 tensor cores");
+}
+
 }  // namespace
 }  // namespace paratune
