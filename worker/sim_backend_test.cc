@@ -4,9 +4,11 @@
 #include <set>
 
 #include "absl/synchronization/notification.h"
+#include "estimator/memory_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/backend_conformance.h"
+#include "worker/probe_specs.h"
 
 namespace paratune {
 namespace {
@@ -93,6 +95,36 @@ TEST(SimBackendTest, TruePeakMemoryVariesAroundTheEstimatePerConfiguration) {
   other.set_seed(2);
   EXPECT_EQ(exact.Run(SmallConformanceAssignment(), context)->peak_memory_bytes(),
             exact.Run(other, context)->peak_memory_bytes());
+}
+
+TEST(SimBackendTest, Fp8RunsTheEstimatorsFp8Terms) {
+  // The sim's true peak without noise is the memory model's, fp8 terms included
+  // (fp8_weight_copies, fp8_scaling_state, fp8-saved linear inputs), so what the sim measures
+  // of an fp8 run is what the estimator predicts, not a bf16 run's figure.
+  SimBackend::Options options;
+  options.probe_time = absl::ZeroDuration();
+  options.memory_noise_sigma = 0;
+  SimBackend sim(options);
+  SoloProbeContext context;
+  const auto peak_bytes = [&](const v1::ProbeAssignment& assignment) {
+    absl::StatusOr<ProbeSpecs> specs = ResolveProbeSpecs(assignment);
+    EXPECT_TRUE(specs.ok()) << specs.status();
+    const double estimate = EstimateMemory(specs->model, specs->training, specs->cluster,
+                                           specs->config, MemoryOptions())
+                                .peak_bytes;
+    absl::StatusOr<v1::ProbeResult> result = sim.Run(assignment, context);
+    EXPECT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->peak_memory_bytes(), static_cast<int64_t>(estimate));
+    return result->peak_memory_bytes();
+  };
+  v1::ProbeAssignment fp8 = SmallConformanceAssignment();
+  fp8.mutable_training()->set_precision(v1::FP8);
+  v1::ProbeAssignment fp8_weights = fp8;
+  fp8_weights.mutable_training()->set_fp8_param_gather(true);
+  const int64_t bf16_peak = peak_bytes(SmallConformanceAssignment());
+  const int64_t fp8_peak = peak_bytes(fp8);
+  EXPECT_NE(fp8_peak, bf16_peak);
+  EXPECT_LT(peak_bytes(fp8_weights), fp8_peak);  // no bf16 copy of the linear weights
 }
 
 TEST(SimBackendTest, TimedStepsOutOfRangeNameTheField) {
