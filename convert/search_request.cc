@@ -127,15 +127,16 @@ absl::Status CheckBudget(const v1::SearchBudget& budget) {
   return absl::OkStatus();
 }
 
-// FP8 on backend cuda, caught here rather than as a failure of every probe (FP8 on Ampere is
-// refused for every backend by ResolveSearchSpec).
+// fp8 parameters on backend cuda, caught here rather than as a failure of every probe
+// (paratune-probe trains fp8 on Hopper but keeps bf16 weights; FP8 on Ampere is refused for
+// every backend by ResolveSearchSpec).
 absl::Status CheckCudaPrecision(const v1::SearchSpec& spec) {
-  if (spec.probe().backend() != "cuda" || spec.training().precision() != v1::FP8) {
+  if (spec.probe().backend() != "cuda" || !spec.training().fp8_param_gather()) {
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(
-      "spec.training.precision (FP8) is not yet supported by backend cuda: paratune-probe has "
-      "fp8 GEMMs but its Linear layers still run in bf16 (docs/probe.md); probe an FP8 run "
+      "spec.training.fp8_param_gather (true) is not supported by backend cuda: paratune-probe "
+      "keeps bf16 weights and casts their fp8 copies once per step (docs/probe.md); probe it "
       "with backend command and a framework template");
 }
 

@@ -155,14 +155,17 @@ TEST(ValidateCreateSearchRequestTest, CommandBackendNeedsATemplateNameAndOnlyIt)
             absl::InvalidArgumentError("spec.probe.scope (9) is not a ProbeScope"));
 }
 
-TEST(ValidateCreateSearchRequestTest, CudaBackendRunsBf16Only) {
+TEST(ValidateCreateSearchRequestTest, CudaBackendRunsFp8WithBf16Weights) {
   v1::CreateSearchRequest request = Valid();
   request.mutable_spec()->mutable_probe()->set_backend("cuda");
   EXPECT_TRUE(Validate(request).ok());
   request.mutable_spec()->mutable_training()->set_precision(v1::FP8);
+  EXPECT_TRUE(Validate(request).ok());
+  request.mutable_spec()->mutable_training()->set_distributed_optimizer(true);
+  request.mutable_spec()->mutable_training()->set_fp8_param_gather(true);
   EXPECT_EQ(Validate(request).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(Validate(request).message(),
-              HasSubstr("spec.training.precision (FP8) is not yet supported by backend cuda"));
+              HasSubstr("spec.training.fp8_param_gather (true) is not supported by backend cuda"));
   request.mutable_spec()->mutable_probe()->set_backend("sim");
   EXPECT_TRUE(Validate(request).ok());
 }

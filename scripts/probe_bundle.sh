@@ -12,6 +12,7 @@ targets=(
   //worker/cuda:kernels_gpu_test
   //worker/cuda:gemm_gpu_test
   //worker/cuda:fp8_gemm_gpu_test
+  //worker/cuda:fp8_linear_gpu_test
   //worker/cuda:attention_gpu_test
   //worker/cuda:data_parallel_sync_gpu_test
   //worker:cuda_backend_gpu_test

@@ -3,7 +3,7 @@
 # scripts/probe_bundle.sh: the probe's GPU tests and the measurements of docs/probe.md.
 # Logs go to $OUT (the device machine's output folder) or ./probe-gpu-out; a summary is
 # printed last. Steps, all by default: tests gemm probe oom e2e.
-#   tests  the gpu-tagged tests: kernels, GEMMs, attention, the cuda backend's conformance
+#   tests  the gpu-tagged tests: kernels, GEMMs, fp8 linears, attention, the cuda backend's conformance
 #   gemm   bf16 and fp8 GEMM throughput (Google Benchmark)
 #   probe  Llama-3.1-8B on one GPU, 5 probes: wall time, step-time CV, measured vs predicted
 #   oom    a configuration the memory model calls OUT_OF_MEMORY must fail allocation
@@ -54,7 +54,7 @@ field() { grep -m1 "^ *$1:" "$2" | sed 's/^[^:]*: *//; s/"//g'; }
 for step in "${steps[@]}"; do
   case "$step" in
     tests)
-      for test in kernels_gpu_test gemm_gpu_test fp8_gemm_gpu_test attention_gpu_test data_parallel_sync_gpu_test cuda_backend_gpu_test; do
+      for test in kernels_gpu_test gemm_gpu_test fp8_gemm_gpu_test fp8_linear_gpu_test attention_gpu_test data_parallel_sync_gpu_test cuda_backend_gpu_test; do
         mkdir -p "$work/tmp/$test"
         TEST_SRCDIR="$work/runfiles" TEST_TMPDIR="$work/tmp/$test" "$work/bin/$test" \
           >>"$out/tests.log" 2>&1

@@ -121,6 +121,28 @@ TEST(CudaProbeTest, FullRecomputationRuns) {
   EXPECT_EQ(RunOk(assignment).step_times_seconds_size(), assignment.timed_steps());
 }
 
+// An fp8 training step on Hopper (Fp8Linears in every layer, worker/cuda/fp8_linear.h), with
+// and without full recomputation: it runs, and Transformer Engine's fp8 state is allocated at
+// least as estimated.
+TEST(CudaProbeTest, Fp8TrainingRuns) {
+  for (v1::Recompute recompute : {v1::RECOMPUTE_NONE, v1::RECOMPUTE_FULL}) {
+    v1::ProbeAssignment assignment = OneGpuReplica();
+    assignment.mutable_training()->set_precision(v1::FP8);
+    assignment.mutable_config()->set_recompute(recompute);
+    const v1::ProbeResult result = RunOk(assignment);
+    EXPECT_EQ(result.step_times_seconds_size(), assignment.timed_steps());
+    int found = 0;
+    for (const v1::MemoryTermBytes& term : result.measurements().memory_terms()) {
+      if (term.term() == "fp8_weight_copies" || term.term() == "fp8_scaling_state") {
+        EXPECT_GT(term.estimated_bytes(), 0) << term.term();
+        EXPECT_GE(term.allocated_bytes(), term.estimated_bytes()) << term.term();
+        ++found;
+      }
+    }
+    EXPECT_EQ(found, 2);
+  }
+}
+
 // Llama-3.1-8B at sequence 8192 as one of 32 data-parallel replicas on one H100-80GB: the
 // memory model estimates 95.9 GiB (OOM); the probe's allocation must fail.
 TEST(CudaProbeTest, ConfigurationTheEstimatorCallsOutOfMemoryFailsAllocation) {

@@ -6,9 +6,20 @@
 // the product with the values, so the scores never take more than the plan's attention
 // workspace. Unlike FlashAttention the scores pass through device memory (docs/probe.md).
 // Either backward works from the forward's natural-log log-sum-exp, whichever kernel wrote
-// it. Context parallelism all-gathers K and V over the context group (Llama 3's choice,
-// Transformer Engine's cp_comm_type "all_gather"; the same bytes as the ring exchanges of
-// DESIGN.md §5.3) and reduce-scatters their gradients.
+// it.
+//
+// Context parallelism (c > 1, chunked) exchanges keys and values as the training spec's
+// cp_comm_type says:
+// - p2p (Megatron-LM's default): Transformer Engine's ring (worker/probe/
+//   context_parallel_ring.h): each step's block of keys and values is passed on over the
+//   context group with ncclSend/ncclRecv on a communication stream of the attention's own,
+//   double-buffered, while the compute stream attends to it; the forward merges the steps'
+//   partial outputs by their log-sum-exps, the backward passes each block's fp32 key and
+//   value gradients around the ring behind it. The compute stream waits for an exchange
+//   only when it needs the block: the wait is the `cp_collectives` phase.
+// - all_gather (Llama 3's choice, Transformer Engine's AttnFuncWithCPAndKVAllGather): K and V
+//   all-gathered over the context group before attention, their gradients reduce-scattered
+//   after it, on the compute stream.
 #ifndef PARATUNE_WORKER_CUDA_ATTENTION_H_
 #define PARATUNE_WORKER_CUDA_ATTENTION_H_
 
@@ -22,10 +33,13 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "estimator/training_spec.h"
 #include "worker/cuda/attention_kernels.h"
+#include "worker/cuda/context_ring_transport.h"
 #include "worker/cuda/cudnn_attention.h"
 #include "worker/cuda/gemm.h"
 #include "worker/cuda/phase_timer.h"
+#include "worker/probe/context_parallel_ring.h"
 #include "worker/probe/shard_shapes.h"
 
 namespace paratune {
@@ -37,25 +51,41 @@ struct AttentionBuffers {
   __nv_bfloat16* key_value = nullptr;  // kv layout, this rank's tokens
   float* lse = nullptr;                // lse layout
   // Transient (the probe workspace).
-  __nv_bfloat16* heads = nullptr;           // query layout: the output, then its gradient
-  __nv_bfloat16* query_gradient = nullptr;  // query layout
+  __nv_bfloat16* heads = nullptr;  // query layout: the output, then its gradient
+  // Query layout: the query gradient; in the ring's forward, a step's partial output.
+  __nv_bfloat16* query_gradient = nullptr;
   // One chunk's scores; cuDNN's workspace for the fused passes, the fused backward's bf16 key
   // and value gradients first (FusedBackwardGradientBytes, attention_graph.h).
   float* scores = nullptr;
-  __nv_bfloat16* probabilities = nullptr;       // one chunk's probabilities
-  __nv_bfloat16* gathered_key_value = nullptr;  // [c, kv layout]; unused when c = 1
-  float* key_value_gradients = nullptr;         // [c, kv layout] fp32
-  float* row_sums = nullptr;                    // lse layout
+  __nv_bfloat16* probabilities = nullptr;  // one chunk's probabilities
+  // All-gather: [c, kv layout]; ring: [RingKeyValueSlots(c), kv layout], the received blocks;
+  // unused when c = 1.
+  __nv_bfloat16* gathered_key_value = nullptr;
+  // fp32 [c, kv layout] (all-gather; [1, ...] when c = 1) or [kRingGradientSlots, kv
+  // layout] (ring).
+  float* key_value_gradients = nullptr;
+  // Lse layout: the backward's rowsum(dO O); in the ring's forward, a step's partial lse.
+  float* row_sums = nullptr;
 };
 
 // Not thread-safe: one per rank.
 class Attention {
  public:
   // `query_chunk` tokens per chunk (FootprintPlan::attention_query_chunk); `context` is the
-  // context-parallel communicator (nullptr when c = 1) and `context_rank` this rank's place
-  // in it. Work is enqueued on `stream`, phases marked on `timer`.
+  // context-parallel communicator (nullptr when c = 1), `context_rank` this rank's place in
+  // it and `exchange` how K and V cross it (ProbeSpec::cp_comm_type). Work is enqueued on
+  // `stream`, phases marked on `timer`.
   Attention(Gemm* gemm, const ShardShapes& shapes, int64_t query_chunk, ncclComm_t context,
-            int64_t context_rank, cudaStream_t stream, PhaseTimer* timer);
+            int64_t context_rank, CpCommType exchange, cudaStream_t stream, PhaseTimer* timer);
+  Attention(const Attention&) = delete;
+  Attention& operator=(const Attention&) = delete;
+  ~Attention();
+
+  // Replaces the ring's exchanges over `context` (tests: one GPU cannot hold two NCCL ranks
+  // of a communicator, so a test stands in for the other ranks). Before the first pass.
+  void SetRingTransport(std::unique_ptr<RingTransport> transport) {
+    transport_ = std::move(transport);
+  }
 
   // Chooses each pass's kernel, once, before the first Forward: cuDNN's fused attention
   // when cuDNN builds a plan for the pass's graph within `workspace_bytes` (the plans run in
@@ -97,33 +127,78 @@ class Attention {
     int64_t offset;
   };
 
-  // Calls visit(chunk) for every chunk of every sequence, stopping at the first error.
+  // What a chunk computes against a buffer of keys: its softmax's shape and the key blocks
+  // (columns of its scores) it sees, in column order.
+  struct ChunkKeys {
+    SoftmaxChunk shape;
+    std::vector<KeyBlock> blocks;
+  };
+
+  // Calls visit(chunk) for every chunk of local tokens [first, end) of every sequence, never
+  // across the halves of a context-parallel rank's tokens, stopping at the first error.
   template <typename Visit>
-  absl::Status ForEachChunk(Visit visit) const;
-  // The key blocks the chunk sees, in position order.
-  std::vector<KeyBlock> KeyBlocks(const Chunk& chunk) const;
-  SoftmaxChunk SoftmaxShape(const Chunk& chunk) const;
+  absl::Status ForEachChunk(int64_t first, int64_t end, Visit visit) const;
+  // The chunk's keys in the [c, kv layout] keys of every rank (c = 1 or all-gathered): every
+  // position up to the chunk's last, causal.
+  ChunkKeys GatheredKeys(const Chunk& chunk) const;
+  // The chunk's keys in one ring block (kv layout) under `product`, whose queries hold the
+  // chunk's.
+  ChunkKeys RingKeys(const Chunk& chunk, const RingProduct& product) const;
   int64_t QueryOffset(const Chunk& chunk) const;  // chunk's first query row, elements
   int64_t LseOffset(const Chunk& chunk) const;
 
   // The products of a chunk with one key block, batched over the G kv heads (docs in .cc).
   GemmArgs ScoresProduct(const __nv_bfloat16* rows, const __nv_bfloat16* keys, const Chunk& chunk,
-                         const KeyBlock& block, float* scores) const;
+                         const SoftmaxChunk& shape, const KeyBlock& block, float* scores) const;
   GemmArgs RowsByKeys(const __nv_bfloat16* by_key, const __nv_bfloat16* keys, const Chunk& chunk,
-                      const KeyBlock& block, __nv_bfloat16* out, bool accumulate) const;
+                      const SoftmaxChunk& shape, const KeyBlock& block, __nv_bfloat16* out,
+                      bool accumulate) const;
   GemmArgs KeysByRows(const __nv_bfloat16* by_key, const __nv_bfloat16* rows, const Chunk& chunk,
-                      const KeyBlock& block, float* out) const;
+                      const SoftmaxChunk& shape, const KeyBlock& block, float* out) const;
 
-  // Backward through cuDNN's fused plan (c = 1), up to the query and fp32 kv gradients.
-  absl::Status FusedBackward(const __nv_bfloat16* d_out, const __nv_bfloat16* out,
+  // One chunk's forward against `keys` and `values` (buffers of the layout `chunk_keys`
+  // indexes): its output (query layout) into `out` and its log-sum-exps (lse layout) into
+  // `lse`.
+  absl::Status ForwardChunk(const Chunk& chunk, const ChunkKeys& chunk_keys,
+                            const __nv_bfloat16* keys, const __nv_bfloat16* values,
+                            __nv_bfloat16* out, float* lse, const AttentionBuffers& buffers);
+  // One chunk's backward from buffers.heads (dO, query layout), buffers.row_sums and
+  // buffers.lse: adds to the key and value gradients, writes (or with `accumulate_query`
+  // adds to) buffers.query_gradient.
+  absl::Status BackwardChunk(const Chunk& chunk, const ChunkKeys& chunk_keys,
+                             const __nv_bfloat16* keys, const __nv_bfloat16* values,
+                             float* key_gradients, float* value_gradients, bool accumulate_query,
                              const AttentionBuffers& buffers);
-  // Backward a chunk at a time, up to the same.
-  absl::Status ChunkedBackward(const __nv_bfloat16* d_out, const __nv_bfloat16* out,
-                               const AttentionBuffers& buffers);
+
+  // Whether context parallelism runs the ring.
+  bool Ring() const;
+  // The forward passes of the all-gather (or c = 1) path and of the ring, up to the heads.
+  absl::Status GatheredForward(const AttentionBuffers& buffers);
+  absl::Status RingForward(const AttentionBuffers& buffers);
+  // The backward passes up to the query gradient; each returns this rank's own fp32 key and
+  // value gradients (kv layout). Through cuDNN's fused plan (c = 1), a chunk at a time over
+  // the gathered keys, and around the ring.
+  absl::StatusOr<const float*> FusedBackward(const __nv_bfloat16* d_out, const __nv_bfloat16* out,
+                                             const AttentionBuffers& buffers);
+  absl::StatusOr<const float*> ChunkedBackward(const __nv_bfloat16* d_out, const __nv_bfloat16* out,
+                                               const AttentionBuffers& buffers);
+  absl::StatusOr<const float*> RingBackward(const __nv_bfloat16* d_out, const __nv_bfloat16* out,
+                                            const AttentionBuffers& buffers);
 
   // Every context rank's keys and values ([c, kv layout]): `buffers.key_value` itself when
   // c = 1, else all-gathered into buffers.gathered_key_value.
   absl::StatusOr<const __nv_bfloat16*> AllKeyValues(const AttentionBuffers& buffers);
+
+  // The ring's machinery. Creates, on first use, the communication stream, its events and
+  // (unless a test set one) the NCCL transport; INTERNAL for a CUDA failure.
+  absl::Status PrepareRing();
+  // The block of keys and values (values kv_block_ further) step `step` reads.
+  __nv_bfloat16* RingKeyValues(const AttentionBuffers& buffers, int64_t step) const;
+  // Enqueues `exchange` on the communication stream after everything enqueued on the compute
+  // stream so far.
+  absl::Status RingExchangeAfterCompute(const RingExchange& exchange);
+  // Makes the compute stream wait for the last exchange, as `cp_collectives`.
+  absl::Status WaitForRingExchange();
 
   Gemm* gemm_;
   ShardShapes shapes_;
@@ -131,6 +206,7 @@ class Attention {
   TokenPositions positions_;
   int64_t query_chunk_;
   ncclComm_t context_;
+  CpCommType exchange_;
   cudaStream_t stream_;
   PhaseTimer* timer_;
   float scale_;
@@ -139,6 +215,11 @@ class Attention {
   std::string fallback_reason_;
   std::unique_ptr<CudnnAttention> fused_backward_;  // null: chunked
   std::string backward_fallback_reason_;
+  // The ring's (null until PrepareRing).
+  std::unique_ptr<RingTransport> transport_;
+  cudaStream_t ring_stream_ = nullptr;
+  cudaEvent_t compute_reached_ = nullptr;  // compute -> communication
+  cudaEvent_t exchanged_ = nullptr;        // communication -> compute
 };
 
 }  // namespace paratune

@@ -2,14 +2,19 @@
 // with rotary embeddings computed on the CPU: the chunked passes with query chunks smaller
 // than the sequence, so that every chunk sees a different number of keys, and cuDNN's fused
 // passes, each backward from either forward's log-sum-exp; then cuDNN's fused backward
-// against the chunked one, gradient by gradient, at a larger GQA shape.
+// against the chunked one, gradient by gradient, at a larger GQA shape; then the
+// context-parallel ring (cp_comm_type p2p) of every rank of 2, 3 and 4, run one rank at a
+// time on one GPU with the other ranks simulated, against the same reference.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "common/status_macros.h"
 #include "gtest/gtest.h"
 #include "worker/cuda/attention.h"
 #include "worker/cuda/gpu_test_util.h"
@@ -135,7 +140,8 @@ Reference Compute(const std::vector<double>& qkv, const std::vector<double>& d_o
 
 // Device buffers of one micro-batch's attention of `shapes` (layouts of
 // attention_kernels.h), scores and probabilities sized for whole-sequence chunks or the
-// probe's attention workspace, whichever is larger.
+// probe's attention workspace, whichever is larger; with context parallelism, the ring's
+// received blocks and gradient slots.
 struct Buffers {
   explicit Buffers(const ShardShapes& shapes)
       : rows(shapes.micro_batch * shapes.sequence_per_rank),
@@ -154,8 +160,9 @@ struct Buffers {
         probabilities(score_values),
         lse(query_values / shapes.head_dim),
         scores(workspace_bytes / sizeof(float)),
-        kv_gradients(2 * kv_values),
-        row_sums(query_values / shapes.head_dim) {
+        kv_gradients(2 * kv_values * (shapes.context_parallel > 1 ? kRingGradientSlots : 1)),
+        row_sums(query_values / shapes.head_dim),
+        gathered(2 * kv_values * RingKeyValueSlots(shapes.context_parallel)) {
     buffers.query = query.get();
     buffers.key_value = key_value.get();
     buffers.lse = lse.get();
@@ -165,11 +172,13 @@ struct Buffers {
     buffers.probabilities = probabilities.get();
     buffers.key_value_gradients = kv_gradients.get();
     buffers.row_sums = row_sums.get();
+    buffers.gathered_key_value = gathered.get();
   }
 
   int64_t rows, width, query_values, kv_values, score_values, workspace_bytes;
   DeviceArray<bf16> out, d_qkv, query, key_value, heads, query_gradient, probabilities;
   DeviceArray<float> lse, scores, kv_gradients, row_sums;
+  DeviceArray<bf16> gathered;  // the ring's received blocks (c > 1)
   AttentionBuffers buffers;
 };
 
@@ -190,8 +199,10 @@ TEST_P(AttentionTest, ForwardAndBackwardMatchTheReference) {
   PhaseTimer timer(nullptr);
   Buffers b(Shapes());
   // `chunked` never selects cuDNN; `fused` runs whichever pass the parameter says.
-  Attention chunked(gemm->get(), Shapes(), GetParam().query_chunk, nullptr, 0, nullptr, &timer);
-  Attention fused(gemm->get(), Shapes(), GetParam().query_chunk, nullptr, 0, nullptr, &timer);
+  Attention chunked(gemm->get(), Shapes(), GetParam().query_chunk, nullptr, 0, CpCommType::kP2p,
+                    nullptr, &timer);
+  Attention fused(gemm->get(), Shapes(), GetParam().query_chunk, nullptr, 0, CpCommType::kP2p,
+                  nullptr, &timer);
   if (GetParam().fused_forward || GetParam().fused_backward) {
     ASSERT_TRUE(fused.SelectKernel(b.workspace_bytes).ok());
     ASSERT_STREQ(fused.forward_kernel(), "cudnn_fused") << fused.fallback_reason();
@@ -220,15 +231,15 @@ INSTANTIATE_TEST_SUITE_P(Kernels, AttentionTest,
                                            Kernel{20, false, false}, Kernel{16, true, false},
                                            Kernel{16, false, true}, Kernel{16, true, true}));
 
-// The query, key and value parts of a qkv-layout gradient [T, G, H + 2, d], as float64.
-std::vector<double> Part(const std::vector<bf16>& d_qkv, const ShardShapes& x, int64_t first,
+// The query, key and value parts of a qkv-layout gradient [T, G, H + 2, d].
+std::vector<double> Part(const std::vector<double>& d_qkv, const ShardShapes& x, int64_t first,
                          int64_t heads) {
   const int64_t H = x.QueryHeadsPerKvHead(), d = x.head_dim;
   const int64_t groups = static_cast<int64_t>(d_qkv.size()) / ((H + 2) * d);
   std::vector<double> part;
   for (int64_t group = 0; group < groups; ++group) {
     for (int64_t e = first * d; e < (first + heads) * d; ++e) {
-      part.push_back(__bfloat162float(d_qkv[group * (H + 2) * d + e]));
+      part.push_back(d_qkv[group * (H + 2) * d + e]);
     }
   }
   return part;
@@ -249,8 +260,8 @@ TEST(AttentionKernelTest, FusedBackwardMatchesTheChunkedBackward) {
   ASSERT_TRUE(gemm.ok()) << gemm.status();
   PhaseTimer timer(nullptr);
   Buffers b(x);
-  Attention fused(gemm->get(), x, 128, nullptr, 0, nullptr, &timer);
-  Attention chunked(gemm->get(), x, 128, nullptr, 0, nullptr, &timer);
+  Attention fused(gemm->get(), x, 128, nullptr, 0, CpCommType::kP2p, nullptr, &timer);
+  Attention chunked(gemm->get(), x, 128, nullptr, 0, CpCommType::kP2p, nullptr, &timer);
   ASSERT_TRUE(fused.SelectKernel(b.workspace_bytes).ok());
   ASSERT_STREQ(fused.forward_kernel(), "cudnn_fused") << fused.fallback_reason();
   ASSERT_STREQ(fused.backward_kernel(), "cudnn_fused") << fused.backward_fallback_reason();
@@ -259,9 +270,9 @@ TEST(AttentionKernelTest, FusedBackwardMatchesTheChunkedBackward) {
   const DeviceArray<bf16> d_out(RandomBf16(b.query_values, 4));
   ASSERT_TRUE(fused.Forward(qkv.get(), b.out.get(), b.buffers).ok());
   ASSERT_TRUE(chunked.Backward(d_out.get(), b.out.get(), b.d_qkv.get(), b.buffers).ok());
-  const std::vector<bf16> expected = b.d_qkv.ToHost();
+  const std::vector<double> expected = ToDouble(b.d_qkv.ToHost());
   ASSERT_TRUE(fused.Backward(d_out.get(), b.out.get(), b.d_qkv.get(), b.buffers).ok());
-  const std::vector<bf16> actual = b.d_qkv.ToHost();
+  const std::vector<double> actual = ToDouble(b.d_qkv.ToHost());
   const int64_t H = x.QueryHeadsPerKvHead();
   for (const auto& [name, first, heads] :
        {std::tuple{"dQ", int64_t{0}, H}, std::tuple{"dK", H, int64_t{1}},
@@ -286,7 +297,7 @@ TEST(AttentionKernelTest, CudnnRunsLlamaShapesAndContextParallelismFallsBack) {
   for (const auto& [query_heads, kv_heads] : {std::pair{32, 8}, std::pair{8, 1}}) {
     llama.query_heads = query_heads;
     llama.kv_heads = kv_heads;
-    Attention attention(nullptr, llama, 1, nullptr, 0, nullptr, &timer);
+    Attention attention(nullptr, llama, 1, nullptr, 0, CpCommType::kP2p, nullptr, &timer);
     ASSERT_TRUE(attention.SelectKernel(AttentionScoresBytes(llama)).ok());
     EXPECT_STREQ(attention.forward_kernel(), "cudnn_fused") << attention.fallback_reason();
     EXPECT_STREQ(attention.backward_kernel(), "cudnn_fused")
@@ -294,7 +305,7 @@ TEST(AttentionKernelTest, CudnnRunsLlamaShapesAndContextParallelismFallsBack) {
   }
   llama.context_parallel = 2;
   llama.sequence_per_rank = 4096;
-  Attention attention(nullptr, llama, 1, nullptr, 0, nullptr, &timer);
+  Attention attention(nullptr, llama, 1, nullptr, 0, CpCommType::kP2p, nullptr, &timer);
   ASSERT_TRUE(attention.SelectKernel(AttentionScoresBytes(llama)).ok());
   EXPECT_STREQ(attention.forward_kernel(), "chunked");
   EXPECT_NE(attention.fallback_reason().find("context_parallel 2"), std::string::npos);
@@ -302,5 +313,176 @@ TEST(AttentionKernelTest, CudnnRunsLlamaShapesAndContextParallelismFallsBack) {
   EXPECT_NE(attention.backward_fallback_reason().find("context_parallel 2"), std::string::npos);
 }
 
+// Stands in for the other ranks of context rank `rank`'s ring on one GPU (NCCL refuses two
+// ranks of a communicator on one device): the keys and values it receives are every rank's
+// (`blocks`, from RopeSplit), the gradients it receives are `served` (per block), and the
+// gradients it sends land in `sent` (per block). Copies are enqueued on the ring's stream,
+// so they are ordered as NCCL's transfers would be.
+class SimulatedRing : public RingTransport {
+ public:
+  SimulatedRing(int64_t c, int64_t rank, std::vector<const bf16*> blocks,
+                std::vector<const float*> served, std::vector<float*> sent)
+      : c_(c),
+        rank_(rank),
+        blocks_(std::move(blocks)),
+        served_(std::move(served)),
+        sent_(std::move(sent)) {}
+
+  absl::Status Exchange(const RingExchange& exchange, cudaStream_t stream) override {
+    if (exchange.receive_key_values != nullptr) {
+      // Every pass receives blocks for steps 1 .. c - 1, in order.
+      const int64_t step = 1 + key_value_exchanges_++ % (c_ - 1);
+      PT_RETURN_IF_ERROR(Copy(exchange.receive_key_values, blocks_[Source(step)],
+                              exchange.key_value_bytes, stream));
+    }
+    if (exchange.send_gradients != nullptr) {
+      // The backward's gradient exchanges follow steps 0 .. c - 1: each sends the step's
+      // block's gradients and receives the next step's block's.
+      const int64_t step = gradient_exchanges_++ % c_;
+      PT_RETURN_IF_ERROR(
+          Copy(sent_[Source(step)], exchange.send_gradients, exchange.gradient_bytes, stream));
+      PT_RETURN_IF_ERROR(Copy(exchange.receive_gradients, served_[Source(step + 1)],
+                              exchange.gradient_bytes, stream));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t Source(int64_t step) const { return ((rank_ - step) % c_ + c_) % c_; }
+  static absl::Status Copy(void* to, const void* from, int64_t bytes, cudaStream_t stream) {
+    if (cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream) != cudaSuccess) {
+      return absl::InternalError("cudaMemcpyAsync in the simulated ring");
+    }
+    return absl::OkStatus();
+  }
+
+  int64_t c_, rank_;
+  std::vector<const bf16*> blocks_;
+  std::vector<const float*> served_;
+  std::vector<float*> sent_;
+  int64_t key_value_exchanges_ = 0;
+  int64_t gradient_exchanges_ = 0;
+};
+
+struct RingCase {
+  int64_t context_parallel;
+  int64_t query_chunk;
+};
+
+class AttentionRingTest : public ::testing::TestWithParam<RingCase> {};
+
+// Every rank of the ring, one at a time, against the float64 reference of the whole
+// sequence: the output of the rank's tokens, and their query, key and value gradients. Run
+// twice: first with zero gradients served, which captures each rank's part of every block's
+// key and value gradients (what it sends is what it added); then serving each block's
+// gradients as the ranks before it in the ring summed them, so the rank's own come back
+// whole after the last step, as the other ranks would send them.
+TEST_P(AttentionRingTest, EveryRankMatchesTheReference) {
+  const int64_t c = GetParam().context_parallel;
+  const int64_t n = kTokens / c, half = n / 2;
+  ShardShapes x = Shapes();
+  x.context_parallel = c;
+  x.sequence_per_rank = n;
+  x.tokens = kSequences * n;
+  void* workspace = nullptr;
+  ASSERT_EQ(cudaMalloc(&workspace, kGemmWorkspaceBytes), cudaSuccess);
+  absl::StatusOr<std::unique_ptr<Gemm>> gemm = Gemm::Create(workspace, kGemmWorkspaceBytes);
+  ASSERT_TRUE(gemm.ok()) << gemm.status();
+  PhaseTimer timer(nullptr);
+
+  const std::vector<bf16> qkv = RandomBf16(kRows * kWidth, 5);
+  const std::vector<bf16> d_out = RandomBf16(kQueryValues, 6);
+  const Reference reference = Compute(ToDouble(qkv), ToDouble(d_out));
+  // Row of local token t of `rank` (sequence `seq`) in the whole sequence's tokens.
+  auto row = [&](int64_t rank, int64_t seq, int64_t t) {
+    return seq * kTokens + (t < half ? rank * half + t : (2 * c - 1 - rank) * half + t - half);
+  };
+  // A rank's rows of a [kRows, width] tokens-layout tensor.
+  auto rows_of = [&](const auto& all, int64_t rank, int64_t width) {
+    std::vector<typename std::decay_t<decltype(all)>::value_type> part;
+    for (int64_t seq = 0; seq < kSequences; ++seq) {
+      for (int64_t t = 0; t < n; ++t) {
+        const auto first = all.begin() + row(rank, seq, t) * width;
+        part.insert(part.end(), first, first + width);
+      }
+    }
+    return part;
+  };
+
+  const int64_t query_width = kKvHeads * kHeadsPerKv * kHeadDim;
+  Buffers b(x);
+  const int64_t block_values = 2 * b.kv_values;
+  std::vector<std::unique_ptr<DeviceArray<bf16>>> qkv_of, d_out_of, blocks;
+  std::vector<const bf16*> block_pointers;
+  for (int64_t rank = 0; rank < c; ++rank) {
+    qkv_of.push_back(std::make_unique<DeviceArray<bf16>>(rows_of(qkv, rank, kWidth)));
+    d_out_of.push_back(std::make_unique<DeviceArray<bf16>>(rows_of(d_out, rank, query_width)));
+    blocks.push_back(std::make_unique<DeviceArray<bf16>>(block_values));
+    TokenPositions positions{kTokens, c, rank};
+    AttentionDims dims{kSequences, n, kKvHeads, kHeadsPerKv, kHeadDim};
+    ASSERT_EQ(RopeSplit(qkv_of[rank]->get(), b.query.get(), blocks[rank]->get(), dims, positions,
+                        nullptr),
+              cudaSuccess);
+    block_pointers.push_back(blocks[rank]->get());
+  }
+
+  // parts[rank][block]: the rank's part of the block's key and value gradients.
+  std::vector<std::vector<std::vector<float>>> parts(c);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int64_t rank = 0; rank < c; ++rank) {
+      std::vector<std::unique_ptr<DeviceArray<float>>> served, sent;
+      std::vector<const float*> served_pointers;
+      std::vector<float*> sent_pointers;
+      for (int64_t block = 0; block < c; ++block) {
+        // The gradients rank `rank` receives with `block`: the parts of the ranks that held
+        // it before (block, block + 1, ..., rank - 1), all of them for its own block.
+        // Block j is held at step k by rank j + k.
+        std::vector<float> sum(block_values, 0.0f);
+        const int64_t holders = block == rank ? c : (rank - block + c) % c;
+        for (int64_t k = 0; pass == 1 && k < holders; ++k) {
+          const std::vector<float>& part = parts[(block + k) % c][block];
+          for (int64_t e = 0; e < block_values; ++e) sum[e] += part[e];
+        }
+        served.push_back(std::make_unique<DeviceArray<float>>(sum));
+        sent.push_back(std::make_unique<DeviceArray<float>>(block_values));
+        served_pointers.push_back(served.back()->get());
+        sent_pointers.push_back(sent.back()->get());
+      }
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the ring's stream does not wait
+      Attention attention(gemm->get(), x, GetParam().query_chunk, nullptr, rank, CpCommType::kP2p,
+                          nullptr, &timer);
+      attention.SetRingTransport(
+          std::make_unique<SimulatedRing>(c, rank, block_pointers, served_pointers, sent_pointers));
+      ASSERT_TRUE(attention.Forward(qkv_of[rank]->get(), b.out.get(), b.buffers).ok());
+      ASSERT_TRUE(
+          attention.Backward(d_out_of[rank]->get(), b.out.get(), b.d_qkv.get(), b.buffers).ok());
+      if (pass == 0) {
+        for (int64_t block = 0; block < c; ++block) parts[rank].push_back(sent[block]->ToHost());
+        continue;
+      }
+      EXPECT_LT(RelativeError(ToDouble(b.out.ToHost()), rows_of(reference.out, rank, query_width)),
+                1e-2)
+          << "rank " << rank;
+      const std::vector<double> d_qkv = ToDouble(b.d_qkv.ToHost());
+      const std::vector<double> expected = rows_of(reference.d_qkv, rank, kWidth);
+      const int64_t H = kHeadsPerKv;
+      for (const auto& [name, first, heads] :
+           {std::tuple{"dQ", int64_t{0}, H}, std::tuple{"dK", H, int64_t{1}},
+            std::tuple{"dV", H + 1, int64_t{1}}}) {
+        EXPECT_LT(RelativeError(Part(d_qkv, x, first, heads), Part(expected, x, first, heads)),
+                  3e-2)
+            << name << " of rank " << rank;
+      }
+    }
+  }
+  gemm->reset();
+  cudaFree(workspace);
+}
+
+// Two ranks (one received block), three (both kinds of step beside the diagonal, two slots),
+// four; query chunks that do and do not divide a rank's halves.
+INSTANTIATE_TEST_SUITE_P(Ranks, AttentionRingTest,
+                         ::testing::Values(RingCase{2, 5}, RingCase{3, 4}, RingCase{4, 3},
+                                           RingCase{4, 6}));
 }  // namespace
 }  // namespace paratune

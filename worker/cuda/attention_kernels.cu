@@ -143,7 +143,7 @@ __global__ void CausalSoftmaxForwardKernel(const float* scores, __nv_bfloat16* p
   __shared__ float scratch[32];
   const int64_t g = blockIdx.x / chunk.rows;
   const int64_t r = blockIdx.x % chunk.rows;
-  const int64_t visible = min(chunk.keys, chunk.first_position + r / chunk.heads_per_kv + 1);
+  const int64_t visible = min(chunk.keys, chunk.diagonal + r / chunk.heads_per_kv + 1);
   const float* in = scores + blockIdx.x * chunk.row_stride;
   __nv_bfloat16* out = probabilities + blockIdx.x * chunk.row_stride;
   float most = -FLT_MAX;
@@ -167,7 +167,7 @@ __global__ void CausalSoftmaxRecomputeKernel(const float* scores, const float* l
     const int64_t g = row / chunk.rows;
     const int64_t r = row % chunk.rows;
     const int64_t cell = row * chunk.row_stride + k;
-    const bool visible = k <= chunk.first_position + r / chunk.heads_per_kv;
+    const bool visible = k <= chunk.diagonal + r / chunk.heads_per_kv;
     probabilities[cell] = __float2bfloat16(
         visible ? __expf(scores[cell] - lse[g * chunk.lse_group_stride + r]) : 0.0f);
   }
@@ -206,6 +206,39 @@ __global__ void CausalSoftmaxBackwardKernel(const float* d_probabilities, const 
     const float d = row_sums[g * chunk.lse_group_stride + r];
     probabilities[cell] = __float2bfloat16(p * (d_probabilities[cell] - d));
   }
+}
+
+// One warp per (sequence, kv head, token in the range, head) row of d elements.
+__global__ void MergeAttentionPartialKernel(const __nv_bfloat16* partial, const float* partial_lse,
+                                            __nv_bfloat16* out, float* lse, Layout layout,
+                                            int64_t first_token, int64_t tokens, int64_t rows) {
+  const int64_t warp = GridIndex() / 32;
+  const int lane = threadIdx.x % 32;
+  if (warp >= rows) return;
+  const int64_t h = warp % layout.d.heads_per_kv;
+  int64_t rest = warp / layout.d.heads_per_kv;
+  const int64_t i = first_token + rest % tokens;
+  rest /= tokens;
+  const int64_t g = rest % layout.d.kv_heads;
+  const int64_t seq = rest / layout.d.kv_heads;
+  const int64_t base = layout.Query(seq, g, i, h);
+  const int64_t row = base / layout.d.head_dim;
+  const float kept = lse[row];
+  const float added = partial_lse[row];
+  const float most = fmaxf(kept, added);
+  const float merged = most + log1pf(__expf(fminf(kept, added) - most));
+  const float kept_weight = __expf(kept - merged);
+  const float added_weight = __expf(added - merged);
+  for (int64_t e = lane; e < layout.d.head_dim; e += 32) {
+    out[base + e] = __float2bfloat16(kept_weight * __bfloat162float(out[base + e]) +
+                                     added_weight * __bfloat162float(partial[base + e]));
+  }
+  __syncwarp();  // every lane has read lse[row]
+  if (lane == 0) lse[row] = merged;
+}
+
+__global__ void AccumulateFloatsKernel(const float* part, float* sum, int64_t count) {
+  for (int64_t index = GridIndex(); index < count; index += GridStride()) sum[index] += part[index];
 }
 
 int64_t QkvPairs(const AttentionDims& d) {
@@ -285,6 +318,22 @@ cudaError_t CausalSoftmaxBackward(const float* d_probabilities, const float* row
   const int64_t count = chunk.kv_heads * chunk.rows * chunk.keys;
   CausalSoftmaxBackwardKernel<<<GridBlocks(count), kThreadsPerBlock, 0, stream>>>(
       d_probabilities, row_sums, probabilities, chunk, count);
+  return cudaGetLastError();
+}
+
+cudaError_t MergeAttentionPartial(const __nv_bfloat16* partial, const float* partial_lse,
+                                  __nv_bfloat16* out, float* lse, const AttentionDims& dims,
+                                  int64_t first_token, int64_t tokens, cudaStream_t stream) {
+  const int64_t rows = dims.sequences * dims.kv_heads * tokens * dims.heads_per_kv;
+  if (rows == 0) return cudaSuccess;
+  const int64_t blocks = (rows * 32 + kThreadsPerBlock - 1) / kThreadsPerBlock;
+  MergeAttentionPartialKernel<<<static_cast<unsigned>(blocks), kThreadsPerBlock, 0, stream>>>(
+      partial, partial_lse, out, lse, Layout{dims}, first_token, tokens, rows);
+  return cudaGetLastError();
+}
+
+cudaError_t AccumulateFloats(const float* part, float* sum, int64_t count, cudaStream_t stream) {
+  AccumulateFloatsKernel<<<GridBlocks(count), kThreadsPerBlock, 0, stream>>>(part, sum, count);
   return cudaGetLastError();
 }
 

@@ -63,10 +63,11 @@ cudaError_t HeadsToTokens(const __nv_bfloat16* heads, __nv_bfloat16* tokens,
 cudaError_t TokensToHeads(const __nv_bfloat16* tokens, __nv_bfloat16* heads,
                           const AttentionDims& dims, cudaStream_t stream);
 
-// One chunk of query rows against keys 0 .. keys - 1 (positions, in order), for each of the
-// G kv heads. Row r's query is at position first_position + r / H and sees the keys at or
-// before it. lse points at the chunk's first row of kv head 0; kv head g's rows are
-// lse_group_stride further apart.
+// One chunk of query rows against `keys` columns of keys, for each of the G kv heads. Row r
+// sees columns 0 .. diagonal + r / H: with columns the keys' positions from 0, diagonal is
+// the position of the chunk's first query (causal attention); keys - 1 or more makes every
+// column visible (a context-parallel ring block that the chunk sees whole). lse points at
+// the chunk's first row of kv head 0; kv head g's rows are lse_group_stride further apart.
 struct SoftmaxChunk {
   int64_t kv_heads = 0;      // G
   int64_t heads_per_kv = 0;  // H
@@ -75,7 +76,7 @@ struct SoftmaxChunk {
   // Elements from one row to the next, >= keys: a multiple of 8, so that every row starts
   // 16-byte aligned for the tensor-core products.
   int64_t row_stride = 0;
-  int64_t first_position = 0;  // position of the chunk's first token
+  int64_t diagonal = 0;
   int64_t lse_group_stride = 0;
 };
 
@@ -99,6 +100,22 @@ cudaError_t AttentionRowSums(const __nv_bfloat16* d_out, const __nv_bfloat16* ou
 cudaError_t CausalSoftmaxBackward(const float* d_probabilities, const float* row_sums,
                                   __nv_bfloat16* probabilities, const SoftmaxChunk& chunk,
                                   cudaStream_t stream);
+
+// Context parallelism's ring (worker/probe/context_parallel_ring.h): merges into out and
+// lse (query and lse layouts), the attention of local tokens [first_token, first_token +
+// tokens) of every sequence over the keys seen so far, a partial result over other keys,
+// partial (query layout) with its log-sum-exps partial_lse (lse layout): lse' =
+// log(exp(lse) + exp(partial_lse)), out' = exp(lse - lse') out + exp(partial_lse - lse')
+// partial (Transformer Engine's flash_attn_fwd_softmax_lse_correction and
+// flash_attn_fwd_out_correction, context_parallel.py; out stays bf16 between merges, where
+// Transformer Engine sums the steps in fp32).
+cudaError_t MergeAttentionPartial(const __nv_bfloat16* partial, const float* partial_lse,
+                                  __nv_bfloat16* out, float* lse, const AttentionDims& dims,
+                                  int64_t first_token, int64_t tokens, cudaStream_t stream);
+
+// sum[i] += part[i]: a ring block's key and value gradients, the rank's part added to those
+// received.
+cudaError_t AccumulateFloats(const float* part, float* sum, int64_t count, cudaStream_t stream);
 
 }  // namespace paratune
 

@@ -1,9 +1,11 @@
 #include "worker/cuda/collective_benchmark.h"
 
 #include <functional>
+#include <vector>
 
 #include "common/status_macros.h"
 #include "worker/cuda/cuda_status.h"
+#include "worker/probe/context_parallel_ring.h"
 
 namespace paratune {
 namespace {
@@ -69,10 +71,23 @@ absl::StatusOr<std::vector<CollectiveMeasurement>> BenchmarkCollectives(
     ncclComm_t comm = communicators.group(RankGroup::kContext);
     const int64_t count = 2 * x.tokens * x.kv_heads * x.head_dim;
     auto* gathered = memory.get<__nv_bfloat16>(ProbeBuffer::kKeyValueGathered);
-    const auto* own = gathered + communicators.group_rank(RankGroup::kContext) * count;
-    PT_RETURN_IF_ERROR(
-        measure(RankGroup::kContext, CollectiveOperation::kAllGather, ContextParallelKvBytes(x),
-                [&] { return AllGather(comm, own, gathered, count, ncclBfloat16, stream); }));
+    if (plan.context_parallel_ring()) {
+      // One ring step: a K/V block to the next rank while the previous rank's comes in (into
+      // the gradient slots: the ring holds one received block when c = 2).
+      const int64_t c = communicators.group_size(RankGroup::kContext);
+      const int64_t rank = communicators.group_rank(RankGroup::kContext);
+      std::vector<PeerTransfer> ring(2);
+      ring[0] = {true, static_cast<int>(RingNext(c, rank)), gathered, count};
+      ring[1] = {false, static_cast<int>(RingPrevious(c, rank)),
+                 memory.get<void>(ProbeBuffer::kKeyValueGradients), count};
+      PT_RETURN_IF_ERROR(measure(RankGroup::kContext, CollectiveOperation::kSendRecv, count * 2,
+                                 [&] { return SendReceive(comm, ring, ncclBfloat16, stream); }));
+    } else {
+      const auto* own = gathered + communicators.group_rank(RankGroup::kContext) * count;
+      PT_RETURN_IF_ERROR(
+          measure(RankGroup::kContext, CollectiveOperation::kAllGather, ContextParallelKvBytes(x),
+                  [&] { return AllGather(comm, own, gathered, count, ncclBfloat16, stream); }));
+    }
   }
   if (data_parallel && communicators.group_size(RankGroup::kDataContext) > 1) {
     ncclComm_t comm = communicators.group(RankGroup::kDataContext);

@@ -22,7 +22,8 @@ inline constexpr int kBenchmarkTimedIterations = 20;
 
 // One measurement per communicator of more than one rank, in the order tp, cp, dp, pp (dp
 // only when `data_parallel` is true: it is not modelled): the TP all-gather of a [T, h]
-// activation (all-reduce without sequence parallelism), the CP all-gather of K and V, the
+// activation (all-reduce without sequence parallelism), the CP all-gather of K and V (with
+// cp_comm_type p2p one ring step's send/receive of a rank's K and V), the
 // gradients' reduce-scatter (all-reduce without the distributed optimizer), the pipeline
 // boundary sent to the next stage while receiving from the previous. Every rank must call
 // it with the same arguments. Uses the footprint's buffers, whose contents it overwrites.

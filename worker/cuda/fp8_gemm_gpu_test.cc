@@ -54,7 +54,7 @@ struct Quantized {
     DeviceArray<float> device_scale(std::vector<float>{scale});
     DeviceArray<float> amax(std::vector<float>{0.0f});
     EXPECT_EQ(CastToFp8(in.get(), rows, columns, format, device_scale.get(), data.get(),
-                        transposed.get(), amax.get(), nullptr),
+                        transposed.get(), amax.get(), nullptr, nullptr),
               cudaSuccess);
     // Dequantized as cuBLASLt does, by the fp32 scale inverse.
     const double factor = 1.0f / scale;
@@ -83,11 +83,12 @@ TEST(Fp8CastTest, ScaledSaturatedValuesTransposeAndAmax) {
     DeviceArray<uint8_t> out(rows * columns), transposed(rows * columns);
     // A larger amax already in the slot (an earlier cast of the iteration) stays.
     DeviceArray<float> amax(std::vector<float>{0.5f}), larger(std::vector<float>{100.0f});
+    DeviceArray<float> inverse(std::vector<float>{0.0f});
     ASSERT_EQ(CastToFp8(in.get(), rows, columns, format, device_scale.get(), out.get(),
-                        transposed.get(), amax.get(), nullptr),
+                        transposed.get(), amax.get(), inverse.get(), nullptr),
               cudaSuccess);
     ASSERT_EQ(CastToFp8(in.get(), rows, columns, format, device_scale.get(), out.get(), nullptr,
-                        larger.get(), nullptr),
+                        larger.get(), nullptr, nullptr),
               cudaSuccess);
     const std::vector<uint8_t> fp8 = out.ToHost(), fp8_t = transposed.ToHost();
     for (int64_t r = 0; r < rows; ++r) {
@@ -102,6 +103,11 @@ TEST(Fp8CastTest, ScaledSaturatedValuesTransposeAndAmax) {
     }
     EXPECT_EQ(amax.ToHost()[0], static_cast<float>(MaxAbs(values)));
     EXPECT_EQ(larger.ToHost()[0], 100.0f);
+    EXPECT_EQ(inverse.ToHost()[0], 1.0f / scale);
+    // The transpose of fp8 bytes as they are.
+    DeviceArray<uint8_t> back(rows * columns);
+    ASSERT_EQ(TransposeFp8(transposed.get(), columns, rows, back.get(), nullptr), cudaSuccess);
+    EXPECT_EQ(back.ToHost(), fp8);
   }
 }
 

@@ -19,10 +19,14 @@ __device__ void AtomicMaxNonNegative(float* address, float value) {
 
 __global__ void CastToFp8Kernel(const __nv_bfloat16* in, int64_t rows, int64_t columns,
                                 __nv_fp8_interpretation_t interpretation, const float* scale,
-                                uint8_t* out, uint8_t* out_transposed, float* amax) {
+                                uint8_t* out, uint8_t* out_transposed, float* amax,
+                                float* scale_inverse) {
   __shared__ uint8_t tile[kTile][kTile + 1];  // +1: no bank conflicts on the transposed read
   __shared__ float scratch[32];
   const float factor = *scale;
+  if (scale_inverse != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
+    *scale_inverse = 1.0f / factor;
+  }
   const int x = threadIdx.x % kTile;
   const int y = threadIdx.x / kTile;
   const int64_t tile_columns = (columns + kTile - 1) / kTile;
@@ -39,7 +43,7 @@ __global__ void CastToFp8Kernel(const __nv_bfloat16* in, int64_t rows, int64_t c
         local_amax = fmaxf(local_amax, fabsf(value));
         const uint8_t converted =
             __nv_cvt_float_to_fp8(value * factor, __NV_SATFINITE, interpretation);
-        out[row * columns + column] = converted;
+        if (out != nullptr) out[row * columns + column] = converted;
         tile[dy][x] = converted;
       }
     }
@@ -56,6 +60,30 @@ __global__ void CastToFp8Kernel(const __nv_bfloat16* in, int64_t rows, int64_t c
   if (threadIdx.x == 0) AtomicMaxNonNegative(amax, block_amax);
 }
 
+__global__ void TransposeFp8Kernel(const uint8_t* in, int64_t rows, int64_t columns, uint8_t* out) {
+  __shared__ uint8_t tile[kTile][kTile + 1];
+  const int x = threadIdx.x % kTile;
+  const int y = threadIdx.x / kTile;
+  const int64_t tile_columns = (columns + kTile - 1) / kTile;
+  const int64_t tiles = ((rows + kTile - 1) / kTile) * tile_columns;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int64_t row0 = (t / tile_columns) * kTile;
+    const int64_t column0 = (t % tile_columns) * kTile;
+    for (int dy = y; dy < kTile; dy += kTileRowsPerPass) {
+      const int64_t row = row0 + dy;
+      const int64_t column = column0 + x;
+      if (row < rows && column < columns) tile[dy][x] = in[row * columns + column];
+    }
+    __syncthreads();
+    for (int dy = y; dy < kTile; dy += kTileRowsPerPass) {
+      const int64_t column = column0 + dy;
+      const int64_t row = row0 + x;
+      if (row < rows && column < columns) out[column * rows + row] = tile[x][dy];
+    }
+    __syncthreads();
+  }
+}
+
 __global__ void UpdateFp8ScalesKernel(float* history, int64_t length, int64_t tensors,
                                       float scaled_max, float* scale, float* scale_inverse) {
   for (int64_t t = GridIndex(); t < tensors; t += GridStride()) {
@@ -67,14 +95,22 @@ __global__ void UpdateFp8ScalesKernel(float* history, int64_t length, int64_t te
 
 cudaError_t CastToFp8(const __nv_bfloat16* in, int64_t rows, int64_t columns, Fp8Format format,
                       const float* scale, void* out, void* out_transposed, float* amax,
-                      cudaStream_t stream) {
+                      float* scale_inverse, cudaStream_t stream) {
   const int64_t tiles = ((rows + kTile - 1) / kTile) * ((columns + kTile - 1) / kTile);
   const int blocks = GridBlocks(tiles * kThreadsPerBlock);
   const __nv_fp8_interpretation_t interpretation =
       format == Fp8Format::kE4M3 ? __NV_E4M3 : __NV_E5M2;
   CastToFp8Kernel<<<blocks, kThreadsPerBlock, 0, stream>>>(
       in, rows, columns, interpretation, scale, static_cast<uint8_t*>(out),
-      static_cast<uint8_t*>(out_transposed), amax);
+      static_cast<uint8_t*>(out_transposed), amax, scale_inverse);
+  return cudaGetLastError();
+}
+
+cudaError_t TransposeFp8(const void* in, int64_t rows, int64_t columns, void* out,
+                         cudaStream_t stream) {
+  const int64_t tiles = ((rows + kTile - 1) / kTile) * ((columns + kTile - 1) / kTile);
+  TransposeFp8Kernel<<<GridBlocks(tiles * kThreadsPerBlock), kThreadsPerBlock, 0, stream>>>(
+      static_cast<const uint8_t*>(in), rows, columns, static_cast<uint8_t*>(out));
   return cudaGetLastError();
 }
 

@@ -117,9 +117,10 @@ void BM_Fp8LinearForward(benchmark::State& state) {
   float* in_scale = static_cast<float*>(r.scales);
   float* weight_scale = in_scale + 3;
   if (CastToFp8(static_cast<__nv_bfloat16*>(r.in), rows, inputs, Fp8Format::kE4M3, in_scale,
-                r.in_fp8, nullptr, in_scale + 2, r.stream) != cudaSuccess ||
+                r.in_fp8, nullptr, in_scale + 2, nullptr, r.stream) != cudaSuccess ||
       CastToFp8(static_cast<__nv_bfloat16*>(r.weight), outputs, inputs, Fp8Format::kE4M3,
-                weight_scale, r.weight_fp8, nullptr, weight_scale + 2, r.stream) != cudaSuccess) {
+                weight_scale, r.weight_fp8, nullptr, weight_scale + 2, nullptr,
+                r.stream) != cudaSuccess) {
     state.SkipWithError("fp8 cast failed");
     return;
   }

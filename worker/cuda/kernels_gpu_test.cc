@@ -191,7 +191,7 @@ TEST_F(AttentionKernelsTest, CausalSoftmaxAndItsGradient) {
   chunk.kv_heads = 2;
   chunk.heads_per_kv = 3;
   chunk.rows = 9;
-  chunk.first_position = 5;
+  chunk.diagonal = 5;
   chunk.keys = 8;
   chunk.row_stride = 16;
   chunk.lse_group_stride = 20;
@@ -218,7 +218,7 @@ TEST_F(AttentionKernelsTest, CausalSoftmaxAndItsGradient) {
   std::vector<double> got_p, got_p_again, got_ds, expected_p, expected_ds, got_lse, expected_lse;
   for (int64_t g = 0; g < 2; ++g) {
     for (int64_t r = 0; r < chunk.rows; ++r) {
-      const int64_t visible = chunk.first_position + r / chunk.heads_per_kv + 1;
+      const int64_t visible = chunk.diagonal + r / chunk.heads_per_kv + 1;
       const int64_t first = (g * chunk.rows + r) * chunk.row_stride;
       double most = -INFINITY, sum = 0;
       for (int64_t k = 0; k < visible; ++k) most = std::max<double>(most, scores[first + k]);
@@ -263,6 +263,58 @@ TEST_F(AttentionKernelsTest, RowSumsLandInTheLseLayout) {
     }
   }
   EXPECT_LT(RelativeError(ToDouble(sums.ToHost()), expected), kFloatTolerance);
+}
+
+// The context-parallel ring's merge over the second half of the rank's tokens: rows there
+// become the log-sum-exp-weighted mean of both partial results and their lse the log of the
+// summed exponentials; rows of the first half are left as they were.
+TEST_F(AttentionKernelsTest, MergeAttentionPartialWeighsByLogSumExp) {
+  const int64_t count = Tokens() * dims_.kv_heads * dims_.heads_per_kv * dims_.head_dim;
+  const int64_t rows = count / dims_.head_dim;
+  const std::vector<bf16> out = RandomBf16(count, 15), partial = RandomBf16(count, 16);
+  std::vector<float> lse(rows), partial_lse(rows);
+  std::mt19937 random(17);
+  std::uniform_real_distribution<float> uniform(-4, 4);
+  for (float& x : lse) x = uniform(random);
+  for (float& x : partial_lse) x = uniform(random);
+  DeviceArray<bf16> d_out(out), d_partial(partial);
+  DeviceArray<float> d_lse(lse), d_partial_lse(partial_lse);
+  const int64_t first = dims_.tokens_per_sequence / 2, tokens = dims_.tokens_per_sequence / 2;
+  ASSERT_EQ(MergeAttentionPartial(d_partial.get(), d_partial_lse.get(), d_out.get(), d_lse.get(),
+                                  dims_, first, tokens, nullptr),
+            cudaSuccess);
+  const std::vector<double> got_out = ToDouble(d_out.ToHost());
+  const std::vector<double> got_lse = ToDouble(d_lse.ToHost());
+  std::vector<double> expected_out = ToDouble(out), expected_lse(lse.begin(), lse.end());
+  const std::vector<double> added = ToDouble(partial);
+  const int64_t d = dims_.head_dim, per_sequence_group = dims_.tokens_per_sequence;
+  for (int64_t r = 0; r < rows; ++r) {
+    // lse layout [b, G, n, H]: token i = (r / H) % n.
+    const int64_t i = (r / dims_.heads_per_kv) % per_sequence_group;
+    if (i < first) continue;
+    const double merged = std::log(std::exp(double{lse[r]}) + std::exp(double{partial_lse[r]}));
+    const double kept_weight = std::exp(lse[r] - merged);
+    const double added_weight = std::exp(partial_lse[r] - merged);
+    for (int64_t e = 0; e < d; ++e) {
+      expected_out[r * d + e] =
+          kept_weight * expected_out[r * d + e] + added_weight * added[r * d + e];
+    }
+    expected_lse[r] = merged;
+  }
+  EXPECT_LT(RelativeError(got_out, expected_out), kBf16Tolerance);
+  EXPECT_LT(RelativeError(got_lse, expected_lse), kFloatTolerance);
+  for (int64_t r = 0; r < rows; ++r) {
+    if ((r / dims_.heads_per_kv) % per_sequence_group >= first) continue;
+    ASSERT_EQ(got_lse[r], lse[r]) << "row " << r << " of the first half changed";
+  }
+
+  // The ring's gradient accumulation.
+  std::vector<float> sum(1000), part(1000);
+  for (size_t e = 0; e < sum.size(); ++e) sum[e] = uniform(random), part[e] = uniform(random);
+  DeviceArray<float> d_sum(sum), d_part(part);
+  ASSERT_EQ(AccumulateFloats(d_part.get(), d_sum.get(), 1000, nullptr), cudaSuccess);
+  const std::vector<float> accumulated = d_sum.ToHost();
+  for (size_t e = 0; e < sum.size(); ++e) ASSERT_EQ(accumulated[e], sum[e] + part[e]) << e;
 }
 
 TEST(LossKernelsTest, VocabularyShardedEmbeddingAndCrossEntropy) {

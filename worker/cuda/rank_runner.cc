@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +14,7 @@
 #include "worker/cuda/cuda_status.h"
 #include "worker/cuda/device.h"
 #include "worker/cuda/device_footprint.h"
+#include "worker/cuda/fp8_amax_group.h"
 #include "worker/cuda/gemm.h"
 #include "worker/cuda/phase_timer.h"
 #include "worker/cuda/stage_runner.h"
@@ -46,6 +48,27 @@ absl::Status Barrier(const RankCommunicators& communicators, double* scratch, cu
   return CudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize(barrier)");
 }
 
+// fp8 training runs on Hopper's fp8 tensor cores: compute capability 9.0 or later (the
+// probe's kernels are built for sm_80 and sm_90; ProbeSpec refuses an Ampere cluster.gpu, this
+// checks the device itself).
+absl::Status CheckFp8Device(int device, const std::string& name) {
+  int major = 0;
+  int minor = 0;
+  PT_RETURN_IF_ERROR(
+      CudaStatus(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+                 "cudaDeviceGetAttribute(major)"));
+  PT_RETURN_IF_ERROR(
+      CudaStatus(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device),
+                 "cudaDeviceGetAttribute(minor)"));
+  if (major < 9) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "training.precision (FP8) needs a GPU of compute capability 9.0 or later (Hopper); "
+        "device ",
+        device, " (", name, ") has ", major, ".", minor));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_rank,
@@ -57,6 +80,7 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
   PT_RETURN_IF_ERROR(
       CudaStatus(cudaSetDevice(device), absl::StrCat("cudaSetDevice(", device, ")")));
   PT_ASSIGN_OR_RETURN(DeviceDescription description, DescribeDevice(device));
+  if (spec.training().fp8()) PT_RETURN_IF_ERROR(CheckFp8Device(device, description.gpu_name));
 
   RankResources resources;
   PT_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&resources.stream, cudaStreamNonBlocking),
@@ -67,6 +91,10 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
   cudaStream_t stream = resources.stream;
   PT_ASSIGN_OR_RETURN(std::unique_ptr<RankCommunicators> communicators,
                       RankCommunicators::Create(id, layout, rank));
+  std::unique_ptr<Fp8AmaxGroup> amax_group;
+  if (spec.training().fp8()) {
+    PT_ASSIGN_OR_RETURN(amax_group, Fp8AmaxGroup::Create(*communicators));
+  }
   const FootprintPlan plan = FootprintPlan::Create(spec.model(), spec.training(), spec.cluster(),
                                                    spec.config(), MemoryOptions(), stage);
   PT_ASSIGN_OR_RETURN(std::unique_ptr<DeviceFootprint> memory, DeviceFootprint::Allocate(plan));
@@ -74,7 +102,8 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
                       Gemm::Create(memory->get<void>(ProbeBuffer::kGemmWorkspace),
                                    plan.placement(ProbeBuffer::kGemmWorkspace).bytes));
   PhaseTimer timer(stream);
-  StageRunner runner(spec, plan, *memory, *communicators, gemm.get(), stream,
+  StageRunner runner(spec, plan, *memory, *communicators,
+                     amax_group != nullptr ? amax_group->comm() : nullptr, gemm.get(), stream,
                      resources.communication, &timer);
   PT_RETURN_IF_ERROR(runner.Initialize(spec.seed()));
 

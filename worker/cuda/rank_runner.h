@@ -18,7 +18,8 @@ namespace paratune {
 // Runs local rank `local_rank` of `spec` (global rank spec.first_rank() + local_rank, on
 // device spec.gpu_indices()[local_rank]) in the world that `id` names. Every rank of the
 // world must run. Errors: RESOURCE_EXHAUSTED when the footprint (or NCCL's or cuBLAS's own
-// memory) does not fit, UNAVAILABLE when the device cannot be used, INTERNAL for a CUDA,
+// memory) does not fit, UNAVAILABLE when the device cannot be used, FAILED_PRECONDITION
+// when an fp8 probe's device is not Hopper-class (compute capability < 9.0), INTERNAL for a CUDA,
 // NCCL or cuBLAS failure; an error on one rank can leave the others waiting in a collective,
 // which the caller ends by ending the process.
 absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_rank,

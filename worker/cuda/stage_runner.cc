@@ -20,6 +20,8 @@ constexpr float kWeightScale = 0.02f;
 
 }  // namespace
 
+// In fp8 training attention_norm_output, mlp_norm_output and swiglu_output hold the fp8
+// copies the layout describes (LayerActivationLayout).
 struct StageRunner::LayerActivations {
   bf16* attention_norm_output;
   float* attention_norm_rstd;
@@ -32,12 +34,14 @@ struct StageRunner::LayerActivations {
   float* mlp_norm_rstd;
   bf16* gate_up;
   bf16* swiglu_output;
+  void* attention_output_fp8;
+  float* fp8_scale_inverses;
 };
 
 StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& plan,
                          const DeviceFootprint& memory, const RankCommunicators& communicators,
-                         Gemm* gemm, cudaStream_t stream, cudaStream_t communication_stream,
-                         PhaseTimer* timer)
+                         ncclComm_t fp8_amax_group, Gemm* gemm, cudaStream_t stream,
+                         cudaStream_t communication_stream, PhaseTimer* timer)
     : spec_(spec),
       plan_(plan),
       memory_(memory),
@@ -48,7 +52,7 @@ StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& plan,
       timer_(timer),
       attention_(gemm, plan.shapes(), plan.attention_query_chunk(),
                  communicators.group(RankGroup::kContext),
-                 communicators.group_rank(RankGroup::kContext), stream, timer),
+                 communicators.group_rank(RankGroup::kContext), spec.cp_comm_type(), stream, timer),
       shapes_(plan.shapes()),
       fp32_gradients_(spec.training().fp32_gradients()),
       reduce_gradients_(communicators.group_size(RankGroup::kDataContext) > 1 &&
@@ -71,6 +75,20 @@ StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& plan,
   }
   for (int64_t slot = plan.activation_slots() - 1; slot >= 0; --slot) free_slots_.push_back(slot);
   for (int64_t slot = plan.loss_slots() - 1; slot >= 0; --slot) free_loss_slots_.push_back(slot);
+  if (plan.fp8()) {
+    Fp8LinearBuffers buffers;
+    buffers.weight_copies = memory.get<char>(ProbeBuffer::kFp8WeightCopies);
+    buffers.scaling_state = memory.get<char>(ProbeBuffer::kFp8ScalingState);
+    buffers.input = memory.get<void>(ProbeBuffer::kFp8Input);
+    buffers.input_transposed = memory.get<void>(ProbeBuffer::kFp8InputTransposed);
+    buffers.output_gradient = memory.get<void>(ProbeBuffer::kFp8OutputGradient);
+    buffers.output_gradient_transposed =
+        memory.get<void>(ProbeBuffer::kFp8OutputGradientTransposed);
+    fp8_ = std::make_unique<Fp8Linears>(
+        shapes_, plan.fp8_state(), plan.parameters().first_layer, buffers, gemm,
+        shapes_.sequence_parallel ? communicators.group(RankGroup::kTensor) : nullptr,
+        fp8_amax_group, kExportedFp8Recipe, stream, timer);
+  }
 }
 
 void* StageRunner::Gradient(int64_t offset) const {
@@ -108,7 +126,28 @@ StageRunner::LayerActivations StageRunner::Kept(int64_t slot, int64_t layer_in_c
           half(at.mlp_norm_output),
           single(at.mlp_norm_rstd),
           half(at.gate_up),
-          half(at.swiglu_output)};
+          half(at.swiglu_output),
+          block + at.attention_output_fp8,
+          single(at.fp8_scale_inverses)};
+}
+
+std::array<Fp8LinearSite, kFp8LinearsPerLayer> StageRunner::Fp8Sites(
+    int64_t chunk, int64_t layer_in_chunk, const LayerActivations& kept) const {
+  const LayerParameterOffsets& w = plan_.parameters().layers[StageLayer(chunk, layer_in_chunk)];
+  auto site = [&](Fp8Linear linear, int64_t weight, void* kept_input) {
+    Fp8LinearSite site;
+    site.chunk = chunk;
+    site.layer_in_chunk = layer_in_chunk;
+    site.linear = linear;
+    site.weight = Weight(weight);
+    site.kept = kept_input;
+    site.kept_scale_inverse = kept.fp8_scale_inverses + static_cast<int>(linear);
+    return site;
+  };
+  return {site(Fp8Linear::kQkv, w.qkv, kept.attention_norm_output),
+          site(Fp8Linear::kAttentionOutput, w.attention_output, kept.attention_output_fp8),
+          site(Fp8Linear::kGateUp, w.gate_up, kept.mlp_norm_output),
+          site(Fp8Linear::kDown, w.down, kept.swiglu_output)};
 }
 
 AttentionBuffers StageRunner::AttentionBuffersOf(const LayerActivations& kept) const {
@@ -213,6 +252,7 @@ absl::Status StageRunner::Initialize(uint64_t seed) {
     PT_ASSIGN_OR_RETURN(data_parallel_sync_,
                         DataParallelSync::Create(buffers, optimizer_buckets_, timer_));
   }
+  if (fp8_ != nullptr) PT_RETURN_IF_ERROR(fp8_->Initialize());
   return attention_.SelectKernel(plan_.placement(ProbeBuffer::kAttentionScores).bytes);
 }
 
@@ -239,6 +279,7 @@ absl::Status StageRunner::Step() {
   PT_RETURN_IF_ERROR(CudaStatus(cudaMemsetAsync(Gradient(0), 0, gradient_bytes, stream_),
                                 "cudaMemsetAsync(gradients)"));
   if (overlapped_) data_parallel_sync_->Start(&data_parallel_plan_.steps);
+  if (fp8_ != nullptr) fp8_->StartStep();
   pass_ = 0;
   PT_RETURN_IF_ERROR(Reach(PlanPointKind::kStepStart));
   for (const ScheduleStep& step : schedule_) PT_RETURN_IF_ERROR(RunScheduleStep(step));
@@ -317,9 +358,10 @@ absl::Status StageRunner::Forward(const PipelinePass& pass) {
   for (int64_t l = 0; l < layers; ++l) {
     bf16* output = l + 1 < layers ? LayerInput(slot, l + 1) : chunk_output;
     PT_RETURN_IF_ERROR(Reach(PlanPointKind::kBeforeForward, units.Layer(l)));
-    PT_RETURN_IF_ERROR(
-        LayerForward(StageLayer(pass.chunk, l), LayerInput(slot, l), Kept(slot, l), output));
+    PT_RETURN_IF_ERROR(LayerForward(pass.chunk, l, LayerInput(slot, l), Kept(slot, l), output));
   }
+  // The exit of Megatron-LM's fp8_autocast around the chunk's transformer block.
+  if (fp8_ != nullptr && layers > 0) PT_RETURN_IF_ERROR(fp8_->EndForward(pass.chunk));
   if (loss) {
     PT_RETURN_IF_ERROR(Reach(PlanPointKind::kBeforeForward, units.Loss()));
     PT_RETURN_IF_ERROR(LossForward(loss_slot));
@@ -343,17 +385,19 @@ absl::Status StageRunner::Backward(const PipelinePass& pass) {
     ReleaseLossSlot(pass.micro_batch);
     gradient = residual_gradient;
   }
-  for (int64_t l = stage.chunk_layers[pass.chunk] - 1; l >= 0; --l) {
-    const int64_t layer = StageLayer(pass.chunk, l);
+  const int64_t layers = stage.chunk_layers[pass.chunk];
+  for (int64_t l = layers - 1; l >= 0; --l) {
     if (plan_.full_recompute()) {
       // Rebuild the layer's activations from its kept input; its output is not needed.
-      PT_RETURN_IF_ERROR(LayerForward(layer, LayerInput(slot, l), Kept(slot, l),
+      PT_RETURN_IF_ERROR(LayerForward(pass.chunk, l, LayerInput(slot, l), Kept(slot, l),
                                       memory_.get<bf16>(ProbeBuffer::kGathered)));
     }
-    PT_RETURN_IF_ERROR(LayerBackward(layer, LayerInput(slot, l), Kept(slot, l), gradient));
+    PT_RETURN_IF_ERROR(LayerBackward(pass.chunk, l, LayerInput(slot, l), Kept(slot, l), gradient));
     PT_RETURN_IF_ERROR(Reach(PlanPointKind::kAfterBackward, units.Layer(l)));
     gradient = residual_gradient;
   }
+  // The backward of the block's first linear ends Transformer Engine's backward amax update.
+  if (fp8_ != nullptr && layers > 0) PT_RETURN_IF_ERROR(fp8_->EndBackward(pass.chunk));
   if (gradient != residual_gradient) {
     // A chunk of no layers passes the received gradient on, from where sends take it.
     PT_RETURN_IF_ERROR(
@@ -396,11 +440,14 @@ absl::StatusOr<const bf16*> StageRunner::ReduceResidual(bf16* partial) {
 
 absl::Status StageRunner::NormLinearForward(const PreNormLinear& layer, const bf16* x,
                                             bf16* norm_output, float* rstd, void* out,
-                                            GemmOutput out_type) {
+                                            GemmOutput out_type, const Fp8LinearSite* fp8) {
+  // In fp8 the norm's bf16 output is transient: the layer keeps its fp8 copy.
+  bf16* normed_rows = fp8 != nullptr ? memory_.get<bf16>(ProbeBuffer::kLinearInput) : norm_output;
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
-  PT_RETURN_IF_ERROR(CudaStatus(RmsNormForward(x, Weight(layer.norm), norm_output, rstd,
+  PT_RETURN_IF_ERROR(CudaStatus(RmsNormForward(x, Weight(layer.norm), normed_rows, rstd,
                                                shapes_.residual_tokens, shapes_.hidden, stream_),
                                 "RmsNormForward"));
+  if (fp8 != nullptr) return fp8_->ColumnForward(*fp8, normed_rows, static_cast<bf16*>(out));
   PT_ASSIGN_OR_RETURN(const bf16* normed, GatherResidual(norm_output));
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
   GemmArgs product = LinearForward(normed, Weight(layer.weight), nullptr, shapes_.tokens,
@@ -412,21 +459,27 @@ absl::Status StageRunner::NormLinearForward(const PreNormLinear& layer, const bf
 
 absl::Status StageRunner::NormLinearBackward(const PreNormLinear& layer, const bf16* d_out,
                                              const bf16* x, const bf16* norm_output,
-                                             const float* rstd, const bf16* residual) {
+                                             const float* rstd, const bf16* residual,
+                                             const Fp8LinearSite* fp8) {
   const int64_t R = shapes_.residual_tokens;
   const int64_t h = shapes_.hidden;
   bf16* partial = memory_.get<bf16>(ProbeBuffer::kProjectionOutput);
-  // With sequence parallelism the layer's input is gathered again rather than kept whole
-  // (Korthikanti et al. 2022): the backward pass's extra all-gathers.
-  PT_ASSIGN_OR_RETURN(const bf16* normed, GatherResidual(norm_output));
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-  PT_RETURN_IF_ERROR(
-      gemm_->Run(LinearWeightGradient(d_out, normed, Gradient(layer.weight), fp32_gradients_,
-                                      shapes_.tokens, layer.outputs, h),
-                 stream_));
-  PT_RETURN_IF_ERROR(gemm_->Run(
-      LinearInputGradient(d_out, Weight(layer.weight), partial, shapes_.tokens, layer.outputs, h),
-      stream_));
+  if (fp8 != nullptr) {
+    PT_RETURN_IF_ERROR(
+        fp8_->Backward(*fp8, d_out, partial, Gradient(layer.weight), fp32_gradients_));
+  } else {
+    // With sequence parallelism the layer's input is gathered again rather than kept whole
+    // (Korthikanti et al. 2022): the backward pass's extra all-gathers.
+    PT_ASSIGN_OR_RETURN(const bf16* normed, GatherResidual(norm_output));
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+    PT_RETURN_IF_ERROR(
+        gemm_->Run(LinearWeightGradient(d_out, normed, Gradient(layer.weight), fp32_gradients_,
+                                        shapes_.tokens, layer.outputs, h),
+                   stream_));
+    PT_RETURN_IF_ERROR(gemm_->Run(
+        LinearInputGradient(d_out, Weight(layer.weight), partial, shapes_.tokens, layer.outputs, h),
+        stream_));
+  }
   PT_ASSIGN_OR_RETURN(const bf16* d_normed, ReduceResidual(partial));
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
   PT_RETURN_IF_ERROR(CudaStatus(RmsNormWeightGradient(x, rstd, d_normed, Gradient(layer.norm),
@@ -439,11 +492,17 @@ absl::Status StageRunner::NormLinearBackward(const PreNormLinear& layer, const b
 }
 
 absl::Status StageRunner::RowLinearForward(const bf16* in, int64_t weight, int64_t inputs,
-                                           const bf16* residual, bf16* out) {
+                                           const bf16* residual, bf16* out,
+                                           const Fp8LinearSite* fp8) {
   bf16* partial = memory_.get<bf16>(ProbeBuffer::kProjectionOutput);
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-  PT_RETURN_IF_ERROR(gemm_->Run(
-      LinearForward(in, Weight(weight), partial, shapes_.tokens, shapes_.hidden, inputs), stream_));
+  if (fp8 != nullptr) {
+    PT_RETURN_IF_ERROR(fp8_->RowForward(*fp8, in, partial));
+  } else {
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+    PT_RETURN_IF_ERROR(gemm_->Run(
+        LinearForward(in, Weight(weight), partial, shapes_.tokens, shapes_.hidden, inputs),
+        stream_));
+  }
   PT_ASSIGN_OR_RETURN(const bf16* reduced, ReduceResidual(partial));
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
   return CudaStatus(
@@ -452,8 +511,11 @@ absl::Status StageRunner::RowLinearForward(const bf16* in, int64_t weight, int64
 }
 
 absl::Status StageRunner::RowLinearBackward(const bf16* d_out, const bf16* in, int64_t weight,
-                                            int64_t inputs, bf16* d_in) {
+                                            int64_t inputs, bf16* d_in, const Fp8LinearSite* fp8) {
   PT_ASSIGN_OR_RETURN(const bf16* d_gathered, GatherResidual(d_out));
+  if (fp8 != nullptr) {
+    return fp8_->Backward(*fp8, d_gathered, d_in, Gradient(weight), fp32_gradients_);
+  }
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
   PT_RETURN_IF_ERROR(gemm_->Run(
       LinearInputGradient(d_gathered, Weight(weight), d_in, shapes_.tokens, shapes_.hidden, inputs),
@@ -463,55 +525,71 @@ absl::Status StageRunner::RowLinearBackward(const bf16* d_out, const bf16* in, i
                     stream_);
 }
 
-absl::Status StageRunner::LayerForward(int64_t layer, const bf16* input,
+absl::Status StageRunner::LayerForward(int64_t chunk, int64_t layer_in_chunk, const bf16* input,
                                        const LayerActivations& kept, bf16* output) {
-  const LayerParameterOffsets& w = plan_.parameters().layers[layer];
+  const LayerParameterOffsets& w = plan_.parameters().layers[StageLayer(chunk, layer_in_chunk)];
   const ShardShapes& x = shapes_;
   bf16* qkv = memory_.get<bf16>(ProbeBuffer::kQkvProjection);
+  std::array<Fp8LinearSite, kFp8LinearsPerLayer> sites;
+  if (fp8_ != nullptr) sites = Fp8Sites(chunk, layer_in_chunk, kept);
+  auto site = [&](Fp8Linear linear) {
+    return fp8_ != nullptr ? &sites[static_cast<int>(linear)] : nullptr;
+  };
   // Attention block: mlp_input = input + out_proj(attention(qkv(norm(input)))).
   PT_RETURN_IF_ERROR(NormLinearForward({w.attention_norm, w.qkv, x.qkv.outputs}, input,
                                        kept.attention_norm_output, kept.attention_norm_rstd, qkv,
-                                       GemmOutput::kBf16));
+                                       GemmOutput::kBf16, site(Fp8Linear::kQkv)));
   PT_RETURN_IF_ERROR(attention_.Forward(qkv, kept.attention_output, AttentionBuffersOf(kept)));
   PT_RETURN_IF_ERROR(RowLinearForward(kept.attention_output, w.attention_output,
-                                      x.attention_output.inputs, input, kept.mlp_input));
+                                      x.attention_output.inputs, input, kept.mlp_input,
+                                      site(Fp8Linear::kAttentionOutput)));
   // MLP block: output = mlp_input + down(swiglu(gate_up(norm(mlp_input)))).
   PT_RETURN_IF_ERROR(NormLinearForward({w.mlp_norm, w.gate_up, x.gate_up.outputs}, kept.mlp_input,
                                        kept.mlp_norm_output, kept.mlp_norm_rstd, kept.gate_up,
-                                       GemmOutput::kBf16));
+                                       GemmOutput::kBf16, site(Fp8Linear::kGateUp)));
+  // In fp8 the SwiGLU output is transient too: the down projection keeps its fp8 copy.
+  bf16* swiglu_output =
+      fp8_ != nullptr ? memory_.get<bf16>(ProbeBuffer::kLinearInput) : kept.swiglu_output;
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
   PT_RETURN_IF_ERROR(CudaStatus(
-      SwigluForward(kept.gate_up, kept.swiglu_output, x.tokens, x.ffn, stream_), "SwigluForward"));
-  return RowLinearForward(kept.swiglu_output, w.down, x.ffn, kept.mlp_input, output);
+      SwigluForward(kept.gate_up, swiglu_output, x.tokens, x.ffn, stream_), "SwigluForward"));
+  return RowLinearForward(swiglu_output, w.down, x.ffn, kept.mlp_input, output,
+                          site(Fp8Linear::kDown));
 }
 
-absl::Status StageRunner::LayerBackward(int64_t layer, const bf16* input,
+absl::Status StageRunner::LayerBackward(int64_t chunk, int64_t layer_in_chunk, const bf16* input,
                                         const LayerActivations& kept, const bf16* output_gradient) {
-  const LayerParameterOffsets& w = plan_.parameters().layers[layer];
+  const LayerParameterOffsets& w = plan_.parameters().layers[StageLayer(chunk, layer_in_chunk)];
   const ShardShapes& x = shapes_;
   bf16* residual_gradient = memory_.get<bf16>(ProbeBuffer::kResidualGradient);
   bf16* swiglu_gradient = memory_.get<bf16>(ProbeBuffer::kSwigluGradient);
   bf16* mlp_gradient = memory_.get<bf16>(ProbeBuffer::kMlpGradient);
   bf16* attention_gradient = memory_.get<bf16>(ProbeBuffer::kAttentionOutputGradient);
   bf16* qkv_gradient = memory_.get<bf16>(ProbeBuffer::kQkvGradient);
+  std::array<Fp8LinearSite, kFp8LinearsPerLayer> sites;
+  if (fp8_ != nullptr) sites = Fp8Sites(chunk, layer_in_chunk, kept);
+  auto site = [&](Fp8Linear linear) {
+    return fp8_ != nullptr ? &sites[static_cast<int>(linear)] : nullptr;
+  };
   // MLP block, then attention block, each ending in its norm's input gradient plus the
   // residual path's.
-  PT_RETURN_IF_ERROR(
-      RowLinearBackward(output_gradient, kept.swiglu_output, w.down, x.ffn, swiglu_gradient));
+  PT_RETURN_IF_ERROR(RowLinearBackward(output_gradient, kept.swiglu_output, w.down, x.ffn,
+                                       swiglu_gradient, site(Fp8Linear::kDown)));
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
   PT_RETURN_IF_ERROR(CudaStatus(
       SwigluBackward(kept.gate_up, swiglu_gradient, mlp_gradient, x.tokens, x.ffn, stream_),
       "SwigluBackward"));
   PT_RETURN_IF_ERROR(NormLinearBackward({w.mlp_norm, w.gate_up, x.gate_up.outputs}, mlp_gradient,
                                         kept.mlp_input, kept.mlp_norm_output, kept.mlp_norm_rstd,
-                                        output_gradient));
+                                        output_gradient, site(Fp8Linear::kGateUp)));
   PT_RETURN_IF_ERROR(RowLinearBackward(residual_gradient, kept.attention_output, w.attention_output,
-                                       x.attention_output.inputs, attention_gradient));
+                                       x.attention_output.inputs, attention_gradient,
+                                       site(Fp8Linear::kAttentionOutput)));
   PT_RETURN_IF_ERROR(attention_.Backward(attention_gradient, kept.attention_output, qkv_gradient,
                                          AttentionBuffersOf(kept)));
   return NormLinearBackward({w.attention_norm, w.qkv, x.qkv.outputs}, qkv_gradient, input,
-                            kept.attention_norm_output, kept.attention_norm_rstd,
-                            residual_gradient);
+                            kept.attention_norm_output, kept.attention_norm_rstd, residual_gradient,
+                            site(Fp8Linear::kQkv));
 }
 
 absl::Status StageRunner::EmbeddingForward(bf16* output) {
@@ -551,7 +629,7 @@ absl::Status StageRunner::LossForward(char* loss_slot) {
                            reinterpret_cast<bf16*>(loss_slot + at.input),
                            reinterpret_cast<bf16*>(loss_slot + at.norm_output),
                            reinterpret_cast<float*>(loss_slot + at.norm_rstd),
-                           loss_slot + at.logits, GemmOutput::kFloat);
+                           loss_slot + at.logits, GemmOutput::kFloat, nullptr);
 }
 
 absl::Status StageRunner::LossBackward(char* loss_slot) {
@@ -594,7 +672,7 @@ absl::Status StageRunner::LossBackward(char* loss_slot) {
   return NormLinearBackward({parameters.final_norm, parameters.lm_head, x.vocab}, d_logits,
                             reinterpret_cast<bf16*>(loss_slot + at.input),
                             reinterpret_cast<bf16*>(loss_slot + at.norm_output),
-                            reinterpret_cast<float*>(loss_slot + at.norm_rstd), nullptr);
+                            reinterpret_cast<float*>(loss_slot + at.norm_rstd), nullptr, nullptr);
 }
 
 absl::Status StageRunner::OptimizerStep() {

@@ -5,13 +5,15 @@
 // collectives where the probe runs them (a FULL probe with dp x cp > 1) and the spec's
 // overlap switches (ProbeSpec::data_parallel_overlap, Megatron-LM's --overlap-grad-reduce and
 // --overlap-param-gather) are on: those run bucket by bucket on a communication stream, as
-// worker/probe/overlap_plan.h plans them (docs/probe.md).
+// worker/probe/overlap_plan.h plans them (docs/probe.md). In fp8 training the four linears of
+// every layer run through Fp8Linears (fp8_linear.h); the LM head and attention stay bf16.
 #ifndef PARATUNE_WORKER_CUDA_STAGE_RUNNER_H_
 #define PARATUNE_WORKER_CUDA_STAGE_RUNNER_H_
 
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -24,6 +26,7 @@
 #include "worker/cuda/communicators.h"
 #include "worker/cuda/data_parallel_sync.h"
 #include "worker/cuda/device_footprint.h"
+#include "worker/cuda/fp8_linear.h"
 #include "worker/cuda/gemm.h"
 #include "worker/cuda/loss_kernels.h"
 #include "worker/cuda/phase_timer.h"
@@ -39,14 +42,17 @@ class StageRunner {
  public:
   // Everything is borrowed and must outlive the runner. `stream` runs the computation (and
   // `timer` marks it), `communication_stream` the overlapped data-parallel collectives.
+  // `fp8_amax_group` reduces fp8 amaxes (Fp8AmaxGroup::comm(); nullptr in bf16 or for a
+  // stage of one rank).
   StageRunner(const ProbeSpec& spec, const FootprintPlan& plan, const DeviceFootprint& memory,
-              const RankCommunicators& communicators, Gemm* gemm, cudaStream_t stream,
-              cudaStream_t communication_stream, PhaseTimer* timer);
+              const RankCommunicators& communicators, ncclComm_t fp8_amax_group, Gemm* gemm,
+              cudaStream_t stream, cudaStream_t communication_stream, PhaseTimer* timer);
   StageRunner(const StageRunner&) = delete;
   StageRunner& operator=(const StageRunner&) = delete;
 
   // Fills the weights and token ids with seeded random values, the master weights with the
-  // weights of the rank's shard and the Adam moments with zeros, chooses the attention
+  // weights of the rank's shard and the Adam moments with zeros, sets the fp8 scaling state
+  // to Transformer Engine's initial one, chooses the attention
   // kernel (Attention::SelectKernel, with the attention scores buffer as cuDNN's workspace)
   // and creates the overlapped collectives' events.
   absl::Status Initialize(uint64_t seed);
@@ -88,30 +94,41 @@ class StageRunner {
     int64_t weight;
     int64_t outputs;
   };
-  // out [T, outputs] = linear(gather(norm(x))), x [R, h]; keeps the norm's output and rstd.
+  // Each linear below runs in fp8 when given its `fp8` site (a layer's linear in fp8
+  // training), in bf16 when `fp8` is null.
+  //
+  // out [T, outputs] = linear(gather(norm(x))), x [R, h]; keeps the norm's output (in fp8 its
+  // fp8 copy, at the site) and rstd.
   absl::Status NormLinearForward(const PreNormLinear& layer, const __nv_bfloat16* x,
                                  __nv_bfloat16* norm_output, float* rstd, void* out,
-                                 GemmOutput out_type);
+                                 GemmOutput out_type, const Fp8LinearSite* fp8);
   // Its backward from d_out [T, outputs]: accumulates both weights' gradients and leaves x's
   // gradient, plus `residual` (the gradient reaching x around the block; nullptr for none),
   // in kResidualGradient.
   absl::Status NormLinearBackward(const PreNormLinear& layer, const __nv_bfloat16* d_out,
                                   const __nv_bfloat16* x, const __nv_bfloat16* norm_output,
-                                  const float* rstd, const __nv_bfloat16* residual);
+                                  const float* rstd, const __nv_bfloat16* residual,
+                                  const Fp8LinearSite* fp8);
   // A row-parallel projection closing a block: out [R, h] = residual + reduce(in weight^T),
   // in [T, inputs].
   absl::Status RowLinearForward(const __nv_bfloat16* in, int64_t weight, int64_t inputs,
-                                const __nv_bfloat16* residual, __nv_bfloat16* out);
+                                const __nv_bfloat16* residual, __nv_bfloat16* out,
+                                const Fp8LinearSite* fp8);
   // Its backward from d_out [R, h]: d_in [T, inputs], and the weight's gradient.
   absl::Status RowLinearBackward(const __nv_bfloat16* d_out, const __nv_bfloat16* in,
-                                 int64_t weight, int64_t inputs, __nv_bfloat16* d_in);
+                                 int64_t weight, int64_t inputs, __nv_bfloat16* d_in,
+                                 const Fp8LinearSite* fp8);
 
-  absl::Status LayerForward(int64_t layer, const __nv_bfloat16* input, const LayerActivations& kept,
-                            __nv_bfloat16* output);
+  // Layer `layer_in_chunk` of model chunk `chunk`.
+  absl::Status LayerForward(int64_t chunk, int64_t layer_in_chunk, const __nv_bfloat16* input,
+                            const LayerActivations& kept, __nv_bfloat16* output);
   // Leaves the gradient of the layer's input in kResidualGradient; `output_gradient` may be
   // kResidualGradient itself.
-  absl::Status LayerBackward(int64_t layer, const __nv_bfloat16* input,
+  absl::Status LayerBackward(int64_t chunk, int64_t layer_in_chunk, const __nv_bfloat16* input,
                              const LayerActivations& kept, const __nv_bfloat16* output_gradient);
+  // The fp8 sites of a layer's four linears (Fp8Linear order); fp8 training only.
+  std::array<Fp8LinearSite, kFp8LinearsPerLayer> Fp8Sites(int64_t chunk, int64_t layer_in_chunk,
+                                                          const LayerActivations& kept) const;
   absl::Status EmbeddingForward(__nv_bfloat16* output);
   absl::Status EmbeddingBackward(const __nv_bfloat16* input_gradient);
   absl::Status LossForward(char* loss_slot);
@@ -157,6 +174,8 @@ class StageRunner {
   cudaStream_t communication_stream_;
   PhaseTimer* timer_;
   Attention attention_;
+  // The layers' linears in fp8 training; null in bf16.
+  std::unique_ptr<Fp8Linears> fp8_;
   const ShardShapes& shapes_;
   std::vector<ScheduleStep> schedule_;
   bool fp32_gradients_;

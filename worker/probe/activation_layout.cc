@@ -5,6 +5,9 @@ namespace {
 
 constexpr int64_t kBf16 = 2;
 constexpr int64_t kFp32 = 4;
+constexpr int64_t kFp8 = 1;
+// The four linears' inputs.
+constexpr int64_t kFp8SavedInputs = 4;
 
 // Appends a tensor of `bytes` to a block of `*end` bytes and returns its offset.
 int64_t Place(int64_t* end, int64_t bytes) {
@@ -15,22 +18,28 @@ int64_t Place(int64_t* end, int64_t bytes) {
 
 }  // namespace
 
-LayerActivationLayout LayoutLayerActivations(const ShardShapes& x) {
+LayerActivationLayout LayoutLayerActivations(const ShardShapes& x, bool fp8) {
   const int64_t residual = x.residual_tokens * x.hidden * kBf16;
+  // What a linear keeps of its input, per value.
+  const int64_t linear_input = fp8 ? kFp8 : kBf16;
+  const int64_t attention_output = x.tokens * x.query_heads * x.head_dim;
   LayerActivationLayout layout;
+  layout.fp8 = fp8;
   int64_t end = 0;
   layout.input = Place(&end, residual);
-  layout.attention_norm_output = Place(&end, residual);
+  layout.attention_norm_output = Place(&end, x.residual_tokens * x.hidden * linear_input);
   layout.attention_norm_rstd = Place(&end, x.residual_tokens * kFp32);
   layout.query = Place(&end, x.tokens * x.query_heads * x.head_dim * kBf16);
   layout.key_value = Place(&end, 2 * x.tokens * x.kv_heads * x.head_dim * kBf16);
-  layout.attention_output = Place(&end, x.tokens * x.query_heads * x.head_dim * kBf16);
+  layout.attention_output = Place(&end, attention_output * kBf16);
   layout.softmax_lse = Place(&end, x.tokens * x.query_heads * kFp32);
   layout.mlp_input = Place(&end, residual);
-  layout.mlp_norm_output = Place(&end, residual);
+  layout.mlp_norm_output = Place(&end, x.residual_tokens * x.hidden * linear_input);
   layout.mlp_norm_rstd = Place(&end, x.residual_tokens * kFp32);
   layout.gate_up = Place(&end, x.tokens * x.gate_up.outputs * kBf16);
-  layout.swiglu_output = Place(&end, x.tokens * x.ffn * kBf16);
+  layout.swiglu_output = Place(&end, x.tokens * x.ffn * linear_input);
+  layout.attention_output_fp8 = Place(&end, fp8 ? attention_output * kFp8 : 0);
+  layout.fp8_scale_inverses = Place(&end, fp8 ? kFp8SavedInputs * kFp32 : 0);
   layout.bytes = end;
   return layout;
 }

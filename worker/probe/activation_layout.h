@@ -14,10 +14,23 @@ namespace paratune {
 
 // One layer's kept tensors, byte offsets inside its block. Shapes (T tokens of the
 // micro-batch on this context rank, R = residual_tokens rows, d head dim):
+//
+// In fp8 training the four linears' inputs are kept as Transformer Engine keeps them for the
+// weight-gradient GEMM, 1 byte per value (E4M3; the memory model's
+// Fp8SavedInputSavingsBytes): the norms' outputs and the SwiGLU output in fp8 alone (RMSNorm's
+// backward reads its input and 1/RMS, SwiGLU's its input, so nothing else needs their bf16
+// values), the attention output twice, bf16 for the attention backward and fp8 for the output
+// projection's weight gradient (Megatron-LM's core attention saves its bf16 output, the
+// projection its own fp8 input). The fp8 copies are cast with the step's scales, whose
+// inverses are kept beside them.
 struct LayerActivationLayout {
-  int64_t input = 0;                  // [R, h] bf16: the layer's input (the residual stream)
-  int64_t attention_norm_output = 0;  // [R, h] bf16: RMSNorm 1's output, QKV's input
-  int64_t attention_norm_rstd = 0;    // [R] fp32: 1 / RMS of each input row
+  bool fp8 = false;
+  int64_t input = 0;  // [R, h] bf16: the layer's input (the residual stream)
+  // RMSNorm 1's output, QKV's input: [R, h] bf16; in fp8 [R, h] E4M3 with sequence
+  // parallelism (the rank's rows, all-gathered again for the backward), else its transpose
+  // [h, T] E4M3, the weight-gradient GEMM's operand.
+  int64_t attention_norm_output = 0;
+  int64_t attention_norm_rstd = 0;  // [R] fp32: 1 / RMS of each input row
   // [b, kv_heads, s/c, query_heads / kv_heads, d] bf16: queries after the rotary embedding,
   // grouped by the kv head they attend with.
   int64_t query = 0;
@@ -26,13 +39,17 @@ struct LayerActivationLayout {
   int64_t attention_output = 0;  // [T, query_heads d] bf16: the output projection's input
   int64_t softmax_lse = 0;       // [b, kv_heads, s/c, query_heads / kv_heads] fp32
   int64_t mlp_input = 0;         // [R, h] bf16: the residual stream after attention
-  int64_t mlp_norm_output = 0;   // [R, h] bf16: RMSNorm 2's output
+  int64_t mlp_norm_output = 0;   // RMSNorm 2's output: as attention_norm_output
   int64_t mlp_norm_rstd = 0;     // [R] fp32
   int64_t gate_up = 0;           // [T, 2 f/t] bf16: gate and up projections
-  int64_t swiglu_output = 0;     // [T, f/t] bf16: the down projection's input
-  int64_t bytes = 0;             // the whole block
+  // The down projection's input: [T, f/t] bf16; in fp8 its transpose [f/t, T] E4M3.
+  int64_t swiglu_output = 0;
+  // fp8 only (empty in bf16): [query_heads d, T] E4M3, the attention output's transpose, and
+  // [4] fp32, the inverse scales the four kept fp8 inputs were cast with (Fp8Linear order).
+  int64_t attention_output_fp8 = 0;
+  int64_t fp8_scale_inverses = 0;
+  int64_t bytes = 0;  // the whole block
 };
-
 // What the loss chunk keeps: the final RMSNorm's input and output and the fp32 logits whose
 // gradient the cross-entropy computes (the memory model's output-activation term,
 // 4 s b h (1 + V/h) / (t c)).
@@ -47,7 +64,8 @@ struct LossActivationLayout {
 // Tensors start at multiples of 256 bytes, the alignment cuBLASLt's fastest kernels want.
 inline constexpr int64_t kActivationAlignment = 256;
 
-LayerActivationLayout LayoutLayerActivations(const ShardShapes& shapes);
+// The layer block of `shapes`, in fp8 training when `fp8`.
+LayerActivationLayout LayoutLayerActivations(const ShardShapes& shapes, bool fp8);
 LossActivationLayout LayoutLossActivations(const ShardShapes& shapes);
 
 // Bytes of one layer's input alone, what full recomputation keeps per layer, aligned.

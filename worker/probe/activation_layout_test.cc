@@ -1,6 +1,7 @@
 #include "worker/probe/activation_layout.h"
 
 #include <optional>
+#include <vector>
 
 #include "estimator/cluster_spec.h"
 #include "estimator/memory_model.h"
@@ -15,6 +16,7 @@ struct Case {
   int64_t tp;
   int64_t cp;
   bool sequence_parallel;
+  bool fp8;
 };
 
 class ActivationLayoutTest : public ::testing::TestWithParam<Case> {
@@ -27,6 +29,7 @@ class ActivationLayoutTest : public ::testing::TestWithParam<Case> {
     TrainingOptions options;
     options.global_batch_size = 4;
     options.seq_len = 8192;
+    options.fp8 = c.fp8;
     training_ = *TrainingSpec::Create(options);
     ParallelDims dims;
     dims.tp = c.tp;
@@ -48,11 +51,12 @@ class ActivationLayoutTest : public ::testing::TestWithParam<Case> {
 
 // The probe keeps what Megatron-LM keeps, except that its SwiGLU keeps the gate and up
 // projections (4f/h) and its output (2f/h) where the paper counts 8f/h: a little less than
-// the model, never more.
+// the model, never more. In fp8 the model counts the four linears' inputs at 1 byte; the
+// probe keeps the attention output in bf16 as well (3 bytes), which the SwiGLU's 2f/h covers.
 TEST_P(ActivationLayoutTest, LayerKeepsAtMostWhatTheMemoryModelCounts) {
   const double modelled = estimate_.first_stage.term(MemoryTerm::kActivations) /
                           static_cast<double>(model_->num_layers());
-  const double kept = static_cast<double>(LayoutLayerActivations(shapes_).bytes);
+  const double kept = static_cast<double>(LayoutLayerActivations(shapes_, GetParam().fp8).bytes);
   EXPECT_LE(kept, modelled);
   EXPECT_GE(kept, 0.8 * modelled);
 }
@@ -66,36 +70,65 @@ TEST_P(ActivationLayoutTest, LossKeepsTheOutputActivationTerm) {
 }
 
 TEST_P(ActivationLayoutTest, TensorsAreAlignedAndInsideTheBlock) {
-  const LayerActivationLayout layer = LayoutLayerActivations(shapes_);
-  const int64_t offsets[] = {layer.input,
-                             layer.attention_norm_output,
-                             layer.attention_norm_rstd,
-                             layer.query,
-                             layer.key_value,
-                             layer.attention_output,
-                             layer.softmax_lse,
-                             layer.mlp_input,
-                             layer.mlp_norm_output,
-                             layer.mlp_norm_rstd,
-                             layer.gate_up,
-                             layer.swiglu_output};
+  const bool fp8 = GetParam().fp8;
+  const LayerActivationLayout layer = LayoutLayerActivations(shapes_, fp8);
+  EXPECT_EQ(layer.fp8, fp8);
+  std::vector<int64_t> offsets = {layer.input,
+                                  layer.attention_norm_output,
+                                  layer.attention_norm_rstd,
+                                  layer.query,
+                                  layer.key_value,
+                                  layer.attention_output,
+                                  layer.softmax_lse,
+                                  layer.mlp_input,
+                                  layer.mlp_norm_output,
+                                  layer.mlp_norm_rstd,
+                                  layer.gate_up,
+                                  layer.swiglu_output};
+  if (fp8) {
+    offsets.push_back(layer.attention_output_fp8);
+    offsets.push_back(layer.fp8_scale_inverses);
+  }
   int64_t previous = -1;
   for (int64_t offset : offsets) {
     EXPECT_EQ(offset % kActivationAlignment, 0);
     EXPECT_GT(offset, previous);
     previous = offset;
   }
-  const int64_t last_end = layer.swiglu_output + shapes_.tokens * shapes_.ffn * 2;
+  const int64_t last_end = fp8 ? layer.fp8_scale_inverses + 4 * 4
+                               : layer.swiglu_output + shapes_.tokens * shapes_.ffn * 2;
   EXPECT_GE(layer.bytes, last_end);
   EXPECT_LT(layer.bytes - last_end, kActivationAlignment);
   EXPECT_EQ(LayerInputBytes(shapes_), layer.attention_norm_output - layer.input);
 }
 
+// In fp8 the four linears' inputs take one byte per value; nothing else changes.
+TEST_P(ActivationLayoutTest, Fp8KeepsTheLinearsInputsInOneByte) {
+  if (!GetParam().fp8) GTEST_SKIP() << "bf16";
+  const LayerActivationLayout bf16 = LayoutLayerActivations(shapes_, false);
+  const LayerActivationLayout fp8 = LayoutLayerActivations(shapes_, true);
+  const int64_t norm_output = shapes_.residual_tokens * shapes_.hidden;
+  EXPECT_GE(fp8.attention_norm_rstd - fp8.attention_norm_output, norm_output);
+  EXPECT_LT(fp8.attention_norm_rstd - fp8.attention_norm_output, norm_output + 256);
+  EXPECT_GE(fp8.mlp_norm_rstd - fp8.mlp_norm_output, norm_output);
+  EXPECT_LT(fp8.mlp_norm_rstd - fp8.mlp_norm_output, norm_output + 256);
+  const int64_t heads = shapes_.tokens * shapes_.query_heads * shapes_.head_dim;
+  EXPECT_EQ(fp8.softmax_lse - fp8.attention_output, bf16.softmax_lse - bf16.attention_output);
+  EXPECT_GE(fp8.fp8_scale_inverses - fp8.attention_output_fp8, heads);
+  EXPECT_GE(fp8.attention_output_fp8 - fp8.swiglu_output, shapes_.tokens * shapes_.ffn);
+  EXPECT_LT(fp8.attention_output_fp8 - fp8.swiglu_output, shapes_.tokens * shapes_.ffn + 256);
+  EXPECT_LT(fp8.bytes, bf16.bytes);
+}
+
 INSTANTIATE_TEST_SUITE_P(Configurations, ActivationLayoutTest,
-                         ::testing::Values(Case{"llama3.1-8b", 1, 1, true},
-                                           Case{"llama3.1-8b", 2, 2, true},
-                                           Case{"llama3.1-8b", 4, 1, false},
-                                           Case{"llama3.1-70b", 8, 1, true}));
+                         ::testing::Values(Case{"llama3.1-8b", 1, 1, true, false},
+                                           Case{"llama3.1-8b", 2, 2, true, false},
+                                           Case{"llama3.1-8b", 4, 1, false, false},
+                                           Case{"llama3.1-70b", 8, 1, true, false},
+                                           Case{"llama3.1-8b", 1, 1, true, true},
+                                           Case{"llama3.1-8b", 2, 2, true, true},
+                                           Case{"llama3.1-8b", 4, 1, false, true},
+                                           Case{"llama3.1-70b", 8, 1, true, true}));
 
 }  // namespace
 }  // namespace paratune

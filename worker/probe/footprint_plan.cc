@@ -5,6 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "worker/probe/attention_graph.h"
+#include "worker/probe/context_parallel_ring.h"
 #include "worker/probe/pipeline_schedule.h"
 
 namespace paratune {
@@ -14,6 +15,7 @@ constexpr int64_t kBufferAlignment = 256;
 constexpr int64_t kBf16 = 2;
 constexpr int64_t kFp32 = 4;
 constexpr int64_t kInt32 = 4;
+constexpr int64_t kFp8 = 1;
 
 int64_t Align(int64_t bytes) {
   return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
@@ -106,7 +108,10 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   const ShardShapes& x = plan.shapes_;
   const int64_t shard_count = training.distributed_optimizer() ? config.dp() * config.cp() : 1;
   plan.parameters_ = LayoutParameters(x, plan.stage_layers_, model.tied_embeddings(), shard_count);
-  plan.layer_activations_ = LayoutLayerActivations(x);
+  plan.layer_activations_ = LayoutLayerActivations(x, training.fp8());
+  if (training.fp8()) {
+    plan.fp8_state_ = LayoutFp8State(x, plan.stage_layers_, kExportedFp8Recipe);
+  }
   plan.loss_activations_ = LayoutLossActivations(x);
 
   const int64_t v = config.virtual_pipeline();
@@ -157,12 +162,26 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   terms.Add(ProbeBuffer::kPipelineSendActivation, boundary);
   terms.Add(ProbeBuffer::kPipelineReceiveGradient, boundary);
   term(MemoryTerm::kFragmentation);
+  // The memory model counts Transformer Engine's default amax history (1024 entries,
+  // MemoryOptions::fp8_amax_history_len); the probe runs the exported recipe's (1), so the
+  // scaling state's estimate is allocated and mostly unused.
+  term(MemoryTerm::kFp8WeightCopies);
+  terms.Add(ProbeBuffer::kFp8WeightCopies, plan.fp8_state_.weight_bytes);
+  term(MemoryTerm::kFp8ScalingState);
+  terms.Add(ProbeBuffer::kFp8ScalingState, plan.fp8_state_.scaling_bytes);
 
   terms.Term("probe_workspace", 0);
   const int64_t T = x.tokens;
   const int64_t h = x.hidden;
   const int64_t query_values = T * x.query_heads * x.head_dim;
-  const int64_t all_kv_values = x.context_parallel * 2 * T * x.kv_heads * x.head_dim;
+  // Context parallelism holds every rank's K and V (all-gather) or the ring's slots of them
+  // (context_parallel_ring.h), in blocks of one rank's.
+  const int64_t kv_block_values = 2 * T * x.kv_heads * x.head_dim;
+  plan.context_parallel_ring_ =
+      x.context_parallel > 1 && training.cp_comm_type() == CpCommType::kP2p;
+  const bool ring = plan.context_parallel_ring_;
+  const int64_t kv_blocks = ring ? RingKeyValueSlots(x.context_parallel) : x.context_parallel;
+  const int64_t kv_gradient_blocks = ring ? kRingGradientSlots : x.context_parallel;
   const int64_t chunk_scores = plan.attention_query_chunk_ * x.query_heads * AttentionRowStride(x);
   terms.Add(ProbeBuffer::kGemmWorkspace, kGemmWorkspaceBytes);
   terms.Add(ProbeBuffer::kTokens, T * kInt32);
@@ -173,8 +192,9 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   terms.Add(ProbeBuffer::kQueryGradient, query_values * kBf16);
   terms.Add(ProbeBuffer::kAttentionScores, AttentionScoresBytes(x));
   terms.Add(ProbeBuffer::kAttentionProbabilities, chunk_scores * kBf16);
-  terms.Add(ProbeBuffer::kKeyValueGathered, x.context_parallel > 1 ? all_kv_values * kBf16 : 0);
-  terms.Add(ProbeBuffer::kKeyValueGradients, all_kv_values * kFp32);
+  terms.Add(ProbeBuffer::kKeyValueGathered,
+            x.context_parallel > 1 ? kv_blocks * kv_block_values * kBf16 : 0);
+  terms.Add(ProbeBuffer::kKeyValueGradients, kv_gradient_blocks * kv_block_values * kFp32);
   terms.Add(ProbeBuffer::kAttentionRowSums, T * x.query_heads * kFp32);
   terms.Add(ProbeBuffer::kProjectionOutput, T * h * kBf16);
   terms.Add(ProbeBuffer::kReduced, x.residual_tokens * h * kBf16);
@@ -185,6 +205,15 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   terms.Add(ProbeBuffer::kAttentionOutputGradient, query_values * kBf16);
   terms.Add(ProbeBuffer::kLogitsGradient, plan.stage_layers_.lm_head ? T * x.vocab * kBf16 : 0);
   terms.Add(ProbeBuffer::kLossStatistics, plan.stage_layers_.lm_head ? 3 * T * kFp32 : 0);
+  const bool fp8 = training.fp8();
+  const int64_t widest_input = std::max({h, x.attention_output.inputs, x.ffn});
+  const int64_t widest_output =
+      std::max({x.qkv.outputs, x.attention_output.outputs, x.gate_up.outputs, x.down.outputs});
+  terms.Add(ProbeBuffer::kLinearInput, fp8 ? T * std::max(h, x.ffn) * kBf16 : 0);
+  terms.Add(ProbeBuffer::kFp8Input, fp8 ? T * widest_input * kFp8 : 0);
+  terms.Add(ProbeBuffer::kFp8InputTransposed, fp8 && x.sequence_parallel ? h * T * kFp8 : 0);
+  terms.Add(ProbeBuffer::kFp8OutputGradient, fp8 ? T * widest_output * kFp8 : 0);
+  terms.Add(ProbeBuffer::kFp8OutputGradientTransposed, fp8 ? T * widest_output * kFp8 : 0);
   return plan;
 }
 

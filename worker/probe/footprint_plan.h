@@ -18,6 +18,7 @@
 #include "estimator/parallel_config.h"
 #include "estimator/training_spec.h"
 #include "worker/probe/activation_layout.h"
+#include "worker/probe/fp8_state_layout.h"
 #include "worker/probe/parameter_layout.h"
 #include "worker/probe/shard_shapes.h"
 
@@ -44,6 +45,9 @@ enum class ProbeBuffer {
   // kResidualGradient).
   kPipelineSendActivation,
   kPipelineReceiveGradient,
+  // fp8_weight_copies and fp8_scaling_state (fp8 training only): Fp8StateLayout's buffers.
+  kFp8WeightCopies,
+  kFp8ScalingState,
   // probe_workspace: transient buffers.
   kGemmWorkspace,            // cuBLASLt's workspace
   kTokens,                   // [T] int32 token ids of a micro-batch
@@ -56,8 +60,11 @@ enum class ProbeBuffer {
   kAttentionScores,          // fp32 scores (and their gradients) of one query chunk, or
                              // cuDNN's fused attention workspace (AttentionScoresBytes)
   kAttentionProbabilities,   // bf16 probabilities (and score gradients) of one query chunk
-  kKeyValueGathered,         // [c, 2, b, kv, s/c, d] bf16: all context ranks' K and V
-  kKeyValueGradients,        // [c, 2, b, kv, s/c, d] fp32: gradients of all of them
+  kKeyValueGathered,         // [c, 2, b, kv, s/c, d] bf16: all context ranks' K and V, or
+                             // with cp_comm_type p2p the ring's received blocks
+                             // ([RingKeyValueSlots(c), ...], context_parallel_ring.h)
+  kKeyValueGradients,        // [c, 2, b, kv, s/c, d] fp32: gradients of all of them, or the
+                             // ring's [kRingGradientSlots, ...]
   kAttentionRowSums,         // [T, a/t] fp32: rowsum(dO * O) for the softmax backward
   kProjectionOutput,         // [T, h] bf16: a row-parallel GEMM's partial sums
   kReduced,                  // [R, h] bf16: a TP reduce-scatter's output
@@ -68,6 +75,15 @@ enum class ProbeBuffer {
   kAttentionOutputGradient,  // [T, a/t d] bf16
   kLogitsGradient,           // [T, ceil(V/t)] bf16
   kLossStatistics,           // [3, T] fp32: row maximum, sum of exponentials, loss
+  // fp8 training only (empty in bf16):
+  kLinearInput,                  // [T, max(h, f/t)] bf16: a norm's or SwiGLU's output,
+                                 // which the layer keeps in fp8 alone, before its cast
+  kFp8Input,                     // [T, max(h, a/t d, f/t)] E4M3: a linear's input as its
+                                 // GEMMs read it (cast, or all-gathered)
+  kFp8InputTransposed,           // [h, T] E4M3, with sequence parallelism: the transpose of
+                                 // a gathered norm output, for the weight gradient
+  kFp8OutputGradient,            // [T, max outputs] E5M2: a linear's output gradient
+  kFp8OutputGradientTransposed,  // [max outputs, T] E5M2: its transpose
   kCount,
 };
 
@@ -131,6 +147,10 @@ class FootprintPlan {
   const ParameterLayout& parameters() const { return parameters_; }
   const LayerActivationLayout& layer_activations() const { return layer_activations_; }
   const LossActivationLayout& loss_activations() const { return loss_activations_; }
+  // Whether the stage trains in fp8 (training.fp8), and then its fp8 state, for the recipe
+  // the probe runs (kExportedFp8Recipe); empty in bf16.
+  bool fp8() const { return layer_activations_.fp8; }
+  const Fp8StateLayout& fp8_state() const { return fp8_state_; }
 
   // Activation slots: one per model chunk whose backward is pending (the schedule's most).
   int64_t activation_slots() const { return activation_slots_; }
@@ -143,6 +163,9 @@ class FootprintPlan {
   int64_t loss_slots() const { return loss_slots_; }
   // Queries per attention chunk (query-token rows of one sequence).
   int64_t attention_query_chunk() const { return attention_query_chunk_; }
+  // Whether context parallelism runs the ring (cp > 1 with cp_comm_type p2p): kKeyValueGathered
+  // and kKeyValueGradients then hold the ring's slots, not every rank's blocks.
+  bool context_parallel_ring() const { return context_parallel_ring_; }
 
  private:
   FootprintPlan(ShardShapes shapes, StageLayers stage_layers)
@@ -153,6 +176,7 @@ class FootprintPlan {
   ParameterLayout parameters_;
   LayerActivationLayout layer_activations_;
   LossActivationLayout loss_activations_;
+  Fp8StateLayout fp8_state_;
   std::vector<TermAllocation> terms_;
   std::array<BufferPlacement, static_cast<int>(ProbeBuffer::kCount)> placements_{};
   double estimated_bytes_ = 0;
@@ -162,6 +186,7 @@ class FootprintPlan {
   bool full_recompute_ = false;
   int64_t loss_slots_ = 0;
   int64_t attention_query_chunk_ = 0;
+  bool context_parallel_ring_ = false;
 };
 
 }  // namespace paratune

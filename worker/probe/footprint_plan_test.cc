@@ -17,11 +17,13 @@ struct Configuration {
 };
 
 Configuration Make(const char* preset, int64_t gbs, int64_t seq, int64_t dp, int64_t tp, int64_t pp,
-                   int64_t cp, int64_t vp = 1, Recompute recompute = Recompute::kNone) {
+                   int64_t cp, int64_t vp = 1, Recompute recompute = Recompute::kNone,
+                   bool fp8 = false) {
   ModelSpec model = *FindModelPreset(preset);
   TrainingOptions options;
   options.global_batch_size = gbs;
   options.seq_len = seq;
+  options.fp8 = fp8;
   TrainingSpec training = *TrainingSpec::Create(options);
   ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 1, dp * tp * pp * cp);
   ParallelDims dims;
@@ -174,6 +176,90 @@ TEST(FootprintPlanTest, AttentionScoresHoldTheFusedBackwardsWorkspace) {
   const ShardShapes& x = plan.shapes();
   EXPECT_EQ(plan.placement(ProbeBuffer::kAttentionScores).bytes,
             plan.attention_query_chunk() * x.query_heads * x.sequence * 4);
+}
+
+// fp8 training allocates Transformer Engine's fp8 state: the weight copies at the model's
+// term plus alignment and the scale inverses (reported as needed above the estimate), the
+// scaling state at the model's estimate for a 1024-entry history of which the probe's
+// one-entry history uses a sliver; the kept fp8 inputs still fit the activation term.
+TEST(FootprintPlanTest, Fp8AllocatesTheFp8Terms) {
+  for (const Configuration& c :
+       {Make("llama3.1-8b", 16, 4096, 2, 2, 4, 1, 1, Recompute::kNone, true),
+        Make("llama3.1-8b", 16, 4096, 1, 4, 2, 1, 1, Recompute::kFull, true),
+        Make("llama3.1-70b", 32, 4096, 1, 8, 4, 1, 2, Recompute::kNone, true)}) {
+    for (int64_t stage : {int64_t{0}, c.config.pp() - 1}) {
+      SCOPED_TRACE(absl::StrCat(c.config.tp(), " ", stage));
+      const FootprintPlan plan = Plan(c, stage);
+      ExpectConsistent(plan);
+      ASSERT_TRUE(plan.fp8());
+      EXPECT_EQ(plan.fp8_state().history_length, kExportedFp8Recipe.amax_history_length);
+      const TermAllocation& copies = Term(plan, "fp8_weight_copies");
+      EXPECT_GT(copies.estimated_bytes, 0);
+      EXPECT_EQ(plan.placement(ProbeBuffer::kFp8WeightCopies).bytes, plan.fp8_state().weight_bytes);
+      EXPECT_GE(copies.needed_bytes, copies.estimated_bytes);
+      EXPECT_LE(copies.needed_bytes, copies.estimated_bytes + 2 * 256 * 4 * 20);
+      const TermAllocation& scaling = Term(plan, "fp8_scaling_state");
+      EXPECT_EQ(scaling.allocated_bytes, scaling.estimated_bytes);
+      EXPECT_LT(scaling.needed_bytes, scaling.estimated_bytes / 100);
+      EXPECT_GT(scaling.needed_bytes, 0);
+      if (plan.stage_layers().chunk_layers.size() == 1 && plan.activation_slots() > 0) {
+        EXPECT_EQ(Term(plan, "activations").allocated_bytes,
+                  Term(plan, "activations").estimated_bytes);
+      }
+      const ShardShapes& x = plan.shapes();
+      EXPECT_EQ(plan.placement(ProbeBuffer::kFp8Input).bytes,
+                x.tokens * std::max({x.hidden, x.attention_output.inputs, x.ffn}));
+      EXPECT_EQ(plan.placement(ProbeBuffer::kFp8InputTransposed).bytes,
+                x.sequence_parallel ? x.hidden * x.tokens : 0);
+      EXPECT_GT(plan.placement(ProbeBuffer::kFp8OutputGradientTransposed).bytes, 0);
+      EXPECT_GE(plan.placement(ProbeBuffer::kLinearInput).bytes, x.tokens * x.ffn * 2);
+    }
+  }
+}
+
+TEST(FootprintPlanTest, Bf16HasNoFp8Buffers) {
+  const FootprintPlan plan = Plan(Make("llama3.1-8b", 16, 4096, 2, 2, 4, 1), 0);
+  EXPECT_FALSE(plan.fp8());
+  EXPECT_EQ(Term(plan, "fp8_weight_copies").allocated_bytes, 0);
+  EXPECT_EQ(Term(plan, "fp8_scaling_state").allocated_bytes, 0);
+  for (ProbeBuffer buffer :
+       {ProbeBuffer::kFp8WeightCopies, ProbeBuffer::kFp8ScalingState, ProbeBuffer::kLinearInput,
+        ProbeBuffer::kFp8Input, ProbeBuffer::kFp8InputTransposed, ProbeBuffer::kFp8OutputGradient,
+        ProbeBuffer::kFp8OutputGradientTransposed}) {
+    EXPECT_EQ(plan.placement(buffer).bytes, 0);
+  }
+}
+
+// Context parallelism's K/V buffers: every rank's blocks with cp_comm_type all_gather, the
+// ring's slots with p2p (context_parallel_ring.h): at cp 4, 2 received blocks and 3 fp32
+// gradient blocks instead of 4 and 4; none without context parallelism.
+TEST(FootprintPlanTest, ContextParallelBuffersFollowTheExchange) {
+  const Configuration p2p = Make("llama3.1-8b", 8, 8192, 1, 2, 1, 4);
+  ASSERT_EQ(p2p.training.cp_comm_type(), CpCommType::kP2p);
+  TrainingOptions options = p2p.training.options();
+  options.cp_comm_type = CpCommType::kAllGather;
+  Configuration all_gather = p2p;
+  all_gather.training = *TrainingSpec::Create(options);
+  const FootprintPlan ring = Plan(p2p, 0);
+  const FootprintPlan gathered = Plan(all_gather, 0);
+  EXPECT_TRUE(ring.context_parallel_ring());
+  EXPECT_FALSE(gathered.context_parallel_ring());
+  const ShardShapes& x = ring.shapes();
+  const int64_t block = 2 * x.tokens * x.kv_heads * x.head_dim;
+  EXPECT_EQ(ring.placement(ProbeBuffer::kKeyValueGathered).bytes, 2 * block * 2);
+  EXPECT_EQ(ring.placement(ProbeBuffer::kKeyValueGradients).bytes, 3 * block * 4);
+  EXPECT_EQ(gathered.placement(ProbeBuffer::kKeyValueGathered).bytes, 4 * block * 2);
+  EXPECT_EQ(gathered.placement(ProbeBuffer::kKeyValueGradients).bytes, 4 * block * 4);
+  ExpectConsistent(ring);
+  ExpectConsistent(gathered);
+  // cp 2: one received block.
+  EXPECT_EQ(Plan(Make("llama3.1-8b", 8, 8192, 1, 2, 1, 2), 0)
+                .placement(ProbeBuffer::kKeyValueGathered)
+                .bytes,
+            (2 * block) * 2);  // one block of s/2 tokens, twice cp 4's
+  const FootprintPlan single = Plan(Make("llama3.1-8b", 8, 8192, 1, 2, 1, 1), 0);
+  EXPECT_EQ(single.placement(ProbeBuffer::kKeyValueGathered).bytes, 0);
+  EXPECT_FALSE(single.context_parallel_ring());
 }
 
 }  // namespace

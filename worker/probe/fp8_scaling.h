@@ -41,6 +41,12 @@ struct DelayedScalingRecipe {
   int margin = 0;
 };
 
+// What the probe runs: the recipe of Megatron-LM's --fp8-format=hybrid with its own defaults
+// (--fp8-margin 0, --fp8-amax-history-len 1, --fp8-amax-compute-algo most_recent), which the
+// exports write (deploy/templates/megatron_llama.textproto; NeMo's trainer.plugins.fp8=hybrid
+// keeps the same defaults, docs/backends.md), so that what is probed is what is exported.
+inline constexpr DelayedScalingRecipe kExportedFp8Recipe{1, 0};
+
 // Format HYBRID: E4M3 (more precision) for the forward pass's activations and weights, E5M2
 // (more range) for the backward pass's gradients.
 inline constexpr Fp8Format HybridFormat(bool gradient) {

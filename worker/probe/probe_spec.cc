@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "convert/spec_convert.h"
+#include "worker/probe/shard_shapes.h"
 #include "worker/short_steps.h"
 
 namespace paratune {
@@ -22,13 +23,46 @@ absl::Status CheckRange(absl::string_view field, int64_t value, int64_t low, int
   return absl::OkStatus();
 }
 
+// cuBLASLt's fp8 GEMMs need k and the leading dimensions in multiples of 16 (Gemm::RunFp8);
+// a linear's rows, inputs and outputs are each the k of one of its three products.
+absl::Status CheckFp8Shapes(const ModelSpec& model, const TrainingSpec& training,
+                            const ParallelConfig& config) {
+  const ShardShapes shapes = ComputeShardShapes(model, training, config);
+  const std::pair<const char*, const LinearShape*> linears[] = {
+      {"QKV", &shapes.qkv},
+      {"attention output", &shapes.attention_output},
+      {"gate/up", &shapes.gate_up},
+      {"down", &shapes.down}};
+  for (const auto& [name, linear] : linears) {
+    for (const auto& [what, value] : {std::make_pair("rows (tokens per rank: "
+                                                     "config.micro_batch_size x training.seq_len / "
+                                                     "config.context_parallel)",
+                                                     linear->rows),
+                                      std::make_pair("inputs per rank", linear->inputs),
+                                      std::make_pair("outputs per rank", linear->outputs)}) {
+      if (value % 16 != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("training.precision (FP8): the ", name, " linear's ", what, " (", value,
+                         ") must be a multiple of 16 for cuBLASLt's fp8 GEMMs"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 // What the probe itself needs of a configuration beyond the estimator's validity rules
 // (which include the interleaved schedule's micro-batch rule).
-absl::Status CheckProbeable(const TrainingSpec& training, const ParallelConfig& config,
-                            v1::Precision precision) {
-  if (precision == v1::FP8) {
-    return absl::InvalidArgumentError(
-        "training.precision (FP8) is not supported by the cuda probe, which runs bf16 GEMMs");
+absl::Status CheckProbeable(const ModelSpec& model, const TrainingSpec& training,
+                            const ClusterSpec& cluster, const ParallelConfig& config) {
+  if (training.fp8()) {
+    // Ampere has no fp8 tensor cores.
+    PT_RETURN_IF_ERROR(CheckTrainingRunsOnGpu(training, cluster));
+    if (training.fp8_param_gather()) {
+      return absl::InvalidArgumentError(
+          "training.fp8_param_gather (true) is not supported by the cuda probe: it keeps bf16 "
+          "weights and casts their fp8 copies once per step (docs/probe.md)");
+    }
+    PT_RETURN_IF_ERROR(CheckFp8Shapes(model, training, config));
   }
   const int64_t tokens = config.micro_batch() * training.seq_len() / config.cp();
   if (config.sequence_parallel() && tokens % config.tp() != 0) {
@@ -115,7 +149,7 @@ absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& a
   rules.allow_tp_cp_across_nodes = true;
   PT_ASSIGN_OR_RETURN(ParallelConfig config, ParallelConfigFromProto(assignment.config(), model,
                                                                      training, cluster, rules));
-  PT_RETURN_IF_ERROR(CheckProbeable(training, config, assignment.training().precision()));
+  PT_RETURN_IF_ERROR(CheckProbeable(model, training, cluster, config));
   bool replica;
   switch (assignment.scope()) {
     case v1::PROBE_SCOPE_FULL:

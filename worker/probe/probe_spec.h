@@ -24,7 +24,9 @@ class ProbeSpec {
   // INVALID_ARGUMENT naming the field and value when the assignment cannot be probed: an
   // invalid model, training run, cluster or configuration (as spec_convert.h checks them,
   // with tensor x context groups allowed across nodes: the scheduler placed them); FP8
-  // precision (the probe runs bf16 GEMMs; training.fp8_param_gather goes with it); an interleaved
+  // precision on an Ampere cluster.gpu (no fp8 tensor cores), with training.fp8_param_gather
+  // (the probe keeps bf16 weights), or with a linear's rows, inputs or outputs per rank not a
+  // multiple of 16 (cuBLASLt's fp8 GEMMs); an interleaved
   // pipeline whose micro-batches per step (full or short) are not a multiple of pipeline_parallel
   // (Megatron-LM's interleaved schedule needs that); micro_batch_counts that are not two or more
   // ascending counts below the full step's; sequence parallelism whose tokens per rank do not split
@@ -52,11 +54,10 @@ class ProbeSpec {
   bool tp_comm_overlap() const;
 
   // How the launch exchanges keys and values between context-parallel ranks (with cp > 1):
-  // training.cp_comm_type, as the templates write --cp-comm-type. The probe runs
-  // CpCommType::kAllGather whatever this says (worker/cuda/attention.h all-gathers K and V
-  // and reduce-scatters their gradients, not overlapped with attention); for kP2p,
-  // Megatron-LM's ring overlapped with attention, it measures the exposed all-gathers
-  // instead, an upper bound of the ring's step.
+  // training.cp_comm_type, as the templates write --cp-comm-type. The probe runs what this
+  // says (worker/cuda/attention.h): the ring of K/V exchanges overlapped with attention blocks
+  // for kP2p, one all-gather of K and V (and a reduce-scatter of their gradients) for
+  // kAllGather.
   CpCommType cp_comm_type() const { return training_.cp_comm_type(); }
 
   // REPLICA scope: one data-parallel replica runs and the data-parallel traffic across

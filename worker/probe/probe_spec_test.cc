@@ -133,10 +133,36 @@ TEST(ProbeSpecTest, InvalidConfigurationNamesTheField) {
   ExpectInvalid(assignment, "tensor_parallel (3)");
 }
 
-TEST(ProbeSpecTest, Fp8IsRejected) {
+TEST(ProbeSpecTest, Fp8RunsOnHopper) {
   v1::ProbeAssignment assignment = Valid();
   assignment.mutable_training()->set_precision(v1::FP8);
-  ExpectInvalid(assignment, "training.precision (FP8)");
+  absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(assignment);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->training().fp8());
+}
+
+TEST(ProbeSpecTest, Fp8IsRejectedOnAmpere) {
+  v1::ProbeAssignment assignment = Valid();
+  assignment.mutable_training()->set_precision(v1::FP8);
+  assignment.mutable_cluster()->mutable_gpu()->set_type("a100-80gb");
+  ExpectInvalid(assignment, "training.precision (FP8) needs fp8 tensor cores");
+  ExpectInvalid(assignment, "a100-80gb");
+}
+
+TEST(ProbeSpecTest, Fp8ParameterGatherIsRejected) {
+  v1::ProbeAssignment assignment = Valid();
+  assignment.mutable_training()->set_precision(v1::FP8);
+  assignment.mutable_training()->set_distributed_optimizer(true);
+  assignment.mutable_training()->set_fp8_param_gather(true);
+  ExpectInvalid(assignment, "training.fp8_param_gather (true)");
+}
+
+TEST(ProbeSpecTest, Fp8NeedsGemmDimensionsInMultiplesOf16) {
+  // A 2056-token sequence over context parallel 2: 1028 tokens per rank.
+  v1::ProbeAssignment assignment = TestAssignment("llama3.2-1b", 16, 2056, 2, 1, 1, 2, 1);
+  assignment.mutable_training()->set_precision(v1::FP8);
+  ExpectInvalid(assignment, "rows (tokens per rank");
+  ExpectInvalid(assignment, "(1028) must be a multiple of 16");
 }
 
 TEST(ProbeSpecTest, InterleavingNeedsMicroBatchesInWholePipelineRounds) {

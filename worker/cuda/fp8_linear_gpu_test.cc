@@ -1,0 +1,262 @@
+// Fp8Linears on the GPU (fp8_linear.h): a row-parallel and a column-parallel (sequence
+// parallel, over a one-rank tensor group) linear's forward and backward against float64
+// products of the quantized operands the GPU kept, the delayed-scaling update at the end of
+// each pass against the recipe, and the weights cast once per step. Needs compute capability
+// 9.0 (H100).
+#include <cuda_fp8.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "worker/cuda/fp8_linear.h"
+#include "worker/cuda/gemm.h"
+#include "worker/cuda/gpu_test_util.h"
+#include "worker/cuda/phase_timer.h"
+#include "worker/probe/footprint_plan.h"
+#include "worker/probe/fp8_scaling.h"
+#include "worker/probe/fp8_state_layout.h"
+
+namespace paratune {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+constexpr int kInput = static_cast<int>(Fp8ForwardTensor::kInput);
+constexpr int kWeight = static_cast<int>(Fp8ForwardTensor::kWeight);
+constexpr int kOutput = static_cast<int>(Fp8ForwardTensor::kOutput);
+constexpr int kOutputGradient = static_cast<int>(Fp8BackwardTensor::kOutputGradient);
+constexpr int kInputGradient = static_cast<int>(Fp8BackwardTensor::kInputGradient);
+
+double Fp8ToDouble(uint8_t bits, Fp8Format format) {
+  if (format == Fp8Format::kE4M3) {
+    __nv_fp8_e4m3 value;
+    value.__x = bits;
+    return static_cast<float>(value);
+  }
+  __nv_fp8_e5m2 value;
+  value.__x = bits;
+  return static_cast<float>(value);
+}
+
+double MaxAbs(const std::vector<bf16>& values) {
+  double amax = 0;
+  for (bf16 v : values) amax = std::max(amax, std::fabs(static_cast<double>(__bfloat162float(v))));
+  return amax;
+}
+
+// One layer of 64 tokens, h 128: QKV 128 -> 192, attention output 128 -> 128, gate/up
+// 128 -> 192, down 96 -> 128 (every dimension a multiple of 16, as cuBLASLt's fp8 GEMMs want).
+ShardShapes SmallShapes(bool sequence_parallel) {
+  ShardShapes x;
+  x.micro_batch = 1;
+  x.sequence = 64;
+  x.sequence_per_rank = 64;
+  x.tokens = 64;
+  x.residual_tokens = 64;  // one tensor-parallel rank
+  x.sequence_parallel = sequence_parallel;
+  x.tensor_parallel = 1;
+  x.context_parallel = 1;
+  x.hidden = 128;
+  x.ffn = 96;
+  x.qkv = {64, 192, 128};
+  x.attention_output = {64, 128, 128};
+  x.gate_up = {64, 192, 128};
+  x.down = {64, 128, 96};
+  return x;
+}
+
+class Fp8LinearTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    int device = 0, major = 0;
+    ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+    ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+              cudaSuccess);
+    ASSERT_GE(major, 9) << "the probe's fp8 training needs compute capability 9.0";
+    shapes_ = SmallShapes(GetParam());
+    StageLayers layers;
+    layers.chunk_layers = {1};
+    layout_ = LayoutFp8State(shapes_, layers, kExportedFp8Recipe);
+    weight_copies_ = std::make_unique<DeviceArray<uint8_t>>(layout_.weight_bytes);
+    scaling_ = std::make_unique<DeviceArray<uint8_t>>(layout_.scaling_bytes);
+    const int64_t T = shapes_.tokens;
+    input_ = std::make_unique<DeviceArray<uint8_t>>(T * 128);
+    input_t_ = std::make_unique<DeviceArray<uint8_t>>(T * 128);
+    output_gradient_ = std::make_unique<DeviceArray<uint8_t>>(T * 192);
+    output_gradient_t_ = std::make_unique<DeviceArray<uint8_t>>(T * 192);
+    ASSERT_EQ(cudaMalloc(&workspace_, kGemmWorkspaceBytes), cudaSuccess);
+    absl::StatusOr<std::unique_ptr<Gemm>> gemm = Gemm::Create(workspace_, kGemmWorkspaceBytes);
+    ASSERT_TRUE(gemm.ok()) << gemm.status();
+    gemm_ = *std::move(gemm);
+    // A one-rank group: its all-gathers copy and its maximum changes nothing, but the calls
+    // are the ones a probe makes.
+    ASSERT_EQ(ncclCommInitAll(&comm_, 1, &device), ncclSuccess);
+    Fp8LinearBuffers buffers;
+    buffers.weight_copies = reinterpret_cast<char*>(weight_copies_->get());
+    buffers.scaling_state = reinterpret_cast<char*>(scaling_->get());
+    buffers.input = input_->get();
+    buffers.input_transposed = input_t_->get();
+    buffers.output_gradient = output_gradient_->get();
+    buffers.output_gradient_transposed = output_gradient_t_->get();
+    linears_ = std::make_unique<Fp8Linears>(shapes_, layout_, std::vector<int64_t>{0}, buffers,
+                                            gemm_.get(), GetParam() ? comm_ : nullptr, comm_,
+                                            kExportedFp8Recipe, nullptr, &timer_);
+    const absl::Status status = linears_->Initialize();
+    ASSERT_TRUE(status.ok()) << status;
+  }
+  void TearDown() override {
+    linears_.reset();
+    gemm_.reset();
+    cudaFree(workspace_);
+    if (comm_ != nullptr) ncclCommDestroy(comm_);
+  }
+
+  // The fp32 value at `offset` + index of the scaling state.
+  float Scaling(int64_t offset, int64_t index) const {
+    const std::vector<uint8_t> bytes = scaling_->ToHost();
+    float value;
+    std::memcpy(&value, bytes.data() + offset + 4 * index, sizeof(value));
+    return value;
+  }
+  float WeightScaleInverse(Fp8Linear linear) const {
+    const std::vector<uint8_t> bytes = weight_copies_->ToHost();
+    float value;
+    std::memcpy(&value, bytes.data() + layout_.weights[0][static_cast<int>(linear)].scale_inverse,
+                sizeof(value));
+    return value;
+  }
+  // The weight copy [outputs, inputs], dequantized.
+  std::vector<double> Weight(Fp8Linear linear) const {
+    const LinearShape& shape = LinearShapeOf(shapes_, linear);
+    const std::vector<uint8_t> bytes = weight_copies_->ToHost();
+    const Fp8WeightCopy& copy = layout_.weights[0][static_cast<int>(linear)];
+    const double inverse = WeightScaleInverse(linear);
+    std::vector<double> w(shape.WeightElements());
+    for (int64_t i = 0; i < shape.WeightElements(); ++i) {
+      w[i] = Fp8ToDouble(bytes[copy.weight + i], Fp8Format::kE4M3) * inverse;
+      // The transposed copy holds the same bytes.
+      const int64_t o = i / shape.inputs, p = i % shape.inputs;
+      EXPECT_EQ(bytes[copy.transposed + p * shape.outputs + o], bytes[copy.weight + i]);
+    }
+    return w;
+  }
+
+  // Runs a forward and backward pass of `linear` and checks them against the quantized
+  // operands; the step is the probe's: passes ended, scales updated.
+  void CheckLinear(Fp8Linear linear) {
+    const LinearShape& shape = LinearShapeOf(shapes_, linear);
+    const bool column = linear == Fp8Linear::kQkv || linear == Fp8Linear::kGateUp;
+    const int64_t rows = shape.rows, in_n = shape.inputs, out_n = shape.outputs;
+    const std::vector<bf16> weight_values = RandomBf16(out_n * in_n, 11, 0.05f);
+    const std::vector<bf16> in_values = RandomBf16(rows * in_n, 12);
+    const std::vector<bf16> d_out_values = RandomBf16(rows * out_n, 13, 1e-3f);
+    DeviceArray<bf16> weight(weight_values), in(in_values), d_out(d_out_values);
+    DeviceArray<bf16> out(rows * out_n), d_in(rows * in_n);
+    DeviceArray<uint8_t> kept(rows * in_n);
+    DeviceArray<float> kept_inverse(1);
+    DeviceArray<float> d_weight(std::vector<float>(out_n * in_n, 0.0f));
+    const Fp8LinearSite site{0, 0, linear, weight.get(), kept.get(), kept_inverse.get()};
+    auto forward = [&] {
+      return column ? linears_->ColumnForward(site, in.get(), out.get())
+                    : linears_->RowForward(site, in.get(), out.get());
+    };
+    const Fp8ScalingGroup& fwd = layout_.forward[0];
+    const Fp8ScalingGroup& bwd = layout_.backward[0];
+
+    // Step 1 casts with scale 1 and sets the scales from the amaxes it saw.
+    linears_->StartStep();
+    ASSERT_TRUE(forward().ok());
+    ASSERT_TRUE(linears_->EndForward(0).ok());
+    const float input_scale = DelayedScale(MaxAbs(in_values), 1.0f, kFp8E4M3Max);
+    const float weight_scale = DelayedScale(MaxAbs(weight_values), 1.0f, kFp8E4M3Max);
+    EXPECT_FLOAT_EQ(Scaling(fwd.scale, fwd.Index(0, linear, kInput)), input_scale);
+    EXPECT_FLOAT_EQ(Scaling(fwd.scale, fwd.Index(0, linear, kWeight)), weight_scale);
+    EXPECT_FLOAT_EQ(Scaling(fwd.scale_inverse, fwd.Index(0, linear, kWeight)), 1 / weight_scale);
+    EXPECT_EQ(Scaling(fwd.scale, fwd.Index(0, linear, kOutput)), 1.0f);  // never measured
+    for (int64_t t = 0; t < fwd.tensors; ++t) EXPECT_EQ(Scaling(fwd.amax_history, t), 0.0f);
+
+    // Step 2 casts the weight again with its new scale; the forward and backward products
+    // are those of the operands the GPU quantized.
+    linears_->StartStep();
+    ASSERT_TRUE(forward().ok());
+    EXPECT_FLOAT_EQ(WeightScaleInverse(linear), 1 / weight_scale);
+    EXPECT_FLOAT_EQ(kept_inverse.ToHost()[0], 1 / input_scale);
+    const std::vector<double> W = Weight(linear);
+    const std::vector<uint8_t> kept_bytes = kept.ToHost();
+    const double x_inverse = kept_inverse.ToHost()[0];
+    // Column-parallel with sequence parallelism keeps the rows [rows, inputs]; otherwise the
+    // transpose [inputs, rows].
+    std::vector<double> X(rows * in_n);
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t p = 0; p < in_n; ++p) {
+        const uint8_t bits =
+            column && GetParam() ? kept_bytes[i * in_n + p] : kept_bytes[p * rows + i];
+        X[i * in_n + p] = Fp8ToDouble(bits, Fp8Format::kE4M3) * x_inverse;
+      }
+    }
+    const std::vector<double> y = ReferenceProduct(
+        rows, out_n, in_n, [&](int64_t i, int64_t p) { return X[i * in_n + p]; },
+        [&](int64_t p, int64_t j) { return W[j * in_n + p]; });
+    EXPECT_LT(RelativeError(ToDouble(out.ToHost()), y), 1e-2);
+    ASSERT_TRUE(linears_->EndForward(0).ok());
+
+    ASSERT_TRUE(linears_->Backward(site, d_out.get(), d_in.get(), d_weight.get(), true).ok());
+    const std::vector<uint8_t> dy_bytes = output_gradient_->ToHost();
+    const double dy_inverse = Scaling(bwd.scale_inverse, bwd.Index(0, linear, kOutputGradient));
+    EXPECT_EQ(dy_inverse, 1.0);  // no backward pass has ended yet
+    std::vector<double> DY(rows * out_n);
+    for (int64_t i = 0; i < rows * out_n; ++i) {
+      DY[i] = Fp8ToDouble(dy_bytes[i], Fp8Format::kE5M2) * dy_inverse;
+    }
+    const std::vector<double> dx = ReferenceProduct(
+        rows, in_n, out_n, [&](int64_t i, int64_t p) { return DY[i * out_n + p]; },
+        [&](int64_t p, int64_t j) { return W[p * in_n + j]; });
+    const std::vector<double> dw = ReferenceProduct(
+        out_n, in_n, rows, [&](int64_t i, int64_t p) { return DY[p * out_n + i]; },
+        [&](int64_t p, int64_t j) { return X[p * in_n + j]; });
+    EXPECT_LT(RelativeError(ToDouble(d_in.ToHost()), dx), 1e-2);
+    EXPECT_LT(RelativeError(ToDouble(d_weight.ToHost()), dw), 1e-3);
+    ASSERT_TRUE(linears_->EndBackward(0).ok());
+    EXPECT_FLOAT_EQ(Scaling(bwd.scale, bwd.Index(0, linear, kOutputGradient)),
+                    DelayedScale(MaxAbs(d_out_values), 1.0f, kFp8E5M2Max));
+    EXPECT_EQ(Scaling(bwd.scale, bwd.Index(0, linear, kInputGradient)), 1.0f);
+
+    // A later micro-batch of the step reuses the weight's copy (is_first_microbatch); the
+    // next step casts the weight again.
+    const std::vector<uint8_t> copies = weight_copies_->ToHost();
+    const std::vector<bf16> other = RandomBf16(out_n * in_n, 14, 0.05f);
+    ASSERT_EQ(
+        cudaMemcpy(weight.get(), other.data(), other.size() * sizeof(bf16), cudaMemcpyHostToDevice),
+        cudaSuccess);
+    ASSERT_TRUE(forward().ok());
+    EXPECT_EQ(weight_copies_->ToHost(), copies);
+    ASSERT_TRUE(linears_->EndForward(0).ok());
+    linears_->StartStep();
+    ASSERT_TRUE(forward().ok());
+    EXPECT_NE(weight_copies_->ToHost(), copies);
+  }
+
+  ShardShapes shapes_;
+  Fp8StateLayout layout_;
+  std::unique_ptr<DeviceArray<uint8_t>> weight_copies_, scaling_, input_, input_t_,
+      output_gradient_, output_gradient_t_;
+  void* workspace_ = nullptr;
+  std::unique_ptr<Gemm> gemm_;
+  ncclComm_t comm_ = nullptr;
+  PhaseTimer timer_{nullptr};
+  std::unique_ptr<Fp8Linears> linears_;
+};
+
+TEST_P(Fp8LinearTest, RowParallelDownProjection) { CheckLinear(Fp8Linear::kDown); }
+
+TEST_P(Fp8LinearTest, ColumnParallelQkv) { CheckLinear(Fp8Linear::kQkv); }
+
+INSTANTIATE_TEST_SUITE_P(SequenceParallel, Fp8LinearTest, ::testing::Bool());
+
+}  // namespace
+}  // namespace paratune
