@@ -15,6 +15,7 @@ targets=(
   //worker/cuda:fp8_linear_gpu_test
   //worker/cuda:attention_gpu_test
   //worker/cuda:data_parallel_sync_gpu_test
+  //worker/cuda:tensor_parallel_overlap_gpu_test
   //worker:cuda_backend_gpu_test
   //worker/cuda:gemm_benchmark
   //server:paratune-server

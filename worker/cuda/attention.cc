@@ -42,33 +42,95 @@ Attention::~Attention() {
   if (ring_stream_ != nullptr) cudaStreamDestroy(ring_stream_);
 }
 
-absl::Status Attention::SelectKernel(int64_t workspace_bytes) {
-  using Plan = absl::StatusOr<std::unique_ptr<CudnnAttention>>;
-  Plan forward = [&]() -> Plan {
-    PT_ASSIGN_OR_RETURN(const AttentionGraph graph, CausalAttentionForwardGraph(shapes_));
-    return CudnnAttention::Create(graph, workspace_bytes, stream_);
-  }();
-  Plan backward = [&]() -> Plan {
+namespace {
+
+bool SameProduct(const RingProduct& a, const RingProduct& b) {
+  return a.first_query == b.first_query && a.queries == b.queries && a.first_key == b.first_key &&
+         a.keys == b.keys && a.mask == b.mask;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Attention::FusedProduct>> Attention::FusedPlans(
+    const std::vector<RingProduct>& products, bool backward, int64_t workspace_bytes) {
+  int64_t gradient_bytes = 0;
+  if (backward) {
     PT_RETURN_IF_ERROR(CheckCudnnAttentionBackwardVersion(cudnnGetVersion()));
-    PT_ASSIGN_OR_RETURN(const AttentionGraph graph, CausalAttentionBackwardGraph(shapes_));
-    const int64_t gradient_bytes = FusedBackwardGradientBytes(shapes_);
+    gradient_bytes = FusedBackwardGradientBytes(shapes_);
     if (gradient_bytes > workspace_bytes) {
       return absl::UnimplementedError(
           absl::StrCat("the fused backward's bf16 key and value gradients need ", gradient_bytes,
                        " bytes, more than the attention workspace's ", workspace_bytes));
     }
-    return CudnnAttention::Create(graph, workspace_bytes - gradient_bytes, stream_);
-  }();
+  }
+  std::vector<FusedProduct> plans;
+  for (const RingProduct& product : products) {
+    // Without the ring, the one causal graph (which refuses all-gathered context
+    // parallelism with its reason).
+    absl::StatusOr<AttentionGraph> graph =
+        Ring() ? (backward ? AttentionBackwardGraph(shapes_, product)
+                           : AttentionForwardGraph(shapes_, product))
+               : (backward ? CausalAttentionBackwardGraph(shapes_)
+                           : CausalAttentionForwardGraph(shapes_));
+    absl::StatusOr<std::unique_ptr<CudnnAttention>> plan =
+        graph.ok() ? CudnnAttention::Create(*graph, workspace_bytes - gradient_bytes, stream_)
+                   : graph.status();
+    if (!plan.ok()) {
+      if (!Ring()) return plan.status();
+      return absl::Status(
+          plan.status().code(),
+          absl::StrCat("ring product of queries [", product.first_query, ", ",
+                       product.first_query + product.queries, ") and keys [", product.first_key,
+                       ", ", product.first_key + product.keys, ") ",
+                       product.mask == RingMask::kCausal ? "causal" : "unmasked", ": ",
+                       plan.status().message()));
+    }
+    plans.push_back({product, std::move(plan).value()});
+  }
+  return plans;
+}
+
+CudnnAttention* Attention::FusedPlan(const std::vector<FusedProduct>& plans,
+                                     const RingProduct& product) {
+  for (const FusedProduct& plan : plans) {
+    if (SameProduct(plan.product, product)) return plan.plan.get();
+  }
+  return nullptr;
+}
+
+absl::Status Attention::SelectKernel(int64_t workspace_bytes) {
+  // The products both passes compute: the whole causal attention, or each kind of product of
+  // the ring's steps once.
+  const int64_t n = dims_.tokens_per_sequence;
+  std::vector<RingProduct> products = {{0, n, 0, n, RingMask::kCausal}};
+  if (Ring()) {
+    PT_ASSIGN_OR_RETURN(const std::vector<RingStep> steps,
+                        ContextRingSteps(shapes_.context_parallel, positions_.context_rank, n));
+    products.clear();
+    for (const RingStep& step : steps) {
+      for (const RingProduct& product : step.products) {
+        const bool known = std::any_of(products.begin(), products.end(), [&](const RingProduct& p) {
+          return SameProduct(p, product);
+        });
+        if (!known) products.push_back(product);
+      }
+    }
+  }
+  using Plans = absl::StatusOr<std::vector<FusedProduct>>;
+  Plans forward = FusedPlans(products, false, workspace_bytes);
+  Plans backward = FusedPlans(products, true, workspace_bytes);
   // Any graph cuDNN does not build falls back (and is reported), so that a cuDNN version
   // that rejects a graph costs speed, not the probe; running out of memory is a measured
   // result.
-  for (const Plan* plan : {&forward, &backward}) {
-    if (absl::IsResourceExhausted(plan->status())) return plan->status();
+  for (const Plans* plans : {&forward, &backward}) {
+    if (absl::IsResourceExhausted(plans->status())) return plans->status();
   }
   fallback_reason_ = forward.ok() ? "" : std::string(forward.status().message());
-  fused_forward_ = forward.ok() ? std::move(forward).value() : nullptr;
+  fused_forward_.clear();
+  if (forward.ok()) fused_forward_ = std::move(forward).value();
   backward_fallback_reason_ = backward.ok() ? "" : std::string(backward.status().message());
-  fused_backward_ = backward.ok() ? std::move(backward).value() : nullptr;
+  fused_backward_.clear();
+  if (backward.ok()) fused_backward_ = std::move(backward).value();
   return absl::OkStatus();
 }
 
@@ -312,8 +374,8 @@ absl::Status Attention::Forward(const __nv_bfloat16* qkv, __nv_bfloat16* out,
 absl::Status Attention::GatheredForward(const AttentionBuffers& b) {
   PT_ASSIGN_OR_RETURN(const __nv_bfloat16* keys, AllKeyValues(b));
   const __nv_bfloat16* values = keys + kv_block_;
-  if (fused_forward_ != nullptr) {
-    return fused_forward_->Forward(b.query, keys, values, b.heads, b.lse, b.scores);
+  if (!fused_forward_.empty()) {
+    return fused_forward_.front().plan->Forward(b.query, keys, values, b.heads, b.lse, b.scores);
   }
   return ForEachChunk(0, dims_.tokens_per_sequence, [&](const Chunk& chunk) {
     return ForwardChunk(chunk, GatheredKeys(chunk), keys, values, b.heads, b.lse, b);
@@ -341,11 +403,16 @@ absl::Status Attention::RingForward(const AttentionBuffers& b) {
     __nv_bfloat16* out = i == 0 ? b.heads : b.query_gradient;
     float* lse = i == 0 ? b.lse : b.row_sums;
     for (const RingProduct& product : steps[i].products) {
-      PT_RETURN_IF_ERROR(ForEachChunk(product.first_query, product.first_query + product.queries,
-                                      [&](const Chunk& chunk) {
-                                        return ForwardChunk(chunk, RingKeys(chunk, product), keys,
-                                                            keys + kv_block_, out, lse, b);
-                                      }));
+      if (CudnnAttention* plan = FusedPlan(fused_forward_, product)) {
+        // The graph writes the product's rows of out and lse.
+        PT_RETURN_IF_ERROR(plan->Forward(b.query, keys, keys + kv_block_, out, lse, b.scores));
+      } else {
+        PT_RETURN_IF_ERROR(ForEachChunk(product.first_query, product.first_query + product.queries,
+                                        [&](const Chunk& chunk) {
+                                          return ForwardChunk(chunk, RingKeys(chunk, product), keys,
+                                                              keys + kv_block_, out, lse, b);
+                                        }));
+      }
       if (i == 0) continue;
       PT_RETURN_IF_ERROR(
           CudaStatus(MergeAttentionPartial(b.query_gradient, b.row_sums, b.heads, b.lse, dims_,
@@ -359,8 +426,8 @@ absl::Status Attention::RingForward(const AttentionBuffers& b) {
 absl::Status Attention::Backward(const __nv_bfloat16* d_out, const __nv_bfloat16* out,
                                  __nv_bfloat16* d_qkv, const AttentionBuffers& b) {
   PT_RETURN_IF_ERROR(timer_->Mark(ProbePhase::kAttention));
-  absl::StatusOr<const float*> own = fused_backward_ != nullptr ? FusedBackward(d_out, out, b)
-                                     : Ring()                   ? RingBackward(d_out, out, b)
+  absl::StatusOr<const float*> own = Ring()                     ? RingBackward(d_out, out, b)
+                                     : !fused_backward_.empty() ? FusedBackward(d_out, out, b)
                                                                 : ChunkedBackward(d_out, out, b);
   if (!own.ok()) return own.status();
   return CudaStatus(RopeSplitBackward(b.query_gradient, *own, d_qkv, dims_, positions_, stream_),
@@ -375,9 +442,9 @@ absl::StatusOr<const float*> Attention::FusedBackward(const __nv_bfloat16* d_out
   __nv_bfloat16* d_keys = reinterpret_cast<__nv_bfloat16*>(b.scores);
   __nv_bfloat16* d_values = d_keys + kv_block_;
   char* workspace = reinterpret_cast<char*>(b.scores) + FusedBackwardGradientBytes(shapes_);
-  PT_RETURN_IF_ERROR(fused_backward_->Backward(b.query, b.key_value, b.key_value + kv_block_, out,
-                                               d_out, b.lse, b.query_gradient, d_keys, d_values,
-                                               workspace));
+  PT_RETURN_IF_ERROR(fused_backward_.front().plan->Backward(
+      b.query, b.key_value, b.key_value + kv_block_, out, d_out, b.lse, b.query_gradient, d_keys,
+      d_values, workspace));
   PT_RETURN_IF_ERROR(CudaStatus(Bf16ToFloat(d_keys, b.key_value_gradients, 2 * kv_block_, stream_),
                                 "Bf16ToFloat(key/value gradients)"));
   return b.key_value_gradients;
@@ -416,9 +483,13 @@ absl::StatusOr<const float*> Attention::RingBackward(const __nv_bfloat16* d_out,
                       ContextRingSteps(shapes_.context_parallel, positions_.context_rank,
                                        dims_.tokens_per_sequence));
   PT_RETURN_IF_ERROR(PrepareRing());
-  PT_RETURN_IF_ERROR(CudaStatus(TokensToHeads(d_out, b.heads, dims_, stream_), "TokensToHeads"));
-  PT_RETURN_IF_ERROR(
-      CudaStatus(AttentionRowSums(d_out, out, b.row_sums, dims_, stream_), "AttentionRowSums"));
+  // The chunked products read dO in the query layout and D = rowsum(dO O); cuDNN's read dO
+  // in the tokens layout and compute D themselves.
+  if (fused_backward_.empty()) {
+    PT_RETURN_IF_ERROR(CudaStatus(TokensToHeads(d_out, b.heads, dims_, stream_), "TokensToHeads"));
+    PT_RETURN_IF_ERROR(
+        CudaStatus(AttentionRowSums(d_out, out, b.row_sums, dims_, stream_), "AttentionRowSums"));
+  }
   const int64_t c = shapes_.context_parallel;
   const int64_t gradient_values = 2 * kv_block_;
   auto slot = [&](int64_t index) { return b.key_value_gradients + index * gradient_values; };
@@ -447,6 +518,10 @@ absl::StatusOr<const float*> Attention::RingBackward(const __nv_bfloat16* d_out,
                    "cudaMemsetAsync(key/value gradients)"));
     for (const RingProduct& product : steps[i].products) {
       // Step 0's product covers every query (ContextRingSteps) and writes dQ.
+      if (CudnnAttention* plan = FusedPlan(fused_backward_, product)) {
+        PT_RETURN_IF_ERROR(FusedRingBackward(plan, product, keys, d_out, out, gradients, i > 0, b));
+        continue;
+      }
       PT_RETURN_IF_ERROR(ForEachChunk(
           product.first_query, product.first_query + product.queries, [&](const Chunk& chunk) {
             return BackwardChunk(chunk, RingKeys(chunk, product), keys, keys + kv_block_, gradients,
@@ -467,6 +542,30 @@ absl::StatusOr<const float*> Attention::RingBackward(const __nv_bfloat16* d_out,
   PT_RETURN_IF_ERROR(RingExchangeAfterCompute(last));
   PT_RETURN_IF_ERROR(WaitForRingExchange());
   return slot(GradientSlot(c));
+}
+
+absl::Status Attention::FusedRingBackward(CudnnAttention* plan, const RingProduct& product,
+                                          const __nv_bfloat16* keys, const __nv_bfloat16* d_out,
+                                          const __nv_bfloat16* out, float* gradients,
+                                          bool accumulate_query, const AttentionBuffers& b) {
+  // cuDNN writes the product's bf16 dK and dV at the start of the workspace
+  // (FusedBackwardGradientBytes) and its dQ, where it is added rather than written, into
+  // buffers.heads (free: the fused backward reads dO in the tokens layout); each only at the
+  // product's tokens, which are the ones added.
+  __nv_bfloat16* d_keys = reinterpret_cast<__nv_bfloat16*>(b.scores);
+  char* workspace = reinterpret_cast<char*>(b.scores) + FusedBackwardGradientBytes(shapes_);
+  __nv_bfloat16* d_query = accumulate_query ? b.heads : b.query_gradient;
+  PT_RETURN_IF_ERROR(plan->Backward(b.query, keys, keys + kv_block_, out, d_out, b.lse, d_query,
+                                    d_keys, d_keys + kv_block_, workspace));
+  if (accumulate_query) {
+    PT_RETURN_IF_ERROR(
+        CudaStatus(AccumulateQueryTokens(b.heads, b.query_gradient, dims_, product.first_query,
+                                         product.queries, stream_),
+                   "AccumulateQueryTokens(query gradients)"));
+  }
+  return CudaStatus(
+      AccumulateKeyValueTokens(d_keys, gradients, dims_, product.first_key, product.keys, stream_),
+      "AccumulateKeyValueTokens(key/value gradients)");
 }
 
 absl::Status Attention::PrepareRing() {

@@ -1,6 +1,8 @@
 // Causal grouped-query attention of one micro-batch on one rank, forward and backward, with
 // context parallelism. Each pass runs cuDNN's fused flash attention (cudnn_attention.h) where
-// SelectKernel finds cuDNN runs its graph for the shape; otherwise attention is computed a
+// SelectKernel finds cuDNN runs its graphs for the shape (with the p2p ring, one graph per
+// kind of ring product, as Transformer Engine runs its fused attention per ring step);
+// otherwise attention is computed a
 // chunk of queries at a time: the scores of the chunk's queries against every key they can
 // see (one cuBLASLt product per position-contiguous block of keys), a masked softmax, and
 // the product with the values, so the scores never take more than the plan's attention
@@ -16,7 +18,9 @@
 //   double-buffered, while the compute stream attends to it; the forward merges the steps'
 //   partial outputs by their log-sum-exps, the backward passes each block's fp32 key and
 //   value gradients around the ring behind it. The compute stream waits for an exchange
-//   only when it needs the block: the wait is the `cp_collectives` phase.
+//   only when it needs the block: the wait is the `cp_collectives` phase. Fused, each
+//   step's products are cuDNN plans over strided views of the layouts; the backward's
+//   plans write each step's dQ, dK and dV, which are added into the ring's sums.
 // - all_gather (Llama 3's choice, Transformer Engine's AttnFuncWithCPAndKVAllGather): K and V
 //   all-gathered over the context group before attention, their gradients reduce-scattered
 //   after it, on the compute stream.
@@ -51,7 +55,9 @@ struct AttentionBuffers {
   __nv_bfloat16* key_value = nullptr;  // kv layout, this rank's tokens
   float* lse = nullptr;                // lse layout
   // Transient (the probe workspace).
-  __nv_bfloat16* heads = nullptr;  // query layout: the output, then its gradient
+  // Query layout: the output, then its gradient (the fused ring backward, which reads the
+  // gradient in the tokens layout: a step's dQ).
+  __nv_bfloat16* heads = nullptr;
   // Query layout: the query gradient; in the ring's forward, a step's partial output.
   __nv_bfloat16* query_gradient = nullptr;
   // One chunk's scores; cuDNN's workspace for the fused passes, the fused backward's bf16 key
@@ -88,18 +94,23 @@ class Attention {
   }
 
   // Chooses each pass's kernel, once, before the first Forward: cuDNN's fused attention
-  // when cuDNN builds a plan for the pass's graph within `workspace_bytes` (the plans run in
-  // buffers.scores; the backward's after its bf16 key and value gradients), else the chunked
-  // path, with the reason kept in fallback_reason() or backward_fallback_reason(). Errors
-  // only when cuDNN ran out of memory (RESOURCE_EXHAUSTED).
+  // when cuDNN builds a plan for every graph of the pass within `workspace_bytes` (the
+  // whole causal attention, or each kind of product of the p2p ring's steps; the plans run
+  // in buffers.scores, the backward's after its bf16 key and value gradients), else the
+  // chunked path for the whole pass, with the reason (the first refused graph's) kept in
+  // fallback_reason() or backward_fallback_reason(). Errors only when cuDNN ran out of
+  // memory (RESOURCE_EXHAUSTED) or the ring has no schedule for the shapes
+  // (ContextRingSteps' INVALID_ARGUMENT, which the ring's passes would return as well).
   absl::Status SelectKernel(int64_t workspace_bytes);
   // "cudnn_fused" or "chunked": the forward pass's kernel (ProbeMeasurements.attention_kernel).
-  const char* forward_kernel() const { return fused_forward_ ? "cudnn_fused" : "chunked"; }
+  const char* forward_kernel() const { return fused_forward_.empty() ? "chunked" : "cudnn_fused"; }
   // Why the forward pass is chunked; empty when it is fused or SelectKernel was not called.
   const std::string& fallback_reason() const { return fallback_reason_; }
   // The same for the backward pass (ProbeMeasurements.attention_backward_kernel and
   // attention_backward_fallback_reason).
-  const char* backward_kernel() const { return fused_backward_ ? "cudnn_fused" : "chunked"; }
+  const char* backward_kernel() const {
+    return fused_backward_.empty() ? "chunked" : "cudnn_fused";
+  }
   const std::string& backward_fallback_reason() const { return backward_fallback_reason_; }
 
   // qkv [T, (a/t + 2 kv) d] -> out [T, (a/t) d]; keeps query, key_value and lse.
@@ -133,6 +144,19 @@ class Attention {
     SoftmaxChunk shape;
     std::vector<KeyBlock> blocks;
   };
+
+  // A cuDNN plan of one pass and the product of the rank's attention it computes.
+  struct FusedProduct {
+    RingProduct product;
+    std::unique_ptr<CudnnAttention> plan;
+  };
+  // The plans of a pass's products (the whole causal attention, or the ring's kinds of
+  // product); an error when cuDNN refuses one, naming the ring's product.
+  absl::StatusOr<std::vector<FusedProduct>> FusedPlans(const std::vector<RingProduct>& products,
+                                                       bool backward, int64_t workspace_bytes);
+  // The plan of `product` in a pass's `plans`; nullptr when the pass is chunked.
+  static CudnnAttention* FusedPlan(const std::vector<FusedProduct>& plans,
+                                   const RingProduct& product);
 
   // Calls visit(chunk) for every chunk of local tokens [first, end) of every sequence, never
   // across the halves of a context-parallel rank's tokens, stopping at the first error.
@@ -184,6 +208,13 @@ class Attention {
                                                const AttentionBuffers& buffers);
   absl::StatusOr<const float*> RingBackward(const __nv_bfloat16* d_out, const __nv_bfloat16* out,
                                             const AttentionBuffers& buffers);
+  // One ring product's fused backward against `keys` (and values kv_block_ further): its dQ
+  // written (or with `accumulate_query` added) into buffers.query_gradient, its dK and dV
+  // added into the fp32 `gradients` (kv layout).
+  absl::Status FusedRingBackward(CudnnAttention* plan, const RingProduct& product,
+                                 const __nv_bfloat16* keys, const __nv_bfloat16* d_out,
+                                 const __nv_bfloat16* out, float* gradients, bool accumulate_query,
+                                 const AttentionBuffers& buffers);
 
   // Every context rank's keys and values ([c, kv layout]): `buffers.key_value` itself when
   // c = 1, else all-gathered into buffers.gathered_key_value.
@@ -210,10 +241,10 @@ class Attention {
   cudaStream_t stream_;
   PhaseTimer* timer_;
   float scale_;
-  int64_t kv_block_;  // elements of one kv-layout block of keys (or values)
-  std::unique_ptr<CudnnAttention> fused_forward_;  // null: chunked
+  int64_t kv_block_;                         // elements of one kv-layout block of keys (or values)
+  std::vector<FusedProduct> fused_forward_;  // empty: chunked
   std::string fallback_reason_;
-  std::unique_ptr<CudnnAttention> fused_backward_;  // null: chunked
+  std::vector<FusedProduct> fused_backward_;  // empty: chunked
   std::string backward_fallback_reason_;
   // The ring's (null until PrepareRing).
   std::unique_ptr<RingTransport> transport_;

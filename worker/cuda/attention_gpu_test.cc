@@ -4,7 +4,8 @@
 // passes, each backward from either forward's log-sum-exp; then cuDNN's fused backward
 // against the chunked one, gradient by gradient, at a larger GQA shape; then the
 // context-parallel ring (cp_comm_type p2p) of every rank of 2, 3 and 4, run one rank at a
-// time on one GPU with the other ranks simulated, against the same reference.
+// time on one GPU with the other ranks simulated, against the same reference, chunked and
+// with cuDNN's fused products (then also against the chunked ring).
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -149,8 +150,8 @@ struct Buffers {
         query_values(rows * shapes.query_heads * shapes.head_dim),
         kv_values(rows * shapes.kv_heads * shapes.head_dim),
         score_values(shapes.sequence_per_rank * shapes.sequence_per_rank * shapes.query_heads),
-        workspace_bytes(
-            std::max<int64_t>(score_values * sizeof(float), AttentionScoresBytes(shapes))),
+        workspace_bytes(std::max<int64_t>(score_values * sizeof(float),
+                                          AttentionScoresBytes(shapes, CpCommType::kP2p))),
         out(query_values),
         d_qkv(rows * width),
         query(query_values),
@@ -286,9 +287,10 @@ TEST(AttentionKernelTest, FusedBackwardMatchesTheChunkedBackward) {
 
 // cuDNN builds its fused forward and backward for the attention of Llama-3.1-8B (s 8192, 32
 // query and 8 kv heads of 128) and of Llama-3.1-70B at tensor parallelism 8 (8 query heads,
-// 1 kv head), within the workspace the probe's footprint plan gives them; context
-// parallelism falls back, saying why.
-TEST(AttentionKernelTest, CudnnRunsLlamaShapesAndContextParallelismFallsBack) {
+// 1 kv head), within the workspace the probe's footprint plan gives them; at context
+// parallelism 2 the p2p ring's products on either rank (each rank has its own kinds of
+// step), while all_gather falls back, saying why.
+TEST(AttentionKernelTest, CudnnRunsLlamaShapesAndTheRingAndAllGatherFallsBack) {
   PhaseTimer timer(nullptr);
   ShardShapes llama = Shapes();
   llama.micro_batch = 1;
@@ -298,15 +300,21 @@ TEST(AttentionKernelTest, CudnnRunsLlamaShapesAndContextParallelismFallsBack) {
     llama.query_heads = query_heads;
     llama.kv_heads = kv_heads;
     Attention attention(nullptr, llama, 1, nullptr, 0, CpCommType::kP2p, nullptr, &timer);
-    ASSERT_TRUE(attention.SelectKernel(AttentionScoresBytes(llama)).ok());
+    ASSERT_TRUE(attention.SelectKernel(AttentionScoresBytes(llama, CpCommType::kP2p)).ok());
     EXPECT_STREQ(attention.forward_kernel(), "cudnn_fused") << attention.fallback_reason();
     EXPECT_STREQ(attention.backward_kernel(), "cudnn_fused")
         << attention.backward_fallback_reason();
   }
   llama.context_parallel = 2;
   llama.sequence_per_rank = 4096;
-  Attention attention(nullptr, llama, 1, nullptr, 0, CpCommType::kP2p, nullptr, &timer);
-  ASSERT_TRUE(attention.SelectKernel(AttentionScoresBytes(llama)).ok());
+  for (int64_t rank : {0, 1}) {
+    Attention ring(nullptr, llama, 1, nullptr, rank, CpCommType::kP2p, nullptr, &timer);
+    ASSERT_TRUE(ring.SelectKernel(AttentionScoresBytes(llama, CpCommType::kP2p)).ok());
+    EXPECT_STREQ(ring.forward_kernel(), "cudnn_fused") << ring.fallback_reason();
+    EXPECT_STREQ(ring.backward_kernel(), "cudnn_fused") << ring.backward_fallback_reason();
+  }
+  Attention attention(nullptr, llama, 1, nullptr, 0, CpCommType::kAllGather, nullptr, &timer);
+  ASSERT_TRUE(attention.SelectKernel(AttentionScoresBytes(llama, CpCommType::kAllGather)).ok());
   EXPECT_STREQ(attention.forward_kernel(), "chunked");
   EXPECT_NE(attention.fallback_reason().find("context_parallel 2"), std::string::npos);
   EXPECT_STREQ(attention.backward_kernel(), "chunked");
@@ -367,6 +375,7 @@ class SimulatedRing : public RingTransport {
 struct RingCase {
   int64_t context_parallel;
   int64_t query_chunk;
+  bool fused;  // cuDNN's plans for every product of both passes
 };
 
 class AttentionRingTest : public ::testing::TestWithParam<RingCase> {};
@@ -376,7 +385,8 @@ class AttentionRingTest : public ::testing::TestWithParam<RingCase> {};
 // twice: first with zero gradients served, which captures each rank's part of every block's
 // key and value gradients (what it sends is what it added); then serving each block's
 // gradients as the ranks before it in the ring summed them, so the rank's own come back
-// whole after the last step, as the other ranks would send them.
+// whole after the last step, as the other ranks would send them. A fused ring is also
+// compared with the chunked ring of the same rank, served the same gradients.
 TEST_P(AttentionRingTest, EveryRankMatchesTheReference) {
   const int64_t c = GetParam().context_parallel;
   const int64_t n = kTokens / c, half = n / 2;
@@ -448,30 +458,52 @@ TEST_P(AttentionRingTest, EveryRankMatchesTheReference) {
         served_pointers.push_back(served.back()->get());
         sent_pointers.push_back(sent.back()->get());
       }
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the ring's stream does not wait
-      Attention attention(gemm->get(), x, GetParam().query_chunk, nullptr, rank, CpCommType::kP2p,
-                          nullptr, &timer);
-      attention.SetRingTransport(
-          std::make_unique<SimulatedRing>(c, rank, block_pointers, served_pointers, sent_pointers));
-      ASSERT_TRUE(attention.Forward(qkv_of[rank]->get(), b.out.get(), b.buffers).ok());
-      ASSERT_TRUE(
-          attention.Backward(d_out_of[rank]->get(), b.out.get(), b.d_qkv.get(), b.buffers).ok());
+      // The rank's forward and backward, fused or chunked: its output and d_qkv.
+      auto run = [&](bool fused, std::vector<double>* out, std::vector<double>* d_qkv) {
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the ring's stream does not wait
+        Attention attention(gemm->get(), x, GetParam().query_chunk, nullptr, rank, CpCommType::kP2p,
+                            nullptr, &timer);
+        if (fused) {
+          ASSERT_TRUE(attention.SelectKernel(b.workspace_bytes).ok());
+          ASSERT_STREQ(attention.forward_kernel(), "cudnn_fused") << attention.fallback_reason();
+          ASSERT_STREQ(attention.backward_kernel(), "cudnn_fused")
+              << attention.backward_fallback_reason();
+        }
+        attention.SetRingTransport(std::make_unique<SimulatedRing>(c, rank, block_pointers,
+                                                                   served_pointers, sent_pointers));
+        ASSERT_TRUE(attention.Forward(qkv_of[rank]->get(), b.out.get(), b.buffers).ok());
+        ASSERT_TRUE(
+            attention.Backward(d_out_of[rank]->get(), b.out.get(), b.d_qkv.get(), b.buffers).ok());
+        *out = ToDouble(b.out.ToHost());
+        *d_qkv = ToDouble(b.d_qkv.ToHost());
+      };
+      std::vector<double> out, d_qkv;
+      run(GetParam().fused, &out, &d_qkv);
+      if (HasFatalFailure()) return;
       if (pass == 0) {
         for (int64_t block = 0; block < c; ++block) parts[rank].push_back(sent[block]->ToHost());
         continue;
       }
-      EXPECT_LT(RelativeError(ToDouble(b.out.ToHost()), rows_of(reference.out, rank, query_width)),
-                1e-2)
+      EXPECT_LT(RelativeError(out, rows_of(reference.out, rank, query_width)), 1e-2)
           << "rank " << rank;
-      const std::vector<double> d_qkv = ToDouble(b.d_qkv.ToHost());
-      const std::vector<double> expected = rows_of(reference.d_qkv, rank, kWidth);
+      std::vector<std::pair<const char*, std::vector<double>>> references = {
+          {"the reference", rows_of(reference.d_qkv, rank, kWidth)}};
+      if (GetParam().fused) {
+        std::vector<double> chunked_out, chunked_d_qkv;
+        run(false, &chunked_out, &chunked_d_qkv);
+        if (HasFatalFailure()) return;
+        EXPECT_LT(RelativeError(out, chunked_out), 1e-2) << "rank " << rank;
+        references.push_back({"the chunked ring", chunked_d_qkv});
+      }
       const int64_t H = kHeadsPerKv;
-      for (const auto& [name, first, heads] :
-           {std::tuple{"dQ", int64_t{0}, H}, std::tuple{"dK", H, int64_t{1}},
-            std::tuple{"dV", H + 1, int64_t{1}}}) {
-        EXPECT_LT(RelativeError(Part(d_qkv, x, first, heads), Part(expected, x, first, heads)),
-                  3e-2)
-            << name << " of rank " << rank;
+      for (const auto& [against, expected] : references) {
+        for (const auto& [name, first, heads] :
+             {std::tuple{"dQ", int64_t{0}, H}, std::tuple{"dK", H, int64_t{1}},
+              std::tuple{"dV", H + 1, int64_t{1}}}) {
+          EXPECT_LT(RelativeError(Part(d_qkv, x, first, heads), Part(expected, x, first, heads)),
+                    3e-2)
+              << name << " of rank " << rank << " against " << against;
+        }
       }
     }
   }
@@ -480,9 +512,12 @@ TEST_P(AttentionRingTest, EveryRankMatchesTheReference) {
 }
 
 // Two ranks (one received block), three (both kinds of step beside the diagonal, two slots),
-// four; query chunks that do and do not divide a rank's halves.
+// four; query chunks that do and do not divide a rank's halves; cuDNN's products at each
+// ring size (its second-half products start 6 to 12 tokens into the layouts).
 INSTANTIATE_TEST_SUITE_P(Ranks, AttentionRingTest,
-                         ::testing::Values(RingCase{2, 5}, RingCase{3, 4}, RingCase{4, 3},
-                                           RingCase{4, 6}));
+                         ::testing::Values(RingCase{2, 5, false}, RingCase{3, 4, false},
+                                           RingCase{4, 3, false}, RingCase{4, 6, false},
+                                           RingCase{2, 5, true}, RingCase{3, 4, true},
+                                           RingCase{4, 3, true}));
 }  // namespace
 }  // namespace paratune

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <type_traits>
 
 #include "worker/cuda/attention_kernels.h"
 #include "worker/cuda/block_reduce.cuh"
@@ -241,6 +242,26 @@ __global__ void AccumulateFloatsKernel(const float* part, float* sum, int64_t co
   for (int64_t index = GridIndex(); index < count; index += GridStride()) sum[index] += part[index];
 }
 
+// sum += part over tokens [first_token, first_token + tokens) of `groups` blocks of
+// `tokens_per_group` tokens of `width` elements: count = groups x tokens x width.
+template <typename Sum>
+__global__ void AccumulateTokensKernel(const __nv_bfloat16* part, Sum* sum, int64_t groups,
+                                       int64_t tokens_per_group, int64_t width, int64_t first_token,
+                                       int64_t tokens) {
+  const int64_t count = groups * tokens * width;
+  for (int64_t index = GridIndex(); index < count; index += GridStride()) {
+    const int64_t e = index % width;
+    const int64_t rest = index / width;
+    const int64_t at =
+        ((rest / tokens) * tokens_per_group + first_token + rest % tokens) * width + e;
+    if constexpr (std::is_same_v<Sum, float>) {
+      sum[at] += __bfloat162float(part[at]);
+    } else {
+      sum[at] = __float2bfloat16(__bfloat162float(sum[at]) + __bfloat162float(part[at]));
+    }
+  }
+}
+
 int64_t QkvPairs(const AttentionDims& d) {
   return d.sequences * d.tokens_per_sequence * d.kv_heads * (d.heads_per_kv + 2) * (d.head_dim / 2);
 }
@@ -334,6 +355,26 @@ cudaError_t MergeAttentionPartial(const __nv_bfloat16* partial, const float* par
 
 cudaError_t AccumulateFloats(const float* part, float* sum, int64_t count, cudaStream_t stream) {
   AccumulateFloatsKernel<<<GridBlocks(count), kThreadsPerBlock, 0, stream>>>(part, sum, count);
+  return cudaGetLastError();
+}
+
+cudaError_t AccumulateQueryTokens(const __nv_bfloat16* part, __nv_bfloat16* sum,
+                                  const AttentionDims& dims, int64_t first_token, int64_t tokens,
+                                  cudaStream_t stream) {
+  const int64_t groups = dims.sequences * dims.kv_heads;
+  const int64_t width = dims.heads_per_kv * dims.head_dim;
+  AccumulateTokensKernel<<<GridBlocks(groups * tokens * width), kThreadsPerBlock, 0, stream>>>(
+      part, sum, groups, dims.tokens_per_sequence, width, first_token, tokens);
+  return cudaGetLastError();
+}
+
+cudaError_t AccumulateKeyValueTokens(const __nv_bfloat16* part, float* sum,
+                                     const AttentionDims& dims, int64_t first_token, int64_t tokens,
+                                     cudaStream_t stream) {
+  const int64_t groups = 2 * dims.sequences * dims.kv_heads;  // keys, then values
+  AccumulateTokensKernel<<<GridBlocks(groups * tokens * dims.head_dim), kThreadsPerBlock, 0,
+                           stream>>>(part, sum, groups, dims.tokens_per_sequence, dims.head_dim,
+                                     first_token, tokens);
   return cudaGetLastError();
 }
 

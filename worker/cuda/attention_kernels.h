@@ -117,6 +117,18 @@ cudaError_t MergeAttentionPartial(const __nv_bfloat16* partial, const float* par
 // received.
 cudaError_t AccumulateFloats(const float* part, float* sum, int64_t count, cudaStream_t stream);
 
+// The fused ring backward's per-step gradients, which cuDNN writes (bf16) rather than adds:
+// sum += part over local tokens [first_token, first_token + tokens) of every sequence and kv
+// head, the rest of sum unchanged. Query layout (dQ, summed in bf16 as the chunked ring's
+// products add into it) and kv layout (dK and dV, into the rank's fp32 part of the block's
+// gradients).
+cudaError_t AccumulateQueryTokens(const __nv_bfloat16* part, __nv_bfloat16* sum,
+                                  const AttentionDims& dims, int64_t first_token, int64_t tokens,
+                                  cudaStream_t stream);
+cudaError_t AccumulateKeyValueTokens(const __nv_bfloat16* part, float* sum,
+                                     const AttentionDims& dims, int64_t first_token, int64_t tokens,
+                                     cudaStream_t stream);
+
 }  // namespace paratune
 
 #endif  // PARATUNE_WORKER_CUDA_ATTENTION_KERNELS_H_

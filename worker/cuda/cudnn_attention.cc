@@ -144,7 +144,8 @@ absl::StatusOr<std::unique_ptr<CudnnAttention>> CudnnAttention::Create(const Att
     } else if (t.workspace_offset >= 0) {
       attention->workspace_tensors_.push_back({t.uid, t.workspace_offset, bytes, t.accumulated});
     } else if (!is_virtual) {
-      attention->bound_.push_back({t.uid, t.execution_stride * GraphDataTypeBytes(t.type)});
+      attention->bound_.push_back({t.uid, t.offset * GraphDataTypeBytes(t.type),
+                                   t.execution_stride * GraphDataTypeBytes(t.type)});
     }
   }
 
@@ -339,7 +340,7 @@ absl::Status CudnnAttention::Run(const std::vector<Pointer>& pointers, void* wor
     std::vector<void*> data;
     for (const Bound& b : bound_) {
       uids.push_back(b.uid);
-      data.push_back(const_cast<char*>(static_cast<const char*>(given[b.uid])) +
+      data.push_back(const_cast<char*>(static_cast<const char*>(given[b.uid])) + b.offset_bytes +
                      execution * b.execution_stride_bytes);
     }
     for (const WorkspaceTensor& t : workspace_tensors_) {

@@ -43,14 +43,15 @@ class CudnnAttention {
   CudnnAttention& operator=(const CudnnAttention&) = delete;
 
   // Enqueues the forward pass: query, keys and values (layouts of attention_kernels.h) to
-  // out (query layout) and stats (lse layout). `workspace` holds at least the
-  // workspace_bytes given to Create; every pointer 16-byte aligned.
+  // out (query layout) and stats (lse layout), each pointer the layout's start (the graph
+  // places a product's tokens). `workspace` holds at least the workspace_bytes given to
+  // Create; every pointer 16-byte aligned.
   // FAILED_PRECONDITION when the plan is not of the forward graph.
   absl::Status Forward(const __nv_bfloat16* query, const __nv_bfloat16* keys,
                        const __nv_bfloat16* values, __nv_bfloat16* out, float* stats,
                        void* workspace);
 
-  // Enqueues the backward pass of a plan of CausalAttentionBackwardGraph, once per sequence:
+  // Enqueues the backward pass of a plan of AttentionBackwardGraph, once per sequence:
   // query, keys, values (the forward's inputs), the forward's out and its gradient d_out
   // (tokens layout) and its stats (lse layout) to d_query (query layout) and bf16 d_keys,
   // d_values (kv layout). `workspace` as for Forward. FAILED_PRECONDITION when the plan is
@@ -69,9 +70,11 @@ class CudnnAttention {
     int64_t uid;
     float value;
   };
-  // A tensor the caller binds, and the bytes from one execution's part to the next's.
+  // A tensor the caller binds: the bytes from its pointer to its element 0 (a product's
+  // first query or key, GraphTensor::offset) and from one execution's part to the next's.
   struct Bound {
     int64_t uid;
+    int64_t offset_bytes;
     int64_t execution_stride_bytes;
   };
   struct WorkspaceTensor {

@@ -30,12 +30,16 @@ class RankResources {
   ~RankResources() {
     for (cudaEvent_t event : events) cudaEventDestroy(event);
     if (reduction != nullptr) cudaFree(reduction);
+    if (tensor_communication != nullptr) cudaStreamDestroy(tensor_communication);
     if (communication != nullptr) cudaStreamDestroy(communication);
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
   cudaStream_t stream = nullptr;
   // The overlapped data-parallel collectives' (StageRunner).
   cudaStream_t communication = nullptr;
+  // The overlapped tensor-parallel collectives' (StageRunner), apart from the data-parallel
+  // ones so that a ring step never queues behind a gradient bucket.
+  cudaStream_t tensor_communication = nullptr;
   std::vector<cudaEvent_t> events;
   double* reduction = nullptr;
 };
@@ -88,6 +92,9 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
   PT_RETURN_IF_ERROR(
       CudaStatus(cudaStreamCreateWithFlags(&resources.communication, cudaStreamNonBlocking),
                  "cudaStreamCreate(communication)"));
+  PT_RETURN_IF_ERROR(
+      CudaStatus(cudaStreamCreateWithFlags(&resources.tensor_communication, cudaStreamNonBlocking),
+                 "cudaStreamCreate(tensor communication)"));
   cudaStream_t stream = resources.stream;
   PT_ASSIGN_OR_RETURN(std::unique_ptr<RankCommunicators> communicators,
                       RankCommunicators::Create(id, layout, rank));
@@ -104,7 +111,7 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
   PhaseTimer timer(stream);
   StageRunner runner(spec, plan, *memory, *communicators,
                      amax_group != nullptr ? amax_group->comm() : nullptr, gemm.get(), stream,
-                     resources.communication, &timer);
+                     resources.communication, resources.tensor_communication, &timer);
   PT_RETURN_IF_ERROR(runner.Initialize(spec.seed()));
 
   // The values every rank reduces at the end, in one all-reduce (maximum): the timed steps

@@ -41,7 +41,8 @@ struct StageRunner::LayerActivations {
 StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& plan,
                          const DeviceFootprint& memory, const RankCommunicators& communicators,
                          ncclComm_t fp8_amax_group, Gemm* gemm, cudaStream_t stream,
-                         cudaStream_t communication_stream, PhaseTimer* timer)
+                         cudaStream_t communication_stream,
+                         cudaStream_t tensor_communication_stream, PhaseTimer* timer)
     : spec_(spec),
       plan_(plan),
       memory_(memory),
@@ -49,6 +50,7 @@ StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& plan,
       gemm_(gemm),
       stream_(stream),
       communication_stream_(communication_stream),
+      tensor_communication_stream_(tensor_communication_stream),
       timer_(timer),
       attention_(gemm, plan.shapes(), plan.attention_query_chunk(),
                  communicators.group(RankGroup::kContext),
@@ -252,6 +254,17 @@ absl::Status StageRunner::Initialize(uint64_t seed) {
     PT_ASSIGN_OR_RETURN(data_parallel_sync_,
                         DataParallelSync::Create(buffers, optimizer_buckets_, timer_));
   }
+  // fp8's linears gather their own fp8 rows, exposed (docs/probe.md).
+  if (spec_.tp_comm_overlap() && fp8_ == nullptr) {
+    PT_ASSIGN_OR_RETURN(const TensorParallelOverlapPlan tp_plan,
+                        TensorParallelOverlapPlanOf(shapes_.tensor_parallel, shapes_.hidden));
+    tp_transport_ = std::make_unique<NcclTensorParallelTransport>(
+        communicators_.group(RankGroup::kTensor), communicators_.group_size(RankGroup::kTensor),
+        communicators_.group_rank(RankGroup::kTensor));
+    PT_ASSIGN_OR_RETURN(tp_overlap_,
+                        TensorParallelOverlap::Create(tp_plan, tp_transport_.get(), gemm_, stream_,
+                                                      tensor_communication_stream_, timer_));
+  }
   if (fp8_ != nullptr) PT_RETURN_IF_ERROR(fp8_->Initialize());
   return attention_.SelectKernel(plan_.placement(ProbeBuffer::kAttentionScores).bytes);
 }
@@ -448,6 +461,16 @@ absl::Status StageRunner::NormLinearForward(const PreNormLinear& layer, const bf
                                                shapes_.residual_tokens, shapes_.hidden, stream_),
                                 "RmsNormForward"));
   if (fp8 != nullptr) return fp8_->ColumnForward(*fp8, normed_rows, static_cast<bf16*>(out));
+  if (Overlapped(layer)) {
+    // qkv_fprop / fc1_fprop: the ring exchange gathers the rows beside the GEMM's chunks.
+    GemmArgs product =
+        LinearForward(memory_.get<bf16>(ProbeBuffer::kGathered), Weight(layer.weight), nullptr,
+                      shapes_.tokens, layer.outputs, shapes_.hidden);
+    product.c = out;
+    product.c_type = out_type;
+    return tp_overlap_->AllGatherGemm(product, norm_output, shapes_.residual_tokens,
+                                      /*keep_own=*/false);
+  }
   PT_ASSIGN_OR_RETURN(const bf16* normed, GatherResidual(norm_output));
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
   GemmArgs product = LinearForward(normed, Weight(layer.weight), nullptr, shapes_.tokens,
@@ -464,9 +487,22 @@ absl::Status StageRunner::NormLinearBackward(const PreNormLinear& layer, const b
   const int64_t R = shapes_.residual_tokens;
   const int64_t h = shapes_.hidden;
   bf16* partial = memory_.get<bf16>(ProbeBuffer::kProjectionOutput);
+  const bf16* d_normed = nullptr;
   if (fp8 != nullptr) {
     PT_RETURN_IF_ERROR(
         fp8_->Backward(*fp8, d_out, partial, Gradient(layer.weight), fp32_gradients_));
+  } else if (Overlapped(layer)) {
+    // qkv/fc1 dgrad and wgrad: the input's re-gather beside the input gradient, the input
+    // gradient's reduce-scatter beside the weight gradient.
+    bf16* gathered = memory_.get<bf16>(ProbeBuffer::kGathered);
+    bf16* reduced = memory_.get<bf16>(ProbeBuffer::kReduced);
+    PT_RETURN_IF_ERROR(tp_overlap_->BulkBackward(
+        norm_output, gathered, R * h,
+        LinearInputGradient(d_out, Weight(layer.weight), partial, shapes_.tokens, layer.outputs, h),
+        LinearWeightGradient(d_out, gathered, Gradient(layer.weight), fp32_gradients_,
+                             shapes_.tokens, layer.outputs, h),
+        reduced, R * h));
+    d_normed = reduced;
   } else {
     // With sequence parallelism the layer's input is gathered again rather than kept whole
     // (Korthikanti et al. 2022): the backward pass's extra all-gathers.
@@ -480,7 +516,9 @@ absl::Status StageRunner::NormLinearBackward(const PreNormLinear& layer, const b
         LinearInputGradient(d_out, Weight(layer.weight), partial, shapes_.tokens, layer.outputs, h),
         stream_));
   }
-  PT_ASSIGN_OR_RETURN(const bf16* d_normed, ReduceResidual(partial));
+  if (d_normed == nullptr) {
+    PT_ASSIGN_OR_RETURN(d_normed, ReduceResidual(partial));
+  }
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
   PT_RETURN_IF_ERROR(CudaStatus(RmsNormWeightGradient(x, rstd, d_normed, Gradient(layer.norm),
                                                       fp32_gradients_, R, h, stream_),
@@ -495,6 +533,17 @@ absl::Status StageRunner::RowLinearForward(const bf16* in, int64_t weight, int64
                                            const bf16* residual, bf16* out,
                                            const Fp8LinearSite* fp8) {
   bf16* partial = memory_.get<bf16>(ProbeBuffer::kProjectionOutput);
+  if (fp8 == nullptr && tp_overlap_ != nullptr) {
+    // proj_fprop / fc2_fprop: each column chunk's reduce-scatter follows its GEMM; the rows
+    // reduced land in `out`, where the residual joins them.
+    PT_RETURN_IF_ERROR(tp_overlap_->GemmReduceScatter(
+        LinearForward(in, Weight(weight), partial, shapes_.tokens, shapes_.hidden, inputs),
+        shapes_.residual_tokens, memory_.get<bf16>(ProbeBuffer::kReduced), out));
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+    return CudaStatus(
+        AddBf16(residual, out, out, shapes_.residual_tokens * shapes_.hidden, stream_),
+        "AddBf16(residual)");
+  }
   if (fp8 != nullptr) {
     PT_RETURN_IF_ERROR(fp8_->RowForward(*fp8, in, partial));
   } else {
@@ -512,6 +561,18 @@ absl::Status StageRunner::RowLinearForward(const bf16* in, int64_t weight, int64
 
 absl::Status StageRunner::RowLinearBackward(const bf16* d_out, const bf16* in, int64_t weight,
                                             int64_t inputs, bf16* d_in, const Fp8LinearSite* fp8) {
+  if (fp8 == nullptr && tp_overlap_ != nullptr) {
+    // proj_dgrad / fc2_dgrad: the ring gathers the output gradient beside the input
+    // gradient's chunks and keeps it whole for the weight gradient.
+    bf16* gathered = memory_.get<bf16>(ProbeBuffer::kGathered);
+    PT_RETURN_IF_ERROR(tp_overlap_->AllGatherGemm(
+        LinearInputGradient(gathered, Weight(weight), d_in, shapes_.tokens, shapes_.hidden, inputs),
+        d_out, shapes_.residual_tokens, /*keep_own=*/true));
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+    return gemm_->Run(LinearWeightGradient(gathered, in, Gradient(weight), fp32_gradients_,
+                                           shapes_.tokens, shapes_.hidden, inputs),
+                      stream_);
+  }
   PT_ASSIGN_OR_RETURN(const bf16* d_gathered, GatherResidual(d_out));
   if (fp8 != nullptr) {
     return fp8_->Backward(*fp8, d_gathered, d_in, Gradient(weight), fp32_gradients_);
@@ -536,7 +597,7 @@ absl::Status StageRunner::LayerForward(int64_t chunk, int64_t layer_in_chunk, co
     return fp8_ != nullptr ? &sites[static_cast<int>(linear)] : nullptr;
   };
   // Attention block: mlp_input = input + out_proj(attention(qkv(norm(input)))).
-  PT_RETURN_IF_ERROR(NormLinearForward({w.attention_norm, w.qkv, x.qkv.outputs}, input,
+  PT_RETURN_IF_ERROR(NormLinearForward({w.attention_norm, w.qkv, x.qkv.outputs, true}, input,
                                        kept.attention_norm_output, kept.attention_norm_rstd, qkv,
                                        GemmOutput::kBf16, site(Fp8Linear::kQkv)));
   PT_RETURN_IF_ERROR(attention_.Forward(qkv, kept.attention_output, AttentionBuffersOf(kept)));
@@ -544,9 +605,9 @@ absl::Status StageRunner::LayerForward(int64_t chunk, int64_t layer_in_chunk, co
                                       x.attention_output.inputs, input, kept.mlp_input,
                                       site(Fp8Linear::kAttentionOutput)));
   // MLP block: output = mlp_input + down(swiglu(gate_up(norm(mlp_input)))).
-  PT_RETURN_IF_ERROR(NormLinearForward({w.mlp_norm, w.gate_up, x.gate_up.outputs}, kept.mlp_input,
-                                       kept.mlp_norm_output, kept.mlp_norm_rstd, kept.gate_up,
-                                       GemmOutput::kBf16, site(Fp8Linear::kGateUp)));
+  PT_RETURN_IF_ERROR(NormLinearForward({w.mlp_norm, w.gate_up, x.gate_up.outputs, true},
+                                       kept.mlp_input, kept.mlp_norm_output, kept.mlp_norm_rstd,
+                                       kept.gate_up, GemmOutput::kBf16, site(Fp8Linear::kGateUp)));
   // In fp8 the SwiGLU output is transient too: the down projection keeps its fp8 copy.
   bf16* swiglu_output =
       fp8_ != nullptr ? memory_.get<bf16>(ProbeBuffer::kLinearInput) : kept.swiglu_output;
@@ -579,15 +640,15 @@ absl::Status StageRunner::LayerBackward(int64_t chunk, int64_t layer_in_chunk, c
   PT_RETURN_IF_ERROR(CudaStatus(
       SwigluBackward(kept.gate_up, swiglu_gradient, mlp_gradient, x.tokens, x.ffn, stream_),
       "SwigluBackward"));
-  PT_RETURN_IF_ERROR(NormLinearBackward({w.mlp_norm, w.gate_up, x.gate_up.outputs}, mlp_gradient,
-                                        kept.mlp_input, kept.mlp_norm_output, kept.mlp_norm_rstd,
-                                        output_gradient, site(Fp8Linear::kGateUp)));
+  PT_RETURN_IF_ERROR(NormLinearBackward(
+      {w.mlp_norm, w.gate_up, x.gate_up.outputs, true}, mlp_gradient, kept.mlp_input,
+      kept.mlp_norm_output, kept.mlp_norm_rstd, output_gradient, site(Fp8Linear::kGateUp)));
   PT_RETURN_IF_ERROR(RowLinearBackward(residual_gradient, kept.attention_output, w.attention_output,
                                        x.attention_output.inputs, attention_gradient,
                                        site(Fp8Linear::kAttentionOutput)));
   PT_RETURN_IF_ERROR(attention_.Backward(attention_gradient, kept.attention_output, qkv_gradient,
                                          AttentionBuffersOf(kept)));
-  return NormLinearBackward({w.attention_norm, w.qkv, x.qkv.outputs}, qkv_gradient, input,
+  return NormLinearBackward({w.attention_norm, w.qkv, x.qkv.outputs, true}, qkv_gradient, input,
                             kept.attention_norm_output, kept.attention_norm_rstd, residual_gradient,
                             site(Fp8Linear::kQkv));
 }

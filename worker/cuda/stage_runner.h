@@ -5,8 +5,12 @@
 // collectives where the probe runs them (a FULL probe with dp x cp > 1) and the spec's
 // overlap switches (ProbeSpec::data_parallel_overlap, Megatron-LM's --overlap-grad-reduce and
 // --overlap-param-gather) are on: those run bucket by bucket on a communication stream, as
-// worker/probe/overlap_plan.h plans them (docs/probe.md). In fp8 training the four linears of
-// every layer run through Fp8Linears (fp8_linear.h); the LM head and attention stay bf16.
+// worker/probe/overlap_plan.h plans them (docs/probe.md). With ProbeSpec::tp_comm_overlap
+// (Megatron-LM's --tp-comm-overlap) the layers' tensor-parallel all-gathers and
+// reduce-scatters run beside their GEMMs on a second communication stream
+// (tensor_parallel_overlap.h), in bf16; the embedding's, the LM head's and fp8's stay exposed.
+// In fp8 training the four linears of every layer run through Fp8Linears (fp8_linear.h); the
+// LM head and attention stay bf16.
 #ifndef PARATUNE_WORKER_CUDA_STAGE_RUNNER_H_
 #define PARATUNE_WORKER_CUDA_STAGE_RUNNER_H_
 
@@ -30,10 +34,12 @@
 #include "worker/cuda/gemm.h"
 #include "worker/cuda/loss_kernels.h"
 #include "worker/cuda/phase_timer.h"
+#include "worker/cuda/tensor_parallel_overlap.h"
 #include "worker/probe/footprint_plan.h"
 #include "worker/probe/overlap_plan.h"
 #include "worker/probe/pipeline_schedule.h"
 #include "worker/probe/probe_spec.h"
+#include "worker/probe/tensor_parallel_overlap_plan.h"
 
 namespace paratune {
 
@@ -41,12 +47,14 @@ namespace paratune {
 class StageRunner {
  public:
   // Everything is borrowed and must outlive the runner. `stream` runs the computation (and
-  // `timer` marks it), `communication_stream` the overlapped data-parallel collectives.
+  // `timer` marks it), `communication_stream` the overlapped data-parallel collectives,
+  // `tensor_communication_stream` the overlapped tensor-parallel ones.
   // `fp8_amax_group` reduces fp8 amaxes (Fp8AmaxGroup::comm(); nullptr in bf16 or for a
   // stage of one rank).
   StageRunner(const ProbeSpec& spec, const FootprintPlan& plan, const DeviceFootprint& memory,
               const RankCommunicators& communicators, ncclComm_t fp8_amax_group, Gemm* gemm,
-              cudaStream_t stream, cudaStream_t communication_stream, PhaseTimer* timer);
+              cudaStream_t stream, cudaStream_t communication_stream,
+              cudaStream_t tensor_communication_stream, PhaseTimer* timer);
   StageRunner(const StageRunner&) = delete;
   StageRunner& operator=(const StageRunner&) = delete;
 
@@ -54,7 +62,8 @@ class StageRunner {
   // weights of the rank's shard and the Adam moments with zeros, sets the fp8 scaling state
   // to Transformer Engine's initial one, chooses the attention
   // kernel (Attention::SelectKernel, with the attention scores buffer as cuDNN's workspace)
-  // and creates the overlapped collectives' events.
+  // and creates the overlapped collectives' events (tensor-parallel ones: INVALID_ARGUMENT
+  // from TensorParallelOverlapPlanOf).
   absl::Status Initialize(uint64_t seed);
 
   // The layers' attention, for the kernel it chose.
@@ -89,11 +98,19 @@ class StageRunner {
 
   // A pre-norm column-parallel projection, as every block of the model opens: the offsets
   // (ParameterLayout) of its RMSNorm weight and linear weight, and its outputs per rank.
+  // `layer`: a transformer layer's linear (a Transformer Engine module in Megatron-LM), whose
+  // tensor-parallel collectives overlap its GEMMs with --tp-comm-overlap; the LM head's
+  // (Megatron-LM's own ColumnParallelLinear) stay exposed.
   struct PreNormLinear {
     int64_t norm;
     int64_t weight;
     int64_t outputs;
+    bool layer = false;
   };
+  // Whether `linear`'s bf16 collectives run overlapped.
+  bool Overlapped(const PreNormLinear& linear) const {
+    return linear.layer && tp_overlap_ != nullptr;
+  }
   // Each linear below runs in fp8 when given its `fp8` site (a layer's linear in fp8
   // training), in bf16 when `fp8` is null.
   //
@@ -110,7 +127,8 @@ class StageRunner {
                                   const float* rstd, const __nv_bfloat16* residual,
                                   const Fp8LinearSite* fp8);
   // A row-parallel projection closing a block: out [R, h] = residual + reduce(in weight^T),
-  // in [T, inputs].
+  // in [T, inputs]. The row-parallel linears are all a layer's: overlapped with
+  // --tp-comm-overlap in bf16.
   absl::Status RowLinearForward(const __nv_bfloat16* in, int64_t weight, int64_t inputs,
                                 const __nv_bfloat16* residual, __nv_bfloat16* out,
                                 const Fp8LinearSite* fp8);
@@ -172,6 +190,7 @@ class StageRunner {
   Gemm* gemm_;
   cudaStream_t stream_;
   cudaStream_t communication_stream_;
+  cudaStream_t tensor_communication_stream_;
   PhaseTimer* timer_;
   Attention attention_;
   // The layers' linears in fp8 training; null in bf16.
@@ -193,6 +212,10 @@ class StageRunner {
   bool overlapped_;
   DataParallelPlan data_parallel_plan_;
   std::unique_ptr<DataParallelSync> data_parallel_sync_;
+  // The layers' overlapped tensor-parallel collectives (spec.tp_comm_overlap() in bf16), else
+  // null: they run exposed on the compute stream.
+  std::unique_ptr<NcclTensorParallelTransport> tp_transport_;
+  std::unique_ptr<TensorParallelOverlap> tp_overlap_;
   // The ranges reduced, stepped and gathered: the plan's buckets when overlapped, else the
   // whole buffer as one.
   std::vector<ParameterBucket> optimizer_buckets_;

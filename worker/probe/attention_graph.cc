@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/status_macros.h"
 
 namespace paratune {
@@ -50,9 +52,10 @@ std::vector<int64_t> SwapLastTwo(std::vector<int64_t> values) {
 class GraphBuilder {
  public:
   int64_t Tensor(int64_t uid, std::vector<int64_t> dims, std::vector<int64_t> strides,
-                 GraphDataType type, int64_t execution_stride = 0) {
+                 GraphDataType type, int64_t execution_stride = 0, int64_t offset = 0) {
     GraphTensor tensor{uid, std::move(dims), std::move(strides), type, false, {}};
     tensor.execution_stride = execution_stride;
+    tensor.offset = offset;
     graph_.tensors.push_back(std::move(tensor));
     return uid;
   }
@@ -117,20 +120,71 @@ absl::Status CheckOneGraph(const ShardShapes& shapes) {
   return absl::OkStatus();
 }
 
-// scale Q K^T with the keys a query must not see at the lowest float (score_dims [batch,
-// heads, n, n]). The lowest float rather than -inf, as cuDNN's frontend masks: exp of it is
-// exactly 0 and a subtraction of two of them is no NaN.
-int64_t MaskedScores(GraphBuilder& g, const ShardShapes& shapes, int64_t query, int64_t keys,
-                     const std::vector<int64_t>& score_dims) {
+// The whole causal attention of a rank's n tokens.
+RingProduct WholeCausal(const ShardShapes& shapes) {
+  return {0, shapes.sequence_per_rank, 0, shapes.sequence_per_rank, RingMask::kCausal};
+}
+
+absl::Status CheckProduct(const ShardShapes& shapes, const RingProduct& product) {
+  const int64_t n = shapes.sequence_per_rank;
+  for (const auto& [name, first, count] :
+       {std::tuple{"queries", product.first_query, product.queries},
+        std::tuple{"keys", product.first_key, product.keys}}) {
+    if (first < 0 || count <= 0 || first + count > n) {
+      return absl::InvalidArgumentError(absl::StrCat("product ", name, " [", first, ", ",
+                                                     first + count, ") not within a rank's ", n,
+                                                     " tokens"));
+    }
+  }
+  if (product.mask == RingMask::kCausal && product.first_query != product.first_key) {
+    return absl::InvalidArgumentError(absl::StrCat("causal product off the diagonal: first_query ",
+                                                   product.first_query, ", first_key ",
+                                                   product.first_key));
+  }
+  return absl::OkStatus();
+}
+
+// cuDNN takes 16-byte aligned pointers only: `bytes` into a bound tensor's layout, where
+// `what` starts.
+absl::Status CheckAligned(absl::string_view what, int64_t bytes) {
+  if (bytes % 16 != 0) {
+    return absl::UnimplementedError(absl::StrCat(what, " is ", bytes,
+                                                 " bytes, not a multiple of cuDNN's 16-byte "
+                                                 "alignment"));
+  }
+  return absl::OkStatus();
+}
+
+// The product's first query in the query (and tokens) layouts and first key in the kv
+// layout must be aligned as the pointers they offset.
+absl::Status CheckOffsetsAligned(const ShardShapes& shapes, const RingProduct& product) {
+  const int64_t heads = shapes.QueryHeadsPerKvHead();
+  const int64_t d = shapes.head_dim;
+  PT_RETURN_IF_ERROR(CheckAligned("the product's first query in the query layout",
+                                  product.first_query * heads * d * 2));
+  PT_RETURN_IF_ERROR(CheckAligned("the product's first query in the tokens layout",
+                                  product.first_query * shapes.kv_heads * heads * d * 2));
+  PT_RETURN_IF_ERROR(
+      CheckAligned("the product's first query in the lse layout", product.first_query * heads * 4));
+  return CheckAligned("the product's first key in the kv layout", product.first_key * d * 2);
+}
+
+// scale Q K^T (score_dims [batch, heads, queries, keys]), with `mask` kCausal the keys a
+// query must not see at the lowest float. The lowest float rather than -inf, as cuDNN's
+// frontend masks: exp of it is exactly 0 and a subtraction of two of them is no NaN.
+int64_t MaskedScores(GraphBuilder& g, const ShardShapes& shapes, RingMask mask, int64_t query,
+                     int64_t keys, const std::vector<int64_t>& score_dims) {
   using T = GraphDataType;
   using K = GraphOpKind;
   const int64_t scale =
       g.Scalar(kAttentionScaleUid, 1.0f / std::sqrt(static_cast<float>(shapes.head_dim)));
-  const int64_t masked_score =
-      g.Scalar(kAttentionMaskedScoreUid, std::numeric_limits<float>::lowest());
   const int64_t products = g.Op(K::kMatmul, {query, keys}, score_dims);
   const int64_t scores = g.Op(K::kMultiply, {products, scale}, score_dims);
-  // Causal: query row i sees key column j <= i (c = 1: row and column are positions).
+  if (mask == RingMask::kNone) return scores;
+  const int64_t masked_score =
+      g.Scalar(kAttentionMaskedScoreUid, std::numeric_limits<float>::lowest());
+  // Causal: query row i sees key column j <= i (on the diagonal rows and columns count
+  // positions from the same token).
   const int64_t rows = g.Op(K::kRowIndex, {scores}, score_dims, T::kInt32, T::kInt32);
   const int64_t columns = g.Op(K::kColumnIndex, {scores}, score_dims, T::kInt32, T::kInt32);
   const int64_t visible =
@@ -140,31 +194,40 @@ int64_t MaskedScores(GraphBuilder& g, const ShardShapes& shapes, int64_t query, 
 
 }  // namespace
 
-absl::StatusOr<AttentionGraph> CausalAttentionForwardGraph(const ShardShapes& shapes) {
-  PT_RETURN_IF_ERROR(CheckOneGraph(shapes));
+absl::StatusOr<AttentionGraph> AttentionForwardGraph(const ShardShapes& shapes,
+                                                     const RingProduct& product) {
+  PT_RETURN_IF_ERROR(CheckProduct(shapes, product));
+  PT_RETURN_IF_ERROR(CheckOffsetsAligned(shapes, product));
   const int64_t batch = shapes.micro_batch * shapes.kv_heads;  // b G
   const int64_t heads = shapes.QueryHeadsPerKvHead();          // H
   const int64_t n = shapes.sequence_per_rank;
   const int64_t d = shapes.head_dim;
+  const int64_t queries = product.queries;
+  const int64_t keys_count = product.keys;
   using T = GraphDataType;
   using K = GraphOpKind;
 
   GraphBuilder g;
-  const std::vector<int64_t> query_dims = {batch, heads, n, d};
+  const std::vector<int64_t> query_dims = {batch, heads, queries, d};
   const std::vector<int64_t> query_strides = {n * heads * d, d, heads * d, 1};
-  const int64_t query = g.Tensor(kAttentionQueryUid, query_dims, query_strides, T::kBfloat16);
-  const int64_t keys =
-      g.Tensor(kAttentionKeyTransposedUid, {batch, 1, d, n}, {n * d, n * d, 1, d}, T::kBfloat16);
-  const int64_t values =
-      g.Tensor(kAttentionValueUid, {batch, 1, n, d}, {n * d, n * d, d, 1}, T::kBfloat16);
-  const int64_t output = g.Tensor(kAttentionOutputUid, query_dims, query_strides, T::kBfloat16);
+  const int64_t query_offset = product.first_query * heads * d;
+  const int64_t kv_offset = product.first_key * d;
+  const int64_t query =
+      g.Tensor(kAttentionQueryUid, query_dims, query_strides, T::kBfloat16, 0, query_offset);
+  const int64_t keys = g.Tensor(kAttentionKeyTransposedUid, {batch, 1, d, keys_count},
+                                {n * d, n * d, 1, d}, T::kBfloat16, 0, kv_offset);
+  const int64_t values = g.Tensor(kAttentionValueUid, {batch, 1, keys_count, d},
+                                  {n * d, n * d, d, 1}, T::kBfloat16, 0, kv_offset);
+  const int64_t output =
+      g.Tensor(kAttentionOutputUid, query_dims, query_strides, T::kBfloat16, 0, query_offset);
   // lse layout [b, G, n, H].
   const int64_t stats =
-      g.Tensor(kAttentionStatsUid, {batch, heads, n, 1}, {n * heads, 1, heads, 1}, T::kFloat);
+      g.Tensor(kAttentionStatsUid, {batch, heads, queries, 1}, {n * heads, 1, heads, 1}, T::kFloat,
+               0, product.first_query * heads);
 
-  const std::vector<int64_t> score_dims = {batch, heads, n, n};
-  const std::vector<int64_t> row_dims = {batch, heads, n, 1};
-  const int64_t masked = MaskedScores(g, shapes, query, keys, score_dims);
+  const std::vector<int64_t> score_dims = {batch, heads, queries, keys_count};
+  const std::vector<int64_t> row_dims = {batch, heads, queries, 1};
+  const int64_t masked = MaskedScores(g, shapes, product.mask, query, keys, score_dims);
   // Softmax with statistics: lse = max + ln(sum exp(x - max)).
   const int64_t most = g.Op(K::kReduceMax, {masked}, row_dims);
   const int64_t shifted = g.Op(K::kSubtract, {masked, most}, score_dims);
@@ -178,12 +241,20 @@ absl::StatusOr<AttentionGraph> CausalAttentionForwardGraph(const ShardShapes& sh
   return std::move(g).Build();
 }
 
-absl::StatusOr<AttentionGraph> CausalAttentionBackwardGraph(const ShardShapes& shapes) {
+absl::StatusOr<AttentionGraph> CausalAttentionForwardGraph(const ShardShapes& shapes) {
   PT_RETURN_IF_ERROR(CheckOneGraph(shapes));
+  return AttentionForwardGraph(shapes, WholeCausal(shapes));
+}
+
+absl::StatusOr<AttentionGraph> AttentionBackwardGraph(const ShardShapes& shapes,
+                                                      const RingProduct& product) {
+  PT_RETURN_IF_ERROR(CheckProduct(shapes, product));
   const int64_t batch = shapes.kv_heads;               // G, one sequence
   const int64_t heads = shapes.QueryHeadsPerKvHead();  // H
   const int64_t n = shapes.sequence_per_rank;
   const int64_t d = shapes.head_dim;
+  const int64_t queries = product.queries;
+  const int64_t keys_count = product.keys;
   using T = GraphDataType;
   using K = GraphOpKind;
 
@@ -194,53 +265,55 @@ absl::StatusOr<AttentionGraph> CausalAttentionBackwardGraph(const ShardShapes& s
   for (const auto& [layout, bytes] :
        {std::pair{"query", query_part * 2}, std::pair{"kv", kv_part * 2},
         std::pair{"lse", lse_part * 4}}) {
-    if (bytes % 16 != 0) {
-      return absl::UnimplementedError(
-          absl::StrCat("one sequence's part of the ", layout, " layout is ", bytes,
-                       " bytes, not a multiple of cuDNN's 16-byte alignment"));
-    }
+    PT_RETURN_IF_ERROR(
+        CheckAligned(absl::StrCat("one sequence's part of the ", layout, " layout"), bytes));
   }
+  PT_RETURN_IF_ERROR(CheckOffsetsAligned(shapes, product));
 
   GraphBuilder g;
   g.SetExecutions(shapes.micro_batch);
-  const std::vector<int64_t> query_dims = {batch, heads, n, d};
+  const std::vector<int64_t> query_dims = {batch, heads, queries, d};
   const std::vector<int64_t> query_strides = {n * heads * d, d, heads * d, 1};
   const std::vector<int64_t> tokens_strides = {heads * d, d, batch * heads * d, 1};
-  const std::vector<int64_t> kv_dims = {batch, 1, n, d};
+  const std::vector<int64_t> kv_dims = {batch, 1, keys_count, d};
   const std::vector<int64_t> kv_strides = {n * d, n * d, d, 1};
-  const int64_t query =
-      g.Tensor(kAttentionQueryUid, query_dims, query_strides, T::kBfloat16, query_part);
+  const int64_t query_offset = product.first_query * heads * d;
+  const int64_t tokens_offset = product.first_query * batch * heads * d;
+  const int64_t kv_offset = product.first_key * d;
+  const int64_t query = g.Tensor(kAttentionQueryUid, query_dims, query_strides, T::kBfloat16,
+                                 query_part, query_offset);
   const int64_t keys = g.Tensor(kAttentionKeyTransposedUid, SwapLastTwo(kv_dims),
-                                SwapLastTwo(kv_strides), T::kBfloat16, kv_part);
+                                SwapLastTwo(kv_strides), T::kBfloat16, kv_part, kv_offset);
   const int64_t values = g.Tensor(kAttentionValueTransposedUid, SwapLastTwo(kv_dims),
-                                  SwapLastTwo(kv_strides), T::kBfloat16, kv_part);
-  const int64_t output =
-      g.Tensor(kAttentionOutputTokensUid, query_dims, tokens_strides, T::kBfloat16, query_part);
-  const int64_t d_output =
-      g.Tensor(kAttentionOutputGradientUid, query_dims, tokens_strides, T::kBfloat16, query_part);
-  const int64_t stats = g.Tensor(kAttentionStatsUid, {batch, heads, n, 1}, {n * heads, 1, heads, 1},
-                                 T::kFloat, lse_part);
-  const int64_t d_query =
-      g.Tensor(kAttentionQueryGradientUid, query_dims, query_strides, T::kBfloat16, query_part);
+                                  SwapLastTwo(kv_strides), T::kBfloat16, kv_part, kv_offset);
+  const int64_t output = g.Tensor(kAttentionOutputTokensUid, query_dims, tokens_strides,
+                                  T::kBfloat16, query_part, tokens_offset);
+  const int64_t d_output = g.Tensor(kAttentionOutputGradientUid, query_dims, tokens_strides,
+                                    T::kBfloat16, query_part, tokens_offset);
+  const int64_t stats =
+      g.Tensor(kAttentionStatsUid, {batch, heads, queries, 1}, {n * heads, 1, heads, 1}, T::kFloat,
+               lse_part, product.first_query * heads);
+  const int64_t d_query = g.Tensor(kAttentionQueryGradientUid, query_dims, query_strides,
+                                   T::kBfloat16, query_part, query_offset);
   const int64_t d_keys =
-      g.Tensor(kAttentionKeyGradientUid, kv_dims, kv_strides, T::kBfloat16, kv_part);
+      g.Tensor(kAttentionKeyGradientUid, kv_dims, kv_strides, T::kBfloat16, kv_part, kv_offset);
   const int64_t d_values =
-      g.Tensor(kAttentionValueGradientUid, kv_dims, kv_strides, T::kBfloat16, kv_part);
+      g.Tensor(kAttentionValueGradientUid, kv_dims, kv_strides, T::kBfloat16, kv_part, kv_offset);
   const int64_t one = g.Scalar(kAttentionOneUid, 1.0f);
 
-  const std::vector<int64_t> score_dims = {batch, heads, n, n};
-  const std::vector<int64_t> row_dims = {batch, heads, n, 1};
+  const std::vector<int64_t> score_dims = {batch, heads, queries, keys_count};
+  const std::vector<int64_t> row_dims = {batch, heads, queries, 1};
   // softmax_sum = rowsum(dO * O) x 1 (the frontend's dropout scale), non-virtual in the
-  // workspace, packed [G, H, n, 1]; the virtual product has the strides the frontend gives
-  // it.
+  // workspace, packed [G, H, queries, 1]; the virtual product has the strides the frontend
+  // gives it.
   const int64_t products = g.StridedOp(K::kMultiply, {d_output, output}, query_dims,
-                                       {heads * n * d, n * d, heads * d, 1});
+                                       {heads * queries * d, queries * d, heads * d, 1});
   const int64_t row_products = g.Op(K::kReduceSum, {products}, row_dims);
   const int64_t softmax_sum = g.Workspace(kAttentionRowSumsUid, row_dims, false);
   g.OpInto(K::kMultiply, {row_products, one}, softmax_sum);
 
   // P from the forward's statistics; dV = P^T dO.
-  const int64_t masked = MaskedScores(g, shapes, query, keys, score_dims);
+  const int64_t masked = MaskedScores(g, shapes, product.mask, query, keys, score_dims);
   const int64_t shifted = g.Op(K::kSubtract, {masked, stats}, score_dims);
   const int64_t probabilities = g.Op(K::kExp, {shifted}, score_dims);
   const int64_t probabilities_t = g.Transposed(probabilities, T::kBfloat16);
@@ -248,7 +321,8 @@ absl::StatusOr<AttentionGraph> CausalAttentionBackwardGraph(const ShardShapes& s
   // straight into it when H = 1.
   auto head_sum = [&](int64_t left, int64_t right, int64_t gradient) {
     if (heads == 1) return g.OpInto(K::kMatmul, {left, right}, gradient);
-    const int64_t full = g.Op(K::kMatmul, {left, right}, query_dims, T::kBfloat16);
+    const int64_t full =
+        g.Op(K::kMatmul, {left, right}, {batch, heads, keys_count, d}, T::kBfloat16);
     return g.OpInto(K::kReduceSum, {full}, gradient);
   };
   head_sum(probabilities_t, d_output, d_values);
@@ -267,6 +341,11 @@ absl::StatusOr<AttentionGraph> CausalAttentionBackwardGraph(const ShardShapes& s
   g.OpInto(K::kMatmul, {d_scores, keys_untransposed}, d_query_sum);
   g.OpInto(K::kIdentity, {d_query_sum}, d_query);
   return std::move(g).Build();
+}
+
+absl::StatusOr<AttentionGraph> CausalAttentionBackwardGraph(const ShardShapes& shapes) {
+  PT_RETURN_IF_ERROR(CheckOneGraph(shapes));
+  return AttentionBackwardGraph(shapes, WholeCausal(shapes));
 }
 
 int64_t FusedBackwardGradientBytes(const ShardShapes& shapes) {

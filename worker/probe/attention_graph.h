@@ -14,6 +14,15 @@
 // is exactly that with batch = b G (a sequence's kv group), heads = the H query heads of the
 // group, tokens n and d, with strides (n H d, d, H d, 1); the group's one key and value head
 // is a kv tensor of one head, which cuDNN shares among the H query heads (its GQA).
+//
+// Context parallelism's p2p ring (worker/probe/context_parallel_ring.h) computes a rank's
+// attention as products of sub-ranges of its queries and a held block's keys, each with or
+// without the causal mask; the graphs are built per product, as Transformer Engine calls
+// its fused attention per ring step (context_parallel.py, cp_p2p_fwd_fused_attn and
+// cp_p2p_bwd_fused_attn: the "diagonal" step causal, the "lower-triangle" and
+// "upper-triangle" steps no_mask). A sub-range of tokens is the same strided view with
+// fewer rows, starting `offset` elements into the layout, where Transformer Engine copies
+// the half it takes into a contiguous tensor.
 #ifndef PARATUNE_WORKER_PROBE_ATTENTION_GRAPH_H_
 #define PARATUNE_WORKER_PROBE_ATTENTION_GRAPH_H_
 
@@ -22,6 +31,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "worker/probe/context_parallel_ring.h"
 #include "worker/probe/shard_shapes.h"
 
 namespace paratune {
@@ -48,6 +58,9 @@ struct GraphTensor {
   // Elements from the part of a bound tensor one execution reads or writes to the next
   // execution's (AttentionGraph::executions); 0 for tensors every execution shares.
   int64_t execution_stride = 0;
+  // Elements from a bound tensor's pointer to its element 0: where a product's first query
+  // or key lies in the layout (0 when the tensor starts at the pointer).
+  int64_t offset = 0;
 };
 
 enum class GraphOpKind {
@@ -116,12 +129,34 @@ struct AttentionGraph {
   const GraphTensor* Find(int64_t uid) const;
 };
 
-// The forward graph of one micro-batch's causal attention on a rank with `shapes`: reads
-// query, keys and values, writes the output and the log-sum-exp statistics (the same
-// natural-log lse the chunked path keeps, so either backward can use it). UNIMPLEMENTED with
-// the reason when the probe's layouts cannot be described to cuDNN as one graph: with context
-// parallelism a rank's queries are two position ranges and the gathered keys are ordered by
-// rank, not position, so the causal mask is no longer the diagonal of one score matrix.
+// The forward graph of one product of a micro-batch's attention on a rank with `shapes`:
+// each sequence's local queries [first_query, first_query + queries) against the local keys
+// [first_key, first_key + keys) of a kv-layout block (the rank's own or a received one),
+// with `product.mask`: kCausal compares row >= column of the product's scores, which with
+// first_query == first_key (required) is key position <= query position; kNone has no mask
+// and no masked-score scalar. Reads query, keys and values, writes the product's rows of the
+// output and of the log-sum-exp statistics (the same natural-log lse the chunked path keeps,
+// so either backward can use it, and the ring's log-sum-exp merge can weigh it).
+//
+// The ring's step 0 is one causal product over all n local tokens: a load-balanced rank's
+// two position ranges (chunks r and 2c-1-r) each increase with the local index and chunk r
+// precedes chunk 2c-1-r, so local row >= column is exactly the causal mask, one diagonal
+// (the "diagonal" step Transformer Engine runs with its causal mask over the rank's whole
+// local sequence). The other steps are the first half of the keys seen by every query, or
+// every key seen by the second half of the queries, unmasked.
+//
+// INVALID_ARGUMENT naming the field when the product is outside [0, n) or causal off the
+// diagonal; UNIMPLEMENTED when a bound tensor's first element is not 16-byte aligned
+// (cuDNN's alignment of the pointers).
+absl::StatusOr<AttentionGraph> AttentionForwardGraph(const ShardShapes& shapes,
+                                                     const RingProduct& product);
+
+// The whole causal attention of a rank without context parallelism (or the all-gather path's
+// one score matrix): AttentionForwardGraph of all n queries against all n keys, causal.
+// UNIMPLEMENTED with the reason when the probe's layouts cannot be described to cuDNN as one
+// graph: with context parallelism a rank's queries are two position ranges and the
+// all-gathered keys are ordered by rank, not position, so the causal mask is no longer the
+// diagonal of one score matrix (the p2p ring builds a graph per product instead).
 absl::StatusOr<AttentionGraph> CausalAttentionForwardGraph(const ShardShapes& shapes);
 
 // The backward graph of the same attention, as cudnn-frontend v1.8.0's
@@ -144,6 +179,16 @@ absl::StatusOr<AttentionGraph> CausalAttentionForwardGraph(const ShardShapes& sh
 // bound tensor is not a multiple of 16 bytes (cuDNN's alignment of every execution's
 // pointers).
 absl::StatusOr<AttentionGraph> CausalAttentionBackwardGraph(const ShardShapes& shapes);
+
+// The backward graph of one product (as AttentionForwardGraph's, mask and sub-ranges alike),
+// the ring's per-step backward from the global output and log-sum-exp: P from the global lse
+// is the product's part of the global probabilities, and softmax_sum = rowsum(dO O) of the
+// global output is the global D, so dQ of the product's queries and dK, dV of its keys are
+// the step's contributions, which the caller adds up around the ring (cuDNN writes them).
+// O, dO, lse and dQ are read and written at the product's queries, K, V, dK and dV at its
+// keys. Errors as AttentionForwardGraph, and as CausalAttentionBackwardGraph's alignment.
+absl::StatusOr<AttentionGraph> AttentionBackwardGraph(const ShardShapes& shapes,
+                                                      const RingProduct& product);
 
 // Where the fused backward's dK and dV go: the probe keeps fp32 key and value gradients, the
 // graph writes bf16, so it writes them, for the whole micro-batch as one bf16 kv layout

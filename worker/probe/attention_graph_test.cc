@@ -41,6 +41,36 @@ std::vector<AttentionGraph> BothGraphs(const ShardShapes& shapes) {
   return graphs;
 }
 
+// The ring's three kinds of product on a rank of n tokens (context_parallel_ring.h): the
+// diagonal, every query against the first half of the keys, the second half of the queries
+// against every key.
+std::vector<RingProduct> RingProducts(int64_t n) {
+  return {{0, n, 0, n, RingMask::kCausal},
+          {0, n, 0, n / 2, RingMask::kNone},
+          {n / 2, n / 2, 0, n, RingMask::kNone}};
+}
+
+// Forward and backward graphs of every ring product at context parallelism 2, with the
+// product each was built for.
+std::vector<std::pair<RingProduct, AttentionGraph>> RingGraphs(const ShardShapes& shapes) {
+  std::vector<std::pair<RingProduct, AttentionGraph>> graphs;
+  for (const RingProduct& product : RingProducts(shapes.sequence_per_rank)) {
+    for (const auto build : {AttentionForwardGraph, AttentionBackwardGraph}) {
+      absl::StatusOr<AttentionGraph> graph = build(shapes, product);
+      EXPECT_TRUE(graph.ok()) << graph.status();
+      if (graph.ok()) graphs.push_back({product, *std::move(graph)});
+    }
+  }
+  return graphs;
+}
+
+// Every graph the probe builds: the whole causal ones and the ring's.
+std::vector<AttentionGraph> AllGraphs() {
+  std::vector<AttentionGraph> graphs = BothGraphs(Shapes());
+  for (auto& [product, graph] : RingGraphs(Shapes(2))) graphs.push_back(std::move(graph));
+  return graphs;
+}
+
 int64_t Offset(const GraphTensor& tensor, const std::vector<int64_t>& index) {
   int64_t offset = 0;
   for (size_t i = 0; i < index.size(); ++i) offset += index[i] * tensor.strides[i];
@@ -137,7 +167,7 @@ TEST(AttentionGraphTest, EveryOpReadsDefinedTensorsAndEveryIntermediateIsWritten
 }
 
 TEST(AttentionGraphTest, OpShapesAgree) {
-  for (const AttentionGraph& graph : BothGraphs(Shapes())) {
+  for (const AttentionGraph& graph : AllGraphs()) {
     for (const GraphOp& op : graph.ops) {
       const GraphTensor& in = *graph.Find(op.inputs[0]);
       const GraphTensor& out = *graph.Find(op.output);
@@ -201,6 +231,135 @@ TEST(AttentionGraphTest, TheMaskKeepsKeysAtOrBeforeTheQuery) {
       EXPECT_EQ(producer[condition->inputs[1]], GraphOpKind::kColumnIndex);
     }
     EXPECT_EQ(selects, 1);
+  }
+}
+
+// The ring's diagonal product is masked as the whole causal graph (its step 0 at c > 1,
+// which the one-graph builder refuses); its other products have no mask at all: no index,
+// comparison or select op and no masked-score scalar.
+TEST(AttentionGraphTest, OnlyTheRingsDiagonalProductIsMasked) {
+  for (const auto& [product, graph] : RingGraphs(Shapes(2))) {
+    const bool causal = product.mask == RingMask::kCausal;
+    int masking_ops = 0;
+    for (const GraphOp& op : graph.ops) {
+      masking_ops += op.kind == GraphOpKind::kSelect || op.kind == GraphOpKind::kGreaterEqual ||
+                     op.kind == GraphOpKind::kRowIndex || op.kind == GraphOpKind::kColumnIndex;
+    }
+    EXPECT_EQ(masking_ops, causal ? 4 : 0) << product.first_query << " " << product.keys;
+    EXPECT_EQ(graph.Find(kAttentionMaskedScoreUid) != nullptr, causal);
+    EXPECT_NE(graph.Find(kAttentionScaleUid), nullptr);
+  }
+}
+
+// Every ring graph reads its inputs and writes its outputs in order, as the whole ones.
+TEST(AttentionGraphTest, RingGraphsAreOrdered) {
+  for (const auto& [product, graph] : RingGraphs(Shapes(2))) {
+    std::set<int64_t> scalars = {kAttentionScaleUid};
+    if (product.mask == RingMask::kCausal) scalars.insert(kAttentionMaskedScoreUid);
+    if (graph.Find(kAttentionOutputUid) != nullptr) {
+      std::set<int64_t> inputs = {kAttentionQueryUid, kAttentionKeyTransposedUid,
+                                  kAttentionValueUid};
+      inputs.insert(scalars.begin(), scalars.end());
+      ExpectOrdered(graph, inputs, {kAttentionOutputUid, kAttentionStatsUid});
+    } else {
+      std::set<int64_t> inputs = {
+          kAttentionQueryUid,        kAttentionKeyTransposedUid,  kAttentionValueTransposedUid,
+          kAttentionOutputTokensUid, kAttentionOutputGradientUid, kAttentionStatsUid,
+          kAttentionOneUid};
+      inputs.insert(scalars.begin(), scalars.end());
+      ExpectOrdered(
+          graph, inputs,
+          {kAttentionQueryGradientUid, kAttentionKeyGradientUid, kAttentionValueGradientUid});
+    }
+  }
+}
+
+// A product's tensors are the layouts' strided views with the product's rows: element (b, g,
+// local token i, h, e) of a query in the product, or of a key, lands at the pointer + offset
+// (+ b x execution_stride in the backward) where attention_kernels.h's layouts hold it.
+TEST(AttentionGraphTest, RingProductsViewTheirTokensOfTheLayouts) {
+  const int64_t G = 2, H = 4, n = 2048, d = 128;
+  for (const auto& [product, graph] : RingGraphs(Shapes(2))) {
+    const bool backward = graph.Find(kAttentionOutputUid) == nullptr;
+    // Forward: batch b G; backward: batch G, one sequence per execution.
+    auto at = [&](const GraphTensor& t, int64_t b, int64_t g, std::vector<int64_t> index) {
+      index.insert(index.begin(), backward ? g : b * G + g);
+      return t.offset + (backward ? b * t.execution_stride : 0) + Offset(t, index);
+    };
+    const int64_t queries = product.queries, keys = product.keys;
+    const GraphTensor& query = *graph.Find(kAttentionQueryUid);
+    const GraphTensor& key_t = *graph.Find(kAttentionKeyTransposedUid);
+    const GraphTensor& stats = *graph.Find(kAttentionStatsUid);
+    EXPECT_THAT(query.dims, ElementsAre(backward ? G : 2 * G, H, queries, d));
+    EXPECT_THAT(key_t.dims, ElementsAre(backward ? G : 2 * G, 1, d, keys));
+    EXPECT_THAT(stats.dims, ElementsAre(backward ? G : 2 * G, H, queries, 1));
+    std::vector<const GraphTensor*> query_views = {&query};
+    std::vector<const GraphTensor*> kv_views = {};
+    std::vector<const GraphTensor*> kv_transposed_views = {&key_t};
+    if (backward) {
+      query_views.push_back(graph.Find(kAttentionQueryGradientUid));
+      kv_transposed_views.push_back(graph.Find(kAttentionValueTransposedUid));
+      kv_views = {graph.Find(kAttentionKeyGradientUid), graph.Find(kAttentionValueGradientUid)};
+    } else {
+      query_views.push_back(graph.Find(kAttentionOutputUid));
+      kv_views = {graph.Find(kAttentionValueUid)};
+    }
+    for (const auto& [b, g, row, h, e] : std::vector<std::array<int64_t, 5>>{
+             {0, 0, 0, 0, 0}, {1, 1, 1023, H - 1, d - 1}, {1, 0, 17, 2, 5}, {0, 1, 300, 3, 64}}) {
+      const int64_t i = product.first_query + row;       // a local query token of the product
+      const int64_t j = product.first_key + row % keys;  // a local key token of the product
+      for (const GraphTensor* t : query_views) {
+        EXPECT_EQ(at(*t, b, g, {h, row, e}), (((b * G + g) * n + i) * H + h) * d + e) << t->uid;
+      }
+      EXPECT_EQ(at(stats, b, g, {h, row, 0}), ((b * G + g) * n + i) * H + h);
+      for (const GraphTensor* t : kv_views) {
+        EXPECT_EQ(at(*t, b, g, {0, row % keys, e}), ((b * G + g) * n + j) * d + e) << t->uid;
+      }
+      for (const GraphTensor* t : kv_transposed_views) {
+        EXPECT_EQ(at(*t, b, g, {0, e, row % keys}), ((b * G + g) * n + j) * d + e) << t->uid;
+      }
+      if (backward) {
+        for (int64_t uid : {kAttentionOutputTokensUid, kAttentionOutputGradientUid}) {
+          EXPECT_EQ(at(*graph.Find(uid), b, g, {h, row, e}),
+                    (((b * n + i) * G + g) * H + h) * d + e)
+              << uid;
+        }
+      }
+    }
+    // The backward's workspace tensors hold the product's rows only.
+    if (backward) {
+      EXPECT_EQ(graph.workspace_tensor_bytes, G * H * queries * 4 + G * H * queries * d * 4);
+    }
+  }
+}
+
+TEST(AttentionGraphTest, ProductsOutsideTheTokensOrOffTheDiagonalAreRefused) {
+  const ShardShapes shapes = Shapes(2);  // n = 2048
+  for (const auto build : {AttentionForwardGraph, AttentionBackwardGraph}) {
+    for (const auto& [product, message] :
+         {std::pair{RingProduct{1024, 1025, 0, 2048, RingMask::kNone}, "queries [1024, 2049)"},
+          std::pair{RingProduct{0, 2048, -1, 1024, RingMask::kNone}, "keys [-1, 1023)"},
+          std::pair{RingProduct{0, 2048, 0, 0, RingMask::kNone}, "keys [0, 0)"},
+          std::pair{RingProduct{1024, 1024, 0, 2048, RingMask::kCausal},
+                    "first_query 1024, first_key 0"}}) {
+      const absl::StatusOr<AttentionGraph> graph = build(shapes, product);
+      EXPECT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(graph.status().message(), HasSubstr(message));
+    }
+  }
+}
+
+TEST(AttentionGraphTest, MisalignedProductStartsAreRefused) {
+  ShardShapes shapes = Shapes(2);
+  shapes.query_heads = shapes.kv_heads = 1;
+  shapes.head_dim = 4;  // a key of 8 bytes
+  for (const auto build : {AttentionForwardGraph, AttentionBackwardGraph}) {
+    const absl::StatusOr<AttentionGraph> graph =
+        build(shapes, RingProduct{0, 2048, 1, 1024, RingMask::kNone});
+    EXPECT_EQ(graph.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(graph.status().message(),
+                HasSubstr("first key in the kv layout is 8 bytes, not a multiple"));
+    EXPECT_TRUE(build(shapes, RingProduct{0, 2048, 2, 1024, RingMask::kNone}).ok());
   }
 }
 
@@ -331,11 +490,16 @@ TEST(AttentionGraphTest, BackwardRefusesMisalignedSequences) {
   EXPECT_TRUE(CausalAttentionForwardGraph(shapes).ok());
 }
 
+// With all_gather the whole causal graph is refused; the ring's diagonal product over the
+// same tokens is not.
 TEST(AttentionGraphTest, ContextParallelismIsNotOneGraph) {
   for (const auto build : {CausalAttentionForwardGraph, CausalAttentionBackwardGraph}) {
     const absl::StatusOr<AttentionGraph> graph = build(Shapes(2));
     EXPECT_EQ(graph.status().code(), absl::StatusCode::kUnimplemented);
     EXPECT_THAT(graph.status().message(), HasSubstr("context_parallel 2"));
+  }
+  for (const auto build : {AttentionForwardGraph, AttentionBackwardGraph}) {
+    EXPECT_TRUE(build(Shapes(2), RingProducts(2048)[0]).ok());
   }
 }
 

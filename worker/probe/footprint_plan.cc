@@ -81,10 +81,14 @@ int64_t AttentionQueryChunk(const ShardShapes& x) {
 
 }  // namespace
 
-int64_t AttentionScoresBytes(const ShardShapes& x) {
+int64_t AttentionScoresBytes(const ShardShapes& x, CpCommType exchange) {
   const int64_t chunk_scores =
       AttentionQueryChunk(x) * x.query_heads * AttentionRowStride(x) * kFp32;
-  const absl::StatusOr<AttentionGraph> backward = CausalAttentionBackwardGraph(x);
+  const int64_t n = x.sequence_per_rank;
+  const absl::StatusOr<AttentionGraph> backward =
+      x.context_parallel > 1 && exchange == CpCommType::kP2p
+          ? AttentionBackwardGraph(x, {0, n, 0, n, RingMask::kCausal})
+          : CausalAttentionBackwardGraph(x);
   if (!backward.ok()) return chunk_scores;  // the backward is chunked
   return std::max(chunk_scores, FusedBackwardGradientBytes(x) + backward->workspace_tensor_bytes +
                                     kAttentionPlanWorkspaceBytes);
@@ -190,7 +194,7 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   terms.Add(ProbeBuffer::kQkvProjection, T * x.qkv.outputs * kBf16);
   terms.Add(ProbeBuffer::kAttentionHeads, query_values * kBf16);
   terms.Add(ProbeBuffer::kQueryGradient, query_values * kBf16);
-  terms.Add(ProbeBuffer::kAttentionScores, AttentionScoresBytes(x));
+  terms.Add(ProbeBuffer::kAttentionScores, AttentionScoresBytes(x, training.cp_comm_type()));
   terms.Add(ProbeBuffer::kAttentionProbabilities, chunk_scores * kBf16);
   terms.Add(ProbeBuffer::kKeyValueGathered,
             x.context_parallel > 1 ? kv_blocks * kv_block_values * kBf16 : 0);

@@ -121,10 +121,12 @@ inline constexpr int64_t kGemmWorkspaceBytes = int64_t{32} << 20;
 // ProbeMeasurements.attention_backward_fallback_reason).
 inline constexpr int64_t kAttentionPlanWorkspaceBytes = int64_t{32} << 20;
 
-// Bytes of kAttentionScores for `shapes`: one query chunk's fp32 scores, or, when more, what
-// the fused attention backward needs in its workspace (attention_graph.h), since the buffer
-// is cuDNN's workspace too (Attention::SelectKernel).
-int64_t AttentionScoresBytes(const ShardShapes& shapes);
+// Bytes of kAttentionScores for `shapes` with context parallelism's `exchange`: one query
+// chunk's fp32 scores, or, when more, what the fused attention backward needs in its
+// workspace (attention_graph.h), since the buffer is cuDNN's workspace too
+// (Attention::SelectKernel). With the p2p ring, what its diagonal product's backward needs,
+// the most of its products (n queries); with all_gather (cp > 1) the backward is chunked.
+int64_t AttentionScoresBytes(const ShardShapes& shapes, CpCommType exchange);
 
 class FootprintPlan {
  public:

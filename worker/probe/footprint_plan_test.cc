@@ -153,7 +153,9 @@ TEST(FootprintPlanTest, AttentionChunksFitTheWorkspaceAndTheRanksSegments) {
 // The scores buffer is cuDNN's attention workspace too: without context parallelism it holds
 // the fused backward's bf16 key and value gradients, its graph's workspace tensors and
 // kAttentionPlanWorkspaceBytes for cuDNN; Llama-3.1-8B at s 32768 needs more than a chunk's
-// scores. With context parallelism the backward is chunked and the buffer a chunk's scores.
+// scores. With context parallelism over the p2p ring the same for the ring's diagonal
+// product (every graph of the ring needs at most its workspace); with all_gather the
+// backward is chunked and the buffer a chunk's scores.
 TEST(FootprintPlanTest, AttentionScoresHoldTheFusedBackwardsWorkspace) {
   for (const Configuration& c :
        {Make("llama3.1-8b", 8, 8192, 1, 1, 1, 1), Make("llama3.1-8b", 8, 32768, 1, 1, 1, 1),
@@ -167,15 +169,34 @@ TEST(FootprintPlanTest, AttentionScoresHoldTheFusedBackwardsWorkspace) {
                           kAttentionPlanWorkspaceBytes;
     const int64_t scores = plan.placement(ProbeBuffer::kAttentionScores).bytes;
     EXPECT_GE(scores, fused) << x.sequence;
-    EXPECT_EQ(scores, AttentionScoresBytes(x));
+    EXPECT_EQ(scores, AttentionScoresBytes(x, CpCommType::kP2p));
     if (x.sequence == 32768) {
       EXPECT_EQ(scores, fused);
     }
   }
-  const FootprintPlan plan = Plan(Make("llama3.1-8b", 8, 131072, 1, 2, 1, 4), 0);
-  const ShardShapes& x = plan.shapes();
-  EXPECT_EQ(plan.placement(ProbeBuffer::kAttentionScores).bytes,
-            plan.attention_query_chunk() * x.query_heads * x.sequence * 4);
+  const Configuration p2p = Make("llama3.1-8b", 8, 131072, 1, 2, 1, 4);
+  ASSERT_EQ(p2p.training.cp_comm_type(), CpCommType::kP2p);
+  const FootprintPlan ring = Plan(p2p, 0);
+  ExpectConsistent(ring);
+  const ShardShapes& x = ring.shapes();
+  const int64_t n = x.sequence_per_rank;
+  for (const RingProduct& product :
+       {RingProduct{0, n, 0, n, RingMask::kCausal}, RingProduct{0, n, 0, n / 2, RingMask::kNone},
+        RingProduct{n / 2, n / 2, 0, n, RingMask::kNone}}) {
+    const absl::StatusOr<AttentionGraph> backward = AttentionBackwardGraph(x, product);
+    ASSERT_TRUE(backward.ok()) << backward.status();
+    EXPECT_GE(ring.placement(ProbeBuffer::kAttentionScores).bytes,
+              FusedBackwardGradientBytes(x) + backward->workspace_tensor_bytes +
+                  kAttentionPlanWorkspaceBytes)
+        << product.first_query << " " << product.keys;
+  }
+  TrainingOptions options = p2p.training.options();
+  options.cp_comm_type = CpCommType::kAllGather;
+  Configuration all_gather = p2p;
+  all_gather.training = *TrainingSpec::Create(options);
+  const FootprintPlan gathered = Plan(all_gather, 0);
+  EXPECT_EQ(gathered.placement(ProbeBuffer::kAttentionScores).bytes,
+            gathered.attention_query_chunk() * x.query_heads * x.sequence * 4);
 }
 
 // fp8 training allocates Transformer Engine's fp8 state: the weight copies at the model's
