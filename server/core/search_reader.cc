@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "convert/result_source.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/core/candidate_ranking.h"
 #include "server/core/page_token.h"
@@ -34,6 +35,11 @@ absl::Status SearchNotFoundError(int64_t id) {
 
 v1::Search ClientView(v1::Search search) {
   RankCandidates(*search.mutable_candidates());
+  for (v1::Candidate& candidate : *search.mutable_candidates()) {
+    if (candidate.has_probe_result()) {
+      candidate.set_probe_result_source(ResultSource(candidate.probe_result()));
+    }
+  }
   AddCalibratedMemory(search);
   return search;
 }

@@ -111,22 +111,17 @@ async function guarded(loader) {
 
 // --- Formatting -----------------------------------------------------------------------------
 
-// Where a probe result's numbers come from, as the API says it (ProbeResult): simulated by the
-// sim backend, replayed from a published measurement, extrapolated from short steps, or
-// measured. A simulated result is always labelled simulated.
-function origin(result) {
-  if (!result) return '';
-  if (result.simulated) return 'simulated';
-  if (result.backend === 'replay') return 'replayed';
-  if ((result.extrapolated || []).includes('full_step')) return 'extrapolated';
-  return 'measured';
+// Where a candidate's probe result comes from, as the server says it (Candidate.
+// probe_result_source): simulated, replayed, extrapolated or measured; '' without a result.
+function origin(candidate) {
+  return (candidate && candidate.probeResultSource) || '';
 }
 
 // The short mark of each origin where a cell has no room for the word.
 const ORIGIN_MARK = {simulated: 'sim', replayed: 'replay', extrapolated: 'extrap', measured: 'meas'};
 
-function originLabel(result) {
-  const name = origin(result);
+function originLabel(candidate) {
+  const name = origin(candidate);
   return name ? el('span', {class: 'label ' + name}, name) : '';
 }
 
@@ -205,7 +200,7 @@ async function searchesPage() {
       progressText(counts, search.state),
       best ? describeConfig(best.config) : '',
       best ? fixed(best.probeResult.modelTflopsPerGpu, 1) : '',
-      best ? originLabel(best.probeResult) : '',
+      best ? originLabel(best) : '',
       fixed(Number(counts.gpuSeconds || 0) / 3600, 2),
       age(search.createTime),
     ];
@@ -263,7 +258,7 @@ function probeHistory(search, events) {
     const screening = !probedBefore.has(candidate.name);
     probedBefore.add(candidate.name);
     const optimistic = Number(candidate.optimisticTflopsPerGpu || 0);
-    return {probe: i + 1, gpuHours, measured, best, candidate, origin: origin(result),
+    return {probe: i + 1, gpuHours, measured, best, candidate, origin: origin(candidate),
             predicted: Number((candidate.predicted || {}).modelTflopsPerGpu || 0),
             optimistic: screening && optimistic > 0 ? optimistic : null};
   });
@@ -373,7 +368,7 @@ function heatMap(map, candidates) {
   const probed = new Map();
   for (const c of candidates || []) {
     if (c.state !== 'CANDIDATE_PROBED' || !c.probeResult) continue;
-    probed.set(shapeKey(c.config) + '#' + c.config.microBatchSize, c.probeResult);
+    probed.set(shapeKey(c.config) + '#' + c.config.microBatchSize, c);
   }
   const columns = map.microBatchSizes || [];
   const rows = map.rows || [];
@@ -392,7 +387,8 @@ function heatMap(map, candidates) {
                                                              microBatchSize: 0}))));
     for (const cell of row.cells || []) {
       const j = columns.indexOf(cell.microBatchSize);
-      const result = probed.get(shapeKey(shape) + '#' + cell.microBatchSize);
+      const candidate = probed.get(shapeKey(shape) + '#' + cell.microBatchSize);
+      const result = candidate && candidate.probeResult;
       const g = svg('g', {class: 'cell', 'data-verdict': cell.verdict || 'SAFE',
                           'data-probed': result ? 'true' : 'false'});
       g.append(svg('rect', {x: left + j * cellW + 1, y: yTop + 1, width: cellW - 2,
@@ -401,7 +397,7 @@ function heatMap(map, candidates) {
       let text = `${VERDICT_LETTER[cell.verdict || 'SAFE']} ${fixed(100 * (cell.fractionOfCapacity || 0), 0)}%`;
       if (result) {
         text = result.outcome === 'PROBE_OK'
-                   ? `${fixed(result.modelTflopsPerGpu, 0)} TF ${ORIGIN_MARK[origin(result)]}`
+                   ? `${fixed(result.modelTflopsPerGpu, 0)} TF ${ORIGIN_MARK[origin(candidate)]}`
                    : (result.outcome === 'PROBE_OUT_OF_MEMORY' ? 'ran OOM' : 'failed');
       }
       g.append(svg('text', {x: left + j * cellW + cellW / 2, y: yTop + cellH / 2 + 4,
@@ -491,7 +487,7 @@ function candidateTable(search) {
             fixed((c.predicted || {}).modelTflopsPerGpu, 1),
             ok ? fixed(result.modelTflopsPerGpu, 1)
                : (result ? (result.outcome || '').replace('PROBE_', '').toLowerCase() : ''),
-            originLabel(result),
+            originLabel(c),
             `${fixed(100 * ((c.memory || {}).fractionOfCapacity || 0), 0)}% ` +
                 ((c.memory || {}).verdict || ''),
             c.waitingReason || c.worker || ''];
@@ -531,7 +527,7 @@ async function searchPage(id) {
             `created ${age(search.createTime)} ago`),
          best ? el('p', {id: 'best'}, 'Best: ', describeConfig(best.config), ' at ',
                    `${fixed(best.probeResult.modelTflopsPerGpu, 1)} TFLOP/s per GPU `,
-                   originLabel(best.probeResult)) : null,
+                   originLabel(best)) : null,
          search.stopReason ? el('p', {class: 'muted', id: 'stop-reason'}, search.stopReason)
                            : null,
          el('h2', {}, 'Candidates: predicted against measured'), candidateTable(search),
