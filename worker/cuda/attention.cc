@@ -46,44 +46,59 @@ namespace {
 
 bool SameProduct(const RingProduct& a, const RingProduct& b) {
   return a.first_query == b.first_query && a.queries == b.queries && a.first_key == b.first_key &&
-         a.keys == b.keys && a.mask == b.mask;
+         a.keys == b.keys && a.mask == b.mask && a.gathered_keys == b.gathered_keys;
+}
+
+const char* MaskName(RingMask mask) {
+  switch (mask) {
+    case RingMask::kCausal:
+      return "causal";
+    case RingMask::kNone:
+      return "unmasked";
+    case RingMask::kCausalBottomRight:
+      return "bottom-right causal";
+  }
+  return "unknown mask";
 }
 
 }  // namespace
 
+int64_t Attention::FusedReservedBytes(bool backward) const {
+  if (shapes_.context_parallel > 1 && !Ring()) return AllGatherKeyValueBytes(shapes_);
+  return backward ? FusedBackwardGradientBytes(shapes_) : 0;
+}
+
 absl::StatusOr<std::vector<Attention::FusedProduct>> Attention::FusedPlans(
     const std::vector<RingProduct>& products, bool backward, int64_t workspace_bytes) {
-  int64_t gradient_bytes = 0;
-  if (backward) {
-    PT_RETURN_IF_ERROR(CheckCudnnAttentionBackwardVersion(cudnnGetVersion()));
-    gradient_bytes = FusedBackwardGradientBytes(shapes_);
-    if (gradient_bytes > workspace_bytes) {
-      return absl::UnimplementedError(
-          absl::StrCat("the fused backward's bf16 key and value gradients need ", gradient_bytes,
-                       " bytes, more than the attention workspace's ", workspace_bytes));
-    }
+  if (backward) PT_RETURN_IF_ERROR(CheckCudnnAttentionBackwardVersion(cudnnGetVersion()));
+  const int64_t reserved_bytes = FusedReservedBytes(backward);
+  if (reserved_bytes > workspace_bytes) {
+    return absl::UnimplementedError(absl::StrCat(
+        shapes_.context_parallel > 1 && !Ring()
+            ? "the position-ordered all-gathered keys and values need "
+            : "the fused backward's bf16 key and value gradients need ",
+        reserved_bytes, " bytes, more than the attention workspace's ", workspace_bytes));
   }
   std::vector<FusedProduct> plans;
   for (const RingProduct& product : products) {
-    // Without the ring, the one causal graph (which refuses all-gathered context
-    // parallelism with its reason).
+    // Without context parallelism, the one causal graph; with it, one graph per product.
+    const bool one_graph = shapes_.context_parallel == 1;
     absl::StatusOr<AttentionGraph> graph =
-        Ring() ? (backward ? AttentionBackwardGraph(shapes_, product)
-                           : AttentionForwardGraph(shapes_, product))
-               : (backward ? CausalAttentionBackwardGraph(shapes_)
-                           : CausalAttentionForwardGraph(shapes_));
+        one_graph ? (backward ? CausalAttentionBackwardGraph(shapes_)
+                              : CausalAttentionForwardGraph(shapes_))
+                  : (backward ? AttentionBackwardGraph(shapes_, product)
+                              : AttentionForwardGraph(shapes_, product));
     absl::StatusOr<std::unique_ptr<CudnnAttention>> plan =
-        graph.ok() ? CudnnAttention::Create(*graph, workspace_bytes - gradient_bytes, stream_)
+        graph.ok() ? CudnnAttention::Create(*graph, workspace_bytes - reserved_bytes, stream_)
                    : graph.status();
     if (!plan.ok()) {
-      if (!Ring()) return plan.status();
+      if (one_graph) return plan.status();
       return absl::Status(
           plan.status().code(),
-          absl::StrCat("ring product of queries [", product.first_query, ", ",
-                       product.first_query + product.queries, ") and keys [", product.first_key,
-                       ", ", product.first_key + product.keys, ") ",
-                       product.mask == RingMask::kCausal ? "causal" : "unmasked", ": ",
-                       plan.status().message()));
+          absl::StrCat(Ring() ? "ring" : "all_gather", " product of queries [", product.first_query,
+                       ", ", product.first_query + product.queries, ") and keys [",
+                       product.first_key, ", ", product.first_key + product.keys, ") ",
+                       MaskName(product.mask), ": ", plan.status().message()));
     }
     plans.push_back({product, std::move(plan).value()});
   }
@@ -99,11 +114,13 @@ CudnnAttention* Attention::FusedPlan(const std::vector<FusedProduct>& plans,
 }
 
 absl::Status Attention::SelectKernel(int64_t workspace_bytes) {
-  // The products both passes compute: the whole causal attention, or each kind of product of
-  // the ring's steps once.
+  // The products both passes compute: the whole causal attention, each kind of product of
+  // the ring's steps once, or all_gather's two halves.
   const int64_t n = dims_.tokens_per_sequence;
   std::vector<RingProduct> products = {{0, n, 0, n, RingMask::kCausal}};
-  if (Ring()) {
+  if (shapes_.context_parallel > 1 && !Ring()) {
+    PT_ASSIGN_OR_RETURN(products, AllGatherProducts(shapes_, positions_.context_rank));
+  } else if (Ring()) {
     PT_ASSIGN_OR_RETURN(const std::vector<RingStep> steps,
                         ContextRingSteps(shapes_.context_parallel, positions_.context_rank, n));
     products.clear();
@@ -352,10 +369,24 @@ absl::Status Attention::BackwardChunk(const Chunk& chunk, const ChunkKeys& chunk
 absl::StatusOr<const __nv_bfloat16*> Attention::AllKeyValues(const AttentionBuffers& buffers) {
   if (shapes_.context_parallel == 1) return buffers.key_value;
   PT_RETURN_IF_ERROR(timer_->Mark(ProbePhase::kCpCollectives));
-  PT_RETURN_IF_ERROR(AllGather(context_, buffers.key_value, buffers.gathered_key_value,
-                               2 * kv_block_, ncclBfloat16, stream_));
+  PT_RETURN_IF_ERROR(gather_transport_ != nullptr
+                         ? gather_transport_->AllGather(buffers.key_value,
+                                                        buffers.gathered_key_value, 2 * kv_block_,
+                                                        stream_)
+                         : AllGather(context_, buffers.key_value, buffers.gathered_key_value,
+                                     2 * kv_block_, ncclBfloat16, stream_));
   PT_RETURN_IF_ERROR(timer_->Mark(ProbePhase::kAttention));
   return buffers.gathered_key_value;
+}
+
+absl::StatusOr<const __nv_bfloat16*> Attention::PositionOrderedKeyValues(
+    const AttentionBuffers& b) {
+  PT_ASSIGN_OR_RETURN(const __nv_bfloat16* gathered, AllKeyValues(b));
+  __nv_bfloat16* ordered = reinterpret_cast<__nv_bfloat16*>(b.scores);
+  PT_RETURN_IF_ERROR(CudaStatus(
+      GatheredKeyValuesToPositions(gathered, ordered, dims_, shapes_.context_parallel, stream_),
+      "GatheredKeyValuesToPositions"));
+  return ordered;
 }
 
 bool Attention::Ring() const {
@@ -372,6 +403,17 @@ absl::Status Attention::Forward(const __nv_bfloat16* qkv, __nv_bfloat16* out,
 }
 
 absl::Status Attention::GatheredForward(const AttentionBuffers& b) {
+  const int64_t c = shapes_.context_parallel;
+  if (!fused_forward_.empty() && c > 1) {
+    // Each half's plan writes its rows of the output and lse.
+    PT_ASSIGN_OR_RETURN(const __nv_bfloat16* ordered, PositionOrderedKeyValues(b));
+    char* workspace = reinterpret_cast<char*>(b.scores) + FusedReservedBytes(false);
+    for (const FusedProduct& fused : fused_forward_) {
+      PT_RETURN_IF_ERROR(fused.plan->Forward(b.query, ordered, ordered + c * kv_block_, b.heads,
+                                             b.lse, workspace));
+    }
+    return absl::OkStatus();
+  }
   PT_ASSIGN_OR_RETURN(const __nv_bfloat16* keys, AllKeyValues(b));
   const __nv_bfloat16* values = keys + kv_block_;
   if (!fused_forward_.empty()) {
@@ -437,6 +479,28 @@ absl::Status Attention::Backward(const __nv_bfloat16* d_out, const __nv_bfloat16
 absl::StatusOr<const float*> Attention::FusedBackward(const __nv_bfloat16* d_out,
                                                       const __nv_bfloat16* out,
                                                       const AttentionBuffers& b) {
+  const int64_t c = shapes_.context_parallel;
+  if (c > 1) {
+    // all_gather: each half's plan writes its rows of dQ and its keys' bf16 dK and dV in
+    // position order into the gathered buffer (free once reordered), which are added into
+    // the rank-ordered fp32 gradients.
+    PT_ASSIGN_OR_RETURN(const __nv_bfloat16* ordered, PositionOrderedKeyValues(b));
+    PT_RETURN_IF_ERROR(CudaStatus(
+        cudaMemsetAsync(b.key_value_gradients, 0, c * 2 * kv_block_ * sizeof(float), stream_),
+        "cudaMemsetAsync(key/value gradients)"));
+    __nv_bfloat16* d_keys = b.gathered_key_value;
+    char* workspace = reinterpret_cast<char*>(b.scores) + FusedReservedBytes(true);
+    for (const FusedProduct& fused : fused_backward_) {
+      PT_RETURN_IF_ERROR(fused.plan->Backward(b.query, ordered, ordered + c * kv_block_, out, d_out,
+                                              b.lse, b.query_gradient, d_keys,
+                                              d_keys + c * kv_block_, workspace));
+      PT_RETURN_IF_ERROR(
+          CudaStatus(AccumulatePositionsToGathered(d_keys, b.key_value_gradients, dims_, c,
+                                                   fused.product.keys, stream_),
+                     "AccumulatePositionsToGathered(key/value gradients)"));
+    }
+    return OwnKeyValueGradients(b);
+  }
   // cuDNN writes bf16 key and value gradients at the start of the workspace
   // (FusedBackwardGradientBytes); RopeSplitBackward takes them in fp32.
   __nv_bfloat16* d_keys = reinterpret_cast<__nv_bfloat16*>(b.scores);
@@ -465,13 +529,21 @@ absl::StatusOr<const float*> Attention::ChunkedBackward(const __nv_bfloat16* d_o
     return BackwardChunk(chunk, GatheredKeys(chunk), keys, keys + kv_block_, b.key_value_gradients,
                          b.key_value_gradients + kv_block_, false, b);
   }));
+  return OwnKeyValueGradients(b);
+}
+
+absl::StatusOr<const float*> Attention::OwnKeyValueGradients(const AttentionBuffers& b) {
   // With context parallelism, each rank's keys and values' gradients are reduce-scattered
   // over the ranks that saw them.
+  const int64_t c = shapes_.context_parallel;
   float* own = b.key_value_gradients + positions_.context_rank * 2 * kv_block_;
   if (c == 1) return own;
   PT_RETURN_IF_ERROR(timer_->Mark(ProbePhase::kCpCollectives));
   PT_RETURN_IF_ERROR(
-      ReduceScatter(context_, b.key_value_gradients, own, 2 * kv_block_, ncclFloat32, stream_));
+      gather_transport_ != nullptr
+          ? gather_transport_->ReduceScatter(b.key_value_gradients, own, 2 * kv_block_, stream_)
+          : ReduceScatter(context_, b.key_value_gradients, own, 2 * kv_block_, ncclFloat32,
+                          stream_));
   PT_RETURN_IF_ERROR(timer_->Mark(ProbePhase::kAttention));
   return own;
 }

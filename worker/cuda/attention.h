@@ -23,7 +23,12 @@
 //   plans write each step's dQ, dK and dV, which are added into the ring's sums.
 // - all_gather (Llama 3's choice, Transformer Engine's AttnFuncWithCPAndKVAllGather): K and V
 //   all-gathered over the context group before attention, their gradients reduce-scattered
-//   after it, on the compute stream.
+//   after it, on the compute stream. Fused, as Transformer Engine: the gathered keys and
+//   values reordered into position order in the workspace, then one cuDNN plan per query
+//   half (attention_graph.h's AllGatherProducts: the half against the positions up to its
+//   own, causal aligned bottom-right); the backward's plans write each half's dK and dV in
+//   position order into the (then free) gathered buffer, which are added into the fp32
+//   rank-ordered gradients that are reduce-scattered.
 #ifndef PARATUNE_WORKER_CUDA_ATTENTION_H_
 #define PARATUNE_WORKER_CUDA_ATTENTION_H_
 
@@ -61,17 +66,35 @@ struct AttentionBuffers {
   // Query layout: the query gradient; in the ring's forward, a step's partial output.
   __nv_bfloat16* query_gradient = nullptr;
   // One chunk's scores; cuDNN's workspace for the fused passes, the fused backward's bf16 key
-  // and value gradients first (FusedBackwardGradientBytes, attention_graph.h).
+  // and value gradients first (FusedBackwardGradientBytes, attention_graph.h), or with
+  // all_gather (c > 1) both passes' position-ordered keys and values (AllGatherKeyValueBytes).
   float* scores = nullptr;
   __nv_bfloat16* probabilities = nullptr;  // one chunk's probabilities
-  // All-gather: [c, kv layout]; ring: [RingKeyValueSlots(c), kv layout], the received blocks;
-  // unused when c = 1.
+  // All-gather: [c, kv layout], in the fused backward then the halves' bf16 key and value
+  // gradients in position order [2, b, G, s, d]; ring: [RingKeyValueSlots(c), kv layout], the
+  // received blocks; unused when c = 1.
   __nv_bfloat16* gathered_key_value = nullptr;
   // fp32 [c, kv layout] (all-gather; [1, ...] when c = 1) or [kRingGradientSlots, kv
   // layout] (ring).
   float* key_value_gradients = nullptr;
   // Lse layout: the backward's rowsum(dO O); in the ring's forward, a step's partial lse.
   float* row_sums = nullptr;
+};
+
+// How the all_gather path's keys and values and their gradients cross the context group
+// (NCCL over the context communicator unless a test stands in for the other ranks: one GPU
+// cannot hold two NCCL ranks of a communicator).
+class GatherTransport {
+ public:
+  virtual ~GatherTransport() = default;
+  // Enqueues on `stream`: every context rank's `count` elements `send` into `receive`
+  // [c, count], in rank order.
+  virtual absl::Status AllGather(const __nv_bfloat16* send, __nv_bfloat16* receive, int64_t count,
+                                 cudaStream_t stream) = 0;
+  // Enqueues on `stream`: the sum over context ranks of their [c, count] `send`, this rank's
+  // part into `receive` (which may be this rank's part of `send`).
+  virtual absl::Status ReduceScatter(const float* send, float* receive, int64_t count,
+                                     cudaStream_t stream) = 0;
 };
 
 // Not thread-safe: one per rank.
@@ -92,15 +115,20 @@ class Attention {
   void SetRingTransport(std::unique_ptr<RingTransport> transport) {
     transport_ = std::move(transport);
   }
+  // The same for all_gather's collectives.
+  void SetGatherTransport(std::unique_ptr<GatherTransport> transport) {
+    gather_transport_ = std::move(transport);
+  }
 
   // Chooses each pass's kernel, once, before the first Forward: cuDNN's fused attention
   // when cuDNN builds a plan for every graph of the pass within `workspace_bytes` (the
-  // whole causal attention, or each kind of product of the p2p ring's steps; the plans run
-  // in buffers.scores, the backward's after its bf16 key and value gradients), else the
+  // whole causal attention, each kind of product of the p2p ring's steps, or all_gather's
+  // two query halves; the plans run in buffers.scores, the backward's after its bf16 key and
+  // value gradients, all_gather's after the position-ordered keys and values), else the
   // chunked path for the whole pass, with the reason (the first refused graph's) kept in
   // fallback_reason() or backward_fallback_reason(). Errors only when cuDNN ran out of
-  // memory (RESOURCE_EXHAUSTED) or the ring has no schedule for the shapes
-  // (ContextRingSteps' INVALID_ARGUMENT, which the ring's passes would return as well).
+  // memory (RESOURCE_EXHAUSTED) or context parallelism has no schedule for the shapes
+  // (ContextRingSteps' or AllGatherProducts' INVALID_ARGUMENT).
   absl::Status SelectKernel(int64_t workspace_bytes);
   // "cudnn_fused" or "chunked": the forward pass's kernel (ProbeMeasurements.attention_kernel).
   const char* forward_kernel() const { return fused_forward_.empty() ? "chunked" : "cudnn_fused"; }
@@ -150,8 +178,8 @@ class Attention {
     RingProduct product;
     std::unique_ptr<CudnnAttention> plan;
   };
-  // The plans of a pass's products (the whole causal attention, or the ring's kinds of
-  // product); an error when cuDNN refuses one, naming the ring's product.
+  // The plans of a pass's products (the whole causal attention, the ring's kinds of product
+  // or all_gather's halves); an error when cuDNN refuses one, naming the product.
   absl::StatusOr<std::vector<FusedProduct>> FusedPlans(const std::vector<RingProduct>& products,
                                                        bool backward, int64_t workspace_bytes);
   // The plan of `product` in a pass's `plans`; nullptr when the pass is chunked.
@@ -200,8 +228,8 @@ class Attention {
   absl::Status GatheredForward(const AttentionBuffers& buffers);
   absl::Status RingForward(const AttentionBuffers& buffers);
   // The backward passes up to the query gradient; each returns this rank's own fp32 key and
-  // value gradients (kv layout). Through cuDNN's fused plan (c = 1), a chunk at a time over
-  // the gathered keys, and around the ring.
+  // value gradients (kv layout). Through cuDNN's fused plans (c = 1, or all_gather's
+  // halves), a chunk at a time over the gathered keys, and around the ring.
   absl::StatusOr<const float*> FusedBackward(const __nv_bfloat16* d_out, const __nv_bfloat16* out,
                                              const AttentionBuffers& buffers);
   absl::StatusOr<const float*> ChunkedBackward(const __nv_bfloat16* d_out, const __nv_bfloat16* out,
@@ -219,6 +247,17 @@ class Attention {
   // Every context rank's keys and values ([c, kv layout]): `buffers.key_value` itself when
   // c = 1, else all-gathered into buffers.gathered_key_value.
   absl::StatusOr<const __nv_bfloat16*> AllKeyValues(const AttentionBuffers& buffers);
+  // All_gather's fused passes: every rank's keys and values all-gathered, then reordered into
+  // position order at the start of buffers.scores, which it returns (values c kv_block_
+  // further).
+  absl::StatusOr<const __nv_bfloat16*> PositionOrderedKeyValues(const AttentionBuffers& buffers);
+  // This rank's part of the fp32 [c, kv layout] buffers.key_value_gradients: itself when
+  // c = 1, else reduce-scattered over the context ranks that saw its keys.
+  absl::StatusOr<const float*> OwnKeyValueGradients(const AttentionBuffers& buffers);
+  // Bytes at the start of buffers.scores that a fused pass's plans do not get: the
+  // backward's bf16 key and value gradients, or all_gather's position-ordered keys and
+  // values.
+  int64_t FusedReservedBytes(bool backward) const;
 
   // The ring's machinery. Creates, on first use, the communication stream, its events and
   // (unless a test set one) the NCCL transport; INTERNAL for a CUDA failure.
@@ -249,8 +288,9 @@ class Attention {
   // The ring's (null until PrepareRing).
   std::unique_ptr<RingTransport> transport_;
   cudaStream_t ring_stream_ = nullptr;
-  cudaEvent_t compute_reached_ = nullptr;  // compute -> communication
-  cudaEvent_t exchanged_ = nullptr;        // communication -> compute
+  cudaEvent_t compute_reached_ = nullptr;              // compute -> communication
+  cudaEvent_t exchanged_ = nullptr;                    // communication -> compute
+  std::unique_ptr<GatherTransport> gather_transport_;  // null: NCCL over context_
 };
 
 }  // namespace paratune

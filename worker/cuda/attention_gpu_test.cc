@@ -5,13 +5,13 @@
 // against the chunked one, gradient by gradient, at a larger GQA shape; then the
 // context-parallel ring (cp_comm_type p2p) of every rank of 2, 3 and 4, run one rank at a
 // time on one GPU with the other ranks simulated, against the same reference, chunked and
-// with cuDNN's fused products (then also against the chunked ring).
+// with cuDNN's fused products (then also against the chunked ring); then all_gather's ranks
+// of 2 and 4 the same way, chunked and with cuDNN's plan per query half.
 #include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
 #include <tuple>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -144,14 +144,14 @@ Reference Compute(const std::vector<double>& qkv, const std::vector<double>& d_o
 // probe's attention workspace, whichever is larger; with context parallelism, the ring's
 // received blocks and gradient slots.
 struct Buffers {
-  explicit Buffers(const ShardShapes& shapes)
+  explicit Buffers(const ShardShapes& shapes, CpCommType exchange = CpCommType::kP2p)
       : rows(shapes.micro_batch * shapes.sequence_per_rank),
         width(shapes.kv_heads * (shapes.QueryHeadsPerKvHead() + 2) * shapes.head_dim),
         query_values(rows * shapes.query_heads * shapes.head_dim),
         kv_values(rows * shapes.kv_heads * shapes.head_dim),
         score_values(shapes.sequence_per_rank * shapes.sequence_per_rank * shapes.query_heads),
         workspace_bytes(std::max<int64_t>(score_values * sizeof(float),
-                                          AttentionScoresBytes(shapes, CpCommType::kP2p))),
+                                          AttentionScoresBytes(shapes, exchange))),
         out(query_values),
         d_qkv(rows * width),
         query(query_values),
@@ -161,9 +161,10 @@ struct Buffers {
         probabilities(score_values),
         lse(query_values / shapes.head_dim),
         scores(workspace_bytes / sizeof(float)),
-        kv_gradients(2 * kv_values * (shapes.context_parallel > 1 ? kRingGradientSlots : 1)),
+        kv_gradients(2 * kv_values * Blocks(shapes, exchange, kRingGradientSlots)),
         row_sums(query_values / shapes.head_dim),
-        gathered(2 * kv_values * RingKeyValueSlots(shapes.context_parallel)) {
+        gathered(2 * kv_values *
+                 Blocks(shapes, exchange, RingKeyValueSlots(shapes.context_parallel))) {
     buffers.query = query.get();
     buffers.key_value = key_value.get();
     buffers.lse = lse.get();
@@ -176,10 +177,17 @@ struct Buffers {
     buffers.gathered_key_value = gathered.get();
   }
 
+  // Kv-layout blocks of the gathered keys and of their gradients: c with all_gather, the
+  // ring's slots with p2p, one without context parallelism.
+  static int64_t Blocks(const ShardShapes& shapes, CpCommType exchange, int64_t ring_slots) {
+    if (shapes.context_parallel == 1) return 1;
+    return exchange == CpCommType::kP2p ? ring_slots : shapes.context_parallel;
+  }
+
   int64_t rows, width, query_values, kv_values, score_values, workspace_bytes;
   DeviceArray<bf16> out, d_qkv, query, key_value, heads, query_gradient, probabilities;
   DeviceArray<float> lse, scores, kv_gradients, row_sums;
-  DeviceArray<bf16> gathered;  // the ring's received blocks (c > 1)
+  DeviceArray<bf16> gathered;  // the ring's received blocks or all_gather's (c > 1)
   AttentionBuffers buffers;
 };
 
@@ -288,9 +296,9 @@ TEST(AttentionKernelTest, FusedBackwardMatchesTheChunkedBackward) {
 // cuDNN builds its fused forward and backward for the attention of Llama-3.1-8B (s 8192, 32
 // query and 8 kv heads of 128) and of Llama-3.1-70B at tensor parallelism 8 (8 query heads,
 // 1 kv head), within the workspace the probe's footprint plan gives them; at context
-// parallelism 2 the p2p ring's products on either rank (each rank has its own kinds of
-// step), while all_gather falls back, saying why.
-TEST(AttentionKernelTest, CudnnRunsLlamaShapesAndTheRingAndAllGatherFallsBack) {
+// parallelism 2 the p2p ring's products and all_gather's query halves on either rank (each
+// rank has its own kinds of step, and its own halves' keys).
+TEST(AttentionKernelTest, CudnnRunsLlamaShapesTheRingAndAllGather) {
   PhaseTimer timer(nullptr);
   ShardShapes llama = Shapes();
   llama.micro_batch = 1;
@@ -307,18 +315,15 @@ TEST(AttentionKernelTest, CudnnRunsLlamaShapesAndTheRingAndAllGatherFallsBack) {
   }
   llama.context_parallel = 2;
   llama.sequence_per_rank = 4096;
-  for (int64_t rank : {0, 1}) {
-    Attention ring(nullptr, llama, 1, nullptr, rank, CpCommType::kP2p, nullptr, &timer);
-    ASSERT_TRUE(ring.SelectKernel(AttentionScoresBytes(llama, CpCommType::kP2p)).ok());
-    EXPECT_STREQ(ring.forward_kernel(), "cudnn_fused") << ring.fallback_reason();
-    EXPECT_STREQ(ring.backward_kernel(), "cudnn_fused") << ring.backward_fallback_reason();
+  for (const CpCommType exchange : {CpCommType::kP2p, CpCommType::kAllGather}) {
+    for (int64_t rank : {0, 1}) {
+      Attention attention(nullptr, llama, 1, nullptr, rank, exchange, nullptr, &timer);
+      ASSERT_TRUE(attention.SelectKernel(AttentionScoresBytes(llama, exchange)).ok());
+      EXPECT_STREQ(attention.forward_kernel(), "cudnn_fused") << attention.fallback_reason();
+      EXPECT_STREQ(attention.backward_kernel(), "cudnn_fused")
+          << attention.backward_fallback_reason();
+    }
   }
-  Attention attention(nullptr, llama, 1, nullptr, 0, CpCommType::kAllGather, nullptr, &timer);
-  ASSERT_TRUE(attention.SelectKernel(AttentionScoresBytes(llama, CpCommType::kAllGather)).ok());
-  EXPECT_STREQ(attention.forward_kernel(), "chunked");
-  EXPECT_NE(attention.fallback_reason().find("context_parallel 2"), std::string::npos);
-  EXPECT_STREQ(attention.backward_kernel(), "chunked");
-  EXPECT_NE(attention.backward_fallback_reason().find("context_parallel 2"), std::string::npos);
 }
 
 // Stands in for the other ranks of context rank `rank`'s ring on one GPU (NCCL refuses two
@@ -372,6 +377,52 @@ class SimulatedRing : public RingTransport {
   int64_t gradient_exchanges_ = 0;
 };
 
+// Row of local token t of context rank `rank` of c (sequence `seq`) in the whole sequence's
+// tokens.
+int64_t WholeRow(int64_t c, int64_t rank, int64_t seq, int64_t t) {
+  const int64_t half = kTokens / c / 2;
+  return seq * kTokens + (t < half ? rank * half + t : (2 * c - 1 - rank) * half + t - half);
+}
+
+// A context rank's rows of a [kRows, width] tokens-layout tensor.
+template <typename T>
+std::vector<T> RowsOfRank(const std::vector<T>& all, int64_t c, int64_t rank, int64_t width) {
+  std::vector<T> part;
+  for (int64_t seq = 0; seq < kSequences; ++seq) {
+    for (int64_t t = 0; t < kTokens / c; ++t) {
+      const auto first = all.begin() + WholeRow(c, rank, seq, t) * width;
+      part.insert(part.end(), first, first + width);
+    }
+  }
+  return part;
+}
+
+constexpr int64_t kQueryWidth = kKvHeads * kHeadsPerKv * kHeadDim;
+
+// Every context rank's qkv and output gradient rows, and its keys and values as RopeSplit
+// writes them (kv layout), for the simulated context group of `x`.
+struct RankInputs {
+  RankInputs(const std::vector<bf16>& qkv, const std::vector<bf16>& d_out, const ShardShapes& x,
+             Buffers* b) {
+    const int64_t c = x.context_parallel;
+    for (int64_t rank = 0; rank < c; ++rank) {
+      qkv_of.push_back(std::make_unique<DeviceArray<bf16>>(RowsOfRank(qkv, c, rank, kWidth)));
+      d_out_of.push_back(
+          std::make_unique<DeviceArray<bf16>>(RowsOfRank(d_out, c, rank, kQueryWidth)));
+      blocks.push_back(std::make_unique<DeviceArray<bf16>>(2 * b->kv_values));
+      TokenPositions positions{kTokens, c, rank};
+      AttentionDims dims{kSequences, x.sequence_per_rank, kKvHeads, kHeadsPerKv, kHeadDim};
+      EXPECT_EQ(RopeSplit(qkv_of[rank]->get(), b->query.get(), blocks[rank]->get(), dims, positions,
+                          nullptr),
+                cudaSuccess);
+      block_pointers.push_back(blocks[rank]->get());
+    }
+  }
+
+  std::vector<std::unique_ptr<DeviceArray<bf16>>> qkv_of, d_out_of, blocks;
+  std::vector<const bf16*> block_pointers;
+};
+
 struct RingCase {
   int64_t context_parallel;
   int64_t query_chunk;
@@ -389,7 +440,7 @@ class AttentionRingTest : public ::testing::TestWithParam<RingCase> {};
 // compared with the chunked ring of the same rank, served the same gradients.
 TEST_P(AttentionRingTest, EveryRankMatchesTheReference) {
   const int64_t c = GetParam().context_parallel;
-  const int64_t n = kTokens / c, half = n / 2;
+  const int64_t n = kTokens / c;
   ShardShapes x = Shapes();
   x.context_parallel = c;
   x.sequence_per_rank = n;
@@ -403,38 +454,18 @@ TEST_P(AttentionRingTest, EveryRankMatchesTheReference) {
   const std::vector<bf16> qkv = RandomBf16(kRows * kWidth, 5);
   const std::vector<bf16> d_out = RandomBf16(kQueryValues, 6);
   const Reference reference = Compute(ToDouble(qkv), ToDouble(d_out));
-  // Row of local token t of `rank` (sequence `seq`) in the whole sequence's tokens.
-  auto row = [&](int64_t rank, int64_t seq, int64_t t) {
-    return seq * kTokens + (t < half ? rank * half + t : (2 * c - 1 - rank) * half + t - half);
-  };
-  // A rank's rows of a [kRows, width] tokens-layout tensor.
   auto rows_of = [&](const auto& all, int64_t rank, int64_t width) {
-    std::vector<typename std::decay_t<decltype(all)>::value_type> part;
-    for (int64_t seq = 0; seq < kSequences; ++seq) {
-      for (int64_t t = 0; t < n; ++t) {
-        const auto first = all.begin() + row(rank, seq, t) * width;
-        part.insert(part.end(), first, first + width);
-      }
-    }
-    return part;
+    return RowsOfRank(all, c, rank, width);
   };
 
-  const int64_t query_width = kKvHeads * kHeadsPerKv * kHeadDim;
+  const int64_t query_width = kQueryWidth;
   Buffers b(x);
   const int64_t block_values = 2 * b.kv_values;
-  std::vector<std::unique_ptr<DeviceArray<bf16>>> qkv_of, d_out_of, blocks;
-  std::vector<const bf16*> block_pointers;
-  for (int64_t rank = 0; rank < c; ++rank) {
-    qkv_of.push_back(std::make_unique<DeviceArray<bf16>>(rows_of(qkv, rank, kWidth)));
-    d_out_of.push_back(std::make_unique<DeviceArray<bf16>>(rows_of(d_out, rank, query_width)));
-    blocks.push_back(std::make_unique<DeviceArray<bf16>>(block_values));
-    TokenPositions positions{kTokens, c, rank};
-    AttentionDims dims{kSequences, n, kKvHeads, kHeadsPerKv, kHeadDim};
-    ASSERT_EQ(RopeSplit(qkv_of[rank]->get(), b.query.get(), blocks[rank]->get(), dims, positions,
-                        nullptr),
-              cudaSuccess);
-    block_pointers.push_back(blocks[rank]->get());
-  }
+  const RankInputs inputs(qkv, d_out, x, &b);
+  ASSERT_FALSE(HasFatalFailure());
+  const auto& qkv_of = inputs.qkv_of;
+  const auto& d_out_of = inputs.d_out_of;
+  const std::vector<const bf16*>& block_pointers = inputs.block_pointers;
 
   // parts[rank][block]: the rank's part of the block's key and value gradients.
   std::vector<std::vector<std::vector<float>>> parts(c);
@@ -519,5 +550,137 @@ INSTANTIATE_TEST_SUITE_P(Ranks, AttentionRingTest,
                                            RingCase{4, 3, false}, RingCase{4, 6, false},
                                            RingCase{2, 5, true}, RingCase{3, 4, true},
                                            RingCase{4, 3, true}));
+
+// Stands in for the other context ranks of all_gather on one GPU (NCCL refuses two ranks of a
+// communicator on one device): the gather returns every rank's keys and values (`blocks`,
+// from RopeSplit), the reduce-scatter keeps what the rank sends ([c, kv layout]) in `sent`
+// and returns `served` as the rank's own gradients, as the other ranks' sums would. Copies
+// are enqueued on the compute stream, as NCCL's collectives are.
+class SimulatedGather : public GatherTransport {
+ public:
+  SimulatedGather(std::vector<const bf16*> blocks, const float* served, float* sent)
+      : blocks_(std::move(blocks)), served_(served), sent_(sent) {}
+
+  absl::Status AllGather(const bf16* send, bf16* receive, int64_t count,
+                         cudaStream_t stream) override {
+    for (size_t rank = 0; rank < blocks_.size(); ++rank) {
+      PT_RETURN_IF_ERROR(Copy(receive + rank * count, blocks_[rank], count * sizeof(bf16), stream));
+    }
+    return absl::OkStatus();
+  }
+  absl::Status ReduceScatter(const float* send, float* receive, int64_t count,
+                             cudaStream_t stream) override {
+    PT_RETURN_IF_ERROR(Copy(sent_, send, blocks_.size() * count * sizeof(float), stream));
+    return Copy(receive, served_, count * sizeof(float), stream);
+  }
+
+ private:
+  static absl::Status Copy(void* to, const void* from, int64_t bytes, cudaStream_t stream) {
+    if (cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream) != cudaSuccess) {
+      return absl::InternalError("cudaMemcpyAsync in the simulated gather");
+    }
+    return absl::OkStatus();
+  }
+
+  std::vector<const bf16*> blocks_;
+  const float* served_;
+  float* sent_;
+};
+
+class AttentionAllGatherTest : public ::testing::TestWithParam<RingCase> {};
+
+// Every rank of all_gather, one at a time, against the float64 reference of the whole
+// sequence, as the ring's test: first with zero gradients served, which captures each rank's
+// fp32 key and value gradients of every rank's block (what it reduce-scatters); then serving
+// each rank the sum of every rank's gradients of its block. A fused rank (cuDNN's plan per
+// query half) is also compared with the chunked all_gather of the same rank.
+TEST_P(AttentionAllGatherTest, EveryRankMatchesTheReference) {
+  const int64_t c = GetParam().context_parallel;
+  ShardShapes x = Shapes();
+  x.context_parallel = c;
+  x.sequence_per_rank = kTokens / c;
+  x.tokens = kSequences * x.sequence_per_rank;
+  void* workspace = nullptr;
+  ASSERT_EQ(cudaMalloc(&workspace, kGemmWorkspaceBytes), cudaSuccess);
+  absl::StatusOr<std::unique_ptr<Gemm>> gemm = Gemm::Create(workspace, kGemmWorkspaceBytes);
+  ASSERT_TRUE(gemm.ok()) << gemm.status();
+  PhaseTimer timer(nullptr);
+
+  const std::vector<bf16> qkv = RandomBf16(kRows * kWidth, 7);
+  const std::vector<bf16> d_out = RandomBf16(kQueryValues, 8);
+  const Reference reference = Compute(ToDouble(qkv), ToDouble(d_out));
+  Buffers b(x, CpCommType::kAllGather);
+  const int64_t block_values = 2 * b.kv_values;
+  const RankInputs inputs(qkv, d_out, x, &b);
+  ASSERT_FALSE(HasFatalFailure());
+
+  // sent[rank]: the rank's fp32 gradients of every rank's block, [c, kv layout].
+  std::vector<std::vector<float>> sent(c);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int64_t rank = 0; rank < c; ++rank) {
+      std::vector<float> sum(block_values, 0.0f);
+      for (int64_t other = 0; pass == 1 && other < c; ++other) {
+        for (int64_t e = 0; e < block_values; ++e) sum[e] += sent[other][rank * block_values + e];
+      }
+      const DeviceArray<float> served(sum);
+      DeviceArray<float> sent_here(c * block_values);
+      auto run = [&](bool fused, std::vector<double>* out, std::vector<double>* d_qkv) {
+        Attention attention(gemm->get(), x, GetParam().query_chunk, nullptr, rank,
+                            CpCommType::kAllGather, nullptr, &timer);
+        if (fused) {
+          ASSERT_TRUE(attention.SelectKernel(b.workspace_bytes).ok());
+          ASSERT_STREQ(attention.forward_kernel(), "cudnn_fused") << attention.fallback_reason();
+          ASSERT_STREQ(attention.backward_kernel(), "cudnn_fused")
+              << attention.backward_fallback_reason();
+        }
+        attention.SetGatherTransport(std::make_unique<SimulatedGather>(
+            inputs.block_pointers, served.get(), sent_here.get()));
+        ASSERT_TRUE(attention.Forward(inputs.qkv_of[rank]->get(), b.out.get(), b.buffers).ok());
+        ASSERT_TRUE(
+            attention.Backward(inputs.d_out_of[rank]->get(), b.out.get(), b.d_qkv.get(), b.buffers)
+                .ok());
+        *out = ToDouble(b.out.ToHost());
+        *d_qkv = ToDouble(b.d_qkv.ToHost());
+      };
+      std::vector<double> out, d_qkv;
+      run(GetParam().fused, &out, &d_qkv);
+      if (HasFatalFailure()) return;
+      if (pass == 0) {
+        sent[rank] = sent_here.ToHost();
+        continue;
+      }
+      EXPECT_LT(RelativeError(out, RowsOfRank(reference.out, c, rank, kQueryWidth)), 1e-2)
+          << "rank " << rank;
+      std::vector<std::pair<const char*, std::vector<double>>> references = {
+          {"the reference", RowsOfRank(reference.d_qkv, c, rank, kWidth)}};
+      if (GetParam().fused) {
+        std::vector<double> chunked_out, chunked_d_qkv;
+        run(false, &chunked_out, &chunked_d_qkv);
+        if (HasFatalFailure()) return;
+        EXPECT_LT(RelativeError(out, chunked_out), 1e-2) << "rank " << rank;
+        references.push_back({"the chunked all_gather", chunked_d_qkv});
+      }
+      const int64_t H = kHeadsPerKv;
+      for (const auto& [against, expected] : references) {
+        for (const auto& [name, first, heads] :
+             {std::tuple{"dQ", int64_t{0}, H}, std::tuple{"dK", H, int64_t{1}},
+              std::tuple{"dV", H + 1, int64_t{1}}}) {
+          EXPECT_LT(RelativeError(Part(d_qkv, x, first, heads), Part(expected, x, first, heads)),
+                    3e-2)
+              << name << " of rank " << rank << " against " << against;
+        }
+      }
+    }
+  }
+  gemm->reset();
+  cudaFree(workspace);
+}
+
+// Two and four ranks, chunked with query chunks that do and do not divide a rank's halves,
+// and fused (cuDNN's second-half products start 6 and 12 tokens into the layouts).
+INSTANTIATE_TEST_SUITE_P(Ranks, AttentionAllGatherTest,
+                         ::testing::Values(RingCase{2, 5, false}, RingCase{4, 3, false},
+                                           RingCase{2, 5, true}, RingCase{4, 3, true}));
+
 }  // namespace
 }  // namespace paratune

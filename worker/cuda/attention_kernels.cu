@@ -262,6 +262,46 @@ __global__ void AccumulateTokensKernel(const __nv_bfloat16* part, Sum* sum, int6
   }
 }
 
+// Element e of position p of kv group `group` ((which * b + seq) * G + g) in position order
+// [2, b, G, s, d], and the same element in the rank-ordered [c, kv layout].
+struct GatheredPositions {
+  AttentionDims d;
+  int64_t context_parallel;
+  __device__ int64_t Ordered(int64_t group, int64_t p, int64_t e) const {
+    return (group * d.tokens_per_sequence * context_parallel + p) * d.head_dim + e;
+  }
+  __device__ int64_t Gathered(int64_t group, int64_t p, int64_t e) const {
+    const int64_t length = d.tokens_per_sequence / 2;  // s/(2c)
+    const int64_t chunk = p / length;
+    const bool first_half = chunk < context_parallel;
+    const int64_t owner = first_half ? chunk : 2 * context_parallel - 1 - chunk;
+    const int64_t local = (first_half ? 0 : length) + p % length;
+    const int64_t block = 2 * d.sequences * d.kv_heads * d.tokens_per_sequence * d.head_dim;
+    return owner * block + (group * d.tokens_per_sequence + local) * d.head_dim + e;
+  }
+};
+
+// One thread per element of positions [0, keys) of the 2 b G kv groups: count = 2 b G keys d.
+__global__ void GatheredToPositionsKernel(const __nv_bfloat16* gathered, __nv_bfloat16* ordered,
+                                          GatheredPositions layout, int64_t keys, int64_t count) {
+  for (int64_t index = GridIndex(); index < count; index += GridStride()) {
+    const int64_t e = index % layout.d.head_dim;
+    const int64_t rest = index / layout.d.head_dim;
+    const int64_t p = rest % keys, group = rest / keys;
+    ordered[layout.Ordered(group, p, e)] = gathered[layout.Gathered(group, p, e)];
+  }
+}
+
+__global__ void AccumulatePositionsKernel(const __nv_bfloat16* part, float* sum,
+                                          GatheredPositions layout, int64_t keys, int64_t count) {
+  for (int64_t index = GridIndex(); index < count; index += GridStride()) {
+    const int64_t e = index % layout.d.head_dim;
+    const int64_t rest = index / layout.d.head_dim;
+    const int64_t p = rest % keys, group = rest / keys;
+    sum[layout.Gathered(group, p, e)] += __bfloat162float(part[layout.Ordered(group, p, e)]);
+  }
+}
+
 int64_t QkvPairs(const AttentionDims& d) {
   return d.sequences * d.tokens_per_sequence * d.kv_heads * (d.heads_per_kv + 2) * (d.head_dim / 2);
 }
@@ -375,6 +415,25 @@ cudaError_t AccumulateKeyValueTokens(const __nv_bfloat16* part, float* sum,
   AccumulateTokensKernel<<<GridBlocks(groups * tokens * dims.head_dim), kThreadsPerBlock, 0,
                            stream>>>(part, sum, groups, dims.tokens_per_sequence, dims.head_dim,
                                      first_token, tokens);
+  return cudaGetLastError();
+}
+
+cudaError_t GatheredKeyValuesToPositions(const __nv_bfloat16* gathered, __nv_bfloat16* ordered,
+                                         const AttentionDims& dims, int64_t context_parallel,
+                                         cudaStream_t stream) {
+  const int64_t keys = dims.tokens_per_sequence * context_parallel;  // s
+  const int64_t count = 2 * dims.sequences * dims.kv_heads * keys * dims.head_dim;
+  GatheredToPositionsKernel<<<GridBlocks(count), kThreadsPerBlock, 0, stream>>>(
+      gathered, ordered, GatheredPositions{dims, context_parallel}, keys, count);
+  return cudaGetLastError();
+}
+
+cudaError_t AccumulatePositionsToGathered(const __nv_bfloat16* part, float* sum,
+                                          const AttentionDims& dims, int64_t context_parallel,
+                                          int64_t keys, cudaStream_t stream) {
+  const int64_t count = 2 * dims.sequences * dims.kv_heads * keys * dims.head_dim;
+  AccumulatePositionsKernel<<<GridBlocks(count), kThreadsPerBlock, 0, stream>>>(
+      part, sum, GatheredPositions{dims, context_parallel}, keys, count);
   return cudaGetLastError();
 }
 

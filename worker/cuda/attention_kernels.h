@@ -129,6 +129,21 @@ cudaError_t AccumulateKeyValueTokens(const __nv_bfloat16* part, float* sum,
                                      const AttentionDims& dims, int64_t first_token, int64_t tokens,
                                      cudaStream_t stream);
 
+// Context parallelism with all_gather and cuDNN's fused attention: every context rank's keys
+// and values, all-gathered in rank order ([c, kv layout], rank r's local tokens chunk r then
+// chunk 2c-1-r of s/(2c) positions), into position order [2, b, G, s, d], so that the keys
+// before any position are a prefix (Transformer Engine index-selects its gathered chunks the
+// same way, get_seq_chunk_ids_for_reordering_before_attn in context_parallel.py).
+cudaError_t GatheredKeyValuesToPositions(const __nv_bfloat16* gathered, __nv_bfloat16* ordered,
+                                         const AttentionDims& dims, int64_t context_parallel,
+                                         cudaStream_t stream);
+// The way back for the fused backward's key and value gradients, which cuDNN writes (bf16) in
+// position order: sum (fp32, [c, kv layout] in rank order) += part's positions [0, keys) of
+// every sequence and kv head (part [2, b, G, s, d]), the rest of sum unchanged.
+cudaError_t AccumulatePositionsToGathered(const __nv_bfloat16* part, float* sum,
+                                          const AttentionDims& dims, int64_t context_parallel,
+                                          int64_t keys, cudaStream_t stream);
+
 }  // namespace paratune
 
 #endif  // PARATUNE_WORKER_CUDA_ATTENTION_KERNELS_H_

@@ -1,5 +1,6 @@
 #include "worker/cuda/cudnn_attention.h"
 
+#include <cstring>
 #include <map>
 #include <string>
 #include <utility>
@@ -140,7 +141,15 @@ absl::StatusOr<std::unique_ptr<CudnnAttention>> CudnnAttention::Create(const Att
     int64_t bytes = GraphDataTypeBytes(t.type);
     for (int64_t dim : t.dims) bytes *= dim;
     if (by_value) {
-      attention->scalars_.push_back({t.uid, *t.value});
+      Scalar scalar{t.uid, {}};
+      if (t.type == GraphDataType::kInt32) {
+        const int32_t value = static_cast<int32_t>(*t.value);
+        std::memcpy(scalar.bytes, &value, sizeof(value));
+      } else {
+        const float value = *t.value;
+        std::memcpy(scalar.bytes, &value, sizeof(value));
+      }
+      attention->scalars_.push_back(scalar);
     } else if (t.workspace_offset >= 0) {
       attention->workspace_tensors_.push_back({t.uid, t.workspace_offset, bytes, t.accumulated});
     } else if (!is_virtual) {
@@ -354,7 +363,7 @@ absl::Status CudnnAttention::Run(const std::vector<Pointer>& pointers, void* wor
     }
     for (Scalar& scalar : scalars_) {
       uids.push_back(scalar.uid);
-      data.push_back(&scalar.value);
+      data.push_back(scalar.bytes);
     }
     void* pack = nullptr;
     PT_RETURN_IF_ERROR(

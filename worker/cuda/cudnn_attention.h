@@ -66,9 +66,10 @@ class CudnnAttention {
     void operator()(void* descriptor) const;
   };
   using Descriptor = std::unique_ptr<void, DescriptorDeleter>;
+  // A by-value tensor's value in its type's bytes (float or int32).
   struct Scalar {
     int64_t uid;
-    float value;
+    alignas(8) unsigned char bytes[8];
   };
   // A tensor the caller binds: the bytes from its pointer to its element 0 (a product's
   // first query or key, GraphTensor::offset) and from one execution's part to the next's.

@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "worker/cuda/fp8_kernels.h"
+#include "worker/cuda/fp8_test_util.h"
 #include "worker/cuda/gemm.h"
 #include "worker/cuda/gpu_test_util.h"
 #include "worker/probe/footprint_plan.h"
@@ -22,23 +23,6 @@ using bf16 = __nv_bfloat16;
 
 __nv_fp8_interpretation_t Interpretation(Fp8Format format) {
   return format == Fp8Format::kE4M3 ? __NV_E4M3 : __NV_E5M2;
-}
-
-double Fp8ToDouble(uint8_t bits, Fp8Format format) {
-  if (format == Fp8Format::kE4M3) {
-    __nv_fp8_e4m3 value;
-    value.__x = bits;
-    return static_cast<float>(value);
-  }
-  __nv_fp8_e5m2 value;
-  value.__x = bits;
-  return static_cast<float>(value);
-}
-
-double MaxAbs(const std::vector<bf16>& values) {
-  double amax = 0;
-  for (bf16 v : values) amax = std::max(amax, std::fabs(static_cast<double>(__bfloat162float(v))));
-  return amax;
 }
 
 // A bf16 tensor cast to fp8 on the GPU with the scale that maps its amax onto the format's

@@ -105,14 +105,77 @@ absl::Status Fp8Linears::CastInput(const Fp8LinearSite& site, const bf16* in, in
       absl::StrCat("CastToFp8(", LinearName(site.linear), " input)"));
 }
 
+absl::Status Fp8Linears::CastOutputGradient(const Fp8LinearSite& site, const bf16* d_out,
+                                            int64_t rows, void* out, void* out_transposed) {
+  const LinearShape& shape = LinearShapeOf(shapes_, site.linear);
+  const Fp8ScalingGroup& backward = layout_.backward[site.chunk];
+  const int64_t index = backward.Index(site.layer_in_chunk, site.linear, kOutputGradient);
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  return CudaStatus(
+      CastToFp8(d_out, rows, shape.outputs, backward.format, Scaling(backward.scale, index), out,
+                out_transposed, Scaling(backward.amax_history, index), nullptr, stream_),
+      absl::StrCat("CastToFp8(", LinearName(site.linear), " output gradient)"));
+}
+
+Fp8GemmArgs Fp8Linears::ForwardProduct(const Fp8LinearSite& site, bf16* out) const {
+  const LinearShape& shape = LinearShapeOf(shapes_, site.linear);
+  const Fp8WeightCopy& copy = CopyOf(site);
+  const Fp8Format format = layout_.forward[site.chunk].format;
+  return Fp8LinearForward(
+      {buffers_.input, format, site.kept_scale_inverse},
+      {buffers_.weight_copies + copy.weight, format,
+       reinterpret_cast<const float*>(buffers_.weight_copies + copy.scale_inverse)},
+      out, shape.rows, shape.outputs, shape.inputs);
+}
+
+Fp8GemmArgs Fp8Linears::InputGradientProduct(const Fp8LinearSite& site, bf16* d_in) const {
+  const LinearShape& shape = LinearShapeOf(shapes_, site.linear);
+  const Fp8ScalingGroup& backward = layout_.backward[site.chunk];
+  const int64_t index = backward.Index(site.layer_in_chunk, site.linear, kOutputGradient);
+  const Fp8WeightCopy& copy = CopyOf(site);
+  // The scale cannot change before the GEMMs read the cast: the group's inverse serves.
+  return Fp8LinearInputGradient(
+      {buffers_.output_gradient, backward.format, Scaling(backward.scale_inverse, index)},
+      {buffers_.weight_copies + copy.transposed, layout_.forward[site.chunk].format,
+       reinterpret_cast<const float*>(buffers_.weight_copies + copy.scale_inverse)},
+      d_in, shape.rows, shape.outputs, shape.inputs);
+}
+
+Fp8GemmArgs Fp8Linears::WeightGradientProduct(const Fp8LinearSite& site, const void* in_t,
+                                              void* weight_gradient, bool fp32_gradient) const {
+  const LinearShape& shape = LinearShapeOf(shapes_, site.linear);
+  const Fp8ScalingGroup& backward = layout_.backward[site.chunk];
+  const int64_t index = backward.Index(site.layer_in_chunk, site.linear, kOutputGradient);
+  return Fp8LinearWeightGradient(
+      {buffers_.output_gradient_transposed, backward.format,
+       Scaling(backward.scale_inverse, index)},
+      {in_t, layout_.forward[site.chunk].format, site.kept_scale_inverse}, weight_gradient,
+      fp32_gradient, shape.rows, shape.outputs, shape.inputs);
+}
+
+absl::Status Fp8Linears::RequireOverlap() const {
+  if (overlap_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "fp8 linears have no tensor-parallel overlap (set_overlap) to run overlapped");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Fp8Linears::ColumnForward(const Fp8LinearSite& site, const bf16* normed, bf16* out) {
   const LinearShape& shape = LinearShapeOf(shapes_, site.linear);
   PT_RETURN_IF_ERROR(CastWeight(site));
+  const Fp8GemmArgs product = ForwardProduct(site, out);
   if (shapes_.sequence_parallel) {
     // Cast the rank's rows, then gather them in fp8 (Transformer Engine's LayerNormLinear
     // gathers its fp8 input with sequence parallelism).
     PT_RETURN_IF_ERROR(
         CastInput(site, normed, shapes_.residual_tokens, shape.inputs, site.kept, nullptr));
+    if (overlap_ != nullptr) {
+      // qkv_fprop / fc1_fprop. The gathered rows need not end whole: the backward gathers the
+      // kept ones again.
+      return overlap_->AllGatherGemm(product, site.kept, shapes_.residual_tokens,
+                                     /*keep_own=*/false);
+    }
     PT_RETURN_IF_ERROR(Mark(ProbePhase::kTpCollectives));
     PT_RETURN_IF_ERROR(AllGather(tensor_group_, site.kept, buffers_.input,
                                  shapes_.residual_tokens * shape.inputs, ncclUint8, stream_));
@@ -120,45 +183,33 @@ absl::Status Fp8Linears::ColumnForward(const Fp8LinearSite& site, const bf16* no
     PT_RETURN_IF_ERROR(
         CastInput(site, normed, shape.rows, shape.inputs, buffers_.input, site.kept));
   }
-  const Fp8WeightCopy& copy = CopyOf(site);
-  const Fp8Format format = layout_.forward[site.chunk].format;
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-  return gemm_->RunFp8(Fp8LinearForward({buffers_.input, format, site.kept_scale_inverse},
-                                        {buffers_.weight_copies + copy.weight, format,
-                                         reinterpret_cast<const float*>(buffers_.weight_copies +
-                                                                        copy.scale_inverse)},
-                                        out, shape.rows, shape.outputs, shape.inputs),
-                       stream_);
+  return gemm_->RunFp8(product, stream_);
 }
 
 absl::Status Fp8Linears::RowForward(const Fp8LinearSite& site, const bf16* in, bf16* out) {
   const LinearShape& shape = LinearShapeOf(shapes_, site.linear);
   PT_RETURN_IF_ERROR(CastWeight(site));
   PT_RETURN_IF_ERROR(CastInput(site, in, shape.rows, shape.inputs, buffers_.input, site.kept));
-  const Fp8WeightCopy& copy = CopyOf(site);
-  const Fp8Format format = layout_.forward[site.chunk].format;
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-  return gemm_->RunFp8(Fp8LinearForward({buffers_.input, format, site.kept_scale_inverse},
-                                        {buffers_.weight_copies + copy.weight, format,
-                                         reinterpret_cast<const float*>(buffers_.weight_copies +
-                                                                        copy.scale_inverse)},
-                                        out, shape.rows, shape.outputs, shape.inputs),
-                       stream_);
+  return gemm_->RunFp8(ForwardProduct(site, out), stream_);
+}
+
+absl::Status Fp8Linears::RowForwardOverlapped(const Fp8LinearSite& site, const bf16* in,
+                                              bf16* partial, bf16* reduced, bf16* out) {
+  PT_RETURN_IF_ERROR(RequireOverlap());
+  const LinearShape& shape = LinearShapeOf(shapes_, site.linear);
+  PT_RETURN_IF_ERROR(CastWeight(site));
+  PT_RETURN_IF_ERROR(CastInput(site, in, shape.rows, shape.inputs, buffers_.input, site.kept));
+  return overlap_->GemmReduceScatter(ForwardProduct(site, partial), shapes_.residual_tokens,
+                                     reduced, out);
 }
 
 absl::Status Fp8Linears::Backward(const Fp8LinearSite& site, const bf16* d_out, bf16* d_in,
                                   void* weight_gradient, bool fp32_gradient) {
   const LinearShape& shape = LinearShapeOf(shapes_, site.linear);
-  const Fp8ScalingGroup& backward = layout_.backward[site.chunk];
-  const int64_t index = backward.Index(site.layer_in_chunk, site.linear, kOutputGradient);
-  // The scale cannot change before the GEMMs read the cast: the group's inverse serves.
-  const float* d_out_scale_inverse = Scaling(backward.scale_inverse, index);
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
-  PT_RETURN_IF_ERROR(CudaStatus(
-      CastToFp8(d_out, shape.rows, shape.outputs, backward.format, Scaling(backward.scale, index),
-                buffers_.output_gradient, buffers_.output_gradient_transposed,
-                Scaling(backward.amax_history, index), nullptr, stream_),
-      absl::StrCat("CastToFp8(", LinearName(site.linear), " output gradient)")));
+  PT_RETURN_IF_ERROR(CastOutputGradient(site, d_out, shape.rows, buffers_.output_gradient,
+                                        buffers_.output_gradient_transposed));
   // The input's transpose: kept so, or with sequence parallelism the rank's rows, gathered
   // again and transposed (Transformer Engine's backward does the same in fp8).
   const void* in_t = site.kept;
@@ -172,22 +223,44 @@ absl::Status Fp8Linears::Backward(const Fp8LinearSite& site, const bf16* d_out, 
         "TransposeFp8(gathered input)"));
     in_t = buffers_.input_transposed;
   }
-  const Fp8WeightCopy& copy = CopyOf(site);
-  const Fp8Format input_format = layout_.forward[site.chunk].format;
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-  PT_RETURN_IF_ERROR(gemm_->RunFp8(
-      Fp8LinearInputGradient(
-          {buffers_.output_gradient, backward.format, d_out_scale_inverse},
-          {buffers_.weight_copies + copy.transposed, input_format,
-           reinterpret_cast<const float*>(buffers_.weight_copies + copy.scale_inverse)},
-          d_in, shape.rows, shape.outputs, shape.inputs),
-      stream_));
-  return gemm_->RunFp8(
-      Fp8LinearWeightGradient(
-          {buffers_.output_gradient_transposed, backward.format, d_out_scale_inverse},
-          {in_t, input_format, site.kept_scale_inverse}, weight_gradient, fp32_gradient, shape.rows,
-          shape.outputs, shape.inputs),
-      stream_);
+  PT_RETURN_IF_ERROR(gemm_->RunFp8(InputGradientProduct(site, d_in), stream_));
+  return gemm_->RunFp8(WeightGradientProduct(site, in_t, weight_gradient, fp32_gradient), stream_);
+}
+
+absl::Status Fp8Linears::ColumnBackwardOverlapped(const Fp8LinearSite& site, const bf16* d_out,
+                                                  bf16* partial, bf16* reduced,
+                                                  void* weight_gradient, bool fp32_gradient) {
+  PT_RETURN_IF_ERROR(RequireOverlap());
+  const LinearShape& shape = LinearShapeOf(shapes_, site.linear);
+  const int64_t R = shapes_.residual_tokens;
+  PT_RETURN_IF_ERROR(CastOutputGradient(site, d_out, shape.rows, buffers_.output_gradient,
+                                        buffers_.output_gradient_transposed));
+  return overlap_->BulkBackward(
+      site.kept, buffers_.input, R, shape.inputs, buffers_.input_transposed,
+      InputGradientProduct(site, partial),
+      WeightGradientProduct(site, buffers_.input_transposed, weight_gradient, fp32_gradient),
+      reduced, R * shape.inputs);
+}
+
+absl::Status Fp8Linears::RowBackwardOverlapped(const Fp8LinearSite& site, const bf16* d_out,
+                                               bf16* d_in, void* weight_gradient,
+                                               bool fp32_gradient) {
+  PT_RETURN_IF_ERROR(RequireOverlap());
+  const LinearShape& shape = LinearShapeOf(shapes_, site.linear);
+  const int64_t R = shapes_.residual_tokens;
+  // The rank's rows cast in their place of the gathered gradient, which the ring fills.
+  void* own = static_cast<char*>(buffers_.output_gradient) + overlap_->rank() * R * shape.outputs;
+  PT_RETURN_IF_ERROR(CastOutputGradient(site, d_out, R, own, nullptr));
+  PT_RETURN_IF_ERROR(
+      overlap_->AllGatherGemm(InputGradientProduct(site, d_in), own, R, /*keep_own=*/false));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  PT_RETURN_IF_ERROR(CudaStatus(TransposeFp8(buffers_.output_gradient, shape.rows, shape.outputs,
+                                             buffers_.output_gradient_transposed, stream_),
+                                "TransposeFp8(gathered output gradient)"));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  return gemm_->RunFp8(WeightGradientProduct(site, site.kept, weight_gradient, fp32_gradient),
+                       stream_);
 }
 
 absl::Status Fp8Linears::EndPass(const Fp8ScalingGroup& group) {

@@ -13,8 +13,20 @@
 //   all-reduced (maximum) over the amax group and their scales updated, and at the end of its
 //   backward pass (the backward of its first linear) its backward tensors'
 //   (FP8GlobalStateManager.reduce_and_update_fp8_tensors).
-// Outputs and input gradients stay bf16, as in Megatron-LM. worker/probe/fp8_state_layout.h
-// holds where the state lives; docs/probe.md what differs from Transformer Engine.
+// Outputs and input gradients stay bf16, as in Megatron-LM. With Megatron-LM's
+// --tp-comm-overlap the sequence-parallel collectives run beside the fp8 GEMMs
+// (tensor_parallel_overlap.h), as Transformer Engine's userbuffers run them in fp8: the
+// column-parallel forward ring-gathers the rank's fp8 rows; the row-parallel forward
+// reduce-scatters the bf16 output column chunk by column chunk; the row-parallel backward casts
+// the rank's rows of the output gradient to E5M2 in place in the gathered buffer and
+// ring-gathers them in fp8 (the cast before the gather, as TransformerEngineBaseModule's
+// grad_output_preprocess in transformer_engine/pytorch/module/base.py casts into the
+// userbuffer's local chunk), transposing the gathered gradient for the weight gradient
+// (_Linear.backward's fp8_transpose, module/linear.py); the column-parallel backward gathers
+// its fp8 input in bulk beside the input gradient and reduce-scatters that beside the weight
+// gradient (LayerNormLinear's bulk dgrad/wgrad overlap, module/layernorm_linear.py).
+// worker/probe/fp8_state_layout.h holds where the state lives; docs/probe.md what differs
+// from Transformer Engine.
 #ifndef PARATUNE_WORKER_CUDA_FP8_LINEAR_H_
 #define PARATUNE_WORKER_CUDA_FP8_LINEAR_H_
 
@@ -28,6 +40,7 @@
 #include "absl/status/status.h"
 #include "worker/cuda/gemm.h"
 #include "worker/cuda/phase_timer.h"
+#include "worker/cuda/tensor_parallel_overlap.h"
 #include "worker/probe/fp8_state_layout.h"
 #include "worker/probe/shard_shapes.h"
 
@@ -78,9 +91,15 @@ class Fp8Linears {
   // A new step: each chunk's next forward pass casts its weights again.
   void StartStep();
 
+  // From now on the sequence-parallel collectives (tp > 1) run overlapped through `overlap`
+  // (borrowed; its compute stream is this one's), as with --tp-comm-overlap: ColumnForward
+  // ring-gathers its fp8 rows, and the *Overlapped methods below serve the other sites.
+  void set_overlap(TensorParallelOverlap* overlap) { overlap_ = overlap; }
+
   // The forward pass of the QKV or gate/up linear from its input's rows on this rank,
   // `normed` [R, h] bf16 (the norm's output, not kept): keeps the fp8 copy at site.kept,
-  // all-gathers it over the tensor group with sequence parallelism, and computes
+  // all-gathers it over the tensor group with sequence parallelism (overlapped: in a ring,
+  // each rank's rows multiplied as they arrive, qkv_fprop / fc1_fprop), and computes
   // out [T, outputs] bf16.
   absl::Status ColumnForward(const Fp8LinearSite& site, const __nv_bfloat16* normed,
                              __nv_bfloat16* out);
@@ -93,6 +112,28 @@ class Fp8Linears {
   // ones), and the weight's gradient accumulated into `weight_gradient` (fp32 or bf16).
   absl::Status Backward(const Fp8LinearSite& site, const __nv_bfloat16* d_out, __nv_bfloat16* d_in,
                         void* weight_gradient, bool fp32_gradient);
+
+  // With the overlap (set_overlap; FAILED_PRECONDITION without), the sites whose collectives
+  // RowForward and Backward leave to the caller:
+  // RowForward whose partial sums are reduce-scattered column chunk by column chunk beside the
+  // GEMM (proj_fprop / fc2_fprop): `partial` [T, h] the sums, `reduced` (R x h) the chunks'
+  // reductions, `out` [R, h] the reduced rows (GemmReduceScatter).
+  absl::Status RowForwardOverlapped(const Fp8LinearSite& site, const __nv_bfloat16* in,
+                                    __nv_bfloat16* partial, __nv_bfloat16* reduced,
+                                    __nv_bfloat16* out);
+  // Backward of the QKV or gate/up linear from d_out [T, outputs] bf16, its fp8 input gathered
+  // again beside the input gradient `partial` [T, h] and that reduce-scattered into
+  // `reduced` [R, h] beside the weight gradient (qkv/fc1 dgrad and wgrad, bulk).
+  absl::Status ColumnBackwardOverlapped(const Fp8LinearSite& site, const __nv_bfloat16* d_out,
+                                        __nv_bfloat16* partial, __nv_bfloat16* reduced,
+                                        void* weight_gradient, bool fp32_gradient);
+  // Backward of the attention output or down projection from this rank's rows of the output
+  // gradient, d_out [R, h] bf16: cast to E5M2, ring-gathered in fp8 beside the input
+  // gradient's chunks into d_in [T, inputs] (proj_dgrad / fc2_dgrad), then transposed for the
+  // weight gradient.
+  absl::Status RowBackwardOverlapped(const Fp8LinearSite& site, const __nv_bfloat16* d_out,
+                                     __nv_bfloat16* d_in, void* weight_gradient,
+                                     bool fp32_gradient);
 
   // The end of a chunk's forward (backward) pass: its forward (backward) tensors' amaxes
   // all-reduced over the amax group and their scales and amax windows updated. Not after a
@@ -110,6 +151,18 @@ class Fp8Linears {
   // scale's inverse at site.kept_scale_inverse.
   absl::Status CastInput(const Fp8LinearSite& site, const __nv_bfloat16* in, int64_t rows,
                          int64_t columns, void* out, void* out_transposed);
+  // The output gradient [rows, outputs] cast to E5M2 with the site's scale, recording its
+  // amax; either output may be null.
+  absl::Status CastOutputGradient(const Fp8LinearSite& site, const __nv_bfloat16* d_out,
+                                  int64_t rows, void* out, void* out_transposed);
+  // The site's three fp8 products over the whole T rows: the forward from kFp8Input, the input
+  // gradient from kFp8OutputGradient, the weight gradient from kFp8OutputGradientTransposed and
+  // `in_t` (the input transposed, [inputs, T]).
+  Fp8GemmArgs ForwardProduct(const Fp8LinearSite& site, __nv_bfloat16* out) const;
+  Fp8GemmArgs InputGradientProduct(const Fp8LinearSite& site, __nv_bfloat16* d_in) const;
+  Fp8GemmArgs WeightGradientProduct(const Fp8LinearSite& site, const void* in_t,
+                                    void* weight_gradient, bool fp32_gradient) const;
+  absl::Status RequireOverlap() const;
   absl::Status EndPass(const Fp8ScalingGroup& group);
   absl::Status Mark(ProbePhase phase) { return timer_->Mark(phase); }
 
@@ -123,6 +176,7 @@ class Fp8Linears {
   DelayedScalingRecipe recipe_;
   cudaStream_t stream_;
   PhaseTimer* timer_;
+  TensorParallelOverlap* overlap_ = nullptr;
   // Per chunk: whether its weights are cast this step.
   std::vector<bool> weights_cast_;
 };

@@ -14,6 +14,7 @@
 
 #include "gtest/gtest.h"
 #include "worker/cuda/fp8_linear.h"
+#include "worker/cuda/fp8_test_util.h"
 #include "worker/cuda/gemm.h"
 #include "worker/cuda/gpu_test_util.h"
 #include "worker/cuda/phase_timer.h"
@@ -31,23 +32,6 @@ constexpr int kWeight = static_cast<int>(Fp8ForwardTensor::kWeight);
 constexpr int kOutput = static_cast<int>(Fp8ForwardTensor::kOutput);
 constexpr int kOutputGradient = static_cast<int>(Fp8BackwardTensor::kOutputGradient);
 constexpr int kInputGradient = static_cast<int>(Fp8BackwardTensor::kInputGradient);
-
-double Fp8ToDouble(uint8_t bits, Fp8Format format) {
-  if (format == Fp8Format::kE4M3) {
-    __nv_fp8_e4m3 value;
-    value.__x = bits;
-    return static_cast<float>(value);
-  }
-  __nv_fp8_e5m2 value;
-  value.__x = bits;
-  return static_cast<float>(value);
-}
-
-double MaxAbs(const std::vector<bf16>& values) {
-  double amax = 0;
-  for (bf16 v : values) amax = std::max(amax, std::fabs(static_cast<double>(__bfloat162float(v))));
-  return amax;
-}
 
 // One layer of 64 tokens, h 128: QKV 128 -> 192, attention output 128 -> 128, gate/up
 // 128 -> 192, down 96 -> 128 (every dimension a multiple of 16, as cuBLASLt's fp8 GEMMs want).

@@ -317,6 +317,52 @@ TEST_F(AttentionKernelsTest, MergeAttentionPartialWeighsByLogSumExp) {
   for (size_t e = 0; e < sum.size(); ++e) ASSERT_EQ(accumulated[e], sum[e] + part[e]) << e;
 }
 
+// all_gather's reorder (context rank r's local tokens are positions chunk r, then chunk
+// 2c-1-r): every element of the rank-ordered gathered keys and values lands at its position,
+// and position-ordered gradients add back at their rank's tokens, only below `keys`.
+TEST_F(AttentionKernelsTest, GatheredKeyValuesMoveToPositionOrderAndBack) {
+  const int64_t c = 2, n = dims_.tokens_per_sequence, s = c * n, chunk = n / 2, d = dims_.head_dim;
+  const int64_t groups = 2 * dims_.sequences * dims_.kv_heads;  // keys, then values
+  const int64_t block = groups * n * d;                         // one rank's kv layout
+  // The rank-ordered index of element e of position p of kv group `group`.
+  auto gathered_at = [&](int64_t group, int64_t p, int64_t e) {
+    const int64_t j = p / chunk;
+    const int64_t owner = j < c ? j : 2 * c - 1 - j;
+    const int64_t local = (j < c ? 0 : chunk) + p % chunk;
+    return owner * block + (group * n + local) * d + e;
+  };
+  const std::vector<bf16> gathered = RandomBf16(c * block, 30);
+  DeviceArray<bf16> d_gathered(gathered), d_ordered(c * block);
+  ASSERT_EQ(GatheredKeyValuesToPositions(d_gathered.get(), d_ordered.get(), dims_, c, nullptr),
+            cudaSuccess);
+  const std::vector<bf16> ordered = d_ordered.ToHost();
+  for (int64_t group = 0; group < groups; ++group) {
+    for (int64_t p = 0; p < s; ++p) {
+      for (int64_t e = 0; e < d; ++e) {
+        ASSERT_EQ(__bfloat162float(ordered[(group * s + p) * d + e]),
+                  __bfloat162float(gathered[gathered_at(group, p, e)]))
+            << group << " " << p << " " << e;
+      }
+    }
+  }
+
+  const int64_t keys = 3 * chunk;  // chunks 0, 1 (both ranks' first halves) and 2 (rank 1's)
+  const std::vector<double> start = ToDouble(RandomBf16(c * block, 31));
+  std::vector<float> sum(start.begin(), start.end());
+  DeviceArray<float> d_sum(sum);
+  ASSERT_EQ(AccumulatePositionsToGathered(d_ordered.get(), d_sum.get(), dims_, c, keys, nullptr),
+            cudaSuccess);
+  for (int64_t group = 0; group < groups; ++group) {
+    for (int64_t p = 0; p < keys; ++p) {
+      for (int64_t e = 0; e < d; ++e) {
+        sum[gathered_at(group, p, e)] += __bfloat162float(ordered[(group * s + p) * d + e]);
+      }
+    }
+  }
+  const std::vector<float> accumulated = d_sum.ToHost();
+  for (size_t e = 0; e < sum.size(); ++e) ASSERT_EQ(accumulated[e], sum[e]) << e;
+}
+
 TEST(LossKernelsTest, VocabularyShardedEmbeddingAndCrossEntropy) {
   const int64_t count = 6, hidden = 64;
   const VocabularyShard shard{100, 50};

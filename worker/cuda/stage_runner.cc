@@ -254,8 +254,7 @@ absl::Status StageRunner::Initialize(uint64_t seed) {
     PT_ASSIGN_OR_RETURN(data_parallel_sync_,
                         DataParallelSync::Create(buffers, optimizer_buckets_, timer_));
   }
-  // fp8's linears gather their own fp8 rows, exposed (docs/probe.md).
-  if (spec_.tp_comm_overlap() && fp8_ == nullptr) {
+  if (spec_.tp_comm_overlap()) {
     PT_ASSIGN_OR_RETURN(const TensorParallelOverlapPlan tp_plan,
                         TensorParallelOverlapPlanOf(shapes_.tensor_parallel, shapes_.hidden));
     tp_transport_ = std::make_unique<NcclTensorParallelTransport>(
@@ -264,6 +263,8 @@ absl::Status StageRunner::Initialize(uint64_t seed) {
     PT_ASSIGN_OR_RETURN(tp_overlap_,
                         TensorParallelOverlap::Create(tp_plan, tp_transport_.get(), gemm_, stream_,
                                                       tensor_communication_stream_, timer_));
+    // fp8's linears run the same overlap on their fp8 operands.
+    if (fp8_ != nullptr) fp8_->set_overlap(tp_overlap_.get());
   }
   if (fp8_ != nullptr) PT_RETURN_IF_ERROR(fp8_->Initialize());
   return attention_.SelectKernel(plan_.placement(ProbeBuffer::kAttentionScores).bytes);
@@ -488,7 +489,12 @@ absl::Status StageRunner::NormLinearBackward(const PreNormLinear& layer, const b
   const int64_t h = shapes_.hidden;
   bf16* partial = memory_.get<bf16>(ProbeBuffer::kProjectionOutput);
   const bf16* d_normed = nullptr;
-  if (fp8 != nullptr) {
+  if (fp8 != nullptr && Overlapped(layer)) {
+    bf16* reduced = memory_.get<bf16>(ProbeBuffer::kReduced);
+    PT_RETURN_IF_ERROR(fp8_->ColumnBackwardOverlapped(*fp8, d_out, partial, reduced,
+                                                      Gradient(layer.weight), fp32_gradients_));
+    d_normed = reduced;
+  } else if (fp8 != nullptr) {
     PT_RETURN_IF_ERROR(
         fp8_->Backward(*fp8, d_out, partial, Gradient(layer.weight), fp32_gradients_));
   } else if (Overlapped(layer)) {
@@ -533,12 +539,17 @@ absl::Status StageRunner::RowLinearForward(const bf16* in, int64_t weight, int64
                                            const bf16* residual, bf16* out,
                                            const Fp8LinearSite* fp8) {
   bf16* partial = memory_.get<bf16>(ProbeBuffer::kProjectionOutput);
-  if (fp8 == nullptr && tp_overlap_ != nullptr) {
+  if (tp_overlap_ != nullptr) {
     // proj_fprop / fc2_fprop: each column chunk's reduce-scatter follows its GEMM; the rows
     // reduced land in `out`, where the residual joins them.
-    PT_RETURN_IF_ERROR(tp_overlap_->GemmReduceScatter(
-        LinearForward(in, Weight(weight), partial, shapes_.tokens, shapes_.hidden, inputs),
-        shapes_.residual_tokens, memory_.get<bf16>(ProbeBuffer::kReduced), out));
+    bf16* reduced = memory_.get<bf16>(ProbeBuffer::kReduced);
+    if (fp8 != nullptr) {
+      PT_RETURN_IF_ERROR(fp8_->RowForwardOverlapped(*fp8, in, partial, reduced, out));
+    } else {
+      PT_RETURN_IF_ERROR(tp_overlap_->GemmReduceScatter(
+          LinearForward(in, Weight(weight), partial, shapes_.tokens, shapes_.hidden, inputs),
+          shapes_.residual_tokens, reduced, out));
+    }
     PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
     return CudaStatus(
         AddBf16(residual, out, out, shapes_.residual_tokens * shapes_.hidden, stream_),
@@ -561,7 +572,11 @@ absl::Status StageRunner::RowLinearForward(const bf16* in, int64_t weight, int64
 
 absl::Status StageRunner::RowLinearBackward(const bf16* d_out, const bf16* in, int64_t weight,
                                             int64_t inputs, bf16* d_in, const Fp8LinearSite* fp8) {
-  if (fp8 == nullptr && tp_overlap_ != nullptr) {
+  if (fp8 != nullptr && tp_overlap_ != nullptr) {
+    // proj_dgrad / fc2_dgrad in fp8: the rank's rows cast to E5M2, then ring-gathered.
+    return fp8_->RowBackwardOverlapped(*fp8, d_out, d_in, Gradient(weight), fp32_gradients_);
+  }
+  if (tp_overlap_ != nullptr) {
     // proj_dgrad / fc2_dgrad: the ring gathers the output gradient beside the input
     // gradient's chunks and keeps it whole for the weight gradient.
     bf16* gathered = memory_.get<bf16>(ProbeBuffer::kGathered);

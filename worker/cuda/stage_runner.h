@@ -8,7 +8,8 @@
 // worker/probe/overlap_plan.h plans them (docs/probe.md). With ProbeSpec::tp_comm_overlap
 // (Megatron-LM's --tp-comm-overlap) the layers' tensor-parallel all-gathers and
 // reduce-scatters run beside their GEMMs on a second communication stream
-// (tensor_parallel_overlap.h), in bf16; the embedding's, the LM head's and fp8's stay exposed.
+// (tensor_parallel_overlap.h), in bf16 and in fp8 (through Fp8Linears); the embedding's and
+// the LM head's stay exposed.
 // In fp8 training the four linears of every layer run through Fp8Linears (fp8_linear.h); the
 // LM head and attention stay bf16.
 #ifndef PARATUNE_WORKER_CUDA_STAGE_RUNNER_H_
@@ -107,7 +108,7 @@ class StageRunner {
     int64_t outputs;
     bool layer = false;
   };
-  // Whether `linear`'s bf16 collectives run overlapped.
+  // Whether `linear`'s collectives run overlapped (bf16 or fp8).
   bool Overlapped(const PreNormLinear& linear) const {
     return linear.layer && tp_overlap_ != nullptr;
   }
@@ -128,7 +129,7 @@ class StageRunner {
                                   const Fp8LinearSite* fp8);
   // A row-parallel projection closing a block: out [R, h] = residual + reduce(in weight^T),
   // in [T, inputs]. The row-parallel linears are all a layer's: overlapped with
-  // --tp-comm-overlap in bf16.
+  // --tp-comm-overlap.
   absl::Status RowLinearForward(const __nv_bfloat16* in, int64_t weight, int64_t inputs,
                                 const __nv_bfloat16* residual, __nv_bfloat16* out,
                                 const Fp8LinearSite* fp8);
@@ -212,7 +213,7 @@ class StageRunner {
   bool overlapped_;
   DataParallelPlan data_parallel_plan_;
   std::unique_ptr<DataParallelSync> data_parallel_sync_;
-  // The layers' overlapped tensor-parallel collectives (spec.tp_comm_overlap() in bf16), else
+  // The layers' overlapped tensor-parallel collectives (spec.tp_comm_overlap()), else
   // null: they run exposed on the compute stream.
   std::unique_ptr<NcclTensorParallelTransport> tp_transport_;
   std::unique_ptr<TensorParallelOverlap> tp_overlap_;

@@ -6,6 +6,14 @@
 // compute stream with events both ways. Userbuffers instead copy with SM-driven kernels into
 // registered buffers and run the chunks' GEMMs on several streams (docs/probe.md).
 //
+// Every method takes bf16 products (GemmArgs) or fp8 ones (Fp8GemmArgs), as Transformer
+// Engine overlaps both: in fp8 its all-gather userbuffers hold fp8 (initialize_ub in
+// transformer_engine/pytorch/module/base.py gives fp8 buffers to the all-gather overlaps), so
+// the ring exchanges and the bulk all-gather move the rank's fp8 rows and each GEMM chunk
+// multiplies them in fp8 (CommOverlapP2PBase::split_overlap_ag with fp8 A); the pipelined
+// reduce-scatters sum the bf16 outputs of fp8 GEMM chunks (its pipeline buffers are bf16
+// unless configured fp8_buf).
+//
 // Phase times: the compute stream's PhaseTimer sees the GEMM chunks as `gemm` and only the
 // time the compute stream waits for a collective as `tp_collectives` (the exposed part), as
 // data_parallel_sync.h does for `dp_collectives`.
@@ -20,6 +28,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "worker/cuda/gemm.h"
@@ -40,9 +49,11 @@ class TensorParallelTransport {
   // into `receive` (mod size), posted together.
   virtual absl::Status Exchange(const void* send, void* receive, int64_t bytes,
                                 cudaStream_t stream) = 0;
-  // `count` elements per rank, as communicators.h's AllGather and ReduceScatter (sum).
-  virtual absl::Status AllGather(const __nv_bfloat16* send, __nv_bfloat16* receive, int64_t count,
+  // `bytes` from every rank, rank-ordered in `receive` (communicators.h's AllGather of bytes:
+  // bf16 or fp8 rows alike, a gather copies).
+  virtual absl::Status AllGather(const void* send, void* receive, int64_t bytes,
                                  cudaStream_t stream) = 0;
+  // `count` bf16 elements per rank, as communicators.h's ReduceScatter (sum).
   virtual absl::Status ReduceScatter(const __nv_bfloat16* send, __nv_bfloat16* receive,
                                      int64_t count, cudaStream_t stream) = 0;
 };
@@ -57,7 +68,7 @@ class NcclTensorParallelTransport : public TensorParallelTransport {
   int64_t rank() const override { return rank_; }
   absl::Status Exchange(const void* send, void* receive, int64_t bytes,
                         cudaStream_t stream) override;
-  absl::Status AllGather(const __nv_bfloat16* send, __nv_bfloat16* receive, int64_t count,
+  absl::Status AllGather(const void* send, void* receive, int64_t bytes,
                          cudaStream_t stream) override;
   absl::Status ReduceScatter(const __nv_bfloat16* send, __nv_bfloat16* receive, int64_t count,
                              cudaStream_t stream) override;
@@ -81,15 +92,25 @@ class TensorParallelOverlap {
   TensorParallelOverlap& operator=(const TensorParallelOverlap&) = delete;
   ~TensorParallelOverlap();
 
+  // This rank's index in the tensor group (its rows' place in a gathered buffer).
+  int64_t rank() const { return transport_->rank(); }
+
   // Ring exchange all-gather + GEMM (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad).
   // `product` is the whole product over the gathered rows: A (not transposed, lda) is the
   // gathered buffer of size() x `rows` rows, rank j's at row j rows, and C (ldc, c_type) the
   // [size() rows, n] result; `own` [rows, lda] is this rank's rows, which the first step reads
-  // in place. Each step multiplies the chunk held into its rows of C while the chunk moves on.
-  // With `keep_own` this rank's rows are also copied into the gathered buffer, so that it ends
-  // whole (a weight gradient reads it). INVALID_ARGUMENT for a product that is not such a
+  // in place (it may be their place in the gathered buffer, as where Transformer Engine casts
+  // into its userbuffer's local chunk). Each step multiplies the chunk held into its rows of C
+  // while the chunk moves on. With `keep_own` this rank's rows are also copied into the
+  // gathered buffer, so that it ends whole (a weight gradient reads it). On return the compute
+  // stream waits for every chunk. INVALID_ARGUMENT for a product that is not such a
   // row-chunked one; the transport's or cuBLASLt's error otherwise.
   absl::Status AllGatherGemm(const GemmArgs& product, const __nv_bfloat16* own, int64_t rows,
+                             bool keep_own);
+  // The same with fp8 rows (A's bytes, exchanged as such; a.scale_inverse is this rank's cast's,
+  // which the amax reduction over the tensor group makes every rank's). Every chunk keeps
+  // cuBLASLt's fp8 rules when the whole product does: its A is rows x lda bytes on.
+  absl::Status AllGatherGemm(const Fp8GemmArgs& product, const void* own, int64_t rows,
                              bool keep_own);
 
   // Pipelined GEMM + reduce-scatter (proj_fprop, fc2_fprop). `product` is nn.Linear's forward
@@ -101,6 +122,10 @@ class TensorParallelOverlap {
   // product shape or n not a multiple of the splits.
   absl::Status GemmReduceScatter(const GemmArgs& product, int64_t rows, __nv_bfloat16* reduced,
                                  __nv_bfloat16* out);
+  // The same for an fp8 forward (Fp8LinearForward, bf16 C): each chunk's B is the weight's
+  // rows of its columns, ldb bytes apart, so chunks keep cuBLASLt's fp8 alignment.
+  absl::Status GemmReduceScatter(const Fp8GemmArgs& product, int64_t rows, __nv_bfloat16* reduced,
+                                 __nv_bfloat16* out);
 
   // Bulk overlap of a column-parallel linear's backward (qkv/fc1 dgrad and wgrad): the
   // all-gather of `own` (`count` elements per rank) into `gathered` runs beside
@@ -110,6 +135,16 @@ class TensorParallelOverlap {
   absl::Status BulkBackward(const __nv_bfloat16* own, __nv_bfloat16* gathered, int64_t count,
                             const GemmArgs& input_gradient, const GemmArgs& weight_gradient,
                             __nv_bfloat16* reduced, int64_t reduced_count);
+  // The same in fp8 (Transformer Engine's LayerNormLinear backward with its fp8 qkv_dgrad /
+  // fc1_dgrad userbuffer): `own` is the rank's fp8 input rows [rows, columns], all-gathered as
+  // bytes into `gathered` [size() rows, columns] beside `input_gradient`; once they arrive the
+  // compute stream transposes them into `gathered_transposed` [columns, size() rows]
+  // (TransposeFp8, as Transformer Engine's fp8_transpose of the gathered input: the weight
+  // gradient's fp8 operands must be k-contiguous), which `weight_gradient` reads.
+  absl::Status BulkBackward(const void* own, void* gathered, int64_t rows, int64_t columns,
+                            void* gathered_transposed, const Fp8GemmArgs& input_gradient,
+                            const Fp8GemmArgs& weight_gradient, __nv_bfloat16* reduced,
+                            int64_t reduced_count);
 
  private:
   TensorParallelOverlap(const TensorParallelOverlapPlan& plan, TensorParallelTransport* transport,
@@ -128,6 +163,20 @@ class TensorParallelOverlap {
   absl::Status Record(cudaEvent_t event);
   // The compute stream waits for `event`, counted as tp_collectives.
   absl::Status Wait(cudaEvent_t event);
+  // The bf16 and fp8 methods' one implementation each (Product: GemmArgs or Fp8GemmArgs).
+  // `after_gather` runs on the compute stream once the bulk all-gather arrived, before the
+  // weight gradient.
+  template <typename Product>
+  absl::Status AllGatherGemmOf(const Product& product, const void* own, int64_t rows,
+                               bool keep_own);
+  template <typename Product>
+  absl::Status GemmReduceScatterOf(const Product& product, int64_t rows, __nv_bfloat16* reduced,
+                                   __nv_bfloat16* out);
+  template <typename Product>
+  absl::Status BulkBackwardOf(const void* own, void* gathered, int64_t bytes,
+                              const Product& input_gradient, const Product& weight_gradient,
+                              absl::FunctionRef<absl::Status()> after_gather,
+                              __nv_bfloat16* reduced, int64_t reduced_count);
 
   const TensorParallelOverlapPlan plan_;
   TensorParallelTransport* transport_;

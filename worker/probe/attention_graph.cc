@@ -59,9 +59,8 @@ class GraphBuilder {
     graph_.tensors.push_back(std::move(tensor));
     return uid;
   }
-  int64_t Scalar(int64_t uid, float value) {
-    graph_.tensors.push_back(
-        {uid, {1, 1, 1, 1}, {1, 1, 1, 1}, GraphDataType::kFloat, false, value});
+  int64_t Scalar(int64_t uid, float value, GraphDataType type = GraphDataType::kFloat) {
+    graph_.tensors.push_back({uid, {1, 1, 1, 1}, {1, 1, 1, 1}, type, false, value});
     return uid;
   }
   // An fp32 tensor in the workspace, packed, after the workspace tensors before it.
@@ -125,16 +124,25 @@ RingProduct WholeCausal(const ShardShapes& shapes) {
   return {0, shapes.sequence_per_rank, 0, shapes.sequence_per_rank, RingMask::kCausal};
 }
 
+// Tokens of one sequence and kv head in the buffer a product's keys are read from.
+int64_t KeyTokens(const ShardShapes& shapes, const RingProduct& product) {
+  return product.gathered_keys ? shapes.sequence : shapes.sequence_per_rank;
+}
+
 absl::Status CheckProduct(const ShardShapes& shapes, const RingProduct& product) {
-  const int64_t n = shapes.sequence_per_rank;
-  for (const auto& [name, first, count] :
-       {std::tuple{"queries", product.first_query, product.queries},
-        std::tuple{"keys", product.first_key, product.keys}}) {
-    if (first < 0 || count <= 0 || first + count > n) {
+  for (const auto& [name, first, count, bound] :
+       {std::tuple{"queries", product.first_query, product.queries, shapes.sequence_per_rank},
+        std::tuple{"keys", product.first_key, product.keys, KeyTokens(shapes, product)}}) {
+    if (first < 0 || count <= 0 || first + count > bound) {
       return absl::InvalidArgumentError(absl::StrCat("product ", name, " [", first, ", ",
-                                                     first + count, ") not within a rank's ", n,
-                                                     " tokens"));
+                                                     first + count, ") not within the ", bound,
+                                                     " tokens of its layout"));
     }
+  }
+  if (product.mask == RingMask::kCausalBottomRight && product.keys < product.queries) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bottom-right causal product with fewer keys (", product.keys,
+                     ") than queries (", product.queries, "): its first queries see no key"));
   }
   if (product.mask == RingMask::kCausal && product.first_query != product.first_key) {
     return absl::InvalidArgumentError(absl::StrCat("causal product off the diagonal: first_query ",
@@ -169,23 +177,31 @@ absl::Status CheckOffsetsAligned(const ShardShapes& shapes, const RingProduct& p
   return CheckAligned("the product's first key in the kv layout", product.first_key * d * 2);
 }
 
-// scale Q K^T (score_dims [batch, heads, queries, keys]), with `mask` kCausal the keys a
-// query must not see at the lowest float. The lowest float rather than -inf, as cuDNN's
-// frontend masks: exp of it is exactly 0 and a subtraction of two of them is no NaN.
-int64_t MaskedScores(GraphBuilder& g, const ShardShapes& shapes, RingMask mask, int64_t query,
-                     int64_t keys, const std::vector<int64_t>& score_dims) {
+// scale Q K^T (score_dims [batch, heads, queries, keys]), with the product's causal mask the
+// keys a query must not see at the lowest float. The lowest float rather than -inf, as
+// cuDNN's frontend masks: exp of it is exactly 0 and a subtraction of two of them is no NaN.
+int64_t MaskedScores(GraphBuilder& g, const ShardShapes& shapes, const RingProduct& product,
+                     int64_t query, int64_t keys, const std::vector<int64_t>& score_dims) {
   using T = GraphDataType;
   using K = GraphOpKind;
   const int64_t scale =
       g.Scalar(kAttentionScaleUid, 1.0f / std::sqrt(static_cast<float>(shapes.head_dim)));
   const int64_t products = g.Op(K::kMatmul, {query, keys}, score_dims);
   const int64_t scores = g.Op(K::kMultiply, {products, scale}, score_dims);
-  if (mask == RingMask::kNone) return scores;
+  if (product.mask == RingMask::kNone) return scores;
   const int64_t masked_score =
       g.Scalar(kAttentionMaskedScoreUid, std::numeric_limits<float>::lowest());
   // Causal: query row i sees key column j <= i (on the diagonal rows and columns count
-  // positions from the same token).
-  const int64_t rows = g.Op(K::kRowIndex, {scores}, score_dims, T::kInt32, T::kInt32);
+  // positions from the same token); aligned bottom-right, j <= i + keys - queries.
+  int64_t rows = g.Op(K::kRowIndex, {scores}, score_dims, T::kInt32, T::kInt32);
+  if (product.mask == RingMask::kCausalBottomRight) {
+    const int64_t key_count =
+        g.Scalar(kAttentionKeyCountUid, static_cast<float>(product.keys), T::kInt32);
+    const int64_t query_count =
+        g.Scalar(kAttentionQueryCountUid, static_cast<float>(product.queries), T::kInt32);
+    rows = g.Op(K::kAdd, {rows, key_count}, score_dims, T::kInt32, T::kInt32);
+    rows = g.Op(K::kSubtract, {rows, query_count}, score_dims, T::kInt32, T::kInt32);
+  }
   const int64_t columns = g.Op(K::kColumnIndex, {scores}, score_dims, T::kInt32, T::kInt32);
   const int64_t visible =
       g.Op(K::kGreaterEqual, {rows, columns}, score_dims, T::kBoolean, T::kBoolean);
@@ -204,6 +220,7 @@ absl::StatusOr<AttentionGraph> AttentionForwardGraph(const ShardShapes& shapes,
   const int64_t d = shapes.head_dim;
   const int64_t queries = product.queries;
   const int64_t keys_count = product.keys;
+  const int64_t key_tokens = KeyTokens(shapes, product);
   using T = GraphDataType;
   using K = GraphOpKind;
 
@@ -215,9 +232,10 @@ absl::StatusOr<AttentionGraph> AttentionForwardGraph(const ShardShapes& shapes,
   const int64_t query =
       g.Tensor(kAttentionQueryUid, query_dims, query_strides, T::kBfloat16, 0, query_offset);
   const int64_t keys = g.Tensor(kAttentionKeyTransposedUid, {batch, 1, d, keys_count},
-                                {n * d, n * d, 1, d}, T::kBfloat16, 0, kv_offset);
-  const int64_t values = g.Tensor(kAttentionValueUid, {batch, 1, keys_count, d},
-                                  {n * d, n * d, d, 1}, T::kBfloat16, 0, kv_offset);
+                                {key_tokens * d, key_tokens * d, 1, d}, T::kBfloat16, 0, kv_offset);
+  const int64_t values =
+      g.Tensor(kAttentionValueUid, {batch, 1, keys_count, d},
+               {key_tokens * d, key_tokens * d, d, 1}, T::kBfloat16, 0, kv_offset);
   const int64_t output =
       g.Tensor(kAttentionOutputUid, query_dims, query_strides, T::kBfloat16, 0, query_offset);
   // lse layout [b, G, n, H].
@@ -227,7 +245,7 @@ absl::StatusOr<AttentionGraph> AttentionForwardGraph(const ShardShapes& shapes,
 
   const std::vector<int64_t> score_dims = {batch, heads, queries, keys_count};
   const std::vector<int64_t> row_dims = {batch, heads, queries, 1};
-  const int64_t masked = MaskedScores(g, shapes, product.mask, query, keys, score_dims);
+  const int64_t masked = MaskedScores(g, shapes, product, query, keys, score_dims);
   // Softmax with statistics: lse = max + ln(sum exp(x - max)).
   const int64_t most = g.Op(K::kReduceMax, {masked}, row_dims);
   const int64_t shifted = g.Op(K::kSubtract, {masked, most}, score_dims);
@@ -255,12 +273,13 @@ absl::StatusOr<AttentionGraph> AttentionBackwardGraph(const ShardShapes& shapes,
   const int64_t d = shapes.head_dim;
   const int64_t queries = product.queries;
   const int64_t keys_count = product.keys;
+  const int64_t key_tokens = KeyTokens(shapes, product);
   using T = GraphDataType;
   using K = GraphOpKind;
 
   // Elements of one sequence in each layout; cuDNN takes 16-byte aligned pointers only.
   const int64_t query_part = batch * n * heads * d;
-  const int64_t kv_part = batch * n * d;
+  const int64_t kv_part = batch * key_tokens * d;
   const int64_t lse_part = batch * n * heads;
   for (const auto& [layout, bytes] :
        {std::pair{"query", query_part * 2}, std::pair{"kv", kv_part * 2},
@@ -276,7 +295,7 @@ absl::StatusOr<AttentionGraph> AttentionBackwardGraph(const ShardShapes& shapes,
   const std::vector<int64_t> query_strides = {n * heads * d, d, heads * d, 1};
   const std::vector<int64_t> tokens_strides = {heads * d, d, batch * heads * d, 1};
   const std::vector<int64_t> kv_dims = {batch, 1, keys_count, d};
-  const std::vector<int64_t> kv_strides = {n * d, n * d, d, 1};
+  const std::vector<int64_t> kv_strides = {key_tokens * d, key_tokens * d, d, 1};
   const int64_t query_offset = product.first_query * heads * d;
   const int64_t tokens_offset = product.first_query * batch * heads * d;
   const int64_t kv_offset = product.first_key * d;
@@ -313,7 +332,7 @@ absl::StatusOr<AttentionGraph> AttentionBackwardGraph(const ShardShapes& shapes,
   g.OpInto(K::kMultiply, {row_products, one}, softmax_sum);
 
   // P from the forward's statistics; dV = P^T dO.
-  const int64_t masked = MaskedScores(g, shapes, product.mask, query, keys, score_dims);
+  const int64_t masked = MaskedScores(g, shapes, product, query, keys, score_dims);
   const int64_t shifted = g.Op(K::kSubtract, {masked, stats}, score_dims);
   const int64_t probabilities = g.Op(K::kExp, {shifted}, score_dims);
   const int64_t probabilities_t = g.Transposed(probabilities, T::kBfloat16);
@@ -346,6 +365,40 @@ absl::StatusOr<AttentionGraph> AttentionBackwardGraph(const ShardShapes& shapes,
 absl::StatusOr<AttentionGraph> CausalAttentionBackwardGraph(const ShardShapes& shapes) {
   PT_RETURN_IF_ERROR(CheckOneGraph(shapes));
   return AttentionBackwardGraph(shapes, WholeCausal(shapes));
+}
+
+absl::StatusOr<std::vector<RingProduct>> AllGatherProducts(const ShardShapes& shapes,
+                                                           int64_t rank) {
+  const int64_t c = shapes.context_parallel;
+  const int64_t n = shapes.sequence_per_rank;
+  if (c < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("context_parallel (", c, ") must be at least 2 for all_gather's halves"));
+  }
+  if (rank < 0 || rank >= c) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("context rank (", rank, ") must be in [0, ", c, ")"));
+  }
+  if (n <= 0 || n % 2 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tokens per rank (", n, ") must be even and positive"));
+  }
+  const int64_t half = n / 2;  // s/(2c) positions of a chunk
+  std::vector<RingProduct> products;
+  // Chunk r ends at position (r + 1) s/(2c), chunk 2c-1-r at (2c - r) s/(2c).
+  for (const auto& [first_query, chunk] :
+       {std::pair{int64_t{0}, rank}, std::pair{half, 2 * c - 1 - rank}}) {
+    products.push_back(
+        {first_query, half, 0, (chunk + 1) * half, RingMask::kCausalBottomRight, true});
+  }
+  return products;
+}
+
+int64_t AllGatherKeyValueBytes(const ShardShapes& shapes) {
+  const int64_t bytes = 2 * shapes.micro_batch * shapes.kv_heads * shapes.sequence *
+                        shapes.head_dim * GraphDataTypeBytes(GraphDataType::kBfloat16);
+  return (bytes + kGraphWorkspaceAlignment - 1) / kGraphWorkspaceAlignment *
+         kGraphWorkspaceAlignment;
 }
 
 int64_t FusedBackwardGradientBytes(const ShardShapes& shapes) {

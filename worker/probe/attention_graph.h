@@ -23,6 +23,15 @@
 // "upper-triangle" steps no_mask). A sub-range of tokens is the same strided view with
 // fewer rows, starting `offset` elements into the layout, where Transformer Engine copies
 // the half it takes into a contiguous tensor.
+//
+// Context parallelism with all_gather (Transformer Engine's AttnFuncWithCPAndKVAllGather in
+// the same file) runs one product per query half: chunk r's queries, then chunk 2c-1-r's,
+// each against every key up to its last position, causal aligned bottom-right. The
+// all-gathered keys are ordered by rank, each rank's two chunks apart, so no one strided view
+// holds a prefix of positions; as Transformer Engine index-selects the gathered chunks into
+// position order (get_seq_chunk_ids_for_reordering_before_attn) before its fused attention,
+// the probe reorders them once per pass into a position-ordered buffer
+// (AllGatherKeyValueBytes), and each half's keys are a prefix of it.
 #ifndef PARATUNE_WORKER_PROBE_ATTENTION_GRAPH_H_
 #define PARATUNE_WORKER_PROBE_ATTENTION_GRAPH_H_
 
@@ -111,6 +120,8 @@ enum AttentionGraphUid : int64_t {
   kAttentionOneUid = 14,               // by value: 1
   kAttentionRowSumsUid = 15,           // fp32 workspace: rowsum(dO * O), softmax_sum
   kAttentionQueryGradientSumUid = 16,  // fp32 workspace: dQ accumulated, dQ_accum
+  kAttentionKeyCountUid = 17,          // by value, int32: a bottom-right product's keys
+  kAttentionQueryCountUid = 18,        // by value, int32: a bottom-right product's queries
   kAttentionFirstVirtualUid = 100,     // intermediates are numbered from here
 };
 
@@ -131,10 +142,15 @@ struct AttentionGraph {
 
 // The forward graph of one product of a micro-batch's attention on a rank with `shapes`:
 // each sequence's local queries [first_query, first_query + queries) against the local keys
-// [first_key, first_key + keys) of a kv-layout block (the rank's own or a received one),
-// with `product.mask`: kCausal compares row >= column of the product's scores, which with
-// first_query == first_key (required) is key position <= query position; kNone has no mask
-// and no masked-score scalar. Reads query, keys and values, writes the product's rows of the
+// [first_key, first_key + keys) of a kv-layout block (the rank's own or a received one), or
+// with product.gathered_keys the positions [first_key, first_key + keys) of every rank's
+// keys in position order ([2, b, G, s, d], AllGatherKeyValueBytes), with `product.mask`:
+// kCausal compares row >= column of the product's scores, which with first_query ==
+// first_key (required) is key position <= query position; kCausalBottomRight compares row +
+// keys - queries >= column as cudnn-frontend v1.8.0's SDPANode builds
+// causal_mask_bottom_right (the row index plus the int32 scalar keys, minus the int32 scalar
+// queries; keys >= queries required, so that every query sees a key); kNone has no mask and
+// no masked-score scalar. Reads query, keys and values, writes the product's rows of the
 // output and of the log-sum-exp statistics (the same natural-log lse the chunked path keeps,
 // so either backward can use it, and the ring's log-sum-exp merge can weigh it).
 //
@@ -145,8 +161,9 @@ struct AttentionGraph {
 // local sequence). The other steps are the first half of the keys seen by every query, or
 // every key seen by the second half of the queries, unmasked.
 //
-// INVALID_ARGUMENT naming the field when the product is outside [0, n) or causal off the
-// diagonal; UNIMPLEMENTED when a bound tensor's first element is not 16-byte aligned
+// INVALID_ARGUMENT naming the field when the product is outside [0, n) (its keys outside
+// [0, s) when gathered), causal off the diagonal or bottom-right with fewer keys than
+// queries; UNIMPLEMENTED when a bound tensor's first element is not 16-byte aligned
 // (cuDNN's alignment of the pointers).
 absl::StatusOr<AttentionGraph> AttentionForwardGraph(const ShardShapes& shapes,
                                                      const RingProduct& product);
@@ -156,7 +173,8 @@ absl::StatusOr<AttentionGraph> AttentionForwardGraph(const ShardShapes& shapes,
 // UNIMPLEMENTED with the reason when the probe's layouts cannot be described to cuDNN as one
 // graph: with context parallelism a rank's queries are two position ranges and the
 // all-gathered keys are ordered by rank, not position, so the causal mask is no longer the
-// diagonal of one score matrix (the p2p ring builds a graph per product instead).
+// diagonal of one score matrix (the p2p ring builds a graph per product instead, and
+// all_gather one per query half: AllGatherProducts).
 absl::StatusOr<AttentionGraph> CausalAttentionForwardGraph(const ShardShapes& shapes);
 
 // The backward graph of the same attention, as cudnn-frontend v1.8.0's
@@ -189,6 +207,22 @@ absl::StatusOr<AttentionGraph> CausalAttentionBackwardGraph(const ShardShapes& s
 // keys. Errors as AttentionForwardGraph, and as CausalAttentionBackwardGraph's alignment.
 absl::StatusOr<AttentionGraph> AttentionBackwardGraph(const ShardShapes& shapes,
                                                       const RingProduct& product);
+
+// The products of context rank `rank`'s attention with all_gather, as Transformer Engine's
+// AttnFuncWithCPAndKVAllGather computes them: for each half of the rank's n local tokens,
+// chunk r ([0, n/2)) and chunk 2c-1-r ([n/2, n)) of s/(2c) positions, the half's queries
+// against the gathered positions [0, end of the half's chunk), kCausalBottomRight (the
+// half's queries are the last positions of its keys). The two write disjoint rows of the
+// output and lse, and their dK and dV add up over the keys both see. INVALID_ARGUMENT naming
+// the value unless shapes.context_parallel >= 2, 0 <= rank < context_parallel and n is even.
+absl::StatusOr<std::vector<RingProduct>> AllGatherProducts(const ShardShapes& shapes, int64_t rank);
+
+// Bytes of every context rank's keys and values in position order, [2, b, G, s, d] bf16,
+// rounded up to kGraphWorkspaceAlignment: the all-gather path's fused passes reorder the
+// gathered keys into these first bytes of the workspace they give cuDNN's attention, whose
+// plans run in what follows (the backward's bf16 dK and dV go to the all-gathered buffer,
+// free once reordered; worker/cuda/attention.h).
+int64_t AllGatherKeyValueBytes(const ShardShapes& shapes);
 
 // Where the fused backward's dK and dV go: the probe keeps fp32 key and value gradients, the
 // graph writes bf16, so it writes them, for the whole micro-batch as one bf16 kv layout

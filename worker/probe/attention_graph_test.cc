@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -50,11 +51,11 @@ std::vector<RingProduct> RingProducts(int64_t n) {
           {n / 2, n / 2, 0, n, RingMask::kNone}};
 }
 
-// Forward and backward graphs of every ring product at context parallelism 2, with the
-// product each was built for.
-std::vector<std::pair<RingProduct, AttentionGraph>> RingGraphs(const ShardShapes& shapes) {
+// Forward and backward graphs of `products`, with the product each was built for.
+std::vector<std::pair<RingProduct, AttentionGraph>> ProductGraphs(
+    const ShardShapes& shapes, const std::vector<RingProduct>& products) {
   std::vector<std::pair<RingProduct, AttentionGraph>> graphs;
-  for (const RingProduct& product : RingProducts(shapes.sequence_per_rank)) {
+  for (const RingProduct& product : products) {
     for (const auto build : {AttentionForwardGraph, AttentionBackwardGraph}) {
       absl::StatusOr<AttentionGraph> graph = build(shapes, product);
       EXPECT_TRUE(graph.ok()) << graph.status();
@@ -64,10 +65,36 @@ std::vector<std::pair<RingProduct, AttentionGraph>> RingGraphs(const ShardShapes
   return graphs;
 }
 
-// Every graph the probe builds: the whole causal ones and the ring's.
+// Forward and backward graphs of every ring product at `shapes`' context parallelism.
+std::vector<std::pair<RingProduct, AttentionGraph>> RingGraphs(const ShardShapes& shapes) {
+  return ProductGraphs(shapes, RingProducts(shapes.sequence_per_rank));
+}
+
+// Forward and backward graphs of all_gather's two products on context rank `rank`.
+std::vector<std::pair<RingProduct, AttentionGraph>> AllGatherGraphs(const ShardShapes& shapes,
+                                                                    int64_t rank) {
+  const absl::StatusOr<std::vector<RingProduct>> products = AllGatherProducts(shapes, rank);
+  EXPECT_TRUE(products.ok()) << products.status();
+  return products.ok() ? ProductGraphs(shapes, *products)
+                       : std::vector<std::pair<RingProduct, AttentionGraph>>{};
+}
+
+// Every product graph the probe builds at context parallelism 2: the ring's and those of
+// all_gather's ranks.
+std::vector<std::pair<RingProduct, AttentionGraph>> ContextParallelGraphs() {
+  std::vector<std::pair<RingProduct, AttentionGraph>> graphs = RingGraphs(Shapes(2));
+  for (int64_t rank : {0, 1}) {
+    for (auto& product_graph : AllGatherGraphs(Shapes(2), rank)) {
+      graphs.push_back(std::move(product_graph));
+    }
+  }
+  return graphs;
+}
+
+// Every graph the probe builds: the whole causal ones, the ring's and all_gather's.
 std::vector<AttentionGraph> AllGraphs() {
   std::vector<AttentionGraph> graphs = BothGraphs(Shapes());
-  for (auto& [product, graph] : RingGraphs(Shapes(2))) graphs.push_back(std::move(graph));
+  for (auto& [product, graph] : ContextParallelGraphs()) graphs.push_back(std::move(graph));
   return graphs;
 }
 
@@ -251,11 +278,15 @@ TEST(AttentionGraphTest, OnlyTheRingsDiagonalProductIsMasked) {
   }
 }
 
-// Every ring graph reads its inputs and writes its outputs in order, as the whole ones.
-TEST(AttentionGraphTest, RingGraphsAreOrdered) {
-  for (const auto& [product, graph] : RingGraphs(Shapes(2))) {
+// Every ring and all_gather graph reads its inputs and writes its outputs in order, as the
+// whole ones.
+TEST(AttentionGraphTest, ProductGraphsAreOrdered) {
+  for (const auto& [product, graph] : ContextParallelGraphs()) {
     std::set<int64_t> scalars = {kAttentionScaleUid};
-    if (product.mask == RingMask::kCausal) scalars.insert(kAttentionMaskedScoreUid);
+    if (product.mask != RingMask::kNone) scalars.insert(kAttentionMaskedScoreUid);
+    if (product.mask == RingMask::kCausalBottomRight) {
+      scalars.insert({kAttentionKeyCountUid, kAttentionQueryCountUid});
+    }
     if (graph.Find(kAttentionOutputUid) != nullptr) {
       std::set<int64_t> inputs = {kAttentionQueryUid, kAttentionKeyTransposedUid,
                                   kAttentionValueUid};
@@ -276,10 +307,12 @@ TEST(AttentionGraphTest, RingGraphsAreOrdered) {
 
 // A product's tensors are the layouts' strided views with the product's rows: element (b, g,
 // local token i, h, e) of a query in the product, or of a key, lands at the pointer + offset
-// (+ b x execution_stride in the backward) where attention_kernels.h's layouts hold it.
-TEST(AttentionGraphTest, RingProductsViewTheirTokensOfTheLayouts) {
-  const int64_t G = 2, H = 4, n = 2048, d = 128;
-  for (const auto& [product, graph] : RingGraphs(Shapes(2))) {
+// (+ b x execution_stride in the backward) where attention_kernels.h's layouts hold it; the
+// keys of all_gather's products at position j of the position-ordered [2, b, G, s, d].
+TEST(AttentionGraphTest, ProductsViewTheirTokensOfTheLayouts) {
+  const int64_t G = 2, H = 4, n = 2048, s = 4096, d = 128;
+  for (const auto& [product, graph] : ContextParallelGraphs()) {
+    const int64_t key_tokens = product.gathered_keys ? s : n;
     const bool backward = graph.Find(kAttentionOutputUid) == nullptr;
     // Forward: batch b G; backward: batch G, one sequence per execution.
     auto at = [&](const GraphTensor& t, int64_t b, int64_t g, std::vector<int64_t> index) {
@@ -313,10 +346,12 @@ TEST(AttentionGraphTest, RingProductsViewTheirTokensOfTheLayouts) {
       }
       EXPECT_EQ(at(stats, b, g, {h, row, 0}), ((b * G + g) * n + i) * H + h);
       for (const GraphTensor* t : kv_views) {
-        EXPECT_EQ(at(*t, b, g, {0, row % keys, e}), ((b * G + g) * n + j) * d + e) << t->uid;
+        EXPECT_EQ(at(*t, b, g, {0, row % keys, e}), ((b * G + g) * key_tokens + j) * d + e)
+            << t->uid;
       }
       for (const GraphTensor* t : kv_transposed_views) {
-        EXPECT_EQ(at(*t, b, g, {0, e, row % keys}), ((b * G + g) * n + j) * d + e) << t->uid;
+        EXPECT_EQ(at(*t, b, g, {0, e, row % keys}), ((b * G + g) * key_tokens + j) * d + e)
+            << t->uid;
       }
       if (backward) {
         for (int64_t uid : {kAttentionOutputTokensUid, kAttentionOutputGradientUid}) {
@@ -341,7 +376,11 @@ TEST(AttentionGraphTest, ProductsOutsideTheTokensOrOffTheDiagonalAreRefused) {
           std::pair{RingProduct{0, 2048, -1, 1024, RingMask::kNone}, "keys [-1, 1023)"},
           std::pair{RingProduct{0, 2048, 0, 0, RingMask::kNone}, "keys [0, 0)"},
           std::pair{RingProduct{1024, 1024, 0, 2048, RingMask::kCausal},
-                    "first_query 1024, first_key 0"}}) {
+                    "first_query 1024, first_key 0"},
+          std::pair{RingProduct{0, 1024, 0, 4097, RingMask::kCausalBottomRight, true},
+                    "keys [0, 4097) not within the 4096 tokens"},
+          std::pair{RingProduct{0, 1024, 0, 1023, RingMask::kCausalBottomRight, true},
+                    "fewer keys (1023) than queries (1024)"}}) {
       const absl::StatusOr<AttentionGraph> graph = build(shapes, product);
       EXPECT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
       EXPECT_THAT(graph.status().message(), HasSubstr(message));
@@ -501,6 +540,101 @@ TEST(AttentionGraphTest, ContextParallelismIsNotOneGraph) {
   for (const auto build : {AttentionForwardGraph, AttentionBackwardGraph}) {
     EXPECT_TRUE(build(Shapes(2), RingProducts(2048)[0]).ok());
   }
+}
+
+// all_gather's products on rank r: each query half against the positions up to its chunk's
+// end, the half's queries the last of them, as Transformer Engine's
+// AttnFuncWithCPAndKVAllGather.
+TEST(AttentionGraphTest, AllGatherProductsAreEachHalfAgainstItsPositionPrefix) {
+  const ShardShapes shapes = Shapes(4);  // n = 1024: halves of 512 tokens
+  const std::vector<std::pair<int64_t, std::array<int64_t, 2>>> expected_keys = {
+      {0, {512, 4096}}, {1, {1024, 3584}}, {3, {2048, 2560}}};
+  for (const auto& [rank, keys] : expected_keys) {
+    const absl::StatusOr<std::vector<RingProduct>> products = AllGatherProducts(shapes, rank);
+    ASSERT_TRUE(products.ok()) << products.status();
+    ASSERT_EQ(products->size(), 2u);
+    for (int half = 0; half < 2; ++half) {
+      const RingProduct& p = (*products)[half];
+      EXPECT_EQ(p.first_query, half * 512) << rank;
+      EXPECT_EQ(p.queries, 512);
+      EXPECT_EQ(p.first_key, 0);
+      EXPECT_EQ(p.keys, keys[half]) << rank << " " << half;
+      EXPECT_EQ(p.mask, RingMask::kCausalBottomRight);
+      EXPECT_TRUE(p.gathered_keys);
+      // Bottom-right, query i sees key j iff j <= i + keys - queries: the query's position
+      // (chunk r, then chunk 2c-1-r, of 512 positions each).
+      const int64_t chunk = half == 0 ? rank : 7 - rank;
+      for (int64_t i : {int64_t{0}, int64_t{511}}) {
+        EXPECT_EQ(i + p.keys - p.queries, chunk * 512 + i) << rank << " " << half;
+      }
+    }
+  }
+}
+
+TEST(AttentionGraphTest, AllGatherProductsRefuseShapesWithoutTwoHalves) {
+  ShardShapes odd = Shapes(2);
+  odd.sequence_per_rank = 2047;
+  for (const auto& [shapes, rank, message] :
+       {std::tuple{Shapes(1), int64_t{0}, "context_parallel (1)"},
+        std::tuple{Shapes(2), int64_t{2}, "context rank (2)"},
+        std::tuple{Shapes(2), int64_t{-1}, "context rank (-1)"},
+        std::tuple{odd, int64_t{0}, "tokens per rank (2047)"}}) {
+    const absl::StatusOr<std::vector<RingProduct>> products = AllGatherProducts(shapes, rank);
+    EXPECT_EQ(products.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(products.status().message(), HasSubstr(message));
+  }
+}
+
+// The bottom-right mask as cudnn-frontend builds causal_mask_bottom_right: the row index plus
+// the int32 key count minus the int32 query count, compared with the column index.
+TEST(AttentionGraphTest, TheBottomRightMaskShiftsTheRowsByKeysMinusQueries) {
+  for (const auto& [product, graph] : AllGatherGraphs(Shapes(2), 1)) {
+    std::map<int64_t, const GraphOp*> writer;
+    for (const GraphOp& op : graph.ops) writer[op.output] = &op;
+    const GraphTensor* key_count = graph.Find(kAttentionKeyCountUid);
+    const GraphTensor* query_count = graph.Find(kAttentionQueryCountUid);
+    ASSERT_NE(key_count, nullptr);
+    ASSERT_NE(query_count, nullptr);
+    EXPECT_EQ(key_count->type, GraphDataType::kInt32);
+    EXPECT_EQ(query_count->type, GraphDataType::kInt32);
+    EXPECT_EQ(key_count->value, static_cast<float>(product.keys));
+    EXPECT_EQ(query_count->value, static_cast<float>(product.queries));
+    int selects = 0;
+    for (const GraphOp& op : graph.ops) {
+      if (op.kind != GraphOpKind::kSelect) continue;
+      ++selects;
+      const GraphOp& compare = *writer.at(op.inputs[2]);
+      EXPECT_EQ(compare.kind, GraphOpKind::kGreaterEqual);
+      EXPECT_EQ(writer.at(compare.inputs[1])->kind, GraphOpKind::kColumnIndex);
+      const GraphOp& subtract = *writer.at(compare.inputs[0]);
+      EXPECT_EQ(subtract.kind, GraphOpKind::kSubtract);
+      EXPECT_EQ(subtract.compute_type, GraphDataType::kInt32);
+      EXPECT_EQ(subtract.inputs[1], kAttentionQueryCountUid);
+      const GraphOp& add = *writer.at(subtract.inputs[0]);
+      EXPECT_EQ(add.kind, GraphOpKind::kAdd);
+      EXPECT_EQ(add.compute_type, GraphDataType::kInt32);
+      EXPECT_EQ(add.inputs[1], kAttentionKeyCountUid);
+      EXPECT_EQ(writer.at(add.inputs[0])->kind, GraphOpKind::kRowIndex);
+    }
+    EXPECT_EQ(selects, 1);
+  }
+  // The other masks have no count scalars.
+  for (const auto& [product, graph] : RingGraphs(Shapes(2))) {
+    EXPECT_EQ(graph.Find(kAttentionKeyCountUid), nullptr);
+    EXPECT_EQ(graph.Find(kAttentionQueryCountUid), nullptr);
+  }
+}
+
+TEST(AttentionGraphTest, AllGatherKeyValuesAreOnePositionOrderedBf16Layout) {
+  // [2, b, G, s, d] bf16: 2 x 2 x 2 x 4096 x 128 x 2 bytes, whatever the context parallelism.
+  EXPECT_EQ(AllGatherKeyValueBytes(Shapes(2)), int64_t{8} << 20);
+  EXPECT_EQ(AllGatherKeyValueBytes(Shapes(4)), int64_t{8} << 20);
+  ShardShapes odd = Shapes(2);
+  odd.micro_batch = 1;
+  odd.kv_heads = 1;
+  odd.head_dim = 8;
+  odd.sequence = 6;  // 192 bytes, rounded up
+  EXPECT_EQ(AllGatherKeyValueBytes(odd), kGraphWorkspaceAlignment);
 }
 
 }  // namespace

@@ -39,6 +39,11 @@ enum class RingMask {
   kCausal,
   // Every query sees every key of the product.
   kNone,
+  // Causal aligned bottom-right: the product's query i sees its key j iff i + keys - queries
+  // >= j, so its last query sees every key (cuDNN's causal_mask_bottom_right, Transformer
+  // Engine's "causal_bottom_right"). The all-gather path's products (attention_graph.h's
+  // AllGatherProducts): a query half's keys are every position up to its last query.
+  kCausalBottomRight,
 };
 
 // One product of a ring step, in local token indices of one sequence (0 .. n-1 with n = s/c:
@@ -51,6 +56,10 @@ struct RingProduct {
   int64_t first_key = 0;
   int64_t keys = 0;
   RingMask mask = RingMask::kNone;
+  // The keys are positions of the whole sequence (0 .. s-1), in a buffer of every context
+  // rank's keys reordered into position order (the all-gather path); otherwise local indices
+  // of one rank's block as above.
+  bool gathered_keys = false;
 };
 
 // One step of a rank's ring.

@@ -85,13 +85,21 @@ int64_t AttentionScoresBytes(const ShardShapes& x, CpCommType exchange) {
   const int64_t chunk_scores =
       AttentionQueryChunk(x) * x.query_heads * AttentionRowStride(x) * kFp32;
   const int64_t n = x.sequence_per_rank;
-  const absl::StatusOr<AttentionGraph> backward =
-      x.context_parallel > 1 && exchange == CpCommType::kP2p
-          ? AttentionBackwardGraph(x, {0, n, 0, n, RingMask::kCausal})
-          : CausalAttentionBackwardGraph(x);
+  const bool all_gather = x.context_parallel > 1 && exchange != CpCommType::kP2p;
+  // The backward graph with the most workspace tensors (the most queries).
+  absl::StatusOr<AttentionGraph> backward = absl::UnknownError("unset");
+  if (x.context_parallel == 1) {
+    backward = CausalAttentionBackwardGraph(x);
+  } else if (!all_gather) {
+    backward = AttentionBackwardGraph(x, {0, n, 0, n, RingMask::kCausal});
+  } else {
+    const absl::StatusOr<std::vector<RingProduct>> halves = AllGatherProducts(x, 0);
+    backward = halves.ok() ? AttentionBackwardGraph(x, halves->back()) : halves.status();
+  }
   if (!backward.ok()) return chunk_scores;  // the backward is chunked
-  return std::max(chunk_scores, FusedBackwardGradientBytes(x) + backward->workspace_tensor_bytes +
-                                    kAttentionPlanWorkspaceBytes);
+  const int64_t reserved = all_gather ? AllGatherKeyValueBytes(x) : FusedBackwardGradientBytes(x);
+  return std::max(chunk_scores,
+                  reserved + backward->workspace_tensor_bytes + kAttentionPlanWorkspaceBytes);
 }
 
 namespace {

@@ -125,7 +125,8 @@ inline constexpr int64_t kAttentionPlanWorkspaceBytes = int64_t{32} << 20;
 // chunk's fp32 scores, or, when more, what the fused attention backward needs in its
 // workspace (attention_graph.h), since the buffer is cuDNN's workspace too
 // (Attention::SelectKernel). With the p2p ring, what its diagonal product's backward needs,
-// the most of its products (n queries); with all_gather (cp > 1) the backward is chunked.
+// the most of its products (n queries); with all_gather (cp > 1) the position-ordered keys
+// and values (AllGatherKeyValueBytes) before a query half's backward workspace.
 int64_t AttentionScoresBytes(const ShardShapes& shapes, CpCommType exchange);
 
 class FootprintPlan {

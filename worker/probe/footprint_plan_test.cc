@@ -155,7 +155,7 @@ TEST(FootprintPlanTest, AttentionChunksFitTheWorkspaceAndTheRanksSegments) {
 // kAttentionPlanWorkspaceBytes for cuDNN; Llama-3.1-8B at s 32768 needs more than a chunk's
 // scores. With context parallelism over the p2p ring the same for the ring's diagonal
 // product (every graph of the ring needs at most its workspace); with all_gather the
-// backward is chunked and the buffer a chunk's scores.
+// position-ordered keys and values and a query half's backward workspace.
 TEST(FootprintPlanTest, AttentionScoresHoldTheFusedBackwardsWorkspace) {
   for (const Configuration& c :
        {Make("llama3.1-8b", 8, 8192, 1, 1, 1, 1), Make("llama3.1-8b", 8, 32768, 1, 1, 1, 1),
@@ -195,8 +195,19 @@ TEST(FootprintPlanTest, AttentionScoresHoldTheFusedBackwardsWorkspace) {
   Configuration all_gather = p2p;
   all_gather.training = *TrainingSpec::Create(options);
   const FootprintPlan gathered = Plan(all_gather, 0);
-  EXPECT_EQ(gathered.placement(ProbeBuffer::kAttentionScores).bytes,
-            gathered.attention_query_chunk() * x.query_heads * x.sequence * 4);
+  ExpectConsistent(gathered);
+  for (int64_t rank : {int64_t{0}, int64_t{1}}) {
+    const absl::StatusOr<std::vector<RingProduct>> halves = AllGatherProducts(x, rank);
+    ASSERT_TRUE(halves.ok()) << halves.status();
+    for (const RingProduct& half : *halves) {
+      const absl::StatusOr<AttentionGraph> backward = AttentionBackwardGraph(x, half);
+      ASSERT_TRUE(backward.ok()) << backward.status();
+      EXPECT_GE(gathered.placement(ProbeBuffer::kAttentionScores).bytes,
+                AllGatherKeyValueBytes(x) + backward->workspace_tensor_bytes +
+                    kAttentionPlanWorkspaceBytes)
+          << rank << " " << half.first_query;
+    }
+  }
 }
 
 // fp8 training allocates Transformer Engine's fp8 state: the weight copies at the model's

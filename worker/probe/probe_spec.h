@@ -47,12 +47,11 @@ class ProbeSpec {
 
   // Whether the launch of this configuration overlaps tensor-parallel communication with the
   // GEMMs: training.tp_comm_overlap where it has sequence parallelism with tp > 1, as the
-  // templates' {tp_comm_overlap} writes --tp-comm-overlap. The probe runs it in bf16: each
-  // layer's all-gathers and reduce-scatters beside its GEMMs with Transformer Engine's
-  // default methods (worker/probe/tensor_parallel_overlap_plan.h,
-  // worker/cuda/tensor_parallel_overlap.h); in fp8 training they stay exposed on the compute
-  // stream, so there the probe's step is slower than the exported launch's by the TP time the
-  // overlap would hide (docs/probe.md).
+  // templates' {tp_comm_overlap} writes --tp-comm-overlap. The probe runs it in bf16 and in
+  // fp8 training: each layer's all-gathers and reduce-scatters beside its GEMMs with
+  // Transformer Engine's default methods (worker/probe/tensor_parallel_overlap_plan.h,
+  // worker/cuda/tensor_parallel_overlap.h), in fp8 on fp8 operands as its fp8 userbuffers do
+  // (worker/cuda/fp8_linear.h, docs/probe.md).
   bool tp_comm_overlap() const;
 
   // How the launch exchanges keys and values between context-parallel ranks (with cp > 1):

@@ -1,0 +1,63 @@
+// Helpers for the probe's fp8 GPU tests: fp8 bytes decoded on the CPU (cuda_fp8.h's
+// conversions), seeded random fp8 data, and the amax a cast records.
+#ifndef PARATUNE_WORKER_CUDA_FP8_TEST_UTIL_H_
+#define PARATUNE_WORKER_CUDA_FP8_TEST_UTIL_H_
+
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "worker/probe/fp8_scaling.h"
+
+namespace paratune {
+
+// The value of one fp8 byte of `format`.
+inline double Fp8ToDouble(uint8_t bits, Fp8Format format) {
+  if (format == Fp8Format::kE4M3) {
+    __nv_fp8_e4m3 value;
+    value.__x = bits;
+    return static_cast<float>(value);
+  }
+  __nv_fp8_e5m2 value;
+  value.__x = bits;
+  return static_cast<float>(value);
+}
+
+// The values fp8 `bytes` stand for: each byte's value times the scale inverse.
+inline std::vector<double> Dequantize(const std::vector<uint8_t>& bytes, Fp8Format format,
+                                      double scale_inverse) {
+  std::vector<double> values(bytes.size());
+  for (size_t i = 0; i < bytes.size(); ++i)
+    values[i] = Fp8ToDouble(bytes[i], format) * scale_inverse;
+  return values;
+}
+
+// `count` fp8 bytes of values uniform in [-scale, scale), from `seed`.
+inline std::vector<uint8_t> RandomFp8(int64_t count, uint32_t seed, Fp8Format format, float scale) {
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<float> uniform(-scale, scale);
+  std::vector<uint8_t> bytes(count);
+  for (uint8_t& b : bytes) {
+    const float v = uniform(random);
+    b = format == Fp8Format::kE4M3 ? __nv_fp8_e4m3(v).__x : __nv_fp8_e5m2(v).__x;
+  }
+  return bytes;
+}
+
+// max |v| of bf16 values: the amax a cast of them records.
+inline double MaxAbs(const std::vector<__nv_bfloat16>& values) {
+  double amax = 0;
+  for (__nv_bfloat16 v : values) {
+    amax = std::max(amax, std::fabs(static_cast<double>(__bfloat162float(v))));
+  }
+  return amax;
+}
+
+}  // namespace paratune
+
+#endif  // PARATUNE_WORKER_CUDA_FP8_TEST_UTIL_H_
