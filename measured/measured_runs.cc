@@ -29,6 +29,8 @@ struct RowSetup {
   std::string group;
   bool completed = true;
   double step_seconds = 0;
+  // The column step_seconds is read or derived from, for errors.
+  std::string step_column;
 };
 
 // More GPUs than any table's run used; a larger product is a malformed cell.
@@ -86,6 +88,11 @@ absl::StatusOr<MeasuredRun> MakeRun(const CsvTable& table, size_t row, const std
   if (setup.gpus_per_node < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, "column \"gpus_per_node\" (", setup.gpus_per_node, ") must be >= 1"));
+  }
+  if (setup.completed && !(std::isfinite(setup.step_seconds) && setup.step_seconds > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(where, "column \"", setup.step_column,
+                                                   "\" gives a step time of ", setup.step_seconds,
+                                                   " s: a completed run's is finite and > 0"));
   }
   const int64_t per_node = gpus < setup.gpus_per_node ? gpus : setup.gpus_per_node;
   if (gpus % per_node != 0) {
@@ -178,7 +185,8 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadNvidiaDgxc(const CsvTable& table,
     PT_ASSIGN_OR_RETURN(setup.parallel.dp, table.Int(row, "dp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.micro_batch, table.Int(row, "micro_batch"));
     setup.parallel.sequence_parallel = setup.parallel.tp > 1;
-    PT_ASSIGN_OR_RETURN(setup.step_seconds, table.Double(row, "step_time_s"));
+    setup.step_column = "step_time_s";
+    PT_ASSIGN_OR_RETURN(setup.step_seconds, table.Double(row, setup.step_column));
     PT_ASSIGN_OR_RETURN(const std::string release, table.String(row, "release"));
     setup.group = absl::StrCat(setup.model_name, " ", release);
     PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
@@ -217,7 +225,8 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMegatronCore(const CsvTable& table,
     // --tp-comm-overlap.
     setup.training.tp_comm_overlap = true;
     setup.parallel.sequence_parallel = setup.parallel.tp > 1;
-    PT_ASSIGN_OR_RETURN(setup.step_seconds, table.Double(row, "derived_iter_time_s"));
+    setup.step_column = "derived_iter_time_s";
+    PT_ASSIGN_OR_RETURN(setup.step_seconds, table.Double(row, setup.step_column));
     setup.group = setup.model_name;
     PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
     runs.push_back(std::move(run));
@@ -241,7 +250,8 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadNarayanan(const CsvTable& table,
     PT_ASSIGN_OR_RETURN(setup.parallel.micro_batch, table.Int(row, "micro_batch"));
     setup.parallel.sequence_parallel = false;
     setup.parallel.recompute = Recompute::kFull;
-    PT_ASSIGN_OR_RETURN(setup.step_seconds, table.Double(row, "derived_iter_time_s"));
+    setup.step_column = "derived_iter_time_s";
+    PT_ASSIGN_OR_RETURN(setup.step_seconds, table.Double(row, setup.step_column));
     setup.group = setup.model_name;
     PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
     runs.push_back(std::move(run));
@@ -278,9 +288,9 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadKorthikanti(const CsvTable& table,
                           table.Int(row, "pipeline_interleaving_v(calculon_encoding)"));
       setup.parallel.sequence_parallel = selective;
       setup.parallel.recompute = selective ? Recompute::kSelective : Recompute::kFull;
-      PT_ASSIGN_OR_RETURN(setup.step_seconds,
-                          table.Double(row, selective ? "iter_time_seqpar_plus_selective_s"
-                                                      : "iter_time_full_recompute_s"));
+      setup.step_column =
+          selective ? "iter_time_seqpar_plus_selective_s" : "iter_time_full_recompute_s";
+      PT_ASSIGN_OR_RETURN(setup.step_seconds, table.Double(row, setup.step_column));
       setup.group = setup.model_name;
       PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
       runs.push_back(std::move(run));
@@ -339,7 +349,8 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadFujii(const CsvTable& table, const 
     setup.group = absl::StrCat(system, " s=", setup.training.seq_len, " ", gpus, " GPUs");
     setup.completed = status == "value";
     if (setup.completed) {
-      PT_ASSIGN_OR_RETURN(const double tflops, table.Double(row, "throughput_tflops_per_gpu"));
+      setup.step_column = "throughput_tflops_per_gpu";
+      PT_ASSIGN_OR_RETURN(const double tflops, table.Double(row, setup.step_column));
       PT_ASSIGN_OR_RETURN(const ModelSpec model, ModelSpec::Create(llama.name(), setup.dims));
       PT_ASSIGN_OR_RETURN(const TrainingSpec training, TrainingSpec::Create(setup.training));
       setup.step_seconds =
@@ -412,7 +423,8 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadNvidiaFp8(const CsvTable& table,
     }
     setup.parallel.dp = gpus / model_parallel;
     setup.parallel.sequence_parallel = setup.parallel.tp > 1;
-    PT_ASSIGN_OR_RETURN(const double tokens_per_gpu, table.Double(row, "tokens_per_s_per_gpu"));
+    setup.step_column = "tokens_per_s_per_gpu";
+    PT_ASSIGN_OR_RETURN(const double tokens_per_gpu, table.Double(row, setup.step_column));
     setup.step_seconds = static_cast<double>(setup.training.global_batch_size) *
                          static_cast<double>(setup.training.seq_len) /
                          (tokens_per_gpu * static_cast<double>(gpus));

@@ -1,7 +1,13 @@
 #include "measured/measured_runs.h"
 
-#include <cmath>
+#include <sys/stat.h>
 
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
 #include "estimator/performance_fit.h"
 #include "estimator/performance_parameters.h"
 #include "gtest/gtest.h"
@@ -85,6 +91,30 @@ TEST(MeasuredRunsTest, Fp8FitAndHeldOutTables) {
     EXPECT_TRUE(run.training.fp8());
     EXPECT_FALSE(run.training.fp8_param_gather());
     EXPECT_NEAR(MeasuredTflopsPerGpu(run), 750, 150) << run.model_name << " line " << run.line;
+  }
+}
+
+TEST(MeasuredRunsTest, ANonPositiveStepTimeNamesItsColumn) {
+  // Korthikanti et al.'s first row with its selective-recompute time made negative (a fuzzer's
+  // find): the run would pass as completed in -0.1 s.
+  const std::string directory = absl::StrCat(getenv("TEST_TMPDIR"), "/bad_step_time");
+  ASSERT_EQ(mkdir(directory.c_str(), 0755), 0);
+  const std::string file = "korthikanti2022_table5_a100.csv";
+  std::ifstream in(absl::StrCat(kDataDir, "/", file));
+  std::string header, row;
+  ASSERT_TRUE(std::getline(in, header) && std::getline(in, row));
+  const std::string good = ",1.42,1.1,";
+  ASSERT_NE(row.find(good), std::string::npos);
+  row.replace(row.find(good), good.size(), ",1.42,-.1,");
+  std::ofstream(absl::StrCat(directory, "/", file)) << header << "\n" << row << "\n";
+  for (const MeasuredDataset& dataset : MeasuredDatasets()) {
+    if (dataset.file != file) continue;
+    const absl::Status status = LoadMeasuredRuns(directory, dataset).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(status.message().find("column \"iter_time_seqpar_plus_selective_s\" gives a step "
+                                    "time of -0.1 s: a completed run's is finite and > 0"),
+              std::string::npos)
+        << status;
   }
 }
 
