@@ -211,12 +211,6 @@ absl::Status RunList(AutotunerClient& client, const v1::ListSearchesRequest& req
                      const OutputOptions& output, std::ostream& out) {
   PT_ASSIGN_OR_RETURN(v1::ListSearchesResponse response, client.ListSearches(request));
   if (output.json) return Print(response, "", output, out);
-  // ListSearches leaves the candidates out: the best of each search that measured one is
-  // in its full record.
-  for (v1::Search& search : *response.mutable_searches()) {
-    if (search.counts().succeeded() == 0) continue;
-    PT_ASSIGN_OR_RETURN(search, client.GetSearch(search.name()));
-  }
   return Print(response,
                FormatSearchList(response, absl::Now(),
                                 output.terminal ? static_cast<size_t>(output.terminal_columns) : 0),

@@ -383,7 +383,7 @@ std::string FormatSearchList(const v1::ListSearchesResponse& response, absl::Tim
                {"stop reason", false, /*cut_step=*/1, /*min_width=*/20, /*drop_step=*/3}});
   for (const auto& search : response.searches()) {
     const SearchProgress progress = ProgressOf(search);
-    const v1::Candidate* best = BestMeasured(search);
+    const v1::Candidate* best = search.has_best_candidate() ? &search.best_candidate() : nullptr;
     const absl::Time created = ToTime(search.create_time());
     // An ended search ran until its last update; a running one runs on.
     const absl::Time ended = SearchEnded(search.state()) ? ToTime(search.update_time()) : now;

@@ -60,8 +60,8 @@ CandidateTable RankedCandidates(const v1::Search& search, int max_rows);
 
 // One row per search, newest first: name, display name, state, candidates probed of its
 // total (convert/search_progress.h), the best measured configuration and its TFLOP/s per GPU
-// ("(sim)" when simulated; needs the search's candidates, which ListSearches leaves out:
-// "-" without them), when it was created ("3m ago", against `now`), how long it ran (to its
+// (Search.best_candidate, which ListSearches sends; "(sim)" when simulated, "-" before any
+// success), when it was created ("3m ago", against `now`), how long it ran (to its
 // last update once ended, to `now` while it runs) and its stop reason cut to 48 columns
 // (`get` prints it whole). With `width` > 0 the table fits in it: the stop reason is cut
 // to 20 columns, the run time goes, the stop reason goes, the display name is cut to 8, the

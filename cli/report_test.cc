@@ -171,12 +171,13 @@ TEST(FormatSearchListTest, BestConfigurationHumanTimesAndACutStopReason) {
   v1::Search& done = *response.add_searches() =
       Listed("searches/1", v1::SUCCEEDED, now - absl::Hours(2), now - absl::Minutes(50));
   done.set_display_name("demo");
-  *done.add_candidates() = Probed(4, 1, 450.0, /*simulated=*/true);
-  *done.add_candidates() = Probed(2, 2, 412.5, /*simulated=*/true);
+  // Listed as ListSearches sends it: its best candidate, no candidates.
+  *done.mutable_best_candidate() = Probed(4, 1, 450.0, /*simulated=*/true);
+  done.mutable_counts()->set_probed(2);
   done.set_stop_reason(
       "no unprobed candidate's optimistic prediction beats the best measured 450.0 TFLOP/s per "
       "GPU by more than 2%; 2 leaders confirmed with 20-step probes");
-  // searches/2 is listed without candidates: probed from its counts.
+  // Both searches count their probes from their counts; searches/2 has no best yet.
   EXPECT_EQ(FormatSearchList(response, now, 0),
             "search      name  state      probed  best config           TFLOP/s/GPU    created  "
             "  ran  stop reason\n"
@@ -194,7 +195,7 @@ TEST(FormatSearchListTest, FitsATerminalKeepingTheBestTflops) {
   v1::Search& done = *response.add_searches() =
       Listed("searches/1", v1::SUCCEEDED, now - absl::Hours(2), now - absl::Minutes(50));
   done.set_display_name("a long display name");
-  *done.add_candidates() = Probed(4, 1, 450.0, /*simulated=*/true);
+  *done.mutable_best_candidate() = Probed(4, 1, 450.0, /*simulated=*/true);
   done.set_stop_reason("a stop reason that goes on and on");
   for (size_t width = 40; width <= 200; ++width) {
     const std::string table = FormatSearchList(response, now, width);

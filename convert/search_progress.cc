@@ -36,15 +36,21 @@ SearchProgress ProgressOf(const v1::Search& search) {
   return progress;
 }
 
+std::optional<double> MeasuredTflops(const v1::Candidate& candidate) {
+  const v1::ProbeResult* result = LatestResult(candidate);
+  if (result == nullptr || result->outcome() != v1::PROBE_OK) return std::nullopt;
+  return result->model_tflops_per_gpu();
+}
+
 const v1::Candidate* BestMeasured(const v1::Search& search) {
   const v1::Candidate* best = nullptr;
   double best_tflops = 0;
   for (const auto& candidate : search.candidates()) {
-    const v1::ProbeResult* result = LatestResult(candidate);
-    if (result == nullptr || result->outcome() != v1::PROBE_OK) continue;
-    if (best == nullptr || result->model_tflops_per_gpu() > best_tflops) {
+    const std::optional<double> tflops = MeasuredTflops(candidate);
+    if (!tflops.has_value()) continue;
+    if (best == nullptr || *tflops > best_tflops) {
       best = &candidate;
-      best_tflops = result->model_tflops_per_gpu();
+      best_tflops = *tflops;
     }
   }
   return best;

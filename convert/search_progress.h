@@ -6,6 +6,7 @@
 #define PARATUNE_CONVERT_SEARCH_PROGRESS_H_
 
 #include <cstdint>
+#include <optional>
 
 #include "proto/search.pb.h"
 
@@ -35,8 +36,12 @@ const v1::ProbeResult* LatestResult(const v1::Candidate& candidate);
 // from its counts (probes less confirmations) and no queued or running ones.
 SearchProgress ProgressOf(const v1::Search& search);
 
-// The candidate whose LatestResult is the fastest successful one; nullptr when none succeeded
-// (or the candidates were not sent).
+// The TFLOP/s per GPU that ranks `candidate` for BestMeasured: its LatestResult's when that
+// succeeded, nullopt otherwise.
+std::optional<double> MeasuredTflops(const v1::Candidate& candidate);
+
+// The candidate whose LatestResult is the fastest successful one (the first of equals);
+// nullptr when none succeeded (or the candidates were not sent).
 const v1::Candidate* BestMeasured(const v1::Search& search);
 
 }  // namespace paratune

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "convert/result_source.h"
+#include "convert/search_progress.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/core/candidate_ranking.h"
 #include "server/core/page_token.h"
@@ -27,6 +28,16 @@ absl::StatusOr<int64_t> CheckPageSize(int64_t page_size, int64_t default_size) {
   return page_size == 0 ? default_size : page_size;
 }
 
+// Candidate.probe_result_source: of probe_result, or of screening_result while a confirmation
+// runs.
+void SetResultSource(v1::Candidate& candidate) {
+  if (candidate.has_probe_result()) {
+    candidate.set_probe_result_source(ResultSource(candidate.probe_result()));
+  } else if (candidate.has_screening_result()) {
+    candidate.set_probe_result_source(ResultSource(candidate.screening_result()));
+  }
+}
+
 }  // namespace
 
 absl::Status SearchNotFoundError(int64_t id) {
@@ -35,10 +46,9 @@ absl::Status SearchNotFoundError(int64_t id) {
 
 v1::Search ClientView(v1::Search search) {
   RankCandidates(*search.mutable_candidates());
-  for (v1::Candidate& candidate : *search.mutable_candidates()) {
-    if (candidate.has_probe_result()) {
-      candidate.set_probe_result_source(ResultSource(candidate.probe_result()));
-    }
+  for (v1::Candidate& candidate : *search.mutable_candidates()) SetResultSource(candidate);
+  if (const v1::Candidate* best = BestMeasured(search); best != nullptr) {
+    *search.mutable_best_candidate() = *best;
   }
   AddCalibratedMemory(search);
   return search;
@@ -73,6 +83,7 @@ absl::StatusOr<v1::ListSearchesResponse> SearchReader::ListSearches(
       PT_ASSIGN_OR_RETURN(last_id, ParseSearchName("name", search.name()));
       before_id = last_id;
       if (!MayAccess(caller, search.creator())) continue;
+      if (search.has_best_candidate()) SetResultSource(*search.mutable_best_candidate());
       *response.add_searches() = std::move(search);
       if (response.searches_size() == page_size) {
         more = more || i + 1 < page.searches.size();

@@ -19,7 +19,8 @@ absl::Status SearchNotFoundError(int64_t id);
 
 // `search` as clients see it (every read and watch): its candidates ranked, probed OK by
 // measured TFLOP/s per GPU then the rest in predicted order, each with its calibrated memory
-// (search_memory.h, AddCalibratedMemory) and its probe result's source (probe_result_source).
+// (search_memory.h, AddCalibratedMemory) and its probe result's source (probe_result_source),
+// and best_candidate set (BestMeasured).
 v1::Search ClientView(v1::Search search);
 
 // Thread-safe (the store is). Every call takes its caller: a client principal reaches only

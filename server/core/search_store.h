@@ -96,7 +96,8 @@ class SearchStore {
   virtual absl::StatusOr<v1::Search> GetSearch(int64_t id) = 0;
 
   // Up to page_size (>= 1) searches with id < before_id (every id when before_id is 0),
-  // highest id first, with their candidates cleared.
+  // highest id first, with their candidates cleared and best_candidate set to the stored
+  // BestMeasured candidate (convert/search_progress.h), when one succeeded.
   virtual absl::StatusOr<SearchPage> ListSearches(int64_t page_size, int64_t before_id) = 0;
 
   // Every worker, by id.

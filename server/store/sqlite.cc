@@ -48,6 +48,14 @@ SqliteStatement& SqliteStatement::Bind(int index, absl::string_view text) {
   return *this;
 }
 
+SqliteStatement& SqliteStatement::BindDouble(int index, double value) {
+  const int code = sqlite3_bind_double(statement_, index, value);
+  if (code != SQLITE_OK && bind_status_.ok()) {
+    bind_status_ = SqliteError(db_, code, absl::StrCat("binding parameter ", index));
+  }
+  return *this;
+}
+
 SqliteStatement& SqliteStatement::BindBlob(int index, absl::string_view bytes) {
   const int code =
       sqlite3_bind_blob64(statement_, index, bytes.data(), bytes.size(), SQLITE_TRANSIENT);

@@ -26,6 +26,8 @@ class SqliteStatement {
 
   SqliteStatement& Bind(int index, int64_t value);
   SqliteStatement& Bind(int index, absl::string_view text);
+  // A REAL (named apart: an int argument would be ambiguous between the overloads).
+  SqliteStatement& BindDouble(int index, double value);
   // A BLOB (text is bound as TEXT).
   SqliteStatement& BindBlob(int index, absl::string_view bytes);
 

@@ -112,10 +112,13 @@ absl::Status SqliteSearchStore::PutSearchLocked(int64_t id, const SearchUpdate& 
   for (const auto& [n, candidate] : update.candidates) {
     PT_ASSIGN_OR_RETURN(
         SqliteStatement put_candidate,
-        db_->Prepare("INSERT OR REPLACE INTO candidates (search_id, position, candidate) "
-                     "VALUES (?, ?, ?)"));
-    PT_RETURN_IF_ERROR(
-        put_candidate.Bind(1, id).Bind(2, n).BindBlob(3, candidate.SerializeAsString()).Run());
+        db_->Prepare("INSERT OR REPLACE INTO candidates (search_id, position, candidate, "
+                     "measured_tflops) VALUES (?, ?, ?, ?)"));
+    PT_RETURN_IF_ERROR(put_candidate.Bind(1, id)
+                           .Bind(2, n)
+                           .BindBlob(3, candidate.SerializeAsString())
+                           .BindDouble(4, MeasuredTflopsColumn(candidate))
+                           .Run());
   }
   return absl::OkStatus();
 }
@@ -255,8 +258,20 @@ absl::StatusOr<SearchPage> SqliteSearchStore::ListSearches(int64_t page_size, in
       page.more = true;
       break;
     }
-    // The row holds the search without its candidates.
-    PT_ASSIGN_OR_RETURN(v1::Search search, ParseSearchRow(list.ColumnBytes(1), list.ColumnInt(0)));
+    // The row holds the search without its candidates; its best one is one indexed lookup.
+    const int64_t id = list.ColumnInt(0);
+    PT_ASSIGN_OR_RETURN(v1::Search search, ParseSearchRow(list.ColumnBytes(1), id));
+    PT_ASSIGN_OR_RETURN(
+        SqliteStatement best,
+        db_->Prepare("SELECT candidate FROM candidates WHERE search_id = ? AND measured_tflops "
+                     ">= 0 ORDER BY measured_tflops DESC, position LIMIT 1"));
+    best.Bind(1, id);
+    PT_ASSIGN_OR_RETURN(const bool found, best.Step());
+    if (found && !search.mutable_best_candidate()->ParseFromString(best.ColumnBytes(0))) {
+      return absl::DataLossError(absl::StrCat("the best candidate row of ", SearchName(id),
+                                              " in table candidates does not parse as ",
+                                              search.best_candidate().GetTypeName()));
+    }
     page.searches.push_back(std::move(search));
   }
   return page;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "convert/search_progress.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
@@ -164,6 +165,58 @@ TEST(SqliteSearchStoreTest, ListsNewestFirstInPagesWithoutCandidates) {
   EXPECT_FALSE(last->more);
 }
 
+// A candidate `n` of searches/1 in `state` with a result of `outcome` at `tflops` (in
+// screening_result when `screening`).
+v1::Candidate Measured(int n, v1::CandidateState state, v1::ProbeOutcome outcome, double tflops,
+                       bool screening = false) {
+  v1::Candidate candidate;
+  candidate.set_name(absl::StrCat("searches/1/candidates/", n));
+  candidate.set_state(state);
+  v1::ProbeResult& result =
+      screening ? *candidate.mutable_screening_result() : *candidate.mutable_probe_result();
+  result.set_outcome(outcome);
+  result.set_model_tflops_per_gpu(tflops);
+  return candidate;
+}
+
+TEST(SqliteSearchStoreTest, ListsEachSearchWithItsBestCandidate) {
+  std::unique_ptr<SqliteSearchStore> store = OpenOrDie(":memory:");
+  v1::Search search;
+  search.set_name("searches/1");
+  search.set_state(v1::PROBING);
+  *search.add_candidates() = Measured(0, v1::CANDIDATE_PROBED, v1::PROBE_OK, 400);
+  *search.add_candidates() = Measured(1, v1::CANDIDATE_PROBED, v1::PROBE_OK, 450);
+  *search.add_candidates() = Measured(2, v1::CANDIDATE_PROBED, v1::PROBE_OUT_OF_MEMORY, 900);
+  // Under confirmation: its screening result counts (BestMeasured).
+  *search.add_candidates() =
+      Measured(3, v1::CANDIDATE_RUNNING, v1::PROBE_OK, 500, /*screening=*/true);
+  StoreBatch batch;
+  batch.searches[1] = Whole(search);
+  batch.searches[2] = Whole(SearchWithCandidate(2));  // nothing measured
+  ASSERT_TRUE(store->Apply(batch).ok());
+  const auto best_of = [&store](int64_t id) {
+    absl::StatusOr<SearchPage> page = store->ListSearches(10, 0);
+    EXPECT_TRUE(page.ok()) << page.status();
+    for (const v1::Search& listed : page->searches) {
+      EXPECT_EQ(listed.candidates_size(), 0);
+      if (listed.name() == absl::StrCat("searches/", id)) {
+        return listed.has_best_candidate() ? listed.best_candidate().name() : std::string("none");
+      }
+    }
+    return std::string("not listed");
+  };
+  EXPECT_EQ(best_of(1), "searches/1/candidates/3");
+  EXPECT_EQ(best_of(2), "none");
+
+  // The confirmation measures less: the best is the next, as BestMeasured says.
+  *search.mutable_candidates(3) = Measured(3, v1::CANDIDATE_PROBED, v1::PROBE_OK, 420);
+  batch.searches.clear();
+  batch.searches[1] = Changed(search, {3});
+  ASSERT_TRUE(store->Apply(batch).ok());
+  EXPECT_EQ(best_of(1), "searches/1/candidates/1");
+  EXPECT_EQ(BestMeasured(search)->name(), "searches/1/candidates/1");
+}
+
 TEST(SqliteSearchStoreTest, LoadReturnsWhatAResumingSchedulerNeeds) {
   std::unique_ptr<SqliteSearchStore> store = OpenOrDie(":memory:");
   StoreBatch batch;
@@ -304,8 +357,11 @@ TEST(SqliteSearchStoreTest, CandidatesRoundTripThroughIncrementalWrites) {
   absl::StatusOr<SearchPage> page = store->ListSearches(10, 0);
   ASSERT_TRUE(page.ok()) << page.status();
   ASSERT_EQ(page->searches.size(), 2u);
+  // Listed without its candidates, with its best (here the first of the equal 0 TFLOP/s).
   v1::Search listed = expected[1];
+  *listed.mutable_best_candidate() = *BestMeasured(expected[1]);
   listed.clear_candidates();
+  EXPECT_EQ(listed.best_candidate().name(), "searches/1/candidates/0");
   EXPECT_TRUE(MessageDifferencer::Equals(page->searches[1], listed));
 }
 
@@ -417,6 +473,39 @@ TEST(SqliteSearchStoreTest, MigratesBlobsOfSchemaThreeIntoCandidateRows) {
   ASSERT_TRUE(row.ParseFromString(blob->ColumnBytes(0)));
   EXPECT_EQ(row.candidates_size(), 0);
   EXPECT_EQ(row.name(), "searches/3");
+}
+
+TEST(SqliteSearchStoreTest, MigratingSchemaFourRanksTheStoredCandidates) {
+  DatabaseFile file("schema4.db");
+  {
+    absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(file.path());
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(MigrateStoreSchema(**db, /*target_version=*/4).ok());
+    v1::Search row;
+    row.set_name("searches/1");
+    row.set_state(v1::SUCCEEDED);
+    absl::StatusOr<SqliteStatement> put =
+        (*db)->Prepare("INSERT INTO searches (id, state, search) VALUES (1, ?, ?)");
+    ASSERT_TRUE(put.ok());
+    put->Bind(1, int64_t{row.state()}).BindBlob(2, row.SerializeAsString());
+    ASSERT_TRUE(put->Run().ok());
+    const std::vector<v1::Candidate> candidates = {
+        Measured(0, v1::CANDIDATE_PROBED, v1::PROBE_OK, 300),
+        Measured(1, v1::CANDIDATE_PROBED, v1::PROBE_OK, 350),
+        Measured(2, v1::CANDIDATE_SKIPPED, v1::PROBE_OK, 999, /*screening=*/true)};
+    for (int n = 0; n < static_cast<int>(candidates.size()); ++n) {
+      absl::StatusOr<SqliteStatement> put_candidate = (*db)->Prepare(
+          "INSERT INTO candidates (search_id, position, candidate) VALUES (1, ?, ?)");
+      ASSERT_TRUE(put_candidate.ok());
+      put_candidate->Bind(1, int64_t{n}).BindBlob(2, candidates[n].SerializeAsString());
+      ASSERT_TRUE(put_candidate->Run().ok());
+    }
+  }
+  std::unique_ptr<SqliteSearchStore> store = OpenOrDie(file.path());
+  absl::StatusOr<SearchPage> page = store->ListSearches(1, 0);
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->searches.size(), 1u);
+  EXPECT_EQ(page->searches[0].best_candidate().name(), "searches/1/candidates/1");
 }
 
 TEST(SqliteSearchStoreTest, RefusesADatabaseFromANewerServer) {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "convert/search_progress.h"
 #include "proto/search.pb.h"
 
 namespace paratune {
@@ -13,6 +14,7 @@ namespace {
 
 // Moves each stored search's candidates out of its blob into the candidates table.
 absl::Status MoveCandidatesToRows(SqliteDatabase& db);
+absl::Status FillMeasuredTflops(SqliteDatabase& db);
 
 // One schema step: its SQL, then, where rows must be rewritten, code.
 struct Migration {
@@ -71,6 +73,13 @@ constexpr Migration kMigrations[] = {
       ) WITHOUT ROWID;
     )sql",
      MoveCandidatesToRows},
+    // 4 -> 5: each candidate's measured TFLOP/s per GPU (MeasuredTflopsColumn), so that
+    // ListSearches returns each search's best candidate without reading all of them.
+    {R"sql(
+      ALTER TABLE candidates ADD COLUMN measured_tflops REAL NOT NULL DEFAULT -1;
+      CREATE INDEX candidates_by_measured ON candidates (search_id, measured_tflops);
+    )sql",
+     FillMeasuredTflops},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kStoreSchemaVersion,
               "one migration per schema version");
@@ -121,7 +130,45 @@ absl::Status MoveCandidatesToRows(SqliteDatabase& db) {
   return absl::OkStatus();
 }
 
+absl::Status FillMeasuredTflops(SqliteDatabase& db) {
+  // The keys first: rows are not rewritten under an open read of their table.
+  struct Row {
+    int64_t search_id;
+    int64_t position;
+    double measured_tflops;
+  };
+  std::vector<Row> rows;
+  {
+    PT_ASSIGN_OR_RETURN(SqliteStatement list,
+                        db.Prepare("SELECT search_id, position, candidate FROM candidates"));
+    while (true) {
+      PT_ASSIGN_OR_RETURN(const bool row, list.Step());
+      if (!row) break;
+      v1::Candidate candidate;
+      if (!candidate.ParseFromString(list.ColumnBytes(2))) {
+        return absl::DataLossError(
+            absl::StrCat("row searches/", list.ColumnInt(0), " position ", list.ColumnInt(1),
+                         " of table candidates does not parse as ", candidate.GetTypeName()));
+      }
+      const double tflops = MeasuredTflopsColumn(candidate);
+      if (tflops >= 0) rows.push_back({list.ColumnInt(0), list.ColumnInt(1), tflops});
+    }
+  }
+  for (const Row& row : rows) {
+    PT_ASSIGN_OR_RETURN(SqliteStatement put,
+                        db.Prepare("UPDATE candidates SET measured_tflops = ? WHERE search_id = ? "
+                                   "AND position = ?"));
+    PT_RETURN_IF_ERROR(
+        put.BindDouble(1, row.measured_tflops).Bind(2, row.search_id).Bind(3, row.position).Run());
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+double MeasuredTflopsColumn(const v1::Candidate& candidate) {
+  return MeasuredTflops(candidate).value_or(-1);
+}
 
 absl::Status MigrateStoreSchema(SqliteDatabase& db, int target_version) {
   PT_ASSIGN_OR_RETURN(const int64_t version, UserVersion(db));

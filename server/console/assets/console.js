@@ -155,10 +155,12 @@ function age(timestamp) {
 
 function searchId(name) { return name.replace('searches/', ''); }
 
-// The best OK probe of a search: candidates come ranked, best measured first.
-function bestProbed(search) {
-  return (search.candidates || []).find(
-      c => c.state === 'CANDIDATE_PROBED' && c.probeResult && c.probeResult.outcome === 'PROBE_OK');
+// The server's best candidate of a search (Search.best_candidate) and the result that makes it
+// the best: its probe's, or its screening probe's while a confirmation runs.
+function bestOf(search) {
+  const candidate = search.bestCandidate;
+  return candidate ? {candidate, result: candidate.probeResult || candidate.screeningResult}
+                   : null;
 }
 
 function progressText(counts, state) {
@@ -186,21 +188,19 @@ function pollAgain(loader) {
 
 async function searchesPage() {
   const list = await api('/api/searches');
+  // ListSearches sends each search's best candidate, not its candidates.
   const searches = list.searches || [];
-  // ListSearches leaves candidates out: the best of each comes from GetSearch.
-  const full = await Promise.all(searches.map(s => api('/api/search?name=' +
-                                                       encodeURIComponent(s.name))));
-  const rows = full.map(search => {
+  const rows = searches.map(search => {
     const counts = search.counts || {};
-    const best = bestProbed(search);
+    const best = bestOf(search);
     return [
       el('a', {href: '#/search/' + searchId(search.name)}, search.name),
       search.displayName || '',
       el('span', {class: 'state'}, search.state),
       progressText(counts, search.state),
-      best ? describeConfig(best.config) : '',
-      best ? fixed(best.probeResult.modelTflopsPerGpu, 1) : '',
-      best ? originLabel(best) : '',
+      best ? describeConfig(best.candidate.config) : '',
+      best ? fixed(best.result.modelTflopsPerGpu, 1) : '',
+      best ? originLabel(best.candidate) : '',
       fixed(Number(counts.gpuSeconds || 0) / 3600, 2),
       age(search.createTime),
     ];
@@ -213,7 +213,7 @@ async function searchesPage() {
                                   {text: 'GPU-hours', num: true}, {text: 'Age'}],
                                  rows));
   document.querySelector('#page table')?.setAttribute('id', 'searches');
-  if (full.some(s => !ENDED.has(s.state))) pollAgain(searchesPage);
+  if (searches.some(s => !ENDED.has(s.state))) pollAgain(searchesPage);
 }
 
 // --- One search -----------------------------------------------------------------------------
@@ -516,7 +516,7 @@ async function searchPage(id) {
     events = events.concat(newer);
     plan = planned;
     const counts = search.counts || {};
-    const best = bestProbed(search);
+    const best = bestOf(search);
     const history = probeHistory(search, events);
     const log = el('div', {class: 'log', id: 'events'},
                    ...events.map(e => el('div', {}, `${e.time}  ${e.text}`)));
@@ -525,9 +525,9 @@ async function searchPage(id) {
             el('span', {id: 'progress'}, progressText(counts, search.state)), ' · ',
             `${fixed(Number(counts.gpuSeconds || 0) / 3600, 2)} GPU-hours`, ' · ',
             `created ${age(search.createTime)} ago`),
-         best ? el('p', {id: 'best'}, 'Best: ', describeConfig(best.config), ' at ',
-                   `${fixed(best.probeResult.modelTflopsPerGpu, 1)} TFLOP/s per GPU `,
-                   originLabel(best)) : null,
+         best ? el('p', {id: 'best'}, 'Best: ', describeConfig(best.candidate.config), ' at ',
+                   `${fixed(best.result.modelTflopsPerGpu, 1)} TFLOP/s per GPU `,
+                   originLabel(best.candidate)) : null,
          search.stopReason ? el('p', {class: 'muted', id: 'stop-reason'}, search.stopReason)
                            : null,
          el('h2', {}, 'Candidates: predicted against measured'), candidateTable(search),
