@@ -49,7 +49,7 @@ ParameterLayout LayoutOf(StageLayers* layers) {
       *ParallelConfig::Create(model, training, cluster, PlacementRules(), dims);
   *layers = StageLayersOf(model, config, 0);
   return LayoutParameters(ComputeShardShapes(model, training, config), *layers,
-                          model.tied_embeddings(), 1);
+                          model.tied_embeddings(), 1, /*fp8_parameters=*/false);
 }
 
 // Walks a step as the stage runner does: a unit's backward rewrites every bucket holding the

@@ -119,7 +119,8 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
                      StageLayersOf(model, config, stage));
   const ShardShapes& x = plan.shapes_;
   const int64_t shard_count = training.distributed_optimizer() ? config.dp() * config.cp() : 1;
-  plan.parameters_ = LayoutParameters(x, plan.stage_layers_, model.tied_embeddings(), shard_count);
+  plan.parameters_ = LayoutParameters(x, plan.stage_layers_, model.tied_embeddings(), shard_count,
+                                      training.fp8_param_gather());
   plan.layer_activations_ = LayoutLayerActivations(x, training.fp8());
   if (training.fp8()) {
     plan.fp8_state_ = LayoutFp8State(x, plan.stage_layers_, kExportedFp8Recipe);
@@ -150,7 +151,7 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   const int64_t optimizer_elements = plan.parameters_.shard_elements;
 
   term(MemoryTerm::kWeights);
-  terms.Add(ProbeBuffer::kWeights, parameters * kBf16);
+  terms.Add(ProbeBuffer::kWeights, plan.parameters_.weight_bytes);
   term(MemoryTerm::kGradients);
   terms.Add(ProbeBuffer::kGradients, parameters * (training.fp32_gradients() ? kFp32 : kBf16));
   term(MemoryTerm::kOptimizerStates);

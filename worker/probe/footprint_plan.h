@@ -26,7 +26,8 @@ namespace paratune {
 
 // Every buffer of the probe, grouped by the term that holds it.
 enum class ProbeBuffer {
-  // weights: the stage's bf16 parameters (ParameterLayout, padded_elements).
+  // weights: the stage's parameters (ParameterLayout::weight_bytes): bf16, the linear weights
+  // E4M3 with fp8 parameters (training.fp8_param_gather).
   kWeights,
   // gradients: fp32 (or bf16) gradients in the same layout.
   kGradients,

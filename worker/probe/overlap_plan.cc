@@ -46,37 +46,50 @@ std::vector<UnitTensor> TensorsOf(const ParameterLayout& parameters,
   return tensors;
 }
 
-// Megatron-LM's buckets of each chunk, as ranges of the buffer. A tensor's range runs to the
-// next tensor's start (the last one's to the padded end), so the buckets tile the buffer.
+// Megatron-LM's buckets of each chunk, as ranges of the buffer: each weight region (one per
+// parameter dtype, parameter_layout.h) bucketed on its own, the chunk's fp8 region before its
+// bf16 one so that a chunk's buckets run from its highest addresses down. A tensor's range runs
+// to the next tensor's start (the last one's to the padded end), so the buckets tile the
+// buffer. With fp8 parameters the bf16 region keeps one bucket: Megatron-LM merges every
+// non-fp8 bucket into the group of the fp8 bucket holding the chunk's first layers
+// (param_and_grad_buffer.py, partition_buckets), which the probe issues as a separate
+// collective at the same point.
 std::vector<ParameterBucket> BucketsOf(const ParameterLayout& parameters,
-                                       const std::vector<ChunkUnits>& chunks,
                                        const std::vector<UnitTensor>& tensors, int64_t stage,
                                        int64_t data_context_size, const OverlapOptions& options) {
+  std::vector<const ParameterRegion*> regions;
+  for (const ParameterRegion& region : parameters.regions) regions.push_back(&region);
+  std::stable_sort(regions.begin(), regions.end(),
+                   [](const ParameterRegion* a, const ParameterRegion* b) {
+                     return a->chunk != b->chunk ? a->chunk < b->chunk : a->fp8 && !b->fp8;
+                   });
+  const bool fp8_parameters = std::any_of(
+      regions.begin(), regions.end(), [](const ParameterRegion* region) { return region->fp8; });
   std::vector<ParameterBucket> buckets;
-  for (size_t c = 0; c < chunks.size(); ++c) {
+  for (const ParameterRegion* region : regions) {
     std::vector<size_t> members;  // indices into `tensors`
-    std::vector<GradientTensor> chunk_tensors;
+    std::vector<GradientTensor> region_tensors;
     for (size_t i = 0; i < tensors.size(); ++i) {
-      if (tensors[i].unit < chunks[c].first || tensors[i].unit >= chunks[c].end()) continue;
+      if (tensors[i].offset < region->start || tensors[i].offset >= region->end) continue;
       const int64_t end =
           i + 1 < tensors.size() ? tensors[i + 1].offset : parameters.padded_elements;
       members.push_back(i);
-      chunk_tensors.push_back(
+      region_tensors.push_back(
           {end - tensors[i].offset, tensors[i].unit, tensors[i].shared_embedding});
     }
+    const bool split = options.overlap_grad_reduce && stage == 0 && region->chunk == 0 &&
+                       (region->fp8 || !fp8_parameters);
     const std::optional<int64_t> bucket_elements =
-        options.overlap_grad_reduce && stage == 0 && c == 0
-            ? std::optional<int64_t>(DefaultBucketElements(data_context_size))
-            : std::nullopt;
+        split ? std::optional<int64_t>(DefaultBucketElements(data_context_size)) : std::nullopt;
     const GradientBucketLayout layout = LayoutGradientBuckets(
-        chunk_tensors, bucket_elements, data_context_size, options.distributed_optimizer);
+        region_tensors, bucket_elements, data_context_size, options.distributed_optimizer);
     for (const GradientBucket& bucket : layout.buckets) {
       ParameterBucket& range = buckets.emplace_back();
-      range.chunk = static_cast<int64_t>(c);
+      range.chunk = region->chunk;
       range.start = parameters.padded_elements;
       for (int64_t t : bucket.tensors) {
         range.start = std::min(range.start, tensors[members[t]].offset);
-        range.end = std::max(range.end, tensors[members[t]].offset + chunk_tensors[t].elements);
+        range.end = std::max(range.end, tensors[members[t]].offset + region_tensors[t].elements);
       }
       range.first_unit = bucket.first_layer;
       range.last_unit = bucket.last_layer;
@@ -136,7 +149,7 @@ DataParallelPlan DataParallelPlanOf(const ParameterLayout& parameters,
   const int64_t chunk_count = static_cast<int64_t>(plan.chunks.size());
   const std::vector<UnitTensor> tensors =
       TensorsOf(parameters, plan.chunks, tied_embeddings && stages > 1);
-  plan.buckets = BucketsOf(parameters, plan.chunks, tensors, stage, data_context_size, options);
+  plan.buckets = BucketsOf(parameters, tensors, stage, data_context_size, options);
   const int64_t bucket_count = static_cast<int64_t>(plan.buckets.size());
   std::vector<std::vector<int64_t>> chunk_buckets(chunk_count);  // in buffer order
   for (int64_t b = 0; b < bucket_count; ++b) chunk_buckets[plan.buckets[b].chunk].push_back(b);

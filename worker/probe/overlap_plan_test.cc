@@ -52,7 +52,8 @@ Stage StageOf(const char* preset, int64_t dp, int64_t tp, int64_t pp, int64_t v,
   s.layers = StageLayersOf(model, config, stage);
   s.shard_count = options.distributed_optimizer ? dp : 1;
   s.parameters = LayoutParameters(ComputeShardShapes(model, training, config), s.layers,
-                                  model.tied_embeddings(), s.shard_count);
+                                  model.tied_embeddings(), s.shard_count,
+                                  /*fp8_parameters=*/false);
   s.schedule = PipelineScheduleOf(pp, v, micro_batches, stage);
   s.micro_batches = micro_batches;
   s.options = options;
@@ -407,6 +408,50 @@ TEST(DataParallelPlanTest, EveryScheduleKeepsDependencies) {
           }
         }
       }
+    }
+  }
+}
+
+TEST(OverlapPlanTest, Fp8ParameterBucketsStayInOneWeightDtype) {
+  // With fp8 parameters Megatron-LM buckets each dtype's buffer on its own: no bucket mixes
+  // 1-byte and 2-byte weights, so every rank's shard of a bucket is the same bytes, and each
+  // all-gather is dispatched before the forward pass waits for it.
+  const ModelSpec model = *FindModelPreset("llama3.1-8b");
+  TrainingOptions training_options;
+  training_options.global_batch_size = 256;
+  training_options.seq_len = 2048;
+  training_options.distributed_optimizer = true;
+  training_options.fp8 = true;
+  training_options.fp8_param_gather = true;
+  const TrainingSpec training = *TrainingSpec::Create(training_options);
+  ParallelDims dims;
+  dims.dp = 4;
+  dims.tp = 2;
+  const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 1, 8);
+  const ParallelConfig config =
+      *ParallelConfig::Create(model, training, cluster, PlacementRules(), dims);
+  const StageLayers layers = StageLayersOf(model, config, 0);
+  const ParameterLayout parameters =
+      LayoutParameters(ComputeShardShapes(model, training, config), layers, model.tied_embeddings(),
+                       dims.dp, /*fp8_parameters=*/true);
+  const DataParallelPlan plan =
+      DataParallelPlanOf(parameters, layers, model.tied_embeddings(),
+                         PipelineScheduleOf(1, 1, 8, 0), 0, 1, dims.dp, kAll);
+  int64_t fp8_buckets = 0;
+  for (const ParameterBucket& bucket : plan.buckets) {
+    const ParameterRegion& region = parameters.RegionOf(bucket.start);
+    EXPECT_LE(bucket.end, region.end) << bucket.start;
+    EXPECT_EQ((bucket.end - bucket.start) % dims.dp, 0);
+    if (region.fp8) ++fp8_buckets;
+  }
+  // The linears split by Megatron-LM's bucket size; the bf16 weights keep one bucket.
+  EXPECT_GT(fp8_buckets, 1);
+  EXPECT_EQ(static_cast<int64_t>(plan.buckets.size()), fp8_buckets + 1);
+  std::vector<bool> dispatched(plan.buckets.size(), false);
+  for (const PlanStep& step : plan.steps) {
+    if (step.operation == PlanOperation::kDispatchGather) dispatched[step.bucket] = true;
+    if (step.operation == PlanOperation::kWaitGather) {
+      EXPECT_TRUE(dispatched[step.bucket]) << step.bucket;
     }
   }
 }

@@ -44,7 +44,7 @@ TEST(ParameterLayoutTest, StagesHoldWhatTheMemoryModelCounts) {
   } stages[] = {{0, estimate.first_stage}, {1, estimate.middle_stage}, {3, estimate.last_stage}};
   for (const auto& stage : stages) {
     const ParameterLayout layout = LayoutParameters(
-        shapes, StageLayersOf(model, config, stage.stage), model.tied_embeddings(), 1);
+        shapes, StageLayersOf(model, config, stage.stage), model.tied_embeddings(), 1, false);
     const double modelled = stage.memory.term(MemoryTerm::kWeights) / 2;
     EXPECT_NEAR(static_cast<double>(layout.elements), modelled, 1e-3 * modelled)
         << "stage " << stage.stage;
@@ -57,7 +57,7 @@ TEST(ParameterLayoutTest, TensorsAreAlignedAndDisjoint) {
   const ParallelConfig config = Config(model, training, 2, 1);
   const ShardShapes shapes = ComputeShardShapes(model, training, config);
   const ParameterLayout layout =
-      LayoutParameters(shapes, StageLayersOf(model, config, 0), model.tied_embeddings(), 1);
+      LayoutParameters(shapes, StageLayersOf(model, config, 0), model.tied_embeddings(), 1, false);
   ASSERT_EQ(layout.layers.size(), 16u);
   EXPECT_EQ(layout.first_layer, std::vector<int64_t>{0});
   EXPECT_EQ(layout.embedding, 0);
@@ -85,8 +85,8 @@ TEST(ParameterLayoutTest, ShardsAreEqualAlignedAndCoverEveryParameter) {
   const ParallelConfig config = Config(model, training, 1, 2);
   const ShardShapes shapes = ComputeShardShapes(model, training, config);
   for (int64_t shards : {1, 3, 8, 64}) {
-    const ParameterLayout layout =
-        LayoutParameters(shapes, StageLayersOf(model, config, 1), model.tied_embeddings(), shards);
+    const ParameterLayout layout = LayoutParameters(shapes, StageLayersOf(model, config, 1),
+                                                    model.tied_embeddings(), shards, false);
     EXPECT_EQ(layout.padded_elements, layout.shard_elements * shards);
     EXPECT_EQ(layout.shard_elements % kParameterAlignment, 0);
     EXPECT_GE(layout.padded_elements, layout.elements);
@@ -105,6 +105,83 @@ TEST(ParameterLayoutTest, ShardsAreEqualAlignedAndCoverEveryParameter) {
     EXPECT_EQ(layout.embedding, -1);
     EXPECT_GE(layout.lm_head, 0);
   }
+}
+
+TEST(ParameterLayoutTest, Fp8ParametersKeepTheLinearsInOneByteRegions) {
+  // With fp8_param_gather the memory model stores the linear weights in 1 byte; the layout's
+  // weights buffer matches it, and each chunk's linears form an fp8 region of their own.
+  const ModelSpec model = *FindModelPreset("llama3.1-8b");
+  TrainingOptions options;
+  options.global_batch_size = 8;
+  options.seq_len = 4096;
+  options.fp8 = true;
+  options.fp8_param_gather = true;
+  options.distributed_optimizer = true;
+  const TrainingSpec training = *TrainingSpec::Create(options);
+  ParallelDims dims;
+  dims.tp = 2;
+  dims.pp = 2;
+  dims.virtual_pipeline = 2;
+  const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 1, 4);
+  const ParallelConfig config =
+      *ParallelConfig::Create(model, training, cluster, PlacementRules(), dims);
+  const ShardShapes shapes = ComputeShardShapes(model, training, config);
+  const MemoryEstimate estimate =
+      EstimateMemory(model, training, cluster, config, MemoryOptions::FormulasOnly());
+  const StageLayers layers = StageLayersOf(model, config, 0);
+  const ParameterLayout layout =
+      LayoutParameters(shapes, layers, model.tied_embeddings(), 3, /*fp8_parameters=*/true);
+  const double modelled = estimate.first_stage.term(MemoryTerm::kWeights);
+  EXPECT_NEAR(static_cast<double>(layout.weight_bytes), modelled, 1e-3 * modelled);
+
+  // Regions tile the buffer, chunk by chunk, bf16 then fp8, aligned in elements and bytes.
+  ASSERT_EQ(layout.regions.size(), 2 * layers.chunk_layers.size());
+  int64_t next = 0;
+  for (size_t r = 0; r < layout.regions.size(); ++r) {
+    const ParameterRegion& region = layout.regions[r];
+    EXPECT_EQ(region.chunk, static_cast<int64_t>(r / 2));
+    EXPECT_EQ(region.fp8, r % 2 == 1);
+    EXPECT_EQ(region.bytes_per_element, region.fp8 ? 1 : 2);
+    EXPECT_EQ(region.start, next);
+    EXPECT_EQ(region.start % layout.tensor_alignment, 0);
+    EXPECT_EQ(region.byte_start % kWeightRegionAlignment, 0);
+    next = region.end;
+  }
+  EXPECT_EQ(next, layout.padded_elements);
+  const ParameterRegion& last = layout.regions.back();
+  EXPECT_EQ(layout.weight_bytes, last.byte_start + last.end - last.start);
+
+  // Linears in fp8 regions, norms and the embedding in bf16 ones, at their bytes.
+  EXPECT_FALSE(layout.RegionOf(layout.embedding).fp8);
+  EXPECT_EQ(layout.WeightByte(layout.embedding), 2 * layout.embedding);
+  for (size_t c = 0; c < layout.first_layer.size(); ++c) {
+    const LayerParameterOffsets& layer = layout.layers[layout.first_layer[c]];
+    for (int64_t linear : {layer.qkv, layer.attention_output, layer.gate_up, layer.down}) {
+      const ParameterRegion& region = layout.RegionOf(linear);
+      EXPECT_TRUE(region.fp8);
+      EXPECT_EQ(region.chunk, static_cast<int64_t>(c));
+      EXPECT_EQ(layout.WeightByte(linear), region.byte_start + linear - region.start);
+    }
+    for (int64_t norm : {layer.attention_norm, layer.mlp_norm}) {
+      const ParameterRegion& region = layout.RegionOf(norm);
+      EXPECT_FALSE(region.fp8);
+      EXPECT_EQ(layout.WeightByte(norm), region.byte_start + 2 * (norm - region.start));
+    }
+  }
+}
+
+TEST(ParameterLayoutTest, Bf16ParametersHaveOneRegionPerChunk) {
+  const ModelSpec model = *FindModelPreset("llama3.2-1b");
+  const TrainingSpec training = Training();
+  const ParallelConfig config = Config(model, training, 1, 2);
+  const ShardShapes shapes = ComputeShardShapes(model, training, config);
+  const ParameterLayout layout =
+      LayoutParameters(shapes, StageLayersOf(model, config, 1), model.tied_embeddings(), 8, false);
+  ASSERT_EQ(layout.regions.size(), 1u);
+  EXPECT_FALSE(layout.regions[0].fp8);
+  EXPECT_EQ(layout.regions[0].end, layout.padded_elements);
+  EXPECT_EQ(layout.weight_bytes, 2 * layout.padded_elements);
+  EXPECT_EQ(layout.WeightByte(layout.lm_head), 2 * layout.lm_head);
 }
 
 }  // namespace
