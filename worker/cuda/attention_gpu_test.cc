@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "gtest/gtest.h"
 #include "worker/cuda/attention.h"
@@ -254,6 +255,20 @@ std::vector<double> Part(const std::vector<double>& d_qkv, const ShardShapes& x,
   return part;
 }
 
+// dQ, dK and dV of `actual` each within `tolerance` (relative error) of `expected`'s, the
+// failure naming which and `what`.
+void ExpectQkvGradientsNear(const std::vector<double>& actual, const std::vector<double>& expected,
+                            const ShardShapes& x, double tolerance, const std::string& what) {
+  const int64_t H = x.QueryHeadsPerKvHead();
+  for (const auto& [name, first, heads] :
+       {std::tuple{"dQ", int64_t{0}, H}, std::tuple{"dK", H, int64_t{1}},
+        std::tuple{"dV", H + 1, int64_t{1}}}) {
+    EXPECT_LT(RelativeError(Part(actual, x, first, heads), Part(expected, x, first, heads)),
+              tolerance)
+        << name << " " << what;
+  }
+}
+
 // cuDNN's fused backward against the chunked backward from the same fused forward, at a
 // causal GQA shape like a Llama rank's (2 sequences of 512 tokens, 2 kv heads of 4 query
 // heads, d 128): dQ, dK and dV each within bf16 rounding of the chunked path's.
@@ -281,14 +296,8 @@ TEST(AttentionKernelTest, FusedBackwardMatchesTheChunkedBackward) {
   ASSERT_TRUE(chunked.Backward(d_out.get(), b.out.get(), b.d_qkv.get(), b.buffers).ok());
   const std::vector<double> expected = ToDouble(b.d_qkv.ToHost());
   ASSERT_TRUE(fused.Backward(d_out.get(), b.out.get(), b.d_qkv.get(), b.buffers).ok());
-  const std::vector<double> actual = ToDouble(b.d_qkv.ToHost());
-  const int64_t H = x.QueryHeadsPerKvHead();
-  for (const auto& [name, first, heads] :
-       {std::tuple{"dQ", int64_t{0}, H}, std::tuple{"dK", H, int64_t{1}},
-        std::tuple{"dV", H + 1, int64_t{1}}}) {
-    EXPECT_LT(RelativeError(Part(actual, x, first, heads), Part(expected, x, first, heads)), 2e-2)
-        << name;
-  }
+  ExpectQkvGradientsNear(ToDouble(b.d_qkv.ToHost()), expected, x, 2e-2,
+                         "of the fused backward against the chunked one");
   gemm->reset();
   cudaFree(workspace);
 }
@@ -526,15 +535,9 @@ TEST_P(AttentionRingTest, EveryRankMatchesTheReference) {
         EXPECT_LT(RelativeError(out, chunked_out), 1e-2) << "rank " << rank;
         references.push_back({"the chunked ring", chunked_d_qkv});
       }
-      const int64_t H = kHeadsPerKv;
       for (const auto& [against, expected] : references) {
-        for (const auto& [name, first, heads] :
-             {std::tuple{"dQ", int64_t{0}, H}, std::tuple{"dK", H, int64_t{1}},
-              std::tuple{"dV", H + 1, int64_t{1}}}) {
-          EXPECT_LT(RelativeError(Part(d_qkv, x, first, heads), Part(expected, x, first, heads)),
-                    3e-2)
-              << name << " of rank " << rank << " against " << against;
-        }
+        ExpectQkvGradientsNear(d_qkv, expected, x, 3e-2,
+                               absl::StrCat("of rank ", rank, " against ", against));
       }
     }
   }
@@ -660,15 +663,9 @@ TEST_P(AttentionAllGatherTest, EveryRankMatchesTheReference) {
         EXPECT_LT(RelativeError(out, chunked_out), 1e-2) << "rank " << rank;
         references.push_back({"the chunked all_gather", chunked_d_qkv});
       }
-      const int64_t H = kHeadsPerKv;
       for (const auto& [against, expected] : references) {
-        for (const auto& [name, first, heads] :
-             {std::tuple{"dQ", int64_t{0}, H}, std::tuple{"dK", H, int64_t{1}},
-              std::tuple{"dV", H + 1, int64_t{1}}}) {
-          EXPECT_LT(RelativeError(Part(d_qkv, x, first, heads), Part(expected, x, first, heads)),
-                    3e-2)
-              << name << " of rank " << rank << " against " << against;
-        }
+        ExpectQkvGradientsNear(d_qkv, expected, x, 3e-2,
+                               absl::StrCat("of rank ", rank, " against ", against));
       }
     }
   }
