@@ -318,10 +318,61 @@ std::string MemorySection(const std::vector<std::vector<MeasuredRun>>& tables,
   return out;
 }
 
+// The release column of an fp8 table's row ("NeMo 25.11", "Megatron-Core (...)").
+std::string Software(const MeasuredRun& run) { return run.group.substr(run.model_name.size() + 1); }
+
+// Whether `run` is a NeMo 25.11 or 26.02 row of nvidia_h100_fp8.csv: the H100 fp8 performance
+// recipes of Megatron-Bridge 0.2.0 and 0.3.0, the versions those containers ship
+// (NVIDIA-NeMo/Megatron-Bridge docs/releases/software-versions.md). The table names neither
+// recipe nor settings; the recipes themselves set what WithRecipeSettings and
+// RecipeMemoryOptions add.
+bool IsMegatronBridgePerfRecipeRun(const MeasuredRun& run) {
+  if (run.dataset != Fp8Dataset().file || !run.training.fp8()) return false;
+  const std::string software = Software(run);
+  return software == "NeMo 25.11" || software == "NeMo 26.02";
+}
+
+// `run` with fp8 model weights where its recipe keeps them. Megatron-Bridge's H100 presets of
+// Llama 3 70B and 3.1 405B exist only for fp8_cs (v0.2.0, commit 7af9601c:
+// scripts/performance/configs/llama3/workload_base_configs.py LLAMA3_70B_H100_FP8_CS_BASE_CONFIG,
+// configs/llama31/ likewise; v0.3.0, commit 21b02e0c: configs/llama/llama3_workload_base_configs.py
+// LLAMA3_70B_PRETRAIN_CONFIG_H100_FP8_CS_V2, GBS 256, the 26.02 table's "FP8" row), and
+// get_precision_config("fp8_cs") (v0.2.0 scripts/performance/utils/helpers.py, v0.3.0
+// scripts/performance/utils/precision.py) returns bf16_with_fp8_current_scaling_mixed()
+// (src/megatron/bridge/training/mixed_precision.py, both tags: fp8_recipe "tensorwise",
+// fp8_param_gather = True, which sets fp8_param) with first_last_layers_bf16 = False. No
+// H100 override of these recipes turns it off.
+absl::StatusOr<MeasuredRun> WithRecipeSettings(MeasuredRun run) {
+  if (!IsMegatronBridgePerfRecipeRun(run)) return run;
+  TrainingOptions options = run.training.options();
+  options.fp8_param_gather = true;
+  PT_ASSIGN_OR_RETURN(run.training, TrainingSpec::Create(options));
+  return run;
+}
+
+// The memory options of `run`'s recipe. The Megatron-Bridge rows scale fp8 tensors by current
+// scaling (Transformer Engine's Float8CurrentScaling, which Megatron-Core's get_fp8_recipe
+// builds for fp8_recipe "tensorwise"): Float8CurrentScalingRecipeState keeps no amax history,
+// and each Float8CurrentScalingQuantizer holds one fp32 scale and one amax
+// (transformer_engine/pytorch/quantization.py and tensor/float8_tensor.py, TE v2.9 and v2.12,
+// the versions NeMo 25.11 and 26.02 ship): no history entries.
+MemoryOptions RecipeMemoryOptions(const MeasuredRun& run) {
+  MemoryOptions options;
+  if (IsMegatronBridgePerfRecipeRun(run)) options.fp8_amax_history_len = 0;
+  return options;
+}
+
+// `runs` with WithRecipeSettings applied to each.
+absl::StatusOr<std::vector<MeasuredRun>> WithRecipeSettings(std::vector<MeasuredRun> runs) {
+  for (MeasuredRun& run : runs) {
+    PT_ASSIGN_OR_RETURN(run, WithRecipeSettings(std::move(run)));
+  }
+  return runs;
+}
+
 // Each fp8 run's peak estimate and verdict without the fp8 terms (the memory model before
 // it had them, which read an fp8 run as bf16) and with them.
 absl::StatusOr<std::string> Fp8MemorySection(const std::vector<MeasuredRun>& runs) {
-  const MemoryOptions options;
   std::string out =
       "| line | model | software | GPUs | tp pp cp vp mbs | bf16 terms: GiB, verdict | fp8 "
       "terms: GiB, verdict | peak stage |\n|---:|---|---|---:|---|---:|---:|---:|\n";
@@ -330,16 +381,17 @@ absl::StatusOr<std::string> Fp8MemorySection(const std::vector<MeasuredRun>& run
     bf16_options.fp8 = false;
     bf16_options.fp8_param_gather = false;
     PT_ASSIGN_OR_RETURN(const TrainingSpec bf16, TrainingSpec::Create(bf16_options));
+    const MemoryOptions options = RecipeMemoryOptions(run);
     const MemoryEstimate before = EstimateMemory(run.model, bf16, run.cluster, run.config, options);
     const MemoryEstimate after =
         EstimateMemory(run.model, run.training, run.cluster, run.config, options);
     const double gib = 1024.0 * 1024 * 1024;
     absl::StrAppendFormat(
         &out, "| %d | %s | %s | %d | %d %d %d %d %d | %.1f, %s | %.1f, %s | %d |\n", run.line,
-        run.model_name, run.group.substr(run.model_name.size() + 1), run.cluster.world_size(),
-        run.config.tp(), run.config.pp(), run.config.cp(), run.config.virtual_pipeline(),
-        run.config.micro_batch(), before.peak_bytes / gib, MemoryVerdictName(before.verdict),
-        after.peak_bytes / gib, MemoryVerdictName(after.verdict), after.peak_stage);
+        run.model_name, Software(run), run.cluster.world_size(), run.config.tp(), run.config.pp(),
+        run.config.cp(), run.config.virtual_pipeline(), run.config.micro_batch(),
+        before.peak_bytes / gib, MemoryVerdictName(before.verdict), after.peak_bytes / gib,
+        MemoryVerdictName(after.verdict), after.peak_stage);
   }
   return out;
 }
@@ -369,10 +421,10 @@ std::string Fp8ThroughputSection(const std::vector<std::vector<MeasuredRun>>& ta
       const double measured = MeasuredTflopsPerGpu(run);
       absl::StrAppendFormat(
           &rows, "| %d | %s | %s | %d | %d %d %d %d %d | %.0f | %.0f | %+.1f%% | %s |\n", run.line,
-          run.model_name, run.group.substr(run.model_name.size() + 1), run.cluster.world_size(),
-          run.config.tp(), run.config.pp(), run.config.cp(), run.config.virtual_pipeline(),
-          run.config.micro_batch(), measured, estimate.model_tflops_per_gpu,
-          100 * (estimate.model_tflops_per_gpu / measured - 1), Percent(estimate.mfu));
+          run.model_name, Software(run), run.cluster.world_size(), run.config.tp(), run.config.pp(),
+          run.config.cp(), run.config.virtual_pipeline(), run.config.micro_batch(), measured,
+          estimate.model_tflops_per_gpu, 100 * (estimate.model_tflops_per_gpu / measured - 1),
+          Percent(estimate.mfu));
     }
   }
   return summary + rows;
@@ -413,14 +465,17 @@ absl::Status Run() {
   }
   const std::vector<MeasuredRun>& held_out = tables.back();
   PT_ASSIGN_OR_RETURN(const std::string replay, AdaptiveReplaySection(held_out));
-  PT_ASSIGN_OR_RETURN(const std::vector<MeasuredRun> fp8_runs,
+  PT_ASSIGN_OR_RETURN(std::vector<MeasuredRun> loaded_fp8_runs,
                       LoadMeasuredRuns(absl::GetFlag(FLAGS_data_dir), Fp8Dataset()));
+  PT_ASSIGN_OR_RETURN(const std::vector<MeasuredRun> fp8_runs,
+                      WithRecipeSettings(std::move(loaded_fp8_runs)));
   PT_ASSIGN_OR_RETURN(const std::string fp8_memory, Fp8MemorySection(fp8_runs));
   const std::vector<MeasuredDataset> fp8_datasets = Fp8Datasets();
   std::vector<std::vector<MeasuredRun>> fp8_tables;
   for (const MeasuredDataset& dataset : fp8_datasets) {
     PT_ASSIGN_OR_RETURN(std::vector<MeasuredRun> runs,
                         LoadMeasuredRuns(absl::GetFlag(FLAGS_data_dir), dataset));
+    PT_ASSIGN_OR_RETURN(runs, WithRecipeSettings(std::move(runs)));
     fp8_tables.push_back(std::move(runs));
   }
   const std::string validation = absl::StrCat(
