@@ -127,19 +127,6 @@ absl::Status CheckBudget(const v1::SearchBudget& budget) {
   return absl::OkStatus();
 }
 
-// fp8 parameters on backend cuda, caught here rather than as a failure of every probe
-// (paratune-probe trains fp8 on Hopper but keeps bf16 weights; FP8 on Ampere is refused for
-// every backend by ResolveSearchSpec).
-absl::Status CheckCudaPrecision(const v1::SearchSpec& spec) {
-  if (spec.probe().backend() != "cuda" || !spec.training().fp8_param_gather()) {
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(
-      "spec.training.fp8_param_gather (true) is not supported by backend cuda: paratune-probe "
-      "keeps bf16 weights and casts their fp8 copies once per step (docs/probe.md); probe it "
-      "with backend command and a framework template");
-}
-
 }  // namespace
 
 ProbeSteps ProbeStepsOf(const v1::ProbeSettings& probe) {
@@ -197,7 +184,6 @@ absl::StatusOr<ValidatedSearchRequest> ValidateCreateSearchRequest(
   if (spec.seed() == 0) spec.set_seed(1);
 
   PT_ASSIGN_OR_RETURN(ResolvedSpec resolved, ResolveSearchSpec(spec));
-  PT_RETURN_IF_ERROR(CheckCudaPrecision(spec));
   // Stored with the memory policy it runs, in one field, so that it keeps running with it.
   v1::SearchSpace& space = *spec.mutable_space();
   space.set_memory_policy(ProbesRiskyConfigurations(space) ? v1::MEASURE_RISKY : v1::SAFE_ONLY);

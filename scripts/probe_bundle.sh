@@ -13,6 +13,7 @@ targets=(
   //worker/cuda:gemm_gpu_test
   //worker/cuda:fp8_gemm_gpu_test
   //worker/cuda:fp8_linear_gpu_test
+  //worker/cuda:fp8_parameters_gpu_test
   //worker/cuda:attention_gpu_test
   //worker/cuda:data_parallel_sync_gpu_test
   //worker/cuda:tensor_parallel_overlap_gpu_test

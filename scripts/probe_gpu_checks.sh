@@ -2,16 +2,18 @@
 # Runs on a GPU machine, from the repository root, with .probe-bundle/bundle.tar.gz made by
 # scripts/probe_bundle.sh: the probe's GPU tests and the measurements of docs/probe.md.
 # Logs go to $OUT (the device machine's output folder) or ./probe-gpu-out; a summary is
-# printed last. Steps, all by default: tests gemm probe oom e2e.
-#   tests  the gpu-tagged tests: kernels, GEMMs, fp8 linears, attention, the cuda backend's conformance
+# printed last. Steps, all by default: tests gemm probe fp8 oom e2e.
+#   tests  the gpu-tagged tests: kernels, GEMMs, fp8 linears and parameters, attention, the
+#          overlaps, the cuda backend's conformance
 #   gemm   bf16 and fp8 GEMM throughput (Google Benchmark)
 #   probe  Llama-3.1-8B on one GPU, 5 probes: wall time, step-time CV, measured vs predicted
+#   fp8    the same replica in fp8, with bf16 weights and with fp8 weights (--fp8-param-gather)
 #   oom    a configuration the memory model calls OUT_OF_MEMORY must fail allocation
 #   e2e    paratune-server, paratune-worker --backend=cuda and a search, end to end
 set -uo pipefail
 cd "$(dirname "$0")/.."
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(tests gemm probe oom e2e)
+[[ ${#steps[@]} -eq 0 ]] && steps=(tests gemm probe fp8 oom e2e)
 out=${OUT:-$PWD/probe-gpu-out}
 mkdir -p "$out"
 summary="$out/summary.txt"
@@ -54,7 +56,7 @@ field() { grep -m1 "^ *$1:" "$2" | sed 's/^[^:]*: *//; s/"//g'; }
 for step in "${steps[@]}"; do
   case "$step" in
     tests)
-      for test in kernels_gpu_test gemm_gpu_test fp8_gemm_gpu_test fp8_linear_gpu_test attention_gpu_test data_parallel_sync_gpu_test tensor_parallel_overlap_gpu_test cuda_backend_gpu_test; do
+      for test in kernels_gpu_test gemm_gpu_test fp8_gemm_gpu_test fp8_linear_gpu_test fp8_parameters_gpu_test attention_gpu_test data_parallel_sync_gpu_test tensor_parallel_overlap_gpu_test cuda_backend_gpu_test; do
         mkdir -p "$work/tmp/$test"
         TEST_SRCDIR="$work/runfiles" TEST_TMPDIR="$work/tmp/$test" "$work/bin/$test" \
           >>"$out/tests.log" 2>&1
@@ -91,6 +93,21 @@ else:
     print("8B probe: fewer than two OK probes; no CV")
 PYTHON
       ;;
+    fp8)
+      : >"$out/fp8.log"
+      # The memory model: 71.6 GiB (RISKY) with bf16 weights, 58.6 GiB (SAFE) with fp8 ones
+      # (`paratune estimate` as in the assignment's comment, with --fp8 [--fp8_param_gather]).
+      for weights in bf16 fp8; do
+        assignment="$work/fp8-$weights.textproto"
+        switches="precision: FP8 distributed_optimizer: true"
+        [[ $weights == fp8 ]] && switches+=" fp8_param_gather: true"
+        sed "s/^training { \(.*\) }$/training { \1 $switches }/" \
+          worker/cuda/testdata/llama31_8b_replica.textproto >"$assignment"
+        "$probe" --assignment="$assignment" >"$work/fp8-$weights.txt" 2>>"$out/fp8.log"
+        { echo "== fp8, $weights weights"; cat "$work/fp8-$weights.txt"; } >>"$out/fp8.log"
+        note "8B fp8 probe, $weights weights: $(field outcome "$work/fp8-$weights.txt"), mean step $(field mean_step_time_seconds "$work/fp8-$weights.txt") s, predicted $(field predicted_step_time_seconds "$work/fp8-$weights.txt") s, peak $(field peak_memory_bytes "$work/fp8-$weights.txt") B vs estimated $(field estimated_peak_memory_bytes "$work/fp8-$weights.txt") B"
+      done
+      ;;
     oom)
       "$probe" --assignment=worker/cuda/testdata/llama31_8b_oom.textproto >"$out/oom.log" 2>&1
       note "OOM check: $(field outcome "$out/oom.log") (expected PROBE_OUT_OF_MEMORY): $(field message "$out/oom.log")"
@@ -115,7 +132,7 @@ PYTHON
       note "end to end (server + worker --backend=cuda + search): exit $status; see e2e.log"
       ;;
     *)
-      note "unknown step $step (tests gemm probe oom e2e)"
+      note "unknown step $step (tests gemm probe fp8 oom e2e)"
       ;;
   esac
 done

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -122,12 +123,17 @@ TEST(CudaProbeTest, FullRecomputationRuns) {
 }
 
 // An fp8 training step on Hopper (Fp8Linears in every layer, worker/cuda/fp8_linear.h), with
-// and without full recomputation: it runs, and Transformer Engine's fp8 state is allocated at
-// least as estimated.
+// and without full recomputation, with bf16 and with fp8 parameters (fp8_parameters.h): it
+// runs, and Transformer Engine's fp8 state is allocated at least as estimated.
 TEST(CudaProbeTest, Fp8TrainingRuns) {
-  for (v1::Recompute recompute : {v1::RECOMPUTE_NONE, v1::RECOMPUTE_FULL}) {
+  for (const auto& [recompute, fp8_parameters] :
+       {std::make_pair(v1::RECOMPUTE_NONE, false), std::make_pair(v1::RECOMPUTE_FULL, false),
+        std::make_pair(v1::RECOMPUTE_NONE, true), std::make_pair(v1::RECOMPUTE_FULL, true)}) {
+    SCOPED_TRACE(absl::StrCat("recompute ", recompute, ", fp8 parameters ", fp8_parameters));
     v1::ProbeAssignment assignment = OneGpuReplica();
     assignment.mutable_training()->set_precision(v1::FP8);
+    assignment.mutable_training()->set_distributed_optimizer(true);
+    assignment.mutable_training()->set_fp8_param_gather(fp8_parameters);
     assignment.mutable_config()->set_recompute(recompute);
     const v1::ProbeResult result = RunOk(assignment);
     EXPECT_EQ(result.step_times_seconds_size(), assignment.timed_steps());

@@ -18,6 +18,16 @@ absl::Status NewEvent(cudaEvent_t* event) {
 
 }  // namespace
 
+absl::Status AllGatherParameters(ncclComm_t comm, const ParameterLayout& parameters,
+                                 const ParameterBucket& bucket, int64_t shard_count, int64_t rank,
+                                 char* weights, cudaStream_t stream) {
+  const int64_t shard = (bucket.end - bucket.start) / shard_count;
+  const int64_t shard_bytes = shard * parameters.RegionOf(bucket.start).bytes_per_element;
+  char* gathered = weights + parameters.WeightByte(bucket.start);
+  // In place: this rank's shard is where the gathered bucket holds it.
+  return AllGather(comm, gathered + rank * shard_bytes, gathered, shard_bytes, ncclUint8, stream);
+}
+
 absl::StatusOr<std::unique_ptr<DataParallelSync>> DataParallelSync::Create(
     const DataParallelBuffers& buffers, std::vector<ParameterBucket> buckets, PhaseTimer* timer) {
   std::unique_ptr<DataParallelSync> sync(new DataParallelSync(buffers, std::move(buckets), timer));
@@ -76,9 +86,9 @@ absl::Status DataParallelSync::Issue(const PlanStep& step) {
   switch (step.operation) {
     case PlanOperation::kDispatchGather:
       PT_RETURN_IF_ERROR(FollowCompute());
-      PT_RETURN_IF_ERROR(AllGather(buffers_.comm, buffers_.weights + own,
-                                   buffers_.weights + bucket.start, shard, ncclBfloat16,
-                                   buffers_.communication));
+      PT_RETURN_IF_ERROR(AllGatherParameters(buffers_.comm, *buffers_.parameters, bucket,
+                                             buffers_.shard_count, buffers_.rank, buffers_.weights,
+                                             buffers_.communication));
       return CudaStatus(cudaEventRecord(gathered_[step.bucket], buffers_.communication),
                         "cudaEventRecord(parameters gathered)");
     case PlanOperation::kWaitGather:

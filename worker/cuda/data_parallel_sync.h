@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "worker/cuda/phase_timer.h"
 #include "worker/probe/overlap_plan.h"
+#include "worker/probe/parameter_layout.h"
 
 namespace paratune {
 
@@ -34,12 +35,22 @@ struct DataParallelBuffers {
   // Shards per bucket: the group's size with the distributed optimizer, which reduce-scatters
   // and all-gathers; 1 without, which all-reduces and gathers nothing.
   int64_t shard_count = 1;
-  __nv_bfloat16* weights = nullptr;
+  // The weights in `parameters`' bytes (ParameterLayout::WeightByte).
+  const ParameterLayout* parameters = nullptr;
+  char* weights = nullptr;
   void* gradients = nullptr;  // fp32, or bf16 when !fp32_gradients
   bool fp32_gradients = true;
   cudaStream_t compute = nullptr;
   cudaStream_t communication = nullptr;
 };
+
+// Enqueues on `stream` the all-gather of `bucket`'s parameters over `comm` from the shards of
+// its `shard_count` ranks (this one `rank`), in the bytes of its region's weight dtype: one
+// byte per element in an fp8 region, as Megatron-LM gathers a uint8 buffer of Float8Tensor
+// data. The bucket lies within one region (ParameterLayout::regions). NcclStatus's error.
+absl::Status AllGatherParameters(ncclComm_t comm, const ParameterLayout& parameters,
+                                 const ParameterBucket& bucket, int64_t shard_count, int64_t rank,
+                                 char* weights, cudaStream_t stream);
 
 // Not thread-safe: one per rank, on that rank's thread and device.
 class DataParallelSync {

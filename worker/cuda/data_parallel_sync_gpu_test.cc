@@ -35,8 +35,9 @@ namespace {
 using bf16 = __nv_bfloat16;
 
 // Llama-3.2-1B at tensor parallelism 8 on one stage: 16 layers and the embedding, about 190M
-// parameters in several 40M-element buckets.
-ParameterLayout LayoutOf(StageLayers* layers) {
+// parameters in several 40M-element buckets; with fp8 parameters the linear weights' buckets
+// are a region of one byte per element apart from the bf16 one.
+ParameterLayout LayoutOf(StageLayers* layers, bool fp8_parameters) {
   const ModelSpec model = *FindModelPreset("llama3.2-1b");
   TrainingOptions options;
   options.global_batch_size = 8;
@@ -49,7 +50,7 @@ ParameterLayout LayoutOf(StageLayers* layers) {
       *ParallelConfig::Create(model, training, cluster, PlacementRules(), dims);
   *layers = StageLayersOf(model, config, 0);
   return LayoutParameters(ComputeShardShapes(model, training, config), *layers,
-                          model.tied_embeddings(), 1, /*fp8_parameters=*/false);
+                          model.tied_embeddings(), 1, fp8_parameters);
 }
 
 // Walks a step as the stage runner does: a unit's backward rewrites every bucket holding the
@@ -99,9 +100,11 @@ std::vector<uint16_t> Bits(const std::vector<bf16>& values) {
   return bits;
 }
 
-TEST(DataParallelSyncGpuTest, OverlappedStepOnOneRankMatchesOneStream) {
+class DataParallelSyncGpuTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(DataParallelSyncGpuTest, OverlappedStepOnOneRankMatchesOneStream) {
   StageLayers layers;
-  const ParameterLayout parameters = LayoutOf(&layers);
+  const ParameterLayout parameters = LayoutOf(&layers, /*fp8_parameters=*/GetParam());
   const std::vector<ScheduleStep> schedule = PipelineScheduleOf(1, 1, 2, 0);
   const OverlapOptions options = {true, true, true};
   const DataParallelPlan plan =
@@ -116,18 +119,22 @@ TEST(DataParallelSyncGpuTest, OverlappedStepOnOneRankMatchesOneStream) {
   ASSERT_EQ(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking), cudaSuccess);
   ASSERT_EQ(cudaStreamCreateWithFlags(&communication, cudaStreamNonBlocking), cudaSuccess);
   const int64_t elements = parameters.padded_elements;
-  DeviceArray<bf16> weights(elements);
+  DeviceArray<uint8_t> weights(parameters.weight_bytes);
   DeviceArray<bf16> gradients(elements);
   DeviceArray<bf16> reference(elements);
   // The arrays are poisoned on the legacy stream, which the non-blocking streams ignore.
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  ASSERT_EQ(FillUniformBf16(weights.get(), elements, 7, 0.02f, compute), cudaSuccess);
-  const std::vector<bf16> weights_before = weights.ToHost();
+  // Random bytes: the gathers move them whatever they encode.
+  ASSERT_EQ(FillUniformBf16(reinterpret_cast<bf16*>(weights.get()), parameters.weight_bytes / 2, 7,
+                            0.02f, compute),
+            cudaSuccess);
+  const std::vector<uint8_t> weights_before = weights.ToHost();
 
   PhaseTimer timer(compute);
   DataParallelBuffers buffers;
   buffers.comm = comm;
-  buffers.weights = weights.get();
+  buffers.parameters = &parameters;
+  buffers.weights = reinterpret_cast<char*>(weights.get());
   buffers.gradients = gradients.get();
   buffers.fp32_gradients = false;
   buffers.compute = compute;
@@ -150,12 +157,14 @@ TEST(DataParallelSyncGpuTest, OverlappedStepOnOneRankMatchesOneStream) {
   RunStep(plan, schedule, reference.get(), compute, nullptr);
   ASSERT_EQ(cudaStreamSynchronize(compute), cudaSuccess);
   EXPECT_EQ(Bits(gradients.ToHost()), Bits(reference.ToHost()));
-  EXPECT_EQ(Bits(weights.ToHost()), Bits(weights_before));
+  EXPECT_EQ(weights.ToHost(), weights_before);
 
   EXPECT_EQ(cudaStreamDestroy(communication), cudaSuccess);
   EXPECT_EQ(cudaStreamDestroy(compute), cudaSuccess);
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
+
+INSTANTIATE_TEST_SUITE_P(Fp8Parameters, DataParallelSyncGpuTest, ::testing::Bool());
 
 }  // namespace
 }  // namespace paratune

@@ -12,6 +12,10 @@ namespace {
 constexpr int kTile = 32;
 constexpr int kTileRowsPerPass = kThreadsPerBlock / kTile;
 
+__nv_fp8_interpretation_t Interpretation(Fp8Format format) {
+  return format == Fp8Format::kE4M3 ? __NV_E4M3 : __NV_E5M2;
+}
+
 // Non-negative floats order like their bit patterns, so an integer atomicMax is a float one.
 __device__ void AtomicMaxNonNegative(float* address, float value) {
   atomicMax(reinterpret_cast<int*>(address), __float_as_int(value));
@@ -60,6 +64,21 @@ __global__ void CastToFp8Kernel(const __nv_bfloat16* in, int64_t rows, int64_t c
   if (threadIdx.x == 0) AtomicMaxNonNegative(amax, block_amax);
 }
 
+__global__ void CastMasterToFp8Kernel(const float* master, int64_t count,
+                                      __nv_fp8_interpretation_t interpretation, const float* scale,
+                                      uint8_t* out, float* amax) {
+  __shared__ float scratch[32];
+  const float factor = *scale;
+  float local_amax = 0.0f;
+  for (int64_t i = GridIndex(); i < count; i += GridStride()) {
+    const float value = __bfloat162float(__float2bfloat16(master[i]));
+    local_amax = fmaxf(local_amax, fabsf(value));
+    out[i] = __nv_cvt_float_to_fp8(value * factor, __NV_SATFINITE, interpretation);
+  }
+  const float block_amax = BlockMax(local_amax, scratch);
+  if (threadIdx.x == 0) AtomicMaxNonNegative(amax, block_amax);
+}
+
 __global__ void TransposeFp8Kernel(const uint8_t* in, int64_t rows, int64_t columns, uint8_t* out) {
   __shared__ uint8_t tile[kTile][kTile + 1];
   const int x = threadIdx.x % kTile;
@@ -98,11 +117,16 @@ cudaError_t CastToFp8(const __nv_bfloat16* in, int64_t rows, int64_t columns, Fp
                       float* scale_inverse, cudaStream_t stream) {
   const int64_t tiles = ((rows + kTile - 1) / kTile) * ((columns + kTile - 1) / kTile);
   const int blocks = GridBlocks(tiles * kThreadsPerBlock);
-  const __nv_fp8_interpretation_t interpretation =
-      format == Fp8Format::kE4M3 ? __NV_E4M3 : __NV_E5M2;
   CastToFp8Kernel<<<blocks, kThreadsPerBlock, 0, stream>>>(
-      in, rows, columns, interpretation, scale, static_cast<uint8_t*>(out),
+      in, rows, columns, Interpretation(format), scale, static_cast<uint8_t*>(out),
       static_cast<uint8_t*>(out_transposed), amax, scale_inverse);
+  return cudaGetLastError();
+}
+
+cudaError_t CastMasterToFp8(const float* master, int64_t count, Fp8Format format,
+                            const float* scale, void* out, float* amax, cudaStream_t stream) {
+  CastMasterToFp8Kernel<<<GridBlocks(count), kThreadsPerBlock, 0, stream>>>(
+      master, count, Interpretation(format), scale, static_cast<uint8_t*>(out), amax);
   return cudaGetLastError();
 }
 

@@ -26,6 +26,13 @@ cudaError_t CastToFp8(const __nv_bfloat16* in, int64_t rows, int64_t columns, Fp
                       const float* scale, void* out, void* out_transposed, float* amax,
                       float* scale_inverse, cudaStream_t stream);
 
+// out[i] = fp8(bf16(master[i]) x *scale), saturated, for i < count: the optimizer's cast of
+// fp32 master weights into fp8 weights, through the model's dtype first as Transformer
+// Engine's cast_master_weights_to_fp8 casts them. *amax becomes the larger of itself and
+// max |bf16(master[i])|. out: count bytes of `format`.
+cudaError_t CastMasterToFp8(const float* master, int64_t count, Fp8Format format,
+                            const float* scale, void* out, float* amax, cudaStream_t stream);
+
 // out[c, r] = in[r, c] for fp8 bytes of any format: the transpose of an fp8 tensor that
 // arrived as such (a sequence-parallel all-gather of fp8 rows, as Transformer Engine gathers
 // a LayerNormLinear's fp8 input again for the weight gradient). in: [rows, columns], out:

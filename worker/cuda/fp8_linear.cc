@@ -81,15 +81,20 @@ void Fp8Linears::StartStep() { weights_cast_.assign(weights_cast_.size(), false)
 
 absl::Status Fp8Linears::CastWeight(const Fp8LinearSite& site) {
   if (weights_cast_[site.chunk]) return absl::OkStatus();
-  const Fp8ScalingGroup& group = layout_.forward[site.chunk];
-  const int64_t index = group.Index(site.layer_in_chunk, site.linear, kWeight);
   const LinearShape& shape = LinearShapeOf(shapes_, site.linear);
   const Fp8WeightCopy& copy = CopyOf(site);
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  if (layout_.fp8_parameters) {
+    return CudaStatus(TransposeFp8(site.weight, shape.outputs, shape.inputs,
+                                   buffers_.weight_copies + copy.transposed, stream_),
+                      absl::StrCat("TransposeFp8(", LinearName(site.linear), " weight)"));
+  }
+  const Fp8ScalingGroup& group = layout_.forward[site.chunk];
+  const int64_t index = group.Index(site.layer_in_chunk, site.linear, kWeight);
   return CudaStatus(
-      CastToFp8(site.weight, shape.outputs, shape.inputs, group.format, Scaling(group.scale, index),
-                buffers_.weight_copies + copy.weight, buffers_.weight_copies + copy.transposed,
-                Scaling(group.amax_history, index),
+      CastToFp8(static_cast<const bf16*>(site.weight), shape.outputs, shape.inputs, group.format,
+                Scaling(group.scale, index), buffers_.weight_copies + copy.weight,
+                buffers_.weight_copies + copy.transposed, Scaling(group.amax_history, index),
                 reinterpret_cast<float*>(buffers_.weight_copies + copy.scale_inverse), stream_),
       absl::StrCat("CastToFp8(", LinearName(site.linear), " weight)"));
 }
@@ -121,10 +126,10 @@ Fp8GemmArgs Fp8Linears::ForwardProduct(const Fp8LinearSite& site, bf16* out) con
   const LinearShape& shape = LinearShapeOf(shapes_, site.linear);
   const Fp8WeightCopy& copy = CopyOf(site);
   const Fp8Format format = layout_.forward[site.chunk].format;
+  const void* weight = layout_.fp8_parameters ? site.weight : buffers_.weight_copies + copy.weight;
   return Fp8LinearForward(
       {buffers_.input, format, site.kept_scale_inverse},
-      {buffers_.weight_copies + copy.weight, format,
-       reinterpret_cast<const float*>(buffers_.weight_copies + copy.scale_inverse)},
+      {weight, format, reinterpret_cast<const float*>(buffers_.weight_copies + copy.scale_inverse)},
       out, shape.rows, shape.outputs, shape.inputs);
 }
 

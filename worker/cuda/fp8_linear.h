@@ -2,7 +2,10 @@
 // LayerNormLinear run them under Megatron-LM's fp8 training with the delayed-scaling recipe
 // the export writes (kExportedFp8Recipe, format HYBRID):
 // - weights cast to E4M3 with their transposes once per step, on each chunk's first forward
-//   pass (Transformer Engine's is_first_microbatch), and reused by later micro-batches;
+//   pass (Transformer Engine's is_first_microbatch), and reused by later micro-batches; with
+//   fp8 parameters (--fp8-param-gather; fp8_parameters.h casts them in the optimizer step)
+//   the weights are E4M3 already and only transposed then, as a Float8Tensor parameter fills
+//   its transpose cache;
 // - forward: the input cast to E4M3, its fp8 copy kept for the weight gradient (transposed,
 //   or with sequence parallelism the rank's rows, all-gathered in fp8 for the GEMM and again
 //   in the backward), out = in weight^T through cuBLASLt's fp8 GEMM with fast accumulation;
@@ -61,8 +64,10 @@ struct Fp8LinearSite {
   int64_t chunk = 0;
   int64_t layer_in_chunk = 0;
   Fp8Linear linear = Fp8Linear::kQkv;
-  // The bf16 weight [outputs, inputs], cast on the chunk's first forward pass of a step.
-  const __nv_bfloat16* weight = nullptr;
+  // The weight [outputs, inputs]: bf16, cast on the chunk's first forward pass of a step, or
+  // with fp8 parameters (Fp8StateLayout::fp8_parameters) E4M3 itself, whose scale inverse is
+  // its Fp8WeightCopy's.
+  const void* weight = nullptr;
   // The fp8 copy of the input (LayerActivationLayout: the QKV and gate/up inputs as the rank's
   // rows [R, h] with sequence parallelism, else every input transposed, [inputs, T]), and the
   // inverse of the scale it was cast with.
@@ -145,7 +150,8 @@ class Fp8Linears {
   // The fp32 value at `offset` of the scaling state, indexed.
   float* Scaling(int64_t offset, int64_t index = 0) const;
   const Fp8WeightCopy& CopyOf(const Fp8LinearSite& site) const;
-  // Casts the site's weight if the chunk's weights are not cast yet this step.
+  // Casts the site's weight (with fp8 parameters: transposes it) if the chunk's weights are
+  // not cast yet this step.
   absl::Status CastWeight(const Fp8LinearSite& site);
   // Casts a bf16 input with the site's input scale, recording its amax and keeping the
   // scale's inverse at site.kept_scale_inverse.

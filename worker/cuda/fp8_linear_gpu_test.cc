@@ -1,8 +1,9 @@
 // Fp8Linears on the GPU (fp8_linear.h): a row-parallel and a column-parallel (sequence
 // parallel, over a one-rank tensor group) linear's forward and backward against float64
 // products of the quantized operands the GPU kept, the delayed-scaling update at the end of
-// each pass against the recipe, and the weights cast once per step. Needs compute capability
-// 9.0 (H100).
+// each pass against the recipe, and the weights cast once per step; with fp8 parameters the
+// fp8 weights read as they are, with their own scale inverse, and transposed once per step.
+// Needs compute capability 9.0 (H100).
 #include <cuda_fp8.h>
 #include <nccl.h>
 
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -33,39 +35,22 @@ constexpr int kOutput = static_cast<int>(Fp8ForwardTensor::kOutput);
 constexpr int kOutputGradient = static_cast<int>(Fp8BackwardTensor::kOutputGradient);
 constexpr int kInputGradient = static_cast<int>(Fp8BackwardTensor::kInputGradient);
 
-// One layer of 64 tokens, h 128: QKV 128 -> 192, attention output 128 -> 128, gate/up
-// 128 -> 192, down 96 -> 128 (every dimension a multiple of 16, as cuBLASLt's fp8 GEMMs want).
-ShardShapes SmallShapes(bool sequence_parallel) {
-  ShardShapes x;
-  x.micro_batch = 1;
-  x.sequence = 64;
-  x.sequence_per_rank = 64;
-  x.tokens = 64;
-  x.residual_tokens = 64;  // one tensor-parallel rank
-  x.sequence_parallel = sequence_parallel;
-  x.tensor_parallel = 1;
-  x.context_parallel = 1;
-  x.hidden = 128;
-  x.ffn = 96;
-  x.qkv = {64, 192, 128};
-  x.attention_output = {64, 128, 128};
-  x.gate_up = {64, 192, 128};
-  x.down = {64, 128, 96};
-  return x;
-}
-
-class Fp8LinearTest : public ::testing::TestWithParam<bool> {
+// Parameters: sequence parallelism, fp8 parameters.
+class Fp8LinearTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
  protected:
+  bool sequence_parallel() const { return std::get<0>(GetParam()); }
+  bool fp8_parameters() const { return std::get<1>(GetParam()); }
+
   void SetUp() override {
     int device = 0, major = 0;
     ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
     ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
               cudaSuccess);
     ASSERT_GE(major, 9) << "the probe's fp8 training needs compute capability 9.0";
-    shapes_ = SmallShapes(GetParam());
+    shapes_ = SmallFp8Shapes(sequence_parallel());
     StageLayers layers;
     layers.chunk_layers = {1};
-    layout_ = LayoutFp8State(shapes_, layers, kExportedFp8Recipe);
+    layout_ = LayoutFp8State(shapes_, layers, kExportedFp8Recipe, fp8_parameters());
     weight_copies_ = std::make_unique<DeviceArray<uint8_t>>(layout_.weight_bytes);
     scaling_ = std::make_unique<DeviceArray<uint8_t>>(layout_.scaling_bytes);
     const int64_t T = shapes_.tokens;
@@ -88,8 +73,8 @@ class Fp8LinearTest : public ::testing::TestWithParam<bool> {
     buffers.output_gradient = output_gradient_->get();
     buffers.output_gradient_transposed = output_gradient_t_->get();
     linears_ = std::make_unique<Fp8Linears>(shapes_, layout_, std::vector<int64_t>{0}, buffers,
-                                            gemm_.get(), GetParam() ? comm_ : nullptr, comm_,
-                                            kExportedFp8Recipe, nullptr, &timer_);
+                                            gemm_.get(), sequence_parallel() ? comm_ : nullptr,
+                                            comm_, kExportedFp8Recipe, nullptr, &timer_);
     const absl::Status status = linears_->Initialize();
     ASSERT_TRUE(status.ok()) << status;
   }
@@ -114,18 +99,20 @@ class Fp8LinearTest : public ::testing::TestWithParam<bool> {
                 sizeof(value));
     return value;
   }
-  // The weight copy [outputs, inputs], dequantized.
-  std::vector<double> Weight(Fp8Linear linear) const {
+  // The fp8 weight [outputs, inputs] the forward GEMM reads, dequantized: the weight copy,
+  // or with fp8 parameters `fp8_weight` itself.
+  std::vector<double> Weight(Fp8Linear linear, const std::vector<uint8_t>& fp8_weight) const {
     const LinearShape& shape = LinearShapeOf(shapes_, linear);
     const std::vector<uint8_t> bytes = weight_copies_->ToHost();
     const Fp8WeightCopy& copy = layout_.weights[0][static_cast<int>(linear)];
+    const uint8_t* forward = fp8_parameters() ? fp8_weight.data() : bytes.data() + copy.weight;
     const double inverse = WeightScaleInverse(linear);
     std::vector<double> w(shape.WeightElements());
     for (int64_t i = 0; i < shape.WeightElements(); ++i) {
-      w[i] = Fp8ToDouble(bytes[copy.weight + i], Fp8Format::kE4M3) * inverse;
+      w[i] = Fp8ToDouble(forward[i], Fp8Format::kE4M3) * inverse;
       // The transposed copy holds the same bytes.
       const int64_t o = i / shape.inputs, p = i % shape.inputs;
-      EXPECT_EQ(bytes[copy.transposed + p * shape.outputs + o], bytes[copy.weight + i]);
+      EXPECT_EQ(bytes[copy.transposed + p * shape.outputs + o], forward[i]);
     }
     return w;
   }
@@ -140,11 +127,23 @@ class Fp8LinearTest : public ::testing::TestWithParam<bool> {
     const std::vector<bf16> in_values = RandomBf16(rows * in_n, 12);
     const std::vector<bf16> d_out_values = RandomBf16(rows * out_n, 13, 1e-3f);
     DeviceArray<bf16> weight(weight_values), in(in_values), d_out(d_out_values);
+    // With fp8 parameters the weight is E4M3 already, as the optimizer last cast it, with the
+    // inverse of that cast's scale beside its transpose (Fp8Parameters).
+    DeviceArray<uint8_t> fp8_weight(RandomFp8(out_n * in_n, 11, Fp8Format::kE4M3, 400.0f));
+    constexpr float kFp8WeightScaleInverse = 1.0f / 4096;
+    if (fp8_parameters()) {
+      const Fp8WeightCopy& copy = layout_.weights[0][static_cast<int>(linear)];
+      ASSERT_EQ(cudaMemcpy(weight_copies_->get() + copy.scale_inverse, &kFp8WeightScaleInverse,
+                           sizeof(float), cudaMemcpyHostToDevice),
+                cudaSuccess);
+    }
     DeviceArray<bf16> out(rows * out_n), d_in(rows * in_n);
     DeviceArray<uint8_t> kept(rows * in_n);
     DeviceArray<float> kept_inverse(1);
     DeviceArray<float> d_weight(std::vector<float>(out_n * in_n, 0.0f));
-    const Fp8LinearSite site{0, 0, linear, weight.get(), kept.get(), kept_inverse.get()};
+    const void* site_weight = fp8_parameters() ? static_cast<const void*>(fp8_weight.get())
+                                               : static_cast<const void*>(weight.get());
+    const Fp8LinearSite site{0, 0, linear, site_weight, kept.get(), kept_inverse.get()};
     auto forward = [&] {
       return column ? linears_->ColumnForward(site, in.get(), out.get())
                     : linears_->RowForward(site, in.get(), out.get());
@@ -152,25 +151,28 @@ class Fp8LinearTest : public ::testing::TestWithParam<bool> {
     const Fp8ScalingGroup& fwd = layout_.forward[0];
     const Fp8ScalingGroup& bwd = layout_.backward[0];
 
-    // Step 1 casts with scale 1 and sets the scales from the amaxes it saw.
+    // Step 1 casts with scale 1 and sets the scales from the amaxes it saw; fp8 weights are not
+    // cast here (the optimizer records their amax), so their scale stays.
     linears_->StartStep();
     ASSERT_TRUE(forward().ok());
     ASSERT_TRUE(linears_->EndForward(0).ok());
     const float input_scale = DelayedScale(MaxAbs(in_values), 1.0f, kFp8E4M3Max);
-    const float weight_scale = DelayedScale(MaxAbs(weight_values), 1.0f, kFp8E4M3Max);
+    const float weight_scale =
+        fp8_parameters() ? 1.0f : DelayedScale(MaxAbs(weight_values), 1.0f, kFp8E4M3Max);
     EXPECT_FLOAT_EQ(Scaling(fwd.scale, fwd.Index(0, linear, kInput)), input_scale);
     EXPECT_FLOAT_EQ(Scaling(fwd.scale, fwd.Index(0, linear, kWeight)), weight_scale);
     EXPECT_FLOAT_EQ(Scaling(fwd.scale_inverse, fwd.Index(0, linear, kWeight)), 1 / weight_scale);
     EXPECT_EQ(Scaling(fwd.scale, fwd.Index(0, linear, kOutput)), 1.0f);  // never measured
     for (int64_t t = 0; t < fwd.tensors; ++t) EXPECT_EQ(Scaling(fwd.amax_history, t), 0.0f);
 
-    // Step 2 casts the weight again with its new scale; the forward and backward products
-    // are those of the operands the GPU quantized.
+    // Step 2 casts the weight again with its new scale (an fp8 weight keeps its own); the
+    // forward and backward products are those of the operands the GPU quantized.
     linears_->StartStep();
     ASSERT_TRUE(forward().ok());
-    EXPECT_FLOAT_EQ(WeightScaleInverse(linear), 1 / weight_scale);
+    EXPECT_FLOAT_EQ(WeightScaleInverse(linear),
+                    fp8_parameters() ? kFp8WeightScaleInverse : 1 / weight_scale);
     EXPECT_FLOAT_EQ(kept_inverse.ToHost()[0], 1 / input_scale);
-    const std::vector<double> W = Weight(linear);
+    const std::vector<double> W = Weight(linear, fp8_weight.ToHost());
     const std::vector<uint8_t> kept_bytes = kept.ToHost();
     const double x_inverse = kept_inverse.ToHost()[0];
     // Column-parallel with sequence parallelism keeps the rows [rows, inputs]; otherwise the
@@ -179,7 +181,7 @@ class Fp8LinearTest : public ::testing::TestWithParam<bool> {
     for (int64_t i = 0; i < rows; ++i) {
       for (int64_t p = 0; p < in_n; ++p) {
         const uint8_t bits =
-            column && GetParam() ? kept_bytes[i * in_n + p] : kept_bytes[p * rows + i];
+            column && sequence_parallel() ? kept_bytes[i * in_n + p] : kept_bytes[p * rows + i];
         X[i * in_n + p] = Fp8ToDouble(bits, Fp8Format::kE4M3) * x_inverse;
       }
     }
@@ -211,11 +213,15 @@ class Fp8LinearTest : public ::testing::TestWithParam<bool> {
     EXPECT_EQ(Scaling(bwd.scale, bwd.Index(0, linear, kInputGradient)), 1.0f);
 
     // A later micro-batch of the step reuses the weight's copy (is_first_microbatch); the
-    // next step casts the weight again.
+    // next step casts (or transposes) the weight again.
     const std::vector<uint8_t> copies = weight_copies_->ToHost();
     const std::vector<bf16> other = RandomBf16(out_n * in_n, 14, 0.05f);
+    const std::vector<uint8_t> other_fp8 = RandomFp8(out_n * in_n, 14, Fp8Format::kE4M3, 400.0f);
     ASSERT_EQ(
         cudaMemcpy(weight.get(), other.data(), other.size() * sizeof(bf16), cudaMemcpyHostToDevice),
+        cudaSuccess);
+    ASSERT_EQ(
+        cudaMemcpy(fp8_weight.get(), other_fp8.data(), other_fp8.size(), cudaMemcpyHostToDevice),
         cudaSuccess);
     ASSERT_TRUE(forward().ok());
     EXPECT_EQ(weight_copies_->ToHost(), copies);
@@ -240,7 +246,8 @@ TEST_P(Fp8LinearTest, RowParallelDownProjection) { CheckLinear(Fp8Linear::kDown)
 
 TEST_P(Fp8LinearTest, ColumnParallelQkv) { CheckLinear(Fp8Linear::kQkv); }
 
-INSTANTIATE_TEST_SUITE_P(SequenceParallel, Fp8LinearTest, ::testing::Bool());
+INSTANTIATE_TEST_SUITE_P(SequenceParallelAndFp8Parameters, Fp8LinearTest,
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool()));
 
 }  // namespace
 }  // namespace paratune

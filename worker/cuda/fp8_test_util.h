@@ -1,5 +1,5 @@
 // Helpers for the probe's fp8 GPU tests: fp8 bytes decoded on the CPU (cuda_fp8.h's
-// conversions), seeded random fp8 data, and the amax a cast records.
+// conversions), seeded random fp8 data, the amax a cast records, and a small layer's shapes.
 #ifndef PARATUNE_WORKER_CUDA_FP8_TEST_UTIL_H_
 #define PARATUNE_WORKER_CUDA_FP8_TEST_UTIL_H_
 
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "worker/probe/fp8_scaling.h"
+#include "worker/probe/shard_shapes.h"
 
 namespace paratune {
 
@@ -56,6 +57,28 @@ inline double MaxAbs(const std::vector<__nv_bfloat16>& values) {
     amax = std::max(amax, std::fabs(static_cast<double>(__bfloat162float(v))));
   }
   return amax;
+}
+
+// The fp8 GPU tests' layer on one tensor-parallel rank: 64 tokens, h 128: QKV 128 -> 192,
+// attention output 128 -> 128, gate/up 128 -> 192, down 96 -> 128 (every dimension a multiple
+// of 16, as cuBLASLt's fp8 GEMMs want).
+inline ShardShapes SmallFp8Shapes(bool sequence_parallel) {
+  ShardShapes x;
+  x.micro_batch = 1;
+  x.sequence = 64;
+  x.sequence_per_rank = 64;
+  x.tokens = 64;
+  x.residual_tokens = 64;
+  x.sequence_parallel = sequence_parallel;
+  x.tensor_parallel = 1;
+  x.context_parallel = 1;
+  x.hidden = 128;
+  x.ffn = 96;
+  x.qkv = {64, 192, 128};
+  x.attention_output = {64, 128, 128};
+  x.gate_up = {64, 192, 128};
+  x.down = {64, 128, 96};
+  return x;
 }
 
 }  // namespace paratune

@@ -23,7 +23,7 @@ __global__ void AdamStepKernel(const void* gradient, bool fp32_gradient, float* 
                          p.weight_decay * master[i];
     const float w = master[i] - p.learning_rate * update;
     master[i] = w;
-    weights[i] = __float2bfloat16(w);
+    if (weights != nullptr) weights[i] = __float2bfloat16(w);
   }
 }
 

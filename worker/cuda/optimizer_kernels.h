@@ -20,7 +20,8 @@ struct AdamParameters {
 };
 
 // For i < count: reads gradient[i] (fp32, or bf16 when fp32_gradient is false), updates
-// master[i], first_moment[i], second_moment[i] and writes weights[i] = bf16(master[i]).
+// master[i], first_moment[i], second_moment[i] and writes weights[i] = bf16(master[i]), unless
+// `weights` is null (fp8 weights, which Fp8Parameters casts from the master afterwards).
 cudaError_t AdamStep(const void* gradient, bool fp32_gradient, float* master, float* first_moment,
                      float* second_moment, __nv_bfloat16* weights, int64_t count,
                      const AdamParameters& parameters, cudaStream_t stream);

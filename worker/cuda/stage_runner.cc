@@ -67,14 +67,10 @@ StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& plan,
       overlap_(spec.data_parallel_overlap()),
       overlapped_(reduce_gradients_ &&
                   (overlap_.overlap_grad_reduce || overlap_.overlap_param_gather)),
-      weights_(memory.get<bf16>(ProbeBuffer::kWeights)) {
+      weights_(memory.get<char>(ProbeBuffer::kWeights)) {
   SetMicroBatches(spec.micro_batches());
   // The buckets do not depend on the micro-batches.
-  if (overlapped_) {
-    optimizer_buckets_ = data_parallel_plan_.buckets;
-  } else {
-    optimizer_buckets_.push_back({0, 0, plan.parameters().padded_elements, 0, 0});
-  }
+  optimizer_buckets_ = overlapped_ ? data_parallel_plan_.buckets : RegionBuckets(plan.parameters());
   for (int64_t slot = plan.activation_slots() - 1; slot >= 0; --slot) free_slots_.push_back(slot);
   for (int64_t slot = plan.loss_slots() - 1; slot >= 0; --slot) free_loss_slots_.push_back(slot);
   if (plan.fp8()) {
@@ -90,6 +86,15 @@ StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& plan,
         shapes_, plan.fp8_state(), plan.parameters().first_layer, buffers, gemm,
         shapes_.sequence_parallel ? communicators.group(RankGroup::kTensor) : nullptr,
         fp8_amax_group, kExportedFp8Recipe, stream, timer);
+  }
+  if (plan.fp8_state().fp8_parameters) {
+    Fp8ParameterBuffers buffers;
+    buffers.weights = weights_;
+    buffers.weight_copies = memory.get<char>(ProbeBuffer::kFp8WeightCopies);
+    buffers.scaling_state = memory.get<char>(ProbeBuffer::kFp8ScalingState);
+    fp8_parameters_ = std::make_unique<Fp8Parameters>(
+        shapes_, plan.parameters(), plan.fp8_state(), buffers,
+        reduce_gradients_ ? communicators.group(RankGroup::kDataContext) : nullptr, stream, timer);
   }
 }
 
@@ -141,7 +146,7 @@ std::array<Fp8LinearSite, kFp8LinearsPerLayer> StageRunner::Fp8Sites(
     site.chunk = chunk;
     site.layer_in_chunk = layer_in_chunk;
     site.linear = linear;
-    site.weight = Weight(weight);
+    site.weight = WeightBytes(weight);
     site.kept = kept_input;
     site.kept_scale_inverse = kept.fp8_scale_inverses + static_cast<int>(linear);
     return site;
@@ -214,11 +219,20 @@ void StageRunner::ReleaseLossSlot(int64_t micro_batch) {
 
 absl::Status StageRunner::Initialize(uint64_t seed) {
   const ParameterLayout& parameters = plan_.parameters();
-  // Every rank draws its own values: a distinct seed per global rank.
+  // Every rank draws its own values: a distinct seed per global rank. Each element gets a
+  // bf16 value; the fp8 regions' values, from which their fp8 weights are quantized, wait in
+  // the gradients buffer (zeroed before every step) until then.
   const uint64_t rank_seed = seed * 1'000'003 + static_cast<uint64_t>(communicators_.rank());
-  PT_RETURN_IF_ERROR(CudaStatus(
-      FillUniformBf16(weights_, parameters.padded_elements, rank_seed, kWeightScale, stream_),
-      "FillUniformBf16(weights)"));
+  bf16* fp8_initial_values = static_cast<bf16*>(Gradient(0));
+  auto initial_values = [&](int64_t element) {
+    return parameters.RegionOf(element).fp8 ? fp8_initial_values + element : Weight(element);
+  };
+  for (const ParameterRegion& region : parameters.regions) {
+    PT_RETURN_IF_ERROR(CudaStatus(
+        FillUniformBf16(initial_values(region.start), region.end - region.start,
+                        rank_seed + static_cast<uint64_t>(region.start), kWeightScale, stream_),
+        "FillUniformBf16(weights)"));
+  }
   const int64_t vocabulary = spec_.model().vocab_size();
   PT_RETURN_IF_ERROR(CudaStatus(FillTokens(memory_.get<int32_t>(ProbeBuffer::kTokens),
                                            shapes_.tokens, seed, vocabulary, stream_),
@@ -229,7 +243,7 @@ absl::Status StageRunner::Initialize(uint64_t seed) {
   for (const ParameterBucket& bucket : optimizer_buckets_) {
     const int64_t shard = (bucket.end - bucket.start) / shard_count_;
     PT_RETURN_IF_ERROR(CudaStatus(
-        Bf16ToFloat(weights_ + bucket.start + shard_index_ * shard,
+        Bf16ToFloat(initial_values(bucket.start + shard_index_ * shard),
                     memory_.get<float>(ProbeBuffer::kMasterWeights) + bucket.start / shard_count_,
                     shard, stream_),
         "Bf16ToFloat(master weights)"));
@@ -246,6 +260,7 @@ absl::Status StageRunner::Initialize(uint64_t seed) {
     buffers.comm = communicators_.group(RankGroup::kDataContext);
     buffers.rank = shard_index_;
     buffers.shard_count = shard_count_;
+    buffers.parameters = &plan_.parameters();
     buffers.weights = weights_;
     buffers.gradients = Gradient(0);
     buffers.fp32_gradients = fp32_gradients_;
@@ -267,6 +282,10 @@ absl::Status StageRunner::Initialize(uint64_t seed) {
     if (fp8_ != nullptr) fp8_->set_overlap(tp_overlap_.get());
   }
   if (fp8_ != nullptr) PT_RETURN_IF_ERROR(fp8_->Initialize());
+  // After the scales are set: the fp8 weights are quantized with them.
+  if (fp8_parameters_ != nullptr) {
+    PT_RETURN_IF_ERROR(fp8_parameters_->Initialize(fp8_initial_values));
+  }
   return attention_.SelectKernel(plan_.placement(ProbeBuffer::kAttentionScores).bytes);
 }
 
@@ -780,21 +799,24 @@ absl::Status StageRunner::OptimizerStep() {
   for (const ParameterBucket& bucket : optimizer_buckets_) {
     const auto [first, count] = shard_of(bucket);
     const int64_t state = bucket.start / shard_count_;
+    float* master = memory_.get<float>(ProbeBuffer::kMasterWeights) + state;
+    // fp8 weights are cast from the updated master below, not rounded to bf16 here.
+    const bool fp8_weights = plan_.parameters().RegionOf(bucket.start).fp8;
     PT_RETURN_IF_ERROR(
-        CudaStatus(AdamStep(Gradient(first), fp32_gradients_,
-                            memory_.get<float>(ProbeBuffer::kMasterWeights) + state,
+        CudaStatus(AdamStep(Gradient(first), fp32_gradients_, master,
                             memory_.get<float>(ProbeBuffer::kAdamFirstMoment) + state,
                             memory_.get<float>(ProbeBuffer::kAdamSecondMoment) + state,
-                            weights_ + first, count, adam, stream_),
+                            fp8_weights ? nullptr : Weight(first), count, adam, stream_),
                    "AdamStep"));
+    if (fp8_weights) PT_RETURN_IF_ERROR(fp8_parameters_->CastShard(master, first, count));
   }
+  if (fp8_parameters_ != nullptr) PT_RETURN_IF_ERROR(fp8_parameters_->FinishCasts());
   // Overlapped, the next step's forward passes gather the parameters.
   if (reduce_gradients_ && distributed && !(overlapped_ && overlap_.overlap_param_gather)) {
     PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
     for (const ParameterBucket& bucket : optimizer_buckets_) {
-      const auto [first, count] = shard_of(bucket);
-      PT_RETURN_IF_ERROR(
-          AllGather(data, weights_ + first, weights_ + bucket.start, count, ncclBfloat16, stream_));
+      PT_RETURN_IF_ERROR(AllGatherParameters(data, plan_.parameters(), bucket, shard_count_,
+                                             shard_index_, weights_, stream_));
     }
   }
   return absl::OkStatus();

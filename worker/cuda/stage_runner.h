@@ -11,7 +11,9 @@
 // (tensor_parallel_overlap.h), in bf16 and in fp8 (through Fp8Linears); the embedding's and
 // the LM head's stay exposed.
 // In fp8 training the four linears of every layer run through Fp8Linears (fp8_linear.h); the
-// LM head and attention stay bf16.
+// LM head and attention stay bf16. With fp8 parameters (training.fp8_param_gather) those
+// linears' weights are stored in fp8, cast from the master weights in the optimizer step
+// (fp8_parameters.h) and gathered in fp8.
 #ifndef PARATUNE_WORKER_CUDA_STAGE_RUNNER_H_
 #define PARATUNE_WORKER_CUDA_STAGE_RUNNER_H_
 
@@ -32,6 +34,7 @@
 #include "worker/cuda/data_parallel_sync.h"
 #include "worker/cuda/device_footprint.h"
 #include "worker/cuda/fp8_linear.h"
+#include "worker/cuda/fp8_parameters.h"
 #include "worker/cuda/gemm.h"
 #include "worker/cuda/loss_kernels.h"
 #include "worker/cuda/phase_timer.h"
@@ -59,9 +62,10 @@ class StageRunner {
   StageRunner(const StageRunner&) = delete;
   StageRunner& operator=(const StageRunner&) = delete;
 
-  // Fills the weights and token ids with seeded random values, the master weights with the
-  // weights of the rank's shard and the Adam moments with zeros, sets the fp8 scaling state
-  // to Transformer Engine's initial one, chooses the attention
+  // Fills the weights and token ids with seeded random values (fp8 weights quantized from
+  // bf16 ones), the master weights with the bf16 values of the rank's shard and the Adam
+  // moments with zeros, sets the fp8 scaling state to Transformer Engine's initial one,
+  // chooses the attention
   // kernel (Attention::SelectKernel, with the attention scores buffer as cuDNN's workspace)
   // and creates the overlapped collectives' events (tensor-parallel ones: INVALID_ARGUMENT
   // from TensorParallelOverlapPlanOf).
@@ -180,8 +184,14 @@ class StageRunner {
   // The stage-wide index (ParameterLayout::layers) of a chunk's layer.
   int64_t StageLayer(int64_t chunk, int64_t layer_in_chunk) const;
 
-  // The parameter at `offset` (ParameterLayout) in the weights and in the gradients.
-  __nv_bfloat16* Weight(int64_t offset) const { return weights_ + offset; }
+  // The parameter at `offset` (ParameterLayout) in the weights (its bytes, or as bf16 where
+  // its region is) and in the gradients.
+  char* WeightBytes(int64_t offset) const {
+    return weights_ + plan_.parameters().WeightByte(offset);
+  }
+  __nv_bfloat16* Weight(int64_t offset) const {
+    return reinterpret_cast<__nv_bfloat16*>(WeightBytes(offset));
+  }
   void* Gradient(int64_t offset) const;
 
   const ProbeSpec& spec_;
@@ -196,6 +206,8 @@ class StageRunner {
   Attention attention_;
   // The layers' linears in fp8 training; null in bf16.
   std::unique_ptr<Fp8Linears> fp8_;
+  // Their weights' casts with fp8 parameters; else null.
+  std::unique_ptr<Fp8Parameters> fp8_parameters_;
   const ShardShapes& shapes_;
   std::vector<ScheduleStep> schedule_;
   bool fp32_gradients_;
@@ -217,11 +229,11 @@ class StageRunner {
   // null: they run exposed on the compute stream.
   std::unique_ptr<NcclTensorParallelTransport> tp_transport_;
   std::unique_ptr<TensorParallelOverlap> tp_overlap_;
-  // The ranges reduced, stepped and gathered: the plan's buckets when overlapped, else the
-  // whole buffer as one.
+  // The ranges reduced, stepped and gathered: the plan's buckets when overlapped, else one
+  // per region (RegionBuckets).
   std::vector<ParameterBucket> optimizer_buckets_;
   int64_t pass_ = 0;  // the current pass of the schedule
-  __nv_bfloat16* weights_;
+  char* weights_;     // ParameterLayout's bytes
   int64_t optimizer_step_ = 0;
 
   std::map<std::pair<int64_t, int64_t>, int64_t> slots_;  // (chunk, micro-batch) -> slot

@@ -123,7 +123,8 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
                                       training.fp8_param_gather());
   plan.layer_activations_ = LayoutLayerActivations(x, training.fp8());
   if (training.fp8()) {
-    plan.fp8_state_ = LayoutFp8State(x, plan.stage_layers_, kExportedFp8Recipe);
+    plan.fp8_state_ =
+        LayoutFp8State(x, plan.stage_layers_, kExportedFp8Recipe, training.fp8_param_gather());
   }
   plan.loss_activations_ = LayoutLossActivations(x);
 

@@ -18,12 +18,13 @@ struct Configuration {
 
 Configuration Make(const char* preset, int64_t gbs, int64_t seq, int64_t dp, int64_t tp, int64_t pp,
                    int64_t cp, int64_t vp = 1, Recompute recompute = Recompute::kNone,
-                   bool fp8 = false) {
+                   bool fp8 = false, bool fp8_parameters = false) {
   ModelSpec model = *FindModelPreset(preset);
   TrainingOptions options;
   options.global_batch_size = gbs;
   options.seq_len = seq;
   options.fp8 = fp8;
+  options.fp8_param_gather = fp8_parameters;
   TrainingSpec training = *TrainingSpec::Create(options);
   ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 1, dp * tp * pp * cp);
   ParallelDims dims;
@@ -246,6 +247,30 @@ TEST(FootprintPlanTest, Fp8AllocatesTheFp8Terms) {
       EXPECT_GT(plan.placement(ProbeBuffer::kFp8OutputGradientTransposed).bytes, 0);
       EXPECT_GE(plan.placement(ProbeBuffer::kLinearInput).bytes, x.tokens * x.ffn * 2);
     }
+  }
+}
+
+// With fp8 parameters (fp8_param_gather) the weights buffer keeps the linears in 1 byte and
+// the weight copies are their transposes alone: each at the memory model's term, plus
+// alignment (and the copies' scale inverses).
+TEST(FootprintPlanTest, Fp8ParametersAllocateOneByteLinearsAndTheirTransposes) {
+  const Configuration bf16_weights =
+      Make("llama3.1-8b", 32, 4096, 2, 2, 2, 1, 2, Recompute::kNone, true);
+  const Configuration fp8_weights =
+      Make("llama3.1-8b", 32, 4096, 2, 2, 2, 1, 2, Recompute::kNone, true, true);
+  for (int64_t stage : {0, 1}) {
+    SCOPED_TRACE(absl::StrCat("stage ", stage));
+    const FootprintPlan plan = Plan(fp8_weights, stage);
+    ExpectConsistent(plan);
+    const TermAllocation& weights = Term(plan, "weights");
+    EXPECT_EQ(plan.placement(ProbeBuffer::kWeights).bytes, plan.parameters().weight_bytes);
+    EXPECT_NEAR(static_cast<double>(weights.needed_bytes),
+                static_cast<double>(weights.estimated_bytes), 1e-3 * weights.estimated_bytes);
+    const TermAllocation& copies = Term(plan, "fp8_weight_copies");
+    EXPECT_GE(copies.needed_bytes, copies.estimated_bytes);
+    EXPECT_LE(copies.needed_bytes, copies.estimated_bytes + 2 * 256 * 4 * 20);
+    const TermAllocation& bf16_copies = Term(Plan(bf16_weights, stage), "fp8_weight_copies");
+    EXPECT_EQ(2 * copies.estimated_bytes, bf16_copies.estimated_bytes);
   }
 }
 

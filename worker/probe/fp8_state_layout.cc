@@ -42,15 +42,16 @@ const LinearShape& LinearShapeOf(const ShardShapes& shapes, Fp8Linear linear) {
 }
 
 Fp8StateLayout LayoutFp8State(const ShardShapes& shapes, const StageLayers& stage_layers,
-                              const DelayedScalingRecipe& recipe) {
+                              const DelayedScalingRecipe& recipe, bool fp8_parameters) {
   Fp8StateLayout layout;
+  layout.fp8_parameters = fp8_parameters;
   layout.history_length = recipe.amax_history_length;
   const int64_t layers = stage_layers.TotalLayers();
   for (int64_t layer = 0; layer < layers; ++layer) {
     std::array<Fp8WeightCopy, kFp8LinearsPerLayer>& copies = layout.weights.emplace_back();
     for (int l = 0; l < kFp8LinearsPerLayer; ++l) {
       const int64_t elements = LinearShapeOf(shapes, static_cast<Fp8Linear>(l)).WeightElements();
-      copies[l].weight = Place(&layout.weight_bytes, elements);
+      copies[l].weight = fp8_parameters ? -1 : Place(&layout.weight_bytes, elements);
       copies[l].transposed = Place(&layout.weight_bytes, elements);
     }
   }

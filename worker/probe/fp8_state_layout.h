@@ -1,9 +1,10 @@
 // Where a rank's fp8 state lives, as Transformer Engine keeps it for the four linear layers of
 // each transformer layer (QKV, attention output projection, gate/up, down) when Megatron-LM
 // trains in fp8: an fp8 copy of every linear weight and its fp8 transpose, cast once per step
-// (the memory model's fp8_weight_copies term), and per linear the delayed-scaling state of its
-// fp8 tensors (fp8_scaling_state): scale, scale inverse and amax history in fp32. The LM head,
-// the embedding, the norms and attention stay bf16, as in Megatron-LM.
+// (the memory model's fp8_weight_copies term; with fp8 parameters, the transpose alone), and
+// per linear the delayed-scaling state of its fp8 tensors (fp8_scaling_state): scale, scale
+// inverse and amax history in fp32. The LM head, the embedding, the norms and attention stay
+// bf16, as in Megatron-LM.
 //
 // The scaling state is grouped as Transformer Engine's amax reduction groups it: Megatron-LM
 // wraps each model chunk's transformer block in one fp8_autocast, whose exit reduces and
@@ -63,6 +64,9 @@ struct Fp8ScalingGroup {
 // GEMMs take only k-contiguous operands), and the fp32 inverse of the scale they were cast
 // with (Transformer Engine's Float8Tensor keeps its own scale_inv: the weight's scale moves on
 // at the end of the forward pass that cast it, while later micro-batches still read the copy).
+// With fp8 parameters the weight itself is E4M3 (ParameterLayout's fp8 regions): `weight` is
+// -1, and the transpose and the scale inverse are those of the fp8 weight (Transformer
+// Engine's Float8Tensor parameter with its transpose cache).
 struct Fp8WeightCopy {
   int64_t weight = 0;
   int64_t transposed = 0;
@@ -70,6 +74,8 @@ struct Fp8WeightCopy {
 };
 
 struct Fp8StateLayout {
+  // Whether the linear weights are stored in fp8 (training.fp8_param_gather).
+  bool fp8_parameters = false;
   int64_t history_length = 0;
   // Per stage layer (ParameterLayout::layers' order), per Fp8Linear.
   std::vector<std::array<Fp8WeightCopy, kFp8LinearsPerLayer>> weights;
@@ -81,10 +87,10 @@ struct Fp8StateLayout {
   int64_t scaling_bytes = 0;
 };
 
-// The fp8 state of `stage_layers` for `recipe`'s amax history. Buffers start at multiples of
-// 256 bytes.
+// The fp8 state of `stage_layers` for `recipe`'s amax history, with the linear weights in
+// fp8 (`fp8_parameters`) or bf16. Buffers start at multiples of 256 bytes.
 Fp8StateLayout LayoutFp8State(const ShardShapes& shapes, const StageLayers& stage_layers,
-                              const DelayedScalingRecipe& recipe);
+                              const DelayedScalingRecipe& recipe, bool fp8_parameters);
 
 }  // namespace paratune
 

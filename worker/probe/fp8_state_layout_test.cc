@@ -19,13 +19,16 @@ struct Stage {
   StageMemory estimate;
 };
 
-// Stage 0 of an fp8 configuration of `preset` on 8 x H100.
-Stage Fp8Stage(const char* preset, int64_t tp, int64_t pp, int64_t vp) {
+// Stage 0 of an fp8 configuration of `preset` on 8 x H100, with fp8 parameters
+// (training.fp8_param_gather) or bf16 ones.
+Stage Fp8Stage(const char* preset, int64_t tp, int64_t pp, int64_t vp,
+               bool fp8_parameters = false) {
   const ModelSpec model = *FindModelPreset(preset);
   TrainingOptions options;
   options.global_batch_size = 16;
   options.seq_len = 4096;
   options.fp8 = true;
+  options.fp8_param_gather = fp8_parameters;
   const TrainingSpec training = *TrainingSpec::Create(options);
   const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 1, tp * pp);
   ParallelDims dims;
@@ -52,47 +55,58 @@ void ExpectDisjointAndAligned(std::vector<std::pair<int64_t, int64_t>> ranges, i
 }
 
 TEST(Fp8StateLayoutTest, WeightCopiesAreTheMemoryModelsTerm) {
-  for (int64_t tp : {1, 2, 8}) {
-    SCOPED_TRACE(tp);
-    const Stage s = Fp8Stage("llama3.1-8b", tp, 2, 1);
-    const Fp8StateLayout layout = LayoutFp8State(s.shapes, s.layers, kExportedFp8Recipe);
-    ASSERT_EQ(static_cast<int64_t>(layout.weights.size()), s.layers.TotalLayers());
-    std::vector<std::pair<int64_t, int64_t>> ranges;
-    int64_t copied = 0;
-    for (const auto& copies : layout.weights) {
-      for (int l = 0; l < kFp8LinearsPerLayer; ++l) {
-        const int64_t elements =
-            LinearShapeOf(s.shapes, static_cast<Fp8Linear>(l)).WeightElements();
-        ranges.push_back({copies[l].weight, elements});
-        ranges.push_back({copies[l].transposed, elements});
-        copied += 2 * elements;
+  for (bool fp8_parameters : {false, true}) {
+    for (int64_t tp : {1, 2, 8}) {
+      SCOPED_TRACE(testing::Message() << "tp " << tp << ", fp8 parameters " << fp8_parameters);
+      const Stage s = Fp8Stage("llama3.1-8b", tp, 2, 1, fp8_parameters);
+      const Fp8StateLayout layout =
+          LayoutFp8State(s.shapes, s.layers, kExportedFp8Recipe, fp8_parameters);
+      EXPECT_EQ(layout.fp8_parameters, fp8_parameters);
+      ASSERT_EQ(static_cast<int64_t>(layout.weights.size()), s.layers.TotalLayers());
+      std::vector<std::pair<int64_t, int64_t>> ranges;
+      int64_t copied = 0;
+      for (const auto& copies : layout.weights) {
+        for (int l = 0; l < kFp8LinearsPerLayer; ++l) {
+          const int64_t elements =
+              LinearShapeOf(s.shapes, static_cast<Fp8Linear>(l)).WeightElements();
+          // fp8 weights are their own forward copy: only the transpose is kept.
+          if (fp8_parameters) {
+            EXPECT_EQ(copies[l].weight, -1);
+          } else {
+            ranges.push_back({copies[l].weight, elements});
+            copied += elements;
+          }
+          ranges.push_back({copies[l].transposed, elements});
+          copied += elements;
+        }
       }
-    }
-    ExpectDisjointAndAligned(ranges, layout.weight_bytes);
-    // Scale inverses: one fp32 each, distinct, after the copies.
-    std::set<int64_t> inverses;
-    for (const auto& copies : layout.weights) {
-      for (const Fp8WeightCopy& copy : copies) {
-        EXPECT_EQ(copy.scale_inverse % 4, 0);
-        EXPECT_GE(copy.scale_inverse, ranges.back().first);
-        EXPECT_LE(copy.scale_inverse + 4, layout.weight_bytes);
-        inverses.insert(copy.scale_inverse);
+      ExpectDisjointAndAligned(ranges, layout.weight_bytes);
+      // Scale inverses: one fp32 each, distinct, after the copies.
+      std::set<int64_t> inverses;
+      for (const auto& copies : layout.weights) {
+        for (const Fp8WeightCopy& copy : copies) {
+          EXPECT_EQ(copy.scale_inverse % 4, 0);
+          EXPECT_GE(copy.scale_inverse, ranges.back().first);
+          EXPECT_LE(copy.scale_inverse + 4, layout.weight_bytes);
+          inverses.insert(copy.scale_inverse);
+        }
       }
+      EXPECT_EQ(static_cast<int64_t>(inverses.size()), 4 * s.layers.TotalLayers());
+      // One byte per linear weight element, twice (once with fp8 parameters): exactly the
+      // model's term (8 kv heads: no replication up to tp 8); the buffer adds alignment and
+      // the scale inverses.
+      const double estimate = s.estimate.term(MemoryTerm::kFp8WeightCopies);
+      EXPECT_DOUBLE_EQ(static_cast<double>(copied), estimate);
+      EXPECT_GE(static_cast<double>(layout.weight_bytes), estimate);
+      EXPECT_LE(static_cast<double>(layout.weight_bytes),
+                estimate + 16 * 256 * layout.weights.size());
     }
-    EXPECT_EQ(static_cast<int64_t>(inverses.size()), 4 * s.layers.TotalLayers());
-    // One byte per linear weight element, twice: exactly the model's term (8 kv heads: no
-    // replication up to tp 8); the buffer adds alignment and the scale inverses.
-    const double estimate = s.estimate.term(MemoryTerm::kFp8WeightCopies);
-    EXPECT_DOUBLE_EQ(static_cast<double>(copied), estimate);
-    EXPECT_GE(static_cast<double>(layout.weight_bytes), estimate);
-    EXPECT_LE(static_cast<double>(layout.weight_bytes),
-              estimate + 16 * 256 * layout.weights.size());
   }
 }
 
 TEST(Fp8StateLayoutTest, ScalingGroupsFollowTheChunksAndTheHybridFormat) {
   const Stage s = Fp8Stage("llama3.1-8b", 1, 4, 2);  // 4 layers per chunk, 2 chunks
-  const Fp8StateLayout layout = LayoutFp8State(s.shapes, s.layers, kExportedFp8Recipe);
+  const Fp8StateLayout layout = LayoutFp8State(s.shapes, s.layers, kExportedFp8Recipe, false);
   EXPECT_EQ(layout.history_length, 1);
   ASSERT_EQ(layout.forward.size(), 2u);
   ASSERT_EQ(layout.backward.size(), 2u);
@@ -131,10 +145,10 @@ TEST(Fp8StateLayoutTest, ScalingStateIsTheMemoryModelsTermForItsHistory) {
   const Stage s = Fp8Stage("llama3.1-8b", 2, 2, 1);
   const double estimate = s.estimate.term(MemoryTerm::kFp8ScalingState);
   const DelayedScalingRecipe transformer_engine{1024, 0};
-  const Fp8StateLayout full = LayoutFp8State(s.shapes, s.layers, transformer_engine);
+  const Fp8StateLayout full = LayoutFp8State(s.shapes, s.layers, transformer_engine, false);
   EXPECT_GE(static_cast<double>(full.scaling_bytes), estimate);
   EXPECT_LE(static_cast<double>(full.scaling_bytes), estimate + 6 * 256);
-  const Fp8StateLayout exported = LayoutFp8State(s.shapes, s.layers, kExportedFp8Recipe);
+  const Fp8StateLayout exported = LayoutFp8State(s.shapes, s.layers, kExportedFp8Recipe, false);
   EXPECT_LT(static_cast<double>(exported.scaling_bytes), estimate / 100);
 }
 

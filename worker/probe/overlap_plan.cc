@@ -139,6 +139,17 @@ std::vector<ChunkUnits> ChunkUnitsOf(const StageLayers& stage_layers) {
   return chunks;
 }
 
+std::vector<ParameterBucket> RegionBuckets(const ParameterLayout& parameters) {
+  std::vector<ParameterBucket> buckets;
+  for (const ParameterRegion& region : parameters.regions) {
+    ParameterBucket& bucket = buckets.emplace_back();
+    bucket.chunk = region.chunk;
+    bucket.start = region.start;
+    bucket.end = region.end;
+  }
+  return buckets;
+}
+
 DataParallelPlan DataParallelPlanOf(const ParameterLayout& parameters,
                                     const StageLayers& stage_layers, bool tied_embeddings,
                                     const std::vector<ScheduleStep>& schedule, int64_t stage,

@@ -135,6 +135,12 @@ struct DataParallelPlan {
 // The units of each chunk of `stage_layers`.
 std::vector<ChunkUnits> ChunkUnitsOf(const StageLayers& stage_layers);
 
+// One bucket per region of `parameters` (its units left 0), in buffer order: what the stage
+// reduces and gathers when nothing overlaps, as Megatron-LM reduces each model chunk's buffer
+// of each weight dtype whole without --overlap-grad-reduce (bucket_size None:
+// distributed_data_parallel.py, DistributedDataParallel.__init__).
+std::vector<ParameterBucket> RegionBuckets(const ParameterLayout& parameters);
+
 // The plan of pipeline stage `stage` of `stages` running `schedule` (PipelineScheduleOf) over
 // `parameters` (LayoutParameters of `stage_layers` with `tied_embeddings` and shard count
 // data_context_size with the distributed optimizer, 1 without). Requires data_context_size >=

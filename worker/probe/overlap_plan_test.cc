@@ -249,6 +249,25 @@ TEST(ChunkUnitsTest, EmbeddingLayersAndLossInForwardOrder) {
   EXPECT_EQ(chunks[2].end(), 7);
 }
 
+TEST(RegionBucketsTest, EachChunkAndWeightDtypeIsOneBucket) {
+  // Interleaved, two chunks of one dtype each.
+  const Stage s = StageOf("llama3.2-1b", 2, 1, 2, 2, 1, 4, kAll);
+  ASSERT_EQ(s.parameters.regions.size(), 2u);
+  const std::vector<ParameterBucket> buckets = RegionBuckets(s.parameters);
+  ASSERT_EQ(buckets.size(), s.parameters.regions.size());
+  int64_t end = 0;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const ParameterRegion& region = s.parameters.regions[i];
+    EXPECT_EQ(buckets[i].chunk, region.chunk);
+    EXPECT_EQ(buckets[i].start, end);
+    EXPECT_EQ(buckets[i].end, region.end);
+    // Every rank's shard of it is a whole number of elements.
+    EXPECT_EQ((buckets[i].end - buckets[i].start) % s.shard_count, 0);
+    end = buckets[i].end;
+  }
+  EXPECT_EQ(end, s.parameters.padded_elements);
+}
+
 TEST(DataParallelPlanTest, StageZeroSplitsItsFirstChunkIntoDefaultSizedBuckets) {
   // Llama-3.1-8B on one stage, dp 8: 40M-element buckets from the LM head down; a layer
   // (218M elements) spans several, and buckets close inside layers.
@@ -444,6 +463,12 @@ TEST(OverlapPlanTest, Fp8ParameterBucketsStayInOneWeightDtype) {
     EXPECT_EQ((bucket.end - bucket.start) % dims.dp, 0);
     if (region.fp8) ++fp8_buckets;
   }
+  // Without overlap each dtype's region is one bucket.
+  const std::vector<ParameterBucket> whole = RegionBuckets(parameters);
+  ASSERT_EQ(whole.size(), 2u);
+  EXPECT_FALSE(parameters.RegionOf(whole[0].start).fp8);
+  EXPECT_TRUE(parameters.RegionOf(whole[1].start).fp8);
+  EXPECT_EQ(whole[1].end, parameters.padded_elements);
   // The linears split by Megatron-LM's bucket size; the bf16 weights keep one bucket.
   EXPECT_GT(fp8_buckets, 1);
   EXPECT_EQ(static_cast<int64_t>(plan.buckets.size()), fp8_buckets + 1);

@@ -57,11 +57,6 @@ absl::Status CheckProbeable(const ModelSpec& model, const TrainingSpec& training
   if (training.fp8()) {
     // Ampere has no fp8 tensor cores.
     PT_RETURN_IF_ERROR(CheckTrainingRunsOnGpu(training, cluster));
-    if (training.fp8_param_gather()) {
-      return absl::InvalidArgumentError(
-          "training.fp8_param_gather (true) is not supported by the cuda probe: it keeps bf16 "
-          "weights and casts their fp8 copies once per step (docs/probe.md)");
-    }
     PT_RETURN_IF_ERROR(CheckFp8Shapes(model, training, config));
   }
   const int64_t tokens = config.micro_batch() * training.seq_len() / config.cp();

@@ -24,14 +24,13 @@ class ProbeSpec {
   // INVALID_ARGUMENT naming the field and value when the assignment cannot be probed: an
   // invalid model, training run, cluster or configuration (as spec_convert.h checks them,
   // with tensor x context groups allowed across nodes: the scheduler placed them); FP8
-  // precision on an Ampere cluster.gpu (no fp8 tensor cores), with training.fp8_param_gather
-  // (the probe keeps bf16 weights), or with a linear's rows, inputs or outputs per rank not a
-  // multiple of 16 (cuBLASLt's fp8 GEMMs); an interleaved
-  // pipeline whose micro-batches per step (full or short) are not a multiple of pipeline_parallel
-  // (Megatron-LM's interleaved schedule needs that); micro_batch_counts that are not two or more
-  // ascending counts below the full step's; sequence parallelism whose tokens per rank do not split
-  // over tensor_parallel; a scope, step count, rank count, gang or GPU list that does not fit the
-  // configuration.
+  // precision on an Ampere cluster.gpu (no fp8 tensor cores), or with a linear's rows, inputs
+  // or outputs per rank not a multiple of 16 (cuBLASLt's fp8 GEMMs); an interleaved pipeline
+  // whose micro-batches per step (full or short) are not a multiple of pipeline_parallel
+  // (Megatron-LM's interleaved schedule needs that); micro_batch_counts that are not two or
+  // more ascending counts below the full step's; sequence parallelism whose tokens per rank do
+  // not split over tensor_parallel; a scope, step count, rank count, gang or GPU list that does
+  // not fit the configuration.
   static absl::StatusOr<ProbeSpec> FromAssignment(const v1::ProbeAssignment& assignment);
 
   const ModelSpec& model() const { return model_; }

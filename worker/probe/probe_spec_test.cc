@@ -149,12 +149,14 @@ TEST(ProbeSpecTest, Fp8IsRejectedOnAmpere) {
   ExpectInvalid(assignment, "a100-80gb");
 }
 
-TEST(ProbeSpecTest, Fp8ParameterGatherIsRejected) {
+TEST(ProbeSpecTest, Fp8ParametersAreProbedOnHopper) {
   v1::ProbeAssignment assignment = Valid();
   assignment.mutable_training()->set_precision(v1::FP8);
   assignment.mutable_training()->set_distributed_optimizer(true);
   assignment.mutable_training()->set_fp8_param_gather(true);
-  ExpectInvalid(assignment, "training.fp8_param_gather (true)");
+  const absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(assignment);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->training().fp8_param_gather());
 }
 
 TEST(ProbeSpecTest, Fp8NeedsGemmDimensionsInMultiplesOf16) {
