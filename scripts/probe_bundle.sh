@@ -19,6 +19,7 @@ targets=(
   //worker/cuda:tensor_parallel_overlap_gpu_test
   //worker:cuda_backend_gpu_test
   //worker/cuda:gemm_benchmark
+  //worker/cuda:attention_benchmark
   //server:paratune-server
   //worker:paratune-worker
   //cli:paratune
@@ -35,12 +36,12 @@ for target in "${targets[@]}"; do
 done
 # cuda_backend_gpu_test finds the probe where Bazel's runfiles would hold it.
 cp "$bin/worker/cuda/paratune-probe" "$stage/runfiles/paratune/worker/cuda/"
-# Shared libraries from Debian; the C library, the C++ runtime, CUDA and NCCL are the GPU
+# Shared libraries from Debian; the C library, the C++ runtime, CUDA, cuDNN and NCCL are the GPU
 # machine's own.
-for binary in paratune-server paratune-worker paratune gemm_benchmark; do
+for binary in paratune-server paratune-worker paratune gemm_benchmark attention_benchmark; do
   ldd "$stage/bin/$binary" | awk '$2 == "=>" && $3 ~ /^\// {print $3}'
 done | sort -u |
-  grep -vE '/(libc|libm|libpthread|libdl|librt|libgcc_s|libstdc\+\+|ld-linux-x86-64|libcublas|libcublasLt|libcudart|libnccl)\.so' |
+  grep -vE '/(libc|libm|libpthread|libdl|librt|libgcc_s|libstdc\+\+|ld-linux-x86-64|libcublas|libcublasLt|libcudart|libcudnn|libnccl)\.so' |
   while read -r library; do cp -L "$library" "$stage/lib/"; done
 
 mkdir -p .probe-bundle

@@ -2,10 +2,11 @@
 # Runs on a GPU machine, from the repository root, with .probe-bundle/bundle.tar.gz made by
 # scripts/probe_bundle.sh: the probe's GPU tests and the measurements of docs/probe.md.
 # Logs go to $OUT (the device machine's output folder) or ./probe-gpu-out; a summary is
-# printed last. Steps, all by default: tests gemm probe fp8 oom e2e.
+# printed last. Steps, all by default: tests gemm attention probe fp8 oom e2e.
 #   tests  the gpu-tagged tests: kernels, GEMMs, fp8 linears and parameters, attention, the
 #          overlaps, the cuda backend's conformance
 #   gemm   bf16 and fp8 GEMM throughput (Google Benchmark)
+#   attention  fused (cuDNN) and chunked attention throughput, forward and backward
 #   probe  Llama-3.1-8B on one GPU, 5 probes: wall time, step-time CV, measured vs predicted
 #   fp8    the same replica in fp8, with bf16 weights and with fp8 weights (--fp8-param-gather)
 #   oom    a configuration the memory model calls OUT_OF_MEMORY must fail allocation
@@ -13,7 +14,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(tests gemm probe fp8 oom e2e)
+[[ ${#steps[@]} -eq 0 ]] && steps=(tests gemm attention probe fp8 oom e2e)
 out=${OUT:-$PWD/probe-gpu-out}
 mkdir -p "$out"
 summary="$out/summary.txt"
@@ -67,6 +68,11 @@ for step in "${steps[@]}"; do
       "$work/bin/gemm_benchmark" --benchmark_min_time=0.5 >"$out/gemm.log" 2>&1
       note "GEMM throughput (TFLOP/s, fraction of the dense peak: bf16 989, fp8 1979):"
       grep BM_ "$out/gemm.log" | awk '{print "  " $0}' | tee -a "$summary" >/dev/null
+      ;;
+    attention)
+      "$work/bin/attention_benchmark" --benchmark_min_time=0.5 >"$out/attention.log" 2>&1
+      note "attention throughput (forward + backward TFLOP/s, fraction of the 989 bf16 peak):"
+      grep BM_ "$out/attention.log" | awk '{print "  " $0}' | tee -a "$summary" >/dev/null
       ;;
     probe)
       : >"$out/probe.log"
@@ -132,7 +138,7 @@ PYTHON
       note "end to end (server + worker --backend=cuda + search): exit $status; see e2e.log"
       ;;
     *)
-      note "unknown step $step (tests gemm probe fp8 oom e2e)"
+      note "unknown step $step (tests gemm attention probe fp8 oom e2e)"
       ;;
   esac
 done
