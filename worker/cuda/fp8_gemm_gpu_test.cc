@@ -118,13 +118,7 @@ TEST(Fp8CastTest, ScaleUpdateMatchesTheRecipe) {
 class Fp8GemmTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    int device = 0, major = 0, minor = 0;
-    ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
-    ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
-              cudaSuccess);
-    ASSERT_EQ(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device),
-              cudaSuccess);
-    ASSERT_GE(major * 10 + minor, 89) << "fp8 tensor cores need compute capability 8.9";
+    ASSERT_GE(ComputeCapability(), 89) << "fp8 tensor cores need compute capability 8.9";
     ASSERT_EQ(cudaMalloc(&workspace_, kGemmWorkspaceBytes), cudaSuccess);
     absl::StatusOr<std::unique_ptr<Gemm>> gemm = Gemm::Create(workspace_, kGemmWorkspaceBytes);
     ASSERT_TRUE(gemm.ok()) << gemm.status();

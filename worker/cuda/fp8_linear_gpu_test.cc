@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <memory>
 #include <tuple>
 #include <vector>
@@ -42,11 +41,9 @@ class Fp8LinearTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
   bool fp8_parameters() const { return std::get<1>(GetParam()); }
 
   void SetUp() override {
-    int device = 0, major = 0;
+    ASSERT_GE(ComputeCapability(), 90) << "the probe's fp8 training needs compute capability 9.0";
+    int device = 0;
     ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
-    ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
-              cudaSuccess);
-    ASSERT_GE(major, 9) << "the probe's fp8 training needs compute capability 9.0";
     shapes_ = SmallFp8Shapes(sequence_parallel());
     StageLayers layers;
     layers.chunk_layers = {1};
@@ -87,17 +84,10 @@ class Fp8LinearTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
 
   // The fp32 value at `offset` + index of the scaling state.
   float Scaling(int64_t offset, int64_t index) const {
-    const std::vector<uint8_t> bytes = scaling_->ToHost();
-    float value;
-    std::memcpy(&value, bytes.data() + offset + 4 * index, sizeof(value));
-    return value;
+    return FloatAt(*scaling_, offset + 4 * index);
   }
   float WeightScaleInverse(Fp8Linear linear) const {
-    const std::vector<uint8_t> bytes = weight_copies_->ToHost();
-    float value;
-    std::memcpy(&value, bytes.data() + layout_.weights[0][static_cast<int>(linear)].scale_inverse,
-                sizeof(value));
-    return value;
+    return FloatAt(*weight_copies_, layout_.weights[0][static_cast<int>(linear)].scale_inverse);
   }
   // The fp8 weight [outputs, inputs] the forward GEMM reads, dequantized: the weight copy,
   // or with fp8 parameters `fp8_weight` itself.

@@ -40,11 +40,9 @@ uint8_t ExpectedByte(float v, float scale) {
 class Fp8ParametersTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    int device = 0, major = 0;
+    ASSERT_GE(ComputeCapability(), 90) << "the probe's fp8 training needs compute capability 9.0";
+    int device = 0;
     ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
-    ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
-              cudaSuccess);
-    ASSERT_GE(major, 9) << "the probe's fp8 training needs compute capability 9.0";
     shapes_ = SmallFp8Shapes(/*sequence_parallel=*/false);
     StageLayers layers;
     layers.chunk_layers = {1};
@@ -85,22 +83,12 @@ class Fp8ParametersTest : public ::testing::Test {
     ASSERT_EQ(cudaMemcpy(scaling_->get(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
               cudaSuccess);
   }
-  float ScalingValue(int64_t offset, int64_t index) const {
-    const std::vector<uint8_t> bytes = scaling_->ToHost();
-    float value;
-    std::memcpy(&value, bytes.data() + offset + 4 * index, sizeof(value));
-    return value;
-  }
   float WeightAmax(Fp8Linear linear) const {
     const Fp8ScalingGroup& group = state_.forward[0];
-    return ScalingValue(group.amax_history, group.Index(0, linear, kWeight));
+    return FloatAt(*scaling_, group.amax_history + 4 * group.Index(0, linear, kWeight));
   }
   float CopyScaleInverse(Fp8Linear linear) const {
-    const std::vector<uint8_t> bytes = copies_->ToHost();
-    float value;
-    std::memcpy(&value, bytes.data() + state_.weights[0][static_cast<int>(linear)].scale_inverse,
-                sizeof(value));
-    return value;
+    return FloatAt(*copies_, state_.weights[0][static_cast<int>(linear)].scale_inverse);
   }
 
   // Every weight's bytes against `value(element)` cast with its linear's scale, and its amax.

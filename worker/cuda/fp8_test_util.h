@@ -1,10 +1,12 @@
 // Helpers for the probe's fp8 GPU tests: fp8 bytes decoded on the CPU (cuda_fp8.h's
-// conversions), seeded random fp8 data, the amax a cast records, and a small layer's shapes.
+// conversions), seeded random fp8 data, the amax a cast records, a small layer's shapes, and
+// the device's compute capability.
 #ifndef PARATUNE_WORKER_CUDA_FP8_TEST_UTIL_H_
 #define PARATUNE_WORKER_CUDA_FP8_TEST_UTIL_H_
 
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
+#include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +18,18 @@
 #include "worker/probe/shard_shapes.h"
 
 namespace paratune {
+
+// The current device's compute capability as major x 10 + minor (90 on an H100); -1 when
+// CUDA cannot tell.
+inline int ComputeCapability() {
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    return -1;
+  }
+  return major * 10 + minor;
+}
 
 // The value of one fp8 byte of `format`.
 inline double Fp8ToDouble(uint8_t bits, Fp8Format format) {

@@ -50,6 +50,15 @@ class DeviceArray {
   T* data_ = nullptr;
 };
 
+// The fp32 value at byte `offset` of device bytes (a scale or amax inside a state buffer).
+inline float FloatAt(const DeviceArray<uint8_t>& bytes, int64_t offset) {
+  float value = 0;
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(&value, bytes.get() + offset, sizeof(value), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  return value;
+}
+
 // `count` values uniform in [-scale, scale), rounded to bf16, from `seed`.
 inline std::vector<__nv_bfloat16> RandomBf16(int64_t count, uint32_t seed, float scale = 1.0f) {
   std::mt19937 random(seed);

@@ -110,11 +110,7 @@ class TensorParallelOverlapTest : public ::testing::Test {
 
   // cuBLASLt's fp8 GEMMs need compute capability 8.9; the probe's fp8 training 9.0.
   static void RequireFp8() {
-    int device = 0, major = 0;
-    ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
-    ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
-              cudaSuccess);
-    ASSERT_GE(major, 9) << "the probe's fp8 training needs compute capability 9.0";
+    ASSERT_GE(ComputeCapability(), 90) << "the probe's fp8 training needs compute capability 9.0";
   }
 
   std::unique_ptr<TensorParallelOverlap> Overlap(int64_t hidden, TensorParallelTransport* t) {

@@ -34,17 +34,9 @@ Stage InterleavedStage() {
 }
 
 int64_t WeightOffset(const LayerParameterOffsets& layer, Fp8Linear linear) {
-  switch (linear) {
-    case Fp8Linear::kQkv:
-      return layer.qkv;
-    case Fp8Linear::kAttentionOutput:
-      return layer.attention_output;
-    case Fp8Linear::kGateUp:
-      return layer.gate_up;
-    case Fp8Linear::kDown:
-      break;
-  }
-  return layer.down;
+  const int64_t offsets[kFp8LinearsPerLayer] = {layer.qkv, layer.attention_output, layer.gate_up,
+                                                layer.down};
+  return offsets[static_cast<int>(linear)];
 }
 
 TEST(Fp8WeightRangesTest, BF16WeightsHaveNone) {
