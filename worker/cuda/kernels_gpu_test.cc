@@ -317,6 +317,48 @@ TEST_F(AttentionKernelsTest, MergeAttentionPartialWeighsByLogSumExp) {
   for (size_t e = 0; e < sum.size(); ++e) ASSERT_EQ(accumulated[e], sum[e] + part[e]) << e;
 }
 
+// The fused ring backward's per-step gradients: dQ (bf16, query layout) and dK, dV (bf16
+// added into fp32, kv layout) are added at the product's local tokens of every sequence and
+// kv head, and nowhere else (cuDNN writes only those tokens of its part).
+TEST_F(AttentionKernelsTest, TokenAccumulationAddsOnlyTheProductsTokens) {
+  const int64_t n = dims_.tokens_per_sequence, d = dims_.head_dim, H = dims_.heads_per_kv;
+  const int64_t query_groups = dims_.sequences * dims_.kv_heads, kv_groups = 2 * query_groups;
+  const int64_t first = 2, tokens = 5;
+  const auto inside = [&](int64_t index, int64_t width) {
+    const int64_t i = index / width % n;
+    return i >= first && i < first + tokens;
+  };
+
+  const std::vector<bf16> query_part = RandomBf16(query_groups * n * H * d, 40);
+  const std::vector<bf16> query_sum = RandomBf16(query_groups * n * H * d, 41);
+  DeviceArray<bf16> d_query_part(query_part), d_query_sum(query_sum);
+  ASSERT_EQ(
+      AccumulateQueryTokens(d_query_part.get(), d_query_sum.get(), dims_, first, tokens, nullptr),
+      cudaSuccess);
+  const std::vector<bf16> query_got = d_query_sum.ToHost();
+  for (size_t e = 0; e < query_got.size(); ++e) {
+    const float expected = inside(e, H * d)
+                               ? __bfloat162float(__float2bfloat16(__bfloat162float(query_sum[e]) +
+                                                                   __bfloat162float(query_part[e])))
+                               : __bfloat162float(query_sum[e]);
+    ASSERT_EQ(__bfloat162float(query_got[e]), expected) << "query element " << e;
+  }
+
+  const std::vector<bf16> kv_part = RandomBf16(kv_groups * n * d, 42);
+  const std::vector<double> start = ToDouble(RandomBf16(kv_groups * n * d, 43));
+  const std::vector<float> kv_sum(start.begin(), start.end());
+  DeviceArray<bf16> d_kv_part(kv_part);
+  DeviceArray<float> d_kv_sum(kv_sum);
+  ASSERT_EQ(
+      AccumulateKeyValueTokens(d_kv_part.get(), d_kv_sum.get(), dims_, first, tokens, nullptr),
+      cudaSuccess);
+  const std::vector<float> kv_got = d_kv_sum.ToHost();
+  for (size_t e = 0; e < kv_got.size(); ++e) {
+    const float expected = inside(e, d) ? kv_sum[e] + __bfloat162float(kv_part[e]) : kv_sum[e];
+    ASSERT_EQ(kv_got[e], expected) << "key/value element " << e;
+  }
+}
+
 // all_gather's reorder (context rank r's local tokens are positions chunk r, then chunk
 // 2c-1-r): every element of the rank-ordered gathered keys and values lands at its position,
 // and position-ordered gradients add back at their rank's tokens, only below `keys`.
