@@ -241,12 +241,12 @@ absl::Status StageRunner::Initialize(uint64_t seed) {
                                            shapes_.tokens, seed + 1, vocabulary, stream_),
                                 "FillTokens(labels)"));
   for (const ParameterBucket& bucket : optimizer_buckets_) {
-    const int64_t shard = (bucket.end - bucket.start) / shard_count_;
-    PT_RETURN_IF_ERROR(CudaStatus(
-        Bf16ToFloat(initial_values(bucket.start + shard_index_ * shard),
-                    memory_.get<float>(ProbeBuffer::kMasterWeights) + bucket.start / shard_count_,
-                    shard, stream_),
-        "Bf16ToFloat(master weights)"));
+    const OptimizerShard shard = OptimizerShardOf(bucket, shard_count_, shard_index_);
+    PT_RETURN_IF_ERROR(
+        CudaStatus(Bf16ToFloat(initial_values(shard.first),
+                               memory_.get<float>(ProbeBuffer::kMasterWeights) + shard.state,
+                               shard.count, stream_),
+                   "Bf16ToFloat(master weights)"));
   }
   const int64_t shard = spec_.training().distributed_optimizer() ? parameters.shard_elements
                                                                  : parameters.padded_elements;
@@ -774,22 +774,17 @@ absl::Status StageRunner::OptimizerStep() {
   const bool distributed = spec_.training().distributed_optimizer();
   const ncclDataType_t gradient_type = fp32_gradients_ ? ncclFloat32 : ncclBfloat16;
   ncclComm_t data = communicators_.group(RankGroup::kDataContext);
-  // This rank's shard of a bucket: the whole bucket without the distributed optimizer.
-  auto shard_of = [&](const ParameterBucket& bucket) {
-    const int64_t count = (bucket.end - bucket.start) / shard_count_;
-    return std::make_pair(bucket.start + shard_index_ * count, count);
-  };
   if (reduce_gradients_ && !overlapped_) {
     PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
     for (const ParameterBucket& bucket : optimizer_buckets_) {
-      const auto [first, count] = shard_of(bucket);
+      const OptimizerShard shard = OptimizerShardOf(bucket, shard_count_, shard_index_);
       if (distributed) {
         // In place: each rank's shard of the summed gradients lands where its own shard is.
-        PT_RETURN_IF_ERROR(ReduceScatter(data, Gradient(bucket.start), Gradient(first), count,
-                                         gradient_type, stream_));
+        PT_RETURN_IF_ERROR(ReduceScatter(data, Gradient(bucket.start), Gradient(shard.first),
+                                         shard.count, gradient_type, stream_));
       } else {
-        PT_RETURN_IF_ERROR(AllReduce(data, Gradient(bucket.start), Gradient(bucket.start), count,
-                                     gradient_type, ncclSum, stream_));
+        PT_RETURN_IF_ERROR(AllReduce(data, Gradient(bucket.start), Gradient(bucket.start),
+                                     shard.count, gradient_type, ncclSum, stream_));
       }
     }
   }
@@ -797,8 +792,7 @@ absl::Status StageRunner::OptimizerStep() {
   AdamParameters adam;
   adam.step = ++optimizer_step_;
   for (const ParameterBucket& bucket : optimizer_buckets_) {
-    const auto [first, count] = shard_of(bucket);
-    const int64_t state = bucket.start / shard_count_;
+    const auto [first, count, state] = OptimizerShardOf(bucket, shard_count_, shard_index_);
     float* master = memory_.get<float>(ProbeBuffer::kMasterWeights) + state;
     // fp8 weights are cast from the updated master below, not rounded to bf16 here.
     const bool fp8_weights = plan_.parameters().RegionOf(bucket.start).fp8;

@@ -212,7 +212,8 @@ class StageRunner {
   std::vector<ScheduleStep> schedule_;
   bool fp32_gradients_;
   // Whether the data x context group's gradient reduction runs (else it is modelled or has
-  // one rank), and this rank's optimizer shard.
+  // one rank), and this rank's place in that group: its optimizer shard with the distributed
+  // optimizer, nothing without (every rank steps whole buckets; OptimizerShardOf).
   bool reduce_gradients_;
   int64_t shard_index_;
   // Optimizer shards per bucket: dp x cp of the configuration with the distributed optimizer

@@ -139,6 +139,16 @@ std::vector<ChunkUnits> ChunkUnitsOf(const StageLayers& stage_layers) {
   return chunks;
 }
 
+OptimizerShard OptimizerShardOf(const ParameterBucket& bucket, int64_t shard_count,
+                                int64_t group_rank) {
+  OptimizerShard shard;
+  shard.count = (bucket.end - bucket.start) / shard_count;
+  // One shard is everyone's: the rank's place in the group says nothing about it.
+  shard.first = bucket.start + (shard_count > 1 ? group_rank * shard.count : 0);
+  shard.state = bucket.start / shard_count;
+  return shard;
+}
+
 std::vector<ParameterBucket> RegionBuckets(const ParameterLayout& parameters) {
   std::vector<ParameterBucket> buckets;
   for (const ParameterRegion& region : parameters.regions) {

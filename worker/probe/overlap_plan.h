@@ -85,6 +85,25 @@ struct ParameterBucket {
   int64_t last_unit = 0;
 };
 
+// The part of a bucket one rank of the data x context group updates in the optimizer step:
+// elements [first, first + count) of the parameter buffers, whose fp32 master weights and
+// Adam moments sit from element `state` of the optimizer buffers.
+struct OptimizerShard {
+  int64_t first = 0;
+  int64_t count = 0;
+  int64_t state = 0;
+};
+
+// The shard of `bucket` that data x context rank `group_rank` updates when the parameter
+// buffer is split into `shard_count` optimizer shards (ParameterLayout: padded_elements /
+// shard_elements, the shard count of the distributed optimizer, 1 without it). With
+// several shards, rank r's own: n = (end - start) / shard_count elements from start + r n,
+// states from start / shard_count (requires 0 <= group_rank < shard_count). With one shard,
+// the whole bucket from states at `start`, for every rank of the group: without the
+// distributed optimizer each data-parallel rank steps all of its stage's parameters.
+OptimizerShard OptimizerShardOf(const ParameterBucket& bucket, int64_t shard_count,
+                                int64_t group_rank);
+
 // Where in a step the stage runner issues plan steps. `pass` indexes the schedule's passes in
 // order (the steps that have one), `unit` a unit of that pass's chunk.
 enum class PlanPointKind {

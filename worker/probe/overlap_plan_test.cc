@@ -268,6 +268,71 @@ TEST(RegionBucketsTest, EachChunkAndWeightDtypeIsOneBucket) {
   EXPECT_EQ(end, s.parameters.padded_elements);
 }
 
+// Each rank's optimizer shards of `buckets`: its parts of the parameter buffer tile every
+// bucket with the other ranks' (the in-place reduce-scatter's and all-gather's offsets), and
+// its states tile the optimizer buffers, which hold shard_elements (padded_elements / shard
+// count) elements.
+void ExpectShardsTile(const std::vector<ParameterBucket>& buckets, const ParameterLayout& layout,
+                      int64_t shard_count, int64_t group_size) {
+  const int64_t optimizer_elements = layout.padded_elements / shard_count;
+  ASSERT_EQ(optimizer_elements, layout.shard_elements);
+  for (const ParameterBucket& bucket : buckets) {
+    // Where each element of the bucket is stepped, by how many ranks.
+    std::map<int64_t, int64_t> covered;
+    for (int64_t rank = 0; rank < group_size; ++rank) {
+      const OptimizerShard shard = OptimizerShardOf(bucket, shard_count, rank);
+      EXPECT_GE(shard.first, bucket.start) << "rank " << rank;
+      EXPECT_LE(shard.first + shard.count, bucket.end) << "rank " << rank;
+      EXPECT_EQ(shard.count * shard_count, bucket.end - bucket.start);
+      EXPECT_EQ(shard.state, bucket.start / shard_count);
+      ++covered[shard.first];
+    }
+    if (shard_count == 1) {
+      // Every rank of the group steps the whole bucket.
+      EXPECT_EQ(covered.size(), 1u);
+      EXPECT_EQ(covered[bucket.start], group_size);
+    } else {
+      EXPECT_EQ(static_cast<int64_t>(covered.size()), group_size);
+    }
+  }
+  std::vector<OptimizerShard> states;
+  for (const ParameterBucket& bucket : buckets) {
+    states.push_back(OptimizerShardOf(bucket, shard_count, group_size - 1));
+  }
+  std::sort(states.begin(), states.end(),
+            [](const OptimizerShard& a, const OptimizerShard& b) { return a.state < b.state; });
+  int64_t end = 0;
+  for (const OptimizerShard& shard : states) {
+    EXPECT_EQ(shard.state, end);
+    end = shard.state + shard.count;
+  }
+  EXPECT_EQ(end, optimizer_elements);
+}
+
+TEST(OptimizerShardTest, DistributedShardsTileEveryBucketAndTheOptimizerBuffers) {
+  for (int64_t dp : {2, 3}) {
+    SCOPED_TRACE(dp);
+    const Stage stage = StageOf("llama3.2-1b", dp, 1, 2, 2, 0, 4, kAll);
+    ASSERT_EQ(stage.shard_count, dp);
+    ExpectShardsTile(stage.plan.buckets, stage.parameters, dp, dp);
+    ExpectShardsTile(RegionBuckets(stage.parameters), stage.parameters, dp, dp);
+    // Rank r's shard of a bucket is its r-th slice: where the in-place reduce-scatter leaves
+    // its sum and the all-gather takes it from.
+    const ParameterBucket& bucket = stage.plan.buckets.front();
+    const int64_t n = (bucket.end - bucket.start) / dp;
+    EXPECT_EQ(OptimizerShardOf(bucket, dp, dp - 1).first, bucket.start + (dp - 1) * n);
+  }
+}
+
+TEST(OptimizerShardTest, WithoutTheDistributedOptimizerEveryRankStepsWholeBuckets) {
+  // dp 4 with one optimizer shard: ranks 1 to 3 of the group must not step past their bucket
+  // (a rank-times-bucket offset lands on the next bucket, or beyond the buffers for the last).
+  const Stage stage = StageOf("llama3.2-1b", 4, 1, 2, 2, 1, 4, kReplicated);
+  ASSERT_EQ(stage.shard_count, 1);
+  ExpectShardsTile(stage.plan.buckets, stage.parameters, 1, 4);
+  ExpectShardsTile(RegionBuckets(stage.parameters), stage.parameters, 1, 4);
+}
+
 TEST(DataParallelPlanTest, StageZeroSplitsItsFirstChunkIntoDefaultSizedBuckets) {
   // Llama-3.1-8B on one stage, dp 8: 40M-element buckets from the LM head down; a layer
   // (218M elements) spans several, and buckets close inside layers.
