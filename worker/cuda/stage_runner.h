@@ -84,8 +84,9 @@ class StageRunner {
 
   // Steps from now on run `micro_batches` micro-batches (the short-probe protocol; the full
   // step's until then). Requires 1 <= micro_batches <= the full step's, a multiple of pp when
-  // interleaved (ProbeSpec checks the counts): a schedule of fewer micro-batches has no more
-  // passes in flight, so the full step's activation slots hold it.
+  // interleaved, whose schedule holds no more passes at once than the full step's, so that the
+  // full step's activation and loss slots hold it (ProbeSpec checks the counts; an interleaved
+  // count of pp holds more on the later stages).
   void SetMicroBatches(int64_t micro_batches);
 
  private:

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "convert/spec_convert.h"
+#include "worker/probe/pipeline_schedule.h"
 #include "worker/probe/shard_shapes.h"
 #include "worker/short_steps.h"
 
@@ -66,6 +67,40 @@ absl::Status CheckProbeable(const ModelSpec& model, const TrainingSpec& training
         " tokens per context-parallel rank (config.micro_batch_size x training.seq_len / "
         "config.context_parallel) over config.tensor_parallel (",
         config.tp(), "), which does not divide them"));
+  }
+  return absl::OkStatus();
+}
+
+// The stage runner runs short steps in the full step's activation and loss slots
+// (FootprintPlan sizes them from the full step's schedule), so that a short probe's memory is
+// the full step's: no count's schedule may hold more passes at once on any stage. Megatron-LM's
+// interleaved schedule with as many micro-batches as stages runs every forward first, which
+// holds more than a longer step on all but the first stage.
+absl::Status CheckShortStepsFitTheFullStep(const v1::ProbeAssignment& assignment,
+                                           const ParallelConfig& config, int64_t full) {
+  if (assignment.micro_batch_counts().empty()) return absl::OkStatus();
+  const int64_t p = config.pp();
+  const int64_t v = config.virtual_pipeline();
+  for (int64_t stage = 0; stage < p; ++stage) {
+    const std::vector<ScheduleStep> full_schedule = PipelineScheduleOf(p, v, full, stage);
+    const int64_t slots = MaxPassesInFlight(full_schedule, std::nullopt);
+    const int64_t loss_slots = MaxPassesInFlight(full_schedule, v - 1);
+    for (int i = 0; i < assignment.micro_batch_counts_size(); ++i) {
+      const int64_t count = assignment.micro_batch_counts(i);
+      const std::vector<ScheduleStep> schedule = PipelineScheduleOf(p, v, count, stage);
+      const int64_t held = MaxPassesInFlight(schedule, std::nullopt);
+      const int64_t losses = stage == p - 1 ? MaxPassesInFlight(schedule, v - 1) : 0;
+      if (held <= slots && losses <= loss_slots) continue;
+      const bool chunks = held > slots;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "assignment.micro_batch_counts[", i, "] (", count, ") holds ", chunks ? held : losses,
+          chunks ? " model chunks'" : " loss chunks'", " activations at once on pipeline stage ",
+          stage, ", more than the full step of ", full, " micro-batches (",
+          chunks ? slots : loss_slots, "), whose memory the probe allocates",
+          v > 1 && count == p ? "; an interleaved step of pipeline_parallel micro-batches "
+                                "runs every forward first"
+                              : ""));
+    }
   }
   return absl::OkStatus();
 }
@@ -171,6 +206,8 @@ absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& a
       CheckRange("assignment.timed_steps", assignment.timed_steps(), 1, kMaxTimedSteps));
   PT_RETURN_IF_ERROR(CheckGang(assignment, config.tp() * config.cp()));
   PT_RETURN_IF_ERROR(CheckMicroBatchCounts(assignment, config, config.NumMicroBatches(training)));
+  PT_RETURN_IF_ERROR(
+      CheckShortStepsFitTheFullStep(assignment, config, config.NumMicroBatches(training)));
 
   ProbeSpec spec(std::move(model), std::move(training), std::move(cluster), std::move(config),
                  replica, layout);

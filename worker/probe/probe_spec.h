@@ -28,8 +28,10 @@ class ProbeSpec {
   // or outputs per rank not a multiple of 16 (cuBLASLt's fp8 GEMMs); an interleaved pipeline
   // whose micro-batches per step (full or short) are not a multiple of pipeline_parallel
   // (Megatron-LM's interleaved schedule needs that); micro_batch_counts that are not two or
-  // more ascending counts below the full step's; sequence parallelism whose tokens per rank do
-  // not split over tensor_parallel; a scope, step count, rank count, gang or GPU list that does
+  // more ascending counts below the full step's, or whose schedule holds more micro-batches'
+  // activations at once on some pipeline stage than the full step's (an interleaved count of
+  // pipeline_parallel, which runs every forward first); sequence parallelism whose tokens per rank
+  // do not split over tensor_parallel; a scope, step count, rank count, gang or GPU list that does
   // not fit the configuration.
   static absl::StatusOr<ProbeSpec> FromAssignment(const v1::ProbeAssignment& assignment);
 

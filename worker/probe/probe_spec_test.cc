@@ -67,6 +67,28 @@ TEST(ProbeSpecTest, BadShortStepCountsNameTheField) {
                 "pipeline_parallel (2) for an interleaved pipeline");
 }
 
+TEST(ProbeSpecTest, ShortStepsMustFitTheFullStepsActivations) {
+  // pp 2 x vp 2, 8 micro-batches: a step of 2 runs every forward first, holding 4 model
+  // chunks (and 2 loss chunks) on stage 1 where the full step holds 3 (and 1), which is all
+  // the stage runner's slots hold. 4 and 6 keep the full step's schedule.
+  v1::ProbeAssignment interleaved = Valid();
+  interleaved.mutable_config()->set_virtual_pipeline(2);
+  interleaved.add_micro_batch_counts(2);
+  interleaved.add_micro_batch_counts(4);
+  ExpectInvalid(interleaved,
+                "assignment.micro_batch_counts[0] (2) holds 4 model chunks' activations at once "
+                "on pipeline stage 1, more than the full step of 8 micro-batches (3)");
+  interleaved.clear_micro_batch_counts();
+  interleaved.add_micro_batch_counts(4);
+  interleaved.add_micro_batch_counts(6);
+  EXPECT_TRUE(ProbeSpec::FromAssignment(interleaved).ok());
+  // Without interleaving fewer micro-batches never hold more.
+  v1::ProbeAssignment plain = Valid();
+  plain.add_micro_batch_counts(1);
+  plain.add_micro_batch_counts(2);
+  EXPECT_TRUE(ProbeSpec::FromAssignment(plain).ok());
+}
+
 TEST(ProbeSpecTest, DataParallelOverlapIsWhatTheTemplatesExport) {
   const OverlapOptions sharded = ProbeSpec::FromAssignment(Valid())->data_parallel_overlap();
   EXPECT_TRUE(sharded.distributed_optimizer);
