@@ -72,9 +72,14 @@ absl::Status Fp8Linears::Initialize() {
       }
     }
   }
-  return CudaStatus(cudaMemcpy(buffers_.scaling_state, state.data(), layout_.scaling_bytes,
-                               cudaMemcpyHostToDevice),
-                    "cudaMemcpy(fp8 scaling state)");
+  // On the rank's stream, then waited for: a cudaMemcpy from pageable memory runs on the legacy
+  // default stream, which the probe's non-blocking streams do not wait for, and may return
+  // before its DMA has landed, so the first casts could read the scales before they are set.
+  PT_RETURN_IF_ERROR(
+      CudaStatus(cudaMemcpyAsync(buffers_.scaling_state, state.data(), layout_.scaling_bytes,
+                                 cudaMemcpyHostToDevice, stream_),
+                 "cudaMemcpyAsync(fp8 scaling state)"));
+  return CudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize(fp8 scaling state)");
 }
 
 void Fp8Linears::StartStep() { weights_cast_.assign(weights_cast_.size(), false); }

@@ -90,7 +90,8 @@ class Fp8Linears {
   Fp8Linears& operator=(const Fp8Linears&) = delete;
 
   // Transformer Engine's initial state: scales and their inverses 1, amax histories 0.
-  // Synchronous. INTERNAL as CudaStatus.
+  // Synchronous: written on the rank's stream, which has finished when it returns. INTERNAL
+  // as CudaStatus.
   absl::Status Initialize();
 
   // A new step: each chunk's next forward pass casts its weights again.

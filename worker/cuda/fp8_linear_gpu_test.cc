@@ -239,5 +239,50 @@ TEST_P(Fp8LinearTest, ColumnParallelQkv) { CheckLinear(Fp8Linear::kQkv); }
 INSTANTIATE_TEST_SUITE_P(SequenceParallelAndFp8Parameters, Fp8LinearTest,
                          ::testing::Combine(::testing::Bool(), ::testing::Bool()));
 
+// Initialize leaves the scaling state written for work on the rank's own stream, a
+// non-blocking one as the probe's: a copy from pageable memory on the legacy default stream
+// could still be landing when the first cast reads the scales. A long history makes the copy
+// long enough for such a race to show.
+TEST(Fp8LinearInitializeTest, ScalingStateIsWrittenOnTheRanksStream) {
+  ASSERT_GE(ComputeCapability(), 90) << "the probe's fp8 training needs compute capability 9.0";
+  const ShardShapes shapes = SmallFp8Shapes(false);
+  StageLayers layers;
+  layers.chunk_layers = {64, 64};
+  const DelayedScalingRecipe recipe{1024, 0};
+  const Fp8StateLayout layout = LayoutFp8State(shapes, layers, recipe, false);
+  DeviceArray<uint8_t> scaling(layout.scaling_bytes);
+  // DeviceArray poisons its bytes on the legacy default stream: settled before the test.
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  PhaseTimer timer(stream);
+  Fp8LinearBuffers buffers;
+  buffers.scaling_state = reinterpret_cast<char*>(scaling.get());
+  Fp8Linears linears(shapes, layout, {0, 64}, buffers, nullptr, nullptr, nullptr, recipe, stream,
+                     &timer);
+  const absl::Status status = linears.Initialize();
+  ASSERT_TRUE(status.ok()) << status;
+  // Read back on the same stream, waiting for nothing else.
+  float* host = nullptr;
+  ASSERT_EQ(cudaMallocHost(&host, layout.scaling_bytes), cudaSuccess);
+  ASSERT_EQ(
+      cudaMemcpyAsync(host, scaling.get(), layout.scaling_bytes, cudaMemcpyDeviceToHost, stream),
+      cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  for (const std::vector<Fp8ScalingGroup>* groups : {&layout.forward, &layout.backward}) {
+    for (const Fp8ScalingGroup& group : *groups) {
+      for (int64_t t = 0; t < group.tensors; ++t) {
+        ASSERT_EQ(host[group.scale / 4 + t], 1.0f) << t;
+        ASSERT_EQ(host[group.scale_inverse / 4 + t], 1.0f) << t;
+      }
+      for (int64_t i = 0; i < layout.history_length * group.tensors; ++i) {
+        ASSERT_EQ(host[group.amax_history / 4 + i], 0.0f) << i;
+      }
+    }
+  }
+  cudaFreeHost(host);
+  cudaStreamDestroy(stream);
+}
+
 }  // namespace
 }  // namespace paratune
