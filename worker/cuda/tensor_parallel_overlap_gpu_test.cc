@@ -108,6 +108,12 @@ class TensorParallelOverlapTest : public ::testing::Test {
     cudaFree(workspace_);
   }
 
+  // DeviceArray fills its buffers on the legacy default stream (a memset, and a copy from
+  // pageable memory that may return before its DMA has landed), which the non-blocking streams
+  // the overlap runs on do not wait for: every test settles its buffers before an overlap
+  // reads or writes them.
+  static void Settle() { ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess); }
+
   // cuBLASLt's fp8 GEMMs need compute capability 8.9; the probe's fp8 training 9.0.
   static void RequireFp8() {
     ASSERT_GE(ComputeCapability(), 90) << "the probe's fp8 training needs compute capability 9.0";
@@ -160,6 +166,7 @@ TEST_P(RingTest, AllGatherGemmMatchesTheGatheredProduct) {
   const GemmArgs product =
       c.input_gradient ? LinearInputGradient(gathered.get(), weight_d.get(), out.get(), T, k, n)
                        : LinearForward(gathered.get(), weight_d.get(), out.get(), T, n, k);
+  Settle();
   ASSERT_TRUE(overlap->AllGatherGemm(product, own_d.get(), rows, /*keep_own=*/true).ok());
 
   const std::vector<double> a = ToDouble(all);
@@ -190,6 +197,7 @@ TEST_F(TensorParallelOverlapTest, RingWithoutKeepingLeavesTheOwnRowsAlone) {
       gathered(size * rows * k), out(size * rows * 64);
   SimulatedTransport transport(size, rank, all_d.get());
   std::unique_ptr<TensorParallelOverlap> overlap = Overlap(64, &transport);
+  Settle();
   ASSERT_TRUE(overlap
                   ->AllGatherGemm(
                       LinearForward(gathered.get(), weight.get(), out.get(), size * rows, 64, k),
@@ -216,6 +224,7 @@ TEST_F(TensorParallelOverlapTest, GemmReduceScatterPlacesEveryColumnChunk) {
     DeviceArray<bf16> in_d(in), weight_d(weight), partial(T * n), reduced(rows * n), out(rows * n);
     SimulatedTransport transport(size, rank, nullptr);
     std::unique_ptr<TensorParallelOverlap> overlap = Overlap(n, &transport);
+    Settle();
     ASSERT_TRUE(
         overlap
             ->GemmReduceScatter(LinearForward(in_d.get(), weight_d.get(), partial.get(), T, n, k),
@@ -247,6 +256,7 @@ TEST_F(TensorParallelOverlapTest, BulkBackwardGathersAndReducesBesideTheGemms) {
   DeviceArray<float> d_weight(std::vector<float>(n * h, 0.0f));
   SimulatedTransport transport(size, rank, all_d.get());
   std::unique_ptr<TensorParallelOverlap> overlap = Overlap(h, &transport);
+  Settle();
   ASSERT_TRUE(
       overlap
           ->BulkBackward(
@@ -306,6 +316,7 @@ TEST_P(Fp8RingTest, AllGatherGemmMatchesTheGatheredFp8Product) {
   const Fp8Operand b{weight_d.get(), Fp8Format::kE4M3, b_inverse_d.get()};
   const Fp8GemmArgs product = c.input_gradient ? Fp8LinearInputGradient(a, b, out.get(), T, k, n)
                                                : Fp8LinearForward(a, b, out.get(), T, n, k);
+  Settle();
   const absl::Status status =
       overlap->AllGatherGemm(product, own, rows, /*keep_own=*/!c.input_gradient);
   ASSERT_TRUE(status.ok()) << status;
@@ -343,6 +354,7 @@ TEST_F(TensorParallelOverlapTest, Fp8GemmReduceScatterPlacesEveryColumnChunk) {
     DeviceArray<bf16> partial(T * n), reduced(rows * n), out(rows * n);
     SimulatedTransport transport(size, rank, nullptr);
     std::unique_ptr<TensorParallelOverlap> overlap = Overlap(n, &transport);
+    Settle();
     const absl::Status status = overlap->GemmReduceScatter(
         Fp8LinearForward({in_d.get(), Fp8Format::kE4M3, in_inverse.get()},
                          {weight_d.get(), Fp8Format::kE4M3, weight_inverse.get()}, partial.get(), T,
@@ -384,6 +396,7 @@ TEST_F(TensorParallelOverlapTest, Fp8BulkBackwardGathersTransposesAndReduces) {
   DeviceArray<float> d_weight(std::vector<float>(n * h, 0.0f));
   SimulatedTransport transport(size, rank, all_d.get());
   std::unique_ptr<TensorParallelOverlap> overlap = Overlap(h, &transport);
+  Settle();
   const absl::Status status = overlap->BulkBackward(
       own_d.get(), gathered.get(), rows, h, gathered_t.get(),
       Fp8LinearInputGradient({d_out_d.get(), Fp8Format::kE5M2, g_inverse.get()},
@@ -421,6 +434,7 @@ TEST_F(TensorParallelOverlapTest, NcclTransportOverAOneRankGroup) {
   NcclTensorParallelTransport transport(comm, 1, 0);
   const std::vector<bf16> values = RandomBf16(4096, 10);
   DeviceArray<bf16> send(values), exchanged(4096), gathered(4096), reduced(4096);
+  Settle();
   ASSERT_TRUE(
       transport.Exchange(send.get(), exchanged.get(), 4096 * sizeof(bf16), communication_).ok());
   ASSERT_TRUE(
