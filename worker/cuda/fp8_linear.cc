@@ -238,6 +238,38 @@ absl::Status Fp8Linears::Backward(const Fp8LinearSite& site, const bf16* d_out, 
   return gemm_->RunFp8(WeightGradientProduct(site, in_t, weight_gradient, fp32_gradient), stream_);
 }
 
+absl::Status Fp8Linears::RowBackwardSequenceParallel(const Fp8LinearSite& site, const bf16* d_out,
+                                                     bf16* d_in, void* weight_gradient,
+                                                     bool fp32_gradient) {
+  if (ColumnParallel(site.linear)) {
+    return absl::InvalidArgumentError(absl::StrCat("site.linear (", LinearName(site.linear),
+                                                   ") is column-parallel, not row-parallel"));
+  }
+  if (!shapes_.sequence_parallel || tensor_group_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "fp8 linears without sequence parallelism have no output gradient rows to gather");
+  }
+  const LinearShape& shape = LinearShapeOf(shapes_, site.linear);
+  const int64_t R = shapes_.residual_tokens;
+  int rank = 0;
+  PT_RETURN_IF_ERROR(NcclStatus(ncclCommUserRank(tensor_group_, &rank),
+                                "ncclCommUserRank(tensor group)", tensor_group_));
+  // The rank's rows cast in their place of the gathered gradient, gathered there in place.
+  void* own = static_cast<char*>(buffers_.output_gradient) + rank * R * shape.outputs;
+  PT_RETURN_IF_ERROR(CastOutputGradient(site, d_out, R, own, nullptr));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kTpCollectives));
+  PT_RETURN_IF_ERROR(AllGather(tensor_group_, own, buffers_.output_gradient, R * shape.outputs,
+                               ncclUint8, stream_));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  PT_RETURN_IF_ERROR(CudaStatus(TransposeFp8(buffers_.output_gradient, shape.rows, shape.outputs,
+                                             buffers_.output_gradient_transposed, stream_),
+                                "TransposeFp8(gathered output gradient)"));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  PT_RETURN_IF_ERROR(gemm_->RunFp8(InputGradientProduct(site, d_in), stream_));
+  return gemm_->RunFp8(WeightGradientProduct(site, site.kept, weight_gradient, fp32_gradient),
+                       stream_);
+}
+
 absl::Status Fp8Linears::ColumnBackwardOverlapped(const Fp8LinearSite& site, const bf16* d_out,
                                                   bf16* partial, bf16* reduced,
                                                   void* weight_gradient, bool fp32_gradient) {

@@ -118,6 +118,17 @@ class Fp8Linears {
   // ones), and the weight's gradient accumulated into `weight_gradient` (fp32 or bf16).
   absl::Status Backward(const Fp8LinearSite& site, const __nv_bfloat16* d_out, __nv_bfloat16* d_in,
                         void* weight_gradient, bool fp32_gradient);
+  // The backward pass of the attention output or down projection with sequence parallelism
+  // and no overlap, from this rank's rows of the output gradient, d_out [R, h] bf16: cast to
+  // E5M2 into their place of the gathered gradient, all-gathered over the tensor group in fp8
+  // and transposed, as Transformer Engine's grad_output_preprocess gathers a row-parallel
+  // linear's output gradient in fp8 (one byte per value where a bf16 gather before Backward
+  // moves two); then Backward's products into d_in [T, inputs] and `weight_gradient`.
+  // INVALID_ARGUMENT for a column-parallel site, FAILED_PRECONDITION without sequence
+  // parallelism; NcclStatus's error otherwise.
+  absl::Status RowBackwardSequenceParallel(const Fp8LinearSite& site, const __nv_bfloat16* d_out,
+                                           __nv_bfloat16* d_in, void* weight_gradient,
+                                           bool fp32_gradient);
 
   // With the overlap (set_overlap; FAILED_PRECONDITION without), the sites whose collectives
   // RowForward and Backward leave to the caller:

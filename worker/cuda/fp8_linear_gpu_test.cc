@@ -234,6 +234,60 @@ class Fp8LinearTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
 
 TEST_P(Fp8LinearTest, RowParallelDownProjection) { CheckLinear(Fp8Linear::kDown); }
 
+// With sequence parallelism and no overlap the row-parallel backward casts the rank's rows and
+// gathers them in fp8 (over a one-rank group here: the rank's rows are every row), which must
+// give Backward's operands and products from the bf16 gradient gathered first.
+TEST_P(Fp8LinearTest, RowParallelBackwardGathersFp8Rows) {
+  const LinearShape& shape = LinearShapeOf(shapes_, Fp8Linear::kDown);
+  const int64_t rows = shape.rows, in_n = shape.inputs, out_n = shape.outputs;
+  DeviceArray<bf16> weight(RandomBf16(out_n * in_n, 21, 0.05f)), in(RandomBf16(rows * in_n, 22)),
+      d_out(RandomBf16(rows * out_n, 23, 1e-3f)), out(rows * out_n), d_in(rows * in_n),
+      d_in_gathered(rows * in_n);
+  DeviceArray<uint8_t> fp8_weight(RandomFp8(out_n * in_n, 21, Fp8Format::kE4M3, 400.0f));
+  DeviceArray<uint8_t> kept(rows * in_n);
+  DeviceArray<float> kept_inverse(1);
+  DeviceArray<float> d_weight(std::vector<float>(out_n * in_n, 0.0f)),
+      d_weight_gathered(std::vector<float>(out_n * in_n, 0.0f));
+  const void* site_weight = fp8_parameters() ? static_cast<const void*>(fp8_weight.get())
+                                             : static_cast<const void*>(weight.get());
+  const Fp8LinearSite site{0, 0, Fp8Linear::kDown, site_weight, kept.get(), kept_inverse.get()};
+  if (fp8_parameters()) {
+    const float inverse = 1.0f / 4096;
+    ASSERT_EQ(cudaMemcpy(weight_copies_->get() +
+                             layout_.weights[0][static_cast<int>(Fp8Linear::kDown)].scale_inverse,
+                         &inverse, sizeof(float), cudaMemcpyHostToDevice),
+              cudaSuccess);
+  }
+  if (!sequence_parallel()) {
+    EXPECT_EQ(linears_
+                  ->RowBackwardSequenceParallel(site, d_out.get(), d_in_gathered.get(),
+                                                d_weight_gathered.get(), true)
+                  .code(),
+              absl::StatusCode::kFailedPrecondition);
+    return;
+  }
+  Fp8LinearSite column = site;
+  column.linear = Fp8Linear::kQkv;
+  EXPECT_EQ(linears_
+                ->RowBackwardSequenceParallel(column, d_out.get(), d_in_gathered.get(),
+                                              d_weight_gathered.get(), true)
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  linears_->StartStep();
+  ASSERT_TRUE(linears_->RowForward(site, in.get(), out.get()).ok());
+  ASSERT_TRUE(linears_->EndForward(0).ok());
+  ASSERT_TRUE(linears_->Backward(site, d_out.get(), d_in.get(), d_weight.get(), true).ok());
+  const std::vector<uint8_t> dy = output_gradient_->ToHost(), dy_t = output_gradient_t_->ToHost();
+  // The same scale (no backward pass ended between them): the same fp8 bytes, transposed alike.
+  const absl::Status status = linears_->RowBackwardSequenceParallel(
+      site, d_out.get(), d_in_gathered.get(), d_weight_gathered.get(), true);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(output_gradient_->ToHost(), dy);
+  EXPECT_EQ(output_gradient_t_->ToHost(), dy_t);
+  EXPECT_LT(RelativeError(ToDouble(d_in_gathered.ToHost()), ToDouble(d_in.ToHost())), 1e-6);
+  EXPECT_LT(RelativeError(ToDouble(d_weight_gathered.ToHost()), ToDouble(d_weight.ToHost())), 1e-6);
+}
+
 TEST_P(Fp8LinearTest, ColumnParallelQkv) { CheckLinear(Fp8Linear::kQkv); }
 
 INSTANTIATE_TEST_SUITE_P(SequenceParallelAndFp8Parameters, Fp8LinearTest,
