@@ -382,6 +382,7 @@ absl::Status StageRunner::Forward(const PipelinePass& pass) {
   }
   if (layers == 0 && !embedding) {
     // An uneven split's chunk of no layers (pipeline_layout.h) passes its input on.
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
     PT_RETURN_IF_ERROR(
         CudaStatus(cudaMemcpyAsync(chunk_output, LayerInput(slot, 0),
                                    shapes_.residual_tokens * shapes_.hidden * sizeof(bf16),
@@ -433,6 +434,7 @@ absl::Status StageRunner::Backward(const PipelinePass& pass) {
   if (fp8_ != nullptr && layers > 0) PT_RETURN_IF_ERROR(fp8_->EndBackward(pass.chunk));
   if (gradient != residual_gradient) {
     // A chunk of no layers passes the received gradient on, from where sends take it.
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
     PT_RETURN_IF_ERROR(
         CudaStatus(cudaMemcpyAsync(residual_gradient, gradient,
                                    shapes_.residual_tokens * shapes_.hidden * sizeof(bf16),
