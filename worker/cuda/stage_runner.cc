@@ -609,6 +609,10 @@ absl::Status StageRunner::RowLinearBackward(const bf16* d_out, const bf16* in, i
                                            shapes_.tokens, shapes_.hidden, inputs),
                       stream_);
   }
+  if (fp8 != nullptr && shapes_.sequence_parallel) {
+    // The rank's rows cast to E5M2, then gathered in fp8 (grad_output_preprocess).
+    return fp8_->RowBackwardSequenceParallel(*fp8, d_out, d_in, Gradient(weight), fp32_gradients_);
+  }
   PT_ASSIGN_OR_RETURN(const bf16* d_gathered, GatherResidual(d_out));
   if (fp8 != nullptr) {
     return fp8_->Backward(*fp8, d_gathered, d_in, Gradient(weight), fp32_gradients_);
