@@ -21,11 +21,12 @@ absl::Status NewEvent(cudaEvent_t* event) {
 absl::Status AllGatherParameters(ncclComm_t comm, const ParameterLayout& parameters,
                                  const ParameterBucket& bucket, int64_t shard_count, int64_t rank,
                                  char* weights, cudaStream_t stream) {
-  const int64_t shard = (bucket.end - bucket.start) / shard_count;
-  const int64_t shard_bytes = shard * parameters.RegionOf(bucket.start).bytes_per_element;
-  char* gathered = weights + parameters.WeightByte(bucket.start);
+  const OptimizerShard shard = OptimizerShardOf(bucket, shard_count, rank);
   // In place: this rank's shard is where the gathered bucket holds it.
-  return AllGather(comm, gathered + rank * shard_bytes, gathered, shard_bytes, ncclUint8, stream);
+  return AllGather(comm, weights + parameters.WeightByte(shard.first),
+                   weights + parameters.WeightByte(bucket.start),
+                   shard.count * parameters.RegionOf(bucket.start).bytes_per_element, ncclUint8,
+                   stream);
 }
 
 absl::StatusOr<std::unique_ptr<DataParallelSync>> DataParallelSync::Create(
@@ -81,8 +82,6 @@ absl::Status DataParallelSync::FollowCompute() {
 
 absl::Status DataParallelSync::Issue(const PlanStep& step) {
   const ParameterBucket& bucket = buckets_[step.bucket];
-  const int64_t shard = (bucket.end - bucket.start) / buffers_.shard_count;
-  const int64_t own = bucket.start + buffers_.rank * shard;
   switch (step.operation) {
     case PlanOperation::kDispatchGather:
       PT_RETURN_IF_ERROR(FollowCompute());
@@ -103,8 +102,9 @@ absl::Status DataParallelSync::Issue(const PlanStep& step) {
                          bucket.end - bucket.start, type, ncclSum, buffers_.communication);
       }
       // In place: this rank's shard of the summed bucket lands where its own shard is.
-      return ReduceScatter(buffers_.comm, Gradient(bucket.start), Gradient(own), shard, type,
-                           buffers_.communication);
+      const OptimizerShard shard = OptimizerShardOf(bucket, buffers_.shard_count, buffers_.rank);
+      return ReduceScatter(buffers_.comm, Gradient(bucket.start), Gradient(shard.first),
+                           shard.count, type, buffers_.communication);
     }
     case PlanOperation::kWaitReductions:
       PT_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(reductions_, buffers_.communication),

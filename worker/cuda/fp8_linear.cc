@@ -260,12 +260,19 @@ absl::Status Fp8Linears::RowBackwardSequenceParallel(const Fp8LinearSite& site, 
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kTpCollectives));
   PT_RETURN_IF_ERROR(AllGather(tensor_group_, own, buffers_.output_gradient, R * shape.outputs,
                                ncclUint8, stream_));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+  PT_RETURN_IF_ERROR(gemm_->RunFp8(InputGradientProduct(site, d_in), stream_));
+  return GatheredWeightGradient(site, weight_gradient, fp32_gradient);
+}
+
+absl::Status Fp8Linears::GatheredWeightGradient(const Fp8LinearSite& site, void* weight_gradient,
+                                                bool fp32_gradient) {
+  const LinearShape& shape = LinearShapeOf(shapes_, site.linear);
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
   PT_RETURN_IF_ERROR(CudaStatus(TransposeFp8(buffers_.output_gradient, shape.rows, shape.outputs,
                                              buffers_.output_gradient_transposed, stream_),
                                 "TransposeFp8(gathered output gradient)"));
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-  PT_RETURN_IF_ERROR(gemm_->RunFp8(InputGradientProduct(site, d_in), stream_));
   return gemm_->RunFp8(WeightGradientProduct(site, site.kept, weight_gradient, fp32_gradient),
                        stream_);
 }
@@ -296,13 +303,7 @@ absl::Status Fp8Linears::RowBackwardOverlapped(const Fp8LinearSite& site, const 
   PT_RETURN_IF_ERROR(CastOutputGradient(site, d_out, R, own, nullptr));
   PT_RETURN_IF_ERROR(
       overlap_->AllGatherGemm(InputGradientProduct(site, d_in), own, R, /*keep_own=*/false));
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
-  PT_RETURN_IF_ERROR(CudaStatus(TransposeFp8(buffers_.output_gradient, shape.rows, shape.outputs,
-                                             buffers_.output_gradient_transposed, stream_),
-                                "TransposeFp8(gathered output gradient)"));
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-  return gemm_->RunFp8(WeightGradientProduct(site, site.kept, weight_gradient, fp32_gradient),
-                       stream_);
+  return GatheredWeightGradient(site, weight_gradient, fp32_gradient);
 }
 
 absl::Status Fp8Linears::EndPass(const Fp8ScalingGroup& group) {

@@ -180,6 +180,11 @@ class Fp8Linears {
   Fp8GemmArgs InputGradientProduct(const Fp8LinearSite& site, __nv_bfloat16* d_in) const;
   Fp8GemmArgs WeightGradientProduct(const Fp8LinearSite& site, const void* in_t,
                                     void* weight_gradient, bool fp32_gradient) const;
+  // The weight gradient of a row-parallel site from its output gradient gathered in
+  // buffers_.output_gradient (E5M2, [rows, outputs]): transposed (cuBLASLt's fp8 GEMMs are
+  // TN only), then multiplied with the kept input.
+  absl::Status GatheredWeightGradient(const Fp8LinearSite& site, void* weight_gradient,
+                                      bool fp32_gradient);
   absl::Status RequireOverlap() const;
   absl::Status EndPass(const Fp8ScalingGroup& group);
   absl::Status Mark(ProbePhase phase) { return timer_->Mark(phase); }

@@ -86,6 +86,14 @@ class Fp8LinearTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
   float Scaling(int64_t offset, int64_t index) const {
     return FloatAt(*scaling_, offset + 4 * index);
   }
+  // With fp8 parameters, the inverse of the scale the optimizer last cast the weight with
+  // (Fp8Parameters keeps it beside the weight's transpose).
+  void SetWeightScaleInverse(Fp8Linear linear, float inverse) {
+    ASSERT_EQ(cudaMemcpy(weight_copies_->get() +
+                             layout_.weights[0][static_cast<int>(linear)].scale_inverse,
+                         &inverse, sizeof(float), cudaMemcpyHostToDevice),
+              cudaSuccess);
+  }
   float WeightScaleInverse(Fp8Linear linear) const {
     return FloatAt(*weight_copies_, layout_.weights[0][static_cast<int>(linear)].scale_inverse);
   }
@@ -121,12 +129,7 @@ class Fp8LinearTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
     // inverse of that cast's scale beside its transpose (Fp8Parameters).
     DeviceArray<uint8_t> fp8_weight(RandomFp8(out_n * in_n, 11, Fp8Format::kE4M3, 400.0f));
     constexpr float kFp8WeightScaleInverse = 1.0f / 4096;
-    if (fp8_parameters()) {
-      const Fp8WeightCopy& copy = layout_.weights[0][static_cast<int>(linear)];
-      ASSERT_EQ(cudaMemcpy(weight_copies_->get() + copy.scale_inverse, &kFp8WeightScaleInverse,
-                           sizeof(float), cudaMemcpyHostToDevice),
-                cudaSuccess);
-    }
+    if (fp8_parameters()) SetWeightScaleInverse(linear, kFp8WeightScaleInverse);
     DeviceArray<bf16> out(rows * out_n), d_in(rows * in_n);
     DeviceArray<uint8_t> kept(rows * in_n);
     DeviceArray<float> kept_inverse(1);
@@ -251,13 +254,7 @@ TEST_P(Fp8LinearTest, RowParallelBackwardGathersFp8Rows) {
   const void* site_weight = fp8_parameters() ? static_cast<const void*>(fp8_weight.get())
                                              : static_cast<const void*>(weight.get());
   const Fp8LinearSite site{0, 0, Fp8Linear::kDown, site_weight, kept.get(), kept_inverse.get()};
-  if (fp8_parameters()) {
-    const float inverse = 1.0f / 4096;
-    ASSERT_EQ(cudaMemcpy(weight_copies_->get() +
-                             layout_.weights[0][static_cast<int>(Fp8Linear::kDown)].scale_inverse,
-                         &inverse, sizeof(float), cudaMemcpyHostToDevice),
-              cudaSuccess);
-  }
+  if (fp8_parameters()) SetWeightScaleInverse(Fp8Linear::kDown, 1.0f / 4096);
   if (!sequence_parallel()) {
     EXPECT_EQ(linears_
                   ->RowBackwardSequenceParallel(site, d_out.get(), d_in_gathered.get(),

@@ -5,7 +5,6 @@
 #include "worker/cuda/communicators.h"
 #include "worker/cuda/cuda_status.h"
 #include "worker/cuda/fp8_kernels.h"
-#include "worker/probe/fp8_weight_ranges.h"
 
 namespace paratune {
 namespace {
@@ -15,15 +14,24 @@ constexpr int kWeight = static_cast<int>(Fp8ForwardTensor::kWeight);
 }  // namespace
 
 Fp8Parameters::Fp8Parameters(const ShardShapes& shapes, const ParameterLayout& parameters,
-                             const Fp8StateLayout& state, const Fp8ParameterBuffers& buffers,
-                             ncclComm_t data_context, cudaStream_t stream, PhaseTimer* timer)
+                             const Fp8StateLayout& state, const std::vector<OptimizerShard>& shards,
+                             const Fp8ParameterBuffers& buffers, ncclComm_t data_context,
+                             cudaStream_t stream, PhaseTimer* timer)
     : shapes_(shapes),
       parameters_(parameters),
       state_(state),
       buffers_(buffers),
       data_context_(data_context),
       stream_(stream),
-      timer_(timer) {}
+      timer_(timer) {
+  for (const OptimizerShard& shard : shards) {
+    for (const Fp8WeightRange& range :
+         Fp8WeightRangesIn(parameters, shapes, shard.first, shard.first + shard.count)) {
+      casts_.push_back(
+          {range, shard.state + (range.start - shard.first), parameters.WeightByte(range.start)});
+    }
+  }
+}
 
 float* Fp8Parameters::Scaling(int64_t offset, int64_t index) const {
   return reinterpret_cast<float*>(buffers_.scaling_state + offset) + index;
@@ -49,23 +57,17 @@ absl::Status Fp8Parameters::Initialize(const __nv_bfloat16* initial) {
   return absl::OkStatus();
 }
 
-absl::Status Fp8Parameters::CastShard(const float* master, int64_t first, int64_t count) {
+absl::Status Fp8Parameters::CastMasterWeights() {
   PT_RETURN_IF_ERROR(timer_->Mark(ProbePhase::kOptimizer));
-  for (const Fp8WeightRange& range :
-       Fp8WeightRangesIn(parameters_, shapes_, first, first + count)) {
-    const Fp8ScalingGroup& group = state_.forward[range.chunk];
-    const int64_t index = group.Index(range.layer_in_chunk, range.linear, kWeight);
-    PT_RETURN_IF_ERROR(
-        CudaStatus(CastMasterToFp8(master + (range.start - first), range.count, group.format,
-                                   Scaling(group.scale, index),
-                                   buffers_.weights + parameters_.WeightByte(range.start),
-                                   Scaling(group.amax_history, index), stream_),
-                   "CastMasterToFp8"));
+  for (const MasterCast& cast : casts_) {
+    const Fp8ScalingGroup& group = state_.forward[cast.range.chunk];
+    const int64_t index = group.Index(cast.range.layer_in_chunk, cast.range.linear, kWeight);
+    PT_RETURN_IF_ERROR(CudaStatus(
+        CastMasterToFp8(buffers_.master_weights + cast.master, cast.range.count, group.format,
+                        Scaling(group.scale, index), buffers_.weights + cast.weight_byte,
+                        Scaling(group.amax_history, index), stream_),
+        "CastMasterToFp8"));
   }
-  return absl::OkStatus();
-}
-
-absl::Status Fp8Parameters::FinishCasts() {
   for (size_t chunk = 0; chunk < state_.forward.size(); ++chunk) {
     const Fp8ScalingGroup& group = state_.forward[chunk];
     if (group.tensors == 0) continue;

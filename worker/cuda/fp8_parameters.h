@@ -25,10 +25,13 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "worker/cuda/phase_timer.h"
 #include "worker/probe/fp8_state_layout.h"
+#include "worker/probe/fp8_weight_ranges.h"
+#include "worker/probe/overlap_plan.h"
 #include "worker/probe/parameter_layout.h"
 #include "worker/probe/shard_shapes.h"
 
@@ -39,17 +42,22 @@ struct Fp8ParameterBuffers {
   char* weights = nullptr;        // ProbeBuffer::kWeights, ParameterLayout's bytes
   char* weight_copies = nullptr;  // kFp8WeightCopies: the transposes and scale inverses
   char* scaling_state = nullptr;  // kFp8ScalingState
+  // kMasterWeights: the rank's fp32 master shards, each from its OptimizerShard::state.
+  const float* master_weights = nullptr;
 };
 
 // Not thread-safe: one per rank, enqueuing on the rank's compute stream.
 class Fp8Parameters {
  public:
   // `parameters` has fp8 regions and `state` fp8_parameters (LayoutParameters and
-  // LayoutFp8State with fp8 parameters). `data_context` reduces the weights' amaxes: the
-  // data x context group where the probe runs it, else nullptr. Everything is borrowed.
+  // LayoutFp8State with fp8 parameters). `shards`: the optimizer shards the rank steps
+  // (OptimizerShardOf of each of its buckets), whose fp8 weights' parts it casts.
+  // `data_context` reduces the weights' amaxes: the data x context group where the probe runs
+  // it, else nullptr. Everything but `shards` is borrowed.
   Fp8Parameters(const ShardShapes& shapes, const ParameterLayout& parameters,
-                const Fp8StateLayout& state, const Fp8ParameterBuffers& buffers,
-                ncclComm_t data_context, cudaStream_t stream, PhaseTimer* timer);
+                const Fp8StateLayout& state, const std::vector<OptimizerShard>& shards,
+                const Fp8ParameterBuffers& buffers, ncclComm_t data_context, cudaStream_t stream,
+                PhaseTimer* timer);
   Fp8Parameters(const Fp8Parameters&) = delete;
   Fp8Parameters& operator=(const Fp8Parameters&) = delete;
 
@@ -58,15 +66,19 @@ class Fp8Parameters {
   // inverse. After Fp8Linears::Initialize (the scales then 1). INTERNAL as CudaStatus.
   absl::Status Initialize(const __nv_bfloat16* initial);
 
-  // Casts the fp8 weights' part of the rank's master shard [first, first + count) (element
-  // offsets), whose fp32 values start at `master`. INTERNAL as CudaStatus.
-  absl::Status CastShard(const float* master, int64_t first, int64_t count);
-
-  // After every CastShard of a step: the amaxes reduced and the scale inverses set. INTERNAL
-  // as CudaStatus or NcclStatus.
-  absl::Status FinishCasts();
+  // After the optimizer step has updated the master shards: casts their fp8 weights' parts,
+  // reduces the amaxes and sets the scale inverses. INTERNAL as CudaStatus or NcclStatus.
+  absl::Status CastMasterWeights();
 
  private:
+  // One cast of the optimizer step: a part of an fp8 weight, where its master values start
+  // in the master buffer and where its bytes start in the weights buffer.
+  struct MasterCast {
+    Fp8WeightRange range;
+    int64_t master = 0;
+    int64_t weight_byte = 0;
+  };
+
   float* Scaling(int64_t offset, int64_t index = 0) const;
 
   const ShardShapes& shapes_;
@@ -76,6 +88,8 @@ class Fp8Parameters {
   ncclComm_t data_context_;
   cudaStream_t stream_;
   PhaseTimer* timer_;
+  // The shards' casts, found once: the shards do not change between steps.
+  std::vector<MasterCast> casts_;
 };
 
 }  // namespace paratune

@@ -60,12 +60,16 @@ class Fp8ParametersTest : public ::testing::Test {
     if (comm_ != nullptr) ncclCommDestroy(comm_);
   }
 
-  Fp8Parameters Make(ncclComm_t data_context) {
+  // Fp8Parameters over `shards` whose master values are in `master`.
+  Fp8Parameters Make(ncclComm_t data_context, const std::vector<OptimizerShard>& shards,
+                     const float* master) {
     Fp8ParameterBuffers buffers;
     buffers.weights = reinterpret_cast<char*>(weights_->get());
     buffers.weight_copies = reinterpret_cast<char*>(copies_->get());
     buffers.scaling_state = reinterpret_cast<char*>(scaling_->get());
-    return Fp8Parameters(shapes_, parameters_, state_, buffers, data_context, nullptr, &timer_);
+    buffers.master_weights = master;
+    return Fp8Parameters(shapes_, parameters_, state_, shards, buffers, data_context, nullptr,
+                         &timer_);
   }
 
   // Sets the forward group's scale of each linear's weight (and its inverse beside it, as
@@ -122,7 +126,7 @@ TEST_F(Fp8ParametersTest, InitialWeightsAreQuantizedWithTheInitialScale) {
   DeviceArray<bf16> device_initial(initial);
   const std::vector<float> ones(kFp8LinearsPerLayer, 1.0f);
   SetWeightScales(ones);
-  Fp8Parameters fp8 = Make(nullptr);
+  Fp8Parameters fp8 = Make(nullptr, {}, nullptr);
   ASSERT_TRUE(fp8.Initialize(device_initial.get()).ok());
   ExpectWeights([&](int64_t e) { return __bfloat162float(initial[e]); }, ones);
   for (int l = 0; l < kFp8LinearsPerLayer; ++l) {
@@ -139,21 +143,22 @@ TEST_F(Fp8ParametersTest, MasterShardsAreCastThroughBf16WithEachWeightsScale) {
   }
   DeviceArray<float> device_master(master);
   const std::vector<float> scales = {9000.0f, 12000.0f, 20000.0f, 640.0f};
+  // Both ranks' shards, their master values side by side in one buffer.
+  const int64_t shard = parameters_.padded_elements / kShards;
+  std::vector<OptimizerShard> shards;
+  int64_t cut = 0;
+  for (int64_t r = 0; r < kShards; ++r) {
+    shards.push_back({r * shard, shard, r * shard});
+    for (const Fp8WeightRange& range :
+         Fp8WeightRangesIn(parameters_, shapes_, r * shard, (r + 1) * shard)) {
+      if (range.count != LinearShapeOf(shapes_, range.linear).WeightElements()) ++cut;
+    }
+  }
+  EXPECT_GT(cut, 0) << "no weight is split between the shards";
   for (ncclComm_t data_context : {static_cast<ncclComm_t>(nullptr), comm_}) {
     SetWeightScales(scales);
-    Fp8Parameters fp8 = Make(data_context);
-    const int64_t shard = parameters_.padded_elements / kShards;
-    int64_t cut = 0;
-    for (int64_t r = 0; r < kShards; ++r) {
-      for (const Fp8WeightRange& range :
-           Fp8WeightRangesIn(parameters_, shapes_, r * shard, (r + 1) * shard)) {
-        if (range.count != LinearShapeOf(shapes_, range.linear).WeightElements()) ++cut;
-      }
-      // The master values of this rank's shard, as the distributed optimizer keeps them.
-      ASSERT_TRUE(fp8.CastShard(device_master.get() + r * shard, r * shard, shard).ok());
-    }
-    EXPECT_GT(cut, 0) << "no weight is split between the shards";
-    ASSERT_TRUE(fp8.FinishCasts().ok());
+    Fp8Parameters fp8 = Make(data_context, shards, device_master.get());
+    ASSERT_TRUE(fp8.CastMasterWeights().ok());
     ExpectWeights([&](int64_t e) { return __bfloat162float(__float2bfloat16(master[e])); }, scales);
     for (int l = 0; l < kFp8LinearsPerLayer; ++l) {
       EXPECT_FLOAT_EQ(CopyScaleInverse(static_cast<Fp8Linear>(l)), 1.0f / scales[l]);

@@ -92,8 +92,13 @@ StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& plan,
     buffers.weights = weights_;
     buffers.weight_copies = memory.get<char>(ProbeBuffer::kFp8WeightCopies);
     buffers.scaling_state = memory.get<char>(ProbeBuffer::kFp8ScalingState);
+    buffers.master_weights = memory.get<float>(ProbeBuffer::kMasterWeights);
+    std::vector<OptimizerShard> shards;
+    for (const ParameterBucket& bucket : optimizer_buckets_) {
+      shards.push_back(OptimizerShardOf(bucket, shard_count_, shard_index_));
+    }
     fp8_parameters_ = std::make_unique<Fp8Parameters>(
-        shapes_, plan.parameters(), plan.fp8_state(), buffers,
+        shapes_, plan.parameters(), plan.fp8_state(), shards, buffers,
         reduce_gradients_ ? communicators.group(RankGroup::kDataContext) : nullptr, stream, timer);
   }
 }
@@ -798,19 +803,18 @@ absl::Status StageRunner::OptimizerStep() {
   AdamParameters adam;
   adam.step = ++optimizer_step_;
   for (const ParameterBucket& bucket : optimizer_buckets_) {
-    const auto [first, count, state] = OptimizerShardOf(bucket, shard_count_, shard_index_);
-    float* master = memory_.get<float>(ProbeBuffer::kMasterWeights) + state;
+    const OptimizerShard shard = OptimizerShardOf(bucket, shard_count_, shard_index_);
     // fp8 weights are cast from the updated master below, not rounded to bf16 here.
     const bool fp8_weights = plan_.parameters().RegionOf(bucket.start).fp8;
-    PT_RETURN_IF_ERROR(
-        CudaStatus(AdamStep(Gradient(first), fp32_gradients_, master,
-                            memory_.get<float>(ProbeBuffer::kAdamFirstMoment) + state,
-                            memory_.get<float>(ProbeBuffer::kAdamSecondMoment) + state,
-                            fp8_weights ? nullptr : Weight(first), count, adam, stream_),
-                   "AdamStep"));
-    if (fp8_weights) PT_RETURN_IF_ERROR(fp8_parameters_->CastShard(master, first, count));
+    PT_RETURN_IF_ERROR(CudaStatus(
+        AdamStep(Gradient(shard.first), fp32_gradients_,
+                 memory_.get<float>(ProbeBuffer::kMasterWeights) + shard.state,
+                 memory_.get<float>(ProbeBuffer::kAdamFirstMoment) + shard.state,
+                 memory_.get<float>(ProbeBuffer::kAdamSecondMoment) + shard.state,
+                 fp8_weights ? nullptr : Weight(shard.first), shard.count, adam, stream_),
+        "AdamStep"));
   }
-  if (fp8_parameters_ != nullptr) PT_RETURN_IF_ERROR(fp8_parameters_->FinishCasts());
+  if (fp8_parameters_ != nullptr) PT_RETURN_IF_ERROR(fp8_parameters_->CastMasterWeights());
   // Overlapped, the next step's forward passes gather the parameters.
   if (reduce_gradients_ && distributed && !(overlapped_ && overlap_.overlap_param_gather)) {
     PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));

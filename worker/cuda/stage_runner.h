@@ -65,10 +65,9 @@ class StageRunner {
   // Fills the weights and token ids with seeded random values (fp8 weights quantized from
   // bf16 ones), the master weights with the bf16 values of the rank's shard and the Adam
   // moments with zeros, sets the fp8 scaling state to Transformer Engine's initial one,
-  // chooses the attention
-  // kernel (Attention::SelectKernel, with the attention scores buffer as cuDNN's workspace)
-  // and creates the overlapped collectives' events (tensor-parallel ones: INVALID_ARGUMENT
-  // from TensorParallelOverlapPlanOf).
+  // chooses the attention kernel (Attention::SelectKernel, with the attention scores buffer
+  // as cuDNN's workspace) and creates the overlapped collectives' events (tensor-parallel
+  // ones: INVALID_ARGUMENT from TensorParallelOverlapPlanOf).
   absl::Status Initialize(uint64_t seed);
 
   // The layers' attention, for the kernel it chose.
