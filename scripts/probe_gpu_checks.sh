@@ -127,8 +127,20 @@ PYTHON
       "$work/bin/paratune-worker" --server="$server" --backend=cuda --probe_binary="$probe" \
         --hostname=gpu-0 2>"$work/worker.log" &
       pids+=($!)
+      # The search asks for the catalog type the server gave the worker's GPU (h200-141gb on
+      # an H200): a search for another type is never placed on it.
+      gpu_type=
+      for _ in $(seq 60); do
+        gpu_type=$("$work/bin/paratune" workers --server="$server" --json 2>/dev/null |
+          python3 -c 'import json, sys; print(json.load(sys.stdin)["workers"][0]["gpuType"])' \
+            2>/dev/null)
+        [[ -n $gpu_type ]] && break
+        sleep 0.5
+      done
+      note "end to end: the worker registered ${gpu_type:-NO GPU TYPE (not registered?)}"
       timeout 400 "$work/bin/paratune" submit --server="$server" --watch --name=cuda-e2e \
-        --backend=cuda --model=llama3.2-1b --gpu=h100-80gb --nodes=1 --gpus_per_node=1 \
+        --backend=cuda --model=llama3.2-1b --gpu="${gpu_type:-h100-80gb}" --nodes=1 \
+        --gpus_per_node=1 \
         --global_batch=16 --seq_len=2048 --policy=top_k --top_k=3 --warmup_steps=1 \
         --timed_steps=3 >"$out/e2e.log" 2>&1
       status=$?

@@ -143,8 +143,10 @@ class ConsoleTest : public ::testing::Test {
 };
 
 TEST_F(ConsoleTest, PagesRenderAndFollowASearchLive) {
+  // Probes of 2.5 s keep the search alive for about 10 s, time for Chromium to open the page
+  // on a loaded 2-core machine (with 0.4 s the search once ended first, in 1.7 s).
   ASSERT_NO_FATAL_FAILURE(StartConsole(
-      {{"--backend=sim", "--sim_gpus=8", "--sim_probe_seconds=0.4"}}, TestCluster::Options()));
+      {{"--backend=sim", "--sim_gpus=8", "--sim_probe_seconds=2.5"}}, TestCluster::Options()));
   v1::CreateSearchRequest request = SmallSimSearch(/*top_k=*/4);
   request.mutable_spec()->set_policy(v1::ADAPTIVE);
   absl::StatusOr<v1::Search> search = cluster_->CreateSearch(request);

@@ -3,14 +3,12 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "worker/cuda/cuda_status.h"
+#include "worker/cuda/kernel_module_version.h"
 
 namespace paratune {
 namespace {
@@ -18,20 +16,6 @@ namespace {
 // "13.0" from CUDA's 1000 x major + 10 x minor.
 std::string CudaVersionString(int version) {
   return absl::StrCat(version / 1000, ".", version % 1000 / 10);
-}
-
-// The NVIDIA kernel module's version from /proc/driver/nvidia/version ("NVRM version: NVIDIA
-// UNIX x86_64 Kernel Module  580.159.04  ..."): the word after "Module"; empty when the file
-// is not there (a container without it).
-std::string KernelModuleVersion() {
-  std::ifstream file("/proc/driver/nvidia/version");
-  std::string line;
-  if (!std::getline(file, line)) return "";
-  const std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
-  for (size_t i = 0; i + 1 < words.size(); ++i) {
-    if (words[i] == "Module") return words[i + 1];
-  }
-  return "";
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/cuda/fp8_kernels.h"
 #include "worker/cuda/fp8_test_util.h"
@@ -100,7 +101,8 @@ TEST(Fp8CastTest, ScaleUpdateMatchesTheRecipe) {
   std::vector<float> history(length * tensors);
   for (size_t i = 0; i < history.size(); ++i) history[i] = static_cast<float>((i * 7) % 11);
   history[1] = 0;  // tensor 1's current slot: nothing measured this iteration
-  std::vector<float> scale = {1.0f, 2.0f, 4.0f}, scale_inverse(tensors, 0.0f);
+  std::vector<float> scale = {1.0f, 2.0f, 4.0f};
+  std::vector<float> scale_inverse(tensors * kFp8ScaleInverseStride, 0.0f);
   DeviceArray<float> d_history(history), d_scale(scale), d_scale_inverse(scale_inverse);
   const float scaled_max = ScaledFp8Max(Fp8Format::kE5M2, 1);
   ASSERT_EQ(UpdateFp8Scales(d_history.get(), length, tensors, scaled_max, d_scale.get(),
@@ -108,7 +110,7 @@ TEST(Fp8CastTest, ScaleUpdateMatchesTheRecipe) {
             cudaSuccess);
   for (int64_t t = 0; t < tensors; ++t) {
     UpdateDelayedScaling(history.data() + t, length, tensors, scaled_max, &scale[t],
-                         &scale_inverse[t]);
+                         &scale_inverse[t * kFp8ScaleInverseStride]);
   }
   EXPECT_EQ(d_history.ToHost(), history);
   EXPECT_EQ(d_scale.ToHost(), scale);
@@ -173,6 +175,31 @@ TEST_F(Fp8GemmTest, LinearProductsMatchTheReferenceOfTheQuantizedOperands) {
   EXPECT_LT(RelativeError(measured_dw, dw), 1e-3);
 }
 
+// The products of the probe's sizes with both scale inverses in slots of one array, as the
+// probe keeps them: on an H200 every such product failed while the inverses were 4 bytes apart.
+TEST_F(Fp8GemmTest, LargeProductsReadScaleInversesFromTheirSlots) {
+  const int64_t rows = 2048, outputs = 4096, inputs = 2048;
+  DeviceArray<uint8_t> in(std::vector<uint8_t>(rows * inputs, 0x38));  // E4M3 1.0
+  DeviceArray<uint8_t> weight(std::vector<uint8_t>(outputs * inputs, 0x38));
+  std::vector<float> inverses(3 * kFp8ScaleInverseStride, 0.0f);
+  inverses[kFp8ScaleInverseStride] = 0.5f;
+  inverses[2 * kFp8ScaleInverseStride] = 0.25f;
+  DeviceArray<float> scale_inverses(inverses);
+  DeviceArray<bf16> out(rows * outputs);
+  const absl::Status status = gemm_->RunFp8(
+      Fp8LinearForward(
+          {in.get(), Fp8Format::kE4M3, scale_inverses.get() + kFp8ScaleInverseStride},
+          {weight.get(), Fp8Format::kE4M3, scale_inverses.get() + 2 * kFp8ScaleInverseStride},
+          out.get(), rows, outputs, inputs),
+      nullptr);
+  ASSERT_TRUE(status.ok()) << status;
+  const std::vector<double> values = ToDouble(out.ToHost());
+  // Every output is the sum of `inputs` products 1 x 1, dequantized by 0.5 x 0.25.
+  for (double v : {values.front(), values[values.size() / 2], values.back()}) {
+    EXPECT_EQ(v, inputs * 0.125);
+  }
+}
+
 TEST_F(Fp8GemmTest, RefusesWhatCublasLtCannotMultiply) {
   const Quantized a(RandomBf16(32 * 32, 4), 32, 32, Fp8Format::kE5M2);
   DeviceArray<bf16> c(32 * 32);
@@ -181,6 +208,12 @@ TEST_F(Fp8GemmTest, RefusesWhatCublasLtCannotMultiply) {
   g.b.format = Fp8Format::kE4M3;
   g.k = 24;
   EXPECT_EQ(gemm_->RunFp8(g, nullptr).code(), absl::StatusCode::kInvalidArgument);
+  g.k = 32;
+  ASSERT_TRUE(gemm_->RunFp8(g, nullptr).ok());
+  g.a.scale_inverse += 1;  // 4 bytes into its array
+  const absl::Status unaligned = gemm_->RunFp8(g, nullptr);
+  EXPECT_EQ(unaligned.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(unaligned.message(), ::testing::HasSubstr("a.scale_inverse"));
 }
 
 }  // namespace

@@ -106,7 +106,8 @@ __global__ void TransposeFp8Kernel(const uint8_t* in, int64_t rows, int64_t colu
 __global__ void UpdateFp8ScalesKernel(float* history, int64_t length, int64_t tensors,
                                       float scaled_max, float* scale, float* scale_inverse) {
   for (int64_t t = GridIndex(); t < tensors; t += GridStride()) {
-    UpdateDelayedScaling(history + t, length, tensors, scaled_max, scale + t, scale_inverse + t);
+    UpdateDelayedScaling(history + t, length, tensors, scaled_max, scale + t,
+                         scale_inverse + t * kFp8ScaleInverseStride);
   }
 }
 

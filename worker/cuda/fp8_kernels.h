@@ -42,7 +42,8 @@ cudaError_t TransposeFp8(const void* in, int64_t rows, int64_t columns, void* ou
 
 // For each of `tensors` tensors t: UpdateDelayedScaling of the window history[t],
 // history[tensors + t], ... (length entries, Transformer Engine's [length, tensors] layout),
-// scale[t] and scale_inverse[t], toward scaled_max (ScaledFp8Max of the tensors' format).
+// scale[t] and scale_inverse[t * kFp8ScaleInverseStride] (each inverse in a slot a GEMM can
+// read), toward scaled_max (ScaledFp8Max of the tensors' format).
 cudaError_t UpdateFp8Scales(float* history, int64_t length, int64_t tensors, float scaled_max,
                             float* scale, float* scale_inverse, cudaStream_t stream);
 

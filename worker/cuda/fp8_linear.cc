@@ -68,7 +68,7 @@ absl::Status Fp8Linears::Initialize() {
     for (const Fp8ScalingGroup& group : *groups) {
       for (int64_t t = 0; t < group.tensors; ++t) {
         state[group.scale / sizeof(float) + t] = 1.0f;
-        state[group.scale_inverse / sizeof(float) + t] = 1.0f;
+        state[group.ScaleInverse(t) / sizeof(float)] = 1.0f;
       }
     }
   }
@@ -145,7 +145,7 @@ Fp8GemmArgs Fp8Linears::InputGradientProduct(const Fp8LinearSite& site, bf16* d_
   const Fp8WeightCopy& copy = CopyOf(site);
   // The scale cannot change before the GEMMs read the cast: the group's inverse serves.
   return Fp8LinearInputGradient(
-      {buffers_.output_gradient, backward.format, Scaling(backward.scale_inverse, index)},
+      {buffers_.output_gradient, backward.format, Scaling(backward.ScaleInverse(index))},
       {buffers_.weight_copies + copy.transposed, layout_.forward[site.chunk].format,
        reinterpret_cast<const float*>(buffers_.weight_copies + copy.scale_inverse)},
       d_in, shape.rows, shape.outputs, shape.inputs);
@@ -157,8 +157,7 @@ Fp8GemmArgs Fp8Linears::WeightGradientProduct(const Fp8LinearSite& site, const v
   const Fp8ScalingGroup& backward = layout_.backward[site.chunk];
   const int64_t index = backward.Index(site.layer_in_chunk, site.linear, kOutputGradient);
   return Fp8LinearWeightGradient(
-      {buffers_.output_gradient_transposed, backward.format,
-       Scaling(backward.scale_inverse, index)},
+      {buffers_.output_gradient_transposed, backward.format, Scaling(backward.ScaleInverse(index))},
       {in_t, layout_.forward[site.chunk].format, site.kept_scale_inverse}, weight_gradient,
       fp32_gradient, shape.rows, shape.outputs, shape.inputs);
 }

@@ -86,6 +86,9 @@ class Fp8LinearTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
   float Scaling(int64_t offset, int64_t index) const {
     return FloatAt(*scaling_, offset + 4 * index);
   }
+  float ScaleInverse(const Fp8ScalingGroup& group, int64_t index) const {
+    return FloatAt(*scaling_, group.ScaleInverse(index));
+  }
   // With fp8 parameters, the inverse of the scale the optimizer last cast the weight with
   // (Fp8Parameters keeps it beside the weight's transpose).
   void SetWeightScaleInverse(Fp8Linear linear, float inverse) {
@@ -154,7 +157,7 @@ class Fp8LinearTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
         fp8_parameters() ? 1.0f : DelayedScale(MaxAbs(weight_values), 1.0f, kFp8E4M3Max);
     EXPECT_FLOAT_EQ(Scaling(fwd.scale, fwd.Index(0, linear, kInput)), input_scale);
     EXPECT_FLOAT_EQ(Scaling(fwd.scale, fwd.Index(0, linear, kWeight)), weight_scale);
-    EXPECT_FLOAT_EQ(Scaling(fwd.scale_inverse, fwd.Index(0, linear, kWeight)), 1 / weight_scale);
+    EXPECT_FLOAT_EQ(ScaleInverse(fwd, fwd.Index(0, linear, kWeight)), 1 / weight_scale);
     EXPECT_EQ(Scaling(fwd.scale, fwd.Index(0, linear, kOutput)), 1.0f);  // never measured
     for (int64_t t = 0; t < fwd.tensors; ++t) EXPECT_EQ(Scaling(fwd.amax_history, t), 0.0f);
 
@@ -186,7 +189,7 @@ class Fp8LinearTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
 
     ASSERT_TRUE(linears_->Backward(site, d_out.get(), d_in.get(), d_weight.get(), true).ok());
     const std::vector<uint8_t> dy_bytes = output_gradient_->ToHost();
-    const double dy_inverse = Scaling(bwd.scale_inverse, bwd.Index(0, linear, kOutputGradient));
+    const double dy_inverse = ScaleInverse(bwd, bwd.Index(0, linear, kOutputGradient));
     EXPECT_EQ(dy_inverse, 1.0);  // no backward pass has ended yet
     std::vector<double> DY(rows * out_n);
     for (int64_t i = 0; i < rows * out_n; ++i) {
@@ -324,7 +327,7 @@ TEST(Fp8LinearInitializeTest, ScalingStateIsWrittenOnTheRanksStream) {
     for (const Fp8ScalingGroup& group : *groups) {
       for (int64_t t = 0; t < group.tensors; ++t) {
         ASSERT_EQ(host[group.scale / 4 + t], 1.0f) << t;
-        ASSERT_EQ(host[group.scale_inverse / 4 + t], 1.0f) << t;
+        ASSERT_EQ(host[group.ScaleInverse(t) / 4], 1.0f) << t;
       }
       for (int64_t i = 0; i < layout.history_length * group.tensors; ++i) {
         ASSERT_EQ(host[group.amax_history / 4 + i], 0.0f) << i;

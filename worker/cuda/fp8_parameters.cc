@@ -81,16 +81,16 @@ absl::Status Fp8Parameters::CastMasterWeights() {
                                    stream_));
     }
     // The group keeps 1 / scale beside each scale (UpdateFp8Scales), strided over the
-    // chunk's [layer, linear, tensor] entries; the copies' inverses are [layer, linear].
+    // chunk's [layer, linear, tensor] slots; the copies' inverses are [layer, linear] slots.
     PT_RETURN_IF_ERROR(timer_->Mark(ProbePhase::kOptimizer));
     const int64_t weights = group.tensors / group.tensors_per_linear;
     const Fp8WeightCopy& first = state_.weights[parameters_.first_layer[chunk]][0];
-    PT_RETURN_IF_ERROR(
-        CudaStatus(cudaMemcpy2DAsync(buffers_.weight_copies + first.scale_inverse, sizeof(float),
-                                     Scaling(group.scale_inverse, kWeight),
-                                     group.tensors_per_linear * sizeof(float), sizeof(float),
-                                     weights, cudaMemcpyDeviceToDevice, stream_),
-                   absl::StrCat("cudaMemcpy2DAsync(chunk ", chunk, " fp8 weight scale inverses)")));
+    PT_RETURN_IF_ERROR(CudaStatus(
+        cudaMemcpy2DAsync(buffers_.weight_copies + first.scale_inverse, kFp8ScaleInverseAlignment,
+                          Scaling(group.ScaleInverse(kWeight)),
+                          group.tensors_per_linear * kFp8ScaleInverseAlignment, sizeof(float),
+                          weights, cudaMemcpyDeviceToDevice, stream_),
+        absl::StrCat("cudaMemcpy2DAsync(chunk ", chunk, " fp8 weight scale inverses)")));
   }
   return absl::OkStatus();
 }

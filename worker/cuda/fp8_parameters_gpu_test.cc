@@ -82,7 +82,7 @@ class Fp8ParametersTest : public ::testing::Test {
       const int64_t index = group.Index(0, static_cast<Fp8Linear>(l), kWeight);
       const float inverse = 1.0f / scales[l];
       std::memcpy(bytes.data() + group.scale + 4 * index, &scales[l], 4);
-      std::memcpy(bytes.data() + group.scale_inverse + 4 * index, &inverse, 4);
+      std::memcpy(bytes.data() + group.ScaleInverse(index), &inverse, 4);
     }
     ASSERT_EQ(cudaMemcpy(scaling_->get(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
               cudaSuccess);

@@ -41,8 +41,9 @@ cudaDataType_t Fp8Type(Fp8Format format) {
   return format == Fp8Format::kE4M3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2;
 }
 
-// cuBLASLt's fp8 kernels read operands and leading dimensions in 16-byte units.
+// cuBLASLt's fp8 kernels read operands, leading dimensions and scale inverses in 16-byte units.
 constexpr int64_t kFp8Alignment = 16;
+static_assert(kFp8Alignment == kFp8ScaleInverseAlignment);
 
 absl::Status SetLayout(cublasLtMatrixLayout_t layout, int64_t batch, int64_t stride) {
   if (batch == 1) return absl::OkStatus();
@@ -400,8 +401,12 @@ absl::Status Gemm::RunFp8(const Fp8GemmArgs& args, cudaStream_t stream) {
           absl::StrCat("fp8 GEMM ", field, " (", value, ") must be a multiple of ", kFp8Alignment));
     }
   }
-  for (const auto& [field, pointer] :
-       {std::make_pair("a.data", args.a.data), std::make_pair("b.data", args.b.data)}) {
+  const std::pair<const char*, const void*> pointers[] = {
+      {"a.data", args.a.data},
+      {"b.data", args.b.data},
+      {"a.scale_inverse", args.a.scale_inverse},
+      {"b.scale_inverse", args.b.scale_inverse}};
+  for (const auto& [field, pointer] : pointers) {
     if (AlignmentOf(pointer) < kFp8Alignment) {
       return absl::InvalidArgumentError(
           absl::StrCat("fp8 GEMM ", field, " must be ", kFp8Alignment, "-byte aligned"));

@@ -69,8 +69,8 @@ struct Fp8Operand {
 // C[m, n] = alpha (A[m, k] a.scale_inverse) (B[n, k] b.scale_inverse)^T + beta C, every
 // matrix row-major: the one shape cuBLASLt's fp8 kernels take, both operands k-contiguous
 // ("TN" in cuBLAS's column-major terms, cublasLtMatmul's documented fp8 requirement).
-// cuBLASLt also requires k, lda and ldb to be multiples of 16, 16-byte aligned operands, and
-// not both operands E5M2.
+// cuBLASLt also requires k, lda and ldb to be multiples of 16, 16-byte aligned operands and
+// scale inverses (kFp8ScaleInverseAlignment), and not both operands E5M2.
 struct Fp8GemmArgs {
   int64_t m = 0;
   int64_t n = 0;

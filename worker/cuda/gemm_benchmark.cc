@@ -105,8 +105,11 @@ void BM_Fp8LinearForward(benchmark::State& state) {
   const int64_t rows = state.range(0), outputs = state.range(1), inputs = state.range(2);
   Resources r;
   if (!SetUp(state, rows, outputs, inputs, r)) return;
-  // scale, scale inverse and amax of each operand.
-  const float scales[6] = {1, 1, 0, 1, 1, 0};
+  // scale, scale inverse and amax of each operand, each in a slot of its own (cuBLASLt reads a
+  // scale inverse only from a 16-byte aligned address).
+  constexpr int64_t kSlot = kFp8ScaleInverseStride;
+  float scales[6 * kSlot] = {};
+  for (int value : {0, 1, 3, 4}) scales[value * kSlot] = 1;
   if (cudaMalloc(&r.in_fp8, rows * inputs) != cudaSuccess ||
       cudaMalloc(&r.weight_fp8, outputs * inputs) != cudaSuccess ||
       cudaMalloc(&r.scales, sizeof(scales)) != cudaSuccess ||
@@ -115,18 +118,18 @@ void BM_Fp8LinearForward(benchmark::State& state) {
     return;
   }
   float* in_scale = static_cast<float*>(r.scales);
-  float* weight_scale = in_scale + 3;
+  float* weight_scale = in_scale + 3 * kSlot;
   if (CastToFp8(static_cast<__nv_bfloat16*>(r.in), rows, inputs, Fp8Format::kE4M3, in_scale,
-                r.in_fp8, nullptr, in_scale + 2, nullptr, r.stream) != cudaSuccess ||
+                r.in_fp8, nullptr, in_scale + 2 * kSlot, nullptr, r.stream) != cudaSuccess ||
       CastToFp8(static_cast<__nv_bfloat16*>(r.weight), outputs, inputs, Fp8Format::kE4M3,
-                weight_scale, r.weight_fp8, nullptr, weight_scale + 2, nullptr,
+                weight_scale, r.weight_fp8, nullptr, weight_scale + 2 * kSlot, nullptr,
                 r.stream) != cudaSuccess) {
     state.SkipWithError("fp8 cast failed");
     return;
   }
   const Fp8GemmArgs args =
-      Fp8LinearForward({r.in_fp8, Fp8Format::kE4M3, in_scale + 1},
-                       {r.weight_fp8, Fp8Format::kE4M3, weight_scale + 1},
+      Fp8LinearForward({r.in_fp8, Fp8Format::kE4M3, in_scale + kSlot},
+                       {r.weight_fp8, Fp8Format::kE4M3, weight_scale + kSlot},
                        static_cast<__nv_bfloat16*>(r.out), rows, outputs, inputs);
   TimeProduct(state, r, 2.0 * rows * outputs * inputs, kH100DenseFp8PeakFlops,
               [&] { return r.gemm->RunFp8(args, r.stream); });

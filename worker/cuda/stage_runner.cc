@@ -153,7 +153,8 @@ std::array<Fp8LinearSite, kFp8LinearsPerLayer> StageRunner::Fp8Sites(
     site.linear = linear;
     site.weight = WeightBytes(weight);
     site.kept = kept_input;
-    site.kept_scale_inverse = kept.fp8_scale_inverses + static_cast<int>(linear);
+    site.kept_scale_inverse =
+        kept.fp8_scale_inverses + static_cast<int>(linear) * kFp8ScaleInverseStride;
     return site;
   };
   return {site(Fp8Linear::kQkv, w.qkv, kept.attention_norm_output),

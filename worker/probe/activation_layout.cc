@@ -1,5 +1,7 @@
 #include "worker/probe/activation_layout.h"
 
+#include "worker/probe/fp8_scaling.h"
+
 namespace paratune {
 namespace {
 
@@ -39,7 +41,7 @@ LayerActivationLayout LayoutLayerActivations(const ShardShapes& x, bool fp8) {
   layout.gate_up = Place(&end, x.tokens * x.gate_up.outputs * kBf16);
   layout.swiglu_output = Place(&end, x.tokens * x.ffn * linear_input);
   layout.attention_output_fp8 = Place(&end, fp8 ? attention_output * kFp8 : 0);
-  layout.fp8_scale_inverses = Place(&end, fp8 ? kFp8SavedInputs * kFp32 : 0);
+  layout.fp8_scale_inverses = Place(&end, fp8 ? kFp8SavedInputs * kFp8ScaleInverseAlignment : 0);
   layout.bytes = end;
   return layout;
 }

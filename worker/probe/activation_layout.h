@@ -45,7 +45,8 @@ struct LayerActivationLayout {
   // The down projection's input: [T, f/t] bf16; in fp8 its transpose [f/t, T] E4M3.
   int64_t swiglu_output = 0;
   // fp8 only (empty in bf16): [query_heads d, T] E4M3, the attention output's transpose, and
-  // [4] fp32, the inverse scales the four kept fp8 inputs were cast with (Fp8Linear order).
+  // [4] fp32 kFp8ScaleInverseStride apart, the inverse scales the four kept fp8 inputs were
+  // cast with (Fp8Linear order), which the weight-gradient GEMMs read.
   int64_t attention_output_fp8 = 0;
   int64_t fp8_scale_inverses = 0;
   int64_t bytes = 0;  // the whole block

@@ -7,6 +7,7 @@
 #include "estimator/memory_model.h"
 #include "estimator/parallel_config.h"
 #include "gtest/gtest.h"
+#include "worker/probe/fp8_scaling.h"
 
 namespace paratune {
 namespace {
@@ -95,7 +96,7 @@ TEST_P(ActivationLayoutTest, TensorsAreAlignedAndInsideTheBlock) {
     EXPECT_GT(offset, previous);
     previous = offset;
   }
-  const int64_t last_end = fp8 ? layer.fp8_scale_inverses + 4 * 4
+  const int64_t last_end = fp8 ? layer.fp8_scale_inverses + 4 * kFp8ScaleInverseAlignment
                                : layer.swiglu_output + shapes_.tokens * shapes_.ffn * 2;
   EXPECT_GE(layer.bytes, last_end);
   EXPECT_LT(layer.bytes - last_end, kActivationAlignment);

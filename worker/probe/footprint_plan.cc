@@ -81,6 +81,12 @@ int64_t AttentionQueryChunk(const ShardShapes& x) {
 
 }  // namespace
 
+int64_t AttentionPlanWorkspaceBytes(const ShardShapes& x) {
+  const int64_t query_accumulator =
+      x.micro_batch * x.sequence_per_rank * x.query_heads * x.head_dim * kFp32;
+  return query_accumulator + kAttentionPlanSlackBytes;
+}
+
 int64_t AttentionScoresBytes(const ShardShapes& x, CpCommType exchange) {
   const int64_t chunk_scores =
       AttentionQueryChunk(x) * x.query_heads * AttentionRowStride(x) * kFp32;
@@ -99,7 +105,7 @@ int64_t AttentionScoresBytes(const ShardShapes& x, CpCommType exchange) {
   if (!backward.ok()) return chunk_scores;  // the backward is chunked
   const int64_t reserved = all_gather ? AllGatherKeyValueBytes(x) : FusedBackwardGradientBytes(x);
   return std::max(chunk_scores,
-                  reserved + backward->workspace_tensor_bytes + kAttentionPlanWorkspaceBytes);
+                  reserved + backward->workspace_tensor_bytes + AttentionPlanWorkspaceBytes(x));
 }
 
 namespace {

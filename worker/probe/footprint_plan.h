@@ -117,10 +117,14 @@ inline constexpr int64_t kAttentionWorkspaceBytes = int64_t{384} << 20;
 inline constexpr int64_t kGemmWorkspaceBytes = int64_t{32} << 20;
 // Room for cuDNN's own workspace of the fused attention backward, beyond the tensors placed
 // in it (FusedBackwardGradientBytes and the graph's workspace tensors): cuDNN says what a
-// plan needs only once it built the plan on the GPU. 32 MiB, as cuBLASLt's; not yet checked
-// on a GPU (a plan that needs more falls back to the chunked backward and says so in
-// ProbeMeasurements.attention_backward_fallback_reason).
-inline constexpr int64_t kAttentionPlanWorkspaceBytes = int64_t{32} << 20;
+// plan needs only once it built the plan on the GPU. On an H200 (cuDNN 9 of PyTorch's
+// nvidia-cudnn-cu13 wheel) the plan cuDNN ranks first for Llama-3.1-8B's backward at s 8192
+// asked for 128 MiB + 256 bytes: an fp32 dQ accumulator, b s/c (a/t) d floats; its second
+// for twice that (docs/probe.md, "First run"). So the room is one such accumulator plus
+// kAttentionPlanSlackBytes; a plan that needs more falls back to the chunked backward and
+// says so in ProbeMeasurements.attention_backward_fallback_reason.
+inline constexpr int64_t kAttentionPlanSlackBytes = int64_t{32} << 20;
+int64_t AttentionPlanWorkspaceBytes(const ShardShapes& shapes);
 
 // Bytes of kAttentionScores for `shapes` with context parallelism's `exchange`: one query
 // chunk's fp32 scores, or, when more, what the fused attention backward needs in its

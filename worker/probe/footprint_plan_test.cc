@@ -153,7 +153,7 @@ TEST(FootprintPlanTest, AttentionChunksFitTheWorkspaceAndTheRanksSegments) {
 
 // The scores buffer is cuDNN's attention workspace too: without context parallelism it holds
 // the fused backward's bf16 key and value gradients, its graph's workspace tensors and
-// kAttentionPlanWorkspaceBytes for cuDNN; Llama-3.1-8B at s 32768 needs more than a chunk's
+// AttentionPlanWorkspaceBytes for cuDNN; Llama-3.1-8B at s 32768 needs more than a chunk's
 // scores. With context parallelism over the p2p ring the same for the ring's diagonal
 // product (every graph of the ring needs at most its workspace); with all_gather the
 // position-ordered keys and values and a query half's backward workspace.
@@ -167,7 +167,7 @@ TEST(FootprintPlanTest, AttentionScoresHoldTheFusedBackwardsWorkspace) {
     const absl::StatusOr<AttentionGraph> backward = CausalAttentionBackwardGraph(x);
     ASSERT_TRUE(backward.ok()) << backward.status();
     const int64_t fused = FusedBackwardGradientBytes(x) + backward->workspace_tensor_bytes +
-                          kAttentionPlanWorkspaceBytes;
+                          AttentionPlanWorkspaceBytes(x);
     const int64_t scores = plan.placement(ProbeBuffer::kAttentionScores).bytes;
     EXPECT_GE(scores, fused) << x.sequence;
     EXPECT_EQ(scores, AttentionScoresBytes(x, CpCommType::kP2p));
@@ -188,7 +188,7 @@ TEST(FootprintPlanTest, AttentionScoresHoldTheFusedBackwardsWorkspace) {
     ASSERT_TRUE(backward.ok()) << backward.status();
     EXPECT_GE(ring.placement(ProbeBuffer::kAttentionScores).bytes,
               FusedBackwardGradientBytes(x) + backward->workspace_tensor_bytes +
-                  kAttentionPlanWorkspaceBytes)
+                  AttentionPlanWorkspaceBytes(x))
         << product.first_query << " " << product.keys;
   }
   TrainingOptions options = p2p.training.options();
@@ -205,10 +205,20 @@ TEST(FootprintPlanTest, AttentionScoresHoldTheFusedBackwardsWorkspace) {
       ASSERT_TRUE(backward.ok()) << backward.status();
       EXPECT_GE(gathered.placement(ProbeBuffer::kAttentionScores).bytes,
                 AllGatherKeyValueBytes(x) + backward->workspace_tensor_bytes +
-                    kAttentionPlanWorkspaceBytes)
+                    AttentionPlanWorkspaceBytes(x))
           << rank << " " << half.first_query;
     }
   }
+}
+
+// What cuDNN's first-ranked plan of Llama-3.1-8B's fused backward at s 8192, one sequence per
+// micro-batch, asked for of its own on an H200 (docs/probe.md, "First run"), fits the room.
+TEST(FootprintPlanTest, AttentionPlanRoomHoldsWhatCudnnAskedFor) {
+  const FootprintPlan plan = Plan(Make("llama3.1-8b", 8, 8192, 1, 1, 1, 1), 0);
+  const ShardShapes& x = plan.shapes();
+  ASSERT_EQ(x.micro_batch, 1);
+  ASSERT_EQ(x.query_heads, 32);
+  EXPECT_GE(AttentionPlanWorkspaceBytes(x), int64_t{134217984});
 }
 
 // fp8 training allocates Transformer Engine's fp8 state: the weight copies at the model's

@@ -20,7 +20,7 @@ Fp8ScalingGroup PlaceGroup(int64_t* end, Fp8Format format, int64_t layers, int t
   group.tensors_per_linear = tensors_per_linear;
   group.tensors = layers * kFp8LinearsPerLayer * tensors_per_linear;
   group.scale = Place(end, group.tensors * kFp32);
-  group.scale_inverse = Place(end, group.tensors * kFp32);
+  group.scale_inverse = Place(end, group.tensors * kFp8ScaleInverseAlignment);
   group.amax_history = Place(end, history_length * group.tensors * kFp32);
   return group;
 }
@@ -55,12 +55,13 @@ Fp8StateLayout LayoutFp8State(const ShardShapes& shapes, const StageLayers& stag
       copies[l].transposed = Place(&layout.weight_bytes, elements);
     }
   }
-  // The scale inverses in one array after the copies.
-  int64_t inverse = Place(&layout.weight_bytes, layers * kFp8LinearsPerLayer * kFp32);
+  // The scale inverses in one array after the copies, each in a slot a GEMM can read.
+  int64_t inverse =
+      Place(&layout.weight_bytes, layers * kFp8LinearsPerLayer * kFp8ScaleInverseAlignment);
   for (auto& copies : layout.weights) {
     for (Fp8WeightCopy& copy : copies) {
       copy.scale_inverse = inverse;
-      inverse += kFp32;
+      inverse += kFp8ScaleInverseAlignment;
     }
   }
   for (int64_t chunk_layers : stage_layers.chunk_layers) {

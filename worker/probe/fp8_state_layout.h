@@ -48,25 +48,30 @@ struct Fp8ScalingGroup {
   Fp8Format format = Fp8Format::kE4M3;
   int64_t tensors = 0;
   int64_t tensors_per_linear = 0;
-  int64_t scale = 0;          // [tensors]
-  int64_t scale_inverse = 0;  // [tensors]
-  int64_t amax_history = 0;   // [history_length, tensors]; row 0 is the current slot
+  int64_t scale = 0;  // [tensors]
+  // [tensors], kFp8ScaleInverseStride floats apart: the GEMMs read them (ScaleInverse).
+  int64_t scale_inverse = 0;
+  int64_t amax_history = 0;  // [history_length, tensors]; row 0 is the current slot
   // The index of tensor `tensor` (Fp8ForwardTensor or Fp8BackwardTensor) of `linear` of the
   // chunk's layer `layer_in_chunk`.
   int64_t Index(int64_t layer_in_chunk, Fp8Linear linear, int tensor) const {
     return (layer_in_chunk * kFp8LinearsPerLayer + static_cast<int>(linear)) * tensors_per_linear +
            tensor;
   }
+  // The byte offset of tensor `index`'s scale inverse.
+  int64_t ScaleInverse(int64_t index) const {
+    return scale_inverse + index * kFp8ScaleInverseAlignment;
+  }
 };
 
 // A linear weight's fp8 copies in the weight-copy buffer (byte offsets): [outputs, inputs]
 // E4M3 for the forward GEMM, [inputs, outputs] for the input-gradient GEMM (cuBLASLt's fp8
 // GEMMs take only k-contiguous operands), and the fp32 inverse of the scale they were cast
-// with (Transformer Engine's Float8Tensor keeps its own scale_inv: the weight's scale moves on
-// at the end of the forward pass that cast it, while later micro-batches still read the copy).
-// With fp8 parameters the weight itself is E4M3 (ParameterLayout's fp8 regions): `weight` is
-// -1, and the transpose and the scale inverse are those of the fp8 weight (Transformer
-// Engine's Float8Tensor parameter with its transpose cache).
+// with, in a slot of kFp8ScaleInverseAlignment bytes (Transformer Engine's Float8Tensor keeps its
+// own scale_inv: the weight's scale moves on at the end of the forward pass that cast it, while
+// later micro-batches still read the copy). With fp8 parameters the weight itself is E4M3
+// (ParameterLayout's fp8 regions): `weight` is -1, and the transpose and the scale inverse are
+// those of the fp8 weight (Transformer Engine's Float8Tensor parameter with its transpose cache).
 struct Fp8WeightCopy {
   int64_t weight = 0;
   int64_t transposed = 0;

@@ -9,6 +9,7 @@
 #include "estimator/memory_model.h"
 #include "estimator/parallel_config.h"
 #include "gtest/gtest.h"
+#include "worker/probe/fp8_scaling.h"
 
 namespace paratune {
 namespace {
@@ -81,13 +82,13 @@ TEST(Fp8StateLayoutTest, WeightCopiesAreTheMemoryModelsTerm) {
         }
       }
       ExpectDisjointAndAligned(ranges, layout.weight_bytes);
-      // Scale inverses: one fp32 each, distinct, after the copies.
+      // Scale inverses: one fp32 each in a slot a GEMM can read, distinct, after the copies.
       std::set<int64_t> inverses;
       for (const auto& copies : layout.weights) {
         for (const Fp8WeightCopy& copy : copies) {
-          EXPECT_EQ(copy.scale_inverse % 4, 0);
+          EXPECT_EQ(copy.scale_inverse % kFp8ScaleInverseAlignment, 0);
           EXPECT_GE(copy.scale_inverse, ranges.back().first);
-          EXPECT_LE(copy.scale_inverse + 4, layout.weight_bytes);
+          EXPECT_LE(copy.scale_inverse + kFp8ScaleInverseAlignment, layout.weight_bytes);
           inverses.insert(copy.scale_inverse);
         }
       }
@@ -119,7 +120,7 @@ TEST(Fp8StateLayoutTest, ScalingGroupsFollowTheChunksAndTheHybridFormat) {
       EXPECT_EQ(group->tensors_per_linear, backward ? 2 : 3);
       EXPECT_EQ(group->tensors, layers * 4 * group->tensors_per_linear);
       ranges.push_back({group->scale, 4 * group->tensors});
-      ranges.push_back({group->scale_inverse, 4 * group->tensors});
+      ranges.push_back({group->scale_inverse, kFp8ScaleInverseAlignment * group->tensors});
       ranges.push_back({group->amax_history, 4 * group->tensors * layout.history_length});
       // Every (layer, linear, tensor) has its own index in [0, tensors).
       std::set<int64_t> indices;
@@ -139,15 +140,21 @@ TEST(Fp8StateLayoutTest, ScalingGroupsFollowTheChunksAndTheHybridFormat) {
   ExpectDisjointAndAligned(ranges, layout.scaling_bytes);
 }
 
-// With Transformer Engine's 1024-entry history the layout is the memory model's term; with the
-// exported recipe's single entry it is far below it, and the plan allocates the estimate.
+// With Transformer Engine's 1024-entry history the layout is the memory model's term, plus the
+// scale inverses' slots (12 bytes a tensor beyond the model's fp32); with the exported
+// recipe's single entry it is far below it, and the plan allocates the estimate.
 TEST(Fp8StateLayoutTest, ScalingStateIsTheMemoryModelsTermForItsHistory) {
   const Stage s = Fp8Stage("llama3.1-8b", 2, 2, 1);
   const double estimate = s.estimate.term(MemoryTerm::kFp8ScalingState);
   const DelayedScalingRecipe transformer_engine{1024, 0};
   const Fp8StateLayout full = LayoutFp8State(s.shapes, s.layers, transformer_engine, false);
   EXPECT_GE(static_cast<double>(full.scaling_bytes), estimate);
-  EXPECT_LE(static_cast<double>(full.scaling_bytes), estimate + 6 * 256);
+  int64_t tensors = 0;
+  for (const auto* groups : {&full.forward, &full.backward}) {
+    for (const Fp8ScalingGroup& group : *groups) tensors += group.tensors;
+  }
+  EXPECT_LE(static_cast<double>(full.scaling_bytes),
+            estimate + 6 * 256 + tensors * (kFp8ScaleInverseAlignment - 4));
   const Fp8StateLayout exported = LayoutFp8State(s.shapes, s.layers, kExportedFp8Recipe, false);
   EXPECT_LT(static_cast<double>(exported.scaling_bytes), estimate / 100);
 }
