@@ -119,8 +119,9 @@ inline constexpr int64_t kGemmWorkspaceBytes = int64_t{32} << 20;
 // in it (FusedBackwardGradientBytes and the graph's workspace tensors): cuDNN says what a
 // plan needs only once it built the plan on the GPU. On an H200 (cuDNN 9 of PyTorch's
 // nvidia-cudnn-cu13 wheel) the plan cuDNN ranks first for Llama-3.1-8B's backward at s 8192
-// asked for 128 MiB + 256 bytes: an fp32 dQ accumulator, b s/c (a/t) d floats; its second
-// for twice that (docs/probe.md, "First run"). So the room is one such accumulator plus
+// asked for 128 MiB + 256 bytes of its own beyond the graph's tensors (which hold dQ_accum
+// already): as much as an fp32 dQ, b s/c (a/t) d floats; its second plan twice that
+// (docs/probe.md, "First run"). So the room is an fp32 dQ's bytes plus
 // kAttentionPlanSlackBytes; a plan that needs more falls back to the chunked backward and
 // says so in ProbeMeasurements.attention_backward_fallback_reason.
 inline constexpr int64_t kAttentionPlanSlackBytes = int64_t{32} << 20;

@@ -49,10 +49,11 @@ inline constexpr DelayedScalingRecipe kExportedFp8Recipe{1, 0};
 
 // cuBLASLt's fp8 GEMMs take an operand's scale inverse (CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
 // B_SCALE_POINTER) only from a 16-byte aligned address: on an H200 with the cuBLAS 13 of
-// PyTorch's nvidia-cublas wheel, cublasLtMatmul answered CUBLAS_STATUS_NOT_SUPPORTED for every
-// fp8 product whose scale inverse lay 4, 8 or 12 bytes into an array of floats, and ran the
-// same products with aligned ones (docs/probe.md, "First run"). So every scale inverse a GEMM
-// may read has a slot of its own: arrays of them hold one float per kFp8ScaleInverseStride.
+// PyTorch's nvidia-cublas wheel, cublasLtMatmul answered CUBLAS_STATUS_NOT_SUPPORTED for fp8
+// products whose scale inverse lay 4 or 12 bytes past a 16-byte boundary in an array of floats,
+// and ran the same products with aligned ones (docs/probe.md, "First run"). So every scale
+// inverse a GEMM may read has a slot of its own: arrays of them hold one float per
+// kFp8ScaleInverseStride.
 inline constexpr int64_t kFp8ScaleInverseAlignment = 16;
 inline constexpr int64_t kFp8ScaleInverseStride = kFp8ScaleInverseAlignment / sizeof(float);
 
