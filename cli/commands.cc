@@ -186,8 +186,8 @@ absl::Status RunWatch(AutotunerClient& client, const std::string& name,
           // once; what came before is in the log, up to this search's last update (each
           // change is logged with the time of the update it made).
           PT_ASSIGN_OR_RETURN(events, EventsUntil(client, name, last.update_time()));
-        } else if (!response.event().empty()) {
-          events.push_back(response.event());
+        } else {
+          for (const v1::SearchEvent& event : response.events()) events.push_back(event.text());
         }
         display.Show(last, events);
         return absl::OkStatus();

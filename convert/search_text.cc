@@ -12,12 +12,6 @@ namespace {
 // Hosts of a probe that DescribeRanOn names one by one; a larger gang ends with a summary.
 constexpr int kMaxHostsNamed = 4;
 
-// "ranks 8-15", or "rank 5" for one.
-std::string DescribeRanks(int64_t first, int64_t count) {
-  if (count == 1) return absl::StrCat("rank ", first);
-  return absl::StrCat("ranks ", first, "-", first + count - 1);
-}
-
 // "workers/3 (sim-node-1, 8 x h100-80gb, ranks 0-7)".
 std::string DescribeHost(const v1::ProbeHost& host) {
   std::vector<std::string> parts;
@@ -28,6 +22,11 @@ std::string DescribeHost(const v1::ProbeHost& host) {
 }
 
 }  // namespace
+
+std::string DescribeRanks(int64_t first, int64_t count) {
+  if (count == 1) return absl::StrCat("rank ", first);
+  return absl::StrCat("ranks ", first, "-", first + count - 1);
+}
 
 std::string DescribeConfig(const v1::ParallelConfig& config) {
   std::string text = absl::StrCat("dp", config.data_parallel(), " tp", config.tensor_parallel(),

@@ -32,6 +32,9 @@ std::string DescribeGpuType(const std::string& gpu_type, const std::string& gpu_
 // `count` such GPUs: "8 x h100-80gb", "8 x unknown GPU NVIDIA GH200 480GB".
 std::string DescribeGpus(int64_t count, const std::string& gpu_type, const std::string& gpu_name);
 
+// "ranks 8-15" (`count` ranks from `first`), or "rank 5" for one.
+std::string DescribeRanks(int64_t first, int64_t count);
+
 // Where a probe ran, from result.ran_on: "ran on workers/3 (sim-node-1, 8 x h100-80gb, ranks
 // 0-7) + workers/4 (sim-node-2, 8 x h100-80gb, ranks 8-15)", a missing hostname left out and
 // one rank said "rank 5". Past 4 workers, the first 3 and "+ 13 more workers (ranks 24-127)".

@@ -3,10 +3,12 @@
 #include <deque>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
 #include "convert/estimate_requests.h"
+#include "convert/search_event_text.h"
 #include "convert/search_state.h"
 #include "server/core/limits.h"
 #include "server/core/plan_request.h"
@@ -33,15 +35,16 @@ class SearchWatch final : public grpc::ServerWriteReactor<v1::WatchSearchRespons
     if (!start.ok()) {
       RequestFinishLocked(ToGrpcStatus(start.status()));
     } else {
-      EnqueueLocked(start->search, "watching");
+      EnqueueLocked(start->search, {});
       if (start->ended) RequestFinishLocked(grpc::Status::OK);
     }
     PumpLocked();
   }
 
-  void OnSearchChanged(const v1::Search& search, const std::string& event) override {
+  void OnSearchChanged(const v1::Search& search,
+                       const std::vector<v1::SearchEvent>& events) override {
     absl::MutexLock lock(&mu_);
-    EnqueueLocked(search, event);
+    EnqueueLocked(search, events);
     if (SearchEnded(search.state())) RequestFinishLocked(grpc::Status::OK);
     PumpLocked();
   }
@@ -77,12 +80,16 @@ class SearchWatch final : public grpc::ServerWriteReactor<v1::WatchSearchRespons
   }
 
  private:
-  void EnqueueLocked(const v1::Search& search, const std::string& event)
+  void EnqueueLocked(const v1::Search& search, const std::vector<v1::SearchEvent>& events)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (finish_requested_) return;
     v1::WatchSearchResponse& response = pending_.emplace_back();
     *response.mutable_search() = search;
-    response.set_event(event);
+    for (const v1::SearchEvent& event : events) {
+      v1::SearchEvent& sent = *response.add_events();
+      sent = event;
+      sent.set_text(RenderSearchEvent(event));
+    }
   }
 
   // The first requested status wins.

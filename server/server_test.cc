@@ -185,7 +185,8 @@ TEST_F(ServerTest, ShutdownEndsOpenWatchStreams) {
       autotuner_->WatchSearch(context.get(), watch);
   v1::WatchSearchResponse event;
   ASSERT_TRUE(reader->Read(&event));
-  EXPECT_EQ(event.event(), "watching");
+  EXPECT_EQ(event.events_size(), 0);
+  EXPECT_EQ(event.search().name(), search.name());
   server_->Shutdown(absl::Seconds(1));
   while (reader->Read(&event)) {
   }

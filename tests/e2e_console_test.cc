@@ -99,6 +99,15 @@ class ConsoleTest : public ::testing::Test {
     return value.ok() ? value->string_value() : "";
   }
 
+  // Attribute `name` of the element `selector` finds; "" when there is none.
+  std::string Attribute(const std::string& selector, const std::string& name) {
+    absl::StatusOr<google::protobuf::Value> value = browser_->Execute(
+        absl::StrCat("const e = document.querySelector('", selector, "'); return e ? ",
+                     "(e.getAttribute('", name, "') || '') : '';"));
+    EXPECT_TRUE(value.ok()) << value.status();
+    return value.ok() ? value->string_value() : "";
+  }
+
   double Number(const std::string& expression) {
     absl::StatusOr<google::protobuf::Value> value =
         browser_->Execute(absl::StrCat("return ", expression, ";"));
@@ -178,19 +187,13 @@ TEST_F(ConsoleTest, PagesRenderAndFollowASearchLive) {
                    "e => e.textContent)).size"),
             Number("document.querySelectorAll('#events div').length"));
   // ... and none is missing.
-  absl::StatusOr<std::vector<std::string>> logged = cluster_->EventTexts(search->name());
+  absl::StatusOr<std::vector<v1::SearchEvent>> logged = cluster_->Events(search->name());
   ASSERT_TRUE(logged.ok()) << logged.status();
   EXPECT_EQ(Number("document.querySelectorAll('#events div').length"),
             static_cast<double>(logged->size()));
-  // One optimistic bound per candidate ADAPTIVE chose (an event queues a few "; "-separated
-  // picks), each drawn at its first probe.
+  // One optimistic bound per candidate ADAPTIVE chose, each drawn at its first probe.
   double picks = 0;
-  for (const std::string& text : *logged) {
-    for (size_t at = text.find("queued candidates/"); at != std::string::npos;
-         at = text.find("queued candidates/", at + 1)) {
-      ++picks;
-    }
-  }
+  for (const v1::SearchEvent& event : *logged) picks += event.kind() == v1::EVENT_PLANNED;
   EXPECT_GE(picks, 1);
   EXPECT_EQ(Number("document.querySelectorAll("
                    "'#convergence-probes g[data-series=bound] rect').length"),
@@ -220,6 +223,68 @@ TEST_F(ConsoleTest, PagesRenderAndFollowASearchLive) {
   EXPECT_GE(Number("document.querySelectorAll('#plan-ranking tbody tr').length"), 1);
   EXPECT_GE(Number("document.querySelectorAll('#plan-output g.cell').length"), 1);
   KeepScreenshot("planner");
+}
+
+// A probe whose worker is lost is re-queued, and given up when the worker of its last attempt
+// is lost too: the timeline draws both leases, each ending as the event log says (read from
+// the events' fields, not their text), and the convergence plot counts the give-up.
+TEST_F(ConsoleTest, TheTimelineShowsARequeuedLeaseAndAGiveUp) {
+  TestCluster::Options options;
+  // A worker silent for 3 x 0.2 s is lost.
+  options.server_flags = {"--heartbeat_interval_seconds=0.2"};
+  ASSERT_NO_FATAL_FAILURE(
+      StartConsole({{"--backend=sim", "--sim_gpus=8", "--sim_probe_seconds=300"},
+                    {"--backend=sim", "--sim_gpus=8", "--sim_probe_seconds=300"}},
+                   options));
+  absl::StatusOr<v1::Search> search = cluster_->CreateSearch(SmallSimSearch(/*top_k=*/1));
+  ASSERT_TRUE(search.ok()) << search.status();
+  ASSERT_EQ(search->spec().probe().max_attempts(), 2);
+  // Kills the worker that runs attempt `attempt`, once it runs it.
+  auto kill_runner = [&](int64_t attempt) {
+    absl::StatusOr<v1::Search> running = cluster_->WaitForSearch(
+        search->name(),
+        [&](const v1::Search& s) {
+          return s.candidates(0).state() == v1::CANDIDATE_RUNNING &&
+                 s.candidates(0).attempts() == attempt;
+        },
+        absl::Seconds(30));
+    ASSERT_TRUE(running.ok()) << running.status();
+    absl::StatusOr<std::vector<v1::Worker>> workers = cluster_->ListWorkers();
+    ASSERT_TRUE(workers.ok()) << workers.status();
+    for (const v1::Worker& worker : *workers) {
+      if (worker.name() != running->candidates(0).worker()) continue;
+      // TestCluster names worker i's host test-worker-i.
+      for (size_t i = 0; i < 2; ++i) {
+        if (worker.hostname() == absl::StrCat("test-worker-", i)) cluster_->KillWorker(i);
+      }
+    }
+  };
+  ASSERT_NO_FATAL_FAILURE(kill_runner(1));
+  ASSERT_NO_FATAL_FAILURE(kill_runner(2));
+  absl::StatusOr<v1::Search> failed = cluster_->WaitUntilEnded(search->name(), absl::Seconds(30));
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  ASSERT_EQ(failed->state(), v1::FAILED);
+
+  const std::string id = search->name().substr(search->name().find('/') + 1);
+  ASSERT_TRUE(browser_->Navigate(absl::StrCat(base_url_, "#/search/", id)).ok());
+  WaitUntil("the timeline", "return document.querySelector('#gang-timeline') !== null;",
+            absl::Seconds(10));
+  const std::string first = search->name() + "/candidates/0/probes/1";
+  const std::string second = search->name() + "/candidates/0/probes/2";
+  EXPECT_EQ(Number("document.querySelectorAll('#gang-timeline rect').length"), 2);
+  EXPECT_EQ(
+      Attribute(absl::StrCat("#gang-timeline rect[data-probe=\"", first, "\"]"), "data-ending"),
+      "re-queued");
+  EXPECT_EQ(
+      Attribute(absl::StrCat("#gang-timeline rect[data-probe=\"", second, "\"]"), "data-ending"),
+      "gave up");
+  EXPECT_EQ(Number("document.querySelectorAll('#gang-timeline rect.no-result').length"), 2);
+  // The two leases ran on different workers.
+  EXPECT_EQ(Number("new Set([...document.querySelectorAll('#gang-timeline rect')].map("
+                   "r => r.getAttribute('data-worker'))).size"),
+            2);
+  EXPECT_THAT(Text("#events"), HasSubstr("failed: gave up after 2 of 2 attempts"));
+  KeepScreenshot("timeline-requeue-give-up");
 }
 
 // A server with a token file (and TLS, which tokens need on the gRPC port) and no worker: its

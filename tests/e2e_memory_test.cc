@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "convert/search_text.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/autotuner_service.grpc.pb.h"
@@ -206,10 +207,16 @@ TEST(E2eMemoryTest, ARiskyProbeRunsOutOfMemoryAndCalibratesTheSearch) {
               HasSubstr("; 1 skipped as out of memory by the memory estimate calibrated on "));
   EXPECT_THAT(search->stop_reason(), HasSubstr("RISKY candidates probed, "));
   // The skipped candidate is never picked: the result's event names it.
-  absl::StatusOr<std::vector<std::string>> events = cluster->EventTexts(search->name());
+  absl::StatusOr<std::vector<v1::SearchEvent>> events = cluster->Events(search->name());
   ASSERT_TRUE(events.ok()) << events.status();
-  EXPECT_THAT(*events, Contains(HasSubstr("ruled out as not fitting in memory (calibrated "
-                                          "estimate): dp2 tp1 pp2 cp2 mbs2")));
+  std::vector<std::string> ruled_out;
+  for (const v1::SearchEvent& event : *events) {
+    if (event.kind() != v1::EVENT_SKIPPED) continue;
+    for (const v1::ParallelConfig& config : event.ruled_out()) {
+      ruled_out.push_back(DescribeConfig(config));
+    }
+  }
+  EXPECT_THAT(ruled_out, Contains("dp2 tp1 pp2 cp2 mbs2"));
 }
 
 }  // namespace

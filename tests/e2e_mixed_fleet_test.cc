@@ -96,10 +96,10 @@ std::vector<v1::Worker> ListWorkers(TestCluster& cluster) {
   return workers.ok() ? *std::move(workers) : std::vector<v1::Worker>();
 }
 
-std::vector<std::string> ListEvents(TestCluster& cluster, const std::string& name) {
-  absl::StatusOr<std::vector<std::string>> events = cluster.EventTexts(name);
+std::vector<v1::SearchEvent> ListEvents(TestCluster& cluster, const std::string& name) {
+  absl::StatusOr<std::vector<v1::SearchEvent>> events = cluster.Events(name);
   EXPECT_TRUE(events.ok()) << name << ": " << events.status();
-  return events.ok() ? *std::move(events) : std::vector<std::string>();
+  return events.ok() ? *std::move(events) : std::vector<v1::SearchEvent>();
 }
 
 std::string Describe(const std::map<std::string, int64_t>& counts) {
@@ -206,11 +206,12 @@ TEST(E2eMixedFleetTest, ConcurrentSearchesRunOnlyOnWorkersOfTheirGpuTypeAndNodeS
       EXPECT_EQ(ranks, cluster_gpus) << candidate.name();
     }
 
-    for (const std::string& event : ListEvents(cluster, search.name())) {
-      EXPECT_THAT(event, Not(HasSubstr("infrastructure error"))) << event;
-      EXPECT_THAT(event, Not(HasSubstr("re-queued"))) << event;
-      // A waiting reason ("needs ...; live workers: ..."): the fleet can host every search.
-      EXPECT_THAT(event, Not(HasSubstr("live workers:"))) << event;
+    for (const v1::SearchEvent& event : ListEvents(cluster, search.name())) {
+      EXPECT_NE(event.outcome(), v1::PROBE_INFRA_ERROR) << event.text();
+      EXPECT_NE(event.kind(), v1::EVENT_REQUEUED) << event.text();
+      EXPECT_NE(event.kind(), v1::EVENT_GAVE_UP) << event.text();
+      // The fleet can host every search: no candidate ever waits for lack of workers.
+      EXPECT_NE(event.kind(), v1::EVENT_WAITING) << event.text();
     }
 
     std::printf(

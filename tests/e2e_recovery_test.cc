@@ -1,6 +1,7 @@
 // End to end, the failures the scheduler must survive (DESIGN.md §7): the server killed with
 // kill -9 mid-search and restarted on its database, a worker killed mid-probe, and two
 // searches sharing the fleet.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -92,10 +93,12 @@ TEST(E2eRecoveryTest, ServerKilledMidSearchResumesAndLosesNoResult) {
     // same lease. Either way no candidate is leased twice.
     EXPECT_EQ(candidate.attempts(), 1) << candidate.name() << " was leased again";
   }
-  absl::StatusOr<std::vector<std::string>> event_texts = (*cluster)->EventTexts(created.name());
-  ASSERT_TRUE(event_texts.ok()) << event_texts.status();
-  const std::vector<std::string>& events = *event_texts;
-  EXPECT_THAT(events, ::testing::Contains("server restarted; search resumed"));
+  absl::StatusOr<std::vector<v1::SearchEvent>> events = (*cluster)->Events(created.name());
+  ASSERT_TRUE(events.ok()) << events.status();
+  EXPECT_EQ(
+      std::count_if(events->begin(), events->end(),
+                    [](const v1::SearchEvent& event) { return event.kind() == v1::EVENT_RESUMED; }),
+      1);
 }
 
 TEST(E2eRecoveryTest, ProbeOfAKilledWorkerRunsOnAnother) {
@@ -138,10 +141,12 @@ TEST(E2eRecoveryTest, ProbeOfAKilledWorkerRunsOnAnother) {
     EXPECT_EQ(candidate.probe_result().outcome(), v1::PROBE_OK);
   }
   bool requeued = false;
-  absl::StatusOr<std::vector<std::string>> events = (*cluster)->EventTexts(created.name());
+  absl::StatusOr<std::vector<v1::SearchEvent>> events = (*cluster)->Events(created.name());
   ASSERT_TRUE(events.ok()) << events.status();
-  for (const std::string& event : *events) {
-    requeued |= absl::StrContains(event, absl::StrCat(slow, " lost: no heartbeat"));
+  for (const v1::SearchEvent& event : *events) {
+    requeued |= event.kind() == v1::EVENT_WORKER_LOST && event.workers_size() == 1 &&
+                event.workers(0).worker() == slow &&
+                absl::StrContains(event.reason(), "no heartbeat");
   }
   EXPECT_TRUE(requeued);
 }
@@ -165,7 +170,7 @@ TEST(E2eRecoveryTest, TwoConcurrentSearchesShareTheFleetAndBothFinish) {
   // finished, rather than after all of it.
   v1::ListSearchEventsRequest request;
   request.set_page_size(1000);
-  auto sequences = [&](const std::string& name, const std::string& text) {
+  auto sequences = [&](const std::string& name, v1::SearchEventKind kind) {
     request.set_name(name);
     v1::ListSearchEventsResponse response;
     EXPECT_TRUE((*cluster)
@@ -174,12 +179,12 @@ TEST(E2eRecoveryTest, TwoConcurrentSearchesShareTheFleetAndBothFinish) {
                     .ok());
     std::vector<int64_t> found;
     for (const v1::SearchEvent& event : response.events()) {
-      if (absl::StrContains(event.text(), text)) found.push_back(event.sequence());
+      if (event.kind() == kind) found.push_back(event.sequence());
     }
     return found;
   };
-  const std::vector<int64_t> second_leases = sequences(second.name(), " leased to ");
-  const std::vector<int64_t> first_end = sequences(first.name(), "search succeeded");
+  const std::vector<int64_t> second_leases = sequences(second.name(), v1::EVENT_LEASED);
+  const std::vector<int64_t> first_end = sequences(first.name(), v1::EVENT_STOPPED);
   ASSERT_FALSE(second_leases.empty());
   ASSERT_EQ(first_end.size(), 1u);
   EXPECT_LT(second_leases.front(), first_end.front());

@@ -4,7 +4,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -96,11 +95,18 @@ TEST(E2eSearchTest, TopKOnFourNodesProbesEverySelectedCandidate) {
   EXPECT_THAT(search.stop_reason(), HasSubstr("TFLOP/s per GPU (simulated)"));
 
   ASSERT_FALSE(events.empty());
-  EXPECT_EQ(events.front().event(), "watching");
+  EXPECT_EQ(events.front().events_size(), 0);
   EXPECT_EQ(events.back().search().state(), v1::SUCCEEDED);
   int probed_events = 0;
-  for (const v1::WatchSearchResponse& event : events) {
-    probed_events += absl::StrContains(event.event(), " probed on workers/");
+  for (const v1::WatchSearchResponse& response : events) {
+    for (const v1::SearchEvent& event : response.events()) {
+      if (event.kind() != v1::EVENT_PROBED) continue;
+      ++probed_events;
+      EXPECT_EQ(event.outcome(), v1::PROBE_OK);
+      EXPECT_EQ(event.result_source(), "simulated");
+      EXPECT_GT(event.tflops_per_gpu(), 0);
+      EXPECT_THAT(event.text(), HasSubstr(" probed on workers/"));
+    }
   }
   EXPECT_EQ(probed_events, 6);
 
@@ -161,8 +167,10 @@ TEST(E2eSearchTest, GangProbesSpanWorkersTooSmallForThem) {
     EXPECT_EQ(worker.probes_completed(), 3) << worker.name();
   }
   int gang_results = 0;
-  for (const v1::WatchSearchResponse& event : events) {
-    gang_results += absl::StrContains(event.event(), " + workers/");
+  for (const v1::WatchSearchResponse& response : events) {
+    for (const v1::SearchEvent& event : response.events()) {
+      gang_results += event.kind() == v1::EVENT_PROBED && event.workers_size() == 2;
+    }
   }
   EXPECT_GE(gang_results, 1);
 }

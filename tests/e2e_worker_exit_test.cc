@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
@@ -26,6 +25,7 @@
 namespace paratune {
 namespace {
 
+using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
@@ -114,10 +114,15 @@ bool QueuedForWantOfWorkers(const v1::Candidate& candidate) {
   return candidate.state() == v1::CANDIDATE_QUEUED && !candidate.waiting_reason().empty();
 }
 
-std::string EventTexts(TestCluster& cluster, const std::string& name) {
-  absl::StatusOr<std::vector<std::string>> events = cluster.EventTexts(name);
+// The reasons of the search's re-queues, in order.
+std::vector<std::string> RequeueReasons(TestCluster& cluster, const std::string& name) {
+  absl::StatusOr<std::vector<v1::SearchEvent>> events = cluster.Events(name);
   EXPECT_TRUE(events.ok()) << events.status();
-  return events.ok() ? absl::StrJoin(*events, "\n") : "";
+  std::vector<std::string> reasons;
+  for (const v1::SearchEvent& event : events.ok() ? *events : std::vector<v1::SearchEvent>()) {
+    if (event.kind() == v1::EVENT_REQUEUED) reasons.push_back(event.reason());
+  }
+  return reasons;
 }
 
 class E2eWorkerExitSignalTest : public ::testing::TestWithParam<int> {};
@@ -168,7 +173,8 @@ TEST(E2eWorkerExitTest, SigtermHandsTheRunningProbeBackAtOnce) {
   EXPECT_EQ(DescribeExitStatus(WaitForExit(*slow)), "exit code 0");
   EXPECT_THAT(ListWorkers(**cluster), IsEmpty());
   WaitForCandidate(**cluster, created.name(), QueuedForWantOfWorkers);
-  EXPECT_THAT(EventTexts(**cluster, created.name()), HasSubstr("paratune-worker received SIGTERM"));
+  EXPECT_THAT(RequeueReasons(**cluster, created.name()),
+              Contains(HasSubstr("paratune-worker received SIGTERM")));
 
   // Another worker runs the next attempt.
   std::unique_ptr<ChildProcess> fast =

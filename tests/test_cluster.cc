@@ -167,8 +167,8 @@ absl::StatusOr<std::vector<v1::Worker>> TestCluster::ListWorkers() {
   return std::vector<v1::Worker>(response.workers().begin(), response.workers().end());
 }
 
-absl::StatusOr<std::vector<std::string>> TestCluster::EventTexts(const std::string& name) {
-  std::vector<std::string> texts;
+absl::StatusOr<std::vector<v1::SearchEvent>> TestCluster::Events(const std::string& name) {
+  std::vector<v1::SearchEvent> events;
   v1::ListSearchEventsRequest request;
   request.set_name(name);
   request.set_page_size(1000);
@@ -177,8 +177,8 @@ absl::StatusOr<std::vector<std::string>> TestCluster::EventTexts(const std::stri
     absl::Status status = FromGrpcStatus(
         autotuner_->ListSearchEvents(ContextWithTimeout(kRpcTimeout).get(), request, &response));
     if (!status.ok()) return status;
-    for (const v1::SearchEvent& event : response.events()) texts.push_back(event.text());
-    if (response.next_page_token().empty()) return texts;
+    events.insert(events.end(), response.events().begin(), response.events().end());
+    if (response.next_page_token().empty()) return events;
     request.set_page_token(response.next_page_token());
   }
 }

@@ -76,8 +76,8 @@ class TestCluster {
   absl::StatusOr<v1::Search> CreateSearch(const v1::CreateSearchRequest& request);
   absl::StatusOr<v1::Search> GetSearch(const std::string& name);
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers();
-  // The texts of every event of the search, all pages, oldest first.
-  absl::StatusOr<std::vector<std::string>> EventTexts(const std::string& name);
+  // Every event of the search, all pages, oldest first.
+  absl::StatusOr<std::vector<v1::SearchEvent>> Events(const std::string& name);
   // Polls GetSearch until `done(search)` or `timeout` passes (DEADLINE_EXCEEDED naming the
   // last search seen); survives the server being down meanwhile.
   absl::StatusOr<v1::Search> WaitForSearch(const std::string& name,

@@ -37,6 +37,13 @@ const std::vector<std::string>& GetPaths() {
   return *paths;
 }
 
+// An event as servers logged it before events had kinds: its text alone (the API reads it so).
+StoredEvent Logged(int64_t search_id, int64_t unix_seconds, const std::string& text) {
+  StoredEvent stored{search_id, 0, absl::FromUnixSeconds(unix_seconds), {}};
+  stored.event.set_text(text);
+  return stored;
+}
+
 // A store holding searches/1 of alice with three events and searches/2 of bob with one,
 // and the console's API over it with a token file naming alice, bob, a worker and an admin.
 class ConsoleApiTest : public ::testing::Test {
@@ -47,9 +54,9 @@ class ConsoleApiTest : public ::testing::Test {
     batch.searches[2].fields = StoredSearch("searches/2", "bob");
     for (const char* text : {"searches/1 created", "candidates/0 leased to workers/1",
                              "candidates/0 probed on workers/1"}) {
-      batch.events.push_back({1, 0, absl::FromUnixSeconds(1700000000), text});
+      batch.events.push_back(Logged(1, 1700000000, text));
     }
-    batch.events.push_back({2, 0, absl::FromUnixSeconds(1700000000), "searches/2 created"});
+    batch.events.push_back(Logged(2, 1700000000, "searches/2 created"));
     ASSERT_TRUE(store_.Apply(batch).ok());
 
     absl::StatusOr<TokenTable> tokens = TokenTable::Parse(
@@ -203,8 +210,8 @@ TEST_F(ConsoleApiTest, EventsAfterASequenceAreOnlyTheNewerOnes) {
 
   // Another search's events in between do not show, and new ones of this search do.
   StoreBatch batch;
-  batch.events.push_back({2, 0, absl::FromUnixSeconds(1700000001), "searches/2 cancelled"});
-  batch.events.push_back({1, 0, absl::FromUnixSeconds(1700000002), "searches/1 succeeded"});
+  batch.events.push_back(Logged(2, 1700000001, "searches/2 cancelled"));
+  batch.events.push_back(Logged(1, 1700000002, "searches/1 succeeded"));
   ASSERT_TRUE(store_.Apply(batch).ok());
   EXPECT_THAT(after(sequences[2]), ElementsAre("searches/1 succeeded"));
 }

@@ -5,10 +5,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/log.h"
 #include "common/status_macros.h"
-#include "convert/search_text.h"
 #include "convert/spec_convert.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/core/resource_names.h"
@@ -76,7 +74,7 @@ absl::Status ActiveSearch::Resume() {
   return absl::OkStatus();
 }
 
-int64_t ActiveSearch::AddPick(const SearchPolicy::Pick& pick, std::string& line) {
+int64_t ActiveSearch::AddPick(const SearchPolicy::Pick& pick) {
   const bool screening = pick.kind == SearchPolicy::ProbeKind::kScreening;
   int64_t n = 0;
   if (screening) {
@@ -102,12 +100,11 @@ int64_t ActiveSearch::AddPick(const SearchPolicy::Pick& pick, std::string& line)
   candidate.set_selection_note(pick.note);
   // A confirmation is chosen on its measurement: the bound it was first chosen on stays.
   if (screening) candidate.set_optimistic_tflops_per_gpu(pick.optimistic_tflops_per_gpu);
-  line = absl::StrCat(screening ? "queued " : "confirming ", "candidates/", n, " ",
-                      DescribeConfig(candidate.config()), ": ", pick.note);
   return n;
 }
 
-void ActiveSearch::RecordResult(int64_t n, const v1::ProbeResult& result, std::string& event) {
+ActiveSearch::Recorded ActiveSearch::RecordResult(int64_t n, const v1::ProbeResult& result) {
+  Recorded recorded;
   SetState(n, v1::CANDIDATE_PROBED);
   v1::Candidate& candidate = Change(n);
   const bool confirmation = candidate.has_screening_result();
@@ -115,7 +112,7 @@ void ActiveSearch::RecordResult(int64_t n, const v1::ProbeResult& result, std::s
     // A failed confirmation says nothing about speed: the screening measurement stands.
     *candidate.mutable_probe_result() = candidate.screening_result();
     candidate.clear_screening_result();
-    absl::StrAppend(&event, "; its screening result stands");
+    recorded.screening_result_stands = true;
   } else {
     *candidate.mutable_probe_result() = result;
   }
@@ -144,25 +141,19 @@ void ActiveSearch::RecordResult(int64_t n, const v1::ProbeResult& result, std::s
     SetMemoryCalibration(*memory_calibration_, search_);
   }
   const size_t skipped_before = policy_->SkippedForMemory().size();
-  const absl::Status recorded = policy_->Record(
+  const absl::Status told = policy_->Record(
       policy_index_[n],
       confirmation ? SearchPolicy::ProbeKind::kConfirmation : SearchPolicy::ProbeKind::kScreening,
       result);
-  if (!recorded.ok()) {
+  if (!told.ok()) {
     Log(LogLevel::kError, "the search's policy refused a result",
-        {{"candidate", candidate.name()}, {"error", recorded.ToString()}});
+        {{"candidate", candidate.name()}, {"error", told.ToString()}});
   }
-  // Candidates ruled out are never picked, so the event is the one place that names them.
   const std::vector<size_t>& skipped = policy_->SkippedForMemory();
-  if (skipped.size() > skipped_before) {
-    std::vector<std::string> configs;
-    for (size_t k = skipped_before; k < skipped.size(); ++k) {
-      configs.push_back(
-          DescribeConfig(ParallelConfigToProto(policy_->candidates()[skipped[k]].config)));
-    }
-    absl::StrAppend(&event, "; ruled out as not fitting in memory (calibrated estimate): ",
-                    absl::StrJoin(configs, ", "));
+  for (size_t k = skipped_before; k < skipped.size(); ++k) {
+    recorded.ruled_out.push_back(ParallelConfigToProto(policy_->candidates()[skipped[k]].config));
   }
+  return recorded;
 }
 
 void ActiveSearch::Leased(int64_t n, const std::string& worker) {

@@ -57,11 +57,18 @@ class ActiveSearch {
   // What the policy picks now.
   SearchPolicy::Decision Next() { return policy_->Next(); }
   // Adds `pick` to the search, queued: a new candidate, or a leader to confirm. Returns the
-  // candidate's n; `line` says so for the search's event.
-  int64_t AddPick(const SearchPolicy::Pick& pick, std::string& line);
-  // Records the final result of candidate n and tells the policy. Appends to `event` when a
-  // failed confirmation leaves the screening result standing.
-  void RecordResult(int64_t n, const v1::ProbeResult& result, std::string& event);
+  // candidate's n.
+  int64_t AddPick(const SearchPolicy::Pick& pick);
+  // What recording a result did beyond the candidate itself, for the search's events.
+  struct Recorded {
+    // A failed confirmation: the screening result stands.
+    bool screening_result_stands = false;
+    // Configurations the calibrated memory estimate now rules out; the policy never picks
+    // them, so the event is the one place that names them.
+    std::vector<v1::ParallelConfig> ruled_out;
+  };
+  // Records the final result of candidate n and tells the policy.
+  Recorded RecordResult(int64_t n, const v1::ProbeResult& result);
   // Candidate n's next probe was leased, `worker` hosting its first rank: one more attempt,
   // RUNNING there; refusals of launches are no longer in a row.
   void Leased(int64_t n, const std::string& worker);

@@ -56,42 +56,39 @@ TEST(ActiveSearchTest, PicksBecomeQueuedCandidatesAndResultsAreCounted) {
   ActiveSearch search = NewSearch(SmallSimSearch(2));
   const SearchPolicy::Decision decision = search.Next();
   ASSERT_EQ(decision.picks.size(), 2u);
-  std::string line;
-  EXPECT_EQ(search.AddPick(decision.picks[0], line), 0);
-  EXPECT_THAT(line, HasSubstr("queued candidates/0 dp"));
-  EXPECT_EQ(search.AddPick(decision.picks[1], line), 1);
+  EXPECT_EQ(search.AddPick(decision.picks[0]), 0);
+  EXPECT_EQ(search.search().candidates(0).selection_note(), decision.picks[0].note);
+  EXPECT_EQ(search.AddPick(decision.picks[1]), 1);
   EXPECT_EQ(search.search().candidates(1).name(), "searches/7/candidates/1");
   EXPECT_EQ(search.search().candidates(1).state(), v1::CANDIDATE_QUEUED);
   EXPECT_EQ(search.search().counts().selected(), 2);
   EXPECT_TRUE(search.HasPending());
 
-  std::string event = "probed";
-  search.RecordResult(0, Ok(300), event);
+  EXPECT_FALSE(search.RecordResult(0, Ok(300)).screening_result_stands);
   v1::ProbeResult oom;
   oom.set_outcome(v1::PROBE_OUT_OF_MEMORY);
-  search.RecordResult(1, oom, event);
+  const ActiveSearch::Recorded recorded = search.RecordResult(1, oom);
   const v1::SearchCounts& counts = search.search().counts();
   EXPECT_EQ(counts.probed(), 2);
   EXPECT_EQ(counts.succeeded(), 1);
   EXPECT_EQ(counts.failed_by_outcome().at("PROBE_OUT_OF_MEMORY"), 1);
   EXPECT_FALSE(search.HasPending());
-  EXPECT_EQ(event, "probed");
+  EXPECT_FALSE(recorded.screening_result_stands);
+  // TOP_K rules nothing out for memory.
+  EXPECT_TRUE(recorded.ruled_out.empty());
 }
 
 TEST(ActiveSearchTest, AFailedConfirmationLeavesTheScreeningResultStanding) {
   ActiveSearch search = NewSearch(SmallSimSearch(1));
-  std::string line;
   const SearchPolicy::Pick pick = search.Next().picks[0];
-  search.AddPick(pick, line);
-  std::string event;
-  search.RecordResult(0, Ok(300), event);
-  search.AddPick({pick.candidate, SearchPolicy::ProbeKind::kConfirmation, "close leader"}, line);
-  EXPECT_THAT(line, HasSubstr("confirming candidates/0"));
+  search.AddPick(pick);
+  search.RecordResult(0, Ok(300));
+  search.AddPick({pick.candidate, SearchPolicy::ProbeKind::kConfirmation, "close leader"});
+  EXPECT_EQ(search.search().candidates(0).selection_note(), "close leader");
   EXPECT_TRUE(search.search().candidates(0).has_screening_result());
   v1::ProbeResult crash;
   crash.set_outcome(v1::PROBE_CRASH);
-  search.RecordResult(0, crash, event);
-  EXPECT_EQ(event, "; its screening result stands");
+  EXPECT_TRUE(search.RecordResult(0, crash).screening_result_stands);
   EXPECT_EQ(search.search().candidates(0).probe_result().model_tflops_per_gpu(), 300);
   EXPECT_EQ(search.search().counts().confirmations(), 1);
 }
@@ -102,26 +99,23 @@ TEST(ActiveSearchTest, ACandidateKeepsTheBoundItWasChosenOnThroughItsConfirmatio
   ActiveSearch search = NewSearch(request);
   const SearchPolicy::Pick pick = search.Next().picks[0];
   ASSERT_GT(pick.optimistic_tflops_per_gpu, 0);
-  std::string line;
-  search.AddPick(pick, line);
+  search.AddPick(pick);
   EXPECT_EQ(search.search().candidates(0).optimistic_tflops_per_gpu(),
             pick.optimistic_tflops_per_gpu);
   EXPECT_EQ(search.search().candidates(0).selection_note(), pick.note);
-  std::string event;
-  search.RecordResult(0, Ok(300), event);
-  search.AddPick({pick.candidate, SearchPolicy::ProbeKind::kConfirmation, "close leader"}, line);
+  search.RecordResult(0, Ok(300));
+  search.AddPick({pick.candidate, SearchPolicy::ProbeKind::kConfirmation, "close leader"});
   EXPECT_EQ(search.search().candidates(0).optimistic_tflops_per_gpu(),
             pick.optimistic_tflops_per_gpu);
 
   ActiveSearch top_k = NewSearch(SmallSimSearch(1));
-  top_k.AddPick(top_k.Next().picks[0], line);
+  top_k.AddPick(top_k.Next().picks[0]);
   EXPECT_EQ(top_k.search().candidates(0).optimistic_tflops_per_gpu(), 0);
 }
 
 TEST(ActiveSearchTest, OutlookCountsWhatIsLeftAndWhatItWouldCost) {
   ActiveSearch top_k = NewSearch(SmallSimSearch(2));
-  std::string line;
-  for (const SearchPolicy::Pick& pick : top_k.Next().picks) top_k.AddPick(pick, line);
+  for (const SearchPolicy::Pick& pick : top_k.Next().picks) top_k.AddPick(pick);
   top_k.UpdateOutlook();
   const v1::SearchCounts& counts = top_k.search().counts();
   // Both are queued: nothing left to pick, two probes of at least their 30 s start-up left.
@@ -129,9 +123,8 @@ TEST(ActiveSearchTest, OutlookCountsWhatIsLeftAndWhatItWouldCost) {
   EXPECT_GT(counts.projected_remaining_wall_seconds(), 2 * 30);
   EXPECT_DOUBLE_EQ(counts.projected_remaining_gpu_seconds(),
                    8 * counts.projected_remaining_wall_seconds());
-  std::string event;
-  top_k.RecordResult(0, Ok(300), event);
-  top_k.RecordResult(1, Ok(250), event);
+  top_k.RecordResult(0, Ok(300));
+  top_k.RecordResult(1, Ok(250));
   top_k.UpdateOutlook();
   EXPECT_EQ(top_k.search().counts().projected_remaining_wall_seconds(), 0);
 
@@ -148,8 +141,7 @@ TEST(ActiveSearchTest, OutlookCountsWhatIsLeftAndWhatItWouldCost) {
 
 TEST(ActiveSearchTest, RefusalsCountOnlyWhileTheyRepeat) {
   ActiveSearch search = NewSearch(SmallSimSearch(1));
-  std::string line;
-  search.AddPick(search.Next().picks[0], line);
+  search.AddPick(search.Next().picks[0]);
   EXPECT_EQ(search.NoteRefusal("gres"), 1);
   EXPECT_EQ(search.NoteRefusal("gres"), 2);
   EXPECT_EQ(search.NoteRefusal("partition"), 1);
@@ -160,8 +152,7 @@ TEST(ActiveSearchTest, RefusalsCountOnlyWhileTheyRepeat) {
 
 TEST(ActiveSearchTest, UseCountsAttemptsGpuSecondsAndTime) {
   ActiveSearch search = NewSearch(SmallSimSearch(2));
-  std::string line;
-  for (const SearchPolicy::Pick& pick : search.Next().picks) search.AddPick(pick, line);
+  for (const SearchPolicy::Pick& pick : search.Next().picks) search.AddPick(pick);
   search.Leased(0, "workers/1");
   search.Requeue(0);
   search.CountAttempt(0);
@@ -219,8 +210,7 @@ TEST(ActiveSearchTest, EachUpdateNamesExactlyTheCandidatesThatChanged) {
   std::vector<SearchPolicy::Pick> picks;
   ExpectUpdateNamesWhatChanged(search, [&] {
     picks = search.Next().picks;
-    std::string line;
-    for (const SearchPolicy::Pick& pick : picks) search.AddPick(pick, line);
+    for (const SearchPolicy::Pick& pick : picks) search.AddPick(pick);
   });
   ExpectUpdateNamesWhatChanged(search, [&] { search.Leased(1, "workers/1"); });
   ExpectUpdateNamesWhatChanged(search, [&] { search.Requeue(1); });
@@ -229,19 +219,16 @@ TEST(ActiveSearchTest, EachUpdateNamesExactlyTheCandidatesThatChanged) {
   ExpectUpdateNamesWhatChanged(search, [&] { search.AddGpuSeconds(30, /*failed=*/false); });
   ExpectUpdateNamesWhatChanged(search, [&] {
     search.Leased(0, "workers/1");
-    std::string event;
-    search.RecordResult(0, Ok(300), event);
+    search.RecordResult(0, Ok(300));
   });
   ExpectUpdateNamesWhatChanged(search, [&] {
-    std::string line;
-    search.AddPick({picks[0].candidate, SearchPolicy::ProbeKind::kConfirmation, "leader"}, line);
+    search.AddPick({picks[0].candidate, SearchPolicy::ProbeKind::kConfirmation, "leader"});
     search.Leased(0, "workers/2");
   });
   ExpectUpdateNamesWhatChanged(search, [&] {
     v1::ProbeResult crash;
     crash.set_outcome(v1::PROBE_CRASH);
-    std::string event;
-    search.RecordResult(0, crash, event);
+    search.RecordResult(0, crash);
   });
   ExpectUpdateNamesWhatChanged(search, [&] { search.Leased(2, "workers/1"); });
   ExpectUpdateNamesWhatChanged(
@@ -253,11 +240,9 @@ TEST(ActiveSearchTest, EachUpdateNamesExactlyTheCandidatesThatChanged) {
 
 TEST(ActiveSearchTest, TheOutlookOfQueuedProbesIsKeptAsTheyChangeAndRecountedOnResume) {
   ActiveSearch search = NewSearch(SmallSimSearch(3));
-  std::string line;
-  for (const SearchPolicy::Pick& pick : search.Next().picks) search.AddPick(pick, line);
+  for (const SearchPolicy::Pick& pick : search.Next().picks) search.AddPick(pick);
   search.Leased(0, "workers/1");
-  std::string event;
-  search.RecordResult(0, Ok(300), event);
+  search.RecordResult(0, Ok(300));
   search.Leased(1, "workers/1");
   search.UpdateOutlook();
   // Only candidate 2 is queued; TOP_K has nothing left to pick.

@@ -5,17 +5,21 @@
 
 namespace paratune {
 
-void ChangeSet::PutSearch(int64_t id, SearchUpdate update, const std::string& event,
-                          absl::Time now) {
+void ChangeSet::PutSearch(int64_t id, SearchUpdate update,
+                          const std::vector<v1::SearchEvent>& events, absl::Time now) {
   SearchUpdate& pending = batch_.searches[id];
   pending.fields = std::move(update.fields);
   for (auto& [n, candidate] : update.candidates) pending.candidates[n] = std::move(candidate);
-  batch_.events.push_back(SearchEvent{id, 0, now, event});
+  for (const v1::SearchEvent& event : events) {
+    StoredEvent& stored = batch_.events.emplace_back(StoredEvent{id, 0, now, event});
+    // The log keeps the time in its own column.
+    stored.event.clear_time();
+  }
 }
 
 void ChangeSet::Tell(const std::vector<SearchObserver*>& observers, v1::Search shown,
-                     const std::string& event) {
-  notices_.push_back(Notice{observers, std::move(shown), event});
+                     std::vector<v1::SearchEvent> events) {
+  notices_.push_back(Notice{observers, std::move(shown), std::move(events)});
 }
 
 void ChangeSet::PutWorker(int64_t id, const v1::Worker& worker) {
@@ -44,7 +48,7 @@ absl::Status ChangeSet::Commit(SearchStore& store) {
   std::vector<Notice> notices = std::exchange(notices_, {});
   for (const Notice& notice : notices) {
     for (SearchObserver* observer : notice.observers) {
-      observer->OnSearchChanged(notice.search, notice.event);
+      observer->OnSearchChanged(notice.search, notice.events);
     }
   }
   return absl::OkStatus();

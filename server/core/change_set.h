@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "proto/search.pb.h"
+#include "proto/search_event.pb.h"
 #include "proto/worker.pb.h"
 #include "server/core/scheduler_state.pb.h"
 #include "server/core/search_observer.h"
@@ -23,13 +24,15 @@ namespace paratune {
 // Thread-compatible: the scheduler guards it with its own mutex.
 class ChangeSet {
  public:
-  // Search `id` changed at `now` as `event` says: `update` joins what is pending for it (its
-  // fields replace the pending ones; its candidates replace those of the same n).
-  void PutSearch(int64_t id, SearchUpdate update, const std::string& event, absl::Time now);
-  // Once the changes are stored, `observers` are told `event` with `shown` (what they see of
+  // Search `id` changed at `now` as `events` say (each logged as its own line; none for a
+  // change no one needs to read about): `update` joins what is pending for it (its fields
+  // replace the pending ones; its candidates replace those of the same n).
+  void PutSearch(int64_t id, SearchUpdate update, const std::vector<v1::SearchEvent>& events,
+                 absl::Time now);
+  // Once the changes are stored, `observers` are told `events` with `shown` (what they see of
   // the search).
   void Tell(const std::vector<SearchObserver*>& observers, v1::Search shown,
-            const std::string& event);
+            std::vector<v1::SearchEvent> events);
   void PutWorker(int64_t id, const v1::Worker& worker);
   void RemoveWorker(int64_t id);
   void PutLease(const internal::LeaseState& lease);
@@ -53,7 +56,7 @@ class ChangeSet {
   struct Notice {
     std::vector<SearchObserver*> observers;
     v1::Search search;
-    std::string event;
+    std::vector<v1::SearchEvent> events;
   };
 
   StoreBatch batch_;

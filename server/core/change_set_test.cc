@@ -11,12 +11,22 @@ namespace {
 
 class Recorder : public SearchObserver {
  public:
-  void OnSearchChanged(const v1::Search& /*search*/, const std::string& event) override {
-    events.push_back(event);
+  void OnSearchChanged(const v1::Search& /*search*/,
+                       const std::vector<v1::SearchEvent>& told) override {
+    for (const v1::SearchEvent& event : told) events.push_back(event.reason());
   }
   void OnSchedulerShutdown() override {}
+  // The reasons of the events told, in order.
   std::vector<std::string> events;
 };
+
+// One event that says `reason`.
+std::vector<v1::SearchEvent> Said(const std::string& reason) {
+  v1::SearchEvent event;
+  event.set_kind(v1::EVENT_WAITING);
+  event.set_reason(reason);
+  return {event};
+}
 
 v1::Search SearchNamed(const std::string& name) {
   v1::Search search;
@@ -38,20 +48,20 @@ TEST(ChangeSetTest, ObserversHearOnlyOfStoredChanges) {
   FakeSearchStore store;
   ChangeSet changes;
   Recorder observer;
-  changes.PutSearch(1, UpdateOf("searches/1"), "created", absl::UnixEpoch());
-  changes.Tell({&observer}, SearchNamed("searches/1"), "created");
+  changes.PutSearch(1, UpdateOf("searches/1"), Said("created"), absl::UnixEpoch());
+  changes.Tell({&observer}, SearchNamed("searches/1"), Said("created"));
   store.FailNextWrites(1, absl::UnavailableError("database is locked"));
   EXPECT_EQ(changes.Commit(store).code(), absl::StatusCode::kUnavailable);
   EXPECT_TRUE(observer.events.empty());
   EXPECT_EQ(store.GetSearch(1).status().code(), absl::StatusCode::kNotFound);
 
   // The next commit stores what the failed one could not, then tells.
-  changes.PutSearch(1, UpdateOf("searches/1"), "probed", absl::UnixEpoch());
-  changes.Tell({&observer}, SearchNamed("searches/1"), "probed");
+  changes.PutSearch(1, UpdateOf("searches/1"), Said("probed"), absl::UnixEpoch());
+  changes.Tell({&observer}, SearchNamed("searches/1"), Said("probed"));
   ASSERT_TRUE(changes.Commit(store).ok());
   EXPECT_EQ(observer.events, (std::vector<std::string>{"created", "probed"}));
   EXPECT_TRUE(store.GetSearch(1).ok());
-  absl::StatusOr<std::vector<SearchEvent>> events = store.ListEvents(1, 0, 10);
+  absl::StatusOr<std::vector<StoredEvent>> events = store.ListEvents(1, 0, 10);
   ASSERT_TRUE(events.ok());
   EXPECT_EQ(events->size(), 2u);
 }
@@ -60,8 +70,8 @@ TEST(ChangeSetTest, ForgottenObserversAreNotToldLater) {
   FakeSearchStore store;
   ChangeSet changes;
   Recorder observer;
-  changes.PutSearch(1, UpdateOf("searches/1"), "created", absl::UnixEpoch());
-  changes.Tell({&observer}, SearchNamed("searches/1"), "created");
+  changes.PutSearch(1, UpdateOf("searches/1"), Said("created"), absl::UnixEpoch());
+  changes.Tell({&observer}, SearchNamed("searches/1"), Said("created"));
   store.FailNextWrites(1, absl::UnavailableError("database is locked"));
   EXPECT_FALSE(changes.Commit(store).ok());
   changes.ForgetObserver(&observer);
@@ -72,7 +82,7 @@ TEST(ChangeSetTest, ForgottenObserversAreNotToldLater) {
 TEST(ChangeSetTest, DiscardDropsEverythingPending) {
   FakeSearchStore store;
   ChangeSet changes;
-  changes.PutSearch(1, UpdateOf("searches/1"), "created", absl::UnixEpoch());
+  changes.PutSearch(1, UpdateOf("searches/1"), Said("created"), absl::UnixEpoch());
   changes.Discard();
   ASSERT_TRUE(changes.Commit(store).ok());
   EXPECT_EQ(store.writes(), 0);
@@ -83,19 +93,19 @@ TEST(ChangeSetTest, UpdatesOfASearchJoinUntilStoredEvenAcrossAFailedCommit) {
   ChangeSet changes;
   SearchUpdate created = UpdateOf("searches/1");
   for (int64_t n = 0; n < 3; ++n) created.candidates[n] = CandidateWithAttempts(0);
-  changes.PutSearch(1, created, "created", absl::UnixEpoch());
+  changes.PutSearch(1, created, Said("created"), absl::UnixEpoch());
   store.FailNextWrites(1, absl::UnavailableError("database is locked"));
   EXPECT_FALSE(changes.Commit(store).ok());
 
   // Candidate 1 changes twice: the later wins; candidate 2 once; the fields are the latest.
   SearchUpdate leased = UpdateOf("searches/1");
   leased.candidates[1] = CandidateWithAttempts(1);
-  changes.PutSearch(1, leased, "leased", absl::UnixEpoch());
+  changes.PutSearch(1, leased, Said("leased"), absl::UnixEpoch());
   SearchUpdate retried = UpdateOf("searches/1");
   retried.fields.set_display_name("retried");
   retried.candidates[1] = CandidateWithAttempts(2);
   retried.candidates[2] = CandidateWithAttempts(1);
-  changes.PutSearch(1, retried, "retried", absl::UnixEpoch());
+  changes.PutSearch(1, retried, Said("retried"), absl::UnixEpoch());
   ASSERT_TRUE(changes.Commit(store).ok());
 
   absl::StatusOr<v1::Search> stored = store.GetSearch(1);

@@ -37,15 +37,6 @@ internal::LeaseState MakeLease(const std::string& probe, int64_t search_id, int6
   return lease;
 }
 
-std::string DescribeMembers(const internal::LeaseState& lease) {
-  std::vector<std::string> members;
-  for (const internal::LeaseMember& member : lease.members()) {
-    members.push_back(absl::StrCat(WorkerName(member.worker_id()), " (ranks ", member.first_rank(),
-                                   "-", member.first_rank() + member.num_ranks() - 1, ")"));
-  }
-  return absl::StrJoin(members, ", ");
-}
-
 v1::ProbeAssignment MemberAssignment(const v1::Search& search, const internal::LeaseState& lease,
                                      int member) {
   const v1::SearchSpec& spec = search.spec();

@@ -25,9 +25,6 @@ internal::LeaseState MakeLease(const std::string& probe, int64_t search_id, int6
                                const std::vector<const v1::Worker*>& workers,
                                int64_t expires_unix_nanos);
 
-// "workers/1 (ranks 0-7), workers/2 (ranks 8-15)": the members, for people.
-std::string DescribeMembers(const internal::LeaseState& lease);
-
 // Member `member`'s assignment of `lease`, a probe of candidate lease.candidate() of `search`
 // (whose name gives the workers' names' form).
 v1::ProbeAssignment MemberAssignment(const v1::Search& search, const internal::LeaseState& lease,

@@ -10,20 +10,19 @@
 #include "common/status_macros.h"
 #include "convert/search_request.h"
 #include "convert/search_state.h"
-#include "convert/search_text.h"
 #include "convert/spec_convert.h"
 #include "estimator/planner.h"
+#include "google/protobuf/util/time_util.h"
 #include "server/core/gang_result.h"
 #include "server/core/lease.h"
 #include "server/core/resource_names.h"
+#include "server/core/search_events.h"
 #include "server/core/search_planning.h"
 #include "server/core/stop_reasons.h"
 #include "server/core/worker_request.h"
 
 namespace paratune {
 namespace {
-
-std::string CandidateLabel(int64_t n) { return absl::StrCat("candidates/", n); }
 
 int64_t ReplicaGpus(const v1::ParallelConfig& config) {
   return config.tensor_parallel() * config.pipeline_parallel() * config.context_parallel();
@@ -107,16 +106,9 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
   record.set_creator(OwnerName(caller));
   record.set_exempt_from_limits(ExemptFromLimits(caller));
   const bool nothing_to_probe = !record.has_candidates();
-  const std::string created_by =
-      caller.has_value() ? absl::StrCat("search created by ", caller->name) : "search created";
-  const std::string event =
-      nothing_to_probe
-          ? absl::StrCat(caller.has_value() ? absl::StrCat(created_by, "; ") : "",
-                         "search failed: ", record.search().stop_reason())
-          : absl::StrCat(created_by, ": ",
-                         DescribeMemoryEligible(record.search().counts(),
-                                                ProbesRiskyConfigurations(validated.spec.space())),
-                         " candidates, ", v1::SearchPolicy_Name(validated.spec.policy()));
+  std::vector<v1::SearchEvent> events = {
+      CreatedEvent(record.search(), ProbesRiskyConfigurations(validated.spec.space()))};
+  if (nothing_to_probe) events.push_back(StoppedEvent(record.search()));
 
   v1::Search created;
   bool queued = false;
@@ -127,13 +119,13 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
     // Stored before it is queued: a search the store refused never runs, and earlier
     // changes are stored first so that a refusal discards only this search.
     PT_RETURN_IF_ERROR(CommitLocked());
-    PublishLocked(active_.try_emplace(id, std::move(record)).first->second, event);
+    PublishLocked(active_.try_emplace(id, std::move(record)).first->second, std::move(events));
     if (absl::Status status = CommitLocked(); !status.ok()) {
       active_.erase(id);
       changes_.Discard();
       return status;
     }
-    if (!nothing_to_probe) AdvanceLocked(active_.at(id), "first candidates chosen");
+    if (!nothing_to_probe) AdvanceLocked(active_.at(id), {});
     UpdateWaitingReasonsLocked();
     // The search exists now: a failure to store its first picks is retried with the next
     // change (CheckLeases makes one every half heartbeat interval), not reported as a
@@ -178,10 +170,9 @@ absl::StatusOr<v1::Search> Scheduler::CancelSearch(absl::string_view name, const
     // for another probe, which gives this one up anyway.
     EndSearchLocked(record, v1::CANCELLED,
                     absl::StrCat("cancelled by ", who, " after ", counts.probed(), " of ",
-                                 counts.selected(), " selected candidates were probed"),
-                    absl::StrCat("search cancelled",
-                                 caller.has_value() ? absl::StrCat(" by ", caller->name) : "", "; ",
-                                 stopped, " running probes told to stop"));
+                                 counts.selected(), " selected candidates were probed"));
+    PublishLocked(
+        record, {CancelledEvent(record.search(), caller.has_value() ? caller->name : "", stopped)});
     return absl::OkStatus();
   }));
   Log(LogLevel::kInfo, "search cancelled", {{"search", SearchName(id)}, {"by", who}});
@@ -268,7 +259,7 @@ absl::Status Scheduler::DeregisterWorker(const v1::DeregisterWorkerRequest& requ
                      request.reason().empty() ? "" : absl::StrCat(": ", request.reason()));
     Log(LogLevel::kInfo, "worker deregistered",
         {{"worker", worker->worker.name()}, {"reason", request.reason()}});
-    ReleaseLeaseLocked(*worker, reason);
+    ReleaseLeaseLocked(*worker, reason, /*lost_because=*/std::nullopt);
     workers_.Remove(id);
     changes_.RemoveWorker(id);
     UpdateWaitingReasonsLocked();
@@ -330,7 +321,8 @@ std::optional<v1::ProbeAssignment> Scheduler::AcquireLocked(WorkerRecord& worker
       return MemberAssignment(active_.at(lease->search_id()).search(), *lease, member);
     }
     ReleaseLeaseLocked(
-        worker, absl::StrCat(worker.worker.name(), " ran ", held, " but its report never arrived"));
+        worker, absl::StrCat(worker.worker.name(), " ran ", held, " but its report never arrived"),
+        /*lost_because=*/std::nullopt);
   }
   v1::ProbeScope scope = v1::PROBE_SCOPE_UNSPECIFIED;
   int64_t ranks = 0;
@@ -386,9 +378,7 @@ absl::Status Scheduler::ReportProbe(const v1::ReportProbeRequest& request) {
         worker->worker.set_state(v1::WORKER_IDLE);
         worker->worker.clear_current_probe();
         StoreWorkerLocked(*worker);
-        PublishLocked(active_.at(lease->search_id()),
-                      absl::StrCat(CandidateLabel(lease->candidate()), ": ",
-                                   MemberLabel(*lease, member), " finished its share"));
+        PublishLocked(active_.at(lease->search_id()), {ShareFinishedEvent(*lease, member)});
         return absl::OkStatus();
       }
     }
@@ -398,13 +388,12 @@ absl::Status Scheduler::ReportProbe(const v1::ReportProbeRequest& request) {
     if (result.outcome() == v1::PROBE_INFRA_ERROR) {
       RetryOrGiveUpLocked(record, ended.candidate(),
                           absl::StrCat("infrastructure error on ", MemberLabel(ended, member), ": ",
-                                       result.message()));
+                                       result.message()),
+                          {});
       return absl::OkStatus();
     }
     ProbeEnding ending = EndingOf(ended, member, result);
-    const std::string event = absl::StrCat(CandidateLabel(ended.candidate()), " probed on ",
-                                           ending.where, ": ", DescribeResult(ending.result));
-    RecordResultLocked(record, ended.candidate(), std::move(ending.result), &ended, event);
+    RecordResultLocked(record, ended.candidate(), std::move(ending.result), &ended, member, {});
     return absl::OkStatus();
   });
 }
@@ -434,12 +423,11 @@ void Scheduler::CheckLeases() {
         options_.heartbeat_interval * options_.missed_heartbeats_until_lost;
     for (int64_t id : workers_.Silent(now, silence_limit)) {
       WorkerRecord& worker = *workers_.Find(id);
-      const std::string reason = absl::StrCat(
-          worker.worker.name(), " lost: no heartbeat for ",
+      const std::string cause = absl::StrCat(
+          "no heartbeat for ",
           absl::FormatDuration(absl::Trunc(now - worker.last_heartbeat, absl::Milliseconds(100))));
-      Log(LogLevel::kWarning, "worker lost",
-          {{"worker", worker.worker.name()}, {"reason", reason}});
-      LoseWorkerLocked(worker, reason);
+      Log(LogLevel::kWarning, "worker lost", {{"worker", worker.worker.name()}, {"reason", cause}});
+      LoseWorkerLocked(worker, cause);
     }
     for (const std::string& probe : leases_.Overdue(now)) {
       const internal::LeaseState ended = EndLeaseLocked(probe, /*reporter_id=*/0);
@@ -447,13 +435,14 @@ void Scheduler::CheckLeases() {
       if (record == active_.end()) continue;
       RetryOrGiveUpLocked(record->second, ended.candidate(),
                           absl::StrCat(probe, " was not reported within its deadline plus ",
-                                       absl::FormatDuration(options_.lease_grace)));
+                                       absl::FormatDuration(options_.lease_grace)),
+                          {});
     }
     for (int64_t id : ActiveIdsLocked()) {
       auto record = active_.find(id);
       if (record != active_.end() &&
           DeadlinePassed(record->second.search().spec().budget(), record->second.Use(now))) {
-        AdvanceLocked(record->second, "deadline passed");
+        AdvanceLocked(record->second, {});
       }
     }
     UpdateWaitingReasonsLocked();
@@ -489,12 +478,16 @@ SchedulerStats Scheduler::Stats() const {
   return stats;
 }
 
-void Scheduler::PublishLocked(ActiveSearch& record, const std::string& event) {
+void Scheduler::PublishLocked(ActiveSearch& record, std::vector<v1::SearchEvent> events) {
   const absl::Time now = clock_->Now();
-  changes_.PutSearch(record.id(), record.TakeUpdate(now), event, now);
+  for (v1::SearchEvent& event : events) {
+    *event.mutable_time() =
+        google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(now));
+  }
+  changes_.PutSearch(record.id(), record.TakeUpdate(now), events, now);
   // Watchers are sent the whole search, ranked: the one cost per change that grows with it.
   if (!record.observers().empty()) {
-    changes_.Tell(record.observers(), ClientView(record.search()), event);
+    changes_.Tell(record.observers(), ClientView(record.search()), std::move(events));
   }
   if (SearchEnded(record.search().state())) {
     AddSearchTotals(record.search(), ended_totals_);
@@ -552,12 +545,9 @@ v1::ProbeAssignment Scheduler::LeaseLocked(ActiveSearch& record, int64_t n, v1::
   lease.mutable_members(0)->set_delivered(true);
   changes_.PutLease(lease);
   v1::ProbeAssignment assignment = MemberAssignment(record.search(), lease, 0);
-  const std::string leased_to = DescribeMembers(lease);
+  v1::SearchEvent leased = LeasedEvent(candidate, lease, probe.max_attempts());
   leases_.Add(std::move(lease));
-  PublishLocked(record, absl::StrCat(CandidateLabel(n), " leased to ", leased_to, " (attempt ",
-                                     candidate.attempts(), " of ", probe.max_attempts(), ", ",
-                                     scope == v1::PROBE_SCOPE_FULL ? "full" : "replica", " scope, ",
-                                     ranks, " GPUs)"));
+  PublishLocked(record, {std::move(leased)});
   return assignment;
 }
 
@@ -584,7 +574,8 @@ internal::LeaseState Scheduler::EndLeaseLocked(const std::string& probe, int64_t
   return lease;
 }
 
-void Scheduler::ReleaseLeaseLocked(WorkerRecord& worker, const std::string& reason) {
+void Scheduler::ReleaseLeaseLocked(WorkerRecord& worker, const std::string& reason,
+                                   const std::optional<std::string>& lost_because) {
   const std::string probe = worker.worker.current_probe();
   if (probe.empty()) return;
   if (!leases_.Contains(probe)) {
@@ -596,24 +587,30 @@ void Scheduler::ReleaseLeaseLocked(WorkerRecord& worker, const std::string& reas
   const internal::LeaseState ended = EndLeaseLocked(probe, worker.id);
   auto record = active_.find(ended.search_id());
   if (record == active_.end()) return;
-  RetryOrGiveUpLocked(record->second, ended.candidate(), reason);
+  std::vector<v1::SearchEvent> events;
+  if (lost_because.has_value()) {
+    events.push_back(WorkerLostEvent(ended, worker.id, *lost_because));
+  }
+  RetryOrGiveUpLocked(record->second, ended.candidate(), reason, std::move(events));
 }
 
-void Scheduler::LoseWorkerLocked(WorkerRecord& worker, const std::string& reason) {
-  ReleaseLeaseLocked(worker, reason);
+void Scheduler::LoseWorkerLocked(WorkerRecord& worker, const std::string& cause) {
+  ReleaseLeaseLocked(worker, absl::StrCat(worker.worker.name(), " lost: ", cause), cause);
   worker.worker.set_state(v1::WORKER_LOST);
   worker.cancel_probes.clear();
   StoreWorkerLocked(worker);
 }
 
-void Scheduler::RetryOrGiveUpLocked(ActiveSearch& record, int64_t n, const std::string& reason) {
+void Scheduler::RetryOrGiveUpLocked(ActiveSearch& record, int64_t n, const std::string& reason,
+                                    std::vector<v1::SearchEvent> events) {
   const v1::Candidate& candidate = record.search().candidates(n);
   const int64_t max_attempts = record.search().spec().probe().max_attempts();
-  if (candidate.attempts() < max_attempts) {
+  const bool give_up = candidate.attempts() >= max_attempts;
+  events.push_back(RequeuedEvent(candidate, record.id(), n, max_attempts, give_up, reason));
+  if (!give_up) {
     record.Requeue(n);
     QueueLocked(record, n);
-    PublishLocked(record, absl::StrCat(CandidateLabel(n), " re-queued after attempt ",
-                                       candidate.attempts(), " of ", max_attempts, ": ", reason));
+    PublishLocked(record, std::move(events));
     return;
   }
   v1::ProbeResult result;
@@ -621,21 +618,24 @@ void Scheduler::RetryOrGiveUpLocked(ActiveSearch& record, int64_t n, const std::
   result.set_backend(record.search().spec().probe().backend());
   result.set_message(
       absl::StrCat("gave up after ", candidate.attempts(), " attempts; last: ", reason));
-  RecordResultLocked(record, n, result, /*lease=*/nullptr,
-                     absl::StrCat(CandidateLabel(n), " failed: ", result.message()));
+  RecordResultLocked(record, n, result, /*lease=*/nullptr, /*member=*/0, std::move(events));
 }
 
 void Scheduler::RecordResultLocked(ActiveSearch& record, int64_t n, v1::ProbeResult result,
-                                   const internal::LeaseState* lease, std::string event) {
+                                   const internal::LeaseState* lease, int member,
+                                   std::vector<v1::SearchEvent> events) {
   result.clear_ran_on();
   if (lease != nullptr) {
     for (v1::ProbeHost& host : LeaseHosts(*lease)) *result.add_ran_on() = std::move(host);
+    events.push_back(ProbedEvent(*lease, member, result));
   }
-  record.RecordResult(n, result, event);
-  AdvanceLocked(record, std::move(event));
+  const ActiveSearch::Recorded recorded = record.RecordResult(n, result);
+  events.back().set_screening_result_stands(recorded.screening_result_stands);
+  if (!recorded.ruled_out.empty()) events.push_back(SkippedEvent(recorded.ruled_out));
+  AdvanceLocked(record, std::move(events));
 }
 
-void Scheduler::AdvanceLocked(ActiveSearch& record, std::string event) {
+void Scheduler::AdvanceLocked(ActiveSearch& record, std::vector<v1::SearchEvent> events) {
   const v1::SearchBudget& budget = record.search().spec().budget();
   std::optional<std::string> stop_reason;
   const BudgetUse use = record.Use(clock_->Now());
@@ -645,15 +645,16 @@ void Scheduler::AdvanceLocked(ActiveSearch& record, std::string event) {
   } else {
     const SearchPolicy::Decision decision = record.Next();
     for (const SearchPolicy::Pick& pick : decision.picks) {
-      std::string line;
-      QueueLocked(record, record.AddPick(pick, line));
-      absl::StrAppend(&event, event.empty() ? "" : "; ", line);
+      const int64_t n = record.AddPick(pick);
+      QueueLocked(record, n);
+      events.push_back(PlannedEvent(record.search().candidates(n),
+                                    pick.kind == SearchPolicy::ProbeKind::kConfirmation));
     }
     stop_reason = decision.stop_reason;
   }
   if (record.HasPending()) {
     record.UpdateOutlook();
-    PublishLocked(record, event);
+    PublishLocked(record, std::move(events));
     return;
   }
   const v1::Search& search = record.search();
@@ -663,9 +664,8 @@ void Scheduler::AdvanceLocked(ActiveSearch& record, std::string event) {
       {{"search", search.name()},
        {"state", v1::SearchState_Name(search.state())},
        {"stop_reason", search.stop_reason()}});
-  PublishLocked(record, absl::StrCat(event, "; search ",
-                                     search.state() == v1::SUCCEEDED ? "succeeded" : "failed", ": ",
-                                     search.stop_reason()));
+  events.push_back(StoppedEvent(search));
+  PublishLocked(record, std::move(events));
 }
 
 void Scheduler::StopProbingLocked(ActiveSearch& record, bool stop_running) {
@@ -679,10 +679,9 @@ void Scheduler::StopProbingLocked(ActiveSearch& record, bool stop_running) {
 }
 
 void Scheduler::EndSearchLocked(ActiveSearch& record, v1::SearchState state,
-                                const std::string& reason, const std::string& event) {
+                                const std::string& reason) {
   StopProbingLocked(record, /*stop_running=*/true);
   record.End(state, reason);
-  PublishLocked(record, event);
 }
 
 void Scheduler::QueueLocked(const ActiveSearch& record, int64_t n) {
@@ -695,7 +694,7 @@ void Scheduler::UpdateWaitingReasonsLocked() {
   for (int64_t id : ActiveIdsLocked()) {
     ActiveSearch& record = active_.at(id);
     const bool at_limit = AtProbeLimitLocked(record, in_flight);
-    std::vector<std::string> changes;
+    std::vector<v1::SearchEvent> changes;
     for (int64_t n = 0; n < record.search().candidates_size(); ++n) {
       const v1::Candidate& candidate = record.search().candidates(n);
       if (candidate.state() != v1::CANDIDATE_QUEUED) continue;
@@ -704,11 +703,10 @@ void Scheduler::UpdateWaitingReasonsLocked() {
                                                  options_.limits.max_probes_in_flight_per_principal)
                    : workers_.WhyUnplaceable(NextProbeLocked(record, n).second);
       if (reason == candidate.waiting_reason()) continue;
-      changes.push_back(absl::StrCat(
-          CandidateLabel(n), reason.empty() ? " can be placed again" : absl::StrCat(" ", reason)));
+      changes.push_back(WaitingEvent(candidate.name(), reason));
       record.SetWaitingReason(n, reason);
     }
-    if (!changes.empty()) PublishLocked(record, absl::StrJoin(changes, "; "));
+    if (!changes.empty()) PublishLocked(record, std::move(changes));
   }
 }
 

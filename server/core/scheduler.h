@@ -232,14 +232,14 @@ class Scheduler : public LaunchTarget {
   // Skips the search's queued candidates and, when stop_running, ends its running probes.
   void StopProbingLocked(ActiveSearch& record, bool stop_running)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ends `record`'s search with `state` and stop reason `reason`, stopping all its probes,
-  // and publishes `event`.
-  void EndSearchLocked(ActiveSearch& record, v1::SearchState state, const std::string& reason,
-                       const std::string& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Adds the record's search (and `event`) to the pending changes with its observers'
-  // notice; forgets the record once the search ended, so `record` must not be used after a
-  // call that ends it.
-  void PublishLocked(ActiveSearch& record, const std::string& event)
+  // Ends `record`'s search with `state` and stop reason `reason`, stopping all its probes;
+  // the caller publishes it with its event.
+  void EndSearchLocked(ActiveSearch& record, v1::SearchState state, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds the record's search and `events` (stamped with the time now) to the pending changes
+  // with its observers' notice; forgets the record once the search ended, so `record` must
+  // not be used after a call that ends it.
+  void PublishLocked(ActiveSearch& record, std::vector<v1::SearchEvent> events)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StoreWorkerLocked(const WorkerRecord& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What candidate n's next probe needs: its scope, ranks and workers.
@@ -255,29 +255,33 @@ class Scheduler : public LaunchTarget {
   internal::LeaseState EndLeaseLocked(const std::string& probe, int64_t reporter_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the lease of the worker's probe (if any) and re-queues or fails the probe with
-  // `reason`.
-  void ReleaseLeaseLocked(WorkerRecord& worker, const std::string& reason)
+  // `reason`, logging first that the worker was lost, and why, when `lost_because` is set.
+  void ReleaseLeaseLocked(WorkerRecord& worker, const std::string& reason,
+                          const std::optional<std::string>& lost_because)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Declares the worker LOST, releasing its lease with `reason`.
-  void LoseWorkerLocked(WorkerRecord& worker, const std::string& reason)
+  // Declares the worker LOST because of `cause` (e.g. "no heartbeat for 6s"), releasing its
+  // lease: "workers/3 lost: <cause>".
+  void LoseWorkerLocked(WorkerRecord& worker, const std::string& cause)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Queues candidate n again when attempts remain, else records PROBE_INFRA_ERROR. May end
-  // the search.
-  void RetryOrGiveUpLocked(ActiveSearch& record, int64_t n, const std::string& reason)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues candidate n again when attempts remain, else records PROBE_INFRA_ERROR; publishes
+  // `events` (what led to it) and the re-queue or give-up. May end the search.
+  void RetryOrGiveUpLocked(ActiveSearch& record, int64_t n, const std::string& reason,
+                           std::vector<v1::SearchEvent> events) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts the attempt of a launch that ended (or was refused) before its probe started:
   // re-queues or fails it with `reason`. False when the probe had moved on (nothing done).
   bool CountLaunchAttemptLocked(const ProbeId& id, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Records the final result of candidate n (ran_on from `lease`), then advances the search
-  // with `event`.
+  // Records the final result of candidate n, then advances the search with `events` and the
+  // result's: with `lease` (the probe that ended, member `member` reporting), ran_on and an
+  // EVENT_PROBED; without, `events` end with the event of the result (a give-up).
   void RecordResultLocked(ActiveSearch& record, int64_t n, v1::ProbeResult result,
-                          const internal::LeaseState* lease, std::string event)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Decides what the search does after `event`: stops probing when its budget is spent, lets
+                          const internal::LeaseState* lease, int member,
+                          std::vector<v1::SearchEvent> events) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Decides what the search does after `events`: stops probing when its budget is spent, lets
   // its policy queue more probes, ends the search when nothing is queued or running, and
-  // publishes.
-  void AdvanceLocked(ActiveSearch& record, std::string event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // publishes `events` with what it did.
+  void AdvanceLocked(ActiveSearch& record, std::vector<v1::SearchEvent> events)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets Candidate.waiting_reason of every queued candidate from the live fleet, publishing
   // the searches whose reasons changed.
   void UpdateWaitingReasonsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -145,7 +145,8 @@ std::unique_ptr<Scheduler> StartScheduler(benchmark::State& state, const std::st
 
 class NullObserver : public SearchObserver {
  public:
-  void OnSearchChanged(const v1::Search& /*search*/, const std::string& /*event*/) override {}
+  void OnSearchChanged(const v1::Search& /*search*/,
+                       const std::vector<v1::SearchEvent>& /*events*/) override {}
   void OnSchedulerShutdown() override {}
 };
 

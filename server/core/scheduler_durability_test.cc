@@ -141,7 +141,10 @@ TEST_F(SchedulerTest, AReportRetriedAfterAFailedCommitIsStoredOnce) {
   EXPECT_EQ(done.counts().probed(), 1);
   EXPECT_EQ(done.candidates(0).probe_result().model_tflops_per_gpu(), 300);
   ASSERT_GT(observer.events.size(), told);
-  EXPECT_THAT(observer.events[told], HasSubstr("candidates/0 probed on " + worker));
+  EXPECT_EQ(observer.events[told].kind(), v1::EVENT_PROBED);
+  EXPECT_EQ(observer.events[told].candidate(), "searches/1/candidates/0");
+  ASSERT_EQ(observer.events[told].workers_size(), 1);
+  EXPECT_EQ(observer.events[told].workers(0).worker(), worker);
 }
 
 TEST_F(SchedulerTest, ALeaseThatCouldNotBeStoredIsHandedOverAgain) {

@@ -5,6 +5,7 @@
 #include "common/status_macros.h"
 #include "server/core/resource_names.h"
 #include "server/core/scheduler.h"
+#include "server/core/search_events.h"
 
 namespace paratune {
 
@@ -79,8 +80,8 @@ absl::Status Scheduler::LaunchRefused(absl::string_view probe, const std::string
           absl::StrCat("stopped after ", in_a_row,
                        " launches in a row were refused the same way (probe.max_launch_failures ",
                        limit, "): ", reason);
-      EndSearchLocked(record, v1::FAILED, stop_reason,
-                      absl::StrCat("search failed: ", stop_reason));
+      EndSearchLocked(record, v1::FAILED, stop_reason);
+      PublishLocked(record, {StoppedEvent(record.search())});
     }
     UpdateWaitingReasonsLocked();
     return absl::OkStatus();
@@ -99,7 +100,7 @@ bool Scheduler::CountLaunchAttemptLocked(const ProbeId& id, const std::string& r
   // Re-queued behind the search's other candidates, as a failed lease would be.
   queue_.Remove({id.search_id, id.candidate});
   record->second.CountAttempt(id.candidate);
-  RetryOrGiveUpLocked(record->second, id.candidate, reason);
+  RetryOrGiveUpLocked(record->second, id.candidate, reason, {});
   return true;
 }
 

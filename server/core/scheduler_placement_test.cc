@@ -320,10 +320,14 @@ TEST_F(SchedulerTest, LaunchEndingUnderItsRunningProbeRequeuesIt) {
     return scheduler_->reader().ListSearchEvents(request);
   }();
   ASSERT_TRUE(events.ok());
-  std::vector<std::string> texts;
-  for (const v1::SearchEvent& event : events->events()) texts.push_back(event.text());
-  EXPECT_THAT(texts,
-              Contains(HasSubstr("re-queued after attempt 1 of 2: slurm job 7 ended CANCELLED")));
+  std::vector<std::string> requeues;
+  std::vector<std::string> losses;
+  for (const v1::SearchEvent& event : events->events()) {
+    if (event.kind() == v1::EVENT_REQUEUED) requeues.push_back(event.reason());
+    if (event.kind() == v1::EVENT_WORKER_LOST) losses.push_back(event.reason());
+  }
+  EXPECT_THAT(requeues, ElementsAre(worker + " lost: slurm job 7 ended CANCELLED"));
+  EXPECT_THAT(losses, ElementsAre("slurm job 7 ended CANCELLED"));
   EXPECT_EQ(Report(worker, probe, OkResult(1)).code(), absl::StatusCode::kNotFound);
 }
 

@@ -8,6 +8,7 @@
 #include "common/status_macros.h"
 #include "server/core/resource_names.h"
 #include "server/core/scheduler.h"
+#include "server/core/search_events.h"
 
 namespace paratune {
 
@@ -54,10 +55,11 @@ absl::Status Scheduler::RecoverLocked() {
           {{"search", record.search().name()}, {"error", resumed.ToString()}});
       const std::string reason =
           absl::StrCat("could not resume after a restart: ", resumed.message());
-      EndSearchLocked(record, v1::FAILED, reason, reason);
+      EndSearchLocked(record, v1::FAILED, reason);
+      PublishLocked(record, {StoppedEvent(record.search())});
       continue;
     }
-    AdvanceLocked(record, "server restarted; search resumed");
+    AdvanceLocked(record, {ResumedEvent()});
   }
   UpdateWaitingReasonsLocked();
   PT_RETURN_IF_ERROR(CommitLocked());

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "convert/search_event_text.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest-spi.h"
 #include "gtest/gtest.h"
@@ -257,10 +258,23 @@ TEST_F(SchedulerTest, WatchersHearEveryChangeUntilTheSearchEnds) {
   ASSERT_TRUE(assignment.has_value());
   ASSERT_TRUE(Report(worker, assignment->name(), OkResult(402.1)).ok());
   EXPECT_THAT(observer.states, ElementsAre(v1::PROBING, v1::SUCCEEDED));
-  ASSERT_EQ(observer.events.size(), 2u);
-  EXPECT_THAT(observer.events[0], HasSubstr("candidates/0 leased to workers/1"));
-  EXPECT_THAT(observer.events[1],
-              HasSubstr("candidates/0 probed on workers/1: 402.1 TFLOP/s per GPU (simulated)"));
+  ASSERT_EQ(observer.events.size(), 3u);
+  const v1::SearchEvent& leased = observer.events[0];
+  EXPECT_EQ(leased.kind(), v1::EVENT_LEASED);
+  EXPECT_EQ(leased.candidate(), "searches/1/candidates/0");
+  EXPECT_EQ(leased.probe(), assignment->name());
+  ASSERT_EQ(leased.workers_size(), 1);
+  EXPECT_EQ(leased.workers(0).worker(), worker);
+  const v1::SearchEvent& probed = observer.events[1];
+  EXPECT_EQ(probed.kind(), v1::EVENT_PROBED);
+  EXPECT_EQ(probed.outcome(), v1::PROBE_OK);
+  EXPECT_DOUBLE_EQ(probed.tflops_per_gpu(), 402.1);
+  EXPECT_EQ(probed.result_source(), "simulated");
+  EXPECT_TRUE(probed.has_time());
+  EXPECT_EQ(RenderSearchEvent(probed),
+            "searches/1/candidates/0 probed on workers/1: 402.1 TFLOP/s per GPU (simulated)");
+  EXPECT_EQ(observer.events[2].kind(), v1::EVENT_STOPPED);
+  EXPECT_EQ(observer.events[2].state(), v1::SUCCEEDED);
 
   // An ended search is returned as is, without registering.
   RecordingObserver late;
@@ -386,23 +400,25 @@ TEST_F(SchedulerTest, EventLogKeepsEveryChangeInPages) {
   }
   v1::ListSearchEventsRequest request;
   request.set_name(search.name());
-  request.set_page_size(3);
+  request.set_page_size(5);
   absl::StatusOr<v1::ListSearchEventsResponse> first =
       scheduler_->reader().ListSearchEvents(request);
   ASSERT_TRUE(first.ok()) << first.status();
-  ASSERT_EQ(first->events_size(), 3);
+  ASSERT_EQ(first->events_size(), 5);
   EXPECT_THAT(first->events(0).text(), HasSubstr("search created"));
   EXPECT_THAT(first->events(1).text(),
-              HasSubstr("first candidates chosen; queued candidates/0 dp8 tp1 pp1 cp1 mbs8: "
-                        "predicted rank 1, selected 1 of 2; queued candidates/1"));
-  EXPECT_THAT(first->events(2).text(), HasSubstr("candidates/0 leased to workers/1"));
+              HasSubstr("queued searches/1/candidates/0 dp8 tp1 pp1 cp1 mbs8: predicted rank 1, "
+                        "selected 1 of 2"));
+  EXPECT_THAT(first->events(2).text(), HasSubstr("queued searches/1/candidates/1"));
+  EXPECT_THAT(first->events(3).text(), HasSubstr("searches/1/candidates/0 leased to workers/1"));
+  EXPECT_THAT(first->events(4).text(), HasSubstr("searches/1/candidates/0 probed on workers/1"));
   ASSERT_FALSE(first->next_page_token().empty());
   request.set_page_token(first->next_page_token());
   absl::StatusOr<v1::ListSearchEventsResponse> rest =
       scheduler_->reader().ListSearchEvents(request);
   ASSERT_TRUE(rest.ok());
   ASSERT_EQ(rest->events_size(), 3);
-  EXPECT_GT(rest->events(0).sequence(), first->events(2).sequence());
+  EXPECT_GT(rest->events(0).sequence(), first->events(4).sequence());
   EXPECT_THAT(rest->events(2).text(), HasSubstr("search succeeded"));
   EXPECT_TRUE(rest->next_page_token().empty());
 

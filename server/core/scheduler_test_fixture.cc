@@ -219,6 +219,17 @@ v1::Search SchedulerTest::Get(const std::string& name) {
   return search.ok() ? *search : v1::Search();
 }
 
+std::vector<v1::SearchEvent> SchedulerTest::Events(const std::string& name) {
+  v1::ListSearchEventsRequest request;
+  request.set_name(name);
+  request.set_page_size(1000);
+  absl::StatusOr<v1::ListSearchEventsResponse> log = scheduler_->reader().ListSearchEvents(request);
+  EXPECT_TRUE(log.ok()) << log.status();
+  if (!log.ok()) return {};
+  EXPECT_TRUE(log->next_page_token().empty()) << "more than a page of events";
+  return {log->events().begin(), log->events().end()};
+}
+
 SchedulerRestartTest::SchedulerRestartTest()
     : path_(::testing::TempDir() + "/scheduler_restart.db") {
   RemoveFiles();

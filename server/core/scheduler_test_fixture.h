@@ -58,14 +58,16 @@ class CountingListener : public ProbesQueuedListener {
 // Records every call, for Watch tests.
 class RecordingObserver : public SearchObserver {
  public:
-  void OnSearchChanged(const v1::Search& search, const std::string& event) override {
+  void OnSearchChanged(const v1::Search& search,
+                       const std::vector<v1::SearchEvent>& told) override {
     states.push_back(search.state());
-    events.push_back(event);
+    events.insert(events.end(), told.begin(), told.end());
   }
   void OnSchedulerShutdown() override { shut_down = true; }
 
+  // The search's state at each call, and every event told, in order.
   std::vector<v1::SearchState> states;
-  std::vector<std::string> events;
+  std::vector<v1::SearchEvent> events;
   bool shut_down = false;
 };
 
@@ -100,6 +102,8 @@ class SchedulerTest : public ::testing::Test {
                                                   std::vector<std::string> running = {});
   // The search called `name`, or an empty one after a failed expectation.
   v1::Search Get(const std::string& name);
+  // Every event of search `name` as ListSearchEvents reads them, oldest first.
+  std::vector<v1::SearchEvent> Events(const std::string& name);
 
   FakeClock clock_;
   CountingListener listener_;

@@ -2,9 +2,10 @@
 #ifndef PARATUNE_SERVER_CORE_SEARCH_OBSERVER_H_
 #define PARATUNE_SERVER_CORE_SEARCH_OBSERVER_H_
 
-#include <string>
+#include <vector>
 
 #include "proto/search.pb.h"
+#include "proto/search_event.pb.h"
 
 namespace paratune {
 
@@ -13,10 +14,12 @@ namespace paratune {
 class SearchObserver {
  public:
   virtual ~SearchObserver() = default;
-  // `search` is the search after the change, candidates ranked; `event` says what changed,
-  // for people. Called only once the change is stored. After a call with an ended search
-  // (SUCCEEDED, FAILED, CANCELLED) there are no more calls.
-  virtual void OnSearchChanged(const v1::Search& search, const std::string& event) = 0;
+  // `search` is the search after the change, candidates ranked; `events` say what changed,
+  // oldest first, with their time and kind (no text: readers render it). Called only once
+  // the change is stored. After a call with an ended search (SUCCEEDED, FAILED, CANCELLED)
+  // there are no more calls.
+  virtual void OnSearchChanged(const v1::Search& search,
+                               const std::vector<v1::SearchEvent>& events) = 0;
   // The scheduler is shutting down; there are no more calls.
   virtual void OnSchedulerShutdown() = 0;
 };

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "convert/result_source.h"
+#include "convert/search_event_text.h"
 #include "convert/search_progress.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/core/candidate_ranking.h"
@@ -105,15 +106,16 @@ absl::StatusOr<v1::ListSearchEventsResponse> SearchReader::ListSearchEvents(
   // NOT_FOUND for a search that does not exist, rather than an empty log.
   PT_ASSIGN_OR_RETURN(const v1::Search search, store_->GetSearch(id));
   if (!MayAccess(caller, search.creator())) return SearchNotFoundError(id);
-  PT_ASSIGN_OR_RETURN(std::vector<SearchEvent> events,
+  PT_ASSIGN_OR_RETURN(std::vector<StoredEvent> events,
                       store_->ListEvents(id, after, page_size + 1));
   v1::ListSearchEventsResponse response;
   for (size_t i = 0; i < events.size() && static_cast<int64_t>(i) < page_size; ++i) {
     v1::SearchEvent& event = *response.add_events();
+    event = std::move(events[i].event);
     event.set_sequence(events[i].sequence);
     *event.mutable_time() =
         google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(events[i].time));
-    event.set_text(std::move(events[i].text));
+    event.set_text(RenderSearchEvent(event));
   }
   if (static_cast<int64_t>(events.size()) > page_size) {
     response.set_next_page_token(EncodePageToken(events[page_size - 1].sequence));

@@ -15,18 +15,21 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "proto/search.pb.h"
+#include "proto/search_event.pb.h"
 #include "proto/worker.pb.h"
 #include "server/core/scheduler_state.pb.h"
 
 namespace paratune {
 
 // One line of a search's event log.
-struct SearchEvent {
+struct StoredEvent {
   int64_t search_id = 0;
   // Increasing over the whole store; orders events (assigned by the store on Apply).
   int64_t sequence = 0;
   absl::Time time;
-  std::string text;
+  // What happened, without sequence, time and text (the store keeps those apart; the text is
+  // rendered on reading); an event stored before events had kinds has its text alone.
+  v1::SearchEvent event;
 };
 
 // What changed of one search: its own fields and the candidates that changed, so that what
@@ -50,7 +53,7 @@ struct StoreBatch {
   std::map<std::string, internal::LeaseState> leases;
   std::set<std::string> ended_leases;
   // Appended in order; `sequence` is ignored.
-  std::vector<SearchEvent> events;
+  std::vector<StoredEvent> events;
 
   bool empty() const {
     return searches.empty() && workers.empty() && removed_workers.empty() && leases.empty() &&
@@ -104,7 +107,7 @@ class SearchStore {
   virtual absl::StatusOr<std::vector<v1::Worker>> ListWorkers() = 0;
 
   // Up to `limit` (>= 1) events of the search with sequence > after_sequence, oldest first.
-  virtual absl::StatusOr<std::vector<SearchEvent>> ListEvents(int64_t search_id,
+  virtual absl::StatusOr<std::vector<StoredEvent>> ListEvents(int64_t search_id,
                                                               int64_t after_sequence,
                                                               int64_t limit) = 0;
 };

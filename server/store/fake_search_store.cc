@@ -65,7 +65,7 @@ absl::StatusOr<std::vector<v1::Worker>> FakeSearchStore::ListWorkers() {
   return store_->ListWorkers();
 }
 
-absl::StatusOr<std::vector<SearchEvent>> FakeSearchStore::ListEvents(int64_t search_id,
+absl::StatusOr<std::vector<StoredEvent>> FakeSearchStore::ListEvents(int64_t search_id,
                                                                      int64_t after_sequence,
                                                                      int64_t limit) {
   return store_->ListEvents(search_id, after_sequence, limit);

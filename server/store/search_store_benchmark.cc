@@ -96,8 +96,19 @@ void BM_ApplyOneResult(benchmark::State& state) {
     batch.searches[1].fields = search.fields;
     batch.searches[1].candidates[n] = candidate;
     batch.ended_leases.insert(absl::StrCat(candidate.name(), "/probes/", results));
-    batch.events.push_back(
-        SearchEvent{1, 0, absl::FromUnixSeconds(results), "candidate probed: PROBE_OK"});
+    // The event of a probe's result, as the scheduler logs it.
+    StoredEvent& probed =
+        batch.events.emplace_back(StoredEvent{1, 0, absl::FromUnixSeconds(results), {}});
+    probed.event.set_kind(v1::EVENT_PROBED);
+    probed.event.set_candidate(candidate.name());
+    probed.event.set_probe(absl::StrCat(candidate.name(), "/probes/", results));
+    v1::ProbeHost& host = *probed.event.add_workers();
+    host.set_worker("workers/1");
+    host.set_hostname("node-1");
+    host.set_num_ranks(8);
+    probed.event.set_outcome(v1::PROBE_OK);
+    probed.event.set_tflops_per_gpu(result.model_tflops_per_gpu());
+    probed.event.set_result_source("measured");
     state.ResumeTiming();
     if (!store->Apply(batch).ok()) state.SkipWithError("Apply failed");
     ++results;

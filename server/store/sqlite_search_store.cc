@@ -177,13 +177,13 @@ absl::Status SqliteSearchStore::ApplyLocked(const StoreBatch& batch) {
     PT_ASSIGN_OR_RETURN(SqliteStatement remove, db_->Prepare("DELETE FROM leases WHERE probe = ?"));
     PT_RETURN_IF_ERROR(remove.Bind(1, probe).Run());
   }
-  for (const SearchEvent& event : batch.events) {
-    PT_ASSIGN_OR_RETURN(
-        SqliteStatement append,
-        db_->Prepare("INSERT INTO events (search_id, time_unix_nanos, text) VALUES (?, ?, ?)"));
+  for (const StoredEvent& event : batch.events) {
+    PT_ASSIGN_OR_RETURN(SqliteStatement append,
+                        db_->Prepare("INSERT INTO events (search_id, time_unix_nanos, text, event) "
+                                     "VALUES (?, ?, '', ?)"));
     PT_RETURN_IF_ERROR(append.Bind(1, event.search_id)
                            .Bind(2, absl::ToUnixNanos(event.time))
-                           .Bind(3, event.text)
+                           .BindBlob(3, event.event.SerializeAsString())
                            .Run());
   }
   return absl::OkStatus();
@@ -292,21 +292,33 @@ absl::StatusOr<std::vector<v1::Worker>> SqliteSearchStore::ListWorkers() {
   return workers;
 }
 
-absl::StatusOr<std::vector<SearchEvent>> SqliteSearchStore::ListEvents(int64_t search_id,
+absl::StatusOr<std::vector<StoredEvent>> SqliteSearchStore::ListEvents(int64_t search_id,
                                                                        int64_t after_sequence,
                                                                        int64_t limit) {
   absl::MutexLock lock(&mu_);
   PT_ASSIGN_OR_RETURN(SqliteStatement list,
-                      db_->Prepare("SELECT sequence, time_unix_nanos, text FROM events "
+                      db_->Prepare("SELECT sequence, time_unix_nanos, text, event FROM events "
                                    "WHERE search_id = ? AND sequence > ? ORDER BY sequence "
                                    "LIMIT ?"));
   list.Bind(1, search_id).Bind(2, after_sequence).Bind(3, limit);
-  std::vector<SearchEvent> events;
+  std::vector<StoredEvent> events;
   while (true) {
     PT_ASSIGN_OR_RETURN(const bool row, list.Step());
     if (!row) break;
-    events.push_back(SearchEvent{search_id, list.ColumnInt(0),
-                                 absl::FromUnixNanos(list.ColumnInt(1)), list.ColumnBytes(2)});
+    StoredEvent& event = events.emplace_back();
+    event.search_id = search_id;
+    event.sequence = list.ColumnInt(0);
+    event.time = absl::FromUnixNanos(list.ColumnInt(1));
+    // A row of schema 5 or older has its text and no event (NULL reads as empty); a stored
+    // event always holds its kind, so it is never empty.
+    const std::string stored = list.ColumnBytes(3);
+    if (stored.empty()) {
+      event.event.set_text(list.ColumnBytes(2));
+    } else if (!event.event.ParseFromString(stored)) {
+      return absl::DataLossError(absl::StrCat("row ", event.sequence,
+                                              " of table events does not parse as ",
+                                              event.event.GetTypeName()));
+    }
   }
   return events;
 }

@@ -34,7 +34,7 @@ class SqliteSearchStore : public SearchStore {
   absl::StatusOr<v1::Search> GetSearch(int64_t id) override;
   absl::StatusOr<SearchPage> ListSearches(int64_t page_size, int64_t before_id) override;
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers() override;
-  absl::StatusOr<std::vector<SearchEvent>> ListEvents(int64_t search_id, int64_t after_sequence,
+  absl::StatusOr<std::vector<StoredEvent>> ListEvents(int64_t search_id, int64_t after_sequence,
                                                       int64_t limit) override;
 
  private:

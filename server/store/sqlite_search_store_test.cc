@@ -57,6 +57,15 @@ v1::Search SearchWithCandidates(int64_t id, int count, v1::SearchState state = v
 }
 
 // An update that stores `search` whole: its fields and every candidate.
+// An event of search `search_id` at `seconds` that says `reason`.
+StoredEvent Waiting(int64_t search_id, int64_t seconds, const std::string& reason) {
+  StoredEvent stored{search_id, 0, absl::FromUnixSeconds(seconds), {}};
+  stored.event.set_kind(v1::EVENT_WAITING);
+  stored.event.set_candidate(absl::StrCat("searches/", search_id, "/candidates/0"));
+  stored.event.set_reason(reason);
+  return stored;
+}
+
 SearchUpdate Whole(const v1::Search& search) {
   SearchUpdate update;
   update.fields = search;
@@ -251,19 +260,21 @@ TEST(SqliteSearchStoreTest, EventsArePagedInOrderPerSearch) {
   std::unique_ptr<SqliteSearchStore> store = OpenOrDie(":memory:");
   StoreBatch batch;
   for (int i = 0; i < 5; ++i) {
-    batch.events.push_back(SearchEvent{1 + i % 2, 0, absl::FromUnixSeconds(i), absl::StrCat(i)});
+    batch.events.push_back(Waiting(1 + i % 2, i, absl::StrCat(i)));
   }
   ASSERT_TRUE(store->Apply(batch).ok());
-  absl::StatusOr<std::vector<SearchEvent>> first = store->ListEvents(1, 0, 2);
+  absl::StatusOr<std::vector<StoredEvent>> first = store->ListEvents(1, 0, 2);
   ASSERT_TRUE(first.ok());
   ASSERT_EQ(first->size(), 2u);
-  EXPECT_EQ((*first)[0].text, "0");
-  EXPECT_EQ((*first)[1].text, "2");
+  EXPECT_EQ((*first)[0].event.reason(), "0");
+  EXPECT_EQ((*first)[1].event.reason(), "2");
+  EXPECT_EQ((*first)[1].event.kind(), v1::EVENT_WAITING);
+  EXPECT_EQ((*first)[1].event.candidate(), "searches/1/candidates/0");
   EXPECT_EQ((*first)[1].time, absl::FromUnixSeconds(2));
-  absl::StatusOr<std::vector<SearchEvent>> rest = store->ListEvents(1, (*first)[1].sequence, 10);
+  absl::StatusOr<std::vector<StoredEvent>> rest = store->ListEvents(1, (*first)[1].sequence, 10);
   ASSERT_TRUE(rest.ok());
   ASSERT_EQ(rest->size(), 1u);
-  EXPECT_EQ((*rest)[0].text, "4");
+  EXPECT_EQ((*rest)[0].event.reason(), "4");
 }
 
 TEST(SqliteSearchStoreTest, EverythingSurvivesReopeningTheFile) {
@@ -273,7 +284,7 @@ TEST(SqliteSearchStoreTest, EverythingSurvivesReopeningTheFile) {
     ASSERT_EQ(store->AllocateSearchId().value(), 1);
     StoreBatch batch;
     batch.searches[1] = Whole(SearchWithCandidate(1));
-    batch.events.push_back(SearchEvent{1, 0, absl::FromUnixSeconds(1), "created"});
+    batch.events.push_back(Waiting(1, 1, "created"));
     ASSERT_TRUE(store->Apply(batch).ok());
   }
   std::unique_ptr<SqliteSearchStore> store = OpenOrDie(file.path());
@@ -308,7 +319,7 @@ TEST(SqliteSearchStoreTest, MigratesADatabaseOfSchemaOneKeepingItsData) {
   EXPECT_EQ(store->GetSearch(1)->name(), "searches/1");
   EXPECT_EQ(store->AllocateSearchId().value(), 2);
   StoreBatch batch;
-  batch.events.push_back(SearchEvent{1, 0, absl::FromUnixSeconds(1), "resumed"});
+  batch.events.push_back(Waiting(1, 1, "resumed"));
   EXPECT_TRUE(store->Apply(batch).ok());
   EXPECT_EQ(store->Load()->unfinished_searches.size(), 1u);
 }
@@ -392,7 +403,7 @@ TEST(SqliteSearchStoreTest, RefusesCandidatesInTheFieldsAndGapsAndKeepsTheBatchO
 
   StoreBatch in_fields;
   in_fields.searches[1].fields = search;
-  in_fields.events.push_back(SearchEvent{1, 0, absl::FromUnixSeconds(1), "refused"});
+  in_fields.events.push_back(Waiting(1, 1, "refused"));
   absl::Status status = store->Apply(in_fields);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("searches/1 holds 3 candidates in its fields"));
@@ -506,6 +517,43 @@ TEST(SqliteSearchStoreTest, MigratingSchemaFourRanksTheStoredCandidates) {
   ASSERT_TRUE(page.ok()) << page.status();
   ASSERT_EQ(page->searches.size(), 1u);
   EXPECT_EQ(page->searches[0].best_candidate().name(), "searches/1/candidates/1");
+}
+
+// Events logged before they had kinds keep their text; one whose stored event does not parse
+// is an error naming its row, not an event that is silently empty.
+TEST(SqliteSearchStoreTest, EventsOfSchemaFiveKeepTheirText) {
+  DatabaseFile file("schema5.db");
+  {
+    absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(file.path());
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(MigrateStoreSchema(**db, /*target_version=*/5).ok());
+    ASSERT_TRUE((*db)
+                    ->Execute("INSERT INTO events (search_id, time_unix_nanos, text) VALUES "
+                              "(1, 1000, 'candidates/0 probed on workers/1: 402.1 TFLOP/s')")
+                    .ok());
+  }
+  std::unique_ptr<SqliteSearchStore> store = OpenOrDie(file.path());
+  StoreBatch batch;
+  batch.events.push_back(Waiting(1, 2, "new"));
+  ASSERT_TRUE(store->Apply(batch).ok());
+  absl::StatusOr<std::vector<StoredEvent>> events = store->ListEvents(1, 0, 10);
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ((*events)[0].event.kind(), v1::SEARCH_EVENT_KIND_UNSPECIFIED);
+  EXPECT_EQ((*events)[0].event.text(), "candidates/0 probed on workers/1: 402.1 TFLOP/s");
+  EXPECT_EQ((*events)[0].time, absl::FromUnixNanos(1000));
+  EXPECT_EQ((*events)[1].event.kind(), v1::EVENT_WAITING);
+  EXPECT_EQ((*events)[1].event.text(), "");
+  store.reset();
+
+  absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(file.path());
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE((*db)->Execute("UPDATE events SET event = x'ffff' WHERE text = ''").ok());
+  db->reset();
+  store = OpenOrDie(file.path());
+  const absl::Status corrupt = store->ListEvents(1, 0, 10).status();
+  EXPECT_EQ(corrupt.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(corrupt.message(), HasSubstr("of table events does not parse"));
 }
 
 TEST(SqliteSearchStoreTest, RefusesADatabaseFromANewerServer) {

@@ -80,6 +80,11 @@ constexpr Migration kMigrations[] = {
       CREATE INDEX candidates_by_measured ON candidates (search_id, measured_tflops);
     )sql",
      FillMeasuredTflops},
+    // 5 -> 6: events as data (a serialized paratune.v1.SearchEvent, its text left empty: the
+    // server renders it on every read); rows written before keep their text and no event.
+    {R"sql(
+      ALTER TABLE events ADD COLUMN event BLOB;
+    )sql"},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kStoreSchemaVersion,
               "one migration per schema version");

@@ -233,18 +233,17 @@ async function eventsAfter(name, afterSequence) {
   }
 }
 
-// The probes in the order they finished (from the event log), each with the best measured
-// TFLOP/s per GPU so far and the GPU-hours spent so far. A candidate's first probe carries the
-// optimistic bound ADAPTIVE chose it on (absent, proto3 JSON's 0, for other policies); its
-// confirmation, chosen on that probe's measurement, carries none.
+// The kinds of event that end a probe with its candidate's result (proto/search_event.proto).
+const RESULT_EVENTS = new Set(['EVENT_PROBED', 'EVENT_GAVE_UP']);
+
+// The probes in the order they finished (the log's EVENT_PROBED and EVENT_GAVE_UP), each with
+// the best measured TFLOP/s per GPU so far and the GPU-hours spent so far. A candidate's first
+// probe carries the optimistic bound ADAPTIVE chose it on (absent, proto3 JSON's 0, for other
+// policies); its confirmation, chosen on that probe's measurement, carries none.
 function probeHistory(search, events) {
-  const byIndex = new Map();
-  for (const c of search.candidates || []) byIndex.set(c.name.split('/').pop(), c);
-  const order = [];
-  for (const event of events) {
-    const match = /^candidates\/(\d+) probed on /.exec(event.text || '');
-    if (match && byIndex.has(match[1])) order.push(byIndex.get(match[1]));
-  }
+  const byName = new Map((search.candidates || []).map(c => [c.name, c]));
+  const order = events.filter(e => RESULT_EVENTS.has(e.kind) && byName.has(e.candidate))
+                    .map(e => byName.get(e.candidate));
   let best = 0;
   let gpuHours = 0;
   const probedBefore = new Set();
@@ -422,28 +421,52 @@ function heatMap(map, candidates) {
   return root;
 }
 
-// Workers and gangs over time, from the event log: a bar per lease on each member worker,
-// from "candidates/N leased to workers/A + workers/B" to "candidates/N probed on ...".
+// How a probe's lease ended, by the kind of the event that ended it.
+const LEASE_ENDINGS = {
+  EVENT_SHARE_FINISHED: 'share finished', EVENT_PROBED: 'probed', EVENT_REQUEUED: 're-queued',
+  EVENT_GAVE_UP: 'gave up', EVENT_STOPPED: 'stopped with the search',
+  EVENT_CANCELLED: 'cancelled with the search'};
+
+// Workers and gangs over time, from the event log's fields: a bar per lease on each member
+// worker, from its EVENT_LEASED to the event that ended it for that worker (its share
+// finished, the probe's result, a re-queue or give-up, the search's end); a bar still open
+// runs to now. Bars that ended without a result are drawn apart (class "no-result").
 function gangTimeline(events) {
-  const open = new Map();
+  const open = new Map();  // probe -> worker -> bar
   const bars = [];
+  const colours = new Map();  // candidate -> index, in order of first lease
+  const close = (barsOfProbe, time, ending, text) => {
+    for (const bar of barsOfProbe.values()) {
+      bars.push(Object.assign(bar, {end: time, ending, text}));
+    }
+  };
   for (const event of events) {
     const time = Date.parse(event.time);
-    const leased = /^candidates\/(\d+) leased to (.*?) \(attempt/.exec(event.text || '');
-    if (leased) {
-      open.set(leased[1], {candidate: leased[1], start: time,
-                           workers: leased[2].match(/workers\/\d+/g) || []});
-      continue;
-    }
-    const ended = /^candidates\/(\d+) (probed on|lease of|lost)/.exec(event.text || '');
-    if (ended && open.has(ended[1])) {
-      bars.push(Object.assign(open.get(ended[1]), {end: time}));
-      open.delete(ended[1]);
+    const ending = LEASE_ENDINGS[event.kind];
+    if (event.kind === 'EVENT_LEASED') {
+      if (!colours.has(event.candidate)) colours.set(event.candidate, colours.size);
+      const members = (event.workers || []).map(w => w.worker);
+      open.set(event.probe, new Map(members.map(worker => [worker, {
+        candidate: event.candidate, probe: event.probe, worker, members, start: time}])));
+    } else if (event.kind === 'EVENT_SHARE_FINISHED') {
+      const probe = open.get(event.probe);
+      for (const w of event.workers || []) {
+        if (probe && probe.has(w.worker)) {
+          close(new Map([[w.worker, probe.get(w.worker)]]), time, ending, event.text);
+          probe.delete(w.worker);
+        }
+      }
+    } else if (ending && event.probe) {
+      if (open.has(event.probe)) close(open.get(event.probe), time, ending, event.text);
+      open.delete(event.probe);
+    } else if (ending) {
+      for (const probe of open.values()) close(probe, time, ending, event.text);
+      open.clear();
     }
   }
   const now = Date.now();
-  for (const bar of open.values()) bars.push(Object.assign(bar, {end: now, running: true}));
-  const workers = [...new Set(bars.flatMap(b => b.workers))].sort();
+  for (const probe of open.values()) close(probe, now, 'running', 'running');
+  const workers = [...new Set(bars.map(b => b.worker))].sort();
   if (bars.length === 0) return el('p', {class: 'muted'}, 'No probe leased yet.');
   const t0 = Math.min(...bars.map(b => b.start));
   const span = Math.max(1, Math.max(...bars.map(b => b.end)) - t0) / 1000;
@@ -456,16 +479,18 @@ function gangTimeline(events) {
                                                      'text-anchor': 'end'}, w)));
   const palette = ['#0072b2', '#e69f00', '#009e73', '#cc79a7', '#56b4e9', '#d55e00', '#f0e442'];
   for (const bar of bars) {
-    for (const w of bar.workers) {
-      const i = workers.indexOf(w);
-      const rect = svg('rect', {x: x((bar.start - t0) / 1000), y: top + i * laneH + 3,
-                                width: Math.max(2, x((bar.end - t0) / 1000) - x((bar.start - t0) / 1000)),
-                                height: laneH - 6,
-                                fill: palette[Number(bar.candidate) % palette.length]});
-      rect.append(svg('title', {}, `candidates/${bar.candidate} on ${bar.workers.join(' + ')}` +
-                                   (bar.running ? ' (running)' : '')));
-      root.append(rect);
-    }
+    const i = workers.indexOf(bar.worker);
+    const withoutResult = bar.ending === 're-queued' || bar.ending === 'gave up';
+    const rect = svg('rect', {x: x((bar.start - t0) / 1000), y: top + i * laneH + 3,
+                              width: Math.max(2, x((bar.end - t0) / 1000) - x((bar.start - t0) / 1000)),
+                              height: laneH - 6,
+                              fill: palette[colours.get(bar.candidate) % palette.length],
+                              class: withoutResult ? 'no-result' : '',
+                              'data-probe': bar.probe, 'data-worker': bar.worker,
+                              'data-ending': bar.ending});
+    rect.append(svg('title', {}, `${bar.probe} on ${bar.members.join(' + ')}: ${bar.ending}` +
+                                 (bar.ending === 'running' ? '' : ` (${bar.text})`)));
+    root.append(rect);
   }
   const axisY = top + laneH * workers.length + 4;
   root.append(svg('line', {x1: left, x2: width - 10, y1: axisY, y2: axisY, stroke: '#444'}));
