@@ -15,6 +15,7 @@
 #include "convert/estimate_requests.h"
 #include "convert/search_request.h"
 #include "convert/search_state.h"
+#include "convert/search_view.h"
 #include "convert/spec_convert.h"
 #include "estimator/planner.h"
 #include "google/protobuf/util/time_util.h"
@@ -172,12 +173,14 @@ absl::Status RunSubmit(AutotunerClient& client, const v1::CreateSearchRequest& r
 absl::Status RunWatch(AutotunerClient& client, const std::string& name,
                       absl::Duration watch_timeout, const OutputOptions& output,
                       std::ostream& out) {
+  WatchedSearch watched;
   v1::Search last;
   WatchDisplay display(output, out);
   bool started = false;
   PT_RETURN_IF_ERROR(client.WatchSearch(
       name, watch_timeout, [&](const v1::WatchSearchResponse& response) -> absl::Status {
-        last = response.search();
+        PT_RETURN_IF_ERROR(watched.Apply(response));
+        last = watched.View();
         if (output.json) return absl::OkStatus();
         std::vector<std::string> events;
         if (!started) {

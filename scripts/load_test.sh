@@ -2,10 +2,11 @@
 # A load run of paratune on loopback (docs/storage.md): many sim workers, many concurrent
 # EXHAUSTIVE searches, the server killed with kill -9 and restarted on its database several
 # times; then every search is checked. Prints probes/s, server CPU per probe, peak server RSS,
-# and lost and duplicated results.
+# and lost and duplicated results. With --watchers=N, N `paratune watch` processes follow each
+# search (started again after each restart), so the server's CPU includes what watching costs.
 #
 #   scripts/load_test.sh [--workers=128] [--gpus=8] [--searches=60] [--kills=5]
-#                        [--kill_interval=2] [--probe_seconds=0.05] [--nodes=2]
+#                        [--kill_interval=2] [--probe_seconds=0.05] [--nodes=2] [--watchers=0]
 #
 # It builds with Bazel first, then runs the binaries from bazel-bin and never shuts Bazel down
 # (others may be building in the same tree). Exit status 1 when a result is lost or duplicated.
@@ -20,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-workers=128 gpus=8 searches=60 kills=5 kill_interval=2 probe_seconds=0.05 nodes=2
+workers=128 gpus=8 searches=60 kills=5 kill_interval=2 probe_seconds=0.05 nodes=2 watchers=0
 for arg in "$@"; do
   case $arg in
     --workers=*) workers=${arg#*=} ;;
@@ -30,6 +31,7 @@ for arg in "$@"; do
     --kill_interval=*) kill_interval=${arg#*=} ;;
     --probe_seconds=*) probe_seconds=${arg#*=} ;;
     --nodes=*) nodes=${arg#*=} ;;
+    --watchers=*) watchers=${arg#*=} ;;
     *) echo "unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -38,13 +40,14 @@ bazel build //server:paratune-server //worker:paratune-worker //cli:paratune
 bin=$(bazel info bazel-bin)
 run_dir=$(mktemp -d)
 worker_pids=()
+watcher_pids=()
 server_pid=
 sampler_pid=
 
 stop_all() {
   [[ -n $sampler_pid ]] && kill "$sampler_pid" 2>/dev/null || true
   [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null || true
-  for pid in "${worker_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${worker_pids[@]}" "${watcher_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   if [[ ${KEEP_RUN_DIR:-0} == 1 ]]; then echo "run directory kept: $run_dir"; else rm -rf "$run_dir"; fi
 }
@@ -85,6 +88,20 @@ sample_server() {
 
 cli() { "$bin/cli/paratune" --server="$address" "$@"; }
 
+# --watchers `paratune watch` processes per submitted search; a restarted server ends their
+# streams, so each restart starts them again.
+start_watchers() {
+  for pid in "${watcher_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  watcher_pids=()
+  ((watchers > 0)) || return 0
+  while read -r name; do
+    for w in $(seq "$watchers"); do
+      cli watch "$name" >>"$run_dir/watch-${name#searches/}-$w.log" 2>&1 &
+      watcher_pids+=($!)
+    done
+  done <"$run_dir/searches"
+}
+
 start_server
 sample_server &
 sampler_pid=$!
@@ -111,12 +128,15 @@ for i in $(seq "$searches"); do
     >>"$run_dir/searches"
 done
 echo "$(wc -l <"$run_dir/searches") searches submitted"
+start_watchers
+((watchers > 0)) && echo "$((watchers * $(wc -l <"$run_dir/searches"))) watchers started"
 
 for k in $(seq "$kills"); do
   sleep "$kill_interval"
   kill -9 "$server_pid"
   wait "$server_pid" 2>/dev/null || true
   start_server
+  start_watchers
   echo "kill -9 $k of $kills: restarted on $address"
 done
 

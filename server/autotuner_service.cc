@@ -35,17 +35,18 @@ class SearchWatch final : public grpc::ServerWriteReactor<v1::WatchSearchRespons
     if (!start.ok()) {
       RequestFinishLocked(ToGrpcStatus(start.status()));
     } else {
-      EnqueueLocked(start->search, {});
+      v1::WatchSearchResponse first;
+      *first.mutable_search() = std::move(start->search);
+      EnqueueLocked(std::move(first));
       if (start->ended) RequestFinishLocked(grpc::Status::OK);
     }
     PumpLocked();
   }
 
-  void OnSearchChanged(const v1::Search& search,
-                       const std::vector<v1::SearchEvent>& events) override {
+  void OnSearchChanged(const v1::WatchSearchResponse& change) override {
     absl::MutexLock lock(&mu_);
-    EnqueueLocked(search, events);
-    if (SearchEnded(search.state())) RequestFinishLocked(grpc::Status::OK);
+    EnqueueLocked(change);
+    if (SearchEnded(change.search().state())) RequestFinishLocked(grpc::Status::OK);
     PumpLocked();
   }
 
@@ -80,16 +81,13 @@ class SearchWatch final : public grpc::ServerWriteReactor<v1::WatchSearchRespons
   }
 
  private:
-  void EnqueueLocked(const v1::Search& search, const std::vector<v1::SearchEvent>& events)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // Queues `response`, each event's text rendered.
+  void EnqueueLocked(v1::WatchSearchResponse response) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (finish_requested_) return;
-    v1::WatchSearchResponse& response = pending_.emplace_back();
-    *response.mutable_search() = search;
-    for (const v1::SearchEvent& event : events) {
-      v1::SearchEvent& sent = *response.add_events();
-      sent = event;
-      sent.set_text(RenderSearchEvent(event));
+    for (v1::SearchEvent& event : *response.mutable_events()) {
+      event.set_text(RenderSearchEvent(event));
     }
+    pending_.push_back(std::move(response));
   }
 
   // The first requested status wins.

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "convert/search_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/autotuner_service.grpc.pb.h"
@@ -109,6 +110,14 @@ TEST(E2eSearchTest, TopKOnFourNodesProbesEverySelectedCandidate) {
     }
   }
   EXPECT_EQ(probed_events, 6);
+  // The stream's changes, applied in turn, give what GetSearch gives.
+  WatchedSearch watched;
+  for (const v1::WatchSearchResponse& response : events) ASSERT_TRUE(watched.Apply(response).ok());
+  EXPECT_EQ(watched.View().SerializeAsString(), search.SerializeAsString());
+  for (size_t i = 1; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].search().candidates_size(), 0) << "change " << i << " resent the search";
+    EXPECT_LE(events[i].changed_candidates_size(), 6);
+  }
 
   v1::ListWorkersResponse workers;
   ASSERT_TRUE(

@@ -17,9 +17,9 @@ void ChangeSet::PutSearch(int64_t id, SearchUpdate update,
   }
 }
 
-void ChangeSet::Tell(const std::vector<SearchObserver*>& observers, v1::Search shown,
-                     std::vector<v1::SearchEvent> events) {
-  notices_.push_back(Notice{observers, std::move(shown), std::move(events)});
+void ChangeSet::Tell(const std::vector<SearchObserver*>& observers,
+                     v1::WatchSearchResponse change) {
+  notices_.push_back(Notice{observers, std::move(change)});
 }
 
 void ChangeSet::PutWorker(int64_t id, const v1::Worker& worker) {
@@ -48,7 +48,7 @@ absl::Status ChangeSet::Commit(SearchStore& store) {
   std::vector<Notice> notices = std::exchange(notices_, {});
   for (const Notice& notice : notices) {
     for (SearchObserver* observer : notice.observers) {
-      observer->OnSearchChanged(notice.search, notice.events);
+      observer->OnSearchChanged(notice.change);
     }
   }
   return absl::OkStatus();

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "proto/autotuner_service.pb.h"
 #include "proto/search.pb.h"
 #include "proto/search_event.pb.h"
 #include "proto/worker.pb.h"
@@ -29,10 +30,8 @@ class ChangeSet {
   // replace the pending ones; its candidates replace those of the same n).
   void PutSearch(int64_t id, SearchUpdate update, const std::vector<v1::SearchEvent>& events,
                  absl::Time now);
-  // Once the changes are stored, `observers` are told `events` with `shown` (what they see of
-  // the search).
-  void Tell(const std::vector<SearchObserver*>& observers, v1::Search shown,
-            std::vector<v1::SearchEvent> events);
+  // Once the changes are stored, `observers` are told `change`.
+  void Tell(const std::vector<SearchObserver*>& observers, v1::WatchSearchResponse change);
   void PutWorker(int64_t id, const v1::Worker& worker);
   void RemoveWorker(int64_t id);
   void PutLease(const internal::LeaseState& lease);
@@ -55,8 +54,7 @@ class ChangeSet {
  private:
   struct Notice {
     std::vector<SearchObserver*> observers;
-    v1::Search search;
-    std::vector<v1::SearchEvent> events;
+    v1::WatchSearchResponse change;
   };
 
   StoreBatch batch_;

@@ -11,14 +11,23 @@ namespace {
 
 class Recorder : public SearchObserver {
  public:
-  void OnSearchChanged(const v1::Search& /*search*/,
-                       const std::vector<v1::SearchEvent>& told) override {
-    for (const v1::SearchEvent& event : told) events.push_back(event.reason());
+  void OnSearchChanged(const v1::WatchSearchResponse& change) override {
+    for (const v1::SearchEvent& event : change.events()) events.push_back(event.reason());
   }
   void OnSchedulerShutdown() override {}
   // The reasons of the events told, in order.
   std::vector<std::string> events;
 };
+
+// A change of searches/1 whose one event says `reason`.
+v1::WatchSearchResponse ChangeSaying(const std::string& reason) {
+  v1::WatchSearchResponse change;
+  change.mutable_search()->set_name("searches/1");
+  v1::SearchEvent& event = *change.add_events();
+  event.set_kind(v1::EVENT_WAITING);
+  event.set_reason(reason);
+  return change;
+}
 
 // One event that says `reason`.
 std::vector<v1::SearchEvent> Said(const std::string& reason) {
@@ -49,7 +58,7 @@ TEST(ChangeSetTest, ObserversHearOnlyOfStoredChanges) {
   ChangeSet changes;
   Recorder observer;
   changes.PutSearch(1, UpdateOf("searches/1"), Said("created"), absl::UnixEpoch());
-  changes.Tell({&observer}, SearchNamed("searches/1"), Said("created"));
+  changes.Tell({&observer}, ChangeSaying("created"));
   store.FailNextWrites(1, absl::UnavailableError("database is locked"));
   EXPECT_EQ(changes.Commit(store).code(), absl::StatusCode::kUnavailable);
   EXPECT_TRUE(observer.events.empty());
@@ -57,7 +66,7 @@ TEST(ChangeSetTest, ObserversHearOnlyOfStoredChanges) {
 
   // The next commit stores what the failed one could not, then tells.
   changes.PutSearch(1, UpdateOf("searches/1"), Said("probed"), absl::UnixEpoch());
-  changes.Tell({&observer}, SearchNamed("searches/1"), Said("probed"));
+  changes.Tell({&observer}, ChangeSaying("probed"));
   ASSERT_TRUE(changes.Commit(store).ok());
   EXPECT_EQ(observer.events, (std::vector<std::string>{"created", "probed"}));
   EXPECT_TRUE(store.GetSearch(1).ok());
@@ -71,7 +80,7 @@ TEST(ChangeSetTest, ForgottenObserversAreNotToldLater) {
   ChangeSet changes;
   Recorder observer;
   changes.PutSearch(1, UpdateOf("searches/1"), Said("created"), absl::UnixEpoch());
-  changes.Tell({&observer}, SearchNamed("searches/1"), Said("created"));
+  changes.Tell({&observer}, ChangeSaying("created"));
   store.FailNextWrites(1, absl::UnavailableError("database is locked"));
   EXPECT_FALSE(changes.Commit(store).ok());
   changes.ForgetObserver(&observer);

@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "convert/search_request.h"
 #include "convert/search_state.h"
+#include "convert/search_view.h"
 #include "convert/spec_convert.h"
 #include "estimator/planner.h"
 #include "google/protobuf/util/time_util.h"
@@ -189,11 +190,11 @@ absl::StatusOr<Scheduler::WatchStart> Scheduler::Watch(absl::string_view name,
   if (it == active_.end()) {
     PT_ASSIGN_OR_RETURN(v1::Search search, store_->GetSearch(id));
     if (!MayAccess(caller, search.creator())) return SearchNotFoundError(id);
-    return WatchStart{ClientView(std::move(search)), true};
+    return WatchStart{std::move(search), true};
   }
   if (!MayAccess(caller, it->second.search().creator())) return SearchNotFoundError(id);
   it->second.observers().push_back(observer);
-  return WatchStart{ClientView(it->second.search()), false};
+  return WatchStart{it->second.search(), false};
 }
 
 void Scheduler::Unwatch(absl::string_view name, SearchObserver* observer) {
@@ -484,11 +485,20 @@ void Scheduler::PublishLocked(ActiveSearch& record, std::vector<v1::SearchEvent>
     *event.mutable_time() =
         google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(now));
   }
-  changes_.PutSearch(record.id(), record.TakeUpdate(now), events, now);
-  // Watchers are sent the whole search, ranked: the one cost per change that grows with it.
+  SearchUpdate update = record.TakeUpdate(now);
+  // Watchers are sent what changed: the search's own fields and the candidates this change
+  // named, in selection order, so that a change costs the same in a search of 20 and of 20,000
+  // candidates (the client derives the rest, convert/search_view.h).
   if (!record.observers().empty()) {
-    changes_.Tell(record.observers(), ClientView(record.search()), std::move(events));
+    v1::WatchSearchResponse change;
+    *change.mutable_search() = update.fields;
+    for (const auto& [n, candidate] : update.candidates) {
+      *change.add_changed_candidates() = candidate;
+    }
+    change.mutable_events()->Add(events.begin(), events.end());
+    changes_.Tell(record.observers(), std::move(change));
   }
+  changes_.PutSearch(record.id(), std::move(update), events, now);
   if (SearchEnded(record.search().state())) {
     AddSearchTotals(record.search(), ended_totals_);
     ended_summaries_.Add(SummarizeSearch(record.search()));

@@ -81,7 +81,7 @@ class Scheduler : public LaunchTarget {
 
   // What Watch starts from.
   struct WatchStart {
-    // The search now, candidates ranked.
+    // The search now, as stored (candidates in selection order): WatchSearch's first response.
     v1::Search search;
     // True when the search had already ended: the observer was not registered.
     bool ended = false;

@@ -6,9 +6,10 @@
 //
 //   bazel run -c opt //server/core:scheduler_benchmark
 //
-// BM_ProbeWatched adds a WatchSearch observer, which is sent the whole search after every
-// change; BM_CheckLeases times the periodic check of a search whose candidates are all
-// queued. Counter: candidates is the search's size.
+// BM_ProbeWatched adds WatchSearch observers (one, or ten on the largest search), each sent
+// what changed after every change and serializing it as the stream would (counter
+// watch_bytes_per_probe: one watcher's); BM_CheckLeases times the periodic check of a search whose
+// candidates are all queued. Counter: candidates is the search's size.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -143,14 +144,18 @@ std::unique_ptr<Scheduler> StartScheduler(benchmark::State& state, const std::st
   return *std::move(scheduler);
 }
 
-class NullObserver : public SearchObserver {
+// A watcher that serializes each change as WatchSearch's stream would send it.
+class SerializingObserver : public SearchObserver {
  public:
-  void OnSearchChanged(const v1::Search& /*search*/,
-                       const std::vector<v1::SearchEvent>& /*events*/) override {}
+  void OnSearchChanged(const v1::WatchSearchResponse& change) override {
+    bytes += static_cast<int64_t>(change.SerializeAsString().size());
+  }
   void OnSchedulerShutdown() override {}
+  int64_t bytes = 0;
 };
 
-void RunProbes(benchmark::State& state, bool watched) {
+// Probes of searches of size state.range(0), each watched by `watchers` observers.
+void RunProbes(benchmark::State& state, int watchers) {
   const int level = static_cast<int>(state.range(0));
   const std::string path =
       absl::StrCat(std::getenv("TEST_TMPDIR") != nullptr ? std::getenv("TEST_TMPDIR") : "/tmp",
@@ -166,7 +171,7 @@ void RunProbes(benchmark::State& state, bool watched) {
     reports[node].set_worker(workers[node]);
     *reports[node].mutable_result() = SimResult();
   }
-  NullObserver observer;
+  std::vector<SerializingObserver> observers(watchers);
   int64_t candidates = 0;
   auto create = [&] {
     absl::StatusOr<v1::Search> search = scheduler->CreateSearch(ExhaustiveSearch(level));
@@ -175,7 +180,9 @@ void RunProbes(benchmark::State& state, bool watched) {
       return;
     }
     candidates = search->candidates_size();
-    if (watched) scheduler->Watch(search->name(), &observer).IgnoreError();
+    for (SerializingObserver& observer : observers) {
+      scheduler->Watch(search->name(), &observer).IgnoreError();
+    }
   };
   create();
   for (auto _ : state) {
@@ -204,6 +211,10 @@ void RunProbes(benchmark::State& state, bool watched) {
     }
   }
   state.counters["candidates"] = benchmark::Counter(static_cast<double>(candidates));
+  if (watchers > 0) {
+    state.counters["watch_bytes_per_probe"] = benchmark::Counter(
+        static_cast<double>(observers[0].bytes), benchmark::Counter::kAvgIterations);
+  }
   scheduler->Shutdown();
   scheduler.reset();
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
@@ -226,10 +237,19 @@ void BM_CheckLeases(benchmark::State& state) {
 }
 BENCHMARK(BM_CheckLeases)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 
-void BM_Probe(benchmark::State& state) { RunProbes(state, /*watched=*/false); }
-void BM_ProbeWatched(benchmark::State& state) { RunProbes(state, /*watched=*/true); }
+void BM_Probe(benchmark::State& state) { RunProbes(state, /*watchers=*/0); }
+void BM_ProbeWatched(benchmark::State& state) {
+  RunProbes(state, static_cast<int>(state.range(1)));
+}
 BENCHMARK(BM_Probe)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_ProbeWatched)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
+// Searches of each size with one watcher, and the largest with ten.
+BENCHMARK(BM_ProbeWatched)
+    ->ArgNames({"size", "watchers"})
+    ->Args({0, 1})
+    ->Args({1, 1})
+    ->Args({2, 1})
+    ->Args({2, 10})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace paratune

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "convert/search_event_text.h"
+#include "convert/search_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest-spi.h"
 #include "gtest/gtest.h"
@@ -275,6 +276,21 @@ TEST_F(SchedulerTest, WatchersHearEveryChangeUntilTheSearchEnds) {
             "searches/1/candidates/0 probed on workers/1: 402.1 TFLOP/s per GPU (simulated)");
   EXPECT_EQ(observer.events[2].kind(), v1::EVENT_STOPPED);
   EXPECT_EQ(observer.events[2].state(), v1::SUCCEEDED);
+  // Each change carries the candidates it changed, and applied to the start they give what
+  // GetSearch gives.
+  for (const v1::WatchSearchResponse& change : observer.changes) {
+    EXPECT_EQ(change.search().candidates_size(), 0);
+    ASSERT_EQ(change.changed_candidates_size(), 1);
+    EXPECT_EQ(change.changed_candidates(0).name(), "searches/1/candidates/0");
+  }
+  WatchedSearch watched;
+  v1::WatchSearchResponse first;
+  *first.mutable_search() = start->search;
+  ASSERT_TRUE(watched.Apply(first).ok());
+  for (const v1::WatchSearchResponse& change : observer.changes) {
+    ASSERT_TRUE(watched.Apply(change).ok());
+  }
+  EXPECT_EQ(watched.View().SerializeAsString(), Get(search.name()).SerializeAsString());
 
   // An ended search is returned as is, without registering.
   RecordingObserver late;

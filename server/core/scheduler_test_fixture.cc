@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/time/time.h"
+#include "convert/search_view.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "server/core/launch_target.h"
@@ -159,7 +160,7 @@ void SchedulerTest::ExpectStoredAsInMemory() {
     std::string differences;
     google::protobuf::util::MessageDifferencer differencer;
     differencer.ReportDifferencesToString(&differences);
-    EXPECT_TRUE(differencer.Compare(*stored, watched->search))
+    EXPECT_TRUE(differencer.Compare(*stored, ClientView(watched->search)))
         << search.name() << " in the store differs from the scheduler's:\n"
         << differences;
   }

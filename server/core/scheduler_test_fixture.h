@@ -58,16 +58,17 @@ class CountingListener : public ProbesQueuedListener {
 // Records every call, for Watch tests.
 class RecordingObserver : public SearchObserver {
  public:
-  void OnSearchChanged(const v1::Search& search,
-                       const std::vector<v1::SearchEvent>& told) override {
-    states.push_back(search.state());
-    events.insert(events.end(), told.begin(), told.end());
+  void OnSearchChanged(const v1::WatchSearchResponse& change) override {
+    states.push_back(change.search().state());
+    events.insert(events.end(), change.events().begin(), change.events().end());
+    changes.push_back(change);
   }
   void OnSchedulerShutdown() override { shut_down = true; }
 
-  // The search's state at each call, and every event told, in order.
+  // The search's state at each call, every event told, and each change, in order.
   std::vector<v1::SearchState> states;
   std::vector<v1::SearchEvent> events;
+  std::vector<v1::WatchSearchResponse> changes;
   bool shut_down = false;
 };
 

@@ -2,9 +2,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <limits>
-
-#include "convert/estimate_convert.h"
 
 namespace paratune {
 
@@ -44,34 +41,6 @@ void SetMemoryCalibration(const MemoryCalibration& calibration, v1::Search& sear
   summary.set_relative_error(calibration.relative_error());
   const double smallest = calibration.smallest_out_of_memory_estimate();
   summary.set_smallest_out_of_memory_bytes(std::isfinite(smallest) ? std::llround(smallest) : 0);
-}
-
-void AddCalibratedMemory(v1::Search& search) {
-  const v1::MemoryCalibrationSummary& summary = search.memory_calibration();
-  const double ratio = summary.ratio() > 0 ? summary.ratio() : 1;
-  const double relative_error = summary.relative_error() > 0
-                                    ? summary.relative_error()
-                                    : MemoryCalibration::kPriorRelativeError;
-  const double smallest_out_of_memory = summary.smallest_out_of_memory_bytes() > 0
-                                            ? summary.smallest_out_of_memory_bytes()
-                                            : std::numeric_limits<double>::infinity();
-  for (v1::Candidate& candidate : *search.mutable_candidates()) {
-    CalibratedMemory calibrated =
-        CalibrateEstimate(static_cast<double>(candidate.memory().peak_bytes()),
-                          static_cast<double>(candidate.memory().capacity_bytes()), ratio,
-                          relative_error, smallest_out_of_memory);
-    // A configuration whose own probe ran is known to fit, whatever the estimate of one that
-    // ran out says: the calibration's bound is for configurations not run yet.
-    if (candidate.has_screening_result() || (candidate.state() == v1::CANDIDATE_PROBED &&
-                                             candidate.probe_result().outcome() == v1::PROBE_OK)) {
-      calibrated.verdict = MemoryVerdict::kSafe;
-    }
-    v1::CalibratedMemory& proto = *candidate.mutable_calibrated_memory();
-    proto.set_peak_bytes(std::llround(calibrated.peak_bytes));
-    proto.set_low_bytes(std::llround(calibrated.low_bytes));
-    proto.set_high_bytes(std::llround(calibrated.high_bytes));
-    proto.set_verdict(VerdictToProto(calibrated.verdict));
-  }
 }
 
 }  // namespace paratune

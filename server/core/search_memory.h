@@ -1,7 +1,7 @@
 // How a search's probe results calibrate its memory estimate (estimator/memory_calibration.h,
 // docs/memory.md): one rule for what a result says of memory, used by the ADAPTIVE policy to
-// skip what will not fit, by the search's record for its calibration, and by its client view
-// to show estimated, calibrated and measured memory side by side.
+// skip what will not fit and by the search's record for its calibration (which a client's
+// view turns into each candidate's calibrated memory: convert/search_view.h).
 #ifndef PARATUNE_SERVER_CORE_SEARCH_MEMORY_H_
 #define PARATUNE_SERVER_CORE_SEARCH_MEMORY_H_
 
@@ -26,12 +26,6 @@ MemoryCalibration FirstProbesCalibration(const v1::Search& search);
 // Sets search.memory_calibration from `calibration`. Stored with the search: a few numbers,
 // whatever its size.
 void SetMemoryCalibration(const MemoryCalibration& calibration, v1::Search& search);
-
-// Sets every candidate's calibrated_memory from search.memory_calibration, for a client's view
-// of the search: derived on reading rather than stored, since a calibration that changes after
-// a result would otherwise rewrite every candidate's row. A candidate whose own probe ran (OK)
-// is SAFE: it fits, whatever the calibration says of its estimate.
-void AddCalibratedMemory(v1::Search& search);
 
 }  // namespace paratune
 

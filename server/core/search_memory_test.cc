@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "convert/search_view.h"
 #include "gtest/gtest.h"
 
 namespace paratune {

@@ -2,10 +2,7 @@
 #ifndef PARATUNE_SERVER_CORE_SEARCH_OBSERVER_H_
 #define PARATUNE_SERVER_CORE_SEARCH_OBSERVER_H_
 
-#include <vector>
-
-#include "proto/search.pb.h"
-#include "proto/search_event.pb.h"
+#include "proto/autotuner_service.pb.h"
 
 namespace paratune {
 
@@ -14,12 +11,11 @@ namespace paratune {
 class SearchObserver {
  public:
   virtual ~SearchObserver() = default;
-  // `search` is the search after the change, candidates ranked; `events` say what changed,
-  // oldest first, with their time and kind (no text: readers render it). Called only once
-  // the change is stored. After a call with an ended search (SUCCEEDED, FAILED, CANCELLED)
-  // there are no more calls.
-  virtual void OnSearchChanged(const v1::Search& search,
-                               const std::vector<v1::SearchEvent>& events) = 0;
+  // `change` is what changed, as WatchSearch sends it after its first response: the search's
+  // own fields after the change, the candidates it changed and the events that say so, with
+  // their time and kind (no text: readers render it). Called only once the change is stored.
+  // After a call with an ended search (SUCCEEDED, FAILED, CANCELLED) there are no more calls.
+  virtual void OnSearchChanged(const v1::WatchSearchResponse& change) = 0;
   // The scheduler is shutting down; there are no more calls.
   virtual void OnSchedulerShutdown() = 0;
 };

@@ -8,11 +8,10 @@
 #include "convert/result_source.h"
 #include "convert/search_event_text.h"
 #include "convert/search_progress.h"
+#include "convert/search_view.h"
 #include "google/protobuf/util/time_util.h"
-#include "server/core/candidate_ranking.h"
 #include "server/core/page_token.h"
 #include "server/core/resource_names.h"
-#include "server/core/search_memory.h"
 
 namespace paratune {
 namespace {
@@ -29,30 +28,10 @@ absl::StatusOr<int64_t> CheckPageSize(int64_t page_size, int64_t default_size) {
   return page_size == 0 ? default_size : page_size;
 }
 
-// Candidate.probe_result_source: of probe_result, or of screening_result while a confirmation
-// runs.
-void SetResultSource(v1::Candidate& candidate) {
-  if (candidate.has_probe_result()) {
-    candidate.set_probe_result_source(ResultSource(candidate.probe_result()));
-  } else if (candidate.has_screening_result()) {
-    candidate.set_probe_result_source(ResultSource(candidate.screening_result()));
-  }
-}
-
 }  // namespace
 
 absl::Status SearchNotFoundError(int64_t id) {
   return absl::NotFoundError(absl::StrCat("search ", SearchName(id), " not found"));
-}
-
-v1::Search ClientView(v1::Search search) {
-  RankCandidates(*search.mutable_candidates());
-  for (v1::Candidate& candidate : *search.mutable_candidates()) SetResultSource(candidate);
-  if (const v1::Candidate* best = BestMeasured(search); best != nullptr) {
-    *search.mutable_best_candidate() = *best;
-  }
-  AddCalibratedMemory(search);
-  return search;
 }
 
 absl::StatusOr<v1::Search> SearchReader::GetSearch(absl::string_view name,

@@ -17,12 +17,6 @@ namespace paratune {
 // of a search it may not reach (MayAccess), so that others' searches do not show.
 absl::Status SearchNotFoundError(int64_t id);
 
-// `search` as clients see it (every read and watch): its candidates ranked, probed OK by
-// measured TFLOP/s per GPU then the rest in predicted order, each with its calibrated memory
-// (search_memory.h, AddCalibratedMemory) and its probe result's source (probe_result_source),
-// and best_candidate set (BestMeasured).
-v1::Search ClientView(v1::Search search);
-
 // Thread-safe (the store is). Every call takes its caller: a client principal reaches only
 // the searches it created (MayAccess); the others are NOT_FOUND or left out of lists.
 class SearchReader {
@@ -30,8 +24,8 @@ class SearchReader {
   // `store` is not owned and must outlive the reader.
   explicit SearchReader(SearchStore* store) : store_(store) {}
 
-  // Candidates ranked. INVALID_ARGUMENT for a malformed name; NOT_FOUND naming it when there
-  // is no such search.
+  // As clients see it (convert/search_view.h, ClientView). INVALID_ARGUMENT for a malformed name;
+  // NOT_FOUND naming it when there is no such search.
   absl::StatusOr<v1::Search> GetSearch(absl::string_view name,
                                        const Caller& caller = std::nullopt) const;
   // Newest first, without candidates, the caller's only. INVALID_ARGUMENT for page_size

@@ -1,4 +1,4 @@
-#include "server/core/candidate_ranking.h"
+#include "convert/candidate_ranking.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 // The order in which a search presents its candidates.
-#ifndef PARATUNE_SERVER_CORE_CANDIDATE_RANKING_H_
-#define PARATUNE_SERVER_CORE_CANDIDATE_RANKING_H_
+#ifndef PARATUNE_CONVERT_CANDIDATE_RANKING_H_
+#define PARATUNE_CONVERT_CANDIDATE_RANKING_H_
 
 #include "google/protobuf/repeated_ptr_field.h"
 #include "proto/search.pb.h"
@@ -14,4 +14,4 @@ void RankCandidates(google::protobuf::RepeatedPtrField<v1::Candidate>& candidate
 
 }  // namespace paratune
 
-#endif  // PARATUNE_SERVER_CORE_CANDIDATE_RANKING_H_
+#endif  // PARATUNE_CONVERT_CANDIDATE_RANKING_H_
