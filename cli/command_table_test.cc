@@ -228,6 +228,8 @@ TEST(CommandTableTest, BadValuesAreNamedByTheirFlags) {
       {{"submit", "--dry_run", "--recompute_modes=none,most"},
        "--recompute_modes[1] (\"most\") must be none, selective or full"},
       {{"submit", "--dry_run", "--nodes=0"}, "--nodes (0) must be in [1, 65536]"},
+      {{"submit", "--dry_run", "--backend=command"},
+       "--command_template (\"\") must be 1 to 64 letters, digits, '_', '-' or '.'"},
       {{"estimate", "--tp=two"}, "--tp (\"two\") is not an integer"},
   };
   for (const auto& [args, message] : cases) {

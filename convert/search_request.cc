@@ -1,6 +1,7 @@
 #include "convert/search_request.h"
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -62,8 +63,9 @@ absl::Status NormalizeProbeSettings(v1::ProbeSettings& probe) {
                       absl::StrCat("(", static_cast<int>(probe.scope()), ") is not a ProbeScope"));
   }
   if (probe.backend() == "command") {
-    PT_RETURN_IF_ERROR(
-        ValidateTemplateName("spec.probe.command_template", probe.command_template()));
+    if (const std::optional<std::string> problem = TemplateNameProblem(probe.command_template())) {
+      return FieldError("spec.probe.command_template", *problem);
+    }
   } else if (!probe.command_template().empty()) {
     return FieldError("spec.probe.command_template",
                       absl::StrCat("(\"", absl::CHexEscape(probe.command_template().substr(0, 64)),

@@ -136,7 +136,9 @@ TEST(ValidateCreateSearchRequestTest, ProbeSettingsOutOfRangeNameFieldAndValue) 
 TEST(ValidateCreateSearchRequestTest, CommandBackendNeedsATemplateNameAndOnlyIt) {
   v1::CreateSearchRequest request = Valid();
   request.mutable_spec()->mutable_probe()->set_backend("command");
-  EXPECT_THAT(Validate(request).message(), HasSubstr("spec.probe.command_template (\"\")"));
+  EXPECT_EQ(Validate(request),
+            FieldError("spec.probe.command_template",
+                       "(\"\") must be 1 to 64 letters, digits, '_', '-' or '.'"));
   request.mutable_spec()->mutable_probe()->set_command_template("megatron-gpt");
   EXPECT_TRUE(Validate(request).ok());
   request.mutable_spec()->mutable_probe()->set_command_template("bash -c 'rm -rf /'");
