@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -76,6 +77,8 @@ const Flag* FindFlag(const CommandSet& set, absl::string_view name) {
   return nullptr;
 }
 
+// The command line read as Abseil's flags read one, each flag looked up among those of every
+// command (whether its command takes it is checked once the command is known).
 absl::StatusOr<Arguments> SplitArguments(const CommandSet& set,
                                          absl::Span<const char* const> args) {
   Arguments arguments;

@@ -367,8 +367,7 @@ constexpr MessageOf kPlanRequest = &v1::PlanRequest::descriptor;
 constexpr MessageOf kCreateSearchRequest = &v1::CreateSearchRequest::descriptor;
 constexpr MessageOf kParallelConfig = &v1::ParallelConfig::descriptor;
 
-constexpr char kServerTitle[] = "Server (also $PARATUNE_TLS_CA and the others named)";
-constexpr FlagGroup kServerGroup = {kServerTitle, kNoMessage, "", kServerFields};
+constexpr FlagGroup kServerGroup = {"Server", kNoMessage, "", kServerFields};
 constexpr FlagGroup kJsonGroup = {"Output", kNoMessage, "", kJsonFields};
 
 constexpr FlagGroup kEstimateGroups[] = {

@@ -44,31 +44,40 @@ absl::StatusOr<FieldIn> FindField(Message& message, absl::string_view path) {
   return absl::InternalError("an empty field path");
 }
 
-// Sets a repeated field from a list flag's value.
+// Calls `set` with the value when it is a T; whether it was.
+template <typename T, typename Set>
+bool SetAs(const FlagValue& value, Set set) {
+  const T* typed = std::get_if<T>(&value);
+  if (typed != nullptr) set(*typed);
+  return typed != nullptr;
+}
+
+// Sets a repeated field from a list flag's value; false when the value's type cannot set it.
 bool SetRepeated(Message& holder, const FieldDescriptor& field, const Flag& flag,
                  const FlagValue& value) {
   const Reflection& reflection = *holder.GetReflection();
-  if (const auto* numbers = std::get_if<std::vector<int64_t>>(&value);
-      numbers != nullptr && field.cpp_type() == FieldDescriptor::CPPTYPE_INT64) {
-    reflection.ClearField(&holder, &field);
-    for (const int64_t number : *numbers) reflection.AddInt64(&holder, &field, number);
-    return true;
+  switch (field.cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT64:
+      return SetAs<std::vector<int64_t>>(value, [&](const std::vector<int64_t>& numbers) {
+        reflection.ClearField(&holder, &field);
+        for (const int64_t number : numbers) reflection.AddInt64(&holder, &field, number);
+      });
+    case FieldDescriptor::CPPTYPE_ENUM:
+      return !flag.choices.empty() &&
+             SetAs<std::vector<std::string>>(value, [&](const std::vector<std::string>& words) {
+               reflection.ClearField(&holder, &field);
+               for (const std::string& word : words) {
+                 reflection.AddEnumValue(&holder, &field, ChoiceValue(flag, word));
+               }
+             });
+    case FieldDescriptor::CPPTYPE_STRING:
+      return SetAs<std::vector<std::string>>(value, [&](const std::vector<std::string>& texts) {
+        reflection.ClearField(&holder, &field);
+        for (const std::string& text : texts) reflection.AddString(&holder, &field, text);
+      });
+    default:
+      return false;
   }
-  const auto* words = std::get_if<std::vector<std::string>>(&value);
-  if (words == nullptr) return false;
-  if (field.cpp_type() == FieldDescriptor::CPPTYPE_ENUM && !flag.choices.empty()) {
-    reflection.ClearField(&holder, &field);
-    for (const std::string& word : *words) {
-      reflection.AddEnumValue(&holder, &field, ChoiceValue(flag, word));
-    }
-    return true;
-  }
-  if (field.cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
-    reflection.ClearField(&holder, &field);
-    for (const std::string& word : *words) reflection.AddString(&holder, &field, word);
-    return true;
-  }
-  return false;
 }
 
 // Sets a singular field from a flag's value; false when the value's type cannot set it.
@@ -78,50 +87,38 @@ bool SetSingular(Message& holder, const FieldDescriptor& field, const FlagField&
   const Flag& flag = *binding.flag;
   switch (field.cpp_type()) {
     case FieldDescriptor::CPPTYPE_INT64:
-      if (const auto* number = std::get_if<int64_t>(&value)) {
-        reflection.SetInt64(&holder, &field, *number);
-        return true;
-      }
-      return false;
+      return SetAs<int64_t>(value,
+                            [&](int64_t number) { reflection.SetInt64(&holder, &field, number); });
     case FieldDescriptor::CPPTYPE_UINT64:
-      if (const auto* number = std::get_if<uint64_t>(&value)) {
-        reflection.SetUInt64(&holder, &field, *number);
-        return true;
-      }
-      return false;
+      return SetAs<uint64_t>(
+          value, [&](uint64_t number) { reflection.SetUInt64(&holder, &field, number); });
     case FieldDescriptor::CPPTYPE_DOUBLE:
-      if (const auto* number = std::get_if<double>(&value)) {
-        reflection.SetDouble(&holder, &field, *number * binding.scale);
-        return true;
-      }
-      if (const auto* duration = std::get_if<absl::Duration>(&value)) {
-        reflection.SetDouble(&holder, &field, absl::ToDoubleSeconds(*duration) * binding.scale);
-        return true;
-      }
-      return false;
+      return SetAs<double>(value,
+                           [&](double number) {
+                             reflection.SetDouble(&holder, &field, number * binding.scale);
+                           }) ||
+             SetAs<absl::Duration>(value, [&](absl::Duration duration) {
+               reflection.SetDouble(&holder, &field,
+                                    absl::ToDoubleSeconds(duration) * binding.scale);
+             });
     case FieldDescriptor::CPPTYPE_BOOL:
-      if (const auto* on = std::get_if<bool>(&value)) {
-        reflection.SetBool(&holder, &field, *on);
-        return true;
-      }
-      return false;
+      return SetAs<bool>(value, [&](bool on) { reflection.SetBool(&holder, &field, on); });
     case FieldDescriptor::CPPTYPE_STRING:
-      if (const auto* text = std::get_if<std::string>(&value)) {
-        reflection.SetString(&holder, &field, *text);
-        return true;
-      }
-      return false;
+      return SetAs<std::string>(
+          value, [&](const std::string& text) { reflection.SetString(&holder, &field, text); });
     case FieldDescriptor::CPPTYPE_ENUM:
-      if (flag.choices.empty()) return false;
-      if (const auto* on = std::get_if<bool>(&value)) {
-        reflection.SetEnumValue(&holder, &field, ChoiceValue(flag, *on ? "true" : "false"));
-        return true;
-      }
-      if (const auto* word = std::get_if<std::string>(&value)) {
-        if (!word->empty()) reflection.SetEnumValue(&holder, &field, ChoiceValue(flag, *word));
-        return true;
-      }
-      return false;
+      // A bool is the choice "true" or "false"; an empty word leaves the field unset.
+      return !flag.choices.empty() &&
+             (SetAs<bool>(value,
+                          [&](bool on) {
+                            reflection.SetEnumValue(&holder, &field,
+                                                    ChoiceValue(flag, on ? "true" : "false"));
+                          }) ||
+              SetAs<std::string>(value, [&](const std::string& word) {
+                if (!word.empty()) {
+                  reflection.SetEnumValue(&holder, &field, ChoiceValue(flag, word));
+                }
+              }));
     default:
       return false;
   }
