@@ -209,16 +209,6 @@ srun --kill-on-bad-exit=1 bash -c 'exec torchrun --nnodes="$SLURM_NNODES" \
 
 }  // namespace
 
-absl::StatusOr<ExportFormat> ParseExportFormat(absl::string_view text) {
-  const std::string format = absl::AsciiStrToLower(text);
-  if (format == "megatron") return ExportFormat::kMegatron;
-  if (format == "nemo") return ExportFormat::kNemo;
-  if (format == "json") return ExportFormat::kJson;
-  if (format == "sbatch") return ExportFormat::kSbatch;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--format (\"", text, "\") must be megatron, nemo, json or sbatch"));
-}
-
 absl::StatusOr<v1::Candidate> ChooseCandidate(const v1::Search& search,
                                               absl::string_view candidate) {
   if (!candidate.empty()) {

@@ -15,10 +15,8 @@
 
 namespace paratune {
 
+// --format: megatron, nemo, json or sbatch.
 enum class ExportFormat { kMegatron, kNemo, kJson, kSbatch };
-
-// "megatron", "nemo", "json", "sbatch"; INVALID_ARGUMENT naming --format otherwise.
-absl::StatusOr<ExportFormat> ParseExportFormat(absl::string_view text);
 
 // The candidate to export: searches/{id}/candidates/{n} when `candidate` names one (n alone
 // is accepted), else the best measured (the first of the ranked candidates, probed OK).

@@ -490,12 +490,5 @@ TEST(ChooseCandidateTest, BestMeasuredOrTheOneNamed) {
   EXPECT_EQ(ChooseCandidate(unmeasured, "").status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
-TEST(ParseExportFormatTest, NamesTheFlag) {
-  EXPECT_EQ(*ParseExportFormat("SBATCH"), ExportFormat::kSbatch);
-  EXPECT_EQ(
-      ParseExportFormat("yaml").status(),
-      absl::InvalidArgumentError("--format (\"yaml\") must be megatron, nemo, json or sbatch"));
-}
-
 }  // namespace
 }  // namespace paratune

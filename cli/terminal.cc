@@ -1,6 +1,5 @@
 #include "cli/terminal.h"
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
@@ -13,15 +12,6 @@ int TerminalColumns(int ioctl_columns, const char* columns_variable) {
     return columns;
   }
   return kDefaultTerminalColumns;
-}
-
-absl::StatusOr<ColorMode> ParseColorMode(absl::string_view text) {
-  const std::string mode = absl::AsciiStrToLower(text);
-  if (mode == "auto") return ColorMode::kAuto;
-  if (mode == "always") return ColorMode::kAlways;
-  if (mode == "never") return ColorMode::kNever;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--color (\"", text, "\") must be auto, always or never"));
 }
 
 bool UseColor(ColorMode mode, bool stdout_is_terminal, const char* no_color_variable,

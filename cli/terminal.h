@@ -6,7 +6,6 @@
 
 #include <string>
 
-#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace paratune {
@@ -22,9 +21,6 @@ int TerminalColumns(int ioctl_columns, const char* columns_variable);
 // --color: auto colours when stdout is a terminal, $NO_COLOR is unset or empty
 // (https://no-color.org) and $TERM is not "dumb".
 enum class ColorMode { kAuto, kAlways, kNever };
-
-// INVALID_ARGUMENT naming --color and the value unless it is auto, always or never.
-absl::StatusOr<ColorMode> ParseColorMode(absl::string_view text);
 
 // Whether to colour output in `mode`; the variables are null when unset.
 bool UseColor(ColorMode mode, bool stdout_is_terminal, const char* no_color_variable,

@@ -13,15 +13,6 @@ TEST(TerminalColumnsTest, TheTerminalThenColumnsThenEighty) {
   EXPECT_EQ(TerminalColumns(0, "-5"), 80);
 }
 
-TEST(ParseColorModeTest, NamesTheFlagWhenTheValueIsUnknown) {
-  EXPECT_EQ(*ParseColorMode("auto"), ColorMode::kAuto);
-  EXPECT_EQ(*ParseColorMode("ALWAYS"), ColorMode::kAlways);
-  EXPECT_EQ(*ParseColorMode("never"), ColorMode::kNever);
-  const absl::StatusOr<ColorMode> bad = ParseColorMode("sometimes");
-  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(bad.status().message(), "--color (\"sometimes\") must be auto, always or never");
-}
-
 TEST(UseColorTest, AutoColoursATerminalUnlessNoColorOrADumbTerminal) {
   EXPECT_TRUE(UseColor(ColorMode::kAuto, true, nullptr, "xterm-256color"));
   EXPECT_FALSE(UseColor(ColorMode::kAuto, false, nullptr, "xterm-256color"));

@@ -15,6 +15,12 @@ TEST(ValidateTemplateNameTest, AcceptsPlainNames) {
   EXPECT_TRUE(ValidateTemplateName("t", std::string(64, 'a')).ok());
 }
 
+TEST(TemplateNameProblemTest, SaysWhatIsWrong) {
+  EXPECT_FALSE(TemplateNameProblem("megatron-llama").has_value());
+  EXPECT_EQ(TemplateNameProblem("a b"),
+            "(\"a b\") must be 1 to 64 letters, digits, '_', '-' or '.'");
+}
+
 TEST(ValidateTemplateNameTest, RejectsOthersNamingTheField) {
   for (const std::string& bad : {std::string(), std::string(65, 'a'), std::string("rm -rf"),
                                  std::string("a/b"), std::string("{tp}")}) {

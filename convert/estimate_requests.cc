@@ -9,6 +9,7 @@
 #include "convert/memory_map.h"
 #include "convert/search_request.h"
 #include "convert/spec_convert.h"
+#include "estimator/field_error.h"
 #include "estimator/memory_model.h"
 #include "estimator/performance_model.h"
 #include "estimator/planner.h"
@@ -30,8 +31,8 @@ absl::StatusOr<v1::EstimateResponse> AnswerEstimate(const v1::EstimateRequest& r
   MemoryOptions memory_options;
   if (request.safe_memory_fraction() != 0) {
     if (!(request.safe_memory_fraction() > 0 && request.safe_memory_fraction() <= 1)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "safe_memory_fraction (", request.safe_memory_fraction(), ") must be in (0, 1]"));
+      return FieldError("safe_memory_fraction",
+                        absl::StrCat("(", request.safe_memory_fraction(), ") must be in (0, 1]"));
     }
     memory_options.safe_fraction = request.safe_memory_fraction();
   }
@@ -51,14 +52,14 @@ absl::StatusOr<v1::PlanResponse> AnswerPlan(const v1::PlanRequest& request) {
 
 absl::StatusOr<DetailedPlan> AnswerPlanInDetail(const v1::PlanRequest& request) {
   if (request.limit() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("limit (", request.limit(), ") must be >= 0"));
+    return FieldError("limit", absl::StrCat("(", request.limit(), ") must be >= 0"));
   }
   // The spec is checked as CreateSearch checks it, so that a plan is refused where the search
   // would be (its probe settings feed the projected cost).
   v1::CreateSearchRequest create;
   *create.mutable_spec() = request.spec();
-  PT_RETURN_IF_ERROR(ValidateCreateSearchRequest(create).status());
-  PT_ASSIGN_OR_RETURN(ResolvedSpec spec, ResolveSearchSpec(request.spec()));
+  PT_ASSIGN_OR_RETURN(ValidatedSearchRequest validated, ValidateCreateSearchRequest(create));
+  ResolvedSpec spec = std::move(validated.resolved);
   const PerformanceParameters params = DefaultPerformanceParameters(spec.cluster.gpu());
   PT_ASSIGN_OR_RETURN(Plan plan, PlanConfigurations(spec.model, spec.training, spec.cluster,
                                                     spec.plan_options, params));

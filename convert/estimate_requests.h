@@ -12,15 +12,17 @@
 
 namespace paratune {
 
-// Memory and performance of request.config. INVALID_ARGUMENT naming the field when the
-// model, training run, cluster or configuration is invalid.
+// Memory and performance of request.config. A field error (estimator/field_error.h) naming
+// the field from the request down when the model, training run, cluster or configuration is
+// invalid.
 absl::StatusOr<v1::EstimateResponse> AnswerEstimate(const v1::EstimateRequest& request);
 
 // Counts, rejections and the memory-safe candidates of request.spec in predicted order, the
 // projected cost of searching them with its settings (cost_projection.h), and the memory
 // map of every valid configuration (memory_map.h).
-// INVALID_ARGUMENT naming the field when the spec is invalid or limit < 0, or the setting
-// when one is out of range for the projection.
+// A field error naming the field from the request down ("spec.model.preset", "limit") when
+// the spec is invalid or limit < 0; INVALID_ARGUMENT naming the setting when one is out of
+// range for the projection.
 absl::StatusOr<v1::PlanResponse> AnswerPlan(const v1::PlanRequest& request);
 
 // AnswerPlan's response with what it was made from, for callers that show more of the plan

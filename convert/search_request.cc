@@ -1,6 +1,7 @@
 #include "convert/search_request.h"
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -10,6 +11,7 @@
 #include "common/status_macros.h"
 #include "common/template_name.h"
 #include "estimator/cluster_spec.h"
+#include "estimator/field_error.h"
 
 namespace paratune {
 namespace {
@@ -18,8 +20,7 @@ constexpr const char* kBackends[] = {"sim", "replay", "command", "cuda"};
 
 absl::Status CheckRange(absl::string_view field, int64_t value, int64_t low, int64_t high) {
   if (value < low || value > high) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, " (", value, ") must be in [", low, ", ", high, "]"));
+    return FieldError(field, absl::StrCat("(", value, ") must be in [", low, ", ", high, "]"));
   }
   return absl::OkStatus();
 }
@@ -29,9 +30,9 @@ absl::Status NormalizeProbeSettings(v1::ProbeSettings& probe) {
   bool known_backend = false;
   for (const char* backend : kBackends) known_backend |= probe.backend() == backend;
   if (!known_backend) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("spec.probe.backend (\"", absl::CHexEscape(probe.backend().substr(0, 64)),
-                     "\") must be one of ", absl::StrJoin(kBackends, ", ")));
+    return FieldError("spec.probe.backend",
+                      absl::StrCat("(\"", absl::CHexEscape(probe.backend().substr(0, 64)),
+                                   "\") must be one of ", absl::StrJoin(kBackends, ", ")));
   }
   PT_RETURN_IF_ERROR(
       CheckRange("spec.probe.warmup_steps", probe.warmup_steps(), 0, kMaxWarmupSteps));
@@ -40,15 +41,15 @@ absl::Status NormalizeProbeSettings(v1::ProbeSettings& probe) {
   if (probe.timed_steps() == 0) probe.set_timed_steps(kDefaultTimedSteps);
   if (!std::isfinite(probe.deadline_seconds()) || probe.deadline_seconds() < 0 ||
       probe.deadline_seconds() > kMaxProbeDeadlineSeconds) {
-    return absl::InvalidArgumentError(absl::StrCat("spec.probe.deadline_seconds (",
-                                                   probe.deadline_seconds(), ") must be in [0, ",
-                                                   kMaxProbeDeadlineSeconds, "]"));
+    return FieldError("spec.probe.deadline_seconds",
+                      absl::StrCat("(", probe.deadline_seconds(), ") must be in [0, ",
+                                   kMaxProbeDeadlineSeconds, "]"));
   }
   if (!std::isfinite(probe.startup_seconds()) || probe.startup_seconds() < 0 ||
       probe.startup_seconds() > kMaxStartupSeconds) {
-    return absl::InvalidArgumentError(absl::StrCat("spec.probe.startup_seconds (",
-                                                   probe.startup_seconds(), ") must be in [0, ",
-                                                   kMaxStartupSeconds, "] (0: the backend's)"));
+    return FieldError("spec.probe.startup_seconds",
+                      absl::StrCat("(", probe.startup_seconds(), ") must be in [0, ",
+                                   kMaxStartupSeconds, "] (0: the backend's)"));
   }
   if (probe.startup_seconds() == 0) probe.set_startup_seconds(ProbeStepsOf(probe).startup_seconds);
   PT_RETURN_IF_ERROR(
@@ -58,16 +59,17 @@ absl::Status NormalizeProbeSettings(v1::ProbeSettings& probe) {
                                 kMaxMaxLaunchFailures));
   if (probe.max_launch_failures() == 0) probe.set_max_launch_failures(kDefaultMaxLaunchFailures);
   if (!v1::ProbeScope_IsValid(probe.scope())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "spec.probe.scope (", static_cast<int>(probe.scope()), ") is not a ProbeScope"));
+    return FieldError("spec.probe.scope",
+                      absl::StrCat("(", static_cast<int>(probe.scope()), ") is not a ProbeScope"));
   }
   if (probe.backend() == "command") {
-    PT_RETURN_IF_ERROR(
-        ValidateTemplateName("spec.probe.command_template", probe.command_template()));
+    if (const std::optional<std::string> problem = TemplateNameProblem(probe.command_template())) {
+      return FieldError("spec.probe.command_template", *problem);
+    }
   } else if (!probe.command_template().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "spec.probe.command_template (\"", absl::CHexEscape(probe.command_template().substr(0, 64)),
-        "\") is only for backend command, not ", probe.backend()));
+    return FieldError("spec.probe.command_template",
+                      absl::StrCat("(\"", absl::CHexEscape(probe.command_template().substr(0, 64)),
+                                   "\") is only for backend command, not ", probe.backend()));
   }
   return absl::OkStatus();
 }
@@ -76,8 +78,8 @@ absl::Status NormalizeProbeSettings(v1::ProbeSettings& probe) {
 absl::Status NormalizeFraction(absl::string_view field, double& value, double high,
                                double fallback) {
   if (!std::isfinite(value) || value < 0 || value > high) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, " (", value, ") must be in (0, ", high, "], or 0 for ", fallback));
+    return FieldError(
+        field, absl::StrCat("(", value, ") must be in (0, ", high, "], or 0 for ", fallback));
   }
   if (value == 0) value = fallback;
   return absl::OkStatus();
@@ -104,9 +106,9 @@ absl::Status NormalizeAdaptiveSettings(v1::AdaptiveSettings& adaptive) {
     adaptive.set_confirmation_steps_factor(kDefaultConfirmationStepsFactor);
   }
   if (adaptive.confirmation_steps_factor() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "spec.adaptive.confirmation_steps_factor (", adaptive.confirmation_steps_factor(),
-        ") must be in [2, ", kMaxConfirmationStepsFactor, "], or 0"));
+    return FieldError("spec.adaptive.confirmation_steps_factor",
+                      absl::StrCat("(", adaptive.confirmation_steps_factor(), ") must be in [2, ",
+                                   kMaxConfirmationStepsFactor, "], or 0"));
   }
   return absl::OkStatus();
 }
@@ -120,8 +122,8 @@ absl::Status CheckBudget(const v1::SearchBudget& budget) {
         std::make_tuple("spec.budget.deadline_seconds", budget.deadline_seconds(),
                         kMaxBudgetDeadlineSeconds)}) {
     if (!std::isfinite(value) || value < 0 || value > high) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, " (", value, ") must be in [0, ", high, "] (0: no limit)"));
+      return FieldError(field,
+                        absl::StrCat("(", value, ") must be in [0, ", high, "] (0: no limit)"));
     }
   }
   return absl::OkStatus();
@@ -153,9 +155,9 @@ void UpgradeStoredSpec(v1::SearchSpec& spec) {
 absl::StatusOr<ValidatedSearchRequest> ValidateCreateSearchRequest(
     const v1::CreateSearchRequest& request) {
   if (static_cast<int64_t>(request.display_name().size()) > kMaxDisplayNameBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("display_name (", request.display_name().size(),
-                                                   " bytes) must be at most ", kMaxDisplayNameBytes,
-                                                   " bytes"));
+    return FieldError("display_name",
+                      absl::StrCat("(", request.display_name().size(), " bytes) must be at most ",
+                                   kMaxDisplayNameBytes, " bytes"));
   }
   v1::SearchSpec spec = request.spec();
   switch (spec.policy()) {
@@ -167,15 +169,15 @@ absl::StatusOr<ValidatedSearchRequest> ValidateCreateSearchRequest(
     case v1::ADAPTIVE:
       break;
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("spec.policy (", static_cast<int>(spec.policy()),
-                       ") is not a SearchPolicy; use ADAPTIVE, TOP_K or EXHAUSTIVE"));
+      return FieldError("spec.policy",
+                        absl::StrCat("(", static_cast<int>(spec.policy()),
+                                     ") is not a SearchPolicy; use ADAPTIVE, TOP_K or EXHAUSTIVE"));
   }
   if (spec.policy() == v1::ADAPTIVE) {
     PT_RETURN_IF_ERROR(NormalizeAdaptiveSettings(*spec.mutable_adaptive()));
   } else if (spec.has_adaptive()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "spec.adaptive is only for policy ADAPTIVE, not ", v1::SearchPolicy_Name(spec.policy())));
+    return FieldError("spec.adaptive", absl::StrCat("is only for policy ADAPTIVE, not ",
+                                                    v1::SearchPolicy_Name(spec.policy())));
   }
   PT_RETURN_IF_ERROR(CheckBudget(spec.budget()));
   PT_RETURN_IF_ERROR(CheckRange("spec.top_k", spec.top_k(), 0, kMaxTopK));
@@ -183,12 +185,14 @@ absl::StatusOr<ValidatedSearchRequest> ValidateCreateSearchRequest(
   PT_RETURN_IF_ERROR(NormalizeProbeSettings(*spec.mutable_probe()));
   if (spec.seed() == 0) spec.set_seed(1);
 
-  PT_ASSIGN_OR_RETURN(ResolvedSpec resolved, ResolveSearchSpec(spec));
+  absl::StatusOr<ResolvedSpec> resolved = ResolveSearchSpec(spec);
+  // Its errors name the fields from the spec down; this request holds it in `spec`.
+  if (!resolved.ok()) return NestFieldError("spec", resolved.status());
   // Stored with the memory policy it runs, in one field, so that it keeps running with it.
   v1::SearchSpace& space = *spec.mutable_space();
   space.set_memory_policy(ProbesRiskyConfigurations(space) ? v1::MEASURE_RISKY : v1::SAFE_ONLY);
   space.clear_include_risky();
-  return ValidatedSearchRequest{std::move(spec), std::move(resolved)};
+  return ValidatedSearchRequest{std::move(spec), *std::move(resolved)};
 }
 
 }  // namespace paratune

@@ -63,10 +63,10 @@ struct ValidatedSearchRequest {
   ResolvedSpec resolved;
 };
 
-// INVALID_ARGUMENT naming the field and value, e.g.
-// "spec.probe.timed_steps (20000) must be in [0, 10000]", for a bad display name, model,
-// training run, cluster, search space, policy, top_k, probe settings, adaptive settings or
-// budget (an unknown preset included).
+// A field error (estimator/field_error.h) naming the field from the request down and the
+// value, e.g. "spec.probe.timed_steps (20000) must be in [0, 10000]", for a bad display name,
+// model, training run, cluster, search space, policy, top_k, probe settings, adaptive settings
+// or budget (an unknown preset included).
 absl::StatusOr<ValidatedSearchRequest> ValidateCreateSearchRequest(
     const v1::CreateSearchRequest& request);
 

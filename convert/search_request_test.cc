@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "estimator/field_error.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -99,18 +100,16 @@ TEST(ValidateCreateSearchRequestTest, ProbeSettingsOutOfRangeNameFieldAndValue) 
   v1::CreateSearchRequest request = Valid();
   request.mutable_spec()->mutable_probe()->set_timed_steps(20000);
   EXPECT_EQ(Validate(request),
-            absl::InvalidArgumentError("spec.probe.timed_steps (20000) must be in [0, 10000]"));
+            FieldError("spec.probe.timed_steps", "(20000) must be in [0, 10000]"));
 
   request = Valid();
   request.mutable_spec()->mutable_probe()->set_warmup_steps(-1);
-  EXPECT_EQ(Validate(request),
-            absl::InvalidArgumentError("spec.probe.warmup_steps (-1) must be in [0, 1000]"));
+  EXPECT_EQ(Validate(request), FieldError("spec.probe.warmup_steps", "(-1) must be in [0, 1000]"));
 
   request = Valid();
   request.mutable_spec()->mutable_probe()->set_backend("tpu");
-  EXPECT_EQ(Validate(request),
-            absl::InvalidArgumentError(
-                "spec.probe.backend (\"tpu\") must be one of sim, replay, command, cuda"));
+  EXPECT_EQ(Validate(request), FieldError("spec.probe.backend",
+                                          "(\"tpu\") must be one of sim, replay, command, cuda"));
 
   request = Valid();
   request.mutable_spec()->mutable_probe()->set_deadline_seconds(-5);
@@ -118,8 +117,8 @@ TEST(ValidateCreateSearchRequestTest, ProbeSettingsOutOfRangeNameFieldAndValue) 
 
   request = Valid();
   request.mutable_spec()->mutable_probe()->set_startup_seconds(4000);
-  EXPECT_EQ(Validate(request), absl::InvalidArgumentError("spec.probe.startup_seconds (4000) must "
-                                                          "be in [0, 3600] (0: the backend's)"));
+  EXPECT_EQ(Validate(request), FieldError("spec.probe.startup_seconds",
+                                          "(4000) must be in [0, 3600] (0: the backend's)"));
 
   request = Valid();
   request.mutable_spec()->mutable_probe()->set_max_attempts(101);
@@ -131,14 +130,15 @@ TEST(ValidateCreateSearchRequestTest, ProbeSettingsOutOfRangeNameFieldAndValue) 
 
   request = Valid();
   request.mutable_spec()->set_top_k(10001);
-  EXPECT_EQ(Validate(request),
-            absl::InvalidArgumentError("spec.top_k (10001) must be in [0, 10000]"));
+  EXPECT_EQ(Validate(request), FieldError("spec.top_k", "(10001) must be in [0, 10000]"));
 }
 
 TEST(ValidateCreateSearchRequestTest, CommandBackendNeedsATemplateNameAndOnlyIt) {
   v1::CreateSearchRequest request = Valid();
   request.mutable_spec()->mutable_probe()->set_backend("command");
-  EXPECT_THAT(Validate(request).message(), HasSubstr("spec.probe.command_template (\"\")"));
+  EXPECT_EQ(Validate(request),
+            FieldError("spec.probe.command_template",
+                       "(\"\") must be 1 to 64 letters, digits, '_', '-' or '.'"));
   request.mutable_spec()->mutable_probe()->set_command_template("megatron-gpt");
   EXPECT_TRUE(Validate(request).ok());
   request.mutable_spec()->mutable_probe()->set_command_template("bash -c 'rm -rf /'");
@@ -147,12 +147,11 @@ TEST(ValidateCreateSearchRequestTest, CommandBackendNeedsATemplateNameAndOnlyIt)
   request = Valid();
   request.mutable_spec()->mutable_probe()->set_command_template("megatron-gpt");
   EXPECT_EQ(Validate(request),
-            absl::InvalidArgumentError("spec.probe.command_template (\"megatron-gpt\") is only "
-                                       "for backend command, not sim"));
+            FieldError("spec.probe.command_template",
+                       "(\"megatron-gpt\") is only for backend command, not sim"));
   request = Valid();
   request.mutable_spec()->mutable_probe()->set_scope(static_cast<v1::ProbeScope>(9));
-  EXPECT_EQ(Validate(request),
-            absl::InvalidArgumentError("spec.probe.scope (9) is not a ProbeScope"));
+  EXPECT_EQ(Validate(request), FieldError("spec.probe.scope", "(9) is not a ProbeScope"));
 }
 
 TEST(ValidateCreateSearchRequestTest, CudaBackendRunsFp8WithBf16OrFp8Weights) {
@@ -171,9 +170,9 @@ TEST(ValidateCreateSearchRequestTest, Fp8NeedsFp8TensorCoresWhateverTheBackend) 
   request.mutable_spec()->mutable_training()->set_precision(v1::FP8);
   request.mutable_spec()->mutable_cluster()->mutable_gpu()->set_type("a100-80gb");
   EXPECT_EQ(Validate(request),
-            absl::InvalidArgumentError(
-                "training.precision (FP8) needs fp8 tensor cores (compute capability 8.9 or "
-                "later), and cluster.gpu.type (\"a100-80gb\") is an Ampere GPU without them"));
+            FieldError("spec.training.precision",
+                       "(FP8) needs fp8 tensor cores (compute capability 8.9 or later), and "
+                       "cluster.gpu.type (\"a100-80gb\") is an Ampere GPU without them"));
   // A custom GPU is told apart by its bf16 peak.
   v1::GpuSpec& gpu = *request.mutable_spec()->mutable_cluster()->mutable_gpu();
   gpu.set_type("");
@@ -191,16 +190,15 @@ TEST(ValidateCreateSearchRequestTest, DisplayNameIsLimited) {
   request.set_display_name(std::string(256, 'x'));
   EXPECT_TRUE(Validate(request).ok());
   request.set_display_name(std::string(257, 'x'));
-  EXPECT_EQ(Validate(request),
-            absl::InvalidArgumentError("display_name (257 bytes) must be at most 256 bytes"));
+  EXPECT_EQ(Validate(request), FieldError("display_name", "(257 bytes) must be at most 256 bytes"));
 }
 
 TEST(ValidateCreateSearchRequestTest, UnknownPolicyIsInvalid) {
   v1::CreateSearchRequest request = Valid();
   request.mutable_spec()->set_policy(static_cast<v1::SearchPolicy>(42));
-  EXPECT_EQ(Validate(request),
-            absl::InvalidArgumentError(
-                "spec.policy (42) is not a SearchPolicy; use ADAPTIVE, TOP_K or EXHAUSTIVE"));
+  EXPECT_EQ(
+      Validate(request),
+      FieldError("spec.policy", "(42) is not a SearchPolicy; use ADAPTIVE, TOP_K or EXHAUSTIVE"));
 }
 
 TEST(ValidateCreateSearchRequestTest, AdaptiveSettingsAndBudgetNameFieldAndValue) {
@@ -212,8 +210,7 @@ TEST(ValidateCreateSearchRequestTest, AdaptiveSettingsAndBudgetNameFieldAndValue
 
   request.mutable_spec()->mutable_adaptive()->set_tolerance(-0.1);
   EXPECT_EQ(Validate(request),
-            absl::InvalidArgumentError(
-                "spec.adaptive.tolerance (-0.1) must be in (0, 1], or 0 for 0.02"));
+            FieldError("spec.adaptive.tolerance", "(-0.1) must be in (0, 1], or 0 for 0.02"));
   request = Valid();
   request.mutable_spec()->mutable_adaptive()->set_confirmation_steps_factor(1);
   EXPECT_THAT(Validate(request).message(),
@@ -222,7 +219,7 @@ TEST(ValidateCreateSearchRequestTest, AdaptiveSettingsAndBudgetNameFieldAndValue
   request.mutable_spec()->set_policy(v1::TOP_K);
   request.mutable_spec()->mutable_adaptive()->set_tolerance(0.05);
   EXPECT_EQ(Validate(request),
-            absl::InvalidArgumentError("spec.adaptive is only for policy ADAPTIVE, not TOP_K"));
+            FieldError("spec.adaptive", "is only for policy ADAPTIVE, not TOP_K"));
   request = Valid();
   request.mutable_spec()->mutable_budget()->set_deadline_seconds(-1);
   EXPECT_THAT(Validate(request).message(), HasSubstr("spec.budget.deadline_seconds (-1)"));
@@ -231,12 +228,14 @@ TEST(ValidateCreateSearchRequestTest, AdaptiveSettingsAndBudgetNameFieldAndValue
   EXPECT_THAT(Validate(request).message(), HasSubstr("spec.budget.max_probes (2000000)"));
 }
 
-TEST(ValidateCreateSearchRequestTest, SpecErrorsComeFromTheConverter) {
+TEST(ValidateCreateSearchRequestTest, SpecErrorsComeFromTheConverterNamedFromTheRequest) {
   v1::CreateSearchRequest request = Valid();
   request.mutable_spec()->mutable_cluster()->set_num_nodes(0);
-  const absl::Status status = Validate(request);
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(status.message(), HasSubstr("cluster.num_nodes (0)"));
+  EXPECT_EQ(Validate(request), FieldError("spec.cluster.num_nodes", "(0) must be in [1, 65536]"));
+  request = Valid();
+  request.mutable_spec()->mutable_space()->add_micro_batch_sizes(0);
+  EXPECT_EQ(Validate(request),
+            FieldError("spec.space.micro_batch_sizes[0]", "(0) must be in [1, 1024]"));
 }
 
 TEST(ProbeStepsOfTest, EachBackendRunsItsProbesItsOwnWay) {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "common/status_macros.h"
+#include "estimator/field_error.h"
 
 namespace paratune {
 namespace {
@@ -47,21 +48,21 @@ absl::StatusOr<ModelSpec> PresetModel(const v1::ModelSpec& proto) {
   };
   for (const DimensionField& field : fields) {
     if (field.value != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(field.name, " (", field.value,
-                                                     ") must be 0 when model.preset (",
-                                                     Quoted(proto.preset()), ") is set"));
+      return FieldError(field.name,
+                        absl::StrCat("(", field.value, ") must be 0 when model.preset (",
+                                     Quoted(proto.preset()), ") is set"));
     }
   }
   if (proto.tied_embeddings()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model.tied_embeddings (true) must be unset when model.preset (",
-                     Quoted(proto.preset()), ") is set"));
+    return FieldError("model.tied_embeddings",
+                      absl::StrCat("(true) must be unset when model.preset (",
+                                   Quoted(proto.preset()), ") is set"));
   }
   absl::StatusOr<ModelSpec> model = FindModelPreset(proto.preset());
   if (!model.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model.preset (", Quoted(proto.preset()),
-                     ") is not a known model; known: ", absl::StrJoin(ModelPresetNames(), ", ")));
+    return FieldError("model.preset",
+                      absl::StrCat("(", Quoted(proto.preset()), ") is not a known model; known: ",
+                                   absl::StrJoin(ModelPresetNames(), ", ")));
   }
   return model;
 }
@@ -81,17 +82,16 @@ absl::StatusOr<GpuSpec> GpuFromProto(const v1::GpuSpec& proto) {
     };
     for (const auto& field : fields) {
       if (!field.set) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(field.name, " must be set when cluster.gpu.type is empty"));
+        return FieldError(field.name, "must be set when cluster.gpu.type is empty");
       }
     }
     gpu.name = kCustomGpuName;
   } else {
     absl::StatusOr<GpuSpec> preset = FindGpuPreset(proto.type());
     if (!preset.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cluster.gpu.type (", Quoted(proto.type()),
-                       ") is not a known GPU; known: ", absl::StrJoin(GpuPresetNames(), ", ")));
+      return FieldError("cluster.gpu.type",
+                        absl::StrCat("(", Quoted(proto.type()), ") is not a known GPU; known: ",
+                                     absl::StrJoin(GpuPresetNames(), ", ")));
     }
     gpu = *std::move(preset);
   }
@@ -117,8 +117,8 @@ absl::StatusOr<Recompute> RecomputeFromProto(v1::Recompute proto) {
     case v1::RECOMPUTE_FULL:
       return Recompute::kFull;
     default:
-      return absl::InvalidArgumentError(absl::StrCat("config.recompute (", static_cast<int>(proto),
-                                                     ") is not a known recompute mode"));
+      return FieldError("config.recompute", absl::StrCat("(", static_cast<int>(proto),
+                                                         ") is not a known recompute mode"));
   }
 }
 
@@ -151,9 +151,8 @@ absl::StatusOr<TrainingSpec> TrainingSpecFromProto(const v1::TrainingSpec& proto
       options.fp8 = true;
       break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat("training.precision (",
-                                                     static_cast<int>(proto.precision()),
-                                                     ") is not a known precision"));
+      return FieldError("training.precision", absl::StrCat("(", static_cast<int>(proto.precision()),
+                                                           ") is not a known precision"));
   }
   options.distributed_optimizer =
       proto.has_distributed_optimizer() ? proto.distributed_optimizer() : true;
@@ -170,9 +169,11 @@ absl::StatusOr<TrainingSpec> TrainingSpecFromProto(const v1::TrainingSpec& proto
       options.cp_comm_type = CpCommType::kAllGather;
       break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "training.cp_comm_type (", static_cast<int>(proto.cp_comm_type()),
-          ") is not a known CpCommType; use CP_COMM_TYPE_P2P or CP_COMM_TYPE_ALL_GATHER"));
+      return FieldError(
+          "training.cp_comm_type",
+          absl::StrCat(
+              "(", static_cast<int>(proto.cp_comm_type()),
+              ") is not a known CpCommType; use CP_COMM_TYPE_P2P or CP_COMM_TYPE_ALL_GATHER"));
   }
   return TrainingSpec::Create(options);
 }
@@ -205,12 +206,12 @@ absl::StatusOr<ParallelConfig> ParallelConfigFromProto(const v1::ParallelConfig&
   // (megatron/training/arguments.py:1401-1402). The planner gives every tp > 1 configuration
   // sequence parallelism; a configuration given explicitly may lack it.
   if (training.tp_comm_overlap() && dims.tp > 1 && !dims.sequence_parallel) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("training.tp_comm_overlap (true) needs config.sequence_parallel (false) with "
-                     "config.tensor_parallel (",
-                     dims.tp,
-                     ") > 1: Megatron-LM overlaps tensor-parallel communication only with "
-                     "sequence parallelism"));
+    return FieldError("training.tp_comm_overlap",
+                      absl::StrCat("(true) needs config.sequence_parallel (false) with "
+                                   "config.tensor_parallel (",
+                                   dims.tp,
+                                   ") > 1: Megatron-LM overlaps tensor-parallel communication only "
+                                   "with sequence parallelism"));
   }
   return ParallelConfig::Create(model, training, cluster, rules, dims);
 }
@@ -218,15 +219,15 @@ absl::StatusOr<ParallelConfig> ParallelConfigFromProto(const v1::ParallelConfig&
 absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::SearchSpace& proto) {
   PlanOptions options;
   if (proto.micro_batch_sizes_size() > kMaxMicroBatchSizes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("space.micro_batch_sizes has ", proto.micro_batch_sizes_size(),
-                     " entries; at most ", kMaxMicroBatchSizes, " are allowed"));
+    return FieldError("space.micro_batch_sizes",
+                      absl::StrCat("has ", proto.micro_batch_sizes_size(), " entries; at most ",
+                                   kMaxMicroBatchSizes, " are allowed"));
   }
   for (int i = 0; i < proto.micro_batch_sizes_size(); ++i) {
     const int64_t size = proto.micro_batch_sizes(i);
     if (size < 1 || size > kMaxMicroBatchSize) {
-      return absl::InvalidArgumentError(absl::StrCat("space.micro_batch_sizes[", i, "] (", size,
-                                                     ") must be in [1, ", kMaxMicroBatchSize, "]"));
+      return FieldError(absl::StrCat("space.micro_batch_sizes[", i, "]"),
+                        absl::StrCat("(", size, ") must be in [1, ", kMaxMicroBatchSize, "]"));
     }
     options.micro_batch_sizes.push_back(size);
   }
@@ -236,48 +237,47 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::SearchSpace& proto) {
   } else if (fraction > 0 && fraction <= 1) {
     options.memory.safe_fraction = fraction;
   } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("space.safe_memory_fraction (", fraction, ") must be in (0, 1]"));
+    return FieldError("space.safe_memory_fraction",
+                      absl::StrCat("(", fraction, ") must be in (0, 1]"));
   }
   if (proto.virtual_pipeline_sizes_size() > kMaxMicroBatchSizes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("space.virtual_pipeline_sizes has ", proto.virtual_pipeline_sizes_size(),
-                     " entries; at most ", kMaxMicroBatchSizes, " are allowed"));
+    return FieldError("space.virtual_pipeline_sizes",
+                      absl::StrCat("has ", proto.virtual_pipeline_sizes_size(),
+                                   " entries; at most ", kMaxMicroBatchSizes, " are allowed"));
   }
   for (int i = 0; i < proto.virtual_pipeline_sizes_size(); ++i) {
     const int64_t size = proto.virtual_pipeline_sizes(i);
     if (size < 1 || size > kMaxVirtualPipelineSize) {
-      return absl::InvalidArgumentError(absl::StrCat("space.virtual_pipeline_sizes[", i, "] (",
-                                                     size, ") must be in [1, ",
-                                                     kMaxVirtualPipelineSize, "]"));
+      return FieldError(absl::StrCat("space.virtual_pipeline_sizes[", i, "]"),
+                        absl::StrCat("(", size, ") must be in [1, ", kMaxVirtualPipelineSize, "]"));
     }
     options.virtual_pipeline_sizes.push_back(size);
   }
   if (proto.recompute_modes_size() > kMaxRecomputeModes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("space.recompute_modes has ", proto.recompute_modes_size(),
-                     " entries; at most ", kMaxRecomputeModes, " are allowed"));
+    return FieldError("space.recompute_modes",
+                      absl::StrCat("has ", proto.recompute_modes_size(), " entries; at most ",
+                                   kMaxRecomputeModes, " are allowed"));
   }
   for (int i = 0; i < proto.recompute_modes_size(); ++i) {
     absl::StatusOr<Recompute> mode = RecomputeFromProto(proto.recompute_modes(i));
     if (!mode.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("space.recompute_modes[", i, "] (",
-                                                     static_cast<int>(proto.recompute_modes(i)),
-                                                     ") is not a known recompute mode"));
+      return FieldError(absl::StrCat("space.recompute_modes[", i, "]"),
+                        absl::StrCat("(", static_cast<int>(proto.recompute_modes(i)),
+                                     ") is not a known recompute mode"));
     }
     options.recompute_modes.push_back(*mode);
   }
   options.rules.allow_tp_cp_across_nodes = proto.allow_tp_cp_across_nodes();
   options.rules.allow_uneven_pipeline = proto.allow_uneven_pipeline_stages();
   if (!v1::MemoryPolicy_IsValid(proto.memory_policy())) {
-    return absl::InvalidArgumentError(absl::StrCat("space.memory_policy (",
-                                                   static_cast<int>(proto.memory_policy()),
-                                                   ") is not a MemoryPolicy"));
+    return FieldError(
+        "space.memory_policy",
+        absl::StrCat("(", static_cast<int>(proto.memory_policy()), ") is not a MemoryPolicy"));
   }
   if (proto.memory_policy() == v1::SAFE_ONLY && proto.include_risky()) {
-    return absl::InvalidArgumentError(
-        "space.include_risky (true) asks for RISKY configurations, which space.memory_policy "
-        "(SAFE_ONLY) excludes");
+    return FieldError("space.include_risky",
+                      "(true) asks for RISKY configurations, which space.memory_policy (SAFE_ONLY) "
+                      "excludes");
   }
   options.include_risky = ProbesRiskyConfigurations(proto);
   return options;
@@ -320,10 +320,10 @@ absl::Status CheckTrainingRunsOnGpu(const TrainingSpec& training, const ClusterS
       gpu.name == kCustomGpuName
           ? absl::StrCat("cluster.gpu.peak_bf16_tflops (", gpu.peak_bf16_tflops, ")")
           : absl::StrCat("cluster.gpu.type (\"", gpu.name, "\")");
-  return absl::InvalidArgumentError(
-      absl::StrCat("training.precision (FP8) needs fp8 tensor cores (compute capability 8.9 or "
-                   "later), and ",
-                   named, " is an Ampere GPU without them"));
+  return FieldError("training.precision",
+                    absl::StrCat("(FP8) needs fp8 tensor cores (compute capability 8.9 or later), "
+                                 "and ",
+                                 named, " is an Ampere GPU without them"));
 }
 
 absl::StatusOr<ResolvedSpec> ResolveSearchSpec(const v1::SearchSpec& proto) {

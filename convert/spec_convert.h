@@ -1,6 +1,7 @@
 // Turns paratune.v1 request messages into validated estimator values and back. Every error
-// is INVALID_ARGUMENT naming the proto field and value, an unknown model preset or GPU type
-// included (it is bad input here, not a missing resource).
+// is a field error (estimator/field_error.h): INVALID_ARGUMENT naming the proto field and
+// value, from the message converted down, with the field as data; an unknown model preset or
+// GPU type included (it is bad input here, not a missing resource).
 #ifndef PARATUNE_CONVERT_SPEC_CONVERT_H_
 #define PARATUNE_CONVERT_SPEC_CONVERT_H_
 

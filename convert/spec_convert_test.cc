@@ -1,5 +1,6 @@
 #include "convert/spec_convert.h"
 
+#include "estimator/field_error.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -8,9 +9,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// A field error (estimator/field_error.h) whose message holds `substring`.
 void ExpectInvalid(const absl::Status& status, const std::string& substring) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
   EXPECT_THAT(std::string(status.message()), HasSubstr(substring));
+  EXPECT_TRUE(FieldFaultOf(status).has_value()) << status;
 }
 
 v1::ModelSpec ExplicitModel() {
@@ -337,11 +340,12 @@ TEST(PlanOptionsFromProtoTest, MemoryPolicyAndItsOlderFormMustAgree) {
   proto.set_memory_policy(v1::SAFE_ONLY);
   EXPECT_EQ(
       PlanOptionsFromProto(proto).status(),
-      absl::InvalidArgumentError("space.include_risky (true) asks for RISKY configurations, which "
-                                 "space.memory_policy (SAFE_ONLY) excludes"));
+      FieldError("space.include_risky",
+                 "(true) asks for RISKY configurations, which space.memory_policy (SAFE_ONLY) "
+                 "excludes"));
   proto.set_memory_policy(static_cast<v1::MemoryPolicy>(7));
   EXPECT_EQ(PlanOptionsFromProto(proto).status(),
-            absl::InvalidArgumentError("space.memory_policy (7) is not a MemoryPolicy"));
+            FieldError("space.memory_policy", "(7) is not a MemoryPolicy"));
 }
 
 TEST(PlanOptionsFromProtoTest, BadFieldsNameThemselves) {

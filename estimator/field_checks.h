@@ -1,5 +1,6 @@
-// Range checks shared by the estimator's Create functions: each returns INVALID_ARGUMENT
-// naming the field and the value, e.g. "training.seq_len (0) must be in [1, 4194304]".
+// Range checks shared by the estimator's Create functions: each returns a field error
+// (field_error.h) naming the field and the value, e.g. "training.seq_len (0) must be in
+// [1, 4194304]".
 #ifndef PARATUNE_ESTIMATOR_FIELD_CHECKS_H_
 #define PARATUNE_ESTIMATOR_FIELD_CHECKS_H_
 

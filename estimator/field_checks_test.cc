@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "estimator/field_error.h"
 #include "gtest/gtest.h"
 
 namespace paratune {
@@ -13,6 +14,8 @@ TEST(FieldChecksTest, IntInRangeAcceptsBoundsAndNamesFieldOutside) {
   const absl::Status status = CheckIntInRange("training.seq_len", 0, 1, 4194304);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(), "training.seq_len (0) must be in [1, 4194304]");
+  ASSERT_TRUE(FieldFaultOf(status).has_value());
+  EXPECT_EQ(FieldFaultOf(status)->field, "training.seq_len");
   EXPECT_FALSE(CheckIntInRange("x.y", 5, 1, 4).ok());
 }
 

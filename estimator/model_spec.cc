@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "estimator/field_checks.h"
+#include "estimator/field_error.h"
 
 namespace paratune {
 namespace {
@@ -41,16 +42,17 @@ absl::Status Validate(const ModelDimensions& d) {
   status = CheckIntInRange("model.num_attention_heads", d.num_attention_heads, 1, d.hidden_size);
   if (!status.ok()) return status;
   if (d.hidden_size % d.num_attention_heads != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model.num_attention_heads (", d.num_attention_heads,
-                     ") does not divide model.hidden_size (", d.hidden_size, ")"));
+    return FieldError("model.num_attention_heads",
+                      absl::StrCat("(", d.num_attention_heads,
+                                   ") does not divide model.hidden_size (", d.hidden_size, ")"));
   }
   status = CheckIntInRange("model.num_kv_heads", d.num_kv_heads, 1, d.num_attention_heads);
   if (!status.ok()) return status;
   if (d.num_attention_heads % d.num_kv_heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("model.num_kv_heads (", d.num_kv_heads,
-                                                   ") does not divide model.num_attention_heads (",
-                                                   d.num_attention_heads, ")"));
+    return FieldError(
+        "model.num_kv_heads",
+        absl::StrCat("(", d.num_kv_heads, ") does not divide model.num_attention_heads (",
+                     d.num_attention_heads, ")"));
   }
   return CheckIntInRange("model.vocab_size", d.vocab_size, 1, 16777216);
 }

@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "estimator/field_checks.h"
+#include "estimator/field_error.h"
 #include "estimator/pipeline_layout.h"
 
 namespace paratune {
@@ -28,6 +29,93 @@ std::optional<int64_t> GpusWithin(const ParallelDims& d, int64_t limit) {
     if (gpus > limit) return std::nullopt;
   }
   return gpus;
+}
+
+// The field a broken rule is reported against, the first its message names, and the rest of
+// the message; nullopt for kValid and kCount.
+std::optional<FieldFault> RejectionFault(Rejection rejection, const ModelSpec& model,
+                                         const TrainingSpec& training, const ClusterSpec& cluster,
+                                         const ParallelDims& d) {
+  switch (rejection) {
+    case Rejection::kValid:
+      break;
+    case Rejection::kWorldSizeMismatch: {
+      // The product is left out where it is beyond any cluster.
+      const std::optional<int64_t> gpus = GpusWithin(d, int64_t{1} << 31);
+      return FieldFault{
+          "config.data_parallel",
+          absl::StrCat("(", d.dp, ") x config.tensor_parallel (", d.tp,
+                       ") x config.pipeline_parallel (", d.pp, ") x config.context_parallel (",
+                       d.cp, ")", gpus.has_value() ? absl::StrCat(" = ", *gpus) : "",
+                       " does not equal the cluster's ", cluster.world_size(),
+                       " GPUs (cluster.num_nodes (", cluster.num_nodes(),
+                       ") x cluster.gpus_per_node (", cluster.gpus_per_node(), "))")};
+    }
+    case Rejection::kTpHeads:
+      return FieldFault{"config.tensor_parallel",
+                        absl::StrCat("(", d.tp, ") does not divide model.num_attention_heads (",
+                                     model.num_attention_heads(), ")")};
+    case Rejection::kTpKvHeads:
+      return FieldFault{
+          "config.tensor_parallel",
+          absl::StrCat("(", d.tp, ") does not divide model.num_kv_heads (", model.num_kv_heads(),
+                       "), nor does model.num_kv_heads divide it")};
+    case Rejection::kPpLayers:
+      return FieldFault{
+          "config.pipeline_parallel",
+          absl::StrCat("(", d.pp, ") does not divide model.num_layers (", model.num_layers(), ")")};
+    case Rejection::kVirtualPipelineLayers:
+      if (d.pp == 1) {
+        return FieldFault{"config.virtual_pipeline",
+                          absl::StrCat("(", d.virtual_pipeline,
+                                       ") > 1 requires config.pipeline_parallel (", d.pp, ") > 1")};
+      }
+      if (d.virtual_pipeline > model.num_layers()) {
+        return FieldFault{
+            "config.virtual_pipeline",
+            absl::StrCat("(", d.virtual_pipeline, ") is larger than model.num_layers (",
+                         model.num_layers(), ")")};
+      }
+      return FieldFault{
+          "config.virtual_pipeline",
+          absl::StrCat("(", d.virtual_pipeline, ") x config.pipeline_parallel (", d.pp,
+                       ") = ", d.virtual_pipeline * d.pp, " does not divide model.num_layers (",
+                       model.num_layers(), ")")};
+    case Rejection::kCpSequence:
+      return FieldFault{
+          "config.context_parallel",
+          absl::StrCat("(", d.cp, ") x 2 = ", 2 * d.cp, " does not divide training.seq_len (",
+                       training.seq_len(), ")")};
+    case Rejection::kBatchDivisibility:
+      if (d.micro_batch > training.global_batch_size()) {
+        return FieldFault{
+            "config.micro_batch_size",
+            absl::StrCat("(", d.micro_batch, ") is larger than training.global_batch_size (",
+                         training.global_batch_size(), ")")};
+      }
+      return FieldFault{"config.data_parallel",
+                        absl::StrCat("(", d.dp, ") x config.micro_batch_size (", d.micro_batch,
+                                     ") = ", d.dp * d.micro_batch,
+                                     " does not divide training.global_batch_size (",
+                                     training.global_batch_size(), ")")};
+    case Rejection::kInterleavedMicroBatches:
+      return FieldFault{
+          "config.virtual_pipeline",
+          absl::StrCat("(", d.virtual_pipeline, ") > 1 needs config.pipeline_parallel (", d.pp,
+                       ") to divide the micro-batches per step, training.global_batch_size (",
+                       training.global_batch_size(), ") / (config.data_parallel (", d.dp,
+                       ") x config.micro_batch_size (", d.micro_batch,
+                       ")) = ", training.global_batch_size() / (d.dp * d.micro_batch))};
+    case Rejection::kTpCpAcrossNodes:
+      return FieldFault{
+          "config.tensor_parallel",
+          absl::StrCat("(", d.tp, ") x config.context_parallel (", d.cp, ") = ", d.tp * d.cp,
+                       " does not divide cluster.gpus_per_node (", cluster.gpus_per_node(),
+                       "); tp x cp across nodes is not allowed")};
+    case Rejection::kCount:
+      break;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -135,70 +223,10 @@ Rejection CheckRules(const ModelSpec& model, const TrainingSpec& training,
 std::string DescribeRejection(Rejection rejection, const ModelSpec& model,
                               const TrainingSpec& training, const ClusterSpec& cluster,
                               const ParallelDims& d) {
-  switch (rejection) {
-    case Rejection::kValid:
-      return "valid";
-    case Rejection::kWorldSizeMismatch: {
-      // The product is left out where it is beyond any cluster.
-      const std::optional<int64_t> gpus = GpusWithin(d, int64_t{1} << 31);
-      return absl::StrCat("config.data_parallel (", d.dp, ") x config.tensor_parallel (", d.tp,
-                          ") x config.pipeline_parallel (", d.pp, ") x config.context_parallel (",
-                          d.cp, ")", gpus.has_value() ? absl::StrCat(" = ", *gpus) : "",
-                          " does not equal the cluster's ", cluster.world_size(),
-                          " GPUs (cluster.num_nodes (", cluster.num_nodes(),
-                          ") x cluster.gpus_per_node (", cluster.gpus_per_node(), "))");
-    }
-    case Rejection::kTpHeads:
-      return absl::StrCat("config.tensor_parallel (", d.tp,
-                          ") does not divide model.num_attention_heads (",
-                          model.num_attention_heads(), ")");
-    case Rejection::kTpKvHeads:
-      return absl::StrCat("config.tensor_parallel (", d.tp,
-                          ") does not divide model.num_kv_heads (", model.num_kv_heads(),
-                          "), nor does model.num_kv_heads divide it");
-    case Rejection::kPpLayers:
-      return absl::StrCat("config.pipeline_parallel (", d.pp,
-                          ") does not divide model.num_layers (", model.num_layers(), ")");
-    case Rejection::kVirtualPipelineLayers:
-      if (d.pp == 1) {
-        return absl::StrCat("config.virtual_pipeline (", d.virtual_pipeline,
-                            ") > 1 requires config.pipeline_parallel (", d.pp, ") > 1");
-      }
-      if (d.virtual_pipeline > model.num_layers()) {
-        return absl::StrCat("config.virtual_pipeline (", d.virtual_pipeline,
-                            ") is larger than model.num_layers (", model.num_layers(), ")");
-      }
-      return absl::StrCat("config.virtual_pipeline (", d.virtual_pipeline,
-                          ") x config.pipeline_parallel (", d.pp, ") = ", d.virtual_pipeline * d.pp,
-                          " does not divide model.num_layers (", model.num_layers(), ")");
-    case Rejection::kCpSequence:
-      return absl::StrCat("2 x config.context_parallel (", d.cp, ") = ", 2 * d.cp,
-                          " does not divide training.seq_len (", training.seq_len(), ")");
-    case Rejection::kBatchDivisibility:
-      if (d.micro_batch > training.global_batch_size()) {
-        return absl::StrCat("config.micro_batch_size (", d.micro_batch,
-                            ") is larger than training.global_batch_size (",
-                            training.global_batch_size(), ")");
-      }
-      return absl::StrCat("config.data_parallel (", d.dp, ") x config.micro_batch_size (",
-                          d.micro_batch, ") = ", d.dp * d.micro_batch,
-                          " does not divide training.global_batch_size (",
-                          training.global_batch_size(), ")");
-    case Rejection::kInterleavedMicroBatches:
-      return absl::StrCat("config.virtual_pipeline (", d.virtual_pipeline,
-                          ") > 1 needs config.pipeline_parallel (", d.pp,
-                          ") to divide the micro-batches per step, training.global_batch_size (",
-                          training.global_batch_size(), ") / (config.data_parallel (", d.dp,
-                          ") x config.micro_batch_size (", d.micro_batch,
-                          ")) = ", training.global_batch_size() / (d.dp * d.micro_batch));
-    case Rejection::kTpCpAcrossNodes:
-      return absl::StrCat("config.tensor_parallel (", d.tp, ") x config.context_parallel (", d.cp,
-                          ") = ", d.tp * d.cp, " does not divide cluster.gpus_per_node (",
-                          cluster.gpus_per_node(), "); tp x cp across nodes is not allowed");
-    case Rejection::kCount:
-      break;
-  }
-  return "unknown rule";
+  if (rejection == Rejection::kValid) return "valid";
+  const std::optional<FieldFault> fault = RejectionFault(rejection, model, training, cluster, d);
+  if (!fault.has_value()) return "unknown rule";
+  return absl::StrCat(fault->field, " ", fault->problem);
 }
 
 absl::StatusOr<ParallelConfig> ParallelConfig::Create(const ModelSpec& model,
@@ -221,10 +249,9 @@ absl::StatusOr<ParallelConfig> ParallelConfig::Create(const ModelSpec& model,
     absl::Status status = CheckIntPositive(field.field, field.value);
     if (!status.ok()) return status;
   }
-  const Rejection rejection = CheckRules(model, training, cluster, rules, dims);
-  if (rejection != Rejection::kValid) {
-    return absl::InvalidArgumentError(DescribeRejection(rejection, model, training, cluster, dims));
-  }
+  const std::optional<FieldFault> fault = RejectionFault(
+      CheckRules(model, training, cluster, rules, dims), model, training, cluster, dims);
+  if (fault.has_value()) return FieldError(fault->field, fault->problem);
   return ParallelConfig(dims);
 }
 

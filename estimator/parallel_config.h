@@ -78,8 +78,8 @@ std::string DescribeRejection(Rejection rejection, const ModelSpec& model,
 // A configuration valid for its model, training run and cluster. Immutable.
 class ParallelConfig {
  public:
-  // INVALID_ARGUMENT with DescribeRejection's message when a rule is broken, or naming the
-  // field when a value is < 1.
+  // A field error (field_error.h) with DescribeRejection's message, against the first field
+  // it names, when a rule is broken, or naming the field when a value is < 1.
   static absl::StatusOr<ParallelConfig> Create(const ModelSpec& model, const TrainingSpec& training,
                                                const ClusterSpec& cluster,
                                                const PlacementRules& rules,

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "estimator/field_error.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -135,7 +136,7 @@ TEST_F(ParallelConfigTest, ContextParallelNeedsTwoChunksPerRank) {
   const Rejection rejection = CheckRules(model_, odd, cluster_, {}, dims);
   EXPECT_EQ(rejection, Rejection::kCpSequence);
   EXPECT_EQ(DescribeRejection(rejection, model_, odd, cluster_, dims),
-            "2 x config.context_parallel (4) = 8 does not divide training.seq_len (8196)");
+            "config.context_parallel (4) x 2 = 8 does not divide training.seq_len (8196)");
   EXPECT_EQ(CheckRules(model_, odd, cluster_, {}, Dims(8, 1, 1, 2)), Rejection::kValid);
   // cp = 1 has no chunking requirement even for an odd sequence.
   const TrainingSpec odd_seq = *TrainingSpec::Create({1024, 8191});
@@ -199,6 +200,12 @@ TEST_F(ParallelConfigTest, CreateNamesFieldsBelowOneThenRules) {
   config = ParallelConfig::Create(model_, training_, cluster_, {}, Dims(1, 16, 1, 1));
   EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(config.status().message(), HasSubstr("config.tensor_parallel (16) x"));
+  // A broken rule is a field error against the first field its message names.
+  config = ParallelConfig::Create(model_, training_, cluster_, {}, Dims(16, 1, 1, 1, 2048));
+  ASSERT_TRUE(FieldFaultOf(config.status()).has_value());
+  EXPECT_EQ(FieldFaultOf(config.status())->field, "config.micro_batch_size");
+  EXPECT_EQ(config.status().message(),
+            "config.micro_batch_size (2048) is larger than training.global_batch_size (1024)");
   config = ParallelConfig::Create(model_, training_, cluster_, {}, Dims(8, 2, 1, 1, 2));
   ASSERT_TRUE(config.ok());
   EXPECT_EQ(config->dp(), 8);

@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "estimator/field_checks.h"
+#include "estimator/field_error.h"
 
 namespace paratune {
 
@@ -24,13 +25,12 @@ absl::StatusOr<TrainingSpec> TrainingSpec::Create(const TrainingOptions& options
   status = CheckIntInRange("training.seq_len", options.seq_len, 1, 4194304);
   if (!status.ok()) return status;
   if (options.fp8_param_gather && !options.fp8) {
-    return absl::InvalidArgumentError(
-        "training.fp8_param_gather (true) needs training.precision FP8, not BF16");
+    return FieldError("training.fp8_param_gather", "(true) needs training.precision FP8, not BF16");
   }
   if (options.fp8_param_gather && !options.distributed_optimizer) {
-    return absl::InvalidArgumentError(
-        "training.fp8_param_gather (true) needs training.distributed_optimizer (false) to be "
-        "true: Megatron-LM gathers fp8 weights only with its distributed optimizer");
+    return FieldError("training.fp8_param_gather",
+                      "(true) needs training.distributed_optimizer (false) to be true: Megatron-LM "
+                      "gathers fp8 weights only with its distributed optimizer");
   }
   return TrainingSpec(options);
 }
