@@ -23,7 +23,7 @@ class CudaBackend : public ProbeBackend {
   struct Options {
     // Path of the paratune-probe executable.
     std::string probe_binary;
-    // Where each probe gets a fresh directory for its assignment, result and NCCL id files;
+    // Where each probe gets a fresh directory for its assignment, report and NCCL id files;
     // removed when the probe ends.
     std::string scratch_directory = "/tmp";
     // Set in the probe's environment (it inherits the worker's), e.g. LD_LIBRARY_PATH to

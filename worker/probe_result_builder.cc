@@ -1,5 +1,7 @@
 #include "worker/probe_result_builder.h"
 
+#include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -96,6 +98,61 @@ std::string DescribeReplica(const ProbeSpec& spec, const ProbeRun& run, double m
   return "";
 }
 
+// Sets the figures of an OK run's steps on `result`: the full steps (extrapolated when they
+// are short; PROBE_INFRA_ERROR, its reason appended to `detail`, when they do not extrapolate)
+// with any modelled data-parallel time, the throughput, the phase labels and the cuda probe's
+// measurements. Returns the message's clauses of the steps and of a replica's left-out traffic.
+std::pair<std::string, std::string> AddSteps(const ProbeSpec& spec, const ProbeRun& run,
+                                             std::string& detail, v1::ProbeResult& result) {
+  std::vector<double> full_steps;
+  if (RanFullSteps(spec, run.timed_steps)) {
+    full_steps = run.timed_steps.front().step_times_seconds;
+  } else {
+    absl::StatusOr<std::vector<double>> extrapolated =
+        ExtrapolateShortSteps(run.timed_steps, spec.micro_batches(), spec.config(), result);
+    if (!extrapolated.ok()) {
+      // Such a measurement says nothing of the configuration; another attempt measures again.
+      result.set_outcome(v1::PROBE_INFRA_ERROR);
+      detail = absl::StrCat(detail, detail.empty() ? "" : ": ", extrapolated.status().message());
+      return {};
+    }
+    full_steps = *std::move(extrapolated);
+  }
+  const bool dp_modelled =
+      run.source != FigureSource::kSimulated &&
+      run.phases[static_cast<int>(ProbePhase::kDpCollectives)] == Provenance::kModelled;
+  const PerformanceEstimate predicted =
+      dp_modelled || run.measurements.has_value()
+          ? PredictPerformance(spec.model(), spec.training(), spec.cluster(), spec.config(),
+                               DefaultPerformanceParameters(spec.cluster().gpu()))
+          : PerformanceEstimate();
+  const double modelled_dp = dp_modelled ? predicted.dp_communication_seconds : 0;
+  for (double& seconds : full_steps) {
+    seconds += modelled_dp;
+    result.add_step_times_seconds(seconds);
+  }
+  const StepStatistics stats = ComputeStepStatistics(full_steps);
+  const ParallelConfig& config = spec.config();
+  const double gpus = static_cast<double>(config.dp() * config.tp() * config.pp() * config.cp());
+  result.set_mean_step_time_seconds(stats.mean);
+  result.set_tokens_per_second(static_cast<double>(spec.training().global_batch_size()) *
+                               static_cast<double>(spec.training().seq_len()) / stats.mean);
+  result.set_model_tflops_per_gpu(ModelFlopsPerStep(spec.model(), spec.training()) /
+                                  (stats.mean * gpus) / 1e12);
+  for (int p = 0; p < static_cast<int>(ProbePhase::kCount); ++p) {
+    Label(run.phases[p], ProbePhaseName(static_cast<ProbePhase>(p)), result);
+  }
+  if (run.measurements.has_value()) {
+    v1::ProbeMeasurements& out = *result.mutable_measurements();
+    out = *run.measurements;
+    AddStepStatistics(stats, out);
+    out.set_predicted_step_time_seconds(predicted.step_time_seconds);
+    out.set_modelled_dp_seconds_per_step(modelled_dp);
+    out.set_micro_batches_per_step(spec.micro_batches());
+  }
+  return {DescribeSteps(spec, run, stats, result), DescribeReplica(spec, run, modelled_dp)};
+}
+
 }  // namespace
 
 v1::ProbeResult BuildProbeResult(const ProbeSpec& spec, const std::string& backend,
@@ -109,75 +166,25 @@ v1::ProbeResult BuildProbeResult(const ProbeSpec& spec, const std::string& backe
   std::string steps;    // the steps' clause of an OK run
   std::string replica;  // what a replica-scope probe left out
   if (run.outcome == v1::PROBE_OK && !run.timed_steps.empty()) {
-    std::vector<double> full_steps;
-    if (RanFullSteps(spec, run.timed_steps)) {
-      full_steps = run.timed_steps.front().step_times_seconds;
-    } else {
-      absl::StatusOr<std::vector<double>> extrapolated =
-          ExtrapolateShortSteps(run.timed_steps, spec.micro_batches(), spec.config(), result);
-      if (extrapolated.ok()) {
-        full_steps = *std::move(extrapolated);
-      } else {
-        // Such a measurement says nothing of the configuration; another attempt measures again.
-        result.set_outcome(v1::PROBE_INFRA_ERROR);
-        detail = absl::StrCat(detail, detail.empty() ? "" : ": ", extrapolated.status().message());
-      }
-    }
-    if (!full_steps.empty()) {
-      const bool dp_modelled =
-          run.source != FigureSource::kSimulated &&
-          run.phases[static_cast<int>(ProbePhase::kDpCollectives)] == Provenance::kModelled;
-      const bool predicts = dp_modelled || run.measurements.has_value();
-      const PerformanceEstimate predicted =
-          predicts
-              ? PredictPerformance(spec.model(), spec.training(), spec.cluster(), spec.config(),
-                                   DefaultPerformanceParameters(spec.cluster().gpu()))
-              : PerformanceEstimate();
-      const double modelled_dp = dp_modelled ? predicted.dp_communication_seconds : 0;
-      for (double& seconds : full_steps) seconds += modelled_dp;
-      for (double seconds : full_steps) result.add_step_times_seconds(seconds);
-      const StepStatistics stats = ComputeStepStatistics(full_steps);
-      const ParallelConfig& config = spec.config();
-      const double gpus =
-          static_cast<double>(config.dp() * config.tp() * config.pp() * config.cp());
-      result.set_mean_step_time_seconds(stats.mean);
-      result.set_tokens_per_second(static_cast<double>(spec.training().global_batch_size()) *
-                                   static_cast<double>(spec.training().seq_len()) / stats.mean);
-      result.set_model_tflops_per_gpu(ModelFlopsPerStep(spec.model(), spec.training()) /
-                                      (stats.mean * gpus) / 1e12);
-      for (int p = 0; p < static_cast<int>(ProbePhase::kCount); ++p) {
-        Label(run.phases[p], ProbePhaseName(static_cast<ProbePhase>(p)), result);
-      }
-      if (run.measurements.has_value()) {
-        v1::ProbeMeasurements& out = *result.mutable_measurements();
-        out = *run.measurements;
-        AddStepStatistics(stats, out);
-        out.set_predicted_step_time_seconds(predicted.step_time_seconds);
-        out.set_modelled_dp_seconds_per_step(modelled_dp);
-        out.set_micro_batches_per_step(spec.micro_batches());
-      }
-      steps = DescribeSteps(spec, run, stats, result);
-      replica = DescribeReplica(spec, run, modelled_dp);
-    }
+    std::tie(steps, replica) = AddSteps(spec, run, detail, result);
   }
 
-  std::vector<std::string> clauses;
-  const bool ok = result.outcome() == v1::PROBE_OK;
   // An OK run says where all its figures come from; a failed one has few, so only a replayed
   // or simulated failure says so (nothing was replayed for a run that was not measured).
   const bool says_source =
-      ok || (run.source != FigureSource::kMeasured && result.outcome() != v1::PROBE_NOT_MEASURED);
+      result.outcome() == v1::PROBE_OK ||
+      (run.source != FigureSource::kMeasured && result.outcome() != v1::PROBE_NOT_MEASURED);
   std::vector<std::string> head;
   if (says_source) head.push_back(SourceWords(run.source));
   if (!detail.empty()) head.push_back(detail);
   if (!steps.empty()) head.push_back(steps);
-  clauses.push_back(absl::StrJoin(head, ": "));
+  std::vector<std::string> clauses = {absl::StrJoin(head, ": ")};
   if (run.source == FigureSource::kReplayed && !steps.empty()) {
     clauses.push_back(absl::StrFormat(
         "each of the %d step times is that one value: the source reports one mean per run",
         result.step_times_seconds_size()));
   }
-  for (const std::string& note : run.notes) clauses.push_back(note);
+  clauses.insert(clauses.end(), run.notes.begin(), run.notes.end());
   if (run.peak_memory != Provenance::kAbsent) {
     result.set_peak_memory_bytes(run.peak_memory_bytes);
     Label(run.peak_memory, "peak_memory", result);
