@@ -57,6 +57,11 @@ INSTANTIATE_TEST_SUITE_P(CudaCpuSide, BackendConformanceTest,
 
 ProbeSpec OneGpu() { return SpecOf(TestAssignment("llama3.2-1b", 8, 2048, 1, 1, 1, 1, 1)); }
 
+// Member `index` of a gang of two workers, each with one of the two data-parallel ranks.
+ProbeSpec GangMemberSpec(int64_t index) {
+  return SpecOf(AsGangMember(TestAssignment("llama3.2-1b", 8, 2048, 2, 1, 1, 1, 1), 2, index));
+}
+
 absl::StatusOr<ProbeRun> RunAlone(CudaBackend& backend, const ProbeSpec& spec) {
   SoloProbeContext context;
   return backend.Run(spec, context);
@@ -183,8 +188,7 @@ TEST(CudaBackendTest, GangMemberPassesGangZerosIdToItsProbe) {
   options.environment["FAKE_PROBE_NCCL_ID"] = "0a1b";
   CudaBackend backend(options);
   GangContext context(std::string("0a1b"));
-  const ProbeSpec spec =
-      SpecOf(AsGangMember(TestAssignment("llama3.2-1b", 8, 2048, 2, 1, 1, 1, 1), 2, 1));
+  const ProbeSpec spec = GangMemberSpec(1);
   absl::StatusOr<ProbeRun> run = backend.Run(spec, context);
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_EQ(run->outcome, v1::PROBE_OK) << run->detail;
@@ -197,8 +201,7 @@ TEST(CudaBackendTest, GangZeroPublishesTheIdItsProbeWrote) {
   options.environment["FAKE_PROBE_GO_FILE"] = go_file;
   CudaBackend backend(options);
   GangContext context(absl::InternalError("gang[0] never waits for a token"), go_file);
-  const ProbeSpec spec =
-      SpecOf(AsGangMember(TestAssignment("llama3.2-1b", 8, 2048, 2, 1, 1, 1, 1), 2, 0));
+  const ProbeSpec spec = GangMemberSpec(0);
   absl::StatusOr<ProbeRun> run = backend.Run(spec, context);
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_EQ(run->outcome, v1::PROBE_OK) << run->detail;
@@ -208,8 +211,7 @@ TEST(CudaBackendTest, GangZeroPublishesTheIdItsProbeWrote) {
 TEST(CudaBackendTest, FailedRendezvousStopsTheProbe) {
   CudaBackend backend = Backend("ok");
   GangContext context(absl::FailedPreconditionError("probe no longer leased"));
-  const ProbeSpec spec =
-      SpecOf(AsGangMember(TestAssignment("llama3.2-1b", 8, 2048, 2, 1, 1, 1, 1), 2, 1));
+  const ProbeSpec spec = GangMemberSpec(1);
   EXPECT_EQ(backend.Run(spec, context).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 

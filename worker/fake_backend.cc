@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "estimator/memory_model.h"
+#include "worker/probe/test_assignments.h"
 
 namespace paratune {
 
@@ -54,6 +55,14 @@ absl::StatusOr<ProbeRun> FakeBackend::Run(const ProbeSpec& spec, ProbeContext& c
     run.timed_steps.push_back({micro_batches, std::vector<double>(spec.timed_steps(), seconds)});
   }
   return run;
+}
+
+v1::ProbeAssignment FakeAssignment(const std::string& name, double deadline_seconds) {
+  v1::ProbeAssignment assignment = TestAssignment("llama3.2-1b", 64, 2048, 8, 1, 1, 1, 1);
+  assignment.set_name(name);
+  assignment.set_backend("fake");
+  assignment.set_deadline_seconds(deadline_seconds);
+  return assignment;
 }
 
 }  // namespace paratune

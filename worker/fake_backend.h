@@ -9,6 +9,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/fake_clock.h"
+#include "proto/probe.pb.h"
 #include "worker/probe_backend.h"
 
 namespace paratune {
@@ -48,6 +49,10 @@ class FakeBackend : public ProbeBackend {
  private:
   const Options options_;
 };
+
+// A valid probe of the fake backend named `name`, which says how it runs (above): Llama-3.2-1B
+// on one worker's 8 GPUs as dp8, 3 timed steps of 8 micro-batches, `deadline_seconds`.
+v1::ProbeAssignment FakeAssignment(const std::string& name, double deadline_seconds);
 
 }  // namespace paratune
 

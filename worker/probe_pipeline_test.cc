@@ -7,7 +7,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/fake_backend.h"
-#include "worker/probe/test_assignments.h"
 
 namespace paratune {
 namespace {
@@ -15,13 +14,8 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-// Llama-3.2-1B on 8 GPUs as dp8, as the fake backend `name` runs it, with `deadline_seconds`.
 v1::ProbeAssignment Assignment(const std::string& name, double deadline_seconds = 60) {
-  v1::ProbeAssignment assignment = TestAssignment("llama3.2-1b", 64, 2048, 8, 1, 1, 1, 1);
-  assignment.set_name(name);
-  assignment.set_backend("fake");
-  assignment.set_deadline_seconds(deadline_seconds);
-  return assignment;
+  return FakeAssignment(name, deadline_seconds);
 }
 
 // The fake backend, told to take `stop_grace` to stop.
@@ -92,37 +86,37 @@ TEST(ProbePipelineTest, BackendErrorsAndExceptionsBecomeResults) {
   EXPECT_THAT(error.message(), HasSubstr("driver went away"));
 }
 
-TEST(ProbePipelineTest, TheDeadlineStopsAProbeStillRunning) {
+// The result of a probe of `backend` that hangs, when the worker tells it to stop `stop_at`
+// after it started on a fake clock, which it must not do a second earlier.
+v1::ProbeResult HangStoppedAt(ProbeBackend& backend, absl::Duration stop_at) {
   FakeClock clock;
-  FakeBackend backend({});
   Running running(backend, Assignment("hang"), clock);
-  // Waiting: the probe's deadline.
+  // Waiting: the probe's stop.
   clock.BlockUntilWaiters(1);
-  clock.Advance(absl::Seconds(59));
-  // A second short of it the deadline still waits.
+  clock.Advance(stop_at - absl::Seconds(1));
+  // A second short of it the stop still waits.
   clock.BlockUntilWaiters(1);
   clock.Advance(absl::Seconds(1));
   const v1::ProbeResult result = running.Join();
+  EXPECT_TRUE(running.context().stop().HasBeenNotified());
+  EXPECT_EQ(result.wall_seconds(), absl::ToDoubleSeconds(stop_at));
+  return result;
+}
+
+TEST(ProbePipelineTest, TheDeadlineStopsAProbeStillRunning) {
+  FakeBackend backend({});
+  const v1::ProbeResult result = HangStoppedAt(backend, absl::Seconds(60));
   EXPECT_EQ(result.outcome(), v1::PROBE_TIMEOUT);
   EXPECT_EQ(result.message(),
             "the probe did not finish within its deadline of 60 s and was stopped: the fake probe "
             "hung until it was stopped");
-  EXPECT_EQ(result.wall_seconds(), 60);
-  EXPECT_TRUE(running.context().stop().HasBeenNotified());
 }
 
 TEST(ProbePipelineTest, ABackendIsToldToStopItsStopGraceBeforeTheDeadline) {
-  FakeClock clock;
   SlowToStopBackend backend({}, absl::Seconds(5));
-  Running running(backend, Assignment("hang"), clock);
-  clock.BlockUntilWaiters(1);
-  clock.Advance(absl::Seconds(54));
-  clock.BlockUntilWaiters(1);
-  clock.Advance(absl::Seconds(1));
-  const v1::ProbeResult result = running.Join();
+  const v1::ProbeResult result = HangStoppedAt(backend, absl::Seconds(55));
   EXPECT_EQ(result.outcome(), v1::PROBE_TIMEOUT);
   EXPECT_THAT(result.message(), HasSubstr("deadline of 60 s and was stopped 5s before it"));
-  EXPECT_EQ(result.wall_seconds(), 55);
 }
 
 TEST(ProbePipelineTest, ADeadlineWithinTheStopGraceLeavesNoTime) {

@@ -23,7 +23,6 @@
 #include "proto/worker.pb.h"
 #include "proto/worker_service.grpc.pb.h"
 #include "worker/fake_backend.h"
-#include "worker/probe/test_assignments.h"
 
 namespace paratune {
 namespace {
@@ -263,14 +262,8 @@ class FakeWorkerService final : public v1::WorkerService::Service {
   std::vector<std::string> calls_ ABSL_GUARDED_BY(mu_);
 };
 
-// A valid probe (Llama-3.2-1B on 8 GPUs) named `name`, which says how the fake backend runs it
-// (worker/fake_backend.h).
 v1::ProbeAssignment Assignment(const std::string& name, double deadline_seconds = 60) {
-  v1::ProbeAssignment assignment = TestAssignment("llama3.2-1b", 64, 2048, 8, 1, 1, 1, 1);
-  assignment.set_name(name);
-  assignment.set_backend("fake");
-  assignment.set_deadline_seconds(deadline_seconds);
-  return assignment;
+  return FakeAssignment(name, deadline_seconds);
 }
 
 // The fake backend on the daemon's clock: a run takes one step time (kStepTime) on it.
