@@ -20,8 +20,8 @@
 namespace paratune {
 
 // Where a run's figures come from: measured on GPUs by this worker (command, cuda), a
-// measurement made elsewhere and replayed (replay), or a model's (sim). Whatever the backend
-// says, a simulated result is labelled simulated.
+// measurement made elsewhere and replayed (replay), or a model's (sim). The result says so:
+// ProbeResult.simulated, and the message's first words.
 enum class FigureSource { kMeasured, kReplayed, kSimulated };
 
 // How one figure, or one phase of a training step, came to be.
