@@ -36,8 +36,10 @@ Expected ExpectedFor(const v1::ParallelConfig& config) {
     return {v1::PROBE_OUT_OF_MEMORY, "out of memory: \"[rank0]: torch.OutOfMemoryError: CUDA"};
   }
   if (config.pipeline_parallel() == 8) {
-    // Stopped the kill grace (1 s) before the deadline (3 s), less what the probe spent first.
-    return {v1::PROBE_TIMEOUT, "and was stopped, after logging 2 of 4"};
+    // Told to stop the kill grace (1 s) before the deadline (3 s).
+    return {v1::PROBE_TIMEOUT,
+            "deadline of 3 s and was stopped 1s before it: template \"fake-megatron\", ranks 0-7 "
+            "of 8 on node 0 of 1: the run was stopped, after logging 2 of 4 step times"};
   }
   if (config.context_parallel() == 8) {
     return {v1::PROBE_CRASH, "NCCL error: \"torch.distributed.DistBackendError: NCCL error in"};
@@ -49,7 +51,8 @@ Expected ExpectedFor(const v1::ParallelConfig& config) {
   if (config.tensor_parallel() == 4) {
     return {v1::PROBE_CRASH, "exited with code 0 but logged only 1 of the 4 step times"};
   }
-  return {v1::PROBE_OK, "measured: mean step time"};
+  return {v1::PROBE_OK,
+          "measured: template \"fake-megatron\", ranks 0-7 of 8 on node 0 of 1: mean step time"};
 }
 
 // Micro-batches per step of the search's global batch of 64.
@@ -155,7 +158,7 @@ TEST(E2eCommandTest, EveryOutcomeOfARealRunIsClassified) {
     ++ok;
     ExpectSteps(config, result, probe.warmup_steps(), probe.timed_steps());
     EXPECT_GT(result.peak_memory_bytes(), 0);
-    EXPECT_THAT(result.measured(), AllOf(Contains("compute"), Contains("peak_memory")));
+    EXPECT_THAT(result.measured(), AllOf(Contains("gemm"), Contains("peak_memory")));
     // Measured results come first, best first.
     EXPECT_LE(result.model_tflops_per_gpu(), previous_tflops) << Describe(config);
     previous_tflops = result.model_tflops_per_gpu();
@@ -207,8 +210,9 @@ TEST(E2eCommandTest, GangMembersEachLaunchTheirNodesRanks) {
     EXPECT_EQ(result.outcome(), v1::PROBE_OK) << result.message();
     // Only the last node logs iteration times, as Megatron-LM does: the probe's timing is
     // that node's, the first node's run counting as finished without timing.
-    EXPECT_THAT(result.message(), HasSubstr("template \"fake-megatron-plain\", ranks 4-7 of 8 "
-                                            "on node 1 of 2: measured"));
+    EXPECT_THAT(result.message(),
+                HasSubstr("measured: template \"fake-megatron-plain\", ranks 4-7 of 8 on node 1 of "
+                          "2: mean step time"));
     ExpectSteps(candidate.config(), result, probe.warmup_steps(), probe.timed_steps());
     EXPECT_GT(result.startup_seconds(), 0) << result.message();
   }

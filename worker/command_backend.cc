@@ -11,17 +11,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/time/clock.h"
 #include "common/free_port.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "common/template_name.h"
-#include "estimator/short_probe.h"
 #include "launch/launch_values.h"
 #include "worker/command_outcome.h"
-#include "worker/probe_specs.h"
-#include "worker/short_steps.h"
-#include "worker/step_metrics.h"
 
 namespace paratune {
 namespace {
@@ -33,7 +28,6 @@ constexpr absl::Duration kDefaultKillGrace = absl::Seconds(10);
 constexpr int64_t kMaxExtraWarmupIterations = 1000;
 // Enough for the log's last lines in a message; the parsing sees every line as it comes.
 constexpr int64_t kKeptOutputBytes = 64 * 1024;
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // The {master_port} of each of `launches` launches. A gang's members need them all before
 // the first launch, since the scheduler relays one rendezvous token per lease: gang[0] picks
@@ -188,41 +182,45 @@ const CommandBackend::Launch* CommandBackend::FindLaunch(const std::string& name
   return nullptr;
 }
 
-absl::StatusOr<CommandBackend::LaunchRun> CommandBackend::RunLaunch(
-    const Launch& launch, const LaunchValues& values, const ExpectedSteps& expected,
-    absl::Duration limit, const std::string& probe, ProbeContext& context) {
+absl::StatusOr<CommandBackend::LaunchRun> CommandBackend::RunLaunch(const Launch& launch,
+                                                                    const LaunchValues& values,
+                                                                    const ExpectedSteps& expected,
+                                                                    ProbeContext& context) {
   PT_ASSIGN_OR_RETURN(LaunchTemplate::Command command, launch.command.Render(values));
   TrainingLog log(launch.log);
   SubprocessOptions options;
   options.argv = std::move(command.argv);
   options.env = std::move(command.env);
   options.working_directory = launch.working_directory;
-  options.timeout = limit;
+  options.timeout = launch.timeout;
   options.kill_grace = launch.kill_grace;
   options.max_output_bytes = kKeptOutputBytes;
   options.on_line = [&log](OutputStream, absl::string_view line) { log.AddLine(line); };
-  absl::StatusOr<SubprocessResult> run = RunSubprocess(options, context.cancelled());
+  absl::StatusOr<SubprocessResult> run = RunSubprocess(options, context.stop());
   if (!run.ok()) {
     if (run.status().code() != absl::StatusCode::kNotFound) return run.status();
     return absl::UnavailableError(
         absl::StrCat("template \"", launch.name, "\": ", run.status().message()));
   }
   if (run->ending == SubprocessResult::Ending::kCancelled) {
-    return absl::CancelledError(absl::StrCat("probe ", probe, " was cancelled"));
+    return absl::CancelledError(DescribeStoppedRun(*run, log, expected));
   }
   LaunchRun result;
-  result.outcome = ClassifyCommandRun(*run, log, launch.log.step_time, expected, limit);
+  result.outcome = ClassifyCommandRun(*run, log, launch.log.step_time, expected, launch.timeout);
   result.startup_seconds =
       std::max(0.0, absl::ToDoubleSeconds(run->wall_time) - Sum(log.step_times_seconds()));
   result.peak_memory_bytes = log.peak_memory_bytes();
   return result;
 }
 
-absl::StatusOr<v1::ProbeResult> CommandBackend::Run(const v1::ProbeAssignment& assignment,
-                                                    ProbeContext& context) {
-  const absl::Time start = absl::Now();
-  PT_RETURN_IF_ERROR(WaitUnlessCancelled(context, absl::ZeroDuration(), assignment.name()));
-  PT_ASSIGN_OR_RETURN(const ProbeSpecs specs, ResolveProbeSpecs(assignment));
+absl::Duration CommandBackend::StopGrace(const ProbeSpec& spec) const {
+  const Launch* launch = FindLaunch(spec.assignment().command_template());
+  return launch == nullptr ? absl::ZeroDuration() : launch->kill_grace;
+}
+
+absl::StatusOr<ProbeRun> CommandBackend::Run(const ProbeSpec& spec, ProbeContext& context) {
+  const v1::ProbeAssignment& assignment = spec.assignment();
+  PT_RETURN_IF_ERROR(WaitUnlessStopped(context, absl::ZeroDuration(), spec));
   PT_RETURN_IF_ERROR(
       ValidateTemplateName("assignment.command_template", assignment.command_template()));
   const Launch* launch = FindLaunch(assignment.command_template());
@@ -230,152 +228,97 @@ absl::StatusOr<v1::ProbeResult> CommandBackend::Run(const v1::ProbeAssignment& a
     return absl::UnavailableError(absl::StrCat("this worker's config defines no template \"",
                                                assignment.command_template(), "\""));
   }
-  PT_RETURN_IF_ERROR(CheckLaunchShape(assignment, specs.config));
-  const int64_t full_micro_batches = specs.config.NumMicroBatches(specs.training);
-  PT_RETURN_IF_ERROR(CheckMicroBatchCounts(assignment, specs.config, full_micro_batches));
   // One launch of full steps, or one per short-step count (docs/short_probes.md).
-  const std::vector<int64_t> counts(assignment.micro_batch_counts().begin(),
-                                    assignment.micro_batch_counts().end());
-  const std::vector<int64_t> micro_batches_per_launch =
-      counts.empty() ? std::vector<int64_t>{full_micro_batches} : counts;
+  const std::vector<int64_t> micro_batches_per_launch = spec.TimedMicroBatches();
   const size_t launches = micro_batches_per_launch.size();
-  // What the launches may spend together: each must be gone by the deadline, its log read.
-  absl::Duration budget = absl::InfiniteDuration();
-  if (assignment.deadline_seconds() > 0) {
-    const absl::Duration deadline = absl::Seconds(assignment.deadline_seconds());
-    if (deadline <= launch->kill_grace) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("assignment.deadline_seconds (", assignment.deadline_seconds(),
-                       ") leaves no time to run: template \"", launch->name, "\" stops a run ",
-                       absl::FormatDuration(launch->kill_grace), " before it"));
-    }
-    budget = deadline - launch->kill_grace;
-  }
+  const bool short_steps = !spec.micro_batch_counts().empty();
   PT_ASSIGN_OR_RETURN(const std::vector<int> master_ports,
                       MasterPorts(assignment, launches, context));
 
-  v1::ProbeResult result;
-  result.set_backend(Name());
-  result.set_simulated(false);
+  ProbeRun run;
+  run.source = FigureSource::kMeasured;
   const v1::GangMember& member = assignment.gang(assignment.gang_index());
   const std::string where =
-      absl::StrFormat("template \"%s\", ranks %d-%d of %d on node %d of %d: ", launch->name,
+      absl::StrFormat("template \"%s\", ranks %d-%d of %d on node %d of %d", launch->name,
                       member.first_rank(), member.first_rank() + member.num_ranks() - 1,
                       assignment.num_ranks(), assignment.gang_index(), assignment.gang_size());
   // Every launch is a fresh process: each runs and drops its own warm-up.
-  const ExpectedSteps expected{launch->extra_warmup_iterations + assignment.warmup_steps(),
-                               assignment.timed_steps(), assignment.gang_size() > 1};
-  std::vector<ShortStepSeries> timed;  // the timed steps of each launch that logged them
-  std::string untimed_message;         // set when the launches logged no step times
+  const ExpectedSteps expected{launch->extra_warmup_iterations + spec.warmup_steps(),
+                               spec.timed_steps(), assignment.gang_size() > 1};
+  std::string untimed_message;  // set when the launches logged no step times
   double startup_seconds = 0;
   double peak_memory_bytes = 0;
-  std::string probe_dp;  // {dp}, the same in every launch
   for (size_t k = 0; k < launches; ++k) {
     const int64_t micro_batches = micro_batches_per_launch[k];
-    const std::string which =
-        counts.empty() ? ""
-                       : absl::StrFormat("launch %d of %d (%d micro-batches per step): ", k + 1,
-                                         launches, micro_batches);
-    PT_RETURN_IF_ERROR(WaitUnlessCancelled(context, absl::ZeroDuration(), assignment.name()));
-    absl::Duration limit = launch->timeout;
-    if (assignment.deadline_seconds() > 0) {
-      // Whole milliseconds, for a readable message.
-      const absl::Duration left =
-          absl::Trunc(budget - (absl::Now() - start), absl::Milliseconds(1));
-      if (left <= absl::ZeroDuration()) {
-        result.set_outcome(v1::PROBE_TIMEOUT);
-        result.set_message(absl::StrCat(
-            where, which, "not started: the probe has spent the ", absl::FormatDuration(budget),
-            " that its deadline (", assignment.deadline_seconds(),
-            " s) leaves before the kill grace (", absl::FormatDuration(launch->kill_grace), ")"));
-        break;
-      }
-      limit = std::min(limit, left);
+    const std::string which = short_steps
+                                  ? absl::StrFormat(": launch %d of %d (%d micro-batches per step)",
+                                                    k + 1, launches, micro_batches)
+                                  : "";
+    if (context.stop().HasBeenNotified()) {
+      return absl::CancelledError(
+          absl::StrCat(where, which, ": not started, the probe was stopped"));
     }
     PT_ASSIGN_OR_RETURN(
         const LaunchValues values,
-        LaunchValues::ForProbe(assignment, specs.model, specs.training, specs.config, micro_batches,
-                               launch->extra_warmup_iterations, master_ports[k]));
+        LaunchValues::ForProbe(assignment, spec.model(), spec.training(), spec.config(),
+                               micro_batches, launch->extra_warmup_iterations, master_ports[k]));
     PT_RETURN_IF_ERROR(CheckSwitchesReachTheFramework(launch->name, launch->command, values));
-    PT_ASSIGN_OR_RETURN(probe_dp, values.Get("dp"));
-    PT_ASSIGN_OR_RETURN(LaunchRun run,
-                        RunLaunch(*launch, values, expected, limit, assignment.name(), context));
-    peak_memory_bytes = std::max(peak_memory_bytes, run.peak_memory_bytes);
-    if (run.outcome.outcome != v1::PROBE_OK) {
-      result.set_outcome(run.outcome.outcome);
-      result.set_message(where + which + run.outcome.message);
+    absl::StatusOr<LaunchRun> launched = RunLaunch(*launch, values, expected, context);
+    if (absl::IsCancelled(launched.status())) {
+      return absl::CancelledError(absl::StrCat(where, which, ": ", launched.status().message()));
+    }
+    PT_RETURN_IF_ERROR(launched.status());
+    peak_memory_bytes = std::max(peak_memory_bytes, launched->peak_memory_bytes);
+    CommandOutcome& outcome = launched->outcome;
+    if (outcome.outcome != v1::PROBE_OK) {
+      run.outcome = outcome.outcome;
+      run.detail = absl::StrCat(where, which, ": ", outcome.message);
       break;
     }
-    if (k > 0 && run.outcome.timed_step_times.empty() != timed.empty()) {
+    if (k > 0 && outcome.timed_step_times.empty() != run.timed_steps.empty()) {
       // The node that logs step times holds the last rank, whatever the launch.
-      result.set_outcome(v1::PROBE_CRASH);
-      result.set_message(absl::StrCat(where, which,
-                                      timed.empty() ? "logged step times, but launch 1 logged none"
-                                                    : "logged no step times, but launch 1 did",
-                                      ": every launch should log them on the same node"));
+      run.outcome = v1::PROBE_CRASH;
+      run.detail =
+          absl::StrCat(where, which, ": ",
+                       run.timed_steps.empty() ? "logged step times, but launch 1 logged none"
+                                               : "logged no step times, but launch 1 did",
+                       ": every launch should log them on the same node");
       break;
     }
-    if (run.outcome.timed_step_times.empty()) {
-      untimed_message = run.outcome.message;
+    if (outcome.timed_step_times.empty()) {
+      untimed_message = outcome.message;
       continue;
     }
-    timed.push_back({micro_batches, std::move(run.outcome.timed_step_times)});
-    startup_seconds += run.startup_seconds;
-  }
-
-  if (result.outcome() == v1::PROBE_OUTCOME_UNSPECIFIED) {
-    result.set_outcome(v1::PROBE_OK);
-    if (timed.empty()) {
-      result.set_message(absl::StrCat(
-          where, untimed_message,
-          launches > 1 ? absl::StrFormat(", in each of its %d launches", launches) : ""));
-    } else if (counts.empty()) {
-      SetStepTimes(specs, timed.front().step_times_seconds, result);
-    } else {
-      absl::StatusOr<std::vector<double>> full_steps =
-          ExtrapolateShortSteps(timed, full_micro_batches, specs.config, result);
-      if (full_steps.ok()) {
-        SetStepTimes(specs, *full_steps, result);
-      } else {
-        result.set_message(where + result.message());  // PROBE_INFRA_ERROR, saying why
-      }
-    }
-  }
-  if (result.outcome() == v1::PROBE_OK && !timed.empty()) {
-    result.set_startup_seconds(startup_seconds);
-    const bool replica = assignment.num_ranks() < ConfigurationGpus(specs.config);
-    for (const char* part : TrainingStepParts()) {
-      if (!(replica && absl::string_view(part) == "dp_collectives")) result.add_measured(part);
-    }
-    std::string steps = absl::StrFormat("mean step time %.4g s", result.mean_step_time_seconds());
-    if (counts.empty()) {
-      absl::StrAppendFormat(&steps, " over %d timed steps after %d warm-up iterations",
-                            assignment.timed_steps(), expected.dropped_iterations);
-    } else {
-      absl::StrAppendFormat(&steps,
-                            ", the full step of %d micro-batches extrapolated from %d timed steps "
-                            "at each of %s micro-batches per step, one launch each after %d "
-                            "warm-up iterations",
-                            full_micro_batches, assignment.timed_steps(),
-                            absl::StrJoin(counts, " and "), expected.dropped_iterations);
-    }
-    result.set_message(absl::StrFormat(
-        "%smeasured: %s; start-up %.3g s%s (wall time less logged steps)%s%s", where, steps,
-        startup_seconds, launches > 1 ? absl::StrFormat(" over %d launches", launches) : "",
-        peak_memory_bytes > 0
-            ? absl::StrFormat("; peak memory %.2f GiB on this node", peak_memory_bytes / kGiB)
-            : "",
-        replica ? absl::StrFormat("; replica scope: %s of the configuration's %d data-parallel "
-                                  "replicas, so its data-parallel traffic was not measured",
-                                  probe_dp, specs.config.dp())
-                : ""));
+    run.timed_steps.push_back({micro_batches, std::move(outcome.timed_step_times)});
+    startup_seconds += launched->startup_seconds;
   }
   if (peak_memory_bytes > 0) {
-    result.set_peak_memory_bytes(static_cast<int64_t>(peak_memory_bytes));
-    result.add_measured("peak_memory");
+    run.peak_memory_bytes = static_cast<int64_t>(peak_memory_bytes);
+    run.peak_memory = Provenance::kMeasured;
+    run.peak_memory_note = "on this node";
   }
-  result.set_wall_seconds(absl::ToDoubleSeconds(absl::Now() - start));
-  return result;
+  if (run.outcome != v1::PROBE_OUTCOME_UNSPECIFIED) return run;
+  run.outcome = v1::PROBE_OK;
+  if (run.timed_steps.empty()) {
+    run.detail =
+        absl::StrCat(where, ": ", untimed_message,
+                     launches > 1 ? absl::StrFormat(", in each of its %d launches", launches) : "");
+    return run;
+  }
+  run.detail = where;
+  run.startup_seconds = startup_seconds;
+  run.phases = StepPhases(spec, Provenance::kMeasured);
+  if (spec.replica() && spec.config().dp() > 1) {
+    // Its data-parallel traffic is that of fewer replicas than the configuration's.
+    run.phases[static_cast<int>(ProbePhase::kDpCollectives)] = Provenance::kAbsent;
+  }
+  run.notes.push_back(absl::StrFormat("%d warm-up iterations dropped from %s",
+                                      expected.dropped_iterations,
+                                      launches > 1 ? "each launch" : "the launch"));
+  run.notes.push_back(
+      absl::StrFormat("start-up %.3g s%s (wall time less logged steps)", run.startup_seconds,
+                      launches > 1 ? absl::StrFormat(" over %d launches", launches) : ""));
+  return run;
 }
 
 }  // namespace paratune

@@ -33,16 +33,16 @@ namespace paratune {
 // in its one rendezvous token through the scheduler, "P1,P2".
 //
 // A launch is stopped (SIGTERM to its process group, SIGKILL after the template's kill
-// grace) when the probe is cancelled, at the template's timeout, or the kill grace before the
-// probe's deadline, which bounds all launches together (PROBE_TIMEOUT when none is left for
-// the next). ClassifyCommandRun (command_outcome.h) says how each ended. An OK result has the
-// timed step times (with short steps: the full steps extrapolated from them, the series kept,
-// worker/short_steps.h), throughput from their mean (step_metrics.h), start-up (each
-// launch's wall time less the step times it logged, summed), peak memory when the log reports
-// it, every part of a training step as measured (not dp_collectives for a replica-scope
-// probe, whose data-parallel traffic is that of fewer replicas), and is not simulated. A gang
-// member that logs no step times in any launch is OK without them; one that logs them in some
-// launches only is a PROBE_CRASH. Not deterministic. Thread-safe.
+// grace) when the worker tells the probe to stop, which it does at the latest the kill grace
+// before the probe's deadline (StopGrace), so that every launch is gone by the deadline, or at
+// the template's timeout. ClassifyCommandRun (command_outcome.h) says how each ended. An OK run
+// has the timed step times of each launch (with short steps the worker extrapolates the full
+// step from them), start-up (each launch's wall time less the step times it logged, summed),
+// peak memory when the log reports it, every phase of the configuration's training step as
+// measured but a replica-scope probe's data-parallel collectives (its traffic is that of fewer
+// replicas: absent), and is measured here. A gang member that logs no step times in any launch
+// is OK without them; one that logs them in some launches only is a PROBE_CRASH. Not
+// deterministic. Thread-safe.
 class CommandBackend : public ProbeBackend {
  public:
   // Checks and compiles config.command_templates (1 .. 64, distinct names, each passing {gbs}
@@ -55,15 +55,17 @@ class CommandBackend : public ProbeBackend {
 
   std::string Name() const override { return "command"; }
   bool Deterministic() const override { return false; }
-  // INVALID_ARGUMENT naming the field for an assignment that cannot be run (specs, gang
-  // fields, micro-batch counts, no template named, a deadline within the kill grace, a
-  // placeholder without a value for it); INTERNAL for a rendezvous token that does not hold
-  // one port per launch; UNAVAILABLE when this worker has no such template or cannot start the
-  // program (another worker may: the daemon reports PROBE_INFRA_ERROR); CANCELLED when
-  // cancelled, during the rendezvous or the run; the rendezvous' FAILED_PRECONDITION when
-  // the scheduler no longer leases the probe here.
-  absl::StatusOr<v1::ProbeResult> Run(const v1::ProbeAssignment& assignment,
-                                      ProbeContext& context) override;
+  // The named template's kill grace; zero when this worker has no such template (Run refuses
+  // the probe).
+  absl::Duration StopGrace(const ProbeSpec& spec) const override;
+  // INVALID_ARGUMENT naming the field for a probe the template cannot run (no template named,
+  // a training switch it never mentions, a placeholder without a value for it); INTERNAL for a
+  // rendezvous token that does not hold one port per launch; UNAVAILABLE when this worker has
+  // no such template or cannot start the program (another worker may: the worker reports
+  // PROBE_INFRA_ERROR); CANCELLED when told to stop, during the rendezvous or a launch (saying
+  // which launch and what it logged); the rendezvous' FAILED_PRECONDITION when the scheduler
+  // no longer leases the probe here.
+  absl::StatusOr<ProbeRun> Run(const ProbeSpec& spec, ProbeContext& context) override;
 
  private:
   // One compiled template.
@@ -87,11 +89,10 @@ class CommandBackend : public ProbeBackend {
   explicit CommandBackend(std::vector<Launch> launches) : launches_(std::move(launches)) {}
   static absl::StatusOr<Launch> Compile(const v1::CommandTemplate& proto, const std::string& field);
   const Launch* FindLaunch(const std::string& name) const;
-  // Runs `launch` rendered with `values` for at most `limit`. UNAVAILABLE when the program
-  // cannot be started; CANCELLED naming `probe` when cancelled.
+  // Runs `launch` rendered with `values` for at most its timeout. UNAVAILABLE when the program
+  // cannot be started; CANCELLED saying what the run had logged when told to stop.
   static absl::StatusOr<LaunchRun> RunLaunch(const Launch& launch, const LaunchValues& values,
-                                             const ExpectedSteps& expected, absl::Duration limit,
-                                             const std::string& probe, ProbeContext& context);
+                                             const ExpectedSteps& expected, ProbeContext& context);
 
   const std::vector<Launch> launches_;
 };

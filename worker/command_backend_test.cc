@@ -15,9 +15,13 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/backend_conformance.h"
+#include "worker/probe/probe_spec.h"
+#include "worker/probe/test_assignments.h"
+#include "worker/probe_pipeline.h"
 
 namespace paratune {
 namespace {
@@ -100,12 +104,6 @@ v1::ProbeAssignment Assignment(const std::string& launch = "fake") {
   v1::ProbeAssignment assignment = SmallConformanceAssignment();
   assignment.set_backend("command");
   assignment.set_command_template(launch);
-  assignment.set_num_ranks(8);
-  v1::GangMember& member = *assignment.add_gang();
-  member.set_worker("workers/1");
-  member.set_hostname("localhost");
-  member.set_num_ranks(8);
-  for (int g = 0; g < 8; ++g) assignment.add_gpu_indices(g);
   return assignment;
 }
 
@@ -146,23 +144,31 @@ INSTANTIATE_TEST_SUITE_P(Command, BackendConformanceTest,
                              Assignment()}),
                          BackendConformanceParamName);
 
-absl::StatusOr<v1::ProbeResult> RunProbe(const v1::CommandTemplate& launch,
-                                         const v1::ProbeAssignment& assignment) {
+// The backend's own run of `assignment` with the template `launch`.
+absl::StatusOr<ProbeRun> RunBackend(const v1::CommandTemplate& launch,
+                                    const v1::ProbeAssignment& assignment) {
   std::unique_ptr<CommandBackend> backend = MakeBackend(Config({launch}));
   if (backend == nullptr) return absl::InternalError("no backend");
   SoloProbeContext context;
-  return backend->Run(assignment, context);
+  return backend->Run(SpecOf(assignment), context);
 }
 
-v1::ProbeResult RunOk(const v1::CommandTemplate& launch,
-                      const v1::ProbeAssignment& assignment = Assignment()) {
-  absl::StatusOr<v1::ProbeResult> result = RunProbe(launch, assignment);
-  EXPECT_TRUE(result.ok()) << result.status();
-  return result.ok() ? *result : v1::ProbeResult();
+// The result the worker makes of it, under the probe's deadline.
+v1::ProbeResult Result(ProbeBackend& backend, const v1::ProbeAssignment& assignment,
+                       ProbeContext& context) {
+  return RunProbe(backend, assignment, context, *RealClock());
+}
+
+v1::ProbeResult Result(const v1::CommandTemplate& launch,
+                       const v1::ProbeAssignment& assignment = Assignment()) {
+  std::unique_ptr<CommandBackend> backend = MakeBackend(Config({launch}));
+  if (backend == nullptr) return v1::ProbeResult();
+  SoloProbeContext context;
+  return Result(*backend, assignment, context);
 }
 
 TEST(CommandBackendTest, AnOkRunReportsItsTimedStepsAndPeakMemory) {
-  const v1::ProbeResult result = RunOk(FakeTemplate("fake"));
+  const v1::ProbeResult result = Result(FakeTemplate("fake"));
   ASSERT_EQ(result.outcome(), v1::PROBE_OK) << result.message();
   // tp pp cp mbs 1, 8 micro-batches per step: iteration i logs 165 + 2 x 8 + i ms; iteration 1
   // is the warm-up.
@@ -177,19 +183,20 @@ TEST(CommandBackendTest, AnOkRunReportsItsTimedStepsAndPeakMemory) {
   EXPECT_EQ(result.peak_memory_bytes(), (13824LL + 1024) * 1024 * 1024);
   EXPECT_FALSE(result.simulated());
   EXPECT_EQ(result.backend(), "command");
-  EXPECT_THAT(result.measured(),
-              AllOf(Contains("compute"), Contains("dp_collectives"), Contains("peak_memory")));
+  EXPECT_THAT(result.measured(), ElementsAre("gemm", "attention", "elementwise", "dp_collectives",
+                                             "optimizer", "peak_memory"));
+  EXPECT_TRUE(result.modelled().empty());
   EXPECT_THAT(result.message(),
-              AllOf(HasSubstr("template \"fake\", ranks 0-7 of 8 on node 0 of 1: measured: mean "
-                              "step time 0.1845 s over 4 timed steps after 1 warm-up iterations; "
-                              "start-up "),
-                    HasSubstr("; peak memory 14.50 GiB on this node")));
+              AllOf(HasSubstr("measured: template \"fake\", ranks 0-7 of 8 on node 0 of 1: mean "
+                              "step time 0.1845 s over 4 timed steps (CV 0.70%), "),
+                    HasSubstr("; 1 warm-up iterations dropped from the launch; start-up "),
+                    HasSubstr("; peak memory 14.50 GiB measured on this node")));
 }
 
 TEST(CommandBackendTest, ExtraWarmupIterationsAreRunAndDropped) {
   v1::CommandTemplate launch = FakeTemplate("fake");
   launch.set_extra_warmup_iterations(2);
-  const v1::ProbeResult result = RunOk(launch);
+  const v1::ProbeResult result = Result(launch);
   ASSERT_EQ(result.outcome(), v1::PROBE_OK) << result.message();
   EXPECT_THAT(result.step_times_seconds(),
               ElementsAre(DoubleNear(0.185, 1e-12), DoubleNear(0.186, 1e-12),
@@ -198,7 +205,7 @@ TEST(CommandBackendTest, ExtraWarmupIterationsAreRunAndDropped) {
 
 TEST(CommandBackendTest, ShortStepsRunOneLaunchPerCountAndAreExtrapolated) {
   const std::string record = TempFile("short_steps_launches");
-  const v1::ProbeResult result = RunOk(RecordingTemplate(record), ShortStepAssignment());
+  const v1::ProbeResult result = Result(RecordingTemplate(record), ShortStepAssignment());
   ASSERT_EQ(result.outcome(), v1::PROBE_OK) << result.message();
   // 2 and 4 micro-batches of 1 on each of 8 replicas.
   EXPECT_THAT(Lines(record), ElementsAre("16", "32"));
@@ -222,15 +229,16 @@ TEST(CommandBackendTest, ShortStepsRunOneLaunchPerCountAndAreExtrapolated) {
                           DoubleNear(0.186, 1e-9)));
   EXPECT_NEAR(result.mean_step_time_seconds(), 0.1845, 1e-9);
   EXPECT_THAT(result.message(),
-              AllOf(HasSubstr("measured: mean step time 0.1845 s, the full step of 8 micro-batches "
-                              "extrapolated from 4 timed steps at each of 2 and 4 micro-batches "
-                              "per step, one launch each after 1 warm-up iterations"),
+              AllOf(HasSubstr("measured: template \"fake\", ranks 0-7 of 8 on node 0 of 1: mean "
+                              "step time 0.1845 s, the full step of 8 micro-batches extrapolated "
+                              "from 4 timed steps at each of 2 and 4 micro-batches per step"),
+                    HasSubstr("1 warm-up iterations dropped from each launch"),
                     HasSubstr("over 2 launches (wall time less logged steps)")));
 }
 
 TEST(CommandBackendTest, StartUpIsEachLaunchsWallTimeLessItsLoggedSteps) {
   const v1::ProbeResult result =
-      RunOk(FakeTemplate("fake", {"--startup-seconds=1"}), ShortStepAssignment());
+      Result(FakeTemplate("fake", {"--startup-seconds=1"}), ShortStepAssignment());
   ASSERT_EQ(result.outcome(), v1::PROBE_OK) << result.message();
   // Each launch sleeps 1 s before its steps and takes at least that; it logs 5 steps of
   // 169 + i ms (2 micro-batches), then of 173 + i ms (4).
@@ -246,7 +254,7 @@ TEST(CommandBackendTest, AFailedLaunchEndsTheProbeNamingIt) {
   assignment.add_micro_batch_counts(6);
   // Only the launch of 4 micro-batches per step (global batch 32) fails.
   const v1::ProbeResult result =
-      RunOk(RecordingTemplate(record, {"{?gbs=32}--fail=exit-code"}), assignment);
+      Result(RecordingTemplate(record, {"{?gbs=32}--fail=exit-code"}), assignment);
   EXPECT_EQ(result.outcome(), v1::PROBE_CRASH) << result.message();
   EXPECT_THAT(result.message(),
               AllOf(HasSubstr("template \"fake\", ranks 0-7 of 8 on node 0 of 1: launch 2 of 3 "
@@ -265,11 +273,13 @@ TEST(CommandBackendTest, TheDeadlineBoundsAllLaunchesTogether) {
   v1::ProbeAssignment assignment = ShortStepAssignment();
   assignment.set_deadline_seconds(2.75);
   const v1::ProbeResult result =
-      RunOk(FakeTemplate("fake", {"--seconds-per-iteration=0.3"}), assignment);
+      Result(FakeTemplate("fake", {"--seconds-per-iteration=0.3"}), assignment);
   EXPECT_EQ(result.outcome(), v1::PROBE_TIMEOUT) << result.message();
   EXPECT_THAT(result.message(),
-              HasSubstr("launch 2 of 2 (4 micro-batches per step): the run timed out after"));
-  EXPECT_LT(result.wall_seconds(), 2.75);
+              AllOf(HasSubstr("the probe did not finish within its deadline of 2.75 s and was "
+                              "stopped 500ms before it: template \"fake\""),
+                    HasSubstr("launch 2 of 2 (4 micro-batches per step): the run was stopped, "
+                              "after logging")));
 }
 
 TEST(CommandBackendTest, EachFailureIsClassified) {
@@ -285,7 +295,7 @@ TEST(CommandBackendTest, EachFailureIsClassified) {
       {"exit-early", v1::PROBE_CRASH, "exited with code 0 but logged only 1 of the 5"},
   };
   for (const auto& c : cases) {
-    const v1::ProbeResult result = RunOk(FakeTemplate("fake", {absl::StrCat("--fail=", c.fail)}));
+    const v1::ProbeResult result = Result(FakeTemplate("fake", {absl::StrCat("--fail=", c.fail)}));
     EXPECT_EQ(result.outcome(), c.outcome) << c.fail << ": " << result.message();
     EXPECT_THAT(result.message(), HasSubstr(c.message)) << c.fail;
     EXPECT_TRUE(result.step_times_seconds().empty()) << c.fail;
@@ -293,7 +303,7 @@ TEST(CommandBackendTest, EachFailureIsClassified) {
 }
 
 TEST(CommandBackendTest, TheOutputsLastLinesShowTheRenderedEnvironment) {
-  const v1::ProbeResult result = RunOk(FakeTemplate("fake", {"--fail=exit-code"}));
+  const v1::ProbeResult result = Result(FakeTemplate("fake", {"--fail=exit-code"}));
   EXPECT_THAT(result.message(),
               AllOf(HasSubstr("last lines of stderr:\nTraceback (most recent call last): "
                               "RuntimeError: something else broke"),
@@ -303,29 +313,23 @@ TEST(CommandBackendTest, TheOutputsLastLinesShowTheRenderedEnvironment) {
 TEST(CommandBackendTest, AHangIsStoppedTheKillGraceBeforeTheDeadline) {
   v1::ProbeAssignment assignment = Assignment();
   assignment.set_deadline_seconds(1.5);
-  const v1::ProbeResult result = RunOk(FakeTemplate("fake", {"--fail=hang"}), assignment);
+  const v1::ProbeResult result = Result(FakeTemplate("fake", {"--fail=hang"}), assignment);
   EXPECT_EQ(result.outcome(), v1::PROBE_TIMEOUT) << result.message();
-  // 1 s less the little the probe spent before its launch.
-  EXPECT_THAT(result.message(), AllOf(HasSubstr("the run timed out after "),
-                                      HasSubstr(" and was stopped, after logging 2 of 5")));
-  EXPECT_LT(result.wall_seconds(), 1.5);
+  EXPECT_THAT(result.message(),
+              AllOf(HasSubstr("deadline of 1.5 s and was stopped 500ms before it"),
+                    HasSubstr("the run was stopped, after logging 2 of 5 step times")));
 }
 
 TEST(CommandBackendTest, TheTemplatesTimeoutCapsTheDeadline) {
   v1::CommandTemplate launch = FakeTemplate("fake", {"--fail=hang"});
   launch.set_timeout_seconds(0.5);
-  const v1::ProbeResult result = RunOk(launch);
+  const v1::ProbeResult result = Result(launch);
   EXPECT_EQ(result.outcome(), v1::PROBE_TIMEOUT) << result.message();
   EXPECT_THAT(result.message(), HasSubstr("timed out after 500ms"));
 }
 
 TEST(CommandBackendTest, AReplicaProbeDoesNotClaimDataParallelTraffic) {
-  v1::ProbeAssignment assignment = Assignment();
-  assignment.set_scope(v1::PROBE_SCOPE_REPLICA);
-  assignment.set_num_ranks(1);
-  assignment.mutable_gang(0)->set_num_ranks(1);
-  assignment.mutable_gpu_indices()->Truncate(1);
-  const v1::ProbeResult result = RunOk(FakeTemplate("fake"), assignment);
+  const v1::ProbeResult result = Result(FakeTemplate("fake"), AsReplicaProbe(Assignment()));
   ASSERT_EQ(result.outcome(), v1::PROBE_OK) << result.message();
   EXPECT_THAT(result.measured(), Not(Contains("dp_collectives")));
   EXPECT_THAT(result.message(),
@@ -347,13 +351,13 @@ TEST(CommandBackendTest, ACancelledRunIsStoppedAndReportsCancelled) {
   std::unique_ptr<CommandBackend> backend = MakeBackend(Config({launch}));
   ASSERT_NE(backend, nullptr);
   SoloProbeContext context;
-  absl::StatusOr<v1::ProbeResult> result;
-  std::thread runner([&] { result = backend->Run(Assignment("waits"), context); });
+  absl::StatusOr<ProbeRun> result;
+  std::thread runner([&] { result = backend->Run(SpecOf(Assignment("waits")), context); });
   std::ifstream started(fifo);
   std::string line;
   std::getline(started, line);
   EXPECT_EQ(line, "started");
-  context.Cancel();
+  context.Stop();
   runner.join();
   EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled) << result.status();
 }
@@ -392,15 +396,13 @@ TEST(CommandBackendTest, GangMembersTakeTheMasterPortGangZeroSends) {
       MakeBackend(Config({FakeTemplate("fake", {"--fail=exit-code"})}));
   ASSERT_NE(backend, nullptr);
   RelayedPortContext context("29555");
-  absl::StatusOr<v1::ProbeResult> result = backend->Run(assignment, context);
-  ASSERT_TRUE(result.ok()) << result.status();
+  v1::ProbeResult result = Result(*backend, assignment, context);
   EXPECT_EQ(context.sent(), "");  // only gang[0] sends
-  EXPECT_THAT(result->message(), AllOf(HasSubstr("ranks 8-15 of 16 on node 1 of 2"),
-                                       HasSubstr("MASTER=localhost:29555")));
+  EXPECT_THAT(result.message(), AllOf(HasSubstr("ranks 8-15 of 16 on node 1 of 2"),
+                                      HasSubstr("MASTER=localhost:29555")));
 
   assignment.set_gang_index(0);
-  result = backend->Run(assignment, context);
-  ASSERT_TRUE(result.ok()) << result.status();
+  result = Result(*backend, assignment, context);
   int sent_port = 0;
   EXPECT_TRUE(absl::SimpleAtoi(context.sent(), &sent_port)) << context.sent();
   EXPECT_GT(sent_port, 0);
@@ -412,24 +414,22 @@ TEST(CommandBackendTest, TheRendezvousTokenCarriesOnePortPerLaunch) {
       MakeBackend(Config({FakeTemplate("fake", {"{?gbs=64}--fail=exit-code"})}));
   ASSERT_NE(backend, nullptr);
   RelayedPortContext context("29555,29556");
-  absl::StatusOr<v1::ProbeResult> result = backend->Run(GangAssignment(0), context);
-  ASSERT_TRUE(result.ok()) << result.status();
+  v1::ProbeResult result = Result(*backend, GangAssignment(0), context);
   const std::vector<std::string> sent = absl::StrSplit(context.sent(), ',');
   ASSERT_EQ(sent.size(), 2u) << context.sent();
   for (const std::string& port : sent) {
     int number = 0;
     EXPECT_TRUE(absl::SimpleAtoi(port, &number) && number > 0) << context.sent();
   }
-  EXPECT_THAT(result->message(), AllOf(HasSubstr("launch 2 of 2 (4 micro-batches per step)"),
-                                       HasSubstr("MASTER=localhost:29556")));
+  EXPECT_THAT(result.message(), AllOf(HasSubstr("launch 2 of 2 (4 micro-batches per step)"),
+                                      HasSubstr("MASTER=localhost:29556")));
 
-  result = backend->Run(GangAssignment(1), context);
-  ASSERT_TRUE(result.ok()) << result.status();
+  result = Result(*backend, GangAssignment(1), context);
   EXPECT_EQ(context.sent(), "");
-  EXPECT_THAT(result->message(), HasSubstr("MASTER=localhost:29556"));
+  EXPECT_THAT(result.message(), HasSubstr("MASTER=localhost:29556"));
 
   RelayedPortContext one_port("29555");
-  EXPECT_EQ(backend->Run(GangAssignment(1), one_port).status(),
+  EXPECT_EQ(backend->Run(SpecOf(GangAssignment(1)), one_port).status(),
             absl::InternalError("the rendezvous token (\"29555\") is not 2 comma-separated "
                                 "ports, one per launch"));
 }
@@ -440,13 +440,12 @@ TEST(CommandBackendTest, ASlowRendezvousCanLeaveNoTimeToLaunch) {
   RelayedPortContext slow("29555,29556", absl::Milliseconds(600));
   std::unique_ptr<CommandBackend> backend = MakeBackend(Config({FakeTemplate("fake")}));
   ASSERT_NE(backend, nullptr);
-  absl::StatusOr<v1::ProbeResult> result = backend->Run(assignment, slow);
-  ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_EQ(result->outcome(), v1::PROBE_TIMEOUT);
-  EXPECT_THAT(result->message(),
-              HasSubstr("launch 1 of 2 (2 micro-batches per step): not started: the probe has "
-                        "spent the 500ms that its deadline (1 s) leaves before the kill grace "
-                        "(500ms)"));
+  const v1::ProbeResult result = Result(*backend, assignment, slow);
+  EXPECT_EQ(result.outcome(), v1::PROBE_TIMEOUT);
+  EXPECT_THAT(result.message(),
+              HasSubstr("deadline of 1 s and was stopped 500ms before it: template \"fake\", "
+                        "ranks 8-15 of 16 on node 1 of 2: launch 1 of 2 (2 micro-batches per "
+                        "step): not started, the probe was stopped"));
 }
 
 TEST(CommandBackendTest, AGangMemberLogsStepTimesInEveryLaunchOrInNone) {
@@ -455,12 +454,13 @@ TEST(CommandBackendTest, AGangMemberLogsStepTimesInEveryLaunchOrInNone) {
   std::unique_ptr<CommandBackend> untimed =
       MakeBackend(Config({FakeTemplate("fake", {"--nnodes={nnodes}"})}));
   ASSERT_NE(untimed, nullptr);
-  absl::StatusOr<v1::ProbeResult> result = untimed->Run(GangAssignment(0), context);
-  ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_EQ(result->outcome(), v1::PROBE_OK) << result->message();
-  EXPECT_TRUE(result->step_times_seconds().empty());
-  EXPECT_EQ(result->startup_seconds(), 0);
-  EXPECT_THAT(result->message(),
+  v1::ProbeResult result = Result(*untimed, GangAssignment(0), context);
+  EXPECT_EQ(result.outcome(), v1::PROBE_OK) << result.message();
+  EXPECT_TRUE(result.step_times_seconds().empty());
+  // It timed no step: it labels no phase, only the peak memory its node logged.
+  EXPECT_THAT(result.measured(), ElementsAre("peak_memory"));
+  EXPECT_EQ(result.startup_seconds(), 0);
+  EXPECT_THAT(result.message(),
               HasSubstr("without logging step times (another node of the gang times the "
                         "steps), in each of its 2 launches"));
 
@@ -468,38 +468,33 @@ TEST(CommandBackendTest, AGangMemberLogsStepTimesInEveryLaunchOrInNone) {
   std::unique_ptr<CommandBackend> mixed =
       MakeBackend(Config({FakeTemplate("fake", {"--nnodes={nnodes}", "{?gbs=32}--node-rank=1"})}));
   ASSERT_NE(mixed, nullptr);
-  result = mixed->Run(GangAssignment(0), context);
-  ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_EQ(result->outcome(), v1::PROBE_CRASH);
-  EXPECT_THAT(result->message(),
+  result = Result(*mixed, GangAssignment(0), context);
+  EXPECT_EQ(result.outcome(), v1::PROBE_CRASH);
+  EXPECT_THAT(result.message(),
               HasSubstr("launch 2 of 2 (4 micro-batches per step): logged no step times, but "
                         "launch 1 did"));
 }
 
 TEST(CommandBackendTest, ProbesItCannotRunAreErrorsNamingWhy) {
-  EXPECT_EQ(RunProbe(FakeTemplate("fake"), Assignment("other")).status().code(),
+  EXPECT_EQ(RunBackend(FakeTemplate("fake"), Assignment("other")).status().code(),
             absl::StatusCode::kUnavailable);
-  EXPECT_THAT(RunProbe(FakeTemplate("fake"), Assignment("other")).status().message(),
+  EXPECT_THAT(RunBackend(FakeTemplate("fake"), Assignment("other")).status().message(),
               HasSubstr("this worker's config defines no template \"other\""));
-  EXPECT_THAT(RunProbe(FakeTemplate("fake"), Assignment("")).status().message(),
+  EXPECT_THAT(RunBackend(FakeTemplate("fake"), Assignment("")).status().message(),
               HasSubstr("assignment.command_template (\"\")"));
 
   v1::ProbeAssignment short_deadline = Assignment();
   short_deadline.set_deadline_seconds(0.5);
-  EXPECT_EQ(RunProbe(FakeTemplate("fake"), short_deadline).status(),
-            absl::InvalidArgumentError(
-                "assignment.deadline_seconds (0.5) leaves no time to run: template \"fake\" "
-                "stops a run 500ms before it"));
-
-  v1::ProbeAssignment one_count = Assignment();
-  one_count.add_micro_batch_counts(4);
-  EXPECT_EQ(RunProbe(FakeTemplate("fake"), one_count).status(),
-            absl::InvalidArgumentError("assignment.micro_batch_counts (4) must list no count or "
-                                       "at least two to extrapolate from"));
+  const v1::ProbeResult refused = Result(FakeTemplate("fake"), short_deadline);
+  EXPECT_EQ(refused.outcome(), v1::PROBE_CRASH);
+  EXPECT_THAT(refused.message(),
+              HasSubstr("INVALID_ARGUMENT: assignment.deadline_seconds (0.5) leaves no time to "
+                        "run: the command backend is told to stop a probe 500ms before its "
+                        "deadline, to be gone by it"));
 
   v1::CommandTemplate missing = FakeTemplate("fake");
   missing.set_argv(0, "worker/testdata/no_such_program");
-  const absl::Status not_started = RunProbe(missing, Assignment()).status();
+  const absl::Status not_started = RunBackend(missing, Assignment()).status();
   EXPECT_EQ(not_started.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(not_started.message(),
               HasSubstr("template \"fake\": cannot start \"worker/testdata/no_such_program\""));
@@ -508,26 +503,26 @@ TEST(CommandBackendTest, ProbesItCannotRunAreErrorsNamingWhy) {
 TEST(CommandBackendTest, ASwitchTheTemplateNeverMentionsIsRefused) {
   v1::ProbeAssignment fp8 = Assignment();
   fp8.mutable_training()->set_precision(v1::FP8);
-  EXPECT_EQ(RunProbe(FakeTemplate("fake"), fp8).status(),
+  EXPECT_EQ(RunBackend(FakeTemplate("fake"), fp8).status(),
             absl::InvalidArgumentError(
                 "template \"fake\" never mentions {fp8}, so it cannot run this probe's fp8 "
                 "(true): the framework would run its default (false) instead; add an element "
                 "for it to the template (docs/backends.md)"));
   // A condition on the switch is enough: the template decides what the framework is told.
-  EXPECT_EQ(RunOk(FakeTemplate("fake", {"{?fp8=true}--fp8-format=hybrid"}), fp8).outcome(),
+  EXPECT_EQ(Result(FakeTemplate("fake", {"{?fp8=true}--fp8-format=hybrid"}), fp8).outcome(),
             v1::PROBE_OK);
 
   // cp_comm_type matters only with context parallelism.
   v1::ProbeAssignment all_gather = Assignment();
   all_gather.mutable_training()->set_cp_comm_type(v1::CP_COMM_TYPE_ALL_GATHER);
-  EXPECT_EQ(RunOk(FakeTemplate("fake"), all_gather).outcome(), v1::PROBE_OK);
+  EXPECT_EQ(Result(FakeTemplate("fake"), all_gather).outcome(), v1::PROBE_OK);
   all_gather.mutable_config()->set_data_parallel(4);
   all_gather.mutable_config()->set_context_parallel(2);
-  EXPECT_THAT(RunProbe(FakeTemplate("fake"), all_gather).status().message(),
+  EXPECT_THAT(RunBackend(FakeTemplate("fake"), all_gather).status().message(),
               HasSubstr("never mentions {cp_comm_type}, so it cannot run this probe's "
                         "cp_comm_type (all_gather)"));
   EXPECT_EQ(
-      RunOk(FakeTemplate("fake", {"{?cp!=1}--cp-comm-type={cp_comm_type}"}), all_gather).outcome(),
+      Result(FakeTemplate("fake", {"{?cp!=1}--cp-comm-type={cp_comm_type}"}), all_gather).outcome(),
       v1::PROBE_OK);
 }
 

@@ -32,6 +32,12 @@ std::string OutputTail(const SubprocessResult& run) {
   return tail;
 }
 
+// "after logging 2 of 5 step times".
+std::string Progress(const TrainingLog& log, const ExpectedSteps& expected) {
+  return absl::StrCat("after logging ", log.step_times_seconds().size(), " of ",
+                      expected.dropped_iterations + expected.timed_steps, " step times");
+}
+
 CommandOutcome Failure(v1::ProbeOutcome outcome, std::string message) {
   CommandOutcome result;
   result.outcome = outcome;
@@ -51,7 +57,7 @@ CommandOutcome ClassifyCommandRun(const SubprocessResult& run, const TrainingLog
   const std::string ending =
       absl::StrCat(run.ending == SubprocessResult::Ending::kSignaled ? "the run was " : "the run ",
                    DescribeEnding(run, timeout));
-  const std::string progress = absl::StrCat("after logging ", count, " of ", needed, " step times");
+  const std::string progress = Progress(log, expected);
 
   if (exited_ok && count == 0 && expected.untimed_allowed) {
     CommandOutcome result;
@@ -101,6 +107,11 @@ CommandOutcome ClassifyCommandRun(const SubprocessResult& run, const TrainingLog
                  absl::StrCat(ending, " but logged only ", count, " of the ", needed,
                               " step times it should (step_time pattern \"", step_time.text(),
                               "\")", OutputTail(run)));
+}
+
+std::string DescribeStoppedRun(const SubprocessResult& run, const TrainingLog& log,
+                               const ExpectedSteps& expected) {
+  return absl::StrCat("the run was stopped, ", Progress(log, expected), OutputTail(run));
 }
 
 }  // namespace paratune

@@ -31,7 +31,8 @@ struct ExpectedSteps {
   bool untimed_allowed = false;
 };
 
-// The outcome of a run that ended otherwise than cancelled, checked in this order:
+// The outcome of a run that ended otherwise than cancelled (DescribeStoppedRun), checked in
+// this order:
 //   1. exited 0 and logged exactly the expected step times, each > 0: PROBE_OK; or, when
 //      expected.untimed_allowed, exited 0 and logged none: PROBE_OK without step times;
 //   2. printed an out-of-memory mark: PROBE_OUT_OF_MEMORY (whatever came after: a rank that
@@ -49,6 +50,12 @@ struct ExpectedSteps {
 CommandOutcome ClassifyCommandRun(const SubprocessResult& run, const TrainingLog& log,
                                   const LogValuePattern& step_time, const ExpectedSteps& expected,
                                   absl::Duration timeout);
+
+// What a run that was stopped (cancelled: the worker told the probe to stop) had done, for
+// the message: "the run was stopped, after logging 2 of 5 step times" and the output's last
+// lines.
+std::string DescribeStoppedRun(const SubprocessResult& run, const TrainingLog& log,
+                               const ExpectedSteps& expected);
 
 }  // namespace paratune
 

@@ -65,7 +65,7 @@ absl::Status WriteFile(const std::string& path, const std::string& contents) {
   return absl::OkStatus();
 }
 
-// Forwards the context's cancellation to the notification the probe process is run under,
+// Forwards the context's stop to the notification the probe process is run under,
 // and for gang[0] publishes the NCCL id once the probe has written it (the probe writes it
 // atomically, so a file that exists is whole). Stopped by Finish().
 class ProbeWatcher {
@@ -89,7 +89,7 @@ class ProbeWatcher {
   void Watch() {
     bool publish = !id_file_.empty();
     while (!finished_.WaitForNotificationWithTimeout(kWatchInterval)) {
-      if (context_.cancelled().HasBeenNotified()) break;
+      if (context_.stop().HasBeenNotified()) break;
       if (!publish) continue;
       const std::optional<std::string> id = ReadFile(id_file_);
       if (!id.has_value() || id->empty()) continue;
@@ -113,24 +113,20 @@ class ProbeWatcher {
 
 }  // namespace
 
-absl::StatusOr<v1::ProbeResult> CudaBackend::Run(const v1::ProbeAssignment& assignment,
-                                                 ProbeContext& context) {
-  PT_ASSIGN_OR_RETURN(const ProbeSpec spec, ProbeSpec::FromAssignment(assignment));
-  if (context.cancelled().HasBeenNotified()) {
-    return absl::CancelledError(absl::StrCat("probe ", assignment.name(), " was cancelled"));
-  }
+absl::StatusOr<ProbeRun> CudaBackend::Run(const ProbeSpec& spec, ProbeContext& context) {
+  PT_RETURN_IF_ERROR(CheckCudaProbeRuns(spec));
+  PT_RETURN_IF_ERROR(WaitUnlessStopped(context, absl::ZeroDuration(), spec));
   PT_ASSIGN_OR_RETURN(ScratchDirectory scratch,
                       ScratchDirectory::Create(options_.scratch_directory));
   const std::string assignment_file = scratch.File("assignment.pb");
-  const std::string result_file = scratch.File("result.pb");
-  PT_RETURN_IF_ERROR(WriteFile(assignment_file, assignment.SerializeAsString()));
+  const std::string report_file = scratch.File("report.pb");
+  PT_RETURN_IF_ERROR(WriteFile(assignment_file, spec.assignment().SerializeAsString()));
 
   SubprocessOptions run;
-  run.argv = {options_.probe_binary, "--assignment=" + assignment_file, "--result=" + result_file};
+  run.argv = {options_.probe_binary, "--assignment=" + assignment_file, "--result=" + report_file};
   run.env = options_.environment;
   run.kill_grace = options_.kill_grace;
   run.max_output_bytes = 64 << 10;
-  if (assignment.deadline_seconds() > 0) run.timeout = absl::Seconds(assignment.deadline_seconds());
   std::string id_file;
   if (spec.spans_processes()) {
     if (spec.creates_nccl_id()) {
@@ -138,7 +134,7 @@ absl::StatusOr<v1::ProbeResult> CudaBackend::Run(const v1::ProbeAssignment& assi
       run.argv.push_back("--nccl_id_out=" + id_file);
     } else {
       // Blocks until gang[0]'s probe has created the id (CANCELLED if the probe is
-      // cancelled first).
+      // stopped first).
       PT_ASSIGN_OR_RETURN(const std::string token, context.Rendezvous(""));
       run.argv.push_back("--nccl_id=" + token);
     }
@@ -152,10 +148,9 @@ absl::StatusOr<v1::ProbeResult> CudaBackend::Run(const v1::ProbeAssignment& assi
         absl::StrCat("cannot run paratune-probe: ", ran.status().message()));
   }
   if (ran->ending == SubprocessResult::Ending::kCancelled) {
-    return absl::CancelledError(
-        absl::StrCat("probe ", assignment.name(), " was cancelled; paratune-probe was stopped"));
+    return absl::CancelledError(DescribeStoppedProbe(*ran));
   }
-  return ResultFromProbeRun(*ran, run.timeout, ReadFile(result_file));
+  return RunFromProbeProcess(spec, *ran, ReadFile(report_file));
 }
 
 absl::StatusOr<std::vector<v1::Gpu>> ListProbeGpus(const std::string& probe_binary,

@@ -1,6 +1,6 @@
 // The `cuda` backend (DESIGN.md §8, docs/probe.md): runs each probe as a paratune-probe
-// process on the assignment's GPUs, under the probe's deadline and the daemon's
-// cancellation, and relays the NCCL unique id between the members of a gang. The process
+// process on the assignment's GPUs until it ends or the worker tells it to stop, and relays
+// the NCCL unique id between the members of a gang. The process
 // boundary keeps a crash, hang or out-of-memory of a probe away from the daemon, and gives
 // every probe clean GPUs. The worker itself links no CUDA.
 #ifndef PARATUNE_WORKER_CUDA_BACKEND_H_
@@ -23,13 +23,14 @@ class CudaBackend : public ProbeBackend {
   struct Options {
     // Path of the paratune-probe executable.
     std::string probe_binary;
-    // Where each probe gets a fresh directory for its assignment, result and NCCL id files;
+    // Where each probe gets a fresh directory for its assignment, report and NCCL id files;
     // removed when the probe ends.
     std::string scratch_directory = "/tmp";
     // Set in the probe's environment (it inherits the worker's), e.g. LD_LIBRARY_PATH to
     // NCCL, NCCL_SOCKET_IFNAME.
     std::map<std::string, std::string> environment;
-    // Time a stopped probe gets between SIGTERM and SIGKILL.
+    // Time a stopped probe gets between SIGTERM and SIGKILL; the worker tells a probe to stop
+    // this long before its deadline (StopGrace).
     absl::Duration kill_grace = absl::Seconds(5);
   };
 
@@ -37,17 +38,18 @@ class CudaBackend : public ProbeBackend {
 
   std::string Name() const override { return "cuda"; }
   bool Deterministic() const override { return false; }
+  // Options.kill_grace.
+  absl::Duration StopGrace(const ProbeSpec& spec) const override { return options_.kill_grace; }
 
-  // INVALID_ARGUMENT naming the field for an assignment the probe cannot run (ProbeSpec's
-  // rules), before any process starts. CANCELLED when the context is cancelled first or
-  // while the probe runs (it is stopped). UNAVAILABLE when paratune-probe cannot be started
-  // or the scratch directory not written; the rendezvous' error when the gang's token cannot
-  // be exchanged. Otherwise the probe's own result, or TIMEOUT / CRASH
-  // (cuda_probe_outcome.h). Gang members other than gang[0] wait for gang[0]'s NCCL id
-  // (ProbeContext::Rendezvous) before starting the probe; gang[0] publishes the id as soon as
-  // its probe has written it.
-  absl::StatusOr<v1::ProbeResult> Run(const v1::ProbeAssignment& assignment,
-                                      ProbeContext& context) override;
+  // INVALID_ARGUMENT naming the field for a probe paratune-probe cannot run
+  // (CheckCudaProbeRuns), before any process starts. CANCELLED when told to stop first or
+  // while the probe runs (it is stopped; the message ends with its stderr). UNAVAILABLE when
+  // paratune-probe cannot be started or the scratch directory not written; the rendezvous'
+  // error when the gang's token cannot be exchanged. Otherwise the run of the probe's own
+  // report, or a CRASH (cuda_probe_outcome.h). Gang members other than gang[0] wait for
+  // gang[0]'s NCCL id (ProbeContext::Rendezvous) before starting the probe; gang[0] publishes
+  // the id as soon as its probe has written it.
+  absl::StatusOr<ProbeRun> Run(const ProbeSpec& spec, ProbeContext& context) override;
 
  private:
   const Options options_;

@@ -8,10 +8,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/backend_conformance.h"
 #include "worker/cuda_backend.h"
+#include "worker/probe/test_assignments.h"
+#include "worker/probe_pipeline.h"
 
 namespace paratune {
 namespace {
@@ -29,16 +32,12 @@ std::unique_ptr<ProbeBackend> RealProbe() {
 
 // The suite's small probe as one data-parallel replica on one GPU: Llama-3.2-1B, sequence
 // 2048, 8 micro-batches per step.
-v1::ProbeAssignment OneGpuReplica() {
-  v1::ProbeAssignment assignment = SmallConformanceAssignment();
-  assignment.set_scope(v1::PROBE_SCOPE_REPLICA);
-  assignment.set_num_ranks(1);
-  v1::GangMember& member = *assignment.add_gang();
-  member.set_worker("workers/1");
-  member.set_first_rank(0);
-  member.set_num_ranks(1);
-  assignment.add_gpu_indices(0);
-  return assignment;
+v1::ProbeAssignment OneGpuReplica() { return AsReplicaProbe(SmallConformanceAssignment()); }
+
+// The result the worker makes of the real probe's run of `assignment`.
+v1::ProbeResult Probe(const v1::ProbeAssignment& assignment) {
+  SoloProbeContext context;
+  return RunProbe(*RealProbe(), assignment, context, *RealClock());
 }
 
 INSTANTIATE_TEST_SUITE_P(Cuda, BackendConformanceTest,
@@ -46,13 +45,10 @@ INSTANTIATE_TEST_SUITE_P(Cuda, BackendConformanceTest,
                                                                    OneGpuReplica()}),
                          BackendConformanceParamName);
 
-v1::ProbeResult RunOk(v1::ProbeAssignment assignment) {
-  SoloProbeContext context;
-  absl::StatusOr<v1::ProbeResult> result = RealProbe()->Run(assignment, context);
-  EXPECT_TRUE(result.ok()) << result.status();
-  if (!result.ok()) return v1::ProbeResult();
-  EXPECT_EQ(result->outcome(), v1::PROBE_OK) << result->message();
-  return *result;
+v1::ProbeResult RunOk(const v1::ProbeAssignment& assignment) {
+  const v1::ProbeResult result = Probe(assignment);
+  EXPECT_EQ(result.outcome(), v1::PROBE_OK) << result.message();
+  return result;
 }
 
 // What one GPU measured: every compute phase took time, the memory model's terms were all
@@ -159,11 +155,9 @@ TEST(CudaProbeTest, ConfigurationTheEstimatorCallsOutOfMemoryFailsAllocation) {
   assignment.mutable_training()->set_global_batch_size(128);
   assignment.mutable_cluster()->set_num_nodes(4);
   assignment.mutable_config()->set_data_parallel(32);
-  SoloProbeContext context;
-  absl::StatusOr<v1::ProbeResult> result = RealProbe()->Run(assignment, context);
-  ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_EQ(result->outcome(), v1::PROBE_OUT_OF_MEMORY) << result->message();
-  EXPECT_THAT(result->message(), HasSubstr("cudaMalloc of"));
+  const v1::ProbeResult result = Probe(assignment);
+  EXPECT_EQ(result.outcome(), v1::PROBE_OUT_OF_MEMORY) << result.message();
+  EXPECT_THAT(result.message(), HasSubstr("cudaMalloc of"));
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 #include "worker/cuda_backend.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -9,6 +12,8 @@
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "worker/backend_conformance.h"
+#include "worker/probe/probe_spec.h"
 #include "worker/probe/test_assignments.h"
 
 namespace paratune {
@@ -22,25 +27,45 @@ std::string FakeProbe() {
 }
 
 std::string TestDirectory() {
-  const std::string directory =
-      absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
-                   testing::UnitTest::GetInstance()->current_test_info()->name());
+  const ::testing::TestInfo* test = testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = absl::StrCat(test->test_suite_name(), ".", test->name());
+  std::replace(name.begin(), name.end(), '/', '_');
+  const std::string directory = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name);
   std::filesystem::create_directories(directory);
   return directory;
 }
 
-CudaBackend Backend(const std::string& behavior, absl::Duration kill_grace = absl::Seconds(5),
-                    const std::string& go_file = "") {
+CudaBackend::Options FakeProbeOptions(const std::string& behavior) {
   CudaBackend::Options options;
   options.probe_binary = FakeProbe();
   options.scratch_directory = TestDirectory();
   options.environment["FAKE_PROBE_BEHAVIOR"] = behavior;
-  if (!go_file.empty()) options.environment["FAKE_PROBE_GO_FILE"] = go_file;
-  options.kill_grace = kill_grace;
-  return CudaBackend(options);
+  return options;
 }
 
-v1::ProbeAssignment OneGpu() { return TestAssignment("llama3.2-1b", 8, 2048, 1, 1, 1, 1, 1); }
+CudaBackend Backend(const std::string& behavior) { return CudaBackend(FakeProbeOptions(behavior)); }
+
+// The backend's side of the process boundary, with the fake probe answering as the real one
+// would: the files, the process, the report and how the worker labels it; the suite's small
+// probe as one data-parallel replica on one GPU.
+INSTANTIATE_TEST_SUITE_P(CudaCpuSide, BackendConformanceTest,
+                         ::testing::Values(BackendConformanceParam{
+                             "cuda_with_fake_probe",
+                             [] { return std::make_unique<CudaBackend>(FakeProbeOptions("ok")); },
+                             AsReplicaProbe(SmallConformanceAssignment())}),
+                         BackendConformanceParamName);
+
+ProbeSpec OneGpu() { return SpecOf(TestAssignment("llama3.2-1b", 8, 2048, 1, 1, 1, 1, 1)); }
+
+// Member `index` of a gang of two workers, each with one of the two data-parallel ranks.
+ProbeSpec GangMemberSpec(int64_t index) {
+  return SpecOf(AsGangMember(TestAssignment("llama3.2-1b", 8, 2048, 2, 1, 1, 1, 1), 2, index));
+}
+
+absl::StatusOr<ProbeRun> RunAlone(CudaBackend& backend, const ProbeSpec& spec) {
+  SoloProbeContext context;
+  return backend.Run(spec, context);
+}
 
 // A gang member's context whose rendezvous hands out `token`, records what it was given and
 // creates `go_file` (which the fake gang[0] probe waits for).
@@ -48,7 +73,6 @@ class GangContext : public ProbeContext {
  public:
   explicit GangContext(absl::StatusOr<std::string> token, std::string go_file = "")
       : token_(std::move(token)), go_file_(std::move(go_file)) {}
-  const absl::Notification& cancelled() const override { return cancelled_; }
   absl::StatusOr<std::string> Rendezvous(const std::string& token) override {
     {
       absl::MutexLock lock(&mu_);
@@ -63,86 +87,90 @@ class GangContext : public ProbeContext {
   }
 
  private:
-  absl::Notification cancelled_;
   const absl::StatusOr<std::string> token_;
   const std::string go_file_;
   absl::Mutex mu_;
   std::string given_ ABSL_GUARDED_BY(mu_) = "(never called)";
 };
 
-TEST(CudaBackendTest, OkResultIsTheProbesAndTheScratchDirectoryIsRemoved) {
+TEST(CudaBackendTest, AnOkRunIsTheProbesReportAndTheScratchDirectoryIsRemoved) {
   CudaBackend backend = Backend("ok");
-  SoloProbeContext context;
-  absl::StatusOr<v1::ProbeResult> result = backend.Run(OneGpu(), context);
-  ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_EQ(result->outcome(), v1::PROBE_OK);
-  EXPECT_EQ(result->backend(), "cuda");
-  EXPECT_EQ(result->step_times_seconds_size(), 2);
-  EXPECT_GT(result->wall_seconds(), 0);
-  EXPECT_THAT(result->message(), HasSubstr("assignment.pb"));
+  absl::StatusOr<ProbeRun> run = RunAlone(backend, OneGpu());
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->outcome, v1::PROBE_OK) << run->detail;
+  EXPECT_EQ(run->source, FigureSource::kMeasured);
+  // 8 micro-batches per step, 10 ms each in the fake probe.
+  ASSERT_EQ(run->timed_steps.size(), 1u);
+  EXPECT_EQ(run->timed_steps[0].micro_batches, 8);
+  EXPECT_THAT(run->timed_steps[0].step_times_seconds, ::testing::Each(0.08));
+  EXPECT_EQ(run->peak_memory, Provenance::kMeasured);
+  EXPECT_EQ(run->detail, "paratune-probe on 1 x fake GPU");
+  ASSERT_TRUE(run->measurements.has_value());
+  EXPECT_EQ(run->measurements->gpu_name(), "fake GPU");
   EXPECT_TRUE(std::filesystem::is_empty(TestDirectory()));
 }
 
 TEST(CudaBackendTest, OutOfMemoryIsReported) {
   CudaBackend backend = Backend("oom");
-  SoloProbeContext context;
-  absl::StatusOr<v1::ProbeResult> result = backend.Run(OneGpu(), context);
-  ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_EQ(result->outcome(), v1::PROBE_OUT_OF_MEMORY);
+  absl::StatusOr<ProbeRun> run = RunAlone(backend, OneGpu());
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->outcome, v1::PROBE_OUT_OF_MEMORY);
+  EXPECT_EQ(run->detail, "cudaMalloc of weights (9.00 GiB) failed");
 }
 
 TEST(CudaBackendTest, CrashCarriesTheSignalAndStderr) {
   CudaBackend backend = Backend("crash");
-  SoloProbeContext context;
-  absl::StatusOr<v1::ProbeResult> result = backend.Run(OneGpu(), context);
-  ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_EQ(result->outcome(), v1::PROBE_CRASH);
-  EXPECT_THAT(result->message(), HasSubstr("killed by signal 6"));
-  EXPECT_THAT(result->message(), HasSubstr("an illegal memory access was encountered"));
+  absl::StatusOr<ProbeRun> run = RunAlone(backend, OneGpu());
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->outcome, v1::PROBE_CRASH);
+  EXPECT_THAT(run->detail, HasSubstr("killed by signal 6"));
+  EXPECT_THAT(run->detail, HasSubstr("an illegal memory access was encountered"));
 }
 
-TEST(CudaBackendTest, ErrorExitAndMissingOrGarbledResultsAreCrashes) {
+TEST(CudaBackendTest, ErrorExitAndMissingOrGarbledReportsAreCrashes) {
   for (const char* behavior : {"exit1", "garbage", "silent"}) {
     CudaBackend backend = Backend(behavior);
-    SoloProbeContext context;
-    absl::StatusOr<v1::ProbeResult> result = backend.Run(OneGpu(), context);
-    ASSERT_TRUE(result.ok()) << behavior << ": " << result.status();
-    EXPECT_EQ(result->outcome(), v1::PROBE_CRASH) << behavior;
+    absl::StatusOr<ProbeRun> run = RunAlone(backend, OneGpu());
+    ASSERT_TRUE(run.ok()) << behavior << ": " << run.status();
+    EXPECT_EQ(run->outcome, v1::PROBE_CRASH) << behavior;
   }
 }
 
-TEST(CudaBackendTest, HangIsKilledAtTheDeadline) {
-  CudaBackend backend = Backend("hang", absl::Milliseconds(100));
-  v1::ProbeAssignment assignment = OneGpu();
-  assignment.set_deadline_seconds(0.5);
+TEST(CudaBackendTest, AProbeToldToStopIsKilledAndSaysWhatItPrinted) {
+  // The probe tells the test it runs through a named pipe, then ignores SIGTERM.
+  const std::string started = absl::StrCat(TestDirectory(), "/started");
+  ASSERT_EQ(mkfifo(started.c_str(), 0600), 0);
+  CudaBackend::Options options = FakeProbeOptions("hang");
+  options.environment["FAKE_PROBE_STARTED"] = started;
+  options.kill_grace = absl::Milliseconds(100);
+  CudaBackend backend(options);
+  const ProbeSpec spec = OneGpu();
   SoloProbeContext context;
-  absl::StatusOr<v1::ProbeResult> result = backend.Run(assignment, context);
-  ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_EQ(result->outcome(), v1::PROBE_TIMEOUT);
-  EXPECT_THAT(result->message(), HasSubstr("timed out after 500ms"));
-}
-
-TEST(CudaBackendTest, CancellationStopsARunningProbe) {
-  CudaBackend backend = Backend("hang", absl::Milliseconds(100));
-  SoloProbeContext context;
-  absl::StatusOr<v1::ProbeResult> result;
-  std::thread runner([&] { result = backend.Run(OneGpu(), context); });
-  context.Cancel();
+  absl::StatusOr<ProbeRun> run;
+  std::thread runner([&] { run = backend.Run(spec, context); });
+  std::ifstream pipe(started);
+  std::string line;
+  std::getline(pipe, line);
+  EXPECT_EQ(line, "started");
+  context.Stop();
   runner.join();
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled) << result.status();
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kCancelled) << run.status();
+  EXPECT_THAT(run.status().message(), HasSubstr("paratune-probe was stopped after "));
+  EXPECT_EQ(backend.StopGrace(spec), absl::Milliseconds(100));
 }
 
-TEST(CudaBackendTest, InvalidAssignmentIsRejectedBeforeAnyProcess) {
+TEST(CudaBackendTest, WhatTheProbeCannotRunIsRefusedBeforeAnyProcess) {
   CudaBackend::Options options;
   options.probe_binary = "/nonexistent/paratune-probe";
   options.scratch_directory = "/nonexistent";
   CudaBackend backend(options);
-  v1::ProbeAssignment assignment = OneGpu();
-  assignment.mutable_config()->set_tensor_parallel(3);
-  SoloProbeContext context;
-  absl::StatusOr<v1::ProbeResult> result = backend.Run(assignment, context);
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(result.status().message(), HasSubstr("tensor_parallel (3)"));
+  // A 2056-token sequence over context parallel 2: 1028 tokens per rank, which cuBLASLt's fp8
+  // GEMMs cannot take.
+  v1::ProbeAssignment assignment = TestAssignment("llama3.2-1b", 16, 2056, 2, 1, 1, 2, 1);
+  assignment.mutable_training()->set_precision(v1::FP8);
+  absl::StatusOr<ProbeRun> run = RunAlone(backend, SpecOf(assignment));
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(run.status().message(), HasSubstr("(1028) must be a multiple of 16"));
 }
 
 TEST(CudaBackendTest, MissingProbeBinaryIsUnavailable) {
@@ -150,42 +178,41 @@ TEST(CudaBackendTest, MissingProbeBinaryIsUnavailable) {
   options.probe_binary = "/nonexistent/paratune-probe";
   options.scratch_directory = TestDirectory();
   CudaBackend backend(options);
-  SoloProbeContext context;
-  absl::StatusOr<v1::ProbeResult> result = backend.Run(OneGpu(), context);
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_THAT(result.status().message(), HasSubstr("/nonexistent/paratune-probe"));
+  absl::StatusOr<ProbeRun> run = RunAlone(backend, OneGpu());
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(run.status().message(), HasSubstr("/nonexistent/paratune-probe"));
 }
 
 TEST(CudaBackendTest, GangMemberPassesGangZerosIdToItsProbe) {
-  CudaBackend backend = Backend("ok");
+  CudaBackend::Options options = FakeProbeOptions("ok");
+  options.environment["FAKE_PROBE_NCCL_ID"] = "0a1b";
+  CudaBackend backend(options);
   GangContext context(std::string("0a1b"));
-  const v1::ProbeAssignment assignment =
-      AsGangMember(TestAssignment("llama3.2-1b", 8, 2048, 2, 1, 1, 1, 1), 2, 1);
-  absl::StatusOr<v1::ProbeResult> result = backend.Run(assignment, context);
-  ASSERT_TRUE(result.ok()) << result.status();
+  const ProbeSpec spec = GangMemberSpec(1);
+  absl::StatusOr<ProbeRun> run = backend.Run(spec, context);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->outcome, v1::PROBE_OK) << run->detail;
   EXPECT_EQ(context.given(), "");
-  EXPECT_THAT(result->message(), HasSubstr("nccl_id 0a1b"));
 }
 
 TEST(CudaBackendTest, GangZeroPublishesTheIdItsProbeWrote) {
   const std::string go_file = std::string(std::getenv("TEST_TMPDIR")) + "/go";
-  CudaBackend backend = Backend("gang0", absl::Seconds(5), go_file);
+  CudaBackend::Options options = FakeProbeOptions("gang0");
+  options.environment["FAKE_PROBE_GO_FILE"] = go_file;
+  CudaBackend backend(options);
   GangContext context(absl::InternalError("gang[0] never waits for a token"), go_file);
-  const v1::ProbeAssignment assignment =
-      AsGangMember(TestAssignment("llama3.2-1b", 8, 2048, 2, 1, 1, 1, 1), 2, 0);
-  absl::StatusOr<v1::ProbeResult> result = backend.Run(assignment, context);
-  ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_EQ(result->outcome(), v1::PROBE_OK);
+  const ProbeSpec spec = GangMemberSpec(0);
+  absl::StatusOr<ProbeRun> run = backend.Run(spec, context);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->outcome, v1::PROBE_OK) << run->detail;
   EXPECT_EQ(context.given(), "00ff");
 }
 
 TEST(CudaBackendTest, FailedRendezvousStopsTheProbe) {
   CudaBackend backend = Backend("ok");
   GangContext context(absl::FailedPreconditionError("probe no longer leased"));
-  const v1::ProbeAssignment assignment =
-      AsGangMember(TestAssignment("llama3.2-1b", 8, 2048, 2, 1, 1, 1, 1), 2, 1);
-  absl::StatusOr<v1::ProbeResult> result = backend.Run(assignment, context);
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+  const ProbeSpec spec = GangMemberSpec(1);
+  EXPECT_EQ(backend.Run(spec, context).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(ListProbeGpusTest, ListsWhatTheProbePrints) {

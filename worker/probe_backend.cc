@@ -4,10 +4,15 @@
 
 namespace paratune {
 
-absl::Status WaitUnlessCancelled(const ProbeContext& context, absl::Duration duration,
-                                 const std::string& probe) {
-  if (context.cancelled().WaitForNotificationWithTimeout(duration)) {
-    return absl::CancelledError(absl::StrCat("probe ", probe, " was cancelled"));
+void ProbeContext::Stop() {
+  absl::MutexLock lock(&mu_);
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+}
+
+absl::Status WaitUnlessStopped(const ProbeContext& context, absl::Duration duration,
+                               const ProbeSpec& spec) {
+  if (context.stop().WaitForNotificationWithTimeout(duration)) {
+    return absl::CancelledError(absl::StrCat("probe ", spec.name(), " was stopped"));
   }
   return absl::OkStatus();
 }

@@ -23,6 +23,19 @@ v1::ProbeResult ResultFromBackendError(const std::string& backend, const absl::S
   return result;
 }
 
+v1::ProbeResult ResultAtDeadline(const std::string& backend, double deadline_seconds,
+                                 absl::Duration grace, const absl::Status& stopped) {
+  v1::ProbeResult result;
+  result.set_outcome(v1::PROBE_TIMEOUT);
+  result.set_backend(backend);
+  result.set_message(absl::StrCat(
+      "the probe did not finish within its deadline of ", deadline_seconds, " s and was stopped",
+      grace > absl::ZeroDuration() ? absl::StrCat(" ", absl::FormatDuration(grace), " before it")
+                                   : "",
+      stopped.ok() ? "" : absl::StrCat(": ", stopped.message())));
+  return result;
+}
+
 v1::ProbeResult ResultRefusedByServer(const std::string& backend, const absl::Status& refusal,
                                       double wall_seconds) {
   v1::ProbeResult result;

@@ -1,11 +1,12 @@
-// How a backend's error, or a result the server refused, becomes a ProbeResult the
-// scheduler can act on.
+// How a probe that gave no run becomes a ProbeResult the scheduler can act on: a backend's
+// error, a probe stopped at its deadline, a result the server refused.
 #ifndef PARATUNE_WORKER_PROBE_FAILURE_H_
 #define PARATUNE_WORKER_PROBE_FAILURE_H_
 
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "proto/probe.pb.h"
 
 namespace paratune {
@@ -15,6 +16,12 @@ namespace paratune {
 // DEADLINE_EXCEEDED and CANCELLED; PROBE_CRASH for everything else, an assignment the
 // backend rejected included. The message names the backend and carries the error.
 v1::ProbeResult ResultFromBackendError(const std::string& backend, const absl::Status& error);
+
+// A PROBE_TIMEOUT of `backend`'s probe, which the worker told to stop `grace` before its
+// deadline of `deadline_seconds` because it had not finished; `stopped` is what the backend
+// returned then (its CANCELLED message says what the probe had done), quoted when not OK.
+v1::ProbeResult ResultAtDeadline(const std::string& backend, double deadline_seconds,
+                                 absl::Duration grace, const absl::Status& stopped);
 
 // What the worker reports instead of a result of `backend` that the server refused as out of
 // range (`refusal`, INVALID_ARGUMENT): a PROBE_CRASH quoting the refusal, which the server

@@ -26,6 +26,19 @@ TEST(ResultFromBackendErrorTest, EverythingElseIsACrash) {
   EXPECT_EQ(ResultFromBackendError("sim", absl::InternalError("threw")).outcome(), v1::PROBE_CRASH);
 }
 
+TEST(ResultAtDeadlineTest, IsATimeoutQuotingWhatTheBackendSaid) {
+  const v1::ProbeResult result = ResultAtDeadline(
+      "command", 3, absl::Seconds(1),
+      absl::CancelledError("the run was stopped, after logging 2 of 4 step times"));
+  EXPECT_EQ(result.outcome(), v1::PROBE_TIMEOUT);
+  EXPECT_EQ(result.backend(), "command");
+  EXPECT_EQ(result.message(),
+            "the probe did not finish within its deadline of 3 s and was stopped 1s before it: "
+            "the run was stopped, after logging 2 of 4 step times");
+  EXPECT_EQ(ResultAtDeadline("sim", 60, absl::ZeroDuration(), absl::OkStatus()).message(),
+            "the probe did not finish within its deadline of 60 s and was stopped");
+}
+
 TEST(ResultRefusedByServerTest, IsACrashQuotingTheRefusal) {
   const v1::ProbeResult result = ResultRefusedByServer(
       "sim",

@@ -19,26 +19,24 @@ namespace paratune {
 // Outcomes, for a probe whose model, GPU, nodes, training run and configuration equal a
 // measured run's (the first in table order when several releases measured it; the message
 // names the others):
-//   - the run completed: PROBE_OK, every one of the timed_steps step times the run's mean
+//   - the run completed: PROBE_OK, every one of the timed_steps full steps the run's mean
 //     step time (the sources report one mean per run, so the values do not vary: their
-//     spread is not a measurement); throughput from it as for any probe; peak memory when the
-//     source reports it; PROBE_TIMEOUT instead when the probe's modelled duration (below)
-//     exceeds its deadline_seconds, as a real run would be stopped;
+//     spread is not a measurement); peak memory when the source reports it;
 //   - the run ran out of memory: PROBE_OUT_OF_MEMORY;
 //   - the source tried the run and it failed without a result, without saying why (the "-"
 //     cells of Fujii et al.'s table: out of memory, infeasible or failed): PROBE_CRASH, saying
 //     so; never guessed to be out of memory;
 //   - nobody measured it: PROBE_NOT_MEASURED.
-// wall_seconds is what the probe would have taken on real GPUs, modelled as the sim models it
-// (listed in `modelled` as "wall_time"; here a probe takes Options.probe_time): for a completed
-// run kProbeStartupSeconds (estimator/short_probe.h) and warmup_steps + timed_steps full
-// steps at its measured mean step time (a replay runs no short steps); for a failed one
-// kProbeStartupSeconds and one step at the performance model's predicted step time
-// (DefaultPerformanceParameters), as a real run fails in its first step; 0 for one nobody
-// measured, as nothing ran (WorkerDaemon then reports the time taken here). Every result says it is
-// a replay of a measurement, names its source (FILE:LINE), lists the parts of a training step as
-// measured (they were, in the source's run) and is not simulated. The probe's scope does not
-// matter: the measurement is of the whole configuration. Deterministic and thread-safe.
+// The wall time is what the probe would have taken on real GPUs, modelled as the sim models it
+// (here a probe takes Options.probe_time): for a completed run kProbeStartupSeconds
+// (estimator/short_probe.h) and warmup_steps + timed_steps full steps at its measured mean step
+// time (a replay runs no short steps; the worker times out a probe whose modelled duration
+// exceeds its deadline, probe_pipeline.h); for a failed one kProbeStartupSeconds and one step
+// at the performance model's predicted step time (DefaultPerformanceParameters), as a real run
+// fails in its first step; 0 for one nobody measured, as nothing ran. Every run is a replay
+// (FigureSource::kReplayed), names its source (FILE:LINE) and marks the phases of a training
+// step measured (they were, in the source's run). The probe's scope does not matter: the
+// measurement is of the whole configuration. Deterministic and thread-safe.
 class ReplayBackend : public ProbeBackend {
  public:
   struct Options {
@@ -53,10 +51,8 @@ class ReplayBackend : public ProbeBackend {
 
   std::string Name() const override { return "replay"; }
   bool Deterministic() const override { return true; }
-  // INVALID_ARGUMENT naming the field for an assignment whose model, training run, cluster,
-  // configuration or timed_steps is invalid; CANCELLED when the context is cancelled first.
-  absl::StatusOr<v1::ProbeResult> Run(const v1::ProbeAssignment& assignment,
-                                      ProbeContext& context) override;
+  // CANCELLED when told to stop first.
+  absl::StatusOr<ProbeRun> Run(const ProbeSpec& spec, ProbeContext& context) override;
 
  private:
   ReplayBackend(ReplayTable table, Options options) : table_(std::move(table)), options_(options) {}

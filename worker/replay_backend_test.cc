@@ -3,13 +3,15 @@
 #include <memory>
 #include <string>
 
+#include "common/clock.h"
 #include "estimator/performance_model.h"
 #include "estimator/performance_parameters.h"
 #include "estimator/short_probe.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/backend_conformance.h"
-#include "worker/probe_specs.h"
+#include "worker/probe/probe_spec.h"
+#include "worker/probe_pipeline.h"
 
 namespace paratune {
 namespace {
@@ -56,19 +58,18 @@ INSTANTIATE_TEST_SUITE_P(Replay, BackendConformanceTest,
 
 // The performance model's step time for `assignment`, as the sim predicts it.
 double PredictedStepSeconds(const v1::ProbeAssignment& assignment) {
-  absl::StatusOr<ProbeSpecs> specs = ResolveProbeSpecs(assignment);
-  EXPECT_TRUE(specs.ok()) << specs.status();
-  if (!specs.ok()) return 0;
-  return PredictPerformance(specs->model, specs->training, specs->cluster, specs->config,
-                            DefaultPerformanceParameters(specs->cluster.gpu()))
+  absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(assignment);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  if (!spec.ok()) return 0;
+  return PredictPerformance(spec->model(), spec->training(), spec->cluster(), spec->config(),
+                            DefaultPerformanceParameters(spec->cluster().gpu()))
       .step_time_seconds;
 }
 
+// The result the worker makes of `backend`'s run of `assignment`.
 v1::ProbeResult RunOk(ProbeBackend& backend, const v1::ProbeAssignment& assignment) {
   SoloProbeContext context;
-  absl::StatusOr<v1::ProbeResult> result = backend.Run(assignment, context);
-  EXPECT_TRUE(result.ok()) << result.status();
-  return result.ok() ? *result : v1::ProbeResult();
+  return RunProbe(backend, assignment, context, *RealClock());
 }
 
 TEST(ReplayBackendTest, AMeasuredRunIsReplayedAndSaysSo) {
@@ -80,11 +81,15 @@ TEST(ReplayBackendTest, AMeasuredRunIsReplayedAndSaysSo) {
   EXPECT_THAT(result.step_times_seconds(), Each(0.5));
   EXPECT_EQ(result.step_times_seconds_size(), SmallConformanceAssignment().timed_steps());
   EXPECT_EQ(result.peak_memory_bytes(), static_cast<int64_t>(21.5 * (1 << 30)));
-  EXPECT_THAT(result.measured(), AllOf(Contains("compute"), Contains("peak_memory")));
+  // dp 8: every phase but the tensor, context and pipeline collectives, as the run measured it.
+  EXPECT_THAT(result.measured(), ElementsAre("gemm", "attention", "elementwise", "dp_collectives",
+                                             "optimizer", "peak_memory"));
   EXPECT_THAT(result.modelled(), ElementsAre("wall_time"));
-  EXPECT_THAT(result.message(), AllOf(HasSubstr("replay of a measurement, not run here"),
-                                      HasSubstr("replay_runs.csv:2 (invented for worker tests"),
-                                      HasSubstr("each of the 4 step times is that one value")));
+  EXPECT_THAT(result.message(),
+              AllOf(HasSubstr("replay of a measurement, not run here: replay_runs.csv:2 (invented "
+                              "for worker tests"),
+                    HasSubstr("each of the 4 step times is that one value"),
+                    HasSubstr("; peak memory 21.50 GiB measured")));
 }
 
 TEST(ReplayBackendTest, AReplayedRunCostsItsStartUpAndFullStepsAtTheMeasuredTime) {
@@ -119,7 +124,9 @@ TEST(ReplayBackendTest, AReplayedRunLongerThanItsDeadlineTimesOut) {
   EXPECT_DOUBLE_EQ(result.wall_seconds(), 33);
   EXPECT_TRUE(result.step_times_seconds().empty());
   EXPECT_THAT(result.message(),
-              HasSubstr("it would take 34 s, over the probe's deadline of 33 s, so it timed out"));
+              HasSubstr("it would take 34 s (30 s start-up and 8 full steps (2 warm-up, 6 timed) "
+                        "at the measured mean step time), over its deadline of 33 s, so it was "
+                        "stopped there"));
 }
 
 TEST(ReplayBackendTest, AMeasuredOutOfMemoryCostsStartUpAndOnePredictedStep) {
@@ -181,7 +188,7 @@ TEST(ReplayBackendTest, AnUnmeasuredConfigurationIsNotMeasuredNeverInvented) {
               AllOf(HasSubstr("not measured: no run of llama3.2-1b dp8 tp1 pp1 cp1 mbs2 on 1 x 8 "
                               "h100-80gb, global batch 64, sequence 2048"),
                     HasSubstr("4 runs in 1 table (replay_runs.csv)"), HasSubstr("never invents"),
-                    HasSubstr("wall_seconds is modelled, not measured: 0, as nothing ran")));
+                    HasSubstr("wall_seconds (0 s) is modelled, not measured: nothing ran")));
 }
 
 TEST(ReplayBackendTest, AnyOtherTrainingOptionIsAnotherExperiment) {
@@ -212,8 +219,8 @@ v1::ProbeAssignment FujiiAssignment(const std::string& gpu, int64_t nodes, int64
   config.set_pipeline_parallel(pp);
   config.set_context_parallel(1);
   config.set_micro_batch_size(mbs);
-  // These runs take minutes a step: no deadline, so that they are replayed, not timed out.
-  assignment.set_deadline_seconds(0);
+  // These runs take minutes a step: a day's deadline, so that they are replayed, not timed out.
+  assignment.set_deadline_seconds(86'400);
   return assignment;
 }
 

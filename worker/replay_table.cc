@@ -17,21 +17,21 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Every value a replay matches on. Sequence parallelism only exists with tp > 1, so tp = 1
 // runs match whatever the flag says.
-std::string Key(const ProbeSpecs& specs) {
-  const ModelDimensions& m = specs.model.dims();
-  const GpuSpec& g = specs.cluster.gpu();
-  const TrainingOptions& t = specs.training.options();
-  const ParallelDims& p = specs.config.dims();
+std::string Key(const ResolvedConfiguration& configuration) {
+  const ModelDimensions& m = configuration.model.dims();
+  const GpuSpec& g = configuration.cluster.gpu();
+  const TrainingOptions& t = configuration.training.options();
+  const ParallelDims& p = configuration.config.dims();
   return absl::StrCat(
       "h", m.hidden_size, " f", m.ffn_hidden_size, " L", m.num_layers, " a", m.num_attention_heads,
       " k", m.num_kv_heads, " V", m.vocab_size, " tied", m.tied_embeddings, " gated", m.gated_mlp,
       "|", g.name, " ", g.memory_bytes, " ", g.peak_bf16_tflops, " ", g.hbm_bandwidth_gbps, " ",
-      g.nvlink_bandwidth_gbps, " ", g.network_bandwidth_gbps, "|", specs.cluster.num_nodes(), "x",
-      specs.cluster.gpus_per_node(), "|gbs", t.global_batch_size, " s", t.seq_len, " fp8", t.fp8,
-      " distopt", t.distributed_optimizer, " fp32grad", t.fp32_gradients, " fa", t.flash_attention,
-      "|dp", p.dp, " tp", p.tp, " pp", p.pp, " cp", p.cp, " mbs", p.micro_batch, " vp",
-      p.virtual_pipeline, " sp", p.sequence_parallel && p.tp > 1, " rc",
-      static_cast<int>(p.recompute));
+      g.nvlink_bandwidth_gbps, " ", g.network_bandwidth_gbps, "|",
+      configuration.cluster.num_nodes(), "x", configuration.cluster.gpus_per_node(), "|gbs",
+      t.global_batch_size, " s", t.seq_len, " fp8", t.fp8, " distopt", t.distributed_optimizer,
+      " fp32grad", t.fp32_gradients, " fa", t.flash_attention, "|dp", p.dp, " tp", p.tp, " pp",
+      p.pp, " cp", p.cp, " mbs", p.micro_batch, " vp", p.virtual_pipeline, " sp",
+      p.sequence_parallel && p.tp > 1, " rc", static_cast<int>(p.recompute));
 }
 
 std::string BaseName(const std::string& path) {
@@ -66,7 +66,8 @@ absl::StatusOr<Recompute> ParseRecompute(const CsvTable& table, size_t row) {
 }
 
 // One row of a run table (docs/backends.md, "Run tables").
-absl::StatusOr<std::pair<ProbeSpecs, ReplayedRun>> ParseRunRow(const CsvTable& table, size_t row) {
+absl::StatusOr<std::pair<ResolvedConfiguration, ReplayedRun>> ParseRunRow(const CsvTable& table,
+                                                                          size_t row) {
   const std::string where = absl::StrCat(table.path(), ":", table.line(row), ": ");
   PT_ASSIGN_OR_RETURN(const std::string model_name, table.String(row, "model"));
   absl::StatusOr<ModelSpec> model = FindModelPreset(model_name);
@@ -137,7 +138,8 @@ absl::StatusOr<std::pair<ProbeSpecs, ReplayedRun>> ParseRunRow(const CsvTable& t
     return CellError(table, row, "source", "empty; say where the measurement comes from");
   }
   run.source = absl::StrCat(BaseName(table.path()), ":", table.line(row), " (", source, ")");
-  return std::make_pair(ProbeSpecs{*model, *training, *cluster, *config}, std::move(run));
+  return std::make_pair(ResolvedConfiguration{*model, *training, *cluster, *config},
+                        std::move(run));
 }
 
 absl::StatusOr<MeasuredDataset> PublishedDataset(const std::string& path) {
@@ -179,7 +181,8 @@ absl::StatusOr<ReplayTable> ReplayTable::Load(const v1::ReplayConfig& config) {
           measured.completed ? ReplayedRun::Outcome::kCompleted : ReplayedRun::Outcome::kNoResult;
       run.step_seconds = measured.step_seconds;
       run.source = absl::StrCat(dataset->file, ":", measured.line, " (", measured.group, ")");
-      table.Add(ProbeSpecs{measured.model, measured.training, measured.cluster, measured.config},
+      table.Add(ResolvedConfiguration{measured.model, measured.training, measured.cluster,
+                                      measured.config},
                 std::move(run));
       ++count;
     }
@@ -191,7 +194,7 @@ absl::StatusOr<ReplayTable> ReplayTable::Load(const v1::ReplayConfig& config) {
     absl::StatusOr<CsvTable> csv = CsvTable::Load(path);
     if (!csv.ok()) return WithField(field, path, csv.status());
     for (size_t row = 0; row < csv->num_rows(); ++row) {
-      absl::StatusOr<std::pair<ProbeSpecs, ReplayedRun>> run = ParseRunRow(*csv, row);
+      absl::StatusOr<std::pair<ResolvedConfiguration, ReplayedRun>> run = ParseRunRow(*csv, row);
       if (!run.ok()) return WithField(field, path, run.status());
       table.Add(run->first, std::move(run->second));
       ++count;
@@ -204,13 +207,14 @@ absl::StatusOr<ReplayTable> ReplayTable::Load(const v1::ReplayConfig& config) {
   return table;
 }
 
-void ReplayTable::Add(const ProbeSpecs& specs, ReplayedRun run) {
-  runs_[Key(specs)].push_back(std::move(run));
+void ReplayTable::Add(const ResolvedConfiguration& configuration, ReplayedRun run) {
+  runs_[Key(configuration)].push_back(std::move(run));
 }
 
-const std::vector<ReplayedRun>& ReplayTable::Find(const ProbeSpecs& specs) const {
+const std::vector<ReplayedRun>& ReplayTable::Find(
+    const ResolvedConfiguration& configuration) const {
   static const std::vector<ReplayedRun>* const kNone = new std::vector<ReplayedRun>();
-  auto it = runs_.find(Key(specs));
+  auto it = runs_.find(Key(configuration));
   return it == runs_.end() ? *kNone : it->second;
 }
 

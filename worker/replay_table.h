@@ -12,8 +12,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "convert/spec_convert.h"
 #include "proto/worker_config.pb.h"
-#include "worker/probe_specs.h"
 
 namespace paratune {
 
@@ -45,16 +45,16 @@ class ReplayTable {
   // prefixed with the field otherwise.
   static absl::StatusOr<ReplayTable> Load(const v1::ReplayConfig& config);
 
-  // The runs measured for exactly `specs`, in table order (a configuration measured in
+  // The runs measured for exactly `configuration`, in table order (a configuration measured in
   // several releases of a benchmark has several); empty when none was.
-  const std::vector<ReplayedRun>& Find(const ProbeSpecs& specs) const;
+  const std::vector<ReplayedRun>& Find(const ResolvedConfiguration& configuration) const;
 
   // "168 runs in 1 table (llama31_8b_4d_abci_tsubame.csv)", for messages.
   const std::string& summary() const { return summary_; }
 
  private:
   ReplayTable() = default;
-  void Add(const ProbeSpecs& specs, ReplayedRun run);
+  void Add(const ResolvedConfiguration& configuration, ReplayedRun run);
 
   absl::flat_hash_map<std::string, std::vector<ReplayedRun>> runs_;
   std::string summary_;

@@ -9,13 +9,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "convert/spec_convert.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launch/launch_template.h"
 #include "launch/launch_values.h"
 #include "launch/test_assignments.h"
 #include "worker/command_backend.h"
-#include "worker/probe_specs.h"
 #include "worker/replay_backend.h"
 #include "worker/worker_config.h"
 
@@ -50,7 +50,8 @@ v1::ProbeAssignment SingleNodeAssignment() {
 // Every template of the shipped configs, rendered for `assignment`, by template name.
 std::map<std::string, LaunchTemplate::Command> RenderAll(const v1::ProbeAssignment& assignment) {
   std::map<std::string, LaunchTemplate::Command> commands;
-  absl::StatusOr<ProbeSpecs> specs = ResolveProbeSpecs(assignment);
+  absl::StatusOr<ResolvedConfiguration> specs = ResolveConfiguration(
+      assignment.model(), assignment.training(), assignment.cluster(), assignment.config());
   EXPECT_TRUE(specs.ok()) << specs.status();
   if (!specs.ok()) return commands;
   for (const std::string& file : ConfigFiles()) {

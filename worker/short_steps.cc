@@ -41,11 +41,7 @@ absl::StatusOr<std::vector<double>> ExtrapolateShortSteps(
   }
   absl::StatusOr<StepExtrapolation> extrapolated =
       ExtrapolateFullStep(series, full_micro_batches, config.pp(), config.virtual_pipeline());
-  if (!extrapolated.ok()) {
-    result.set_outcome(v1::PROBE_INFRA_ERROR);
-    result.set_message(std::string(extrapolated.status().message()));
-    return extrapolated.status();
-  }
+  if (!extrapolated.ok()) return extrapolated.status();
   v1::StepExtrapolation& how = *result.mutable_extrapolation();
   how.set_full_micro_batches(full_micro_batches);
   how.set_slot_seconds(extrapolated->slot_seconds);

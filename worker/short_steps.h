@@ -1,7 +1,7 @@
 // The worker's side of the short-probe protocol (docs/short_probes.md, estimator/short_probe.h),
 // one way for every backend that runs short steps (sim, command, the cuda probe): which counts
-// an assignment may ask for, and how a ProbeResult reports the short steps and the full step
-// extrapolated from them.
+// an assignment may ask for (ProbeSpec), and how a ProbeResult reports the short steps and the
+// full step extrapolated from them (the result builder).
 #ifndef PARATUNE_WORKER_SHORT_STEPS_H_
 #define PARATUNE_WORKER_SHORT_STEPS_H_
 
@@ -28,9 +28,8 @@ absl::Status CheckMicroBatchCounts(const v1::ProbeAssignment& assignment,
 // (ExtrapolateFullStep). On success sets result.extrapolation, adds "full_step" to
 // result.extrapolated and returns the extrapolated full steps, one per timed step index, for
 // the result's step times. When they cannot be extrapolated (e.g. the steps did not grow with
-// their micro-batches) sets result.outcome to PROBE_INFRA_ERROR with ExtrapolateFullStep's
-// message, since such a measurement says nothing of the configuration and another attempt
-// measures again, and returns that error.
+// their micro-batches) returns ExtrapolateFullStep's error; the short steps stay recorded, for
+// whoever looks at why.
 absl::StatusOr<std::vector<double>> ExtrapolateShortSteps(
     const std::vector<ShortStepSeries>& series, int64_t full_micro_batches,
     const ParallelConfig& config, v1::ProbeResult& result);

@@ -16,23 +16,23 @@ namespace paratune {
 // It runs the probe the assignment asks for as a real backend would, in model time: the
 // configuration's true step time at m micro-batches is the performance model's
 // (PredictedStepSeconds) x a per-configuration factor (log-normal, sigma config_noise_sigma),
-// and each step adds a per-step factor (log-normal, sigma step_noise_sigma). With
-// micro_batch_counts it runs the short steps and extrapolates the full step from them
-// (estimator/short_probe.h), as the cuda probe does; else full steps.
+// and each step adds a per-step factor (log-normal, sigma step_noise_sigma). It runs the
+// warm-up steps, then the timed steps of each count of ProbeSpec::TimedMicroBatches (the
+// short steps the worker extrapolates the full step from, or full steps).
 //
 // Time: the probe stands for kProbeStartupSeconds of start-up, the warm-up and the timed
-// steps on real GPUs; that modelled duration is the result's wall_seconds (so GPU-hours are
-// the real-equivalent cost, labelled simulated), and the probe sleeps time_scale x it (or
+// steps on real GPUs; that modelled duration is the run's wall time (so GPU-hours are the
+// real-equivalent cost, labelled modelled; the worker times out a probe whose modelled
+// duration exceeds its deadline, probe_pipeline.h), and the probe sleeps time_scale x it (or
 // probe_time when time_scale is 0).
 //
 // Memory: the configuration's true peak is the memory estimate x a per-configuration factor
-// (log-normal, sigma memory_noise_sigma), reported as the result's peak memory (modelled), so
+// (log-normal, sigma memory_noise_sigma), reported as the run's peak memory (modelled), so
 // a RISKY configuration near capacity may not fit, as on a real cluster, and a search's
 // memory calibration (docs/memory.md) has something to learn.
 //
 // Outcomes: OUT_OF_MEMORY when the true peak exceeds the GPU's capacity, after the start-up;
-// TIMEOUT when the modelled duration exceeds deadline_seconds, after the (scaled) deadline;
-// else OK. Nothing is measured; everything is modelled.
+// else OK. Nothing is measured; every figure is simulated and every phase modelled.
 class SimBackend : public ProbeBackend {
  public:
   struct Options {
@@ -53,18 +53,13 @@ class SimBackend : public ProbeBackend {
 
   std::string Name() const override { return "sim"; }
   bool Deterministic() const override { return true; }
-  // INVALID_ARGUMENT naming the field for an invalid model, training run, cluster,
-  // configuration (dp x tp x pp x cp must be the cluster's GPUs) or timed_steps outside
-  // [1, 10000]; CANCELLED when `cancel` is notified first.
-  // Every member of a gang runs the same simulation and reports it; the scheduler keeps rank
-  // 0's.
-  absl::StatusOr<v1::ProbeResult> Run(const v1::ProbeAssignment& assignment,
-                                      ProbeContext& context) override;
+  // CANCELLED when told to stop first. Every member of a gang runs the same simulation and
+  // reports it; the scheduler keeps rank 0's.
+  absl::StatusOr<ProbeRun> Run(const ProbeSpec& spec, ProbeContext& context) override;
 
  private:
   // Waits the real time that stands for `modelled_seconds` (time_scale), or probe_time.
-  absl::Status Sleep(ProbeContext& context, double modelled_seconds,
-                     const std::string& probe) const;
+  absl::Status Sleep(ProbeContext& context, double modelled_seconds, const ProbeSpec& spec) const;
 
   const Options options_;
 };

@@ -1,7 +1,6 @@
 #include "worker/worker_daemon.h"
 
 #include <algorithm>
-#include <exception>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -14,6 +13,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "worker/probe_failure.h"
+#include "worker/probe_pipeline.h"
 
 namespace paratune {
 namespace {
@@ -21,7 +21,6 @@ namespace {
 constexpr absl::Duration kInitialBackoff = absl::Milliseconds(200);
 constexpr absl::Duration kMaxBackoff = absl::Seconds(5);
 constexpr absl::Duration kRendezvousInitialBackoff = absl::Milliseconds(20);
-constexpr double kDefaultProbeDeadlineSeconds = 600;
 // DeregisterWorkerRequest.reason's limit.
 constexpr size_t kMaxReasonBytes = 1024;
 
@@ -80,26 +79,20 @@ absl::Status ValidateOptions(const WorkerDaemon::Options& options) {
 
 }  // namespace
 
-// A probe's window onto the daemon: its cancellation and the scheduler's rendezvous relay.
+// A probe's window onto the daemon: the scheduler's rendezvous relay.
 class WorkerDaemon::DaemonProbeContext : public ProbeContext {
  public:
-  DaemonProbeContext(WorkerDaemon* daemon, std::string worker_name, std::string probe,
-                     std::shared_ptr<absl::Notification> cancelled)
-      : daemon_(daemon),
-        worker_name_(std::move(worker_name)),
-        probe_(std::move(probe)),
-        cancelled_(std::move(cancelled)) {}
+  DaemonProbeContext(WorkerDaemon* daemon, std::string worker_name, std::string probe)
+      : daemon_(daemon), worker_name_(std::move(worker_name)), probe_(std::move(probe)) {}
 
-  const absl::Notification& cancelled() const override { return *cancelled_; }
   absl::StatusOr<std::string> Rendezvous(const std::string& token) override {
-    return daemon_->Rendezvous(worker_name_, probe_, token, *cancelled_);
+    return daemon_->Rendezvous(worker_name_, probe_, token, stop());
   }
 
  private:
   WorkerDaemon* const daemon_;
   const std::string worker_name_;
   const std::string probe_;
-  const std::shared_ptr<absl::Notification> cancelled_;
 };
 
 WorkerDaemon::WorkerDaemon(Options options,
@@ -166,7 +159,7 @@ void WorkerDaemon::Stop(absl::string_view reason) {
   {
     absl::MutexLock lock(&mu_);
     if (acquire_context_ != nullptr) acquire_context_->TryCancel();
-    if (running_.has_value() && !running_->cancel->HasBeenNotified()) running_->cancel->Notify();
+    if (running_.has_value()) running_->context->Stop();
   }
   stop_.Notify();
   // A daemon whose Start failed has no threads and nothing to report.
@@ -295,7 +288,7 @@ void WorkerDaemon::HeartbeatLoop() {
       if (!running_.has_value() || running_->name != probe) continue;
       Log(LogLevel::kInfo, "the server cancelled the running probe", {{"probe", probe}});
       running_->cancelled_by_server = true;
-      if (!running_->cancel->HasBeenNotified()) running_->cancel->Notify();
+      running_->context->Stop();
     }
   }
 }
@@ -369,16 +362,15 @@ void WorkerDaemon::RunAndReport(const v1::ProbeAssignment& assignment,
     result.set_backend(assignment.backend());
     result.set_message(
         absl::StrCat("worker ", worker_name, " has no backend \"", assignment.backend(), "\""));
+    result.set_wall_seconds(absl::ToDoubleSeconds(clock_->Now() - start));
   } else {
-    auto cancel = std::make_shared<absl::Notification>();
+    DaemonProbeContext context(this, worker_name, assignment.name());
     {
       absl::MutexLock lock(&mu_);
-      running_ = RunningProbe{assignment.name(), cancel, false};
-      if (leaving_) cancel->Notify();
+      running_ = RunningProbe{assignment.name(), &context, false};
+      if (leaving_) context.Stop();
     }
-    DaemonProbeContext context(this, worker_name, assignment.name(), cancel);
-    std::optional<absl::StatusOr<v1::ProbeResult>> outcome =
-        RunWithDeadline(**backend, assignment, context);
+    result = RunProbe(**backend, assignment, context, *clock_);
     bool taken_back = false;
     {
       absl::MutexLock lock(&mu_);
@@ -388,19 +380,6 @@ void WorkerDaemon::RunAndReport(const v1::ProbeAssignment& assignment,
       running_.reset();
     }
     if (taken_back) return;
-    if (!outcome.has_value()) {
-      result.set_outcome(v1::PROBE_TIMEOUT);
-      result.set_backend(assignment.backend());
-      result.set_message(absl::StrCat("the probe did not finish within its deadline of ",
-                                      assignment.deadline_seconds(), " s and was stopped"));
-    } else if (!outcome->ok()) {
-      result = ResultFromBackendError(assignment.backend(), outcome->status());
-    } else {
-      result = **std::move(outcome);
-    }
-  }
-  if (result.wall_seconds() == 0) {
-    result.set_wall_seconds(absl::ToDoubleSeconds(clock_->Now() - start));
   }
   const absl::Status reported = Report(worker_name, assignment.name(), result);
   if (reported.code() == absl::StatusCode::kInvalidArgument) {
@@ -415,44 +394,10 @@ void WorkerDaemon::RunAndReport(const v1::ProbeAssignment& assignment,
   if (options_.on_probe_finished) options_.on_probe_finished(assignment, result);
 }
 
-std::optional<absl::StatusOr<v1::ProbeResult>> WorkerDaemon::RunWithDeadline(
-    ProbeBackend& backend, const v1::ProbeAssignment& assignment, ProbeContext& context) {
-  absl::StatusOr<v1::ProbeResult> outcome;
-  absl::Notification finished;
-  // A thread of its own, so the deadline holds even while the backend is busy; exceptions
-  // are caught here so that no backend can end the daemon.
-  std::thread runner([&] {
-    try {
-      outcome = backend.Run(assignment, context);
-    } catch (const std::exception& e) {
-      outcome = absl::InternalError(absl::StrCat("backend threw: ", e.what()));
-    } catch (...) {
-      outcome = absl::InternalError("backend threw a non-standard exception");
-    }
-    finished.Notify();
-  });
-  const double deadline_seconds = assignment.deadline_seconds() > 0 ? assignment.deadline_seconds()
-                                                                    : kDefaultProbeDeadlineSeconds;
-  bool overran = false;
-  if (!clock_->WaitForNotification(finished, absl::Seconds(deadline_seconds))) {
-    overran = true;
-    {
-      absl::MutexLock lock(&mu_);
-      if (running_.has_value() && !running_->cancel->HasBeenNotified()) {
-        running_->cancel->Notify();
-      }
-    }
-  }
-  // Backends honour cancellation (the conformance suite checks it), so this returns soon.
-  runner.join();
-  if (overran) return std::nullopt;
-  return outcome;
-}
-
 absl::StatusOr<std::string> WorkerDaemon::Rendezvous(const std::string& worker_name,
                                                      const std::string& probe,
                                                      const std::string& token,
-                                                     const absl::Notification& cancelled) {
+                                                     const absl::Notification& stop) {
   v1::RendezvousRequest request;
   request.set_worker(worker_name);
   request.set_probe(probe);
@@ -465,9 +410,8 @@ absl::StatusOr<std::string> WorkerDaemon::Rendezvous(const std::string& worker_n
         stub_->Rendezvous(ContextWithTimeout(options_.rpc_timeout).get(), request, &response));
     if (status.ok() && !response.token().empty()) return response.token();
     if (!status.ok() && !Retryable(status)) return status;
-    if (clock_->WaitForNotification(cancelled, backoff)) {
-      return absl::CancelledError(
-          absl::StrCat("probe ", probe, " was cancelled during rendezvous"));
+    if (clock_->WaitForNotification(stop, backoff)) {
+      return absl::CancelledError(absl::StrCat("probe ", probe, " was stopped during rendezvous"));
     }
     backoff = std::min(backoff * 2, kMaxBackoff / 10);
   }

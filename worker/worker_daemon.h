@@ -1,5 +1,6 @@
 // The worker daemon (DESIGN.md §8): registers with the scheduler, heartbeats, long-polls for
-// probes, runs each with its backend under the probe's deadline, and reports the result;
+// probes, runs each with its backend under the probe's deadline (probe_pipeline.h), and
+// reports the result;
 // when it stops, or has run max_probes probes, it deregisters, so that the server leases it
 // nothing more and does not count it lost. A backend that fails, throws or hangs past the
 // deadline becomes a ProbeResult; it never takes the daemon down. A result the server
@@ -116,7 +117,8 @@ class WorkerDaemon {
   // The probe being run.
   struct RunningProbe {
     std::string name;
-    std::shared_ptr<absl::Notification> cancel;
+    // Its context, owned by the probe thread while the probe runs: Stop() tells it to stop.
+    ProbeContext* context = nullptr;
     // Set when the server told the worker to drop it: no report is sent.
     bool cancelled_by_server = false;
   };
@@ -137,13 +139,10 @@ class WorkerDaemon {
   void HeartbeatLoop();
   void ProbeLoop();
   void RunAndReport(const v1::ProbeAssignment& assignment, const std::string& worker_name);
-  // The backend's outcome, or nullopt when the probe overran its deadline (it was cancelled).
-  std::optional<absl::StatusOr<v1::ProbeResult>> RunWithDeadline(
-      ProbeBackend& backend, const v1::ProbeAssignment& assignment, ProbeContext& context);
-  // The scheduler's Rendezvous, retried with backoff until gang[0]'s token is there.
+  // The scheduler's Rendezvous, retried with backoff until gang[0]'s token is there;
+  // CANCELLED once `stop` is notified.
   absl::StatusOr<std::string> Rendezvous(const std::string& worker_name, const std::string& probe,
-                                         const std::string& token,
-                                         const absl::Notification& cancelled);
+                                         const std::string& token, const absl::Notification& stop);
   // ReportProbe, retried while the server is unreachable, for up to report_retry_window.
   // OK once reported; else the error it gave up on.
   absl::Status Report(const std::string& worker_name, const std::string& probe,

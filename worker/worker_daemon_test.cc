@@ -2,11 +2,9 @@
 
 #include <cmath>
 #include <deque>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -24,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "proto/worker.pb.h"
 #include "proto/worker_service.grpc.pb.h"
+#include "worker/fake_backend.h"
 
 namespace paratune {
 namespace {
@@ -263,63 +262,17 @@ class FakeWorkerService final : public v1::WorkerService::Service {
   std::vector<std::string> calls_ ABSL_GUARDED_BY(mu_);
 };
 
-// Behaves as the assignment's name says: "ok" (one step of kStepTime, by which it advances
-// `clock`), "nan" (as "ok", its mean step time NaN), "throw", "error", "rendezvous" (OK with
-// the gang token as its message); anything else blocks until cancelled (and notifies
-// `hang_started` the first time).
-class ScriptedBackend : public ProbeBackend {
- public:
-  ScriptedBackend(FakeClock* clock, absl::Notification* hang_started)
-      : clock_(clock), hang_started_(hang_started) {}
-
-  std::string Name() const override { return "sim"; }
-  bool Deterministic() const override { return true; }
-  absl::StatusOr<v1::ProbeResult> Run(const v1::ProbeAssignment& assignment,
-                                      ProbeContext& context) override {
-    if (assignment.name() == "rendezvous") {
-      absl::StatusOr<std::string> token = context.Rendezvous("");
-      if (!token.ok()) return token.status();
-      v1::ProbeResult result = Ok();
-      result.set_message(*token);
-      return result;
-    }
-    if (assignment.name() == "ok" || assignment.name() == "nan") {
-      clock_->Advance(kStepTime);
-      v1::ProbeResult result = Ok();
-      if (assignment.name() == "nan") {
-        result.set_mean_step_time_seconds(std::numeric_limits<double>::quiet_NaN());
-      }
-      return result;
-    }
-    if (assignment.name() == "throw") throw std::runtime_error("boom");
-    if (assignment.name() == "error") return absl::UnavailableError("driver went away");
-    if (hang_started_ != nullptr && !hang_started_->HasBeenNotified()) hang_started_->Notify();
-    if (context.cancelled().WaitForNotificationWithTimeout(absl::Seconds(60))) {
-      return absl::CancelledError("cancelled");
-    }
-    return absl::InternalError("never cancelled");
-  }
-
- private:
-  static v1::ProbeResult Ok() {
-    v1::ProbeResult result;
-    result.set_outcome(v1::PROBE_OK);
-    result.set_backend("sim");
-    result.add_step_times_seconds(absl::ToDoubleSeconds(kStepTime));
-    result.set_mean_step_time_seconds(absl::ToDoubleSeconds(kStepTime));
-    return result;
-  }
-
-  FakeClock* const clock_;
-  absl::Notification* const hang_started_;
-};
-
 v1::ProbeAssignment Assignment(const std::string& name, double deadline_seconds = 60) {
-  v1::ProbeAssignment assignment;
-  assignment.set_name(name);
-  assignment.set_backend("sim");
-  assignment.set_deadline_seconds(deadline_seconds);
-  return assignment;
+  return FakeAssignment(name, deadline_seconds);
+}
+
+// The fake backend on the daemon's clock: a run takes one step time (kStepTime) on it.
+std::unique_ptr<ProbeBackend> Backend(FakeClock* clock, absl::Notification* hang_started) {
+  FakeBackend::Options options;
+  options.step_time = kStepTime;
+  options.clock = clock;
+  options.hang_started = hang_started;
+  return std::make_unique<FakeBackend>(options);
 }
 
 class WorkerDaemonTest : public ::testing::Test {
@@ -334,7 +287,7 @@ class WorkerDaemonTest : public ::testing::Test {
 
     WorkerDaemon::Options options;
     options.server_address = absl::StrCat("127.0.0.1:", port);
-    options.backends.push_back(std::make_unique<ScriptedBackend>(&clock_, &hang_started_));
+    options.backends.push_back(Backend(&clock_, &hang_started_));
     v1::Gpu gpu;
     gpu.set_name("simulated H100-80GB");
     gpu.set_memory_bytes(85'520'809'984);
@@ -371,7 +324,7 @@ TEST_F(WorkerDaemonTest, RegistersItsInventory) {
   const v1::RegisterWorkerRequest registration = service_.last_registration();
   EXPECT_EQ(registration.hostname(), "test-host");
   EXPECT_EQ(registration.gpus_size(), 2);
-  EXPECT_THAT(registration.backends(), ::testing::ElementsAre("sim"));
+  EXPECT_THAT(registration.backends(), ::testing::ElementsAre("fake"));
   EXPECT_EQ(registration.labels().at("rack"), "a1");
   EXPECT_THAT(registration.command_templates(),
               ::testing::ElementsAre("megatron-llama", "nemo-llama"));
@@ -436,7 +389,7 @@ TEST_F(FirstFinishedProbeTest, AResultTheServerRefusesIsReportedAsACrash) {
   EXPECT_EQ(reports[0].probe(), "nan");
   const v1::ProbeResult& result = reports[0].result();
   EXPECT_EQ(result.outcome(), v1::PROBE_CRASH);
-  EXPECT_EQ(result.backend(), "sim");
+  EXPECT_EQ(result.backend(), "fake");
   EXPECT_EQ(result.message(),
             "the server refused the result: result.mean_step_time_seconds (nan) must be in [0, "
             "1e+06]");
@@ -462,7 +415,7 @@ TEST_F(WorkerDaemonTest, RendezvousWaitsForTheGangToken) {
   const std::vector<v1::ReportProbeRequest> reports = service_.WaitForReports(1);
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(reports[0].result().outcome(), v1::PROBE_OK);
-  EXPECT_EQ(reports[0].result().message(), "nccl-id");
+  EXPECT_THAT(reports[0].result().message(), HasSubstr("simulated: nccl-id: mean step time"));
 }
 
 TEST_F(WorkerDaemonTest, DeadlineStopsAHangingProbe) {
@@ -625,7 +578,7 @@ TEST(WorkerDaemonStartTest, AnUnreachableServerIsRetriedUntilTheRegisterTimeout)
   WorkerDaemon::Options options;
   // Port 1 on loopback: nothing listens there.
   options.server_address = "127.0.0.1:1";
-  options.backends.push_back(std::make_unique<ScriptedBackend>(&clock, nullptr));
+  options.backends.push_back(Backend(&clock, nullptr));
   options.gpus.resize(1);
   options.hostname = "h";
   options.register_timeout = absl::Seconds(30);

@@ -81,7 +81,7 @@ ABSL_FLAG(std::string, probe_binary, "",
           "required with --backend=cuda. It needs libcublasLt.so.13 and libnccl.so.2: under "
           "/usr/local/cuda/lib64 or on LD_LIBRARY_PATH, which it inherits (docs/probe.md).");
 ABSL_FLAG(std::string, probe_scratch_dir, "/tmp",
-          "Where the cuda backend gives each probe a directory for its assignment, result and "
+          "Where the cuda backend gives each probe a directory for its assignment, report and "
           "NCCL id files (removed when the probe ends).");
 ABSL_FLAG(std::string, sim_gpu_type, "h100-80gb",
           "Catalog GPU type of the reported GPUs (a100-40gb, a100-80gb, h100-80gb, "
@@ -153,8 +153,9 @@ constexpr char kUsage[] =
     "\n"
     "With --backend=cuda the worker registers the GPUs that paratune-probe --list_gpus "
     "finds and runs each probe as a paratune-probe process on the GPUs the scheduler "
-    "assigned, killed at the probe's deadline; for probes spanning several workers it "
-    "relays the NCCL unique id through the scheduler.\n"
+    "assigned, stopped 5 s before the probe's deadline (SIGTERM, then SIGKILL) so that it is "
+    "gone by then; for probes spanning several workers it relays the NCCL unique id through "
+    "the scheduler.\n"
     "\n"
     "Usage: paratune-worker [--server=127.0.0.1:50051] [--backend=sim,replay,command,cuda]\n"
     "                       [--tls_ca=PEM [--tls_cert=PEM --tls_key=PEM]]\n"

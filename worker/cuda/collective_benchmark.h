@@ -12,7 +12,7 @@
 #include "worker/cuda/communicators.h"
 #include "worker/cuda/device_footprint.h"
 #include "worker/probe/footprint_plan.h"
-#include "worker/probe/probe_result.h"
+#include "worker/probe/probe_report.h"
 
 namespace paratune {
 

@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "proto/worker.pb.h"
-#include "worker/probe/probe_result.h"
+#include "worker/probe/probe_report.h"
 
 namespace paratune {
 

@@ -1,5 +1,5 @@
 // paratune-probe: runs one probe of a 4D-parallel configuration on this machine's GPUs and
-// writes its ProbeResult (docs/probe.md). Flags are parsed here only.
+// writes its report for the worker (docs/probe.md). Flags are parsed here only.
 #include <nccl.h>
 #include <unistd.h>
 
@@ -21,23 +21,26 @@
 #include "common/small_file.h"
 #include "google/protobuf/text_format.h"
 #include "proto/probe.pb.h"
+#include "proto/probe_report.pb.h"
 #include "proto/worker.pb.h"
 #include "worker/cuda/communicators.h"
 #include "worker/cuda/device.h"
 #include "worker/cuda/rank_runner.h"
 #include "worker/probe/gpu_inventory.h"
 #include "worker/probe/probe_exit_codes.h"
-#include "worker/probe/probe_result.h"
+#include "worker/probe/probe_report.h"
 #include "worker/probe/probe_spec.h"
 #include "worker/probe/unique_id_hex.h"
+#include "worker/probe_result_builder.h"
 
 ABSL_FLAG(std::string, assignment, "",
           "Path of the paratune.v1.ProbeAssignment to run: binary protobuf, or text format "
           "when the name ends in .textproto, .txtpb or .pbtxt. The probe runs the ranks of "
           "assignment.gang[gang_index] on the CUDA devices of assignment.gpu_indices.");
 ABSL_FLAG(std::string, result, "",
-          "Path to write the paratune.v1.ProbeResult to (binary protobuf, replaced "
-          "atomically); empty prints it in text format on stdout.");
+          "Path to write the probe's paratune.v1.ProbeReport to, for the worker that runs it "
+          "(binary protobuf, replaced atomically); empty prints the paratune.v1.ProbeResult the "
+          "worker would make of it in text format on stdout.");
 ABSL_FLAG(std::string, nccl_id, "",
           "For the members of a gang other than gang[0]: the NCCL unique id (hex) that "
           "gang[0]'s probe wrote to its --nccl_id_out and the scheduler relayed.");
@@ -59,8 +62,8 @@ constexpr char kUsage[] =
     "steps of its shard of the Llama model (bf16 GEMMs, attention, RMSNorm, SwiGLU, the "
     "tensor-, context-, pipeline- and data-parallel collectives over NCCL, Adam), one "
     "instrumented step for the phase times and nccl-tests-style benchmarks of each "
-    "communicator, then writes the ProbeResult. An allocation failure is a measured "
-    "OUT_OF_MEMORY result.\n"
+    "communicator, then writes its report (or prints the ProbeResult the worker makes of it). "
+    "An allocation failure is a measured OUT_OF_MEMORY result.\n"
     "\n"
     "Exit status: 0 when the result was written (whatever its outcome) or --list_gpus listed "
     "GPUs; 1 when no result could be written; 2 for bad flags or an assignment the probe "
@@ -122,7 +125,8 @@ absl::StatusOr<ncclUniqueId> WorldId(const ProbeSpec& spec) {
   return id;
 }
 
-absl::Status WriteResult(const v1::ProbeResult& result) {
+// The report for the worker (--result), or for people the result the worker would make of it.
+absl::Status WriteResult(const v1::ProbeReport& report, const v1::ProbeResult& result) {
   const std::string path = absl::GetFlag(FLAGS_result);
   if (path.empty()) {
     std::string text;
@@ -130,7 +134,7 @@ absl::Status WriteResult(const v1::ProbeResult& result) {
     std::fputs(text.c_str(), stdout);
     return absl::OkStatus();
   }
-  return WriteFileAtomically(path, result.SerializeAsString());
+  return WriteFileAtomically(path, report.SerializeAsString());
 }
 
 int ListGpusAndExit() {
@@ -194,8 +198,9 @@ int Main() {
   absl::StatusOr<v1::ProbeAssignment> assignment = ReadAssignment(absl::GetFlag(FLAGS_assignment));
   absl::StatusOr<ProbeSpec> spec =
       assignment.ok() ? ProbeSpec::FromAssignment(*assignment) : assignment.status();
-  if (!spec.ok()) {
-    std::fprintf(stderr, "paratune-probe: %s\n", std::string(spec.status().message()).c_str());
+  const absl::Status runs = spec.ok() ? CheckCudaProbeRuns(*spec) : spec.status();
+  if (!runs.ok()) {
+    std::fprintf(stderr, "paratune-probe: %s\n", std::string(runs.message()).c_str());
     return kProbeExitUsage;
   }
   absl::StatusOr<ncclUniqueId> id = WorldId(*spec);
@@ -211,9 +216,12 @@ int Main() {
                absl::StrJoin(spec->gpu_indices(), ",").c_str());
   std::vector<std::thread> threads;
   absl::StatusOr<ProbeMeasurement> measurement = RunLocalRanks(*spec, *id, threads);
-  const v1::ProbeResult result = measurement.ok() ? ResultFromMeasurement(*spec, *measurement)
-                                                  : ResultFromError(measurement.status());
-  const absl::Status written = WriteResult(result);
+  const v1::ProbeReport report = measurement.ok() ? ReportFromMeasurement(*spec, *measurement)
+                                                  : ReportFromError(measurement.status());
+  // Its wall time is the worker's to measure.
+  const v1::ProbeResult result =
+      BuildProbeResult(*spec, "cuda", RunFromReport(*spec, report), /*measured_wall_seconds=*/0);
+  const absl::Status written = WriteResult(report, result);
   if (!written.ok()) {
     std::fprintf(stderr, "paratune-probe: %s\n", std::string(written.message()).c_str());
   }

@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
-#include "worker/probe/probe_result.h"
+#include "worker/probe/probe_report.h"
 #include "worker/probe/probe_spec.h"
 
 namespace paratune {

@@ -8,7 +8,7 @@
 #include "worker/cuda/mlp_kernels.h"
 #include "worker/cuda/norm_kernels.h"
 #include "worker/cuda/optimizer_kernels.h"
-#include "worker/probe/probe_result.h"
+#include "worker/probe/probe_report.h"
 
 namespace paratune {
 namespace {

@@ -1,5 +1,6 @@
 #include "worker/probe/probe_spec.h"
 
+#include <cmath>
 #include <set>
 #include <utility>
 
@@ -51,26 +52,6 @@ absl::Status CheckFp8Shapes(const ModelSpec& model, const TrainingSpec& training
   return absl::OkStatus();
 }
 
-// What the probe itself needs of a configuration beyond the estimator's validity rules
-// (which include the interleaved schedule's micro-batch rule).
-absl::Status CheckProbeable(const ModelSpec& model, const TrainingSpec& training,
-                            const ClusterSpec& cluster, const ParallelConfig& config) {
-  if (training.fp8()) {
-    // Ampere has no fp8 tensor cores.
-    PT_RETURN_IF_ERROR(CheckTrainingRunsOnGpu(training, cluster));
-    PT_RETURN_IF_ERROR(CheckFp8Shapes(model, training, config));
-  }
-  const int64_t tokens = config.micro_batch() * training.seq_len() / config.cp();
-  if (config.sequence_parallel() && tokens % config.tp() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config.sequence_parallel shards a micro-batch's ", tokens,
-        " tokens per context-parallel rank (config.micro_batch_size x training.seq_len / "
-        "config.context_parallel) over config.tensor_parallel (",
-        config.tp(), "), which does not divide them"));
-  }
-  return absl::OkStatus();
-}
-
 // The stage runner runs short steps in the full step's activation and loss slots
 // (FootprintPlan sizes them from the full step's schedule), so that a short probe's memory is
 // the full step's: no count's schedule may hold more passes at once on any stage. Megatron-LM's
@@ -78,7 +59,6 @@ absl::Status CheckProbeable(const ModelSpec& model, const TrainingSpec& training
 // holds more than a longer step on all but the first stage.
 absl::Status CheckShortStepsFitTheFullStep(const v1::ProbeAssignment& assignment,
                                            const ParallelConfig& config, int64_t full) {
-  if (assignment.micro_batch_counts().empty()) return absl::OkStatus();
   const int64_t p = config.pp();
   const int64_t v = config.virtual_pipeline();
   for (int64_t stage = 0; stage < p; ++stage) {
@@ -159,27 +139,21 @@ std::vector<int64_t> ProbeSpec::TimedMicroBatches() const {
 
 OverlapOptions ProbeSpec::data_parallel_overlap() const {
   OverlapOptions overlap;
-  overlap.distributed_optimizer = training_.distributed_optimizer();
+  overlap.distributed_optimizer = training().distributed_optimizer();
   overlap.overlap_grad_reduce = true;
-  overlap.overlap_param_gather = training_.distributed_optimizer();
+  overlap.overlap_param_gather = training().distributed_optimizer();
   return overlap;
 }
 
 bool ProbeSpec::tp_comm_overlap() const {
-  return training_.tp_comm_overlap() && config_.sequence_parallel() && config_.tp() > 1;
+  return training().tp_comm_overlap() && config().sequence_parallel() && config().tp() > 1;
 }
 
 absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& assignment) {
-  PT_ASSIGN_OR_RETURN(ModelSpec model, ModelSpecFromProto(assignment.model()));
-  PT_ASSIGN_OR_RETURN(TrainingSpec training, TrainingSpecFromProto(assignment.training()));
-  PT_ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpecFromProto(assignment.cluster()));
-  // The scheduler placed the configuration under its own rules; the probe runs whatever
-  // placement it was given.
-  PlacementRules rules;
-  rules.allow_tp_cp_across_nodes = true;
-  PT_ASSIGN_OR_RETURN(ParallelConfig config, ParallelConfigFromProto(assignment.config(), model,
-                                                                     training, cluster, rules));
-  PT_RETURN_IF_ERROR(CheckProbeable(model, training, cluster, config));
+  PT_ASSIGN_OR_RETURN(ResolvedConfiguration configuration,
+                      ResolveConfiguration(assignment.model(), assignment.training(),
+                                           assignment.cluster(), assignment.config()));
+  const ParallelConfig& config = configuration.config;
   bool replica;
   switch (assignment.scope()) {
     case v1::PROBE_SCOPE_FULL:
@@ -205,12 +179,15 @@ absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& a
   PT_RETURN_IF_ERROR(
       CheckRange("assignment.timed_steps", assignment.timed_steps(), 1, kMaxTimedSteps));
   PT_RETURN_IF_ERROR(CheckGang(assignment, config.tp() * config.cp()));
-  PT_RETURN_IF_ERROR(CheckMicroBatchCounts(assignment, config, config.NumMicroBatches(training)));
   PT_RETURN_IF_ERROR(
-      CheckShortStepsFitTheFullStep(assignment, config, config.NumMicroBatches(training)));
+      CheckMicroBatchCounts(assignment, config, config.NumMicroBatches(configuration.training)));
+  if (!std::isfinite(assignment.deadline_seconds()) || assignment.deadline_seconds() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("assignment.deadline_seconds (", assignment.deadline_seconds(),
+                     ") must be a number of seconds >= 0 (0: the worker's default)"));
+  }
 
-  ProbeSpec spec(std::move(model), std::move(training), std::move(cluster), std::move(config),
-                 replica, layout);
+  ProbeSpec spec(assignment, std::move(configuration), replica, layout);
   spec.seed_ = assignment.seed();
   spec.warmup_steps_ = assignment.warmup_steps();
   spec.timed_steps_ = assignment.timed_steps();
@@ -220,6 +197,22 @@ absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& a
   spec.gpu_indices_.assign(assignment.gpu_indices().begin(), assignment.gpu_indices().end());
   spec.spans_processes_ = assignment.gang_size() > 1;
   return spec;
+}
+
+absl::Status CheckCudaProbeRuns(const ProbeSpec& spec) {
+  const TrainingSpec& training = spec.training();
+  const ParallelConfig& config = spec.config();
+  if (training.fp8()) PT_RETURN_IF_ERROR(CheckFp8Shapes(spec.model(), training, config));
+  const int64_t tokens = config.micro_batch() * training.seq_len() / config.cp();
+  if (config.sequence_parallel() && tokens % config.tp() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.sequence_parallel shards a micro-batch's ", tokens,
+        " tokens per context-parallel rank (config.micro_batch_size x training.seq_len / "
+        "config.context_parallel) over config.tensor_parallel (",
+        config.tp(), "), which does not divide them"));
+  }
+  if (spec.micro_batch_counts().empty()) return absl::OkStatus();
+  return CheckShortStepsFitTheFullStep(spec.assignment(), config, spec.micro_batches());
 }
 
 }  // namespace paratune

@@ -1,13 +1,16 @@
-// What one paratune-probe process runs: a ProbeAssignment validated for the cuda backend.
-// Shared by the probe (which reads the assignment) and the worker's cuda backend (which
-// rejects an assignment before starting a process for it).
+// A ProbeAssignment validated once, for every backend: the worker daemon resolves it before a
+// backend runs the probe (worker/probe_pipeline.h), and paratune-probe resolves it from the
+// assignment file it is given.
 #ifndef PARATUNE_WORKER_PROBE_PROBE_SPEC_H_
 #define PARATUNE_WORKER_PROBE_PROBE_SPEC_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "convert/spec_convert.h"
 #include "estimator/cluster_spec.h"
 #include "estimator/model_spec.h"
 #include "estimator/parallel_config.h"
@@ -22,23 +25,26 @@ namespace paratune {
 class ProbeSpec {
  public:
   // INVALID_ARGUMENT naming the field and value when the assignment cannot be probed: an
-  // invalid model, training run, cluster or configuration (as spec_convert.h checks them,
-  // with tensor x context groups allowed across nodes: the scheduler placed them); FP8
-  // precision on an Ampere cluster.gpu (no fp8 tensor cores), or with a linear's rows, inputs
-  // or outputs per rank not a multiple of 16 (cuBLASLt's fp8 GEMMs); an interleaved pipeline
+  // invalid model, training run, cluster or configuration (ResolveConfiguration: the fields,
+  // fp8 on a GPU that has it, and a well-formed configuration under the loosest placement
+  // rules, since the scheduler placed it under its search's own); an interleaved pipeline
   // whose micro-batches per step (full or short) are not a multiple of pipeline_parallel
   // (Megatron-LM's interleaved schedule needs that); micro_batch_counts that are not two or
-  // more ascending counts below the full step's, or whose schedule holds more micro-batches'
-  // activations at once on some pipeline stage than the full step's (an interleaved count of
-  // pipeline_parallel, which runs every forward first); sequence parallelism whose tokens per rank
-  // do not split over tensor_parallel; a scope, step count, rank count, gang or GPU list that does
-  // not fit the configuration.
+  // more ascending counts below the full step's; a scope, step count, rank count, gang or GPU
+  // list that does not fit the configuration; a deadline that is negative or not a number.
   static absl::StatusOr<ProbeSpec> FromAssignment(const v1::ProbeAssignment& assignment);
 
-  const ModelSpec& model() const { return model_; }
-  const TrainingSpec& training() const { return training_; }
-  const ClusterSpec& cluster() const { return cluster_; }
-  const ParallelConfig& config() const { return config_; }
+  // The assignment as the scheduler sent it, for what a backend passes on unchanged (the
+  // command backend's launch values, the cuda backend's assignment file).
+  const v1::ProbeAssignment& assignment() const { return assignment_; }
+  // searches/{search}/candidates/{n}/probes/{attempt}.
+  const std::string& name() const { return assignment_.name(); }
+
+  const ResolvedConfiguration& configuration() const { return configuration_; }
+  const ModelSpec& model() const { return configuration_.model; }
+  const TrainingSpec& training() const { return configuration_.training; }
+  const ClusterSpec& cluster() const { return configuration_.cluster; }
+  const ParallelConfig& config() const { return configuration_.config; }
 
   // The data-parallel overlap the probe runs: what the launch templates write for this
   // training run (deploy/templates/megatron_llama.textproto: --overlap-grad-reduce always,
@@ -60,7 +66,7 @@ class ProbeSpec {
   // says (worker/cuda/attention.h): the ring of K/V exchanges overlapped with attention blocks
   // for kP2p, one all-gather of K and V (and a reduce-scatter of their gradients) for
   // kAllGather.
-  CpCommType cp_comm_type() const { return training_.cp_comm_type(); }
+  CpCommType cp_comm_type() const { return training().cp_comm_type(); }
 
   // REPLICA scope: one data-parallel replica runs and the data-parallel traffic across
   // replicas is modelled (DESIGN.md §7).
@@ -73,7 +79,7 @@ class ProbeSpec {
   int64_t warmup_steps() const { return warmup_steps_; }
   int64_t timed_steps() const { return timed_steps_; }
   // Micro-batches per step: global batch / (data_parallel x micro_batch_size).
-  int64_t micro_batches() const { return config_.NumMicroBatches(training_); }
+  int64_t micro_batches() const { return config().NumMicroBatches(training()); }
   // The short-probe protocol (estimator/short_probe.h): micro-batches per step of the short
   // steps to run, ascending (assignment.micro_batch_counts), or empty for full steps.
   const std::vector<int64_t>& micro_batch_counts() const { return micro_batch_counts_; }
@@ -91,20 +97,20 @@ class ProbeSpec {
   bool spans_processes() const { return spans_processes_; }
   bool creates_nccl_id() const { return first_rank_ == 0; }
 
+  // The wall-clock limit of the whole probe, seconds (assignment.deadline_seconds); 0 when the
+  // assignment sets none.
+  double deadline_seconds() const { return assignment_.deadline_seconds(); }
+
  private:
-  ProbeSpec(ModelSpec model, TrainingSpec training, ClusterSpec cluster, ParallelConfig config,
-            bool replica, RankLayout layout)
-      : model_(std::move(model)),
-        training_(std::move(training)),
-        cluster_(std::move(cluster)),
-        config_(std::move(config)),
+  ProbeSpec(v1::ProbeAssignment assignment, ResolvedConfiguration configuration, bool replica,
+            RankLayout layout)
+      : assignment_(std::move(assignment)),
+        configuration_(std::move(configuration)),
         replica_(replica),
         layout_(layout) {}
 
-  ModelSpec model_;
-  TrainingSpec training_;
-  ClusterSpec cluster_;
-  ParallelConfig config_;
+  v1::ProbeAssignment assignment_;
+  ResolvedConfiguration configuration_;
   bool replica_;
   RankLayout layout_;
   uint64_t seed_ = 0;
@@ -115,6 +121,16 @@ class ProbeSpec {
   std::vector<int64_t> gpu_indices_;
   bool spans_processes_ = false;
 };
+
+// OK when paratune-probe can run `spec` beyond the rules every backend's probes follow;
+// INVALID_ARGUMENT naming the field and value otherwise: in FP8 training a linear's rows,
+// inputs or outputs per rank that are not a multiple of 16 (cuBLASLt's fp8 GEMMs); sequence
+// parallelism whose tokens per rank do not split over tensor_parallel; micro_batch_counts whose
+// schedule holds more micro-batches' activations at once on some pipeline stage than the full
+// step's (an interleaved count of pipeline_parallel, which runs every forward first), since the
+// probe runs short steps in the full step's memory. The cuda backend checks it before it starts
+// a probe process, and the probe on start.
+absl::Status CheckCudaProbeRuns(const ProbeSpec& spec);
 
 }  // namespace paratune
 

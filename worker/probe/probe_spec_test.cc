@@ -1,5 +1,7 @@
 #include "worker/probe/probe_spec.h"
 
+#include <cmath>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/probe/test_assignments.h"
@@ -17,6 +19,15 @@ void ExpectInvalid(const v1::ProbeAssignment& assignment, const std::string& mes
   absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(assignment);
   EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument) << spec.status();
   EXPECT_THAT(spec.status().message(), HasSubstr(message));
+}
+
+// A valid spec that paratune-probe cannot run: CheckCudaProbeRuns says why.
+void ExpectNotForTheCudaProbe(const v1::ProbeAssignment& assignment, const std::string& message) {
+  absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(assignment);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const absl::Status runs = CheckCudaProbeRuns(*spec);
+  EXPECT_EQ(runs.code(), absl::StatusCode::kInvalidArgument) << runs;
+  EXPECT_THAT(runs.message(), HasSubstr(message));
 }
 
 TEST(ProbeSpecTest, FullProbeOnOneWorkerRunsEveryRank) {
@@ -75,18 +86,19 @@ TEST(ProbeSpecTest, ShortStepsMustFitTheFullStepsActivations) {
   interleaved.mutable_config()->set_virtual_pipeline(2);
   interleaved.add_micro_batch_counts(2);
   interleaved.add_micro_batch_counts(4);
-  ExpectInvalid(interleaved,
-                "assignment.micro_batch_counts[0] (2) holds 4 model chunks' activations at once "
-                "on pipeline stage 1, more than the full step of 8 micro-batches (3)");
+  ExpectNotForTheCudaProbe(interleaved,
+                           "assignment.micro_batch_counts[0] (2) holds 4 model chunks' activations "
+                           "at once on pipeline stage 1, more than the full step of 8 "
+                           "micro-batches (3)");
   interleaved.clear_micro_batch_counts();
   interleaved.add_micro_batch_counts(4);
   interleaved.add_micro_batch_counts(6);
-  EXPECT_TRUE(ProbeSpec::FromAssignment(interleaved).ok());
+  EXPECT_TRUE(CheckCudaProbeRuns(*ProbeSpec::FromAssignment(interleaved)).ok());
   // Without interleaving fewer micro-batches never hold more.
   v1::ProbeAssignment plain = Valid();
   plain.add_micro_batch_counts(1);
   plain.add_micro_batch_counts(2);
-  EXPECT_TRUE(ProbeSpec::FromAssignment(plain).ok());
+  EXPECT_TRUE(CheckCudaProbeRuns(*ProbeSpec::FromAssignment(plain)).ok());
 }
 
 TEST(ProbeSpecTest, DataParallelOverlapIsWhatTheTemplatesExport) {
@@ -185,8 +197,8 @@ TEST(ProbeSpecTest, Fp8NeedsGemmDimensionsInMultiplesOf16) {
   // A 2056-token sequence over context parallel 2: 1028 tokens per rank.
   v1::ProbeAssignment assignment = TestAssignment("llama3.2-1b", 16, 2056, 2, 1, 1, 2, 1);
   assignment.mutable_training()->set_precision(v1::FP8);
-  ExpectInvalid(assignment, "rows (tokens per rank");
-  ExpectInvalid(assignment, "(1028) must be a multiple of 16");
+  ExpectNotForTheCudaProbe(assignment, "rows (tokens per rank");
+  ExpectNotForTheCudaProbe(assignment, "(1028) must be a multiple of 16");
 }
 
 TEST(ProbeSpecTest, InterleavingNeedsMicroBatchesInWholePipelineRounds) {
@@ -203,7 +215,35 @@ TEST(ProbeSpecTest, SequenceParallelTokensMustSplitOverTensorParallel) {
   // 8 query heads and 8 kv heads would pass the head rules with tp 8; 2 tokens per cp rank
   // cannot be split 8 ways.
   v1::ProbeAssignment assignment = TestAssignment("llama3.2-1b", 8, 4, 1, 8, 1, 2, 1);
-  ExpectInvalid(assignment, "config.tensor_parallel (8), which does not divide them");
+  ExpectNotForTheCudaProbe(assignment, "config.tensor_parallel (8), which does not divide them");
+}
+
+TEST(ProbeSpecTest, AnUnevenPipelineTheSchedulerPlacedIsProbed) {
+  // 16 layers on 3 stages: the first and last hold one layer fewer, the embedding and the
+  // loss counting as one each (Megatron-LM's account-for-embedding/loss split).
+  v1::ProbeAssignment assignment = TestAssignment("llama3.2-1b", 6, 2048, 1, 1, 3, 1, 1);
+  absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(assignment);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->config().pp(), 3);
+}
+
+TEST(ProbeSpecTest, TheDeadlineIsANumberOfSeconds) {
+  v1::ProbeAssignment assignment = Valid();
+  assignment.set_deadline_seconds(-1);
+  ExpectInvalid(assignment, "assignment.deadline_seconds (-1) must be a number of seconds >= 0");
+  assignment.set_deadline_seconds(std::nan(""));
+  ExpectInvalid(assignment, "assignment.deadline_seconds (nan)");
+  assignment.set_deadline_seconds(0);
+  EXPECT_EQ(ProbeSpec::FromAssignment(assignment)->deadline_seconds(), 0);
+}
+
+TEST(ProbeSpecTest, TheAssignmentIsKeptForWhatBackendsPassOn) {
+  v1::ProbeAssignment assignment = Valid();
+  assignment.set_command_template("megatron-llama");
+  absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(assignment);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->assignment().SerializeAsString(), assignment.SerializeAsString());
+  EXPECT_EQ(spec->name(), "searches/1/candidates/0/probes/1");
 }
 
 TEST(ProbeSpecTest, ScopeMustBeSet) {

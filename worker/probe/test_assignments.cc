@@ -39,6 +39,23 @@ v1::ProbeAssignment TestAssignment(const std::string& preset, int64_t global_bat
   return assignment;
 }
 
+v1::ProbeAssignment AsReplicaProbe(v1::ProbeAssignment assignment) {
+  const v1::ParallelConfig& config = assignment.config();
+  const int64_t ranks =
+      config.tensor_parallel() * config.pipeline_parallel() * config.context_parallel();
+  assignment.set_scope(v1::PROBE_SCOPE_REPLICA);
+  assignment.set_num_ranks(ranks);
+  assignment.clear_gang();
+  v1::GangMember& member = *assignment.add_gang();
+  member.set_worker("workers/1");
+  member.set_hostname("localhost");
+  member.set_num_ranks(ranks);
+  assignment.set_gang_index(0);
+  assignment.clear_gpu_indices();
+  for (int64_t gpu = 0; gpu < ranks; ++gpu) assignment.add_gpu_indices(gpu);
+  return assignment;
+}
+
 v1::ProbeAssignment AsGangMember(v1::ProbeAssignment assignment, int64_t members, int64_t index) {
   const int64_t share = assignment.num_ranks() / members;
   assignment.clear_gang();

@@ -16,6 +16,10 @@ v1::ProbeAssignment TestAssignment(const std::string& preset, int64_t global_bat
                                    int64_t dp, int64_t tp, int64_t pp, int64_t cp,
                                    int64_t micro_batch);
 
+// `assignment` as a REPLICA probe: one data-parallel replica (tensor x pipeline x context
+// ranks) on one worker, GPUs 0 .. ranks - 1.
+v1::ProbeAssignment AsReplicaProbe(v1::ProbeAssignment assignment);
+
 // Splits `assignment`'s ranks evenly over `members` workers and makes it the assignment of
 // member `index` (gpu_indices 0 .. share - 1).
 v1::ProbeAssignment AsGangMember(v1::ProbeAssignment assignment, int64_t members, int64_t index);

@@ -1,1 +1,1 @@
-J cudaMalloc failed: out of memory
+:cudaMalloc of activations (9.00 GiB) failed: out of memory

@@ -1,8 +1,10 @@
-// A probe's ProbeResult from what its GPUs measured (or from why it failed): the step
-// statistics, the throughput in the estimator's FLOP convention, the memory model's terms
-// next to the allocation, and what was measured and what modelled.
-#ifndef PARATUNE_WORKER_PROBE_PROBE_RESULT_H_
-#define PARATUNE_WORKER_PROBE_PROBE_RESULT_H_
+// What a probe's GPUs measured, and the ProbeReport paratune-probe hands its worker of it (or
+// of why it failed; proto/probe_report.proto): the timed steps, the phase and collective
+// times, the memory model's terms next to the allocation. Both sides of that file: the probe
+// writes it, the worker's cuda backend makes a ProbeRun of it (worker/probe_run.h), from which
+// the worker builds the ProbeResult as for every backend.
+#ifndef PARATUNE_WORKER_PROBE_PROBE_REPORT_H_
+#define PARATUNE_WORKER_PROBE_PROBE_REPORT_H_
 
 #include <array>
 #include <cstdint>
@@ -11,9 +13,11 @@
 
 #include "absl/status/status.h"
 #include "proto/probe.pb.h"
+#include "proto/probe_report.pb.h"
 #include "worker/probe/probe_phase.h"
 #include "worker/probe/probe_spec.h"
 #include "worker/probe/rank_layout.h"
+#include "worker/probe_run.h"
 
 namespace paratune {
 
@@ -70,22 +74,28 @@ struct ProbeMeasurement {
 // modelled rather than run: a REPLICA probe of a configuration with data_parallel > 1.
 bool DataParallelModelled(const ProbeSpec& spec);
 
-// An OK result. Step times are the measured ones (with short steps: the full steps
-// extrapolated from them, the raw series kept in short_steps; INFRA_ERROR when they cannot be
-// extrapolated) plus, when DataParallelModelled, the performance model's exposed
-// data-parallel seconds; tokens/s and TFLOP/s per GPU count the
-// whole configuration (global batch x sequence per step; ModelFlopsPerStep over
-// dp x tp x pp x cp GPUs), as every backend does.
-v1::ProbeResult ResultFromMeasurement(const ProbeSpec& spec, const ProbeMeasurement& measurement);
+// An OK report: the timed steps as series of ProbeSpec::TimedMicroBatches, the peak memory and
+// its stage, and the measurements the probe makes (phases, collectives with their nccl-tests
+// bandwidths, the memory model's terms for the peak's stage next to what was allocated, device,
+// attention kernels).
+v1::ProbeReport ReportFromMeasurement(const ProbeSpec& spec, const ProbeMeasurement& measurement);
 
 // The outcome of a probe that stopped on `error`: OUT_OF_MEMORY for RESOURCE_EXHAUSTED (an
 // allocation failed), INFRA_ERROR for UNAVAILABLE and FAILED_PRECONDITION (no GPU, a driver
 // too old, a GPU index the machine lacks: another worker may succeed), CRASH otherwise.
 v1::ProbeOutcome OutcomeForError(const absl::Status& error);
 
-// A failed result: OutcomeForError's outcome, the error's message, backend "cuda".
-v1::ProbeResult ResultFromError(const absl::Status& error);
+// A failed report: OutcomeForError's outcome and the error's message.
+v1::ProbeReport ReportFromError(const absl::Status& error);
+
+// The run a report of `spec`'s probe stands for: measured; every phase of the configuration's
+// step measured, but the data-parallel collectives modelled when DataParallelModelled (the
+// builder adds the performance model's time to the steps); the peak memory measured, on its
+// stage next to the estimate. An OK report whose timed steps are not one series of timed_steps
+// positive seconds per count of TimedMicroBatches is a PROBE_CRASH naming the field and value:
+// the worker and paratune-probe are then from different builds.
+ProbeRun RunFromReport(const ProbeSpec& spec, const v1::ProbeReport& report);
 
 }  // namespace paratune
 
-#endif  // PARATUNE_WORKER_PROBE_PROBE_RESULT_H_
+#endif  // PARATUNE_WORKER_PROBE_PROBE_REPORT_H_
