@@ -85,10 +85,9 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
 
   ActiveSearch search(id, request, validated, std::move(planned), clock_->Now(), OwnerName(caller),
                       ExemptFromLimits(caller));
-  const bool nothing_to_probe = SearchEnded(search.search().state());
   std::vector<v1::SearchEvent> events = {
       CreatedEvent(search.search(), ProbesRiskyConfigurations(validated.spec.space()))};
-  if (nothing_to_probe) events.push_back(StoppedEvent(search.search()));
+  if (SearchEnded(search.search().state())) events.push_back(StoppedEvent(search.search()));
 
   v1::Search created;
   bool queued = false;
@@ -96,25 +95,7 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
     absl::MutexLock lock(&mu_);
     if (shutdown_) return absl::UnavailableError("the server is shutting down");
     PT_RETURN_IF_ERROR(CheckSearchLimitLocked(caller));
-    // Stored before it is queued: a search the store refused never runs, and earlier
-    // changes are stored first so that a refusal discards only this search.
-    PT_RETURN_IF_ERROR(CommitLocked());
-    ActiveSearch& record = active_.try_emplace(id, std::move(search)).first->second;
-    PublishLocked(record, std::move(events));
-    if (absl::Status status = CommitLocked(); !status.ok()) {
-      active_.erase(id);
-      ended_.clear();
-      changes_.Discard();
-      return status;
-    }
-    if (!nothing_to_probe) AdvanceLocked(record, {});
-    UpdateWaitingReasonsLocked();
-    created = record.search();
-    RetireEndedLocked();
-    // The search exists now: a failure to store its first picks is retried with the next
-    // change (CheckLeases makes one every half heartbeat interval), not reported as a
-    // failure to create it.
-    CommitLocked().IgnoreError();
+    PT_ASSIGN_OR_RETURN(created, StartSearchLocked(std::move(search), std::move(events)));
     queued = changes_.TakeProbesQueued();
   }
   Log(LogLevel::kInfo, "search created",
@@ -126,6 +107,31 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
        {"stop_reason", created.stop_reason()}});
   if (queued) NotifyListeners();
   return ClientView(std::move(created));
+}
+
+absl::StatusOr<v1::Search> Scheduler::StartSearchLocked(ActiveSearch search,
+                                                        std::vector<v1::SearchEvent> events) {
+  const int64_t id = search.id();
+  // Stored before it is queued: a search the store refused never runs, and earlier changes
+  // are stored first so that a refusal discards only this search.
+  PT_RETURN_IF_ERROR(CommitLocked());
+  ActiveSearch& record = active_.try_emplace(id, std::move(search)).first->second;
+  PublishLocked(record, std::move(events));
+  if (absl::Status status = CommitLocked(); !status.ok()) {
+    active_.erase(id);
+    ended_.clear();
+    changes_.Discard();
+    return status;
+  }
+  if (!SearchEnded(record.search().state())) AdvanceLocked(record, {});
+  UpdateWaitingReasonsLocked();
+  v1::Search created = record.search();
+  RetireEndedLocked();
+  // The search exists now: a failure to store its first picks is retried with the next change
+  // (CheckLeases makes one every half heartbeat interval), not reported as a failure to create
+  // it.
+  CommitLocked().IgnoreError();
+  return created;
 }
 
 absl::StatusOr<v1::Search> Scheduler::CancelSearch(absl::string_view name, const Caller& caller) {

@@ -240,10 +240,15 @@ class Scheduler {
   absl::Status CommitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `change` under the lock, retires the searches it ended and commits what it changed
   // (even when it failed part way); then, with the lock released, tells the listeners if
-  // probes were queued. Returns the change's error, else the commit's. Every public method
-  // that stores changes runs through it but CreateSearch, which must store the search before
-  // queueing its probes (two commits).
+  // probes were queued. Returns the change's error, else the commit's. Every call that stores
+  // changes runs through it but CreateSearch (StartSearchLocked).
   absl::Status Mutate(absl::FunctionRef<absl::Status()> change) ABSL_LOCKS_EXCLUDED(mu_);
+  // Stores new search `search` with `events`, then lets it run (Advance): two commits, since
+  // it is stored before its probes are queued. Returns it as created; the store's error when
+  // it cannot be stored, and then nothing of it remains.
+  absl::StatusOr<v1::Search> StartSearchLocked(ActiveSearch search,
+                                               std::vector<v1::SearchEvent> events)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NotifyListeners() ABSL_LOCKS_EXCLUDED(mu_);
 
   // The search `id` if it has not ended; nullptr once it ended, even in the change that
