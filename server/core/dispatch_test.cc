@@ -9,6 +9,8 @@
 #include "server/core/change_set.h"
 #include "server/core/dispatch_invariants.h"
 #include "server/core/lease.h"
+#include "server/core/test_probe_result.h"
+#include "server/core/test_requests.h"
 #include "server/store/fake_search_store.h"
 
 namespace paratune {
@@ -20,28 +22,6 @@ using ::testing::IsEmpty;
 
 const absl::Time kNow = absl::FromUnixSeconds(1'000'000);
 const char kProbe[] = "searches/1/candidates/0/probes/1";
-
-v1::RegisterWorkerRequest FourGpus() {
-  v1::RegisterWorkerRequest request;
-  request.set_hostname("node");
-  for (int i = 0; i < 4; ++i) {
-    v1::Gpu& gpu = *request.add_gpus();
-    gpu.set_index(i);
-    gpu.set_name("simulated H100-80GB");
-    gpu.set_memory_bytes(85'520'809'984);
-  }
-  request.add_backends("sim");
-  return request;
-}
-
-v1::ProbeResult Ok() {
-  v1::ProbeResult result;
-  result.set_outcome(v1::PROBE_OK);
-  result.add_step_times_seconds(1.0);
-  result.set_mean_step_time_seconds(1.0);
-  result.set_model_tflops_per_gpu(300);
-  return result;
-}
 
 v1::ReportProbeRequest Report(const std::string& worker, const v1::ProbeResult& result) {
   v1::ReportProbeRequest request;
@@ -70,7 +50,7 @@ class DispatchTest : public ::testing::Test {
  protected:
   // Registers a worker of 4 GPUs; returns its name.
   std::string Register() {
-    const std::string name = dispatch_.Register(FourGpus(), "alice", kNow).name();
+    const std::string name = dispatch_.Register(Worker(4), "alice", kNow).name();
     ExpectHolds();
     return name;
   }
@@ -100,7 +80,7 @@ class DispatchTest : public ::testing::Test {
     return stored.ok() ? *std::move(stored) : StoredState();
   }
 
-  const v1::Worker& Worker(int64_t id) { return dispatch_.workers().Find(id)->worker; }
+  const v1::Worker& Registered(int64_t id) { return dispatch_.workers().Find(id)->worker; }
 
   FakeSearchStore store_;
   ChangeSet changes_;
@@ -114,8 +94,8 @@ TEST_F(DispatchTest, ALeaseMakesItsMembersBusyAndIsStoredWithThem) {
   EXPECT_TRUE(lease.members(0).delivered());
   EXPECT_FALSE(lease.members(1).delivered());
   for (int64_t id : {1, 2}) {
-    EXPECT_EQ(Worker(id).state(), v1::WORKER_BUSY);
-    EXPECT_EQ(Worker(id).current_probe(), kProbe);
+    EXPECT_EQ(Registered(id).state(), v1::WORKER_BUSY);
+    EXPECT_EQ(Registered(id).current_probe(), kProbe);
   }
   const StoredState stored = Stored();
   ASSERT_EQ(stored.leases.size(), 1u);
@@ -144,7 +124,7 @@ TEST_F(DispatchTest, AShareThatNeverArrivedIsHandedOverAndOneRunUnreportedEndsIt
   ASSERT_TRUE(asked->unreported.has_value());
   EXPECT_EQ(asked->unreported->probe(), kProbe);
   ExpectHolds();
-  EXPECT_EQ(Worker(2).state(), v1::WORKER_IDLE);
+  EXPECT_EQ(Registered(2).state(), v1::WORKER_IDLE);
   EXPECT_THAT(*dispatch_.Heartbeat(Heartbeat(a), kNow), ElementsAre(kProbe));
   EXPECT_THAT(*dispatch_.Heartbeat(Heartbeat(b), kNow), IsEmpty());
   EXPECT_THAT(Stored().leases, IsEmpty());
@@ -154,22 +134,22 @@ TEST_F(DispatchTest, AGangEndsWhenEveryMemberReportedOk) {
   const std::string a = Register();
   const std::string b = Register();
   LeaseOn({1, 2});
-  absl::StatusOr<Dispatch::Report> first = dispatch_.TakeReport(Report(b, Ok()));
+  absl::StatusOr<Dispatch::Report> first = dispatch_.TakeReport(Report(b, CompleteProbeResult()));
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_FALSE(first->ended);
   EXPECT_EQ(first->member, 1);
   EXPECT_TRUE(first->lease.members(1).has_result());
   ExpectHolds();
   // Its share is done: it may take other work while the other runs on.
-  EXPECT_EQ(Worker(2).state(), v1::WORKER_IDLE);
-  EXPECT_EQ(Worker(2).probes_completed(), 1);
-  EXPECT_TRUE(dispatch_.TakeReport(Report(b, Ok()))->repeated);
-  v1::ProbeResult other = Ok();
+  EXPECT_EQ(Registered(2).state(), v1::WORKER_IDLE);
+  EXPECT_EQ(Registered(2).probes_completed(), 1);
+  EXPECT_TRUE(dispatch_.TakeReport(Report(b, CompleteProbeResult()))->repeated);
+  v1::ProbeResult other = CompleteProbeResult();
   other.set_model_tflops_per_gpu(1);
   EXPECT_EQ(dispatch_.TakeReport(Report(b, other)).status().code(),
             absl::StatusCode::kFailedPrecondition);
 
-  absl::StatusOr<Dispatch::Report> last = dispatch_.TakeReport(Report(a, Ok()));
+  absl::StatusOr<Dispatch::Report> last = dispatch_.TakeReport(Report(a, CompleteProbeResult()));
   ASSERT_TRUE(last.ok()) << last.status();
   EXPECT_TRUE(last->ended);
   ExpectHolds();
@@ -195,7 +175,7 @@ TEST_F(DispatchTest, AFailedMemberEndsTheLeaseAndTheOthersAreToldToStop) {
   // b never received its share: it has nothing to stop.
   EXPECT_THAT(*dispatch_.Heartbeat(Heartbeat(b), kNow), IsEmpty());
   EXPECT_THAT(*dispatch_.Heartbeat(Heartbeat(a), kNow), IsEmpty());
-  EXPECT_EQ(dispatch_.TakeReport(Report(b, Ok())).status().code(),
+  EXPECT_EQ(dispatch_.TakeReport(Report(b, CompleteProbeResult())).status().code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_FALSE(dispatch_.EndLease(kProbe, 0).has_value());
 }
@@ -209,7 +189,7 @@ TEST_F(DispatchTest, ALostWorkerHoldsNothingAndIsToldNothingMore) {
   ASSERT_TRUE(ended.has_value());
   EXPECT_EQ(ended->probe(), kProbe);
   ExpectHolds();
-  EXPECT_EQ(Worker(1).state(), v1::WORKER_LOST);
+  EXPECT_EQ(Registered(1).state(), v1::WORKER_LOST);
   EXPECT_EQ(dispatch_.Heartbeat(Heartbeat(a), kNow).status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(*dispatch_.Heartbeat(Heartbeat(b), kNow), ElementsAre(kProbe));
   EXPECT_EQ(Stored().workers.at(1).state(), v1::WORKER_LOST);
@@ -224,7 +204,7 @@ TEST_F(DispatchTest, ADeregisteredWorkerIsGoneWithItsLease) {
   ASSERT_TRUE(dispatch_.Deregister(2).has_value());
   ExpectHolds();
   EXPECT_EQ(dispatch_.workers().Find(2), nullptr);
-  EXPECT_EQ(Worker(1).state(), v1::WORKER_IDLE);
+  EXPECT_EQ(Registered(1).state(), v1::WORKER_IDLE);
   EXPECT_FALSE(dispatch_.Deregister(2).has_value());
   const StoredState stored = Stored();
   EXPECT_EQ(stored.workers.count(2), 0u);
@@ -278,7 +258,7 @@ TEST_F(DispatchTest, RestoreKeepsRunningLeasesAndFreesWorkersHoldingNone) {
   EXPECT_THAT(DispatchViolations(restored), IsEmpty());
   EXPECT_TRUE(restored.leases().Contains(kProbe));
   EXPECT_EQ(restored.workers().Find(3)->worker.state(), v1::WORKER_IDLE);
-  EXPECT_EQ(restored.Register(FourGpus(), "", kNow).name(), "workers/4");
+  EXPECT_EQ(restored.Register(Worker(4), "", kNow).name(), "workers/4");
 
   // A lease whose candidate moved on is ended, and its members freed.
   ChangeSet moved_on;

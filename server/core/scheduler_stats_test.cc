@@ -111,16 +111,8 @@ TEST(SchedulerStatsTest, FollowsASearchThroughTheScheduler) {
   ASSERT_TRUE(created.ok()) << created.status();
   Scheduler& scheduler = **created;
 
-  v1::RegisterWorkerRequest worker;
-  worker.set_hostname("node");
-  for (int i = 0; i < 8; ++i) {
-    v1::Gpu& gpu = *worker.add_gpus();
-    gpu.set_index(i);
-    gpu.set_name("simulated H100-80GB");
-    gpu.set_memory_bytes(85'520'809'984);
-  }
-  worker.add_backends("sim");
-  absl::StatusOr<v1::RegisterWorkerResponse> registered = scheduler.fleet().RegisterWorker(worker);
+  absl::StatusOr<v1::RegisterWorkerResponse> registered =
+      scheduler.fleet().RegisterWorker(Worker(8));
   ASSERT_TRUE(registered.ok()) << registered.status();
 
   absl::StatusOr<v1::Search> search = scheduler.CreateSearch(SmallSimSearch(1));

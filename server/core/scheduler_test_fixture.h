@@ -27,12 +27,11 @@
 #include "server/core/probes_queued_listener.h"
 #include "server/core/scheduler.h"
 #include "server/core/search_observer.h"
+#include "server/core/test_requests.h"
 #include "server/store/fake_search_store.h"
 
 namespace paratune {
 
-// A worker on host "node" with `gpus` simulated H100-80GB GPUs and the backend `backend`.
-v1::RegisterWorkerRequest Worker(int gpus, const std::string& backend = "sim");
 // A successful sim result: one timed step of 1 s, 1000 tokens/s, `tflops` per GPU.
 v1::ProbeResult OkResult(double tflops);
 // A sim result ending with `outcome` and the message "it broke".
