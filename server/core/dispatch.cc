@@ -36,16 +36,7 @@ void Dispatch::Restore(std::map<int64_t, v1::Worker> workers, int64_t last_worke
   for (auto& [id, worker] : workers) workers_.Restore(id, std::move(worker), now);
   workers_.ReserveIdsThrough(last_worker_id);
   for (internal::LeaseState& lease : leases) {
-    // A lease is stored with its members in one transaction, so these agree unless the
-    // database was changed behind the server's back.
-    const bool held = std::all_of(
-        lease.members().begin(), lease.members().end(), [&](const internal::LeaseMember& member) {
-          const WorkerRegistry::Record* worker = workers_.Find(member.worker_id());
-          return member.has_result() ||
-                 (worker != nullptr && worker->worker.state() != v1::WORKER_LOST &&
-                  worker->worker.current_probe() == lease.probe());
-        });
-    if (held && running(lease)) {
+    if (running(lease)) {
       leases_.Add(std::move(lease));
     } else {
       changes_->EndLease(lease.probe());

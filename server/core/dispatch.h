@@ -38,10 +38,10 @@ class Dispatch {
   // `registered_by` as its registrant (Worker.registered_by). Returns it as stored.
   const v1::Worker& Register(const v1::RegisterWorkerRequest& request,
                              const std::string& registered_by, absl::Time now);
-  // Takes over what a restarted scheduler found in the store: the workers (`last_worker_id`
-  // the largest id ever handed out), each with a full heartbeat allowance from `now`, and the
-  // leases for which `running` holds (their candidates still run); the others are ended, and
-  // a worker that held a share of none is freed.
+  // Takes over what a restarted scheduler found in the store, as the transitions below stored
+  // it: the workers (`last_worker_id` the largest id ever handed out), each with a full
+  // heartbeat allowance from `now`, and the leases for which `running` holds (their candidates
+  // still run); the others are ended, and a worker that held a share of none is freed.
   void Restore(std::map<int64_t, v1::Worker> workers, int64_t last_worker_id,
                std::vector<internal::LeaseState> leases, absl::Time now,
                absl::FunctionRef<bool(const internal::LeaseState&)> running);
