@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "server/core/test_probe_result.h"
 #include "server/core/test_requests.h"
 
 namespace paratune {
@@ -40,14 +41,7 @@ std::vector<int64_t> Queued(const ActiveSearch::Advanced& advanced) {
   return queued;
 }
 
-v1::ProbeResult Ok(double tflops) {
-  v1::ProbeResult result;
-  result.set_outcome(v1::PROBE_OK);
-  result.add_step_times_seconds(1);
-  result.set_mean_step_time_seconds(1);
-  result.set_model_tflops_per_gpu(tflops);
-  return result;
-}
+v1::ProbeResult Ok(double tflops) { return TimedResult(tflops, 1, 1); }
 
 v1::ProbeResult Failed(v1::ProbeOutcome outcome) {
   v1::ProbeResult result;
@@ -55,18 +49,12 @@ v1::ProbeResult Failed(v1::ProbeOutcome outcome) {
   return result;
 }
 
-// Candidate n's probe measured as predicted, its `timed_steps` step times 3% apart: close
-// leaders cannot be told apart, so ADAPTIVE confirms them.
+// Candidate n's probe measured as predicted, its step times 3% apart: close leaders cannot be
+// told apart, so ADAPTIVE confirms them.
 v1::ProbeResult AsPredicted(const ActiveSearch& search, int64_t n) {
   const v1::Candidate& candidate = search.search().candidates(n);
-  v1::ProbeResult result = Ok(candidate.predicted().model_tflops_per_gpu());
-  const double step = candidate.predicted().step_time_seconds();
-  result.clear_step_times_seconds();
-  for (int64_t i = 0; i < search.Timing(n).timed_steps; ++i) {
-    result.add_step_times_seconds(step * (i % 2 == 0 ? 1.03 : 0.97));
-  }
-  result.set_mean_step_time_seconds(step);
-  return result;
+  return TimedResult(candidate.predicted().model_tflops_per_gpu(),
+                     candidate.predicted().step_time_seconds(), search.Timing(n).timed_steps, 0.03);
 }
 
 // An ADAPTIVE search run as predicted until its policy queues a confirmation; returns its n.

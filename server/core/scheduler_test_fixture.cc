@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "server/core/launch_target.h"
 #include "server/core/scheduler_invariants.h"
+#include "server/core/test_probe_result.h"
 #include "server/core/test_requests.h"
 #include "server/store/sqlite_search_store.h"
 
@@ -85,13 +86,12 @@ v1::ProbeResult MeasuredAsPredicted(const v1::Search& search, const v1::ProbeAss
     if (absl::StartsWith(assignment.name(), c.name() + "/")) candidate = &c;
   }
   EXPECT_NE(candidate, nullptr) << assignment.name();
-  v1::ProbeResult result = OkResult(candidate->predicted().model_tflops_per_gpu() * factor);
-  const double step = candidate->predicted().step_time_seconds() / factor;
-  result.clear_step_times_seconds();
-  for (int64_t i = 0; i < assignment.timed_steps(); ++i) {
-    result.add_step_times_seconds(step * (1 + (i % 2 == 0 ? spread : -spread)));
-  }
-  result.set_mean_step_time_seconds(step);
+  v1::ProbeResult result = TimedResult(candidate->predicted().model_tflops_per_gpu() * factor,
+                                       candidate->predicted().step_time_seconds() / factor,
+                                       assignment.timed_steps(), spread);
+  result.set_backend("sim");
+  result.set_simulated(true);
+  result.set_tokens_per_second(1000);
   result.set_wall_seconds(2);
   return result;
 }
