@@ -48,13 +48,13 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
                       Scheduler::Create(std::move(scheduler_options), std::move(store)));
   server->wait_list_ =
       std::make_unique<ProbeWaitList>([self](const v1::AcquireProbeRequest& request) {
-        return self->scheduler_->TryAcquireProbe(request);
+        return self->scheduler_->fleet().TryAcquireProbe(request);
       });
-  server->scheduler_->AddListener(server->wait_list_.get());
+  server->scheduler_->fleet().AddListener(server->wait_list_.get());
   server->autotuner_service_ =
       std::make_unique<AutotunerService>(server->scheduler_.get(), security.token_processor.get());
   server->worker_service_ = std::make_unique<WorkerService>(
-      server->scheduler_.get(), server->wait_list_.get(), security.token_processor.get());
+      &server->scheduler_->fleet(), server->wait_list_.get(), security.token_processor.get());
 
   GrpcServerOptions grpc_options;
   grpc_options.address = options.address;
@@ -89,8 +89,8 @@ absl::StatusOr<std::unique_ptr<ParatuneServer>> ParatuneServer::Start(Options op
         {{"workers_dial", launcher.job.server_address},
          {"job_name_prefix", launcher.job.job_name_prefix}});
     PT_ASSIGN_OR_RETURN(std::unique_ptr<SlurmLauncher> started,
-                        SlurmLauncher::Start(std::move(launcher), server->scheduler_.get()));
-    server->scheduler_->AddListener(started.get());
+                        SlurmLauncher::Start(std::move(launcher), &server->scheduler_->fleet()));
+    server->scheduler_->fleet().AddListener(started.get());
     absl::MutexLock lock(&server->launcher_mu_);
     server->launcher_ = std::move(started);
   }
@@ -200,7 +200,7 @@ void ParatuneServer::Shutdown(absl::Duration grace) {
   }
   // Its jobs run on; a restarted server follows them again.
   if (launcher != nullptr) {
-    scheduler_->RemoveListener(launcher.get());
+    scheduler_->fleet().RemoveListener(launcher.get());
     launcher->Stop();
   }
 }

@@ -31,7 +31,7 @@ grpc::ServerUnaryReactor* WorkerService::RegisterWorker(grpc::CallbackServerCont
                                                         v1::RegisterWorkerResponse* response) {
   absl::StatusOr<Caller> caller = CallerOf(tokens_, *context);
   if (!caller.ok()) return Refuse(context, caller.status());
-  return FinishUnary(context, scheduler_->RegisterWorker(*request, *caller), response);
+  return FinishUnary(context, fleet_->RegisterWorker(*request, *caller), response);
 }
 
 grpc::ServerUnaryReactor* WorkerService::Heartbeat(grpc::CallbackServerContext* context,
@@ -39,11 +39,10 @@ grpc::ServerUnaryReactor* WorkerService::Heartbeat(grpc::CallbackServerContext* 
                                                    v1::HeartbeatResponse* response) {
   absl::StatusOr<Caller> caller = CallerOf(tokens_, *context);
   if (!caller.ok()) return Refuse(context, caller.status());
-  if (absl::Status access = scheduler_->CheckWorkerAccess(request->worker(), *caller);
-      !access.ok()) {
+  if (absl::Status access = fleet_->CheckWorkerAccess(request->worker(), *caller); !access.ok()) {
     return Refuse(context, access);
   }
-  return FinishUnary(context, scheduler_->Heartbeat(*request), response);
+  return FinishUnary(context, fleet_->Heartbeat(*request), response);
 }
 
 grpc::ServerUnaryReactor* WorkerService::AcquireProbe(grpc::CallbackServerContext* context,
@@ -51,8 +50,7 @@ grpc::ServerUnaryReactor* WorkerService::AcquireProbe(grpc::CallbackServerContex
                                                       v1::AcquireProbeResponse* response) {
   absl::StatusOr<Caller> caller = CallerOf(tokens_, *context);
   if (!caller.ok()) return Refuse(context, caller.status());
-  if (absl::Status access = scheduler_->CheckWorkerAccess(request->worker(), *caller);
-      !access.ok()) {
+  if (absl::Status access = fleet_->CheckWorkerAccess(request->worker(), *caller); !access.ok()) {
     return Refuse(context, access);
   }
   // Before wait_seconds sets the deadline (TryAcquireProbe checks the request as well).
@@ -78,8 +76,8 @@ grpc::ServerUnaryReactor* WorkerService::ReportProbe(grpc::CallbackServerContext
                                                      v1::ReportProbeResponse* response) {
   absl::StatusOr<Caller> caller = CallerOf(tokens_, *context);
   if (!caller.ok()) return Refuse(context, caller.status());
-  absl::Status status = scheduler_->CheckWorkerAccess(request->worker(), *caller);
-  if (status.ok()) status = scheduler_->ReportProbe(*request);
+  absl::Status status = fleet_->CheckWorkerAccess(request->worker(), *caller);
+  if (status.ok()) status = fleet_->ReportProbe(*request);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
@@ -90,11 +88,10 @@ grpc::ServerUnaryReactor* WorkerService::Rendezvous(grpc::CallbackServerContext*
                                                     v1::RendezvousResponse* response) {
   absl::StatusOr<Caller> caller = CallerOf(tokens_, *context);
   if (!caller.ok()) return Refuse(context, caller.status());
-  if (absl::Status access = scheduler_->CheckWorkerAccess(request->worker(), *caller);
-      !access.ok()) {
+  if (absl::Status access = fleet_->CheckWorkerAccess(request->worker(), *caller); !access.ok()) {
     return Refuse(context, access);
   }
-  return FinishUnary(context, scheduler_->Rendezvous(*request), response);
+  return FinishUnary(context, fleet_->Rendezvous(*request), response);
 }
 
 grpc::ServerUnaryReactor* WorkerService::DeregisterWorker(
@@ -102,8 +99,8 @@ grpc::ServerUnaryReactor* WorkerService::DeregisterWorker(
     v1::DeregisterWorkerResponse* response) {
   absl::StatusOr<Caller> caller = CallerOf(tokens_, *context);
   if (!caller.ok()) return Refuse(context, caller.status());
-  absl::Status status = scheduler_->CheckWorkerAccess(request->worker(), *caller);
-  if (status.ok()) status = scheduler_->DeregisterWorker(*request);
+  absl::Status status = fleet_->CheckWorkerAccess(request->worker(), *caller);
+  if (status.ok()) status = fleet_->DeregisterWorker(*request);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;

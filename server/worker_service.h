@@ -1,7 +1,7 @@
-// The WorkerService gRPC service (proto/worker_service.proto) over the Scheduler, with the
-// callback API; AcquireProbe is a long poll parked in a ProbeWaitList. A worker principal
-// acts only as the workers it registered (Scheduler::CheckWorkerAccess): for another's, every
-// call but RegisterWorker is NOT_FOUND, which makes a worker daemon register again.
+// The WorkerService gRPC service (proto/worker_service.proto) over the scheduler's Fleet, with
+// the callback API; AcquireProbe is a long poll parked in a ProbeWaitList. A worker principal
+// acts only as the workers it registered (Scheduler::Fleet::CheckWorkerAccess): for another's,
+// every call but RegisterWorker is NOT_FOUND, which makes a worker daemon register again.
 #ifndef PARATUNE_SERVER_WORKER_SERVICE_H_
 #define PARATUNE_SERVER_WORKER_SERVICE_H_
 
@@ -12,14 +12,14 @@
 
 namespace paratune {
 
-// Thread-safe. `scheduler`, `wait_list` and `tokens` must outlive the service and every call
-// it serves.
+// Thread-safe. `fleet`, `wait_list` and `tokens` must outlive the service and every call it
+// serves.
 class WorkerService final : public v1::WorkerService::CallbackService {
  public:
   // `tokens` names the callers (CallerOf); null on a server without tokens.
-  WorkerService(Scheduler* scheduler, ProbeWaitList* wait_list,
+  WorkerService(Scheduler::Fleet* fleet, ProbeWaitList* wait_list,
                 const TokenAuthMetadataProcessor* tokens = nullptr)
-      : scheduler_(scheduler), wait_list_(wait_list), tokens_(tokens) {}
+      : fleet_(fleet), wait_list_(wait_list), tokens_(tokens) {}
 
   grpc::ServerUnaryReactor* RegisterWorker(grpc::CallbackServerContext* context,
                                            const v1::RegisterWorkerRequest* request,
@@ -44,7 +44,7 @@ class WorkerService final : public v1::WorkerService::CallbackService {
                                              v1::DeregisterWorkerResponse* response) override;
 
  private:
-  Scheduler* const scheduler_;
+  Scheduler::Fleet* const fleet_;
   ProbeWaitList* const wait_list_;
   const TokenAuthMetadataProcessor* const tokens_;
 };

@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
-#include "common/status_macros.h"
 #include "convert/spec_convert.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/core/resource_names.h"
@@ -14,13 +13,6 @@
 #include "server/core/stop_reasons.h"
 
 namespace paratune {
-namespace {
-
-int64_t WorldSize(const v1::SearchSpec& spec) {
-  return spec.cluster().num_nodes() * spec.cluster().gpus_per_node();
-}
-
-}  // namespace
 
 bool Pending(const v1::Candidate& candidate) {
   return candidate.state() == v1::CANDIDATE_QUEUED || candidate.state() == v1::CANDIDATE_RUNNING;
@@ -28,13 +20,14 @@ bool Pending(const v1::Candidate& candidate) {
 
 ActiveSearch::ActiveSearch(int64_t id, const v1::CreateSearchRequest& request,
                            const ValidatedSearchRequest& validated, PlannedSearch planned,
-                           absl::Time now)
+                           absl::Time now, const std::string& creator, bool exempt_from_limits)
     : id_(id),
-      world_size_(WorldSize(validated.spec)),
       resolved_(std::move(planned.resolved)),
-      policy_(std::move(planned.policy)) {
+      policy_(std::move(planned.policy)),
+      exempt_from_limits_(exempt_from_limits) {
   search_.set_name(SearchName(id));
   search_.set_display_name(request.display_name());
+  search_.set_creator(creator);
   *search_.mutable_spec() = validated.spec;
   *search_.mutable_create_time() =
       google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(now));
@@ -45,7 +38,7 @@ ActiveSearch::ActiveSearch(int64_t id, const v1::CreateSearchRequest& request,
   counts.set_memory_safe(planned.counts.safe + (include_risky ? planned.counts.risky : 0));
   counts.set_memory_risky(planned.counts.risky);
   counts.set_memory_out_of_memory(planned.counts.out_of_memory);
-  if (has_candidates()) {
+  if (!policy_->candidates().empty()) {
     search_.set_state(v1::PROBING);
   } else {
     search_.set_state(v1::FAILED);
@@ -53,25 +46,69 @@ ActiveSearch::ActiveSearch(int64_t id, const v1::CreateSearchRequest& request,
   }
 }
 
-ActiveSearch::ActiveSearch(int64_t id, v1::Search search)
-    : id_(id), search_(std::move(search)), world_size_(WorldSize(search_.spec())) {
+ActiveSearch::ActiveSearch(int64_t id, v1::Search search, bool exempt_from_limits)
+    : id_(id), search_(std::move(search)), exempt_from_limits_(exempt_from_limits) {
   for (int64_t n = 0; n < search_.candidates_size(); ++n) {
     Tally(n, 1);
     probes_started_ += search_.candidates(n).attempts();
   }
 }
 
-absl::Status ActiveSearch::Resume() {
-  PT_ASSIGN_OR_RETURN(RestoredPolicy restored, RestorePolicy(search_));
-  resolved_ = std::move(restored.resolved);
-  policy_ = std::move(restored.policy);
-  policy_index_ = std::move(restored.policy_index);
-  if (!search_.candidates().empty()) memory_calibration_.emplace(FirstProbesCalibration(search_));
-  queued_nanos_ = 0;
-  for (int64_t n = 0; n < search_.candidates_size(); ++n) {
-    if (search_.candidates(n).state() == v1::CANDIDATE_QUEUED) queued_nanos_ += PredictedNanos(n);
+ActiveSearch ActiveSearch::Resume(int64_t id, v1::Search search, bool exempt_from_limits,
+                                  const std::function<bool(int64_t n)>& leased) {
+  ActiveSearch resumed(id, std::move(search), exempt_from_limits);
+  for (int64_t n = 0; n < resumed.search_.candidates_size(); ++n) {
+    if (resumed.search_.candidates(n).state() == v1::CANDIDATE_RUNNING && !leased(n)) {
+      resumed.SetState(n, v1::CANDIDATE_QUEUED);
+    }
   }
-  return absl::OkStatus();
+  absl::StatusOr<RestoredPolicy> restored = RestorePolicy(resumed.search_);
+  if (!restored.ok()) {
+    resumed.End(v1::FAILED,
+                absl::StrCat("could not resume after a restart: ", restored.status().message()));
+    return resumed;
+  }
+  resumed.resolved_ = std::move(restored->resolved);
+  resumed.policy_ = std::move(restored->policy);
+  resumed.policy_index_ = std::move(restored->policy_index);
+  const v1::Search& stored = resumed.search_;
+  if (!stored.candidates().empty()) {
+    resumed.memory_calibration_.emplace(FirstProbesCalibration(stored));
+  }
+  for (int64_t n = 0; n < stored.candidates_size(); ++n) {
+    if (stored.candidates(n).state() == v1::CANDIDATE_QUEUED) {
+      resumed.queued_nanos_ += resumed.PredictedNanos(n);
+    }
+  }
+  return resumed;
+}
+
+ActiveSearch::Advanced ActiveSearch::Advance(absl::Time now) {
+  Advanced advanced;
+  const v1::SearchBudget& budget = search_.spec().budget();
+  std::optional<std::string> stop_reason;
+  const BudgetUse use = Use(now);
+  if (std::optional<std::string> spent = BudgetReached(budget, use)) {
+    advanced.stopped = true;
+    advanced.stop_running = DeadlinePassed(budget, use.elapsed);
+    SkipPending(advanced.stop_running);
+    stop_reason = std::move(spent);
+  } else {
+    SearchPolicy::Decision decision = policy_->Next();
+    for (const SearchPolicy::Pick& pick : decision.picks) {
+      advanced.queued.push_back(
+          {AddPick(pick), pick.kind == SearchPolicy::ProbeKind::kConfirmation});
+    }
+    stop_reason = std::move(decision.stop_reason);
+  }
+  if (pending_ > 0) {
+    UpdateOutlook();
+    return advanced;
+  }
+  End(search_.counts().succeeded() > 0 ? v1::SUCCEEDED : v1::FAILED,
+      stop_reason.value_or(ProbedAllReason(search_)));
+  advanced.ended = true;
+  return advanced;
 }
 
 int64_t ActiveSearch::AddPick(const SearchPolicy::Pick& pick) {
@@ -156,6 +193,33 @@ ActiveSearch::Recorded ActiveSearch::RecordResult(int64_t n, const v1::ProbeResu
   return recorded;
 }
 
+ActiveSearch::Retried ActiveSearch::Retry(int64_t n, const std::string& reason, Unfinished how) {
+  Retried retried;
+  const v1::ProbeSettings& probe = search_.spec().probe();
+  if (how != Unfinished::kLeaseEnded) CountAttempt(n);
+  if (how == Unfinished::kLaunchRefused) {
+    refusals_in_a_row_ = reason == refusal_ ? refusals_in_a_row_ + 1 : 1;
+    refusal_ = reason;
+    if (refusals_in_a_row_ >= probe.max_launch_failures()) {
+      retried.stop_reason =
+          absl::StrCat("stopped after ", refusals_in_a_row_,
+                       " launches in a row were refused the same way (probe.max_launch_failures ",
+                       probe.max_launch_failures(), "): ", reason);
+    }
+  }
+  const int64_t attempts = search_.candidates(n).attempts();
+  if (attempts < probe.max_attempts()) {
+    Requeue(n);
+    return retried;
+  }
+  v1::ProbeResult result;
+  result.set_outcome(v1::PROBE_INFRA_ERROR);
+  result.set_backend(probe.backend());
+  result.set_message(absl::StrCat("gave up after ", attempts, " attempts; last: ", reason));
+  retried.gave_up = RecordResult(n, result);
+  return retried;
+}
+
 void ActiveSearch::Leased(int64_t n, const std::string& worker) {
   CountAttempt(n);
   SetState(n, v1::CANDIDATE_RUNNING);
@@ -196,23 +260,8 @@ void ActiveSearch::SkipPending(bool include_running) {
   }
 }
 
-bool ActiveSearch::IsRunning(int64_t n) const {
-  return n >= 0 && n < search_.candidates_size() &&
-         search_.candidates(n).state() == v1::CANDIDATE_RUNNING;
-}
-
-std::vector<int64_t> ActiveSearch::RequeueUnleased(const std::function<bool(int64_t n)>& leased) {
-  std::vector<int64_t> queued;
-  for (int64_t n = 0; n < search_.candidates_size(); ++n) {
-    if (search_.candidates(n).state() == v1::CANDIDATE_RUNNING && !leased(n)) {
-      SetState(n, v1::CANDIDATE_QUEUED);
-    }
-    if (search_.candidates(n).state() == v1::CANDIDATE_QUEUED) queued.push_back(n);
-  }
-  return queued;
-}
-
 void ActiveSearch::End(v1::SearchState state, const std::string& reason) {
+  SkipPending(/*include_running=*/true);
   search_.set_state(state);
   search_.set_stop_reason(absl::StrCat(reason, RiskAndFailureNote(search_.counts())));
   UpdateOutlook();
@@ -234,7 +283,8 @@ void ActiveSearch::UpdateOutlook() {
   }
   seconds += static_cast<double>(queued_nanos_) * 1e-9;
   counts.set_projected_remaining_wall_seconds(seconds);
-  counts.set_projected_remaining_gpu_seconds(seconds * static_cast<double>(world_size_));
+  counts.set_projected_remaining_gpu_seconds(seconds *
+                                             static_cast<double>(resolved_->cluster.world_size()));
 }
 
 ProbeTiming ActiveSearch::Timing(int64_t n) const {
@@ -253,15 +303,8 @@ BudgetUse ActiveSearch::Use(absl::Time now) const {
   BudgetUse use;
   use.probes_started = probes_started_;
   use.gpu_seconds = search_.counts().gpu_seconds();
-  use.elapsed = now - absl::FromUnixNanos(google::protobuf::util::TimeUtil::TimestampToNanoseconds(
-                          search_.create_time()));
+  use.elapsed = SearchAge(search_, now);
   return use;
-}
-
-int64_t ActiveSearch::NoteRefusal(const std::string& reason) {
-  refusals_in_a_row_ = reason == refusal_ ? refusals_in_a_row_ + 1 : 1;
-  refusal_ = reason;
-  return refusals_in_a_row_;
 }
 
 SearchUpdate ActiveSearch::TakeUpdate(absl::Time now) {

@@ -1,8 +1,9 @@
 // One search that has not ended (DESIGN.md §6): its stored form, the policy that chooses its
-// probes, and the bookkeeping of its candidates and counts. It changes the search only:
-// queueing, leases, storing and telling observers are the scheduler's. Every change to a
-// candidate goes through it and is noted, so that storing the search writes the candidates
-// that changed and not the others (TakeUpdate, docs/storage.md).
+// probes, its budget, and the bookkeeping of its candidates and counts. It changes the search
+// only: queueing, leases, storing and telling observers are the scheduler's, which it tells
+// what to do through what its calls return. Every change to a candidate goes through it and
+// is noted, so that storing the search writes the candidates that changed and not the others
+// (TakeUpdate, docs/storage.md).
 #ifndef PARATUNE_SERVER_CORE_ACTIVE_SEARCH_H_
 #define PARATUNE_SERVER_CORE_ACTIVE_SEARCH_H_
 
@@ -34,31 +35,54 @@ namespace paratune {
 // Thread-compatible: the scheduler guards it with its own mutex.
 class ActiveSearch {
  public:
-  // Search `id` of a validated request, created at `now` with its plan: PROBING, or FAILED
-  // with the reason when the plan left nothing to probe.
+  // Search `id` of a validated request, created at `now` by `creator` with its plan: PROBING,
+  // or FAILED with the reason when the plan left nothing to probe. `exempt_from_limits`: its
+  // creator is exempt from the per-principal limits (server/core/limits.h), an admin.
   ActiveSearch(int64_t id, const v1::CreateSearchRequest& request,
-               const ValidatedSearchRequest& validated, PlannedSearch planned, absl::Time now);
-  // A stored unfinished search, as a restarted scheduler finds it. Resume() before use.
-  ActiveSearch(int64_t id, v1::Search search);
+               const ValidatedSearchRequest& validated, PlannedSearch planned, absl::Time now,
+               const std::string& creator, bool exempt_from_limits);
 
-  // Plans the search again and replays its candidates into a new policy (RestorePolicy's
-  // errors: the search cannot continue).
-  absl::Status Resume();
+  // Stored unfinished search `id` as a restarted scheduler finds it, planned again with its
+  // candidates replayed into a new policy (search_planning.h); its running candidates without
+  // a lease (`leased(n)` false) are queued again. When the policy cannot be rebuilt
+  // (RestorePolicy's errors) it ends FAILED, saying why. `exempt_from_limits` as the token file
+  // now in force says (Scheduler::Options::is_admin): creators' roles are not stored.
+  static ActiveSearch Resume(int64_t id, v1::Search search, bool exempt_from_limits,
+                             const std::function<bool(int64_t n)>& leased);
 
   int64_t id() const { return id_; }
   const v1::Search& search() const { return search_; }
-  void set_creator(const std::string& creator) { search_.set_creator(creator); }
-  // GPUs of the search's cluster.
-  int64_t world_size() const { return world_size_; }
   std::vector<SearchObserver*>& observers() { return observers_; }
-  // Whether the plan left something to probe (a new search).
-  bool has_candidates() const { return !policy_->candidates().empty(); }
+  // Not stored: for a resumed search, the token file then in force decides.
+  bool exempt_from_limits() const { return exempt_from_limits_; }
 
-  // What the policy picks now.
-  SearchPolicy::Decision Next() { return policy_->Next(); }
-  // Adds `pick` to the search, queued: a new candidate, or a leader to confirm. Returns the
-  // candidate's n.
-  int64_t AddPick(const SearchPolicy::Pick& pick);
+  // What Advance did, for the caller's queue, leases and events.
+  struct Advanced {
+    // Its budget was reached: it stopped probing, its queued candidates skipped, and its
+    // running ones too when `stop_running` (the deadline passed). Their queue entries and
+    // leases are the caller's to drop.
+    bool stopped = false;
+    bool stop_running = false;
+    // A candidate its policy picked, queued: a new one, or a leader to confirm.
+    struct Queued {
+      int64_t n = 0;
+      bool confirmation = false;
+    };
+    std::vector<Queued> queued;
+    // Nothing is queued or running any more: the search ended, SUCCEEDED when a probe
+    // succeeded, else FAILED, with the reason its budget or policy gave, or that everything
+    // picked was probed.
+    bool ended = false;
+  };
+  // Goes on at `now`, after a change: stops probing when its budget is reached
+  // (search_budget.h), else queues what its policy picks now; then ends when nothing is
+  // queued or running, else updates its outlook (counts.still_contending and the projected
+  // remaining cost, proto/search.proto).
+  Advanced Advance(absl::Time now);
+  // Ends the search: `state` with stop reason `reason`, its queued and running candidates
+  // skipped.
+  void End(v1::SearchState state, const std::string& reason);
+
   // What recording a result did beyond the candidate itself, for the search's events.
   struct Recorded {
     // A failed confirmation: the screening result stands.
@@ -69,58 +93,63 @@ class ActiveSearch {
   };
   // Records the final result of candidate n and tells the policy.
   Recorded RecordResult(int64_t n, const v1::ProbeResult& result);
+
+  // How a probe of a candidate ended without a result (Retry).
+  enum class Unfinished {
+    // Its lease ended: its worker was lost or left, it was not reported in time, or it hit an
+    // infrastructure error. The attempt was counted when it was leased.
+    kLeaseEnded,
+    // What was launched to run it ended before it started: the attempt is counted now.
+    kLaunchEnded,
+    // Its launch was refused: counted now, and as a refusal in a row until a probe is leased.
+    kLaunchRefused,
+  };
+  struct Retried {
+    // Its attempts (ProbeSettings.max_attempts) were spent: the probe was given up, recorded
+    // as PROBE_INFRA_ERROR ("gave up after 2 attempts; last: <reason>"), as RecordResult says.
+    std::optional<Recorded> gave_up;
+    // The last ProbeSettings.max_launch_failures refusals said the same: why the search must
+    // stop.
+    std::optional<std::string> stop_reason;
+  };
+  // Candidate n's probe ended without a result, for `reason`: queued again while attempts
+  // remain, else given up.
+  Retried Retry(int64_t n, const std::string& reason, Unfinished how);
+
   // Candidate n's next probe was leased, `worker` hosting its first rank: one more attempt,
   // RUNNING there; refusals of launches are no longer in a row.
   void Leased(int64_t n, const std::string& worker);
-  // Counts an attempt of candidate n that ended before its probe started (a launch that
-  // ended or was refused).
-  void CountAttempt(int64_t n);
-  // Candidate n goes back to the queue: QUEUED, on no worker.
-  void Requeue(int64_t n);
   // Sets why queued candidate n cannot be placed now ("" when it can).
   void SetWaitingReason(int64_t n, const std::string& reason);
   // A probe's member ran for `gpu_seconds` (wall seconds x its GPUs); counted as failed too
   // when its outcome was not OK.
   void AddGpuSeconds(double gpu_seconds, bool failed);
-  // Marks queued candidates, and running ones when `include_running`, SKIPPED.
-  void SkipPending(bool include_running);
-  // Whether a candidate is queued or running.
-  bool HasPending() const { return pending_ > 0; }
-  // Whether candidate n exists and is running.
-  bool IsRunning(int64_t n) const;
-  // After a restart: running candidates without a lease (`leased(n)` false) are queued again.
-  // Returns the queued candidates, in order.
-  std::vector<int64_t> RequeueUnleased(const std::function<bool(int64_t n)>& leased);
-  // Ends the search: `state` with `reason`.
-  void End(v1::SearchState state, const std::string& reason);
-  // Sets counts.still_contending and the projected remaining cost from the policy and the
-  // queued candidates (proto/search.proto, SearchCounts); zeroes them once it ended.
-  void UpdateOutlook();
-
-  // Timed steps of candidate n's next probe: the search's, or confirmation_steps_factor
-  // times as many when it confirms a leader (it has a screening result).
-  int64_t TimedSteps(int64_t n) const;
-  // How candidate n's next probe runs and its deadline (probe_timing.h).
+  // How candidate n's next probe runs and its deadline (probe_timing.h): the search's timed
+  // steps, or confirmation_steps_factor times as many when it confirms a leader.
   ProbeTiming Timing(int64_t n) const;
-  // What it has spent of its budget at `now`.
-  BudgetUse Use(absl::Time now) const;
-
-  // A launch of one of its probes was refused with `reason`: returns how many refusals in a
-  // row said the same.
-  int64_t NoteRefusal(const std::string& reason);
 
   // What changed since the last call (or since the search was stored, for one resumed after
   // a restart), with update_time set to `now`: the search's own fields and the candidates
   // added or changed.
   SearchUpdate TakeUpdate(absl::Time now);
 
-  // Whether its creator is exempt from the per-principal limits (server/core/limits.h): an
-  // admin when it created the search, or, for a search resumed after a restart, by the token
-  // file then in force (Scheduler::Options::is_admin). Not stored.
-  bool exempt_from_limits() const { return exempt_from_limits_; }
-  void set_exempt_from_limits(bool exempt) { exempt_from_limits_ = exempt; }
-
  private:
+  ActiveSearch(int64_t id, v1::Search search, bool exempt_from_limits);
+
+  // Adds `pick` to the search, queued: a new candidate, or a leader to confirm. Returns the
+  // candidate's n.
+  int64_t AddPick(const SearchPolicy::Pick& pick);
+  void CountAttempt(int64_t n);
+  // Candidate n goes back to the queue: QUEUED, on no worker.
+  void Requeue(int64_t n);
+  // Marks queued candidates, and running ones when `include_running`, SKIPPED.
+  void SkipPending(bool include_running);
+  // Sets counts.still_contending and the projected remaining cost from the policy and the
+  // queued candidates; zeroes them once it ended.
+  void UpdateOutlook();
+  // What it has spent of its budget at `now`.
+  BudgetUse Use(absl::Time now) const;
+  int64_t TimedSteps(int64_t n) const;
   // Candidate n, noted as changed: the one way to change a candidate. A change of its state
   // goes through SetState.
   v1::Candidate& Change(int64_t n);
@@ -147,7 +176,6 @@ class ActiveSearch {
   // From the first probe of each probed candidate (search_memory.h); set by the first result
   // and by Resume.
   std::optional<MemoryCalibration> memory_calibration_;
-  int64_t world_size_ = 0;
   std::vector<SearchObserver*> observers_;
   // Set by the first constructor and by Resume.
   std::optional<ResolvedSpec> resolved_;

@@ -9,6 +9,7 @@
 #include "estimator/performance_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/core/test_probe_result.h"
 
 namespace paratune {
 namespace {
@@ -35,15 +36,8 @@ class AdaptivePolicyTest : public ::testing::Test {
   // times spread by `relative_spread` around the mean.
   v1::ProbeResult Measured(size_t i, double tflops, int steps = 5, double relative_spread = 0) {
     const double flops = ModelFlopsPerStep(model_, training_);
-    const double step = flops / (tflops * 1e12 * cluster_.world_size());
-    v1::ProbeResult result;
-    result.set_outcome(v1::PROBE_OK);
-    for (int k = 0; k < steps; ++k) {
-      result.add_step_times_seconds(step * (1 + relative_spread * (k % 2 == 0 ? 1 : -1)));
-    }
-    result.set_mean_step_time_seconds(step);
-    result.set_model_tflops_per_gpu(tflops);
-    return result;
+    return TimedResult(tflops, flops / (tflops * 1e12 * cluster_.world_size()), steps,
+                       relative_spread);
   }
 
   v1::ProbeResult Failed(v1::ProbeOutcome outcome) {

@@ -40,6 +40,7 @@ void ChangeSet::PutLease(const internal::LeaseState& lease) {
 void ChangeSet::EndLease(const std::string& probe) {
   batch_.leases.erase(probe);
   batch_.ended_leases.insert(probe);
+  if (std::exchange(held_back_by_limit_, false)) probes_queued_ = true;
 }
 
 absl::Status ChangeSet::Commit(SearchStore& store) {

@@ -39,6 +39,9 @@ class ChangeSet {
   // Probes were queued (or gang shares left for other workers): dispatchers must look again.
   // A lease taken before the queueing is stored commits with it, in the same transaction.
   void NoteProbesQueued() { probes_queued_ = true; }
+  // A queued probe was passed over for its principal's probe limit: the next lease to end
+  // (EndLease) notes probes queued, since the probe may fit then.
+  void NoteHeldBackByLimit() { held_back_by_limit_ = true; }
 
   // Applies every pending change to `store` in one transaction. On success tells the
   // observers in order and returns OK; on failure keeps every change and notice for the next
@@ -60,6 +63,7 @@ class ChangeSet {
   StoreBatch batch_;
   std::vector<Notice> notices_;
   bool probes_queued_ = false;
+  bool held_back_by_limit_ = false;
 };
 
 }  // namespace paratune

@@ -152,5 +152,17 @@ TEST(ChangeSetTest, ProbesQueuedIsTakenOnce) {
   EXPECT_FALSE(changes.TakeProbesQueued());
 }
 
+TEST(ChangeSetTest, AProbeHeldBackByItsLimitIsQueuedAgainByTheNextLeaseToEnd) {
+  ChangeSet changes;
+  changes.EndLease("searches/1/candidates/0/probes/1");
+  EXPECT_FALSE(changes.TakeProbesQueued());
+  changes.NoteHeldBackByLimit();
+  changes.EndLease("searches/1/candidates/1/probes/1");
+  EXPECT_TRUE(changes.TakeProbesQueued());
+  // Once: the lease after it finds nothing held back.
+  changes.EndLease("searches/1/candidates/2/probes/1");
+  EXPECT_FALSE(changes.TakeProbesQueued());
+}
+
 }  // namespace
 }  // namespace paratune

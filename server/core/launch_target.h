@@ -1,6 +1,6 @@
 // What a component that starts workers for probes (server/slurm/slurm_launcher.h) needs of the
 // scheduler: the probes waiting or running, and a way to say how a launch ended. The
-// scheduler implements it; a launcher's tests use a fake.
+// scheduler's Fleet (scheduler.h) implements it; a launcher's tests use a fake.
 #ifndef PARATUNE_SERVER_CORE_LAUNCH_TARGET_H_
 #define PARATUNE_SERVER_CORE_LAUNCH_TARGET_H_
 

@@ -24,7 +24,7 @@ absl::StatusOr<std::pair<internal::LeaseState*, int>> LeaseTable::FindMembership
                    "; it was cancelled, re-leased or reported already"));
 }
 
-internal::LeaseState* LeaseTable::Find(absl::string_view probe) {
+const internal::LeaseState* LeaseTable::Find(absl::string_view probe) const {
   auto it = leases_.find(probe);
   return it == leases_.end() ? nullptr : &it->second;
 }

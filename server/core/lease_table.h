@@ -1,7 +1,8 @@
 // The probes leased to workers (DESIGN.md §7): which workers are members of which lease,
 // which leases are overdue, and the reports accepted for leases that ended, so that a
 // worker's retry of a report whose reply it lost is recognised. It returns facts; what
-// follows (re-queueing, recording) is the scheduler's.
+// follows (freeing the members, storing the change) is Dispatch's (dispatch.h), the one owner
+// of a table that changes, and re-queueing or recording is the scheduler's.
 #ifndef PARATUNE_SERVER_CORE_LEASE_TABLE_H_
 #define PARATUNE_SERVER_CORE_LEASE_TABLE_H_
 
@@ -27,14 +28,17 @@ class LeaseTable {
   static constexpr size_t kRememberedReports = 4096;
 
   void Add(internal::LeaseState lease);
-  // The lease called `probe` and the index of worker `worker_id` among its members.
-  // FAILED_PRECONDITION naming `worker_name` when the probe is not leased to it.
+  // The lease called `probe`, to change, and the index of worker `worker_id` among its
+  // members. FAILED_PRECONDITION naming `worker_name` when the probe is not leased to it.
   absl::StatusOr<std::pair<internal::LeaseState*, int>> FindMembership(
       absl::string_view probe, int64_t worker_id, absl::string_view worker_name);
   bool Contains(absl::string_view probe) const { return leases_.contains(probe); }
-  internal::LeaseState* Find(absl::string_view probe);
+  // The lease called `probe`; nullptr when there is none.
+  const internal::LeaseState* Find(absl::string_view probe) const;
   // Removes and returns the lease called `probe`, which must exist.
   internal::LeaseState End(const std::string& probe);
+  // Every lease, by probe name.
+  const absl::flat_hash_map<std::string, internal::LeaseState>& all() const { return leases_; }
 
   // Names of the leases of search `search_id`, sorted.
   std::vector<std::string> OfSearch(int64_t search_id) const;

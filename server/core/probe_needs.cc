@@ -34,6 +34,21 @@ ProbeNeeds NeedsOf(const v1::SearchSpec& spec, std::string probe, int64_t ranks)
   return needs;
 }
 
+std::pair<v1::ProbeScope, ProbeNeeds> ScopedNeedsOf(
+    const v1::SearchSpec& spec, const v1::ParallelConfig& config, std::string probe,
+    absl::FunctionRef<bool(const ProbeNeeds& full)> can_host) {
+  v1::ProbeScope scope = spec.probe().scope();
+  ProbeNeeds full =
+      NeedsOf(spec, probe, spec.cluster().num_nodes() * spec.cluster().gpus_per_node());
+  if (scope == v1::PROBE_SCOPE_UNSPECIFIED) {
+    scope = can_host(full) ? v1::PROBE_SCOPE_FULL : v1::PROBE_SCOPE_REPLICA;
+  }
+  if (scope == v1::PROBE_SCOPE_FULL) return {scope, std::move(full)};
+  return {scope, NeedsOf(spec, std::move(probe),
+                         config.tensor_parallel() * config.pipeline_parallel() *
+                             config.context_parallel())};
+}
+
 bool ReservedFor(const v1::Worker& worker, const std::string& probe) {
   auto reserved = worker.labels().find(kProbeReservationLabel);
   return reserved != worker.labels().end() && reserved->second == probe;

@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "proto/search.pb.h"
 #include "proto/worker.pb.h"
 
@@ -33,6 +35,14 @@ struct ProbeNeeds {
 // The needs of a probe `probe` of `ranks` ranks of a search with this spec (normalized:
 // ValidateCreateSearchRequest).
 ProbeNeeds NeedsOf(const v1::SearchSpec& spec, std::string probe, int64_t ranks);
+
+// The scope of probe `probe` of a candidate with `config` and what it needs: the spec's
+// ProbeSettings.scope, or, unset, FULL (every rank of the cluster) when `can_host` says the
+// live workers could run every rank at once, busy or not (a full probe measures the
+// data-parallel traffic a replica can only model), else REPLICA (tp x pp x cp ranks).
+std::pair<v1::ProbeScope, ProbeNeeds> ScopedNeedsOf(
+    const v1::SearchSpec& spec, const v1::ParallelConfig& config, std::string probe,
+    absl::FunctionRef<bool(const ProbeNeeds& full)> can_host);
 
 // Why `worker` cannot host any share of a probe with these needs, for people (e.g. "its GPUs
 // are a100-40gb, not h100-80gb"); empty when it can host at least the smallest share. Only

@@ -102,5 +102,31 @@ TEST(NeedsOfTest, TakesTheSearchsClusterAndProbeSettings) {
   EXPECT_EQ(needs.backend, "sim");
 }
 
+TEST(ScopedNeedsOfTest, FullWhenTheFleetCouldHostEveryRankElseOneReplica) {
+  v1::SearchSpec spec;
+  spec.mutable_cluster()->set_num_nodes(4);
+  spec.mutable_cluster()->set_gpus_per_node(8);
+  v1::ParallelConfig config;
+  config.set_data_parallel(4);
+  config.set_tensor_parallel(2);
+  config.set_pipeline_parallel(2);
+  config.set_context_parallel(2);
+  const std::string probe = "searches/1/candidates/0/probes/1";
+  auto [full, full_needs] =
+      ScopedNeedsOf(spec, config, probe, [](const ProbeNeeds& needs) { return needs.ranks == 32; });
+  EXPECT_EQ(full, v1::PROBE_SCOPE_FULL);
+  EXPECT_EQ(full_needs.ranks, 32);
+  EXPECT_EQ(full_needs.probe, probe);
+  auto [replica, replica_needs] =
+      ScopedNeedsOf(spec, config, probe, [](const ProbeNeeds&) { return false; });
+  EXPECT_EQ(replica, v1::PROBE_SCOPE_REPLICA);
+  EXPECT_EQ(replica_needs.ranks, 8);
+
+  // A scope the search sets wins.
+  spec.mutable_probe()->set_scope(v1::PROBE_SCOPE_REPLICA);
+  EXPECT_EQ(ScopedNeedsOf(spec, config, probe, [](const ProbeNeeds&) { return true; }).first,
+            v1::PROBE_SCOPE_REPLICA);
+}
+
 }  // namespace
 }  // namespace paratune

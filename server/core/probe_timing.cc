@@ -14,6 +14,7 @@ ProbeTiming TimeProbe(const PlannedConfig& planned, const TrainingSpec& training
   const ShortProbePlan plan =
       PlanProbeSteps(PlanShortProbe(planned.config, training), planned.predicted, steps);
   ProbeTiming timing;
+  timing.timed_steps = timed_steps;
   timing.micro_batch_counts = plan.micro_batch_counts;
   timing.predicted_seconds = PredictedProbeSeconds(planned.predicted, plan, steps);
   timing.deadline_seconds =

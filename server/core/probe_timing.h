@@ -19,6 +19,8 @@ inline constexpr double kDeadlineFactor = 3;
 inline constexpr double kMinDeadlineSeconds = 120;
 
 struct ProbeTiming {
+  // ProbeAssignment.timed_steps.
+  int64_t timed_steps = 0;
   // ProbeAssignment.micro_batch_counts: empty for full steps (PlanProbeSteps: a backend
   // that runs no short steps, a global batch of few micro-batches, or launches whose
   // start-ups outweigh what short steps save).

@@ -30,7 +30,7 @@ namespace paratune {
 class ProbeWaitList : public ProbesQueuedListener {
  public:
   using AcquireResult = absl::StatusOr<std::optional<v1::ProbeAssignment>>;
-  // Leases a probe to the asking worker if one fits now (Scheduler::TryAcquireProbe).
+  // Leases a probe to the asking worker if one fits now (Scheduler::Fleet::TryAcquireProbe).
   // Called without the list's lock, from the thread of Wait or the list's own thread.
   using TryAcquire = std::function<AcquireResult(const v1::AcquireProbeRequest& request)>;
   using Done = std::function<void(AcquireResult)>;

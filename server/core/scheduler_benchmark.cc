@@ -134,7 +134,7 @@ std::unique_ptr<Scheduler> StartScheduler(benchmark::State& state, const std::st
   }
   for (int node = 0; node < kNodes; ++node) {
     absl::StatusOr<v1::RegisterWorkerResponse> registered =
-        (*scheduler)->RegisterWorker(NodeWorker(node));
+        (*scheduler)->fleet().RegisterWorker(NodeWorker(node));
     if (!registered.ok()) {
       state.SkipWithError(registered.status().ToString().c_str());
       return nullptr;
@@ -189,12 +189,12 @@ void RunProbes(benchmark::State& state, int watchers) {
     // The first node's call leases the probe to the gang; the others' receive their shares.
     for (int node = 0; node < kNodes; ++node) {
       absl::StatusOr<std::optional<v1::ProbeAssignment>> assignment =
-          scheduler->TryAcquireProbe(acquires[node]);
+          scheduler->fleet().TryAcquireProbe(acquires[node]);
       if (node == 0 && assignment.ok() && !assignment->has_value()) {
         state.PauseTiming();
         create();
         state.ResumeTiming();
-        assignment = scheduler->TryAcquireProbe(acquires[node]);
+        assignment = scheduler->fleet().TryAcquireProbe(acquires[node]);
       }
       if (!assignment.ok() || !assignment->has_value()) {
         state.SkipWithError("no probe to lease");
@@ -204,7 +204,7 @@ void RunProbes(benchmark::State& state, int watchers) {
       reports[node].set_probe((*assignment)->name());
     }
     for (int node = 0; node < kNodes; ++node) {
-      if (!scheduler->ReportProbe(reports[node]).ok()) {
+      if (!scheduler->fleet().ReportProbe(reports[node]).ok()) {
         state.SkipWithError("ReportProbe failed");
         return;
       }

@@ -1,6 +1,7 @@
 // What the scheduler keeps through failures: worker heartbeats and losses, leases, lost
 // AcquireProbe replies, repeated reports, refused store writes, deregistration and restarts
 // over a database file.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -91,6 +92,38 @@ TEST_F(SchedulerTest, OverdueLeaseIsRequeuedAndTheWorkerToldToStop) {
   EXPECT_THAT(heartbeat->cancel_probes(), ElementsAre(assignment->name()));
 }
 
+TEST_F(SchedulerTest, AnOverdueProbeWhoseGiveUpEndsTheSearchStopsTheOthersOnce) {
+  v1::CreateSearchRequest request = SmallSimSearch(2);
+  request.mutable_spec()->mutable_probe()->set_max_attempts(1);
+  request.mutable_spec()->mutable_budget()->set_deadline_seconds(10);
+  const v1::Search search = Create(request);
+  const std::string a = Register(8);
+  const std::string b = Register(8);
+  std::optional<v1::ProbeAssignment> first = Acquire(a);
+  std::optional<v1::ProbeAssignment> second = Acquire(b);
+  ASSERT_TRUE(first.has_value() && second.has_value());
+  // Both overdue at the next check, and the search's deadline long past: giving up the first
+  // ends the search, which stops the second before its own turn comes.
+  const double overdue = std::max(first->deadline_seconds(), second->deadline_seconds()) + 30;
+  for (double waited = 0; waited <= overdue; waited += 2) {
+    clock_.Advance(absl::Seconds(2));
+    ASSERT_TRUE(Heartbeat(a, {first->name()}).ok());
+    ASSERT_TRUE(Heartbeat(b, {second->name()}).ok());
+  }
+  scheduler_->CheckLeases();
+
+  const v1::Search done = Get(search.name());
+  EXPECT_EQ(done.state(), v1::FAILED);
+  EXPECT_THAT(done.stop_reason(), HasSubstr("budget: deadline (10s) passed"));
+  EXPECT_EQ(done.candidates(0).state(), v1::CANDIDATE_PROBED);
+  EXPECT_THAT(done.candidates(0).probe_result().message(),
+              HasSubstr("gave up after 1 attempts; last: " + first->name() +
+                        " was not reported within its deadline plus 30s"));
+  EXPECT_EQ(done.candidates(1).state(), v1::CANDIDATE_SKIPPED);
+  EXPECT_THAT(Heartbeat(a, {first->name()})->cancel_probes(), ElementsAre(first->name()));
+  EXPECT_THAT(Heartbeat(b, {second->name()})->cancel_probes(), ElementsAre(second->name()));
+}
+
 TEST_F(SchedulerTest, ReportsMustMatchALease) {
   const v1::Search search = Create(SmallSimSearch(2));
   const std::string worker = Register(8);
@@ -152,7 +185,7 @@ TEST_F(SchedulerTest, ALeaseThatCouldNotBeStoredIsHandedOverAgain) {
   const v1::Search search = Create(SmallSimSearch(1));
   store_->FailNextWrites(1, absl::UnavailableError("database is locked"));
   absl::StatusOr<std::optional<v1::ProbeAssignment>> failed =
-      scheduler_->TryAcquireProbe(AcquireRequest(worker));
+      scheduler_->fleet().TryAcquireProbe(AcquireRequest(worker));
   EXPECT_EQ(failed.status().code(), absl::StatusCode::kUnavailable);
   std::optional<v1::ProbeAssignment> probe = Acquire(worker);
   ASSERT_TRUE(probe.has_value());
@@ -194,7 +227,7 @@ TEST_F(SchedulerTest, ADeregisteredWorkerIsGoneAndItsProbeRequeued) {
   v1::DeregisterWorkerRequest request;
   request.set_worker(worker);
   request.set_reason("SIGTERM");
-  ASSERT_TRUE(scheduler_->DeregisterWorker(request).ok());
+  ASSERT_TRUE(scheduler_->fleet().DeregisterWorker(request).ok());
   absl::StatusOr<v1::ListWorkersResponse> workers = scheduler_->reader().ListWorkers();
   ASSERT_TRUE(workers.ok());
   EXPECT_EQ(workers->workers_size(), 0);
@@ -213,12 +246,13 @@ TEST_F(SchedulerTest, ADeregisteredWorkerIsGoneAndItsProbeRequeued) {
                                         " left: SIGTERM")));
 
   // A retry after a lost reply is OK; bad requests name the field.
-  EXPECT_TRUE(scheduler_->DeregisterWorker(request).ok());
+  EXPECT_TRUE(scheduler_->fleet().DeregisterWorker(request).ok());
   request.set_worker("nonsense");
-  EXPECT_EQ(scheduler_->DeregisterWorker(request).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(scheduler_->fleet().DeregisterWorker(request).code(),
+            absl::StatusCode::kInvalidArgument);
   request.set_worker(worker);
   request.set_reason(std::string(1025, 'x'));
-  EXPECT_EQ(scheduler_->DeregisterWorker(request).message(),
+  EXPECT_EQ(scheduler_->fleet().DeregisterWorker(request).message(),
             "reason (1025 bytes) must be at most 1024 bytes");
 
   // The next worker does not reuse its name.
@@ -249,7 +283,7 @@ TEST_F(SchedulerTest, AReplyLostOnTheWayIsHandedOverAgain) {
   const v1::Search search = Create(SmallSimSearch(1));
   const std::string worker = Register(8);
   absl::StatusOr<std::optional<v1::ProbeAssignment>> lost =
-      scheduler_->TryAcquireProbe(AcquireRequest(worker));
+      scheduler_->fleet().TryAcquireProbe(AcquireRequest(worker));
   ASSERT_TRUE(lost.ok() && lost->has_value());
   std::optional<v1::ProbeAssignment> again = Acquire(worker);
   ASSERT_TRUE(again.has_value());
@@ -260,7 +294,9 @@ TEST_F(SchedulerTest, AReplyLostOnTheWayIsHandedOverAgain) {
 TEST_F(SchedulerTest, AcquireRefusesAMalformedLastProbe) {
   const std::string worker = Register(8);
   const absl::Status status =
-      scheduler_->TryAcquireProbe(AcquireRequest(worker, "searches/1/candidates/x")).status();
+      scheduler_->fleet()
+          .TryAcquireProbe(AcquireRequest(worker, "searches/1/candidates/x"))
+          .status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("last_probe"));
 }
@@ -275,7 +311,7 @@ TEST_F(SchedulerTest, HeartbeatCancelsProbesNotLeasedToTheWorker) {
 
 TEST_F(SchedulerTest, RegisterValidatesTheWorker) {
   v1::RegisterWorkerRequest request = Worker(0);
-  const absl::Status status = scheduler_->RegisterWorker(request).status();
+  const absl::Status status = scheduler_->fleet().RegisterWorker(request).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("gpus"));
 }
@@ -344,7 +380,7 @@ TEST_F(SchedulerRestartTest, ALeaseWhoseReplyTheRestartCutOffIsHandedOverAgain) 
   ASSERT_TRUE(Report(worker, ran->name(), OkResult(100)).ok());
   // The next lease is stored, then the server dies before its reply leaves.
   absl::StatusOr<std::optional<v1::ProbeAssignment>> lost =
-      scheduler_->TryAcquireProbe(AcquireRequest(worker, ran->name()));
+      scheduler_->fleet().TryAcquireProbe(AcquireRequest(worker, ran->name()));
   ASSERT_TRUE(lost.ok() && lost->has_value()) << lost.status();
 
   Restart();
@@ -372,9 +408,9 @@ TEST_F(SchedulerRestartTest, GangSharesWhoseRepliesTheRestartCutOffAreHandedOver
   const v1::Search search = Create(FullScopeSearch());
   // Both members' shares are stored as delivered; neither reply leaves.
   absl::StatusOr<std::optional<v1::ProbeAssignment>> lost_first =
-      scheduler_->TryAcquireProbe(AcquireRequest(a));
+      scheduler_->fleet().TryAcquireProbe(AcquireRequest(a));
   absl::StatusOr<std::optional<v1::ProbeAssignment>> lost_second =
-      scheduler_->TryAcquireProbe(AcquireRequest(b));
+      scheduler_->fleet().TryAcquireProbe(AcquireRequest(b));
   ASSERT_TRUE(lost_first.ok() && lost_first->has_value());
   ASSERT_TRUE(lost_second.ok() && lost_second->has_value());
 
@@ -426,7 +462,7 @@ TEST_F(SchedulerRestartTest, AdaptiveSearchContinuesWhereItStopped) {
   // The policy was rebuilt from the stored results: it neither forgets the probed candidate
   // nor picks a queued one twice.
   EXPECT_EQ(Get(search.name()).counts().selected(), selected_before);
-  RunToEnd(*scheduler_, worker, search.name(), 1.0, 0);
+  RunToEnd(worker, search.name(), 1.0, 0);
   const v1::Search done = Get(search.name());
   EXPECT_EQ(done.state(), v1::SUCCEEDED) << done.stop_reason();
   std::set<std::string> configs;
@@ -447,7 +483,7 @@ TEST_F(SchedulerRestartTest, DeregisteredWorkersIdsAreNotReusedAfterARestart) {
   EXPECT_EQ(Register(8), "workers/2");
   v1::DeregisterWorkerRequest request;
   request.set_worker("workers/2");
-  ASSERT_TRUE(scheduler_->DeregisterWorker(request).ok());
+  ASSERT_TRUE(scheduler_->fleet().DeregisterWorker(request).ok());
   Restart();
   EXPECT_EQ(Register(8), "workers/3");
 }

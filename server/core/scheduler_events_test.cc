@@ -196,7 +196,7 @@ TEST_F(SchedulerTest, AdaptiveLogsItsConfirmations) {
   v1::CreateSearchRequest request = SmallSimSearch(0);
   request.mutable_spec()->set_policy(v1::ADAPTIVE);
   const v1::Search search = Create(request);
-  RunToEnd(*scheduler_, worker, search.name(), 1.0, 0.03);
+  RunToEnd(worker, search.name(), 1.0, 0.03);
 
   const v1::Search done = Get(search.name());
   const std::vector<v1::SearchEvent> events = Events(search.name());

@@ -39,7 +39,7 @@ class SchedulerLimitsTest : public SchedulerTest {
   // Replaces scheduler_ with one over `store`, resuming what it holds, as a restarted server.
   void UseLimitsOver(const Limits& limits, std::unique_ptr<SearchStore> store,
                      std::function<bool(absl::string_view)> is_admin) {
-    if (scheduler_ != nullptr) scheduler_->RemoveListener(&listener_);
+    if (scheduler_ != nullptr) scheduler_->fleet().RemoveListener(&listener_);
     scheduler_.reset();
     store_ = nullptr;
     Scheduler::Options options;
@@ -50,8 +50,8 @@ class SchedulerLimitsTest : public SchedulerTest {
     absl::StatusOr<std::unique_ptr<Scheduler>> scheduler =
         Scheduler::Create(std::move(options), std::move(store));
     ASSERT_TRUE(scheduler.ok()) << scheduler.status();
-    scheduler_ = *std::move(scheduler);
-    scheduler_->AddListener(&listener_);
+    scheduler_.reset(*std::move(scheduler));
+    scheduler_->fleet().AddListener(&listener_);
   }
 
   std::string CreateAs(const Caller& caller, int64_t top_k = 2) {
@@ -120,7 +120,8 @@ TEST_F(SchedulerLimitsTest, ProbesOverThePrincipalsLimitWaitAndSaySo) {
               HasSubstr("alice has 1 probes in flight, the limit per principal "
                         "(--max_probes_in_flight_per_principal=1)"));
   // Held-back probes are not the Slurm launcher's to start.
-  for (const PendingProbe& pending : scheduler_->PendingProbes()) EXPECT_TRUE(pending.running);
+  for (const PendingProbe& pending : scheduler_->fleet().PendingProbes())
+    EXPECT_TRUE(pending.running);
 
   // Her probe ends: the workers are told to look again, and the next one is leased.
   const int calls = listener_.calls;
@@ -156,7 +157,7 @@ TEST_F(SchedulerLimitsTest, AResumedAdminsSearchStaysExemptWhileItsCreatorIsAnAd
   limits.max_probes_in_flight_per_principal = 1;
   // The server before stops (its store closes) before the next one opens the file.
   const auto restart = [&](std::function<bool(absl::string_view)> is_admin) {
-    if (scheduler_ != nullptr) scheduler_->RemoveListener(&listener_);
+    if (scheduler_ != nullptr) scheduler_->fleet().RemoveListener(&listener_);
     scheduler_.reset();
     UseLimitsOver(limits, open(), std::move(is_admin));
   };

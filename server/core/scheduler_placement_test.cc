@@ -83,16 +83,17 @@ TEST_F(SchedulerTest, GangOfTwoWorkersRunsAProbeTooBigForEither) {
   v1::RendezvousRequest ask;
   ask.set_worker(b);
   ask.set_probe(first->name());
-  ASSERT_TRUE(scheduler_->Rendezvous(ask).ok());
-  EXPECT_THAT(scheduler_->Rendezvous(ask)->token(), IsEmpty());
+  ASSERT_TRUE(scheduler_->fleet().Rendezvous(ask).ok());
+  EXPECT_THAT(scheduler_->fleet().Rendezvous(ask)->token(), IsEmpty());
   v1::RendezvousRequest send = ask;
   send.set_worker(a);
   send.set_token("nccl-unique-id");
-  EXPECT_EQ(scheduler_->Rendezvous(send)->token(), "nccl-unique-id");
-  EXPECT_EQ(scheduler_->Rendezvous(ask)->token(), "nccl-unique-id");
+  EXPECT_EQ(scheduler_->fleet().Rendezvous(send)->token(), "nccl-unique-id");
+  EXPECT_EQ(scheduler_->fleet().Rendezvous(ask)->token(), "nccl-unique-id");
   v1::RendezvousRequest impostor = ask;
   impostor.set_token("other");
-  EXPECT_EQ(scheduler_->Rendezvous(impostor).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(scheduler_->fleet().Rendezvous(impostor).status().code(),
+            absl::StatusCode::kInvalidArgument);
 
   v1::ProbeResult rank0 = OkResult(300);
   rank0.set_peak_memory_bytes(10);
@@ -175,14 +176,14 @@ TEST_F(SchedulerTest, CommandProbesGoOnlyToWorkersWithTheTemplate) {
 
   v1::RegisterWorkerRequest nemo = Worker(8, "command");
   nemo.add_command_templates("nemo-llama");
-  const std::string nemo_worker = *scheduler_->RegisterWorker(nemo)->mutable_name();
+  const std::string nemo_worker = *scheduler_->fleet().RegisterWorker(nemo)->mutable_name();
   EXPECT_FALSE(Acquire(nemo_worker).has_value());
   EXPECT_THAT(Get(search.name()).candidates(0).waiting_reason(),
               HasSubstr("with backend command and template megatron-gpt"));
 
   v1::RegisterWorkerRequest megatron = Worker(8, "command");
   megatron.add_command_templates("megatron-gpt");
-  const std::string megatron_worker = *scheduler_->RegisterWorker(megatron)->mutable_name();
+  const std::string megatron_worker = *scheduler_->fleet().RegisterWorker(megatron)->mutable_name();
   std::optional<v1::ProbeAssignment> assignment = Acquire(megatron_worker);
   ASSERT_TRUE(assignment.has_value());
   EXPECT_EQ(assignment->command_template(), "megatron-gpt");
@@ -191,9 +192,13 @@ TEST_F(SchedulerTest, CommandProbesGoOnlyToWorkersWithTheTemplate) {
 TEST_F(SchedulerTest, ReservedWorkersRunTheirProbeOnly) {
   const v1::Search search = Create(SmallSimSearch(3));
   const std::string for_second =
-      scheduler_->RegisterWorker(ReservedWorker(8, "searches/1/candidates/1/probes/1"))->name();
+      scheduler_->fleet()
+          .RegisterWorker(ReservedWorker(8, "searches/1/candidates/1/probes/1"))
+          ->name();
   const std::string for_other =
-      scheduler_->RegisterWorker(ReservedWorker(8, "searches/1/candidates/2/probes/2"))->name();
+      scheduler_->fleet()
+          .RegisterWorker(ReservedWorker(8, "searches/1/candidates/2/probes/2"))
+          ->name();
   std::optional<v1::ProbeAssignment> assignment = Acquire(for_second);
   ASSERT_TRUE(assignment.has_value());
   EXPECT_EQ(assignment->name(), "searches/1/candidates/1/probes/1");
@@ -216,7 +221,7 @@ TEST_F(SchedulerTest, ProbeWithReservedWorkersRunsOnThemOnly) {
   const v1::Search search = Create(SmallSimSearch(1));
   const std::string probe = "searches/1/candidates/0/probes/1";
   const std::string unreserved = Register(8);
-  const std::string reserved = scheduler_->RegisterWorker(ReservedWorker(8, probe))->name();
+  const std::string reserved = scheduler_->fleet().RegisterWorker(ReservedWorker(8, probe))->name();
   EXPECT_FALSE(Acquire(unreserved).has_value());
   std::optional<v1::ProbeAssignment> assignment = Acquire(reserved);
   ASSERT_TRUE(assignment.has_value());
@@ -230,7 +235,7 @@ TEST_F(SchedulerTest, PendingProbesListQueuedAndRunningProbesWithTheirShape) {
   v1::CreateSearchRequest replicas = SmallSimSearch(2, /*nodes=*/2);
   replicas.mutable_spec()->mutable_probe()->set_deadline_seconds(120);
   Create(replicas);
-  std::vector<PendingProbe> pending = scheduler_->PendingProbes();
+  std::vector<PendingProbe> pending = scheduler_->fleet().PendingProbes();
   ASSERT_EQ(pending.size(), 3u);
   EXPECT_EQ(pending[0].probe, "searches/1/candidates/0/probes/1");
   EXPECT_FALSE(pending[0].running);
@@ -250,11 +255,12 @@ TEST_F(SchedulerTest, PendingProbesListQueuedAndRunningProbesWithTheirShape) {
   const PendingProbe replica = pending[1];
   EXPECT_LT(replica.ranks, 16);
 
-  const std::string reserved = scheduler_->RegisterWorker(ReservedWorker(8, replica.probe))->name();
+  const std::string reserved =
+      scheduler_->fleet().RegisterWorker(ReservedWorker(8, replica.probe))->name();
   const std::string unreserved = Register(8);
   ASSERT_TRUE(Acquire(reserved).has_value());
   ASSERT_TRUE(Acquire(unreserved).has_value());
-  pending = scheduler_->PendingProbes();
+  pending = scheduler_->fleet().PendingProbes();
   ASSERT_EQ(pending.size(), 3u);
   // The unreserved worker took the first search's probe; it can host it, so it is placeable.
   EXPECT_TRUE(pending[0].running);
@@ -270,17 +276,17 @@ TEST_F(SchedulerTest, LaunchEndingBeforeItsProbeStartedCountsTheAttempt) {
   const v1::Search search = Create(SmallSimSearch(2));
   const std::string probe = "searches/1/candidates/0/probes/1";
   // The launch's worker registered, then went away with it without taking the probe.
-  const std::string worker = scheduler_->RegisterWorker(ReservedWorker(8, probe))->name();
-  ASSERT_TRUE(scheduler_->LaunchEnded(probe, "slurm job 7 ended FAILED").ok());
+  const std::string worker = scheduler_->fleet().RegisterWorker(ReservedWorker(8, probe))->name();
+  ASSERT_TRUE(scheduler_->fleet().LaunchEnded(probe, "slurm job 7 ended FAILED").ok());
   EXPECT_EQ(Heartbeat(worker).status().code(), absl::StatusCode::kNotFound);
   v1::Candidate candidate = Get(search.name()).candidates(0);
   EXPECT_EQ(candidate.state(), v1::CANDIDATE_QUEUED);
   EXPECT_EQ(candidate.attempts(), 1);
   // A repeated report of the same launch changes nothing.
-  ASSERT_TRUE(scheduler_->LaunchEnded(probe, "slurm job 7 ended FAILED").ok());
+  ASSERT_TRUE(scheduler_->fleet().LaunchEnded(probe, "slurm job 7 ended FAILED").ok());
   EXPECT_EQ(Get(search.name()).candidates(0).attempts(), 1);
   // The failed attempt went behind the search's other candidate.
-  std::vector<PendingProbe> pending = scheduler_->PendingProbes();
+  std::vector<PendingProbe> pending = scheduler_->fleet().PendingProbes();
   ASSERT_EQ(pending.size(), 2u);
   EXPECT_EQ(pending[0].probe, "searches/1/candidates/0/probes/2");
   const std::string unreserved = Register(8);
@@ -290,26 +296,26 @@ TEST_F(SchedulerTest, LaunchEndingBeforeItsProbeStartedCountsTheAttempt) {
   ASSERT_TRUE(Report(unreserved, next->name(), OkResult(100)).ok());
 
   // The second and last attempt fails the same way: the probe is given up with the reason.
-  ASSERT_TRUE(
-      scheduler_->LaunchEnded("searches/1/candidates/0/probes/2", "slurm job 8 ended NODE_FAIL")
-          .ok());
+  ASSERT_TRUE(scheduler_->fleet()
+                  .LaunchEnded("searches/1/candidates/0/probes/2", "slurm job 8 ended NODE_FAIL")
+                  .ok());
   const v1::Search ended = Get(search.name());
   EXPECT_EQ(ended.state(), v1::SUCCEEDED);
   const v1::Candidate& failed = ended.candidates(1);
   EXPECT_EQ(failed.name(), "searches/1/candidates/0");
   EXPECT_EQ(failed.probe_result().outcome(), v1::PROBE_INFRA_ERROR);
   EXPECT_THAT(failed.probe_result().message(), HasSubstr("slurm job 8 ended NODE_FAIL"));
-  EXPECT_EQ(scheduler_->LaunchEnded("searches/1/candidates/0", "x").code(),
+  EXPECT_EQ(scheduler_->fleet().LaunchEnded("searches/1/candidates/0", "x").code(),
             absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(SchedulerTest, LaunchEndingUnderItsRunningProbeRequeuesIt) {
   const v1::Search search = Create(SmallSimSearch(1));
   const std::string probe = "searches/1/candidates/0/probes/1";
-  const std::string worker = scheduler_->RegisterWorker(ReservedWorker(8, probe))->name();
+  const std::string worker = scheduler_->fleet().RegisterWorker(ReservedWorker(8, probe))->name();
   ASSERT_TRUE(Acquire(worker).has_value());
   const int notifications = listener_.calls;
-  ASSERT_TRUE(scheduler_->LaunchEnded(probe, "slurm job 7 ended CANCELLED").ok());
+  ASSERT_TRUE(scheduler_->fleet().LaunchEnded(probe, "slurm job 7 ended CANCELLED").ok());
   EXPECT_EQ(listener_.calls, notifications + 1);
   const v1::Candidate candidate = Get(search.name()).candidates(0);
   EXPECT_EQ(candidate.state(), v1::CANDIDATE_QUEUED);
@@ -357,7 +363,7 @@ TEST_F(SchedulerTest, AWorkerIsOnlyHandedProbesItCanHost) {
 }
 
 TEST_F(SchedulerTest, ProbesRunOnlyOnTheSearchsGpuType) {
-  const std::string a100 = *scheduler_->RegisterWorker(A100Worker(8))->mutable_name();
+  const std::string a100 = *scheduler_->fleet().RegisterWorker(A100Worker(8))->mutable_name();
   const v1::Search search = Create(OneNodeFullSearch());
   EXPECT_FALSE(Acquire(a100).has_value());
   EXPECT_EQ(Get(search.name()).candidates(0).waiting_reason(),
@@ -377,16 +383,16 @@ TEST_F(SchedulerTest, ProbesRunOnlyOnTheSearchsGpuType) {
 TEST_F(SchedulerTest, IdenticalLaunchRefusalsInARowFailTheSearch) {
   const v1::Search search = Create(SmallSimSearch(3));
   const std::string refusal = "its Slurm job could not be submitted: sbatch: error: Invalid gres";
-  ASSERT_TRUE(scheduler_->LaunchRefused("searches/1/candidates/0/probes/1", refusal).ok());
+  ASSERT_TRUE(scheduler_->fleet().LaunchRefused("searches/1/candidates/0/probes/1", refusal).ok());
   // A different refusal breaks the run.
-  ASSERT_TRUE(scheduler_->LaunchRefused("searches/1/candidates/1/probes/1", "other").ok());
-  ASSERT_TRUE(scheduler_->LaunchRefused("searches/1/candidates/2/probes/1", refusal).ok());
-  ASSERT_TRUE(scheduler_->LaunchRefused("searches/1/candidates/0/probes/2", refusal).ok());
+  ASSERT_TRUE(scheduler_->fleet().LaunchRefused("searches/1/candidates/1/probes/1", "other").ok());
+  ASSERT_TRUE(scheduler_->fleet().LaunchRefused("searches/1/candidates/2/probes/1", refusal).ok());
+  ASSERT_TRUE(scheduler_->fleet().LaunchRefused("searches/1/candidates/0/probes/2", refusal).ok());
   EXPECT_EQ(Get(search.name()).state(), v1::PROBING);
   // A refusal of a probe that moved on counts for nothing.
-  ASSERT_TRUE(scheduler_->LaunchRefused("searches/1/candidates/2/probes/1", refusal).ok());
+  ASSERT_TRUE(scheduler_->fleet().LaunchRefused("searches/1/candidates/2/probes/1", refusal).ok());
   EXPECT_EQ(Get(search.name()).state(), v1::PROBING);
-  ASSERT_TRUE(scheduler_->LaunchRefused("searches/1/candidates/2/probes/2", refusal).ok());
+  ASSERT_TRUE(scheduler_->fleet().LaunchRefused("searches/1/candidates/2/probes/2", refusal).ok());
   const v1::Search failed = Get(search.name());
   EXPECT_EQ(failed.state(), v1::FAILED);
   EXPECT_EQ(failed.stop_reason(),

@@ -3,9 +3,13 @@
 // (and the ones whose AcquireProbe reply never left are handed over again), probes no lease
 // runs any more are queued again, and each search's policy is rebuilt from its stored
 // candidates.
+#include <map>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "convert/search_state.h"
 #include "server/core/resource_names.h"
 #include "server/core/scheduler.h"
 #include "server/core/search_events.h"
@@ -14,61 +18,57 @@ namespace paratune {
 
 absl::Status Scheduler::RecoverLocked() {
   PT_ASSIGN_OR_RETURN(StoredState state, store_->Load());
-  const absl::Time now = clock_->Now();
-  // A worker that was alive when the server stopped gets a full allowance to heartbeat again
-  // before it is declared lost.
-  for (auto& [id, worker] : state.workers) workers_.Restore(id, std::move(worker), now);
-  workers_.ReserveIdsThrough(state.last_worker_id);
+  std::map<int64_t, v1::Search*> unfinished;
   for (v1::Search& search : state.unfinished_searches) {
     PT_ASSIGN_OR_RETURN(const int64_t id, ParseSearchName("search.name", search.name()));
-    const bool exempt = options_.is_admin && options_.is_admin(search.creator());
-    active_.try_emplace(id, id, std::move(search)).first->second.set_exempt_from_limits(exempt);
+    unfinished[id] = &search;
   }
-  for (internal::LeaseState& lease : state.leases) {
-    auto record = active_.find(lease.search_id());
-    // Otherwise its search ended or its candidate moved on in the same batch that should
-    // have ended it; nothing can report to it any more.
-    if (record != active_.end() && record->second.IsRunning(lease.candidate())) {
-      leases_.Add(std::move(lease));
-    } else {
-      changes_.EndLease(lease.probe());
-    }
-  }
-  for (auto& [id, worker] : workers_.all()) {
-    const std::string& probe = worker.worker.current_probe();
-    if (probe.empty() || leases_.FindMembership(probe, id, worker.worker.name()).ok()) continue;
-    worker.worker.clear_current_probe();
-    worker.worker.set_state(v1::WORKER_IDLE);
-    StoreWorkerLocked(worker);
-  }
+  // A worker that was alive when the server stopped gets a full allowance to heartbeat again
+  // before it is declared lost. A lease whose candidate moved on was left by the batch that
+  // should have ended it, or its search ended: nothing can report to it any more.
+  dispatch_.Restore(std::move(state.workers), state.last_worker_id, std::move(state.leases),
+                    clock_->Now(), [&](const internal::LeaseState& lease) {
+                      auto it = unfinished.find(lease.search_id());
+                      if (it == unfinished.end()) return false;
+                      const v1::Search& search = *it->second;
+                      const int64_t n = lease.candidate();
+                      return n >= 0 && n < search.candidates_size() &&
+                             search.candidates(n).state() == v1::CANDIDATE_RUNNING;
+                    });
   int64_t queued = 0;
-  const std::vector<int64_t> ids = ActiveIdsLocked();
-  for (int64_t id : ids) {
-    ActiveSearch& record = active_.at(id);
-    for (int64_t n : record.RequeueUnleased([&](int64_t n) { return leases_.IsLeased(id, n); })) {
-      QueueLocked(record, n);
-      ++queued;
-    }
-    if (absl::Status resumed = record.Resume(); !resumed.ok()) {
+  for (auto& [id, search] : unfinished) {
+    const bool exempt = options_.is_admin && options_.is_admin(search->creator());
+    ActiveSearch& record =
+        active_
+            .try_emplace(id, ActiveSearch::Resume(id, std::move(*search), exempt,
+                                                  [&, id = id](int64_t n) {
+                                                    return dispatch_.leases().IsLeased(id, n);
+                                                  }))
+            .first->second;
+    if (SearchEnded(record.search().state())) {
       // One search that cannot continue must not keep the server from starting.
       Log(LogLevel::kError, "search not resumed",
-          {{"search", record.search().name()}, {"error", resumed.ToString()}});
-      const std::string reason =
-          absl::StrCat("could not resume after a restart: ", resumed.message());
-      EndSearchLocked(record, v1::FAILED, reason);
+          {{"search", record.search().name()}, {"stop_reason", record.search().stop_reason()}});
+      StopProbingLocked(id, /*stop_running=*/true);
       PublishLocked(record, {StoppedEvent(record.search())});
       continue;
+    }
+    for (int64_t n = 0; n < record.search().candidates_size(); ++n) {
+      if (record.search().candidates(n).state() != v1::CANDIDATE_QUEUED) continue;
+      QueueLocked(record, n);
+      ++queued;
     }
     AdvanceLocked(record, {ResumedEvent()});
   }
   UpdateWaitingReasonsLocked();
+  RetireEndedLocked();
   PT_RETURN_IF_ERROR(CommitLocked());
-  if (!ids.empty() || !workers_.all().empty()) {
+  if (!unfinished.empty() || !dispatch_.workers().all().empty()) {
     Log(LogLevel::kInfo, "resumed from the store",
-        {{"searches", absl::StrCat(ids.size())},
+        {{"searches", absl::StrCat(unfinished.size())},
          {"queued_probes", absl::StrCat(queued)},
-         {"leased_probes", absl::StrCat(leases_.size())},
-         {"workers", absl::StrCat(workers_.all().size())}});
+         {"leased_probes", absl::StrCat(dispatch_.leases().size())},
+         {"workers", absl::StrCat(dispatch_.workers().all().size())}});
   }
   return absl::OkStatus();
 }

@@ -111,16 +111,8 @@ TEST(SchedulerStatsTest, FollowsASearchThroughTheScheduler) {
   ASSERT_TRUE(created.ok()) << created.status();
   Scheduler& scheduler = **created;
 
-  v1::RegisterWorkerRequest worker;
-  worker.set_hostname("node");
-  for (int i = 0; i < 8; ++i) {
-    v1::Gpu& gpu = *worker.add_gpus();
-    gpu.set_index(i);
-    gpu.set_name("simulated H100-80GB");
-    gpu.set_memory_bytes(85'520'809'984);
-  }
-  worker.add_backends("sim");
-  absl::StatusOr<v1::RegisterWorkerResponse> registered = scheduler.RegisterWorker(worker);
+  absl::StatusOr<v1::RegisterWorkerResponse> registered =
+      scheduler.fleet().RegisterWorker(Worker(8));
   ASSERT_TRUE(registered.ok()) << registered.status();
 
   absl::StatusOr<v1::Search> search = scheduler.CreateSearch(SmallSimSearch(1));
@@ -139,7 +131,8 @@ TEST(SchedulerStatsTest, FollowsASearchThroughTheScheduler) {
 
   v1::AcquireProbeRequest acquire;
   acquire.set_worker(registered->name());
-  absl::StatusOr<std::optional<v1::ProbeAssignment>> acquired = scheduler.TryAcquireProbe(acquire);
+  absl::StatusOr<std::optional<v1::ProbeAssignment>> acquired =
+      scheduler.fleet().TryAcquireProbe(acquire);
   ASSERT_TRUE(acquired.ok() && acquired->has_value());
   const std::optional<v1::ProbeAssignment>& assignment = *acquired;
   stats = scheduler.Stats();
@@ -157,7 +150,7 @@ TEST(SchedulerStatsTest, FollowsASearchThroughTheScheduler) {
   result.add_step_times_seconds(1.0);
   result.set_mean_step_time_seconds(1.0);
   result.set_model_tflops_per_gpu(350);
-  ASSERT_TRUE(scheduler.ReportProbe(report).ok());
+  ASSERT_TRUE(scheduler.fleet().ReportProbe(report).ok());
 
   stats = scheduler.Stats();
   EXPECT_TRUE(stats.active_searches.empty());

@@ -14,6 +14,7 @@
 #include "gtest/gtest-spi.h"
 #include "gtest/gtest.h"
 #include "server/core/probe_timing.h"
+#include "server/core/scheduler_invariants.h"
 #include "server/core/scheduler_test_fixture.h"
 #include "server/core/test_requests.h"
 
@@ -318,6 +319,16 @@ TEST_F(SchedulerTest, ACandidateChangeLeftOutOfTheStoredUpdateIsCaught) {
   EXPECT_TRUE(Report(worker, assignment->name(), OkResult(300)).ok());
 }
 
+TEST_F(SchedulerTest, TheInvariantCheckerCatchesABusyWorkerWithoutALease) {
+  const std::string worker = Register(8);
+  SchedulerInvariants::MarkBusyWithoutLease(*scheduler_.get(), worker);
+  // Whatever the next call, the fixture checks the invariants once it returns.
+  EXPECT_NONFATAL_FAILURE(scheduler_->CheckLeases(),
+                          worker + " is WORKER_BUSY but holds no share of a live lease");
+  // What was planted stays: nothing is left for the end of the test to check.
+  scheduler_.reset();
+}
+
 TEST_F(SchedulerTest, ShutdownReleasesWatchers) {
   const v1::Search search = Create(SmallSimSearch(1));
   RecordingObserver observer;
@@ -347,7 +358,7 @@ TEST_F(SchedulerTest, AdaptiveStopsBeforeProbingEverythingAndConfirmsCloseLeader
 
   // Every probe measures its prediction with 3% step-to-step noise: the leaders' short probes
   // cannot be told apart, so they are confirmed with 4 x 5 timed steps.
-  const std::vector<int64_t> timed_steps = RunToEnd(*scheduler_, worker, search.name(), 1.0, 0.03);
+  const std::vector<int64_t> timed_steps = RunToEnd(worker, search.name(), 1.0, 0.03);
   const v1::Search done = Get(search.name());
   EXPECT_EQ(done.state(), v1::SUCCEEDED) << done.stop_reason();
   EXPECT_THAT(done.stop_reason(), HasSubstr("no unprobed candidate can beat the best measured"));
@@ -368,7 +379,7 @@ TEST_F(SchedulerTest, BudgetOfProbesEndsTheSearchAndSkipsTheRest) {
   request.mutable_spec()->set_policy(v1::EXHAUSTIVE);
   request.mutable_spec()->mutable_budget()->set_max_probes(3);
   const v1::Search search = Create(request);
-  RunToEnd(*scheduler_, worker, search.name(), 1.0, 0);
+  RunToEnd(worker, search.name(), 1.0, 0);
   const v1::Search done = Get(search.name());
   EXPECT_EQ(done.state(), v1::SUCCEEDED);
   EXPECT_EQ(done.stop_reason(), "budget: max_probes (3) reached");

@@ -13,26 +13,18 @@
 #include "absl/strings/match.h"
 #include "absl/time/time.h"
 #include "convert/search_view.h"
+#include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "server/core/launch_target.h"
+#include "server/core/scheduler_invariants.h"
+#include "server/core/test_probe_result.h"
 #include "server/core/test_requests.h"
 #include "server/store/sqlite_search_store.h"
 
 namespace paratune {
 
-v1::RegisterWorkerRequest Worker(int gpus, const std::string& backend) {
-  v1::RegisterWorkerRequest request;
-  request.set_hostname("node");
-  for (int i = 0; i < gpus; ++i) {
-    v1::Gpu& gpu = *request.add_gpus();
-    gpu.set_index(i);
-    gpu.set_name("simulated H100-80GB");
-    gpu.set_memory_bytes(85'520'809'984);
-  }
-  request.add_backends(backend);
-  return request;
-}
+using ::testing::IsEmpty;
 
 v1::ProbeResult OkResult(double tflops) {
   v1::ProbeResult result;
@@ -95,37 +87,14 @@ v1::ProbeResult MeasuredAsPredicted(const v1::Search& search, const v1::ProbeAss
     if (absl::StartsWith(assignment.name(), c.name() + "/")) candidate = &c;
   }
   EXPECT_NE(candidate, nullptr) << assignment.name();
-  v1::ProbeResult result = OkResult(candidate->predicted().model_tflops_per_gpu() * factor);
-  const double step = candidate->predicted().step_time_seconds() / factor;
-  result.clear_step_times_seconds();
-  for (int64_t i = 0; i < assignment.timed_steps(); ++i) {
-    result.add_step_times_seconds(step * (1 + (i % 2 == 0 ? spread : -spread)));
-  }
-  result.set_mean_step_time_seconds(step);
+  v1::ProbeResult result = TimedResult(candidate->predicted().model_tflops_per_gpu() * factor,
+                                       candidate->predicted().step_time_seconds() / factor,
+                                       assignment.timed_steps(), spread);
+  result.set_backend("sim");
+  result.set_simulated(true);
+  result.set_tokens_per_second(1000);
   result.set_wall_seconds(2);
   return result;
-}
-
-std::vector<int64_t> RunToEnd(Scheduler& scheduler, const std::string& worker,
-                              const std::string& search_name, double factor, double spread) {
-  std::vector<int64_t> timed_steps;
-  std::string last_probe;
-  for (int probes = 0; probes < 500; ++probes) {
-    absl::StatusOr<std::optional<v1::ProbeAssignment>> acquired =
-        scheduler.TryAcquireProbe(AcquireRequest(worker, last_probe));
-    EXPECT_TRUE(acquired.ok()) << acquired.status();
-    if (!acquired.ok() || !acquired->has_value()) break;
-    const v1::ProbeAssignment& assignment = **acquired;
-    last_probe = assignment.name();
-    timed_steps.push_back(assignment.timed_steps());
-    v1::ReportProbeRequest report;
-    report.set_worker(worker);
-    report.set_probe(assignment.name());
-    *report.mutable_result() =
-        MeasuredAsPredicted(*scheduler.reader().GetSearch(search_name), assignment, factor, spread);
-    EXPECT_TRUE(scheduler.ReportProbe(report).ok());
-  }
-  return timed_steps;
 }
 
 SchedulerTest::SchedulerTest() {
@@ -137,25 +106,29 @@ SchedulerTest::SchedulerTest() {
   absl::StatusOr<std::unique_ptr<Scheduler>> scheduler =
       Scheduler::Create(std::move(options), std::move(store));
   EXPECT_TRUE(scheduler.ok()) << scheduler.status();
-  scheduler_ = *std::move(scheduler);
-  scheduler_->AddListener(&listener_);
+  scheduler_.reset(*std::move(scheduler));
+  scheduler_->fleet().AddListener(&listener_);
 }
 
-void SchedulerTest::TearDown() { ExpectStoredAsInMemory(); }
+void SchedulerTest::TearDown() {
+  ExpectStoredAsInMemory();
+  ExpectInvariants();
+}
 
 void SchedulerTest::ExpectStoredAsInMemory() {
   if (scheduler_ == nullptr || (store_ != nullptr && store_->last_write_failed())) return;
+  Scheduler& scheduler = *scheduler_.get();
   v1::ListSearchesRequest list;
   list.set_page_size(1000);
-  absl::StatusOr<v1::ListSearchesResponse> listed = scheduler_->reader().ListSearches(list);
+  absl::StatusOr<v1::ListSearchesResponse> listed = scheduler.reader().ListSearches(list);
   ASSERT_TRUE(listed.ok()) << listed.status();
   RecordingObserver observer;
   for (const v1::Search& search : listed->searches()) {
-    absl::StatusOr<Scheduler::WatchStart> watched = scheduler_->Watch(search.name(), &observer);
+    absl::StatusOr<Scheduler::WatchStart> watched = scheduler.Watch(search.name(), &observer);
     if (!watched.ok()) return;  // shut down
-    scheduler_->Unwatch(search.name(), &observer);
+    scheduler.Unwatch(search.name(), &observer);
     if (watched->ended) continue;
-    absl::StatusOr<v1::Search> stored = scheduler_->reader().GetSearch(search.name());
+    absl::StatusOr<v1::Search> stored = scheduler.reader().GetSearch(search.name());
     ASSERT_TRUE(stored.ok()) << stored.status();
     std::string differences;
     google::protobuf::util::MessageDifferencer differencer;
@@ -164,30 +137,33 @@ void SchedulerTest::ExpectStoredAsInMemory() {
         << search.name() << " in the store differs from the scheduler's:\n"
         << differences;
   }
+  EXPECT_THAT(SchedulerInvariants::StoreDifferences(scheduler), IsEmpty());
+}
+
+void SchedulerTest::ExpectInvariants() {
+  if (scheduler_ == nullptr) return;
+  EXPECT_THAT(SchedulerInvariants::Violations(*scheduler_.get()), IsEmpty());
 }
 
 v1::Search SchedulerTest::Create(const v1::CreateSearchRequest& request) {
   absl::StatusOr<v1::Search> search = scheduler_->CreateSearch(request);
   EXPECT_TRUE(search.ok()) << search.status();
-  ExpectStoredAsInMemory();
   return search.ok() ? *search : v1::Search();
 }
 
 std::string SchedulerTest::Register(int gpus, const std::string& backend) {
   absl::StatusOr<v1::RegisterWorkerResponse> response =
-      scheduler_->RegisterWorker(Worker(gpus, backend));
+      scheduler_->fleet().RegisterWorker(Worker(gpus, backend));
   EXPECT_TRUE(response.ok()) << response.status();
-  ExpectStoredAsInMemory();
   return response.ok() ? response->name() : "";
 }
 
 std::optional<v1::ProbeAssignment> SchedulerTest::Acquire(const std::string& worker) {
   const int notified = listener_.calls;
   absl::StatusOr<std::optional<v1::ProbeAssignment>> acquired =
-      scheduler_->TryAcquireProbe(AcquireRequest(worker, last_probes_[worker]));
+      scheduler_->fleet().TryAcquireProbe(AcquireRequest(worker, last_probes_[worker]));
   EXPECT_TRUE(acquired.ok()) << acquired.status();
   others_may_have_work_ = listener_.calls > notified;
-  ExpectStoredAsInMemory();
   if (!acquired.ok() || !acquired->has_value()) return std::nullopt;
   last_probes_[worker] = (*acquired)->name();
   return *acquired;
@@ -199,9 +175,7 @@ absl::Status SchedulerTest::Report(const std::string& worker, const std::string&
   request.set_worker(worker);
   request.set_probe(probe);
   *request.mutable_result() = result;
-  absl::Status status = scheduler_->ReportProbe(request);
-  ExpectStoredAsInMemory();
-  return status;
+  return scheduler_->fleet().ReportProbe(request);
 }
 
 absl::StatusOr<v1::HeartbeatResponse> SchedulerTest::Heartbeat(const std::string& worker,
@@ -209,9 +183,7 @@ absl::StatusOr<v1::HeartbeatResponse> SchedulerTest::Heartbeat(const std::string
   v1::HeartbeatRequest request;
   request.set_worker(worker);
   for (std::string& probe : running) request.add_running_probes(std::move(probe));
-  absl::StatusOr<v1::HeartbeatResponse> response = scheduler_->Heartbeat(request);
-  ExpectStoredAsInMemory();
-  return response;
+  return scheduler_->fleet().Heartbeat(request);
 }
 
 v1::Search SchedulerTest::Get(const std::string& name) {
@@ -229,6 +201,20 @@ std::vector<v1::SearchEvent> SchedulerTest::Events(const std::string& name) {
   if (!log.ok()) return {};
   EXPECT_TRUE(log->next_page_token().empty()) << "more than a page of events";
   return {log->events().begin(), log->events().end()};
+}
+
+std::vector<int64_t> SchedulerTest::RunToEnd(const std::string& worker, const std::string& name,
+                                             double factor, double spread) {
+  std::vector<int64_t> timed_steps;
+  for (int probes = 0; probes < 500; ++probes) {
+    std::optional<v1::ProbeAssignment> assignment = Acquire(worker);
+    if (!assignment.has_value()) break;
+    timed_steps.push_back(assignment->timed_steps());
+    EXPECT_TRUE(Report(worker, assignment->name(),
+                       MeasuredAsPredicted(Get(name), *assignment, factor, spread))
+                    .ok());
+  }
+  return timed_steps;
 }
 
 SchedulerRestartTest::SchedulerRestartTest()
@@ -253,8 +239,8 @@ void SchedulerRestartTest::Restart() {
   absl::StatusOr<std::unique_ptr<Scheduler>> scheduler =
       Scheduler::Create(std::move(options), *std::move(store));
   ASSERT_TRUE(scheduler.ok()) << scheduler.status();
-  scheduler_ = *std::move(scheduler);
-  scheduler_->AddListener(&listener_);
+  scheduler_.reset(*std::move(scheduler));
+  scheduler_->fleet().AddListener(&listener_);
 }
 
 void SchedulerRestartTest::RemoveFiles() {

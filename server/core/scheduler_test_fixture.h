@@ -1,15 +1,19 @@
 // The fixture and helpers the scheduler's tests share (scheduler_test.cc,
-// scheduler_placement_test.cc, scheduler_durability_test.cc): a Scheduler over a fake store
-// and a fake clock, sim workers and results, and a scheduler over a database file that tests
+// scheduler_placement_test.cc, scheduler_durability_test.cc, scheduler_events_test.cc,
+// scheduler_limits_test.cc): a Scheduler over a fake store and a fake clock, checked after
+// every call, sim workers and results, and a scheduler over a database file that tests
 // restart.
 #ifndef PARATUNE_SERVER_CORE_SCHEDULER_TEST_FIXTURE_H_
 #define PARATUNE_SERVER_CORE_SCHEDULER_TEST_FIXTURE_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -23,12 +27,11 @@
 #include "server/core/probes_queued_listener.h"
 #include "server/core/scheduler.h"
 #include "server/core/search_observer.h"
+#include "server/core/test_requests.h"
 #include "server/store/fake_search_store.h"
 
 namespace paratune {
 
-// A worker on host "node" with `gpus` simulated H100-80GB GPUs and the backend `backend`.
-v1::RegisterWorkerRequest Worker(int gpus, const std::string& backend = "sim");
 // A successful sim result: one timed step of 1 s, 1000 tokens/s, `tflops` per GPU.
 v1::ProbeResult OkResult(double tflops);
 // A sim result ending with `outcome` and the message "it broke".
@@ -72,20 +75,55 @@ class RecordingObserver : public SearchObserver {
   bool shut_down = false;
 };
 
+// The scheduler under test, checked after every call made through it: `scheduler_->X(...)`
+// returns a Call whose destructor, at the end of the full expression, runs `check`
+// (Stroustrup's "wrapping member function calls"). get() is unchecked, for the check itself.
+class CheckedScheduler {
+ public:
+  class Call {
+   public:
+    Call(Scheduler* scheduler, const std::function<void()>& check)
+        : scheduler_(scheduler), check_(check) {}
+    Call(const Call&) = delete;
+    Call& operator=(const Call&) = delete;
+    ~Call() { check_(); }
+    Scheduler* operator->() const { return scheduler_; }
+
+   private:
+    Scheduler* const scheduler_;
+    const std::function<void()>& check_;
+  };
+
+  explicit CheckedScheduler(std::function<void()> check) : check_(std::move(check)) {}
+
+  Call operator->() const { return Call(scheduler_.get(), check_); }
+  Scheduler* get() const { return scheduler_.get(); }
+  void reset(std::unique_ptr<Scheduler> scheduler = nullptr) { scheduler_ = std::move(scheduler); }
+  bool operator==(std::nullptr_t) const { return scheduler_ == nullptr; }
+  bool operator!=(std::nullptr_t) const { return scheduler_ != nullptr; }
+
+ private:
+  std::unique_ptr<Scheduler> scheduler_;
+  const std::function<void()> check_;
+};
+
 // A Scheduler over a FakeSearchStore and a FakeClock, heartbeat interval 2 s, with
-// `listener_` added. The helpers expect success where they return no status. After each
-// helper's call and at the end of the test, every search the scheduler has not ended must
-// read from the store as the scheduler holds it (ExpectStoredAsInMemory).
+// `listener_` added. The helpers expect success where they return no status. After every call
+// through scheduler_ and at the end of the test, the store must hold what the scheduler holds
+// (ExpectStoredAsInMemory) and the scheduler's invariants must hold (ExpectInvariants).
 class SchedulerTest : public ::testing::Test {
  protected:
   SchedulerTest();
   void TearDown() override;
 
   // Expects every search the scheduler has not ended to read from the store as the scheduler
-  // holds it (what Watch starts from): whatever an operation changed was stored with it, no
-  // candidate left out of its update. Nothing to compare while the store's last write failed
-  // (the scheduler stores those changes with its next commit) or after Shutdown.
+  // holds it (what Watch starts from), and its workers and leases too: whatever an operation
+  // changed was stored with it, no candidate left out of its update. Nothing to compare while
+  // the store's last write failed (the scheduler stores those changes with its next commit)
+  // or after Shutdown.
   void ExpectStoredAsInMemory();
+  // Expects the scheduler's invariants to hold (scheduler_invariants.h).
+  void ExpectInvariants();
 
   // The created search, or an empty one after a failed expectation.
   v1::Search Create(const v1::CreateSearchRequest& request);
@@ -105,6 +143,11 @@ class SchedulerTest : public ::testing::Test {
   v1::Search Get(const std::string& name);
   // Every event of search `name` as ListSearchEvents reads them, oldest first.
   std::vector<v1::SearchEvent> Events(const std::string& name);
+  // Runs search `name` to its end on `worker`, each probe measuring `factor` x its prediction
+  // with step times spread by +-`spread` (MeasuredAsPredicted); returns each probe's
+  // timed_steps.
+  std::vector<int64_t> RunToEnd(const std::string& worker, const std::string& name, double factor,
+                                double spread);
 
   FakeClock clock_;
   CountingListener listener_;
@@ -114,12 +157,11 @@ class SchedulerTest : public ::testing::Test {
   std::map<std::string, std::string> last_probes_;
   // The store of the scheduler built by the constructor; null once a test replaced it.
   FakeSearchStore* store_ = nullptr;
-  std::unique_ptr<Scheduler> scheduler_;
+  CheckedScheduler scheduler_{[this] {
+    ExpectStoredAsInMemory();
+    ExpectInvariants();
+  }};
 };
-
-// Runs the search to its end on `worker` at `factor` x each prediction; returns each timed_steps.
-std::vector<int64_t> RunToEnd(Scheduler& scheduler, const std::string& worker,
-                              const std::string& search_name, double factor, double spread);
 
 // A scheduler over a database file, restarted as a killed server would be: everything it
 // answered OK for is in the file.

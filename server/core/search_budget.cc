@@ -2,15 +2,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "google/protobuf/util/time_util.h"
 
 namespace paratune {
 
-bool DeadlinePassed(const v1::SearchBudget& budget, const BudgetUse& use) {
-  return budget.deadline_seconds() > 0 && use.elapsed >= absl::Seconds(budget.deadline_seconds());
+bool DeadlinePassed(const v1::SearchBudget& budget, absl::Duration elapsed) {
+  return budget.deadline_seconds() > 0 && elapsed >= absl::Seconds(budget.deadline_seconds());
+}
+
+absl::Duration SearchAge(const v1::Search& search, absl::Time now) {
+  return now - absl::FromUnixNanos(
+                   google::protobuf::util::TimeUtil::TimestampToNanoseconds(search.create_time()));
 }
 
 std::optional<std::string> BudgetReached(const v1::SearchBudget& budget, const BudgetUse& use) {
-  if (DeadlinePassed(budget, use)) {
+  if (DeadlinePassed(budget, use.elapsed)) {
     return absl::StrCat("budget: deadline (",
                         absl::FormatDuration(absl::Seconds(budget.deadline_seconds())), ") passed");
   }

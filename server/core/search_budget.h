@@ -22,8 +22,12 @@ struct BudgetUse {
 // nullopt. Zero limits are unlimited.
 std::optional<std::string> BudgetReached(const v1::SearchBudget& budget, const BudgetUse& use);
 
-// Whether the limit reached is the deadline, which also stops running probes.
-bool DeadlinePassed(const v1::SearchBudget& budget, const BudgetUse& use);
+// Whether the deadline passed `elapsed` after the search was created; that limit also stops
+// running probes.
+bool DeadlinePassed(const v1::SearchBudget& budget, absl::Duration elapsed);
+
+// How long before `now` `search` was created.
+absl::Duration SearchAge(const v1::Search& search, absl::Time now);
 
 }  // namespace paratune
 

@@ -20,8 +20,14 @@ TEST(BudgetReachedTest, NamesTheLimitReached) {
   EXPECT_EQ(BudgetReached(budget, {0, 3600.4, absl::ZeroDuration()}),
             "budget: max_gpu_seconds (3600) reached after 3600 GPU-seconds");
   EXPECT_EQ(BudgetReached(budget, {20, 3600, absl::Seconds(7200)}), "budget: deadline (2h) passed");
-  EXPECT_TRUE(DeadlinePassed(budget, {0, 0, absl::Seconds(7200)}));
-  EXPECT_FALSE(DeadlinePassed(budget, {20, 3600, absl::Seconds(7199)}));
+  EXPECT_TRUE(DeadlinePassed(budget, absl::Seconds(7200)));
+  EXPECT_FALSE(DeadlinePassed(budget, absl::Seconds(7199)));
+}
+
+TEST(SearchAgeTest, CountsFromTheCreateTime) {
+  v1::Search search;
+  search.mutable_create_time()->set_seconds(1000);
+  EXPECT_EQ(SearchAge(search, absl::FromUnixSeconds(1090)), absl::Seconds(90));
 }
 
 }  // namespace

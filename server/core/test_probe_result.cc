@@ -75,4 +75,17 @@ v1::ProbeResult CompleteProbeResult() {
   return result;
 }
 
+v1::ProbeResult TimedResult(double tflops, double step_seconds, int64_t steps,
+                            double relative_spread) {
+  v1::ProbeResult result;
+  result.set_outcome(v1::PROBE_OK);
+  for (int64_t k = 0; k < steps; ++k) {
+    result.add_step_times_seconds(step_seconds *
+                                  (1 + (k % 2 == 0 ? relative_spread : -relative_spread)));
+  }
+  result.set_mean_step_time_seconds(step_seconds);
+  result.set_model_tflops_per_gpu(tflops);
+  return result;
+}
+
 }  // namespace paratune

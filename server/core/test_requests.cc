@@ -18,4 +18,17 @@ v1::CreateSearchRequest SmallSimSearch(int64_t top_k, int64_t nodes, int64_t gpu
   return request;
 }
 
+v1::RegisterWorkerRequest Worker(int gpus, const std::string& backend) {
+  v1::RegisterWorkerRequest request;
+  request.set_hostname("node");
+  for (int i = 0; i < gpus; ++i) {
+    v1::Gpu& gpu = *request.add_gpus();
+    gpu.set_index(i);
+    gpu.set_name("simulated H100-80GB");
+    gpu.set_memory_bytes(85'520'809'984);
+  }
+  request.add_backends(backend);
+  return request;
+}
+
 }  // namespace paratune

@@ -37,7 +37,8 @@ WorkerRegistry::Record& WorkerRegistry::Restore(int64_t id, v1::Worker worker, a
 
 void WorkerRegistry::Remove(int64_t id) { workers_.erase(id); }
 
-absl::StatusOr<WorkerRegistry::Record*> WorkerRegistry::FindLive(absl::string_view name) {
+absl::StatusOr<const WorkerRegistry::Record*> WorkerRegistry::FindLive(
+    absl::string_view name) const {
   const absl::StatusOr<int64_t> id = ParseWorkerName("worker", name);
   if (!id.ok()) return id.status();
   auto it = workers_.find(*id);
@@ -50,7 +51,7 @@ absl::StatusOr<WorkerRegistry::Record*> WorkerRegistry::FindLive(absl::string_vi
   return &it->second;
 }
 
-WorkerRegistry::Record* WorkerRegistry::Find(int64_t id) {
+const WorkerRegistry::Record* WorkerRegistry::Find(int64_t id) const {
   auto it = workers_.find(id);
   return it == workers_.end() ? nullptr : &it->second;
 }

@@ -1,6 +1,7 @@
 // The workers the scheduler knows (DESIGN.md §7): who is registered, who is live, who is
 // free, who could host a probe, and who has gone silent. It returns facts; what follows from
-// them (releasing a lost worker's lease, storing the change) is the scheduler's.
+// them (releasing a lost worker's lease, storing the change) is Dispatch's (dispatch.h), the
+// one owner of a registry that changes.
 #ifndef PARATUNE_SERVER_CORE_WORKER_REGISTRY_H_
 #define PARATUNE_SERVER_CORE_WORKER_REGISTRY_H_
 
@@ -47,18 +48,16 @@ class WorkerRegistry {
 
   // The worker called `name`, if registered and not lost. INVALID_ARGUMENT for a malformed
   // name; NOT_FOUND saying to register again otherwise.
-  absl::StatusOr<Record*> FindLive(absl::string_view name);
+  absl::StatusOr<const Record*> FindLive(absl::string_view name) const;
   // The worker with this id, lost or not; nullptr when it is not registered.
-  Record* Find(int64_t id);
+  const Record* Find(int64_t id) const;
+  // The worker with this id, which must be registered, to change.
+  Record& Mutable(int64_t id) { return workers_.at(id); }
 
   // Live workers silent for longer than `limit` at `now`.
   std::vector<int64_t> Silent(absl::Time now, absl::Duration limit) const;
   // Live workers reserved for `probe` (kProbeReservationLabel).
   std::vector<int64_t> ReservedWorkers(const std::string& probe) const;
-  // Live workers that can host shares of a probe with these needs (WorkerMismatch), free
-  // ones only when `free_only`, except `except_id`.
-  std::vector<FreeWorker> Eligible(const ProbeNeeds& needs, bool free_only,
-                                   int64_t except_id = 0) const;
   // Every live worker, by id.
   std::vector<const v1::Worker*> Live() const;
   // Where a probe with these needs runs if `requester` asks at `now`: its first node share on
@@ -78,10 +77,13 @@ class WorkerRegistry {
   std::string WhyUnplaceable(const ProbeNeeds& needs) const;
 
   // Every registered worker, by id (lost ones included).
-  std::map<int64_t, Record>& all() { return workers_; }
   const std::map<int64_t, Record>& all() const { return workers_; }
 
  private:
+  // Live workers that can host shares of a probe with these needs (WorkerMismatch), free
+  // ones only when `free_only`, except `except_id`.
+  std::vector<FreeWorker> Eligible(const ProbeNeeds& needs, bool free_only,
+                                   int64_t except_id = 0) const;
   bool HasReservedWorkers(const std::string& probe) const;
 
   std::map<int64_t, Record> workers_;

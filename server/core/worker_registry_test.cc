@@ -60,7 +60,7 @@ TEST(WorkerRegistryTest, SilentWorkersAndLostOnes) {
   WorkerRegistry::Record& recent = workers.Add(H100(8), kNow);
   recent.last_heartbeat = kNow + absl::Seconds(5);
   EXPECT_THAT(workers.Silent(kNow + absl::Seconds(7), absl::Seconds(6)), ElementsAre(1));
-  workers.Find(1)->worker.set_state(v1::WORKER_LOST);
+  workers.Mutable(1).worker.set_state(v1::WORKER_LOST);
   EXPECT_TRUE(workers.Silent(kNow + absl::Seconds(7), absl::Seconds(6)).empty());
   EXPECT_EQ(workers.FindLive("workers/1").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(workers.Live().size(), 1u);
