@@ -49,9 +49,13 @@ std::pair<v1::ProbeScope, ProbeNeeds> ScopedNeedsOf(
                              config.context_parallel())};
 }
 
-bool ReservedFor(const v1::Worker& worker, const std::string& probe) {
+std::string ReservedProbe(const v1::Worker& worker) {
   auto reserved = worker.labels().find(kProbeReservationLabel);
-  return reserved != worker.labels().end() && reserved->second == probe;
+  return reserved == worker.labels().end() ? "" : reserved->second;
+}
+
+bool ReservedFor(const v1::Worker& worker, const std::string& probe) {
+  return !probe.empty() && ReservedProbe(worker) == probe;
 }
 
 std::string WorkerMismatch(const v1::Worker& worker, const ProbeNeeds& needs, bool probe_reserved) {

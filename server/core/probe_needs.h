@@ -50,7 +50,9 @@ std::pair<v1::ProbeScope, ProbeNeeds> ScopedNeedsOf(
 // workers are reserved for this probe, which then runs on those only.
 std::string WorkerMismatch(const v1::Worker& worker, const ProbeNeeds& needs, bool probe_reserved);
 
-// Whether the worker is reserved for the probe called `probe` (kProbeReservationLabel).
+// The probe the worker is reserved for (kProbeReservationLabel); empty when none.
+std::string ReservedProbe(const v1::Worker& worker);
+// Whether the worker is reserved for the probe called `probe`.
 bool ReservedFor(const v1::Worker& worker, const std::string& probe);
 
 // "2 x 8 h100-80gb (sim), 1 x 4 a100-40gb (sim, replay)": the workers grouped by what they

@@ -294,11 +294,12 @@ void Scheduler::PublishLocked(ActiveSearch& record, std::vector<v1::SearchEvent>
 }
 
 std::pair<v1::ProbeScope, ProbeNeeds> Scheduler::NextProbeLocked(const ActiveSearch& record,
-                                                                 int64_t n) {
+                                                                 int64_t n,
+                                                                 HostingMemo& hosting) const {
   const v1::Candidate& candidate = record.search().candidates(n);
   return ScopedNeedsOf(record.search().spec(), candidate.config(),
                        ProbeName(record.id(), n, candidate.attempts() + 1),
-                       [&](const ProbeNeeds& full) { return dispatch_.workers().CanHost(full); });
+                       [&](const ProbeNeeds& full) { return hosting.CanHost(full); });
 }
 
 std::optional<v1::ProbeAssignment> Scheduler::LeaseNextLocked(const WorkerRegistry::Record& worker,
@@ -307,13 +308,14 @@ std::optional<v1::ProbeAssignment> Scheduler::LeaseNextLocked(const WorkerRegist
   int64_t ranks = 0;
   std::vector<RankShare> shares;
   absl::flat_hash_map<std::string, int64_t> in_flight;
+  HostingMemo hosting(dispatch_.workers());
   std::optional<ProbeQueue::Item> item = queue_.PopFirstFitting([&](const ProbeQueue::Item& item) {
     const ActiveSearch& record = active_.at(item.search_id);
     if (AtProbeLimitLocked(record, in_flight)) {
       changes_.NoteHeldBackByLimit();
       return false;
     }
-    auto [probe_scope, needs] = NextProbeLocked(record, item.candidate);
+    auto [probe_scope, needs] = NextProbeLocked(record, item.candidate, hosting);
     std::optional<std::vector<RankShare>> placed = dispatch_.workers().Place(needs, worker, now);
     if (!placed.has_value()) return false;
     scope = probe_scope;
@@ -436,6 +438,7 @@ void Scheduler::QueueLocked(const ActiveSearch& record, int64_t n) {
 
 void Scheduler::UpdateWaitingReasonsLocked() {
   absl::flat_hash_map<std::string, int64_t> in_flight;
+  HostingMemo hosting(dispatch_.workers());
   for (int64_t id : ActiveIdsLocked()) {
     ActiveSearch* record = FindLiveLocked(id);
     if (record == nullptr) continue;
@@ -447,7 +450,7 @@ void Scheduler::UpdateWaitingReasonsLocked() {
       const std::string reason =
           at_limit ? ProbesInFlightWaitingReason(record->search().creator(),
                                                  options_.limits.max_probes_in_flight_per_principal)
-                   : dispatch_.workers().WhyUnplaceable(NextProbeLocked(*record, n).second);
+                   : hosting.WhyUnplaceable(NextProbeLocked(*record, n, hosting).second);
       if (reason == candidate.waiting_reason()) continue;
       changes.push_back(WaitingEvent(candidate.name(), reason));
       record->SetWaitingReason(n, reason);

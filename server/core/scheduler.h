@@ -39,6 +39,7 @@
 #include "server/core/change_set.h"
 #include "server/core/dispatch.h"
 #include "server/core/gang_placement.h"
+#include "server/core/hosting_memo.h"
 #include "server/core/launch_target.h"
 #include "server/core/limits.h"
 #include "server/core/principal.h"
@@ -270,8 +271,10 @@ class Scheduler {
   // with its observers' notice.
   void PublishLocked(ActiveSearch& record, std::vector<v1::SearchEvent> events)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // What candidate n's next probe needs: its scope, ranks and workers.
-  std::pair<v1::ProbeScope, ProbeNeeds> NextProbeLocked(const ActiveSearch& record, int64_t n)
+  // What candidate n's next probe needs: its scope, ranks and workers. `hosting` answers for
+  // the registry as it is now (a pass over the queue shares one).
+  std::pair<v1::ProbeScope, ProbeNeeds> NextProbeLocked(const ActiveSearch& record, int64_t n,
+                                                        HostingMemo& hosting) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Leases the first queued probe, round-robin between searches, that `worker` (asking at
   // `now`) can host the first node share of, its other shares on other free workers that can

@@ -9,7 +9,9 @@
 // BM_ProbeWatched adds WatchSearch observers (one, or ten on the largest search), each sent
 // what changed after every change and serializing it as the stream would (counter
 // watch_bytes_per_probe: one watcher's); BM_CheckLeases times the periodic check of a search whose
-// candidates are all queued. Counter: candidates is the search's size.
+// candidates are all queued, on the two nodes' workers alone and among 126 more that cannot
+// host them (a fleet the size of scripts/load_test.sh's). Counter: candidates is the search's
+// size.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -33,11 +35,11 @@ namespace {
 // Nodes of the searched cluster, one worker each: every probe runs on all of them (FULL).
 constexpr int kNodes = 2;
 
-// Node `node`'s worker: 64 simulated H100-80GB.
-v1::RegisterWorkerRequest NodeWorker(int node) {
+// Node `node`'s worker: `gpus` simulated H100-80GB.
+v1::RegisterWorkerRequest NodeWorker(int node, int gpus = 64) {
   v1::RegisterWorkerRequest request;
   request.set_hostname(absl::StrCat("node", node));
-  for (int i = 0; i < 64; ++i) {
+  for (int i = 0; i < gpus; ++i) {
     v1::Gpu& gpu = *request.add_gpus();
     gpu.set_index(i);
     gpu.set_name("simulated H100-80GB");
@@ -115,10 +117,11 @@ v1::ProbeResult SimResult() {
 }
 
 // A scheduler over the SQLite database at `path` (":memory:" for one in memory), without a cap
-// on enumerated candidates, with a worker per node registered; `workers` receives their names.
+// on enumerated candidates, with a worker per node registered and `bystanders` more workers of
+// 8 GPUs (too few for a node share); `workers` receives the names of the nodes' workers.
 // Null after SkipWithError.
 std::unique_ptr<Scheduler> StartScheduler(benchmark::State& state, const std::string& path,
-                                          std::vector<std::string>& workers) {
+                                          std::vector<std::string>& workers, int bystanders = 0) {
   absl::StatusOr<std::unique_ptr<SqliteSearchStore>> store = SqliteSearchStore::Open(path);
   if (!store.ok()) {
     state.SkipWithError(store.status().ToString().c_str());
@@ -140,6 +143,14 @@ std::unique_ptr<Scheduler> StartScheduler(benchmark::State& state, const std::st
       return nullptr;
     }
     workers.push_back(registered->name());
+  }
+  for (int bystander = 0; bystander < bystanders; ++bystander) {
+    absl::Status registered =
+        (*scheduler)->fleet().RegisterWorker(NodeWorker(kNodes + bystander, 8)).status();
+    if (!registered.ok()) {
+      state.SkipWithError(registered.ToString().c_str());
+      return nullptr;
+    }
   }
   return *std::move(scheduler);
 }
@@ -221,10 +232,11 @@ void RunProbes(benchmark::State& state, int watchers) {
 }
 
 // The periodic check (paratune-server runs it twice per heartbeat interval) of a search whose
-// candidates are all queued.
+// candidates are all queued, with `bystanders` workers that cannot host them besides.
 void BM_CheckLeases(benchmark::State& state) {
   std::vector<std::string> workers;
-  std::unique_ptr<Scheduler> scheduler = StartScheduler(state, ":memory:", workers);
+  std::unique_ptr<Scheduler> scheduler =
+      StartScheduler(state, ":memory:", workers, static_cast<int>(state.range(1)));
   if (scheduler == nullptr) return;
   absl::StatusOr<v1::Search> search =
       scheduler->CreateSearch(ExhaustiveSearch(static_cast<int>(state.range(0))));
@@ -232,10 +244,16 @@ void BM_CheckLeases(benchmark::State& state) {
     state.SkipWithError(search.status().ToString().c_str());
     return;
   }
+  // The first check after creating the largest search costs about a second of CPU (malloc
+  // dominates the profile); the loop times the periodic steady state.
+  scheduler->CheckLeases();
   for (auto _ : state) scheduler->CheckLeases();
   state.counters["candidates"] = benchmark::Counter(static_cast<double>(search->candidates_size()));
 }
-BENCHMARK(BM_CheckLeases)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CheckLeases)
+    ->ArgNames({"size", "bystanders"})
+    ->ArgsProduct({{0, 1, 2}, {0, 126}})
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_Probe(benchmark::State& state) { RunProbes(state, /*watchers=*/0); }
 void BM_ProbeWatched(benchmark::State& state) {

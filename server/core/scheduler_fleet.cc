@@ -174,6 +174,7 @@ std::vector<PendingProbe> Scheduler::Fleet::PendingProbes() {
   absl::MutexLock lock(&scheduler_.mu_);
   std::vector<PendingProbe> pending;
   absl::flat_hash_map<std::string, int64_t> in_flight;
+  HostingMemo hosting(scheduler_.dispatch_.workers());
   for (int64_t id : scheduler_.ActiveIdsLocked()) {
     const ActiveSearch& record = scheduler_.active_.at(id);
     const v1::SearchSpec& spec = record.search().spec();
@@ -190,7 +191,7 @@ std::vector<PendingProbe> Scheduler::Fleet::PendingProbes() {
           candidate.config().tensor_parallel() * candidate.config().context_parallel();
       probe.gpus_per_node = spec.cluster().gpus_per_node();
       if (candidate.state() == v1::CANDIDATE_QUEUED) {
-        const ProbeNeeds needs = scheduler_.NextProbeLocked(record, n).second;
+        const ProbeNeeds needs = scheduler_.NextProbeLocked(record, n, hosting).second;
         probe.probe = needs.probe;
         probe.ranks = needs.ranks;
         probe.unplaceable = !candidate.waiting_reason().empty();
