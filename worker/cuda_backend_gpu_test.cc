@@ -11,8 +11,11 @@
 #include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "estimator/memory_model.h"
 #include "worker/backend_conformance.h"
 #include "worker/cuda_backend.h"
+#include "worker/probe/footprint_plan.h"
+#include "worker/probe/probe_spec.h"
 #include "worker/probe/test_assignments.h"
 #include "worker/probe_pipeline.h"
 
@@ -22,10 +25,13 @@ namespace {
 using ::testing::Contains;
 using ::testing::HasSubstr;
 
+std::string ProbeBinary() {
+  return absl::StrCat(std::getenv("TEST_SRCDIR"), "/paratune/worker/cuda/paratune-probe");
+}
+
 std::unique_ptr<ProbeBackend> RealProbe() {
   CudaBackend::Options options;
-  options.probe_binary =
-      absl::StrCat(std::getenv("TEST_SRCDIR"), "/paratune/worker/cuda/paratune-probe");
+  options.probe_binary = ProbeBinary();
   options.scratch_directory = std::getenv("TEST_TMPDIR");
   return std::make_unique<CudaBackend>(options);
 }
@@ -145,16 +151,38 @@ TEST(CudaProbeTest, Fp8TrainingRuns) {
   }
 }
 
-// Llama-3.1-8B at sequence 32768 as one of 32 data-parallel replicas on one H100-80GB: the
-// memory model estimates 238.6 GiB (OOM), more than an H200 has too, so the probe's allocation
-// must fail on either (at s 8192, 95.9 GiB, it ran on an H200: docs/probe.md).
+// The peak memory the probe's footprint plan estimates for the assignment's first stage.
+double EstimatedPeakBytes(const v1::ProbeAssignment& assignment) {
+  const absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(assignment);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  if (!spec.ok()) return 0;
+  return FootprintPlan::Create(spec->model(), spec->training(), spec->cluster(), spec->config(),
+                               MemoryOptions(), /*stage=*/0)
+      .estimated_bytes();
+}
+
+// Llama-3.1-8B as one of 32 data-parallel replicas at the shortest sequence (8192, doubled)
+// whose estimated peak is more than 1.5 times the memory of the GPU this runs on: the probe's
+// allocation must fail on whatever GPU is lent (a size that fails on an H100-80GB, s 8192 at
+// 95.9 GiB, ran on an H200: docs/probe.md).
 TEST(CudaProbeTest, ConfigurationTheEstimatorCallsOutOfMemoryFailsAllocation) {
+  const absl::StatusOr<std::vector<v1::Gpu>> gpus =
+      ListProbeGpus(ProbeBinary(), absl::Seconds(60));
+  ASSERT_TRUE(gpus.ok()) << gpus.status();
+  ASSERT_FALSE(gpus->empty());
+  const double capacity = static_cast<double>(gpus->front().memory_bytes());
   v1::ProbeAssignment assignment = OneGpuReplica();
   assignment.mutable_model()->set_preset("llama3.1-8b");
-  assignment.mutable_training()->set_seq_len(32768);
   assignment.mutable_training()->set_global_batch_size(128);
   assignment.mutable_cluster()->set_num_nodes(4);
   assignment.mutable_config()->set_data_parallel(32);
+  for (int64_t sequence = 8192;; sequence *= 2) {
+    ASSERT_LE(sequence, 1 << 20) << "no sequence of Llama-3.1-8B exceeds " << capacity << " B";
+    assignment.mutable_training()->set_seq_len(sequence);
+    if (EstimatedPeakBytes(assignment) > 1.5 * capacity) break;
+  }
+  SCOPED_TRACE(absl::StrCat("sequence ", assignment.training().seq_len(), ", estimated ",
+                            EstimatedPeakBytes(assignment), " B of the GPU's ", capacity, " B"));
   const v1::ProbeResult result = Probe(assignment);
   EXPECT_EQ(result.outcome(), v1::PROBE_OUT_OF_MEMORY) << result.message();
   EXPECT_THAT(result.message(), HasSubstr("cudaMalloc of"));
