@@ -9,9 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
+#include "estimator/memory_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "estimator/memory_model.h"
 #include "worker/backend_conformance.h"
 #include "worker/cuda_backend.h"
 #include "worker/probe/footprint_plan.h"
@@ -166,8 +166,7 @@ double EstimatedPeakBytes(const v1::ProbeAssignment& assignment) {
 // allocation must fail on whatever GPU is lent (a size that fails on an H100-80GB, s 8192 at
 // 95.9 GiB, ran on an H200: docs/probe.md).
 TEST(CudaProbeTest, ConfigurationTheEstimatorCallsOutOfMemoryFailsAllocation) {
-  const absl::StatusOr<std::vector<v1::Gpu>> gpus =
-      ListProbeGpus(ProbeBinary(), absl::Seconds(60));
+  const absl::StatusOr<std::vector<v1::Gpu>> gpus = ListProbeGpus(ProbeBinary(), absl::Seconds(60));
   ASSERT_TRUE(gpus.ok()) << gpus.status();
   ASSERT_FALSE(gpus->empty());
   const double capacity = static_cast<double>(gpus->front().memory_bytes());

@@ -22,10 +22,6 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
-__nv_fp8_interpretation_t Interpretation(Fp8Format format) {
-  return format == Fp8Format::kE4M3 ? __NV_E4M3 : __NV_E5M2;
-}
-
 // A bf16 tensor cast to fp8 on the GPU with the scale that maps its amax onto the format's
 // largest value, with its transpose, and the dequantized values the GPU's product sees.
 struct Quantized {
@@ -79,8 +75,7 @@ TEST(Fp8CastTest, ScaledSaturatedValuesTransposeAndAmax) {
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t c = 0; c < columns; ++c) {
         const float value = __bfloat162float(values[r * columns + c]);
-        const uint8_t expected =
-            __nv_cvt_float_to_fp8(value * scale, __NV_SATFINITE, Interpretation(format));
+        const uint8_t expected = QuantizeToFp8(value, scale, format);
         ASSERT_EQ(fp8[r * columns + c], expected) << r << ", " << c;
         ASSERT_EQ(fp8_t[c * rows + r], expected) << r << ", " << c;
         ASSERT_LE(std::fabs(Fp8ToDouble(expected, format)), Fp8Max(format));

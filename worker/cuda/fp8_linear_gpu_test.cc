@@ -100,26 +100,47 @@ class Fp8LinearTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
   float WeightScaleInverse(Fp8Linear linear) const {
     return FloatAt(*weight_copies_, layout_.weights[0][static_cast<int>(linear)].scale_inverse);
   }
-  // The fp8 weight [outputs, inputs] the forward GEMM reads, dequantized: the weight copy,
-  // or with fp8 parameters `fp8_weight` itself.
-  std::vector<double> Weight(Fp8Linear linear, const std::vector<uint8_t>& fp8_weight) const {
+  // Checks that the weight bytes the forward GEMM reads (the weight copy, or with fp8
+  // parameters the fp8 weight itself) and their transpose are `expected` [outputs, inputs].
+  void ExpectWeightBytes(Fp8Linear linear, const std::vector<uint8_t>& expected) const {
     const LinearShape& shape = LinearShapeOf(shapes_, linear);
     const std::vector<uint8_t> bytes = weight_copies_->ToHost();
     const Fp8WeightCopy& copy = layout_.weights[0][static_cast<int>(linear)];
-    const uint8_t* forward = fp8_parameters() ? fp8_weight.data() : bytes.data() + copy.weight;
-    const double inverse = WeightScaleInverse(linear);
-    std::vector<double> w(shape.WeightElements());
-    for (int64_t i = 0; i < shape.WeightElements(); ++i) {
-      w[i] = Fp8ToDouble(forward[i], Fp8Format::kE4M3) * inverse;
-      // The transposed copy holds the same bytes.
-      const int64_t o = i / shape.inputs, p = i % shape.inputs;
-      EXPECT_EQ(bytes[copy.transposed + p * shape.outputs + o], forward[i]);
+    std::vector<uint8_t> forward, transposed(shape.WeightElements());
+    if (!fp8_parameters()) {
+      forward.assign(bytes.begin() + copy.weight,
+                     bytes.begin() + copy.weight + shape.WeightElements());
+      EXPECT_EQ(Mismatches(forward, expected), 0) << "weight copy";
     }
-    return w;
+    for (int64_t i = 0; i < shape.WeightElements(); ++i) {
+      const int64_t o = i / shape.inputs, p = i % shape.inputs;
+      transposed[i] = bytes[copy.transposed + p * shape.outputs + o];
+    }
+    EXPECT_EQ(Mismatches(transposed, expected), 0) << "transposed weight copy";
   }
 
-  // Runs a forward and backward pass of `linear` and checks them against the quantized
-  // operands; the step is the probe's: passes ended, scales updated.
+  // How many bytes differ.
+  static int64_t Mismatches(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+    EXPECT_EQ(a.size(), b.size());
+    int64_t differ = 0;
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) differ += a[i] != b[i];
+    return differ;
+  }
+
+  // `values` quantized by the CPU with `scale` (QuantizeToFp8).
+  static std::vector<uint8_t> Quantize(const std::vector<bf16>& values, float scale,
+                                       Fp8Format format) {
+    std::vector<uint8_t> bytes(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      bytes[i] = QuantizeToFp8(__bfloat162float(values[i]), scale, format);
+    }
+    return bytes;
+  }
+
+  // Runs a forward and backward pass of `linear` and checks them against float64 products of
+  // operands the CPU quantized with the recipe's scales (fp8_scaling.h), after checking that
+  // the GPU's fp8 operands are those bytes; the step is the probe's: passes ended, scales
+  // updated.
   void CheckLinear(Fp8Linear linear) {
     const LinearShape& shape = LinearShapeOf(shapes_, linear);
     const bool column = linear == Fp8Linear::kQkv || linear == Fp8Linear::kGateUp;
@@ -130,7 +151,9 @@ class Fp8LinearTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
     DeviceArray<bf16> weight(weight_values), in(in_values), d_out(d_out_values);
     // With fp8 parameters the weight is E4M3 already, as the optimizer last cast it, with the
     // inverse of that cast's scale beside its transpose (Fp8Parameters).
-    DeviceArray<uint8_t> fp8_weight(RandomFp8(out_n * in_n, 11, Fp8Format::kE4M3, 400.0f));
+    const std::vector<uint8_t> fp8_weight_bytes =
+        RandomFp8(out_n * in_n, 11, Fp8Format::kE4M3, 400.0f);
+    DeviceArray<uint8_t> fp8_weight(fp8_weight_bytes);
     constexpr float kFp8WeightScaleInverse = 1.0f / 4096;
     if (fp8_parameters()) SetWeightScaleInverse(linear, kFp8WeightScaleInverse);
     DeviceArray<bf16> out(rows * out_n), d_in(rows * in_n);
@@ -162,25 +185,30 @@ class Fp8LinearTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
     for (int64_t t = 0; t < fwd.tensors; ++t) EXPECT_EQ(Scaling(fwd.amax_history, t), 0.0f);
 
     // Step 2 casts the weight again with its new scale (an fp8 weight keeps its own); the
-    // forward and backward products are those of the operands the GPU quantized.
+    // forward and backward products are those of the operands the CPU quantizes alike.
     linears_->StartStep();
     ASSERT_TRUE(forward().ok());
-    EXPECT_FLOAT_EQ(WeightScaleInverse(linear),
-                    fp8_parameters() ? kFp8WeightScaleInverse : 1 / weight_scale);
+    const float weight_inverse = fp8_parameters() ? kFp8WeightScaleInverse : 1 / weight_scale;
+    EXPECT_FLOAT_EQ(WeightScaleInverse(linear), weight_inverse);
     EXPECT_FLOAT_EQ(kept_inverse.ToHost()[0], 1 / input_scale);
-    const std::vector<double> W = Weight(linear, fp8_weight.ToHost());
-    const std::vector<uint8_t> kept_bytes = kept.ToHost();
-    const double x_inverse = kept_inverse.ToHost()[0];
+    const std::vector<uint8_t> w_bytes =
+        fp8_parameters() ? fp8_weight_bytes
+                         : Quantize(weight_values, weight_scale, Fp8Format::kE4M3);
+    ExpectWeightBytes(linear, w_bytes);
+    const std::vector<double> W = Dequantize(w_bytes, Fp8Format::kE4M3, weight_inverse);
     // Column-parallel with sequence parallelism keeps the rows [rows, inputs]; otherwise the
     // transpose [inputs, rows].
-    std::vector<double> X(rows * in_n);
+    const std::vector<uint8_t> x_bytes = Quantize(in_values, input_scale, Fp8Format::kE4M3);
+    const std::vector<uint8_t> kept_bytes = kept.ToHost();
+    std::vector<uint8_t> kept_rows(rows * in_n);
     for (int64_t i = 0; i < rows; ++i) {
       for (int64_t p = 0; p < in_n; ++p) {
-        const uint8_t bits =
+        kept_rows[i * in_n + p] =
             column && sequence_parallel() ? kept_bytes[i * in_n + p] : kept_bytes[p * rows + i];
-        X[i * in_n + p] = Fp8ToDouble(bits, Fp8Format::kE4M3) * x_inverse;
       }
     }
+    EXPECT_EQ(Mismatches(kept_rows, x_bytes), 0) << "kept input";
+    const std::vector<double> X = Dequantize(x_bytes, Fp8Format::kE4M3, 1 / input_scale);
     const std::vector<double> y = ReferenceProduct(
         rows, out_n, in_n, [&](int64_t i, int64_t p) { return X[i * in_n + p]; },
         [&](int64_t p, int64_t j) { return W[j * in_n + p]; });
@@ -188,13 +216,13 @@ class Fp8LinearTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
     ASSERT_TRUE(linears_->EndForward(0).ok());
 
     ASSERT_TRUE(linears_->Backward(site, d_out.get(), d_in.get(), d_weight.get(), true).ok());
-    const std::vector<uint8_t> dy_bytes = output_gradient_->ToHost();
-    const double dy_inverse = ScaleInverse(bwd, bwd.Index(0, linear, kOutputGradient));
-    EXPECT_EQ(dy_inverse, 1.0);  // no backward pass has ended yet
-    std::vector<double> DY(rows * out_n);
-    for (int64_t i = 0; i < rows * out_n; ++i) {
-      DY[i] = Fp8ToDouble(dy_bytes[i], Fp8Format::kE5M2) * dy_inverse;
-    }
+    EXPECT_EQ(ScaleInverse(bwd, bwd.Index(0, linear, kOutputGradient)), 1.0f)
+        << "no backward pass has ended yet";
+    const std::vector<uint8_t> dy_bytes = Quantize(d_out_values, 1.0f, Fp8Format::kE5M2);
+    std::vector<uint8_t> dy_gpu = output_gradient_->ToHost();
+    dy_gpu.resize(dy_bytes.size());  // the buffer holds the widest linear's
+    EXPECT_EQ(Mismatches(dy_gpu, dy_bytes), 0) << "output gradient";
+    const std::vector<double> DY = Dequantize(dy_bytes, Fp8Format::kE5M2, 1.0);
     const std::vector<double> dx = ReferenceProduct(
         rows, in_n, out_n, [&](int64_t i, int64_t p) { return DY[i * out_n + p]; },
         [&](int64_t p, int64_t j) { return W[p * in_n + j]; });

@@ -32,11 +32,6 @@ constexpr int kWeight = static_cast<int>(Fp8ForwardTensor::kWeight);
 // checks that it does); the one rank here casts both.
 constexpr int64_t kShards = 2;
 
-// E4M3 of v x scale, saturated, as the GPU's casts write it.
-uint8_t ExpectedByte(float v, float scale) {
-  return __nv_cvt_float_to_fp8(v * scale, __NV_SATFINITE, __NV_E4M3);
-}
-
 class Fp8ParametersTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -106,7 +101,8 @@ class Fp8ParametersTest : public ::testing::Test {
       for (int64_t i = 0; i < range.count; ++i) {
         const float v = value(range.start + i);
         amax = std::max(amax, std::fabs(v));
-        ASSERT_EQ(bytes[base + i], ExpectedByte(v, scales[l])) << "linear " << l << " at " << i;
+        ASSERT_EQ(bytes[base + i], QuantizeToFp8(v, scales[l], Fp8Format::kE4M3))
+            << "linear " << l << " at " << i;
       }
       EXPECT_EQ(WeightAmax(range.linear), amax) << "linear " << l;
     }

@@ -1,6 +1,6 @@
-// Helpers for the probe's fp8 GPU tests: fp8 bytes decoded on the CPU (cuda_fp8.h's
-// conversions), seeded random fp8 data, the amax a cast records, a small layer's shapes, and
-// the device's compute capability.
+// Helpers for the probe's fp8 GPU tests: fp8 bytes encoded and decoded on the CPU (cuda_fp8.h's
+// host conversions, the tests' independent reference), seeded random fp8 data, the amax a cast
+// records, a small layer's shapes, and the device's compute capability.
 #ifndef PARATUNE_WORKER_CUDA_FP8_TEST_UTIL_H_
 #define PARATUNE_WORKER_CUDA_FP8_TEST_UTIL_H_
 
@@ -41,6 +41,13 @@ inline double Fp8ToDouble(uint8_t bits, Fp8Format format) {
   __nv_fp8_e5m2 value;
   value.__x = bits;
   return static_cast<float>(value);
+}
+
+// The fp8 byte of `format` the CPU makes of `value` x `scale`: rounded to nearest even and
+// saturated to the format's largest finite value, as the probe's casts must write it.
+inline uint8_t QuantizeToFp8(float value, float scale, Fp8Format format) {
+  return __nv_cvt_float_to_fp8(value * scale, __NV_SATFINITE,
+                               format == Fp8Format::kE4M3 ? __NV_E4M3 : __NV_E5M2);
 }
 
 // The values fp8 `bytes` stand for: each byte's value times the scale inverse.
