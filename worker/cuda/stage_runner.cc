@@ -310,7 +310,7 @@ void StageRunner::SetMicroBatches(int64_t micro_batches) {
 
 absl::Status StageRunner::Reach(PlanPointKind kind, int64_t unit) {
   if (!overlapped_) return absl::OkStatus();
-  return data_parallel_sync_->Reach({kind, pass_, unit});
+  return data_parallel_sync_->Reach(PlanPointOf(kind, pass_, unit));
 }
 
 absl::Status StageRunner::Step() {

@@ -173,6 +173,8 @@ const char* CollectiveKindName(CollectiveKind kind) {
       return "send";
     case CollectiveKind::kReceive:
       return "recv";
+    case CollectiveKind::kExchange:
+      return "exchange";
   }
   return "?";
 }
@@ -266,6 +268,12 @@ class Builder {
                                   shapes_.sequence_per_rank));
     }
     Step();
+    // DataParallelSync::Finish's check: a step at a point the runner never reaches.
+    if (next_plan_step_ != data_parallel_plan_.steps.size()) {
+      return absl::InternalError(absl::StrCat("data-parallel plan step ", next_plan_step_, " of ",
+                                              data_parallel_plan_.steps.size(),
+                                              " was never reached"));
+    }
     return std::move(plan_);
   }
 
@@ -342,7 +350,7 @@ class Builder {
   // DataParallelSync::Reach and Issue.
   void Reach(PlanPointKind kind, int64_t unit = 0) {
     if (!overlapped_) return;
-    const PlanPoint point{kind, pass_, unit};
+    const PlanPoint point = PlanPointOf(kind, pass_, unit);
     const std::vector<PlanStep>& steps = data_parallel_plan_.steps;
     while (next_plan_step_ < steps.size() && steps[next_plan_step_].point == point) {
       const PlanStep& step = steps[next_plan_step_++];
@@ -636,12 +644,9 @@ class Builder {
     for (const RingExchangeStep& step :
          RingExchangeOrder(tp, spec_.layout().CoordinatesOf(rank_).tp)) {
       if (step.send_chunk >= 0) {
-        Collective(CollectiveFamily::kTensor, CollectiveKind::kSend, ElementType::kUint8,
+        Collective(CollectiveFamily::kTensor, CollectiveKind::kExchange, ElementType::kUint8,
                    chunk_bytes, StepStream::kTensorParallel,
-                   absl::StrCat(name, " chunk ", step.send_chunk));
-        Collective(CollectiveFamily::kTensor, CollectiveKind::kReceive, ElementType::kUint8,
-                   chunk_bytes, StepStream::kTensorParallel,
-                   absl::StrCat(name, " chunk ", step.receive_chunk));
+                   absl::StrCat(name, " chunk ", step.send_chunk, " for ", step.receive_chunk));
       }
       Gemm(weight, role, shape, a, b, ElementType::kBf16, step.compute_chunk, tp);
       if (step.send_chunk >= 0) Emit(WaitOp{StepStream::kTensorParallel, name});
@@ -864,9 +869,7 @@ class Builder {
   void RingExchanges(bool backward, int64_t kv_values) {
     const int64_t c = shapes_.context_parallel;
     auto exchange = [&](ElementType type, int64_t bytes, const std::string& what) {
-      Collective(CollectiveFamily::kContext, CollectiveKind::kSend, type, bytes,
-                 StepStream::kContextRing, what);
-      Collective(CollectiveFamily::kContext, CollectiveKind::kReceive, type, bytes,
+      Collective(CollectiveFamily::kContext, CollectiveKind::kExchange, type, bytes,
                  StepStream::kContextRing, what);
     };
     for (int64_t i = 0; i < c; ++i) {

@@ -84,11 +84,13 @@ struct AttentionOp {
 enum class CollectiveFamily { kTensor, kContext, kData, kPipeline, kFp8Amax };
 const char* CollectiveFamilyName(CollectiveFamily family);
 
-enum class CollectiveKind { kAllGather, kReduceScatter, kAllReduce, kSend, kReceive };
+// kExchange: a ring step's send to the next rank and receive from the previous one, posted
+// together (TensorParallelTransport::Exchange, RingTransport::Exchange).
+enum class CollectiveKind { kAllGather, kReduceScatter, kAllReduce, kSend, kReceive, kExchange };
 
 // One collective or one side of a point-to-point transfer, `bytes` in nccl-tests' terms (the
 // whole gathered buffer of an all-gather, the whole input of a reduce-scatter or all-reduce, a
-// send's or receive's message).
+// send's or receive's message, an exchange's message each way).
 struct CollectiveOp {
   CollectiveFamily family = CollectiveFamily::kTensor;
   CollectiveKind kind = CollectiveKind::kAllGather;
@@ -102,6 +104,8 @@ struct CollectiveOp {
   int64_t peer = -1;
   int64_t chunk = -1;
   int64_t micro_batch = -1;
+  // Bytes that leave or reach the rank's buffers: an exchange's both ways, `bytes` otherwise.
+  int64_t MovedBytes() const { return kind == CollectiveKind::kExchange ? 2 * bytes : bytes; }
 };
 
 // An fp8 cast (or transpose) of `rows` x `columns` values into `to`, recording an amax when
@@ -199,8 +203,9 @@ struct StepPlan {
 // The plan of global rank `rank` of `spec` (0 <= rank < spec.layout().world_size()) for a step
 // of `micro_batches` micro-batches (the full step's, or one of its short counts), whose
 // footprint is `footprint` (FootprintPlan::Create for the rank's stage with MemoryOptions()).
-// INVALID_ARGUMENT naming the value for a rank or micro-batch count out of range, and the
-// errors of ContextRingSteps and TensorParallelOverlapPlanOf.
+// INVALID_ARGUMENT naming the value for a rank or micro-batch count out of range, the errors
+// of ContextRingSteps and TensorParallelOverlapPlanOf, and INTERNAL where the step never
+// reaches a data-parallel plan step (DataParallelSync::Finish's error on the device).
 absl::StatusOr<StepPlan> StepPlanOf(const ProbeSpec& spec, const FootprintPlan& footprint,
                                     int64_t rank, int64_t micro_batches);
 

@@ -1,5 +1,7 @@
 #include "worker/probe/step_plan_specs.h"
 
+#include <algorithm>
+
 #include "worker/probe/test_assignments.h"
 
 namespace paratune {
@@ -8,7 +10,12 @@ absl::StatusOr<ProbeSpec> PlanSpecOf(const PlanSpecOptions& options) {
   v1::ProbeAssignment assignment =
       TestAssignment(options.preset, options.global_batch, options.seq_len, options.dp, options.tp,
                      options.pp, options.cp, options.micro_batch);
-  assignment.mutable_cluster()->mutable_gpu()->set_type(options.gpu);
+  v1::ClusterSpec& cluster = *assignment.mutable_cluster();
+  cluster.mutable_gpu()->set_type(options.gpu);
+  const int64_t world = options.dp * options.tp * options.pp * options.cp;
+  const int64_t per_node = std::min(world, options.gpus_per_node);
+  cluster.set_gpus_per_node(per_node);
+  cluster.set_num_nodes(world / per_node);
   v1::ParallelConfig& config = *assignment.mutable_config();
   config.set_virtual_pipeline(options.virtual_pipeline);
   config.set_sequence_parallel(options.sequence_parallel);
@@ -46,7 +53,6 @@ std::vector<GoldenSpec> GoldenSpecs() {
     g.options.preset = "llama3.1-70b";
     g.options.tp = 8;
     g.options.pp = 2;
-    g.options.global_batch = 4;
     g.options.tp_comm_overlap = true;
     g.rank = 8;
   }
@@ -57,7 +63,8 @@ std::vector<GoldenSpec> GoldenSpecs() {
     g.options.tp = 4;
     g.options.pp = 8;
     g.options.virtual_pipeline = 5;
-    g.options.global_batch = 8;
+    g.options.dp = 2;
+    g.options.global_batch = 16;
     g.options.fp8 = true;
     g.options.fp8_param_gather = true;
     g.rank = 0;

@@ -18,6 +18,8 @@ struct PlanSpecOptions {
   std::string gpu = "h200-141gb";
   int64_t global_batch = 2;
   int64_t seq_len = 8192;
+  // GPUs per node: the cluster has world / gpus_per_node nodes (all of them when fewer).
+  int64_t gpus_per_node = 8;
   int64_t dp = 1;
   int64_t tp = 1;
   int64_t pp = 1;
@@ -34,7 +36,7 @@ struct PlanSpecOptions {
   bool replica = false;
 };
 
-// The ProbeSpec of a FULL (or with `replica` a REPLICA) probe of `options` on one node;
+// The ProbeSpec of a FULL (or with `replica` a REPLICA) probe of `options`;
 // ProbeSpec::FromAssignment's errors.
 absl::StatusOr<ProbeSpec> PlanSpecOf(const PlanSpecOptions& options);
 

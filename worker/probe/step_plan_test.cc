@@ -235,6 +235,35 @@ TEST(StepPlanTest, DataParallelCollectivesRunWhereTheOverlapSays) {
   }
 }
 
+// Every step of the data-parallel plan is issued, the reductions' wait last before the
+// optimizer (a step-end point carrying the schedule's pass count would never be reached:
+// DataParallelSync::Finish's INTERNAL on the device).
+TEST(StepPlanTest, WaitsForTheReductionsBeforeTheOptimizer) {
+  PlanSpecOptions options = Small();
+  options.pp = 2;
+  options.dp = 2;
+  options.virtual_pipeline = 2;
+  options.global_batch = 8;
+  for (int64_t rank : {0, 2}) {
+    const StepPlan plan = PlanOf(options, rank);
+    int64_t waits = 0;
+    size_t last_wait = 0;
+    size_t first_adam = plan.ops.size();
+    for (size_t i = 0; i < plan.ops.size(); ++i) {
+      const auto* wait = std::get_if<WaitOp>(&plan.ops[i].detail);
+      if (wait != nullptr && wait->what == "gradient reductions") {
+        ++waits;
+        last_wait = i;
+      }
+      if (std::holds_alternative<OptimizerOp>(plan.ops[i].detail)) {
+        first_adam = std::min(first_adam, i);
+      }
+    }
+    EXPECT_EQ(waits, 1) << rank;
+    EXPECT_LT(last_wait, first_adam) << rank;
+  }
+}
+
 TEST(StepPlanTest, DescribesOpsOnOneLine) {
   const StepPlan plan = PlanOf(Small(), 0);
   for (const StepOp& op : plan.ops) {
