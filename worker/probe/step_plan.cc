@@ -63,36 +63,6 @@ const char* CollectiveFamilyName(CollectiveFamily family) {
   return "?";
 }
 
-const char* NormLinearBackwardPathName(NormLinearBackwardPath path) {
-  switch (path) {
-    case NormLinearBackwardPath::kFp8Overlapped:
-      return "fp8 overlapped";
-    case NormLinearBackwardPath::kFp8:
-      return "fp8";
-    case NormLinearBackwardPath::kBf16Overlapped:
-      return "bf16 overlapped";
-    case NormLinearBackwardPath::kBf16:
-      return "bf16";
-  }
-  return "?";
-}
-
-const char* RowLinearBackwardPathName(RowLinearBackwardPath path) {
-  switch (path) {
-    case RowLinearBackwardPath::kFp8Overlapped:
-      return "fp8 overlapped";
-    case RowLinearBackwardPath::kBf16Overlapped:
-      return "bf16 overlapped";
-    case RowLinearBackwardPath::kFp8SequenceParallel:
-      return "fp8 sequence parallel";
-    case RowLinearBackwardPath::kFp8:
-      return "fp8";
-    case RowLinearBackwardPath::kBf16:
-      return "bf16";
-  }
-  return "?";
-}
-
 NormLinearBackwardPath NormLinearBackwardPathOf(bool fp8, bool overlapped) {
   if (fp8)
     return overlapped ? NormLinearBackwardPath::kFp8Overlapped : NormLinearBackwardPath::kFp8;
@@ -991,7 +961,9 @@ std::string DescribeOp(const StepOp& op) {
   std::string where;
   if (at.pass >= 0) {
     absl::StrAppend(&where, "p", at.pass);
-    if (at.chunk >= 0) absl::StrAppend(&where, " c", at.chunk, " mb", at.micro_batch);
+    if (at.chunk >= 0) {
+      absl::StrAppend(&where, " c", at.chunk, " mb", at.micro_batch, " s", at.slot);
+    }
     if (at.layer >= 0) absl::StrAppend(&where, " L", at.layer);
     if (at.recompute) absl::StrAppend(&where, " recompute");
   } else {

@@ -179,8 +179,6 @@ enum class RowLinearBackwardPath {
   kFp8,
   kBf16
 };
-const char* NormLinearBackwardPathName(NormLinearBackwardPath path);
-const char* RowLinearBackwardPathName(RowLinearBackwardPath path);
 // `fp8`: the linear runs in fp8 (a layer's in fp8 training); `overlapped`: its collectives run
 // beside its GEMMs (a layer's linear with --tp-comm-overlap); `sequence_parallel`:
 // ShardShapes::sequence_parallel.
