@@ -19,6 +19,7 @@
 #include "worker/cuda/phase_timer.h"
 #include "worker/cuda/stage_runner.h"
 #include "worker/probe/footprint_plan.h"
+#include "worker/probe/measurement_layout.h"
 
 namespace paratune {
 namespace {
@@ -114,16 +115,15 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
                      resources.communication, resources.tensor_communication, &timer);
   PT_RETURN_IF_ERROR(runner.Initialize(spec.seed()));
 
-  // The values every rank reduces at the end, in one all-reduce (maximum): the timed steps
-  // (timed_steps per series: one series of full steps, or one per short-step count), the
-  // phases, the collectives, and the peak memory of each pipeline stage.
+  // The timed steps: timed_steps per series, one series of full steps or one per short-step
+  // count.
   const std::vector<int64_t> series = spec.TimedMicroBatches();
   const int64_t per_series = spec.timed_steps();
   const int64_t steps = per_series * static_cast<int64_t>(series.size());
-  const int64_t phases = static_cast<int64_t>(ProbePhase::kCount);
   const int64_t stages = layout.pp();
-  const int64_t most_collectives = 4;
-  const int64_t reduced = steps + phases + most_collectives + stages;
+  PT_ASSIGN_OR_RETURN(const MeasurementLayout measurement_layout,
+                      MeasurementLayout::Create(steps, stages));
+  const int64_t reduced = measurement_layout.size();
   PT_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&resources.reduction, reduced * sizeof(double)),
                                 "cudaMalloc(reduction)"));
 
@@ -146,14 +146,15 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
     }
   }
   PT_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize(steps)"));
-  std::vector<double> values(reduced, 0.0);
+  RankMeasurements own;
+  own.step_seconds.resize(steps);
   for (size_t k = 0; k < series.size(); ++k) {
     const cudaEvent_t* events = &resources.events[k * (per_series + 1)];
     for (int64_t i = 0; i < per_series; ++i) {
       float milliseconds = 0;
       PT_RETURN_IF_ERROR(CudaStatus(cudaEventElapsedTime(&milliseconds, events[i], events[i + 1]),
                                     "cudaEventElapsedTime"));
-      values[k * per_series + i] = milliseconds / 1e3;
+      own.step_seconds[k * per_series + i] = milliseconds / 1e3;
     }
   }
 
@@ -162,20 +163,22 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
   PT_RETURN_IF_ERROR(runner.Step());
   PT_RETURN_IF_ERROR(timer.Stop());
   PT_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize(phases)"));
-  PT_ASSIGN_OR_RETURN(const auto phase_seconds, timer.Seconds());
-  std::copy(phase_seconds.begin(), phase_seconds.end(), values.begin() + steps);
+  PT_ASSIGN_OR_RETURN(own.phase_seconds, timer.Seconds());
 
   PT_ASSIGN_OR_RETURN(
       std::vector<CollectiveMeasurement> collectives,
       BenchmarkCollectives(*communicators, plan, *memory, !DataParallelModelled(spec),
                            spec.training().distributed_optimizer(),
                            spec.training().fp32_gradients(), stream));
-  for (size_t i = 0; i < collectives.size(); ++i) {
-    values[steps + phases + i] = collectives[i].seconds;
+  for (const CollectiveMeasurement& collective : collectives) {
+    own.collective_seconds.push_back(collective.seconds);
   }
   PT_ASSIGN_OR_RETURN(const int64_t in_use, DeviceMemoryInUse());
-  values[steps + phases + most_collectives + stage] = static_cast<double>(in_use);
+  own.stage_peak_bytes.assign(stages, 0.0);
+  own.stage_peak_bytes[stage] = static_cast<double>(in_use);
 
+  // Every rank's values reduced in one all-reduce (maximum).
+  PT_ASSIGN_OR_RETURN(std::vector<double> values, measurement_layout.Pack(own));
   PT_RETURN_IF_ERROR(
       CudaStatus(cudaMemcpyAsync(resources.reduction, values.data(), reduced * sizeof(double),
                                  cudaMemcpyHostToDevice, stream),
@@ -187,19 +190,19 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
                                  cudaMemcpyDeviceToHost, stream),
                  "cudaMemcpyAsync(reduced measurements)"));
   PT_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize(reduce)"));
+  PT_ASSIGN_OR_RETURN(const RankMeasurements slowest, measurement_layout.Unpack(values));
 
   ProbeMeasurement measurement;
-  measurement.step_seconds.assign(values.begin(), values.begin() + steps);
-  std::copy(values.begin() + steps, values.begin() + steps + phases,
-            measurement.phase_seconds.begin());
+  measurement.step_seconds = slowest.step_seconds;
+  measurement.phase_seconds = slowest.phase_seconds;
   for (size_t i = 0; i < collectives.size(); ++i) {
-    collectives[i].seconds = values[steps + phases + i];
+    collectives[i].seconds = slowest.collective_seconds[i];
   }
   measurement.collectives = std::move(collectives);
-  const auto peaks = values.begin() + steps + phases + most_collectives;
-  const auto busiest = std::max_element(peaks, peaks + stages);
+  const auto busiest =
+      std::max_element(slowest.stage_peak_bytes.begin(), slowest.stage_peak_bytes.end());
   measurement.peak_memory_bytes = static_cast<int64_t>(*busiest);
-  measurement.peak_memory_stage = busiest - peaks;
+  measurement.peak_memory_stage = busiest - slowest.stage_peak_bytes.begin();
   measurement.device = std::move(description);
   measurement.attention_kernel = runner.attention().forward_kernel();
   measurement.attention_fallback_reason = runner.attention().fallback_reason();

@@ -9,6 +9,7 @@
 #include "worker/cuda/norm_kernels.h"
 #include "worker/cuda/optimizer_kernels.h"
 #include "worker/probe/probe_report.h"
+#include "worker/probe/step_plan.h"
 
 namespace paratune {
 namespace {
@@ -309,7 +310,7 @@ void StageRunner::SetMicroBatches(int64_t micro_batches) {
 
 absl::Status StageRunner::Reach(PlanPointKind kind, int64_t unit) {
   if (!overlapped_) return absl::OkStatus();
-  return data_parallel_sync_->Reach({kind, pass_, unit});
+  return data_parallel_sync_->Reach(PlanPointOf(kind, pass_, unit));
 }
 
 absl::Status StageRunner::Step() {
@@ -515,42 +516,49 @@ absl::Status StageRunner::NormLinearBackward(const PreNormLinear& layer, const b
   const int64_t R = shapes_.residual_tokens;
   const int64_t h = shapes_.hidden;
   bf16* partial = memory_.get<bf16>(ProbeBuffer::kProjectionOutput);
-  const bf16* d_normed = nullptr;
-  if (fp8 != nullptr && Overlapped(layer)) {
-    bf16* reduced = memory_.get<bf16>(ProbeBuffer::kReduced);
-    PT_RETURN_IF_ERROR(fp8_->ColumnBackwardOverlapped(*fp8, d_out, partial, reduced,
-                                                      Gradient(layer.weight), fp32_gradients_));
-    d_normed = reduced;
-  } else if (fp8 != nullptr) {
-    PT_RETURN_IF_ERROR(
-        fp8_->Backward(*fp8, d_out, partial, Gradient(layer.weight), fp32_gradients_));
-  } else if (Overlapped(layer)) {
-    // qkv/fc1 dgrad and wgrad: the input's re-gather beside the input gradient, the input
-    // gradient's reduce-scatter beside the weight gradient.
-    bf16* gathered = memory_.get<bf16>(ProbeBuffer::kGathered);
-    bf16* reduced = memory_.get<bf16>(ProbeBuffer::kReduced);
-    PT_RETURN_IF_ERROR(tp_overlap_->BulkBackward(
-        norm_output, gathered, R * h,
-        LinearInputGradient(d_out, Weight(layer.weight), partial, shapes_.tokens, layer.outputs, h),
-        LinearWeightGradient(d_out, gathered, Gradient(layer.weight), fp32_gradients_,
-                             shapes_.tokens, layer.outputs, h),
-        reduced, R * h));
-    d_normed = reduced;
-  } else {
-    // With sequence parallelism the layer's input is gathered again rather than kept whole
-    // (Korthikanti et al. 2022): the backward pass's extra all-gathers.
-    PT_ASSIGN_OR_RETURN(const bf16* normed, GatherResidual(norm_output));
-    PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-    PT_RETURN_IF_ERROR(
-        gemm_->Run(LinearWeightGradient(d_out, normed, Gradient(layer.weight), fp32_gradients_,
-                                        shapes_.tokens, layer.outputs, h),
-                   stream_));
-    PT_RETURN_IF_ERROR(gemm_->Run(
-        LinearInputGradient(d_out, Weight(layer.weight), partial, shapes_.tokens, layer.outputs, h),
-        stream_));
-  }
-  if (d_normed == nullptr) {
-    PT_ASSIGN_OR_RETURN(d_normed, ReduceResidual(partial));
+  bf16* reduced = memory_.get<bf16>(ProbeBuffer::kReduced);
+  // The overlapped paths reduce-scatter the input gradient into `reduced` themselves; the
+  // others leave partial sums for ReduceResidual.
+  const bf16* d_normed = reduced;
+  switch (NormLinearBackwardPathOf(fp8 != nullptr, Overlapped(layer))) {
+    case NormLinearBackwardPath::kFp8Overlapped:
+      PT_RETURN_IF_ERROR(fp8_->ColumnBackwardOverlapped(*fp8, d_out, partial, reduced,
+                                                        Gradient(layer.weight), fp32_gradients_));
+      break;
+    case NormLinearBackwardPath::kFp8: {
+      PT_RETURN_IF_ERROR(
+          fp8_->Backward(*fp8, d_out, partial, Gradient(layer.weight), fp32_gradients_));
+      PT_ASSIGN_OR_RETURN(d_normed, ReduceResidual(partial));
+      break;
+    }
+    case NormLinearBackwardPath::kBf16Overlapped: {
+      // qkv/fc1 dgrad and wgrad: the input's re-gather beside the input gradient, the input
+      // gradient's reduce-scatter beside the weight gradient.
+      bf16* gathered = memory_.get<bf16>(ProbeBuffer::kGathered);
+      PT_RETURN_IF_ERROR(tp_overlap_->BulkBackward(
+          norm_output, gathered, R * h,
+          LinearInputGradient(d_out, Weight(layer.weight), partial, shapes_.tokens, layer.outputs,
+                              h),
+          LinearWeightGradient(d_out, gathered, Gradient(layer.weight), fp32_gradients_,
+                               shapes_.tokens, layer.outputs, h),
+          reduced, R * h));
+      break;
+    }
+    case NormLinearBackwardPath::kBf16: {
+      // With sequence parallelism the layer's input is gathered again rather than kept whole
+      // (Korthikanti et al. 2022): the backward pass's extra all-gathers.
+      PT_ASSIGN_OR_RETURN(const bf16* normed, GatherResidual(norm_output));
+      PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+      PT_RETURN_IF_ERROR(
+          gemm_->Run(LinearWeightGradient(d_out, normed, Gradient(layer.weight), fp32_gradients_,
+                                          shapes_.tokens, layer.outputs, h),
+                     stream_));
+      PT_RETURN_IF_ERROR(gemm_->Run(LinearInputGradient(d_out, Weight(layer.weight), partial,
+                                                        shapes_.tokens, layer.outputs, h),
+                                    stream_));
+      PT_ASSIGN_OR_RETURN(d_normed, ReduceResidual(partial));
+      break;
+    }
   }
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
   PT_RETURN_IF_ERROR(CudaStatus(RmsNormWeightGradient(x, rstd, d_normed, Gradient(layer.norm),
@@ -599,37 +607,44 @@ absl::Status StageRunner::RowLinearForward(const bf16* in, int64_t weight, int64
 
 absl::Status StageRunner::RowLinearBackward(const bf16* d_out, const bf16* in, int64_t weight,
                                             int64_t inputs, bf16* d_in, const Fp8LinearSite* fp8) {
-  if (fp8 != nullptr && tp_overlap_ != nullptr) {
-    // proj_dgrad / fc2_dgrad in fp8: the rank's rows cast to E5M2, then ring-gathered.
-    return fp8_->RowBackwardOverlapped(*fp8, d_out, d_in, Gradient(weight), fp32_gradients_);
+  switch (
+      RowLinearBackwardPathOf(fp8 != nullptr, tp_overlap_ != nullptr, shapes_.sequence_parallel)) {
+    case RowLinearBackwardPath::kFp8Overlapped:
+      // proj_dgrad / fc2_dgrad in fp8: the rank's rows cast to E5M2, then ring-gathered.
+      return fp8_->RowBackwardOverlapped(*fp8, d_out, d_in, Gradient(weight), fp32_gradients_);
+    case RowLinearBackwardPath::kBf16Overlapped: {
+      // proj_dgrad / fc2_dgrad: the ring gathers the output gradient beside the input
+      // gradient's chunks and keeps it whole for the weight gradient.
+      bf16* gathered = memory_.get<bf16>(ProbeBuffer::kGathered);
+      PT_RETURN_IF_ERROR(
+          tp_overlap_->AllGatherGemm(LinearInputGradient(gathered, Weight(weight), d_in,
+                                                         shapes_.tokens, shapes_.hidden, inputs),
+                                     d_out, shapes_.residual_tokens, /*keep_own=*/true));
+      PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+      return gemm_->Run(LinearWeightGradient(gathered, in, Gradient(weight), fp32_gradients_,
+                                             shapes_.tokens, shapes_.hidden, inputs),
+                        stream_);
+    }
+    case RowLinearBackwardPath::kFp8SequenceParallel:
+      // The rank's rows cast to E5M2, then gathered in fp8 (grad_output_preprocess).
+      return fp8_->RowBackwardSequenceParallel(*fp8, d_out, d_in, Gradient(weight),
+                                               fp32_gradients_);
+    case RowLinearBackwardPath::kFp8: {
+      PT_ASSIGN_OR_RETURN(const bf16* d_gathered, GatherResidual(d_out));
+      return fp8_->Backward(*fp8, d_gathered, d_in, Gradient(weight), fp32_gradients_);
+    }
+    case RowLinearBackwardPath::kBf16: {
+      PT_ASSIGN_OR_RETURN(const bf16* d_gathered, GatherResidual(d_out));
+      PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
+      PT_RETURN_IF_ERROR(gemm_->Run(LinearInputGradient(d_gathered, Weight(weight), d_in,
+                                                        shapes_.tokens, shapes_.hidden, inputs),
+                                    stream_));
+      return gemm_->Run(LinearWeightGradient(d_gathered, in, Gradient(weight), fp32_gradients_,
+                                             shapes_.tokens, shapes_.hidden, inputs),
+                        stream_);
+    }
   }
-  if (tp_overlap_ != nullptr) {
-    // proj_dgrad / fc2_dgrad: the ring gathers the output gradient beside the input
-    // gradient's chunks and keeps it whole for the weight gradient.
-    bf16* gathered = memory_.get<bf16>(ProbeBuffer::kGathered);
-    PT_RETURN_IF_ERROR(tp_overlap_->AllGatherGemm(
-        LinearInputGradient(gathered, Weight(weight), d_in, shapes_.tokens, shapes_.hidden, inputs),
-        d_out, shapes_.residual_tokens, /*keep_own=*/true));
-    PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-    return gemm_->Run(LinearWeightGradient(gathered, in, Gradient(weight), fp32_gradients_,
-                                           shapes_.tokens, shapes_.hidden, inputs),
-                      stream_);
-  }
-  if (fp8 != nullptr && shapes_.sequence_parallel) {
-    // The rank's rows cast to E5M2, then gathered in fp8 (grad_output_preprocess).
-    return fp8_->RowBackwardSequenceParallel(*fp8, d_out, d_in, Gradient(weight), fp32_gradients_);
-  }
-  PT_ASSIGN_OR_RETURN(const bf16* d_gathered, GatherResidual(d_out));
-  if (fp8 != nullptr) {
-    return fp8_->Backward(*fp8, d_gathered, d_in, Gradient(weight), fp32_gradients_);
-  }
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kGemm));
-  PT_RETURN_IF_ERROR(gemm_->Run(
-      LinearInputGradient(d_gathered, Weight(weight), d_in, shapes_.tokens, shapes_.hidden, inputs),
-      stream_));
-  return gemm_->Run(LinearWeightGradient(d_gathered, in, Gradient(weight), fp32_gradients_,
-                                         shapes_.tokens, shapes_.hidden, inputs),
-                    stream_);
+  return absl::InternalError("unknown RowLinearBackwardPath");
 }
 
 absl::Status StageRunner::LayerForward(int64_t chunk, int64_t layer_in_chunk, const bf16* input,

@@ -124,6 +124,11 @@ PlanPoint At(PlanPointKind kind, int64_t pass = 0, int64_t unit = 0) { return {k
 
 }  // namespace
 
+PlanPoint PlanPointOf(PlanPointKind kind, int64_t pass, int64_t unit) {
+  const bool step_level = kind == PlanPointKind::kStepStart || kind == PlanPointKind::kStepEnd;
+  return {kind, step_level ? 0 : pass, unit};
+}
+
 std::vector<ChunkUnits> ChunkUnitsOf(const StageLayers& stage_layers) {
   std::vector<ChunkUnits> chunks;
   const size_t count = stage_layers.chunk_layers.size();

@@ -124,6 +124,11 @@ struct PlanPoint {
   }
 };
 
+// The point a runner reaches at `kind` during pass `pass` (the passes run so far at the step's
+// end) and unit `unit`: the step's start and end belong to no pass, and their points carry
+// pass 0 as the plan's steps do.
+PlanPoint PlanPointOf(PlanPointKind kind, int64_t pass, int64_t unit);
+
 enum class PlanOperation {
   // Communication stream: wait for the compute stream's work so far, then all-gather the
   // bucket's parameters from their shards.

@@ -546,5 +546,16 @@ TEST(OverlapPlanTest, Fp8ParameterBucketsStayInOneWeightDtype) {
   }
 }
 
+// The step's start and end carry pass 0 whatever the runner's pass count, as the plan's steps
+// at them do; other points keep their pass.
+TEST(PlanPointOfTest, StepStartAndEndBelongToNoPass) {
+  EXPECT_EQ(PlanPointOf(PlanPointKind::kStepEnd, 128, 0),
+            (PlanPoint{PlanPointKind::kStepEnd, 0, 0}));
+  EXPECT_EQ(PlanPointOf(PlanPointKind::kStepStart, 3, 0),
+            (PlanPoint{PlanPointKind::kStepStart, 0, 0}));
+  EXPECT_EQ(PlanPointOf(PlanPointKind::kBeforeForward, 5, 2),
+            (PlanPoint{PlanPointKind::kBeforeForward, 5, 2}));
+}
+
 }  // namespace
 }  // namespace paratune

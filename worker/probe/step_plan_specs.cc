@@ -1,0 +1,97 @@
+#include "worker/probe/step_plan_specs.h"
+
+#include <algorithm>
+
+#include "worker/probe/test_assignments.h"
+
+namespace paratune {
+
+absl::StatusOr<ProbeSpec> PlanSpecOf(const PlanSpecOptions& options) {
+  v1::ProbeAssignment assignment =
+      TestAssignment(options.preset, options.global_batch, options.seq_len, options.dp, options.tp,
+                     options.pp, options.cp, options.micro_batch);
+  v1::ClusterSpec& cluster = *assignment.mutable_cluster();
+  cluster.mutable_gpu()->set_type(options.gpu);
+  const int64_t world = options.dp * options.tp * options.pp * options.cp;
+  const int64_t per_node = std::min(world, options.gpus_per_node);
+  cluster.set_gpus_per_node(per_node);
+  cluster.set_num_nodes(world / per_node);
+  v1::ParallelConfig& config = *assignment.mutable_config();
+  config.set_virtual_pipeline(options.virtual_pipeline);
+  config.set_sequence_parallel(options.sequence_parallel);
+  config.set_recompute(options.recompute);
+  v1::TrainingSpec& training = *assignment.mutable_training();
+  training.set_precision(options.fp8 ? v1::FP8 : v1::BF16);
+  training.set_fp8_param_gather(options.fp8_param_gather);
+  training.set_tp_comm_overlap(options.tp_comm_overlap);
+  training.set_cp_comm_type(options.cp_all_gather ? v1::CP_COMM_TYPE_ALL_GATHER
+                                                  : v1::CP_COMM_TYPE_P2P);
+  training.set_distributed_optimizer(options.distributed_optimizer);
+  if (options.replica) assignment = AsReplicaProbe(std::move(assignment));
+  return ProbeSpec::FromAssignment(assignment);
+}
+
+std::vector<GoldenSpec> GoldenSpecs() {
+  std::vector<GoldenSpec> specs;
+  {
+    GoldenSpec& g = specs.emplace_back();
+    g.name = "llama8b_cp2_bf16";
+    g.options.cp = 2;
+    g.rank = 1;
+  }
+  {
+    GoldenSpec& g = specs.emplace_back();
+    g.name = "llama8b_tp2_sp";
+    g.options.tp = 2;
+    g.options.dp = 2;
+    g.options.global_batch = 4;
+    g.rank = 1;
+  }
+  {
+    GoldenSpec& g = specs.emplace_back();
+    g.name = "llama70b_tp8_pp2_sp_tpoverlap";
+    g.options.preset = "llama3.1-70b";
+    g.options.tp = 8;
+    g.options.pp = 2;
+    g.options.tp_comm_overlap = true;
+    g.rank = 8;
+  }
+  {
+    GoldenSpec& g = specs.emplace_back();
+    g.name = "llama70b_tp4_pp8_vp5_fp8_paramgather";
+    g.options.preset = "llama3.1-70b";
+    g.options.tp = 4;
+    g.options.pp = 8;
+    g.options.virtual_pipeline = 5;
+    g.options.dp = 2;
+    g.options.global_batch = 16;
+    g.options.fp8 = true;
+    g.options.fp8_param_gather = true;
+    g.rank = 0;
+  }
+  {
+    GoldenSpec& g = specs.emplace_back();
+    g.name = "llama405b_tp8_pp8_cp2_vp8_fp8_uneven_full";
+    g.options.preset = "llama3.1-405b";
+    g.options.tp = 8;
+    g.options.pp = 8;
+    g.options.cp = 2;
+    g.options.virtual_pipeline = 8;
+    g.options.global_batch = 8;
+    g.options.fp8 = true;
+    g.options.recompute = v1::RECOMPUTE_FULL;
+    g.rank = 7 * 16;
+  }
+  {
+    GoldenSpec& g = specs.emplace_back();
+    g.name = "llama8b_tp2_dp4_replica";
+    g.options.tp = 2;
+    g.options.dp = 4;
+    g.options.global_batch = 8;
+    g.options.replica = true;
+    g.rank = 0;
+  }
+  return specs;
+}
+
+}  // namespace paratune

@@ -1,0 +1,56 @@
+// Probe specs for the step plan's tests: a builder over TestAssignment's options, and the
+// golden specs of issue 24 whose recorded steps live in worker/probe/testdata/*.steps
+// (docs/probe.md, "The step plan").
+#ifndef PARATUNE_WORKER_PROBE_STEP_PLAN_SPECS_H_
+#define PARATUNE_WORKER_PROBE_STEP_PLAN_SPECS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "worker/probe/probe_spec.h"
+
+namespace paratune {
+
+struct PlanSpecOptions {
+  std::string preset = "llama3.1-8b";
+  std::string gpu = "h200-141gb";
+  int64_t global_batch = 2;
+  int64_t seq_len = 8192;
+  // GPUs per node: the cluster has world / gpus_per_node nodes (all of them when fewer).
+  int64_t gpus_per_node = 8;
+  int64_t dp = 1;
+  int64_t tp = 1;
+  int64_t pp = 1;
+  int64_t cp = 1;
+  int64_t micro_batch = 1;
+  int64_t virtual_pipeline = 1;
+  bool sequence_parallel = true;
+  v1::Recompute recompute = v1::RECOMPUTE_NONE;
+  bool fp8 = false;
+  bool fp8_param_gather = false;
+  bool tp_comm_overlap = false;
+  bool cp_all_gather = false;
+  bool distributed_optimizer = true;
+  bool replica = false;
+};
+
+// The ProbeSpec of a FULL (or with `replica` a REPLICA) probe of `options`;
+// ProbeSpec::FromAssignment's errors.
+absl::StatusOr<ProbeSpec> PlanSpecOf(const PlanSpecOptions& options);
+
+// A golden spec: its name (the testdata file's stem), its options, and the global rank whose
+// step the golden file records.
+struct GoldenSpec {
+  std::string name;
+  PlanSpecOptions options;
+  int64_t rank = 0;
+};
+
+// The six specs of issue 24, section 2.
+std::vector<GoldenSpec> GoldenSpecs();
+
+}  // namespace paratune
+
+#endif  // PARATUNE_WORKER_PROBE_STEP_PLAN_SPECS_H_

@@ -1,0 +1,279 @@
+#include "worker/probe/step_plan.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "worker/probe/step_plan_specs.h"
+
+namespace paratune {
+namespace {
+
+FootprintPlan FootprintOf(const ProbeSpec& spec, int64_t rank) {
+  return FootprintPlan::Create(spec.model(), spec.training(), spec.cluster(), spec.config(),
+                               MemoryOptions(), spec.layout().CoordinatesOf(rank).pp);
+}
+
+StepPlan PlanOf(const PlanSpecOptions& options, int64_t rank) {
+  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  const FootprintPlan footprint = FootprintOf(*spec, rank);
+  absl::StatusOr<StepPlan> plan = StepPlanOf(*spec, footprint, rank, spec->micro_batches());
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return *plan;
+}
+
+template <typename Op>
+std::vector<Op> OpsOf(const StepPlan& plan) {
+  std::vector<Op> ops;
+  for (const StepOp& op : plan.ops) {
+    if (const Op* detail = std::get_if<Op>(&op.detail)) ops.push_back(*detail);
+  }
+  return ops;
+}
+
+PlanSpecOptions Small() {
+  PlanSpecOptions options;
+  options.preset = "llama3.2-1b";
+  options.seq_len = 1024;
+  return options;
+}
+
+TEST(StepPlanPathsTest, NormLinearBackwardHasFourPaths) {
+  EXPECT_EQ(NormLinearBackwardPathOf(true, true), NormLinearBackwardPath::kFp8Overlapped);
+  EXPECT_EQ(NormLinearBackwardPathOf(true, false), NormLinearBackwardPath::kFp8);
+  EXPECT_EQ(NormLinearBackwardPathOf(false, true), NormLinearBackwardPath::kBf16Overlapped);
+  EXPECT_EQ(NormLinearBackwardPathOf(false, false), NormLinearBackwardPath::kBf16);
+}
+
+TEST(StepPlanPathsTest, RowLinearBackwardHasFivePaths) {
+  // Overlap needs sequence parallelism (ProbeSpec::tp_comm_overlap), so `true, true` only.
+  EXPECT_EQ(RowLinearBackwardPathOf(true, true, true), RowLinearBackwardPath::kFp8Overlapped);
+  EXPECT_EQ(RowLinearBackwardPathOf(false, true, true), RowLinearBackwardPath::kBf16Overlapped);
+  EXPECT_EQ(RowLinearBackwardPathOf(true, false, true),
+            RowLinearBackwardPath::kFp8SequenceParallel);
+  EXPECT_EQ(RowLinearBackwardPathOf(true, false, false), RowLinearBackwardPath::kFp8);
+  EXPECT_EQ(RowLinearBackwardPathOf(false, false, true), RowLinearBackwardPath::kBf16);
+  EXPECT_EQ(RowLinearBackwardPathOf(false, false, false), RowLinearBackwardPath::kBf16);
+}
+
+TEST(StepPlanTest, RejectsRankAndMicroBatchesOutOfRange) {
+  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(Small());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const FootprintPlan footprint = FootprintOf(*spec, 0);
+  EXPECT_EQ(StepPlanOf(*spec, footprint, 1, 1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(StepPlanOf(*spec, footprint, 0, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(StepPlanOf(*spec, footprint, 0, spec->micro_batches() + 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// One rank, no parallelism: each micro-batch's forward and backward of every layer, whose
+// GEMMs and attention are three times the forward's model FLOPs, and the LM head's.
+TEST(StepPlanTest, SingleRankFlopsAreThreeForwards) {
+  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(Small());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const StepPlan plan = PlanOf(Small(), 0);
+  const ShardShapes shapes = ComputeShardShapes(spec->model(), spec->training(), spec->config());
+  const double per_micro_batch = 3 * (spec->model().num_layers() * LayerForwardModelFlops(shapes) +
+                                      shapes.lm_head.ForwardFlops());
+  EXPECT_DOUBLE_EQ(PlanModelFlops(plan), per_micro_batch * spec->micro_batches());
+  EXPECT_EQ(plan.most_activation_slots, 1);
+  EXPECT_EQ(plan.most_loss_slots, 1);
+  EXPECT_TRUE(OpsOf<CollectiveOp>(plan).empty());
+}
+
+// Every pass's activation slot is taken and given back, and the most held at once is what the
+// footprint allocated (both follow the schedule).
+TEST(StepPlanTest, SlotsMatchTheFootprint) {
+  PlanSpecOptions options = Small();
+  options.pp = 4;
+  options.virtual_pipeline = 2;
+  options.global_batch = 8;
+  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  for (int64_t rank = 0; rank < 4; ++rank) {
+    const FootprintPlan footprint = FootprintOf(*spec, rank);
+    absl::StatusOr<StepPlan> plan = StepPlanOf(*spec, footprint, rank, spec->micro_batches());
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->most_activation_slots, footprint.activation_slots()) << rank;
+    EXPECT_EQ(plan->most_loss_slots, rank == 3 ? footprint.loss_slots() : 0) << rank;
+  }
+}
+
+// The short-probe counts plan fewer micro-batches: FLOPs scale with them.
+TEST(StepPlanTest, ShortCountsScaleTheFlops) {
+  PlanSpecOptions options = Small();
+  options.global_batch = 4;
+  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const FootprintPlan footprint = FootprintOf(*spec, 0);
+  absl::StatusOr<StepPlan> one = StepPlanOf(*spec, footprint, 0, 1);
+  absl::StatusOr<StepPlan> four = StepPlanOf(*spec, footprint, 0, 4);
+  ASSERT_TRUE(one.ok() && four.ok());
+  EXPECT_DOUBLE_EQ(PlanModelFlops(*four), 4 * PlanModelFlops(*one));
+}
+
+// Each combination the probe accepts plans, and its linears' backward passes take the paths
+// its switches select.
+struct PathCase {
+  std::string name;
+  PlanSpecOptions options;
+  std::set<NormLinearBackwardPath> norm;
+  std::set<RowLinearBackwardPath> row;
+};
+
+class StepPlanPathTest : public testing::TestWithParam<PathCase> {};
+
+TEST_P(StepPlanPathTest, TakesThePathsOfItsSwitches) {
+  const PathCase& c = GetParam();
+  const StepPlan plan = PlanOf(c.options, 0);
+  EXPECT_EQ(std::set<NormLinearBackwardPath>(plan.norm_linear_backward_paths.begin(),
+                                             plan.norm_linear_backward_paths.end()),
+            c.norm);
+  EXPECT_EQ(std::set<RowLinearBackwardPath>(plan.row_linear_backward_paths.begin(),
+                                            plan.row_linear_backward_paths.end()),
+            c.row);
+}
+
+std::vector<PathCase> PathCases() {
+  using N = NormLinearBackwardPath;
+  using R = RowLinearBackwardPath;
+  std::vector<PathCase> cases;
+  PlanSpecOptions tp2 = Small();
+  tp2.tp = 2;
+  // The LM head's backward is always bf16 and exposed.
+  cases.push_back({"bf16_sp", tp2, {N::kBf16}, {R::kBf16}});
+  PlanSpecOptions no_sp = tp2;
+  no_sp.sequence_parallel = false;
+  cases.push_back({"bf16_no_sp", no_sp, {N::kBf16}, {R::kBf16}});
+  PlanSpecOptions overlap = tp2;
+  overlap.tp_comm_overlap = true;
+  cases.push_back({"bf16_overlap", overlap, {N::kBf16, N::kBf16Overlapped}, {R::kBf16Overlapped}});
+  PlanSpecOptions fp8 = tp2;
+  fp8.fp8 = true;
+  cases.push_back({"fp8_sp", fp8, {N::kBf16, N::kFp8}, {R::kFp8SequenceParallel}});
+  PlanSpecOptions fp8_no_sp = fp8;
+  fp8_no_sp.sequence_parallel = false;
+  cases.push_back({"fp8_no_sp", fp8_no_sp, {N::kBf16, N::kFp8}, {R::kFp8}});
+  PlanSpecOptions fp8_overlap = fp8;
+  fp8_overlap.tp_comm_overlap = true;
+  cases.push_back({"fp8_overlap", fp8_overlap, {N::kBf16, N::kFp8Overlapped}, {R::kFp8Overlapped}});
+  PlanSpecOptions fp8_parameters = fp8;
+  fp8_parameters.dp = 2;
+  fp8_parameters.fp8_param_gather = true;
+  cases.push_back(
+      {"fp8_parameters", fp8_parameters, {N::kBf16, N::kFp8}, {R::kFp8SequenceParallel}});
+  PlanSpecOptions ring = Small();
+  ring.cp = 2;
+  cases.push_back({"cp_ring", ring, {N::kBf16}, {R::kBf16}});
+  PlanSpecOptions all_gather = ring;
+  all_gather.cp_all_gather = true;
+  cases.push_back({"cp_all_gather", all_gather, {N::kBf16}, {R::kBf16}});
+  PlanSpecOptions dp = Small();
+  dp.dp = 2;
+  cases.push_back({"dp_distributed", dp, {N::kBf16}, {R::kBf16}});
+  PlanSpecOptions dp_plain = dp;
+  dp_plain.distributed_optimizer = false;
+  cases.push_back({"dp_plain", dp_plain, {N::kBf16}, {R::kBf16}});
+  PlanSpecOptions interleaved = Small();
+  interleaved.pp = 2;
+  interleaved.virtual_pipeline = 2;
+  interleaved.global_batch = 4;
+  cases.push_back({"interleaved", interleaved, {N::kBf16}, {R::kBf16}});
+  PlanSpecOptions selective = Small();
+  selective.recompute = v1::RECOMPUTE_SELECTIVE;
+  cases.push_back({"selective", selective, {N::kBf16}, {R::kBf16}});
+  PlanSpecOptions full = Small();
+  full.recompute = v1::RECOMPUTE_FULL;
+  cases.push_back({"full", full, {N::kBf16}, {R::kBf16}});
+  PlanSpecOptions replica = tp2;
+  replica.dp = 2;
+  replica.replica = true;
+  cases.push_back({"replica", replica, {N::kBf16}, {R::kBf16}});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Combinations, StepPlanPathTest, testing::ValuesIn(PathCases()),
+                         [](const testing::TestParamInfo<PathCase>& info) {
+                           return info.param.name;
+                         });
+
+// Full recomputation runs every layer's forward again before its backward: one more forward
+// of the layers' model FLOPs per micro-batch, and ops marked as recomputed.
+TEST(StepPlanTest, FullRecomputeAddsOneLayerForward) {
+  PlanSpecOptions options = Small();
+  const StepPlan plain = PlanOf(options, 0);
+  options.recompute = v1::RECOMPUTE_FULL;
+  const StepPlan full = PlanOf(options, 0);
+  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
+  ASSERT_TRUE(spec.ok());
+  const ShardShapes shapes = ComputeShardShapes(spec->model(), spec->training(), spec->config());
+  EXPECT_DOUBLE_EQ(
+      PlanModelFlops(full) - PlanModelFlops(plain),
+      spec->micro_batches() * spec->model().num_layers() * LayerForwardModelFlops(shapes));
+  int64_t recomputed = 0;
+  for (const StepOp& op : full.ops) recomputed += op.context.recompute ? 1 : 0;
+  EXPECT_GT(recomputed, 0);
+}
+
+// Without the overlap a FULL probe with dp > 1 reduces and gathers each region after the
+// schedule on the compute stream; with it, on the data-parallel stream.
+TEST(StepPlanTest, DataParallelCollectivesRunWhereTheOverlapSays) {
+  PlanSpecOptions options = Small();
+  options.dp = 2;
+  const StepPlan plan = PlanOf(options, 0);
+  std::set<StepStream> streams;
+  for (const CollectiveOp& op : OpsOf<CollectiveOp>(plan)) {
+    if (op.family == CollectiveFamily::kData) streams.insert(op.stream);
+  }
+  // ProbeSpec::data_parallel_overlap: --overlap-grad-reduce always.
+  EXPECT_EQ(streams, std::set<StepStream>{StepStream::kDataParallel});
+  options.replica = true;
+  for (const CollectiveOp& op : OpsOf<CollectiveOp>(PlanOf(options, 0))) {
+    EXPECT_NE(op.family, CollectiveFamily::kData) << op.what;
+  }
+}
+
+// Every step of the data-parallel plan is issued, the reductions' wait last before the
+// optimizer (a step-end point carrying the schedule's pass count would never be reached:
+// DataParallelSync::Finish's INTERNAL on the device).
+TEST(StepPlanTest, WaitsForTheReductionsBeforeTheOptimizer) {
+  PlanSpecOptions options = Small();
+  options.pp = 2;
+  options.dp = 2;
+  options.virtual_pipeline = 2;
+  options.global_batch = 8;
+  for (int64_t rank : {0, 2}) {
+    const StepPlan plan = PlanOf(options, rank);
+    int64_t waits = 0;
+    size_t last_wait = 0;
+    size_t first_adam = plan.ops.size();
+    for (size_t i = 0; i < plan.ops.size(); ++i) {
+      const auto* wait = std::get_if<WaitOp>(&plan.ops[i].detail);
+      if (wait != nullptr && wait->what == "gradient reductions") {
+        ++waits;
+        last_wait = i;
+      }
+      if (std::holds_alternative<OptimizerOp>(plan.ops[i].detail)) {
+        first_adam = std::min(first_adam, i);
+      }
+    }
+    EXPECT_EQ(waits, 1) << rank;
+    EXPECT_LT(last_wait, first_adam) << rank;
+  }
+}
+
+TEST(StepPlanTest, DescribesOpsOnOneLine) {
+  const StepPlan plan = PlanOf(Small(), 0);
+  for (const StepOp& op : plan.ops) {
+    const std::string line = DescribeOp(op);
+    EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+  }
+  EXPECT_EQ(DescribeOp(plan.ops.front()),
+            "step: elementwise zero gradients " +
+                std::to_string(FootprintOf(*PlanSpecOf(Small()), 0).parameters().padded_elements));
+}
+
+}  // namespace
+}  // namespace paratune
