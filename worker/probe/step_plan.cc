@@ -956,19 +956,82 @@ absl::StatusOr<StepPlan> StepPlanOf(const ProbeSpec& spec, const FootprintPlan& 
   return Builder(spec, footprint, rank, micro_batches).Build();
 }
 
+namespace {
+
+// Where an op runs: "step", or "p<pass> c<chunk> mb<micro-batch> s<slot> <layers>[ recompute]"
+// with `layers` "L<layer>" (empty outside a layer) or a folded run's range.
+std::string DescribeContext(const StepOpContext& at, const std::string& layers) {
+  if (at.pass < 0) return "step";
+  std::string where = absl::StrCat("p", at.pass);
+  if (at.chunk >= 0) absl::StrAppend(&where, " c", at.chunk, " mb", at.micro_batch, " s", at.slot);
+  if (!layers.empty()) absl::StrAppend(&where, " ", layers);
+  if (at.recompute) absl::StrAppend(&where, " recompute");
+  return where;
+}
+
+// The op's line without its layer: equal for the same op of two layers.
+std::string DescribeOpOfAnyLayer(const StepOp& op) {
+  StepOp any_layer = op;
+  any_layer.context.layer = -1;
+  return DescribeOp(any_layer);
+}
+
+bool SameLayerBlock(const StepOpContext& a, const StepOpContext& b) {
+  return a.pass == b.pass && a.chunk == b.chunk && a.micro_batch == b.micro_batch &&
+         a.slot == b.slot && a.recompute == b.recompute && a.layer == b.layer;
+}
+
+}  // namespace
+
+std::vector<std::string> DescribeSteps(const StepPlan& plan) {
+  // Blocks of consecutive ops of one layer (or single ops outside a layer), each with its
+  // lines without the layer.
+  struct Block {
+    size_t first = 0;
+    size_t end = 0;
+    std::vector<std::string> any_layer;
+  };
+  std::vector<Block> blocks;
+  for (size_t i = 0; i < plan.ops.size(); ++i) {
+    const StepOpContext& at = plan.ops[i].context;
+    if (blocks.empty() || at.layer < 0 || plan.ops[blocks.back().first].context.layer < 0 ||
+        !SameLayerBlock(plan.ops[blocks.back().first].context, at)) {
+      blocks.push_back({i, i, {}});
+    }
+    blocks.back().end = i + 1;
+    blocks.back().any_layer.push_back(DescribeOpOfAnyLayer(plan.ops[i]));
+  }
+  std::vector<std::string> lines;
+  for (size_t b = 0; b < blocks.size();) {
+    const Block& block = blocks[b];
+    for (size_t i = block.first; i < block.end; ++i) lines.push_back(DescribeOp(plan.ops[i]));
+    // The blocks after it that repeat it in the same pass, chunk, micro-batch and slot.
+    const StepOpContext& at = plan.ops[block.first].context;
+    size_t next = b + 1;
+    while (at.layer >= 0 && next < blocks.size() && blocks[next].any_layer == block.any_layer) {
+      StepOpContext other = plan.ops[blocks[next].first].context;
+      other.layer = at.layer;
+      if (!SameLayerBlock(other, at)) break;
+      ++next;
+    }
+    if (next > b + 1) {
+      const int64_t first = plan.ops[blocks[b + 1].first].context.layer;
+      const int64_t last = plan.ops[blocks[next - 1].first].context.layer;
+      const size_t ops = block.end - block.first;
+      lines.push_back(absl::StrCat(
+          DescribeContext(
+              at, first == last ? absl::StrCat("L", first) : absl::StrCat("L", first, "..L", last)),
+          ": as L", at.layer, " (", ops, ops == 1 ? " op" : " ops", next > b + 2 ? " each)" : ")"));
+    }
+    b = next;
+  }
+  return lines;
+}
+
 std::string DescribeOp(const StepOp& op) {
   const StepOpContext& at = op.context;
-  std::string where;
-  if (at.pass >= 0) {
-    absl::StrAppend(&where, "p", at.pass);
-    if (at.chunk >= 0) {
-      absl::StrAppend(&where, " c", at.chunk, " mb", at.micro_batch, " s", at.slot);
-    }
-    if (at.layer >= 0) absl::StrAppend(&where, " L", at.layer);
-    if (at.recompute) absl::StrAppend(&where, " recompute");
-  } else {
-    where = "step";
-  }
+  const std::string where =
+      DescribeContext(at, at.layer >= 0 ? absl::StrCat("L", at.layer) : std::string());
   struct Visitor {
     std::string operator()(const GemmOp& g) const {
       std::string line =

@@ -210,8 +210,14 @@ absl::StatusOr<StepPlan> StepPlanOf(const ProbeSpec& spec, const FootprintPlan& 
 // GEMM FLOPs plus attention model FLOPs of the step.
 double PlanModelFlops(const StepPlan& plan);
 
-// One line per op in a compact, stable form, for the golden files (testdata/*.steps).
+// One line per op in a compact, stable form.
 std::string DescribeOp(const StepOp& op);
+
+// The plan as the golden files hold it (testdata/*.steps): DescribeOp's line per op, except
+// that layers whose ops repeat those of the layer before them, but for the layer's index, in
+// the same pass, chunk, micro-batch and slot, are folded into one line after that layer's:
+// "p0 c0 mb0 s0 L1..L15: as L0 (24 ops each)".
+std::vector<std::string> DescribeSteps(const StepPlan& plan);
 
 }  // namespace paratune
 

@@ -319,10 +319,11 @@ TEST_P(StepPlanGoldenTest, StepMatchesTheGoldenFile) {
   const std::string path = absl::StrCat("worker/probe/testdata/", GetParam().name, ".steps");
   const std::vector<std::string> golden = ReadLines(path);
   ASSERT_FALSE(golden.empty()) << path;
-  for (size_t i = 0; i < std::min(golden.size(), plan_.ops.size()); ++i) {
-    ASSERT_EQ(DescribeOp(plan_.ops[i]), golden[i]) << path << ":" << i + 1;
+  const std::vector<std::string> lines = DescribeSteps(plan_);
+  for (size_t i = 0; i < std::min(golden.size(), lines.size()); ++i) {
+    ASSERT_EQ(lines[i], golden[i]) << path << ":" << i + 1;
   }
-  EXPECT_EQ(plan_.ops.size(), golden.size()) << path;
+  EXPECT_EQ(lines.size(), golden.size()) << path;
 }
 
 INSTANTIATE_TEST_SUITE_P(Goldens, StepPlanGoldenTest, testing::ValuesIn(GoldenSpecs()),

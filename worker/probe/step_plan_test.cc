@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/probe/step_plan_specs.h"
 
@@ -273,6 +274,36 @@ TEST(StepPlanTest, DescribesOpsOnOneLine) {
   EXPECT_EQ(DescribeOp(plan.ops.front()),
             "step: elementwise zero gradients " +
                 std::to_string(FootprintOf(*PlanSpecOf(Small()), 0).parameters().padded_elements));
+}
+
+// Layers 1 and 2 repeat layer 0 and fold into one line; layer 3 differs, and the same ops in
+// another micro-batch start a block of their own.
+TEST(DescribeStepsTest, FoldsLayersThatRepeatTheLayerBefore) {
+  auto op = [](int64_t micro_batch, int64_t layer, const std::string& what) {
+    StepOp step_op;
+    step_op.context = {/*pass=*/0, /*chunk=*/0, micro_batch, layer, /*recompute=*/false,
+                       /*slot=*/0};
+    step_op.detail = ElementwiseOp{what, 8};
+    return step_op;
+  };
+  StepPlan plan;
+  for (int64_t layer = 0; layer < 3; ++layer) {
+    plan.ops.push_back(op(0, layer, "rmsnorm"));
+    plan.ops.push_back(op(0, layer, "swiglu"));
+  }
+  plan.ops.push_back(op(0, 3, "rmsnorm"));
+  plan.ops.push_back(op(1, 4, "rmsnorm"));
+  plan.ops.push_back(op(1, 5, "rmsnorm"));
+  StepOp step_end;
+  step_end.detail = ElementwiseOp{"zero gradients", 8};
+  plan.ops.push_back(step_end);
+  EXPECT_THAT(DescribeSteps(plan), testing::ElementsAre("p0 c0 mb0 s0 L0: elementwise rmsnorm 8",
+                                                        "p0 c0 mb0 s0 L0: elementwise swiglu 8",
+                                                        "p0 c0 mb0 s0 L1..L2: as L0 (2 ops each)",
+                                                        "p0 c0 mb0 s0 L3: elementwise rmsnorm 8",
+                                                        "p0 c0 mb1 s0 L4: elementwise rmsnorm 8",
+                                                        "p0 c0 mb1 s0 L5: as L4 (1 op)",
+                                                        "step: elementwise zero gradients 8"));
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
-// Writes the golden step of each spec of GoldenSpecs() into the directory given, one
-// DescribeOp line per op: `bazel run //worker/probe:write_step_plan_goldens --
-// $PWD/worker/probe/testdata` regenerates worker/probe/testdata/*.steps after a deliberate
-// change of what the probe does (docs/probe.md, "The step plan"); review the diff.
+// Writes the golden step of each spec of GoldenSpecs() into the directory given, as
+// DescribeSteps renders it (a line per op, repeated layers folded): `bazel run
+// //worker/probe:write_step_plan_goldens -- $PWD/worker/probe/testdata` regenerates
+// worker/probe/testdata/*.steps after a deliberate change of what the probe does (docs/probe.md,
+// "The step plan"); review the diff.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "worker/probe/step_plan.h"
 #include "worker/probe/step_plan_specs.h"
@@ -32,12 +34,13 @@ int main(int argc, char** argv) {
     }
     const std::string path = std::string(argv[1]) + "/" + golden.name + ".steps";
     std::ofstream out(path);
-    for (const paratune::StepOp& op : plan->ops) out << paratune::DescribeOp(op) << "\n";
+    const std::vector<std::string> lines = paratune::DescribeSteps(*plan);
+    for (const std::string& line : lines) out << line << "\n";
     if (!out) {
       std::cerr << "cannot write " << path << "\n";
       return 1;
     }
-    std::cout << path << ": " << plan->ops.size() << " ops\n";
+    std::cout << path << ": " << plan->ops.size() << " ops in " << lines.size() << " lines\n";
   }
   return 0;
 }
