@@ -1,5 +1,7 @@
 #include "convert/plan_explanation.h"
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -9,7 +11,12 @@
 #include "convert/estimate_convert.h"
 #include "convert/estimate_requests.h"
 #include "convert/spec_convert.h"
+#include "estimator/cluster_spec.h"
 #include "estimator/memory_model.h"
+#include "estimator/model_spec.h"
+#include "estimator/parallel_config.h"
+#include "estimator/planner.h"
+#include "estimator/training_spec.h"
 
 namespace paratune {
 namespace {
@@ -70,8 +77,7 @@ v1::ExplainedOutcome OutcomeToProto(PlanOutcome outcome) {
   return v1::EXPLAINED_OUTCOME_UNSPECIFIED;
 }
 
-}  // namespace
-
+// Why `dims` is or is not among the plan's candidates, of which the plan table shows `shown`.
 std::string DescribeExplanation(const ConfigurationExplanation& explanation,
                                 const ParallelDims& dims, const ModelSpec& model,
                                 const TrainingSpec& training, const ClusterSpec& cluster,
@@ -103,6 +109,8 @@ std::string DescribeExplanation(const ConfigurationExplanation& explanation,
   }
   return "not explained";
 }
+
+}  // namespace
 
 absl::StatusOr<v1::ExplainResponse> AnswerExplain(const v1::ExplainRequest& request) {
   PT_ASSIGN_OR_RETURN(const ParallelDims dims, ParallelDimsFromProto(request.config()));

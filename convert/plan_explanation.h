@@ -3,32 +3,17 @@
 #ifndef PARATUNE_CONVERT_PLAN_EXPLANATION_H_
 #define PARATUNE_CONVERT_PLAN_EXPLANATION_H_
 
-#include <cstdint>
-#include <string>
-
 #include "absl/status/statusor.h"
-#include "estimator/cluster_spec.h"
-#include "estimator/model_spec.h"
-#include "estimator/parallel_config.h"
-#include "estimator/planner.h"
-#include "estimator/training_spec.h"
 #include "proto/autotuner_service.pb.h"
 
 namespace paratune {
 
-// Why `dims` is or is not among the plan's candidates, in words that name the rule broken
-// (with the fields and values), the dimension not searched and the flag that searches it, or
-// the memory figures: "a candidate: #3 of 41 in predicted order, 402.1 TFLOP/s per GPU
-// predicted". `shown` is how many candidates the plan table lists (--limit), to say whether
-// it is there.
-std::string DescribeExplanation(const ConfigurationExplanation& explanation,
-                                const ParallelDims& dims, const ModelSpec& model,
-                                const TrainingSpec& training, const ClusterSpec& cluster,
-                                const PlanOptions& options, const Plan& plan, int64_t shown);
-
 // The plan of request.plan (AnswerPlanInDetail, convert/estimate_requests.h) and what it made
-// of request.config: outcome, DescribeExplanation's reason, rank, and, when the rules hold,
-// the configuration's memory and predicted step. AnswerPlanInDetail's errors;
+// of request.config: the outcome; the reason, in words that name the rule broken (with the
+// fields and values), the dimension not searched and the flag that searches it, or the memory
+// figures ("a candidate: #3 of 41 in predicted order, 402.1 TFLOP/s per GPU predicted", with
+// "; beyond the N the plan table shows (--limit)" past request.plan.limit); the rank; and,
+// when the rules hold, the configuration's memory and predicted step. AnswerPlanInDetail's errors;
 // INVALID_ARGUMENT for an unknown recompute mode of the configuration.
 absl::StatusOr<v1::ExplainResponse> AnswerExplain(const v1::ExplainRequest& request);
 

@@ -1,11 +1,9 @@
 #include "convert/plan_explanation.h"
 
-#include <algorithm>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "convert/estimate_requests.h"
-#include "estimator/performance_parameters.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -15,38 +13,17 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-class PlanExplanationTest : public ::testing::Test {
- protected:
-  // Llama-3.1-8B, s 8192, global batch 64, 2 nodes of 8 H100-80GB.
-  PlanExplanationTest()
-      : model_(*FindModelPreset("llama3.1-8b")),
-        training_(*TrainingSpec::Create({64, 8192})),
-        cluster_(*ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 2, 8)),
-        params_(DefaultPerformanceParameters(cluster_.gpu())) {}
+v1::ParallelConfig Config(int64_t dp, int64_t tp, int64_t pp, int64_t cp, int64_t b) {
+  v1::ParallelConfig config;
+  config.set_data_parallel(dp);
+  config.set_tensor_parallel(tp);
+  config.set_pipeline_parallel(pp);
+  config.set_context_parallel(cp);
+  config.set_micro_batch_size(b);
+  return config;
+}
 
-  Plan MakePlan(const PlanOptions& options) const {
-    return *PlanConfigurations(model_, training_, cluster_, options, params_);
-  }
-
-  std::string Explain(const PlanOptions& options, const ParallelDims& dims,
-                      int64_t shown = 20) const {
-    const Plan plan = MakePlan(options);
-    return DescribeExplanation(
-        ExplainConfiguration(model_, training_, cluster_, options, params_, plan, dims), dims,
-        model_, training_, cluster_, options, plan, shown);
-  }
-
-  static ParallelDims Dims(int64_t dp, int64_t tp, int64_t pp, int64_t cp, int64_t b) {
-    return MakeParallelDims(dp, tp, pp, cp, b);
-  }
-
-  ModelSpec model_;
-  TrainingSpec training_;
-  ClusterSpec cluster_;
-  PerformanceParameters params_;
-};
-
-// The same run as a request of the API.
+// `config` of Llama-3.1-8B, s 8192, global batch 64, on 2 nodes of 8 H100-80GB.
 v1::ExplainRequest Request(const v1::ParallelConfig& config) {
   v1::ExplainRequest request;
   v1::SearchSpec& spec = *request.mutable_plan()->mutable_spec();
@@ -60,102 +37,102 @@ v1::ExplainRequest Request(const v1::ParallelConfig& config) {
   return request;
 }
 
-v1::ParallelConfig Config(int64_t dp, int64_t tp, int64_t pp, int64_t cp, int64_t b) {
-  v1::ParallelConfig config;
-  config.set_data_parallel(dp);
-  config.set_tensor_parallel(tp);
-  config.set_pipeline_parallel(pp);
-  config.set_context_parallel(cp);
-  config.set_micro_batch_size(b);
-  return config;
+v1::ExplainResponse Explain(const v1::ExplainRequest& request) {
+  const absl::StatusOr<v1::ExplainResponse> answer = AnswerExplain(request);
+  EXPECT_TRUE(answer.ok()) << answer.status();
+  return answer.ok() ? *answer : v1::ExplainResponse();
 }
 
-TEST_F(PlanExplanationTest, ExplainsACandidateWithItsRank) {
-  const PlanOptions options;
-  const Plan plan = MakePlan(options);
-  const ParallelDims best = plan.candidates[0].config.dims();
-  const std::string text = Explain(options, best);
-  EXPECT_THAT(text, HasSubstr("a candidate: #1 of "));
-  EXPECT_THAT(text, HasSubstr(" in predicted order, "));
-  EXPECT_THAT(text, Not(HasSubstr("beyond")));
-  EXPECT_THAT(Explain(options, plan.candidates[1].config.dims(), /*shown=*/1),
-              HasSubstr("a candidate: #2 of "));
-  EXPECT_THAT(Explain(options, plan.candidates[1].config.dims(), /*shown=*/1),
-              HasSubstr("; beyond the 1 the plan table shows (--limit)"));
+// The configuration of the plan's candidate `rank` (from 0).
+v1::ParallelConfig Candidate(const v1::PlanRequest& request, int rank) {
+  v1::PlanRequest all = request;
+  all.set_limit(0);
+  const absl::StatusOr<v1::PlanResponse> plan = AnswerPlan(all);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return plan.ok() && plan->candidates_size() > rank ? plan->candidates(rank).config()
+                                                     : v1::ParallelConfig();
 }
 
-TEST_F(PlanExplanationTest, ExplainsARejectionWithTheFieldsAndValues) {
-  const std::string text = Explain(PlanOptions(), Dims(1, 16, 1, 1, 1));
-  EXPECT_THAT(text, HasSubstr("rejected by a validity rule: "));
-  EXPECT_THAT(text, HasSubstr("(16)"));
+TEST(AnswerExplainTest, ACandidateWithItsRankAndEstimate) {
+  v1::ExplainRequest request = Request(v1::ParallelConfig());
+  *request.mutable_config() = Candidate(request.plan(), 0);
+  const v1::ExplainResponse answer = Explain(request);
+  EXPECT_EQ(answer.outcome(), v1::EXPLAINED_CANDIDATE);
+  EXPECT_EQ(answer.rank(), 1);
+  EXPECT_THAT(answer.reason(), HasSubstr("a candidate: #1 of "));
+  EXPECT_THAT(answer.reason(), HasSubstr(" in predicted order, "));
+  EXPECT_THAT(answer.reason(), Not(HasSubstr("beyond")));
+  EXPECT_GT(answer.estimate().memory().peak_bytes(), 0);
+  EXPECT_GT(answer.estimate().performance().model_tflops_per_gpu(), 0);
 }
 
-TEST_F(PlanExplanationTest, ExplainsWhatIsNotSearched) {
-  PlanOptions options;
-  EXPECT_THAT(Explain(options, Dims(2, 8, 1, 1, 32)),
+TEST(AnswerExplainTest, SaysWhenACandidateIsBeyondThePlanTable) {
+  v1::ExplainRequest request = Request(v1::ParallelConfig());
+  *request.mutable_config() = Candidate(request.plan(), 1);
+  request.mutable_plan()->set_limit(1);
+  const v1::ExplainResponse answer = Explain(request);
+  EXPECT_EQ(answer.rank(), 2);
+  EXPECT_THAT(answer.reason(), HasSubstr("; beyond the 1 the plan table shows (--limit)"));
+}
+
+TEST(AnswerExplainTest, ARejectionWithTheFieldsAndValuesAndNoEstimate) {
+  const v1::ExplainResponse answer = Explain(Request(Config(1, 16, 1, 1, 1)));
+  EXPECT_EQ(answer.outcome(), v1::EXPLAINED_REJECTED);
+  EXPECT_EQ(answer.rank(), 0);
+  EXPECT_THAT(answer.reason(), HasSubstr("rejected by a validity rule: "));
+  EXPECT_THAT(answer.reason(), HasSubstr("(16)"));
+  EXPECT_FALSE(answer.has_estimate());
+}
+
+TEST(AnswerExplainTest, WhatIsNotSearchedAndTheFlagThatSearchesIt) {
+  v1::ExplainResponse answer = Explain(Request(Config(2, 8, 1, 1, 32)));
+  EXPECT_EQ(answer.outcome(), v1::EXPLAINED_NOT_SEARCHED);
+  EXPECT_THAT(answer.reason(),
               HasSubstr("not enumerated: micro-batch size 32 is not among the searched sizes "
                         "(1, 2, 4, 8, 16); --micro_batches sets them"));
-  ParallelDims dims = Dims(8, 2, 1, 1, 1);
-  dims.recompute = Recompute::kFull;
-  EXPECT_THAT(Explain(options, dims),
+  v1::ParallelConfig config = Config(8, 2, 1, 1, 1);
+  config.set_recompute(v1::RECOMPUTE_FULL);
+  EXPECT_THAT(Explain(Request(config)).reason(),
               HasSubstr("recompute full is not among the searched modes (none); "
                         "--recompute_modes sets them"));
-  dims = Dims(8, 1, 2, 1, 1);
-  dims.virtual_pipeline = 4;
-  EXPECT_THAT(Explain(options, dims), HasSubstr("--virtual_pipeline_sizes sets them"));
-  dims = Dims(8, 2, 1, 1, 1);
-  dims.sequence_parallel = false;
-  EXPECT_THAT(Explain(options, dims),
+  config = Config(8, 1, 2, 1, 1);
+  config.set_virtual_pipeline(4);
+  EXPECT_THAT(Explain(Request(config)).reason(), HasSubstr("--virtual_pipeline_sizes sets them"));
+  config = Config(8, 2, 1, 1, 1);
+  config.set_sequence_parallel(false);
+  EXPECT_THAT(Explain(Request(config)).reason(),
               HasSubstr("not enumerated: sequence parallelism off with tp 2"));
 }
 
-TEST_F(PlanExplanationTest, ExplainsMemoryPruning) {
-  const PlanOptions options;
-  const std::string oom = Explain(options, Dims(16, 1, 1, 1, 4));
-  EXPECT_THAT(oom, HasSubstr("pruned, out of memory: peak "));
-  EXPECT_THAT(oom, HasSubstr("on stage 0 = "));
-  EXPECT_THAT(oom, HasSubstr("of the 79.65 GiB capacity (OOM above 100%)"));
+TEST(AnswerExplainTest, MemoryPruningWithTheFigures) {
+  const v1::ExplainResponse oom = Explain(Request(Config(16, 1, 1, 1, 4)));
+  EXPECT_EQ(oom.outcome(), v1::EXPLAINED_OUT_OF_MEMORY);
+  EXPECT_THAT(oom.reason(), HasSubstr("pruned, out of memory: peak "));
+  EXPECT_THAT(oom.reason(), HasSubstr("on stage 0 = "));
+  EXPECT_THAT(oom.reason(), HasSubstr("of the 79.65 GiB capacity (OOM above 100%)"));
+  EXPECT_GT(oom.estimate().memory().fraction_of_capacity(), 1);
 
-  const Plan plan = MakePlan(options);
-  const auto risky = std::find_if(
-      plan.memory_map.begin(), plan.memory_map.end(),
-      [](const MemoryMapEntry& entry) { return entry.verdict == MemoryVerdict::kRisky; });
-  ASSERT_NE(risky, plan.memory_map.end());
-  EXPECT_THAT(Explain(options, risky->dims),
+  // A RISKY configuration of the map, under a policy that probes SAFE ones only.
+  v1::ExplainRequest request = Request(v1::ParallelConfig());
+  request.mutable_plan()->mutable_spec()->mutable_space()->set_memory_policy(v1::SAFE_ONLY);
+  const absl::StatusOr<v1::PlanResponse> plan = AnswerPlan(request.plan());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const v1::MemoryMapRow& row : plan->memory_map().rows()) {
+    for (const v1::MemoryMapCell& cell : row.cells()) {
+      if (cell.verdict() != v1::RISKY || request.config().micro_batch_size() > 0) continue;
+      *request.mutable_config() = row.shape();
+      request.mutable_config()->set_micro_batch_size(cell.micro_batch_size());
+    }
+  }
+  ASSERT_GT(request.config().micro_batch_size(), 0) << "no RISKY configuration";
+  const v1::ExplainResponse risky = Explain(request);
+  EXPECT_EQ(risky.outcome(), v1::EXPLAINED_RISKY);
+  EXPECT_THAT(risky.reason(),
               HasSubstr("at or above the 80.0% SAFE threshold; --memory_policy=measure_risky "
                         "(the default) keeps RISKY configurations"));
 }
 
-TEST_F(PlanExplanationTest, AnswersACandidateWithItsRankAndEstimate) {
-  v1::ExplainRequest request = Request(v1::ParallelConfig());
-  const absl::StatusOr<v1::PlanResponse> plan = AnswerPlan(request.plan());
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  *request.mutable_config() = plan->candidates(0).config();
-  const absl::StatusOr<v1::ExplainResponse> answer = AnswerExplain(request);
-  ASSERT_TRUE(answer.ok()) << answer.status();
-  EXPECT_EQ(answer->outcome(), v1::EXPLAINED_CANDIDATE);
-  EXPECT_EQ(answer->rank(), 1);
-  EXPECT_THAT(answer->reason(), HasSubstr("a candidate: #1 of "));
-  EXPECT_GT(answer->estimate().memory().peak_bytes(), 0);
-  EXPECT_GT(answer->estimate().performance().model_tflops_per_gpu(), 0);
-}
-
-TEST_F(PlanExplanationTest, AnswersARejectionWithoutAnEstimate) {
-  const absl::StatusOr<v1::ExplainResponse> answer = AnswerExplain(Request(Config(1, 16, 1, 1, 1)));
-  ASSERT_TRUE(answer.ok()) << answer.status();
-  EXPECT_EQ(answer->outcome(), v1::EXPLAINED_REJECTED);
-  EXPECT_EQ(answer->rank(), 0);
-  EXPECT_FALSE(answer->has_estimate());
-}
-
-TEST_F(PlanExplanationTest, AnswersMemoryPruningWithTheEstimate) {
-  const absl::StatusOr<v1::ExplainResponse> answer = AnswerExplain(Request(Config(16, 1, 1, 1, 4)));
-  ASSERT_TRUE(answer.ok()) << answer.status();
-  EXPECT_EQ(answer->outcome(), v1::EXPLAINED_OUT_OF_MEMORY);
-  EXPECT_GT(answer->estimate().memory().fraction_of_capacity(), 1);
-}
-
-TEST_F(PlanExplanationTest, RefusesAnInvalidSpecNamingTheField) {
+TEST(AnswerExplainTest, RefusesAnInvalidSpecNamingTheValue) {
   v1::ExplainRequest request = Request(Config(16, 1, 1, 1, 1));
   request.mutable_plan()->mutable_spec()->mutable_model()->set_preset("llama9");
   const absl::StatusOr<v1::ExplainResponse> answer = AnswerExplain(request);

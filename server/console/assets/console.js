@@ -140,7 +140,8 @@ function configFields(c, withMicroBatch = true) {
     const value = Number(c[key] || 1);
     add(name, value, name + value);
   }
-  if (withMicroBatch) add('mbs', Number(c.microBatchSize || 0), 'mbs' + Number(c.microBatchSize || 0));
+  const mbs = Number(c.microBatchSize || 0);
+  if (withMicroBatch) add('mbs', mbs, 'mbs' + mbs);
   const vp = Number(c.virtualPipeline || 1);
   if (vp > 1) add('vp', vp, 'vp' + vp);
   // Sequence parallelism only means something alongside TP; unset means on.
@@ -403,8 +404,8 @@ function labelWidth(text) {
 // none does), and a button shows every row; `view.showAll` keeps that choice across polls.
 function memoryMapFigure(map, candidates, view) {
   const byConfig = new Map((candidates || []).map(c => [describeConfig(c.config), c]));
-  const cellConfig = (shape, cell) => describeConfig(Object.assign({}, shape,
-                                                                   {microBatchSize: cell.microBatchSize}));
+  const cellConfig = (shape, cell) =>
+      describeConfig(Object.assign({}, shape, {microBatchSize: cell.microBatchSize}));
   const allRows = map.rows || [];
   const holding = allRows.filter(row => (row.cells || []).some(
       cell => byConfig.has(cellConfig(row.shape || {}, cell))));
@@ -417,13 +418,14 @@ function memoryMapFigure(map, candidates, view) {
         : `${rows.length} of ${allRows.length} rows shown` +
               (showAll ? '.' : `: those holding the ${byConfig.size} candidates.`);
     const button = el('button', {id: 'memory-map-toggle'},
-                      showAll ? 'Show only the rows holding candidates' : `Show all ${allRows.length} rows`);
+                      showAll ? 'Show only the rows holding candidates'
+                              : `Show all ${allRows.length} rows`);
     button.addEventListener('click', () => {
       view.showAll = !view.showAll;
       draw();
     });
-    figure.replaceChildren(el('p', {class: 'muted'}, note, ' ',
-                              holding.length > 0 && holding.length < allRows.length ? button : null),
+    const choice = holding.length > 0 && holding.length < allRows.length;
+    figure.replaceChildren(el('p', {class: 'muted'}, note, ' ', choice ? button : null),
                            heatMap(map, rows, byConfig, cellConfig));
   };
   draw();
@@ -435,7 +437,8 @@ function heatMap(map, rows, byConfig, cellConfig) {
   const labels = rows.map(row => describeConfig(row.shape || {}, false));
   const cellW = 78, cellH = 26, top = 40;
   const left = Math.ceil(Math.max(120, ...labels.map(labelWidth))) + 16;
-  const width = Math.max(760, left + cellW * columns.length + 10), height = top + cellH * rows.length + 58;
+  const width = Math.max(760, left + cellW * columns.length + 10);
+  const height = top + cellH * rows.length + 58;
   const root = svg('svg', {id: 'heat-map', width, height, viewBox: `0 0 ${width} ${height}`,
                            role: 'img', 'aria-label': 'estimated memory per GPU'});
   root.append(svg('text', {x: left, y: 14}, 'micro-batch size →'));
@@ -750,7 +753,8 @@ function explanation(config, answer) {
   const gib = bytes => fixed(Number(bytes || 0) / 2 ** 30, 2);
   const terms = (stages[0] || {}).terms || [];
   const memoryTable = table(
-      [{text: 'memory per GPU (GiB)'}, ...stages.map(st => ({text: `stage ${st.stage || 0}`, num: true}))],
+      [{text: 'memory per GPU (GiB)'},
+       ...stages.map(st => ({text: `stage ${st.stage || 0}`, num: true}))],
       [...terms.map((term, t) => [term.name, ...stages.map(st => gib(st.terms[t].bytes))]),
        ['total', ...stages.map(st => gib(st.totalBytes))]]);
   memoryTable.setAttribute('id', 'explain-memory');
@@ -770,7 +774,8 @@ function explanation(config, answer) {
     el('div', {class: 'figures'}, memoryTable, timing),
     el('p', {}, `peak ${gib(memory.peakBytes)} GiB of ${gib(memory.capacityBytes)} GiB = ` +
                 `${fixed(100 * (memory.fractionOfCapacity || 0), 1)}% of capacity, ` +
-                `${memory.verdict || ''} (SAFE below ${fixed(100 * (memory.safeThreshold || 0), 1)}%); ` +
+                `${memory.verdict || ''} ` +
+                `(SAFE below ${fixed(100 * (memory.safeThreshold || 0), 1)}%); ` +
                 `${fixed(perf.tokensPerSecond, 0)} tokens/s, ` +
                 `${fixed(perf.modelTflopsPerGpu, 1)} TFLOP/s per GPU ` +
                 `(+- ${fixed(100 * (perf.relativeError || 0), 1)}%, one sigma), MFU ` +
@@ -807,7 +812,9 @@ function explainForm(output) {
 
 // Fills the explain form with `config` and explains it.
 function explainConfig(config) {
-  for (const [name, key] of EXPLAIN_FIELDS) field('explain-' + name).value = Number(config[key] || 1);
+  for (const [name, key] of EXPLAIN_FIELDS) {
+    field('explain-' + name).value = Number(config[key] || 1);
+  }
   field('explain-recompute').value =
       (config.recompute || 'RECOMPUTE_NONE').replace('RECOMPUTE_', '').toLowerCase();
   field('explain-button').click();
@@ -820,7 +827,8 @@ const RANKING_ROWS = 20;
 function planPage() {
   const inputs = PLAN_FIELDS.map(f => formRow(f.label, el('input', {type: f.type, id: f.id,
                                                                     value: f.value, min: 1})));
-  const recompute = el('span', {class: 'form-row'}, el('span', {}, 'Recompute modes (--recompute_modes)'),
+  const recompute = el('span', {class: 'form-row'},
+                       el('span', {}, 'Recompute modes (--recompute_modes)'),
                        ...RECOMPUTE_MODES.map(m => {
                          const box = el('input', {type: 'checkbox', id: 'plan-recompute-' + m});
                          box.checked = m === 'none';
@@ -837,8 +845,9 @@ function planPage() {
   const mapView = {showAll: false};
   button.addEventListener('click', () => guarded(async () => {
     try {
-      const plan = await api('/api/plan', {method: 'POST', body: JSON.stringify(planRequestOfForm()),
-                                           headers: {'Content-Type': 'application/json'}});
+      const plan = await api('/api/plan', {
+          method: 'POST', headers: {'Content-Type': 'application/json'},
+          body: JSON.stringify(planRequestOfForm())});
       const counts = plan.counts || {};
       const candidates = plan.candidates || [];
       const ranking = table(
@@ -863,7 +872,8 @@ function planPage() {
           el('h2', {}, 'Projected cost of a search'), costProjection(plan.cost || {}),
           el('h2', {}, 'Predicted ranking'),
           candidates.length > RANKING_ROWS
-              ? el('p', {class: 'muted'}, `The best ${RANKING_ROWS} of ${candidates.length}.`) : null,
+              ? el('p', {class: 'muted'}, `The best ${RANKING_ROWS} of ${candidates.length}.`)
+              : null,
           ranking,
           el('h2', {}, 'Memory map (estimated)'),
           memoryMapFigure(plan.memoryMap || {}, candidates, mapView)].filter(n => n !== null));
