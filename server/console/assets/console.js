@@ -771,7 +771,7 @@ function explanation(config, answer) {
                         ['optimizer step', seconds(perf.optimizerSeconds)]]);
   timing.setAttribute('id', 'explain-timing');
   return parts.concat([
-    el('div', {class: 'figures'}, memoryTable, timing),
+    el('div', {class: 'tables'}, memoryTable, timing),
     el('p', {}, `peak ${gib(memory.peakBytes)} GiB of ${gib(memory.capacityBytes)} GiB = ` +
                 `${fixed(100 * (memory.fractionOfCapacity || 0), 1)}% of capacity, ` +
                 `${memory.verdict || ''} ` +
@@ -822,7 +822,7 @@ function explainConfig(config) {
 }
 
 // The candidates the ranking lists; the rest are counted under it.
-const RANKING_ROWS = 20;
+const RANKING_ROWS = 10;
 
 function planPage() {
   const inputs = PLAN_FIELDS.map(f => formRow(f.label, el('input', {type: f.type, id: f.id,
