@@ -13,11 +13,10 @@
 #include "cli/report.h"
 #include "common/status_macros.h"
 #include "convert/estimate_requests.h"
+#include "convert/plan_explanation.h"
 #include "convert/search_request.h"
 #include "convert/search_state.h"
 #include "convert/search_view.h"
-#include "convert/spec_convert.h"
-#include "estimator/planner.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace paratune {
@@ -148,14 +147,11 @@ absl::Status RunExplain(const v1::PlanRequest& request, const v1::ParallelConfig
   if (output.json) {
     return absl::InvalidArgumentError("--explain prints for people; it does not take --json");
   }
-  PT_ASSIGN_OR_RETURN(const ParallelDims dims, ParallelDimsFromProto(config));
-  PT_ASSIGN_OR_RETURN(const DetailedPlan detailed, AnswerPlanInDetail(request));
-  const ResolvedSpec& spec = detailed.spec;
-  const ConfigurationExplanation explanation =
-      ExplainConfiguration(spec.model, spec.training, spec.cluster, spec.plan_options,
-                           detailed.params, detailed.plan, dims);
-  out << FormatExplanation(explanation, dims, spec.model, spec.training, spec.cluster,
-                           spec.plan_options, detailed.plan, detailed.response.candidates_size());
+  v1::ExplainRequest explain;
+  *explain.mutable_plan() = request;
+  *explain.mutable_config() = config;
+  PT_ASSIGN_OR_RETURN(const v1::ExplainResponse explanation, AnswerExplain(explain));
+  out << FormatExplanation(config, explanation);
   return absl::OkStatus();
 }
 

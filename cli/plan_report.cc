@@ -1,20 +1,17 @@
 #include "cli/plan_report.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "cli/report.h"
 #include "cli/table.h"
 #include "cli/terminal.h"
-#include "convert/estimate_convert.h"
 #include "convert/search_text.h"
-#include "convert/spec_convert.h"
-#include "estimator/memory_model.h"
 
 namespace paratune {
 namespace {
@@ -35,40 +32,6 @@ Color VerdictColor(v1::MemoryVerdict verdict) {
     default:
       return Color::kRed;
   }
-}
-
-// "peak 93.12 GiB on stage 3 = 117.0% of the 79.65 GiB capacity".
-std::string PeakSentence(const MemoryEstimate& memory) {
-  return absl::StrCat("peak ", GiB(memory.peak_bytes), " on stage ", memory.peak_stage, " = ",
-                      Percent(memory.fraction_of_capacity), " of the ", GiB(memory.capacity_bytes),
-                      " capacity");
-}
-
-std::string OutsideSearchSpace(SearchDimension dimension, const ParallelDims& dims,
-                               const PlanOptions& options) {
-  switch (dimension) {
-    case SearchDimension::kMicroBatch:
-      return absl::StrCat(
-          "micro-batch size ", dims.micro_batch, " is not among the searched sizes (",
-          absl::StrJoin(SearchedMicroBatchSizes(options), ", "), "); --micro_batches sets them");
-    case SearchDimension::kVirtualPipeline:
-      return absl::StrCat("virtual pipeline size ", dims.virtual_pipeline,
-                          " is not among the searched sizes (",
-                          absl::StrJoin(SearchedVirtualPipelineSizes(options), ", "),
-                          "); --virtual_pipeline_sizes sets them");
-    case SearchDimension::kRecompute: {
-      std::vector<std::string> modes;
-      for (Recompute mode : SearchedRecomputeModes(options)) modes.push_back(RecomputeName(mode));
-      return absl::StrCat("recompute ", RecomputeName(dims.recompute),
-                          " is not among the searched modes (", absl::StrJoin(modes, ", "),
-                          "); --recompute_modes sets them");
-    }
-    case SearchDimension::kSequenceParallel:
-      return absl::StrCat("sequence parallelism ", dims.sequence_parallel ? "on" : "off",
-                          " with tp ", dims.tp,
-                          ": plans use sequence parallelism exactly when tp > 1");
-  }
-  return "not searched";
 }
 
 }  // namespace
@@ -122,49 +85,12 @@ std::string FormatMemoryMap(const v1::MemoryMap& map, bool color) {
   return out;
 }
 
-std::string FormatExplanation(const ConfigurationExplanation& explanation, const ParallelDims& dims,
-                              const ModelSpec& model, const TrainingSpec& training,
-                              const ClusterSpec& cluster, const PlanOptions& options,
-                              const Plan& plan, int64_t shown) {
-  std::string verdict;
-  switch (explanation.outcome) {
-    case PlanOutcome::kCandidate:
-      verdict = absl::StrFormat(
-          "a candidate: #%d of %d in predicted order, %.1f TFLOP/s per GPU predicted",
-          explanation.rank + 1, plan.candidates.size(), explanation.predicted.model_tflops_per_gpu);
-      if (explanation.rank >= shown) {
-        absl::StrAppend(&verdict, "; beyond the ", shown, " the plan table shows (--limit)");
-      }
-      break;
-    case PlanOutcome::kRejected:
-      verdict =
-          absl::StrCat("rejected by a validity rule: ",
-                       DescribeRejection(explanation.rejection, model, training, cluster, dims));
-      break;
-    case PlanOutcome::kOutsideSearchSpace:
-      verdict =
-          absl::StrCat("not enumerated: ", OutsideSearchSpace(explanation.outside, dims, options));
-      break;
-    case PlanOutcome::kOutOfMemory:
-      verdict = absl::StrCat("pruned, out of memory: ", PeakSentence(explanation.memory),
-                             " (OOM above 100%)");
-      break;
-    case PlanOutcome::kRisky:
-      verdict = absl::StrCat("pruned, RISKY: ", PeakSentence(explanation.memory),
-                             ", at or above the ", Percent(options.memory.safe_fraction),
-                             " SAFE threshold; --memory_policy=measure_risky (the default) keeps "
-                             "RISKY configurations");
-      break;
+std::string FormatExplanation(const v1::ParallelConfig& config,
+                              const v1::ExplainResponse& explanation) {
+  std::string out = absl::StrCat(DescribeConfig(config), ": ", explanation.reason(), "\n");
+  if (explanation.has_estimate()) {
+    absl::StrAppend(&out, "\n", FormatEstimate(config, explanation.estimate()));
   }
-  const ParallelConfig config = ParallelConfig::FromCheckedDims(dims);
-  const v1::ParallelConfig config_proto = ParallelConfigToProto(config);
-  std::string out = absl::StrCat(DescribeConfig(config_proto), ": ", verdict, "\n");
-  if (!explanation.has_memory) return out;
-  v1::EstimateResponse estimate;
-  *estimate.mutable_memory() =
-      MemoryEstimateToProto(explanation.memory, config, options.memory.safe_fraction);
-  *estimate.mutable_performance() = PerformanceEstimateToProto(explanation.predicted);
-  absl::StrAppend(&out, "\n", FormatEstimate(config_proto, estimate));
   return out;
 }
 

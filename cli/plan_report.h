@@ -1,17 +1,11 @@
 // The parts of `paratune plan` beyond its summary and candidates: the memory map of the
-// valid configurations and the explanation of one configuration (--explain, rendered from
-// the estimator's own plan). Every figure carries its unit.
+// valid configurations and the explanation of one configuration (--explain,
+// convert/plan_explanation.h). Every figure carries its unit.
 #ifndef PARATUNE_CLI_PLAN_REPORT_H_
 #define PARATUNE_CLI_PLAN_REPORT_H_
 
-#include <cstdint>
 #include <string>
 
-#include "estimator/cluster_spec.h"
-#include "estimator/model_spec.h"
-#include "estimator/parallel_config.h"
-#include "estimator/planner.h"
-#include "estimator/training_spec.h"
 #include "proto/autotuner_service.pb.h"
 
 namespace paratune {
@@ -26,14 +20,11 @@ namespace paratune {
 // colours apart) and "-" is dim.
 std::string FormatMemoryMap(const v1::MemoryMap& map, bool color);
 
-// Why `dims` is or is not among the plan's candidates, in words that name the rule broken
-// (with the fields and values), the dimension not searched and the flag that searches it, or
-// the memory figures; then, when the rules hold, its memory breakdown and predicted step time.
-// `shown` is how many candidates the plan table lists (--limit), to say whether it is there.
-std::string FormatExplanation(const ConfigurationExplanation& explanation, const ParallelDims& dims,
-                              const ModelSpec& model, const TrainingSpec& training,
-                              const ClusterSpec& cluster, const PlanOptions& options,
-                              const Plan& plan, int64_t shown);
+// `plan --explain`'s answer for `config`: the configuration and why it is or is not a
+// candidate (ExplainResponse.reason), then, when the rules hold, its memory breakdown and
+// predicted step time (FormatEstimate).
+std::string FormatExplanation(const v1::ParallelConfig& config,
+                              const v1::ExplainResponse& explanation);
 
 }  // namespace paratune
 

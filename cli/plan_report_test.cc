@@ -4,6 +4,11 @@
 #include <string>
 
 #include "convert/memory_map.h"
+#include "estimator/cluster_spec.h"
+#include "estimator/model_spec.h"
+#include "estimator/performance_parameters.h"
+#include "estimator/planner.h"
+#include "estimator/training_spec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -29,17 +34,6 @@ class PlanReportTest : public ::testing::Test {
   std::string Map(const PlanOptions& options, int64_t limit = 0, bool color = false) const {
     return FormatMemoryMap(
         MemoryMapToProto(MakePlan(options), options, cluster_.gpu().memory_bytes, limit), color);
-  }
-
-  std::string Explain(const PlanOptions& options, const ParallelDims& dims) const {
-    const Plan plan = MakePlan(options);
-    return FormatExplanation(
-        ExplainConfiguration(model_, training_, cluster_, options, params_, plan, dims), dims,
-        model_, training_, cluster_, options, plan, 20);
-  }
-
-  static ParallelDims Dims(int64_t dp, int64_t tp, int64_t pp, int64_t cp, int64_t b) {
-    return MakeParallelDims(dp, tp, pp, cp, b);
   }
 
   ModelSpec model_;
@@ -92,57 +86,31 @@ TEST_F(PlanReportTest, MemoryMapColoursEachVerdictOnlyWhenAsked) {
   EXPECT_THAT(colored, HasSubstr("\n 8   1   2   1   \033[32m18% SAFE\033[0m"));
 }
 
-TEST_F(PlanReportTest, ExplainsACandidateWithItsRankAndBreakdown) {
-  const PlanOptions options;
-  const Plan plan = MakePlan(options);
-  const ParallelDims best = plan.candidates[0].config.dims();
-  const std::string text = Explain(options, best);
-  EXPECT_THAT(text, HasSubstr(": a candidate: #1 of "));
+TEST(FormatExplanationTest, PrintsTheConfigurationTheReasonAndTheEstimate) {
+  v1::ParallelConfig config;
+  config.set_data_parallel(2);
+  config.set_tensor_parallel(8);
+  config.set_pipeline_parallel(1);
+  config.set_context_parallel(1);
+  config.set_micro_batch_size(1);
+  v1::ExplainResponse explanation;
+  explanation.set_outcome(v1::EXPLAINED_CANDIDATE);
+  explanation.set_reason("a candidate: #1 of 12 in predicted order");
+  explanation.set_rank(1);
+  v1::StageMemory& stage = *explanation.mutable_estimate()->mutable_memory()->add_stages();
+  v1::MemoryTerm& term = *stage.add_terms();
+  term.set_name("optimizer_states");
+  term.set_bytes(1 << 30);
+  explanation.mutable_estimate()->mutable_performance()->set_model_tflops_per_gpu(400);
+  const std::string text = FormatExplanation(config, explanation);
+  EXPECT_THAT(text, HasSubstr("dp2 tp8 pp1 cp1 mbs1: a candidate: #1 of 12 in predicted order\n"));
   EXPECT_THAT(text, HasSubstr("optimizer_states"));
   EXPECT_THAT(text, HasSubstr("TFLOP/s per GPU (+- "));
-}
 
-TEST_F(PlanReportTest, ExplainsARejectionWithTheFieldsAndValues) {
-  const std::string text = Explain(PlanOptions(), Dims(1, 16, 1, 1, 1));
-  EXPECT_THAT(text, HasSubstr("dp1 tp16 pp1 cp1 mbs1: rejected by a validity rule: "));
-  EXPECT_THAT(text, HasSubstr("(16)"));
-  EXPECT_THAT(text, Not(HasSubstr("optimizer_states")));
-}
-
-TEST_F(PlanReportTest, ExplainsWhatIsNotSearched) {
-  PlanOptions options;
-  EXPECT_THAT(Explain(options, Dims(2, 8, 1, 1, 32)),
-              HasSubstr("not enumerated: micro-batch size 32 is not among the searched sizes "
-                        "(1, 2, 4, 8, 16); --micro_batches sets them"));
-  ParallelDims dims = Dims(8, 2, 1, 1, 1);
-  dims.recompute = Recompute::kFull;
-  EXPECT_THAT(Explain(options, dims),
-              HasSubstr("recompute full is not among the searched modes (none); "
-                        "--recompute_modes sets them"));
-  dims = Dims(8, 1, 2, 1, 1);
-  dims.virtual_pipeline = 4;
-  EXPECT_THAT(Explain(options, dims), HasSubstr("--virtual_pipeline_sizes sets them"));
-  dims = Dims(8, 2, 1, 1, 1);
-  dims.sequence_parallel = false;
-  EXPECT_THAT(Explain(options, dims),
-              HasSubstr("sp=off: not enumerated: sequence parallelism off with tp 2"));
-}
-
-TEST_F(PlanReportTest, ExplainsMemoryPruning) {
-  const PlanOptions options;
-  const std::string oom = Explain(options, Dims(16, 1, 1, 1, 4));
-  EXPECT_THAT(oom, HasSubstr("pruned, out of memory: peak "));
-  EXPECT_THAT(oom, HasSubstr("on stage 0 = "));
-  EXPECT_THAT(oom, HasSubstr("of the 79.65 GiB capacity (OOM above 100%)"));
-
-  const Plan plan = MakePlan(options);
-  const auto risky = std::find_if(
-      plan.memory_map.begin(), plan.memory_map.end(),
-      [](const MemoryMapEntry& entry) { return entry.verdict == MemoryVerdict::kRisky; });
-  ASSERT_NE(risky, plan.memory_map.end());
-  EXPECT_THAT(Explain(options, risky->dims),
-              HasSubstr("at or above the 80.0% SAFE threshold; --memory_policy=measure_risky "
-                        "(the default) keeps RISKY configurations"));
+  explanation.clear_estimate();
+  explanation.set_reason("rejected by a validity rule: ...");
+  EXPECT_EQ(FormatExplanation(config, explanation),
+            "dp2 tp8 pp1 cp1 mbs1: rejected by a validity rule: ...\n");
 }
 
 }  // namespace

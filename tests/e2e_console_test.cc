@@ -8,31 +8,83 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/client_credentials.h"
 #include "common/small_file.h"
 #include "common/test_certificates.h"
 #include "common/test_file.h"
+#include "convert/search_text.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "proto/autotuner_service.grpc.pb.h"
 #include "server/core/test_requests.h"
+#include "tests/run_command.h"
 #include "tests/test_cluster.h"
 #include "tests/web_driver.h"
 
 namespace paratune {
 namespace {
 
+using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
+using ::testing::UnorderedElementsAreArray;
+
+// The paratune CLI (argv[3]), to compare what the console shows with what it prints.
+std::string& CliPath() {
+  static std::string* path = new std::string;
+  return *path;
+}
+
+// What `paratune ARGS` prints; a failure of the test when it does not exit 0.
+std::string Cli(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {CliPath()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  absl::StatusOr<CommandResult> result = RunCommand(argv);
+  EXPECT_TRUE(result.ok()) << result.status();
+  if (!result.ok()) return "";
+  EXPECT_TRUE(result->succeeded()) << absl::StrJoin(argv, " ") << ":\n" << result->output;
+  return result->output;
+}
+
+// A search whose every candidate splits Llama-2-13B's 40 layers unevenly over pp 2 with an
+// interleaved pipeline (vp 3 or 21: pp x vp divides 42, not 40) and recomputes (selective
+// or full), on 4 sim GPUs: candidates differ in vp alone, or in recompute alone, so a page
+// that dropped either would show two the same. The flags of `paratune plan` that plan it.
+v1::CreateSearchRequest InterleavedUnevenSearch() {
+  v1::CreateSearchRequest request = SmallSimSearch(/*top_k=*/6, /*nodes=*/1, /*gpus_per_node=*/4);
+  v1::SearchSpec& spec = *request.mutable_spec();
+  spec.mutable_model()->set_preset("llama2-13b");
+  spec.mutable_training()->set_seq_len(4096);
+  v1::SearchSpace& space = *spec.mutable_space();
+  space.add_virtual_pipeline_sizes(3);
+  space.add_virtual_pipeline_sizes(21);
+  space.add_recompute_modes(v1::RECOMPUTE_SELECTIVE);
+  space.add_recompute_modes(v1::RECOMPUTE_FULL);
+  space.set_allow_uneven_pipeline_stages(true);
+  return request;
+}
+const std::vector<std::string> kInterleavedUnevenPlanFlags = {"--model=llama2-13b",
+                                                              "--gpu=h100-80gb",
+                                                              "--nodes=1",
+                                                              "--gpus_per_node=4",
+                                                              "--global_batch=64",
+                                                              "--seq_len=4096",
+                                                              "--virtual_pipeline_sizes=3,21",
+                                                              "--recompute_modes=selective,full",
+                                                              "--allow_uneven_pipeline"};
 
 std::string TestDirectory(const char* variable) {
   const char* directory = std::getenv(variable);
@@ -225,6 +277,220 @@ TEST_F(ConsoleTest, PagesRenderAndFollowASearchLive) {
   KeepScreenshot("planner");
 }
 
+// The strings of the list `expression` evaluates to in the page.
+std::vector<std::string> Strings(WebDriver& browser, const std::string& expression) {
+  absl::StatusOr<google::protobuf::Value> value =
+      browser.Execute(absl::StrCat("return ", expression, ";"));
+  EXPECT_TRUE(value.ok()) << value.status();
+  std::vector<std::string> strings;
+  if (!value.ok()) return strings;
+  for (const google::protobuf::Value& item : value->list_value().values()) {
+    strings.push_back(item.string_value());
+  }
+  return strings;
+}
+
+// The cells of the row of `table` (text, as `paratune plan` prints it) whose first cell is
+// `first`, split at runs of spaces: {"EXHAUSTIVE", "7", "72", ...}.
+std::vector<std::string> TextRow(const std::string& table, const std::string& first) {
+  for (absl::string_view line : absl::StrSplit(table, '\n')) {
+    if (!absl::StartsWith(line, first + " ")) continue;
+    const std::string rest(absl::StripAsciiWhitespace(line.substr(first.size())));
+    std::vector<std::string> cells = {first};
+    for (absl::string_view cell : absl::StrSplit(rest, ' ', absl::SkipEmpty())) {
+      cells.emplace_back(cell);
+    }
+    return cells;
+  }
+  return {};
+}
+
+// A search whose winner is interleaved (vp > 1), recomputes and splits its layers unevenly:
+// the page's best configuration is `paratune export`'s, field by field; every candidate reads
+// as the CLI prints it, and no two distinct ones read the same; the memory map shows the rows
+// holding candidates, all rows on request, with no label clipped; no line reads "null".
+TEST_F(ConsoleTest, TheSearchPageShowsEveryFieldThatTellsCandidatesApart) {
+  ASSERT_NO_FATAL_FAILURE(
+      StartConsole({{"--backend=sim", "--sim_gpus=4"}}, TestCluster::Options()));
+  absl::StatusOr<v1::Search> search =
+      cluster_->RunSearch(InterleavedUnevenSearch(), absl::Seconds(60));
+  ASSERT_TRUE(search.ok()) << search.status();
+  ASSERT_EQ(search->state(), v1::SUCCEEDED) << search->stop_reason();
+  const std::string id = search->name().substr(search->name().find('/') + 1);
+  ASSERT_TRUE(browser_->Navigate(absl::StrCat(base_url_, "#/search/", id)).ok());
+  WaitUntil("the search page", "return document.querySelector('#best .config') !== null;",
+            absl::Seconds(20));
+
+  // The export's configuration, structured.
+  v1::Search exported;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(
+                  Cli({"export", search->name(), "--format=json",
+                       absl::StrCat("--server=", cluster_->address())}),
+                  &exported)
+                  .ok());
+  ASSERT_EQ(exported.candidates_size(), 1);
+  const v1::ParallelConfig& best = exported.candidates(0).config();
+  ASSERT_GT(best.virtual_pipeline(), 1);
+  ASSERT_NE(best.recompute(), v1::RECOMPUTE_NONE);
+  // Megatron-LM's arguments for it split the layers unevenly.
+  const std::string megatron = Cli({"export", search->name(), "--format=megatron",
+                                    absl::StrCat("--server=", cluster_->address())});
+  EXPECT_THAT(megatron, HasSubstr("--account-for-embedding-in-pipeline-split"));
+  EXPECT_THAT(megatron, HasSubstr("--account-for-loss-in-pipeline-split"));
+  EXPECT_EQ(Attribute("#best .config", "data-dp"), absl::StrCat(best.data_parallel()));
+  EXPECT_EQ(Attribute("#best .config", "data-tp"), absl::StrCat(best.tensor_parallel()));
+  EXPECT_EQ(Attribute("#best .config", "data-pp"), absl::StrCat(best.pipeline_parallel()));
+  EXPECT_EQ(Attribute("#best .config", "data-cp"), absl::StrCat(best.context_parallel()));
+  EXPECT_EQ(Attribute("#best .config", "data-mbs"), absl::StrCat(best.micro_batch_size()));
+  EXPECT_EQ(Attribute("#best .config", "data-vp"), absl::StrCat(best.virtual_pipeline()));
+  EXPECT_EQ(Attribute("#best .config", "data-recompute"),
+            best.recompute() == v1::RECOMPUTE_FULL ? "full" : "selective");
+  EXPECT_EQ(Text("#best .config"), DescribeConfig(best));
+  // The stop reason names the same configuration.
+  EXPECT_THAT(Text("#stop-reason"), HasSubstr(DescribeConfig(best)));
+
+  // Every candidate as the CLI prints it, in the server's order; none twice.
+  std::vector<std::string> cli_labels;
+  for (const v1::Candidate& candidate : search->candidates()) {
+    cli_labels.push_back(DescribeConfig(candidate.config()));
+  }
+  const std::vector<std::string> page_labels =
+      Strings(*browser_,
+              "[...document.querySelectorAll('#candidates .config')]"
+              ".map(e => e.textContent)");
+  EXPECT_THAT(page_labels, ElementsAreArray(cli_labels));
+  EXPECT_EQ(std::set<std::string>(page_labels.begin(), page_labels.end()).size(),
+            page_labels.size());
+
+  // The memory map: the rows holding a candidate, then every row.
+  // The search's plan, as the page read it.
+  absl::StatusOr<google::protobuf::Value> plan_json = browser_->Execute(absl::StrCat(
+      "return fetch('/api/search_plan?name=", search->name(), "').then(r => r.text());"));
+  ASSERT_TRUE(plan_json.ok()) << plan_json.status();
+  v1::PlanResponse plan;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(plan_json->string_value(), &plan).ok());
+  std::set<std::string> candidate_configs(cli_labels.begin(), cli_labels.end());
+  int holding = 0;
+  for (const v1::MemoryMapRow& row : plan.memory_map().rows()) {
+    bool holds = false;
+    for (const v1::MemoryMapCell& cell : row.cells()) {
+      v1::ParallelConfig config = row.shape();
+      config.set_micro_batch_size(cell.micro_batch_size());
+      holds = holds || candidate_configs.count(DescribeConfig(config)) > 0;
+    }
+    holding += holds;
+  }
+  ASSERT_GT(holding, 0);
+  ASSERT_LT(holding, plan.memory_map().rows_size());
+  EXPECT_EQ(Number("document.querySelectorAll('#heat-map .row-label').length"), holding);
+  EXPECT_EQ(Number("document.querySelectorAll('#heat-map g.cell[data-candidate=true]').length"),
+            search->candidates_size());
+  // Row labels are distinct (vp and recompute shown) and none is clipped by the plot's edge.
+  const std::vector<std::string> rows =
+      Strings(*browser_,
+              "[...document.querySelectorAll('#heat-map .row-label')]"
+              ".map(e => e.textContent)");
+  EXPECT_EQ(std::set<std::string>(rows.begin(), rows.end()).size(), rows.size());
+  EXPECT_THAT(rows.front(), HasSubstr(" vp"));
+  EXPECT_THAT(rows.front(), HasSubstr(" recompute="));
+  EXPECT_EQ(Number("[...document.querySelectorAll('#heat-map .row-label')]"
+                   ".filter(e => e.getBBox().x < 0).length"),
+            0);
+  // No part of the page reads "null".
+  EXPECT_EQ(Number("document.body.innerText.split('\\n').filter(l => l.includes('null'))"
+                   ".length"),
+            0);
+  KeepScreenshot("search-vp");
+
+  ASSERT_TRUE(
+      browser_->Execute("document.querySelector('#memory-map-toggle').click(); return true;").ok());
+  EXPECT_EQ(Number("document.querySelectorAll('#heat-map .row-label').length"),
+            plan.memory_map().rows_size());
+
+  ASSERT_TRUE(browser_->Navigate(absl::StrCat(base_url_, "#/searches")).ok());
+  WaitUntil("the searches table", "return document.querySelector('#searches .config') !== null;",
+            absl::Seconds(10));
+  EXPECT_EQ(Text("#searches .config"), DescribeConfig(best));
+  KeepScreenshot("searches-vp");
+}
+
+// The planner's form plans as `paratune plan` with the same flags: its projected cost is the
+// one the CLI prints, row for row, and a configuration is explained as `plan --explain`
+// explains it.
+TEST_F(ConsoleTest, ThePlannerFormPlansAndExplainsAsTheCli) {
+  ASSERT_NO_FATAL_FAILURE(StartConsole({}, TestCluster::Options()));
+  ASSERT_TRUE(browser_->Navigate(absl::StrCat(base_url_, "#/plan")).ok());
+  WaitUntil("the planner", "return document.querySelector('#plan-button') !== null;",
+            absl::Seconds(10));
+  ASSERT_TRUE(browser_
+                  ->Execute("const set = (id, v) => { document.getElementById(id).value = v; };"
+                            "set('plan-model', 'llama2-13b'); set('plan-gpu', 'h100-80gb');"
+                            "set('plan-nodes', 1); set('plan-gpus-per-node', 4);"
+                            "set('plan-seq-len', 4096); set('plan-global-batch', 64);"
+                            "document.getElementById('plan-recompute-none').checked = false;"
+                            "document.getElementById('plan-recompute-selective').checked = true;"
+                            "document.getElementById('plan-recompute-full').checked = true;"
+                            "document.getElementById('plan-button').click(); return true;")
+                  .ok());
+  WaitUntil("the plan", "return document.querySelector('#plan-ranking') !== null;",
+            absl::Seconds(20));
+  const std::vector<std::string> flags = {"--model=llama2-13b",
+                                          "--gpu=h100-80gb",
+                                          "--nodes=1",
+                                          "--gpus_per_node=4",
+                                          "--seq_len=4096",
+                                          "--global_batch=64",
+                                          "--recompute_modes=selective,full"};
+  std::vector<std::string> plan_args = {"plan"};
+  plan_args.insert(plan_args.end(), flags.begin(), flags.end());
+  const std::string printed = Cli(plan_args);
+  for (const std::string policy : {"ADAPTIVE", "EXHAUSTIVE"}) {
+    const std::vector<std::string> row = TextRow(printed, policy);
+    ASSERT_FALSE(row.empty()) << policy << " in:\n" << printed;
+    EXPECT_THAT(Strings(*browser_, absl::StrCat("[...[...document.querySelectorAll("
+                                                "'#plan-cost tr')].find(r => r.cells[0]."
+                                                "textContent === '",
+                                                policy, "').cells].map(c => c.textContent)")),
+                ElementsAreArray(row))
+        << policy;
+  }
+  EXPECT_GE(Number("document.querySelectorAll('#plan-ranking tbody tr').length"), 1);
+  EXPECT_GE(Number("document.querySelectorAll('#plan-output g.cell').length"), 1);
+
+  // The best candidate explained, as `plan --explain` explains it.
+  ASSERT_TRUE(
+      browser_
+          ->Execute("document.querySelector('#plan-ranking .explain-row').click(); return true;")
+          .ok());
+  WaitUntil("the explanation", "return document.querySelector('#explain-memory') !== null;",
+            absl::Seconds(20));
+  const std::string best_config = Text("#plan-ranking .config");
+  const std::string reason = Text("#explain-reason");
+  EXPECT_THAT(reason, HasSubstr(": a candidate: #1 of "));
+  std::vector<std::string> explain_args = plan_args;
+  explain_args.push_back("--explain");
+  for (const char* name : {"dp", "tp", "pp", "cp", "mbs", "vp", "recompute"}) {
+    const std::string value = Attribute("#plan-ranking .config", absl::StrCat("data-", name));
+    if (!value.empty()) explain_args.push_back(absl::StrCat("--", name, "=", value));
+  }
+  const std::string explained = Cli(explain_args);
+  EXPECT_EQ(explained.substr(0, explained.find('\n')), reason);
+  EXPECT_THAT(reason, HasSubstr(best_config));
+  EXPECT_THAT(Text("#explain-memory"), HasSubstr("optimizer_states"));
+  KeepScreenshot("planner-form");
+
+  // A configuration typed in, that breaks a rule.
+  ASSERT_TRUE(browser_
+                  ->Execute("document.getElementById('explain-tp').value = 3;"
+                            "document.getElementById('explain-button').click(); return true;")
+                  .ok());
+  WaitUntil("the rejection",
+            "const e = document.querySelector('#explain-reason');"
+            "return e !== null && e.textContent.includes('rejected by a validity rule');",
+            absl::Seconds(20));
+  EXPECT_EQ(Number("document.querySelectorAll('#explain-memory').length"), 0);
+}
+
 // A probe whose worker is lost is re-queued, and given up when the worker of its last attempt
 // is lost too: the timeline draws both leases, each ending as the event log says (read from
 // the events' fields, not their text), and the convergence plot counts the give-up.
@@ -334,6 +600,20 @@ TEST_F(ConsoleTest, SignInRefusesAWrongTokenAndShowsAClientOnlyItsSearches) {
   EXPECT_THAT(Text("#searches"), Not(HasSubstr(bobs.name())));
   EXPECT_EQ(Number("document.querySelectorAll('#searches tbody tr').length"), 1);
   KeepScreenshot("searches-signed-in");
+
+  // Alice's search, with no worker to probe it, has no result yet: no empty plot, and no
+  // line of the page reads "null" (it has no best configuration).
+  const std::string id = alices->name().substr(alices->name().find('/') + 1);
+  ASSERT_TRUE(browser_->Navigate(absl::StrCat(base_url_, "#/search/", id)).ok());
+  WaitUntil("alice's search", "return document.querySelector('#search-state') !== null;",
+            absl::Seconds(10));
+  EXPECT_THAT(Text("#convergence-empty"), HasSubstr("appear with the first result"));
+  EXPECT_EQ(Number("document.querySelectorAll('#convergence-probes').length"), 0);
+  EXPECT_EQ(Number("document.querySelectorAll('#best').length"), 0);
+  EXPECT_EQ(Number("document.body.innerText.split('\\n').filter(l => l.includes('null'))"
+                   ".length"),
+            0);
+  KeepScreenshot("search-without-results");
 }
 
 }  // namespace
@@ -341,9 +621,10 @@ TEST_F(ConsoleTest, SignInRefusesAWrongTokenAndShowsAClientOnlyItsSearches) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  if (!paratune::SetTestBinaries(argc, argv)) {
-    std::fprintf(stderr, "usage: e2e_console_test PARATUNE_SERVER PARATUNE_WORKER\n");
+  if (!paratune::SetTestBinaries(argc, argv) || argc < 4) {
+    std::fprintf(stderr, "usage: e2e_console_test PARATUNE_SERVER PARATUNE_WORKER PARATUNE\n");
     return 2;
   }
+  paratune::CliPath() = argv[3];
   return RUN_ALL_TESTS();
 }

@@ -95,7 +95,26 @@ constexpr Route kRoutes[] = {
     {"/api/search_plan", "GET", "/paratune.v1.Autotuner/Plan"},
     {"/api/workers", "GET", "/paratune.v1.Autotuner/ListWorkers"},
     {"/api/plan", "POST", "/paratune.v1.Autotuner/Plan"},
+    // The explanation of one configuration of a plan: who may plan may have it explained.
+    {"/api/explain", "POST", "/paratune.v1.Autotuner/Plan"},
 };
+
+// The body of a POST to `request.path` as a `T`, within the cap on the size of a `method`
+// request, which applies to the JSON too, before it is parsed. INVALID_ARGUMENT naming the
+// path and the message type otherwise.
+template <typename T>
+absl::StatusOr<T> ParseBody(const ConsoleApiRequest& request, absl::string_view method,
+                            int64_t max_request_bytes) {
+  T message;
+  PT_RETURN_IF_ERROR(CheckRequestBytes(method, request.body.size(), max_request_bytes));
+  if (const auto status = google::protobuf::util::JsonStringToMessage(request.body, &message);
+      !status.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the body of POST ", request.path, " is not a JSON ",
+                     message.GetDescriptor()->name(), ": ", status.message().ToString()));
+  }
+  return message;
+}
 
 }  // namespace
 
@@ -190,15 +209,18 @@ absl::StatusOr<std::string> ConsoleApi::Answer(const ConsoleApiRequest& request,
     PT_ASSIGN_OR_RETURN(const v1::ListWorkersResponse workers, reader.ListWorkers());
     return ToJson(workers);
   }
-  // POST /api/plan: the size cap applies to the JSON too, before it is parsed.
-  PT_RETURN_IF_ERROR(
-      CheckRequestBytes("Plan", request.body.size(), options_.limits.max_request_bytes));
-  v1::PlanRequest plan;
-  if (const auto status = google::protobuf::util::JsonStringToMessage(request.body, &plan);
-      !status.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the body of POST /api/plan is not a PlanRequest in JSON: ", status.message().ToString()));
+  if (path == "/api/explain") {
+    PT_ASSIGN_OR_RETURN(
+        const v1::ExplainRequest explain,
+        ParseBody<v1::ExplainRequest>(request, "Explain", options_.limits.max_request_bytes));
+    PT_ASSIGN_OR_RETURN(const v1::ExplainResponse response,
+                        AnswerExplainWithinLimits(explain, options_.limits));
+    return ToJson(response);
   }
+  // POST /api/plan.
+  PT_ASSIGN_OR_RETURN(
+      const v1::PlanRequest plan,
+      ParseBody<v1::PlanRequest>(request, "Plan", options_.limits.max_request_bytes));
   PT_ASSIGN_OR_RETURN(const v1::PlanResponse response,
                       AnswerPlanWithinLimits(plan, options_.limits));
   return ToJson(response);

@@ -18,6 +18,10 @@
 //   GET  /api/workers                     Autotuner.ListWorkers
 //   POST /api/plan  (body: PlanRequest as JSON)
 //                                         Autotuner.Plan
+//   POST /api/explain  (body: ExplainRequest as JSON)
+//                                         why one configuration is or is not a candidate of
+//                                         a plan (`paratune plan --explain`), authorized as
+//                                         Autotuner.Plan
 #ifndef PARATUNE_SERVER_CONSOLE_CONSOLE_API_H_
 #define PARATUNE_SERVER_CONSOLE_CONSOLE_API_H_
 

@@ -139,12 +139,14 @@ TEST_F(ConsoleApiTest, EveryRouteRefusesAMissingOrUnknownTokenAndAWorkerToken) {
     EXPECT_EQ(worker.http_status, 403) << path;
     EXPECT_THAT(worker.json, HasSubstr("\"code\":\"PERMISSION_DENIED\"")) << path;
   }
-  ConsoleApiRequest plan;
-  plan.method = "POST";
-  plan.path = "/api/plan";
-  EXPECT_EQ(Api(/*with_tokens=*/true).Handle(plan).http_status, 401);
-  plan.authorization = {absl::StrCat("Bearer ", kWorkerToken)};
-  EXPECT_EQ(Api(/*with_tokens=*/true).Handle(plan).http_status, 403);
+  for (const char* path : {"/api/plan", "/api/explain"}) {
+    ConsoleApiRequest post;
+    post.method = "POST";
+    post.path = path;
+    EXPECT_EQ(Api(/*with_tokens=*/true).Handle(post).http_status, 401) << path;
+    post.authorization = {absl::StrCat("Bearer ", kWorkerToken)};
+    EXPECT_EQ(Api(/*with_tokens=*/true).Handle(post).http_status, 403) << path;
+  }
 }
 
 TEST_F(ConsoleApiTest, AClientReachesOnlyItsOwnSearchesAsOverGrpc) {
@@ -258,7 +260,7 @@ TEST_F(ConsoleApiTest, MalformedParametersAre400NamingTheParameterAndValue) {
   plan.authorization = {absl::StrCat("Bearer ", kAliceToken)};
   const ConsoleApiReply reply = Api(/*with_tokens=*/true).Handle(plan);
   EXPECT_EQ(reply.http_status, 400);
-  EXPECT_THAT(reply.json, HasSubstr("the body of POST /api/plan is not a PlanRequest"));
+  EXPECT_THAT(reply.json, HasSubstr("the body of POST /api/plan is not a JSON PlanRequest"));
 }
 
 TEST_F(ConsoleApiTest, AnswersUnknownPathsAndWrongMethods) {
@@ -286,6 +288,34 @@ TEST_F(ConsoleApiTest, PlansAPostedRequest) {
   v1::PlanResponse response;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(reply.json, &response).ok());
   EXPECT_EQ(response.candidates_size(), 3);
+}
+
+TEST_F(ConsoleApiTest, ExplainsAConfigurationOfAPostedPlan) {
+  v1::ExplainRequest explain;
+  *explain.mutable_plan()->mutable_spec() = SmallSimSearch(/*top_k=*/2).spec();
+  v1::ParallelConfig& config = *explain.mutable_config();
+  config.set_data_parallel(1);
+  config.set_tensor_parallel(3);
+  config.set_pipeline_parallel(1);
+  config.set_context_parallel(1);
+  config.set_micro_batch_size(1);
+  ConsoleApiRequest request;
+  request.method = "POST";
+  request.path = "/api/explain";
+  ASSERT_TRUE(google::protobuf::util::MessageToJsonString(explain, &request.body).ok());
+  request.authorization = {absl::StrCat("Bearer ", kAliceToken)};
+  const ConsoleApiReply reply = Api(/*with_tokens=*/true).Handle(request);
+  ASSERT_EQ(reply.http_status, 200) << reply.json;
+  v1::ExplainResponse response;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(reply.json, &response).ok());
+  EXPECT_EQ(response.outcome(), v1::EXPLAINED_REJECTED);
+  EXPECT_THAT(response.reason(), HasSubstr("rejected by a validity rule: "));
+
+  request.body = "{\"config\": 7}";
+  const ConsoleApiReply malformed = Api(/*with_tokens=*/true).Handle(request);
+  EXPECT_EQ(malformed.http_status, 400);
+  EXPECT_THAT(malformed.json,
+              HasSubstr("the body of POST /api/explain is not a JSON ExplainRequest"));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The Plan request as the server answers it, over gRPC (Autotuner.Plan) and in the web console
-// alike: the server's caps on request size and enumerated configurations, then the plan.
+// alike, and the console's explanation of one configuration of a plan: the server's caps on
+// request size and enumerated configurations, then the plan.
 #ifndef PARATUNE_SERVER_CORE_PLAN_REQUEST_H_
 #define PARATUNE_SERVER_CORE_PLAN_REQUEST_H_
 
@@ -15,6 +16,11 @@ namespace paratune {
 // errors (naming the field) otherwise.
 absl::StatusOr<v1::PlanResponse> AnswerPlanWithinLimits(const v1::PlanRequest& request,
                                                         const Limits& limits);
+
+// AnswerExplain (convert/plan_explanation.h) of request.plan within `limits`, with
+// AnswerPlanWithinLimits' errors and AnswerExplain's.
+absl::StatusOr<v1::ExplainResponse> AnswerExplainWithinLimits(const v1::ExplainRequest& request,
+                                                              const Limits& limits);
 
 }  // namespace paratune
 

@@ -38,9 +38,11 @@ function table(headers, rows) {
                 el('td', {class: headers[i].num ? 'num' : ''}, cell))))));
 }
 
+// Replaces the page with `nodes`; a null or undefined one (a part the page lacks) is left
+// out, where replaceChildren would print it as the text "null".
 function show(...nodes) {
   const page = document.getElementById('page');
-  page.replaceChildren(...nodes);
+  page.replaceChildren(...nodes.filter(node => node !== null && node !== undefined));
 }
 
 // --- Authentication -------------------------------------------------------------------------
@@ -125,21 +127,44 @@ function originLabel(candidate) {
   return name ? el('span', {class: 'label ' + name}, name) : '';
 }
 
-function describeConfig(c) {
-  if (!c) return '';
-  let text = `dp${c.dataParallel || 1} tp${c.tensorParallel || 1} pp${c.pipelineParallel || 1}` +
-             ` cp${c.contextParallel || 1}`;
-  if (c.microBatchSize) text += ` mbs${c.microBatchSize}`;
-  if ((c.virtualPipelineSize || 1) > 1) text += ` vp${c.virtualPipelineSize}`;
-  if (c.recompute && c.recompute !== 'RECOMPUTE_NONE') {
-    text += ' recompute=' + c.recompute.replace('RECOMPUTE_', '').toLowerCase();
+// A configuration's fields as people read them, each {name, value, text}, in the order and
+// with the words of the CLI's DescribeConfig (convert/search_text.h): dp, tp, pp, cp and mbs
+// always (mbs left out with `withMicroBatch` false, for a memory map's row), then vp, sp=off
+// and recompute where they leave the default. Every field of ParallelConfig in which two
+// candidates can differ is here, so two distinct configurations never read the same.
+function configFields(c, withMicroBatch = true) {
+  const fields = [];
+  const add = (name, value, text) => fields.push({name, value: String(value), text});
+  for (const [name, key] of [['dp', 'dataParallel'], ['tp', 'tensorParallel'],
+                             ['pp', 'pipelineParallel'], ['cp', 'contextParallel']]) {
+    const value = Number(c[key] || 1);
+    add(name, value, name + value);
   }
-  return text;
+  const mbs = Number(c.microBatchSize || 0);
+  if (withMicroBatch) add('mbs', mbs, 'mbs' + mbs);
+  const vp = Number(c.virtualPipeline || 1);
+  if (vp > 1) add('vp', vp, 'vp' + vp);
+  // Sequence parallelism only means something alongside TP; unset means on.
+  if (Number(c.tensorParallel || 1) > 1 && c.sequenceParallel === false) add('sp', 'off', 'sp=off');
+  const recompute = (c.recompute || 'RECOMPUTE_NONE').replace('RECOMPUTE_', '').toLowerCase();
+  if (recompute === 'selective' || recompute === 'full') {
+    add('recompute', recompute, 'recompute=' + recompute);
+  }
+  return fields;
 }
 
-function shapeKey(c) {
-  return [c.tensorParallel || 1, c.contextParallel || 1, c.pipelineParallel || 1,
-          c.virtualPipelineSize || 1, c.recompute || 'RECOMPUTE_NONE'].join('/');
+// The text of a configuration: configFields joined by spaces, as the CLI prints it.
+function describeConfig(c, withMicroBatch = true) {
+  return c ? configFields(c, withMicroBatch).map(f => f.text).join(' ') : '';
+}
+
+// A configuration as a span of its text carrying each field as data-NAME, so that what a page
+// shows can be compared field by field.
+function configLabel(c) {
+  if (!c) return '';
+  const attributes = {class: 'config'};
+  for (const field of configFields(c)) attributes['data-' + field.name] = field.value;
+  return el('span', attributes, describeConfig(c));
 }
 
 const fixed = (value, digits) => Number(value || 0).toFixed(digits);
@@ -198,7 +223,7 @@ async function searchesPage() {
       search.displayName || '',
       el('span', {class: 'state'}, search.state),
       progressText(counts, search.state),
-      best ? describeConfig(best.candidate.config) : '',
+      best ? configLabel(best.candidate.config) : '',
       best ? fixed(best.result.modelTflopsPerGpu, 1) : '',
       best ? originLabel(best.candidate) : '',
       fixed(Number(counts.gpuSeconds || 0) / 3600, 2),
@@ -329,6 +354,10 @@ function linePlot(id, xLabel, yLabel, series, xMaxHint) {
 }
 
 function convergenceFigures(search, history) {
+  if (history.length === 0) {
+    return el('p', {class: 'muted', id: 'convergence-empty'},
+              'No probe has finished yet: the plots appear with the first result.');
+  }
   const adaptive = (search.spec.policy || 'ADAPTIVE') === 'ADAPTIVE' ||
                    search.spec.policy === 'SEARCH_POLICY_UNSPECIFIED';
   const tolerance = Number((search.spec.adaptive || {}).tolerance || 0.02);
@@ -361,18 +390,55 @@ function convergenceFigures(search, history) {
   return el('div', {class: 'figures'}, ...figures);
 }
 
-// The memory map of the plan: one row per tp x cp x pp shape, one column per micro-batch
-// size; probed cells carry their measurement.
-function heatMap(map, candidates) {
-  const probed = new Map();
-  for (const c of candidates || []) {
-    if (c.state !== 'CANDIDATE_PROBED' || !c.probeResult) continue;
-    probed.set(shapeKey(c.config) + '#' + c.config.microBatchSize, c);
-  }
+// The width in pixels of `text` in the font of the plots' labels (console.css, svg text), so
+// that a column of labels gets the room its longest one needs.
+const labelCanvas = document.createElement('canvas').getContext('2d');
+function labelWidth(text) {
+  labelCanvas.font = '11px system-ui, sans-serif';
+  return labelCanvas.measureText(text).width;
+}
+
+// The memory map of the plan: one row per shape (every field but the micro-batch size), one
+// column per micro-batch size; probed cells carry their measurement. `candidates` are the
+// search's (or the plan's): by default only the rows holding one are drawn (all of them when
+// none does), and a button shows every row; `view.showAll` keeps that choice across polls.
+function memoryMapFigure(map, candidates, view) {
+  const byConfig = new Map((candidates || []).map(c => [describeConfig(c.config), c]));
+  const cellConfig = (shape, cell) =>
+      describeConfig(Object.assign({}, shape, {microBatchSize: cell.microBatchSize}));
+  const allRows = map.rows || [];
+  const holding = allRows.filter(row => (row.cells || []).some(
+      cell => byConfig.has(cellConfig(row.shape || {}, cell))));
+  const figure = el('div', {id: 'memory-map'});
+  const draw = () => {
+    const showAll = view.showAll || holding.length === 0;
+    const rows = showAll ? allRows : holding;
+    const note = holding.length === 0
+        ? `${allRows.length} rows; none holds a candidate.`
+        : `${rows.length} of ${allRows.length} rows shown` +
+              (showAll ? '.' : `: those holding the ${byConfig.size} candidates.`);
+    const button = el('button', {id: 'memory-map-toggle'},
+                      showAll ? 'Show only the rows holding candidates'
+                              : `Show all ${allRows.length} rows`);
+    button.addEventListener('click', () => {
+      view.showAll = !view.showAll;
+      draw();
+    });
+    const choice = holding.length > 0 && holding.length < allRows.length;
+    figure.replaceChildren(el('p', {class: 'muted'}, note, ' ', choice ? button : null),
+                           heatMap(map, rows, byConfig, cellConfig));
+  };
+  draw();
+  return figure;
+}
+
+function heatMap(map, rows, byConfig, cellConfig) {
   const columns = map.microBatchSizes || [];
-  const rows = map.rows || [];
-  const cellW = 78, cellH = 26, left = 190, top = 40;
-  const width = Math.max(760, left + cellW * columns.length + 10), height = top + cellH * rows.length + 58;
+  const labels = rows.map(row => describeConfig(row.shape || {}, false));
+  const cellW = 78, cellH = 26, top = 40;
+  const left = Math.ceil(Math.max(120, ...labels.map(labelWidth))) + 16;
+  const width = Math.max(760, left + cellW * columns.length + 10);
+  const height = top + cellH * rows.length + 58;
   const root = svg('svg', {id: 'heat-map', width, height, viewBox: `0 0 ${width} ${height}`,
                            role: 'img', 'aria-label': 'estimated memory per GPU'});
   root.append(svg('text', {x: left, y: 14}, 'micro-batch size →'));
@@ -381,15 +447,16 @@ function heatMap(map, candidates) {
   rows.forEach((row, i) => {
     const shape = row.shape || {};
     const yTop = top + i * cellH;
-    root.append(svg('text', {x: left - 8, y: yTop + cellH / 2 + 4, 'text-anchor': 'end'},
-                    describeConfig(Object.assign({}, shape, {dataParallel: shape.dataParallel,
-                                                             microBatchSize: 0}))));
+    root.append(svg('text', {class: 'row-label', x: left - 8, y: yTop + cellH / 2 + 4,
+                             'text-anchor': 'end'}, labels[i]));
     for (const cell of row.cells || []) {
       const j = columns.indexOf(cell.microBatchSize);
-      const candidate = probed.get(shapeKey(shape) + '#' + cell.microBatchSize);
-      const result = candidate && candidate.probeResult;
+      const config = cellConfig(shape, cell);
+      const candidate = byConfig.get(config);
+      const result = candidate && candidate.state === 'CANDIDATE_PROBED' && candidate.probeResult;
       const g = svg('g', {class: 'cell', 'data-verdict': cell.verdict || 'SAFE',
-                          'data-probed': result ? 'true' : 'false'});
+                          'data-probed': result ? 'true' : 'false',
+                          'data-candidate': candidate ? 'true' : 'false'});
       g.append(svg('rect', {x: left + j * cellW + 1, y: yTop + 1, width: cellW - 2,
                             height: cellH - 2, fill: VERDICT_COLOUR[cell.verdict || 'SAFE'],
                             stroke: result ? '#000' : 'none', 'stroke-width': result ? 2.5 : 0}));
@@ -401,8 +468,7 @@ function heatMap(map, candidates) {
       }
       g.append(svg('text', {x: left + j * cellW + cellW / 2, y: yTop + cellH / 2 + 4,
                             'text-anchor': 'middle', fill: '#000'}, text));
-      g.append(svg('title', {}, `${describeConfig(Object.assign({}, shape,
-          {microBatchSize: cell.microBatchSize}))}: estimated ` +
+      g.append(svg('title', {}, `${config}: estimated ` +
           `${fixed(100 * (cell.fractionOfCapacity || 0), 1)}% of GPU memory, ${cell.verdict}`));
       root.append(g);
     }
@@ -508,7 +574,7 @@ function candidateTable(search) {
   const rows = (search.candidates || []).map((c, rank) => {
     const result = c.probeResult;
     const ok = result && result.outcome === 'PROBE_OK';
-    return [rank + 1, describeConfig(c.config), c.state.replace('CANDIDATE_', '').toLowerCase(),
+    return [rank + 1, configLabel(c.config), c.state.replace('CANDIDATE_', '').toLowerCase(),
             fixed((c.predicted || {}).modelTflopsPerGpu, 1),
             ok ? fixed(result.modelTflopsPerGpu, 1)
                : (result ? (result.outcome || '').replace('PROBE_', '').toLowerCase() : ''),
@@ -527,10 +593,11 @@ function candidateTable(search) {
 
 async function searchPage(id) {
   const name = 'searches/' + id;
-  // Kept between polls: the log grows at its end only, and the plan of a search's spec never
-  // changes.
+  // Kept between polls: the log grows at its end only, the plan of a search's spec never
+  // changes, and the memory map keeps the rows the user chose to see.
   let events = [];
   let plan = null;
+  const memoryMapView = {showAll: false};
   const loader = async () => {
     // The search first: the events read after it include every one up to its state, so the
     // last poll of an ended search has the whole log.
@@ -550,15 +617,15 @@ async function searchPage(id) {
             el('span', {id: 'progress'}, progressText(counts, search.state)), ' · ',
             `${fixed(Number(counts.gpuSeconds || 0) / 3600, 2)} GPU-hours`, ' · ',
             `created ${age(search.createTime)} ago`),
-         best ? el('p', {id: 'best'}, 'Best: ', describeConfig(best.candidate.config), ' at ',
+         best ? el('p', {id: 'best'}, 'Best: ', configLabel(best.candidate.config), ' at ',
                    `${fixed(best.result.modelTflopsPerGpu, 1)} TFLOP/s per GPU `,
                    originLabel(best.candidate)) : null,
          search.stopReason ? el('p', {class: 'muted', id: 'stop-reason'}, search.stopReason)
                            : null,
          el('h2', {}, 'Candidates: predicted against measured'), candidateTable(search),
          el('h2', {}, 'Convergence'), convergenceFigures(search, history),
-         el('h2', {}, 'Memory map of the plan (estimated)'), heatMap(plan.memoryMap || {},
-                                                                      search.candidates),
+         el('h2', {}, 'Memory map of the plan (estimated)'),
+         memoryMapFigure(plan.memoryMap || {}, search.candidates, memoryMapView),
          el('h2', {}, 'Workers and gangs over time'), gangTimeline(events),
          el('h2', {}, 'Event log'), log);
     log.scrollTop = log.scrollHeight;
@@ -585,52 +652,248 @@ async function workersPage() {
 
 // --- Planner --------------------------------------------------------------------------------
 
-const EXAMPLE_PLAN = {
-  spec: {model: {preset: 'llama3.1-8b'}, training: {globalBatchSize: 256, seqLen: 4096},
-         cluster: {gpu: {type: 'h100-80gb'}, numNodes: 2, gpusPerNode: 8}},
-  limit: 20,
-};
+// The planner's form: each field and the PlanRequest field it sets (proto3 JSON names), with
+// the flag of `paratune plan` that sets the same.
+const PLAN_FIELDS = [
+  {id: 'plan-model', label: 'Model (--model)', type: 'text', value: 'llama3.1-8b'},
+  {id: 'plan-gpu', label: 'GPU (--gpu)', type: 'text', value: 'h100-80gb'},
+  {id: 'plan-nodes', label: 'Nodes (--nodes)', type: 'number', value: 2},
+  {id: 'plan-gpus-per-node', label: 'GPUs per node (--gpus_per_node)', type: 'number', value: 8},
+  {id: 'plan-seq-len', label: 'Sequence length (--seq_len)', type: 'number', value: 4096},
+  {id: 'plan-global-batch', label: 'Global batch (--global_batch)', type: 'number', value: 256},
+];
+const RECOMPUTE_MODES = ['none', 'selective', 'full'];
+
+function field(id) { return document.getElementById(id); }
+
+function formRow(label, input) {
+  return el('label', {class: 'form-row'}, el('span', {}, label), input);
+}
+
+// The PlanRequest the form describes; every candidate and map row comes back (limit 0): the
+// page shows the best of them and lets the map show all.
+function planRequestOfForm() {
+  const number = id => Number(field(id).value);
+  return {
+    spec: {
+      model: {preset: field('plan-model').value.trim()},
+      training: {globalBatchSize: number('plan-global-batch'), seqLen: number('plan-seq-len'),
+                 precision: field('plan-precision').value},
+      cluster: {gpu: {type: field('plan-gpu').value.trim()}, numNodes: number('plan-nodes'),
+                gpusPerNode: number('plan-gpus-per-node')},
+      space: {recomputeModes: RECOMPUTE_MODES.filter(m => field('plan-recompute-' + m).checked)
+                                  .map(m => 'RECOMPUTE_' + m.toUpperCase()),
+              memoryPolicy: field('plan-memory-policy').value},
+    },
+    limit: 0,
+  };
+}
+
+// Three significant figures or so, as `paratune plan` prints its costs (cli/cost_report.cc).
+function figure(value) {
+  if (value >= 100) return fixed(value, 0);
+  if (value >= 10) return fixed(value, 1);
+  if (value >= 0.01 || value === 0) return fixed(value, 2);
+  return fixed(value, 4);
+}
+
+// "low" when both print the same, else "low-high".
+const range = (low, high) => low === high ? low : `${low}-${high}`;
+
+// The projected cost of the plan (PlanResponse.cost) as `paratune plan` prints it: one row per
+// policy (ADAPTIVE from its expected probes to those plus every confirmation) and one for a
+// full training job per candidate; probes one after another, each holding every GPU.
+function costProjection(cost) {
+  const gpus = Number(cost.gpus || 0);
+  const runs = c => Number((c || {}).runs || 0);
+  const total = c => Number((c || {}).totalSeconds || 0);
+  const longest = c => Number((c || {}).longestSeconds || 0);
+  if (runs(cost.exhaustive) === 0) {
+    return el('p', {id: 'plan-cost'}, 'Projected cost: none, the plan has no candidate to probe.');
+  }
+  const row = (label, c) => [label, runs(c), fixed(runs(c) ? total(c) / runs(c) : 0, 0),
+                             fixed(longest(c), 0), figure(total(c) * gpus / 3600),
+                             figure(total(c) / 3600)];
+  const low = cost.adaptive || {}, extra = cost.adaptiveConfirmations || {};
+  const high = {runs: runs(low) + runs(extra), totalSeconds: total(low) + total(extra),
+                longestSeconds: Math.max(longest(low), longest(extra))};
+  const adaptive = ['ADAPTIVE', range(String(runs(low)), String(runs(high))),
+                    fixed(runs(low) ? total(low) / runs(low) : 0, 0),
+                    range(fixed(longest(low), 0), fixed(longest(high), 0)),
+                    range(figure(total(low) * gpus / 3600), figure(total(high) * gpus / 3600)),
+                    range(figure(total(low) / 3600), figure(total(high) / 3600))];
+  const t = table([{text: 'search'}, {text: 'probes', num: true}, {text: 's each', num: true},
+                   {text: 'longest s', num: true}, {text: 'GPU-hours', num: true},
+                   {text: 'wall h', num: true}],
+                  [adaptive, row('TOP_K', cost.topK), row('EXHAUSTIVE', cost.exhaustive),
+                   row('one full job per candidate', cost.fullJobs)]);
+  t.setAttribute('id', 'plan-cost');
+  return el('div', {},
+            el('p', {}, `Projected cost (predicted, not measured): probes one after another, ` +
+                        `each holding all ${gpus} GPUs. The best predicted candidate: full step ` +
+                        `${figure(Number(cost.bestStepSeconds || 0))} s; its probe ` +
+                        `${fixed(cost.bestProbeSeconds, 0)} s ` +
+                        `(${fixed(cost.bestFullStepProbeSeconds, 0)} s with full steps).`),
+            t,
+            el('p', {class: 'muted'}, 'ADAPTIVE: its probes if every measurement equals its ' +
+                                      'prediction, up to those plus every confirmation; a real ' +
+                                      'search probes more or fewer. One full job per candidate: ' +
+                                      'each trained as NVIDIA NeMo\'s AutoConfigurator runs it.'));
+}
+
+// Why a configuration is or is not a candidate (POST /api/explain, as `paratune plan
+// --explain` says it), with its memory per pipeline stage and predicted step when the rules
+// hold.
+function explanation(config, answer) {
+  const parts = [el('p', {id: 'explain-reason'}, configLabel(config), ': ', answer.reason || '')];
+  const estimate = answer.estimate;
+  if (!estimate) return parts;
+  const memory = estimate.memory || {};
+  const stages = memory.stages || [];
+  const gib = bytes => fixed(Number(bytes || 0) / 2 ** 30, 2);
+  const terms = (stages[0] || {}).terms || [];
+  const memoryTable = table(
+      [{text: 'memory per GPU (GiB)'},
+       ...stages.map(st => ({text: `stage ${st.stage || 0}`, num: true}))],
+      [...terms.map((term, t) => [term.name, ...stages.map(st => gib(st.terms[t].bytes))]),
+       ['total', ...stages.map(st => gib(st.totalBytes))]]);
+  memoryTable.setAttribute('id', 'explain-memory');
+  const perf = estimate.performance || {};
+  const seconds = value => fixed(value, 3);
+  const timing = table([{text: 'predicted step (performance model)'}, {text: 'seconds', num: true}],
+                       [['step time', seconds(perf.stepTimeSeconds)],
+                        ['compute', seconds(perf.computeSeconds)],
+                        ['pipeline bubble', seconds(perf.pipelineBubbleSeconds)],
+                        ['TP communication (exposed)', seconds(perf.tpCommunicationSeconds)],
+                        ['CP communication (exposed)', seconds(perf.cpCommunicationSeconds)],
+                        ['DP communication (exposed)', seconds(perf.dpCommunicationSeconds)],
+                        ['PP communication (exposed)', seconds(perf.ppCommunicationSeconds)],
+                        ['optimizer step', seconds(perf.optimizerSeconds)]]);
+  timing.setAttribute('id', 'explain-timing');
+  return parts.concat([
+    el('div', {class: 'tables'}, memoryTable, timing),
+    el('p', {}, `peak ${gib(memory.peakBytes)} GiB of ${gib(memory.capacityBytes)} GiB = ` +
+                `${fixed(100 * (memory.fractionOfCapacity || 0), 1)}% of capacity, ` +
+                `${memory.verdict || ''} ` +
+                `(SAFE below ${fixed(100 * (memory.safeThreshold || 0), 1)}%); ` +
+                `${fixed(perf.tokensPerSecond, 0)} tokens/s, ` +
+                `${fixed(perf.modelTflopsPerGpu, 1)} TFLOP/s per GPU ` +
+                `(+- ${fixed(100 * (perf.relativeError || 0), 1)}%, one sigma), MFU ` +
+                `${fixed(100 * (perf.mfu || 0), 1)}% of ${fixed(perf.mfuPeakTflops, 0)} ` +
+                `${perf.mfuPeakPrecision || ''} TFLOP/s. Predictions of the estimator.`)]);
+}
+
+// The explain form: a configuration's fields, filled from a ranking row's button or by hand.
+const EXPLAIN_FIELDS = [['dp', 'dataParallel', 1], ['tp', 'tensorParallel', 1],
+                        ['pp', 'pipelineParallel', 1], ['cp', 'contextParallel', 1],
+                        ['mbs', 'microBatchSize', 1], ['vp', 'virtualPipeline', 1]];
+
+function explainForm(output) {
+  const inputs = EXPLAIN_FIELDS.map(([name, , value]) =>
+      formRow(name, el('input', {type: 'number', min: 1, id: 'explain-' + name, value})));
+  const recompute = el('select', {id: 'explain-recompute'},
+                       ...RECOMPUTE_MODES.map(m => el('option', {value: m}, m)));
+  const button = el('button', {id: 'explain-button'}, 'Explain');
+  button.addEventListener('click', () => guarded(async () => {
+    const config = {recompute: 'RECOMPUTE_' + field('explain-recompute').value.toUpperCase()};
+    for (const [name, key] of EXPLAIN_FIELDS) config[key] = Number(field('explain-' + name).value);
+    try {
+      const answer = await api('/api/explain', {
+          method: 'POST', headers: {'Content-Type': 'application/json'},
+          body: JSON.stringify({plan: planRequestOfForm(), config})});
+      output.replaceChildren(...explanation(config, answer));
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 401) throw error;
+      output.replaceChildren(el('p', {class: 'error', id: 'explain-error'}, error.message));
+    }
+  }));
+  return el('div', {class: 'form'}, ...inputs, formRow('recompute', recompute), button);
+}
+
+// Fills the explain form with `config` and explains it.
+function explainConfig(config) {
+  for (const [name, key] of EXPLAIN_FIELDS) {
+    field('explain-' + name).value = Number(config[key] || 1);
+  }
+  field('explain-recompute').value =
+      (config.recompute || 'RECOMPUTE_NONE').replace('RECOMPUTE_', '').toLowerCase();
+  field('explain-button').click();
+  field('explain').scrollIntoView();
+}
+
+// The candidates the ranking lists; the rest are counted under it.
+const RANKING_ROWS = 10;
 
 function planPage() {
-  const input = el('textarea', {id: 'plan-request', spellcheck: 'false'},
-                   JSON.stringify(EXAMPLE_PLAN, null, 2));
+  const inputs = PLAN_FIELDS.map(f => formRow(f.label, el('input', {type: f.type, id: f.id,
+                                                                    value: f.value, min: 1})));
+  const recompute = el('span', {class: 'form-row'},
+                       el('span', {}, 'Recompute modes (--recompute_modes)'),
+                       ...RECOMPUTE_MODES.map(m => {
+                         const box = el('input', {type: 'checkbox', id: 'plan-recompute-' + m});
+                         box.checked = m === 'none';
+                         return el('label', {}, box, ' ', m, ' ');
+                       }));
+  const precision = el('select', {id: 'plan-precision'}, el('option', {value: 'BF16'}, 'bf16'),
+                       el('option', {value: 'FP8'}, 'fp8'));
+  const policy = el('select', {id: 'plan-memory-policy'},
+                    el('option', {value: 'MEASURE_RISKY'}, 'measure_risky (probe RISKY too)'),
+                    el('option', {value: 'SAFE_ONLY'}, 'safe_only'));
   const button = el('button', {id: 'plan-button'}, 'Plan');
   const output = el('div', {id: 'plan-output'});
+  const explained = el('div', {id: 'explain-output'});
+  const mapView = {showAll: false};
   button.addEventListener('click', () => guarded(async () => {
-    let request;
     try {
-      request = JSON.parse(input.value);
-    } catch (error) {
-      output.replaceChildren(el('p', {class: 'error'}, 'Not JSON: ' + error.message));
-      return;
-    }
-    try {
-      const plan = await api('/api/plan', {method: 'POST', body: JSON.stringify(request),
-                                           headers: {'Content-Type': 'application/json'}});
+      const plan = await api('/api/plan', {
+          method: 'POST', headers: {'Content-Type': 'application/json'},
+          body: JSON.stringify(planRequestOfForm())});
       const counts = plan.counts || {};
+      const candidates = plan.candidates || [];
       const ranking = table(
           [{text: '#', num: true}, {text: 'Configuration'},
-           {text: 'Predicted TFLOP/s per GPU', num: true}, {text: 'Estimated memory'}],
-          (plan.candidates || []).map((c, i) => [
-            i + 1, describeConfig(c.config), fixed((c.predicted || {}).modelTflopsPerGpu, 1),
-            `${fixed(100 * ((c.memory || {}).fractionOfCapacity || 0), 0)}% ` +
-                ((c.memory || {}).verdict || '')]));
+           {text: 'Predicted TFLOP/s per GPU', num: true}, {text: 'Estimated memory'}, {text: ''}],
+          candidates.slice(0, RANKING_ROWS).map((c, i) => {
+            const explain = el('button', {class: 'explain-row'}, 'Explain');
+            explain.addEventListener('click', () => explainConfig(c.config));
+            return [i + 1, configLabel(c.config), fixed((c.predicted || {}).modelTflopsPerGpu, 1),
+                    `${fixed(100 * ((c.memory || {}).fractionOfCapacity || 0), 0)}% ` +
+                        ((c.memory || {}).verdict || ''), explain];
+          }));
       ranking.setAttribute('id', 'plan-ranking');
-      output.replaceChildren(
-          el('p', {}, `${counts.enumerated || 0} enumerated, ${counts.valid || 0} valid, ` +
-                      `${counts.memorySafe || 0} memory-safe. Predictions of the estimator, ` +
-                      'nothing probed.'),
-          el('h2', {}, 'Memory map (estimated)'), heatMap(plan.memoryMap || {}, []),
-          el('h2', {}, 'Predicted ranking'), ranking);
+      const rejections = (plan.rejections || []).map(r => [r.reason, r.count]);
+      output.replaceChildren(...[
+          el('p', {id: 'plan-counts'},
+             `${counts.enumerated || 0} enumerated, ${counts.valid || 0} valid, ` +
+             `${candidates.length} candidates, ${counts.memoryOutOfMemory || 0} out of memory. ` +
+             'Predictions of the estimator, nothing probed.'),
+          rejections.length > 0 ? table([{text: 'rejected because'}, {text: 'configs', num: true}],
+                                        rejections) : null,
+          el('h2', {}, 'Projected cost of a search'), costProjection(plan.cost || {}),
+          el('h2', {}, 'Predicted ranking'),
+          candidates.length > RANKING_ROWS
+              ? el('p', {class: 'muted'}, `The best ${RANKING_ROWS} of ${candidates.length}.`)
+              : null,
+          ranking,
+          el('h2', {}, 'Memory map (estimated)'),
+          memoryMapFigure(plan.memoryMap || {}, candidates, mapView)].filter(n => n !== null));
     } catch (error) {
       if (error instanceof ApiError && error.status === 401) throw error;
       output.replaceChildren(el('p', {class: 'error', id: 'plan-error'}, error.message));
     }
   }));
   show(el('h1', {}, 'Planner'),
-       el('p', {}, 'A PlanRequest as JSON (the fields of proto/autotuner_service.proto, as ' +
-                   '`paratune plan --json` takes them). Nothing is probed.'),
-       input, el('p', {}, button), output);
+       el('p', {}, 'What `paratune plan` shows for a search spec: the candidates, their ' +
+                   'predicted ranking, the memory map and what a search would cost. Nothing is ' +
+                   'probed.'),
+       el('div', {class: 'form'}, ...inputs, recompute,
+          formRow('Precision (--fp8)', precision),
+          formRow('Memory policy (--memory_policy)', policy), el('p', {}, button)),
+       output,
+       el('h2', {id: 'explain'}, 'Explain a configuration (plan --explain)'),
+       el('p', {class: 'muted'}, 'Why a configuration is or is not a candidate of the plan ' +
+                                 'above, with its memory and predicted step.'),
+       explainForm(explained), explained);
 }
 
 // --- Routing --------------------------------------------------------------------------------
