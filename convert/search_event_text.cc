@@ -45,8 +45,15 @@ std::string DescribeProbed(const v1::SearchEvent& event) {
 }
 
 std::string DescribeLeased(const v1::SearchEvent& event) {
-  return absl::StrCat(event.candidate(), " leased to ", DescribeWorkers(event), " (attempt ",
-                      event.attempt(), " of ", event.max_attempts(), ", ",
+  // A confirmation is a second look at a measured candidate, not a retry of a failed probe:
+  // it shows what it confirms rather than an attempt number.
+  const std::string which =
+      event.confirmation()
+          ? absl::StrCat("confirming its first measurement, ",
+                         absl::StrFormat("%.1f", event.tflops_per_gpu()), " TFLOP/s per GPU",
+                         event.result_source().empty() ? "" : " ", event.result_source())
+          : absl::StrCat("attempt ", event.attempt(), " of ", event.max_attempts());
+  return absl::StrCat(event.candidate(), " leased to ", DescribeWorkers(event), " (", which, ", ",
                       event.scope() == v1::PROBE_SCOPE_FULL ? "full" : "replica", " scope, ",
                       event.gpus(), " GPUs)");
 }

@@ -75,6 +75,21 @@ TEST(SearchEventTextTest, LeaseAndSharesNameTheWorkersAndRanks) {
             "searches/1/candidates/3/probes/2");
 }
 
+TEST(SearchEventTextTest, AConfirmationIsLeasedAsConfirmingNotAsARetry) {
+  v1::SearchEvent event = OfKind(v1::EVENT_LEASED);
+  *event.add_workers() = Host("workers/1", 0, 8);
+  event.set_attempt(2);
+  event.set_max_attempts(2);
+  event.set_scope(v1::PROBE_SCOPE_FULL);
+  event.set_gpus(8);
+  event.set_confirmation(true);
+  event.set_tflops_per_gpu(620.94);
+  event.set_result_source("simulated");
+  EXPECT_EQ(RenderSearchEvent(event),
+            "searches/1/candidates/3 leased to workers/1 (ranks 0-7) (confirming its first "
+            "measurement, 620.9 TFLOP/s per GPU simulated, full scope, 8 GPUs)");
+}
+
 TEST(SearchEventTextTest, ResultsSayWhereTheirNumberComesFrom) {
   v1::SearchEvent event = OfKind(v1::EVENT_PROBED);
   *event.add_workers() = Host("workers/1", 0, 8);

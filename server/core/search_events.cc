@@ -47,6 +47,11 @@ v1::SearchEvent LeasedEvent(const v1::Candidate& candidate, const internal::Leas
   v1::SearchEvent event = OfProbe(v1::EVENT_LEASED, lease);
   event.set_attempt(candidate.attempts());
   event.set_max_attempts(max_attempts);
+  if (candidate.has_screening_result()) {
+    event.set_confirmation(true);
+    event.set_tflops_per_gpu(candidate.screening_result().model_tflops_per_gpu());
+    event.set_result_source(ResultSource(candidate.screening_result()));
+  }
   event.set_scope(lease.scope());
   event.set_gpus(lease.num_ranks());
   for (const v1::ProbeHost& host : LeaseHosts(lease)) AddHost(host, event);
