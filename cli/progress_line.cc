@@ -13,12 +13,12 @@ std::string DescribeProgress(const v1::SearchProgress& progress) {
       "probed %d of %d candidates (%d ok, %d failed), %d could still win", progress.probed(),
       progress.candidates(), progress.ok(), progress.failed(), progress.could_still_win());
   if (progress.running() > 0 || progress.waiting() > 0) {
-    absl::StrAppendFormat(&text, "; %d running", progress.running());
+    absl::StrAppendFormat(&text, "; %d running, %d waiting", progress.running(),
+                          progress.waiting());
     // A confirmation is a second look at a probed candidate, not a retry.
     if (progress.confirming() > 0) {
       absl::StrAppendFormat(&text, " (%d confirming)", progress.confirming());
     }
-    absl::StrAppendFormat(&text, ", %d waiting", progress.waiting());
   }
   return text;
 }

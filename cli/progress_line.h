@@ -10,7 +10,8 @@
 namespace paratune {
 
 // "probed 2 of 40 candidates (1 ok, 1 failed), 5 could still win", then, while probes run or
-// wait, "; 2 running (1 confirming), 1 waiting". Why candidates wait is left to the lines
+// wait, "; 2 running, 1 waiting (1 confirming)", the confirming ones among those. Why
+// candidates wait is left to the lines
 // that name them (`get`, the live view) or the search (`list`): it is too long for this one.
 std::string DescribeProgress(const v1::SearchProgress& progress);
 

@@ -81,8 +81,8 @@ TEST(DescribeProgressTest, AConfirmationRunsAsConfirming) {
   progress.set_confirming(1);
   progress.set_waiting(1);
   EXPECT_EQ(DescribeProgress(progress),
-            "probed 6 of 40 candidates (6 ok, 0 failed), 3 could still win; 2 running "
-            "(1 confirming), 1 waiting");
+            "probed 6 of 40 candidates (6 ok, 0 failed), 3 could still win; 2 running, "
+            "1 waiting (1 confirming)");
 }
 
 TEST(FormatProgressTest, TheBestSaysWhereItsNumberComesFrom) {

@@ -396,12 +396,17 @@ std::string FormatSearchList(const v1::ListSearchesResponse& response, absl::Tim
          search.has_create_time() ? TimeAgo(created, now) : "-",
          search.has_create_time() ? ShortDuration(ended - created) : "-",
          search.stop_reason().empty() ? "-" : CutToWidth(search.stop_reason(), 48)});
+    std::string note;
     if (search.state() == v1::FAILED) {
-      absl::StrAppend(&notes, search.name(), " failed: ",
-                      search.stop_reason().empty() ? "no reason recorded" : search.stop_reason(),
-                      "\n");
+      note = absl::StrCat(
+          search.name(),
+          " failed: ", search.stop_reason().empty() ? "no reason recorded" : search.stop_reason());
     } else if (!progress.waiting_reason().empty()) {
-      absl::StrAppend(&notes, search.name(), " waiting: ", progress.waiting_reason(), "\n");
+      note = absl::StrCat(search.name(), " waiting: ", progress.waiting_reason());
+    }
+    // Wrapped, not cut: the reason is the point.
+    if (!note.empty()) {
+      absl::StrAppend(&notes, width > 0 ? WrapToWidth(note, width, 2) : note + "\n");
     }
   }
   std::string out = width > 0 ? table.RenderFitted(width) : table.Render();

@@ -170,9 +170,8 @@ function progressText(progress) {
   let text = `probed ${n('probed')} of ${n('candidates')} candidates (${n('ok')} ok, ` +
              `${n('failed')} failed), ${n('couldStillWin')} could still win`;
   if (n('running') > 0 || n('waiting') > 0) {
-    text += `; ${n('running')} running`;
+    text += `; ${n('running')} running, ${n('waiting')} waiting`;
     if (n('confirming') > 0) text += ` (${n('confirming')} confirming)`;
-    text += `, ${n('waiting')} waiting`;
   }
   return text;
 }
