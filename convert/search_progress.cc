@@ -14,6 +14,10 @@ const v1::ProbeResult* LatestResult(const v1::Candidate& candidate) {
   return nullptr;
 }
 
+int64_t ProbeAttempts(const v1::Candidate& candidate) {
+  return candidate.attempts() - candidate.screening_attempts();
+}
+
 void CountCandidate(const v1::Candidate& candidate, int64_t sign, v1::SearchProgress& progress) {
   if (const v1::ProbeResult* result = LatestResult(candidate); result != nullptr) {
     progress.set_probed(progress.probed() + sign);

@@ -17,6 +17,10 @@ namespace paratune {
 // (screening) probe's while a longer probe confirms it (ADAPTIVE); nullptr before either.
 const v1::ProbeResult* LatestResult(const v1::Candidate& candidate);
 
+// The attempts of `candidate`'s current (or last) probe: its confirmation's alone once one
+// was queued (Candidate.screening_attempts), else all of them. A confirmation is not a retry.
+int64_t ProbeAttempts(const v1::Candidate& candidate);
+
 // Adds `sign` (1, or -1 to take it out again) times `candidate`'s share to the fields of
 // `progress` that candidates make up: probed, ok and failed (by its LatestResult),
 // confirming, running, waiting. A caller that keeps a sum as candidates change takes a

@@ -133,6 +133,7 @@ int64_t ActiveSearch::AddPick(const SearchPolicy::Pick& pick) {
     Update(n, [](v1::Candidate& candidate) {
       *candidate.mutable_screening_result() = candidate.probe_result();
       candidate.clear_probe_result();
+      candidate.set_screening_attempts(candidate.attempts());
       candidate.set_state(v1::CANDIDATE_QUEUED);
     });
   }
@@ -212,7 +213,8 @@ ActiveSearch::Retried ActiveSearch::Retry(int64_t n, const std::string& reason, 
                        probe.max_launch_failures(), "): ", reason);
     }
   }
-  const int64_t attempts = search_.candidates(n).attempts();
+  // A confirmation has attempts of its own: it is not a retry of the screening probe.
+  const int64_t attempts = ProbeAttempts(search_.candidates(n));
   if (attempts < probe.max_attempts()) {
     Requeue(n);
     return retried;

@@ -105,8 +105,10 @@ class ActiveSearch {
     kLaunchRefused,
   };
   struct Retried {
-    // Its attempts (ProbeSettings.max_attempts) were spent: the probe was given up, recorded
-    // as PROBE_INFRA_ERROR ("gave up after 2 attempts; last: <reason>"), as RecordResult says.
+    // Its attempts (ProbeSettings.max_attempts; a confirmation's own,
+    // convert/search_progress.h's ProbeAttempts) were spent: the probe was given
+    // up, recorded as PROBE_INFRA_ERROR ("gave up after 2 attempts; last: <reason>"), as
+    // RecordResult says.
     std::optional<Recorded> gave_up;
     // The last ProbeSettings.max_launch_failures refusals said the same: why the search must
     // stop.
