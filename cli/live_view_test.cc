@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/text_width.h"
+#include "convert/search_progress.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -69,6 +70,8 @@ v1::Search Running() {
       "needs 2 workers of 8 x h100-80gb (16 GPUs) with backend sim; live workers: 1 x 8 "
       "a100-40gb (sim); they can host 0 of its 2 node shares");
   *search.add_candidates() = waiting;
+  // As the server counts it.
+  *search.mutable_progress() = ProgressOf(search);
   return search;
 }
 
@@ -112,7 +115,8 @@ TEST(FormatLiveViewTest, AWideTerminalShowsEveryColumn) {
 TEST(FormatLiveViewTest, ShowsProgressEventsAndWhyACandidateWaits) {
   const std::string view = FormatLiveView(Running(), kEvents, 12, 200);
   EXPECT_THAT(view, HasSubstr("searches/12 PROBING: probed 4 of 96 candidates (3 ok, 1 failed), "
-                              "9 could still win; best 1412.3 TFLOP/s per GPU simulated"));
+                              "9 could still win; 1 running, 1 waiting; best 1412.3 TFLOP/s per "
+                              "GPU simulated"));
   EXPECT_THAT(view, HasSubstr("\n  search created by alice: 96 candidates, policy ADAPTIVE\n"));
   EXPECT_THAT(view, HasSubstr("  waiting\n"));
   EXPECT_THAT(view, HasSubstr("waiting: dp1 tp16 pp2 cp1 mbs2 vp4 recompute=selective needs 2 "

@@ -8,12 +8,24 @@
 
 namespace paratune {
 
+std::string DescribeProgress(const v1::SearchProgress& progress) {
+  std::string text = absl::StrFormat(
+      "probed %d of %d candidates (%d ok, %d failed), %d could still win", progress.probed(),
+      progress.candidates(), progress.ok(), progress.failed(), progress.could_still_win());
+  if (progress.running() > 0 || progress.waiting() > 0) {
+    absl::StrAppendFormat(&text, "; %d running, %d waiting", progress.running(),
+                          progress.waiting());
+    // A confirmation is a second look at a probed candidate, not a retry.
+    if (progress.confirming() > 0) {
+      absl::StrAppendFormat(&text, " (%d confirming)", progress.confirming());
+    }
+  }
+  return text;
+}
+
 std::string FormatProgress(const v1::Search& search) {
-  const SearchProgress progress = ProgressOf(search);
-  std::string line = absl::StrFormat(
-      "%s %s: probed %d of %d candidates (%d ok, %d failed), %d could still win; best ",
-      search.name(), v1::SearchState_Name(search.state()), progress.probed, progress.total,
-      progress.succeeded, progress.failed, progress.could_still_win);
+  std::string line = absl::StrCat(search.name(), " ", v1::SearchState_Name(search.state()), ": ",
+                                  DescribeProgress(search.progress()), "; best ");
   const v1::Candidate* best = BestMeasured(search);
   if (best == nullptr) {
     absl::StrAppend(&line, "-");

@@ -1,5 +1,6 @@
 #include "cli/progress_line.h"
 
+#include "convert/search_progress.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -47,15 +48,41 @@ TEST(FormatProgressTest, ProbedCouldStillWinAndTotalThenTheBest) {
   *search.add_candidates() = Dp4Tp2(v1::CANDIDATE_PROBED, &oom);
   *search.add_candidates() = Dp4Tp2(v1::CANDIDATE_RUNNING);
   *search.add_candidates() = Dp4Tp2(v1::CANDIDATE_QUEUED);
+  *search.mutable_progress() = ProgressOf(search);
   EXPECT_EQ(FormatProgress(search),
             "searches/3 PROBING: probed 2 of 40 candidates (1 ok, 1 failed), 5 could still win; "
-            "best 410.5 TFLOP/s per GPU simulated (dp4 tp2 pp1 cp1 mbs1)");
+            "1 running, 1 waiting; best 410.5 TFLOP/s per GPU simulated (dp4 tp2 pp1 cp1 mbs1)");
   search.mutable_counts()->set_projected_remaining_gpu_seconds(3 * 3600);
   search.mutable_counts()->set_projected_remaining_wall_seconds(1800);
   EXPECT_EQ(FormatProgress(search),
             "searches/3 PROBING: probed 2 of 40 candidates (1 ok, 1 failed), 5 could still win; "
-            "best 410.5 TFLOP/s per GPU simulated (dp4 tp2 pp1 cp1 mbs1); ~3.00 GPU-hours, "
-            "~0.50 h left (projected)");
+            "1 running, 1 waiting; best 410.5 TFLOP/s per GPU simulated (dp4 tp2 pp1 cp1 mbs1); "
+            "~3.00 GPU-hours, ~0.50 h left (projected)");
+}
+
+TEST(DescribeProgressTest, ShowsTheServersCountsAsSent) {
+  v1::SearchProgress progress;
+  progress.set_candidates(40);
+  progress.set_probed(6);
+  progress.set_ok(5);
+  progress.set_failed(1);
+  progress.set_could_still_win(2);
+  EXPECT_EQ(DescribeProgress(progress),
+            "probed 6 of 40 candidates (5 ok, 1 failed), 2 could still win");
+}
+
+TEST(DescribeProgressTest, AConfirmationRunsAsConfirming) {
+  v1::SearchProgress progress;
+  progress.set_candidates(40);
+  progress.set_probed(6);
+  progress.set_ok(6);
+  progress.set_could_still_win(3);
+  progress.set_running(2);
+  progress.set_confirming(1);
+  progress.set_waiting(1);
+  EXPECT_EQ(DescribeProgress(progress),
+            "probed 6 of 40 candidates (6 ok, 0 failed), 3 could still win; 2 running, "
+            "1 waiting (1 confirming)");
 }
 
 TEST(FormatProgressTest, TheBestSaysWhereItsNumberComesFrom) {

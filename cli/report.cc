@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/human_time.h"
+#include "cli/progress_line.h"
 #include "cli/table.h"
 #include "cli/text_width.h"
 #include "convert/result_source.h"
@@ -61,7 +62,7 @@ std::string PolicyName(v1::SearchPolicy policy) {
   return policy == v1::SEARCH_POLICY_UNSPECIFIED ? "ADAPTIVE" : v1::SearchPolicy_Name(policy);
 }
 
-// ": 2 out of memory, 1 timeout" from failed_by_outcome, in outcome order; "" when none.
+// "; 2 out of memory, 1 timeout" from failed_by_outcome, in outcome order; "" when none.
 std::string FailureBreakdown(const v1::SearchCounts& counts) {
   std::vector<std::string> parts;
   for (int outcome = v1::ProbeOutcome_MIN; outcome <= v1::ProbeOutcome_MAX; ++outcome) {
@@ -72,7 +73,7 @@ std::string FailureBreakdown(const v1::SearchCounts& counts) {
     parts.push_back(
         absl::StrCat(it->second, " ", DescribeOutcome(static_cast<v1::ProbeOutcome>(outcome))));
   }
-  return parts.empty() ? "" : absl::StrCat(": ", absl::StrJoin(parts, ", "));
+  return parts.empty() ? "" : absl::StrCat("; ", absl::StrJoin(parts, ", "));
 }
 
 // "the 1978 TFLOP/s dense fp8 peak": the peak the estimate's MFU is computed against
@@ -310,26 +311,22 @@ std::string FormatSearch(const v1::Search& search) {
       // Empty on a server without tokens: there are no principals then.
       search.creator().empty() ? "" : absl::StrCat(", created by ", search.creator()));
   const v1::SearchCounts& counts = search.counts();
-  absl::StrAppendFormat(&out,
-                        "  enumerated %d, valid %d, candidates %s, selected %d, probed %d "
-                        "(%d ok, %d failed%s)\n",
+  absl::StrAppendFormat(&out, "  enumerated %d, valid %d, candidates %s\n  %s\n",
                         counts.enumerated(), counts.valid(),
                         DescribeMemoryEligible(counts, ProbesRiskyConfigurations(spec.space())),
-                        counts.selected(), counts.probed(), counts.succeeded(), counts.failed(),
-                        FailureBreakdown(counts));
+                        DescribeProgress(search.progress()));
   const bool simulated = spec.probe().backend().empty() || spec.probe().backend() == "sim";
-  if (counts.confirmations() > 0 || counts.gpu_seconds() > 0) {
-    // A sim's GPU-hours are what its probes would cost on real GPUs (docs/short_probes.md).
-    absl::StrAppendFormat(&out, "  %d confirmation probes, %.2f GPU-hours%s\n",
-                          counts.confirmations(), counts.gpu_seconds() / 3600,
+  if (counts.probed() > 0 || counts.gpu_seconds() > 0) {
+    // Probes, not candidates: a confirmation is a second probe of a candidate. A sim's
+    // GPU-hours are what its probes would cost on real GPUs (docs/short_probes.md).
+    absl::StrAppendFormat(&out, "  %d probes (%d confirmations%s), %.2f GPU-hours%s\n",
+                          counts.probed(), counts.confirmations(), FailureBreakdown(counts),
+                          counts.gpu_seconds() / 3600,
                           simulated ? " (simulated: the real-equivalent cost)" : "");
   }
-  const int64_t could_still_win = ProgressOf(search).could_still_win;
-  if (could_still_win > 0 || counts.projected_remaining_gpu_seconds() > 0) {
-    absl::StrAppendFormat(&out,
-                          "  %d could still win; ~%.2f GPU-hours, ~%.2f h left (projected from "
-                          "predictions)\n",
-                          could_still_win, counts.projected_remaining_gpu_seconds() / 3600,
+  if (counts.projected_remaining_gpu_seconds() > 0) {
+    absl::StrAppendFormat(&out, "  ~%.2f GPU-hours, ~%.2f h left (projected from predictions)\n",
+                          counts.projected_remaining_gpu_seconds() / 3600,
                           counts.projected_remaining_wall_seconds() / 3600);
   }
   const v1::MemoryCalibrationSummary& memory = search.memory_calibration();
@@ -373,30 +370,47 @@ std::string FormatSearch(const v1::Search& search) {
 std::string FormatSearchList(const v1::ListSearchesResponse& response, absl::Time now,
                              size_t width) {
   Table table({{"search", false},
-               {"name", false, /*cut_step=*/4, /*min_width=*/8},
+               {"name", false, /*cut_step=*/4, /*min_width=*/8, /*drop_step=*/6},
                {"state", false},
-               {"probed", true, 0, 0, /*drop_step=*/5},
-               {"best config", false, /*cut_step=*/6, /*min_width=*/12},
+               {"probed", true},
+               {"best config", false, /*cut_step=*/7, /*min_width=*/12},
                {"TFLOP/s/GPU", true},
-               {"created", true, 0, 0, /*drop_step=*/7},
+               {"created", true, 0, 0, /*drop_step=*/5},
                {"ran", true, 0, 0, /*drop_step=*/2},
                {"stop reason", false, /*cut_step=*/1, /*min_width=*/20, /*drop_step=*/3}});
+  // Why each failed search failed, whole, below the table, whatever the width leaves of the
+  // stop reason column; and why a search's candidates wait, which only its progress says here.
+  std::string notes;
   for (const auto& search : response.searches()) {
-    const SearchProgress progress = ProgressOf(search);
+    const v1::SearchProgress& progress = search.progress();
     const v1::Candidate* best = search.has_best_candidate() ? &search.best_candidate() : nullptr;
     const absl::Time created = ToTime(search.create_time());
     // An ended search ran until its last update; a running one runs on.
     const absl::Time ended = SearchEnded(search.state()) ? ToTime(search.update_time()) : now;
-    table.AddRow({search.name(), search.display_name().empty() ? "-" : search.display_name(),
-                  v1::SearchState_Name(search.state()),
-                  absl::StrFormat("%d/%d", progress.probed, progress.total),
-                  best == nullptr ? "-" : DescribeConfig(best->config()),
-                  best == nullptr ? "-" : MeasuredTflops(*LatestResult(*best)),
-                  search.has_create_time() ? TimeAgo(created, now) : "-",
-                  search.has_create_time() ? ShortDuration(ended - created) : "-",
-                  search.stop_reason().empty() ? "-" : CutToWidth(search.stop_reason(), 48)});
+    table.AddRow(
+        {search.name(), search.display_name().empty() ? "-" : search.display_name(),
+         v1::SearchState_Name(search.state()),
+         absl::StrFormat("%d/%d", progress.probed(), progress.candidates()),
+         best == nullptr ? "-" : DescribeConfigApart(best->config(), search.spec().space()),
+         best == nullptr ? "-" : MeasuredTflops(*LatestResult(*best)),
+         search.has_create_time() ? TimeAgo(created, now) : "-",
+         search.has_create_time() ? ShortDuration(ended - created) : "-",
+         search.stop_reason().empty() ? "-" : CutToWidth(search.stop_reason(), 48)});
+    std::string note;
+    if (search.state() == v1::FAILED) {
+      note = absl::StrCat(
+          search.name(),
+          " failed: ", search.stop_reason().empty() ? "no reason recorded" : search.stop_reason());
+    } else if (!progress.waiting_reason().empty()) {
+      note = absl::StrCat(search.name(), " waiting: ", progress.waiting_reason());
+    }
+    // Wrapped, not cut: the reason is the point.
+    if (!note.empty()) {
+      absl::StrAppend(&notes, width > 0 ? WrapToWidth(note, width, 2) : note + "\n");
+    }
   }
   std::string out = width > 0 ? table.RenderFitted(width) : table.Render();
+  absl::StrAppend(&out, notes);
   if (!response.next_page_token().empty()) {
     absl::StrAppend(&out, "(more: --page_token=", response.next_page_token(), ")\n");
   }

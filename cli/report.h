@@ -59,14 +59,19 @@ struct CandidateTable {
 CandidateTable RankedCandidates(const v1::Search& search, int max_rows);
 
 // One row per search, newest first: name, display name, state, candidates probed of its
-// total (convert/search_progress.h), the best measured configuration and its TFLOP/s per GPU
+// candidates (Search.progress), the best measured configuration by the parts that tell it
+// apart from the search's other candidates (DescribeConfigApart) and its TFLOP/s per GPU
 // (Search.best_candidate, which ListSearches sends; "(sim)" when simulated, "-" before any
 // success), when it was created ("3m ago", against `now`), how long it ran (to its
 // last update once ended, to `now` while it runs) and its stop reason cut to 48 columns
 // (`get` prints it whole). With `width` > 0 the table fits in it: the stop reason is cut
 // to 20 columns, the run time goes, the stop reason goes, the display name is cut to 8, the
-// progress goes, the configuration is cut to 12, the creation time goes; the search, its
-// state and its best TFLOP/s stay.
+// creation time goes, the display name goes, the configuration is cut to 12; the search, its
+// state, its progress and its best TFLOP/s stay. Below the table, each FAILED search's stop
+// reason, whole
+// ("searches/2 failed: no memory-safe configuration to probe: ..."), and why a running
+// search's candidates wait when no live workers can host one (SearchProgress.waiting_reason,
+// "searches/3 waiting: needs 16 GPUs ...").
 std::string FormatSearchList(const v1::ListSearchesResponse& response, absl::Time now,
                              size_t width);
 

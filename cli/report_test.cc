@@ -86,9 +86,30 @@ TEST(FormatSearchTest, ShowsWhatIsLeftAndItsProjectedCost) {
   search.mutable_counts()->set_still_contending(5);
   search.mutable_counts()->set_projected_remaining_gpu_seconds(7200);
   search.mutable_counts()->set_projected_remaining_wall_seconds(900);
+  search.mutable_progress()->set_candidates(40);
+  search.mutable_progress()->set_could_still_win(5);
   EXPECT_THAT(FormatSearch(search),
-              HasSubstr("  5 could still win; ~2.00 GPU-hours, ~0.25 h left (projected from "
-                        "predictions)\n"));
+              HasSubstr("  probed 0 of 40 candidates (0 ok, 0 failed), 5 could still win\n"
+                        "  ~2.00 GPU-hours, ~0.25 h left (projected from predictions)\n"));
+}
+
+TEST(FormatSearchTest, CountsCandidatesAsTheServerDidThenTheProbes) {
+  v1::Search search;
+  search.set_state(v1::SUCCEEDED);
+  v1::SearchCounts& counts = *search.mutable_counts();
+  counts.set_probed(8);
+  counts.set_confirmations(2);
+  (*counts.mutable_failed_by_outcome())["PROBE_OUT_OF_MEMORY"] = 1;
+  counts.set_gpu_seconds(3600);
+  v1::SearchProgress& progress = *search.mutable_progress();
+  progress.set_candidates(40);
+  progress.set_probed(6);
+  progress.set_ok(5);
+  progress.set_failed(1);
+  progress.set_probes(8);
+  EXPECT_THAT(FormatSearch(search),
+              HasSubstr("  probed 6 of 40 candidates (5 ok, 1 failed), 0 could still win\n"
+                        "  8 probes (2 confirmations; 1 out of memory), 1.00 GPU-hours"));
 }
 
 TEST(FormatSearchTest, SaysWhyACandidateWaits) {
@@ -159,6 +180,7 @@ v1::Search Listed(const std::string& name, v1::SearchState state, absl::Time cre
   search.mutable_create_time()->set_seconds(absl::ToUnixSeconds(created));
   search.mutable_update_time()->set_seconds(absl::ToUnixSeconds(updated));
   search.mutable_counts()->set_memory_safe(45);
+  search.mutable_progress()->set_candidates(45);
   return search;
 }
 
@@ -167,26 +189,84 @@ TEST(FormatSearchListTest, BestConfigurationHumanTimesAndACutStopReason) {
   v1::ListSearchesResponse response;
   v1::Search& running = *response.add_searches() =
       Listed("searches/2", v1::PROBING, now - absl::Minutes(3), now - absl::Seconds(5));
-  running.mutable_counts()->set_probed(1);
+  running.mutable_progress()->set_probed(1);
   v1::Search& done = *response.add_searches() =
       Listed("searches/1", v1::SUCCEEDED, now - absl::Hours(2), now - absl::Minutes(50));
   done.set_display_name("demo");
   // Listed as ListSearches sends it: its best candidate, no candidates.
   *done.mutable_best_candidate() = Probed(4, 1, 450.0, /*simulated=*/true);
-  done.mutable_counts()->set_probed(2);
+  done.mutable_progress()->set_probed(2);
   done.set_stop_reason(
       "no unprobed candidate's optimistic prediction beats the best measured 450.0 TFLOP/s per "
       "GPU by more than 2%; 2 leaders confirmed with 20-step probes");
-  // Both searches count their probes from their counts; searches/2 has no best yet.
+  // Both searches show the progress the server sent; searches/2 has no best yet. The best
+  // configuration is told apart from its search's others: dp follows from the rest.
   EXPECT_EQ(FormatSearchList(response, now, 0),
-            "search      name  state      probed  best config           TFLOP/s/GPU    created  "
-            "  ran  stop reason\n"
-            "----------  ----  ---------  ------  --------------------  -----------  ---------  "
+            "search      name  state      probed  best config       TFLOP/s/GPU    created    "
+            "ran  stop reason\n"
+            "----------  ----  ---------  ------  ----------------  -----------  ---------  "
             "-----  ------------------------------------------------\n"
-            "searches/2  -     PROBING      1/45  -                               -     3m ago  "
-            "   3m  -\n"
-            "searches/1  demo  SUCCEEDED    2/45  dp4 tp1 pp1 cp1 mbs1  450.0 (sim)  2h00m ago  "
+            "searches/2  -     PROBING      1/45  -                           -     3m ago     "
+            "3m  -\n"
+            "searches/1  demo  SUCCEEDED    2/45  tp1 pp1 cp1 mbs1  450.0 (sim)  2h00m ago  "
             "1h10m  no unprobed candidate's optimistic prediction...\n");
+}
+
+TEST(FormatSearchListTest, AFailedSearchSaysWhyBelowTheTableAtAnyWidth) {
+  const absl::Time now = absl::FromUnixSeconds(1800000000);
+  v1::ListSearchesResponse response;
+  v1::Search& failed = *response.add_searches() =
+      Listed("searches/2", v1::FAILED, now - absl::Minutes(3), now - absl::Minutes(3));
+  failed.set_stop_reason(
+      "no memory-safe configuration to probe: 0 memory-safe, 0 risky, 150 out of memory; add "
+      "GPUs, use GPUs with more memory or shorten the sequence");
+  EXPECT_THAT(FormatSearchList(response, now, 0),
+              HasSubstr("\nsearches/2 failed: no memory-safe configuration to probe: 0 "
+                        "memory-safe, 0 risky, 150 out of memory; add GPUs, use GPUs with more "
+                        "memory or shorten the sequence\n"));
+  // On a terminal, wrapped to its width.
+  EXPECT_THAT(FormatSearchList(response, now, 80),
+              HasSubstr("\nsearches/2 failed: no memory-safe configuration to probe: 0 "
+                        "memory-safe, 0\n  risky, 150 out of memory; add GPUs, use GPUs with "
+                        "more memory or shorten the\n  sequence\n"));
+}
+
+TEST(FormatSearchListTest, SaysWhyASearchsCandidatesWaitBelowTheTable) {
+  const absl::Time now = absl::FromUnixSeconds(1800000000);
+  v1::ListSearchesResponse response;
+  v1::Search& waiting = *response.add_searches() =
+      Listed("searches/3", v1::PROBING, now - absl::Minutes(3), now - absl::Minutes(1));
+  waiting.mutable_progress()->set_waiting(2);
+  waiting.mutable_progress()->set_waiting_reason(
+      "needs 16 GPUs on workers offering backend sim; the live workers have 8");
+  EXPECT_THAT(FormatSearchList(response, now, 0),
+              HasSubstr("\nsearches/3 waiting: needs 16 GPUs on workers offering backend sim; "
+                        "the live workers have 8\n"));
+}
+
+TEST(FormatSearchListTest, At80ColumnsKeepsWhatTellsTheBestApart) {
+  const absl::Time now = absl::FromUnixSeconds(1800000000);
+  v1::ListSearchesResponse response;
+  v1::Search& done = *response.add_searches() =
+      Listed("searches/11", v1::SUCCEEDED, now - absl::Hours(2), now - absl::Minutes(50));
+  done.set_display_name("llama 8b");
+  done.mutable_progress()->set_probed(12);
+  done.mutable_progress()->set_candidates(225);
+  v1::SearchSpace& space = *done.mutable_spec()->mutable_space();
+  space.add_virtual_pipeline_sizes(1);
+  space.add_virtual_pipeline_sizes(2);
+  space.add_recompute_modes(v1::RECOMPUTE_NONE);
+  space.add_recompute_modes(v1::RECOMPUTE_FULL);
+  v1::Candidate best = Probed(2, 1, 580.8, /*simulated=*/true);
+  best.mutable_config()->set_pipeline_parallel(2);
+  best.mutable_config()->set_context_parallel(2);
+  best.mutable_config()->set_micro_batch_size(2);
+  best.mutable_config()->set_virtual_pipeline(2);
+  best.mutable_config()->set_recompute(v1::RECOMPUTE_FULL);
+  *done.mutable_best_candidate() = best;
+  done.set_stop_reason("no unprobed candidate can beat the best measured");
+  const std::string at80 = FormatSearchList(response, now, 80);
+  EXPECT_THAT(at80, HasSubstr("  12/225  tp1 pp2 cp2 mbs2 vp2 recompute=full  580.8 (sim)\n"));
 }
 
 TEST(FormatSearchListTest, FitsATerminalKeepingTheBestTflops) {
@@ -204,7 +284,8 @@ TEST(FormatSearchListTest, FitsATerminalKeepingTheBestTflops) {
   }
   const std::string at80 = FormatSearchList(response, now, 80);
   EXPECT_THAT(at80, Not(HasSubstr("ran")));
-  EXPECT_THAT(at80, HasSubstr("2h00m ago"));
+  EXPECT_THAT(at80, HasSubstr("0/45"));
+  EXPECT_THAT(at80, HasSubstr("tp1 pp1 cp1 mbs1"));
 }
 
 TEST(FormatWorkersTest, ShowsWhoRegisteredEachWorker) {

@@ -25,6 +25,11 @@ std::string SourceLabel(const v1::SearchEvent& event) {
   return event.result_source().empty() ? "" : absl::StrCat(" (", event.result_source(), ")");
 }
 
+// "'s confirmation" for a confirmation probe's event: its attempts are its own.
+std::string Confirmation(const v1::SearchEvent& event) {
+  return event.confirmation() ? "'s confirmation" : "";
+}
+
 std::string ScreeningNote(const v1::SearchEvent& event) {
   return event.screening_result_stands() ? "; its screening result stands" : "";
 }
@@ -45,8 +50,18 @@ std::string DescribeProbed(const v1::SearchEvent& event) {
 }
 
 std::string DescribeLeased(const v1::SearchEvent& event) {
-  return absl::StrCat(event.candidate(), " leased to ", DescribeWorkers(event), " (attempt ",
-                      event.attempt(), " of ", event.max_attempts(), ", ",
+  // A confirmation is a second look at a measured candidate, not a retry of a failed probe:
+  // it shows what it confirms rather than an attempt number.
+  const std::string attempt =
+      absl::StrCat("attempt ", event.attempt(), " of ", event.max_attempts());
+  const std::string which =
+      event.confirmation()
+          ? absl::StrCat("confirming its first measurement, ",
+                         absl::StrFormat("%.1f", event.tflops_per_gpu()), " TFLOP/s per GPU",
+                         event.result_source().empty() ? "" : " ", event.result_source(),
+                         event.attempt() > 1 ? absl::StrCat(", confirmation ", attempt) : "")
+          : attempt;
+  return absl::StrCat(event.candidate(), " leased to ", DescribeWorkers(event), " (", which, ", ",
                       event.scope() == v1::PROBE_SCOPE_FULL ? "full" : "replica", " scope, ",
                       event.gpus(), " GPUs)");
 }
@@ -85,12 +100,12 @@ std::string RenderSearchEvent(const v1::SearchEvent& event) {
     case v1::EVENT_PROBED:
       return DescribeProbed(event);
     case v1::EVENT_REQUEUED:
-      return absl::StrCat(event.candidate(), " re-queued after attempt ", event.attempt(), " of ",
-                          event.max_attempts(), ": ", event.reason());
+      return absl::StrCat(event.candidate(), Confirmation(event), " re-queued after attempt ",
+                          event.attempt(), " of ", event.max_attempts(), ": ", event.reason());
     case v1::EVENT_GAVE_UP:
-      return absl::StrCat(event.candidate(), " failed: gave up after ", event.attempt(), " of ",
-                          event.max_attempts(), " attempts; last: ", event.reason(),
-                          ScreeningNote(event));
+      return absl::StrCat(event.candidate(), Confirmation(event), " failed: gave up after ",
+                          event.attempt(), " of ", event.max_attempts(),
+                          " attempts; last: ", event.reason(), ScreeningNote(event));
     case v1::EVENT_SKIPPED:
       return DescribeRuledOut(event);
     case v1::EVENT_WAITING:

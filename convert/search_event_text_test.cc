@@ -75,6 +75,40 @@ TEST(SearchEventTextTest, LeaseAndSharesNameTheWorkersAndRanks) {
             "searches/1/candidates/3/probes/2");
 }
 
+TEST(SearchEventTextTest, AConfirmationIsLeasedAsConfirmingNotAsARetry) {
+  v1::SearchEvent event = OfKind(v1::EVENT_LEASED);
+  *event.add_workers() = Host("workers/1", 0, 8);
+  event.set_attempt(2);
+  event.set_max_attempts(2);
+  event.set_scope(v1::PROBE_SCOPE_FULL);
+  event.set_gpus(8);
+  event.set_confirmation(true);
+  event.set_tflops_per_gpu(620.94);
+  event.set_result_source("simulated");
+  event.set_attempt(1);
+  EXPECT_EQ(RenderSearchEvent(event),
+            "searches/1/candidates/3 leased to workers/1 (ranks 0-7) (confirming its first "
+            "measurement, 620.9 TFLOP/s per GPU simulated, full scope, 8 GPUs)");
+  // Retried, it counts its own attempts.
+  event.set_attempt(2);
+  EXPECT_EQ(RenderSearchEvent(event),
+            "searches/1/candidates/3 leased to workers/1 (ranks 0-7) (confirming its first "
+            "measurement, 620.9 TFLOP/s per GPU simulated, confirmation attempt 2 of 2, full "
+            "scope, 8 GPUs)");
+  event.set_kind(v1::EVENT_REQUEUED);
+  event.set_attempt(1);
+  event.set_reason("workers/1 lost");
+  EXPECT_EQ(RenderSearchEvent(event),
+            "searches/1/candidates/3's confirmation re-queued after attempt 1 of 2: workers/1 "
+            "lost");
+  event.set_kind(v1::EVENT_GAVE_UP);
+  event.set_attempt(2);
+  event.set_screening_result_stands(true);
+  EXPECT_EQ(RenderSearchEvent(event),
+            "searches/1/candidates/3's confirmation failed: gave up after 2 of 2 attempts; "
+            "last: workers/1 lost; its screening result stands");
+}
+
 TEST(SearchEventTextTest, ResultsSayWhereTheirNumberComesFrom) {
   v1::SearchEvent event = OfKind(v1::EVENT_PROBED);
   *event.add_workers() = Host("workers/1", 0, 8);

@@ -39,52 +39,89 @@ v1::Search Adaptive() {
   return search;
 }
 
-TEST(ProgressOfTest, TheTotalIsEveryCandidateTheSearchMayProbe) {
-  const SearchProgress progress = ProgressOf(Adaptive());
-  EXPECT_EQ(progress.probed, 2);
-  EXPECT_EQ(progress.succeeded, 1);
-  EXPECT_EQ(progress.failed, 1);
-  EXPECT_EQ(progress.could_still_win, 5);
-  EXPECT_EQ(progress.total, 40);
+TEST(ProgressOfTest, CountsCandidatesAgainstEveryCandidateTheSearchMayProbe) {
+  v1::Search search = Adaptive();
+  search.mutable_counts()->set_probed(2);
+  const v1::SearchProgress progress = ProgressOf(search);
+  EXPECT_EQ(progress.candidates(), 40);
+  EXPECT_EQ(progress.probed(), 2);
+  EXPECT_EQ(progress.ok(), 1);
+  EXPECT_EQ(progress.failed(), 1);
+  EXPECT_EQ(progress.probes(), 2);
+  EXPECT_EQ(progress.running(), 1);
+  EXPECT_EQ(progress.waiting(), 1);
+  EXPECT_EQ(progress.confirming(), 0);
+  // The running one, the waiting one and the 3 the policy may still pick.
+  EXPECT_EQ(progress.could_still_win(), 5);
+  EXPECT_EQ(progress.waiting_reason(), "");
 }
 
-TEST(ProgressOfTest, TheTotalStaysAsTheSearchGoesOn) {
+TEST(ProgressOfTest, TheCandidatesStayAsTheSearchGoesOn) {
   v1::Search search = Adaptive();
-  const int64_t total = ProgressOf(search).total;
+  const int64_t candidates = ProgressOf(search).candidates();
   // The running probe finishes and ADAPTIVE picks one more.
   *search.mutable_candidates(2) = Probed(v1::PROBE_OK, 300);
   *search.add_candidates() = WithState(v1::CANDIDATE_QUEUED);
   search.mutable_counts()->set_still_contending(2);
-  const SearchProgress progress = ProgressOf(search);
-  EXPECT_EQ(progress.total, total);
-  EXPECT_EQ(progress.probed, 3);
-  EXPECT_EQ(progress.could_still_win, 4);
+  const v1::SearchProgress progress = ProgressOf(search);
+  EXPECT_EQ(progress.candidates(), candidates);
+  EXPECT_EQ(progress.probed(), 3);
+  EXPECT_EQ(progress.could_still_win(), 4);
 }
 
-TEST(ProgressOfTest, ALeaderBeingConfirmedKeepsItsResultAndCouldStillWin) {
+TEST(ProgressOfTest, ALeaderBeingConfirmedCountsOnceWithItsFirstMeasurement) {
   v1::Search search;
+  search.set_state(v1::PROBING);
   search.mutable_counts()->set_memory_safe(10);
+  // Three probes finished: the leader's screening, the other's, and a confirmation before.
+  search.mutable_counts()->set_probed(3);
   v1::Candidate confirming = WithState(v1::CANDIDATE_RUNNING);
   confirming.mutable_screening_result()->set_outcome(v1::PROBE_OK);
   confirming.mutable_screening_result()->set_model_tflops_per_gpu(599.7);
   *search.add_candidates() = confirming;
   *search.add_candidates() = Probed(v1::PROBE_OK, 576.5);
-  const SearchProgress progress = ProgressOf(search);
-  EXPECT_EQ(progress.probed, 2);
-  EXPECT_EQ(progress.succeeded, 2);
-  EXPECT_EQ(progress.could_still_win, 1);
+  const v1::SearchProgress progress = ProgressOf(search);
+  EXPECT_EQ(progress.probed(), 2);
+  EXPECT_EQ(progress.ok(), 2);
+  EXPECT_EQ(progress.probes(), 3);
+  EXPECT_EQ(progress.confirming(), 1);
+  EXPECT_EQ(progress.running(), 1);
+  EXPECT_EQ(progress.could_still_win(), 1);
   ASSERT_NE(BestMeasured(search), nullptr);
   EXPECT_EQ(LatestResult(*BestMeasured(search))->model_tflops_per_gpu(), 599.7);
 }
 
-TEST(ProgressOfTest, AListedSearchCountsProbedCandidatesFromItsCounts) {
-  v1::Search listed;
-  listed.mutable_counts()->set_memory_safe(45);
-  listed.mutable_counts()->set_probed(9);
-  listed.mutable_counts()->set_confirmations(2);
-  const SearchProgress progress = ProgressOf(listed);
-  EXPECT_EQ(progress.probed, 7);
-  EXPECT_EQ(progress.total, 45);
+TEST(ProgressOfTest, SaysWhyTheFirstCandidateThatCannotStartWaits) {
+  v1::Search search = Adaptive();
+  v1::Candidate first = WithState(v1::CANDIDATE_QUEUED);
+  first.set_waiting_reason(
+      "needs 16 GPUs on workers offering backend sim; the live workers have 8");
+  v1::Candidate second = WithState(v1::CANDIDATE_QUEUED);
+  second.set_waiting_reason(
+      "needs 32 GPUs on workers offering backend sim; the live workers have 8");
+  *search.add_candidates() = first;
+  *search.add_candidates() = second;
+  const v1::SearchProgress progress = ProgressOf(search);
+  EXPECT_EQ(progress.waiting(), 3);
+  EXPECT_EQ(progress.waiting_reason(), first.waiting_reason());
+}
+
+TEST(ProgressOfTest, AnEndedSearchCouldNoLongerWin) {
+  v1::Search search = Adaptive();
+  search.set_state(v1::CANCELLED);
+  EXPECT_EQ(ProgressOf(search).could_still_win(), 0);
+}
+
+TEST(CountCandidateTest, TakingAShareOutUndoesAddingIt) {
+  v1::SearchProgress sum;
+  const v1::Search search = Adaptive();
+  for (const v1::Candidate& candidate : search.candidates()) CountCandidate(candidate, 1, sum);
+  const v1::SearchProgress all = sum;
+  v1::Candidate running = WithState(v1::CANDIDATE_RUNNING);
+  running.mutable_screening_result()->set_outcome(v1::PROBE_OK);
+  CountCandidate(running, 1, sum);
+  CountCandidate(running, -1, sum);
+  EXPECT_EQ(sum.SerializeAsString(), all.SerializeAsString());
 }
 
 TEST(BestMeasuredTest, TheFastestSuccessfulProbe) {

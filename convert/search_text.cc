@@ -28,22 +28,55 @@ std::string DescribeRanks(int64_t first, int64_t count) {
   return absl::StrCat("ranks ", first, "-", first + count - 1);
 }
 
-std::string DescribeConfig(const v1::ParallelConfig& config) {
-  std::string text = absl::StrCat("dp", config.data_parallel(), " tp", config.tensor_parallel(),
-                                  " pp", config.pipeline_parallel(), " cp",
-                                  config.context_parallel(), " mbs", config.micro_batch_size());
-  if (config.virtual_pipeline() > 1) absl::StrAppend(&text, " vp", config.virtual_pipeline());
+namespace {
+
+// Which parts of a configuration DescribeConfigParts writes; vp, sp and recompute only where
+// they are not the default, as DescribeConfig says.
+struct ConfigParts {
+  bool data_parallel = true;
+  bool micro_batch = true;
+  bool virtual_pipeline = true;
+  bool recompute = true;
+};
+
+std::string DescribeConfigParts(const v1::ParallelConfig& config, const ConfigParts& parts) {
+  std::vector<std::string> text;
+  if (parts.data_parallel) text.push_back(absl::StrCat("dp", config.data_parallel()));
+  text.push_back(absl::StrCat("tp", config.tensor_parallel()));
+  text.push_back(absl::StrCat("pp", config.pipeline_parallel()));
+  text.push_back(absl::StrCat("cp", config.context_parallel()));
+  if (parts.micro_batch) text.push_back(absl::StrCat("mbs", config.micro_batch_size()));
+  if (parts.virtual_pipeline && config.virtual_pipeline() > 1) {
+    text.push_back(absl::StrCat("vp", config.virtual_pipeline()));
+  }
   // Sequence parallelism only means something alongside TP.
   if (config.tensor_parallel() > 1 && config.has_sequence_parallel() &&
       !config.sequence_parallel()) {
-    absl::StrAppend(&text, " sp=off");
+    text.push_back("sp=off");
   }
-  if (config.recompute() == v1::RECOMPUTE_SELECTIVE) {
-    absl::StrAppend(&text, " recompute=selective");
-  } else if (config.recompute() == v1::RECOMPUTE_FULL) {
-    absl::StrAppend(&text, " recompute=full");
+  if (parts.recompute && config.recompute() == v1::RECOMPUTE_SELECTIVE) {
+    text.push_back("recompute=selective");
+  } else if (parts.recompute && config.recompute() == v1::RECOMPUTE_FULL) {
+    text.push_back("recompute=full");
   }
-  return text;
+  return absl::StrJoin(text, " ");
+}
+
+}  // namespace
+
+std::string DescribeConfig(const v1::ParallelConfig& config) {
+  return DescribeConfigParts(config, ConfigParts());
+}
+
+std::string DescribeConfigApart(const v1::ParallelConfig& config, const v1::SearchSpace& space) {
+  ConfigParts parts;
+  // The search's GPUs over tp x pp x cp: the other parts fix it.
+  parts.data_parallel = false;
+  // An empty list tries several micro-batch sizes (proto/search.proto, SearchSpace).
+  parts.micro_batch = space.micro_batch_sizes_size() != 1;
+  parts.virtual_pipeline = space.virtual_pipeline_sizes_size() > 1;
+  parts.recompute = space.recompute_modes_size() > 1;
+  return DescribeConfigParts(config, parts);
 }
 
 std::string DescribeOutcome(v1::ProbeOutcome outcome) {

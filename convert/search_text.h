@@ -17,6 +17,13 @@ namespace paratune {
 // " recompute=selective|full" when set.
 std::string DescribeConfig(const v1::ParallelConfig& config);
 
+// The parts of DescribeConfig that tell `config` apart from the other candidates of a search
+// over `space`, in the same order, for a narrow column: without dp (the search's GPUs over
+// tp x pp x cp, fixed by the rest), and without mbs, vp or recompute where the space tries
+// one value of it (a space of vp 1,2 and recompute none,full: "tp1 pp2 cp2 mbs2 vp2
+// recompute=full").
+std::string DescribeConfigApart(const v1::ParallelConfig& config, const v1::SearchSpace& space);
+
 // "out of memory", "timeout", "crash", "infrastructure error", "not measured", "ok".
 std::string DescribeOutcome(v1::ProbeOutcome outcome);
 

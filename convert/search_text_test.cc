@@ -24,6 +24,28 @@ TEST(DescribeConfigTest, NamesEveryDimension) {
   EXPECT_EQ(DescribeConfig(config), "dp4 tp1 pp1 cp2 mbs1 vp2 recompute=full");
 }
 
+TEST(DescribeConfigApartTest, KeepsThePartsTheSearchVaries) {
+  v1::ParallelConfig config;
+  config.set_data_parallel(2);
+  config.set_tensor_parallel(1);
+  config.set_pipeline_parallel(2);
+  config.set_context_parallel(2);
+  config.set_micro_batch_size(2);
+  config.set_virtual_pipeline(2);
+  config.set_recompute(v1::RECOMPUTE_FULL);
+  v1::SearchSpace space;
+  space.add_virtual_pipeline_sizes(1);
+  space.add_virtual_pipeline_sizes(2);
+  space.add_recompute_modes(v1::RECOMPUTE_NONE);
+  space.add_recompute_modes(v1::RECOMPUTE_FULL);
+  EXPECT_EQ(DescribeConfigApart(config, space), "tp1 pp2 cp2 mbs2 vp2 recompute=full");
+  // One value tried tells no candidate apart.
+  space.add_micro_batch_sizes(2);
+  space.clear_recompute_modes();
+  space.add_recompute_modes(v1::RECOMPUTE_FULL);
+  EXPECT_EQ(DescribeConfigApart(config, space), "tp1 pp2 cp2 vp2");
+}
+
 TEST(DescribeResultTest, SaysWhatHappened) {
   v1::ProbeResult ok;
   ok.set_outcome(v1::PROBE_OK);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -17,11 +18,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "common/client_credentials.h"
 #include "common/small_file.h"
 #include "common/test_certificates.h"
 #include "common/test_file.h"
+#include "convert/search_progress.h"
 #include "convert/search_text.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
@@ -29,6 +32,8 @@
 #include "gtest/gtest.h"
 #include "proto/autotuner_service.grpc.pb.h"
 #include "server/core/test_requests.h"
+#include "tests/http_client.h"
+#include "tests/metrics_text.h"
 #include "tests/run_command.h"
 #include "tests/test_cluster.h"
 #include "tests/web_driver.h"
@@ -551,6 +556,100 @@ TEST_F(ConsoleTest, TheTimelineShowsARequeuedLeaseAndAGiveUp) {
             2);
   EXPECT_THAT(Text("#events"), HasSubstr("failed: gave up after 2 of 2 attempts"));
   KeepScreenshot("timeline-requeue-give-up");
+}
+
+// `paratune ARGS --server=ADDRESS`, piped (not a terminal: nothing is fitted to a width); its
+// output, after checking that it succeeded.
+std::string Cli(std::vector<std::string> args, const std::string& address) {
+  args.push_back(absl::StrCat("--server=", address));
+  return Cli(args);
+}
+
+// The line of `text` that starts with `prefix`; "" when none does.
+std::string LineStartingWith(const std::string& text, const std::string& prefix) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (absl::StartsWith(line, prefix)) return std::string(line);
+  }
+  return "";
+}
+
+// One search's progress, as the server counted it (Search.progress), is what `paratune get`,
+// `list` and `watch`, both console pages and the metrics show, and it is what counting the
+// candidates says. A search that failed says why in `list` and on the searches page.
+TEST_F(ConsoleTest, CountsAgreeAcrossGetListWatchTheConsoleAndTheMetrics) {
+  TestCluster::Options options;
+  options.serve_metrics = true;
+  ASSERT_NO_FATAL_FAILURE(
+      StartConsole({{"--backend=sim", "--sim_gpus=8", "--sim_probe_seconds=0.2"}}, options));
+  v1::CreateSearchRequest request = SmallSimSearch(/*top_k=*/4);
+  request.mutable_spec()->set_policy(v1::ADAPTIVE);
+  absl::StatusOr<v1::Search> created = cluster_->CreateSearch(request);
+  ASSERT_TRUE(created.ok()) << created.status();
+  absl::StatusOr<v1::Search> search = cluster_->WaitUntilEnded(created->name(), absl::Seconds(60));
+  ASSERT_TRUE(search.ok()) << search.status();
+  ASSERT_EQ(search->state(), v1::SUCCEEDED);
+  // Nothing fits one GPU's memory: it fails at creation, saying why.
+  v1::CreateSearchRequest too_big = SmallSimSearch(/*top_k=*/4, /*nodes=*/1,
+                                                   /*gpus_per_node=*/1);
+  too_big.mutable_spec()->mutable_model()->set_preset("llama3.1-70b");
+  absl::StatusOr<v1::Search> failed = cluster_->CreateSearch(too_big);
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  ASSERT_EQ(failed->state(), v1::FAILED);
+  ASSERT_FALSE(failed->stop_reason().empty());
+
+  const v1::SearchProgress& progress = search->progress();
+  EXPECT_EQ(progress.SerializeAsString(), ProgressOf(*search).SerializeAsString());
+  ASSERT_GT(progress.probed(), 0);
+  EXPECT_EQ(progress.probed(), progress.ok() + progress.failed());
+  EXPECT_GE(progress.probes(), progress.probed());
+  EXPECT_EQ(progress.candidates(), search->counts().memory_safe());
+  const std::string counted = absl::StrCat(
+      "probed ", progress.probed(), " of ", progress.candidates(), " candidates (", progress.ok(),
+      " ok, ", progress.failed(), " failed), ", progress.could_still_win(), " could still win");
+
+  const std::string address = cluster_->address();
+  EXPECT_THAT(Cli({"get", search->name()}, address), HasSubstr(counted));
+  EXPECT_THAT(Cli({"watch", search->name()}, address), HasSubstr(counted));
+  const std::string list = Cli({"list"}, address);
+  EXPECT_THAT(LineStartingWith(list, search->name() + " "),
+              HasSubstr(absl::StrCat(" ", progress.probed(), "/", progress.candidates(), " ")))
+      << list;
+  EXPECT_THAT(list, HasSubstr(absl::StrCat(failed->name(), " failed: ", failed->stop_reason())));
+
+  absl::StatusOr<HttpResponse> metrics = HttpGet(cluster_->metrics_ports()[0], "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  for (const auto& [label, value] :
+       std::vector<std::pair<std::string, int64_t>>{{"probed", progress.probed()},
+                                                    {"ok", progress.ok()},
+                                                    {"failed", progress.failed()},
+                                                    {"could_still_win", 0},
+                                                    {"total", progress.candidates()}}) {
+    absl::StatusOr<double> sample =
+        SampleValue(metrics->body, absl::StrCat("paratune_search_candidates{search=\"",
+                                                search->name(), "\",progress=\"", label, "\"}"));
+    ASSERT_TRUE(sample.ok()) << label << ": " << sample.status();
+    EXPECT_EQ(*sample, static_cast<double>(value)) << label;
+  }
+
+  const std::string id = search->name().substr(search->name().find('/') + 1);
+  ASSERT_TRUE(browser_->Navigate(absl::StrCat(base_url_, "#/search/", id)).ok());
+  WaitUntil("the search page", "return document.querySelector('#progress') !== null;",
+            absl::Seconds(10));
+  EXPECT_THAT(Text("#progress"), HasSubstr(counted));
+  ASSERT_TRUE(browser_->Navigate(absl::StrCat(base_url_, "#/searches")).ok());
+  WaitUntil("the searches table", "return document.querySelector('#searches') !== null;",
+            absl::Seconds(10));
+  const auto row_text = [&](const std::string& name) {
+    absl::StatusOr<google::protobuf::Value> value = browser_->Execute(
+        absl::StrCat("const row = [...document.querySelectorAll('#searches tbody tr')].find("
+                     "r => r.textContent.startsWith('",
+                     name, "')); return row ? row.textContent : '';"));
+    EXPECT_TRUE(value.ok()) << value.status();
+    return value.ok() ? value->string_value() : "";
+  };
+  EXPECT_THAT(row_text(search->name()), HasSubstr(counted));
+  EXPECT_THAT(row_text(failed->name()), HasSubstr(failed->stop_reason()));
+  KeepScreenshot("searches-progress-and-failure");
 }
 
 // A server with a token file (and TLS, which tokens need on the gRPC port) and no worker: its

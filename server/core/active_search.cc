@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "convert/search_progress.h"
 #include "convert/spec_convert.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/core/resource_names.h"
@@ -125,14 +126,17 @@ int64_t ActiveSearch::AddPick(const SearchPolicy::Pick& pick) {
     Tally(n, 1);
     v1::SearchCounts& counts = *search_.mutable_counts();
     counts.set_selected(counts.selected() + 1);
+    SetState(n, v1::CANDIDATE_QUEUED);
   } else {
     n = std::find(policy_index_.begin(), policy_index_.end(), pick.candidate) -
         policy_index_.begin();
-    v1::Candidate& candidate = Change(n);
-    *candidate.mutable_screening_result() = candidate.probe_result();
-    candidate.clear_probe_result();
+    Update(n, [](v1::Candidate& candidate) {
+      *candidate.mutable_screening_result() = candidate.probe_result();
+      candidate.clear_probe_result();
+      candidate.set_screening_attempts(candidate.attempts());
+      candidate.set_state(v1::CANDIDATE_QUEUED);
+    });
   }
-  SetState(n, v1::CANDIDATE_QUEUED);
   v1::Candidate& candidate = Change(n);
   candidate.set_selection_note(pick.note);
   // A confirmation is chosen on its measurement: the bound it was first chosen on stays.
@@ -142,17 +146,19 @@ int64_t ActiveSearch::AddPick(const SearchPolicy::Pick& pick) {
 
 ActiveSearch::Recorded ActiveSearch::RecordResult(int64_t n, const v1::ProbeResult& result) {
   Recorded recorded;
-  SetState(n, v1::CANDIDATE_PROBED);
-  v1::Candidate& candidate = Change(n);
-  const bool confirmation = candidate.has_screening_result();
-  if (confirmation && result.outcome() != v1::PROBE_OK) {
-    // A failed confirmation says nothing about speed: the screening measurement stands.
-    *candidate.mutable_probe_result() = candidate.screening_result();
-    candidate.clear_screening_result();
-    recorded.screening_result_stands = true;
-  } else {
-    *candidate.mutable_probe_result() = result;
-  }
+  const bool confirmation = search_.candidates(n).has_screening_result();
+  Update(n, [&](v1::Candidate& candidate) {
+    candidate.set_state(v1::CANDIDATE_PROBED);
+    if (confirmation && result.outcome() != v1::PROBE_OK) {
+      // A failed confirmation says nothing about speed: the screening measurement stands.
+      *candidate.mutable_probe_result() = candidate.screening_result();
+      candidate.clear_screening_result();
+      recorded.screening_result_stands = true;
+    } else {
+      *candidate.mutable_probe_result() = result;
+    }
+  });
+  const v1::Candidate& candidate = search_.candidates(n);
   v1::SearchCounts& counts = *search_.mutable_counts();
   counts.set_probed(counts.probed() + 1);
   if (confirmation) counts.set_confirmations(counts.confirmations() + 1);
@@ -207,7 +213,8 @@ ActiveSearch::Retried ActiveSearch::Retry(int64_t n, const std::string& reason, 
                        probe.max_launch_failures(), "): ", reason);
     }
   }
-  const int64_t attempts = search_.candidates(n).attempts();
+  // A confirmation has attempts of its own: it is not a retry of the screening probe.
+  const int64_t attempts = ProbeAttempts(search_.candidates(n));
   if (attempts < probe.max_attempts()) {
     Requeue(n);
     return retried;
@@ -222,10 +229,11 @@ ActiveSearch::Retried ActiveSearch::Retry(int64_t n, const std::string& reason, 
 
 void ActiveSearch::Leased(int64_t n, const std::string& worker) {
   CountAttempt(n);
-  SetState(n, v1::CANDIDATE_RUNNING);
-  v1::Candidate& candidate = Change(n);
-  candidate.clear_waiting_reason();
-  candidate.set_worker(worker);
+  Update(n, [&](v1::Candidate& candidate) {
+    candidate.set_state(v1::CANDIDATE_RUNNING);
+    candidate.clear_waiting_reason();
+    candidate.set_worker(worker);
+  });
   refusals_in_a_row_ = 0;
 }
 
@@ -241,7 +249,7 @@ void ActiveSearch::Requeue(int64_t n) {
 }
 
 void ActiveSearch::SetWaitingReason(int64_t n, const std::string& reason) {
-  Change(n).set_waiting_reason(reason);
+  Update(n, [&](v1::Candidate& candidate) { candidate.set_waiting_reason(reason); });
 }
 
 void ActiveSearch::AddGpuSeconds(double gpu_seconds, bool failed) {
@@ -254,8 +262,10 @@ void ActiveSearch::SkipPending(bool include_running) {
   for (int64_t n = 0; n < search_.candidates_size(); ++n) {
     const v1::CandidateState state = search_.candidates(n).state();
     if (state == v1::CANDIDATE_QUEUED || (include_running && state == v1::CANDIDATE_RUNNING)) {
-      SetState(n, v1::CANDIDATE_SKIPPED);
-      Change(n).clear_waiting_reason();
+      Update(n, [](v1::Candidate& candidate) {
+        candidate.set_state(v1::CANDIDATE_SKIPPED);
+        candidate.clear_waiting_reason();
+      });
     }
   }
 }
@@ -310,6 +320,9 @@ BudgetUse ActiveSearch::Use(absl::Time now) const {
 SearchUpdate ActiveSearch::TakeUpdate(absl::Time now) {
   *search_.mutable_update_time() =
       google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(now));
+  *search_.mutable_progress() = CompleteProgress(
+      search_, candidates_share_,
+      cannot_start_.empty() ? "" : search_.candidates(*cannot_start_.begin()).waiting_reason());
   SearchUpdate update;
   // The fields are copied with the candidates moved out, which swaps two pointers each way.
   google::protobuf::RepeatedPtrField<v1::Candidate> candidates;
@@ -327,14 +340,26 @@ v1::Candidate& ActiveSearch::Change(int64_t n) {
 }
 
 void ActiveSearch::SetState(int64_t n, v1::CandidateState state) {
+  Update(n, [state](v1::Candidate& candidate) { candidate.set_state(state); });
+}
+
+void ActiveSearch::Update(int64_t n, const std::function<void(v1::Candidate&)>& change) {
   Tally(n, -1);
-  Change(n).set_state(state);
+  change(Change(n));
   Tally(n, 1);
 }
 
 void ActiveSearch::Tally(int64_t n, int64_t sign) {
   const v1::Candidate& candidate = search_.candidates(n);
   if (Pending(candidate)) pending_ += sign;
+  CountCandidate(candidate, sign, candidates_share_);
+  if (CannotStart(candidate)) {
+    if (sign > 0) {
+      cannot_start_.insert(n);
+    } else {
+      cannot_start_.erase(n);
+    }
+  }
   // A queued candidate's timing depends on whether it confirms a leader (TimedSteps), which
   // changes only while it is not queued: what is added is what is later taken out.
   if (candidate.state() == v1::CANDIDATE_QUEUED && policy_ != nullptr) {

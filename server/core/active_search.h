@@ -105,8 +105,10 @@ class ActiveSearch {
     kLaunchRefused,
   };
   struct Retried {
-    // Its attempts (ProbeSettings.max_attempts) were spent: the probe was given up, recorded
-    // as PROBE_INFRA_ERROR ("gave up after 2 attempts; last: <reason>"), as RecordResult says.
+    // Its attempts (ProbeSettings.max_attempts; a confirmation's own,
+    // convert/search_progress.h's ProbeAttempts) were spent: the probe was given
+    // up, recorded as PROBE_INFRA_ERROR ("gave up after 2 attempts; last: <reason>"), as
+    // RecordResult says.
     std::optional<Recorded> gave_up;
     // The last ProbeSettings.max_launch_failures refusals said the same: why the search must
     // stop.
@@ -129,8 +131,8 @@ class ActiveSearch {
   ProbeTiming Timing(int64_t n) const;
 
   // What changed since the last call (or since the search was stored, for one resumed after
-  // a restart), with update_time set to `now`: the search's own fields and the candidates
-  // added or changed.
+  // a restart), with update_time set to `now` and progress brought up to date: the search's
+  // own fields and the candidates added or changed.
   SearchUpdate TakeUpdate(absl::Time now);
 
  private:
@@ -150,13 +152,15 @@ class ActiveSearch {
   // What it has spent of its budget at `now`.
   BudgetUse Use(absl::Time now) const;
   int64_t TimedSteps(int64_t n) const;
-  // Candidate n, noted as changed: the one way to change a candidate. A change of its state
-  // goes through SetState.
+  // Candidate n, noted as changed: the one way to change a candidate. A change of what the
+  // tallies count (its state, results or waiting reason) goes through Update.
   v1::Candidate& Change(int64_t n);
+  // Changes candidate n with `change`, keeping the tallies: its share is taken out before and
+  // added back after.
+  void Update(int64_t n, const std::function<void(v1::Candidate&)>& change);
   // Sets candidate n's state, keeping the tallies.
   void SetState(int64_t n, v1::CandidateState state);
-  // Adds candidate n's share of pending_ and queued_nanos_ to them (`sign` 1), or takes it out
-  // (-1).
+  // Adds candidate n's share of the tallies to them (`sign` 1), or takes it out (-1).
   void Tally(int64_t n, int64_t sign);
   // The predicted seconds of candidate n's next probe (Timing), in integer nanoseconds so that
   // what Tally adds and takes out of queued_nanos_ cancels exactly.
@@ -173,6 +177,11 @@ class ActiveSearch {
   int64_t pending_ = 0;
   int64_t probes_started_ = 0;
   int64_t queued_nanos_ = 0;
+  // The candidates' shares of the search's progress summed (convert/search_progress.h,
+  // CountCandidate), and the queued candidates that CannotStart, by n: TakeUpdate completes
+  // Search.progress from them.
+  v1::SearchProgress candidates_share_;
+  std::set<int64_t> cannot_start_;
   // From the first probe of each probed candidate (search_memory.h); set by the first result
   // and by Resume.
   std::optional<MemoryCalibration> memory_calibration_;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "convert/search_progress.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
@@ -139,6 +140,32 @@ TEST(ActiveSearchTest, AConfirmationKeepsItsBoundAndAFailedOneLeavesTheScreening
   EXPECT_EQ(search.search().candidates(n).probe_result().model_tflops_per_gpu(), screening);
   EXPECT_FALSE(search.search().candidates(n).has_screening_result());
   EXPECT_EQ(search.search().counts().confirmations(), 1);
+}
+
+// Before, a confirmation counted its screening probe's attempt as its first: with the
+// default 2 attempts, a lost worker gave it up at once.
+TEST(ActiveSearchTest, AConfirmationHasAttemptsOfItsOwn) {
+  v1::CreateSearchRequest request = SmallSimSearch(0);
+  request.mutable_spec()->set_policy(v1::ADAPTIVE);
+  ActiveSearch search = NewSearch(request);
+  const int64_t n = RunToAConfirmation(search);
+  ASSERT_EQ(search.search().spec().probe().max_attempts(), 2);
+  EXPECT_EQ(search.search().candidates(n).screening_attempts(), 1);
+  EXPECT_EQ(ProbeAttempts(search.search().candidates(n)), 0);
+
+  search.Leased(n, "workers/1");
+  EXPECT_EQ(ProbeAttempts(search.search().candidates(n)), 1);
+  const ActiveSearch::Retried retried =
+      search.Retry(n, "worker lost", ActiveSearch::Unfinished::kLeaseEnded);
+  EXPECT_FALSE(retried.gave_up.has_value());
+  EXPECT_EQ(search.search().candidates(n).state(), v1::CANDIDATE_QUEUED);
+
+  search.Leased(n, "workers/2");
+  EXPECT_EQ(search.search().candidates(n).attempts(), 3);
+  const ActiveSearch::Retried gave_up =
+      search.Retry(n, "worker lost", ActiveSearch::Unfinished::kLeaseEnded);
+  ASSERT_TRUE(gave_up.gave_up.has_value());
+  EXPECT_TRUE(gave_up.gave_up->screening_result_stands);
 }
 
 TEST(ActiveSearchTest, OutlookCountsWhatIsLeftAndWhatItWouldCost) {

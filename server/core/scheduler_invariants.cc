@@ -3,6 +3,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "convert/search_progress.h"
 #include "convert/search_state.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "server/core/dispatch_invariants.h"
@@ -24,6 +25,12 @@ std::vector<std::string> SchedulerInvariants::Violations(Scheduler& scheduler) {
     const v1::Search& search = record.search();
     if (SearchEnded(search.state())) {
       violations.push_back(absl::StrCat(search.name(), " ended but is still active"));
+    }
+    // The progress tallied as candidates changed is what counting them all says.
+    if (!MessageDifferencer::Equals(search.progress(), ProgressOf(search))) {
+      violations.push_back(
+          absl::StrCat(search.name(), "'s progress {", search.progress().ShortDebugString(),
+                       "} is not its candidates' {", ProgressOf(search).ShortDebugString(), "}"));
     }
     for (int64_t n = 0; n < search.candidates_size(); ++n) {
       const v1::Candidate& candidate = search.candidates(n);

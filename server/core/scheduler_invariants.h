@@ -3,8 +3,9 @@
 // in the active map has not ended (an ended one leaves at the end of the change that ended
 // it); each lease runs the RUNNING candidate of a search that has not ended, under the
 // candidate's current attempt, and each RUNNING candidate has its lease; the queue holds
-// exactly the QUEUED candidates. Also compares the store with what the scheduler holds, and
-// plants a violation so that a test can show the check failing.
+// exactly the QUEUED candidates; each search's progress, kept as its candidates change, is
+// what counting them says (convert/search_progress.h, ProgressOf). Also compares the store with
+// what the scheduler holds, and plants a violation so that a test can show the check failing.
 #ifndef PARATUNE_SERVER_CORE_SCHEDULER_INVARIANTS_H_
 #define PARATUNE_SERVER_CORE_SCHEDULER_INVARIANTS_H_
 

@@ -80,9 +80,10 @@ const std::vector<MetricDescriptor>& Descriptors() {
       // The per-search families cover the searches that have not ended and the last
       // kEndedSearchSummariesKept that ended (server/core/search_summary.h).
       {"paratune_search_candidates",
-       "Progress of each search: candidates probed, those that could still win (queued, "
-       "running or still eligible to be picked; 0 once ended) and the total memory lets it "
-       "probe.",
+       "Progress of each search (Search.progress, as paratune get, list and watch and the "
+       "console show it): candidates probed, of those ok and failed, those that could still "
+       "win (waiting, running or still eligible to be picked; 0 once ended), those waiting for "
+       "workers, and the total memory lets it probe.",
        MetricType::kGauge,
        {"search", "progress"}},
       {"paratune_search_projected_remaining_seconds",
@@ -158,9 +159,13 @@ std::vector<MetricFamily> SchedulerMetrics::Collect() const {
     add(kGpus, {label}, count(stats.worker_gpus, state));
   }
   for (const SearchSummary& search : stats.searches) {
-    add(kSearchCandidates, {search.name, "probed"}, search.probed);
-    add(kSearchCandidates, {search.name, "could_still_win"}, search.could_still_win);
-    add(kSearchCandidates, {search.name, "total"}, search.total);
+    const v1::SearchProgress& progress = search.progress;
+    add(kSearchCandidates, {search.name, "probed"}, progress.probed());
+    add(kSearchCandidates, {search.name, "ok"}, progress.ok());
+    add(kSearchCandidates, {search.name, "failed"}, progress.failed());
+    add(kSearchCandidates, {search.name, "could_still_win"}, progress.could_still_win());
+    add(kSearchCandidates, {search.name, "waiting"}, progress.waiting());
+    add(kSearchCandidates, {search.name, "total"}, progress.candidates());
     if (search.projected_remaining_seconds.has_value()) {
       add(kSearchProjectedSeconds, {search.name}, *search.projected_remaining_seconds);
     }

@@ -27,9 +27,12 @@ TEST(SchedulerMetricsTest, ExportsTheStatsInBaseUnitsWithEveryStateAtZeroToo) {
   stats.worker_gpus[v1::WORKER_BUSY] = 8;
   SearchSummary search;
   search.name = "searches/4";
-  search.probed = 3;
-  search.could_still_win = 2;
-  search.total = 40;
+  search.progress.set_probed(3);
+  search.progress.set_ok(2);
+  search.progress.set_failed(1);
+  search.progress.set_could_still_win(2);
+  search.progress.set_waiting(1);
+  search.progress.set_candidates(40);
   search.projected_remaining_seconds = 600;
   search.projected_remaining_gpu_seconds = 4800;
   search.gpu_seconds = 7200;
@@ -60,7 +63,10 @@ TEST(SchedulerMetricsTest, ExportsTheStatsInBaseUnitsWithEveryStateAtZeroToo) {
            "paratune_workers{state=\"lost\"} 0\n",
            "paratune_gpus{state=\"busy\"} 8\n",
            "paratune_search_candidates{search=\"searches/4\",progress=\"probed\"} 3\n",
+           "paratune_search_candidates{search=\"searches/4\",progress=\"ok\"} 2\n",
+           "paratune_search_candidates{search=\"searches/4\",progress=\"failed\"} 1\n",
            "paratune_search_candidates{search=\"searches/4\",progress=\"could_still_win\"} 2\n",
+           "paratune_search_candidates{search=\"searches/4\",progress=\"waiting\"} 1\n",
            "paratune_search_candidates{search=\"searches/4\",progress=\"total\"} 40\n",
            "paratune_search_projected_remaining_seconds{search=\"searches/4\"} 600\n",
            "paratune_search_projected_remaining_gpu_seconds{search=\"searches/4\"} 4800\n",

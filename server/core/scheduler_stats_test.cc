@@ -125,7 +125,7 @@ TEST(SchedulerStatsTest, FollowsASearchThroughTheScheduler) {
   EXPECT_THAT(stats.worker_gpus, ElementsAre(Pair(v1::WORKER_IDLE, 8)));
   ASSERT_EQ(stats.searches.size(), 1u);
   EXPECT_FALSE(stats.searches[0].ended);
-  EXPECT_EQ(stats.searches[0].could_still_win, 1);
+  EXPECT_EQ(stats.searches[0].progress.could_still_win(), 1);
   const int64_t enumerated = stats.totals.candidates_enumerated;
   EXPECT_GT(enumerated, 0);
 
@@ -158,7 +158,7 @@ TEST(SchedulerStatsTest, FollowsASearchThroughTheScheduler) {
   ASSERT_EQ(stats.searches.size(), 1u);
   EXPECT_EQ(stats.searches[0].name, search->name());
   EXPECT_TRUE(stats.searches[0].ended);
-  EXPECT_EQ(stats.searches[0].probed, 1);
+  EXPECT_EQ(stats.searches[0].progress.probed(), 1);
   EXPECT_EQ(stats.searches[0].best->tflops_per_gpu, 350);
   EXPECT_EQ(stats.searches[0].best->source, "simulated");
   EXPECT_EQ(stats.running_probes, 0);

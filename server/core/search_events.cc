@@ -1,6 +1,7 @@
 #include "server/core/search_events.h"
 
 #include "convert/result_source.h"
+#include "convert/search_progress.h"
 #include "server/core/lease.h"
 #include "server/core/resource_names.h"
 
@@ -45,8 +46,13 @@ v1::SearchEvent PlannedEvent(const v1::Candidate& candidate, bool confirmation) 
 v1::SearchEvent LeasedEvent(const v1::Candidate& candidate, const internal::LeaseState& lease,
                             int64_t max_attempts) {
   v1::SearchEvent event = OfProbe(v1::EVENT_LEASED, lease);
-  event.set_attempt(candidate.attempts());
+  event.set_attempt(ProbeAttempts(candidate));
   event.set_max_attempts(max_attempts);
+  if (candidate.has_screening_result()) {
+    event.set_confirmation(true);
+    event.set_tflops_per_gpu(candidate.screening_result().model_tflops_per_gpu());
+    event.set_result_source(ResultSource(candidate.screening_result()));
+  }
   event.set_scope(lease.scope());
   event.set_gpus(lease.num_ranks());
   for (const v1::ProbeHost& host : LeaseHosts(lease)) AddHost(host, event);
@@ -80,8 +86,10 @@ v1::SearchEvent RequeuedEvent(const v1::Candidate& candidate, int64_t search_id,
   v1::SearchEvent event = OfKind(gave_up ? v1::EVENT_GAVE_UP : v1::EVENT_REQUEUED);
   event.set_candidate(candidate.name());
   event.set_probe(ProbeName(search_id, n, candidate.attempts()));
-  event.set_attempt(candidate.attempts());
+  event.set_attempt(ProbeAttempts(candidate));
   event.set_max_attempts(max_attempts);
+  // A given-up confirmation has its screening result back as its result already.
+  event.set_confirmation(candidate.screening_attempts() > 0);
   event.set_reason(reason);
   return event;
 }

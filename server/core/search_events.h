@@ -24,7 +24,8 @@ v1::SearchEvent CreatedEvent(const v1::Search& search, bool probes_risky);
 // confirmation probe; its selection_note says why.
 v1::SearchEvent PlannedEvent(const v1::Candidate& candidate, bool confirmation);
 
-// `lease` was taken for `candidate` (its attempts counting this one).
+// `lease` was taken for `candidate` (its attempts counting this one); a confirmation's
+// attempt is its own (ProbeAttempts), with the first measurement it confirms.
 v1::SearchEvent LeasedEvent(const v1::Candidate& candidate, const internal::LeaseState& lease,
                             int64_t max_attempts);
 
@@ -38,7 +39,7 @@ v1::SearchEvent ProbedEvent(const internal::LeaseState& ended, int member,
                             const v1::ProbeResult& result);
 
 // The probe of `candidate` (named by its attempts) ended without a result for `reason`, and
-// is queued again (`gave_up` false) or given up.
+// is queued again (`gave_up` false) or given up; a confirmation's attempt is its own.
 v1::SearchEvent RequeuedEvent(const v1::Candidate& candidate, int64_t search_id, int64_t n,
                               int64_t max_attempts, bool gave_up, const std::string& reason);
 

@@ -81,6 +81,28 @@ TEST(SearchEventsTest, LeasesCountTheAttemptAndRequeuesNameTheProbeThatEnded) {
   EXPECT_EQ(requeued.kind(), v1::EVENT_REQUEUED);
   EXPECT_EQ(requeued.probe(), "searches/3/candidates/1/probes/2");
   EXPECT_EQ(RequeuedEvent(candidate, 3, 1, 3, true, "overdue").kind(), v1::EVENT_GAVE_UP);
+  EXPECT_FALSE(leased.confirmation());
+}
+
+TEST(SearchEventsTest, AConfirmationsLeaseCarriesTheMeasurementItConfirms) {
+  v1::Candidate candidate;
+  candidate.set_name("searches/3/candidates/1");
+  candidate.set_attempts(2);
+  v1::ProbeResult& screening = *candidate.mutable_screening_result();
+  screening.set_outcome(v1::PROBE_OK);
+  screening.set_model_tflops_per_gpu(620.9);
+  screening.set_simulated(true);
+  candidate.set_screening_attempts(1);
+  const v1::SearchEvent leased = LeasedEvent(candidate, GangLease(), 2);
+  EXPECT_TRUE(leased.confirmation());
+  EXPECT_EQ(leased.tflops_per_gpu(), 620.9);
+  EXPECT_EQ(leased.result_source(), "simulated");
+  // Its own first attempt, not the candidate's second.
+  EXPECT_EQ(leased.attempt(), 1);
+  const v1::SearchEvent requeued = RequeuedEvent(candidate, 3, 1, 2, false, "worker lost");
+  EXPECT_TRUE(requeued.confirmation());
+  EXPECT_EQ(requeued.attempt(), 1);
+  EXPECT_EQ(requeued.probe(), "searches/3/candidates/1/probes/2");
 }
 
 }  // namespace

@@ -11,13 +11,10 @@ namespace paratune {
 
 SearchSummary SummarizeSearch(const v1::Search& search) {
   const v1::SearchCounts& counts = search.counts();
-  const SearchProgress progress = ProgressOf(search);
   SearchSummary summary;
   summary.name = search.name();
   summary.ended = SearchEnded(search.state());
-  summary.probed = progress.probed;
-  summary.could_still_win = progress.could_still_win;
-  summary.total = progress.total;
+  summary.progress = search.progress();
   summary.gpu_seconds = counts.gpu_seconds();
   if (!summary.ended && counts.projected_remaining_wall_seconds() > 0) {
     summary.projected_remaining_seconds = counts.projected_remaining_wall_seconds();

@@ -14,9 +14,9 @@
 
 namespace paratune {
 
-// Ended searches whose summaries stay exported. Each exports about 8 series (one per
+// Ended searches whose summaries stay exported. Each exports about 11 series (one per
 // per-search metric and progress kind), so 20 of them bound the ended searches' series at
-// about 160 however many searches a server runs, while a dashboard still shows the best
+// about 220 however many searches a server runs, while a dashboard still shows the best
 // configuration of every search of the last day at the usual pace of a few searches a
 // day; Prometheus keeps the history of those dropped.
 inline constexpr size_t kEndedSearchSummariesKept = 20;
@@ -25,12 +25,8 @@ struct SearchSummary {
   // Resource name, searches/{id}.
   std::string name;
   bool ended = false;
-  // Progress (convert/search_progress.h, as the CLI counts it): candidates with a result (a
-  // leader being confirmed counts once), those without one that may still beat the best
-  // measured, and those memory lets the search probe.
-  int64_t probed = 0;
-  int64_t could_still_win = 0;
-  int64_t total = 0;
+  // Search.progress, as the server counted it for every view of the search.
+  v1::SearchProgress progress;
   // SearchCounts.projected_remaining_wall_seconds and _gpu_seconds: the predicted probe
   // durations of the candidates the policy may still pick, one after another, queued and
   // running probes not included. nullopt once ended or when nothing is projected.

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "convert/search_progress.h"
 #include "gtest/gtest.h"
 
 namespace paratune {
@@ -41,6 +42,8 @@ v1::Search ProbingSearch() {
   search.add_candidates()->set_state(v1::CANDIDATE_QUEUED);
   search.add_candidates()->set_state(v1::CANDIDATE_RUNNING);
   search.add_candidates()->set_state(v1::CANDIDATE_SKIPPED);
+  // As the server keeps it.
+  *search.mutable_progress() = ProgressOf(search);
   return search;
 }
 
@@ -48,10 +51,10 @@ TEST(SummarizeSearchTest, CountsProgressCostAndTheBestSuccessfulCandidate) {
   const SearchSummary summary = SummarizeSearch(ProbingSearch());
   EXPECT_EQ(summary.name, "searches/7");
   EXPECT_FALSE(summary.ended);
-  EXPECT_EQ(summary.probed, 3);
-  // 5 the policy may still pick, 1 queued, 1 running.
-  EXPECT_EQ(summary.could_still_win, 7);
-  EXPECT_EQ(summary.total, 40);
+  // The search's progress as the server sent it.
+  EXPECT_EQ(summary.progress.probed(), 3);
+  EXPECT_EQ(summary.progress.could_still_win(), 7);
+  EXPECT_EQ(summary.progress.candidates(), 40);
   EXPECT_EQ(summary.gpu_seconds, 7200);
   EXPECT_EQ(summary.projected_remaining_seconds, 600);
   EXPECT_EQ(summary.projected_remaining_gpu_seconds, 4800);
@@ -67,7 +70,6 @@ TEST(SummarizeSearchTest, AnEndedSearchHasNothingLeftToWinAndNoProjection) {
   search.mutable_counts()->set_still_contending(0);
   const SearchSummary summary = SummarizeSearch(search);
   EXPECT_TRUE(summary.ended);
-  EXPECT_EQ(summary.could_still_win, 0);
   EXPECT_FALSE(summary.projected_remaining_seconds.has_value());
   EXPECT_FALSE(summary.projected_remaining_gpu_seconds.has_value());
   EXPECT_TRUE(summary.best.has_value());

@@ -460,6 +460,8 @@ TEST(SqliteSearchStoreTest, MigratesBlobsOfSchemaThreeIntoCandidateRows) {
       ASSERT_TRUE(put->Run().ok());
     }
   }
+  // Schema 7 counted each search's progress from its candidates.
+  for (auto& [id, search] : expected) *search.mutable_progress() = ProgressOf(search);
   {
     std::unique_ptr<SqliteSearchStore> store = OpenOrDie(file.path());
     ExpectStored(*store, expected);
@@ -517,6 +519,58 @@ TEST(SqliteSearchStoreTest, MigratingSchemaFourRanksTheStoredCandidates) {
   ASSERT_TRUE(page.ok()) << page.status();
   ASSERT_EQ(page->searches.size(), 1u);
   EXPECT_EQ(page->searches[0].best_candidate().name(), "searches/1/candidates/1");
+}
+
+// A search stored before searches had their progress reads with it, counted from its
+// candidates, in ListSearches too, which does not read them.
+TEST(SqliteSearchStoreTest, MigratingSchemaSixCountsEachSearchsProgress) {
+  DatabaseFile file("schema6.db");
+  v1::Search row;
+  row.set_name("searches/1");
+  row.set_state(v1::FAILED);
+  row.mutable_counts()->set_memory_safe(40);
+  row.mutable_counts()->set_probed(3);
+  const std::vector<v1::Candidate> candidates = {
+      Measured(0, v1::CANDIDATE_PROBED, v1::PROBE_OK, 300),
+      Measured(1, v1::CANDIDATE_PROBED, v1::PROBE_OUT_OF_MEMORY, 0),
+      Measured(2, v1::CANDIDATE_SKIPPED, v1::PROBE_OK, 999, /*screening=*/true)};
+  {
+    absl::StatusOr<std::unique_ptr<SqliteDatabase>> db = SqliteDatabase::Open(file.path());
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(MigrateStoreSchema(**db, /*target_version=*/6).ok());
+    absl::StatusOr<SqliteStatement> put =
+        (*db)->Prepare("INSERT INTO searches (id, state, search) VALUES (1, ?, ?)");
+    ASSERT_TRUE(put.ok());
+    put->Bind(1, int64_t{row.state()}).BindBlob(2, row.SerializeAsString());
+    ASSERT_TRUE(put->Run().ok());
+    for (int n = 0; n < static_cast<int>(candidates.size()); ++n) {
+      absl::StatusOr<SqliteStatement> put_candidate = (*db)->Prepare(
+          "INSERT INTO candidates (search_id, position, candidate, measured_tflops) VALUES "
+          "(1, ?, ?, ?)");
+      ASSERT_TRUE(put_candidate.ok());
+      put_candidate->Bind(1, int64_t{n})
+          .BindBlob(2, candidates[n].SerializeAsString())
+          .BindDouble(3, MeasuredTflopsColumn(candidates[n]));
+      ASSERT_TRUE(put_candidate->Run().ok());
+    }
+  }
+  std::unique_ptr<SqliteSearchStore> store = OpenOrDie(file.path());
+  absl::StatusOr<SearchPage> page = store->ListSearches(1, 0);
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->searches.size(), 1u);
+  const v1::SearchProgress& progress = page->searches[0].progress();
+  EXPECT_EQ(progress.candidates(), 40);
+  EXPECT_EQ(progress.probed(), 2);
+  EXPECT_EQ(progress.ok(), 1);
+  EXPECT_EQ(progress.failed(), 1);
+  EXPECT_EQ(progress.probes(), 3);
+  EXPECT_EQ(progress.could_still_win(), 0);
+  v1::Search whole = row;
+  for (const v1::Candidate& candidate : candidates) *whole.add_candidates() = candidate;
+  absl::StatusOr<v1::Search> read = store->GetSearch(1);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->progress().SerializeAsString(), ProgressOf(whole).SerializeAsString());
+  EXPECT_EQ(read->candidates_size(), 3);
 }
 
 // Events logged before they had kinds keep their text; one whose stored event does not parse

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +16,7 @@ namespace {
 // Moves each stored search's candidates out of its blob into the candidates table.
 absl::Status MoveCandidatesToRows(SqliteDatabase& db);
 absl::Status FillMeasuredTflops(SqliteDatabase& db);
+absl::Status FillProgress(SqliteDatabase& db);
 
 // One schema step: its SQL, then, where rows must be rewritten, code.
 struct Migration {
@@ -85,6 +87,9 @@ constexpr Migration kMigrations[] = {
     {R"sql(
       ALTER TABLE events ADD COLUMN event BLOB;
     )sql"},
+    // 6 -> 7: each search's Search.progress, counted from its candidates (ProgressOf), since
+    // ListSearches sends it without reading them. Nothing changes in the tables.
+    {"", FillProgress},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kStoreSchemaVersion,
               "one migration per schema version");
@@ -165,6 +170,47 @@ absl::Status FillMeasuredTflops(SqliteDatabase& db) {
                                    "AND position = ?"));
     PT_RETURN_IF_ERROR(
         put.BindDouble(1, row.measured_tflops).Bind(2, row.search_id).Bind(3, row.position).Run());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FillProgress(SqliteDatabase& db) {
+  // The searches first: rows are not rewritten under an open read of their table.
+  std::vector<std::pair<int64_t, v1::Search>> searches;
+  {
+    PT_ASSIGN_OR_RETURN(SqliteStatement list,
+                        db.Prepare("SELECT id, search FROM searches ORDER BY id"));
+    while (true) {
+      PT_ASSIGN_OR_RETURN(const bool row, list.Step());
+      if (!row) break;
+      v1::Search search;
+      if (!search.ParseFromString(list.ColumnBytes(1))) {
+        return absl::DataLossError(absl::StrCat("row searches/", list.ColumnInt(0),
+                                                " of table searches does not parse as ",
+                                                search.GetTypeName()));
+      }
+      searches.emplace_back(list.ColumnInt(0), std::move(search));
+    }
+  }
+  for (auto& [id, search] : searches) {
+    PT_ASSIGN_OR_RETURN(
+        SqliteStatement candidates,
+        db.Prepare("SELECT candidate FROM candidates WHERE search_id = ? ORDER BY position"));
+    candidates.Bind(1, id);
+    while (true) {
+      PT_ASSIGN_OR_RETURN(const bool row, candidates.Step());
+      if (!row) break;
+      if (!search.add_candidates()->ParseFromString(candidates.ColumnBytes(0))) {
+        return absl::DataLossError(absl::StrCat("a row of searches/", id,
+                                                " in table candidates does not parse as ",
+                                                v1::Candidate().GetTypeName()));
+      }
+    }
+    *search.mutable_progress() = ProgressOf(search);
+    search.clear_candidates();
+    PT_ASSIGN_OR_RETURN(SqliteStatement put,
+                        db.Prepare("UPDATE searches SET search = ? WHERE id = ?"));
+    PT_RETURN_IF_ERROR(put.BindBlob(1, search.SerializeAsString()).Bind(2, id).Run());
   }
   return absl::OkStatus();
 }

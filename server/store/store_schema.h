@@ -11,7 +11,7 @@
 namespace paratune {
 
 // The version this build writes.
-inline constexpr int kStoreSchemaVersion = 6;
+inline constexpr int kStoreSchemaVersion = 7;
 
 // candidates.measured_tflops of `candidate`'s row: the TFLOP/s per GPU BestMeasured ranks it
 // by (convert/search_progress.h), or -1 when it has no successful result, so that a search's

@@ -188,13 +188,17 @@ function bestOf(search) {
                    : null;
 }
 
-function progressText(counts, state) {
-  const probed = Number(counts.probed || 0);
-  const contending = Number(counts.stillContending || 0);
-  const selected = Number(counts.selected || 0);
-  return ENDED.has(state) ? `${probed} probed of ${selected} selected`
-                          : `${probed} probed, ${contending} still able to win, ` +
-                            `${selected} selected`;
+// How far a search is, in the words of `paratune get`, `list` and `watch` (cli/progress_line.h,
+// DescribeProgress) and with the server's numbers (Search.progress): no count is made here.
+function progressText(progress) {
+  const n = field => Number(progress[field] || 0);
+  let text = `probed ${n('probed')} of ${n('candidates')} candidates (${n('ok')} ok, ` +
+             `${n('failed')} failed), ${n('couldStillWin')} could still win`;
+  if (n('running') > 0 || n('waiting') > 0) {
+    text += `; ${n('running')} running, ${n('waiting')} waiting`;
+    if (n('confirming') > 0) text += ` (${n('confirming')} confirming)`;
+  }
+  return text;
 }
 
 // --- Polling --------------------------------------------------------------------------------
@@ -221,8 +225,16 @@ async function searchesPage() {
     return [
       el('a', {href: '#/search/' + searchId(search.name)}, search.name),
       search.displayName || '',
-      el('span', {class: 'state'}, search.state),
-      progressText(counts, search.state),
+      // A failed search says why where it is listed.
+      search.state === 'FAILED' && search.stopReason
+          ? el('span', {}, el('span', {class: 'state'}, search.state),
+               el('div', {class: 'muted failure'}, search.stopReason))
+          : el('span', {class: 'state'}, search.state),
+      // The searches page shows no candidates: why they wait goes with the progress.
+      (search.progress || {}).waitingReason
+          ? el('span', {}, progressText(search.progress),
+               el('div', {class: 'muted'}, `waiting: ${search.progress.waitingReason}`))
+          : progressText(search.progress || {}),
       best ? configLabel(best.candidate.config) : '',
       best ? fixed(best.result.modelTflopsPerGpu, 1) : '',
       best ? originLabel(best.candidate) : '',
@@ -572,9 +584,12 @@ function gangTimeline(events) {
 
 function candidateTable(search) {
   const rows = (search.candidates || []).map((c, rank) => {
-    const result = c.probeResult;
+    // A leader probed again longer is "confirming", shown with its first measurement.
+    const confirming = c.state !== 'CANDIDATE_PROBED' && Boolean(c.screeningResult);
+    const result = confirming ? c.screeningResult : c.probeResult;
     const ok = result && result.outcome === 'PROBE_OK';
-    return [rank + 1, configLabel(c.config), c.state.replace('CANDIDATE_', '').toLowerCase(),
+    return [rank + 1, configLabel(c.config),
+            confirming ? 'confirming' : c.state.replace('CANDIDATE_', '').toLowerCase(),
             fixed((c.predicted || {}).modelTflopsPerGpu, 1),
             ok ? fixed(result.modelTflopsPerGpu, 1)
                : (result ? (result.outcome || '').replace('PROBE_', '').toLowerCase() : ''),
@@ -614,7 +629,7 @@ async function searchPage(id) {
                    ...events.map(e => el('div', {}, `${e.time}  ${e.text}`)));
     show(el('h1', {}, `${search.name} ${search.displayName ? '· ' + search.displayName : ''}`),
          el('p', {}, el('span', {class: 'state', id: 'search-state'}, search.state), ' · ',
-            el('span', {id: 'progress'}, progressText(counts, search.state)), ' · ',
+            el('span', {id: 'progress'}, progressText(search.progress || {})), ' · ',
             `${fixed(Number(counts.gpuSeconds || 0) / 3600, 2)} GPU-hours`, ' · ',
             `created ${age(search.createTime)} ago`),
          best ? el('p', {id: 'best'}, 'Best: ', configLabel(best.candidate.config), ' at ',
