@@ -187,7 +187,7 @@ absl::StatusOr<std::string> ConsoleApi::Answer(const ConsoleApiRequest& request,
     return ToJson(response);
   }
   if (path == "/api/workers") {
-    PT_ASSIGN_OR_RETURN(const v1::ListWorkersResponse workers, reader.ListWorkers());
+    PT_ASSIGN_OR_RETURN(const v1::ListWorkersResponse workers, reader.ListWorkers(caller));
     return ToJson(workers);
   }
   // POST /api/plan: the size cap applies to the JSON too, before it is parsed.

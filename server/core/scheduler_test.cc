@@ -158,6 +158,28 @@ TEST_F(SchedulerTest, ProbesRunToSuccessAndAreRankedByMeasurement) {
   EXPECT_EQ(workers->workers(0).state(), v1::WORKER_IDLE);
 }
 
+TEST_F(SchedulerTest, AWorkersProbeShowsOnlyToAdminsAndTheOwnerOfItsSearch) {
+  const Caller alice = Principal{"alice", Role::kClient};
+  const Caller bob = Principal{"bob", Role::kClient};
+  const Caller root = Principal{"root", Role::kAdmin};
+  absl::StatusOr<v1::Search> search = scheduler_->CreateSearch(SmallSimSearch(1), alice);
+  ASSERT_TRUE(search.ok()) << search.status();
+  Register(8);
+  std::optional<v1::ProbeAssignment> assignment = Acquire("workers/1");
+  ASSERT_TRUE(assignment.has_value());
+  for (const Caller& caller : {alice, root, Caller()}) {
+    absl::StatusOr<v1::ListWorkersResponse> listed = scheduler_->reader().ListWorkers(caller);
+    ASSERT_TRUE(listed.ok()) << listed.status();
+    EXPECT_EQ(listed->workers(0).current_probe(), assignment->name()) << DescribeCaller(caller);
+  }
+  absl::StatusOr<v1::ListWorkersResponse> listed = scheduler_->reader().ListWorkers(bob);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->workers(0).current_probe(), "");
+  // The rest of the fleet shows to everyone: what it is and that it is busy.
+  EXPECT_EQ(listed->workers(0).state(), v1::WORKER_BUSY);
+  EXPECT_EQ(listed->workers(0).gpus_size(), 8);
+}
+
 TEST_F(SchedulerTest, InfrastructureErrorsAreRetriedWithinMaxAttempts) {
   const v1::Search search = Create(SmallSimSearch(1));
   const std::string worker = Register(8);
