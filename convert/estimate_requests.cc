@@ -9,9 +9,11 @@
 #include "convert/memory_map.h"
 #include "convert/search_request.h"
 #include "convert/spec_convert.h"
+#include "estimator/default_recompute.h"
 #include "estimator/field_error.h"
 #include "estimator/memory_model.h"
 #include "estimator/performance_model.h"
+#include "estimator/plan_advice.h"
 #include "estimator/planner.h"
 
 namespace paratune {
@@ -61,9 +63,19 @@ absl::StatusOr<DetailedPlan> AnswerPlanInDetail(const v1::PlanRequest& request) 
   PT_ASSIGN_OR_RETURN(ValidatedSearchRequest validated, ValidateCreateSearchRequest(create));
   ResolvedSpec spec = std::move(validated.resolved);
   const PerformanceParameters params = DefaultPerformanceParameters(spec.cluster.gpu());
-  PT_ASSIGN_OR_RETURN(Plan plan, PlanConfigurations(spec.model, spec.training, spec.cluster,
-                                                    spec.plan_options, params));
+  PT_ASSIGN_OR_RETURN(
+      DefaultRecomputePlan planned,
+      PlanWithDefaultRecompute(spec.model, spec.training, spec.cluster, spec.plan_options, params));
+  spec.plan_options = std::move(planned.options);
+  Plan plan = std::move(planned.plan);
   v1::PlanResponse response = PlanToProto(plan, spec.plan_options, request.limit());
+  response.set_recompute_added(planned.recompute_added);
+  if (plan.candidates.empty()) {
+    for (const PlanAdvice& advice :
+         AdvisePlan({spec.model, spec.training, spec.cluster, spec.plan_options})) {
+      *response.add_advice() = PlanAdviceToProto(advice);
+    }
+  }
   *response.mutable_memory_map() =
       MemoryMapToProto(plan, spec.plan_options, spec.cluster.gpu().memory_bytes, request.limit());
   PT_ASSIGN_OR_RETURN(

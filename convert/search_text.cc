@@ -1,7 +1,9 @@
 #include "convert/search_text.h"
 
+#include <cstring>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -44,6 +46,42 @@ std::string DescribeConfig(const v1::ParallelConfig& config) {
     absl::StrAppend(&text, " recompute=full");
   }
   return text;
+}
+
+std::string DescribePlanAdvice(const v1::PlanAdvice& advice) {
+  std::string change;
+  switch (advice.kind()) {
+    case v1::ADVICE_RECOMPUTE: {
+      std::vector<std::string> modes;
+      for (int mode : advice.recompute_modes()) {
+        // RECOMPUTE_NONE -> "none".
+        modes.push_back(absl::AsciiStrToLower(
+            v1::Recompute_Name(static_cast<v1::Recompute>(mode)).substr(strlen("RECOMPUTE_"))));
+      }
+      change = absl::StrCat("recompute modes ", absl::StrJoin(modes, ", "));
+      break;
+    }
+    case v1::ADVICE_NODES:
+      change = absl::StrCat(advice.num_nodes(), " nodes");
+      break;
+    case v1::ADVICE_GPU_TYPE:
+      change = absl::StrCat(advice.gpu_type(), " GPUs");
+      break;
+    case v1::ADVICE_FP8_PARAMETERS:
+      change = "fp8 with fp8 weights (fp8_param_gather)";
+      break;
+    case v1::ADVICE_SEQUENCE_LENGTH:
+      change = absl::StrCat("sequence ", advice.seq_len());
+      break;
+    case v1::ADVICE_MICRO_BATCH_SIZES:
+      change = absl::StrCat("micro-batch sizes ", absl::StrJoin(advice.micro_batch_sizes(), ", "));
+      break;
+    default:
+      change = "an unknown change";
+      break;
+  }
+  return absl::StrCat(change, ": ", advice.candidates(),
+                      advice.candidates() == 1 ? " candidate" : " candidates");
 }
 
 std::string DescribeOutcome(v1::ProbeOutcome outcome) {

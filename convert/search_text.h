@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "proto/autotuner_service.pb.h"
 #include "proto/estimate.pb.h"
 #include "proto/probe.pb.h"
 #include "proto/search.pb.h"
@@ -16,6 +17,12 @@ namespace paratune {
 // "dp4 tp2 pp1 cp2 mbs1", with " vp2", " sp=off" (tp > 1 without sequence parallelism) and
 // " recompute=selective|full" when set.
 std::string DescribeConfig(const v1::ParallelConfig& config);
+
+// One change a plan's advice names (PlanResponse.advice) and its candidates: "recompute
+// modes none, selective, full: 2 candidates", "4 nodes: 3 candidates", "h200-141gb GPUs: 5
+// candidates", "fp8 with fp8 weights (fp8_param_gather): 1 candidate", "sequence 1024: 1
+// candidate", "micro-batch sizes 1, 2: 3 candidates".
+std::string DescribePlanAdvice(const v1::PlanAdvice& advice);
 
 // "out of memory", "timeout", "crash", "infrastructure error", "not measured", "ok".
 std::string DescribeOutcome(v1::ProbeOutcome outcome);

@@ -180,6 +180,26 @@ TEST_F(SchedulerTest, AWorkersProbeShowsOnlyToAdminsAndTheOwnerOfItsSearch) {
   EXPECT_EQ(listed->workers(0).gpus_size(), 8);
 }
 
+TEST_F(SchedulerTest, ASearchWhereNothingFitsWithoutRecomputeSearchesItAndSaysSo) {
+  v1::CreateSearchRequest request = SmallSimSearch(2, /*nodes=*/2);
+  request.mutable_spec()->mutable_model()->set_preset("llama3.1-70b");
+  request.mutable_spec()->mutable_training()->set_global_batch_size(1024);
+  request.mutable_spec()->mutable_training()->set_seq_len(8192);
+  const v1::Search search = Create(request);
+  EXPECT_EQ(search.state(), v1::PROBING);
+  EXPECT_THAT(search.spec().space().recompute_modes(),
+              ElementsAre(v1::RECOMPUTE_NONE, v1::RECOMPUTE_SELECTIVE, v1::RECOMPUTE_FULL));
+
+  // Named modes are kept: with none only, it fails at once naming what would give candidates.
+  request.mutable_spec()->mutable_space()->add_recompute_modes(v1::RECOMPUTE_NONE);
+  const v1::Search failed = Create(request);
+  EXPECT_EQ(failed.state(), v1::FAILED);
+  EXPECT_THAT(failed.stop_reason(),
+              HasSubstr("each of these changes gives candidates: recompute modes none, "
+                        "selective, full: "));
+  EXPECT_THAT(failed.stop_reason(), HasSubstr("; 4 nodes: 3 candidates; h200-141gb GPUs: "));
+}
+
 TEST_F(SchedulerTest, InfrastructureErrorsAreRetriedWithinMaxAttempts) {
   const v1::Search search = Create(SmallSimSearch(1));
   const std::string worker = Register(8);
