@@ -1,6 +1,9 @@
 #include "convert/search_text.h"
 
 #include <cstring>
+#include <functional>
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -48,15 +51,35 @@ std::string DescribeConfig(const v1::ParallelConfig& config) {
   return text;
 }
 
+std::string RecomputeModeName(v1::Recompute mode) {
+  // RECOMPUTE_NONE -> "none".
+  return absl::AsciiStrToLower(v1::Recompute_Name(mode).substr(strlen("RECOMPUTE_")));
+}
+
+std::string DescribeFleet(const std::vector<const v1::Worker*>& workers) {
+  if (workers.empty()) return "none";
+  // (GPUs, type, backends) -> workers; largest first.
+  std::map<std::tuple<int64_t, std::string, std::string>, int64_t, std::greater<>> groups;
+  for (const v1::Worker* worker : workers) {
+    const std::string type =
+        DescribeGpuType(worker->gpu_type(), worker->gpus().empty() ? "" : worker->gpus(0).name());
+    ++groups[{worker->gpus_size(), type, absl::StrJoin(worker->backends(), ", ")}];
+  }
+  std::vector<std::string> parts;
+  for (const auto& [what, count] : groups) {
+    const auto& [gpus, type, backends] = what;
+    parts.push_back(absl::StrCat(count, " x ", gpus, " ", type, " (", backends, ")"));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
 std::string DescribePlanAdvice(const v1::PlanAdvice& advice) {
   std::string change;
   switch (advice.kind()) {
     case v1::ADVICE_RECOMPUTE: {
       std::vector<std::string> modes;
       for (int mode : advice.recompute_modes()) {
-        // RECOMPUTE_NONE -> "none".
-        modes.push_back(absl::AsciiStrToLower(
-            v1::Recompute_Name(static_cast<v1::Recompute>(mode)).substr(strlen("RECOMPUTE_"))));
+        modes.push_back(RecomputeModeName(static_cast<v1::Recompute>(mode)));
       }
       change = absl::StrCat("recompute modes ", absl::StrJoin(modes, ", "));
       break;
