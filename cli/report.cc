@@ -201,17 +201,21 @@ std::string FormatPlanAdvice(const v1::PlanResponse& plan) {
   std::string out;
   if (plan.recompute_added()) {
     out =
-        "No configuration fits without activation recompute: this plan, like a search of the "
-        "same flags, also searches selective and full recompute (--recompute_modes=none keeps "
-        "it to none).\n";
+        "Nothing fits as requested, without activation recompute: this plan, like a search "
+        "of the same flags, also searches selective and full recompute (--recompute_modes=none "
+        "keeps it to none).\n";
   }
-  if (plan.advice().empty()) return out;
+  if (plan.advice().empty()) return out.empty() ? out : absl::StrCat(out, "\n");
   Table changes({{"change", false}, {"flags", false}});
   for (const v1::PlanAdvice& advice : plan.advice()) {
     changes.AddRow({DescribePlanAdvice(advice), AdviceFlags(advice)});
   }
-  absl::StrAppend(&out, "Nothing fits. Each of these changes alone gives candidates:\n",
-                  changes.Render());
+  absl::StrAppend(&out,
+                  plan.recompute_added()
+                      ? "Each of these changes to the request alone gives candidates (the "
+                        "first is what this plan did):\n"
+                      : "Nothing fits. Each of these changes alone gives candidates:\n",
+                  changes.Render(), "\n");
   return out;
 }
 

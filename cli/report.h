@@ -27,8 +27,8 @@ std::string FormatPlanSummary(const v1::SearchSpec& spec, const v1::PlanResponse
 
 // What the plan changed and what would change it, or "": a note when it searched selective
 // and full recompute because nothing fitted without (PlanResponse.recompute_added), and when
-// nothing fits, each change that gives candidates with the flags that make it
-// (PlanResponse.advice).
+// nothing fitted as requested, each change that alone gives candidates with the flags that
+// make it (PlanResponse.advice).
 std::string FormatPlanAdvice(const v1::PlanResponse& plan);
 
 // The plan's candidates in predicted order, each with its memory, predicted TFLOP/s per GPU

@@ -1,6 +1,7 @@
 #include "convert/estimate_requests.h"
 
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -66,16 +67,16 @@ absl::StatusOr<DetailedPlan> AnswerPlanInDetail(const v1::PlanRequest& request) 
   PT_ASSIGN_OR_RETURN(
       DefaultRecomputePlan planned,
       PlanWithDefaultRecompute(spec.model, spec.training, spec.cluster, spec.plan_options, params));
+  // Advice is for the request as made: nothing fitted when recompute had to be added.
+  std::vector<PlanAdvice> advice;
+  if (planned.plan.candidates.empty() || planned.recompute_added) {
+    advice = AdvisePlan({spec.model, spec.training, spec.cluster, spec.plan_options});
+  }
   spec.plan_options = std::move(planned.options);
   Plan plan = std::move(planned.plan);
   v1::PlanResponse response = PlanToProto(plan, spec.plan_options, request.limit());
   response.set_recompute_added(planned.recompute_added);
-  if (plan.candidates.empty()) {
-    for (const PlanAdvice& advice :
-         AdvisePlan({spec.model, spec.training, spec.cluster, spec.plan_options})) {
-      *response.add_advice() = PlanAdviceToProto(advice);
-    }
-  }
+  for (const PlanAdvice& change : advice) *response.add_advice() = PlanAdviceToProto(change);
   *response.mutable_memory_map() =
       MemoryMapToProto(plan, spec.plan_options, spec.cluster.gpu().memory_bytes, request.limit());
   PT_ASSIGN_OR_RETURN(
