@@ -118,9 +118,11 @@ constexpr Flag kMicroBatches = {"micro_batches", FlagType::kIntList, "",
 constexpr Flag kVirtualPipelineSizes = {
     "virtual_pipeline_sizes", FlagType::kIntList, "",
     "Virtual pipeline sizes to try, v > 1 where pp > 1; the server's default 1."};
-constexpr Flag kRecomputeModes = {"recompute_modes", FlagType::kStringList, "",
-                                  "Recompute modes to try; the server's default none.",
-                                  Choices(kRecomputeChoices)};
+constexpr Flag kRecomputeModes = {
+    "recompute_modes", FlagType::kStringList, "",
+    "Recompute modes to try; the server's default none, or none, selective and full when "
+    "nothing fits without recompute.",
+    Choices(kRecomputeChoices)};
 constexpr Flag kAllowTpCpAcrossNodes = {"allow_tp_cp_across_nodes", FlagType::kBool, "false",
                                         "Let tp x cp span nodes."};
 constexpr Flag kAllowUnevenPipeline = {
@@ -216,6 +218,10 @@ constexpr Flag kSeed = {"seed", FlagType::kUint, "1", "Seed of the sim backend's
 constexpr Flag kName = {"name", FlagType::kString, "", "Display name of the search."};
 constexpr Flag kWatch = {"watch", FlagType::kBool, "false",
                          "Follow the search until it ends, then print the result."};
+constexpr Flag kRequireWorkers = {
+    "require_workers", FlagType::kBool, "false",
+    "Refuse to submit when no live worker has the search's GPU type, backend and GPUs per "
+    "node (submit warns otherwise, naming what the fleet has, and the probes wait)."};
 constexpr Flag kDryRun = {"dry_run", FlagType::kBool, "false",
                           "Plan the search offline, as plan does, and print what it would cost "
                           "with its policy; contacts no server."};
@@ -350,7 +356,7 @@ constexpr FlagField kProbeRunFields[] = {
 constexpr FlagField kPlanFields[] = {{&kLimit, "limit"}, {&kExplain}};
 // Below CreateSearchRequest.
 constexpr FlagField kSubmitFields[] = {
-    {&kName, "display_name"}, {&kDryRun}, {&kWatch}, {&kWatchTimeout}};
+    {&kName, "display_name"}, {&kDryRun}, {&kWatch}, {&kWatchTimeout}, {&kRequireWorkers}};
 // Below ListSearchesRequest and ListSearchEventsRequest alike.
 constexpr FlagField kPageFields[] = {{&kPageSize, "page_size"}, {&kPageToken, "page_token"}};
 constexpr FlagField kServerFields[] = {{&kServer}, {&kTlsCa},     {&kTlsCert},
@@ -486,8 +492,11 @@ absl::Status Submit(const Invocation& invocation, std::ostream& out) {
   // Refused here as the server would refuse it, so that the error names the flag.
   PT_RETURN_IF_ERROR(ValidateCreateSearchRequest(request).status());
   PT_ASSIGN_OR_RETURN(AutotunerClient client, ClientOf(flags));
-  return RunSubmit(client, request, flags.Bool(kWatch), flags.Duration(kWatchTimeout),
-                   OutputOf(invocation), out);
+  SubmitOptions options;
+  options.watch = flags.Bool(kWatch);
+  options.watch_timeout = flags.Duration(kWatchTimeout);
+  options.require_workers = flags.Bool(kRequireWorkers);
+  return RunSubmit(client, request, options, OutputOf(invocation), out);
 }
 
 absl::Status Watch(const Invocation& invocation, std::ostream& out) {
@@ -545,7 +554,9 @@ constexpr Command kOfflineCommands[] = {
      "marked SAFE / RISKY / OOM, coloured on a terminal; --limit bounds its rows and\n"
      "the candidates), the memory-safe ones in predicted order, and what\n"
      "an ADAPTIVE, TOP_K and EXHAUSTIVE search of them would cost in probes, GPU-hours\n"
-     "and wall time next to one full training job per candidate\n"
+     "and wall time next to one full training job per candidate; when nothing fits\n"
+     "without recompute it searches selective and full recompute too, and when\n"
+     "nothing fits at all it lists the changes that give candidates and their flags\n"
      "  paratune plan --model=llama3.1-70b --gpu=h100-80gb --nodes=8\n"
      "--explain says why one configuration is or is not a candidate\n"
      "  paratune plan --model=llama3.1-70b --gpu=h100-80gb --nodes=8 --explain \\\n"
@@ -556,7 +567,10 @@ constexpr Command kOfflineCommands[] = {
 constexpr Command kServerCommands[] = {
     {"submit", nullptr, nullptr,
      "create a search from the same flags as plan (--watch to follow it);\n"
-     "--dry_run plans it offline and prints what it would cost, sending nothing\n",
+     "--dry_run plans it offline and prints what it would cost, sending nothing.\n"
+     "Warns when no live worker can host it (--require_workers refuses instead);\n"
+     "exits 1 when the search fails at creation, naming the changes that give\n"
+     "candidates (as plan lists them)\n",
      kSubmitGroups, &Submit},
     {"watch", "NAME", kSearchName,
      "follow a search (e.g. searches/1) until it ends: its event log so far, then\n"

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/cost_report.h"
+#include "cli/fleet_check.h"
 #include "cli/live_view.h"
 #include "cli/plan_report.h"
 #include "cli/progress_line.h"
@@ -114,10 +115,10 @@ absl::Status RunPlan(const v1::PlanRequest& request, const OutputOptions& output
   PT_ASSIGN_OR_RETURN(const std::string cost,
                       ProjectAndFormatSearchCost(detailed, request.spec(),
                                                  {v1::ADAPTIVE, v1::TOP_K, v1::EXHAUSTIVE}));
-  const std::string text =
-      absl::StrCat(FormatPlanSummary(request.spec(), detailed.response), "\n",
-                   FormatMemoryMap(detailed.response.memory_map(), output.color), "\n",
-                   FormatPlanCandidates(detailed.response), "\n", cost);
+  const std::string text = absl::StrCat(
+      FormatPlanSummary(request.spec(), detailed.response), "\n",
+      FormatMemoryMap(detailed.response.memory_map(), output.color), "\n",
+      FormatPlanAdvice(detailed.response), FormatPlanCandidates(detailed.response), "\n", cost);
   return Print(detailed.response, text, output, out);
 }
 
@@ -155,15 +156,36 @@ absl::Status RunExplain(const v1::PlanRequest& request, const v1::ParallelConfig
   return absl::OkStatus();
 }
 
-absl::Status RunSubmit(AutotunerClient& client, const v1::CreateSearchRequest& request, bool watch,
-                       absl::Duration watch_timeout, const OutputOptions& output,
+absl::Status RunSubmit(AutotunerClient& client, const v1::CreateSearchRequest& request,
+                       const SubmitOptions& options, const OutputOptions& output,
                        std::ostream& out) {
-  PT_ASSIGN_OR_RETURN(v1::Search search, client.CreateSearch(request));
-  if (!watch) {
-    return Print(search, absl::StrCat("created ", search.name(), "\n"), output, out);
+  absl::StatusOr<v1::ListWorkersResponse> workers = client.ListWorkers();
+  if (!workers.ok() && options.require_workers) return workers.status();
+  if (workers.ok()) {
+    if (const std::string cannot = NoWorkerCanHost(request.spec(), *workers); !cannot.empty()) {
+      if (options.require_workers) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(cannot, "; not submitted (--require_workers)"));
+      }
+      if (!output.json) out << "warning: " << cannot << "; its probes wait for one\n";
+    }
   }
-  if (!output.json) out << "created " << search.name() << "\n";
-  return RunWatch(client, search.name(), watch_timeout, output, out);
+  PT_ASSIGN_OR_RETURN(v1::Search search, client.CreateSearch(request));
+  std::string text = absl::StrCat("created ", search.name(), "\n");
+  if (request.spec().space().recompute_modes().empty() &&
+      !search.spec().space().recompute_modes().empty()) {
+    absl::StrAppend(&text,
+                    "no configuration fits without activation recompute: the search also "
+                    "searches selective and full recompute\n");
+  }
+  if (search.state() == v1::FAILED) {
+    PT_RETURN_IF_ERROR(Print(search, text, output, out));
+    return absl::FailedPreconditionError(
+        absl::StrCat(search.name(), " failed at creation: ", search.stop_reason()));
+  }
+  if (!options.watch) return Print(search, text, output, out);
+  if (!output.json) out << text;
+  return RunWatch(client, search.name(), options.watch_timeout, output, out);
 }
 
 absl::Status RunWatch(AutotunerClient& client, const std::string& name,

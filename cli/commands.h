@@ -36,9 +36,21 @@ absl::Status RunExplain(const v1::PlanRequest& request, const v1::ParallelConfig
                         const OutputOptions& output, std::ostream& out);
 
 // Against a server.
-// Creates the search and prints its name; with `watch`, follows it like RunWatch.
-absl::Status RunSubmit(AutotunerClient& client, const v1::CreateSearchRequest& request, bool watch,
-                       absl::Duration watch_timeout, const OutputOptions& output,
+struct SubmitOptions {
+  // Follow the search like RunWatch, for at most watch_timeout.
+  bool watch = false;
+  absl::Duration watch_timeout = absl::Hours(24);
+  // Refuse to submit (FAILED_PRECONDITION) when no live worker can host the search
+  // (fleet_check.h) or the workers cannot be listed, instead of warning.
+  bool require_workers = false;
+};
+// Checks the fleet (a warning when no live worker can host the search; --require_workers
+// refuses), creates the search and prints its name, with a note when it searches recompute
+// that the request left out; with options.watch, follows it like RunWatch. FAILED_PRECONDITION
+// with the stop reason when the search failed at creation (nothing to probe), so scripts see a
+// non-zero exit.
+absl::Status RunSubmit(AutotunerClient& client, const v1::CreateSearchRequest& request,
+                       const SubmitOptions& options, const OutputOptions& output,
                        std::ostream& out);
 // Prints the search's event log so far, then every change as it comes: on a terminal the
 // live view (cli/live_view.h) redrawn in place, else one line per event; then the ranked

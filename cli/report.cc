@@ -169,6 +169,57 @@ std::string FormatPlanSummary(const v1::SearchSpec& spec, const v1::PlanResponse
   return out;
 }
 
+namespace {
+
+// The flags of plan and submit that make `advice`'s change.
+std::string AdviceFlags(const v1::PlanAdvice& advice) {
+  switch (advice.kind()) {
+    case v1::ADVICE_RECOMPUTE: {
+      std::vector<std::string> modes;
+      for (int mode : advice.recompute_modes()) {
+        modes.push_back(RecomputeModeName(static_cast<v1::Recompute>(mode)));
+      }
+      return absl::StrCat("--recompute_modes=", absl::StrJoin(modes, ","));
+    }
+    case v1::ADVICE_NODES:
+      return absl::StrCat("--nodes=", advice.num_nodes());
+    case v1::ADVICE_GPU_TYPE:
+      return absl::StrCat("--gpu=", advice.gpu_type());
+    case v1::ADVICE_FP8_PARAMETERS:
+      return "--fp8 --fp8_param_gather";
+    case v1::ADVICE_SEQUENCE_LENGTH:
+      return absl::StrCat("--seq_len=", advice.seq_len());
+    case v1::ADVICE_MICRO_BATCH_SIZES:
+      return absl::StrCat("--micro_batches=", absl::StrJoin(advice.micro_batch_sizes(), ","));
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+std::string FormatPlanAdvice(const v1::PlanResponse& plan) {
+  std::string out;
+  if (plan.recompute_added()) {
+    out =
+        "Nothing fits as requested, without activation recompute: this plan, like a search "
+        "of the same flags, also searches selective and full recompute (--recompute_modes=none "
+        "keeps it to none).\n";
+  }
+  if (plan.advice().empty()) return out.empty() ? out : absl::StrCat(out, "\n");
+  Table changes({{"change", false}, {"flags", false}});
+  for (const v1::PlanAdvice& advice : plan.advice()) {
+    changes.AddRow({DescribePlanAdvice(advice), AdviceFlags(advice)});
+  }
+  absl::StrAppend(&out,
+                  plan.recompute_added()
+                      ? "Each of these changes to the request alone gives candidates (the "
+                        "first is what this plan did):\n"
+                      : "Nothing fits. Each of these changes alone gives candidates:\n",
+                  changes.Render(), "\n");
+  return out;
+}
+
 std::string FormatPlanCandidates(const v1::PlanResponse& plan) {
   const auto seconds = [](double value) { return absl::StrFormat("%.2f", value); };
   Table candidates({{"#", true},

@@ -25,6 +25,12 @@ std::string FormatEstimate(const v1::ParallelConfig& config, const v1::EstimateR
 // What was planned (model, cluster, batch, sequence), the counts and the rejections by rule.
 std::string FormatPlanSummary(const v1::SearchSpec& spec, const v1::PlanResponse& plan);
 
+// What the plan changed and what would change it, or "": a note when it searched selective
+// and full recompute because nothing fitted without (PlanResponse.recompute_added), and when
+// nothing fitted as requested, each change that alone gives candidates with the flags that
+// make it (PlanResponse.advice).
+std::string FormatPlanAdvice(const v1::PlanResponse& plan);
+
 // The plan's candidates in predicted order, each with its memory, predicted TFLOP/s per GPU
 // with its one-sigma error bar, MFU, and the step time with its parts.
 std::string FormatPlanCandidates(const v1::PlanResponse& plan);

@@ -33,6 +33,34 @@ v1::Candidate Probed(int64_t dp, int64_t tp, double tflops, bool simulated) {
   return candidate;
 }
 
+TEST(FormatPlanAdviceTest, NamesEachChangeWithItsFlags) {
+  v1::PlanResponse plan;
+  EXPECT_EQ(FormatPlanAdvice(plan), "");
+  v1::PlanAdvice& nodes = *plan.add_advice();
+  nodes.set_kind(v1::ADVICE_NODES);
+  nodes.set_num_nodes(4);
+  nodes.set_candidates(3);
+  v1::PlanAdvice& fp8 = *plan.add_advice();
+  fp8.set_kind(v1::ADVICE_FP8_PARAMETERS);
+  fp8.set_candidates(1);
+  v1::PlanAdvice& micro_batches = *plan.add_advice();
+  micro_batches.set_kind(v1::ADVICE_MICRO_BATCH_SIZES);
+  micro_batches.add_micro_batch_sizes(1);
+  micro_batches.add_micro_batch_sizes(2);
+  micro_batches.set_candidates(3);
+  const std::string text = FormatPlanAdvice(plan);
+  EXPECT_THAT(text, HasSubstr("Nothing fits. Each of these changes alone gives candidates:\n"));
+  EXPECT_THAT(text, HasSubstr("4 nodes: 3 candidates                                 --nodes=4\n"));
+  EXPECT_THAT(text, HasSubstr("fp8 with fp8 weights (fp8_param_gather): 1 candidate  --fp8 "
+                              "--fp8_param_gather\n"));
+  EXPECT_THAT(text, HasSubstr("--micro_batches=1,2\n"));
+
+  plan.set_recompute_added(true);
+  EXPECT_THAT(FormatPlanAdvice(plan),
+              HasSubstr("Nothing fits as requested, without activation recompute"));
+  EXPECT_THAT(FormatPlanAdvice(plan), HasSubstr("(the first is what this plan did)"));
+}
+
 TEST(FormatSearchTest, MarksSimulatedResultsAndRanksOnlySuccessfulProbes) {
   v1::Search search;
   search.set_name("searches/7");

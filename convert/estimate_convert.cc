@@ -106,4 +106,37 @@ v1::PlanResponse PlanToProto(const Plan& plan, const PlanOptions& options, int64
   return proto;
 }
 
+v1::PlanAdvice PlanAdviceToProto(const PlanAdvice& advice) {
+  v1::PlanAdvice proto;
+  switch (advice.kind) {
+    case AdviceKind::kRecompute:
+      proto.set_kind(v1::ADVICE_RECOMPUTE);
+      for (Recompute mode : advice.recompute_modes) {
+        proto.add_recompute_modes(RecomputeToProto(mode));
+      }
+      break;
+    case AdviceKind::kNodes:
+      proto.set_kind(v1::ADVICE_NODES);
+      proto.set_num_nodes(advice.num_nodes);
+      break;
+    case AdviceKind::kGpuType:
+      proto.set_kind(v1::ADVICE_GPU_TYPE);
+      proto.set_gpu_type(advice.gpu_type);
+      break;
+    case AdviceKind::kFp8Parameters:
+      proto.set_kind(v1::ADVICE_FP8_PARAMETERS);
+      break;
+    case AdviceKind::kSequenceLength:
+      proto.set_kind(v1::ADVICE_SEQUENCE_LENGTH);
+      proto.set_seq_len(advice.seq_len);
+      break;
+    case AdviceKind::kMicroBatchSizes:
+      proto.set_kind(v1::ADVICE_MICRO_BATCH_SIZES);
+      for (int64_t size : advice.micro_batch_sizes) proto.add_micro_batch_sizes(size);
+      break;
+  }
+  proto.set_candidates(advice.candidates);
+  return proto;
+}
+
 }  // namespace paratune

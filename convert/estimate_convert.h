@@ -4,6 +4,7 @@
 
 #include "estimator/memory_model.h"
 #include "estimator/performance_model.h"
+#include "estimator/plan_advice.h"
 #include "estimator/planner.h"
 #include "proto/autotuner_service.pb.h"
 #include "proto/estimate.pb.h"
@@ -16,6 +17,7 @@ v1::MemoryEstimate MemoryEstimateToProto(const MemoryEstimate& estimate,
 v1::PerformanceEstimate PerformanceEstimateToProto(const PerformanceEstimate& estimate);
 // Counts, the first `limit` candidates (all when 0), and non-zero rejection counts.
 v1::PlanResponse PlanToProto(const Plan& plan, const PlanOptions& options, int64_t limit);
+v1::PlanAdvice PlanAdviceToProto(const PlanAdvice& advice);
 
 }  // namespace paratune
 

@@ -1,6 +1,7 @@
 #include "convert/estimate_requests.h"
 
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -9,9 +10,11 @@
 #include "convert/memory_map.h"
 #include "convert/search_request.h"
 #include "convert/spec_convert.h"
+#include "estimator/default_recompute.h"
 #include "estimator/field_error.h"
 #include "estimator/memory_model.h"
 #include "estimator/performance_model.h"
+#include "estimator/plan_advice.h"
 #include "estimator/planner.h"
 
 namespace paratune {
@@ -61,9 +64,19 @@ absl::StatusOr<DetailedPlan> AnswerPlanInDetail(const v1::PlanRequest& request) 
   PT_ASSIGN_OR_RETURN(ValidatedSearchRequest validated, ValidateCreateSearchRequest(create));
   ResolvedSpec spec = std::move(validated.resolved);
   const PerformanceParameters params = DefaultPerformanceParameters(spec.cluster.gpu());
-  PT_ASSIGN_OR_RETURN(Plan plan, PlanConfigurations(spec.model, spec.training, spec.cluster,
-                                                    spec.plan_options, params));
+  PT_ASSIGN_OR_RETURN(
+      DefaultRecomputePlan planned,
+      PlanWithDefaultRecompute(spec.model, spec.training, spec.cluster, spec.plan_options, params));
+  // Advice is for the request as made: nothing fitted when recompute had to be added.
+  std::vector<PlanAdvice> advice;
+  if (planned.plan.candidates.empty() || planned.recompute_added) {
+    advice = AdvisePlan({spec.model, spec.training, spec.cluster, spec.plan_options});
+  }
+  spec.plan_options = std::move(planned.options);
+  Plan plan = std::move(planned.plan);
   v1::PlanResponse response = PlanToProto(plan, spec.plan_options, request.limit());
+  response.set_recompute_added(planned.recompute_added);
+  for (const PlanAdvice& change : advice) *response.add_advice() = PlanAdviceToProto(change);
   *response.mutable_memory_map() =
       MemoryMapToProto(plan, spec.plan_options, spec.cluster.gpu().memory_bytes, request.limit());
   PT_ASSIGN_OR_RETURN(

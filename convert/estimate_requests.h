@@ -19,7 +19,9 @@ absl::StatusOr<v1::EstimateResponse> AnswerEstimate(const v1::EstimateRequest& r
 
 // Counts, rejections and the memory-safe candidates of request.spec in predicted order, the
 // projected cost of searching them with its settings (cost_projection.h), and the memory
-// map of every valid configuration (memory_map.h).
+// map of every valid configuration (memory_map.h). Unset recompute modes search selective and
+// full too when nothing fits without (default_recompute.h); a plan without candidates says
+// what changes give some (plan_advice.h).
 // A field error naming the field from the request down ("spec.model.preset", "limit") when
 // the spec is invalid or limit < 0; INVALID_ARGUMENT naming the setting when one is out of
 // range for the projection.
@@ -28,6 +30,7 @@ absl::StatusOr<v1::PlanResponse> AnswerPlan(const v1::PlanRequest& request);
 // AnswerPlan's response with what it was made from, for callers that show more of the plan
 // than PlanResponse holds (the CLI's --explain). Same errors as AnswerPlan.
 struct DetailedPlan {
+  // The spec as planned: its plan options with the recompute modes the plan searched.
   ResolvedSpec spec;
   PerformanceParameters params;
   Plan plan;

@@ -109,5 +109,33 @@ TEST(AnswerPlanTest, DetailedPlanIsWhatTheResponseWasMadeFrom) {
             DefaultPerformanceParameters(detailed->spec.cluster.gpu()).gemm_efficiency_max);
 }
 
+TEST(AnswerPlanTest, Llama70BOn16H100sSearchesRecomputeAndAdvises) {
+  v1::PlanRequest request = PlanRequestFor16H100s();
+  request.mutable_spec()->mutable_model()->set_preset("llama3.1-70b");
+  absl::StatusOr<DetailedPlan> planned = AnswerPlanInDetail(request);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  EXPECT_TRUE(planned->response.recompute_added());
+  EXPECT_EQ(planned->response.memory_map().recompute_modes_size(), 3);
+  EXPECT_EQ(planned->spec.plan_options.recompute_modes.size(), 3u);
+  EXPECT_GT(planned->response.candidates_size(), 0);
+  // Nothing fitted as requested: the advice is for the request, recompute first.
+  ASSERT_GE(planned->response.advice_size(), 2);
+  EXPECT_EQ(planned->response.advice(0).kind(), v1::ADVICE_RECOMPUTE);
+  EXPECT_EQ(planned->response.advice(0).candidates(), planned->response.candidates_size());
+
+  // Named modes are kept: with none only, nothing fits, and the plan says what would.
+  request.mutable_spec()->mutable_space()->add_recompute_modes(v1::RECOMPUTE_NONE);
+  absl::StatusOr<v1::PlanResponse> none = AnswerPlan(request);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->recompute_added());
+  EXPECT_EQ(none->candidates_size(), 0);
+  ASSERT_GE(none->advice_size(), 2);
+  EXPECT_EQ(none->advice(0).kind(), v1::ADVICE_RECOMPUTE);
+  EXPECT_EQ(none->advice(0).recompute_modes_size(), 3);
+  EXPECT_EQ(none->advice(0).candidates(), planned->response.candidates_size());
+  EXPECT_EQ(none->advice(1).kind(), v1::ADVICE_NODES);
+  EXPECT_EQ(none->advice(1).num_nodes(), 4);
+}
+
 }  // namespace
 }  // namespace paratune

@@ -10,7 +10,8 @@ namespace paratune {
 // "simulated" (the sim backend's model), "replayed" (a published measurement the replay
 // backend looked up), "extrapolated" (full steps fitted from short steps measured on GPUs;
 // docs/short_probes.md) or "measured" (full steps timed on GPUs). A simulated short probe is
-// "simulated": no GPU ran it.
+// "simulated": no GPU ran it. Empty for a probe given up (PROBE_INFRA_ERROR): it has no
+// figures, so nothing was measured.
 const char* ResultSource(const v1::ProbeResult& result);
 
 }  // namespace paratune

@@ -1,7 +1,12 @@
 #include "convert/search_text.h"
 
+#include <cstring>
+#include <functional>
+#include <map>
+#include <tuple>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -77,6 +82,62 @@ std::string DescribeConfigApart(const v1::ParallelConfig& config, const v1::Sear
   parts.virtual_pipeline = space.virtual_pipeline_sizes_size() > 1;
   parts.recompute = space.recompute_modes_size() > 1;
   return DescribeConfigParts(config, parts);
+}
+
+std::string RecomputeModeName(v1::Recompute mode) {
+  // RECOMPUTE_NONE -> "none".
+  return absl::AsciiStrToLower(v1::Recompute_Name(mode).substr(strlen("RECOMPUTE_")));
+}
+
+std::string DescribeFleet(const std::vector<const v1::Worker*>& workers) {
+  if (workers.empty()) return "none";
+  // (GPUs, type, backends) -> workers; largest first.
+  std::map<std::tuple<int64_t, std::string, std::string>, int64_t, std::greater<>> groups;
+  for (const v1::Worker* worker : workers) {
+    const std::string type =
+        DescribeGpuType(worker->gpu_type(), worker->gpus().empty() ? "" : worker->gpus(0).name());
+    ++groups[{worker->gpus_size(), type, absl::StrJoin(worker->backends(), ", ")}];
+  }
+  std::vector<std::string> parts;
+  for (const auto& [what, count] : groups) {
+    const auto& [gpus, type, backends] = what;
+    parts.push_back(absl::StrCat(count, " x ", gpus, " ", type, " (", backends, ")"));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+std::string DescribePlanAdvice(const v1::PlanAdvice& advice) {
+  std::string change;
+  switch (advice.kind()) {
+    case v1::ADVICE_RECOMPUTE: {
+      std::vector<std::string> modes;
+      for (int mode : advice.recompute_modes()) {
+        modes.push_back(RecomputeModeName(static_cast<v1::Recompute>(mode)));
+      }
+      change = absl::StrCat("recompute modes ", absl::StrJoin(modes, ", "));
+      break;
+    }
+    case v1::ADVICE_NODES:
+      change = absl::StrCat(advice.num_nodes(), " nodes");
+      break;
+    case v1::ADVICE_GPU_TYPE:
+      change = absl::StrCat(advice.gpu_type(), " GPUs");
+      break;
+    case v1::ADVICE_FP8_PARAMETERS:
+      change = "fp8 with fp8 weights (fp8_param_gather)";
+      break;
+    case v1::ADVICE_SEQUENCE_LENGTH:
+      change = absl::StrCat("sequence ", advice.seq_len());
+      break;
+    case v1::ADVICE_MICRO_BATCH_SIZES:
+      change = absl::StrCat("micro-batch sizes ", absl::StrJoin(advice.micro_batch_sizes(), ", "));
+      break;
+    default:
+      change = "an unknown change";
+      break;
+  }
+  return absl::StrCat(change, ": ", advice.candidates(),
+                      advice.candidates() == 1 ? " candidate" : " candidates");
 }
 
 std::string DescribeOutcome(v1::ProbeOutcome outcome) {

@@ -5,11 +5,14 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "proto/autotuner_service.pb.h"
 #include "proto/estimate.pb.h"
 #include "proto/probe.pb.h"
 #include "proto/search.pb.h"
 #include "proto/specs.pb.h"
+#include "proto/worker.pb.h"
 
 namespace paratune {
 
@@ -24,6 +27,16 @@ std::string DescribeConfig(const v1::ParallelConfig& config);
 // recompute=full").
 std::string DescribeConfigApart(const v1::ParallelConfig& config, const v1::SearchSpace& space);
 
+// "none", "selective" or "full", as --recompute_modes takes them; "unspecified" for
+// RECOMPUTE_UNSPECIFIED.
+std::string RecomputeModeName(v1::Recompute mode);
+
+// One change a plan's advice names (PlanResponse.advice) and its candidates: "recompute
+// modes none, selective, full: 2 candidates", "4 nodes: 3 candidates", "h200-141gb GPUs: 5
+// candidates", "fp8 with fp8 weights (fp8_param_gather): 1 candidate", "sequence 1024: 1
+// candidate", "micro-batch sizes 1, 2: 3 candidates".
+std::string DescribePlanAdvice(const v1::PlanAdvice& advice);
+
 // "out of memory", "timeout", "crash", "infrastructure error", "not measured", "ok".
 std::string DescribeOutcome(v1::ProbeOutcome outcome);
 
@@ -35,6 +48,10 @@ std::string DescribeResult(const v1::ProbeResult& result);
 // by the device name the worker registered, "unknown GPU NVIDIA GH200 480GB" ("unknown GPU"
 // when that is empty too).
 std::string DescribeGpuType(const std::string& gpu_type, const std::string& gpu_name);
+
+// "2 x 8 h100-80gb (sim), 1 x 4 a100-40gb (sim, replay)": workers grouped by what they are,
+// largest first, for waiting reasons and the CLI's warnings. "none" when empty.
+std::string DescribeFleet(const std::vector<const v1::Worker*>& workers);
 
 // `count` such GPUs: "8 x h100-80gb", "8 x unknown GPU NVIDIA GH200 480GB".
 std::string DescribeGpus(int64_t count, const std::string& gpu_type, const std::string& gpu_name);

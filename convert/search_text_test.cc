@@ -46,6 +46,35 @@ TEST(DescribeConfigApartTest, KeepsThePartsTheSearchVaries) {
   EXPECT_EQ(DescribeConfigApart(config, space), "tp1 pp2 cp2 vp2");
 }
 
+TEST(DescribePlanAdviceTest, NamesTheChangeAndItsCandidates) {
+  v1::PlanAdvice advice;
+  advice.set_kind(v1::ADVICE_RECOMPUTE);
+  advice.add_recompute_modes(v1::RECOMPUTE_NONE);
+  advice.add_recompute_modes(v1::RECOMPUTE_FULL);
+  advice.set_candidates(2);
+  EXPECT_EQ(DescribePlanAdvice(advice), "recompute modes none, full: 2 candidates");
+  advice.Clear();
+  advice.set_kind(v1::ADVICE_GPU_TYPE);
+  advice.set_gpu_type("h200-141gb");
+  advice.set_candidates(5);
+  EXPECT_EQ(DescribePlanAdvice(advice), "h200-141gb GPUs: 5 candidates");
+  advice.Clear();
+  advice.set_kind(v1::ADVICE_FP8_PARAMETERS);
+  advice.set_candidates(1);
+  EXPECT_EQ(DescribePlanAdvice(advice), "fp8 with fp8 weights (fp8_param_gather): 1 candidate");
+  advice.Clear();
+  advice.set_kind(v1::ADVICE_SEQUENCE_LENGTH);
+  advice.set_seq_len(1024);
+  advice.set_candidates(1);
+  EXPECT_EQ(DescribePlanAdvice(advice), "sequence 1024: 1 candidate");
+  advice.Clear();
+  advice.set_kind(v1::ADVICE_MICRO_BATCH_SIZES);
+  advice.add_micro_batch_sizes(1);
+  advice.add_micro_batch_sizes(2);
+  advice.set_candidates(3);
+  EXPECT_EQ(DescribePlanAdvice(advice), "micro-batch sizes 1, 2: 3 candidates");
+}
+
 TEST(DescribeResultTest, SaysWhatHappened) {
   v1::ProbeResult ok;
   ok.set_outcome(v1::PROBE_OK);

@@ -197,7 +197,9 @@ grpc::ServerUnaryReactor* AutotunerService::Plan(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* AutotunerService::ListWorkers(grpc::CallbackServerContext* context,
                                                         const v1::ListWorkersRequest* request,
                                                         v1::ListWorkersResponse* response) {
-  return FinishUnary(context, scheduler_->reader().ListWorkers(), response);
+  absl::StatusOr<Caller> caller = CallerOf(tokens_, *context);
+  if (!caller.ok()) return Refuse(context, caller.status());
+  return FinishUnary(context, scheduler_->reader().ListWorkers(*caller), response);
 }
 
 grpc::ServerUnaryReactor* AutotunerService::ListSearchEvents(

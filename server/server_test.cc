@@ -103,6 +103,7 @@ TEST_F(ServerTest, RunsASearchThroughBothServices) {
   report.set_probe(acquired.assignment().name());
   v1::ProbeResult& result = *report.mutable_result();
   result.set_outcome(v1::PROBE_OK);
+  result.set_backend("sim");
   result.add_step_times_seconds(2.0);
   result.set_mean_step_time_seconds(2.0);
   result.set_model_tflops_per_gpu(300);

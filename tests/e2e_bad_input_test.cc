@@ -633,7 +633,6 @@ const std::map<std::string, int>& Expectations() {
       // A probe's figures that are 0 or empty when not measured or not told (proto comments),
       // and the fixed costs of an extrapolation, the fit's intercept less the fill and drain,
       // which may be negative (estimator/short_probe.h).
-      {"ProbeResult.backend empty", kLegal},
       {"ProbeResult.message empty", kLegal},
       {"ProbeResult.tokens_per_second zero", kLegal},
       {"ProbeResult.peak_memory_bytes zero", kLegal},
@@ -1039,6 +1038,14 @@ std::string FieldText(const FieldPath& path, BadValue value) {
   return absl::StrJoin(names, ".");
 }
 
+// What the tests below report for the search's probes (backend replay): a complete result
+// (test_probe_result.h) of that backend.
+v1::ProbeResult ReplayedResult() {
+  v1::ProbeResult result = CompleteProbeResult();
+  result.set_backend("replay");
+  return result;
+}
+
 // ReportProbe's result is read only for a probe leased to the reporting worker, so this half
 // holds a real lease: every field of a complete ProbeResult gets each bad value, and the report
 // must be INVALID_ARGUMENT naming the field and the value, or, where the value is allowed
@@ -1072,7 +1079,7 @@ TEST_F(E2eBadInputTableTest, EveryResultFieldOfALeasedProbeIsChecked) {
   for (const FieldPath& path : fields) {
     for (BadValue value : BadValuesOf(*path.back())) {
       v1::ReportProbeRequest request;
-      *request.mutable_result() = CompleteProbeResult();
+      *request.mutable_result() = ReplayedResult();
       const std::string text = SetBadValue(request, path, value);
       const std::string described = absl::StrCat(FieldText(path, value), " = ", text.substr(0, 100),
                                                  " (", BadValueName(value), ")");
@@ -1094,7 +1101,9 @@ TEST_F(E2eBadInputTableTest, EveryResultFieldOfALeasedProbeIsChecked) {
     }
   }
 
-  // Lists over their limits, and OK results whose parts disagree.
+  // Lists over their limits, OK results whose parts disagree, and results that no leased GPU
+  // or backend could produce (an H100-80GB worker's 85,520,809,984 bytes, its 989 TFLOP/s dense
+  // bf16 peak, backend replay).
   const struct {
     std::string what;
     std::function<void(v1::ProbeResult&)> spoil;
@@ -1132,9 +1141,26 @@ TEST_F(E2eBadInputTableTest, EveryResultFieldOfALeasedProbeIsChecked) {
            *r.mutable_measurements()->add_phases() = r.measurements().phases(0);
        },
        "result.measurements.phases (65 entries) must have at most 64"},
+      {"50,000 TFLOP/s per GPU on an H100",
+       [](v1::ProbeResult& r) { r.set_model_tflops_per_gpu(50'000); },
+       "result.model_tflops_per_gpu (50000) must be at most 1008.78: the dense bf16 peak of "
+       "h100-80gb (989 TFLOP/s) + 2%"},
+      {"200 GB of peak memory on an 80 GB GPU",
+       [](v1::ProbeResult& r) { r.set_peak_memory_bytes(200'000'000'000); },
+       "result.peak_memory_bytes (200000000000) must be at most 86376018083: the 85520809984 "
+       "bytes per GPU that workers/"},
+      {"a cuda result for a replay lease", [](v1::ProbeResult& r) { r.set_backend("cuda"); },
+       "result.backend (\"cuda\") must be the backend the probe was leased with, \"replay\""},
+      {"a replayed result marked simulated", [](v1::ProbeResult& r) { r.set_simulated(true); },
+       "result.simulated (true) contradicts result.backend (\"replay\"): only the sim "
+       "backend's results are simulated"},
+      {"a mean step time 1,000 times below its step times",
+       [](v1::ProbeResult& r) { r.set_mean_step_time_seconds(0.00105); },
+       "result.mean_step_time_seconds (0.00105) must be within 1% of the mean of "
+       "result.step_times_seconds (1.05)"},
   };
   for (const auto& c : inconsistent) {
-    v1::ProbeResult result = CompleteProbeResult();
+    v1::ProbeResult result = ReplayedResult();
     c.spoil(result);
     const grpc::Status status = Report(lease.worker, lease.probe, result);
     ++cases;
@@ -1159,7 +1185,7 @@ TEST_F(E2eBadInputTableTest, EveryResultFieldOfALeasedProbeIsChecked) {
        absl::StrCat(EndedSearch(), "/candidates/0/probes/1")},
   };
   for (const auto& c : not_leased) {
-    const grpc::Status status = Report(c.worker, c.probe, CompleteProbeResult());
+    const grpc::Status status = Report(c.worker, c.probe, ReplayedResult());
     ++cases;
     EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
         << c.what << ": " << status.error_message();
@@ -1167,9 +1193,9 @@ TEST_F(E2eBadInputTableTest, EveryResultFieldOfALeasedProbeIsChecked) {
   }
   Deregister(other_worker);
 
-  // Nothing a refused report sent was kept: the good result is recorded as sent, where the
-  // server says it ran.
-  const grpc::Status status = Report(lease.worker, lease.probe, CompleteProbeResult());
+  // Nothing a refused report sent was kept, and the lease still takes a correct report: the
+  // good result is recorded as sent, where the server says it ran.
+  const grpc::Status status = Report(lease.worker, lease.probe, ReplayedResult());
   ASSERT_TRUE(status.ok()) << status.error_message();
   v1::GetSearchRequest get;
   get.set_name(lease.search);
@@ -1180,7 +1206,7 @@ TEST_F(E2eBadInputTableTest, EveryResultFieldOfALeasedProbeIsChecked) {
                                [&](const v1::Candidate& c) { return c.name() == candidate; });
   ASSERT_NE(it, probed.candidates().end()) << candidate;
   EXPECT_EQ(it->state(), v1::CANDIDATE_PROBED);
-  v1::ProbeResult expected = CompleteProbeResult();
+  v1::ProbeResult expected = ReplayedResult();
   expected.clear_ran_on();
   v1::ProbeResult recorded = it->probe_result();
   ASSERT_EQ(recorded.ran_on_size(), 1);

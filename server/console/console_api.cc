@@ -206,7 +206,7 @@ absl::StatusOr<std::string> ConsoleApi::Answer(const ConsoleApiRequest& request,
     return ToJson(response);
   }
   if (path == "/api/workers") {
-    PT_ASSIGN_OR_RETURN(const v1::ListWorkersResponse workers, reader.ListWorkers());
+    PT_ASSIGN_OR_RETURN(const v1::ListWorkersResponse workers, reader.ListWorkers(caller));
     return ToJson(workers);
   }
   if (path == "/api/explain") {

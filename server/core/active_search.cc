@@ -30,6 +30,12 @@ ActiveSearch::ActiveSearch(int64_t id, const v1::CreateSearchRequest& request,
   search_.set_display_name(request.display_name());
   search_.set_creator(creator);
   *search_.mutable_spec() = validated.spec;
+  if (planned.recompute_added) {
+    // Stored with the modes it searched, so that it shows them and resumes planning the same.
+    for (Recompute mode : resolved_->plan_options.recompute_modes) {
+      search_.mutable_spec()->mutable_space()->add_recompute_modes(RecomputeToProto(mode));
+    }
+  }
   *search_.mutable_create_time() =
       google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(now));
   const bool include_risky = ProbesRiskyConfigurations(validated.spec.space());
@@ -43,7 +49,7 @@ ActiveSearch::ActiveSearch(int64_t id, const v1::CreateSearchRequest& request,
     search_.set_state(v1::PROBING);
   } else {
     search_.set_state(v1::FAILED);
-    search_.set_stop_reason(NothingToProbeReason(counts, include_risky));
+    search_.set_stop_reason(NothingToProbeReason(counts, include_risky, planned.advice));
   }
 }
 

@@ -105,7 +105,8 @@ const internal::LeaseState& Dispatch::Lease(internal::LeaseState lease) {
   return *leases_.Find(probe);
 }
 
-absl::StatusOr<Dispatch::Report> Dispatch::TakeReport(const v1::ReportProbeRequest& request) {
+absl::StatusOr<Dispatch::Report> Dispatch::TakeReport(const v1::ReportProbeRequest& request,
+                                                      PlausibilityCheck plausible) {
   PT_ASSIGN_OR_RETURN(const WorkerRegistry::Record* live, workers_.FindLive(request.worker()));
   WorkerRegistry::Record& worker = workers_.Mutable(live->id);
   const v1::ProbeResult& result = request.result();
@@ -119,6 +120,7 @@ absl::StatusOr<Dispatch::Report> Dispatch::TakeReport(const v1::ReportProbeReque
                       leases_.FindMembership(request.probe(), worker.id, worker.worker.name()));
   auto [lease, member] = membership;
   PT_RETURN_IF_ERROR(ValidateProbeResult(result, lease->members_size() > 1));
+  PT_RETURN_IF_ERROR(plausible(result, *lease, worker.worker));
   if (lease->members(member).has_result()) {
     return absl::FailedPreconditionError(absl::StrCat(
         worker.worker.name(), " reported a different result for ", request.probe(), " already"));

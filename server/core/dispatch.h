@@ -85,11 +85,16 @@ class Dispatch {
     bool ended = false;
     int member = 0;
   };
-  // Takes the result a member reports (request.result, checked by ValidateProbeResult once the
-  // probe is known to be leased to it). FAILED_PRECONDITION when the probe is not leased to
-  // the worker or it reported a different result for it already; INVALID_ARGUMENT for a
-  // malformed result; NOT_FOUND as FindLive.
-  absl::StatusOr<Report> TakeReport(const v1::ReportProbeRequest& request);
+  // Whether a result could come from a lease, reported by a worker (result_plausibility.h).
+  using PlausibilityCheck = absl::FunctionRef<absl::Status(
+      const v1::ProbeResult& result, const internal::LeaseState& lease, const v1::Worker& worker)>;
+  // Takes the result a member reports (request.result, checked by ValidateProbeResult and then
+  // `plausible` once the probe is known to be leased to it). FAILED_PRECONDITION when the probe
+  // is not leased to the worker or it reported a different result for it already;
+  // INVALID_ARGUMENT for a malformed or implausible result, which leaves the lease as it was;
+  // NOT_FOUND as FindLive.
+  absl::StatusOr<Report> TakeReport(const v1::ReportProbeRequest& request,
+                                    PlausibilityCheck plausible);
 
   // Relays gang[0]'s rendezvous token: returns the lease's token (empty until gang[0] sent
   // it). FAILED_PRECONDITION when the probe is not leased to the worker or gang[0] sends a

@@ -70,6 +70,12 @@ class DispatchTest : public ::testing::Test {
     return lease;
   }
 
+  // TakeReport with every result plausible (result_plausibility.h has its own tests).
+  absl::StatusOr<Dispatch::Report> Take(const v1::ReportProbeRequest& request) {
+    return dispatch_.TakeReport(request, [](const v1::ProbeResult&, const internal::LeaseState&,
+                                            const v1::Worker&) { return absl::OkStatus(); });
+  }
+
   void ExpectHolds() { EXPECT_THAT(DispatchViolations(dispatch_), IsEmpty()); }
 
   // What the store holds once the changes are committed.
@@ -134,7 +140,7 @@ TEST_F(DispatchTest, AGangEndsWhenEveryMemberReportedOk) {
   const std::string a = Register();
   const std::string b = Register();
   LeaseOn({1, 2});
-  absl::StatusOr<Dispatch::Report> first = dispatch_.TakeReport(Report(b, CompleteProbeResult()));
+  absl::StatusOr<Dispatch::Report> first = Take(Report(b, CompleteProbeResult()));
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_FALSE(first->ended);
   EXPECT_EQ(first->member, 1);
@@ -143,13 +149,12 @@ TEST_F(DispatchTest, AGangEndsWhenEveryMemberReportedOk) {
   // Its share is done: it may take other work while the other runs on.
   EXPECT_EQ(Registered(2).state(), v1::WORKER_IDLE);
   EXPECT_EQ(Registered(2).probes_completed(), 1);
-  EXPECT_TRUE(dispatch_.TakeReport(Report(b, CompleteProbeResult()))->repeated);
+  EXPECT_TRUE(Take(Report(b, CompleteProbeResult()))->repeated);
   v1::ProbeResult other = CompleteProbeResult();
   other.set_model_tflops_per_gpu(1);
-  EXPECT_EQ(dispatch_.TakeReport(Report(b, other)).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Take(Report(b, other)).status().code(), absl::StatusCode::kFailedPrecondition);
 
-  absl::StatusOr<Dispatch::Report> last = dispatch_.TakeReport(Report(a, CompleteProbeResult()));
+  absl::StatusOr<Dispatch::Report> last = Take(Report(a, CompleteProbeResult()));
   ASSERT_TRUE(last.ok()) << last.status();
   EXPECT_TRUE(last->ended);
   ExpectHolds();
@@ -165,19 +170,46 @@ TEST_F(DispatchTest, AFailedMemberEndsTheLeaseAndTheOthersAreToldToStop) {
   LeaseOn({1, 2});
   v1::ProbeResult oom;
   oom.set_outcome(v1::PROBE_OUT_OF_MEMORY);
-  EXPECT_EQ(dispatch_.TakeReport(Report(a, v1::ProbeResult())).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Take(Report(a, v1::ProbeResult())).status().code(), absl::StatusCode::kInvalidArgument);
   ExpectHolds();
-  absl::StatusOr<Dispatch::Report> failed = dispatch_.TakeReport(Report(a, oom));
+  absl::StatusOr<Dispatch::Report> failed = Take(Report(a, oom));
   ASSERT_TRUE(failed.ok()) << failed.status();
   EXPECT_TRUE(failed->ended);
   ExpectHolds();
   // b never received its share: it has nothing to stop.
   EXPECT_THAT(*dispatch_.Heartbeat(Heartbeat(b), kNow), IsEmpty());
   EXPECT_THAT(*dispatch_.Heartbeat(Heartbeat(a), kNow), IsEmpty());
-  EXPECT_EQ(dispatch_.TakeReport(Report(b, CompleteProbeResult())).status().code(),
+  EXPECT_EQ(Take(Report(b, CompleteProbeResult())).status().code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_FALSE(dispatch_.EndLease(kProbe, 0).has_value());
+}
+
+TEST_F(DispatchTest, AnImplausibleResultIsRefusedAndTheLeaseTakesACorrectOneAfterwards) {
+  const std::string a = Register();
+  LeaseOn({1});
+  v1::ProbeResult too_fast = CompleteProbeResult();
+  too_fast.set_model_tflops_per_gpu(50'000);
+  const auto refuse_over_1000_tflops = [](const v1::ProbeResult& result,
+                                          const internal::LeaseState& lease,
+                                          const v1::Worker& worker) {
+    EXPECT_EQ(lease.probe(), kProbe);
+    EXPECT_EQ(worker.name(), "workers/1");
+    return result.model_tflops_per_gpu() > 1000
+               ? absl::InvalidArgumentError("result.model_tflops_per_gpu (50000) ...")
+               : absl::OkStatus();
+  };
+  EXPECT_EQ(dispatch_.TakeReport(Report(a, too_fast), refuse_over_1000_tflops).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  ExpectHolds();
+  EXPECT_EQ(Registered(1).state(), v1::WORKER_BUSY);
+  EXPECT_EQ(Registered(1).probes_completed(), 0);
+  EXPECT_FALSE(dispatch_.leases().Find(kProbe)->members(0).has_result());
+
+  absl::StatusOr<Dispatch::Report> taken =
+      dispatch_.TakeReport(Report(a, CompleteProbeResult()), refuse_over_1000_tflops);
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  EXPECT_TRUE(taken->ended);
+  ExpectHolds();
 }
 
 TEST_F(DispatchTest, ALostWorkerHoldsNothingAndIsToldNothingMore) {

@@ -97,21 +97,6 @@ std::string WorkerMismatch(const v1::Worker& worker, const ProbeNeeds& needs, bo
   return "";
 }
 
-std::string DescribeFleet(const std::vector<const v1::Worker*>& workers) {
-  if (workers.empty()) return "none";
-  // (GPUs, type, backends) -> workers; largest first.
-  std::map<std::tuple<int64_t, std::string, std::string>, int64_t, std::greater<>> groups;
-  for (const v1::Worker* worker : workers) {
-    ++groups[{worker->gpus_size(), GpuTypeShown(*worker), absl::StrJoin(worker->backends(), ", ")}];
-  }
-  std::vector<std::string> parts;
-  for (const auto& [what, count] : groups) {
-    const auto& [gpus, type, backends] = what;
-    parts.push_back(absl::StrCat(count, " x ", gpus, " ", type, " (", backends, ")"));
-  }
-  return absl::StrJoin(parts, ", ");
-}
-
 std::string DescribeNeeds(const ProbeNeeds& needs) {
   const std::vector<int64_t> shares = NodeShares(needs.ranks, needs.gpus_per_node);
   const std::string type = needs.gpu_type.empty()

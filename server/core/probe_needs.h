@@ -55,10 +55,6 @@ std::string ReservedProbe(const v1::Worker& worker);
 // Whether the worker is reserved for the probe called `probe`.
 bool ReservedFor(const v1::Worker& worker, const std::string& probe);
 
-// "2 x 8 h100-80gb (sim), 1 x 4 a100-40gb (sim, replay)": the workers grouped by what they
-// are, for waiting reasons. "none" when empty.
-std::string DescribeFleet(const std::vector<const v1::Worker*>& workers);
-
 // "2 nodes of 8 x h100-80gb (16 GPUs) with backend sim": what the probe needs, for people.
 std::string DescribeNeeds(const ProbeNeeds& needs);
 

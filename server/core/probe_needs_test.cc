@@ -1,5 +1,6 @@
 #include "server/core/probe_needs.h"
 
+#include "convert/search_text.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/launch_target.h"

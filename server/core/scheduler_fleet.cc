@@ -11,6 +11,7 @@
 #include "convert/search_state.h"
 #include "server/core/lease.h"
 #include "server/core/resource_names.h"
+#include "server/core/result_plausibility.h"
 #include "server/core/scheduler.h"
 #include "server/core/search_events.h"
 #include "server/core/worker_request.h"
@@ -119,7 +120,15 @@ absl::StatusOr<std::optional<v1::ProbeAssignment>> Scheduler::Fleet::TryAcquireP
 absl::Status Scheduler::Fleet::ReportProbe(const v1::ReportProbeRequest& request) {
   PT_RETURN_IF_ERROR(ParseProbeName("probe", request.probe()).status());
   return scheduler_.Mutate([&]() -> absl::Status {
-    PT_ASSIGN_OR_RETURN(const Dispatch::Report report, scheduler_.dispatch_.TakeReport(request));
+    const auto plausible = [this](const v1::ProbeResult& result, const internal::LeaseState& lease,
+                                  const v1::Worker& worker) -> absl::Status {
+      PT_ASSIGN_OR_RETURN(
+          const ResultLimits limits,
+          ResultLimitsOf(scheduler_.FindLiveLocked(lease.search_id())->search().spec(), worker));
+      return CheckResultPlausible(result, limits);
+    };
+    PT_ASSIGN_OR_RETURN(const Dispatch::Report report,
+                        scheduler_.dispatch_.TakeReport(request, plausible));
     if (report.repeated) return absl::OkStatus();
     const internal::LeaseState& lease = report.lease;
     const v1::ProbeResult& result = request.result();

@@ -158,6 +158,48 @@ TEST_F(SchedulerTest, ProbesRunToSuccessAndAreRankedByMeasurement) {
   EXPECT_EQ(workers->workers(0).state(), v1::WORKER_IDLE);
 }
 
+TEST_F(SchedulerTest, AWorkersProbeShowsOnlyToAdminsAndTheOwnerOfItsSearch) {
+  const Caller alice = Principal{"alice", Role::kClient};
+  const Caller bob = Principal{"bob", Role::kClient};
+  const Caller root = Principal{"root", Role::kAdmin};
+  absl::StatusOr<v1::Search> search = scheduler_->CreateSearch(SmallSimSearch(1), alice);
+  ASSERT_TRUE(search.ok()) << search.status();
+  Register(8);
+  std::optional<v1::ProbeAssignment> assignment = Acquire("workers/1");
+  ASSERT_TRUE(assignment.has_value());
+  for (const Caller& caller : {alice, root, Caller()}) {
+    absl::StatusOr<v1::ListWorkersResponse> listed = scheduler_->reader().ListWorkers(caller);
+    ASSERT_TRUE(listed.ok()) << listed.status();
+    EXPECT_EQ(listed->workers(0).current_probe(), assignment->name()) << DescribeCaller(caller);
+  }
+  absl::StatusOr<v1::ListWorkersResponse> listed = scheduler_->reader().ListWorkers(bob);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->workers(0).current_probe(), "");
+  // The rest of the fleet shows to everyone: what it is and that it is busy.
+  EXPECT_EQ(listed->workers(0).state(), v1::WORKER_BUSY);
+  EXPECT_EQ(listed->workers(0).gpus_size(), 8);
+}
+
+TEST_F(SchedulerTest, ASearchWhereNothingFitsWithoutRecomputeSearchesItAndSaysSo) {
+  v1::CreateSearchRequest request = SmallSimSearch(2, /*nodes=*/2);
+  request.mutable_spec()->mutable_model()->set_preset("llama3.1-70b");
+  request.mutable_spec()->mutable_training()->set_global_batch_size(1024);
+  request.mutable_spec()->mutable_training()->set_seq_len(8192);
+  const v1::Search search = Create(request);
+  EXPECT_EQ(search.state(), v1::PROBING);
+  EXPECT_THAT(search.spec().space().recompute_modes(),
+              ElementsAre(v1::RECOMPUTE_NONE, v1::RECOMPUTE_SELECTIVE, v1::RECOMPUTE_FULL));
+
+  // Named modes are kept: with none only, it fails at once naming what would give candidates.
+  request.mutable_spec()->mutable_space()->add_recompute_modes(v1::RECOMPUTE_NONE);
+  const v1::Search failed = Create(request);
+  EXPECT_EQ(failed.state(), v1::FAILED);
+  EXPECT_THAT(failed.stop_reason(),
+              HasSubstr("each of these changes gives candidates: recompute modes none, "
+                        "selective, full: "));
+  EXPECT_THAT(failed.stop_reason(), HasSubstr("; 4 nodes: 3 candidates; h200-141gb GPUs: "));
+}
+
 TEST_F(SchedulerTest, InfrastructureErrorsAreRetriedWithinMaxAttempts) {
   const v1::Search search = Create(SmallSimSearch(1));
   const std::string worker = Register(8);

@@ -8,7 +8,9 @@
 #include "convert/estimate_convert.h"
 #include "convert/search_text.h"
 #include "convert/spec_convert.h"
+#include "estimator/default_recompute.h"
 #include "estimator/performance_model.h"
+#include "estimator/plan_advice.h"
 #include "server/core/adaptive_policy.h"
 #include "server/core/candidate_selection.h"
 #include "server/core/static_policy.h"
@@ -16,12 +18,20 @@
 namespace paratune {
 
 absl::StatusOr<PlannedSearch> PlanSearch(const v1::SearchSpec& spec) {
-  PT_ASSIGN_OR_RETURN(const ResolvedSpec resolved, ResolveSearchSpec(spec));
+  PT_ASSIGN_OR_RETURN(ResolvedSpec resolved, ResolveSearchSpec(spec));
   const PerformanceParameters calibrated = DefaultPerformanceParameters(resolved.cluster.gpu());
-  PT_ASSIGN_OR_RETURN(Plan plan,
-                      PlanConfigurations(resolved.model, resolved.training, resolved.cluster,
-                                         resolved.plan_options, calibrated));
-  PlannedSearch planned{resolved, plan.counts, nullptr};
+  PT_ASSIGN_OR_RETURN(DefaultRecomputePlan defaulted,
+                      PlanWithDefaultRecompute(resolved.model, resolved.training, resolved.cluster,
+                                               resolved.plan_options, calibrated));
+  resolved.plan_options = std::move(defaulted.options);
+  Plan plan = std::move(defaulted.plan);
+  PlannedSearch planned{resolved, plan.counts, nullptr, defaulted.recompute_added, {}};
+  if (plan.candidates.empty()) {
+    for (const PlanAdvice& advice :
+         AdvisePlan({resolved.model, resolved.training, resolved.cluster, resolved.plan_options})) {
+      planned.advice.push_back(PlanAdviceToProto(advice));
+    }
+  }
   if (spec.policy() == v1::ADAPTIVE) {
     AdaptiveOptions options;
     options.tolerance = spec.adaptive().tolerance();

@@ -14,19 +14,27 @@
 #include "absl/status/statusor.h"
 #include "convert/spec_convert.h"
 #include "estimator/planner.h"
+#include "proto/autotuner_service.pb.h"
 #include "proto/search.pb.h"
 #include "server/core/search_policy.h"
 
 namespace paratune {
 
 struct PlannedSearch {
-  // The spec's model, training run, cluster and plan options.
+  // The spec's model, training run, cluster and plan options (with the recompute modes
+  // planned).
   ResolvedSpec resolved;
   PlanCounts counts;
   std::unique_ptr<SearchPolicy> policy;
+  // The spec named no recompute modes and nothing fitted without recompute: the plan searched
+  // none, selective and full (estimator/default_recompute.h).
+  bool recompute_added = false;
+  // When the plan has no candidate, the changes that give some (estimator/plan_advice.h).
+  std::vector<v1::PlanAdvice> advice;
 };
 
-// Plans `spec` (normalized: ValidateCreateSearchRequest) and builds its policy: TOP_K and
+// Plans `spec` (normalized: ValidateCreateSearchRequest), with recompute added by default
+// where nothing fits without (PlanWithDefaultRecompute), and builds its policy: TOP_K and
 // EXHAUSTIVE a StaticPolicy of the selected candidates, ADAPTIVE an AdaptivePolicy over every
 // candidate. policy->candidates() is empty when nothing can be probed. Pure; it may take a
 // noticeable fraction of a second for the largest clusters. The planner's errors.

@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "convert/result_source.h"
@@ -102,10 +103,28 @@ absl::StatusOr<v1::ListSearchEventsResponse> SearchReader::ListSearchEvents(
   return response;
 }
 
-absl::StatusOr<v1::ListWorkersResponse> SearchReader::ListWorkers() const {
+absl::StatusOr<v1::ListWorkersResponse> SearchReader::ListWorkers(const Caller& caller) const {
   PT_ASSIGN_OR_RETURN(std::vector<v1::Worker> workers, store_->ListWorkers());
+  const bool reaches_all = !caller.has_value() || caller->role == Role::kAdmin;
+  // Whether the caller may reach each search a worker runs a probe of, read once per search.
+  absl::flat_hash_map<int64_t, bool> reachable;
   v1::ListWorkersResponse response;
-  for (v1::Worker& worker : workers) *response.add_workers() = std::move(worker);
+  for (v1::Worker& worker : workers) {
+    if (!reaches_all && !worker.current_probe().empty()) {
+      absl::StatusOr<ProbeId> probe = ParseProbeName("current_probe", worker.current_probe());
+      bool shown = false;
+      if (probe.ok()) {
+        auto [it, inserted] = reachable.try_emplace(probe->search_id, false);
+        if (inserted) {
+          absl::StatusOr<v1::Search> search = store_->GetSearch(probe->search_id);
+          it->second = search.ok() && MayAccess(caller, search->creator());
+        }
+        shown = it->second;
+      }
+      if (!shown) worker.clear_current_probe();
+    }
+    *response.add_workers() = std::move(worker);
+  }
   return response;
 }
 

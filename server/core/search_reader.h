@@ -38,7 +38,9 @@ class SearchReader {
   // [0, 1000] or a foreign page_token.
   absl::StatusOr<v1::ListSearchEventsResponse> ListSearchEvents(
       const v1::ListSearchEventsRequest& request, const Caller& caller = std::nullopt) const;
-  absl::StatusOr<v1::ListWorkersResponse> ListWorkers() const;
+  // Every registered worker; the probe a worker runs (current_probe) only to callers that may
+  // reach its search (MayAccess): others' probe names would tell what they search.
+  absl::StatusOr<v1::ListWorkersResponse> ListWorkers(const Caller& caller = std::nullopt) const;
 
  private:
   SearchStore* const store_;

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "convert/search_text.h"
 
 namespace paratune {
@@ -19,7 +20,8 @@ std::string RiskAndFailureNote(const v1::SearchCounts& counts) {
   return note;
 }
 
-std::string NothingToProbeReason(const v1::SearchCounts& counts, bool include_risky) {
+std::string NothingToProbeReason(const v1::SearchCounts& counts, bool include_risky,
+                                 const std::vector<v1::PlanAdvice>& advice) {
   if (counts.valid() == 0) {
     return absl::StrCat("no valid configuration: ", counts.enumerated(),
                         " enumerated, 0 pass the validity rules (Plan lists the rejection "
@@ -33,6 +35,11 @@ std::string NothingToProbeReason(const v1::SearchCounts& counts, bool include_ri
     absl::StrAppend(&reason,
                     "; its memory policy is SAFE_ONLY: MEASURE_RISKY (the default; submit "
                     "--memory_policy=measure_risky) probes the risky ones, or add GPUs");
+  } else if (!advice.empty()) {
+    std::vector<std::string> changes;
+    for (const v1::PlanAdvice& change : advice) changes.push_back(DescribePlanAdvice(change));
+    absl::StrAppend(&reason,
+                    "; each of these changes gives candidates: ", absl::StrJoin(changes, "; "));
   } else {
     absl::StrAppend(&reason, "; add GPUs, use GPUs with more memory or shorten the sequence");
   }

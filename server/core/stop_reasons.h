@@ -3,7 +3,9 @@
 #define PARATUNE_SERVER_CORE_STOP_REASONS_H_
 
 #include <string>
+#include <vector>
 
+#include "proto/autotuner_service.pb.h"
 #include "proto/search.pb.h"
 
 namespace paratune {
@@ -14,7 +16,10 @@ namespace paratune {
 // when neither happened.
 std::string RiskAndFailureNote(const v1::SearchCounts& counts);
 
-std::string NothingToProbeReason(const v1::SearchCounts& counts, bool include_risky);
+// Why a search has nothing to probe: the counts, and the changes that give candidates
+// (`advice`, PlanResponse.advice) or, without any, what else could.
+std::string NothingToProbeReason(const v1::SearchCounts& counts, bool include_risky,
+                                 const std::vector<v1::PlanAdvice>& advice);
 
 // The stop reason of a search whose selected candidates have all been probed: the best
 // measured one, or the first failure when none succeeded.

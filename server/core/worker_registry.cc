@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "convert/search_text.h"
 #include "estimator/cluster_spec.h"
 #include "server/core/resource_names.h"
 

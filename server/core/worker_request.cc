@@ -1,6 +1,7 @@
 #include "server/core/worker_request.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -44,6 +45,8 @@ constexpr int kMaxResultEntries = 64;
 // below sqrt(n): 100 for kMaxStepTimes.
 constexpr double kMaxStepTimeCv = 100;
 constexpr int64_t kMaxRanks = kMaxNumNodes * kMaxGpusPerNode;
+// How far mean_step_time_seconds may be from its step times' mean: rounding, not another run.
+constexpr double kMeanStepTimeTolerance = 0.01;
 
 std::string Shown(absl::string_view value) {
   return absl::StrCat("\"", absl::CHexEscape(value.substr(0, 64)), value.size() > 64 ? "..." : "",
@@ -288,6 +291,36 @@ absl::Status CheckOkResult(const v1::ProbeResult& result, bool gang_member) {
   return absl::OkStatus();
 }
 
+// An OK result's mean step time, from which its TFLOP/s and so its rank come, is the mean of
+// its step times (none for a gang member that did not time its ranks).
+absl::Status CheckMeanStepTime(const v1::ProbeResult& result) {
+  if (result.step_times_seconds().empty()) return absl::OkStatus();
+  double sum = 0;
+  for (double seconds : result.step_times_seconds()) sum += seconds;
+  const double mean = sum / result.step_times_seconds_size();
+  if (std::abs(result.mean_step_time_seconds() - mean) <= kMeanStepTimeTolerance * mean) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "result.mean_step_time_seconds (", result.mean_step_time_seconds(), ") must be within ",
+      kMeanStepTimeTolerance * 100, "% of the mean of result.step_times_seconds (", mean, ")"));
+}
+
+// Only the sim backend's results are simulated (convert/result_source.h tells them apart by
+// the mark): a failed one may leave the mark unset (it has no figures to label), an OK one
+// must set it.
+absl::Status CheckSimulatedMark(const v1::ProbeResult& result) {
+  const bool sim = result.backend() == "sim";
+  if (result.simulated() == sim || (sim && result.outcome() != v1::PROBE_OK)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("result.simulated (", result.simulated() ? "true" : "false",
+                   ") contradicts result.backend (", Shown(result.backend()), "): ",
+                   sim ? "an OK result of the sim backend is simulated"
+                       : "only the sim backend's results are simulated"));
+}
+
 }  // namespace
 
 absl::Status ValidateRegisterWorkerRequest(const v1::RegisterWorkerRequest& request) {
@@ -413,8 +446,10 @@ absl::Status ValidateProbeResult(const v1::ProbeResult& result, bool gang_member
         "result.outcome (", static_cast<int>(result.outcome()), ") must be a ProbeOutcome"));
   }
   PT_RETURN_IF_ERROR(CheckResultFigures(result));
+  PT_RETURN_IF_ERROR(CheckSimulatedMark(result));
   if (result.outcome() != v1::PROBE_OK) return absl::OkStatus();
-  return CheckOkResult(result, gang_member);
+  PT_RETURN_IF_ERROR(CheckOkResult(result, gang_member));
+  return CheckMeanStepTime(result);
 }
 
 }  // namespace paratune

@@ -38,10 +38,12 @@ absl::Status ValidateDeregisterWorkerRequest(const v1::DeregisterWorkerRequest& 
 // times and the extrapolation's slot outside (0, 10^6], its fixed costs outside
 // [-10^6, 10^6]); bytes outside [0, 16 TiB]; a rate beyond any machine's; a name of a part,
 // phase, collective or memory term that is empty, any name over 256 bytes, a message over
-// 64 KiB; more than 10,000 step times or 64 entries of any other list. An OK result must also
-// agree with itself: 1..10,000 step times with a positive mean and TFLOP/s and, when it has
-// short steps, two or more series of ascending micro-batch counts below the extrapolated full
-// step's, each with as many steps as step_times_seconds, and the extrapolation. A gang
+// 64 KiB; more than 10,000 step times or 64 entries of any other list; simulated set by a
+// backend other than sim. An OK result must also agree with itself: simulated exactly when
+// its backend is sim; 1..10,000 step times with a positive mean within 1% of their mean and
+// positive TFLOP/s and, when it has short steps, two or more series of ascending micro-batch
+// counts below the extrapolated full step's, each with as many steps as step_times_seconds,
+// and the extrapolation. A gang
 // member's OK result may have no step times: its node ran its ranks without timing them (the
 // gang's timing comes from the member that did, gang_result.h). ran_on is not checked: the
 // server sets it.

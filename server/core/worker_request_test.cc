@@ -307,6 +307,14 @@ TEST(ValidateProbeResultTest, AnOkResultAgreesWithItself) {
        "result.extrapolation (unset) must say how"},
       {[](v1::ProbeResult& r) { r.clear_short_steps(); },
        "result.extrapolation is set, but result.short_steps (none)"},
+      {[](v1::ProbeResult& r) { r.set_mean_step_time_seconds(0.00105); },
+       "result.mean_step_time_seconds (0.00105) must be within 1% of the mean of "
+       "result.step_times_seconds (1.05)"},
+      {[](v1::ProbeResult& r) { r.set_mean_step_time_seconds(1.035); },
+       "result.mean_step_time_seconds (1.035) must be within 1%"},
+      {[](v1::ProbeResult& r) { r.set_backend("sim"); },
+       "result.simulated (false) contradicts result.backend (\"sim\"): an OK result of the sim "
+       "backend is simulated"},
   };
   for (const auto& c : cases) {
     v1::ProbeResult result = CompleteProbeResult();
@@ -316,6 +324,33 @@ TEST(ValidateProbeResultTest, AnOkResultAgreesWithItself) {
     result.set_outcome(v1::PROBE_INFRA_ERROR);
     EXPECT_TRUE(ValidateProbeResult(result).ok()) << c.message;
   }
+}
+
+TEST(ValidateProbeResultTest, OnlyTheSimBackendsResultsAreSimulated) {
+  v1::ProbeResult result = CompleteProbeResult();
+  result.set_simulated(true);
+  for (v1::ProbeOutcome outcome : {v1::PROBE_OK, v1::PROBE_CRASH}) {
+    result.set_outcome(outcome);
+    EXPECT_EQ(ValidateProbeResult(result),
+              absl::InvalidArgumentError(
+                  "result.simulated (true) contradicts result.backend (\"cuda\"): only the sim "
+                  "backend's results are simulated"));
+  }
+  result.set_backend("sim");
+  EXPECT_TRUE(ValidateProbeResult(result).ok());
+  // A failed sim probe (stopped at its deadline, say) has no figures to label.
+  result.set_simulated(false);
+  EXPECT_TRUE(ValidateProbeResult(result).ok());
+}
+
+TEST(ValidateProbeResultTest, AnOkResultsMeanIsItsStepTimesMean) {
+  v1::ProbeResult result = CompleteProbeResult();
+  result.set_mean_step_time_seconds(1.05 * 1.0099);
+  EXPECT_TRUE(ValidateProbeResult(result).ok());
+  // A gang member that timed nothing has no mean to check.
+  result.clear_step_times_seconds();
+  for (v1::ShortSteps& series : *result.mutable_short_steps()) series.clear_step_times_seconds();
+  EXPECT_TRUE(ValidateProbeResult(result, /*gang_member=*/true).ok());
 }
 
 TEST(ValidateRegisterWorkerRequestTest, CommandTemplatesNeedTheCommandBackendAndValidNames) {
