@@ -494,6 +494,41 @@ TEST_F(ConsoleTest, ThePlannerFormPlansAndExplainsAsTheCli) {
             "return e !== null && e.textContent.includes('rejected by a validity rule');",
             absl::Seconds(20));
   EXPECT_EQ(Number("document.querySelectorAll('#explain-memory').length"), 0);
+
+  // A newcomer's Llama-3.1-70B on 2 x 8 H100-80GB without recompute: nothing fits as asked;
+  // the page says that recompute was added and lists the changes `paratune plan` prints, row
+  // for row.
+  ASSERT_TRUE(browser_
+                  ->Execute("const set = (id, v) => { document.getElementById(id).value = v; };"
+                            "set('plan-model', 'llama3.1-70b'); set('plan-nodes', 2);"
+                            "set('plan-gpus-per-node', 8); set('plan-seq-len', 8192);"
+                            "set('plan-global-batch', 1024);"
+                            "for (const m of ['none', 'selective', 'full']) {"
+                            "  document.getElementById('plan-recompute-' + m).checked = false;"
+                            "}"
+                            "document.getElementById('plan-button').click(); return true;")
+                  .ok());
+  WaitUntil("the advice", "return document.querySelector('#plan-advice') !== null;",
+            absl::Seconds(30));
+  EXPECT_EQ(Number("document.querySelectorAll('#plan-recompute-added').length"), 1);
+  const std::string advised = Cli({"plan", "--model=llama3.1-70b", "--gpu=h100-80gb", "--nodes=2",
+                                   "--gpus_per_node=8", "--seq_len=8192", "--global_batch=1024"});
+  const std::vector<std::string> rows =
+      Strings(*browser_,
+              "[...document.querySelectorAll('#plan-advice tbody tr')].map("
+              "r => r.cells[0].textContent + '|' + r.cells[1].textContent)");
+  ASSERT_FALSE(rows.empty());
+  std::vector<std::string> printed_rows;
+  for (absl::string_view line : absl::StrSplit(advised, '\n')) {
+    line = absl::StripTrailingAsciiWhitespace(line);
+    for (const std::string& row : rows) {
+      const std::vector<std::string> cells = absl::StrSplit(row, '|');
+      if (absl::StartsWith(line, cells[0]) && absl::EndsWith(line, cells[1])) {
+        printed_rows.push_back(row);
+      }
+    }
+  }
+  EXPECT_THAT(printed_rows, ElementsAreArray(rows)) << advised;
 }
 
 // A probe whose worker is lost is re-queued, and given up when the worker of its last attempt

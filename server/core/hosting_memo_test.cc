@@ -3,6 +3,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/launch_target.h"
+#include "server/core/test_requests.h"
 
 namespace paratune {
 namespace {
@@ -10,19 +11,6 @@ namespace {
 using ::testing::HasSubstr;
 
 const absl::Time kNow = absl::FromUnixSeconds(1000);
-
-v1::RegisterWorkerRequest H100(int gpus) {
-  v1::RegisterWorkerRequest request;
-  request.set_hostname("node");
-  for (int i = 0; i < gpus; ++i) {
-    v1::Gpu& gpu = *request.add_gpus();
-    gpu.set_index(i);
-    gpu.set_name("NVIDIA H100 80GB HBM3");
-    gpu.set_memory_bytes(85'520'809'984);
-  }
-  request.add_backends("sim");
-  return request;
-}
 
 ProbeNeeds Needs(const std::string& probe, int64_t ranks) {
   ProbeNeeds needs;
@@ -36,8 +24,8 @@ ProbeNeeds Needs(const std::string& probe, int64_t ranks) {
 
 TEST(HostingMemoTest, AnswersAsTheRegistryForEveryNeed) {
   WorkerRegistry workers;
-  workers.Add(H100(8), kNow);
-  workers.Add(H100(8), kNow);
+  workers.Add(Worker(8), kNow);
+  workers.Add(Worker(8), kNow);
   HostingMemo hosting(workers);
   for (int64_t ranks : {8, 16, 24, 16, 8}) {
     const ProbeNeeds needs = Needs("searches/1/candidates/0/probes/1", ranks);
@@ -53,7 +41,7 @@ TEST(HostingMemoTest, AProbeWithReservedWorkersIsAnsweredOnItsOwn) {
   WorkerRegistry workers;
   const std::string reserved = "searches/1/candidates/0/probes/1";
   const std::string other = "searches/1/candidates/1/probes/1";
-  workers.Add(H100(8), kNow).worker.mutable_labels()->insert({kProbeReservationLabel, reserved});
+  workers.Add(Worker(8), kNow).worker.mutable_labels()->insert({kProbeReservationLabel, reserved});
   HostingMemo hosting(workers);
   EXPECT_TRUE(hosting.CanHost(Needs(reserved, 8)));
   EXPECT_FALSE(hosting.CanHost(Needs(other, 8)));

@@ -836,6 +836,55 @@ function explainConfig(config) {
   field('explain').scrollIntoView();
 }
 
+// One change of a plan's advice (PlanResponse.advice) as `paratune plan` prints it: the
+// change with the candidates it gives, and the flags that make it.
+function adviceRow(advice) {
+  const count = Number(advice.candidates || 0);
+  const candidates = `${count} candidate${count === 1 ? '' : 's'}`;
+  const modes = (advice.recomputeModes || []).map(m => m.replace('RECOMPUTE_', '').toLowerCase());
+  const sizes = (advice.microBatchSizes || []).map(Number);
+  switch (advice.kind) {
+    case 'ADVICE_RECOMPUTE':
+      return [`recompute modes ${modes.join(', ')}: ${candidates}`,
+              `--recompute_modes=${modes.join(',')}`];
+    case 'ADVICE_NODES':
+      return [`${advice.numNodes} nodes: ${candidates}`, `--nodes=${advice.numNodes}`];
+    case 'ADVICE_GPU_TYPE':
+      return [`${advice.gpuType} GPUs: ${candidates}`, `--gpu=${advice.gpuType}`];
+    case 'ADVICE_FP8_PARAMETERS':
+      return [`fp8 with fp8 weights (fp8_param_gather): ${candidates}`, '--fp8 --fp8_param_gather'];
+    case 'ADVICE_SEQUENCE_LENGTH':
+      return [`sequence ${advice.seqLen}: ${candidates}`, `--seq_len=${advice.seqLen}`];
+    case 'ADVICE_MICRO_BATCH_SIZES':
+      return [`micro-batch sizes ${sizes.join(', ')}: ${candidates}`,
+              `--micro_batches=${sizes.join(',')}`];
+    default:
+      return [`an unknown change: ${candidates}`, ''];
+  }
+}
+
+// What a plan says when nothing fitted as requested: that recompute was added, and the
+// changes that each give candidates; nothing otherwise.
+function planAdvice(plan) {
+  const parts = [];
+  if (plan.recomputeAdded) {
+    parts.push(el('p', {id: 'plan-recompute-added'},
+                  'Nothing fits as requested, without activation recompute: this plan, like a ' +
+                  'search of the same settings, also searches selective and full recompute.'));
+  }
+  const advice = plan.advice || [];
+  if (advice.length > 0) {
+    parts.push(el('p', {}, plan.recomputeAdded
+                               ? 'Each of these changes to the request alone gives candidates ' +
+                                     '(the first is what this plan did):'
+                               : 'Nothing fits. Each of these changes alone gives candidates:'));
+    const changes = table([{text: 'change'}, {text: 'flags'}], advice.map(adviceRow));
+    changes.setAttribute('id', 'plan-advice');
+    parts.push(changes);
+  }
+  return parts;
+}
+
 // The candidates the ranking lists; the rest are counted under it.
 const RANKING_ROWS = 10;
 
@@ -882,6 +931,7 @@ function planPage() {
              `${counts.enumerated || 0} enumerated, ${counts.valid || 0} valid, ` +
              `${candidates.length} candidates, ${counts.memoryOutOfMemory || 0} out of memory. ` +
              'Predictions of the estimator, nothing probed.'),
+          ...planAdvice(plan),
           rejections.length > 0 ? table([{text: 'rejected because'}, {text: 'configs', num: true}],
                                         rejections) : null,
           el('h2', {}, 'Projected cost of a search'), costProjection(plan.cost || {}),
