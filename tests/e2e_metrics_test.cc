@@ -46,9 +46,11 @@ class MetricsTest : public ::testing::Test {
     ASSERT_EQ(search->state(), v1::SUCCEEDED) << search->stop_reason();
     ASSERT_EQ(search->counts().probed(), kProbes);
     // The search ends inside the last ReportProbe, before its RPC is counted (the counter
-    // moves when the call completes): read until that count is in, for a bounded time.
+    // moves when the call completes), and the worker counts the probe once the call has
+    // returned: read until both counts are in, for a bounded time.
     const std::string last_report =
         "paratune_rpcs_total{method=\"paratune.v1.WorkerService/ReportProbe\",code=\"OK\"}";
+    const std::string last_probe = "paratune_worker_probes_total{backend=\"sim\",outcome=\"ok\"}";
     const absl::Time give_up = absl::Now() + absl::Seconds(10);
     do {
       expositions_->clear();
@@ -58,7 +60,8 @@ class MetricsTest : public ::testing::Test {
         ASSERT_EQ(response->status_code, 200);
         expositions_->push_back(response->body);
       }
-    } while (SampleValue(expositions_->front(), last_report).value_or(0) < kProbes &&
+    } while ((SampleValue(expositions_->front(), last_report).value_or(0) < kProbes ||
+              SampleValue(expositions_->back(), last_probe).value_or(0) < kProbes) &&
              absl::Now() < give_up);
     ASSERT_EQ(expositions_->size(), 2);
   }
