@@ -8,13 +8,12 @@
 namespace paratune {
 namespace {
 
-TEST(FillValuesTest, UniformValuesAreDeterministicNonZeroAndInRange) {
+TEST(FillValuesTest, UniformValuesAreNonZeroInRangeAndUniform) {
   const int64_t count = 100000;
   double sum_squares = 0;
   int64_t zeros = 0;
   for (int64_t i = 0; i < count; ++i) {
     const float value = FillUniformValue(17, i, 0.02f);
-    EXPECT_EQ(value, FillUniformValue(17, i, 0.02f));
     EXPECT_GE(value, -0.02f);
     EXPECT_LT(value, 0.02f);
     zeros += value == 0;
