@@ -140,8 +140,7 @@ class DeviceOps {
   virtual absl::Status AddRows(DeviceRef a, DeviceRef b, DeviceRef out) = 0;
   // SwiGLU of gate_up [T, 2 ffn] into [T, ffn], and its backward.
   virtual absl::Status SwigluForward(DeviceRef gate_up, DeviceRef out) = 0;
-  virtual absl::Status SwigluBackward(DeviceRef gate_up, DeviceRef d_out,
-                                      DeviceRef d_gate_up) = 0;
+  virtual absl::Status SwigluBackward(DeviceRef gate_up, DeviceRef d_out, DeviceRef d_gate_up) = 0;
 
   // A bf16 GEMM on the compute stream.
   virtual absl::Status Gemm(const LinearProduct& product) = 0;
@@ -162,9 +161,8 @@ class DeviceOps {
   // A layer's linears in fp8 training (fp8_linear.h Fp8Linears, same names and operands).
   virtual absl::Status Fp8ColumnForward(const Fp8Site& site, DeviceRef normed, DeviceRef out) = 0;
   virtual absl::Status Fp8RowForward(const Fp8Site& site, DeviceRef in, DeviceRef partial) = 0;
-  virtual absl::Status Fp8RowForwardOverlapped(const Fp8Site& site, DeviceRef in,
-                                               DeviceRef partial, DeviceRef reduced,
-                                               DeviceRef out) = 0;
+  virtual absl::Status Fp8RowForwardOverlapped(const Fp8Site& site, DeviceRef in, DeviceRef partial,
+                                               DeviceRef reduced, DeviceRef out) = 0;
   virtual absl::Status Fp8Backward(const Fp8Site& site, DeviceRef d_out, DeviceRef d_in,
                                    DeviceRef weight_gradient) = 0;
   virtual absl::Status Fp8ColumnBackwardOverlapped(const Fp8Site& site, DeviceRef d_out,
@@ -193,11 +191,9 @@ class DeviceOps {
   enum class Reduction { kMax, kSum };
   virtual absl::Status AllReduceLogitStatistic(DeviceRef values, Reduction reduction,
                                                std::string_view what) = 0;
-  virtual absl::Status LogitsRowSumExp(DeviceRef logits, DeviceRef row_max,
-                                       DeviceRef row_sum) = 0;
-  virtual absl::Status CrossEntropyBackward(DeviceRef logits, DeviceRef row_max,
-                                            DeviceRef row_sum, DeviceRef d_logits,
-                                            DeviceRef loss) = 0;
+  virtual absl::Status LogitsRowSumExp(DeviceRef logits, DeviceRef row_max, DeviceRef row_sum) = 0;
+  virtual absl::Status CrossEntropyBackward(DeviceRef logits, DeviceRef row_max, DeviceRef row_sum,
+                                            DeviceRef d_logits, DeviceRef loss) = 0;
 
   // The optimizer step on the compute stream: bucket `bucket`'s gradients reduce-scattered
   // (the distributed optimizer) or all-reduced over the data x context group; Adam; the fp8

@@ -13,8 +13,8 @@ OptimizerLayout OptimizerLayoutOf(const ProbeSpec& spec, const FootprintPlan& fo
   result.reduce_gradients =
       layout.GroupSize(RankGroup::kDataContext) > 1 && !DataParallelModelled(spec);
   result.overlap = spec.data_parallel_overlap();
-  result.overlapped = result.reduce_gradients && (result.overlap.overlap_grad_reduce ||
-                                                  result.overlap.overlap_param_gather);
+  result.overlapped = result.reduce_gradients &&
+                      (result.overlap.overlap_grad_reduce || result.overlap.overlap_param_gather);
   result.shard_count = spec.training().distributed_optimizer()
                            ? parameters.padded_elements / parameters.shard_elements
                            : 1;
@@ -25,8 +25,8 @@ OptimizerLayout OptimizerLayoutOf(const ProbeSpec& spec, const FootprintPlan& fo
         layout.pp(), spec.config().virtual_pipeline(), spec.micro_batches(), stage);
     result.buckets =
         DataParallelPlanOf(parameters, footprint.stage_layers(), spec.model().tied_embeddings(),
-                           schedule, stage, layout.pp(),
-                           layout.GroupSize(RankGroup::kDataContext), result.overlap)
+                           schedule, stage, layout.pp(), layout.GroupSize(RankGroup::kDataContext),
+                           result.overlap)
             .buckets;
   } else {
     result.buckets = RegionBuckets(parameters);

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -119,9 +120,8 @@ class StageRunner {
   absl::Status RowLinearForward(LinearWeight weight, DeviceRef in, int64_t offset, int64_t inputs,
                                 DeviceRef residual, DeviceRef out, const Fp8Site* fp8);
   // Its backward from d_out [R, h]: d_in [T, inputs], and the weight's gradient.
-  absl::Status RowLinearBackward(LinearWeight weight, DeviceRef d_out, DeviceRef in,
-                                 int64_t offset, int64_t inputs, DeviceRef d_in,
-                                 const Fp8Site* fp8);
+  absl::Status RowLinearBackward(LinearWeight weight, DeviceRef d_out, DeviceRef in, int64_t offset,
+                                 int64_t inputs, DeviceRef d_in, const Fp8Site* fp8);
 
   // Layer `layer_in_chunk` of model chunk `chunk`; `recompute`: rebuilding its activations
   // before its backward (full recomputation).
@@ -179,6 +179,7 @@ class StageRunner {
   std::vector<ScheduleStep> schedule_;
   DataParallelPlan data_parallel_plan_;
   size_t next_plan_step_ = 0;
+  int64_t pass_ = 0;  // the current pass of the schedule
   int64_t optimizer_step_ = 0;
 
   // Where the step is: the recording's context.

@@ -16,7 +16,6 @@
 
 namespace paratune {
 
-
 enum class ElementType { kBf16, kFloat32, kE4M3, kE5M2, kUint8 };
 int64_t BytesOf(ElementType type);
 const char* ElementTypeName(ElementType type);

@@ -1,189 +1,24 @@
-// Everything one rank of a probe does in one training step, in order, as data: the GEMMs with
-// their shapes and dtypes, attention's passes, every collective with its group, dtype, bytes
-// and stream, the fp8 casts and amax updates, the optimizer's work, the pipeline transfers with
-// their micro-batch and chunk, recomputation, and the activation slot each pass holds. Built
-// from the probe's other pure plans (pipeline_schedule.h, footprint_plan.h, overlap_plan.h,
-// tensor_parallel_overlap_plan.h, context_parallel_ring.h, fp8_state_layout.h), it follows the
-// decisions worker/cuda/stage_runner.cc takes on the device, branch for branch, so that CPU
-// tests check what a step asks of the GPU against Megatron-LM's arithmetic (docs/probe.md,
-// "The step plan"). The paths of the two linear backward passes are chosen here
-// (NormLinearBackwardPathOf, RowLinearBackwardPathOf) and the stage runner switches on them.
+// Everything one rank of a probe does in one training step, in order, as data (step_ops.h):
+// the GEMMs with their shapes and dtypes, attention's passes, every collective with its group,
+// dtype, bytes and stream, the fp8 casts and amax updates, the optimizer's work, the pipeline
+// transfers with their micro-batch and chunk, recomputation, and the activation slot each pass
+// holds. It is what StageRunner (stage_runner.h), the code that drives the device, asks for in
+// a step, recorded by recording_device_ops.h: CPU tests check it against Megatron-LM's
+// arithmetic (docs/probe.md, "The step plan"), and a change of what the probe does shows in the
+// golden files' diff.
 #ifndef PARATUNE_WORKER_PROBE_STEP_PLAN_H_
 #define PARATUNE_WORKER_PROBE_STEP_PLAN_H_
 
 #include <cstdint>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "worker/probe/context_parallel_ring.h"
 #include "worker/probe/footprint_plan.h"
 #include "worker/probe/probe_spec.h"
+#include "worker/probe/step_ops.h"
 
 namespace paratune {
-
-enum class ElementType { kBf16, kFloat32, kE4M3, kE5M2, kUint8 };
-int64_t BytesOf(ElementType type);
-const char* ElementTypeName(ElementType type);
-
-// The streams of StageRunner: the compute stream, the overlapped data-parallel collectives',
-// the overlapped tensor-parallel collectives', and attention's ring exchanges'.
-enum class StepStream { kCompute, kDataParallel, kTensorParallel, kContextRing };
-
-// The weights a GEMM multiplies by: a layer's four linears, or the LM head.
-enum class LinearWeight { kQkv, kAttentionOutput, kGateUp, kDown, kLmHead };
-
-// Which product of a linear: out = in W^T, d_in = d_out W, d_W += d_out^T in.
-enum class GemmRole { kForward, kInputGradient, kWeightGradient };
-
-// One GEMM, C [m, n] = A [m, k] B [k, n] in the role's orientation (forward: m tokens, n
-// outputs, k inputs; input gradient: m tokens, n inputs, k outputs; weight gradient: m
-// outputs, n inputs, k tokens). A chunked GEMM (a ring exchange's or a pipelined
-// reduce-scatter's) is `parts` ops of part `part`.
-struct GemmOp {
-  LinearWeight weight = LinearWeight::kQkv;
-  GemmRole role = GemmRole::kForward;
-  int64_t m = 0;
-  int64_t n = 0;
-  int64_t k = 0;
-  ElementType a = ElementType::kBf16;
-  ElementType b = ElementType::kBf16;
-  ElementType c = ElementType::kBf16;
-  int64_t part = 0;
-  int64_t parts = 1;
-  // 2 m n k.
-  double Flops() const;
-};
-
-// How context-parallel attention moves keys and values: not at all (c = 1), the p2p ring, or
-// an all-gather (ProbeSpec::cp_comm_type).
-enum class AttentionExchange { kNone, kRing, kAllGather };
-
-// One layer's attention pass on the rank: b sequences of `queries` tokens of `heads` query
-// heads (kv_heads of them shared, head_dim each) against `keys` keys of each sequence, in the
-// products listed (each causal or not; context_parallel_ring.h and attention_graph.h). The
-// kernel (cuDNN's fused graphs or the chunked fallback) is chosen on the device
-// (Attention::SelectKernel); both run these products.
-struct AttentionOp {
-  bool backward = false;
-  int64_t batch = 0;
-  int64_t heads = 0;
-  int64_t kv_heads = 0;
-  int64_t head_dim = 0;
-  int64_t queries = 0;
-  int64_t keys = 0;
-  AttentionExchange exchange = AttentionExchange::kNone;
-  std::vector<RingProduct> products;
-  // The model-FLOPs convention's attention (shard_shapes.h LayerForwardModelFlops): QK^T and
-  // PV over every key, 4 b queries keys heads head_dim forward, twice that backward.
-  double ModelFlops() const;
-};
-
-// Which traffic a collective is, for per-family totals.
-enum class CollectiveFamily { kTensor, kContext, kData, kPipeline, kFp8Amax };
-const char* CollectiveFamilyName(CollectiveFamily family);
-
-// kExchange: a ring step's send to the next rank and receive from the previous one, posted
-// together (TensorParallelTransport::Exchange, RingTransport::Exchange).
-enum class CollectiveKind { kAllGather, kReduceScatter, kAllReduce, kSend, kReceive, kExchange };
-
-// One collective or one side of a point-to-point transfer, `bytes` in nccl-tests' terms (the
-// whole gathered buffer of an all-gather, the whole input of a reduce-scatter or all-reduce, a
-// send's or receive's message, an exchange's message each way).
-struct CollectiveOp {
-  CollectiveFamily family = CollectiveFamily::kTensor;
-  CollectiveKind kind = CollectiveKind::kAllGather;
-  ElementType type = ElementType::kBf16;
-  int64_t bytes = 0;
-  StepStream stream = StepStream::kCompute;
-  // What it moves, for the golden files ("qkv input", "bucket 3", ...).
-  std::string what;
-  // For a pipeline transfer: the peer stage, and the chunk and micro-batch whose boundary
-  // tensor it is (pipeline_schedule.h Transfer); -1 otherwise.
-  int64_t peer = -1;
-  int64_t chunk = -1;
-  int64_t micro_batch = -1;
-  // Bytes that leave or reach the rank's buffers: an exchange's both ways, `bytes` otherwise.
-  int64_t MovedBytes() const { return kind == CollectiveKind::kExchange ? 2 * bytes : bytes; }
-};
-
-// An fp8 cast (or transpose) of `rows` x `columns` values into `to`, recording an amax when
-// it casts.
-struct CastOp {
-  LinearWeight weight = LinearWeight::kQkv;
-  std::string what;  // "weight", "input", "output gradient", "weight transpose", ...
-  int64_t rows = 0;
-  int64_t columns = 0;
-  ElementType to = ElementType::kE4M3;
-};
-
-// The end of a chunk's forward or backward fp8 pass, or of the optimizer's fp8 weight casts:
-// `tensors` amaxes (reduced beforehand by a kFp8Amax collective where the group has more than
-// one rank) roll into their histories and set the scales.
-struct AmaxUpdateOp {
-  std::string what;  // "forward", "backward", "weights"
-  int64_t tensors = 0;
-};
-
-// Adam over `elements` of a bucket's shard, or the cast of fp8 master weights.
-struct OptimizerOp {
-  std::string what;
-  int64_t elements = 0;
-};
-
-// Everything else the compute stream runs: norms, SwiGLU, embedding, cross-entropy, residual
-// adds, copies, memsets; `elements` values touched.
-struct ElementwiseOp {
-  std::string what;
-  int64_t elements = 0;
-};
-
-// The compute stream waits for the work given to `stream` so far (an overlapped collective).
-struct WaitOp {
-  StepStream stream = StepStream::kDataParallel;
-  std::string what;
-};
-
-using StepOpDetail = std::variant<GemmOp, AttentionOp, CollectiveOp, CastOp, AmaxUpdateOp,
-                                  OptimizerOp, ElementwiseOp, WaitOp>;
-
-// Where in the step an op runs: the schedule's pass (-1 outside passes), its chunk and
-// micro-batch, the stage layer (ParameterLayout::layers; -1 outside layers), whether it is a
-// recomputed forward, and the activation slot the pass holds (-1 outside passes).
-struct StepOpContext {
-  int64_t pass = -1;
-  int64_t chunk = -1;
-  int64_t micro_batch = -1;
-  int64_t layer = -1;
-  bool recompute = false;
-  int64_t slot = -1;
-};
-
-struct StepOp {
-  StepOpContext context;
-  StepOpDetail detail;
-};
-
-// The paths of StageRunner::NormLinearBackward: fp8 with the bulk-overlapped collectives, fp8
-// exposed, bf16 bulk-overlapped, bf16 exposed (the input re-gathered with sequence
-// parallelism, then both products and the input gradient's reduction).
-enum class NormLinearBackwardPath { kFp8Overlapped, kFp8, kBf16Overlapped, kBf16 };
-// The paths of StageRunner::RowLinearBackward: fp8 ring-overlapped, bf16 ring-overlapped, fp8
-// with the output gradient gathered in fp8 (sequence parallelism), fp8 from a bf16 gathered (or
-// whole) output gradient, bf16.
-enum class RowLinearBackwardPath {
-  kFp8Overlapped,
-  kBf16Overlapped,
-  kFp8SequenceParallel,
-  kFp8,
-  kBf16
-};
-// `fp8`: the linear runs in fp8 (a layer's in fp8 training); `overlapped`: its collectives run
-// beside its GEMMs (a layer's linear with --tp-comm-overlap); `sequence_parallel`:
-// ShardShapes::sequence_parallel.
-NormLinearBackwardPath NormLinearBackwardPathOf(bool fp8, bool overlapped);
-RowLinearBackwardPath RowLinearBackwardPathOf(bool fp8, bool overlapped, bool sequence_parallel);
 
 struct StepPlan {
   int64_t rank = 0;
@@ -202,16 +37,14 @@ struct StepPlan {
 // of `micro_batches` micro-batches (the full step's, or one of its short counts), whose
 // footprint is `footprint` (FootprintPlan::Create for the rank's stage with MemoryOptions()).
 // INVALID_ARGUMENT naming the value for a rank or micro-batch count out of range, the errors
-// of ContextRingSteps and TensorParallelOverlapPlanOf, and INTERNAL where the step never
-// reaches a data-parallel plan step (DataParallelSync::Finish's error on the device).
+// of ContextRingSteps and TensorParallelOverlapPlanOf, and StageRunner::Step's INTERNAL errors
+// (more slots than the footprint holds, a data-parallel plan step never reached, a place
+// outside its buffer).
 absl::StatusOr<StepPlan> StepPlanOf(const ProbeSpec& spec, const FootprintPlan& footprint,
                                     int64_t rank, int64_t micro_batches);
 
 // GEMM FLOPs plus attention model FLOPs of the step.
 double PlanModelFlops(const StepPlan& plan);
-
-// One line per op in a compact, stable form.
-std::string DescribeOp(const StepOp& op);
 
 // The plan as the golden files hold it (testdata/*.steps): DescribeOp's line per op, except
 // that layers whose ops repeat those of the layer before them, but for the layer's index, in

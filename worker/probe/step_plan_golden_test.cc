@@ -308,7 +308,9 @@ TEST_P(StepPlanGoldenTest, MemoryIsTheEstimatorsTermsOrANamedDifference) {
     std::printf("golden %s memory %s: plan %.0f estimate %.0f difference %.0f%s\n",
                 GetParam().name.c_str(), term.name.c_str(), planned, estimated, difference,
                 within ? "" : " (named)");
-    if (!within) EXPECT_TRUE(NamedMemoryDifferences().count(term.name)) << term.name;
+    if (!within) {
+      EXPECT_TRUE(NamedMemoryDifferences().count(term.name)) << term.name;
+    }
   }
   std::printf("golden %s memory total: plan %.0f estimate %.0f difference %.0f\n",
               GetParam().name.c_str(), planned_total, estimated_total,

@@ -1,0 +1,702 @@
+#include "worker/probe/stage_runner.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "worker/probe/fp8_scaling.h"
+
+namespace paratune {
+
+// In fp8 training attention_norm_output, mlp_norm_output and swiglu_output hold the fp8
+// copies the layout describes (LayerActivationLayout).
+struct StageRunner::LayerActivations {
+  DeviceRef attention_norm_output;
+  DeviceRef attention_norm_rstd;
+  DeviceRef query;
+  DeviceRef key_value;
+  DeviceRef attention_output;
+  DeviceRef softmax_lse;
+  DeviceRef mlp_input;
+  DeviceRef mlp_norm_output;
+  DeviceRef mlp_norm_rstd;
+  DeviceRef gate_up;
+  DeviceRef swiglu_output;
+  DeviceRef attention_output_fp8;
+  DeviceRef fp8_scale_inverses;
+};
+
+namespace {
+
+LinearProduct ProductOf(LinearWeight weight, GemmRole role, DeviceRef a, DeviceRef b, DeviceRef c,
+                        int64_t tokens, int64_t outputs, int64_t inputs, bool float_output) {
+  LinearProduct product;
+  product.weight = weight;
+  product.role = role;
+  product.a = a;
+  product.b = b;
+  product.c = c;
+  product.tokens = tokens;
+  product.outputs = outputs;
+  product.inputs = inputs;
+  product.float_output = float_output;
+  return product;
+}
+
+}  // namespace
+
+StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& footprint,
+                         const OptimizerLayout& optimizer, int64_t rank, DeviceOps* ops)
+    : spec_(spec),
+      footprint_(footprint),
+      optimizer_(optimizer),
+      shapes_(footprint.shapes()),
+      ops_(ops),
+      stage_(spec.layout().CoordinatesOf(rank).pp),
+      fp8_(footprint.fp8()),
+      chunks_(ChunkUnitsOf(footprint.stage_layers())) {
+  SetMicroBatches(spec.micro_batches());
+  for (int64_t slot = footprint.activation_slots() - 1; slot >= 0; --slot) {
+    free_slots_.push_back(slot);
+  }
+  for (int64_t slot = footprint.loss_slots() - 1; slot >= 0; --slot) {
+    free_loss_slots_.push_back(slot);
+  }
+}
+
+DeviceRef StageRunner::Weight(int64_t offset) const {
+  return {ProbeBuffer::kWeights, footprint_.parameters().WeightByte(offset)};
+}
+
+DeviceRef StageRunner::Gradient(int64_t offset) const {
+  const int64_t bytes = spec_.training().fp32_gradients() ? 4 : 2;
+  return {ProbeBuffer::kGradients, offset * bytes};
+}
+
+int64_t StageRunner::StageLayer(int64_t chunk, int64_t layer_in_chunk) const {
+  return footprint_.parameters().first_layer[chunk] + layer_in_chunk;
+}
+
+bool StageRunner::IsLossChunk(int64_t chunk) const {
+  const StageLayers& stage = footprint_.stage_layers();
+  return stage.lm_head && chunk == static_cast<int64_t>(stage.chunk_layers.size()) - 1;
+}
+
+DeviceRef StageRunner::LayerInput(int64_t slot, int64_t layer_in_chunk) const {
+  DeviceRef block{ProbeBuffer::kActivationSlots,
+                  slot * footprint_.slot_bytes() + layer_in_chunk * footprint_.slot_layer_bytes()};
+  // Under full recomputation a slot keeps layer inputs alone.
+  if (footprint_.full_recompute()) return block;
+  return block.At(footprint_.layer_activations().input);
+}
+
+StageRunner::LayerActivations StageRunner::Kept(int64_t slot, int64_t layer_in_chunk) const {
+  const DeviceRef block = footprint_.full_recompute()
+                              ? DeviceRef{ProbeBuffer::kRecomputeWorkspace, 0}
+                              : DeviceRef{ProbeBuffer::kActivationSlots,
+                                          slot * footprint_.slot_bytes() +
+                                              layer_in_chunk * footprint_.slot_layer_bytes()};
+  const LayerActivationLayout& at = footprint_.layer_activations();
+  return {block.At(at.attention_norm_output),
+          block.At(at.attention_norm_rstd),
+          block.At(at.query),
+          block.At(at.key_value),
+          block.At(at.attention_output),
+          block.At(at.softmax_lse),
+          block.At(at.mlp_input),
+          block.At(at.mlp_norm_output),
+          block.At(at.mlp_norm_rstd),
+          block.At(at.gate_up),
+          block.At(at.swiglu_output),
+          block.At(at.attention_output_fp8),
+          block.At(at.fp8_scale_inverses)};
+}
+
+Fp8Site StageRunner::Fp8SiteOf(int64_t chunk, int64_t layer_in_chunk, Fp8Linear linear,
+                               const LayerActivations& kept) const {
+  const LayerParameterOffsets& w =
+      footprint_.parameters().layers[StageLayer(chunk, layer_in_chunk)];
+  Fp8Site site;
+  site.chunk = chunk;
+  site.layer_in_chunk = layer_in_chunk;
+  site.linear = linear;
+  switch (linear) {
+    case Fp8Linear::kQkv:
+      site.weight = Weight(w.qkv);
+      site.kept = kept.attention_norm_output;
+      break;
+    case Fp8Linear::kAttentionOutput:
+      site.weight = Weight(w.attention_output);
+      site.kept = kept.attention_output_fp8;
+      break;
+    case Fp8Linear::kGateUp:
+      site.weight = Weight(w.gate_up);
+      site.kept = kept.mlp_norm_output;
+      break;
+    case Fp8Linear::kDown:
+      site.weight = Weight(w.down);
+      site.kept = kept.swiglu_output;
+      break;
+  }
+  site.kept_scale_inverse = kept.fp8_scale_inverses.At(
+      static_cast<int64_t>(linear) * kFp8ScaleInverseStride * static_cast<int64_t>(sizeof(float)));
+  return site;
+}
+
+absl::StatusOr<int64_t> StageRunner::SlotOf(int64_t chunk, int64_t micro_batch) {
+  auto [it, added] = slots_.try_emplace({chunk, micro_batch}, -1);
+  if (added) {
+    if (free_slots_.empty()) {
+      slots_.erase(it);
+      return absl::InternalError(
+          absl::StrCat("no free activation slot for chunk ", chunk, " micro-batch ", micro_batch,
+                       " (the footprint holds ", footprint_.activation_slots(), ")"));
+    }
+    it->second = free_slots_.back();
+    free_slots_.pop_back();
+    tally_.most_activation_slots =
+        std::max<int64_t>(tally_.most_activation_slots, static_cast<int64_t>(slots_.size()));
+  }
+  return it->second;
+}
+
+void StageRunner::ReleaseSlot(int64_t chunk, int64_t micro_batch) {
+  auto it = slots_.find({chunk, micro_batch});
+  free_slots_.push_back(it->second);
+  slots_.erase(it);
+}
+
+absl::StatusOr<DeviceRef> StageRunner::LossSlotOf(int64_t micro_batch) {
+  auto [it, added] = loss_slots_.try_emplace(micro_batch, -1);
+  if (added) {
+    if (free_loss_slots_.empty()) {
+      loss_slots_.erase(it);
+      return absl::InternalError(absl::StrCat("no free loss slot for micro-batch ", micro_batch,
+                                              " (the footprint holds ", footprint_.loss_slots(),
+                                              ")"));
+    }
+    it->second = free_loss_slots_.back();
+    free_loss_slots_.pop_back();
+    tally_.most_loss_slots =
+        std::max<int64_t>(tally_.most_loss_slots, static_cast<int64_t>(loss_slots_.size()));
+  }
+  return DeviceRef{ProbeBuffer::kLossSlots, it->second * footprint_.loss_activations().bytes};
+}
+
+void StageRunner::ReleaseLossSlot(int64_t micro_batch) {
+  auto it = loss_slots_.find(micro_batch);
+  free_loss_slots_.push_back(it->second);
+  loss_slots_.erase(it);
+}
+
+void StageRunner::SetMicroBatches(int64_t micro_batches) {
+  const RankLayout& layout = spec_.layout();
+  schedule_ =
+      PipelineScheduleOf(layout.pp(), spec_.config().virtual_pipeline(), micro_batches, stage_);
+  if (optimizer_.overlapped) {
+    data_parallel_plan_ =
+        DataParallelPlanOf(footprint_.parameters(), footprint_.stage_layers(),
+                           spec_.model().tied_embeddings(), schedule_, stage_, layout.pp(),
+                           layout.GroupSize(RankGroup::kDataContext), optimizer_.overlap);
+  }
+}
+
+void StageRunner::SetContext() { ops_->SetContext(context_); }
+
+absl::Status StageRunner::Reach(PlanPointKind kind, int64_t unit) {
+  if (!optimizer_.overlapped) return absl::OkStatus();
+  const PlanPoint point = PlanPointOf(kind, pass_, unit);
+  const std::vector<PlanStep>& steps = data_parallel_plan_.steps;
+  while (next_plan_step_ < steps.size() && steps[next_plan_step_].point == point) {
+    PT_RETURN_IF_ERROR(ops_->IssueDataParallel(steps[next_plan_step_++]));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StageRunner::Step() {
+  tally_ = StepTally();
+  next_plan_step_ = 0;
+  pass_ = 0;
+  context_ = StepOpContext();
+  SetContext();
+  PT_RETURN_IF_ERROR(ops_->ZeroGradients());
+  if (fp8_) PT_RETURN_IF_ERROR(ops_->StartFp8Step());
+  PT_RETURN_IF_ERROR(Reach(PlanPointKind::kStepStart));
+  for (const ScheduleStep& step : schedule_) PT_RETURN_IF_ERROR(RunScheduleStep(step));
+  context_ = StepOpContext();
+  SetContext();
+  PT_RETURN_IF_ERROR(Reach(PlanPointKind::kStepEnd));
+  if (next_plan_step_ != data_parallel_plan_.steps.size()) {
+    return absl::InternalError(absl::StrCat("data-parallel plan step ", next_plan_step_, " of ",
+                                            data_parallel_plan_.steps.size(),
+                                            " was never reached"));
+  }
+  return OptimizerStep();
+}
+
+absl::Status StageRunner::RunScheduleStep(const ScheduleStep& step) {
+  context_ = StepOpContext();
+  context_.pass = pass_;
+  SetContext();
+  if (!step.transfers.empty()) {
+    std::vector<PipelineTransfer> transfers;
+    for (const Transfer& t : step.transfers) {
+      PipelineTransfer& transfer = transfers.emplace_back();
+      transfer.transfer = t;
+      switch (t.kind) {
+        case TransferKind::kSendActivation:
+          transfer.buffer = Buffer(ProbeBuffer::kPipelineSendActivation);
+          break;
+        case TransferKind::kReceiveActivation: {
+          PT_ASSIGN_OR_RETURN(const int64_t slot, SlotOf(t.chunk, t.micro_batch));
+          transfer.buffer = LayerInput(slot, 0);
+          break;
+        }
+        case TransferKind::kSendGradient:
+          transfer.buffer = Buffer(ProbeBuffer::kResidualGradient);
+          break;
+        case TransferKind::kReceiveGradient:
+          transfer.buffer = Buffer(ProbeBuffer::kPipelineReceiveGradient);
+          break;
+      }
+    }
+    PT_RETURN_IF_ERROR(ops_->SendReceive(transfers));
+  }
+  if (!step.pass.has_value()) return absl::OkStatus();
+  const PipelinePass& pass = *step.pass;
+  context_.chunk = pass.chunk;
+  context_.micro_batch = pass.micro_batch;
+  PT_ASSIGN_OR_RETURN(context_.slot, SlotOf(pass.chunk, pass.micro_batch));
+  SetContext();
+  PT_RETURN_IF_ERROR(Reach(PlanPointKind::kBeforePass));
+  PT_RETURN_IF_ERROR(pass.direction == PassDirection::kForward ? Forward(pass) : Backward(pass));
+  context_.layer = -1;
+  context_.recompute = false;
+  SetContext();
+  PT_RETURN_IF_ERROR(Reach(PlanPointKind::kAfterPass));
+  ++pass_;
+  return absl::OkStatus();
+}
+
+absl::Status StageRunner::Forward(const PipelinePass& pass) {
+  const StageLayers& stage = footprint_.stage_layers();
+  const bool embedding = stage.embedding && pass.chunk == 0;
+  const bool loss = IsLossChunk(pass.chunk);
+  const int64_t slot = context_.slot;
+  DeviceRef loss_slot;
+  if (loss) {
+    PT_ASSIGN_OR_RETURN(loss_slot, LossSlotOf(pass.micro_batch));
+  }
+  const DeviceRef chunk_output = loss ? loss_slot.At(footprint_.loss_activations().input)
+                                      : Buffer(ProbeBuffer::kPipelineSendActivation);
+  const int64_t layers = stage.chunk_layers[pass.chunk];
+  const ChunkUnits& units = chunks_[pass.chunk];
+  if (embedding) {
+    PT_RETURN_IF_ERROR(Reach(PlanPointKind::kBeforeForward, units.Embedding()));
+    PT_RETURN_IF_ERROR(EmbeddingForward(layers > 0 ? LayerInput(slot, 0) : chunk_output));
+  }
+  if (layers == 0 && !embedding) {
+    // An uneven split's chunk of no layers (pipeline_layout.h) passes its input on.
+    PT_RETURN_IF_ERROR(
+        ops_->CopyRows(LayerInput(slot, 0), chunk_output, "copy chunk of no layers"));
+  }
+  for (int64_t l = 0; l < layers; ++l) {
+    const DeviceRef output = l + 1 < layers ? LayerInput(slot, l + 1) : chunk_output;
+    PT_RETURN_IF_ERROR(Reach(PlanPointKind::kBeforeForward, units.Layer(l)));
+    PT_RETURN_IF_ERROR(LayerForward(pass.chunk, l, LayerInput(slot, l), Kept(slot, l), output,
+                                    /*recompute=*/false));
+  }
+  context_.layer = -1;
+  SetContext();
+  // The exit of Megatron-LM's fp8_autocast around the chunk's transformer block.
+  if (fp8_ && layers > 0) PT_RETURN_IF_ERROR(ops_->EndFp8Forward(pass.chunk));
+  if (loss) {
+    PT_RETURN_IF_ERROR(Reach(PlanPointKind::kBeforeForward, units.Loss()));
+    PT_RETURN_IF_ERROR(LossForward(loss_slot));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StageRunner::Backward(const PipelinePass& pass) {
+  const StageLayers& stage = footprint_.stage_layers();
+  const bool embedding = stage.embedding && pass.chunk == 0;
+  const int64_t slot = context_.slot;
+  const DeviceRef residual_gradient = Buffer(ProbeBuffer::kResidualGradient);
+  DeviceRef gradient = Buffer(ProbeBuffer::kPipelineReceiveGradient);
+  bool received_gradient_pending = true;
+  const ChunkUnits& units = chunks_[pass.chunk];
+  if (IsLossChunk(pass.chunk)) {
+    PT_ASSIGN_OR_RETURN(const DeviceRef loss_slot, LossSlotOf(pass.micro_batch));
+    PT_RETURN_IF_ERROR(LossBackward(loss_slot));
+    PT_RETURN_IF_ERROR(Reach(PlanPointKind::kAfterBackward, units.Loss()));
+    ReleaseLossSlot(pass.micro_batch);
+    gradient = residual_gradient;
+    received_gradient_pending = false;
+  }
+  const int64_t layers = stage.chunk_layers[pass.chunk];
+  for (int64_t l = layers - 1; l >= 0; --l) {
+    if (footprint_.full_recompute()) {
+      // Rebuild the layer's activations from its kept input; its output is not needed.
+      PT_RETURN_IF_ERROR(LayerForward(pass.chunk, l, LayerInput(slot, l), Kept(slot, l),
+                                      Buffer(ProbeBuffer::kGathered), /*recompute=*/true));
+    }
+    PT_RETURN_IF_ERROR(LayerBackward(pass.chunk, l, LayerInput(slot, l), Kept(slot, l), gradient));
+    PT_RETURN_IF_ERROR(Reach(PlanPointKind::kAfterBackward, units.Layer(l)));
+    gradient = residual_gradient;
+    received_gradient_pending = false;
+  }
+  context_.layer = -1;
+  SetContext();
+  // The backward of the block's first linear ends Transformer Engine's backward amax update.
+  if (fp8_ && layers > 0) PT_RETURN_IF_ERROR(ops_->EndFp8Backward(pass.chunk));
+  if (received_gradient_pending) {
+    // A chunk of no layers passes the received gradient on, from where sends take it.
+    PT_RETURN_IF_ERROR(ops_->CopyRows(gradient, residual_gradient, "copy chunk of no layers"));
+  }
+  if (embedding) {
+    PT_RETURN_IF_ERROR(EmbeddingBackward(residual_gradient));
+    PT_RETURN_IF_ERROR(Reach(PlanPointKind::kAfterBackward, units.Embedding()));
+  }
+  ReleaseSlot(pass.chunk, pass.micro_batch);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DeviceRef> StageRunner::GatherResidual(DeviceRef rows, std::string_view what) {
+  if (!shapes_.sequence_parallel) return rows;
+  const DeviceRef gathered = Buffer(ProbeBuffer::kGathered);
+  PT_RETURN_IF_ERROR(ops_->TensorAllGather(rows, gathered, what));
+  return gathered;
+}
+
+absl::StatusOr<DeviceRef> StageRunner::ReduceResidual(DeviceRef partial, std::string_view what) {
+  if (shapes_.tensor_parallel == 1) return partial;
+  if (!shapes_.sequence_parallel) {
+    PT_RETURN_IF_ERROR(ops_->TensorAllReduce(partial, what));
+    return partial;
+  }
+  const DeviceRef reduced = Buffer(ProbeBuffer::kReduced);
+  PT_RETURN_IF_ERROR(ops_->TensorReduceScatter(partial, reduced, what));
+  return reduced;
+}
+
+absl::Status StageRunner::NormLinearForward(const PreNormLinear& linear, DeviceRef x,
+                                            DeviceRef norm_output, DeviceRef rstd, DeviceRef out,
+                                            bool float_output, const Fp8Site* fp8) {
+  // In fp8 the norm's bf16 output is transient: the layer keeps its fp8 copy.
+  const DeviceRef normed_rows = fp8 != nullptr ? Buffer(ProbeBuffer::kLinearInput) : norm_output;
+  PT_RETURN_IF_ERROR(ops_->RmsNormForward(x, Weight(linear.norm), normed_rows, rstd));
+  if (fp8 != nullptr) return ops_->Fp8ColumnForward(*fp8, normed_rows, out);
+  const std::string name = LinearWeightName(linear.weight);
+  auto product = [&](DeviceRef input) {
+    return ProductOf(linear.weight, GemmRole::kForward, input, Weight(linear.offset), out,
+                     shapes_.tokens, linear.outputs, shapes_.hidden, float_output);
+  };
+  if (Overlapped(linear)) {
+    // qkv_fprop / fc1_fprop: the ring exchange gathers the rows beside the GEMM's chunks.
+    return ops_->AllGatherGemm(product(Buffer(ProbeBuffer::kGathered)), norm_output,
+                               /*keep_own=*/false);
+  }
+  PT_ASSIGN_OR_RETURN(const DeviceRef normed,
+                      GatherResidual(norm_output, absl::StrCat(name, " input")));
+  return ops_->Gemm(product(normed));
+}
+
+absl::Status StageRunner::NormLinearBackward(const PreNormLinear& linear, DeviceRef d_out,
+                                             DeviceRef x, DeviceRef norm_output, DeviceRef rstd,
+                                             const DeviceRef* residual, const Fp8Site* fp8) {
+  const int64_t h = shapes_.hidden;
+  const bool fp32_gradients = spec_.training().fp32_gradients();
+  const DeviceRef partial = Buffer(ProbeBuffer::kProjectionOutput);
+  const DeviceRef reduced = Buffer(ProbeBuffer::kReduced);
+  const std::string name = LinearWeightName(linear.weight);
+  const LinearProduct input_gradient =
+      ProductOf(linear.weight, GemmRole::kInputGradient, d_out, Weight(linear.offset), partial,
+                shapes_.tokens, linear.outputs, h, /*float_output=*/false);
+  auto weight_gradient = [&](DeviceRef input) {
+    return ProductOf(linear.weight, GemmRole::kWeightGradient, d_out, input,
+                     Gradient(linear.offset), shapes_.tokens, linear.outputs, h, fp32_gradients);
+  };
+  // The overlapped paths reduce-scatter the input gradient into `reduced` themselves; the
+  // others leave partial sums for ReduceResidual.
+  DeviceRef d_normed = reduced;
+  const NormLinearBackwardPath path = NormLinearBackwardPathOf(fp8 != nullptr, Overlapped(linear));
+  tally_.norm_linear_backward_paths.push_back(path);
+  switch (path) {
+    case NormLinearBackwardPath::kFp8Overlapped:
+      PT_RETURN_IF_ERROR(ops_->Fp8ColumnBackwardOverlapped(*fp8, d_out, partial, reduced,
+                                                           Gradient(linear.offset)));
+      break;
+    case NormLinearBackwardPath::kFp8: {
+      PT_RETURN_IF_ERROR(ops_->Fp8Backward(*fp8, d_out, partial, Gradient(linear.offset)));
+      PT_ASSIGN_OR_RETURN(d_normed, ReduceResidual(partial, absl::StrCat(name, " input gradient")));
+      break;
+    }
+    case NormLinearBackwardPath::kBf16Overlapped: {
+      // qkv/fc1 dgrad and wgrad: the input's re-gather beside the input gradient, the input
+      // gradient's reduce-scatter beside the weight gradient.
+      const DeviceRef gathered = Buffer(ProbeBuffer::kGathered);
+      PT_RETURN_IF_ERROR(ops_->BulkBackward(norm_output, gathered, input_gradient,
+                                            weight_gradient(gathered), reduced));
+      break;
+    }
+    case NormLinearBackwardPath::kBf16: {
+      // With sequence parallelism the layer's input is gathered again rather than kept whole
+      // (Korthikanti et al. 2022): the backward pass's extra all-gathers.
+      PT_ASSIGN_OR_RETURN(const DeviceRef normed,
+                          GatherResidual(norm_output, absl::StrCat(name, " input again")));
+      PT_RETURN_IF_ERROR(ops_->Gemm(weight_gradient(normed)));
+      PT_RETURN_IF_ERROR(ops_->Gemm(input_gradient));
+      PT_ASSIGN_OR_RETURN(d_normed, ReduceResidual(partial, absl::StrCat(name, " input gradient")));
+      break;
+    }
+  }
+  PT_RETURN_IF_ERROR(ops_->RmsNormWeightGradient(x, rstd, d_normed, Gradient(linear.norm)));
+  return ops_->RmsNormBackward(x, Weight(linear.norm), rstd, d_normed, residual,
+                               Buffer(ProbeBuffer::kResidualGradient));
+}
+
+absl::Status StageRunner::RowLinearForward(LinearWeight weight, DeviceRef in, int64_t offset,
+                                           int64_t inputs, DeviceRef residual, DeviceRef out,
+                                           const Fp8Site* fp8) {
+  const DeviceRef partial = Buffer(ProbeBuffer::kProjectionOutput);
+  const LinearProduct product =
+      ProductOf(weight, GemmRole::kForward, in, Weight(offset), partial, shapes_.tokens,
+                shapes_.hidden, inputs, /*float_output=*/false);
+  if (spec_.tp_comm_overlap()) {
+    // proj_fprop / fc2_fprop: each column chunk's reduce-scatter follows its GEMM; the rows
+    // reduced land in `out`, where the residual joins them.
+    const DeviceRef reduced = Buffer(ProbeBuffer::kReduced);
+    if (fp8 != nullptr) {
+      PT_RETURN_IF_ERROR(ops_->Fp8RowForwardOverlapped(*fp8, in, partial, reduced, out));
+    } else {
+      PT_RETURN_IF_ERROR(ops_->GemmReduceScatter(product, reduced, out));
+    }
+    return ops_->AddRows(residual, out, out);
+  }
+  if (fp8 != nullptr) {
+    PT_RETURN_IF_ERROR(ops_->Fp8RowForward(*fp8, in, partial));
+  } else {
+    PT_RETURN_IF_ERROR(ops_->Gemm(product));
+  }
+  PT_ASSIGN_OR_RETURN(const DeviceRef reduced,
+                      ReduceResidual(partial, absl::StrCat(LinearWeightName(weight), " output")));
+  return ops_->AddRows(residual, reduced, out);
+}
+
+absl::Status StageRunner::RowLinearBackward(LinearWeight weight, DeviceRef d_out, DeviceRef in,
+                                            int64_t offset, int64_t inputs, DeviceRef d_in,
+                                            const Fp8Site* fp8) {
+  const int64_t h = shapes_.hidden;
+  const bool fp32_gradients = spec_.training().fp32_gradients();
+  const std::string name = LinearWeightName(weight);
+  auto input_gradient = [&](DeviceRef output_gradient) {
+    return ProductOf(weight, GemmRole::kInputGradient, output_gradient, Weight(offset), d_in,
+                     shapes_.tokens, h, inputs, /*float_output=*/false);
+  };
+  auto weight_gradient = [&](DeviceRef output_gradient) {
+    return ProductOf(weight, GemmRole::kWeightGradient, output_gradient, in, Gradient(offset),
+                     shapes_.tokens, h, inputs, fp32_gradients);
+  };
+  const RowLinearBackwardPath path =
+      RowLinearBackwardPathOf(fp8 != nullptr, spec_.tp_comm_overlap(), shapes_.sequence_parallel);
+  tally_.row_linear_backward_paths.push_back(path);
+  switch (path) {
+    case RowLinearBackwardPath::kFp8Overlapped:
+      // proj_dgrad / fc2_dgrad in fp8: the rank's rows cast to E5M2, then ring-gathered.
+      return ops_->Fp8RowBackwardOverlapped(*fp8, d_out, d_in, Gradient(offset));
+    case RowLinearBackwardPath::kBf16Overlapped: {
+      // proj_dgrad / fc2_dgrad: the ring gathers the output gradient beside the input
+      // gradient's chunks and keeps it whole for the weight gradient.
+      const DeviceRef gathered = Buffer(ProbeBuffer::kGathered);
+      PT_RETURN_IF_ERROR(ops_->AllGatherGemm(input_gradient(gathered), d_out, /*keep_own=*/true));
+      return ops_->Gemm(weight_gradient(gathered));
+    }
+    case RowLinearBackwardPath::kFp8SequenceParallel:
+      // The rank's rows cast to E5M2, then gathered in fp8 (grad_output_preprocess).
+      return ops_->Fp8RowBackwardSequenceParallel(*fp8, d_out, d_in, Gradient(offset));
+    case RowLinearBackwardPath::kFp8: {
+      PT_ASSIGN_OR_RETURN(const DeviceRef d_gathered,
+                          GatherResidual(d_out, absl::StrCat(name, " output gradient")));
+      return ops_->Fp8Backward(*fp8, d_gathered, d_in, Gradient(offset));
+    }
+    case RowLinearBackwardPath::kBf16: {
+      PT_ASSIGN_OR_RETURN(const DeviceRef d_gathered,
+                          GatherResidual(d_out, absl::StrCat(name, " output gradient")));
+      PT_RETURN_IF_ERROR(ops_->Gemm(input_gradient(d_gathered)));
+      return ops_->Gemm(weight_gradient(d_gathered));
+    }
+  }
+  return absl::InternalError("unknown RowLinearBackwardPath");
+}
+
+absl::Status StageRunner::LayerForward(int64_t chunk, int64_t layer_in_chunk, DeviceRef input,
+                                       const LayerActivations& kept, DeviceRef output,
+                                       bool recompute) {
+  context_.layer = StageLayer(chunk, layer_in_chunk);
+  context_.recompute = recompute;
+  SetContext();
+  const LayerParameterOffsets& w = footprint_.parameters().layers[context_.layer];
+  const ShardShapes& x = shapes_;
+  const DeviceRef qkv = Buffer(ProbeBuffer::kQkvProjection);
+  std::array<Fp8Site, kFp8LinearsPerLayer> sites;
+  auto site = [&](Fp8Linear linear) -> const Fp8Site* {
+    if (!fp8_) return nullptr;
+    Fp8Site& at = sites[static_cast<int>(linear)];
+    at = Fp8SiteOf(chunk, layer_in_chunk, linear, kept);
+    return &at;
+  };
+  // Attention block: mlp_input = input + out_proj(attention(qkv(norm(input)))).
+  PT_RETURN_IF_ERROR(NormLinearForward(
+      {LinearWeight::kQkv, w.attention_norm, w.qkv, x.qkv.outputs, /*layer=*/true}, input,
+      kept.attention_norm_output, kept.attention_norm_rstd, qkv, /*float_output=*/false,
+      site(Fp8Linear::kQkv)));
+  PT_RETURN_IF_ERROR(ops_->AttentionForward(qkv, kept.attention_output,
+                                            {kept.query, kept.key_value, kept.softmax_lse}));
+  PT_RETURN_IF_ERROR(RowLinearForward(LinearWeight::kAttentionOutput, kept.attention_output,
+                                      w.attention_output, x.attention_output.inputs, input,
+                                      kept.mlp_input, site(Fp8Linear::kAttentionOutput)));
+  // MLP block: output = mlp_input + down(swiglu(gate_up(norm(mlp_input)))).
+  PT_RETURN_IF_ERROR(NormLinearForward(
+      {LinearWeight::kGateUp, w.mlp_norm, w.gate_up, x.gate_up.outputs, /*layer=*/true},
+      kept.mlp_input, kept.mlp_norm_output, kept.mlp_norm_rstd, kept.gate_up,
+      /*float_output=*/false, site(Fp8Linear::kGateUp)));
+  // In fp8 the SwiGLU output is transient too: the down projection keeps its fp8 copy.
+  const DeviceRef swiglu_output = fp8_ ? Buffer(ProbeBuffer::kLinearInput) : kept.swiglu_output;
+  PT_RETURN_IF_ERROR(ops_->SwigluForward(kept.gate_up, swiglu_output));
+  return RowLinearForward(LinearWeight::kDown, swiglu_output, w.down, x.ffn, kept.mlp_input, output,
+                          site(Fp8Linear::kDown));
+}
+
+absl::Status StageRunner::LayerBackward(int64_t chunk, int64_t layer_in_chunk, DeviceRef input,
+                                        const LayerActivations& kept, DeviceRef output_gradient) {
+  context_.layer = StageLayer(chunk, layer_in_chunk);
+  context_.recompute = false;
+  SetContext();
+  const LayerParameterOffsets& w = footprint_.parameters().layers[context_.layer];
+  const ShardShapes& x = shapes_;
+  const DeviceRef residual_gradient = Buffer(ProbeBuffer::kResidualGradient);
+  const DeviceRef swiglu_gradient = Buffer(ProbeBuffer::kSwigluGradient);
+  const DeviceRef mlp_gradient = Buffer(ProbeBuffer::kMlpGradient);
+  const DeviceRef attention_gradient = Buffer(ProbeBuffer::kAttentionOutputGradient);
+  const DeviceRef qkv_gradient = Buffer(ProbeBuffer::kQkvGradient);
+  std::array<Fp8Site, kFp8LinearsPerLayer> sites;
+  auto site = [&](Fp8Linear linear) -> const Fp8Site* {
+    if (!fp8_) return nullptr;
+    Fp8Site& at = sites[static_cast<int>(linear)];
+    at = Fp8SiteOf(chunk, layer_in_chunk, linear, kept);
+    return &at;
+  };
+  // MLP block, then attention block, each ending in its norm's input gradient plus the
+  // residual path's.
+  PT_RETURN_IF_ERROR(RowLinearBackward(LinearWeight::kDown, output_gradient, kept.swiglu_output,
+                                       w.down, x.ffn, swiglu_gradient, site(Fp8Linear::kDown)));
+  PT_RETURN_IF_ERROR(ops_->SwigluBackward(kept.gate_up, swiglu_gradient, mlp_gradient));
+  PT_RETURN_IF_ERROR(NormLinearBackward(
+      {LinearWeight::kGateUp, w.mlp_norm, w.gate_up, x.gate_up.outputs, /*layer=*/true},
+      mlp_gradient, kept.mlp_input, kept.mlp_norm_output, kept.mlp_norm_rstd, &output_gradient,
+      site(Fp8Linear::kGateUp)));
+  PT_RETURN_IF_ERROR(RowLinearBackward(
+      LinearWeight::kAttentionOutput, residual_gradient, kept.attention_output, w.attention_output,
+      x.attention_output.inputs, attention_gradient, site(Fp8Linear::kAttentionOutput)));
+  PT_RETURN_IF_ERROR(ops_->AttentionBackward(attention_gradient, kept.attention_output,
+                                             qkv_gradient,
+                                             {kept.query, kept.key_value, kept.softmax_lse}));
+  return NormLinearBackward(
+      {LinearWeight::kQkv, w.attention_norm, w.qkv, x.qkv.outputs, /*layer=*/true}, qkv_gradient,
+      input, kept.attention_norm_output, kept.attention_norm_rstd, &residual_gradient,
+      site(Fp8Linear::kQkv));
+}
+
+absl::Status StageRunner::EmbeddingForward(DeviceRef output) {
+  const DeviceRef partial = Buffer(ProbeBuffer::kProjectionOutput);
+  PT_RETURN_IF_ERROR(ops_->EmbeddingForward(Weight(footprint_.parameters().embedding), partial));
+  // Each rank looked up its vocabulary rows only: the sum over the tensor group is the
+  // embedding (Megatron-LM's VocabParallelEmbedding).
+  PT_ASSIGN_OR_RETURN(const DeviceRef embedded, ReduceResidual(partial, "embedding"));
+  return ops_->CopyRows(embedded, output, "copy embedding output");
+}
+
+absl::Status StageRunner::EmbeddingBackward(DeviceRef input_gradient) {
+  PT_ASSIGN_OR_RETURN(const DeviceRef gradient,
+                      GatherResidual(input_gradient, "embedding output gradient"));
+  return ops_->EmbeddingBackward(gradient, Gradient(footprint_.parameters().embedding));
+}
+
+absl::Status StageRunner::LossForward(DeviceRef loss_slot) {
+  const LossActivationLayout& at = footprint_.loss_activations();
+  const ParameterLayout& parameters = footprint_.parameters();
+  return NormLinearForward(
+      {LinearWeight::kLmHead, parameters.final_norm, parameters.lm_head, shapes_.vocab},
+      loss_slot.At(at.input), loss_slot.At(at.norm_output), loss_slot.At(at.norm_rstd),
+      loss_slot.At(at.logits), /*float_output=*/true, nullptr);
+}
+
+absl::Status StageRunner::LossBackward(DeviceRef loss_slot) {
+  const LossActivationLayout& at = footprint_.loss_activations();
+  const ParameterLayout& parameters = footprint_.parameters();
+  const DeviceRef logits = loss_slot.At(at.logits);
+  // kLossStatistics: the rows' maxima, sums of exponentials and losses, [T] fp32 each.
+  const int64_t statistic_bytes = shapes_.tokens * static_cast<int64_t>(sizeof(float));
+  const DeviceRef row_max = Buffer(ProbeBuffer::kLossStatistics);
+  const DeviceRef row_sum = row_max.At(statistic_bytes);
+  const DeviceRef loss = row_sum.At(statistic_bytes);
+  const DeviceRef d_logits = Buffer(ProbeBuffer::kLogitsGradient);
+  const bool tensor_group = shapes_.tensor_parallel > 1;
+  // Megatron-LM's vocab_parallel_cross_entropy: the maximum and the sum of exponentials
+  // all-reduced over the tensor group, then softmax - one_hot on each rank's shard.
+  PT_RETURN_IF_ERROR(ops_->LogitsRowMax(logits, row_max));
+  if (tensor_group) {
+    PT_RETURN_IF_ERROR(
+        ops_->AllReduceLogitStatistic(row_max, DeviceOps::Reduction::kMax, "logits max"));
+  }
+  PT_RETURN_IF_ERROR(ops_->LogitsRowSumExp(logits, row_max, row_sum));
+  if (tensor_group) {
+    PT_RETURN_IF_ERROR(
+        ops_->AllReduceLogitStatistic(row_sum, DeviceOps::Reduction::kSum, "logits sum"));
+  }
+  PT_RETURN_IF_ERROR(ops_->CrossEntropyBackward(logits, row_max, row_sum, d_logits, loss));
+  // The final norm's input feeds nothing else: no residual gradient joins.
+  return NormLinearBackward(
+      {LinearWeight::kLmHead, parameters.final_norm, parameters.lm_head, shapes_.vocab}, d_logits,
+      loss_slot.At(at.input), loss_slot.At(at.norm_output), loss_slot.At(at.norm_rstd), nullptr,
+      nullptr);
+}
+
+absl::Status StageRunner::OptimizerStep() {
+  const bool distributed = spec_.training().distributed_optimizer();
+  const int64_t buckets = static_cast<int64_t>(optimizer_.buckets.size());
+  if (optimizer_.reduce_gradients && !optimizer_.overlapped) {
+    for (int64_t i = 0; i < buckets; ++i) {
+      // With the distributed optimizer each rank's shard of the summed gradients lands in
+      // place, where its own shard is.
+      PT_RETURN_IF_ERROR(distributed ? ops_->ReduceScatterGradients(i)
+                                     : ops_->AllReduceGradients(i));
+    }
+  }
+  const int64_t step = ++optimizer_step_;
+  for (int64_t i = 0; i < buckets; ++i) {
+    const OptimizerShard shard = optimizer_.ShardOf(i);
+    const int64_t state_byte = shard.state * static_cast<int64_t>(sizeof(float));
+    AdamUpdate update;
+    update.bucket = i;
+    update.shard = shard;
+    update.step = step;
+    update.gradients = Gradient(shard.first);
+    update.master_weights = {ProbeBuffer::kMasterWeights, state_byte};
+    update.first_moment = {ProbeBuffer::kAdamFirstMoment, state_byte};
+    update.second_moment = {ProbeBuffer::kAdamSecondMoment, state_byte};
+    // fp8 weights are cast from the updated master below, not rounded to bf16 here.
+    update.update_weights = !footprint_.parameters().RegionOf(optimizer_.buckets[i].start).fp8;
+    update.weights = Weight(shard.first);
+    PT_RETURN_IF_ERROR(ops_->Adam(update));
+  }
+  if (footprint_.fp8_state().fp8_parameters) PT_RETURN_IF_ERROR(ops_->CastMasterWeights());
+  // Overlapped, the next step's forward passes gather the parameters.
+  if (optimizer_.reduce_gradients && distributed &&
+      !(optimizer_.overlapped && optimizer_.overlap.overlap_param_gather)) {
+    for (int64_t i = 0; i < buckets; ++i) PT_RETURN_IF_ERROR(ops_->GatherParameters(i));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace paratune
