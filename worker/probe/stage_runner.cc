@@ -56,10 +56,18 @@ StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& footprint,
       fp8_(footprint.fp8()),
       chunks_(ChunkUnitsOf(footprint.stage_layers())) {
   SetMicroBatches(spec.micro_batches());
-  for (int64_t slot = footprint.activation_slots() - 1; slot >= 0; --slot) {
+}
+
+void StageRunner::FreeEverySlot() {
+  slots_.clear();
+  loss_slots_.clear();
+  free_slots_.clear();
+  free_loss_slots_.clear();
+  // Taken from the back: slot 0 first.
+  for (int64_t slot = footprint_.activation_slots() - 1; slot >= 0; --slot) {
     free_slots_.push_back(slot);
   }
-  for (int64_t slot = footprint.loss_slots() - 1; slot >= 0; --slot) {
+  for (int64_t slot = footprint_.loss_slots() - 1; slot >= 0; --slot) {
     free_loss_slots_.push_back(slot);
   }
 }
@@ -215,6 +223,9 @@ absl::Status StageRunner::Reach(PlanPointKind kind, int64_t unit) {
 
 absl::Status StageRunner::Step() {
   tally_ = StepTally();
+  // Every pass gave its slots back by the end of the last step (or that step failed): each
+  // step takes them in the same order, so that every step asks for the same work.
+  FreeEverySlot();
   next_plan_step_ = 0;
   pass_ = 0;
   context_ = StepOpContext();

@@ -148,6 +148,8 @@ class StageRunner {
   // rows [R, h]: reduce-scatter with sequence parallelism, all-reduce in place without.
   absl::StatusOr<DeviceRef> ReduceResidual(DeviceRef partial, std::string_view what);
 
+  // Every activation and loss slot free, in index order.
+  void FreeEverySlot();
   // The activation slot holding (chunk, micro-batch), taking a free one if it has none;
   // INTERNAL if none is free.
   absl::StatusOr<int64_t> SlotOf(int64_t chunk, int64_t micro_batch);

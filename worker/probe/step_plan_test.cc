@@ -200,6 +200,23 @@ INSTANTIATE_TEST_SUITE_P(Combinations, StepPlanPathTest, testing::ValuesIn(PathC
                            return info.param.name;
                          });
 
+// The plans run StageRunner itself (through RecordingDeviceOps): together the cases above take
+// every path of its two linear backward passes, 4 + 5 of them.
+TEST(StepPlanPathTest, TheCasesRunEveryPathOfTheRunner) {
+  std::set<NormLinearBackwardPath> norm;
+  std::set<RowLinearBackwardPath> row;
+  for (const PathCase& c : PathCases()) {
+    const StepPlan plan = PlanOf(c.options, 0);
+    norm.insert(plan.norm_linear_backward_paths.begin(), plan.norm_linear_backward_paths.end());
+    row.insert(plan.row_linear_backward_paths.begin(), plan.row_linear_backward_paths.end());
+  }
+  using N = NormLinearBackwardPath;
+  using R = RowLinearBackwardPath;
+  EXPECT_EQ(norm, (std::set<N>{N::kFp8Overlapped, N::kFp8, N::kBf16Overlapped, N::kBf16}));
+  EXPECT_EQ(row, (std::set<R>{R::kFp8Overlapped, R::kBf16Overlapped, R::kFp8SequenceParallel,
+                              R::kFp8, R::kBf16}));
+}
+
 // Full recomputation runs every layer's forward again before its backward: one more forward
 // of the layers' model FLOPs per micro-batch, and ops marked as recomputed.
 TEST(StepPlanTest, FullRecomputeAddsOneLayerForward) {
