@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "worker/cuda/communicators.h"
 #include "worker/cuda/cuda_status.h"
@@ -45,26 +44,6 @@ DataParallelSync::~DataParallelSync() {
   }
   if (reductions_ != nullptr) cudaEventDestroy(reductions_);
   if (dispatch_ != nullptr) cudaEventDestroy(dispatch_);
-}
-
-void DataParallelSync::Start(const std::vector<PlanStep>* steps) {
-  steps_ = steps;
-  next_ = 0;
-}
-
-absl::Status DataParallelSync::Reach(const PlanPoint& point) {
-  while (next_ < steps_->size() && (*steps_)[next_].point == point) {
-    PT_RETURN_IF_ERROR(Issue((*steps_)[next_++]));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status DataParallelSync::Finish() {
-  if (next_ != steps_->size()) {
-    return absl::InternalError(absl::StrCat("data-parallel plan step ", next_, " of ",
-                                            steps_->size(), " was never reached"));
-  }
-  return absl::OkStatus();
 }
 
 void* DataParallelSync::Gradient(int64_t element) const {

@@ -63,20 +63,19 @@ class DataParallelSync {
   DataParallelSync& operator=(const DataParallelSync&) = delete;
   ~DataParallelSync();
 
-  // Starts a step that will reach the points of `steps` (borrowed until Finish), whose buckets
-  // index the buckets given to Create.
-  void Start(const std::vector<PlanStep>* steps);
-  // Issues the steps at `point`: the caller reaches points in the plan's order.
-  absl::Status Reach(const PlanPoint& point);
-  // INTERNAL if a step's point was never reached (the runner and the plan disagree).
-  absl::Status Finish();
+  // Enqueues one step of the plan (its bucket an index into the buckets given to Create):
+  // kDispatchGather and kDispatchReduce on the communication stream, after the compute
+  // stream's work so far; kWaitGather and kWaitReductions as waits of the compute stream,
+  // marked dp_collectives. The caller issues the plan's steps in its order, each at its point
+  // (worker/probe/stage_runner.h matches them): a wait covers only what was dispatched before it.
+  // NcclStatus's or CudaStatus's error.
+  absl::Status Issue(const PlanStep& step);
 
  private:
   DataParallelSync(const DataParallelBuffers& buffers, std::vector<ParameterBucket> buckets,
                    PhaseTimer* timer)
       : buffers_(buffers), buckets_(std::move(buckets)), timer_(timer) {}
 
-  absl::Status Issue(const PlanStep& step);
   // Makes the communication stream wait for the work given to the compute stream so far.
   absl::Status FollowCompute();
   void* Gradient(int64_t element) const;
@@ -87,8 +86,6 @@ class DataParallelSync {
   cudaEvent_t dispatch_ = nullptr;     // compute -> communication
   cudaEvent_t reductions_ = nullptr;   // communication -> compute, after the reductions
   std::vector<cudaEvent_t> gathered_;  // per bucket, communication -> compute
-  const std::vector<PlanStep>* steps_ = nullptr;
-  size_t next_ = 0;
 };
 
 }  // namespace paratune

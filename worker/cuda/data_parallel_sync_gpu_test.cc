@@ -57,13 +57,16 @@ ParameterLayout LayoutOf(StageLayers* layers, bool fp8_parameters) {
 
 // Walks a step as the stage runner does: a unit's backward rewrites every bucket holding the
 // unit (so a bucket's last write is its first unit's backward in the last pass), and `sync`
-// issues the plan at each point.
+// issues the plan's steps in its order, each when the walk reaches its point.
 void RunStep(const DataParallelPlan& plan, const std::vector<ScheduleStep>& schedule,
              bf16* gradients, cudaStream_t compute, DataParallelSync& sync) {
+  size_t next = 0;
   auto reach = [&](PlanPointKind kind, int64_t pass, int64_t unit) {
-    ASSERT_TRUE(sync.Reach({kind, pass, unit}).ok());
+    const PlanPoint point{kind, pass, unit};
+    for (; next < plan.steps.size() && plan.steps[next].point == point; ++next) {
+      ASSERT_TRUE(sync.Issue(plan.steps[next]).ok());
+    }
   };
-  sync.Start(&plan.steps);
   reach(PlanPointKind::kStepStart, 0, 0);
   int64_t pass = 0;
   for (const ScheduleStep& step : schedule) {
@@ -89,7 +92,7 @@ void RunStep(const DataParallelPlan& plan, const std::vector<ScheduleStep>& sche
     ++pass;
   }
   reach(PlanPointKind::kStepEnd, 0, 0);
-  ASSERT_TRUE(sync.Finish().ok());
+  EXPECT_EQ(next, plan.steps.size()) << "a plan step's point was never reached";
 }
 
 // What RunStep leaves in the gradients of each bucket, on the CPU: a bucket's last write is its

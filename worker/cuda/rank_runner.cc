@@ -11,15 +11,17 @@
 #include "common/status_macros.h"
 #include "worker/cuda/collective_benchmark.h"
 #include "worker/cuda/communicators.h"
+#include "worker/cuda/cuda_device_ops.h"
 #include "worker/cuda/cuda_status.h"
 #include "worker/cuda/device.h"
 #include "worker/cuda/device_footprint.h"
 #include "worker/cuda/fp8_amax_group.h"
 #include "worker/cuda/gemm.h"
 #include "worker/cuda/phase_timer.h"
-#include "worker/cuda/stage_runner.h"
 #include "worker/probe/footprint_plan.h"
 #include "worker/probe/measurement_layout.h"
+#include "worker/probe/optimizer_layout.h"
+#include "worker/probe/stage_runner.h"
 
 namespace paratune {
 namespace {
@@ -36,9 +38,9 @@ class RankResources {
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
   cudaStream_t stream = nullptr;
-  // The overlapped data-parallel collectives' (StageRunner).
+  // The overlapped data-parallel collectives' (CudaDeviceOps).
   cudaStream_t communication = nullptr;
-  // The overlapped tensor-parallel collectives' (StageRunner), apart from the data-parallel
+  // The overlapped tensor-parallel collectives' (CudaDeviceOps), apart from the data-parallel
   // ones so that a ring step never queues behind a gradient bucket.
   cudaStream_t tensor_communication = nullptr;
   std::vector<cudaEvent_t> events;
@@ -110,10 +112,14 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
                       Gemm::Create(memory->get<void>(ProbeBuffer::kGemmWorkspace),
                                    plan.placement(ProbeBuffer::kGemmWorkspace).bytes));
   PhaseTimer timer(stream);
-  StageRunner runner(spec, plan, *memory, *communicators,
-                     amax_group != nullptr ? amax_group->comm() : nullptr, gemm.get(), stream,
-                     resources.communication, resources.tensor_communication, &timer);
-  PT_RETURN_IF_ERROR(runner.Initialize(spec.seed()));
+  const OptimizerLayout optimizer = OptimizerLayoutOf(spec, plan, rank);
+  PT_ASSIGN_OR_RETURN(std::unique_ptr<CudaDeviceOps> ops,
+                      CudaDeviceOps::Create(spec, plan, *memory, *communicators,
+                                            amax_group != nullptr ? amax_group->comm() : nullptr,
+                                            optimizer, gemm.get(), stream, resources.communication,
+                                            resources.tensor_communication, &timer));
+  PT_RETURN_IF_ERROR(ops->Initialize(spec.seed()));
+  StageRunner runner(spec, plan, optimizer, rank, ops.get());
 
   // The timed steps: timed_steps per series, one series of full steps or one per short-step
   // count.
@@ -204,10 +210,10 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
   measurement.peak_memory_bytes = static_cast<int64_t>(*busiest);
   measurement.peak_memory_stage = busiest - slowest.stage_peak_bytes.begin();
   measurement.device = std::move(description);
-  measurement.attention_kernel = runner.attention().forward_kernel();
-  measurement.attention_fallback_reason = runner.attention().fallback_reason();
-  measurement.attention_backward_kernel = runner.attention().backward_kernel();
-  measurement.attention_backward_fallback_reason = runner.attention().backward_fallback_reason();
+  measurement.attention_kernel = ops->attention().forward_kernel();
+  measurement.attention_fallback_reason = ops->attention().fallback_reason();
+  measurement.attention_backward_kernel = ops->attention().backward_kernel();
+  measurement.attention_backward_fallback_reason = ops->attention().backward_fallback_reason();
   return measurement;
 }
 
