@@ -17,6 +17,7 @@ targets=(
   //worker/cuda:attention_gpu_test
   //worker/cuda:data_parallel_sync_gpu_test
   //worker/cuda:tensor_parallel_overlap_gpu_test
+  //worker/cuda:stage_runner_gpu_test
   //worker:cuda_backend_gpu_test
   //worker/cuda:gemm_benchmark
   //worker/cuda:attention_benchmark

@@ -4,8 +4,10 @@
 # Logs go to $OUT (the device machine's output folder) or ./probe-gpu-out; a summary is
 # printed last. Steps, all by default: tests gemm attention probe fp8 e2e.
 #   tests  the gpu-tagged tests: kernels, GEMMs, fp8 linears and parameters, attention, the
-#          overlaps, the cuda backend's conformance, and a probe the memory model sizes at 1.5
-#          times the GPU's own memory failing allocation
+#          overlaps, the step itself against its plan (StageRunner over CudaDeviceOps: the
+#          planned GEMMs run, the loss starts at ln V and falls), the cuda backend's
+#          conformance, and a probe the memory model sizes at 1.5 times the GPU's own memory
+#          failing allocation
 #   gemm   bf16 and fp8 GEMM throughput (Google Benchmark)
 #   attention  fused (cuDNN) and chunked attention throughput, forward and backward
 #   probe  Llama-3.1-8B on one GPU, 5 probes: wall time, step-time CV, measured vs predicted
@@ -57,7 +59,7 @@ field() { grep -m1 "^ *$1:" "$2" | sed 's/^[^:]*: *//; s/"//g'; }
 for step in "${steps[@]}"; do
   case "$step" in
     tests)
-      for test in kernels_gpu_test gemm_gpu_test fp8_gemm_gpu_test fp8_linear_gpu_test fp8_parameters_gpu_test attention_gpu_test data_parallel_sync_gpu_test tensor_parallel_overlap_gpu_test cuda_backend_gpu_test; do
+      for test in kernels_gpu_test gemm_gpu_test fp8_gemm_gpu_test fp8_linear_gpu_test fp8_parameters_gpu_test attention_gpu_test data_parallel_sync_gpu_test tensor_parallel_overlap_gpu_test stage_runner_gpu_test cuda_backend_gpu_test; do
         mkdir -p "$work/tmp/$test"
         TEST_SRCDIR="$work/runfiles" TEST_TMPDIR="$work/tmp/$test" "$work/bin/$test" \
           >>"$out/tests.log" 2>&1

@@ -363,6 +363,7 @@ absl::Status Gemm::Multiply(const Product& g, cudaStream_t stream) {
                      static_cast<size_t>(workspace_bytes_), stream);
   // The description is built only on failure: Multiply is on the probe's hot path.
   if (status != CUBLAS_STATUS_SUCCESS) return CublasStatus(status, g.Describe());
+  ++products_;
   return absl::OkStatus();
 }
 

@@ -125,6 +125,10 @@ class Gemm {
   // it or fails.
   absl::Status RunFp8(const Fp8GemmArgs& args, cudaStream_t stream);
 
+  // The products enqueued so far (an empty one is not): what steps ran, for checks against
+  // their plans.
+  int64_t products() const { return products_; }
+
  private:
   struct Product;
   struct Plan;
@@ -138,6 +142,7 @@ class Gemm {
   void* workspace_;
   int64_t workspace_bytes_;
   std::map<PlanKey, std::unique_ptr<Plan>> plans_;
+  int64_t products_ = 0;
 };
 
 }  // namespace paratune

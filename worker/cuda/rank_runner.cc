@@ -11,38 +11,24 @@
 #include "common/status_macros.h"
 #include "worker/cuda/collective_benchmark.h"
 #include "worker/cuda/communicators.h"
-#include "worker/cuda/cuda_device_ops.h"
 #include "worker/cuda/cuda_status.h"
 #include "worker/cuda/device.h"
-#include "worker/cuda/device_footprint.h"
-#include "worker/cuda/fp8_amax_group.h"
-#include "worker/cuda/gemm.h"
 #include "worker/cuda/phase_timer.h"
-#include "worker/probe/footprint_plan.h"
+#include "worker/cuda/rank_stack.h"
 #include "worker/probe/measurement_layout.h"
-#include "worker/probe/optimizer_layout.h"
 #include "worker/probe/stage_runner.h"
 
 namespace paratune {
 namespace {
 
-// Owns the compute and communication streams, an event array and a small device buffer:
-// RAII for the rank's resources that are not in the footprint.
-class RankResources {
+// Owns an event array and a small device buffer: RAII for what the measurement adds to the
+// rank's stack.
+class MeasurementResources {
  public:
-  ~RankResources() {
+  ~MeasurementResources() {
     for (cudaEvent_t event : events) cudaEventDestroy(event);
     if (reduction != nullptr) cudaFree(reduction);
-    if (tensor_communication != nullptr) cudaStreamDestroy(tensor_communication);
-    if (communication != nullptr) cudaStreamDestroy(communication);
-    if (stream != nullptr) cudaStreamDestroy(stream);
   }
-  cudaStream_t stream = nullptr;
-  // The overlapped data-parallel collectives' (CudaDeviceOps).
-  cudaStream_t communication = nullptr;
-  // The overlapped tensor-parallel collectives' (CudaDeviceOps), apart from the data-parallel
-  // ones so that a ring step never queues behind a gradient bucket.
-  cudaStream_t tensor_communication = nullptr;
   std::vector<cudaEvent_t> events;
   double* reduction = nullptr;
 };
@@ -89,37 +75,12 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
   PT_ASSIGN_OR_RETURN(DeviceDescription description, DescribeDevice(device));
   if (spec.training().fp8()) PT_RETURN_IF_ERROR(CheckFp8Device(device, description.gpu_name));
 
-  RankResources resources;
-  PT_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&resources.stream, cudaStreamNonBlocking),
-                                "cudaStreamCreate"));
-  PT_RETURN_IF_ERROR(
-      CudaStatus(cudaStreamCreateWithFlags(&resources.communication, cudaStreamNonBlocking),
-                 "cudaStreamCreate(communication)"));
-  PT_RETURN_IF_ERROR(
-      CudaStatus(cudaStreamCreateWithFlags(&resources.tensor_communication, cudaStreamNonBlocking),
-                 "cudaStreamCreate(tensor communication)"));
-  cudaStream_t stream = resources.stream;
-  PT_ASSIGN_OR_RETURN(std::unique_ptr<RankCommunicators> communicators,
-                      RankCommunicators::Create(id, layout, rank));
-  std::unique_ptr<Fp8AmaxGroup> amax_group;
-  if (spec.training().fp8()) {
-    PT_ASSIGN_OR_RETURN(amax_group, Fp8AmaxGroup::Create(*communicators));
-  }
-  const FootprintPlan plan = FootprintPlan::Create(spec.model(), spec.training(), spec.cluster(),
-                                                   spec.config(), MemoryOptions(), stage);
-  PT_ASSIGN_OR_RETURN(std::unique_ptr<DeviceFootprint> memory, DeviceFootprint::Allocate(plan));
-  PT_ASSIGN_OR_RETURN(std::unique_ptr<Gemm> gemm,
-                      Gemm::Create(memory->get<void>(ProbeBuffer::kGemmWorkspace),
-                                   plan.placement(ProbeBuffer::kGemmWorkspace).bytes));
-  PhaseTimer timer(stream);
-  const OptimizerLayout optimizer = OptimizerLayoutOf(spec, plan, rank);
-  PT_ASSIGN_OR_RETURN(std::unique_ptr<CudaDeviceOps> ops,
-                      CudaDeviceOps::Create(spec, plan, *memory, *communicators,
-                                            amax_group != nullptr ? amax_group->comm() : nullptr,
-                                            optimizer, gemm.get(), stream, resources.communication,
-                                            resources.tensor_communication, &timer));
-  PT_RETURN_IF_ERROR(ops->Initialize(spec.seed()));
-  StageRunner runner(spec, plan, optimizer, rank, ops.get());
+  PT_ASSIGN_OR_RETURN(std::unique_ptr<RankStack> stack, RankStack::Create(spec, rank, id));
+  cudaStream_t stream = stack->stream();
+  const RankCommunicators& communicators = stack->communicators();
+  StageRunner& runner = stack->runner();
+  PhaseTimer& timer = stack->timer();
+  MeasurementResources resources;
 
   // The timed steps: timed_steps per series, one series of full steps or one per short-step
   // count.
@@ -135,7 +96,7 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
 
   runner.SetMicroBatches(series.front());
   for (int64_t i = 0; i < spec.warmup_steps(); ++i) PT_RETURN_IF_ERROR(runner.Step());
-  PT_RETURN_IF_ERROR(Barrier(*communicators, resources.reduction, stream));
+  PT_RETURN_IF_ERROR(Barrier(communicators, resources.reduction, stream));
 
   // Per series, an event before its first step and one after each step.
   resources.events.resize(steps + series.size(), nullptr);
@@ -173,8 +134,8 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
 
   PT_ASSIGN_OR_RETURN(
       std::vector<CollectiveMeasurement> collectives,
-      BenchmarkCollectives(*communicators, plan, *memory, !DataParallelModelled(spec),
-                           spec.training().distributed_optimizer(),
+      BenchmarkCollectives(communicators, stack->plan(), stack->memory(),
+                           !DataParallelModelled(spec), spec.training().distributed_optimizer(),
                            spec.training().fp32_gradients(), stream));
   for (const CollectiveMeasurement& collective : collectives) {
     own.collective_seconds.push_back(collective.seconds);
@@ -189,7 +150,7 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
       CudaStatus(cudaMemcpyAsync(resources.reduction, values.data(), reduced * sizeof(double),
                                  cudaMemcpyHostToDevice, stream),
                  "cudaMemcpyAsync(measurements)"));
-  PT_RETURN_IF_ERROR(AllReduce(communicators->world(), resources.reduction, resources.reduction,
+  PT_RETURN_IF_ERROR(AllReduce(communicators.world(), resources.reduction, resources.reduction,
                                reduced, ncclFloat64, ncclMax, stream));
   PT_RETURN_IF_ERROR(
       CudaStatus(cudaMemcpyAsync(values.data(), resources.reduction, reduced * sizeof(double),
@@ -210,10 +171,11 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
   measurement.peak_memory_bytes = static_cast<int64_t>(*busiest);
   measurement.peak_memory_stage = busiest - slowest.stage_peak_bytes.begin();
   measurement.device = std::move(description);
-  measurement.attention_kernel = ops->attention().forward_kernel();
-  measurement.attention_fallback_reason = ops->attention().fallback_reason();
-  measurement.attention_backward_kernel = ops->attention().backward_kernel();
-  measurement.attention_backward_fallback_reason = ops->attention().backward_fallback_reason();
+  measurement.attention_kernel = stack->ops().attention().forward_kernel();
+  measurement.attention_fallback_reason = stack->ops().attention().fallback_reason();
+  measurement.attention_backward_kernel = stack->ops().attention().backward_kernel();
+  measurement.attention_backward_fallback_reason =
+      stack->ops().attention().backward_fallback_reason();
   return measurement;
 }
 

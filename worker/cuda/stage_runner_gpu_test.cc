@@ -1,0 +1,123 @@
+// StageRunner over the device's own DeviceOps, as the probe runs it (RankStack), on one GPU,
+// for every switch of the step one GPU can take: what the device ran is the step plan's
+// recording (its GEMMs, counted by cuBLASLt calls), and the steps train: the first step's loss
+// is the uniform prediction's, ln V, as it must be from weights of 0.02 (an independent
+// reference: no GPU path computes it), and ten steps on the same tokens lower it.
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "worker/cuda/rank_stack.h"
+#include "worker/probe/probe_spec.h"
+#include "worker/probe/step_plan.h"
+#include "worker/probe/step_plan_specs.h"
+
+namespace paratune {
+namespace {
+
+constexpr int kSteps = 10;
+
+struct Case {
+  std::string name;
+  PlanSpecOptions options;
+};
+
+class StageRunnerGpuTest : public testing::TestWithParam<Case> {};
+
+int64_t PlannedGemms(const StepPlan& plan) {
+  int64_t gemms = 0;
+  for (const StepOp& op : plan.ops) gemms += std::holds_alternative<GemmOp>(op.detail) ? 1 : 0;
+  return gemms;
+}
+
+// The mean per-token loss of the step's last micro-batch (CrossEntropyBackward's loss[t],
+// after the rows' maxima and sums in kLossStatistics).
+double MeanLoss(const RankStack& stack) {
+  const int64_t tokens = stack.plan().shapes().tokens;
+  std::vector<float> loss(tokens);
+  EXPECT_EQ(cudaStreamSynchronize(stack.stream()), cudaSuccess);
+  const char* statistics = stack.memory().get<char>(ProbeBuffer::kLossStatistics);
+  EXPECT_EQ(cudaMemcpy(loss.data(), statistics + 2 * tokens * sizeof(float), tokens * sizeof(float),
+                       cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  return std::accumulate(loss.begin(), loss.end(), 0.0) / static_cast<double>(tokens);
+}
+
+TEST_P(StageRunnerGpuTest, RunsItsPlanAndLearns) {
+  const Case& c = GetParam();
+  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(c.options);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->layout().world_size(), 1) << "one GPU";
+  ASSERT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  int major = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  if (spec->training().fp8() && major < 9) GTEST_SKIP() << "fp8 needs compute capability 9.0";
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  absl::StatusOr<std::unique_ptr<RankStack>> stack = RankStack::Create(*spec, 0, id);
+  ASSERT_TRUE(stack.ok()) << stack.status();
+  absl::StatusOr<StepPlan> plan = StepPlanOf(*spec, (*stack)->plan(), 0, spec->micro_batches());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const int64_t planned = PlannedGemms(*plan);
+  const Attention& attention = (*stack)->ops().attention();
+  // The chunked attention fallback runs its products as cuBLASLt GEMMs too.
+  const bool fused = std::string(attention.forward_kernel()) == "cudnn_fused" &&
+                     std::string(attention.backward_kernel()) == "cudnn_fused";
+  std::vector<double> losses;
+  for (int step = 0; step < kSteps; ++step) {
+    const int64_t before = (*stack)->gemm().products();
+    ASSERT_TRUE((*stack)->runner().Step().ok()) << step;
+    const int64_t ran = (*stack)->gemm().products() - before;
+    if (fused) {
+      EXPECT_EQ(ran, planned) << "step " << step;
+    } else {
+      EXPECT_GT(ran, planned) << "step " << step << ": " << attention.fallback_reason();
+    }
+    losses.push_back(MeanLoss(**stack));
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  }
+  const double uniform = std::log(static_cast<double>(spec->model().vocab_size()));
+  std::printf("%s: attention %s/%s, %lld GEMMs planned per step, loss %.5f -> %.5f (ln V %.5f)\n",
+              c.name.c_str(), attention.forward_kernel(), attention.backward_kernel(),
+              static_cast<long long>(planned), losses.front(), losses.back(), uniform);
+  for (double loss : losses) ASSERT_TRUE(std::isfinite(loss));
+  EXPECT_NEAR(losses.front(), uniform, 0.05 * uniform);
+  EXPECT_LT(losses.back(), losses.front());
+}
+
+std::vector<Case> Cases() {
+  PlanSpecOptions bf16;
+  bf16.preset = "llama3.2-1b";
+  bf16.seq_len = 2048;
+  std::vector<Case> cases = {{"bf16", bf16}};
+  PlanSpecOptions selective = bf16;
+  selective.recompute = v1::RECOMPUTE_SELECTIVE;
+  cases.push_back({"selective_recompute", selective});
+  PlanSpecOptions full = bf16;
+  full.recompute = v1::RECOMPUTE_FULL;
+  cases.push_back({"full_recompute", full});
+  PlanSpecOptions fp8 = bf16;
+  fp8.fp8 = true;
+  cases.push_back({"fp8", fp8});
+  // One replica of a dp 2 run: fp8 weights cast from the master shards each step.
+  PlanSpecOptions fp8_parameters = fp8;
+  fp8_parameters.dp = 2;
+  fp8_parameters.replica = true;
+  fp8_parameters.fp8_param_gather = true;
+  cases.push_back({"fp8_parameters", fp8_parameters});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(OneGpu, StageRunnerGpuTest, testing::ValuesIn(Cases()),
+                         [](const testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace paratune
