@@ -9,6 +9,91 @@
 #include "worker/probe/pipeline_schedule.h"
 
 namespace paratune {
+
+const char* ProbeBufferName(ProbeBuffer buffer) {
+  switch (buffer) {
+    case ProbeBuffer::kWeights:
+      return "weights";
+    case ProbeBuffer::kGradients:
+      return "gradients";
+    case ProbeBuffer::kMasterWeights:
+      return "master_weights";
+    case ProbeBuffer::kAdamFirstMoment:
+      return "adam_first_moment";
+    case ProbeBuffer::kAdamSecondMoment:
+      return "adam_second_moment";
+    case ProbeBuffer::kActivationSlots:
+      return "activation_slots";
+    case ProbeBuffer::kRecomputeWorkspace:
+      return "recompute_workspace";
+    case ProbeBuffer::kLossSlots:
+      return "loss_slots";
+    case ProbeBuffer::kPipelineSendActivation:
+      return "pipeline_send_activation";
+    case ProbeBuffer::kPipelineReceiveGradient:
+      return "pipeline_receive_gradient";
+    case ProbeBuffer::kFp8WeightCopies:
+      return "fp8_weight_copies";
+    case ProbeBuffer::kFp8ScalingState:
+      return "fp8_scaling_state";
+    case ProbeBuffer::kGemmWorkspace:
+      return "gemm_workspace";
+    case ProbeBuffer::kTokens:
+      return "tokens";
+    case ProbeBuffer::kLabels:
+      return "labels";
+    case ProbeBuffer::kGathered:
+      return "gathered";
+    case ProbeBuffer::kQkvProjection:
+      return "qkv_projection";
+    case ProbeBuffer::kAttentionHeads:
+      return "attention_heads";
+    case ProbeBuffer::kQueryGradient:
+      return "query_gradient";
+    case ProbeBuffer::kAttentionScores:
+      return "attention_scores";
+    case ProbeBuffer::kAttentionProbabilities:
+      return "attention_probabilities";
+    case ProbeBuffer::kKeyValueGathered:
+      return "key_value_gathered";
+    case ProbeBuffer::kKeyValueGradients:
+      return "key_value_gradients";
+    case ProbeBuffer::kAttentionRowSums:
+      return "attention_row_sums";
+    case ProbeBuffer::kProjectionOutput:
+      return "projection_output";
+    case ProbeBuffer::kReduced:
+      return "reduced";
+    case ProbeBuffer::kResidualGradient:
+      return "residual_gradient";
+    case ProbeBuffer::kMlpGradient:
+      return "mlp_gradient";
+    case ProbeBuffer::kSwigluGradient:
+      return "swiglu_gradient";
+    case ProbeBuffer::kQkvGradient:
+      return "qkv_gradient";
+    case ProbeBuffer::kAttentionOutputGradient:
+      return "attention_output_gradient";
+    case ProbeBuffer::kLogitsGradient:
+      return "logits_gradient";
+    case ProbeBuffer::kLossStatistics:
+      return "loss_statistics";
+    case ProbeBuffer::kLinearInput:
+      return "linear_input";
+    case ProbeBuffer::kFp8Input:
+      return "fp8_input";
+    case ProbeBuffer::kFp8InputTransposed:
+      return "fp8_input_transposed";
+    case ProbeBuffer::kFp8OutputGradient:
+      return "fp8_output_gradient";
+    case ProbeBuffer::kFp8OutputGradientTransposed:
+      return "fp8_output_gradient_transposed";
+    case ProbeBuffer::kCount:
+      break;
+  }
+  return "?";
+}
+
 namespace {
 
 constexpr int64_t kBufferAlignment = 256;

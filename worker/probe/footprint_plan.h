@@ -88,6 +88,9 @@ enum class ProbeBuffer {
   kCount,
 };
 
+// The buffer's name in snake case ("activation_slots"), for step plans and errors.
+const char* ProbeBufferName(ProbeBuffer buffer);
+
 // One term of the footprint.
 struct TermAllocation {
   // MemoryTermName, or "probe_workspace".

@@ -1,5 +1,6 @@
 #include "worker/probe/recording_device_ops.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -58,16 +59,24 @@ RecordingDeviceOps::RecordingDeviceOps(const ProbeSpec& spec, const FootprintPla
 
 std::vector<StepOp> RecordingDeviceOps::TakeOps() { return std::exchange(ops_, {}); }
 
-absl::Status RecordingDeviceOps::Check(std::initializer_list<DeviceRef> refs) const {
+absl::Status RecordingDeviceOps::Operands(const std::vector<DeviceRef>& refs) {
+  operands_.clear();
   for (const DeviceRef& ref : refs) {
     const int64_t bytes = footprint_.placement(ref.buffer).bytes;
     if (ref.offset < 0 || ref.offset >= bytes) {
       return absl::InternalError(absl::StrCat("the step uses byte ", ref.offset,
-                                              " of probe buffer ", static_cast<int>(ref.buffer),
+                                              " of probe buffer ", ProbeBufferName(ref.buffer),
                                               ", which holds ", bytes, " bytes"));
+    }
+    if (std::find(operands_.begin(), operands_.end(), ref.buffer) == operands_.end()) {
+      operands_.push_back(ref.buffer);
     }
   }
   return absl::OkStatus();
+}
+
+void RecordingDeviceOps::WorksIn(std::vector<ProbeBuffer> buffers) {
+  operands_ = std::move(buffers);
 }
 
 ElementType RecordingDeviceOps::GradientType() const {
@@ -91,7 +100,7 @@ const LinearShape& RecordingDeviceOps::ShapeOf(LinearWeight weight) const {
 }
 
 void RecordingDeviceOps::Emit(StepOpDetail detail) {
-  ops_.push_back({context_, std::move(detail)});
+  ops_.push_back({context_, std::move(detail), operands_});
 }
 
 void RecordingDeviceOps::Elementwise(std::string what, int64_t elements) {
@@ -142,6 +151,7 @@ void RecordingDeviceOps::EmitGemm(LinearWeight weight, GemmRole role, const Line
 }
 
 absl::Status RecordingDeviceOps::ZeroGradients() {
+  WorksIn({ProbeBuffer::kGradients});
   Elementwise("zero gradients", footprint_.parameters().padded_elements);
   return absl::OkStatus();
 }
@@ -155,6 +165,9 @@ absl::Status RecordingDeviceOps::StartFp8Step() {
 absl::Status RecordingDeviceOps::IssueDataParallel(const PlanStep& step) {
   const ParameterBucket& bucket = optimizer_.buckets[step.bucket];
   const std::string name = absl::StrCat("bucket ", step.bucket);
+  const bool gather = step.operation == PlanOperation::kDispatchGather ||
+                      step.operation == PlanOperation::kWaitGather;
+  WorksIn({gather ? ProbeBuffer::kWeights : ProbeBuffer::kGradients});
   switch (step.operation) {
     case PlanOperation::kDispatchGather:
       Collective(CollectiveFamily::kData, CollectiveKind::kAllGather, ElementType::kUint8,
@@ -186,7 +199,7 @@ int64_t RecordingDeviceOps::GatheredParameterBytes(const ParameterBucket& bucket
 
 absl::Status RecordingDeviceOps::SendReceive(const std::vector<PipelineTransfer>& transfers) {
   for (const PipelineTransfer& transfer : transfers) {
-    PT_RETURN_IF_ERROR(Check({transfer.buffer}));
+    PT_RETURN_IF_ERROR(Operands({transfer.buffer}));
     const Transfer& t = transfer.transfer;
     const bool send =
         t.kind == TransferKind::kSendActivation || t.kind == TransferKind::kSendGradient;
@@ -206,14 +219,14 @@ absl::Status RecordingDeviceOps::SendReceive(const std::vector<PipelineTransfer>
 }
 
 absl::Status RecordingDeviceOps::CopyRows(DeviceRef from, DeviceRef to, std::string_view what) {
-  PT_RETURN_IF_ERROR(Check({from, to}));
+  PT_RETURN_IF_ERROR(Operands({from, to}));
   Elementwise(std::string(what), shapes_.residual_tokens * shapes_.hidden);
   return absl::OkStatus();
 }
 
 absl::Status RecordingDeviceOps::TensorAllGather(DeviceRef rows, DeviceRef gathered,
                                                  std::string_view what) {
-  PT_RETURN_IF_ERROR(Check({rows, gathered}));
+  PT_RETURN_IF_ERROR(Operands({rows, gathered}));
   Collective(CollectiveFamily::kTensor, CollectiveKind::kAllGather, ElementType::kBf16,
              TensorParallelActivationBytes(shapes_), StepStream::kCompute, std::string(what));
   return absl::OkStatus();
@@ -221,42 +234,42 @@ absl::Status RecordingDeviceOps::TensorAllGather(DeviceRef rows, DeviceRef gathe
 
 absl::Status RecordingDeviceOps::TensorReduceScatter(DeviceRef partial, DeviceRef reduced,
                                                      std::string_view what) {
-  PT_RETURN_IF_ERROR(Check({partial, reduced}));
+  PT_RETURN_IF_ERROR(Operands({partial, reduced}));
   Collective(CollectiveFamily::kTensor, CollectiveKind::kReduceScatter, ElementType::kBf16,
              TensorParallelActivationBytes(shapes_), StepStream::kCompute, std::string(what));
   return absl::OkStatus();
 }
 
 absl::Status RecordingDeviceOps::TensorAllReduce(DeviceRef partial, std::string_view what) {
-  PT_RETURN_IF_ERROR(Check({partial}));
+  PT_RETURN_IF_ERROR(Operands({partial}));
   Collective(CollectiveFamily::kTensor, CollectiveKind::kAllReduce, ElementType::kBf16,
              TensorParallelActivationBytes(shapes_), StepStream::kCompute, std::string(what));
   return absl::OkStatus();
 }
 
 absl::Status RecordingDeviceOps::EmbeddingForward(DeviceRef weight, DeviceRef partial) {
-  PT_RETURN_IF_ERROR(Check({weight, partial}));
+  PT_RETURN_IF_ERROR(Operands({weight, partial}));
   Elementwise("embedding lookup", shapes_.tokens * shapes_.hidden);
   return absl::OkStatus();
 }
 
 absl::Status RecordingDeviceOps::EmbeddingBackward(DeviceRef output_gradient,
                                                    DeviceRef weight_gradient) {
-  PT_RETURN_IF_ERROR(Check({output_gradient, weight_gradient}));
+  PT_RETURN_IF_ERROR(Operands({output_gradient, weight_gradient}));
   Elementwise("embedding backward", shapes_.tokens * shapes_.hidden);
   return absl::OkStatus();
 }
 
 absl::Status RecordingDeviceOps::RmsNormForward(DeviceRef x, DeviceRef weight, DeviceRef out,
                                                 DeviceRef rstd) {
-  PT_RETURN_IF_ERROR(Check({x, weight, out, rstd}));
+  PT_RETURN_IF_ERROR(Operands({x, weight, out, rstd}));
   Elementwise("rmsnorm", shapes_.residual_tokens * shapes_.hidden);
   return absl::OkStatus();
 }
 
 absl::Status RecordingDeviceOps::RmsNormWeightGradient(DeviceRef x, DeviceRef rstd, DeviceRef d_out,
                                                        DeviceRef weight_gradient) {
-  PT_RETURN_IF_ERROR(Check({x, rstd, d_out, weight_gradient}));
+  PT_RETURN_IF_ERROR(Operands({x, rstd, d_out, weight_gradient}));
   Elementwise("rmsnorm weight gradient", shapes_.residual_tokens * shapes_.hidden);
   return absl::OkStatus();
 }
@@ -264,33 +277,34 @@ absl::Status RecordingDeviceOps::RmsNormWeightGradient(DeviceRef x, DeviceRef rs
 absl::Status RecordingDeviceOps::RmsNormBackward(DeviceRef x, DeviceRef weight, DeviceRef rstd,
                                                  DeviceRef d_out, const DeviceRef* residual,
                                                  DeviceRef d_x) {
-  PT_RETURN_IF_ERROR(Check({x, weight, rstd, d_out, d_x}));
-  if (residual != nullptr) PT_RETURN_IF_ERROR(Check({*residual}));
+  std::vector<DeviceRef> operands = {x, weight, rstd, d_out, d_x};
+  if (residual != nullptr) operands.push_back(*residual);
+  PT_RETURN_IF_ERROR(Operands(operands));
   Elementwise("rmsnorm backward", shapes_.residual_tokens * shapes_.hidden);
   return absl::OkStatus();
 }
 
 absl::Status RecordingDeviceOps::AddRows(DeviceRef a, DeviceRef b, DeviceRef out) {
-  PT_RETURN_IF_ERROR(Check({a, b, out}));
+  PT_RETURN_IF_ERROR(Operands({a, b, out}));
   Elementwise("residual add", shapes_.residual_tokens * shapes_.hidden);
   return absl::OkStatus();
 }
 
 absl::Status RecordingDeviceOps::SwigluForward(DeviceRef gate_up, DeviceRef out) {
-  PT_RETURN_IF_ERROR(Check({gate_up, out}));
+  PT_RETURN_IF_ERROR(Operands({gate_up, out}));
   Elementwise("swiglu", shapes_.tokens * shapes_.ffn);
   return absl::OkStatus();
 }
 
 absl::Status RecordingDeviceOps::SwigluBackward(DeviceRef gate_up, DeviceRef d_out,
                                                 DeviceRef d_gate_up) {
-  PT_RETURN_IF_ERROR(Check({gate_up, d_out, d_gate_up}));
+  PT_RETURN_IF_ERROR(Operands({gate_up, d_out, d_gate_up}));
   Elementwise("swiglu backward", shapes_.tokens * shapes_.ffn);
   return absl::OkStatus();
 }
 
 absl::Status RecordingDeviceOps::Gemm(const LinearProduct& product) {
-  PT_RETURN_IF_ERROR(Check({product.a, product.b, product.c}));
+  PT_RETURN_IF_ERROR(Operands({product.a, product.b, product.c}));
   const LinearShape shape{product.tokens, product.outputs, product.inputs};
   const ElementType c = !product.float_output                       ? ElementType::kBf16
                         : product.role == GemmRole::kWeightGradient ? GradientType()
@@ -301,7 +315,7 @@ absl::Status RecordingDeviceOps::Gemm(const LinearProduct& product) {
 
 absl::Status RecordingDeviceOps::AllGatherGemm(const LinearProduct& product, DeviceRef own,
                                                bool keep_own) {
-  PT_RETURN_IF_ERROR(Check({product.a, product.b, product.c, own}));
+  PT_RETURN_IF_ERROR(Operands({product.a, product.b, product.c, own}));
   RingGemm(product.weight, product.role, ElementType::kBf16, ElementType::kBf16,
            product.role == GemmRole::kForward ? "input" : "output gradient");
   return absl::OkStatus();
@@ -330,7 +344,7 @@ void RecordingDeviceOps::RingGemm(LinearWeight weight, GemmRole role, ElementTyp
 
 absl::Status RecordingDeviceOps::GemmReduceScatter(const LinearProduct& product, DeviceRef reduced,
                                                    DeviceRef out) {
-  PT_RETURN_IF_ERROR(Check({product.a, product.b, product.c, reduced, out}));
+  PT_RETURN_IF_ERROR(Operands({product.a, product.b, product.c, reduced, out}));
   PipelinedGemm(product.weight, ElementType::kBf16, ElementType::kBf16);
   return absl::OkStatus();
 }
@@ -363,8 +377,8 @@ absl::Status RecordingDeviceOps::BulkBackward(DeviceRef own, DeviceRef gathered,
                                               const LinearProduct& input_gradient,
                                               const LinearProduct& weight_gradient,
                                               DeviceRef reduced) {
-  PT_RETURN_IF_ERROR(Check({own, gathered, input_gradient.a, input_gradient.b, input_gradient.c,
-                            weight_gradient.a, weight_gradient.b, weight_gradient.c, reduced}));
+  PT_RETURN_IF_ERROR(Operands({own, gathered, input_gradient.a, input_gradient.b, input_gradient.c,
+                               weight_gradient.a, weight_gradient.b, weight_gradient.c, reduced}));
   Bulk(input_gradient.weight, ElementType::kBf16, ElementType::kBf16, ElementType::kBf16, 2,
        /*transpose=*/false);
   return absl::OkStatus();
@@ -403,7 +417,7 @@ void RecordingDeviceOps::CastWeight(const Fp8Site& site) {
 // Fp8Linears::ColumnForward.
 absl::Status RecordingDeviceOps::Fp8ColumnForward(const Fp8Site& site, DeviceRef normed,
                                                   DeviceRef out) {
-  PT_RETURN_IF_ERROR(Check({site.weight, site.kept, site.kept_scale_inverse, normed, out}));
+  PT_RETURN_IF_ERROR(Operands({site.weight, site.kept, site.kept_scale_inverse, normed, out}));
   const LinearWeight weight = WeightOf(site.linear);
   const LinearShape& shape = ShapeOf(weight);
   const ElementType e4m3 = ElementType::kE4M3;
@@ -427,7 +441,7 @@ absl::Status RecordingDeviceOps::Fp8ColumnForward(const Fp8Site& site, DeviceRef
 // Fp8Linears::RowForward.
 absl::Status RecordingDeviceOps::Fp8RowForward(const Fp8Site& site, DeviceRef in,
                                                DeviceRef partial) {
-  PT_RETURN_IF_ERROR(Check({site.weight, site.kept, site.kept_scale_inverse, in, partial}));
+  PT_RETURN_IF_ERROR(Operands({site.weight, site.kept, site.kept_scale_inverse, in, partial}));
   const LinearWeight weight = WeightOf(site.linear);
   const LinearShape& shape = ShapeOf(weight);
   const ElementType e4m3 = ElementType::kE4M3;
@@ -442,7 +456,7 @@ absl::Status RecordingDeviceOps::Fp8RowForwardOverlapped(const Fp8Site& site, De
                                                          DeviceRef partial, DeviceRef reduced,
                                                          DeviceRef out) {
   PT_RETURN_IF_ERROR(
-      Check({site.weight, site.kept, site.kept_scale_inverse, in, partial, reduced, out}));
+      Operands({site.weight, site.kept, site.kept_scale_inverse, in, partial, reduced, out}));
   const LinearWeight weight = WeightOf(site.linear);
   const LinearShape& shape = ShapeOf(weight);
   CastWeight(site);
@@ -456,7 +470,7 @@ absl::Status RecordingDeviceOps::Fp8RowForwardOverlapped(const Fp8Site& site, De
 absl::Status RecordingDeviceOps::Fp8Backward(const Fp8Site& site, DeviceRef d_out, DeviceRef d_in,
                                              DeviceRef weight_gradient) {
   PT_RETURN_IF_ERROR(
-      Check({site.weight, site.kept, site.kept_scale_inverse, d_out, d_in, weight_gradient}));
+      Operands({site.weight, site.kept, site.kept_scale_inverse, d_out, d_in, weight_gradient}));
   Fp8Products(WeightOf(site.linear));
   return absl::OkStatus();
 }
@@ -480,7 +494,7 @@ void RecordingDeviceOps::Fp8Products(LinearWeight weight) {
 absl::Status RecordingDeviceOps::Fp8ColumnBackwardOverlapped(const Fp8Site& site, DeviceRef d_out,
                                                              DeviceRef partial, DeviceRef reduced,
                                                              DeviceRef weight_gradient) {
-  PT_RETURN_IF_ERROR(Check(
+  PT_RETURN_IF_ERROR(Operands(
       {site.weight, site.kept, site.kept_scale_inverse, d_out, partial, reduced, weight_gradient}));
   const LinearWeight weight = WeightOf(site.linear);
   const LinearShape& shape = ShapeOf(weight);
@@ -496,7 +510,7 @@ absl::Status RecordingDeviceOps::Fp8RowBackwardOverlapped(const Fp8Site& site, D
                                                           DeviceRef d_in,
                                                           DeviceRef weight_gradient) {
   PT_RETURN_IF_ERROR(
-      Check({site.weight, site.kept, site.kept_scale_inverse, d_out, d_in, weight_gradient}));
+      Operands({site.weight, site.kept, site.kept_scale_inverse, d_out, d_in, weight_gradient}));
   const LinearWeight weight = WeightOf(site.linear);
   const LinearShape& shape = ShapeOf(weight);
   const ElementType e4m3 = ElementType::kE4M3;
@@ -513,7 +527,7 @@ absl::Status RecordingDeviceOps::Fp8RowBackwardSequenceParallel(const Fp8Site& s
                                                                 DeviceRef d_out, DeviceRef d_in,
                                                                 DeviceRef weight_gradient) {
   PT_RETURN_IF_ERROR(
-      Check({site.weight, site.kept, site.kept_scale_inverse, d_out, d_in, weight_gradient}));
+      Operands({site.weight, site.kept, site.kept_scale_inverse, d_out, d_in, weight_gradient}));
   const LinearWeight weight = WeightOf(site.linear);
   const LinearShape& shape = ShapeOf(weight);
   const ElementType e4m3 = ElementType::kE4M3;
@@ -541,6 +555,7 @@ absl::Status RecordingDeviceOps::EndFp8Backward(int64_t chunk) {
 
 void RecordingDeviceOps::EndFp8Pass(const Fp8ScalingGroup& group, const std::string& what) {
   if (group.tensors == 0) return;
+  WorksIn({ProbeBuffer::kFp8ScalingState});
   // The amax group: the tensor x context x data ranks of the stage (Fp8AmaxGroup).
   const RankLayout& layout = spec_.layout();
   if (layout.tp() * layout.cp() * layout.dp() > 1) {
@@ -552,14 +567,14 @@ void RecordingDeviceOps::EndFp8Pass(const Fp8ScalingGroup& group, const std::str
 
 absl::Status RecordingDeviceOps::AttentionForward(DeviceRef qkv, DeviceRef out,
                                                   const AttentionKept& kept) {
-  PT_RETURN_IF_ERROR(Check({qkv, out, kept.query, kept.key_value, kept.softmax_lse}));
+  PT_RETURN_IF_ERROR(Operands({qkv, out, kept.query, kept.key_value, kept.softmax_lse}));
   AttentionPass(/*backward=*/false);
   return absl::OkStatus();
 }
 
 absl::Status RecordingDeviceOps::AttentionBackward(DeviceRef d_out, DeviceRef out, DeviceRef d_qkv,
                                                    const AttentionKept& kept) {
-  PT_RETURN_IF_ERROR(Check({d_out, out, d_qkv, kept.query, kept.key_value, kept.softmax_lse}));
+  PT_RETURN_IF_ERROR(Operands({d_out, out, d_qkv, kept.query, kept.key_value, kept.softmax_lse}));
   AttentionPass(/*backward=*/true);
   return absl::OkStatus();
 }
@@ -631,14 +646,14 @@ void RecordingDeviceOps::RingExchanges(bool backward, int64_t kv_values) {
 }
 
 absl::Status RecordingDeviceOps::LogitsRowMax(DeviceRef logits, DeviceRef row_max) {
-  PT_RETURN_IF_ERROR(Check({logits, row_max}));
+  PT_RETURN_IF_ERROR(Operands({logits, row_max}));
   Elementwise("logits row max", shapes_.tokens * shapes_.vocab);
   return absl::OkStatus();
 }
 
 absl::Status RecordingDeviceOps::AllReduceLogitStatistic(DeviceRef values, Reduction reduction,
                                                          std::string_view what) {
-  PT_RETURN_IF_ERROR(Check({values}));
+  PT_RETURN_IF_ERROR(Operands({values}));
   Collective(CollectiveFamily::kTensor, CollectiveKind::kAllReduce, ElementType::kFloat32,
              shapes_.tokens * 4, StepStream::kCompute, std::string(what));
   return absl::OkStatus();
@@ -646,7 +661,7 @@ absl::Status RecordingDeviceOps::AllReduceLogitStatistic(DeviceRef values, Reduc
 
 absl::Status RecordingDeviceOps::LogitsRowSumExp(DeviceRef logits, DeviceRef row_max,
                                                  DeviceRef row_sum) {
-  PT_RETURN_IF_ERROR(Check({logits, row_max, row_sum}));
+  PT_RETURN_IF_ERROR(Operands({logits, row_max, row_sum}));
   Elementwise("logits sum exp", shapes_.tokens * shapes_.vocab);
   return absl::OkStatus();
 }
@@ -654,12 +669,13 @@ absl::Status RecordingDeviceOps::LogitsRowSumExp(DeviceRef logits, DeviceRef row
 absl::Status RecordingDeviceOps::CrossEntropyBackward(DeviceRef logits, DeviceRef row_max,
                                                       DeviceRef row_sum, DeviceRef d_logits,
                                                       DeviceRef loss) {
-  PT_RETURN_IF_ERROR(Check({logits, row_max, row_sum, d_logits, loss}));
+  PT_RETURN_IF_ERROR(Operands({logits, row_max, row_sum, d_logits, loss}));
   Elementwise("cross entropy backward", shapes_.tokens * shapes_.vocab);
   return absl::OkStatus();
 }
 
 absl::Status RecordingDeviceOps::ReduceScatterGradients(int64_t bucket) {
+  WorksIn({ProbeBuffer::kGradients});
   const ParameterBucket& range = optimizer_.buckets[bucket];
   Collective(CollectiveFamily::kData, CollectiveKind::kReduceScatter, GradientType(),
              (range.end - range.start) * BytesOf(GradientType()), StepStream::kCompute,
@@ -668,6 +684,7 @@ absl::Status RecordingDeviceOps::ReduceScatterGradients(int64_t bucket) {
 }
 
 absl::Status RecordingDeviceOps::AllReduceGradients(int64_t bucket) {
+  WorksIn({ProbeBuffer::kGradients});
   const ParameterBucket& range = optimizer_.buckets[bucket];
   Collective(CollectiveFamily::kData, CollectiveKind::kAllReduce, GradientType(),
              (range.end - range.start) * BytesOf(GradientType()), StepStream::kCompute,
@@ -676,8 +693,8 @@ absl::Status RecordingDeviceOps::AllReduceGradients(int64_t bucket) {
 }
 
 absl::Status RecordingDeviceOps::Adam(const AdamUpdate& update) {
-  PT_RETURN_IF_ERROR(Check({update.gradients, update.master_weights, update.first_moment,
-                            update.second_moment, update.weights}));
+  PT_RETURN_IF_ERROR(Operands({update.gradients, update.master_weights, update.first_moment,
+                               update.second_moment, update.weights}));
   Emit(OptimizerOp{absl::StrCat("adam bucket ", update.bucket), update.shard.count});
   return absl::OkStatus();
 }
@@ -685,6 +702,7 @@ absl::Status RecordingDeviceOps::Adam(const AdamUpdate& update) {
 // Fp8Parameters::CastMasterWeights: the rank's master shards cast into the fp8 weights, then
 // every weight's amax reduced over the data x context group where the probe runs it.
 absl::Status RecordingDeviceOps::CastMasterWeights() {
+  WorksIn({ProbeBuffer::kMasterWeights, ProbeBuffer::kWeights, ProbeBuffer::kFp8ScalingState});
   int64_t elements = 0;
   for (int64_t i = 0; i < static_cast<int64_t>(optimizer_.buckets.size()); ++i) {
     if (!footprint_.parameters().RegionOf(optimizer_.buckets[i].start).fp8) continue;
@@ -707,6 +725,7 @@ absl::Status RecordingDeviceOps::CastMasterWeights() {
 }
 
 absl::Status RecordingDeviceOps::GatherParameters(int64_t bucket) {
+  WorksIn({ProbeBuffer::kWeights});
   Collective(CollectiveFamily::kData, CollectiveKind::kAllGather, ElementType::kUint8,
              GatheredParameterBytes(optimizer_.buckets[bucket]), StepStream::kCompute,
              absl::StrCat("bucket ", bucket, " parameters"));

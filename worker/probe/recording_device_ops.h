@@ -2,14 +2,13 @@
 // (step_ops.h): each call of StageRunner expanded into the GEMMs, collectives, casts and
 // kernels the device would run for it, following the device's components (worker/cuda:
 // Fp8Linears, TensorParallelOverlap, Attention, DataParallelSync, Fp8Parameters) decision for
-// decision; each method names the one it follows. Every operand is checked to lie inside its
-// buffer of the footprint, so that a CPU run of the step catches a place the device would
-// not have.
+// decision; each method names the one it follows. Every operand is checked to start inside its
+// buffer of the footprint, so that a CPU run of the step catches a place the device would not
+// have, and each op lists the buffers it works in (StepOp::buffers).
 #ifndef PARATUNE_WORKER_PROBE_RECORDING_DEVICE_OPS_H_
 #define PARATUNE_WORKER_PROBE_RECORDING_DEVICE_OPS_H_
 
 #include <cstdint>
-#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -100,8 +99,11 @@ class RecordingDeviceOps final : public DeviceOps {
   RecordingDeviceOps(const ProbeSpec& spec, const FootprintPlan& footprint,
                      const OptimizerLayout& optimizer, int64_t rank);
 
-  // INTERNAL naming the first ref that does not start inside its buffer.
-  absl::Status Check(std::initializer_list<DeviceRef> refs) const;
+  // INTERNAL naming the first ref that does not start inside its buffer; else their buffers
+  // become the operands of the ops the call records.
+  absl::Status Operands(const std::vector<DeviceRef>& refs);
+  // The buffers the ops of a call without operands work in.
+  void WorksIn(std::vector<ProbeBuffer> buffers);
 
   ElementType GradientType() const;
   const LinearShape& ShapeOf(LinearWeight weight) const;
@@ -139,6 +141,7 @@ class RecordingDeviceOps final : public DeviceOps {
   std::vector<RingStep> ring_;
   std::vector<bool> weights_cast_;
   StepOpContext context_;
+  std::vector<ProbeBuffer> operands_;
   std::vector<StepOp> ops_;
 };
 

@@ -227,7 +227,14 @@ std::string DescribeOp(const StepOp& op) {
       return absl::StrCat("wait ", StreamName(w.stream), " ", w.what);
     }
   };
-  return absl::StrCat(where, ": ", std::visit(Visitor{}, op.detail));
+  std::string line = absl::StrCat(where, ": ", std::visit(Visitor{}, op.detail));
+  if (!op.buffers.empty()) {
+    absl::StrAppend(&line, " @",
+                    absl::StrJoin(op.buffers, ",", [](std::string* out, ProbeBuffer buffer) {
+                      out->append(ProbeBufferName(buffer));
+                    }));
+  }
+  return line;
 }
 
 }  // namespace paratune

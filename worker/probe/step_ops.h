@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "worker/probe/context_parallel_ring.h"
+#include "worker/probe/footprint_plan.h"
 
 namespace paratune {
 
@@ -156,6 +157,12 @@ struct StepOpContext {
 struct StepOp {
   StepOpContext context;
   StepOpDetail detail;
+  // The footprint buffers the op works in: the operands the DeviceOps call that asked for it
+  // names (device_ops.h), in the order it names them, or for a call without operands the
+  // buffers its work is defined on (a bucket's gradients, the weights, the fp8 scaling
+  // state). A component's own scratch buffers (cuBLASLt's workspace, attention's transient
+  // ones, the fp8 linears' cast buffers) are not listed.
+  std::vector<ProbeBuffer> buffers;
 };
 
 // The paths of StageRunner::NormLinearBackward: fp8 with the bulk-overlapped collectives, fp8

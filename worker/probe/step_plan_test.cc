@@ -290,7 +290,8 @@ TEST(StepPlanTest, DescribesOpsOnOneLine) {
   }
   EXPECT_EQ(DescribeOp(plan.ops.front()),
             "step: elementwise zero gradients " +
-                std::to_string(FootprintOf(*PlanSpecOf(Small()), 0).parameters().padded_elements));
+                std::to_string(FootprintOf(*PlanSpecOf(Small()), 0).parameters().padded_elements) +
+                " @gradients");
 }
 
 // Layers 1 and 2 repeat layer 0 and fold into one line; layer 3 differs, and the same ops in
