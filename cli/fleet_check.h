@@ -11,10 +11,10 @@
 
 namespace paratune {
 
-// "" when a live (not LOST) worker has the search's GPU type (any, for a spec without one),
-// offers its backend (sim when unset) and its launch template, and has at least its GPUs per
-// node; else why not, naming what the fleet has: "no live worker can host this search (8 x
-// h100-80gb per node, backend sim); live workers: 2 x 8 a100-80gb (sim)".
+// "" when a live (not LOST) worker is of the search's kind (convert/worker_kind.h: its GPU type
+// or a custom GPU's memory, its backend, sim when unset, and its launch template) and has at
+// least its GPUs per node; else why not, naming what the fleet has: "no live worker can host this
+// search (8 x h100-80gb per node, backend sim); live workers: 2 x 8 a100-80gb (sim)".
 std::string NoWorkerCanHost(const v1::SearchSpec& spec, const v1::ListWorkersResponse& workers);
 
 }  // namespace paratune

@@ -26,7 +26,7 @@ absl::Status CheckRange(absl::string_view field, int64_t value, int64_t low, int
 }
 
 absl::Status NormalizeProbeSettings(v1::ProbeSettings& probe) {
-  if (probe.backend().empty()) probe.set_backend("sim");
+  if (probe.backend().empty()) probe.set_backend(kDefaultBackend);
   bool known_backend = false;
   for (const char* backend : kBackends) known_backend |= probe.backend() == backend;
   if (!known_backend) {

@@ -15,6 +15,8 @@ namespace paratune {
 // Limits and defaults of SearchSpec and ProbeSettings (proto/search.proto).
 inline constexpr int64_t kMaxDisplayNameBytes = 256;
 inline constexpr int64_t kDefaultTopK = 8;
+// ProbeSettings.backend when a spec leaves it unset.
+inline constexpr char kDefaultBackend[] = "sim";
 inline constexpr int64_t kMaxTopK = 10'000;
 inline constexpr int64_t kDefaultWarmupSteps = 2;
 inline constexpr int64_t kMaxWarmupSteps = 1'000;

@@ -13,8 +13,8 @@ HostingMemo::HostingMemo(const WorkerRegistry& workers) : workers_(workers) {
 
 std::string HostingMemo::WhyUnplaceable(const ProbeNeeds& needs) {
   if (reserved_probes_.contains(needs.probe)) return workers_.WhyUnplaceable(needs);
-  NeedsKey key{needs.backend,          needs.command_template, needs.gpu_type,
-               needs.gpu_memory_bytes, needs.gpus_per_node,    needs.ranks};
+  NeedsKey key{needs.kind.backend,          needs.kind.command_template, needs.kind.gpu_type,
+               needs.kind.gpu_memory_bytes, needs.gpus_per_node,         needs.ranks};
   auto [answer, inserted] = answers_.try_emplace(std::move(key));
   if (inserted) answer->second = workers_.WhyUnplaceable(needs);
   return answer->second;

@@ -15,8 +15,8 @@ const absl::Time kNow = absl::FromUnixSeconds(1000);
 ProbeNeeds Needs(const std::string& probe, int64_t ranks) {
   ProbeNeeds needs;
   needs.probe = probe;
-  needs.backend = "sim";
-  needs.gpu_type = "h100-80gb";
+  needs.kind.backend = "sim";
+  needs.kind.gpu_type = "h100-80gb";
   needs.gpus_per_node = 8;
   needs.ranks = ranks;
   return needs;

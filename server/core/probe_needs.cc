@@ -1,34 +1,18 @@
 #include "server/core/probe_needs.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <tuple>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "convert/search_text.h"
-#include "estimator/cluster_spec.h"
 #include "server/core/gang_placement.h"
 #include "server/core/launch_target.h"
 
 namespace paratune {
-namespace {
-
-std::string GpuTypeShown(const v1::Worker& worker) {
-  return DescribeGpuType(worker.gpu_type(), worker.gpus().empty() ? "" : worker.gpus(0).name());
-}
-
-}  // namespace
-
 ProbeNeeds NeedsOf(const v1::SearchSpec& spec, std::string probe, int64_t ranks) {
   ProbeNeeds needs;
   needs.probe = std::move(probe);
-  needs.backend = spec.probe().backend();
-  needs.command_template = spec.probe().command_template();
-  needs.gpu_type = absl::AsciiStrToLower(spec.cluster().gpu().type());
-  needs.gpu_memory_bytes = spec.cluster().gpu().memory_bytes();
+  needs.kind = WorkerKindOf(spec);
   needs.gpus_per_node = spec.cluster().gpus_per_node();
   needs.ranks = ranks;
   return needs;
@@ -65,28 +49,8 @@ std::string WorkerMismatch(const v1::Worker& worker, const ProbeNeeds& needs, bo
   if (probe_reserved && !ReservedFor(worker, needs.probe)) {
     return "workers were started for this probe";
   }
-  const auto& backends = worker.backends();
-  if (std::find(backends.begin(), backends.end(), needs.backend) == backends.end()) {
-    return absl::StrCat("it offers backends ", absl::StrJoin(backends, ", "), ", not ",
-                        needs.backend);
-  }
-  if (!needs.command_template.empty()) {
-    const auto& templates = worker.command_templates();
-    if (std::find(templates.begin(), templates.end(), needs.command_template) == templates.end()) {
-      return absl::StrCat("it has no launch template ", needs.command_template);
-    }
-  }
-  if (!needs.gpu_type.empty()) {
-    if (worker.gpu_type() != needs.gpu_type) {
-      return absl::StrCat("its GPUs are ", GpuTypeShown(worker), ", not ", needs.gpu_type);
-    }
-  } else {
-    const double memory = worker.gpus().empty() ? 0 : worker.gpus(0).memory_bytes();
-    const double wanted = static_cast<double>(needs.gpu_memory_bytes);
-    if (std::abs(memory - wanted) > kGpuMemoryTolerance * wanted) {
-      return absl::StrCat("its GPUs have ", static_cast<int64_t>(memory),
-                          " bytes, not the custom GPU's ", needs.gpu_memory_bytes);
-    }
+  if (std::string mismatch = WorkerKindMismatch(worker, needs.kind); !mismatch.empty()) {
+    return mismatch;
   }
   const std::vector<int64_t> shares = NodeShares(needs.ranks, needs.gpus_per_node);
   const int64_t smallest = *std::min_element(shares.begin(), shares.end());
@@ -99,16 +63,17 @@ std::string WorkerMismatch(const v1::Worker& worker, const ProbeNeeds& needs, bo
 
 std::string DescribeNeeds(const ProbeNeeds& needs) {
   const std::vector<int64_t> shares = NodeShares(needs.ranks, needs.gpus_per_node);
-  const std::string type = needs.gpu_type.empty()
-                               ? absl::StrCat("custom GPU (", needs.gpu_memory_bytes, " bytes)")
-                               : needs.gpu_type;
+  const WorkerKind& kind = needs.kind;
+  const std::string type = kind.gpu_type.empty()
+                               ? absl::StrCat("custom GPU (", kind.gpu_memory_bytes, " bytes)")
+                               : kind.gpu_type;
   std::string nodes = shares.size() == 1
                           ? absl::StrCat("1 node of ", shares[0], " x ", type)
                           : absl::StrCat(shares.size(), " nodes of ", needs.gpus_per_node, " x ",
                                          type, " (", needs.ranks, " GPUs)");
-  absl::StrAppend(&nodes, " with backend ", needs.backend);
-  if (!needs.command_template.empty()) {
-    absl::StrAppend(&nodes, " and template ", needs.command_template);
+  absl::StrAppend(&nodes, " with backend ", kind.backend);
+  if (!kind.command_template.empty()) {
+    absl::StrAppend(&nodes, " and template ", kind.command_template);
   }
   return nodes;
 }

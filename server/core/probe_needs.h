@@ -1,6 +1,6 @@
 // What a probe needs of the workers it runs on (docs/scheduler.md, "Placement"), and why a
-// worker does not fit: the search's GPU type, a node's worth of GPUs, the backend and
-// launch template, and the Slurm launcher's reservations. Pure.
+// worker does not fit: its kind (convert/worker_kind.h: the search's GPU type, the backend and
+// launch template), a node share's worth of GPUs, and the Slurm launcher's reservations. Pure.
 #ifndef PARATUNE_SERVER_CORE_PROBE_NEEDS_H_
 #define PARATUNE_SERVER_CORE_PROBE_NEEDS_H_
 
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/functional/function_ref.h"
+#include "convert/worker_kind.h"
 #include "proto/search.pb.h"
 #include "proto/worker.pb.h"
 
@@ -18,14 +19,8 @@ namespace paratune {
 struct ProbeNeeds {
   // searches/{id}/candidates/{n}/probes/{attempt}: the lease it runs (or will run) as.
   std::string probe;
-  std::string backend;
-  // With backend "command": the launch template the worker must offer; else empty.
-  std::string command_template;
-  // The search's GPU type: a catalog name (Worker.gpu_type must equal it), or empty for a
-  // custom GPU (the worker's GPUs must then have gpu_memory_bytes, within
-  // kGpuMemoryTolerance).
-  std::string gpu_type;
-  int64_t gpu_memory_bytes = 0;
+  // What each of its workers must be.
+  WorkerKind kind;
   // The cluster's GPUs per node; each worker hosts one node share (gang_placement.h).
   int64_t gpus_per_node = 0;
   // Ranks the probe runs now.

@@ -27,8 +27,8 @@ v1::Worker Worker(int gpus, const std::string& type, const std::string& backend 
 ProbeNeeds Needs(int64_t ranks, int64_t gpus_per_node) {
   ProbeNeeds needs;
   needs.probe = "searches/1/candidates/0/probes/1";
-  needs.backend = "sim";
-  needs.gpu_type = "h100-80gb";
+  needs.kind.backend = "sim";
+  needs.kind.gpu_type = "h100-80gb";
   needs.gpus_per_node = gpus_per_node;
   needs.ranks = ranks;
   return needs;
@@ -54,8 +54,8 @@ TEST(WorkerMismatchTest, NamesWhatDoesNotMatch) {
   EXPECT_THAT(WorkerMismatch(unknown, Needs(8, 8), false),
               HasSubstr("its GPUs are unknown GPU NVIDIA L40S, not h100-80gb"));
   ProbeNeeds templated = Needs(8, 8);
-  templated.backend = "command";
-  templated.command_template = "megatron";
+  templated.kind.backend = "command";
+  templated.kind.command_template = "megatron";
   EXPECT_EQ(WorkerMismatch(Worker(8, "h100-80gb", "command"), templated, false),
             "it has no launch template megatron");
 }
@@ -73,10 +73,10 @@ TEST(WorkerMismatchTest, ReservationsKeepWorkersAndProbesTogether) {
 
 TEST(WorkerMismatchTest, CustomGpusMatchByMemory) {
   ProbeNeeds custom = Needs(8, 8);
-  custom.gpu_type = "";
-  custom.gpu_memory_bytes = 85'000'000'000;
+  custom.kind.gpu_type = "";
+  custom.kind.gpu_memory_bytes = 85'000'000'000;
   EXPECT_EQ(WorkerMismatch(Worker(8, "h100-80gb"), custom, false), "");
-  custom.gpu_memory_bytes = 40'000'000'000;
+  custom.kind.gpu_memory_bytes = 40'000'000'000;
   EXPECT_THAT(WorkerMismatch(Worker(8, "h100-80gb"), custom, false),
               HasSubstr("not the custom GPU's 40000000000"));
 }
@@ -97,10 +97,10 @@ TEST(NeedsOfTest, TakesTheSearchsClusterAndProbeSettings) {
   spec.mutable_cluster()->set_gpus_per_node(4);
   spec.mutable_probe()->set_backend("sim");
   const ProbeNeeds needs = NeedsOf(spec, "searches/1/candidates/0/probes/1", 8);
-  EXPECT_EQ(needs.gpu_type, "h100-80gb");
+  EXPECT_EQ(needs.kind.gpu_type, "h100-80gb");
   EXPECT_EQ(needs.gpus_per_node, 4);
   EXPECT_EQ(needs.ranks, 8);
-  EXPECT_EQ(needs.backend, "sim");
+  EXPECT_EQ(needs.kind.backend, "sim");
 }
 
 TEST(ScopedNeedsOfTest, FullWhenTheFleetCouldHostEveryRankElseOneReplica) {

@@ -30,8 +30,8 @@ v1::RegisterWorkerRequest H100(int gpus) {
 ProbeNeeds Needs(int64_t ranks, int64_t gpus_per_node) {
   ProbeNeeds needs;
   needs.probe = "searches/1/candidates/0/probes/1";
-  needs.backend = "sim";
-  needs.gpu_type = "h100-80gb";
+  needs.kind.backend = "sim";
+  needs.kind.gpu_type = "h100-80gb";
   needs.gpus_per_node = gpus_per_node;
   needs.ranks = ranks;
   return needs;
