@@ -12,8 +12,7 @@ RankStack::Streams::~Streams() {
 }
 
 RankStack::RankStack(const ProbeSpec& spec, int64_t rank)
-    : plan_(FootprintPlan::Create(spec.model(), spec.training(), spec.cluster(), spec.config(),
-                                  MemoryOptions(), spec.layout().CoordinatesOf(rank).pp)),
+    : plan_(FootprintPlan::OfStage(spec, spec.layout().CoordinatesOf(rank).pp)),
       optimizer_(OptimizerLayoutOf(spec, plan_, rank)) {}
 
 absl::StatusOr<std::unique_ptr<RankStack>> RankStack::Create(const ProbeSpec& spec, int64_t rank,

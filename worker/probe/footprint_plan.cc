@@ -203,6 +203,11 @@ const StageMemory& EstimateOfStage(const MemoryEstimate& estimate, int64_t stage
 
 }  // namespace
 
+FootprintPlan FootprintPlan::OfStage(const ProbeSpec& spec, int64_t stage) {
+  return Create(spec.model(), spec.training(), spec.cluster(), spec.config(), MemoryOptions(),
+                stage);
+}
+
 FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& training,
                                     const ClusterSpec& cluster, const ParallelConfig& config,
                                     const MemoryOptions& memory_options, int64_t stage) {

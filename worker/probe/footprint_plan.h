@@ -20,6 +20,7 @@
 #include "worker/probe/activation_layout.h"
 #include "worker/probe/fp8_state_layout.h"
 #include "worker/probe/parameter_layout.h"
+#include "worker/probe/probe_spec.h"
 #include "worker/probe/shard_shapes.h"
 
 namespace paratune {
@@ -146,6 +147,8 @@ class FootprintPlan {
   static FootprintPlan Create(const ModelSpec& model, const TrainingSpec& training,
                               const ClusterSpec& cluster, const ParallelConfig& config,
                               const MemoryOptions& memory_options, int64_t stage);
+  // What the probe allocates for pipeline stage `stage` of `spec`: Create with MemoryOptions().
+  static FootprintPlan OfStage(const ProbeSpec& spec, int64_t stage);
 
   const std::vector<TermAllocation>& terms() const { return terms_; }
   const BufferPlacement& placement(ProbeBuffer buffer) const {

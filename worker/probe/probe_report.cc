@@ -48,8 +48,7 @@ absl::Status CheckTimedSteps(const ProbeSpec& spec, const v1::ProbeReport& repor
 }
 
 void AddMemoryTerms(const ProbeSpec& spec, int64_t stage, v1::ProbeMeasurements& out) {
-  const FootprintPlan plan = FootprintPlan::Create(spec.model(), spec.training(), spec.cluster(),
-                                                   spec.config(), MemoryOptions(), stage);
+  const FootprintPlan plan = FootprintPlan::OfStage(spec, stage);
   for (const TermAllocation& term : plan.terms()) {
     v1::MemoryTermBytes& bytes = *out.add_memory_terms();
     bytes.set_term(term.name);

@@ -675,21 +675,21 @@ absl::Status RecordingDeviceOps::CrossEntropyBackward(DeviceRef logits, DeviceRe
 }
 
 absl::Status RecordingDeviceOps::ReduceScatterGradients(int64_t bucket) {
-  WorksIn({ProbeBuffer::kGradients});
-  const ParameterBucket& range = optimizer_.buckets[bucket];
-  Collective(CollectiveFamily::kData, CollectiveKind::kReduceScatter, GradientType(),
-             (range.end - range.start) * BytesOf(GradientType()), StepStream::kCompute,
-             absl::StrCat("bucket ", bucket, " gradients"));
+  ReduceGradients(bucket, CollectiveKind::kReduceScatter);
   return absl::OkStatus();
 }
 
 absl::Status RecordingDeviceOps::AllReduceGradients(int64_t bucket) {
+  ReduceGradients(bucket, CollectiveKind::kAllReduce);
+  return absl::OkStatus();
+}
+
+void RecordingDeviceOps::ReduceGradients(int64_t bucket, CollectiveKind kind) {
   WorksIn({ProbeBuffer::kGradients});
   const ParameterBucket& range = optimizer_.buckets[bucket];
-  Collective(CollectiveFamily::kData, CollectiveKind::kAllReduce, GradientType(),
+  Collective(CollectiveFamily::kData, kind, GradientType(),
              (range.end - range.start) * BytesOf(GradientType()), StepStream::kCompute,
              absl::StrCat("bucket ", bucket, " gradients"));
-  return absl::OkStatus();
 }
 
 absl::Status RecordingDeviceOps::Adam(const AdamUpdate& update) {

@@ -129,6 +129,8 @@ class RecordingDeviceOps final : public DeviceOps {
   void RingExchanges(bool backward, int64_t kv_values);
   // Fp8Linears::EndPass.
   void EndFp8Pass(const Fp8ScalingGroup& group, const std::string& what);
+  // The optimizer step's exposed reduction of bucket `bucket`'s gradients.
+  void ReduceGradients(int64_t bucket, CollectiveKind kind);
   // data_parallel_sync.cc AllGatherParameters's bytes.
   int64_t GatheredParameterBytes(const ParameterBucket& bucket) const;
 

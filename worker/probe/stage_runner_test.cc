@@ -12,22 +12,10 @@
 namespace paratune {
 namespace {
 
-FootprintPlan FootprintOf(const ProbeSpec& spec, int64_t rank) {
-  return FootprintPlan::Create(spec.model(), spec.training(), spec.cluster(), spec.config(),
-                               MemoryOptions(), spec.layout().CoordinatesOf(rank).pp);
-}
-
 std::vector<std::string> Lines(const std::vector<StepOp>& ops) {
   std::vector<std::string> lines;
   for (const StepOp& op : ops) lines.push_back(DescribeOp(op));
   return lines;
-}
-
-PlanSpecOptions Small() {
-  PlanSpecOptions options;
-  options.preset = "llama3.2-1b";
-  options.seq_len = 1024;
-  return options;
 }
 
 // A runner's steps leave nothing behind: slots, loss slots, the data-parallel plan's progress
@@ -35,7 +23,7 @@ PlanSpecOptions Small() {
 // and a short count between them for less (4 of 8 micro-batches, a count CheckCudaProbeRuns
 // accepts).
 TEST(StageRunnerTest, ConsecutiveStepsAskForTheSameWork) {
-  PlanSpecOptions options = Small();
+  PlanSpecOptions options = SmallPlanSpecOptions();
   options.pp = 2;
   options.dp = 2;
   options.tp = 2;
@@ -45,7 +33,7 @@ TEST(StageRunnerTest, ConsecutiveStepsAskForTheSameWork) {
   absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
   ASSERT_TRUE(spec.ok()) << spec.status();
   for (int64_t rank : {0, 7}) {
-    const FootprintPlan footprint = FootprintOf(*spec, rank);
+    const FootprintPlan footprint = RankFootprintOf(*spec, rank);
     const OptimizerLayout optimizer = OptimizerLayoutOf(*spec, footprint, rank);
     absl::StatusOr<std::unique_ptr<RecordingDeviceOps>> recording =
         RecordingDeviceOps::Create(*spec, footprint, optimizer, rank);
@@ -67,15 +55,15 @@ TEST(StageRunnerTest, ConsecutiveStepsAskForTheSameWork) {
 // 1F1B warm-up takes on the first stage: the step stops with INTERNAL naming the slot, as the
 // device would have written over a live pass's activations.
 TEST(StageRunnerTest, StopsWhereTheFootprintHoldsTooFewSlots) {
-  PlanSpecOptions options = Small();
+  PlanSpecOptions options = SmallPlanSpecOptions();
   options.pp = 4;
   options.global_batch = 8;
   absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
   options.global_batch = 2;
   absl::StatusOr<ProbeSpec> small = PlanSpecOf(options);
   ASSERT_TRUE(spec.ok() && small.ok());
-  const FootprintPlan footprint = FootprintOf(*small, 0);
-  ASSERT_LT(footprint.activation_slots(), FootprintOf(*spec, 0).activation_slots());
+  const FootprintPlan footprint = RankFootprintOf(*small, 0);
+  ASSERT_LT(footprint.activation_slots(), RankFootprintOf(*spec, 0).activation_slots());
   const OptimizerLayout optimizer = OptimizerLayoutOf(*spec, footprint, 0);
   absl::StatusOr<std::unique_ptr<RecordingDeviceOps>> recording =
       RecordingDeviceOps::Create(*spec, footprint, optimizer, 0);
@@ -88,9 +76,9 @@ TEST(StageRunnerTest, StopsWhereTheFootprintHoldsTooFewSlots) {
 
 // The recording checks every place a call names against the footprint's buffers.
 TEST(RecordingDeviceOpsTest, RejectsAPlaceOutsideItsBuffer) {
-  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(Small());
+  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(SmallPlanSpecOptions());
   ASSERT_TRUE(spec.ok()) << spec.status();
-  const FootprintPlan footprint = FootprintOf(*spec, 0);
+  const FootprintPlan footprint = RankFootprintOf(*spec, 0);
   const OptimizerLayout optimizer = OptimizerLayoutOf(*spec, footprint, 0);
   absl::StatusOr<std::unique_ptr<RecordingDeviceOps>> recording =
       RecordingDeviceOps::Create(*spec, footprint, optimizer, 0);

@@ -207,8 +207,7 @@ class StepPlanGoldenTest : public testing::TestWithParam<GoldenSpec> {
     ASSERT_TRUE(spec.ok()) << spec.status();
     spec_ = std::make_unique<ProbeSpec>(*spec);
     footprint_ = std::make_unique<FootprintPlan>(
-        FootprintPlan::Create(spec_->model(), spec_->training(), spec_->cluster(), spec_->config(),
-                              MemoryOptions(), spec_->layout().CoordinatesOf(GetParam().rank).pp));
+        FootprintPlan::OfStage(*spec_, spec_->layout().CoordinatesOf(GetParam().rank).pp));
     absl::StatusOr<StepPlan> plan =
         StepPlanOf(*spec_, *footprint_, GetParam().rank, spec_->micro_batches());
     ASSERT_TRUE(plan.ok()) << plan.status();

@@ -31,6 +31,17 @@ absl::StatusOr<ProbeSpec> PlanSpecOf(const PlanSpecOptions& options) {
   return ProbeSpec::FromAssignment(assignment);
 }
 
+PlanSpecOptions SmallPlanSpecOptions() {
+  PlanSpecOptions options;
+  options.preset = "llama3.2-1b";
+  options.seq_len = 1024;
+  return options;
+}
+
+FootprintPlan RankFootprintOf(const ProbeSpec& spec, int64_t rank) {
+  return FootprintPlan::OfStage(spec, spec.layout().CoordinatesOf(rank).pp);
+}
+
 std::vector<GoldenSpec> GoldenSpecs() {
   std::vector<GoldenSpec> specs;
   {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "worker/probe/footprint_plan.h"
 #include "worker/probe/probe_spec.h"
 
 namespace paratune {
@@ -47,6 +48,12 @@ struct GoldenSpec {
   PlanSpecOptions options;
   int64_t rank = 0;
 };
+
+// Llama-3.2-1B at s 1024 on one rank, the tests' quick spec.
+PlanSpecOptions SmallPlanSpecOptions();
+
+// What the probe allocates for global rank `rank` of `spec` (FootprintPlan::OfStage).
+FootprintPlan RankFootprintOf(const ProbeSpec& spec, int64_t rank);
 
 // The six specs of issue 24, section 2.
 std::vector<GoldenSpec> GoldenSpecs();

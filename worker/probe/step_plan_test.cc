@@ -11,15 +11,10 @@
 namespace paratune {
 namespace {
 
-FootprintPlan FootprintOf(const ProbeSpec& spec, int64_t rank) {
-  return FootprintPlan::Create(spec.model(), spec.training(), spec.cluster(), spec.config(),
-                               MemoryOptions(), spec.layout().CoordinatesOf(rank).pp);
-}
-
 StepPlan PlanOf(const PlanSpecOptions& options, int64_t rank) {
   absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
   EXPECT_TRUE(spec.ok()) << spec.status();
-  const FootprintPlan footprint = FootprintOf(*spec, rank);
+  const FootprintPlan footprint = RankFootprintOf(*spec, rank);
   absl::StatusOr<StepPlan> plan = StepPlanOf(*spec, footprint, rank, spec->micro_batches());
   EXPECT_TRUE(plan.ok()) << plan.status();
   return *plan;
@@ -32,13 +27,6 @@ std::vector<Op> OpsOf(const StepPlan& plan) {
     if (const Op* detail = std::get_if<Op>(&op.detail)) ops.push_back(*detail);
   }
   return ops;
-}
-
-PlanSpecOptions Small() {
-  PlanSpecOptions options;
-  options.preset = "llama3.2-1b";
-  options.seq_len = 1024;
-  return options;
 }
 
 TEST(StepPlanPathsTest, NormLinearBackwardHasFourPaths) {
@@ -60,9 +48,9 @@ TEST(StepPlanPathsTest, RowLinearBackwardHasFivePaths) {
 }
 
 TEST(StepPlanTest, RejectsRankAndMicroBatchesOutOfRange) {
-  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(Small());
+  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(SmallPlanSpecOptions());
   ASSERT_TRUE(spec.ok()) << spec.status();
-  const FootprintPlan footprint = FootprintOf(*spec, 0);
+  const FootprintPlan footprint = RankFootprintOf(*spec, 0);
   EXPECT_EQ(StepPlanOf(*spec, footprint, 1, 1).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(StepPlanOf(*spec, footprint, 0, 0).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(StepPlanOf(*spec, footprint, 0, spec->micro_batches() + 1).status().code(),
@@ -72,9 +60,9 @@ TEST(StepPlanTest, RejectsRankAndMicroBatchesOutOfRange) {
 // One rank, no parallelism: each micro-batch's forward and backward of every layer, whose
 // GEMMs and attention are three times the forward's model FLOPs, and the LM head's.
 TEST(StepPlanTest, SingleRankFlopsAreThreeForwards) {
-  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(Small());
+  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(SmallPlanSpecOptions());
   ASSERT_TRUE(spec.ok()) << spec.status();
-  const StepPlan plan = PlanOf(Small(), 0);
+  const StepPlan plan = PlanOf(SmallPlanSpecOptions(), 0);
   const ShardShapes shapes = ComputeShardShapes(spec->model(), spec->training(), spec->config());
   const double per_micro_batch = 3 * (spec->model().num_layers() * LayerForwardModelFlops(shapes) +
                                       shapes.lm_head.ForwardFlops());
@@ -87,14 +75,14 @@ TEST(StepPlanTest, SingleRankFlopsAreThreeForwards) {
 // Every pass's activation slot is taken and given back, and the most held at once is what the
 // footprint allocated (both follow the schedule).
 TEST(StepPlanTest, SlotsMatchTheFootprint) {
-  PlanSpecOptions options = Small();
+  PlanSpecOptions options = SmallPlanSpecOptions();
   options.pp = 4;
   options.virtual_pipeline = 2;
   options.global_batch = 8;
   absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
   ASSERT_TRUE(spec.ok()) << spec.status();
   for (int64_t rank = 0; rank < 4; ++rank) {
-    const FootprintPlan footprint = FootprintOf(*spec, rank);
+    const FootprintPlan footprint = RankFootprintOf(*spec, rank);
     absl::StatusOr<StepPlan> plan = StepPlanOf(*spec, footprint, rank, spec->micro_batches());
     ASSERT_TRUE(plan.ok()) << plan.status();
     EXPECT_EQ(plan->most_activation_slots, footprint.activation_slots()) << rank;
@@ -104,11 +92,11 @@ TEST(StepPlanTest, SlotsMatchTheFootprint) {
 
 // The short-probe counts plan fewer micro-batches: FLOPs scale with them.
 TEST(StepPlanTest, ShortCountsScaleTheFlops) {
-  PlanSpecOptions options = Small();
+  PlanSpecOptions options = SmallPlanSpecOptions();
   options.global_batch = 4;
   absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
   ASSERT_TRUE(spec.ok()) << spec.status();
-  const FootprintPlan footprint = FootprintOf(*spec, 0);
+  const FootprintPlan footprint = RankFootprintOf(*spec, 0);
   absl::StatusOr<StepPlan> one = StepPlanOf(*spec, footprint, 0, 1);
   absl::StatusOr<StepPlan> four = StepPlanOf(*spec, footprint, 0, 4);
   ASSERT_TRUE(one.ok() && four.ok());
@@ -141,7 +129,7 @@ std::vector<PathCase> PathCases() {
   using N = NormLinearBackwardPath;
   using R = RowLinearBackwardPath;
   std::vector<PathCase> cases;
-  PlanSpecOptions tp2 = Small();
+  PlanSpecOptions tp2 = SmallPlanSpecOptions();
   tp2.tp = 2;
   // The LM head's backward is always bf16 and exposed.
   cases.push_back({"bf16_sp", tp2, {N::kBf16}, {R::kBf16}});
@@ -165,27 +153,27 @@ std::vector<PathCase> PathCases() {
   fp8_parameters.fp8_param_gather = true;
   cases.push_back(
       {"fp8_parameters", fp8_parameters, {N::kBf16, N::kFp8}, {R::kFp8SequenceParallel}});
-  PlanSpecOptions ring = Small();
+  PlanSpecOptions ring = SmallPlanSpecOptions();
   ring.cp = 2;
   cases.push_back({"cp_ring", ring, {N::kBf16}, {R::kBf16}});
   PlanSpecOptions all_gather = ring;
   all_gather.cp_all_gather = true;
   cases.push_back({"cp_all_gather", all_gather, {N::kBf16}, {R::kBf16}});
-  PlanSpecOptions dp = Small();
+  PlanSpecOptions dp = SmallPlanSpecOptions();
   dp.dp = 2;
   cases.push_back({"dp_distributed", dp, {N::kBf16}, {R::kBf16}});
   PlanSpecOptions dp_plain = dp;
   dp_plain.distributed_optimizer = false;
   cases.push_back({"dp_plain", dp_plain, {N::kBf16}, {R::kBf16}});
-  PlanSpecOptions interleaved = Small();
+  PlanSpecOptions interleaved = SmallPlanSpecOptions();
   interleaved.pp = 2;
   interleaved.virtual_pipeline = 2;
   interleaved.global_batch = 4;
   cases.push_back({"interleaved", interleaved, {N::kBf16}, {R::kBf16}});
-  PlanSpecOptions selective = Small();
+  PlanSpecOptions selective = SmallPlanSpecOptions();
   selective.recompute = v1::RECOMPUTE_SELECTIVE;
   cases.push_back({"selective", selective, {N::kBf16}, {R::kBf16}});
-  PlanSpecOptions full = Small();
+  PlanSpecOptions full = SmallPlanSpecOptions();
   full.recompute = v1::RECOMPUTE_FULL;
   cases.push_back({"full", full, {N::kBf16}, {R::kBf16}});
   PlanSpecOptions replica = tp2;
@@ -220,7 +208,7 @@ TEST(StepPlanPathTest, TheCasesRunEveryPathOfTheRunner) {
 // Full recomputation runs every layer's forward again before its backward: one more forward
 // of the layers' model FLOPs per micro-batch, and ops marked as recomputed.
 TEST(StepPlanTest, FullRecomputeAddsOneLayerForward) {
-  PlanSpecOptions options = Small();
+  PlanSpecOptions options = SmallPlanSpecOptions();
   const StepPlan plain = PlanOf(options, 0);
   options.recompute = v1::RECOMPUTE_FULL;
   const StepPlan full = PlanOf(options, 0);
@@ -238,7 +226,7 @@ TEST(StepPlanTest, FullRecomputeAddsOneLayerForward) {
 // Without the overlap a FULL probe with dp > 1 reduces and gathers each region after the
 // schedule on the compute stream; with it, on the data-parallel stream.
 TEST(StepPlanTest, DataParallelCollectivesRunWhereTheOverlapSays) {
-  PlanSpecOptions options = Small();
+  PlanSpecOptions options = SmallPlanSpecOptions();
   options.dp = 2;
   const StepPlan plan = PlanOf(options, 0);
   std::set<StepStream> streams;
@@ -257,7 +245,7 @@ TEST(StepPlanTest, DataParallelCollectivesRunWhereTheOverlapSays) {
 // optimizer (a step-end point carrying the schedule's pass count would never be reached:
 // DataParallelSync::Finish's INTERNAL on the device).
 TEST(StepPlanTest, WaitsForTheReductionsBeforeTheOptimizer) {
-  PlanSpecOptions options = Small();
+  PlanSpecOptions options = SmallPlanSpecOptions();
   options.pp = 2;
   options.dp = 2;
   options.virtual_pipeline = 2;
@@ -283,14 +271,16 @@ TEST(StepPlanTest, WaitsForTheReductionsBeforeTheOptimizer) {
 }
 
 TEST(StepPlanTest, DescribesOpsOnOneLine) {
-  const StepPlan plan = PlanOf(Small(), 0);
+  const StepPlan plan = PlanOf(SmallPlanSpecOptions(), 0);
   for (const StepOp& op : plan.ops) {
     const std::string line = DescribeOp(op);
     EXPECT_EQ(line.find('\n'), std::string::npos) << line;
   }
   EXPECT_EQ(DescribeOp(plan.ops.front()),
             "step: elementwise zero gradients " +
-                std::to_string(FootprintOf(*PlanSpecOf(Small()), 0).parameters().padded_elements) +
+                std::to_string(RankFootprintOf(*PlanSpecOf(SmallPlanSpecOptions()), 0)
+                                   .parameters()
+                                   .padded_elements) +
                 " @gradients");
 }
 

@@ -23,9 +23,8 @@ int main(int argc, char** argv) {
       std::cerr << golden.name << ": " << spec.status() << "\n";
       return 1;
     }
-    const paratune::FootprintPlan footprint = paratune::FootprintPlan::Create(
-        spec->model(), spec->training(), spec->cluster(), spec->config(), paratune::MemoryOptions(),
-        spec->layout().CoordinatesOf(golden.rank).pp);
+    const paratune::FootprintPlan footprint =
+        paratune::FootprintPlan::OfStage(*spec, spec->layout().CoordinatesOf(golden.rank).pp);
     absl::StatusOr<paratune::StepPlan> plan =
         paratune::StepPlanOf(*spec, footprint, golden.rank, spec->micro_batches());
     if (!plan.ok()) {
