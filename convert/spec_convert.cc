@@ -53,6 +53,7 @@ absl::StatusOr<ModelSpec> PresetModel(const v1::ModelSpec& proto) {
       {"model.moe_layer_step", proto.moe_layer_step()},
       {"model.moe_first_dense_layers", proto.moe_first_dense_layers()},
       {"model.head_dim", proto.head_dim()},
+      {"model.moe_router_score", proto.moe_router_score()},
   };
   for (const DimensionField& field : fields) {
     if (field.value != 0) {
@@ -65,12 +66,6 @@ absl::StatusOr<ModelSpec> PresetModel(const v1::ModelSpec& proto) {
     return FieldError("model.tied_embeddings",
                       absl::StrCat("(true) must be unset when model.preset (",
                                    Quoted(proto.preset()), ") is set"));
-  }
-  if (proto.moe_router_score() != v1::MOE_ROUTER_SCORE_UNSPECIFIED) {
-    return FieldError(
-        "model.moe_router_score",
-        absl::StrCat("(", v1::MoeRouterScore_Name(proto.moe_router_score()),
-                     ") must be unset when model.preset (", Quoted(proto.preset()), ") is set"));
   }
   absl::StatusOr<ModelSpec> model = FindModelPreset(proto.preset());
   if (!model.ok()) {

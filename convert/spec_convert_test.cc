@@ -95,8 +95,7 @@ TEST(ModelSpecFromProtoTest, PresetWithMoeFieldsIsInvalid) {
   proto.clear_head_dim();
   proto.set_moe_router_score(v1::MOE_ROUTER_SCORE_SIGMOID);
   ExpectInvalid(ModelSpecFromProto(proto).status(),
-                "model.moe_router_score (MOE_ROUTER_SCORE_SIGMOID) must be unset when "
-                "model.preset (\"mixtral-8x7b\") is set");
+                "model.moe_router_score (2) must be 0 when model.preset (\"mixtral-8x7b\") is set");
 }
 
 // Mixtral 8x7B's published configuration given field by field.
