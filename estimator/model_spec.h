@@ -93,11 +93,12 @@ class ModelSpec {
   double MlpMatrices() const { return dims_.gated_mlp ? 3 : 2; }
 
   bool is_moe() const { return dims_.moe.num_experts > 0; }
-  // Whether layer `layer` (0-based) holds experts: at or after moe.first_dense_layers and
-  // (layer + 1) a multiple of moe.layer_step (Hugging Face Llama 4: moe_layers =
-  // range(interleave_moe_layer_step - 1, L, interleave_moe_layer_step); DeepSeek-V3 and
-  // Megatron-LM's --moe-layer-freq with first_k_dense_replace). False for every layer of a
-  // dense model.
+  // Whether layer `layer` (0-based) holds experts: at or after moe.first_dense_layers
+  // (DeepSeek-V3's first_k_dense_replace) and (layer + 1) a multiple of moe.layer_step, as
+  // Hugging Face's Llama 4 places them (moe_layers = range(interleave_moe_layer_step - 1, L,
+  // interleave_moe_layer_step)). Megatron-LM's integer --moe-layer-freq k counts from layer 0
+  // instead (layers 0, k, 2k, ...); its list form states any pattern. False for every layer of
+  // a dense model.
   bool IsMoeLayer(int64_t layer) const;
   // Layers that hold experts; 0 for a dense model.
   int64_t MoeLayerCount() const;
