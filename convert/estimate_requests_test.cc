@@ -82,14 +82,8 @@ TEST(AnswerEstimateTest, MixtureOfExpertsModelIsRefusedNamingIt) {
 }
 
 TEST(AnswerPlanTest, MixtureOfExpertsModelIsRefusedNamingIt) {
-  v1::PlanRequest request;
-  v1::SearchSpec& spec = *request.mutable_spec();
-  spec.mutable_model()->set_preset("qwen3-235b-a22b");
-  spec.mutable_training()->set_global_batch_size(1024);
-  spec.mutable_training()->set_seq_len(4096);
-  spec.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
-  spec.mutable_cluster()->set_num_nodes(32);
-  spec.mutable_cluster()->set_gpus_per_node(8);
+  v1::PlanRequest request = PlanRequestFor16H100s();
+  request.mutable_spec()->mutable_model()->set_preset("qwen3-235b-a22b");
   const absl::Status status = AnswerPlan(request).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(),
