@@ -497,5 +497,26 @@ TEST(ResolveSearchSpecTest, Fp8NeedsHopperClassGpus) {
       "training.precision (FP8) needs fp8 tensor cores");
 }
 
+TEST(ResolveConfigurationTest, MixtureOfExpertsModelIsRefusedForProbesAndExports) {
+  v1::SearchSpec proto;
+  proto.mutable_model()->set_preset("llama4-scout");
+  proto.mutable_training()->set_global_batch_size(1024);
+  proto.mutable_training()->set_seq_len(8192);
+  proto.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
+  proto.mutable_cluster()->set_num_nodes(2);
+  proto.mutable_cluster()->set_gpus_per_node(8);
+  // The spec resolves (the model is described); the configuration a probe, a replay or an
+  // export would run does not.
+  EXPECT_TRUE(ResolveSearchSpec(proto).ok());
+  v1::ParallelConfig config;
+  config.set_data_parallel(16);
+  const absl::Status status =
+      ResolveConfiguration(proto.model(), proto.training(), proto.cluster(), config).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("model \"llama4-scout\" is a mixture-of-experts model (16 experts, "
+                        "top-1)"));
+}
+
 }  // namespace
 }  // namespace paratune
