@@ -34,8 +34,7 @@ constexpr std::array<ModelPreset, 14> kModelPresets = {{
     {"llama3.2-1b", {2048, 8192, 16, 32, 8, 128256, true}},
     {"llama3.2-3b", {3072, 8192, 28, 24, 8, 128256, true}},
     // Mixture-of-experts models: Hugging Face config.json of each checkpoint, named below.
-    // Mixtral's experts are its intermediate_size-wide MLPs (no separate dense width); its
-    // sliding window is null in both configs, so attention is full as here.
+    // Mixtral's experts are its intermediate_size-wide MLPs (no separate dense width).
     // mistralai/Mixtral-8x7B-v0.1, config.json: hidden_size 4096, intermediate_size 14336,
     // num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 8, vocab_size 32000,
     // tie_word_embeddings false, num_local_experts 8, num_experts_per_tok 2.
