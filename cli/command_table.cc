@@ -43,10 +43,13 @@ constexpr FlagChoice kFormatChoices[] = {{"megatron", static_cast<int>(ExportFor
                                          {"sbatch", static_cast<int>(ExportFormat::kSbatch)}};
 
 // The model.
-constexpr Flag kModel = {"model", FlagType::kString, "llama3.1-8b",
-                         "Model preset: llama2-7b, llama2-13b, llama2-70b, llama3.1-8b, "
-                         "llama3.1-70b, llama3.1-405b, llama3.2-1b, llama3.2-3b. Empty to give "
-                         "--hidden_size and the other dimensions below."};
+constexpr Flag kModel = {
+    "model", FlagType::kString, "llama3.1-8b",
+    "Model preset: llama2-7b, llama2-13b, llama2-70b, llama3.1-8b, llama3.1-70b, "
+    "llama3.1-405b, llama3.2-1b, llama3.2-3b; the mixture-of-experts mixtral-8x7b, "
+    "mixtral-8x22b, qwen3-30b-a3b, qwen3-235b-a22b, llama4-scout, llama4-maverick, described "
+    "but refused by estimate, plan and submit until experts are estimated (issue 26; "
+    "docs/models.md). Empty to give --hidden_size and the other dimensions below."};
 constexpr Flag kHiddenSize = {"hidden_size", FlagType::kInt, "0",
                               "Explicit model (with --model=): hidden size h."};
 constexpr Flag kFfnHiddenSize = {"ffn_hidden_size", FlagType::kInt, "0",
@@ -59,6 +62,36 @@ constexpr Flag kVocabSize = {"vocab_size", FlagType::kInt, "0",
                              "Explicit model: vocabulary size V."};
 constexpr Flag kTiedEmbeddings = {"tied_embeddings", FlagType::kBool, "false",
                                   "Explicit model: LM head tied to the embedding."};
+constexpr Flag kHeadDim = {"head_dim", FlagType::kInt, "0",
+                           "Explicit model: attention head width d; 0 is hidden_size / "
+                           "num_heads. Another width is refused until estimated (issue 26)."};
+// The mixture-of-experts part of an explicit model: a model with --num_experts > 0 is
+// described and checked, then refused where a figure would be computed (issue 26).
+constexpr FlagChoice kMoeRouterScoreChoices[] = {{"softmax", v1::MOE_ROUTER_SCORE_SOFTMAX},
+                                                 {"sigmoid", v1::MOE_ROUTER_SCORE_SIGMOID}};
+constexpr Flag kNumExperts = {"num_experts", FlagType::kInt, "0",
+                              "Explicit model: routed experts per MoE layer; 0 is a dense "
+                              "model. MoE models are refused until estimated (issue 26)."};
+constexpr Flag kMoeRouterTopK = {"moe_router_top_k", FlagType::kInt, "0",
+                                 "Explicit MoE model: experts each token is routed to."};
+constexpr Flag kMoeFfnHiddenSize = {"moe_ffn_hidden_size", FlagType::kInt, "0",
+                                    "Explicit MoE model: SwiGLU inner width of one routed "
+                                    "expert."};
+constexpr Flag kNumSharedExperts = {"num_shared_experts", FlagType::kInt, "0",
+                                    "Explicit MoE model: shared experts every token passes "
+                                    "through."};
+constexpr Flag kSharedExpertFfnHiddenSize = {"shared_expert_ffn_hidden_size", FlagType::kInt, "0",
+                                             "Explicit MoE model: SwiGLU inner width of one "
+                                             "shared expert."};
+constexpr Flag kMoeLayerStep = {"moe_layer_step", FlagType::kInt, "0",
+                                "Explicit MoE model: every N-th layer holds experts (layers "
+                                "N-1, 2N-1, ...); 0 is every layer."};
+constexpr Flag kMoeFirstDenseLayers = {"moe_first_dense_layers", FlagType::kInt, "0",
+                                       "Explicit MoE model: the first layers that stay dense."};
+constexpr Flag kMoeRouterScore = {"moe_router_score", FlagType::kString, "",
+                                  "Explicit MoE model: how the router scores the experts; "
+                                  "empty is softmax.",
+                                  Choices(kMoeRouterScoreChoices)};
 
 // The cluster.
 constexpr Flag kGpu = {"gpu", FlagType::kString, "h100-80gb",
@@ -286,6 +319,15 @@ constexpr FlagField kModelFields[] = {
     {&kNumKvHeads, "model.num_kv_heads"},
     {&kVocabSize, "model.vocab_size"},
     {&kTiedEmbeddings, "model.tied_embeddings"},
+    {&kHeadDim, "model.head_dim"},
+    {&kNumExperts, "model.num_experts"},
+    {&kMoeRouterTopK, "model.moe_router_top_k"},
+    {&kMoeFfnHiddenSize, "model.moe_ffn_hidden_size"},
+    {&kNumSharedExperts, "model.num_shared_experts"},
+    {&kSharedExpertFfnHiddenSize, "model.shared_expert_ffn_hidden_size"},
+    {&kMoeLayerStep, "model.moe_layer_step"},
+    {&kMoeFirstDenseLayers, "model.moe_first_dense_layers"},
+    {&kMoeRouterScore, "model.moe_router_score"},
 };
 constexpr FlagField kClusterFields[] = {
     {&kGpu, "cluster.gpu.type"},

@@ -57,6 +57,15 @@ TEST(CommandTableTest, KeepsEveryFlagOfTheCommandLineAndNamesEachOnce) {
                                           "num_kv_heads",
                                           "vocab_size",
                                           "tied_embeddings",
+                                          "head_dim",
+                                          "num_experts",
+                                          "moe_router_top_k",
+                                          "moe_ffn_hidden_size",
+                                          "num_shared_experts",
+                                          "shared_expert_ffn_hidden_size",
+                                          "moe_layer_step",
+                                          "moe_first_dense_layers",
+                                          "moe_router_score",
                                           "gpu",
                                           "nodes",
                                           "gpus_per_node",
@@ -123,7 +132,7 @@ TEST(CommandTableTest, KeepsEveryFlagOfTheCommandLineAndNamesEachOnce) {
                                           "format",
                                           "candidate",
                                           "require_workers"};
-  ASSERT_EQ(expected.size(), 74u);
+  ASSERT_EQ(expected.size(), 83u);
   absl::flat_hash_map<std::string, const Flag*> by_name;
   for (const Command* command : Commands()) {
     for (const FlagGroup& group : command->groups) {
@@ -232,6 +241,16 @@ TEST(CommandTableTest, BadValuesAreNamedByTheirFlags) {
       {{"submit", "--dry_run", "--backend=command"},
        "--command_template (\"\") must be 1 to 64 letters, digits, '_', '-' or '.'"},
       {{"estimate", "--tp=two"}, "--tp (\"two\") is not an integer"},
+      {{"estimate", "--num_experts=8"},
+       "--num_experts (8) must be 0 when model.preset (\"llama3.1-8b\") is set"},
+      {{"estimate", "--model=", "--hidden_size=4096", "--ffn_hidden_size=14336", "--num_layers=32",
+        "--num_heads=32", "--num_kv_heads=8", "--vocab_size=32000", "--num_experts=8",
+        "--moe_router_top_k=9", "--moe_ffn_hidden_size=14336"},
+       "--moe_router_top_k (9) must be in [1, 8]"},
+      {{"estimate", "--model=", "--hidden_size=4096", "--ffn_hidden_size=14336", "--num_layers=32",
+        "--num_heads=32", "--num_kv_heads=8", "--vocab_size=32000", "--moe_router_score=sigmoid"},
+       "--moe_router_score (MOE_ROUTER_SCORE_SIGMOID) must be unset when model.num_experts is "
+       "0 (a dense model)"},
   };
   for (const auto& [args, message] : cases) {
     const Result result = Paratune(args);
@@ -239,6 +258,28 @@ TEST(CommandTableTest, BadValuesAreNamedByTheirFlags) {
     EXPECT_THAT(result.err, StartsWith(absl::StrCat("paratune: INVALID_ARGUMENT: ", message)))
         << args[0] << " " << args[1];
   }
+}
+
+TEST(CommandTableTest, MixtureOfExpertsModelsAreRefusedNamingTheModel) {
+  const std::vector<std::vector<const char*>> commands = {
+      {"estimate", "--model=mixtral-8x7b", "--tp=2"},
+      {"plan", "--model=llama4-maverick", "--nodes=8"},
+      {"submit", "--dry_run", "--model=qwen3-30b-a3b"},
+      {"estimate", "--model=", "--hidden_size=4096", "--ffn_hidden_size=14336", "--num_layers=32",
+       "--num_heads=32", "--num_kv_heads=8", "--vocab_size=32000", "--num_experts=8",
+       "--moe_router_top_k=2", "--moe_ffn_hidden_size=14336"},
+  };
+  for (const std::vector<const char*>& args : commands) {
+    const Result result = Paratune(args);
+    EXPECT_EQ(result.status, 1) << args[1];
+    EXPECT_THAT(result.err, StartsWith("paratune: INVALID_ARGUMENT: model \"")) << args[1];
+    EXPECT_THAT(result.err, HasSubstr("is a mixture-of-experts model")) << args[1];
+    EXPECT_THAT(result.err, HasSubstr("not yet estimated or searched (issue 26)")) << args[1];
+    EXPECT_THAT(result.out, IsEmpty()) << args[1];
+  }
+  EXPECT_THAT(Paratune({"estimate", "--model=mixtral-8x7b", "--tp=2"}).err,
+              StartsWith("paratune: INVALID_ARGUMENT: model \"mixtral-8x7b\" is a "
+                         "mixture-of-experts model (8 experts, top-2)"));
 }
 
 TEST(CommandTableTest, SubmitIsValidatedBeforeItIsSent) {

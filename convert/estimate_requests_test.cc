@@ -72,6 +72,25 @@ v1::PlanRequest PlanRequestFor16H100s() {
   return request;
 }
 
+TEST(AnswerEstimateTest, MixtureOfExpertsModelIsRefusedNamingIt) {
+  v1::EstimateRequest request = ReferenceRequest();
+  request.mutable_model()->set_preset("mixtral-8x7b");
+  const absl::Status status = AnswerEstimate(request).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("model \"mixtral-8x7b\" is a mixture-of-experts model"));
+  EXPECT_THAT(status.message(), HasSubstr("not yet estimated or searched (issue 26)"));
+}
+
+TEST(AnswerPlanTest, MixtureOfExpertsModelIsRefusedNamingIt) {
+  v1::PlanRequest request = PlanRequestFor16H100s();
+  request.mutable_spec()->mutable_model()->set_preset("qwen3-235b-a22b");
+  const absl::Status status = AnswerPlan(request).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr("model \"qwen3-235b-a22b\" is a mixture-of-experts model (128 experts, "
+                        "top-8)"));
+}
+
 TEST(AnswerPlanTest, LimitsCandidates) {
   v1::PlanRequest request = PlanRequestFor16H100s();
   request.set_limit(5);

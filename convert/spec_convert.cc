@@ -45,6 +45,15 @@ absl::StatusOr<ModelSpec> PresetModel(const v1::ModelSpec& proto) {
       {"model.num_attention_heads", proto.num_attention_heads()},
       {"model.num_kv_heads", proto.num_kv_heads()},
       {"model.vocab_size", proto.vocab_size()},
+      {"model.num_experts", proto.num_experts()},
+      {"model.moe_router_top_k", proto.moe_router_top_k()},
+      {"model.moe_ffn_hidden_size", proto.moe_ffn_hidden_size()},
+      {"model.num_shared_experts", proto.num_shared_experts()},
+      {"model.shared_expert_ffn_hidden_size", proto.shared_expert_ffn_hidden_size()},
+      {"model.moe_layer_step", proto.moe_layer_step()},
+      {"model.moe_first_dense_layers", proto.moe_first_dense_layers()},
+      {"model.head_dim", proto.head_dim()},
+      {"model.moe_router_score", proto.moe_router_score()},
   };
   for (const DimensionField& field : fields) {
     if (field.value != 0) {
@@ -65,6 +74,27 @@ absl::StatusOr<ModelSpec> PresetModel(const v1::ModelSpec& proto) {
                                    absl::StrJoin(ModelPresetNames(), ", ")));
   }
   return model;
+}
+
+absl::StatusOr<RouterScore> RouterScoreFromProto(const v1::ModelSpec& proto) {
+  switch (proto.moe_router_score()) {
+    case v1::MOE_ROUTER_SCORE_UNSPECIFIED:
+      return RouterScore::kSoftmax;
+    case v1::MOE_ROUTER_SCORE_SOFTMAX:
+    case v1::MOE_ROUTER_SCORE_SIGMOID:
+      if (proto.num_experts() == 0) {
+        return FieldError("model.moe_router_score",
+                          absl::StrCat("(", v1::MoeRouterScore_Name(proto.moe_router_score()),
+                                       ") must be unset when model.num_experts is 0 (a dense "
+                                       "model)"));
+      }
+      return proto.moe_router_score() == v1::MOE_ROUTER_SCORE_SIGMOID ? RouterScore::kSigmoid
+                                                                      : RouterScore::kSoftmax;
+    default:
+      return FieldError("model.moe_router_score",
+                        absl::StrCat("(", static_cast<int>(proto.moe_router_score()),
+                                     ") is not a known router score"));
+  }
 }
 
 absl::StatusOr<GpuSpec> GpuFromProto(const v1::GpuSpec& proto) {
@@ -134,7 +164,18 @@ absl::StatusOr<ModelSpec> ModelSpecFromProto(const v1::ModelSpec& proto) {
   dims.num_kv_heads = proto.num_kv_heads();
   dims.vocab_size = proto.vocab_size();
   dims.tied_embeddings = proto.tied_embeddings();
-  // ModelSpec::Create rejects every dimension left 0 with its field name and range.
+  dims.head_dim = proto.head_dim();
+  MoeDimensions& moe = dims.moe;
+  moe.num_experts = proto.num_experts();
+  moe.router_top_k = proto.moe_router_top_k();
+  moe.expert_ffn_hidden_size = proto.moe_ffn_hidden_size();
+  moe.num_shared_experts = proto.num_shared_experts();
+  moe.shared_expert_ffn_hidden_size = proto.shared_expert_ffn_hidden_size();
+  moe.layer_step = proto.moe_layer_step() == 0 ? 1 : proto.moe_layer_step();
+  moe.first_dense_layers = proto.moe_first_dense_layers();
+  PT_ASSIGN_OR_RETURN(moe.router_score, RouterScoreFromProto(proto));
+  // ModelSpec::Create rejects every dimension left 0 with its field name and range, and MoE
+  // fields set on a dense model.
   return ModelSpec::Create("custom", dims);
 }
 

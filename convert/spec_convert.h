@@ -16,7 +16,10 @@
 
 namespace paratune {
 
-// A preset, or explicit dimensions (then every dimension must be set and the preset empty).
+// A preset, or explicit dimensions (then every dimension must be set and the preset empty;
+// the mixture-of-experts fields only for a model with experts, moe_layer_step 0 as 1). A model
+// with experts converts (ModelSpec describes it); estimating it is refused later
+// (estimator/estimated_models.h).
 absl::StatusOr<ModelSpec> ModelSpecFromProto(const v1::ModelSpec& proto);
 // Unset switches take the defaults documented on paratune.v1.TrainingSpec.
 absl::StatusOr<TrainingSpec> TrainingSpecFromProto(const v1::TrainingSpec& proto);

@@ -73,6 +73,89 @@ TEST(ModelSpecFromProtoTest, ExplicitModelNeedsEveryDimension) {
   EXPECT_TRUE(ModelSpecFromProto(proto)->tied_embeddings());
 }
 
+TEST(ModelSpecFromProtoTest, MixtureOfExpertsPresetsConvert) {
+  v1::ModelSpec proto;
+  proto.set_preset("llama4-maverick");
+  absl::StatusOr<ModelSpec> model = ModelSpecFromProto(proto);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_TRUE(model->is_moe());
+  EXPECT_EQ(model->moe().num_experts, 128);
+  EXPECT_EQ(model->MoeLayerCount(), 24);
+}
+
+TEST(ModelSpecFromProtoTest, PresetWithMoeFieldsIsInvalid) {
+  v1::ModelSpec proto;
+  proto.set_preset("mixtral-8x7b");
+  proto.set_num_experts(16);
+  ExpectInvalid(ModelSpecFromProto(proto).status(),
+                "model.num_experts (16) must be 0 when model.preset (\"mixtral-8x7b\") is set");
+  proto.clear_num_experts();
+  proto.set_head_dim(64);
+  ExpectInvalid(ModelSpecFromProto(proto).status(), "model.head_dim (64) must be 0");
+  proto.clear_head_dim();
+  proto.set_moe_router_score(v1::MOE_ROUTER_SCORE_SIGMOID);
+  ExpectInvalid(ModelSpecFromProto(proto).status(),
+                "model.moe_router_score (2) must be 0 when model.preset (\"mixtral-8x7b\") is set");
+}
+
+// Mixtral 8x7B's published configuration given field by field.
+v1::ModelSpec ExplicitMixtral() {
+  v1::ModelSpec proto = ExplicitModel();
+  proto.set_vocab_size(32000);
+  proto.set_num_experts(8);
+  proto.set_moe_router_top_k(2);
+  proto.set_moe_ffn_hidden_size(14336);
+  return proto;
+}
+
+TEST(ModelSpecFromProtoTest, ExplicitMixtureOfExpertsCarriesEveryField) {
+  absl::StatusOr<ModelSpec> model = ModelSpecFromProto(ExplicitMixtral());
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->ParameterCount(), FindModelPreset("mixtral-8x7b")->ParameterCount());
+  EXPECT_EQ(model->ActiveParameterCount(), FindModelPreset("mixtral-8x7b")->ActiveParameterCount());
+  EXPECT_EQ(model->moe().layer_step, 1);  // 0 is every layer
+  EXPECT_EQ(model->moe().router_score, RouterScore::kSoftmax);
+
+  v1::ModelSpec proto = ExplicitMixtral();
+  proto.set_num_shared_experts(1);
+  proto.set_shared_expert_ffn_hidden_size(8192);
+  proto.set_moe_layer_step(2);
+  proto.set_moe_first_dense_layers(1);
+  proto.set_moe_router_score(v1::MOE_ROUTER_SCORE_SIGMOID);
+  proto.set_head_dim(256);
+  model = ModelSpecFromProto(proto);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->moe().num_shared_experts, 1);
+  EXPECT_EQ(model->moe().shared_expert_ffn_hidden_size, 8192);
+  EXPECT_EQ(model->moe().layer_step, 2);
+  EXPECT_EQ(model->moe().first_dense_layers, 1);
+  EXPECT_EQ(model->moe().router_score, RouterScore::kSigmoid);
+  EXPECT_EQ(model->head_dim(), 256);
+}
+
+TEST(ModelSpecFromProtoTest, BadMoeFieldsNameThemselves) {
+  v1::ModelSpec proto = ExplicitMixtral();
+  proto.set_moe_router_top_k(9);
+  ExpectInvalid(ModelSpecFromProto(proto).status(), "model.moe_router_top_k (9) must be in [1, 8]");
+  proto = ExplicitMixtral();
+  proto.set_moe_first_dense_layers(32);
+  ExpectInvalid(ModelSpecFromProto(proto).status(),
+                "model.moe_first_dense_layers (32) must be in [0, 31]");
+  proto = ExplicitModel();
+  proto.set_moe_router_top_k(2);
+  ExpectInvalid(ModelSpecFromProto(proto).status(),
+                "model.moe_router_top_k (2) must be 0 when model.num_experts is 0");
+  proto = ExplicitModel();
+  proto.set_moe_router_score(v1::MOE_ROUTER_SCORE_SOFTMAX);
+  ExpectInvalid(ModelSpecFromProto(proto).status(),
+                "model.moe_router_score (MOE_ROUTER_SCORE_SOFTMAX) must be unset when "
+                "model.num_experts is 0");
+  proto = ExplicitMixtral();
+  proto.set_moe_router_score(static_cast<v1::MoeRouterScore>(7));
+  ExpectInvalid(ModelSpecFromProto(proto).status(),
+                "model.moe_router_score (7) is not a known router score");
+}
+
 TEST(TrainingSpecFromProtoTest, UnsetOptionalsAreTrue) {
   v1::TrainingSpec proto;
   proto.set_global_batch_size(1024);
@@ -412,6 +495,27 @@ TEST(ResolveSearchSpecTest, Fp8NeedsHopperClassGpus) {
   ExpectInvalid(
       ResolveConfiguration(proto.model(), proto.training(), proto.cluster(), config).status(),
       "training.precision (FP8) needs fp8 tensor cores");
+}
+
+TEST(ResolveConfigurationTest, MixtureOfExpertsModelIsRefusedForProbesAndExports) {
+  v1::SearchSpec proto;
+  proto.mutable_model()->set_preset("llama4-scout");
+  proto.mutable_training()->set_global_batch_size(1024);
+  proto.mutable_training()->set_seq_len(8192);
+  proto.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
+  proto.mutable_cluster()->set_num_nodes(2);
+  proto.mutable_cluster()->set_gpus_per_node(8);
+  // The spec resolves (the model is described); the configuration a probe, a replay or an
+  // export would run does not.
+  EXPECT_TRUE(ResolveSearchSpec(proto).ok());
+  v1::ParallelConfig config;
+  config.set_data_parallel(16);
+  const absl::Status status =
+      ResolveConfiguration(proto.model(), proto.training(), proto.cluster(), config).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("model \"llama4-scout\" is a mixture-of-experts model (16 experts, "
+                        "top-1)"));
 }
 
 }  // namespace

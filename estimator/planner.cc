@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "estimator/estimated_models.h"
 
 namespace paratune {
 namespace {
@@ -166,7 +167,9 @@ int64_t CountEnumeratedConfigurations(int64_t world_size, const PlanOptions& opt
 absl::StatusOr<Plan> PlanConfigurations(const ModelSpec& model, const TrainingSpec& training,
                                         const ClusterSpec& cluster, const PlanOptions& options,
                                         const PerformanceParameters& params) {
-  absl::Status status = ValidateOptions(options);
+  absl::Status status = CheckModelEstimated(model);
+  if (!status.ok()) return status;
+  status = ValidateOptions(options);
   if (!status.ok()) return status;
   const int64_t world = cluster.world_size();
   const std::vector<int64_t> divisors = Divisors(world);
