@@ -1,5 +1,6 @@
 #include "estimator/moe_memory.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "estimator/pipeline_layout.h"
@@ -36,12 +37,29 @@ double LinearWeightBytesPerParameter(const TrainingSpec& training) {
   return training.fp8_param_gather() ? 1 : 2;
 }
 
-// Activation bytes per value of the f-wide tensors of an MLP, memory_model.cc's mlp_factor / 2
-// per element: 8 gated (Fujii et al. 2024), 4 not (Korthikanti et al. 2022), of which the down
-// projection's input (2 bytes) is saved as its 1-byte fp8 cast with fp8.
+// Activation bytes per token and inner value (one of f) of an MLP, memory_model.cc's mlp_factor:
+// 8 gated (fc1's 2f-wide output, the SiLU output kept for the product and fc2's input; Fujii et
+// al. 2024), 4 not (fc1's output and fc2's input; Korthikanti et al. 2022), the same tensors
+// for an expert as for the dense MLP; with fp8, fc2's input is saved as its 1-byte cast.
 double MlpActivationBytesPerInnerValue(const ModelSpec& model, const TrainingSpec& training) {
   const double mlp_factor = model.gated_mlp() ? 8 : 4;
   return mlp_factor - 2 + LinearInputBytes(training);
+}
+
+// Tokens each expert takes from one rank under a capacity factor, C = ceil(T k cf / E)
+// (moe_utils.py get_capacity, called by router.py apply_router_token_dropping on the rank's
+// T tokens).
+double ExpertCapacity(const ModelSpec& model, double tokens, double capacity_factor) {
+  const double experts = D(model.moe().num_experts);
+  return std::ceil(tokens * D(model.moe().router_top_k) * capacity_factor / experts);
+}
+
+// Tokens a rank sends to the experts: T k dropless, E C with a capacity factor.
+double SentTokensPerRank(const ModelSpec& model, const TrainingSpec& training,
+                         const ParallelDims& dims, const MoeRouting& routing) {
+  const double tokens = MoeTokensPerRank(training, dims);
+  if (routing.capacity_factor <= 0) return tokens * D(model.moe().router_top_k);
+  return D(model.moe().num_experts) * ExpertCapacity(model, tokens, routing.capacity_factor);
 }
 
 // The layers of chunk `chunk` of `chunks`: [first, first + count).
@@ -181,13 +199,11 @@ double RoutedTokensPerRank(const ModelSpec& model, const TrainingSpec& training,
                            const ParallelDims& dims, const ExpertParallelism& expert,
                            const MoeRouting& routing) {
   const double tokens = MoeTokensPerRank(training, dims);
-  const double top_k = D(model.moe().router_top_k);
   if (routing.capacity_factor <= 0) {
-    return tokens * top_k * D(expert.etp) * routing.dropless_load_margin;
+    return tokens * D(model.moe().router_top_k) * D(expert.etp) * routing.dropless_load_margin;
   }
-  const double experts = D(model.moe().num_experts);
-  const double capacity = std::ceil(tokens * top_k * routing.capacity_factor / experts);
-  return experts * D(expert.etp) * capacity;
+  return D(model.moe().num_experts) * D(expert.etp) *
+         ExpertCapacity(model, tokens, routing.capacity_factor);
 }
 
 double MoeInputActivationBytes(const ModelSpec& model, const TrainingSpec& training,
@@ -204,10 +220,9 @@ double RouterActivationBytes(const ModelSpec& model, const TrainingSpec& trainin
                              const ParallelDims& dims) {
   const double tokens = MoeTokensPerRank(training, dims);
   const double experts = D(model.moe().num_experts);
-  constexpr double kRoutingMapBytes = 1;
   constexpr double kIndexBytes = 8;
-  return tokens * experts * (2 * kRouterValueBytes + kRoutingMapBytes) +
-         tokens * D(model.moe().router_top_k) * kIndexBytes;
+  // Score-function and load-balancing scores over all experts; top-k and permutation indices.
+  return tokens * (2 * kRouterValueBytes * experts + 2 * kIndexBytes * D(model.moe().router_top_k));
 }
 
 double RoutedExpertActivationBytes(const ModelSpec& model, const TrainingSpec& training,
@@ -240,23 +255,45 @@ double MoeBlockActivationBytes(const ModelSpec& model, const TrainingSpec& train
          SharedExpertActivationBytes(model, training, dims);
 }
 
+double AllToAllBufferBytes(const ModelSpec& model, const TrainingSpec& training,
+                           const ParallelDims& dims, const ExpertParallelism& expert,
+                           const MoeRouting& routing) {
+  const double sent = SentTokensPerRank(model, training, dims, routing);
+  const double experts_output = RoutedTokensPerRank(model, training, dims, expert, routing);
+  const double etp = D(expert.etp);
+  const bool sorted = model.moe().num_experts / expert.ep > 1;
+  const bool gathered = expert.etp > 1;
+  const double received = sorted || gathered ? experts_output / etp : 0;
+  const double sorted_back = sorted ? experts_output : 0;
+  const double scattered = gathered ? experts_output / etp : 0;
+  const double preprocessing = experts_output + sorted_back + scattered;
+  const double combining = (gathered ? scattered : experts_output) + sent;
+  return 2 * D(model.hidden_size()) * (sent + received + std::max(preprocessing, combining));
+}
+
+double AllGatherBufferBytes(const ModelSpec& model, const TrainingSpec& training,
+                            const ParallelDims& dims, const ExpertParallelism& expert,
+                            const MoeRouting& routing) {
+  const double tokens = MoeTokensPerRank(training, dims);
+  const double experts_output = RoutedTokensPerRank(model, training, dims, expert, routing);
+  const double h = D(model.hidden_size());
+  if (expert.etp * expert.ep == 1) return 2 * h * (experts_output + tokens);
+  const double gathered = tokens * D(expert.etp * expert.ep);
+  const double experts = D(model.moe().num_experts);
+  constexpr double kBf16 = 2;
+  constexpr double kLocalMapBytes = 1;
+  const double held = gathered * (2 * kBf16 * h + kRouterValueBytes * experts +
+                                  kLocalMapBytes * experts / D(expert.ep));
+  return held + std::max(kBf16 * h * experts_output, kRouterValueBytes * h * gathered);
+}
+
 double DispatcherBufferBytes(const ModelSpec& model, const TrainingSpec& training,
                              const ParallelDims& dims, const ExpertParallelism& expert,
                              const MoeRouting& routing) {
-  const double tokens = MoeTokensPerRank(training, dims);
-  const double h = D(model.hidden_size());
-  const double experts = D(model.moe().num_experts);
   if (routing.dispatcher == TokenDispatcher::kAllGather) {
-    const double gathered = tokens * D(expert.etp * expert.ep);
-    return gathered * (2 * h + experts * (kRouterValueBytes + 1) + (2 + kRouterValueBytes) * h);
+    return AllGatherBufferBytes(model, training, dims, expert, routing);
   }
-  const double top_k = D(model.moe().router_top_k);
-  const double sent = routing.capacity_factor <= 0
-                          ? tokens * top_k
-                          : experts * std::ceil(tokens * top_k * routing.capacity_factor / experts);
-  const double received = RoutedTokensPerRank(model, training, dims, expert, routing);
-  const double gathered_over_etp = expert.etp > 1 ? received : 0;
-  return 2 * h * (sent + received / D(expert.etp) + gathered_over_etp);
+  return AllToAllBufferBytes(model, training, dims, expert, routing);
 }
 
 double MoeMemoryTerms::ModelStates() const {

@@ -65,9 +65,9 @@ double ExpertDataParallelSize(const ParallelDims& dims, const ExpertParallelism&
 
 // Parameters on one GPU of `moe_layers` MoE layers, each kind sharded as Megatron-LM shards it
 // (megatron/training/theoretical_memory_usage.py, compute_weight_and_optimizer_memory):
-// routed experts (E / ep) M f_e h / etp per layer (TEGroupedMLP / SequentialMLP of E / ep local
-// experts, megatron/core/transformer/moe/experts.py, linear_fc1 of width M/2 x f_e and
-// linear_fc2, both split over the expert tensor-parallel group);
+// routed experts (E / ep) M f_e h / etp per layer (TEGroupedMLP or SequentialMLP of E / ep local
+// experts, megatron/core/transformer/moe/experts.py: linear_fc1, 2 f_e wide gated and f_e not,
+// and linear_fc2, both split over the expert tensor-parallel group);
 double ExpertParameters(const ModelSpec& model, const ExpertParallelism& expert,
                         int64_t moe_layers);
 // the router h E per layer, whole on every rank (router.py, Router.__init__: a [E, h] weight
@@ -151,23 +151,27 @@ double MoeBlockActivationBytes(const ModelSpec& model, const TrainingSpec& train
                                const ParallelDims& dims, const ExpertParallelism& expert,
                                const MoeRouting& routing);
 
-// The block's input, 2h per token (the pre-MLP norm's output, saved in bf16 by the router GEMM,
-// moe_utils.py RouterGatingLinearFunction.forward, and by the shared experts' fc1 in bf16),
-// plus with fp8 and shared experts the fp8 copy h the shared fc1 saves instead.
+// The block's input, 2h per token: the pre-MLP norm's output, saved in bf16 by the router GEMM
+// (moe_utils.py RouterGatingLinearFunction.forward) and, the same tensor, by the shared
+// experts' fc1; with fp8 that fc1 saves its own 1-byte cast instead, h more per token.
 double MoeInputActivationBytes(const ModelSpec& model, const TrainingSpec& training,
                                const ParallelDims& dims);
-// The router's tensors kept for backward, T E (4 + 4 + 1): fp32 logits and fp32 scores (the
-// softmax or sigmoid of the load-balancing loss, moe_utils.py compute_routing_scores_for_aux_loss)
-// with --moe-router-dtype fp32, the dtype NVIDIA's MoE recipes set, and the boolean routing map
-// the dispatcher keeps for unpermute; plus the int64 permutation indices of the T k routed
-// copies (moe_utils.py permute: sorted_indices, kept for unpermute).
+// The router's tensors kept for backward, T (8E + 16k) with --moe-router-dtype fp32 (the dtype
+// NVIDIA's MoE recipes set): the fp32 scores over all E experts that the score function keeps
+// (a sigmoid, or a softmax before the top-k; a softmax after the top-k keeps only k: an upper
+// bound there; moe_utils.py topk_routing_with_score_function), those the load-balancing loss
+// keeps (compute_routing_scores_for_aux_loss), the int64 top-k indices (kept by the top-k and
+// by the scatter of the probabilities) and the int64 indices of the T k permuted copies
+// (permute's index_select, kept for backward).
 double RouterActivationBytes(const ModelSpec& model, const TrainingSpec& training,
                              const ParallelDims& dims);
 // The routed experts' saved tensors per received token (N of them): the fc1 input h (the
 // permuted token the grouped GEMM saves, 1 byte with fp8, 2 in bf16), the f_e / etp-wide MLP
 // tensors counted as memory_model counts a dense MLP's (mlp_factor f_e / etp: 8 gated, 4 not;
-// the fc2 input among them at 1 byte with fp8), and the fp32 routing probability the weighted
-// activation saves (experts.py, TEGroupedMLP.forward: bias_act_func with permuted_probs).
+// the fc2 input among them at 1 byte with fp8; Megatron-LM's fused weighted SwiGLU keeps 6 of
+// the 8, an upper bound shared with the dense model), and the fp32 routing probability the
+// weighted activation saves (experts.py, TEGroupedMLP.forward: bias_act_func with
+// permuted_probs).
 double RoutedExpertActivationBytes(const ModelSpec& model, const TrainingSpec& training,
                                    const ParallelDims& dims, const ExpertParallelism& expert,
                                    const MoeRouting& routing);
@@ -176,16 +180,32 @@ double RoutedExpertActivationBytes(const ModelSpec& model, const TrainingSpec& t
 double SharedExpertActivationBytes(const ModelSpec& model, const TrainingSpec& training,
                                    const ParallelDims& dims);
 
-// The dispatcher's communication buffers, for the one MoE layer running at a time (not per
-// micro-batch in flight). All-to-all (MoEAlltoAllTokenDispatcher): the permuted tokens sent
-// (T k bf16 h-wide copies dropless, E C with a capacity factor; moe_utils.py permute), the
-// N / etp received over ep (token_dispatch) and, when etp > 1, the N gathered over etp
-// (dispatch_postprocess); the combine runs the same buffers in reverse after these are freed.
-// All-gather (MoEAllGatherTokenDispatcher): the G = T etp ep gathered tokens in the persistent
-// global memory buffer (token_dispatch, use_global_buffer=True), their gathered fp32
-// probabilities and boolean routing map (E (4 + 1) each), and at combine the unpermuted output
-// (bf16) and its fp32 copy reduce-scattered back (combine_preprocess, token_combine):
-// G (2h + 5E + 6h), an upper bound (the probabilities and map are freed before the combine).
+// The dispatcher's h-wide token buffers at the peak of one MoE layer's forward, for the one
+// layer running at a time (not per micro-batch in flight), beyond the fc1 input that
+// RoutedExpertActivationBytes counts. MoELayer.forward (moe_layer.py, custom_forward) keeps the
+// permuted tokens and the dispatched ones referenced until the layer returns.
+//
+// All-to-all (MoEAlltoAllTokenDispatcher), bf16: the S tokens sent (T k dropless, E C with a
+// capacity factor; the output of permute, dispatch_preprocess), the N / etp received over ep
+// (token_dispatch) unless they are the fc1 input itself (one local expert, etp 1), and the
+// larger of two phases: the combine's preprocessing, the experts' N outputs, their copy sorted
+// back by source rank (sort_chunks_by_idxs, more than one local expert) and the N / etp
+// reduce-scattered over etp (etp > 1), all alive in combine_preprocess; and the combine itself,
+// the tokens sent back (N / etp with etp > 1, N otherwise) and the S received (token_combine).
+double AllToAllBufferBytes(const ModelSpec& model, const TrainingSpec& training,
+                           const ParallelDims& dims, const ExpertParallelism& expert,
+                           const MoeRouting& routing);
+// All-gather (MoEAllGatherTokenDispatcher), over the etp x ep ranks, G = T etp ep tokens: the
+// bf16 gathered tokens (token_dispatch's persistent global memory buffer), their gathered fp32
+// probabilities G E and the G E / ep boolean map of the local experts (dispatch_postprocess),
+// the bf16 unpermuted output G (combine_preprocess), and the larger of the experts' N outputs
+// (alive while unpermuting) and the fp32 copy of the unpermuted output that is reduce-scattered
+// back (token_combine, in the probabilities' dtype): G (4h + 4E + E / ep) + max(2hN, 4hG). With
+// etp = ep = 1 it gathers nothing: the N outputs and the T unpermuted, 2h (N + T).
+double AllGatherBufferBytes(const ModelSpec& model, const TrainingSpec& training,
+                            const ParallelDims& dims, const ExpertParallelism& expert,
+                            const MoeRouting& routing);
+// The buffers of routing.dispatcher.
 double DispatcherBufferBytes(const ModelSpec& model, const TrainingSpec& training,
                              const ParallelDims& dims, const ExpertParallelism& expert,
                              const MoeRouting& routing);
@@ -216,10 +236,10 @@ struct MoeMemoryTerms {
 };
 
 // The stage's MoE part: `moe_layers` MoE layers, `moe_layer_micro_batches` the MoE layers
-// times the micro-batches each holds in flight (memory_model.cc: layers / v x ChunksInFlight
-// for the stage). Full recompute keeps only layer inputs (memory_model's dense part) and one
-// block's working set; selective recompute (Megatron-LM's default modules, core_attn) and none
-// keep every block's activations.
+// times the micro-batches each holds in flight (memory_model.cc: moe_layers / v x
+// ChunksInFlight for the stage). Full recompute keeps only layer inputs (memory_model's dense part)
+// and one block's working set; selective recompute (Megatron-LM's default modules, core_attn) and
+// none keep every block's activations.
 MoeMemoryTerms EstimateMoeStageMemory(const ModelSpec& model, const TrainingSpec& training,
                                       const ParallelDims& dims, const ExpertParallelism& expert,
                                       const MoeRouting& routing, double fp8_amax_history_len,

@@ -221,7 +221,7 @@ TEST_F(MixtralActivationsTest, BlockActivationsHaveTheirClosedForm) {
   const double received = tokens_ * top_k_;  // T k etp, the even share
   EXPECT_EQ(RoutedTokensPerRank(model_, training_, dims_, expert_, dropless), received);
   const double input = 2 * h_ * tokens_;
-  const double router = tokens_ * experts_ * (4 + 4 + 1) + tokens_ * top_k_ * 8;
+  const double router = tokens_ * (8 * experts_ + 16 * top_k_);
   const double routed = received * (2 * h_ + 8 * f_e_ + 4);
   EXPECT_EQ(MoeInputActivationBytes(model_, training_, dims_), input);
   EXPECT_EQ(RouterActivationBytes(model_, training_, dims_), router);
@@ -257,24 +257,34 @@ TEST_F(MixtralActivationsTest, CapacityFactorBoundsEachExpertsTokens) {
 
   MoeRouting capacity;
   capacity.capacity_factor = 1.1;
-  // Sent: E C permuted tokens; received over ep: E C; bf16 h-wide.
+  // One local expert, etp 1: sent E C, the experts' E C outputs and E C received back.
   EXPECT_EQ(DispatcherBufferBytes(model_, training_, dims_, expert_, capacity),
-            2 * h_ * (experts_ * 564 + experts_ * 564));
+            2 * h_ * 3 * experts_ * 564);
 }
 
 TEST_F(MixtralActivationsTest, DispatcherBuffersHaveTheirClosedForm) {
+  const double routed = tokens_ * top_k_;  // T k, sent by each rank
   MoeRouting all_to_all;
-  // Sent T k, received T k over ep.
+  // ep 8 (one local expert), etp 1: the received tokens are the fc1 input; sent T k, then the
+  // combine: the experts' N = T k outputs sent back and T k received.
   EXPECT_EQ(DispatcherBufferBytes(model_, training_, dims_, expert_, all_to_all),
-            2 * h_ * (tokens_ * top_k_ + tokens_ * top_k_));
-  // etp 2: each rank receives T k over ep and T k 2 once gathered over etp.
+            2 * h_ * (routed + routed + routed));
+  // ep 4 (two local experts), etp 2: N = 2 T k. Sent T k, received N / 2; preprocessing the
+  // combine holds the N outputs, N sorted back and N / 2 reduce-scattered.
+  const double n = 2 * routed;
   EXPECT_EQ(DispatcherBufferBytes(model_, training_, dims_, {4, 2}, all_to_all),
-            2 * h_ * (tokens_ * top_k_ + tokens_ * top_k_ + 2 * tokens_ * top_k_));
+            2 * h_ * (routed + n / 2 + (n + n + n / 2)));
+
   MoeRouting all_gather;
   all_gather.dispatcher = TokenDispatcher::kAllGather;
   const double gathered = tokens_ * 8;  // T x etp x ep
+  // Gathered tokens and unpermuted output (bf16), fp32 probabilities, the local experts' map,
+  // and the fp32 copy reduce-scattered (larger than the experts' T k outputs).
   EXPECT_EQ(DispatcherBufferBytes(model_, training_, dims_, expert_, all_gather),
-            gathered * (2 * h_ + experts_ * (4 + 1) + (2 + 4) * h_));
+            gathered * (4 * h_ + 4 * experts_ + experts_ / 8) + 4 * h_ * gathered);
+  // ep = etp = 1 gathers nothing: the experts' outputs and the unpermuted tokens.
+  EXPECT_EQ(DispatcherBufferBytes(model_, training_, dims_, {1, 1}, all_gather),
+            2 * h_ * (routed + tokens_));
 }
 
 TEST_F(MixtralActivationsTest, StageTermsFollowTheRecomputeMode) {
