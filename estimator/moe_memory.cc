@@ -14,6 +14,8 @@ double D(int64_t value) { return static_cast<double>(value); }
 // theoretical_memory_usage.py: 12 of its 6 + 12 / dp bytes per parameter).
 constexpr double kOptimizerBytesPerParameter = 12;
 
+constexpr double kBf16Bytes = 2;
+
 // --moe-router-dtype fp32 (NVIDIA's MoE recipes): router logits, scores and probabilities in
 // fp32.
 constexpr double kRouterValueBytes = 4;
@@ -22,14 +24,17 @@ constexpr double kRouterValueBytes = 4;
 // otherwise; memory_model.cc's Fp8SavedInputSavingsBytes.
 double LinearInputBytes(const TrainingSpec& training) { return training.fp8() ? 1 : 2; }
 
-double GradientBytesPerParameter(const TrainingSpec& training) {
-  return training.fp32_gradients() ? 4 : 2;
-}
-
-// Optimizer bytes per parameter of a parameter whose data-parallel group has `dp_size` ranks.
-double OptimizerBytesPerParameter(const TrainingSpec& training, double dp_size) {
-  return training.distributed_optimizer() ? kOptimizerBytesPerParameter / dp_size
-                                          : kOptimizerBytesPerParameter;
+// `params` parameters stored in `weight_bytes` each, with gradients (4 bytes, 2 in bf16) and
+// Adam's states sharded by the distributed optimizer over a data-parallel group of `dp_size`.
+ModelStateBytes StatesOf(double params, double weight_bytes, const TrainingSpec& training,
+                         double dp_size) {
+  ModelStateBytes bytes;
+  bytes.weights = weight_bytes * params;
+  bytes.gradients = (training.fp32_gradients() ? 4 : 2) * params;
+  bytes.optimizer_states = (training.distributed_optimizer() ? kOptimizerBytesPerParameter / dp_size
+                                                             : kOptimizerBytesPerParameter) *
+                           params;
+  return bytes;
 }
 
 // Weight bytes per parameter of a Transformer Engine linear: fp8 model weights store it in 1.
@@ -121,52 +126,23 @@ double SharedExpertParameters(const ModelSpec& model, const ParallelDims& dims,
          D(moe.shared_expert_ffn_hidden_size) * D(model.hidden_size()) / D(dims.tp);
 }
 
-double ExpertWeightBytes(const ModelSpec& model, const TrainingSpec& training,
-                         const ExpertParallelism& expert, int64_t moe_layers) {
-  return LinearWeightBytesPerParameter(training) * ExpertParameters(model, expert, moe_layers);
+ModelStateBytes ExpertModelStates(const ModelSpec& model, const TrainingSpec& training,
+                                  const ParallelDims& dims, const ExpertParallelism& expert,
+                                  int64_t moe_layers) {
+  return StatesOf(ExpertParameters(model, expert, moe_layers),
+                  LinearWeightBytesPerParameter(training), training,
+                  ExpertDataParallelSize(dims, expert));
 }
 
-double ExpertGradientBytes(const ModelSpec& model, const TrainingSpec& training,
-                           const ExpertParallelism& expert, int64_t moe_layers) {
-  return GradientBytesPerParameter(training) * ExpertParameters(model, expert, moe_layers);
+ModelStateBytes RouterModelStates(const ModelSpec& model, const TrainingSpec& training,
+                                  const ParallelDims& dims, int64_t moe_layers) {
+  return StatesOf(RouterParameters(model, moe_layers), kBf16Bytes, training, D(dims.dp * dims.cp));
 }
 
-double ExpertOptimizerStateBytes(const ModelSpec& model, const TrainingSpec& training,
-                                 const ParallelDims& dims, const ExpertParallelism& expert,
-                                 int64_t moe_layers) {
-  return OptimizerBytesPerParameter(training, ExpertDataParallelSize(dims, expert)) *
-         ExpertParameters(model, expert, moe_layers);
-}
-
-double RouterWeightBytes(const ModelSpec& model, int64_t moe_layers) {
-  return 2 * RouterParameters(model, moe_layers);
-}
-
-double RouterGradientBytes(const ModelSpec& model, const TrainingSpec& training,
-                           int64_t moe_layers) {
-  return GradientBytesPerParameter(training) * RouterParameters(model, moe_layers);
-}
-
-double RouterOptimizerStateBytes(const ModelSpec& model, const TrainingSpec& training,
-                                 const ParallelDims& dims, int64_t moe_layers) {
-  return OptimizerBytesPerParameter(training, D(dims.dp * dims.cp)) *
-         RouterParameters(model, moe_layers);
-}
-
-double SharedExpertWeightBytes(const ModelSpec& model, const TrainingSpec& training,
-                               const ParallelDims& dims, int64_t moe_layers) {
-  return LinearWeightBytesPerParameter(training) * SharedExpertParameters(model, dims, moe_layers);
-}
-
-double SharedExpertGradientBytes(const ModelSpec& model, const TrainingSpec& training,
-                                 const ParallelDims& dims, int64_t moe_layers) {
-  return GradientBytesPerParameter(training) * SharedExpertParameters(model, dims, moe_layers);
-}
-
-double SharedExpertOptimizerStateBytes(const ModelSpec& model, const TrainingSpec& training,
-                                       const ParallelDims& dims, int64_t moe_layers) {
-  return OptimizerBytesPerParameter(training, D(dims.dp * dims.cp)) *
-         SharedExpertParameters(model, dims, moe_layers);
+ModelStateBytes SharedExpertModelStates(const ModelSpec& model, const TrainingSpec& training,
+                                        const ParallelDims& dims, int64_t moe_layers) {
+  return StatesOf(SharedExpertParameters(model, dims, moe_layers),
+                  LinearWeightBytesPerParameter(training), training, D(dims.dp * dims.cp));
 }
 
 double MoeFp8WeightCopyBytes(const ModelSpec& model, const TrainingSpec& training,
@@ -268,7 +244,8 @@ double AllToAllBufferBytes(const ModelSpec& model, const TrainingSpec& training,
   const double scattered = gathered ? experts_output / etp : 0;
   const double preprocessing = experts_output + sorted_back + scattered;
   const double combining = (gathered ? scattered : experts_output) + sent;
-  return 2 * D(model.hidden_size()) * (sent + received + std::max(preprocessing, combining));
+  return kBf16Bytes * D(model.hidden_size()) *
+         (sent + received + std::max(preprocessing, combining));
 }
 
 double AllGatherBufferBytes(const ModelSpec& model, const TrainingSpec& training,
@@ -277,14 +254,13 @@ double AllGatherBufferBytes(const ModelSpec& model, const TrainingSpec& training
   const double tokens = MoeTokensPerRank(training, dims);
   const double experts_output = RoutedTokensPerRank(model, training, dims, expert, routing);
   const double h = D(model.hidden_size());
-  if (expert.etp * expert.ep == 1) return 2 * h * (experts_output + tokens);
+  if (expert.etp * expert.ep == 1) return kBf16Bytes * h * (experts_output + tokens);
   const double gathered = tokens * D(expert.etp * expert.ep);
   const double experts = D(model.moe().num_experts);
-  constexpr double kBf16 = 2;
   constexpr double kLocalMapBytes = 1;
-  const double held = gathered * (2 * kBf16 * h + kRouterValueBytes * experts +
+  const double held = gathered * (2 * kBf16Bytes * h + kRouterValueBytes * experts +
                                   kLocalMapBytes * experts / D(expert.ep));
-  return held + std::max(kBf16 * h * experts_output, kRouterValueBytes * h * gathered);
+  return held + std::max(kBf16Bytes * h * experts_output, kRouterValueBytes * h * gathered);
 }
 
 double DispatcherBufferBytes(const ModelSpec& model, const TrainingSpec& training,
@@ -297,9 +273,7 @@ double DispatcherBufferBytes(const ModelSpec& model, const TrainingSpec& trainin
 }
 
 double MoeMemoryTerms::ModelStates() const {
-  return expert_weights + expert_gradients + expert_optimizer_states + router_weights +
-         router_gradients + router_optimizer_states + shared_expert_weights +
-         shared_expert_gradients + shared_expert_optimizer_states;
+  return experts.Total() + router.Total() + shared_experts.Total();
 }
 
 double MoeMemoryTerms::Total() const {
@@ -313,17 +287,9 @@ MoeMemoryTerms EstimateMoeStageMemory(const ModelSpec& model, const TrainingSpec
                                       int64_t moe_layers, double moe_layer_micro_batches) {
   MoeMemoryTerms terms;
   if (moe_layers == 0) return terms;
-  terms.expert_weights = ExpertWeightBytes(model, training, expert, moe_layers);
-  terms.expert_gradients = ExpertGradientBytes(model, training, expert, moe_layers);
-  terms.expert_optimizer_states =
-      ExpertOptimizerStateBytes(model, training, dims, expert, moe_layers);
-  terms.router_weights = RouterWeightBytes(model, moe_layers);
-  terms.router_gradients = RouterGradientBytes(model, training, moe_layers);
-  terms.router_optimizer_states = RouterOptimizerStateBytes(model, training, dims, moe_layers);
-  terms.shared_expert_weights = SharedExpertWeightBytes(model, training, dims, moe_layers);
-  terms.shared_expert_gradients = SharedExpertGradientBytes(model, training, dims, moe_layers);
-  terms.shared_expert_optimizer_states =
-      SharedExpertOptimizerStateBytes(model, training, dims, moe_layers);
+  terms.experts = ExpertModelStates(model, training, dims, expert, moe_layers);
+  terms.router = RouterModelStates(model, training, dims, moe_layers);
+  terms.shared_experts = SharedExpertModelStates(model, training, dims, moe_layers);
   terms.fp8_weight_copies = MoeFp8WeightCopyBytes(model, training, dims, expert, moe_layers);
   terms.fp8_scaling_state =
       MoeFp8ScalingStateBytes(model, training, expert, fp8_amax_history_len, moe_layers);

@@ -78,36 +78,31 @@ double RouterParameters(const ModelSpec& model, int64_t moe_layers);
 // tensor group (shared_experts.py, SharedExpertMLP).
 double SharedExpertParameters(const ModelSpec& model, const ParallelDims& dims, int64_t moe_layers);
 
-// Bytes on one GPU of the routed experts of `moe_layers` MoE layers: bf16 weights (1 byte for
-// the fp8 model weights of fp8_param_gather, Transformer Engine's fp8_model_init covering the
-// GroupedLinear experts), fp32 gradients (bf16 with fp32_gradients off) whole, as the
-// distributed data-parallel grad buffer holds them, and Adam's 12 bytes per parameter sharded
-// over the expert data-parallel group by the distributed optimizer
-// (megatron/core/distributed/distributed_data_parallel.py: expert parameters, allreduce False,
-// get their own buffers reduced over intra_expt_dp_group).
-double ExpertWeightBytes(const ModelSpec& model, const TrainingSpec& training,
-                         const ExpertParallelism& expert, int64_t moe_layers);
-double ExpertGradientBytes(const ModelSpec& model, const TrainingSpec& training,
-                           const ExpertParallelism& expert, int64_t moe_layers);
-double ExpertOptimizerStateBytes(const ModelSpec& model, const TrainingSpec& training,
-                                 const ParallelDims& dims, const ExpertParallelism& expert,
-                                 int64_t moe_layers);
+// Weights, gradients and optimizer states of one kind of parameter on one GPU, in bytes.
+struct ModelStateBytes {
+  double weights = 0;
+  double gradients = 0;
+  double optimizer_states = 0;
 
-// The router's bf16 weights (never fp8: router_gating_linear is a plain GEMM), gradients, and
-// optimizer states sharded over dp x cp like every non-expert parameter.
-double RouterWeightBytes(const ModelSpec& model, int64_t moe_layers);
-double RouterGradientBytes(const ModelSpec& model, const TrainingSpec& training,
-                           int64_t moe_layers);
-double RouterOptimizerStateBytes(const ModelSpec& model, const TrainingSpec& training,
-                                 const ParallelDims& dims, int64_t moe_layers);
+  double Total() const { return weights + gradients + optimizer_states; }
+};
 
-// The shared experts' weights, gradients and optimizer states, as a dense MLP's.
-double SharedExpertWeightBytes(const ModelSpec& model, const TrainingSpec& training,
-                               const ParallelDims& dims, int64_t moe_layers);
-double SharedExpertGradientBytes(const ModelSpec& model, const TrainingSpec& training,
-                                 const ParallelDims& dims, int64_t moe_layers);
-double SharedExpertOptimizerStateBytes(const ModelSpec& model, const TrainingSpec& training,
-                                       const ParallelDims& dims, int64_t moe_layers);
+// The routed experts of `moe_layers` MoE layers: bf16 weights (1 byte for the fp8 model weights
+// of fp8_param_gather, Transformer Engine's fp8_model_init covering the GroupedLinear experts),
+// fp32 gradients (bf16 with fp32_gradients off) whole, as the distributed data-parallel grad
+// buffer holds them, and Adam's 12 bytes per parameter sharded over the expert data-parallel
+// group by the distributed optimizer (megatron/core/distributed/distributed_data_parallel.py:
+// expert parameters, allreduce False, get their own buffers over intra_expt_dp_group).
+ModelStateBytes ExpertModelStates(const ModelSpec& model, const TrainingSpec& training,
+                                  const ParallelDims& dims, const ExpertParallelism& expert,
+                                  int64_t moe_layers);
+// The router: bf16 weights (never fp8: router_gating_linear is a plain GEMM), gradients as the
+// experts', optimizer states sharded over dp x cp like every non-expert parameter.
+ModelStateBytes RouterModelStates(const ModelSpec& model, const TrainingSpec& training,
+                                  const ParallelDims& dims, int64_t moe_layers);
+// The shared experts, as a dense MLP's linears (1-byte weights with fp8_param_gather).
+ModelStateBytes SharedExpertModelStates(const ModelSpec& model, const TrainingSpec& training,
+                                        const ParallelDims& dims, int64_t moe_layers);
 
 // fp8 only (0 in bf16): the fp8 copy and fp8 transpose Transformer Engine caches for the step
 // of every routed and shared expert weight, 2 bytes per parameter (1 with fp8_param_gather),
@@ -212,15 +207,9 @@ double DispatcherBufferBytes(const ModelSpec& model, const TrainingSpec& trainin
 
 // The MoE terms of one GPU of a pipeline stage, in bytes; all 0 for a stage without MoE layers.
 struct MoeMemoryTerms {
-  double expert_weights = 0;
-  double expert_gradients = 0;
-  double expert_optimizer_states = 0;
-  double router_weights = 0;
-  double router_gradients = 0;
-  double router_optimizer_states = 0;
-  double shared_expert_weights = 0;
-  double shared_expert_gradients = 0;
-  double shared_expert_optimizer_states = 0;
+  ModelStateBytes experts;
+  ModelStateBytes router;
+  ModelStateBytes shared_experts;
   double fp8_weight_copies = 0;  // routed and shared experts, fp8 only
   double fp8_scaling_state = 0;  // routed and shared experts, fp8 only
   // MoE blocks' activations of the micro-batches in flight under the recompute mode; they

@@ -67,11 +67,13 @@ void ExpectWeightsOverDistinctShardsAreTheModels(const std::string& name,
     for (int64_t stage = 0; stage < dims.pp; ++stage) {
       const int64_t layers = MoeLayersOnStage(model, stage, dims.pp, dims.virtual_pipeline);
       moe_layers += layers;
+      const double distinct_expert_shards = static_cast<double>(expert.ep * expert.etp);
+      const double distinct_shared_shards = static_cast<double>(dims.tp);
       moe_bytes +=
-          static_cast<double>(expert.ep * expert.etp) *
-              ExpertWeightBytes(model, training, expert, layers) +
-          RouterWeightBytes(model, layers) +
-          static_cast<double>(dims.tp) * SharedExpertWeightBytes(model, training, dims, layers);
+          distinct_expert_shards *
+              ExpertModelStates(model, training, dims, expert, layers).weights +
+          RouterModelStates(model, training, dims, layers).weights +
+          distinct_shared_shards * SharedExpertModelStates(model, training, dims, layers).weights;
     }
     const std::string where = name + " tp" + std::to_string(dims.tp) + " pp" +
                               std::to_string(dims.pp) + " vp" +
@@ -148,18 +150,12 @@ void ExpectMegatronClosedForm(const std::string& name, const Config& config,
   const ExpertParallelism& expert = config.expert;
   const int64_t layers = MoeLayersOnStage(model, 0, dims.pp, dims.virtual_pipeline);
   const MegatronMoeBytes megatron = MegatronMoeWeightAndOptimizerBytes(args);
-  EXPECT_DOUBLE_EQ(ExpertWeightBytes(model, training, expert, layers) +
-                       ExpertGradientBytes(model, training, expert, layers) +
-                       ExpertOptimizerStateBytes(model, training, dims, expert, layers),
+  EXPECT_DOUBLE_EQ(ExpertModelStates(model, training, dims, expert, layers).Total(),
                    megatron.routed_experts)
       << name;
-  EXPECT_DOUBLE_EQ(RouterWeightBytes(model, layers) + RouterGradientBytes(model, training, layers) +
-                       RouterOptimizerStateBytes(model, training, dims, layers),
-                   megatron.router)
+  EXPECT_DOUBLE_EQ(RouterModelStates(model, training, dims, layers).Total(), megatron.router)
       << name;
-  EXPECT_DOUBLE_EQ(SharedExpertWeightBytes(model, training, dims, layers) +
-                       SharedExpertGradientBytes(model, training, dims, layers) +
-                       SharedExpertOptimizerStateBytes(model, training, dims, layers),
+  EXPECT_DOUBLE_EQ(SharedExpertModelStates(model, training, dims, layers).Total(),
                    megatron.shared_experts)
       << name;
 }
@@ -295,7 +291,7 @@ TEST_F(MixtralActivationsTest, StageTermsFollowTheRecomputeMode) {
       EstimateMoeStageMemory(model_, training_, dims_, expert_, routing, 1024, 8, 8 * 4);
   EXPECT_EQ(kept.activations, 32 * block);
   EXPECT_EQ(kept.recompute_working_set, 0);
-  EXPECT_EQ(kept.expert_weights, ExpertWeightBytes(model_, training_, expert_, 8));
+  EXPECT_EQ(kept.experts.Total(), ExpertModelStates(model_, training_, dims_, expert_, 8).Total());
   EXPECT_EQ(kept.fp8_weight_copies, 0);
   EXPECT_EQ(kept.fp8_scaling_state, 0);
   EXPECT_EQ(kept.dispatcher_buffers,
@@ -340,12 +336,12 @@ TEST(MoeMemoryTest, Fp8SavesLinearInputsAndAddsExpertCopiesAndScalingState) {
             layers * (2 * 4 + 2) * 5 * 4 * (2 + 1024.0));
 
   const TrainingSpec fp8_weights = Training(8192, /*fp8=*/true, /*fp8_param_gather=*/true);
-  EXPECT_EQ(ExpertWeightBytes(model, fp8_weights, expert, layers), expert_params);
-  EXPECT_EQ(SharedExpertWeightBytes(model, fp8_weights, dims, layers), shared_params);
+  EXPECT_EQ(ExpertModelStates(model, fp8_weights, dims, expert, layers).weights, expert_params);
+  EXPECT_EQ(SharedExpertModelStates(model, fp8_weights, dims, layers).weights, shared_params);
   EXPECT_EQ(MoeFp8WeightCopyBytes(model, fp8_weights, dims, expert, layers),
             expert_params + shared_params);
   // The router is a plain bf16 GEMM either way.
-  EXPECT_EQ(RouterWeightBytes(model, layers), 2 * layers * h * 16);
+  EXPECT_EQ(RouterModelStates(model, fp8_weights, dims, layers).weights, 2 * layers * h * 16);
 }
 
 }  // namespace
