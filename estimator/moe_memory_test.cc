@@ -311,6 +311,24 @@ TEST_F(MixtralActivationsTest, StageTermsFollowTheRecomputeMode) {
   EXPECT_EQ(none.Total(), 0);
 }
 
+// A non-gated MoE (GELU experts, as GPT-style MoE models): two f_e x h matrices per expert and
+// 4 bytes per token and inner value, as memory_model counts a non-gated MLP.
+TEST(MoeMemoryTest, NonGatedExpertsHaveTwoMatricesAndFourBytesPerInnerValue) {
+  ModelDimensions dims{2048, 8192, 8, 16, 16, 32000, false, /*gated_mlp=*/false};
+  dims.moe = {16, 4, 1024, 1, 2048, 1, 0};
+  const absl::StatusOr<ModelSpec> model = ModelSpec::Create("gelu-moe", dims);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const TrainingSpec training = Training(2048);
+  const ParallelDims parallel = Dims(4, 2, 1, 1);  // T = 1024
+  const ExpertParallelism expert{4, 2};
+  const double h = 2048, f_e = 1024, f_s = 2048, tokens = 1024, received = tokens * 4 * 2;
+  EXPECT_EQ(ExpertParameters(*model, expert, 8), 8 * (16.0 / 4) * 2 * f_e * h / 2);
+  EXPECT_EQ(SharedExpertParameters(*model, parallel, 8), 8 * 2 * f_s * h / 2);
+  EXPECT_EQ(RoutedExpertActivationBytes(*model, training, parallel, expert, MoeRouting()),
+            received * (2 * h + 4 * f_e / 2 + 4));
+  EXPECT_EQ(SharedExpertActivationBytes(*model, training, parallel), tokens * 4 * f_s / 2);
+}
+
 // Llama 4 Scout in fp8 (shared expert, top-1 of 16), s 8192, tp 4 cp 2 (T = 1024), ep 4 etp 2.
 TEST(MoeMemoryTest, Fp8SavesLinearInputsAndAddsExpertCopiesAndScalingState) {
   const ModelSpec model = Preset("llama4-scout");
