@@ -17,6 +17,7 @@
 #include "convert/search_state.h"
 #include "convert/search_text.h"
 #include "convert/spec_convert.h"
+#include "convert/worker_kind.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace paratune {
@@ -351,13 +352,13 @@ CandidateTable RankedCandidates(const v1::Search& search, int max_rows) {
 
 std::string FormatSearch(const v1::Search& search) {
   const v1::SearchSpec& spec = search.spec();
+  const std::string backend = WorkerKindOf(spec).backend;
   std::string out = absl::StrFormat(
       "%s%s\n  model %s, %s, global batch %d, sequence %d\n  policy %s, backend %s\n"
       "  state %s%s\n",
       search.name(), search.display_name().empty() ? "" : " (" + search.display_name() + ")",
       ModelName(spec.model()), ClusterName(spec.cluster()), spec.training().global_batch_size(),
-      spec.training().seq_len(), PolicyName(spec.policy()),
-      spec.probe().backend().empty() ? "sim" : spec.probe().backend(),
+      spec.training().seq_len(), PolicyName(spec.policy()), backend,
       v1::SearchState_Name(search.state()),
       // Empty on a server without tokens: there are no principals then.
       search.creator().empty() ? "" : absl::StrCat(", created by ", search.creator()));
@@ -366,7 +367,7 @@ std::string FormatSearch(const v1::Search& search) {
                         counts.enumerated(), counts.valid(),
                         DescribeMemoryEligible(counts, ProbesRiskyConfigurations(spec.space())),
                         DescribeProgress(search.progress()));
-  const bool simulated = spec.probe().backend().empty() || spec.probe().backend() == "sim";
+  const bool simulated = backend == "sim";
   if (counts.probed() > 0 || counts.gpu_seconds() > 0) {
     // Probes, not candidates: a confirmation is a second probe of a candidate. A sim's
     // GPU-hours are what its probes would cost on real GPUs (docs/short_probes.md).
