@@ -1,5 +1,6 @@
 #include "estimator/parallel_config.h"
 
+#include <initializer_list>
 #include <optional>
 
 #include "absl/status/status.h"
@@ -19,29 +20,27 @@ bool AnyFieldBelowOne(const ParallelDims& d) {
          d.virtual_pipeline < 1;
 }
 
-// dp x tp x pp x cp when every size is >= 1 and the product is at most `limit`, else nullopt.
-// Each multiplication is of two numbers at most `limit` (<= 2^31), so sizes of any magnitude
-// (a request's, or --explain's) cannot overflow it.
-std::optional<int64_t> GpusWithin(const ParallelDims& d, int64_t limit) {
-  int64_t gpus = 1;
-  for (const int64_t size : {d.dp, d.tp, d.pp, d.cp}) {
+// The product of `sizes` when every size is >= 1 and the product is at most `limit`, else
+// nullopt. Each multiplication is of two numbers at most `limit` (<= 2^31), so sizes of any
+// magnitude (a request's, or --explain's) cannot overflow it.
+std::optional<int64_t> ProductWithin(std::initializer_list<int64_t> sizes, int64_t limit) {
+  int64_t product = 1;
+  for (const int64_t size : sizes) {
     if (size < 1 || size > limit) return std::nullopt;
-    gpus *= size;
-    if (gpus > limit) return std::nullopt;
+    product *= size;
+    if (product > limit) return std::nullopt;
   }
-  return gpus;
+  return product;
 }
 
-// etp x ep x pp (etp resolved) when each is >= 1 and the product is at most `limit`, else
-// nullopt; as GpusWithin, for sizes of any magnitude.
+// dp x tp x pp x cp, the attention layers' GPUs, as ProductWithin.
+std::optional<int64_t> GpusWithin(const ParallelDims& d, int64_t limit) {
+  return ProductWithin({d.dp, d.tp, d.pp, d.cp}, limit);
+}
+
+// etp x ep x pp (etp resolved), the expert layers' ranks besides expert-dp, as ProductWithin.
 std::optional<int64_t> ExpertRanksWithin(const ParallelDims& d, int64_t limit) {
-  int64_t ranks = 1;
-  for (const int64_t size : {ExpertTensorParallel(d), d.ep, d.pp}) {
-    if (size < 1 || size > limit) return std::nullopt;
-    ranks *= size;
-    if (ranks > limit) return std::nullopt;
-  }
-  return ranks;
+  return ProductWithin({ExpertTensorParallel(d), d.ep, d.pp}, limit);
 }
 
 // The rules of expert parallelism, each from Megatron-LM core_v0.19.0 unless said otherwise
@@ -56,9 +55,13 @@ Rejection CheckExpertRules(const ModelSpec& model, const ClusterSpec& cluster,
     // Megatron-LM ignores --expert-tensor-parallel-size without experts; paratune refuses it
     // so that no two dense configurations differ in a size that changes nothing.
     if (d.etp > 0 && d.etp != d.tp) return Rejection::kExpertTensorParallelDense;
+    // Sizes below the defaults form no expert grid; the defaults' grid, tp x pp, divides the
+    // GPUs as the attention's does.
+    if (d.ep < 1 || d.etp < 0) return Rejection::kExpertWorldSize;
+    return Rejection::kValid;
   }
   // validate_args: "Number of experts should be a multiple of expert model parallel_size."
-  if (model.is_moe() && d.ep >= 1 && !Divides(d.ep, model.moe().num_experts)) {
+  if (d.ep >= 1 && !Divides(d.ep, model.moe().num_experts)) {
     return Rejection::kExpertParallelExperts;
   }
   // megatron/core/parallel_state.py initialize_model_parallel: the expert grid is
@@ -68,7 +71,6 @@ Rejection CheckExpertRules(const ModelSpec& model, const ClusterSpec& cluster,
   if (!ranks.has_value() || !Divides(*ranks, cluster.world_size())) {
     return Rejection::kExpertWorldSize;
   }
-  if (!model.is_moe()) return Rejection::kValid;
   // megatron/core/extensions/transformer_engine.py TEGroupedLinear.__init__ splits each
   // expert's FFN width over the expert tensor-parallel group with divide() (core/utils.py),
   // which asserts divisibility.
