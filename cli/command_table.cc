@@ -141,6 +141,13 @@ constexpr Flag kRecompute = {"recompute", FlagType::kString, "none", "Activation
                              Choices(kRecomputeChoices)};
 constexpr Flag kSequenceParallel = {"sequence_parallel", FlagType::kBool, "true",
                                     "Sequence parallelism with TP (ignored when tp is 1)."};
+constexpr Flag kEp = {"ep", FlagType::kInt, "1",
+                      "Expert-parallel size of a mixture-of-experts model: its routed experts "
+                      "split over ep ranks; must divide the experts. 1 for a dense model."};
+constexpr Flag kEtp = {"etp", FlagType::kInt, "0",
+                       "Expert tensor-parallel size of a mixture-of-experts model: each expert "
+                       "split over etp ranks; 0 means --tp (Megatron-LM's default). etp x ep x "
+                       "pp must divide the GPUs."};
 
 // The search space.
 constexpr Flag kSafeFraction = {"safe_fraction", FlagType::kDouble, "0.80",
@@ -151,6 +158,14 @@ constexpr Flag kMicroBatches = {"micro_batches", FlagType::kIntList, "",
 constexpr Flag kVirtualPipelineSizes = {
     "virtual_pipeline_sizes", FlagType::kIntList, "",
     "Virtual pipeline sizes to try, v > 1 where pp > 1; the server's default 1."};
+constexpr Flag kExpertParallelSizes = {
+    "expert_parallel_sizes", FlagType::kIntList, "",
+    "Expert-parallel sizes to try for a mixture-of-experts model; the server's default every "
+    "divisor of the model's experts. Refused for a dense model."};
+constexpr Flag kExpertTensorParallelSizes = {
+    "expert_tensor_parallel_sizes", FlagType::kIntList, "",
+    "Expert tensor-parallel sizes to try for a mixture-of-experts model; the server's default "
+    "each configuration's tp. Refused for a dense model."};
 constexpr Flag kRecomputeModes = {
     "recompute_modes", FlagType::kStringList, "",
     "Recompute modes to try; the server's default none, or none, selective and full when "
@@ -175,8 +190,8 @@ constexpr Flag kLimit = {"limit", FlagType::kInt, "20",
                          "predicted candidates); 0 shows all."};
 constexpr Flag kExplain = {"explain", FlagType::kBool, "false",
                            "Instead of the plan, say why the configuration of --tp, --pp, --cp, "
-                           "--dp, --mbs, --vp, --recompute and --sequence_parallel is or is not a "
-                           "candidate."};
+                           "--dp, --mbs, --vp, --recompute, --sequence_parallel, --ep and --etp "
+                           "is or is not a candidate."};
 
 // The search's policy and budget.
 constexpr Flag kPolicy = {
@@ -351,6 +366,7 @@ constexpr FlagField kConfigurationFields[] = {
     {&kCp, "context_parallel"},  {&kDp, "data_parallel"},
     {&kMbs, "micro_batch_size"}, {&kVp, "virtual_pipeline"},
     {&kRecompute, "recompute"},  {&kSequenceParallel, "sequence_parallel"},
+    {&kEp, "expert_parallel"},   {&kEtp, "expert_tensor_parallel"},
 };
 // Below EstimateRequest.
 constexpr FlagField kEstimateMemoryFields[] = {{&kSafeFraction, "safe_memory_fraction"}};
@@ -358,6 +374,8 @@ constexpr FlagField kEstimateMemoryFields[] = {{&kSafeFraction, "safe_memory_fra
 constexpr FlagField kSearchSpaceFields[] = {
     {&kMicroBatches, "space.micro_batch_sizes"},
     {&kVirtualPipelineSizes, "space.virtual_pipeline_sizes"},
+    {&kExpertParallelSizes, "space.expert_parallel_sizes"},
+    {&kExpertTensorParallelSizes, "space.expert_tensor_parallel_sizes"},
     {&kRecomputeModes, "space.recompute_modes"},
     {&kAllowTpCpAcrossNodes, "space.allow_tp_cp_across_nodes"},
     {&kAllowUnevenPipeline, "space.allow_uneven_pipeline_stages"},

@@ -86,9 +86,13 @@ TEST(CommandTableTest, KeepsEveryFlagOfTheCommandLineAndNamesEachOnce) {
                                           "vp",
                                           "recompute",
                                           "sequence_parallel",
+                                          "ep",
+                                          "etp",
                                           "safe_fraction",
                                           "micro_batches",
                                           "virtual_pipeline_sizes",
+                                          "expert_parallel_sizes",
+                                          "expert_tensor_parallel_sizes",
                                           "recompute_modes",
                                           "allow_tp_cp_across_nodes",
                                           "allow_uneven_pipeline",
@@ -132,7 +136,7 @@ TEST(CommandTableTest, KeepsEveryFlagOfTheCommandLineAndNamesEachOnce) {
                                           "format",
                                           "candidate",
                                           "require_workers"};
-  ASSERT_EQ(expected.size(), 83u);
+  ASSERT_EQ(expected.size(), 87u);
   absl::flat_hash_map<std::string, const Flag*> by_name;
   for (const Command* command : Commands()) {
     for (const FlagGroup& group : command->groups) {
@@ -241,6 +245,16 @@ TEST(CommandTableTest, BadValuesAreNamedByTheirFlags) {
       {{"submit", "--dry_run", "--backend=command"},
        "--command_template (\"\") must be 1 to 64 letters, digits, '_', '-' or '.'"},
       {{"estimate", "--tp=two"}, "--tp (\"two\") is not an integer"},
+      {{"estimate", "--ep=2"},
+       "--ep (2) > 1 needs experts to split; model.moe.num_experts is 0 (a dense model)"},
+      {{"estimate", "--tp=2", "--etp=4"}, "--etp (4) other than "},
+      {{"estimate", "--ep=-1"}, "--ep (-1) must be >= 1"},
+      {{"plan", "--model=mixtral-8x7b", "--expert_parallel_sizes=2,0"},
+       "--expert_parallel_sizes[1] (0) must be in [1, 4096]"},
+      {{"plan", "--expert_tensor_parallel_sizes=2"},
+       "--expert_tensor_parallel_sizes is set, but model \"llama3.1-8b\" has no experts "
+       "(model.moe.num_experts is 0)"},
+
       {{"estimate", "--num_experts=8"},
        "--num_experts (8) must be 0 when model.preset (\"llama3.1-8b\") is set"},
       {{"estimate", "--model=", "--hidden_size=4096", "--ffn_hidden_size=14336", "--num_layers=32",

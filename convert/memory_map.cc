@@ -15,10 +15,17 @@ namespace {
 
 // What a row's configurations share: everything but the micro-batch size (dp and sequence
 // parallelism follow from these on one cluster).
-using RowKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int>;  // tp cp pp vp recompute
+// tp cp pp vp recompute ep etp
+using RowKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int, int64_t, int64_t>;
 
 RowKey KeyOf(const ParallelDims& dims) {
-  return {dims.tp, dims.cp, dims.pp, dims.virtual_pipeline, static_cast<int>(dims.recompute)};
+  return {dims.tp,
+          dims.cp,
+          dims.pp,
+          dims.virtual_pipeline,
+          static_cast<int>(dims.recompute),
+          dims.ep,
+          ExpertTensorParallel(dims)};
 }
 
 }  // namespace

@@ -101,5 +101,28 @@ TEST_F(MemoryMapTest, VirtualPipelineAndRecomputeMakeRowsOfTheirOwn) {
   EXPECT_TRUE(interleaved_full);
 }
 
+TEST(MemoryMapExpertTest, ExpertLayoutsAreRowsOfTheirOwn) {
+  // A mixture-of-experts plan's map, written by hand: the planner does not plan one yet.
+  Plan plan;
+  ParallelDims dims = MakeParallelDims(8, 2, 1, 1, 1);
+  for (const int64_t ep : {2, 8}) {
+    dims.ep = ep;
+    for (const int64_t micro_batch : {1, 2}) {
+      dims.micro_batch = micro_batch;
+      plan.memory_map.push_back({dims, 0.5f, MemoryVerdict::kSafe});
+    }
+  }
+  dims.etp = 1;
+  plan.memory_map.push_back({dims, 0.5f, MemoryVerdict::kSafe});
+  const v1::MemoryMap map = MemoryMapToProto(plan, PlanOptions(), int64_t{80} << 30, /*limit=*/0);
+  ASSERT_EQ(map.rows_size(), 3);
+  EXPECT_EQ(map.rows(0).shape().expert_parallel(), 2);
+  EXPECT_EQ(map.rows(0).cells_size(), 2);
+  EXPECT_EQ(map.rows(1).shape().expert_parallel(), 8);
+  EXPECT_EQ(map.rows(1).shape().expert_tensor_parallel(), 0);
+  EXPECT_EQ(map.rows(2).shape().expert_tensor_parallel(), 1);
+  EXPECT_EQ(map.rows(2).cells_size(), 1);
+}
+
 }  // namespace
 }  // namespace paratune

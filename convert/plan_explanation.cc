@@ -35,7 +35,7 @@ std::string PeakSentence(const MemoryEstimate& memory) {
 }
 
 std::string OutsideSearchSpace(SearchDimension dimension, const ParallelDims& dims,
-                               const PlanOptions& options) {
+                               const ModelSpec& model, const PlanOptions& options) {
   switch (dimension) {
     case SearchDimension::kMicroBatch:
       return absl::StrCat(
@@ -57,6 +57,20 @@ std::string OutsideSearchSpace(SearchDimension dimension, const ParallelDims& di
       return absl::StrCat("sequence parallelism ", dims.sequence_parallel ? "on" : "off",
                           " with tp ", dims.tp,
                           ": plans use sequence parallelism exactly when tp > 1");
+    case SearchDimension::kExpertParallel:
+      return absl::StrCat("expert parallel size ", dims.ep, " is not among the searched sizes (",
+                          absl::StrJoin(SearchedExpertParallelSizes(model, options), ", "),
+                          "); --expert_parallel_sizes sets them");
+    case SearchDimension::kExpertTensorParallel: {
+      // 0 in the searched list is each configuration's tp.
+      std::vector<std::string> sizes;
+      for (int64_t etp : SearchedExpertTensorParallelSizes(model, options)) {
+        sizes.push_back(etp == 0 ? "that of tp" : absl::StrCat(etp));
+      }
+      return absl::StrCat("expert tensor parallel size ", ExpertTensorParallel(dims),
+                          " is not among the searched sizes (", absl::StrJoin(sizes, ", "),
+                          "); --expert_tensor_parallel_sizes sets them");
+    }
   }
   return "not searched";
 }
@@ -97,7 +111,7 @@ std::string DescribeExplanation(const ConfigurationExplanation& explanation,
                           DescribeRejection(explanation.rejection, model, training, cluster, dims));
     case PlanOutcome::kOutsideSearchSpace:
       return absl::StrCat("not enumerated: ",
-                          OutsideSearchSpace(explanation.outside, dims, options));
+                          OutsideSearchSpace(explanation.outside, dims, model, options));
     case PlanOutcome::kOutOfMemory:
       return absl::StrCat("pruned, out of memory: ", PeakSentence(explanation.memory),
                           " (OOM above 100%)");

@@ -84,6 +84,24 @@ TEST(AnswerExplainTest, ARejectionWithTheFieldsAndValuesAndNoEstimate) {
   EXPECT_FALSE(answer.has_estimate());
 }
 
+TEST(AnswerExplainTest, ExpertRulesBrokenByADenseModel) {
+  v1::ParallelConfig config = Config(8, 2, 1, 1, 1);
+  config.set_expert_parallel(2);
+  v1::ExplainResponse answer = Explain(Request(config));
+  EXPECT_EQ(answer.outcome(), v1::EXPLAINED_REJECTED);
+  EXPECT_EQ(answer.reason(),
+            "rejected by a validity rule: config.expert_parallel (2) > 1 needs experts to split; "
+            "model.moe.num_experts is 0 (a dense model)");
+  config.set_expert_parallel(1);
+  config.set_expert_tensor_parallel(1);
+  answer = Explain(Request(config));
+  EXPECT_EQ(answer.outcome(), v1::EXPLAINED_REJECTED);
+  EXPECT_EQ(answer.reason(),
+            "rejected by a validity rule: config.expert_tensor_parallel (1) other than "
+            "config.tensor_parallel (2) needs experts to split; model.moe.num_experts is 0 (a "
+            "dense model)");
+}
+
 TEST(AnswerExplainTest, WhatIsNotSearchedAndTheFlagThatSearchesIt) {
   v1::ExplainResponse answer = Explain(Request(Config(2, 8, 1, 1, 32)));
   EXPECT_EQ(answer.outcome(), v1::EXPLAINED_NOT_SEARCHED);

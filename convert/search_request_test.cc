@@ -236,6 +236,15 @@ TEST(ValidateCreateSearchRequestTest, SpecErrorsComeFromTheConverterNamedFromThe
   request.mutable_spec()->mutable_space()->add_micro_batch_sizes(0);
   EXPECT_EQ(Validate(request),
             FieldError("spec.space.micro_batch_sizes[0]", "(0) must be in [1, 1024]"));
+  request = Valid();
+  request.mutable_spec()->mutable_space()->add_expert_parallel_sizes(8);
+  EXPECT_THAT(Validate(request).message(),
+              HasSubstr("spec.space.expert_parallel_sizes is set, but model"));
+  request = Valid();
+  for (int i = 0; i < 17; ++i)
+    request.mutable_spec()->mutable_space()->add_expert_tensor_parallel_sizes(1);
+  EXPECT_THAT(Validate(request).message(),
+              HasSubstr("spec.space.expert_tensor_parallel_sizes has 17 entries"));
 }
 
 TEST(ProbeStepsOfTest, EachBackendRunsItsProbesItsOwnWay) {

@@ -54,6 +54,13 @@ std::string DescribeConfigParts(const v1::ParallelConfig& config, const ConfigPa
   if (parts.virtual_pipeline && config.virtual_pipeline() > 1) {
     text.push_back(absl::StrCat("vp", config.virtual_pipeline()));
   }
+  // Expert parallelism where not the default, which only a mixture-of-experts model's
+  // configurations leave (the rules refuse it for a dense model).
+  if (config.expert_parallel() > 1) text.push_back(absl::StrCat("ep", config.expert_parallel()));
+  if (config.expert_tensor_parallel() != 0 &&
+      config.expert_tensor_parallel() != config.tensor_parallel()) {
+    text.push_back(absl::StrCat("etp", config.expert_tensor_parallel()));
+  }
   // Sequence parallelism only means something alongside TP.
   if (config.tensor_parallel() > 1 && config.has_sequence_parallel() &&
       !config.sequence_parallel()) {

@@ -16,8 +16,9 @@
 
 namespace paratune {
 
-// "dp4 tp2 pp1 cp2 mbs1", with " vp2", " sp=off" (tp > 1 without sequence parallelism) and
-// " recompute=selective|full" when set.
+// "dp4 tp2 pp1 cp2 mbs1", with " vp2", " ep8", " etp1" (other than tp), " sp=off" (tp > 1
+// without sequence parallelism) and " recompute=selective|full" when set; ep and etp only a
+// mixture-of-experts model's configurations set.
 std::string DescribeConfig(const v1::ParallelConfig& config);
 
 // The parts of DescribeConfig that tell `config` apart from the other candidates of a search

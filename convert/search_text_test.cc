@@ -24,6 +24,23 @@ TEST(DescribeConfigTest, NamesEveryDimension) {
   EXPECT_EQ(DescribeConfig(config), "dp4 tp1 pp1 cp2 mbs1 vp2 recompute=full");
 }
 
+TEST(DescribeConfigTest, ExpertSizesWhereNotTheDefault) {
+  v1::ParallelConfig config;
+  config.set_data_parallel(8);
+  config.set_tensor_parallel(2);
+  config.set_pipeline_parallel(1);
+  config.set_context_parallel(1);
+  config.set_micro_batch_size(1);
+  config.set_expert_parallel(1);
+  config.set_expert_tensor_parallel(2);  // tp's
+  EXPECT_EQ(DescribeConfig(config), "dp8 tp2 pp1 cp1 mbs1");
+  config.set_expert_parallel(8);
+  EXPECT_EQ(DescribeConfig(config), "dp8 tp2 pp1 cp1 mbs1 ep8");
+  config.set_expert_tensor_parallel(1);
+  EXPECT_EQ(DescribeConfig(config), "dp8 tp2 pp1 cp1 mbs1 ep8 etp1");
+  EXPECT_EQ(DescribeConfigApart(config, v1::SearchSpace()), "tp2 pp1 cp1 mbs1 ep8 etp1");
+}
+
 TEST(DescribeConfigApartTest, KeepsThePartsTheSearchVaries) {
   v1::ParallelConfig config;
   config.set_data_parallel(2);

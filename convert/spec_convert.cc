@@ -2,6 +2,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -152,6 +153,17 @@ absl::StatusOr<Recompute> RecomputeFromProto(v1::Recompute proto) {
   }
 }
 
+// A search space's list of expert (tensor) parallel sizes, `field`, or a field error when it
+// is too long; its entries are checked against the model (CheckExpertSizeLists).
+absl::StatusOr<std::vector<int64_t>> ExpertSizesFromProto(
+    absl::string_view field, const google::protobuf::RepeatedField<int64_t>& proto) {
+  if (proto.size() > kMaxMicroBatchSizes) {
+    return FieldError(field, absl::StrCat("has ", proto.size(), " entries; at most ",
+                                          kMaxMicroBatchSizes, " are allowed"));
+  }
+  return std::vector<int64_t>(proto.begin(), proto.end());
+}
+
 }  // namespace
 
 absl::StatusOr<ModelSpec> ModelSpecFromProto(const v1::ModelSpec& proto) {
@@ -234,6 +246,8 @@ absl::StatusOr<ParallelDims> ParallelDimsFromProto(const v1::ParallelConfig& pro
   dims.virtual_pipeline = proto.virtual_pipeline() == 0 ? 1 : proto.virtual_pipeline();
   dims.sequence_parallel = proto.has_sequence_parallel() ? proto.sequence_parallel() : dims.tp > 1;
   PT_ASSIGN_OR_RETURN(dims.recompute, RecomputeFromProto(proto.recompute()));
+  dims.ep = proto.expert_parallel() == 0 ? 1 : proto.expert_parallel();
+  dims.etp = proto.expert_tensor_parallel();
   return dims;
 }
 
@@ -308,6 +322,12 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::SearchSpace& proto) {
     }
     options.recompute_modes.push_back(*mode);
   }
+  PT_ASSIGN_OR_RETURN(
+      options.expert_parallel_sizes,
+      ExpertSizesFromProto("space.expert_parallel_sizes", proto.expert_parallel_sizes()));
+  PT_ASSIGN_OR_RETURN(options.expert_tensor_parallel_sizes,
+                      ExpertSizesFromProto("space.expert_tensor_parallel_sizes",
+                                           proto.expert_tensor_parallel_sizes()));
   options.rules.allow_tp_cp_across_nodes = proto.allow_tp_cp_across_nodes();
   options.rules.allow_uneven_pipeline = proto.allow_uneven_pipeline_stages();
   if (!v1::MemoryPolicy_IsValid(proto.memory_policy())) {
@@ -350,6 +370,9 @@ v1::ParallelConfig ParallelConfigToProto(const ParallelConfig& config) {
   proto.set_virtual_pipeline(config.virtual_pipeline());
   proto.set_sequence_parallel(config.sequence_parallel());
   proto.set_recompute(RecomputeToProto(config.recompute()));
+  // Only where not the default, so that a dense configuration reads as it always has.
+  if (config.ep() > 1) proto.set_expert_parallel(config.ep());
+  if (config.dims().etp != 0) proto.set_expert_tensor_parallel(config.dims().etp);
   return proto;
 }
 
@@ -373,6 +396,7 @@ absl::StatusOr<ResolvedSpec> ResolveSearchSpec(const v1::SearchSpec& proto) {
   PT_ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpecFromProto(proto.cluster()));
   PT_RETURN_IF_ERROR(CheckTrainingRunsOnGpu(training, cluster));
   PT_ASSIGN_OR_RETURN(PlanOptions plan_options, PlanOptionsFromProto(proto.space()));
+  PT_RETURN_IF_ERROR(CheckExpertSizeLists(model, plan_options));
   return ResolvedSpec{std::move(model), std::move(training), std::move(cluster),
                       std::move(plan_options)};
 }

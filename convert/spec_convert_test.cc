@@ -346,6 +346,51 @@ TEST_F(ParallelConfigFromProtoTest, ExplicitFieldsAndRoundTrip) {
   EXPECT_EQ(ParallelConfigToProto(*Convert(proto)).recompute(), v1::RECOMPUTE_NONE);
 }
 
+TEST_F(ParallelConfigFromProtoTest, ExpertSizesUnsetAreTheDefaultsAndRoundTrip) {
+  // A configuration stored before expert parallelism: ep 1, etp that of tp.
+  v1::ParallelConfig proto = Proto(8, 2, 1, 1);
+  absl::StatusOr<ParallelDims> dims = ParallelDimsFromProto(proto);
+  ASSERT_TRUE(dims.ok());
+  EXPECT_EQ(dims->ep, 1);
+  EXPECT_EQ(dims->etp, 0);
+  absl::StatusOr<ParallelConfig> config = Convert(proto);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->ep(), 1);
+  EXPECT_EQ(config->etp(), 2);
+  // Written back without them, as before.
+  v1::ParallelConfig back = ParallelConfigToProto(*config);
+  EXPECT_FALSE(back.expert_parallel() != 0 || back.expert_tensor_parallel() != 0);
+  proto.set_expert_parallel(1);
+  EXPECT_EQ(ParallelDimsFromProto(proto)->ep, 1);
+
+  // Set, they are carried both ways (a mixture-of-experts configuration, taken as given).
+  proto.set_expert_parallel(8);
+  proto.set_expert_tensor_parallel(1);
+  dims = ParallelDimsFromProto(proto);
+  ASSERT_TRUE(dims.ok());
+  EXPECT_EQ(dims->ep, 8);
+  EXPECT_EQ(dims->etp, 1);
+  back = ParallelConfigToProto(ParallelConfig::FromCheckedDims(*dims));
+  EXPECT_EQ(back.expert_parallel(), 8);
+  EXPECT_EQ(back.expert_tensor_parallel(), 1);
+}
+
+TEST_F(ParallelConfigFromProtoTest, ExpertSizesOfADenseModelNameThemselves) {
+  v1::ParallelConfig proto = Proto(8, 2, 1, 1);
+  proto.set_expert_parallel(2);
+  ExpectInvalid(Convert(proto).status(),
+                "config.expert_parallel (2) > 1 needs experts to split; model.moe.num_experts is "
+                "0 (a dense model)");
+  proto.set_expert_parallel(-1);
+  ExpectInvalid(Convert(proto).status(), "config.expert_parallel (-1) must be >= 1");
+  proto.set_expert_parallel(0);
+  proto.set_expert_tensor_parallel(4);
+  ExpectInvalid(Convert(proto).status(),
+                "config.expert_tensor_parallel (4) other than config.tensor_parallel (2)");
+  proto.set_expert_tensor_parallel(2);
+  EXPECT_TRUE(Convert(proto).ok());
+}
+
 TEST_F(ParallelConfigFromProtoTest, BadFieldsNameThemselves) {
   ExpectInvalid(Convert(Proto(0, 2, 1, 1)).status(), "config.data_parallel (0) must be >= 1");
   ExpectInvalid(Convert(Proto(4, 2, 1, 1)).status(), "config.data_parallel (4) x");
@@ -416,6 +461,26 @@ TEST(PlanOptionsFromProtoTest, DefaultsAndFields) {
   EXPECT_TRUE(PlanOptionsFromProto(proto).ok());
 }
 
+TEST(PlanOptionsFromProtoTest, ExpertSizeLists) {
+  v1::SearchSpace proto;
+  absl::StatusOr<PlanOptions> options = PlanOptionsFromProto(proto);
+  ASSERT_TRUE(options.ok());
+  EXPECT_TRUE(options->expert_parallel_sizes.empty());
+  EXPECT_TRUE(options->expert_tensor_parallel_sizes.empty());
+  proto.add_expert_parallel_sizes(8);
+  proto.add_expert_parallel_sizes(4);
+  proto.add_expert_tensor_parallel_sizes(1);
+  options = PlanOptionsFromProto(proto);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->expert_parallel_sizes, (std::vector<int64_t>{8, 4}));
+  EXPECT_EQ(options->expert_tensor_parallel_sizes, (std::vector<int64_t>{1}));
+
+  proto.clear_expert_parallel_sizes();
+  for (int i = 1; i <= 17; ++i) proto.add_expert_parallel_sizes(i);
+  ExpectInvalid(PlanOptionsFromProto(proto).status(),
+                "space.expert_parallel_sizes has 17 entries; at most 16");
+}
+
 TEST(PlanOptionsFromProtoTest, MemoryPolicyAndItsOlderFormMustAgree) {
   v1::SearchSpace proto;
   proto.set_include_risky(true);
@@ -451,6 +516,37 @@ TEST(PlanOptionsFromProtoTest, BadFieldsNameThemselves) {
                 "space.safe_memory_fraction (1.5) must be in (0, 1]");
   proto.set_safe_memory_fraction(-0.1);
   ExpectInvalid(PlanOptionsFromProto(proto).status(), "space.safe_memory_fraction (-0.1)");
+}
+
+TEST(ResolveSearchSpecTest, ChecksTheExpertListsAgainstTheModel) {
+  v1::SearchSpec proto;
+  proto.mutable_model()->set_preset("mixtral-8x7b");
+  proto.mutable_training()->set_global_batch_size(1024);
+  proto.mutable_training()->set_seq_len(8192);
+  proto.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
+  proto.mutable_cluster()->set_num_nodes(2);
+  proto.mutable_cluster()->set_gpus_per_node(8);
+  proto.mutable_space()->add_expert_parallel_sizes(8);
+  proto.mutable_space()->add_expert_tensor_parallel_sizes(1);
+  absl::StatusOr<ResolvedSpec> spec = ResolveSearchSpec(proto);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->plan_options.expert_parallel_sizes, (std::vector<int64_t>{8}));
+  EXPECT_EQ(spec->plan_options.expert_tensor_parallel_sizes, (std::vector<int64_t>{1}));
+
+  proto.mutable_space()->add_expert_parallel_sizes(0);
+  EXPECT_EQ(ResolveSearchSpec(proto).status(),
+            FieldError("space.expert_parallel_sizes[1]", "(0) must be in [1, 4096]"));
+  proto.mutable_space()->clear_expert_parallel_sizes();
+  proto.mutable_space()->add_expert_tensor_parallel_sizes(4097);
+  EXPECT_EQ(ResolveSearchSpec(proto).status(),
+            FieldError("space.expert_tensor_parallel_sizes[1]", "(4097) must be in [1, 4096]"));
+
+  // A dense model refuses either list.
+  proto.mutable_model()->set_preset("llama3.1-8b");
+  EXPECT_EQ(ResolveSearchSpec(proto).status(),
+            FieldError("space.expert_tensor_parallel_sizes",
+                       "is set, but model \"llama3.1-8b\" has no experts "
+                       "(model.moe.num_experts is 0)"));
 }
 
 TEST(ResolveSearchSpecTest, ResolvesEveryPartOrNamesTheBadField) {

@@ -1,5 +1,6 @@
 #include "estimator/parallel_config.h"
 
+#include <initializer_list>
 #include <optional>
 
 #include "absl/status/status.h"
@@ -19,17 +20,67 @@ bool AnyFieldBelowOne(const ParallelDims& d) {
          d.virtual_pipeline < 1;
 }
 
-// dp x tp x pp x cp when every size is >= 1 and the product is at most `limit`, else nullopt.
-// Each multiplication is of two numbers at most `limit` (<= 2^31), so sizes of any magnitude
-// (a request's, or --explain's) cannot overflow it.
-std::optional<int64_t> GpusWithin(const ParallelDims& d, int64_t limit) {
-  int64_t gpus = 1;
-  for (const int64_t size : {d.dp, d.tp, d.pp, d.cp}) {
+// The product of `sizes` when every size is >= 1 and the product is at most `limit`, else
+// nullopt. Each multiplication is of two numbers at most `limit` (<= 2^31), so sizes of any
+// magnitude (a request's, or --explain's) cannot overflow it.
+std::optional<int64_t> ProductWithin(std::initializer_list<int64_t> sizes, int64_t limit) {
+  int64_t product = 1;
+  for (const int64_t size : sizes) {
     if (size < 1 || size > limit) return std::nullopt;
-    gpus *= size;
-    if (gpus > limit) return std::nullopt;
+    product *= size;
+    if (product > limit) return std::nullopt;
   }
-  return gpus;
+  return product;
+}
+
+// dp x tp x pp x cp, the attention layers' GPUs, as ProductWithin.
+std::optional<int64_t> GpusWithin(const ParallelDims& d, int64_t limit) {
+  return ProductWithin({d.dp, d.tp, d.pp, d.cp}, limit);
+}
+
+// etp x ep x pp (etp resolved), the expert layers' ranks besides expert-dp, as ProductWithin.
+std::optional<int64_t> ExpertRanksWithin(const ParallelDims& d, int64_t limit) {
+  return ProductWithin({ExpertTensorParallel(d), d.ep, d.pp}, limit);
+}
+
+// The rules of expert parallelism, each from Megatron-LM core_v0.19.0 unless said otherwise
+// (docs/estimator.md, "Expert parallelism"); kValid when they hold. A dense model passes with ep 1
+// and etp 0 or tp.
+Rejection CheckExpertRules(const ModelSpec& model, const ClusterSpec& cluster,
+                           const ParallelDims& d) {
+  if (!model.is_moe()) {
+    // megatron/training/arguments.py validate_args and TransformerConfig.__post_init__:
+    // "num_experts must be non None to use expert model parallelism".
+    if (d.ep > 1) return Rejection::kExpertParallelDense;
+    // Megatron-LM ignores --expert-tensor-parallel-size without experts; paratune refuses it
+    // so that no two dense configurations differ in a size that changes nothing.
+    if (d.etp > 0 && d.etp != d.tp) return Rejection::kExpertTensorParallelDense;
+    // Sizes below the defaults form no expert grid; the defaults' grid, tp x pp, divides the
+    // GPUs as the attention's does.
+    if (d.ep < 1 || d.etp < 0) return Rejection::kExpertWorldSize;
+    return Rejection::kValid;
+  }
+  // validate_args: "Number of experts should be a multiple of expert model parallel_size."
+  if (d.ep >= 1 && !Divides(d.ep, model.moe().num_experts)) {
+    return Rejection::kExpertParallelExperts;
+  }
+  // megatron/core/parallel_state.py initialize_model_parallel: the expert grid is
+  // etp x ep x expert-dp x pp over the same world, so etp x ep x pp must divide it (cp has no
+  // place there: it folds into ep and expert-dp). A size < 1 breaks it too.
+  const std::optional<int64_t> ranks = ExpertRanksWithin(d, cluster.world_size());
+  if (!ranks.has_value() || !Divides(*ranks, cluster.world_size())) {
+    return Rejection::kExpertWorldSize;
+  }
+  // megatron/core/extensions/transformer_engine.py TEGroupedLinear.__init__ splits each
+  // expert's FFN width over the expert tensor-parallel group with divide() (core/utils.py),
+  // which asserts divisibility.
+  if (!Divides(ExpertTensorParallel(d), model.moe().expert_ffn_hidden_size)) {
+    return Rejection::kExpertTensorParallelFfn;
+  }
+  // megatron/core/transformer/moe/moe_layer.py MoELayer.forward raises in training when the
+  // attention's tp > 1 without sequence parallelism.
+  if (d.tp > 1 && !d.sequence_parallel) return Rejection::kMoeSequenceParallel;
+  return Rejection::kValid;
 }
 
 // The field a broken rule is reported against, the first its message names, and the rest of
@@ -113,6 +164,45 @@ std::optional<FieldFault> RejectionFault(Rejection rejection, const ModelSpec& m
           absl::StrCat("(", d.tp, ") x config.context_parallel (", d.cp, ") = ", d.tp * d.cp,
                        " does not divide cluster.gpus_per_node (", cluster.gpus_per_node(),
                        "); tp x cp across nodes is not allowed")};
+    case Rejection::kExpertParallelDense:
+      return FieldFault{"config.expert_parallel",
+                        absl::StrCat("(", d.ep,
+                                     ") > 1 needs experts to split; model.moe.num_experts is 0 (a "
+                                     "dense model)")};
+    case Rejection::kExpertTensorParallelDense:
+      return FieldFault{"config.expert_tensor_parallel",
+                        absl::StrCat("(", d.etp, ") other than config.tensor_parallel (", d.tp,
+                                     ") needs experts to split; model.moe.num_experts is 0 (a "
+                                     "dense model)")};
+    case Rejection::kExpertParallelExperts:
+      return FieldFault{"config.expert_parallel",
+                        absl::StrCat("(", d.ep, ") does not divide model.moe.num_experts (",
+                                     model.moe().num_experts, ")")};
+    case Rejection::kExpertWorldSize: {
+      // The product is left out where it is beyond any cluster.
+      const std::optional<int64_t> ranks = ExpertRanksWithin(d, int64_t{1} << 31);
+      return FieldFault{
+          "config.expert_parallel",
+          absl::StrCat("(", d.ep, ") x config.expert_tensor_parallel (", ExpertTensorParallel(d),
+                       d.etp == 0 ? ", config.tensor_parallel's" : "",
+                       ") x config.pipeline_parallel (", d.pp, ")",
+                       ranks.has_value() ? absl::StrCat(" = ", *ranks) : "",
+                       " does not divide the cluster's ", cluster.world_size(),
+                       " GPUs; the expert layers' etp x ep x expert data parallel x pp must "
+                       "use them all")};
+    }
+    case Rejection::kExpertTensorParallelFfn:
+      return FieldFault{
+          "config.expert_tensor_parallel",
+          absl::StrCat("(", ExpertTensorParallel(d), d.etp == 0 ? ", config.tensor_parallel's" : "",
+                       ") does not divide model.moe.expert_ffn_hidden_size (",
+                       model.moe().expert_ffn_hidden_size, ")")};
+    case Rejection::kMoeSequenceParallel:
+      return FieldFault{"config.sequence_parallel",
+                        absl::StrCat("(false) with config.tensor_parallel (", d.tp,
+                                     ") > 1 is refused for a mixture-of-experts model: "
+                                     "Megatron-LM's MoE layers train only with sequence "
+                                     "parallelism there")};
     case Rejection::kCount:
       break;
   }
@@ -120,6 +210,10 @@ std::optional<FieldFault> RejectionFault(Rejection rejection, const ModelSpec& m
 }
 
 }  // namespace
+
+int64_t ExpertTensorParallel(const ParallelDims& dims) {
+  return dims.etp == 0 ? dims.tp : dims.etp;
+}
 
 ParallelDims MakeParallelDims(int64_t dp, int64_t tp, int64_t pp, int64_t cp, int64_t micro_batch) {
   ParallelDims dims;
@@ -167,6 +261,19 @@ const char* RejectionRule(Rejection rejection) {
       return "pipeline_parallel does not divide the micro-batches of an interleaved schedule";
     case Rejection::kTpCpAcrossNodes:
       return "tensor_parallel x context_parallel does not fit in a node";
+    case Rejection::kExpertParallelDense:
+      return "expert_parallel > 1 needs a mixture-of-experts model";
+    case Rejection::kExpertTensorParallelDense:
+      return "expert_tensor_parallel other than tensor_parallel needs a mixture-of-experts model";
+    case Rejection::kExpertParallelExperts:
+      return "expert_parallel does not divide the experts";
+    case Rejection::kExpertWorldSize:
+      return "expert_tensor_parallel x expert_parallel x pipeline_parallel does not divide the "
+             "GPU count";
+    case Rejection::kExpertTensorParallelFfn:
+      return "expert_tensor_parallel does not divide the expert FFN width";
+    case Rejection::kMoeSequenceParallel:
+      return "a mixture-of-experts model with tensor_parallel > 1 needs sequence_parallel";
     case Rejection::kCount:
       break;
   }
@@ -218,7 +325,7 @@ Rejection CheckRules(const ModelSpec& model, const TrainingSpec& training,
       (tp_cp > cluster.gpus_per_node() || !Divides(tp_cp, cluster.gpus_per_node()))) {
     return Rejection::kTpCpAcrossNodes;
   }
-  return Rejection::kValid;
+  return CheckExpertRules(model, cluster, d);
 }
 
 std::string DescribeRejection(Rejection rejection, const ModelSpec& model,
@@ -247,10 +354,16 @@ absl::StatusOr<ParallelConfig> ParallelConfig::Create(const ModelSpec& model,
       {"config.context_parallel", dims.cp},
       {"config.micro_batch_size", dims.micro_batch},
       {"config.virtual_pipeline", dims.virtual_pipeline},
+      {"config.expert_parallel", dims.ep},
   };
   for (const auto& field : fields) {
     absl::Status status = CheckIntPositive(field.field, field.value);
     if (!status.ok()) return status;
+  }
+  if (dims.etp < 0) {
+    return FieldError(
+        "config.expert_tensor_parallel",
+        absl::StrCat("(", dims.etp, ") must be >= 0; 0 means config.tensor_parallel"));
   }
   const std::optional<FieldFault> fault = RejectionFault(
       CheckRules(model, training, cluster, rules, dims), model, training, cluster, dims);
@@ -262,6 +375,8 @@ std::string ParallelConfig::ToString() const {
   std::string out = absl::StrCat("dp", dims_.dp, " tp", dims_.tp, " pp", dims_.pp, " cp", dims_.cp,
                                  " mbs", dims_.micro_batch);
   if (dims_.virtual_pipeline > 1) absl::StrAppend(&out, " vp", dims_.virtual_pipeline);
+  if (dims_.ep > 1) absl::StrAppend(&out, " ep", dims_.ep);
+  if (etp() != dims_.tp) absl::StrAppend(&out, " etp", etp());
   if (dims_.recompute != Recompute::kNone) {
     absl::StrAppend(&out, " recompute=", RecomputeName(dims_.recompute));
   }

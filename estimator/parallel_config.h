@@ -27,7 +27,17 @@ struct ParallelDims {
   int64_t virtual_pipeline = 1;  // v, 1 = not interleaved
   bool sequence_parallel = true;
   Recompute recompute = Recompute::kNone;
+  // The expert layers' own factorization of the same GPUs (Megatron-Core's "parallel
+  // folding"): etp x ep x expert-dp x pp, beside the attention's tp x cp x dp x pp. Only a
+  // mixture-of-experts model sets them; a dense model keeps ep 1 and etp 0.
+  int64_t ep = 1;   // expert parallel (--expert-model-parallel-size): experts split over ep
+  int64_t etp = 0;  // expert tensor parallel; 0 = tp, Megatron-LM's default when unset
 };
+
+// The expert tensor-parallel size `dims` stands for: etp, or tp where etp is 0 (Megatron-LM
+// megatron/core/parallel_state.py, initialize_model_parallel: expert_tensor_parallel_size
+// None becomes tensor_model_parallel_size).
+int64_t ExpertTensorParallel(const ParallelDims& dims);
 
 // dp x tp x pp x cp with the given micro-batch size, no interleaving and no recompute, and
 // sequence parallelism exactly when tp > 1 (as the planner enumerates them).
@@ -56,6 +66,14 @@ enum class Rejection {
   kBatchDivisibility,        // dp x b does not divide the global batch (or b > global batch)
   kInterleavedMicroBatches,  // v > 1 and pp does not divide the micro-batches per step
   kTpCpAcrossNodes,          // tp x cp larger than a node (not allowed by the rules)
+  // Expert parallelism (docs/estimator.md, "Expert parallelism", cites each in
+  // Megatron-LM core_v0.19.0).
+  kExpertParallelDense,        // ep > 1 for a model without experts
+  kExpertTensorParallelDense,  // etp other than tp for a model without experts
+  kExpertParallelExperts,      // ep does not divide the routed experts
+  kExpertWorldSize,            // etp x ep x pp does not divide the GPUs (or ep < 1, etp < 0)
+  kExpertTensorParallelFfn,    // etp does not divide the expert FFN width
+  kMoeSequenceParallel,        // an MoE model with tp > 1 and no sequence parallelism
   kCount,
 };
 
@@ -99,13 +117,17 @@ class ParallelConfig {
   int64_t virtual_pipeline() const { return dims_.virtual_pipeline; }
   bool sequence_parallel() const { return dims_.sequence_parallel; }
   Recompute recompute() const { return dims_.recompute; }
+  int64_t ep() const { return dims_.ep; }
+  // Resolved: tp where dims().etp is 0.
+  int64_t etp() const { return ExpertTensorParallel(dims_); }
 
   // Micro-batches per step m = global batch / (dp x b).
   int64_t NumMicroBatches(const TrainingSpec& training) const {
     return training.global_batch_size() / (dims_.dp * dims_.micro_batch);
   }
 
-  // "dp2 tp2 pp1 cp1 mbs1" (with " vp2", " recompute=full" when set), for tables and logs.
+  // "dp2 tp2 pp1 cp1 mbs1" (with " vp2", " ep4", " etp1", " recompute=full" where not the
+  // default), for tables and logs.
   std::string ToString() const;
 
  private:

@@ -227,6 +227,166 @@ TEST_F(ParallelConfigTest, ToString) {
             "dp1 tp4 pp2 cp2 mbs4 recompute=full");
 }
 
+TEST_F(ParallelConfigTest, ToStringShowsExpertSizesWhereNotTheDefault) {
+  ParallelDims dims = Dims(8, 2, 1, 1);
+  dims.etp = 2;  // the same as tp
+  EXPECT_EQ(ParallelConfig::FromCheckedDims(dims).ToString(), "dp8 tp2 pp1 cp1 mbs1");
+  dims.ep = 8;
+  dims.etp = 1;
+  EXPECT_EQ(ParallelConfig::FromCheckedDims(dims).ToString(), "dp8 tp2 pp1 cp1 mbs1 ep8 etp1");
+  EXPECT_EQ(ParallelConfig::FromCheckedDims(dims).ep(), 8);
+  EXPECT_EQ(ParallelConfig::FromCheckedDims(dims).etp(), 1);
+  dims.etp = 0;
+  EXPECT_EQ(ParallelConfig::FromCheckedDims(dims).etp(), 2);
+}
+
+TEST_F(ParallelConfigTest, DenseModelKeepsTheDefaultExpertSizes) {
+  ParallelDims dims = Dims(8, 2, 1, 1);
+  EXPECT_EQ(dims.ep, 1);
+  EXPECT_EQ(dims.etp, 0);
+  EXPECT_EQ(ExpertTensorParallel(dims), 2);
+  EXPECT_EQ(Check(dims), Rejection::kValid);
+  dims.etp = 2;  // stated, the same as tp
+  EXPECT_EQ(Check(dims), Rejection::kValid);
+
+  dims.ep = 2;
+  EXPECT_EQ(Check(dims), Rejection::kExpertParallelDense);
+  EXPECT_EQ(Describe(dims),
+            "config.expert_parallel (2) > 1 needs experts to split; model.moe.num_experts is 0 (a "
+            "dense model)");
+  dims.ep = 1;
+  dims.etp = 4;
+  EXPECT_EQ(Check(dims), Rejection::kExpertTensorParallelDense);
+  EXPECT_EQ(Describe(dims),
+            "config.expert_tensor_parallel (4) other than config.tensor_parallel (2) needs experts "
+            "to split; model.moe.num_experts is 0 (a dense model)");
+  // Below one: the expert grid cannot be formed.
+  dims.etp = -1;
+  EXPECT_EQ(Check(dims), Rejection::kExpertWorldSize);
+  dims.etp = 0;
+  dims.ep = 0;
+  EXPECT_EQ(Check(dims), Rejection::kExpertWorldSize);
+  EXPECT_EQ(Describe(dims),
+            "config.expert_parallel (0) x config.expert_tensor_parallel (2, "
+            "config.tensor_parallel's) x config.pipeline_parallel (1) does not divide the "
+            "cluster's 16 GPUs; the expert layers' etp x ep x expert data parallel x pp must use "
+            "them all");
+}
+
+TEST_F(ParallelConfigTest, CreateNamesExpertFields) {
+  ParallelDims dims = Dims(8, 2, 1, 1);
+  dims.ep = 0;
+  absl::StatusOr<ParallelConfig> config =
+      ParallelConfig::Create(model_, training_, cluster_, {}, dims);
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(config.status().message(), "config.expert_parallel (0) must be >= 1");
+  dims.ep = 1;
+  dims.etp = -2;
+  config = ParallelConfig::Create(model_, training_, cluster_, {}, dims);
+  ASSERT_TRUE(FieldFaultOf(config.status()).has_value());
+  EXPECT_EQ(FieldFaultOf(config.status())->field, "config.expert_tensor_parallel");
+  EXPECT_EQ(config.status().message(),
+            "config.expert_tensor_parallel (-2) must be >= 0; 0 means config.tensor_parallel");
+  dims.etp = 0;
+  dims.ep = 4;
+  config = ParallelConfig::Create(model_, training_, cluster_, {}, dims);
+  ASSERT_TRUE(FieldFaultOf(config.status()).has_value());
+  EXPECT_EQ(FieldFaultOf(config.status())->field, "config.expert_parallel");
+}
+
+// Megatron-LM core_v0.19.0's rules for the expert layers (docs/estimator.md, "Expert
+// parallelism"), on Mixtral-8x7B: 8 experts of FFN width 14336, 32 heads, 8 kv heads.
+class ExpertParallelRulesTest : public ParallelConfigTest {
+ protected:
+  ExpertParallelRulesTest() { model_ = *FindModelPreset("mixtral-8x7b"); }
+
+  static ParallelDims ExpertDims(int64_t dp, int64_t tp, int64_t pp, int64_t cp, int64_t ep,
+                                 int64_t etp) {
+    ParallelDims dims = MakeParallelDims(dp, tp, pp, cp, 1);
+    dims.ep = ep;
+    dims.etp = etp;
+    return dims;
+  }
+};
+
+TEST_F(ExpertParallelRulesTest, ParallelFoldingFactorsTheSameGpusTwice) {
+  // Attention dp16; experts ep8 x expert-dp 2.
+  EXPECT_EQ(Check(ExpertDims(16, 1, 1, 1, 8, 0)), Rejection::kValid);
+  // Attention tp2 x dp8; experts etp2 x ep8 (expert-dp 1).
+  EXPECT_EQ(Check(ExpertDims(8, 2, 1, 1, 8, 0)), Rejection::kValid);
+  // Attention tp4 x cp2 x dp2; experts etp1 x ep8 x expert-dp 2: cp folds into ep.
+  EXPECT_EQ(Check(ExpertDims(2, 4, 1, 2, 8, 1)), Rejection::kValid);
+  // Attention tp8 x pp2; experts etp1 x ep8 x pp2.
+  EXPECT_EQ(Check(ExpertDims(1, 8, 2, 1, 8, 1)), Rejection::kValid);
+  // ep 1 keeps every expert on every rank.
+  EXPECT_EQ(Check(ExpertDims(16, 1, 1, 1, 1, 0)), Rejection::kValid);
+}
+
+TEST_F(ExpertParallelRulesTest, ExpertParallelDividesTheExperts) {
+  const ParallelDims dims = ExpertDims(16, 1, 1, 1, 3, 0);
+  EXPECT_EQ(Check(dims), Rejection::kExpertParallelExperts);
+  EXPECT_EQ(Describe(dims), "config.expert_parallel (3) does not divide model.moe.num_experts (8)");
+  EXPECT_EQ(Check(ExpertDims(16, 1, 1, 1, 16, 0)), Rejection::kExpertParallelExperts);
+}
+
+TEST_F(ExpertParallelRulesTest, ExpertGridDividesTheGpus) {
+  // etp2 (tp's) x ep8 x pp2 = 32 on 16 GPUs.
+  ParallelDims dims = ExpertDims(4, 2, 2, 1, 8, 0);
+  EXPECT_EQ(Check(dims), Rejection::kExpertWorldSize);
+  EXPECT_EQ(Describe(dims),
+            "config.expert_parallel (8) x config.expert_tensor_parallel (2, "
+            "config.tensor_parallel's) x config.pipeline_parallel (2) = 32 does not divide the "
+            "cluster's 16 GPUs; the expert layers' etp x ep x expert data parallel x pp must use "
+            "them all");
+  // etp 1 in its place folds: 1 x 8 x 2 = 16.
+  dims.etp = 1;
+  EXPECT_EQ(Check(dims), Rejection::kValid);
+  dims.etp = 4;
+  EXPECT_EQ(Check(dims), Rejection::kExpertWorldSize);
+  EXPECT_THAT(Describe(dims), HasSubstr("config.expert_tensor_parallel (4) x"));
+}
+
+TEST_F(ExpertParallelRulesTest, HugeExpertSizesDoNotOverflow) {
+  constexpr int64_t kHuge = int64_t{1} << 40;
+  ParallelDims dims = ExpertDims(16, 1, 1, 1, 8, kHuge);
+  EXPECT_EQ(Check(dims), Rejection::kExpertWorldSize);
+  EXPECT_THAT(Describe(dims), HasSubstr("config.pipeline_parallel (1) does not divide"));
+  dims = ExpertDims(16, 1, 1, 1, std::numeric_limits<int64_t>::max(), 0);
+  EXPECT_EQ(Check(dims), Rejection::kExpertParallelExperts);
+}
+
+TEST_F(ExpertParallelRulesTest, ExpertTensorParallelDividesTheExpertWidth) {
+  // A Mixtral-like model whose experts are 1000 wide: etp 8 splits them, 16 does not.
+  ModelDimensions dimensions = model_.dims();
+  dimensions.moe.expert_ffn_hidden_size = 1000;
+  model_ = *ModelSpec::Create("narrow-experts", dimensions);
+  EXPECT_EQ(Check(ExpertDims(2, 8, 1, 1, 1, 0)), Rejection::kValid);
+  const ParallelDims dims = ExpertDims(16, 1, 1, 1, 1, 16);
+  EXPECT_EQ(Check(dims), Rejection::kExpertTensorParallelFfn);
+  EXPECT_EQ(Describe(dims),
+            "config.expert_tensor_parallel (16) does not divide "
+            "model.moe.expert_ffn_hidden_size (1000)");
+}
+
+TEST_F(ExpertParallelRulesTest, TensorParallelNeedsSequenceParallelism) {
+  ParallelDims dims = ExpertDims(8, 2, 1, 1, 8, 0);
+  dims.sequence_parallel = false;
+  EXPECT_EQ(Check(dims), Rejection::kMoeSequenceParallel);
+  EXPECT_EQ(Describe(dims),
+            "config.sequence_parallel (false) with config.tensor_parallel (2) > 1 is refused for "
+            "a mixture-of-experts model: Megatron-LM's MoE layers train only with sequence "
+            "parallelism there");
+  // With tp 1 there is nothing to parallelize over sequences; with ep 1 the rule still holds.
+  EXPECT_EQ(Check(MakeParallelDims(16, 1, 1, 1, 1)), Rejection::kValid);
+  dims.ep = 1;
+  EXPECT_EQ(Check(dims), Rejection::kMoeSequenceParallel);
+}
+
+TEST_F(ExpertParallelRulesTest, AttentionRulesComeFirst) {
+  // tp 16 breaks the node rule before any expert rule is looked at.
+  EXPECT_EQ(Check(ExpertDims(1, 16, 1, 1, 3, 0)), Rejection::kTpCpAcrossNodes);
+}
+
 TEST(MakeParallelDimsTest, SequenceParallelExactlyWithTensorParallel) {
   const ParallelDims dims = MakeParallelDims(2, 4, 8, 2, 3);
   EXPECT_EQ(dims.dp, 2);

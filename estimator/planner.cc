@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <tuple>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "estimator/estimated_models.h"
+#include "estimator/field_error.h"
 
 namespace paratune {
 namespace {
@@ -15,7 +17,7 @@ namespace {
 constexpr int64_t kMaxMicroBatchSize = 1024;
 constexpr int64_t kMaxVirtualPipelineSize = 1024;
 
-absl::Status ValidateOptions(const PlanOptions& options) {
+absl::Status ValidateOptions(const ModelSpec& model, const PlanOptions& options) {
   for (size_t i = 0; i < options.micro_batch_sizes.size(); ++i) {
     const int64_t size = options.micro_batch_sizes[i];
     if (size < 1 || size > kMaxMicroBatchSize) {
@@ -31,6 +33,8 @@ absl::Status ValidateOptions(const PlanOptions& options) {
                                                      kMaxVirtualPipelineSize, "]"));
     }
   }
+  absl::Status experts = CheckExpertSizeLists(model, options);
+  if (!experts.ok()) return experts;
   const double fraction = options.memory.safe_fraction;
   if (!(fraction > 0 && fraction <= 1)) {
     return absl::InvalidArgumentError(
@@ -61,8 +65,23 @@ std::vector<T> SortedUnique(std::vector<T> values, std::vector<T> fallback) {
   return values;
 }
 
-std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int> DimsKey(const ParallelDims& d) {
-  return {d.tp, d.pp, d.cp, d.micro_batch, d.virtual_pipeline, static_cast<int>(d.recompute)};
+std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int, int64_t, int64_t> DimsKey(
+    const ParallelDims& d) {
+  return {d.tp,
+          d.pp,
+          d.cp,
+          d.micro_batch,
+          d.virtual_pipeline,
+          static_cast<int>(d.recompute),
+          d.ep,
+          ExpertTensorParallel(d)};
+}
+
+// Whether etp x ep x pp divides the GPUs (CheckRules' kExpertWorldSize); the planner skips the
+// expert layouts that do not fold onto a (tp, cp, pp) layout, as it skips the tp, cp and pp
+// that do not multiply to the GPU count.
+bool ExpertLayoutFolds(int64_t world, int64_t pp, int64_t ep, int64_t etp) {
+  return (world / pp) % ep == 0 && (world / (pp * ep)) % etp == 0;
 }
 
 // Best predicted throughput first; then less memory; then the dimensions.
@@ -76,8 +95,36 @@ bool PredictedBefore(const PlannedConfig& x, const PlannedConfig& y) {
   return DimsKey(x.config.dims()) < DimsKey(y.config.dims());
 }
 
+// Whether the plan enumerates `dims`' expert tensor parallel size: 0 in the searched list
+// stands for each configuration's tp.
+bool SearchesExpertTensorParallel(const ModelSpec& model, const PlanOptions& options,
+                                  const ParallelDims& dims) {
+  const std::vector<int64_t> sizes = SearchedExpertTensorParallelSizes(model, options);
+  return std::any_of(sizes.begin(), sizes.end(), [&](int64_t etp) {
+    return (etp == 0 ? dims.tp : etp) == ExpertTensorParallel(dims);
+  });
+}
+
 bool SameDims(const ParallelDims& x, const ParallelDims& y) {
   return DimsKey(x) == DimsKey(y) && x.dp == y.dp && x.sequence_parallel == y.sequence_parallel;
+}
+
+// CheckExpertSizeLists for one list, space.<field>.
+absl::Status ValidateExpertSizes(const ModelSpec& model, const char* field,
+                                 const std::vector<int64_t>& sizes) {
+  const std::string list = absl::StrCat("space.", field);
+  if (!model.is_moe() && !sizes.empty()) {
+    return FieldError(list, absl::StrCat("is set, but model \"", model.name(),
+                                         "\" has no experts (model.moe.num_experts is 0)"));
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] < 1 || sizes[i] > kMaxExpertParallelSize) {
+      return FieldError(
+          absl::StrCat(list, "[", i, "]"),
+          absl::StrCat("(", sizes[i], ") must be in [1, ", kMaxExpertParallelSize, "]"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -92,6 +139,26 @@ std::vector<int64_t> SearchedVirtualPipelineSizes(const PlanOptions& options) {
 
 std::vector<Recompute> SearchedRecomputeModes(const PlanOptions& options) {
   return SortedUnique(options.recompute_modes, {Recompute::kNone});
+}
+
+absl::Status CheckExpertSizeLists(const ModelSpec& model, const PlanOptions& options) {
+  absl::Status status =
+      ValidateExpertSizes(model, "expert_parallel_sizes", options.expert_parallel_sizes);
+  if (!status.ok()) return status;
+  return ValidateExpertSizes(model, "expert_tensor_parallel_sizes",
+                             options.expert_tensor_parallel_sizes);
+}
+
+std::vector<int64_t> SearchedExpertParallelSizes(const ModelSpec& model,
+                                                 const PlanOptions& options) {
+  if (!model.is_moe()) return {1};
+  return SortedUnique(options.expert_parallel_sizes, Divisors(model.moe().num_experts));
+}
+
+std::vector<int64_t> SearchedExpertTensorParallelSizes(const ModelSpec& model,
+                                                       const PlanOptions& options) {
+  if (!model.is_moe()) return {0};
+  return SortedUnique(options.expert_tensor_parallel_sizes, {0});
 }
 
 ConfigurationExplanation ExplainConfiguration(const ModelSpec& model, const TrainingSpec& training,
@@ -125,6 +192,12 @@ ConfigurationExplanation ExplainConfiguration(const ModelSpec& model, const Trai
   } else if (dims.sequence_parallel != (dims.tp > 1)) {
     explanation.outcome = PlanOutcome::kOutsideSearchSpace;
     explanation.outside = SearchDimension::kSequenceParallel;
+  } else if (!searched(SearchedExpertParallelSizes(model, options), dims.ep)) {
+    explanation.outcome = PlanOutcome::kOutsideSearchSpace;
+    explanation.outside = SearchDimension::kExpertParallel;
+  } else if (!SearchesExpertTensorParallel(model, options, dims)) {
+    explanation.outcome = PlanOutcome::kOutsideSearchSpace;
+    explanation.outside = SearchDimension::kExpertTensorParallel;
   } else if (explanation.memory.verdict == MemoryVerdict::kOutOfMemory) {
     explanation.outcome = PlanOutcome::kOutOfMemory;
   } else if (explanation.memory.verdict == MemoryVerdict::kRisky && !options.include_risky) {
@@ -141,8 +214,12 @@ ConfigurationExplanation ExplainConfiguration(const ModelSpec& model, const Trai
   return explanation;
 }
 
-int64_t CountEnumeratedConfigurations(int64_t world_size, const PlanOptions& options) {
+int64_t CountEnumeratedConfigurations(const ModelSpec& model, int64_t world_size,
+                                      const PlanOptions& options) {
   if (world_size < 1) return 0;
+  const std::vector<int64_t> expert_sizes = SearchedExpertParallelSizes(model, options);
+  const std::vector<int64_t> expert_tensor_sizes =
+      SearchedExpertTensorParallelSizes(model, options);
   const std::vector<int64_t> divisors = Divisors(world_size);
   const int64_t per_layout = static_cast<int64_t>(SearchedMicroBatchSizes(options).size()) *
                              static_cast<int64_t>(SearchedRecomputeModes(options).size());
@@ -151,13 +228,18 @@ int64_t CountEnumeratedConfigurations(int64_t world_size, const PlanOptions& opt
   const int64_t without_pp = static_cast<int64_t>(
       std::count_if(virtual_sizes.begin(), virtual_sizes.end(), [](int64_t v) { return v <= 1; }));
   int64_t count = 0;
-  // The same (tp, cp, pp) loops as PlanConfigurations.
+  // The same (tp, cp, pp, ep, etp) loops as PlanConfigurations.
   for (int64_t tp : divisors) {
     for (int64_t cp : divisors) {
       if ((world_size / tp) % cp != 0) continue;
       for (int64_t pp : divisors) {
         if ((world_size / (tp * cp)) % pp != 0) continue;
-        count += (pp == 1 ? without_pp : all_virtual) * per_layout;
+        for (int64_t ep : expert_sizes) {
+          for (int64_t etp : expert_tensor_sizes) {
+            if (!ExpertLayoutFolds(world_size, pp, ep, etp == 0 ? tp : etp)) continue;
+            count += (pp == 1 ? without_pp : all_virtual) * per_layout;
+          }
+        }
       }
     }
   }
@@ -169,13 +251,16 @@ absl::StatusOr<Plan> PlanConfigurations(const ModelSpec& model, const TrainingSp
                                         const PerformanceParameters& params) {
   absl::Status status = CheckModelEstimated(model);
   if (!status.ok()) return status;
-  status = ValidateOptions(options);
+  status = ValidateOptions(model, options);
   if (!status.ok()) return status;
   const int64_t world = cluster.world_size();
   const std::vector<int64_t> divisors = Divisors(world);
   const std::vector<int64_t> micro_batch_sizes = SearchedMicroBatchSizes(options);
   const std::vector<int64_t> virtual_sizes = SearchedVirtualPipelineSizes(options);
   const std::vector<Recompute> recompute_modes = SearchedRecomputeModes(options);
+  const std::vector<int64_t> expert_sizes = SearchedExpertParallelSizes(model, options);
+  const std::vector<int64_t> expert_tensor_sizes =
+      SearchedExpertTensorParallelSizes(model, options);
 
   Plan plan;
   ParallelDims dims;
@@ -189,34 +274,44 @@ absl::StatusOr<Plan> PlanConfigurations(const ModelSpec& model, const TrainingSp
         dims.pp = pp;
         dims.dp = world / (tp * cp * pp);
         dims.sequence_parallel = tp > 1;
-        for (int64_t vp : virtual_sizes) {
-          // v > 1 needs pp > 1; counting those would only inflate the rejections.
-          if (vp > 1 && pp == 1) continue;
-          dims.virtual_pipeline = vp;
-          for (Recompute recompute : recompute_modes) {
-            dims.recompute = recompute;
-            for (int64_t micro_batch : micro_batch_sizes) {
-              dims.micro_batch = micro_batch;
-              ++plan.counts.enumerated;
-              const Rejection rejection = CheckRules(model, training, cluster, options.rules, dims);
-              if (rejection != Rejection::kValid) {
-                ++plan.rejections[static_cast<int>(rejection)];
-                continue;
+        for (int64_t ep : expert_sizes) {
+          for (int64_t etp : expert_tensor_sizes) {
+            if (!ExpertLayoutFolds(world, pp, ep, etp == 0 ? tp : etp)) continue;
+            dims.ep = ep;
+            dims.etp = etp;
+            for (int64_t vp : virtual_sizes) {
+              // v > 1 needs pp > 1; counting those would only inflate the rejections.
+              if (vp > 1 && pp == 1) continue;
+              dims.virtual_pipeline = vp;
+              for (Recompute recompute : recompute_modes) {
+                dims.recompute = recompute;
+                for (int64_t micro_batch : micro_batch_sizes) {
+                  dims.micro_batch = micro_batch;
+                  ++plan.counts.enumerated;
+                  const Rejection rejection =
+                      CheckRules(model, training, cluster, options.rules, dims);
+                  if (rejection != Rejection::kValid) {
+                    ++plan.rejections[static_cast<int>(rejection)];
+                    continue;
+                  }
+                  ++plan.counts.valid;
+                  const ParallelConfig config = ParallelConfig::FromCheckedDims(dims);
+                  const MemoryEstimate memory =
+                      EstimateMemory(model, training, cluster, config, options.memory);
+                  plan.memory_map.push_back(
+                      {dims, static_cast<float>(memory.fraction_of_capacity), memory.verdict});
+                  if (memory.verdict == MemoryVerdict::kSafe) ++plan.counts.safe;
+                  if (memory.verdict == MemoryVerdict::kRisky) ++plan.counts.risky;
+                  if (memory.verdict == MemoryVerdict::kOutOfMemory) ++plan.counts.out_of_memory;
+                  const bool keep =
+                      memory.verdict == MemoryVerdict::kSafe ||
+                      (memory.verdict == MemoryVerdict::kRisky && options.include_risky);
+                  if (!keep) continue;
+                  plan.candidates.push_back(
+                      {config, memory,
+                       PredictPerformance(model, training, cluster, config, params)});
+                }
               }
-              ++plan.counts.valid;
-              const ParallelConfig config = ParallelConfig::FromCheckedDims(dims);
-              const MemoryEstimate memory =
-                  EstimateMemory(model, training, cluster, config, options.memory);
-              plan.memory_map.push_back(
-                  {dims, static_cast<float>(memory.fraction_of_capacity), memory.verdict});
-              if (memory.verdict == MemoryVerdict::kSafe) ++plan.counts.safe;
-              if (memory.verdict == MemoryVerdict::kRisky) ++plan.counts.risky;
-              if (memory.verdict == MemoryVerdict::kOutOfMemory) ++plan.counts.out_of_memory;
-              const bool keep = memory.verdict == MemoryVerdict::kSafe ||
-                                (memory.verdict == MemoryVerdict::kRisky && options.include_risky);
-              if (!keep) continue;
-              plan.candidates.push_back(
-                  {config, memory, PredictPerformance(model, training, cluster, config, params)});
             }
           }
         }

@@ -17,6 +17,9 @@
 
 namespace paratune {
 
+// The largest expert (tensor) parallel size a search space may list.
+inline constexpr int64_t kMaxExpertParallelSize = 4096;
+
 struct PlanOptions {
   // Micro-batch sizes to enumerate; empty means 1, 2, 4, 8, 16.
   std::vector<int64_t> micro_batch_sizes;
@@ -24,6 +27,13 @@ struct PlanOptions {
   std::vector<int64_t> virtual_pipeline_sizes;
   // Recompute modes to enumerate; empty means kNone only.
   std::vector<Recompute> recompute_modes;
+  // Expert parallel sizes to enumerate for a mixture-of-experts model; empty means every
+  // divisor of its routed experts. A dense model is planned with ep 1 only and refuses a list.
+  std::vector<int64_t> expert_parallel_sizes;
+  // Expert tensor parallel sizes to enumerate for a mixture-of-experts model; empty means the
+  // tensor parallel size of each configuration (Megatron-LM's default). A dense model is
+  // planned with that default only and refuses a list.
+  std::vector<int64_t> expert_tensor_parallel_sizes;
   PlacementRules rules;
   MemoryOptions memory;
   // Keep RISKY configurations among the candidates (SAFE only otherwise).
@@ -31,10 +41,12 @@ struct PlanOptions {
 };
 
 struct PlanCounts {
-  int64_t enumerated = 0;  // (dp, tp, pp, cp, b, v, recompute) with dp x tp x pp x cp = GPUs
-  int64_t valid = 0;       // pass CheckRules
-  int64_t safe = 0;        // valid and SAFE
-  int64_t risky = 0;       // valid and RISKY
+  // (dp, tp, pp, cp, b, v, recompute, ep, etp) with dp x tp x pp x cp = GPUs and
+  // etp x ep x pp dividing them
+  int64_t enumerated = 0;
+  int64_t valid = 0;  // pass CheckRules
+  int64_t safe = 0;   // valid and SAFE
+  int64_t risky = 0;  // valid and RISKY
   int64_t out_of_memory = 0;
 };
 
@@ -55,13 +67,13 @@ struct MemoryMapEntry {
 struct Plan {
   PlanCounts counts;
   // SAFE (and RISKY if asked) configurations, best predicted TFLOP/s per GPU first; ties
-  // broken by less memory, then by (tp, pp, cp, micro-batch, v, recompute), so the order is
-  // deterministic.
+  // broken by less memory, then by (tp, pp, cp, micro-batch, v, recompute, ep, etp), so the
+  // order is deterministic.
   std::vector<PlannedConfig> candidates;
   // Invalid configurations per rule, indexed by Rejection.
   std::array<int64_t, static_cast<int>(Rejection::kCount)> rejections{};
-  // Every valid configuration in enumeration order (tp, cp, pp, v, recompute, micro-batch
-  // ascending), whatever its verdict: group by (tp, cp, pp) for the paper's map of
+  // Every valid configuration in enumeration order (tp, cp, pp, ep, etp, v, recompute,
+  // micro-batch ascending), whatever its verdict: group by (tp, cp, pp) for the paper's map of
   // micro-batch sizes marked SAFE / RISKY / OOM.
   std::vector<MemoryMapEntry> memory_map;
 };
@@ -71,11 +83,25 @@ struct Plan {
 std::vector<int64_t> SearchedMicroBatchSizes(const PlanOptions& options);
 std::vector<int64_t> SearchedVirtualPipelineSizes(const PlanOptions& options);
 std::vector<Recompute> SearchedRecomputeModes(const PlanOptions& options);
+// For expert parallelism the defaults depend on the model: {1} for a dense model; for a
+// mixture-of-experts one the divisors of its experts. Expert tensor parallel sizes: {0}
+// (ParallelDims.etp 0, the tp of each configuration) when the list is empty or the model dense.
+std::vector<int64_t> SearchedExpertParallelSizes(const ModelSpec& model,
+                                                 const PlanOptions& options);
+std::vector<int64_t> SearchedExpertTensorParallelSizes(const ModelSpec& model,
+                                                       const PlanOptions& options);
 
-// How many configurations PlanConfigurations enumerates (Plan.counts.enumerated) for a
-// cluster of `world_size` GPUs and `options`, counted without checking or estimating any, so
-// that a caller can refuse a space too large to plan. 0 for world_size < 1.
-int64_t CountEnumeratedConfigurations(int64_t world_size, const PlanOptions& options);
+// A field error naming space.expert_parallel_sizes or space.expert_tensor_parallel_sizes
+// (or its entry) when an entry is outside [1, kMaxExpertParallelSize], or when the model is
+// dense and the list is not empty; OK otherwise. PlanConfigurations checks it; a search spec
+// is checked with it as it is resolved.
+absl::Status CheckExpertSizeLists(const ModelSpec& model, const PlanOptions& options);
+
+// How many configurations PlanConfigurations enumerates (Plan.counts.enumerated) for `model`
+// on a cluster of `world_size` GPUs and `options`, counted without checking or estimating any,
+// so that a caller can refuse a space too large to plan. 0 for world_size < 1.
+int64_t CountEnumeratedConfigurations(const ModelSpec& model, int64_t world_size,
+                                      const PlanOptions& options);
 
 // What a plan made of one configuration, for `paratune plan --explain`.
 enum class PlanOutcome {
@@ -88,10 +114,12 @@ enum class PlanOutcome {
 
 // The dimensions a plan enumerates beyond dp, tp, pp and cp.
 enum class SearchDimension {
-  kMicroBatch,        // not among SearchedMicroBatchSizes
-  kVirtualPipeline,   // not among SearchedVirtualPipelineSizes
-  kRecompute,         // not among SearchedRecomputeModes
-  kSequenceParallel,  // the plan uses sequence parallelism exactly when tp > 1
+  kMicroBatch,            // not among SearchedMicroBatchSizes
+  kVirtualPipeline,       // not among SearchedVirtualPipelineSizes
+  kRecompute,             // not among SearchedRecomputeModes
+  kSequenceParallel,      // the plan uses sequence parallelism exactly when tp > 1
+  kExpertParallel,        // not among SearchedExpertParallelSizes
+  kExpertTensorParallel,  // not among SearchedExpertTensorParallelSizes (resolved)
 };
 
 struct ConfigurationExplanation {
@@ -114,7 +142,8 @@ ConfigurationExplanation ExplainConfiguration(const ModelSpec& model, const Trai
                                               const ParallelDims& dims);
 
 // INVALID_ARGUMENT naming the field when an option is out of range (e.g. a micro-batch size
-// < 1, a virtual pipeline size < 1 or safe_fraction outside (0, 1]), and naming the model
+// < 1, a virtual pipeline size < 1, safe_fraction outside (0, 1], an expert list for a dense
+// model), and naming the model
 // when the estimator does not estimate it yet (CheckModelEstimated, estimated_models.h). Allocates
 // only for the growing result vectors, never per configuration.
 absl::StatusOr<Plan> PlanConfigurations(const ModelSpec& model, const TrainingSpec& training,

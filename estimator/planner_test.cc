@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -99,14 +100,14 @@ TEST_F(PlannerTest, MicroBatchSizesAreDeduplicated) {
 
 TEST_F(PlannerTest, CountEnumeratedConfigurationsAgreesWithThePlan) {
   PlanOptions options;
-  EXPECT_EQ(CountEnumeratedConfigurations(cluster_.world_size(), options),
+  EXPECT_EQ(CountEnumeratedConfigurations(model_, cluster_.world_size(), options),
             MakePlan(options)->counts.enumerated);
   options.micro_batch_sizes = {1, 2, 4};
   options.virtual_pipeline_sizes = {1, 2, 4};
   options.recompute_modes = {Recompute::kNone, Recompute::kFull};
-  EXPECT_EQ(CountEnumeratedConfigurations(cluster_.world_size(), options),
+  EXPECT_EQ(CountEnumeratedConfigurations(model_, cluster_.world_size(), options),
             MakePlan(options)->counts.enumerated);
-  EXPECT_EQ(CountEnumeratedConfigurations(0, options), 0);
+  EXPECT_EQ(CountEnumeratedConfigurations(model_, 0, options), 0);
 }
 
 TEST_F(PlannerTest, AllowingTpCpAcrossNodes) {
@@ -297,6 +298,120 @@ TEST(SearchedDimensionsTest, DefaultsAndSortedUniqueLists) {
   EXPECT_EQ(SearchedMicroBatchSizes(options), (std::vector<int64_t>{1, 4}));
   EXPECT_EQ(SearchedRecomputeModes(options),
             (std::vector<Recompute>{Recompute::kNone, Recompute::kFull}));
+}
+
+// The expert dimensions a plan enumerates, checked below the guard that refuses to plan a
+// mixture-of-experts model until memory and performance model its experts
+// (estimated_models.h): the searched lists, the count, and --explain.
+class ExpertPlanningTest : public PlannerTest {
+ protected:
+  // Mixtral-8x7B: 8 experts; 2 nodes of 8 H100.
+  ExpertPlanningTest() : moe_(*FindModelPreset("mixtral-8x7b")) {}
+
+  ModelSpec moe_;
+};
+
+TEST_F(ExpertPlanningTest, DenseModelsAreSearchedWithTheDefaultsOnly) {
+  PlanOptions options;
+  EXPECT_EQ(SearchedExpertParallelSizes(model_, options), std::vector<int64_t>{1});
+  EXPECT_EQ(SearchedExpertTensorParallelSizes(model_, options), std::vector<int64_t>{0});
+  // 16 = 2^4 splits into (dp, tp, pp, cp) in 35 ways, times 5 micro-batch sizes: as before
+  // experts existed.
+  EXPECT_EQ(CountEnumeratedConfigurations(model_, cluster_.world_size(), options), 175);
+  absl::StatusOr<Plan> plan = MakePlan(options);
+  ASSERT_TRUE(plan.ok());
+  for (const MemoryMapEntry& entry : plan->memory_map) {
+    EXPECT_EQ(entry.dims.ep, 1);
+    EXPECT_EQ(entry.dims.etp, 0);
+  }
+}
+
+TEST_F(ExpertPlanningTest, DenseModelRefusesExpertLists) {
+  PlanOptions options;
+  options.expert_parallel_sizes = {1};
+  absl::StatusOr<Plan> plan = MakePlan(options);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(plan.status().message(),
+            "space.expert_parallel_sizes is set, but model \"llama3.1-8b\" has no experts "
+            "(model.moe.num_experts is 0)");
+  options.expert_parallel_sizes.clear();
+  options.expert_tensor_parallel_sizes = {2};
+  plan = MakePlan(options);
+  EXPECT_THAT(plan.status().message(), HasSubstr("space.expert_tensor_parallel_sizes is set"));
+}
+
+TEST_F(ExpertPlanningTest, ExpertListEntriesAreInRange) {
+  PlanOptions options;
+  options.expert_parallel_sizes = {8, 0};
+  EXPECT_EQ(CheckExpertSizeLists(moe_, options).message(),
+            "space.expert_parallel_sizes[1] (0) must be in [1, 4096]");
+  options.expert_parallel_sizes = {8};
+  options.expert_tensor_parallel_sizes = {4097};
+  EXPECT_EQ(CheckExpertSizeLists(moe_, options).message(),
+            "space.expert_tensor_parallel_sizes[0] (4097) must be in [1, 4096]");
+  options.expert_tensor_parallel_sizes = {1, 4096};
+  EXPECT_TRUE(CheckExpertSizeLists(moe_, options).ok());
+  EXPECT_FALSE(CheckExpertSizeLists(model_, options).ok());
+  EXPECT_TRUE(CheckExpertSizeLists(model_, PlanOptions()).ok());
+}
+
+TEST_F(ExpertPlanningTest, MoeDefaultsAreTheDivisorsOfTheExpertsAndTp) {
+  PlanOptions options;
+  EXPECT_EQ(SearchedExpertParallelSizes(moe_, options), (std::vector<int64_t>{1, 2, 4, 8}));
+  EXPECT_EQ(SearchedExpertTensorParallelSizes(moe_, options), std::vector<int64_t>{0});
+  options.expert_parallel_sizes = {8, 2, 8};
+  options.expert_tensor_parallel_sizes = {2, 1};
+  EXPECT_EQ(SearchedExpertParallelSizes(moe_, options), (std::vector<int64_t>{2, 8}));
+  EXPECT_EQ(SearchedExpertTensorParallelSizes(moe_, options), (std::vector<int64_t>{1, 2}));
+}
+
+TEST_F(ExpertPlanningTest, CountsExpertLayoutsThatFoldOntoEachAttentionLayout) {
+  // Over the 35 (tp, cp, pp) layouts, ep in {1, 2, 4, 8} with etp = tp folds (etp x ep x pp
+  // divides 16) 100 times, times 5 micro-batch sizes; e.g. tp 2, pp 2 takes ep 1, 2 and 4,
+  // not 8 (2 x 8 x 2 = 32).
+  PlanOptions options;
+  EXPECT_EQ(CountEnumeratedConfigurations(moe_, cluster_.world_size(), options), 500);
+  // ep {2, 8} x etp {1, 2}: 105 foldings.
+  options.expert_parallel_sizes = {2, 8};
+  options.expert_tensor_parallel_sizes = {1, 2};
+  EXPECT_EQ(CountEnumeratedConfigurations(moe_, cluster_.world_size(), options), 525);
+  // The plan itself still refuses the model.
+  absl::StatusOr<Plan> plan = PlanConfigurations(moe_, training_, cluster_, options, params_);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(plan.status().message(), HasSubstr("mixture-of-experts"));
+}
+
+TEST_F(ExpertPlanningTest, ExplainNamesTheExpertRuleOrTheSearchedSizes) {
+  PlanOptions options;
+  const Plan plan;  // a mixture-of-experts model is not planned yet
+  ParallelDims dims = MakeParallelDims(16, 1, 1, 1, 1);
+  dims.ep = 3;
+  ConfigurationExplanation explanation =
+      ExplainConfiguration(moe_, training_, cluster_, options, params_, plan, dims);
+  EXPECT_EQ(explanation.outcome, PlanOutcome::kRejected);
+  EXPECT_EQ(explanation.rejection, Rejection::kExpertParallelExperts);
+
+  options.expert_parallel_sizes = {8};
+  dims.ep = 4;
+  explanation = ExplainConfiguration(moe_, training_, cluster_, options, params_, plan, dims);
+  EXPECT_EQ(explanation.outcome, PlanOutcome::kOutsideSearchSpace);
+  EXPECT_EQ(explanation.outside, SearchDimension::kExpertParallel);
+
+  // etp 2 with tp 1: the default list searches tp's size only.
+  options.expert_parallel_sizes.clear();
+  dims.ep = 8;
+  dims.etp = 2;
+  explanation = ExplainConfiguration(moe_, training_, cluster_, options, params_, plan, dims);
+  EXPECT_EQ(explanation.outcome, PlanOutcome::kOutsideSearchSpace);
+  EXPECT_EQ(explanation.outside, SearchDimension::kExpertTensorParallel);
+  // A list naming 2 searches it; 0 (unset) and tp's size are the same size.
+  options.expert_tensor_parallel_sizes = {2};
+  explanation = ExplainConfiguration(moe_, training_, cluster_, options, params_, plan, dims);
+  EXPECT_NE(explanation.outcome, PlanOutcome::kOutsideSearchSpace);
+  options.expert_tensor_parallel_sizes.clear();
+  dims.etp = 1;
+  explanation = ExplainConfiguration(moe_, training_, cluster_, options, params_, plan, dims);
+  EXPECT_NE(explanation.outcome, PlanOutcome::kOutsideSearchSpace);
 }
 
 }  // namespace

@@ -587,6 +587,8 @@ const std::map<std::string, int>& Expectations() {
       {"PlanRequest.limit zero", kLegal},
       {"PlanRequest.limit huge", kLegal},
       {"ParallelConfig.virtual_pipeline zero", kLegal},
+      {"ParallelConfig.expert_parallel zero", kLegal},
+      {"ParallelConfig.expert_tensor_parallel zero", kLegal},
       {"SearchSpace.safe_memory_fraction zero", kLegal},
       {"SearchSpec.top_k zero", kLegal},
       {"SearchSpec.seed zero", kLegal},

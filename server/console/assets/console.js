@@ -144,6 +144,11 @@ function configFields(c, withMicroBatch = true) {
   if (withMicroBatch) add('mbs', mbs, 'mbs' + mbs);
   const vp = Number(c.virtualPipeline || 1);
   if (vp > 1) add('vp', vp, 'vp' + vp);
+  // Expert parallelism where not the default: only mixture-of-experts configurations leave it.
+  const ep = Number(c.expertParallel || 1);
+  if (ep > 1) add('ep', ep, 'ep' + ep);
+  const etp = Number(c.expertTensorParallel || 0);
+  if (etp !== 0 && etp !== Number(c.tensorParallel || 1)) add('etp', etp, 'etp' + etp);
   // Sequence parallelism only means something alongside TP; unset means on.
   if (Number(c.tensorParallel || 1) > 1 && c.sequenceParallel === false) add('sp', 'off', 'sp=off');
   const recompute = (c.recompute || 'RECOMPUTE_NONE').replace('RECOMPUTE_', '').toLowerCase();
