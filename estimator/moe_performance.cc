@@ -111,8 +111,7 @@ double TokensPerLocalExpert(const ModelSpec& model, const TrainingSpec& training
   return RoutedTokensPerRank(model, training, dims, expert, routing) / local_experts;
 }
 
-double GroupedGemmEfficiency(double tokens_per_expert,
-                             const MoePerformanceParameters& moe_params) {
+double GroupedGemmEfficiency(double tokens_per_expert, const MoePerformanceParameters& moe_params) {
   return moe_params.grouped_gemm_efficiency_max * tokens_per_expert /
          (tokens_per_expert + moe_params.grouped_gemm_half_efficiency_tokens);
 }
@@ -126,9 +125,8 @@ double GroupedGemmForwardSeconds(const ModelSpec& model, const TrainingSpec& tra
   const double received = RoutedTokensPerRank(model, training, dims, expert, routing);
   const double flops = 2 * received * model.MlpMatrices() * D(moe.expert_ffn_hidden_size) *
                        D(model.hidden_size()) / D(expert.etp);
-  const double efficiency =
-      GroupedGemmEfficiency(TokensPerLocalExpert(model, training, dims, expert, routing),
-                            moe_params);
+  const double efficiency = GroupedGemmEfficiency(
+      TokensPerLocalExpert(model, training, dims, expert, routing), moe_params);
   return moe_params.expert_load_imbalance * flops / (peak_flops * efficiency);
 }
 
@@ -139,7 +137,8 @@ double SharedExpertForwardSeconds(const ModelSpec& model, const TrainingSpec& tr
   if (moe.num_shared_experts == 0) return 0;
   // SP gathers the s b / c tokens before fc1; each rank holds f / t of the inner width.
   const double tokens = MoeTokensPerRank(training, dims) * D(dims.tp);
-  const double inner = D(moe.num_shared_experts) * D(moe.shared_expert_ffn_hidden_size) / D(dims.tp);
+  const double inner =
+      D(moe.num_shared_experts) * D(moe.shared_expert_ffn_hidden_size) / D(dims.tp);
   const double h = D(model.hidden_size());
   const double fc1 = 2 * tokens * h * Fc1Matrices(model) * inner;
   const double fc2 = 2 * tokens * inner * h;
@@ -189,8 +188,8 @@ double AllToAllBytesLeavingRank(const ModelSpec& model, const TrainingSpec& trai
                                 const MoeRouting& routing) {
   if (!model.is_moe() || expert.ep == 1) return 0;
   const double ep = D(expert.ep);
-  return SentTokensPerRank(model, training, dims, routing) * kBf16Bytes *
-         D(model.hidden_size()) * (ep - 1) / ep;
+  return SentTokensPerRank(model, training, dims, routing) * kBf16Bytes * D(model.hidden_size()) *
+         (ep - 1) / ep;
 }
 
 double AllToAllForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
@@ -211,9 +210,8 @@ double AllToAllForwardSeconds(const ModelSpec& model, const TrainingSpec& traini
   }
   if (expert.etp > 1) {
     const Link link = LinkForSpan(expert.etp, cluster, params);
-    const double gathered_bytes =
-        RoutedTokensPerRank(model, training, dims, expert, routing) * kBf16Bytes *
-        D(model.hidden_size());
+    const double gathered_bytes = RoutedTokensPerRank(model, training, dims, expert, routing) *
+                                  kBf16Bytes * D(model.hidden_size());
     // All-gather of the received tokens, reduce-scatter of the experts' output.
     seconds += 2 * GatherScatterOrAllToAllSeconds(gathered_bytes, D(expert.etp), link);
   }
@@ -268,8 +266,7 @@ MoeLayerSeconds PredictMoeLayerSeconds(const ModelSpec& model, const TrainingSpe
       routing.dispatcher == TokenDispatcher::kAllGather
           ? AllGatherDispatchForwardSeconds(model, training, dims, expert, cluster, params)
           : AllToAllForwardSeconds(model, training, dims, expert, routing, cluster, params);
-  seconds.exposed_communication =
-      copy_passes * communication * (1 - moe_params.ep_comm_overlap);
+  seconds.exposed_communication = copy_passes * communication * (1 - moe_params.ep_comm_overlap);
   return seconds;
 }
 

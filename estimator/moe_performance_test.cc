@@ -110,8 +110,9 @@ TEST(TokensPerLocalExpertTest, RoutedCopiesOfTheDispatcherGroupOverTheExperts) {
 
 TEST(GroupedGemmTest, EfficiencyIsHalfItsMaximumAtTheHalfPoint) {
   MoePerformanceParameters moe_params;
-  EXPECT_DOUBLE_EQ(GroupedGemmEfficiency(moe_params.grouped_gemm_half_efficiency_tokens, moe_params),
-                   moe_params.grouped_gemm_efficiency_max / 2);
+  EXPECT_DOUBLE_EQ(
+      GroupedGemmEfficiency(moe_params.grouped_gemm_half_efficiency_tokens, moe_params),
+      moe_params.grouped_gemm_efficiency_max / 2);
   EXPECT_LT(GroupedGemmEfficiency(64, moe_params), GroupedGemmEfficiency(4096, moe_params));
 }
 
@@ -148,17 +149,17 @@ TEST(PermutationTest, PermuteUnpermuteAndTheSortsByExpertMoveTokenCopies) {
   const double sent = 4096.0 * 8;
   MoeRouting routing;
   // ep 8: permute and unpermute the sent copies, sort the received ones there and back.
-  EXPECT_DOUBLE_EQ(PermutationForwardSeconds(model, training, dims, {8, 1}, routing, gpu,
-                                             moe_params),
-                   (2 * sent + 2 * sent) * copy_bytes / hbm);
+  EXPECT_DOUBLE_EQ(
+      PermutationForwardSeconds(model, training, dims, {8, 1}, routing, gpu, moe_params),
+      (2 * sent + 2 * sent) * copy_bytes / hbm);
   // ep 1: nothing leaves the rank, nothing to sort.
-  EXPECT_DOUBLE_EQ(PermutationForwardSeconds(model, training, dims, {1, 1}, routing, gpu,
-                                             moe_params),
-                   2 * sent * copy_bytes / hbm);
+  EXPECT_DOUBLE_EQ(
+      PermutationForwardSeconds(model, training, dims, {1, 1}, routing, gpu, moe_params),
+      2 * sent * copy_bytes / hbm);
   routing.dispatcher = TokenDispatcher::kAllGather;
-  EXPECT_DOUBLE_EQ(PermutationForwardSeconds(model, training, dims, {8, 1}, routing, gpu,
-                                             moe_params),
-                   2 * sent * copy_bytes / hbm);
+  EXPECT_DOUBLE_EQ(
+      PermutationForwardSeconds(model, training, dims, {8, 1}, routing, gpu, moe_params),
+      2 * sent * copy_bytes / hbm);
 }
 
 TEST(AllToAllTest, BytesLeavingTheRankAreTheRoutedCopiesNotStayingHome) {
@@ -189,16 +190,14 @@ TEST(AllToAllTest, InsideANodeOnNvLinkAcrossNodesOnTheNetwork) {
   const double network = gpu.network_bandwidth_gbps * 1e9 * params.network_efficiency;
   EXPECT_DOUBLE_EQ(AllToAllForwardSeconds(model, training, dims, {8, 1}, routing, cluster, params),
                    expected(8, nvlink, params.nvlink_latency_seconds));
-  EXPECT_DOUBLE_EQ(
-      AllToAllForwardSeconds(model, training, dims, {16, 1}, routing, cluster, params),
-      expected(16, network, params.network_latency_seconds));
+  EXPECT_DOUBLE_EQ(AllToAllForwardSeconds(model, training, dims, {16, 1}, routing, cluster, params),
+                   expected(16, network, params.network_latency_seconds));
   // etp 2 x ep 8 spans 16 ranks: the all-to-all crosses nodes, the etp gather and scatter of
   // the N = 2 S received tokens stay inside.
   const double etp_bytes = 2 * tokens;
-  EXPECT_DOUBLE_EQ(
-      AllToAllForwardSeconds(model, training, dims, {8, 2}, routing, cluster, params),
-      expected(8, network, params.network_latency_seconds) +
-          2 * (params.nvlink_latency_seconds + etp_bytes / 2 / nvlink));
+  EXPECT_DOUBLE_EQ(AllToAllForwardSeconds(model, training, dims, {8, 2}, routing, cluster, params),
+                   expected(8, network, params.network_latency_seconds) +
+                       2 * (params.nvlink_latency_seconds + etp_bytes / 2 / nvlink));
   EXPECT_EQ(AllToAllForwardSeconds(model, training, dims, {1, 1}, routing, cluster, params), 0);
 }
 
@@ -229,21 +228,21 @@ TEST(MoeLayerSecondsTest, BackwardTwiceTheGemmsOnceTheRestAndARecomputedForward)
   MoePerformanceParameters moe_params;
   const MoeLayerSeconds none = PredictMoeLayerSeconds(
       model, training, dims, expert, routing, cluster, kPeakFlops, kPeakFlops, params, moe_params);
-  EXPECT_DOUBLE_EQ(none.routed_experts, 3 * GroupedGemmForwardSeconds(model, training, dims, expert,
-                                                                       routing, kPeakFlops,
-                                                                       moe_params));
+  EXPECT_DOUBLE_EQ(none.routed_experts,
+                   3 * GroupedGemmForwardSeconds(model, training, dims, expert, routing, kPeakFlops,
+                                                 moe_params));
   EXPECT_DOUBLE_EQ(none.shared_experts,
                    3 * SharedExpertForwardSeconds(model, training, dims, kPeakFlops, params));
-  EXPECT_DOUBLE_EQ(none.permutation, 2 * PermutationForwardSeconds(model, training, dims, expert,
-                                                                    routing, cluster.gpu(),
-                                                                    moe_params));
-  EXPECT_DOUBLE_EQ(none.exposed_communication,
-                   2 * AllToAllForwardSeconds(model, training, dims, expert, routing, cluster,
-                                              params));
-  EXPECT_DOUBLE_EQ(none.router,
-                   3 * RouterGemmForwardSeconds(model, training, dims, kPeakFlops, params) +
-                       2 * RouterTopKForwardSeconds(model, training, dims, cluster.gpu(),
-                                                    moe_params));
+  EXPECT_DOUBLE_EQ(none.permutation,
+                   2 * PermutationForwardSeconds(model, training, dims, expert, routing,
+                                                 cluster.gpu(), moe_params));
+  EXPECT_DOUBLE_EQ(
+      none.exposed_communication,
+      2 * AllToAllForwardSeconds(model, training, dims, expert, routing, cluster, params));
+  EXPECT_DOUBLE_EQ(
+      none.router,
+      3 * RouterGemmForwardSeconds(model, training, dims, kPeakFlops, params) +
+          2 * RouterTopKForwardSeconds(model, training, dims, cluster.gpu(), moe_params));
 
   dims.recompute = Recompute::kFull;
   const MoeLayerSeconds full = PredictMoeLayerSeconds(
@@ -273,9 +272,8 @@ TEST(MoeLayerSecondsTest, DenseModelsHaveNoMoeTerms) {
   EXPECT_EQ(RoutedExpertForwardFlops(dense, 1000), 0);
   EXPECT_EQ(SharedExpertForwardFlops(dense, 1000), 0);
   EXPECT_EQ(TokensPerLocalExpert(dense, training, dims, expert, routing), 0);
-  EXPECT_EQ(GroupedGemmForwardSeconds(dense, training, dims, expert, routing, kPeakFlops,
-                                      moe_params),
-            0);
+  EXPECT_EQ(
+      GroupedGemmForwardSeconds(dense, training, dims, expert, routing, kPeakFlops, moe_params), 0);
   EXPECT_EQ(SharedExpertForwardSeconds(dense, training, dims, kPeakFlops, params), 0);
   EXPECT_EQ(RouterGemmForwardSeconds(dense, training, dims, kPeakFlops, params), 0);
   EXPECT_EQ(RouterTopKForwardSeconds(dense, training, dims, gpu, moe_params), 0);
