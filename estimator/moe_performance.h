@@ -24,7 +24,7 @@ namespace paratune {
 // The tunable parameters of the MoE terms, beside PerformanceParameters (whose dense GEMM
 // curve, link efficiencies and latencies they reuse). Not yet fitted: the defaults are priors
 // stated with their reasons; tools/fit_performance_model is to fit them to the MoE rows of
-// data/measured/.
+// shared/data/measured/.
 struct MoePerformanceParameters {
   // The routed experts' grouped GEMM (Transformer Engine's GroupedLinear in TEGroupedMLP) at
   // eff(n) = grouped_gemm_efficiency_max n / (n + grouped_gemm_half_efficiency_tokens) of the
@@ -41,7 +41,7 @@ struct MoePerformanceParameters {
   double moe_hbm_efficiency = 0.6;
   // The slowest rank's expert time over the mean rank's: the step waits for the most loaded
   // experts. 1 for force-balanced runs (the Megatron-Bridge rows of
-  // data/measured/megatron_bridge_moe_h100.csv, --moe-router-force-load-balancing).
+  // shared/data/measured/megatron_bridge_moe_h100.csv, --moe-router-force-load-balancing).
   double expert_load_imbalance = 1.0;
   // Fraction of the dispatch and combine communication hidden behind compute. 0: Megatron-LM
   // core_v0.19.0 runs the all-to-all on the compute stream's critical path unless
