@@ -174,7 +174,7 @@ double PermutationForwardSeconds(const ModelSpec& model, const TrainingSpec& tra
   if (routing.dispatcher == TokenDispatcher::kAllGather) {
     copied_tokens = 2 * received;
   } else {
-    const bool sorted = model.moe().num_experts / expert.ep > 1 && expert.ep > 1;
+    const bool sorted = model.moe().num_experts / expert.ep > 1;
     copied_tokens =
         2 * SentTokensPerRank(model, training, dims, routing) + (sorted ? 2 * received : 0);
   }

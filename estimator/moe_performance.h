@@ -126,12 +126,12 @@ double RouterTopKForwardSeconds(const ModelSpec& model, const TrainingSpec& trai
 // per token at moe_hbm_efficiency: permute before the dispatch and unpermute after the combine
 // on the S tokens the rank sends (moe_utils.py, permute and unpermute; S = T k dropless, E C
 // with a capacity factor), and with the all-to-all dispatcher and more than one local expert
-// the N tokens sorted by expert after the dispatch and back by source rank before the combine
-// (token_dispatcher.py, MoEAlltoAllTokenDispatcher.dispatch_postprocess and combine_preprocess,
-// sort_chunks_by_idxs). The all-gather dispatcher permutes and unpermutes the N tokens of its
-// local experts out of the gathered ones (MoEAllGatherTokenDispatcher.dispatch_postprocess,
-// combine_preprocess). Backward moves the same bytes (a gather's gradient is a scatter of the
-// same size). 0 for a dense model.
+// (whatever ep) the N tokens sorted by expert after the dispatch and back by source rank before the
+// combine (token_dispatcher.py, MoEAlltoAllTokenDispatcher.dispatch_postprocess and
+// combine_preprocess, sort_chunks_by_idxs). The all-gather dispatcher permutes and unpermutes the N
+// tokens of its local experts out of the gathered ones
+// (MoEAllGatherTokenDispatcher.dispatch_postprocess, combine_preprocess). Backward moves the same
+// bytes (a gather's gradient is a scatter of the same size). 0 for a dense model.
 double PermutationForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
                                  const ParallelDims& dims, const ExpertParallelism& expert,
                                  const MoeRouting& routing, const GpuSpec& gpu,

@@ -152,10 +152,14 @@ TEST(PermutationTest, PermuteUnpermuteAndTheSortsByExpertMoveTokenCopies) {
   EXPECT_DOUBLE_EQ(
       PermutationForwardSeconds(model, training, dims, {8, 1}, routing, gpu, moe_params),
       (2 * sent + 2 * sent) * copy_bytes / hbm);
-  // ep 1: nothing leaves the rank, nothing to sort.
+  // ep 1: the 128 local experts' tokens are still sorted by expert and back.
   EXPECT_DOUBLE_EQ(
       PermutationForwardSeconds(model, training, dims, {1, 1}, routing, gpu, moe_params),
-      2 * sent * copy_bytes / hbm);
+      4 * sent * copy_bytes / hbm);
+  // Mixtral 8x7B at ep 8: one local expert, nothing to sort; S = 2 T copies of h = 4096.
+  EXPECT_DOUBLE_EQ(PermutationForwardSeconds(Preset("mixtral-8x7b"), training, dims, {8, 1},
+                                             routing, gpu, moe_params),
+                   2 * (4096.0 * 2) * (2 * 2 * 4096) / hbm);
   routing.dispatcher = TokenDispatcher::kAllGather;
   EXPECT_DOUBLE_EQ(
       PermutationForwardSeconds(model, training, dims, {8, 1}, routing, gpu, moe_params),
