@@ -72,9 +72,10 @@ double SharedExpertForwardFlops(const ModelSpec& model, double tokens);
 //     + L s a d                               QK^T and PV, halved by the causal mask
 //     + h M ((L - n_e) f + n_e (k_r f_e + n_s f_s))   dense MLPs, routed and shared experts
 //     + h V ]                                 logits
-// with k_r = router_top_k. The router GEMM is not counted. For a dense model this is the
-// same code's dense figure, which differs from ModelFlopsPerStep's pre-2025 convention
-// (performance_model.h) only in halving the attention core (6 L s a d instead of 12 L s h).
+// with k_r = router_top_k and V unpadded (Megatron-LM pads it to a multiple of 128 tp). The
+// router GEMM is not counted. For a dense model with d = h / a this is the same code's dense
+// figure, which differs from ModelFlopsPerStep's pre-2025 convention (performance_model.h)
+// only in halving the attention core (6 L s h instead of 12 L s h).
 // The figure Megatron-Bridge's published model TFLOP/s of MoE runs use.
 double MegatronCoreFlopsPerToken(const ModelSpec& model, int64_t seq_len);
 // MegatronCoreFlopsPerToken x global batch x s.
