@@ -1,0 +1,273 @@
+#include "estimator/moe_performance.h"
+
+namespace paratune {
+namespace {
+
+constexpr double kGiga = 1e9;
+
+constexpr double kBf16Bytes = 2;
+// --moe-router-dtype fp32 (NVIDIA's MoE recipes): router scores and probabilities in fp32.
+constexpr double kRouterValueBytes = 4;
+
+double D(int64_t value) { return static_cast<double>(value); }
+
+// The link model of performance_model.cc (its NvLink, Network, LinkForSpan and collective
+// times, nccl-tests doc/PERFORMANCE.md), which keeps them private; they belong in one shared
+// header once PredictPerformance calls this file.
+struct Link {
+  double bytes_per_second;
+  double latency_seconds;
+};
+
+Link LinkForSpan(int64_t span, const ClusterSpec& cluster, const PerformanceParameters& params) {
+  const GpuSpec& gpu = cluster.gpu();
+  const bool within_node = span <= cluster.gpus_per_node() && cluster.gpus_per_node() % span == 0;
+  if (within_node) {
+    return {gpu.nvlink_bandwidth_gbps * kGiga * params.nvlink_efficiency,
+            params.nvlink_latency_seconds};
+  }
+  return {gpu.network_bandwidth_gbps * kGiga * params.network_efficiency,
+          params.network_latency_seconds};
+}
+
+// An all-gather or reduce-scatter of a `bytes`-sized (full) buffer over n ranks, or an
+// all-to-all of a `bytes`-sized send buffer: bytes x (n-1)/n per rank at the bus bandwidth.
+double GatherScatterOrAllToAllSeconds(double bytes, double n, const Link& link) {
+  return link.latency_seconds + bytes * (n - 1) / n / link.bytes_per_second;
+}
+
+// Seconds of one GEMM of `flops` at the dense curve eff(x) = max x / (x + half)
+// (performance_model.cc, GemmSeconds).
+double DenseGemmSeconds(double flops, double peak_flops, const PerformanceParameters& params) {
+  const double efficiency =
+      params.gemm_efficiency_max * flops / (flops + params.gemm_half_efficiency_flops);
+  return flops / (peak_flops * efficiency);
+}
+
+double HbmSeconds(double bytes, const GpuSpec& gpu, const MoePerformanceParameters& moe_params) {
+  return bytes / (gpu.hbm_bandwidth_gbps * kGiga * moe_params.moe_hbm_efficiency);
+}
+
+// Tokens a rank sends to the experts, S: T k dropless, E C with a capacity factor. The even
+// share of RoutedTokensPerRank (margin 1) over etp, which is exactly that in both cases.
+double SentTokensPerRank(const ModelSpec& model, const TrainingSpec& training,
+                         const ParallelDims& dims, const MoeRouting& routing) {
+  MoeRouting even = routing;
+  even.dropless_load_margin = 1;
+  return RoutedTokensPerRank(model, training, dims, ExpertParallelism{}, even);
+}
+
+// Matrices of one MLP's fc1 (M - 1 of width f: gate and up when gated) and fc2 (one).
+double Fc1Matrices(const ModelSpec& model) { return model.MlpMatrices() - 1; }
+
+}  // namespace
+
+double RouterForwardFlops(const ModelSpec& model, double tokens) {
+  return 2 * tokens * D(model.hidden_size()) * D(model.moe().num_experts);
+}
+
+double RoutedExpertForwardFlops(const ModelSpec& model, double tokens) {
+  const MoeDimensions& moe = model.moe();
+  return 2 * D(moe.router_top_k) * tokens * model.MlpMatrices() * D(moe.expert_ffn_hidden_size) *
+         D(model.hidden_size());
+}
+
+double SharedExpertForwardFlops(const ModelSpec& model, double tokens) {
+  const MoeDimensions& moe = model.moe();
+  return 2 * tokens * D(moe.num_shared_experts) * model.MlpMatrices() *
+         D(moe.shared_expert_ffn_hidden_size) * D(model.hidden_size());
+}
+
+double MegatronCoreFlopsPerToken(const ModelSpec& model, int64_t seq_len) {
+  const double h = D(model.hidden_size());
+  const double L = D(model.num_layers());
+  const double a = D(model.num_attention_heads());
+  const double k = D(model.num_kv_heads());
+  const double d = D(model.head_dim());
+  const double s = D(seq_len);
+  const double moe_layers = D(model.MoeLayerCount());
+  const MoeDimensions& moe = model.moe();
+  // 3 (forward, data and weight gradients) x 2 (multiply and add) per weight and token.
+  constexpr double kForwardBackwardFma = 6;
+  const double attention = L * h * d * (2 * a + 2 * k) + L * s * a * d;
+  const double mlp_widths =
+      (L - moe_layers) * D(model.ffn_hidden_size()) +
+      moe_layers * (D(moe.router_top_k) * D(moe.expert_ffn_hidden_size) +
+                    D(moe.num_shared_experts) * D(moe.shared_expert_ffn_hidden_size));
+  const double logits = h * D(model.vocab_size());
+  return kForwardBackwardFma * (attention + h * model.MlpMatrices() * mlp_widths + logits);
+}
+
+double MegatronCoreFlopsPerStep(const ModelSpec& model, const TrainingSpec& training) {
+  return D(training.global_batch_size()) * D(training.seq_len()) *
+         MegatronCoreFlopsPerToken(model, training.seq_len());
+}
+
+double TokensPerLocalExpert(const ModelSpec& model, const TrainingSpec& training,
+                            const ParallelDims& dims, const ExpertParallelism& expert,
+                            const MoeRouting& routing) {
+  if (!model.is_moe()) return 0;
+  const double local_experts = D(model.moe().num_experts) / D(expert.ep);
+  return RoutedTokensPerRank(model, training, dims, expert, routing) / local_experts;
+}
+
+double GroupedGemmEfficiency(double tokens_per_expert, const MoePerformanceParameters& moe_params) {
+  return moe_params.grouped_gemm_efficiency_max * tokens_per_expert /
+         (tokens_per_expert + moe_params.grouped_gemm_half_efficiency_tokens);
+}
+
+double GroupedGemmForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
+                                 const ParallelDims& dims, const ExpertParallelism& expert,
+                                 const MoeRouting& routing, double peak_flops,
+                                 const MoePerformanceParameters& moe_params) {
+  if (!model.is_moe()) return 0;
+  const MoeDimensions& moe = model.moe();
+  const double received = RoutedTokensPerRank(model, training, dims, expert, routing);
+  const double flops = 2 * received * model.MlpMatrices() * D(moe.expert_ffn_hidden_size) *
+                       D(model.hidden_size()) / D(expert.etp);
+  const double efficiency = GroupedGemmEfficiency(
+      TokensPerLocalExpert(model, training, dims, expert, routing), moe_params);
+  return moe_params.expert_load_imbalance * flops / (peak_flops * efficiency);
+}
+
+double SharedExpertForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
+                                  const ParallelDims& dims, double peak_flops,
+                                  const PerformanceParameters& params) {
+  const MoeDimensions& moe = model.moe();
+  if (moe.num_shared_experts == 0) return 0;
+  // SP gathers the s b / c tokens before fc1; each rank holds f / t of the inner width.
+  const double tokens = MoeTokensPerRank(training, dims) * D(dims.tp);
+  const double inner =
+      D(moe.num_shared_experts) * D(moe.shared_expert_ffn_hidden_size) / D(dims.tp);
+  const double h = D(model.hidden_size());
+  const double fc1 = 2 * tokens * h * Fc1Matrices(model) * inner;
+  const double fc2 = 2 * tokens * inner * h;
+  return DenseGemmSeconds(fc1, peak_flops, params) + DenseGemmSeconds(fc2, peak_flops, params);
+}
+
+double RouterGemmForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
+                                const ParallelDims& dims, double peak_flops,
+                                const PerformanceParameters& params) {
+  if (!model.is_moe()) return 0;
+  return DenseGemmSeconds(RouterForwardFlops(model, MoeTokensPerRank(training, dims)), peak_flops,
+                          params);
+}
+
+double RouterTopKForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
+                                const ParallelDims& dims, const GpuSpec& gpu,
+                                const MoePerformanceParameters& moe_params) {
+  // Score function (read logits, write scores), top-k (read scores), load-balancing scores
+  // (read logits, write scores): five passes over T x E fp32 values.
+  constexpr double kScorePasses = 5;
+  return HbmSeconds(kScorePasses * kRouterValueBytes * MoeTokensPerRank(training, dims) *
+                        D(model.moe().num_experts),
+                    gpu, moe_params);
+}
+
+double PermutationForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
+                                 const ParallelDims& dims, const ExpertParallelism& expert,
+                                 const MoeRouting& routing, const GpuSpec& gpu,
+                                 const MoePerformanceParameters& moe_params) {
+  if (!model.is_moe()) return 0;
+  const double received = RoutedTokensPerRank(model, training, dims, expert, routing);
+  double copied_tokens;
+  if (routing.dispatcher == TokenDispatcher::kAllGather) {
+    copied_tokens = 2 * received;
+  } else {
+    const bool sorted = model.moe().num_experts / expert.ep > 1;
+    copied_tokens =
+        2 * SentTokensPerRank(model, training, dims, routing) + (sorted ? 2 * received : 0);
+  }
+  // Each copy reads and writes the token's h bf16 values.
+  const double bytes = copied_tokens * 2 * kBf16Bytes * D(model.hidden_size());
+  return HbmSeconds(bytes, gpu, moe_params);
+}
+
+double AllToAllBytesLeavingRank(const ModelSpec& model, const TrainingSpec& training,
+                                const ParallelDims& dims, const ExpertParallelism& expert,
+                                const MoeRouting& routing) {
+  if (!model.is_moe() || expert.ep == 1) return 0;
+  const double ep = D(expert.ep);
+  return SentTokensPerRank(model, training, dims, routing) * kBf16Bytes * D(model.hidden_size()) *
+         (ep - 1) / ep;
+}
+
+double AllToAllForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
+                              const ParallelDims& dims, const ExpertParallelism& expert,
+                              const MoeRouting& routing, const ClusterSpec& cluster,
+                              const PerformanceParameters& params) {
+  if (!model.is_moe()) return 0;
+  double seconds = 0;
+  if (expert.ep > 1) {
+    const Link link = LinkForSpan(expert.etp * expert.ep, cluster, params);
+    const double ep = D(expert.ep);
+    const double sent = SentTokensPerRank(model, training, dims, routing);
+    const double token_bytes = sent * kBf16Bytes * D(model.hidden_size());
+    const double probability_bytes = sent * kRouterValueBytes;
+    // Dispatch: tokens and probabilities; combine: tokens.
+    seconds += 2 * GatherScatterOrAllToAllSeconds(token_bytes, ep, link) +
+               GatherScatterOrAllToAllSeconds(probability_bytes, ep, link);
+  }
+  if (expert.etp > 1) {
+    const Link link = LinkForSpan(expert.etp, cluster, params);
+    const double gathered_bytes = RoutedTokensPerRank(model, training, dims, expert, routing) *
+                                  kBf16Bytes * D(model.hidden_size());
+    // All-gather of the received tokens, reduce-scatter of the experts' output.
+    seconds += 2 * GatherScatterOrAllToAllSeconds(gathered_bytes, D(expert.etp), link);
+  }
+  return seconds;
+}
+
+double AllGatherDispatchForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
+                                       const ParallelDims& dims, const ExpertParallelism& expert,
+                                       const ClusterSpec& cluster,
+                                       const PerformanceParameters& params) {
+  const int64_t group = expert.etp * expert.ep;
+  if (!model.is_moe() || group == 1) return 0;
+  const Link link = LinkForSpan(group, cluster, params);
+  const double n = D(group);
+  const double gathered = MoeTokensPerRank(training, dims) * n;
+  const double h = D(model.hidden_size());
+  const double experts = D(model.moe().num_experts);
+  constexpr double kRoutingMapBytes = 1;
+  const double dispatch_bytes =
+      gathered * (kBf16Bytes * h + kRouterValueBytes * experts + kRoutingMapBytes * experts);
+  const double combine_bytes = gathered * kRouterValueBytes * h;
+  // The probabilities and routing map are gathered apart from the tokens: three all-gathers.
+  return GatherScatterOrAllToAllSeconds(dispatch_bytes, n, link) + 2 * link.latency_seconds +
+         GatherScatterOrAllToAllSeconds(combine_bytes, n, link);
+}
+
+MoeLayerSeconds PredictMoeLayerSeconds(const ModelSpec& model, const TrainingSpec& training,
+                                       const ParallelDims& dims, const ExpertParallelism& expert,
+                                       const MoeRouting& routing, const ClusterSpec& cluster,
+                                       double peak_flops, double expert_peak_flops,
+                                       const PerformanceParameters& params,
+                                       const MoePerformanceParameters& moe_params) {
+  MoeLayerSeconds seconds;
+  if (!model.is_moe()) return seconds;
+  const GpuSpec& gpu = cluster.gpu();
+  const double forwards = dims.recompute == Recompute::kFull ? 2 : 1;
+  // GEMMs: forward, data and weight gradients; memory-bound kernels and communication: the
+  // forward and its mirror image in backward.
+  const double gemm_passes = forwards + 2;
+  const double copy_passes = forwards + 1;
+  seconds.router =
+      gemm_passes * RouterGemmForwardSeconds(model, training, dims, peak_flops, params) +
+      copy_passes * RouterTopKForwardSeconds(model, training, dims, gpu, moe_params);
+  seconds.permutation = copy_passes * PermutationForwardSeconds(model, training, dims, expert,
+                                                                routing, gpu, moe_params);
+  seconds.routed_experts =
+      gemm_passes * GroupedGemmForwardSeconds(model, training, dims, expert, routing,
+                                              expert_peak_flops, moe_params);
+  seconds.shared_experts =
+      gemm_passes * SharedExpertForwardSeconds(model, training, dims, expert_peak_flops, params);
+  const double communication =
+      routing.dispatcher == TokenDispatcher::kAllGather
+          ? AllGatherDispatchForwardSeconds(model, training, dims, expert, cluster, params)
+          : AllToAllForwardSeconds(model, training, dims, expert, routing, cluster, params);
+  seconds.exposed_communication = copy_passes * communication * (1 - moe_params.ep_comm_overlap);
+  return seconds;
+}
+
+}  // namespace paratune

@@ -1,0 +1,206 @@
+// Step-time terms of the mixture-of-experts part of a layer (issue 26 §3), per MoE layer and
+// micro-batch on one GPU, and the model FLOPs of an MoE model: the router, the permutation of
+// routed tokens, the routed experts' grouped GEMMs at an efficiency that falls with the tokens
+// each expert receives, the shared experts, and the dispatch and combine communication of
+// Megatron-LM (core_v0.19.0, megatron/core/transformer/moe/). Each term is its own function
+// with its source; docs/estimator.md lists them. The rest of an MoE layer (attention, norms)
+// is a dense layer's and stays with performance_model.h.
+//
+// As in moe_memory.h, every term assumes sequence parallelism whenever tp > 1 (Megatron-LM
+// refuses an MoE layer with tensor parallelism and no sequence parallelism), so each rank
+// routes T = s b / (t c) tokens (MoeTokensPerRank).
+#ifndef PARATUNE_ESTIMATOR_MOE_PERFORMANCE_H_
+#define PARATUNE_ESTIMATOR_MOE_PERFORMANCE_H_
+
+#include "estimator/cluster_spec.h"
+#include "estimator/model_spec.h"
+#include "estimator/moe_memory.h"
+#include "estimator/parallel_config.h"
+#include "estimator/performance_parameters.h"
+#include "estimator/training_spec.h"
+
+namespace paratune {
+
+// The tunable parameters of the MoE terms, beside PerformanceParameters (whose dense GEMM
+// curve, link efficiencies and latencies they reuse). Not yet fitted: the defaults are priors
+// stated with their reasons; tools/fit_performance_model is to fit them to the MoE rows of
+// shared/data/measured/.
+struct MoePerformanceParameters {
+  // The routed experts' grouped GEMM (Transformer Engine's GroupedLinear in TEGroupedMLP) at
+  // eff(n) = grouped_gemm_efficiency_max n / (n + grouped_gemm_half_efficiency_tokens) of the
+  // dense peak, n the tokens each local expert receives: the dense GEMM curve's form
+  // (PerformanceParameters::gemm_efficiency_max) over tokens per expert instead of FLOPs,
+  // since an expert's GEMM has a fixed h x f_e / etp weight and only its token count varies.
+  // Prior: the dense curve's ceiling, and half of it at 256 tokens, two of the 128-row tiles
+  // of Hopper's bf16 GEMM kernels, below which the tensor cores mostly compute padding.
+  double grouped_gemm_efficiency_max = 0.75;
+  double grouped_gemm_half_efficiency_tokens = 256;
+  // Fraction of HBM bandwidth reached by the memory-bound MoE kernels: the permutation and
+  // unpermutation copies of routed tokens and the router's score function and top-k. Prior:
+  // PerformanceParameters::optimizer_hbm_efficiency's default.
+  double moe_hbm_efficiency = 0.6;
+  // The slowest rank's expert time over the mean rank's: the step waits for the most loaded
+  // experts. 1 for force-balanced runs (the Megatron-Bridge rows of
+  // shared/data/measured/megatron_bridge_moe_h100.csv, --moe-router-force-load-balancing).
+  double expert_load_imbalance = 1.0;
+  // Fraction of the dispatch and combine communication hidden behind compute. 0: Megatron-LM
+  // core_v0.19.0 runs the all-to-all on the compute stream's critical path unless
+  // --overlap-moe-expert-parallel-comm (ModelParallelConfig.overlap_moe_expert_parallel_comm;
+  // megatron/core/pipeline_parallel/combined_1f1b.py) interleaves one micro-batch's forward
+  // with another's backward so that each one's all-to-all runs during the other's compute
+  // (ep > 1, alltoall or flex dispatcher, no full recompute, bf16; --delay-wgrad-compute
+  // widens the window by deferring the weight-gradient GEMMs). Set it for runs with that flag.
+  double ep_comm_overlap = 0.0;
+};
+
+// Forward FLOPs of the MoE block of one MoE layer on `tokens` tokens (backward: twice these,
+// the data- and weight-gradient GEMMs). 0 for a dense model.
+// The router's gating GEMM, 2 T h E (router.py, Router.gating: router_gating_linear, an
+// h x E linear).
+double RouterForwardFlops(const ModelSpec& model, double tokens);
+// The routed experts, 2 k T M f_e h: each token passes through k experts' MLPs of M = 3
+// (gated) or 2 h x f_e matrices (experts.py, TEGroupedMLP: linear_fc1 then linear_fc2).
+double RoutedExpertForwardFlops(const ModelSpec& model, double tokens);
+// The shared experts, 2 T n_s M f_s h (shared_experts.py, SharedExpertMLP: a dense MLP).
+double SharedExpertForwardFlops(const ModelSpec& model, double tokens);
+
+// Model FLOPs per token of one training step in Megatron-LM core_v0.19.0's convention
+// (megatron/training/training.py, num_floating_point_operations, transformer_flops, BSHD
+// layout, no MTP, no multi-latent attention), with d the head width, n_e the MoE layers and
+// L - n_e the dense ones,
+//   6 [ L h d (2a + 2k)                       QKV and output projections
+//     + L s a d                               QK^T and PV, halved by the causal mask
+//     + h M ((L - n_e) f + n_e (k_r f_e + n_s f_s))   dense MLPs, routed and shared experts
+//     + h V ]                                 logits
+// with k_r = router_top_k and V unpadded (Megatron-LM pads it to a multiple of 128 tp). The
+// router GEMM is not counted. For a dense model with d = h / a this is the same code's dense
+// figure, which differs from ModelFlopsPerStep's pre-2025 convention (performance_model.h)
+// only in halving the attention core (6 L s h instead of 12 L s h).
+// The figure Megatron-Bridge's published model TFLOP/s of MoE runs use.
+double MegatronCoreFlopsPerToken(const ModelSpec& model, int64_t seq_len);
+// MegatronCoreFlopsPerToken x global batch x s.
+double MegatronCoreFlopsPerStep(const ModelSpec& model, const TrainingSpec& training);
+
+// Tokens each of a rank's E / ep local experts receives per MoE layer and micro-batch:
+// RoutedTokensPerRank / (E / ep) (moe_memory.h), dropless T k etp ep x margin / E: the etp x ep
+// ranks of the dispatcher's group route T k token copies each, spread over E experts. The n of
+// the grouped GEMM's efficiency. 0 for a dense model.
+double TokensPerLocalExpert(const ModelSpec& model, const TrainingSpec& training,
+                            const ParallelDims& dims, const ExpertParallelism& expert,
+                            const MoeRouting& routing);
+
+// eff(n) = grouped_gemm_efficiency_max n / (n + grouped_gemm_half_efficiency_tokens).
+double GroupedGemmEfficiency(double tokens_per_expert, const MoePerformanceParameters& moe_params);
+
+// Forward seconds of one rank's routed-expert GEMMs: 2 N M f_e h / etp FLOPs (its E / ep
+// experts' fc1 and fc2 on the N tokens they receive, each weight split over etp) at
+// GroupedGemmEfficiency of TokensPerLocalExpert against `peak_flops` (the dense peak of the
+// precision the experts run in), times expert_load_imbalance. 0 for a dense model.
+double GroupedGemmForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
+                                 const ParallelDims& dims, const ExpertParallelism& expert,
+                                 const MoeRouting& routing, double peak_flops,
+                                 const MoePerformanceParameters& moe_params);
+
+// Forward seconds of one rank's shared experts on its T tokens gathered over tp (s b / c), a
+// dense MLP of n_s f_s split over tp: fc1 and fc2 each at the dense GEMM curve
+// (PerformanceParameters::gemm_efficiency_max, gemm_half_efficiency_flops). 0 without shared
+// experts.
+double SharedExpertForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
+                                  const ParallelDims& dims, double peak_flops,
+                                  const PerformanceParameters& params);
+
+// Forward seconds of the router's gating GEMM on the rank's T tokens (RouterForwardFlops) at
+// the dense GEMM curve. 0 for a dense model.
+double RouterGemmForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
+                                const ParallelDims& dims, double peak_flops,
+                                const PerformanceParameters& params);
+// Forward seconds of the router's score function and top-k, memory-bound over the T x E fp32
+// scores (--moe-router-dtype fp32): the score function reads the logits and writes the scores,
+// top-k reads them, and the load-balancing loss's scores read the logits and write their own
+// (moe_utils.py, topk_routing_with_score_function, compute_routing_scores_for_aux_loss):
+// 20 T E bytes at moe_hbm_efficiency. 0 for a dense model.
+double RouterTopKForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
+                                const ParallelDims& dims, const GpuSpec& gpu,
+                                const MoePerformanceParameters& moe_params);
+
+// Forward seconds of the copies that reorder routed tokens, each reading and writing 2h bytes
+// per token at moe_hbm_efficiency: permute before the dispatch and unpermute after the combine
+// on the S tokens the rank sends (moe_utils.py, permute and unpermute; S = T k dropless, E C
+// with a capacity factor), and with the all-to-all dispatcher and more than one local expert
+// (whatever ep) the N tokens sorted by expert after the dispatch and back by source rank before the
+// combine (token_dispatcher.py, MoEAlltoAllTokenDispatcher.dispatch_postprocess and
+// combine_preprocess, sort_chunks_by_idxs). The all-gather dispatcher permutes and unpermutes the N
+// tokens of its local experts out of the gathered ones
+// (MoEAllGatherTokenDispatcher.dispatch_postprocess, combine_preprocess). Backward moves the same
+// bytes (a gather's gradient is a scatter of the same size). 0 for a dense model.
+double PermutationForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
+                                 const ParallelDims& dims, const ExpertParallelism& expert,
+                                 const MoeRouting& routing, const GpuSpec& gpu,
+                                 const MoePerformanceParameters& moe_params);
+
+// Bytes one rank sends in the dispatch all-to-all over the ep group: its S routed token copies
+// of 2h bytes, of which (ep - 1) / ep leave the rank under balanced routing
+// (MoEAlltoAllTokenDispatcher.token_dispatch, all_to_all over ep_group; the fp32 routing
+// probabilities, 4 bytes per copy, travel in a second all-to-all). The combine sends the same
+// back (token_combine). 0 with ep = 1 or a dense model.
+double AllToAllBytesLeavingRank(const ModelSpec& model, const TrainingSpec& training,
+                                const ParallelDims& dims, const ExpertParallelism& expert,
+                                const MoeRouting& routing);
+
+// Forward seconds of the all-to-all dispatcher's communication, dispatch and combine: two
+// all-to-alls (tokens, probabilities) over ep and, with etp > 1, the all-gather of the N / etp
+// received tokens over etp (dispatch_postprocess, gather_from_sequence_parallel_region over
+// tp_group, the expert tensor group) and the reduce-scatter of the experts' output back
+// (combine_preprocess); the combine's all-to-all of the tokens. The all-to-all's time is
+// nccl-tests' (doc/PERFORMANCE.md): the bytes leaving the rank at the bus bandwidth. The
+// expert grid puts etp innermost, then ep (megatron/core/parallel_state.py,
+// initialize_model_parallel, the expert RankGenerator with order tp-cp-ep-dp-pp and tp = etp):
+// the ep group spans etp x ep consecutive ranks and stays on NVLink when that tiles a node,
+// whatever the attention side's tp. Backward sends the gradients the same way. Not reduced by
+// ep_comm_overlap (MoeLayerSeconds applies it). 0 with etp = ep = 1.
+double AllToAllForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
+                              const ParallelDims& dims, const ExpertParallelism& expert,
+                              const MoeRouting& routing, const ClusterSpec& cluster,
+                              const PerformanceParameters& params);
+
+// Forward seconds of the all-gather dispatcher's communication over the etp x ep ranks
+// (MoEAllGatherTokenDispatcher.token_dispatch: gather_from_sequence_parallel_region over
+// tp_ep_group of the T tokens' 2h bytes, fp32 probabilities 4E and boolean routing map E;
+// token_combine: reduce_scatter_to_sequence_parallel_region of the G = T etp ep unpermuted
+// outputs in fp32, 4h bytes), at nccl-tests' all-gather and reduce-scatter bus bandwidth
+// over a group of etp x ep consecutive ranks. 0 with etp = ep = 1.
+double AllGatherDispatchForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
+                                       const ParallelDims& dims, const ExpertParallelism& expert,
+                                       const ClusterSpec& cluster,
+                                       const PerformanceParameters& params);
+
+// Seconds of one MoE layer's MoE block for one micro-batch on one GPU, forward and backward,
+// with a second forward under full recompute: the GEMMs' backward is twice their forward, the
+// copies', router's memory-bound part and communication's once. They replace the dense MLP's
+// part of the layer (the lead's PredictPerformance subtracts it for MoE layers).
+struct MoeLayerSeconds {
+  double router = 0;
+  double permutation = 0;
+  double routed_experts = 0;  // grouped GEMMs, load imbalance included
+  double shared_experts = 0;
+  // Dispatch and combine of routing.dispatcher, less the ep_comm_overlap fraction hidden.
+  double exposed_communication = 0;
+
+  double Compute() const { return router + permutation + routed_experts + shared_experts; }
+  double Total() const { return Compute() + exposed_communication; }
+};
+
+// All terms 0 for a dense model. `peak_flops`: the dense bf16 peak; `expert_peak_flops`: that
+// of the precision the expert GEMMs run in (DensePeakTflops x 1e12; the fp8 peak for fp8 on
+// Hopper, Transformer Engine's GroupedLinear running under fp8_autocast like the dense
+// linears).
+MoeLayerSeconds PredictMoeLayerSeconds(const ModelSpec& model, const TrainingSpec& training,
+                                       const ParallelDims& dims, const ExpertParallelism& expert,
+                                       const MoeRouting& routing, const ClusterSpec& cluster,
+                                       double peak_flops, double expert_peak_flops,
+                                       const PerformanceParameters& params,
+                                       const MoePerformanceParameters& moe_params);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_ESTIMATOR_MOE_PERFORMANCE_H_

@@ -1,0 +1,295 @@
+#include "estimator/moe_performance.h"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "estimator/performance_model.h"
+#include "gtest/gtest.h"
+
+namespace paratune {
+namespace {
+
+ModelSpec Preset(const std::string& name) {
+  absl::StatusOr<ModelSpec> model = FindModelPreset(name);
+  EXPECT_TRUE(model.ok()) << model.status();
+  return *model;
+}
+
+TrainingSpec Training(int64_t global_batch_size, int64_t seq_len) {
+  TrainingOptions options;
+  options.global_batch_size = global_batch_size;
+  options.seq_len = seq_len;
+  absl::StatusOr<TrainingSpec> training = TrainingSpec::Create(options);
+  EXPECT_TRUE(training.ok()) << training.status();
+  return *training;
+}
+
+ClusterSpec H100Nodes(int64_t nodes) {
+  absl::StatusOr<ClusterSpec> cluster = ClusterSpec::Create(*FindGpuPreset("h100-80gb"), nodes, 8);
+  EXPECT_TRUE(cluster.ok()) << cluster.status();
+  return *cluster;
+}
+
+constexpr double kPeakFlops = 989e12;
+
+TEST(MoeForwardFlopsTest, RouterRoutedAndSharedExpertsAreTheirGemms) {
+  // Llama 4 Scout: h 5120, E 16, top-1, f_e 8192, one shared expert of 8192, gated.
+  const ModelSpec scout = Preset("llama4-scout");
+  const double tokens = 1000;
+  EXPECT_DOUBLE_EQ(RouterForwardFlops(scout, tokens), 2 * tokens * 5120 * 16);
+  EXPECT_DOUBLE_EQ(RoutedExpertForwardFlops(scout, tokens), 2 * 1 * tokens * 3 * 8192 * 5120.0);
+  EXPECT_DOUBLE_EQ(SharedExpertForwardFlops(scout, tokens), 2 * tokens * 1 * 3 * 8192 * 5120.0);
+  // Qwen3-30B-A3B: E 128, top-8, f_e 768, no shared expert.
+  const ModelSpec qwen = Preset("qwen3-30b-a3b");
+  EXPECT_DOUBLE_EQ(RoutedExpertForwardFlops(qwen, tokens), 2 * 8 * tokens * 3 * 768 * 2048.0);
+  EXPECT_EQ(SharedExpertForwardFlops(qwen, tokens), 0);
+}
+
+TEST(MegatronCoreFlopsTest, Qwen3ThirtyBWrittenOut) {
+  // h 2048, L 48, a 32, k 4, d 128, V 151936, every layer MoE with top-8 experts of 768.
+  const double h = 2048, L = 48, a = 32, k = 4, d = 128, V = 151936, s = 4096;
+  const double expected =
+      6 * (L * h * d * (2 * a + 2 * k) + L * s * a * d + h * 3 * L * 8 * 768 + h * V);
+  EXPECT_DOUBLE_EQ(MegatronCoreFlopsPerToken(Preset("qwen3-30b-a3b"), 4096), expected);
+  const TrainingSpec training = Training(512, 4096);
+  EXPECT_DOUBLE_EQ(MegatronCoreFlopsPerStep(Preset("qwen3-30b-a3b"), training),
+                   512 * 4096 * expected);
+}
+
+TEST(MegatronCoreFlopsTest, DenseModelDiffersFromThePre2025ConventionOnlyInTheCausalHalving) {
+  // Llama 3.1 8B has d = h / a: the token-linear terms agree and the attention core is
+  // 6 L s h per token here against 12 L s h in ModelFlopsPerStep.
+  const ModelSpec llama = Preset("llama3.1-8b");
+  const TrainingSpec training = Training(128, 8192);
+  const double h = static_cast<double>(llama.hidden_size());
+  const double L = static_cast<double>(llama.num_layers());
+  const double tokens = 128.0 * 8192;
+  EXPECT_NEAR(MegatronCoreFlopsPerStep(llama, training),
+              ModelFlopsPerStep(llama, training) - tokens * 6 * L * 8192 * h,
+              1e-9 * ModelFlopsPerStep(llama, training));
+}
+
+// data/measured/megatron_bridge_moe_h100.csv (shared/data/measured/): Megatron-Bridge's
+// published model TFLOP/s per GPU over tokens/s per GPU is its FLOPs per token.
+struct PublishedMoeRun {
+  const char* model;
+  double tokens_per_s_per_gpu;
+  double model_tflops_per_gpu;
+};
+
+TEST(MegatronCoreFlopsTest, ReproducesMegatronBridgeModelTflops) {
+  const PublishedMoeRun runs[] = {
+      {"qwen3-30b-a3b", 5275, 121},    // 25.11, FP8-CS, 16 GPUs
+      {"qwen3-30b-a3b", 10494, 241},   // 25.09, 16 GPUs
+      {"qwen3-235b-a22b", 1204, 178},  // 25.09, 256 GPUs
+  };
+  for (const PublishedMoeRun& run : runs) {
+    const double tflops =
+        run.tokens_per_s_per_gpu * MegatronCoreFlopsPerToken(Preset(run.model), 4096) / 1e12;
+    EXPECT_NEAR(tflops / run.model_tflops_per_gpu, 1, 0.03)
+        << run.model << " at " << run.tokens_per_s_per_gpu << " tokens/s: " << tflops;
+  }
+}
+
+TEST(TokensPerLocalExpertTest, RoutedCopiesOfTheDispatcherGroupOverTheExperts) {
+  // Qwen3-235B-A22B as Megatron-Bridge runs it: tp 2, ep 32; T = 4096 / 2 tokens per rank.
+  const ModelSpec model = Preset("qwen3-235b-a22b");
+  const TrainingSpec training = Training(2048, 4096);
+  const ParallelDims dims = MakeParallelDims(16, 2, 8, 1, /*micro_batch=*/1);
+  MoeRouting routing;
+  EXPECT_DOUBLE_EQ(TokensPerLocalExpert(model, training, dims, {32, 1}, routing),
+                   2048.0 * 8 * 32 / 128);
+  EXPECT_DOUBLE_EQ(TokensPerLocalExpert(model, training, dims, {8, 2}, routing),
+                   2048.0 * 8 * 2 * 8 / 128);
+  routing.dropless_load_margin = 1.5;
+  EXPECT_DOUBLE_EQ(TokensPerLocalExpert(model, training, dims, {32, 1}, routing),
+                   1.5 * 2048.0 * 8 * 32 / 128);
+}
+
+TEST(GroupedGemmTest, EfficiencyIsHalfItsMaximumAtTheHalfPoint) {
+  MoePerformanceParameters moe_params;
+  EXPECT_DOUBLE_EQ(
+      GroupedGemmEfficiency(moe_params.grouped_gemm_half_efficiency_tokens, moe_params),
+      moe_params.grouped_gemm_efficiency_max / 2);
+  EXPECT_LT(GroupedGemmEfficiency(64, moe_params), GroupedGemmEfficiency(4096, moe_params));
+}
+
+TEST(GroupedGemmTest, SecondsAreTheRanksExpertFlopsAtTheTokensPerExpertEfficiency) {
+  const ModelSpec model = Preset("qwen3-30b-a3b");
+  const TrainingSpec training = Training(512, 4096);
+  const ParallelDims dims = MakeParallelDims(8, 1, 2, 1, /*micro_batch=*/2);
+  const ExpertParallelism expert{8, 1};
+  const MoeRouting routing;
+  MoePerformanceParameters moe_params;
+  // T = 8192 tokens, N = 8 T received, 16 local experts of N / 16 tokens each.
+  const double received = 8 * 8192.0;
+  const double per_expert = received / 16;
+  const double flops = 2 * received * 3 * 768 * 2048;
+  const double balanced = flops / (kPeakFlops * GroupedGemmEfficiency(per_expert, moe_params));
+  EXPECT_DOUBLE_EQ(
+      GroupedGemmForwardSeconds(model, training, dims, expert, routing, kPeakFlops, moe_params),
+      balanced);
+  moe_params.expert_load_imbalance = 1.3;
+  EXPECT_DOUBLE_EQ(
+      GroupedGemmForwardSeconds(model, training, dims, expert, routing, kPeakFlops, moe_params),
+      1.3 * balanced);
+}
+
+TEST(PermutationTest, PermuteUnpermuteAndTheSortsByExpertMoveTokenCopies) {
+  const ModelSpec model = Preset("qwen3-30b-a3b");
+  const TrainingSpec training = Training(512, 4096);
+  const ParallelDims dims = MakeParallelDims(8, 1, 2, 1, /*micro_batch=*/1);
+  const ClusterSpec cluster = H100Nodes(2);
+  const GpuSpec& gpu = cluster.gpu();
+  const MoePerformanceParameters moe_params;
+  const double hbm = gpu.hbm_bandwidth_gbps * 1e9 * moe_params.moe_hbm_efficiency;
+  const double copy_bytes = 2 * 2 * 2048;  // read and write h bf16 values
+  const double sent = 4096.0 * 8;
+  MoeRouting routing;
+  // ep 8: permute and unpermute the sent copies, sort the received ones there and back.
+  EXPECT_DOUBLE_EQ(
+      PermutationForwardSeconds(model, training, dims, {8, 1}, routing, gpu, moe_params),
+      (2 * sent + 2 * sent) * copy_bytes / hbm);
+  // ep 1: the 128 local experts' tokens are still sorted by expert and back.
+  EXPECT_DOUBLE_EQ(
+      PermutationForwardSeconds(model, training, dims, {1, 1}, routing, gpu, moe_params),
+      4 * sent * copy_bytes / hbm);
+  // Mixtral 8x7B at ep 8: one local expert, nothing to sort; S = 2 T copies of h = 4096.
+  EXPECT_DOUBLE_EQ(PermutationForwardSeconds(Preset("mixtral-8x7b"), training, dims, {8, 1},
+                                             routing, gpu, moe_params),
+                   2 * (4096.0 * 2) * (2 * 2 * 4096) / hbm);
+  routing.dispatcher = TokenDispatcher::kAllGather;
+  EXPECT_DOUBLE_EQ(
+      PermutationForwardSeconds(model, training, dims, {8, 1}, routing, gpu, moe_params),
+      2 * sent * copy_bytes / hbm);
+}
+
+TEST(AllToAllTest, BytesLeavingTheRankAreTheRoutedCopiesNotStayingHome) {
+  const ModelSpec model = Preset("qwen3-30b-a3b");
+  const TrainingSpec training = Training(512, 4096);
+  const ParallelDims dims = MakeParallelDims(8, 1, 2, 1, /*micro_batch=*/1);
+  const MoeRouting routing;
+  EXPECT_DOUBLE_EQ(AllToAllBytesLeavingRank(model, training, dims, {8, 1}, routing),
+                   4096.0 * 8 * 2 * 2048 * 7 / 8);
+  EXPECT_EQ(AllToAllBytesLeavingRank(model, training, dims, {1, 1}, routing), 0);
+}
+
+TEST(AllToAllTest, InsideANodeOnNvLinkAcrossNodesOnTheNetwork) {
+  const ModelSpec model = Preset("qwen3-30b-a3b");
+  const TrainingSpec training = Training(512, 4096);
+  const ParallelDims dims = MakeParallelDims(16, 1, 1, 1, /*micro_batch=*/1);
+  const ClusterSpec cluster = H100Nodes(2);
+  const GpuSpec& gpu = cluster.gpu();
+  const PerformanceParameters params;
+  const MoeRouting routing;
+  const double tokens = 4096.0 * 8 * 2 * 2048;  // S copies of 2h bytes
+  const double probabilities = 4096.0 * 8 * 4;
+  auto expected = [&](double ep, double bytes_per_second, double latency) {
+    const double leaving = (ep - 1) / ep / bytes_per_second;
+    return 3 * latency + (2 * tokens + probabilities) * leaving;
+  };
+  const double nvlink = gpu.nvlink_bandwidth_gbps * 1e9 * params.nvlink_efficiency;
+  const double network = gpu.network_bandwidth_gbps * 1e9 * params.network_efficiency;
+  EXPECT_DOUBLE_EQ(AllToAllForwardSeconds(model, training, dims, {8, 1}, routing, cluster, params),
+                   expected(8, nvlink, params.nvlink_latency_seconds));
+  EXPECT_DOUBLE_EQ(AllToAllForwardSeconds(model, training, dims, {16, 1}, routing, cluster, params),
+                   expected(16, network, params.network_latency_seconds));
+  // etp 2 x ep 8 spans 16 ranks: the all-to-all crosses nodes, the etp gather and scatter of
+  // the N = 2 S received tokens stay inside.
+  const double etp_bytes = 2 * tokens;
+  EXPECT_DOUBLE_EQ(AllToAllForwardSeconds(model, training, dims, {8, 2}, routing, cluster, params),
+                   expected(8, network, params.network_latency_seconds) +
+                       2 * (params.nvlink_latency_seconds + etp_bytes / 2 / nvlink));
+  EXPECT_EQ(AllToAllForwardSeconds(model, training, dims, {1, 1}, routing, cluster, params), 0);
+}
+
+TEST(AllGatherDispatchTest, GathersTokensProbabilitiesAndMapAndScattersFp32Outputs) {
+  const ModelSpec model = Preset("qwen3-30b-a3b");
+  const TrainingSpec training = Training(512, 4096);
+  const ParallelDims dims = MakeParallelDims(8, 1, 1, 1, /*micro_batch=*/1);
+  const ClusterSpec cluster = H100Nodes(1);
+  const PerformanceParameters params;
+  const double nvlink = cluster.gpu().nvlink_bandwidth_gbps * 1e9 * params.nvlink_efficiency;
+  const double gathered = 4096.0 * 8;
+  const double dispatch_bytes = gathered * (2 * 2048 + 4 * 128 + 128);
+  const double combine_bytes = gathered * 4 * 2048;
+  EXPECT_DOUBLE_EQ(
+      AllGatherDispatchForwardSeconds(model, training, dims, {8, 1}, cluster, params),
+      4 * params.nvlink_latency_seconds + (dispatch_bytes + combine_bytes) * 7 / 8 / nvlink);
+  EXPECT_EQ(AllGatherDispatchForwardSeconds(model, training, dims, {1, 1}, cluster, params), 0);
+}
+
+TEST(MoeLayerSecondsTest, BackwardTwiceTheGemmsOnceTheRestAndARecomputedForward) {
+  const ModelSpec model = Preset("llama4-scout");
+  const TrainingSpec training = Training(256, 8192);
+  ParallelDims dims = MakeParallelDims(8, 2, 1, 1, /*micro_batch=*/1);
+  const ExpertParallelism expert{8, 1};
+  const MoeRouting routing;
+  const ClusterSpec cluster = H100Nodes(2);
+  const PerformanceParameters params;
+  MoePerformanceParameters moe_params;
+  const MoeLayerSeconds none = PredictMoeLayerSeconds(
+      model, training, dims, expert, routing, cluster, kPeakFlops, kPeakFlops, params, moe_params);
+  EXPECT_DOUBLE_EQ(none.routed_experts,
+                   3 * GroupedGemmForwardSeconds(model, training, dims, expert, routing, kPeakFlops,
+                                                 moe_params));
+  EXPECT_DOUBLE_EQ(none.shared_experts,
+                   3 * SharedExpertForwardSeconds(model, training, dims, kPeakFlops, params));
+  EXPECT_DOUBLE_EQ(none.permutation,
+                   2 * PermutationForwardSeconds(model, training, dims, expert, routing,
+                                                 cluster.gpu(), moe_params));
+  EXPECT_DOUBLE_EQ(
+      none.exposed_communication,
+      2 * AllToAllForwardSeconds(model, training, dims, expert, routing, cluster, params));
+  EXPECT_DOUBLE_EQ(
+      none.router,
+      3 * RouterGemmForwardSeconds(model, training, dims, kPeakFlops, params) +
+          2 * RouterTopKForwardSeconds(model, training, dims, cluster.gpu(), moe_params));
+
+  dims.recompute = Recompute::kFull;
+  const MoeLayerSeconds full = PredictMoeLayerSeconds(
+      model, training, dims, expert, routing, cluster, kPeakFlops, kPeakFlops, params, moe_params);
+  EXPECT_DOUBLE_EQ(full.routed_experts, none.routed_experts * 4 / 3);
+  EXPECT_DOUBLE_EQ(full.exposed_communication, none.exposed_communication * 3 / 2);
+
+  dims.recompute = Recompute::kNone;
+  moe_params.ep_comm_overlap = 1;
+  const MoeLayerSeconds hidden = PredictMoeLayerSeconds(
+      model, training, dims, expert, routing, cluster, kPeakFlops, kPeakFlops, params, moe_params);
+  EXPECT_EQ(hidden.exposed_communication, 0);
+  EXPECT_DOUBLE_EQ(hidden.Compute(), none.Compute());
+}
+
+TEST(MoeLayerSecondsTest, DenseModelsHaveNoMoeTerms) {
+  const ModelSpec dense = Preset("llama3.1-8b");
+  const TrainingSpec training = Training(128, 8192);
+  const ParallelDims dims = MakeParallelDims(8, 2, 1, 1, /*micro_batch=*/1);
+  const ExpertParallelism expert;
+  const MoeRouting routing;
+  const ClusterSpec cluster = H100Nodes(2);
+  const PerformanceParameters params;
+  const MoePerformanceParameters moe_params;
+  const GpuSpec& gpu = cluster.gpu();
+  EXPECT_EQ(RouterForwardFlops(dense, 1000), 0);
+  EXPECT_EQ(RoutedExpertForwardFlops(dense, 1000), 0);
+  EXPECT_EQ(SharedExpertForwardFlops(dense, 1000), 0);
+  EXPECT_EQ(TokensPerLocalExpert(dense, training, dims, expert, routing), 0);
+  EXPECT_EQ(
+      GroupedGemmForwardSeconds(dense, training, dims, expert, routing, kPeakFlops, moe_params), 0);
+  EXPECT_EQ(SharedExpertForwardSeconds(dense, training, dims, kPeakFlops, params), 0);
+  EXPECT_EQ(RouterGemmForwardSeconds(dense, training, dims, kPeakFlops, params), 0);
+  EXPECT_EQ(RouterTopKForwardSeconds(dense, training, dims, gpu, moe_params), 0);
+  EXPECT_EQ(PermutationForwardSeconds(dense, training, dims, expert, routing, gpu, moe_params), 0);
+  EXPECT_EQ(AllToAllBytesLeavingRank(dense, training, dims, {8, 1}, routing), 0);
+  EXPECT_EQ(AllToAllForwardSeconds(dense, training, dims, {8, 1}, routing, cluster, params), 0);
+  EXPECT_EQ(AllGatherDispatchForwardSeconds(dense, training, dims, {8, 1}, cluster, params), 0);
+  EXPECT_EQ(PredictMoeLayerSeconds(dense, training, dims, {8, 1}, routing, cluster, kPeakFlops,
+                                   kPeakFlops, params, moe_params)
+                .Total(),
+            0);
+}
+
+}  // namespace
+}  // namespace paratune
