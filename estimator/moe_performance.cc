@@ -1,5 +1,7 @@
 #include "estimator/moe_performance.h"
 
+#include "estimator/link_model.h"
+
 namespace paratune {
 namespace {
 
@@ -10,39 +12,6 @@ constexpr double kBf16Bytes = 2;
 constexpr double kRouterValueBytes = 4;
 
 double D(int64_t value) { return static_cast<double>(value); }
-
-// The link model of performance_model.cc (its NvLink, Network, LinkForSpan and collective
-// times, nccl-tests doc/PERFORMANCE.md), which keeps them private; they belong in one shared
-// header once PredictPerformance calls this file.
-struct Link {
-  double bytes_per_second;
-  double latency_seconds;
-};
-
-Link LinkForSpan(int64_t span, const ClusterSpec& cluster, const PerformanceParameters& params) {
-  const GpuSpec& gpu = cluster.gpu();
-  const bool within_node = span <= cluster.gpus_per_node() && cluster.gpus_per_node() % span == 0;
-  if (within_node) {
-    return {gpu.nvlink_bandwidth_gbps * kGiga * params.nvlink_efficiency,
-            params.nvlink_latency_seconds};
-  }
-  return {gpu.network_bandwidth_gbps * kGiga * params.network_efficiency,
-          params.network_latency_seconds};
-}
-
-// An all-gather or reduce-scatter of a `bytes`-sized (full) buffer over n ranks, or an
-// all-to-all of a `bytes`-sized send buffer: bytes x (n-1)/n per rank at the bus bandwidth.
-double GatherScatterOrAllToAllSeconds(double bytes, double n, const Link& link) {
-  return link.latency_seconds + bytes * (n - 1) / n / link.bytes_per_second;
-}
-
-// Seconds of one GEMM of `flops` at the dense curve eff(x) = max x / (x + half)
-// (performance_model.cc, GemmSeconds).
-double DenseGemmSeconds(double flops, double peak_flops, const PerformanceParameters& params) {
-  const double efficiency =
-      params.gemm_efficiency_max * flops / (flops + params.gemm_half_efficiency_flops);
-  return flops / (peak_flops * efficiency);
-}
 
 double HbmSeconds(double bytes, const GpuSpec& gpu, const MoePerformanceParameters& moe_params) {
   return bytes / (gpu.hbm_bandwidth_gbps * kGiga * moe_params.moe_hbm_efficiency);
@@ -142,15 +111,15 @@ double SharedExpertForwardSeconds(const ModelSpec& model, const TrainingSpec& tr
   const double h = D(model.hidden_size());
   const double fc1 = 2 * tokens * h * Fc1Matrices(model) * inner;
   const double fc2 = 2 * tokens * inner * h;
-  return DenseGemmSeconds(fc1, peak_flops, params) + DenseGemmSeconds(fc2, peak_flops, params);
+  return GemmSeconds(fc1, peak_flops, params) + GemmSeconds(fc2, peak_flops, params);
 }
 
 double RouterGemmForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
                                 const ParallelDims& dims, double peak_flops,
                                 const PerformanceParameters& params) {
   if (!model.is_moe()) return 0;
-  return DenseGemmSeconds(RouterForwardFlops(model, MoeTokensPerRank(training, dims)), peak_flops,
-                          params);
+  return GemmSeconds(RouterForwardFlops(model, MoeTokensPerRank(training, dims)), peak_flops,
+                     params);
 }
 
 double RouterTopKForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
@@ -205,15 +174,15 @@ double AllToAllForwardSeconds(const ModelSpec& model, const TrainingSpec& traini
     const double token_bytes = sent * kBf16Bytes * D(model.hidden_size());
     const double probability_bytes = sent * kRouterValueBytes;
     // Dispatch: tokens and probabilities; combine: tokens.
-    seconds += 2 * GatherScatterOrAllToAllSeconds(token_bytes, ep, link) +
-               GatherScatterOrAllToAllSeconds(probability_bytes, ep, link);
+    seconds += 2 * GatherOrScatterSeconds(token_bytes, ep, link) +
+               GatherOrScatterSeconds(probability_bytes, ep, link);
   }
   if (expert.etp > 1) {
     const Link link = LinkForSpan(expert.etp, cluster, params);
     const double gathered_bytes = RoutedTokensPerRank(model, training, dims, expert, routing) *
                                   kBf16Bytes * D(model.hidden_size());
     // All-gather of the received tokens, reduce-scatter of the experts' output.
-    seconds += 2 * GatherScatterOrAllToAllSeconds(gathered_bytes, D(expert.etp), link);
+    seconds += 2 * GatherOrScatterSeconds(gathered_bytes, D(expert.etp), link);
   }
   return seconds;
 }
@@ -234,8 +203,8 @@ double AllGatherDispatchForwardSeconds(const ModelSpec& model, const TrainingSpe
       gathered * (kBf16Bytes * h + kRouterValueBytes * experts + kRoutingMapBytes * experts);
   const double combine_bytes = gathered * kRouterValueBytes * h;
   // The probabilities and routing map are gathered apart from the tokens: three all-gathers.
-  return GatherScatterOrAllToAllSeconds(dispatch_bytes, n, link) + 2 * link.latency_seconds +
-         GatherScatterOrAllToAllSeconds(combine_bytes, n, link);
+  return GatherOrScatterSeconds(dispatch_bytes, n, link) + 2 * link.latency_seconds +
+         GatherOrScatterSeconds(combine_bytes, n, link);
 }
 
 MoeLayerSeconds PredictMoeLayerSeconds(const ModelSpec& model, const TrainingSpec& training,

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "estimator/config_symbols.h"
+#include "estimator/link_model.h"
 #include "estimator/pipeline_layout.h"
 
 namespace paratune {
@@ -11,52 +12,6 @@ namespace {
 
 constexpr double kGiga = 1e9;
 constexpr double kTera = 1e12;
-
-// A link: achievable bus bandwidth in bytes/s and the latency of one operation.
-struct Link {
-  double bytes_per_second;
-  double latency_seconds;
-};
-
-Link NvLink(const GpuSpec& gpu, const PerformanceParameters& params) {
-  return {gpu.nvlink_bandwidth_gbps * kGiga * params.nvlink_efficiency,
-          params.nvlink_latency_seconds};
-}
-
-Link Network(const GpuSpec& gpu, const PerformanceParameters& params) {
-  return {gpu.network_bandwidth_gbps * kGiga * params.network_efficiency,
-          params.network_latency_seconds};
-}
-
-// Megatron places ranks tp-innermost, then cp, dp, pp: a group whose span of consecutive
-// ranks tiles a node stays on NVLink, otherwise it crosses the network.
-Link LinkForSpan(int64_t span, const ClusterSpec& cluster, const PerformanceParameters& params) {
-  const bool within_node = span <= cluster.gpus_per_node() && cluster.gpus_per_node() % span == 0;
-  return within_node ? NvLink(cluster.gpu(), params) : Network(cluster.gpu(), params);
-}
-
-// Collective times from nccl-tests doc/PERFORMANCE.md: an all-gather or reduce-scatter of a
-// `bytes`-sized (full) buffer over n ranks moves bytes x (n-1)/n per rank at the bus
-// bandwidth; an all-reduce moves bytes x 2(n-1)/n.
-double GatherOrScatterSeconds(double bytes, double n, const Link& link) {
-  return link.latency_seconds + bytes * (n - 1) / n / link.bytes_per_second;
-}
-
-double AllReduceSeconds(double bytes, double n, const Link& link) {
-  return link.latency_seconds + bytes * 2 * (n - 1) / n / link.bytes_per_second;
-}
-
-double SendRecvSeconds(double bytes, const Link& link) {
-  return link.latency_seconds + bytes / link.bytes_per_second;
-}
-
-// Seconds of one GEMM of `flops` at eff(x) = max x / (x + half) of `peak_flops`: small GEMMs
-// leave SMs idle and are bound by memory traffic, so efficiency saturates with size.
-double GemmSeconds(double flops, double peak_flops, const PerformanceParameters& params) {
-  const double efficiency =
-      params.gemm_efficiency_max * flops / (flops + params.gemm_half_efficiency_flops);
-  return flops / (peak_flops * efficiency);
-}
 
 using Symbols = ConfigSymbols;
 

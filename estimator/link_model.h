@@ -1,0 +1,42 @@
+// The time primitives of the performance model (performance_model.h) and of its
+// mixture-of-experts terms (moe_performance.h): a link's bus bandwidth and latency, where a
+// group of ranks communicates, the collectives' times, and a GEMM's time at a size-dependent
+// efficiency. Pure.
+#ifndef PARATUNE_ESTIMATOR_LINK_MODEL_H_
+#define PARATUNE_ESTIMATOR_LINK_MODEL_H_
+
+#include <cstdint>
+
+#include "estimator/cluster_spec.h"
+#include "estimator/performance_parameters.h"
+
+namespace paratune {
+
+// A link: achievable bus bandwidth in bytes/s and the latency of one operation.
+struct Link {
+  double bytes_per_second;
+  double latency_seconds;
+};
+
+Link NvLink(const GpuSpec& gpu, const PerformanceParameters& params);
+Link Network(const GpuSpec& gpu, const PerformanceParameters& params);
+
+// Megatron places ranks tp-innermost, then cp, dp, pp: a group whose span of consecutive
+// ranks tiles a node stays on NVLink, otherwise it crosses the network.
+Link LinkForSpan(int64_t span, const ClusterSpec& cluster, const PerformanceParameters& params);
+
+// Collective times from nccl-tests doc/PERFORMANCE.md: an all-gather or reduce-scatter of a
+// `bytes`-sized (full) buffer over n ranks moves bytes x (n-1)/n per rank at the bus
+// bandwidth (so does an all-to-all of a `bytes`-sized send buffer); an all-reduce moves bytes x
+// 2(n-1)/n.
+double GatherOrScatterSeconds(double bytes, double n, const Link& link);
+double AllReduceSeconds(double bytes, double n, const Link& link);
+double SendRecvSeconds(double bytes, const Link& link);
+
+// Seconds of one GEMM of `flops` at eff(x) = max x / (x + half) of `peak_flops`: small GEMMs
+// leave SMs idle and are bound by memory traffic, so efficiency saturates with size.
+double GemmSeconds(double flops, double peak_flops, const PerformanceParameters& params);
+
+}  // namespace paratune
+
+#endif  // PARATUNE_ESTIMATOR_LINK_MODEL_H_
