@@ -226,23 +226,23 @@ absl::Status RecordingDeviceOps::CopyRows(DeviceRef from, DeviceRef to, std::str
 
 absl::Status RecordingDeviceOps::TensorAllGather(DeviceRef rows, DeviceRef gathered,
                                                  std::string_view what) {
-  PT_RETURN_IF_ERROR(Operands({rows, gathered}));
-  Collective(CollectiveFamily::kTensor, CollectiveKind::kAllGather, ElementType::kBf16,
-             TensorParallelActivationBytes(shapes_), StepStream::kCompute, std::string(what));
-  return absl::OkStatus();
+  return TensorCollective(CollectiveKind::kAllGather, {rows, gathered}, what);
 }
 
 absl::Status RecordingDeviceOps::TensorReduceScatter(DeviceRef partial, DeviceRef reduced,
                                                      std::string_view what) {
-  PT_RETURN_IF_ERROR(Operands({partial, reduced}));
-  Collective(CollectiveFamily::kTensor, CollectiveKind::kReduceScatter, ElementType::kBf16,
-             TensorParallelActivationBytes(shapes_), StepStream::kCompute, std::string(what));
-  return absl::OkStatus();
+  return TensorCollective(CollectiveKind::kReduceScatter, {partial, reduced}, what);
 }
 
 absl::Status RecordingDeviceOps::TensorAllReduce(DeviceRef partial, std::string_view what) {
-  PT_RETURN_IF_ERROR(Operands({partial}));
-  Collective(CollectiveFamily::kTensor, CollectiveKind::kAllReduce, ElementType::kBf16,
+  return TensorCollective(CollectiveKind::kAllReduce, {partial}, what);
+}
+
+absl::Status RecordingDeviceOps::TensorCollective(CollectiveKind kind,
+                                                  const std::vector<DeviceRef>& operands,
+                                                  std::string_view what) {
+  PT_RETURN_IF_ERROR(Operands(operands));
+  Collective(CollectiveFamily::kTensor, kind, ElementType::kBf16,
              TensorParallelActivationBytes(shapes_), StepStream::kCompute, std::string(what));
   return absl::OkStatus();
 }

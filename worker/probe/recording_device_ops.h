@@ -129,6 +129,9 @@ class RecordingDeviceOps final : public DeviceOps {
   void RingExchanges(bool backward, int64_t kv_values);
   // Fp8Linears::EndPass.
   void EndFp8Pass(const Fp8ScalingGroup& group, const std::string& what);
+  // An exposed tensor-parallel collective of residual rows (TensorParallelActivationBytes).
+  absl::Status TensorCollective(CollectiveKind kind, const std::vector<DeviceRef>& operands,
+                                std::string_view what);
   // The optimizer step's exposed reduction of bucket `bucket`'s gradients.
   void ReduceGradients(int64_t bucket, CollectiveKind kind);
   // data_parallel_sync.cc AllGatherParameters's bytes.

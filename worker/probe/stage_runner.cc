@@ -120,35 +120,29 @@ StageRunner::LayerActivations StageRunner::Kept(int64_t slot, int64_t layer_in_c
           block.At(at.fp8_scale_inverses)};
 }
 
-Fp8Site StageRunner::Fp8SiteOf(int64_t chunk, int64_t layer_in_chunk, Fp8Linear linear,
-                               const LayerActivations& kept) const {
+std::vector<Fp8Site> StageRunner::Fp8SitesOf(int64_t chunk, int64_t layer_in_chunk,
+                                             const LayerActivations& kept) const {
+  if (!fp8_) return {};
   const LayerParameterOffsets& w =
       footprint_.parameters().layers[StageLayer(chunk, layer_in_chunk)];
-  Fp8Site site;
-  site.chunk = chunk;
-  site.layer_in_chunk = layer_in_chunk;
-  site.linear = linear;
-  switch (linear) {
-    case Fp8Linear::kQkv:
-      site.weight = Weight(w.qkv);
-      site.kept = kept.attention_norm_output;
-      break;
-    case Fp8Linear::kAttentionOutput:
-      site.weight = Weight(w.attention_output);
-      site.kept = kept.attention_output_fp8;
-      break;
-    case Fp8Linear::kGateUp:
-      site.weight = Weight(w.gate_up);
-      site.kept = kept.mlp_norm_output;
-      break;
-    case Fp8Linear::kDown:
-      site.weight = Weight(w.down);
-      site.kept = kept.swiglu_output;
-      break;
+  // Fp8Linear order: each linear's weight and the kept input its backward reads.
+  const std::pair<int64_t, DeviceRef> linears[kFp8LinearsPerLayer] = {
+      {w.qkv, kept.attention_norm_output},
+      {w.attention_output, kept.attention_output_fp8},
+      {w.gate_up, kept.mlp_norm_output},
+      {w.down, kept.swiglu_output}};
+  std::vector<Fp8Site> sites;
+  for (int linear = 0; linear < kFp8LinearsPerLayer; ++linear) {
+    Fp8Site& site = sites.emplace_back();
+    site.chunk = chunk;
+    site.layer_in_chunk = layer_in_chunk;
+    site.linear = static_cast<Fp8Linear>(linear);
+    site.weight = Weight(linears[linear].first);
+    site.kept = linears[linear].second;
+    site.kept_scale_inverse = kept.fp8_scale_inverses.At(linear * kFp8ScaleInverseStride *
+                                                         static_cast<int64_t>(sizeof(float)));
   }
-  site.kept_scale_inverse = kept.fp8_scale_inverses.At(
-      static_cast<int64_t>(linear) * kFp8ScaleInverseStride * static_cast<int64_t>(sizeof(float)));
-  return site;
+  return sites;
 }
 
 absl::StatusOr<int64_t> StageRunner::SlotOf(int64_t chunk, int64_t micro_batch) {
@@ -549,13 +543,8 @@ absl::Status StageRunner::LayerForward(int64_t chunk, int64_t layer_in_chunk, De
   const LayerParameterOffsets& w = footprint_.parameters().layers[context_.layer];
   const ShardShapes& x = shapes_;
   const DeviceRef qkv = Buffer(ProbeBuffer::kQkvProjection);
-  std::array<Fp8Site, kFp8LinearsPerLayer> sites;
-  auto site = [&](Fp8Linear linear) -> const Fp8Site* {
-    if (!fp8_) return nullptr;
-    Fp8Site& at = sites[static_cast<int>(linear)];
-    at = Fp8SiteOf(chunk, layer_in_chunk, linear, kept);
-    return &at;
-  };
+  const std::vector<Fp8Site> sites = Fp8SitesOf(chunk, layer_in_chunk, kept);
+  auto site = [&](Fp8Linear linear) { return SiteIn(sites, linear); };
   // Attention block: mlp_input = input + out_proj(attention(qkv(norm(input)))).
   PT_RETURN_IF_ERROR(NormLinearForward(
       {LinearWeight::kQkv, w.attention_norm, w.qkv, x.qkv.outputs, /*layer=*/true}, input,
@@ -590,13 +579,8 @@ absl::Status StageRunner::LayerBackward(int64_t chunk, int64_t layer_in_chunk, D
   const DeviceRef mlp_gradient = Buffer(ProbeBuffer::kMlpGradient);
   const DeviceRef attention_gradient = Buffer(ProbeBuffer::kAttentionOutputGradient);
   const DeviceRef qkv_gradient = Buffer(ProbeBuffer::kQkvGradient);
-  std::array<Fp8Site, kFp8LinearsPerLayer> sites;
-  auto site = [&](Fp8Linear linear) -> const Fp8Site* {
-    if (!fp8_) return nullptr;
-    Fp8Site& at = sites[static_cast<int>(linear)];
-    at = Fp8SiteOf(chunk, layer_in_chunk, linear, kept);
-    return &at;
-  };
+  const std::vector<Fp8Site> sites = Fp8SitesOf(chunk, layer_in_chunk, kept);
+  auto site = [&](Fp8Linear linear) { return SiteIn(sites, linear); };
   // MLP block, then attention block, each ending in its norm's input gradient plus the
   // residual path's.
   PT_RETURN_IF_ERROR(RowLinearBackward(LinearWeight::kDown, output_gradient, kept.swiglu_output,

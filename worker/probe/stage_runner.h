@@ -131,9 +131,13 @@ class StageRunner {
   // kResidualGradient itself.
   absl::Status LayerBackward(int64_t chunk, int64_t layer_in_chunk, DeviceRef input,
                              const LayerActivations& kept, DeviceRef output_gradient);
-  // The fp8 site of one of a layer's linears; fp8 training only.
-  Fp8Site Fp8SiteOf(int64_t chunk, int64_t layer_in_chunk, Fp8Linear linear,
-                    const LayerActivations& kept) const;
+  // The fp8 sites of a layer's four linears in Fp8Linear order; none in bf16 training.
+  std::vector<Fp8Site> Fp8SitesOf(int64_t chunk, int64_t layer_in_chunk,
+                                  const LayerActivations& kept) const;
+  // The site of `linear` among `sites`, or null (a bf16 linear) when there are none.
+  static const Fp8Site* SiteIn(const std::vector<Fp8Site>& sites, Fp8Linear linear) {
+    return sites.empty() ? nullptr : &sites[static_cast<int>(linear)];
+  }
   absl::Status EmbeddingForward(DeviceRef output);
   absl::Status EmbeddingBackward(DeviceRef input_gradient);
   absl::Status LossForward(DeviceRef loss_slot);
