@@ -394,11 +394,14 @@ PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpe
   // The pipeline runs at the pace of its slowest stage: the last (its layers and the LM head)
   // or, when the split is uneven or MoE layers are spread unevenly, the first or a middle one.
   const StageLayers last_layers = StageLayersOf(model, config, config.pp() - 1);
+  StageLayers pace_layers = last_layers;
   LayerSeconds pace = StageSeconds(last_layers, dense, moe);
   bool last_paces = true;
   const auto consider = [&](int64_t stage) {
-    const LayerSeconds seconds = StageSeconds(StageLayersOf(model, config, stage), dense, moe);
+    const StageLayers layers = StageLayersOf(model, config, stage);
+    const LayerSeconds seconds = StageSeconds(layers, dense, moe);
     if (seconds.Total() > (last_paces ? pace.Total() + lm_head : pace.Total())) {
+      pace_layers = layers;
       pace = seconds;
       last_paces = false;
     }
@@ -418,7 +421,7 @@ PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpe
   // fp8 weights are cast once per step, before the first micro-batch uses them.
   if (training.fp8()) {
     estimate.compute_seconds += Fp8WeightCastSeconds(
-        training, Fp8LinearParameters(x, model, config, last_layers), gpu, params);
+        training, Fp8LinearParameters(x, model, config, pace_layers), gpu, params);
   }
   estimate.tp_communication_seconds = x.m * pace.tp;
   estimate.cp_communication_seconds = x.m * pace.cp;
