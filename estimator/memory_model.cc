@@ -159,12 +159,12 @@ LayerActivations ActivationsOfRecompute(const Symbols& x, const TrainingSpec& tr
 }
 
 // The activations of a stage's layers, `chunks` chunks in flight: its dense layers' under the
-// recompute mode (ActivationsOfRecompute), and for each MoE layer a dense layer's with the MLP
-// part replaced by the MoE block (moe.activations, or under full recompute the larger of the
-// working sets of the one layer recomputed at a time, dense or MoE).
+// recompute mode (`layer`, ActivationsOfRecompute's), and for each MoE layer a dense layer's with
+// the MLP part replaced by the MoE block (moe.activations, or under full recompute the larger of
+// the working sets of the one layer recomputed at a time, dense or MoE).
 double StageActivationBytes(const Symbols& x, const TrainingSpec& training, Recompute recompute,
-                            const StageLayers& stage, double chunks, const MoeMemoryTerms& moe) {
-  const LayerActivations layer = ActivationsOfRecompute(x, training, recompute);
+                            const LayerActivations& layer, const StageLayers& stage, double chunks,
+                            const MoeMemoryTerms& moe) {
   const double layer_micro_batches = stage.layers / x.v * chunks;
   if (stage.moe_layers == 0) return layer.Held(layer_micro_batches);
   const double moe_layer_micro_batches = stage.moe_layers / x.v * chunks;
@@ -403,6 +403,7 @@ MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& traini
   const Symbols x = MakeSymbols(model, training, config);
   const ExpertSide expert = ExpertSideOf(model, training, config);
   const MoeRouting routing = MoeRoutingOf(training, options.moe_dropless_load_margin);
+  const LayerActivations layer = ActivationsOfRecompute(x, training, config.recompute());
   const int64_t pp = config.pp();
   MemoryEstimate estimate;
 
@@ -413,12 +414,15 @@ MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& traini
                         double chunks, StageMemory& stage) {
     stage.stage = index;
     const int64_t moe_layers = static_cast<int64_t>(layers.moe_layers);
-    const MoeMemoryTerms moe = EstimateMoeStageMemory(
-        model, training, config.dims(), expert.parallelism, routing, options.fp8_amax_history_len,
-        moe_layers, layers.moe_layers / x.v * chunks);
+    MoeMemoryTerms moe;
+    if (moe_layers > 0) {
+      moe = EstimateMoeStageMemory(model, training, config.dims(), expert.parallelism, routing,
+                                   options.fp8_amax_history_len, moe_layers,
+                                   layers.moe_layers / x.v * chunks);
+    }
     AddModelStates(x, training, stage_parameters, stage);
     stage.bytes[Term(MemoryTerm::kActivations)] =
-        StageActivationBytes(x, training, config.recompute(), layers, chunks, moe);
+        StageActivationBytes(x, training, config.recompute(), layer, layers, chunks, moe);
     AddFp8State(x, training, options, layers, stage);
     if (moe_layers > 0) AddMoeTerms(moe, stage);
   };
@@ -426,7 +430,7 @@ MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& traini
   // Stage 0: chunks in flight of first_stage_layers / v layers each (the uneven first chunk,
   // one layer short, is averaged over the stage's chunks).
   StageMemory& first = estimate.first_stage;
-  const StageLayers first_layers = StageLayersOf(model, config, 0);
+  const StageLayers first_layers = StageLayersOf(model, x.layout, config, 0);
   fill_stage(0, first_layers, FirstStageParameters(x, first_layers), ChunksInFlight(x, 0), first);
   first.bytes[Term(MemoryTerm::kEmbeddingActivations)] = EmbeddingActivationBytes(x);
   if (pp == 1) first.bytes[Term(MemoryTerm::kOutputActivations)] = OutputActivationBytes(x);
@@ -437,14 +441,14 @@ MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& traini
   if (pp > 2) {
     StageMemory& middle = estimate.middle_stage;
     middle = StageMemory();
-    const StageLayers layers = StageLayersOf(model, config, 1);
+    const StageLayers layers = StageLayersOf(model, x.layout, config, 1);
     fill_stage(1, layers, MiddleStageParameters(x, layers), ChunksInFlight(x, 1), middle);
     AddOverheads(x, training, options, expert, middle);
   }
   if (pp > 1) {
     StageMemory& last = estimate.last_stage;
     last = StageMemory();
-    const StageLayers layers = StageLayersOf(model, config, pp - 1);
+    const StageLayers layers = StageLayersOf(model, x.layout, config, pp - 1);
     fill_stage(pp - 1, layers, LastStageParameters(x, layers), ChunksInFlight(x, x.p - 1), last);
     last.bytes[Term(MemoryTerm::kOutputActivations)] = OutputActivationBytes(x);
     AddOverheads(x, training, options, expert, last);

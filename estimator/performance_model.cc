@@ -393,12 +393,12 @@ PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpe
   const double lm_head = LmHeadSeconds(x, peak_flops, params);
   // The pipeline runs at the pace of its slowest stage: the last (its layers and the LM head)
   // or, when the split is uneven or MoE layers are spread unevenly, the first or a middle one.
-  const StageLayers last_layers = StageLayersOf(model, config, config.pp() - 1);
+  const StageLayers last_layers = StageLayersOf(model, x.layout, config, config.pp() - 1);
   StageLayers pace_layers = last_layers;
   LayerSeconds pace = StageSeconds(last_layers, dense, moe);
   bool last_paces = true;
   const auto consider = [&](int64_t stage) {
-    const StageLayers layers = StageLayersOf(model, config, stage);
+    const StageLayers layers = StageLayersOf(model, x.layout, config, stage);
     const LayerSeconds seconds = StageSeconds(layers, dense, moe);
     if (seconds.Total() > (last_paces ? pace.Total() + lm_head : pace.Total())) {
       pace_layers = layers;
