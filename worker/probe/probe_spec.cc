@@ -154,7 +154,6 @@ absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& a
   PT_ASSIGN_OR_RETURN(ResolvedConfiguration configuration,
                       ResolveConfiguration(assignment.model(), assignment.training(),
                                            assignment.cluster(), assignment.config()));
-  PT_RETURN_IF_ERROR(CheckDenseLayersOnly(configuration.model, "the native probe"));
   const ParallelConfig& config = configuration.config;
   bool replica;
   switch (assignment.scope()) {
@@ -202,6 +201,7 @@ absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& a
 }
 
 absl::Status CheckCudaProbeRuns(const ProbeSpec& spec) {
+  PT_RETURN_IF_ERROR(CheckDenseLayersOnly(spec.model(), "the native probe"));
   const TrainingSpec& training = spec.training();
   const ParallelConfig& config = spec.config();
   if (training.fp8()) PT_RETURN_IF_ERROR(CheckFp8Shapes(spec.model(), training, config));
