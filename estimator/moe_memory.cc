@@ -230,8 +230,9 @@ double SharedExpertActivationBytes(const ModelSpec& model, const TrainingSpec& t
   const MoeDimensions& moe = model.moe();
   const double inner =
       D(moe.num_shared_experts) * D(moe.shared_expert_ffn_hidden_size) / D(dims.tp);
-  return MoeTokensPerRank(training, dims) * MlpActivationBytesPerInnerValue(model, training) *
-         inner;
+  // The column-parallel fc1 runs on the s b / c tokens gathered over tp.
+  const double gathered_tokens = MoeTokensPerRank(training, dims) * D(dims.tp);
+  return gathered_tokens * MlpActivationBytesPerInnerValue(model, training) * inner;
 }
 
 double MoeBlockActivationBytes(const ModelSpec& model, const TrainingSpec& training,

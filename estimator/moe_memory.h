@@ -64,12 +64,12 @@ int64_t MoeLayersOnStage(const ModelSpec& model, int64_t stage, int64_t pp, int6
 // configuration's LayoutPipeline) and, of them, those with experts (MoeLayersOnStage), as
 // doubles for the formulas. Inline: the estimates of dense models call it millions of times a
 // second and it costs them a branch.
-struct StageLayers {
+struct StageLayerCounts {
   double layers = 0;
   double moe_layers = 0;
 };
-inline StageLayers StageLayersOf(const ModelSpec& model, const PipelineLayout& layout,
-                                 const ParallelConfig& config, int64_t stage) {
+inline StageLayerCounts StageLayerCountsOf(const ModelSpec& model, const PipelineLayout& layout,
+                                           const ParallelConfig& config, int64_t stage) {
   const int64_t pp = config.pp();
   const int64_t layers = stage == 0        ? layout.first_stage_layers
                          : stage == pp - 1 ? layout.last_stage_layers
@@ -192,8 +192,9 @@ double RouterActivationBytes(const ModelSpec& model, const TrainingSpec& trainin
 double RoutedExpertActivationBytes(const ModelSpec& model, const TrainingSpec& training,
                                    const ParallelDims& dims, const ExpertParallelism& expert,
                                    const MoeRouting& routing);
-// The shared experts' f-wide tensors of the T tokens, as a dense MLP of n_s f_s split over tp
-// (their fc1 input is MoeInputActivationBytes').
+// The shared experts' f-wide tensors, as a dense MLP of n_s f_s split over tp: of the T t =
+// s b / c tokens the sequence-parallel all-gather hands the column-parallel fc1, f_s / t wide
+// each (their fc1 input is MoeInputActivationBytes').
 double SharedExpertActivationBytes(const ModelSpec& model, const TrainingSpec& training,
                                    const ParallelDims& dims);
 
