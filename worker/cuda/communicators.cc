@@ -7,8 +7,14 @@
 namespace paratune {
 namespace {
 
-constexpr RankGroup kGroups[] = {RankGroup::kTensor, RankGroup::kContext, RankGroup::kDataContext,
-                                 RankGroup::kPipeline};
+constexpr RankGroup kGroups[] = {
+    RankGroup::kTensor,       RankGroup::kContext, RankGroup::kDataContext, RankGroup::kPipeline,
+    RankGroup::kExpertTensor, RankGroup::kExpert,  RankGroup::kExpertData};
+
+bool IsExpertGroup(RankGroup group) {
+  return group == RankGroup::kExpertTensor || group == RankGroup::kExpert ||
+         group == RankGroup::kExpertData;
+}
 
 }  // namespace
 
@@ -26,9 +32,11 @@ absl::StatusOr<std::unique_ptr<RankCommunicators>> RankCommunicators::Create(
                                   static_cast<int>(rank)),
                  absl::StrCat("ncclCommInitRank (rank ", rank, " of ", layout.world_size(), ")")));
   // Every rank splits every group in the same order, as ncclCommSplit (collective over the
-  // world) requires; a group of one rank is the same size everywhere, so all skip it.
+  // world) requires; a group of one rank is the same size everywhere, so all skip it, and so
+  // are the expert groups of a dense model, which no layer uses.
   for (RankGroup group : kGroups) {
     if (layout.GroupSize(group) == 1) continue;
+    if (IsExpertGroup(group) && !layout.has_experts()) continue;
     ncclComm_t& split = communicators->groups_[static_cast<int>(group)];
     PT_RETURN_IF_ERROR(NcclStatus(
         ncclCommSplit(communicators->world_, static_cast<int>(layout.GroupColor(group, rank)),
