@@ -93,4 +93,26 @@ absl::Status SendReceive(ncclComm_t comm, const std::vector<PeerTransfer>& trans
   return NcclStatus(ended, "ncclGroupEnd (send/receive)", comm);
 }
 
+absl::Status AllToAll(ncclComm_t comm, int64_t ranks, const void* send, void* receive,
+                      int64_t count, ncclDataType_t type, cudaStream_t stream) {
+  int64_t element_bytes = 0;
+  if (type == ncclBfloat16) element_bytes = 2;
+  if (type == ncclFloat32) element_bytes = 4;
+  if (element_bytes == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("AllToAll: NCCL type ", static_cast<int>(type), " is not bf16 or fp32"));
+  }
+  const int64_t block_bytes = count * element_bytes;
+  std::vector<PeerTransfer> transfers;
+  for (int64_t peer = 0; peer < ranks; ++peer) {
+    // ncclSend reads its buffer only; PeerTransfer holds both directions' pointers as void*.
+    transfers.push_back({true, static_cast<int>(peer),
+                         const_cast<char*>(static_cast<const char*>(send)) + peer * block_bytes,
+                         count});
+    transfers.push_back(
+        {false, static_cast<int>(peer), static_cast<char*>(receive) + peer * block_bytes, count});
+  }
+  return SendReceive(comm, transfers, type, stream);
+}
+
 }  // namespace paratune

@@ -76,6 +76,16 @@ struct PeerTransfer {
 absl::Status SendReceive(ncclComm_t comm, const std::vector<PeerTransfer>& transfers,
                          ncclDataType_t type, cudaStream_t stream);
 
+// The all-to-all of `count` elements between every two of the `ranks` ranks of `comm`: block q
+// of this rank's `send` goes to rank q, rank q's block for this rank lands in block q of
+// `receive` (this rank's own block is copied too). Posted as one group of ncclSend/ncclRecv
+// pairs, as torch.distributed.all_to_all_single runs on NCCL, which Megatron-LM's all-to-all
+// dispatcher calls for its dispatch and combine over the expert group (token_dispatcher.py,
+// MoEAlltoAllTokenDispatcher.token_dispatch and token_combine). `type` is ncclBfloat16 or
+// ncclFloat32; INVALID_ARGUMENT for another.
+absl::Status AllToAll(ncclComm_t comm, int64_t ranks, const void* send, void* receive,
+                      int64_t count, ncclDataType_t type, cudaStream_t stream);
+
 }  // namespace paratune
 
 #endif  // PARATUNE_WORKER_CUDA_COMMUNICATORS_H_
