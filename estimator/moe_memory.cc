@@ -115,7 +115,8 @@ int64_t MoeLayersOnStage(const ModelSpec& model, int64_t stage, int64_t pp, int6
   return moe_layers;
 }
 
-StageLayers StageLayersOf(const ModelSpec& model, const ParallelConfig& config, int64_t stage) {
+StageLayerCounts StageLayerCountsOf(const ModelSpec& model, const ParallelConfig& config,
+                                    int64_t stage) {
   const int64_t pp = config.pp();
   const int64_t vp = config.virtual_pipeline();
   const PipelineLayout layout = LayoutPipeline(model.num_layers(), pp, vp);

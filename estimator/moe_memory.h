@@ -61,11 +61,12 @@ int64_t MoeLayersOnStage(const ModelSpec& model, int64_t stage, int64_t pp, int6
 
 // The layers pipeline stage `stage` of `config` holds (LayoutPipeline's count for the stage)
 // and, of them, those with experts (MoeLayersOnStage), as doubles for the formulas.
-struct StageLayers {
+struct StageLayerCounts {
   double layers = 0;
   double moe_layers = 0;
 };
-StageLayers StageLayersOf(const ModelSpec& model, const ParallelConfig& config, int64_t stage);
+StageLayerCounts StageLayerCountsOf(const ModelSpec& model, const ParallelConfig& config,
+                                    int64_t stage);
 
 // Expert data-parallel size edp = tp x cp x dp / (etp x ep): the ranks of a stage that hold the
 // same expert shard and share its gradients and optimizer states (megatron/core/
