@@ -17,6 +17,14 @@ double MoeShardShapes::ForwardFlops() const {
          shared_fc1.ForwardFlops() + shared_fc2.ForwardFlops();
 }
 
+int64_t MoeShardShapes::ExpertWeightElements() const {
+  return local_experts * (expert_fc1.WeightElements() + expert_fc2.WeightElements());
+}
+
+int64_t MoeShardShapes::SharedWeightElements() const {
+  return shared_fc1.WeightElements() + shared_fc2.WeightElements();
+}
+
 absl::StatusOr<MoeShardShapes> ComputeMoeShardShapes(const ModelSpec& model,
                                                      const ParallelConfig& config,
                                                      const ShardShapes& shapes) {

@@ -57,6 +57,11 @@ struct MoeShardShapes {
   // Forward FLOPs of the block's GEMMs: the router, every local expert's fc1 and fc2, the
   // shared experts. Backward is twice these.
   double ForwardFlops() const;
+  // Weight elements of one MoE layer on the rank: the local experts' fc1 and fc2 (sharded over
+  // the expert data-parallel group by the distributed optimizer), the router's [E, h] and the
+  // shared experts' fc1 and fc2 (both over the data x context group, like a dense layer's).
+  int64_t ExpertWeightElements() const;
+  int64_t SharedWeightElements() const;
 };
 
 // The MoE block of any rank of `config` (the shapes do not depend on the rank's coordinates),

@@ -99,6 +99,10 @@ void ExpectEstimatorsFigures(const Configuration& x) {
   EXPECT_EQ(DispatchTokenBytes(moe, x.shapes),
             moe.copies_per_peer * moe.expert_parallel * x.model.hidden_size() * 2);
   EXPECT_EQ(DispatchProbabilityBytes(moe), moe.routed_copies * 4);
+  // One layer's weights on the rank (theoretical_memory_usage.py's split).
+  EXPECT_EQ(moe.ExpertWeightElements(), ExpertParameters(x.model, expert, /*moe_layers=*/1));
+  EXPECT_EQ(moe.router.WeightElements(), RouterParameters(x.model, /*moe_layers=*/1));
+  EXPECT_EQ(moe.SharedWeightElements(), SharedExpertParameters(x.model, x.dims, /*moe_layers=*/1));
 }
 
 TEST(MoeShardShapesTest, FiguresAreTheEstimatorsClosedForms) {
