@@ -184,14 +184,15 @@ double AllToAllForwardSeconds(const ModelSpec& model, const TrainingSpec& traini
   if (!model.is_moe()) return 0;
   double seconds = 0;
   if (expert.ep > 1) {
-    const Link link = LinkForSpan(expert.etp * expert.ep, cluster, params);
-    const double ep = D(expert.ep);
     const double sent = SentTokensPerRank(model, training, dims, routing);
     const double token_bytes = sent * kBf16Bytes * D(model.hidden_size());
     const double probability_bytes = sent * kRouterValueBytes;
+    const auto all_to_all = [&](double bytes) {
+      return AllToAllSeconds(bytes, expert.ep, expert.etp * expert.ep, cluster, params,
+                             params.moe.all_to_all_network_efficiency);
+    };
     // Dispatch: tokens and probabilities; combine: tokens.
-    seconds += 2 * GatherOrScatterSeconds(token_bytes, ep, link) +
-               GatherOrScatterSeconds(probability_bytes, ep, link);
+    seconds += 2 * all_to_all(token_bytes) + all_to_all(probability_bytes);
   }
   if (expert.etp > 1) {
     const Link link = LinkForSpan(expert.etp, cluster, params);

@@ -128,13 +128,14 @@ double AllToAllBytesLeavingRank(const ModelSpec& model, const TrainingSpec& trai
 // all-to-alls (tokens, probabilities) over ep and, with etp > 1, the all-gather of the N / etp
 // received tokens over etp (dispatch_postprocess, gather_from_sequence_parallel_region over
 // tp_group, the expert tensor group) and the reduce-scatter of the experts' output back
-// (combine_preprocess); the combine's all-to-all of the tokens. The all-to-all's time is
-// nccl-tests' (doc/PERFORMANCE.md): the bytes leaving the rank at the bus bandwidth. The
-// expert grid puts etp innermost, then ep (megatron/core/parallel_state.py,
-// initialize_model_parallel, the expert RankGenerator with order tp-cp-ep-dp-pp and tp = etp):
-// the ep group spans etp x ep consecutive ranks and stays on NVLink when that tiles a node,
-// whatever the attention side's tp. Backward sends the gradients the same way. Not reduced by
-// ep_comm_overlap (MoeLayerSeconds applies it). 0 with etp = ep = 1.
+// (combine_preprocess); the combine's all-to-all of the tokens. The expert grid puts etp
+// innermost, then ep (megatron/core/parallel_state.py, initialize_model_parallel, the expert
+// RankGenerator with order tp-cp-ep-dp-pp and tp = etp): the ep group spans etp x ep
+// consecutive ranks, whatever the attention side's tp, and its all-to-all sends the shares for
+// ranks of the same node over NVLink and the others over the network at once
+// (AllToAllSeconds, link_model.h, at MoePerformanceParameters::all_to_all_network_efficiency).
+// Backward sends the gradients the same way. Not reduced by ep_comm_overlap (MoeLayerSeconds
+// applies it). 0 with etp = ep = 1.
 double AllToAllForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
                               const ParallelDims& dims, const ExpertParallelism& expert,
                               const MoeRouting& routing, const ClusterSpec& cluster,

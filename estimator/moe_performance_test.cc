@@ -186,21 +186,25 @@ TEST(AllToAllTest, InsideANodeOnNvLinkAcrossNodesOnTheNetwork) {
   const MoeRouting routing;
   const double tokens = 4096.0 * 8 * 2 * 2048;  // S copies of 2h bytes
   const double probabilities = 4096.0 * 8 * 4;
-  auto expected = [&](double ep, double bytes_per_second, double latency) {
-    const double leaving = (ep - 1) / ep / bytes_per_second;
-    return 3 * latency + (2 * tokens + probabilities) * leaving;
-  };
   const double nvlink = gpu.nvlink_bandwidth_gbps * 1e9 * params.nvlink_efficiency;
-  const double network = gpu.network_bandwidth_gbps * 1e9 * params.network_efficiency;
-  EXPECT_DOUBLE_EQ(AllToAllForwardSeconds(model, training, dims, {8, 1}, routing, cluster, params),
-                   expected(8, nvlink, params.nvlink_latency_seconds));
-  EXPECT_DOUBLE_EQ(AllToAllForwardSeconds(model, training, dims, {16, 1}, routing, cluster, params),
-                   expected(16, network, params.network_latency_seconds));
-  // etp 2 x ep 8 spans 16 ranks: the all-to-all crosses nodes, the etp gather and scatter of
-  // the N = 2 S received tokens stay inside.
+  const double network =
+      gpu.network_bandwidth_gbps * 1e9 * params.moe.all_to_all_network_efficiency;
+  // ep 8 on one node: every share but the rank's own over NVLink.
+  EXPECT_DOUBLE_EQ(
+      AllToAllForwardSeconds(model, training, dims, {8, 1}, routing, cluster, params),
+      3 * params.nvlink_latency_seconds + (2 * tokens + probabilities) * 7 / 8 / nvlink);
+  // ep 16 over two nodes: 7 of 16 shares over NVLink, 8 over the network at the same time; the
+  // network, 9 times slower here, paces it.
+  ASSERT_GT(8 / network, 7 / nvlink);
+  EXPECT_DOUBLE_EQ(
+      AllToAllForwardSeconds(model, training, dims, {16, 1}, routing, cluster, params),
+      3 * params.network_latency_seconds + (2 * tokens + probabilities) * 8 / 16 / network);
+  // etp 2 x ep 8 spans 16 ranks: 4 of the ep group's ranks on each node, so half the shares
+  // cross the network; the etp gather and scatter of the N = 2 S received tokens stay inside.
   const double etp_bytes = 2 * tokens;
   EXPECT_DOUBLE_EQ(AllToAllForwardSeconds(model, training, dims, {8, 2}, routing, cluster, params),
-                   expected(8, network, params.network_latency_seconds) +
+                   3 * params.network_latency_seconds +
+                       (2 * tokens + probabilities) * 4 / 8 / network +
                        2 * (params.nvlink_latency_seconds + etp_bytes / 2 / nvlink));
   EXPECT_EQ(AllToAllForwardSeconds(model, training, dims, {1, 1}, routing, cluster, params), 0);
 }

@@ -36,6 +36,11 @@ struct MoePerformanceParameters {
   // (ep > 1, alltoall or flex dispatcher, no full recompute, bf16; --delay-wgrad-compute
   // widens the window by deferring the weight-gradient GEMMs). Set it for runs with that flag.
   double ep_comm_overlap = 0.0;
+  // Fraction of the network's bandwidth the dispatcher's all-to-all reaches on the shares it
+  // sends off the node (AllToAllSeconds, link_model.h), apart from PerformanceParameters::
+  // network_efficiency, which the data-parallel ring collectives fit. Prior: 0.8, the dense
+  // collectives' default.
+  double all_to_all_network_efficiency = 0.8;
 };
 
 // Tunable parameters of the model, per GPU type. Units: fractions in [0, 1], FLOPs, seconds.
