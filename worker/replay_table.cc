@@ -16,22 +16,30 @@ constexpr int kMaxTablesPerKind = 16;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Every value a replay matches on. Sequence parallelism only exists with tp > 1, so tp = 1
-// runs match whatever the flag says.
+// runs match whatever the flag says. The experts (dimensions, routing switches, ep and the
+// resolved etp) are part of it: a mixture-of-experts run never answers for a dense model of
+// the same attention and width, nor for another expert layout.
 std::string Key(const ResolvedConfiguration& configuration) {
   const ModelDimensions& m = configuration.model.dims();
   const GpuSpec& g = configuration.cluster.gpu();
   const TrainingOptions& t = configuration.training.options();
   const ParallelDims& p = configuration.config.dims();
+  const MoeDimensions& e = m.moe;
   return absl::StrCat(
       "h", m.hidden_size, " f", m.ffn_hidden_size, " L", m.num_layers, " a", m.num_attention_heads,
       " k", m.num_kv_heads, " V", m.vocab_size, " tied", m.tied_embeddings, " gated", m.gated_mlp,
-      "|", g.name, " ", g.memory_bytes, " ", g.peak_bf16_tflops, " ", g.hbm_bandwidth_gbps, " ",
-      g.nvlink_bandwidth_gbps, " ", g.network_bandwidth_gbps, "|",
+      " d", configuration.model.head_dim(), " E", e.num_experts, " topk", e.router_top_k, " fe",
+      e.expert_ffn_hidden_size, " S", e.num_shared_experts, " fs", e.shared_expert_ffn_hidden_size,
+      " step", e.layer_step, " dense", e.first_dense_layers, " score",
+      static_cast<int>(e.router_score), "|", g.name, " ", g.memory_bytes, " ", g.peak_bf16_tflops,
+      " ", g.hbm_bandwidth_gbps, " ", g.nvlink_bandwidth_gbps, " ", g.network_bandwidth_gbps, "|",
       configuration.cluster.num_nodes(), "x", configuration.cluster.gpus_per_node(), "|gbs",
       t.global_batch_size, " s", t.seq_len, " fp8", t.fp8, " distopt", t.distributed_optimizer,
-      " fp32grad", t.fp32_gradients, " fa", t.flash_attention, "|dp", p.dp, " tp", p.tp, " pp",
-      p.pp, " cp", p.cp, " mbs", p.micro_batch, " vp", p.virtual_pipeline, " sp",
-      p.sequence_parallel && p.tp > 1, " rc", static_cast<int>(p.recompute));
+      " fp32grad", t.fp32_gradients, " fa", t.flash_attention, " capacity", t.moe_capacity_factor,
+      " dispatcher", static_cast<int>(t.moe_token_dispatcher), " grouped", t.moe_grouped_gemm,
+      "|dp", p.dp, " tp", p.tp, " pp", p.pp, " cp", p.cp, " mbs", p.micro_batch, " vp",
+      p.virtual_pipeline, " sp", p.sequence_parallel && p.tp > 1, " rc",
+      static_cast<int>(p.recompute), " ep", p.ep, " etp", configuration.config.etp());
 }
 
 std::string BaseName(const std::string& path) {
@@ -143,8 +151,10 @@ absl::StatusOr<std::pair<ResolvedConfiguration, ReplayedRun>> ParseRunRow(const 
 }
 
 absl::StatusOr<MeasuredDataset> PublishedDataset(const std::string& path) {
+  std::vector<MeasuredDataset> datasets = MeasuredDatasets();
+  for (const MeasuredDataset& dataset : MoeDatasets()) datasets.push_back(dataset);
   std::vector<std::string> known;
-  for (const MeasuredDataset& dataset : MeasuredDatasets()) {
+  for (const MeasuredDataset& dataset : datasets) {
     if (dataset.file == BaseName(path)) return dataset;
     known.push_back(dataset.file);
   }
