@@ -437,13 +437,6 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadNvidiaFp8(const CsvTable& table,
 
 constexpr char kMoeTable[] = "megatron_bridge_moe_h100.csv";
 
-// A cell error in CsvTable's style: "FILE:LINE: column \"name\": what".
-absl::Status MoeCellError(const CsvTable& table, size_t row, absl::string_view column,
-                          absl::string_view what) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(table.path(), ":", table.line(row), ": column \"", column, "\": ", what));
-}
-
 // The dispatcher a row's recipe sets. Megatron-Bridge's flex dispatcher (DeepEP or HybridEP
 // kernels, flex_dispatcher_backend.py) sends each routed token to the same expert-parallel
 // ranks as the all-to-all dispatcher, through fused kernels; with no model of its own here
@@ -453,17 +446,9 @@ absl::StatusOr<TokenDispatcher> MoeDispatcher(const CsvTable& table, size_t row)
   PT_ASSIGN_OR_RETURN(const std::string text, table.String(row, "token_dispatcher"));
   if (text == "alltoall" || absl::StartsWith(text, "flex (")) return TokenDispatcher::kAllToAll;
   if (text == "allgather") return TokenDispatcher::kAllGather;
-  return MoeCellError(table, row, "token_dispatcher",
-                      absl::StrCat("\"", text, "\" is not alltoall, allgather or flex (BACKEND)"));
-}
-
-absl::StatusOr<Recompute> MoeRecompute(const CsvTable& table, size_t row) {
-  PT_ASSIGN_OR_RETURN(const std::string text, table.String(row, "recompute"));
-  if (text == "none") return Recompute::kNone;
-  if (text == "selective") return Recompute::kSelective;
-  if (text == "full") return Recompute::kFull;
-  return MoeCellError(table, row, "recompute",
-                      absl::StrCat("\"", text, "\" is not none, selective or full"));
+  return table.InvalidCell(
+      row, "token_dispatcher",
+      absl::StrCat("\"", text, "\" is not alltoall, allgather or flex (BACKEND)"));
 }
 
 // Why the MoE table's reader leaves `row` out for a dataset of `fp8` rows; empty when it
@@ -474,8 +459,8 @@ absl::StatusOr<std::string> MoeSkipReason(const CsvTable& table, size_t row, boo
   PT_ASSIGN_OR_RETURN(const std::string precision, table.String(row, "precision_used"));
   if (precision.empty()) return std::string("precision not stated by the source or its recipe");
   if (precision != "fp8" && precision != "bf16") {
-    return MoeCellError(table, row, "precision_used",
-                        absl::StrCat("\"", precision, "\" is not fp8, bf16 or empty"));
+    return table.InvalidCell(row, "precision_used",
+                             absl::StrCat("\"", precision, "\" is not fp8, bf16 or empty"));
   }
   if ((precision == "fp8") != fp8) {
     return absl::StrCat(precision, " row; the dataset reads ", fp8 ? "fp8" : "bf16", " rows");
@@ -506,7 +491,7 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMegatronBridgeMoe(const CsvTable& t
       continue;
     }
     absl::StatusOr<ModelSpec> preset = FindModelPreset(absl::AsciiStrToLower(setup.model_name));
-    if (!preset.ok()) return MoeCellError(table, row, "model", preset.status().message());
+    if (!preset.ok()) return table.InvalidCell(row, "model", preset.status().message());
     setup.dims = preset->dims();
     setup.gpu = gpu;
     PT_ASSIGN_OR_RETURN(setup.training.seq_len, table.Int(row, "seq_len"));
@@ -530,7 +515,7 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMegatronBridgeMoe(const CsvTable& t
     PT_ASSIGN_OR_RETURN(setup.parallel.ep, table.Int(row, "ep"));
     PT_ASSIGN_OR_RETURN(setup.parallel.etp, table.Int(row, "etp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.micro_batch, table.Int(row, "micro_batch"));
-    PT_ASSIGN_OR_RETURN(setup.parallel.recompute, MoeRecompute(table, row));
+    PT_ASSIGN_OR_RETURN(setup.parallel.recompute, RecomputeCell(table, row));
     setup.parallel.sequence_parallel = setup.parallel.tp > 1;
     PT_ASSIGN_OR_RETURN(const int64_t gpus, table.Int(row, "num_gpus"));
     const std::string where = absl::StrCat(table.path(), ":", table.line(row), ": ");
@@ -539,8 +524,8 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMegatronBridgeMoe(const CsvTable& t
                                                {"pp", setup.parallel.pp},
                                                {"cp", setup.parallel.cp}}));
     if (gpus % model_parallel != 0) {
-      return MoeCellError(
-          table, row, "num_gpus",
+      return table.InvalidCell(
+          row, "num_gpus",
           absl::StrCat(gpus, " is not a multiple of tp x pp x cp (", model_parallel, ")"));
     }
     setup.parallel.dp = gpus / model_parallel;
@@ -607,6 +592,15 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMeasuredRuns(const std::string& dir
     return LoadMegatronBridgeMoe(table, dataset.file, dataset.fp8, nullptr);
   }
   return absl::InvalidArgumentError(absl::StrCat(dataset.file, ": not a known measured table"));
+}
+
+absl::StatusOr<Recompute> RecomputeCell(const CsvTable& table, size_t row) {
+  PT_ASSIGN_OR_RETURN(const std::string text, table.String(row, "recompute"));
+  if (text == "none") return Recompute::kNone;
+  if (text == "selective") return Recompute::kSelective;
+  if (text == "full") return Recompute::kFull;
+  return table.InvalidCell(row, "recompute",
+                           absl::StrCat("\"", text, "\" is not none, selective or full"));
 }
 
 double MeasuredTflopsPerGpu(const MeasuredRun& run) {

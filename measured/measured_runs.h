@@ -13,6 +13,7 @@
 #include "estimator/performance_fit.h"
 #include "estimator/performance_parameters.h"
 #include "estimator/training_spec.h"
+#include "measured/csv_table.h"
 
 namespace paratune {
 
@@ -77,6 +78,10 @@ absl::StatusOr<std::vector<SkippedRow>> SkippedMoeRows(const std::string& direct
 // column (see CsvTable), or the row's line when its configuration breaks a validity rule.
 absl::StatusOr<std::vector<MeasuredRun>> LoadMeasuredRuns(const std::string& directory,
                                                           const MeasuredDataset& dataset);
+
+// The recompute of a table's "recompute" cell: none, selective or full (the run tables of the
+// replay backend share the spelling).
+absl::StatusOr<Recompute> RecomputeCell(const CsvTable& table, size_t row);
 
 // Measured TFLOP/s per GPU of a completed run, with the estimator's model FLOPs.
 double MeasuredTflopsPerGpu(const MeasuredRun& run);

@@ -57,32 +57,16 @@ absl::Status WithField(const std::string& field, const std::string& value,
   return absl::Status(status.code(), absl::StrCat(field, " (\"", value, "\"): ", status.message()));
 }
 
-// A cell error in the style of CsvTable's: "FILE:LINE: column \"name\": what".
-absl::Status CellError(const CsvTable& table, size_t row, absl::string_view column,
-                       absl::string_view what) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(table.path(), ":", table.line(row), ": column \"", column, "\": ", what));
-}
-
-absl::StatusOr<Recompute> ParseRecompute(const CsvTable& table, size_t row) {
-  PT_ASSIGN_OR_RETURN(const std::string text, table.String(row, "recompute"));
-  if (text == "none") return Recompute::kNone;
-  if (text == "selective") return Recompute::kSelective;
-  if (text == "full") return Recompute::kFull;
-  return CellError(table, row, "recompute",
-                   absl::StrCat("\"", text, "\" is not none, selective or full"));
-}
-
 // One row of a run table (docs/backends.md, "Run tables").
 absl::StatusOr<std::pair<ResolvedConfiguration, ReplayedRun>> ParseRunRow(const CsvTable& table,
                                                                           size_t row) {
   const std::string where = absl::StrCat(table.path(), ":", table.line(row), ": ");
   PT_ASSIGN_OR_RETURN(const std::string model_name, table.String(row, "model"));
   absl::StatusOr<ModelSpec> model = FindModelPreset(model_name);
-  if (!model.ok()) return CellError(table, row, "model", model.status().message());
+  if (!model.ok()) return table.InvalidCell(row, "model", model.status().message());
   PT_ASSIGN_OR_RETURN(const std::string gpu_name, table.String(row, "gpu"));
   absl::StatusOr<GpuSpec> gpu = FindGpuPreset(gpu_name);
-  if (!gpu.ok()) return CellError(table, row, "gpu", gpu.status().message());
+  if (!gpu.ok()) return table.InvalidCell(row, "gpu", gpu.status().message());
   PT_ASSIGN_OR_RETURN(const int64_t nodes, table.Int(row, "num_nodes"));
   PT_ASSIGN_OR_RETURN(const int64_t per_node, table.Int(row, "gpus_per_node"));
   absl::StatusOr<ClusterSpec> cluster = ClusterSpec::Create(*gpu, nodes, per_node);
@@ -102,7 +86,7 @@ absl::StatusOr<std::pair<ResolvedConfiguration, ReplayedRun>> ParseRunRow(const 
   PT_ASSIGN_OR_RETURN(dims.micro_batch, table.Int(row, "micro_batch_size"));
   PT_ASSIGN_OR_RETURN(dims.virtual_pipeline, table.Int(row, "virtual_pipeline"));
   PT_ASSIGN_OR_RETURN(dims.sequence_parallel, table.Bool(row, "sequence_parallel"));
-  PT_ASSIGN_OR_RETURN(dims.recompute, ParseRecompute(table, row));
+  PT_ASSIGN_OR_RETURN(dims.recompute, RecomputeCell(table, row));
   // The run happened, so whatever placement and split it used was possible.
   PlacementRules rules;
   rules.allow_tp_cp_across_nodes = true;
@@ -119,31 +103,32 @@ absl::StatusOr<std::pair<ResolvedConfiguration, ReplayedRun>> ParseRunRow(const 
     run.outcome = ReplayedRun::Outcome::kCompleted;
     PT_ASSIGN_OR_RETURN(run.step_seconds, table.Double(row, "step_time_s"));
     if (!std::isfinite(run.step_seconds) || run.step_seconds <= 0) {
-      return CellError(table, row, "step_time_s",
-                       absl::StrCat(run.step_seconds, " must be > 0 for an ok run"));
+      return table.InvalidCell(row, "step_time_s",
+                               absl::StrCat(run.step_seconds, " must be > 0 for an ok run"));
     }
   } else if (outcome == "out_of_memory") {
     run.outcome = ReplayedRun::Outcome::kOutOfMemory;
     if (!step_time.empty()) {
-      return CellError(table, row, "step_time_s",
-                       absl::StrCat("\"", step_time, "\" must be empty for an out_of_memory run"));
+      return table.InvalidCell(
+          row, "step_time_s",
+          absl::StrCat("\"", step_time, "\" must be empty for an out_of_memory run"));
     }
   } else {
-    return CellError(table, row, "outcome",
-                     absl::StrCat("\"", outcome, "\" is not ok or out_of_memory"));
+    return table.InvalidCell(row, "outcome",
+                             absl::StrCat("\"", outcome, "\" is not ok or out_of_memory"));
   }
   PT_ASSIGN_OR_RETURN(const std::string peak, table.String(row, "peak_memory_gib"));
   if (!peak.empty()) {
     PT_ASSIGN_OR_RETURN(const double peak_gib, table.Double(row, "peak_memory_gib"));
     if (!std::isfinite(peak_gib) || peak_gib <= 0) {
-      return CellError(table, row, "peak_memory_gib",
-                       absl::StrCat(peak_gib, " must be > 0, or empty when not measured"));
+      return table.InvalidCell(row, "peak_memory_gib",
+                               absl::StrCat(peak_gib, " must be > 0, or empty when not measured"));
     }
     run.peak_memory_bytes = static_cast<int64_t>(peak_gib * kGiB);
   }
   PT_ASSIGN_OR_RETURN(const std::string source, table.String(row, "source"));
   if (source.empty()) {
-    return CellError(table, row, "source", "empty; say where the measurement comes from");
+    return table.InvalidCell(row, "source", "empty; say where the measurement comes from");
   }
   run.source = absl::StrCat(BaseName(table.path()), ":", table.line(row), " (", source, ")");
   return std::make_pair(ResolvedConfiguration{*model, *training, *cluster, *config},
