@@ -105,11 +105,14 @@ std::vector<FittedField> FieldsToFit(const std::vector<PerformanceObservation>& 
                                      const FitOptions& options) {
   if (!options.fields.empty()) return options.fields;
   std::vector<FittedField> fields = FittedFields();
+  bool fp8 = false;
+  bool moe = false;
   for (const PerformanceObservation& observation : observations) {
-    if (!observation.training.fp8()) continue;
-    fields.insert(fields.end(), Fp8FittedFields().begin(), Fp8FittedFields().end());
-    break;
+    fp8 = fp8 || observation.training.fp8();
+    moe = moe || observation.model.is_moe();
   }
+  if (fp8) fields.insert(fields.end(), Fp8FittedFields().begin(), Fp8FittedFields().end());
+  if (moe) fields.insert(fields.end(), MoeFittedFields().begin(), MoeFittedFields().end());
   return fields;
 }
 
@@ -121,6 +124,18 @@ const std::vector<FittedField>& Fp8FittedFields() {
       {"fp8_gemm_half_efficiency_flops", &PerformanceParameters::fp8_gemm_half_efficiency_flops,
        1e7, 1e13, true},
       {"fp8_cast_hbm_efficiency", &PerformanceParameters::fp8_cast_hbm_efficiency, 0.2, 1.0, false},
+  };
+  return *fields;
+}
+
+const std::vector<FittedField>& MoeFittedFields() {
+  static const std::vector<FittedField>* const fields = new std::vector<FittedField>{
+      {"grouped_gemm_efficiency_max", &PerformanceParameters::grouped_gemm_efficiency_max, 0.05,
+       1.0, false},
+      {"grouped_gemm_half_efficiency_tokens",
+       &PerformanceParameters::grouped_gemm_half_efficiency_tokens, 8, 65536, true},
+      {"all_to_all_network_efficiency", &PerformanceParameters::all_to_all_network_efficiency, 0.05,
+       1.0, false},
   };
   return *fields;
 }

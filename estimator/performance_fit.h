@@ -48,6 +48,13 @@ const std::vector<FittedField>& FittedFields();
 // with the bf16 fields fixed, so that bf16 predictions do not depend on fp8 data.
 const std::vector<FittedField>& Fp8FittedFields();
 
+// The fields only mixture-of-experts runs depend on: the grouped GEMM's efficiency curve over
+// tokens per expert and the all-to-all's network efficiency. tools/fit_performance_model
+// fits them to MoE runs with every other field fixed, so that no dense prediction depends on
+// MoE data. The others (moe_hbm_efficiency, expert_load_imbalance, ep_comm_overlap) keep
+// their priors: the runs cannot tell them apart from the fitted ones.
+const std::vector<FittedField>& MoeFittedFields();
+
 struct FitOptions {
   // Weight of the pull toward the start parameters: the fit minimises
   //   [sum_i w_i log(predicted_i / measured_i)^2 + prior_weight sum_f d_f^2] / sum_i w_i,
@@ -63,8 +70,9 @@ struct FitOptions {
   double final_step = 1e-4;
   int max_sweeps = 500;
   // The fields the fit changes, in the order it visits them. Empty: FittedFields(), followed
-  // by Fp8FittedFields() when an observation trains in fp8 (a search's own fp8 probes refit
-  // the fp8 fields too; bf16 observations leave them where they are).
+  // by Fp8FittedFields() when an observation trains in fp8 and MoeFittedFields() when one
+  // trains a mixture-of-experts model (a search's own probes refit the fields they depend
+  // on; the others stay where they are).
   std::vector<FittedField> fields;
 };
 

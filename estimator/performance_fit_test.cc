@@ -176,6 +176,46 @@ TEST_F(PerformanceFitTest, Fp8FieldsMoveOnlyForFp8Observations) {
   }
 }
 
+TEST_F(PerformanceFitTest, MoeFieldsMoveOnlyForMixtureOfExpertsObservations) {
+  PerformanceParameters truth;
+  truth.grouped_gemm_efficiency_max = 0.45;
+  truth.all_to_all_network_efficiency = 0.5;
+  const PerformanceParameters start;
+  // Dense observations leave the MoE fields at their start.
+  absl::StatusOr<FitResult> dense = FitPerformanceParameters(Synthetic(truth), start);
+  ASSERT_TRUE(dense.ok()) << dense.status();
+  for (const FittedField& field : MoeFittedFields()) {
+    EXPECT_EQ(dense->params.*field.field, start.*field.field) << field.name;
+  }
+  // Mixtral 8x7B on the 16 GPUs, with and without expert parallelism across nodes: its MoE
+  // fields alone reproduce the truth's step times; the dense fields stay at their start.
+  const ModelSpec moe = *FindModelPreset("mixtral-8x7b");
+  const TrainingSpec training = *TrainingSpec::Create({256, 4096});
+  std::vector<PerformanceObservation> observations;
+  for (int64_t ep : {2, 4, 8}) {
+    for (int64_t dp : {16, 8}) {
+      ParallelDims dims = MakeParallelDims(dp, 16 / dp, 1, 1, 1);
+      dims.ep = ep;
+      const ParallelConfig config =
+          *ParallelConfig::Create(moe, training, cluster_, PlacementRules(), dims);
+      const double seconds =
+          PredictPerformance(moe, training, cluster_, config, truth).step_time_seconds;
+      observations.push_back({moe, training, cluster_, config, seconds, 1});
+    }
+  }
+  FitOptions moe_only;
+  moe_only.fields = MoeFittedFields();
+  absl::StatusOr<FitResult> alone = FitPerformanceParameters(observations, start, moe_only);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_LT(alone->rms_log_error, 0.01);
+  for (const FittedField& field : FittedFields()) {
+    EXPECT_EQ(alone->params.*field.field, start.*field.field) << field.name;
+  }
+  absl::StatusOr<FitResult> joint = FitPerformanceParameters(observations, start);
+  ASSERT_TRUE(joint.ok()) << joint.status();
+  EXPECT_NE(joint->params.grouped_gemm_efficiency_max, start.grouped_gemm_efficiency_max);
+}
+
 TEST_F(PerformanceFitTest, BadInputNamesTheField) {
   const ParallelConfig config = Config(8, 2, 1, 1, 1);
   absl::StatusOr<FitResult> fit =

@@ -29,6 +29,7 @@ struct RowSetup {
   std::string group;
   bool completed = true;
   double step_seconds = 0;
+  bool dispatcher_substituted = false;
   // The column step_seconds is read or derived from, for errors.
   std::string step_column;
 };
@@ -121,7 +122,8 @@ absl::StatusOr<MeasuredRun> MakeRun(const CsvTable& table, size_t row, const std
                      *cluster,
                      *config,
                      setup.completed,
-                     setup.step_seconds};
+                     setup.step_seconds,
+                     setup.dispatcher_substituted};
 }
 
 // Catalog dimensions of the NVIDIA table's models (Hugging Face / NeMo configs); the table
@@ -507,6 +509,8 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMegatronBridgeMoe(const CsvTable& t
       PT_ASSIGN_OR_RETURN(setup.training.moe_capacity_factor, table.Double(row, "capacity_factor"));
     }
     PT_ASSIGN_OR_RETURN(setup.training.moe_token_dispatcher, MoeDispatcher(table, row));
+    PT_ASSIGN_OR_RETURN(const std::string dispatcher_cell, table.String(row, "token_dispatcher"));
+    setup.dispatcher_substituted = absl::StartsWith(dispatcher_cell, "flex (");
     PT_ASSIGN_OR_RETURN(setup.training.moe_grouped_gemm, table.Bool(row, "grouped_gemm"));
     PT_ASSIGN_OR_RETURN(setup.parallel.tp, table.Int(row, "tp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.pp, table.Int(row, "pp"));
@@ -535,8 +539,7 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMegatronBridgeMoe(const CsvTable& t
                          static_cast<double>(setup.training.seq_len) /
                          (tokens_per_gpu * static_cast<double>(gpus));
     PT_ASSIGN_OR_RETURN(const std::string software, table.String(row, "software"));
-    PT_ASSIGN_OR_RETURN(const std::string dispatcher, table.String(row, "token_dispatcher"));
-    setup.group = absl::StrCat(setup.model_name, " ", software, " ", dispatcher);
+    setup.group = absl::StrCat(setup.model_name, " ", software, " ", dispatcher_cell);
     PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
     runs.push_back(std::move(run));
   }

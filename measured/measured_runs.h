@@ -30,6 +30,10 @@ struct MeasuredRun {
   ParallelConfig config;
   bool completed = true;
   double step_seconds = 0;  // measured (or derived by the source from measured throughput)
+  // An MoE row whose dispatcher paratune does not model (Megatron-Bridge's flex: DeepEP or
+  // HybridEP kernels), read as the all-to-all it replaces; a replay finds it, the MoE fit
+  // leaves it out.
+  bool dispatcher_substituted = false;
 };
 
 // A table of data/measured/, which of its rows, and whether it calibrates the performance

@@ -186,6 +186,8 @@ TEST(MeasuredRunsTest, MoeRowFieldByField) {
   EXPECT_EQ(run.dataset, kMoeTable);
   EXPECT_EQ(run.model_name, "Qwen3-30B-A3B");
   EXPECT_EQ(run.group, "Qwen3-30B-A3B NeMo 26.04 flex (hybridep)");
+  EXPECT_TRUE(run.dispatcher_substituted);
+  EXPECT_FALSE((*runs)[0].dispatcher_substituted);  // line 2: all-to-all
   // The preset's dimensions under the table's name.
   absl::StatusOr<ModelSpec> preset = FindModelPreset("qwen3-30b-a3b");
   ASSERT_TRUE(preset.ok()) << preset.status();

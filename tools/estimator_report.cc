@@ -4,7 +4,9 @@
 // a replay of the adaptive search's refit on the held-out groups, memory verdicts of measured
 // runs), {{FP8_THROUGHPUT}} by the throughput of the fp8 runs (fit and held-out tables, run
 // by run), {{FP8_MEMORY}} by the memory verdicts of the fp8 runs before and after the fp8
-// terms, and {{PARAMETERS}} and {{FP8_PARAMETERS}} by the fitted parameters:
+// terms, {{MOE_VALIDATION}} by the throughput and memory verdicts of the mixture-of-experts
+// runs (fitted, and each held out of its own fit), and {{PARAMETERS}}, {{FP8_PARAMETERS}} and
+// {{MOE_PARAMETERS}} by the fitted parameters:
 //
 //   bazel run //tools:estimator_report -- --out=$PWD/docs/estimator.md
 #include <algorithm>
@@ -33,8 +35,8 @@
 
 ABSL_FLAG(std::string, data_dir, "data/measured", "Directory of the measured CSV tables.");
 ABSL_FLAG(std::string, doc_template, "tools/estimator_doc_template.md",
-          "The document with {{VALIDATION}}, {{FP8_THROUGHPUT}}, {{FP8_MEMORY}}, {{PARAMETERS}} "
-          "and {{FP8_PARAMETERS}} lines.");
+          "The document with {{VALIDATION}}, {{FP8_THROUGHPUT}}, {{FP8_MEMORY}}, "
+          "{{MOE_VALIDATION}}, {{PARAMETERS}}, {{FP8_PARAMETERS}} and {{MOE_PARAMETERS}} lines.");
 ABSL_FLAG(std::string, out, "", "Where to write the document; stdout when empty.");
 
 namespace paratune {
@@ -430,6 +432,100 @@ std::string Fp8ThroughputSection(const std::vector<std::vector<MeasuredRun>>& ta
   return summary + rows;
 }
 
+// Tokens per second per GPU of a run: measured, or as `params` predict it.
+double MeasuredTokensPerGpu(const MeasuredRun& run) {
+  return static_cast<double>(run.training.global_batch_size() * run.training.seq_len()) /
+         (run.step_seconds * static_cast<double>(run.cluster.world_size()));
+}
+double PredictedTokensPerGpu(const MeasuredRun& run, const PerformanceParameters& params) {
+  return PredictPerformance(run.model, run.training, run.cluster, run.config, params)
+             .tokens_per_second /
+         static_cast<double>(run.cluster.world_size());
+}
+
+// Every MoE run: measured tokens/s per GPU against the fitted parameters' prediction and,
+// for the runs of the fit, the prediction of the parameters fitted to the other runs alone
+// (their held-out error), with the memory verdict of each configuration (which ran).
+absl::StatusOr<std::string> MoeSection(const std::vector<MeasuredRun>& runs) {
+  const PerformanceParameters fitted = FittedPerformanceParameters(GpuArchitecture::kHopper);
+  // The start of the MoE fit: the fitted dense and fp8 fields with the MoE priors.
+  PerformanceParameters start = fitted;
+  const PerformanceParameters priors;
+  for (const FittedField& field : MoeFittedFields()) start.*field.field = priors.*field.field;
+  FitOptions options;
+  options.max_sweeps = 10000;
+  options.fields = MoeFittedFields();
+  std::vector<const MeasuredRun*> fit_runs;
+  for (const MeasuredRun& run : runs) {
+    if (!run.dispatcher_substituted) fit_runs.push_back(&run);
+  }
+  std::string rows =
+      "| line | model | release | routing | GPUs | tp pp cp vp ep etp mbs | GBS | measured "
+      "tokens/s/GPU | predicted (fit) | error | held out: predicted | error | memory |\n"
+      "|---:|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|\n";
+  std::vector<double> measured_fit, predicted_fit, measured_held, predicted_held, measured_flex,
+      predicted_flex;
+  for (const MeasuredRun& run : runs) {
+    const double measured = MeasuredTokensPerGpu(run);
+    const double predicted = PredictedTokensPerGpu(run, fitted);
+    std::string held_out = "not in the fit (flex dispatcher) | ";
+    if (!run.dispatcher_substituted) {
+      std::vector<MeasuredRun> others;
+      for (const MeasuredRun* other : fit_runs) {
+        if (other != &run) others.push_back(*other);
+      }
+      PT_ASSIGN_OR_RETURN(const FitResult fit,
+                          FitPerformanceParameters(FitObservations(others), start, options));
+      const double held = PredictedTokensPerGpu(run, fit.params);
+      held_out = absl::StrFormat("%.0f | %+.1f%%", held, 100 * (held / measured - 1));
+      measured_fit.push_back(measured);
+      predicted_fit.push_back(predicted);
+      measured_held.push_back(measured);
+      predicted_held.push_back(held);
+    } else {
+      measured_flex.push_back(measured);
+      predicted_flex.push_back(predicted);
+    }
+    const MemoryEstimate memory =
+        EstimateMemory(run.model, run.training, run.cluster, run.config, MemoryOptions());
+    const std::string routing =
+        absl::StrCat(run.training.moe_capacity_factor() > 0
+                         ? absl::StrFormat("capacity %.2g", run.training.moe_capacity_factor())
+                         : std::string("dropless"),
+                     run.dispatcher_substituted ? ", flex" : ", all-to-all");
+    absl::StrAppendFormat(
+        &rows,
+        "| %d | %s | %s | %s | %d | %d %d %d %d %d %d %d | %d | %.0f | %.0f | %+.1f%% | %s | %s %s "
+        "|\n",
+        run.line, run.model_name, Software(run), routing, run.cluster.world_size(), run.config.tp(),
+        run.config.pp(), run.config.cp(), run.config.virtual_pipeline(), run.config.ep(),
+        run.config.etp(), run.config.micro_batch(), run.training.global_batch_size(), measured,
+        predicted, 100 * (predicted / measured - 1), held_out, Percent(memory.fraction_of_capacity),
+        MemoryVerdictName(memory.verdict));
+  }
+  return absl::StrFormat(
+      "| runs | count | MAPE tokens/s per GPU |\n|---|---:|---:|\n"
+      "| all-to-all runs, fitted parameters (in the fit) | %d | %s |\n"
+      "| all-to-all runs, each held out of its own fit | %d | %s |\n"
+      "| flex-dispatcher runs (never in the fit) | %d | %s |\n\n%s",
+      measured_fit.size(), Percent(MeanAbsolutePercentageError(predicted_fit, measured_fit)),
+      measured_held.size(), Percent(MeanAbsolutePercentageError(predicted_held, measured_held)),
+      measured_flex.size(), Percent(MeanAbsolutePercentageError(predicted_flex, measured_flex)),
+      rows);
+}
+
+// The mixture-of-experts fields per architecture.
+std::string MoeParametersSection() {
+  std::string out = "| parameter | A100 (Ampere) | H100 / H200 (Hopper) |\n|---|---:|---:|\n";
+  const PerformanceParameters ampere = FittedPerformanceParameters(GpuArchitecture::kAmpere);
+  const PerformanceParameters hopper = FittedPerformanceParameters(GpuArchitecture::kHopper);
+  for (const FittedField& field : MoeFittedFields()) {
+    absl::StrAppendFormat(&out, "| %s | %.4g | %.4g |\n", field.name, ampere.*field.field,
+                          hopper.*field.field);
+  }
+  return out;
+}
+
 // The fp8 fields per architecture.
 std::string Fp8ParametersSection() {
   std::string out = "| parameter | A100 (Ampere) | H100 / H200 (Hopper) |\n|---|---:|---:|\n";
@@ -478,6 +574,13 @@ absl::Status Run() {
     PT_ASSIGN_OR_RETURN(runs, WithRecipeSettings(std::move(runs)));
     fp8_tables.push_back(std::move(runs));
   }
+  std::vector<MeasuredRun> moe_runs;
+  for (const MeasuredDataset& dataset : MoeDatasets()) {
+    PT_ASSIGN_OR_RETURN(std::vector<MeasuredRun> runs,
+                        LoadMeasuredRuns(absl::GetFlag(FLAGS_data_dir), dataset));
+    moe_runs.insert(moe_runs.end(), runs.begin(), runs.end());
+  }
+  PT_ASSIGN_OR_RETURN(const std::string moe, MoeSection(moe_runs));
   const std::string validation = absl::StrCat(
       "### Throughput\n\n", ThroughputSection(tables, datasets), "\n### Held-out ranking (",
       datasets.back().file, ")\n\n", HeldOutSection(held_out), "\n### Error bars\n\n",
@@ -494,7 +597,9 @@ absl::Status Run() {
                      {"{{FP8_THROUGHPUT}}\n", Fp8ThroughputSection(fp8_tables, fp8_datasets)},
                      {"{{FP8_MEMORY}}\n", fp8_memory},
                      {"{{PARAMETERS}}\n", ParametersSection()},
-                     {"{{FP8_PARAMETERS}}\n", Fp8ParametersSection()}});
+                     {"{{FP8_PARAMETERS}}\n", Fp8ParametersSection()},
+                     {"{{MOE_VALIDATION}}\n", moe},
+                     {"{{MOE_PARAMETERS}}\n", MoeParametersSection()}});
   const std::string out_path = absl::GetFlag(FLAGS_out);
   if (out_path.empty()) {
     std::cout << document;

@@ -3,7 +3,8 @@
 // estimator/performance_parameters.cc between its FITTED-PARAMETERS markers. The bf16 fields
 // are fitted to the bf16 tables (MeasuredDatasets), then Hopper's fp8 fields to the fp8 fit
 // table (Fp8Datasets) with the bf16 fields fixed, so that no bf16 prediction depends on fp8
-// data:
+// data, then Hopper's mixture-of-experts fields to the MoE table (MoeDatasets) with all the
+// others fixed, so that no dense prediction depends on MoE data:
 //
 //   bazel run //tools:fit_performance_model --
 //       --update=$PWD/estimator/performance_parameters.cc
@@ -48,6 +49,11 @@ struct ArchitectureFit {
   // The alternative not taken: fp8_cast_hbm_efficiency fitted too.
   FitResult fp8_cast_fit;
   double fp8_cast_cross_validated_spread = 0;
+  // The mixture-of-experts fields: fitted (Hopper), or their priors (moe_fitted = false).
+  FitResult moe_fit;
+  bool moe_fitted = false;
+  double moe_cross_validated_spread = 0;
+  size_t moe_runs = 0;
 };
 
 // The error bar of PerformanceParameters::relative_error, by leave-one-series-out
@@ -117,6 +123,22 @@ std::string FittedBlock(const std::vector<ArchitectureFit>& fits) {
     for (const FittedField& field : Fp8FittedFields()) {
       absl::StrAppendFormat(&out, "      params.%s = %.6g;\n", field.name,
                             fit.fp8_fit.params.*field.field);
+    }
+    if (fit.moe_fitted) {
+      absl::StrAppendFormat(
+          &out,
+          "      // Mixture-of-experts, the %zu all-to-all runs of megatron_bridge_moe_h100.csv\n"
+          "      // with the fields above fixed: RMS log error %.4f -> %.4f in %d sweeps;\n"
+          "      // leave-one-series-out spread %.4f.\n",
+          fit.moe_runs, std::sqrt(fit.moe_fit.objective_start), fit.moe_fit.rms_log_error,
+          fit.moe_fit.sweeps, fit.moe_cross_validated_spread);
+    } else {
+      absl::StrAppend(&out,
+                      "      // No mixture-of-experts runs on this architecture: the priors.\n");
+    }
+    for (const FittedField& field : MoeFittedFields()) {
+      absl::StrAppendFormat(&out, "      params.%s = %.6g;\n", field.name,
+                            fit.moe_fit.params.*field.field);
     }
     absl::StrAppend(&out, "      break;\n");
   }
@@ -214,10 +236,36 @@ absl::Status Run() {
   ampere_fp8.params.fp8_gemm_efficiency_max = ampere.params.gemm_efficiency_max;
   ampere_fp8.params.fp8_gemm_half_efficiency_flops = ampere.params.gemm_half_efficiency_flops;
 
+  // Mixture-of-experts: Hopper's MoE fields, fitted to the all-to-all runs of the MoE table
+  // from the dense and fp8 values just fitted, which stay fixed. Runs of Megatron-Bridge's
+  // flex dispatcher (DeepEP, HybridEP), which nothing here models, are left out.
+  std::vector<MeasuredRun> moe_runs;
+  for (const MeasuredDataset& dataset : MoeDatasets()) {
+    PT_ASSIGN_OR_RETURN(std::vector<MeasuredRun> table,
+                        LoadMeasuredRuns(absl::GetFlag(FLAGS_data_dir), dataset));
+    for (MeasuredRun& run : table) {
+      if (run.dispatcher_substituted) continue;
+      if (ArchitectureOf(run.cluster.gpu()) != GpuArchitecture::kHopper) {
+        return absl::InvalidArgumentError(absl::StrCat(run.dataset, " line ", run.line,
+                                                       ": an MoE fit run is not on a Hopper GPU"));
+      }
+      moe_runs.push_back(std::move(run));
+    }
+  }
+  FitOptions moe_options = options;
+  moe_options.fields = MoeFittedFields();
+  PT_ASSIGN_OR_RETURN(
+      const FitResult hopper_moe,
+      FitPerformanceParameters(FitObservations(moe_runs), hopper_fp8.params, moe_options));
+  PT_ASSIGN_OR_RETURN(const double hopper_moe_spread,
+                      RelativeError(moe_runs, hopper_fp8.params, moe_options));
+  FitResult ampere_moe;
+  ampere_moe.params = ampere_fp8.params;
+
   const std::vector<ArchitectureFit> fits = {
-      {"kAmpere", ampere, ampere_error, ampere_fp8, false, 0, {}, 0},
+      {"kAmpere", ampere, ampere_error, ampere_fp8, false, 0, {}, 0, ampere_moe, false, 0, 0},
       {"kHopper", hopper, hopper_error, hopper_fp8, true, hopper_fp8_spread, hopper_fp8_cast,
-       hopper_fp8_cast_spread}};
+       hopper_fp8_cast_spread, hopper_moe, true, hopper_moe_spread, moe_runs.size()}};
   const std::string block = FittedBlock(fits);
   std::cout << block;
   const std::string path = absl::GetFlag(FLAGS_update);
