@@ -139,6 +139,11 @@ constexpr Flag kMoeTokenDispatcher = {
     "Mixture-of-experts models: how routed tokens reach their experts (Megatron-LM "
     "--moe-token-dispatcher-type): alltoall over the expert-parallel group or allgather.",
     Choices(kMoeTokenDispatcherChoices)};
+constexpr Flag kMoeExpertParallelOverlap = {
+    "moe_expert_parallel_overlap", FlagType::kBool, "false",
+    "Mixture-of-experts models: overlap one micro-batch's all-to-all with another's compute "
+    "(Megatron-LM --overlap-moe-expert-parallel-comm) where ep > 1 and recompute is not full; "
+    "needs --moe_token_dispatcher=alltoall."};
 constexpr Flag kMoeGroupedGemm = {
     "moe_grouped_gemm", FlagType::kBool, "true",
     "Mixture-of-experts models: one grouped GEMM per expert linear (Megatron-LM "
@@ -378,6 +383,7 @@ constexpr FlagField kTrainingFields[] = {
     {&kMoeCapacityFactor, "training.moe_capacity_factor"},
     {&kMoeTokenDispatcher, "training.moe_token_dispatcher"},
     {&kMoeGroupedGemm, "training.moe_grouped_gemm"},
+    {&kMoeExpertParallelOverlap, "training.moe_expert_parallel_overlap"},
 };
 // Below ParallelConfig.
 constexpr FlagField kConfigurationFields[] = {

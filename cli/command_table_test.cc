@@ -82,6 +82,7 @@ TEST(CommandTableTest, KeepsEveryFlagOfTheCommandLineAndNamesEachOnce) {
                                           "moe_capacity_factor",
                                           "moe_token_dispatcher",
                                           "moe_grouped_gemm",
+                                          "moe_expert_parallel_overlap",
                                           "tp",
                                           "pp",
                                           "cp",
@@ -140,7 +141,7 @@ TEST(CommandTableTest, KeepsEveryFlagOfTheCommandLineAndNamesEachOnce) {
                                           "format",
                                           "candidate",
                                           "require_workers"};
-  ASSERT_EQ(expected.size(), 90u);
+  ASSERT_EQ(expected.size(), 91u);
   absl::flat_hash_map<std::string, const Flag*> by_name;
   for (const Command* command : Commands()) {
     for (const FlagGroup& group : command->groups) {

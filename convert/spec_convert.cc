@@ -245,6 +245,7 @@ absl::StatusOr<TrainingSpec> TrainingSpecFromProto(const v1::TrainingSpec& proto
                                      "MOE_TOKEN_DISPATCHER_ALLGATHER"));
   }
   options.moe_grouped_gemm = proto.has_moe_grouped_gemm() ? proto.moe_grouped_gemm() : true;
+  options.moe_expert_parallel_overlap = proto.moe_expert_parallel_overlap();
   return TrainingSpec::Create(options);
 }
 

@@ -254,7 +254,12 @@ MoeLayerSeconds PredictMoeLayerSeconds(const ModelSpec& model, const TrainingSpe
       routing.dispatcher == TokenDispatcher::kAllGather
           ? AllGatherDispatchForwardSeconds(model, training, dims, expert, cluster, params)
           : AllToAllForwardSeconds(model, training, dims, expert, routing, cluster, params);
-  seconds.exposed_communication = copy_passes * communication * (1 - params.ep_comm_overlap);
+  // Megatron-LM overlaps the all-to-all only with expert parallelism and without full
+  // recompute (TransformerConfig.__post_init__ refuses the flag otherwise).
+  const bool overlapped =
+      training.moe_expert_parallel_overlap() && expert.ep > 1 && dims.recompute != Recompute::kFull;
+  seconds.exposed_communication =
+      copy_passes * communication * (overlapped ? 1 - params.ep_comm_overlap : 1);
   return seconds;
 }
 

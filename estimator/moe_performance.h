@@ -134,7 +134,7 @@ double AllToAllBytesLeavingRank(const ModelSpec& model, const TrainingSpec& trai
 // consecutive ranks, whatever the attention side's tp, and its all-to-all sends the shares for
 // ranks of the same node over NVLink and the others over the network at once
 // (AllToAllSeconds, link_model.h, at PerformanceParameters::all_to_all_network_efficiency).
-// Backward sends the gradients the same way. Not reduced by ep_comm_overlap (MoeLayerSeconds
+// Backward sends the gradients the same way. Not reduced by the overlap (MoeLayerSeconds
 // applies it). 0 with etp = ep = 1.
 double AllToAllForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
                               const ParallelDims& dims, const ExpertParallelism& expert,
@@ -161,7 +161,9 @@ struct MoeLayerSeconds {
   double permutation = 0;
   double routed_experts = 0;  // grouped or sequential GEMMs, load imbalance included
   double shared_experts = 0;
-  // Dispatch and combine of routing.dispatcher, less the ep_comm_overlap fraction hidden.
+  // Dispatch and combine of routing.dispatcher, less the ep_comm_overlap fraction hidden where
+  // the training overlaps it (TrainingOptions::moe_expert_parallel_overlap, ep > 1, recompute
+  // not full).
   double exposed_communication = 0;
 
   double Compute() const { return router + permutation + routed_experts + shared_experts; }

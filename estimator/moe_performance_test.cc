@@ -250,9 +250,21 @@ TEST(MoeLayerSecondsTest, BackwardTwiceTheGemmsOnceTheRestAndARecomputedForward)
   EXPECT_DOUBLE_EQ(full.routed_experts, none.routed_experts * 4 / 3);
   EXPECT_DOUBLE_EQ(full.exposed_communication, none.exposed_communication * 3 / 2);
 
-  dims.recompute = Recompute::kNone;
+  // The overlap hides ep_comm_overlap of it only in runs that overlap, and not under full
+  // recompute (Megatron-LM refuses the flag there).
   params.ep_comm_overlap = 1;
-  const MoeLayerSeconds hidden = PredictMoeLayerSeconds(model, training, dims, expert, routing,
+  const MoeLayerSeconds not_overlapping = PredictMoeLayerSeconds(
+      model, training, dims, expert, routing, cluster, kPeakFlops, kPeakFlops, params);
+  EXPECT_DOUBLE_EQ(not_overlapping.exposed_communication, full.exposed_communication);
+  TrainingOptions options = training.options();
+  options.moe_expert_parallel_overlap = true;
+  const TrainingSpec overlapping = *TrainingSpec::Create(options);
+  EXPECT_DOUBLE_EQ(PredictMoeLayerSeconds(model, overlapping, dims, expert, routing, cluster,
+                                          kPeakFlops, kPeakFlops, params)
+                       .exposed_communication,
+                   full.exposed_communication);
+  dims.recompute = Recompute::kNone;
+  const MoeLayerSeconds hidden = PredictMoeLayerSeconds(model, overlapping, dims, expert, routing,
                                                         cluster, kPeakFlops, kPeakFlops, params);
   EXPECT_EQ(hidden.exposed_communication, 0);
   EXPECT_DOUBLE_EQ(hidden.Compute(), none.Compute());

@@ -136,6 +136,7 @@ const std::vector<FittedField>& MoeFittedFields() {
        &PerformanceParameters::grouped_gemm_half_efficiency_tokens, 8, 65536, true},
       {"all_to_all_network_efficiency", &PerformanceParameters::all_to_all_network_efficiency, 0.05,
        1.0, false},
+      {"ep_comm_overlap", &PerformanceParameters::ep_comm_overlap, 0, 0.95, false},
   };
   return *fields;
 }

@@ -49,10 +49,11 @@ const std::vector<FittedField>& FittedFields();
 const std::vector<FittedField>& Fp8FittedFields();
 
 // The fields only mixture-of-experts runs depend on: the grouped GEMM's efficiency curve over
-// tokens per expert and the all-to-all's network efficiency. tools/fit_performance_model
-// fits them to MoE runs with every other field fixed, so that no dense prediction depends on
-// MoE data. The others (moe_hbm_efficiency, expert_load_imbalance, ep_comm_overlap) keep
-// their priors: the runs cannot tell them apart from the fitted ones.
+// tokens per expert, the all-to-all's network efficiency and the share of it that
+// --overlap-moe-expert-parallel-comm hides. tools/fit_performance_model fits them to MoE runs
+// with every other field fixed, so that no dense prediction depends on MoE data. The others
+// (moe_hbm_efficiency, expert_load_imbalance) keep their priors: the runs cannot tell them
+// apart from the fitted ones.
 const std::vector<FittedField>& MoeFittedFields();
 
 struct FitOptions {

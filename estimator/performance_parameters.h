@@ -81,14 +81,14 @@ struct PerformanceParameters {
   // experts. 1 for force-balanced runs (the Megatron-Bridge rows of
   // shared/data/measured/megatron_bridge_moe_h100.csv, --moe-router-force-load-balancing).
   double expert_load_imbalance = 1.0;
-  // Fraction of the dispatch and combine communication hidden behind compute. 0: Megatron-LM
-  // core_v0.19.0 runs the all-to-all on the compute stream's critical path unless
-  // --overlap-moe-expert-parallel-comm (ModelParallelConfig.overlap_moe_expert_parallel_comm;
-  // megatron/core/pipeline_parallel/combined_1f1b.py) interleaves one micro-batch's forward
-  // with another's backward so that each one's all-to-all runs during the other's compute
-  // (ep > 1, alltoall or flex dispatcher, no full recompute, bf16; --delay-wgrad-compute
-  // widens the window by deferring the weight-gradient GEMMs). Set it for runs with that flag.
-  double ep_comm_overlap = 0.0;
+  // Fraction of the dispatch and combine communication hidden behind compute in runs with
+  // TrainingOptions::moe_expert_parallel_overlap (otherwise Megatron-LM core_v0.19.0 runs the
+  // all-to-all on the compute stream's critical path): --overlap-moe-expert-parallel-comm
+  // (megatron/core/pipeline_parallel/combined_1f1b.py) interleaves one micro-batch's forward
+  // with another's backward so that each one's all-to-all runs during the other's compute,
+  // and --delay-wgrad-compute widens the window by deferring the weight-gradient GEMMs. Prior:
+  // half, as cp_overlap's ring hides a step behind the attention it overlaps.
+  double ep_comm_overlap = 0.5;
   // Fraction of the network's bandwidth the dispatcher's all-to-all reaches on the shares it
   // sends off the node (AllToAllSeconds, link_model.h), apart from PerformanceParameters::
   // network_efficiency, which the data-parallel ring collectives fit. Prior: 0.8, the dense

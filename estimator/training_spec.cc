@@ -52,6 +52,13 @@ absl::StatusOr<TrainingSpec> TrainingSpec::Create(const TrainingOptions& options
         absl::StrCat("(", options.moe_capacity_factor, ") must be 0 (dropless) or in (0, ",
                      kMaxMoeCapacityFactor, "]"));
   }
+  if (options.moe_expert_parallel_overlap &&
+      options.moe_token_dispatcher != TokenDispatcher::kAllToAll) {
+    return FieldError("training.moe_expert_parallel_overlap",
+                      absl::StrCat("(true) needs training.moe_token_dispatcher alltoall, not ",
+                                   TokenDispatcherName(options.moe_token_dispatcher),
+                                   ": Megatron-LM overlaps only the all-to-all"));
+  }
   return TrainingSpec(options);
 }
 

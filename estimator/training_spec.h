@@ -82,6 +82,13 @@ struct TrainingOptions {
   // --moe-grouped-gemm: TEGroupedMLP) rather than one GEMM per local expert (SequentialMLP,
   // Megatron-LM's default). On by default, as in NVIDIA's MoE recipes.
   bool moe_grouped_gemm = true;
+  // The dispatcher's all-to-all of one micro-batch overlapped with another's compute
+  // (Megatron-LM --overlap-moe-expert-parallel-comm, with --delay-wgrad-compute as NVIDIA's
+  // H100 recipes set it: the combined 1F1B schedule, megatron/core/pipeline_parallel/
+  // combined_1f1b.py). Off by default, as in Megatron-LM. It acts only where ep > 1 and
+  // recompute is not full (Megatron-LM's TransformerConfig refuses it otherwise), and needs
+  // the all-to-all dispatcher.
+  bool moe_expert_parallel_overlap = false;
 };
 
 // Immutable and always valid.
@@ -89,7 +96,8 @@ class TrainingSpec {
  public:
   // INVALID_ARGUMENT naming the field ("training.seq_len (0) must be in [1, 4194304]"),
   // fp8_param_gather without fp8 or without the distributed optimizer, or a capacity factor
-  // outside 0 (dropless) and (0, kMaxMoeCapacityFactor].
+  // outside 0 (dropless) and (0, kMaxMoeCapacityFactor], or moe_expert_parallel_overlap with
+  // the all-gather dispatcher.
   static absl::StatusOr<TrainingSpec> Create(const TrainingOptions& options);
 
   const TrainingOptions& options() const { return options_; }
@@ -105,6 +113,7 @@ class TrainingSpec {
   double moe_capacity_factor() const { return options_.moe_capacity_factor; }
   TokenDispatcher moe_token_dispatcher() const { return options_.moe_token_dispatcher; }
   bool moe_grouped_gemm() const { return options_.moe_grouped_gemm; }
+  bool moe_expert_parallel_overlap() const { return options_.moe_expert_parallel_overlap; }
 
  private:
   explicit TrainingSpec(const TrainingOptions& options) : options_(options) {}

@@ -74,6 +74,18 @@ TEST(TrainingSpecTest, CapacityFactorIsZeroOrPositive) {
             "training.moe_capacity_factor (-1) must be 0 (dropless) or in (0, 1000]");
 }
 
+TEST(TrainingSpecTest, ExpertParallelOverlapNeedsTheAllToAllDispatcher) {
+  TrainingOptions options;
+  options.global_batch_size = 8;
+  options.seq_len = 4096;
+  options.moe_expert_parallel_overlap = true;
+  EXPECT_TRUE(TrainingSpec::Create(options).ok());
+  options.moe_token_dispatcher = TokenDispatcher::kAllGather;
+  EXPECT_EQ(TrainingSpec::Create(options).status().message(),
+            "training.moe_expert_parallel_overlap (true) needs training.moe_token_dispatcher "
+            "alltoall, not allgather: Megatron-LM overlaps only the all-to-all");
+}
+
 TEST(TrainingSpecTest, CpCommTypeNamesAreWhatMegatronLmAndTransformerEngineTake) {
   EXPECT_STREQ(CpCommTypeName(CpCommType::kP2p), "p2p");
   EXPECT_STREQ(CpCommTypeName(CpCommType::kAllGather), "all_gather");

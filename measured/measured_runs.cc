@@ -512,6 +512,8 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMegatronBridgeMoe(const CsvTable& t
     PT_ASSIGN_OR_RETURN(const std::string dispatcher_cell, table.String(row, "token_dispatcher"));
     setup.dispatcher_substituted = absl::StartsWith(dispatcher_cell, "flex (");
     PT_ASSIGN_OR_RETURN(setup.training.moe_grouped_gemm, table.Bool(row, "grouped_gemm"));
+    PT_ASSIGN_OR_RETURN(setup.training.moe_expert_parallel_overlap,
+                        table.Bool(row, "moe_a2a_overlap"));
     PT_ASSIGN_OR_RETURN(setup.parallel.tp, table.Int(row, "tp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.pp, table.Int(row, "pp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.cp, table.Int(row, "cp"));

@@ -211,6 +211,8 @@ TEST(MeasuredRunsTest, MoeRowFieldByField) {
   EXPECT_EQ(run.training.moe_capacity_factor(), 0);
   EXPECT_EQ(run.training.moe_token_dispatcher(), TokenDispatcher::kAllToAll);
   EXPECT_TRUE(run.training.moe_grouped_gemm());
+  EXPECT_FALSE(run.training.moe_expert_parallel_overlap());        // v0.4.0: Qwen3-30B-A3B off
+  EXPECT_TRUE((*runs)[8].training.moe_expert_parallel_overlap());  // line 17: 235B, on
   EXPECT_EQ(run.config.dp(), 16);
   EXPECT_EQ(run.config.tp(), 1);
   EXPECT_EQ(run.config.pp(), 1);
