@@ -6,6 +6,8 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "estimator/parallel_config.h"
 #include "launch/launch_values.h"
 #include "proto/probe.pb.h"
 
@@ -28,6 +30,21 @@ absl::StatusOr<LaunchValues> ProbeLaunchValues(const v1::ProbeAssignment& assign
 
 // LaunchValues::ForExport for the whole configuration of `assignment`, resolved as above.
 absl::StatusOr<LaunchValues> ExportLaunchValues(const v1::ProbeAssignment& assignment);
+
+// The training run and cluster of PresetExportLaunchValues.
+constexpr int64_t kPresetExportGlobalBatch = 1024;
+constexpr int64_t kPresetExportSeqLen = 8192;
+constexpr int64_t kPresetExportGpusPerNode = 8;
+
+// LaunchValues::ForExport of catalog model `preset`, mixture-of-experts ones included, with
+// global batch 1024 and sequence 8192 in bf16 on `nodes` x 8 H100-80GB as `dims`. The
+// configuration is built as the planner builds it (ParallelConfig::FromCheckedDims once
+// CheckRules, with uneven pipeline stages allowed, finds it valid), so that models that
+// ParallelConfig::Create refuses for estimation (estimated_models.h) can be exported here.
+// NOT_FOUND for an unknown preset; INVALID_ARGUMENT with DescribeRejection's message when
+// `dims` break a rule.
+absl::StatusOr<LaunchValues> PresetExportLaunchValues(absl::string_view preset, int64_t nodes,
+                                                      const ParallelDims& dims);
 
 }  // namespace paratune
 
