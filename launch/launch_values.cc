@@ -100,6 +100,7 @@ const std::vector<Placeholder>& LaunchPlaceholders() {
       {"moe_ffn_hidden_size", Kind::kInteger},
       {"moe_shared_expert_size", Kind::kInteger},  // shared experts x their width
       {"moe_layer_pattern", Kind::kLayerPattern},
+      {"moe_dense_layers", Kind::kBoolean},  // an MoE model that keeps some layers dense
       {"moe_router_score", Kind::kRouterScore},
       {"moe_router_pre_softmax", Kind::kBoolean},
       {"ep", Kind::kInteger},
@@ -314,6 +315,7 @@ void LaunchValues::SetConfiguration(const ModelSpec& model, const TrainingSpec& 
   // ffn_size_of_each_shared_expert" (transformer_config.py:680-684).
   SetInteger("moe_shared_expert_size", moe.num_shared_experts * moe.shared_expert_ffn_hidden_size);
   SetText("moe_layer_pattern", MoeLayerPattern(model));
+  SetBoolean("moe_dense_layers", model.is_moe() && model.MoeLayerCount() < model.num_layers());
   SetText("moe_router_score", RouterScoreFunction(moe.router_score));
   // TransformerConfig refuses top-1 softmax routing without --moe-router-pre-softmax: a
   // softmax over the one chosen expert has a zero gradient (transformer_config.py:2328-2336).

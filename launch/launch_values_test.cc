@@ -62,6 +62,7 @@ TEST(LaunchValuesTest, EveryPlaceholderHasAValueForAGangMember) {
        "0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,"
        "0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,"
        "0,0,0,0,0,0,0,0,0,0,0,0,0,0"},
+      {"moe_dense_layers", "false"},
       {"moe_router_score", "softmax"},
       {"moe_router_pre_softmax", "false"},
       {"ep", "1"},
@@ -279,6 +280,7 @@ TEST(LaunchValuesTest, AMixtureOfExpertsModelStatesItsExpertsRouterAndExpertLayo
     absl::StrAppend(&every_other, layer == 0 ? "" : ",", layer % 2 == 1 ? "1" : "0");
   }
   EXPECT_EQ(Get(*values, "moe_layer_pattern"), every_other);
+  EXPECT_EQ(Get(*values, "moe_dense_layers"), "true");
   EXPECT_EQ(Get(*values, "moe_router_score"), "sigmoid");
   EXPECT_EQ(Get(*values, "moe_router_pre_softmax"), "false");  // sigmoid scores
   EXPECT_EQ(Get(*values, "kv_channels"), "0");
@@ -295,6 +297,7 @@ TEST(LaunchValuesTest, AMixtureOfExpertsModelStatesItsExpertsRouterAndExpertLayo
   EXPECT_EQ(Get(*values, "moe_router_score"), "softmax");
   EXPECT_EQ(Get(*values, "moe_layer_pattern").find('0'), std::string::npos);
   EXPECT_EQ(Get(*values, "moe_layer_pattern").size(), 2u * 48 - 1);
+  EXPECT_EQ(Get(*values, "moe_dense_layers"), "false");
   EXPECT_EQ(Get(*values, "etp"), "1");
   for (const Placeholder& placeholder : LaunchPlaceholders()) {
     absl::StatusOr<std::string> value = values->Get(placeholder.name);

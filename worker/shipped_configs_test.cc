@@ -9,7 +9,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "convert/spec_convert.h"
+#include "estimator/model_spec.h"
+#include "estimator/parallel_config.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launch/launch_template.h"
@@ -47,13 +50,11 @@ v1::ProbeAssignment SingleNodeAssignment() {
   return assignment;
 }
 
-// Every template of the shipped configs, rendered for `assignment`, by template name.
-std::map<std::string, LaunchTemplate::Command> RenderAll(const v1::ProbeAssignment& assignment) {
+// Every template of the shipped configs, rendered for `assignment` of `specs`, by template
+// name.
+std::map<std::string, LaunchTemplate::Command> RenderAll(const v1::ProbeAssignment& assignment,
+                                                         const ResolvedConfiguration& specs) {
   std::map<std::string, LaunchTemplate::Command> commands;
-  absl::StatusOr<ResolvedConfiguration> specs = ResolveConfiguration(
-      assignment.model(), assignment.training(), assignment.cluster(), assignment.config());
-  EXPECT_TRUE(specs.ok()) << specs.status();
-  if (!specs.ok()) return commands;
   for (const std::string& file : ConfigFiles()) {
     absl::StatusOr<v1::WorkerConfig> config = LoadWorkerConfig(file);
     if (!config.ok()) continue;  // reported by EveryConfigLoadsAndBuildsItsBackends
@@ -62,8 +63,8 @@ std::map<std::string, LaunchTemplate::Command> RenderAll(const v1::ProbeAssignme
       absl::StatusOr<LaunchTemplate> parsed =
           LaunchTemplate::Create(launch, absl::StrCat(file, ": command_templates[", i, "]"));
       absl::StatusOr<LaunchValues> values = LaunchValues::ForProbe(
-          assignment, specs->model, specs->training, specs->config,
-          specs->config.NumMicroBatches(specs->training), launch.extra_warmup_iterations(), 29500);
+          assignment, specs.model, specs.training, specs.config,
+          specs.config.NumMicroBatches(specs.training), launch.extra_warmup_iterations(), 29500);
       EXPECT_TRUE(parsed.ok() && values.ok()) << parsed.status() << values.status();
       if (!parsed.ok() || !values.ok()) continue;
       absl::StatusOr<LaunchTemplate::Command> command = parsed->Render(*values);
@@ -72,6 +73,15 @@ std::map<std::string, LaunchTemplate::Command> RenderAll(const v1::ProbeAssignme
     }
   }
   return commands;
+}
+
+// RenderAll for `assignment` resolved as a worker resolves it.
+std::map<std::string, LaunchTemplate::Command> RenderAll(const v1::ProbeAssignment& assignment) {
+  absl::StatusOr<ResolvedConfiguration> specs = ResolveConfiguration(
+      assignment.model(), assignment.training(), assignment.cluster(), assignment.config());
+  EXPECT_TRUE(specs.ok()) << specs.status();
+  if (!specs.ok()) return {};
+  return RenderAll(assignment, *specs);
 }
 
 TEST(ShippedConfigsTest, EveryConfigLoadsAndBuildsItsBackends) {
@@ -175,6 +185,56 @@ TEST(ShippedConfigsTest, NemoLaunchCarriesTheConfiguration) {
     EXPECT_THAT(argv, Contains(expected));
   }
   EXPECT_THAT(argv, Not(Contains("model.config.recompute_method=uniform")));
+}
+
+// Qwen3-30B-A3B (48 MoE layers of 128 experts, heads of 128) on the two nodes as dp8 tp1 pp2
+// with ep8, built as the planner builds it (estimated_models.h keeps ResolveConfiguration
+// from accepting a mixture-of-experts model until the estimator models it).
+TEST(ShippedConfigsTest, MixtureOfExpertsLaunchesCarryTheExperts) {
+  v1::ProbeAssignment assignment = TwoNodeGangAssignment(v1::RECOMPUTE_NONE);
+  assignment.mutable_model()->set_preset("qwen3-30b-a3b");
+  v1::ParallelConfig& proto = *assignment.mutable_config();
+  proto.set_data_parallel(8);
+  proto.set_tensor_parallel(1);
+  proto.set_virtual_pipeline(1);
+  proto.set_expert_parallel(8);
+  absl::StatusOr<ModelSpec> model = FindModelPreset("qwen3-30b-a3b");
+  absl::StatusOr<TrainingSpec> training = TrainingSpecFromProto(assignment.training());
+  absl::StatusOr<ClusterSpec> cluster = ClusterSpecFromProto(assignment.cluster());
+  ASSERT_TRUE(model.ok() && training.ok() && cluster.ok());
+  ParallelDims dims = MakeParallelDims(8, 1, 2, 1, 1);
+  dims.ep = 8;
+  ASSERT_EQ(CheckRules(*model, *training, *cluster, PlacementRules(), dims), Rejection::kValid);
+  std::map<std::string, LaunchTemplate::Command> commands =
+      RenderAll(assignment, {*model, *training, *cluster, ParallelConfig::FromCheckedDims(dims)});
+
+  const std::vector<std::string>& megatron = commands["megatron-llama"].argv;
+  std::vector<std::string> every_layer(48, "1");
+  for (const std::string& expected :
+       {std::string("--num-experts=128"),
+        absl::StrCat("--moe-layer-freq=[", absl::StrJoin(every_layer, ","), "]"),
+        std::string("--moe-ffn-hidden-size=768"), std::string("--moe-router-topk=8"),
+        std::string("--moe-router-score-function=softmax"), std::string("--moe-router-dtype=fp32"),
+        std::string("--expert-model-parallel-size=8"),
+        std::string("--expert-tensor-parallel-size=1"), std::string("--kv-channels=128")}) {
+    EXPECT_THAT(megatron, Contains(expected));
+  }
+  for (const char* absent : {"--moe-router-pre-softmax", "--sequence-parallel"}) {
+    EXPECT_THAT(megatron, Not(Contains(absent)));
+  }
+  EXPECT_FALSE(std::any_of(megatron.begin(), megatron.end(), [](const std::string& a) {
+    return absl::StartsWith(a, "--moe-shared-expert-intermediate-size");
+  }));
+
+  const std::vector<std::string>& nemo = commands["nemo-llama"].argv;
+  for (const char* expected :
+       {"trainer.strategy.expert_model_parallel_size=8",
+        "trainer.strategy.expert_tensor_parallel_size=1", "model.config.num_moe_experts=128",
+        "model.config.moe_ffn_hidden_size=768", "model.config.moe_router_topk=8",
+        "model.config.moe_router_score_function=softmax", "model.config.moe_router_dtype=fp32",
+        "model.config.kv_channels=128"}) {
+    EXPECT_THAT(nemo, Contains(expected));
+  }
 }
 
 }  // namespace
