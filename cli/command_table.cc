@@ -23,6 +23,9 @@ using Choices = absl::Span<const FlagChoice>;
 constexpr FlagChoice kPrecisionChoices[] = {{"false", v1::BF16}, {"true", v1::FP8}};
 constexpr FlagChoice kCpCommTypeChoices[] = {{"p2p", v1::CP_COMM_TYPE_P2P},
                                              {"all_gather", v1::CP_COMM_TYPE_ALL_GATHER}};
+constexpr FlagChoice kMoeTokenDispatcherChoices[] = {
+    {"alltoall", v1::MOE_TOKEN_DISPATCHER_ALLTOALL},
+    {"allgather", v1::MOE_TOKEN_DISPATCHER_ALLGATHER}};
 constexpr FlagChoice kRecomputeChoices[] = {{"none", v1::RECOMPUTE_NONE},
                                             {"selective", v1::RECOMPUTE_SELECTIVE},
                                             {"full", v1::RECOMPUTE_FULL}};
@@ -127,6 +130,20 @@ constexpr Flag kCpCommType = {
     "--cp-comm-type): p2p (the ring, overlapped with attention) or all_gather (one all-gather "
     "before attention, not overlapped).",
     Choices(kCpCommTypeChoices)};
+constexpr Flag kMoeCapacityFactor = {
+    "moe_capacity_factor", FlagType::kDouble, "0",
+    "Mixture-of-experts models: 0 routes dropless (Megatron-LM's default); above 0 each expert "
+    "takes at most this many times its even share of tokens and drops the rest (Megatron-LM "
+    "--moe-expert-capacity-factor)."};
+constexpr Flag kMoeTokenDispatcher = {
+    "moe_token_dispatcher", FlagType::kString, "alltoall",
+    "Mixture-of-experts models: how routed tokens reach their experts (Megatron-LM "
+    "--moe-token-dispatcher-type): alltoall over the expert-parallel group or allgather.",
+    Choices(kMoeTokenDispatcherChoices)};
+constexpr Flag kMoeGroupedGemm = {
+    "moe_grouped_gemm", FlagType::kBool, "true",
+    "Mixture-of-experts models: one grouped GEMM per expert linear (Megatron-LM "
+    "--moe-grouped-gemm) rather than one GEMM per local expert."};
 
 // One configuration.
 constexpr Flag kTp = {"tp", FlagType::kInt, "1", "Tensor-parallel size."};
@@ -359,6 +376,9 @@ constexpr FlagField kTrainingFields[] = {
     {&kFp8ParamGather, "training.fp8_param_gather"},
     {&kTpCommOverlap, "training.tp_comm_overlap"},
     {&kCpCommType, "training.cp_comm_type"},
+    {&kMoeCapacityFactor, "training.moe_capacity_factor"},
+    {&kMoeTokenDispatcher, "training.moe_token_dispatcher"},
+    {&kMoeGroupedGemm, "training.moe_grouped_gemm"},
 };
 // Below ParallelConfig.
 constexpr FlagField kConfigurationFields[] = {

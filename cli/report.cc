@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -136,6 +137,11 @@ std::string FormatEstimate(const v1::ParallelConfig& config, const v1::EstimateR
       {"  TP communication (exposed)", absl::StrFormat("%.3f", perf.tp_communication_seconds())});
   timing.AddRow(
       {"  CP communication (exposed)", absl::StrFormat("%.3f", perf.cp_communication_seconds())});
+  // Mixture-of-experts models only; a dense model's report stays as it was.
+  if (perf.ep_communication_seconds() > 0) {
+    timing.AddRow(
+        {"  EP communication (exposed)", absl::StrFormat("%.3f", perf.ep_communication_seconds())});
+  }
   timing.AddRow(
       {"  DP communication (exposed)", absl::StrFormat("%.3f", perf.dp_communication_seconds())});
   timing.AddRow(
@@ -223,33 +229,42 @@ std::string FormatPlanAdvice(const v1::PlanResponse& plan) {
 
 std::string FormatPlanCandidates(const v1::PlanResponse& plan) {
   const auto seconds = [](double value) { return absl::StrFormat("%.2f", value); };
-  Table candidates({{"#", true},
-                    {"config", false},
-                    {"mem GiB", true},
-                    {"mem %", true},
-                    {"verdict", false},
-                    {"TFLOP/s/GPU", true},
-                    {"+-", true},
-                    {"MFU", true},
-                    {"step s", true},
-                    {"compute", true},
-                    {"bubble", true},
-                    {"TP", true},
-                    {"CP", true},
-                    {"DP", true},
-                    {"PP", true},
-                    {"optim", true}});
+  // The EP column only where a candidate has exposed expert-parallel communication (a
+  // mixture-of-experts model): a dense model's table stays as it was.
+  bool any_ep = false;
+  for (const v1::Candidate& c : plan.candidates()) {
+    any_ep = any_ep || c.predicted().ep_communication_seconds() > 0;
+  }
+  std::vector<Table::Column> columns = {
+      {"#", true},        {"config", false},     {"mem GiB", true}, {"mem %", true},
+      {"verdict", false}, {"TFLOP/s/GPU", true}, {"+-", true},      {"MFU", true},
+      {"step s", true},   {"compute", true},     {"bubble", true},  {"TP", true},
+      {"CP", true}};
+  if (any_ep) columns.push_back({"EP", true});
+  for (const char* name : {"DP", "PP", "optim"}) columns.push_back({name, true});
+  Table candidates(std::move(columns));
   for (int i = 0; i < plan.candidates_size(); ++i) {
     const v1::Candidate& c = plan.candidates(i);
     const v1::PerformanceEstimate& p = c.predicted();
-    candidates.AddRow(
-        {absl::StrCat(i + 1), DescribeConfig(c.config()), GiB(c.memory().peak_bytes()),
-         Percent(c.memory().fraction_of_capacity()), VerdictName(c.memory().verdict()),
-         absl::StrFormat("%.1f", p.model_tflops_per_gpu()), Percent(p.relative_error()),
-         Percent(p.mfu()), seconds(p.step_time_seconds()), seconds(p.compute_seconds()),
-         seconds(p.pipeline_bubble_seconds()), seconds(p.tp_communication_seconds()),
-         seconds(p.cp_communication_seconds()), seconds(p.dp_communication_seconds()),
-         seconds(p.pp_communication_seconds()), seconds(p.optimizer_seconds())});
+    std::vector<std::string> row = {absl::StrCat(i + 1),
+                                    DescribeConfig(c.config()),
+                                    GiB(c.memory().peak_bytes()),
+                                    Percent(c.memory().fraction_of_capacity()),
+                                    VerdictName(c.memory().verdict()),
+                                    absl::StrFormat("%.1f", p.model_tflops_per_gpu()),
+                                    Percent(p.relative_error()),
+                                    Percent(p.mfu()),
+                                    seconds(p.step_time_seconds()),
+                                    seconds(p.compute_seconds()),
+                                    seconds(p.pipeline_bubble_seconds()),
+                                    seconds(p.tp_communication_seconds()),
+                                    seconds(p.cp_communication_seconds())};
+    if (any_ep) row.push_back(seconds(p.ep_communication_seconds()));
+    for (double value :
+         {p.dp_communication_seconds(), p.pp_communication_seconds(), p.optimizer_seconds()}) {
+      row.push_back(seconds(value));
+    }
+    candidates.AddRow(std::move(row));
   }
   // Every candidate of a plan trains in the same precision on the same GPU: one MFU peak.
   const std::string mfu_peak =

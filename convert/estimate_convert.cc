@@ -64,6 +64,7 @@ v1::PerformanceEstimate PerformanceEstimateToProto(const PerformanceEstimate& es
   proto.set_pipeline_bubble_seconds(estimate.pipeline_bubble_seconds);
   proto.set_tp_communication_seconds(estimate.tp_communication_seconds);
   proto.set_cp_communication_seconds(estimate.cp_communication_seconds);
+  proto.set_ep_communication_seconds(estimate.ep_communication_seconds);
   proto.set_dp_communication_seconds(estimate.dp_communication_seconds);
   proto.set_pp_communication_seconds(estimate.pp_communication_seconds);
   proto.set_optimizer_seconds(estimate.optimizer_seconds);

@@ -72,23 +72,51 @@ v1::PlanRequest PlanRequestFor16H100s() {
   return request;
 }
 
-TEST(AnswerEstimateTest, MixtureOfExpertsModelIsRefusedNamingIt) {
+TEST(AnswerEstimateTest, MixtureOfExpertsModelHasItsTermsAndExpertCommunication) {
   v1::EstimateRequest request = ReferenceRequest();
   request.mutable_model()->set_preset("mixtral-8x7b");
-  const absl::Status status = AnswerEstimate(request).status();
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(status.message(), HasSubstr("model \"mixtral-8x7b\" is a mixture-of-experts model"));
-  EXPECT_THAT(status.message(), HasSubstr("not yet estimated or searched (issue 26)"));
+  request.mutable_training()->set_seq_len(4096);
+  request.mutable_config()->set_expert_parallel(2);
+  absl::StatusOr<v1::EstimateResponse> response = AnswerEstimate(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  for (const v1::StageMemory& stage : response->memory().stages()) {
+    bool has_dispatcher_buffers = false;
+    for (const v1::MemoryTerm& term : stage.terms()) {
+      if (term.name() == "moe_dispatcher_buffers") has_dispatcher_buffers = term.bytes() > 0;
+    }
+    EXPECT_TRUE(has_dispatcher_buffers) << stage.stage();
+  }
+  EXPECT_GT(response->performance().ep_communication_seconds(), 0);
+
+  // The same model on a dense request's terms: no expert parallelism, no exposed dispatch.
+  request.mutable_config()->set_expert_parallel(1);
+  request.mutable_config()->set_expert_tensor_parallel(1);
+  response = AnswerEstimate(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->performance().ep_communication_seconds(), 0);
 }
 
-TEST(AnswerPlanTest, MixtureOfExpertsModelIsRefusedNamingIt) {
+TEST(AnswerEstimateTest, DenseModelHasNoMixtureOfExpertsFigures) {
+  absl::StatusOr<v1::EstimateResponse> response = AnswerEstimate(ReferenceRequest());
+  ASSERT_TRUE(response.ok()) << response.status();
+  for (const v1::MemoryTerm& term : response->memory().stages(0).terms()) {
+    if (term.name() == "moe_dispatcher_buffers") EXPECT_EQ(term.bytes(), 0);
+  }
+  EXPECT_EQ(response->performance().ep_communication_seconds(), 0);
+}
+
+TEST(AnswerPlanTest, MixtureOfExpertsModelIsPlannedWithExpertLayouts) {
   v1::PlanRequest request = PlanRequestFor16H100s();
-  request.mutable_spec()->mutable_model()->set_preset("qwen3-235b-a22b");
-  const absl::Status status = AnswerPlan(request).status();
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(status.message(),
-              HasSubstr("model \"qwen3-235b-a22b\" is a mixture-of-experts model (128 experts, "
-                        "top-8)"));
+  request.mutable_spec()->mutable_model()->set_preset("qwen3-30b-a3b");
+  request.mutable_spec()->mutable_training()->set_seq_len(4096);
+  absl::StatusOr<v1::PlanResponse> response = AnswerPlan(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_GT(response->candidates_size(), 0);
+  bool expert_parallel = false;
+  for (const v1::Candidate& candidate : response->candidates()) {
+    expert_parallel = expert_parallel || candidate.config().expert_parallel() > 1;
+  }
+  EXPECT_TRUE(expert_parallel);
 }
 
 TEST(AnswerPlanTest, LimitsCandidates) {

@@ -228,6 +228,23 @@ absl::StatusOr<TrainingSpec> TrainingSpecFromProto(const v1::TrainingSpec& proto
               "(", static_cast<int>(proto.cp_comm_type()),
               ") is not a known CpCommType; use CP_COMM_TYPE_P2P or CP_COMM_TYPE_ALL_GATHER"));
   }
+  options.moe_capacity_factor = proto.moe_capacity_factor();
+  switch (proto.moe_token_dispatcher()) {
+    case v1::MOE_TOKEN_DISPATCHER_UNSPECIFIED:
+    case v1::MOE_TOKEN_DISPATCHER_ALLTOALL:
+      options.moe_token_dispatcher = TokenDispatcher::kAllToAll;
+      break;
+    case v1::MOE_TOKEN_DISPATCHER_ALLGATHER:
+      options.moe_token_dispatcher = TokenDispatcher::kAllGather;
+      break;
+    default:
+      return FieldError("training.moe_token_dispatcher",
+                        absl::StrCat("(", static_cast<int>(proto.moe_token_dispatcher()),
+                                     ") is not a known MoeTokenDispatcher; use "
+                                     "MOE_TOKEN_DISPATCHER_ALLTOALL or "
+                                     "MOE_TOKEN_DISPATCHER_ALLGATHER"));
+  }
+  options.moe_grouped_gemm = proto.has_moe_grouped_gemm() ? proto.moe_grouped_gemm() : true;
   return TrainingSpec::Create(options);
 }
 

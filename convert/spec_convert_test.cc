@@ -190,6 +190,9 @@ TEST(TrainingSpecFromProtoTest, SwitchesOffAndTheRingUnlessSet) {
   EXPECT_FALSE(training->fp8_param_gather());
   EXPECT_FALSE(training->tp_comm_overlap());
   EXPECT_EQ(training->cp_comm_type(), CpCommType::kP2p);
+  EXPECT_EQ(training->moe_capacity_factor(), 0);
+  EXPECT_EQ(training->moe_token_dispatcher(), TokenDispatcher::kAllToAll);
+  EXPECT_TRUE(training->moe_grouped_gemm());
 
   proto.set_precision(v1::FP8);
   proto.set_fp8_param_gather(true);
@@ -202,6 +205,15 @@ TEST(TrainingSpecFromProtoTest, SwitchesOffAndTheRingUnlessSet) {
   EXPECT_EQ(training->cp_comm_type(), CpCommType::kAllGather);
   proto.set_cp_comm_type(v1::CP_COMM_TYPE_P2P);
   EXPECT_EQ(TrainingSpecFromProto(proto)->cp_comm_type(), CpCommType::kP2p);
+
+  proto.set_moe_capacity_factor(1.5);
+  proto.set_moe_token_dispatcher(v1::MOE_TOKEN_DISPATCHER_ALLGATHER);
+  proto.set_moe_grouped_gemm(false);
+  training = TrainingSpecFromProto(proto);
+  ASSERT_TRUE(training.ok()) << training.status();
+  EXPECT_EQ(training->moe_capacity_factor(), 1.5);
+  EXPECT_EQ(training->moe_token_dispatcher(), TokenDispatcher::kAllGather);
+  EXPECT_FALSE(training->moe_grouped_gemm());
 }
 
 TEST(TrainingSpecFromProtoTest, Fp8ParamGatherNeedsFp8AndTheDistributedOptimizer) {
@@ -229,6 +241,14 @@ TEST(TrainingSpecFromProtoTest, BadFieldsNameThemselves) {
   proto.set_cp_comm_type(static_cast<v1::CpCommType>(3));
   ExpectInvalid(TrainingSpecFromProto(proto).status(),
                 "training.cp_comm_type (3) is not a known CpCommType");
+  proto.set_cp_comm_type(v1::CP_COMM_TYPE_P2P);
+  proto.set_moe_token_dispatcher(static_cast<v1::MoeTokenDispatcher>(5));
+  ExpectInvalid(TrainingSpecFromProto(proto).status(),
+                "training.moe_token_dispatcher (5) is not a known MoeTokenDispatcher");
+  proto.set_moe_token_dispatcher(v1::MOE_TOKEN_DISPATCHER_ALLTOALL);
+  proto.set_moe_capacity_factor(-2);
+  ExpectInvalid(TrainingSpecFromProto(proto).status(),
+                "training.moe_capacity_factor (-2) must be 0 (dropless) or in (0, 1000]");
 }
 
 TEST(ClusterSpecFromProtoTest, CatalogGpuWithOverrides) {
@@ -593,7 +613,7 @@ TEST(ResolveSearchSpecTest, Fp8NeedsHopperClassGpus) {
       "training.precision (FP8) needs fp8 tensor cores");
 }
 
-TEST(ResolveConfigurationTest, MixtureOfExpertsModelIsRefusedForProbesAndExports) {
+TEST(ResolveConfigurationTest, MixtureOfExpertsConfigurationResolves) {
   v1::SearchSpec proto;
   proto.mutable_model()->set_preset("llama4-scout");
   proto.mutable_training()->set_global_batch_size(1024);
@@ -601,17 +621,24 @@ TEST(ResolveConfigurationTest, MixtureOfExpertsModelIsRefusedForProbesAndExports
   proto.mutable_cluster()->mutable_gpu()->set_type("h100-80gb");
   proto.mutable_cluster()->set_num_nodes(2);
   proto.mutable_cluster()->set_gpus_per_node(8);
-  // The spec resolves (the model is described); the configuration a probe, a replay or an
-  // export would run does not.
   EXPECT_TRUE(ResolveSearchSpec(proto).ok());
   v1::ParallelConfig config;
   config.set_data_parallel(16);
-  const absl::Status status =
-      ResolveConfiguration(proto.model(), proto.training(), proto.cluster(), config).status();
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(status.message()),
-              HasSubstr("model \"llama4-scout\" is a mixture-of-experts model (16 experts, "
-                        "top-1)"));
+  config.set_tensor_parallel(1);
+  config.set_pipeline_parallel(1);
+  config.set_context_parallel(1);
+  config.set_micro_batch_size(1);
+  config.set_expert_parallel(16);
+  absl::StatusOr<ResolvedConfiguration> resolved =
+      ResolveConfiguration(proto.model(), proto.training(), proto.cluster(), config);
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(resolved->config.ep(), 16);
+  // 16 experts over ep 32 do not.
+  config.set_expert_parallel(32);
+  EXPECT_EQ(ResolveConfiguration(proto.model(), proto.training(), proto.cluster(), config)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The sizes of one configuration as doubles, named as in DESIGN.md §5 — s sequence, b
 // micro-batch, h hidden, f MLP hidden, a heads, k KV heads, V vocabulary, L layers, t tp,
 // p pp, c cp, d dp, v virtual pipeline, m micro-batches per step — which the formulas of the
-// memory and performance models read.
+// memory and performance models read, and the attention widths a d and k d (head width d).
 #ifndef PARATUNE_ESTIMATOR_CONFIG_SYMBOLS_H_
 #define PARATUNE_ESTIMATOR_CONFIG_SYMBOLS_H_
 
@@ -14,6 +14,10 @@ namespace paratune {
 
 struct ConfigSymbols {
   double s, b, h, f, a, k, V, L, t, p, c, d, v, m;
+  // a d, the width of the queries and of the attention output (the output projection's
+  // input), and k d, that of the keys and of the values: h and h k / a, exactly as doubles,
+  // when the head width d is h / a; Qwen3's heads are wider (ModelSpec::head_dim).
+  double attention_width, kv_width;
   double gbs;           // global batch size
   double layer_params;  // parameters of one transformer layer
   double mlp_matrices;  // weight matrices of the MLP: 3 gated (SwiGLU), 2 not
@@ -39,6 +43,9 @@ inline ConfigSymbols MakeConfigSymbols(const ModelSpec& model, const TrainingSpe
   x.d = static_cast<double>(config.dp());
   x.v = static_cast<double>(config.virtual_pipeline());
   x.m = static_cast<double>(config.NumMicroBatches(training));
+  const double d = static_cast<double>(model.head_dim());
+  x.attention_width = x.a * d;
+  x.kv_width = x.k * d;
   x.gbs = static_cast<double>(training.global_batch_size());
   x.layer_params = model.LayerParameterCount();
   x.mlp_matrices = model.MlpMatrices();

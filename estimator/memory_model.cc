@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "estimator/config_symbols.h"
+#include "estimator/moe_memory.h"
 
 namespace paratune {
 namespace {
@@ -23,25 +24,35 @@ Symbols MakeSymbols(const ModelSpec& model, const TrainingSpec& training,
   return x;
 }
 
+// Parameters of one dense layer's MLP, M f h (ModelSpec::LayerParameterCount).
+double MlpParameters(const Symbols& x) { return x.mlp_matrices * x.f * x.h; }
+
+// Parameters of a stage's layers that every TP rank shards over t: whole dense layers, and of
+// an MoE layer its attention and norms, which are a dense layer's less the MLP (the experts,
+// router and shared experts are sharded their own way: moe_memory.h).
+double DenseLayerParameters(const Symbols& x, const StageLayers& stage) {
+  return stage.layers * x.layer_params - stage.moe_layers * MlpParameters(x);
+}
+
 // Parameters per GPU of the first stage, Fujii et al. 2024 (arXiv 2411.06465; DESIGN.md
 // §5.2): P1 = hV/t + (L/p) [layer]/t, plus the final norm and the untied LM head hV/t when
 // p = 1. The final norm's h weights are replicated on every TP rank, as in Megatron; counting
 // them whole (not h/t) is what reproduces the reference values of data/estimator/ exactly.
-double FirstStageParameters(const Symbols& x, double layers) {
-  double params = (x.h * x.V + layers * x.layer_params) / x.t;
+double FirstStageParameters(const Symbols& x, const StageLayers& stage) {
+  double params = (x.h * x.V + DenseLayerParameters(x, stage)) / x.t;
   if (x.p == 1) params += x.h + (x.tied ? 0 : x.h * x.V / x.t);
   return params;
 }
 
 // A middle stage holds only its layers.
-double MiddleStageParameters(const Symbols& x, double layers) {
-  return layers * x.layer_params / x.t;
+double MiddleStageParameters(const Symbols& x, const StageLayers& stage) {
+  return DenseLayerParameters(x, stage) / x.t;
 }
 
 // The last stage (p > 1) holds its layers, the final norm and the LM head. With tied
 // embeddings Megatron keeps a copy of the embedding there for the LM head, so hV/t either way.
-double LastStageParameters(const Symbols& x, double layers) {
-  return (layers * x.layer_params + x.h * x.V) / x.t + x.h;
+double LastStageParameters(const Symbols& x, const StageLayers& stage) {
+  return (DenseLayerParameters(x, stage) + x.h * x.V) / x.t + x.h;
 }
 
 // Bytes per layer per micro-batch that fp8 saves on the saved activations: Transformer
@@ -71,7 +82,10 @@ double Bf16LayerActivationBytes(const Symbols& x, const TrainingSpec& training, 
     // first MLP linears (2 + 2) are what Megatron's TP without SP keeps whole on every rank
     // (Korthikanti et al. 2022, arXiv 2205.05198, on tensor and sequence parallelism); the rest
     // is TP-sharded. Selective recompute frees nothing: FlashAttention stores no s x s matrix.
-    const double sharded = 4 + 4 * x.k / x.a + x.mlp_factor * x.f / x.h;
+    // The 4 and 4k/a are the queries and attention output (2 + 2) and the keys and values,
+    // h and hk/a wide, a d and k d with heads of width d (ConfigSymbols).
+    const double sharded =
+        4 * x.attention_width / x.h + 4 * x.kv_width / x.h + x.mlp_factor * x.f / x.h;
     if (x.sp) return sbh * (8 + sharded) / (x.t * x.c);
     return sbh * (8 + sharded / x.t) / x.c;
   }
@@ -88,6 +102,22 @@ double Bf16LayerActivationBytes(const Symbols& x, const TrainingSpec& training, 
 double LayerActivationBytes(const Symbols& x, const TrainingSpec& training, bool selective) {
   const double fp8_savings = training.fp8() ? Fp8SavedInputSavingsBytes(x) : 0;
   return Bf16LayerActivationBytes(x, training, selective) - fp8_savings;
+}
+
+// The MLP's share of LayerActivationBytes, the part an MoE layer replaces by its MoE block
+// (moe_memory.h, MoeBlockActivationBytes, which states these terms): with FlashAttention the
+// first MLP linear's input 2sbh/(tc) and the MLP's mlp_factor sbf/(tc), less with fp8 the
+// savings on the MLP's two linear inputs (Fp8SavedInputSavingsBytes: sbh/(tc) and sbf/(tc));
+// without it 18 sbh/(tc) of Korthikanti et al.'s 34 (Table 2's MLP block at f = 4h less its
+// dropout mask). MoE layers run with sequence parallelism whenever t > 1 (ParallelConfig's
+// rules), the form these take.
+double MlpActivationBytes(const Symbols& x, const TrainingSpec& training) {
+  const double sbh = x.s * x.b * x.h;
+  const double sbf = x.s * x.b * x.f;
+  if (!training.flash_attention()) return 18 * sbh / (x.t * x.c);
+  const double bf16 = 2 * sbh + x.mlp_factor * sbf;
+  const double fp8_savings = training.fp8() ? sbh + sbf : 0;
+  return (bf16 - fp8_savings) / (x.t * x.c);
 }
 
 // Bytes per layer per micro-batch kept under full recompute: only the layer input, 2sbh/(tc)
@@ -128,6 +158,27 @@ LayerActivations ActivationsOfRecompute(const Symbols& x, const TrainingSpec& tr
   return {LayerActivationBytes(x, training, recompute == Recompute::kSelective), 0};
 }
 
+// The activations of a stage's layers, `chunks` chunks in flight: its dense layers' under the
+// recompute mode (ActivationsOfRecompute), and for each MoE layer a dense layer's with the MLP
+// part replaced by the MoE block (moe.activations, or under full recompute the larger of the
+// working sets of the one layer recomputed at a time, dense or MoE).
+double StageActivationBytes(const Symbols& x, const TrainingSpec& training, Recompute recompute,
+                            const StageLayers& stage, double chunks, const MoeMemoryTerms& moe) {
+  const LayerActivations layer = ActivationsOfRecompute(x, training, recompute);
+  const double layer_micro_batches = stage.layers / x.v * chunks;
+  if (stage.moe_layers == 0) return layer.Held(layer_micro_batches);
+  const double moe_layer_micro_batches = stage.moe_layers / x.v * chunks;
+  const double mlp = MlpActivationBytes(x, training);
+  if (recompute != Recompute::kFull) {
+    return layer.Held(layer_micro_batches) - moe_layer_micro_batches * mlp + moe.activations;
+  }
+  const double moe_working_set = layer.working_set - mlp + moe.recompute_working_set;
+  const double working_set = stage.moe_layers == stage.layers
+                                 ? moe_working_set
+                                 : std::max(layer.working_set, moe_working_set);
+  return layer_micro_batches * layer.per_micro_batch + working_set;
+}
+
 // Embedding output kept for backward, Fujii et al. 2024: 8sbh/(tc) per micro-batch in flight
 // (8sbh/c without SP, where the embedding output is replicated over TP ranks).
 double EmbeddingActivationBytes(const Symbols& x) {
@@ -157,13 +208,15 @@ void AddModelStates(const Symbols& x, const TrainingSpec& training, double param
 
 // The four linear layers of a transformer layer (QKV, attention projection, first MLP linear,
 // down projection) in Transformer Engine's fp8 modules; the embedding, LM head and norms stay
-// bf16 (Megatron-LM keeps the output layer out of fp8_autocast).
+// bf16 (Megatron-LM keeps the output layer out of fp8_autocast). An MoE layer has the first
+// two; its experts' linears are moe_memory.h's (MoeFp8WeightCopyBytes, MoeFp8ScalingStateBytes).
 constexpr double kFp8LinearsPerLayer = 4;
+constexpr double kMlpLinears = 2;
 
-// Linear weights of `layers` transformer layers on one GPU: a layer's parameters less its two
-// norm weights, TP-sharded.
-double LinearParameters(const Symbols& x, double layers) {
-  return layers * (x.layer_params - 2 * x.h) / x.t;
+// Linear weights of a stage's layers on one GPU, TP-sharded: the layers' dense parameters
+// (DenseLayerParameters) less their two norm weights each.
+double LinearParameters(const Symbols& x, const StageLayers& stage) {
+  return (DenseLayerParameters(x, stage) - stage.layers * 2 * x.h) / x.t;
 }
 
 // fp8 copies of the linear weights, held for the whole step: Transformer Engine casts each
@@ -173,22 +226,24 @@ double LinearParameters(const Symbols& x, double layers) {
 // Hopper's fp8 GEMM takes only the TN layout, so the backward needs the transpose). One byte
 // each per parameter, on top of the bf16 weights. With fp8 model weights
 // (fp8_param_gather) the weight itself is the fp8 copy and only the transpose is extra.
-double Fp8WeightCopyBytes(const Symbols& x, const TrainingSpec& training, double layers) {
-  return (training.fp8_param_gather() ? 1 : 2) * LinearParameters(x, layers);
+double Fp8WeightCopyBytes(const Symbols& x, const TrainingSpec& training,
+                          const StageLayers& stage) {
+  return (training.fp8_param_gather() ? 1 : 2) * LinearParameters(x, stage);
 }
 
 // fp8 scaling state of `layers` transformer layers: each linear's fp8_meta holds, in fp32, a
 // scale, a scale_inv and an amax history of amax_history_len entries for each of its 3
 // forward tensors (input, weight, output) and 2 backward tensors (output gradient, input
 // gradient) (transformer_engine/pytorch/module/base.py, DelayedScaling recipe).
-double Fp8ScalingStateBytes(const MemoryOptions& options, double layers) {
+double Fp8ScalingStateBytes(const MemoryOptions& options, const StageLayers& stage) {
   constexpr double kTensorsPerLinear = 3 + 2;
-  return layers * kFp8LinearsPerLayer * kTensorsPerLinear * 4 * (2 + options.fp8_amax_history_len);
+  const double linears = stage.layers * kFp8LinearsPerLayer - stage.moe_layers * kMlpLinears;
+  return linears * kTensorsPerLinear * 4 * (2 + options.fp8_amax_history_len);
 }
 
-// The fp8 terms of a stage of `layers` transformer layers; zero in bf16.
+// The fp8 terms of a stage's transformer layers; zero in bf16.
 void AddFp8State(const Symbols& x, const TrainingSpec& training, const MemoryOptions& options,
-                 double layers, StageMemory& stage) {
+                 const StageLayers& layers, StageMemory& stage) {
   if (!training.fp8()) return;
   stage.bytes[Term(MemoryTerm::kFp8WeightCopies)] = Fp8WeightCopyBytes(x, training, layers);
   // fp8 model weights store the linear weights in 1 byte instead of bf16's 2.
@@ -198,25 +253,75 @@ void AddFp8State(const Symbols& x, const TrainingSpec& training, const MemoryOpt
   stage.bytes[Term(MemoryTerm::kFp8ScalingState)] = Fp8ScalingStateBytes(options, layers);
 }
 
+// The MoE terms of a stage with MoE layers, added to the dense terms already filled: the
+// experts', router's and shared experts' model states (each sharded its own way), their fp8
+// state, and the dispatcher's buffers. The MoE blocks' activations are StageActivationBytes'.
+void AddMoeTerms(const MoeMemoryTerms& moe, StageMemory& stage) {
+  const ModelStateBytes* kinds[] = {&moe.experts, &moe.router, &moe.shared_experts};
+  for (const ModelStateBytes* kind : kinds) {
+    stage.bytes[Term(MemoryTerm::kWeights)] += kind->weights;
+    stage.bytes[Term(MemoryTerm::kGradients)] += kind->gradients;
+    stage.bytes[Term(MemoryTerm::kOptimizerStates)] += kind->optimizer_states;
+  }
+  stage.bytes[Term(MemoryTerm::kFp8WeightCopies)] += moe.fp8_weight_copies;
+  stage.bytes[Term(MemoryTerm::kFp8ScalingState)] += moe.fp8_scaling_state;
+  stage.bytes[Term(MemoryTerm::kMoeDispatcherBuffers)] = moe.dispatcher_buffers;
+}
+
+// The expert side of an MoE model: its parallel sizes and, per GPU, the communicators of more
+// than one rank that its steps use beyond the dense ones (Megatron-LM core_v0.19.0,
+// megatron/core/parallel_state.py builds them; NCCL sets a communicator up on its first
+// collective): the all-to-all dispatcher's expert-parallel group (ep > 1) and expert tensor
+// group (etp > 1), or the all-gather dispatcher's expert tensor-and-expert group (etp ep > 1),
+// and the expert data-parallel group that reduces the experts' gradients (edp > 1). All 0 for
+// a dense model.
+struct ExpertSide {
+  ExpertParallelism parallelism;
+  double communicators = 0;
+  bool expert_gradients_reduced = false;  // edp > 1: the experts have their own buckets
+};
+
+ExpertSide ExpertSideOf(const ModelSpec& model, const TrainingSpec& training,
+                        const ParallelConfig& config) {
+  ExpertSide side;
+  side.parallelism = ExpertParallelismOf(config);
+  if (!model.is_moe()) return side;
+  const int64_t ep = side.parallelism.ep;
+  const int64_t etp = side.parallelism.etp;
+  side.expert_gradients_reduced = ExpertDataParallelSize(config.dims(), side.parallelism) > 1;
+  if (training.moe_token_dispatcher() == TokenDispatcher::kAllGather) {
+    side.communicators = etp * ep > 1;
+  } else {
+    side.communicators = (ep > 1) + (etp > 1);
+  }
+  side.communicators += side.expert_gradients_reduced;
+  return side;
+}
+
 // Communicators of more than one rank that a GPU of `stage` belongs to in Megatron-LM's
 // parallel_state: tensor, context, data, data-with-context (when both exist, for the
-// distributed optimizer), pipeline, and the embedding group tying the first and last stage.
-double Communicators(const Symbols& x, int64_t stage) {
+// distributed optimizer), pipeline, the embedding group tying the first and last stage, and
+// the expert side's.
+double Communicators(const Symbols& x, const ExpertSide& expert, int64_t stage) {
   double groups = (x.t > 1) + (x.c > 1) + (x.d > 1) + (x.c > 1 && x.d > 1) + (x.p > 1);
   if (x.p > 1 && (stage == 0 || stage == static_cast<int64_t>(x.p) - 1)) groups += 1;
-  return groups;
+  return groups + expert.communicators;
 }
 
 // The overhead terms of MemoryOptions on a stage whose formula terms are already filled.
 void AddOverheads(const Symbols& x, const TrainingSpec& training, const MemoryOptions& options,
-                  StageMemory& stage) {
+                  const ExpertSide& expert, StageMemory& stage) {
   stage.bytes[Term(MemoryTerm::kCudaContext)] = options.cuda_context_bytes;
   // A ring channel has a send and a receive peer.
   stage.bytes[Term(MemoryTerm::kNcclBuffers)] =
-      Communicators(x, stage.stage) * options.nccl_buffer_bytes * options.nccl_channels * 2;
-  if (x.d * x.c > 1) {
+      Communicators(x, expert, stage.stage) * options.nccl_buffer_bytes * options.nccl_channels * 2;
+  // The experts' gradients are reduced from their own buffer over the expert data-parallel
+  // group (megatron/core/distributed/distributed_data_parallel.py: expert parameters get their
+  // own buffers and bucket groups), so their bucket in flight is a second one.
+  const double buckets = (x.d * x.c > 1) + expert.expert_gradients_reduced;
+  if (buckets > 0) {
     stage.bytes[Term(MemoryTerm::kGradientBuckets)] =
-        options.bucket_parameters * (training.fp32_gradients() ? 4 : 2);
+        buckets * options.bucket_parameters * (training.fp32_gradients() ? 4 : 2);
   }
   if (x.p > 1 && options.pipeline_buffers) {
     // Send and receive of the boundary activation and of its gradient: 4 tensors of
@@ -224,9 +329,9 @@ void AddOverheads(const Symbols& x, const TrainingSpec& training, const MemoryOp
     const double boundary = x.s * x.b * x.h / (x.sp ? x.t * x.c : x.c);
     stage.bytes[Term(MemoryTerm::kPipelineBuffers)] = 4 * 2 * boundary;
   }
-  const double activations = stage.term(MemoryTerm::kActivations) +
-                             stage.term(MemoryTerm::kEmbeddingActivations) +
-                             stage.term(MemoryTerm::kOutputActivations);
+  const double activations =
+      stage.term(MemoryTerm::kActivations) + stage.term(MemoryTerm::kEmbeddingActivations) +
+      stage.term(MemoryTerm::kOutputActivations) + stage.term(MemoryTerm::kMoeDispatcherBuffers);
   stage.bytes[Term(MemoryTerm::kFragmentation)] = (options.fragmentation_factor - 1) * activations;
 }
 
@@ -260,6 +365,8 @@ const char* MemoryTermName(MemoryTerm term) {
       return "fp8_weight_copies";
     case MemoryTerm::kFp8ScalingState:
       return "fp8_scaling_state";
+    case MemoryTerm::kMoeDispatcherBuffers:
+      return "moe_dispatcher_buffers";
     case MemoryTerm::kCount:
       break;
   }
@@ -294,46 +401,53 @@ MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& traini
                               const ClusterSpec& cluster, const ParallelConfig& config,
                               const MemoryOptions& options) {
   const Symbols x = MakeSymbols(model, training, config);
-  const LayerActivations layer = ActivationsOfRecompute(x, training, config.recompute());
+  const ExpertSide expert = ExpertSideOf(model, training, config);
+  const MoeRouting routing = MoeRoutingOf(training, options.moe_dropless_load_margin);
   const int64_t pp = config.pp();
   MemoryEstimate estimate;
+
+  // The terms every stage has: model states (of `stage_parameters` dense ones and the MoE
+  // ones), its layers' activations with `chunks` chunks in flight, the fp8 state, and the
+  // dispatcher's buffers; the overheads once the rest is filled.
+  auto fill_stage = [&](int64_t index, const StageLayers& layers, double stage_parameters,
+                        double chunks, StageMemory& stage) {
+    stage.stage = index;
+    const int64_t moe_layers = static_cast<int64_t>(layers.moe_layers);
+    const MoeMemoryTerms moe = EstimateMoeStageMemory(
+        model, training, config.dims(), expert.parallelism, routing, options.fp8_amax_history_len,
+        moe_layers, layers.moe_layers / x.v * chunks);
+    AddModelStates(x, training, stage_parameters, stage);
+    stage.bytes[Term(MemoryTerm::kActivations)] =
+        StageActivationBytes(x, training, config.recompute(), layers, chunks, moe);
+    AddFp8State(x, training, options, layers, stage);
+    if (moe_layers > 0) AddMoeTerms(moe, stage);
+  };
 
   // Stage 0: chunks in flight of first_stage_layers / v layers each (the uneven first chunk,
   // one layer short, is averaged over the stage's chunks).
   StageMemory& first = estimate.first_stage;
-  first.stage = 0;
-  const double first_layers = static_cast<double>(x.layout.first_stage_layers);
-  AddModelStates(x, training, FirstStageParameters(x, first_layers), first);
-  first.bytes[Term(MemoryTerm::kActivations)] =
-      layer.Held(first_layers / x.v * ChunksInFlight(x, 0));
+  const StageLayers first_layers = StageLayersOf(model, config, 0);
+  fill_stage(0, first_layers, FirstStageParameters(x, first_layers), ChunksInFlight(x, 0), first);
   first.bytes[Term(MemoryTerm::kEmbeddingActivations)] = EmbeddingActivationBytes(x);
   if (pp == 1) first.bytes[Term(MemoryTerm::kOutputActivations)] = OutputActivationBytes(x);
-  AddFp8State(x, training, options, first_layers, first);
-  AddOverheads(x, training, options, first);
+  AddOverheads(x, training, options, expert, first);
   estimate.middle_stage = first;
   estimate.last_stage = first;
 
   if (pp > 2) {
     StageMemory& middle = estimate.middle_stage;
     middle = StageMemory();
-    middle.stage = 1;
-    const double layers = static_cast<double>(x.layout.middle_stage_layers);
-    AddModelStates(x, training, MiddleStageParameters(x, layers), middle);
-    middle.bytes[Term(MemoryTerm::kActivations)] = layer.Held(layers / x.v * ChunksInFlight(x, 1));
-    AddFp8State(x, training, options, layers, middle);
-    AddOverheads(x, training, options, middle);
+    const StageLayers layers = StageLayersOf(model, config, 1);
+    fill_stage(1, layers, MiddleStageParameters(x, layers), ChunksInFlight(x, 1), middle);
+    AddOverheads(x, training, options, expert, middle);
   }
   if (pp > 1) {
     StageMemory& last = estimate.last_stage;
     last = StageMemory();
-    last.stage = pp - 1;
-    const double layers = static_cast<double>(x.layout.last_stage_layers);
-    AddModelStates(x, training, LastStageParameters(x, layers), last);
-    last.bytes[Term(MemoryTerm::kActivations)] =
-        layer.Held(layers / x.v * ChunksInFlight(x, x.p - 1));
+    const StageLayers layers = StageLayersOf(model, config, pp - 1);
+    fill_stage(pp - 1, layers, LastStageParameters(x, layers), ChunksInFlight(x, x.p - 1), last);
     last.bytes[Term(MemoryTerm::kOutputActivations)] = OutputActivationBytes(x);
-    AddFp8State(x, training, options, layers, last);
-    AddOverheads(x, training, options, last);
+    AddOverheads(x, training, options, expert, last);
   }
 
   const double first_total = first.Total();

@@ -14,8 +14,10 @@
 namespace paratune {
 
 // The terms of a memory estimate, each in bytes on one GPU. The first six are the paper's
-// formulas; the next five are overheads, each set by (and zero-able in) MemoryOptions; the
-// last two are Transformer Engine's fp8 state, zero when the training precision is bf16.
+// formulas (with a mixture-of-experts model's experts, router and shared experts in the model
+// states and their activations in kActivations: moe_memory.h); the next five are overheads,
+// each set by (and zero-able in) MemoryOptions; the next two are Transformer Engine's fp8
+// state, zero when the training precision is bf16; the last is zero for a dense model.
 enum class MemoryTerm {
   kWeights = 0,           // bf16 parameters of the stage, TP-sharded
   kGradients,             // fp32 (or bf16) gradients
@@ -30,6 +32,7 @@ enum class MemoryTerm {
   kFragmentation,         // caching-allocator fragmentation of the activation memory
   kFp8WeightCopies,       // fp8 copy and fp8 transpose of every linear weight of the stage
   kFp8ScalingState,       // fp8 scale, scale_inv and amax history of every linear's tensors
+  kMoeDispatcherBuffers,  // token buffers of the MoE layer running (moe_memory.h)
   kCount,
 };
 
@@ -67,6 +70,9 @@ struct MemoryOptions {
   // (transformer_engine.common.recipe.DelayedScaling, amax_history_len=1024, the value NeMo's
   // recipes set; Megatron-LM's --fp8-amax-history-len defaults to 1).
   double fp8_amax_history_len = 1024;
+  // Mixture-of-experts models, dropless routing: the tokens a rank's experts receive as a
+  // multiple of their even share (MoeRouting::dropless_load_margin says why 1.0).
+  double moe_dropless_load_margin = 1.0;
 
   // The paper's formulas alone: every overhead term zero (the reference values' setting).
   static MemoryOptions FormulasOnly() {

@@ -89,6 +89,18 @@ LayerRange ChunkLayers(const PipelineLayout& layout, int64_t layers, int64_t chu
 
 }  // namespace
 
+ExpertParallelism ExpertParallelismOf(const ParallelConfig& config) {
+  return {config.ep(), config.etp()};
+}
+
+MoeRouting MoeRoutingOf(const TrainingSpec& training, double dropless_load_margin) {
+  MoeRouting routing;
+  routing.capacity_factor = training.moe_capacity_factor();
+  routing.dropless_load_margin = dropless_load_margin;
+  routing.dispatcher = training.moe_token_dispatcher();
+  return routing;
+}
+
 int64_t MoeLayersOnStage(const ModelSpec& model, int64_t stage, int64_t pp, int64_t vp) {
   if (!model.is_moe()) return 0;
   const int64_t layers = model.num_layers();
@@ -101,6 +113,16 @@ int64_t MoeLayersOnStage(const ModelSpec& model, int64_t stage, int64_t pp, int6
     }
   }
   return moe_layers;
+}
+
+StageLayers StageLayersOf(const ModelSpec& model, const ParallelConfig& config, int64_t stage) {
+  const int64_t pp = config.pp();
+  const int64_t vp = config.virtual_pipeline();
+  const PipelineLayout layout = LayoutPipeline(model.num_layers(), pp, vp);
+  int64_t layers = layout.middle_stage_layers;
+  if (stage == 0) layers = layout.first_stage_layers;
+  if (stage == pp - 1) layers = layout.last_stage_layers;
+  return {D(layers), D(MoeLayersOnStage(model, stage, pp, vp))};
 }
 
 double ExpertDataParallelSize(const ParallelDims& dims, const ExpertParallelism& expert) {

@@ -27,13 +27,11 @@ struct ExpertParallelism {
   int64_t etp = 1;  // each expert's f_e is split over etp ranks
 };
 
-// How routed tokens reach the ranks that hold their experts (Megatron-LM
-// --moe-token-dispatcher-type, megatron/core/transformer/moe/token_dispatcher.py).
-enum class TokenDispatcher {
-  kAllToAll,   // MoEAlltoAllTokenDispatcher: all-to-all over ep, all-gather over etp
-  kAllGather,  // MoEAllGatherTokenDispatcher: every token all-gathered over etp x ep
-};
+// The configuration's ep and etp (etp resolved: tp where unset).
+ExpertParallelism ExpertParallelismOf(const ParallelConfig& config);
 
+// How the estimator routes tokens: the training's switches (TrainingOptions) and, for a
+// dropless router, the load margin the estimator assumes.
 struct MoeRouting {
   // 0: dropless (Megatron-LM's default, --moe-expert-capacity-factor unset); > 0: each expert
   // takes at most capacity_factor x its even share of a rank's routed tokens.
@@ -51,11 +49,23 @@ struct MoeRouting {
   TokenDispatcher dispatcher = TokenDispatcher::kAllToAll;
 };
 
+// The routing of `training`'s switches (TrainingOptions: capacity factor, dispatcher) with the
+// dropless load margin the caller assumes.
+MoeRouting MoeRoutingOf(const TrainingSpec& training, double dropless_load_margin);
+
 // MoE layers among those that pipeline stage `stage` holds, `pp` stages of `vp` interleaved
 // chunks each, laid out as LayoutPipeline (pipeline_layout.h) lays them out: chunk j of the
 // stage is the model's chunk j pp + stage (Megatron-LM's interleaved schedule). For a valid
 // (layers, pp, vp) only; 0 for a dense model.
 int64_t MoeLayersOnStage(const ModelSpec& model, int64_t stage, int64_t pp, int64_t vp);
+
+// The layers pipeline stage `stage` of `config` holds (LayoutPipeline's count for the stage)
+// and, of them, those with experts (MoeLayersOnStage), as doubles for the formulas.
+struct StageLayers {
+  double layers = 0;
+  double moe_layers = 0;
+};
+StageLayers StageLayersOf(const ModelSpec& model, const ParallelConfig& config, int64_t stage);
 
 // Expert data-parallel size edp = tp x cp x dp / (etp x ep): the ranks of a stage that hold the
 // same expert shard and share its gradients and optimizer states (megatron/core/

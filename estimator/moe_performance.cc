@@ -99,6 +99,22 @@ double GroupedGemmForwardSeconds(const ModelSpec& model, const TrainingSpec& tra
   return moe_params.expert_load_imbalance * flops / (peak_flops * efficiency);
 }
 
+double SequentialExpertsForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
+                                       const ParallelDims& dims, const ExpertParallelism& expert,
+                                       const MoeRouting& routing, double peak_flops,
+                                       const PerformanceParameters& params) {
+  if (!model.is_moe()) return 0;
+  const MoeDimensions& moe = model.moe();
+  const double tokens = TokensPerLocalExpert(model, training, dims, expert, routing);
+  const double inner = D(moe.expert_ffn_hidden_size) / D(expert.etp);
+  const double h = D(model.hidden_size());
+  const double fc1 = 2 * tokens * h * Fc1Matrices(model) * inner;
+  const double fc2 = 2 * tokens * inner * h;
+  const double local_experts = D(moe.num_experts) / D(expert.ep);
+  return params.moe.expert_load_imbalance * local_experts *
+         (GemmSeconds(fc1, peak_flops, params) + GemmSeconds(fc2, peak_flops, params));
+}
+
 double SharedExpertForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
                                   const ParallelDims& dims, double peak_flops,
                                   const PerformanceParameters& params) {
@@ -211,8 +227,8 @@ MoeLayerSeconds PredictMoeLayerSeconds(const ModelSpec& model, const TrainingSpe
                                        const ParallelDims& dims, const ExpertParallelism& expert,
                                        const MoeRouting& routing, const ClusterSpec& cluster,
                                        double peak_flops, double expert_peak_flops,
-                                       const PerformanceParameters& params,
-                                       const MoePerformanceParameters& moe_params) {
+                                       const PerformanceParameters& params) {
+  const MoePerformanceParameters& moe_params = params.moe;
   MoeLayerSeconds seconds;
   if (!model.is_moe()) return seconds;
   const GpuSpec& gpu = cluster.gpu();
@@ -227,8 +243,11 @@ MoeLayerSeconds PredictMoeLayerSeconds(const ModelSpec& model, const TrainingSpe
   seconds.permutation = copy_passes * PermutationForwardSeconds(model, training, dims, expert,
                                                                 routing, gpu, moe_params);
   seconds.routed_experts =
-      gemm_passes * GroupedGemmForwardSeconds(model, training, dims, expert, routing,
-                                              expert_peak_flops, moe_params);
+      gemm_passes * (training.moe_grouped_gemm()
+                         ? GroupedGemmForwardSeconds(model, training, dims, expert, routing,
+                                                     expert_peak_flops, moe_params)
+                         : SequentialExpertsForwardSeconds(model, training, dims, expert, routing,
+                                                           expert_peak_flops, params));
   seconds.shared_experts =
       gemm_passes * SharedExpertForwardSeconds(model, training, dims, expert_peak_flops, params);
   const double communication =

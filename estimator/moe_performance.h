@@ -21,38 +21,6 @@
 
 namespace paratune {
 
-// The tunable parameters of the MoE terms, beside PerformanceParameters (whose dense GEMM
-// curve, link efficiencies and latencies they reuse). Not yet fitted: the defaults are priors
-// stated with their reasons; tools/fit_performance_model is to fit them to the MoE rows of
-// shared/data/measured/.
-struct MoePerformanceParameters {
-  // The routed experts' grouped GEMM (Transformer Engine's GroupedLinear in TEGroupedMLP) at
-  // eff(n) = grouped_gemm_efficiency_max n / (n + grouped_gemm_half_efficiency_tokens) of the
-  // dense peak, n the tokens each local expert receives: the dense GEMM curve's form
-  // (PerformanceParameters::gemm_efficiency_max) over tokens per expert instead of FLOPs,
-  // since an expert's GEMM has a fixed h x f_e / etp weight and only its token count varies.
-  // Prior: the dense curve's ceiling, and half of it at 256 tokens, two of the 128-row tiles
-  // of Hopper's bf16 GEMM kernels, below which the tensor cores mostly compute padding.
-  double grouped_gemm_efficiency_max = 0.75;
-  double grouped_gemm_half_efficiency_tokens = 256;
-  // Fraction of HBM bandwidth reached by the memory-bound MoE kernels: the permutation and
-  // unpermutation copies of routed tokens and the router's score function and top-k. Prior:
-  // PerformanceParameters::optimizer_hbm_efficiency's default.
-  double moe_hbm_efficiency = 0.6;
-  // The slowest rank's expert time over the mean rank's: the step waits for the most loaded
-  // experts. 1 for force-balanced runs (the Megatron-Bridge rows of
-  // shared/data/measured/megatron_bridge_moe_h100.csv, --moe-router-force-load-balancing).
-  double expert_load_imbalance = 1.0;
-  // Fraction of the dispatch and combine communication hidden behind compute. 0: Megatron-LM
-  // core_v0.19.0 runs the all-to-all on the compute stream's critical path unless
-  // --overlap-moe-expert-parallel-comm (ModelParallelConfig.overlap_moe_expert_parallel_comm;
-  // megatron/core/pipeline_parallel/combined_1f1b.py) interleaves one micro-batch's forward
-  // with another's backward so that each one's all-to-all runs during the other's compute
-  // (ep > 1, alltoall or flex dispatcher, no full recompute, bf16; --delay-wgrad-compute
-  // widens the window by deferring the weight-gradient GEMMs). Set it for runs with that flag.
-  double ep_comm_overlap = 0.0;
-};
-
 // Forward FLOPs of the MoE block of one MoE layer on `tokens` tokens (backward: twice these,
 // the data- and weight-gradient GEMMs). 0 for a dense model.
 // The router's gating GEMM, 2 T h E (router.py, Router.gating: router_gating_linear, an
@@ -100,6 +68,15 @@ double GroupedGemmForwardSeconds(const ModelSpec& model, const TrainingSpec& tra
                                  const ParallelDims& dims, const ExpertParallelism& expert,
                                  const MoeRouting& routing, double peak_flops,
                                  const MoePerformanceParameters& moe_params);
+// The same GEMMs without --moe-grouped-gemm (TrainingOptions::moe_grouped_gemm false):
+// SequentialMLP (experts.py) loops over the E / ep local experts, each an MLP whose fc1 and fc2
+// run as two GEMMs on the tokens it received, every one at the dense GEMM curve
+// (PerformanceParameters::gemm_efficiency_max, gemm_half_efficiency_flops) for its own FLOPs;
+// times expert_load_imbalance. 0 for a dense model.
+double SequentialExpertsForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
+                                       const ParallelDims& dims, const ExpertParallelism& expert,
+                                       const MoeRouting& routing, double peak_flops,
+                                       const PerformanceParameters& params);
 
 // Forward seconds of one rank's shared experts on its T tokens gathered over tp (s b / c), a
 // dense MLP of n_s f_s split over tp: fc1 and fc2 each at the dense GEMM curve
@@ -177,11 +154,11 @@ double AllGatherDispatchForwardSeconds(const ModelSpec& model, const TrainingSpe
 // Seconds of one MoE layer's MoE block for one micro-batch on one GPU, forward and backward,
 // with a second forward under full recompute: the GEMMs' backward is twice their forward, the
 // copies', router's memory-bound part and communication's once. They replace the dense MLP's
-// part of the layer (the lead's PredictPerformance subtracts it for MoE layers).
+// part of the layer (PredictPerformance, performance_model.cc).
 struct MoeLayerSeconds {
   double router = 0;
   double permutation = 0;
-  double routed_experts = 0;  // grouped GEMMs, load imbalance included
+  double routed_experts = 0;  // grouped or sequential GEMMs, load imbalance included
   double shared_experts = 0;
   // Dispatch and combine of routing.dispatcher, less the ep_comm_overlap fraction hidden.
   double exposed_communication = 0;
@@ -193,13 +170,12 @@ struct MoeLayerSeconds {
 // All terms 0 for a dense model. `peak_flops`: the dense bf16 peak; `expert_peak_flops`: that
 // of the precision the expert GEMMs run in (DensePeakTflops x 1e12; the fp8 peak for fp8 on
 // Hopper, Transformer Engine's GroupedLinear running under fp8_autocast like the dense
-// linears).
+// linears). The MoE parameters are params.moe.
 MoeLayerSeconds PredictMoeLayerSeconds(const ModelSpec& model, const TrainingSpec& training,
                                        const ParallelDims& dims, const ExpertParallelism& expert,
                                        const MoeRouting& routing, const ClusterSpec& cluster,
                                        double peak_flops, double expert_peak_flops,
-                                       const PerformanceParameters& params,
-                                       const MoePerformanceParameters& moe_params);
+                                       const PerformanceParameters& params);
 
 }  // namespace paratune
 

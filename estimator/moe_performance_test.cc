@@ -228,10 +228,10 @@ TEST(MoeLayerSecondsTest, BackwardTwiceTheGemmsOnceTheRestAndARecomputedForward)
   const ExpertParallelism expert{8, 1};
   const MoeRouting routing;
   const ClusterSpec cluster = H100Nodes(2);
-  const PerformanceParameters params;
-  MoePerformanceParameters moe_params;
-  const MoeLayerSeconds none = PredictMoeLayerSeconds(
-      model, training, dims, expert, routing, cluster, kPeakFlops, kPeakFlops, params, moe_params);
+  PerformanceParameters params;
+  const MoePerformanceParameters& moe_params = params.moe;
+  const MoeLayerSeconds none = PredictMoeLayerSeconds(model, training, dims, expert, routing,
+                                                      cluster, kPeakFlops, kPeakFlops, params);
   EXPECT_DOUBLE_EQ(none.routed_experts,
                    3 * GroupedGemmForwardSeconds(model, training, dims, expert, routing, kPeakFlops,
                                                  moe_params));
@@ -249,15 +249,15 @@ TEST(MoeLayerSecondsTest, BackwardTwiceTheGemmsOnceTheRestAndARecomputedForward)
           2 * RouterTopKForwardSeconds(model, training, dims, cluster.gpu(), moe_params));
 
   dims.recompute = Recompute::kFull;
-  const MoeLayerSeconds full = PredictMoeLayerSeconds(
-      model, training, dims, expert, routing, cluster, kPeakFlops, kPeakFlops, params, moe_params);
+  const MoeLayerSeconds full = PredictMoeLayerSeconds(model, training, dims, expert, routing,
+                                                      cluster, kPeakFlops, kPeakFlops, params);
   EXPECT_DOUBLE_EQ(full.routed_experts, none.routed_experts * 4 / 3);
   EXPECT_DOUBLE_EQ(full.exposed_communication, none.exposed_communication * 3 / 2);
 
   dims.recompute = Recompute::kNone;
-  moe_params.ep_comm_overlap = 1;
-  const MoeLayerSeconds hidden = PredictMoeLayerSeconds(
-      model, training, dims, expert, routing, cluster, kPeakFlops, kPeakFlops, params, moe_params);
+  params.moe.ep_comm_overlap = 1;
+  const MoeLayerSeconds hidden = PredictMoeLayerSeconds(model, training, dims, expert, routing,
+                                                        cluster, kPeakFlops, kPeakFlops, params);
   EXPECT_EQ(hidden.exposed_communication, 0);
   EXPECT_DOUBLE_EQ(hidden.Compute(), none.Compute());
 }
@@ -286,7 +286,7 @@ TEST(MoeLayerSecondsTest, DenseModelsHaveNoMoeTerms) {
   EXPECT_EQ(AllToAllForwardSeconds(dense, training, dims, {8, 1}, routing, cluster, params), 0);
   EXPECT_EQ(AllGatherDispatchForwardSeconds(dense, training, dims, {8, 1}, cluster, params), 0);
   EXPECT_EQ(PredictMoeLayerSeconds(dense, training, dims, {8, 1}, routing, cluster, kPeakFlops,
-                                   kPeakFlops, params, moe_params)
+                                   kPeakFlops, params)
                 .Total(),
             0);
 }

@@ -5,7 +5,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "estimator/estimated_models.h"
 #include "estimator/field_checks.h"
 #include "estimator/field_error.h"
 #include "estimator/pipeline_layout.h"
@@ -342,8 +341,6 @@ absl::StatusOr<ParallelConfig> ParallelConfig::Create(const ModelSpec& model,
                                                       const ClusterSpec& cluster,
                                                       const PlacementRules& rules,
                                                       const ParallelDims& dims) {
-  absl::Status estimated = CheckModelEstimated(model);
-  if (!estimated.ok()) return estimated;
   const struct {
     const char* field;
     int64_t value;

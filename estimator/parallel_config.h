@@ -97,9 +97,7 @@ std::string DescribeRejection(Rejection rejection, const ModelSpec& model,
 class ParallelConfig {
  public:
   // A field error (field_error.h) with DescribeRejection's message, against the first field
-  // it names, when a rule is broken, or naming the field when a value is < 1; first,
-  // INVALID_ARGUMENT naming the model when the estimator does not estimate it yet
-  // (CheckModelEstimated, estimated_models.h), as no configuration of it can be estimated.
+  // it names, when a rule is broken, or naming the field when a value is < 1.
   static absl::StatusOr<ParallelConfig> Create(const ModelSpec& model, const TrainingSpec& training,
                                                const ClusterSpec& cluster,
                                                const PlacementRules& rules,

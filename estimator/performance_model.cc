@@ -5,6 +5,8 @@
 
 #include "estimator/config_symbols.h"
 #include "estimator/link_model.h"
+#include "estimator/moe_memory.h"
+#include "estimator/moe_performance.h"
 #include "estimator/pipeline_layout.h"
 
 namespace paratune {
@@ -26,7 +28,7 @@ double AttentionForwardSeconds(const Symbols& x, const TrainingSpec& training, d
                                const PerformanceParameters& params) {
   const double efficiency = training.flash_attention() ? params.attention_efficiency
                                                        : params.unfused_attention_efficiency;
-  return 2 * (x.s * x.b / x.c) * x.s * x.h / x.t / (peak_flops * efficiency);
+  return 2 * (x.s * x.b / x.c) * x.s * x.attention_width / x.t / (peak_flops * efficiency);
 }
 
 // Seconds of one fp8 GEMM of `flops` at Transformer Engine's fp8 efficiency, of the same
@@ -44,15 +46,18 @@ double Fp8GemmSeconds(double flops, double fp8_peak_flops, const PerformancePara
 // the weight-gradient GEMM needs the transposes) and records the amax in the same pass
 // (transformer_engine/common/transpose/cast_transpose.cu): 4 bytes per value. Values per
 // token of the layer's TP shard, as the GEMMs see them (SP-gathered for the column-parallel
-// QKV and first MLP linear): inputs h (QKV) + h/t (projection) + h (first MLP linear) + f/t
-// (down projection); output gradients (h + 2hk/a)/t + h + (M-1) f/t + h. Full recompute runs
-// the forward casts twice.
-double Fp8CastSeconds(const Symbols& x, Recompute recompute, const GpuSpec& gpu,
+// QKV and first MLP linear): inputs h (QKV) + ad/t (projection) + h (first MLP linear) + f/t
+// (down projection); output gradients (ad + 2kd)/t + h + (M-1) f/t + h. Full recompute runs
+// the forward casts twice. `with_mlp` false leaves out the MLP's two linears: an MoE layer's
+// experts cast their inputs inside the expert GEMMs' fitted efficiency (moe_performance.h).
+double Fp8CastSeconds(const Symbols& x, Recompute recompute, bool with_mlp, const GpuSpec& gpu,
                       const PerformanceParameters& params) {
   const double tokens = x.s * x.b / x.c;
-  const double inputs = 2 * x.h + (x.h + x.f) / x.t;
+  const double mlp = with_mlp ? 1 : 0;
+  const double inputs = x.h + mlp * x.h + (x.attention_width + mlp * x.f) / x.t;
   const double output_gradients =
-      2 * x.h + (x.h + 2 * x.h * x.k / x.a + (x.mlp_matrices - 1) * x.f) / x.t;
+      x.h + mlp * x.h +
+      (x.attention_width + 2 * x.kv_width + mlp * (x.mlp_matrices - 1) * x.f) / x.t;
   const double bytes = 4 * tokens * (ForwardPasses(recompute) * inputs + output_gradients);
   return bytes / (gpu.hbm_bandwidth_gbps * kGiga * params.fp8_cast_hbm_efficiency);
 }
@@ -61,16 +66,31 @@ double Fp8CastSeconds(const Symbols& x, Recompute recompute, const GpuSpec& gpu,
 // its two norm weights (2h).
 double LinearParameters(const Symbols& x) { return x.layer_params - 2 * x.h; }
 
-// HBM seconds per step of casting the weights of `layers` transformer layers to fp8: the
-// Megatron-Core TE modules pass is_first_microbatch, so each weight is cast once per step and
-// its fp8 copy and fp8 transpose are cached for the other micro-batches
+// Parameters of one dense layer's MLP, M f h, which an MoE layer has not.
+double MlpParameters(const Symbols& x) { return x.mlp_matrices * x.f * x.h; }
+
+// Parameters per GPU of a stage's linear layers in fp8 modules: the TP-sharded dense linears
+// (an MoE layer's attention has two) and the experts' and shared experts' linears.
+double Fp8LinearParameters(const Symbols& x, const ModelSpec& model, const ParallelConfig& config,
+                           const StageLayers& stage) {
+  const double dense =
+      (stage.layers * LinearParameters(x) - stage.moe_layers * MlpParameters(x)) / x.t;
+  if (stage.moe_layers == 0) return dense;
+  const int64_t moe_layers = static_cast<int64_t>(stage.moe_layers);
+  return dense + ExpertParameters(model, ExpertParallelismOf(config), moe_layers) +
+         SharedExpertParameters(model, config.dims(), moe_layers);
+}
+
+// HBM seconds per step of casting `linear_parameters` weights (Fp8LinearParameters) to fp8:
+// the Megatron-Core TE modules pass is_first_microbatch, so each weight is cast once per step
+// and its fp8 copy and fp8 transpose are cached for the other micro-batches
 // (megatron/core/extensions/transformer_engine.py, TELinear): 2 bytes read and 2 written per
 // weight, or with fp8 model weights (fp8_param_gather) only the transpose, 1 read and 1
 // written.
-double Fp8WeightCastSeconds(const Symbols& x, const TrainingSpec& training, double layers,
+double Fp8WeightCastSeconds(const TrainingSpec& training, double linear_parameters,
                             const GpuSpec& gpu, const PerformanceParameters& params) {
   const double bytes_per_weight = training.fp8_param_gather() ? 2 : 4;
-  return layers * LinearParameters(x) / x.t * bytes_per_weight /
+  return linear_parameters * bytes_per_weight /
          (gpu.hbm_bandwidth_gbps * kGiga * params.fp8_cast_hbm_efficiency);
 }
 
@@ -87,40 +107,47 @@ double Fp8AmaxSeconds(const Symbols& x, const ParallelConfig& config, const Clus
   return 2 * x.v * LinkForSpan(group, cluster, params).latency_seconds;
 }
 
-// Forward seconds of the four linear GEMMs of one layer's TP shard for one micro-batch on
-// s/c tokens: bf16 at GemmSeconds, or fp8 at Fp8GemmSeconds against the fp8 peak.
-double LinearGemmForwardSeconds(const Symbols& x, bool fp8, double peak_flops,
+// Forward seconds of one linear GEMM of `flops`: bf16 at GemmSeconds, or fp8 at
+// Fp8GemmSeconds against the fp8 peak.
+double LinearGemmSeconds(double flops, bool fp8, double peak_flops, double fp8_peak_flops,
+                         const PerformanceParameters& params) {
+  return fp8 ? Fp8GemmSeconds(flops, fp8_peak_flops, params)
+             : GemmSeconds(flops, peak_flops, params);
+}
+
+// Forward seconds of the linear GEMMs of one layer's TP shard for one micro-batch on s/c
+// tokens: QKV (h to ad + 2kd), the output projection (ad to h) and, `with_mlp`, the MLP's
+// first linear and down projection.
+double LinearGemmForwardSeconds(const Symbols& x, bool with_mlp, bool fp8, double peak_flops,
                                 double fp8_peak_flops, const PerformanceParameters& params) {
   const double tokens = x.s * x.b / x.c;
-  const double qkv = 2 * tokens * x.h * (x.h + 2 * x.h * x.k / x.a) / x.t;
-  const double out = 2 * tokens * x.h * x.h / x.t;
+  const double qkv = 2 * tokens * x.h * (x.attention_width + 2 * x.kv_width) / x.t;
+  const double out = 2 * tokens * x.attention_width * x.h / x.t;
+  double seconds = LinearGemmSeconds(qkv, fp8, peak_flops, fp8_peak_flops, params) +
+                   LinearGemmSeconds(out, fp8, peak_flops, fp8_peak_flops, params);
+  if (!with_mlp) return seconds;
   const double mlp_in = 2 * tokens * x.h * (x.mlp_matrices - 1) * x.f / x.t;
   const double mlp_out = 2 * tokens * x.f * x.h / x.t;
-  if (fp8) {
-    return Fp8GemmSeconds(qkv, fp8_peak_flops, params) +
-           Fp8GemmSeconds(out, fp8_peak_flops, params) +
-           Fp8GemmSeconds(mlp_in, fp8_peak_flops, params) +
-           Fp8GemmSeconds(mlp_out, fp8_peak_flops, params);
-  }
-  return GemmSeconds(qkv, peak_flops, params) + GemmSeconds(out, peak_flops, params) +
-         GemmSeconds(mlp_in, peak_flops, params) + GemmSeconds(mlp_out, peak_flops, params);
+  return seconds + LinearGemmSeconds(mlp_in, fp8, peak_flops, fp8_peak_flops, params) +
+         LinearGemmSeconds(mlp_out, fp8, peak_flops, fp8_peak_flops, params);
 }
 
 // Compute seconds of one layer for one micro-batch, forward and backward (2x forward): the
 // GEMMs of the layer's TP shard on s/c tokens, causal attention, the fixed per-pass overhead
 // and, for fp8, the casts of the fp8 linears. fp8 changes only the linears: their GEMMs
 // (forward, data and weight gradients) run in fp8, while attention (TE's DotProductAttention
-// outside fp8_dpa) stays bf16.
+// outside fp8_dpa) stays bf16. `with_mlp` false: an MoE layer, whose MoE block
+// (MoeLayerSeconds) the caller adds.
 double LayerComputeSeconds(const Symbols& x, const TrainingSpec& training, Recompute recompute,
-                           const GpuSpec& gpu, double peak_flops, double fp8_peak_flops,
-                           const PerformanceParameters& params) {
+                           bool with_mlp, const GpuSpec& gpu, double peak_flops,
+                           double fp8_peak_flops, const PerformanceParameters& params) {
   const double gemm_forward =
-      LinearGemmForwardSeconds(x, training.fp8(), peak_flops, fp8_peak_flops, params);
+      LinearGemmForwardSeconds(x, with_mlp, training.fp8(), peak_flops, fp8_peak_flops, params);
   const double attention_forward = AttentionForwardSeconds(x, training, peak_flops, params);
   const double forwards = ForwardPasses(recompute);
   double layer = (forwards + 2) * (gemm_forward + attention_forward) +
                  (forwards + 1) * params.layer_overhead_seconds;
-  if (training.fp8()) layer += Fp8CastSeconds(x, recompute, gpu, params);
+  if (training.fp8()) layer += Fp8CastSeconds(x, recompute, with_mlp, gpu, params);
   // Selective recompute re-runs the attention core before its backward (Korthikanti et al.
   // 2022; Megatron-LM's checkpointed core attention), FlashAttention or not, where it frees
   // next to nothing: the memory model keeps the same activations, so it never beats kNone.
@@ -172,7 +199,7 @@ double LayerCpSeconds(const Symbols& x, const TrainingSpec& training, const Para
                       const PerformanceParameters& params) {
   if (config.cp() == 1) return 0;
   const Link link = LinkForSpan(config.tp() * config.cp(), cluster, params);
-  const double bytes = 2 * (x.s / x.c) * x.b * (x.k * x.h / x.a) / x.t * 2;
+  const double bytes = 2 * (x.s / x.c) * x.b * x.kv_width / x.t * 2;
   const double exchanges = ForwardPasses(config.recompute()) + 2;
   if (training.cp_comm_type() == CpCommType::kAllGather) {
     return exchanges * GatherOrScatterSeconds(x.c * bytes, x.c, link);
@@ -182,35 +209,60 @@ double LayerCpSeconds(const Symbols& x, const TrainingSpec& training, const Para
   return exchanges * (x.c - 1) * exposed;
 }
 
-// Parameters per GPU of the stage that holds the LM head (the last), as in the memory model:
-// its layers, the final norm and the LM head, plus the embedding when p = 1 and untied.
-double StageParameters(const Symbols& x) {
+// Parameters per GPU of the stage that holds the LM head (the last), as in the memory model,
+// by the group that reduces their gradients: `data_parallel` over the d x c ranks (its layers,
+// of an MoE layer the attention, norms, router and shared experts; the final norm and the LM
+// head, plus the embedding when p = 1 and untied), `expert` over the expert data-parallel
+// group (moe_memory.h, ExpertDataParallelSize) and `fp8_linear` of them in fp8 modules.
+struct StageParameters {
+  double data_parallel = 0;
+  double expert = 0;
+  double fp8_linear = 0;
+};
+
+StageParameters LastStageParameters(const Symbols& x, const ModelSpec& model,
+                                    const ParallelConfig& config, const StageLayers& last) {
   const double embeddings = x.p == 1 && !x.tied ? 2 * x.h * x.V : x.h * x.V;
-  const double layers = static_cast<double>(x.layout.last_stage_layers);
-  return (layers * x.layer_params + embeddings) / x.t + x.h;
+  StageParameters params;
+  params.data_parallel =
+      (last.layers * x.layer_params - last.moe_layers * MlpParameters(x) + embeddings) / x.t + x.h;
+  params.fp8_linear = Fp8LinearParameters(x, model, config, last);
+  if (last.moe_layers > 0) {
+    const int64_t moe_layers = static_cast<int64_t>(last.moe_layers);
+    params.data_parallel += RouterParameters(model, moe_layers) +
+                            SharedExpertParameters(model, config.dims(), moe_layers);
+    params.expert = ExpertParameters(model, ExpertParallelismOf(config), moe_layers);
+  }
+  return params;
 }
 
-// Exposed DP seconds per step. Gradients are reduced over the d x c ranks holding the same
-// shard: with the distributed optimizer a reduce-scatter of the gradients and an all-gather
-// of the bf16 parameters, without it one all-reduce of the gradients.
-double DpSeconds(const Symbols& x, const TrainingSpec& training, const ParallelConfig& config,
-                 const ClusterSpec& cluster, const PerformanceParameters& params) {
-  const double n = x.d * x.c;
+// Seconds to synchronize the gradients of `params` parameters, `fp8_params` of them fp8
+// weights, over `n` ranks on `link`: with the distributed optimizer a reduce-scatter of the
+// gradients and an all-gather of the bf16 parameters (the fp8 ones in fp8 with
+// fp8_param_gather), without it one all-reduce of the gradients. 0 for n = 1.
+double GradientSyncSeconds(const TrainingSpec& training, double params, double fp8_params, double n,
+                           const Link& link) {
   if (n == 1) return 0;
+  const double gradient_bytes = params * (training.fp32_gradients() ? 4 : 2);
+  if (!training.distributed_optimizer()) return AllReduceSeconds(gradient_bytes, n, link);
+  const double parameter_bytes = training.fp8_param_gather() ? 2 * params - fp8_params : 2 * params;
+  return GatherOrScatterSeconds(gradient_bytes, n, link) +
+         GatherOrScatterSeconds(parameter_bytes, n, link);
+}
+
+// Exposed DP seconds per step: the gradients of the stage's parameters synchronized over the
+// d x c ranks holding the same shard and, for an MoE model, the experts' over the expert
+// data-parallel group (Megatron-LM reduces them from their own buffers,
+// distributed_data_parallel.py), whose ranks the stage's t c d span as well.
+double DpSeconds(const Symbols& x, const TrainingSpec& training, const ParallelConfig& config,
+                 const ClusterSpec& cluster, const StageParameters& stage,
+                 const PerformanceParameters& params) {
   const Link link = LinkForSpan(config.tp() * config.cp() * config.dp(), cluster, params);
-  const double local_params = StageParameters(x);
-  const double gradient_bytes = local_params * (training.fp32_gradients() ? 4 : 2);
-  double seconds;
-  if (training.distributed_optimizer()) {
-    // With fp8 model weights (fp8_param_gather) the linear weights are gathered in fp8.
-    const double parameter_bytes =
-        training.fp8_param_gather()
-            ? 2 * local_params - x.layout.last_stage_layers * LinearParameters(x) / x.t
-            : 2 * local_params;
-    seconds = GatherOrScatterSeconds(gradient_bytes, n, link) +
-              GatherOrScatterSeconds(parameter_bytes, n, link);
-  } else {
-    seconds = AllReduceSeconds(gradient_bytes, n, link);
+  const double dense_fp8 = stage.fp8_linear - (stage.expert > 0 ? stage.expert : 0);
+  double seconds = GradientSyncSeconds(training, stage.data_parallel, dense_fp8, x.d * x.c, link);
+  if (stage.expert > 0) {
+    const double edp = ExpertDataParallelSize(config.dims(), ExpertParallelismOf(config));
+    seconds += GradientSyncSeconds(training, stage.expert, stage.expert, edp, link);
   }
   return seconds * (1 - params.dp_overlap);
 }
@@ -229,10 +281,18 @@ double PpSeconds(const Symbols& x, const ParallelConfig& config, const ClusterSp
 
 // The Adam step is bound by HBM traffic: per local parameter it reads the gradient, reads and
 // writes the fp32 master weight and both moments (24 bytes) and writes the bf16 weight (2).
-double OptimizerSeconds(const Symbols& x, const TrainingSpec& training, const ClusterSpec& cluster,
-                        const PerformanceParameters& params) {
-  double local_params = StageParameters(x);
-  if (training.distributed_optimizer()) local_params /= x.d * x.c;
+// The distributed optimizer shards the stage's parameters over their data-parallel groups.
+double OptimizerSeconds(const Symbols& x, const TrainingSpec& training,
+                        const ParallelConfig& config, const ClusterSpec& cluster,
+                        const StageParameters& stage, const PerformanceParameters& params) {
+  double local_params = stage.data_parallel + stage.expert;
+  if (training.distributed_optimizer()) {
+    local_params = stage.data_parallel / (x.d * x.c);
+    if (stage.expert > 0) {
+      local_params +=
+          stage.expert / ExpertDataParallelSize(config.dims(), ExpertParallelismOf(config));
+    }
+  }
   const double bytes_per_param = (training.fp32_gradients() ? 4 : 2) + 24 + 2;
   return local_params * bytes_per_param /
          (cluster.gpu().hbm_bandwidth_gbps * kGiga * params.optimizer_hbm_efficiency);
@@ -253,13 +313,53 @@ double ModelFlopsPerStep(const ModelSpec& model, const TrainingSpec& training) {
   const double L = static_cast<double>(model.num_layers());
   const double a = static_cast<double>(model.num_attention_heads());
   const double k = static_cast<double>(model.num_kv_heads());
+  const double d = static_cast<double>(model.head_dim());
   const double f = static_cast<double>(model.ffn_hidden_size());
   const double V = static_cast<double>(model.vocab_size());
   const double s = static_cast<double>(training.seq_len());
   const double gbs = static_cast<double>(training.global_batch_size());
+  // a d / h and k d / h: 1 and k / a, exactly as doubles, when d = h / a.
+  const double query_ratio = a * d / h;
+  const double kv_ratio = k * d / h;
+  // MLP widths a token passes through, summed over layers: f in a dense layer, k_r f_e + n_s f_s
+  // in an MoE layer (0 MoE layers add nothing for a dense model).
+  const MoeDimensions& moe = model.moe();
+  const double moe_layers = static_cast<double>(model.MoeLayerCount());
+  const double mlp_widths =
+      (L - moe_layers) * f +
+      moe_layers *
+          (static_cast<double>(moe.router_top_k * moe.expert_ffn_hidden_size) +
+           static_cast<double>(moe.num_shared_experts * moe.shared_expert_ffn_hidden_size));
   return gbs * s *
-         (12 * L * h * h * (1 + k / a + s / h) + 6 * model.MlpMatrices() * L * f * h + 6 * V * h);
+         (12 * L * h * h * (query_ratio + kv_ratio + query_ratio * s / h) +
+          6 * model.MlpMatrices() * mlp_widths * h + 6 * V * h);
 }
+
+namespace {
+
+// Seconds of one layer for one micro-batch by kind of work, forward and backward.
+struct LayerSeconds {
+  double compute = 0;
+  double tp = 0;
+  double cp = 0;
+  double ep = 0;  // exposed dispatch and combine of an MoE layer
+
+  double Total() const { return compute + tp + cp + ep; }
+};
+
+// The seconds of a stage's layers for one micro-batch: its dense layers' and MoE layers'.
+LayerSeconds StageSeconds(const StageLayers& stage, const LayerSeconds& dense,
+                          const LayerSeconds& moe) {
+  const double dense_layers = stage.layers - stage.moe_layers;
+  LayerSeconds seconds;
+  seconds.compute = dense_layers * dense.compute + stage.moe_layers * moe.compute;
+  seconds.tp = dense_layers * dense.tp + stage.moe_layers * moe.tp;
+  seconds.cp = dense_layers * dense.cp + stage.moe_layers * moe.cp;
+  seconds.ep = stage.moe_layers * moe.ep;
+  return seconds;
+}
+
+}  // namespace
 
 PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpec& training,
                                        const ClusterSpec& cluster, const ParallelConfig& config,
@@ -268,45 +368,75 @@ PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpe
   const GpuSpec& gpu = cluster.gpu();
   const double peak_flops = gpu.peak_bf16_tflops * kTera;
   const double gemm_peak_tflops = DensePeakTflops(gpu, training);
-  const double layer_compute = LayerComputeSeconds(x, training, config.recompute(), gpu, peak_flops,
-                                                   gemm_peak_tflops * kTera, params);
-  const double layer_tp = LayerTpSeconds(x, training, config, cluster, params);
-  const double layer_cp = LayerCpSeconds(x, training, config, cluster, peak_flops, params);
+  LayerSeconds dense;
+  dense.compute = LayerComputeSeconds(x, training, config.recompute(), /*with_mlp=*/true, gpu,
+                                      peak_flops, gemm_peak_tflops * kTera, params);
+  dense.tp = LayerTpSeconds(x, training, config, cluster, params);
+  dense.cp = LayerCpSeconds(x, training, config, cluster, peak_flops, params);
+  // An MoE layer: a dense layer's attention, its MoE block in place of the MLP, and half the
+  // dense layer's TP collectives (with SP, which MoE needs at t > 1, the MLP's all-gather and
+  // reduce-scatter become the dispatcher's) unless shared experts, a dense MLP over the
+  // tensor group, keep them.
+  LayerSeconds moe;
+  if (model.is_moe()) {
+    const MoeLayerSeconds block =
+        PredictMoeLayerSeconds(model, training, config.dims(), ExpertParallelismOf(config),
+                               MoeRoutingOf(training, /*dropless_load_margin=*/1.0), cluster,
+                               peak_flops, gemm_peak_tflops * kTera, params);
+    moe.compute = LayerComputeSeconds(x, training, config.recompute(), /*with_mlp=*/false, gpu,
+                                      peak_flops, gemm_peak_tflops * kTera, params) +
+                  block.Compute();
+    moe.tp = model.moe().num_shared_experts > 0 ? dense.tp : dense.tp / 2;
+    moe.cp = dense.cp;
+    moe.ep = block.exposed_communication;
+  }
   const double lm_head = LmHeadSeconds(x, peak_flops, params);
   // The pipeline runs at the pace of its slowest stage: the last (its layers and the LM head)
-  // or, when the split is uneven, a middle stage with one layer more.
-  const double last_layers = static_cast<double>(x.layout.last_stage_layers);
-  const double most_layers =
-      static_cast<double>(std::max(x.layout.middle_stage_layers, x.layout.first_stage_layers));
-  const double layer_time = layer_compute + layer_tp + layer_cp;
-  const bool middle_paces = most_layers * layer_time > last_layers * layer_time + lm_head;
-  const double pace_layers = middle_paces ? most_layers : last_layers;
+  // or, when the split is uneven or MoE layers are spread unevenly, the first or a middle one.
+  const StageLayers last_layers = StageLayersOf(model, config, config.pp() - 1);
+  StageLayers pace_layers = last_layers;
+  LayerSeconds pace = StageSeconds(last_layers, dense, moe);
+  bool last_paces = true;
+  const auto consider = [&](int64_t stage) {
+    const StageLayers layers = StageLayersOf(model, config, stage);
+    const LayerSeconds seconds = StageSeconds(layers, dense, moe);
+    if (seconds.Total() > (last_paces ? pace.Total() + lm_head : pace.Total())) {
+      pace_layers = layers;
+      pace = seconds;
+      last_paces = false;
+    }
+  };
+  consider(0);
+  if (config.pp() > 2) consider(1);
   // fp8's amax reductions run once per model chunk and micro-batch, whatever its layers.
-  const double compute = pace_layers * layer_compute + (middle_paces ? 0 : lm_head) +
+  const double compute = pace.compute + (last_paces ? lm_head : 0) +
                          (training.fp8() ? Fp8AmaxSeconds(x, config, cluster, params) : 0);
-  const double tp = pace_layers * layer_tp;
-  const double cp = pace_layers * layer_cp;
   // 1F1B runs m micro-batch slots plus (p-1)/v slots of fill and drain (Narayanan et al. 2021).
-  const double slot = compute + tp + cp;
+  const double slot = compute + pace.tp + pace.cp + pace.ep;
   const double bubble_slots = (x.p - 1) / x.v;
+  const StageParameters last_parameters = LastStageParameters(x, model, config, last_layers);
 
   PerformanceEstimate estimate;
   estimate.compute_seconds = x.m * compute;
   // fp8 weights are cast once per step, before the first micro-batch uses them.
   if (training.fp8()) {
-    estimate.compute_seconds += Fp8WeightCastSeconds(x, training, pace_layers, gpu, params);
+    estimate.compute_seconds += Fp8WeightCastSeconds(
+        training, Fp8LinearParameters(x, model, config, pace_layers), gpu, params);
   }
-  estimate.tp_communication_seconds = x.m * tp;
-  estimate.cp_communication_seconds = x.m * cp;
+  estimate.tp_communication_seconds = x.m * pace.tp;
+  estimate.cp_communication_seconds = x.m * pace.cp;
+  estimate.ep_communication_seconds = x.m * pace.ep;
   estimate.pipeline_bubble_seconds = bubble_slots * slot;
-  estimate.dp_communication_seconds = DpSeconds(x, training, config, cluster, params);
+  estimate.dp_communication_seconds =
+      DpSeconds(x, training, config, cluster, last_parameters, params);
   estimate.pp_communication_seconds = PpSeconds(x, config, cluster, params);
-  estimate.optimizer_seconds = OptimizerSeconds(x, training, cluster, params);
-  estimate.step_time_seconds = estimate.compute_seconds + estimate.tp_communication_seconds +
-                               estimate.cp_communication_seconds +
-                               estimate.pipeline_bubble_seconds +
-                               estimate.dp_communication_seconds +
-                               estimate.pp_communication_seconds + estimate.optimizer_seconds;
+  estimate.optimizer_seconds =
+      OptimizerSeconds(x, training, config, cluster, last_parameters, params);
+  estimate.step_time_seconds =
+      estimate.compute_seconds + estimate.tp_communication_seconds +
+      estimate.cp_communication_seconds + estimate.ep_communication_seconds +
+      estimate.pipeline_bubble_seconds + estimate.dp_communication_seconds +
+      estimate.pp_communication_seconds + estimate.optimizer_seconds;
   estimate.model_flops_per_step = ModelFlopsPerStep(model, training);
   estimate.tokens_per_second = x.gbs * x.s / estimate.step_time_seconds;
   const double gpus = static_cast<double>(cluster.world_size());

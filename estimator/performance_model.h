@@ -19,6 +19,7 @@ struct PerformanceEstimate {
   double pipeline_bubble_seconds = 0;
   double tp_communication_seconds = 0;
   double cp_communication_seconds = 0;
+  double ep_communication_seconds = 0;
   double dp_communication_seconds = 0;
   double pp_communication_seconds = 0;
   double optimizer_seconds = 0;
@@ -39,7 +40,12 @@ struct PerformanceEstimate {
 // Model FLOPs of one optimizer step, Megatron-LM's num_floating_point_operations (pre-2025
 // convention): GBS s [12 L h^2 (1 + k/a + s/h) + 6 M L f h + 6 V h], with M = 3 weight
 // matrices in a gated (SwiGLU) MLP and 2 otherwise; for a GPT (k = a, f = 4h, M = 2) this is
-// Narayanan et al. 2021's 72 GBS s L h^2 (1 + s/(6h) + V/(12 L h)).
+// Narayanan et al. 2021's 72 GBS s L h^2 (1 + s/(6h) + V/(12 L h)). Heads of width d other
+// than h / a make the attention term 12 L h^2 (ad/h + kd/h + (ad/h) s/h); an MoE layer's MLP
+// term counts the widths a token passes through, k_r f_e + n_s f_s instead of f (the router
+// GEMM is not counted, as in Megatron-LM). Megatron-Bridge's published MoE figures use the
+// 2025 convention instead, which halves the causal attention term (MegatronCoreFlopsPerToken,
+// moe_performance.h); paratune ranks and validates by tokens/s, which neither changes.
 double ModelFlopsPerStep(const ModelSpec& model, const TrainingSpec& training);
 
 // Dense tensor-core peak per GPU, TFLOP/s, of the linear layers' GEMMs in `training`'s

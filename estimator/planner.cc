@@ -8,7 +8,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "estimator/estimated_models.h"
 #include "estimator/field_error.h"
 
 namespace paratune {
@@ -249,9 +248,7 @@ int64_t CountEnumeratedConfigurations(const ModelSpec& model, int64_t world_size
 absl::StatusOr<Plan> PlanConfigurations(const ModelSpec& model, const TrainingSpec& training,
                                         const ClusterSpec& cluster, const PlanOptions& options,
                                         const PerformanceParameters& params) {
-  absl::Status status = CheckModelEstimated(model);
-  if (!status.ok()) return status;
-  status = ValidateOptions(model, options);
+  absl::Status status = ValidateOptions(model, options);
   if (!status.ok()) return status;
   const int64_t world = cluster.world_size();
   const std::vector<int64_t> divisors = Divisors(world);

@@ -143,9 +143,7 @@ ConfigurationExplanation ExplainConfiguration(const ModelSpec& model, const Trai
 
 // INVALID_ARGUMENT naming the field when an option is out of range (e.g. a micro-batch size
 // < 1, a virtual pipeline size < 1, safe_fraction outside (0, 1], an expert list for a dense
-// model), and naming the model
-// when the estimator does not estimate it yet (CheckModelEstimated, estimated_models.h). Allocates
-// only for the growing result vectors, never per configuration.
+// model). Allocates only for the growing result vectors, never per configuration.
 absl::StatusOr<Plan> PlanConfigurations(const ModelSpec& model, const TrainingSpec& training,
                                         const ClusterSpec& cluster, const PlanOptions& options,
                                         const PerformanceParameters& params);

@@ -18,7 +18,8 @@ ShortProbePlan PlanShortProbe(const ParallelConfig& config, const TrainingSpec& 
 double PredictedStepSeconds(const PerformanceEstimate& full, int64_t full_micro_batches,
                             int64_t micro_batches) {
   const double per_micro_batch = full.compute_seconds + full.tp_communication_seconds +
-                                 full.cp_communication_seconds + full.pp_communication_seconds;
+                                 full.cp_communication_seconds + full.ep_communication_seconds +
+                                 full.pp_communication_seconds;
   const double per_step =
       full.pipeline_bubble_seconds + full.dp_communication_seconds + full.optimizer_seconds;
   return per_micro_batch * static_cast<double>(micro_batches) /

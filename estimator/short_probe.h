@@ -50,7 +50,7 @@ ShortProbePlan PlanShortProbe(const ParallelConfig& config, const TrainingSpec& 
 
 // The step time the performance model predicts for a step of `micro_batches` micro-batches,
 // from its prediction `full` of the full step (PredictPerformance of the same configuration):
-// the per-micro-batch terms (compute, TP, CP, PP) scaled by micro_batches /
+// the per-micro-batch terms (compute, TP, CP, EP, PP) scaled by micro_batches /
 // full_micro_batches, the bubble and the per-step terms (DP, optimizer) unchanged.
 double PredictedStepSeconds(const PerformanceEstimate& full, int64_t full_micro_batches,
                             int64_t micro_batches);

@@ -1,6 +1,7 @@
 #include "estimator/training_spec.h"
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "estimator/field_checks.h"
 #include "estimator/field_error.h"
 
@@ -14,6 +15,16 @@ const char* CpCommTypeName(CpCommType type) {
       return "all_gather";
   }
   return "p2p";
+}
+
+const char* TokenDispatcherName(TokenDispatcher dispatcher) {
+  switch (dispatcher) {
+    case TokenDispatcher::kAllToAll:
+      return "alltoall";
+    case TokenDispatcher::kAllGather:
+      return "allgather";
+  }
+  return "alltoall";
 }
 
 absl::StatusOr<TrainingSpec> TrainingSpec::Create(const TrainingOptions& options) {
@@ -31,6 +42,15 @@ absl::StatusOr<TrainingSpec> TrainingSpec::Create(const TrainingOptions& options
     return FieldError("training.fp8_param_gather",
                       "(true) needs training.distributed_optimizer (false) to be true: Megatron-LM "
                       "gathers fp8 weights only with its distributed optimizer");
+  }
+  if (options.moe_capacity_factor != 0 &&
+      !CheckDoublePositiveAtMost("training.moe_capacity_factor", options.moe_capacity_factor,
+                                 kMaxMoeCapacityFactor)
+           .ok()) {
+    return FieldError(
+        "training.moe_capacity_factor",
+        absl::StrCat("(", options.moe_capacity_factor, ") must be 0 (dropless) or in (0, ",
+                     kMaxMoeCapacityFactor, "]"));
   }
   return TrainingSpec(options);
 }

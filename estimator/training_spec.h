@@ -32,6 +32,26 @@ enum class CpCommType {
 // (attn_forward_func_with_cp raises on any other spelling, "allgather" included).
 const char* CpCommTypeName(CpCommType type);
 
+// How a mixture-of-experts layer's routed tokens reach the ranks that hold their experts
+// (Megatron-LM --moe-token-dispatcher-type, megatron/core/transformer/moe/token_dispatcher.py
+// at core_v0.19.0). Megatron-LM's third, flex (DeepEP / HybridEP kernels), is not offered:
+// nothing here models it.
+enum class TokenDispatcher {
+  // MoEAlltoAllTokenDispatcher: all-to-all over ep, all-gather over etp. The dispatcher
+  // NVIDIA's MoE recipes set.
+  kAllToAll,
+  // MoEAllGatherTokenDispatcher: every token all-gathered over etp x ep. Megatron-LM's
+  // TransformerConfig default.
+  kAllGather,
+};
+
+// "alltoall" or "allgather": the value --moe-token-dispatcher-type takes.
+const char* TokenDispatcherName(TokenDispatcher dispatcher);
+
+// The largest capacity factor (TrainingSpec::Create): far beyond any recipe's (1 to 4), a bound
+// that catches typos.
+inline constexpr double kMaxMoeCapacityFactor = 1000;
+
 struct TrainingOptions {
   int64_t global_batch_size = 0;  // sequences per optimizer step
   int64_t seq_len = 0;            // tokens per sequence
@@ -52,13 +72,24 @@ struct TrainingOptions {
   bool tp_comm_overlap = false;
   // Matters only with context parallelism (cp > 1).
   CpCommType cp_comm_type = CpCommType::kP2p;
+  // The routing switches below matter only for mixture-of-experts models.
+  // 0: dropless, every routed token reaches its expert (Megatron-LM's default,
+  // --moe-expert-capacity-factor unset); > 0: each expert takes at most capacity_factor times
+  // its even share of a rank's routed tokens and drops the rest (--moe-expert-capacity-factor).
+  double moe_capacity_factor = 0;
+  TokenDispatcher moe_token_dispatcher = TokenDispatcher::kAllToAll;
+  // The routed experts' GEMMs grouped into one kernel per linear (Megatron-LM
+  // --moe-grouped-gemm: TEGroupedMLP) rather than one GEMM per local expert (SequentialMLP,
+  // Megatron-LM's default). On by default, as in NVIDIA's MoE recipes.
+  bool moe_grouped_gemm = true;
 };
 
 // Immutable and always valid.
 class TrainingSpec {
  public:
-  // INVALID_ARGUMENT naming the field ("training.seq_len (0) must be in [1, 4194304]"), or
-  // fp8_param_gather without fp8 or without the distributed optimizer.
+  // INVALID_ARGUMENT naming the field ("training.seq_len (0) must be in [1, 4194304]"),
+  // fp8_param_gather without fp8 or without the distributed optimizer, or a capacity factor
+  // outside 0 (dropless) and (0, kMaxMoeCapacityFactor].
   static absl::StatusOr<TrainingSpec> Create(const TrainingOptions& options);
 
   const TrainingOptions& options() const { return options_; }
@@ -71,6 +102,9 @@ class TrainingSpec {
   bool flash_attention() const { return options_.flash_attention; }
   bool tp_comm_overlap() const { return options_.tp_comm_overlap; }
   CpCommType cp_comm_type() const { return options_.cp_comm_type; }
+  double moe_capacity_factor() const { return options_.moe_capacity_factor; }
+  TokenDispatcher moe_token_dispatcher() const { return options_.moe_token_dispatcher; }
+  bool moe_grouped_gemm() const { return options_.moe_grouped_gemm; }
 
  private:
   explicit TrainingSpec(const TrainingOptions& options) : options_(options) {}

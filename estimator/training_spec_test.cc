@@ -1,5 +1,7 @@
 #include "estimator/training_spec.h"
 
+#include <cmath>
+
 #include "gtest/gtest.h"
 
 namespace paratune {
@@ -43,6 +45,33 @@ TEST(TrainingSpecTest, DefaultsAreThePapersSetting) {
   EXPECT_TRUE(options.flash_attention);
   EXPECT_FALSE(options.tp_comm_overlap);              // Megatron-LM's default
   EXPECT_EQ(options.cp_comm_type, CpCommType::kP2p);  // Megatron-LM's default
+  EXPECT_EQ(options.moe_capacity_factor, 0);          // dropless, Megatron-LM's default
+  EXPECT_EQ(options.moe_token_dispatcher, TokenDispatcher::kAllToAll);  // NVIDIA's recipes
+  EXPECT_TRUE(options.moe_grouped_gemm);                                // NVIDIA's recipes
+}
+
+TEST(TrainingSpecTest, TokenDispatcherNamesAreWhatMegatronLmTakes) {
+  // megatron/training/arguments.py at core_v0.19.0: --moe-token-dispatcher-type choices.
+  EXPECT_STREQ(TokenDispatcherName(TokenDispatcher::kAllToAll), "alltoall");
+  EXPECT_STREQ(TokenDispatcherName(TokenDispatcher::kAllGather), "allgather");
+}
+
+TEST(TrainingSpecTest, CapacityFactorIsZeroOrPositive) {
+  TrainingOptions options;
+  options.global_batch_size = 8;
+  options.seq_len = 4096;
+  options.moe_capacity_factor = 1.25;
+  absl::StatusOr<TrainingSpec> training = TrainingSpec::Create(options);
+  ASSERT_TRUE(training.ok()) << training.status();
+  EXPECT_EQ(training->moe_capacity_factor(), 1.25);
+  for (double bad : {-1.0, 1001.0, std::nan("")}) {
+    options.moe_capacity_factor = bad;
+    training = TrainingSpec::Create(options);
+    EXPECT_EQ(training.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  options.moe_capacity_factor = -1;
+  EXPECT_EQ(TrainingSpec::Create(options).status().message(),
+            "training.moe_capacity_factor (-1) must be 0 (dropless) or in (0, 1000]");
 }
 
 TEST(TrainingSpecTest, CpCommTypeNamesAreWhatMegatronLmAndTransformerEngineTake) {

@@ -57,9 +57,10 @@ void FuzzEstimate(absl::string_view input) {
   for (double seconds :
        {performance.step_time_seconds(), performance.compute_seconds(),
         performance.pipeline_bubble_seconds(), performance.tp_communication_seconds(),
-        performance.cp_communication_seconds(), performance.dp_communication_seconds(),
-        performance.pp_communication_seconds(), performance.optimizer_seconds(),
-        performance.tokens_per_second(), performance.model_tflops_per_gpu()}) {
+        performance.cp_communication_seconds(), performance.ep_communication_seconds(),
+        performance.dp_communication_seconds(), performance.pp_communication_seconds(),
+        performance.optimizer_seconds(), performance.tokens_per_second(),
+        performance.model_tflops_per_gpu()}) {
     FuzzCheck(std::isfinite(seconds) && seconds >= 0, "a predicted figure is finite, >= 0");
   }
   FuzzCheck(performance.step_time_seconds() > 0, "a predicted step takes time");

@@ -8,10 +8,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "estimator/dense_layers_only.h"
 #include "estimator/pipeline_layout.h"
 
 namespace paratune {
 namespace {
+
+// Who refuses a model whose layers the shipped templates cannot describe yet.
+constexpr char kLaunchTemplates[] = "the launch templates and exports";
 
 using Kind = PlaceholderKind;
 
@@ -235,6 +239,7 @@ absl::StatusOr<LaunchValues> LaunchValues::ForProbe(
     const ParallelConfig& config, int64_t micro_batches_per_step, int64_t extra_warmup_iterations,
     int master_port) {
   PT_RETURN_IF_ERROR(CheckLaunchShape(assignment, config));
+  PT_RETURN_IF_ERROR(CheckDenseLayersOnly(model, kLaunchTemplates));
   const int64_t probe_dp = assignment.num_ranks() / (config.tp() * config.pp() * config.cp());
 
   LaunchValues values;
@@ -259,6 +264,7 @@ absl::StatusOr<LaunchValues> LaunchValues::ForExport(const ModelSpec& model,
                                                      const TrainingSpec& training,
                                                      const ClusterSpec& cluster,
                                                      const ParallelConfig& config) {
+  PT_RETURN_IF_ERROR(CheckDenseLayersOnly(model, kLaunchTemplates));
   const int64_t gpus = cluster.world_size();
   if (ConfigurationGpus(config) != gpus) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "convert/spec_convert.h"
+#include "estimator/dense_layers_only.h"
 #include "worker/probe/pipeline_schedule.h"
 #include "worker/probe/shard_shapes.h"
 #include "worker/short_steps.h"
@@ -153,6 +154,7 @@ absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& a
   PT_ASSIGN_OR_RETURN(ResolvedConfiguration configuration,
                       ResolveConfiguration(assignment.model(), assignment.training(),
                                            assignment.cluster(), assignment.config()));
+  PT_RETURN_IF_ERROR(CheckDenseLayersOnly(configuration.model, "the native probe"));
   const ParallelConfig& config = configuration.config;
   bool replica;
   switch (assignment.scope()) {

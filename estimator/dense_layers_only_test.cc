@@ -1,4 +1,4 @@
-#include "estimator/estimated_models.h"
+#include "estimator/dense_layers_only.h"
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -9,50 +9,51 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(CheckModelEstimatedTest, EveryDenseLlamaPresetIsEstimated) {
+constexpr char kConsumer[] = "the native probe";
+
+TEST(CheckDenseLayersOnlyTest, EveryDenseLlamaPresetPasses) {
   for (const char* name : {"llama2-7b", "llama3.1-8b", "llama3.1-405b", "llama3.2-1b"}) {
     absl::StatusOr<ModelSpec> model = FindModelPreset(name);
     ASSERT_TRUE(model.ok()) << name;
-    EXPECT_TRUE(CheckModelEstimated(*model).ok()) << name;
+    EXPECT_TRUE(CheckDenseLayersOnly(*model, kConsumer).ok()) << name;
   }
 }
 
-TEST(CheckModelEstimatedTest, EveryMixtureOfExpertsPresetIsRefusedByName) {
+TEST(CheckDenseLayersOnlyTest, EveryMixtureOfExpertsPresetIsRefusedByName) {
   for (const char* name : {"mixtral-8x7b", "mixtral-8x22b", "qwen3-30b-a3b", "qwen3-235b-a22b",
                            "llama4-scout", "llama4-maverick"}) {
     absl::StatusOr<ModelSpec> model = FindModelPreset(name);
     ASSERT_TRUE(model.ok()) << name;
-    const absl::Status status = CheckModelEstimated(*model);
+    const absl::Status status = CheckDenseLayersOnly(*model, kConsumer);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << name;
     EXPECT_THAT(status.message(), HasSubstr(absl::StrCat("model \"", name, "\"")));
-    EXPECT_THAT(status.message(), HasSubstr("not yet estimated or searched (issue 26)"));
+    EXPECT_THAT(status.message(), HasSubstr("the native probe does not run"));
   }
 }
 
-TEST(CheckModelEstimatedTest, MixtralMessageSaysExpertsAndTopK) {
+TEST(CheckDenseLayersOnlyTest, MixtralMessageSaysExpertsTopKAndTheConsumer) {
   absl::StatusOr<ModelSpec> model = FindModelPreset("mixtral-8x7b");
   ASSERT_TRUE(model.ok());
-  EXPECT_EQ(CheckModelEstimated(*model).message(),
-            "model \"mixtral-8x7b\" is a mixture-of-experts model (8 experts, top-2): "
-            "mixture-of-experts models are described but not yet estimated or searched "
-            "(issue 26)");
+  EXPECT_EQ(CheckDenseLayersOnly(*model, kConsumer).message(),
+            "model \"mixtral-8x7b\" is a mixture-of-experts model (8 experts, top-2): the native "
+            "probe does not run mixture-of-experts layers yet (issue 26)");
 }
 
-TEST(CheckModelEstimatedTest, DenseModelWithOtherHeadWidthIsRefused) {
+TEST(CheckDenseLayersOnlyTest, DenseModelWithOtherHeadWidthIsRefused) {
   ModelDimensions dims = {4096, 14336, 32, 32, 8, 128256, false};
-  dims.head_dim = 128;  // h / a: the Llama width, estimated
+  dims.head_dim = 128;  // h / a: the Llama width
   absl::StatusOr<ModelSpec> llama_width = ModelSpec::Create("same", dims);
   ASSERT_TRUE(llama_width.ok());
-  EXPECT_TRUE(CheckModelEstimated(*llama_width).ok());
+  EXPECT_TRUE(CheckDenseLayersOnly(*llama_width, kConsumer).ok());
   dims.head_dim = 256;
   absl::StatusOr<ModelSpec> wider = ModelSpec::Create("wide", dims);
   ASSERT_TRUE(wider.ok());
-  const absl::Status status = CheckModelEstimated(*wider);
+  const absl::Status status = CheckDenseLayersOnly(*wider, kConsumer);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(),
             "model \"wide\" has model.head_dim (256) other than model.hidden_size / "
-            "model.num_attention_heads (128): such attention is described but not yet estimated "
-            "or searched (issue 26)");
+            "model.num_attention_heads (128): the native probe does not run such attention yet "
+            "(issue 26)");
 }
 
 }  // namespace
