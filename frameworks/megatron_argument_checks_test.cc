@@ -14,6 +14,7 @@
 #include "convert/estimate_requests.h"
 #include "estimator/model_spec.h"
 #include "estimator/parallel_config.h"
+#include "estimator/training_spec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launch/builtin_templates.h"
@@ -714,6 +715,9 @@ TEST(MegatronArgumentChecksTest, EveryExportedCandidateOfThePlansPasses) {
        false, false, false, v1::CP_COMM_TYPE_ALL_GATHER},
       {"70B fp8 wide, fp8 params, TP overlap, cp all_gather", "llama3.1-70b", "h100-80gb", 8, 8,
        true, v1::FP8, false, true, false, true, true, v1::CP_COMM_TYPE_ALL_GATHER},
+      // Mixture of experts (issue 26): every ep the planner searches.
+      {"Qwen3-30B-A3B 2x8 wide", "qwen3-30b-a3b", "h100-80gb", 2, 8, true, v1::BF16, true, true},
+      {"Mixtral 8x7B 4x8 fp8", "mixtral-8x7b", "h100-80gb", 4, 8, false, v1::FP8, false, true},
   };
   std::printf(
       "| plan | candidates | checked | interleaved | uneven |\n|---|---:|---:|---:|---:|\n");
@@ -721,6 +725,7 @@ TEST(MegatronArgumentChecksTest, EveryExportedCandidateOfThePlansPasses) {
   int64_t fp8_checked = 0;
   int64_t tp_overlapped = 0;
   int64_t all_gathered = 0;
+  int64_t moe_checked = 0;
   for (const PlanCase& plan : plans) {
     SCOPED_TRACE(plan.label);
     v1::PlanRequest request;
@@ -732,6 +737,8 @@ TEST(MegatronArgumentChecksTest, EveryExportedCandidateOfThePlansPasses) {
     search.set_name("searches/13");
     *search.mutable_spec() = request.spec();
     const int64_t world = plan.nodes * plan.gpus_per_node;
+    absl::StatusOr<ModelSpec> model = FindModelPreset(plan.preset);
+    ASSERT_TRUE(model.ok()) << model.status();
     int64_t interleaved = 0;
     int64_t uneven = 0;
     for (int i = 0; i < response->candidates_size(); ++i) {
@@ -769,6 +776,20 @@ TEST(MegatronArgumentChecksTest, EveryExportedCandidateOfThePlansPasses) {
       const bool all_gather =
           config.context_parallel() > 1 && plan.cp_comm_type == v1::CP_COMM_TYPE_ALL_GATHER;
       EXPECT_THAT(launch->cp_comm_types, ElementsAre(all_gather ? "all_gather" : "p2p"));
+      // The experts and their factorization, as the candidate names them.
+      EXPECT_EQ(launch->num_experts, model->moe().num_experts);
+      EXPECT_EQ(launch->expert_parallel, std::max<int64_t>(1, config.expert_parallel()));
+      EXPECT_EQ(launch->expert_tensor_parallel, config.expert_tensor_parallel() > 0
+                                                    ? config.expert_tensor_parallel()
+                                                    : config.tensor_parallel());
+      EXPECT_EQ(launch->kv_channels, model->head_dim());
+      if (model->is_moe()) {
+        ++moe_checked;
+        EXPECT_EQ(static_cast<int64_t>(launch->moe_layers.size()), model->num_layers());
+        EXPECT_EQ(launch->moe_router_topk, model->moe().router_top_k);
+        EXPECT_TRUE(launch->moe_grouped_gemm);
+        EXPECT_EQ(launch->moe_token_dispatcher_type, "alltoall");
+      }
       if (launch->tp_comm_overlap) ++tp_overlapped;
       if (all_gather) ++all_gathered;
       if (launch->virtual_pipeline > 1) ++interleaved;
@@ -785,12 +806,12 @@ TEST(MegatronArgumentChecksTest, EveryExportedCandidateOfThePlansPasses) {
   EXPECT_GT(fp8_checked, 0);
   EXPECT_GT(tp_overlapped, 0);
   EXPECT_GT(all_gathered, 0);
+  EXPECT_GT(moe_checked, 0);
 }
 
 // Every valid configuration of a grid over every MoE preset's own cluster, exported with the
-// built-in template and checked: Megatron-LM reads the model, the experts and both
-// factorizations the configuration names (issue 26, §4). The configurations are built as the
-// planner builds them (launch/test_assignments.h, PresetExportLaunchValues).
+// built-in template and checked: Megatron-LM reads the model, the experts, the routing and
+// both factorizations the configuration names (issue 26, §4).
 TEST(MegatronArgumentChecksTest, EveryMixtureOfExpertsExportOfTheGridPasses) {
   const struct {
     const char* preset;
@@ -820,8 +841,18 @@ TEST(MegatronArgumentChecksTest, EveryMixtureOfExpertsExportOfTheGridPasses) {
                 dims.etp = etp;
                 dims.virtual_pipeline = vp;
                 dims.recompute = vp == 2 ? Recompute::kFull : Recompute::kNone;
-                absl::StatusOr<LaunchValues> values = PresetExportLaunchValues(preset, nodes, dims);
-                if (!values.ok()) continue;  // a rule of CheckRules, which the planner skips
+                // The routing switches in turn: the defaults, a capacity factor with the
+                // all-gather dispatcher, separate expert GEMMs.
+                TrainingOptions training = PresetExportTraining();
+                const int routing = static_cast<int>(checked % 3);
+                if (routing == 1) {
+                  training.moe_capacity_factor = 1.25;
+                  training.moe_token_dispatcher = TokenDispatcher::kAllGather;
+                }
+                training.moe_grouped_gemm = routing != 2;
+                absl::StatusOr<LaunchValues> values =
+                    PresetExportLaunchValues(preset, nodes, dims, training);
+                if (!values.ok()) continue;  // a broken rule: the planner never proposes it
                 absl::StatusOr<std::vector<std::string>> arguments =
                     megatron->launch.RenderFrameworkArguments(*values);
                 ASSERT_TRUE(arguments.ok()) << arguments.status();
@@ -854,6 +885,12 @@ TEST(MegatronArgumentChecksTest, EveryMixtureOfExpertsExportOfTheGridPasses) {
                     launch->moe_router_score_function,
                     model->moe().router_score == RouterScore::kSigmoid ? "sigmoid" : "softmax");
                 EXPECT_EQ(launch->moe_router_dtype, "fp32");
+                EXPECT_EQ(launch->moe_grouped_gemm, training.moe_grouped_gemm);
+                EXPECT_EQ(launch->moe_token_dispatcher_type,
+                          TokenDispatcherName(training.moe_token_dispatcher));
+                EXPECT_EQ(launch->moe_expert_capacity_factor, training.moe_capacity_factor);
+                EXPECT_EQ(launch->moe_pad_expert_input_to_capacity,
+                          training.moe_capacity_factor > 0);
                 ++checked;
                 if (ep > 1) ++expert_parallel;
                 if (resolved_etp != tp) ++folded;

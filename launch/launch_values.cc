@@ -8,14 +8,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "estimator/dense_layers_only.h"
 #include "estimator/pipeline_layout.h"
 
 namespace paratune {
 namespace {
-
-// Who refuses a model whose layers the shipped templates cannot describe yet.
-constexpr char kLaunchTemplates[] = "the launch templates and exports";
 
 using Kind = PlaceholderKind;
 
@@ -107,6 +103,10 @@ const std::vector<Placeholder>& LaunchPlaceholders() {
       {"moe_dense_layers", Kind::kBoolean},  // an MoE model that keeps some layers dense
       {"moe_router_score", Kind::kRouterScore},
       {"moe_router_pre_softmax", Kind::kBoolean},
+      // The training spec's routing; with no experts, no grouped GEMM and capacity factor 0.
+      {"moe_grouped_gemm", Kind::kBoolean},
+      {"moe_token_dispatcher", Kind::kTokenDispatcher},
+      {"moe_capacity_factor", Kind::kNumber},  // 0: dropless
       {"ep", Kind::kInteger},
       {"etp", Kind::kInteger},  // resolved: tp where the configuration leaves it unset
       {"fp8", Kind::kBoolean},
@@ -170,6 +170,21 @@ absl::Status CheckPlaceholderValue(const Placeholder& placeholder, absl::string_
       return absl::InvalidArgumentError(absl::StrCat(
           "{", placeholder.name, "} is one 0 or 1 per layer separated by commas, never \"",
           absl::CHexEscape(value), "\""));
+    case Kind::kTokenDispatcher:
+      if (value == TokenDispatcherName(TokenDispatcher::kAllToAll) ||
+          value == TokenDispatcherName(TokenDispatcher::kAllGather)) {
+        return absl::OkStatus();
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat("{", placeholder.name, "} is alltoall or allgather, never \"", value, "\""));
+    case Kind::kNumber: {
+      double parsed = 0;
+      if (absl::SimpleAtod(value, &parsed) && parsed >= 0 && PlainText(value)) {
+        return absl::OkStatus();
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "{", placeholder.name, "} is a number >= 0, never \"", absl::CHexEscape(value), "\""));
+    }
     case Kind::kText:
       if (PlainText(value)) return absl::OkStatus();
       return absl::InvalidArgumentError(
@@ -239,7 +254,6 @@ absl::StatusOr<LaunchValues> LaunchValues::ForProbe(
     const ParallelConfig& config, int64_t micro_batches_per_step, int64_t extra_warmup_iterations,
     int master_port) {
   PT_RETURN_IF_ERROR(CheckLaunchShape(assignment, config));
-  PT_RETURN_IF_ERROR(CheckDenseLayersOnly(model, kLaunchTemplates));
   const int64_t probe_dp = assignment.num_ranks() / (config.tp() * config.pp() * config.cp());
 
   LaunchValues values;
@@ -264,7 +278,6 @@ absl::StatusOr<LaunchValues> LaunchValues::ForExport(const ModelSpec& model,
                                                      const TrainingSpec& training,
                                                      const ClusterSpec& cluster,
                                                      const ParallelConfig& config) {
-  PT_RETURN_IF_ERROR(CheckDenseLayersOnly(model, kLaunchTemplates));
   const int64_t gpus = cluster.world_size();
   if (ConfigurationGpus(config) != gpus) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -327,6 +340,9 @@ void LaunchValues::SetConfiguration(const ModelSpec& model, const TrainingSpec& 
   // softmax over the one chosen expert has a zero gradient (transformer_config.py:2328-2336).
   SetBoolean("moe_router_pre_softmax",
              model.is_moe() && moe.router_top_k == 1 && moe.router_score == RouterScore::kSoftmax);
+  SetBoolean("moe_grouped_gemm", model.is_moe() && training.moe_grouped_gemm());
+  SetText("moe_token_dispatcher", TokenDispatcherName(training.moe_token_dispatcher()));
+  SetText("moe_capacity_factor", absl::StrCat(model.is_moe() ? training.moe_capacity_factor() : 0));
   SetInteger("ep", config.ep());
   SetInteger("etp", config.etp());
   SetBoolean("fp8", training.fp8());

@@ -65,6 +65,9 @@ TEST(LaunchValuesTest, EveryPlaceholderHasAValueForAGangMember) {
       {"moe_dense_layers", "false"},
       {"moe_router_score", "softmax"},
       {"moe_router_pre_softmax", "false"},
+      {"moe_grouped_gemm", "false"},  // no experts to group
+      {"moe_token_dispatcher", "alltoall"},
+      {"moe_capacity_factor", "0"},
       {"ep", "1"},
       {"etp", "4"},
       {"fp8", "false"},
@@ -287,6 +290,10 @@ TEST(LaunchValuesTest, AMixtureOfExpertsModelStatesItsExpertsRouterAndExpertLayo
   EXPECT_EQ(Get(*values, "ep"), "16");
   EXPECT_EQ(Get(*values, "etp"), "1");
   EXPECT_EQ(Get(*values, "ffn_hidden_size"), "16384");  // the dense layers' MLP
+  // The training spec's routing: grouped GEMM, the all-to-all dispatcher, dropless.
+  EXPECT_EQ(Get(*values, "moe_grouped_gemm"), "true");
+  EXPECT_EQ(Get(*values, "moe_token_dispatcher"), "alltoall");
+  EXPECT_EQ(Get(*values, "moe_capacity_factor"), "0");
 
   // Qwen3-30B-A3B: 128 experts of 768 on every layer, softmax top-8, no shared expert, heads
   // of 128 where h / a is 64; etp unset is tp.
@@ -348,6 +355,15 @@ TEST(LaunchValuesTest, ConditionValuesAreCheckedAgainstWhatThePlaceholderTakes) 
     EXPECT_EQ(CheckPlaceholderValue(*FindPlaceholder("moe_layer_pattern"), pattern).code(),
               absl::StatusCode::kInvalidArgument)
         << pattern;
+  }
+  EXPECT_TRUE(CheckPlaceholderValue(*FindPlaceholder("moe_token_dispatcher"), "allgather").ok());
+  EXPECT_EQ(CheckPlaceholderValue(*FindPlaceholder("moe_token_dispatcher"), "flex").message(),
+            "{moe_token_dispatcher} is alltoall or allgather, never \"flex\"");
+  EXPECT_TRUE(CheckPlaceholderValue(*FindPlaceholder("moe_capacity_factor"), "1.25").ok());
+  for (const char* factor : {"-1", "", "1e 2", "x"}) {
+    EXPECT_EQ(CheckPlaceholderValue(*FindPlaceholder("moe_capacity_factor"), factor).code(),
+              absl::StatusCode::kInvalidArgument)
+        << factor;
   }
   EXPECT_EQ(FindPlaceholder("tpp"), nullptr);
 }

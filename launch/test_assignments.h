@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "estimator/parallel_config.h"
+#include "estimator/training_spec.h"
 #include "launch/launch_values.h"
 #include "proto/probe.pb.h"
 
@@ -36,15 +37,16 @@ constexpr int64_t kPresetExportGlobalBatch = 1024;
 constexpr int64_t kPresetExportSeqLen = 8192;
 constexpr int64_t kPresetExportGpusPerNode = 8;
 
+// Global batch 1024 at sequence 8192 in bf16, the other options their defaults.
+TrainingOptions PresetExportTraining();
+
 // LaunchValues::ForExport of catalog model `preset`, mixture-of-experts ones included, with
-// global batch 1024 and sequence 8192 in bf16 on `nodes` x 8 H100-80GB as `dims`. The
-// configuration is built as the planner builds it (ParallelConfig::FromCheckedDims once
-// CheckRules, with uneven pipeline stages allowed, finds it valid), so that models that
-// ParallelConfig::Create refuses for estimation (estimated_models.h) can be exported here.
-// NOT_FOUND for an unknown preset; INVALID_ARGUMENT with DescribeRejection's message when
-// `dims` break a rule.
-absl::StatusOr<LaunchValues> PresetExportLaunchValues(absl::string_view preset, int64_t nodes,
-                                                      const ParallelDims& dims);
+// `training` (PresetExportTraining unless given) on `nodes` x 8 H100-80GB as `dims`, uneven
+// pipeline stages allowed. NOT_FOUND for an unknown preset; ParallelConfig::Create's errors
+// when `dims` break a rule.
+absl::StatusOr<LaunchValues> PresetExportLaunchValues(
+    absl::string_view preset, int64_t nodes, const ParallelDims& dims,
+    const TrainingOptions& training = PresetExportTraining());
 
 }  // namespace paratune
 

@@ -71,6 +71,8 @@ struct TrainingSwitch {
   // The placeholder whose mention passes the switch on, where it is not the switch's own: an
   // MoE model's dense layers reach the framework only as the layer pattern.
   const char* carrier = nullptr;
+  // Whether the switch matters only for a mixture-of-experts model ({moe} true).
+  bool moe_only = false;
 };
 constexpr TrainingSwitch kTrainingSwitches[] = {
     {"fp8", "false"},
@@ -82,18 +84,24 @@ constexpr TrainingSwitch kTrainingSwitches[] = {
     // everywhere.
     {"moe", "false"},
     {"moe_dense_layers", "false", "moe_layer_pattern"},
+    // TransformerConfig's defaults (transformer_config.py:829, 862, 888).
+    {"moe_grouped_gemm", "false", nullptr, true},
+    {"moe_token_dispatcher", "allgather", nullptr, true},
+    {"moe_capacity_factor", "0", nullptr, true},
 };
 
 // INVALID_ARGUMENT naming the switch when `values` set a switch away from the framework's
 // default and `command`, the template `template_name`, never mentions it (cp_comm_type only
-// with context parallelism).
+// with context parallelism, the routing switches only with experts).
 absl::Status CheckSwitchesReachTheFramework(const std::string& template_name,
                                             const LaunchTemplate& command,
                                             const LaunchValues& values) {
   PT_ASSIGN_OR_RETURN(const std::string cp, values.Get("cp"));
+  PT_ASSIGN_OR_RETURN(const std::string moe, values.Get("moe"));
   for (const TrainingSwitch& training_switch : kTrainingSwitches) {
     const std::string name = training_switch.placeholder;
     if (name == "cp_comm_type" && cp == "1") continue;
+    if (training_switch.moe_only && moe != "true") continue;
     PT_ASSIGN_OR_RETURN(const std::string value, values.Get(name));
     const char* carrier =
         training_switch.carrier != nullptr ? training_switch.carrier : training_switch.placeholder;

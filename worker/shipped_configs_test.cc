@@ -11,8 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "convert/spec_convert.h"
-#include "estimator/model_spec.h"
-#include "estimator/parallel_config.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launch/launch_template.h"
@@ -50,11 +48,13 @@ v1::ProbeAssignment SingleNodeAssignment() {
   return assignment;
 }
 
-// Every template of the shipped configs, rendered for `assignment` of `specs`, by template
-// name.
-std::map<std::string, LaunchTemplate::Command> RenderAll(const v1::ProbeAssignment& assignment,
-                                                         const ResolvedConfiguration& specs) {
+// Every template of the shipped configs, rendered for `assignment`, by template name.
+std::map<std::string, LaunchTemplate::Command> RenderAll(const v1::ProbeAssignment& assignment) {
   std::map<std::string, LaunchTemplate::Command> commands;
+  absl::StatusOr<ResolvedConfiguration> specs = ResolveConfiguration(
+      assignment.model(), assignment.training(), assignment.cluster(), assignment.config());
+  EXPECT_TRUE(specs.ok()) << specs.status();
+  if (!specs.ok()) return commands;
   for (const std::string& file : ConfigFiles()) {
     absl::StatusOr<v1::WorkerConfig> config = LoadWorkerConfig(file);
     if (!config.ok()) continue;  // reported by EveryConfigLoadsAndBuildsItsBackends
@@ -63,8 +63,8 @@ std::map<std::string, LaunchTemplate::Command> RenderAll(const v1::ProbeAssignme
       absl::StatusOr<LaunchTemplate> parsed =
           LaunchTemplate::Create(launch, absl::StrCat(file, ": command_templates[", i, "]"));
       absl::StatusOr<LaunchValues> values = LaunchValues::ForProbe(
-          assignment, specs.model, specs.training, specs.config,
-          specs.config.NumMicroBatches(specs.training), launch.extra_warmup_iterations(), 29500);
+          assignment, specs->model, specs->training, specs->config,
+          specs->config.NumMicroBatches(specs->training), launch.extra_warmup_iterations(), 29500);
       EXPECT_TRUE(parsed.ok() && values.ok()) << parsed.status() << values.status();
       if (!parsed.ok() || !values.ok()) continue;
       absl::StatusOr<LaunchTemplate::Command> command = parsed->Render(*values);
@@ -73,15 +73,6 @@ std::map<std::string, LaunchTemplate::Command> RenderAll(const v1::ProbeAssignme
     }
   }
   return commands;
-}
-
-// RenderAll for `assignment` resolved as a worker resolves it.
-std::map<std::string, LaunchTemplate::Command> RenderAll(const v1::ProbeAssignment& assignment) {
-  absl::StatusOr<ResolvedConfiguration> specs = ResolveConfiguration(
-      assignment.model(), assignment.training(), assignment.cluster(), assignment.config());
-  EXPECT_TRUE(specs.ok()) << specs.status();
-  if (!specs.ok()) return {};
-  return RenderAll(assignment, *specs);
 }
 
 TEST(ShippedConfigsTest, EveryConfigLoadsAndBuildsItsBackends) {
@@ -188,8 +179,8 @@ TEST(ShippedConfigsTest, NemoLaunchCarriesTheConfiguration) {
 }
 
 // Qwen3-30B-A3B (48 MoE layers of 128 experts, heads of 128) on the two nodes as dp8 tp1 pp2
-// with ep8, built as the planner builds it (estimated_models.h keeps ResolveConfiguration
-// from accepting a mixture-of-experts model until the estimator models it).
+// with ep8, dropless with grouped GEMMs and the all-to-all dispatcher (the defaults), then
+// with a capacity factor, the all-gather dispatcher and one GEMM per expert.
 TEST(ShippedConfigsTest, MixtureOfExpertsLaunchesCarryTheExperts) {
   v1::ProbeAssignment assignment = TwoNodeGangAssignment(v1::RECOMPUTE_NONE);
   assignment.mutable_model()->set_preset("qwen3-30b-a3b");
@@ -198,15 +189,7 @@ TEST(ShippedConfigsTest, MixtureOfExpertsLaunchesCarryTheExperts) {
   proto.set_tensor_parallel(1);
   proto.set_virtual_pipeline(1);
   proto.set_expert_parallel(8);
-  absl::StatusOr<ModelSpec> model = FindModelPreset("qwen3-30b-a3b");
-  absl::StatusOr<TrainingSpec> training = TrainingSpecFromProto(assignment.training());
-  absl::StatusOr<ClusterSpec> cluster = ClusterSpecFromProto(assignment.cluster());
-  ASSERT_TRUE(model.ok() && training.ok() && cluster.ok());
-  ParallelDims dims = MakeParallelDims(8, 1, 2, 1, 1);
-  dims.ep = 8;
-  ASSERT_EQ(CheckRules(*model, *training, *cluster, PlacementRules(), dims), Rejection::kValid);
-  std::map<std::string, LaunchTemplate::Command> commands =
-      RenderAll(assignment, {*model, *training, *cluster, ParallelConfig::FromCheckedDims(dims)});
+  std::map<std::string, LaunchTemplate::Command> commands = RenderAll(assignment);
 
   const std::vector<std::string>& megatron = commands["megatron-llama"].argv;
   std::vector<std::string> every_layer(48, "1");
@@ -216,14 +199,16 @@ TEST(ShippedConfigsTest, MixtureOfExpertsLaunchesCarryTheExperts) {
         std::string("--moe-ffn-hidden-size=768"), std::string("--moe-router-topk=8"),
         std::string("--moe-router-score-function=softmax"), std::string("--moe-router-dtype=fp32"),
         std::string("--expert-model-parallel-size=8"),
-        std::string("--expert-tensor-parallel-size=1"), std::string("--kv-channels=128")}) {
+        std::string("--expert-tensor-parallel-size=1"), std::string("--kv-channels=128"),
+        std::string("--moe-grouped-gemm"), std::string("--moe-token-dispatcher-type=alltoall")}) {
     EXPECT_THAT(megatron, Contains(expected));
   }
   for (const char* absent : {"--moe-router-pre-softmax", "--sequence-parallel"}) {
     EXPECT_THAT(megatron, Not(Contains(absent)));
   }
   EXPECT_FALSE(std::any_of(megatron.begin(), megatron.end(), [](const std::string& a) {
-    return absl::StartsWith(a, "--moe-shared-expert-intermediate-size");
+    return absl::StartsWith(a, "--moe-shared-expert-intermediate-size") ||
+           absl::StartsWith(a, "--moe-expert-capacity-factor");
   }));
 
   const std::vector<std::string>& nemo = commands["nemo-llama"].argv;
@@ -232,9 +217,30 @@ TEST(ShippedConfigsTest, MixtureOfExpertsLaunchesCarryTheExperts) {
         "trainer.strategy.expert_tensor_parallel_size=1", "model.config.num_moe_experts=128",
         "model.config.moe_ffn_hidden_size=768", "model.config.moe_router_topk=8",
         "model.config.moe_router_score_function=softmax", "model.config.moe_router_dtype=fp32",
-        "model.config.kv_channels=128"}) {
+        "model.config.kv_channels=128", "model.config.moe_grouped_gemm=True",
+        "model.config.moe_token_dispatcher_type=alltoall"}) {
     EXPECT_THAT(nemo, Contains(expected));
   }
+
+  v1::TrainingSpec& training = *assignment.mutable_training();
+  training.set_moe_capacity_factor(1.25);
+  training.set_moe_token_dispatcher(v1::MOE_TOKEN_DISPATCHER_ALLGATHER);
+  training.set_moe_grouped_gemm(false);
+  commands = RenderAll(assignment);
+  const std::vector<std::string>& capped = commands["megatron-llama"].argv;
+  for (const char* expected :
+       {"--moe-token-dispatcher-type=allgather", "--moe-expert-capacity-factor=1.25",
+        "--moe-pad-expert-input-to-capacity"}) {
+    EXPECT_THAT(capped, Contains(expected));
+  }
+  EXPECT_THAT(capped, Not(Contains("--moe-grouped-gemm")));
+  const std::vector<std::string>& capped_nemo = commands["nemo-llama"].argv;
+  for (const char* expected : {"model.config.moe_token_dispatcher_type=allgather",
+                               "model.config.moe_expert_capacity_factor=1.25",
+                               "model.config.moe_pad_expert_input_to_capacity=True"}) {
+    EXPECT_THAT(capped_nemo, Contains(expected));
+  }
+  EXPECT_THAT(capped_nemo, Not(Contains("model.config.moe_grouped_gemm=True")));
 }
 
 }  // namespace
