@@ -117,15 +117,15 @@
 // Not replayed, and why:
 //   - Flags that change the replayed rules in ways not modelled here make the check answer
 //     UNIMPLEMENTED naming the flag (kUnreplayedFlags in the .cc): custom pipeline layouts and
-//     first/last stage layer counts, hybrid (Mamba) patterns, MoE, multi-latent attention,
-//     GTP weight shards, Megatron-FSDP and torch FSDP2, optimizers other than adam and sgd,
-//     the flex token dispatcher, MoE switches an export never writes (router padding for
+//     first/last stage layer counts, hybrid (Mamba) patterns, multi-latent attention, GTP
+//     weight shards, Megatron-FSDP and torch FSDP2, optimizers other than adam and sgd, the
+//     flex token dispatcher, MoE switches an export never writes (router padding for
 //     quantization, rank capacity, shared-expert and expert-parallel overlap, group-limited
-//     routing, DeepEP, single grouped weights, latent projections, upcycling, MoE layer recompute,
-//     paged stash),
-//     --moe-layer-freq expressions other than an integer or a written-out list,
-//     RL steps, batch-size ramp-ups and schedules, --decrease-batch-size-if-needed, and
-//     arguments taken from a YAML file, a checkpoint or a heterogeneous-layers config.
+//     routing, DeepEP, single grouped weights, latent projections, upcycling, MoE layer
+//     recompute, paged stash), --moe-layer-freq expressions other than an integer or a
+//     written-out list, RL steps, batch-size ramp-ups and schedules,
+//     --decrease-batch-size-if-needed, and arguments taken from a YAML file, a checkpoint or a
+//     heterogeneous-layers config.
 //   - CUDA_DEVICE_MAX_CONNECTIONS=1 with tp > 1 or cp > 1 before Blackwell
 //     (arguments.py:1413-1439): the environment, not an argument. The templates' env sets it.
 //   - Rules on data, tokenizer, iterations or samples, learning-rate schedule, evaluation,
