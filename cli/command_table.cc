@@ -67,14 +67,13 @@ constexpr Flag kTiedEmbeddings = {"tied_embeddings", FlagType::kBool, "false",
                                   "Explicit model: LM head tied to the embedding."};
 constexpr Flag kHeadDim = {"head_dim", FlagType::kInt, "0",
                            "Explicit model: attention head width d; 0 is hidden_size / "
-                           "num_heads. Another width is refused until estimated (issue 26)."};
-// The mixture-of-experts part of an explicit model: a model with --num_experts > 0 is
-// described and checked, then refused where a figure would be computed (issue 26).
+                           "num_heads (Qwen3's heads are wider)."};
+// The mixture-of-experts part of an explicit model: a model with --num_experts > 0.
 constexpr FlagChoice kMoeRouterScoreChoices[] = {{"softmax", v1::MOE_ROUTER_SCORE_SOFTMAX},
                                                  {"sigmoid", v1::MOE_ROUTER_SCORE_SIGMOID}};
 constexpr Flag kNumExperts = {"num_experts", FlagType::kInt, "0",
                               "Explicit model: routed experts per MoE layer; 0 is a dense "
-                              "model. MoE models are refused until estimated (issue 26)."};
+                              "model."};
 constexpr Flag kMoeRouterTopK = {"moe_router_top_k", FlagType::kInt, "0",
                                  "Explicit MoE model: experts each token is routed to."};
 constexpr Flag kMoeFfnHiddenSize = {"moe_ffn_hidden_size", FlagType::kInt, "0",

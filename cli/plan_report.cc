@@ -39,7 +39,19 @@ Color VerdictColor(v1::MemoryVerdict verdict) {
 std::string FormatMemoryMap(const v1::MemoryMap& map, bool color) {
   const bool show_vp = map.virtual_pipeline_sizes_size() > 1;
   const bool show_recompute = map.recompute_modes_size() > 1;
+  // A mixture-of-experts plan has a row per expert layout of each (tp, cp, pp): its ep, and its
+  // etp where one differs from tp. A dense plan's map stays as it was.
+  bool show_ep = false;
+  bool show_etp = false;
+  for (const v1::MemoryMapRow& map_row : map.rows()) {
+    const v1::ParallelConfig& shape = map_row.shape();
+    show_ep = show_ep || shape.expert_parallel() > 1;
+    show_etp = show_etp || (shape.expert_tensor_parallel() != 0 &&
+                            shape.expert_tensor_parallel() != shape.tensor_parallel());
+  }
   std::vector<Table::Column> columns = {{"tp", true}, {"cp", true}, {"pp", true}, {"dp", true}};
+  if (show_ep) columns.push_back({"ep", true});
+  if (show_etp) columns.push_back({"etp", true});
   if (show_vp) columns.push_back({"vp", true});
   if (show_recompute) columns.push_back({"recompute", false});
   for (int64_t size : map.micro_batch_sizes()) {
@@ -51,6 +63,12 @@ std::string FormatMemoryMap(const v1::MemoryMap& map, bool color) {
     std::vector<std::string> row = {
         absl::StrCat(shape.tensor_parallel()), absl::StrCat(shape.context_parallel()),
         absl::StrCat(shape.pipeline_parallel()), absl::StrCat(shape.data_parallel())};
+    if (show_ep) row.push_back(absl::StrCat(std::max<int64_t>(shape.expert_parallel(), 1)));
+    if (show_etp) {
+      row.push_back(absl::StrCat(shape.expert_tensor_parallel() == 0
+                                     ? shape.tensor_parallel()
+                                     : shape.expert_tensor_parallel()));
+    }
     if (show_vp) row.push_back(absl::StrCat(std::max<int64_t>(shape.virtual_pipeline(), 1)));
     if (show_recompute) {
       row.push_back(absl::AsciiStrToLower(

@@ -13,7 +13,7 @@ namespace paratune {
 
 // OK for a model of dense layers whose heads are h / a wide. INVALID_ARGUMENT naming the model
 // and `consumer` otherwise: 'model "mixtral-8x7b" is a mixture-of-experts model (8 experts,
-// top-2): the native probe does not run mixture-of-experts layers yet (issue 26)'.
+// top-2): the native probe cannot handle mixture-of-experts layers yet (issue 26)'.
 absl::Status CheckDenseLayersOnly(const ModelSpec& model, absl::string_view consumer);
 
 }  // namespace paratune

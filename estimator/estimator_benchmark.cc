@@ -146,5 +146,60 @@ void BM_Plan405bOn16384Gpus(benchmark::State& state) {
 }
 BENCHMARK(BM_Plan405bOn16384Gpus)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
+// Qwen3-235B-A22B (94 MoE layers of 128 experts, top-8), global batch 2048, s 4096, on 32
+// nodes of 8 H100-80GB (issue 26's goal: under a second): the default space, whose expert
+// parallel sizes are the divisors of the 128 experts; range(0) = 1 adds v in {1, 2, 4} and
+// all three recompute modes.
+void BM_PlanQwen3_235bOn256Gpus(benchmark::State& state) {
+  const ModelSpec model = *FindModelPreset("qwen3-235b-a22b");
+  const TrainingSpec training = *TrainingSpec::Create({2048, 4096});
+  const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 32, 8);
+  const PerformanceParameters params = DefaultPerformanceParameters(cluster.gpu());
+  PlanOptions options;
+  if (state.range(0) == 1) {
+    options.virtual_pipeline_sizes = {1, 2, 4};
+    options.recompute_modes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  }
+  PlanCounts counts;
+  for (auto _ : state) {
+    const absl::StatusOr<Plan> plan = PlanConfigurations(model, training, cluster, options, params);
+    counts = plan->counts;
+    benchmark::DoNotOptimize(plan);
+  }
+  state.counters["enumerated"] = static_cast<double>(counts.enumerated);
+  state.counters["valid"] = static_cast<double>(counts.valid);
+  state.counters["candidates"] = static_cast<double>(counts.safe + counts.risky);
+}
+BENCHMARK(BM_PlanQwen3_235bOn256Gpus)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// One estimate (memory and performance) of a valid Mixtral 8x7B configuration on 2 nodes of 8
+// H100-80GB, cycling through every one the default space holds with v in {1, 2, 4} and all
+// recompute modes: the per-configuration cost of an MoE model.
+void BM_EstimateMixtureOfExperts(benchmark::State& state) {
+  const ModelSpec model = *FindModelPreset("mixtral-8x7b");
+  const TrainingSpec training = *TrainingSpec::Create({256, 4096});
+  const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 2, 8);
+  const PerformanceParameters params = DefaultPerformanceParameters(cluster.gpu());
+  PlanOptions plan_options;
+  plan_options.virtual_pipeline_sizes = {1, 2, 4};
+  plan_options.recompute_modes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  const absl::StatusOr<Plan> plan =
+      PlanConfigurations(model, training, cluster, plan_options, params);
+  std::vector<ParallelConfig> configs;
+  for (const MemoryMapEntry& entry : plan->memory_map) {
+    configs.push_back(ParallelConfig::FromCheckedDims(entry.dims));
+  }
+  const MemoryOptions options;
+  size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(EstimateMemory(model, training, cluster, configs[i], options));
+    benchmark::DoNotOptimize(PredictPerformance(model, training, cluster, configs[i], params));
+    if (++i == configs.size()) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["configs"] = static_cast<double>(configs.size());
+}
+BENCHMARK(BM_EstimateMixtureOfExperts);
+
 }  // namespace
 }  // namespace paratune

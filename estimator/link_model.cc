@@ -1,5 +1,7 @@
 #include "estimator/link_model.h"
 
+#include <algorithm>
+
 namespace paratune {
 namespace {
 
@@ -32,6 +34,24 @@ double AllReduceSeconds(double bytes, double n, const Link& link) {
 
 double SendRecvSeconds(double bytes, const Link& link) {
   return link.latency_seconds + bytes / link.bytes_per_second;
+}
+
+double AllToAllSeconds(double bytes, int64_t n, int64_t span, const ClusterSpec& cluster,
+                       const PerformanceParameters& params, double network_efficiency) {
+  const GpuSpec& gpu = cluster.gpu();
+  const Link nvlink = NvLink(gpu, params);
+  const double ranks = static_cast<double>(n);
+  // The group's ranks on one node: all of them when the span fits in a node, else n over the
+  // nodes the span covers.
+  const double per_node =
+      span <= cluster.gpus_per_node()
+          ? ranks
+          : ranks * static_cast<double>(cluster.gpus_per_node()) / static_cast<double>(span);
+  const double nvlink_seconds = bytes * (per_node - 1) / ranks / nvlink.bytes_per_second;
+  if (per_node >= ranks) return nvlink.latency_seconds + nvlink_seconds;
+  const double network_seconds = bytes * (ranks - per_node) / ranks /
+                                 (gpu.network_bandwidth_gbps * kGiga * network_efficiency);
+  return params.network_latency_seconds + std::max(nvlink_seconds, network_seconds);
 }
 
 double GemmSeconds(double flops, double peak_flops, const PerformanceParameters& params) {

@@ -32,6 +32,14 @@ Link LinkForSpan(int64_t span, const ClusterSpec& cluster, const PerformancePara
 double GatherOrScatterSeconds(double bytes, double n, const Link& link);
 double AllReduceSeconds(double bytes, double n, const Link& link);
 double SendRecvSeconds(double bytes, const Link& link);
+// An all-to-all in which each of n ranks sends `bytes` (its whole send buffer, an even share to
+// every rank of the group, its own included) over a group of n ranks spread evenly over
+// `span` consecutive ranks: the shares for ranks of the same node cross NVLink and the others
+// the network, both at once (NCCL posts every peer's send and receive together), so the
+// slower of the two paces it. The network runs at `network_efficiency` of its bandwidth, the
+// all-to-all's own figure (many peers at once, unlike a ring's one).
+double AllToAllSeconds(double bytes, int64_t n, int64_t span, const ClusterSpec& cluster,
+                       const PerformanceParameters& params, double network_efficiency);
 
 // Seconds of one GEMM of `flops` at eff(x) = max x / (x + half) of `peak_flops`: small GEMMs
 // leave SMs idle and are bound by memory traffic, so efficiency saturates with size.

@@ -30,7 +30,7 @@ double MlpParameters(const Symbols& x) { return x.mlp_matrices * x.f * x.h; }
 // Parameters of a stage's layers that every TP rank shards over t: whole dense layers, and of
 // an MoE layer its attention and norms, which are a dense layer's less the MLP (the experts,
 // router and shared experts are sharded their own way: moe_memory.h).
-double DenseLayerParameters(const Symbols& x, const StageLayers& stage) {
+double DenseLayerParameters(const Symbols& x, const StageLayerCounts& stage) {
   return stage.layers * x.layer_params - stage.moe_layers * MlpParameters(x);
 }
 
@@ -38,20 +38,20 @@ double DenseLayerParameters(const Symbols& x, const StageLayers& stage) {
 // §5.2): P1 = hV/t + (L/p) [layer]/t, plus the final norm and the untied LM head hV/t when
 // p = 1. The final norm's h weights are replicated on every TP rank, as in Megatron; counting
 // them whole (not h/t) is what reproduces the reference values of data/estimator/ exactly.
-double FirstStageParameters(const Symbols& x, const StageLayers& stage) {
+double FirstStageParameters(const Symbols& x, const StageLayerCounts& stage) {
   double params = (x.h * x.V + DenseLayerParameters(x, stage)) / x.t;
   if (x.p == 1) params += x.h + (x.tied ? 0 : x.h * x.V / x.t);
   return params;
 }
 
 // A middle stage holds only its layers.
-double MiddleStageParameters(const Symbols& x, const StageLayers& stage) {
+double MiddleStageParameters(const Symbols& x, const StageLayerCounts& stage) {
   return DenseLayerParameters(x, stage) / x.t;
 }
 
 // The last stage (p > 1) holds its layers, the final norm and the LM head. With tied
 // embeddings Megatron keeps a copy of the embedding there for the LM head, so hV/t either way.
-double LastStageParameters(const Symbols& x, const StageLayers& stage) {
+double LastStageParameters(const Symbols& x, const StageLayerCounts& stage) {
   return (DenseLayerParameters(x, stage) + x.h * x.V) / x.t + x.h;
 }
 
@@ -159,12 +159,12 @@ LayerActivations ActivationsOfRecompute(const Symbols& x, const TrainingSpec& tr
 }
 
 // The activations of a stage's layers, `chunks` chunks in flight: its dense layers' under the
-// recompute mode (ActivationsOfRecompute), and for each MoE layer a dense layer's with the MLP
-// part replaced by the MoE block (moe.activations, or under full recompute the larger of the
-// working sets of the one layer recomputed at a time, dense or MoE).
+// recompute mode (`layer`, ActivationsOfRecompute's), and for each MoE layer a dense layer's with
+// the MLP part replaced by the MoE block (moe.activations, or under full recompute the larger of
+// the working sets of the one layer recomputed at a time, dense or MoE).
 double StageActivationBytes(const Symbols& x, const TrainingSpec& training, Recompute recompute,
-                            const StageLayers& stage, double chunks, const MoeMemoryTerms& moe) {
-  const LayerActivations layer = ActivationsOfRecompute(x, training, recompute);
+                            const LayerActivations& layer, const StageLayerCounts& stage,
+                            double chunks, const MoeMemoryTerms& moe) {
   const double layer_micro_batches = stage.layers / x.v * chunks;
   if (stage.moe_layers == 0) return layer.Held(layer_micro_batches);
   const double moe_layer_micro_batches = stage.moe_layers / x.v * chunks;
@@ -215,7 +215,7 @@ constexpr double kMlpLinears = 2;
 
 // Linear weights of a stage's layers on one GPU, TP-sharded: the layers' dense parameters
 // (DenseLayerParameters) less their two norm weights each.
-double LinearParameters(const Symbols& x, const StageLayers& stage) {
+double LinearParameters(const Symbols& x, const StageLayerCounts& stage) {
   return (DenseLayerParameters(x, stage) - stage.layers * 2 * x.h) / x.t;
 }
 
@@ -227,7 +227,7 @@ double LinearParameters(const Symbols& x, const StageLayers& stage) {
 // each per parameter, on top of the bf16 weights. With fp8 model weights
 // (fp8_param_gather) the weight itself is the fp8 copy and only the transpose is extra.
 double Fp8WeightCopyBytes(const Symbols& x, const TrainingSpec& training,
-                          const StageLayers& stage) {
+                          const StageLayerCounts& stage) {
   return (training.fp8_param_gather() ? 1 : 2) * LinearParameters(x, stage);
 }
 
@@ -235,7 +235,7 @@ double Fp8WeightCopyBytes(const Symbols& x, const TrainingSpec& training,
 // scale, a scale_inv and an amax history of amax_history_len entries for each of its 3
 // forward tensors (input, weight, output) and 2 backward tensors (output gradient, input
 // gradient) (transformer_engine/pytorch/module/base.py, DelayedScaling recipe).
-double Fp8ScalingStateBytes(const MemoryOptions& options, const StageLayers& stage) {
+double Fp8ScalingStateBytes(const MemoryOptions& options, const StageLayerCounts& stage) {
   constexpr double kTensorsPerLinear = 3 + 2;
   const double linears = stage.layers * kFp8LinearsPerLayer - stage.moe_layers * kMlpLinears;
   return linears * kTensorsPerLinear * 4 * (2 + options.fp8_amax_history_len);
@@ -243,7 +243,7 @@ double Fp8ScalingStateBytes(const MemoryOptions& options, const StageLayers& sta
 
 // The fp8 terms of a stage's transformer layers; zero in bf16.
 void AddFp8State(const Symbols& x, const TrainingSpec& training, const MemoryOptions& options,
-                 const StageLayers& layers, StageMemory& stage) {
+                 const StageLayerCounts& layers, StageMemory& stage) {
   if (!training.fp8()) return;
   stage.bytes[Term(MemoryTerm::kFp8WeightCopies)] = Fp8WeightCopyBytes(x, training, layers);
   // fp8 model weights store the linear weights in 1 byte instead of bf16's 2.
@@ -403,22 +403,26 @@ MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& traini
   const Symbols x = MakeSymbols(model, training, config);
   const ExpertSide expert = ExpertSideOf(model, training, config);
   const MoeRouting routing = MoeRoutingOf(training, options.moe_dropless_load_margin);
+  const LayerActivations layer = ActivationsOfRecompute(x, training, config.recompute());
   const int64_t pp = config.pp();
   MemoryEstimate estimate;
 
   // The terms every stage has: model states (of `stage_parameters` dense ones and the MoE
   // ones), its layers' activations with `chunks` chunks in flight, the fp8 state, and the
   // dispatcher's buffers; the overheads once the rest is filled.
-  auto fill_stage = [&](int64_t index, const StageLayers& layers, double stage_parameters,
+  auto fill_stage = [&](int64_t index, const StageLayerCounts& layers, double stage_parameters,
                         double chunks, StageMemory& stage) {
     stage.stage = index;
     const int64_t moe_layers = static_cast<int64_t>(layers.moe_layers);
-    const MoeMemoryTerms moe = EstimateMoeStageMemory(
-        model, training, config.dims(), expert.parallelism, routing, options.fp8_amax_history_len,
-        moe_layers, layers.moe_layers / x.v * chunks);
+    MoeMemoryTerms moe;
+    if (moe_layers > 0) {
+      moe = EstimateMoeStageMemory(model, training, config.dims(), expert.parallelism, routing,
+                                   options.fp8_amax_history_len, moe_layers,
+                                   layers.moe_layers / x.v * chunks);
+    }
     AddModelStates(x, training, stage_parameters, stage);
     stage.bytes[Term(MemoryTerm::kActivations)] =
-        StageActivationBytes(x, training, config.recompute(), layers, chunks, moe);
+        StageActivationBytes(x, training, config.recompute(), layer, layers, chunks, moe);
     AddFp8State(x, training, options, layers, stage);
     if (moe_layers > 0) AddMoeTerms(moe, stage);
   };
@@ -426,7 +430,7 @@ MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& traini
   // Stage 0: chunks in flight of first_stage_layers / v layers each (the uneven first chunk,
   // one layer short, is averaged over the stage's chunks).
   StageMemory& first = estimate.first_stage;
-  const StageLayers first_layers = StageLayersOf(model, config, 0);
+  const StageLayerCounts first_layers = StageLayerCountsOf(model, x.layout, config, 0);
   fill_stage(0, first_layers, FirstStageParameters(x, first_layers), ChunksInFlight(x, 0), first);
   first.bytes[Term(MemoryTerm::kEmbeddingActivations)] = EmbeddingActivationBytes(x);
   if (pp == 1) first.bytes[Term(MemoryTerm::kOutputActivations)] = OutputActivationBytes(x);
@@ -437,14 +441,14 @@ MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& traini
   if (pp > 2) {
     StageMemory& middle = estimate.middle_stage;
     middle = StageMemory();
-    const StageLayers layers = StageLayersOf(model, config, 1);
+    const StageLayerCounts layers = StageLayerCountsOf(model, x.layout, config, 1);
     fill_stage(1, layers, MiddleStageParameters(x, layers), ChunksInFlight(x, 1), middle);
     AddOverheads(x, training, options, expert, middle);
   }
   if (pp > 1) {
     StageMemory& last = estimate.last_stage;
     last = StageMemory();
-    const StageLayers layers = StageLayersOf(model, config, pp - 1);
+    const StageLayerCounts layers = StageLayerCountsOf(model, x.layout, config, pp - 1);
     fill_stage(pp - 1, layers, LastStageParameters(x, layers), ChunksInFlight(x, x.p - 1), last);
     last.bytes[Term(MemoryTerm::kOutputActivations)] = OutputActivationBytes(x);
     AddOverheads(x, training, options, expert, last);

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "estimator/moe_memory.h"
 #include "gtest/gtest.h"
 
 namespace paratune {
@@ -570,6 +571,97 @@ TEST_F(LlamaMemoryTest, Bf16HasNoFp8Terms) {
   }
 }
 
+// Mixtral 8x7B (32 MoE layers of 8 experts, top-2), s 4096, on 8 H100s: the MoE terms of
+// moe_memory.h in place of the dense MLP's.
+class MixtureOfExpertsMemoryTest : public ::testing::Test {
+ protected:
+  MixtureOfExpertsMemoryTest()
+      : model_(*FindModelPreset("mixtral-8x7b")), training_(*TrainingSpec::Create({64, 4096})) {}
+
+  static ParallelDims ExpertDims(int64_t ep) {
+    ParallelDims dims = Dims(8, 1, 1, 1, 1);
+    dims.ep = ep;
+    return dims;
+  }
+
+  // The same layers with a dense MLP of the experts' width.
+  ModelSpec DenseTwin() const {
+    ModelDimensions dims = model_.dims();
+    dims.moe = MoeDimensions();
+    return *ModelSpec::Create("dense twin", dims);
+  }
+
+  ModelSpec model_;
+  TrainingSpec training_;
+};
+
+TEST_F(MixtureOfExpertsMemoryTest, ExpertStatesAreShardedOverExpertParallelism) {
+  const MemoryEstimate ep8 = Estimate(model_, training_, ExpertDims(8));
+  const MemoryEstimate ep4 = Estimate(model_, training_, ExpertDims(4));
+  // Halving ep doubles the local experts; their bf16 weights and whole fp32 gradients grow by
+  // that, their optimizer states (over edp = 8 / ep) not at all.
+  const double extra = ExpertParameters(model_, {4, 1}, 32) - ExpertParameters(model_, {8, 1}, 32);
+  EXPECT_DOUBLE_EQ(extra, 4 * 32 * 3.0 * 14336 * 4096 / 4 * 1);
+  EXPECT_DOUBLE_EQ(
+      Term(ep4.first_stage, MemoryTerm::kWeights) - Term(ep8.first_stage, MemoryTerm::kWeights),
+      2 * extra);
+  EXPECT_DOUBLE_EQ(
+      Term(ep4.first_stage, MemoryTerm::kGradients) - Term(ep8.first_stage, MemoryTerm::kGradients),
+      4 * extra);
+  EXPECT_NEAR(Term(ep4.first_stage, MemoryTerm::kOptimizerStates),
+              Term(ep8.first_stage, MemoryTerm::kOptimizerStates), 1);
+}
+
+TEST_F(MixtureOfExpertsMemoryTest, MoeBlocksReplaceTheMlpActivations) {
+  const ParallelDims dims = ExpertDims(8);
+  const MemoryEstimate moe = Estimate(model_, training_, dims);
+  const MemoryEstimate dense = Estimate(DenseTwin(), training_, ExpertDims(1));
+  // pp 1: the 32 layers hold one micro-batch each. The dense MLP's activations with
+  // FlashAttention, 2sbh + 8sbf bytes, give way to the MoE block's.
+  const double s = 4096, h = 4096, f = 14336;
+  const double block = MoeBlockActivationBytes(model_, training_, dims, {8, 1}, MoeRouting());
+  EXPECT_NEAR(Term(moe.first_stage, MemoryTerm::kActivations) -
+                  Term(dense.first_stage, MemoryTerm::kActivations),
+              32 * (block - (2 * s * h + 8 * s * f)), 1);
+  // Full recompute keeps layer inputs and one layer's working set, an MoE one.
+  ParallelDims full = dims;
+  full.recompute = Recompute::kFull;
+  ParallelDims dense_full = ExpertDims(1);
+  dense_full.recompute = Recompute::kFull;
+  const double working_set =
+      Term(Estimate(model_, training_, full).first_stage, MemoryTerm::kActivations) -
+      Term(Estimate(DenseTwin(), training_, dense_full).first_stage, MemoryTerm::kActivations);
+  EXPECT_NEAR(working_set, block - (2 * s * h + 8 * s * f), 1);
+}
+
+TEST_F(MixtureOfExpertsMemoryTest, DispatcherBuffersAreTheirOwnTermAndFragment) {
+  const ParallelDims dims = ExpertDims(8);
+  const MemoryEstimate estimate = Estimate(model_, training_, dims, MemoryOptions());
+  const double buffers = Term(estimate.first_stage, MemoryTerm::kMoeDispatcherBuffers);
+  EXPECT_DOUBLE_EQ(buffers, DispatcherBufferBytes(model_, training_, dims, {8, 1}, MoeRouting()));
+  EXPECT_NEAR(Term(estimate.first_stage, MemoryTerm::kFragmentation),
+              0.05 * (AllActivations(estimate.first_stage) + buffers), 1);
+  // A dense model has none.
+  EXPECT_EQ(Term(Estimate(DenseTwin(), training_, Dims(8, 1, 1, 1, 1)).first_stage,
+                 MemoryTerm::kMoeDispatcherBuffers),
+            0);
+}
+
+TEST_F(MixtureOfExpertsMemoryTest, CapacityFactorBoundsTheRoutedTokens) {
+  TrainingOptions options = training_.options();
+  options.moe_capacity_factor = 1.0;
+  const TrainingSpec capped = *TrainingSpec::Create(options);
+  const ParallelDims dims = ExpertDims(8);
+  // Balanced top-2 routing sends each of 8 experts 4096 x 2 / 8 tokens: a capacity factor of
+  // 1 caps exactly that, so only the dropless default's margin could differ, and it is 1.
+  EXPECT_NEAR(Term(Estimate(model_, capped, dims).first_stage, MemoryTerm::kActivations),
+              Term(Estimate(model_, training_, dims).first_stage, MemoryTerm::kActivations), 1);
+  options.moe_capacity_factor = 0.5;
+  EXPECT_LT(Term(Estimate(model_, *TrainingSpec::Create(options), dims).first_stage,
+                 MemoryTerm::kActivations),
+            Term(Estimate(model_, training_, dims).first_stage, MemoryTerm::kActivations));
+}
+
 TEST(MemoryNamesTest, TermAndVerdictNames) {
   EXPECT_STREQ(MemoryTermName(MemoryTerm::kWeights), "weights");
   EXPECT_STREQ(MemoryTermName(MemoryTerm::kGradients), "gradients");
@@ -584,6 +676,7 @@ TEST(MemoryNamesTest, TermAndVerdictNames) {
   EXPECT_STREQ(MemoryTermName(MemoryTerm::kFragmentation), "fragmentation");
   EXPECT_STREQ(MemoryTermName(MemoryTerm::kFp8WeightCopies), "fp8_weight_copies");
   EXPECT_STREQ(MemoryTermName(MemoryTerm::kFp8ScalingState), "fp8_scaling_state");
+  EXPECT_STREQ(MemoryTermName(MemoryTerm::kMoeDispatcherBuffers), "moe_dispatcher_buffers");
   EXPECT_STREQ(MemoryVerdictName(MemoryVerdict::kSafe), "SAFE");
   EXPECT_STREQ(MemoryVerdictName(MemoryVerdict::kRisky), "RISKY");
   EXPECT_STREQ(MemoryVerdictName(MemoryVerdict::kOutOfMemory), "OOM");

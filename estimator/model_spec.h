@@ -85,9 +85,7 @@ class ModelSpec {
   bool tied_embeddings() const { return dims_.tied_embeddings; }
   bool gated_mlp() const { return dims_.gated_mlp; }
   // d: the given head_dim, or h / a.
-  int64_t head_dim() const {
-    return dims_.head_dim != 0 ? dims_.head_dim : dims_.hidden_size / dims_.num_attention_heads;
-  }
+  int64_t head_dim() const { return head_dim_; }
   const MoeDimensions& moe() const { return dims_.moe; }
   // Weight matrices of size f x h in one MLP: 3 gated (SwiGLU), 2 otherwise.
   double MlpMatrices() const { return dims_.gated_mlp ? 3 : 2; }
@@ -129,13 +127,20 @@ class ModelSpec {
   double ActiveParameterCount() const;
 
  private:
-  ModelSpec(std::string name, const ModelDimensions& dims) : name_(std::move(name)), dims_(dims) {}
+  ModelSpec(std::string name, const ModelDimensions& dims)
+      : name_(std::move(name)),
+        dims_(dims),
+        head_dim_(dims.head_dim != 0 ? dims.head_dim
+                                     : dims.hidden_size / dims.num_attention_heads) {}
 
   // ParameterCount() with `experts` routed experts in each MoE layer.
   double ParameterCountWithExperts(int64_t experts) const;
 
   std::string name_;
   ModelDimensions dims_;
+  // dims_.head_dim, or h / a where it is 0: resolved once, as the estimator reads it per
+  // estimate.
+  int64_t head_dim_;
 };
 
 // The catalog preset called `name` (case-insensitive, e.g. "llama3.1-8b", "mixtral-8x7b");

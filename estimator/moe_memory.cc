@@ -115,16 +115,6 @@ int64_t MoeLayersOnStage(const ModelSpec& model, int64_t stage, int64_t pp, int6
   return moe_layers;
 }
 
-StageLayers StageLayersOf(const ModelSpec& model, const ParallelConfig& config, int64_t stage) {
-  const int64_t pp = config.pp();
-  const int64_t vp = config.virtual_pipeline();
-  const PipelineLayout layout = LayoutPipeline(model.num_layers(), pp, vp);
-  int64_t layers = layout.middle_stage_layers;
-  if (stage == 0) layers = layout.first_stage_layers;
-  if (stage == pp - 1) layers = layout.last_stage_layers;
-  return {D(layers), D(MoeLayersOnStage(model, stage, pp, vp))};
-}
-
 double ExpertDataParallelSize(const ParallelDims& dims, const ExpertParallelism& expert) {
   return D(dims.tp * dims.cp * dims.dp) / D(expert.etp * expert.ep);
 }
@@ -240,8 +230,9 @@ double SharedExpertActivationBytes(const ModelSpec& model, const TrainingSpec& t
   const MoeDimensions& moe = model.moe();
   const double inner =
       D(moe.num_shared_experts) * D(moe.shared_expert_ffn_hidden_size) / D(dims.tp);
-  return MoeTokensPerRank(training, dims) * MlpActivationBytesPerInnerValue(model, training) *
-         inner;
+  // The column-parallel fc1 runs on the s b / c tokens gathered over tp.
+  const double gathered_tokens = MoeTokensPerRank(training, dims) * D(dims.tp);
+  return gathered_tokens * MlpActivationBytesPerInnerValue(model, training) * inner;
 }
 
 double MoeBlockActivationBytes(const ModelSpec& model, const TrainingSpec& training,

@@ -14,6 +14,7 @@
 
 #include "estimator/model_spec.h"
 #include "estimator/parallel_config.h"
+#include "estimator/pipeline_layout.h"
 #include "estimator/training_spec.h"
 
 namespace paratune {
@@ -59,13 +60,24 @@ MoeRouting MoeRoutingOf(const TrainingSpec& training, double dropless_load_margi
 // (layers, pp, vp) only; 0 for a dense model.
 int64_t MoeLayersOnStage(const ModelSpec& model, int64_t stage, int64_t pp, int64_t vp);
 
-// The layers pipeline stage `stage` of `config` holds (LayoutPipeline's count for the stage)
-// and, of them, those with experts (MoeLayersOnStage), as doubles for the formulas.
-struct StageLayers {
+// The layers pipeline stage `stage` of `config` holds (`layout`'s count for the stage, the
+// configuration's LayoutPipeline) and, of them, those with experts (MoeLayersOnStage), as
+// doubles for the formulas. Inline: the estimates of dense models call it millions of times a
+// second and it costs them a branch.
+struct StageLayerCounts {
   double layers = 0;
   double moe_layers = 0;
 };
-StageLayers StageLayersOf(const ModelSpec& model, const ParallelConfig& config, int64_t stage);
+inline StageLayerCounts StageLayerCountsOf(const ModelSpec& model, const PipelineLayout& layout,
+                                           const ParallelConfig& config, int64_t stage) {
+  const int64_t pp = config.pp();
+  const int64_t layers = stage == 0        ? layout.first_stage_layers
+                         : stage == pp - 1 ? layout.last_stage_layers
+                                           : layout.middle_stage_layers;
+  const int64_t moe_layers =
+      model.is_moe() ? MoeLayersOnStage(model, stage, pp, config.virtual_pipeline()) : 0;
+  return {static_cast<double>(layers), static_cast<double>(moe_layers)};
+}
 
 // Expert data-parallel size edp = tp x cp x dp / (etp x ep): the ranks of a stage that hold the
 // same expert shard and share its gradients and optimizer states (megatron/core/
@@ -180,8 +192,9 @@ double RouterActivationBytes(const ModelSpec& model, const TrainingSpec& trainin
 double RoutedExpertActivationBytes(const ModelSpec& model, const TrainingSpec& training,
                                    const ParallelDims& dims, const ExpertParallelism& expert,
                                    const MoeRouting& routing);
-// The shared experts' f-wide tensors of the T tokens, as a dense MLP of n_s f_s split over tp
-// (their fc1 input is MoeInputActivationBytes').
+// The shared experts' f-wide tensors, as a dense MLP of n_s f_s split over tp: of the T t =
+// s b / c tokens the sequence-parallel all-gather hands the column-parallel fc1, f_s / t wide
+// each (their fc1 input is MoeInputActivationBytes').
 double SharedExpertActivationBytes(const ModelSpec& model, const TrainingSpec& training,
                                    const ParallelDims& dims);
 

@@ -326,7 +326,8 @@ TEST(MoeMemoryTest, NonGatedExpertsHaveTwoMatricesAndFourBytesPerInnerValue) {
   EXPECT_EQ(SharedExpertParameters(*model, parallel, 8), 8 * 2 * f_s * h / 2);
   EXPECT_EQ(RoutedExpertActivationBytes(*model, training, parallel, expert, MoeRouting()),
             received * (2 * h + 4 * f_e / 2 + 4));
-  EXPECT_EQ(SharedExpertActivationBytes(*model, training, parallel), tokens * 4 * f_s / 2);
+  // The shared expert's fc1 sees the 2 T tokens gathered over tp 2.
+  EXPECT_EQ(SharedExpertActivationBytes(*model, training, parallel), 2 * tokens * 4 * f_s / 2);
 }
 
 // Llama 4 Scout in fp8 (shared expert, top-1 of 16), s 8192, tp 4 cp 2 (T = 1024), ep 4 etp 2.
@@ -341,8 +342,9 @@ TEST(MoeMemoryTest, Fp8SavesLinearInputsAndAddsExpertCopiesAndScalingState) {
   // fc1 input and fc2 input at 1 byte: h + (8 - 2 + 1) f_e / etp, and the fp32 probability.
   EXPECT_EQ(RoutedExpertActivationBytes(model, fp8, dims, expert, routing),
             received * (h + 7 * f_e / 2 + 4));
-  EXPECT_EQ(SharedExpertActivationBytes(model, fp8, dims), tokens * 7 * f_s / 4);
-  EXPECT_EQ(SharedExpertActivationBytes(model, Training(8192), dims), tokens * 8 * f_s / 4);
+  // Of the 4 T tokens gathered over tp 4, f_s / 4 wide each.
+  EXPECT_EQ(SharedExpertActivationBytes(model, fp8, dims), 4 * tokens * 7 * f_s / 4);
+  EXPECT_EQ(SharedExpertActivationBytes(model, Training(8192), dims), 4 * tokens * 8 * f_s / 4);
 
   const int64_t layers = 12;
   const double expert_params = layers * (16.0 / 4) * 3 * f_e * h / 2;

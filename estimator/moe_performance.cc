@@ -13,8 +13,8 @@ constexpr double kRouterValueBytes = 4;
 
 double D(int64_t value) { return static_cast<double>(value); }
 
-double HbmSeconds(double bytes, const GpuSpec& gpu, const MoePerformanceParameters& moe_params) {
-  return bytes / (gpu.hbm_bandwidth_gbps * kGiga * moe_params.moe_hbm_efficiency);
+double HbmSeconds(double bytes, const GpuSpec& gpu, const PerformanceParameters& params) {
+  return bytes / (gpu.hbm_bandwidth_gbps * kGiga * params.moe_hbm_efficiency);
 }
 
 // Tokens a rank sends to the experts, S: T k dropless, E C with a capacity factor. The even
@@ -80,23 +80,23 @@ double TokensPerLocalExpert(const ModelSpec& model, const TrainingSpec& training
   return RoutedTokensPerRank(model, training, dims, expert, routing) / local_experts;
 }
 
-double GroupedGemmEfficiency(double tokens_per_expert, const MoePerformanceParameters& moe_params) {
-  return moe_params.grouped_gemm_efficiency_max * tokens_per_expert /
-         (tokens_per_expert + moe_params.grouped_gemm_half_efficiency_tokens);
+double GroupedGemmEfficiency(double tokens_per_expert, const PerformanceParameters& params) {
+  return params.grouped_gemm_efficiency_max * tokens_per_expert /
+         (tokens_per_expert + params.grouped_gemm_half_efficiency_tokens);
 }
 
 double GroupedGemmForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
                                  const ParallelDims& dims, const ExpertParallelism& expert,
                                  const MoeRouting& routing, double peak_flops,
-                                 const MoePerformanceParameters& moe_params) {
+                                 const PerformanceParameters& params) {
   if (!model.is_moe()) return 0;
   const MoeDimensions& moe = model.moe();
   const double received = RoutedTokensPerRank(model, training, dims, expert, routing);
   const double flops = 2 * received * model.MlpMatrices() * D(moe.expert_ffn_hidden_size) *
                        D(model.hidden_size()) / D(expert.etp);
-  const double efficiency = GroupedGemmEfficiency(
-      TokensPerLocalExpert(model, training, dims, expert, routing), moe_params);
-  return moe_params.expert_load_imbalance * flops / (peak_flops * efficiency);
+  const double efficiency =
+      GroupedGemmEfficiency(TokensPerLocalExpert(model, training, dims, expert, routing), params);
+  return params.expert_load_imbalance * flops / (peak_flops * efficiency);
 }
 
 double SequentialExpertsForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
@@ -111,7 +111,7 @@ double SequentialExpertsForwardSeconds(const ModelSpec& model, const TrainingSpe
   const double fc1 = 2 * tokens * h * Fc1Matrices(model) * inner;
   const double fc2 = 2 * tokens * inner * h;
   const double local_experts = D(moe.num_experts) / D(expert.ep);
-  return params.moe.expert_load_imbalance * local_experts *
+  return params.expert_load_imbalance * local_experts *
          (GemmSeconds(fc1, peak_flops, params) + GemmSeconds(fc2, peak_flops, params));
 }
 
@@ -140,19 +140,19 @@ double RouterGemmForwardSeconds(const ModelSpec& model, const TrainingSpec& trai
 
 double RouterTopKForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
                                 const ParallelDims& dims, const GpuSpec& gpu,
-                                const MoePerformanceParameters& moe_params) {
+                                const PerformanceParameters& params) {
   // Score function (read logits, write scores), top-k (read scores), load-balancing scores
   // (read logits, write scores): five passes over T x E fp32 values.
   constexpr double kScorePasses = 5;
   return HbmSeconds(kScorePasses * kRouterValueBytes * MoeTokensPerRank(training, dims) *
                         D(model.moe().num_experts),
-                    gpu, moe_params);
+                    gpu, params);
 }
 
 double PermutationForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
                                  const ParallelDims& dims, const ExpertParallelism& expert,
                                  const MoeRouting& routing, const GpuSpec& gpu,
-                                 const MoePerformanceParameters& moe_params) {
+                                 const PerformanceParameters& params) {
   if (!model.is_moe()) return 0;
   const double received = RoutedTokensPerRank(model, training, dims, expert, routing);
   double copied_tokens;
@@ -165,7 +165,7 @@ double PermutationForwardSeconds(const ModelSpec& model, const TrainingSpec& tra
   }
   // Each copy reads and writes the token's h bf16 values.
   const double bytes = copied_tokens * 2 * kBf16Bytes * D(model.hidden_size());
-  return HbmSeconds(bytes, gpu, moe_params);
+  return HbmSeconds(bytes, gpu, params);
 }
 
 double AllToAllBytesLeavingRank(const ModelSpec& model, const TrainingSpec& training,
@@ -184,14 +184,15 @@ double AllToAllForwardSeconds(const ModelSpec& model, const TrainingSpec& traini
   if (!model.is_moe()) return 0;
   double seconds = 0;
   if (expert.ep > 1) {
-    const Link link = LinkForSpan(expert.etp * expert.ep, cluster, params);
-    const double ep = D(expert.ep);
     const double sent = SentTokensPerRank(model, training, dims, routing);
     const double token_bytes = sent * kBf16Bytes * D(model.hidden_size());
     const double probability_bytes = sent * kRouterValueBytes;
+    const auto all_to_all = [&](double bytes) {
+      return AllToAllSeconds(bytes, expert.ep, expert.etp * expert.ep, cluster, params,
+                             params.all_to_all_network_efficiency);
+    };
     // Dispatch: tokens and probabilities; combine: tokens.
-    seconds += 2 * GatherOrScatterSeconds(token_bytes, ep, link) +
-               GatherOrScatterSeconds(probability_bytes, ep, link);
+    seconds += 2 * all_to_all(token_bytes) + all_to_all(probability_bytes);
   }
   if (expert.etp > 1) {
     const Link link = LinkForSpan(expert.etp, cluster, params);
@@ -228,7 +229,6 @@ MoeLayerSeconds PredictMoeLayerSeconds(const ModelSpec& model, const TrainingSpe
                                        const MoeRouting& routing, const ClusterSpec& cluster,
                                        double peak_flops, double expert_peak_flops,
                                        const PerformanceParameters& params) {
-  const MoePerformanceParameters& moe_params = params.moe;
   MoeLayerSeconds seconds;
   if (!model.is_moe()) return seconds;
   const GpuSpec& gpu = cluster.gpu();
@@ -239,13 +239,13 @@ MoeLayerSeconds PredictMoeLayerSeconds(const ModelSpec& model, const TrainingSpe
   const double copy_passes = forwards + 1;
   seconds.router =
       gemm_passes * RouterGemmForwardSeconds(model, training, dims, peak_flops, params) +
-      copy_passes * RouterTopKForwardSeconds(model, training, dims, gpu, moe_params);
-  seconds.permutation = copy_passes * PermutationForwardSeconds(model, training, dims, expert,
-                                                                routing, gpu, moe_params);
+      copy_passes * RouterTopKForwardSeconds(model, training, dims, gpu, params);
+  seconds.permutation =
+      copy_passes * PermutationForwardSeconds(model, training, dims, expert, routing, gpu, params);
   seconds.routed_experts =
       gemm_passes * (training.moe_grouped_gemm()
                          ? GroupedGemmForwardSeconds(model, training, dims, expert, routing,
-                                                     expert_peak_flops, moe_params)
+                                                     expert_peak_flops, params)
                          : SequentialExpertsForwardSeconds(model, training, dims, expert, routing,
                                                            expert_peak_flops, params));
   seconds.shared_experts =
@@ -254,7 +254,7 @@ MoeLayerSeconds PredictMoeLayerSeconds(const ModelSpec& model, const TrainingSpe
       routing.dispatcher == TokenDispatcher::kAllGather
           ? AllGatherDispatchForwardSeconds(model, training, dims, expert, cluster, params)
           : AllToAllForwardSeconds(model, training, dims, expert, routing, cluster, params);
-  seconds.exposed_communication = copy_passes * communication * (1 - moe_params.ep_comm_overlap);
+  seconds.exposed_communication = copy_passes * communication * (1 - params.ep_comm_overlap);
   return seconds;
 }
 

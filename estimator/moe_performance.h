@@ -58,7 +58,7 @@ double TokensPerLocalExpert(const ModelSpec& model, const TrainingSpec& training
                             const MoeRouting& routing);
 
 // eff(n) = grouped_gemm_efficiency_max n / (n + grouped_gemm_half_efficiency_tokens).
-double GroupedGemmEfficiency(double tokens_per_expert, const MoePerformanceParameters& moe_params);
+double GroupedGemmEfficiency(double tokens_per_expert, const PerformanceParameters& params);
 
 // Forward seconds of one rank's routed-expert GEMMs: 2 N M f_e h / etp FLOPs (its E / ep
 // experts' fc1 and fc2 on the N tokens they receive, each weight split over etp) at
@@ -67,7 +67,7 @@ double GroupedGemmEfficiency(double tokens_per_expert, const MoePerformanceParam
 double GroupedGemmForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
                                  const ParallelDims& dims, const ExpertParallelism& expert,
                                  const MoeRouting& routing, double peak_flops,
-                                 const MoePerformanceParameters& moe_params);
+                                 const PerformanceParameters& params);
 // The same GEMMs without --moe-grouped-gemm (TrainingOptions::moe_grouped_gemm false):
 // SequentialMLP (experts.py) loops over the E / ep local experts, each an MLP whose fc1 and fc2
 // run as two GEMMs on the tokens it received, every one at the dense GEMM curve
@@ -98,7 +98,7 @@ double RouterGemmForwardSeconds(const ModelSpec& model, const TrainingSpec& trai
 // 20 T E bytes at moe_hbm_efficiency. 0 for a dense model.
 double RouterTopKForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
                                 const ParallelDims& dims, const GpuSpec& gpu,
-                                const MoePerformanceParameters& moe_params);
+                                const PerformanceParameters& params);
 
 // Forward seconds of the copies that reorder routed tokens, each reading and writing 2h bytes
 // per token at moe_hbm_efficiency: permute before the dispatch and unpermute after the combine
@@ -113,7 +113,7 @@ double RouterTopKForwardSeconds(const ModelSpec& model, const TrainingSpec& trai
 double PermutationForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
                                  const ParallelDims& dims, const ExpertParallelism& expert,
                                  const MoeRouting& routing, const GpuSpec& gpu,
-                                 const MoePerformanceParameters& moe_params);
+                                 const PerformanceParameters& params);
 
 // Bytes one rank sends in the dispatch all-to-all over the ep group: its S routed token copies
 // of 2h bytes, of which (ep - 1) / ep leave the rank under balanced routing
@@ -128,13 +128,14 @@ double AllToAllBytesLeavingRank(const ModelSpec& model, const TrainingSpec& trai
 // all-to-alls (tokens, probabilities) over ep and, with etp > 1, the all-gather of the N / etp
 // received tokens over etp (dispatch_postprocess, gather_from_sequence_parallel_region over
 // tp_group, the expert tensor group) and the reduce-scatter of the experts' output back
-// (combine_preprocess); the combine's all-to-all of the tokens. The all-to-all's time is
-// nccl-tests' (doc/PERFORMANCE.md): the bytes leaving the rank at the bus bandwidth. The
-// expert grid puts etp innermost, then ep (megatron/core/parallel_state.py,
-// initialize_model_parallel, the expert RankGenerator with order tp-cp-ep-dp-pp and tp = etp):
-// the ep group spans etp x ep consecutive ranks and stays on NVLink when that tiles a node,
-// whatever the attention side's tp. Backward sends the gradients the same way. Not reduced by
-// ep_comm_overlap (MoeLayerSeconds applies it). 0 with etp = ep = 1.
+// (combine_preprocess); the combine's all-to-all of the tokens. The expert grid puts etp
+// innermost, then ep (megatron/core/parallel_state.py, initialize_model_parallel, the expert
+// RankGenerator with order tp-cp-ep-dp-pp and tp = etp): the ep group spans etp x ep
+// consecutive ranks, whatever the attention side's tp, and its all-to-all sends the shares for
+// ranks of the same node over NVLink and the others over the network at once
+// (AllToAllSeconds, link_model.h, at PerformanceParameters::all_to_all_network_efficiency).
+// Backward sends the gradients the same way. Not reduced by ep_comm_overlap (MoeLayerSeconds
+// applies it). 0 with etp = ep = 1.
 double AllToAllForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
                               const ParallelDims& dims, const ExpertParallelism& expert,
                               const MoeRouting& routing, const ClusterSpec& cluster,
@@ -170,7 +171,7 @@ struct MoeLayerSeconds {
 // All terms 0 for a dense model. `peak_flops`: the dense bf16 peak; `expert_peak_flops`: that
 // of the precision the expert GEMMs run in (DensePeakTflops x 1e12; the fp8 peak for fp8 on
 // Hopper, Transformer Engine's GroupedLinear running under fp8_autocast like the dense
-// linears). The MoE parameters are params.moe.
+// linears). The MoE parameters are params.
 MoeLayerSeconds PredictMoeLayerSeconds(const ModelSpec& model, const TrainingSpec& training,
                                        const ParallelDims& dims, const ExpertParallelism& expert,
                                        const MoeRouting& routing, const ClusterSpec& cluster,

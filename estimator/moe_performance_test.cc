@@ -109,11 +109,10 @@ TEST(TokensPerLocalExpertTest, RoutedCopiesOfTheDispatcherGroupOverTheExperts) {
 }
 
 TEST(GroupedGemmTest, EfficiencyIsHalfItsMaximumAtTheHalfPoint) {
-  MoePerformanceParameters moe_params;
-  EXPECT_DOUBLE_EQ(
-      GroupedGemmEfficiency(moe_params.grouped_gemm_half_efficiency_tokens, moe_params),
-      moe_params.grouped_gemm_efficiency_max / 2);
-  EXPECT_LT(GroupedGemmEfficiency(64, moe_params), GroupedGemmEfficiency(4096, moe_params));
+  const PerformanceParameters params;
+  EXPECT_DOUBLE_EQ(GroupedGemmEfficiency(params.grouped_gemm_half_efficiency_tokens, params),
+                   params.grouped_gemm_efficiency_max / 2);
+  EXPECT_LT(GroupedGemmEfficiency(64, params), GroupedGemmEfficiency(4096, params));
 }
 
 TEST(GroupedGemmTest, SecondsAreTheRanksExpertFlopsAtTheTokensPerExpertEfficiency) {
@@ -122,18 +121,18 @@ TEST(GroupedGemmTest, SecondsAreTheRanksExpertFlopsAtTheTokensPerExpertEfficienc
   const ParallelDims dims = MakeParallelDims(8, 1, 2, 1, /*micro_batch=*/2);
   const ExpertParallelism expert{8, 1};
   const MoeRouting routing;
-  MoePerformanceParameters moe_params;
+  PerformanceParameters params;
   // T = 8192 tokens, N = 8 T received, 16 local experts of N / 16 tokens each.
   const double received = 8 * 8192.0;
   const double per_expert = received / 16;
   const double flops = 2 * received * 3 * 768 * 2048;
-  const double balanced = flops / (kPeakFlops * GroupedGemmEfficiency(per_expert, moe_params));
+  const double balanced = flops / (kPeakFlops * GroupedGemmEfficiency(per_expert, params));
   EXPECT_DOUBLE_EQ(
-      GroupedGemmForwardSeconds(model, training, dims, expert, routing, kPeakFlops, moe_params),
+      GroupedGemmForwardSeconds(model, training, dims, expert, routing, kPeakFlops, params),
       balanced);
-  moe_params.expert_load_imbalance = 1.3;
+  params.expert_load_imbalance = 1.3;
   EXPECT_DOUBLE_EQ(
-      GroupedGemmForwardSeconds(model, training, dims, expert, routing, kPeakFlops, moe_params),
+      GroupedGemmForwardSeconds(model, training, dims, expert, routing, kPeakFlops, params),
       1.3 * balanced);
 }
 
@@ -143,27 +142,24 @@ TEST(PermutationTest, PermuteUnpermuteAndTheSortsByExpertMoveTokenCopies) {
   const ParallelDims dims = MakeParallelDims(8, 1, 2, 1, /*micro_batch=*/1);
   const ClusterSpec cluster = H100Nodes(2);
   const GpuSpec& gpu = cluster.gpu();
-  const MoePerformanceParameters moe_params;
-  const double hbm = gpu.hbm_bandwidth_gbps * 1e9 * moe_params.moe_hbm_efficiency;
+  const PerformanceParameters params;
+  const double hbm = gpu.hbm_bandwidth_gbps * 1e9 * params.moe_hbm_efficiency;
   const double copy_bytes = 2 * 2 * 2048;  // read and write h bf16 values
   const double sent = 4096.0 * 8;
   MoeRouting routing;
   // ep 8: permute and unpermute the sent copies, sort the received ones there and back.
-  EXPECT_DOUBLE_EQ(
-      PermutationForwardSeconds(model, training, dims, {8, 1}, routing, gpu, moe_params),
-      (2 * sent + 2 * sent) * copy_bytes / hbm);
+  EXPECT_DOUBLE_EQ(PermutationForwardSeconds(model, training, dims, {8, 1}, routing, gpu, params),
+                   (2 * sent + 2 * sent) * copy_bytes / hbm);
   // ep 1: the 128 local experts' tokens are still sorted by expert and back.
-  EXPECT_DOUBLE_EQ(
-      PermutationForwardSeconds(model, training, dims, {1, 1}, routing, gpu, moe_params),
-      4 * sent * copy_bytes / hbm);
+  EXPECT_DOUBLE_EQ(PermutationForwardSeconds(model, training, dims, {1, 1}, routing, gpu, params),
+                   4 * sent * copy_bytes / hbm);
   // Mixtral 8x7B at ep 8: one local expert, nothing to sort; S = 2 T copies of h = 4096.
   EXPECT_DOUBLE_EQ(PermutationForwardSeconds(Preset("mixtral-8x7b"), training, dims, {8, 1},
-                                             routing, gpu, moe_params),
+                                             routing, gpu, params),
                    2 * (4096.0 * 2) * (2 * 2 * 4096) / hbm);
   routing.dispatcher = TokenDispatcher::kAllGather;
-  EXPECT_DOUBLE_EQ(
-      PermutationForwardSeconds(model, training, dims, {8, 1}, routing, gpu, moe_params),
-      2 * sent * copy_bytes / hbm);
+  EXPECT_DOUBLE_EQ(PermutationForwardSeconds(model, training, dims, {8, 1}, routing, gpu, params),
+                   2 * sent * copy_bytes / hbm);
 }
 
 TEST(AllToAllTest, BytesLeavingTheRankAreTheRoutedCopiesNotStayingHome) {
@@ -186,21 +182,24 @@ TEST(AllToAllTest, InsideANodeOnNvLinkAcrossNodesOnTheNetwork) {
   const MoeRouting routing;
   const double tokens = 4096.0 * 8 * 2 * 2048;  // S copies of 2h bytes
   const double probabilities = 4096.0 * 8 * 4;
-  auto expected = [&](double ep, double bytes_per_second, double latency) {
-    const double leaving = (ep - 1) / ep / bytes_per_second;
-    return 3 * latency + (2 * tokens + probabilities) * leaving;
-  };
   const double nvlink = gpu.nvlink_bandwidth_gbps * 1e9 * params.nvlink_efficiency;
-  const double network = gpu.network_bandwidth_gbps * 1e9 * params.network_efficiency;
-  EXPECT_DOUBLE_EQ(AllToAllForwardSeconds(model, training, dims, {8, 1}, routing, cluster, params),
-                   expected(8, nvlink, params.nvlink_latency_seconds));
-  EXPECT_DOUBLE_EQ(AllToAllForwardSeconds(model, training, dims, {16, 1}, routing, cluster, params),
-                   expected(16, network, params.network_latency_seconds));
-  // etp 2 x ep 8 spans 16 ranks: the all-to-all crosses nodes, the etp gather and scatter of
-  // the N = 2 S received tokens stay inside.
+  const double network = gpu.network_bandwidth_gbps * 1e9 * params.all_to_all_network_efficiency;
+  // ep 8 on one node: every share but the rank's own over NVLink.
+  EXPECT_DOUBLE_EQ(
+      AllToAllForwardSeconds(model, training, dims, {8, 1}, routing, cluster, params),
+      3 * params.nvlink_latency_seconds + (2 * tokens + probabilities) * 7 / 8 / nvlink);
+  // ep 16 over two nodes: 7 of 16 shares over NVLink, 8 over the network at the same time; the
+  // network, 9 times slower here, paces it.
+  ASSERT_GT(8 / network, 7 / nvlink);
+  EXPECT_DOUBLE_EQ(
+      AllToAllForwardSeconds(model, training, dims, {16, 1}, routing, cluster, params),
+      3 * params.network_latency_seconds + (2 * tokens + probabilities) * 8 / 16 / network);
+  // etp 2 x ep 8 spans 16 ranks: 4 of the ep group's ranks on each node, so half the shares
+  // cross the network; the etp gather and scatter of the N = 2 S received tokens stay inside.
   const double etp_bytes = 2 * tokens;
   EXPECT_DOUBLE_EQ(AllToAllForwardSeconds(model, training, dims, {8, 2}, routing, cluster, params),
-                   expected(8, network, params.network_latency_seconds) +
+                   3 * params.network_latency_seconds +
+                       (2 * tokens + probabilities) * 4 / 8 / network +
                        2 * (params.nvlink_latency_seconds + etp_bytes / 2 / nvlink));
   EXPECT_EQ(AllToAllForwardSeconds(model, training, dims, {1, 1}, routing, cluster, params), 0);
 }
@@ -229,24 +228,21 @@ TEST(MoeLayerSecondsTest, BackwardTwiceTheGemmsOnceTheRestAndARecomputedForward)
   const MoeRouting routing;
   const ClusterSpec cluster = H100Nodes(2);
   PerformanceParameters params;
-  const MoePerformanceParameters& moe_params = params.moe;
+
   const MoeLayerSeconds none = PredictMoeLayerSeconds(model, training, dims, expert, routing,
                                                       cluster, kPeakFlops, kPeakFlops, params);
-  EXPECT_DOUBLE_EQ(none.routed_experts,
-                   3 * GroupedGemmForwardSeconds(model, training, dims, expert, routing, kPeakFlops,
-                                                 moe_params));
+  EXPECT_DOUBLE_EQ(none.routed_experts, 3 * GroupedGemmForwardSeconds(model, training, dims, expert,
+                                                                      routing, kPeakFlops, params));
   EXPECT_DOUBLE_EQ(none.shared_experts,
                    3 * SharedExpertForwardSeconds(model, training, dims, kPeakFlops, params));
-  EXPECT_DOUBLE_EQ(none.permutation,
-                   2 * PermutationForwardSeconds(model, training, dims, expert, routing,
-                                                 cluster.gpu(), moe_params));
+  EXPECT_DOUBLE_EQ(none.permutation, 2 * PermutationForwardSeconds(model, training, dims, expert,
+                                                                   routing, cluster.gpu(), params));
   EXPECT_DOUBLE_EQ(
       none.exposed_communication,
       2 * AllToAllForwardSeconds(model, training, dims, expert, routing, cluster, params));
-  EXPECT_DOUBLE_EQ(
-      none.router,
-      3 * RouterGemmForwardSeconds(model, training, dims, kPeakFlops, params) +
-          2 * RouterTopKForwardSeconds(model, training, dims, cluster.gpu(), moe_params));
+  EXPECT_DOUBLE_EQ(none.router,
+                   3 * RouterGemmForwardSeconds(model, training, dims, kPeakFlops, params) +
+                       2 * RouterTopKForwardSeconds(model, training, dims, cluster.gpu(), params));
 
   dims.recompute = Recompute::kFull;
   const MoeLayerSeconds full = PredictMoeLayerSeconds(model, training, dims, expert, routing,
@@ -255,7 +251,7 @@ TEST(MoeLayerSecondsTest, BackwardTwiceTheGemmsOnceTheRestAndARecomputedForward)
   EXPECT_DOUBLE_EQ(full.exposed_communication, none.exposed_communication * 3 / 2);
 
   dims.recompute = Recompute::kNone;
-  params.moe.ep_comm_overlap = 1;
+  params.ep_comm_overlap = 1;
   const MoeLayerSeconds hidden = PredictMoeLayerSeconds(model, training, dims, expert, routing,
                                                         cluster, kPeakFlops, kPeakFlops, params);
   EXPECT_EQ(hidden.exposed_communication, 0);
@@ -270,18 +266,17 @@ TEST(MoeLayerSecondsTest, DenseModelsHaveNoMoeTerms) {
   const MoeRouting routing;
   const ClusterSpec cluster = H100Nodes(2);
   const PerformanceParameters params;
-  const MoePerformanceParameters moe_params;
   const GpuSpec& gpu = cluster.gpu();
   EXPECT_EQ(RouterForwardFlops(dense, 1000), 0);
   EXPECT_EQ(RoutedExpertForwardFlops(dense, 1000), 0);
   EXPECT_EQ(SharedExpertForwardFlops(dense, 1000), 0);
   EXPECT_EQ(TokensPerLocalExpert(dense, training, dims, expert, routing), 0);
-  EXPECT_EQ(
-      GroupedGemmForwardSeconds(dense, training, dims, expert, routing, kPeakFlops, moe_params), 0);
+  EXPECT_EQ(GroupedGemmForwardSeconds(dense, training, dims, expert, routing, kPeakFlops, params),
+            0);
   EXPECT_EQ(SharedExpertForwardSeconds(dense, training, dims, kPeakFlops, params), 0);
   EXPECT_EQ(RouterGemmForwardSeconds(dense, training, dims, kPeakFlops, params), 0);
-  EXPECT_EQ(RouterTopKForwardSeconds(dense, training, dims, gpu, moe_params), 0);
-  EXPECT_EQ(PermutationForwardSeconds(dense, training, dims, expert, routing, gpu, moe_params), 0);
+  EXPECT_EQ(RouterTopKForwardSeconds(dense, training, dims, gpu, params), 0);
+  EXPECT_EQ(PermutationForwardSeconds(dense, training, dims, expert, routing, gpu, params), 0);
   EXPECT_EQ(AllToAllBytesLeavingRank(dense, training, dims, {8, 1}, routing), 0);
   EXPECT_EQ(AllToAllForwardSeconds(dense, training, dims, {8, 1}, routing, cluster, params), 0);
   EXPECT_EQ(AllGatherDispatchForwardSeconds(dense, training, dims, {8, 1}, cluster, params), 0);

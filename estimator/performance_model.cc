@@ -72,7 +72,7 @@ double MlpParameters(const Symbols& x) { return x.mlp_matrices * x.f * x.h; }
 // Parameters per GPU of a stage's linear layers in fp8 modules: the TP-sharded dense linears
 // (an MoE layer's attention has two) and the experts' and shared experts' linears.
 double Fp8LinearParameters(const Symbols& x, const ModelSpec& model, const ParallelConfig& config,
-                           const StageLayers& stage) {
+                           const StageLayerCounts& stage) {
   const double dense =
       (stage.layers * LinearParameters(x) - stage.moe_layers * MlpParameters(x)) / x.t;
   if (stage.moe_layers == 0) return dense;
@@ -221,7 +221,7 @@ struct StageParameters {
 };
 
 StageParameters LastStageParameters(const Symbols& x, const ModelSpec& model,
-                                    const ParallelConfig& config, const StageLayers& last) {
+                                    const ParallelConfig& config, const StageLayerCounts& last) {
   const double embeddings = x.p == 1 && !x.tied ? 2 * x.h * x.V : x.h * x.V;
   StageParameters params;
   params.data_parallel =
@@ -348,7 +348,7 @@ struct LayerSeconds {
 };
 
 // The seconds of a stage's layers for one micro-batch: its dense layers' and MoE layers'.
-LayerSeconds StageSeconds(const StageLayers& stage, const LayerSeconds& dense,
+LayerSeconds StageSeconds(const StageLayerCounts& stage, const LayerSeconds& dense,
                           const LayerSeconds& moe) {
   const double dense_layers = stage.layers - stage.moe_layers;
   LayerSeconds seconds;
@@ -393,12 +393,12 @@ PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpe
   const double lm_head = LmHeadSeconds(x, peak_flops, params);
   // The pipeline runs at the pace of its slowest stage: the last (its layers and the LM head)
   // or, when the split is uneven or MoE layers are spread unevenly, the first or a middle one.
-  const StageLayers last_layers = StageLayersOf(model, config, config.pp() - 1);
-  StageLayers pace_layers = last_layers;
+  const StageLayerCounts last_layers = StageLayerCountsOf(model, x.layout, config, config.pp() - 1);
+  StageLayerCounts pace_layers = last_layers;
   LayerSeconds pace = StageSeconds(last_layers, dense, moe);
   bool last_paces = true;
   const auto consider = [&](int64_t stage) {
-    const StageLayers layers = StageLayersOf(model, config, stage);
+    const StageLayerCounts layers = StageLayerCountsOf(model, x.layout, config, stage);
     const LayerSeconds seconds = StageSeconds(layers, dense, moe);
     if (seconds.Total() > (last_paces ? pace.Total() + lm_head : pace.Total())) {
       pace_layers = layers;

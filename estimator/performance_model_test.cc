@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "estimator/moe_performance.h"
 #include "gtest/gtest.h"
 
 namespace paratune {
@@ -395,6 +396,75 @@ TEST(A100PerformanceTest, PlausibleThroughput) {
   // FlashAttention runs about a quarter low (docs/estimator.md).
   EXPECT_GT(e.model_tflops_per_gpu, 110);
   EXPECT_LT(e.model_tflops_per_gpu, 230);
+}
+
+// Mixtral 8x7B and Qwen3-30B-A3B on 2 nodes of 8 H100s: an MoE layer's time is a dense
+// layer's attention with the MoE block (moe_performance.h) in place of the MLP.
+class MixtureOfExpertsPerformanceTest : public ::testing::Test {
+ protected:
+  MixtureOfExpertsPerformanceTest()
+      : cluster_(*ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 2, 8)),
+        params_(DefaultPerformanceParameters(cluster_.gpu())) {}
+
+  PerformanceEstimate Predict(const ModelSpec& model, const TrainingSpec& training,
+                              int64_t ep) const {
+    ParallelDims dims = Dims(16, 1, 1, 1, 1);
+    dims.ep = ep;
+    absl::StatusOr<ParallelConfig> config =
+        ParallelConfig::Create(model, training, cluster_, PlacementRules(), dims);
+    EXPECT_TRUE(config.ok()) << config.status();
+    return PredictPerformance(model, training, cluster_, *config, params_);
+  }
+
+  ClusterSpec cluster_;
+  PerformanceParameters params_;
+};
+
+TEST_F(MixtureOfExpertsPerformanceTest, ExpertParallelDispatchIsItsOwnPart) {
+  const ModelSpec model = *FindModelPreset("mixtral-8x7b");
+  const TrainingSpec training = *TrainingSpec::Create({256, 4096});
+  const PerformanceEstimate ep8 = Predict(model, training, 8);
+  EXPECT_GT(ep8.ep_communication_seconds, 0);
+  EXPECT_DOUBLE_EQ(ep8.step_time_seconds,
+                   ep8.compute_seconds + ep8.pipeline_bubble_seconds +
+                       ep8.tp_communication_seconds + ep8.cp_communication_seconds +
+                       ep8.ep_communication_seconds + ep8.dp_communication_seconds +
+                       ep8.pp_communication_seconds + ep8.optimizer_seconds);
+  // 16 micro-batches of 32 MoE layers, each exposing the block's dispatch and combine.
+  const MoeLayerSeconds block = PredictMoeLayerSeconds(
+      model, training, Dims(16, 1, 1, 1, 1), {8, 1}, MoeRouting(), cluster_,
+      cluster_.gpu().peak_bf16_tflops * 1e12, cluster_.gpu().peak_bf16_tflops * 1e12, params_);
+  EXPECT_DOUBLE_EQ(ep8.ep_communication_seconds, 16 * 32 * block.exposed_communication);
+  // Every expert on every GPU: nothing to dispatch, and more expert weights to keep in sync.
+  const PerformanceEstimate ep1 = Predict(model, training, 1);
+  EXPECT_EQ(ep1.ep_communication_seconds, 0);
+  EXPECT_GT(ep1.dp_communication_seconds, ep8.dp_communication_seconds);
+}
+
+TEST_F(MixtureOfExpertsPerformanceTest, ModelFlopsCountTheExpertsATokenPassesThrough) {
+  const ModelSpec model = *FindModelPreset("mixtral-8x7b");
+  const TrainingSpec training = *TrainingSpec::Create({256, 4096});
+  const double h = 4096, L = 32, V = 32000, s = 4096, f_e = 14336;
+  const double expected =
+      256 * s * (12 * L * h * h * (1 + 8.0 / 32 + s / h) + 18 * L * 2 * f_e * h + 6 * V * h);
+  EXPECT_DOUBLE_EQ(ModelFlopsPerStep(model, training), expected);
+  // Qwen3's heads are 128 wide with h / a = 64: the attention term scales by a d / h = 2.
+  const ModelSpec qwen = *FindModelPreset("qwen3-30b-a3b");
+  const double qh = 2048, qL = 48, qV = 151936, qf = 768;
+  const double q_expected =
+      256 * s *
+      (12 * qL * qh * qh * (2 + 4.0 * 128 / qh + 2 * s / qh) + 18 * qL * 8 * qf * qh + 6 * qV * qh);
+  EXPECT_NEAR(ModelFlopsPerStep(qwen, training) / q_expected, 1, 1e-12);
+}
+
+TEST_F(MixtureOfExpertsPerformanceTest, GroupedGemmBeatsOneGemmPerExpert) {
+  const ModelSpec model = *FindModelPreset("qwen3-30b-a3b");
+  TrainingOptions options{256, 4096};
+  const PerformanceEstimate grouped = Predict(model, *TrainingSpec::Create(options), 8);
+  options.moe_grouped_gemm = false;
+  const PerformanceEstimate sequential = Predict(model, *TrainingSpec::Create(options), 8);
+  EXPECT_GT(sequential.compute_seconds, grouped.compute_seconds);
+  EXPECT_EQ(sequential.ep_communication_seconds, grouped.ep_communication_seconds);
 }
 
 }  // namespace

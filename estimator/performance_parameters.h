@@ -7,37 +7,6 @@
 
 namespace paratune {
 
-// The tunable parameters of the mixture-of-experts terms (moe_performance.h), beside the dense
-// ones (whose GEMM curve, link efficiencies and latencies they reuse). The defaults are priors
-// stated with their reasons; FittedPerformanceParameters fits some per architecture.
-struct MoePerformanceParameters {
-  // The routed experts' grouped GEMM (Transformer Engine's GroupedLinear in TEGroupedMLP) at
-  // eff(n) = grouped_gemm_efficiency_max n / (n + grouped_gemm_half_efficiency_tokens) of the
-  // dense peak, n the tokens each local expert receives: the dense GEMM curve's form
-  // (PerformanceParameters::gemm_efficiency_max) over tokens per expert instead of FLOPs,
-  // since an expert's GEMM has a fixed h x f_e / etp weight and only its token count varies.
-  // Prior: the dense curve's ceiling, and half of it at 256 tokens, two of the 128-row tiles
-  // of Hopper's bf16 GEMM kernels, below which the tensor cores mostly compute padding.
-  double grouped_gemm_efficiency_max = 0.75;
-  double grouped_gemm_half_efficiency_tokens = 256;
-  // Fraction of HBM bandwidth reached by the memory-bound MoE kernels: the permutation and
-  // unpermutation copies of routed tokens and the router's score function and top-k. Prior:
-  // PerformanceParameters::optimizer_hbm_efficiency's default.
-  double moe_hbm_efficiency = 0.6;
-  // The slowest rank's expert time over the mean rank's: the step waits for the most loaded
-  // experts. 1 for force-balanced runs (the Megatron-Bridge rows of
-  // shared/data/measured/megatron_bridge_moe_h100.csv, --moe-router-force-load-balancing).
-  double expert_load_imbalance = 1.0;
-  // Fraction of the dispatch and combine communication hidden behind compute. 0: Megatron-LM
-  // core_v0.19.0 runs the all-to-all on the compute stream's critical path unless
-  // --overlap-moe-expert-parallel-comm (ModelParallelConfig.overlap_moe_expert_parallel_comm;
-  // megatron/core/pipeline_parallel/combined_1f1b.py) interleaves one micro-batch's forward
-  // with another's backward so that each one's all-to-all runs during the other's compute
-  // (ep > 1, alltoall or flex dispatcher, no full recompute, bf16; --delay-wgrad-compute
-  // widens the window by deferring the weight-gradient GEMMs). Set it for runs with that flag.
-  double ep_comm_overlap = 0.0;
-};
-
 // Tunable parameters of the model, per GPU type. Units: fractions in [0, 1], FLOPs, seconds.
 struct PerformanceParameters {
   // Fraction of dense peak reached by large GEMMs.
@@ -93,8 +62,38 @@ struct PerformanceParameters {
   // OptimisticTflopsPerGpu turns it into an error bar.
   double relative_error = 0.1;
 
-  // Mixture-of-experts models only.
-  MoePerformanceParameters moe;
+  // Mixture-of-experts models only (moe_performance.h); the defaults are priors stated with
+  // their reasons, fitted per architecture where FittedPerformanceParameters says so.
+  // The routed experts' grouped GEMM (Transformer Engine's GroupedLinear in TEGroupedMLP) at
+  // eff(n) = grouped_gemm_efficiency_max n / (n + grouped_gemm_half_efficiency_tokens) of the
+  // dense peak, n the tokens each local expert receives: the dense GEMM curve's form
+  // (PerformanceParameters::gemm_efficiency_max) over tokens per expert instead of FLOPs,
+  // since an expert's GEMM has a fixed h x f_e / etp weight and only its token count varies.
+  // Prior: the dense curve's ceiling, and half of it at 256 tokens, two of the 128-row tiles
+  // of Hopper's bf16 GEMM kernels, below which the tensor cores mostly compute padding.
+  double grouped_gemm_efficiency_max = 0.75;
+  double grouped_gemm_half_efficiency_tokens = 256;
+  // Fraction of HBM bandwidth reached by the memory-bound MoE kernels: the permutation and
+  // unpermutation copies of routed tokens and the router's score function and top-k. Prior:
+  // PerformanceParameters::optimizer_hbm_efficiency's default.
+  double moe_hbm_efficiency = 0.6;
+  // The slowest rank's expert time over the mean rank's: the step waits for the most loaded
+  // experts. 1 for force-balanced runs (the Megatron-Bridge rows of
+  // shared/data/measured/megatron_bridge_moe_h100.csv, --moe-router-force-load-balancing).
+  double expert_load_imbalance = 1.0;
+  // Fraction of the dispatch and combine communication hidden behind compute. 0: Megatron-LM
+  // core_v0.19.0 runs the all-to-all on the compute stream's critical path unless
+  // --overlap-moe-expert-parallel-comm (ModelParallelConfig.overlap_moe_expert_parallel_comm;
+  // megatron/core/pipeline_parallel/combined_1f1b.py) interleaves one micro-batch's forward
+  // with another's backward so that each one's all-to-all runs during the other's compute
+  // (ep > 1, alltoall or flex dispatcher, no full recompute, bf16; --delay-wgrad-compute
+  // widens the window by deferring the weight-gradient GEMMs). Set it for runs with that flag.
+  double ep_comm_overlap = 0.0;
+  // Fraction of the network's bandwidth the dispatcher's all-to-all reaches on the shares it
+  // sends off the node (AllToAllSeconds, link_model.h), apart from PerformanceParameters::
+  // network_efficiency, which the data-parallel ring collectives fit. Prior: 0.8, the dense
+  // collectives' default.
+  double all_to_all_network_efficiency = 0.8;
 };
 
 // The GPU architectures with fitted parameters.

@@ -15,15 +15,19 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using paratune::FuzzCheck;
-  static const std::vector<paratune::MeasuredDataset>* const kDatasets =
-      new std::vector<paratune::MeasuredDataset>(paratune::MeasuredDatasets());
+  static const std::vector<paratune::MeasuredDataset>* const kDatasets = [] {
+    auto* datasets = new std::vector<paratune::MeasuredDataset>(paratune::MeasuredDatasets());
+    for (const paratune::MeasuredDataset& moe : paratune::MoeDatasets()) datasets->push_back(moe);
+    return datasets;
+  }();
   const absl::string_view text = paratune::FuzzText(data, size);
   const size_t newline = text.find('\n');
   const absl::string_view name = text.substr(0, newline);
   const absl::string_view contents =
       newline == absl::string_view::npos ? absl::string_view() : text.substr(newline + 1);
 
-  const paratune::MeasuredDataset* dataset = &(*kDatasets)[size == 0 ? 0 : data[0] % 5];
+  const paratune::MeasuredDataset* dataset =
+      &(*kDatasets)[size == 0 ? 0 : data[0] % kDatasets->size()];
   for (const paratune::MeasuredDataset& known : *kDatasets) {
     if (known.file == name) dataset = &known;
   }

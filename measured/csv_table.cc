@@ -116,6 +116,12 @@ absl::Status CsvTable::CellError(size_t row, size_t column, absl::string_view wh
                                                  header_[column], "\" (", column + 1, "): ", what));
 }
 
+absl::Status CsvTable::InvalidCell(size_t row, absl::string_view column,
+                                   absl::string_view what) const {
+  return absl::InvalidArgumentError(
+      absl::StrCat(path_, ":", lines_[row], ": column \"", column, "\": ", what));
+}
+
 absl::StatusOr<std::string> CsvTable::String(size_t row, absl::string_view column) const {
   absl::StatusOr<size_t> index = ColumnIndex(column);
   if (!index.ok()) return index.status();

@@ -35,6 +35,9 @@ class CsvTable {
   absl::StatusOr<int64_t> IntOr(size_t row, absl::string_view column, int64_t fallback) const;
   // "true" or "false".
   absl::StatusOr<bool> Bool(size_t row, absl::string_view column) const;
+  // INVALID_ARGUMENT "path:line: column \"name\": what", for a cell that parses but that a
+  // reader refuses (an unknown name, a value out of range).
+  absl::Status InvalidCell(size_t row, absl::string_view column, absl::string_view what) const;
 
  private:
   CsvTable() = default;

@@ -29,6 +29,14 @@ TEST(CsvTableTest, BadCellNamesFileLineAndColumn) {
   EXPECT_EQ(table->Double(0, "missing").status().message(), "t.csv: no column \"missing\"");
 }
 
+TEST(CsvTableTest, ARefusedCellNamesFileLineAndColumn) {
+  const absl::StatusOr<CsvTable> table = CsvTable::Parse("t.csv", "a,b\n1,2\n3,x\n");
+  ASSERT_TRUE(table.ok());
+  const absl::Status status = table->InvalidCell(1, "b", "\"x\" is not y or z");
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "t.csv:3: column \"b\": \"x\" is not y or z");
+}
+
 TEST(CsvTableTest, MalformedFilesAreRejected) {
   EXPECT_EQ(CsvTable::Parse("t.csv", "a,b\n1,2,3\n").status().message(),
             "t.csv:2: 3 fields, but the header has 2");

@@ -435,7 +435,129 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadNvidiaFp8(const CsvTable& table,
   return runs;
 }
 
+constexpr char kMoeTable[] = "megatron_bridge_moe_h100.csv";
+
+// The dispatcher a row's recipe sets. Megatron-Bridge's flex dispatcher (DeepEP or HybridEP
+// kernels, flex_dispatcher_backend.py) sends each routed token to the same expert-parallel
+// ranks as the all-to-all dispatcher, through fused kernels; with no model of its own here
+// (TokenDispatcher), it is read as the all-to-all it replaces, and the row's group says
+// which it was so that a fit can tell them apart.
+absl::StatusOr<TokenDispatcher> MoeDispatcher(const CsvTable& table, size_t row) {
+  PT_ASSIGN_OR_RETURN(const std::string text, table.String(row, "token_dispatcher"));
+  if (text == "alltoall" || absl::StartsWith(text, "flex (")) return TokenDispatcher::kAllToAll;
+  if (text == "allgather") return TokenDispatcher::kAllGather;
+  return table.InvalidCell(
+      row, "token_dispatcher",
+      absl::StrCat("\"", text, "\" is not alltoall, allgather or flex (BACKEND)"));
+}
+
+// Why the MoE table's reader leaves `row` out for a dataset of `fp8` rows; empty when it
+// reads it.
+absl::StatusOr<std::string> MoeSkipReason(const CsvTable& table, size_t row, bool fp8) {
+  PT_ASSIGN_OR_RETURN(const std::string not_describable, table.String(row, "not_describable"));
+  if (!not_describable.empty()) return not_describable;
+  PT_ASSIGN_OR_RETURN(const std::string precision, table.String(row, "precision_used"));
+  if (precision.empty()) return std::string("precision not stated by the source or its recipe");
+  if (precision != "fp8" && precision != "bf16") {
+    return table.InvalidCell(row, "precision_used",
+                             absl::StrCat("\"", precision, "\" is not fp8, bf16 or empty"));
+  }
+  if ((precision == "fp8") != fp8) {
+    return absl::StrCat(precision, " row; the dataset reads ", fp8 ? "fp8" : "bf16", " rows");
+  }
+  PT_ASSIGN_OR_RETURN(const int64_t fsdp, table.IntOr(row, "fsdp", 0));
+  if (fsdp != 0) {
+    // Megatron-FSDP shards weights in a way the memory model does not describe.
+    return std::string("Megatron-FSDP run");
+  }
+  return std::string();
+}
+
+// NVIDIA's Megatron-Bridge MoE rows: the configuration as the performance summary gives it,
+// the routing and the rest as the row's recipe (its `recipe` column) sets them.
+absl::StatusOr<std::vector<MeasuredRun>> LoadMegatronBridgeMoe(const CsvTable& table,
+                                                               const std::string& file, bool fp8,
+                                                               std::vector<SkippedRow>* skipped) {
+  std::vector<MeasuredRun> runs;
+  PT_ASSIGN_OR_RETURN(const GpuSpec gpu, FindGpuPreset("h100-80gb"));
+  for (size_t row = 0; row < table.num_rows(); ++row) {
+    RowSetup setup;
+    PT_ASSIGN_OR_RETURN(setup.model_name, table.String(row, "model"));
+    PT_ASSIGN_OR_RETURN(std::string reason, MoeSkipReason(table, row, fp8));
+    if (!reason.empty()) {
+      if (skipped != nullptr) {
+        skipped->push_back({table.line(row), setup.model_name, std::move(reason)});
+      }
+      continue;
+    }
+    absl::StatusOr<ModelSpec> preset = FindModelPreset(absl::AsciiStrToLower(setup.model_name));
+    if (!preset.ok()) return table.InvalidCell(row, "model", preset.status().message());
+    setup.dims = preset->dims();
+    setup.gpu = gpu;
+    PT_ASSIGN_OR_RETURN(setup.training.seq_len, table.Int(row, "seq_len"));
+    PT_ASSIGN_OR_RETURN(setup.training.global_batch_size, table.Int(row, "global_batch"));
+    setup.training.fp8 = fp8;
+    // Every recipe sets grad_reduce_in_fp32 = False (bf16 gradient buffers).
+    setup.training.fp32_gradients = false;
+    PT_ASSIGN_OR_RETURN(setup.training.tp_comm_overlap, table.Bool(row, "tp_comm_overlap"));
+    // An empty capacity factor is dropless; the recipes pair it with forced load balancing
+    // (force_load_balancing), so no expert gets more than its even share either way.
+    PT_ASSIGN_OR_RETURN(const std::string capacity, table.String(row, "capacity_factor"));
+    if (!capacity.empty()) {
+      PT_ASSIGN_OR_RETURN(setup.training.moe_capacity_factor, table.Double(row, "capacity_factor"));
+    }
+    PT_ASSIGN_OR_RETURN(setup.training.moe_token_dispatcher, MoeDispatcher(table, row));
+    PT_ASSIGN_OR_RETURN(setup.training.moe_grouped_gemm, table.Bool(row, "grouped_gemm"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.tp, table.Int(row, "tp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.pp, table.Int(row, "pp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.cp, table.Int(row, "cp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.virtual_pipeline, table.IntOr(row, "vp", 1));
+    PT_ASSIGN_OR_RETURN(setup.parallel.ep, table.Int(row, "ep"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.etp, table.Int(row, "etp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.micro_batch, table.Int(row, "micro_batch"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.recompute, RecomputeCell(table, row));
+    setup.parallel.sequence_parallel = setup.parallel.tp > 1;
+    PT_ASSIGN_OR_RETURN(const int64_t gpus, table.Int(row, "num_gpus"));
+    const std::string where = absl::StrCat(table.path(), ":", table.line(row), ": ");
+    PT_ASSIGN_OR_RETURN(const int64_t model_parallel,
+                        ProductOfSizes(where, {{"tp", setup.parallel.tp},
+                                               {"pp", setup.parallel.pp},
+                                               {"cp", setup.parallel.cp}}));
+    if (gpus % model_parallel != 0) {
+      return table.InvalidCell(
+          row, "num_gpus",
+          absl::StrCat(gpus, " is not a multiple of tp x pp x cp (", model_parallel, ")"));
+    }
+    setup.parallel.dp = gpus / model_parallel;
+    setup.step_column = "tokens_per_s_per_gpu";
+    PT_ASSIGN_OR_RETURN(const double tokens_per_gpu, table.Double(row, setup.step_column));
+    setup.step_seconds = static_cast<double>(setup.training.global_batch_size) *
+                         static_cast<double>(setup.training.seq_len) /
+                         (tokens_per_gpu * static_cast<double>(gpus));
+    PT_ASSIGN_OR_RETURN(const std::string software, table.String(row, "software"));
+    PT_ASSIGN_OR_RETURN(const std::string dispatcher, table.String(row, "token_dispatcher"));
+    setup.group = absl::StrCat(setup.model_name, " ", software, " ", dispatcher);
+    PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
 }  // namespace
+
+std::vector<MeasuredDataset> MoeDatasets() { return {{kMoeTable, true, true}}; }
+
+absl::StatusOr<std::vector<SkippedRow>> SkippedMoeRows(const std::string& directory,
+                                                       const MeasuredDataset& dataset) {
+  if (dataset.file != kMoeTable) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(dataset.file, ": not the mixture-of-experts table (", kMoeTable, ")"));
+  }
+  PT_ASSIGN_OR_RETURN(const CsvTable table, CsvTable::Load(directory + "/" + dataset.file));
+  std::vector<SkippedRow> skipped;
+  PT_RETURN_IF_ERROR(LoadMegatronBridgeMoe(table, dataset.file, dataset.fp8, &skipped).status());
+  return skipped;
+}
 
 MeasuredDataset Fp8Dataset() { return {"nvidia_h100_fp8.csv", false, true}; }
 
@@ -466,7 +588,19 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMeasuredRuns(const std::string& dir
   }
   if (dataset.file == "llama31_8b_4d_abci_tsubame.csv") return LoadFujii(table, dataset.file);
   if (dataset.file == "nvidia_h100_fp8.csv") return LoadNvidiaFp8(table, dataset.file);
+  if (dataset.file == kMoeTable) {
+    return LoadMegatronBridgeMoe(table, dataset.file, dataset.fp8, nullptr);
+  }
   return absl::InvalidArgumentError(absl::StrCat(dataset.file, ": not a known measured table"));
+}
+
+absl::StatusOr<Recompute> RecomputeCell(const CsvTable& table, size_t row) {
+  PT_ASSIGN_OR_RETURN(const std::string text, table.String(row, "recompute"));
+  if (text == "none") return Recompute::kNone;
+  if (text == "selective") return Recompute::kSelective;
+  if (text == "full") return Recompute::kFull;
+  return table.InvalidCell(row, "recompute",
+                           absl::StrCat("\"", text, "\" is not none, selective or full"));
 }
 
 double MeasuredTflopsPerGpu(const MeasuredRun& run) {

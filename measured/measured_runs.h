@@ -13,6 +13,7 @@
 #include "estimator/performance_fit.h"
 #include "estimator/performance_parameters.h"
 #include "estimator/training_spec.h"
+#include "measured/csv_table.h"
 
 namespace paratune {
 
@@ -54,10 +55,33 @@ MeasuredDataset Fp8Dataset();
 // Hopper, with the bf16 ones fixed) and Fp8Dataset() (held out), in that order.
 std::vector<MeasuredDataset> Fp8Datasets();
 
+// The mixture-of-experts runs: the fp8 rows of megatron_bridge_moe_h100.csv (NVIDIA's
+// Megatron-Bridge performance summaries, DGX-H100; every row of a paratune preset is fp8) that
+// the MoE performance parameters are fitted to and validated on. Apart from
+// MeasuredDatasets(), so that the dense fit and its error do not move.
+std::vector<MeasuredDataset> MoeDatasets();
+
+// A row of a measured table that its reader leaves out, and why.
+struct SkippedRow {
+  int64_t line = 0;  // line in the file
+  std::string model_name;
+  std::string reason;
+};
+
+// The rows of megatron_bridge_moe_h100.csv in `directory` that LoadMeasuredRuns leaves out for
+// `dataset` (one of MoeDatasets()), in file order: models that are not presets, rows whose
+// precision the source does not state, and rows of the other precision.
+absl::StatusOr<std::vector<SkippedRow>> SkippedMoeRows(const std::string& directory,
+                                                       const MeasuredDataset& dataset);
+
 // The rows of `dataset` read from `directory`/`dataset.file`. Errors name the file, line and
 // column (see CsvTable), or the row's line when its configuration breaks a validity rule.
 absl::StatusOr<std::vector<MeasuredRun>> LoadMeasuredRuns(const std::string& directory,
                                                           const MeasuredDataset& dataset);
+
+// The recompute of a table's "recompute" cell: none, selective or full (the run tables of the
+// replay backend share the spelling).
+absl::StatusOr<Recompute> RecomputeCell(const CsvTable& table, size_t row);
 
 // Measured TFLOP/s per GPU of a completed run, with the estimator's model FLOPs.
 double MeasuredTflopsPerGpu(const MeasuredRun& run);

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "estimator/performance_fit.h"
@@ -116,6 +118,140 @@ TEST(MeasuredRunsTest, ANonPositiveStepTimeNamesItsColumn) {
               std::string::npos)
         << status;
   }
+}
+
+constexpr char kMoeTable[] = "megatron_bridge_moe_h100.csv";
+
+MeasuredDataset MoeDataset() {
+  EXPECT_EQ(MoeDatasets().size(), 1u);
+  return MoeDatasets().front();
+}
+
+TEST(MeasuredRunsTest, MoeTableIsApartFromTheDenseTables) {
+  const MeasuredDataset moe = MoeDataset();
+  EXPECT_EQ(moe.file, kMoeTable);
+  EXPECT_TRUE(moe.fp8);
+  for (const MeasuredDataset& dataset : MeasuredDatasets()) EXPECT_NE(dataset.file, moe.file);
+  for (const MeasuredDataset& dataset : Fp8Datasets()) EXPECT_NE(dataset.file, moe.file);
+}
+
+TEST(MeasuredRunsTest, EveryMoeRowIsReadOrSkippedWithItsReason) {
+  absl::StatusOr<std::vector<MeasuredRun>> runs = LoadMeasuredRuns(kDataDir, MoeDataset());
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  absl::StatusOr<std::vector<SkippedRow>> skipped = SkippedMoeRows(kDataDir, MoeDataset());
+  ASSERT_TRUE(skipped.ok()) << skipped.status();
+  std::vector<int64_t> read_lines;
+  for (const MeasuredRun& run : *runs) {
+    read_lines.push_back(run.line);
+    EXPECT_TRUE(run.model.is_moe()) << run.line;
+    EXPECT_TRUE(run.training.fp8()) << run.line;
+    // NVIDIA's model TFLOP/s of these rows are 118 to 253; the estimator counts model FLOPs
+    // its own way, so only the range is checked.
+    EXPECT_GT(MeasuredTflopsPerGpu(run), 80) << run.line;
+    EXPECT_LT(MeasuredTflopsPerGpu(run), 400) << run.line;
+  }
+  // The Qwen3-30B-A3B and Qwen3-235B-A22B rows, of 25.11, 25.09 (30B), 26.02, 26.02.01,
+  // 26.04, 26.04.01 and 26.06 (30B).
+  EXPECT_EQ(read_lines, (std::vector<int64_t>{2, 4, 7, 9, 10, 12, 13, 16, 17, 20, 21, 23}));
+  std::vector<std::pair<int64_t, std::string>> skipped_rows;
+  for (const SkippedRow& row : *skipped) {
+    EXPECT_FALSE(row.reason.empty()) << row.line;
+    skipped_rows.push_back({row.line, row.model_name});
+  }
+  EXPECT_EQ(skipped_rows, (std::vector<std::pair<int64_t, std::string>>{{3, "GPT-OSS-120B"},
+                                                                        {5, "Qwen3-235B-A22B"},
+                                                                        {6, "DeepSeek-V3"},
+                                                                        {8, "GPT-OSS-120B"},
+                                                                        {11, "GPT-OSS-120B"},
+                                                                        {14, "Nemotron-3-Nano"},
+                                                                        {15, "GPT-OSS-120B"},
+                                                                        {18, "Nemotron-3-Nano"},
+                                                                        {19, "GPT-OSS-120B"},
+                                                                        {22, "Nemotron-3-Nano"},
+                                                                        {24, "Nemotron-3-Nano"}}));
+  ASSERT_EQ(skipped->size(), 11u);
+  EXPECT_EQ((*skipped)[1].reason, "precision not stated by the source or its recipe");
+  EXPECT_NE((*skipped)[2].reason.find("multi-head latent attention"), std::string::npos);
+  // Every data row (23, lines 2 to 24) is one or the other.
+  EXPECT_EQ(runs->size() + skipped->size(), 23u);
+}
+
+TEST(MeasuredRunsTest, MoeRowFieldByField) {
+  absl::StatusOr<std::vector<MeasuredRun>> runs = LoadMeasuredRuns(kDataDir, MoeDataset());
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  // Line 16: NeMo 26.04, Qwen3-30B-A3B, 16 GPUs, FP8, GBS 1024, MBS 1, seq 4096, tp 1 pp 1
+  // cp 1, no VP, ep 16, 8901 tokens/s/GPU; recipe: etp 1, flex (hybridep), dropless.
+  const MeasuredRun& run = (*runs)[7];
+  ASSERT_EQ(run.line, 16);
+  EXPECT_EQ(run.dataset, kMoeTable);
+  EXPECT_EQ(run.model_name, "Qwen3-30B-A3B");
+  EXPECT_EQ(run.group, "Qwen3-30B-A3B NeMo 26.04 flex (hybridep)");
+  // The preset's dimensions under the table's name.
+  absl::StatusOr<ModelSpec> preset = FindModelPreset("qwen3-30b-a3b");
+  ASSERT_TRUE(preset.ok()) << preset.status();
+  EXPECT_EQ(run.model.name(), "Qwen3-30B-A3B");
+  EXPECT_EQ(run.model.hidden_size(), preset->hidden_size());
+  EXPECT_EQ(run.model.num_layers(), preset->num_layers());
+  EXPECT_EQ(run.model.head_dim(), preset->head_dim());
+  EXPECT_EQ(run.model.moe().num_experts, 128);
+  EXPECT_EQ(run.model.moe().expert_ffn_hidden_size, preset->moe().expert_ffn_hidden_size);
+  EXPECT_EQ(run.model.moe().router_top_k, 8);
+  EXPECT_EQ(run.cluster.gpu().name, "h100-80gb");
+  EXPECT_EQ(run.cluster.num_nodes(), 2);
+  EXPECT_EQ(run.cluster.gpus_per_node(), 8);
+  EXPECT_EQ(run.training.global_batch_size(), 1024);
+  EXPECT_EQ(run.training.seq_len(), 4096);
+  EXPECT_TRUE(run.training.fp8());
+  EXPECT_FALSE(run.training.fp8_param_gather());
+  EXPECT_FALSE(run.training.fp32_gradients());
+  EXPECT_TRUE(run.training.distributed_optimizer());
+  EXPECT_TRUE(run.training.tp_comm_overlap());
+  EXPECT_EQ(run.training.moe_capacity_factor(), 0);
+  EXPECT_EQ(run.training.moe_token_dispatcher(), TokenDispatcher::kAllToAll);
+  EXPECT_TRUE(run.training.moe_grouped_gemm());
+  EXPECT_EQ(run.config.dp(), 16);
+  EXPECT_EQ(run.config.tp(), 1);
+  EXPECT_EQ(run.config.pp(), 1);
+  EXPECT_EQ(run.config.cp(), 1);
+  EXPECT_EQ(run.config.virtual_pipeline(), 1);
+  EXPECT_EQ(run.config.ep(), 16);
+  EXPECT_EQ(run.config.etp(), 1);
+  EXPECT_EQ(run.config.micro_batch(), 1);
+  EXPECT_EQ(run.config.recompute(), Recompute::kNone);
+  EXPECT_TRUE(run.completed);
+  EXPECT_DOUBLE_EQ(run.step_seconds, 1024.0 * 4096.0 / (8901.0 * 16.0));
+
+  // Line 4, NeMo 25.09: token drop at the capacity factor the recipe sets (apply_moe_token_drop).
+  ASSERT_EQ((*runs)[1].line, 4);
+  EXPECT_EQ((*runs)[1].training.moe_capacity_factor(), 1.0);
+  // Line 7, NeMo 25.11 Qwen3-235B-A22B: tp 2 with sequence parallelism, pp 8 vp 4, ep 32.
+  const MeasuredRun& big = (*runs)[2];
+  ASSERT_EQ(big.line, 7);
+  EXPECT_EQ(big.config.dp(), 16);
+  EXPECT_TRUE(big.config.sequence_parallel());
+  EXPECT_EQ(big.config.virtual_pipeline(), 4);
+  EXPECT_EQ(big.config.ep(), 32);
+  EXPECT_EQ(big.config.etp(), 1);
+  EXPECT_FALSE(big.training.tp_comm_overlap());
+}
+
+TEST(MeasuredRunsTest, ABadMoeCellNamesFileLineAndColumn) {
+  const std::string directory = absl::StrCat(getenv("TEST_TMPDIR"), "/bad_moe_cell");
+  ASSERT_EQ(mkdir(directory.c_str(), 0755), 0);
+  std::ifstream in(absl::StrCat(kDataDir, "/", kMoeTable));
+  std::string header, row;
+  ASSERT_TRUE(std::getline(in, header) && std::getline(in, row));
+  const std::string good = ",alltoall,";
+  ASSERT_NE(row.find(good), std::string::npos);
+  row.replace(row.find(good), good.size(), ",alltoal,");
+  const std::string path = absl::StrCat(directory, "/", kMoeTable);
+  std::ofstream(path) << header << "\n" << row << "\n";
+  const absl::Status status = LoadMeasuredRuns(directory, MoeDataset()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            absl::StrCat(path,
+                         ":2: column \"token_dispatcher\": \"alltoal\" is not alltoall, "
+                         "allgather or flex (BACKEND)"));
 }
 
 TEST(MeasuredRunsTest, GptRowsAreNotGated) {

@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 targets=(
   //worker/cuda:paratune-probe
   //worker/cuda:kernels_gpu_test
+  //worker/cuda:moe_kernels_gpu_test
   //worker/cuda:gemm_gpu_test
   //worker/cuda:fp8_gemm_gpu_test
   //worker/cuda:fp8_linear_gpu_test

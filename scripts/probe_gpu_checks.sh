@@ -59,7 +59,7 @@ field() { grep -m1 "^ *$1:" "$2" | sed 's/^[^:]*: *//; s/"//g'; }
 for step in "${steps[@]}"; do
   case "$step" in
     tests)
-      for test in kernels_gpu_test gemm_gpu_test fp8_gemm_gpu_test fp8_linear_gpu_test fp8_parameters_gpu_test attention_gpu_test data_parallel_sync_gpu_test tensor_parallel_overlap_gpu_test stage_runner_gpu_test cuda_backend_gpu_test; do
+      for test in kernels_gpu_test moe_kernels_gpu_test gemm_gpu_test fp8_gemm_gpu_test fp8_linear_gpu_test fp8_parameters_gpu_test attention_gpu_test data_parallel_sync_gpu_test tensor_parallel_overlap_gpu_test stage_runner_gpu_test cuda_backend_gpu_test; do
         mkdir -p "$work/tmp/$test"
         TEST_SRCDIR="$work/runfiles" TEST_TMPDIR="$work/tmp/$test" "$work/bin/$test" \
           >>"$out/tests.log" 2>&1

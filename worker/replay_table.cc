@@ -16,22 +16,30 @@ constexpr int kMaxTablesPerKind = 16;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Every value a replay matches on. Sequence parallelism only exists with tp > 1, so tp = 1
-// runs match whatever the flag says.
+// runs match whatever the flag says. The experts (dimensions, routing switches, ep and the
+// resolved etp) are part of it: a mixture-of-experts run never answers for a dense model of
+// the same attention and width, nor for another expert layout.
 std::string Key(const ResolvedConfiguration& configuration) {
   const ModelDimensions& m = configuration.model.dims();
   const GpuSpec& g = configuration.cluster.gpu();
   const TrainingOptions& t = configuration.training.options();
   const ParallelDims& p = configuration.config.dims();
+  const MoeDimensions& e = m.moe;
   return absl::StrCat(
       "h", m.hidden_size, " f", m.ffn_hidden_size, " L", m.num_layers, " a", m.num_attention_heads,
       " k", m.num_kv_heads, " V", m.vocab_size, " tied", m.tied_embeddings, " gated", m.gated_mlp,
-      "|", g.name, " ", g.memory_bytes, " ", g.peak_bf16_tflops, " ", g.hbm_bandwidth_gbps, " ",
-      g.nvlink_bandwidth_gbps, " ", g.network_bandwidth_gbps, "|",
+      " d", configuration.model.head_dim(), " E", e.num_experts, " topk", e.router_top_k, " fe",
+      e.expert_ffn_hidden_size, " S", e.num_shared_experts, " fs", e.shared_expert_ffn_hidden_size,
+      " step", e.layer_step, " dense", e.first_dense_layers, " score",
+      static_cast<int>(e.router_score), "|", g.name, " ", g.memory_bytes, " ", g.peak_bf16_tflops,
+      " ", g.hbm_bandwidth_gbps, " ", g.nvlink_bandwidth_gbps, " ", g.network_bandwidth_gbps, "|",
       configuration.cluster.num_nodes(), "x", configuration.cluster.gpus_per_node(), "|gbs",
       t.global_batch_size, " s", t.seq_len, " fp8", t.fp8, " distopt", t.distributed_optimizer,
-      " fp32grad", t.fp32_gradients, " fa", t.flash_attention, "|dp", p.dp, " tp", p.tp, " pp",
-      p.pp, " cp", p.cp, " mbs", p.micro_batch, " vp", p.virtual_pipeline, " sp",
-      p.sequence_parallel && p.tp > 1, " rc", static_cast<int>(p.recompute));
+      " fp32grad", t.fp32_gradients, " fa", t.flash_attention, " capacity", t.moe_capacity_factor,
+      " dispatcher", static_cast<int>(t.moe_token_dispatcher), " grouped", t.moe_grouped_gemm,
+      "|dp", p.dp, " tp", p.tp, " pp", p.pp, " cp", p.cp, " mbs", p.micro_batch, " vp",
+      p.virtual_pipeline, " sp", p.sequence_parallel && p.tp > 1, " rc",
+      static_cast<int>(p.recompute), " ep", p.ep, " etp", configuration.config.etp());
 }
 
 std::string BaseName(const std::string& path) {
@@ -49,32 +57,16 @@ absl::Status WithField(const std::string& field, const std::string& value,
   return absl::Status(status.code(), absl::StrCat(field, " (\"", value, "\"): ", status.message()));
 }
 
-// A cell error in the style of CsvTable's: "FILE:LINE: column \"name\": what".
-absl::Status CellError(const CsvTable& table, size_t row, absl::string_view column,
-                       absl::string_view what) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(table.path(), ":", table.line(row), ": column \"", column, "\": ", what));
-}
-
-absl::StatusOr<Recompute> ParseRecompute(const CsvTable& table, size_t row) {
-  PT_ASSIGN_OR_RETURN(const std::string text, table.String(row, "recompute"));
-  if (text == "none") return Recompute::kNone;
-  if (text == "selective") return Recompute::kSelective;
-  if (text == "full") return Recompute::kFull;
-  return CellError(table, row, "recompute",
-                   absl::StrCat("\"", text, "\" is not none, selective or full"));
-}
-
 // One row of a run table (docs/backends.md, "Run tables").
 absl::StatusOr<std::pair<ResolvedConfiguration, ReplayedRun>> ParseRunRow(const CsvTable& table,
                                                                           size_t row) {
   const std::string where = absl::StrCat(table.path(), ":", table.line(row), ": ");
   PT_ASSIGN_OR_RETURN(const std::string model_name, table.String(row, "model"));
   absl::StatusOr<ModelSpec> model = FindModelPreset(model_name);
-  if (!model.ok()) return CellError(table, row, "model", model.status().message());
+  if (!model.ok()) return table.InvalidCell(row, "model", model.status().message());
   PT_ASSIGN_OR_RETURN(const std::string gpu_name, table.String(row, "gpu"));
   absl::StatusOr<GpuSpec> gpu = FindGpuPreset(gpu_name);
-  if (!gpu.ok()) return CellError(table, row, "gpu", gpu.status().message());
+  if (!gpu.ok()) return table.InvalidCell(row, "gpu", gpu.status().message());
   PT_ASSIGN_OR_RETURN(const int64_t nodes, table.Int(row, "num_nodes"));
   PT_ASSIGN_OR_RETURN(const int64_t per_node, table.Int(row, "gpus_per_node"));
   absl::StatusOr<ClusterSpec> cluster = ClusterSpec::Create(*gpu, nodes, per_node);
@@ -94,7 +86,7 @@ absl::StatusOr<std::pair<ResolvedConfiguration, ReplayedRun>> ParseRunRow(const 
   PT_ASSIGN_OR_RETURN(dims.micro_batch, table.Int(row, "micro_batch_size"));
   PT_ASSIGN_OR_RETURN(dims.virtual_pipeline, table.Int(row, "virtual_pipeline"));
   PT_ASSIGN_OR_RETURN(dims.sequence_parallel, table.Bool(row, "sequence_parallel"));
-  PT_ASSIGN_OR_RETURN(dims.recompute, ParseRecompute(table, row));
+  PT_ASSIGN_OR_RETURN(dims.recompute, RecomputeCell(table, row));
   // The run happened, so whatever placement and split it used was possible.
   PlacementRules rules;
   rules.allow_tp_cp_across_nodes = true;
@@ -111,31 +103,32 @@ absl::StatusOr<std::pair<ResolvedConfiguration, ReplayedRun>> ParseRunRow(const 
     run.outcome = ReplayedRun::Outcome::kCompleted;
     PT_ASSIGN_OR_RETURN(run.step_seconds, table.Double(row, "step_time_s"));
     if (!std::isfinite(run.step_seconds) || run.step_seconds <= 0) {
-      return CellError(table, row, "step_time_s",
-                       absl::StrCat(run.step_seconds, " must be > 0 for an ok run"));
+      return table.InvalidCell(row, "step_time_s",
+                               absl::StrCat(run.step_seconds, " must be > 0 for an ok run"));
     }
   } else if (outcome == "out_of_memory") {
     run.outcome = ReplayedRun::Outcome::kOutOfMemory;
     if (!step_time.empty()) {
-      return CellError(table, row, "step_time_s",
-                       absl::StrCat("\"", step_time, "\" must be empty for an out_of_memory run"));
+      return table.InvalidCell(
+          row, "step_time_s",
+          absl::StrCat("\"", step_time, "\" must be empty for an out_of_memory run"));
     }
   } else {
-    return CellError(table, row, "outcome",
-                     absl::StrCat("\"", outcome, "\" is not ok or out_of_memory"));
+    return table.InvalidCell(row, "outcome",
+                             absl::StrCat("\"", outcome, "\" is not ok or out_of_memory"));
   }
   PT_ASSIGN_OR_RETURN(const std::string peak, table.String(row, "peak_memory_gib"));
   if (!peak.empty()) {
     PT_ASSIGN_OR_RETURN(const double peak_gib, table.Double(row, "peak_memory_gib"));
     if (!std::isfinite(peak_gib) || peak_gib <= 0) {
-      return CellError(table, row, "peak_memory_gib",
-                       absl::StrCat(peak_gib, " must be > 0, or empty when not measured"));
+      return table.InvalidCell(row, "peak_memory_gib",
+                               absl::StrCat(peak_gib, " must be > 0, or empty when not measured"));
     }
     run.peak_memory_bytes = static_cast<int64_t>(peak_gib * kGiB);
   }
   PT_ASSIGN_OR_RETURN(const std::string source, table.String(row, "source"));
   if (source.empty()) {
-    return CellError(table, row, "source", "empty; say where the measurement comes from");
+    return table.InvalidCell(row, "source", "empty; say where the measurement comes from");
   }
   run.source = absl::StrCat(BaseName(table.path()), ":", table.line(row), " (", source, ")");
   return std::make_pair(ResolvedConfiguration{*model, *training, *cluster, *config},
@@ -143,8 +136,10 @@ absl::StatusOr<std::pair<ResolvedConfiguration, ReplayedRun>> ParseRunRow(const 
 }
 
 absl::StatusOr<MeasuredDataset> PublishedDataset(const std::string& path) {
+  std::vector<MeasuredDataset> datasets = MeasuredDatasets();
+  for (const MeasuredDataset& dataset : MoeDatasets()) datasets.push_back(dataset);
   std::vector<std::string> known;
-  for (const MeasuredDataset& dataset : MeasuredDatasets()) {
+  for (const MeasuredDataset& dataset : datasets) {
     if (dataset.file == BaseName(path)) return dataset;
     known.push_back(dataset.file);
   }

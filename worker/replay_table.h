@@ -2,7 +2,8 @@
 // what was run: model dimensions, GPU (every catalog figure), nodes and GPUs per node, the
 // training run (global batch, sequence length, precision, optimizer and gradient options)
 // and the configuration (dp, tp, pp, cp, micro-batch, virtual pipeline, sequence parallel
-// where tp > 1, recompute).
+// where tp > 1, recompute); for a mixture-of-experts model also its experts, the routing
+// (capacity factor, dispatcher, grouped GEMM) and ep and etp.
 #ifndef PARATUNE_WORKER_REPLAY_TABLE_H_
 #define PARATUNE_WORKER_REPLAY_TABLE_H_
 

@@ -7,8 +7,14 @@
 namespace paratune {
 namespace {
 
-constexpr RankGroup kGroups[] = {RankGroup::kTensor, RankGroup::kContext, RankGroup::kDataContext,
-                                 RankGroup::kPipeline};
+constexpr RankGroup kGroups[] = {
+    RankGroup::kTensor,       RankGroup::kContext, RankGroup::kDataContext, RankGroup::kPipeline,
+    RankGroup::kExpertTensor, RankGroup::kExpert,  RankGroup::kExpertData};
+
+bool IsExpertGroup(RankGroup group) {
+  return group == RankGroup::kExpertTensor || group == RankGroup::kExpert ||
+         group == RankGroup::kExpertData;
+}
 
 }  // namespace
 
@@ -26,9 +32,11 @@ absl::StatusOr<std::unique_ptr<RankCommunicators>> RankCommunicators::Create(
                                   static_cast<int>(rank)),
                  absl::StrCat("ncclCommInitRank (rank ", rank, " of ", layout.world_size(), ")")));
   // Every rank splits every group in the same order, as ncclCommSplit (collective over the
-  // world) requires; a group of one rank is the same size everywhere, so all skip it.
+  // world) requires; a group of one rank is the same size everywhere, so all skip it, and so
+  // are the expert groups of a dense model, which no layer uses.
   for (RankGroup group : kGroups) {
     if (layout.GroupSize(group) == 1) continue;
+    if (IsExpertGroup(group) && !layout.has_experts()) continue;
     ncclComm_t& split = communicators->groups_[static_cast<int>(group)];
     PT_RETURN_IF_ERROR(NcclStatus(
         ncclCommSplit(communicators->world_, static_cast<int>(layout.GroupColor(group, rank)),
@@ -83,6 +91,28 @@ absl::Status SendReceive(ncclComm_t comm, const std::vector<PeerTransfer>& trans
   const ncclResult_t ended = ncclGroupEnd();
   PT_RETURN_IF_ERROR(NcclStatus(result, "ncclSend/ncclRecv", comm));
   return NcclStatus(ended, "ncclGroupEnd (send/receive)", comm);
+}
+
+absl::Status AllToAll(ncclComm_t comm, int64_t ranks, const void* send, void* receive,
+                      int64_t count, ncclDataType_t type, cudaStream_t stream) {
+  int64_t element_bytes = 0;
+  if (type == ncclBfloat16) element_bytes = 2;
+  if (type == ncclFloat32) element_bytes = 4;
+  if (element_bytes == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("AllToAll: NCCL type ", static_cast<int>(type), " is not bf16 or fp32"));
+  }
+  const int64_t block_bytes = count * element_bytes;
+  std::vector<PeerTransfer> transfers;
+  for (int64_t peer = 0; peer < ranks; ++peer) {
+    // ncclSend reads its buffer only; PeerTransfer holds both directions' pointers as void*.
+    transfers.push_back({true, static_cast<int>(peer),
+                         const_cast<char*>(static_cast<const char*>(send)) + peer * block_bytes,
+                         count});
+    transfers.push_back(
+        {false, static_cast<int>(peer), static_cast<char*>(receive) + peer * block_bytes, count});
+  }
+  return SendReceive(comm, transfers, type, stream);
 }
 
 }  // namespace paratune

@@ -1,5 +1,6 @@
 // One rank's NCCL communicators: the probe's world, and the tensor, context, data x context
-// and pipeline groups split from it (ncclCommSplit) as rank_layout.h places them, with the
+// and pipeline groups split from it (ncclCommSplit) as rank_layout.h places them, with a
+// mixture-of-experts model the expert tensor, expert and expert data groups too, and the
 // collectives the training step runs on them.
 #ifndef PARATUNE_WORKER_CUDA_COMMUNICATORS_H_
 #define PARATUNE_WORKER_CUDA_COMMUNICATORS_H_
@@ -22,8 +23,9 @@ namespace paratune {
 class RankCommunicators {
  public:
   // Joins the world communicator of layout.world_size() ranks that `id` names as `rank`, on
-  // the current device, then splits the four groups (groups of one rank get no
-  // communicator). Blocks until every rank of the world has joined; every rank must call it.
+  // the current device, then splits the groups (groups of one rank, and the expert groups of
+  // a dense model, get no communicator). Blocks until every rank of the world has joined; every
+  // rank must call it.
   static absl::StatusOr<std::unique_ptr<RankCommunicators>> Create(const ncclUniqueId& id,
                                                                    const RankLayout& layout,
                                                                    int64_t rank);
@@ -33,7 +35,8 @@ class RankCommunicators {
   ~RankCommunicators();
 
   ncclComm_t world() const { return world_; }
-  // The group's communicator; nullptr when the group has one rank.
+  // The group's communicator; nullptr when the group has one rank or is an expert group of a
+  // dense model.
   ncclComm_t group(RankGroup group) const { return groups_[static_cast<int>(group)]; }
   int64_t group_size(RankGroup group) const { return layout_.GroupSize(group); }
   int64_t group_rank(RankGroup group) const { return layout_.GroupRank(group, rank_); }
@@ -46,7 +49,7 @@ class RankCommunicators {
   RankLayout layout_;
   int64_t rank_;
   ncclComm_t world_ = nullptr;
-  std::array<ncclComm_t, 4> groups_{};
+  std::array<ncclComm_t, 7> groups_{};  // one per RankGroup
 };
 
 // A new unique id for a world's rank 0 to hand to the others. The process that calls this
@@ -72,6 +75,16 @@ struct PeerTransfer {
 };
 absl::Status SendReceive(ncclComm_t comm, const std::vector<PeerTransfer>& transfers,
                          ncclDataType_t type, cudaStream_t stream);
+
+// The all-to-all of `count` elements between every two of the `ranks` ranks of `comm`: block q
+// of this rank's `send` goes to rank q, rank q's block for this rank lands in block q of
+// `receive` (this rank's own block is copied too). Posted as one group of ncclSend/ncclRecv
+// pairs, as torch.distributed.all_to_all_single runs on NCCL, which Megatron-LM's all-to-all
+// dispatcher calls for its dispatch and combine over the expert group (token_dispatcher.py,
+// MoEAlltoAllTokenDispatcher.token_dispatch and token_combine). `type` is ncclBfloat16 or
+// ncclFloat32; INVALID_ARGUMENT for another.
+absl::Status AllToAll(ncclComm_t comm, int64_t ranks, const void* send, void* receive,
+                      int64_t count, ncclDataType_t type, cudaStream_t stream);
 
 }  // namespace paratune
 

@@ -58,6 +58,26 @@ LossActivationLayout LayoutLossActivations(const ShardShapes& x) {
   return layout;
 }
 
+MoeBlockActivationLayout LayoutMoeBlockActivations(const ShardShapes& x,
+                                                   const MoeShardShapes& moe) {
+  constexpr int64_t kInt32 = 4;
+  const int64_t routed = moe.routed_tokens;
+  const int64_t received = moe.received_copies;
+  MoeBlockActivationLayout layout;
+  int64_t end = 0;
+  layout.router_logits = Place(&end, routed * moe.experts * kBf16);
+  layout.router_probabilities = Place(&end, routed * moe.top_k * kFp32);
+  layout.router_indices = Place(&end, routed * moe.top_k * kInt32);
+  layout.expert_input = Place(&end, received * x.hidden * kBf16);
+  layout.expert_probabilities = Place(&end, received * kFp32);
+  layout.expert_gate_up = Place(&end, received * moe.expert_fc1.outputs * kBf16);
+  layout.expert_swiglu_output = Place(&end, received * moe.expert_ffn * kBf16);
+  layout.shared_gate_up = Place(&end, moe.shared_fc1.rows * moe.shared_fc1.outputs * kBf16);
+  layout.shared_swiglu_output = Place(&end, moe.shared_fc1.rows * moe.shared_ffn * kBf16);
+  layout.bytes = end;
+  return layout;
+}
+
 int64_t LayerInputBytes(const ShardShapes& x) {
   int64_t end = 0;
   Place(&end, x.residual_tokens * x.hidden * kBf16);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "worker/probe/moe_shard_shapes.h"
 #include "worker/probe/shard_shapes.h"
 
 namespace paratune {
@@ -62,12 +63,34 @@ struct LossActivationLayout {
   int64_t bytes = 0;
 };
 
+// What a mixture-of-experts layer keeps for its backward pass in place of the dense MLP's
+// gate_up and swiglu_output, byte offsets inside its own block, in bf16 training; the layer's
+// other tensors are LayerActivationLayout's, mlp_norm_output among them, which the router and
+// the shared experts read. Shapes (moe_shard_shapes.h: R routed rows, k, E, N copies the
+// rank's experts compute, f_e / etp, shared n_s f_s / t):
+struct MoeBlockActivationLayout {
+  int64_t router_logits = 0;         // [R, E] bf16: the router GEMM's output
+  int64_t router_probabilities = 0;  // [R, k] fp32: the top-k's probabilities
+  int64_t router_indices = 0;        // [R, k] int32: their experts
+  // [N, h] bf16: the received copies sorted by local expert, the grouped fc1's input.
+  int64_t expert_input = 0;
+  int64_t expert_probabilities = 0;  // [N] fp32: their routing probabilities, sorted alike
+  int64_t expert_gate_up = 0;        // [N, 2 f_e / etp] bf16: fc1's output
+  int64_t expert_swiglu_output = 0;  // [N, f_e / etp] bf16: the weighted SwiGLU's, fc2's input
+  int64_t shared_gate_up = 0;        // [T, 2 n_s f_s / t] bf16; empty without shared experts
+  int64_t shared_swiglu_output = 0;  // [T, n_s f_s / t] bf16
+  int64_t bytes = 0;                 // the whole block
+};
+
 // Tensors start at multiples of 256 bytes, the alignment cuBLASLt's fastest kernels want.
 inline constexpr int64_t kActivationAlignment = 256;
 
 // The layer block of `shapes`, in fp8 training when `fp8`.
 LayerActivationLayout LayoutLayerActivations(const ShardShapes& shapes, bool fp8);
 LossActivationLayout LayoutLossActivations(const ShardShapes& shapes);
+// The MoE block of `shapes` whose experts are `moe` (ComputeMoeShardShapes), in bf16.
+MoeBlockActivationLayout LayoutMoeBlockActivations(const ShardShapes& shapes,
+                                                   const MoeShardShapes& moe);
 
 // Bytes of one layer's input alone, what full recomputation keeps per layer, aligned.
 int64_t LayerInputBytes(const ShardShapes& shapes);

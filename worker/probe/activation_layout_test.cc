@@ -5,6 +5,7 @@
 
 #include "estimator/cluster_spec.h"
 #include "estimator/memory_model.h"
+#include "estimator/moe_memory.h"
 #include "estimator/parallel_config.h"
 #include "gtest/gtest.h"
 #include "worker/probe/fp8_scaling.h"
@@ -130,6 +131,62 @@ INSTANTIATE_TEST_SUITE_P(Configurations, ActivationLayoutTest,
                                            Case{"llama3.1-8b", 2, 2, true, true},
                                            Case{"llama3.1-8b", 4, 1, false, true},
                                            Case{"llama3.1-70b", 8, 1, true, true}));
+
+// An MoE layer keeps the MoE block against moe_memory.h's MoeBlockActivationBytes (bf16,
+// dropless, balanced), the block's input being the layer's kept mlp_norm_output [R, h]. The
+// differences, each named: the router keeps its bf16 logits [R, E] and int32 indices where
+// Megatron-LM keeps fp32 scores over E twice (score function and load-balancing loss) and
+// int64 indices twice, R (6E + 8k) bytes fewer; the experts' and shared experts' weighted
+// SwiGLU keeps its inputs and output, not the SiLU output the estimator also counts (2 bytes
+// per inner value, as for the dense layer above); and the estimator counts the shared experts'
+// tensors over the rank's R = T / t routed rows where their column-parallel fc1 runs on the T
+// rows gathered over the tensor group (a factor t with tp > 1, reported as a suspected
+// estimator error).
+TEST(MoeBlockActivationLayoutTest, KeepsTheEstimatorsBlockLessNamedTerms) {
+  struct MoeCase {
+    const char* preset;
+    int64_t tp, dp, ep, etp;
+  };
+  for (const MoeCase& c :
+       {MoeCase{"mixtral-8x7b", 2, 4, 8, 1}, MoeCase{"mixtral-8x7b", 2, 4, 4, 2},
+        MoeCase{"qwen3-30b-a3b", 1, 8, 8, 1}, MoeCase{"llama4-scout", 4, 4, 16, 1},
+        MoeCase{"llama4-scout", 1, 8, 8, 1}}) {
+    const ModelSpec model = *FindModelPreset(c.preset);
+    TrainingOptions options;
+    options.global_batch_size = 2 * c.dp;
+    options.seq_len = 4096;
+    const TrainingSpec training = *TrainingSpec::Create(options);
+    ParallelDims dims = MakeParallelDims(c.dp, c.tp, /*pp=*/1, /*cp=*/1, /*micro_batch=*/1);
+    dims.ep = c.ep;
+    dims.etp = c.etp;
+    const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 1, c.tp * c.dp);
+    ASSERT_EQ(CheckRules(model, training, cluster, PlacementRules(), dims), Rejection::kValid)
+        << c.preset;
+    const ParallelConfig config = ParallelConfig::FromCheckedDims(dims);
+    const ShardShapes shapes = ComputeShardShapes(model, training, config);
+    const MoeShardShapes moe = *ComputeMoeShardShapes(model, config, shapes);
+    const double kept = static_cast<double>(LayoutMoeBlockActivations(shapes, moe).bytes) +
+                        static_cast<double>(shapes.residual_tokens * shapes.hidden * 2);
+    const double estimated =
+        MoeBlockActivationBytes(model, training, dims, {c.ep, c.etp}, MoeRouting());
+    const double R = static_cast<double>(shapes.residual_tokens);
+    const double T = static_cast<double>(shapes.tokens);
+    const double E = static_cast<double>(model.moe().num_experts);
+    const double k = static_cast<double>(model.moe().router_top_k);
+    const double N = R * k * static_cast<double>(c.etp);
+    const double expert_inner = static_cast<double>(model.moe().expert_ffn_hidden_size / c.etp);
+    const double shared_inner = static_cast<double>(
+        model.moe().num_shared_experts * model.moe().shared_expert_ffn_hidden_size / c.tp);
+    const double router_difference = R * (6 * E + 8 * k);
+    const double expert_silu = 2 * N * expert_inner;
+    // The shared experts' fc1 runs on the T tokens gathered over tp in both; the probe keeps no
+    // separate SiLU output (6 bytes per inner value against the estimator's 8).
+    const double shared_difference = 2 * T * shared_inner;
+    // Each of the block's nine tensors starts on a 256-byte boundary.
+    EXPECT_NEAR(kept, estimated - router_difference - expert_silu - shared_difference, 9 * 256)
+        << c.preset << " tp" << c.tp << " ep" << c.ep << " etp" << c.etp;
+  }
+}
 
 }  // namespace
 }  // namespace paratune

@@ -154,7 +154,6 @@ absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& a
   PT_ASSIGN_OR_RETURN(ResolvedConfiguration configuration,
                       ResolveConfiguration(assignment.model(), assignment.training(),
                                            assignment.cluster(), assignment.config()));
-  PT_RETURN_IF_ERROR(CheckDenseLayersOnly(configuration.model, "the native probe"));
   const ParallelConfig& config = configuration.config;
   bool replica;
   switch (assignment.scope()) {
@@ -169,7 +168,22 @@ absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& a
           absl::StrCat("assignment.scope (", v1::ProbeScope_Name(assignment.scope()),
                        ") must be PROBE_SCOPE_FULL or PROBE_SCOPE_REPLICA"));
   }
-  const RankLayout layout(config.tp(), config.cp(), replica ? 1 : config.dp(), config.pp());
+  const int64_t dp = replica ? 1 : config.dp();
+  // A FULL probe folds the expert grid into the world by the configuration's rules
+  // (kExpertWorldSize); one replica holds only its tp x cp ranks of each stage.
+  if (configuration.model.is_moe() &&
+      (config.tp() * config.cp() * dp) % (config.etp() * config.ep()) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "assignment.scope (PROBE_SCOPE_REPLICA) cannot hold config.expert_tensor_parallel x "
+        "config.expert_parallel (",
+        config.etp(), " x ", config.ep(),
+        ") in one replica's tensor x context parallel ranks per stage (", config.tp() * config.cp(),
+        "): probe this configuration with PROBE_SCOPE_FULL"));
+  }
+  const RankLayout layout = configuration.model.is_moe()
+                                ? RankLayout::WithExperts(config.tp(), config.cp(), dp, config.pp(),
+                                                          config.etp(), config.ep())
+                                : RankLayout(config.tp(), config.cp(), dp, config.pp());
   if (assignment.num_ranks() != layout.world_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "assignment.num_ranks (", assignment.num_ranks(), ") must be ", layout.world_size(),
@@ -202,6 +216,7 @@ absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& a
 }
 
 absl::Status CheckCudaProbeRuns(const ProbeSpec& spec) {
+  PT_RETURN_IF_ERROR(CheckDenseLayersOnly(spec.model(), "the native probe"));
   const TrainingSpec& training = spec.training();
   const ParallelConfig& config = spec.config();
   if (training.fp8()) PT_RETURN_IF_ERROR(CheckFp8Shapes(spec.model(), training, config));

@@ -31,7 +31,9 @@ class ProbeSpec {
   // whose micro-batches per step (full or short) are not a multiple of pipeline_parallel
   // (Megatron-LM's interleaved schedule needs that); micro_batch_counts that are not two or
   // more ascending counts below the full step's; a scope, step count, rank count, gang or GPU
-  // list that does not fit the configuration; a deadline that is negative or not a number.
+  // list that does not fit the configuration (a REPLICA probe of a mixture-of-experts model
+  // whose etp x ep does not divide one replica's tp x cp); a deadline that is negative or not
+  // a number.
   static absl::StatusOr<ProbeSpec> FromAssignment(const v1::ProbeAssignment& assignment);
 
   // The assignment as the scheduler sent it, for what a backend passes on unchanged (the
@@ -71,7 +73,8 @@ class ProbeSpec {
   // REPLICA scope: one data-parallel replica runs and the data-parallel traffic across
   // replicas is modelled (DESIGN.md §7).
   bool replica() const { return replica_; }
-  // The ranks the probe runs: the configuration's, with dp = 1 for a REPLICA probe.
+  // The ranks the probe runs: the configuration's, with dp = 1 for a REPLICA probe, and the
+  // expert grid (etp, ep) of a mixture-of-experts model.
   const RankLayout& layout() const { return layout_; }
 
   // Seeds the probe's random weights and token ids.
@@ -123,7 +126,9 @@ class ProbeSpec {
 };
 
 // OK when paratune-probe can run `spec` beyond the rules every backend's probes follow;
-// INVALID_ARGUMENT naming the field and value otherwise: in FP8 training a linear's rows,
+// INVALID_ARGUMENT naming the field and value otherwise: a mixture-of-experts model or heads
+// other than h / a wide (CheckDenseLayersOnly: the probe's step has dense layers only); in FP8
+// training a linear's rows,
 // inputs or outputs per rank that are not a multiple of 16 (cuBLASLt's fp8 GEMMs); sequence
 // parallelism whose tokens per rank do not split over tensor_parallel; micro_batch_counts whose
 // schedule holds more micro-batches' activations at once on some pipeline stage than the full

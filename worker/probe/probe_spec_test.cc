@@ -30,6 +30,14 @@ void ExpectNotForTheCudaProbe(const v1::ProbeAssignment& assignment, const std::
   EXPECT_THAT(runs.message(), HasSubstr(message));
 }
 
+TEST(ProbeSpecTest, AMixtureOfExpertsModelIsForTheOtherBackendsOnly) {
+  v1::ProbeAssignment assignment = Valid();
+  assignment.mutable_model()->Clear();
+  assignment.mutable_model()->set_preset("mixtral-8x7b");
+  ExpectNotForTheCudaProbe(assignment,
+                           "the native probe cannot handle mixture-of-experts layers yet");
+}
+
 TEST(ProbeSpecTest, FullProbeOnOneWorkerRunsEveryRank) {
   absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(Valid());
   ASSERT_TRUE(spec.ok()) << spec.status();

@@ -12,6 +12,12 @@ const char* RankGroupName(RankGroup group) {
       return "dp";
     case RankGroup::kPipeline:
       return "pp";
+    case RankGroup::kExpertTensor:
+      return "etp";
+    case RankGroup::kExpert:
+      return "ep";
+    case RankGroup::kExpertData:
+      return "edp";
   }
   return "unknown";
 }
@@ -29,6 +35,16 @@ int64_t RankLayout::RankOf(const RankCoordinates& c) const {
   return c.tp + tp_ * (c.cp + cp_ * (c.dp + dp_ * c.pp));
 }
 
+ExpertCoordinates RankLayout::ExpertCoordinatesOf(int64_t rank) const {
+  // The rank's place among its stage's tp x cp x dp ranks, read in the expert grid's radices.
+  const int64_t in_stage = rank % (tp_ * cp_ * dp_);
+  ExpertCoordinates c;
+  c.etp = in_stage % etp_;
+  c.ep = in_stage / etp_ % ep_;
+  c.edp = in_stage / (etp_ * ep_);
+  return c;
+}
+
 int64_t RankLayout::GroupSize(RankGroup group) const {
   switch (group) {
     case RankGroup::kTensor:
@@ -39,32 +55,42 @@ int64_t RankLayout::GroupSize(RankGroup group) const {
       return dp_ * cp_;
     case RankGroup::kPipeline:
       return pp_;
+    case RankGroup::kExpertTensor:
+      return etp_;
+    case RankGroup::kExpert:
+      return ep_;
+    case RankGroup::kExpertData:
+      return edp();
   }
   return 1;
 }
 
 int64_t RankLayout::GroupColor(RankGroup group, int64_t rank) const {
-  RankCoordinates lowest = CoordinatesOf(rank);
+  // The group's lowest rank: the rank less its offset along the group's axes.
+  const RankCoordinates c = CoordinatesOf(rank);
+  const ExpertCoordinates expert = ExpertCoordinatesOf(rank);
   switch (group) {
     case RankGroup::kTensor:
-      lowest.tp = 0;
-      break;
+      return rank - c.tp;
     case RankGroup::kContext:
-      lowest.cp = 0;
-      break;
+      return rank - c.cp * tp_;
     case RankGroup::kDataContext:
-      lowest.cp = 0;
-      lowest.dp = 0;
-      break;
+      return rank - (c.cp + cp_ * c.dp) * tp_;
     case RankGroup::kPipeline:
-      lowest.pp = 0;
-      break;
+      return rank - c.pp * tp_ * cp_ * dp_;
+    case RankGroup::kExpertTensor:
+      return rank - expert.etp;
+    case RankGroup::kExpert:
+      return rank - expert.ep * etp_;
+    case RankGroup::kExpertData:
+      return rank - expert.edp * etp_ * ep_;
   }
-  return RankOf(lowest);
+  return rank;
 }
 
 int64_t RankLayout::GroupRank(RankGroup group, int64_t rank) const {
   const RankCoordinates c = CoordinatesOf(rank);
+  const ExpertCoordinates expert = ExpertCoordinatesOf(rank);
   switch (group) {
     case RankGroup::kTensor:
       return c.tp;
@@ -74,6 +100,12 @@ int64_t RankLayout::GroupRank(RankGroup group, int64_t rank) const {
       return c.cp + cp_ * c.dp;
     case RankGroup::kPipeline:
       return c.pp;
+    case RankGroup::kExpertTensor:
+      return expert.etp;
+    case RankGroup::kExpert:
+      return expert.ep;
+    case RankGroup::kExpertData:
+      return expert.edp;
   }
   return 0;
 }
