@@ -230,25 +230,6 @@ TEST(LaunchValuesTest, AnExportOfAnotherClusterIsRejected) {
                                        "uses 16 GPUs, not the cluster's 4 x 8"));
 }
 
-TEST(LaunchValuesTest, AMixtureOfExpertsModelIsRefusedUntilTheTemplatesDescribeIt) {
-  v1::ProbeAssignment assignment = GangAssignment();
-  assignment.mutable_model()->Clear();
-  assignment.mutable_model()->set_preset("mixtral-8x7b");
-  absl::StatusOr<ModelSpec> model = ModelSpecFromProto(assignment.model());
-  absl::StatusOr<TrainingSpec> training = TrainingSpecFromProto(assignment.training());
-  absl::StatusOr<ClusterSpec> cluster = ClusterSpecFromProto(assignment.cluster());
-  ASSERT_TRUE(model.ok() && training.ok() && cluster.ok());
-  absl::StatusOr<ParallelConfig> config =
-      ParallelConfigFromProto(assignment.config(), *model, *training, *cluster, PlacementRules());
-  ASSERT_TRUE(config.ok()) << config.status();
-  const absl::Status status =
-      LaunchValues::ForExport(*model, *training, *cluster, *config).status();
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(status.message()),
-              ::testing::HasSubstr("the launch templates and exports cannot handle "
-                                   "mixture-of-experts layers yet"));
-}
-
 TEST(LaunchValuesTest, ABadGangIsRejectedNamingTheField) {
   const struct {
     void (*change)(v1::ProbeAssignment&);
