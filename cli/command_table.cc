@@ -674,7 +674,8 @@ constexpr Command kServerCommands[] = {
      &Events},
     {"export", "NAME", kSearchName,
      "the best measured configuration (or --candidate=N) as launch arguments:\n"
-     "--format=megatron (default), nemo, json or sbatch\n",
+     "--format=megatron (default), nemo, json or sbatch; mixture-of-experts models\n"
+     "included (nemo refuses one with dense layers between its MoE layers)\n",
      kExportGroups, &Export},
     {"workers", nullptr, nullptr, "list registered workers\n", kServerOnlyGroups, &Workers},
 };

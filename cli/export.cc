@@ -47,6 +47,21 @@ std::string Provenance(const v1::Search& search, const v1::Candidate& candidate)
                                  candidate.predicted().model_tflops_per_gpu(), measured));
 }
 
+// --format's value for `format`.
+const char* FormatName(ExportFormat format) {
+  switch (format) {
+    case ExportFormat::kMegatron:
+      return "megatron";
+    case ExportFormat::kNemo:
+      return "nemo";
+    case ExportFormat::kJson:
+      return "json";
+    case ExportFormat::kSbatch:
+      return "sbatch";
+  }
+  return "unknown";
+}
+
 // The built-in template each format renders.
 const char* TemplateName(ExportFormat format) {
   return format == ExportFormat::kNemo ? "nemo-llama" : "megatron-llama";
@@ -89,6 +104,16 @@ absl::StatusOr<Rendered> Render(const v1::Search& search, const v1::Candidate& c
         "override adds; export --format=megatron, or add the callback to the recipe in Python");
   }
   PT_ASSIGN_OR_RETURN(const BuiltinTemplate builtin, FindBuiltinTemplate(TemplateName(format)));
+  // A template that cannot state which layers hold experts would put them on every layer
+  // (nemo_llama.textproto says why NeMo v2.4.0's overrides cannot).
+  if (resolved.model.is_moe() && resolved.model.MoeLayerCount() < resolved.model.num_layers() &&
+      !builtin.launch.Mentions("moe_layer_pattern")) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model \"", resolved.model.name(), "\" holds experts on ", resolved.model.MoeLayerCount(),
+        " of its ", resolved.model.num_layers(), " layers, which --format=", FormatName(format),
+        " (the built-in template ", builtin.proto.name(), ", ", builtin.proto.checked_against(),
+        ") cannot state: it would put experts on every layer; export --format=megatron"));
+  }
   PT_ASSIGN_OR_RETURN(std::vector<std::string> arguments,
                       builtin.launch.RenderFrameworkArguments(values));
   std::vector<std::string> environment;

@@ -459,6 +459,54 @@ TEST(ExportTest, NemoOverridesCannotOverlapTensorParallelCommunication) {
   EXPECT_TRUE(ExportArguments(search, search.candidates(0), ExportFormat::kNemo).ok());
 }
 
+// Qwen3-30B-A3B on 2 x 8 GPUs as dp8 tp1 pp2 with ep8: the example of docs/backends.md,
+// "Mixture-of-experts exports".
+v1::Search QwenMoeSearch() {
+  v1::Candidate candidate = ProbedCandidate(4, 8, 1, 2, 1, 1, v1::RECOMPUTE_NONE);
+  candidate.mutable_config()->set_expert_parallel(8);
+  return LargeSearch("qwen3-30b-a3b", 1024, 2, std::move(candidate));
+}
+
+TEST(ExportTest, MixtureOfExpertsExportsStateTheExpertsInBothFormats) {
+  v1::Search search = QwenMoeSearch();
+  absl::StatusOr<std::string> megatron =
+      ExportCandidate(search, search.candidates(0), ExportFormat::kMegatron);
+  ASSERT_TRUE(megatron.ok()) << megatron.status();
+  for (const char* expected :
+       {"--num-experts=128 \\\n", "--moe-ffn-hidden-size=768 \\\n", "--moe-router-topk=8 \\\n",
+        "--expert-model-parallel-size=8 \\\n", "--expert-tensor-parallel-size=1 \\\n",
+        "--kv-channels=128 \\\n", "--moe-token-dispatcher-type=alltoall \\\n",
+        "--moe-grouped-gemm \\\n"}) {
+    EXPECT_THAT(*megatron, HasSubstr(expected));
+  }
+  // The layer list holds brackets, which a shell would glob: quoted.
+  EXPECT_THAT(*megatron, HasSubstr("'--moe-layer-freq=[1,1,1,"));
+  absl::StatusOr<std::vector<std::string>> nemo =
+      ExportArguments(search, search.candidates(0), ExportFormat::kNemo);
+  ASSERT_TRUE(nemo.ok()) << nemo.status();
+  EXPECT_THAT(*nemo, Contains("model.config.num_moe_experts=128"));
+  EXPECT_THAT(*nemo, Contains("trainer.strategy.expert_model_parallel_size=8"));
+}
+
+TEST(ExportTest, NemoOverridesCannotKeepDenseLayersBetweenMoeLayers) {
+  // Llama 4 Maverick: experts on every other layer, which NeMo v2.4.0's layer spec cannot say.
+  v1::Candidate candidate = ProbedCandidate(6, 8, 4, 2, 1, 1, v1::RECOMPUTE_FULL);
+  candidate.mutable_config()->set_expert_parallel(16);
+  candidate.mutable_config()->set_expert_tensor_parallel(1);
+  const v1::Search search = LargeSearch("llama4-maverick", 1024, 8, std::move(candidate));
+  EXPECT_EQ(ExportArguments(search, search.candidates(0), ExportFormat::kNemo).status(),
+            absl::FailedPreconditionError(
+                "model \"llama4-maverick\" holds experts on 24 of its 48 layers, which "
+                "--format=nemo (the built-in template nemo-llama, NeMo v2.4.0) cannot state: it "
+                "would put experts on every layer; export --format=megatron"));
+  absl::StatusOr<std::vector<std::string>> megatron =
+      ExportArguments(search, search.candidates(0), ExportFormat::kMegatron);
+  ASSERT_TRUE(megatron.ok()) << megatron.status();
+  EXPECT_THAT(*megatron, Contains("--moe-shared-expert-intermediate-size=8192"));
+  EXPECT_THAT(*megatron, Contains("--moe-router-score-function=sigmoid"));
+  EXPECT_THAT(*megatron, Contains(HasSubstr("--moe-layer-freq=[0,1,0,1,")));
+}
+
 TEST(ExportTest, NemoOverridesForAnUnevenInterleavedSplit) {
   const v1::Search search = Search405B();
   absl::StatusOr<std::vector<std::string>> arguments =

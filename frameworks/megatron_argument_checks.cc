@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -10,7 +11,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "common/status_macros.h"
 
 namespace paratune {
@@ -22,7 +25,11 @@ enum class Kind {
   kFloat,   // type=float
   kText,    // type=str, with choices when `choices` is not empty
   kInts,    // nargs='+', type=int
+  kFloats,  // nargs='+', type=float
   kTexts,   // nargs='+', type=str
+  // moe_freq_type (arguments.py:326-348): an int, or a Python list expression of the
+  // characters , 0-9 [ ] ( ) + * (_eval_pattern, arguments.py:244-252).
+  kLayerFreq,
 };
 
 struct FlagSpec {
@@ -55,6 +62,8 @@ const std::vector<FlagSpec>& Flags() {
        "megatron/core/transformer/transformer_config.py:130"},
       {"account-for-loss-in-pipeline-split", Kind::kSwitch,
        "megatron/core/transformer/transformer_config.py:134"},
+      {"expert-model-parallel-size", Kind::kInt, "megatron/core/model_parallel_config.py:127"},
+      {"expert-tensor-parallel-size", Kind::kInt, "megatron/core/model_parallel_config.py:130"},
       // The model.
       {"num-layers", Kind::kInt, "megatron/core/transformer/transformer_config.py:65"},
       {"encoder-num-layers", Kind::kInt, "megatron/training/arguments.py:2295"},
@@ -82,6 +91,41 @@ const std::vector<FlagSpec>& Flags() {
       {"disable-bias-linear", Kind::kSwitch, "megatron/core/transformer/transformer_config.py:205"},
       {"untie-embeddings-and-output-weights", Kind::kSwitch, "megatron/training/arguments.py:2377"},
       {"attention-dropout", Kind::kFloat, "megatron/core/transformer/transformer_config.py:184"},
+      // Mixture of experts.
+      {"num-experts", Kind::kInt, "megatron/training/arguments.py:3351"},
+      {"moe-layer-freq", Kind::kLayerFreq, "megatron/training/arguments.py:3353"},
+      {"moe-ffn-hidden-size", Kind::kInt, "megatron/core/transformer/transformer_config.py:719"},
+      {"moe-shared-expert-intermediate-size", Kind::kInt,
+       "megatron/core/transformer/transformer_config.py:680"},
+      {"moe-router-topk", Kind::kInt, "megatron/core/transformer/transformer_config.py:739"},
+      {"moe-router-score-function",
+       Kind::kText,
+       "megatron/core/transformer/transformer_config.py:787",
+       {"softmax", "sigmoid", "sqrtsoftplus"}},
+      {"moe-router-pre-softmax", Kind::kSwitch,
+       "megatron/core/transformer/transformer_config.py:778"},
+      {"moe-router-dtype",
+       Kind::kText,
+       "megatron/core/transformer/transformer_config.py:790",
+       {"fp32", "fp64"}},
+      {"moe-router-load-balancing-type",
+       Kind::kTexts,
+       "megatron/training/arguments.py:3365",
+       {"aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "quantile_balancing", "none"}},
+      {"moe-aux-loss-coeff", Kind::kFloats, "megatron/training/arguments.py:3369"},
+      {"moe-grouped-gemm", Kind::kSwitch, "megatron/core/transformer/transformer_config.py:829"},
+      {"moe-token-dispatcher-type",
+       Kind::kText,
+       "megatron/core/transformer/transformer_config.py:862",
+       {"allgather", "alltoall", "flex"}},
+      {"moe-expert-capacity-factor", Kind::kFloat,
+       "megatron/core/transformer/transformer_config.py:888"},
+      {"moe-pad-expert-input-to-capacity", Kind::kSwitch,
+       "megatron/core/transformer/transformer_config.py:892"},
+      {"moe-token-drop-policy",
+       Kind::kText,
+       "megatron/core/transformer/transformer_config.py:903",
+       {"probs", "position"}},
       {"hidden-dropout", Kind::kFloat, "megatron/core/transformer/transformer_config.py:181"},
       {"transformer-impl",
        Kind::kText,
@@ -167,20 +211,32 @@ constexpr const char* kUnreplayedFlags[] = {
     "decoder-last-pipeline-num-layers",   // same
     "hybrid-layer-pattern",               // arguments.py:717-891
     "hybrid-override-pattern",            // same
-    "num-experts",                        // MoE: arguments.py:1592-1603 and the MoE config
-    "expert-model-parallel-size",         // same
-    "expert-tensor-parallel-size",        // same
-    "multi-latent-attention",             // MLATransformerConfig
-    "tensor-parallel-num-weight-shards",  // GTP: arguments.py:411-427, 1451-1547
-    "use-megatron-fsdp",                  // arguments.py:1100-1168
-    "use-torch-fsdp2",                    // arguments.py:997-1030
-    "perform-rl-step",                    // arguments.py:448-547
-    "rampup-batch-size",                  // num_microbatches_calculator.py rampup calculator
-    "step-batch-size-schedule",           // arguments.py:680-683 and its calculator
-    "decrease-batch-size-if-needed",      // num_microbatches_calculator.py:368-379
-    "yaml-cfg",                           // arguments.py:102-105
-    "use-checkpoint-args",                // arguments.py:90-100
-    "heterogeneous-layers-config-path",   // arguments.py:171-243, argument_utils.py:295-297
+    // MoE switches beyond what an export writes: each adds rules of its own.
+    "moe-router-padding-for-quantization",  // transformer_config.py:2316-2326
+    "moe-router-padding-for-fp8",           // transformer_config.py:2308-2314
+    "moe-expert-rank-capacity-factor",      // transformer_config.py:1692-1706
+    "moe-shared-expert-overlap",            // transformer_config.py:1644-1650, 1812-1819
+    "overlap-moe-expert-parallel-comm",     // arguments.py:1426-1447, transformer_config.py
+    "moe-router-group-topk",                // transformer_config.py:2338-2360
+    "moe-router-topk-limited-devices",      // same
+    "moe-enable-deepep",                    // transformer_config.py:1589-1598
+    "moe-single-grouped-weight",            // transformer_config.py:1556-1587
+    "moe-single-grouped-bias",              // same
+    "moe-latent-size",                      // arguments.py:1899-1901
+    "moe-use-upcycling",                    // arguments.py:1782
+    "moe-layer-recompute",                  // transformer_config.py:1835-1839
+    "moe-paged-stash",                      // transformer_config.py:1904-1921
+    "multi-latent-attention",               // MLATransformerConfig
+    "tensor-parallel-num-weight-shards",    // GTP: arguments.py:411-427, 1451-1547
+    "use-megatron-fsdp",                    // arguments.py:1100-1168
+    "use-torch-fsdp2",                      // arguments.py:997-1030
+    "perform-rl-step",                      // arguments.py:448-547
+    "rampup-batch-size",                    // num_microbatches_calculator.py rampup calculator
+    "step-batch-size-schedule",             // arguments.py:680-683 and its calculator
+    "decrease-batch-size-if-needed",        // num_microbatches_calculator.py:368-379
+    "yaml-cfg",                             // arguments.py:102-105
+    "use-checkpoint-args",                  // arguments.py:90-100
+    "heterogeneous-layers-config-path",     // arguments.py:171-243, argument_utils.py:295-297
 };
 
 constexpr char kArguments[] = "megatron/training/arguments.py";
@@ -230,6 +286,23 @@ absl::Status Violation(absl::string_view rule, absl::string_view source, absl::s
                                                  source, "): ", what));
 }
 
+// The elements of `value`, a --moe-layer-freq list written out ("[1,0,1]", a trailing comma
+// allowed as in Python); nullopt for any other form, an integer or an expression such as
+// "([1]*3+[0])*2".
+std::optional<std::vector<int64_t>> FlatLayerList(absl::string_view value) {
+  if (!absl::ConsumePrefix(&value, "[") || !absl::ConsumeSuffix(&value, "]")) return std::nullopt;
+  std::vector<int64_t> elements;
+  if (value.empty()) return elements;
+  std::vector<absl::string_view> pieces = absl::StrSplit(value, ',');
+  if (pieces.back().empty()) pieces.pop_back();
+  for (absl::string_view piece : pieces) {
+    int64_t element = 0;
+    if (!absl::SimpleAtoi(piece, &element)) return std::nullopt;
+    elements.push_back(element);
+  }
+  return elements;
+}
+
 absl::Status ArgparseError(const FlagSpec& flag, absl::string_view what) {
   return Violation("argparse", absl::StrCat(kArguments, ":131, --", flag.name, " at ", flag.source),
                    absl::StrCat("argument --", flag.name, ": ", what));
@@ -246,7 +319,19 @@ absl::Status CheckValue(const FlagSpec& flag, const std::string& value) {
       }
       return absl::OkStatus();
     }
-    case Kind::kFloat: {
+    case Kind::kLayerFreq: {
+      // int(value), or _eval_pattern's character check where the value holds a '['.
+      int64_t parsed = 0;
+      const bool valid = absl::StrContains(value, '[')
+                             ? value.find_first_not_of(",0123456789[]()+*") == std::string::npos
+                             : absl::SimpleAtoi(value, &parsed);
+      if (!valid) {
+        return ArgparseError(flag, absl::StrCat("invalid moe_freq_type value: '", value, "'"));
+      }
+      return absl::OkStatus();
+    }
+    case Kind::kFloat:
+    case Kind::kFloats: {
       double parsed = 0;
       if (!absl::SimpleAtod(value, &parsed)) {
         return ArgparseError(flag, absl::StrCat("invalid float value: '", value, "'"));
@@ -288,11 +373,9 @@ absl::StatusOr<ParsedArguments> Parse(const std::vector<std::string>& arguments)
     std::vector<std::string> values;
     if (equals != std::string::npos) values.push_back(element.substr(equals + 1));
     const FlagSpec* flag = FindFlag(name);
-    const bool takes_many =
-        flag == nullptr || flag->kind == Kind::kInts || flag->kind == Kind::kTexts;
-    const bool takes_one =
-        flag != nullptr &&
-        (flag->kind == Kind::kInt || flag->kind == Kind::kFloat || flag->kind == Kind::kText);
+    const bool takes_many = flag == nullptr || flag->kind == Kind::kInts ||
+                            flag->kind == Kind::kFloats || flag->kind == Kind::kTexts;
+    const bool takes_one = flag != nullptr && !takes_many && flag->kind != Kind::kSwitch;
     if (equals == std::string::npos) {
       while (i + 1 < arguments.size() && !IsOption(arguments[i + 1]) &&
              (takes_many || (takes_one && values.empty()))) {
@@ -324,11 +407,237 @@ absl::Status RejectUnreplayed(const ParsedArguments& args) {
           " rules this replay does not model (frameworks/megatron_argument_checks.h)"));
     }
   }
+  const std::string layer_freq = args.Text("moe-layer-freq");
+  if (absl::StrContains(layer_freq, '[') && !FlatLayerList(layer_freq).has_value()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "--moe-layer-freq=", layer_freq, ": this replay of Megatron-LM ", kMegatronChecksRelease,
+        " reads an integer or a list written out ([1,0,1]), not other Python expressions"));
+  }
+  if (args.Text("moe-token-dispatcher-type") == "flex") {
+    return absl::UnimplementedError(
+        absl::StrCat("--moe-token-dispatcher-type=flex brings Megatron-LM ", kMegatronChecksRelease,
+                     " rules this replay does not model (transformer_config.py:1589-1615)"));
+  }
   const std::string optimizer = args.Text("optimizer");
   if (!optimizer.empty() && optimizer != "adam" && optimizer != "sgd") {
     return absl::UnimplementedError(
         absl::StrCat("--optimizer=", optimizer, " brings Megatron-LM ", kMegatronChecksRelease,
                      " rules this replay does not model (arguments.py:1669-1686)"));
+  }
+  return absl::OkStatus();
+}
+
+// --ffn-hidden-size, or its default (arguments.py:1280-1289).
+int64_t FfnHiddenSize(const ParsedArguments& args) {
+  const int64_t hidden = args.Int("hidden-size", 0);
+  if (args.Has("ffn-hidden-size")) return args.Int("ffn-hidden-size", 0);
+  return args.Has("swiglu") ? static_cast<int64_t>(4 * hidden * 2 / 3.0 / 64) * 64 : 4 * hidden;
+}
+
+// validate_args' rules of expert parallelism and its MoE defaults (arguments.py:569-570,
+// 1592-1603); fills the MoE fields of `launch` that they decide. `launch` holds tp.
+absl::Status CheckExpertParallelism(const ParsedArguments& args, MegatronLaunch* launch) {
+  const int64_t ep = args.Int("expert-model-parallel-size", 1);
+  launch->expert_parallel = ep;
+  launch->expert_tensor_parallel = args.Int("expert-tensor-parallel-size", launch->tensor_parallel);
+  // arguments.py:1593-1594: 0 experts is no MoE.
+  const int64_t experts = args.Int("num-experts", 0);
+  launch->num_experts = experts;
+  if (experts != 0) {
+    launch->moe_ffn_hidden_size = args.Int("moe-ffn-hidden-size", FfnHiddenSize(args));
+  }
+  if (ep > 1 && experts == 0) {
+    return Violation("expert-model-parallel", "megatron/training/arguments.py:1600-1601",
+                     absl::StrCat("num_experts must be non None to use expert model parallelism "
+                                  "(--expert-model-parallel-size ",
+                                  ep, " without --num-experts)"));
+  }
+  if (ep > 1 && experts % ep != 0) {
+    return Violation("expert-model-parallel", "megatron/training/arguments.py:1602-1603",
+                     absl::StrCat("Number of experts should be a multiple of expert model "
+                                  "parallel_size (--num-experts ",
+                                  experts, ", --expert-model-parallel-size ", ep, ")"));
+  }
+  return absl::OkStatus();
+}
+
+// initialize_model_parallel's expert grid, etp x ep x expert-dp x pp over the same world,
+// built whether or not the model has experts; fills launch->expert_data_parallel.
+absl::Status CheckExpertGrid(MegatronLaunch* launch) {
+  const int64_t ep = launch->expert_parallel;
+  const int64_t etp = launch->expert_tensor_parallel;
+  // A size below 1 makes no group (and the product below divides by zero).
+  if (ep < 1 || etp < 1) {
+    return Violation("expert-world-size", "megatron/core/parallel_state.py:874-883",
+                     absl::StrCat("expert model (", ep, ") and expert tensor (", etp,
+                                  ") parallel sizes must be >= 1"));
+  }
+  const int64_t expert_model = etp * ep * launch->pipeline_parallel;
+  if (launch->world_size % expert_model != 0) {
+    return Violation(
+        "expert-world-size", "megatron/core/parallel_state.py:874-883",
+        absl::StrCat("world_size (", launch->world_size,
+                     ") is not divisible by expert_tensor_model_pipeline_parallel size (", etp,
+                     " x ", ep, " x ", launch->pipeline_parallel, " = ", expert_model, ")"));
+  }
+  launch->expert_data_parallel = launch->world_size / expert_model;
+  return absl::OkStatus();
+}
+
+// TransformerConfig.__post_init__'s MoE rules up to the capacity factor
+// (transformer_config.py:1531-1690); fills the routing fields of `launch`.
+absl::Status CheckMoeConfig(const ParsedArguments& args, MegatronLaunch* launch) {
+  const int64_t experts = launch->num_experts;
+  if (experts < 0) {
+    return Violation(
+        "num-experts", "megatron/core/transformer/transformer_config.py:1531-1532",
+        absl::StrCat("num_moe_experts must be non-negative (--num-experts ", experts, ")"));
+  }
+  if (experts == 0 && args.Has("moe-ffn-hidden-size")) {
+    // Ignored with a warning when --moe-layer-freq leaves some layer dense.
+    const std::string freq = args.Text("moe-layer-freq");
+    const std::optional<std::vector<int64_t>> list = FlatLayerList(freq);
+    const bool mixed = list.has_value() ? std::find(list->begin(), list->end(), 0) != list->end()
+                                        : args.Int("moe-layer-freq", 1) > 1;
+    if (!mixed) {
+      return Violation("moe-ffn-hidden-size",
+                       "megatron/core/transformer/transformer_config.py:1538-1554",
+                       "moe_ffn_hidden_size is set but num_moe_experts is None. Please set "
+                       "num_moe_experts (--num-experts) or remove moe_ffn_hidden_size");
+    }
+  }
+  if (args.Has("moe-shared-expert-intermediate-size")) {
+    const int64_t shared = args.Int("moe-shared-expert-intermediate-size", 0);
+    launch->moe_shared_expert_intermediate_size = shared;
+    if (shared <= 0) {
+      return Violation("moe-shared-expert-intermediate-size",
+                       "megatron/core/transformer/transformer_config.py:1637-1643",
+                       absl::StrCat("moe_shared_expert_intermediate_size must be "
+                                    "num_shared_experts * ffn_size_of_each_shared_expert, but got ",
+                                    shared));
+    }
+  }
+  launch->moe_router_topk = args.Int("moe-router-topk", 2);
+  launch->moe_router_score_function =
+      args.Has("moe-router-score-function") ? args.Text("moe-router-score-function") : "softmax";
+  launch->moe_router_pre_softmax = args.Has("moe-router-pre-softmax");
+  launch->moe_router_dtype = args.Text("moe-router-dtype");
+  launch->moe_grouped_gemm = args.Has("moe-grouped-gemm");
+  launch->moe_token_dispatcher_type =
+      args.Has("moe-token-dispatcher-type") ? args.Text("moe-token-dispatcher-type") : "allgather";
+  if (args.Has("moe-expert-capacity-factor")) {
+    // A negative factor is None: dropless (transformer_config.py:1661-1662).
+    launch->moe_expert_capacity_factor =
+        std::max(0.0, args.Float("moe-expert-capacity-factor", 0.0));
+    // The balancing types capacity works with (transformer_config.py:1663-1684); aux_loss
+    // unless given (arguments.py:3365-3367).
+    const std::vector<std::string>* types = args.Values("moe-router-load-balancing-type");
+    for (const std::string& type :
+         types != nullptr ? *types : std::vector<std::string>{"aux_loss"}) {
+      if (type != "aux_loss" && type != "seq_aux_loss" && type != "global_aux_loss" &&
+          type != "none") {
+        return Violation("moe-expert-capacity-factor",
+                         "megatron/core/transformer/transformer_config.py:1660-1684",
+                         absl::StrCat("moe_expert_capacity_factor only works with aux_loss, "
+                                      "seq_aux_loss, global_aux_loss or none load balancing, not ",
+                                      type, " (--moe-router-load-balancing-type)"));
+      }
+    }
+  }
+  launch->moe_pad_expert_input_to_capacity = args.Has("moe-pad-expert-input-to-capacity");
+  // A negative --moe-expert-capacity-factor is None here too.
+  if (launch->moe_pad_expert_input_to_capacity && launch->moe_expert_capacity_factor == 0) {
+    return Violation("moe-pad-expert-input-to-capacity",
+                     "megatron/core/transformer/transformer_config.py:1686-1690",
+                     "moe_expert_capacity_factor must be set to use "
+                     "moe_pad_expert_input_to_capacity (--moe-expert-capacity-factor > 0)");
+  }
+  return absl::OkStatus();
+}
+
+// TransformerConfig.__post_init__'s later MoE rules: linear biases and top-1 routing
+// (transformer_config.py:2279-2336).
+absl::Status CheckMoeRouting(const ParsedArguments& args, const MegatronLaunch& launch) {
+  if (launch.num_experts == 0) return absl::OkStatus();
+  // add_bias_linear is true unless --disable-bias-linear (transformer_config.py:205).
+  if (!args.Has("disable-bias-linear") && launch.expert_tensor_parallel != 1) {
+    return Violation(
+        "moe-bias", "megatron/core/transformer/transformer_config.py:2279-2282",
+        absl::StrCat("Bias in Moe is only supported when ETP==1 "
+                     "(--expert-tensor-parallel-size ",
+                     launch.expert_tensor_parallel, " without --disable-bias-linear)"));
+  }
+  const std::vector<std::string>* types = args.Values("moe-router-load-balancing-type");
+  const bool sinkhorn = types != nullptr && types->size() == 1 && types->front() == "sinkhorn";
+  if (launch.moe_router_topk == 1 && launch.moe_router_score_function == "softmax" &&
+      !launch.moe_router_pre_softmax && !sinkhorn) {
+    return Violation("moe-router-pre-softmax",
+                     "megatron/core/transformer/transformer_config.py:2328-2336",
+                     "Please use --moe-router-pre-softmax when topk is 1 (softmax scores)");
+  }
+  return absl::OkStatus();
+}
+
+// The model build's MoE rules: the layer pattern (gpt_layer_specs.py:647-671) and the expert
+// GEMMs' split over the expert tensor-parallel group (TEGroupedLinear); fills
+// launch->moe_layers.
+absl::Status CheckMoeModel(const ParsedArguments& args, int64_t layers, MegatronLaunch* launch) {
+  if (launch->num_experts == 0) return absl::OkStatus();
+  const std::string freq = args.Has("moe-layer-freq") ? args.Text("moe-layer-freq") : "1";
+  std::vector<int64_t> pattern;
+  if (std::optional<std::vector<int64_t>> list = FlatLayerList(freq)) {
+    pattern = *std::move(list);
+    if (static_cast<int64_t>(pattern.size()) != layers) {
+      return Violation("moe-layer-freq", "megatron/core/models/gpt/gpt_layer_specs.py:651-657",
+                       absl::StrCat("Invalid length of moe_layer_pattern: ", pattern.size(),
+                                    ", expected ", layers, " (--num-layers)"));
+    }
+  } else {
+    const int64_t every = args.Int("moe-layer-freq", 1);
+    if (every == 0) {
+      return Violation("moe-layer-freq", "megatron/core/models/gpt/gpt_layer_specs.py:647-650",
+                       "--moe-layer-freq=0: integer modulo by zero");
+    }
+    for (int64_t layer = 0; layer < layers; ++layer) pattern.push_back(layer % every == 0);
+  }
+  for (int64_t element : pattern) {
+    if (element != 0 && element != 1) {
+      return Violation(
+          "moe-layer-freq", "megatron/core/models/gpt/gpt_layer_specs.py:665-671",
+          absl::StrCat("Invalid layer pattern: element ", element, " of --moe-layer-freq=", freq,
+                       " is neither 0 (dense) nor 1 (experts)"));
+    }
+    launch->moe_layers.push_back(element == 1);
+  }
+  // Both expert GEMMs split the expert FFN width over the expert tensor-parallel group with
+  // divide(), which asserts divisibility (megatron/core/extensions/transformer_engine.py:
+  // 2192-2195, megatron/core/utils.py divide).
+  if (launch->moe_ffn_hidden_size % launch->expert_tensor_parallel != 0) {
+    return Violation("expert-tensor-parallel-ffn",
+                     "megatron/core/extensions/transformer_engine.py:2192-2195",
+                     absl::StrCat("--moe-ffn-hidden-size (", launch->moe_ffn_hidden_size,
+                                  ") is not divisible by --expert-tensor-parallel-size (",
+                                  launch->expert_tensor_parallel, ")"));
+  }
+  return absl::OkStatus();
+}
+
+// The first step's MoE rules: sequence parallelism with tensor parallelism
+// (MoELayer.forward), then the router's top-k.
+absl::Status CheckMoeStep(const MegatronLaunch& launch) {
+  if (launch.num_experts == 0) return absl::OkStatus();
+  if (launch.tensor_parallel > 1 && !launch.sequence_parallel) {
+    return Violation("moe-sequence-parallel", "megatron/core/transformer/moe/moe_layer.py:629-633",
+                     absl::StrCat("During training, performance may degrade if MoE and tensor "
+                                  "parallelism are enabled without also enabling sequence "
+                                  "parallelism (--tensor-model-parallel-size ",
+                                  launch.tensor_parallel, " without --sequence-parallel)"));
+  }
+  // torch.topk over the experts' scores raises "selected index k out of range".
+  if (launch.moe_router_topk < 1 || launch.moe_router_topk > launch.num_experts) {
+    return Violation("moe-router-topk", "megatron/core/transformer/moe/moe_utils.py:823",
+                     absl::StrCat("--moe-router-topk (", launch.moe_router_topk,
+                                  ") must be in [1, --num-experts (", launch.num_experts, ")]"));
   }
   return absl::OkStatus();
 }
@@ -575,6 +884,8 @@ absl::StatusOr<MegatronLaunch> CheckMegatronArguments(const std::vector<std::str
                      absl::StrCat("--hidden-size (", hidden,
                                   ") is not divisible by --num-attention-heads (", heads, ")"));
   }
+  launch.kv_channels = args.Int("kv-channels", heads != 0 ? hidden / heads : 0);
+
   if (!args.Has("seq-length") && !args.Has("encoder-seq-length")) {
     return Violation("seq-length", "megatron/training/arguments.py:1306-1311",
                      "--seq-length (or --encoder-seq-length) is required");
@@ -623,11 +934,14 @@ absl::StatusOr<MegatronLaunch> CheckMegatronArguments(const std::vector<std::str
                      "--tp-comm-overlap needs sequence parallelism (--sequence-parallel with "
                      "--tensor-model-parallel-size > 1)");
   }
+  PT_RETURN_IF_ERROR(CheckExpertParallelism(args, &launch));
   if (args.Has("disable-gloo-process-groups") && distributed_optimizer && !dist_ckpt) {
     return Violation("gloo-process-groups", "megatron/training/arguments.py:1689-1695",
                      "--disable-gloo-process-groups with the distributed optimizer needs a "
                      "distributed checkpoint format, not --ckpt-format=torch");
   }
+  // initialize_model_parallel, once the arguments are validated.
+  PT_RETURN_IF_ERROR(CheckExpertGrid(&launch));
 
   // TransformerConfig.__post_init__ (core_transformer_config_from_args builds it).
   if (heads % tp != 0) {
@@ -656,6 +970,7 @@ absl::StatusOr<MegatronLaunch> CheckMegatronArguments(const std::vector<std::str
                      "--fp8-param-gather (fp8_param) must be used together with fp8 mode "
                      "(--fp8-format)");
   }
+  PT_RETURN_IF_ERROR(CheckMoeConfig(args, &launch));
   if (!granularity.empty()) {
     if (!has_method && granularity != "selective") {
       return Violation("recompute", "megatron/core/transformer/transformer_config.py:1731-1740",
@@ -694,6 +1009,7 @@ absl::StatusOr<MegatronLaunch> CheckMegatronArguments(const std::vector<std::str
                                     ") are not divisible by the virtual pipeline size (", vp, ")"));
     }
   }
+  PT_RETURN_IF_ERROR(CheckMoeRouting(args, launch));
   if (cp > 1 && cp_comm_types != nullptr && cp_comm_types->size() > 1 &&
       static_cast<int64_t>(cp_comm_types->size()) != layers) {
     return Violation("cp-comm-type", "megatron/core/transformer/transformer_config.py:2778-2783",
@@ -701,7 +1017,9 @@ absl::StatusOr<MegatronLaunch> CheckMegatronArguments(const std::vector<std::str
                                   " types, not one per layer (", layers, ")"));
   }
 
-  // The first step: the model's chunks, the micro-batch count and the schedule, the
+  // The model build: its MoE layers, then its chunks.
+  PT_RETURN_IF_ERROR(CheckMoeModel(args, layers, &launch));
+  // The first step: the model's chunks (the build), the micro-batch count and the schedule, the
   // embedding's sequence-parallel scatter.
   if (split_layers % pp != 0) {
     return Violation(
@@ -750,6 +1068,7 @@ absl::StatusOr<MegatronLaunch> CheckMegatronArguments(const std::vector<std::str
                                   " / cp ", cp, " = ", seq / cp,
                                   ") is not divisible by --tensor-model-parallel-size (", tp, ")"));
   }
+  PT_RETURN_IF_ERROR(CheckMoeStep(launch));
   // Megatron-LM hands each layer's type to Transformer Engine's DotProductAttention only with
   // cp > 1 (megatron/core/extensions/transformer_engine.py:1858-1882), whose
   // attn_forward_func_with_cp raises on any other.

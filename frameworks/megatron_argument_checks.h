@@ -59,20 +59,41 @@
 //   Sequence parallelism with tp = 1 is turned off, not rejected (arguments.py:1390-1399);
 //     MegatronLaunch::sequence_parallel is the outcome.
 //   "tp-comm-overlap": needs sequence parallelism (arguments.py:1401-1402).
+//   Mixture of experts in validate_args: --expert-tensor-parallel-size defaults to tp
+//     (arguments.py:569-570), --num-experts 0 is none and --moe-ffn-hidden-size defaults to
+//     --ffn-hidden-size (arguments.py:1593-1597); "expert-model-parallel": ep > 1 needs
+//     --num-experts, which it divides (arguments.py:1600-1603).
 //   "gloo-process-groups": --disable-gloo-process-groups with the distributed optimizer needs
 //     a distributed checkpoint format (arguments.py:1689-1695).
+//   "expert-world-size": the expert grid etp x ep x expert-dp x pp divides the world size,
+//     each size >= 1 (initialize_model_parallel, megatron/core/parallel_state.py:874-883),
+//     whether or not there are experts.
 //   "attention-heads": heads divisible by tp (transformer_config.py:1323-1327).
 //   "query-groups": query groups (--num-query-groups, default 1, with --group-query-attention,
 //     else the heads: megatron/training/argument_utils.py:330-333) a multiple or a divisor of
 //     tp (transformer_config.py:1335-1345).
 //   "fp8-param": --fp8-param-gather (the config's fp8_param, argument_utils.py:312) needs
 //     --fp8-format (transformer_config.py:1439-1440).
+//   MoE in TransformerConfig: "num-experts": not negative (transformer_config.py:1531-1532);
+//     "moe-ffn-hidden-size": not without --num-experts unless --moe-layer-freq leaves a layer
+//     dense (1538-1554); "moe-shared-expert-intermediate-size": > 0 (1637-1643);
+//     "moe-expert-capacity-factor": a negative factor is none (dropless), a factor needs an
+//     aux_loss, seq_aux_loss, global_aux_loss or none balancing type (1660-1684);
+//     "moe-pad-expert-input-to-capacity": needs a capacity factor (1686-1690).
 //   "recompute": full granularity needs --recompute-method and --recompute-num-layers,
 //     selective takes no --recompute-num-layers (transformer_config.py:1724-1755).
 //   "account-for-pipeline-split": with the account-for flags, layers + 1 + 1 divisible by pp
 //     and, interleaved, by pp x vp (transformer_config.py:2064-2109).
+//   "moe-bias": with experts, linear biases (no --disable-bias-linear) need etp 1
+//     (transformer_config.py:2279-2282); "moe-router-pre-softmax": top-1 softmax routing needs
+//     --moe-router-pre-softmax unless the balancing is sinkhorn (2328-2336).
 //   "cp-comm-type": with cp > 1, several types name one per layer
 //     (transformer_config.py:2778-2787).
+//   At the model build, with experts: "moe-layer-freq": an integer k puts experts on layers
+//     0, k, 2k, ... (k = 0 divides by zero), a list must hold one 0 or 1 per layer
+//     (megatron/core/models/gpt/gpt_layer_specs.py:647-671, the layer specs of an MoE model,
+//     gpt_builders.py:41-43); "expert-tensor-parallel-ffn": the expert FFN width divisible by
+//     etp (TEGroupedLinear, megatron/core/extensions/transformer_engine.py:2192-2195).
 //   At the first step: "chunk-layers": layers (+1 +1) divisible by pp and, interleaved, the
 //     layers per pipeline rank by vp (megatron/core/transformer/transformer_block.py:150-172);
 //     "interleaved-micro-batches": the interleaved schedule runs the micro-batches in groups of
@@ -83,6 +104,10 @@
 //     seq length / cp divisible by tp, as the embedding scatters it
 //     (megatron/core/models/common/embeddings/language_model_embedding.py:141,
 //     megatron/core/tensor_parallel/mappings.py:72-74);
+//     "moe-sequence-parallel": with experts and tp > 1, sequence parallelism
+//     (megatron/core/transformer/moe/moe_layer.py:629-633, MoELayer.forward in training);
+//     "moe-router-topk": top-k in [1, experts] (torch.topk in
+//     megatron/core/transformer/moe/moe_utils.py:823);
 //     "cp-comm-type-value": with cp > 1, every --cp-comm-type is one Transformer Engine's
 //     attention runs: p2p, all_gather, a2a or a2a+p2p (attn_forward_func_with_cp in
 //     transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py raises
@@ -92,14 +117,19 @@
 // Not replayed, and why:
 //   - Flags that change the replayed rules in ways not modelled here make the check answer
 //     UNIMPLEMENTED naming the flag (kUnreplayedFlags in the .cc): custom pipeline layouts and
-//     first/last stage layer counts, hybrid (Mamba) patterns, MoE, multi-latent attention,
-//     GTP weight shards, Megatron-FSDP and torch FSDP2, optimizers other than adam and sgd,
-//     RL steps, batch-size ramp-ups and schedules, --decrease-batch-size-if-needed, and
-//     arguments taken from a YAML file, a checkpoint or a heterogeneous-layers config.
+//     first/last stage layer counts, hybrid (Mamba) patterns, multi-latent attention, GTP
+//     weight shards, Megatron-FSDP and torch FSDP2, optimizers other than adam and sgd, the
+//     flex token dispatcher, MoE switches an export never writes (router padding for
+//     quantization, rank capacity, shared-expert and expert-parallel overlap, group-limited
+//     routing, DeepEP, single grouped weights, latent projections, upcycling, MoE layer
+//     recompute, paged stash), --moe-layer-freq expressions other than an integer or a
+//     written-out list, RL steps, batch-size ramp-ups and schedules,
+//     --decrease-batch-size-if-needed, and arguments taken from a YAML file, a checkpoint or a
+//     heterogeneous-layers config.
 //   - CUDA_DEVICE_MAX_CONNECTIONS=1 with tp > 1 or cp > 1 before Blackwell
 //     (arguments.py:1413-1439): the environment, not an argument. The templates' env sets it.
 //   - Rules on data, tokenizer, iterations or samples, learning-rate schedule, evaluation,
-//     logging, checkpoints, RL, MoE, MTP, CUDA graphs, inference, fp4, FIM and offloading: an
+//     logging, checkpoints, RL, MTP, CUDA graphs, inference, fp4, FIM and offloading: an
 //     export leaves data, iterations and checkpointing to the user and writes none of the
 //     others; their flags, when present, are passed over.
 //   - Software and hardware versions (is_te_min_version, is_torch_min_version, compute
@@ -109,6 +139,10 @@
 //     between the tensor-parallel ranks, initialize_ub): the hardware, not an argument.
 //   - What a2a needs beyond its name (heads divisible by cp in Transformer Engine): no
 //     launch of ours writes it.
+//   - MLP widths (dense or shared expert) divisible by tp, as Transformer Engine's linear
+//     layers split them: not replayed for dense layers, and a shared expert is such an MLP.
+//   - The grouped GEMM's compute capability >= 8 (arguments.py:1338-1340) and Transformer
+//     Engine versions for MoE fp8: the hardware and software, not arguments.
 //   - ModelParallelConfig's sequence parallelism without tp (model_parallel_config.py:502-504)
 //     and get_num_layers_to_build's "Not enough layers" (transformer_block.py:185-195): they
 //     cannot fire once validate_args turned sequence parallelism off and the split rules
@@ -158,6 +192,27 @@ struct MegatronLaunch {
   // --cp-comm-type's values, ["p2p"] by default (arguments.py:3054): one for every layer, or
   // one per layer.
   std::vector<std::string> cp_comm_types;
+  // The head width: --kv-channels, or hidden size / heads (arguments.py:1291-1293).
+  int64_t kv_channels = 0;
+
+  // Mixture of experts; num_experts 0 (None in the release) for a dense model.
+  int64_t num_experts = 0;
+  int64_t expert_parallel = 1;
+  int64_t expert_tensor_parallel = 1;  // tp unless given (arguments.py:569-570)
+  int64_t expert_data_parallel = 0;    // world size / (etp x ep x pp)
+  // Which layers hold experts, one per layer (gpt_layer_specs.py:647-671); empty when dense.
+  std::vector<bool> moe_layers;
+  int64_t moe_ffn_hidden_size = 0;  // --ffn-hidden-size unless given (arguments.py:1595-1597)
+  int64_t moe_shared_expert_intermediate_size = 0;  // 0: no shared expert (None)
+  int64_t moe_router_topk = 0;                      // 2 unless given
+  std::string moe_router_score_function;            // "softmax" unless given
+  bool moe_router_pre_softmax = false;
+  std::string moe_router_dtype;  // "" (the activations' dtype) unless given
+  bool moe_grouped_gemm = false;
+  std::string moe_token_dispatcher_type;  // "allgather" unless given
+  // 0: dropless (None, or negative, which TransformerConfig makes None).
+  double moe_expert_capacity_factor = 0;
+  bool moe_pad_expert_input_to_capacity = false;
 };
 
 // Replays the release's checks on `arguments` (the elements after pretrain_gpt.py) for a

@@ -12,8 +12,14 @@
 #include "absl/strings/str_join.h"
 #include "cli/export.h"
 #include "convert/estimate_requests.h"
+#include "estimator/model_spec.h"
+#include "estimator/parallel_config.h"
+#include "estimator/training_spec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "launch/builtin_templates.h"
+#include "launch/launch_values.h"
+#include "launch/test_assignments.h"
 #include "proto/autotuner_service.pb.h"
 #include "proto/search.pb.h"
 
@@ -71,6 +77,12 @@ std::vector<std::string> Good() {
 
 constexpr int64_t kWorld = 16;
 
+// "[1,1,...,1]", one element per layer.
+std::string EveryLayer(int layers) {
+  std::vector<std::string> ones(layers, "1");
+  return absl::StrCat("[", absl::StrJoin(ones, ","), "]");
+}
+
 // `arguments` with every element of flag `name` ("--x" or "--x=...") removed.
 std::vector<std::string> Without(std::vector<std::string> arguments, const std::string& name) {
   std::vector<std::string> kept;
@@ -90,6 +102,20 @@ std::vector<std::string> With(std::vector<std::string> arguments,
     arguments.push_back(change);
   }
   return arguments;
+}
+
+// Qwen3-30B-A3B's shape (48 layers, 128 experts of 768, top-8, heads of 128 where h / a is
+// 64) on 16 GPUs as dp4 tp2 pp2 with ep8 etp1, as the template writes it.
+std::vector<std::string> GoodMoe() {
+  return With(
+      Without(Good(), "--num-layers-per-virtual-pipeline-stage"),
+      {"--num-layers=48", "--hidden-size=2048", "--ffn-hidden-size=6144",
+       "--num-attention-heads=32", "--num-query-groups=4", "--kv-channels=128",
+       "--context-parallel-size=1", "--vocab-size=151936", "--num-experts=128",
+       "--moe-layer-freq=" + EveryLayer(48), "--moe-ffn-hidden-size=768", "--moe-router-topk=8",
+       "--moe-router-score-function=softmax", "--moe-router-dtype=fp32",
+       "--moe-aux-loss-coeff=1e-2", "--moe-grouped-gemm", "--moe-token-dispatcher-type=alltoall",
+       "--expert-model-parallel-size=8", "--expert-tensor-parallel-size=1"});
 }
 
 // The status of checking `arguments` on `world` ranks.
@@ -424,9 +450,188 @@ TEST(MegatronArgumentChecksTest, InterleavedScheduleMicroBatches) {
 TEST(MegatronArgumentChecksTest, FlagsOutsideTheReplayAreUnimplemented) {
   EXPECT_EQ(Check(With(Good(), {"--decoder-first-pipeline-num-layers=15"})).code(),
             absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(Check(With(Good(), {"--num-experts=8"})).code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(Check(With(GoodMoe(), {"--moe-router-padding-for-quantization"})).code(),
+            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(Check(With(GoodMoe(), {"--moe-token-dispatcher-type=flex"})).code(),
+            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(Check(With(GoodMoe(), {"--moe-layer-freq=([1]*48)"})).code(),
+            absl::StatusCode::kUnimplemented);
   EXPECT_EQ(Check(With(Good(), {"--optimizer=muon"})).code(), absl::StatusCode::kUnimplemented);
   EXPECT_TRUE(Check(With(Good(), {"--optimizer=adam"})).ok());
+}
+
+TEST(MegatronArgumentChecksTest, AMixtureOfExpertsListPassesAndSaysWhatMegatronMakesOfIt) {
+  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(GoodMoe(), kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->data_parallel, 4);
+  EXPECT_EQ(launch->num_experts, 128);
+  EXPECT_EQ(launch->expert_parallel, 8);
+  EXPECT_EQ(launch->expert_tensor_parallel, 1);
+  EXPECT_EQ(launch->expert_data_parallel, 1);  // 16 / (1 x 8 x 2)
+  EXPECT_EQ(launch->moe_layers, std::vector<bool>(48, true));
+  EXPECT_EQ(launch->moe_ffn_hidden_size, 768);
+  EXPECT_EQ(launch->moe_shared_expert_intermediate_size, 0);
+  EXPECT_EQ(launch->moe_router_topk, 8);
+  EXPECT_EQ(launch->moe_router_score_function, "softmax");
+  EXPECT_FALSE(launch->moe_router_pre_softmax);
+  EXPECT_EQ(launch->moe_router_dtype, "fp32");
+  EXPECT_TRUE(launch->moe_grouped_gemm);
+  EXPECT_EQ(launch->moe_token_dispatcher_type, "alltoall");
+  EXPECT_EQ(launch->moe_expert_capacity_factor, 0);
+  EXPECT_EQ(launch->kv_channels, 128);
+  // A dense model: no experts, the expert grid tp x 1 x dp x pp, heads h / a wide.
+  launch = CheckMegatronArguments(Good(), kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->num_experts, 0);
+  EXPECT_TRUE(launch->moe_layers.empty());
+  EXPECT_EQ(launch->expert_tensor_parallel, 2);
+  EXPECT_EQ(launch->expert_data_parallel, 4);
+  EXPECT_EQ(launch->kv_channels, 128);  // 4096 / 32
+}
+
+TEST(MegatronArgumentChecksTest, MixtureOfExpertsDefaults) {
+  // etp is tp, the expert FFN width the dense one, routing top-2 softmax over all-gathered
+  // tokens, every layer an MoE layer.
+  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(
+      With(Without(Without(Without(Without(Without(GoodMoe(), "--expert-tensor-parallel-size"),
+                                           "--moe-ffn-hidden-size"),
+                                   "--moe-router-topk"),
+                           "--moe-token-dispatcher-type"),
+                   "--moe-layer-freq"),
+           {"--expert-model-parallel-size=4"}),
+      kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->expert_tensor_parallel, 2);
+  EXPECT_EQ(launch->moe_ffn_hidden_size, 6144);
+  EXPECT_EQ(launch->moe_router_topk, 2);
+  EXPECT_EQ(launch->moe_token_dispatcher_type, "allgather");
+  EXPECT_EQ(launch->moe_layers, std::vector<bool>(48, true));
+  // An integer k: layers 0, k, 2k, ...
+  launch = CheckMegatronArguments(With(GoodMoe(), {"--moe-layer-freq=4"}), kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  for (int layer = 0; layer < 48; ++layer) {
+    EXPECT_EQ(launch->moe_layers[layer], layer % 4 == 0) << layer;
+  }
+  // --num-experts 0 is a dense model (which refuses an expert FFN width, as below); a negative
+  // capacity factor is dropless.
+  launch = CheckMegatronArguments(With(Without(GoodMoe(), "--moe-ffn-hidden-size"),
+                                       {"--num-experts=0", "--expert-model-parallel-size=1"}),
+                                  kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->num_experts, 0);
+  launch = CheckMegatronArguments(With(GoodMoe(), {"--moe-expert-capacity-factor=-1"}), kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->moe_expert_capacity_factor, 0);
+}
+
+TEST(MegatronArgumentChecksTest, MixtureOfExpertsArgparse) {
+  ExpectRule(With(GoodMoe(), {"--moe-layer-freq=[1,a]"}), "argparse",
+             "invalid moe_freq_type value: '[1,a]'");
+  ExpectRule(With(GoodMoe(), {"--moe-layer-freq=every"}), "argparse", "invalid moe_freq_type");
+  ExpectRule(With(GoodMoe(), {"--moe-router-dtype=bf16"}), "argparse", "invalid choice: 'bf16'");
+  ExpectRule(With(GoodMoe(), {"--moe-router-score-function=relu"}), "argparse", "invalid choice");
+  ExpectRule(With(GoodMoe(), {"--moe-token-dispatcher-type=all_to_all"}), "argparse",
+             "invalid choice");
+  ExpectRule(With(GoodMoe(), {"--moe-aux-loss-coeff=high"}), "argparse", "invalid float value");
+  ExpectRule(With(GoodMoe(), {"--moe-grouped-gemm=true"}), "argparse", "ignored explicit argument");
+  std::vector<std::string> two_losses = GoodMoe();
+  for (const char* element : {"--moe-router-load-balancing-type", "aux_loss", "seq_aux_loss",
+                              "--moe-aux-loss-coeff", "1e-2", "1e-3"}) {
+    two_losses.push_back(element);
+  }
+  EXPECT_TRUE(Check(two_losses).ok());
+}
+
+TEST(MegatronArgumentChecksTest, ExpertParallelism) {
+  ExpectRule(With(Good(), {"--expert-model-parallel-size=2"}), "expert-model-parallel",
+             "without --num-experts");
+  ExpectRule(With(GoodMoe(), {"--expert-model-parallel-size=3"}), "expert-model-parallel",
+             "Number of experts should be a multiple of expert model parallel_size "
+             "(--num-experts 128, --expert-model-parallel-size 3)");
+  // 1 x 16 x 2 ranks do not fit 16 GPUs; nor does a dense model's etp of 3.
+  ExpectRule(With(GoodMoe(), {"--expert-model-parallel-size=16"}), "expert-world-size",
+             "(1 x 16 x 2 = 32)");
+  ExpectRule(With(Good(), {"--expert-tensor-parallel-size=3"}), "expert-world-size",
+             "(3 x 1 x 2 = 6)");
+  ExpectRule(With(GoodMoe(), {"--expert-tensor-parallel-size=0"}), "expert-world-size",
+             "must be >= 1");
+  // etp unset is tp (2): 2 x 8 x 2 = 32.
+  ExpectRule(Without(GoodMoe(), "--expert-tensor-parallel-size"), "expert-world-size",
+             "(2 x 8 x 2 = 32)");
+}
+
+TEST(MegatronArgumentChecksTest, MixtureOfExpertsConfig) {
+  ExpectRule(With(GoodMoe(), {"--num-experts=-4", "--expert-model-parallel-size=1"}), "num-experts",
+             "must be non-negative (--num-experts -4)");
+  ExpectRule(With(Good(), {"--moe-ffn-hidden-size=768"}), "moe-ffn-hidden-size",
+             "num_moe_experts is None");
+  // Ignored where --moe-layer-freq leaves dense layers.
+  EXPECT_TRUE(Check(With(Good(), {"--moe-ffn-hidden-size=768", "--moe-layer-freq=2"})).ok());
+  ExpectRule(With(GoodMoe(), {"--moe-shared-expert-intermediate-size=0"}),
+             "moe-shared-expert-intermediate-size", "but got 0");
+  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(
+      With(GoodMoe(), {"--moe-shared-expert-intermediate-size=1536"}), kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->moe_shared_expert_intermediate_size, 1536);
+  ExpectRule(With(GoodMoe(), {"--moe-expert-capacity-factor=1.25",
+                              "--moe-router-load-balancing-type=sinkhorn"}),
+             "moe-expert-capacity-factor", "not sinkhorn");
+  ExpectRule(With(GoodMoe(), {"--moe-pad-expert-input-to-capacity"}),
+             "moe-pad-expert-input-to-capacity", "moe_expert_capacity_factor must be set");
+  ExpectRule(
+      With(GoodMoe(), {"--moe-pad-expert-input-to-capacity", "--moe-expert-capacity-factor=-1"}),
+      "moe-pad-expert-input-to-capacity", "moe_expert_capacity_factor must be set");
+  launch = CheckMegatronArguments(
+      With(GoodMoe(), {"--moe-expert-capacity-factor=1.25", "--moe-pad-expert-input-to-capacity"}),
+      kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->moe_expert_capacity_factor, 1.25);
+  EXPECT_TRUE(launch->moe_pad_expert_input_to_capacity);
+}
+
+TEST(MegatronArgumentChecksTest, MixtureOfExpertsBiasAndTopOneRouting) {
+  // Biased linears: only with etp 1.
+  EXPECT_TRUE(Check(Without(GoodMoe(), "--disable-bias-linear")).ok());
+  ExpectRule(With(Without(GoodMoe(), "--disable-bias-linear"),
+                  {"--expert-tensor-parallel-size=2", "--expert-model-parallel-size=4"}),
+             "moe-bias", "only supported when ETP==1 (--expert-tensor-parallel-size 2");
+  ExpectRule(With(GoodMoe(), {"--moe-router-topk=1"}), "moe-router-pre-softmax",
+             "--moe-router-pre-softmax when topk is 1");
+  EXPECT_TRUE(Check(With(GoodMoe(), {"--moe-router-topk=1", "--moe-router-pre-softmax"})).ok());
+  EXPECT_TRUE(
+      Check(With(GoodMoe(), {"--moe-router-topk=1", "--moe-router-score-function=sigmoid"})).ok());
+  EXPECT_TRUE(
+      Check(With(GoodMoe(), {"--moe-router-topk=1", "--moe-router-load-balancing-type=sinkhorn"}))
+          .ok());
+}
+
+TEST(MegatronArgumentChecksTest, MixtureOfExpertsModelBuild) {
+  std::vector<std::string> pattern(47, "1");
+  ExpectRule(
+      With(GoodMoe(), {absl::StrCat("--moe-layer-freq=[", absl::StrJoin(pattern, ","), "]")}),
+      "moe-layer-freq", "Invalid length of moe_layer_pattern: 47, expected 48");
+  pattern.push_back("2");
+  ExpectRule(
+      With(GoodMoe(), {absl::StrCat("--moe-layer-freq=[", absl::StrJoin(pattern, ","), "]")}),
+      "moe-layer-freq", "element 2");
+  ExpectRule(With(GoodMoe(), {"--moe-layer-freq=0"}), "moe-layer-freq", "modulo by zero");
+  // 1004 does not split over 8 expert tensor-parallel ranks (8 x 1 x 2 = 16 GPUs).
+  ExpectRule(With(GoodMoe(), {"--moe-ffn-hidden-size=1004", "--expert-tensor-parallel-size=8",
+                              "--expert-model-parallel-size=1"}),
+             "expert-tensor-parallel-ffn",
+             "--moe-ffn-hidden-size (1004) is not divisible by --expert-tensor-parallel-size (8)");
+}
+
+TEST(MegatronArgumentChecksTest, MixtureOfExpertsFirstStep) {
+  ExpectRule(Without(GoodMoe(), "--sequence-parallel"), "moe-sequence-parallel",
+             "(--tensor-model-parallel-size 2 without --sequence-parallel)");
+  // tp 1: no tensor-parallel group to speak of.
+  EXPECT_TRUE(Check(With(Without(GoodMoe(), "--sequence-parallel"),
+                         {"--tensor-model-parallel-size=1", "--global-batch-size=1024"}))
+                  .ok());
+  ExpectRule(With(GoodMoe(), {"--moe-router-topk=0"}), "moe-router-topk", "(0) must be in [1,");
+  ExpectRule(With(GoodMoe(), {"--moe-router-topk=129"}), "moe-router-topk",
+             "(129) must be in [1, --num-experts (128)]");
 }
 
 // A plan of global batch 1024 at sequence 8192 whose every candidate is exported and checked
@@ -510,6 +715,9 @@ TEST(MegatronArgumentChecksTest, EveryExportedCandidateOfThePlansPasses) {
        false, false, false, v1::CP_COMM_TYPE_ALL_GATHER},
       {"70B fp8 wide, fp8 params, TP overlap, cp all_gather", "llama3.1-70b", "h100-80gb", 8, 8,
        true, v1::FP8, false, true, false, true, true, v1::CP_COMM_TYPE_ALL_GATHER},
+      // Mixture of experts (issue 26): every ep the planner searches.
+      {"Qwen3-30B-A3B 2x8 wide", "qwen3-30b-a3b", "h100-80gb", 2, 8, true, v1::BF16, true, true},
+      {"Mixtral 8x7B 4x8 fp8", "mixtral-8x7b", "h100-80gb", 4, 8, false, v1::FP8, false, true},
   };
   std::printf(
       "| plan | candidates | checked | interleaved | uneven |\n|---|---:|---:|---:|---:|\n");
@@ -517,6 +725,7 @@ TEST(MegatronArgumentChecksTest, EveryExportedCandidateOfThePlansPasses) {
   int64_t fp8_checked = 0;
   int64_t tp_overlapped = 0;
   int64_t all_gathered = 0;
+  int64_t moe_checked = 0;
   for (const PlanCase& plan : plans) {
     SCOPED_TRACE(plan.label);
     v1::PlanRequest request;
@@ -528,6 +737,8 @@ TEST(MegatronArgumentChecksTest, EveryExportedCandidateOfThePlansPasses) {
     search.set_name("searches/13");
     *search.mutable_spec() = request.spec();
     const int64_t world = plan.nodes * plan.gpus_per_node;
+    absl::StatusOr<ModelSpec> model = FindModelPreset(plan.preset);
+    ASSERT_TRUE(model.ok()) << model.status();
     int64_t interleaved = 0;
     int64_t uneven = 0;
     for (int i = 0; i < response->candidates_size(); ++i) {
@@ -565,6 +776,20 @@ TEST(MegatronArgumentChecksTest, EveryExportedCandidateOfThePlansPasses) {
       const bool all_gather =
           config.context_parallel() > 1 && plan.cp_comm_type == v1::CP_COMM_TYPE_ALL_GATHER;
       EXPECT_THAT(launch->cp_comm_types, ElementsAre(all_gather ? "all_gather" : "p2p"));
+      // The experts and their factorization, as the candidate names them.
+      EXPECT_EQ(launch->num_experts, model->moe().num_experts);
+      EXPECT_EQ(launch->expert_parallel, std::max<int64_t>(1, config.expert_parallel()));
+      EXPECT_EQ(launch->expert_tensor_parallel, config.expert_tensor_parallel() > 0
+                                                    ? config.expert_tensor_parallel()
+                                                    : config.tensor_parallel());
+      EXPECT_EQ(launch->kv_channels, model->head_dim());
+      if (model->is_moe()) {
+        ++moe_checked;
+        EXPECT_EQ(static_cast<int64_t>(launch->moe_layers.size()), model->num_layers());
+        EXPECT_EQ(launch->moe_router_topk, model->moe().router_top_k);
+        EXPECT_TRUE(launch->moe_grouped_gemm);
+        EXPECT_EQ(launch->moe_token_dispatcher_type, "alltoall");
+      }
       if (launch->tp_comm_overlap) ++tp_overlapped;
       if (all_gather) ++all_gathered;
       if (launch->virtual_pipeline > 1) ++interleaved;
@@ -581,6 +806,109 @@ TEST(MegatronArgumentChecksTest, EveryExportedCandidateOfThePlansPasses) {
   EXPECT_GT(fp8_checked, 0);
   EXPECT_GT(tp_overlapped, 0);
   EXPECT_GT(all_gathered, 0);
+  EXPECT_GT(moe_checked, 0);
+}
+
+// Every valid configuration of a grid over every MoE preset's own cluster, exported with the
+// built-in template and checked: Megatron-LM reads the model, the experts, the routing and
+// both factorizations the configuration names (issue 26, §4).
+TEST(MegatronArgumentChecksTest, EveryMixtureOfExpertsExportOfTheGridPasses) {
+  const struct {
+    const char* preset;
+    int64_t nodes;
+  } presets[] = {{"mixtral-8x7b", 4},     {"mixtral-8x22b", 8}, {"qwen3-30b-a3b", 2},
+                 {"qwen3-235b-a22b", 16}, {"llama4-scout", 4},  {"llama4-maverick", 16}};
+  absl::StatusOr<BuiltinTemplate> megatron = FindBuiltinTemplate("megatron-llama");
+  ASSERT_TRUE(megatron.ok()) << megatron.status();
+  std::printf(
+      "| preset | GPUs | checked | ep > 1 | etp != tp | interleaved | uneven |\n"
+      "|---|---:|---:|---:|---:|---:|---:|\n");
+  for (const auto& [preset, nodes] : presets) {
+    SCOPED_TRACE(preset);
+    absl::StatusOr<ModelSpec> model = FindModelPreset(preset);
+    ASSERT_TRUE(model.ok()) << model.status();
+    const int64_t world = nodes * kPresetExportGpusPerNode;
+    int64_t checked = 0, expert_parallel = 0, folded = 0, interleaved = 0, uneven = 0;
+    for (int64_t tp : {1, 2, 4, 8}) {
+      for (int64_t pp : {1, 2, 4, 8}) {
+        for (int64_t cp : {1, 2}) {
+          for (int64_t ep : {1, 2, 4, 8, 16, 32, 64, 128}) {
+            for (int64_t etp : {0, 1, 2, 4}) {
+              for (int64_t vp : {1, 2}) {
+                if (world % (tp * pp * cp) != 0) continue;
+                ParallelDims dims = MakeParallelDims(world / (tp * pp * cp), tp, pp, cp, 1);
+                dims.ep = ep;
+                dims.etp = etp;
+                dims.virtual_pipeline = vp;
+                dims.recompute = vp == 2 ? Recompute::kFull : Recompute::kNone;
+                // The routing switches in turn: the defaults, a capacity factor with the
+                // all-gather dispatcher, separate expert GEMMs.
+                TrainingOptions training = PresetExportTraining();
+                const int routing = static_cast<int>(checked % 3);
+                if (routing == 1) {
+                  training.moe_capacity_factor = 1.25;
+                  training.moe_token_dispatcher = TokenDispatcher::kAllGather;
+                }
+                training.moe_grouped_gemm = routing != 2;
+                absl::StatusOr<LaunchValues> values =
+                    PresetExportLaunchValues(preset, nodes, dims, training);
+                if (!values.ok()) continue;  // a broken rule: the planner never proposes it
+                absl::StatusOr<std::vector<std::string>> arguments =
+                    megatron->launch.RenderFrameworkArguments(*values);
+                ASSERT_TRUE(arguments.ok()) << arguments.status();
+                SCOPED_TRACE(absl::StrJoin(*arguments, " "));
+                absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(*arguments, world);
+                ASSERT_TRUE(launch.ok()) << launch.status();
+                const int64_t resolved_etp = etp == 0 ? tp : etp;
+                EXPECT_EQ(launch->data_parallel, dims.dp);
+                EXPECT_EQ(launch->tensor_parallel, tp);
+                EXPECT_EQ(launch->pipeline_parallel, pp);
+                EXPECT_EQ(launch->context_parallel, cp);
+                EXPECT_EQ(launch->virtual_pipeline, vp);
+                EXPECT_EQ(launch->sequence_parallel, tp > 1);
+                EXPECT_EQ(launch->global_batch_size, kPresetExportGlobalBatch);
+                EXPECT_EQ(launch->kv_channels, model->head_dim());
+                EXPECT_EQ(launch->num_experts, model->moe().num_experts);
+                EXPECT_EQ(launch->expert_parallel, ep);
+                EXPECT_EQ(launch->expert_tensor_parallel, resolved_etp);
+                EXPECT_EQ(launch->expert_data_parallel, world / (resolved_etp * ep * pp));
+                ASSERT_EQ(static_cast<int64_t>(launch->moe_layers.size()), model->num_layers());
+                for (int64_t layer = 0; layer < model->num_layers(); ++layer) {
+                  EXPECT_EQ(launch->moe_layers[layer], model->IsMoeLayer(layer)) << layer;
+                }
+                EXPECT_EQ(launch->moe_ffn_hidden_size, model->moe().expert_ffn_hidden_size);
+                EXPECT_EQ(
+                    launch->moe_shared_expert_intermediate_size,
+                    model->moe().num_shared_experts * model->moe().shared_expert_ffn_hidden_size);
+                EXPECT_EQ(launch->moe_router_topk, model->moe().router_top_k);
+                EXPECT_EQ(
+                    launch->moe_router_score_function,
+                    model->moe().router_score == RouterScore::kSigmoid ? "sigmoid" : "softmax");
+                EXPECT_EQ(launch->moe_router_dtype, "fp32");
+                EXPECT_EQ(launch->moe_grouped_gemm, training.moe_grouped_gemm);
+                EXPECT_EQ(launch->moe_token_dispatcher_type,
+                          TokenDispatcherName(training.moe_token_dispatcher));
+                EXPECT_EQ(launch->moe_expert_capacity_factor, training.moe_capacity_factor);
+                EXPECT_EQ(launch->moe_pad_expert_input_to_capacity,
+                          training.moe_capacity_factor > 0);
+                ++checked;
+                if (ep > 1) ++expert_parallel;
+                if (resolved_etp != tp) ++folded;
+                if (vp > 1) ++interleaved;
+                if (launch->uneven_pipeline) ++uneven;
+              }
+            }
+          }
+        }
+      }
+    }
+    std::printf("| %s | %lld | %lld | %lld | %lld | %lld | %lld |\n", preset,
+                static_cast<long long>(world), static_cast<long long>(checked),
+                static_cast<long long>(expert_parallel), static_cast<long long>(folded),
+                static_cast<long long>(interleaved), static_cast<long long>(uneven));
+    EXPECT_GT(expert_parallel, 0);
+    EXPECT_GT(folded, 0);
+  }
 }
 
 }  // namespace

@@ -8,14 +8,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "estimator/dense_layers_only.h"
 #include "estimator/pipeline_layout.h"
 
 namespace paratune {
 namespace {
-
-// Who refuses a model whose layers the shipped templates cannot describe yet.
-constexpr char kLaunchTemplates[] = "the launch templates and exports";
 
 using Kind = PlaceholderKind;
 
@@ -44,6 +40,35 @@ int64_t ConfigurationGpus(const ParallelConfig& config) {
   return config.dp() * config.tp() * config.pp() * config.cp();
 }
 
+// Megatron-LM's --moe-router-score-function for `score`
+// (megatron/core/transformer/transformer_config.py:787 at core_v0.19.0).
+const char* RouterScoreFunction(RouterScore score) {
+  return score == RouterScore::kSigmoid ? "sigmoid" : "softmax";
+}
+
+// Which layers hold experts, one "0" or "1" per layer (ModelSpec::IsMoeLayer), as the list
+// Megatron-LM's --moe-layer-freq takes between brackets: get_gpt_decoder_layer_specs, which
+// builds an MoE model's layers (gpt_builders.py:41-43), gives layer i experts where element i
+// is 1 (megatron/core/models/gpt/gpt_layer_specs.py:647-671 at core_v0.19.0). The list states every
+// pattern exactly; the integer form k only layers 0, k, 2k, ..., which Hugging Face's
+// interleave_moe_layer_step (layers k-1, 2k-1, ...) and first_k_dense_replace do not give.
+std::string MoeLayerPattern(const ModelSpec& model) {
+  std::string pattern;
+  for (int64_t layer = 0; layer < model.num_layers(); ++layer) {
+    absl::StrAppend(&pattern, layer == 0 ? "" : ",", model.IsMoeLayer(layer) ? "1" : "0");
+  }
+  return pattern;
+}
+
+bool IsLayerPattern(absl::string_view value) {
+  if (value.empty()) return false;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const bool digit_here = i % 2 == 0;
+    if (digit_here ? (value[i] != '0' && value[i] != '1') : value[i] != ',') return false;
+  }
+  return value.size() % 2 == 1;
+}
+
 }  // namespace
 
 const std::vector<Placeholder>& LaunchPlaceholders() {
@@ -68,6 +93,22 @@ const std::vector<Placeholder>& LaunchPlaceholders() {
       {"num_kv_heads", Kind::kInteger},
       {"vocab_size", Kind::kInteger},
       {"tied_embeddings", Kind::kBoolean},
+      {"kv_channels", Kind::kInteger},  // the head width where it is not h / a, else 0
+      {"moe", Kind::kBoolean},          // whether the model has routed experts
+      {"num_experts", Kind::kInteger},  // 0 for a dense model, as the moe_* integers
+      {"moe_router_topk", Kind::kInteger},
+      {"moe_ffn_hidden_size", Kind::kInteger},
+      {"moe_shared_expert_size", Kind::kInteger},  // shared experts x their width
+      {"moe_layer_pattern", Kind::kLayerPattern},
+      {"moe_dense_layers", Kind::kBoolean},  // an MoE model that keeps some layers dense
+      {"moe_router_score", Kind::kRouterScore},
+      {"moe_router_pre_softmax", Kind::kBoolean},
+      // The training spec's routing; with no experts, no grouped GEMM and capacity factor 0.
+      {"moe_grouped_gemm", Kind::kBoolean},
+      {"moe_token_dispatcher", Kind::kTokenDispatcher},
+      {"moe_capacity_factor", Kind::kNumber},  // 0: dropless
+      {"ep", Kind::kInteger},
+      {"etp", Kind::kInteger},  // resolved: tp where the configuration leaves it unset
       {"fp8", Kind::kBoolean},
       {"distributed_optimizer", Kind::kBoolean},
       {"fp32_gradients", Kind::kBoolean},
@@ -117,6 +158,33 @@ absl::Status CheckPlaceholderValue(const Placeholder& placeholder, absl::string_
       }
       return absl::InvalidArgumentError(
           absl::StrCat("{", placeholder.name, "} is p2p or all_gather, never \"", value, "\""));
+    case Kind::kRouterScore:
+      if (value == RouterScoreFunction(RouterScore::kSoftmax) ||
+          value == RouterScoreFunction(RouterScore::kSigmoid)) {
+        return absl::OkStatus();
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat("{", placeholder.name, "} is softmax or sigmoid, never \"", value, "\""));
+    case Kind::kLayerPattern:
+      if (IsLayerPattern(value)) return absl::OkStatus();
+      return absl::InvalidArgumentError(absl::StrCat(
+          "{", placeholder.name, "} is one 0 or 1 per layer separated by commas, never \"",
+          absl::CHexEscape(value), "\""));
+    case Kind::kTokenDispatcher:
+      if (value == TokenDispatcherName(TokenDispatcher::kAllToAll) ||
+          value == TokenDispatcherName(TokenDispatcher::kAllGather)) {
+        return absl::OkStatus();
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat("{", placeholder.name, "} is alltoall or allgather, never \"", value, "\""));
+    case Kind::kNumber: {
+      double parsed = 0;
+      if (absl::SimpleAtod(value, &parsed) && parsed >= 0 && PlainText(value)) {
+        return absl::OkStatus();
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "{", placeholder.name, "} is a number >= 0, never \"", absl::CHexEscape(value), "\""));
+    }
     case Kind::kText:
       if (PlainText(value)) return absl::OkStatus();
       return absl::InvalidArgumentError(
@@ -186,7 +254,6 @@ absl::StatusOr<LaunchValues> LaunchValues::ForProbe(
     const ParallelConfig& config, int64_t micro_batches_per_step, int64_t extra_warmup_iterations,
     int master_port) {
   PT_RETURN_IF_ERROR(CheckLaunchShape(assignment, config));
-  PT_RETURN_IF_ERROR(CheckDenseLayersOnly(model, kLaunchTemplates));
   const int64_t probe_dp = assignment.num_ranks() / (config.tp() * config.pp() * config.cp());
 
   LaunchValues values;
@@ -211,7 +278,6 @@ absl::StatusOr<LaunchValues> LaunchValues::ForExport(const ModelSpec& model,
                                                      const TrainingSpec& training,
                                                      const ClusterSpec& cluster,
                                                      const ParallelConfig& config) {
-  PT_RETURN_IF_ERROR(CheckDenseLayersOnly(model, kLaunchTemplates));
   const int64_t gpus = cluster.world_size();
   if (ConfigurationGpus(config) != gpus) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -254,6 +320,31 @@ void LaunchValues::SetConfiguration(const ModelSpec& model, const TrainingSpec& 
   SetInteger("num_kv_heads", model.num_kv_heads());
   SetInteger("vocab_size", model.vocab_size());
   SetBoolean("tied_embeddings", model.tied_embeddings());
+  // Megatron-LM derives the head width as h / a without --kv-channels
+  // (megatron/training/arguments.py:1291-1293 at core_v0.19.0).
+  SetInteger("kv_channels", model.head_dim() * model.num_attention_heads() == model.hidden_size()
+                                ? 0
+                                : model.head_dim());
+  const MoeDimensions& moe = model.moe();
+  SetBoolean("moe", model.is_moe());
+  SetInteger("num_experts", moe.num_experts);
+  SetInteger("moe_router_topk", moe.router_top_k);
+  SetInteger("moe_ffn_hidden_size", moe.expert_ffn_hidden_size);
+  // --moe-shared-expert-intermediate-size is "num_shared_experts *
+  // ffn_size_of_each_shared_expert" (transformer_config.py:680-684).
+  SetInteger("moe_shared_expert_size", moe.num_shared_experts * moe.shared_expert_ffn_hidden_size);
+  SetText("moe_layer_pattern", MoeLayerPattern(model));
+  SetBoolean("moe_dense_layers", model.is_moe() && model.MoeLayerCount() < model.num_layers());
+  SetText("moe_router_score", RouterScoreFunction(moe.router_score));
+  // TransformerConfig refuses top-1 softmax routing without --moe-router-pre-softmax: a
+  // softmax over the one chosen expert has a zero gradient (transformer_config.py:2328-2336).
+  SetBoolean("moe_router_pre_softmax",
+             model.is_moe() && moe.router_top_k == 1 && moe.router_score == RouterScore::kSoftmax);
+  SetBoolean("moe_grouped_gemm", model.is_moe() && training.moe_grouped_gemm());
+  SetText("moe_token_dispatcher", TokenDispatcherName(training.moe_token_dispatcher()));
+  SetText("moe_capacity_factor", absl::StrCat(model.is_moe() ? training.moe_capacity_factor() : 0));
+  SetInteger("ep", config.ep());
+  SetInteger("etp", config.etp());
   SetBoolean("fp8", training.fp8());
   SetBoolean("distributed_optimizer", training.distributed_optimizer());
   SetBoolean("fp32_gradients", training.fp32_gradients());

@@ -23,11 +23,15 @@ namespace paratune {
 // What values a placeholder takes, so that a template's conditions can be checked when it
 // is loaded ("{?recompute=ful}" is a typo, not a condition that never holds).
 enum class PlaceholderKind {
-  kInteger,     // a decimal integer
-  kBoolean,     // "true" or "false"
-  kRecompute,   // "none", "selective" or "full"
-  kCpCommType,  // "p2p" or "all_gather" (estimator/training_spec.h, CpCommTypeName)
-  kText,        // letters, digits and . , : / _ -
+  kInteger,          // a decimal integer
+  kBoolean,          // "true" or "false"
+  kRecompute,        // "none", "selective" or "full"
+  kCpCommType,       // "p2p" or "all_gather" (estimator/training_spec.h, CpCommTypeName)
+  kRouterScore,      // "softmax" or "sigmoid" (Megatron-LM's --moe-router-score-function)
+  kLayerPattern,     // one 0 or 1 per layer, separated by commas ("0,1,0,1")
+  kTokenDispatcher,  // "alltoall" or "allgather" (estimator/training_spec.h, TokenDispatcherName)
+  kNumber,           // a decimal number >= 0, such as 1.25
+  kText,             // letters, digits and . , : / _ -
 };
 
 struct Placeholder {

@@ -52,6 +52,24 @@ TEST(LaunchValuesTest, EveryPlaceholderHasAValueForAGangMember) {
       {"num_kv_heads", "8"},
       {"vocab_size", "128256"},
       {"tied_embeddings", "false"},
+      {"kv_channels", "0"},
+      {"moe", "false"},
+      {"num_experts", "0"},
+      {"moe_router_topk", "0"},
+      {"moe_ffn_hidden_size", "0"},
+      {"moe_shared_expert_size", "0"},
+      {"moe_layer_pattern",
+       "0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,"
+       "0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,"
+       "0,0,0,0,0,0,0,0,0,0,0,0,0,0"},
+      {"moe_dense_layers", "false"},
+      {"moe_router_score", "softmax"},
+      {"moe_router_pre_softmax", "false"},
+      {"moe_grouped_gemm", "false"},  // no experts to group
+      {"moe_token_dispatcher", "alltoall"},
+      {"moe_capacity_factor", "0"},
+      {"ep", "1"},
+      {"etp", "4"},
       {"fp8", "false"},
       {"distributed_optimizer", "true"},
       {"fp32_gradients", "true"},
@@ -212,25 +230,6 @@ TEST(LaunchValuesTest, AnExportOfAnotherClusterIsRejected) {
                                        "uses 16 GPUs, not the cluster's 4 x 8"));
 }
 
-TEST(LaunchValuesTest, AMixtureOfExpertsModelIsRefusedUntilTheTemplatesDescribeIt) {
-  v1::ProbeAssignment assignment = GangAssignment();
-  assignment.mutable_model()->Clear();
-  assignment.mutable_model()->set_preset("mixtral-8x7b");
-  absl::StatusOr<ModelSpec> model = ModelSpecFromProto(assignment.model());
-  absl::StatusOr<TrainingSpec> training = TrainingSpecFromProto(assignment.training());
-  absl::StatusOr<ClusterSpec> cluster = ClusterSpecFromProto(assignment.cluster());
-  ASSERT_TRUE(model.ok() && training.ok() && cluster.ok());
-  absl::StatusOr<ParallelConfig> config =
-      ParallelConfigFromProto(assignment.config(), *model, *training, *cluster, PlacementRules());
-  ASSERT_TRUE(config.ok()) << config.status();
-  const absl::Status status =
-      LaunchValues::ForExport(*model, *training, *cluster, *config).status();
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(status.message()),
-              ::testing::HasSubstr("the launch templates and exports cannot handle "
-                                   "mixture-of-experts layers yet"));
-}
-
 TEST(LaunchValuesTest, ABadGangIsRejectedNamingTheField) {
   const struct {
     void (*change)(v1::ProbeAssignment&);
@@ -260,6 +259,79 @@ TEST(LaunchValuesTest, ABadGangIsRejectedNamingTheField) {
   }
 }
 
+// The configuration dp x tp x pp with expert sizes ep and etp (0: tp), sequence parallel.
+ParallelDims ExpertDims(int64_t dp, int64_t tp, int64_t pp, int64_t ep, int64_t etp) {
+  ParallelDims dims = MakeParallelDims(dp, tp, pp, /*cp=*/1, /*micro_batch=*/1);
+  dims.ep = ep;
+  dims.etp = etp;
+  return dims;
+}
+
+TEST(LaunchValuesTest, AMixtureOfExpertsModelStatesItsExpertsRouterAndExpertLayout) {
+  // Llama 4 Maverick: 128 experts of 8192 on layers 1, 3, ..., 47, one shared expert of 8192,
+  // sigmoid top-1 routing; heads 5120 / 40 = 128 wide.
+  absl::StatusOr<LaunchValues> values =
+      PresetExportLaunchValues("llama4-maverick", 8, ExpertDims(8, 4, 2, 16, 1));
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(Get(*values, "moe"), "true");
+  EXPECT_EQ(Get(*values, "num_experts"), "128");
+  EXPECT_EQ(Get(*values, "moe_router_topk"), "1");
+  EXPECT_EQ(Get(*values, "moe_ffn_hidden_size"), "8192");
+  EXPECT_EQ(Get(*values, "moe_shared_expert_size"), "8192");
+  std::string every_other;
+  for (int layer = 0; layer < 48; ++layer) {
+    absl::StrAppend(&every_other, layer == 0 ? "" : ",", layer % 2 == 1 ? "1" : "0");
+  }
+  EXPECT_EQ(Get(*values, "moe_layer_pattern"), every_other);
+  EXPECT_EQ(Get(*values, "moe_dense_layers"), "true");
+  EXPECT_EQ(Get(*values, "moe_router_score"), "sigmoid");
+  EXPECT_EQ(Get(*values, "moe_router_pre_softmax"), "false");  // sigmoid scores
+  EXPECT_EQ(Get(*values, "kv_channels"), "0");
+  EXPECT_EQ(Get(*values, "ep"), "16");
+  EXPECT_EQ(Get(*values, "etp"), "1");
+  EXPECT_EQ(Get(*values, "ffn_hidden_size"), "16384");  // the dense layers' MLP
+  // The training spec's routing: grouped GEMM, the all-to-all dispatcher, dropless.
+  EXPECT_EQ(Get(*values, "moe_grouped_gemm"), "true");
+  EXPECT_EQ(Get(*values, "moe_token_dispatcher"), "alltoall");
+  EXPECT_EQ(Get(*values, "moe_capacity_factor"), "0");
+
+  // Qwen3-30B-A3B: 128 experts of 768 on every layer, softmax top-8, no shared expert, heads
+  // of 128 where h / a is 64; etp unset is tp.
+  values = PresetExportLaunchValues("qwen3-30b-a3b", 2, ExpertDims(8, 1, 2, 8, 0));
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(Get(*values, "kv_channels"), "128");
+  EXPECT_EQ(Get(*values, "moe_shared_expert_size"), "0");
+  EXPECT_EQ(Get(*values, "moe_router_score"), "softmax");
+  EXPECT_EQ(Get(*values, "moe_layer_pattern").find('0'), std::string::npos);
+  EXPECT_EQ(Get(*values, "moe_layer_pattern").size(), 2u * 48 - 1);
+  EXPECT_EQ(Get(*values, "moe_dense_layers"), "false");
+  EXPECT_EQ(Get(*values, "etp"), "1");
+  for (const Placeholder& placeholder : LaunchPlaceholders()) {
+    absl::StatusOr<std::string> value = values->Get(placeholder.name);
+    if (value.ok()) {
+      EXPECT_TRUE(CheckPlaceholderValue(placeholder, *value).ok()) << *value;
+    }
+  }
+}
+
+TEST(LaunchValuesTest, TopOneSoftmaxRoutingAsksForTheSoftmaxBeforeTheTopK) {
+  ModelDimensions dims = FindModelPreset("mixtral-8x7b")->dims();
+  dims.moe.router_top_k = 1;
+  absl::StatusOr<ModelSpec> model = ModelSpec::Create("mixtral-top1", dims);
+  TrainingOptions options;
+  options.global_batch_size = 64;
+  options.seq_len = 4096;
+  absl::StatusOr<TrainingSpec> training = TrainingSpec::Create(options);
+  absl::StatusOr<ClusterSpec> cluster = ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 1, 8);
+  ASSERT_TRUE(model.ok() && training.ok() && cluster.ok());
+  const ParallelDims parallel = ExpertDims(8, 1, 1, 8, 0);
+  ASSERT_EQ(CheckRules(*model, *training, *cluster, PlacementRules(), parallel), Rejection::kValid);
+  absl::StatusOr<LaunchValues> values = LaunchValues::ForExport(
+      *model, *training, *cluster, ParallelConfig::FromCheckedDims(parallel));
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(Get(*values, "moe_router_pre_softmax"), "true");
+}
+
 TEST(LaunchValuesTest, ConditionValuesAreCheckedAgainstWhatThePlaceholderTakes) {
   EXPECT_TRUE(CheckPlaceholderValue(*FindPlaceholder("tp"), "8").ok());
   EXPECT_EQ(CheckPlaceholderValue(*FindPlaceholder("tp"), "eight").message(),
@@ -272,6 +344,27 @@ TEST(LaunchValuesTest, ConditionValuesAreCheckedAgainstWhatThePlaceholderTakes) 
   // Megatron-LM's help spells it so; Transformer Engine takes only all_gather.
   EXPECT_EQ(CheckPlaceholderValue(*FindPlaceholder("cp_comm_type"), "allgather").message(),
             "{cp_comm_type} is p2p or all_gather, never \"allgather\"");
+  EXPECT_TRUE(CheckPlaceholderValue(*FindPlaceholder("moe_router_score"), "sigmoid").ok());
+  EXPECT_EQ(CheckPlaceholderValue(*FindPlaceholder("moe_router_score"), "sqrtsoftplus").message(),
+            "{moe_router_score} is softmax or sigmoid, never \"sqrtsoftplus\"");
+  for (const char* pattern : {"1", "0,1", "1,1,0"}) {
+    EXPECT_TRUE(CheckPlaceholderValue(*FindPlaceholder("moe_layer_pattern"), pattern).ok())
+        << pattern;
+  }
+  for (const char* pattern : {"", "2", "1,", ",1", "1,,0", "[1,0]", "10"}) {
+    EXPECT_EQ(CheckPlaceholderValue(*FindPlaceholder("moe_layer_pattern"), pattern).code(),
+              absl::StatusCode::kInvalidArgument)
+        << pattern;
+  }
+  EXPECT_TRUE(CheckPlaceholderValue(*FindPlaceholder("moe_token_dispatcher"), "allgather").ok());
+  EXPECT_EQ(CheckPlaceholderValue(*FindPlaceholder("moe_token_dispatcher"), "flex").message(),
+            "{moe_token_dispatcher} is alltoall or allgather, never \"flex\"");
+  EXPECT_TRUE(CheckPlaceholderValue(*FindPlaceholder("moe_capacity_factor"), "1.25").ok());
+  for (const char* factor : {"-1", "", "1e 2", "x"}) {
+    EXPECT_EQ(CheckPlaceholderValue(*FindPlaceholder("moe_capacity_factor"), factor).code(),
+              absl::StatusCode::kInvalidArgument)
+        << factor;
+  }
   EXPECT_EQ(FindPlaceholder("tpp"), nullptr);
 }
 

@@ -63,4 +63,26 @@ absl::StatusOr<LaunchValues> ExportLaunchValues(const v1::ProbeAssignment& assig
   return LaunchValues::ForExport(specs.model, specs.training, specs.cluster, specs.config);
 }
 
+TrainingOptions PresetExportTraining() {
+  TrainingOptions options;
+  options.global_batch_size = kPresetExportGlobalBatch;
+  options.seq_len = kPresetExportSeqLen;
+  return options;
+}
+
+absl::StatusOr<LaunchValues> PresetExportLaunchValues(absl::string_view preset, int64_t nodes,
+                                                      const ParallelDims& dims,
+                                                      const TrainingOptions& options) {
+  PT_ASSIGN_OR_RETURN(const ModelSpec model, FindModelPreset(preset));
+  PT_ASSIGN_OR_RETURN(const TrainingSpec training, TrainingSpec::Create(options));
+  PT_ASSIGN_OR_RETURN(const GpuSpec gpu, FindGpuPreset("h100-80gb"));
+  PT_ASSIGN_OR_RETURN(const ClusterSpec cluster,
+                      ClusterSpec::Create(gpu, nodes, kPresetExportGpusPerNode));
+  PlacementRules rules;
+  rules.allow_uneven_pipeline = true;
+  PT_ASSIGN_OR_RETURN(const ParallelConfig config,
+                      ParallelConfig::Create(model, training, cluster, rules, dims));
+  return LaunchValues::ForExport(model, training, cluster, config);
+}
+
 }  // namespace paratune

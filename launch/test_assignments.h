@@ -6,6 +6,9 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "estimator/parallel_config.h"
+#include "estimator/training_spec.h"
 #include "launch/launch_values.h"
 #include "proto/probe.pb.h"
 
@@ -28,6 +31,22 @@ absl::StatusOr<LaunchValues> ProbeLaunchValues(const v1::ProbeAssignment& assign
 
 // LaunchValues::ForExport for the whole configuration of `assignment`, resolved as above.
 absl::StatusOr<LaunchValues> ExportLaunchValues(const v1::ProbeAssignment& assignment);
+
+// The training run and cluster of PresetExportLaunchValues.
+constexpr int64_t kPresetExportGlobalBatch = 1024;
+constexpr int64_t kPresetExportSeqLen = 8192;
+constexpr int64_t kPresetExportGpusPerNode = 8;
+
+// Global batch 1024 at sequence 8192 in bf16, the other options their defaults.
+TrainingOptions PresetExportTraining();
+
+// LaunchValues::ForExport of catalog model `preset`, mixture-of-experts ones included, with
+// `training` (PresetExportTraining unless given) on `nodes` x 8 H100-80GB as `dims`, uneven
+// pipeline stages allowed. NOT_FOUND for an unknown preset; ParallelConfig::Create's errors
+// when `dims` break a rule.
+absl::StatusOr<LaunchValues> PresetExportLaunchValues(
+    absl::string_view preset, int64_t nodes, const ParallelDims& dims,
+    const TrainingOptions& training = PresetExportTraining());
 
 }  // namespace paratune
 

@@ -68,28 +68,46 @@ absl::StatusOr<std::vector<int>> MasterPorts(const v1::ProbeAssignment& assignme
 struct TrainingSwitch {
   const char* placeholder;
   const char* framework_default;
+  // The placeholder whose mention passes the switch on, where it is not the switch's own: an
+  // MoE model's dense layers reach the framework only as the layer pattern.
+  const char* carrier = nullptr;
+  // Whether the switch matters only for a mixture-of-experts model ({moe} true).
+  bool moe_only = false;
 };
 constexpr TrainingSwitch kTrainingSwitches[] = {
     {"fp8", "false"},
     {"fp8_param_gather", "false"},
     {"tp_comm_overlap", "false"},
     {"cp_comm_type", "p2p"},
+    // A template without experts would probe a dense model; one without the layer pattern
+    // (nemo_llama.textproto: NeMo v2.4.0 gives every layer the same spec) an MoE layer
+    // everywhere.
+    {"moe", "false"},
+    {"moe_dense_layers", "false", "moe_layer_pattern"},
+    // TransformerConfig's defaults (transformer_config.py:829, 862, 888).
+    {"moe_grouped_gemm", "false", nullptr, true},
+    {"moe_token_dispatcher", "allgather", nullptr, true},
+    {"moe_capacity_factor", "0", nullptr, true},
 };
 
 // INVALID_ARGUMENT naming the switch when `values` set a switch away from the framework's
 // default and `command`, the template `template_name`, never mentions it (cp_comm_type only
-// with context parallelism).
+// with context parallelism, the routing switches only with experts).
 absl::Status CheckSwitchesReachTheFramework(const std::string& template_name,
                                             const LaunchTemplate& command,
                                             const LaunchValues& values) {
   PT_ASSIGN_OR_RETURN(const std::string cp, values.Get("cp"));
+  PT_ASSIGN_OR_RETURN(const std::string moe, values.Get("moe"));
   for (const TrainingSwitch& training_switch : kTrainingSwitches) {
     const std::string name = training_switch.placeholder;
     if (name == "cp_comm_type" && cp == "1") continue;
+    if (training_switch.moe_only && moe != "true") continue;
     PT_ASSIGN_OR_RETURN(const std::string value, values.Get(name));
-    if (value == training_switch.framework_default || command.Mentions(name)) continue;
+    const char* carrier =
+        training_switch.carrier != nullptr ? training_switch.carrier : training_switch.placeholder;
+    if (value == training_switch.framework_default || command.Mentions(carrier)) continue;
     return absl::InvalidArgumentError(
-        absl::StrCat("template \"", template_name, "\" never mentions {", name,
+        absl::StrCat("template \"", template_name, "\" never mentions {", carrier,
                      "}, so it cannot run this probe's ", name, " (", value,
                      "): the framework would run its default (", training_switch.framework_default,
                      ") instead; add an element for it to the template (docs/backends.md)"));

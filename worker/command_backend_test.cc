@@ -526,6 +526,38 @@ TEST(CommandBackendTest, ASwitchTheTemplateNeverMentionsIsRefused) {
       v1::PROBE_OK);
 }
 
+TEST(CommandBackendTest, AMixtureOfExpertsProbeNeedsATemplateThatStatesItsExperts) {
+  // Qwen3-30B-A3B: small enough for the fake's memory model on dp8.
+  v1::ProbeAssignment qwen = Assignment();
+  qwen.mutable_model()->set_preset("qwen3-30b-a3b");
+  // Without {moe} the framework would run a dense model.
+  EXPECT_THAT(RunBackend(FakeTemplate("fake"), qwen).status().message(),
+              HasSubstr("never mentions {moe}, so it cannot run this probe's moe (true)"));
+  // Then the routing the search asked for, where it is not the framework's default.
+  const std::vector<std::string> experts = {"{?moe=true}--num-experts={num_experts}"};
+  EXPECT_THAT(RunBackend(FakeTemplate("fake", experts), qwen).status().message(),
+              HasSubstr("never mentions {moe_grouped_gemm}"));
+  std::vector<std::string> routed = experts;
+  routed.push_back("{?moe_grouped_gemm=true}--moe-grouped-gemm");
+  EXPECT_THAT(RunBackend(FakeTemplate("fake", routed), qwen).status().message(),
+              HasSubstr("never mentions {moe_token_dispatcher}, so it cannot run this probe's "
+                        "moe_token_dispatcher (alltoall)"));
+  routed.push_back("{?moe=true}--moe-token-dispatcher-type={moe_token_dispatcher}");
+  EXPECT_EQ(Result(FakeTemplate("fake", routed), qwen).outcome(), v1::PROBE_OK);
+  // Llama 4 Maverick keeps every other layer dense: only the layer pattern can say so.
+  v1::ProbeAssignment maverick = qwen;
+  maverick.mutable_model()->set_preset("llama4-maverick");
+  maverick.mutable_config()->set_data_parallel(2);
+  maverick.mutable_config()->set_tensor_parallel(4);
+  EXPECT_THAT(RunBackend(FakeTemplate("fake", routed), maverick).status().message(),
+              HasSubstr("never mentions {moe_layer_pattern}, so it cannot run this probe's "
+                        "moe_dense_layers (true)"));
+  routed.push_back("{?moe=true}--moe-layer-freq=[{moe_layer_pattern}]");
+  EXPECT_EQ(Result(FakeTemplate("fake", routed), maverick).outcome(), v1::PROBE_OK);
+  // A dense probe needs none of them.
+  EXPECT_EQ(Result(FakeTemplate("fake"), Assignment()).outcome(), v1::PROBE_OK);
+}
+
 TEST(CommandBackendTest, BadConfigsAreRejectedNamingTheField) {
   const struct {
     v1::WorkerConfig config;

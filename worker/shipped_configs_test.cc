@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "convert/spec_convert.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -175,6 +176,71 @@ TEST(ShippedConfigsTest, NemoLaunchCarriesTheConfiguration) {
     EXPECT_THAT(argv, Contains(expected));
   }
   EXPECT_THAT(argv, Not(Contains("model.config.recompute_method=uniform")));
+}
+
+// Qwen3-30B-A3B (48 MoE layers of 128 experts, heads of 128) on the two nodes as dp8 tp1 pp2
+// with ep8, dropless with grouped GEMMs and the all-to-all dispatcher (the defaults), then
+// with a capacity factor, the all-gather dispatcher and one GEMM per expert.
+TEST(ShippedConfigsTest, MixtureOfExpertsLaunchesCarryTheExperts) {
+  v1::ProbeAssignment assignment = TwoNodeGangAssignment(v1::RECOMPUTE_NONE);
+  assignment.mutable_model()->set_preset("qwen3-30b-a3b");
+  v1::ParallelConfig& proto = *assignment.mutable_config();
+  proto.set_data_parallel(8);
+  proto.set_tensor_parallel(1);
+  proto.set_virtual_pipeline(1);
+  proto.set_expert_parallel(8);
+  std::map<std::string, LaunchTemplate::Command> commands = RenderAll(assignment);
+
+  const std::vector<std::string>& megatron = commands["megatron-llama"].argv;
+  std::vector<std::string> every_layer(48, "1");
+  for (const std::string& expected :
+       {std::string("--num-experts=128"),
+        absl::StrCat("--moe-layer-freq=[", absl::StrJoin(every_layer, ","), "]"),
+        std::string("--moe-ffn-hidden-size=768"), std::string("--moe-router-topk=8"),
+        std::string("--moe-router-score-function=softmax"), std::string("--moe-router-dtype=fp32"),
+        std::string("--expert-model-parallel-size=8"),
+        std::string("--expert-tensor-parallel-size=1"), std::string("--kv-channels=128"),
+        std::string("--moe-grouped-gemm"), std::string("--moe-token-dispatcher-type=alltoall")}) {
+    EXPECT_THAT(megatron, Contains(expected));
+  }
+  for (const char* absent : {"--moe-router-pre-softmax", "--sequence-parallel"}) {
+    EXPECT_THAT(megatron, Not(Contains(absent)));
+  }
+  EXPECT_FALSE(std::any_of(megatron.begin(), megatron.end(), [](const std::string& a) {
+    return absl::StartsWith(a, "--moe-shared-expert-intermediate-size") ||
+           absl::StartsWith(a, "--moe-expert-capacity-factor");
+  }));
+
+  const std::vector<std::string>& nemo = commands["nemo-llama"].argv;
+  for (const char* expected :
+       {"trainer.strategy.expert_model_parallel_size=8",
+        "trainer.strategy.expert_tensor_parallel_size=1", "model.config.num_moe_experts=128",
+        "model.config.moe_ffn_hidden_size=768", "model.config.moe_router_topk=8",
+        "model.config.moe_router_score_function=softmax", "model.config.moe_router_dtype=fp32",
+        "model.config.kv_channels=128", "model.config.moe_grouped_gemm=True",
+        "model.config.moe_token_dispatcher_type=alltoall"}) {
+    EXPECT_THAT(nemo, Contains(expected));
+  }
+
+  v1::TrainingSpec& training = *assignment.mutable_training();
+  training.set_moe_capacity_factor(1.25);
+  training.set_moe_token_dispatcher(v1::MOE_TOKEN_DISPATCHER_ALLGATHER);
+  training.set_moe_grouped_gemm(false);
+  commands = RenderAll(assignment);
+  const std::vector<std::string>& capped = commands["megatron-llama"].argv;
+  for (const char* expected :
+       {"--moe-token-dispatcher-type=allgather", "--moe-expert-capacity-factor=1.25",
+        "--moe-pad-expert-input-to-capacity"}) {
+    EXPECT_THAT(capped, Contains(expected));
+  }
+  EXPECT_THAT(capped, Not(Contains("--moe-grouped-gemm")));
+  const std::vector<std::string>& capped_nemo = commands["nemo-llama"].argv;
+  for (const char* expected : {"model.config.moe_token_dispatcher_type=allgather",
+                               "model.config.moe_expert_capacity_factor=1.25",
+                               "model.config.moe_pad_expert_input_to_capacity=True"}) {
+    EXPECT_THAT(capped_nemo, Contains(expected));
+  }
+  EXPECT_THAT(capped_nemo, Not(Contains("model.config.moe_grouped_gemm=True")));
 }
 
 }  // namespace

@@ -42,6 +42,30 @@ TEST(TrainingLogTest, MegatronLogsAreReadByDefault) {
   EXPECT_TRUE(log.nccl_error_line().empty());
 }
 
+// The iteration line of Megatron-LM core_v0.19.0 for an MoE run, built from its format
+// strings (megatron/training/training.py:2845-2897): the router's losses printed with the
+// other losses (MoEMetricsTracker.report moves every metric ending in "loss" there,
+// megatron/core/transformer/moe/moe_logging.py:195-211), its other metrics, here percentiles
+// over the layers, as " name: value |" before the loss scale (moe_logging.py:384); then the
+// memory report. The router's metrics are no step time and no memory. Constructed, not a
+// captured log: no public core_v0.19.0 MoE log with z_loss and percentiles was found.
+TEST(TrainingLogTest, MixtureOfExpertsMetricsOfTheReleaseAreNotStepTimes) {
+  const TrainingLogPatterns patterns = Patterns();
+  TrainingLog log(patterns);
+  log.AddLine(
+      " [2026-11-29 05:00:00] iteration       10/      20 | consumed samples:        10240 | "
+      "elapsed time per iteration (ms): 2210.4 | throughput per GPU (TFLOP/s/GPU): 301.7 | "
+      "learning rate: 3.000000E-04 | global batch size:  1024 | lm loss: 1.052110E+01 | "
+      "load_balancing_loss: 1.020000E+00 | z_loss: 4.300000E-01 | load_balancing_loss_p50: 1.01 | "
+      "load_balancing_loss_p95: 1.09 | loss scale: 1.0 | grad norm: 2.113 | "
+      "number of skipped iterations:   0 | number of nan iterations:   0 |");
+  log.AddLine(
+      "[Rank 0] (after 10 iterations) memory (MB) | allocated: 41000.0 | max allocated: "
+      "62000.0 | reserved: 70000.0 | max reserved: 71234.0");
+  EXPECT_THAT(log.step_times_seconds(), ElementsAre(DoubleNear(2.2104, 1e-9)));
+  EXPECT_DOUBLE_EQ(log.peak_memory_bytes(), 71234.0 * 1024 * 1024);
+}
+
 TEST(TrainingLogTest, EveryOccurrenceInALineCountsAndTextAfterTheValueMustFollow) {
   v1::LogPatterns proto;
   proto.mutable_step_time()->set_pattern("step took {value} ms;");
@@ -160,6 +184,20 @@ TEST(TrainingLogFixtureTest, MegatronIterationLinesGiveStepTimes) {
   EXPECT_THAT(
       log.step_times_seconds(),
       ElementsAre(DoubleNear(5.4449, 1e-9), DoubleNear(5.5338, 1e-9), DoubleNear(5.7186, 1e-9)));
+  EXPECT_EQ(log.peak_memory_bytes(), 0);
+  EXPECT_THAT(log.out_of_memory_line(), IsEmpty());
+  EXPECT_THAT(log.nccl_error_line(), IsEmpty());
+}
+
+// A mixture-of-experts run through ms-swift's Megatron-LM trainer: the iteration line also
+// carries the router's load_balancing_loss, the memory in GiB and an "elapsed time: 10m 7s",
+// none of which is a step time or the memory report.
+TEST(TrainingLogFixtureTest, MixtureOfExpertsIterationLinesGiveStepTimesAndNothingElse) {
+  const TrainingLogPatterns patterns = Patterns();
+  TrainingLog log(patterns);
+  Read("megatron_swift_moe_iterations.log", log);
+  EXPECT_THAT(log.step_times_seconds(),
+              ElementsAre(DoubleNear(100.5129, 1e-9), DoubleNear(99.1589, 1e-9)));
   EXPECT_EQ(log.peak_memory_bytes(), 0);
   EXPECT_THAT(log.out_of_memory_line(), IsEmpty());
   EXPECT_THAT(log.nccl_error_line(), IsEmpty());

@@ -6,7 +6,8 @@
 #                    --num-layers=L --hidden-size=H] [--startup-seconds=U]
 #                    [--seconds-per-iteration=S] [--node-rank=R --nnodes=N]
 #                    [--fail=oom|hang|segfault|nccl|exit-code|exit-early]
-#                    [--fp8-format=F --cp-comm-type=C]  (accepted, no effect on the run)
+#                    [--fp8-format=F --cp-comm-type=C --num-experts=E --moe-*=...]
+#                    (accepted, no effect on the run)
 #
 # Like Megatron-LM, which logs iteration times on its last rank, only the last node
 # (--node-rank = --nnodes - 1) prints the iteration lines.
@@ -37,7 +38,7 @@ for arg in "$@"; do
     --fail=*) fail=${arg#*=} ;;
     --node-rank=*) node_rank=${arg#*=} ;;
     --nnodes=*) nnodes=${arg#*=} ;;
-    --fp8-format=* | --cp-comm-type=*) ;;
+    --fp8-format=* | --cp-comm-type=* | --num-experts=* | --moe-*) ;;
     *) echo "fake_training.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
