@@ -103,6 +103,15 @@ absl::StatusOr<Rendered> Render(const v1::Search& search, const v1::Candidate& c
         "MegatronCommOverlapCallback(tp_comm_overlap=True) in trainer.callbacks, which no "
         "override adds; export --format=megatron, or add the callback to the recipe in Python");
   }
+  // Megatron-Core 0.13, which NeMo v2.4.0 pins, has no overlap of the expert-parallel
+  // all-to-all for a recipe override to turn on.
+  if (format == ExportFormat::kNemo &&
+      values.Get("moe_expert_parallel_overlap").value_or("") == "true") {
+    return absl::FailedPreconditionError(
+        "training.moe_expert_parallel_overlap (true) cannot be exported as NeMo v2.4.0 recipe "
+        "overrides: it is Megatron-LM's --overlap-moe-expert-parallel-comm, which no NeMo "
+        "v2.4.0 key sets; export --format=megatron");
+  }
   PT_ASSIGN_OR_RETURN(const BuiltinTemplate builtin, FindBuiltinTemplate(TemplateName(format)));
   // A template that cannot state which layers hold experts would put them on every layer
   // (nemo_llama.textproto says why NeMo v2.4.0's overrides cannot).

@@ -1,5 +1,7 @@
 #include "estimator/moe_performance.h"
 
+#include <algorithm>
+
 #include "estimator/link_model.h"
 
 namespace paratune {
@@ -224,6 +226,12 @@ double AllGatherDispatchForwardSeconds(const ModelSpec& model, const TrainingSpe
          GatherOrScatterSeconds(combine_bytes, n, link);
 }
 
+bool ExpertParallelOverlapApplies(const ModelSpec& model, const TrainingSpec& training,
+                                  const ParallelDims& dims) {
+  return model.is_moe() && training.moe_expert_parallel_overlap() && dims.ep > 1 &&
+         dims.recompute != Recompute::kFull && (dims.pp == 1 || dims.virtual_pipeline > 1);
+}
+
 MoeLayerSeconds PredictMoeLayerSeconds(const ModelSpec& model, const TrainingSpec& training,
                                        const ParallelDims& dims, const ExpertParallelism& expert,
                                        const MoeRouting& routing, const ClusterSpec& cluster,
@@ -242,24 +250,25 @@ MoeLayerSeconds PredictMoeLayerSeconds(const ModelSpec& model, const TrainingSpe
       copy_passes * RouterTopKForwardSeconds(model, training, dims, gpu, params);
   seconds.permutation =
       copy_passes * PermutationForwardSeconds(model, training, dims, expert, routing, gpu, params);
+  // Grouping batches the local experts' GEMMs into one kernel; it is never slower than
+  // running them one by one, whatever the fitted curves say.
+  const double grouped =
+      GroupedGemmForwardSeconds(model, training, dims, expert, routing, expert_peak_flops, params);
   seconds.routed_experts =
       gemm_passes * (training.moe_grouped_gemm()
-                         ? GroupedGemmForwardSeconds(model, training, dims, expert, routing,
-                                                     expert_peak_flops, params)
-                         : SequentialExpertsForwardSeconds(model, training, dims, expert, routing,
-                                                           expert_peak_flops, params));
+                         ? grouped
+                         : std::max(grouped, SequentialExpertsForwardSeconds(
+                                                 model, training, dims, expert, routing,
+                                                 expert_peak_flops, params)));
   seconds.shared_experts =
       gemm_passes * SharedExpertForwardSeconds(model, training, dims, expert_peak_flops, params);
   const double communication =
       routing.dispatcher == TokenDispatcher::kAllGather
           ? AllGatherDispatchForwardSeconds(model, training, dims, expert, cluster, params)
           : AllToAllForwardSeconds(model, training, dims, expert, routing, cluster, params);
-  // Megatron-LM overlaps the all-to-all only with expert parallelism and without full
-  // recompute (TransformerConfig.__post_init__ refuses the flag otherwise).
-  const bool overlapped =
-      training.moe_expert_parallel_overlap() && expert.ep > 1 && dims.recompute != Recompute::kFull;
   seconds.exposed_communication =
-      copy_passes * communication * (overlapped ? 1 - params.ep_comm_overlap : 1);
+      copy_passes * communication *
+      (ExpertParallelOverlapApplies(model, training, dims) ? 1 - params.ep_comm_overlap : 1);
   return seconds;
 }
 

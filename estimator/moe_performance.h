@@ -72,7 +72,8 @@ double GroupedGemmForwardSeconds(const ModelSpec& model, const TrainingSpec& tra
 // SequentialMLP (experts.py) loops over the E / ep local experts, each an MLP whose fc1 and fc2
 // run as two GEMMs on the tokens it received, every one at the dense GEMM curve
 // (PerformanceParameters::gemm_efficiency_max, gemm_half_efficiency_flops) for its own FLOPs;
-// times expert_load_imbalance. 0 for a dense model.
+// times expert_load_imbalance. 0 for a dense model. PredictMoeLayerSeconds takes the larger of
+// this and the grouped time: grouping never makes the same GEMMs slower.
 double SequentialExpertsForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
                                        const ParallelDims& dims, const ExpertParallelism& expert,
                                        const MoeRouting& routing, double peak_flops,
@@ -151,6 +152,14 @@ double AllGatherDispatchForwardSeconds(const ModelSpec& model, const TrainingSpe
                                        const ParallelDims& dims, const ExpertParallelism& expert,
                                        const ClusterSpec& cluster,
                                        const PerformanceParameters& params);
+
+// Whether Megatron-LM overlaps the dispatcher's all-to-all in this run: an MoE model trained
+// with TrainingOptions::moe_expert_parallel_overlap on ep > 1, without full recompute and,
+// with pp > 1, interleaved (TransformerConfig.__post_init__ refuses the flag otherwise:
+// megatron/core/transformer/transformer_config.py:2669-2690 at core_v0.19.0). The exports
+// write the flag exactly where this holds.
+bool ExpertParallelOverlapApplies(const ModelSpec& model, const TrainingSpec& training,
+                                  const ParallelDims& dims);
 
 // Seconds of one MoE layer's MoE block for one micro-batch on one GPU, forward and backward,
 // with a second forward under full recompute: the GEMMs' backward is twice their forward, the

@@ -224,6 +224,7 @@ TEST(MoeLayerSecondsTest, BackwardTwiceTheGemmsOnceTheRestAndARecomputedForward)
   const ModelSpec model = Preset("llama4-scout");
   const TrainingSpec training = Training(256, 8192);
   ParallelDims dims = MakeParallelDims(8, 2, 1, 1, /*micro_batch=*/1);
+  dims.ep = 8;
   const ExpertParallelism expert{8, 1};
   const MoeRouting routing;
   const ClusterSpec cluster = H100Nodes(2);

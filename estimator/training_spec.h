@@ -85,9 +85,10 @@ struct TrainingOptions {
   // The dispatcher's all-to-all of one micro-batch overlapped with another's compute
   // (Megatron-LM --overlap-moe-expert-parallel-comm, with --delay-wgrad-compute as NVIDIA's
   // H100 recipes set it: the combined 1F1B schedule, megatron/core/pipeline_parallel/
-  // combined_1f1b.py). Off by default, as in Megatron-LM. It acts only where ep > 1 and
-  // recompute is not full (Megatron-LM's TransformerConfig refuses it otherwise), and needs
-  // the all-to-all dispatcher.
+  // combined_1f1b.py). Off by default, as in Megatron-LM. It acts only where ep > 1,
+  // recompute is not full and, with pp > 1, the schedule is interleaved (Megatron-LM's
+  // TransformerConfig refuses it otherwise: ExpertParallelOverlapApplies,
+  // moe_performance.h), and needs the all-to-all dispatcher.
   bool moe_expert_parallel_overlap = false;
 };
 

@@ -114,6 +114,9 @@ const std::vector<FlagSpec>& Flags() {
        {"aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "quantile_balancing", "none"}},
       {"moe-aux-loss-coeff", Kind::kFloats, "megatron/training/arguments.py:3369"},
       {"moe-grouped-gemm", Kind::kSwitch, "megatron/core/transformer/transformer_config.py:829"},
+      {"overlap-moe-expert-parallel-comm", Kind::kSwitch,
+       "megatron/core/model_parallel_config.py:343"},
+      {"delay-wgrad-compute", Kind::kSwitch, "megatron/core/model_parallel_config.py:348"},
       {"moe-token-dispatcher-type",
        Kind::kText,
        "megatron/core/transformer/transformer_config.py:862",
@@ -216,7 +219,6 @@ constexpr const char* kUnreplayedFlags[] = {
     "moe-router-padding-for-fp8",           // transformer_config.py:2308-2314
     "moe-expert-rank-capacity-factor",      // transformer_config.py:1692-1706
     "moe-shared-expert-overlap",            // transformer_config.py:1644-1650, 1812-1819
-    "overlap-moe-expert-parallel-comm",     // arguments.py:1426-1447, transformer_config.py
     "moe-router-group-topk",                // transformer_config.py:2338-2360
     "moe-router-topk-limited-devices",      // same
     "moe-enable-deepep",                    // transformer_config.py:1589-1598
@@ -555,25 +557,57 @@ absl::Status CheckMoeConfig(const ParsedArguments& args, MegatronLaunch* launch)
   return absl::OkStatus();
 }
 
-// TransformerConfig.__post_init__'s later MoE rules: linear biases and top-1 routing
-// (transformer_config.py:2279-2336).
-absl::Status CheckMoeRouting(const ParsedArguments& args, const MegatronLaunch& launch) {
-  if (launch.num_experts == 0) return absl::OkStatus();
-  // add_bias_linear is true unless --disable-bias-linear (transformer_config.py:205).
-  if (!args.Has("disable-bias-linear") && launch.expert_tensor_parallel != 1) {
-    return Violation(
-        "moe-bias", "megatron/core/transformer/transformer_config.py:2279-2282",
-        absl::StrCat("Bias in Moe is only supported when ETP==1 "
-                     "(--expert-tensor-parallel-size ",
-                     launch.expert_tensor_parallel, " without --disable-bias-linear)"));
+// TransformerConfig.__post_init__'s later MoE rules, in its order: with experts, linear biases
+// and top-1 routing (transformer_config.py:2279-2336); then the all-to-all overlap, whatever
+// the model (2669-2690, 2748-2752). Fills launch->moe_expert_parallel_overlap.
+absl::Status CheckMoeRouting(const ParsedArguments& args, MegatronLaunch* launch) {
+  if (launch->num_experts != 0) {
+    // add_bias_linear is true unless --disable-bias-linear (transformer_config.py:205).
+    if (!args.Has("disable-bias-linear") && launch->expert_tensor_parallel != 1) {
+      return Violation(
+          "moe-bias", "megatron/core/transformer/transformer_config.py:2279-2282",
+          absl::StrCat("Bias in Moe is only supported when ETP==1 "
+                       "(--expert-tensor-parallel-size ",
+                       launch->expert_tensor_parallel, " without --disable-bias-linear)"));
+    }
+    const std::vector<std::string>* types = args.Values("moe-router-load-balancing-type");
+    const bool sinkhorn = types != nullptr && types->size() == 1 && types->front() == "sinkhorn";
+    if (launch->moe_router_topk == 1 && launch->moe_router_score_function == "softmax" &&
+        !launch->moe_router_pre_softmax && !sinkhorn) {
+      return Violation("moe-router-pre-softmax",
+                       "megatron/core/transformer/transformer_config.py:2328-2336",
+                       "Please use --moe-router-pre-softmax when topk is 1 (softmax scores)");
+    }
   }
-  const std::vector<std::string>* types = args.Values("moe-router-load-balancing-type");
-  const bool sinkhorn = types != nullptr && types->size() == 1 && types->front() == "sinkhorn";
-  if (launch.moe_router_topk == 1 && launch.moe_router_score_function == "softmax" &&
-      !launch.moe_router_pre_softmax && !sinkhorn) {
-    return Violation("moe-router-pre-softmax",
-                     "megatron/core/transformer/transformer_config.py:2328-2336",
-                     "Please use --moe-router-pre-softmax when topk is 1 (softmax scores)");
+  launch->moe_expert_parallel_overlap = args.Has("overlap-moe-expert-parallel-comm");
+  if (launch->moe_expert_parallel_overlap) {
+    const char* source = "megatron/core/transformer/transformer_config.py:2669-2690";
+    if (launch->pipeline_parallel > 1 && launch->virtual_pipeline == 1) {
+      return Violation("moe-a2a-overlap", source,
+                       "If enabling EP A2A overlap, virtual_pipeline_model_parallel_size must be "
+                       "specified when pipeline_model_parallel_size > 1");
+    }
+    if (launch->expert_parallel <= 1) {
+      return Violation("moe-a2a-overlap", source,
+                       "overlap_moe_expert_parallel_comm is only supported with expert model "
+                       "parallelism (--expert-model-parallel-size > 1)");
+    }
+    if (launch->moe_token_dispatcher_type != "alltoall") {
+      return Violation("moe-a2a-overlap", source,
+                       absl::StrCat("overlap_moe_expert_parallel_comm is supported with "
+                                    "alltoall/flex token dispatcher, not ",
+                                    launch->moe_token_dispatcher_type));
+    }
+    if (launch->recompute_granularity == "full") {
+      return Violation("moe-a2a-overlap", source,
+                       "disable full recomputation when enabling overlap_moe_expert_parallel_comm");
+    }
+  }
+  if (args.Has("delay-wgrad-compute") && !launch->moe_expert_parallel_overlap) {
+    return Violation("moe-a2a-overlap", "megatron/core/transformer/transformer_config.py:2748-2752",
+                     "overlap_moe_expert_parallel_comm must be enabled when enabling "
+                     "delay_wgrad_compute (--delay-wgrad-compute without "
+                     "--overlap-moe-expert-parallel-comm)");
   }
   return absl::OkStatus();
 }
@@ -1009,7 +1043,7 @@ absl::StatusOr<MegatronLaunch> CheckMegatronArguments(const std::vector<std::str
                                     ") are not divisible by the virtual pipeline size (", vp, ")"));
     }
   }
-  PT_RETURN_IF_ERROR(CheckMoeRouting(args, launch));
+  PT_RETURN_IF_ERROR(CheckMoeRouting(args, &launch));
   if (cp > 1 && cp_comm_types != nullptr && cp_comm_types->size() > 1 &&
       static_cast<int64_t>(cp_comm_types->size()) != layers) {
     return Violation("cp-comm-type", "megatron/core/transformer/transformer_config.py:2778-2783",

@@ -86,7 +86,10 @@
 //     and, interleaved, by pp x vp (transformer_config.py:2064-2109).
 //   "moe-bias": with experts, linear biases (no --disable-bias-linear) need etp 1
 //     (transformer_config.py:2279-2282); "moe-router-pre-softmax": top-1 softmax routing needs
-//     --moe-router-pre-softmax unless the balancing is sinkhorn (2328-2336).
+//     --moe-router-pre-softmax unless the balancing is sinkhorn (2328-2336);
+//     "moe-a2a-overlap": --overlap-moe-expert-parallel-comm needs a virtual pipeline size with
+//     pp > 1, ep > 1, the alltoall or flex dispatcher and no full recompute (2669-2690), and
+//     --delay-wgrad-compute needs it (2748-2752).
 //   "cp-comm-type": with cp > 1, several types name one per layer
 //     (transformer_config.py:2778-2787).
 //   At the model build, with experts: "moe-layer-freq": an integer k puts experts on layers
@@ -213,6 +216,8 @@ struct MegatronLaunch {
   // 0: dropless (None, or negative, which TransformerConfig makes None).
   double moe_expert_capacity_factor = 0;
   bool moe_pad_expert_input_to_capacity = false;
+  // --overlap-moe-expert-parallel-comm (the all-to-all behind another micro-batch's compute).
+  bool moe_expert_parallel_overlap = false;
 };
 
 // Replays the release's checks on `arguments` (the elements after pretrain_gpt.py) for a

@@ -589,6 +589,30 @@ TEST(MegatronArgumentChecksTest, MixtureOfExpertsConfig) {
   EXPECT_TRUE(launch->moe_pad_expert_input_to_capacity);
 }
 
+TEST(MegatronArgumentChecksTest, MixtureOfExpertsAllToAllOverlap) {
+  const std::vector<std::string> overlap = {"--overlap-moe-expert-parallel-comm",
+                                            "--delay-wgrad-compute"};
+  // GoodMoe runs pp 2 without interleaving and with full recompute.
+  ExpectRule(With(GoodMoe(), overlap), "moe-a2a-overlap",
+             "virtual_pipeline_model_parallel_size must be specified");
+  const std::vector<std::string> interleaved =
+      With(GoodMoe(), {"--num-layers-per-virtual-pipeline-stage=12"});
+  ExpectRule(With(interleaved, overlap), "moe-a2a-overlap", "disable full recomputation");
+  const std::vector<std::string> runs =
+      Without(Without(Without(interleaved, "--recompute-granularity"), "--recompute-method"),
+              "--recompute-num-layers");
+  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(With(runs, overlap), kWorld);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_TRUE(launch->moe_expert_parallel_overlap);
+  ExpectRule(With(runs, {"--overlap-moe-expert-parallel-comm", "--expert-model-parallel-size=1"}),
+             "moe-a2a-overlap", "only supported with expert model parallelism");
+  ExpectRule(
+      With(runs, {"--overlap-moe-expert-parallel-comm", "--moe-token-dispatcher-type=allgather"}),
+      "moe-a2a-overlap", "alltoall/flex token dispatcher, not allgather");
+  ExpectRule(With(runs, {"--delay-wgrad-compute"}), "moe-a2a-overlap",
+             "overlap_moe_expert_parallel_comm must be enabled when enabling delay_wgrad_compute");
+}
+
 TEST(MegatronArgumentChecksTest, MixtureOfExpertsBiasAndTopOneRouting) {
   // Biased linears: only with etp 1.
   EXPECT_TRUE(Check(Without(GoodMoe(), "--disable-bias-linear")).ok());

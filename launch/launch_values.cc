@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "estimator/moe_performance.h"
 #include "estimator/pipeline_layout.h"
 
 namespace paratune {
@@ -107,6 +108,8 @@ const std::vector<Placeholder>& LaunchPlaceholders() {
       {"moe_grouped_gemm", Kind::kBoolean},
       {"moe_token_dispatcher", Kind::kTokenDispatcher},
       {"moe_capacity_factor", Kind::kNumber},  // 0: dropless
+      // The all-to-all overlapped where Megatron-LM takes it (ExpertParallelOverlapApplies).
+      {"moe_expert_parallel_overlap", Kind::kBoolean},
       {"ep", Kind::kInteger},
       {"etp", Kind::kInteger},  // resolved: tp where the configuration leaves it unset
       {"fp8", Kind::kBoolean},
@@ -343,6 +346,8 @@ void LaunchValues::SetConfiguration(const ModelSpec& model, const TrainingSpec& 
   SetBoolean("moe_grouped_gemm", model.is_moe() && training.moe_grouped_gemm());
   SetText("moe_token_dispatcher", TokenDispatcherName(training.moe_token_dispatcher()));
   SetText("moe_capacity_factor", absl::StrCat(model.is_moe() ? training.moe_capacity_factor() : 0));
+  SetBoolean("moe_expert_parallel_overlap",
+             ExpertParallelOverlapApplies(model, training, config.dims()));
   SetInteger("ep", config.ep());
   SetInteger("etp", config.etp());
   SetBoolean("fp8", training.fp8());

@@ -68,6 +68,7 @@ TEST(LaunchValuesTest, EveryPlaceholderHasAValueForAGangMember) {
       {"moe_grouped_gemm", "false"},  // no experts to group
       {"moe_token_dispatcher", "alltoall"},
       {"moe_capacity_factor", "0"},
+      {"moe_expert_parallel_overlap", "false"},
       {"ep", "1"},
       {"etp", "4"},
       {"fp8", "false"},

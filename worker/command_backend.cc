@@ -88,6 +88,7 @@ constexpr TrainingSwitch kTrainingSwitches[] = {
     {"moe_grouped_gemm", "false", nullptr, true},
     {"moe_token_dispatcher", "allgather", nullptr, true},
     {"moe_capacity_factor", "0", nullptr, true},
+    {"moe_expert_parallel_overlap", "false", nullptr, true},
 };
 
 // INVALID_ARGUMENT naming the switch when `values` set a switch away from the framework's
