@@ -15,6 +15,38 @@
 namespace paratune {
 namespace {
 
+// Every valid configuration of `model` on `cluster` with v in {1, 2, 4, 5} and all recompute
+// modes, so that the per-configuration benchmarks see varied shapes, not one cached branch
+// path.
+std::vector<ParallelConfig> ValidConfigs(const ModelSpec& model, const TrainingSpec& training,
+                                         const ClusterSpec& cluster,
+                                         const PerformanceParameters& params) {
+  PlanOptions options;
+  options.virtual_pipeline_sizes = {1, 2, 4, 5};
+  options.recompute_modes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  const absl::StatusOr<Plan> plan = PlanConfigurations(model, training, cluster, options, params);
+  std::vector<ParallelConfig> configs;
+  for (const MemoryMapEntry& entry : plan->memory_map) {
+    configs.push_back(ParallelConfig::FromCheckedDims(entry.dims));
+  }
+  return configs;
+}
+
+// Plans `model` on `cluster` once per iteration and reports the plan's counts.
+void RunPlan(benchmark::State& state, const ModelSpec& model, const TrainingSpec& training,
+             const ClusterSpec& cluster, const PlanOptions& options) {
+  const PerformanceParameters params = DefaultPerformanceParameters(cluster.gpu());
+  PlanCounts counts;
+  for (auto _ : state) {
+    const absl::StatusOr<Plan> plan = PlanConfigurations(model, training, cluster, options, params);
+    counts = plan->counts;
+    benchmark::DoNotOptimize(plan);
+  }
+  state.counters["enumerated"] = static_cast<double>(counts.enumerated);
+  state.counters["valid"] = static_cast<double>(counts.valid);
+  state.counters["candidates"] = static_cast<double>(counts.safe + counts.risky);
+}
+
 // Llama-3.1-70B, global batch 1024, s 8192, on 8 nodes of 8 H100-80GB.
 struct Setup {
   ModelSpec model = *FindModelPreset("llama3.1-70b");
@@ -22,18 +54,8 @@ struct Setup {
   ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 8, 8);
   PerformanceParameters params = DefaultPerformanceParameters(cluster.gpu());
 
-  // Every valid configuration of the cluster with v in {1, 2, 4, 5} and all recompute modes,
-  // so that the per-configuration benchmarks see varied shapes, not one cached branch path.
   std::vector<ParallelConfig> ValidConfigs() const {
-    PlanOptions options;
-    options.virtual_pipeline_sizes = {1, 2, 4, 5};
-    options.recompute_modes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
-    const absl::StatusOr<Plan> plan = PlanConfigurations(model, training, cluster, options, params);
-    std::vector<ParallelConfig> configs;
-    for (const MemoryMapEntry& entry : plan->memory_map) {
-      configs.push_back(ParallelConfig::FromCheckedDims(entry.dims));
-    }
-    return configs;
+    return paratune::ValidConfigs(model, training, cluster, params);
   }
 };
 
@@ -124,25 +146,14 @@ BENCHMARK(BM_SearchRefit)->Arg(1)->Arg(2)->Arg(10)->Arg(50)->Unit(benchmark::kMi
 // 1-16, v in {1, 2, 3, 4, 6, 7, 8}, all three recompute modes, uneven pipeline stages (126
 // layers on pp 4, 8, 16, ...), RISKY kept; range(0) = 1 also lets tp x cp span nodes.
 void BM_Plan405bOn16384Gpus(benchmark::State& state) {
-  const ModelSpec model = *FindModelPreset("llama3.1-405b");
-  const TrainingSpec training = *TrainingSpec::Create({2048, 8192});
-  const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 2048, 8);
-  const PerformanceParameters params = DefaultPerformanceParameters(cluster.gpu());
   PlanOptions options;
   options.virtual_pipeline_sizes = {1, 2, 3, 4, 6, 7, 8};
   options.recompute_modes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
   options.rules.allow_uneven_pipeline = true;
   options.rules.allow_tp_cp_across_nodes = state.range(0) == 1;
   options.include_risky = true;
-  PlanCounts counts;
-  for (auto _ : state) {
-    const absl::StatusOr<Plan> plan = PlanConfigurations(model, training, cluster, options, params);
-    counts = plan->counts;
-    benchmark::DoNotOptimize(plan);
-  }
-  state.counters["enumerated"] = static_cast<double>(counts.enumerated);
-  state.counters["valid"] = static_cast<double>(counts.valid);
-  state.counters["candidates"] = static_cast<double>(counts.safe + counts.risky);
+  RunPlan(state, *FindModelPreset("llama3.1-405b"), *TrainingSpec::Create({2048, 8192}),
+          *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 2048, 8), options);
 }
 BENCHMARK(BM_Plan405bOn16384Gpus)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
@@ -151,44 +162,24 @@ BENCHMARK(BM_Plan405bOn16384Gpus)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)
 // parallel sizes are the divisors of the 128 experts; range(0) = 1 adds v in {1, 2, 4} and
 // all three recompute modes.
 void BM_PlanQwen3_235bOn256Gpus(benchmark::State& state) {
-  const ModelSpec model = *FindModelPreset("qwen3-235b-a22b");
-  const TrainingSpec training = *TrainingSpec::Create({2048, 4096});
-  const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 32, 8);
-  const PerformanceParameters params = DefaultPerformanceParameters(cluster.gpu());
   PlanOptions options;
   if (state.range(0) == 1) {
     options.virtual_pipeline_sizes = {1, 2, 4};
     options.recompute_modes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
   }
-  PlanCounts counts;
-  for (auto _ : state) {
-    const absl::StatusOr<Plan> plan = PlanConfigurations(model, training, cluster, options, params);
-    counts = plan->counts;
-    benchmark::DoNotOptimize(plan);
-  }
-  state.counters["enumerated"] = static_cast<double>(counts.enumerated);
-  state.counters["valid"] = static_cast<double>(counts.valid);
-  state.counters["candidates"] = static_cast<double>(counts.safe + counts.risky);
+  RunPlan(state, *FindModelPreset("qwen3-235b-a22b"), *TrainingSpec::Create({2048, 4096}),
+          *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 32, 8), options);
 }
 BENCHMARK(BM_PlanQwen3_235bOn256Gpus)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 // One estimate (memory and performance) of a valid Mixtral 8x7B configuration on 2 nodes of 8
-// H100-80GB, cycling through every one the default space holds with v in {1, 2, 4} and all
-// recompute modes: the per-configuration cost of an MoE model.
+// H100-80GB, cycling through ValidConfigs: the per-configuration cost of an MoE model.
 void BM_EstimateMixtureOfExperts(benchmark::State& state) {
   const ModelSpec model = *FindModelPreset("mixtral-8x7b");
   const TrainingSpec training = *TrainingSpec::Create({256, 4096});
   const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 2, 8);
   const PerformanceParameters params = DefaultPerformanceParameters(cluster.gpu());
-  PlanOptions plan_options;
-  plan_options.virtual_pipeline_sizes = {1, 2, 4};
-  plan_options.recompute_modes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
-  const absl::StatusOr<Plan> plan =
-      PlanConfigurations(model, training, cluster, plan_options, params);
-  std::vector<ParallelConfig> configs;
-  for (const MemoryMapEntry& entry : plan->memory_map) {
-    configs.push_back(ParallelConfig::FromCheckedDims(entry.dims));
-  }
+  const std::vector<ParallelConfig> configs = ValidConfigs(model, training, cluster, params);
   const MemoryOptions options;
   size_t i = 0;
   for (auto _ : state) {

@@ -165,6 +165,29 @@ absl::Status Update(const std::string& path, const std::string& block) {
   return absl::OkStatus();
 }
 
+// The runs of the fit tables of `datasets` that `keep` accepts, every one on a Hopper GPU
+// (the fields they fit are Hopper's): INVALID_ARGUMENT naming a run on another GPU, `what`
+// naming the fit.
+template <typename Keep>
+absl::StatusOr<std::vector<MeasuredRun>> HopperFitRuns(const std::vector<MeasuredDataset>& datasets,
+                                                       const char* what, Keep keep) {
+  std::vector<MeasuredRun> runs;
+  for (const MeasuredDataset& dataset : datasets) {
+    if (!dataset.in_fit) continue;
+    PT_ASSIGN_OR_RETURN(std::vector<MeasuredRun> table,
+                        LoadMeasuredRuns(absl::GetFlag(FLAGS_data_dir), dataset));
+    for (MeasuredRun& run : table) {
+      if (!keep(run)) continue;
+      if (ArchitectureOf(run.cluster.gpu()) != GpuArchitecture::kHopper) {
+        return absl::InvalidArgumentError(absl::StrCat(run.dataset, " line ", run.line, ": an ",
+                                                       what, " fit run is not on a Hopper GPU"));
+      }
+      runs.push_back(std::move(run));
+    }
+  }
+  return runs;
+}
+
 absl::Status Run() {
   std::map<GpuArchitecture, std::vector<MeasuredRun>> runs;
   for (const MeasuredDataset& dataset : MeasuredDatasets()) {
@@ -203,19 +226,8 @@ absl::Status Run() {
   // and 80% of HBM bandwidth Transformer Engine's cast-transpose kernels reach on H100, TE
   // pull requests #101 and #998): fitted as well, it falls to 0.24 and the leave-one-series-out
   // error of the fit rows grows (docs/estimator.md).
-  std::vector<MeasuredRun> fp8_runs;
-  for (const MeasuredDataset& dataset : Fp8Datasets()) {
-    if (!dataset.in_fit) continue;
-    PT_ASSIGN_OR_RETURN(std::vector<MeasuredRun> table,
-                        LoadMeasuredRuns(absl::GetFlag(FLAGS_data_dir), dataset));
-    for (MeasuredRun& run : table) {
-      if (ArchitectureOf(run.cluster.gpu()) != GpuArchitecture::kHopper) {
-        return absl::InvalidArgumentError(absl::StrCat(run.dataset, " line ", run.line,
-                                                       ": an fp8 fit run is not on a Hopper GPU"));
-      }
-      fp8_runs.push_back(std::move(run));
-    }
-  }
+  PT_ASSIGN_OR_RETURN(const std::vector<MeasuredRun> fp8_runs,
+                      HopperFitRuns(Fp8Datasets(), "fp8", [](const MeasuredRun&) { return true; }));
   FitOptions fp8_options = options;
   fp8_options.fields = {Fp8FittedFields()[0], Fp8FittedFields()[1]};
   PT_ASSIGN_OR_RETURN(
@@ -239,19 +251,10 @@ absl::Status Run() {
   // Mixture-of-experts: Hopper's MoE fields, fitted to the all-to-all runs of the MoE table
   // from the dense and fp8 values just fitted, which stay fixed. Runs of Megatron-Bridge's
   // flex dispatcher (DeepEP, HybridEP), which nothing here models, are left out.
-  std::vector<MeasuredRun> moe_runs;
-  for (const MeasuredDataset& dataset : MoeDatasets()) {
-    PT_ASSIGN_OR_RETURN(std::vector<MeasuredRun> table,
-                        LoadMeasuredRuns(absl::GetFlag(FLAGS_data_dir), dataset));
-    for (MeasuredRun& run : table) {
-      if (run.dispatcher_substituted) continue;
-      if (ArchitectureOf(run.cluster.gpu()) != GpuArchitecture::kHopper) {
-        return absl::InvalidArgumentError(absl::StrCat(run.dataset, " line ", run.line,
-                                                       ": an MoE fit run is not on a Hopper GPU"));
-      }
-      moe_runs.push_back(std::move(run));
-    }
-  }
+  PT_ASSIGN_OR_RETURN(const std::vector<MeasuredRun> moe_runs,
+                      HopperFitRuns(MoeDatasets(), "MoE", [](const MeasuredRun& run) {
+                        return !run.dispatcher_substituted;
+                      }));
   FitOptions moe_options = options;
   moe_options.fields = MoeFittedFields();
   PT_ASSIGN_OR_RETURN(
