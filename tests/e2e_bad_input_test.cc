@@ -589,6 +589,8 @@ const std::map<std::string, int>& Expectations() {
       {"ParallelConfig.virtual_pipeline zero", kLegal},
       {"ParallelConfig.expert_parallel zero", kLegal},
       {"ParallelConfig.expert_tensor_parallel zero", kLegal},
+      // 0: dropless routing (proto comment).
+      {"TrainingSpec.moe_capacity_factor zero", kLegal},
       {"SearchSpace.safe_memory_fraction zero", kLegal},
       {"SearchSpec.top_k zero", kLegal},
       {"SearchSpec.seed zero", kLegal},
