@@ -54,6 +54,10 @@ inline ConfigSymbols MakeConfigSymbols(const ModelSpec& model, const TrainingSpe
   return x;
 }
 
+// Parameters of one dense layer's MLP, M f h (ModelSpec::LayerParameterCount), which an MoE
+// layer has not.
+inline double MlpParameters(const ConfigSymbols& x) { return x.mlp_matrices * x.f * x.h; }
+
 }  // namespace paratune
 
 #endif  // PARATUNE_ESTIMATOR_CONFIG_SYMBOLS_H_

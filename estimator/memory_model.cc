@@ -24,9 +24,6 @@ Symbols MakeSymbols(const ModelSpec& model, const TrainingSpec& training,
   return x;
 }
 
-// Parameters of one dense layer's MLP, M f h (ModelSpec::LayerParameterCount).
-double MlpParameters(const Symbols& x) { return x.mlp_matrices * x.f * x.h; }
-
 // Parameters of a stage's layers that every TP rank shards over t: whole dense layers, and of
 // an MoE layer its attention and norms, which are a dense layer's less the MLP (the experts,
 // router and shared experts are sharded their own way: moe_memory.h).

@@ -59,14 +59,6 @@ double ExpertCapacity(const ModelSpec& model, double tokens, double capacity_fac
   return std::ceil(tokens * D(model.moe().router_top_k) * capacity_factor / experts);
 }
 
-// Tokens a rank sends to the experts: T k dropless, E C with a capacity factor.
-double SentTokensPerRank(const ModelSpec& model, const TrainingSpec& training,
-                         const ParallelDims& dims, const MoeRouting& routing) {
-  const double tokens = MoeTokensPerRank(training, dims);
-  if (routing.capacity_factor <= 0) return tokens * D(model.moe().router_top_k);
-  return D(model.moe().num_experts) * ExpertCapacity(model, tokens, routing.capacity_factor);
-}
-
 // The layers of chunk `chunk` of `chunks`: [first, first + count).
 struct LayerRange {
   int64_t first = 0;
@@ -183,6 +175,13 @@ double MoeTokensPerRank(const TrainingSpec& training, const ParallelDims& dims) 
   return D(training.seq_len()) * D(dims.micro_batch) / D(dims.tp * dims.cp);
 }
 
+double SentTokensPerRank(const ModelSpec& model, const TrainingSpec& training,
+                         const ParallelDims& dims, const MoeRouting& routing) {
+  const double tokens = MoeTokensPerRank(training, dims);
+  if (routing.capacity_factor <= 0) return tokens * D(model.moe().router_top_k);
+  return D(model.moe().num_experts) * ExpertCapacity(model, tokens, routing.capacity_factor);
+}
+
 double RoutedTokensPerRank(const ModelSpec& model, const TrainingSpec& training,
                            const ParallelDims& dims, const ExpertParallelism& expert,
                            const MoeRouting& routing) {
@@ -283,15 +282,6 @@ double DispatcherBufferBytes(const ModelSpec& model, const TrainingSpec& trainin
     return AllGatherBufferBytes(model, training, dims, expert, routing);
   }
   return AllToAllBufferBytes(model, training, dims, expert, routing);
-}
-
-double MoeMemoryTerms::ModelStates() const {
-  return experts.Total() + router.Total() + shared_experts.Total();
-}
-
-double MoeMemoryTerms::Total() const {
-  return ModelStates() + fp8_weight_copies + fp8_scaling_state + activations +
-         recompute_working_set + dispatcher_buffers;
 }
 
 MoeMemoryTerms EstimateMoeStageMemory(const ModelSpec& model, const TrainingSpec& training,

@@ -145,6 +145,11 @@ double MoeFp8ScalingStateBytes(const ModelSpec& model, const TrainingSpec& train
 // sequence-parallel shard of the attention side.
 double MoeTokensPerRank(const TrainingSpec& training, const ParallelDims& dims);
 
+// Token copies one GPU sends to the experts per MoE layer and micro-batch, S: T k dropless;
+// with a capacity factor E C, each expert's capacity from the rank (moe_utils.py, get_capacity).
+double SentTokensPerRank(const ModelSpec& model, const TrainingSpec& training,
+                         const ParallelDims& dims, const MoeRouting& routing);
+
 // Tokens the E / ep experts of one GPU receive per MoE layer and micro-batch, N. Dropless:
 // T k etp x dropless_load_margin, each of the etp x ep ranks of the dispatcher's group routing
 // T k tokens of which an even share 1 / ep lands on this rank's experts, gathered over etp.
@@ -242,9 +247,6 @@ struct MoeMemoryTerms {
   // layer, which memory_model counts).
   double recompute_working_set = 0;
   double dispatcher_buffers = 0;
-
-  double ModelStates() const;  // weights, gradients and optimizer states of all three kinds
-  double Total() const;
 };
 
 // The stage's MoE part: `moe_layers` MoE layers, `moe_layer_micro_batches` the MoE layers

@@ -19,15 +19,6 @@ double HbmSeconds(double bytes, const GpuSpec& gpu, const PerformanceParameters&
   return bytes / (gpu.hbm_bandwidth_gbps * kGiga * params.moe_hbm_efficiency);
 }
 
-// Tokens a rank sends to the experts, S: T k dropless, E C with a capacity factor. The even
-// share of RoutedTokensPerRank (margin 1) over etp, which is exactly that in both cases.
-double SentTokensPerRank(const ModelSpec& model, const TrainingSpec& training,
-                         const ParallelDims& dims, const MoeRouting& routing) {
-  MoeRouting even = routing;
-  even.dropless_load_margin = 1;
-  return RoutedTokensPerRank(model, training, dims, ExpertParallelism{}, even);
-}
-
 // Matrices of one MLP's fc1 (M - 1 of width f: gate and up when gated) and fc2 (one).
 double Fc1Matrices(const ModelSpec& model) { return model.MlpMatrices() - 1; }
 

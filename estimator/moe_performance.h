@@ -176,7 +176,6 @@ struct MoeLayerSeconds {
   double exposed_communication = 0;
 
   double Compute() const { return router + permutation + routed_experts + shared_experts; }
-  double Total() const { return Compute() + exposed_communication; }
 };
 
 // All terms 0 for a dense model. `peak_flops`: the dense bf16 peak; `expert_peak_flops`: that

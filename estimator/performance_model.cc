@@ -66,9 +66,6 @@ double Fp8CastSeconds(const Symbols& x, Recompute recompute, bool with_mlp, cons
 // its two norm weights (2h).
 double LinearParameters(const Symbols& x) { return x.layer_params - 2 * x.h; }
 
-// Parameters of one dense layer's MLP, M f h, which an MoE layer has not.
-double MlpParameters(const Symbols& x) { return x.mlp_matrices * x.f * x.h; }
-
 // Parameters per GPU of a stage's linear layers in fp8 modules: the TP-sharded dense linears
 // (an MoE layer's attention has two) and the experts' and shared experts' linears.
 double Fp8LinearParameters(const Symbols& x, const ModelSpec& model, const ParallelConfig& config,

@@ -79,7 +79,7 @@ struct PerformanceParameters {
   double moe_hbm_efficiency = 0.6;
   // The slowest rank's expert time over the mean rank's: the step waits for the most loaded
   // experts. 1 for force-balanced runs (the Megatron-Bridge rows of
-  // shared/data/measured/megatron_bridge_moe_h100.csv, --moe-router-force-load-balancing).
+  // data/measured/megatron_bridge_moe_h100.csv, --moe-router-force-load-balancing).
   double expert_load_imbalance = 1.0;
   // Fraction of the dispatch and combine communication hidden behind compute in runs with
   // TrainingOptions::moe_expert_parallel_overlap (otherwise Megatron-LM core_v0.19.0 runs the

@@ -443,9 +443,10 @@ constexpr char kMoeTable[] = "megatron_bridge_moe_h100.csv";
 // kernels, flex_dispatcher_backend.py) sends each routed token to the same expert-parallel
 // ranks as the all-to-all dispatcher, through fused kernels; with no model of its own here
 // (TokenDispatcher), it is read as the all-to-all it replaces, and the row's group says
-// which it was so that a fit can tell them apart.
-absl::StatusOr<TokenDispatcher> MoeDispatcher(const CsvTable& table, size_t row) {
-  PT_ASSIGN_OR_RETURN(const std::string text, table.String(row, "token_dispatcher"));
+// which it was (MeasuredRun::dispatcher_substituted) so that a fit can tell them apart.
+// `text` is the row's token_dispatcher cell.
+absl::StatusOr<TokenDispatcher> MoeDispatcher(const CsvTable& table, size_t row,
+                                              const std::string& text) {
   if (text == "alltoall" || absl::StartsWith(text, "flex (")) return TokenDispatcher::kAllToAll;
   if (text == "allgather") return TokenDispatcher::kAllGather;
   return table.InvalidCell(
@@ -508,8 +509,9 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMegatronBridgeMoe(const CsvTable& t
     if (!capacity.empty()) {
       PT_ASSIGN_OR_RETURN(setup.training.moe_capacity_factor, table.Double(row, "capacity_factor"));
     }
-    PT_ASSIGN_OR_RETURN(setup.training.moe_token_dispatcher, MoeDispatcher(table, row));
     PT_ASSIGN_OR_RETURN(const std::string dispatcher_cell, table.String(row, "token_dispatcher"));
+    PT_ASSIGN_OR_RETURN(setup.training.moe_token_dispatcher,
+                        MoeDispatcher(table, row, dispatcher_cell));
     setup.dispatcher_substituted = absl::StartsWith(dispatcher_cell, "flex (");
     PT_ASSIGN_OR_RETURN(setup.training.moe_grouped_gemm, table.Bool(row, "grouped_gemm"));
     PT_ASSIGN_OR_RETURN(setup.training.moe_expert_parallel_overlap,
