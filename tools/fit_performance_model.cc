@@ -87,6 +87,22 @@ absl::StatusOr<double> RelativeError(const std::vector<MeasuredRun>& runs,
   return PooledStandardDeviation(groups);
 }
 
+// A fit of `options.fields` to `runs` from `start`, and the fit's leave-one-series-out spread
+// (RelativeError): every fit the block reports is both.
+struct CrossValidatedFit {
+  FitResult fit;
+  double spread = 0;
+};
+
+absl::StatusOr<CrossValidatedFit> FitAndCrossValidate(const std::vector<MeasuredRun>& runs,
+                                                      const PerformanceParameters& start,
+                                                      const FitOptions& options) {
+  CrossValidatedFit result;
+  PT_ASSIGN_OR_RETURN(result.fit, FitPerformanceParameters(FitObservations(runs), start, options));
+  PT_ASSIGN_OR_RETURN(result.spread, RelativeError(runs, start, options));
+  return result;
+}
+
 std::string FittedBlock(const std::vector<ArchitectureFit>& fits) {
   std::string out = kBegin;
   absl::StrAppend(&out,
@@ -208,18 +224,12 @@ absl::Status Run() {
   options.max_sweeps = 10000;
   PerformanceParameters ampere_start;
   ampere_start.attention_efficiency = 0.52;
-  PT_ASSIGN_OR_RETURN(FitResult ampere,
-                      FitPerformanceParameters(FitObservations(runs[GpuArchitecture::kAmpere]),
-                                               ampere_start, options));
+  PT_ASSIGN_OR_RETURN(const CrossValidatedFit ampere,
+                      FitAndCrossValidate(runs[GpuArchitecture::kAmpere], ampere_start, options));
   PerformanceParameters hopper_start;
-  hopper_start.unfused_attention_efficiency = ampere.params.unfused_attention_efficiency;
-  PT_ASSIGN_OR_RETURN(FitResult hopper,
-                      FitPerformanceParameters(FitObservations(runs[GpuArchitecture::kHopper]),
-                                               hopper_start, options));
-  PT_ASSIGN_OR_RETURN(const double ampere_error,
-                      RelativeError(runs[GpuArchitecture::kAmpere], ampere_start, options));
-  PT_ASSIGN_OR_RETURN(const double hopper_error,
-                      RelativeError(runs[GpuArchitecture::kHopper], hopper_start, options));
+  hopper_start.unfused_attention_efficiency = ampere.fit.params.unfused_attention_efficiency;
+  PT_ASSIGN_OR_RETURN(const CrossValidatedFit hopper,
+                      FitAndCrossValidate(runs[GpuArchitecture::kHopper], hopper_start, options));
   // fp8: Hopper's fp8 GEMM efficiency and its half-efficiency size are fitted to the FP8
   // rows of nvidia_dgxc_h100.csv (Fp8Datasets' fit table) from the bf16 values just fitted,
   // which stay fixed. The casts' HBM efficiency keeps its start value (0.6, between the 39-46%
@@ -230,23 +240,17 @@ absl::Status Run() {
                       HopperFitRuns(Fp8Datasets(), "fp8", [](const MeasuredRun&) { return true; }));
   FitOptions fp8_options = options;
   fp8_options.fields = {Fp8FittedFields()[0], Fp8FittedFields()[1]};
-  PT_ASSIGN_OR_RETURN(
-      const FitResult hopper_fp8,
-      FitPerformanceParameters(FitObservations(fp8_runs), hopper.params, fp8_options));
-  PT_ASSIGN_OR_RETURN(const double hopper_fp8_spread,
-                      RelativeError(fp8_runs, hopper.params, fp8_options));
+  PT_ASSIGN_OR_RETURN(const CrossValidatedFit hopper_fp8,
+                      FitAndCrossValidate(fp8_runs, hopper.fit.params, fp8_options));
   FitOptions fp8_cast_options = options;
   fp8_cast_options.fields = Fp8FittedFields();
-  PT_ASSIGN_OR_RETURN(
-      const FitResult hopper_fp8_cast,
-      FitPerformanceParameters(FitObservations(fp8_runs), hopper.params, fp8_cast_options));
-  PT_ASSIGN_OR_RETURN(const double hopper_fp8_cast_spread,
-                      RelativeError(fp8_runs, hopper.params, fp8_cast_options));
+  PT_ASSIGN_OR_RETURN(const CrossValidatedFit hopper_fp8_cast,
+                      FitAndCrossValidate(fp8_runs, hopper.fit.params, fp8_cast_options));
   // Ampere has no fp8 tensor cores (DensePeakTflops): its fp8 GEMMs are its bf16 GEMMs.
   FitResult ampere_fp8;
-  ampere_fp8.params = ampere.params;
-  ampere_fp8.params.fp8_gemm_efficiency_max = ampere.params.gemm_efficiency_max;
-  ampere_fp8.params.fp8_gemm_half_efficiency_flops = ampere.params.gemm_half_efficiency_flops;
+  ampere_fp8.params = ampere.fit.params;
+  ampere_fp8.params.fp8_gemm_efficiency_max = ampere.fit.params.gemm_efficiency_max;
+  ampere_fp8.params.fp8_gemm_half_efficiency_flops = ampere.fit.params.gemm_half_efficiency_flops;
 
   // Mixture-of-experts: Hopper's MoE fields, fitted to the all-to-all runs of the MoE table
   // from the dense and fp8 values just fitted, which stay fixed. Runs of Megatron-Bridge's
@@ -257,18 +261,16 @@ absl::Status Run() {
                       }));
   FitOptions moe_options = options;
   moe_options.fields = MoeFittedFields();
-  PT_ASSIGN_OR_RETURN(
-      const FitResult hopper_moe,
-      FitPerformanceParameters(FitObservations(moe_runs), hopper_fp8.params, moe_options));
-  PT_ASSIGN_OR_RETURN(const double hopper_moe_spread,
-                      RelativeError(moe_runs, hopper_fp8.params, moe_options));
+  PT_ASSIGN_OR_RETURN(const CrossValidatedFit hopper_moe,
+                      FitAndCrossValidate(moe_runs, hopper_fp8.fit.params, moe_options));
   FitResult ampere_moe;
   ampere_moe.params = ampere_fp8.params;
 
   const std::vector<ArchitectureFit> fits = {
-      {"kAmpere", ampere, ampere_error, ampere_fp8, false, 0, {}, 0, ampere_moe, false, 0, 0},
-      {"kHopper", hopper, hopper_error, hopper_fp8, true, hopper_fp8_spread, hopper_fp8_cast,
-       hopper_fp8_cast_spread, hopper_moe, true, hopper_moe_spread, moe_runs.size()}};
+      {"kAmpere", ampere.fit, ampere.spread, ampere_fp8, false, 0, {}, 0, ampere_moe, false, 0, 0},
+      {"kHopper", hopper.fit, hopper.spread, hopper_fp8.fit, true, hopper_fp8.spread,
+       hopper_fp8_cast.fit, hopper_fp8_cast.spread, hopper_moe.fit, true, hopper_moe.spread,
+       moe_runs.size()}};
   const std::string block = FittedBlock(fits);
   std::cout << block;
   const std::string path = absl::GetFlag(FLAGS_update);
