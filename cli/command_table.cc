@@ -29,6 +29,18 @@ constexpr FlagChoice kMoeTokenDispatcherChoices[] = {
 constexpr FlagChoice kRecomputeChoices[] = {{"none", v1::RECOMPUTE_NONE},
                                             {"selective", v1::RECOMPUTE_SELECTIVE},
                                             {"full", v1::RECOMPUTE_FULL}};
+// default leaves ParallelConfig.dp_sharding unset: the training's default.
+constexpr FlagChoice kDpShardingChoices[] = {{"default", v1::DP_SHARDING_UNSPECIFIED},
+                                             {"none", v1::DP_SHARDING_NONE},
+                                             {"optimizer", v1::DP_SHARDING_OPTIMIZER},
+                                             {"gradients", v1::DP_SHARDING_GRADIENTS},
+                                             {"full", v1::DP_SHARDING_FULL}};
+constexpr FlagChoice kDpShardingModeChoices[] = {{"none", v1::DP_SHARDING_NONE},
+                                                 {"optimizer", v1::DP_SHARDING_OPTIMIZER},
+                                                 {"gradients", v1::DP_SHARDING_GRADIENTS},
+                                                 {"full", v1::DP_SHARDING_FULL}};
+constexpr FlagChoice kFrameworkChoices[] = {{"megatron", v1::FRAMEWORK_MEGATRON},
+                                            {"torchtitan", v1::FRAMEWORK_TORCHTITAN}};
 constexpr FlagChoice kMemoryPolicyChoices[] = {{"measure_risky", v1::MEASURE_RISKY},
                                                {"safe_only", v1::SAFE_ONLY}};
 constexpr FlagChoice kPolicyChoices[] = {
@@ -50,9 +62,8 @@ constexpr Flag kModel = {
     "model", FlagType::kString, "llama3.1-8b",
     "Model preset: llama2-7b, llama2-13b, llama2-70b, llama3.1-8b, llama3.1-70b, "
     "llama3.1-405b, llama3.2-1b, llama3.2-3b; the mixture-of-experts mixtral-8x7b, "
-    "mixtral-8x22b, qwen3-30b-a3b, qwen3-235b-a22b, llama4-scout, llama4-maverick, described "
-    "but refused by estimate, plan and submit until experts are estimated (issue 26; "
-    "docs/models.md). Empty to give --hidden_size and the other dimensions below."};
+    "mixtral-8x22b, qwen3-30b-a3b, qwen3-235b-a22b, llama4-scout, llama4-maverick "
+    "(docs/models.md). Empty to give --hidden_size and the other dimensions below."};
 constexpr Flag kHiddenSize = {"hidden_size", FlagType::kInt, "0",
                               "Explicit model (with --model=): hidden size h."};
 constexpr Flag kFfnHiddenSize = {"ffn_hidden_size", FlagType::kInt, "0",
@@ -110,14 +121,21 @@ constexpr Flag kFp8 = {"fp8", FlagType::kBool, "false",
                        Choices(kPrecisionChoices)};
 constexpr Flag kDistributedOptimizer = {
     "distributed_optimizer", FlagType::kBool, "true",
-    "Megatron distributed optimizer: optimizer states sharded over dp x cp."};
+    "The data-parallel sharding of a configuration or search that names none: true the "
+    "framework's own (Megatron's distributed optimizer, TorchTitan's FSDP), false none."};
+constexpr Flag kFramework = {
+    "framework", FlagType::kString, "megatron",
+    "The training framework measured and exported for: megatron (Megatron-LM, NeMo, "
+    "Megatron-Bridge) or torchtitan. It selects the framework's memory accounting and "
+    "sharding modes.",
+    Choices(kFrameworkChoices)};
 constexpr Flag kFp32Grads = {"fp32_grads", FlagType::kBool, "true",
                              "fp32 gradients (bf16 when false)."};
 constexpr Flag kFlashAttention = {"flash_attention", FlagType::kBool, "true", "FlashAttention."};
 constexpr Flag kFp8ParamGather = {
     "fp8_param_gather", FlagType::kBool, "false",
     "With --fp8: keep the linear weights in fp8 and gather them in fp8 (Megatron-LM "
-    "--fp8-param-gather); needs --distributed_optimizer."};
+    "--fp8-param-gather); needs a data-parallel sharding that gathers weights."};
 constexpr Flag kTpCommOverlap = {
     "tp_comm_overlap", FlagType::kBool, "false",
     "Overlap tensor-parallel communication with the GEMMs (Megatron-LM --tp-comm-overlap, "
@@ -169,6 +187,16 @@ constexpr Flag kEtp = {"etp", FlagType::kInt, "0",
                        "Expert tensor-parallel size of a mixture-of-experts model: each expert "
                        "split over etp ranks; 0 means --tp (Megatron-LM's default). etp x ep x "
                        "pp must divide the GPUs."};
+constexpr Flag kDpSharding = {
+    "dp_sharding", FlagType::kString, "default",
+    "Data-parallel sharding: none (DDP), optimizer (ZeRO-1, Megatron's distributed "
+    "optimizer), gradients (ZeRO-2), full (ZeRO-3 / FSDP); default is the framework's own "
+    "(see --distributed_optimizer).",
+    Choices(kDpShardingChoices)};
+constexpr Flag kDpShardGroup = {
+    "dp_shard_group", FlagType::kInt, "0",
+    "Hybrid sharding (HSDP): shard within groups of this many data-parallel ranks, replicate "
+    "across groups; 0 shards over all of them."};
 
 // The search space.
 constexpr Flag kSafeFraction = {"safe_fraction", FlagType::kDouble, "0.80",
@@ -187,6 +215,15 @@ constexpr Flag kExpertTensorParallelSizes = {
     "expert_tensor_parallel_sizes", FlagType::kIntList, "",
     "Expert tensor-parallel sizes to try for a mixture-of-experts model; the server's default "
     "each configuration's tp. Refused for a dense model."};
+constexpr Flag kDpShardingModes = {
+    "dp_sharding_modes", FlagType::kStringList, "",
+    "Data-parallel sharding modes to try (none, optimizer, gradients, full); the server's "
+    "default the framework's own (see --distributed_optimizer).",
+    Choices(kDpShardingModeChoices)};
+constexpr Flag kDpShardGroups = {
+    "dp_shard_groups", FlagType::kIntList, "",
+    "Hybrid-sharding groups to try, each with the configurations whose data-parallel size it "
+    "divides properly; 0 shards over all data-parallel ranks (the server's default)."};
 constexpr Flag kRecomputeModes = {
     "recompute_modes", FlagType::kStringList, "",
     "Recompute modes to try; the server's default none, or none, selective and full when "
@@ -211,8 +248,8 @@ constexpr Flag kLimit = {"limit", FlagType::kInt, "20",
                          "predicted candidates); 0 shows all."};
 constexpr Flag kExplain = {"explain", FlagType::kBool, "false",
                            "Instead of the plan, say why the configuration of --tp, --pp, --cp, "
-                           "--dp, --mbs, --vp, --recompute, --sequence_parallel, --ep and --etp "
-                           "is or is not a candidate."};
+                           "--dp, --mbs, --vp, --recompute, --sequence_parallel, --ep, --etp, "
+                           "--dp_sharding and --dp_shard_group is or is not a candidate."};
 
 // The search's policy and budget.
 constexpr Flag kPolicy = {
@@ -384,14 +421,16 @@ constexpr FlagField kTrainingFields[] = {
     {&kMoeTokenDispatcher, "training.moe_token_dispatcher"},
     {&kMoeGroupedGemm, "training.moe_grouped_gemm"},
     {&kMoeExpertParallelOverlap, "training.moe_expert_parallel_overlap"},
+    {&kFramework, "training.framework"},
 };
 // Below ParallelConfig.
 constexpr FlagField kConfigurationFields[] = {
-    {&kTp, "tensor_parallel"},   {&kPp, "pipeline_parallel"},
-    {&kCp, "context_parallel"},  {&kDp, "data_parallel"},
-    {&kMbs, "micro_batch_size"}, {&kVp, "virtual_pipeline"},
-    {&kRecompute, "recompute"},  {&kSequenceParallel, "sequence_parallel"},
-    {&kEp, "expert_parallel"},   {&kEtp, "expert_tensor_parallel"},
+    {&kTp, "tensor_parallel"},     {&kPp, "pipeline_parallel"},
+    {&kCp, "context_parallel"},    {&kDp, "data_parallel"},
+    {&kMbs, "micro_batch_size"},   {&kVp, "virtual_pipeline"},
+    {&kRecompute, "recompute"},    {&kSequenceParallel, "sequence_parallel"},
+    {&kEp, "expert_parallel"},     {&kEtp, "expert_tensor_parallel"},
+    {&kDpSharding, "dp_sharding"}, {&kDpShardGroup, "dp_shard_group"},
 };
 // Below EstimateRequest.
 constexpr FlagField kEstimateMemoryFields[] = {{&kSafeFraction, "safe_memory_fraction"}};
@@ -402,6 +441,8 @@ constexpr FlagField kSearchSpaceFields[] = {
     {&kExpertParallelSizes, "space.expert_parallel_sizes"},
     {&kExpertTensorParallelSizes, "space.expert_tensor_parallel_sizes"},
     {&kRecomputeModes, "space.recompute_modes"},
+    {&kDpShardingModes, "space.dp_sharding_modes"},
+    {&kDpShardGroups, "space.dp_shard_groups"},
     {&kAllowTpCpAcrossNodes, "space.allow_tp_cp_across_nodes"},
     {&kAllowUnevenPipeline, "space.allow_uneven_pipeline_stages"},
     {&kMemoryPolicy, "space.memory_policy"},

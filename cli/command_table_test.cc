@@ -74,6 +74,7 @@ TEST(CommandTableTest, KeepsEveryFlagOfTheCommandLineAndNamesEachOnce) {
                                           "seq_len",
                                           "fp8",
                                           "distributed_optimizer",
+                                          "framework",
                                           "fp32_grads",
                                           "flash_attention",
                                           "fp8_param_gather",
@@ -98,6 +99,10 @@ TEST(CommandTableTest, KeepsEveryFlagOfTheCommandLineAndNamesEachOnce) {
                                           "virtual_pipeline_sizes",
                                           "expert_parallel_sizes",
                                           "expert_tensor_parallel_sizes",
+                                          "dp_sharding",
+                                          "dp_shard_group",
+                                          "dp_sharding_modes",
+                                          "dp_shard_groups",
                                           "recompute_modes",
                                           "allow_tp_cp_across_nodes",
                                           "allow_uneven_pipeline",
@@ -141,7 +146,7 @@ TEST(CommandTableTest, KeepsEveryFlagOfTheCommandLineAndNamesEachOnce) {
                                           "format",
                                           "candidate",
                                           "require_workers"};
-  ASSERT_EQ(expected.size(), 91u);
+  ASSERT_EQ(expected.size(), 96u);
   absl::flat_hash_map<std::string, const Flag*> by_name;
   for (const Command* command : Commands()) {
     for (const FlagGroup& group : command->groups) {

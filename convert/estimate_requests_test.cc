@@ -100,7 +100,9 @@ TEST(AnswerEstimateTest, DenseModelHasNoMixtureOfExpertsFigures) {
   absl::StatusOr<v1::EstimateResponse> response = AnswerEstimate(ReferenceRequest());
   ASSERT_TRUE(response.ok()) << response.status();
   for (const v1::MemoryTerm& term : response->memory().stages(0).terms()) {
-    if (term.name() == "moe_dispatcher_buffers") EXPECT_EQ(term.bytes(), 0);
+    if (term.name() == "moe_dispatcher_buffers") {
+      EXPECT_EQ(term.bytes(), 0);
+    }
   }
   EXPECT_EQ(response->performance().ep_communication_seconds(), 0);
 }

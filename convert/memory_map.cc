@@ -15,8 +15,8 @@ namespace {
 
 // What a row's configurations share: everything but the micro-batch size (dp and sequence
 // parallelism follow from these on one cluster).
-// tp cp pp vp recompute ep etp
-using RowKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int, int64_t, int64_t>;
+// tp cp pp vp recompute ep etp dp_sharding dp_shard_group
+using RowKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int, int64_t, int64_t, int, int64_t>;
 
 RowKey KeyOf(const ParallelDims& dims) {
   return {dims.tp,
@@ -25,7 +25,9 @@ RowKey KeyOf(const ParallelDims& dims) {
           dims.virtual_pipeline,
           static_cast<int>(dims.recompute),
           dims.ep,
-          ExpertTensorParallel(dims)};
+          ExpertTensorParallel(dims),
+          static_cast<int>(dims.dp_sharding),
+          dims.dp_shard_group};
 }
 
 }  // namespace

@@ -35,7 +35,8 @@ std::string PeakSentence(const MemoryEstimate& memory) {
 }
 
 std::string OutsideSearchSpace(SearchDimension dimension, const ParallelDims& dims,
-                               const ModelSpec& model, const PlanOptions& options) {
+                               const ModelSpec& model, const TrainingSpec& training,
+                               const PlanOptions& options) {
   switch (dimension) {
     case SearchDimension::kMicroBatch:
       return absl::StrCat(
@@ -71,6 +72,19 @@ std::string OutsideSearchSpace(SearchDimension dimension, const ParallelDims& di
                           " is not among the searched sizes (", absl::StrJoin(sizes, ", "),
                           "); --expert_tensor_parallel_sizes sets them");
     }
+    case SearchDimension::kDpSharding: {
+      std::vector<std::string> modes;
+      for (DataParallelSharding mode : SearchedDataParallelShardings(training, options)) {
+        modes.push_back(DataParallelShardingName(mode));
+      }
+      return absl::StrCat("data-parallel sharding ", DataParallelShardingName(dims.dp_sharding),
+                          " is not among the searched modes (", absl::StrJoin(modes, ", "),
+                          "); --dp_sharding_modes sets them");
+    }
+    case SearchDimension::kDpShardGroup:
+      return absl::StrCat(
+          "hybrid-sharding group ", dims.dp_shard_group, " is not among the searched groups (",
+          absl::StrJoin(SearchedDpShardGroups(options), ", "), "); --dp_shard_groups sets them");
   }
   return "not searched";
 }
@@ -111,7 +125,7 @@ std::string DescribeExplanation(const ConfigurationExplanation& explanation,
                           DescribeRejection(explanation.rejection, model, training, cluster, dims));
     case PlanOutcome::kOutsideSearchSpace:
       return absl::StrCat("not enumerated: ",
-                          OutsideSearchSpace(explanation.outside, dims, model, options));
+                          OutsideSearchSpace(explanation.outside, dims, model, training, options));
     case PlanOutcome::kOutOfMemory:
       return absl::StrCat("pruned, out of memory: ", PeakSentence(explanation.memory),
                           " (OOM above 100%)");
@@ -127,9 +141,10 @@ std::string DescribeExplanation(const ConfigurationExplanation& explanation,
 }  // namespace
 
 absl::StatusOr<v1::ExplainResponse> AnswerExplain(const v1::ExplainRequest& request) {
-  PT_ASSIGN_OR_RETURN(const ParallelDims dims, ParallelDimsFromProto(request.config()));
   PT_ASSIGN_OR_RETURN(const DetailedPlan detailed, AnswerPlanInDetail(request.plan()));
   const ResolvedSpec& spec = detailed.spec;
+  PT_ASSIGN_OR_RETURN(const ParallelDims dims,
+                      ParallelDimsFromProto(request.config(), spec.training));
   const ConfigurationExplanation explanation =
       ExplainConfiguration(spec.model, spec.training, spec.cluster, spec.plan_options,
                            detailed.params, detailed.plan, dims);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 
 namespace paratune {
 namespace {
@@ -70,6 +71,17 @@ std::string DescribeConfigParts(const v1::ParallelConfig& config, const ConfigPa
     text.push_back("recompute=selective");
   } else if (parts.recompute && config.recompute() == v1::RECOMPUTE_FULL) {
     text.push_back("recompute=full");
+  }
+  // Data-parallel sharding where not Megatron-LM's distributed optimizer (or unset, stored
+  // before sharding was a dimension), as ParallelConfig::ToString writes it.
+  if (config.dp_sharding() != v1::DP_SHARDING_UNSPECIFIED &&
+      config.dp_sharding() != v1::DP_SHARDING_OPTIMIZER) {
+    text.push_back(absl::StrCat(
+        "dp_sharding=", absl::AsciiStrToLower(absl::StripPrefix(
+                            v1::DataParallelSharding_Name(config.dp_sharding()), "DP_SHARDING_"))));
+  }
+  if (config.dp_shard_group() > 0) {
+    text.push_back(absl::StrCat("dp_shard_group=", config.dp_shard_group()));
   }
   return absl::StrJoin(text, " ");
 }

@@ -30,6 +30,7 @@ constexpr int kMaxMicroBatchSizes = 16;
 constexpr int64_t kMaxMicroBatchSize = 1024;
 constexpr int64_t kMaxVirtualPipelineSize = 1024;
 constexpr int kMaxRecomputeModes = 3;
+constexpr int kMaxDataParallelShardings = 4;
 constexpr double kDefaultSafeMemoryFraction = 0.80;
 
 // Dimensions of an explicit model, in proto field order, with their proto names.
@@ -153,9 +154,32 @@ absl::StatusOr<Recompute> RecomputeFromProto(v1::Recompute proto) {
   }
 }
 
-// A search space's list of expert (tensor) parallel sizes, `field`, or a field error when it
-// is too long; its entries are checked against the model (CheckExpertSizeLists).
-absl::StatusOr<std::vector<int64_t>> ExpertSizesFromProto(
+// `proto` as a mode, with UNSPECIFIED as `unset`; a field error naming `field` when it is no
+// known mode.
+absl::StatusOr<DataParallelSharding> DataParallelShardingFromProto(v1::DataParallelSharding proto,
+                                                                   DataParallelSharding unset,
+                                                                   absl::string_view field) {
+  switch (proto) {
+    case v1::DP_SHARDING_UNSPECIFIED:
+      return unset;
+    case v1::DP_SHARDING_NONE:
+      return DataParallelSharding::kNone;
+    case v1::DP_SHARDING_OPTIMIZER:
+      return DataParallelSharding::kOptimizer;
+    case v1::DP_SHARDING_GRADIENTS:
+      return DataParallelSharding::kGradients;
+    case v1::DP_SHARDING_FULL:
+      return DataParallelSharding::kFull;
+    default:
+      return FieldError(field, absl::StrCat("(", static_cast<int>(proto),
+                                            ") is not a known DataParallelSharding"));
+  }
+}
+
+// A search space's list of sizes, `field` (expert (tensor) parallel sizes, hybrid-sharding
+// groups), or a field error when it is too long; the planner checks its entries
+// (CheckExpertSizeLists, PlanConfigurations).
+absl::StatusOr<std::vector<int64_t>> SizeListFromProto(
     absl::string_view field, const google::protobuf::RepeatedField<int64_t>& proto) {
   if (proto.size() > kMaxMicroBatchSizes) {
     return FieldError(field, absl::StrCat("has ", proto.size(), " entries; at most ",
@@ -246,6 +270,20 @@ absl::StatusOr<TrainingSpec> TrainingSpecFromProto(const v1::TrainingSpec& proto
   }
   options.moe_grouped_gemm = proto.has_moe_grouped_gemm() ? proto.moe_grouped_gemm() : true;
   options.moe_expert_parallel_overlap = proto.moe_expert_parallel_overlap();
+  switch (proto.framework()) {
+    case v1::FRAMEWORK_UNSPECIFIED:
+    case v1::FRAMEWORK_MEGATRON:
+      options.framework = Framework::kMegatron;
+      break;
+    case v1::FRAMEWORK_TORCHTITAN:
+      options.framework = Framework::kTorchTitan;
+      break;
+    default:
+      return FieldError("training.framework",
+                        absl::StrCat("(", static_cast<int>(proto.framework()),
+                                     ") is not a known Framework; use FRAMEWORK_MEGATRON or "
+                                     "FRAMEWORK_TORCHTITAN"));
+  }
   return TrainingSpec::Create(options);
 }
 
@@ -254,7 +292,8 @@ absl::StatusOr<ClusterSpec> ClusterSpecFromProto(const v1::ClusterSpec& proto) {
   return ClusterSpec::Create(gpu, proto.num_nodes(), proto.gpus_per_node());
 }
 
-absl::StatusOr<ParallelDims> ParallelDimsFromProto(const v1::ParallelConfig& proto) {
+absl::StatusOr<ParallelDims> ParallelDimsFromProto(const v1::ParallelConfig& proto,
+                                                   const TrainingSpec& training) {
   ParallelDims dims;
   dims.dp = proto.data_parallel();
   dims.tp = proto.tensor_parallel();
@@ -266,6 +305,11 @@ absl::StatusOr<ParallelDims> ParallelDimsFromProto(const v1::ParallelConfig& pro
   PT_ASSIGN_OR_RETURN(dims.recompute, RecomputeFromProto(proto.recompute()));
   dims.ep = proto.expert_parallel() == 0 ? 1 : proto.expert_parallel();
   dims.etp = proto.expert_tensor_parallel();
+  PT_ASSIGN_OR_RETURN(
+      dims.dp_sharding,
+      DataParallelShardingFromProto(proto.dp_sharding(), training.DefaultDataParallelSharding(),
+                                    "config.dp_sharding"));
+  dims.dp_shard_group = proto.dp_shard_group();
   return dims;
 }
 
@@ -274,7 +318,7 @@ absl::StatusOr<ParallelConfig> ParallelConfigFromProto(const v1::ParallelConfig&
                                                        const TrainingSpec& training,
                                                        const ClusterSpec& cluster,
                                                        const PlacementRules& rules) {
-  PT_ASSIGN_OR_RETURN(ParallelDims dims, ParallelDimsFromProto(proto));
+  PT_ASSIGN_OR_RETURN(ParallelDims dims, ParallelDimsFromProto(proto, training));
   // Megatron-LM overlaps tensor-parallel communication only with sequence parallelism
   // (megatron/training/arguments.py:1401-1402). The planner gives every tp > 1 configuration
   // sequence parallelism; a configuration given explicitly may lack it.
@@ -342,10 +386,29 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::SearchSpace& proto) {
   }
   PT_ASSIGN_OR_RETURN(
       options.expert_parallel_sizes,
-      ExpertSizesFromProto("space.expert_parallel_sizes", proto.expert_parallel_sizes()));
+      SizeListFromProto("space.expert_parallel_sizes", proto.expert_parallel_sizes()));
   PT_ASSIGN_OR_RETURN(options.expert_tensor_parallel_sizes,
-                      ExpertSizesFromProto("space.expert_tensor_parallel_sizes",
-                                           proto.expert_tensor_parallel_sizes()));
+                      SizeListFromProto("space.expert_tensor_parallel_sizes",
+                                        proto.expert_tensor_parallel_sizes()));
+  if (proto.dp_sharding_modes_size() > kMaxDataParallelShardings) {
+    return FieldError("space.dp_sharding_modes",
+                      absl::StrCat("has ", proto.dp_sharding_modes_size(), " entries; at most ",
+                                   kMaxDataParallelShardings, " are allowed"));
+  }
+  for (int i = 0; i < proto.dp_sharding_modes_size(); ++i) {
+    const std::string field = absl::StrCat("space.dp_sharding_modes[", i, "]");
+    if (proto.dp_sharding_modes(i) == v1::DP_SHARDING_UNSPECIFIED) {
+      return FieldError(field,
+                        "(DP_SHARDING_UNSPECIFIED) names no mode; leave the list empty "
+                        "for the training's default");
+    }
+    PT_ASSIGN_OR_RETURN(const DataParallelSharding mode,
+                        DataParallelShardingFromProto(proto.dp_sharding_modes(i),
+                                                      DataParallelSharding::kOptimizer, field));
+    options.dp_sharding_modes.push_back(mode);
+  }
+  PT_ASSIGN_OR_RETURN(options.dp_shard_groups,
+                      SizeListFromProto("space.dp_shard_groups", proto.dp_shard_groups()));
   options.rules.allow_tp_cp_across_nodes = proto.allow_tp_cp_across_nodes();
   options.rules.allow_uneven_pipeline = proto.allow_uneven_pipeline_stages();
   if (!v1::MemoryPolicy_IsValid(proto.memory_policy())) {
@@ -364,6 +427,20 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::SearchSpace& proto) {
 
 bool ProbesRiskyConfigurations(const v1::SearchSpace& space) {
   return space.memory_policy() != v1::SAFE_ONLY;
+}
+
+v1::DataParallelSharding DataParallelShardingToProto(DataParallelSharding sharding) {
+  switch (sharding) {
+    case DataParallelSharding::kNone:
+      return v1::DP_SHARDING_NONE;
+    case DataParallelSharding::kOptimizer:
+      return v1::DP_SHARDING_OPTIMIZER;
+    case DataParallelSharding::kGradients:
+      return v1::DP_SHARDING_GRADIENTS;
+    case DataParallelSharding::kFull:
+      return v1::DP_SHARDING_FULL;
+  }
+  return v1::DP_SHARDING_OPTIMIZER;
 }
 
 v1::Recompute RecomputeToProto(Recompute recompute) {
@@ -391,6 +468,9 @@ v1::ParallelConfig ParallelConfigToProto(const ParallelConfig& config) {
   // Only where not the default, so that a dense configuration reads as it always has.
   if (config.ep() > 1) proto.set_expert_parallel(config.ep());
   if (config.dims().etp != 0) proto.set_expert_tensor_parallel(config.dims().etp);
+  // Always: UNSPECIFIED reads as the training's default, which this function does not know.
+  proto.set_dp_sharding(DataParallelShardingToProto(config.dp_sharding()));
+  if (config.dims().dp_shard_group != 0) proto.set_dp_shard_group(config.dims().dp_shard_group);
   return proto;
 }
 

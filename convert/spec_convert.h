@@ -25,9 +25,11 @@ absl::StatusOr<ModelSpec> ModelSpecFromProto(const v1::ModelSpec& proto);
 absl::StatusOr<TrainingSpec> TrainingSpecFromProto(const v1::TrainingSpec& proto);
 // The GPU's catalog values with every non-zero proto field overriding its counterpart.
 absl::StatusOr<ClusterSpec> ClusterSpecFromProto(const v1::ClusterSpec& proto);
-// The fields as given (virtual_pipeline 0 as 1, sequence_parallel unset as tp > 1), checked
-// against no rule; INVALID_ARGUMENT only for an unknown recompute mode.
-absl::StatusOr<ParallelDims> ParallelDimsFromProto(const v1::ParallelConfig& proto);
+// The fields as given (virtual_pipeline 0 as 1, sequence_parallel unset as tp > 1, dp_sharding
+// unset as the training's default), checked against no rule; INVALID_ARGUMENT only for an
+// unknown recompute or sharding mode.
+absl::StatusOr<ParallelDims> ParallelDimsFromProto(const v1::ParallelConfig& proto,
+                                                   const TrainingSpec& training);
 // ParallelConfig::Create's rules, and training.tp_comm_overlap's: sequence parallelism
 // wherever tensor_parallel > 1.
 absl::StatusOr<ParallelConfig> ParallelConfigFromProto(const v1::ParallelConfig& proto,
@@ -42,6 +44,7 @@ absl::StatusOr<PlanOptions> PlanOptionsFromProto(const v1::SearchSpace& proto);
 bool ProbesRiskyConfigurations(const v1::SearchSpace& space);
 
 v1::Recompute RecomputeToProto(Recompute recompute);
+v1::DataParallelSharding DataParallelShardingToProto(DataParallelSharding sharding);
 v1::ParallelConfig ParallelConfigToProto(const ParallelConfig& config);
 
 // INVALID_ARGUMENT naming both fields when `cluster`'s GPUs cannot run `training`: fp8 needs

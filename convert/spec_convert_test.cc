@@ -249,6 +249,12 @@ TEST(TrainingSpecFromProtoTest, BadFieldsNameThemselves) {
   proto.set_moe_capacity_factor(-2);
   ExpectInvalid(TrainingSpecFromProto(proto).status(),
                 "training.moe_capacity_factor (-2) must be 0 (dropless) or in (0, 1000]");
+  proto.set_moe_capacity_factor(0);
+  proto.set_framework(static_cast<v1::Framework>(4));
+  ExpectInvalid(TrainingSpecFromProto(proto).status(),
+                "training.framework (4) is not a known Framework");
+  proto.set_framework(v1::FRAMEWORK_TORCHTITAN);
+  EXPECT_EQ(TrainingSpecFromProto(proto)->framework(), Framework::kTorchTitan);
 }
 
 TEST(ClusterSpecFromProtoTest, CatalogGpuWithOverrides) {
@@ -347,6 +353,7 @@ TEST_F(ParallelConfigFromProtoTest, ExplicitFieldsAndRoundTrip) {
   proto.set_virtual_pipeline(2);
   proto.set_sequence_parallel(false);
   proto.set_recompute(v1::RECOMPUTE_FULL);
+  proto.set_dp_sharding(v1::DP_SHARDING_FULL);
   absl::StatusOr<ParallelConfig> config = Convert(proto);
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->virtual_pipeline(), 2);
@@ -369,7 +376,7 @@ TEST_F(ParallelConfigFromProtoTest, ExplicitFieldsAndRoundTrip) {
 TEST_F(ParallelConfigFromProtoTest, ExpertSizesUnsetAreTheDefaultsAndRoundTrip) {
   // A configuration stored before expert parallelism: ep 1, etp that of tp.
   v1::ParallelConfig proto = Proto(8, 2, 1, 1);
-  absl::StatusOr<ParallelDims> dims = ParallelDimsFromProto(proto);
+  absl::StatusOr<ParallelDims> dims = ParallelDimsFromProto(proto, training_);
   ASSERT_TRUE(dims.ok());
   EXPECT_EQ(dims->ep, 1);
   EXPECT_EQ(dims->etp, 0);
@@ -381,18 +388,57 @@ TEST_F(ParallelConfigFromProtoTest, ExpertSizesUnsetAreTheDefaultsAndRoundTrip) 
   v1::ParallelConfig back = ParallelConfigToProto(*config);
   EXPECT_FALSE(back.expert_parallel() != 0 || back.expert_tensor_parallel() != 0);
   proto.set_expert_parallel(1);
-  EXPECT_EQ(ParallelDimsFromProto(proto)->ep, 1);
+  EXPECT_EQ(ParallelDimsFromProto(proto, training_)->ep, 1);
 
   // Set, they are carried both ways (a mixture-of-experts configuration, taken as given).
   proto.set_expert_parallel(8);
   proto.set_expert_tensor_parallel(1);
-  dims = ParallelDimsFromProto(proto);
+  dims = ParallelDimsFromProto(proto, training_);
   ASSERT_TRUE(dims.ok());
   EXPECT_EQ(dims->ep, 8);
   EXPECT_EQ(dims->etp, 1);
   back = ParallelConfigToProto(ParallelConfig::FromCheckedDims(*dims));
   EXPECT_EQ(back.expert_parallel(), 8);
   EXPECT_EQ(back.expert_tensor_parallel(), 1);
+}
+
+TEST_F(ParallelConfigFromProtoTest, ShardingUnsetIsTheTrainingsDefaultAndIsWrittenBack) {
+  // Stored before sharding was a dimension: the distributed optimizer, or none where the
+  // training turned it off; written back always, since an unset mode depends on the training.
+  v1::ParallelConfig proto = Proto(8, 2, 1, 1);
+  absl::StatusOr<ParallelConfig> config = Convert(proto);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->dp_sharding(), DataParallelSharding::kOptimizer);
+  EXPECT_EQ(ParallelConfigToProto(*config).dp_sharding(), v1::DP_SHARDING_OPTIMIZER);
+  TrainingOptions options = training_.options();
+  options.distributed_optimizer = false;
+  const TrainingSpec plain = *TrainingSpec::Create(options);
+  EXPECT_EQ(ParallelDimsFromProto(proto, plain)->dp_sharding, DataParallelSharding::kNone);
+  options = training_.options();
+  options.framework = Framework::kTorchTitan;
+  EXPECT_EQ(ParallelDimsFromProto(proto, *TrainingSpec::Create(options))->dp_sharding,
+            DataParallelSharding::kFull);
+
+  proto.set_dp_sharding(v1::DP_SHARDING_GRADIENTS);
+  proto.set_dp_shard_group(4);
+  config = Convert(proto);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->dp_sharding(), DataParallelSharding::kGradients);
+  EXPECT_EQ(config->dp_shard_ranks(), 4);
+  EXPECT_EQ(ParallelConfigToProto(*config).SerializeAsString(),
+            [&] {
+              v1::ParallelConfig expected = proto;
+              expected.set_virtual_pipeline(1);
+              expected.set_sequence_parallel(true);
+              expected.set_recompute(v1::RECOMPUTE_NONE);
+              return expected;
+            }()
+                .SerializeAsString());
+
+  proto.set_dp_shard_group(3);
+  ExpectInvalid(Convert(proto).status(), "config.dp_shard_group (3) must be 0");
+  proto.set_dp_sharding(static_cast<v1::DataParallelSharding>(9));
+  ExpectInvalid(Convert(proto).status(), "config.dp_sharding (9) is not a known");
 }
 
 TEST_F(ParallelConfigFromProtoTest, ExpertSizesOfADenseModelNameThemselves) {
@@ -445,7 +491,7 @@ TEST_F(ParallelConfigFromProtoTest, TpCommOverlapNeedsSequenceParallelismWithTp)
 TEST_F(ParallelConfigFromProtoTest, DimsAreTakenAsGivenWithoutTheRules) {
   v1::ParallelConfig proto = Proto(4, 16, 1, 1);  // breaks the rules on 16 GPUs
   proto.set_micro_batch_size(3);
-  absl::StatusOr<ParallelDims> dims = ParallelDimsFromProto(proto);
+  absl::StatusOr<ParallelDims> dims = ParallelDimsFromProto(proto, training_);
   ASSERT_TRUE(dims.ok()) << dims.status();
   EXPECT_EQ(dims->dp, 4);
   EXPECT_EQ(dims->tp, 16);
@@ -453,7 +499,7 @@ TEST_F(ParallelConfigFromProtoTest, DimsAreTakenAsGivenWithoutTheRules) {
   EXPECT_EQ(dims->virtual_pipeline, 1);
   EXPECT_TRUE(dims->sequence_parallel);
   proto.set_recompute(static_cast<v1::Recompute>(9));
-  ExpectInvalid(ParallelDimsFromProto(proto).status(), "config.recompute (9)");
+  ExpectInvalid(ParallelDimsFromProto(proto, training_).status(), "config.recompute (9)");
 }
 
 TEST(PlanOptionsFromProtoTest, DefaultsAndFields) {
@@ -499,6 +545,30 @@ TEST(PlanOptionsFromProtoTest, ExpertSizeLists) {
   for (int i = 1; i <= 17; ++i) proto.add_expert_parallel_sizes(i);
   ExpectInvalid(PlanOptionsFromProto(proto).status(),
                 "space.expert_parallel_sizes has 17 entries; at most 16");
+}
+
+TEST(PlanOptionsFromProtoTest, ShardingModesAndGroups) {
+  v1::SearchSpace proto;
+  absl::StatusOr<PlanOptions> options = PlanOptionsFromProto(proto);
+  ASSERT_TRUE(options.ok());
+  EXPECT_TRUE(options->dp_sharding_modes.empty());
+  EXPECT_TRUE(options->dp_shard_groups.empty());
+  proto.add_dp_sharding_modes(v1::DP_SHARDING_FULL);
+  proto.add_dp_sharding_modes(v1::DP_SHARDING_NONE);
+  proto.add_dp_shard_groups(8);
+  options = PlanOptionsFromProto(proto);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->dp_sharding_modes,
+            (std::vector<DataParallelSharding>{DataParallelSharding::kFull,
+                                               DataParallelSharding::kNone}));
+  EXPECT_EQ(options->dp_shard_groups, (std::vector<int64_t>{8}));
+  proto.add_dp_sharding_modes(v1::DP_SHARDING_UNSPECIFIED);
+  ExpectInvalid(PlanOptionsFromProto(proto).status(),
+                "space.dp_sharding_modes[2] (DP_SHARDING_UNSPECIFIED) names no mode");
+  proto.clear_dp_sharding_modes();
+  for (int i = 0; i < 5; ++i) proto.add_dp_sharding_modes(v1::DP_SHARDING_FULL);
+  ExpectInvalid(PlanOptionsFromProto(proto).status(),
+                "space.dp_sharding_modes has 5 entries; at most 4");
 }
 
 TEST(PlanOptionsFromProtoTest, MemoryPolicyAndItsOlderFormMustAgree) {

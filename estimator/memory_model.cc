@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "estimator/config_symbols.h"
+#include "estimator/model_states.h"
 #include "estimator/moe_memory.h"
+#include "estimator/torchtitan_memory.h"
 
 namespace paratune {
 namespace {
@@ -147,6 +149,12 @@ struct LayerActivations {
 
 LayerActivations ActivationsOfRecompute(const Symbols& x, const TrainingSpec& training,
                                         Recompute recompute) {
+  // TorchTitan's selective checkpointing recomputes more than the attention core: what it
+  // does not save is recomputed, a layer at a time, in the backward.
+  if (recompute == Recompute::kSelective && training.framework() == Framework::kTorchTitan) {
+    const double saved = TorchTitanSelectiveLayerBytes(x);
+    return {saved, LayerActivationBytes(x, training, false) - saved};
+  }
   if (recompute == Recompute::kFull) {
     // Layer inputs of everything in flight, plus the working set of the one layer being
     // recomputed and back-propagated.
@@ -192,15 +200,30 @@ double OutputActivationBytes(const Symbols& x) {
   return input + 4 * x.s * x.b * x.V / (x.t * x.c);
 }
 
-// Bytes per parameter: bf16 weights 2, gradients 4 (fp32) or 2, Adam's fp32 master weights
-// and two moments 12, sharded over d x c by the distributed optimizer (Fujii et al. 2024;
-// DESIGN.md §5.2).
-void AddModelStates(const Symbols& x, const TrainingSpec& training, double params,
-                    StageMemory& stage) {
-  stage.bytes[Term(MemoryTerm::kWeights)] = 2 * params;
-  stage.bytes[Term(MemoryTerm::kGradients)] = (training.fp32_gradients() ? 4 : 2) * params;
-  stage.bytes[Term(MemoryTerm::kOptimizerStates)] =
-      (training.distributed_optimizer() ? 12 / (x.d * x.c) : 12) * params;
+// The ranks a replica's sharded states are spread over: the data-parallel shard ranks and the
+// context-parallel ranks, which hold the same parameters (Megatron-LM's distributed optimizer
+// shards over the data-parallel-with-context group; TorchTitan's FSDP over dp_shard x cp).
+double ShardRanks(const Symbols& x, const ParallelConfig& config) {
+  return static_cast<double>(config.dp_shard_ranks()) * x.c;
+}
+
+// The largest unit FSDP gathers at once on a stage: one dense layer's parameters or the
+// embedding (and LM head) table, TP-sharded.
+double LargestUnitParameters(const Symbols& x) { return std::max(x.layer_params, x.h * x.V) / x.t; }
+
+// The model states of a stage's `params` parameters (ShardedModelStates: bf16 weights 2,
+// gradients 4 or 2, Adam 12 per parameter, sharded as the configuration says, for
+// Megatron-LM; Fujii et al. 2024, DESIGN.md §5.2, for its distributed optimizer) and the
+// weights that sharding keeps gathered (GatheredWeightBytes).
+void AddModelStates(const Symbols& x, const TrainingSpec& training, const ParallelConfig& config,
+                    double params, StageMemory& stage) {
+  const ModelStateBytes states =
+      ShardedModelStates(training, config.dp_sharding(), params, 2, ShardRanks(x, config));
+  stage.bytes[Term(MemoryTerm::kWeights)] = states.weights;
+  stage.bytes[Term(MemoryTerm::kGradients)] = states.gradients;
+  stage.bytes[Term(MemoryTerm::kOptimizerStates)] = states.optimizer_states;
+  stage.bytes[Term(MemoryTerm::kGatheredWeights)] =
+      GatheredWeightBytes(training, config.dp_sharding(), params, LargestUnitParameters(x));
 }
 
 // The four linear layers of a transformer layer (QKV, attention projection, first MLP linear,
@@ -238,14 +261,19 @@ double Fp8ScalingStateBytes(const MemoryOptions& options, const StageLayerCounts
   return linears * kTensorsPerLinear * 4 * (2 + options.fp8_amax_history_len);
 }
 
-// The fp8 terms of a stage's transformer layers; zero in bf16.
-void AddFp8State(const Symbols& x, const TrainingSpec& training, const MemoryOptions& options,
-                 const StageLayerCounts& layers, StageMemory& stage) {
-  if (!training.fp8()) return;
+// The fp8 terms of a stage's transformer layers; zero in bf16, and under TorchTitan, whose
+// Float8Linear (torchao) casts with dynamic scaling on each use: no fp8 copy cached across
+// micro-batches, no amax history.
+void AddFp8State(const Symbols& x, const TrainingSpec& training, const ParallelConfig& config,
+                 const MemoryOptions& options, const StageLayerCounts& layers, StageMemory& stage) {
+  if (!training.fp8() || training.framework() == Framework::kTorchTitan) return;
   stage.bytes[Term(MemoryTerm::kFp8WeightCopies)] = Fp8WeightCopyBytes(x, training, layers);
-  // fp8 model weights store the linear weights in 1 byte instead of bf16's 2.
-  if (training.fp8_param_gather()) {
-    stage.bytes[Term(MemoryTerm::kWeights)] -= LinearParameters(x, layers);
+  // Megatron-LM's fp8 model weights store the linear weights in 1 byte instead of bf16's 2
+  // (sharded with the weights under full sharding); TorchTitan's parameters stay fp32, only
+  // their all-gather is fp8.
+  if (training.fp8_param_gather() && training.framework() == Framework::kMegatron) {
+    const double share = ShardsWeights(config.dp_sharding()) ? ShardRanks(x, config) : 1;
+    stage.bytes[Term(MemoryTerm::kWeights)] -= LinearParameters(x, layers) / share;
   }
   stage.bytes[Term(MemoryTerm::kFp8ScalingState)] = Fp8ScalingStateBytes(options, layers);
 }
@@ -303,6 +331,12 @@ double Communicators(const Symbols& x, const ExpertSide& expert, int64_t stage) 
   double groups = (x.t > 1) + (x.c > 1) + (x.d > 1) + (x.c > 1 && x.d > 1) + (x.p > 1);
   if (x.p > 1 && (stage == 0 || stage == static_cast<int64_t>(x.p) - 1)) groups += 1;
   return groups + expert.communicators;
+}
+
+// The loss's activations on the last stage in the training's framework.
+double OutputBytes(const Symbols& x, const TrainingSpec& training) {
+  return training.framework() == Framework::kTorchTitan ? TorchTitanLossBytes(x)
+                                                        : OutputActivationBytes(x);
 }
 
 // The overhead terms of MemoryOptions on a stage whose formula terms are already filled.
@@ -364,6 +398,8 @@ const char* MemoryTermName(MemoryTerm term) {
       return "fp8_scaling_state";
     case MemoryTerm::kMoeDispatcherBuffers:
       return "moe_dispatcher_buffers";
+    case MemoryTerm::kGatheredWeights:
+      return "gathered_weights";
     case MemoryTerm::kCount:
       break;
   }
@@ -417,10 +453,10 @@ MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& traini
                                    options.fp8_amax_history_len, moe_layers,
                                    layers.moe_layers / x.v * chunks);
     }
-    AddModelStates(x, training, stage_parameters, stage);
+    AddModelStates(x, training, config, stage_parameters, stage);
     stage.bytes[Term(MemoryTerm::kActivations)] =
         StageActivationBytes(x, training, config.recompute(), layer, layers, chunks, moe);
-    AddFp8State(x, training, options, layers, stage);
+    AddFp8State(x, training, config, options, layers, stage);
     if (moe_layers > 0) AddMoeTerms(moe, stage);
   };
 
@@ -430,7 +466,7 @@ MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& traini
   const StageLayerCounts first_layers = StageLayerCountsOf(model, x.layout, config, 0);
   fill_stage(0, first_layers, FirstStageParameters(x, first_layers), ChunksInFlight(x, 0), first);
   first.bytes[Term(MemoryTerm::kEmbeddingActivations)] = EmbeddingActivationBytes(x);
-  if (pp == 1) first.bytes[Term(MemoryTerm::kOutputActivations)] = OutputActivationBytes(x);
+  if (pp == 1) first.bytes[Term(MemoryTerm::kOutputActivations)] = OutputBytes(x, training);
   AddOverheads(x, training, options, expert, first);
   estimate.middle_stage = first;
   estimate.last_stage = first;
@@ -447,7 +483,7 @@ MemoryEstimate EstimateMemory(const ModelSpec& model, const TrainingSpec& traini
     last = StageMemory();
     const StageLayerCounts layers = StageLayerCountsOf(model, x.layout, config, pp - 1);
     fill_stage(pp - 1, layers, LastStageParameters(x, layers), ChunksInFlight(x, x.p - 1), last);
-    last.bytes[Term(MemoryTerm::kOutputActivations)] = OutputActivationBytes(x);
+    last.bytes[Term(MemoryTerm::kOutputActivations)] = OutputBytes(x, training);
     AddOverheads(x, training, options, expert, last);
   }
 

@@ -17,7 +17,8 @@ namespace paratune {
 // formulas (with a mixture-of-experts model's experts, router and shared experts in the model
 // states and their activations in kActivations: moe_memory.h); the next five are overheads,
 // each set by (and zero-able in) MemoryOptions; the next two are Transformer Engine's fp8
-// state, zero when the training precision is bf16; the last is zero for a dense model.
+// state, zero when the training precision is bf16; kMoeDispatcherBuffers is zero for a dense
+// model, kGatheredWeights without sharded weights (model_states.h).
 enum class MemoryTerm {
   kWeights = 0,           // bf16 parameters of the stage, TP-sharded
   kGradients,             // fp32 (or bf16) gradients
@@ -33,6 +34,7 @@ enum class MemoryTerm {
   kFp8WeightCopies,       // fp8 copy and fp8 transpose of every linear weight of the stage
   kFp8ScalingState,       // fp8 scale, scale_inv and amax history of every linear's tensors
   kMoeDispatcherBuffers,  // token buffers of the MoE layer running (moe_memory.h)
+  kGatheredWeights,       // weights a sharded replica holds gathered (GatheredWeightBytes)
   kCount,
 };
 

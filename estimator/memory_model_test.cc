@@ -177,13 +177,13 @@ TEST_F(LlamaMemoryTest, BytesPerParameter) {
   EXPECT_EQ(Term(on.first_stage, MemoryTerm::kGradients), 4 * p);
   EXPECT_DOUBLE_EQ(Term(on.first_stage, MemoryTerm::kOptimizerStates), 12 * p / 8);
 
-  TrainingOptions options = training_.options();
-  options.distributed_optimizer = false;
-  const MemoryEstimate off = Estimate(model_, *TrainingSpec::Create(options), Dims(8, 2, 1, 1, 1));
+  ParallelDims unsharded = Dims(8, 2, 1, 1, 1);
+  unsharded.dp_sharding = DataParallelSharding::kNone;
+  const MemoryEstimate off = Estimate(model_, training_, unsharded);
   EXPECT_EQ(Term(off.first_stage, MemoryTerm::kOptimizerStates), 12 * p);
   EXPECT_EQ(ModelStates(off.first_stage), 18 * p);
 
-  options = training_.options();
+  TrainingOptions options = training_.options();
   options.fp32_gradients = false;
   const MemoryEstimate bf16 = Estimate(model_, *TrainingSpec::Create(options), Dims(8, 2, 1, 1, 1));
   EXPECT_EQ(Term(bf16.first_stage, MemoryTerm::kGradients), 2 * p);
@@ -192,6 +192,50 @@ TEST_F(LlamaMemoryTest, BytesPerParameter) {
   const MemoryEstimate cp = Estimate(model_, training_, Dims(4, 2, 1, 2, 1));
   EXPECT_DOUBLE_EQ(Term(cp.first_stage, MemoryTerm::kOptimizerStates),
                    12 * Params(cp.first_stage) / 8);
+}
+
+TEST_F(LlamaMemoryTest, EachShardingModeShardsOneMoreState) {
+  // Megatron-LM: 2 + 4 + 12 bytes per parameter; ZeRO-1 shards the 12, ZeRO-2 the 4 too,
+  // full sharding the 2 as well and holds two gathered units (a unit here: the embedding
+  // table, Llama 3.1 8B's largest, h V / t parameters).
+  ParallelDims dims = Dims(8, 2, 1, 1, 1);
+  const double p = Params(Estimate(model_, training_, dims).first_stage);
+  const double s = 8;
+  dims.dp_sharding = DataParallelSharding::kGradients;
+  const MemoryEstimate gradients = Estimate(model_, training_, dims);
+  EXPECT_EQ(Term(gradients.first_stage, MemoryTerm::kWeights), 2 * p);
+  EXPECT_DOUBLE_EQ(Term(gradients.first_stage, MemoryTerm::kGradients), 4 * p / s);
+  EXPECT_DOUBLE_EQ(Term(gradients.first_stage, MemoryTerm::kOptimizerStates), 12 * p / s);
+  EXPECT_EQ(Term(gradients.first_stage, MemoryTerm::kGatheredWeights), 0);
+  dims.dp_sharding = DataParallelSharding::kFull;
+  const MemoryEstimate full = Estimate(model_, training_, dims);
+  EXPECT_DOUBLE_EQ(ModelStates(full.first_stage), 18 * p / s);
+  const double unit = static_cast<double>(model_.hidden_size() * model_.vocab_size()) / 2;
+  EXPECT_DOUBLE_EQ(Term(full.first_stage, MemoryTerm::kGatheredWeights), 4 * unit);
+
+  // Hybrid sharding: groups of 2 of the 8 data-parallel ranks.
+  dims.dp_shard_group = 2;
+  const MemoryEstimate hybrid = Estimate(model_, training_, dims);
+  EXPECT_DOUBLE_EQ(ModelStates(hybrid.first_stage), 18 * p / 2);
+}
+
+TEST_F(LlamaMemoryTest, TorchTitanKeepsFp32ParametersAndTwoMoments) {
+  // FSDP2's fp32 parameters, fp32 gradients and AdamW's two moments: 16 bytes per
+  // parameter, all sharded; without resharding after forward every unit's bf16 weights stay
+  // gathered.
+  TrainingOptions options = training_.options();
+  options.framework = Framework::kTorchTitan;
+  const TrainingSpec titan = *TrainingSpec::Create(options);
+  ParallelDims dims = Dims(8, 1, 1, 1, 1);
+  const double p = Params(Estimate(model_, training_, dims).first_stage);
+  dims.dp_sharding = DataParallelSharding::kFull;
+  EXPECT_DOUBLE_EQ(ModelStates(Estimate(model_, titan, dims).first_stage), 16 * p / 8);
+  dims.dp_sharding = DataParallelSharding::kGradients;
+  const MemoryEstimate gradients = Estimate(model_, titan, dims);
+  EXPECT_DOUBLE_EQ(ModelStates(gradients.first_stage), 16 * p / 8);
+  EXPECT_DOUBLE_EQ(Term(gradients.first_stage, MemoryTerm::kGatheredWeights), 2 * p);
+  dims.dp_sharding = DataParallelSharding::kNone;
+  EXPECT_DOUBLE_EQ(ModelStates(Estimate(model_, titan, dims).first_stage), 16 * p);
 }
 
 TEST_F(LlamaMemoryTest, SingleStageParameters) {

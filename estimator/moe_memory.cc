@@ -10,10 +10,6 @@ namespace {
 
 double D(int64_t value) { return static_cast<double>(value); }
 
-// Adam's fp32 master weights and two moments (Fujii et al. 2024; Megatron-LM's
-// theoretical_memory_usage.py: 12 of its 6 + 12 / dp bytes per parameter).
-constexpr double kOptimizerBytesPerParameter = 12;
-
 constexpr double kBf16Bytes = 2;
 
 // --moe-router-dtype fp32 (NVIDIA's MoE recipes): router logits, scores and probabilities in
@@ -24,17 +20,16 @@ constexpr double kRouterValueBytes = 4;
 // otherwise; memory_model.cc's Fp8SavedInputSavingsBytes.
 double LinearInputBytes(const TrainingSpec& training) { return training.fp8() ? 1 : 2; }
 
-// `params` parameters stored in `weight_bytes` each, with gradients (4 bytes, 2 in bf16) and
-// Adam's states sharded by the distributed optimizer over a data-parallel group of `dp_size`.
+// `params` parameters stored in `weight_bytes` each, sharded as `dims` says over
+// `shard_ranks` (model_states.h).
 ModelStateBytes StatesOf(double params, double weight_bytes, const TrainingSpec& training,
-                         double dp_size) {
-  ModelStateBytes bytes;
-  bytes.weights = weight_bytes * params;
-  bytes.gradients = (training.fp32_gradients() ? 4 : 2) * params;
-  bytes.optimizer_states = (training.distributed_optimizer() ? kOptimizerBytesPerParameter / dp_size
-                                                             : kOptimizerBytesPerParameter) *
-                           params;
-  return bytes;
+                         const ParallelDims& dims, double shard_ranks) {
+  return ShardedModelStates(training, dims.dp_sharding, params, weight_bytes, shard_ranks);
+}
+
+// The ranks a non-expert parameter's states are sharded over: DataParallelShardRanks x cp.
+double DenseShardRanks(const ParallelDims& dims) {
+  return D(DataParallelShardRanks(dims) * dims.cp);
 }
 
 // Weight bytes per parameter of a Transformer Engine linear: fp8 model weights store it in 1.
@@ -134,19 +129,20 @@ ModelStateBytes ExpertModelStates(const ModelSpec& model, const TrainingSpec& tr
                                   const ParallelDims& dims, const ExpertParallelism& expert,
                                   int64_t moe_layers) {
   return StatesOf(ExpertParameters(model, expert, moe_layers),
-                  LinearWeightBytesPerParameter(training), training,
+                  LinearWeightBytesPerParameter(training), training, dims,
                   ExpertDataParallelSize(dims, expert));
 }
 
 ModelStateBytes RouterModelStates(const ModelSpec& model, const TrainingSpec& training,
                                   const ParallelDims& dims, int64_t moe_layers) {
-  return StatesOf(RouterParameters(model, moe_layers), kBf16Bytes, training, D(dims.dp * dims.cp));
+  return StatesOf(RouterParameters(model, moe_layers), kBf16Bytes, training, dims,
+                  DenseShardRanks(dims));
 }
 
 ModelStateBytes SharedExpertModelStates(const ModelSpec& model, const TrainingSpec& training,
                                         const ParallelDims& dims, int64_t moe_layers) {
   return StatesOf(SharedExpertParameters(model, dims, moe_layers),
-                  LinearWeightBytesPerParameter(training), training, D(dims.dp * dims.cp));
+                  LinearWeightBytesPerParameter(training), training, dims, DenseShardRanks(dims));
 }
 
 double MoeFp8WeightCopyBytes(const ModelSpec& model, const TrainingSpec& training,

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "estimator/model_spec.h"
+#include "estimator/model_states.h"
 #include "estimator/parallel_config.h"
 #include "estimator/pipeline_layout.h"
 #include "estimator/training_spec.h"
@@ -99,15 +100,6 @@ double RouterParameters(const ModelSpec& model, int64_t moe_layers);
 // the shared experts n_s M f_s h / tp per layer, a dense MLP split over the attention side's
 // tensor group (shared_experts.py, SharedExpertMLP).
 double SharedExpertParameters(const ModelSpec& model, const ParallelDims& dims, int64_t moe_layers);
-
-// Weights, gradients and optimizer states of one kind of parameter on one GPU, in bytes.
-struct ModelStateBytes {
-  double weights = 0;
-  double gradients = 0;
-  double optimizer_states = 0;
-
-  double Total() const { return weights + gradients + optimizer_states; }
-};
 
 // The routed experts of `moe_layers` MoE layers: bf16 weights (1 byte for the fp8 model weights
 // of fp8_param_gather, Transformer Engine's fp8_model_init covering the GroupedLinear experts),

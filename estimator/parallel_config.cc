@@ -82,6 +82,32 @@ Rejection CheckExpertRules(const ModelSpec& model, const ClusterSpec& cluster,
   return Rejection::kValid;
 }
 
+// The rules of data-parallel sharding; kValid when they hold.
+Rejection CheckShardingRules(const TrainingSpec& training, const ParallelDims& d) {
+  // A group of dp ranks, or of all of them (0, which a group of dp would duplicate), and only
+  // where there is something to shard.
+  if (d.dp_shard_group < 0 ||
+      (d.dp_shard_group > 0 && (d.dp_sharding == DataParallelSharding::kNone ||
+                                d.dp_shard_group >= d.dp || !Divides(d.dp_shard_group, d.dp)))) {
+    return Rejection::kDpShardGroup;
+  }
+  // TorchTitan shards with FSDP2 (torchtitan/distributed/parallel_dims.py: dp_shard), which
+  // always shards the gradients with the optimizer states: it has no ZeRO-1.
+  if (training.framework() == Framework::kTorchTitan &&
+      d.dp_sharding == DataParallelSharding::kOptimizer) {
+    return Rejection::kFrameworkSharding;
+  }
+  // Megatron-LM gathers fp8 weights only with its distributed optimizer
+  // (megatron/training/arguments.py:1060-1062 at core_v0.19.0); TorchTitan only when FSDP
+  // gathers the weights (its float8 enable_fsdp_float8_all_gather).
+  if (training.fp8_param_gather() &&
+      (d.dp_sharding == DataParallelSharding::kNone ||
+       (training.framework() == Framework::kTorchTitan && !ShardsWeights(d.dp_sharding)))) {
+    return Rejection::kFp8ParamGatherSharding;
+  }
+  return Rejection::kValid;
+}
+
 // The field a broken rule is reported against, the first its message names, and the rest of
 // the message; nullopt for kValid and kCount.
 std::optional<FieldFault> RejectionFault(Rejection rejection, const ModelSpec& model,
@@ -202,6 +228,36 @@ std::optional<FieldFault> RejectionFault(Rejection rejection, const ModelSpec& m
                                      ") > 1 is refused for a mixture-of-experts model: "
                                      "Megatron-LM's MoE layers train only with sequence "
                                      "parallelism there")};
+    case Rejection::kDpShardGroup:
+      if (d.dp_shard_group > 0 && d.dp_sharding == DataParallelSharding::kNone) {
+        return FieldFault{"config.dp_shard_group",
+                          absl::StrCat("(", d.dp_shard_group,
+                                       ") needs sharded states to group; config.dp_sharding is "
+                                       "none")};
+      }
+      return FieldFault{
+          "config.dp_shard_group",
+          absl::StrCat("(", d.dp_shard_group, ") must be 0 (shard over all ",
+                       "config.data_parallel ranks) or a divisor of config.data_parallel (", d.dp,
+                       ") smaller than it (hybrid sharding)")};
+    case Rejection::kFrameworkSharding:
+      return FieldFault{"config.dp_sharding",
+                        absl::StrCat("(", DataParallelShardingName(d.dp_sharding),
+                                     ") is not a "
+                                     "mode of training.framework (",
+                                     FrameworkName(training.framework()),
+                                     "): its FSDP shards the gradients with the optimizer "
+                                     "states; use gradients, full or none")};
+    case Rejection::kFp8ParamGatherSharding:
+      return FieldFault{
+          "config.dp_sharding",
+          absl::StrCat("(", DataParallelShardingName(d.dp_sharding),
+                       ") cannot gather fp8 weights (training.fp8_param_gather true) under "
+                       "training.framework ",
+                       FrameworkName(training.framework()), ": it needs ",
+                       training.framework() == Framework::kTorchTitan
+                           ? "full (FSDP's float8 all-gather)"
+                           : "sharded optimizer states (the distributed optimizer)")};
     case Rejection::kCount:
       break;
   }
@@ -209,6 +265,11 @@ std::optional<FieldFault> RejectionFault(Rejection rejection, const ModelSpec& m
 }
 
 }  // namespace
+
+int64_t DataParallelShardRanks(const ParallelDims& dims) {
+  if (dims.dp_sharding == DataParallelSharding::kNone) return 1;
+  return dims.dp_shard_group > 0 ? dims.dp_shard_group : dims.dp;
+}
 
 int64_t ExpertTensorParallel(const ParallelDims& dims) {
   return dims.etp == 0 ? dims.tp : dims.etp;
@@ -273,6 +334,12 @@ const char* RejectionRule(Rejection rejection) {
       return "expert_tensor_parallel does not divide the expert FFN width";
     case Rejection::kMoeSequenceParallel:
       return "a mixture-of-experts model with tensor_parallel > 1 needs sequence_parallel";
+    case Rejection::kDpShardGroup:
+      return "dp_shard_group is not a proper divisor of data_parallel, or nothing is sharded";
+    case Rejection::kFrameworkSharding:
+      return "the framework has no such data-parallel sharding";
+    case Rejection::kFp8ParamGatherSharding:
+      return "fp8_param_gather needs the framework's sharding of the weights' gather";
     case Rejection::kCount:
       break;
   }
@@ -324,7 +391,9 @@ Rejection CheckRules(const ModelSpec& model, const TrainingSpec& training,
       (tp_cp > cluster.gpus_per_node() || !Divides(tp_cp, cluster.gpus_per_node()))) {
     return Rejection::kTpCpAcrossNodes;
   }
-  return CheckExpertRules(model, cluster, d);
+  const Rejection expert = CheckExpertRules(model, cluster, d);
+  if (expert != Rejection::kValid) return expert;
+  return CheckShardingRules(training, d);
 }
 
 std::string DescribeRejection(Rejection rejection, const ModelSpec& model,
@@ -377,6 +446,10 @@ std::string ParallelConfig::ToString() const {
   if (dims_.recompute != Recompute::kNone) {
     absl::StrAppend(&out, " recompute=", RecomputeName(dims_.recompute));
   }
+  if (dims_.dp_sharding != DataParallelSharding::kOptimizer) {
+    absl::StrAppend(&out, " dp_sharding=", DataParallelShardingName(dims_.dp_sharding));
+  }
+  if (dims_.dp_shard_group > 0) absl::StrAppend(&out, " dp_shard_group=", dims_.dp_shard_group);
   return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "estimator/cluster_spec.h"
+#include "estimator/data_parallel_sharding.h"
 #include "estimator/model_spec.h"
 #include "estimator/training_spec.h"
 
@@ -32,12 +33,23 @@ struct ParallelDims {
   // mixture-of-experts model sets them; a dense model keeps ep 1 and etp 0.
   int64_t ep = 1;   // expert parallel (--expert-model-parallel-size): experts split over ep
   int64_t etp = 0;  // expert tensor parallel; 0 = tp, Megatron-LM's default when unset
+  // How a replica's model states are spread over the data-parallel ranks (and the context
+  // ranks, which hold the same parameters).
+  DataParallelSharding dp_sharding = DataParallelSharding::kOptimizer;
+  // Hybrid sharding (HSDP): the states sharded within groups of this many data-parallel ranks
+  // and replicated across the dp / group groups. 0 = sharded over all dp ranks.
+  int64_t dp_shard_group = 0;
 };
 
 // The expert tensor-parallel size `dims` stands for: etp, or tp where etp is 0 (Megatron-LM
 // megatron/core/parallel_state.py, initialize_model_parallel: expert_tensor_parallel_size
 // None becomes tensor_model_parallel_size).
 int64_t ExpertTensorParallel(const ParallelDims& dims);
+
+// The data-parallel ranks a replica's sharded states are spread over: 1 without sharding,
+// dp_shard_group under hybrid sharding, else dp. The context-parallel ranks hold the same
+// parameters and shard with them, so a state is split over DataParallelShardRanks x cp.
+int64_t DataParallelShardRanks(const ParallelDims& dims);
 
 // dp x tp x pp x cp with the given micro-batch size, no interleaving and no recompute, and
 // sequence parallelism exactly when tp > 1 (as the planner enumerates them).
@@ -74,6 +86,10 @@ enum class Rejection {
   kExpertWorldSize,            // etp x ep x pp does not divide the GPUs (or ep < 1, etp < 0)
   kExpertTensorParallelFfn,    // etp does not divide the expert FFN width
   kMoeSequenceParallel,        // an MoE model with tp > 1 and no sequence parallelism
+  // Data-parallel sharding (docs/estimator.md, "Data-parallel sharding").
+  kDpShardGroup,            // dp_shard_group not a proper divisor of dp, or without sharding
+  kFrameworkSharding,       // a sharding mode the training framework does not have
+  kFp8ParamGatherSharding,  // fp8 weights gathered without sharded weights to gather
   kCount,
 };
 
@@ -118,14 +134,17 @@ class ParallelConfig {
   int64_t ep() const { return dims_.ep; }
   // Resolved: tp where dims().etp is 0.
   int64_t etp() const { return ExpertTensorParallel(dims_); }
+  DataParallelSharding dp_sharding() const { return dims_.dp_sharding; }
+  // DataParallelShardRanks: the data-parallel ranks a replica's sharded states are spread over.
+  int64_t dp_shard_ranks() const { return DataParallelShardRanks(dims_); }
 
   // Micro-batches per step m = global batch / (dp x b).
   int64_t NumMicroBatches(const TrainingSpec& training) const {
     return training.global_batch_size() / (dims_.dp * dims_.micro_batch);
   }
 
-  // "dp2 tp2 pp1 cp1 mbs1" (with " vp2", " ep4", " etp1", " recompute=full" where not the
-  // default), for tables and logs.
+  // "dp2 tp2 pp1 cp1 mbs1" (with " vp2", " ep4", " etp1", " recompute=full",
+  // " dp_sharding=full", " dp_shard_group=8" where not the default), for tables and logs.
   std::string ToString() const;
 
  private:

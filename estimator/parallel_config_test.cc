@@ -400,5 +400,81 @@ TEST(MakeParallelDimsTest, SequenceParallelExactlyWithTensorParallel) {
   EXPECT_FALSE(MakeParallelDims(8, 1, 1, 1, 1).sequence_parallel);
 }
 
+TEST_F(ParallelConfigTest, HybridShardGroupIsAProperDivisorOfDataParallel) {
+  ParallelDims dims = Dims(8, 2, 1, 1);
+  dims.dp_sharding = DataParallelSharding::kFull;
+  for (int64_t group : {0, 1, 2, 4}) {
+    dims.dp_shard_group = group;
+    EXPECT_EQ(Check(dims), Rejection::kValid) << group;
+  }
+  dims.dp_shard_group = 3;
+  EXPECT_EQ(Check(dims), Rejection::kDpShardGroup);
+  EXPECT_EQ(Describe(dims),
+            "config.dp_shard_group (3) must be 0 (shard over all config.data_parallel ranks) or "
+            "a divisor of config.data_parallel (8) smaller than it (hybrid sharding)");
+  dims.dp_shard_group = 8;  // the same as 0
+  EXPECT_EQ(Check(dims), Rejection::kDpShardGroup);
+  dims.dp_shard_group = -1;
+  EXPECT_EQ(Check(dims), Rejection::kDpShardGroup);
+  dims.dp_shard_group = 2;
+  dims.dp_sharding = DataParallelSharding::kNone;
+  EXPECT_EQ(Describe(dims),
+            "config.dp_shard_group (2) needs sharded states to group; config.dp_sharding is none");
+}
+
+TEST_F(ParallelConfigTest, TorchTitanHasNoOptimizerOnlySharding) {
+  TrainingOptions options = training_.options();
+  options.framework = Framework::kTorchTitan;
+  const TrainingSpec titan = *TrainingSpec::Create(options);
+  EXPECT_EQ(titan.DefaultDataParallelSharding(), DataParallelSharding::kFull);
+  ParallelDims dims = Dims(8, 2, 1, 1);
+  dims.dp_sharding = DataParallelSharding::kOptimizer;
+  EXPECT_EQ(CheckRules(model_, titan, cluster_, PlacementRules(), dims),
+            Rejection::kFrameworkSharding);
+  EXPECT_EQ(DescribeRejection(Rejection::kFrameworkSharding, model_, titan, cluster_, dims),
+            "config.dp_sharding (optimizer) is not a mode of training.framework (torchtitan): "
+            "its FSDP shards the gradients with the optimizer states; use gradients, full or "
+            "none");
+  for (DataParallelSharding mode : {DataParallelSharding::kNone, DataParallelSharding::kGradients,
+                                    DataParallelSharding::kFull}) {
+    dims.dp_sharding = mode;
+    EXPECT_EQ(CheckRules(model_, titan, cluster_, PlacementRules(), dims), Rejection::kValid);
+  }
+}
+
+TEST_F(ParallelConfigTest, Fp8ParameterGatherNeedsWeightsToGather) {
+  TrainingOptions options = training_.options();
+  options.fp8 = true;
+  options.fp8_param_gather = true;
+  const TrainingSpec megatron = *TrainingSpec::Create(options);
+  ParallelDims dims = Dims(8, 2, 1, 1);
+  EXPECT_EQ(CheckRules(model_, megatron, cluster_, PlacementRules(), dims), Rejection::kValid);
+  dims.dp_sharding = DataParallelSharding::kNone;
+  EXPECT_EQ(CheckRules(model_, megatron, cluster_, PlacementRules(), dims),
+            Rejection::kFp8ParamGatherSharding);
+  options.framework = Framework::kTorchTitan;
+  const TrainingSpec titan = *TrainingSpec::Create(options);
+  dims.dp_sharding = DataParallelSharding::kGradients;
+  EXPECT_EQ(DescribeRejection(Rejection::kFp8ParamGatherSharding, model_, titan, cluster_, dims),
+            "config.dp_sharding (gradients) cannot gather fp8 weights (training.fp8_param_gather "
+            "true) under training.framework torchtitan: it needs full (FSDP's float8 "
+            "all-gather)");
+  dims.dp_sharding = DataParallelSharding::kFull;
+  EXPECT_EQ(CheckRules(model_, titan, cluster_, PlacementRules(), dims), Rejection::kValid);
+}
+
+TEST_F(ParallelConfigTest, LabelNamesShardingWhereNotTheDistributedOptimizer) {
+  ParallelDims dims = Dims(8, 2, 1, 1);
+  EXPECT_EQ(ParallelConfig::FromCheckedDims(dims).ToString(), "dp8 tp2 pp1 cp1 mbs1");
+  dims.dp_sharding = DataParallelSharding::kFull;
+  dims.dp_shard_group = 4;
+  const ParallelConfig config = ParallelConfig::FromCheckedDims(dims);
+  EXPECT_EQ(config.ToString(), "dp8 tp2 pp1 cp1 mbs1 dp_sharding=full dp_shard_group=4");
+  EXPECT_EQ(config.dp_shard_ranks(), 4);
+  dims.dp_sharding = DataParallelSharding::kNone;
+  dims.dp_shard_group = 0;
+  EXPECT_EQ(DataParallelShardRanks(dims), 1);
+}
+
 }  // namespace
 }  // namespace paratune

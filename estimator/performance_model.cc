@@ -233,33 +233,74 @@ StageParameters LastStageParameters(const Symbols& x, const ModelSpec& model,
   return params;
 }
 
+// The ranks that hold the same parameters and synchronise their gradients, as sharding splits
+// them: `shard_ranks` ranks that each hold a 1/shard_ranks share of the sharded states (1
+// without sharding) over `shard_link`, and `replicas` copies of that group over
+// `replica_link` (more than 1 without sharding, or under hybrid sharding).
+struct GradientGroups {
+  double shard_ranks = 1;
+  double replicas = 1;
+  Link shard_link;
+  Link replica_link;
+};
+
 // Seconds to synchronize the gradients of `params` parameters, `fp8_params` of them fp8
-// weights, over `n` ranks on `link`: with the distributed optimizer a reduce-scatter of the
-// gradients and an all-gather of the bf16 parameters (the fp8 ones in fp8 with
-// fp8_param_gather), without it one all-reduce of the gradients. 0 for n = 1.
-double GradientSyncSeconds(const TrainingSpec& training, double params, double fp8_params, double n,
-                           const Link& link) {
-  if (n == 1) return 0;
+// weights, per step of `micro_batches` micro-batches:
+// - none: one all-reduce of the gradients over all the group's ranks;
+// - optimizer and gradients (ZeRO-1 and 2 move the same bytes): a reduce-scatter of the
+//   gradients and an all-gather of the updated bf16 parameters (the fp8 ones in fp8 with
+//   fp8_param_gather) over the shard ranks;
+// - full (FSDP): per micro-batch an all-gather of the parameters before the forward and again
+//   before the backward (they are resharded after the forward: FSDP2's reshard_after_forward,
+//   Megatron-FSDP's optim_grads_params) and a reduce-scatter of the gradients;
+// under hybrid sharding, each reduce-scatter is followed by an all-reduce of the shard over the
+// replicas. 0 when one rank holds the parameters.
+double GradientSyncSeconds(const TrainingSpec& training, DataParallelSharding sharding,
+                           double micro_batches, double params, double fp8_params,
+                           const GradientGroups& groups) {
   const double gradient_bytes = params * (training.fp32_gradients() ? 4 : 2);
-  if (!training.distributed_optimizer()) return AllReduceSeconds(gradient_bytes, n, link);
+  if (sharding == DataParallelSharding::kNone) {
+    if (groups.replicas == 1) return 0;
+    return AllReduceSeconds(gradient_bytes, groups.replicas, groups.replica_link);
+  }
   const double parameter_bytes = training.fp8_param_gather() ? 2 * params - fp8_params : 2 * params;
-  return GatherOrScatterSeconds(gradient_bytes, n, link) +
-         GatherOrScatterSeconds(parameter_bytes, n, link);
+  const double n = groups.shard_ranks;
+  const double reduce = (n > 1 ? GatherOrScatterSeconds(gradient_bytes, n, groups.shard_link) : 0) +
+                        (groups.replicas > 1 ? AllReduceSeconds(gradient_bytes / n, groups.replicas,
+                                                                groups.replica_link)
+                                             : 0);
+  const double gather = n > 1 ? GatherOrScatterSeconds(parameter_bytes, n, groups.shard_link) : 0;
+  if (sharding == DataParallelSharding::kFull) return micro_batches * (2 * gather + reduce);
+  return reduce + gather;
 }
 
 // Exposed DP seconds per step: the gradients of the stage's parameters synchronized over the
-// d x c ranks holding the same shard and, for an MoE model, the experts' over the expert
-// data-parallel group (Megatron-LM reduces them from their own buffers,
-// distributed_data_parallel.py), whose ranks the stage's t c d span as well.
+// d x c ranks holding the same shard as the configuration's sharding says and, for an MoE
+// model, the experts' over the expert data-parallel group (Megatron-LM reduces them from their
+// own buffers, distributed_data_parallel.py), whose ranks the stage's t c d span as well.
 double DpSeconds(const Symbols& x, const TrainingSpec& training, const ParallelConfig& config,
                  const ClusterSpec& cluster, const StageParameters& stage,
                  const PerformanceParameters& params) {
   const Link link = LinkForSpan(config.tp() * config.cp() * config.dp(), cluster, params);
   const double dense_fp8 = stage.fp8_linear - (stage.expert > 0 ? stage.expert : 0);
-  double seconds = GradientSyncSeconds(training, stage.data_parallel, dense_fp8, x.d * x.c, link);
+  const bool sharded = config.dp_sharding() != DataParallelSharding::kNone;
+  GradientGroups dense;
+  dense.shard_ranks = sharded ? config.dp_shard_ranks() * x.c : 1;
+  dense.replicas = x.d * x.c / dense.shard_ranks;
+  dense.shard_link =
+      LinkForSpan(config.tp() * config.cp() * config.dp_shard_ranks(), cluster, params);
+  dense.replica_link = link;
+  double seconds = GradientSyncSeconds(training, config.dp_sharding(), x.m, stage.data_parallel,
+                                       dense_fp8, dense);
   if (stage.expert > 0) {
     const double edp = ExpertDataParallelSize(config.dims(), ExpertParallelismOf(config));
-    seconds += GradientSyncSeconds(training, stage.expert, stage.expert, edp, link);
+    GradientGroups expert;
+    expert.shard_ranks = sharded ? edp : 1;
+    expert.replicas = edp / expert.shard_ranks;
+    expert.shard_link = link;
+    expert.replica_link = link;
+    seconds += GradientSyncSeconds(training, config.dp_sharding(), x.m, stage.expert, stage.expert,
+                                   expert);
   }
   return seconds * (1 - params.dp_overlap);
 }
@@ -283,8 +324,8 @@ double OptimizerSeconds(const Symbols& x, const TrainingSpec& training,
                         const ParallelConfig& config, const ClusterSpec& cluster,
                         const StageParameters& stage, const PerformanceParameters& params) {
   double local_params = stage.data_parallel + stage.expert;
-  if (training.distributed_optimizer()) {
-    local_params = stage.data_parallel / (x.d * x.c);
+  if (ShardsOptimizerStates(config.dp_sharding())) {
+    local_params = stage.data_parallel / (config.dp_shard_ranks() * x.c);
     if (stage.expert > 0) {
       local_params +=
           stage.expert / ExpertDataParallelSize(config.dims(), ExpertParallelismOf(config));

@@ -326,11 +326,24 @@ TEST_F(PerformanceModelTest, MfuIsAgainstThePeakOfThePrecision) {
 
 TEST_F(PerformanceModelTest, DistributedOptimizerShardsTheOptimizerStep) {
   const PerformanceEstimate sharded = Predict(Dims(8, 2, 1, 1, 1));
-  TrainingOptions options = training_.options();
-  options.distributed_optimizer = false;
-  const PerformanceEstimate whole =
-      Predict(Dims(8, 2, 1, 1, 1), *TrainingSpec::Create(options), cluster_);
+  ParallelDims unsharded = Dims(8, 2, 1, 1, 1);
+  unsharded.dp_sharding = DataParallelSharding::kNone;
+  const PerformanceEstimate whole = Predict(unsharded);
   EXPECT_DOUBLE_EQ(whole.optimizer_seconds, 8 * sharded.optimizer_seconds);
+}
+
+TEST_F(PerformanceModelTest, FullShardingGathersTheWeightsTwicePerMicroBatch) {
+  // ZeRO-1 and ZeRO-2 move the same bytes once per step; FSDP gathers the weights before each
+  // micro-batch's forward and backward and reduce-scatters every micro-batch's gradients.
+  ParallelDims dims = Dims(8, 2, 1, 1, 1);
+  const double optimizer = Predict(dims).dp_communication_seconds;
+  dims.dp_sharding = DataParallelSharding::kGradients;
+  EXPECT_DOUBLE_EQ(Predict(dims).dp_communication_seconds, optimizer);
+  dims.dp_sharding = DataParallelSharding::kFull;
+  const double full = Predict(dims).dp_communication_seconds;
+  const double micro_batches = 1024.0 / 8;
+  EXPECT_GT(full, micro_batches * optimizer);
+  EXPECT_LT(full, 1.5 * micro_batches * optimizer);
 }
 
 TEST(TiedEmbeddingsPerformanceTest, OptimizerStepCoversOneEmbeddingCopy) {

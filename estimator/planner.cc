@@ -34,6 +34,14 @@ absl::Status ValidateOptions(const ModelSpec& model, const PlanOptions& options)
   }
   absl::Status experts = CheckExpertSizeLists(model, options);
   if (!experts.ok()) return experts;
+  for (size_t i = 0; i < options.dp_shard_groups.size(); ++i) {
+    const int64_t group = options.dp_shard_groups[i];
+    if (group < 0 || group > kMaxDpShardGroup) {
+      return FieldError(absl::StrCat("space.dp_shard_groups[", i, "]"),
+                        absl::StrCat("(", group, ") must be in [0, ", kMaxDpShardGroup,
+                                     "]; 0 shards over all data-parallel ranks"));
+    }
+  }
   const double fraction = options.memory.safe_fraction;
   if (!(fraction > 0 && fraction <= 1)) {
     return absl::InvalidArgumentError(
@@ -64,8 +72,8 @@ std::vector<T> SortedUnique(std::vector<T> values, std::vector<T> fallback) {
   return values;
 }
 
-std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int, int64_t, int64_t> DimsKey(
-    const ParallelDims& d) {
+std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int, int64_t, int64_t, int, int64_t>
+DimsKey(const ParallelDims& d) {
   return {d.tp,
           d.pp,
           d.cp,
@@ -73,7 +81,27 @@ std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int, int64_t, int64_t> D
           d.virtual_pipeline,
           static_cast<int>(d.recompute),
           d.ep,
-          ExpertTensorParallel(d)};
+          ExpertTensorParallel(d),
+          static_cast<int>(d.dp_sharding),
+          d.dp_shard_group};
+}
+
+// Whether the planner enumerates shard group `group` (0: all dp ranks) of `sharding` for `dp`
+// data-parallel ranks: a hybrid group only where it is a proper divisor of dp and something is
+// sharded (CheckRules' kDpShardGroup), as it skips expert layouts that do not fold.
+bool ShardGroupApplies(DataParallelSharding sharding, int64_t group, int64_t dp) {
+  if (group == 0) return true;
+  return sharding != DataParallelSharding::kNone && group < dp && dp % group == 0;
+}
+
+// The (sharding, group) pairs enumerated for `dp` data-parallel ranks.
+int64_t ShardingLayoutsFor(int64_t dp, const std::vector<DataParallelSharding>& shardings,
+                           const std::vector<int64_t>& groups) {
+  int64_t layouts = 0;
+  for (DataParallelSharding sharding : shardings) {
+    for (int64_t group : groups) layouts += ShardGroupApplies(sharding, group, dp);
+  }
+  return layouts;
 }
 
 // Whether etp x ep x pp divides the GPUs (CheckRules' kExpertWorldSize); the planner skips the
@@ -140,6 +168,15 @@ std::vector<Recompute> SearchedRecomputeModes(const PlanOptions& options) {
   return SortedUnique(options.recompute_modes, {Recompute::kNone});
 }
 
+std::vector<DataParallelSharding> SearchedDataParallelShardings(const TrainingSpec& training,
+                                                                const PlanOptions& options) {
+  return SortedUnique(options.dp_sharding_modes, {training.DefaultDataParallelSharding()});
+}
+
+std::vector<int64_t> SearchedDpShardGroups(const PlanOptions& options) {
+  return SortedUnique(options.dp_shard_groups, {0});
+}
+
 absl::Status CheckExpertSizeLists(const ModelSpec& model, const PlanOptions& options) {
   absl::Status status =
       ValidateExpertSizes(model, "expert_parallel_sizes", options.expert_parallel_sizes);
@@ -197,6 +234,12 @@ ConfigurationExplanation ExplainConfiguration(const ModelSpec& model, const Trai
   } else if (!SearchesExpertTensorParallel(model, options, dims)) {
     explanation.outcome = PlanOutcome::kOutsideSearchSpace;
     explanation.outside = SearchDimension::kExpertTensorParallel;
+  } else if (!searched(SearchedDataParallelShardings(training, options), dims.dp_sharding)) {
+    explanation.outcome = PlanOutcome::kOutsideSearchSpace;
+    explanation.outside = SearchDimension::kDpSharding;
+  } else if (!searched(SearchedDpShardGroups(options), dims.dp_shard_group)) {
+    explanation.outcome = PlanOutcome::kOutsideSearchSpace;
+    explanation.outside = SearchDimension::kDpShardGroup;
   } else if (explanation.memory.verdict == MemoryVerdict::kOutOfMemory) {
     explanation.outcome = PlanOutcome::kOutOfMemory;
   } else if (explanation.memory.verdict == MemoryVerdict::kRisky && !options.include_risky) {
@@ -213,9 +256,12 @@ ConfigurationExplanation ExplainConfiguration(const ModelSpec& model, const Trai
   return explanation;
 }
 
-int64_t CountEnumeratedConfigurations(const ModelSpec& model, int64_t world_size,
-                                      const PlanOptions& options) {
+int64_t CountEnumeratedConfigurations(const ModelSpec& model, const TrainingSpec& training,
+                                      int64_t world_size, const PlanOptions& options) {
   if (world_size < 1) return 0;
+  const std::vector<DataParallelSharding> shardings =
+      SearchedDataParallelShardings(training, options);
+  const std::vector<int64_t> groups = SearchedDpShardGroups(options);
   const std::vector<int64_t> expert_sizes = SearchedExpertParallelSizes(model, options);
   const std::vector<int64_t> expert_tensor_sizes =
       SearchedExpertTensorParallelSizes(model, options);
@@ -236,7 +282,8 @@ int64_t CountEnumeratedConfigurations(const ModelSpec& model, int64_t world_size
         for (int64_t ep : expert_sizes) {
           for (int64_t etp : expert_tensor_sizes) {
             if (!ExpertLayoutFolds(world_size, pp, ep, etp == 0 ? tp : etp)) continue;
-            count += (pp == 1 ? without_pp : all_virtual) * per_layout;
+            count += (pp == 1 ? without_pp : all_virtual) * per_layout *
+                     ShardingLayoutsFor(world_size / (tp * cp * pp), shardings, groups);
           }
         }
       }
@@ -258,8 +305,47 @@ absl::StatusOr<Plan> PlanConfigurations(const ModelSpec& model, const TrainingSp
   const std::vector<int64_t> expert_sizes = SearchedExpertParallelSizes(model, options);
   const std::vector<int64_t> expert_tensor_sizes =
       SearchedExpertTensorParallelSizes(model, options);
+  const std::vector<DataParallelSharding> shardings =
+      SearchedDataParallelShardings(training, options);
+  const std::vector<int64_t> shard_groups = SearchedDpShardGroups(options);
 
   Plan plan;
+  // One enumerated configuration: counted, checked, estimated, kept if its verdict allows.
+  const auto consider = [&](const ParallelDims& dims) {
+    ++plan.counts.enumerated;
+    const Rejection rejection = CheckRules(model, training, cluster, options.rules, dims);
+    if (rejection != Rejection::kValid) {
+      ++plan.rejections[static_cast<int>(rejection)];
+      return;
+    }
+    ++plan.counts.valid;
+    const ParallelConfig config = ParallelConfig::FromCheckedDims(dims);
+    const MemoryEstimate memory = EstimateMemory(model, training, cluster, config, options.memory);
+    plan.memory_map.push_back(
+        {dims, static_cast<float>(memory.fraction_of_capacity), memory.verdict});
+    if (memory.verdict == MemoryVerdict::kSafe) ++plan.counts.safe;
+    if (memory.verdict == MemoryVerdict::kRisky) ++plan.counts.risky;
+    if (memory.verdict == MemoryVerdict::kOutOfMemory) ++plan.counts.out_of_memory;
+    const bool keep = memory.verdict == MemoryVerdict::kSafe ||
+                      (memory.verdict == MemoryVerdict::kRisky && options.include_risky);
+    if (!keep) return;
+    plan.candidates.push_back(
+        {config, memory, PredictPerformance(model, training, cluster, config, params)});
+  };
+  // The innermost dimensions of one (tp, cp, pp, ep, etp, vp, recompute) layout.
+  const auto enumerate_layout = [&](ParallelDims dims) {
+    for (DataParallelSharding sharding : shardings) {
+      dims.dp_sharding = sharding;
+      for (int64_t group : shard_groups) {
+        if (!ShardGroupApplies(sharding, group, dims.dp)) continue;
+        dims.dp_shard_group = group;
+        for (int64_t micro_batch : micro_batch_sizes) {
+          dims.micro_batch = micro_batch;
+          consider(dims);
+        }
+      }
+    }
+  };
   ParallelDims dims;
   for (int64_t tp : divisors) {
     for (int64_t cp : divisors) {
@@ -282,32 +368,7 @@ absl::StatusOr<Plan> PlanConfigurations(const ModelSpec& model, const TrainingSp
               dims.virtual_pipeline = vp;
               for (Recompute recompute : recompute_modes) {
                 dims.recompute = recompute;
-                for (int64_t micro_batch : micro_batch_sizes) {
-                  dims.micro_batch = micro_batch;
-                  ++plan.counts.enumerated;
-                  const Rejection rejection =
-                      CheckRules(model, training, cluster, options.rules, dims);
-                  if (rejection != Rejection::kValid) {
-                    ++plan.rejections[static_cast<int>(rejection)];
-                    continue;
-                  }
-                  ++plan.counts.valid;
-                  const ParallelConfig config = ParallelConfig::FromCheckedDims(dims);
-                  const MemoryEstimate memory =
-                      EstimateMemory(model, training, cluster, config, options.memory);
-                  plan.memory_map.push_back(
-                      {dims, static_cast<float>(memory.fraction_of_capacity), memory.verdict});
-                  if (memory.verdict == MemoryVerdict::kSafe) ++plan.counts.safe;
-                  if (memory.verdict == MemoryVerdict::kRisky) ++plan.counts.risky;
-                  if (memory.verdict == MemoryVerdict::kOutOfMemory) ++plan.counts.out_of_memory;
-                  const bool keep =
-                      memory.verdict == MemoryVerdict::kSafe ||
-                      (memory.verdict == MemoryVerdict::kRisky && options.include_risky);
-                  if (!keep) continue;
-                  plan.candidates.push_back(
-                      {config, memory,
-                       PredictPerformance(model, training, cluster, config, params)});
-                }
+                enumerate_layout(dims);
               }
             }
           }

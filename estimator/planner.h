@@ -19,6 +19,8 @@ namespace paratune {
 
 // The largest expert (tensor) parallel size a search space may list.
 inline constexpr int64_t kMaxExpertParallelSize = 4096;
+// The largest hybrid-sharding group a search space may list (the largest cluster's GPUs).
+inline constexpr int64_t kMaxDpShardGroup = 65536 * 64;
 
 struct PlanOptions {
   // Micro-batch sizes to enumerate; empty means 1, 2, 4, 8, 16.
@@ -34,6 +36,13 @@ struct PlanOptions {
   // tensor parallel size of each configuration (Megatron-LM's default). A dense model is
   // planned with that default only and refuses a list.
   std::vector<int64_t> expert_tensor_parallel_sizes;
+  // Data-parallel sharding modes to enumerate; empty means the training's default
+  // (TrainingSpec::DefaultDataParallelSharding).
+  std::vector<DataParallelSharding> dp_sharding_modes;
+  // Hybrid-sharding groups to enumerate (ParallelDims::dp_shard_group; 0 = all dp ranks);
+  // empty means 0. A group is enumerated where it is a proper divisor of dp and something is
+  // sharded.
+  std::vector<int64_t> dp_shard_groups;
   PlacementRules rules;
   MemoryOptions memory;
   // Keep RISKY configurations among the candidates (SAFE only otherwise).
@@ -83,6 +92,9 @@ struct Plan {
 std::vector<int64_t> SearchedMicroBatchSizes(const PlanOptions& options);
 std::vector<int64_t> SearchedVirtualPipelineSizes(const PlanOptions& options);
 std::vector<Recompute> SearchedRecomputeModes(const PlanOptions& options);
+std::vector<DataParallelSharding> SearchedDataParallelShardings(const TrainingSpec& training,
+                                                                const PlanOptions& options);
+std::vector<int64_t> SearchedDpShardGroups(const PlanOptions& options);
 // For expert parallelism the defaults depend on the model: {1} for a dense model; for a
 // mixture-of-experts one the divisors of its experts. Expert tensor parallel sizes: {0}
 // (ParallelDims.etp 0, the tp of each configuration) when the list is empty or the model dense.
@@ -100,8 +112,8 @@ absl::Status CheckExpertSizeLists(const ModelSpec& model, const PlanOptions& opt
 // How many configurations PlanConfigurations enumerates (Plan.counts.enumerated) for `model`
 // on a cluster of `world_size` GPUs and `options`, counted without checking or estimating any,
 // so that a caller can refuse a space too large to plan. 0 for world_size < 1.
-int64_t CountEnumeratedConfigurations(const ModelSpec& model, int64_t world_size,
-                                      const PlanOptions& options);
+int64_t CountEnumeratedConfigurations(const ModelSpec& model, const TrainingSpec& training,
+                                      int64_t world_size, const PlanOptions& options);
 
 // What a plan made of one configuration, for `paratune plan --explain`.
 enum class PlanOutcome {
@@ -120,6 +132,8 @@ enum class SearchDimension {
   kSequenceParallel,      // the plan uses sequence parallelism exactly when tp > 1
   kExpertParallel,        // not among SearchedExpertParallelSizes
   kExpertTensorParallel,  // not among SearchedExpertTensorParallelSizes (resolved)
+  kDpSharding,            // not among SearchedDataParallelShardings
+  kDpShardGroup,          // not among SearchedDpShardGroups
 };
 
 struct ConfigurationExplanation {

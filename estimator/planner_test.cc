@@ -100,14 +100,47 @@ TEST_F(PlannerTest, MicroBatchSizesAreDeduplicated) {
 
 TEST_F(PlannerTest, CountEnumeratedConfigurationsAgreesWithThePlan) {
   PlanOptions options;
-  EXPECT_EQ(CountEnumeratedConfigurations(model_, cluster_.world_size(), options),
+  EXPECT_EQ(CountEnumeratedConfigurations(model_, training_, cluster_.world_size(), options),
             MakePlan(options)->counts.enumerated);
   options.micro_batch_sizes = {1, 2, 4};
   options.virtual_pipeline_sizes = {1, 2, 4};
   options.recompute_modes = {Recompute::kNone, Recompute::kFull};
-  EXPECT_EQ(CountEnumeratedConfigurations(model_, cluster_.world_size(), options),
+  EXPECT_EQ(CountEnumeratedConfigurations(model_, training_, cluster_.world_size(), options),
             MakePlan(options)->counts.enumerated);
-  EXPECT_EQ(CountEnumeratedConfigurations(model_, 0, options), 0);
+  EXPECT_EQ(CountEnumeratedConfigurations(model_, training_, 0, options), 0);
+  options.dp_sharding_modes = {DataParallelSharding::kNone, DataParallelSharding::kFull};
+  options.dp_shard_groups = {0, 2, 4};
+  EXPECT_EQ(CountEnumeratedConfigurations(model_, training_, cluster_.world_size(), options),
+            MakePlan(options)->counts.enumerated);
+}
+
+TEST_F(PlannerTest, ShardingModesAndHybridGroupsAreEnumerated) {
+  PlanOptions options;
+  options.micro_batch_sizes = {1};
+  // By default the training's own mode alone: 35 layouts of 16 GPUs.
+  EXPECT_EQ(MakePlan(options)->counts.enumerated, 35);
+  EXPECT_EQ(SearchedDataParallelShardings(training_, options),
+            std::vector<DataParallelSharding>{DataParallelSharding::kOptimizer});
+  // none and full, full also in groups of 2 where 2 properly divides dp: of the 35 layouts, 1
+  // has dp 16, 3 dp 8, 6 dp 4, 10 dp 2 (where 2 is no proper divisor) and 15 dp 1, so
+  // 35 + 35 + 10 are enumerated.
+  options.dp_sharding_modes = {DataParallelSharding::kNone, DataParallelSharding::kFull};
+  options.dp_shard_groups = {0, 2};
+  absl::StatusOr<Plan> plan = MakePlan(options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int64_t hybrid = 0;
+  for (const MemoryMapEntry& entry : plan->memory_map) {
+    if (entry.dims.dp_shard_group == 0) continue;
+    ++hybrid;
+    EXPECT_EQ(entry.dims.dp_sharding, DataParallelSharding::kFull);
+    EXPECT_GT(entry.dims.dp, 2);
+  }
+  EXPECT_GT(hybrid, 0);
+  EXPECT_EQ(plan->counts.enumerated, 80);
+  options.dp_shard_groups = {-1};
+  EXPECT_EQ(MakePlan(options).status().message(),
+            "space.dp_shard_groups[0] (-1) must be in [0, 4194304]; 0 shards over all "
+            "data-parallel ranks");
 }
 
 TEST_F(PlannerTest, AllowingTpCpAcrossNodes) {
@@ -315,7 +348,7 @@ TEST_F(ExpertPlanningTest, DenseModelsAreSearchedWithTheDefaultsOnly) {
   EXPECT_EQ(SearchedExpertTensorParallelSizes(model_, options), std::vector<int64_t>{0});
   // 16 = 2^4 splits into (dp, tp, pp, cp) in 35 ways, times 5 micro-batch sizes: as before
   // experts existed.
-  EXPECT_EQ(CountEnumeratedConfigurations(model_, cluster_.world_size(), options), 175);
+  EXPECT_EQ(CountEnumeratedConfigurations(model_, training_, cluster_.world_size(), options), 175);
   absl::StatusOr<Plan> plan = MakePlan(options);
   ASSERT_TRUE(plan.ok());
   for (const MemoryMapEntry& entry : plan->memory_map) {
@@ -368,11 +401,11 @@ TEST_F(ExpertPlanningTest, CountsExpertLayoutsThatFoldOntoEachAttentionLayout) {
   // divides 16) 100 times, times 5 micro-batch sizes; e.g. tp 2, pp 2 takes ep 1, 2 and 4,
   // not 8 (2 x 8 x 2 = 32).
   PlanOptions options;
-  EXPECT_EQ(CountEnumeratedConfigurations(moe_, cluster_.world_size(), options), 500);
+  EXPECT_EQ(CountEnumeratedConfigurations(moe_, training_, cluster_.world_size(), options), 500);
   // ep {2, 8} x etp {1, 2}: 105 foldings.
   options.expert_parallel_sizes = {2, 8};
   options.expert_tensor_parallel_sizes = {1, 2};
-  EXPECT_EQ(CountEnumeratedConfigurations(moe_, cluster_.world_size(), options), 525);
+  EXPECT_EQ(CountEnumeratedConfigurations(moe_, training_, cluster_.world_size(), options), 525);
   // The plan enumerates exactly those, and every configuration it keeps folds.
   absl::StatusOr<Plan> plan = PlanConfigurations(moe_, training_, cluster_, options, params_);
   ASSERT_TRUE(plan.ok()) << plan.status();

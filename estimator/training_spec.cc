@@ -27,6 +27,22 @@ const char* TokenDispatcherName(TokenDispatcher dispatcher) {
   return "alltoall";
 }
 
+const char* FrameworkName(Framework framework) {
+  switch (framework) {
+    case Framework::kMegatron:
+      return "megatron";
+    case Framework::kTorchTitan:
+      return "torchtitan";
+  }
+  return "megatron";
+}
+
+DataParallelSharding TrainingSpec::DefaultDataParallelSharding() const {
+  if (!options_.distributed_optimizer) return DataParallelSharding::kNone;
+  return options_.framework == Framework::kTorchTitan ? DataParallelSharding::kFull
+                                                      : DataParallelSharding::kOptimizer;
+}
+
 absl::StatusOr<TrainingSpec> TrainingSpec::Create(const TrainingOptions& options) {
   // Ranges and rules are those documented on paratune.v1.TrainingSpec (proto/specs.proto),
   // and so are the field names of the messages.

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "estimator/data_parallel_sharding.h"
 
 namespace paratune {
 
@@ -48,6 +49,19 @@ enum class TokenDispatcher {
 // "alltoall" or "allgather": the value --moe-token-dispatcher-type takes.
 const char* TokenDispatcherName(TokenDispatcher dispatcher);
 
+// The training framework a search measures and exports for. What it does differently is a
+// term of the estimate or a rule, not another model (docs/estimator.md, "Frameworks").
+enum class Framework {
+  // Megatron-LM (Megatron-Core), and the NeMo and Megatron-Bridge recipes built on it.
+  kMegatron,
+  // TorchTitan, PyTorch's native stack: FSDP2, DTensor tensor parallelism, torch.distributed
+  // pipelining and context parallelism.
+  kTorchTitan,
+};
+
+// "megatron" or "torchtitan": the values --framework takes.
+const char* FrameworkName(Framework framework);
+
 // The largest capacity factor (TrainingSpec::Create): far beyond any recipe's (1 to 4), a bound
 // that catches typos.
 inline constexpr double kMaxMoeCapacityFactor = 1000;
@@ -61,8 +75,12 @@ struct TrainingOptions {
   // bf16. Only with fp8 (transformer_config.py:1439-1440) and the distributed optimizer
   // (megatron/training/arguments.py:1060-1062).
   bool fp8_param_gather = false;
-  bool distributed_optimizer = true;  // optimizer states sharded over dp x cp
-  bool fp32_gradients = true;         // 4-byte gradients (2 when false)
+  // The data-parallel sharding of a configuration that names none, and of a search that lists
+  // no sharding modes (DefaultDataParallelSharding): true is the framework's own default
+  // (Megatron-LM's distributed optimizer, TorchTitan's FSDP), false plain data parallelism.
+  // Kept from before sharding was a dimension of the configuration (ParallelDims::dp_sharding).
+  bool distributed_optimizer = true;
+  bool fp32_gradients = true;  // 4-byte gradients (2 when false)
   bool flash_attention = true;
   // Tensor-parallel communication overlapped with the GEMMs (Megatron-LM --tp-comm-overlap,
   // NeMo's tp_comm_overlap, Transformer Engine userbuffers); off by default, as in
@@ -90,6 +108,7 @@ struct TrainingOptions {
   // TransformerConfig refuses it otherwise: ExpertParallelOverlapApplies,
   // moe_performance.h), and needs the all-to-all dispatcher.
   bool moe_expert_parallel_overlap = false;
+  Framework framework = Framework::kMegatron;
 };
 
 // Immutable and always valid.
@@ -115,6 +134,10 @@ class TrainingSpec {
   TokenDispatcher moe_token_dispatcher() const { return options_.moe_token_dispatcher; }
   bool moe_grouped_gemm() const { return options_.moe_grouped_gemm; }
   bool moe_expert_parallel_overlap() const { return options_.moe_expert_parallel_overlap; }
+  Framework framework() const { return options_.framework; }
+  // What distributed_optimizer stands for under the framework: kOptimizer for Megatron-LM and
+  // kFull for TorchTitan (which has no optimizer-only sharding) when true, kNone when false.
+  DataParallelSharding DefaultDataParallelSharding() const;
 
  private:
   explicit TrainingSpec(const TrainingOptions& options) : options_(options) {}

@@ -71,8 +71,8 @@ void FuzzPlan(absl::string_view input) {
   if (!ParseFuzzMessage(input, request)) return;
   // As the server does before planning (server/autotuner_service.cc).
   if (absl::StatusOr<ResolvedSpec> spec = ResolveSearchSpec(request.spec()); spec.ok()) {
-    if (CountEnumeratedConfigurations(spec->model, spec->cluster.world_size(), spec->plan_options) >
-        kMaxFuzzedCandidates) {
+    if (CountEnumeratedConfigurations(spec->model, spec->training, spec->cluster.world_size(),
+                                      spec->plan_options) > kMaxFuzzedCandidates) {
       return;
     }
   }

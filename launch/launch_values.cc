@@ -1,5 +1,6 @@
 #include "launch/launch_values.h"
 
+#include <numeric>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -113,7 +114,14 @@ const std::vector<Placeholder>& LaunchPlaceholders() {
       {"ep", Kind::kInteger},
       {"etp", Kind::kInteger},  // resolved: tp where the configuration leaves it unset
       {"fp8", Kind::kBoolean},
+      // The configuration's sharding: true for Megatron-LM's distributed optimizer (optimizer).
       {"distributed_optimizer", Kind::kBoolean},
+      {"dp_sharding", Kind::kDpSharding},
+      // Ranks a replica's states are sharded over (1 without sharding), and the replicas of
+      // that group: dp_shard x dp_replicate = {dp} (TorchTitan's data_parallel_shard_degree
+      // and data_parallel_replicate_degree).
+      {"dp_shard", Kind::kInteger},
+      {"dp_replicate", Kind::kInteger},
       {"fp32_gradients", Kind::kBoolean},
       {"fp8_param_gather", Kind::kBoolean},
       {"tp_comm_overlap", Kind::kBoolean},  // false whenever sequence_parallel is
@@ -180,6 +188,10 @@ absl::Status CheckPlaceholderValue(const Placeholder& placeholder, absl::string_
       }
       return absl::InvalidArgumentError(
           absl::StrCat("{", placeholder.name, "} is alltoall or allgather, never \"", value, "\""));
+    case Kind::kDpSharding:
+      if (DataParallelShardingNamed(value).has_value()) return absl::OkStatus();
+      return absl::InvalidArgumentError(absl::StrCat(
+          "{", placeholder.name, "} is none, optimizer, gradients or full, never \"", value, "\""));
     case Kind::kNumber: {
       double parsed = 0;
       if (absl::SimpleAtod(value, &parsed) && parsed >= 0 && PlainText(value)) {
@@ -252,6 +264,17 @@ absl::Status CheckLaunchShape(const v1::ProbeAssignment& assignment, const Paral
   return absl::OkStatus();
 }
 
+void LaunchValues::SetDataParallelShares(const ParallelConfig& config, int64_t dp) {
+  SetInteger("dp", dp);
+  // A probe of fewer replicas than the configuration's shards over as many of its hybrid
+  // group as it runs (the largest common divisor), over all of them without hybrid sharding.
+  const int64_t group = config.dims().dp_shard_group;
+  int64_t shard = config.dp_sharding() == DataParallelSharding::kNone ? 1 : dp;
+  if (shard > 1 && group > 0) shard = std::gcd(group, dp);
+  SetInteger("dp_shard", shard);
+  SetInteger("dp_replicate", dp / shard);
+}
+
 absl::StatusOr<LaunchValues> LaunchValues::ForProbe(
     const v1::ProbeAssignment& assignment, const ModelSpec& model, const TrainingSpec& training,
     const ParallelConfig& config, int64_t micro_batches_per_step, int64_t extra_warmup_iterations,
@@ -261,7 +284,7 @@ absl::StatusOr<LaunchValues> LaunchValues::ForProbe(
 
   LaunchValues values;
   values.SetConfiguration(model, training, config);
-  values.SetInteger("dp", probe_dp);
+  values.SetDataParallelShares(config, probe_dp);
   values.SetInteger("gbs", micro_batches_per_step * probe_dp * config.micro_batch());
   values.SetBoolean("probe", true);
   values.SetInteger("train_iters",
@@ -289,7 +312,7 @@ absl::StatusOr<LaunchValues> LaunchValues::ForExport(const ModelSpec& model,
   }
   LaunchValues values;
   values.SetConfiguration(model, training, config);
-  values.SetInteger("dp", config.dp());
+  values.SetDataParallelShares(config, config.dp());
   values.SetInteger("gbs", training.global_batch_size());
   values.SetBoolean("probe", false);
   values.SetInteger("nnodes", cluster.num_nodes());
@@ -351,7 +374,8 @@ void LaunchValues::SetConfiguration(const ModelSpec& model, const TrainingSpec& 
   SetInteger("ep", config.ep());
   SetInteger("etp", config.etp());
   SetBoolean("fp8", training.fp8());
-  SetBoolean("distributed_optimizer", training.distributed_optimizer());
+  SetBoolean("distributed_optimizer", config.dp_sharding() == DataParallelSharding::kOptimizer);
+  SetText("dp_sharding", DataParallelShardingName(config.dp_sharding()));
   SetBoolean("fp32_gradients", training.fp32_gradients());
   SetBoolean("fp8_param_gather", training.fp8_param_gather());
   // Megatron-LM rejects --tp-comm-overlap without sequence parallelism, which is off at tp 1

@@ -30,6 +30,7 @@ enum class PlaceholderKind {
   kRouterScore,      // "softmax" or "sigmoid" (Megatron-LM's --moe-router-score-function)
   kLayerPattern,     // one 0 or 1 per layer, separated by commas ("0,1,0,1")
   kTokenDispatcher,  // "alltoall" or "allgather" (estimator/training_spec.h, TokenDispatcherName)
+  kDpSharding,       // "none", "optimizer", "gradients" or "full" (DataParallelShardingName)
   kNumber,           // a decimal number >= 0, such as 1.25
   kText,             // letters, digits and . , : / _ -
 };
@@ -92,6 +93,9 @@ class LaunchValues {
   // training run's numerics.
   void SetConfiguration(const ModelSpec& model, const TrainingSpec& training,
                         const ParallelConfig& config);
+  // {dp}, the data-parallel replicas the launch runs, and how sharding splits them:
+  // {dp_shard} x {dp_replicate} = {dp}.
+  void SetDataParallelShares(const ParallelConfig& config, int64_t dp);
   void SetText(const char* name, std::string value);
   void SetInteger(const char* name, int64_t value);
   void SetBoolean(const char* name, bool value);

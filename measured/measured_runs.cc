@@ -30,6 +30,7 @@ struct RowSetup {
   bool completed = true;
   double step_seconds = 0;
   bool dispatcher_substituted = false;
+  double measured_memory_gib = 0;
   // The column step_seconds is read or derived from, for errors.
   std::string step_column;
 };
@@ -123,7 +124,8 @@ absl::StatusOr<MeasuredRun> MakeRun(const CsvTable& table, size_t row, const std
                      *config,
                      setup.completed,
                      setup.step_seconds,
-                     setup.dispatcher_substituted};
+                     setup.dispatcher_substituted,
+                     setup.measured_memory_gib};
 }
 
 // Catalog dimensions of the NVIDIA table's models (Hugging Face / NeMo configs); the table
@@ -437,6 +439,98 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadNvidiaFp8(const CsvTable& table,
   return runs;
 }
 
+constexpr char kTorchTitanTable[] = "torchtitan_h100_202412.csv";
+
+// A yes or no cell of the TorchTitan table.
+absl::StatusOr<bool> YesNoCell(const CsvTable& table, size_t row, const std::string& column) {
+  PT_ASSIGN_OR_RETURN(const std::string text, table.String(row, column));
+  if (text == "yes") return true;
+  if (text == "no") return false;
+  return table.InvalidCell(row, column, absl::StrCat("\"", text, "\" is not yes or no"));
+}
+
+// The TorchTitan benchmark's GPU: an H100 with 96 GB of HBM2e at 2.4 TB/s (the benchmark's
+// "Hardware"), 8 per host on NVLink, 400 Gb/s of RDMA per GPU; h100-94gb's memory, and the SXM
+// peak the benchmark computes its MFU against.
+absl::StatusOr<GpuSpec> TorchTitanGpu() {
+  PT_ASSIGN_OR_RETURN(GpuSpec gpu, FindGpuPreset("h100-94gb"));
+  gpu.hbm_bandwidth_gbps = 2400;
+  return gpu;
+}
+
+absl::StatusOr<std::vector<MeasuredRun>> LoadTorchTitan(const CsvTable& table,
+                                                        const std::string& file) {
+  std::vector<MeasuredRun> runs;
+  PT_ASSIGN_OR_RETURN(const GpuSpec gpu, TorchTitanGpu());
+  for (size_t row = 0; row < table.num_rows(); ++row) {
+    RowSetup setup;
+    PT_ASSIGN_OR_RETURN(setup.model_name, table.String(row, "model"));
+    absl::StatusOr<ModelSpec> model = FindModelPreset(setup.model_name);
+    if (!model.ok()) return table.InvalidCell(row, "model", std::string(model.status().message()));
+    setup.dims = model->dims();
+    setup.gpu = gpu;
+    setup.training.framework = Framework::kTorchTitan;
+    PT_ASSIGN_OR_RETURN(setup.training.seq_len, table.Int(row, "seq_len"));
+    PT_ASSIGN_OR_RETURN(setup.training.global_batch_size, table.Int(row, "global_batch"));
+    // Float8 (torchao's Float8Linear): fp8 GEMMs on every linear but the LM head.
+    PT_ASSIGN_OR_RETURN(setup.training.fp8, YesNoCell(table, row, "float8"));
+    // Async TP overlaps the tensor-parallel collectives with the GEMMs they feed.
+    PT_ASSIGN_OR_RETURN(setup.training.tp_comm_overlap, YesNoCell(table, row, "async_tp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.dp, table.Int(row, "fsdp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.tp, table.Int(row, "tp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.pp, table.Int(row, "pp"));
+    PT_ASSIGN_OR_RETURN(setup.parallel.cp, table.Int(row, "cp"));
+    setup.parallel.sequence_parallel = setup.parallel.tp > 1;
+    setup.parallel.dp_sharding = DataParallelSharding::kFull;
+    PT_ASSIGN_OR_RETURN(const int64_t local_batch, table.Int(row, "local_batch"));
+    // TorchTitan splits a pipeline's local batch into as many micro-batches as stages
+    // (experimental.pipeline_parallel_microbatches unset); the benchmark does not say more.
+    if (local_batch % setup.parallel.pp != 0) {
+      return table.InvalidCell(
+          row, "local_batch",
+          absl::StrCat("(", local_batch, ") is not a multiple of pp (", setup.parallel.pp, ")"));
+    }
+    setup.parallel.micro_batch = local_batch / setup.parallel.pp;
+    PT_ASSIGN_OR_RETURN(const std::string schedule, table.String(row, "pp_schedule"));
+    // Interleaved 1F1B with two stages per rank, the fewest it takes; the benchmark does not
+    // state its count.
+    setup.parallel.virtual_pipeline = schedule == "Interleaved1F1B" ? 2 : 1;
+    PT_ASSIGN_OR_RETURN(const std::string checkpointing,
+                        table.String(row, "activation_checkpointing"));
+    if (checkpointing == "selective") {
+      setup.parallel.recompute = Recompute::kSelective;
+    } else if (checkpointing == "full") {
+      setup.parallel.recompute = Recompute::kFull;
+    } else if (checkpointing != "none") {
+      return table.InvalidCell(
+          row, "activation_checkpointing",
+          absl::StrCat("\"", checkpointing, "\" is not none, selective or full"));
+    }
+    PT_ASSIGN_OR_RETURN(const int64_t gpus, table.Int(row, "num_gpus"));
+    setup.step_column = "tokens_per_s_per_gpu";
+    PT_ASSIGN_OR_RETURN(const double tokens_per_gpu, table.Double(row, setup.step_column));
+    setup.step_seconds = static_cast<double>(setup.training.global_batch_size) *
+                         static_cast<double>(setup.training.seq_len) /
+                         (tokens_per_gpu * static_cast<double>(gpus));
+    PT_ASSIGN_OR_RETURN(setup.measured_memory_gib, table.Double(row, "memory_gib"));
+    if (!(setup.measured_memory_gib > 0)) {
+      return table.InvalidCell(row, "memory_gib", "must be > 0");
+    }
+    PT_ASSIGN_OR_RETURN(const std::string source, table.String(row, "source"));
+    PT_ASSIGN_OR_RETURN(const bool compiled, YesNoCell(table, row, "torch_compile"));
+    setup.group = absl::StrCat("TorchTitan ", source.substr(source.rfind("Table")),
+                               compiled ? " compiled" : "");
+    PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
+    if (run.cluster.world_size() != gpus) {
+      return table.InvalidCell(
+          row, "num_gpus",
+          absl::StrCat("(", gpus, ") is not fsdp x tp x pp x cp (", run.cluster.world_size(), ")"));
+    }
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
 constexpr char kMoeTable[] = "megatron_bridge_moe_h100.csv";
 
 // The dispatcher a row's recipe sets. Megatron-Bridge's flex dispatcher (DeepEP or HybridEP
@@ -568,6 +662,8 @@ absl::StatusOr<std::vector<SkippedRow>> SkippedMoeRows(const std::string& direct
 
 MeasuredDataset Fp8Dataset() { return {"nvidia_h100_fp8.csv", false, true}; }
 
+MeasuredDataset TorchTitanDataset() { return {kTorchTitanTable, false}; }
+
 std::vector<MeasuredDataset> Fp8Datasets() {
   return {{"nvidia_dgxc_h100.csv", true, true}, Fp8Dataset()};
 }
@@ -598,6 +694,7 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMeasuredRuns(const std::string& dir
   if (dataset.file == kMoeTable) {
     return LoadMegatronBridgeMoe(table, dataset.file, dataset.fp8, nullptr);
   }
+  if (dataset.file == kTorchTitanTable) return LoadTorchTitan(table, dataset.file);
   return absl::InvalidArgumentError(absl::StrCat(dataset.file, ": not a known measured table"));
 }
 

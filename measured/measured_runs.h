@@ -34,6 +34,8 @@ struct MeasuredRun {
   // HybridEP kernels), read as the all-to-all it replaces; a replay finds it, the MoE fit
   // leaves it out.
   bool dispatcher_substituted = false;
+  // Peak memory per GPU the source measured, GiB (2^30 bytes); 0 where it gives none.
+  double measured_memory_gib = 0;
 };
 
 // A table of data/measured/, which of its rows, and whether it calibrates the performance
@@ -64,6 +66,12 @@ std::vector<MeasuredDataset> Fp8Datasets();
 // the MoE performance parameters are fitted to and validated on. Apart from
 // MeasuredDatasets(), so that the dense fit and its error do not move.
 std::vector<MeasuredDataset> MoeDatasets();
+
+// TorchTitan's own H100 benchmark (torchtitan_h100_202412.csv): Llama 3.1 with FSDP2 and TP,
+// PP, CP, torch.compile and Float8, each row with measured tokens/s and peak memory, read with
+// training.framework torchtitan and full data-parallel sharding. Held out: nothing is fitted to
+// it; docs/estimator.md validates the TorchTitan terms against it.
+MeasuredDataset TorchTitanDataset();
 
 // A row of a measured table that its reader leaves out, and why.
 struct SkippedRow {

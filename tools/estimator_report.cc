@@ -443,6 +443,49 @@ double PredictedTokensPerGpu(const MeasuredRun& run, const PerformanceParameters
          static_cast<double>(run.cluster.world_size());
 }
 
+// Every TorchTitan run (held out: nothing is fitted to it): measured peak memory against the
+// estimate's peak (TorchTitan reports the caching allocator's maximum reserved memory, the
+// maximum over GPUs) and measured tokens/s per GPU against the fitted parameters'
+// prediction, with the MAPE and largest error of each.
+std::string TorchTitanSection(const std::vector<MeasuredRun>& runs) {
+  const double gib = 1024.0 * 1024 * 1024;
+  std::string rows =
+      "| line | run | GPUs | fsdp tp pp cp vp mbs | checkpointing | float8 | measured GiB | "
+      "estimated | error | measured tok/s/GPU | predicted | error |\n"
+      "|---:|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|\n";
+  double memory_errors = 0;
+  double largest_memory_error = 0;
+  double throughput_errors = 0;
+  for (const MeasuredRun& run : runs) {
+    const MemoryEstimate memory =
+        EstimateMemory(run.model, run.training, run.cluster, run.config, MemoryOptions());
+    const double memory_error = memory.peak_bytes / gib / run.measured_memory_gib - 1;
+    const double measured_tokens = MeasuredTokensPerGpu(run);
+    const double predicted_tokens =
+        PredictedTokensPerGpu(run, DefaultPerformanceParameters(run.cluster.gpu()));
+    const double throughput_error = predicted_tokens / measured_tokens - 1;
+    memory_errors += std::abs(memory_error);
+    largest_memory_error = std::max(largest_memory_error, std::abs(memory_error));
+    throughput_errors += std::abs(throughput_error);
+    absl::StrAppendFormat(
+        &rows,
+        "| %d | %s %s | %d | %d %d %d %d %d %d | %s | %s | %.1f | %.1f | %+.1f%% | %.0f | "
+        "%.0f | %+.1f%% |\n",
+        run.line, run.model_name, run.group, run.cluster.world_size(), run.config.dp(),
+        run.config.tp(), run.config.pp(), run.config.cp(), run.config.virtual_pipeline(),
+        run.config.micro_batch(), RecomputeName(run.config.recompute()),
+        run.training.fp8() ? "yes" : "no", run.measured_memory_gib, memory.peak_bytes / gib,
+        100 * memory_error, measured_tokens, predicted_tokens, 100 * throughput_error);
+  }
+  const double n = static_cast<double>(runs.size());
+  return absl::StrCat(
+      absl::StrFormat("Peak memory: mean absolute error %s, largest %s. Tokens/s per GPU: MAPE "
+                      "%s. %d runs.\n\n",
+                      Percent(memory_errors / n), Percent(largest_memory_error),
+                      Percent(throughput_errors / n), runs.size()),
+      rows);
+}
+
 // Every MoE run: measured tokens/s per GPU against the fitted parameters' prediction and,
 // for the runs of the fit, the prediction of the parameters fitted to the other runs alone
 // (their held-out error), with the memory verdict of each configuration (which ran).
@@ -581,6 +624,8 @@ absl::Status Run() {
     moe_runs.insert(moe_runs.end(), runs.begin(), runs.end());
   }
   PT_ASSIGN_OR_RETURN(const std::string moe, MoeSection(moe_runs));
+  PT_ASSIGN_OR_RETURN(const std::vector<MeasuredRun> torchtitan_runs,
+                      LoadMeasuredRuns(absl::GetFlag(FLAGS_data_dir), TorchTitanDataset()));
   const std::string validation = absl::StrCat(
       "### Throughput\n\n", ThroughputSection(tables, datasets), "\n### Held-out ranking (",
       datasets.back().file, ")\n\n", HeldOutSection(held_out), "\n### Error bars\n\n",
@@ -599,7 +644,8 @@ absl::Status Run() {
                      {"{{PARAMETERS}}\n", ParametersSection()},
                      {"{{FP8_PARAMETERS}}\n", Fp8ParametersSection()},
                      {"{{MOE_VALIDATION}}\n", moe},
-                     {"{{MOE_PARAMETERS}}\n", MoeParametersSection()}});
+                     {"{{MOE_PARAMETERS}}\n", MoeParametersSection()},
+                     {"{{TORCHTITAN_VALIDATION}}\n", TorchTitanSection(torchtitan_runs)}});
   const std::string out_path = absl::GetFlag(FLAGS_out);
   if (out_path.empty()) {
     std::cout << document;

@@ -20,8 +20,9 @@ absl::Status CheckPlanWithinLimits(const char* method, const v1::SearchSpec& spe
   if (limits.max_enumerated_candidates > 0) {
     // A spec that does not resolve gets AnswerPlan's error naming the field.
     if (absl::StatusOr<ResolvedSpec> resolved = ResolveSearchSpec(spec); resolved.ok()) {
-      const int64_t enumerated = CountEnumeratedConfigurations(
-          resolved->model, resolved->cluster.world_size(), resolved->plan_options);
+      const int64_t enumerated =
+          CountEnumeratedConfigurations(resolved->model, resolved->training,
+                                        resolved->cluster.world_size(), resolved->plan_options);
       if (enumerated > limits.max_enumerated_candidates) {
         return TooManyCandidatesError(enumerated, limits.max_enumerated_candidates);
       }

@@ -72,8 +72,8 @@ absl::StatusOr<v1::Search> Scheduler::CreateSearch(const v1::CreateSearchRequest
   const int64_t max_enumerated = options_.limits.max_enumerated_candidates;
   if (max_enumerated > 0) {
     const int64_t enumerated = CountEnumeratedConfigurations(
-        validated.resolved.model, validated.resolved.cluster.world_size(),
-        validated.resolved.plan_options);
+        validated.resolved.model, validated.resolved.training,
+        validated.resolved.cluster.world_size(), validated.resolved.plan_options);
     if (enumerated > max_enumerated) return TooManyCandidatesError(enumerated, max_enumerated);
   }
   {

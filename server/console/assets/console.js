@@ -129,8 +129,8 @@ function originLabel(candidate) {
 
 // A configuration's fields as people read them, each {name, value, text}, in the order and
 // with the words of the CLI's DescribeConfig (convert/search_text.h): dp, tp, pp, cp and mbs
-// always (mbs left out with `withMicroBatch` false, for a memory map's row), then vp, sp=off
-// and recompute where they leave the default. Every field of ParallelConfig in which two
+// always (mbs left out with `withMicroBatch` false, for a memory map's row), then vp, ep, etp,
+// sp=off, recompute, dp_sharding and dp_shard_group where they leave the default. Every field of ParallelConfig in which two
 // candidates can differ is here, so two distinct configurations never read the same.
 function configFields(c, withMicroBatch = true) {
   const fields = [];
@@ -155,6 +155,14 @@ function configFields(c, withMicroBatch = true) {
   if (recompute === 'selective' || recompute === 'full') {
     add('recompute', recompute, 'recompute=' + recompute);
   }
+  // Data-parallel sharding where not the distributed optimizer (unset: stored before it was a
+  // dimension), and a hybrid-sharding group where set.
+  const sharding = (c.dpSharding || 'DP_SHARDING_OPTIMIZER').replace('DP_SHARDING_', '').toLowerCase();
+  if (sharding !== 'optimizer' && sharding !== 'unspecified') {
+    add('dp_sharding', sharding, 'dp_sharding=' + sharding);
+  }
+  const group = Number(c.dpShardGroup || 0);
+  if (group > 0) add('dp_shard_group', group, 'dp_shard_group=' + group);
   return fields;
 }
 

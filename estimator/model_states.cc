@@ -1,0 +1,48 @@
+#include "estimator/model_states.h"
+
+namespace paratune {
+namespace {
+
+constexpr double kBf16Bytes = 2;
+constexpr double kFp32Bytes = 4;
+// Adam's fp32 master weights and two moments.
+constexpr double kMegatronOptimizerBytes = 12;
+// AdamW's two fp32 moments: the fp32 parameter is its own master weight.
+constexpr double kTorchTitanOptimizerBytes = 8;
+
+// `bytes` per parameter, divided over `shard_ranks` where `sharded`.
+double Share(double bytes, bool sharded, double shard_ranks) {
+  return sharded ? bytes / shard_ranks : bytes;
+}
+
+}  // namespace
+
+ModelStateBytes ShardedModelStates(const TrainingSpec& training, DataParallelSharding sharding,
+                                   double params, double weight_bytes, double shard_ranks) {
+  ModelStateBytes bytes;
+  if (training.framework() == Framework::kTorchTitan) {
+    const bool sharded = sharding != DataParallelSharding::kNone;
+    bytes.weights = Share(kFp32Bytes, sharded, shard_ranks) * params;
+    bytes.gradients = Share(kFp32Bytes, sharded, shard_ranks) * params;
+    bytes.optimizer_states = Share(kTorchTitanOptimizerBytes, sharded, shard_ranks) * params;
+    return bytes;
+  }
+  const double gradient_bytes = training.fp32_gradients() ? kFp32Bytes : kBf16Bytes;
+  bytes.weights = Share(weight_bytes, ShardsWeights(sharding), shard_ranks) * params;
+  bytes.gradients = Share(gradient_bytes, ShardsGradients(sharding), shard_ranks) * params;
+  bytes.optimizer_states =
+      Share(kMegatronOptimizerBytes, ShardsOptimizerStates(sharding), shard_ranks) * params;
+  return bytes;
+}
+
+double GatheredWeightBytes(const TrainingSpec& training, DataParallelSharding sharding,
+                           double stage_params, double largest_unit_params) {
+  if (sharding == DataParallelSharding::kFull) return 2 * kBf16Bytes * largest_unit_params;
+  if (sharding == DataParallelSharding::kGradients &&
+      training.framework() == Framework::kTorchTitan) {
+    return kBf16Bytes * stage_params;
+  }
+  return 0;
+}
+
+}  // namespace paratune

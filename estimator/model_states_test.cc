@@ -1,0 +1,66 @@
+#include "estimator/model_states.h"
+
+#include "gtest/gtest.h"
+
+namespace paratune {
+namespace {
+
+TrainingSpec Training(Framework framework, bool fp32_gradients = true) {
+  TrainingOptions options;
+  options.global_batch_size = 8;
+  options.seq_len = 4096;
+  options.framework = framework;
+  options.fp32_gradients = fp32_gradients;
+  return *TrainingSpec::Create(options);
+}
+
+TEST(ShardedModelStatesTest, MegatronShardsOneMoreStatePerZeroStage) {
+  const TrainingSpec megatron = Training(Framework::kMegatron);
+  const double p = 1e9;
+  const ModelStateBytes none = ShardedModelStates(megatron, DataParallelSharding::kNone, p, 2, 8);
+  EXPECT_EQ(none.weights, 2 * p);
+  EXPECT_EQ(none.gradients, 4 * p);
+  EXPECT_EQ(none.optimizer_states, 12 * p);
+  const ModelStateBytes zero1 =
+      ShardedModelStates(megatron, DataParallelSharding::kOptimizer, p, 2, 8);
+  EXPECT_EQ(zero1.Total(), (2 + 4 + 12.0 / 8) * p);
+  const ModelStateBytes zero2 =
+      ShardedModelStates(megatron, DataParallelSharding::kGradients, p, 2, 8);
+  EXPECT_EQ(zero2.Total(), (2 + 16.0 / 8) * p);
+  const ModelStateBytes zero3 = ShardedModelStates(megatron, DataParallelSharding::kFull, p, 2, 8);
+  EXPECT_EQ(zero3.Total(), 18.0 / 8 * p);
+  // fp8 model weights are 1 byte; bf16 gradients 2.
+  EXPECT_EQ(ShardedModelStates(Training(Framework::kMegatron, false), DataParallelSharding::kNone,
+                               p, 1, 8)
+                .Total(),
+            (1 + 2 + 12) * p);
+}
+
+TEST(ShardedModelStatesTest, TorchTitanKeepsFp32ParametersShardedInEveryFsdpMode) {
+  const TrainingSpec titan = Training(Framework::kTorchTitan);
+  const double p = 1e9;
+  EXPECT_EQ(ShardedModelStates(titan, DataParallelSharding::kNone, p, 2, 8).Total(), 16 * p);
+  for (DataParallelSharding mode :
+       {DataParallelSharding::kGradients, DataParallelSharding::kFull}) {
+    const ModelStateBytes states = ShardedModelStates(titan, mode, p, 2, 8);
+    EXPECT_EQ(states.weights, 4 * p / 8);
+    EXPECT_EQ(states.gradients, 4 * p / 8);
+    EXPECT_EQ(states.optimizer_states, 8 * p / 8);
+  }
+}
+
+TEST(GatheredWeightBytesTest, FullShardingHoldsTwoUnitsAndTorchTitansZeroTwoEveryUnit) {
+  const TrainingSpec megatron = Training(Framework::kMegatron);
+  const TrainingSpec titan = Training(Framework::kTorchTitan);
+  const double stage = 1e9;
+  const double unit = 1e8;
+  EXPECT_EQ(GatheredWeightBytes(megatron, DataParallelSharding::kFull, stage, unit), 4 * unit);
+  EXPECT_EQ(GatheredWeightBytes(titan, DataParallelSharding::kFull, stage, unit), 4 * unit);
+  EXPECT_EQ(GatheredWeightBytes(titan, DataParallelSharding::kGradients, stage, unit), 2 * stage);
+  EXPECT_EQ(GatheredWeightBytes(megatron, DataParallelSharding::kGradients, stage, unit), 0);
+  EXPECT_EQ(GatheredWeightBytes(megatron, DataParallelSharding::kOptimizer, stage, unit), 0);
+  EXPECT_EQ(GatheredWeightBytes(titan, DataParallelSharding::kNone, stage, unit), 0);
+}
+
+}  // namespace
+}  // namespace paratune

@@ -1,0 +1,42 @@
+#include "estimator/torchtitan_memory.h"
+
+#include "gtest/gtest.h"
+
+namespace paratune {
+namespace {
+
+// Llama 3.1 8B (h 4096, f 14336, 32 heads of 128, 8 kv heads, V 128256), s 8192, b 2, as
+// TorchTitan's Table 1 runs it on one GPU group.
+ConfigSymbols Llama8b(double t = 1, double c = 1) {
+  ConfigSymbols x{};
+  x.s = 8192;
+  x.b = 2;
+  x.h = 4096;
+  x.f = 14336;
+  x.a = 32;
+  x.k = 8;
+  x.V = 128256;
+  x.t = t;
+  x.c = c;
+  x.attention_width = 4096;
+  x.kv_width = 1024;
+  return x;
+}
+
+TEST(TorchTitanSelectiveLayerBytesTest, SavesWqWvW1W2AttentionAndTheBlockInput) {
+  // Per token: 2 bytes x (h + a d + k d + f + h + a d) + 4 bytes x a.
+  const double per_token = 2 * (4096 + 4096 + 1024 + 14336 + 4096 + 4096) + 4 * 32;
+  EXPECT_DOUBLE_EQ(TorchTitanSelectiveLayerBytes(Llama8b()), 16384 * per_token);
+  EXPECT_DOUBLE_EQ(TorchTitanSelectiveLayerBytes(Llama8b(2, 4)), 16384 * per_token / 8);
+}
+
+TEST(TorchTitanLossBytesTest, GatheredInputBf16LogitsAndThreeFp32Tensors) {
+  const double tokens = 16384;
+  EXPECT_DOUBLE_EQ(TorchTitanLossBytes(Llama8b()),
+                   tokens * (2 * 4096 + 2 * 128256 + 12 * 128256.0));
+  // Vocabulary-parallel logits over t; the gathered input is whole over t.
+  EXPECT_DOUBLE_EQ(TorchTitanLossBytes(Llama8b(8)), tokens * (2 * 4096 + 14 * 128256.0 / 8));
+}
+
+}  // namespace
+}  // namespace paratune
