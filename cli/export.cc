@@ -58,13 +58,58 @@ const char* FormatName(ExportFormat format) {
       return "json";
     case ExportFormat::kSbatch:
       return "sbatch";
+    case ExportFormat::kMegatronBridge:
+      return "megatron-bridge";
   }
   return "unknown";
 }
 
 // The built-in template each format renders.
 const char* TemplateName(ExportFormat format) {
-  return format == ExportFormat::kNemo ? "nemo-llama" : "megatron-llama";
+  switch (format) {
+    case ExportFormat::kNemo:
+      return "nemo-llama";
+    case ExportFormat::kMegatronBridge:
+      return "megatron-bridge-llama";
+    default:
+      return "megatron-llama";
+  }
+}
+
+// FAILED_PRECONDITION naming the training field when `values` ask for something that
+// Megatron-Bridge v0.5.0's recipe overrides cannot state
+// (deploy/templates/megatron_bridge_llama.textproto says why for each).
+absl::Status CheckMegatronBridgeCanState(const LaunchValues& values) {
+  const auto is = [&values](const char* name, const char* value) {
+    return values.Get(name).value_or("") == value;
+  };
+  constexpr char kPreset[] =
+      "the recipe's precision preset (mixed_precision, a name such as \"bf16_mixed\") holds it, "
+      "and no override reaches a field inside a preset; set it on the ConfigContainer in Python "
+      "(cfg.mixed_precision = bf16_mixed(); cfg.mixed_precision.";
+  if (is("tp_comm_overlap", "true")) {
+    return absl::FailedPreconditionError(
+        "training.tp_comm_overlap (true) cannot be exported as Megatron-Bridge v0.5.0 recipe "
+        "overrides: Transformer Engine's userbuffers start only from the recipe's "
+        "comm_overlap (a CommOverlapConfig), which is None in the recipe, so no override "
+        "reaches it; set cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=True) in Python, "
+        "or export --format=megatron");
+  }
+  if (is("fp32_gradients", "false")) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "training.fp32_gradients (false) cannot be exported as Megatron-Bridge v0.5.0 recipe "
+        "overrides: every precision preset reduces gradients in fp32 and overwrites "
+        "ddp.grad_reduce_in_fp32 when the run starts; ",
+        kPreset, "grad_reduce_in_fp32 = False), or export --format=megatron"));
+  }
+  if (is("fp8", "true") && is("fp8_param_gather", "false")) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "training.fp8_param_gather (false) with fp8 cannot be exported as Megatron-Bridge "
+        "v0.5.0 recipe overrides: the one preset of hybrid fp8 with delayed scaling "
+        "(bf16_with_fp8_delayed_scaling_mixed) also gathers fp8 weights; ",
+        kPreset, "fp8 = \"hybrid\"), or export --format=megatron"));
+  }
+  return absl::OkStatus();
 }
 
 // A framework's arguments as rendered from a built-in template.
@@ -111,6 +156,9 @@ absl::StatusOr<Rendered> Render(const v1::Search& search, const v1::Candidate& c
         "training.moe_expert_parallel_overlap (true) cannot be exported as NeMo v2.4.0 recipe "
         "overrides: it is Megatron-LM's --overlap-moe-expert-parallel-comm, which no NeMo "
         "v2.4.0 key sets; export --format=megatron");
+  }
+  if (format == ExportFormat::kMegatronBridge) {
+    PT_RETURN_IF_ERROR(CheckMegatronBridgeCanState(values));
   }
   PT_ASSIGN_OR_RETURN(const BuiltinTemplate builtin, FindBuiltinTemplate(TemplateName(format)));
   // A template that cannot state which layers hold experts would put them on every layer
@@ -200,6 +248,20 @@ std::string Nemo(const v1::Search& search, const v1::Candidate& candidate,
                       ShellWords(rendered.arguments, " \\\n"), "\n");
 }
 
+// Megatron-Bridge recipe overrides (torchrun scripts/training/run_recipe.py --recipe ...
+// KEY=VALUE).
+std::string MegatronBridge(const v1::Search& search, const v1::Candidate& candidate,
+                           const Rendered& rendered) {
+  return absl::StrCat(
+      "# Megatron-Bridge recipe overrides for ", Provenance(search, candidate), "\n",
+      TemplateNote(search, rendered), "# Pass them to torchrun ... ", rendered.entry,
+      " in a Megatron-Bridge checkout (the NeMo\n"
+      "# containers' /opt/Megatron-Bridge); add your data (--dataset=llm-pretrain\n"
+      "# 'dataset.blend=[[PREFIX],null]'; without it the recipe trains on mock data),\n"
+      "# train.train_iters, checkpointing and logging.\n",
+      ShellWords(rendered.arguments, " \\\n"), "\n");
+}
+
 absl::StatusOr<std::string> Json(const v1::Search& search, const v1::Candidate& candidate) {
   // The spec and the chosen candidate: everything needed to reproduce the launch.
   v1::Search exported = search;
@@ -283,6 +345,8 @@ absl::StatusOr<std::string> ExportCandidate(const v1::Search& search,
       return Nemo(search, candidate, rendered);
     case ExportFormat::kSbatch:
       return Sbatch(search, candidate, rendered);
+    case ExportFormat::kMegatronBridge:
+      return MegatronBridge(search, candidate, rendered);
     case ExportFormat::kJson:
       break;
   }

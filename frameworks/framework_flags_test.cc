@@ -12,12 +12,13 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "frameworks/pinned_list.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "proto/worker_config.pb.h"
@@ -45,17 +46,10 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
-// The first word of every line that is neither blank nor a '#' comment.
 std::set<std::string> ReadList(const std::string& path) {
-  std::set<std::string> names;
-  std::istringstream lines(ReadFile(path));
-  std::string line;
-  while (std::getline(lines, line)) {
-    absl::string_view text = absl::StripAsciiWhitespace(line);
-    if (text.empty() || text[0] == '#') continue;
-    names.insert(std::string(text.substr(0, text.find_first_of(" \t"))));
-  }
-  return names;
+  absl::StatusOr<std::set<std::string>> names = ReadPinnedList(path);
+  EXPECT_TRUE(names.ok()) << names.status();
+  return names.ok() ? *std::move(names) : std::set<std::string>();
 }
 
 // `element` without its leading conditions ("{?NAME=VALUE}", "{?NAME!=VALUE}", any number).
