@@ -1,6 +1,7 @@
 #include "cli/export.h"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -118,10 +119,10 @@ struct Rendered {
   std::string file;
   std::string entry;
   std::vector<std::string> arguments;
-  // The template's environment settings that hold no placeholder ("KEY=VALUE", sorted): what
-  // the framework needs whatever the probe (e.g. Megatron-LM's CUDA_DEVICE_MAX_CONNECTIONS=1,
-  // required with tp or cp > 1 before Blackwell).
-  std::vector<std::string> fixed_environment;
+  // The template's environment for the configuration, by name: what the framework needs
+  // whatever the probe (e.g. Megatron-LM's CUDA_DEVICE_MAX_CONNECTIONS=1, required with tp or
+  // cp > 1 before Blackwell), without a probe's own ({gpu_ids}).
+  std::map<std::string, std::string> environment;
   // The release its arguments were checked against (CommandTemplate.checked_against).
   std::string checked_against;
 };
@@ -173,13 +174,17 @@ absl::StatusOr<Rendered> Render(const v1::Search& search, const v1::Candidate& c
   }
   PT_ASSIGN_OR_RETURN(std::vector<std::string> arguments,
                       builtin.launch.RenderFrameworkArguments(values));
-  std::vector<std::string> environment;
-  for (const auto& [key, value] : builtin.proto.env()) {
-    if (!absl::StrContains(value, "{")) environment.push_back(absl::StrCat(key, "=", value));
-  }
-  std::sort(environment.begin(), environment.end());
+  std::map<std::string, std::string> environment =
+      builtin.launch.RenderFrameworkEnvironment(values);
   return Rendered{builtin.proto.name(), builtin.file,           builtin.proto.framework_entry(),
                   std::move(arguments), std::move(environment), builtin.proto.checked_against()};
+}
+
+// `environment` as "NAME=VALUE" words, by name.
+std::vector<std::string> Assignments(const std::map<std::string, std::string>& environment) {
+  std::vector<std::string> words;
+  for (const auto& [name, value] : environment) words.push_back(absl::StrCat(name, "=", value));
+  return words;
 }
 
 // Comment lines saying which template the arguments come from, and, when the search was
@@ -195,9 +200,9 @@ std::string TemplateNote(const v1::Search& search, const Rendered& rendered) {
                                          "; other releases may name them otherwise.")),
                     "\n");
   }
-  if (!rendered.fixed_environment.empty()) {
+  if (!rendered.environment.empty()) {
     absl::StrAppend(&note, "# Run it with the environment the probe ran with: ",
-                    absl::StrJoin(rendered.fixed_environment, " "), "\n");
+                    absl::StrJoin(Assignments(rendered.environment), " "), "\n");
   }
   const v1::ProbeSettings& probe = search.spec().probe();
   if (probe.backend() == "command" && probe.command_template() != rendered.name) {
@@ -297,9 +302,9 @@ srun --kill-on-bad-exit=1 bash -c 'exec torchrun --nnodes="$SLURM_NNODES" \
       Provenance(search, candidate), TemplateNote(search, rendered),
       absl::StrReplaceAll(absl::StripPrefix(search.name(), "searches/"), {{"/", "-"}}),
       cluster.num_nodes(), cluster.gpus_per_node(),
-      rendered.fixed_environment.empty()
+      rendered.environment.empty()
           ? ""
-          : absl::StrCat("export ", ShellWords(rendered.fixed_environment, " "), "\n"),
+          : absl::StrCat("export ", ShellWords(Assignments(rendered.environment), " "), "\n"),
       cluster.gpus_per_node(), rendered.entry, ShellWords(rendered.arguments, " \\\n  "));
 }
 
@@ -332,6 +337,13 @@ absl::StatusOr<std::vector<std::string>> ExportArguments(const v1::Search& searc
                                                          ExportFormat format) {
   PT_ASSIGN_OR_RETURN(Rendered rendered, Render(search, candidate, format));
   return std::move(rendered.arguments);
+}
+
+absl::StatusOr<std::map<std::string, std::string>> ExportEnvironment(const v1::Search& search,
+                                                                     const v1::Candidate& candidate,
+                                                                     ExportFormat format) {
+  PT_ASSIGN_OR_RETURN(Rendered rendered, Render(search, candidate, format));
+  return std::move(rendered.environment);
 }
 
 absl::StatusOr<std::string> ExportCandidate(const v1::Search& search,

@@ -7,6 +7,7 @@
 #ifndef PARATUNE_CLI_EXPORT_H_
 #define PARATUNE_CLI_EXPORT_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,13 @@ absl::StatusOr<v1::Candidate> ChooseCandidate(const v1::Search& search,
 absl::StatusOr<std::vector<std::string>> ExportArguments(const v1::Search& search,
                                                          const v1::Candidate& candidate,
                                                          ExportFormat format);
+
+// The environment variables the framework needs for `candidate` in `format` (json excepted):
+// the built-in template's env rendered for the whole configuration, less what only one
+// probe's launch sets (CUDA_VISIBLE_DEVICES). ExportArguments' errors.
+absl::StatusOr<std::map<std::string, std::string>> ExportEnvironment(const v1::Search& search,
+                                                                     const v1::Candidate& candidate,
+                                                                     ExportFormat format);
 
 // The text of `candidate` of `search` in `format`: a comment saying where the configuration
 // and the arguments come from, then ExportArguments (for megatron and sbatch shell words, one

@@ -878,8 +878,11 @@ TEST(MegatronArgumentChecksTest, EveryExportedCandidateOfThePlansPasses) {
           ExportArguments(search, candidate, ExportFormat::kMegatron);
       ASSERT_TRUE(arguments.ok()) << arguments.status();
       SCOPED_TRACE(absl::StrCat(config.ShortDebugString(), "\n", absl::StrJoin(*arguments, " ")));
+      absl::StatusOr<std::map<std::string, std::string>> environment =
+          ExportEnvironment(search, candidate, ExportFormat::kMegatron);
+      ASSERT_TRUE(environment.ok()) << environment.status();
       absl::StatusOr<MegatronLaunch> launch =
-          CheckMegatronArguments(*arguments, world, OneConnection());
+          CheckMegatronArguments(*arguments, world, *environment);
       ASSERT_TRUE(launch.ok()) << launch.status();
       // Megatron-LM reads the configuration the candidate names.
       EXPECT_EQ(launch->data_parallel, config.data_parallel());
@@ -987,8 +990,8 @@ TEST(MegatronArgumentChecksTest, EveryMixtureOfExpertsExportOfTheGridPasses) {
                     megatron->launch.RenderFrameworkArguments(*values);
                 ASSERT_TRUE(arguments.ok()) << arguments.status();
                 SCOPED_TRACE(absl::StrJoin(*arguments, " "));
-                absl::StatusOr<MegatronLaunch> launch =
-                    CheckMegatronArguments(*arguments, world, OneConnection());
+                absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(
+                    *arguments, world, megatron->launch.RenderFrameworkEnvironment(*values));
                 ASSERT_TRUE(launch.ok()) << launch.status();
                 const int64_t resolved_etp = etp == 0 ? tp : etp;
                 EXPECT_EQ(launch->data_parallel, dims.dp);
