@@ -52,10 +52,12 @@ constexpr FlagChoice kScopeChoices[] = {{"auto", v1::PROBE_SCOPE_UNSPECIFIED},
 constexpr FlagChoice kColorChoices[] = {{"auto", static_cast<int>(ColorMode::kAuto)},
                                         {"always", static_cast<int>(ColorMode::kAlways)},
                                         {"never", static_cast<int>(ColorMode::kNever)}};
-constexpr FlagChoice kFormatChoices[] = {{"megatron", static_cast<int>(ExportFormat::kMegatron)},
-                                         {"nemo", static_cast<int>(ExportFormat::kNemo)},
-                                         {"json", static_cast<int>(ExportFormat::kJson)},
-                                         {"sbatch", static_cast<int>(ExportFormat::kSbatch)}};
+constexpr FlagChoice kFormatChoices[] = {
+    {"megatron", static_cast<int>(ExportFormat::kMegatron)},
+    {"nemo", static_cast<int>(ExportFormat::kNemo)},
+    {"json", static_cast<int>(ExportFormat::kJson)},
+    {"sbatch", static_cast<int>(ExportFormat::kSbatch)},
+    {"megatron-bridge", static_cast<int>(ExportFormat::kMegatronBridge)}};
 
 // The model.
 constexpr Flag kModel = {
@@ -374,8 +376,9 @@ constexpr Flag kColor = {
     "$TERM is not dumb), always or never.",
     Choices(kColorChoices)};
 constexpr Flag kFormat = {"format", FlagType::kString, "megatron",
-                          "What to print: Megatron-LM arguments, NeMo 2 overrides, JSON, or an "
-                          "sbatch script running Megatron-LM.",
+                          "What to print: Megatron-LM arguments, NeMo 2 overrides, JSON, an "
+                          "sbatch script running Megatron-LM, or Megatron-Bridge recipe "
+                          "overrides (NeMo 25.11 containers on).",
                           Choices(kFormatChoices)};
 constexpr Flag kCandidate = {"candidate", FlagType::kString, "",
                              "The candidate to export, n or searches/ID/candidates/n; the best "
@@ -715,8 +718,9 @@ constexpr Command kServerCommands[] = {
      &Events},
     {"export", "NAME", kSearchName,
      "the best measured configuration (or --candidate=N) as launch arguments:\n"
-     "--format=megatron (default), nemo, json or sbatch; mixture-of-experts models\n"
-     "included (nemo refuses one with dense layers between its MoE layers)\n",
+     "--format=megatron (default), nemo, json, sbatch or megatron-bridge;\n"
+     "mixture-of-experts models included (nemo and megatron-bridge refuse one with\n"
+     "dense layers between its MoE layers)\n",
      kExportGroups, &Export},
     {"workers", nullptr, nullptr, "list registered workers\n", kServerOnlyGroups, &Workers},
 };

@@ -1,6 +1,7 @@
 #include "cli/export.h"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -58,13 +59,58 @@ const char* FormatName(ExportFormat format) {
       return "json";
     case ExportFormat::kSbatch:
       return "sbatch";
+    case ExportFormat::kMegatronBridge:
+      return "megatron-bridge";
   }
   return "unknown";
 }
 
 // The built-in template each format renders.
 const char* TemplateName(ExportFormat format) {
-  return format == ExportFormat::kNemo ? "nemo-llama" : "megatron-llama";
+  switch (format) {
+    case ExportFormat::kNemo:
+      return "nemo-llama";
+    case ExportFormat::kMegatronBridge:
+      return "megatron-bridge-llama";
+    default:
+      return "megatron-llama";
+  }
+}
+
+// FAILED_PRECONDITION naming the training field when `values` ask for something that
+// Megatron-Bridge v0.5.0's recipe overrides cannot state
+// (deploy/templates/megatron_bridge_llama.textproto says why for each).
+absl::Status CheckMegatronBridgeCanState(const LaunchValues& values) {
+  const auto is = [&values](const char* name, const char* value) {
+    return values.Get(name).value_or("") == value;
+  };
+  constexpr char kPreset[] =
+      "the recipe's precision preset (mixed_precision, a name such as \"bf16_mixed\") holds it, "
+      "and no override reaches a field inside a preset; set it on the ConfigContainer in Python "
+      "(cfg.mixed_precision = bf16_mixed(); cfg.mixed_precision.";
+  if (is("tp_comm_overlap", "true")) {
+    return absl::FailedPreconditionError(
+        "training.tp_comm_overlap (true) cannot be exported as Megatron-Bridge v0.5.0 recipe "
+        "overrides: Transformer Engine's userbuffers start only from the recipe's "
+        "comm_overlap (a CommOverlapConfig), which is None in the recipe, so no override "
+        "reaches it; set cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=True) in Python, "
+        "or export --format=megatron");
+  }
+  if (is("fp32_gradients", "false")) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "training.fp32_gradients (false) cannot be exported as Megatron-Bridge v0.5.0 recipe "
+        "overrides: every precision preset reduces gradients in fp32 and overwrites "
+        "ddp.grad_reduce_in_fp32 when the run starts; ",
+        kPreset, "grad_reduce_in_fp32 = False), or export --format=megatron"));
+  }
+  if (is("fp8", "true") && is("fp8_param_gather", "false")) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "training.fp8_param_gather (false) with fp8 cannot be exported as Megatron-Bridge "
+        "v0.5.0 recipe overrides: the one preset of hybrid fp8 with delayed scaling "
+        "(bf16_with_fp8_delayed_scaling_mixed) also gathers fp8 weights; ",
+        kPreset, "fp8 = \"hybrid\"), or export --format=megatron"));
+  }
+  return absl::OkStatus();
 }
 
 // A framework's arguments as rendered from a built-in template.
@@ -73,10 +119,10 @@ struct Rendered {
   std::string file;
   std::string entry;
   std::vector<std::string> arguments;
-  // The template's environment settings that hold no placeholder ("KEY=VALUE", sorted): what
-  // the framework needs whatever the probe (e.g. Megatron-LM's CUDA_DEVICE_MAX_CONNECTIONS=1,
-  // required with tp or cp > 1 before Blackwell).
-  std::vector<std::string> fixed_environment;
+  // The template's environment for the configuration, by name: what the framework needs
+  // whatever the probe (e.g. Megatron-LM's CUDA_DEVICE_MAX_CONNECTIONS=1, required with tp or
+  // cp > 1 before Blackwell), without a probe's own ({gpu_ids}).
+  std::map<std::string, std::string> environment;
   // The release its arguments were checked against (CommandTemplate.checked_against).
   std::string checked_against;
 };
@@ -112,6 +158,9 @@ absl::StatusOr<Rendered> Render(const v1::Search& search, const v1::Candidate& c
         "overrides: it is Megatron-LM's --overlap-moe-expert-parallel-comm, which no NeMo "
         "v2.4.0 key sets; export --format=megatron");
   }
+  if (format == ExportFormat::kMegatronBridge) {
+    PT_RETURN_IF_ERROR(CheckMegatronBridgeCanState(values));
+  }
   PT_ASSIGN_OR_RETURN(const BuiltinTemplate builtin, FindBuiltinTemplate(TemplateName(format)));
   // A template that cannot state which layers hold experts would put them on every layer
   // (nemo_llama.textproto says why NeMo v2.4.0's overrides cannot).
@@ -125,13 +174,17 @@ absl::StatusOr<Rendered> Render(const v1::Search& search, const v1::Candidate& c
   }
   PT_ASSIGN_OR_RETURN(std::vector<std::string> arguments,
                       builtin.launch.RenderFrameworkArguments(values));
-  std::vector<std::string> environment;
-  for (const auto& [key, value] : builtin.proto.env()) {
-    if (!absl::StrContains(value, "{")) environment.push_back(absl::StrCat(key, "=", value));
-  }
-  std::sort(environment.begin(), environment.end());
+  std::map<std::string, std::string> environment =
+      builtin.launch.RenderFrameworkEnvironment(values);
   return Rendered{builtin.proto.name(), builtin.file,           builtin.proto.framework_entry(),
                   std::move(arguments), std::move(environment), builtin.proto.checked_against()};
+}
+
+// `environment` as "NAME=VALUE" words, by name.
+std::vector<std::string> Assignments(const std::map<std::string, std::string>& environment) {
+  std::vector<std::string> words;
+  for (const auto& [name, value] : environment) words.push_back(absl::StrCat(name, "=", value));
+  return words;
 }
 
 // Comment lines saying which template the arguments come from, and, when the search was
@@ -147,9 +200,9 @@ std::string TemplateNote(const v1::Search& search, const Rendered& rendered) {
                                          "; other releases may name them otherwise.")),
                     "\n");
   }
-  if (!rendered.fixed_environment.empty()) {
+  if (!rendered.environment.empty()) {
     absl::StrAppend(&note, "# Run it with the environment the probe ran with: ",
-                    absl::StrJoin(rendered.fixed_environment, " "), "\n");
+                    absl::StrJoin(Assignments(rendered.environment), " "), "\n");
   }
   const v1::ProbeSettings& probe = search.spec().probe();
   if (probe.backend() == "command" && probe.command_template() != rendered.name) {
@@ -200,6 +253,20 @@ std::string Nemo(const v1::Search& search, const v1::Candidate& candidate,
                       ShellWords(rendered.arguments, " \\\n"), "\n");
 }
 
+// Megatron-Bridge recipe overrides (torchrun scripts/training/run_recipe.py --recipe ...
+// KEY=VALUE).
+std::string MegatronBridge(const v1::Search& search, const v1::Candidate& candidate,
+                           const Rendered& rendered) {
+  return absl::StrCat(
+      "# Megatron-Bridge recipe overrides for ", Provenance(search, candidate), "\n",
+      TemplateNote(search, rendered), "# Pass them to torchrun ... ", rendered.entry,
+      " in a Megatron-Bridge checkout (the NeMo\n"
+      "# containers' /opt/Megatron-Bridge); add your data (--dataset=llm-pretrain\n"
+      "# 'dataset.blend=[[PREFIX],null]'; without it the recipe trains on mock data),\n"
+      "# train.train_iters, checkpointing and logging.\n",
+      ShellWords(rendered.arguments, " \\\n"), "\n");
+}
+
 absl::StatusOr<std::string> Json(const v1::Search& search, const v1::Candidate& candidate) {
   // The spec and the chosen candidate: everything needed to reproduce the launch.
   v1::Search exported = search;
@@ -235,9 +302,9 @@ srun --kill-on-bad-exit=1 bash -c 'exec torchrun --nnodes="$SLURM_NNODES" \
       Provenance(search, candidate), TemplateNote(search, rendered),
       absl::StrReplaceAll(absl::StripPrefix(search.name(), "searches/"), {{"/", "-"}}),
       cluster.num_nodes(), cluster.gpus_per_node(),
-      rendered.fixed_environment.empty()
+      rendered.environment.empty()
           ? ""
-          : absl::StrCat("export ", ShellWords(rendered.fixed_environment, " "), "\n"),
+          : absl::StrCat("export ", ShellWords(Assignments(rendered.environment), " "), "\n"),
       cluster.gpus_per_node(), rendered.entry, ShellWords(rendered.arguments, " \\\n  "));
 }
 
@@ -272,6 +339,13 @@ absl::StatusOr<std::vector<std::string>> ExportArguments(const v1::Search& searc
   return std::move(rendered.arguments);
 }
 
+absl::StatusOr<std::map<std::string, std::string>> ExportEnvironment(const v1::Search& search,
+                                                                     const v1::Candidate& candidate,
+                                                                     ExportFormat format) {
+  PT_ASSIGN_OR_RETURN(Rendered rendered, Render(search, candidate, format));
+  return std::move(rendered.environment);
+}
+
 absl::StatusOr<std::string> ExportCandidate(const v1::Search& search,
                                             const v1::Candidate& candidate, ExportFormat format) {
   if (format == ExportFormat::kJson) return Json(search, candidate);
@@ -283,6 +357,8 @@ absl::StatusOr<std::string> ExportCandidate(const v1::Search& search,
       return Nemo(search, candidate, rendered);
     case ExportFormat::kSbatch:
       return Sbatch(search, candidate, rendered);
+    case ExportFormat::kMegatronBridge:
+      return MegatronBridge(search, candidate, rendered);
     case ExportFormat::kJson:
       break;
   }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "frameworks/pinned_list.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -524,6 +526,162 @@ TEST(ExportTest, NemoOverridesForAnUnevenInterleavedSplit) {
   for (const char* absent : {"trainer.plugins.fp8", "data.tokenizer", "model.config.vocab_size"}) {
     EXPECT_THAT(*arguments, Not(Contains(HasSubstr(absent))));
   }
+}
+
+TEST(ExportTest, MegatronBridgeOverrides) {
+  const v1::Search search = Search();
+  absl::StatusOr<std::string> text =
+      ExportCandidate(search, search.candidates(0), ExportFormat::kMegatronBridge);
+  ASSERT_TRUE(text.ok()) << text.status();
+  for (const char* expected :
+       {"# Megatron-Bridge recipe overrides for searches/3/candidates/5",
+        "# The arguments after scripts/training/run_recipe.py of the built-in template "
+        "megatron-bridge-llama (deploy/templates/megatron_bridge_llama.textproto)",
+        "# Checked against Megatron-Bridge v0.5.0;",
+        "\n--recipe=llama31_8b_pretrain_config \\\n",
+        "model.tensor_model_parallel_size=2 \\\n",
+        "model.pipeline_model_parallel_size=2",
+        "model.context_parallel_size=1",
+        "model.sequence_parallel=true",
+        "model.virtual_pipeline_model_parallel_size=2",
+        "model.recompute_granularity=full",
+        "model.recompute_method=uniform",
+        "model.recompute_num_layers=1",
+        "train.micro_batch_size=2",
+        "train.global_batch_size=1024",
+        "dataset.sequence_length=8192",
+        "model.seq_length=8192",
+        "model.num_layers=32",
+        "model.hidden_size=4096",
+        "model.ffn_hidden_size=14336",
+        "model.num_attention_heads=32",
+        "model.num_query_groups=8",
+        "model.vocab_size=128256",
+        "model.share_embeddings_and_output_weights=false",
+        "ddp.align_param_gather=true",
+        "model.overlap_p2p_comm=true",
+        "model.batch_p2p_comm=false"}) {
+    EXPECT_THAT(*text, HasSubstr(expected));
+  }
+  absl::StatusOr<std::vector<std::string>> arguments =
+      ExportArguments(search, search.candidates(0), ExportFormat::kMegatronBridge);
+  ASSERT_TRUE(arguments.ok()) << arguments.status();
+  for (const char* absent :
+       {"--dataset", "train.train_iters", "logger.", "validation.", "checkpoint.", "tokenizer.",
+        "mixed_precision", "use_distributed_optimizer", "model.cp_comm_type", "moe"}) {
+    EXPECT_THAT(*arguments, Not(Contains(HasSubstr(absent))));
+  }
+}
+
+// The override keys and run_recipe.py options of Megatron-Bridge v0.5.0 (frameworks/).
+std::set<std::string> MegatronBridgeKeys() {
+  absl::StatusOr<std::set<std::string>> keys = ReadPinnedList(absl::StrCat(
+      std::getenv("TEST_SRCDIR"), "/paratune/frameworks/megatron_bridge_v0.5.0_override_keys.txt"));
+  EXPECT_TRUE(keys.ok()) << keys.status();
+  return keys.ok() ? *std::move(keys) : std::set<std::string>();
+}
+
+TEST(ExportTest, MegatronBridgeExportsAreTheProbedOverridesOfThePinnedRelease) {
+  const std::vector<std::string> probe_only = {"--dataset",
+                                               "train.train_iters",
+                                               "logger.log_interval",
+                                               "logger.log_throughput",
+                                               "validation.eval_iters",
+                                               "checkpoint.save",
+                                               "checkpoint.load",
+                                               "tokenizer.vocab_size"};
+  v1::Search fp8 = LargeSearch("llama3.1-70b", 1024, 8,
+                               ProbedCandidate(9, 4, 4, 2, 2, 1, v1::RECOMPUTE_SELECTIVE));
+  fp8.mutable_spec()->mutable_training()->set_precision(v1::FP8);
+  fp8.mutable_spec()->mutable_training()->set_fp8_param_gather(true);
+  fp8.mutable_spec()->mutable_training()->set_cp_comm_type(v1::CP_COMM_TYPE_ALL_GATHER);
+  v1::Search replicated = Search();
+  replicated.mutable_spec()->mutable_training()->set_distributed_optimizer(false);
+  v1::Search moe = QwenMoeSearch();
+  moe.mutable_spec()->mutable_training()->set_moe_capacity_factor(1.25);
+  const v1::Search searches[] = {
+      Search(),
+      replicated,
+      LargeSearch("llama3.1-70b", 1024, 8, ProbedCandidate(8, 4, 4, 4, 1, 2, v1::RECOMPUTE_NONE)),
+      fp8,
+      moe,
+  };
+  const std::set<std::string> keys = MegatronBridgeKeys();
+  ASSERT_GT(keys.size(), 40u);
+  for (const v1::Search& search : searches) {
+    const v1::Candidate& candidate = search.candidates(0);
+    SCOPED_TRACE(absl::StrCat(search.spec().model().preset(), " ", candidate.name()));
+    absl::StatusOr<std::vector<std::string>> exported =
+        ExportArguments(search, candidate, ExportFormat::kMegatronBridge);
+    ASSERT_TRUE(exported.ok()) << exported.status();
+    EXPECT_EQ(*exported, ProbedArguments(search, candidate, "megatron-bridge-llama", probe_only));
+    absl::StatusOr<std::string> text =
+        ExportCandidate(search, candidate, ExportFormat::kMegatronBridge);
+    ASSERT_TRUE(text.ok()) << text.status();
+    EXPECT_EQ(ArgumentLines(*text), *exported);
+    for (const std::string& argument : *exported) {
+      EXPECT_EQ(keys.count(argument.substr(0, argument.find('='))), 1u)
+          << argument << " is not in frameworks/megatron_bridge_v0.5.0_override_keys.txt";
+    }
+  }
+  absl::StatusOr<std::vector<std::string>> arguments =
+      ExportArguments(fp8, fp8.candidates(0), ExportFormat::kMegatronBridge);
+  ASSERT_TRUE(arguments.ok());
+  EXPECT_THAT(*arguments, Contains("mixed_precision=bf16_with_fp8_delayed_scaling_mixed"));
+  EXPECT_THAT(*arguments, Contains("model.cp_comm_type=all_gather"));
+  arguments = ExportArguments(replicated, replicated.candidates(0), ExportFormat::kMegatronBridge);
+  ASSERT_TRUE(arguments.ok());
+  EXPECT_THAT(*arguments, Contains("ddp.use_distributed_optimizer=false"));
+  EXPECT_THAT(*arguments, Contains("optimizer.use_distributed_optimizer=false"));
+  EXPECT_THAT(*arguments, Contains("ddp.overlap_param_gather=false"));
+  arguments = ExportArguments(moe, moe.candidates(0), ExportFormat::kMegatronBridge);
+  ASSERT_TRUE(arguments.ok());
+  for (const char* expected :
+       {"model.num_moe_experts=128", "model.expert_model_parallel_size=8",
+        "model.expert_tensor_parallel_size=1", "model.moe_ffn_hidden_size=768",
+        "model.moe_router_topk=8", "model.kv_channels=128", "model.moe_grouped_gemm=true",
+        "model.moe_token_dispatcher_type=alltoall", "model.moe_expert_capacity_factor=1.25",
+        "model.moe_pad_expert_input_to_capacity=true"}) {
+    EXPECT_THAT(*arguments, Contains(expected));
+  }
+}
+
+TEST(ExportTest, MegatronBridgeRefusesWhatItsOverridesCannotState) {
+  v1::Search search = SwitchesSearch();  // fp8 weights and TP communication overlap
+  absl::Status status =
+      ExportArguments(search, search.candidates(0), ExportFormat::kMegatronBridge).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr("training.tp_comm_overlap (true) cannot be exported as "
+                                          "Megatron-Bridge v0.5.0 recipe overrides"));
+
+  search.mutable_spec()->mutable_training()->set_tp_comm_overlap(false);
+  search.mutable_spec()->mutable_training()->set_fp8_param_gather(false);
+  status = ExportArguments(search, search.candidates(0), ExportFormat::kMegatronBridge).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr("training.fp8_param_gather (false) with fp8 cannot be "
+                                          "exported as Megatron-Bridge v0.5.0 recipe overrides"));
+
+  const v1::Search bf16_gradients = Search405B();
+  status =
+      ExportArguments(bf16_gradients, bf16_gradients.candidates(0), ExportFormat::kMegatronBridge)
+          .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr("training.fp32_gradients (false) cannot be exported"));
+  EXPECT_THAT(status.message(), HasSubstr("cfg.mixed_precision.grad_reduce_in_fp32 = False"));
+
+  // Llama 4 Maverick keeps dense layers between its MoE layers, which the recipe's provider
+  // cannot state.
+  v1::Candidate candidate = ProbedCandidate(6, 8, 4, 2, 1, 1, v1::RECOMPUTE_FULL);
+  candidate.mutable_config()->set_expert_parallel(16);
+  candidate.mutable_config()->set_expert_tensor_parallel(1);
+  const v1::Search maverick = LargeSearch("llama4-maverick", 1024, 8, std::move(candidate));
+  EXPECT_EQ(
+      ExportArguments(maverick, maverick.candidates(0), ExportFormat::kMegatronBridge).status(),
+      absl::FailedPreconditionError(
+          "model \"llama4-maverick\" holds experts on 24 of its 48 layers, which "
+          "--format=megatron-bridge (the built-in template megatron-bridge-llama, "
+          "Megatron-Bridge v0.5.0) cannot state: it would put experts on every layer; export "
+          "--format=megatron"));
 }
 
 TEST(ChooseCandidateTest, BestMeasuredOrTheOneNamed) {

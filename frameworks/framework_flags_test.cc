@@ -1,21 +1,24 @@
 // The shipped launch templates that `paratune export` renders name only arguments that the
 // pinned framework releases accept: every "--flag" after pretrain_gpt.py is in Megatron-LM's
 // argument list, every "a.b.c=value" override after `nemo llm pretrain` is in NeMo's
-// override-key list. The lists (frameworks/*.txt) say where they came from. A template of
-// neither framework fails, so that a new one gets its list.
+// override-key list, every "key=value" override and "--option" after Megatron-Bridge's
+// run_recipe.py is in Megatron-Bridge's list. The lists (frameworks/*.txt) say where they came
+// from. A template of none of these frameworks fails, so that a new one gets its list.
 //
-// Arguments: the Megatron-LM list, the NeMo list, then the worker config files to check.
+// Arguments: the Megatron-LM list, the NeMo list, the Megatron-Bridge list, then the worker
+// config files to check.
 #include <fstream>
 #include <iostream>
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "frameworks/pinned_list.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "proto/worker_config.pb.h"
@@ -26,6 +29,7 @@ namespace {
 struct Files {
   std::string megatron_list;
   std::string nemo_list;
+  std::string bridge_list;
   std::vector<std::string> configs;
 };
 
@@ -42,17 +46,10 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
-// The first word of every line that is neither blank nor a '#' comment.
 std::set<std::string> ReadList(const std::string& path) {
-  std::set<std::string> names;
-  std::istringstream lines(ReadFile(path));
-  std::string line;
-  while (std::getline(lines, line)) {
-    absl::string_view text = absl::StripAsciiWhitespace(line);
-    if (text.empty() || text[0] == '#') continue;
-    names.insert(std::string(text.substr(0, text.find_first_of(" \t"))));
-  }
-  return names;
+  absl::StatusOr<std::set<std::string>> names = ReadPinnedList(path);
+  EXPECT_TRUE(names.ok()) << names.status();
+  return names.ok() ? *std::move(names) : std::set<std::string>();
 }
 
 // `element` without its leading conditions ("{?NAME=VALUE}", "{?NAME!=VALUE}", any number).
@@ -83,6 +80,8 @@ bool IsMegatronEntry(absl::string_view element) {
 
 bool IsNemoEntry(absl::string_view element) { return element == "pretrain"; }
 
+bool IsBridgeEntry(absl::string_view element) { return absl::EndsWith(element, "run_recipe.py"); }
+
 // What a template's argv elements after its framework's entry are checked against.
 struct Check {
   const std::set<std::string>* names = nullptr;
@@ -99,6 +98,11 @@ bool IsNemoOverride(absl::string_view element) {
   return !absl::StartsWith(element, "-") && absl::StrContains(element, '=');
 }
 
+// run_recipe.py's own options ("--recipe=NAME") are in the list as well as the overrides.
+bool IsBridgeName(absl::string_view element) {
+  return absl::StartsWith(element, "--") || absl::StrContains(element, '=');
+}
+
 TEST(FrameworkFlagsTest, TheListsAreRead) {
   const std::set<std::string> megatron = ReadList(TestFiles().megatron_list);
   EXPECT_GT(megatron.size(), 500u) << TestFiles().megatron_list;
@@ -111,14 +115,21 @@ TEST(FrameworkFlagsTest, TheListsAreRead) {
     EXPECT_TRUE(absl::StrContains(key, '.') && !absl::StrContains(key, '='))
         << key << " in " << TestFiles().nemo_list;
   }
+  const std::set<std::string> bridge = ReadList(TestFiles().bridge_list);
+  EXPECT_GT(bridge.size(), 40u) << TestFiles().bridge_list;
+  for (const std::string& key : bridge) {
+    EXPECT_FALSE(absl::StrContains(key, '=')) << key << " in " << TestFiles().bridge_list;
+  }
 }
 
 TEST(FrameworkFlagsTest, EveryTemplateNamesOnlyArgumentsOfItsPinnedRelease) {
   const std::set<std::string> megatron = ReadList(TestFiles().megatron_list);
   const std::set<std::string> nemo = ReadList(TestFiles().nemo_list);
+  const std::set<std::string> bridge = ReadList(TestFiles().bridge_list);
   ASSERT_FALSE(TestFiles().configs.empty());
   int megatron_templates = 0;
   int nemo_templates = 0;
+  int bridge_templates = 0;
   for (const std::string& file : TestFiles().configs) {
     v1::WorkerConfig config;
     ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(ReadFile(file), &config))
@@ -135,10 +146,14 @@ TEST(FrameworkFlagsTest, EveryTemplateNamesOnlyArgumentsOfItsPinnedRelease) {
       } else if ((entry = EntryIndex(launch, IsNemoEntry)) >= 0) {
         check = {&nemo, &TestFiles().nemo_list, IsNemoOverride};
         ++nemo_templates;
+      } else if ((entry = EntryIndex(launch, IsBridgeEntry)) >= 0) {
+        check = {&bridge, &TestFiles().bridge_list, IsBridgeName};
+        ++bridge_templates;
       } else {
         ADD_FAILURE() << where
-                      << " starts neither Megatron-LM (pretrain_gpt.py) nor NeMo (pretrain): "
-                         "give its framework a list in frameworks/";
+                      << " starts none of Megatron-LM (pretrain_gpt.py), NeMo (pretrain) and "
+                         "Megatron-Bridge (run_recipe.py): give its framework a list in "
+                         "frameworks/";
         continue;
       }
       // The release the template says it was checked against is the list's.
@@ -163,6 +178,7 @@ TEST(FrameworkFlagsTest, EveryTemplateNamesOnlyArgumentsOfItsPinnedRelease) {
   }
   EXPECT_GE(megatron_templates, 1);
   EXPECT_GE(nemo_templates, 1);
+  EXPECT_GE(bridge_templates, 1);
 }
 
 }  // namespace
@@ -170,12 +186,13 @@ TEST(FrameworkFlagsTest, EveryTemplateNamesOnlyArgumentsOfItsPinnedRelease) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  if (argc < 4) {
-    std::cerr << "usage: " << argv[0] << " MEGATRON_LIST NEMO_LIST CONFIG...\n";
+  if (argc < 5) {
+    std::cerr << "usage: " << argv[0] << " MEGATRON_LIST NEMO_LIST BRIDGE_LIST CONFIG...\n";
     return 2;
   }
   paratune::TestFiles().megatron_list = argv[1];
   paratune::TestFiles().nemo_list = argv[2];
-  for (int i = 3; i < argc; ++i) paratune::TestFiles().configs.push_back(argv[i]);
+  paratune::TestFiles().bridge_list = argv[3];
+  for (int i = 4; i < argc; ++i) paratune::TestFiles().configs.push_back(argv[i]);
   return RUN_ALL_TESTS();
 }

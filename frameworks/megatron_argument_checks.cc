@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -175,6 +176,14 @@ const std::vector<FlagSpec>& Flags() {
       // Optimizer and data parallelism.
       {"optimizer", Kind::kText, "megatron/training/arguments.py:2776"},
       {"use-distributed-optimizer", Kind::kSwitch, "megatron/training/arguments.py:2997"},
+      {"use-megatron-fsdp", Kind::kSwitch, "megatron/training/config/common_config.py:92"},
+      {"data-parallel-sharding-strategy",
+       Kind::kText,
+       "megatron/training/arguments.py:3023",
+       {"no_shard", "optim", "optim_grads", "optim_grads_params"}},
+      {"num-distributed-optimizer-instances", Kind::kInt, "megatron/training/arguments.py:3049"},
+      {"check-weight-hash-across-dp-replicas-interval", Kind::kInt,
+       "megatron/training/config/training_config.py:53"},
       {"overlap-grad-reduce", Kind::kSwitch, "megatron/training/arguments.py:2968"},
       {"overlap-param-gather", Kind::kSwitch, "megatron/training/arguments.py:2989"},
       {"overlap-param-gather-with-optimizer-step", Kind::kSwitch,
@@ -230,15 +239,20 @@ constexpr const char* kUnreplayedFlags[] = {
     "moe-paged-stash",                      // transformer_config.py:1904-1921
     "multi-latent-attention",               // MLATransformerConfig
     "tensor-parallel-num-weight-shards",    // GTP: arguments.py:411-427, 1451-1547
-    "use-megatron-fsdp",                    // arguments.py:1100-1168
-    "use-torch-fsdp2",                      // arguments.py:997-1030
-    "perform-rl-step",                      // arguments.py:448-547
-    "rampup-batch-size",                    // num_microbatches_calculator.py rampup calculator
-    "step-batch-size-schedule",             // arguments.py:680-683 and its calculator
-    "decrease-batch-size-if-needed",        // num_microbatches_calculator.py:368-379
-    "yaml-cfg",                             // arguments.py:102-105
-    "use-checkpoint-args",                  // arguments.py:90-100
-    "heterogeneous-layers-config-path",     // arguments.py:171-243, argument_utils.py:295-297
+    // Megatron-FSDP's switches beyond its sharding strategy and HSDP replicas.
+    "use-nccl-ub",                       // arguments.py:1148-1153, 1166-1168
+    "fsdp-manual-registration",          // arguments.py:1166-1168
+    "init-model-with-meta-device",       // arguments.py:1160-1164
+    "outer-dp-sharding-strategy",        // arguments.py:3026-3032
+    "enable-full-sharding-in-hsdp",      // arguments.py:3047-3048
+    "use-torch-fsdp2",                   // arguments.py:997-1030
+    "perform-rl-step",                   // arguments.py:448-547
+    "rampup-batch-size",                 // num_microbatches_calculator.py rampup calculator
+    "step-batch-size-schedule",          // arguments.py:680-683 and its calculator
+    "decrease-batch-size-if-needed",     // num_microbatches_calculator.py:368-379
+    "yaml-cfg",                          // arguments.py:102-105
+    "use-checkpoint-args",               // arguments.py:90-100
+    "heterogeneous-layers-config-path",  // arguments.py:171-243, argument_utils.py:295-297
 };
 
 constexpr char kArguments[] = "megatron/training/arguments.py";
@@ -486,6 +500,54 @@ absl::Status CheckExpertGrid(MegatronLaunch* launch) {
   return absl::OkStatus();
 }
 
+// validate_args' rules of Megatron-FSDP (arguments.py:1100-1147); fills its fields of
+// `launch`. `one_connection`: the launch's CUDA_DEVICE_MAX_CONNECTIONS is 1.
+absl::Status CheckMegatronFsdp(const ParsedArguments& args, bool one_connection,
+                               const std::string& ckpt_format, MegatronLaunch* launch) {
+  // The parser's default (arguments.py:3023).
+  launch->data_parallel_sharding_strategy = args.Has("data-parallel-sharding-strategy")
+                                                ? args.Text("data-parallel-sharding-strategy")
+                                                : std::string("optim_grads_params");
+  if (launch->data_parallel_sharding_strategy == "optim_grads_params" &&
+      args.Has("check-weight-hash-across-dp-replicas-interval")) {
+    return Violation("megatron-fsdp-weight-hash", "megatron/training/arguments.py:1139-1141",
+                     "--check-weight-hash-across-dp-replicas-interval is not supported with "
+                     "--data-parallel-sharding-strategy=optim_grads_params");
+  }
+  if (one_connection) {
+    return Violation("megatron-fsdp-connections", "megatron/training/arguments.py:1143-1144",
+                     "Megatron-FSDP (--use-megatron-fsdp) requires the environment variable "
+                     "CUDA_DEVICE_MAX_CONNECTIONS > 1 or unset, not 1");
+  }
+  if (ckpt_format != "fsdp_dtensor") {
+    return Violation("megatron-fsdp-ckpt-format", "megatron/training/arguments.py:1146-1147",
+                     absl::StrCat("Megatron-FSDP (--use-megatron-fsdp) requires "
+                                  "--ckpt-format=fsdp_dtensor, not ",
+                                  ckpt_format));
+  }
+  return absl::OkStatus();
+}
+
+// initialize_model_parallel's partial distributed optimizer, Megatron-FSDP's hybrid sharding
+// (parallel_state.py:922-929, 1447-1451). `launch` holds the layout and the instances.
+absl::Status CheckDistributedOptimizerInstances(const MegatronLaunch& launch) {
+  const int64_t instances = launch.distributed_optimizer_instances;
+  const int64_t dp_cp = launch.data_parallel * launch.context_parallel;
+  if (instances < 1 || dp_cp % instances != 0) {
+    return Violation("distributed-optimizer-instances", "megatron/core/parallel_state.py:922-929",
+                     absl::StrCat("data parallel x context parallel size (", dp_cp,
+                                  ") is not divisible by --num-distributed-optimizer-instances (",
+                                  instances, ")"));
+  }
+  if (launch.expert_data_parallel % instances != 0) {
+    return Violation("distributed-optimizer-instances", "megatron/core/parallel_state.py:1447-1451",
+                     absl::StrCat("expert data parallel size (", launch.expert_data_parallel,
+                                  ") is not divisible by --num-distributed-optimizer-instances (",
+                                  instances, ")"));
+  }
+  return absl::OkStatus();
+}
+
 // TransformerConfig.__post_init__'s MoE rules up to the capacity factor
 // (transformer_config.py:1531-1690); fills the routing fields of `launch`.
 absl::Status CheckMoeConfig(const ParsedArguments& args, MegatronLaunch* launch) {
@@ -678,8 +740,9 @@ absl::Status CheckMoeStep(const MegatronLaunch& launch) {
 
 }  // namespace
 
-absl::StatusOr<MegatronLaunch> CheckMegatronArguments(const std::vector<std::string>& arguments,
-                                                      int64_t world_size) {
+absl::StatusOr<MegatronLaunch> CheckMegatronArguments(
+    const std::vector<std::string>& arguments, int64_t world_size,
+    const std::map<std::string, std::string>& environment) {
   if (world_size < 1) {
     return absl::InvalidArgumentError(absl::StrCat("world_size (", world_size, ") must be >= 1"));
   }
@@ -846,16 +909,20 @@ absl::StatusOr<MegatronLaunch> CheckMegatronArguments(const std::vector<std::str
     }
   }
 
-  const bool distributed_optimizer = args.Has("use-distributed-optimizer");
+  const bool megatron_fsdp = args.Has("use-megatron-fsdp");
+  // Megatron-FSDP turns the distributed optimizer on (arguments.py:1106-1112), after the
+  // checks below, which accept either.
+  const bool distributed_optimizer = args.Has("use-distributed-optimizer") || megatron_fsdp;
   const bool overlap_grad_reduce = args.Has("overlap-grad-reduce");
   const bool overlap_param_gather = args.Has("overlap-param-gather");
   launch.distributed_optimizer = distributed_optimizer;
+  launch.megatron_fsdp = megatron_fsdp;
   launch.overlap_grad_reduce = overlap_grad_reduce;
   launch.overlap_param_gather = overlap_param_gather;
   if (overlap_param_gather && !distributed_optimizer) {
     return Violation("overlap-param-gather", "megatron/training/arguments.py:990-993",
                      "--overlap-param-gather is only supported with the distributed optimizer "
-                     "(--use-distributed-optimizer)");
+                     "(--use-distributed-optimizer) or Megatron-FSDP (--use-megatron-fsdp)");
   }
   if (overlap_param_gather && !overlap_grad_reduce) {
     return Violation("overlap-param-gather", "megatron/training/arguments.py:994-995",
@@ -881,12 +948,18 @@ absl::StatusOr<MegatronLaunch> CheckMegatronArguments(const std::vector<std::str
   launch.fp8_param_gather = fp8_param_gather;
   if (fp8_param_gather && !distributed_optimizer) {
     return Violation("fp8-param-gather", "megatron/training/arguments.py:1060-1062",
-                     "--fp8-param-gather is only supported with the distributed optimizer");
+                     "--fp8-param-gather is only supported with the distributed optimizer or "
+                     "Megatron-FSDP");
   }
   const std::string fp8 = args.Text("fp8-format");
   if (!fp8.empty() && args.Has("fp4-format")) {
     return Violation("fp4-fp8", "megatron/training/arguments.py:1064-1066",
                      "--fp4-format and --fp8-format cannot be used together");
+  }
+  const auto connections = environment.find("CUDA_DEVICE_MAX_CONNECTIONS");
+  const bool one_connection = connections != environment.end() && connections->second == "1";
+  if (megatron_fsdp) {
+    PT_RETURN_IF_ERROR(CheckMegatronFsdp(args, one_connection, ckpt_format, &launch));
   }
   launch.fp8_format = fp8;
   const bool bf16 = args.Has("bf16");
@@ -968,6 +1041,18 @@ absl::StatusOr<MegatronLaunch> CheckMegatronArguments(const std::vector<std::str
                      "--tp-comm-overlap needs sequence parallelism (--sequence-parallel with "
                      "--tensor-model-parallel-size > 1)");
   }
+  if ((tp > 1 || cp > 1) && !megatron_fsdp && !args.Has("overlap-moe-expert-parallel-comm") &&
+      !one_connection) {
+    return Violation("cuda-device-max-connections", "megatron/training/arguments.py:1413-1439",
+                     absl::StrCat("tensor (", tp, ") or context (", cp,
+                                  ") parallelism needs the environment variable "
+                                  "CUDA_DEVICE_MAX_CONNECTIONS=1 on GPUs before Blackwell"));
+  }
+  if (ckpt_format == "fsdp_dtensor" && !megatron_fsdp) {
+    return Violation("fsdp-dtensor", "megatron/training/arguments.py:1620-1621",
+                     "--ckpt-format=fsdp_dtensor is only supported with Megatron-FSDP "
+                     "(--use-megatron-fsdp)");
+  }
   PT_RETURN_IF_ERROR(CheckExpertParallelism(args, &launch));
   if (args.Has("disable-gloo-process-groups") && distributed_optimizer && !dist_ckpt) {
     return Violation("gloo-process-groups", "megatron/training/arguments.py:1689-1695",
@@ -976,6 +1061,8 @@ absl::StatusOr<MegatronLaunch> CheckMegatronArguments(const std::vector<std::str
   }
   // initialize_model_parallel, once the arguments are validated.
   PT_RETURN_IF_ERROR(CheckExpertGrid(&launch));
+  launch.distributed_optimizer_instances = args.Int("num-distributed-optimizer-instances", 1);
+  PT_RETURN_IF_ERROR(CheckDistributedOptimizerInstances(launch));
 
   // TransformerConfig.__post_init__ (core_transformer_config_from_args builds it).
   if (heads % tp != 0) {

@@ -32,13 +32,23 @@
 //     (arguments.py:943, a size of 0 divides by zero at transformer_block.py:170).
 //   "interleaving-pipeline-size": interleaving needs pp > 1, pp > 2 with
 //     --no-overlap-p2p-communication (arguments.py:966-975; parallel_state.py:827-831).
-//   "overlap-param-gather": needs the distributed optimizer and --overlap-grad-reduce
-//     (arguments.py:990-995).
+//   "overlap-param-gather": needs the distributed optimizer or Megatron-FSDP, and
+//     --overlap-grad-reduce (arguments.py:990-995).
 //   "overlap-param-gather-with-optimizer-step": needs the distributed optimizer,
 //     --overlap-param-gather, interleaving and --ckpt-format=torch (arguments.py:1032-1040,
 //     use_dist_ckpt from megatron/training/utils/common_utils.py:555-556).
-//   "fp8-param-gather": needs the distributed optimizer (arguments.py:1060-1062).
+//   "fp8-param-gather": needs the distributed optimizer or Megatron-FSDP
+//     (arguments.py:1060-1062).
 //   "fp4-fp8": not both (arguments.py:1064-1066; transformer_config.py:1454-1455).
+//   Megatron-FSDP (--use-megatron-fsdp, arguments.py:1100-1168): it turns the distributed
+//     optimizer on (1106-1112) and shards as --data-parallel-sharding-strategy says (choices
+//     no_shard, optim, optim_grads, optim_grads_params; default optim_grads_params,
+//     arguments.py:3023-3025); its optimizer must be adam or sgd (1127-1128, which the
+//     UNIMPLEMENTED answer for other optimizers covers); "megatron-fsdp-weight-hash":
+//     optim_grads_params takes no --check-weight-hash-across-dp-replicas-interval
+//     (1139-1141); "megatron-fsdp-connections": the launch's CUDA_DEVICE_MAX_CONNECTIONS must
+//     not be 1 (1143-1144); "megatron-fsdp-ckpt-format": --ckpt-format=fsdp_dtensor
+//     (1146-1147).
 //   "fp16-bf16": not both (arguments.py:1172-1182; transformer_config.py:1314-1317).
 //   "main-grads-dtype": with --bf16, --accumulate-allreduce-grads-in-fp32 needs
 //     --main-grads-dtype=fp32 (arguments.py:1186-1188). Not an error, as the release does it:
@@ -59,15 +69,24 @@
 //   Sequence parallelism with tp = 1 is turned off, not rejected (arguments.py:1390-1399);
 //     MegatronLaunch::sequence_parallel is the outcome.
 //   "tp-comm-overlap": needs sequence parallelism (arguments.py:1401-1402).
+//   "cuda-device-max-connections": with tp > 1 or cp > 1, on GPUs before Blackwell (the
+//     catalog's), the launch's CUDA_DEVICE_MAX_CONNECTIONS must be 1, except with Megatron-FSDP
+//     or --overlap-moe-expert-parallel-comm, which only warn (arguments.py:1413-1439).
 //   Mixture of experts in validate_args: --expert-tensor-parallel-size defaults to tp
 //     (arguments.py:569-570), --num-experts 0 is none and --moe-ffn-hidden-size defaults to
 //     --ffn-hidden-size (arguments.py:1593-1597); "expert-model-parallel": ep > 1 needs
 //     --num-experts, which it divides (arguments.py:1600-1603).
+//   "fsdp-dtensor": --ckpt-format=fsdp_dtensor needs Megatron-FSDP (arguments.py:1620-1621).
 //   "gloo-process-groups": --disable-gloo-process-groups with the distributed optimizer needs
 //     a distributed checkpoint format (arguments.py:1689-1695).
 //   "expert-world-size": the expert grid etp x ep x expert-dp x pp divides the world size,
 //     each size >= 1 (initialize_model_parallel, megatron/core/parallel_state.py:874-883),
 //     whether or not there are experts.
+//   "distributed-optimizer-instances": --num-distributed-optimizer-instances (default 1,
+//     arguments.py:3049; with Megatron-FSDP the replicas of hybrid sharding, HSDP:
+//     megatron/core/distributed/fsdp/mcore_fsdp_adapter.py:343, 397-424) is >= 1 and divides
+//     dp x cp (parallel_state.py:922-929) and the expert data-parallel size
+//     (parallel_state.py:1447-1451).
 //   "attention-heads": heads divisible by tp (transformer_config.py:1323-1327).
 //   "query-groups": query groups (--num-query-groups, default 1, with --group-query-attention,
 //     else the heads: megatron/training/argument_utils.py:330-333) a multiple or a divisor of
@@ -121,7 +140,9 @@
 //   - Flags that change the replayed rules in ways not modelled here make the check answer
 //     UNIMPLEMENTED naming the flag (kUnreplayedFlags in the .cc): custom pipeline layouts and
 //     first/last stage layer counts, hybrid (Mamba) patterns, multi-latent attention, GTP
-//     weight shards, Megatron-FSDP and torch FSDP2, optimizers other than adam and sgd, the
+//     weight shards, torch FSDP2, Megatron-FSDP's NCCL userbuffers, manual buffer registration,
+//     meta-device initialisation, outer sharding and full sharding in HSDP, optimizers other
+//     than adam and sgd, the
 //     flex token dispatcher, MoE switches an export never writes (router padding for
 //     quantization, rank capacity, shared-expert and expert-parallel overlap, group-limited
 //     routing, DeepEP, single grouped weights, latent projections, upcycling, MoE layer
@@ -129,8 +150,6 @@
 //     written-out list, RL steps, batch-size ramp-ups and schedules,
 //     --decrease-batch-size-if-needed, and arguments taken from a YAML file, a checkpoint or a
 //     heterogeneous-layers config.
-//   - CUDA_DEVICE_MAX_CONNECTIONS=1 with tp > 1 or cp > 1 before Blackwell
-//     (arguments.py:1413-1439): the environment, not an argument. The templates' env sets it.
 //   - Rules on data, tokenizer, iterations or samples, learning-rate schedule, evaluation,
 //     logging, checkpoints, RL, MTP, CUDA graphs, inference, fp4, FIM and offloading: an
 //     export leaves data, iterations and checkpointing to the user and writes none of the
@@ -158,6 +177,7 @@
 #define PARATUNE_FRAMEWORKS_MEGATRON_ARGUMENT_CHECKS_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -186,7 +206,11 @@ struct MegatronLaunch {
   std::string recompute_granularity;  // "", "selective" or "full"
   std::string fp8_format;             // "" without fp8, else "e4m3" or "hybrid"
   bool bf16 = false;
-  bool distributed_optimizer = false;
+  bool distributed_optimizer = false;  // also on with Megatron-FSDP (arguments.py:1112)
+  bool megatron_fsdp = false;
+  // --data-parallel-sharding-strategy, read by Megatron-FSDP only; "" without it.
+  std::string data_parallel_sharding_strategy;
+  int64_t distributed_optimizer_instances = 1;  // --num-distributed-optimizer-instances
   bool fp32_gradients = false;  // accumulate_allreduce_grads_in_fp32 after validate_args
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
@@ -221,12 +245,14 @@ struct MegatronLaunch {
 };
 
 // Replays the release's checks on `arguments` (the elements after pretrain_gpt.py) for a
-// launch of `world_size` ranks (nodes x GPUs per node). INVALID_ARGUMENT naming the first rule
+// launch of `world_size` ranks (nodes x GPUs per node) with `environment` (the variables the
+// checks read: CUDA_DEVICE_MAX_CONNECTIONS). INVALID_ARGUMENT naming the first rule
 // that fails (rule "NAME" as listed above), its source line and the values; INVALID_ARGUMENT
 // naming world_size when it is below 1; UNIMPLEMENTED naming the flag when an argument needs
 // rules this replay does not model. Pure; thread-safe.
-absl::StatusOr<MegatronLaunch> CheckMegatronArguments(const std::vector<std::string>& arguments,
-                                                      int64_t world_size);
+absl::StatusOr<MegatronLaunch> CheckMegatronArguments(
+    const std::vector<std::string>& arguments, int64_t world_size,
+    const std::map<std::string, std::string>& environment);
 
 }  // namespace paratune
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -77,6 +78,11 @@ std::vector<std::string> Good() {
 
 constexpr int64_t kWorld = 16;
 
+// The environment the Megatron-LM template sets without Megatron-FSDP.
+std::map<std::string, std::string> OneConnection() {
+  return {{"CUDA_DEVICE_MAX_CONNECTIONS", "1"}};
+}
+
 // "[1,1,...,1]", one element per layer.
 std::string EveryLayer(int layers) {
   std::vector<std::string> ones(layers, "1");
@@ -120,7 +126,7 @@ std::vector<std::string> GoodMoe() {
 
 // The status of checking `arguments` on `world` ranks.
 absl::Status Check(const std::vector<std::string>& arguments, int64_t world = kWorld) {
-  return CheckMegatronArguments(arguments, world).status();
+  return CheckMegatronArguments(arguments, world, OneConnection()).status();
 }
 
 // Expects that `arguments` break rule `rule` (INVALID_ARGUMENT naming it and `detail`).
@@ -134,7 +140,7 @@ void ExpectRule(const std::vector<std::string>& arguments, const std::string& ru
 }
 
 TEST(MegatronArgumentChecksTest, AGoodListPassesAndSaysWhatMegatronMakesOfIt) {
-  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(Good(), kWorld);
+  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(Good(), kWorld, OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_EQ(launch->data_parallel, 2);
   EXPECT_EQ(launch->tensor_parallel, 2);
@@ -208,7 +214,7 @@ TEST(MegatronArgumentChecksTest, Batch) {
              "[pp = 2, micro-batches = 1]");
   absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(
       Without(Without(Good(), "--global-batch-size"), "--num-layers-per-virtual-pipeline-stage"),
-      kWorld);
+      kWorld, OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_EQ(launch->global_batch_size, 4);
 }
@@ -241,7 +247,7 @@ TEST(MegatronArgumentChecksTest, PipelineSplit) {
                     "--tensor-model-parallel-size=1", "--context-parallel-size=1",
                     "--pipeline-model-parallel-size=8", "--account-for-embedding-in-pipeline-split",
                     "--account-for-loss-in-pipeline-split", "--global-batch-size=2048"});
-  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(uneven, 16);
+  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(uneven, 16, OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_EQ(launch->virtual_pipeline, 2);
   EXPECT_TRUE(launch->uneven_pipeline);
@@ -252,8 +258,8 @@ TEST(MegatronArgumentChecksTest, PipelineSplit) {
                   {"--num-layers-per-virtual-pipeline-stage=8"}),
              "pipeline-split", "= 127 is not divisible", 16);
   // One layer per virtual stage (8 / 8): interleaving off.
-  launch =
-      CheckMegatronArguments(With(Good(), {"--num-layers-per-virtual-pipeline-stage=16"}), kWorld);
+  launch = CheckMegatronArguments(With(Good(), {"--num-layers-per-virtual-pipeline-stage=16"}),
+                                  kWorld, OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_EQ(launch->virtual_pipeline, 1);
 }
@@ -262,7 +268,8 @@ TEST(MegatronArgumentChecksTest, VirtualStagesPerPipelineRank) {
   const std::vector<std::string> by_stages =
       With(Without(Good(), "--num-layers-per-virtual-pipeline-stage"),
            {"--num-virtual-stages-per-pipeline-rank=2"});
-  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(by_stages, kWorld);
+  absl::StatusOr<MegatronLaunch> launch =
+      CheckMegatronArguments(by_stages, kWorld, OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_EQ(launch->virtual_pipeline, 2);
   ExpectRule(With(by_stages, {"--num-layers-per-virtual-pipeline-stage=8"}),
@@ -286,6 +293,95 @@ TEST(MegatronArgumentChecksTest, InterleavingNeedsPipelineStages) {
              "> 2, not 2");
 }
 
+// Good() with Megatron-FSDP sharding `strategy`, as a full-sharding export writes it.
+std::vector<std::string> GoodFsdp(const std::string& strategy) {
+  return With(Without(Good(), "--use-distributed-optimizer"),
+              {"--use-megatron-fsdp", "--data-parallel-sharding-strategy=" + strategy,
+               "--ckpt-format=fsdp_dtensor"});
+}
+
+TEST(MegatronArgumentChecksTest, MegatronFsdp) {
+  const std::map<std::string, std::string> unset;
+  const std::map<std::string, std::string> eight = {{"CUDA_DEVICE_MAX_CONNECTIONS", "8"}};
+  for (const char* strategy : {"optim_grads_params", "optim_grads", "optim", "no_shard"}) {
+    absl::StatusOr<MegatronLaunch> launch =
+        CheckMegatronArguments(GoodFsdp(strategy), kWorld, eight);
+    ASSERT_TRUE(launch.ok()) << strategy << ": " << launch.status();
+    EXPECT_TRUE(launch->megatron_fsdp);
+    EXPECT_TRUE(launch->distributed_optimizer);  // turned on (arguments.py:1112)
+    EXPECT_EQ(launch->data_parallel_sharding_strategy, strategy);
+    EXPECT_TRUE(launch->overlap_param_gather);
+  }
+  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(
+      Without(GoodFsdp("optim"), "--data-parallel-sharding-strategy"), kWorld, unset);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->data_parallel_sharding_strategy, "optim_grads_params");
+  launch = CheckMegatronArguments(Good(), kWorld, OneConnection());
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_FALSE(launch->megatron_fsdp);
+  EXPECT_EQ(launch->data_parallel_sharding_strategy, "");
+
+  const std::vector<std::string> full = GoodFsdp("optim_grads_params");
+  ExpectRule(With(full, {"--data-parallel-sharding-strategy=full"}), "argparse",
+             "invalid choice: 'full'");
+  // Megatron-LM's template environment (CUDA_DEVICE_MAX_CONNECTIONS=1) fails Megatron-FSDP.
+  ExpectRule(full, "megatron-fsdp-connections", "CUDA_DEVICE_MAX_CONNECTIONS > 1 or unset");
+  EXPECT_EQ(CheckMegatronArguments(Without(full, "--ckpt-format"), kWorld, unset).status(),
+            absl::InvalidArgumentError(
+                "Megatron-LM core_v0.19.0 rejects the arguments: rule "
+                "\"megatron-fsdp-ckpt-format\" (megatron/training/arguments.py:1146-1147): "
+                "Megatron-FSDP (--use-megatron-fsdp) requires --ckpt-format=fsdp_dtensor, not "
+                "torch_dist"));
+  EXPECT_THAT(CheckMegatronArguments(
+                  With(full, {"--check-weight-hash-across-dp-replicas-interval=10"}), kWorld, unset)
+                  .status()
+                  .message(),
+              HasSubstr("rule \"megatron-fsdp-weight-hash\""));
+  EXPECT_TRUE(CheckMegatronArguments(With(GoodFsdp("optim_grads"),
+                                          {"--check-weight-hash-across-dp-replicas-interval=10"}),
+                                     kWorld, unset)
+                  .ok());
+  // The checkpoint format of Megatron-FSDP without it.
+  ExpectRule(With(Good(), {"--ckpt-format=fsdp_dtensor"}), "fsdp-dtensor",
+             "only supported with Megatron-FSDP");
+  // Tensor parallelism without Megatron-FSDP needs one connection; with it, more.
+  EXPECT_THAT(CheckMegatronArguments(Good(), kWorld, unset).status().message(),
+              HasSubstr("rule \"cuda-device-max-connections\""));
+  EXPECT_THAT(CheckMegatronArguments(Good(), kWorld, eight).status().message(),
+              HasSubstr("CUDA_DEVICE_MAX_CONNECTIONS=1"));
+  EXPECT_TRUE(CheckMegatronArguments(
+                  With(Good(), {"--tensor-model-parallel-size=1", "--context-parallel-size=1",
+                                "--pipeline-model-parallel-size=2"}),
+                  kWorld, unset)
+                  .ok());
+}
+
+TEST(MegatronArgumentChecksTest, HybridShardingReplicas) {
+  const std::map<std::string, std::string> eight = {{"CUDA_DEVICE_MAX_CONNECTIONS", "8"}};
+  // dp2 x cp2 = 4 ranks shard in groups of 2, 2 replicas.
+  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(
+      With(GoodFsdp("optim_grads_params"), {"--num-distributed-optimizer-instances=2"}), kWorld,
+      eight);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->distributed_optimizer_instances, 2);
+  // The partial distributed optimizer takes it too.
+  launch = CheckMegatronArguments(With(Good(), {"--num-distributed-optimizer-instances=4"}), kWorld,
+                                  OneConnection());
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->distributed_optimizer_instances, 4);
+  ExpectRule(With(Good(), {"--num-distributed-optimizer-instances=3"}),
+             "distributed-optimizer-instances",
+             "data parallel x context parallel size (4) is not divisible by "
+             "--num-distributed-optimizer-instances (3)");
+  ExpectRule(With(Good(), {"--num-distributed-optimizer-instances=0"}),
+             "distributed-optimizer-instances", "(0)");
+  // Qwen3-30B-A3B's experts as ep8 on 16 GPUs leave an expert data-parallel size of 1.
+  ExpectRule(With(GoodMoe(), {"--num-distributed-optimizer-instances=2"}),
+             "distributed-optimizer-instances",
+             "expert data parallel size (1) is not divisible by "
+             "--num-distributed-optimizer-instances (2)");
+}
+
 TEST(MegatronArgumentChecksTest, DataParallelOverlapAndDistributedOptimizer) {
   ExpectRule(Without(Good(), "--use-distributed-optimizer"), "overlap-param-gather",
              "distributed optimizer");
@@ -302,8 +398,8 @@ TEST(MegatronArgumentChecksTest, DataParallelOverlapAndDistributedOptimizer) {
   ExpectRule(With(Without(Without(Good(), "--use-distributed-optimizer"), "--overlap-param-gather"),
                   {"--fp8-param-gather"}),
              "fp8-param-gather", "distributed optimizer");
-  absl::StatusOr<MegatronLaunch> launch =
-      CheckMegatronArguments(With(Good(), {"--fp8-format=hybrid", "--fp8-param-gather"}), kWorld);
+  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(
+      With(Good(), {"--fp8-format=hybrid", "--fp8-param-gather"}), kWorld, OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_TRUE(launch->fp8_param_gather);
   ExpectRule(With(Good(), {"--fp8-param-gather"}), "fp8-param",
@@ -319,15 +415,16 @@ TEST(MegatronArgumentChecksTest, Precision) {
   ExpectRule(With(Good(), {"--main-grads-dtype=bf16"}), "main-grads-dtype",
              "--accumulate-allreduce-grads-in-fp32");
   absl::StatusOr<MegatronLaunch> launch =
-      CheckMegatronArguments(With(Good(), {"--fp8-format=hybrid"}), kWorld);
+      CheckMegatronArguments(With(Good(), {"--fp8-format=hybrid"}), kWorld, OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_EQ(launch->fp8_format, "hybrid");
   // --grad-reduce-in-bf16 wins over --accumulate-allreduce-grads-in-fp32, silently.
-  launch = CheckMegatronArguments(With(Good(), {"--grad-reduce-in-bf16"}), kWorld);
+  launch = CheckMegatronArguments(With(Good(), {"--grad-reduce-in-bf16"}), kWorld, OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_FALSE(launch->fp32_gradients);
   // bf16 accumulates in fp32 unless told otherwise.
-  launch = CheckMegatronArguments(Without(Good(), "--accumulate-allreduce-grads-in-fp32"), kWorld);
+  launch = CheckMegatronArguments(Without(Good(), "--accumulate-allreduce-grads-in-fp32"), kWorld,
+                                  OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_TRUE(launch->fp32_gradients);
 }
@@ -348,7 +445,8 @@ TEST(MegatronArgumentChecksTest, ModelShape) {
   // --num-query-groups is not read.
   EXPECT_TRUE(Check(With(Good(), {"--num-query-groups=1"})).ok());
   absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(
-      With(Without(Good(), "--group-query-attention"), {"--num-query-groups=3"}), kWorld);
+      With(Without(Good(), "--group-query-attention"), {"--num-query-groups=3"}), kWorld,
+      OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_EQ(launch->query_groups, 32);
 }
@@ -387,16 +485,17 @@ TEST(MegatronArgumentChecksTest, Recompute) {
 TEST(MegatronArgumentChecksTest, SequenceParallel) {
   // tp = 1: turned off, not rejected.
   absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(
-      With(Good(), {"--tensor-model-parallel-size=1", "--context-parallel-size=4"}), kWorld);
+      With(Good(), {"--tensor-model-parallel-size=1", "--context-parallel-size=4"}), kWorld,
+      OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_FALSE(launch->sequence_parallel);
   ExpectRule(With(Good(), {"--tensor-model-parallel-size=1", "--context-parallel-size=4",
                            "--tp-comm-overlap"}),
              "tp-comm-overlap", "needs sequence parallelism");
-  launch = CheckMegatronArguments(With(Good(), {"--tp-comm-overlap"}), kWorld);
+  launch = CheckMegatronArguments(With(Good(), {"--tp-comm-overlap"}), kWorld, OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_TRUE(launch->tp_comm_overlap);
-  EXPECT_FALSE(CheckMegatronArguments(Good(), kWorld)->tp_comm_overlap);
+  EXPECT_FALSE(CheckMegatronArguments(Good(), kWorld, OneConnection())->tp_comm_overlap);
   // 2 context ranks of 20 tokens each do not split over 8 tensor ranks.
   ExpectRule(With(Good(), {"--seq-length=40", "--max-position-embeddings=40",
                            "--tensor-model-parallel-size=8", "--pipeline-model-parallel-size=1",
@@ -415,12 +514,15 @@ TEST(MegatronArgumentChecksTest, ContextParallelCommunicationTypes) {
   std::vector<std::string> per_layer = Good();
   per_layer.push_back("--cp-comm-type");
   for (int i = 0; i < 32; ++i) per_layer.push_back(i % 2 == 0 ? "p2p" : "a2a");
-  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(per_layer, kWorld);
+  absl::StatusOr<MegatronLaunch> launch =
+      CheckMegatronArguments(per_layer, kWorld, OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_EQ(launch->cp_comm_types.size(), 32u);
   // p2p unless told otherwise.
-  EXPECT_THAT(CheckMegatronArguments(Good(), kWorld)->cp_comm_types, ElementsAre("p2p"));
-  launch = CheckMegatronArguments(With(Good(), {"--cp-comm-type=all_gather"}), kWorld);
+  EXPECT_THAT(CheckMegatronArguments(Good(), kWorld, OneConnection())->cp_comm_types,
+              ElementsAre("p2p"));
+  launch =
+      CheckMegatronArguments(With(Good(), {"--cp-comm-type=all_gather"}), kWorld, OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_THAT(launch->cp_comm_types, ElementsAre("all_gather"));
   // Megatron-LM's --help spells it "allgather"; Transformer Engine's attention refuses that at
@@ -461,7 +563,8 @@ TEST(MegatronArgumentChecksTest, FlagsOutsideTheReplayAreUnimplemented) {
 }
 
 TEST(MegatronArgumentChecksTest, AMixtureOfExpertsListPassesAndSaysWhatMegatronMakesOfIt) {
-  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(GoodMoe(), kWorld);
+  absl::StatusOr<MegatronLaunch> launch =
+      CheckMegatronArguments(GoodMoe(), kWorld, OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_EQ(launch->data_parallel, 4);
   EXPECT_EQ(launch->num_experts, 128);
@@ -480,7 +583,7 @@ TEST(MegatronArgumentChecksTest, AMixtureOfExpertsListPassesAndSaysWhatMegatronM
   EXPECT_EQ(launch->moe_expert_capacity_factor, 0);
   EXPECT_EQ(launch->kv_channels, 128);
   // A dense model: no experts, the expert grid tp x 1 x dp x pp, heads h / a wide.
-  launch = CheckMegatronArguments(Good(), kWorld);
+  launch = CheckMegatronArguments(Good(), kWorld, OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_EQ(launch->num_experts, 0);
   EXPECT_TRUE(launch->moe_layers.empty());
@@ -499,7 +602,7 @@ TEST(MegatronArgumentChecksTest, MixtureOfExpertsDefaults) {
                            "--moe-token-dispatcher-type"),
                    "--moe-layer-freq"),
            {"--expert-model-parallel-size=4"}),
-      kWorld);
+      kWorld, OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_EQ(launch->expert_tensor_parallel, 2);
   EXPECT_EQ(launch->moe_ffn_hidden_size, 6144);
@@ -507,7 +610,7 @@ TEST(MegatronArgumentChecksTest, MixtureOfExpertsDefaults) {
   EXPECT_EQ(launch->moe_token_dispatcher_type, "allgather");
   EXPECT_EQ(launch->moe_layers, std::vector<bool>(48, true));
   // An integer k: layers 0, k, 2k, ...
-  launch = CheckMegatronArguments(With(GoodMoe(), {"--moe-layer-freq=4"}), kWorld);
+  launch = CheckMegatronArguments(With(GoodMoe(), {"--moe-layer-freq=4"}), kWorld, OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   for (int layer = 0; layer < 48; ++layer) {
     EXPECT_EQ(launch->moe_layers[layer], layer % 4 == 0) << layer;
@@ -516,10 +619,11 @@ TEST(MegatronArgumentChecksTest, MixtureOfExpertsDefaults) {
   // capacity factor is dropless.
   launch = CheckMegatronArguments(With(Without(GoodMoe(), "--moe-ffn-hidden-size"),
                                        {"--num-experts=0", "--expert-model-parallel-size=1"}),
-                                  kWorld);
+                                  kWorld, OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_EQ(launch->num_experts, 0);
-  launch = CheckMegatronArguments(With(GoodMoe(), {"--moe-expert-capacity-factor=-1"}), kWorld);
+  launch = CheckMegatronArguments(With(GoodMoe(), {"--moe-expert-capacity-factor=-1"}), kWorld,
+                                  OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_EQ(launch->moe_expert_capacity_factor, 0);
 }
@@ -570,7 +674,7 @@ TEST(MegatronArgumentChecksTest, MixtureOfExpertsConfig) {
   ExpectRule(With(GoodMoe(), {"--moe-shared-expert-intermediate-size=0"}),
              "moe-shared-expert-intermediate-size", "but got 0");
   absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(
-      With(GoodMoe(), {"--moe-shared-expert-intermediate-size=1536"}), kWorld);
+      With(GoodMoe(), {"--moe-shared-expert-intermediate-size=1536"}), kWorld, OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_EQ(launch->moe_shared_expert_intermediate_size, 1536);
   ExpectRule(With(GoodMoe(), {"--moe-expert-capacity-factor=1.25",
@@ -583,7 +687,7 @@ TEST(MegatronArgumentChecksTest, MixtureOfExpertsConfig) {
       "moe-pad-expert-input-to-capacity", "moe_expert_capacity_factor must be set");
   launch = CheckMegatronArguments(
       With(GoodMoe(), {"--moe-expert-capacity-factor=1.25", "--moe-pad-expert-input-to-capacity"}),
-      kWorld);
+      kWorld, OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_EQ(launch->moe_expert_capacity_factor, 1.25);
   EXPECT_TRUE(launch->moe_pad_expert_input_to_capacity);
@@ -601,7 +705,8 @@ TEST(MegatronArgumentChecksTest, MixtureOfExpertsAllToAllOverlap) {
   const std::vector<std::string> runs =
       Without(Without(Without(interleaved, "--recompute-granularity"), "--recompute-method"),
               "--recompute-num-layers");
-  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(With(runs, overlap), kWorld);
+  absl::StatusOr<MegatronLaunch> launch =
+      CheckMegatronArguments(With(runs, overlap), kWorld, OneConnection());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_TRUE(launch->moe_expert_parallel_overlap);
   ExpectRule(With(runs, {"--overlap-moe-expert-parallel-comm", "--expert-model-parallel-size=1"}),
@@ -773,7 +878,11 @@ TEST(MegatronArgumentChecksTest, EveryExportedCandidateOfThePlansPasses) {
           ExportArguments(search, candidate, ExportFormat::kMegatron);
       ASSERT_TRUE(arguments.ok()) << arguments.status();
       SCOPED_TRACE(absl::StrCat(config.ShortDebugString(), "\n", absl::StrJoin(*arguments, " ")));
-      absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(*arguments, world);
+      absl::StatusOr<std::map<std::string, std::string>> environment =
+          ExportEnvironment(search, candidate, ExportFormat::kMegatron);
+      ASSERT_TRUE(environment.ok()) << environment.status();
+      absl::StatusOr<MegatronLaunch> launch =
+          CheckMegatronArguments(*arguments, world, *environment);
       ASSERT_TRUE(launch.ok()) << launch.status();
       // Megatron-LM reads the configuration the candidate names.
       EXPECT_EQ(launch->data_parallel, config.data_parallel());
@@ -881,7 +990,8 @@ TEST(MegatronArgumentChecksTest, EveryMixtureOfExpertsExportOfTheGridPasses) {
                     megatron->launch.RenderFrameworkArguments(*values);
                 ASSERT_TRUE(arguments.ok()) << arguments.status();
                 SCOPED_TRACE(absl::StrJoin(*arguments, " "));
-                absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(*arguments, world);
+                absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(
+                    *arguments, world, megatron->launch.RenderFrameworkEnvironment(*values));
                 ASSERT_TRUE(launch.ok()) << launch.status();
                 const int64_t resolved_etp = etp == 0 ? tp : etp;
                 EXPECT_EQ(launch->data_parallel, dims.dp);

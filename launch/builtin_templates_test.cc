@@ -45,6 +45,12 @@ TEST(BuiltinTemplatesTest, TheShippedTemplatesExportAllButTheirProbeOnlyArgument
         "trainer.val_check_interval=7", "trainer.enable_checkpointing=False", "log.ckpt=None",
         "data.tokenizer=nemo.collections.common.tokenizers.null_tokenizer.NullTokenizer("
         "vocab_size=128256)"}},
+      {"megatron-bridge-llama",
+       "deploy/templates/megatron_bridge_llama.textproto",
+       "scripts/training/run_recipe.py",
+       {"--dataset=llm-pretrain-mock", "train.train_iters=7", "logger.log_interval=1",
+        "logger.log_throughput=true", "validation.eval_iters=0", "checkpoint.save=null",
+        "checkpoint.load=null", "tokenizer.vocab_size=128256"}},
   };
   const v1::ProbeAssignment assignment = TwoNodeGangAssignment(v1::RECOMPUTE_FULL);
   absl::StatusOr<LaunchValues> probe = ProbeLaunchValues(assignment);
@@ -68,9 +74,10 @@ TEST(BuiltinTemplatesTest, TheShippedTemplatesExportAllButTheirProbeOnlyArgument
 TEST(BuiltinTemplatesTest, AnUnknownNameIsNotFound) {
   const absl::Status status = FindBuiltinTemplate("megatron-gpt").status();
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(status.message(),
-              HasSubstr("no built-in launch template is called "
-                        "\"megatron-gpt\" (there are megatron-llama, nemo-llama)"));
+  EXPECT_THAT(
+      status.message(),
+      HasSubstr("no built-in launch template is called "
+                "\"megatron-gpt\" (there are megatron-llama, nemo-llama, megatron-bridge-llama)"));
 }
 
 }  // namespace

@@ -243,6 +243,17 @@ absl::StatusOr<std::vector<std::string>> LaunchTemplate::RenderFrameworkArgument
   return arguments;
 }
 
+std::map<std::string, std::string> LaunchTemplate::RenderFrameworkEnvironment(
+    const LaunchValues& values) const {
+  std::map<std::string, std::string> environment;
+  for (const auto& [name, text] : env_) {
+    // Create checked every placeholder, so a value is missing only where `values` have none.
+    absl::StatusOr<std::string> value = RenderText(text, values);
+    if (value.ok()) environment.emplace(name, *std::move(value));
+  }
+  return environment;
+}
+
 bool LaunchTemplate::Uses(absl::string_view placeholder) const {
   const auto passes = [placeholder](const Text& text) {
     for (const Segment& segment : text) {

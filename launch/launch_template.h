@@ -50,6 +50,12 @@ class LaunchTemplate {
   absl::StatusOr<std::vector<std::string>> RenderFrameworkArguments(
       const LaunchValues& values) const;
 
+  // The env entries whose placeholders all have a value in `values`, rendered, by name: with
+  // an export's values, the environment the framework needs for the configuration
+  // (Megatron-LM's CUDA_DEVICE_MAX_CONNECTIONS), without what only one probe's launch has (its
+  // {gpu_ids}).
+  std::map<std::string, std::string> RenderFrameworkEnvironment(const LaunchValues& values) const;
+
   // Whether some argv element or env value passes `placeholder` (a name such as "gbs", no
   // braces) to the command; a condition on it alone passes nothing.
   bool Uses(absl::string_view placeholder) const;

@@ -157,6 +157,20 @@ TEST(LaunchTemplateTest, FrameworkArgumentsFollowTheEntryWithoutProbeOnlyElement
   EXPECT_EQ(parsed->Render(ExportValues()).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST(LaunchTemplateTest, AnExportsEnvironmentLeavesOutWhatOnlyAProbeHas) {
+  v1::CommandTemplate launch = FrameworkTemplate({"torchrun", "train.py", "--tp={tp}"}, "train.py");
+  (*launch.mutable_env())["CUDA_VISIBLE_DEVICES"] = "{gpu_ids}";
+  (*launch.mutable_env())["CUDA_DEVICE_MAX_CONNECTIONS"] = "1";
+  (*launch.mutable_env())["TP"] = "tp{tp}";
+  absl::StatusOr<LaunchTemplate> parsed = LaunchTemplate::Create(launch, "command_templates[0]");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_THAT(parsed->RenderFrameworkEnvironment(ExportValues()),
+              ElementsAre(Pair("CUDA_DEVICE_MAX_CONNECTIONS", "1"), Pair("TP", "tp2")));
+  EXPECT_THAT(parsed->RenderFrameworkEnvironment(Values()),
+              ElementsAre(Pair("CUDA_DEVICE_MAX_CONNECTIONS", "1"),
+                          Pair("CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7"), Pair("TP", "tp2")));
+}
+
 TEST(LaunchTemplateTest, AnExportedElementCannotUseAProbesOwnPlaceholders) {
   absl::StatusOr<LaunchTemplate> parsed = LaunchTemplate::Create(
       FrameworkTemplate({"torchrun", "train.py", "--tp={tp}", "--iters={train_iters}"}, "train.py"),
