@@ -29,10 +29,11 @@ absl::StatusOr<std::unique_ptr<CudaDeviceOps>> CudaDeviceOps::Create(
     cudaStream_t communication_stream, cudaStream_t tensor_communication_stream,
     PhaseTimer* timer) {
   const int64_t group_rank = communicators.group_rank(RankGroup::kDataContext);
-  if (optimizer.shard_index != group_rank) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "optimizer.shard_index ", optimizer.shard_index, " is not rank ", communicators.rank(),
-        "'s place in its data x context group, ", group_rank, ": the layout is another rank's"));
+  if (optimizer.data_context_rank != group_rank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer.data_context_rank ", optimizer.data_context_rank, " is not rank ",
+                     communicators.rank(), "'s place in its data x context group, ", group_rank,
+                     ": the layout is another rank's"));
   }
   return std::unique_ptr<CudaDeviceOps>(
       new CudaDeviceOps(spec, plan, memory, communicators, fp8_amax_group, optimizer, gemm, stream,
@@ -207,9 +208,8 @@ absl::Status CudaDeviceOps::Initialize(uint64_t seed) {
   }
   if (optimizer_.overlapped) {
     DataParallelBuffers buffers;
-    buffers.comm = communicators_.group(RankGroup::kDataContext);
-    buffers.rank = optimizer_.shard_index;
-    buffers.shard_count = optimizer_.shard_count;
+    buffers.data_context = DataParallelGroupOf(RankGroup::kDataContext);
+    buffers.expert_data = DataParallelGroupOf(RankGroup::kExpertData);
     buffers.parameters = &parameters;
     buffers.weights = memory_.get<char>(ProbeBuffer::kWeights);
     buffers.gradients = Gradient(0);
@@ -499,12 +499,17 @@ absl::Status CudaDeviceOps::CrossEntropyBackward(DeviceRef logits, DeviceRef row
       "CrossEntropyBackward");
 }
 
+DataParallelGroup CudaDeviceOps::DataParallelGroupOf(RankGroup group) const {
+  // A dense model's expert groups are not split (null): it has no expert buckets.
+  return {communicators_.group(group), communicators_.group_rank(group)};
+}
+
 absl::Status CudaDeviceOps::ReduceScatterGradients(int64_t bucket) {
   const ParameterBucket& range = optimizer_.buckets[bucket];
   const OptimizerShard shard = optimizer_.ShardOf(bucket);
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
   // In place: each rank's shard of the summed gradients lands where its own shard is.
-  return ReduceScatter(communicators_.group(RankGroup::kDataContext), Gradient(range.start),
+  return ReduceScatter(communicators_.group(range.group), Gradient(range.start),
                        Gradient(shard.first), shard.count,
                        fp32_gradients_ ? ncclFloat32 : ncclBfloat16, stream_);
 }
@@ -513,9 +518,8 @@ absl::Status CudaDeviceOps::AllReduceGradients(int64_t bucket) {
   const ParameterBucket& range = optimizer_.buckets[bucket];
   const OptimizerShard shard = optimizer_.ShardOf(bucket);
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
-  return AllReduce(communicators_.group(RankGroup::kDataContext), Gradient(range.start),
-                   Gradient(range.start), shard.count, fp32_gradients_ ? ncclFloat32 : ncclBfloat16,
-                   ncclSum, stream_);
+  return AllReduce(communicators_.group(range.group), Gradient(range.start), Gradient(range.start),
+                   shard.count, fp32_gradients_ ? ncclFloat32 : ncclBfloat16, ncclSum, stream_);
 }
 
 absl::Status CudaDeviceOps::Adam(const AdamUpdate& update) {
@@ -539,10 +543,9 @@ absl::Status CudaDeviceOps::CastMasterWeights() {
 
 absl::Status CudaDeviceOps::GatherParameters(int64_t bucket) {
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
-  return AllGatherParameters(communicators_.group(RankGroup::kDataContext), plan_.parameters(),
-                             optimizer_.buckets[bucket], optimizer_.shard_count,
-                             optimizer_.shard_index, memory_.get<char>(ProbeBuffer::kWeights),
-                             stream_);
+  const ParameterBucket& range = optimizer_.buckets[bucket];
+  return AllGatherParameters(DataParallelGroupOf(range.group), plan_.parameters(), range,
+                             memory_.get<char>(ProbeBuffer::kWeights), stream_);
 }
 
 }  // namespace paratune

@@ -150,6 +150,8 @@ class CudaDeviceOps final : public DeviceOps {
   int64_t Rows() const { return shapes_.residual_tokens * shapes_.hidden; }
   // This rank's rows of the vocabulary (embedding and LM head).
   VocabularyShard Vocabulary() const;
+  // A data-parallel group of the buckets (ParameterBucket::group) and this rank in it.
+  DataParallelGroup DataParallelGroupOf(RankGroup group) const;
 
   GemmArgs ArgsOf(const LinearProduct& product) const;
   Fp8LinearSite SiteOf(const Fp8Site& site) const;

@@ -214,9 +214,18 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   FootprintPlan plan(ComputeShardShapes(model, training, config),
                      StageLayersOf(model, config, stage));
   const ShardShapes& x = plan.shapes_;
-  const int64_t shard_count = training.distributed_optimizer() ? config.dp() * config.cp() : 1;
-  plan.parameters_ = LayoutParameters(x, plan.stage_layers_, model.tied_embeddings(), shard_count,
-                                      training.fp8_param_gather());
+  const bool distributed = training.distributed_optimizer();
+  const int64_t shard_count = distributed ? config.dp() * config.cp() : 1;
+  if (model.is_moe()) {
+    // ComputeMoeShardShapes accepts every configuration the probe runs (CheckCudaProbeRuns).
+    plan.moe_ = *ComputeMoeShardShapes(model, config, x);
+  }
+  // The expert data-parallel size, tp cp dp / (etp ep) (estimator/moe_memory.h,
+  // ExpertDataParallelSize).
+  const int64_t expert_shard_count =
+      distributed ? config.tp() * config.cp() * config.dp() / (config.etp() * config.ep()) : 1;
+  plan.parameters_ = LayoutParameters(x, plan.moe_, plan.stage_layers_, model.tied_embeddings(),
+                                      shard_count, expert_shard_count, training.fp8_param_gather());
   plan.layer_activations_ = LayoutLayerActivations(x, training.fp8());
   if (training.fp8()) {
     plan.fp8_state_ =

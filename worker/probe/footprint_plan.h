@@ -19,6 +19,7 @@
 #include "estimator/training_spec.h"
 #include "worker/probe/activation_layout.h"
 #include "worker/probe/fp8_state_layout.h"
+#include "worker/probe/moe_shard_shapes.h"
 #include "worker/probe/parameter_layout.h"
 #include "worker/probe/probe_spec.h"
 #include "worker/probe/shard_shapes.h"
@@ -143,7 +144,8 @@ class FootprintPlan {
  public:
   // The plan of a rank on pipeline stage `stage` running `micro_batches` micro-batches per
   // step; the estimate is EstimateMemory with `memory_options`: stage 0's, the last stage's,
-  // or for the stages in between stage 1's, which bounds them all.
+  // or for the stages in between stage 1's, which bounds them all. A mixture-of-experts model
+  // requires shapes ComputeMoeShardShapes accepts (CheckCudaProbeRuns checks them).
   static FootprintPlan Create(const ModelSpec& model, const TrainingSpec& training,
                               const ClusterSpec& cluster, const ParallelConfig& config,
                               const MemoryOptions& memory_options, int64_t stage);
@@ -158,6 +160,8 @@ class FootprintPlan {
   double estimated_bytes() const { return estimated_bytes_; }
 
   const ShardShapes& shapes() const { return shapes_; }
+  // A mixture-of-experts model's MoE block (all zeros for a dense model).
+  const MoeShardShapes& moe() const { return moe_; }
   const StageLayers& stage_layers() const { return stage_layers_; }
   const ParameterLayout& parameters() const { return parameters_; }
   const LayerActivationLayout& layer_activations() const { return layer_activations_; }
@@ -187,6 +191,7 @@ class FootprintPlan {
       : shapes_(shapes), stage_layers_(std::move(stage_layers)) {}
 
   ShardShapes shapes_;
+  MoeShardShapes moe_;
   StageLayers stage_layers_;
   ParameterLayout parameters_;
   LayerActivationLayout layer_activations_;

@@ -170,7 +170,7 @@ absl::Status RecordingDeviceOps::IssueDataParallel(const PlanStep& step) {
   WorksIn({gather ? ProbeBuffer::kWeights : ProbeBuffer::kGradients});
   switch (step.operation) {
     case PlanOperation::kDispatchGather:
-      Collective(CollectiveFamily::kData, CollectiveKind::kAllGather, ElementType::kUint8,
+      Collective(FamilyOf(bucket), CollectiveKind::kAllGather, ElementType::kUint8,
                  GatheredParameterBytes(bucket), StepStream::kDataParallel,
                  absl::StrCat(name, " parameters"));
       break;
@@ -178,17 +178,23 @@ absl::Status RecordingDeviceOps::IssueDataParallel(const PlanStep& step) {
       Emit(WaitOp{StepStream::kDataParallel, absl::StrCat(name, " parameters")});
       break;
     case PlanOperation::kDispatchReduce:
-      Collective(
-          CollectiveFamily::kData,
-          optimizer_.shard_count == 1 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter,
-          GradientType(), (bucket.end - bucket.start) * BytesOf(GradientType()),
-          StepStream::kDataParallel, absl::StrCat(name, " gradients"));
+      Collective(FamilyOf(bucket),
+                 optimizer_.PartitionOf(step.bucket).shard_count == 1
+                     ? CollectiveKind::kAllReduce
+                     : CollectiveKind::kReduceScatter,
+                 GradientType(), (bucket.end - bucket.start) * BytesOf(GradientType()),
+                 StepStream::kDataParallel, absl::StrCat(name, " gradients"));
       break;
     case PlanOperation::kWaitReductions:
       Emit(WaitOp{StepStream::kDataParallel, "gradient reductions"});
       break;
   }
   return absl::OkStatus();
+}
+
+CollectiveFamily RecordingDeviceOps::FamilyOf(const ParameterBucket& bucket) {
+  return bucket.group == RankGroup::kExpertData ? CollectiveFamily::kExpertData
+                                                : CollectiveFamily::kData;
 }
 
 int64_t RecordingDeviceOps::GatheredParameterBytes(const ParameterBucket& bucket) const {
@@ -687,7 +693,7 @@ absl::Status RecordingDeviceOps::AllReduceGradients(int64_t bucket) {
 void RecordingDeviceOps::ReduceGradients(int64_t bucket, CollectiveKind kind) {
   WorksIn({ProbeBuffer::kGradients});
   const ParameterBucket& range = optimizer_.buckets[bucket];
-  Collective(CollectiveFamily::kData, kind, GradientType(),
+  Collective(FamilyOf(range), kind, GradientType(),
              (range.end - range.start) * BytesOf(GradientType()), StepStream::kCompute,
              absl::StrCat("bucket ", bucket, " gradients"));
 }
@@ -726,7 +732,7 @@ absl::Status RecordingDeviceOps::CastMasterWeights() {
 
 absl::Status RecordingDeviceOps::GatherParameters(int64_t bucket) {
   WorksIn({ProbeBuffer::kWeights});
-  Collective(CollectiveFamily::kData, CollectiveKind::kAllGather, ElementType::kUint8,
+  Collective(FamilyOf(optimizer_.buckets[bucket]), CollectiveKind::kAllGather, ElementType::kUint8,
              GatheredParameterBytes(optimizer_.buckets[bucket]), StepStream::kCompute,
              absl::StrCat("bucket ", bucket, " parameters"));
   return absl::OkStatus();

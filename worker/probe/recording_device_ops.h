@@ -135,6 +135,8 @@ class RecordingDeviceOps final : public DeviceOps {
   // The optimizer step's exposed reduction of bucket `bucket`'s gradients.
   void ReduceGradients(int64_t bucket, CollectiveKind kind);
   // data_parallel_sync.cc AllGatherParameters's bytes.
+  // The family of a bucket's collectives: its group's.
+  static CollectiveFamily FamilyOf(const ParameterBucket& bucket);
   int64_t GatheredParameterBytes(const ParameterBucket& bucket) const;
 
   const ProbeSpec& spec_;

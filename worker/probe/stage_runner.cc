@@ -196,10 +196,10 @@ void StageRunner::SetMicroBatches(int64_t micro_batches) {
   schedule_ =
       PipelineScheduleOf(layout.pp(), spec_.config().virtual_pipeline(), micro_batches, stage_);
   if (optimizer_.overlapped) {
-    data_parallel_plan_ =
-        DataParallelPlanOf(footprint_.parameters(), footprint_.stage_layers(),
-                           spec_.model().tied_embeddings(), schedule_, stage_, layout.pp(),
-                           layout.GroupSize(RankGroup::kDataContext), optimizer_.overlap);
+    data_parallel_plan_ = DataParallelPlanOf(footprint_.parameters(), footprint_.stage_layers(),
+                                             spec_.model().tied_embeddings(), schedule_, stage_,
+                                             layout.pp(), layout.GroupSize(RankGroup::kDataContext),
+                                             optimizer_.overlap, optimizer_.reduced);
   }
 }
 
@@ -660,8 +660,9 @@ absl::Status StageRunner::LossBackward(DeviceRef loss_slot) {
 absl::Status StageRunner::OptimizerStep() {
   const bool distributed = spec_.training().distributed_optimizer();
   const int64_t buckets = static_cast<int64_t>(optimizer_.buckets.size());
-  if (optimizer_.reduce_gradients && !optimizer_.overlapped) {
+  if (!optimizer_.overlapped) {
     for (int64_t i = 0; i < buckets; ++i) {
+      if (!optimizer_.Reduces(i)) continue;
       // With the distributed optimizer each rank's shard of the summed gradients lands in
       // place, where its own shard is.
       PT_RETURN_IF_ERROR(distributed ? ops_->ReduceScatterGradients(i)
@@ -687,9 +688,10 @@ absl::Status StageRunner::OptimizerStep() {
   }
   if (footprint_.fp8_state().fp8_parameters) PT_RETURN_IF_ERROR(ops_->CastMasterWeights());
   // Overlapped, the next step's forward passes gather the parameters.
-  if (optimizer_.reduce_gradients && distributed &&
-      !(optimizer_.overlapped && optimizer_.overlap.overlap_param_gather)) {
-    for (int64_t i = 0; i < buckets; ++i) PT_RETURN_IF_ERROR(ops_->GatherParameters(i));
+  if (distributed && !(optimizer_.overlapped && optimizer_.overlap.overlap_param_gather)) {
+    for (int64_t i = 0; i < buckets; ++i) {
+      if (optimizer_.Reduces(i)) PT_RETURN_IF_ERROR(ops_->GatherParameters(i));
+    }
   }
   return absl::OkStatus();
 }

@@ -47,6 +47,8 @@ const char* CollectiveFamilyName(CollectiveFamily family) {
       return "pp";
     case CollectiveFamily::kFp8Amax:
       return "amax";
+    case CollectiveFamily::kExpertData:
+      return "edp";
   }
   return "?";
 }

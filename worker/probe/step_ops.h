@@ -75,7 +75,10 @@ struct AttentionOp {
 };
 
 // Which traffic a collective is, for per-family totals.
-enum class CollectiveFamily { kTensor, kContext, kData, kPipeline, kFp8Amax };
+// kExpertData: a mixture-of-experts model's expert gradients and parameters, over the expert
+// data-parallel group (RankGroup::kExpertData); kData: every other parameter's, over data x
+// context.
+enum class CollectiveFamily { kTensor, kContext, kData, kPipeline, kFp8Amax, kExpertData };
 const char* CollectiveFamilyName(CollectiveFamily family);
 
 // kExchange: a ring step's send to the next rank and receive from the previous one, posted
