@@ -90,21 +90,29 @@ bool StageRunner::IsLossChunk(int64_t chunk) const {
   return stage.lm_head && chunk == static_cast<int64_t>(stage.chunk_layers.size()) - 1;
 }
 
-DeviceRef StageRunner::LayerInput(int64_t slot, int64_t layer_in_chunk) const {
-  DeviceRef block{ProbeBuffer::kActivationSlots,
-                  slot * footprint_.slot_bytes() + layer_in_chunk * footprint_.slot_layer_bytes()};
+DeviceRef StageRunner::LayerBlock(int64_t slot, int64_t chunk, int64_t layer_in_chunk) const {
+  const int64_t start = slot * footprint_.slot_bytes();
+  // A chunk of no layers receives its input at the slot's start.
+  if (footprint_.stage_layers().chunk_layers[chunk] == 0)
+    return {ProbeBuffer::kActivationSlots, start};
+  return {ProbeBuffer::kActivationSlots,
+          start + footprint_.LayerSlotOffset(StageLayer(chunk, layer_in_chunk))};
+}
+
+DeviceRef StageRunner::LayerInput(int64_t slot, int64_t chunk, int64_t layer_in_chunk) const {
+  const DeviceRef block = LayerBlock(slot, chunk, layer_in_chunk);
   // Under full recomputation a slot keeps layer inputs alone.
   if (footprint_.full_recompute()) return block;
   return block.At(footprint_.layer_activations().input);
 }
 
-StageRunner::LayerActivations StageRunner::Kept(int64_t slot, int64_t layer_in_chunk) const {
+StageRunner::LayerActivations StageRunner::Kept(int64_t slot, int64_t chunk,
+                                                int64_t layer_in_chunk) const {
   const DeviceRef block = footprint_.full_recompute()
                               ? DeviceRef{ProbeBuffer::kRecomputeWorkspace, 0}
-                              : DeviceRef{ProbeBuffer::kActivationSlots,
-                                          slot * footprint_.slot_bytes() +
-                                              layer_in_chunk * footprint_.slot_layer_bytes()};
-  const LayerActivationLayout& at = footprint_.layer_activations();
+                              : LayerBlock(slot, chunk, layer_in_chunk);
+  const LayerActivationLayout& at =
+      footprint_.LayerActivationsOf(StageLayer(chunk, layer_in_chunk));
   return {block.At(at.attention_norm_output),
           block.At(at.attention_norm_rstd),
           block.At(at.query),
@@ -254,7 +262,7 @@ absl::Status StageRunner::RunScheduleStep(const ScheduleStep& step) {
           break;
         case TransferKind::kReceiveActivation: {
           PT_ASSIGN_OR_RETURN(const int64_t slot, SlotOf(t.chunk, t.micro_batch));
-          transfer.buffer = LayerInput(slot, 0);
+          transfer.buffer = LayerInput(slot, t.chunk, 0);
           break;
         }
         case TransferKind::kSendGradient:
@@ -298,17 +306,19 @@ absl::Status StageRunner::Forward(const PipelinePass& pass) {
   const ChunkUnits& units = chunks_[pass.chunk];
   if (embedding) {
     PT_RETURN_IF_ERROR(Reach(PlanPointKind::kBeforeForward, units.Embedding()));
-    PT_RETURN_IF_ERROR(EmbeddingForward(layers > 0 ? LayerInput(slot, 0) : chunk_output));
+    PT_RETURN_IF_ERROR(
+        EmbeddingForward(layers > 0 ? LayerInput(slot, pass.chunk, 0) : chunk_output));
   }
   if (layers == 0 && !embedding) {
     // An uneven split's chunk of no layers (pipeline_layout.h) passes its input on.
     PT_RETURN_IF_ERROR(
-        ops_->CopyRows(LayerInput(slot, 0), chunk_output, "copy chunk of no layers"));
+        ops_->CopyRows(LayerInput(slot, pass.chunk, 0), chunk_output, "copy chunk of no layers"));
   }
   for (int64_t l = 0; l < layers; ++l) {
-    const DeviceRef output = l + 1 < layers ? LayerInput(slot, l + 1) : chunk_output;
+    const DeviceRef output = l + 1 < layers ? LayerInput(slot, pass.chunk, l + 1) : chunk_output;
     PT_RETURN_IF_ERROR(Reach(PlanPointKind::kBeforeForward, units.Layer(l)));
-    PT_RETURN_IF_ERROR(LayerForward(pass.chunk, l, LayerInput(slot, l), Kept(slot, l), output,
+    PT_RETURN_IF_ERROR(LayerForward(pass.chunk, l, LayerInput(slot, pass.chunk, l),
+                                    Kept(slot, pass.chunk, l), output,
                                     /*recompute=*/false));
   }
   context_.layer = -1;
@@ -342,10 +352,12 @@ absl::Status StageRunner::Backward(const PipelinePass& pass) {
   for (int64_t l = layers - 1; l >= 0; --l) {
     if (footprint_.full_recompute()) {
       // Rebuild the layer's activations from its kept input; its output is not needed.
-      PT_RETURN_IF_ERROR(LayerForward(pass.chunk, l, LayerInput(slot, l), Kept(slot, l),
-                                      Buffer(ProbeBuffer::kGathered), /*recompute=*/true));
+      PT_RETURN_IF_ERROR(LayerForward(pass.chunk, l, LayerInput(slot, pass.chunk, l),
+                                      Kept(slot, pass.chunk, l), Buffer(ProbeBuffer::kGathered),
+                                      /*recompute=*/true));
     }
-    PT_RETURN_IF_ERROR(LayerBackward(pass.chunk, l, LayerInput(slot, l), Kept(slot, l), gradient));
+    PT_RETURN_IF_ERROR(LayerBackward(pass.chunk, l, LayerInput(slot, pass.chunk, l),
+                                     Kept(slot, pass.chunk, l), gradient));
     PT_RETURN_IF_ERROR(Reach(PlanPointKind::kAfterBackward, units.Layer(l)));
     gradient = residual_gradient;
     received_gradient_pending = false;

@@ -163,8 +163,10 @@ class StageRunner {
 
   // Layer `layer_in_chunk`'s input and kept activations in `slot` (the recompute workspace
   // holds the latter under full recomputation).
-  DeviceRef LayerInput(int64_t slot, int64_t layer_in_chunk) const;
-  LayerActivations Kept(int64_t slot, int64_t layer_in_chunk) const;
+  DeviceRef LayerInput(int64_t slot, int64_t chunk, int64_t layer_in_chunk) const;
+  LayerActivations Kept(int64_t slot, int64_t chunk, int64_t layer_in_chunk) const;
+  // The start of the layer's block (or, under full recomputation, its input) in `slot`.
+  DeviceRef LayerBlock(int64_t slot, int64_t chunk, int64_t layer_in_chunk) const;
   // The stage-wide index (ParameterLayout::layers) of a chunk's layer.
   int64_t StageLayer(int64_t chunk, int64_t layer_in_chunk) const;
   bool IsLossChunk(int64_t chunk) const;
