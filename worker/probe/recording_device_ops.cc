@@ -95,6 +95,16 @@ const LinearShape& RecordingDeviceOps::ShapeOf(LinearWeight weight) const {
       return shapes_.down;
     case LinearWeight::kLmHead:
       return shapes_.lm_head;
+    case LinearWeight::kRouter:
+      return footprint_.moe().router;
+    case LinearWeight::kExpertFc1:
+      return footprint_.moe().expert_fc1;
+    case LinearWeight::kExpertFc2:
+      return footprint_.moe().expert_fc2;
+    case LinearWeight::kSharedFc1:
+      return footprint_.moe().shared_fc1;
+    case LinearWeight::kSharedFc2:
+      return footprint_.moe().shared_fc2;
   }
   return shapes_.qkv;
 }
@@ -677,6 +687,106 @@ absl::Status RecordingDeviceOps::CrossEntropyBackward(DeviceRef logits, DeviceRe
                                                       DeviceRef loss) {
   PT_RETURN_IF_ERROR(Operands({logits, row_max, row_sum, d_logits, loss}));
   Elementwise("cross entropy backward", shapes_.tokens * shapes_.vocab);
+  return absl::OkStatus();
+}
+
+// The MoE block's kernels (worker/cuda/moe_kernels.h), each one elementwise pass over the
+// values it writes (the router's over the logits).
+absl::Status RecordingDeviceOps::RouterTopK(DeviceRef logits, DeviceRef probabilities,
+                                            DeviceRef indices) {
+  PT_RETURN_IF_ERROR(Operands({logits, probabilities, indices}));
+  const MoeShardShapes& moe = footprint_.moe();
+  Elementwise("router top-k", moe.routed_tokens * moe.experts);
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::RouterTopKBackward(DeviceRef logits, DeviceRef probabilities,
+                                                    DeviceRef indices, DeviceRef d_probabilities,
+                                                    DeviceRef d_logits) {
+  PT_RETURN_IF_ERROR(Operands({logits, probabilities, indices, d_probabilities, d_logits}));
+  const MoeShardShapes& moe = footprint_.moe();
+  Elementwise("router top-k backward", moe.routed_tokens * moe.experts);
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::PermuteTokens(DeviceRef rows, DeviceRef probabilities,
+                                               DeviceRef permuted,
+                                               DeviceRef permuted_probabilities) {
+  PT_RETURN_IF_ERROR(Operands({rows, probabilities, permuted, permuted_probabilities}));
+  Elementwise("permute tokens", footprint_.moe().routed_copies * shapes_.hidden);
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::ScatterRowGradients(DeviceRef d_rows, DeviceRef d_permuted) {
+  PT_RETURN_IF_ERROR(Operands({d_rows, d_permuted}));
+  Elementwise("permute token gradients", footprint_.moe().routed_copies * shapes_.hidden);
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::UnpermuteTokens(DeviceRef permuted, DeviceRef rows) {
+  PT_RETURN_IF_ERROR(Operands({permuted, rows}));
+  Elementwise("unpermute tokens", footprint_.moe().routed_tokens * shapes_.hidden);
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::UnpermuteProbabilities(DeviceRef d_permuted_probabilities,
+                                                        DeviceRef d_probabilities) {
+  PT_RETURN_IF_ERROR(Operands({d_permuted_probabilities, d_probabilities}));
+  Elementwise("unpermute probability gradients", footprint_.moe().routed_copies);
+  return absl::OkStatus();
+}
+
+// communicators.h AllToAll: the whole send buffer, nccl-tests' alltoall size.
+absl::Status RecordingDeviceOps::ExpertAllToAll(DeviceRef send, DeviceRef receive, int64_t rows,
+                                                int64_t width, ElementType type,
+                                                std::string_view what) {
+  PT_RETURN_IF_ERROR(Operands({send, receive}));
+  Collective(CollectiveFamily::kExpert, CollectiveKind::kAllToAll, type,
+             rows * width * BytesOf(type), StepStream::kCompute, std::string(what));
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::ExpertTensorAllGather(DeviceRef own, DeviceRef gathered,
+                                                       int64_t rows, int64_t width,
+                                                       ElementType type, std::string_view what) {
+  PT_RETURN_IF_ERROR(Operands({own, gathered}));
+  Collective(CollectiveFamily::kExpertTensor, CollectiveKind::kAllGather, type,
+             footprint_.moe().expert_tensor_parallel * rows * width * BytesOf(type),
+             StepStream::kCompute, std::string(what));
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::ExpertTensorReduceScatter(DeviceRef partial, DeviceRef reduced,
+                                                           int64_t rows, std::string_view what) {
+  PT_RETURN_IF_ERROR(Operands({partial, reduced}));
+  Collective(
+      CollectiveFamily::kExpertTensor, CollectiveKind::kReduceScatter, ElementType::kBf16,
+      footprint_.moe().expert_tensor_parallel * rows * shapes_.hidden * BytesOf(ElementType::kBf16),
+      StepStream::kCompute, std::string(what));
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::SortChunks(DeviceRef in, DeviceRef out, int64_t groups,
+                                            int64_t local_experts, int64_t chunk_rows,
+                                            int64_t width, ElementType type) {
+  PT_RETURN_IF_ERROR(Operands({in, out}));
+  Elementwise(absl::StrCat("sort chunks ", ElementTypeName(type)),
+              groups * local_experts * chunk_rows * width);
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::WeightedSwigluForward(DeviceRef gate_up, DeviceRef probabilities,
+                                                       DeviceRef out, int64_t rows) {
+  PT_RETURN_IF_ERROR(Operands({gate_up, probabilities, out}));
+  Elementwise("weighted swiglu", rows * footprint_.moe().expert_ffn);
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::WeightedSwigluBackward(DeviceRef gate_up, DeviceRef probabilities,
+                                                        DeviceRef d_out, DeviceRef d_gate_up,
+                                                        DeviceRef d_probabilities, int64_t rows) {
+  PT_RETURN_IF_ERROR(Operands({gate_up, probabilities, d_out, d_gate_up, d_probabilities}));
+  Elementwise("weighted swiglu backward", rows * footprint_.moe().expert_ffn);
   return absl::OkStatus();
 }
 

@@ -18,6 +18,8 @@ absl::StatusOr<ProbeSpec> PlanSpecOf(const PlanSpecOptions& options) {
   cluster.set_num_nodes(world / per_node);
   v1::ParallelConfig& config = *assignment.mutable_config();
   config.set_virtual_pipeline(options.virtual_pipeline);
+  config.set_expert_parallel(options.ep);
+  config.set_expert_tensor_parallel(options.etp);
   config.set_sequence_parallel(options.sequence_parallel);
   config.set_recompute(options.recompute);
   v1::TrainingSpec& training = *assignment.mutable_training();

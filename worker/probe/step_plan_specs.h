@@ -27,6 +27,10 @@ struct PlanSpecOptions {
   int64_t cp = 1;
   int64_t micro_batch = 1;
   int64_t virtual_pipeline = 1;
+  // A mixture-of-experts model's expert parallel and expert tensor parallel sizes (etp 0 is
+  // tp's).
+  int64_t ep = 1;
+  int64_t etp = 0;
   bool sequence_parallel = true;
   v1::Recompute recompute = v1::RECOMPUTE_NONE;
   bool fp8 = false;
