@@ -604,10 +604,11 @@ absl::Status CudaDeviceOps::ExpertTensorAllGather(DeviceRef own, DeviceRef gathe
 }
 
 absl::Status CudaDeviceOps::ExpertTensorReduceScatter(DeviceRef partial, DeviceRef reduced,
-                                                      int64_t rows, std::string_view) {
+                                                      int64_t rows, int64_t width, ElementType type,
+                                                      std::string_view) {
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kTpCollectives));
-  return ReduceScatter(communicators_.group(RankGroup::kExpertTensor), At(partial), At(reduced),
-                       rows * shapes_.hidden, ncclBfloat16, stream_);
+  return ReduceScatter(communicators_.group(RankGroup::kExpertTensor), At<void>(partial),
+                       At<void>(reduced), rows * width, NcclTypeOf(type), stream_);
 }
 
 absl::Status CudaDeviceOps::SortChunks(DeviceRef in, DeviceRef out, int64_t groups,

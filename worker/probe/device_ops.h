@@ -220,11 +220,12 @@ class DeviceOps {
   virtual absl::Status ExpertAllToAll(DeviceRef send, DeviceRef receive, int64_t rows,
                                       int64_t width, ElementType type, std::string_view what) = 0;
   // With etp > 1, over the expert tensor group: rows [rows, width] of `type` gathered into
-  // [etp rows, width]; partial sums [etp rows, h] bf16 reduce-scattered into rows [rows, h].
+  // [etp rows, width]; partial sums [etp rows, width] reduce-scattered into rows [rows, width].
   virtual absl::Status ExpertTensorAllGather(DeviceRef own, DeviceRef gathered, int64_t rows,
                                              int64_t width, ElementType type,
                                              std::string_view what) = 0;
   virtual absl::Status ExpertTensorReduceScatter(DeviceRef partial, DeviceRef reduced, int64_t rows,
+                                                 int64_t width, ElementType type,
                                                  std::string_view what) = 0;
   // Chunks of `chunk_rows` rows of `width` values of `type` from [groups][local_experts] order
   // to [local_experts][groups] (by local expert, for its GEMMs; swapped, back).

@@ -247,7 +247,10 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   plan.parameters_ = LayoutParameters(x, plan.moe_, plan.stage_layers_, model.tied_embeddings(),
                                       shard_count, expert_shard_count, training.fp8_param_gather());
   plan.layer_activations_ = LayoutLayerActivations(x, training.fp8());
-  if (model.is_moe()) plan.moe_layer_activations_ = LayoutMoeLayerActivations(x, plan.moe_);
+  if (model.is_moe()) {
+    plan.moe_layer_activations_ = LayoutMoeLayerActivations(x, plan.moe_);
+    plan.moe_block_activations_ = LayoutMoeBlockActivations(x, plan.moe_);
+  }
   if (training.fp8()) {
     plan.fp8_state_ =
         LayoutFp8State(x, plan.stage_layers_, kExportedFp8Recipe, training.fp8_param_gather());

@@ -187,6 +187,8 @@ class FootprintPlan {
   // A dense layer's block, and a mixture-of-experts layer's (empty for a dense model).
   const LayerActivationLayout& layer_activations() const { return layer_activations_; }
   const LayerActivationLayout& moe_layer_activations() const { return moe_layer_activations_; }
+  // The MoE block inside an MoE layer's, from its moe_block offset.
+  const MoeBlockActivationLayout& moe_block_activations() const { return moe_block_activations_; }
   // The block of the stage's layer `stage_layer` (ParameterLayout::layers' index).
   const LayerActivationLayout& LayerActivationsOf(int64_t stage_layer) const {
     return stage_layers_.moe_layers.empty() || !stage_layers_.moe_layers[stage_layer]
@@ -226,6 +228,7 @@ class FootprintPlan {
   ParameterLayout parameters_;
   LayerActivationLayout layer_activations_;
   LayerActivationLayout moe_layer_activations_;
+  MoeBlockActivationLayout moe_block_activations_;
   LossActivationLayout loss_activations_;
   Fp8StateLayout fp8_state_;
   std::vector<TermAllocation> terms_;

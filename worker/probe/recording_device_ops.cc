@@ -757,12 +757,13 @@ absl::Status RecordingDeviceOps::ExpertTensorAllGather(DeviceRef own, DeviceRef 
 }
 
 absl::Status RecordingDeviceOps::ExpertTensorReduceScatter(DeviceRef partial, DeviceRef reduced,
-                                                           int64_t rows, std::string_view what) {
+                                                           int64_t rows, int64_t width,
+                                                           ElementType type,
+                                                           std::string_view what) {
   PT_RETURN_IF_ERROR(Operands({partial, reduced}));
-  Collective(
-      CollectiveFamily::kExpertTensor, CollectiveKind::kReduceScatter, ElementType::kBf16,
-      footprint_.moe().expert_tensor_parallel * rows * shapes_.hidden * BytesOf(ElementType::kBf16),
-      StepStream::kCompute, std::string(what));
+  Collective(CollectiveFamily::kExpertTensor, CollectiveKind::kReduceScatter, type,
+             footprint_.moe().expert_tensor_parallel * rows * width * BytesOf(type),
+             StepStream::kCompute, std::string(what));
   return absl::OkStatus();
 }
 

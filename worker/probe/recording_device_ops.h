@@ -103,6 +103,7 @@ class RecordingDeviceOps final : public DeviceOps {
   absl::Status ExpertTensorAllGather(DeviceRef own, DeviceRef gathered, int64_t rows, int64_t width,
                                      ElementType type, std::string_view what) override;
   absl::Status ExpertTensorReduceScatter(DeviceRef partial, DeviceRef reduced, int64_t rows,
+                                         int64_t width, ElementType type,
                                          std::string_view what) override;
   absl::Status SortChunks(DeviceRef in, DeviceRef out, int64_t groups, int64_t local_experts,
                           int64_t chunk_rows, int64_t width, ElementType type) override;

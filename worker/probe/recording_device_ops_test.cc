@@ -85,7 +85,8 @@ TEST(RecordingDeviceOpsTest, ExpertCollectivesMoveTheDispatchersBytes) {
   ASSERT_TRUE(r->ops
                   ->ExpertTensorReduceScatter(Buffer(ProbeBuffer::kMoeExpertOutput),
                                               Buffer(ProbeBuffer::kMoePermutedTokens),
-                                              moe.routed_copies, "reduce-scatter")
+                                              moe.routed_copies, h, ElementType::kBf16,
+                                              "reduce-scatter")
                   .ok());
   const CollectiveOp scatter = OnlyCollective(r->ops->TakeOps());
   EXPECT_EQ(scatter.kind, CollectiveKind::kReduceScatter);

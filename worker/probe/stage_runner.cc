@@ -24,9 +24,20 @@ struct StageRunner::LayerActivations {
   DeviceRef swiglu_output;
   DeviceRef attention_output_fp8;
   DeviceRef fp8_scale_inverses;
+  // A mixture-of-experts layer's MoE block (MoeBlockActivationLayout); unset in a dense layer.
+  DeviceRef router_logits;
+  DeviceRef router_probabilities;
+  DeviceRef router_indices;
+  DeviceRef expert_input;
+  DeviceRef expert_probabilities;
+  DeviceRef expert_gate_up;
+  DeviceRef expert_swiglu_output;
 };
 
 namespace {
+
+constexpr int64_t kBf16 = 2;
+constexpr int64_t kFp32 = 4;
 
 LinearProduct ProductOf(LinearWeight weight, GemmRole role, DeviceRef a, DeviceRef b, DeviceRef c,
                         int64_t tokens, int64_t outputs, int64_t inputs, bool float_output) {
@@ -52,6 +63,7 @@ StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& footprint,
       optimizer_(optimizer),
       shapes_(footprint.shapes()),
       ops_(ops),
+      rank_(rank),
       stage_(spec.layout().CoordinatesOf(rank).pp),
       fp8_(footprint.fp8()),
       chunks_(ChunkUnitsOf(footprint.stage_layers())) {
@@ -113,19 +125,31 @@ StageRunner::LayerActivations StageRunner::Kept(int64_t slot, int64_t chunk,
                               : LayerBlock(slot, chunk, layer_in_chunk);
   const LayerActivationLayout& at =
       footprint_.LayerActivationsOf(StageLayer(chunk, layer_in_chunk));
-  return {block.At(at.attention_norm_output),
-          block.At(at.attention_norm_rstd),
-          block.At(at.query),
-          block.At(at.key_value),
-          block.At(at.attention_output),
-          block.At(at.softmax_lse),
-          block.At(at.mlp_input),
-          block.At(at.mlp_norm_output),
-          block.At(at.mlp_norm_rstd),
-          block.At(at.gate_up),
-          block.At(at.swiglu_output),
-          block.At(at.attention_output_fp8),
-          block.At(at.fp8_scale_inverses)};
+  LayerActivations kept{block.At(at.attention_norm_output),
+                        block.At(at.attention_norm_rstd),
+                        block.At(at.query),
+                        block.At(at.key_value),
+                        block.At(at.attention_output),
+                        block.At(at.softmax_lse),
+                        block.At(at.mlp_input),
+                        block.At(at.mlp_norm_output),
+                        block.At(at.mlp_norm_rstd),
+                        block.At(at.gate_up),
+                        block.At(at.swiglu_output),
+                        block.At(at.attention_output_fp8),
+                        block.At(at.fp8_scale_inverses)};
+  if (at.moe_block >= 0) {
+    const DeviceRef moe = block.At(at.moe_block);
+    const MoeBlockActivationLayout& m = footprint_.moe_block_activations();
+    kept.router_logits = moe.At(m.router_logits);
+    kept.router_probabilities = moe.At(m.router_probabilities);
+    kept.router_indices = moe.At(m.router_indices);
+    kept.expert_input = moe.At(m.expert_input);
+    kept.expert_probabilities = moe.At(m.expert_probabilities);
+    kept.expert_gate_up = moe.At(m.expert_gate_up);
+    kept.expert_swiglu_output = moe.At(m.expert_swiglu_output);
+  }
+  return kept;
 }
 
 std::vector<Fp8Site> StageRunner::Fp8SitesOf(int64_t chunk, int64_t layer_in_chunk,
@@ -555,6 +579,7 @@ absl::Status StageRunner::LayerForward(int64_t chunk, int64_t layer_in_chunk, De
   const LayerParameterOffsets& w = footprint_.parameters().layers[context_.layer];
   const ShardShapes& x = shapes_;
   const DeviceRef qkv = Buffer(ProbeBuffer::kQkvProjection);
+  if (w.moe()) PT_RETURN_IF_ERROR(CheckMoeLayerRuns());
   const std::vector<Fp8Site> sites = Fp8SitesOf(chunk, layer_in_chunk, kept);
   auto site = [&](Fp8Linear linear) { return SiteIn(sites, linear); };
   // Attention block: mlp_input = input + out_proj(attention(qkv(norm(input)))).
@@ -567,6 +592,7 @@ absl::Status StageRunner::LayerForward(int64_t chunk, int64_t layer_in_chunk, De
   PT_RETURN_IF_ERROR(RowLinearForward(LinearWeight::kAttentionOutput, kept.attention_output,
                                       w.attention_output, x.attention_output.inputs, input,
                                       kept.mlp_input, site(Fp8Linear::kAttentionOutput)));
+  if (w.moe()) return MoeForward(w, kept, output);
   // MLP block: output = mlp_input + down(swiglu(gate_up(norm(mlp_input)))).
   PT_RETURN_IF_ERROR(NormLinearForward(
       {LinearWeight::kGateUp, w.mlp_norm, w.gate_up, x.gate_up.outputs, /*layer=*/true},
@@ -593,15 +619,19 @@ absl::Status StageRunner::LayerBackward(int64_t chunk, int64_t layer_in_chunk, D
   const DeviceRef qkv_gradient = Buffer(ProbeBuffer::kQkvGradient);
   const std::vector<Fp8Site> sites = Fp8SitesOf(chunk, layer_in_chunk, kept);
   auto site = [&](Fp8Linear linear) { return SiteIn(sites, linear); };
-  // MLP block, then attention block, each ending in its norm's input gradient plus the
-  // residual path's.
-  PT_RETURN_IF_ERROR(RowLinearBackward(LinearWeight::kDown, output_gradient, kept.swiglu_output,
-                                       w.down, x.ffn, swiglu_gradient, site(Fp8Linear::kDown)));
-  PT_RETURN_IF_ERROR(ops_->SwigluBackward(kept.gate_up, swiglu_gradient, mlp_gradient));
-  PT_RETURN_IF_ERROR(NormLinearBackward(
-      {LinearWeight::kGateUp, w.mlp_norm, w.gate_up, x.gate_up.outputs, /*layer=*/true},
-      mlp_gradient, kept.mlp_input, kept.mlp_norm_output, kept.mlp_norm_rstd, &output_gradient,
-      site(Fp8Linear::kGateUp)));
+  // MLP (or MoE) block, then attention block, each ending in its norm's input gradient plus
+  // the residual path's.
+  if (w.moe()) {
+    PT_RETURN_IF_ERROR(MoeBackward(w, kept, output_gradient));
+  } else {
+    PT_RETURN_IF_ERROR(RowLinearBackward(LinearWeight::kDown, output_gradient, kept.swiglu_output,
+                                         w.down, x.ffn, swiglu_gradient, site(Fp8Linear::kDown)));
+    PT_RETURN_IF_ERROR(ops_->SwigluBackward(kept.gate_up, swiglu_gradient, mlp_gradient));
+    PT_RETURN_IF_ERROR(NormLinearBackward(
+        {LinearWeight::kGateUp, w.mlp_norm, w.gate_up, x.gate_up.outputs, /*layer=*/true},
+        mlp_gradient, kept.mlp_input, kept.mlp_norm_output, kept.mlp_norm_rstd, &output_gradient,
+        site(Fp8Linear::kGateUp)));
+  }
   PT_RETURN_IF_ERROR(RowLinearBackward(
       LinearWeight::kAttentionOutput, residual_gradient, kept.attention_output, w.attention_output,
       x.attention_output.inputs, attention_gradient, site(Fp8Linear::kAttentionOutput)));
@@ -612,6 +642,228 @@ absl::Status StageRunner::LayerBackward(int64_t chunk, int64_t layer_in_chunk, D
       {LinearWeight::kQkv, w.attention_norm, w.qkv, x.qkv.outputs, /*layer=*/true}, qkv_gradient,
       input, kept.attention_norm_output, kept.attention_norm_rstd, &residual_gradient,
       site(Fp8Linear::kQkv));
+}
+
+absl::Status StageRunner::CheckMoeLayerRuns() const {
+  // The MoE block is built for the path the estimator models: bf16, the all-to-all dispatcher,
+  // no shared experts, no --tp-comm-overlap (CheckCudaProbeRuns refuses the others first).
+  if (fp8_ || spec_.tp_comm_overlap() || footprint_.moe().shared_ffn > 0) {
+    return absl::UnimplementedError(
+        "the probe's MoE block runs bf16 without tp_comm_overlap or shared experts");
+  }
+  return absl::OkStatus();
+}
+
+// Megatron-Core's MoELayer with the all-to-all dispatcher (token_dispatcher.py
+// MoEAlltoAllTokenDispatcher, experts.py TEGroupedMLP), on the rank's R rows: the router and
+// its top-k, the permutation, the dispatch all-to-all over the expert group (and with etp > 1
+// the all-gather over the expert tensor group), the sort by local expert, each local expert's
+// fc1, weighted SwiGLU and fc2, the sort back, the reduce-scatter over the expert tensor
+// group, the combine all-to-all, the sum of each row's copies, the residual add.
+absl::Status StageRunner::MoeForward(const LayerParameterOffsets& w, const LayerActivations& kept,
+                                     DeviceRef output) {
+  const MoeShardShapes& moe = footprint_.moe();
+  const int64_t h = shapes_.hidden;
+  const int64_t S = moe.routed_copies;
+  const int64_t N = moe.received_copies;
+  const int64_t n = moe.copies_per_local_expert;
+  const int64_t etp = moe.expert_tensor_parallel;
+  const bool sorted = moe.local_experts > 1;
+  const int64_t etp_rank = spec_.layout().GroupRank(RankGroup::kExpertTensor, rank_);
+  PT_RETURN_IF_ERROR(ops_->RmsNormForward(kept.mlp_input, Weight(w.mlp_norm), kept.mlp_norm_output,
+                                          kept.mlp_norm_rstd));
+  PT_RETURN_IF_ERROR(
+      ops_->Gemm(ProductOf(LinearWeight::kRouter, GemmRole::kForward, kept.mlp_norm_output,
+                           Weight(w.router), kept.router_logits, moe.routed_tokens, moe.experts, h,
+                           /*float_output=*/false)));
+  PT_RETURN_IF_ERROR(
+      ops_->RouterTopK(kept.router_logits, kept.router_probabilities, kept.router_indices));
+  const DeviceRef permuted = Buffer(ProbeBuffer::kMoePermutedTokens);
+  const DeviceRef permuted_probabilities = Buffer(ProbeBuffer::kMoePermutedProbabilities);
+  PT_RETURN_IF_ERROR(ops_->PermuteTokens(kept.mlp_norm_output, kept.router_probabilities, permuted,
+                                         permuted_probabilities));
+  // The copies received in source order: straight into the kept expert input with one local
+  // expert, else into the received buffer for the sort; with etp > 1 at this rank's place of
+  // the gathered rows, gathered in place.
+  const DeviceRef received_tokens =
+      sorted ? Buffer(ProbeBuffer::kMoeReceivedTokens) : kept.expert_input;
+  const DeviceRef received_probabilities =
+      sorted ? Buffer(ProbeBuffer::kMoeReceivedProbabilities) : kept.expert_probabilities;
+  PT_RETURN_IF_ERROR(ops_->ExpertAllToAll(permuted, received_tokens.At(etp_rank * S * h * kBf16), S,
+                                          h, ElementType::kBf16, "dispatch tokens"));
+  PT_RETURN_IF_ERROR(ops_->ExpertAllToAll(permuted_probabilities,
+                                          received_probabilities.At(etp_rank * S * kFp32), S, 1,
+                                          ElementType::kFloat32, "dispatch probabilities"));
+  if (etp > 1) {
+    PT_RETURN_IF_ERROR(ops_->ExpertTensorAllGather(received_tokens.At(etp_rank * S * h * kBf16),
+                                                   received_tokens, S, h, ElementType::kBf16,
+                                                   "dispatched tokens"));
+    PT_RETURN_IF_ERROR(ops_->ExpertTensorAllGather(
+        received_probabilities.At(etp_rank * S * kFp32), received_probabilities, S, 1,
+        ElementType::kFloat32, "dispatched probabilities"));
+  }
+  // Every source rank sent each local expert S / E copies.
+  const int64_t sources = etp * moe.expert_parallel;
+  const int64_t chunk_rows = S / moe.experts;
+  if (sorted) {
+    PT_RETURN_IF_ERROR(ops_->SortChunks(received_tokens, kept.expert_input, sources,
+                                        moe.local_experts, chunk_rows, h, ElementType::kBf16));
+    PT_RETURN_IF_ERROR(ops_->SortChunks(received_probabilities, kept.expert_probabilities, sources,
+                                        moe.local_experts, chunk_rows, 1, ElementType::kFloat32));
+  }
+  const int64_t fc1_outputs = moe.expert_fc1.outputs;
+  const int64_t f = moe.expert_ffn;
+  for (int64_t e = 0; e < moe.local_experts; ++e) {
+    PT_RETURN_IF_ERROR(ops_->Gemm(ProductOf(
+        LinearWeight::kExpertFc1, GemmRole::kForward, kept.expert_input.At(e * n * h * kBf16),
+        Weight(w.expert_fc1[e]), kept.expert_gate_up.At(e * n * fc1_outputs * kBf16), n,
+        fc1_outputs, h, /*float_output=*/false)));
+  }
+  PT_RETURN_IF_ERROR(ops_->WeightedSwigluForward(kept.expert_gate_up, kept.expert_probabilities,
+                                                 kept.expert_swiglu_output, N));
+  const DeviceRef expert_output = Buffer(ProbeBuffer::kMoeExpertOutput);
+  for (int64_t e = 0; e < moe.local_experts; ++e) {
+    PT_RETURN_IF_ERROR(ops_->Gemm(
+        ProductOf(LinearWeight::kExpertFc2, GemmRole::kForward,
+                  kept.expert_swiglu_output.At(e * n * f * kBf16), Weight(w.expert_fc2[e]),
+                  expert_output.At(e * n * h * kBf16), n, h, f, /*float_output=*/false)));
+  }
+  DeviceRef combine = expert_output;
+  if (sorted) {
+    combine = Buffer(ProbeBuffer::kMoeReceivedTokens);
+    PT_RETURN_IF_ERROR(ops_->SortChunks(expert_output, combine, moe.local_experts, sources,
+                                        chunk_rows, h, ElementType::kBf16));
+  }
+  if (etp > 1) {
+    PT_RETURN_IF_ERROR(ops_->ExpertTensorReduceScatter(combine, permuted, S, h, ElementType::kBf16,
+                                                       "experts' output"));
+    combine = permuted;
+  }
+  const DeviceRef combined = Buffer(ProbeBuffer::kMoeCombinedTokens);
+  PT_RETURN_IF_ERROR(
+      ops_->ExpertAllToAll(combine, combined, S, h, ElementType::kBf16, "combine tokens"));
+  const DeviceRef routed = Buffer(ProbeBuffer::kReduced);
+  PT_RETURN_IF_ERROR(ops_->UnpermuteTokens(combined, routed));
+  return ops_->AddRows(kept.mlp_input, routed, output);
+}
+
+// MoeForward's backward, each step's in reverse; leaves the MoE block's input gradient plus
+// `output_gradient` (the residual path's) in kResidualGradient.
+absl::Status StageRunner::MoeBackward(const LayerParameterOffsets& w, const LayerActivations& kept,
+                                      DeviceRef output_gradient) {
+  const MoeShardShapes& moe = footprint_.moe();
+  const int64_t h = shapes_.hidden;
+  const int64_t S = moe.routed_copies;
+  const int64_t N = moe.received_copies;
+  const int64_t n = moe.copies_per_local_expert;
+  const int64_t etp = moe.expert_tensor_parallel;
+  const bool sorted = moe.local_experts > 1;
+  const int64_t etp_rank = spec_.layout().GroupRank(RankGroup::kExpertTensor, rank_);
+  const bool fp32_gradients = spec_.training().fp32_gradients();
+  const int64_t sources = etp * moe.expert_parallel;
+  const int64_t chunk_rows = S / moe.experts;
+  const DeviceRef permuted = Buffer(ProbeBuffer::kMoePermutedTokens);
+  const DeviceRef permuted_probabilities = Buffer(ProbeBuffer::kMoePermutedProbabilities);
+  const DeviceRef received = Buffer(ProbeBuffer::kMoeReceivedTokens);
+  const DeviceRef received_probabilities = Buffer(ProbeBuffer::kMoeReceivedProbabilities);
+  const DeviceRef expert_gradient = Buffer(ProbeBuffer::kMoeExpertOutput);
+  const DeviceRef combined = Buffer(ProbeBuffer::kMoeCombinedTokens);
+  const DeviceRef probability_gradient = Buffer(ProbeBuffer::kMoeProbabilityGradient);
+
+  // The sum of copies' and the combine's backward: each row's gradient to its copies, sent
+  // back to the experts (gathered over etp), sorted by local expert.
+  PT_RETURN_IF_ERROR(ops_->ScatterRowGradients(output_gradient, combined));
+  const DeviceRef arrived = sorted ? received : expert_gradient;
+  PT_RETURN_IF_ERROR(ops_->ExpertAllToAll(combined, arrived.At(etp_rank * S * h * kBf16), S, h,
+                                          ElementType::kBf16, "combine gradients"));
+  if (etp > 1) {
+    PT_RETURN_IF_ERROR(ops_->ExpertTensorAllGather(arrived.At(etp_rank * S * h * kBf16), arrived, S,
+                                                   h, ElementType::kBf16, "combine gradients"));
+  }
+  if (sorted) {
+    PT_RETURN_IF_ERROR(ops_->SortChunks(received, expert_gradient, sources, moe.local_experts,
+                                        chunk_rows, h, ElementType::kBf16));
+  }
+  // The experts: every fc2's products, the weighted SwiGLU's backward, every fc1's products
+  // (fc1's input gradients overwrite fc2's output gradients, all read by then).
+  const int64_t fc1_outputs = moe.expert_fc1.outputs;
+  const int64_t f = moe.expert_ffn;
+  const DeviceRef swiglu_gradient = Buffer(ProbeBuffer::kMoeExpertSwigluGradient);
+  const DeviceRef gate_up_gradient = Buffer(ProbeBuffer::kMoeExpertGateUpGradient);
+  for (int64_t e = 0; e < moe.local_experts; ++e) {
+    const DeviceRef d_out = expert_gradient.At(e * n * h * kBf16);
+    PT_RETURN_IF_ERROR(ops_->Gemm(ProductOf(LinearWeight::kExpertFc2, GemmRole::kInputGradient,
+                                            d_out, Weight(w.expert_fc2[e]),
+                                            swiglu_gradient.At(e * n * f * kBf16), n, h, f,
+                                            /*float_output=*/false)));
+    PT_RETURN_IF_ERROR(ops_->Gemm(ProductOf(LinearWeight::kExpertFc2, GemmRole::kWeightGradient,
+                                            d_out, kept.expert_swiglu_output.At(e * n * f * kBf16),
+                                            Gradient(w.expert_fc2[e]), n, h, f, fp32_gradients)));
+  }
+  PT_RETURN_IF_ERROR(ops_->WeightedSwigluBackward(kept.expert_gate_up, kept.expert_probabilities,
+                                                  swiglu_gradient, gate_up_gradient,
+                                                  probability_gradient, N));
+  for (int64_t e = 0; e < moe.local_experts; ++e) {
+    const DeviceRef d_out = gate_up_gradient.At(e * n * fc1_outputs * kBf16);
+    PT_RETURN_IF_ERROR(ops_->Gemm(ProductOf(
+        LinearWeight::kExpertFc1, GemmRole::kInputGradient, d_out, Weight(w.expert_fc1[e]),
+        expert_gradient.At(e * n * h * kBf16), n, fc1_outputs, h, /*float_output=*/false)));
+    PT_RETURN_IF_ERROR(
+        ops_->Gemm(ProductOf(LinearWeight::kExpertFc1, GemmRole::kWeightGradient, d_out,
+                             kept.expert_input.At(e * n * h * kBf16), Gradient(w.expert_fc1[e]), n,
+                             fc1_outputs, h, fp32_gradients)));
+  }
+  // The dispatch's backward: sorted back, reduce-scattered over etp, sent back to the copies'
+  // ranks, tokens and probabilities alike.
+  DeviceRef tokens = expert_gradient;
+  DeviceRef probabilities = probability_gradient;
+  if (sorted) {
+    PT_RETURN_IF_ERROR(ops_->SortChunks(expert_gradient, received, moe.local_experts, sources,
+                                        chunk_rows, h, ElementType::kBf16));
+    PT_RETURN_IF_ERROR(ops_->SortChunks(probability_gradient, received_probabilities,
+                                        moe.local_experts, sources, chunk_rows, 1,
+                                        ElementType::kFloat32));
+    tokens = received;
+    probabilities = received_probabilities;
+  }
+  DeviceRef d_permuted = permuted;
+  DeviceRef d_permuted_probabilities = permuted_probabilities;
+  if (etp > 1) {
+    PT_RETURN_IF_ERROR(ops_->ExpertTensorReduceScatter(tokens, permuted, S, h, ElementType::kBf16,
+                                                       "dispatch gradients"));
+    PT_RETURN_IF_ERROR(ops_->ExpertTensorReduceScatter(probabilities, permuted_probabilities, S, 1,
+                                                       ElementType::kFloat32,
+                                                       "dispatch probability gradients"));
+    tokens = permuted;
+    probabilities = permuted_probabilities;
+    d_permuted = combined;
+    d_permuted_probabilities = received_probabilities;
+  }
+  PT_RETURN_IF_ERROR(
+      ops_->ExpertAllToAll(tokens, d_permuted, S, h, ElementType::kBf16, "dispatch gradients"));
+  PT_RETURN_IF_ERROR(ops_->ExpertAllToAll(probabilities, d_permuted_probabilities, S, 1,
+                                          ElementType::kFloat32, "dispatch probability gradients"));
+  // The permutation's backward: each row's copies summed, the probabilities' gradients to the
+  // router, whose products add the router path's share of the norm output's gradient.
+  const DeviceRef d_normed = Buffer(ProbeBuffer::kReduced);
+  PT_RETURN_IF_ERROR(ops_->UnpermuteTokens(d_permuted, d_normed));
+  PT_RETURN_IF_ERROR(ops_->UnpermuteProbabilities(d_permuted_probabilities, probability_gradient));
+  const DeviceRef d_logits = Buffer(ProbeBuffer::kMoeRouterLogitsGradient);
+  PT_RETURN_IF_ERROR(ops_->RouterTopKBackward(kept.router_logits, kept.router_probabilities,
+                                              kept.router_indices, probability_gradient, d_logits));
+  const DeviceRef router_input_gradient = Buffer(ProbeBuffer::kProjectionOutput);
+  PT_RETURN_IF_ERROR(ops_->Gemm(ProductOf(LinearWeight::kRouter, GemmRole::kWeightGradient,
+                                          d_logits, kept.mlp_norm_output, Gradient(w.router),
+                                          moe.routed_tokens, moe.experts, h, fp32_gradients)));
+  PT_RETURN_IF_ERROR(ops_->Gemm(ProductOf(LinearWeight::kRouter, GemmRole::kInputGradient, d_logits,
+                                          Weight(w.router), router_input_gradient,
+                                          moe.routed_tokens, moe.experts, h,
+                                          /*float_output=*/false)));
+  PT_RETURN_IF_ERROR(ops_->AddRows(d_normed, router_input_gradient, d_normed));
+  PT_RETURN_IF_ERROR(ops_->RmsNormWeightGradient(kept.mlp_input, kept.mlp_norm_rstd, d_normed,
+                                                 Gradient(w.mlp_norm)));
+  return ops_->RmsNormBackward(kept.mlp_input, Weight(w.mlp_norm), kept.mlp_norm_rstd, d_normed,
+                               &output_gradient, Buffer(ProbeBuffer::kResidualGradient));
 }
 
 absl::Status StageRunner::EmbeddingForward(DeviceRef output) {

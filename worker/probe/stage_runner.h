@@ -131,6 +131,15 @@ class StageRunner {
   // kResidualGradient itself.
   absl::Status LayerBackward(int64_t chunk, int64_t layer_in_chunk, DeviceRef input,
                              const LayerActivations& kept, DeviceRef output_gradient);
+  // A mixture-of-experts layer's MoE block in place of the MLP block: output = mlp_input +
+  // routed experts (norm(mlp_input)); its backward, leaving the block's input gradient plus
+  // `output_gradient` in kResidualGradient. UNIMPLEMENTED where the block is not built
+  // (CheckMoeLayerRuns).
+  absl::Status CheckMoeLayerRuns() const;
+  absl::Status MoeForward(const LayerParameterOffsets& w, const LayerActivations& kept,
+                          DeviceRef output);
+  absl::Status MoeBackward(const LayerParameterOffsets& w, const LayerActivations& kept,
+                           DeviceRef output_gradient);
   // The fp8 sites of a layer's four linears in Fp8Linear order; none in bf16 training.
   std::vector<Fp8Site> Fp8SitesOf(int64_t chunk, int64_t layer_in_chunk,
                                   const LayerActivations& kept) const;
@@ -181,6 +190,7 @@ class StageRunner {
   const OptimizerLayout& optimizer_;
   const ShardShapes& shapes_;
   DeviceOps* const ops_;
+  const int64_t rank_;
   const int64_t stage_;
   const bool fp8_;
   const std::vector<ChunkUnits> chunks_;
