@@ -10,6 +10,7 @@ absl::StatusOr<ProbeSpec> PlanSpecOf(const PlanSpecOptions& options) {
   v1::ProbeAssignment assignment =
       TestAssignment(options.preset, options.global_batch, options.seq_len, options.dp, options.tp,
                      options.pp, options.cp, options.micro_batch);
+  if (options.model.hidden_size() > 0) *assignment.mutable_model() = options.model;
   v1::ClusterSpec& cluster = *assignment.mutable_cluster();
   cluster.mutable_gpu()->set_type(options.gpu);
   const int64_t world = options.dp * options.tp * options.pp * options.cp;
@@ -38,6 +39,20 @@ PlanSpecOptions SmallPlanSpecOptions() {
   options.preset = "llama3.2-1b";
   options.seq_len = 1024;
   return options;
+}
+
+v1::ModelSpec ShrunkMixtral() {
+  v1::ModelSpec model;
+  model.set_hidden_size(1024);
+  model.set_ffn_hidden_size(3584);
+  model.set_num_layers(4);
+  model.set_num_attention_heads(8);
+  model.set_num_kv_heads(2);
+  model.set_vocab_size(32000);
+  model.set_num_experts(8);
+  model.set_moe_router_top_k(2);
+  model.set_moe_ffn_hidden_size(3584);
+  return model;
 }
 
 FootprintPlan RankFootprintOf(const ProbeSpec& spec, int64_t rank) {

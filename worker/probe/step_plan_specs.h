@@ -16,6 +16,8 @@ namespace paratune {
 
 struct PlanSpecOptions {
   std::string preset = "llama3.1-8b";
+  // Explicit dimensions in place of `preset` when set (hidden_size > 0).
+  v1::ModelSpec model;
   std::string gpu = "h200-141gb";
   int64_t global_batch = 2;
   int64_t seq_len = 8192;
@@ -55,6 +57,11 @@ struct GoldenSpec {
 
 // Llama-3.2-1B at s 1024 on one rank, the tests' quick spec.
 PlanSpecOptions SmallPlanSpecOptions();
+
+// Mixtral 8x7B's proportions shrunk to h 1024 (Mixtral: h 4096, f 14336, 32 heads of 8 kv
+// heads, vocabulary 32000, 8 experts, top-2, every layer MoE): f = f_e 3584, 8 heads of 2 kv
+// heads, 4 layers, vocabulary 32000, 8 experts, top-2.
+v1::ModelSpec ShrunkMixtral();
 
 // What the probe allocates for global rank `rank` of `spec` (FootprintPlan::OfStage).
 FootprintPlan RankFootprintOf(const ProbeSpec& spec, int64_t rank);

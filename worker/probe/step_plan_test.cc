@@ -125,6 +125,34 @@ TEST(StepPlanTest, MoeLayersRunTheirBlocks) {
   }
 }
 
+// stage_runner_gpu_test's MoE case on the CPU: the shrunk Mixtral on one rank (ep 1, eight
+// local experts) is a spec the probe runs, and its plan's GEMMs are the layers' with the MoE
+// block's.
+TEST(StepPlanTest, OneRankMoeRunsEveryExpert) {
+  PlanSpecOptions options = SmallPlanSpecOptions();
+  options.model = ShrunkMixtral();
+  options.seq_len = 2048;
+  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
+  const StepPlan plan = PlanOf(options, 0);
+  const FootprintPlan footprint = RankFootprintOf(*spec, 0);
+  const ShardShapes& x = footprint.shapes();
+  const MoeShardShapes& moe = footprint.moe();
+  ASSERT_EQ(moe.local_experts, 8);
+  const double moe_layer = LayerForwardModelFlops(x) - x.gate_up.ForwardFlops() -
+                           x.down.ForwardFlops() + moe.ForwardFlops();
+  const double m = static_cast<double>(spec->micro_batches());
+  EXPECT_DOUBLE_EQ(PlanModelFlops(plan), 3 * m * (4 * moe_layer + x.lm_head.ForwardFlops()));
+  int64_t expert_fc1 = 0;
+  for (const GemmOp& gemm : OpsOf<GemmOp>(plan)) {
+    if (gemm.weight == LinearWeight::kExpertFc1) ++expert_fc1;
+  }
+  // Forward, input and weight gradient of each of 8 experts in each of 4 layers, per
+  // micro-batch.
+  EXPECT_EQ(expert_fc1, 3 * 8 * 4 * spec->micro_batches());
+}
+
 // Every pass's activation slot is taken and given back, and the most held at once is what the
 // footprint allocated (both follow the schedule).
 TEST(StepPlanTest, SlotsMatchTheFootprint) {
