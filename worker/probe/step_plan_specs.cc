@@ -119,6 +119,20 @@ std::vector<GoldenSpec> GoldenSpecs() {
     g.options.replica = true;
     g.rank = 0;
   }
+  {
+    // Mixtral's proportions shrunk (ShrunkMixtral): four local experts per rank (ep 2, etp 1),
+    // their gradients reduced over edp = tp dp / (etp ep) = 2; the last stage.
+    GoldenSpec& g = specs.emplace_back();
+    g.name = "mixtral_shrunk_tp2_dp2_pp2_ep2";
+    g.options.model = ShrunkMixtral();
+    g.options.tp = 2;
+    g.options.dp = 2;
+    g.options.pp = 2;
+    g.options.ep = 2;
+    g.options.etp = 1;
+    g.options.global_batch = 4;
+    g.rank = 4;
+  }
   return specs;
 }
 

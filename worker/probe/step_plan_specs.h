@@ -66,7 +66,7 @@ v1::ModelSpec ShrunkMixtral();
 // What the probe allocates for global rank `rank` of `spec` (FootprintPlan::OfStage).
 FootprintPlan RankFootprintOf(const ProbeSpec& spec, int64_t rank);
 
-// The six specs of issue 24, section 2.
+// The six specs of issue 24, section 2, and a shrunk Mixtral (issue 26, section 5).
 std::vector<GoldenSpec> GoldenSpecs();
 
 }  // namespace paratune
