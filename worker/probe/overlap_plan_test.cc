@@ -535,21 +535,34 @@ TEST(DataParallelPlanTest, OnlyTheLastReductionAndTheFirstGatherAreExposedOnOneS
   EXPECT_LT(both_exposed, collective * static_cast<double>(buckets));
 }
 
+// Every combination of the switches with at least one overlap (overlap_param_gather only with
+// the distributed optimizer, as Megatron-LM requires).
+std::vector<OverlapOptions> OverlappedSwitches() {
+  std::vector<OverlapOptions> switches;
+  for (bool distributed : {false, true}) {
+    for (bool grad : {false, true}) {
+      for (bool param : {false, true}) {
+        if ((!grad && !param) || (param && !distributed)) continue;
+        switches.push_back({distributed, grad, param});
+      }
+    }
+  }
+  return switches;
+}
+
 TEST(DataParallelPlanTest, EveryScheduleKeepsDependencies) {
   for (int64_t pp : {1, 2, 4}) {
     for (int64_t v : {1, 2}) {
       if (v > 1 && pp == 1) continue;
       for (int64_t stage = 0; stage < pp; ++stage) {
         for (int64_t m : {pp, 2 * pp}) {
-          for (int mask = 1; mask < 8; ++mask) {
-            OverlapOptions options;
-            options.distributed_optimizer = (mask & 1) != 0;
-            options.overlap_grad_reduce = (mask & 2) != 0;
-            options.overlap_param_gather = (mask & 4) != 0 && options.distributed_optimizer;
-            if (!options.overlap_grad_reduce && !options.overlap_param_gather) continue;
+          for (const OverlapOptions& options : OverlappedSwitches()) {
             for (int64_t dp : {2, 3}) {
-              SCOPED_TRACE(testing::Message() << "pp " << pp << " v " << v << " stage " << stage
-                                              << " m " << m << " mask " << mask << " dp " << dp);
+              SCOPED_TRACE(testing::Message()
+                           << "pp " << pp << " v " << v << " stage " << stage << " m " << m
+                           << " switches " << options.distributed_optimizer
+                           << options.overlap_grad_reduce << options.overlap_param_gather << " dp "
+                           << dp);
               const Stage s = StageOf("llama3.2-1b", dp, 1, pp, v, stage, m, options);
               ExpectBucketsTileTheBuffer(s);
               ExposedSeconds(s, 0.25);
@@ -655,15 +668,12 @@ TEST(DataParallelPlanTest, EveryMoeScheduleKeepsDependencies) {
       for (int64_t v : {1, 2}) {
         if (v > 1 && pp == 1) continue;
         for (int64_t stage = 0; stage < pp; ++stage) {
-          for (int mask = 1; mask < 8; ++mask) {
-            OverlapOptions options;
-            options.distributed_optimizer = (mask & 1) != 0;
-            options.overlap_grad_reduce = (mask & 2) != 0;
-            options.overlap_param_gather = (mask & 4) != 0 && options.distributed_optimizer;
-            if (!options.overlap_grad_reduce && !options.overlap_param_gather) continue;
+          for (const OverlapOptions& options : OverlappedSwitches()) {
             SCOPED_TRACE(testing::Message()
                          << "dp " << grid.dp << " tp " << grid.tp << " ep " << grid.ep << " pp "
-                         << pp << " v " << v << " stage " << stage << " mask " << mask);
+                         << pp << " v " << v << " stage " << stage << " switches "
+                         << options.distributed_optimizer << options.overlap_grad_reduce
+                         << options.overlap_param_gather);
             const Stage s = MoeStageOf(grid.dp, grid.tp, grid.ep, pp, v, stage, 2 * pp, options);
             ExpectBucketsTileTheBuffer(s);
             ExposedSeconds(s, 0.25);

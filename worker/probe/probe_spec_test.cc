@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "worker/probe/step_plan_specs.h"
 #include "worker/probe/test_assignments.h"
 
 namespace paratune {
@@ -81,17 +82,8 @@ TEST(ProbeSpecTest, WhatTheMoeBlockDoesNotRunIsRefusedByField) {
 TEST(ProbeSpecTest, RoutedCopiesThatDoNotSplitOverTheExpertsAreRefused) {
   // 6 experts: a rank's 1024 rows x top-2 = 2048 copies are not a multiple of 6.
   v1::ProbeAssignment assignment = Mixtral();
-  v1::ModelSpec& model = *assignment.mutable_model();
-  model.Clear();
-  model.set_hidden_size(1024);
-  model.set_ffn_hidden_size(3584);
-  model.set_num_layers(4);
-  model.set_num_attention_heads(8);
-  model.set_num_kv_heads(2);
-  model.set_vocab_size(32000);
-  model.set_num_experts(6);
-  model.set_moe_router_top_k(2);
-  model.set_moe_ffn_hidden_size(3584);
+  *assignment.mutable_model() = ShrunkMixtral();
+  assignment.mutable_model()->set_num_experts(6);
   ExpectNotForTheCudaProbe(
       assignment, "(1024 tokens x top-2 = 2048) are not a multiple of model.moe.num_experts (6)");
 }

@@ -654,6 +654,18 @@ absl::Status StageRunner::CheckMoeLayerRuns() const {
   return absl::OkStatus();
 }
 
+StageRunner::MoeSizes StageRunner::MoeSizesOf() const {
+  const MoeShardShapes& moe = footprint_.moe();
+  MoeSizes z;
+  z.etp = moe.expert_tensor_parallel;
+  z.etp_rank = spec_.layout().GroupRank(RankGroup::kExpertTensor, rank_);
+  z.sorted = moe.local_experts > 1;
+  z.sources = z.etp * moe.expert_parallel;
+  // Every source rank sends each local expert S / E copies.
+  z.chunk_rows = moe.routed_copies / moe.experts;
+  return z;
+}
+
 // Megatron-Core's MoELayer with the all-to-all dispatcher (token_dispatcher.py
 // MoEAlltoAllTokenDispatcher, experts.py TEGroupedMLP), on the rank's R rows: the router and
 // its top-k, the permutation, the dispatch all-to-all over the expert group (and with etp > 1
@@ -663,13 +675,11 @@ absl::Status StageRunner::CheckMoeLayerRuns() const {
 absl::Status StageRunner::MoeForward(const LayerParameterOffsets& w, const LayerActivations& kept,
                                      DeviceRef output) {
   const MoeShardShapes& moe = footprint_.moe();
+  const MoeSizes z = MoeSizesOf();
   const int64_t h = shapes_.hidden;
   const int64_t S = moe.routed_copies;
   const int64_t N = moe.received_copies;
   const int64_t n = moe.copies_per_local_expert;
-  const int64_t etp = moe.expert_tensor_parallel;
-  const bool sorted = moe.local_experts > 1;
-  const int64_t etp_rank = spec_.layout().GroupRank(RankGroup::kExpertTensor, rank_);
   PT_RETURN_IF_ERROR(ops_->RmsNormForward(kept.mlp_input, Weight(w.mlp_norm), kept.mlp_norm_output,
                                           kept.mlp_norm_rstd));
   PT_RETURN_IF_ERROR(
@@ -686,30 +696,28 @@ absl::Status StageRunner::MoeForward(const LayerParameterOffsets& w, const Layer
   // expert, else into the received buffer for the sort; with etp > 1 at this rank's place of
   // the gathered rows, gathered in place.
   const DeviceRef received_tokens =
-      sorted ? Buffer(ProbeBuffer::kMoeReceivedTokens) : kept.expert_input;
+      z.sorted ? Buffer(ProbeBuffer::kMoeReceivedTokens) : kept.expert_input;
   const DeviceRef received_probabilities =
-      sorted ? Buffer(ProbeBuffer::kMoeReceivedProbabilities) : kept.expert_probabilities;
-  PT_RETURN_IF_ERROR(ops_->ExpertAllToAll(permuted, received_tokens.At(etp_rank * S * h * kBf16), S,
-                                          h, ElementType::kBf16, "dispatch tokens"));
+      z.sorted ? Buffer(ProbeBuffer::kMoeReceivedProbabilities) : kept.expert_probabilities;
+  PT_RETURN_IF_ERROR(ops_->ExpertAllToAll(permuted, received_tokens.At(z.etp_rank * S * h * kBf16),
+                                          S, h, ElementType::kBf16, "dispatch tokens"));
   PT_RETURN_IF_ERROR(ops_->ExpertAllToAll(permuted_probabilities,
-                                          received_probabilities.At(etp_rank * S * kFp32), S, 1,
+                                          received_probabilities.At(z.etp_rank * S * kFp32), S, 1,
                                           ElementType::kFloat32, "dispatch probabilities"));
-  if (etp > 1) {
-    PT_RETURN_IF_ERROR(ops_->ExpertTensorAllGather(received_tokens.At(etp_rank * S * h * kBf16),
+  if (z.etp > 1) {
+    PT_RETURN_IF_ERROR(ops_->ExpertTensorAllGather(received_tokens.At(z.etp_rank * S * h * kBf16),
                                                    received_tokens, S, h, ElementType::kBf16,
                                                    "dispatched tokens"));
     PT_RETURN_IF_ERROR(ops_->ExpertTensorAllGather(
-        received_probabilities.At(etp_rank * S * kFp32), received_probabilities, S, 1,
+        received_probabilities.At(z.etp_rank * S * kFp32), received_probabilities, S, 1,
         ElementType::kFloat32, "dispatched probabilities"));
   }
-  // Every source rank sent each local expert S / E copies.
-  const int64_t sources = etp * moe.expert_parallel;
-  const int64_t chunk_rows = S / moe.experts;
-  if (sorted) {
-    PT_RETURN_IF_ERROR(ops_->SortChunks(received_tokens, kept.expert_input, sources,
-                                        moe.local_experts, chunk_rows, h, ElementType::kBf16));
-    PT_RETURN_IF_ERROR(ops_->SortChunks(received_probabilities, kept.expert_probabilities, sources,
-                                        moe.local_experts, chunk_rows, 1, ElementType::kFloat32));
+  if (z.sorted) {
+    PT_RETURN_IF_ERROR(ops_->SortChunks(received_tokens, kept.expert_input, z.sources,
+                                        moe.local_experts, z.chunk_rows, h, ElementType::kBf16));
+    PT_RETURN_IF_ERROR(ops_->SortChunks(received_probabilities, kept.expert_probabilities,
+                                        z.sources, moe.local_experts, z.chunk_rows, 1,
+                                        ElementType::kFloat32));
   }
   const int64_t fc1_outputs = moe.expert_fc1.outputs;
   const int64_t f = moe.expert_ffn;
@@ -729,12 +737,12 @@ absl::Status StageRunner::MoeForward(const LayerParameterOffsets& w, const Layer
                   expert_output.At(e * n * h * kBf16), n, h, f, /*float_output=*/false)));
   }
   DeviceRef combine = expert_output;
-  if (sorted) {
+  if (z.sorted) {
     combine = Buffer(ProbeBuffer::kMoeReceivedTokens);
-    PT_RETURN_IF_ERROR(ops_->SortChunks(expert_output, combine, moe.local_experts, sources,
-                                        chunk_rows, h, ElementType::kBf16));
+    PT_RETURN_IF_ERROR(ops_->SortChunks(expert_output, combine, moe.local_experts, z.sources,
+                                        z.chunk_rows, h, ElementType::kBf16));
   }
-  if (etp > 1) {
+  if (z.etp > 1) {
     PT_RETURN_IF_ERROR(ops_->ExpertTensorReduceScatter(combine, permuted, S, h, ElementType::kBf16,
                                                        "experts' output"));
     combine = permuted;
@@ -752,16 +760,12 @@ absl::Status StageRunner::MoeForward(const LayerParameterOffsets& w, const Layer
 absl::Status StageRunner::MoeBackward(const LayerParameterOffsets& w, const LayerActivations& kept,
                                       DeviceRef output_gradient) {
   const MoeShardShapes& moe = footprint_.moe();
+  const MoeSizes z = MoeSizesOf();
   const int64_t h = shapes_.hidden;
   const int64_t S = moe.routed_copies;
   const int64_t N = moe.received_copies;
   const int64_t n = moe.copies_per_local_expert;
-  const int64_t etp = moe.expert_tensor_parallel;
-  const bool sorted = moe.local_experts > 1;
-  const int64_t etp_rank = spec_.layout().GroupRank(RankGroup::kExpertTensor, rank_);
   const bool fp32_gradients = spec_.training().fp32_gradients();
-  const int64_t sources = etp * moe.expert_parallel;
-  const int64_t chunk_rows = S / moe.experts;
   const DeviceRef permuted = Buffer(ProbeBuffer::kMoePermutedTokens);
   const DeviceRef permuted_probabilities = Buffer(ProbeBuffer::kMoePermutedProbabilities);
   const DeviceRef received = Buffer(ProbeBuffer::kMoeReceivedTokens);
@@ -771,18 +775,18 @@ absl::Status StageRunner::MoeBackward(const LayerParameterOffsets& w, const Laye
   const DeviceRef probability_gradient = Buffer(ProbeBuffer::kMoeProbabilityGradient);
 
   // The sum of copies' and the combine's backward: each row's gradient to its copies, sent
-  // back to the experts (gathered over etp), sorted by local expert.
+  // back to the experts (gathered over etp), z.sorted by local expert.
   PT_RETURN_IF_ERROR(ops_->ScatterRowGradients(output_gradient, combined));
-  const DeviceRef arrived = sorted ? received : expert_gradient;
-  PT_RETURN_IF_ERROR(ops_->ExpertAllToAll(combined, arrived.At(etp_rank * S * h * kBf16), S, h,
+  const DeviceRef arrived = z.sorted ? received : expert_gradient;
+  PT_RETURN_IF_ERROR(ops_->ExpertAllToAll(combined, arrived.At(z.etp_rank * S * h * kBf16), S, h,
                                           ElementType::kBf16, "combine gradients"));
-  if (etp > 1) {
-    PT_RETURN_IF_ERROR(ops_->ExpertTensorAllGather(arrived.At(etp_rank * S * h * kBf16), arrived, S,
-                                                   h, ElementType::kBf16, "combine gradients"));
+  if (z.etp > 1) {
+    PT_RETURN_IF_ERROR(ops_->ExpertTensorAllGather(arrived.At(z.etp_rank * S * h * kBf16), arrived,
+                                                   S, h, ElementType::kBf16, "combine gradients"));
   }
-  if (sorted) {
-    PT_RETURN_IF_ERROR(ops_->SortChunks(received, expert_gradient, sources, moe.local_experts,
-                                        chunk_rows, h, ElementType::kBf16));
+  if (z.sorted) {
+    PT_RETURN_IF_ERROR(ops_->SortChunks(received, expert_gradient, z.sources, moe.local_experts,
+                                        z.chunk_rows, h, ElementType::kBf16));
   }
   // The experts: every fc2's products, the weighted SwiGLU's backward, every fc1's products
   // (fc1's input gradients overwrite fc2's output gradients, all read by then).
@@ -813,22 +817,22 @@ absl::Status StageRunner::MoeBackward(const LayerParameterOffsets& w, const Laye
                              kept.expert_input.At(e * n * h * kBf16), Gradient(w.expert_fc1[e]), n,
                              fc1_outputs, h, fp32_gradients)));
   }
-  // The dispatch's backward: sorted back, reduce-scattered over etp, sent back to the copies'
+  // The dispatch's backward: z.sorted back, reduce-scattered over etp, sent back to the copies'
   // ranks, tokens and probabilities alike.
   DeviceRef tokens = expert_gradient;
   DeviceRef probabilities = probability_gradient;
-  if (sorted) {
-    PT_RETURN_IF_ERROR(ops_->SortChunks(expert_gradient, received, moe.local_experts, sources,
-                                        chunk_rows, h, ElementType::kBf16));
+  if (z.sorted) {
+    PT_RETURN_IF_ERROR(ops_->SortChunks(expert_gradient, received, moe.local_experts, z.sources,
+                                        z.chunk_rows, h, ElementType::kBf16));
     PT_RETURN_IF_ERROR(ops_->SortChunks(probability_gradient, received_probabilities,
-                                        moe.local_experts, sources, chunk_rows, 1,
+                                        moe.local_experts, z.sources, z.chunk_rows, 1,
                                         ElementType::kFloat32));
     tokens = received;
     probabilities = received_probabilities;
   }
   DeviceRef d_permuted = permuted;
   DeviceRef d_permuted_probabilities = permuted_probabilities;
-  if (etp > 1) {
+  if (z.etp > 1) {
     PT_RETURN_IF_ERROR(ops_->ExpertTensorReduceScatter(tokens, permuted, S, h, ElementType::kBf16,
                                                        "dispatch gradients"));
     PT_RETURN_IF_ERROR(ops_->ExpertTensorReduceScatter(probabilities, permuted_probabilities, S, 1,

@@ -136,6 +136,17 @@ class StageRunner {
   // `output_gradient` in kResidualGradient. UNIMPLEMENTED where the block is not built
   // (CheckMoeLayerRuns).
   absl::Status CheckMoeLayerRuns() const;
+  // The MoE block's layout of copies on this rank: etp and this rank's place in the expert
+  // tensor group, whether received copies are sorted by local expert (E / ep > 1), the source
+  // ranks (etp ep) and the rows each sends each local expert (S / E).
+  struct MoeSizes {
+    int64_t etp = 1;
+    int64_t etp_rank = 0;
+    bool sorted = false;
+    int64_t sources = 1;
+    int64_t chunk_rows = 0;
+  };
+  MoeSizes MoeSizesOf() const;
   absl::Status MoeForward(const LayerParameterOffsets& w, const LayerActivations& kept,
                           DeviceRef output);
   absl::Status MoeBackward(const LayerParameterOffsets& w, const LayerActivations& kept,
