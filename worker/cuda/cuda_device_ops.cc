@@ -199,8 +199,9 @@ absl::Status CudaDeviceOps::Initialize(uint64_t seed) {
                                shard.count, stream_),
                    "Bf16ToFloat(master weights)"));
   }
-  const int64_t shard = spec_.training().distributed_optimizer() ? parameters.shard_elements
-                                                                 : parameters.padded_elements;
+  const int64_t shard = ShardsOptimizerStates(spec_.config().dp_sharding())
+                            ? parameters.shard_elements
+                            : parameters.padded_elements;
   for (ProbeBuffer moment : {ProbeBuffer::kAdamFirstMoment, ProbeBuffer::kAdamSecondMoment}) {
     PT_RETURN_IF_ERROR(
         CudaStatus(cudaMemsetAsync(memory_.get<float>(moment), 0, shard * sizeof(float), stream_),

@@ -234,7 +234,7 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   FootprintPlan plan(ComputeShardShapes(model, training, config),
                      StageLayersOf(model, config, stage));
   const ShardShapes& x = plan.shapes_;
-  const bool distributed = training.distributed_optimizer();
+  const bool distributed = ShardsOptimizerStates(config.dp_sharding());
   const int64_t shard_count = distributed ? config.dp() * config.cp() : 1;
   if (model.is_moe()) {
     // ComputeMoeShardShapes accepts every configuration the probe runs (CheckCudaProbeRuns).

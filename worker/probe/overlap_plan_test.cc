@@ -68,6 +68,7 @@ Stage StageOf(const char* preset, int64_t dp, int64_t tp, int64_t pp, int64_t v,
   dims.tp = tp;
   dims.pp = pp;
   dims.virtual_pipeline = v;
+  dims.dp_sharding = training.DefaultDataParallelSharding();
   const int64_t gpus = dp * tp * pp;
   // Whole nodes of 8, or one GPU per node where 8 does not divide the count.
   const bool whole_nodes = gpus % 8 == 0;
@@ -100,6 +101,7 @@ Stage MoeStageOf(int64_t dp, int64_t tp, int64_t ep, int64_t pp, int64_t v, int6
   dims.virtual_pipeline = v;
   dims.ep = ep;
   dims.etp = 1;
+  dims.dp_sharding = training.DefaultDataParallelSharding();
   const ClusterSpec cluster =
       *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), dp * pp, /*gpus_per_node=*/tp);
   EXPECT_EQ(CheckRules(model, training, cluster, PlacementRules(), dims), Rejection::kValid);

@@ -46,6 +46,21 @@ TEST(ProbeSpecTest, MixtralRunsOnTheCudaProbe) {
   EXPECT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
 }
 
+TEST(ProbeSpecTest, ShardedGradientsAndWeightsAreForTheOtherBackendsOnly) {
+  v1::ProbeAssignment assignment = Valid();
+  assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_FULL);
+  ExpectNotForTheCudaProbe(assignment,
+                           "config.dp_sharding (full) shards gradients and weights, which the "
+                           "native probe does not run yet");
+  assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_GRADIENTS);
+  ExpectNotForTheCudaProbe(assignment, "config.dp_sharding (gradients) shards gradients,");
+  assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_NONE);
+  absl::StatusOr<ProbeSpec> plain = ProbeSpec::FromAssignment(assignment);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_TRUE(CheckCudaProbeRuns(*plain).ok());
+  EXPECT_FALSE(plain->data_parallel_overlap().distributed_optimizer);
+}
+
 TEST(ProbeSpecTest, WiderHeadsAreForTheOtherBackendsOnly) {
   v1::ProbeAssignment assignment = Valid();
   assignment.mutable_model()->Clear();

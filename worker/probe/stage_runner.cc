@@ -926,7 +926,7 @@ absl::Status StageRunner::LossBackward(DeviceRef loss_slot) {
 }
 
 absl::Status StageRunner::OptimizerStep() {
-  const bool distributed = spec_.training().distributed_optimizer();
+  const bool distributed = ShardsOptimizerStates(spec_.config().dp_sharding());
   const int64_t buckets = static_cast<int64_t>(optimizer_.buckets.size());
   if (!optimizer_.overlapped) {
     for (int64_t i = 0; i < buckets; ++i) {
