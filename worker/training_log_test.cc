@@ -256,6 +256,23 @@ TEST(TrainingLogFixtureTest, TorchOutOfMemoryIsMarkedAndTheNcclAbortAfterItIsNot
   EXPECT_THAT(log.nccl_error_line(), IsEmpty());
 }
 
+// TorchTitan runs end as PyTorch's do: the default marks read them; its memory monitor's
+// allocation retries and NCCL's start-up lines mark nothing.
+TEST(TrainingLogFixtureTest, TorchTitanOutOfMemoryIsMarkedAndItsWarningsAreNot) {
+  const TrainingLogPatterns patterns = Patterns();
+  TrainingLog oom(patterns);
+  Read("torchtitan_oom.log", oom);
+  EXPECT_EQ(oom.out_of_memory_line(), FixtureLines("torchtitan_oom.log")[3]);
+  EXPECT_THAT(oom.nccl_error_line(), IsEmpty());
+  TrainingLog retries(patterns);
+  Read("torchtitan_allocation_retries.log", retries);
+  EXPECT_THAT(retries.out_of_memory_line(), IsEmpty());
+  TrainingLog nccl_info(patterns);
+  Read("torchtitan_nccl_info.log", nccl_info);
+  EXPECT_THAT(nccl_info.nccl_error_line(), IsEmpty());
+  EXPECT_THAT(nccl_info.out_of_memory_line(), IsEmpty());
+}
+
 // Fails with the default markers: NCCL's own allocation failure ("NCCL WARN Cuda failure 2
 // 'out of memory'") is neither an out-of-memory nor a NCCL-failure mark.
 TEST(TrainingLogFixtureTest, NcclAllocationFailureIsMarkedOutOfMemory) {
