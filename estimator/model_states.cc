@@ -48,8 +48,7 @@ double GatheredWeightBytes(const TrainingSpec& training, DataParallelSharding sh
 
 double AccumulatedGradientBytes(const TrainingSpec& training, DataParallelSharding sharding,
                                 bool pipelined, double stage_params) {
-  if (training.framework() != Framework::kTorchTitan || !pipelined ||
-      !ShardsGradients(sharding)) {
+  if (training.framework() != Framework::kTorchTitan || !pipelined || !ShardsGradients(sharding)) {
     return 0;
   }
   return kBf16Bytes * stage_params;

@@ -63,8 +63,7 @@ TEST(GatheredWeightBytesTest, FullShardingHoldsTwoUnitsAndTorchTitansZeroTwoEver
   EXPECT_EQ(GatheredWeightBytes(titan, full, true, stage, unit), 2 * stage);
   EXPECT_EQ(GatheredWeightBytes(titan, gradients, false, stage, unit), 2 * stage);
   EXPECT_EQ(GatheredWeightBytes(megatron, gradients, false, stage, unit), 0);
-  EXPECT_EQ(GatheredWeightBytes(megatron, DataParallelSharding::kOptimizer, false, stage, unit),
-            0);
+  EXPECT_EQ(GatheredWeightBytes(megatron, DataParallelSharding::kOptimizer, false, stage, unit), 0);
   EXPECT_EQ(GatheredWeightBytes(titan, DataParallelSharding::kNone, true, stage, unit), 0);
 }
 
