@@ -694,12 +694,16 @@ TEST(ExportTest, TorchTitanOptionsAreTheProbedOnesLessTheProbesOwn) {
                                                "--metrics.disable_color_printing"};
   v1::Search search405b = Search405B();
   search405b.mutable_spec()->mutable_training()->set_fp32_gradients(true);
-  const v1::Search searches[] = {
+  v1::Search searches[] = {
       Search(),
       LargeSearch("llama3.1-70b", 1024, 8, ProbedCandidate(8, 4, 4, 4, 1, 2, v1::RECOMPUTE_NONE)),
       search405b,
       SwitchesSearch(),
   };
+  // Searched for TorchTitan: its candidates are sharded with FSDP, TorchTitan's default.
+  for (v1::Search& search : searches) {
+    search.mutable_spec()->mutable_training()->set_framework(v1::FRAMEWORK_TORCHTITAN);
+  }
   const absl::StatusOr<std::set<std::string>> options =
       ReadPinnedList("frameworks/torchtitan_v0.2.2_options.txt");
   ASSERT_TRUE(options.ok()) << options.status();
@@ -722,15 +726,17 @@ TEST(ExportTest, TorchTitanOptionsAreTheProbedOnesLessTheProbesOwn) {
     EXPECT_THAT(*text, HasSubstr("# TorchTitan options for "));
     EXPECT_THAT(*text, HasSubstr("# Checked against TorchTitan v0.2.2;"));
   }
+  const v1::Search& switches_search = searches[3];
   absl::StatusOr<std::vector<std::string>> switches =
-      ExportArguments(SwitchesSearch(), SwitchesSearch().candidates(0), ExportFormat::kTorchTitan);
+      ExportArguments(switches_search, switches_search.candidates(0), ExportFormat::kTorchTitan);
   ASSERT_TRUE(switches.ok()) << switches.status();
   for (const char* expected : {"--model.flavor=70B", "--model.converters=quantize.linear.float8",
                                "--quantize.linear.float8.enable_fsdp_float8_all_gather",
                                "--parallelism.enable_async_tensor_parallel", "--compile.enable",
                                "--parallelism.context_parallel_degree=2",
                                "--parallelism.context_parallel_rotate_method=allgather",
-                               "--activation_checkpoint.selective_ac_option=op"}) {
+                               "--activation_checkpoint.selective_ac_option=op",
+                               "--parallelism.data_parallel_replicate_degree=1"}) {
     EXPECT_THAT(*switches, Contains(expected));
   }
 }
@@ -748,6 +754,12 @@ TEST(ExportTest, TorchTitanRefusesWhatTheReleaseCannotRun) {
   text = ExportCandidate(Search405B(), Search405B().candidates(0), ExportFormat::kTorchTitan);
   EXPECT_EQ(text.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(text.status().message(), HasSubstr("training.fp32_gradients (false)"));
+  // A Megatron-LM search's distributed optimizer has no TorchTitan form.
+  text = ExportCandidate(Search(), Search().candidates(0), ExportFormat::kTorchTitan);
+  EXPECT_EQ(text.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(text.status().message(),
+              HasSubstr("config.dp_sharding (optimizer): TorchTitan v0.2.2 has no "
+                        "optimizer-only sharding"));
 }
 
 TEST(ChooseCandidateTest, BestMeasuredOrTheOneNamed) {

@@ -57,11 +57,15 @@ TEST(BuiltinTemplatesTest, TheShippedTemplatesExportAllButTheirProbeOnlyArgument
        {"--training.steps=7", "--training.dataset=c4_test", "--metrics.log_freq=1",
         "--metrics.disable_color_printing"}},
   };
-  const v1::ProbeAssignment assignment = TwoNodeGangAssignment(v1::RECOMPUTE_FULL);
-  absl::StatusOr<LaunchValues> probe = ProbeLaunchValues(assignment);
-  absl::StatusOr<LaunchValues> full = ExportLaunchValues(assignment);
-  ASSERT_TRUE(probe.ok() && full.ok()) << probe.status() << full.status();
   for (const auto& c : cases) {
+    // Each framework's own data-parallel sharding: TorchTitan has no optimizer-only sharding.
+    v1::ProbeAssignment assignment = TwoNodeGangAssignment(v1::RECOMPUTE_FULL);
+    if (std::string(c.name) == "torchtitan-llama") {
+      assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_FULL);
+    }
+    absl::StatusOr<LaunchValues> probe = ProbeLaunchValues(assignment);
+    absl::StatusOr<LaunchValues> full = ExportLaunchValues(assignment);
+    ASSERT_TRUE(probe.ok() && full.ok()) << probe.status() << full.status();
     absl::StatusOr<BuiltinTemplate> builtin = FindBuiltinTemplate(c.name);
     ASSERT_TRUE(builtin.ok()) << builtin.status();
     EXPECT_EQ(builtin->file, c.file);

@@ -30,7 +30,10 @@ std::string Get(const LaunchValues& values, const char* name) {
 }
 
 TEST(LaunchValuesTest, EveryPlaceholderHasAValueForAGangMember) {
-  absl::StatusOr<LaunchValues> values = Values(GangAssignment());
+  // Fully sharded, so that TorchTitan, which has no optimizer-only sharding, runs it too.
+  v1::ProbeAssignment assignment = GangAssignment();
+  assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_FULL);
+  absl::StatusOr<LaunchValues> values = Values(assignment);
   ASSERT_TRUE(values.ok()) << values.status();
   const std::pair<const char*, const char*> expected[] = {
       {"tp", "4"},
@@ -73,8 +76,8 @@ TEST(LaunchValuesTest, EveryPlaceholderHasAValueForAGangMember) {
       {"ep", "1"},
       {"etp", "4"},
       {"fp8", "false"},
-      {"distributed_optimizer", "true"},
-      {"dp_sharding", "optimizer"},
+      {"distributed_optimizer", "false"},
+      {"dp_sharding", "full"},
       {"dp_shard", "2"},
       {"dp_replicate", "1"},
       {"fp32_gradients", "true"},

@@ -76,6 +76,24 @@ absl::Status CheckTorchTitanCanRun(const ModelSpec& model, const TrainingSpec& t
         absl::StrCat("training.fp32_gradients (false): ", kTorchTitanRelease,
                      " reduces gradients in float32 only (training.mixed_precision_reduce)"));
   }
+  // FSDP2 shards the parameters with the optimizer states and gradients: there is no
+  // optimizer-only sharding (parallelism.data_parallel_shard_degree, job_config.py:324).
+  if (config.dp_sharding() == DataParallelSharding::kOptimizer) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "config.dp_sharding (optimizer): ", kTorchTitanRelease,
+        " has no optimizer-only sharding (its FSDP2 shards gradients and weights too); search "
+        "with --framework=torchtitan, or dp_sharding gradients, full or none"));
+  }
+  // Without sharding TorchTitan replicates with DDP, which it runs alone: "DDP has not
+  // supported > 1D parallelism" (torchtitan/models/llama3/infra/parallelize.py:149-151).
+  if (config.dp_sharding() == DataParallelSharding::kNone && config.dp() > 1 &&
+      config.tp() * config.pp() * config.cp() > 1) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("config.dp_sharding (none) with config.tensor_parallel (", config.tp(),
+                     ") x config.pipeline_parallel (", config.pp(), ") x config.context_parallel (",
+                     config.cp(), ") > 1: ", kTorchTitanRelease,
+                     "'s DDP runs without other parallelism only (parallelize.py:149-151)"));
+  }
   return absl::OkStatus();
 }
 

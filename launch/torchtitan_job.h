@@ -27,7 +27,8 @@ absl::StatusOr<std::string> TorchTitanLlamaFlavor(const ModelSpec& model);
 
 // OK when TorchTitan v0.2.2 can run `config` of `model` with `training` as stated:
 // TorchTitanLlamaFlavor's error, or FAILED_PRECONDITION naming the field and the value it has
-// no option for (tensor parallelism without sequence parallelism, gradients reduced in bf16).
+// no option for (tensor parallelism without sequence parallelism, gradients reduced in bf16,
+// optimizer-only sharding, unsharded data parallelism beside other parallelism).
 absl::Status CheckTorchTitanCanRun(const ModelSpec& model, const TrainingSpec& training,
                                    const ParallelConfig& config);
 

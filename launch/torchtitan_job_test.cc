@@ -54,6 +54,17 @@ TEST(TorchTitanJobTest, AModelOfNoFlavorIsRefusedNamingItsDimensionsAndTheFlavor
 TEST(TorchTitanJobTest, WhatTheReleaseHasNoOptionForIsRefusedNamingTheField) {
   const ModelSpec model = Preset("llama3.1-8b");
   ParallelDims dims = MakeParallelDims(4, 2, 1, 1, 1);
+  dims.dp_sharding = DataParallelSharding::kOptimizer;
+  EXPECT_THAT(
+      CheckTorchTitanCanRun(model, Training(), ParallelConfig::FromCheckedDims(dims)).message(),
+      HasSubstr("config.dp_sharding (optimizer): TorchTitan v0.2.2 has no "
+                "optimizer-only sharding"));
+  dims.dp_sharding = DataParallelSharding::kNone;
+  EXPECT_THAT(
+      CheckTorchTitanCanRun(model, Training(), ParallelConfig::FromCheckedDims(dims)).message(),
+      HasSubstr("config.dp_sharding (none) with config.tensor_parallel (2) x "
+                "config.pipeline_parallel (1) x config.context_parallel (1) > 1"));
+  dims.dp_sharding = DataParallelSharding::kFull;
   EXPECT_TRUE(CheckTorchTitanCanRun(model, Training(), ParallelConfig::FromCheckedDims(dims)).ok());
   const absl::Status bf16_gradients =
       CheckTorchTitanCanRun(model, Training(false), ParallelConfig::FromCheckedDims(dims));
@@ -68,6 +79,7 @@ TEST(TorchTitanJobTest, WhatTheReleaseHasNoOptionForIsRefusedNamingTheField) {
   // Without tensor parallelism there is nothing to shard by sequence.
   dims = MakeParallelDims(8, 1, 1, 1, 1);
   dims.sequence_parallel = false;
+  dims.dp_sharding = DataParallelSharding::kNone;  // DDP alone
   EXPECT_TRUE(CheckTorchTitanCanRun(model, Training(), ParallelConfig::FromCheckedDims(dims)).ok());
 }
 

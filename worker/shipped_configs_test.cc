@@ -194,8 +194,10 @@ TEST(ShippedConfigsTest, NemoLaunchCarriesTheConfiguration) {
 // recompute: TorchTitan's 70B flavor, the pipeline's local batch and micro-batches, and the
 // even split; Llama-3.2-1B, of which TorchTitan has no flavor, is refused saying so.
 TEST(ShippedConfigsTest, TorchTitanLaunchCarriesTheConfiguration) {
-  std::map<std::string, LaunchTemplate::Command> gang =
-      RenderAll(TwoNodeGangAssignment(v1::RECOMPUTE_FULL));
+  // Sharded as TorchTitan shards, with FSDP (it has no optimizer-only sharding).
+  v1::ProbeAssignment assignment = TwoNodeGangAssignment(v1::RECOMPUTE_FULL);
+  assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_FULL);
+  std::map<std::string, LaunchTemplate::Command> gang = RenderAll(assignment);
   ASSERT_EQ(gang.count("torchtitan-llama"), 1u);
   const std::vector<std::string>& argv = gang["torchtitan-llama"].argv;
   for (const char* expected : kGangMemberRendezvous) EXPECT_THAT(argv, Contains(expected));
@@ -208,6 +210,8 @@ TEST(ShippedConfigsTest, TorchTitanLaunchCarriesTheConfiguration) {
                                "--training.global_batch_size=64",
                                "--training.local_batch_size=32",
                                "--parallelism.pipeline_parallel_microbatch_size=1",
+                               "--parallelism.data_parallel_shard_degree=2",
+                               "--parallelism.data_parallel_replicate_degree=1",
                                "--parallelism.tensor_parallel_degree=4",
                                "--parallelism.context_parallel_degree=1",
                                "--parallelism.context_parallel_rotate_method=alltoall",
@@ -226,7 +230,8 @@ TEST(ShippedConfigsTest, TorchTitanLaunchCarriesTheConfiguration) {
   }
   for (const char* absent : {"--training.local_batch_size=1", "--compile.enable",
                              "--model.converters=quantize.linear.float8",
-                             "--activation_checkpoint.selective_ac_option=op"}) {
+                             "--activation_checkpoint.selective_ac_option=op",
+                             "--parallelism.fsdp_reshard_after_forward=never"}) {
     EXPECT_THAT(argv, Not(Contains(absent)));
   }
   EXPECT_EQ(gang["torchtitan-llama"].env["PYTORCH_ALLOC_CONF"], "expandable_segments:True");
