@@ -57,7 +57,8 @@ constexpr FlagChoice kFormatChoices[] = {
     {"nemo", static_cast<int>(ExportFormat::kNemo)},
     {"json", static_cast<int>(ExportFormat::kJson)},
     {"sbatch", static_cast<int>(ExportFormat::kSbatch)},
-    {"megatron-bridge", static_cast<int>(ExportFormat::kMegatronBridge)}};
+    {"megatron-bridge", static_cast<int>(ExportFormat::kMegatronBridge)},
+    {"torchtitan", static_cast<int>(ExportFormat::kTorchTitan)}};
 
 // The model.
 constexpr Flag kModel = {
@@ -718,9 +719,10 @@ constexpr Command kServerCommands[] = {
      &Events},
     {"export", "NAME", kSearchName,
      "the best measured configuration (or --candidate=N) as launch arguments:\n"
-     "--format=megatron (default), nemo, json, sbatch or megatron-bridge;\n"
+     "--format=megatron (default), nemo, json, sbatch, megatron-bridge or torchtitan;\n"
      "mixture-of-experts models included (nemo and megatron-bridge refuse one with\n"
-     "dense layers between its MoE layers)\n",
+     "dense layers between its MoE layers; torchtitan takes TorchTitan's llama3\n"
+     "flavors only: Llama-3.1 8B, 70B, 405B)\n",
      kExportGroups, &Export},
     {"workers", nullptr, nullptr, "list registered workers\n", kServerOnlyGroups, &Workers},
 };

@@ -63,6 +63,8 @@ const char* FormatName(ExportFormat format) {
       return "sbatch";
     case ExportFormat::kMegatronBridge:
       return "megatron-bridge";
+    case ExportFormat::kTorchTitan:
+      return "torchtitan";
   }
   return "unknown";
 }
@@ -74,6 +76,8 @@ const char* TemplateName(ExportFormat format) {
       return "nemo-llama";
     case ExportFormat::kMegatronBridge:
       return "megatron-bridge-llama";
+    case ExportFormat::kTorchTitan:
+      return "torchtitan-llama";
     default:
       return "megatron-llama";
   }
@@ -298,6 +302,19 @@ std::string MegatronBridge(const v1::Search& search, const v1::Candidate& candid
       ShellWords(rendered.arguments, " \\\n"), "\n");
 }
 
+// TorchTitan options (torchrun ... -m torchtitan.train --section.field=value ...).
+std::string TorchTitan(const v1::Search& search, const v1::Candidate& candidate,
+                       const Rendered& rendered) {
+  return absl::StrCat(
+      "# TorchTitan options for ", Provenance(search, candidate), "\n",
+      TemplateNote(search, rendered),
+      "# Pass them after torchrun ... -m torchtitan.train --job.config_file=YOUR.toml: options\n"
+      "# on the command line override the file's (torchtitan/config/manager.py). Add your\n"
+      "# dataset and tokenizer (--training.dataset, --model.hf_assets_path), --training.steps\n"
+      "# and checkpointing.\n",
+      ShellWords(rendered.arguments, " \\\n"), "\n");
+}
+
 absl::StatusOr<std::string> Json(const v1::Search& search, const v1::Candidate& candidate) {
   // The spec and the chosen candidate: everything needed to reproduce the launch.
   v1::Search exported = search;
@@ -390,6 +407,8 @@ absl::StatusOr<std::string> ExportCandidate(const v1::Search& search,
       return Sbatch(search, candidate, rendered);
     case ExportFormat::kMegatronBridge:
       return MegatronBridge(search, candidate, rendered);
+    case ExportFormat::kTorchTitan:
+      return TorchTitan(search, candidate, rendered);
     case ExportFormat::kJson:
       break;
   }

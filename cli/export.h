@@ -1,7 +1,7 @@
 // `paratune export`: a search's chosen configuration as launch arguments for the frameworks
 // users train with (DESIGN.md §10): Megatron-LM command-line arguments, NeMo 2 recipe
-// overrides, Megatron-Bridge recipe overrides, JSON, or a ready sbatch script running
-// Megatron-LM under torchrun. The arguments
+// overrides, Megatron-Bridge recipe overrides, TorchTitan options, JSON, or a ready sbatch
+// script running Megatron-LM under torchrun. The arguments
 // are rendered from the launch templates that command-backend probes run (deploy/templates/,
 // built in: launch/builtin_templates.h), so what is exported is what a probe measured.
 #ifndef PARATUNE_CLI_EXPORT_H_
@@ -17,8 +17,8 @@
 
 namespace paratune {
 
-// --format: megatron, nemo, json, sbatch or megatron-bridge.
-enum class ExportFormat { kMegatron, kNemo, kJson, kSbatch, kMegatronBridge };
+// --format: megatron, nemo, json, sbatch, megatron-bridge or torchtitan.
+enum class ExportFormat { kMegatron, kNemo, kJson, kSbatch, kMegatronBridge, kTorchTitan };
 
 // The candidate to export: searches/{id}/candidates/{n} when `candidate` names one (n alone
 // is accepted), else the best measured (the first of the ranked candidates, probed OK).
@@ -29,7 +29,8 @@ absl::StatusOr<v1::Candidate> ChooseCandidate(const v1::Search& search,
 // The framework arguments that `format` writes for `candidate`, one argv element each: for
 // megatron and sbatch the Megatron-LM arguments after pretrain_gpt.py of the built-in template
 // "megatron-llama", for nemo the NeMo 2 overrides of "nemo-llama", for megatron-bridge the
-// run_recipe.py options and overrides of "megatron-bridge-llama", rendered for the whole
+// run_recipe.py options and overrides of "megatron-bridge-llama", for torchtitan the TorchTitan
+// options after torchtitan.train of "torchtitan-llama", rendered for the whole
 // configuration with the search's global batch and without the template's {?probe=true}
 // elements: the arguments a probe of the candidate runs, less its short run on mock data and
 // its logging. INVALID_ARGUMENT for json, or naming the field when the search's model,
@@ -41,9 +42,10 @@ absl::StatusOr<v1::Candidate> ChooseCandidate(const v1::Search& search,
 // communication overlap, bf16 gradient reduction, fp8 without fp8 weights); for nemo and
 // megatron-bridge, a model that keeps dense layers between its MoE layers; naming
 // config.dp_sharding or config.dp_shard_group and the value, a sharding the template cannot
-// state (FindUnstatedSharding: for nemo sharded gradients or weights and hybrid groups); the
-// built-in template's errors (launch/builtin_templates.h,
-// LaunchTemplate::RenderFrameworkArguments).
+// state (FindUnstatedSharding: for nemo sharded gradients or weights and hybrid groups); for
+// torchtitan FAILED_PRECONDITION saying why when TorchTitan v0.2.2 cannot run the
+// configuration (launch/torchtitan_job.h: a model of no llama3 flavor, ...); the built-in
+// template's errors (launch/builtin_templates.h, LaunchTemplate::RenderFrameworkArguments).
 absl::StatusOr<std::vector<std::string>> ExportArguments(const v1::Search& search,
                                                          const v1::Candidate& candidate,
                                                          ExportFormat format);

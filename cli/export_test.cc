@@ -27,6 +27,7 @@
 namespace paratune {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -810,6 +811,71 @@ TEST(ExportTest, NemoOverridesStateOnlyTheDistributedOptimizer) {
             absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(ExportArguments(hybrid, hybrid.candidates(0), ExportFormat::kNemo).status().message(),
               HasSubstr("config.dp_shard_group (2) cannot be exported as --format=nemo"));
+}
+
+// The 8B on 4 x 4 GPUs as tp4 (the demo's best), the 70B interleaved over pp4, the 405B's
+// uneven interleaved split, and the 70B in fp8 with every training switch on: the probed
+// options less the probe's own, each an option of the pinned release.
+TEST(ExportTest, TorchTitanOptionsAreTheProbedOnesLessTheProbesOwn) {
+  const std::vector<std::string> probe_only = {"--training.steps", "--training.dataset",
+                                               "--metrics.log_freq",
+                                               "--metrics.disable_color_printing"};
+  v1::Search search405b = Search405B();
+  search405b.mutable_spec()->mutable_training()->set_fp32_gradients(true);
+  const v1::Search searches[] = {
+      Search(),
+      LargeSearch("llama3.1-70b", 1024, 8, ProbedCandidate(8, 4, 4, 4, 1, 2, v1::RECOMPUTE_NONE)),
+      search405b,
+      SwitchesSearch(),
+  };
+  const absl::StatusOr<std::set<std::string>> options =
+      ReadPinnedList("frameworks/torchtitan_v0.2.2_options.txt");
+  ASSERT_TRUE(options.ok()) << options.status();
+  for (const v1::Search& search : searches) {
+    const v1::Candidate& candidate = search.candidates(0).state() == v1::CANDIDATE_PROBED
+                                         ? search.candidates(0)
+                                         : search.candidates(1);
+    SCOPED_TRACE(absl::StrCat(search.spec().model().preset(), " ", candidate.name()));
+    absl::StatusOr<std::vector<std::string>> exported =
+        ExportArguments(search, candidate, ExportFormat::kTorchTitan);
+    ASSERT_TRUE(exported.ok()) << exported.status();
+    EXPECT_EQ(*exported, ProbedArguments(search, candidate, "torchtitan-llama", probe_only));
+    for (const std::string& argument : *exported) {
+      EXPECT_THAT(*options, Contains(argument.substr(0, argument.find('=')))) << argument;
+    }
+    absl::StatusOr<std::string> text =
+        ExportCandidate(search, candidate, ExportFormat::kTorchTitan);
+    ASSERT_TRUE(text.ok()) << text.status();
+    EXPECT_EQ(ArgumentLines(*text), *exported);
+    EXPECT_THAT(*text, HasSubstr("# TorchTitan options for "));
+    EXPECT_THAT(*text, HasSubstr("# Checked against TorchTitan v0.2.2;"));
+  }
+  absl::StatusOr<std::vector<std::string>> switches =
+      ExportArguments(SwitchesSearch(), SwitchesSearch().candidates(0), ExportFormat::kTorchTitan);
+  ASSERT_TRUE(switches.ok()) << switches.status();
+  for (const char* expected : {"--model.flavor=70B", "--model.converters=quantize.linear.float8",
+                               "--quantize.linear.float8.enable_fsdp_float8_all_gather",
+                               "--parallelism.enable_async_tensor_parallel", "--compile.enable",
+                               "--parallelism.context_parallel_degree=2",
+                               "--parallelism.context_parallel_rotate_method=allgather",
+                               "--activation_checkpoint.selective_ac_option=op"}) {
+    EXPECT_THAT(*switches, Contains(expected));
+  }
+}
+
+// A model TorchTitan has no flavor of, and gradients reduced in bf16, are refused saying why.
+TEST(ExportTest, TorchTitanRefusesWhatTheReleaseCannotRun) {
+  const v1::Search tied =
+      LargeSearch("llama3.2-1b", 1024, 1, ProbedCandidate(4, 8, 1, 1, 1, 1, v1::RECOMPUTE_NONE));
+  absl::StatusOr<std::string> text =
+      ExportCandidate(tied, tied.candidates(0), ExportFormat::kTorchTitan);
+  EXPECT_EQ(text.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(text.status().message(),
+              AllOf(HasSubstr("{torchtitan_flavor} has no value: model \"llama3.2-1b\""),
+                    HasSubstr("is none of TorchTitan v0.2.2's llama3 flavors")));
+  text = ExportCandidate(Search405B(), Search405B().candidates(0), ExportFormat::kTorchTitan);
+  EXPECT_EQ(text.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(text.status().message(), HasSubstr("training.fp32_gradients (false)"));
 }
 
 TEST(ChooseCandidateTest, BestMeasuredOrTheOneNamed) {

@@ -18,8 +18,8 @@ namespace paratune {
 
 // A preset, or explicit dimensions (then every dimension must be set and the preset empty;
 // the mixture-of-experts fields only for a model with experts, moe_layer_step 0 as 1). A model
-// with experts converts and is estimated; what does not run it yet refuses it
-// (estimator/dense_layers_only.h).
+// with experts converts and is estimated; what does not run it yet refuses it (the native
+// probe: CheckCudaProbeRuns, worker/probe/probe_spec.h).
 absl::StatusOr<ModelSpec> ModelSpecFromProto(const v1::ModelSpec& proto);
 // Unset switches take the defaults documented on paratune.v1.TrainingSpec.
 absl::StatusOr<TrainingSpec> TrainingSpecFromProto(const v1::TrainingSpec& proto);

@@ -213,17 +213,21 @@ double LargestUnitParameters(const Symbols& x) { return std::max(x.layer_params,
 
 // The model states of a stage's `params` parameters (ShardedModelStates: bf16 weights 2,
 // gradients 4 or 2, Adam 12 per parameter, sharded as the configuration says, for
-// Megatron-LM; Fujii et al. 2024, DESIGN.md §5.2, for its distributed optimizer) and the
-// weights that sharding keeps gathered (GatheredWeightBytes).
+// Megatron-LM; Fujii et al. 2024, DESIGN.md §5.2, for its distributed optimizer), the
+// weights that sharding keeps gathered (GatheredWeightBytes) and the unsharded gradients a
+// pipeline accumulates (AccumulatedGradientBytes, with the gradients).
 void AddModelStates(const Symbols& x, const TrainingSpec& training, const ParallelConfig& config,
                     double params, StageMemory& stage) {
   const ModelStateBytes states =
       ShardedModelStates(training, config.dp_sharding(), params, 2, ShardRanks(x, config));
+  const bool pipelined = config.pp() > 1;
   stage.bytes[Term(MemoryTerm::kWeights)] = states.weights;
-  stage.bytes[Term(MemoryTerm::kGradients)] = states.gradients;
+  stage.bytes[Term(MemoryTerm::kGradients)] =
+      states.gradients +
+      AccumulatedGradientBytes(training, config.dp_sharding(), pipelined, params);
   stage.bytes[Term(MemoryTerm::kOptimizerStates)] = states.optimizer_states;
-  stage.bytes[Term(MemoryTerm::kGatheredWeights)] =
-      GatheredWeightBytes(training, config.dp_sharding(), params, LargestUnitParameters(x));
+  stage.bytes[Term(MemoryTerm::kGatheredWeights)] = GatheredWeightBytes(
+      training, config.dp_sharding(), pipelined, params, LargestUnitParameters(x));
 }
 
 // The four linear layers of a transformer layer (QKV, attention projection, first MLP linear,

@@ -36,13 +36,22 @@ ModelStateBytes ShardedModelStates(const TrainingSpec& training, DataParallelSha
 }
 
 double GatheredWeightBytes(const TrainingSpec& training, DataParallelSharding sharding,
-                           double stage_params, double largest_unit_params) {
-  if (sharding == DataParallelSharding::kFull) return 2 * kBf16Bytes * largest_unit_params;
-  if (sharding == DataParallelSharding::kGradients &&
-      training.framework() == Framework::kTorchTitan) {
+                           bool pipelined, double stage_params, double largest_unit_params) {
+  const bool titan = training.framework() == Framework::kTorchTitan;
+  if (titan && (sharding == DataParallelSharding::kGradients ||
+                (sharding == DataParallelSharding::kFull && pipelined))) {
     return kBf16Bytes * stage_params;
   }
+  if (sharding == DataParallelSharding::kFull) return 2 * kBf16Bytes * largest_unit_params;
   return 0;
+}
+
+double AccumulatedGradientBytes(const TrainingSpec& training, DataParallelSharding sharding,
+                                bool pipelined, double stage_params) {
+  if (training.framework() != Framework::kTorchTitan || !pipelined || !ShardsGradients(sharding)) {
+    return 0;
+  }
+  return kBf16Bytes * stage_params;
 }
 
 }  // namespace paratune

@@ -37,16 +37,28 @@ ModelStateBytes ShardedModelStates(const TrainingSpec& training, DataParallelSha
                                    double params, double weight_bytes, double shard_ranks);
 
 // Bytes of bf16 weights held gathered beyond ShardedModelStates at the step's peak, on one GPU:
-// - kFull (either framework): the unit whose forward or backward runs and the next one,
-//   prefetched while it runs (FSDP2's implicit prefetch of one unit; Megatron-FSDP's
+// - kGradients under TorchTitan, and kFull under TorchTitan with pipeline parallelism
+//   (`pipelined`), where TorchTitan turns resharding after forward off "to avoid
+//   per-microbatch all-gathers" (torchtitan/parallelisms/parallelize_llama.py, apply_fsdp:
+//   reshard_after_forward False when pp is enabled): every unit keeps its gathered weights
+//   from its forward to its backward, 2 x `stage_params`;
+// - kFull otherwise (either framework): the unit whose forward or backward runs and the next
+//   one, prefetched while it runs (FSDP2's implicit prefetch of one unit; Megatron-FSDP's
 //   all-gather of the next bucket), 2 x 2 x `largest_unit_params` (a layer, the embedding or
 //   the LM head, whichever is largest on the stage);
-// - kGradients under TorchTitan: FSDP2 without resharding after forward keeps every unit's
-//   gathered weights from its forward to its backward, 2 x `stage_params`;
 // - else 0: the weights are whole already (ShardedModelStates) or, under Megatron-FSDP's
 //   optim_grads, never gathered.
 double GatheredWeightBytes(const TrainingSpec& training, DataParallelSharding sharding,
-                           double stage_params, double largest_unit_params);
+                           bool pipelined, double stage_params, double largest_unit_params);
+
+// Bytes of unsharded gradients accumulated across a step's micro-batches beyond
+// ShardedModelStates, on one GPU: under TorchTitan with pipeline parallelism and sharded
+// gradients, PyTorch's pipeline schedule turns FSDP's gradient reduction off for all but the
+// last micro-batch's backward (torch.distributed.pipelining, stage backward_maybe_with_nosync:
+// set_requires_gradient_sync(last_backward)), so the stage's unsharded gradients accumulate in
+// the parameters' bf16, 2 x `stage_params`; else 0.
+double AccumulatedGradientBytes(const TrainingSpec& training, DataParallelSharding sharding,
+                                bool pipelined, double stage_params);
 
 }  // namespace paratune
 

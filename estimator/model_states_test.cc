@@ -54,12 +54,27 @@ TEST(GatheredWeightBytesTest, FullShardingHoldsTwoUnitsAndTorchTitansZeroTwoEver
   const TrainingSpec titan = Training(Framework::kTorchTitan);
   const double stage = 1e9;
   const double unit = 1e8;
-  EXPECT_EQ(GatheredWeightBytes(megatron, DataParallelSharding::kFull, stage, unit), 4 * unit);
-  EXPECT_EQ(GatheredWeightBytes(titan, DataParallelSharding::kFull, stage, unit), 4 * unit);
-  EXPECT_EQ(GatheredWeightBytes(titan, DataParallelSharding::kGradients, stage, unit), 2 * stage);
-  EXPECT_EQ(GatheredWeightBytes(megatron, DataParallelSharding::kGradients, stage, unit), 0);
-  EXPECT_EQ(GatheredWeightBytes(megatron, DataParallelSharding::kOptimizer, stage, unit), 0);
-  EXPECT_EQ(GatheredWeightBytes(titan, DataParallelSharding::kNone, stage, unit), 0);
+  const DataParallelSharding full = DataParallelSharding::kFull;
+  const DataParallelSharding gradients = DataParallelSharding::kGradients;
+  EXPECT_EQ(GatheredWeightBytes(megatron, full, false, stage, unit), 4 * unit);
+  EXPECT_EQ(GatheredWeightBytes(megatron, full, true, stage, unit), 4 * unit);
+  EXPECT_EQ(GatheredWeightBytes(titan, full, false, stage, unit), 4 * unit);
+  // TorchTitan does not reshard after forward with pipeline parallelism.
+  EXPECT_EQ(GatheredWeightBytes(titan, full, true, stage, unit), 2 * stage);
+  EXPECT_EQ(GatheredWeightBytes(titan, gradients, false, stage, unit), 2 * stage);
+  EXPECT_EQ(GatheredWeightBytes(megatron, gradients, false, stage, unit), 0);
+  EXPECT_EQ(GatheredWeightBytes(megatron, DataParallelSharding::kOptimizer, false, stage, unit), 0);
+  EXPECT_EQ(GatheredWeightBytes(titan, DataParallelSharding::kNone, true, stage, unit), 0);
+}
+
+TEST(AccumulatedGradientBytesTest, OnlyTorchTitansPipelinesAccumulateUnshardedGradients) {
+  const TrainingSpec megatron = Training(Framework::kMegatron);
+  const TrainingSpec titan = Training(Framework::kTorchTitan);
+  const double stage = 1e9;
+  EXPECT_EQ(AccumulatedGradientBytes(titan, DataParallelSharding::kFull, true, stage), 2 * stage);
+  EXPECT_EQ(AccumulatedGradientBytes(titan, DataParallelSharding::kFull, false, stage), 0);
+  EXPECT_EQ(AccumulatedGradientBytes(titan, DataParallelSharding::kNone, true, stage), 0);
+  EXPECT_EQ(AccumulatedGradientBytes(megatron, DataParallelSharding::kFull, true, stage), 0);
 }
 
 }  // namespace

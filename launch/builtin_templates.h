@@ -1,7 +1,7 @@
 // The launch templates shipped in deploy/templates/ (megatron_llama.textproto,
-// nemo_llama.textproto, megatron_bridge_llama.textproto), built into the binary so that
-// `paratune export` renders exactly the templates that command-backend probes run, without
-// reading a file at run time.
+// nemo_llama.textproto, megatron_bridge_llama.textproto, torchtitan_llama.textproto), built
+// into the binary so that `paratune export` renders exactly the templates that command-backend
+// probes run, without reading a file at run time.
 #ifndef PARATUNE_LAUNCH_BUILTIN_TEMPLATES_H_
 #define PARATUNE_LAUNCH_BUILTIN_TEMPLATES_H_
 
@@ -22,9 +22,9 @@ struct BuiltinTemplate {
 };
 
 // The shipped template called `name`, e.g. "megatron-llama", "nemo-llama" or
-// "megatron-bridge-llama". NOT_FOUND naming it when no shipped file defines it; INTERNAL when a
-// shipped file does not parse or check (a build that //launch:builtin_templates_test fails).
-// Thread-safe.
+// "megatron-bridge-llama" or "torchtitan-llama". NOT_FOUND naming it when no shipped file
+// defines it; INTERNAL when a shipped file does not parse or check (a build that
+// //launch:builtin_templates_test fails). Thread-safe.
 absl::StatusOr<BuiltinTemplate> FindBuiltinTemplate(absl::string_view name);
 
 }  // namespace paratune

@@ -51,6 +51,11 @@ TEST(BuiltinTemplatesTest, TheShippedTemplatesExportAllButTheirProbeOnlyArgument
        {"--dataset=llm-pretrain-mock", "train.train_iters=7", "logger.log_interval=1",
         "logger.log_throughput=true", "validation.eval_iters=0", "checkpoint.save=null",
         "checkpoint.load=null", "tokenizer.vocab_size=128256"}},
+      {"torchtitan-llama",
+       "deploy/templates/torchtitan_llama.textproto",
+       "torchtitan.train",
+       {"--training.steps=7", "--training.dataset=c4_test", "--metrics.log_freq=1",
+        "--metrics.disable_color_printing"}},
   };
   const v1::ProbeAssignment assignment = TwoNodeGangAssignment(v1::RECOMPUTE_FULL);
   absl::StatusOr<LaunchValues> probe = ProbeLaunchValues(assignment);
@@ -77,7 +82,8 @@ TEST(BuiltinTemplatesTest, AnUnknownNameIsNotFound) {
   EXPECT_THAT(
       status.message(),
       HasSubstr("no built-in launch template is called "
-                "\"megatron-gpt\" (there are megatron-llama, nemo-llama, megatron-bridge-llama)"));
+                "\"megatron-gpt\" (there are megatron-llama, nemo-llama, megatron-bridge-llama, "
+                "torchtitan-llama)"));
 }
 
 }  // namespace

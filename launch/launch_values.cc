@@ -12,6 +12,7 @@
 #include "estimator/data_parallel_sharding.h"
 #include "estimator/moe_performance.h"
 #include "estimator/pipeline_layout.h"
+#include "launch/torchtitan_job.h"
 
 namespace paratune {
 namespace {
@@ -83,6 +84,7 @@ const std::vector<Placeholder>& LaunchPlaceholders() {
       {"dp", Kind::kInteger},  // the probe's: fewer replicas for a replica-scope probe
       {"mbs", Kind::kInteger},
       {"gbs", Kind::kInteger},  // the launch's micro-batches per step of the probe's replicas
+      {"replica_batch", Kind::kInteger},  // {gbs} / {dp}: one replica's samples per step
       {"seq_len", Kind::kInteger},
       {"vp", Kind::kInteger},
       {"layers_per_virtual_stage", Kind::kInteger},
@@ -132,6 +134,8 @@ const std::vector<Placeholder>& LaunchPlaceholders() {
       {"fp8_param_gather", Kind::kBoolean},
       {"tp_comm_overlap", Kind::kBoolean},  // false whenever sequence_parallel is
       {"cp_comm_type", Kind::kCpCommType},
+      // TorchTitan's llama3 flavor; no value where TorchTitan cannot run the configuration.
+      {"torchtitan_flavor", Kind::kText},
       {"probe", Kind::kBoolean},        // true in a probe's launch, false in an export
       {"train_iters", Kind::kInteger},  // extra warm-up + warm-up + timed steps, per launch
       {"nnodes", Kind::kInteger},
@@ -296,6 +300,7 @@ absl::StatusOr<LaunchValues> LaunchValues::ForProbe(
   values.SetConfiguration(model, training, config);
   values.SetDataParallelShares(config, probe_dp);
   values.SetInteger("gbs", micro_batches_per_step * probe_dp * config.micro_batch());
+  values.SetInteger("replica_batch", micro_batches_per_step * config.micro_batch());
   values.SetBoolean("probe", true);
   values.SetInteger("train_iters",
                     extra_warmup_iterations + assignment.warmup_steps() + assignment.timed_steps());
@@ -324,6 +329,7 @@ absl::StatusOr<LaunchValues> LaunchValues::ForExport(const ModelSpec& model,
   values.SetConfiguration(model, training, config);
   values.SetDataParallelShares(config, config.dp());
   values.SetInteger("gbs", training.global_batch_size());
+  values.SetInteger("replica_batch", training.global_batch_size() / config.dp());
   values.SetBoolean("probe", false);
   values.SetInteger("nnodes", cluster.num_nodes());
   values.SetInteger("nproc_per_node", cluster.gpus_per_node());
@@ -401,6 +407,14 @@ void LaunchValues::SetConfiguration(const ModelSpec& model, const TrainingSpec& 
   SetBoolean("tp_comm_overlap",
              training.tp_comm_overlap() && config.sequence_parallel() && config.tp() > 1);
   SetText("cp_comm_type", CpCommTypeName(training.cp_comm_type()));
+  // A TorchTitan template names the flavor, so where TorchTitan cannot run the configuration
+  // its probe and its export fail with the reason.
+  const absl::Status torchtitan = CheckTorchTitanCanRun(model, training, config);
+  if (torchtitan.ok()) {
+    SetText("torchtitan_flavor", *TorchTitanLlamaFlavor(model));
+  } else {
+    no_value_reasons_["torchtitan_flavor"] = std::string(torchtitan.message());
+  }
 }
 
 absl::StatusOr<std::string> LaunchValues::Get(absl::string_view name) const {
@@ -409,7 +423,12 @@ absl::StatusOr<std::string> LaunchValues::Get(absl::string_view name) const {
   if (FindPlaceholder(name) == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("unknown placeholder {", name, "}"));
   }
-  // Only an export leaves placeholders without a value.
+  auto reason = no_value_reasons_.find(name);
+  if (reason != no_value_reasons_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("{", name, "} has no value: ", reason->second));
+  }
+  // Otherwise only an export leaves placeholders without a value.
   return absl::FailedPreconditionError(
       absl::StrCat("{", name,
                    "} has no value in an export: it belongs to one probe's launch on one node "

@@ -84,7 +84,9 @@ class LaunchValues {
                                                 const ParallelConfig& config);
 
   // The value of placeholder `name`. INVALID_ARGUMENT when there is no such placeholder;
-  // FAILED_PRECONDITION when it has none in these values (an export's {master_port}).
+  // FAILED_PRECONDITION when it has none in these values (an export's {master_port}), or
+  // none for this configuration ({torchtitan_flavor} where CheckTorchTitanCanRun fails,
+  // saying why).
   absl::StatusOr<std::string> Get(absl::string_view name) const;
 
  private:
@@ -101,6 +103,8 @@ class LaunchValues {
   void SetBoolean(const char* name, bool value);
 
   absl::flat_hash_map<std::string, std::string> values_;
+  // Why a placeholder that these values could hold has none.
+  absl::flat_hash_map<std::string, std::string> no_value_reasons_;
 };
 
 }  // namespace paratune

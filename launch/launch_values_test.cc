@@ -40,6 +40,7 @@ TEST(LaunchValuesTest, EveryPlaceholderHasAValueForAGangMember) {
       {"dp", "2"},
       {"mbs", "1"},
       {"gbs", "64"},
+      {"replica_batch", "32"},
       {"seq_len", "8192"},
       {"vp", "2"},
       {"layers_per_virtual_stage", "20"},
@@ -83,6 +84,7 @@ TEST(LaunchValuesTest, EveryPlaceholderHasAValueForAGangMember) {
       {"fp8_param_gather", "false"},
       {"tp_comm_overlap", "false"},
       {"cp_comm_type", "p2p"},
+      {"torchtitan_flavor", "70B"},
       {"probe", "true"},
       {"train_iters", "9"},
       {"nnodes", "2"},
@@ -120,6 +122,7 @@ TEST(LaunchValuesTest, AShortStepLaunchHasItsCountOfMicroBatchesPerReplica) {
   absl::StatusOr<LaunchValues> values = Values(GangAssignment(), /*micro_batches_per_step=*/4);
   ASSERT_TRUE(values.ok()) << values.status();
   EXPECT_EQ(Get(*values, "gbs"), "8");  // 4 micro-batches of 1 on each of 2 replicas
+  EXPECT_EQ(Get(*values, "replica_batch"), "4");
   EXPECT_EQ(Get(*values, "train_iters"), "9");
 }
 
@@ -235,6 +238,17 @@ TEST(LaunchValuesTest, ShardedGradientsTakeMoreThanOneConnectionAndHybridGroupsR
   ASSERT_TRUE(values.ok()) << values.status();
   EXPECT_EQ(Get(*values, "dp_replicate"), "2");
   EXPECT_EQ(Get(*values, "distributed_optimizer_instances"), "1");
+}
+
+TEST(LaunchValuesTest, TheTorchTitanFlavorHasNoValueWhereTorchTitanCannotRunTheProbe) {
+  v1::ProbeAssignment assignment = GangAssignment();
+  assignment.mutable_training()->set_fp32_gradients(false);
+  absl::StatusOr<LaunchValues> values = Values(assignment);
+  ASSERT_TRUE(values.ok()) << values.status();
+  const absl::StatusOr<std::string> flavor = values->Get("torchtitan_flavor");
+  EXPECT_EQ(flavor.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(flavor.status().message(),
+              HasSubstr("{torchtitan_flavor} has no value: training.fp32_gradients (false)"));
 }
 
 TEST(LaunchValuesTest, AnExportedUnevenInterleavedSplitCountsTheEmbeddingAndTheLoss) {

@@ -105,6 +105,9 @@ absl::StatusOr<MeasuredRun> MakeRun(const CsvTable& table, size_t row, const std
   if (!cluster.ok()) {
     return absl::InvalidArgumentError(where + std::string(cluster.status().message()));
   }
+  // Each table's sharding is its training's (the distributed optimizer, none where a reader
+  // turns it off, FSDP for TorchTitan).
+  setup.parallel.dp_sharding = training->DefaultDataParallelSharding();
   // The runs happened, so placement and uneven splits are whatever the source used.
   PlacementRules rules;
   rules.allow_tp_cp_across_nodes = true;
@@ -481,7 +484,6 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadTorchTitan(const CsvTable& table,
     PT_ASSIGN_OR_RETURN(setup.parallel.pp, table.Int(row, "pp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.cp, table.Int(row, "cp"));
     setup.parallel.sequence_parallel = setup.parallel.tp > 1;
-    setup.parallel.dp_sharding = DataParallelSharding::kFull;
     PT_ASSIGN_OR_RETURN(const int64_t local_batch, table.Int(row, "local_batch"));
     // TorchTitan splits a pipeline's local batch into as many micro-batches as stages
     // (experimental.pipeline_parallel_microbatches unset); the benchmark does not say more.

@@ -140,6 +140,16 @@ absl::Status CheckSwitchesReachTheFramework(const std::string& template_name,
   return absl::OkStatus();
 }
 
+// TorchTitan's trainer (deploy/templates/torchtitan_llama.textproto) logs its steps in its own
+// metrics line. Recognised by the module the template runs until LogPatterns can say which
+// log it reads.
+constexpr char kTorchTitanEntry[] = "torchtitan.train";
+
+StepLog StepLogOf(const v1::CommandTemplate& proto) {
+  return proto.framework_entry() == kTorchTitanEntry ? StepLog::kTorchTitan
+                                                     : StepLog::kValuePatterns;
+}
+
 double Sum(const std::vector<double>& values) {
   return std::accumulate(values.begin(), values.end(), 0.0);
 }
@@ -179,7 +189,7 @@ absl::StatusOr<CommandBackend::Launch> CommandBackend::Compile(const v1::Command
                      ") must be in [0, ", kMaxExtraWarmupIterations, "]"));
   }
   PT_ASSIGN_OR_RETURN(TrainingLogPatterns log,
-                      TrainingLogPatterns::Create(proto.log(), field + ".log"));
+                      TrainingLogPatterns::Create(proto.log(), field + ".log", StepLogOf(proto)));
   return Launch{proto.name(),
                 std::move(command),
                 proto.working_directory(),
@@ -227,10 +237,11 @@ const CommandBackend::Launch* CommandBackend::FindLaunch(const std::string& name
 
 absl::StatusOr<CommandBackend::LaunchRun> CommandBackend::RunLaunch(const Launch& launch,
                                                                     const LaunchValues& values,
+                                                                    double tokens_per_gpu_per_step,
                                                                     const ExpectedSteps& expected,
                                                                     ProbeContext& context) {
   PT_ASSIGN_OR_RETURN(LaunchTemplate::Command command, launch.command.Render(values));
-  TrainingLog log(launch.log);
+  TrainingLog log(launch.log, tokens_per_gpu_per_step);
   SubprocessOptions options;
   options.argv = std::move(command.argv);
   options.env = std::move(command.env);
@@ -249,7 +260,7 @@ absl::StatusOr<CommandBackend::LaunchRun> CommandBackend::RunLaunch(const Launch
     return absl::CancelledError(DescribeStoppedRun(*run, log, expected));
   }
   LaunchRun result;
-  result.outcome = ClassifyCommandRun(*run, log, launch.log.step_time, expected, launch.timeout);
+  result.outcome = ClassifyCommandRun(*run, log, expected, launch.timeout);
   result.startup_seconds =
       std::max(0.0, absl::ToDoubleSeconds(run->wall_time) - Sum(log.step_times_seconds()));
   result.peak_memory_bytes = log.peak_memory_bytes();
@@ -306,7 +317,14 @@ absl::StatusOr<ProbeRun> CommandBackend::Run(const ProbeSpec& spec, ProbeContext
         LaunchValues::ForProbe(assignment, spec.model(), spec.training(), spec.config(),
                                micro_batches, launch->extra_warmup_iterations, master_ports[k]));
     PT_RETURN_IF_ERROR(CheckSwitchesReachTheFramework(launch->name, launch->command, values));
-    absl::StatusOr<LaunchRun> launched = RunLaunch(*launch, values, expected, context);
+    // The tokens of one GPU's share of a step: a replica's micro-batches over its tp x cp x pp
+    // GPUs.
+    const ParallelConfig& config = spec.config();
+    const double tokens_per_gpu_per_step =
+        static_cast<double>(micro_batches * config.micro_batch() * spec.training().seq_len()) /
+        static_cast<double>(config.tp() * config.cp() * config.pp());
+    absl::StatusOr<LaunchRun> launched =
+        RunLaunch(*launch, values, tokens_per_gpu_per_step, expected, context);
     if (absl::IsCancelled(launched.status())) {
       return absl::CancelledError(absl::StrCat(where, which, ": ", launched.status().message()));
     }

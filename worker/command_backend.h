@@ -89,9 +89,11 @@ class CommandBackend : public ProbeBackend {
   explicit CommandBackend(std::vector<Launch> launches) : launches_(std::move(launches)) {}
   static absl::StatusOr<Launch> Compile(const v1::CommandTemplate& proto, const std::string& field);
   const Launch* FindLaunch(const std::string& name) const;
-  // Runs `launch` rendered with `values` for at most its timeout. UNAVAILABLE when the program
+  // Runs `launch` rendered with `values` for at most its timeout, reading its log
+  // (TrainingLog, with the tokens of one GPU's share of a step). UNAVAILABLE when the program
   // cannot be started; CANCELLED saying what the run had logged when told to stop.
   static absl::StatusOr<LaunchRun> RunLaunch(const Launch& launch, const LaunchValues& values,
+                                             double tokens_per_gpu_per_step,
                                              const ExpectedSteps& expected, ProbeContext& context);
 
   const std::vector<Launch> launches_;

@@ -193,6 +193,44 @@ TEST(CommandBackendTest, AnOkRunReportsItsTimedStepsAndPeakMemory) {
                     HasSubstr("; peak memory 14.50 GiB measured on this node")));
 }
 
+// A stand-in for TorchTitan's trainer: a shell run as "torchtitan.train" (its $0, the
+// template's framework entry, which makes the backend read TorchTitan's metrics line) that
+// logs `line` for each of its --training.steps, with the step's number in place of "STEP".
+v1::CommandTemplate TorchTitanTemplate(const std::string& line) {
+  v1::CommandTemplate launch;
+  launch.set_name("fake");  // the name Assignment() asks for
+  for (const std::string& element :
+       {std::string("/bin/sh"), std::string("-c"),
+        absl::StrCat("n=$(echo \"$2\" | cut -d= -f2); i=1; while [ $i -le $n ]; do echo \"", line,
+                     "\" | sed \"s/STEP/$i/\"; i=$((i+1)); done"),
+        std::string("torchtitan.train"), std::string("--training.global_batch_size={gbs}"),
+        std::string("--training.steps={train_iters}")}) {
+    launch.add_argv(element);
+  }
+  launch.set_framework_entry("torchtitan.train");
+  return launch;
+}
+
+TEST(CommandBackendTest, TorchTitanStepsAreItsTokensPerGpuOverTps) {
+  const v1::ProbeResult result = Result(TorchTitanTemplate(
+      "[rank0]:[titan] 2026-11-29 08:00:00,000 - root - INFO - step: STEP  loss:  7.00000  "
+      "grad_norm:  1.0000  memory: 12.50GiB(15.00%)  tps: 8,192  tflops: 1.00  mfu: 0.10%"));
+  ASSERT_EQ(result.outcome(), v1::PROBE_OK) << result.message();
+  // 8 micro-batches of 1 x 2048 tokens per GPU (tp pp cp 1) at 8,192 tokens/s per GPU.
+  EXPECT_THAT(result.step_times_seconds(), ElementsAre(2.0, 2.0, 2.0, 2.0));
+  EXPECT_EQ(result.peak_memory_bytes(), 12.5 * 1024 * 1024 * 1024);
+}
+
+TEST(CommandBackendTest, ACutTorchTitanMetricsLineIsACrashSayingWhatIsMissing) {
+  const v1::ProbeResult result = Result(TorchTitanTemplate(
+      "[titan] 2026-11-29 08:00:00,000 - root - INFO - step: STEP  loss:  7.00000  "
+      "grad_norm:  1.0000  memory: 12.50GiB(15.00%)"));
+  EXPECT_EQ(result.outcome(), v1::PROBE_CRASH);
+  EXPECT_THAT(result.message(),
+              HasSubstr("exited with code 0 but a step line could not be read: TorchTitan "
+                        "metrics line of step 1 has no tps (cut short?)"));
+}
+
 TEST(CommandBackendTest, ExtraWarmupIterationsAreRunAndDropped) {
   v1::CommandTemplate launch = FakeTemplate("fake");
   launch.set_extra_warmup_iterations(2);

@@ -48,8 +48,7 @@ CommandOutcome Failure(v1::ProbeOutcome outcome, std::string message) {
 }  // namespace
 
 CommandOutcome ClassifyCommandRun(const SubprocessResult& run, const TrainingLog& log,
-                                  const LogValuePattern& step_time, const ExpectedSteps& expected,
-                                  absl::Duration timeout) {
+                                  const ExpectedSteps& expected, absl::Duration timeout) {
   const std::vector<double>& logged = log.step_times_seconds();
   const int64_t needed = expected.dropped_iterations + expected.timed_steps;
   const int64_t count = static_cast<int64_t>(logged.size());
@@ -58,6 +57,13 @@ CommandOutcome ClassifyCommandRun(const SubprocessResult& run, const TrainingLog
       absl::StrCat(run.ending == SubprocessResult::Ending::kSignaled ? "the run was " : "the run ",
                    DescribeEnding(run, timeout));
   const std::string progress = Progress(log, expected);
+  const std::string step_source = log.patterns().DescribeStepSource();
+
+  if (exited_ok && !log.unreadable_step_line().empty()) {
+    return Failure(v1::PROBE_CRASH,
+                   absl::StrCat(ending, " but a step line could not be read: ",
+                                log.unreadable_step_line(), "; ", progress, OutputTail(run)));
+  }
 
   if (exited_ok && count == 0 && expected.untimed_allowed) {
     CommandOutcome result;
@@ -76,10 +82,9 @@ CommandOutcome ClassifyCommandRun(const SubprocessResult& run, const TrainingLog
       result.timed_step_times.assign(first, logged.end());
       return result;
     }
-    return Failure(
-        v1::PROBE_CRASH,
-        absl::StrCat("iteration ", bad - logged.begin() + 1, " logged a step time of ", *bad,
-                     " s, which no run takes (step_time pattern \"", step_time.text(), "\")"));
+    return Failure(v1::PROBE_CRASH,
+                   absl::StrCat("iteration ", bad - logged.begin() + 1, " logged a step time of ",
+                                *bad, " s, which no run takes (", step_source, ")"));
   }
   if (!log.out_of_memory_line().empty()) {
     return Failure(
@@ -100,13 +105,12 @@ CommandOutcome ClassifyCommandRun(const SubprocessResult& run, const TrainingLog
   if (count > needed) {
     return Failure(v1::PROBE_CRASH,
                    absl::StrCat(ending, " having logged ", count, " step times for ", needed,
-                                " iterations: the step_time pattern \"", step_time.text(),
-                                "\" matches more than one line per iteration", OutputTail(run)));
+                                " iterations: the ", step_source,
+                                " matches more than one line per iteration", OutputTail(run)));
   }
   return Failure(v1::PROBE_CRASH,
                  absl::StrCat(ending, " but logged only ", count, " of the ", needed,
-                              " step times it should (step_time pattern \"", step_time.text(),
-                              "\")", OutputTail(run)));
+                              " step times it should (", step_source, ")", OutputTail(run)));
 }
 
 std::string DescribeStoppedRun(const SubprocessResult& run, const TrainingLog& log,

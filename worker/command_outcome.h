@@ -33,23 +33,24 @@ struct ExpectedSteps {
 
 // The outcome of a run that ended otherwise than cancelled (DescribeStoppedRun), checked in
 // this order:
-//   1. exited 0 and logged exactly the expected step times, each > 0: PROBE_OK; or, when
+//   1. exited 0 but a step line could not be read (log.unreadable_step_line()): PROBE_CRASH
+//      saying why;
+//   2. exited 0 and logged exactly the expected step times, each > 0: PROBE_OK; or, when
 //      expected.untimed_allowed, exited 0 and logged none: PROBE_OK without step times;
-//   2. printed an out-of-memory mark: PROBE_OUT_OF_MEMORY (whatever came after: a rank that
+//   3. printed an out-of-memory mark: PROBE_OUT_OF_MEMORY (whatever came after: a rank that
 //      runs out of memory often leaves the others hanging until the timeout);
-//   3. printed a NCCL failure mark: PROBE_CRASH, "NCCL error: ..." (the configuration failed
+//   4. printed a NCCL failure mark: PROBE_CRASH, "NCCL error: ..." (the configuration failed
 //      as run: paratune cannot tell a bad link from a layout the job cannot run, and a retry
 //      on other nodes would cost a whole probe each time; node health is the cluster's
 //      health checks' business);
-//   4. timed out: PROBE_TIMEOUT;
-//   5. killed by a signal or exited non-zero: PROBE_CRASH with the output's last lines;
-//   6. exited 0 with fewer step times than expected, more, or one that is not > 0:
+//   5. timed out: PROBE_TIMEOUT;
+//   6. killed by a signal or exited non-zero: PROBE_CRASH with the output's last lines;
+//   7. exited 0 with fewer step times than expected, more, or one that is not > 0:
 //      PROBE_CRASH saying so (the run stopped early, or the step_time pattern does not fit
-//      its log).
+//      its log), naming where step times are read from (TrainingLogPatterns).
 // `timeout` is the run's limit, for the message.
 CommandOutcome ClassifyCommandRun(const SubprocessResult& run, const TrainingLog& log,
-                                  const LogValuePattern& step_time, const ExpectedSteps& expected,
-                                  absl::Duration timeout);
+                                  const ExpectedSteps& expected, absl::Duration timeout);
 
 // What a run that was stopped (cancelled: the worker told the probe to stop) had done, for
 // the message: "the run was stopped, after logging 2 of 5 step times" and the output's last

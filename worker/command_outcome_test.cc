@@ -37,7 +37,7 @@ TrainingLog Log(int steps, std::initializer_list<const char*> extra = {}) {
 }
 
 CommandOutcome Classify(const SubprocessResult& run, const TrainingLog& log) {
-  return ClassifyCommandRun(run, log, Patterns().step_time, ExpectedSteps{2, 3}, absl::Seconds(30));
+  return ClassifyCommandRun(run, log, ExpectedSteps{2, 3}, absl::Seconds(30));
 }
 
 TEST(CommandOutcomeTest, ARunThatLoggedEveryStepIsOkWithItsTimedSteps) {
@@ -111,18 +111,15 @@ TEST(CommandOutcomeTest, ACleanExitWithTheWrongNumberOfStepTimesIsACrash) {
 
 TEST(CommandOutcomeTest, AGangMemberThatLoggedNoStepTimeIsOkUntimed) {
   const ExpectedSteps gang{2, 3, /*untimed_allowed=*/true};
-  const CommandOutcome untimed =
-      ClassifyCommandRun(Exited(0), Log(0), Patterns().step_time, gang, absl::Seconds(30));
+  const CommandOutcome untimed = ClassifyCommandRun(Exited(0), Log(0), gang, absl::Seconds(30));
   EXPECT_EQ(untimed.outcome, v1::PROBE_OK);
   EXPECT_TRUE(untimed.timed_step_times.empty());
   EXPECT_THAT(untimed.message, HasSubstr("another node of the gang times the steps"));
   // Some step times but not all is still a run that stopped early; a crash is still a crash.
-  EXPECT_EQ(
-      ClassifyCommandRun(Exited(0), Log(2), Patterns().step_time, gang, absl::Seconds(30)).outcome,
-      v1::PROBE_CRASH);
-  EXPECT_EQ(
-      ClassifyCommandRun(Exited(1), Log(0), Patterns().step_time, gang, absl::Seconds(30)).outcome,
-      v1::PROBE_CRASH);
+  EXPECT_EQ(ClassifyCommandRun(Exited(0), Log(2), gang, absl::Seconds(30)).outcome,
+            v1::PROBE_CRASH);
+  EXPECT_EQ(ClassifyCommandRun(Exited(1), Log(0), gang, absl::Seconds(30)).outcome,
+            v1::PROBE_CRASH);
   // Alone, a run must time its steps.
   EXPECT_EQ(Classify(Exited(0), Log(0)).outcome, v1::PROBE_CRASH);
 }

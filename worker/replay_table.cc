@@ -40,7 +40,8 @@ std::string Key(const ResolvedConfiguration& configuration) {
       " epoverlap", t.moe_expert_parallel_overlap, "|dp", p.dp, " tp", p.tp, " pp", p.pp, " cp",
       p.cp, " mbs", p.micro_batch, " vp", p.virtual_pipeline, " sp",
       p.sequence_parallel && p.tp > 1, " rc", static_cast<int>(p.recompute), " ep", p.ep, " etp",
-      configuration.config.etp());
+      configuration.config.etp(), " sharding", static_cast<int>(p.dp_sharding), " group",
+      p.dp_shard_group, " framework", static_cast<int>(t.framework));
 }
 
 std::string BaseName(const std::string& path) {

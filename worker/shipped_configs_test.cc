@@ -1,7 +1,7 @@
 // Every worker config file shipped in deploy/templates/ loads, builds its backends, and
 // renders each of its launch templates for the probes of a real search, so that none of
-// them rots. The shipped Megatron-LM and NeMo launches are also checked flag by flag for a
-// configuration that exercises every conditional argument.
+// them rots. The shipped Megatron-LM, NeMo and TorchTitan launches are also checked flag by
+// flag for a configuration that exercises every conditional argument.
 #include <algorithm>
 #include <map>
 #include <string>
@@ -31,6 +31,14 @@ std::vector<std::string>& ConfigFiles() {
   return *files;
 }
 
+// torchrun's rendezvous on the second member of TwoNodeGangAssignment's gang.
+constexpr const char* kGangMemberRendezvous[] = {"torchrun",
+                                                 "--nnodes=2",
+                                                 "--node-rank=1",
+                                                 "--nproc-per-node=8",
+                                                 "--master-addr=gpu-node-0",
+                                                 "--master-port=29500"};
+
 // Llama-3.2-1B on one 8-GPU node as dp8 tp1 pp1 cp1 mbs1: the arguments' other branches.
 v1::ProbeAssignment SingleNodeAssignment() {
   v1::ProbeAssignment assignment = TwoNodeGangAssignment(v1::RECOMPUTE_NONE);
@@ -48,8 +56,13 @@ v1::ProbeAssignment SingleNodeAssignment() {
   return assignment;
 }
 
-// Every template of the shipped configs, rendered for `assignment`, by template name.
-std::map<std::string, LaunchTemplate::Command> RenderAll(const v1::ProbeAssignment& assignment) {
+// Every template of the shipped configs, rendered for `assignment`, by template name. A
+// template that refuses the configuration (FAILED_PRECONDITION: torchtitan-llama's
+// {torchtitan_flavor} has no value for a model TorchTitan has no flavor of) is left out, its
+// error in `refusals` when given.
+std::map<std::string, LaunchTemplate::Command> RenderAll(
+    const v1::ProbeAssignment& assignment,
+    std::map<std::string, absl::Status>* refusals = nullptr) {
   std::map<std::string, LaunchTemplate::Command> commands;
   absl::StatusOr<ResolvedConfiguration> specs = ResolveConfiguration(
       assignment.model(), assignment.training(), assignment.cluster(), assignment.config());
@@ -68,6 +81,10 @@ std::map<std::string, LaunchTemplate::Command> RenderAll(const v1::ProbeAssignme
       EXPECT_TRUE(parsed.ok() && values.ok()) << parsed.status() << values.status();
       if (!parsed.ok() || !values.ok()) continue;
       absl::StatusOr<LaunchTemplate::Command> command = parsed->Render(*values);
+      if (absl::IsFailedPrecondition(command.status())) {
+        if (refusals != nullptr) (*refusals)[launch.name()] = command.status();
+        continue;
+      }
       EXPECT_TRUE(command.ok()) << file << ": " << command.status();
       if (command.ok()) commands[launch.name()] = *std::move(command);
     }
@@ -98,13 +115,8 @@ TEST(ShippedConfigsTest, MegatronLaunchCarriesTheConfiguration) {
       RenderAll(TwoNodeGangAssignment(v1::RECOMPUTE_FULL));
   ASSERT_EQ(gang.count("megatron-llama"), 1u);
   const std::vector<std::string>& argv = gang["megatron-llama"].argv;
-  for (const char* expected : {"torchrun",
-                               "--nnodes=2",
-                               "--node-rank=1",
-                               "--nproc-per-node=8",
-                               "--master-addr=gpu-node-0",
-                               "--master-port=29500",
-                               "pretrain_gpt.py",
+  for (const char* expected : kGangMemberRendezvous) EXPECT_THAT(argv, Contains(expected));
+  for (const char* expected : {"pretrain_gpt.py",
                                "--num-layers=80",
                                "--hidden-size=8192",
                                "--ffn-hidden-size=28672",
@@ -176,6 +188,55 @@ TEST(ShippedConfigsTest, NemoLaunchCarriesTheConfiguration) {
     EXPECT_THAT(argv, Contains(expected));
   }
   EXPECT_THAT(argv, Not(Contains("model.config.recompute_method=uniform")));
+}
+
+// Llama-3.1-70B on two nodes as dp2 tp4 pp2 (interleaved, 2 stages per rank) with full
+// recompute: TorchTitan's 70B flavor, the pipeline's local batch and micro-batches, and the
+// even split; Llama-3.2-1B, of which TorchTitan has no flavor, is refused saying so.
+TEST(ShippedConfigsTest, TorchTitanLaunchCarriesTheConfiguration) {
+  std::map<std::string, LaunchTemplate::Command> gang =
+      RenderAll(TwoNodeGangAssignment(v1::RECOMPUTE_FULL));
+  ASSERT_EQ(gang.count("torchtitan-llama"), 1u);
+  const std::vector<std::string>& argv = gang["torchtitan-llama"].argv;
+  for (const char* expected : kGangMemberRendezvous) EXPECT_THAT(argv, Contains(expected));
+  for (const char* expected : {"--local-ranks-filter=0",
+                               "-m",
+                               "torchtitan.train",
+                               "--model.name=llama3",
+                               "--model.flavor=70B",
+                               "--training.seq_len=8192",
+                               "--training.global_batch_size=64",
+                               "--training.local_batch_size=32",
+                               "--parallelism.pipeline_parallel_microbatch_size=1",
+                               "--parallelism.tensor_parallel_degree=4",
+                               "--parallelism.context_parallel_degree=1",
+                               "--parallelism.context_parallel_rotate_method=alltoall",
+                               "--parallelism.pipeline_parallel_degree=2",
+                               "--parallelism.pipeline_parallel_schedule=Interleaved1F1B",
+                               "--parallelism.pipeline_parallel_layers_per_stage=20",
+                               "--parallelism.pipeline_parallel_first_stage_less_layers=0",
+                               "--parallelism.pipeline_parallel_last_stage_less_layers=0",
+                               "--activation_checkpoint.mode=full",
+                               "--training.mixed_precision_reduce=float32",
+                               "--training.steps=8",
+                               "--training.dataset=c4_test",
+                               "--metrics.log_freq=1",
+                               "--metrics.disable_color_printing"}) {
+    EXPECT_THAT(argv, Contains(expected));
+  }
+  for (const char* absent : {"--training.local_batch_size=1", "--compile.enable",
+                             "--model.converters=quantize.linear.float8",
+                             "--activation_checkpoint.selective_ac_option=op"}) {
+    EXPECT_THAT(argv, Not(Contains(absent)));
+  }
+  EXPECT_EQ(gang["torchtitan-llama"].env["PYTORCH_ALLOC_CONF"], "expandable_segments:True");
+
+  std::map<std::string, absl::Status> refusals;
+  EXPECT_EQ(RenderAll(SingleNodeAssignment(), &refusals).count("torchtitan-llama"), 0u);
+  EXPECT_THAT(std::string(refusals["torchtitan-llama"].message()),
+              ::testing::HasSubstr("model \"llama3.2-1b\" (h 2048, ffn 8192, L 16, a 32, kv 8, "
+                                   "vocab 128256, tied embeddings) is none of TorchTitan "
+                                   "v0.2.2's llama3 flavors"));
 }
 
 // Qwen3-30B-A3B (48 MoE layers of 128 experts, heads of 128) on the two nodes as dp8 tp1 pp2

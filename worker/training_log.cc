@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "worker/torchtitan_log.h"
 
 namespace paratune {
 namespace {
@@ -15,6 +18,7 @@ constexpr char kValue[] = "{value}";
 constexpr size_t kMaxPatternBytes = 256;
 constexpr int kMaxMarkers = 32;
 constexpr size_t kMaxKeptLineBytes = 512;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Megatron-LM's training_log: "elapsed time per iteration (ms): 1234.5" on the last rank with
 // --log-interval 1; report_memory after the first iteration: "... | max reserved: 12345.0"
@@ -131,7 +135,20 @@ void LogValuePattern::FindAll(absl::string_view line, std::vector<double>& value
 }
 
 absl::StatusOr<TrainingLogPatterns> TrainingLogPatterns::Create(const v1::LogPatterns& patterns,
-                                                                const std::string& field) {
+                                                                const std::string& field,
+                                                                StepLog steps) {
+  if (steps == StepLog::kTorchTitan) {
+    for (const auto& [set, name] :
+         {std::pair<bool, const char*>{patterns.has_step_time(), "step_time"},
+          {patterns.has_peak_memory(), "peak_memory"}}) {
+      if (set) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ".", name,
+                         " is set, but TorchTitan's metrics line is read typed "
+                         "(worker/torchtitan_log.h): a pattern would never be read"));
+      }
+    }
+  }
   v1::ValuePattern step_time = patterns.step_time();
   if (!patterns.has_step_time()) {
     step_time.set_pattern(kMegatronStepTime);
@@ -157,20 +174,48 @@ absl::StatusOr<TrainingLogPatterns> TrainingLogPatterns::Create(const v1::LogPat
               std::vector<std::string>(std::begin(kNcclErrorMarkers), std::end(kNcclErrorMarkers)),
               field + ".nccl_error");
   if (!nccl_error.ok()) return nccl_error.status();
-  return TrainingLogPatterns{*std::move(step), *std::move(memory), *std::move(out_of_memory),
+  return TrainingLogPatterns{steps, *std::move(step), *std::move(memory), *std::move(out_of_memory),
                              *std::move(nccl_error)};
 }
 
+std::string TrainingLogPatterns::DescribeStepSource() const {
+  if (steps == StepLog::kTorchTitan) return "TorchTitan's metrics line";
+  return absl::StrCat("step_time pattern \"", step_time.text(), "\"");
+}
+
 void TrainingLog::AddLine(absl::string_view line) {
-  patterns_.step_time.FindAll(line, step_times_);
-  memory_values_.clear();
-  patterns_.peak_memory.FindAll(line, memory_values_);
-  for (double bytes : memory_values_) peak_memory_bytes_ = std::max(peak_memory_bytes_, bytes);
+  if (patterns_.steps == StepLog::kTorchTitan) {
+    AddTorchTitanLine(line);
+  } else {
+    patterns_.step_time.FindAll(line, step_times_);
+    memory_values_.clear();
+    patterns_.peak_memory.FindAll(line, memory_values_);
+    for (double bytes : memory_values_) peak_memory_bytes_ = std::max(peak_memory_bytes_, bytes);
+  }
   if (out_of_memory_line_.empty() && ContainsAny(line, patterns_.out_of_memory)) {
     out_of_memory_line_ = Kept(line);
   }
   if (nccl_error_line_.empty() && ContainsAny(line, patterns_.nccl_error)) {
     nccl_error_line_ = Kept(line);
+  }
+}
+
+void TrainingLog::AddTorchTitanLine(absl::string_view line) {
+  const absl::StatusOr<std::optional<TorchTitanStep>> read = ReadTorchTitanLine(line);
+  if (read.ok() && !read->has_value()) return;  // not a metrics line
+  absl::Status status = read.status();
+  if (status.ok()) {
+    const absl::StatusOr<double> seconds =
+        StepSecondsFromTps(tokens_per_gpu_per_step_, (*read)->tokens_per_second);
+    if (seconds.ok()) {
+      step_times_.push_back(*seconds);
+      peak_memory_bytes_ = std::max(peak_memory_bytes_, (*read)->max_reserved_gib * kGiB);
+      return;
+    }
+    status = seconds.status();
+  }
+  if (unreadable_step_line_.empty()) {
+    unreadable_step_line_ = Kept(absl::StrCat(status.message(), ": \"", line, "\""));
   }
 }
 

@@ -256,6 +256,60 @@ TEST(TrainingLogFixtureTest, TorchOutOfMemoryIsMarkedAndTheNcclAbortAfterItIsNot
   EXPECT_THAT(log.nccl_error_line(), IsEmpty());
 }
 
+// TorchTitan's metrics lines give step times through the tokens of a GPU's share of a step:
+// here Llama 3.1 8B with 8,192-token sequences on 8 GPUs, one sequence per GPU per step.
+TEST(TrainingLogFixtureTest, TorchTitanMetricsLinesGiveStepTimesAndMaxReserved) {
+  absl::StatusOr<TrainingLogPatterns> patterns = TrainingLogPatterns::Create(
+      v1::LogPatterns(), "command_templates[0].log", StepLog::kTorchTitan);
+  ASSERT_TRUE(patterns.ok()) << patterns.status();
+  EXPECT_EQ(patterns->DescribeStepSource(), "TorchTitan's metrics line");
+  TrainingLog log(*patterns, /*tokens_per_gpu_per_step=*/8192);
+  Read("torchtitan_rank0_padded_memory.log", log);
+  ASSERT_EQ(log.step_times_seconds().size(), 8u);
+  EXPECT_THAT(log.step_times_seconds()[0], DoubleNear(8192.0 / 7282, 1e-12));
+  EXPECT_THAT(log.step_times_seconds()[1], DoubleNear(8192.0 / 7334, 1e-12));
+  EXPECT_DOUBLE_EQ(log.peak_memory_bytes(), 9.46 * 1024 * 1024 * 1024);
+  EXPECT_THAT(log.unreadable_step_line(), IsEmpty());
+  // Megatron-LM's iteration lines are no TorchTitan steps.
+  Read("megatron_iterations.log", log);
+  EXPECT_EQ(log.step_times_seconds().size(), 8u);
+  log.AddLine("[titan] - root - INFO - step:  9  loss:  3.00000  grad_norm:  0.5000  memory:");
+  log.AddLine("[titan] - root - INFO - step: 10  loss:  3.00000  grad_norm:  0.5000  tps: 1");
+  EXPECT_EQ(log.step_times_seconds().size(), 8u);
+  EXPECT_THAT(log.unreadable_step_line(),
+              HasSubstr("TorchTitan metrics line: memory has no value (the line ends there): "
+                        "\"[titan] - root - INFO - step:  9"));
+}
+
+TEST(TrainingLogTest, TorchTitanLogsTakeNoValuePatterns) {
+  v1::LogPatterns proto;
+  proto.mutable_peak_memory()->set_pattern("memory: {value}GiB");
+  proto.mutable_peak_memory()->set_unit(1 << 30);
+  const absl::Status status =
+      TrainingLogPatterns::Create(proto, "command_templates[2].log", StepLog::kTorchTitan).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(),
+              HasSubstr("command_templates[2].log.peak_memory is set, but TorchTitan's metrics "
+                        "line is read typed"));
+}
+
+// TorchTitan runs end as PyTorch's do: the default marks read them; its memory monitor's
+// allocation retries and NCCL's start-up lines mark nothing.
+TEST(TrainingLogFixtureTest, TorchTitanOutOfMemoryIsMarkedAndItsWarningsAreNot) {
+  const TrainingLogPatterns patterns = Patterns();
+  TrainingLog oom(patterns);
+  Read("torchtitan_oom.log", oom);
+  EXPECT_EQ(oom.out_of_memory_line(), FixtureLines("torchtitan_oom.log")[3]);
+  EXPECT_THAT(oom.nccl_error_line(), IsEmpty());
+  TrainingLog retries(patterns);
+  Read("torchtitan_allocation_retries.log", retries);
+  EXPECT_THAT(retries.out_of_memory_line(), IsEmpty());
+  TrainingLog nccl_info(patterns);
+  Read("torchtitan_nccl_info.log", nccl_info);
+  EXPECT_THAT(nccl_info.nccl_error_line(), IsEmpty());
+  EXPECT_THAT(nccl_info.out_of_memory_line(), IsEmpty());
+}
+
 // Fails with the default markers: NCCL's own allocation failure ("NCCL WARN Cuda failure 2
 // 'out of memory'") is neither an out-of-memory nor a NCCL-failure mark.
 TEST(TrainingLogFixtureTest, NcclAllocationFailureIsMarkedOutOfMemory) {

@@ -95,20 +95,20 @@ absl::StatusOr<std::vector<CollectiveMeasurement>> BenchmarkCollectives(
     const ncclDataType_t type = fp32_gradients ? ncclFloat32 : ncclBfloat16;
     const int64_t element = fp32_gradients ? 4 : 2;
     char* gradients = memory.get<char>(ProbeBuffer::kGradients);
-    const int64_t bytes = parameters.padded_elements * element;
+    // The dense partition, which the data x context group reduces (an MoE model's experts
+    // are the expert data-parallel group's).
+    const ParameterPartition& dense = parameters.dense;
+    const int64_t bytes = dense.end * element;
     if (distributed_optimizer) {
       char* own = gradients + communicators.group_rank(RankGroup::kDataContext) *
-                                  parameters.shard_elements * element;
-      PT_RETURN_IF_ERROR(
-          measure(RankGroup::kDataContext, CollectiveOperation::kReduceScatter, bytes, [&] {
-            return ReduceScatter(comm, gradients, own, parameters.shard_elements, type, stream);
-          }));
+                                  dense.shard_elements * element;
+      PT_RETURN_IF_ERROR(measure(
+          RankGroup::kDataContext, CollectiveOperation::kReduceScatter, bytes,
+          [&] { return ReduceScatter(comm, gradients, own, dense.shard_elements, type, stream); }));
     } else {
-      PT_RETURN_IF_ERROR(
-          measure(RankGroup::kDataContext, CollectiveOperation::kAllReduce, bytes, [&] {
-            return AllReduce(comm, gradients, gradients, parameters.padded_elements, type, ncclSum,
-                             stream);
-          }));
+      PT_RETURN_IF_ERROR(measure(
+          RankGroup::kDataContext, CollectiveOperation::kAllReduce, bytes,
+          [&] { return AllReduce(comm, gradients, gradients, dense.end, type, ncclSum, stream); }));
     }
   }
   if (communicators.group_size(RankGroup::kPipeline) > 1) {

@@ -29,10 +29,11 @@ absl::StatusOr<std::unique_ptr<CudaDeviceOps>> CudaDeviceOps::Create(
     cudaStream_t communication_stream, cudaStream_t tensor_communication_stream,
     PhaseTimer* timer) {
   const int64_t group_rank = communicators.group_rank(RankGroup::kDataContext);
-  if (optimizer.shard_index != group_rank) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "optimizer.shard_index ", optimizer.shard_index, " is not rank ", communicators.rank(),
-        "'s place in its data x context group, ", group_rank, ": the layout is another rank's"));
+  if (optimizer.data_context_rank != group_rank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer.data_context_rank ", optimizer.data_context_rank, " is not rank ",
+                     communicators.rank(), "'s place in its data x context group, ", group_rank,
+                     ": the layout is another rank's"));
   }
   return std::unique_ptr<CudaDeviceOps>(
       new CudaDeviceOps(spec, plan, memory, communicators, fp8_amax_group, optimizer, gemm, stream,
@@ -198,8 +199,9 @@ absl::Status CudaDeviceOps::Initialize(uint64_t seed) {
                                shard.count, stream_),
                    "Bf16ToFloat(master weights)"));
   }
-  const int64_t shard = spec_.training().distributed_optimizer() ? parameters.shard_elements
-                                                                 : parameters.padded_elements;
+  const int64_t shard = ShardsOptimizerStates(spec_.config().dp_sharding())
+                            ? parameters.shard_elements
+                            : parameters.padded_elements;
   for (ProbeBuffer moment : {ProbeBuffer::kAdamFirstMoment, ProbeBuffer::kAdamSecondMoment}) {
     PT_RETURN_IF_ERROR(
         CudaStatus(cudaMemsetAsync(memory_.get<float>(moment), 0, shard * sizeof(float), stream_),
@@ -207,9 +209,8 @@ absl::Status CudaDeviceOps::Initialize(uint64_t seed) {
   }
   if (optimizer_.overlapped) {
     DataParallelBuffers buffers;
-    buffers.comm = communicators_.group(RankGroup::kDataContext);
-    buffers.rank = optimizer_.shard_index;
-    buffers.shard_count = optimizer_.shard_count;
+    buffers.data_context = DataParallelGroupOf(RankGroup::kDataContext);
+    buffers.expert_data = DataParallelGroupOf(RankGroup::kExpertData);
     buffers.parameters = &parameters;
     buffers.weights = memory_.get<char>(ProbeBuffer::kWeights);
     buffers.gradients = Gradient(0);
@@ -499,12 +500,156 @@ absl::Status CudaDeviceOps::CrossEntropyBackward(DeviceRef logits, DeviceRef row
       "CrossEntropyBackward");
 }
 
+DataParallelGroup CudaDeviceOps::DataParallelGroupOf(RankGroup group) const {
+  // A dense model's expert groups are not split (null): it has no expert buckets.
+  return {communicators_.group(group), communicators_.group_rank(group)};
+}
+
+RouterScoreFunction CudaDeviceOps::ScoreFunction() const {
+  return spec_.model().moe().router_score == RouterScore::kSigmoid ? RouterScoreFunction::kSigmoid
+                                                                   : RouterScoreFunction::kSoftmax;
+}
+
+absl::Status CudaDeviceOps::RouterTopK(DeviceRef logits, DeviceRef probabilities,
+                                       DeviceRef indices) {
+  const MoeShardShapes& moe = plan_.moe();
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  return CudaStatus(
+      paratune::RouterTopK(At(logits), At<float>(probabilities), At<int32_t>(indices),
+                           moe.routed_tokens, moe.experts, moe.top_k, ScoreFunction(), stream_),
+      "RouterTopK");
+}
+
+absl::Status CudaDeviceOps::RouterTopKBackward(DeviceRef logits, DeviceRef probabilities,
+                                               DeviceRef indices, DeviceRef d_probabilities,
+                                               DeviceRef d_logits) {
+  const MoeShardShapes& moe = plan_.moe();
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  return CudaStatus(
+      paratune::RouterTopKBackward(At(logits), At<float>(probabilities), At<int32_t>(indices),
+                                   At<float>(d_probabilities), At(d_logits), moe.routed_tokens,
+                                   moe.experts, moe.top_k, ScoreFunction(), stream_),
+      "RouterTopKBackward");
+}
+
+absl::Status CudaDeviceOps::PermuteTokens(DeviceRef rows, DeviceRef probabilities,
+                                          DeviceRef permuted, DeviceRef permuted_probabilities) {
+  const MoeShardShapes& moe = plan_.moe();
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  return CudaStatus(PermuteBalanced(At(rows), At<float>(probabilities), At(permuted),
+                                    At<float>(permuted_probabilities), moe.routed_tokens,
+                                    shapes_.hidden, moe.top_k, moe.experts, stream_),
+                    "PermuteBalanced");
+}
+
+absl::Status CudaDeviceOps::ScatterRowGradients(DeviceRef d_rows, DeviceRef d_permuted) {
+  const MoeShardShapes& moe = plan_.moe();
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  // The sum of copies' backward is the permutation of the rows' gradients, probabilities aside.
+  return CudaStatus(PermuteBalanced(At(d_rows), nullptr, At(d_permuted), nullptr, moe.routed_tokens,
+                                    shapes_.hidden, moe.top_k, moe.experts, stream_),
+                    "PermuteBalanced(gradients)");
+}
+
+absl::Status CudaDeviceOps::UnpermuteTokens(DeviceRef permuted, DeviceRef rows) {
+  const MoeShardShapes& moe = plan_.moe();
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  return CudaStatus(UnpermuteBalanced(At(permuted), At(rows), moe.routed_tokens, shapes_.hidden,
+                                      moe.top_k, moe.experts, stream_),
+                    "UnpermuteBalanced");
+}
+
+absl::Status CudaDeviceOps::UnpermuteProbabilities(DeviceRef d_permuted_probabilities,
+                                                   DeviceRef d_probabilities) {
+  const MoeShardShapes& moe = plan_.moe();
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  return CudaStatus(paratune::UnpermuteProbabilities(At<float>(d_permuted_probabilities),
+                                                     At<float>(d_probabilities), moe.routed_tokens,
+                                                     moe.top_k, moe.experts, stream_),
+                    "UnpermuteProbabilities");
+}
+
+namespace {
+
+// The NCCL type of the MoE block's bf16 tokens and fp32 probabilities.
+ncclDataType_t NcclTypeOf(ElementType type) {
+  return type == ElementType::kFloat32 ? ncclFloat32 : ncclBfloat16;
+}
+
+}  // namespace
+
+// The expert collectives count as tp_collectives: ProbeMeasurements has no phase of their own
+// yet (docs/probe.md, MoE "left").
+absl::Status CudaDeviceOps::ExpertAllToAll(DeviceRef send, DeviceRef receive, int64_t rows,
+                                           int64_t width, ElementType type, std::string_view) {
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kTpCollectives));
+  const int64_t ranks = communicators_.group_size(RankGroup::kExpert);
+  ncclComm_t comm = communicators_.group(RankGroup::kExpert);
+  if (comm == nullptr) {
+    // A group of one rank (ep 1) has no communicator: its own block is the whole exchange.
+    return CudaStatus(
+        cudaMemcpyAsync(At<void>(receive), At<void>(send), rows * width * BytesOf(type),
+                        cudaMemcpyDeviceToDevice, stream_),
+        "cudaMemcpyAsync(expert all-to-all of one rank)");
+  }
+  return AllToAll(comm, ranks, At<void>(send), At<void>(receive), rows * width / ranks,
+                  NcclTypeOf(type), stream_);
+}
+
+absl::Status CudaDeviceOps::ExpertTensorAllGather(DeviceRef own, DeviceRef gathered, int64_t rows,
+                                                  int64_t width, ElementType type,
+                                                  std::string_view) {
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kTpCollectives));
+  return AllGather(communicators_.group(RankGroup::kExpertTensor), At<void>(own),
+                   At<void>(gathered), rows * width, NcclTypeOf(type), stream_);
+}
+
+absl::Status CudaDeviceOps::ExpertTensorReduceScatter(DeviceRef partial, DeviceRef reduced,
+                                                      int64_t rows, int64_t width, ElementType type,
+                                                      std::string_view) {
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kTpCollectives));
+  return ReduceScatter(communicators_.group(RankGroup::kExpertTensor), At<void>(partial),
+                       At<void>(reduced), rows * width, NcclTypeOf(type), stream_);
+}
+
+absl::Status CudaDeviceOps::SortChunks(DeviceRef in, DeviceRef out, int64_t groups,
+                                       int64_t local_experts, int64_t chunk_rows, int64_t width,
+                                       ElementType type) {
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  if (type == ElementType::kFloat32) {
+    return CudaStatus(SortChunksFloat(At<float>(in), At<float>(out), groups, local_experts,
+                                      chunk_rows, width, stream_),
+                      "SortChunksFloat");
+  }
+  return CudaStatus(
+      SortChunksBf16(At(in), At(out), groups, local_experts, chunk_rows, width, stream_),
+      "SortChunksBf16");
+}
+
+absl::Status CudaDeviceOps::WeightedSwigluForward(DeviceRef gate_up, DeviceRef probabilities,
+                                                  DeviceRef out, int64_t rows) {
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  return CudaStatus(paratune::WeightedSwigluForward(At(gate_up), At<float>(probabilities), At(out),
+                                                    rows, plan_.moe().expert_ffn, stream_),
+                    "WeightedSwigluForward");
+}
+
+absl::Status CudaDeviceOps::WeightedSwigluBackward(DeviceRef gate_up, DeviceRef probabilities,
+                                                   DeviceRef d_out, DeviceRef d_gate_up,
+                                                   DeviceRef d_probabilities, int64_t rows) {
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  return CudaStatus(paratune::WeightedSwigluBackward(
+                        At(gate_up), At<float>(probabilities), At(d_out), At(d_gate_up),
+                        At<float>(d_probabilities), rows, plan_.moe().expert_ffn, stream_),
+                    "WeightedSwigluBackward");
+}
+
 absl::Status CudaDeviceOps::ReduceScatterGradients(int64_t bucket) {
   const ParameterBucket& range = optimizer_.buckets[bucket];
   const OptimizerShard shard = optimizer_.ShardOf(bucket);
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
   // In place: each rank's shard of the summed gradients lands where its own shard is.
-  return ReduceScatter(communicators_.group(RankGroup::kDataContext), Gradient(range.start),
+  return ReduceScatter(communicators_.group(range.group), Gradient(range.start),
                        Gradient(shard.first), shard.count,
                        fp32_gradients_ ? ncclFloat32 : ncclBfloat16, stream_);
 }
@@ -513,9 +658,8 @@ absl::Status CudaDeviceOps::AllReduceGradients(int64_t bucket) {
   const ParameterBucket& range = optimizer_.buckets[bucket];
   const OptimizerShard shard = optimizer_.ShardOf(bucket);
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
-  return AllReduce(communicators_.group(RankGroup::kDataContext), Gradient(range.start),
-                   Gradient(range.start), shard.count, fp32_gradients_ ? ncclFloat32 : ncclBfloat16,
-                   ncclSum, stream_);
+  return AllReduce(communicators_.group(range.group), Gradient(range.start), Gradient(range.start),
+                   shard.count, fp32_gradients_ ? ncclFloat32 : ncclBfloat16, ncclSum, stream_);
 }
 
 absl::Status CudaDeviceOps::Adam(const AdamUpdate& update) {
@@ -539,10 +683,9 @@ absl::Status CudaDeviceOps::CastMasterWeights() {
 
 absl::Status CudaDeviceOps::GatherParameters(int64_t bucket) {
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
-  return AllGatherParameters(communicators_.group(RankGroup::kDataContext), plan_.parameters(),
-                             optimizer_.buckets[bucket], optimizer_.shard_count,
-                             optimizer_.shard_index, memory_.get<char>(ProbeBuffer::kWeights),
-                             stream_);
+  const ParameterBucket& range = optimizer_.buckets[bucket];
+  return AllGatherParameters(DataParallelGroupOf(range.group), plan_.parameters(), range,
+                             memory_.get<char>(ProbeBuffer::kWeights), stream_);
 }
 
 }  // namespace paratune

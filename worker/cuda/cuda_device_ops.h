@@ -29,6 +29,7 @@
 #include "worker/cuda/fp8_parameters.h"
 #include "worker/cuda/gemm.h"
 #include "worker/cuda/loss_kernels.h"
+#include "worker/cuda/moe_kernels.h"
 #include "worker/cuda/phase_timer.h"
 #include "worker/cuda/tensor_parallel_overlap.h"
 #include "worker/probe/device_ops.h"
@@ -121,6 +122,29 @@ class CudaDeviceOps final : public DeviceOps {
   absl::Status LogitsRowSumExp(DeviceRef logits, DeviceRef row_max, DeviceRef row_sum) override;
   absl::Status CrossEntropyBackward(DeviceRef logits, DeviceRef row_max, DeviceRef row_sum,
                                     DeviceRef d_logits, DeviceRef loss) override;
+  absl::Status RouterTopK(DeviceRef logits, DeviceRef probabilities, DeviceRef indices) override;
+  absl::Status RouterTopKBackward(DeviceRef logits, DeviceRef probabilities, DeviceRef indices,
+                                  DeviceRef d_probabilities, DeviceRef d_logits) override;
+  absl::Status PermuteTokens(DeviceRef rows, DeviceRef probabilities, DeviceRef permuted,
+                             DeviceRef permuted_probabilities) override;
+  absl::Status ScatterRowGradients(DeviceRef d_rows, DeviceRef d_permuted) override;
+  absl::Status UnpermuteTokens(DeviceRef permuted, DeviceRef rows) override;
+  absl::Status UnpermuteProbabilities(DeviceRef d_permuted_probabilities,
+                                      DeviceRef d_probabilities) override;
+  absl::Status ExpertAllToAll(DeviceRef send, DeviceRef receive, int64_t rows, int64_t width,
+                              ElementType type, std::string_view what) override;
+  absl::Status ExpertTensorAllGather(DeviceRef own, DeviceRef gathered, int64_t rows, int64_t width,
+                                     ElementType type, std::string_view what) override;
+  absl::Status ExpertTensorReduceScatter(DeviceRef partial, DeviceRef reduced, int64_t rows,
+                                         int64_t width, ElementType type,
+                                         std::string_view what) override;
+  absl::Status SortChunks(DeviceRef in, DeviceRef out, int64_t groups, int64_t local_experts,
+                          int64_t chunk_rows, int64_t width, ElementType type) override;
+  absl::Status WeightedSwigluForward(DeviceRef gate_up, DeviceRef probabilities, DeviceRef out,
+                                     int64_t rows) override;
+  absl::Status WeightedSwigluBackward(DeviceRef gate_up, DeviceRef probabilities, DeviceRef d_out,
+                                      DeviceRef d_gate_up, DeviceRef d_probabilities,
+                                      int64_t rows) override;
   absl::Status ReduceScatterGradients(int64_t bucket) override;
   absl::Status AllReduceGradients(int64_t bucket) override;
   absl::Status Adam(const AdamUpdate& update) override;
@@ -148,8 +172,12 @@ class CudaDeviceOps final : public DeviceOps {
   void* Gradient(int64_t offset) const;
   // The elements of the residual rows [R, h].
   int64_t Rows() const { return shapes_.residual_tokens * shapes_.hidden; }
+  // The router's score function (ModelSpec's).
+  RouterScoreFunction ScoreFunction() const;
   // This rank's rows of the vocabulary (embedding and LM head).
   VocabularyShard Vocabulary() const;
+  // A data-parallel group of the buckets (ParameterBucket::group) and this rank in it.
+  DataParallelGroup DataParallelGroupOf(RankGroup group) const;
 
   GemmArgs ArgsOf(const LinearProduct& product) const;
   Fp8LinearSite SiteOf(const Fp8Site& site) const;

@@ -17,12 +17,13 @@ absl::Status NewEvent(cudaEvent_t* event) {
 
 }  // namespace
 
-absl::Status AllGatherParameters(ncclComm_t comm, const ParameterLayout& parameters,
-                                 const ParameterBucket& bucket, int64_t shard_count, int64_t rank,
-                                 char* weights, cudaStream_t stream) {
-  const OptimizerShard shard = OptimizerShardOf(bucket, shard_count, rank);
+absl::Status AllGatherParameters(const DataParallelGroup& group, const ParameterLayout& parameters,
+                                 const ParameterBucket& bucket, char* weights,
+                                 cudaStream_t stream) {
+  const OptimizerShard shard =
+      OptimizerShardOf(bucket, parameters.PartitionOf(bucket.start), group.rank);
   // In place: this rank's shard is where the gathered bucket holds it.
-  return AllGather(comm, weights + parameters.WeightByte(shard.first),
+  return AllGather(group.comm, weights + parameters.WeightByte(shard.first),
                    weights + parameters.WeightByte(bucket.start),
                    shard.count * parameters.RegionOf(bucket.start).bytes_per_element, ncclUint8,
                    stream);
@@ -64,9 +65,8 @@ absl::Status DataParallelSync::Issue(const PlanStep& step) {
   switch (step.operation) {
     case PlanOperation::kDispatchGather:
       PT_RETURN_IF_ERROR(FollowCompute());
-      PT_RETURN_IF_ERROR(AllGatherParameters(buffers_.comm, *buffers_.parameters, bucket,
-                                             buffers_.shard_count, buffers_.rank, buffers_.weights,
-                                             buffers_.communication));
+      PT_RETURN_IF_ERROR(AllGatherParameters(buffers_.GroupOf(bucket), *buffers_.parameters, bucket,
+                                             buffers_.weights, buffers_.communication));
       return CudaStatus(cudaEventRecord(gathered_[step.bucket], buffers_.communication),
                         "cudaEventRecord(parameters gathered)");
     case PlanOperation::kWaitGather:
@@ -76,14 +76,16 @@ absl::Status DataParallelSync::Issue(const PlanStep& step) {
     case PlanOperation::kDispatchReduce: {
       PT_RETURN_IF_ERROR(FollowCompute());
       const ncclDataType_t type = buffers_.fp32_gradients ? ncclFloat32 : ncclBfloat16;
-      if (buffers_.shard_count == 1) {
-        return AllReduce(buffers_.comm, Gradient(bucket.start), Gradient(bucket.start),
+      const DataParallelGroup& group = buffers_.GroupOf(bucket);
+      const ParameterPartition& partition = buffers_.parameters->PartitionOf(bucket.start);
+      if (partition.shard_count == 1) {
+        return AllReduce(group.comm, Gradient(bucket.start), Gradient(bucket.start),
                          bucket.end - bucket.start, type, ncclSum, buffers_.communication);
       }
       // In place: this rank's shard of the summed bucket lands where its own shard is.
-      const OptimizerShard shard = OptimizerShardOf(bucket, buffers_.shard_count, buffers_.rank);
-      return ReduceScatter(buffers_.comm, Gradient(bucket.start), Gradient(shard.first),
-                           shard.count, type, buffers_.communication);
+      const OptimizerShard shard = OptimizerShardOf(bucket, partition, group.rank);
+      return ReduceScatter(group.comm, Gradient(bucket.start), Gradient(shard.first), shard.count,
+                           type, buffers_.communication);
     }
     case PlanOperation::kWaitReductions:
       PT_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(reductions_, buffers_.communication),

@@ -27,14 +27,24 @@
 
 namespace paratune {
 
-// The buffers and streams the collectives run over; all borrowed, outliving the sync.
-struct DataParallelBuffers {
-  // The data x context group (a group of one rank is legal), and this rank in it.
+// A group the buckets are reduced over (a group of one rank is legal), and this rank in it.
+struct DataParallelGroup {
   ncclComm_t comm = nullptr;
   int64_t rank = 0;
-  // Shards per bucket: the group's size with the distributed optimizer, which reduce-scatters
-  // and all-gathers; 1 without, which all-reduces and gathers nothing.
-  int64_t shard_count = 1;
+};
+
+// The buffers and streams the collectives run over; all borrowed, outliving the sync. Shards
+// per bucket are its partition's (ParameterLayout::PartitionOf): the group's size with the
+// distributed optimizer, which reduce-scatters and all-gathers; 1 without, which all-reduces
+// and gathers nothing.
+struct DataParallelBuffers {
+  // Each bucket's group (ParameterBucket::group): the data x context group, and for a
+  // mixture-of-experts model the expert data-parallel group.
+  DataParallelGroup data_context;
+  DataParallelGroup expert_data;
+  const DataParallelGroup& GroupOf(const ParameterBucket& bucket) const {
+    return bucket.group == RankGroup::kExpertData ? expert_data : data_context;
+  }
   // The weights in `parameters`' bytes (ParameterLayout::WeightByte).
   const ParameterLayout* parameters = nullptr;
   char* weights = nullptr;
@@ -44,13 +54,12 @@ struct DataParallelBuffers {
   cudaStream_t communication = nullptr;
 };
 
-// Enqueues on `stream` the all-gather of `bucket`'s parameters over `comm` from the shards of
-// its `shard_count` ranks (this one `rank`), in the bytes of its region's weight dtype: one
-// byte per element in an fp8 region, as Megatron-LM gathers a uint8 buffer of Float8Tensor
-// data. The bucket lies within one region (ParameterLayout::regions). NcclStatus's error.
-absl::Status AllGatherParameters(ncclComm_t comm, const ParameterLayout& parameters,
-                                 const ParameterBucket& bucket, int64_t shard_count, int64_t rank,
-                                 char* weights, cudaStream_t stream);
+// Enqueues on `stream` the all-gather of `bucket`'s parameters over `group` (its group) from
+// the shards of its partition's ranks, in the bytes of its region's weight dtype: one byte per
+// element in an fp8 region, as Megatron-LM gathers a uint8 buffer of Float8Tensor data. The
+// bucket lies within one region (ParameterLayout::regions). NcclStatus's error.
+absl::Status AllGatherParameters(const DataParallelGroup& group, const ParameterLayout& parameters,
+                                 const ParameterBucket& bucket, char* weights, cudaStream_t stream);
 
 // Not thread-safe: one per rank, on that rank's thread and device.
 class DataParallelSync {

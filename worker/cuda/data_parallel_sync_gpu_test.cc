@@ -137,7 +137,7 @@ TEST_P(DataParallelSyncGpuTest, OverlappedStepOnOneRankLeavesEachBucketsLastWrit
   const std::vector<ScheduleStep> schedule = PipelineScheduleOf(1, 1, 2, 0);
   const OverlapOptions options = {true, true, true};
   const DataParallelPlan plan =
-      DataParallelPlanOf(parameters, layers, true, schedule, 0, 1, 1, options);
+      DataParallelPlanOf(parameters, layers, true, schedule, 0, 1, 1, options, ReducedGroups());
   ASSERT_GT(plan.buckets.size(), 2u);
 
   ncclComm_t comm = nullptr;
@@ -160,7 +160,7 @@ TEST_P(DataParallelSyncGpuTest, OverlappedStepOnOneRankLeavesEachBucketsLastWrit
 
   PhaseTimer timer(compute);
   DataParallelBuffers buffers;
-  buffers.comm = comm;
+  buffers.data_context.comm = comm;
   buffers.parameters = &parameters;
   buffers.weights = reinterpret_cast<char*>(weights.get());
   buffers.gradients = gradients.get();

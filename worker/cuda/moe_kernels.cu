@@ -113,7 +113,9 @@ __global__ void PermuteBalancedKernel(const __nv_bfloat16* tokens, const float* 
     const int64_t column = i % hidden;
     const int64_t position = BalancedPosition(copy, copies, experts);
     permuted[position * hidden + column] = tokens[copy / top_k * hidden + column];
-    if (column == 0) permuted_probabilities[position] = probabilities[copy];
+    if (column == 0 && probabilities != nullptr) {
+      permuted_probabilities[position] = probabilities[copy];
+    }
   }
 }
 

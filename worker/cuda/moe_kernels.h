@@ -45,7 +45,9 @@ cudaError_t RouterTopKBackward(const __nv_bfloat16* logits, const float* probabi
 
 // tokens: [rows, hidden] bf16 into permuted [rows top_k, hidden], and the copies'
 // probabilities [rows, top_k] fp32 into permuted_probabilities [rows top_k], each copy at its
-// balanced position. Requires experts to divide rows x top_k.
+// balanced position; without probabilities (both null) the tokens alone, as the backward of
+// UnpermuteBalanced copies each row's gradient to its copies. Requires experts to divide
+// rows x top_k.
 cudaError_t PermuteBalanced(const __nv_bfloat16* tokens, const float* probabilities,
                             __nv_bfloat16* permuted, float* permuted_probabilities, int64_t rows,
                             int64_t hidden, int64_t top_k, int64_t experts, cudaStream_t stream);

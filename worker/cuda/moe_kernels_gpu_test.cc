@@ -161,6 +161,12 @@ TEST(MoeKernelsTest, BalancedPermutationSortsCopiesByExpertInRowOrder) {
   EXPECT_EQ(RelativeError(ToDouble(d_permuted_probabilities.ToHost()), permuted_probabilities), 0);
   EXPECT_LT(RelativeError(ToDouble(d_out.ToHost()), summed), kBf16Tolerance);
   EXPECT_EQ(d_back.ToHost(), probabilities);
+  // Without probabilities (the backward of the sum of copies) the tokens alone, the same bytes.
+  DeviceArray<bf16> d_gradients(copies * hidden);
+  ASSERT_EQ(PermuteBalanced(d_tokens.get(), nullptr, d_gradients.get(), nullptr, rows, hidden,
+                            top_k, experts, nullptr),
+            cudaSuccess);
+  EXPECT_EQ(RelativeError(ToDouble(d_gradients.ToHost()), permuted), 0);
   // Copies that do not divide evenly over the experts are refused.
   EXPECT_EQ(PermuteBalanced(d_tokens.get(), d_probabilities.get(), d_permuted.get(),
                             d_permuted_probabilities.get(), 3, hidden, 1, experts, nullptr),

@@ -132,11 +132,11 @@ absl::StatusOr<ProbeMeasurement> RunRank(const ProbeSpec& spec, int64_t local_ra
   PT_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize(phases)"));
   PT_ASSIGN_OR_RETURN(own.phase_seconds, timer.Seconds());
 
-  PT_ASSIGN_OR_RETURN(
-      std::vector<CollectiveMeasurement> collectives,
-      BenchmarkCollectives(communicators, stack->plan(), stack->memory(),
-                           !DataParallelModelled(spec), spec.training().distributed_optimizer(),
-                           spec.training().fp32_gradients(), stream));
+  PT_ASSIGN_OR_RETURN(std::vector<CollectiveMeasurement> collectives,
+                      BenchmarkCollectives(communicators, stack->plan(), stack->memory(),
+                                           !DataParallelModelled(spec),
+                                           ShardsOptimizerStates(spec.config().dp_sharding()),
+                                           spec.training().fp32_gradients(), stream));
   for (const CollectiveMeasurement& collective : collectives) {
     own.collective_seconds.push_back(collective.seconds);
   }

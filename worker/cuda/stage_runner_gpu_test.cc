@@ -1,8 +1,9 @@
 // StageRunner over the device's own DeviceOps, as the probe runs it (RankStack), on one GPU,
-// for every switch of the step one GPU can take: what the device ran is the step plan's
-// recording (its GEMMs, counted by cuBLASLt calls), and the steps train: the first step's loss
-// is the uniform prediction's, ln V, as it must be from weights of 0.02 (an independent
-// reference: no GPU path computes it), and ten steps on the same tokens lower it.
+// for every switch of the step one GPU can take, and a mixture-of-experts model at ep 1: what
+// the device ran is the step plan's recording (its GEMMs, counted by cuBLASLt calls), and the steps
+// train: the first step's loss is the uniform prediction's, ln V, as it must be from weights of
+// 0.02 (an independent reference: no GPU path computes it), and ten steps on the same tokens lower
+// it.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -113,6 +114,11 @@ std::vector<Case> Cases() {
   fp8_parameters.replica = true;
   fp8_parameters.fp8_param_gather = true;
   cases.push_back({"fp8_parameters", fp8_parameters});
+  // Mixtral's proportions shrunk to one GPU, ep 1: every layer's MoE block, its all-to-alls
+  // copies over the expert group of one rank, eight local experts sorted by expert.
+  PlanSpecOptions moe = bf16;
+  moe.model = ShrunkMixtral();
+  cases.push_back({"moe_ep1", moe});
   return cases;
 }
 

@@ -18,30 +18,45 @@ int64_t Place(int64_t* end, int64_t bytes) {
   return offset;
 }
 
-}  // namespace
-
-LayerActivationLayout LayoutLayerActivations(const ShardShapes& x, bool fp8) {
+// The layer's tensors but, without `dense_mlp`, the MLP's, placed from `*end`.
+LayerActivationLayout LayoutLayer(const ShardShapes& x, bool fp8, bool dense_mlp, int64_t* end) {
   const int64_t residual = x.residual_tokens * x.hidden * kBf16;
   // What a linear keeps of its input, per value.
   const int64_t linear_input = fp8 ? kFp8 : kBf16;
   const int64_t attention_output = x.tokens * x.query_heads * x.head_dim;
   LayerActivationLayout layout;
   layout.fp8 = fp8;
+  layout.input = Place(end, residual);
+  layout.attention_norm_output = Place(end, x.residual_tokens * x.hidden * linear_input);
+  layout.attention_norm_rstd = Place(end, x.residual_tokens * kFp32);
+  layout.query = Place(end, x.tokens * x.query_heads * x.head_dim * kBf16);
+  layout.key_value = Place(end, 2 * x.tokens * x.kv_heads * x.head_dim * kBf16);
+  layout.attention_output = Place(end, attention_output * kBf16);
+  layout.softmax_lse = Place(end, x.tokens * x.query_heads * kFp32);
+  layout.mlp_input = Place(end, residual);
+  layout.mlp_norm_output = Place(end, x.residual_tokens * x.hidden * linear_input);
+  layout.mlp_norm_rstd = Place(end, x.residual_tokens * kFp32);
+  const int64_t mlp_tokens = dense_mlp ? x.tokens : 0;
+  layout.gate_up = Place(end, mlp_tokens * x.gate_up.outputs * kBf16);
+  layout.swiglu_output = Place(end, mlp_tokens * x.ffn * linear_input);
+  layout.attention_output_fp8 = Place(end, fp8 ? attention_output * kFp8 : 0);
+  layout.fp8_scale_inverses = Place(end, fp8 ? kFp8SavedInputs * kFp8ScaleInverseAlignment : 0);
+  return layout;
+}
+
+}  // namespace
+
+LayerActivationLayout LayoutLayerActivations(const ShardShapes& x, bool fp8) {
   int64_t end = 0;
-  layout.input = Place(&end, residual);
-  layout.attention_norm_output = Place(&end, x.residual_tokens * x.hidden * linear_input);
-  layout.attention_norm_rstd = Place(&end, x.residual_tokens * kFp32);
-  layout.query = Place(&end, x.tokens * x.query_heads * x.head_dim * kBf16);
-  layout.key_value = Place(&end, 2 * x.tokens * x.kv_heads * x.head_dim * kBf16);
-  layout.attention_output = Place(&end, attention_output * kBf16);
-  layout.softmax_lse = Place(&end, x.tokens * x.query_heads * kFp32);
-  layout.mlp_input = Place(&end, residual);
-  layout.mlp_norm_output = Place(&end, x.residual_tokens * x.hidden * linear_input);
-  layout.mlp_norm_rstd = Place(&end, x.residual_tokens * kFp32);
-  layout.gate_up = Place(&end, x.tokens * x.gate_up.outputs * kBf16);
-  layout.swiglu_output = Place(&end, x.tokens * x.ffn * linear_input);
-  layout.attention_output_fp8 = Place(&end, fp8 ? attention_output * kFp8 : 0);
-  layout.fp8_scale_inverses = Place(&end, fp8 ? kFp8SavedInputs * kFp8ScaleInverseAlignment : 0);
+  LayerActivationLayout layout = LayoutLayer(x, fp8, /*dense_mlp=*/true, &end);
+  layout.bytes = end;
+  return layout;
+}
+
+LayerActivationLayout LayoutMoeLayerActivations(const ShardShapes& x, const MoeShardShapes& moe) {
+  int64_t end = 0;
+  LayerActivationLayout layout = LayoutLayer(x, /*fp8=*/false, /*dense_mlp=*/false, &end);
+  layout.moe_block = Place(&end, LayoutMoeBlockActivations(x, moe).bytes);
   layout.bytes = end;
   return layout;
 }

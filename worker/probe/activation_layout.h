@@ -50,6 +50,10 @@ struct LayerActivationLayout {
   // cast with (Fp8Linear order), which the weight-gradient GEMMs read.
   int64_t attention_output_fp8 = 0;
   int64_t fp8_scale_inverses = 0;
+  // A mixture-of-experts layer's MoE block (MoeBlockActivationLayout, its offsets from
+  // moe_block), in place of the dense MLP's gate_up and swiglu_output, which are then empty;
+  // -1 in a dense layer.
+  int64_t moe_block = -1;
   int64_t bytes = 0;  // the whole block
 };
 // What the loss chunk keeps: the final RMSNorm's input and output and the fp32 logits whose
@@ -87,6 +91,10 @@ inline constexpr int64_t kActivationAlignment = 256;
 
 // The layer block of `shapes`, in fp8 training when `fp8`.
 LayerActivationLayout LayoutLayerActivations(const ShardShapes& shapes, bool fp8);
+// The block of a mixture-of-experts layer of `shapes` whose experts are `moe`, in bf16: the
+// dense layer's tensors but its MLP's, then the MoE block.
+LayerActivationLayout LayoutMoeLayerActivations(const ShardShapes& shapes,
+                                                const MoeShardShapes& moe);
 LossActivationLayout LayoutLossActivations(const ShardShapes& shapes);
 // The MoE block of `shapes` whose experts are `moe` (ComputeMoeShardShapes), in bf16.
 MoeBlockActivationLayout LayoutMoeBlockActivations(const ShardShapes& shapes,

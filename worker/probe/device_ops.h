@@ -195,6 +195,52 @@ class DeviceOps {
   virtual absl::Status CrossEntropyBackward(DeviceRef logits, DeviceRef row_max, DeviceRef row_sum,
                                             DeviceRef d_logits, DeviceRef loss) = 0;
 
+  // A mixture-of-experts block (worker/cuda/moe_kernels.h, the probe's balanced routing;
+  // MoeShardShapes: R routed rows, k, E experts, S = R k copies, N the copies the rank's
+  // experts compute, f_e / etp). The router's top-k of logits [R, E] bf16 into probabilities
+  // [R, k] fp32 and indices [R, k] int32, and its backward from the probabilities' gradient
+  // [R, k] fp32 into the logits' [R, E] bf16.
+  virtual absl::Status RouterTopK(DeviceRef logits, DeviceRef probabilities, DeviceRef indices) = 0;
+  virtual absl::Status RouterTopKBackward(DeviceRef logits, DeviceRef probabilities,
+                                          DeviceRef indices, DeviceRef d_probabilities,
+                                          DeviceRef d_logits) = 0;
+  // Rows [R, h] and their probabilities [R, k] fp32 to the copies' balanced places [S, h] and
+  // [S] (permute); each row's gradient [R, h] to its k copies' places [S, h] (the backward of
+  // the sum of copies); the sum of each row's copies [S, h] into rows [R, h] (unpermute, and
+  // permute's backward); the copies' probability gradients [S] back to [R, k].
+  virtual absl::Status PermuteTokens(DeviceRef rows, DeviceRef probabilities, DeviceRef permuted,
+                                     DeviceRef permuted_probabilities) = 0;
+  virtual absl::Status ScatterRowGradients(DeviceRef d_rows, DeviceRef d_permuted) = 0;
+  virtual absl::Status UnpermuteTokens(DeviceRef permuted, DeviceRef rows) = 0;
+  virtual absl::Status UnpermuteProbabilities(DeviceRef d_permuted_probabilities,
+                                              DeviceRef d_probabilities) = 0;
+  // The expert group's all-to-all: `rows` rows of `width` values of `type` (bf16 or fp32)
+  // in ep blocks, block q of `send` to rank q, rank q's block for this rank into block q of
+  // `receive`.
+  virtual absl::Status ExpertAllToAll(DeviceRef send, DeviceRef receive, int64_t rows,
+                                      int64_t width, ElementType type, std::string_view what) = 0;
+  // With etp > 1, over the expert tensor group: rows [rows, width] of `type` gathered into
+  // [etp rows, width]; partial sums [etp rows, width] reduce-scattered into rows [rows, width].
+  virtual absl::Status ExpertTensorAllGather(DeviceRef own, DeviceRef gathered, int64_t rows,
+                                             int64_t width, ElementType type,
+                                             std::string_view what) = 0;
+  virtual absl::Status ExpertTensorReduceScatter(DeviceRef partial, DeviceRef reduced, int64_t rows,
+                                                 int64_t width, ElementType type,
+                                                 std::string_view what) = 0;
+  // Chunks of `chunk_rows` rows of `width` values of `type` from [groups][local_experts] order
+  // to [local_experts][groups] (by local expert, for its GEMMs; swapped, back).
+  virtual absl::Status SortChunks(DeviceRef in, DeviceRef out, int64_t groups,
+                                  int64_t local_experts, int64_t chunk_rows, int64_t width,
+                                  ElementType type) = 0;
+  // The SwiGLU of gate_up [rows, 2 f_e / etp] into out [rows, f_e / etp], each row weighted by
+  // its routing probability [rows] fp32; its backward from d_out into d_gate_up and the
+  // probabilities' gradient [rows] fp32.
+  virtual absl::Status WeightedSwigluForward(DeviceRef gate_up, DeviceRef probabilities,
+                                             DeviceRef out, int64_t rows) = 0;
+  virtual absl::Status WeightedSwigluBackward(DeviceRef gate_up, DeviceRef probabilities,
+                                              DeviceRef d_out, DeviceRef d_gate_up,
+                                              DeviceRef d_probabilities, int64_t rows) = 0;
+
   // The optimizer step on the compute stream: bucket `bucket`'s gradients reduce-scattered
   // (the distributed optimizer) or all-reduced over the data x context group; Adam; the fp8
   // weights cast from the master weights (fp8_parameters.h); the bucket's parameters

@@ -36,6 +36,18 @@ const char* ProbeBufferName(ProbeBuffer buffer) {
       return "fp8_weight_copies";
     case ProbeBuffer::kFp8ScalingState:
       return "fp8_scaling_state";
+    case ProbeBuffer::kMoePermutedTokens:
+      return "moe_permuted_tokens";
+    case ProbeBuffer::kMoePermutedProbabilities:
+      return "moe_permuted_probabilities";
+    case ProbeBuffer::kMoeReceivedTokens:
+      return "moe_received_tokens";
+    case ProbeBuffer::kMoeReceivedProbabilities:
+      return "moe_received_probabilities";
+    case ProbeBuffer::kMoeExpertOutput:
+      return "moe_expert_output";
+    case ProbeBuffer::kMoeCombinedTokens:
+      return "moe_combined_tokens";
     case ProbeBuffer::kGemmWorkspace:
       return "gemm_workspace";
     case ProbeBuffer::kTokens:
@@ -78,6 +90,14 @@ const char* ProbeBufferName(ProbeBuffer buffer) {
       return "logits_gradient";
     case ProbeBuffer::kLossStatistics:
       return "loss_statistics";
+    case ProbeBuffer::kMoeExpertGateUpGradient:
+      return "moe_expert_gate_up_gradient";
+    case ProbeBuffer::kMoeExpertSwigluGradient:
+      return "moe_expert_swiglu_gradient";
+    case ProbeBuffer::kMoeRouterLogitsGradient:
+      return "moe_router_logits_gradient";
+    case ProbeBuffer::kMoeProbabilityGradient:
+      return "moe_probability_gradient";
     case ProbeBuffer::kLinearInput:
       return "linear_input";
     case ProbeBuffer::kFp8Input:
@@ -214,10 +234,23 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   FootprintPlan plan(ComputeShardShapes(model, training, config),
                      StageLayersOf(model, config, stage));
   const ShardShapes& x = plan.shapes_;
-  const int64_t shard_count = training.distributed_optimizer() ? config.dp() * config.cp() : 1;
-  plan.parameters_ = LayoutParameters(x, plan.stage_layers_, model.tied_embeddings(), shard_count,
-                                      training.fp8_param_gather());
+  const bool distributed = ShardsOptimizerStates(config.dp_sharding());
+  const int64_t shard_count = distributed ? config.dp() * config.cp() : 1;
+  if (model.is_moe()) {
+    // ComputeMoeShardShapes accepts every configuration the probe runs (CheckCudaProbeRuns).
+    plan.moe_ = *ComputeMoeShardShapes(model, config, x);
+  }
+  // The expert data-parallel size, tp cp dp / (etp ep) (estimator/moe_memory.h,
+  // ExpertDataParallelSize).
+  const int64_t expert_shard_count =
+      distributed ? config.tp() * config.cp() * config.dp() / (config.etp() * config.ep()) : 1;
+  plan.parameters_ = LayoutParameters(x, plan.moe_, plan.stage_layers_, model.tied_embeddings(),
+                                      shard_count, expert_shard_count, training.fp8_param_gather());
   plan.layer_activations_ = LayoutLayerActivations(x, training.fp8());
+  if (model.is_moe()) {
+    plan.moe_layer_activations_ = LayoutMoeLayerActivations(x, plan.moe_);
+    plan.moe_block_activations_ = LayoutMoeBlockActivations(x, plan.moe_);
+  }
   if (training.fp8()) {
     plan.fp8_state_ =
         LayoutFp8State(x, plan.stage_layers_, kExportedFp8Recipe, training.fp8_param_gather());
@@ -230,12 +263,21 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   plan.activation_slots_ = MaxPassesInFlight(schedule, std::nullopt);
   plan.loss_slots_ = plan.stage_layers_.lm_head ? MaxPassesInFlight(schedule, v - 1) : 0;
   plan.full_recompute_ = config.recompute() == Recompute::kFull;
-  plan.slot_layer_bytes_ =
-      plan.full_recompute_ ? LayerInputBytes(x) : plan.layer_activations_.bytes;
   // At least one layer's room: a chunk of no layers (an uneven split's) still receives its
   // input into the slot.
-  plan.slot_bytes_ =
-      std::max<int64_t>(1, plan.stage_layers_.MostLayersPerChunk()) * plan.slot_layer_bytes_;
+  plan.slot_bytes_ = plan.full_recompute_ ? LayerInputBytes(x) : plan.layer_activations_.bytes;
+  int64_t recompute_workspace = 0;
+  int64_t layer = 0;
+  for (int64_t layers : plan.stage_layers_.chunk_layers) {
+    int64_t chunk_bytes = 0;
+    for (int64_t end = layer + layers; layer < end; ++layer) {
+      const int64_t block = plan.LayerActivationsOf(layer).bytes;
+      plan.slot_layer_offsets_.push_back(chunk_bytes);
+      chunk_bytes += plan.full_recompute_ ? LayerInputBytes(x) : block;
+      recompute_workspace = std::max(recompute_workspace, block);
+    }
+    plan.slot_bytes_ = std::max(plan.slot_bytes_, chunk_bytes);
+  }
   plan.attention_query_chunk_ = AttentionQueryChunk(x);
 
   const MemoryEstimate estimate = EstimateMemory(model, training, cluster, config, memory_options);
@@ -257,8 +299,7 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   terms.Add(ProbeBuffer::kAdamSecondMoment, optimizer_elements * kFp32);
   term(MemoryTerm::kActivations);
   terms.Add(ProbeBuffer::kActivationSlots, plan.activation_slots_ * plan.slot_bytes_);
-  terms.Add(ProbeBuffer::kRecomputeWorkspace,
-            plan.full_recompute_ ? plan.layer_activations_.bytes : 0);
+  terms.Add(ProbeBuffer::kRecomputeWorkspace, plan.full_recompute_ ? recompute_workspace : 0);
   term(MemoryTerm::kEmbeddingActivations);
   term(MemoryTerm::kOutputActivations);
   terms.Add(ProbeBuffer::kLossSlots, plan.loss_slots_ * plan.loss_activations_.bytes);
@@ -279,6 +320,19 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   terms.Add(ProbeBuffer::kFp8WeightCopies, plan.fp8_state_.weight_bytes);
   term(MemoryTerm::kFp8ScalingState);
   terms.Add(ProbeBuffer::kFp8ScalingState, plan.fp8_state_.scaling_bytes);
+  const MoeShardShapes& moe = plan.moe_;
+  const int64_t sent = moe.routed_copies;
+  const int64_t computed = moe.received_copies;
+  const int64_t received = moe.local_experts > 1            ? computed
+                           : moe.expert_tensor_parallel > 1 ? sent
+                                                            : 0;
+  term(MemoryTerm::kMoeDispatcherBuffers);
+  terms.Add(ProbeBuffer::kMoePermutedTokens, sent * x.hidden * kBf16);
+  terms.Add(ProbeBuffer::kMoePermutedProbabilities, sent * kFp32);
+  terms.Add(ProbeBuffer::kMoeReceivedTokens, received * x.hidden * kBf16);
+  terms.Add(ProbeBuffer::kMoeReceivedProbabilities, received * kFp32);
+  terms.Add(ProbeBuffer::kMoeExpertOutput, computed * x.hidden * kBf16);
+  terms.Add(ProbeBuffer::kMoeCombinedTokens, sent * x.hidden * kBf16);
 
   terms.Term("probe_workspace", 0);
   const int64_t T = x.tokens;
@@ -309,12 +363,17 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   terms.Add(ProbeBuffer::kProjectionOutput, T * h * kBf16);
   terms.Add(ProbeBuffer::kReduced, x.residual_tokens * h * kBf16);
   terms.Add(ProbeBuffer::kResidualGradient, x.residual_tokens * h * kBf16);
-  terms.Add(ProbeBuffer::kMlpGradient, T * x.gate_up.outputs * kBf16);
-  terms.Add(ProbeBuffer::kSwigluGradient, T * x.ffn * kBf16);
+  terms.Add(ProbeBuffer::kMlpGradient,
+            T * std::max(x.gate_up.outputs, moe.shared_fc1.outputs) * kBf16);
+  terms.Add(ProbeBuffer::kSwigluGradient, T * std::max(x.ffn, moe.shared_ffn) * kBf16);
   terms.Add(ProbeBuffer::kQkvGradient, T * x.qkv.outputs * kBf16);
   terms.Add(ProbeBuffer::kAttentionOutputGradient, query_values * kBf16);
   terms.Add(ProbeBuffer::kLogitsGradient, plan.stage_layers_.lm_head ? T * x.vocab * kBf16 : 0);
   terms.Add(ProbeBuffer::kLossStatistics, plan.stage_layers_.lm_head ? 3 * T * kFp32 : 0);
+  terms.Add(ProbeBuffer::kMoeExpertGateUpGradient, computed * moe.expert_fc1.outputs * kBf16);
+  terms.Add(ProbeBuffer::kMoeExpertSwigluGradient, computed * moe.expert_ffn * kBf16);
+  terms.Add(ProbeBuffer::kMoeRouterLogitsGradient, moe.routed_tokens * moe.experts * kBf16);
+  terms.Add(ProbeBuffer::kMoeProbabilityGradient, computed * kFp32);
   const bool fp8 = training.fp8();
   const int64_t widest_input = std::max({h, x.attention_output.inputs, x.ffn});
   const int64_t widest_output =

@@ -19,6 +19,7 @@
 #include "estimator/training_spec.h"
 #include "worker/probe/activation_layout.h"
 #include "worker/probe/fp8_state_layout.h"
+#include "worker/probe/moe_shard_shapes.h"
 #include "worker/probe/parameter_layout.h"
 #include "worker/probe/probe_spec.h"
 #include "worker/probe/shard_shapes.h"
@@ -50,6 +51,21 @@ enum class ProbeBuffer {
   // fp8_weight_copies and fp8_scaling_state (fp8 training only): Fp8StateLayout's buffers.
   kFp8WeightCopies,
   kFp8ScalingState,
+  // moe_dispatcher_buffers (a mixture-of-experts model's; empty otherwise): the all-to-all
+  // dispatcher's tokens of the one MoE layer running, as moe_memory.h's AllToAllBufferBytes
+  // counts them (MoeShardShapes: S copies a rank sends, N its experts compute).
+  kMoePermutedTokens,         // [S, h] bf16: the permuted copies the dispatch sends; the
+                              // combine's input (after the etp reduce-scatter)
+  kMoePermutedProbabilities,  // [S] fp32: their routing probabilities
+  // [N, h] bf16 with more than one local expert: the copies received (and gathered over etp)
+  // in source order, before the sort by local expert into the kept expert input, and the sort
+  // back of the experts' output; [S, h] with one local expert and etp > 1 (the copies received,
+  // gathered straight into the expert input); empty with one local expert and etp 1 (received
+  // straight into it).
+  kMoeReceivedTokens,
+  kMoeReceivedProbabilities,  // fp32, a value per copy of kMoeReceivedTokens
+  kMoeExpertOutput,           // [N, h] bf16: fc2's output, by local expert
+  kMoeCombinedTokens,         // [S, h] bf16: the copies the combine brings back
   // probe_workspace: transient buffers.
   kGemmWorkspace,            // cuBLASLt's workspace
   kTokens,                   // [T] int32 token ids of a micro-batch
@@ -71,12 +87,17 @@ enum class ProbeBuffer {
   kProjectionOutput,         // [T, h] bf16: a row-parallel GEMM's partial sums
   kReduced,                  // [R, h] bf16: a TP reduce-scatter's output
   kResidualGradient,         // [R, h] bf16: the gradient of the residual stream
-  kMlpGradient,              // [T, 2 f/t] bf16
-  kSwigluGradient,           // [T, f/t] bf16
+  kMlpGradient,              // [T, 2 f/t] bf16 (2 n_s f_s / t where the shared experts are wider)
+  kSwigluGradient,           // [T, f/t] bf16 (n_s f_s / t where wider)
   kQkvGradient,              // [T, (a/t + 2 kv) d] bf16
   kAttentionOutputGradient,  // [T, a/t d] bf16
   kLogitsGradient,           // [T, ceil(V/t)] bf16
   kLossStatistics,           // [3, T] fp32: row maximum, sum of exponentials, loss
+  // A mixture-of-experts model's only (empty otherwise), the MoE block's backward:
+  kMoeExpertGateUpGradient,  // [N, 2 f_e / etp] bf16: the weighted SwiGLU's input gradient
+  kMoeExpertSwigluGradient,  // [N, f_e / etp] bf16: fc2's input gradient
+  kMoeRouterLogitsGradient,  // [R, E] bf16
+  kMoeProbabilityGradient,   // [N] fp32: the routing probabilities' gradients (N >= S = R k)
   // fp8 training only (empty in bf16):
   kLinearInput,                  // [T, max(h, f/t)] bf16: a norm's or SwiGLU's output,
                                  // which the layer keeps in fp8 alone, before its cast
@@ -143,7 +164,8 @@ class FootprintPlan {
  public:
   // The plan of a rank on pipeline stage `stage` running `micro_batches` micro-batches per
   // step; the estimate is EstimateMemory with `memory_options`: stage 0's, the last stage's,
-  // or for the stages in between stage 1's, which bounds them all.
+  // or for the stages in between stage 1's, which bounds them all. A mixture-of-experts model
+  // requires shapes ComputeMoeShardShapes accepts (CheckCudaProbeRuns checks them).
   static FootprintPlan Create(const ModelSpec& model, const TrainingSpec& training,
                               const ClusterSpec& cluster, const ParallelConfig& config,
                               const MemoryOptions& memory_options, int64_t stage);
@@ -158,9 +180,21 @@ class FootprintPlan {
   double estimated_bytes() const { return estimated_bytes_; }
 
   const ShardShapes& shapes() const { return shapes_; }
+  // A mixture-of-experts model's MoE block (all zeros for a dense model).
+  const MoeShardShapes& moe() const { return moe_; }
   const StageLayers& stage_layers() const { return stage_layers_; }
   const ParameterLayout& parameters() const { return parameters_; }
+  // A dense layer's block, and a mixture-of-experts layer's (empty for a dense model).
   const LayerActivationLayout& layer_activations() const { return layer_activations_; }
+  const LayerActivationLayout& moe_layer_activations() const { return moe_layer_activations_; }
+  // The MoE block inside an MoE layer's, from its moe_block offset.
+  const MoeBlockActivationLayout& moe_block_activations() const { return moe_block_activations_; }
+  // The block of the stage's layer `stage_layer` (ParameterLayout::layers' index).
+  const LayerActivationLayout& LayerActivationsOf(int64_t stage_layer) const {
+    return stage_layers_.moe_layers.empty() || !stage_layers_.moe_layers[stage_layer]
+               ? layer_activations_
+               : moe_layer_activations_;
+  }
   const LossActivationLayout& loss_activations() const { return loss_activations_; }
   // Whether the stage trains in fp8 (training.fp8), and then its fp8 state, for the recipe
   // the probe runs (kExportedFp8Recipe); empty in bf16.
@@ -169,10 +203,12 @@ class FootprintPlan {
 
   // Activation slots: one per model chunk whose backward is pending (the schedule's most).
   int64_t activation_slots() const { return activation_slots_; }
-  // Bytes of one slot, and of one layer in it: the layer's whole block, or its input alone
-  // under full recomputation.
+  // Bytes of one slot: the most any chunk's layers keep, each layer its whole block
+  // (LayerActivationsOf), or its input alone under full recomputation.
   int64_t slot_bytes() const { return slot_bytes_; }
-  int64_t slot_layer_bytes() const { return slot_layer_bytes_; }
+  // Where the stage's layer `stage_layer` keeps its block (or input) in a slot: after the
+  // earlier layers of its chunk.
+  int64_t LayerSlotOffset(int64_t stage_layer) const { return slot_layer_offsets_[stage_layer]; }
   bool full_recompute() const { return full_recompute_; }
   // Loss slots: the last stage's pending loss chunks (usually 1).
   int64_t loss_slots() const { return loss_slots_; }
@@ -187,9 +223,12 @@ class FootprintPlan {
       : shapes_(shapes), stage_layers_(std::move(stage_layers)) {}
 
   ShardShapes shapes_;
+  MoeShardShapes moe_;
   StageLayers stage_layers_;
   ParameterLayout parameters_;
   LayerActivationLayout layer_activations_;
+  LayerActivationLayout moe_layer_activations_;
+  MoeBlockActivationLayout moe_block_activations_;
   LossActivationLayout loss_activations_;
   Fp8StateLayout fp8_state_;
   std::vector<TermAllocation> terms_;
@@ -197,7 +236,7 @@ class FootprintPlan {
   double estimated_bytes_ = 0;
   int64_t activation_slots_ = 0;
   int64_t slot_bytes_ = 0;
-  int64_t slot_layer_bytes_ = 0;
+  std::vector<int64_t> slot_layer_offsets_;
   bool full_recompute_ = false;
   int64_t loss_slots_ = 0;
   int64_t attention_query_chunk_ = 0;

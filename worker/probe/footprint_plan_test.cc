@@ -116,7 +116,7 @@ TEST(FootprintPlanTest, FullRecomputationKeepsLayerInputsAndOneLayerWorkspace) {
   const FootprintPlan plan = Plan(c, 0);
   ExpectConsistent(plan);
   EXPECT_TRUE(plan.full_recompute());
-  EXPECT_EQ(plan.slot_layer_bytes(), LayerInputBytes(plan.shapes()));
+  EXPECT_EQ(plan.LayerSlotOffset(1), LayerInputBytes(plan.shapes()));
   EXPECT_EQ(plan.placement(ProbeBuffer::kRecomputeWorkspace).bytes, plan.layer_activations().bytes);
   EXPECT_EQ(Term(plan, "activations").allocated_bytes, Term(plan, "activations").estimated_bytes);
 }
@@ -327,6 +327,102 @@ TEST(FootprintPlanTest, ContextParallelBuffersFollowTheExchange) {
   const FootprintPlan single = Plan(Make("llama3.1-8b", 8, 8192, 1, 2, 1, 1), 0);
   EXPECT_EQ(single.placement(ProbeBuffer::kKeyValueGathered).bytes, 0);
   EXPECT_FALSE(single.context_parallel_ring());
+}
+
+// Mixtral 8x7B (every layer MoE, E 8, top-2) at s 4096, b 1, pp 4 and the given tp, dp, ep,
+// etp, as the planner makes such a configuration (CheckRules, then FromCheckedDims).
+Configuration MakeMixtral(int64_t tp, int64_t dp, int64_t ep, int64_t etp,
+                          Recompute recompute = Recompute::kNone) {
+  const ModelSpec model = *FindModelPreset("mixtral-8x7b");
+  TrainingOptions options;
+  options.global_batch_size = 8 * dp;
+  options.seq_len = 4096;
+  const TrainingSpec training = *TrainingSpec::Create(options);
+  ParallelDims dims = MakeParallelDims(dp, tp, /*pp=*/4, /*cp=*/1, /*micro_batch=*/1);
+  dims.ep = ep;
+  dims.etp = etp;
+  dims.recompute = recompute;
+  const ClusterSpec cluster =
+      *ClusterSpec::Create(*FindGpuPreset("h200-141gb"), dp * 4 * tp / 8, 8);
+  EXPECT_EQ(CheckRules(model, training, cluster, PlacementRules(), dims), Rejection::kValid);
+  return {model, training, cluster, ParallelConfig::FromCheckedDims(dims)};
+}
+
+TEST(FootprintPlanTest, MoeLayersKeepTheirBlocksInTheSlots) {
+  const Configuration c = MakeMixtral(2, 4, 4, 1);
+  const FootprintPlan plan = Plan(c, 1);
+  ExpectConsistent(plan);
+  const LayerActivationLayout& moe = plan.moe_layer_activations();
+  ASSERT_GE(moe.moe_block, 0);
+  EXPECT_EQ(moe.gate_up, moe.swiglu_output);  // no dense MLP
+  EXPECT_EQ(moe.bytes - moe.moe_block, LayoutMoeBlockActivations(plan.shapes(), plan.moe()).bytes);
+  // Every layer is MoE: a slot holds the chunk's 8 MoE blocks, one after the other.
+  ASSERT_EQ(plan.stage_layers().TotalLayers(), 8);
+  for (int64_t layer = 0; layer < 8; ++layer) {
+    EXPECT_EQ(&plan.LayerActivationsOf(layer), &moe);
+    EXPECT_EQ(plan.LayerSlotOffset(layer), layer * moe.bytes);
+  }
+  EXPECT_EQ(plan.slot_bytes(), 8 * moe.bytes);
+  // What the slots hold against the model's activation term: the MoE block keeps 21 % less than
+  // MoeBlockActivationBytes (activation_layout_test names the terms), so the term is allocated
+  // at its estimate and the slots fit in it.
+  const TermAllocation& activations = Term(plan, "activations");
+  EXPECT_EQ(activations.allocated_bytes, activations.estimated_bytes);
+  EXPECT_GE(activations.needed_bytes, 0.75 * activations.estimated_bytes);
+}
+
+TEST(FootprintPlanTest, FullRecomputationRebuildsTheLargestLayerBlock) {
+  const Configuration c = MakeMixtral(2, 4, 4, 1, Recompute::kFull);
+  const FootprintPlan plan = Plan(c, 1);
+  ExpectConsistent(plan);
+  EXPECT_EQ(plan.LayerSlotOffset(1), LayerInputBytes(plan.shapes()));
+  EXPECT_EQ(plan.placement(ProbeBuffer::kRecomputeWorkspace).bytes,
+            plan.moe_layer_activations().bytes);
+}
+
+TEST(FootprintPlanTest, DispatcherBuffersAreTheEstimatorsTokensAndTheirProbabilities) {
+  // The token buffers of moe_memory.h's AllToAllBufferBytes, exactly, where its phases need
+  // them all at once; with several local experts and etp > 1 the probe reduce-scatters into
+  // the dispatch's buffer and needs S h 2 bytes less. The probe adds the fp32 probabilities of
+  // the copies it sends and receives (Megatron's dispatcher moves them too; the estimator
+  // leaves them out), and aligns each buffer to 256 bytes.
+  const struct {
+    int64_t tp, dp, ep, etp;
+    bool reduce_scatter_in_place;
+  } cases[] = {{2, 4, 8, 1, false}, {2, 4, 4, 1, false}, {4, 4, 8, 2, false}, {2, 4, 4, 2, true}};
+  for (const auto& k : cases) {
+    SCOPED_TRACE(absl::StrCat("tp ", k.tp, " dp ", k.dp, " ep ", k.ep, " etp ", k.etp));
+    const FootprintPlan plan = Plan(MakeMixtral(k.tp, k.dp, k.ep, k.etp), 0);
+    ExpectConsistent(plan);
+    const MoeShardShapes& moe = plan.moe();
+    const int64_t h = plan.shapes().hidden;
+    int64_t tokens = 0;
+    for (ProbeBuffer buffer : {ProbeBuffer::kMoePermutedTokens, ProbeBuffer::kMoeReceivedTokens,
+                               ProbeBuffer::kMoeExpertOutput, ProbeBuffer::kMoeCombinedTokens}) {
+      tokens += plan.placement(buffer).bytes;
+    }
+    const int64_t probabilities = plan.placement(ProbeBuffer::kMoePermutedProbabilities).bytes +
+                                  plan.placement(ProbeBuffer::kMoeReceivedProbabilities).bytes;
+    const TermAllocation& term = Term(plan, "moe_dispatcher_buffers");
+    const int64_t in_place = k.reduce_scatter_in_place ? moe.routed_copies * h * 2 : 0;
+    EXPECT_EQ(tokens + in_place, term.estimated_bytes);
+    EXPECT_EQ(probabilities, 4 * (moe.routed_copies +
+                                  plan.placement(ProbeBuffer::kMoeReceivedTokens).bytes / (2 * h)));
+    EXPECT_LE(term.needed_bytes - tokens - probabilities, 6 * 256);
+    EXPECT_EQ(term.allocated_bytes, std::max(term.needed_bytes, term.estimated_bytes));
+  }
+}
+
+TEST(FootprintPlanTest, ADenseModelHasNoMoeBuffers) {
+  const FootprintPlan plan = Plan(Make("llama3.1-8b", 16, 4096, 2, 2, 4, 1), 0);
+  EXPECT_EQ(Term(plan, "moe_dispatcher_buffers").needed_bytes, 0);
+  for (ProbeBuffer buffer :
+       {ProbeBuffer::kMoePermutedTokens, ProbeBuffer::kMoeReceivedTokens,
+        ProbeBuffer::kMoeExpertOutput, ProbeBuffer::kMoeCombinedTokens,
+        ProbeBuffer::kMoeExpertGateUpGradient, ProbeBuffer::kMoeRouterLogitsGradient}) {
+    EXPECT_EQ(plan.placement(buffer).bytes, 0) << ProbeBufferName(buffer);
+  }
+  EXPECT_LT(plan.moe_layer_activations().moe_block, 0);
 }
 
 }  // namespace

@@ -10,15 +10,18 @@ OptimizerLayout OptimizerLayoutOf(const ProbeSpec& spec, const FootprintPlan& fo
   const RankLayout& layout = spec.layout();
   const ParameterLayout& parameters = footprint.parameters();
   OptimizerLayout result;
+  result.reduced.data_context = layout.GroupSize(RankGroup::kDataContext) > 1;
+  result.reduced.expert_data = layout.has_experts() && layout.GroupSize(RankGroup::kExpertData) > 1;
   result.reduce_gradients =
-      layout.GroupSize(RankGroup::kDataContext) > 1 && !DataParallelModelled(spec);
+      (result.reduced.data_context || result.reduced.expert_data) && !DataParallelModelled(spec);
   result.overlap = spec.data_parallel_overlap();
   result.overlapped = result.reduce_gradients &&
                       (result.overlap.overlap_grad_reduce || result.overlap.overlap_param_gather);
-  result.shard_count = spec.training().distributed_optimizer()
-                           ? parameters.padded_elements / parameters.shard_elements
-                           : 1;
-  result.shard_index = layout.GroupRank(RankGroup::kDataContext, rank);
+  result.dense = parameters.dense;
+  result.experts = parameters.experts;
+  result.data_context_rank = layout.GroupRank(RankGroup::kDataContext, rank);
+  result.expert_data_rank =
+      layout.has_experts() ? layout.GroupRank(RankGroup::kExpertData, rank) : 0;
   if (result.overlapped) {
     const int64_t stage = layout.CoordinatesOf(rank).pp;
     const std::vector<ScheduleStep> schedule = PipelineScheduleOf(
@@ -26,7 +29,7 @@ OptimizerLayout OptimizerLayoutOf(const ProbeSpec& spec, const FootprintPlan& fo
     result.buckets =
         DataParallelPlanOf(parameters, footprint.stage_layers(), spec.model().tied_embeddings(),
                            schedule, stage, layout.pp(), layout.GroupSize(RankGroup::kDataContext),
-                           result.overlap)
+                           result.overlap, result.reduced)
             .buckets;
   } else {
     result.buckets = RegionBuckets(parameters);

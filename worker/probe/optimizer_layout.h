@@ -1,5 +1,6 @@
-// How one rank reduces, steps and gathers its stage's parameters: whether the data x context
-// group's gradient reduction runs on the probe at all, whether it overlaps the schedule, the
+// How one rank reduces, steps and gathers its stage's parameters: whether the gradient
+// reductions (over the data x context group, and an MoE model's experts' over the expert
+// data-parallel group) run on the probe at all, whether it overlaps the schedule, the
 // buckets it works in, and the rank's optimizer shard of each. StageRunner decides with it,
 // the device (worker/cuda/cuda_device_ops.h) is set up with it, and the step plan's recording
 // reads it, so that all three agree on every bucket.
@@ -16,25 +17,43 @@
 namespace paratune {
 
 struct OptimizerLayout {
-  // Whether the data x context group's gradient reduction runs (else it is modelled, or the
-  // group has one rank: DataParallelModelled).
+  // Whether gradient reductions run (else they are modelled, DataParallelModelled, or every
+  // group they would run over has one rank), and over which groups: the data x context group's
+  // buckets and, for a mixture-of-experts model, the expert data-parallel group's, each where
+  // its group has more than one rank.
   bool reduce_gradients = false;
-  // Whether it runs bucket by bucket beside the schedule (ProbeSpec::data_parallel_overlap).
+  ReducedGroups reduced;
+  // Whether they run bucket by bucket beside the schedule (ProbeSpec::data_parallel_overlap).
   bool overlapped = false;
   OverlapOptions overlap;
-  // Optimizer shards per bucket: dp x cp with the distributed optimizer (also where the probe
-  // runs one replica of it), 1 without; and this rank's index among them (its place in the
-  // data x context group; every rank steps whole buckets with one shard).
-  int64_t shard_count = 1;
-  int64_t shard_index = 0;
+  // The stage's partitions (ParameterLayout::dense and experts): their shard counts, dp x cp
+  // and the expert data-parallel size with the distributed optimizer (also where the probe runs
+  // one replica of it), 1 without, and where their states start.
+  ParameterPartition dense;
+  ParameterPartition experts;
+  // This rank's place in the data x context group and in the expert data-parallel group (every
+  // rank steps whole buckets with one shard).
+  int64_t data_context_rank = 0;
+  int64_t expert_data_rank = 0;
   // The ranges reduced, stepped and gathered: the overlap plan's buckets when overlapped
   // (DataParallelPlanOf; they do not depend on the micro-batches), else one per region
   // (RegionBuckets).
   std::vector<ParameterBucket> buckets;
 
+  // The partition of bucket `bucket` and this rank's index in its group.
+  const ParameterPartition& PartitionOf(int64_t bucket) const {
+    return buckets[bucket].group == RankGroup::kExpertData ? experts : dense;
+  }
+  int64_t GroupRankOf(int64_t bucket) const {
+    return buckets[bucket].group == RankGroup::kExpertData ? expert_data_rank : data_context_rank;
+  }
+  // Whether bucket `bucket` is reduced (and, with the distributed optimizer, gathered).
+  bool Reduces(int64_t bucket) const {
+    return reduce_gradients && reduced.Reduces(buckets[bucket]);
+  }
   // This rank's shard of bucket `bucket`.
   OptimizerShard ShardOf(int64_t bucket) const {
-    return OptimizerShardOf(buckets[bucket], shard_count, shard_index);
+    return OptimizerShardOf(buckets[bucket], PartitionOf(bucket), GroupRankOf(bucket));
   }
 };
 

@@ -28,9 +28,14 @@ std::vector<UnitTensor> TensorsOf(const ParameterLayout& parameters,
   for (size_t c = 0; c < chunks.size(); ++c) {
     for (int64_t l = 0; l < chunks[c].layers; ++l) {
       const LayerParameterOffsets& layer = parameters.layers[parameters.first_layer[c] + l];
-      for (int64_t offset : {layer.attention_norm, layer.qkv, layer.attention_output,
-                             layer.mlp_norm, layer.gate_up, layer.down}) {
-        tensors.push_back({offset, chunks[c].Layer(l), false});
+      std::vector<int64_t> offsets = {
+          layer.attention_norm, layer.qkv,        layer.attention_output,
+          layer.mlp_norm,       layer.gate_up,    layer.down,
+          layer.router,         layer.shared_fc1, layer.shared_fc2};
+      offsets.insert(offsets.end(), layer.expert_fc1.begin(), layer.expert_fc1.end());
+      offsets.insert(offsets.end(), layer.expert_fc2.begin(), layer.expert_fc2.end());
+      for (int64_t offset : offsets) {
+        if (offset >= 0) tensors.push_back({offset, chunks[c].Layer(l), false});
       }
     }
   }
@@ -47,10 +52,12 @@ std::vector<UnitTensor> TensorsOf(const ParameterLayout& parameters,
 }
 
 // Megatron-LM's buckets of each chunk, as ranges of the buffer: each weight region (one per
-// parameter dtype, parameter_layout.h) bucketed on its own, the chunk's fp8 region before its
-// bf16 one so that a chunk's buckets run from its highest addresses down. A tensor's range runs
-// to the next tensor's start (the last one's to the padded end), so the buckets tile the
-// buffer. With fp8 parameters the bf16 region keeps one bucket: Megatron-LM merges every
+// parameter dtype, parameter_layout.h, and one of the routed experts) bucketed on its own, the
+// chunk's expert region first, then its fp8 region, then its bf16 one, so that a chunk's
+// buckets run from its highest addresses down. Megatron-LM sizes the expert buffers' buckets
+// as the dense ones (the same bucket_size) and pads them to the expert data-parallel size. A
+// tensor's range runs to the next tensor's start (the last one's to the padded end), so the buckets
+// tile the buffer. With fp8 parameters the bf16 region keeps one bucket: Megatron-LM merges every
 // non-fp8 bucket into the group of the fp8 bucket holding the chunk's first layers
 // (param_and_grad_buffer.py, partition_buckets), which the probe issues as a separate
 // collective at the same point.
@@ -61,7 +68,8 @@ std::vector<ParameterBucket> BucketsOf(const ParameterLayout& parameters,
   for (const ParameterRegion& region : parameters.regions) regions.push_back(&region);
   std::stable_sort(regions.begin(), regions.end(),
                    [](const ParameterRegion* a, const ParameterRegion* b) {
-                     return a->chunk != b->chunk ? a->chunk < b->chunk : a->fp8 && !b->fp8;
+                     if (a->chunk != b->chunk) return a->chunk < b->chunk;
+                     return a->start > b->start;
                    });
   const bool fp8_parameters = std::any_of(
       regions.begin(), regions.end(), [](const ParameterRegion* region) { return region->fp8; });
@@ -78,14 +86,17 @@ std::vector<ParameterBucket> BucketsOf(const ParameterLayout& parameters,
           {end - tensors[i].offset, tensors[i].unit, tensors[i].shared_embedding});
     }
     const bool split = options.overlap_grad_reduce && stage == 0 && region->chunk == 0 &&
-                       (region->fp8 || !fp8_parameters);
+                       (region->fp8 || region->experts || !fp8_parameters);
     const std::optional<int64_t> bucket_elements =
         split ? std::optional<int64_t>(DefaultBucketElements(data_context_size)) : std::nullopt;
+    // With the distributed optimizer the partition's shard count is its group's size.
+    const ParameterPartition& partition = parameters.PartitionOf(region->start);
     const GradientBucketLayout layout = LayoutGradientBuckets(
-        region_tensors, bucket_elements, data_context_size, options.distributed_optimizer);
+        region_tensors, bucket_elements, partition.shard_count, options.distributed_optimizer);
     for (const GradientBucket& bucket : layout.buckets) {
       ParameterBucket& range = buckets.emplace_back();
       range.chunk = region->chunk;
+      range.group = partition.group;
       range.start = parameters.padded_elements;
       for (int64_t t : bucket.tensors) {
         range.start = std::min(range.start, tensors[members[t]].offset);
@@ -144,13 +155,14 @@ std::vector<ChunkUnits> ChunkUnitsOf(const StageLayers& stage_layers) {
   return chunks;
 }
 
-OptimizerShard OptimizerShardOf(const ParameterBucket& bucket, int64_t shard_count,
+OptimizerShard OptimizerShardOf(const ParameterBucket& bucket, const ParameterPartition& partition,
                                 int64_t group_rank) {
+  const int64_t shard_count = partition.shard_count;
   OptimizerShard shard;
   shard.count = (bucket.end - bucket.start) / shard_count;
   // One shard is everyone's: the rank's place in the group says nothing about it.
   shard.first = bucket.start + (shard_count > 1 ? group_rank * shard.count : 0);
-  shard.state = bucket.start / shard_count;
+  shard.state = partition.state_start + (bucket.start - partition.start) / shard_count;
   return shard;
 }
 
@@ -159,6 +171,7 @@ std::vector<ParameterBucket> RegionBuckets(const ParameterLayout& parameters) {
   for (const ParameterRegion& region : parameters.regions) {
     ParameterBucket& bucket = buckets.emplace_back();
     bucket.chunk = region.chunk;
+    bucket.group = parameters.PartitionOf(region.start).group;
     bucket.start = region.start;
     bucket.end = region.end;
   }
@@ -169,7 +182,7 @@ DataParallelPlan DataParallelPlanOf(const ParameterLayout& parameters,
                                     const StageLayers& stage_layers, bool tied_embeddings,
                                     const std::vector<ScheduleStep>& schedule, int64_t stage,
                                     int64_t stages, int64_t data_context_size,
-                                    const OverlapOptions& options) {
+                                    const OverlapOptions& options, const ReducedGroups& groups) {
   DataParallelPlan plan;
   plan.chunks = ChunkUnitsOf(stage_layers);
   const int64_t chunk_count = static_cast<int64_t>(plan.chunks.size());
@@ -177,8 +190,11 @@ DataParallelPlan DataParallelPlanOf(const ParameterLayout& parameters,
       TensorsOf(parameters, plan.chunks, tied_embeddings && stages > 1);
   plan.buckets = BucketsOf(parameters, tensors, stage, data_context_size, options);
   const int64_t bucket_count = static_cast<int64_t>(plan.buckets.size());
-  std::vector<std::vector<int64_t>> chunk_buckets(chunk_count);  // in buffer order
-  for (int64_t b = 0; b < bucket_count; ++b) chunk_buckets[plan.buckets[b].chunk].push_back(b);
+  // The buckets reduced and gathered, by chunk, in buffer order.
+  std::vector<std::vector<int64_t>> chunk_buckets(chunk_count);
+  for (int64_t b = 0; b < bucket_count; ++b) {
+    if (groups.Reduces(plan.buckets[b])) chunk_buckets[plan.buckets[b].chunk].push_back(b);
+  }
 
   // The passes in order, and per chunk its first forward and last backward.
   std::vector<PipelinePass> passes;
@@ -206,7 +222,7 @@ DataParallelPlan DataParallelPlanOf(const ParameterLayout& parameters,
     reduced[chunk] = true;
   };
   if (options.overlap_grad_reduce && !interleaved && stage == 0) {
-    for (int64_t b = 0; b < bucket_count; ++b) {
+    for (int64_t b : chunk_buckets[0]) {
       collect.Add(At(PlanPointKind::kAfterBackward, last_backward[0], plan.buckets[b].first_unit),
                   PlanOperation::kDispatchReduce, b);
     }
@@ -233,12 +249,18 @@ DataParallelPlan DataParallelPlanOf(const ParameterLayout& parameters,
                 plan.buckets[b].first_unit);
     };
     if (!interleaved) {
-      // Forward order: the reverse of buffer order.
-      const std::vector<int64_t>& order = chunk_buckets[0];
-      for (auto it = order.rbegin(); it != order.rend(); ++it) {
-        if (it == order.rbegin()) collect.Add(wait_point(*it), PlanOperation::kDispatchGather, *it);
+      // Forward order: the reverse of buffer order within a region; the expert region's
+      // buckets, above every dense one, join the dense ones by the units they start at.
+      std::vector<int64_t> forward(chunk_buckets[0].rbegin(), chunk_buckets[0].rend());
+      std::stable_sort(forward.begin(), forward.end(), [&](int64_t a, int64_t b) {
+        return plan.buckets[a].first_unit < plan.buckets[b].first_unit;
+      });
+      for (auto it = forward.begin(); it != forward.end(); ++it) {
+        if (it == forward.begin()) {
+          collect.Add(wait_point(*it), PlanOperation::kDispatchGather, *it);
+        }
         collect.Add(wait_point(*it), PlanOperation::kWaitGather, *it);
-        if (std::next(it) != order.rend()) {
+        if (std::next(it) != forward.end()) {
           collect.Add(wait_point(*it), PlanOperation::kDispatchGather, *std::next(it));
         }
       }
@@ -255,8 +277,8 @@ DataParallelPlan DataParallelPlanOf(const ParameterLayout& parameters,
         gather_chunk(At(PlanPointKind::kBeforePass, forwards[std::max<int64_t>(0, first - stage)]),
                      k + 1);
       }
-      for (int64_t b = 0; b < bucket_count; ++b) {
-        collect.Add(wait_point(b), PlanOperation::kWaitGather, b);
+      for (const std::vector<int64_t>& buckets : chunk_buckets) {
+        for (int64_t b : buckets) collect.Add(wait_point(b), PlanOperation::kWaitGather, b);
       }
     }
   }

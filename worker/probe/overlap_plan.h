@@ -41,6 +41,7 @@
 
 #include "worker/probe/parameter_layout.h"
 #include "worker/probe/pipeline_schedule.h"
+#include "worker/probe/rank_layout.h"
 #include "worker/probe/shard_shapes.h"
 
 namespace paratune {
@@ -72,11 +73,13 @@ struct ChunkUnits {
 };
 
 // A contiguous range [start, end) of the stage's parameter (and gradient) buffer holding whole
-// tensors of one chunk. With the distributed optimizer its length is a multiple of the shard
-// count and data x context rank r owns [start + r n, start + (r + 1) n), n = (end - start) /
-// shard_count, whose optimizer states sit at start / shard_count in the optimizer buffers.
+// tensors of one chunk in one region, reduced over `group` (its partition's: the data x context
+// group, or the expert data-parallel group for routed experts). With the distributed optimizer
+// its length is a multiple of the partition's shard count and rank r of the group owns
+// [start + r n, start + (r + 1) n), n = (end - start) / shard_count (OptimizerShardOf).
 struct ParameterBucket {
   int64_t chunk = 0;
+  RankGroup group = RankGroup::kDataContext;
   int64_t start = 0;
   int64_t end = 0;
   // The units whose parameters it holds: the backward pass completes it with first_unit's
@@ -94,14 +97,14 @@ struct OptimizerShard {
   int64_t state = 0;
 };
 
-// The shard of `bucket` that data x context rank `group_rank` updates when the parameter
-// buffer is split into `shard_count` optimizer shards (ParameterLayout: padded_elements /
-// shard_elements, the shard count of the distributed optimizer, 1 without it). With
-// several shards, rank r's own: n = (end - start) / shard_count elements from start + r n,
-// states from start / shard_count (requires 0 <= group_rank < shard_count). With one shard,
-// the whole bucket from states at `start`, for every rank of the group: without the
-// distributed optimizer each data-parallel rank steps all of its stage's parameters.
-OptimizerShard OptimizerShardOf(const ParameterBucket& bucket, int64_t shard_count,
+// The shard of `bucket` that rank `group_rank` of its group updates, the bucket lying in
+// `partition` (ParameterLayout::PartitionOf) of shard_count shards (the group's size with the
+// distributed optimizer, 1 without). With several shards, rank r's own: n = (end - start) /
+// shard_count elements from start + r n, states from state_start + (start - partition start) /
+// shard_count (requires 0 <= group_rank < shard_count). With one shard, the whole bucket from
+// states at the same place, for every rank of the group: without the distributed optimizer
+// each data-parallel rank steps all of its stage's parameters.
+OptimizerShard OptimizerShardOf(const ParameterBucket& bucket, const ParameterPartition& partition,
                                 int64_t group_rank);
 
 // Where in a step the stage runner issues plan steps. `pass` indexes the schedule's passes in
@@ -165,18 +168,30 @@ std::vector<ChunkUnits> ChunkUnitsOf(const StageLayers& stage_layers);
 // distributed_data_parallel.py, DistributedDataParallel.__init__).
 std::vector<ParameterBucket> RegionBuckets(const ParameterLayout& parameters);
 
+// Which groups' buckets are reduced and gathered. The probe has no communicator for a group of
+// one rank (worker/cuda/communicators.h), so a mixture-of-experts stage whose data x context
+// group or expert data-parallel group has one rank reduces only the other group's buckets.
+struct ReducedGroups {
+  bool data_context = true;
+  bool expert_data = true;
+
+  bool Reduces(const ParameterBucket& bucket) const {
+    return bucket.group == RankGroup::kExpertData ? expert_data : data_context;
+  }
+};
+
 // The plan of pipeline stage `stage` of `stages` running `schedule` (PipelineScheduleOf) over
 // `parameters` (LayoutParameters of `stage_layers` with `tied_embeddings` and shard count
 // data_context_size with the distributed optimizer, 1 without). Requires data_context_size >=
 // 1 (the probe plans only for more than one rank; a group of one is legal for NCCL) and
 // overlap_grad_reduce or overlap_param_gather (the stage runner reduces after the schedule,
-// on one stream, otherwise). Every bucket is reduced once and, with
+// on one stream, otherwise). Every bucket of a group in `groups` is reduced once and, with
 // overlap_param_gather, gathered once; the buckets tile [0, parameters.padded_elements).
 DataParallelPlan DataParallelPlanOf(const ParameterLayout& parameters,
                                     const StageLayers& stage_layers, bool tied_embeddings,
                                     const std::vector<ScheduleStep>& schedule, int64_t stage,
                                     int64_t stages, int64_t data_context_size,
-                                    const OverlapOptions& options);
+                                    const OverlapOptions& options, const ReducedGroups& groups);
 
 }  // namespace paratune
 

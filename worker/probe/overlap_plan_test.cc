@@ -10,6 +10,7 @@
 #include "estimator/training_spec.h"
 #include "gtest/gtest.h"
 #include "worker/probe/gradient_buckets.h"
+#include "worker/probe/moe_shard_shapes.h"
 #include "worker/probe/parameter_layout.h"
 #include "worker/probe/pipeline_schedule.h"
 #include "worker/probe/shard_shapes.h"
@@ -25,8 +26,34 @@ struct Stage {
   int64_t micro_batches = 0;
   int64_t shard_count = 1;
   OverlapOptions options;
+  ReducedGroups groups;
   DataParallelPlan plan;
 };
+
+// Stage `stage` of `config`, its partitions sharded over dp x cp and the expert data-parallel
+// size with the distributed optimizer.
+Stage PlanStage(const ModelSpec& model, const TrainingSpec& training, const ParallelConfig& config,
+                int64_t stage, int64_t micro_batches, OverlapOptions options,
+                ReducedGroups groups) {
+  const ShardShapes shapes = ComputeShardShapes(model, training, config);
+  const MoeShardShapes moe =
+      model.is_moe() ? *ComputeMoeShardShapes(model, config, shapes) : MoeShardShapes();
+  const int64_t data_context = config.dp() * config.cp();
+  const int64_t expert_data = config.tp() * data_context / (config.etp() * config.ep());
+  Stage s;
+  s.layers = StageLayersOf(model, config, stage);
+  s.shard_count = options.distributed_optimizer ? data_context : 1;
+  s.parameters = LayoutParameters(shapes, moe, s.layers, model.tied_embeddings(), s.shard_count,
+                                  options.distributed_optimizer ? expert_data : 1,
+                                  /*fp8_parameters=*/false);
+  s.schedule = PipelineScheduleOf(config.pp(), config.virtual_pipeline(), micro_batches, stage);
+  s.micro_batches = micro_batches;
+  s.options = options;
+  s.groups = groups;
+  s.plan = DataParallelPlanOf(s.parameters, s.layers, model.tied_embeddings(), s.schedule, stage,
+                              config.pp(), data_context, options, groups);
+  return s;
+}
 
 Stage StageOf(const char* preset, int64_t dp, int64_t tp, int64_t pp, int64_t v, int64_t stage,
               int64_t micro_batches, OverlapOptions options) {
@@ -41,6 +68,7 @@ Stage StageOf(const char* preset, int64_t dp, int64_t tp, int64_t pp, int64_t v,
   dims.tp = tp;
   dims.pp = pp;
   dims.virtual_pipeline = v;
+  dims.dp_sharding = training.DefaultDataParallelSharding();
   const int64_t gpus = dp * tp * pp;
   // Whole nodes of 8, or one GPU per node where 8 does not divide the count.
   const bool whole_nodes = gpus % 8 == 0;
@@ -48,18 +76,40 @@ Stage StageOf(const char* preset, int64_t dp, int64_t tp, int64_t pp, int64_t v,
       *FindGpuPreset("h100-80gb"), whole_nodes ? gpus / 8 : gpus, whole_nodes ? 8 : 1);
   const ParallelConfig config =
       *ParallelConfig::Create(model, training, cluster, PlacementRules(), dims);
-  Stage s;
-  s.layers = StageLayersOf(model, config, stage);
-  s.shard_count = options.distributed_optimizer ? dp : 1;
-  s.parameters = LayoutParameters(ComputeShardShapes(model, training, config), s.layers,
-                                  model.tied_embeddings(), s.shard_count,
-                                  /*fp8_parameters=*/false);
-  s.schedule = PipelineScheduleOf(pp, v, micro_batches, stage);
-  s.micro_batches = micro_batches;
-  s.options = options;
-  s.plan = DataParallelPlanOf(s.parameters, s.layers, model.tied_embeddings(), s.schedule, stage,
-                              pp, dp, options);
-  return s;
+  return PlanStage(model, training, config, stage, micro_batches, options, ReducedGroups());
+}
+
+// A small Llama 4-like model: 8 layers, every other one with 8 routed experts (top 2) and a
+// shared expert.
+ModelSpec SmallMoeModel() {
+  ModelDimensions dims = {1024, 3584, 8, 8, 2, 32000, false, true, 0, {}};
+  dims.moe = {8, 2, 1792, 1, 1792, /*layer_step=*/2, 0, RouterScore::kSoftmax};
+  return *ModelSpec::Create("small-moe", dims);
+}
+
+// SmallMoeModel at `dp`, `tp`, `pp` of `v` chunks, `ep`, etp 1: edp = tp dp / ep. Each group's
+// buckets are reduced where the group has more than one rank, as OptimizerLayoutOf decides.
+Stage MoeStageOf(int64_t dp, int64_t tp, int64_t ep, int64_t pp, int64_t v, int64_t stage,
+                 int64_t micro_batches, OverlapOptions options) {
+  const ModelSpec model = SmallMoeModel();
+  TrainingOptions training_options;
+  training_options.global_batch_size = 64 * dp;
+  training_options.seq_len = 2048;
+  training_options.distributed_optimizer = options.distributed_optimizer;
+  const TrainingSpec training = *TrainingSpec::Create(training_options);
+  ParallelDims dims = MakeParallelDims(dp, tp, pp, /*cp=*/1, /*micro_batch=*/1);
+  dims.virtual_pipeline = v;
+  dims.ep = ep;
+  dims.etp = 1;
+  dims.dp_sharding = training.DefaultDataParallelSharding();
+  const ClusterSpec cluster =
+      *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), dp * pp, /*gpus_per_node=*/tp);
+  EXPECT_EQ(CheckRules(model, training, cluster, PlacementRules(), dims), Rejection::kValid);
+  ReducedGroups groups;
+  groups.data_context = dp > 1;
+  groups.expert_data = tp * dp / ep > 1;
+  return PlanStage(model, training, ParallelConfig::FromCheckedDims(dims), stage, micro_batches,
+                   options, groups);
 }
 
 constexpr OverlapOptions kAll = {true, true, true};
@@ -93,7 +143,7 @@ class StepSimulation {
         for (int64_t u = units.first; u < units.end(); ++u) {
           Reach(At(PlanPointKind::kBeforeForward, pass, u));
           for (size_t b = 0; b < plan_.buckets.size(); ++b) {
-            if (gathers_ && Holds(b, u)) {
+            if (gathers_ && stage_.groups.Reduces(plan_.buckets[b]) && Holds(b, u)) {
               EXPECT_TRUE(waited_[b]) << "unit " << u << " bucket " << b;
             }
           }
@@ -113,8 +163,9 @@ class StepSimulation {
     EXPECT_EQ(next_, plan_.steps.size()) << "steps at points the runner never reaches";
     EXPECT_TRUE(waited_reductions_);
     for (size_t b = 0; b < plan_.buckets.size(); ++b) {
-      EXPECT_EQ(reduced_[b], 1) << "bucket " << b;
-      EXPECT_EQ(gathered_[b], gathers_ ? 1 : 0) << "bucket " << b;
+      const int issued = stage_.groups.Reduces(plan_.buckets[b]) ? 1 : 0;
+      EXPECT_EQ(reduced_[b], issued) << "bucket " << b;
+      EXPECT_EQ(gathered_[b], gathers_ ? issued : 0) << "bucket " << b;
     }
   }
 
@@ -157,7 +208,9 @@ class StepSimulation {
         reductions_done_ = communication_;
         break;
       case PlanOperation::kWaitReductions:
-        for (size_t c = 0; c < plan_.buckets.size(); ++c) EXPECT_EQ(reduced_[c], 1) << c;
+        for (size_t c = 0; c < plan_.buckets.size(); ++c) {
+          EXPECT_EQ(reduced_[c], stage_.groups.Reduces(plan_.buckets[c]) ? 1 : 0) << c;
+        }
         compute_ = std::max(compute_, reductions_done_);
         waited_reductions_ = true;
         break;
@@ -216,17 +269,25 @@ void ExpectBucketsTileTheBuffer(const Stage& stage) {
   for (const ParameterBucket& bucket : sorted) {
     EXPECT_EQ(bucket.start, end);
     EXPECT_GT(bucket.end, bucket.start);
-    EXPECT_EQ((bucket.end - bucket.start) % stage.shard_count, 0);
+    EXPECT_EQ((bucket.end - bucket.start) % stage.parameters.PartitionOf(bucket.start).shard_count,
+              0);
+    EXPECT_EQ(bucket.group, stage.parameters.PartitionOf(bucket.start).group);
     const ChunkUnits& chunk = stage.plan.chunks[bucket.chunk];
     EXPECT_GE(bucket.first_unit, chunk.first);
     EXPECT_LT(bucket.last_unit, chunk.end());
     end = bucket.end;
   }
   EXPECT_EQ(end, stage.parameters.padded_elements);
-  // Within a chunk, buffer order runs from the highest addresses down (Megatron-LM's reversed
-  // parameter order).
+  // Within a chunk's partition, buffer order runs from the highest addresses down (Megatron-
+  // LM's reversed parameter order); a chunk's expert buckets come first.
   for (size_t b = 1; b < stage.plan.buckets.size(); ++b) {
-    if (stage.plan.buckets[b].chunk == stage.plan.buckets[b - 1].chunk) {
+    const ParameterBucket& before = stage.plan.buckets[b - 1];
+    if (stage.plan.buckets[b].chunk == before.chunk &&
+        stage.plan.buckets[b].group != before.group) {
+      EXPECT_EQ(before.group, RankGroup::kExpertData);
+    }
+    if (stage.plan.buckets[b].chunk == before.chunk &&
+        stage.plan.buckets[b].group == before.group) {
       EXPECT_EQ(stage.plan.buckets[b].end, stage.plan.buckets[b - 1].start);
     }
   }
@@ -269,35 +330,40 @@ TEST(RegionBucketsTest, EachChunkAndWeightDtypeIsOneBucket) {
 }
 
 // Each rank's optimizer shards of `buckets`: its parts of the parameter buffer tile every
-// bucket with the other ranks' (the in-place reduce-scatter's and all-gather's offsets), and
-// its states tile the optimizer buffers, which hold shard_elements (padded_elements / shard
-// count) elements.
+// bucket with the other ranks' of the bucket's group (the in-place reduce-scatter's and
+// all-gather's offsets), `group_size` ranks in the data x context group and
+// `expert_group_size` in the expert data-parallel group, and its states tile the optimizer
+// buffers, which hold shard_elements elements: each partition's shard from its state_start.
 void ExpectShardsTile(const std::vector<ParameterBucket>& buckets, const ParameterLayout& layout,
-                      int64_t shard_count, int64_t group_size) {
-  const int64_t optimizer_elements = layout.padded_elements / shard_count;
-  ASSERT_EQ(optimizer_elements, layout.shard_elements);
+                      int64_t group_size, int64_t expert_group_size = 1) {
   for (const ParameterBucket& bucket : buckets) {
+    const ParameterPartition& partition = layout.PartitionOf(bucket.start);
+    ASSERT_EQ(bucket.group, partition.group);
+    const int64_t shard_count = partition.shard_count;
+    const int64_t ranks =
+        partition.group == RankGroup::kExpertData ? expert_group_size : group_size;
     // Where each element of the bucket is stepped, by how many ranks.
     std::map<int64_t, int64_t> covered;
-    for (int64_t rank = 0; rank < group_size; ++rank) {
-      const OptimizerShard shard = OptimizerShardOf(bucket, shard_count, rank);
+    for (int64_t rank = 0; rank < ranks; ++rank) {
+      const OptimizerShard shard = OptimizerShardOf(bucket, partition, rank);
       EXPECT_GE(shard.first, bucket.start) << "rank " << rank;
       EXPECT_LE(shard.first + shard.count, bucket.end) << "rank " << rank;
       EXPECT_EQ(shard.count * shard_count, bucket.end - bucket.start);
-      EXPECT_EQ(shard.state, bucket.start / shard_count);
+      EXPECT_EQ(shard.state,
+                partition.state_start + (bucket.start - partition.start) / shard_count);
       ++covered[shard.first];
     }
     if (shard_count == 1) {
       // Every rank of the group steps the whole bucket.
       EXPECT_EQ(covered.size(), 1u);
-      EXPECT_EQ(covered[bucket.start], group_size);
+      EXPECT_EQ(covered[bucket.start], ranks);
     } else {
-      EXPECT_EQ(static_cast<int64_t>(covered.size()), group_size);
+      EXPECT_EQ(static_cast<int64_t>(covered.size()), ranks);
     }
   }
   std::vector<OptimizerShard> states;
   for (const ParameterBucket& bucket : buckets) {
-    states.push_back(OptimizerShardOf(bucket, shard_count, group_size - 1));
+    states.push_back(OptimizerShardOf(bucket, layout.PartitionOf(bucket.start), 0));
   }
   std::sort(states.begin(), states.end(),
             [](const OptimizerShard& a, const OptimizerShard& b) { return a.state < b.state; });
@@ -306,7 +372,7 @@ void ExpectShardsTile(const std::vector<ParameterBucket>& buckets, const Paramet
     EXPECT_EQ(shard.state, end);
     end = shard.state + shard.count;
   }
-  EXPECT_EQ(end, optimizer_elements);
+  EXPECT_EQ(end, layout.shard_elements);
 }
 
 TEST(OptimizerShardTest, DistributedShardsTileEveryBucketAndTheOptimizerBuffers) {
@@ -314,13 +380,14 @@ TEST(OptimizerShardTest, DistributedShardsTileEveryBucketAndTheOptimizerBuffers)
     SCOPED_TRACE(dp);
     const Stage stage = StageOf("llama3.2-1b", dp, 1, 2, 2, 0, 4, kAll);
     ASSERT_EQ(stage.shard_count, dp);
-    ExpectShardsTile(stage.plan.buckets, stage.parameters, dp, dp);
-    ExpectShardsTile(RegionBuckets(stage.parameters), stage.parameters, dp, dp);
+    ExpectShardsTile(stage.plan.buckets, stage.parameters, dp);
+    ExpectShardsTile(RegionBuckets(stage.parameters), stage.parameters, dp);
     // Rank r's shard of a bucket is its r-th slice: where the in-place reduce-scatter leaves
     // its sum and the all-gather takes it from.
     const ParameterBucket& bucket = stage.plan.buckets.front();
     const int64_t n = (bucket.end - bucket.start) / dp;
-    EXPECT_EQ(OptimizerShardOf(bucket, dp, dp - 1).first, bucket.start + (dp - 1) * n);
+    EXPECT_EQ(OptimizerShardOf(bucket, stage.parameters.dense, dp - 1).first,
+              bucket.start + (dp - 1) * n);
   }
 }
 
@@ -329,8 +396,8 @@ TEST(OptimizerShardTest, WithoutTheDistributedOptimizerEveryRankStepsWholeBucket
   // (a rank-times-bucket offset lands on the next bucket, or beyond the buffers for the last).
   const Stage stage = StageOf("llama3.2-1b", 4, 1, 2, 2, 1, 4, kReplicated);
   ASSERT_EQ(stage.shard_count, 1);
-  ExpectShardsTile(stage.plan.buckets, stage.parameters, 1, 4);
-  ExpectShardsTile(RegionBuckets(stage.parameters), stage.parameters, 1, 4);
+  ExpectShardsTile(stage.plan.buckets, stage.parameters, 4);
+  ExpectShardsTile(RegionBuckets(stage.parameters), stage.parameters, 4);
 }
 
 TEST(DataParallelPlanTest, StageZeroSplitsItsFirstChunkIntoDefaultSizedBuckets) {
@@ -470,21 +537,34 @@ TEST(DataParallelPlanTest, OnlyTheLastReductionAndTheFirstGatherAreExposedOnOneS
   EXPECT_LT(both_exposed, collective * static_cast<double>(buckets));
 }
 
+// Every combination of the switches with at least one overlap (overlap_param_gather only with
+// the distributed optimizer, as Megatron-LM requires).
+std::vector<OverlapOptions> OverlappedSwitches() {
+  std::vector<OverlapOptions> switches;
+  for (bool distributed : {false, true}) {
+    for (bool grad : {false, true}) {
+      for (bool param : {false, true}) {
+        if ((!grad && !param) || (param && !distributed)) continue;
+        switches.push_back({distributed, grad, param});
+      }
+    }
+  }
+  return switches;
+}
+
 TEST(DataParallelPlanTest, EveryScheduleKeepsDependencies) {
   for (int64_t pp : {1, 2, 4}) {
     for (int64_t v : {1, 2}) {
       if (v > 1 && pp == 1) continue;
       for (int64_t stage = 0; stage < pp; ++stage) {
         for (int64_t m : {pp, 2 * pp}) {
-          for (int mask = 1; mask < 8; ++mask) {
-            OverlapOptions options;
-            options.distributed_optimizer = (mask & 1) != 0;
-            options.overlap_grad_reduce = (mask & 2) != 0;
-            options.overlap_param_gather = (mask & 4) != 0 && options.distributed_optimizer;
-            if (!options.overlap_grad_reduce && !options.overlap_param_gather) continue;
+          for (const OverlapOptions& options : OverlappedSwitches()) {
             for (int64_t dp : {2, 3}) {
-              SCOPED_TRACE(testing::Message() << "pp " << pp << " v " << v << " stage " << stage
-                                              << " m " << m << " mask " << mask << " dp " << dp);
+              SCOPED_TRACE(testing::Message()
+                           << "pp " << pp << " v " << v << " stage " << stage << " m " << m
+                           << " switches " << options.distributed_optimizer
+                           << options.overlap_grad_reduce << options.overlap_param_gather << " dp "
+                           << dp);
               const Stage s = StageOf("llama3.2-1b", dp, 1, pp, v, stage, m, options);
               ExpectBucketsTileTheBuffer(s);
               ExposedSeconds(s, 0.25);
@@ -520,7 +600,7 @@ TEST(OverlapPlanTest, Fp8ParameterBucketsStayInOneWeightDtype) {
                        dims.dp, /*fp8_parameters=*/true);
   const DataParallelPlan plan =
       DataParallelPlanOf(parameters, layers, model.tied_embeddings(),
-                         PipelineScheduleOf(1, 1, 8, 0), 0, 1, dims.dp, kAll);
+                         PipelineScheduleOf(1, 1, 8, 0), 0, 1, dims.dp, kAll, ReducedGroups());
   int64_t fp8_buckets = 0;
   for (const ParameterBucket& bucket : plan.buckets) {
     const ParameterRegion& region = parameters.RegionOf(bucket.start);
@@ -548,6 +628,64 @@ TEST(OverlapPlanTest, Fp8ParameterBucketsStayInOneWeightDtype) {
 
 // The step's start and end carry pass 0 whatever the runner's pass count, as the plan's steps
 // at them do; other points keep their pass.
+TEST(DataParallelPlanTest, ExpertBucketsAreReducedOverTheExpertDataGroup) {
+  // dp 4, tp 2, ep 4: the dense buckets shard over dp = 4, the experts' over edp = 2.
+  const Stage s = MoeStageOf(4, 2, 4, 1, 1, 0, 2, kAll);
+  ExpectBucketsTileTheBuffer(s);
+  int64_t expert_buckets = 0;
+  for (const ParameterBucket& bucket : s.plan.buckets) {
+    if (bucket.group != RankGroup::kExpertData) continue;
+    ++expert_buckets;
+    EXPECT_TRUE(s.parameters.experts.Contains(bucket.start));
+    EXPECT_LE(bucket.end, s.parameters.experts.end);
+  }
+  // 4 MoE layers of 2 local experts, 11M elements each: more than one 40M-element bucket.
+  EXPECT_GT(expert_buckets, 1);
+  ExpectShardsTile(s.plan.buckets, s.parameters, 4, 2);
+  ExpectShardsTile(RegionBuckets(s.parameters), s.parameters, 4, 2);
+  int64_t reductions = 0;
+  for (const PlanStep& step : s.plan.steps) {
+    if (step.operation == PlanOperation::kDispatchReduce) ++reductions;
+  }
+  EXPECT_EQ(reductions, static_cast<int64_t>(s.plan.buckets.size()));
+}
+
+TEST(DataParallelPlanTest, AGroupOfOneRankReducesNothing) {
+  // dp 2, tp 2, ep 4: edp 1, so only the dense buckets are reduced; dp 1, tp 4, ep 2: edp 2,
+  // so only the experts'.
+  for (const Stage& s :
+       {MoeStageOf(2, 2, 4, 1, 1, 0, 2, kAll), MoeStageOf(1, 4, 2, 1, 1, 0, 2, kAll)}) {
+    for (const PlanStep& step : s.plan.steps) {
+      if (step.operation == PlanOperation::kWaitReductions) continue;
+      EXPECT_TRUE(s.groups.Reduces(s.plan.buckets[step.bucket])) << "bucket " << step.bucket;
+    }
+    ExposedSeconds(s, 0.25);
+  }
+}
+
+TEST(DataParallelPlanTest, EveryMoeScheduleKeepsDependencies) {
+  const struct { int64_t dp, tp, ep; } grids[] = {{4, 2, 4}, {2, 2, 4}, {1, 4, 2}};
+  for (const auto& grid : grids) {
+    for (int64_t pp : {1, 2}) {
+      for (int64_t v : {1, 2}) {
+        if (v > 1 && pp == 1) continue;
+        for (int64_t stage = 0; stage < pp; ++stage) {
+          for (const OverlapOptions& options : OverlappedSwitches()) {
+            SCOPED_TRACE(testing::Message()
+                         << "dp " << grid.dp << " tp " << grid.tp << " ep " << grid.ep << " pp "
+                         << pp << " v " << v << " stage " << stage << " switches "
+                         << options.distributed_optimizer << options.overlap_grad_reduce
+                         << options.overlap_param_gather);
+            const Stage s = MoeStageOf(grid.dp, grid.tp, grid.ep, pp, v, stage, 2 * pp, options);
+            ExpectBucketsTileTheBuffer(s);
+            ExposedSeconds(s, 0.25);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(PlanPointOfTest, StepStartAndEndBelongToNoPass) {
   EXPECT_EQ(PlanPointOf(PlanPointKind::kStepEnd, 128, 0),
             (PlanPoint{PlanPointKind::kStepEnd, 0, 0}));

@@ -93,14 +93,14 @@ TEST(ParameterLayoutTest, ShardsAreEqualAlignedAndCoverEveryParameter) {
     EXPECT_LT(layout.padded_elements - layout.elements, shards * kParameterAlignment * 2);
     // Every tensor starts on a multiple of the shard count too (3 x 128 for 3 shards), so that
     // runs of whole tensors shard evenly as data-parallel buckets.
-    EXPECT_EQ(layout.tensor_alignment, std::lcm(kParameterAlignment, shards));
+    EXPECT_EQ(layout.dense.tensor_alignment, std::lcm(kParameterAlignment, shards));
     for (const LayerParameterOffsets& layer : layout.layers) {
       for (int64_t start : {layer.attention_norm, layer.qkv, layer.attention_output, layer.mlp_norm,
                             layer.gate_up, layer.down}) {
-        EXPECT_EQ(start % layout.tensor_alignment, 0) << shards;
+        EXPECT_EQ(start % layout.dense.tensor_alignment, 0) << shards;
       }
     }
-    EXPECT_EQ(layout.lm_head % layout.tensor_alignment, 0);
+    EXPECT_EQ(layout.lm_head % layout.dense.tensor_alignment, 0);
     // Tied embeddings get their own copy on the last stage of a pipeline.
     EXPECT_EQ(layout.embedding, -1);
     EXPECT_GE(layout.lm_head, 0);
@@ -143,7 +143,7 @@ TEST(ParameterLayoutTest, Fp8ParametersKeepTheLinearsInOneByteRegions) {
     EXPECT_EQ(region.fp8, r % 2 == 1);
     EXPECT_EQ(region.bytes_per_element, region.fp8 ? 1 : 2);
     EXPECT_EQ(region.start, next);
-    EXPECT_EQ(region.start % layout.tensor_alignment, 0);
+    EXPECT_EQ(region.start % layout.dense.tensor_alignment, 0);
     EXPECT_EQ(region.byte_start % kWeightRegionAlignment, 0);
     next = region.end;
   }
@@ -182,6 +182,141 @@ TEST(ParameterLayoutTest, Bf16ParametersHaveOneRegionPerChunk) {
   EXPECT_EQ(layout.regions[0].end, layout.padded_elements);
   EXPECT_EQ(layout.weight_bytes, 2 * layout.padded_elements);
   EXPECT_EQ(layout.WeightByte(layout.lm_head), 2 * layout.lm_head);
+}
+
+// Llama 4 Maverick (interleaved MoE layers with a shared expert; E 128, f_e 8192) at tp 2,
+// dp 4, pp 4, ep 4, etp 1 with the distributed optimizer: the dense partition is sharded over
+// dp = 4, the experts over edp = tp dp / (etp ep) = 2.
+struct MoeStage {
+  ModelSpec model;
+  TrainingSpec training;
+  ClusterSpec cluster;
+  ParallelConfig config;
+  ShardShapes shapes;
+  MoeShardShapes moe;
+};
+
+MoeStage MaverickStage() {
+  const ModelSpec model = *FindModelPreset("llama4-maverick");
+  TrainingOptions options;
+  options.global_batch_size = 32;
+  options.seq_len = 4096;
+  options.distributed_optimizer = true;
+  const TrainingSpec training = *TrainingSpec::Create(options);
+  const ClusterSpec cluster = *ClusterSpec::Create(*FindGpuPreset("h100-80gb"), 4, 8);
+  ParallelDims dims = MakeParallelDims(/*dp=*/4, /*tp=*/2, /*pp=*/4, /*cp=*/1, /*micro_batch=*/1);
+  dims.ep = 4;
+  dims.etp = 1;
+  EXPECT_EQ(CheckRules(model, training, cluster, PlacementRules(), dims), Rejection::kValid);
+  const ParallelConfig config = ParallelConfig::FromCheckedDims(dims);
+  const ShardShapes shapes = ComputeShardShapes(model, training, config);
+  return {model, training, cluster, config, shapes, *ComputeMoeShardShapes(model, config, shapes)};
+}
+
+TEST(ParameterLayoutTest, MoeStagesHoldWhatTheMemoryModelCounts) {
+  // Weights: 2 bytes per parameter of the stage, experts, router and shared experts included;
+  // optimizer states: 12 bytes per element of the rank's shards, the dense partition's over
+  // dp x cp and the experts' over edp (moe_memory.h, ExpertModelStates).
+  const MoeStage x = MaverickStage();
+  const MemoryEstimate estimate =
+      EstimateMemory(x.model, x.training, x.cluster, x.config, MemoryOptions::FormulasOnly());
+  const struct {
+    int64_t stage;
+    const StageMemory& memory;
+  } stages[] = {{0, estimate.first_stage}, {1, estimate.middle_stage}, {3, estimate.last_stage}};
+  for (const auto& stage : stages) {
+    SCOPED_TRACE(stage.stage);
+    const ParameterLayout layout =
+        LayoutParameters(x.shapes, x.moe, StageLayersOf(x.model, x.config, stage.stage),
+                         x.model.tied_embeddings(), 4, 2, false);
+    const double weights = stage.memory.term(MemoryTerm::kWeights);
+    EXPECT_NEAR(static_cast<double>(layout.weight_bytes), weights, 1e-3 * weights);
+    const double states = stage.memory.term(MemoryTerm::kOptimizerStates);
+    EXPECT_NEAR(12.0 * static_cast<double>(layout.shard_elements), states, 1e-3 * states);
+  }
+}
+
+TEST(ParameterLayoutTest, RoutedExpertsFormAPartitionOfTheirOwn) {
+  const MoeStage x = MaverickStage();
+  const StageLayers layers = StageLayersOf(x.model, x.config, 1);
+  const ParameterLayout layout =
+      LayoutParameters(x.shapes, x.moe, layers, x.model.tied_embeddings(), 4, 2, false);
+  EXPECT_EQ(layout.dense.group, RankGroup::kDataContext);
+  EXPECT_EQ(layout.dense.shard_count, 4);
+  EXPECT_EQ(layout.experts.group, RankGroup::kExpertData);
+  EXPECT_EQ(layout.experts.shard_count, 2);
+  EXPECT_EQ(layout.experts.tensor_alignment, std::lcm(kParameterAlignment, 2));
+  // The experts follow the dense partition, each padded to equal shards of its own group, and
+  // a rank's optimizer states hold its dense shard, then its expert shard.
+  EXPECT_EQ(layout.dense.start, 0);
+  EXPECT_EQ(layout.experts.start, layout.dense.end);
+  EXPECT_EQ(layout.padded_elements, layout.experts.end);
+  for (const ParameterPartition* p : {&layout.dense, &layout.experts}) {
+    EXPECT_EQ(p->end - p->start, p->shard_count * p->shard_elements);
+    EXPECT_EQ(p->shard_elements % kParameterAlignment, 0);
+  }
+  EXPECT_EQ(layout.experts.state_start, layout.dense.shard_elements);
+  EXPECT_EQ(layout.shard_elements, layout.dense.shard_elements + layout.experts.shard_elements);
+  // Regions tile the buffer: the chunk's dense region, then its expert region.
+  ASSERT_EQ(layout.regions.size(), 2u);
+  EXPECT_FALSE(layout.regions[0].experts);
+  EXPECT_EQ(layout.regions[0].end, layout.dense.end);
+  EXPECT_TRUE(layout.regions[1].experts);
+  EXPECT_EQ(layout.regions[1].start, layout.experts.start);
+  EXPECT_EQ(layout.regions[1].end, layout.experts.end);
+  EXPECT_EQ(layout.regions[1].byte_start % kWeightRegionAlignment, 0);
+
+  // Stage 1 holds layers 12 to 23; the odd ones hold experts (layer_step 2).
+  ASSERT_EQ(layout.layers.size(), 12u);
+  int64_t moe_layers = 0;
+  for (size_t i = 0; i < layout.layers.size(); ++i) {
+    SCOPED_TRACE(i);
+    const LayerParameterOffsets& layer = layout.layers[i];
+    const bool moe = (12 + i + 1) % 2 == 0;
+    EXPECT_EQ(layers.moe_layers[i], moe);
+    EXPECT_EQ(layer.moe(), moe);
+    if (!moe) {
+      EXPECT_TRUE(layout.dense.Contains(layer.gate_up));
+      EXPECT_TRUE(layer.expert_fc1.empty());
+      continue;
+    }
+    ++moe_layers;
+    EXPECT_EQ(layer.gate_up, -1);
+    EXPECT_EQ(layer.down, -1);
+    for (int64_t dense : {layer.router, layer.shared_fc1, layer.shared_fc2}) {
+      EXPECT_TRUE(layout.dense.Contains(dense));
+      EXPECT_EQ(dense % layout.dense.tensor_alignment, 0);
+    }
+    ASSERT_EQ(static_cast<int64_t>(layer.expert_fc1.size()), x.moe.local_experts);
+    ASSERT_EQ(static_cast<int64_t>(layer.expert_fc2.size()), x.moe.local_experts);
+    for (size_t e = 0; e < layer.expert_fc1.size(); ++e) {
+      for (int64_t expert : {layer.expert_fc1[e], layer.expert_fc2[e]}) {
+        EXPECT_TRUE(layout.experts.Contains(expert));
+        EXPECT_EQ((expert - layout.experts.start) % layout.experts.tensor_alignment, 0);
+        EXPECT_EQ(&layout.PartitionOf(expert), &layout.experts);
+        EXPECT_EQ(layout.WeightByte(expert),
+                  layout.regions[1].byte_start + 2 * (expert - layout.experts.start));
+      }
+    }
+    // One expert's fc1 then the next's, every fc1 before the fc2s.
+    EXPECT_EQ(layer.expert_fc1[1] - layer.expert_fc1[0], x.moe.expert_fc1.WeightElements());
+    EXPECT_LT(layer.expert_fc1.back(), layer.expert_fc2.front());
+  }
+  EXPECT_EQ(moe_layers, 6);
+}
+
+TEST(ParameterLayoutTest, ADenseModelHasAnEmptyExpertPartition) {
+  const ModelSpec model = *FindModelPreset("llama3.2-1b");
+  const TrainingSpec training = Training();
+  const ParallelConfig config = Config(model, training, 1, 2);
+  const ParameterLayout layout =
+      LayoutParameters(ComputeShardShapes(model, training, config), StageLayersOf(model, config, 1),
+                       model.tied_embeddings(), 8, false);
+  EXPECT_EQ(layout.experts.start, layout.dense.end);
+  EXPECT_EQ(layout.experts.end, layout.dense.end);
+  EXPECT_EQ(layout.experts.shard_elements, 0);
+  EXPECT_EQ(layout.shard_elements, layout.dense.shard_elements);
+  for (const ParameterRegion& region : layout.regions) EXPECT_FALSE(region.experts);
 }
 
 }  // namespace

@@ -2,12 +2,14 @@
 
 #include <cmath>
 #include <set>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "convert/spec_convert.h"
-#include "estimator/dense_layers_only.h"
+#include "estimator/llama_head_width.h"
+#include "worker/probe/moe_shard_shapes.h"
 #include "worker/probe/pipeline_schedule.h"
 #include "worker/probe/shard_shapes.h"
 #include "worker/short_steps.h"
@@ -140,9 +142,9 @@ std::vector<int64_t> ProbeSpec::TimedMicroBatches() const {
 
 OverlapOptions ProbeSpec::data_parallel_overlap() const {
   OverlapOptions overlap;
-  overlap.distributed_optimizer = training().distributed_optimizer();
+  overlap.distributed_optimizer = ShardsOptimizerStates(config().dp_sharding());
   overlap.overlap_grad_reduce = true;
-  overlap.overlap_param_gather = training().distributed_optimizer();
+  overlap.overlap_param_gather = ShardsOptimizerStates(config().dp_sharding());
   return overlap;
 }
 
@@ -215,8 +217,59 @@ absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& a
   return spec;
 }
 
+namespace {
+
+// What the probe's MoE block runs (stage_runner.h, MoeForward): bf16, the dropless all-to-all
+// dispatcher with balanced routing, no shared experts, no overlap of the layers' TP
+// collectives or of the expert-parallel all-to-all.
+absl::Status CheckMoeBlockRuns(const ProbeSpec& spec) {
+  const ModelSpec& model = spec.model();
+  const TrainingSpec& training = spec.training();
+  const std::string not_yet =
+      absl::StrCat(" with mixture-of-experts model \"", model.name(),
+                   "\": the native probe's mixture-of-experts layers do not run it yet");
+  if (model.moe().num_shared_experts > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.num_shared_experts (", model.moe().num_shared_experts, ")", not_yet));
+  }
+  if (training.fp8()) {
+    return absl::InvalidArgumentError(absl::StrCat("training.precision (FP8)", not_yet));
+  }
+  if (spec.tp_comm_overlap()) {
+    return absl::InvalidArgumentError(absl::StrCat("training.tp_comm_overlap (true)", not_yet));
+  }
+  if (training.moe_token_dispatcher() != TokenDispatcher::kAllToAll) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "training.moe_token_dispatcher (", TokenDispatcherName(training.moe_token_dispatcher()),
+        ")", not_yet, " (it runs the all-to-all dispatcher)"));
+  }
+  if (training.moe_capacity_factor() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat("training.moe_capacity_factor (",
+                                                   training.moe_capacity_factor(), ")", not_yet,
+                                                   " (it routes dropless)"));
+  }
+  if (training.moe_expert_parallel_overlap()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("training.moe_expert_parallel_overlap (true)", not_yet));
+  }
+  const ShardShapes shapes = ComputeShardShapes(model, training, spec.config());
+  return ComputeMoeShardShapes(model, spec.config(), shapes).status();
+}
+
+}  // namespace
+
 absl::Status CheckCudaProbeRuns(const ProbeSpec& spec) {
-  PT_RETURN_IF_ERROR(CheckDenseLayersOnly(spec.model(), "the native probe"));
+  PT_RETURN_IF_ERROR(CheckLlamaHeadWidth(spec.model(), "the native probe"));
+  // The step shards the optimizer states or nothing; sharded gradients and weights (FSDP's
+  // per-layer gathers and reduce-scatters) are issue 27 §4.
+  const DataParallelSharding sharding = spec.config().dp_sharding();
+  if (ShardsGradients(sharding)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config.dp_sharding (", DataParallelShardingName(sharding),
+                     ") shards gradients", ShardsWeights(sharding) ? " and weights" : "",
+                     ", which the native probe does not run yet; it runs none and optimizer"));
+  }
+  if (spec.model().is_moe()) PT_RETURN_IF_ERROR(CheckMoeBlockRuns(spec));
   const TrainingSpec& training = spec.training();
   const ParallelConfig& config = spec.config();
   if (training.fp8()) PT_RETURN_IF_ERROR(CheckFp8Shapes(spec.model(), training, config));

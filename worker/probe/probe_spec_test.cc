@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "worker/probe/step_plan_specs.h"
 #include "worker/probe/test_assignments.h"
 
 namespace paratune {
@@ -30,12 +31,76 @@ void ExpectNotForTheCudaProbe(const v1::ProbeAssignment& assignment, const std::
   EXPECT_THAT(runs.message(), HasSubstr(message));
 }
 
-TEST(ProbeSpecTest, AMixtureOfExpertsModelIsForTheOtherBackendsOnly) {
+v1::ProbeAssignment Mixtral() {
   v1::ProbeAssignment assignment = Valid();
   assignment.mutable_model()->Clear();
   assignment.mutable_model()->set_preset("mixtral-8x7b");
+  return assignment;
+}
+
+TEST(ProbeSpecTest, MixtralRunsOnTheCudaProbe) {
+  // Mixtral's heads are h / a wide; bf16, the dropless all-to-all dispatcher, no shared
+  // experts: what the probe's MoE block runs.
+  absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(Mixtral());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
+}
+
+TEST(ProbeSpecTest, ShardedGradientsAndWeightsAreForTheOtherBackendsOnly) {
+  v1::ProbeAssignment assignment = Valid();
+  assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_FULL);
   ExpectNotForTheCudaProbe(assignment,
-                           "the native probe cannot handle mixture-of-experts layers yet");
+                           "config.dp_sharding (full) shards gradients and weights, which the "
+                           "native probe does not run yet");
+  assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_GRADIENTS);
+  ExpectNotForTheCudaProbe(assignment, "config.dp_sharding (gradients) shards gradients,");
+  assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_NONE);
+  absl::StatusOr<ProbeSpec> plain = ProbeSpec::FromAssignment(assignment);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_TRUE(CheckCudaProbeRuns(*plain).ok());
+  EXPECT_FALSE(plain->data_parallel_overlap().distributed_optimizer);
+}
+
+TEST(ProbeSpecTest, WiderHeadsAreForTheOtherBackendsOnly) {
+  v1::ProbeAssignment assignment = Valid();
+  assignment.mutable_model()->Clear();
+  assignment.mutable_model()->set_preset("qwen3-30b-a3b");
+  ExpectNotForTheCudaProbe(assignment,
+                           "model \"qwen3-30b-a3b\" has model.head_dim (128) other "
+                           "than model.hidden_size / model.num_attention_heads (64)");
+}
+
+TEST(ProbeSpecTest, WhatTheMoeBlockDoesNotRunIsRefusedByField) {
+  const std::string not_yet =
+      " with mixture-of-experts model \"mixtral-8x7b\": the native probe's mixture-of-experts "
+      "layers do not run it yet";
+  v1::ProbeAssignment scout = Valid();
+  scout.mutable_model()->Clear();
+  scout.mutable_model()->set_preset("llama4-scout");
+  ExpectNotForTheCudaProbe(scout,
+                           "model.num_shared_experts (1) with mixture-of-experts model "
+                           "\"llama4-scout\"");
+  v1::ProbeAssignment fp8 = Mixtral();
+  fp8.mutable_training()->set_precision(v1::FP8);
+  ExpectNotForTheCudaProbe(fp8, "training.precision (FP8)" + not_yet);
+  v1::ProbeAssignment overlap = Mixtral();
+  overlap.mutable_training()->set_tp_comm_overlap(true);
+  ExpectNotForTheCudaProbe(overlap, "training.tp_comm_overlap (true)" + not_yet);
+  v1::ProbeAssignment all_gather = Mixtral();
+  all_gather.mutable_training()->set_moe_token_dispatcher(v1::MOE_TOKEN_DISPATCHER_ALLGATHER);
+  ExpectNotForTheCudaProbe(all_gather, "training.moe_token_dispatcher (allgather)" + not_yet);
+  v1::ProbeAssignment capacity = Mixtral();
+  capacity.mutable_training()->set_moe_capacity_factor(1.25);
+  ExpectNotForTheCudaProbe(capacity, "training.moe_capacity_factor (1.25)" + not_yet);
+}
+
+TEST(ProbeSpecTest, RoutedCopiesThatDoNotSplitOverTheExpertsAreRefused) {
+  // 6 experts: a rank's 1024 rows x top-2 = 2048 copies are not a multiple of 6.
+  v1::ProbeAssignment assignment = Mixtral();
+  *assignment.mutable_model() = ShrunkMixtral();
+  assignment.mutable_model()->set_num_experts(6);
+  ExpectNotForTheCudaProbe(
+      assignment, "(1024 tokens x top-2 = 2048) are not a multiple of model.moe.num_experts (6)");
 }
 
 TEST(ProbeSpecTest, FullProbeOnOneWorkerRunsEveryRank) {

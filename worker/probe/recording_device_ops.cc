@@ -95,6 +95,16 @@ const LinearShape& RecordingDeviceOps::ShapeOf(LinearWeight weight) const {
       return shapes_.down;
     case LinearWeight::kLmHead:
       return shapes_.lm_head;
+    case LinearWeight::kRouter:
+      return footprint_.moe().router;
+    case LinearWeight::kExpertFc1:
+      return footprint_.moe().expert_fc1;
+    case LinearWeight::kExpertFc2:
+      return footprint_.moe().expert_fc2;
+    case LinearWeight::kSharedFc1:
+      return footprint_.moe().shared_fc1;
+    case LinearWeight::kSharedFc2:
+      return footprint_.moe().shared_fc2;
   }
   return shapes_.qkv;
 }
@@ -170,7 +180,7 @@ absl::Status RecordingDeviceOps::IssueDataParallel(const PlanStep& step) {
   WorksIn({gather ? ProbeBuffer::kWeights : ProbeBuffer::kGradients});
   switch (step.operation) {
     case PlanOperation::kDispatchGather:
-      Collective(CollectiveFamily::kData, CollectiveKind::kAllGather, ElementType::kUint8,
+      Collective(FamilyOf(bucket), CollectiveKind::kAllGather, ElementType::kUint8,
                  GatheredParameterBytes(bucket), StepStream::kDataParallel,
                  absl::StrCat(name, " parameters"));
       break;
@@ -178,17 +188,23 @@ absl::Status RecordingDeviceOps::IssueDataParallel(const PlanStep& step) {
       Emit(WaitOp{StepStream::kDataParallel, absl::StrCat(name, " parameters")});
       break;
     case PlanOperation::kDispatchReduce:
-      Collective(
-          CollectiveFamily::kData,
-          optimizer_.shard_count == 1 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter,
-          GradientType(), (bucket.end - bucket.start) * BytesOf(GradientType()),
-          StepStream::kDataParallel, absl::StrCat(name, " gradients"));
+      Collective(FamilyOf(bucket),
+                 optimizer_.PartitionOf(step.bucket).shard_count == 1
+                     ? CollectiveKind::kAllReduce
+                     : CollectiveKind::kReduceScatter,
+                 GradientType(), (bucket.end - bucket.start) * BytesOf(GradientType()),
+                 StepStream::kDataParallel, absl::StrCat(name, " gradients"));
       break;
     case PlanOperation::kWaitReductions:
       Emit(WaitOp{StepStream::kDataParallel, "gradient reductions"});
       break;
   }
   return absl::OkStatus();
+}
+
+CollectiveFamily RecordingDeviceOps::FamilyOf(const ParameterBucket& bucket) {
+  return bucket.group == RankGroup::kExpertData ? CollectiveFamily::kExpertData
+                                                : CollectiveFamily::kData;
 }
 
 int64_t RecordingDeviceOps::GatheredParameterBytes(const ParameterBucket& bucket) const {
@@ -674,6 +690,107 @@ absl::Status RecordingDeviceOps::CrossEntropyBackward(DeviceRef logits, DeviceRe
   return absl::OkStatus();
 }
 
+// The MoE block's kernels (worker/cuda/moe_kernels.h), each one elementwise pass over the
+// values it writes (the router's over the logits).
+absl::Status RecordingDeviceOps::RouterTopK(DeviceRef logits, DeviceRef probabilities,
+                                            DeviceRef indices) {
+  PT_RETURN_IF_ERROR(Operands({logits, probabilities, indices}));
+  const MoeShardShapes& moe = footprint_.moe();
+  Elementwise("router top-k", moe.routed_tokens * moe.experts);
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::RouterTopKBackward(DeviceRef logits, DeviceRef probabilities,
+                                                    DeviceRef indices, DeviceRef d_probabilities,
+                                                    DeviceRef d_logits) {
+  PT_RETURN_IF_ERROR(Operands({logits, probabilities, indices, d_probabilities, d_logits}));
+  const MoeShardShapes& moe = footprint_.moe();
+  Elementwise("router top-k backward", moe.routed_tokens * moe.experts);
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::PermuteTokens(DeviceRef rows, DeviceRef probabilities,
+                                               DeviceRef permuted,
+                                               DeviceRef permuted_probabilities) {
+  PT_RETURN_IF_ERROR(Operands({rows, probabilities, permuted, permuted_probabilities}));
+  Elementwise("permute tokens", footprint_.moe().routed_copies * shapes_.hidden);
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::ScatterRowGradients(DeviceRef d_rows, DeviceRef d_permuted) {
+  PT_RETURN_IF_ERROR(Operands({d_rows, d_permuted}));
+  Elementwise("permute token gradients", footprint_.moe().routed_copies * shapes_.hidden);
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::UnpermuteTokens(DeviceRef permuted, DeviceRef rows) {
+  PT_RETURN_IF_ERROR(Operands({permuted, rows}));
+  Elementwise("unpermute tokens", footprint_.moe().routed_tokens * shapes_.hidden);
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::UnpermuteProbabilities(DeviceRef d_permuted_probabilities,
+                                                        DeviceRef d_probabilities) {
+  PT_RETURN_IF_ERROR(Operands({d_permuted_probabilities, d_probabilities}));
+  Elementwise("unpermute probability gradients", footprint_.moe().routed_copies);
+  return absl::OkStatus();
+}
+
+// communicators.h AllToAll: the whole send buffer, nccl-tests' alltoall size.
+absl::Status RecordingDeviceOps::ExpertAllToAll(DeviceRef send, DeviceRef receive, int64_t rows,
+                                                int64_t width, ElementType type,
+                                                std::string_view what) {
+  PT_RETURN_IF_ERROR(Operands({send, receive}));
+  Collective(CollectiveFamily::kExpert, CollectiveKind::kAllToAll, type,
+             rows * width * BytesOf(type), StepStream::kCompute, std::string(what));
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::ExpertTensorAllGather(DeviceRef own, DeviceRef gathered,
+                                                       int64_t rows, int64_t width,
+                                                       ElementType type, std::string_view what) {
+  PT_RETURN_IF_ERROR(Operands({own, gathered}));
+  Collective(CollectiveFamily::kExpertTensor, CollectiveKind::kAllGather, type,
+             footprint_.moe().expert_tensor_parallel * rows * width * BytesOf(type),
+             StepStream::kCompute, std::string(what));
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::ExpertTensorReduceScatter(DeviceRef partial, DeviceRef reduced,
+                                                           int64_t rows, int64_t width,
+                                                           ElementType type,
+                                                           std::string_view what) {
+  PT_RETURN_IF_ERROR(Operands({partial, reduced}));
+  Collective(CollectiveFamily::kExpertTensor, CollectiveKind::kReduceScatter, type,
+             footprint_.moe().expert_tensor_parallel * rows * width * BytesOf(type),
+             StepStream::kCompute, std::string(what));
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::SortChunks(DeviceRef in, DeviceRef out, int64_t groups,
+                                            int64_t local_experts, int64_t chunk_rows,
+                                            int64_t width, ElementType type) {
+  PT_RETURN_IF_ERROR(Operands({in, out}));
+  Elementwise(absl::StrCat("sort chunks ", ElementTypeName(type)),
+              groups * local_experts * chunk_rows * width);
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::WeightedSwigluForward(DeviceRef gate_up, DeviceRef probabilities,
+                                                       DeviceRef out, int64_t rows) {
+  PT_RETURN_IF_ERROR(Operands({gate_up, probabilities, out}));
+  Elementwise("weighted swiglu", rows * footprint_.moe().expert_ffn);
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::WeightedSwigluBackward(DeviceRef gate_up, DeviceRef probabilities,
+                                                        DeviceRef d_out, DeviceRef d_gate_up,
+                                                        DeviceRef d_probabilities, int64_t rows) {
+  PT_RETURN_IF_ERROR(Operands({gate_up, probabilities, d_out, d_gate_up, d_probabilities}));
+  Elementwise("weighted swiglu backward", rows * footprint_.moe().expert_ffn);
+  return absl::OkStatus();
+}
+
 absl::Status RecordingDeviceOps::ReduceScatterGradients(int64_t bucket) {
   ReduceGradients(bucket, CollectiveKind::kReduceScatter);
   return absl::OkStatus();
@@ -687,7 +804,7 @@ absl::Status RecordingDeviceOps::AllReduceGradients(int64_t bucket) {
 void RecordingDeviceOps::ReduceGradients(int64_t bucket, CollectiveKind kind) {
   WorksIn({ProbeBuffer::kGradients});
   const ParameterBucket& range = optimizer_.buckets[bucket];
-  Collective(CollectiveFamily::kData, kind, GradientType(),
+  Collective(FamilyOf(range), kind, GradientType(),
              (range.end - range.start) * BytesOf(GradientType()), StepStream::kCompute,
              absl::StrCat("bucket ", bucket, " gradients"));
 }
@@ -726,7 +843,7 @@ absl::Status RecordingDeviceOps::CastMasterWeights() {
 
 absl::Status RecordingDeviceOps::GatherParameters(int64_t bucket) {
   WorksIn({ProbeBuffer::kWeights});
-  Collective(CollectiveFamily::kData, CollectiveKind::kAllGather, ElementType::kUint8,
+  Collective(FamilyOf(optimizer_.buckets[bucket]), CollectiveKind::kAllGather, ElementType::kUint8,
              GatheredParameterBytes(optimizer_.buckets[bucket]), StepStream::kCompute,
              absl::StrCat("bucket ", bucket, " parameters"));
   return absl::OkStatus();

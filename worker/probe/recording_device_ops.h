@@ -89,6 +89,29 @@ class RecordingDeviceOps final : public DeviceOps {
   absl::Status LogitsRowSumExp(DeviceRef logits, DeviceRef row_max, DeviceRef row_sum) override;
   absl::Status CrossEntropyBackward(DeviceRef logits, DeviceRef row_max, DeviceRef row_sum,
                                     DeviceRef d_logits, DeviceRef loss) override;
+  absl::Status RouterTopK(DeviceRef logits, DeviceRef probabilities, DeviceRef indices) override;
+  absl::Status RouterTopKBackward(DeviceRef logits, DeviceRef probabilities, DeviceRef indices,
+                                  DeviceRef d_probabilities, DeviceRef d_logits) override;
+  absl::Status PermuteTokens(DeviceRef rows, DeviceRef probabilities, DeviceRef permuted,
+                             DeviceRef permuted_probabilities) override;
+  absl::Status ScatterRowGradients(DeviceRef d_rows, DeviceRef d_permuted) override;
+  absl::Status UnpermuteTokens(DeviceRef permuted, DeviceRef rows) override;
+  absl::Status UnpermuteProbabilities(DeviceRef d_permuted_probabilities,
+                                      DeviceRef d_probabilities) override;
+  absl::Status ExpertAllToAll(DeviceRef send, DeviceRef receive, int64_t rows, int64_t width,
+                              ElementType type, std::string_view what) override;
+  absl::Status ExpertTensorAllGather(DeviceRef own, DeviceRef gathered, int64_t rows, int64_t width,
+                                     ElementType type, std::string_view what) override;
+  absl::Status ExpertTensorReduceScatter(DeviceRef partial, DeviceRef reduced, int64_t rows,
+                                         int64_t width, ElementType type,
+                                         std::string_view what) override;
+  absl::Status SortChunks(DeviceRef in, DeviceRef out, int64_t groups, int64_t local_experts,
+                          int64_t chunk_rows, int64_t width, ElementType type) override;
+  absl::Status WeightedSwigluForward(DeviceRef gate_up, DeviceRef probabilities, DeviceRef out,
+                                     int64_t rows) override;
+  absl::Status WeightedSwigluBackward(DeviceRef gate_up, DeviceRef probabilities, DeviceRef d_out,
+                                      DeviceRef d_gate_up, DeviceRef d_probabilities,
+                                      int64_t rows) override;
   absl::Status ReduceScatterGradients(int64_t bucket) override;
   absl::Status AllReduceGradients(int64_t bucket) override;
   absl::Status Adam(const AdamUpdate& update) override;
@@ -135,6 +158,8 @@ class RecordingDeviceOps final : public DeviceOps {
   // The optimizer step's exposed reduction of bucket `bucket`'s gradients.
   void ReduceGradients(int64_t bucket, CollectiveKind kind);
   // data_parallel_sync.cc AllGatherParameters's bytes.
+  // The family of a bucket's collectives: its group's.
+  static CollectiveFamily FamilyOf(const ParameterBucket& bucket);
   int64_t GatheredParameterBytes(const ParameterBucket& bucket) const;
 
   const ProbeSpec& spec_;

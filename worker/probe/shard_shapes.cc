@@ -75,6 +75,17 @@ StageLayers StageLayersOf(const ModelSpec& model, const ParallelConfig& config, 
     if (stage_layers.embedding) --stage_layers.chunk_layers.front();
     if (stage_layers.lm_head) --stage_layers.chunk_layers.back();
   }
+  // Chunk j of the stage is the model's chunk q = j p + stage (Megatron-LM's interleaved
+  // schedule). Its first layer: q (L / (p v)) evenly; with the uneven split each chunk has
+  // (L + 2) / (p v) slots, the model's first slot the embedding (estimator/moe_memory.cc,
+  // ChunkLayers, lays them out the same way).
+  for (int64_t j = 0; j < v; ++j) {
+    const int64_t q = j * p + stage;
+    const int64_t first = !uneven ? q * per_chunk : q == 0 ? 0 : q * per_chunk - 1;
+    for (int64_t i = 0; i < stage_layers.chunk_layers[j]; ++i) {
+      stage_layers.moe_layers.push_back(model.IsMoeLayer(first + i));
+    }
+  }
   return stage_layers;
 }
 

@@ -79,6 +79,9 @@ struct StageLayers {
   bool embedding = false;             // stage 0: chunk 0 starts with the embedding
   bool lm_head = false;               // stage p-1: chunk v-1 ends with the final norm,
                                       // the LM head and the cross-entropy loss
+  // Per layer of the stage, chunk after chunk: whether it holds experts
+  // (ModelSpec::IsMoeLayer of its index in the model); all false for a dense model.
+  std::vector<bool> moe_layers;
   int64_t TotalLayers() const;
   int64_t MostLayersPerChunk() const;
 };

@@ -24,9 +24,20 @@ struct StageRunner::LayerActivations {
   DeviceRef swiglu_output;
   DeviceRef attention_output_fp8;
   DeviceRef fp8_scale_inverses;
+  // A mixture-of-experts layer's MoE block (MoeBlockActivationLayout); unset in a dense layer.
+  DeviceRef router_logits;
+  DeviceRef router_probabilities;
+  DeviceRef router_indices;
+  DeviceRef expert_input;
+  DeviceRef expert_probabilities;
+  DeviceRef expert_gate_up;
+  DeviceRef expert_swiglu_output;
 };
 
 namespace {
+
+constexpr int64_t kBf16 = 2;
+constexpr int64_t kFp32 = 4;
 
 LinearProduct ProductOf(LinearWeight weight, GemmRole role, DeviceRef a, DeviceRef b, DeviceRef c,
                         int64_t tokens, int64_t outputs, int64_t inputs, bool float_output) {
@@ -52,6 +63,7 @@ StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& footprint,
       optimizer_(optimizer),
       shapes_(footprint.shapes()),
       ops_(ops),
+      rank_(rank),
       stage_(spec.layout().CoordinatesOf(rank).pp),
       fp8_(footprint.fp8()),
       chunks_(ChunkUnitsOf(footprint.stage_layers())) {
@@ -90,34 +102,54 @@ bool StageRunner::IsLossChunk(int64_t chunk) const {
   return stage.lm_head && chunk == static_cast<int64_t>(stage.chunk_layers.size()) - 1;
 }
 
-DeviceRef StageRunner::LayerInput(int64_t slot, int64_t layer_in_chunk) const {
-  DeviceRef block{ProbeBuffer::kActivationSlots,
-                  slot * footprint_.slot_bytes() + layer_in_chunk * footprint_.slot_layer_bytes()};
+DeviceRef StageRunner::LayerBlock(int64_t slot, int64_t chunk, int64_t layer_in_chunk) const {
+  const int64_t start = slot * footprint_.slot_bytes();
+  // A chunk of no layers receives its input at the slot's start.
+  if (footprint_.stage_layers().chunk_layers[chunk] == 0)
+    return {ProbeBuffer::kActivationSlots, start};
+  return {ProbeBuffer::kActivationSlots,
+          start + footprint_.LayerSlotOffset(StageLayer(chunk, layer_in_chunk))};
+}
+
+DeviceRef StageRunner::LayerInput(int64_t slot, int64_t chunk, int64_t layer_in_chunk) const {
+  const DeviceRef block = LayerBlock(slot, chunk, layer_in_chunk);
   // Under full recomputation a slot keeps layer inputs alone.
   if (footprint_.full_recompute()) return block;
   return block.At(footprint_.layer_activations().input);
 }
 
-StageRunner::LayerActivations StageRunner::Kept(int64_t slot, int64_t layer_in_chunk) const {
+StageRunner::LayerActivations StageRunner::Kept(int64_t slot, int64_t chunk,
+                                                int64_t layer_in_chunk) const {
   const DeviceRef block = footprint_.full_recompute()
                               ? DeviceRef{ProbeBuffer::kRecomputeWorkspace, 0}
-                              : DeviceRef{ProbeBuffer::kActivationSlots,
-                                          slot * footprint_.slot_bytes() +
-                                              layer_in_chunk * footprint_.slot_layer_bytes()};
-  const LayerActivationLayout& at = footprint_.layer_activations();
-  return {block.At(at.attention_norm_output),
-          block.At(at.attention_norm_rstd),
-          block.At(at.query),
-          block.At(at.key_value),
-          block.At(at.attention_output),
-          block.At(at.softmax_lse),
-          block.At(at.mlp_input),
-          block.At(at.mlp_norm_output),
-          block.At(at.mlp_norm_rstd),
-          block.At(at.gate_up),
-          block.At(at.swiglu_output),
-          block.At(at.attention_output_fp8),
-          block.At(at.fp8_scale_inverses)};
+                              : LayerBlock(slot, chunk, layer_in_chunk);
+  const LayerActivationLayout& at =
+      footprint_.LayerActivationsOf(StageLayer(chunk, layer_in_chunk));
+  LayerActivations kept{block.At(at.attention_norm_output),
+                        block.At(at.attention_norm_rstd),
+                        block.At(at.query),
+                        block.At(at.key_value),
+                        block.At(at.attention_output),
+                        block.At(at.softmax_lse),
+                        block.At(at.mlp_input),
+                        block.At(at.mlp_norm_output),
+                        block.At(at.mlp_norm_rstd),
+                        block.At(at.gate_up),
+                        block.At(at.swiglu_output),
+                        block.At(at.attention_output_fp8),
+                        block.At(at.fp8_scale_inverses)};
+  if (at.moe_block >= 0) {
+    const DeviceRef moe = block.At(at.moe_block);
+    const MoeBlockActivationLayout& m = footprint_.moe_block_activations();
+    kept.router_logits = moe.At(m.router_logits);
+    kept.router_probabilities = moe.At(m.router_probabilities);
+    kept.router_indices = moe.At(m.router_indices);
+    kept.expert_input = moe.At(m.expert_input);
+    kept.expert_probabilities = moe.At(m.expert_probabilities);
+    kept.expert_gate_up = moe.At(m.expert_gate_up);
+    kept.expert_swiglu_output = moe.At(m.expert_swiglu_output);
+  }
+  return kept;
 }
 
 std::vector<Fp8Site> StageRunner::Fp8SitesOf(int64_t chunk, int64_t layer_in_chunk,
@@ -196,10 +228,10 @@ void StageRunner::SetMicroBatches(int64_t micro_batches) {
   schedule_ =
       PipelineScheduleOf(layout.pp(), spec_.config().virtual_pipeline(), micro_batches, stage_);
   if (optimizer_.overlapped) {
-    data_parallel_plan_ =
-        DataParallelPlanOf(footprint_.parameters(), footprint_.stage_layers(),
-                           spec_.model().tied_embeddings(), schedule_, stage_, layout.pp(),
-                           layout.GroupSize(RankGroup::kDataContext), optimizer_.overlap);
+    data_parallel_plan_ = DataParallelPlanOf(footprint_.parameters(), footprint_.stage_layers(),
+                                             spec_.model().tied_embeddings(), schedule_, stage_,
+                                             layout.pp(), layout.GroupSize(RankGroup::kDataContext),
+                                             optimizer_.overlap, optimizer_.reduced);
   }
 }
 
@@ -254,7 +286,7 @@ absl::Status StageRunner::RunScheduleStep(const ScheduleStep& step) {
           break;
         case TransferKind::kReceiveActivation: {
           PT_ASSIGN_OR_RETURN(const int64_t slot, SlotOf(t.chunk, t.micro_batch));
-          transfer.buffer = LayerInput(slot, 0);
+          transfer.buffer = LayerInput(slot, t.chunk, 0);
           break;
         }
         case TransferKind::kSendGradient:
@@ -298,17 +330,19 @@ absl::Status StageRunner::Forward(const PipelinePass& pass) {
   const ChunkUnits& units = chunks_[pass.chunk];
   if (embedding) {
     PT_RETURN_IF_ERROR(Reach(PlanPointKind::kBeforeForward, units.Embedding()));
-    PT_RETURN_IF_ERROR(EmbeddingForward(layers > 0 ? LayerInput(slot, 0) : chunk_output));
+    PT_RETURN_IF_ERROR(
+        EmbeddingForward(layers > 0 ? LayerInput(slot, pass.chunk, 0) : chunk_output));
   }
   if (layers == 0 && !embedding) {
     // An uneven split's chunk of no layers (pipeline_layout.h) passes its input on.
     PT_RETURN_IF_ERROR(
-        ops_->CopyRows(LayerInput(slot, 0), chunk_output, "copy chunk of no layers"));
+        ops_->CopyRows(LayerInput(slot, pass.chunk, 0), chunk_output, "copy chunk of no layers"));
   }
   for (int64_t l = 0; l < layers; ++l) {
-    const DeviceRef output = l + 1 < layers ? LayerInput(slot, l + 1) : chunk_output;
+    const DeviceRef output = l + 1 < layers ? LayerInput(slot, pass.chunk, l + 1) : chunk_output;
     PT_RETURN_IF_ERROR(Reach(PlanPointKind::kBeforeForward, units.Layer(l)));
-    PT_RETURN_IF_ERROR(LayerForward(pass.chunk, l, LayerInput(slot, l), Kept(slot, l), output,
+    PT_RETURN_IF_ERROR(LayerForward(pass.chunk, l, LayerInput(slot, pass.chunk, l),
+                                    Kept(slot, pass.chunk, l), output,
                                     /*recompute=*/false));
   }
   context_.layer = -1;
@@ -342,10 +376,12 @@ absl::Status StageRunner::Backward(const PipelinePass& pass) {
   for (int64_t l = layers - 1; l >= 0; --l) {
     if (footprint_.full_recompute()) {
       // Rebuild the layer's activations from its kept input; its output is not needed.
-      PT_RETURN_IF_ERROR(LayerForward(pass.chunk, l, LayerInput(slot, l), Kept(slot, l),
-                                      Buffer(ProbeBuffer::kGathered), /*recompute=*/true));
+      PT_RETURN_IF_ERROR(LayerForward(pass.chunk, l, LayerInput(slot, pass.chunk, l),
+                                      Kept(slot, pass.chunk, l), Buffer(ProbeBuffer::kGathered),
+                                      /*recompute=*/true));
     }
-    PT_RETURN_IF_ERROR(LayerBackward(pass.chunk, l, LayerInput(slot, l), Kept(slot, l), gradient));
+    PT_RETURN_IF_ERROR(LayerBackward(pass.chunk, l, LayerInput(slot, pass.chunk, l),
+                                     Kept(slot, pass.chunk, l), gradient));
     PT_RETURN_IF_ERROR(Reach(PlanPointKind::kAfterBackward, units.Layer(l)));
     gradient = residual_gradient;
     received_gradient_pending = false;
@@ -543,6 +579,7 @@ absl::Status StageRunner::LayerForward(int64_t chunk, int64_t layer_in_chunk, De
   const LayerParameterOffsets& w = footprint_.parameters().layers[context_.layer];
   const ShardShapes& x = shapes_;
   const DeviceRef qkv = Buffer(ProbeBuffer::kQkvProjection);
+  if (w.moe()) PT_RETURN_IF_ERROR(CheckMoeLayerRuns());
   const std::vector<Fp8Site> sites = Fp8SitesOf(chunk, layer_in_chunk, kept);
   auto site = [&](Fp8Linear linear) { return SiteIn(sites, linear); };
   // Attention block: mlp_input = input + out_proj(attention(qkv(norm(input)))).
@@ -555,6 +592,7 @@ absl::Status StageRunner::LayerForward(int64_t chunk, int64_t layer_in_chunk, De
   PT_RETURN_IF_ERROR(RowLinearForward(LinearWeight::kAttentionOutput, kept.attention_output,
                                       w.attention_output, x.attention_output.inputs, input,
                                       kept.mlp_input, site(Fp8Linear::kAttentionOutput)));
+  if (w.moe()) return MoeForward(w, kept, output);
   // MLP block: output = mlp_input + down(swiglu(gate_up(norm(mlp_input)))).
   PT_RETURN_IF_ERROR(NormLinearForward(
       {LinearWeight::kGateUp, w.mlp_norm, w.gate_up, x.gate_up.outputs, /*layer=*/true},
@@ -581,15 +619,19 @@ absl::Status StageRunner::LayerBackward(int64_t chunk, int64_t layer_in_chunk, D
   const DeviceRef qkv_gradient = Buffer(ProbeBuffer::kQkvGradient);
   const std::vector<Fp8Site> sites = Fp8SitesOf(chunk, layer_in_chunk, kept);
   auto site = [&](Fp8Linear linear) { return SiteIn(sites, linear); };
-  // MLP block, then attention block, each ending in its norm's input gradient plus the
-  // residual path's.
-  PT_RETURN_IF_ERROR(RowLinearBackward(LinearWeight::kDown, output_gradient, kept.swiglu_output,
-                                       w.down, x.ffn, swiglu_gradient, site(Fp8Linear::kDown)));
-  PT_RETURN_IF_ERROR(ops_->SwigluBackward(kept.gate_up, swiglu_gradient, mlp_gradient));
-  PT_RETURN_IF_ERROR(NormLinearBackward(
-      {LinearWeight::kGateUp, w.mlp_norm, w.gate_up, x.gate_up.outputs, /*layer=*/true},
-      mlp_gradient, kept.mlp_input, kept.mlp_norm_output, kept.mlp_norm_rstd, &output_gradient,
-      site(Fp8Linear::kGateUp)));
+  // MLP (or MoE) block, then attention block, each ending in its norm's input gradient plus
+  // the residual path's.
+  if (w.moe()) {
+    PT_RETURN_IF_ERROR(MoeBackward(w, kept, output_gradient));
+  } else {
+    PT_RETURN_IF_ERROR(RowLinearBackward(LinearWeight::kDown, output_gradient, kept.swiglu_output,
+                                         w.down, x.ffn, swiglu_gradient, site(Fp8Linear::kDown)));
+    PT_RETURN_IF_ERROR(ops_->SwigluBackward(kept.gate_up, swiglu_gradient, mlp_gradient));
+    PT_RETURN_IF_ERROR(NormLinearBackward(
+        {LinearWeight::kGateUp, w.mlp_norm, w.gate_up, x.gate_up.outputs, /*layer=*/true},
+        mlp_gradient, kept.mlp_input, kept.mlp_norm_output, kept.mlp_norm_rstd, &output_gradient,
+        site(Fp8Linear::kGateUp)));
+  }
   PT_RETURN_IF_ERROR(RowLinearBackward(
       LinearWeight::kAttentionOutput, residual_gradient, kept.attention_output, w.attention_output,
       x.attention_output.inputs, attention_gradient, site(Fp8Linear::kAttentionOutput)));
@@ -600,6 +642,232 @@ absl::Status StageRunner::LayerBackward(int64_t chunk, int64_t layer_in_chunk, D
       {LinearWeight::kQkv, w.attention_norm, w.qkv, x.qkv.outputs, /*layer=*/true}, qkv_gradient,
       input, kept.attention_norm_output, kept.attention_norm_rstd, &residual_gradient,
       site(Fp8Linear::kQkv));
+}
+
+absl::Status StageRunner::CheckMoeLayerRuns() const {
+  // The MoE block is built for the path the estimator models: bf16, the all-to-all dispatcher,
+  // no shared experts, no --tp-comm-overlap (CheckCudaProbeRuns refuses the others first).
+  if (fp8_ || spec_.tp_comm_overlap() || footprint_.moe().shared_ffn > 0) {
+    return absl::UnimplementedError(
+        "the probe's MoE block runs bf16 without tp_comm_overlap or shared experts");
+  }
+  return absl::OkStatus();
+}
+
+StageRunner::MoeSizes StageRunner::MoeSizesOf() const {
+  const MoeShardShapes& moe = footprint_.moe();
+  MoeSizes z;
+  z.etp = moe.expert_tensor_parallel;
+  z.etp_rank = spec_.layout().GroupRank(RankGroup::kExpertTensor, rank_);
+  z.sorted = moe.local_experts > 1;
+  z.sources = z.etp * moe.expert_parallel;
+  // Every source rank sends each local expert S / E copies.
+  z.chunk_rows = moe.routed_copies / moe.experts;
+  return z;
+}
+
+// Megatron-Core's MoELayer with the all-to-all dispatcher (token_dispatcher.py
+// MoEAlltoAllTokenDispatcher, experts.py TEGroupedMLP), on the rank's R rows: the router and
+// its top-k, the permutation, the dispatch all-to-all over the expert group (and with etp > 1
+// the all-gather over the expert tensor group), the sort by local expert, each local expert's
+// fc1, weighted SwiGLU and fc2, the sort back, the reduce-scatter over the expert tensor
+// group, the combine all-to-all, the sum of each row's copies, the residual add.
+absl::Status StageRunner::MoeForward(const LayerParameterOffsets& w, const LayerActivations& kept,
+                                     DeviceRef output) {
+  const MoeShardShapes& moe = footprint_.moe();
+  const MoeSizes z = MoeSizesOf();
+  const int64_t h = shapes_.hidden;
+  const int64_t S = moe.routed_copies;
+  const int64_t N = moe.received_copies;
+  const int64_t n = moe.copies_per_local_expert;
+  PT_RETURN_IF_ERROR(ops_->RmsNormForward(kept.mlp_input, Weight(w.mlp_norm), kept.mlp_norm_output,
+                                          kept.mlp_norm_rstd));
+  PT_RETURN_IF_ERROR(
+      ops_->Gemm(ProductOf(LinearWeight::kRouter, GemmRole::kForward, kept.mlp_norm_output,
+                           Weight(w.router), kept.router_logits, moe.routed_tokens, moe.experts, h,
+                           /*float_output=*/false)));
+  PT_RETURN_IF_ERROR(
+      ops_->RouterTopK(kept.router_logits, kept.router_probabilities, kept.router_indices));
+  const DeviceRef permuted = Buffer(ProbeBuffer::kMoePermutedTokens);
+  const DeviceRef permuted_probabilities = Buffer(ProbeBuffer::kMoePermutedProbabilities);
+  PT_RETURN_IF_ERROR(ops_->PermuteTokens(kept.mlp_norm_output, kept.router_probabilities, permuted,
+                                         permuted_probabilities));
+  // The copies received in source order: straight into the kept expert input with one local
+  // expert, else into the received buffer for the sort; with etp > 1 at this rank's place of
+  // the gathered rows, gathered in place.
+  const DeviceRef received_tokens =
+      z.sorted ? Buffer(ProbeBuffer::kMoeReceivedTokens) : kept.expert_input;
+  const DeviceRef received_probabilities =
+      z.sorted ? Buffer(ProbeBuffer::kMoeReceivedProbabilities) : kept.expert_probabilities;
+  PT_RETURN_IF_ERROR(ops_->ExpertAllToAll(permuted, received_tokens.At(z.etp_rank * S * h * kBf16),
+                                          S, h, ElementType::kBf16, "dispatch tokens"));
+  PT_RETURN_IF_ERROR(ops_->ExpertAllToAll(permuted_probabilities,
+                                          received_probabilities.At(z.etp_rank * S * kFp32), S, 1,
+                                          ElementType::kFloat32, "dispatch probabilities"));
+  if (z.etp > 1) {
+    PT_RETURN_IF_ERROR(ops_->ExpertTensorAllGather(received_tokens.At(z.etp_rank * S * h * kBf16),
+                                                   received_tokens, S, h, ElementType::kBf16,
+                                                   "dispatched tokens"));
+    PT_RETURN_IF_ERROR(ops_->ExpertTensorAllGather(
+        received_probabilities.At(z.etp_rank * S * kFp32), received_probabilities, S, 1,
+        ElementType::kFloat32, "dispatched probabilities"));
+  }
+  if (z.sorted) {
+    PT_RETURN_IF_ERROR(ops_->SortChunks(received_tokens, kept.expert_input, z.sources,
+                                        moe.local_experts, z.chunk_rows, h, ElementType::kBf16));
+    PT_RETURN_IF_ERROR(ops_->SortChunks(received_probabilities, kept.expert_probabilities,
+                                        z.sources, moe.local_experts, z.chunk_rows, 1,
+                                        ElementType::kFloat32));
+  }
+  const int64_t fc1_outputs = moe.expert_fc1.outputs;
+  const int64_t f = moe.expert_ffn;
+  for (int64_t e = 0; e < moe.local_experts; ++e) {
+    PT_RETURN_IF_ERROR(ops_->Gemm(ProductOf(
+        LinearWeight::kExpertFc1, GemmRole::kForward, kept.expert_input.At(e * n * h * kBf16),
+        Weight(w.expert_fc1[e]), kept.expert_gate_up.At(e * n * fc1_outputs * kBf16), n,
+        fc1_outputs, h, /*float_output=*/false)));
+  }
+  PT_RETURN_IF_ERROR(ops_->WeightedSwigluForward(kept.expert_gate_up, kept.expert_probabilities,
+                                                 kept.expert_swiglu_output, N));
+  const DeviceRef expert_output = Buffer(ProbeBuffer::kMoeExpertOutput);
+  for (int64_t e = 0; e < moe.local_experts; ++e) {
+    PT_RETURN_IF_ERROR(ops_->Gemm(
+        ProductOf(LinearWeight::kExpertFc2, GemmRole::kForward,
+                  kept.expert_swiglu_output.At(e * n * f * kBf16), Weight(w.expert_fc2[e]),
+                  expert_output.At(e * n * h * kBf16), n, h, f, /*float_output=*/false)));
+  }
+  DeviceRef combine = expert_output;
+  if (z.sorted) {
+    combine = Buffer(ProbeBuffer::kMoeReceivedTokens);
+    PT_RETURN_IF_ERROR(ops_->SortChunks(expert_output, combine, moe.local_experts, z.sources,
+                                        z.chunk_rows, h, ElementType::kBf16));
+  }
+  if (z.etp > 1) {
+    PT_RETURN_IF_ERROR(ops_->ExpertTensorReduceScatter(combine, permuted, S, h, ElementType::kBf16,
+                                                       "experts' output"));
+    combine = permuted;
+  }
+  const DeviceRef combined = Buffer(ProbeBuffer::kMoeCombinedTokens);
+  PT_RETURN_IF_ERROR(
+      ops_->ExpertAllToAll(combine, combined, S, h, ElementType::kBf16, "combine tokens"));
+  const DeviceRef routed = Buffer(ProbeBuffer::kReduced);
+  PT_RETURN_IF_ERROR(ops_->UnpermuteTokens(combined, routed));
+  return ops_->AddRows(kept.mlp_input, routed, output);
+}
+
+// MoeForward's backward, each step's in reverse; leaves the MoE block's input gradient plus
+// `output_gradient` (the residual path's) in kResidualGradient.
+absl::Status StageRunner::MoeBackward(const LayerParameterOffsets& w, const LayerActivations& kept,
+                                      DeviceRef output_gradient) {
+  const MoeShardShapes& moe = footprint_.moe();
+  const MoeSizes z = MoeSizesOf();
+  const int64_t h = shapes_.hidden;
+  const int64_t S = moe.routed_copies;
+  const int64_t N = moe.received_copies;
+  const int64_t n = moe.copies_per_local_expert;
+  const bool fp32_gradients = spec_.training().fp32_gradients();
+  const DeviceRef permuted = Buffer(ProbeBuffer::kMoePermutedTokens);
+  const DeviceRef permuted_probabilities = Buffer(ProbeBuffer::kMoePermutedProbabilities);
+  const DeviceRef received = Buffer(ProbeBuffer::kMoeReceivedTokens);
+  const DeviceRef received_probabilities = Buffer(ProbeBuffer::kMoeReceivedProbabilities);
+  const DeviceRef expert_gradient = Buffer(ProbeBuffer::kMoeExpertOutput);
+  const DeviceRef combined = Buffer(ProbeBuffer::kMoeCombinedTokens);
+  const DeviceRef probability_gradient = Buffer(ProbeBuffer::kMoeProbabilityGradient);
+
+  // The sum of copies' and the combine's backward: each row's gradient to its copies, sent
+  // back to the experts (gathered over etp), z.sorted by local expert.
+  PT_RETURN_IF_ERROR(ops_->ScatterRowGradients(output_gradient, combined));
+  const DeviceRef arrived = z.sorted ? received : expert_gradient;
+  PT_RETURN_IF_ERROR(ops_->ExpertAllToAll(combined, arrived.At(z.etp_rank * S * h * kBf16), S, h,
+                                          ElementType::kBf16, "combine gradients"));
+  if (z.etp > 1) {
+    PT_RETURN_IF_ERROR(ops_->ExpertTensorAllGather(arrived.At(z.etp_rank * S * h * kBf16), arrived,
+                                                   S, h, ElementType::kBf16, "combine gradients"));
+  }
+  if (z.sorted) {
+    PT_RETURN_IF_ERROR(ops_->SortChunks(received, expert_gradient, z.sources, moe.local_experts,
+                                        z.chunk_rows, h, ElementType::kBf16));
+  }
+  // The experts: every fc2's products, the weighted SwiGLU's backward, every fc1's products
+  // (fc1's input gradients overwrite fc2's output gradients, all read by then).
+  const int64_t fc1_outputs = moe.expert_fc1.outputs;
+  const int64_t f = moe.expert_ffn;
+  const DeviceRef swiglu_gradient = Buffer(ProbeBuffer::kMoeExpertSwigluGradient);
+  const DeviceRef gate_up_gradient = Buffer(ProbeBuffer::kMoeExpertGateUpGradient);
+  for (int64_t e = 0; e < moe.local_experts; ++e) {
+    const DeviceRef d_out = expert_gradient.At(e * n * h * kBf16);
+    PT_RETURN_IF_ERROR(ops_->Gemm(ProductOf(LinearWeight::kExpertFc2, GemmRole::kInputGradient,
+                                            d_out, Weight(w.expert_fc2[e]),
+                                            swiglu_gradient.At(e * n * f * kBf16), n, h, f,
+                                            /*float_output=*/false)));
+    PT_RETURN_IF_ERROR(ops_->Gemm(ProductOf(LinearWeight::kExpertFc2, GemmRole::kWeightGradient,
+                                            d_out, kept.expert_swiglu_output.At(e * n * f * kBf16),
+                                            Gradient(w.expert_fc2[e]), n, h, f, fp32_gradients)));
+  }
+  PT_RETURN_IF_ERROR(ops_->WeightedSwigluBackward(kept.expert_gate_up, kept.expert_probabilities,
+                                                  swiglu_gradient, gate_up_gradient,
+                                                  probability_gradient, N));
+  for (int64_t e = 0; e < moe.local_experts; ++e) {
+    const DeviceRef d_out = gate_up_gradient.At(e * n * fc1_outputs * kBf16);
+    PT_RETURN_IF_ERROR(ops_->Gemm(ProductOf(
+        LinearWeight::kExpertFc1, GemmRole::kInputGradient, d_out, Weight(w.expert_fc1[e]),
+        expert_gradient.At(e * n * h * kBf16), n, fc1_outputs, h, /*float_output=*/false)));
+    PT_RETURN_IF_ERROR(
+        ops_->Gemm(ProductOf(LinearWeight::kExpertFc1, GemmRole::kWeightGradient, d_out,
+                             kept.expert_input.At(e * n * h * kBf16), Gradient(w.expert_fc1[e]), n,
+                             fc1_outputs, h, fp32_gradients)));
+  }
+  // The dispatch's backward: z.sorted back, reduce-scattered over etp, sent back to the copies'
+  // ranks, tokens and probabilities alike.
+  DeviceRef tokens = expert_gradient;
+  DeviceRef probabilities = probability_gradient;
+  if (z.sorted) {
+    PT_RETURN_IF_ERROR(ops_->SortChunks(expert_gradient, received, moe.local_experts, z.sources,
+                                        z.chunk_rows, h, ElementType::kBf16));
+    PT_RETURN_IF_ERROR(ops_->SortChunks(probability_gradient, received_probabilities,
+                                        moe.local_experts, z.sources, z.chunk_rows, 1,
+                                        ElementType::kFloat32));
+    tokens = received;
+    probabilities = received_probabilities;
+  }
+  DeviceRef d_permuted = permuted;
+  DeviceRef d_permuted_probabilities = permuted_probabilities;
+  if (z.etp > 1) {
+    PT_RETURN_IF_ERROR(ops_->ExpertTensorReduceScatter(tokens, permuted, S, h, ElementType::kBf16,
+                                                       "dispatch gradients"));
+    PT_RETURN_IF_ERROR(ops_->ExpertTensorReduceScatter(probabilities, permuted_probabilities, S, 1,
+                                                       ElementType::kFloat32,
+                                                       "dispatch probability gradients"));
+    tokens = permuted;
+    probabilities = permuted_probabilities;
+    d_permuted = combined;
+    d_permuted_probabilities = received_probabilities;
+  }
+  PT_RETURN_IF_ERROR(
+      ops_->ExpertAllToAll(tokens, d_permuted, S, h, ElementType::kBf16, "dispatch gradients"));
+  PT_RETURN_IF_ERROR(ops_->ExpertAllToAll(probabilities, d_permuted_probabilities, S, 1,
+                                          ElementType::kFloat32, "dispatch probability gradients"));
+  // The permutation's backward: each row's copies summed, the probabilities' gradients to the
+  // router, whose products add the router path's share of the norm output's gradient.
+  const DeviceRef d_normed = Buffer(ProbeBuffer::kReduced);
+  PT_RETURN_IF_ERROR(ops_->UnpermuteTokens(d_permuted, d_normed));
+  PT_RETURN_IF_ERROR(ops_->UnpermuteProbabilities(d_permuted_probabilities, probability_gradient));
+  const DeviceRef d_logits = Buffer(ProbeBuffer::kMoeRouterLogitsGradient);
+  PT_RETURN_IF_ERROR(ops_->RouterTopKBackward(kept.router_logits, kept.router_probabilities,
+                                              kept.router_indices, probability_gradient, d_logits));
+  const DeviceRef router_input_gradient = Buffer(ProbeBuffer::kProjectionOutput);
+  PT_RETURN_IF_ERROR(ops_->Gemm(ProductOf(LinearWeight::kRouter, GemmRole::kWeightGradient,
+                                          d_logits, kept.mlp_norm_output, Gradient(w.router),
+                                          moe.routed_tokens, moe.experts, h, fp32_gradients)));
+  PT_RETURN_IF_ERROR(ops_->Gemm(ProductOf(LinearWeight::kRouter, GemmRole::kInputGradient, d_logits,
+                                          Weight(w.router), router_input_gradient,
+                                          moe.routed_tokens, moe.experts, h,
+                                          /*float_output=*/false)));
+  PT_RETURN_IF_ERROR(ops_->AddRows(d_normed, router_input_gradient, d_normed));
+  PT_RETURN_IF_ERROR(ops_->RmsNormWeightGradient(kept.mlp_input, kept.mlp_norm_rstd, d_normed,
+                                                 Gradient(w.mlp_norm)));
+  return ops_->RmsNormBackward(kept.mlp_input, Weight(w.mlp_norm), kept.mlp_norm_rstd, d_normed,
+                               &output_gradient, Buffer(ProbeBuffer::kResidualGradient));
 }
 
 absl::Status StageRunner::EmbeddingForward(DeviceRef output) {
@@ -658,10 +926,11 @@ absl::Status StageRunner::LossBackward(DeviceRef loss_slot) {
 }
 
 absl::Status StageRunner::OptimizerStep() {
-  const bool distributed = spec_.training().distributed_optimizer();
+  const bool distributed = ShardsOptimizerStates(spec_.config().dp_sharding());
   const int64_t buckets = static_cast<int64_t>(optimizer_.buckets.size());
-  if (optimizer_.reduce_gradients && !optimizer_.overlapped) {
+  if (!optimizer_.overlapped) {
     for (int64_t i = 0; i < buckets; ++i) {
+      if (!optimizer_.Reduces(i)) continue;
       // With the distributed optimizer each rank's shard of the summed gradients lands in
       // place, where its own shard is.
       PT_RETURN_IF_ERROR(distributed ? ops_->ReduceScatterGradients(i)
@@ -687,9 +956,10 @@ absl::Status StageRunner::OptimizerStep() {
   }
   if (footprint_.fp8_state().fp8_parameters) PT_RETURN_IF_ERROR(ops_->CastMasterWeights());
   // Overlapped, the next step's forward passes gather the parameters.
-  if (optimizer_.reduce_gradients && distributed &&
-      !(optimizer_.overlapped && optimizer_.overlap.overlap_param_gather)) {
-    for (int64_t i = 0; i < buckets; ++i) PT_RETURN_IF_ERROR(ops_->GatherParameters(i));
+  if (distributed && !(optimizer_.overlapped && optimizer_.overlap.overlap_param_gather)) {
+    for (int64_t i = 0; i < buckets; ++i) {
+      if (optimizer_.Reduces(i)) PT_RETURN_IF_ERROR(ops_->GatherParameters(i));
+    }
   }
   return absl::OkStatus();
 }

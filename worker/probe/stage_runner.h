@@ -131,6 +131,26 @@ class StageRunner {
   // kResidualGradient itself.
   absl::Status LayerBackward(int64_t chunk, int64_t layer_in_chunk, DeviceRef input,
                              const LayerActivations& kept, DeviceRef output_gradient);
+  // A mixture-of-experts layer's MoE block in place of the MLP block: output = mlp_input +
+  // routed experts (norm(mlp_input)); its backward, leaving the block's input gradient plus
+  // `output_gradient` in kResidualGradient. UNIMPLEMENTED where the block is not built
+  // (CheckMoeLayerRuns).
+  absl::Status CheckMoeLayerRuns() const;
+  // The MoE block's layout of copies on this rank: etp and this rank's place in the expert
+  // tensor group, whether received copies are sorted by local expert (E / ep > 1), the source
+  // ranks (etp ep) and the rows each sends each local expert (S / E).
+  struct MoeSizes {
+    int64_t etp = 1;
+    int64_t etp_rank = 0;
+    bool sorted = false;
+    int64_t sources = 1;
+    int64_t chunk_rows = 0;
+  };
+  MoeSizes MoeSizesOf() const;
+  absl::Status MoeForward(const LayerParameterOffsets& w, const LayerActivations& kept,
+                          DeviceRef output);
+  absl::Status MoeBackward(const LayerParameterOffsets& w, const LayerActivations& kept,
+                           DeviceRef output_gradient);
   // The fp8 sites of a layer's four linears in Fp8Linear order; none in bf16 training.
   std::vector<Fp8Site> Fp8SitesOf(int64_t chunk, int64_t layer_in_chunk,
                                   const LayerActivations& kept) const;
@@ -163,8 +183,10 @@ class StageRunner {
 
   // Layer `layer_in_chunk`'s input and kept activations in `slot` (the recompute workspace
   // holds the latter under full recomputation).
-  DeviceRef LayerInput(int64_t slot, int64_t layer_in_chunk) const;
-  LayerActivations Kept(int64_t slot, int64_t layer_in_chunk) const;
+  DeviceRef LayerInput(int64_t slot, int64_t chunk, int64_t layer_in_chunk) const;
+  LayerActivations Kept(int64_t slot, int64_t chunk, int64_t layer_in_chunk) const;
+  // The start of the layer's block (or, under full recomputation, its input) in `slot`.
+  DeviceRef LayerBlock(int64_t slot, int64_t chunk, int64_t layer_in_chunk) const;
   // The stage-wide index (ParameterLayout::layers) of a chunk's layer.
   int64_t StageLayer(int64_t chunk, int64_t layer_in_chunk) const;
   bool IsLossChunk(int64_t chunk) const;
@@ -179,6 +201,7 @@ class StageRunner {
   const OptimizerLayout& optimizer_;
   const ShardShapes& shapes_;
   DeviceOps* const ops_;
+  const int64_t rank_;
   const int64_t stage_;
   const bool fp8_;
   const std::vector<ChunkUnits> chunks_;

@@ -47,6 +47,12 @@ const char* CollectiveFamilyName(CollectiveFamily family) {
       return "pp";
     case CollectiveFamily::kFp8Amax:
       return "amax";
+    case CollectiveFamily::kExpertData:
+      return "edp";
+    case CollectiveFamily::kExpert:
+      return "ep";
+    case CollectiveFamily::kExpertTensor:
+      return "etp";
   }
   return "?";
 }
@@ -90,6 +96,16 @@ const char* LinearWeightName(LinearWeight weight) {
       return "fc2";
     case LinearWeight::kLmHead:
       return "lm_head";
+    case LinearWeight::kRouter:
+      return "router";
+    case LinearWeight::kExpertFc1:
+      return "expert_fc1";
+    case LinearWeight::kExpertFc2:
+      return "expert_fc2";
+    case LinearWeight::kSharedFc1:
+      return "shared_fc1";
+    case LinearWeight::kSharedFc2:
+      return "shared_fc2";
   }
   return "?";
 }
@@ -122,6 +138,8 @@ const char* CollectiveKindName(CollectiveKind kind) {
       return "recv";
     case CollectiveKind::kExchange:
       return "exchange";
+    case CollectiveKind::kAllToAll:
+      return "all_to_all";
   }
   return "?";
 }

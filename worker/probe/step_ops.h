@@ -25,8 +25,21 @@ const char* ElementTypeName(ElementType type);
 // the overlapped tensor-parallel collectives', and attention's ring exchanges'.
 enum class StepStream { kCompute, kDataParallel, kTensorParallel, kContextRing };
 
-// The weights a GEMM multiplies by: a layer's four linears, or the LM head.
-enum class LinearWeight { kQkv, kAttentionOutput, kGateUp, kDown, kLmHead };
+// The weights a GEMM multiplies by: a layer's four linears, or the LM head; in a
+// mixture-of-experts layer (moe_shard_shapes.h) the router, a local expert's fc1 and fc2 and
+// the shared experts' fc1 and fc2 in place of the MLP's.
+enum class LinearWeight {
+  kQkv,
+  kAttentionOutput,
+  kGateUp,
+  kDown,
+  kLmHead,
+  kRouter,
+  kExpertFc1,
+  kExpertFc2,
+  kSharedFc1,
+  kSharedFc2,
+};
 
 // Which product of a linear: out = in W^T, d_in = d_out W, d_W += d_out^T in.
 enum class GemmRole { kForward, kInputGradient, kWeightGradient };
@@ -75,12 +88,34 @@ struct AttentionOp {
 };
 
 // Which traffic a collective is, for per-family totals.
-enum class CollectiveFamily { kTensor, kContext, kData, kPipeline, kFp8Amax };
+// kExpertData: a mixture-of-experts model's expert gradients and parameters, over the expert
+// data-parallel group (RankGroup::kExpertData); kData: every other parameter's, over data x
+// context. kExpert and kExpertTensor: the MoE block's token dispatch and combine over the
+// expert group and the expert tensor group.
+enum class CollectiveFamily {
+  kTensor,
+  kContext,
+  kData,
+  kPipeline,
+  kFp8Amax,
+  kExpertData,
+  kExpert,
+  kExpertTensor,
+};
 const char* CollectiveFamilyName(CollectiveFamily family);
 
 // kExchange: a ring step's send to the next rank and receive from the previous one, posted
 // together (TensorParallelTransport::Exchange, RingTransport::Exchange).
-enum class CollectiveKind { kAllGather, kReduceScatter, kAllReduce, kSend, kReceive, kExchange };
+// kAllToAll: every rank's block for every other (communicators.h AllToAll).
+enum class CollectiveKind {
+  kAllGather,
+  kReduceScatter,
+  kAllReduce,
+  kSend,
+  kReceive,
+  kExchange,
+  kAllToAll,
+};
 
 // One collective or one side of a point-to-point transfer, `bytes` in nccl-tests' terms (the
 // whole gathered buffer of an all-gather, the whole input of a reduce-scatter or all-reduce, a

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "estimator/moe_memory.h"
+#include "estimator/moe_performance.h"
 #include "gtest/gtest.h"
 #include "worker/probe/step_plan.h"
 #include "worker/probe/step_plan_specs.h"
@@ -28,6 +30,17 @@ struct Dimensions {
   double kv;                      // kv heads per tensor rank: k / t, at least 1
   double Vt;                      // vocabulary rows per tensor rank, ceil(V / t)
   bool sp, fp8, overlap, full_recompute, first_stage, last_stage;
+  // A mixture-of-experts model's (0 for a dense one), from the estimator's closed forms
+  // (estimator/moe_memory.h, moe_performance.h) with its dropless, balanced routing: the
+  // stage's MoE layers, the rank's forward FLOPs of one MoE block (router, routed experts with
+  // top-k, shared experts), the copies S it sends, etp, and the expert parameters on the rank.
+  double moe_layers = 0;
+  double moe_block_flops = 0;
+  double S = 0;
+  double etp = 1;
+  double expert_parameters = 0;
+  double edp = 1;
+  double E = 0;
 };
 
 Dimensions DimensionsOf(const ProbeSpec& spec, int64_t rank) {
@@ -57,6 +70,20 @@ Dimensions DimensionsOf(const ProbeSpec& spec, int64_t rank) {
   const int64_t stage = spec.layout().CoordinatesOf(rank).pp;
   x.first_stage = stage == 0;
   x.last_stage = stage == config.pp() - 1;
+  if (model.is_moe()) {
+    const ParallelDims dims = config.dims();
+    const ExpertParallelism expert = ExpertParallelismOf(config);
+    const double R = MoeTokensPerRank(spec.training(), dims);
+    x.moe_layers =
+        static_cast<double>(MoeLayersOnStage(model, stage, config.pp(), config.virtual_pipeline()));
+    x.moe_block_flops = RouterForwardFlops(model, R) + RoutedExpertForwardFlops(model, R) +
+                        SharedExpertForwardFlops(model, x.T) / x.t;
+    x.S = SentTokensPerRank(model, spec.training(), dims, MoeRouting());
+    x.etp = static_cast<double>(expert.etp);
+    x.expert_parameters = ExpertParameters(model, expert, static_cast<int64_t>(x.moe_layers));
+    x.edp = ExpertDataParallelSize(dims, expert);
+    x.E = static_cast<double>(model.moe().num_experts);
+  }
   return x;
 }
 
@@ -71,8 +98,14 @@ const std::map<std::string, double>& StageLayers() {
       {"llama70b_tp4_pp8_vp5_fp8_paramgather", 10},
       {"llama405b_tp8_pp8_cp2_vp8_fp8_uneven_full", 15},
       {"llama8b_tp2_dp4_replica", 32},
+      {"mixtral_shrunk_tp2_dp2_pp2_ep2", 2},
   };
   return *layers;
+}
+
+// The dense layer's MLP FLOPs, which an MoE layer replaces by its MoE block's.
+double MlpForwardFlops(const Dimensions& x) {
+  return 2 * x.T * x.h * (2 * x.f / x.t) + 2 * x.T * (x.f / x.t) * x.h;
 }
 
 // Model FLOPs of one layer's forward pass on one rank for one micro-batch: the four linears
@@ -82,7 +115,7 @@ const std::map<std::string, double>& StageLayers() {
 double LayerForwardFlops(const Dimensions& x) {
   const double qkv = 2 * x.T * x.h * (x.a / x.t + 2 * x.kv) * x.d;
   const double projection = 2 * x.T * (x.a / x.t) * x.d * x.h;
-  const double mlp = 2 * x.T * x.h * (2 * x.f / x.t) + 2 * x.T * (x.f / x.t) * x.h;
+  const double mlp = MlpForwardFlops(x);
   const double attention = 4 * x.T * x.s * (x.a / x.t) * x.d;
   return qkv + projection + mlp + attention;
 }
@@ -90,8 +123,9 @@ double LayerForwardFlops(const Dimensions& x) {
 // Forward, backward (twice the forward) and, under full recomputation, the forward again.
 double StepFlops(const Dimensions& x, double layers) {
   const double lm_head = x.last_stage ? 2 * x.T * x.h * x.Vt : 0;
-  return x.m * (3 * (layers * LayerForwardFlops(x) + lm_head) +
-                (x.full_recompute ? layers * LayerForwardFlops(x) : 0));
+  const double forward =
+      layers * LayerForwardFlops(x) + x.moe_layers * (x.moe_block_flops - MlpForwardFlops(x));
+  return x.m * (3 * (forward + lm_head) + (x.full_recompute ? forward : 0));
 }
 
 // Tensor-parallel bytes of one micro-batch. A = 2 T h, one bf16 [T, h] activation (Megatron-LM
@@ -125,6 +159,10 @@ double TensorBytesPerMicroBatch(const Dimensions& x, double layers) {
     recomputed = 4 * A;
   }
   double total = layers * (layer + (x.full_recompute ? recomputed : 0));
+  // An MoE layer (bf16, no overlap: CheckCudaProbeRuns) routes the rank's own rows: its MoE
+  // block has no tensor-parallel collective (moe_layer.py, MoELayer.forward on the
+  // sequence-parallel shard), half of the layer's: 5 A, 2 A recomputed.
+  total -= x.moe_layers * (5 * A + (x.full_recompute ? 2 * A : 0));
   // VocabParallelEmbedding: reduce-scatter forward, all-gather backward.
   if (x.first_stage) total += 2 * A;
   // The LM head's ColumnParallelLinear: gather forward, gather again and reduce-scatter
@@ -166,6 +204,22 @@ double AmaxBytesPerMicroBatch(const Dimensions& x, double layers) {
   return x.fp8 ? layers * 4 * (3 + 2) * 4 : 0;
 }
 
+// Expert-parallel bytes of one micro-batch: per MoE layer the dispatch's and the combine's S
+// tokens (2 h bytes each) and the dispatch's S fp32 probabilities, forward and backward, in
+// nccl-tests' alltoall size, the whole send buffer (token_dispatcher.py,
+// MoEAlltoAllTokenDispatcher.token_dispatch and token_combine, two all_to_all each way).
+double ExpertBytesPerMicroBatch(const Dimensions& x) {
+  return x.moe_layers * 2 * (2 * x.S * 2 * x.h + x.S * 4);
+}
+
+// Expert-tensor-parallel bytes of one micro-batch (etp > 1): per MoE layer the all-gather of
+// the etp S received tokens and probabilities and the reduce-scatter of the experts' output,
+// forward, and their backward (dispatch_postprocess, combine_preprocess).
+double ExpertTensorBytesPerMicroBatch(const Dimensions& x) {
+  if (x.etp == 1) return 0;
+  return x.moe_layers * 2 * (2 * x.etp * x.S * 2 * x.h + x.etp * x.S * 4);
+}
+
 // A stage's parameters on one tensor rank, and the linear weights among them.
 struct StageParameters {
   double all = 0;
@@ -176,7 +230,9 @@ StageParameters StageParametersOf(const Dimensions& x, double layers) {
   const double linear =
       x.h * (x.a / x.t + 2 * x.kv) * x.d + (x.a / x.t) * x.d * x.h + 3 * (x.f / x.t) * x.h;
   StageParameters p;
-  p.linear = layers * linear;
+  // An MoE layer's dense linears: its attention's and the router's [E, h] in place of the
+  // MLP (the routed experts are the expert data-parallel group's).
+  p.linear = layers * linear + x.moe_layers * (x.E * x.h - 3 * (x.f / x.t) * x.h);
   p.all = p.linear + layers * 2 * x.h;
   if (x.first_stage) p.all += x.Vt * x.h;
   if (x.last_stage) p.all += x.h + x.Vt * x.h;
@@ -238,6 +294,8 @@ TEST_P(StepPlanGoldenTest, CollectiveBytesAreTheClosedForms) {
   expected[CollectiveFamily::kContext] = x_.m * ContextBytesPerMicroBatch(x_, layers_);
   expected[CollectiveFamily::kPipeline] = x_.m * PipelineBytesPerMicroBatch(x_);
   expected[CollectiveFamily::kFp8Amax] = x_.m * AmaxBytesPerMicroBatch(x_, layers_);
+  expected[CollectiveFamily::kExpert] = x_.m * ExpertBytesPerMicroBatch(x_);
+  expected[CollectiveFamily::kExpertTensor] = x_.m * ExpertTensorBytesPerMicroBatch(x_);
   // Data x context parallel, distributed optimizer (Megatron-LM's param_and_grad_buffer.py,
   // _ParamAndGradBucketGroup.start_grad_sync's reduce_scatter_tensor and start_param_sync's
   // all_gather_into_tensor): fp32 gradients reduce-scattered and weights gathered in their own
@@ -249,6 +307,11 @@ TEST_P(StepPlanGoldenTest, CollectiveBytesAreTheClosedForms) {
   expected[CollectiveFamily::kData] = data_parallel ? 4 * parameters.all + 2 * parameters.all -
                                                           (fp8_parameters ? parameters.linear : 0)
                                                     : 0;
+  // The routed experts' gradients and weights, the same way over the expert data-parallel
+  // group where it has more than one rank (distributed_data_parallel.py: expert parameters get
+  // their own buffers over intra_expt_dp_group).
+  expected[CollectiveFamily::kExpertData] =
+      !spec_->replica() && x_.edp > 1 ? (4 + 2) * x_.expert_parameters : 0;
   // Fp8Parameters::CastMasterWeights all-reduces each chunk's forward amaxes (3 per linear)
   // over the data x context group once per step (Transformer Engine's
   // _cast_master_weights_to_fp8_delayed_scaling).

@@ -10,6 +10,7 @@ absl::StatusOr<ProbeSpec> PlanSpecOf(const PlanSpecOptions& options) {
   v1::ProbeAssignment assignment =
       TestAssignment(options.preset, options.global_batch, options.seq_len, options.dp, options.tp,
                      options.pp, options.cp, options.micro_batch);
+  if (options.model.hidden_size() > 0) *assignment.mutable_model() = options.model;
   v1::ClusterSpec& cluster = *assignment.mutable_cluster();
   cluster.mutable_gpu()->set_type(options.gpu);
   const int64_t world = options.dp * options.tp * options.pp * options.cp;
@@ -18,6 +19,8 @@ absl::StatusOr<ProbeSpec> PlanSpecOf(const PlanSpecOptions& options) {
   cluster.set_num_nodes(world / per_node);
   v1::ParallelConfig& config = *assignment.mutable_config();
   config.set_virtual_pipeline(options.virtual_pipeline);
+  config.set_expert_parallel(options.ep);
+  config.set_expert_tensor_parallel(options.etp);
   config.set_sequence_parallel(options.sequence_parallel);
   config.set_recompute(options.recompute);
   v1::TrainingSpec& training = *assignment.mutable_training();
@@ -36,6 +39,20 @@ PlanSpecOptions SmallPlanSpecOptions() {
   options.preset = "llama3.2-1b";
   options.seq_len = 1024;
   return options;
+}
+
+v1::ModelSpec ShrunkMixtral() {
+  v1::ModelSpec model;
+  model.set_hidden_size(1024);
+  model.set_ffn_hidden_size(3584);
+  model.set_num_layers(4);
+  model.set_num_attention_heads(8);
+  model.set_num_kv_heads(2);
+  model.set_vocab_size(32000);
+  model.set_num_experts(8);
+  model.set_moe_router_top_k(2);
+  model.set_moe_ffn_hidden_size(3584);
+  return model;
 }
 
 FootprintPlan RankFootprintOf(const ProbeSpec& spec, int64_t rank) {
@@ -101,6 +118,20 @@ std::vector<GoldenSpec> GoldenSpecs() {
     g.options.global_batch = 8;
     g.options.replica = true;
     g.rank = 0;
+  }
+  {
+    // Mixtral's proportions shrunk (ShrunkMixtral): four local experts per rank (ep 2, etp 1),
+    // their gradients reduced over edp = tp dp / (etp ep) = 2; the last stage.
+    GoldenSpec& g = specs.emplace_back();
+    g.name = "mixtral_shrunk_tp2_dp2_pp2_ep2";
+    g.options.model = ShrunkMixtral();
+    g.options.tp = 2;
+    g.options.dp = 2;
+    g.options.pp = 2;
+    g.options.ep = 2;
+    g.options.etp = 1;
+    g.options.global_batch = 4;
+    g.rank = 4;
   }
   return specs;
 }

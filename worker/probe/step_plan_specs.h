@@ -16,6 +16,8 @@ namespace paratune {
 
 struct PlanSpecOptions {
   std::string preset = "llama3.1-8b";
+  // Explicit dimensions in place of `preset` when set (hidden_size > 0).
+  v1::ModelSpec model;
   std::string gpu = "h200-141gb";
   int64_t global_batch = 2;
   int64_t seq_len = 8192;
@@ -27,6 +29,10 @@ struct PlanSpecOptions {
   int64_t cp = 1;
   int64_t micro_batch = 1;
   int64_t virtual_pipeline = 1;
+  // A mixture-of-experts model's expert parallel and expert tensor parallel sizes (etp 0 is
+  // tp's).
+  int64_t ep = 1;
+  int64_t etp = 0;
   bool sequence_parallel = true;
   v1::Recompute recompute = v1::RECOMPUTE_NONE;
   bool fp8 = false;
@@ -52,10 +58,15 @@ struct GoldenSpec {
 // Llama-3.2-1B at s 1024 on one rank, the tests' quick spec.
 PlanSpecOptions SmallPlanSpecOptions();
 
+// Mixtral 8x7B's proportions shrunk to h 1024 (Mixtral: h 4096, f 14336, 32 heads of 8 kv
+// heads, vocabulary 32000, 8 experts, top-2, every layer MoE): f = f_e 3584, 8 heads of 2 kv
+// heads, 4 layers, vocabulary 32000, 8 experts, top-2.
+v1::ModelSpec ShrunkMixtral();
+
 // What the probe allocates for global rank `rank` of `spec` (FootprintPlan::OfStage).
 FootprintPlan RankFootprintOf(const ProbeSpec& spec, int64_t rank);
 
-// The six specs of issue 24, section 2.
+// The six specs of issue 24, section 2, and a shrunk Mixtral (issue 26, section 5).
 std::vector<GoldenSpec> GoldenSpecs();
 
 }  // namespace paratune

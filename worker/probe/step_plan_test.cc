@@ -1,11 +1,13 @@
 #include "worker/probe/step_plan.h"
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "worker/probe/moe_shard_shapes.h"
 #include "worker/probe/step_plan_specs.h"
 
 namespace paratune {
@@ -70,6 +72,85 @@ TEST(StepPlanTest, SingleRankFlopsAreThreeForwards) {
   EXPECT_EQ(plan.most_activation_slots, 1);
   EXPECT_EQ(plan.most_loss_slots, 1);
   EXPECT_TRUE(OpsOf<CollectiveOp>(plan).empty());
+}
+
+// Mixtral 8x7B at s 1024, tp 2, dp 2, ep 2 (four local experts), two micro-batches: every layer
+// runs its MoE block. GEMM FLOPs: three forwards of each layer with the MoE block's (router,
+// the local experts at their routed rows, top-k included: moe_shard_shapes.h) in place of the
+// MLP's. Bytes per MoE layer and micro-batch: the expert group moves the dispatch's and the
+// combine's tokens and the dispatch's probabilities both ways (DispatchTokenBytes,
+// DispatchProbabilityBytes), the expert tensor group (etp 2) gathers and reduce-scatters as
+// many, over etp (ExpertTensorGatherBytes); the expert data-parallel group reduce-scatters the
+// experts' gradients (fp32) and gathers their weights (bf16) where it has more than one rank.
+TEST(StepPlanTest, MoeLayersRunTheirBlocks) {
+  for (int64_t etp : {1, 2}) {
+    SCOPED_TRACE(etp);
+    PlanSpecOptions options;
+    options.preset = "mixtral-8x7b";
+    options.seq_len = 1024;
+    options.global_batch = 4;
+    options.tp = 2;
+    options.dp = 2;
+    options.ep = 2;
+    options.etp = etp;
+    absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    const FootprintPlan footprint = RankFootprintOf(*spec, 0);
+    absl::StatusOr<StepPlan> plan = StepPlanOf(*spec, footprint, 0, spec->micro_batches());
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const ShardShapes& x = footprint.shapes();
+    const MoeShardShapes& moe = footprint.moe();
+    ASSERT_EQ(moe.local_experts, 4);
+    const double layers = static_cast<double>(spec->model().num_layers());
+    const double moe_layer = LayerForwardModelFlops(x) - x.gate_up.ForwardFlops() -
+                             x.down.ForwardFlops() + moe.ForwardFlops();
+    const double m = static_cast<double>(spec->micro_batches());
+    EXPECT_DOUBLE_EQ(PlanModelFlops(*plan),
+                     3 * m * (layers * moe_layer + x.lm_head.ForwardFlops()));
+
+    std::map<CollectiveFamily, int64_t> bytes;
+    for (const CollectiveOp& op : OpsOf<CollectiveOp>(*plan)) bytes[op.family] += op.MovedBytes();
+    const int64_t per_layer = static_cast<int64_t>(m * layers);
+    EXPECT_EQ(bytes[CollectiveFamily::kExpert],
+              per_layer * (4 * DispatchTokenBytes(moe, x) + 2 * DispatchProbabilityBytes(moe)));
+    EXPECT_EQ(bytes[CollectiveFamily::kExpertTensor],
+              etp == 1 ? 0
+                       : per_layer * (4 * ExpertTensorGatherBytes(moe, x) +
+                                      2 * etp * DispatchProbabilityBytes(moe)));
+    const ParameterLayout& parameters = footprint.parameters();
+    const int64_t experts = parameters.experts.end - parameters.experts.start;
+    // edp = tp dp / (etp ep): 2 with etp 1, 1 (nothing to reduce) with etp 2.
+    EXPECT_EQ(bytes[CollectiveFamily::kExpertData], etp == 1 ? experts * (4 + 2) : 0);
+    EXPECT_EQ(bytes[CollectiveFamily::kData], parameters.dense.end * (4 + 2));
+  }
+}
+
+// stage_runner_gpu_test's MoE case on the CPU: the shrunk Mixtral on one rank (ep 1, eight
+// local experts) is a spec the probe runs, and its plan's GEMMs are the layers' with the MoE
+// block's.
+TEST(StepPlanTest, OneRankMoeRunsEveryExpert) {
+  PlanSpecOptions options = SmallPlanSpecOptions();
+  options.model = ShrunkMixtral();
+  options.seq_len = 2048;
+  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
+  const StepPlan plan = PlanOf(options, 0);
+  const FootprintPlan footprint = RankFootprintOf(*spec, 0);
+  const ShardShapes& x = footprint.shapes();
+  const MoeShardShapes& moe = footprint.moe();
+  ASSERT_EQ(moe.local_experts, 8);
+  const double moe_layer = LayerForwardModelFlops(x) - x.gate_up.ForwardFlops() -
+                           x.down.ForwardFlops() + moe.ForwardFlops();
+  const double m = static_cast<double>(spec->micro_batches());
+  EXPECT_DOUBLE_EQ(PlanModelFlops(plan), 3 * m * (4 * moe_layer + x.lm_head.ForwardFlops()));
+  int64_t expert_fc1 = 0;
+  for (const GemmOp& gemm : OpsOf<GemmOp>(plan)) {
+    if (gemm.weight == LinearWeight::kExpertFc1) ++expert_fc1;
+  }
+  // Forward, input and weight gradient of each of 8 experts in each of 4 layers, per
+  // micro-batch.
+  EXPECT_EQ(expert_fc1, 3 * 8 * 4 * spec->micro_batches());
 }
 
 // Every pass's activation slot is taken and given back, and the most held at once is what the
