@@ -878,6 +878,18 @@ TEST(ExportTest, TorchTitanRefusesWhatTheReleaseCannotRun) {
   EXPECT_THAT(text.status().message(), HasSubstr("training.fp32_gradients (false)"));
 }
 
+TEST(ExportTest, TorchTitanLeavesFullShardingToItsFsdp) {
+  v1::Search search = ShardedSearch(v1::DP_SHARDING_FULL, 0);
+  search.mutable_spec()->mutable_training()->set_framework(v1::FRAMEWORK_TORCHTITAN);
+  EXPECT_TRUE(ExportArguments(search, search.candidates(0), ExportFormat::kTorchTitan).ok());
+  // Hybrid groups it cannot state.
+  search = ShardedSearch(v1::DP_SHARDING_FULL, 2);
+  search.mutable_spec()->mutable_training()->set_framework(v1::FRAMEWORK_TORCHTITAN);
+  EXPECT_THAT(
+      ExportArguments(search, search.candidates(0), ExportFormat::kTorchTitan).status().message(),
+      HasSubstr("config.dp_shard_group (2) cannot be exported as --format=torchtitan"));
+}
+
 TEST(ChooseCandidateTest, BestMeasuredOrTheOneNamed) {
   const v1::Search search = Search();
   EXPECT_EQ(ChooseCandidate(search, "")->name(), "searches/3/candidates/5");

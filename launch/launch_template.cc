@@ -284,7 +284,7 @@ UnstatedSharding FindUnstatedSharding(const LaunchTemplate& launch, const Launch
   const std::string sharding = values.Get("dp_sharding").value_or("");
   if ((sharding == DataParallelShardingName(DataParallelSharding::kGradients) ||
        sharding == DataParallelShardingName(DataParallelSharding::kFull)) &&
-      !launch.Mentions("dp_sharding")) {
+      launch.Mentions("distributed_optimizer") && !launch.Mentions("dp_sharding")) {
     return UnstatedSharding::kShardedGradients;
   }
   if (values.Get("distributed_optimizer_instances").value_or("1") != "1" &&

@@ -99,9 +99,10 @@ class LaunchTemplate {
 // What of a launch's data-parallel sharding a template does not state.
 enum class UnstatedSharding {
   kNone,  // the template states it
-  // Sharded gradients or weights ({dp_sharding} gradients or full) in a template that never
-  // mentions {dp_sharding}: one that states only {distributed_optimizer} would shard the
-  // optimizer states alone, or nothing.
+  // Sharded gradients or weights ({dp_sharding} gradients or full) in a template that states
+  // the sharding by {distributed_optimizer} alone, never mentioning {dp_sharding}: it would
+  // shard the optimizer states alone, or nothing. A template that mentions neither leaves the
+  // sharding to its framework (TorchTitan's is FSDP, full).
   kShardedGradients,
   // Replicas of sharded groups ({distributed_optimizer_instances} above 1: hybrid sharding,
   // the partial distributed optimizer) in a template that mentions neither

@@ -156,6 +156,8 @@ TEST(LaunchTemplateTest, AShardingIsStatedOnlyByTheTemplatesThatMentionIt) {
   assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_GRADIENTS);
   EXPECT_EQ(unstated(optimizer), UnstatedSharding::kShardedGradients);
   EXPECT_EQ(unstated({"train", "{?dp_sharding=gradients}--fsdp"}), UnstatedSharding::kNone);
+  // A template that states no sharding leaves it to the framework (TorchTitan's FSDP).
+  EXPECT_EQ(unstated({"train"}), UnstatedSharding::kNone);
   // Two replicas of groups of two: {dp_replicate} or {distributed_optimizer_instances}.
   assignment.mutable_config()->set_dp_shard_group(2);
   EXPECT_EQ(unstated({"train", "--sharding={dp_sharding}"}), UnstatedSharding::kHybridReplicas);
