@@ -17,7 +17,9 @@
 #include "common/status_macros.h"
 #include "convert/search_text.h"
 #include "convert/spec_convert.h"
+#include "estimator/data_parallel_sharding.h"
 #include "launch/builtin_templates.h"
+#include "launch/launch_template.h"
 #include "launch/launch_values.h"
 
 namespace paratune {
@@ -117,6 +119,34 @@ absl::Status CheckMegatronBridgeCanState(const LaunchValues& values) {
   return absl::OkStatus();
 }
 
+// FAILED_PRECONDITION naming the field when `builtin` cannot state how `config` shards its
+// data-parallel replicas (FindUnstatedSharding): it would train another sharding.
+// nemo_llama.textproto says why NeMo v2.4.0's template states only the distributed optimizer.
+absl::Status CheckTemplateStatesSharding(const BuiltinTemplate& builtin,
+                                         const ParallelConfig& config, const LaunchValues& values,
+                                         ExportFormat format) {
+  const std::string target =
+      absl::StrCat("--format=", FormatName(format), " (the built-in template ",
+                   builtin.proto.name(), ", ", builtin.proto.checked_against(), ")");
+  switch (FindUnstatedSharding(builtin.launch, values)) {
+    case UnstatedSharding::kNone:
+      break;
+    case UnstatedSharding::kShardedGradients:
+      return absl::FailedPreconditionError(absl::StrCat(
+          "config.dp_sharding (", DataParallelShardingName(config.dp_sharding()),
+          ") cannot be exported as ", target,
+          ": it states only whether the distributed optimizer shards the optimizer states; "
+          "export --format=megatron or --format=megatron-bridge (Megatron-FSDP)"));
+    case UnstatedSharding::kHybridReplicas:
+      return absl::FailedPreconditionError(absl::StrCat(
+          "config.dp_shard_group (", config.dims().dp_shard_group, ") cannot be exported as ",
+          target,
+          ": it shards over every data-parallel rank, with no replicas of smaller groups; "
+          "export --format=megatron or --format=megatron-bridge"));
+  }
+  return absl::OkStatus();
+}
+
 // A framework's arguments as rendered from a built-in template.
 struct Rendered {
   std::string name;
@@ -176,6 +206,7 @@ absl::StatusOr<Rendered> Render(const v1::Search& search, const v1::Candidate& c
         " (the built-in template ", builtin.proto.name(), ", ", builtin.proto.checked_against(),
         ") cannot state: it would put experts on every layer; export --format=megatron"));
   }
+  PT_RETURN_IF_ERROR(CheckTemplateStatesSharding(builtin, resolved.config, values, format));
   PT_ASSIGN_OR_RETURN(std::vector<std::string> arguments,
                       builtin.launch.RenderFrameworkArguments(values));
   std::map<std::string, std::string> environment =

@@ -40,10 +40,12 @@ absl::StatusOr<v1::Candidate> ChooseCandidate(const v1::Search& search,
 // recipe overrides cannot turn on; FAILED_PRECONDITION for megatron-bridge naming the field
 // and value that Megatron-Bridge v0.5.0's overrides cannot state (tensor-parallel
 // communication overlap, bf16 gradient reduction, fp8 without fp8 weights); for nemo and
-// megatron-bridge, a model that keeps dense layers between its MoE layers; for torchtitan
-// FAILED_PRECONDITION saying why when TorchTitan v0.2.2 cannot run the configuration
-// (launch/torchtitan_job.h: a model of no llama3 flavor, ...); the built-in template's errors
-// (launch/builtin_templates.h, LaunchTemplate::RenderFrameworkArguments).
+// megatron-bridge, a model that keeps dense layers between its MoE layers; naming
+// config.dp_sharding or config.dp_shard_group and the value, a sharding the template cannot
+// state (FindUnstatedSharding: for nemo sharded gradients or weights and hybrid groups); for
+// torchtitan FAILED_PRECONDITION saying why when TorchTitan v0.2.2 cannot run the
+// configuration (launch/torchtitan_job.h: a model of no llama3 flavor, ...); the built-in
+// template's errors (launch/builtin_templates.h, LaunchTemplate::RenderFrameworkArguments).
 absl::StatusOr<std::vector<std::string>> ExportArguments(const v1::Search& search,
                                                          const v1::Candidate& candidate,
                                                          ExportFormat format);

@@ -4,15 +4,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "frameworks/megatron_argument_checks.h"
 #include "frameworks/pinned_list.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
@@ -685,6 +688,131 @@ TEST(ExportTest, MegatronBridgeRefusesWhatItsOverridesCannotState) {
           "--format=megatron"));
 }
 
+// Llama-3.1-8B on 4 x 4 GPUs as dp4 tp4 (tensor parallelism, so Megatron-LM's rule on
+// CUDA_DEVICE_MAX_CONNECTIONS applies) with its replicas sharded as `sharding`, in hybrid
+// groups of `shard_group` data-parallel ranks (0: over all four).
+v1::Search ShardedSearch(v1::DataParallelSharding sharding, int64_t shard_group) {
+  v1::Search search = Search();
+  search.clear_candidates();
+  v1::Candidate candidate = ProbedCandidate(4, 4, 4, 1, 1, 1, v1::RECOMPUTE_NONE);
+  candidate.mutable_config()->set_dp_sharding(sharding);
+  candidate.mutable_config()->set_dp_shard_group(shard_group);
+  *search.add_candidates() = std::move(candidate);
+  return search;
+}
+
+TEST(ExportTest, EveryShardingModeExportsAsThePinnedReleasesTakeIt) {
+  struct Case {
+    v1::DataParallelSharding sharding;
+    int64_t shard_group;
+    bool megatron_fsdp;
+    const char* strategy;  // --data-parallel-sharding-strategy; "" without Megatron-FSDP
+    bool distributed_optimizer;
+    int64_t instances;
+    const char* connections;
+  };
+  const Case cases[] = {
+      {v1::DP_SHARDING_NONE, 0, false, "", false, 1, "1"},
+      {v1::DP_SHARDING_OPTIMIZER, 0, false, "", true, 1, "1"},
+      // The partial distributed optimizer: two replicas of a shard over two ranks.
+      {v1::DP_SHARDING_OPTIMIZER, 2, false, "", true, 2, "1"},
+      {v1::DP_SHARDING_GRADIENTS, 0, true, "optim_grads", true, 1, "8"},
+      {v1::DP_SHARDING_FULL, 0, true, "optim_grads_params", true, 1, "8"},
+      // HSDP: fully sharded within pairs of ranks, replicated across the two pairs.
+      {v1::DP_SHARDING_FULL, 2, true, "optim_grads_params", true, 2, "8"},
+  };
+  const std::set<std::string> bridge_keys = MegatronBridgeKeys();
+  for (const Case& c : cases) {
+    const v1::Search search = ShardedSearch(c.sharding, c.shard_group);
+    const v1::Candidate& candidate = search.candidates(0);
+    SCOPED_TRACE(
+        absl::StrCat(v1::DataParallelSharding_Name(c.sharding), " in groups of ", c.shard_group));
+    absl::StatusOr<std::vector<std::string>> arguments =
+        ExportArguments(search, candidate, ExportFormat::kMegatron);
+    absl::StatusOr<std::map<std::string, std::string>> environment =
+        ExportEnvironment(search, candidate, ExportFormat::kMegatron);
+    ASSERT_TRUE(arguments.ok()) << arguments.status();
+    ASSERT_TRUE(environment.ok()) << environment.status();
+    EXPECT_EQ((*environment)["CUDA_DEVICE_MAX_CONNECTIONS"], c.connections);
+    absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(*arguments, 16, *environment);
+    ASSERT_TRUE(launch.ok()) << launch.status();
+    EXPECT_EQ(launch->megatron_fsdp, c.megatron_fsdp);
+    EXPECT_EQ(launch->data_parallel_sharding_strategy, c.strategy);
+    EXPECT_EQ(launch->distributed_optimizer, c.distributed_optimizer);
+    EXPECT_EQ(launch->distributed_optimizer_instances, c.instances);
+    // The parameter gathers overlap wherever something is sharded.
+    EXPECT_EQ(launch->overlap_param_gather, c.sharding != v1::DP_SHARDING_NONE);
+    EXPECT_TRUE(launch->overlap_grad_reduce);
+
+    arguments = ExportArguments(search, candidate, ExportFormat::kMegatronBridge);
+    environment = ExportEnvironment(search, candidate, ExportFormat::kMegatronBridge);
+    ASSERT_TRUE(arguments.ok()) << arguments.status();
+    ASSERT_TRUE(environment.ok()) << environment.status();
+    EXPECT_EQ((*environment)["CUDA_DEVICE_MAX_CONNECTIONS"], c.connections);
+    for (const std::string& argument : *arguments) {
+      EXPECT_EQ(bridge_keys.count(argument.substr(0, argument.find('='))), 1u)
+          << argument << " is not in frameworks/megatron_bridge_v0.5.0_override_keys.txt";
+    }
+    EXPECT_EQ(absl::c_count(*arguments, "ddp.use_megatron_fsdp=true"), c.megatron_fsdp ? 1 : 0);
+    if (c.megatron_fsdp) {
+      EXPECT_THAT(*arguments,
+                  Contains(absl::StrCat("ddp.data_parallel_sharding_strategy=", c.strategy)));
+      EXPECT_THAT(*arguments, Contains("checkpoint.ckpt_format=fsdp_dtensor"));
+    }
+    EXPECT_EQ(absl::c_count(*arguments, "ddp.num_distributed_optimizer_instances=2"),
+              c.instances == 2 ? 1 : 0);
+    const bool replicated = c.sharding == v1::DP_SHARDING_NONE;
+    EXPECT_EQ(absl::c_count(*arguments, "ddp.use_distributed_optimizer=false"), replicated);
+    EXPECT_EQ(absl::c_count(*arguments, "optimizer.use_distributed_optimizer=false"), replicated);
+    EXPECT_EQ(absl::c_count(*arguments, "ddp.overlap_param_gather=false"), replicated);
+  }
+}
+
+TEST(ExportTest, MegatronFsdpWithOneConnectionIsRefusedAsMegatronLmRefusesIt) {
+  const v1::Search search = ShardedSearch(v1::DP_SHARDING_FULL, 0);
+  absl::StatusOr<std::vector<std::string>> arguments =
+      ExportArguments(search, search.candidates(0), ExportFormat::kMegatron);
+  ASSERT_TRUE(arguments.ok()) << arguments.status();
+  const absl::Status status =
+      CheckMegatronArguments(*arguments, 16, {{"CUDA_DEVICE_MAX_CONNECTIONS", "1"}}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("megatron-fsdp-connections"));
+  // And without its checkpoint format.
+  std::vector<std::string> without_format = *arguments;
+  without_format.erase(
+      std::remove(without_format.begin(), without_format.end(), "--ckpt-format=fsdp_dtensor"),
+      without_format.end());
+  EXPECT_THAT(CheckMegatronArguments(without_format, 16, {{"CUDA_DEVICE_MAX_CONNECTIONS", "8"}})
+                  .status()
+                  .message(),
+              HasSubstr("megatron-fsdp-ckpt-format"));
+}
+
+TEST(ExportTest, NemoOverridesStateOnlyTheDistributedOptimizer) {
+  absl::StatusOr<std::vector<std::string>> arguments =
+      ExportArguments(ShardedSearch(v1::DP_SHARDING_NONE, 0),
+                      ShardedSearch(v1::DP_SHARDING_NONE, 0).candidates(0), ExportFormat::kNemo);
+  ASSERT_TRUE(arguments.ok()) << arguments.status();
+  EXPECT_THAT(*arguments, Contains("optim.config.use_distributed_optimizer=False"));
+  for (const v1::DataParallelSharding sharding :
+       {v1::DP_SHARDING_GRADIENTS, v1::DP_SHARDING_FULL}) {
+    const v1::Search search = ShardedSearch(sharding, 0);
+    const absl::Status status =
+        ExportArguments(search, search.candidates(0), ExportFormat::kNemo).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(status.message(),
+                HasSubstr(absl::StrCat("config.dp_sharding (",
+                                       sharding == v1::DP_SHARDING_FULL ? "full" : "gradients",
+                                       ") cannot be exported as --format=nemo (the built-in "
+                                       "template nemo-llama, NeMo v2.4.0)")));
+  }
+  const v1::Search hybrid = ShardedSearch(v1::DP_SHARDING_OPTIMIZER, 2);
+  EXPECT_EQ(ExportArguments(hybrid, hybrid.candidates(0), ExportFormat::kNemo).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(ExportArguments(hybrid, hybrid.candidates(0), ExportFormat::kNemo).status().message(),
+              HasSubstr("config.dp_shard_group (2) cannot be exported as --format=nemo"));
+}
+
 // The 8B on 4 x 4 GPUs as tp4 (the demo's best), the 70B interleaved over pp4, the 405B's
 // uneven interleaved split, and the 70B in fp8 with every training switch on: the probed
 // options less the probe's own, each an option of the pinned release.
@@ -760,6 +888,18 @@ TEST(ExportTest, TorchTitanRefusesWhatTheReleaseCannotRun) {
   EXPECT_THAT(text.status().message(),
               HasSubstr("config.dp_sharding (optimizer): TorchTitan v0.2.2 has no "
                         "optimizer-only sharding"));
+}
+
+TEST(ExportTest, TorchTitanLeavesFullShardingToItsFsdp) {
+  v1::Search search = ShardedSearch(v1::DP_SHARDING_FULL, 0);
+  search.mutable_spec()->mutable_training()->set_framework(v1::FRAMEWORK_TORCHTITAN);
+  EXPECT_TRUE(ExportArguments(search, search.candidates(0), ExportFormat::kTorchTitan).ok());
+  // Hybrid groups it cannot state.
+  search = ShardedSearch(v1::DP_SHARDING_FULL, 2);
+  search.mutable_spec()->mutable_training()->set_framework(v1::FRAMEWORK_TORCHTITAN);
+  EXPECT_THAT(
+      ExportArguments(search, search.candidates(0), ExportFormat::kTorchTitan).status().message(),
+      HasSubstr("config.dp_shard_group (2) cannot be exported as --format=torchtitan"));
 }
 
 TEST(ChooseCandidateTest, BestMeasuredOrTheOneNamed) {

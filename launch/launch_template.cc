@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "estimator/data_parallel_sharding.h"
 
 namespace paratune {
 namespace {
@@ -277,6 +278,20 @@ bool LaunchTemplate::Mentions(absl::string_view placeholder) const {
     }
   }
   return Uses(placeholder);
+}
+
+UnstatedSharding FindUnstatedSharding(const LaunchTemplate& launch, const LaunchValues& values) {
+  const std::string sharding = values.Get("dp_sharding").value_or("");
+  if ((sharding == DataParallelShardingName(DataParallelSharding::kGradients) ||
+       sharding == DataParallelShardingName(DataParallelSharding::kFull)) &&
+      launch.Mentions("distributed_optimizer") && !launch.Mentions("dp_sharding")) {
+    return UnstatedSharding::kShardedGradients;
+  }
+  if (values.Get("distributed_optimizer_instances").value_or("1") != "1" &&
+      !launch.Mentions("distributed_optimizer_instances") && !launch.Mentions("dp_replicate")) {
+    return UnstatedSharding::kHybridReplicas;
+  }
+  return UnstatedSharding::kNone;
 }
 
 }  // namespace paratune

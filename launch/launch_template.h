@@ -96,6 +96,24 @@ class LaunchTemplate {
   std::vector<std::pair<std::string, Text>> env_;
 };
 
+// What of a launch's data-parallel sharding a template does not state.
+enum class UnstatedSharding {
+  kNone,  // the template states it
+  // Sharded gradients or weights ({dp_sharding} gradients or full) in a template that states
+  // the sharding by {distributed_optimizer} alone, never mentioning {dp_sharding}: it would
+  // shard the optimizer states alone, or nothing. A template that mentions neither leaves the
+  // sharding to its framework (TorchTitan's is FSDP, full).
+  kShardedGradients,
+  // Replicas of sharded groups ({distributed_optimizer_instances} above 1: hybrid sharding,
+  // the partial distributed optimizer) in a template that mentions neither
+  // {distributed_optimizer_instances} nor {dp_replicate}: it would shard over every rank.
+  kHybridReplicas,
+};
+
+// The first part of `values`' sharding that `launch` cannot state, or kNone. By mention, as
+// LaunchTemplate::Mentions: a template that mentions a placeholder is trusted to state it.
+UnstatedSharding FindUnstatedSharding(const LaunchTemplate& launch, const LaunchValues& values);
+
 }  // namespace paratune
 
 #endif  // PARATUNE_LAUNCH_LAUNCH_TEMPLATE_H_

@@ -141,6 +141,37 @@ TEST(LaunchTemplateTest, MentionsCountsConditionsToo) {
   EXPECT_FALSE(parsed->Mentions("cp"));
 }
 
+TEST(LaunchTemplateTest, AShardingIsStatedOnlyByTheTemplatesThatMentionIt) {
+  v1::ProbeAssignment assignment = Assignment(/*tp=*/1);  // dp4
+  const auto unstated = [&assignment](std::vector<std::string> argv) {
+    absl::StatusOr<LaunchTemplate> parsed =
+        LaunchTemplate::Create(Template(std::move(argv)), "command_templates[0]");
+    absl::StatusOr<LaunchValues> values = ExportLaunchValues(assignment);
+    EXPECT_TRUE(parsed.ok() && values.ok());
+    return FindUnstatedSharding(*parsed, *values);
+  };
+  const std::vector<std::string> optimizer = {
+      "train", "{?distributed_optimizer=true}--use-distributed-optimizer"};
+  EXPECT_EQ(unstated(optimizer), UnstatedSharding::kNone);
+  assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_GRADIENTS);
+  EXPECT_EQ(unstated(optimizer), UnstatedSharding::kShardedGradients);
+  EXPECT_EQ(unstated({"train", "{?dp_sharding=gradients}--fsdp"}), UnstatedSharding::kNone);
+  // A template that states no sharding leaves it to the framework (TorchTitan's FSDP).
+  EXPECT_EQ(unstated({"train"}), UnstatedSharding::kNone);
+  // Two replicas of groups of two: {dp_replicate} or {distributed_optimizer_instances}.
+  assignment.mutable_config()->set_dp_shard_group(2);
+  EXPECT_EQ(unstated({"train", "--sharding={dp_sharding}"}), UnstatedSharding::kHybridReplicas);
+  EXPECT_EQ(unstated({"train", "--sharding={dp_sharding}", "--replicas={dp_replicate}"}),
+            UnstatedSharding::kNone);
+  EXPECT_EQ(unstated({"train", "--sharding={dp_sharding}",
+                      "{?distributed_optimizer_instances!=1}--instances=2"}),
+            UnstatedSharding::kNone);
+  // Without sharding every rank is a replica of nothing sharded: nothing to state.
+  assignment.mutable_config()->set_dp_shard_group(0);
+  assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_NONE);
+  EXPECT_EQ(unstated({"train"}), UnstatedSharding::kNone);
+}
+
 TEST(LaunchTemplateTest, FrameworkArgumentsFollowTheEntryWithoutProbeOnlyElements) {
   const v1::CommandTemplate launch =
       FrameworkTemplate({"torchrun", "--master-port={master_port}", "train.py", "--tp={tp}",

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "estimator/data_parallel_sharding.h"
 #include "estimator/moe_performance.h"
 #include "estimator/pipeline_layout.h"
 #include "launch/torchtitan_job.h"
@@ -124,6 +125,11 @@ const std::vector<Placeholder>& LaunchPlaceholders() {
       // and data_parallel_replicate_degree).
       {"dp_shard", Kind::kInteger},
       {"dp_replicate", Kind::kInteger},
+      // Megatron-LM's --num-distributed-optimizer-instances: {dp_replicate} where something is
+      // sharded (the partial distributed optimizer, Megatron-FSDP's HSDP), else 1.
+      {"distributed_optimizer_instances", Kind::kInteger},
+      // The CUDA_DEVICE_MAX_CONNECTIONS Megatron-LM takes: 8 with Megatron-FSDP, else 1.
+      {"cuda_device_max_connections", Kind::kInteger},
       {"fp32_gradients", Kind::kBoolean},
       {"fp8_param_gather", Kind::kBoolean},
       {"tp_comm_overlap", Kind::kBoolean},  // false whenever sequence_parallel is
@@ -277,6 +283,10 @@ void LaunchValues::SetDataParallelShares(const ParallelConfig& config, int64_t d
   if (shard > 1 && group > 0) shard = std::gcd(group, dp);
   SetInteger("dp_shard", shard);
   SetInteger("dp_replicate", dp / shard);
+  // Replicas of a shard, as Megatron-Core counts them (megatron/core/parallel_state.py:922-929
+  // at core_v0.19.0): without sharding there is no optimizer to replicate.
+  SetInteger("distributed_optimizer_instances",
+             config.dp_sharding() == DataParallelSharding::kNone ? 1 : dp / shard);
 }
 
 absl::StatusOr<LaunchValues> LaunchValues::ForProbe(
@@ -382,6 +392,13 @@ void LaunchValues::SetConfiguration(const ModelSpec& model, const TrainingSpec& 
   SetBoolean("fp8", training.fp8());
   SetBoolean("distributed_optimizer", config.dp_sharding() == DataParallelSharding::kOptimizer);
   SetText("dp_sharding", DataParallelShardingName(config.dp_sharding()));
+  // Megatron-LM needs one hardware queue with tensor or context parallelism, so that each
+  // communication kernel runs before the GEMM it overlaps (megatron/training/arguments.py:
+  // 1413-1439 at core_v0.19.0), and Megatron-FSDP, which shards the gradients (optim_grads,
+  // optim_grads_params), needs more than one (arguments.py:1143-1144): 8, the CUDA default
+  // that NVIDIA's Megatron-Bridge performance launcher sets unless it needs 1 or 32
+  // (scripts/performance/perf_plugins.py:259 at Megatron-Bridge v0.5.0).
+  SetInteger("cuda_device_max_connections", ShardsGradients(config.dp_sharding()) ? 8 : 1);
   SetBoolean("fp32_gradients", training.fp32_gradients());
   SetBoolean("fp8_param_gather", training.fp8_param_gather());
   // Megatron-LM rejects --tp-comm-overlap without sequence parallelism, which is off at tp 1

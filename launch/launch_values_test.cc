@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "convert/spec_convert.h"
@@ -80,6 +81,8 @@ TEST(LaunchValuesTest, EveryPlaceholderHasAValueForAGangMember) {
       {"dp_sharding", "full"},
       {"dp_shard", "2"},
       {"dp_replicate", "1"},
+      {"distributed_optimizer_instances", "1"},
+      {"cuda_device_max_connections", "1"},
       {"fp32_gradients", "true"},
       {"fp8_param_gather", "false"},
       {"tp_comm_overlap", "false"},
@@ -205,6 +208,39 @@ TEST(LaunchValuesTest, TheTrainingSwitchesAreTheSearchsAndTpOverlapNeedsSequence
   ASSERT_TRUE(values.ok()) << values.status();
   EXPECT_EQ(Get(*values, "sequence_parallel"), "false");
   EXPECT_EQ(Get(*values, "tp_comm_overlap"), "false");
+}
+
+TEST(LaunchValuesTest, ShardedGradientsTakeMoreThanOneConnectionAndHybridGroupsReplicate) {
+  v1::ProbeAssignment assignment = GangAssignment();  // dp 2
+  v1::ParallelConfig& config = *assignment.mutable_config();
+  for (const auto& [sharding, connections] :
+       {std::pair<v1::DataParallelSharding, const char*>{v1::DP_SHARDING_NONE, "1"},
+        {v1::DP_SHARDING_OPTIMIZER, "1"},
+        {v1::DP_SHARDING_GRADIENTS, "8"},
+        {v1::DP_SHARDING_FULL, "8"}}) {
+    config.set_dp_sharding(sharding);
+    absl::StatusOr<LaunchValues> values = ExportLaunchValues(assignment);
+    ASSERT_TRUE(values.ok()) << values.status();
+    EXPECT_EQ(Get(*values, "cuda_device_max_connections"), connections) << sharding;
+    EXPECT_EQ(Get(*values, "distributed_optimizer"),
+              sharding == v1::DP_SHARDING_OPTIMIZER ? "true" : "false")
+        << sharding;
+  }
+  // Full sharding within groups of one rank of the two: two replicas of the group.
+  config.set_dp_shard_group(1);
+  absl::StatusOr<LaunchValues> values = ExportLaunchValues(assignment);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(Get(*values, "dp_sharding"), "full");
+  EXPECT_EQ(Get(*values, "dp_shard"), "1");
+  EXPECT_EQ(Get(*values, "dp_replicate"), "2");
+  EXPECT_EQ(Get(*values, "distributed_optimizer_instances"), "2");
+  // Without sharding every rank is a replica, and there is one optimizer (not distributed).
+  config.set_dp_shard_group(0);
+  config.set_dp_sharding(v1::DP_SHARDING_NONE);
+  values = ExportLaunchValues(assignment);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(Get(*values, "dp_replicate"), "2");
+  EXPECT_EQ(Get(*values, "distributed_optimizer_instances"), "1");
 }
 
 TEST(LaunchValuesTest, TheTorchTitanFlavorHasNoValueWhereTorchTitanCannotRunTheProbe) {

@@ -15,6 +15,7 @@
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "common/template_name.h"
+#include "launch/launch_template.h"
 #include "launch/launch_values.h"
 #include "worker/command_outcome.h"
 
@@ -112,6 +113,29 @@ absl::Status CheckSwitchesReachTheFramework(const std::string& template_name,
                      "}, so it cannot run this probe's ", name, " (", value,
                      "): the framework would run its default (", training_switch.framework_default,
                      ") instead; add an element for it to the template (docs/backends.md)"));
+  }
+  switch (FindUnstatedSharding(command, values)) {
+    case UnstatedSharding::kNone:
+      break;
+    case UnstatedSharding::kShardedGradients: {
+      PT_ASSIGN_OR_RETURN(const std::string sharding, values.Get("dp_sharding"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "template \"", template_name,
+          "\" never mentions {dp_sharding}, so it cannot run this probe's dp_sharding (", sharding,
+          "): the framework would shard the optimizer states alone, or nothing; add elements "
+          "for it to the template (docs/backends.md)"));
+    }
+    case UnstatedSharding::kHybridReplicas: {
+      PT_ASSIGN_OR_RETURN(const std::string replicas,
+                          values.Get("distributed_optimizer_instances"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "template \"", template_name,
+          "\" never mentions {distributed_optimizer_instances} or {dp_replicate}, so it cannot "
+          "run this probe's ",
+          replicas,
+          " replicas of sharded groups (config.dp_shard_group): the framework would shard over "
+          "every data-parallel rank; add an element for it to the template (docs/backends.md)"));
+    }
   }
   return absl::OkStatus();
 }

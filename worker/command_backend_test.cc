@@ -564,6 +564,37 @@ TEST(CommandBackendTest, ASwitchTheTemplateNeverMentionsIsRefused) {
       v1::PROBE_OK);
 }
 
+TEST(CommandBackendTest, AShardingTheTemplateCannotStateIsRefused) {
+  v1::ProbeAssignment full = Assignment();  // dp8
+  full.mutable_config()->set_dp_sharding(v1::DP_SHARDING_FULL);
+  // Only {dp_sharding} tells sharded weights from the distributed optimizer.
+  const std::vector<std::string> optimizer_only = {
+      "{?distributed_optimizer=true}--use-distributed-optimizer"};
+  EXPECT_EQ(RunBackend(FakeTemplate("fake", optimizer_only), full).status(),
+            absl::InvalidArgumentError(
+                "template \"fake\" never mentions {dp_sharding}, so it cannot run this probe's "
+                "dp_sharding (full): the framework would shard the optimizer states alone, or "
+                "nothing; add elements for it to the template (docs/backends.md)"));
+  std::vector<std::string> fsdp = optimizer_only;
+  fsdp.push_back("{?dp_sharding=full}--use-megatron-fsdp");
+  EXPECT_EQ(Result(FakeTemplate("fake", fsdp), full).outcome(), v1::PROBE_OK);
+
+  // Hybrid sharding in groups of 4 of the 8 ranks: two replicas of each shard.
+  full.mutable_config()->set_dp_shard_group(4);
+  EXPECT_THAT(RunBackend(FakeTemplate("fake", fsdp), full).status().message(),
+              HasSubstr("never mentions {distributed_optimizer_instances} or {dp_replicate}, "
+                        "so it cannot run this probe's 2 replicas of sharded groups"));
+  fsdp.push_back(
+      "{?distributed_optimizer_instances!=1}--num-distributed-optimizer-instances="
+      "{distributed_optimizer_instances}");
+  EXPECT_EQ(Result(FakeTemplate("fake", fsdp), full).outcome(), v1::PROBE_OK);
+  // The distributed optimizer and plain data parallelism need neither.
+  EXPECT_EQ(Result(FakeTemplate("fake", optimizer_only), Assignment()).outcome(), v1::PROBE_OK);
+  v1::ProbeAssignment replicated = Assignment();
+  replicated.mutable_config()->set_dp_sharding(v1::DP_SHARDING_NONE);
+  EXPECT_EQ(Result(FakeTemplate("fake", optimizer_only), replicated).outcome(), v1::PROBE_OK);
+}
+
 TEST(CommandBackendTest, AMixtureOfExpertsProbeNeedsATemplateThatStatesItsExperts) {
   // Qwen3-30B-A3B: small enough for the fake's memory model on dp8.
   v1::ProbeAssignment qwen = Assignment();

@@ -7,6 +7,8 @@
 #                    [--seconds-per-iteration=S] [--node-rank=R --nnodes=N]
 #                    [--fail=oom|hang|segfault|nccl|exit-code|exit-early]
 #                    [--fp8-format=F --cp-comm-type=C --num-experts=E --moe-*=...]
+#                    [--use-distributed-optimizer --use-megatron-fsdp
+#                     --num-distributed-optimizer-instances=I]
 #                    (accepted, no effect on the run)
 #
 # Like Megatron-LM, which logs iteration times on its last rank, only the last node
@@ -39,6 +41,7 @@ for arg in "$@"; do
     --node-rank=*) node_rank=${arg#*=} ;;
     --nnodes=*) nnodes=${arg#*=} ;;
     --fp8-format=* | --cp-comm-type=* | --num-experts=* | --moe-*) ;;
+    --use-distributed-optimizer | --use-megatron-fsdp | --num-distributed-optimizer-instances=*) ;;
     *) echo "fake_training.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
