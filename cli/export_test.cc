@@ -890,16 +890,37 @@ TEST(ExportTest, TorchTitanRefusesWhatTheReleaseCannotRun) {
                         "optimizer-only sharding"));
 }
 
-TEST(ExportTest, TorchTitanLeavesFullShardingToItsFsdp) {
-  v1::Search search = ShardedSearch(v1::DP_SHARDING_FULL, 0);
-  search.mutable_spec()->mutable_training()->set_framework(v1::FRAMEWORK_TORCHTITAN);
-  EXPECT_TRUE(ExportArguments(search, search.candidates(0), ExportFormat::kTorchTitan).ok());
-  // Hybrid groups it cannot state.
-  search = ShardedSearch(v1::DP_SHARDING_FULL, 2);
-  search.mutable_spec()->mutable_training()->set_framework(v1::FRAMEWORK_TORCHTITAN);
-  EXPECT_THAT(
-      ExportArguments(search, search.candidates(0), ExportFormat::kTorchTitan).status().message(),
-      HasSubstr("config.dp_shard_group (2) cannot be exported as --format=torchtitan"));
+// TorchTitan's FSDP over all data-parallel ranks, in hybrid groups (HSDP), and without
+// resharding after forward for gradients-only sharding.
+TEST(ExportTest, TorchTitanStatesItsShardDegrees) {
+  const struct {
+    v1::DataParallelSharding sharding;
+    int64_t group;
+    std::vector<std::string> expected;
+  } cases[] = {
+      {v1::DP_SHARDING_FULL,
+       0,
+       {"--parallelism.data_parallel_shard_degree=4",
+        "--parallelism.data_parallel_replicate_degree=1"}},
+      {v1::DP_SHARDING_FULL,
+       2,
+       {"--parallelism.data_parallel_shard_degree=2",
+        "--parallelism.data_parallel_replicate_degree=2"}},
+      {v1::DP_SHARDING_GRADIENTS,
+       0,
+       {"--parallelism.data_parallel_shard_degree=4",
+        "--parallelism.fsdp_reshard_after_forward=never"}},
+  };
+  for (const auto& c : cases) {
+    v1::Search search = ShardedSearch(c.sharding, c.group);
+    search.mutable_spec()->mutable_training()->set_framework(v1::FRAMEWORK_TORCHTITAN);
+    absl::StatusOr<std::vector<std::string>> exported =
+        ExportArguments(search, search.candidates(0), ExportFormat::kTorchTitan);
+    ASSERT_TRUE(exported.ok()) << exported.status();
+    for (const std::string& expected : c.expected) {
+      EXPECT_THAT(*exported, Contains(expected)) << c.sharding << " " << c.group;
+    }
+  }
 }
 
 TEST(ChooseCandidateTest, BestMeasuredOrTheOneNamed) {

@@ -82,7 +82,7 @@ TEST(LaunchValuesTest, EveryPlaceholderHasAValueForAGangMember) {
       {"dp_shard", "2"},
       {"dp_replicate", "1"},
       {"distributed_optimizer_instances", "1"},
-      {"cuda_device_max_connections", "1"},
+      {"cuda_device_max_connections", "8"},  // Megatron-FSDP
       {"fp32_gradients", "true"},
       {"fp8_param_gather", "false"},
       {"tp_comm_overlap", "false"},
