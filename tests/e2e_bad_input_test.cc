@@ -589,6 +589,9 @@ const std::map<std::string, int>& Expectations() {
       {"ParallelConfig.virtual_pipeline zero", kLegal},
       {"ParallelConfig.expert_parallel zero", kLegal},
       {"ParallelConfig.expert_tensor_parallel zero", kLegal},
+      // 0: shard over all data-parallel ranks (proto comments).
+      {"ParallelConfig.dp_shard_group zero", kLegal},
+      {"SearchSpace.dp_shard_groups zero", kLegal},
       // 0: dropless routing (proto comment).
       {"TrainingSpec.moe_capacity_factor zero", kLegal},
       {"SearchSpace.safe_memory_fraction zero", kLegal},
