@@ -245,8 +245,13 @@ TEST_F(E2eBadInputTest, CancellingARunningSearchStopsIt) {
       autotuner().WatchSearch(context.get(), watch);
   v1::WatchSearchResponse event;
   bool running = false;
+  // The first response holds every candidate; later ones only those that changed (a lease
+  // after the watch started shows there alone).
   while (!running && reader->Read(&event)) {
     for (const v1::Candidate& candidate : event.search().candidates()) {
+      running |= candidate.state() == v1::CANDIDATE_RUNNING;
+    }
+    for (const v1::Candidate& candidate : event.changed_candidates()) {
       running |= candidate.state() == v1::CANDIDATE_RUNNING;
     }
   }
