@@ -53,12 +53,40 @@ double GatheredWeightBytes(const TrainingSpec& training, DataParallelSharding sh
 
 // Bytes of unsharded gradients accumulated across a step's micro-batches beyond
 // ShardedModelStates, on one GPU: under TorchTitan with pipeline parallelism and sharded
-// gradients, PyTorch's pipeline schedule turns FSDP's gradient reduction off for all but the
-// last micro-batch's backward (torch.distributed.pipelining, stage backward_maybe_with_nosync:
-// set_requires_gradient_sync(last_backward)), so the stage's unsharded gradients accumulate in
-// the parameters' bf16, 2 x `stage_params`; else 0.
+// gradients, PyTorch's pipeline schedule turns FSDP's gradient reduction and resharding off
+// for all but the last micro-batch's backward (torch.distributed.pipelining, stage
+// backward_maybe_with_nosync: set_requires_gradient_sync and set_reshard_after_backward
+// False until last_backward), and FSDP2 accumulates the unsharded gradients in its reduce
+// dtype (FSDPParam.to_accumulated_grad_if_needed upcasts them,
+// torch/distributed/fsdp/_fully_shard/_fsdp_param.py), fp32 in TorchTitan
+// (training.mixed_precision_reduce, default and only choice "float32" at 9dec370):
+// 4 x `stage_params`; else 0.
 double AccumulatedGradientBytes(const TrainingSpec& training, DataParallelSharding sharding,
                                 bool pipelined, double stage_params);
+
+// How often one step moves a stage's weights and gradients over the data-parallel group, as
+// the terms above hold them: all-gathers of the weights' shards and reductions of the
+// gradients (an all-reduce without sharding, a reduce-scatter with it).
+struct DataParallelTraffic {
+  double weight_gathers = 0;
+  double gradient_reductions = 0;
+};
+
+// The traffic of a step of `micro_batches` micro-batches:
+// - kNone: one all-reduce of the gradients (Megatron-LM's buffers accumulate across
+//   micro-batches; DDP's no_sync);
+// - TorchTitan with pipeline parallelism and any sharding: one gather at the first forward and
+//   one reduce-scatter at the last backward (AccumulatedGradientBytes);
+// - TorchTitan's kGradients otherwise: the weights gathered before each micro-batch's forward
+//   and kept to its backward (GatheredWeightBytes), the gradients reduce-scattered after it;
+// - kFull otherwise: per micro-batch a gather before the forward and again before the backward
+//   (resharded after the forward: FSDP2's reshard_after_forward, Megatron-FSDP's
+//   optim_grads_params) and a reduce-scatter;
+// - Megatron-LM's kOptimizer and kGradients: one reduce-scatter of the accumulated gradients
+//   and one gather of the updated weights.
+DataParallelTraffic DataParallelTrafficPerStep(const TrainingSpec& training,
+                                               DataParallelSharding sharding, bool pipelined,
+                                               double micro_batches);
 
 }  // namespace paratune
 

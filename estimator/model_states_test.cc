@@ -1,5 +1,7 @@
 #include "estimator/model_states.h"
 
+#include <utility>
+
 #include "gtest/gtest.h"
 
 namespace paratune {
@@ -71,10 +73,38 @@ TEST(AccumulatedGradientBytesTest, OnlyTorchTitansPipelinesAccumulateUnshardedGr
   const TrainingSpec megatron = Training(Framework::kMegatron);
   const TrainingSpec titan = Training(Framework::kTorchTitan);
   const double stage = 1e9;
-  EXPECT_EQ(AccumulatedGradientBytes(titan, DataParallelSharding::kFull, true, stage), 2 * stage);
+  // In FSDP's fp32 reduce dtype.
+  EXPECT_EQ(AccumulatedGradientBytes(titan, DataParallelSharding::kFull, true, stage), 4 * stage);
+  EXPECT_EQ(AccumulatedGradientBytes(titan, DataParallelSharding::kGradients, true, stage),
+            4 * stage);
   EXPECT_EQ(AccumulatedGradientBytes(titan, DataParallelSharding::kFull, false, stage), 0);
   EXPECT_EQ(AccumulatedGradientBytes(titan, DataParallelSharding::kNone, true, stage), 0);
   EXPECT_EQ(AccumulatedGradientBytes(megatron, DataParallelSharding::kFull, true, stage), 0);
+}
+
+TEST(DataParallelTrafficPerStepTest, CountsGathersAndReductionsAsTheMemoryTermsHoldThem) {
+  const TrainingSpec megatron = Training(Framework::kMegatron);
+  const TrainingSpec titan = Training(Framework::kTorchTitan);
+  const double m = 8;
+  const auto traffic = [&](const TrainingSpec& training, DataParallelSharding sharding,
+                           bool pipelined) {
+    const DataParallelTraffic t = DataParallelTrafficPerStep(training, sharding, pipelined, m);
+    return std::make_pair(t.weight_gathers, t.gradient_reductions);
+  };
+  using Counts = std::pair<double, double>;
+  // DDP and the distributed optimizer: gradients accumulated in the buffers, synced once.
+  EXPECT_EQ(traffic(megatron, DataParallelSharding::kNone, true), Counts(0, 1));
+  EXPECT_EQ(traffic(megatron, DataParallelSharding::kOptimizer, false), Counts(1, 1));
+  EXPECT_EQ(traffic(megatron, DataParallelSharding::kGradients, true), Counts(1, 1));
+  // Resharded after forward: gathered for the forward and again for the backward.
+  EXPECT_EQ(traffic(megatron, DataParallelSharding::kFull, true), Counts(2 * m, m));
+  EXPECT_EQ(traffic(titan, DataParallelSharding::kFull, false), Counts(2 * m, m));
+  // TorchTitan's ZeRO-2 keeps the gathered weights to the backward.
+  EXPECT_EQ(traffic(titan, DataParallelSharding::kGradients, false), Counts(m, m));
+  // Its pipelines gather once and reduce the accumulated gradients at the last backward.
+  EXPECT_EQ(traffic(titan, DataParallelSharding::kFull, true), Counts(1, 1));
+  EXPECT_EQ(traffic(titan, DataParallelSharding::kGradients, true), Counts(1, 1));
+  EXPECT_EQ(traffic(titan, DataParallelSharding::kNone, true), Counts(0, 1));
 }
 
 }  // namespace

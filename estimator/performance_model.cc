@@ -5,6 +5,7 @@
 
 #include "estimator/config_symbols.h"
 #include "estimator/link_model.h"
+#include "estimator/model_states.h"
 #include "estimator/moe_memory.h"
 #include "estimator/moe_performance.h"
 #include "estimator/pipeline_layout.h"
@@ -245,23 +246,21 @@ struct GradientGroups {
 };
 
 // Seconds to synchronize the gradients of `params` parameters, `fp8_params` of them fp8
-// weights, per step of `micro_batches` micro-batches:
-// - none: one all-reduce of the gradients over all the group's ranks;
-// - optimizer and gradients (ZeRO-1 and 2 move the same bytes): a reduce-scatter of the
-//   gradients and an all-gather of the updated bf16 parameters (the fp8 ones in fp8 with
-//   fp8_param_gather) over the shard ranks;
-// - full (FSDP): per micro-batch an all-gather of the parameters before the forward and again
-//   before the backward (they are resharded after the forward: FSDP2's reshard_after_forward,
-//   Megatron-FSDP's optim_grads_params) and a reduce-scatter of the gradients;
-// under hybrid sharding, each reduce-scatter is followed by an all-reduce of the shard over the
-// replicas. 0 when one rank holds the parameters.
+// weights, per step of `micro_batches` micro-batches, as often as DataParallelTrafficPerStep
+// says: without sharding, all-reduces of the gradients over all the group's ranks; with it,
+// reduce-scatters of the gradients (under hybrid sharding each followed by an all-reduce of
+// the shard over the replicas) and all-gathers of the bf16 parameters (the fp8 ones in fp8
+// with fp8_param_gather) over the shard ranks. 0 when one rank holds the parameters.
 double GradientSyncSeconds(const TrainingSpec& training, DataParallelSharding sharding,
-                           double micro_batches, double params, double fp8_params,
+                           bool pipelined, double micro_batches, double params, double fp8_params,
                            const GradientGroups& groups) {
+  const DataParallelTraffic traffic =
+      DataParallelTrafficPerStep(training, sharding, pipelined, micro_batches);
   const double gradient_bytes = params * (training.fp32_gradients() ? 4 : 2);
   if (sharding == DataParallelSharding::kNone) {
     if (groups.replicas == 1) return 0;
-    return AllReduceSeconds(gradient_bytes, groups.replicas, groups.replica_link);
+    return traffic.gradient_reductions *
+           AllReduceSeconds(gradient_bytes, groups.replicas, groups.replica_link);
   }
   const double parameter_bytes = training.fp8_param_gather() ? 2 * params - fp8_params : 2 * params;
   const double n = groups.shard_ranks;
@@ -270,8 +269,7 @@ double GradientSyncSeconds(const TrainingSpec& training, DataParallelSharding sh
                                                                 groups.replica_link)
                                              : 0);
   const double gather = n > 1 ? GatherOrScatterSeconds(parameter_bytes, n, groups.shard_link) : 0;
-  if (sharding == DataParallelSharding::kFull) return micro_batches * (2 * gather + reduce);
-  return reduce + gather;
+  return traffic.gradient_reductions * reduce + traffic.weight_gathers * gather;
 }
 
 // Exposed DP seconds per step: the gradients of the stage's parameters synchronized over the
@@ -290,8 +288,9 @@ double DpSeconds(const Symbols& x, const TrainingSpec& training, const ParallelC
   dense.shard_link =
       LinkForSpan(config.tp() * config.cp() * config.dp_shard_ranks(), cluster, params);
   dense.replica_link = link;
-  double seconds = GradientSyncSeconds(training, config.dp_sharding(), x.m, stage.data_parallel,
-                                       dense_fp8, dense);
+  const bool pipelined = config.pp() > 1;
+  double seconds = GradientSyncSeconds(training, config.dp_sharding(), pipelined, x.m,
+                                       stage.data_parallel, dense_fp8, dense);
   if (stage.expert > 0) {
     const double edp = ExpertDataParallelSize(config.dims(), ExpertParallelismOf(config));
     GradientGroups expert;
@@ -299,8 +298,8 @@ double DpSeconds(const Symbols& x, const TrainingSpec& training, const ParallelC
     expert.replicas = edp / expert.shard_ranks;
     expert.shard_link = link;
     expert.replica_link = link;
-    seconds += GradientSyncSeconds(training, config.dp_sharding(), x.m, stage.expert, stage.expert,
-                                   expert);
+    seconds += GradientSyncSeconds(training, config.dp_sharding(), pipelined, x.m, stage.expert,
+                                   stage.expert, expert);
   }
   return seconds * (1 - params.dp_overlap);
 }
