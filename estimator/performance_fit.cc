@@ -141,6 +141,14 @@ const std::vector<FittedField>& MoeFittedFields() {
   return *fields;
 }
 
+const std::vector<FittedField>& TorchTitanFittedFields() {
+  static const std::vector<FittedField>* const fields = new std::vector<FittedField>{
+      {"torchtitan_compute_efficiency", &PerformanceParameters::torchtitan_compute_efficiency, 0.2,
+       1.0, false},
+  };
+  return *fields;
+}
+
 const std::vector<FittedField>& FittedFields() {
   static const std::vector<FittedField>* const fields = new std::vector<FittedField>{
       {"gemm_efficiency_max", &PerformanceParameters::gemm_efficiency_max, 0.2, 1.0, false},

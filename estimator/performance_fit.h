@@ -56,6 +56,12 @@ const std::vector<FittedField>& Fp8FittedFields();
 // apart from the fitted ones.
 const std::vector<FittedField>& MoeFittedFields();
 
+// The field only TorchTitan runs depend on (PerformanceParameters::
+// torchtitan_compute_efficiency). tools/fit_performance_model fits it to TorchTitan's
+// benchmark with every other field fixed, so that no Megatron-LM prediction depends on it.
+// A search's refit leaves it (FitOptions::fields).
+const std::vector<FittedField>& TorchTitanFittedFields();
+
 struct FitOptions {
   // Weight of the pull toward the start parameters: the fit minimises
   //   [sum_i w_i log(predicted_i / measured_i)^2 + prior_weight sum_f d_f^2] / sum_i w_i,
@@ -73,7 +79,9 @@ struct FitOptions {
   // The fields the fit changes, in the order it visits them. Empty: FittedFields(), followed
   // by Fp8FittedFields() when an observation trains in fp8 and MoeFittedFields() when one
   // trains a mixture-of-experts model (a search's own probes refit the fields they depend
-  // on; the others stay where they are).
+  // on; the others stay where they are). Never TorchTitanFittedFields(): the dense fields
+  // a TorchTitan search's probes refit already scale its compute, and the two together
+  // would be one direction the probes cannot tell apart.
   std::vector<FittedField> fields;
 };
 

@@ -18,6 +18,12 @@ constexpr double kTera = 1e12;
 
 using Symbols = ConfigSymbols;
 
+// The share of Megatron-LM's compute throughput the training's framework reaches.
+double FrameworkComputeEfficiency(const TrainingSpec& training,
+                                  const PerformanceParameters& params) {
+  return training.framework() == Framework::kTorchTitan ? params.torchtitan_compute_efficiency : 1;
+}
+
 // Forward passes per micro-batch: the forward itself, plus one more when full recompute
 // re-runs every layer before its backward.
 double ForwardPasses(Recompute recompute) { return recompute == Recompute::kFull ? 2 : 1; }
@@ -446,8 +452,9 @@ PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpe
   consider(0);
   if (config.pp() > 2) consider(1);
   // fp8's amax reductions run once per model chunk and micro-batch, whatever its layers.
-  const double compute = pace.compute + (last_paces ? lm_head : 0) +
-                         (training.fp8() ? Fp8AmaxSeconds(x, config, cluster, params) : 0);
+  const double compute = (pace.compute + (last_paces ? lm_head : 0) +
+                          (training.fp8() ? Fp8AmaxSeconds(x, config, cluster, params) : 0)) /
+                         FrameworkComputeEfficiency(training, params);
   // 1F1B runs m micro-batch slots plus (p-1)/v slots of fill and drain (Narayanan et al. 2021).
   const double slot = compute + pace.tp + pace.cp + pace.ep;
   const double bubble_slots = (x.p - 1) / x.v;

@@ -94,6 +94,17 @@ struct PerformanceParameters {
   // network_efficiency, which the data-parallel ring collectives fit. Prior: 0.8, the dense
   // collectives' default.
   double all_to_all_network_efficiency = 0.8;
+
+  // TorchTitan (TrainingSpec::framework) only: the fraction of Megatron-LM's compute
+  // throughput its PyTorch stack reaches on the same GPU for the same FLOPs, which divides the
+  // compute time of every micro-batch. TorchTitan's blocks run as PyTorch eager kernels (or
+  // whatever torch.compile fuses of them): cuBLAS GEMMs without Transformer Engine's fused
+  // cast, norm and bias kernels, scaled_dot_product_attention's FlashAttention-2 kernels
+  // rather than cuDNN's Hopper ones, and separate RMSNorm, rotary and SwiGLU kernels. Prior 1
+  // (Megatron-LM's); fitted on Hopper to TorchTitan's own benchmark
+  // (data/measured/torchtitan_h100_202412.csv), eager and compiled rows alike: TrainingSpec
+  // does not say whether a run is compiled.
+  double torchtitan_compute_efficiency = 1.0;
 };
 
 // The GPU architectures with fitted parameters.

@@ -664,7 +664,7 @@ absl::StatusOr<std::vector<SkippedRow>> SkippedMoeRows(const std::string& direct
 
 MeasuredDataset Fp8Dataset() { return {"nvidia_h100_fp8.csv", false, true}; }
 
-MeasuredDataset TorchTitanDataset() { return {kTorchTitanTable, false}; }
+MeasuredDataset TorchTitanDataset() { return {kTorchTitanTable, true}; }
 
 std::vector<MeasuredDataset> Fp8Datasets() {
   return {{"nvidia_dgxc_h100.csv", true, true}, Fp8Dataset()};

@@ -447,42 +447,76 @@ double PredictedTokensPerGpu(const MeasuredRun& run, const PerformanceParameters
 // estimate's peak (TorchTitan reports the caching allocator's maximum reserved memory, the
 // maximum over GPUs) and measured tokens/s per GPU against the fitted parameters'
 // prediction, with the MAPE and largest error of each.
-std::string TorchTitanSection(const std::vector<MeasuredRun>& runs) {
+// Every TorchTitan run: measured and estimated peak memory (held out: nothing in the memory
+// model is fitted to it), measured tokens/s per GPU against the fitted parameters' prediction
+// and against the prediction of the TorchTitan field fitted to the other series alone (each
+// row's group held out).
+absl::StatusOr<std::string> TorchTitanSection(const std::vector<MeasuredRun>& runs) {
   const double gib = 1024.0 * 1024 * 1024;
+  const PerformanceParameters fitted = FittedPerformanceParameters(GpuArchitecture::kHopper);
+  // The start of the TorchTitan fit: every other fitted field with the TorchTitan prior.
+  PerformanceParameters start = fitted;
+  const PerformanceParameters priors;
+  for (const FittedField& field : TorchTitanFittedFields()) {
+    start.*field.field = priors.*field.field;
+  }
+  FitOptions options;
+  options.max_sweeps = 10000;
+  options.fields = TorchTitanFittedFields();
+  std::map<std::string, double> held_out_efficiency;  // by the held-out group
+  for (const MeasuredRun& run : runs) {
+    if (held_out_efficiency.count(run.group) > 0) continue;
+    std::vector<MeasuredRun> others;
+    for (const MeasuredRun& other : runs) {
+      if (other.group != run.group) others.push_back(other);
+    }
+    PT_ASSIGN_OR_RETURN(const FitResult fit,
+                        FitPerformanceParameters(FitObservations(others), start, options));
+    held_out_efficiency[run.group] = fit.params.torchtitan_compute_efficiency;
+  }
   std::string rows =
       "| line | run | GPUs | fsdp tp pp cp vp mbs | checkpointing | float8 | measured GiB | "
-      "estimated | error | measured tok/s/GPU | predicted | error |\n"
-      "|---:|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|\n";
+      "estimated | error | measured tok/s/GPU | predicted (fit) | error | held out: predicted | "
+      "error |\n"
+      "|---:|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   double memory_errors = 0;
   double largest_memory_error = 0;
-  double throughput_errors = 0;
+  std::vector<double> measured, predicted_fit, predicted_held, predicted_prior;
   for (const MeasuredRun& run : runs) {
     const MemoryEstimate memory =
         EstimateMemory(run.model, run.training, run.cluster, run.config, MemoryOptions());
     const double memory_error = memory.peak_bytes / gib / run.measured_memory_gib - 1;
-    const double measured_tokens = MeasuredTokensPerGpu(run);
-    const double predicted_tokens =
-        PredictedTokensPerGpu(run, DefaultPerformanceParameters(run.cluster.gpu()));
-    const double throughput_error = predicted_tokens / measured_tokens - 1;
+    PerformanceParameters held_out = fitted;
+    held_out.torchtitan_compute_efficiency = held_out_efficiency[run.group];
+    measured.push_back(MeasuredTokensPerGpu(run));
+    predicted_fit.push_back(PredictedTokensPerGpu(run, fitted));
+    predicted_held.push_back(PredictedTokensPerGpu(run, held_out));
+    predicted_prior.push_back(PredictedTokensPerGpu(run, start));
     memory_errors += std::abs(memory_error);
     largest_memory_error = std::max(largest_memory_error, std::abs(memory_error));
-    throughput_errors += std::abs(throughput_error);
     absl::StrAppendFormat(
         &rows,
         "| %d | %s %s | %d | %d %d %d %d %d %d | %s | %s | %.1f | %.1f | %+.1f%% | %.0f | "
-        "%.0f | %+.1f%% |\n",
+        "%.0f | %+.1f%% | %.0f | %+.1f%% |\n",
         run.line, run.model_name, run.group, run.cluster.world_size(), run.config.dp(),
         run.config.tp(), run.config.pp(), run.config.cp(), run.config.virtual_pipeline(),
         run.config.micro_batch(), RecomputeName(run.config.recompute()),
         run.training.fp8() ? "yes" : "no", run.measured_memory_gib, memory.peak_bytes / gib,
-        100 * memory_error, measured_tokens, predicted_tokens, 100 * throughput_error);
+        100 * memory_error, measured.back(), predicted_fit.back(),
+        100 * (predicted_fit.back() / measured.back() - 1), predicted_held.back(),
+        100 * (predicted_held.back() / measured.back() - 1));
   }
   const double n = static_cast<double>(runs.size());
   return absl::StrCat(
-      absl::StrFormat("Peak memory: mean absolute error %s, largest %s. Tokens/s per GPU: MAPE "
-                      "%s. %d runs.\n\n",
-                      Percent(memory_errors / n), Percent(largest_memory_error),
-                      Percent(throughput_errors / n), runs.size()),
+      absl::StrFormat(
+          "Peak memory: mean absolute error %s, largest %s. Tokens/s per GPU: MAPE %s with "
+          "the fitted torchtitan_compute_efficiency (%.3f), %s with each row's group held out "
+          "of the fit, %s with Megatron-LM's compute (the prior, 1). %d runs.\n\n",
+          Percent(memory_errors / n), Percent(largest_memory_error),
+          Percent(MeanAbsolutePercentageError(predicted_fit, measured)),
+          fitted.torchtitan_compute_efficiency,
+          Percent(MeanAbsolutePercentageError(predicted_held, measured)),
+          Percent(MeanAbsolutePercentageError(predicted_prior, measured)), runs.size()),
       rows);
 }
 
@@ -626,6 +660,7 @@ absl::Status Run() {
   PT_ASSIGN_OR_RETURN(const std::string moe, MoeSection(moe_runs));
   PT_ASSIGN_OR_RETURN(const std::vector<MeasuredRun> torchtitan_runs,
                       LoadMeasuredRuns(absl::GetFlag(FLAGS_data_dir), TorchTitanDataset()));
+  PT_ASSIGN_OR_RETURN(const std::string torchtitan, TorchTitanSection(torchtitan_runs));
   const std::string validation = absl::StrCat(
       "### Throughput\n\n", ThroughputSection(tables, datasets), "\n### Held-out ranking (",
       datasets.back().file, ")\n\n", HeldOutSection(held_out), "\n### Error bars\n\n",
@@ -645,7 +680,7 @@ absl::Status Run() {
                      {"{{FP8_PARAMETERS}}\n", Fp8ParametersSection()},
                      {"{{MOE_VALIDATION}}\n", moe},
                      {"{{MOE_PARAMETERS}}\n", MoeParametersSection()},
-                     {"{{TORCHTITAN_VALIDATION}}\n", TorchTitanSection(torchtitan_runs)}});
+                     {"{{TORCHTITAN_VALIDATION}}\n", torchtitan}});
   const std::string out_path = absl::GetFlag(FLAGS_out);
   if (out_path.empty()) {
     std::cout << document;

@@ -4,7 +4,8 @@
 // are fitted to the bf16 tables (MeasuredDatasets), then Hopper's fp8 fields to the fp8 fit
 // table (Fp8Datasets) with the bf16 fields fixed, so that no bf16 prediction depends on fp8
 // data, then Hopper's mixture-of-experts fields to the MoE table (MoeDatasets) with all the
-// others fixed, so that no dense prediction depends on MoE data:
+// others fixed, so that no dense prediction depends on MoE data, then Hopper's TorchTitan
+// field to TorchTitan's benchmark (TorchTitanDataset) with all the others fixed:
 //
 //   bazel run //tools:fit_performance_model --
 //       --update=$PWD/estimator/performance_parameters.cc
@@ -54,6 +55,11 @@ struct ArchitectureFit {
   bool moe_fitted = false;
   double moe_cross_validated_spread = 0;
   size_t moe_runs = 0;
+  // TorchTitan's field: fitted (Hopper), or its prior (torchtitan_fitted = false).
+  FitResult torchtitan_fit;
+  bool torchtitan_fitted = false;
+  double torchtitan_cross_validated_spread = 0;
+  size_t torchtitan_runs = 0;
 };
 
 // The error bar of PerformanceParameters::relative_error, by leave-one-series-out
@@ -155,6 +161,22 @@ std::string FittedBlock(const std::vector<ArchitectureFit>& fits) {
     for (const FittedField& field : MoeFittedFields()) {
       absl::StrAppendFormat(&out, "      params.%s = %.6g;\n", field.name,
                             fit.moe_fit.params.*field.field);
+    }
+    if (fit.torchtitan_fitted) {
+      absl::StrAppendFormat(
+          &out,
+          "      // TorchTitan, the %zu runs of torchtitan_h100_202412.csv with the fields\n"
+          "      // above fixed: RMS log error %.4f -> %.4f in %d sweeps;\n"
+          "      // leave-one-series-out spread %.4f.\n",
+          fit.torchtitan_runs, std::sqrt(fit.torchtitan_fit.objective_start),
+          fit.torchtitan_fit.rms_log_error, fit.torchtitan_fit.sweeps,
+          fit.torchtitan_cross_validated_spread);
+    } else {
+      absl::StrAppend(&out, "      // No TorchTitan runs on this architecture: the prior.\n");
+    }
+    for (const FittedField& field : TorchTitanFittedFields()) {
+      absl::StrAppendFormat(&out, "      params.%s = %.6g;\n", field.name,
+                            fit.torchtitan_fit.params.*field.field);
     }
     absl::StrAppend(&out, "      break;\n");
   }
@@ -266,11 +288,36 @@ absl::Status Run() {
   FitResult ampere_moe;
   ampere_moe.params = ampere_fp8.params;
 
-  const std::vector<ArchitectureFit> fits = {
-      {"kAmpere", ampere.fit, ampere.spread, ampere_fp8, false, 0, {}, 0, ampere_moe, false, 0, 0},
-      {"kHopper", hopper.fit, hopper.spread, hopper_fp8.fit, true, hopper_fp8.spread,
-       hopper_fp8_cast.fit, hopper_fp8_cast.spread, hopper_moe.fit, true, hopper_moe.spread,
-       moe_runs.size()}};
+  // TorchTitan: Hopper's TorchTitan field, fitted to its own benchmark from every value just
+  // fitted, which stay fixed.
+  PT_ASSIGN_OR_RETURN(
+      const std::vector<MeasuredRun> torchtitan_runs,
+      HopperFitRuns({TorchTitanDataset()}, "TorchTitan", [](const MeasuredRun&) { return true; }));
+  FitOptions torchtitan_options = options;
+  torchtitan_options.fields = TorchTitanFittedFields();
+  PT_ASSIGN_OR_RETURN(
+      const CrossValidatedFit hopper_torchtitan,
+      FitAndCrossValidate(torchtitan_runs, hopper_moe.fit.params, torchtitan_options));
+  FitResult ampere_torchtitan;
+  ampere_torchtitan.params = ampere_moe.params;
+
+  ArchitectureFit ampere_fit{"kAmpere", ampere.fit, ampere.spread, ampere_fp8};
+  ampere_fit.moe_fit = ampere_moe;
+  ampere_fit.torchtitan_fit = ampere_torchtitan;
+  ArchitectureFit hopper_fit{"kHopper", hopper.fit, hopper.spread, hopper_fp8.fit};
+  hopper_fit.fp8_fitted = true;
+  hopper_fit.fp8_cross_validated_spread = hopper_fp8.spread;
+  hopper_fit.fp8_cast_fit = hopper_fp8_cast.fit;
+  hopper_fit.fp8_cast_cross_validated_spread = hopper_fp8_cast.spread;
+  hopper_fit.moe_fit = hopper_moe.fit;
+  hopper_fit.moe_fitted = true;
+  hopper_fit.moe_cross_validated_spread = hopper_moe.spread;
+  hopper_fit.moe_runs = moe_runs.size();
+  hopper_fit.torchtitan_fit = hopper_torchtitan.fit;
+  hopper_fit.torchtitan_fitted = true;
+  hopper_fit.torchtitan_cross_validated_spread = hopper_torchtitan.spread;
+  hopper_fit.torchtitan_runs = torchtitan_runs.size();
+  const std::vector<ArchitectureFit> fits = {ampere_fit, hopper_fit};
   const std::string block = FittedBlock(fits);
   std::cout << block;
   const std::string path = absl::GetFlag(FLAGS_update);
