@@ -73,7 +73,9 @@ class ProbeWatcher {
   // `id_file` empty: nothing to publish.
   ProbeWatcher(ProbeContext& context, std::string id_file)
       : context_(context), id_file_(std::move(id_file)), thread_([this] { Watch(); }) {}
-  ~ProbeWatcher() { Finish(); }
+  // Stops the watch on every path; the run's own path reads the rendezvous' error from
+  // Finish() first, and on an early return another error is already the answer.
+  ~ProbeWatcher() { Finish().IgnoreError(); }
 
   // What the probe runs under.
   const absl::Notification& stop() const { return stop_; }

@@ -389,7 +389,8 @@ void WorkerDaemon::RunAndReport(const v1::ProbeAssignment& assignment,
         {{"probe", assignment.name()}, {"error", reported.ToString()}});
     result = ResultRefusedByServer(assignment.backend(), reported,
                                    absl::ToDoubleSeconds(clock_->Now() - start));
-    Report(worker_name, assignment.name(), result);
+    // Report logs a failure itself; a second refusal leaves the lease to its deadline.
+    Report(worker_name, assignment.name(), result).IgnoreError();
   }
   if (options_.on_probe_finished) options_.on_probe_finished(assignment, result);
 }
