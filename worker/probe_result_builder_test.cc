@@ -60,6 +60,21 @@ TEST(ProbeResultBuilderTest, ThroughputFollowsTheEstimatorsConvention) {
       HasSubstr("measured: where it ran: mean step time 2 s over 3 timed steps (CV 10.00%), "));
 }
 
+TEST(ProbeResultBuilderTest, ExpertCollectivesAreTheirOwnPhase) {
+  // Mixtral 8x7B on 8 GPUs as dp 8: ep 8 has an expert group to exchange tokens over, ep 1
+  // none.
+  v1::ProbeAssignment assignment = TestAssignment("mixtral-8x7b", 16, 4096, 8, 1, 1, 1, 1);
+  assignment.mutable_config()->set_expert_parallel(8);
+  const ProbeSpec experts = *ProbeSpec::FromAssignment(assignment);
+  EXPECT_THAT(BuildProbeResult(experts, "cuda", Measured(experts, {2.0}), 0).measured(),
+              ElementsAre("gemm", "attention", "elementwise", "ep_collectives", "dp_collectives",
+                          "optimizer"));
+  assignment.mutable_config()->set_expert_parallel(1);
+  const ProbeSpec local = *ProbeSpec::FromAssignment(assignment);
+  EXPECT_THAT(BuildProbeResult(local, "cuda", Measured(local, {2.0}), 0).measured(),
+              ElementsAre("gemm", "attention", "elementwise", "dp_collectives", "optimizer"));
+}
+
 TEST(ProbeResultBuilderTest, ShortStepsAreKeptAndTheFullStepExtrapolated) {
   const ProbeSpec spec = EightGpus({2, 4});
   ProbeRun run = Measured(spec, {});

@@ -14,6 +14,7 @@ PhaseProvenance StepPhases(const ProbeSpec& spec, Provenance mark) {
   set(ProbePhase::kOptimizer, true);
   set(ProbePhase::kTpCollectives, config.tp() > 1);
   set(ProbePhase::kCpCollectives, config.cp() > 1);
+  set(ProbePhase::kEpCollectives, spec.model().is_moe() && config.ep() * config.etp() > 1);
   set(ProbePhase::kPpSendRecv, config.pp() > 1);
   set(ProbePhase::kDpCollectives, config.dp() * config.cp() > 1);
   return phases;

@@ -37,7 +37,8 @@ using PhaseProvenance = std::array<Provenance, static_cast<int>(ProbePhase::kCou
 // The phases a training step of `spec`'s configuration has, all marked `mark`: the GEMMs,
 // attention, elementwise work and the optimizer always; each parallelism's collectives when
 // its size is above 1 (data parallelism's over data x context ranks, the group that reduces
-// gradients), the others kAbsent.
+// gradients; a mixture-of-experts model's expert collectives over ep x etp ranks), the others
+// kAbsent.
 PhaseProvenance StepPhases(const ProbeSpec& spec, Provenance mark);
 
 struct ProbeRun {

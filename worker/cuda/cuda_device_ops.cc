@@ -578,20 +578,20 @@ ncclDataType_t NcclTypeOf(ElementType type) {
 
 }  // namespace
 
-// The expert collectives count as tp_collectives: ProbeMeasurements has no phase of their own
-// yet (docs/probe.md, MoE "left").
 absl::Status CudaDeviceOps::ExpertAllToAll(DeviceRef send, DeviceRef receive, int64_t rows,
                                            int64_t width, ElementType type, std::string_view) {
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kTpCollectives));
   const int64_t ranks = communicators_.group_size(RankGroup::kExpert);
   ncclComm_t comm = communicators_.group(RankGroup::kExpert);
   if (comm == nullptr) {
-    // A group of one rank (ep 1) has no communicator: its own block is the whole exchange.
+    // A group of one rank (ep 1) has no communicator: its own block is the whole exchange, a
+    // copy.
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
     return CudaStatus(
         cudaMemcpyAsync(At<void>(receive), At<void>(send), rows * width * BytesOf(type),
                         cudaMemcpyDeviceToDevice, stream_),
         "cudaMemcpyAsync(expert all-to-all of one rank)");
   }
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kEpCollectives));
   return AllToAll(comm, ranks, At<void>(send), At<void>(receive), rows * width / ranks,
                   NcclTypeOf(type), stream_);
 }
@@ -599,7 +599,7 @@ absl::Status CudaDeviceOps::ExpertAllToAll(DeviceRef send, DeviceRef receive, in
 absl::Status CudaDeviceOps::ExpertTensorAllGather(DeviceRef own, DeviceRef gathered, int64_t rows,
                                                   int64_t width, ElementType type,
                                                   std::string_view) {
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kTpCollectives));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kEpCollectives));
   return AllGather(communicators_.group(RankGroup::kExpertTensor), At<void>(own),
                    At<void>(gathered), rows * width, NcclTypeOf(type), stream_);
 }
@@ -607,7 +607,7 @@ absl::Status CudaDeviceOps::ExpertTensorAllGather(DeviceRef own, DeviceRef gathe
 absl::Status CudaDeviceOps::ExpertTensorReduceScatter(DeviceRef partial, DeviceRef reduced,
                                                       int64_t rows, int64_t width, ElementType type,
                                                       std::string_view) {
-  PT_RETURN_IF_ERROR(Mark(ProbePhase::kTpCollectives));
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kEpCollectives));
   return ReduceScatter(communicators_.group(RankGroup::kExpertTensor), At<void>(partial),
                        At<void>(reduced), rows * width, NcclTypeOf(type), stream_);
 }

@@ -10,14 +10,16 @@ enum class ProbePhase {
   kElementwise,    // RMSNorm, SwiGLU, residual adds, embedding, cross-entropy
   kTpCollectives,  // tensor-parallel all-gathers, reduce-scatters, all-reduces
   kCpCollectives,  // context-parallel K/V all-gathers and gradient reduce-scatters
+  kEpCollectives,  // the MoE dispatcher's all-to-alls over the expert group and its
+                   // expert-tensor-parallel all-gathers and reduce-scatters
   kPpSendRecv,     // pipeline sends and receives, waiting for the neighbour included
   kDpCollectives,  // data-parallel gradient reduce-scatter and parameter all-gather
   kOptimizer,      // Adam over the rank's shard
   kCount,
 };
 
-// "gemm", "attention", "elementwise", "tp_collectives", "cp_collectives", "pp_send_recv",
-// "dp_collectives", "optimizer".
+// "gemm", "attention", "elementwise", "tp_collectives", "cp_collectives", "ep_collectives",
+// "pp_send_recv", "dp_collectives", "optimizer".
 inline const char* ProbePhaseName(ProbePhase phase) {
   switch (phase) {
     case ProbePhase::kGemm:
@@ -30,6 +32,8 @@ inline const char* ProbePhaseName(ProbePhase phase) {
       return "tp_collectives";
     case ProbePhase::kCpCollectives:
       return "cp_collectives";
+    case ProbePhase::kEpCollectives:
+      return "ep_collectives";
     case ProbePhase::kPpSendRecv:
       return "pp_send_recv";
     case ProbePhase::kDpCollectives:
