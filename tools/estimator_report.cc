@@ -537,7 +537,7 @@ absl::StatusOr<std::string> MoeSection(const std::vector<MeasuredRun>& runs) {
     if (!run.dispatcher_substituted) fit_runs.push_back(&run);
   }
   std::string rows =
-      "| line | model | release | routing | GPUs | tp pp cp vp ep etp mbs | GBS | measured "
+      "| row | model | release | routing | GPUs | tp pp cp vp ep etp mbs | GBS | measured "
       "tokens/s/GPU | predicted (fit) | error | held out: predicted | error | memory |\n"
       "|---:|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|\n";
   std::vector<double> measured_fit, predicted_fit, measured_held, predicted_held, measured_flex,
@@ -569,16 +569,17 @@ absl::StatusOr<std::string> MoeSection(const std::vector<MeasuredRun>& runs) {
         absl::StrCat(run.training.moe_capacity_factor() > 0
                          ? absl::StrFormat("capacity %.2g", run.training.moe_capacity_factor())
                          : std::string("dropless"),
-                     run.dispatcher_substituted ? ", flex" : ", all-to-all");
+                     run.dispatcher_substituted ? ", flex" : ", all-to-all",
+                     run.training.fp8() ? ", fp8" : ", bf16");
     absl::StrAppendFormat(
         &rows,
-        "| %d | %s | %s | %s | %d | %d %d %d %d %d %d %d | %d | %.0f | %.0f | %+.1f%% | %s | %s %s "
-        "|\n",
-        run.line, run.model_name, Software(run), routing, run.cluster.world_size(), run.config.tp(),
-        run.config.pp(), run.config.cp(), run.config.virtual_pipeline(), run.config.ep(),
-        run.config.etp(), run.config.micro_batch(), run.training.global_batch_size(), measured,
-        predicted, 100 * (predicted / measured - 1), held_out, Percent(memory.fraction_of_capacity),
-        MemoryVerdictName(memory.verdict));
+        "| %s:%d | %s | %s | %s | %d | %d %d %d %d %d %d %d | %d | %.0f | %.0f | %+.1f%% | %s | %s "
+        "%s |\n",
+        run.dataset, run.line, run.model_name, Software(run), routing, run.cluster.world_size(),
+        run.config.tp(), run.config.pp(), run.config.cp(), run.config.virtual_pipeline(),
+        run.config.ep(), run.config.etp(), run.config.micro_batch(),
+        run.training.global_batch_size(), measured, predicted, 100 * (predicted / measured - 1),
+        held_out, Percent(memory.fraction_of_capacity), MemoryVerdictName(memory.verdict));
   }
   return absl::StrFormat(
       "| runs | count | MAPE tokens/s per GPU |\n|---|---:|---:|\n"
