@@ -582,14 +582,16 @@ absl::StatusOr<std::string> MoeSection(const std::vector<MeasuredRun>& runs) {
         held_out, Percent(memory.fraction_of_capacity), MemoryVerdictName(memory.verdict));
   }
   return absl::StrFormat(
-      "| runs | count | MAPE tokens/s per GPU |\n|---|---:|---:|\n"
-      "| all-to-all runs, fitted parameters (in the fit) | %d | %s |\n"
-      "| all-to-all runs, each held out of its own fit | %d | %s |\n"
-      "| flex-dispatcher runs (never in the fit) | %d | %s |\n\n%s",
+      "| runs | count | MAPE tokens/s per GPU | median APE |\n|---|---:|---:|---:|\n"
+      "| all-to-all runs, fitted parameters (in the fit) | %d | %s | %s |\n"
+      "| all-to-all runs, each held out of its own fit | %d | %s | %s |\n"
+      "| flex-dispatcher runs (never in the fit) | %d | %s | %s |\n\n%s",
       measured_fit.size(), Percent(MeanAbsolutePercentageError(predicted_fit, measured_fit)),
-      measured_held.size(), Percent(MeanAbsolutePercentageError(predicted_held, measured_held)),
-      measured_flex.size(), Percent(MeanAbsolutePercentageError(predicted_flex, measured_flex)),
-      rows);
+      Percent(MedianAbsolutePercentageError(predicted_fit, measured_fit)), measured_held.size(),
+      Percent(MeanAbsolutePercentageError(predicted_held, measured_held)),
+      Percent(MedianAbsolutePercentageError(predicted_held, measured_held)), measured_flex.size(),
+      Percent(MeanAbsolutePercentageError(predicted_flex, measured_flex)),
+      Percent(MedianAbsolutePercentageError(predicted_flex, measured_flex)), rows);
 }
 
 // The mixture-of-experts fields per architecture.
