@@ -60,4 +60,10 @@ double GemmSeconds(double flops, double peak_flops, const PerformanceParameters&
   return flops / (peak_flops * efficiency);
 }
 
+double Fp8GemmSeconds(double flops, double fp8_peak_flops, const PerformanceParameters& params) {
+  const double efficiency =
+      params.fp8_gemm_efficiency_max * flops / (flops + params.fp8_gemm_half_efficiency_flops);
+  return flops / (fp8_peak_flops * efficiency);
+}
+
 }  // namespace paratune

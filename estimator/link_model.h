@@ -45,6 +45,11 @@ double AllToAllSeconds(double bytes, int64_t n, int64_t span, const ClusterSpec&
 // leave SMs idle and are bound by memory traffic, so efficiency saturates with size.
 double GemmSeconds(double flops, double peak_flops, const PerformanceParameters& params);
 
+// Seconds of one fp8 GEMM of `flops` at Transformer Engine's fp8 efficiency, of the same form
+// as GemmSeconds (fp8_gemm_efficiency_max, fp8_gemm_half_efficiency_flops), against the dense
+// fp8 peak.
+double Fp8GemmSeconds(double flops, double fp8_peak_flops, const PerformanceParameters& params);
+
 }  // namespace paratune
 
 #endif  // PARATUNE_ESTIMATOR_LINK_MODEL_H_

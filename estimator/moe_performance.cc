@@ -22,6 +22,16 @@ double HbmSeconds(double bytes, const GpuSpec& gpu, const PerformanceParameters&
 // Matrices of one MLP's fc1 (M - 1 of width f: gate and up when gated) and fc2 (one).
 double Fc1Matrices(const ModelSpec& model) { return model.MlpMatrices() - 1; }
 
+// Seconds of one expert or shared-expert GEMM of `flops` against `peak_flops`, the peak of the
+// precision the experts run in: Transformer Engine's linears under fp8_autocast run at the
+// fitted fp8 GEMM curve, as the dense linears do (performance_model.h), bf16 ones at the dense
+// GEMM curve.
+double ExpertGemmSeconds(double flops, const TrainingSpec& training, double peak_flops,
+                         const PerformanceParameters& params) {
+  return training.fp8() ? Fp8GemmSeconds(flops, peak_flops, params)
+                        : GemmSeconds(flops, peak_flops, params);
+}
+
 }  // namespace
 
 double RouterForwardFlops(const ModelSpec& model, double tokens) {
@@ -105,7 +115,8 @@ double SequentialExpertsForwardSeconds(const ModelSpec& model, const TrainingSpe
   const double fc2 = 2 * tokens * inner * h;
   const double local_experts = D(moe.num_experts) / D(expert.ep);
   return params.expert_load_imbalance * local_experts *
-         (GemmSeconds(fc1, peak_flops, params) + GemmSeconds(fc2, peak_flops, params));
+         (ExpertGemmSeconds(fc1, training, peak_flops, params) +
+          ExpertGemmSeconds(fc2, training, peak_flops, params));
 }
 
 double SharedExpertForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
@@ -120,7 +131,37 @@ double SharedExpertForwardSeconds(const ModelSpec& model, const TrainingSpec& tr
   const double h = D(model.hidden_size());
   const double fc1 = 2 * tokens * h * Fc1Matrices(model) * inner;
   const double fc2 = 2 * tokens * inner * h;
-  return GemmSeconds(fc1, peak_flops, params) + GemmSeconds(fc2, peak_flops, params);
+  return ExpertGemmSeconds(fc1, training, peak_flops, params) +
+         ExpertGemmSeconds(fc2, training, peak_flops, params);
+}
+
+double ExpertFp8CastSeconds(const ModelSpec& model, const TrainingSpec& training,
+                            const ParallelDims& dims, const ExpertParallelism& expert,
+                            const MoeRouting& routing, const GpuSpec& gpu,
+                            const PerformanceParameters& params) {
+  if (!model.is_moe() || !training.fp8()) return 0;
+  const MoeDimensions& moe = model.moe();
+  const double h = D(model.hidden_size());
+  const double fc1_matrices = Fc1Matrices(model);
+  // Routed experts: fc1's input h and fc2's input f_e / etp forward; fc2's output gradient h
+  // and fc1's (M - 1) f_e / etp backward, on the N tokens the rank's experts receive.
+  const double routed_tokens = RoutedTokensPerRank(model, training, dims, expert, routing);
+  const double expert_width = D(moe.expert_ffn_hidden_size) / D(expert.etp);
+  double inputs = routed_tokens * (h + expert_width);
+  double output_gradients = routed_tokens * (h + fc1_matrices * expert_width);
+  // Shared experts: a dense MLP of width n_s f_s over tp, its fc1 input SP-gathered.
+  if (moe.num_shared_experts > 0) {
+    const double tokens = MoeTokensPerRank(training, dims) * D(dims.tp);
+    const double shared_width =
+        D(moe.num_shared_experts) * D(moe.shared_expert_ffn_hidden_size) / D(dims.tp);
+    inputs += tokens * (h + shared_width);
+    output_gradients += tokens * (h + fc1_matrices * shared_width);
+  }
+  // Read 2 bytes, write the fp8 value and its fp8 transpose.
+  constexpr double kCastBytesPerValue = 4;
+  const double forwards = dims.recompute == Recompute::kFull ? 2 : 1;
+  return kCastBytesPerValue * (forwards * inputs + output_gradients) /
+         (gpu.hbm_bandwidth_gbps * kGiga * params.fp8_cast_hbm_efficiency);
 }
 
 double RouterGemmForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
@@ -253,6 +294,7 @@ MoeLayerSeconds PredictMoeLayerSeconds(const ModelSpec& model, const TrainingSpe
                                                  expert_peak_flops, params)));
   seconds.shared_experts =
       gemm_passes * SharedExpertForwardSeconds(model, training, dims, expert_peak_flops, params);
+  seconds.fp8_casts = ExpertFp8CastSeconds(model, training, dims, expert, routing, gpu, params);
   const double communication =
       routing.dispatcher == TokenDispatcher::kAllGather
           ? AllGatherDispatchForwardSeconds(model, training, dims, expert, cluster, params)

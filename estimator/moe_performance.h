@@ -70,8 +70,8 @@ double GroupedGemmForwardSeconds(const ModelSpec& model, const TrainingSpec& tra
                                  const PerformanceParameters& params);
 // The same GEMMs without --moe-grouped-gemm (TrainingOptions::moe_grouped_gemm false):
 // SequentialMLP (experts.py) loops over the E / ep local experts, each an MLP whose fc1 and fc2
-// run as two GEMMs on the tokens it received, every one at the dense GEMM curve
-// (PerformanceParameters::gemm_efficiency_max, gemm_half_efficiency_flops) for its own FLOPs;
+// run as two GEMMs on the tokens it received, every one at the dense GEMM curve of the
+// experts' precision (SharedExpertForwardSeconds) for its own FLOPs;
 // times expert_load_imbalance. 0 for a dense model. PredictMoeLayerSeconds takes the larger of
 // this and the grouped time: grouping never makes the same GEMMs slower.
 double SequentialExpertsForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
@@ -80,12 +80,28 @@ double SequentialExpertsForwardSeconds(const ModelSpec& model, const TrainingSpe
                                        const PerformanceParameters& params);
 
 // Forward seconds of one rank's shared experts on its T tokens gathered over tp (s b / c), a
-// dense MLP of n_s f_s split over tp: fc1 and fc2 each at the dense GEMM curve
-// (PerformanceParameters::gemm_efficiency_max, gemm_half_efficiency_flops). 0 without shared
-// experts.
+// dense MLP of n_s f_s split over tp: fc1 and fc2 each at the dense GEMM curve of the
+// precision they run in (PerformanceParameters::gemm_efficiency_max, gemm_half_efficiency_flops;
+// with fp8 training fp8_gemm_efficiency_max, fp8_gemm_half_efficiency_flops, as the dense
+// linears under Transformer Engine's fp8_autocast). 0 without shared experts.
 double SharedExpertForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
                                   const ParallelDims& dims, double peak_flops,
                                   const PerformanceParameters& params);
+
+// Seconds of Transformer Engine's fp8 casts of the routed and shared experts' linears for one
+// MoE layer and micro-batch, forward and backward, as the dense linears' (Fp8CastSeconds,
+// performance_model.cc): each fp8 GEMM's bf16 input (every forward pass) and output gradient
+// (backward) pass through one fused cast-transpose kernel that reads 2 bytes per value and
+// writes the fp8 value and its fp8 transpose (transformer_engine/common/transpose/
+// cast_transpose.cu; GroupedLinear casts each local expert's slice of the N routed tokens the
+// same way): 4 bytes per value at fp8_cast_hbm_efficiency. Values per MoE layer: N (h + f_e /
+// etp) inputs and N (h + (M - 1) f_e / etp) output gradients of the routed experts, and with
+// shared experts s b / c (h + n_s f_s / t) and s b / c (h + (M - 1) n_s f_s / t). 0 without
+// fp8 training or for a dense model.
+double ExpertFp8CastSeconds(const ModelSpec& model, const TrainingSpec& training,
+                            const ParallelDims& dims, const ExpertParallelism& expert,
+                            const MoeRouting& routing, const GpuSpec& gpu,
+                            const PerformanceParameters& params);
 
 // Forward seconds of the router's gating GEMM on the rank's T tokens (RouterForwardFlops) at
 // the dense GEMM curve. 0 for a dense model.
@@ -170,12 +186,15 @@ struct MoeLayerSeconds {
   double permutation = 0;
   double routed_experts = 0;  // grouped or sequential GEMMs, load imbalance included
   double shared_experts = 0;
+  double fp8_casts = 0;  // the experts' and shared experts' fp8 casts (ExpertFp8CastSeconds)
   // Dispatch and combine of routing.dispatcher, less the ep_comm_overlap fraction hidden where
   // the training overlaps it (TrainingOptions::moe_expert_parallel_overlap, ep > 1, recompute
   // not full).
   double exposed_communication = 0;
 
-  double Compute() const { return router + permutation + routed_experts + shared_experts; }
+  double Compute() const {
+    return router + permutation + routed_experts + shared_experts + fp8_casts;
+  }
 };
 
 // All terms 0 for a dense model. `peak_flops`: the dense bf16 peak; `expert_peak_flops`: that

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "estimator/link_model.h"
 #include "estimator/performance_model.h"
 #include "gtest/gtest.h"
 
@@ -134,6 +135,66 @@ TEST(GroupedGemmTest, SecondsAreTheRanksExpertFlopsAtTheTokensPerExpertEfficienc
   EXPECT_DOUBLE_EQ(
       GroupedGemmForwardSeconds(model, training, dims, expert, routing, kPeakFlops, params),
       1.3 * balanced);
+}
+
+TrainingSpec Fp8(const TrainingSpec& training) {
+  TrainingOptions options = training.options();
+  options.fp8 = true;
+  absl::StatusOr<TrainingSpec> fp8 = TrainingSpec::Create(options);
+  EXPECT_TRUE(fp8.ok()) << fp8.status();
+  return *fp8;
+}
+
+TEST(SharedExpertTest, GemmsAtTheCurveOfTheirPrecision) {
+  // Llama 4 Scout, tp 4: a shared expert of 8192 split over 4 ranks on the s b / c = 8192
+  // gathered tokens.
+  const ModelSpec model = Preset("llama4-scout");
+  const TrainingSpec training = Training(256, 8192);
+  const ParallelDims dims = MakeParallelDims(2, 4, 1, 1, /*micro_batch=*/1);
+  const PerformanceParameters params;
+  const double fc1 = 2 * 8192.0 * 5120 * 2 * 2048;
+  const double fc2 = 2 * 8192.0 * 2048 * 5120;
+  EXPECT_DOUBLE_EQ(SharedExpertForwardSeconds(model, training, dims, kPeakFlops, params),
+                   GemmSeconds(fc1, kPeakFlops, params) + GemmSeconds(fc2, kPeakFlops, params));
+  // fp8: the fitted fp8 GEMM curve against the fp8 peak, as the dense linears.
+  EXPECT_DOUBLE_EQ(
+      SharedExpertForwardSeconds(model, Fp8(training), dims, 2 * kPeakFlops, params),
+      Fp8GemmSeconds(fc1, 2 * kPeakFlops, params) + Fp8GemmSeconds(fc2, 2 * kPeakFlops, params));
+}
+
+TEST(ExpertFp8CastTest, InputsEveryForwardOutputGradientsOnceAtTheCastHbmEfficiency) {
+  // Llama 4 Maverick as dgxc-benchmarking runs it on H100: tp 4, ep 128, etp 4, s 8192, top-1
+  // with capacity factor 1 padded: N = E etp ceil(T k / E) = 128 x 4 x 16 routed tokens.
+  const ModelSpec model = Preset("llama4-maverick");
+  const TrainingSpec bf16 = Training(1024, 8192);
+  ParallelDims dims = MakeParallelDims(128, 4, 1, 1, /*micro_batch=*/1);
+  const ExpertParallelism expert{128, 4};
+  MoeRouting routing;
+  routing.capacity_factor = 1.0;
+  const GpuSpec gpu = *FindGpuPreset("h100-80gb");
+  const PerformanceParameters params;
+  EXPECT_EQ(ExpertFp8CastSeconds(model, bf16, dims, expert, routing, gpu, params), 0);
+
+  const TrainingSpec fp8 = Fp8(bf16);
+  const double routed = 128.0 * 4 * 16;
+  ASSERT_DOUBLE_EQ(RoutedTokensPerRank(model, fp8, dims, expert, routing), routed);
+  const double h = 5120, expert_width = 8192.0 / 4, shared_width = 8192.0 / 4, tokens = 8192;
+  const double inputs = routed * (h + expert_width) + tokens * (h + shared_width);
+  const double gradients = routed * (h + 2 * expert_width) + tokens * (h + 2 * shared_width);
+  const double hbm = gpu.hbm_bandwidth_gbps * 1e9 * params.fp8_cast_hbm_efficiency;
+  EXPECT_DOUBLE_EQ(ExpertFp8CastSeconds(model, fp8, dims, expert, routing, gpu, params),
+                   4 * (inputs + gradients) / hbm);
+  // Full recompute casts the inputs again.
+  dims.recompute = Recompute::kFull;
+  EXPECT_DOUBLE_EQ(ExpertFp8CastSeconds(model, fp8, dims, expert, routing, gpu, params),
+                   4 * (2 * inputs + gradients) / hbm);
+  // Part of the layer's compute.
+  const MoeLayerSeconds layer =
+      PredictMoeLayerSeconds(model, fp8, dims, expert, routing, *ClusterSpec::Create(gpu, 64, 8),
+                             kPeakFlops, 2 * kPeakFlops, params);
+  EXPECT_DOUBLE_EQ(layer.fp8_casts, 4 * (2 * inputs + gradients) / hbm);
+  EXPECT_DOUBLE_EQ(layer.Compute(), layer.router + layer.permutation + layer.routed_experts +
+                                        layer.shared_experts + layer.fp8_casts);
 }
 
 TEST(PermutationTest, PermuteUnpermuteAndTheSortsByExpertMoveTokenCopies) {
@@ -289,6 +350,7 @@ TEST(MoeLayerSecondsTest, DenseModelsHaveNoMoeTerms) {
   EXPECT_EQ(SharedExpertForwardSeconds(dense, training, dims, kPeakFlops, params), 0);
   EXPECT_EQ(RouterGemmForwardSeconds(dense, training, dims, kPeakFlops, params), 0);
   EXPECT_EQ(RouterTopKForwardSeconds(dense, training, dims, gpu, params), 0);
+  EXPECT_EQ(ExpertFp8CastSeconds(dense, Fp8(training), dims, expert, routing, gpu, params), 0);
   EXPECT_EQ(PermutationForwardSeconds(dense, training, dims, expert, routing, gpu, params), 0);
   EXPECT_EQ(AllToAllBytesLeavingRank(dense, training, dims, {8, 1}, routing), 0);
   EXPECT_EQ(AllToAllForwardSeconds(dense, training, dims, {8, 1}, routing, cluster, params), 0);

@@ -38,14 +38,6 @@ double AttentionForwardSeconds(const Symbols& x, const TrainingSpec& training, d
   return 2 * (x.s * x.b / x.c) * x.s * x.attention_width / x.t / (peak_flops * efficiency);
 }
 
-// Seconds of one fp8 GEMM of `flops` at Transformer Engine's fp8 efficiency, of the same
-// form as GemmSeconds, against the dense fp8 peak.
-double Fp8GemmSeconds(double flops, double fp8_peak_flops, const PerformanceParameters& params) {
-  const double efficiency =
-      params.fp8_gemm_efficiency_max * flops / (flops + params.fp8_gemm_half_efficiency_flops);
-  return flops / (fp8_peak_flops * efficiency);
-}
-
 // HBM seconds of Transformer Engine's casts for the fp8 linears of one layer and one
 // micro-batch. Each fp8 linear casts its bf16 input (forward) and its output gradient
 // (backward) with one fused cast-transpose kernel that reads 2 bytes per value and writes the
@@ -56,7 +48,7 @@ double Fp8GemmSeconds(double flops, double fp8_peak_flops, const PerformancePara
 // QKV and first MLP linear): inputs h (QKV) + ad/t (projection) + h (first MLP linear) + f/t
 // (down projection); output gradients (ad + 2kd)/t + h + (M-1) f/t + h. Full recompute runs
 // the forward casts twice. `with_mlp` false leaves out the MLP's two linears: an MoE layer's
-// experts cast their inputs inside the expert GEMMs' fitted efficiency (moe_performance.h).
+// experts cast their own (ExpertFp8CastSeconds, moe_performance.h).
 double Fp8CastSeconds(const Symbols& x, Recompute recompute, bool with_mlp, const GpuSpec& gpu,
                       const PerformanceParameters& params) {
   const double tokens = x.s * x.b / x.c;

@@ -533,7 +533,14 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadTorchTitan(const CsvTable& table,
   return runs;
 }
 
-constexpr char kMoeTable[] = "megatron_bridge_moe_h100.csv";
+// The mixture-of-experts tables, one column format: NVIDIA's Megatron-Bridge performance
+// summaries and NVIDIA's DGX Cloud benchmarking recipes (dgxc-benchmarking), both DGX-H100.
+constexpr char kMegatronBridgeMoeTable[] = "megatron_bridge_moe_h100.csv";
+constexpr char kDgxcMoeTable[] = "nvidia_dgxc_moe_h100.csv";
+
+bool IsMoeTable(const std::string& file) {
+  return file == kMegatronBridgeMoeTable || file == kDgxcMoeTable;
+}
 
 // The dispatcher a row's recipe sets. Megatron-Bridge's flex dispatcher (DeepEP or HybridEP
 // kernels, flex_dispatcher_backend.py) sends each routed token to the same expert-parallel
@@ -572,11 +579,11 @@ absl::StatusOr<std::string> MoeSkipReason(const CsvTable& table, size_t row, boo
   return std::string();
 }
 
-// NVIDIA's Megatron-Bridge MoE rows: the configuration as the performance summary gives it,
-// the routing and the rest as the row's recipe (its `recipe` column) sets them.
-absl::StatusOr<std::vector<MeasuredRun>> LoadMegatronBridgeMoe(const CsvTable& table,
-                                                               const std::string& file, bool fp8,
-                                                               std::vector<SkippedRow>* skipped) {
+// The rows of an MoE table: the configuration as the source gives it, the routing and the rest
+// as the row's recipe (its `recipe` column) sets them.
+absl::StatusOr<std::vector<MeasuredRun>> LoadMoeTable(const CsvTable& table,
+                                                      const std::string& file, bool fp8,
+                                                      std::vector<SkippedRow>* skipped) {
   std::vector<MeasuredRun> runs;
   PT_ASSIGN_OR_RETURN(const GpuSpec gpu, FindGpuPreset("h100-80gb"));
   for (size_t row = 0; row < table.num_rows(); ++row) {
@@ -639,6 +646,8 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMegatronBridgeMoe(const CsvTable& t
                          static_cast<double>(setup.training.seq_len) /
                          (tokens_per_gpu * static_cast<double>(gpus));
     PT_ASSIGN_OR_RETURN(const std::string software, table.String(row, "software"));
+    // One series per release and dispatcher: a configuration measured in bf16 and in fp8
+    // (nvidia_dgxc_moe_h100.csv) weighs as one observation in the fit, as a weak-scaling series.
     setup.group = absl::StrCat(setup.model_name, " ", software, " ", dispatcher_cell);
     PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
     runs.push_back(std::move(run));
@@ -648,17 +657,21 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMegatronBridgeMoe(const CsvTable& t
 
 }  // namespace
 
-std::vector<MeasuredDataset> MoeDatasets() { return {{kMoeTable, true, true}}; }
+std::vector<MeasuredDataset> MoeDatasets() {
+  return {
+      {kMegatronBridgeMoeTable, true, true}, {kDgxcMoeTable, true, true}, {kDgxcMoeTable, true}};
+}
 
 absl::StatusOr<std::vector<SkippedRow>> SkippedMoeRows(const std::string& directory,
                                                        const MeasuredDataset& dataset) {
-  if (dataset.file != kMoeTable) {
+  if (!IsMoeTable(dataset.file)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(dataset.file, ": not the mixture-of-experts table (", kMoeTable, ")"));
+        absl::StrCat(dataset.file, ": not a mixture-of-experts table (", kMegatronBridgeMoeTable,
+                     ", ", kDgxcMoeTable, ")"));
   }
   PT_ASSIGN_OR_RETURN(const CsvTable table, CsvTable::Load(directory + "/" + dataset.file));
   std::vector<SkippedRow> skipped;
-  PT_RETURN_IF_ERROR(LoadMegatronBridgeMoe(table, dataset.file, dataset.fp8, &skipped).status());
+  PT_RETURN_IF_ERROR(LoadMoeTable(table, dataset.file, dataset.fp8, &skipped).status());
   return skipped;
 }
 
@@ -693,9 +706,7 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMeasuredRuns(const std::string& dir
   }
   if (dataset.file == "llama31_8b_4d_abci_tsubame.csv") return LoadFujii(table, dataset.file);
   if (dataset.file == "nvidia_h100_fp8.csv") return LoadNvidiaFp8(table, dataset.file);
-  if (dataset.file == kMoeTable) {
-    return LoadMegatronBridgeMoe(table, dataset.file, dataset.fp8, nullptr);
-  }
+  if (IsMoeTable(dataset.file)) return LoadMoeTable(table, dataset.file, dataset.fp8, nullptr);
   if (dataset.file == kTorchTitanTable) return LoadTorchTitan(table, dataset.file);
   return absl::InvalidArgumentError(absl::StrCat(dataset.file, ": not a known measured table"));
 }

@@ -61,10 +61,12 @@ MeasuredDataset Fp8Dataset();
 // Hopper, with the bf16 ones fixed) and Fp8Dataset() (held out), in that order.
 std::vector<MeasuredDataset> Fp8Datasets();
 
-// The mixture-of-experts runs: the fp8 rows of megatron_bridge_moe_h100.csv (NVIDIA's
-// Megatron-Bridge performance summaries, DGX-H100; every row of a paratune preset is fp8) that
-// the MoE performance parameters are fitted to and validated on. Apart from
-// MeasuredDatasets(), so that the dense fit and its error do not move.
+// The mixture-of-experts runs the MoE performance parameters are fitted to and validated on,
+// all on DGX-H100: the fp8 rows of megatron_bridge_moe_h100.csv (NVIDIA's Megatron-Bridge
+// performance summaries; every row of a paratune preset is fp8), then the fp8 and the bf16 rows
+// of nvidia_dgxc_moe_h100.csv (NVIDIA's dgxc-benchmarking recipes: Llama 4 Maverick on 512
+// H100), in the same column format. Apart from MeasuredDatasets(), so that the dense fit and its
+// error do not move.
 std::vector<MeasuredDataset> MoeDatasets();
 
 // TorchTitan's own H100 benchmark (torchtitan_h100_202412.csv): Llama 3.1 with FSDP2 and TP,
@@ -82,9 +84,9 @@ struct SkippedRow {
   std::string reason;
 };
 
-// The rows of megatron_bridge_moe_h100.csv in `directory` that LoadMeasuredRuns leaves out for
-// `dataset` (one of MoeDatasets()), in file order: models that are not presets, rows whose
-// precision the source does not state, and rows of the other precision.
+// The rows of the MoE table of `dataset` (one of MoeDatasets()) in `directory` that
+// LoadMeasuredRuns leaves out, in file order: models that are not presets, rows whose precision
+// the source does not state, and rows of the other precision.
 absl::StatusOr<std::vector<SkippedRow>> SkippedMoeRows(const std::string& directory,
                                                        const MeasuredDataset& dataset);
 

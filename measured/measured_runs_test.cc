@@ -121,18 +121,80 @@ TEST(MeasuredRunsTest, ANonPositiveStepTimeNamesItsColumn) {
 }
 
 constexpr char kMoeTable[] = "megatron_bridge_moe_h100.csv";
+constexpr char kDgxcMoeTable[] = "nvidia_dgxc_moe_h100.csv";
 
+// The fp8 rows of the Megatron-Bridge table, MoeDatasets()' first.
 MeasuredDataset MoeDataset() {
-  EXPECT_EQ(MoeDatasets().size(), 1u);
+  EXPECT_EQ(MoeDatasets().size(), 3u);
   return MoeDatasets().front();
 }
 
-TEST(MeasuredRunsTest, MoeTableIsApartFromTheDenseTables) {
-  const MeasuredDataset moe = MoeDataset();
-  EXPECT_EQ(moe.file, kMoeTable);
-  EXPECT_TRUE(moe.fp8);
-  for (const MeasuredDataset& dataset : MeasuredDatasets()) EXPECT_NE(dataset.file, moe.file);
-  for (const MeasuredDataset& dataset : Fp8Datasets()) EXPECT_NE(dataset.file, moe.file);
+TEST(MeasuredRunsTest, MoeTablesAreApartFromTheDenseTables) {
+  const std::vector<MeasuredDataset> moe = MoeDatasets();
+  ASSERT_EQ(moe.size(), 3u);
+  EXPECT_EQ(moe[0].file, kMoeTable);
+  EXPECT_TRUE(moe[0].fp8);
+  EXPECT_EQ(moe[1].file, kDgxcMoeTable);
+  EXPECT_TRUE(moe[1].fp8);
+  EXPECT_EQ(moe[2].file, kDgxcMoeTable);
+  EXPECT_FALSE(moe[2].fp8);
+  for (const MeasuredDataset& table : moe) {
+    EXPECT_TRUE(table.in_fit) << table.file;
+    for (const MeasuredDataset& dataset : MeasuredDatasets()) EXPECT_NE(dataset.file, table.file);
+    for (const MeasuredDataset& dataset : Fp8Datasets()) EXPECT_NE(dataset.file, table.file);
+  }
+}
+
+TEST(MeasuredRunsTest, DgxcLlama4RowsFieldByField) {
+  const std::vector<MeasuredDataset> moe = MoeDatasets();
+  ASSERT_EQ(moe.size(), 3u);
+  absl::StatusOr<std::vector<MeasuredRun>> fp8 = LoadMeasuredRuns(kDataDir, moe[1]);
+  ASSERT_TRUE(fp8.ok()) << fp8.status();
+  absl::StatusOr<std::vector<MeasuredRun>> bf16 = LoadMeasuredRuns(kDataDir, moe[2]);
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  ASSERT_EQ(fp8->size(), 1u);
+  ASSERT_EQ(bf16->size(), 1u);
+  // Line 3: dgxc-benchmarking v25.05, Llama 4 Maverick on 512 H100, FP8, 2176574 tokens/s.
+  const MeasuredRun& run = fp8->front();
+  EXPECT_EQ(run.line, 3);
+  EXPECT_EQ(run.dataset, kDgxcMoeTable);
+  EXPECT_EQ(run.group, "Llama4-Maverick NeMo 25.04.01 alltoall");
+  EXPECT_EQ(run.model.moe().num_experts, 128);
+  EXPECT_EQ(run.model.moe().router_top_k, 1);
+  EXPECT_EQ(run.model.MoeLayerCount(), 24);  // every other layer
+  EXPECT_TRUE(run.training.fp8());
+  EXPECT_TRUE(run.training.tp_comm_overlap());
+  EXPECT_FALSE(run.training.fp32_gradients());
+  EXPECT_EQ(run.training.moe_capacity_factor(), 1.0);
+  EXPECT_EQ(run.training.moe_token_dispatcher(), TokenDispatcher::kAllToAll);
+  EXPECT_TRUE(run.training.moe_grouped_gemm());
+  EXPECT_FALSE(run.training.moe_expert_parallel_overlap());
+  EXPECT_FALSE(run.dispatcher_substituted);
+  EXPECT_EQ(run.cluster.num_nodes(), 64);
+  EXPECT_EQ(run.config.tp(), 4);
+  EXPECT_EQ(run.config.pp(), 1);
+  EXPECT_EQ(run.config.dp(), 128);
+  EXPECT_EQ(run.config.ep(), 128);
+  EXPECT_EQ(run.config.etp(), 4);
+  EXPECT_TRUE(run.config.sequence_parallel());
+  EXPECT_DOUBLE_EQ(run.step_seconds, 1024.0 * 8192.0 / (4251.1 * 512.0));
+  // Line 2: the same configuration in bf16, the same series.
+  EXPECT_EQ(bf16->front().line, 2);
+  EXPECT_FALSE(bf16->front().training.fp8());
+  EXPECT_EQ(bf16->front().group, run.group);
+  EXPECT_DOUBLE_EQ(bf16->front().step_seconds, 1024.0 * 8192.0 / (3702.8 * 512.0));
+  // Each reader skips the other precision's row, saying so.
+  absl::StatusOr<std::vector<SkippedRow>> skipped = SkippedMoeRows(kDataDir, moe[1]);
+  ASSERT_TRUE(skipped.ok()) << skipped.status();
+  ASSERT_EQ(skipped->size(), 1u);
+  EXPECT_EQ((*skipped)[0].line, 2);
+  EXPECT_EQ((*skipped)[0].reason, "bf16 row; the dataset reads fp8 rows");
+}
+
+TEST(MeasuredRunsTest, SkippedMoeRowsRefusesADenseTable) {
+  const absl::Status status = SkippedMoeRows(kDataDir, MeasuredDatasets().front()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("not a mixture-of-experts table"), std::string::npos) << status;
 }
 
 TEST(MeasuredRunsTest, EveryMoeRowIsReadOrSkippedWithItsReason) {

@@ -537,7 +537,7 @@ absl::StatusOr<std::string> MoeSection(const std::vector<MeasuredRun>& runs) {
     if (!run.dispatcher_substituted) fit_runs.push_back(&run);
   }
   std::string rows =
-      "| line | model | release | routing | GPUs | tp pp cp vp ep etp mbs | GBS | measured "
+      "| row | model | release | routing | GPUs | tp pp cp vp ep etp mbs | GBS | measured "
       "tokens/s/GPU | predicted (fit) | error | held out: predicted | error | memory |\n"
       "|---:|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|\n";
   std::vector<double> measured_fit, predicted_fit, measured_held, predicted_held, measured_flex,
@@ -569,26 +569,29 @@ absl::StatusOr<std::string> MoeSection(const std::vector<MeasuredRun>& runs) {
         absl::StrCat(run.training.moe_capacity_factor() > 0
                          ? absl::StrFormat("capacity %.2g", run.training.moe_capacity_factor())
                          : std::string("dropless"),
-                     run.dispatcher_substituted ? ", flex" : ", all-to-all");
+                     run.dispatcher_substituted ? ", flex" : ", all-to-all",
+                     run.training.fp8() ? ", fp8" : ", bf16");
     absl::StrAppendFormat(
         &rows,
-        "| %d | %s | %s | %s | %d | %d %d %d %d %d %d %d | %d | %.0f | %.0f | %+.1f%% | %s | %s %s "
-        "|\n",
-        run.line, run.model_name, Software(run), routing, run.cluster.world_size(), run.config.tp(),
-        run.config.pp(), run.config.cp(), run.config.virtual_pipeline(), run.config.ep(),
-        run.config.etp(), run.config.micro_batch(), run.training.global_batch_size(), measured,
-        predicted, 100 * (predicted / measured - 1), held_out, Percent(memory.fraction_of_capacity),
-        MemoryVerdictName(memory.verdict));
+        "| %s:%d | %s | %s | %s | %d | %d %d %d %d %d %d %d | %d | %.0f | %.0f | %+.1f%% | %s | %s "
+        "%s |\n",
+        run.dataset, run.line, run.model_name, Software(run), routing, run.cluster.world_size(),
+        run.config.tp(), run.config.pp(), run.config.cp(), run.config.virtual_pipeline(),
+        run.config.ep(), run.config.etp(), run.config.micro_batch(),
+        run.training.global_batch_size(), measured, predicted, 100 * (predicted / measured - 1),
+        held_out, Percent(memory.fraction_of_capacity), MemoryVerdictName(memory.verdict));
   }
   return absl::StrFormat(
-      "| runs | count | MAPE tokens/s per GPU |\n|---|---:|---:|\n"
-      "| all-to-all runs, fitted parameters (in the fit) | %d | %s |\n"
-      "| all-to-all runs, each held out of its own fit | %d | %s |\n"
-      "| flex-dispatcher runs (never in the fit) | %d | %s |\n\n%s",
+      "| runs | count | MAPE tokens/s per GPU | median APE |\n|---|---:|---:|---:|\n"
+      "| all-to-all runs, fitted parameters (in the fit) | %d | %s | %s |\n"
+      "| all-to-all runs, each held out of its own fit | %d | %s | %s |\n"
+      "| flex-dispatcher runs (never in the fit) | %d | %s | %s |\n\n%s",
       measured_fit.size(), Percent(MeanAbsolutePercentageError(predicted_fit, measured_fit)),
-      measured_held.size(), Percent(MeanAbsolutePercentageError(predicted_held, measured_held)),
-      measured_flex.size(), Percent(MeanAbsolutePercentageError(predicted_flex, measured_flex)),
-      rows);
+      Percent(MedianAbsolutePercentageError(predicted_fit, measured_fit)), measured_held.size(),
+      Percent(MeanAbsolutePercentageError(predicted_held, measured_held)),
+      Percent(MedianAbsolutePercentageError(predicted_held, measured_held)), measured_flex.size(),
+      Percent(MeanAbsolutePercentageError(predicted_flex, measured_flex)),
+      Percent(MedianAbsolutePercentageError(predicted_flex, measured_flex)), rows);
 }
 
 // The mixture-of-experts fields per architecture.

@@ -149,7 +149,7 @@ std::string FittedBlock(const std::vector<ArchitectureFit>& fits) {
     if (fit.moe_fitted) {
       absl::StrAppendFormat(
           &out,
-          "      // Mixture-of-experts, the %zu all-to-all runs of megatron_bridge_moe_h100.csv\n"
+          "      // Mixture-of-experts, the %zu all-to-all runs of the MoE tables (MoeDatasets)\n"
           "      // with the fields above fixed: RMS log error %.4f -> %.4f in %d sweeps;\n"
           "      // leave-one-series-out spread %.4f.\n",
           fit.moe_runs, std::sqrt(fit.moe_fit.objective_start), fit.moe_fit.rms_log_error,

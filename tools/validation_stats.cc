@@ -16,6 +16,18 @@ double MeanAbsolutePercentageError(const std::vector<double>& predicted,
   return total / static_cast<double>(measured.size());
 }
 
+double MedianAbsolutePercentageError(const std::vector<double>& predicted,
+                                     const std::vector<double>& measured) {
+  if (measured.empty()) return 0;
+  std::vector<double> errors(measured.size());
+  for (size_t i = 0; i < measured.size(); ++i) {
+    errors[i] = std::fabs(predicted[i] - measured[i]) / measured[i];
+  }
+  std::sort(errors.begin(), errors.end());
+  const size_t middle = errors.size() / 2;
+  return errors.size() % 2 == 1 ? errors[middle] : (errors[middle - 1] + errors[middle]) / 2;
+}
+
 std::vector<double> AverageRanks(const std::vector<double>& values) {
   std::vector<size_t> order(values.size());
   std::iota(order.begin(), order.end(), 0);

@@ -11,6 +11,11 @@ namespace paratune {
 double MeanAbsolutePercentageError(const std::vector<double>& predicted,
                                    const std::vector<double>& measured);
 
+// Median of |predicted - measured| / measured, as a fraction (the mean of the two middle ones
+// for an even count); 0 for empty input. Unlike the mean, one row far off does not carry it.
+double MedianAbsolutePercentageError(const std::vector<double>& predicted,
+                                     const std::vector<double>& measured);
+
 // 1-based ranks of `values` in ascending order, ties sharing the mean of their ranks.
 std::vector<double> AverageRanks(const std::vector<double>& values);
 

@@ -12,6 +12,12 @@ TEST(ValidationStatsTest, Mape) {
   EXPECT_DOUBLE_EQ(MeanAbsolutePercentageError({}, {}), 0);
 }
 
+TEST(ValidationStatsTest, MedianPercentageErrorIgnoresOneFarOffRow) {
+  EXPECT_DOUBLE_EQ(MedianAbsolutePercentageError({110, 80, 300}, {100, 100, 100}), 0.2);
+  EXPECT_DOUBLE_EQ(MedianAbsolutePercentageError({110, 80, 300, 100}, {100, 100, 100, 100}), 0.15);
+  EXPECT_DOUBLE_EQ(MedianAbsolutePercentageError({}, {}), 0);
+}
+
 TEST(ValidationStatsTest, RanksShareTies) {
   EXPECT_EQ(AverageRanks({10, 30, 20, 20}), (std::vector<double>{1, 4, 2.5, 2.5}));
 }
