@@ -1,5 +1,6 @@
 #include "measured/measured_runs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <map>
@@ -678,6 +679,21 @@ absl::StatusOr<std::vector<SkippedRow>> SkippedMoeRows(const std::string& direct
 MeasuredDataset Fp8Dataset() { return {"nvidia_h100_fp8.csv", false, true}; }
 
 MeasuredDataset TorchTitanDataset() { return {kTorchTitanTable, true}; }
+
+std::vector<MeasuredDataset> AllMeasuredDatasets() {
+  std::vector<MeasuredDataset> all;
+  const auto add = [&all](const MeasuredDataset& dataset) {
+    const bool known = std::any_of(all.begin(), all.end(), [&](const MeasuredDataset& other) {
+      return other.file == dataset.file && other.fp8 == dataset.fp8;
+    });
+    if (!known) all.push_back(dataset);
+  };
+  for (const MeasuredDataset& dataset : MeasuredDatasets()) add(dataset);
+  for (const MeasuredDataset& dataset : Fp8Datasets()) add(dataset);
+  for (const MeasuredDataset& dataset : MoeDatasets()) add(dataset);
+  add(TorchTitanDataset());
+  return all;
+}
 
 std::vector<MeasuredDataset> Fp8Datasets() {
   return {{"nvidia_dgxc_h100.csv", true, true}, Fp8Dataset()};

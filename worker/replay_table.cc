@@ -137,14 +137,16 @@ absl::StatusOr<std::pair<ResolvedConfiguration, ReplayedRun>> ParseRunRow(const 
                         std::move(run));
 }
 
-absl::StatusOr<MeasuredDataset> PublishedDataset(const std::string& path) {
-  std::vector<MeasuredDataset> datasets = MeasuredDatasets();
-  for (const MeasuredDataset& dataset : MoeDatasets()) datasets.push_back(dataset);
+// The selections measured/measured_runs reads of the table at `path` (its bf16 and fp8 rows
+// may be two).
+absl::StatusOr<std::vector<MeasuredDataset>> PublishedDatasets(const std::string& path) {
+  std::vector<MeasuredDataset> found;
   std::vector<std::string> known;
-  for (const MeasuredDataset& dataset : datasets) {
-    if (dataset.file == BaseName(path)) return dataset;
-    known.push_back(dataset.file);
+  for (const MeasuredDataset& dataset : AllMeasuredDatasets()) {
+    if (dataset.file == BaseName(path)) found.push_back(dataset);
+    if (known.empty() || known.back() != dataset.file) known.push_back(dataset.file);
   }
+  if (!found.empty()) return found;
   return absl::InvalidArgumentError(absl::StrCat(
       "not a table measured/measured_runs reads; known file names: ", absl::StrJoin(known, ", ")));
 }
@@ -168,22 +170,24 @@ absl::StatusOr<ReplayTable> ReplayTable::Load(const v1::ReplayConfig& config) {
   for (int i = 0; i < config.published_tables_size(); ++i) {
     const std::string& path = config.published_tables(i);
     const std::string field = absl::StrCat("replay.published_tables[", i, "]");
-    absl::StatusOr<MeasuredDataset> dataset = PublishedDataset(path);
-    if (!dataset.ok()) return WithField(field, path, dataset.status());
-    absl::StatusOr<std::vector<MeasuredRun>> runs = LoadMeasuredRuns(Directory(path), *dataset);
-    if (!runs.ok()) return WithField(field, path, runs.status());
-    for (const MeasuredRun& measured : *runs) {
-      ReplayedRun run;
-      run.outcome =
-          measured.completed ? ReplayedRun::Outcome::kCompleted : ReplayedRun::Outcome::kNoResult;
-      run.step_seconds = measured.step_seconds;
-      run.source = absl::StrCat(dataset->file, ":", measured.line, " (", measured.group, ")");
-      table.Add(ResolvedConfiguration{measured.model, measured.training, measured.cluster,
-                                      measured.config},
-                std::move(run));
-      ++count;
+    absl::StatusOr<std::vector<MeasuredDataset>> datasets = PublishedDatasets(path);
+    if (!datasets.ok()) return WithField(field, path, datasets.status());
+    for (const MeasuredDataset& dataset : *datasets) {
+      absl::StatusOr<std::vector<MeasuredRun>> runs = LoadMeasuredRuns(Directory(path), dataset);
+      if (!runs.ok()) return WithField(field, path, runs.status());
+      for (const MeasuredRun& measured : *runs) {
+        ReplayedRun run;
+        run.outcome =
+            measured.completed ? ReplayedRun::Outcome::kCompleted : ReplayedRun::Outcome::kNoResult;
+        run.step_seconds = measured.step_seconds;
+        run.source = absl::StrCat(dataset.file, ":", measured.line, " (", measured.group, ")");
+        table.Add(ResolvedConfiguration{measured.model, measured.training, measured.cluster,
+                                        measured.config},
+                  std::move(run));
+        ++count;
+      }
     }
-    names.push_back(dataset->file);
+    names.push_back(BaseName(path));
   }
   for (int i = 0; i < config.run_tables_size(); ++i) {
     const std::string& path = config.run_tables(i);

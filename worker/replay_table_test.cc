@@ -119,9 +119,18 @@ TEST(ReplayTableTest, ADenseModelOfTheSameShapeDoesNotFindAnMoeRow) {
 
 TEST(ReplayTableTest, TheMoeTableIsAKnownPublishedTable) {
   const ReplayTable table = MoeAndDenseTables();
-  // 12 MoE runs (the rows of presets) and the 53 bf16 rows of the dense table.
+  // 12 MoE runs (the rows of presets) and the dense table's 53 bf16 and 53 fp8 rows.
   EXPECT_EQ(table.summary(),
-            "65 runs in 2 tables (megatron_bridge_moe_h100.csv, nvidia_dgxc_h100.csv)");
+            "118 runs in 2 tables (megatron_bridge_moe_h100.csv, nvidia_dgxc_h100.csv)");
+}
+
+TEST(ReplayTableTest, ATableReadAsTwoSelectionsReplaysBoth) {
+  // Llama 4 Maverick on 512 H100s, measured in bf16 and in fp8 (nvidia_dgxc_moe_h100.csv).
+  v1::ReplayConfig config;
+  config.add_published_tables("data/measured/nvidia_dgxc_moe_h100.csv");
+  absl::StatusOr<ReplayTable> table = ReplayTable::Load(config);
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ(table->summary(), "2 runs in 1 table (nvidia_dgxc_moe_h100.csv)");
 }
 
 }  // namespace
