@@ -72,6 +72,7 @@ DataParallelTraffic DataParallelTrafficPerStep(const TrainingSpec& training,
   if (AccumulatesUnshardedGradients(training, sharding, pipelined)) return {1, 1};
   if (KeepsWeightsGathered(training, sharding, pipelined)) return {micro_batches, micro_batches};
   if (sharding == DataParallelSharding::kFull) return {2 * micro_batches, micro_batches};
+  if (sharding == DataParallelSharding::kGradients) return {1, micro_batches};
   return {1, 1};
 }
 

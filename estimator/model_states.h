@@ -82,8 +82,11 @@ struct DataParallelTraffic {
 // - kFull otherwise: per micro-batch a gather before the forward and again before the backward
 //   (resharded after the forward: FSDP2's reshard_after_forward, Megatron-FSDP's
 //   optim_grads_params) and a reduce-scatter;
-// - Megatron-LM's kOptimizer and kGradients: one reduce-scatter of the accumulated gradients
-//   and one gather of the updated weights.
+// - Megatron-LM's kGradients: a reduce-scatter of each micro-batch's gradients, since no rank
+//   holds a whole gradient buffer to accumulate them in (ShardedModelStates), and one gather of
+//   the updated weights (Megatron-FSDP's optim_grads; ZeRO-2's reduction per micro-batch);
+// - Megatron-LM's kOptimizer: one reduce-scatter of the gradients accumulated in the full
+//   buffer and one gather of the updated weights.
 DataParallelTraffic DataParallelTrafficPerStep(const TrainingSpec& training,
                                                DataParallelSharding sharding, bool pipelined,
                                                double micro_batches);

@@ -333,17 +333,19 @@ TEST_F(PerformanceModelTest, DistributedOptimizerShardsTheOptimizerStep) {
 }
 
 TEST_F(PerformanceModelTest, FullShardingGathersTheWeightsTwicePerMicroBatch) {
-  // ZeRO-1 and ZeRO-2 move the same bytes once per step; FSDP gathers the weights before each
-  // micro-batch's forward and backward and reduce-scatters every micro-batch's gradients.
+  // ZeRO-1 reduces and gathers once per step, ZeRO-2 reduces every micro-batch's gradients;
+  // FSDP also gathers the weights before each micro-batch's forward and backward.
   ParallelDims dims = Dims(8, 2, 1, 1, 1);
   const double optimizer = Predict(dims).dp_communication_seconds;
   dims.dp_sharding = DataParallelSharding::kGradients;
-  EXPECT_DOUBLE_EQ(Predict(dims).dp_communication_seconds, optimizer);
+  const double gradients = Predict(dims).dp_communication_seconds;
+  EXPECT_GT(gradients, 10 * optimizer);
   dims.dp_sharding = DataParallelSharding::kFull;
   const double full = Predict(dims).dp_communication_seconds;
   const double micro_batches = 1024.0 / 8;
   EXPECT_GT(full, micro_batches * optimizer);
   EXPECT_LT(full, 1.5 * micro_batches * optimizer);
+  EXPECT_LT(gradients, full);
 }
 
 TEST_F(PerformanceModelTest, TorchTitanComputesAtItsShareOfMegatronsThroughput) {
