@@ -1,6 +1,8 @@
 #include "worker/probe/stage_runner.h"
 
 #include <algorithm>
+#include <memory>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -55,6 +57,14 @@ LinearProduct ProductOf(LinearWeight weight, GemmRole role, DeviceRef a, DeviceR
 }
 
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<StageRunner>> StageRunner::Create(const ProbeSpec& spec,
+                                                                 const FootprintPlan& footprint,
+                                                                 const OptimizerLayout& optimizer,
+                                                                 int64_t rank, DeviceOps* ops) {
+  PT_RETURN_IF_ERROR(CheckCudaProbeRuns(spec));
+  return std::unique_ptr<StageRunner>(new StageRunner(spec, footprint, optimizer, rank, ops));
+}
 
 StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& footprint,
                          const OptimizerLayout& optimizer, int64_t rank, DeviceOps* ops)
@@ -579,7 +589,6 @@ absl::Status StageRunner::LayerForward(int64_t chunk, int64_t layer_in_chunk, De
   const LayerParameterOffsets& w = footprint_.parameters().layers[context_.layer];
   const ShardShapes& x = shapes_;
   const DeviceRef qkv = Buffer(ProbeBuffer::kQkvProjection);
-  if (w.moe()) PT_RETURN_IF_ERROR(CheckMoeLayerRuns());
   const std::vector<Fp8Site> sites = Fp8SitesOf(chunk, layer_in_chunk, kept);
   auto site = [&](Fp8Linear linear) { return SiteIn(sites, linear); };
   // Attention block: mlp_input = input + out_proj(attention(qkv(norm(input)))).
@@ -644,16 +653,6 @@ absl::Status StageRunner::LayerBackward(int64_t chunk, int64_t layer_in_chunk, D
       site(Fp8Linear::kQkv));
 }
 
-absl::Status StageRunner::CheckMoeLayerRuns() const {
-  // The MoE block is built for the path the estimator models: bf16, the all-to-all dispatcher,
-  // no shared experts, no --tp-comm-overlap (CheckCudaProbeRuns refuses the others first).
-  if (fp8_ || spec_.tp_comm_overlap() || footprint_.moe().shared_ffn > 0) {
-    return absl::UnimplementedError(
-        "the probe's MoE block runs bf16 without tp_comm_overlap or shared experts");
-  }
-  return absl::OkStatus();
-}
-
 StageRunner::MoeSizes StageRunner::MoeSizesOf() const {
   const MoeShardShapes& moe = footprint_.moe();
   MoeSizes z;
@@ -663,6 +662,10 @@ StageRunner::MoeSizes StageRunner::MoeSizesOf() const {
   z.sources = z.etp * moe.expert_parallel;
   // Every source rank sends each local expert S / E copies.
   z.chunk_rows = moe.routed_copies / moe.experts;
+  z.h = shapes_.hidden;
+  z.S = moe.routed_copies;
+  z.N = moe.received_copies;
+  z.n = moe.copies_per_local_expert;
   return z;
 }
 
@@ -676,10 +679,7 @@ absl::Status StageRunner::MoeForward(const LayerParameterOffsets& w, const Layer
                                      DeviceRef output) {
   const MoeShardShapes& moe = footprint_.moe();
   const MoeSizes z = MoeSizesOf();
-  const int64_t h = shapes_.hidden;
-  const int64_t S = moe.routed_copies;
-  const int64_t N = moe.received_copies;
-  const int64_t n = moe.copies_per_local_expert;
+  const auto [h, S, N, n] = std::tuple(z.h, z.S, z.N, z.n);
   PT_RETURN_IF_ERROR(ops_->RmsNormForward(kept.mlp_input, Weight(w.mlp_norm), kept.mlp_norm_output,
                                           kept.mlp_norm_rstd));
   PT_RETURN_IF_ERROR(
@@ -761,10 +761,7 @@ absl::Status StageRunner::MoeBackward(const LayerParameterOffsets& w, const Laye
                                       DeviceRef output_gradient) {
   const MoeShardShapes& moe = footprint_.moe();
   const MoeSizes z = MoeSizesOf();
-  const int64_t h = shapes_.hidden;
-  const int64_t S = moe.routed_copies;
-  const int64_t N = moe.received_copies;
-  const int64_t n = moe.copies_per_local_expert;
+  const auto [h, S, N, n] = std::tuple(z.h, z.S, z.N, z.n);
   const bool fp32_gradients = spec_.training().fp32_gradients();
   const DeviceRef permuted = Buffer(ProbeBuffer::kMoePermutedTokens);
   const DeviceRef permuted_probabilities = Buffer(ProbeBuffer::kMoePermutedProbabilities);

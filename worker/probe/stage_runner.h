@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -47,12 +48,14 @@ struct StepTally {
 // Not thread-safe: one per rank.
 class StageRunner {
  public:
-  // Global rank `rank` of `spec` (0 <= rank < world size), whose stage's footprint is
-  // `footprint` and optimizer layout `optimizer` (OptimizerLayoutOf). Everything is borrowed
-  // and must outlive the runner. Steps run the full step's micro-batches until
-  // SetMicroBatches.
-  StageRunner(const ProbeSpec& spec, const FootprintPlan& footprint,
-              const OptimizerLayout& optimizer, int64_t rank, DeviceOps* ops);
+  // The runner of global rank `rank` of `spec` (0 <= rank < world size), whose stage's
+  // footprint is `footprint` and optimizer layout `optimizer` (OptimizerLayoutOf). Everything
+  // is borrowed and must outlive the runner. Steps run the full step's micro-batches until
+  // SetMicroBatches. CheckCudaProbeRuns' error for a spec the probe's step does not run.
+  static absl::StatusOr<std::unique_ptr<StageRunner>> Create(const ProbeSpec& spec,
+                                                             const FootprintPlan& footprint,
+                                                             const OptimizerLayout& optimizer,
+                                                             int64_t rank, DeviceOps* ops);
   StageRunner(const StageRunner&) = delete;
   StageRunner& operator=(const StageRunner&) = delete;
 
@@ -73,6 +76,9 @@ class StageRunner {
   const StepTally& last_step() const { return tally_; }
 
  private:
+  StageRunner(const ProbeSpec& spec, const FootprintPlan& footprint,
+              const OptimizerLayout& optimizer, int64_t rank, DeviceOps* ops);
+
   // Refs into a layer's activation block (LayerActivationLayout).
   struct LayerActivations;
   // A pre-norm column-parallel projection, as every block of the model opens: its weight, the
@@ -133,18 +139,23 @@ class StageRunner {
                              const LayerActivations& kept, DeviceRef output_gradient);
   // A mixture-of-experts layer's MoE block in place of the MLP block: output = mlp_input +
   // routed experts (norm(mlp_input)); its backward, leaving the block's input gradient plus
-  // `output_gradient` in kResidualGradient. UNIMPLEMENTED where the block is not built
-  // (CheckMoeLayerRuns).
-  absl::Status CheckMoeLayerRuns() const;
-  // The MoE block's layout of copies on this rank: etp and this rank's place in the expert
-  // tensor group, whether received copies are sorted by local expert (E / ep > 1), the source
-  // ranks (etp ep) and the rows each sends each local expert (S / E).
+  // `output_gradient` in kResidualGradient.
+  //
+  // The MoE block's sizes on this rank: etp and this rank's place in the expert tensor group,
+  // whether received copies are sorted by local expert (E / ep > 1), the source ranks (etp ep)
+  // and the rows each sends each local expert (S / E); the hidden size h, the S copies the rank
+  // sends, the N its local experts compute, and the n each local expert computes
+  // (MoeShardShapes).
   struct MoeSizes {
     int64_t etp = 1;
     int64_t etp_rank = 0;
     bool sorted = false;
     int64_t sources = 1;
     int64_t chunk_rows = 0;
+    int64_t h = 0;
+    int64_t S = 0;
+    int64_t N = 0;
+    int64_t n = 0;
   };
   MoeSizes MoeSizesOf() const;
   absl::Status MoeForward(const LayerParameterOffsets& w, const LayerActivations& kept,
