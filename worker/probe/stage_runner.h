@@ -99,6 +99,11 @@ class StageRunner {
   absl::Status Reach(PlanPointKind kind, int64_t unit = 0);
   void SetContext();
 
+  // Under sharded gradients, around unit `unit`'s backward: its staged gradients zeroed and
+  // Gradient pointed at them; after it, reduced into the rank's shard. Nothing otherwise.
+  absl::Status BeginUnitBackward(int64_t unit);
+  absl::Status EndUnitBackward(int64_t unit);
+
   absl::Status RunScheduleStep(const ScheduleStep& step);
   absl::Status Forward(const PipelinePass& pass);
   absl::Status Backward(const PipelinePass& pass);
@@ -202,9 +207,12 @@ class StageRunner {
   int64_t StageLayer(int64_t chunk, int64_t layer_in_chunk) const;
   bool IsLossChunk(int64_t chunk) const;
 
-  // The parameter at `offset` (ParameterLayout) in the weights and in the gradients.
+  // The parameter at `offset` (ParameterLayout) in the weights and in the gradients (under
+  // sharded gradients, in the staged gradients of the unit whose backward runs).
   DeviceRef Weight(int64_t offset) const;
   DeviceRef Gradient(int64_t offset) const;
+  // Bytes of one gradient element: 4 (fp32) or 2 (bf16).
+  int64_t GradientBytes() const { return spec_.training().fp32_gradients() ? 4 : 2; }
   static DeviceRef Buffer(ProbeBuffer buffer) { return {buffer, 0}; }
 
   const ProbeSpec& spec_;
@@ -219,6 +227,10 @@ class StageRunner {
   std::vector<ScheduleStep> schedule_;
   DataParallelPlan data_parallel_plan_;
   size_t next_plan_step_ = 0;
+  // Under sharded gradients: each unit's bucket (OptimizerLayout::buckets), and the first
+  // element of the unit whose gradients are staged.
+  std::vector<int64_t> unit_buckets_;
+  int64_t staged_start_ = 0;
   int64_t pass_ = 0;  // the current pass of the schedule
   int64_t optimizer_step_ = 0;
 
