@@ -5,7 +5,10 @@
 // data-parallel collectives where the probe runs them (a FULL probe with dp x cp > 1) and the
 // spec's overlap switches (ProbeSpec::data_parallel_overlap, Megatron-LM's
 // --overlap-grad-reduce and --overlap-param-gather) are on: those run bucket by bucket on a
-// communication stream, as overlap_plan.h plans them. With ProbeSpec::tp_comm_overlap
+// communication stream, as overlap_plan.h plans them. Under sharded gradients
+// (OptimizerLayout::sharded_gradients, ZeRO-2) each unit's gradients are staged during its
+// backward and reduce-scattered into the rank's shard right after it, in every micro-batch, on
+// the one stream. With ProbeSpec::tp_comm_overlap
 // (Megatron-LM's --tp-comm-overlap) the layers' tensor-parallel all-gathers and
 // reduce-scatters run beside their GEMMs, in bf16 and in fp8; the embedding's and the LM
 // head's stay exposed. In fp8 training the four linears of every layer run in fp8; the LM head

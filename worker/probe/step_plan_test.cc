@@ -323,15 +323,21 @@ TEST(StepPlanTest, DataParallelCollectivesRunWhereTheOverlapSays) {
   }
 }
 
-// Every step of the data-parallel plan is issued, the reductions' wait last before the
-// optimizer (a step-end point carrying the schedule's pass count would never be reached:
-// DataParallelSync::Finish's INTERNAL on the device).
-TEST(StepPlanTest, WaitsForTheReductionsBeforeTheOptimizer) {
+// The small model on two interleaved stages of two chunks, dp 2, 4 micro-batches per step.
+PlanSpecOptions InterleavedDataParallelOptions() {
   PlanSpecOptions options = SmallPlanSpecOptions();
   options.pp = 2;
   options.dp = 2;
   options.virtual_pipeline = 2;
   options.global_batch = 8;
+  return options;
+}
+
+// Every step of the data-parallel plan is issued, the reductions' wait last before the
+// optimizer (a step-end point carrying the schedule's pass count would never be reached:
+// DataParallelSync::Finish's INTERNAL on the device).
+TEST(StepPlanTest, WaitsForTheReductionsBeforeTheOptimizer) {
+  const PlanSpecOptions options = InterleavedDataParallelOptions();
   for (int64_t rank : {0, 2}) {
     const StepPlan plan = PlanOf(options, rank);
     int64_t waits = 0;
@@ -356,11 +362,7 @@ TEST(StepPlanTest, WaitsForTheReductionsBeforeTheOptimizer) {
 // gradients and reduce-scatters them on the compute stream, m x the stage's padded gradient
 // bytes in all; the parameters are gathered once, after Adam; nothing waits on another stream.
 TEST(StepPlanTest, ShardedGradientsReduceEveryUnitInEveryMicroBatch) {
-  PlanSpecOptions options = SmallPlanSpecOptions();
-  options.pp = 2;
-  options.dp = 2;
-  options.virtual_pipeline = 2;
-  options.global_batch = 8;
+  PlanSpecOptions options = InterleavedDataParallelOptions();
   options.dp_sharding = v1::DP_SHARDING_GRADIENTS;
   absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
   ASSERT_TRUE(spec.ok()) << spec.status();
