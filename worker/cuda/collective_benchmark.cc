@@ -96,10 +96,19 @@ absl::StatusOr<std::vector<CollectiveMeasurement>> BenchmarkCollectives(
     const int64_t element = fp32_gradients ? 4 : 2;
     char* gradients = memory.get<char>(ProbeBuffer::kGradients);
     // The dense partition, which the data x context group reduces (an MoE model's experts
-    // are the expert data-parallel group's).
+    // are the expert data-parallel group's); under sharded gradients the largest unit, staged
+    // (the step reduce-scatters unit by unit).
     const ParameterPartition& dense = parameters.dense;
-    const int64_t bytes = dense.end * element;
-    if (distributed_optimizer) {
+    const int64_t staged_bytes = plan.placement(ProbeBuffer::kGradientStaging).bytes;
+    const int64_t bytes = plan.sharded_gradients() ? staged_bytes : dense.end * element;
+    if (plan.sharded_gradients()) {
+      char* staged = memory.get<char>(ProbeBuffer::kGradientStaging);
+      const int64_t count = staged_bytes / element / dense.shard_count;
+      char* own = staged + communicators.group_rank(RankGroup::kDataContext) * count * element;
+      PT_RETURN_IF_ERROR(
+          measure(RankGroup::kDataContext, CollectiveOperation::kReduceScatter, bytes,
+                  [&] { return ReduceScatter(comm, staged, own, count, type, stream); }));
+    } else if (distributed_optimizer) {
       char* own = gradients + communicators.group_rank(RankGroup::kDataContext) *
                                   dense.shard_elements * element;
       PT_RETURN_IF_ERROR(measure(

@@ -100,7 +100,7 @@ bf16* CudaDeviceOps::Weight(int64_t offset) const {
 
 void* CudaDeviceOps::Gradient(int64_t offset) const {
   char* base = memory_.get<char>(ProbeBuffer::kGradients);
-  return base + offset * (fp32_gradients_ ? sizeof(float) : sizeof(bf16));
+  return base + offset * GradientBytes();
 }
 
 VocabularyShard CudaDeviceOps::Vocabulary() const {
@@ -660,6 +660,32 @@ absl::Status CudaDeviceOps::AllReduceGradients(int64_t bucket) {
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
   return AllReduce(communicators_.group(range.group), Gradient(range.start), Gradient(range.start),
                    shard.count, fp32_gradients_ ? ncclFloat32 : ncclBfloat16, ncclSum, stream_);
+}
+
+absl::Status CudaDeviceOps::ZeroStagedGradients(int64_t bucket) {
+  const ParameterBucket& range = optimizer_.buckets[bucket];
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  return CudaStatus(cudaMemsetAsync(memory_.get<char>(ProbeBuffer::kGradientStaging), 0,
+                                    (range.end - range.start) * GradientBytes(), stream_),
+                    "cudaMemsetAsync(staged gradients)");
+}
+
+absl::Status CudaDeviceOps::ReduceStagedGradients(int64_t bucket) {
+  const ParameterBucket& range = optimizer_.buckets[bucket];
+  const OptimizerShard shard = optimizer_.ShardOf(bucket);
+  char* staged = memory_.get<char>(ProbeBuffer::kGradientStaging);
+  // The rank's slice of the staged unit, where the in-place reduce-scatter leaves its sum.
+  char* own = staged + (shard.first - range.start) * GradientBytes();
+  if (optimizer_.Reduces(bucket)) {
+    PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
+    PT_RETURN_IF_ERROR(ReduceScatter(communicators_.group(range.group), staged, own, shard.count,
+                                     fp32_gradients_ ? ncclFloat32 : ncclBfloat16, stream_));
+  }
+  PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
+  return CudaStatus(
+      AddGradients(own, memory_.get<char>(ProbeBuffer::kGradients) + shard.state * GradientBytes(),
+                   fp32_gradients_, shard.count, stream_),
+      "AddGradients");
 }
 
 absl::Status CudaDeviceOps::Adam(const AdamUpdate& update) {

@@ -147,6 +147,8 @@ class CudaDeviceOps final : public DeviceOps {
                                       int64_t rows) override;
   absl::Status ReduceScatterGradients(int64_t bucket) override;
   absl::Status AllReduceGradients(int64_t bucket) override;
+  absl::Status ZeroStagedGradients(int64_t bucket) override;
+  absl::Status ReduceStagedGradients(int64_t bucket) override;
   absl::Status Adam(const AdamUpdate& update) override;
   absl::Status CastMasterWeights() override;
   absl::Status GatherParameters(int64_t bucket) override;
@@ -170,6 +172,8 @@ class CudaDeviceOps final : public DeviceOps {
   // which work in the layout's elements.
   __nv_bfloat16* Weight(int64_t offset) const;
   void* Gradient(int64_t offset) const;
+  // Bytes of one gradient element: 4 (fp32) or 2 (bf16).
+  int64_t GradientBytes() const { return fp32_gradients_ ? 4 : 2; }
   // The elements of the residual rows [R, h].
   int64_t Rows() const { return shapes_.residual_tokens * shapes_.hidden; }
   // The router's score function (ModelSpec's).

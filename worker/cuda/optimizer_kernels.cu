@@ -27,7 +27,27 @@ __global__ void AdamStepKernel(const void* gradient, bool fp32_gradient, float* 
   }
 }
 
+__global__ void AddGradientsKernel(const void* addend, void* sum, bool fp32_gradient,
+                                   int64_t count) {
+  for (int64_t i = GridIndex(); i < count; i += GridStride()) {
+    if (fp32_gradient) {
+      static_cast<float*>(sum)[i] += static_cast<const float*>(addend)[i];
+    } else {
+      __nv_bfloat16* s = static_cast<__nv_bfloat16*>(sum);
+      s[i] = __float2bfloat16(__bfloat162float(s[i]) +
+                              __bfloat162float(static_cast<const __nv_bfloat16*>(addend)[i]));
+    }
+  }
+}
+
 }  // namespace
+
+cudaError_t AddGradients(const void* addend, void* sum, bool fp32_gradient, int64_t count,
+                         cudaStream_t stream) {
+  AddGradientsKernel<<<GridBlocks(count), kThreadsPerBlock, 0, stream>>>(addend, sum, fp32_gradient,
+                                                                         count);
+  return cudaGetLastError();
+}
 
 cudaError_t AdamStep(const void* gradient, bool fp32_gradient, float* master, float* first_moment,
                      float* second_moment, __nv_bfloat16* weights, int64_t count,

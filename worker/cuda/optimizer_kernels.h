@@ -1,5 +1,6 @@
 // Adam with decoupled weight decay (Loshchilov & Hutter 2019), Megatron-LM's default
-// optimizer, over a rank's shard: fp32 master weights and moments, bf16 weights out.
+// optimizer, over a rank's shard: fp32 master weights and moments, bf16 weights out; and the
+// accumulation of the gradient shard it reads.
 #ifndef PARATUNE_WORKER_CUDA_OPTIMIZER_KERNELS_H_
 #define PARATUNE_WORKER_CUDA_OPTIMIZER_KERNELS_H_
 
@@ -25,6 +26,11 @@ struct AdamParameters {
 cudaError_t AdamStep(const void* gradient, bool fp32_gradient, float* master, float* first_moment,
                      float* second_moment, __nv_bfloat16* weights, int64_t count,
                      const AdamParameters& parameters, cudaStream_t stream);
+
+// For i < count: sum[i] += addend[i], both fp32, or both bf16 when fp32_gradient is false (a
+// micro-batch's reduced gradient shard added into the step's, under sharded gradients).
+cudaError_t AddGradients(const void* addend, void* sum, bool fp32_gradient, int64_t count,
+                         cudaStream_t stream);
 
 }  // namespace paratune
 

@@ -44,8 +44,8 @@ absl::StatusOr<std::unique_ptr<RankStack>> RankStack::Create(const ProbeSpec& sp
                        stack->optimizer_, stack->gemm_.get(), streams.compute,
                        streams.communication, streams.tensor_communication, stack->timer_.get()));
   PT_RETURN_IF_ERROR(stack->ops_->Initialize(spec.seed()));
-  stack->runner_ =
-      std::make_unique<StageRunner>(spec, plan, stack->optimizer_, rank, stack->ops_.get());
+  PT_ASSIGN_OR_RETURN(stack->runner_,
+                      StageRunner::Create(spec, plan, stack->optimizer_, rank, stack->ops_.get()));
   return stack;
 }
 

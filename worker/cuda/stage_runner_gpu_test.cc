@@ -1,5 +1,6 @@
 // StageRunner over the device's own DeviceOps, as the probe runs it (RankStack), on one GPU,
-// for every switch of the step one GPU can take, and a mixture-of-experts model at ep 1: what
+// for every switch of the step one GPU can take, a mixture-of-experts model at ep 1, and one
+// replica with sharded gradients: what
 // the device ran is the step plan's recording (its GEMMs, counted by cuBLASLt calls), and the steps
 // train: the first step's loss is the uniform prediction's, ln V, as it must be from weights of
 // 0.02 (an independent reference: no GPU path computes it), and ten steps on the same tokens lower
@@ -119,6 +120,21 @@ std::vector<Case> Cases() {
   PlanSpecOptions moe = bf16;
   moe.model = ShrunkMixtral();
   cases.push_back({"moe_ep1", moe});
+  // One replica of a dp 2 run with sharded gradients (ZeRO-2): each unit's gradients staged,
+  // the rank's half of them accumulated into its shard, Adam over it. Llama-3.2-1B's
+  // dimensions with the LM head untied (a tied one is the first and the last unit's).
+  PlanSpecOptions sharded_gradients = bf16;
+  sharded_gradients.model.set_hidden_size(2048);
+  sharded_gradients.model.set_ffn_hidden_size(8192);
+  sharded_gradients.model.set_num_layers(16);
+  sharded_gradients.model.set_num_attention_heads(32);
+  sharded_gradients.model.set_num_kv_heads(8);
+  sharded_gradients.model.set_vocab_size(128256);
+  sharded_gradients.dp = 2;
+  sharded_gradients.global_batch = 4;
+  sharded_gradients.replica = true;
+  sharded_gradients.dp_sharding = v1::DP_SHARDING_GRADIENTS;
+  cases.push_back({"sharded_gradients", sharded_gradients});
   return cases;
 }
 

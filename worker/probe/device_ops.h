@@ -247,6 +247,14 @@ class DeviceOps {
   // all-gathered from the shards.
   virtual absl::Status ReduceScatterGradients(int64_t bucket) = 0;
   virtual absl::Status AllReduceGradients(int64_t bucket) = 0;
+  // Under sharded gradients (OptimizerLayout::sharded_gradients), on the compute stream around
+  // the backward of bucket `bucket`'s unit, which accumulates its unsharded gradients in
+  // kGradientStaging from byte 0: the staging zeroed before; after, reduce-scattered in place
+  // over the bucket's group where OptimizerLayout::Reduces it, and the rank's shard of it
+  // added into the rank's gradient shard (kGradients at OptimizerShard::state), which sums the
+  // step's micro-batches.
+  virtual absl::Status ZeroStagedGradients(int64_t bucket) = 0;
+  virtual absl::Status ReduceStagedGradients(int64_t bucket) = 0;
   virtual absl::Status Adam(const AdamUpdate& update) = 0;
   virtual absl::Status CastMasterWeights() = 0;
   virtual absl::Status GatherParameters(int64_t bucket) = 0;

@@ -6,6 +6,7 @@
 #include "absl/status/statusor.h"
 #include "worker/probe/attention_graph.h"
 #include "worker/probe/context_parallel_ring.h"
+#include "worker/probe/overlap_plan.h"
 #include "worker/probe/pipeline_schedule.h"
 
 namespace paratune {
@@ -16,6 +17,8 @@ const char* ProbeBufferName(ProbeBuffer buffer) {
       return "weights";
     case ProbeBuffer::kGradients:
       return "gradients";
+    case ProbeBuffer::kGradientStaging:
+      return "gradient_staging";
     case ProbeBuffer::kMasterWeights:
       return "master_weights";
     case ProbeBuffer::kAdamFirstMoment:
@@ -289,10 +292,22 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   const int64_t parameters = plan.parameters_.padded_elements;
   const int64_t optimizer_elements = plan.parameters_.shard_elements;
 
+  // Under sharded gradients the rank keeps its shard of them, and the unsharded gradients of
+  // one unit at a time (UnitBuckets), as Megatron-FSDP's optim_grads does.
+  plan.sharded_gradients_ = ShardsGradients(config.dp_sharding());
+  int64_t staged_elements = 0;
+  if (plan.sharded_gradients_) {
+    for (const ParameterBucket& unit :
+         UnitBuckets(plan.parameters_, plan.stage_layers_, model.tied_embeddings(), config.pp())) {
+      staged_elements = std::max(staged_elements, unit.end - unit.start);
+    }
+  }
+  const int64_t gradient_bytes = training.fp32_gradients() ? kFp32 : kBf16;
   term(MemoryTerm::kWeights);
   terms.Add(ProbeBuffer::kWeights, plan.parameters_.weight_bytes);
   term(MemoryTerm::kGradients);
-  terms.Add(ProbeBuffer::kGradients, parameters * (training.fp32_gradients() ? kFp32 : kBf16));
+  terms.Add(ProbeBuffer::kGradients,
+            (plan.sharded_gradients_ ? optimizer_elements : parameters) * gradient_bytes);
   term(MemoryTerm::kOptimizerStates);
   terms.Add(ProbeBuffer::kMasterWeights, optimizer_elements * kFp32);
   terms.Add(ProbeBuffer::kAdamFirstMoment, optimizer_elements * kFp32);
@@ -308,6 +323,7 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   terms.RuntimeTerm(MemoryTermName(MemoryTerm::kNcclBuffers),
                     memory.term(MemoryTerm::kNcclBuffers));
   term(MemoryTerm::kGradientBuckets);
+  terms.Add(ProbeBuffer::kGradientStaging, staged_elements * gradient_bytes);
   term(MemoryTerm::kPipelineBuffers);
   const int64_t boundary = config.pp() > 1 ? PipelineBoundaryBytes(x) : 0;
   terms.Add(ProbeBuffer::kPipelineSendActivation, boundary);

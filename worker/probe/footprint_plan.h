@@ -31,8 +31,14 @@ enum class ProbeBuffer {
   // weights: the stage's parameters (ParameterLayout::weight_bytes): bf16, the linear weights
   // E4M3 with fp8 parameters (training.fp8_param_gather).
   kWeights,
-  // gradients: fp32 (or bf16) gradients in the same layout.
+  // gradients: fp32 (or bf16) gradients in the same layout; under sharded gradients
+  // (dp_sharding gradients or full) the rank's shard of them alone, in the optimizer states'
+  // layout (OptimizerShard::state).
   kGradients,
+  // gradient_buckets, under sharded gradients only: the unsharded gradients of the one unit
+  // (UnitBuckets) whose backward runs, the largest unit's size, reduce-scattered into
+  // kGradients after its backward.
+  kGradientStaging,
   // optimizer_states: fp32 master weights and Adam's two moments of this rank's shard.
   kMasterWeights,
   kAdamFirstMoment,
@@ -210,6 +216,9 @@ class FootprintPlan {
   // earlier layers of its chunk.
   int64_t LayerSlotOffset(int64_t stage_layer) const { return slot_layer_offsets_[stage_layer]; }
   bool full_recompute() const { return full_recompute_; }
+  // Whether the gradients are sharded (dp_sharding gradients or full): kGradients holds the
+  // rank's shard, kGradientStaging one unit's whole.
+  bool sharded_gradients() const { return sharded_gradients_; }
   // Loss slots: the last stage's pending loss chunks (usually 1).
   int64_t loss_slots() const { return loss_slots_; }
   // Queries per attention chunk (query-token rows of one sequence).
@@ -238,6 +247,7 @@ class FootprintPlan {
   int64_t slot_bytes_ = 0;
   std::vector<int64_t> slot_layer_offsets_;
   bool full_recompute_ = false;
+  bool sharded_gradients_ = false;
   int64_t loss_slots_ = 0;
   int64_t attention_query_chunk_ = 0;
   bool context_parallel_ring_ = false;

@@ -18,7 +18,8 @@ struct Configuration {
 
 Configuration Make(const char* preset, int64_t gbs, int64_t seq, int64_t dp, int64_t tp, int64_t pp,
                    int64_t cp, int64_t vp = 1, Recompute recompute = Recompute::kNone,
-                   bool fp8 = false, bool fp8_parameters = false) {
+                   bool fp8 = false, bool fp8_parameters = false,
+                   DataParallelSharding sharding = DataParallelSharding::kOptimizer) {
   ModelSpec model = *FindModelPreset(preset);
   TrainingOptions options;
   options.global_batch_size = gbs;
@@ -34,6 +35,7 @@ Configuration Make(const char* preset, int64_t gbs, int64_t seq, int64_t dp, int
   dims.cp = cp;
   dims.virtual_pipeline = vp;
   dims.recompute = recompute;
+  dims.dp_sharding = sharding;
   absl::StatusOr<ParallelConfig> config =
       ParallelConfig::Create(model, training, cluster, PlacementRules(), dims);
   EXPECT_TRUE(config.ok()) << config.status();
@@ -109,6 +111,32 @@ TEST(FootprintPlanTest, ModelStatesFollowTheDistributedOptimizerShard) {
                 1e-3 * term.estimated_bytes)
         << name;
   }
+}
+
+// Sharded gradients (ZeRO-2): the rank keeps its shard of the gradients, ShardedModelStates'
+// 4 / (d c) bytes per parameter, and the unsharded gradients of the largest unit staged
+// (UnitBuckets: here the embedding's vocabulary shard, V / t h) in the gradient_buckets term.
+TEST(FootprintPlanTest, ShardedGradientsKeepTheirShardAndOneUnitsWhole) {
+  const Configuration c = Make("llama3.1-8b", 32, 4096, 4, 2, 2, 2, 1, Recompute::kNone, false,
+                               false, DataParallelSharding::kGradients);
+  const FootprintPlan plan = Plan(c, 0);
+  ExpectConsistent(plan);
+  ASSERT_TRUE(plan.sharded_gradients());
+  EXPECT_EQ(plan.placement(ProbeBuffer::kGradients).bytes, plan.parameters().shard_elements * 4);
+  for (const char* name : {"weights", "gradients", "optimizer_states"}) {
+    const TermAllocation& term = Term(plan, name);
+    EXPECT_NEAR(static_cast<double>(term.needed_bytes), static_cast<double>(term.estimated_bytes),
+                1e-3 * term.estimated_bytes)
+        << name;
+  }
+  const int64_t embedding = (128256 / 2) * 4096;
+  EXPECT_EQ(plan.placement(ProbeBuffer::kGradientStaging).bytes, embedding * 4);
+  EXPECT_EQ(plan.terms()[plan.placement(ProbeBuffer::kGradientStaging).term].name,
+            "gradient_buckets");
+  // Unsharded, no staging.
+  const FootprintPlan optimizer = Plan(Make("llama3.1-8b", 32, 4096, 4, 2, 2, 2), 0);
+  EXPECT_FALSE(optimizer.sharded_gradients());
+  EXPECT_EQ(optimizer.placement(ProbeBuffer::kGradientStaging).bytes, 0);
 }
 
 TEST(FootprintPlanTest, FullRecomputationKeepsLayerInputsAndOneLayerWorkspace) {

@@ -23,7 +23,13 @@ struct OptimizerLayout {
   // its group has more than one rank.
   bool reduce_gradients = false;
   ReducedGroups reduced;
-  // Whether they run bucket by bucket beside the schedule (ProbeSpec::data_parallel_overlap).
+  // Whether the gradients are sharded (FootprintPlan::sharded_gradients): the buckets are then
+  // the stage's units (UnitBuckets), each reduce-scattered from kGradientStaging into the
+  // rank's shard in kGradients after the unit's backward, every micro-batch, on the compute
+  // stream.
+  bool sharded_gradients = false;
+  // Whether they run bucket by bucket beside the schedule (ProbeSpec::data_parallel_overlap);
+  // never under sharded gradients.
   bool overlapped = false;
   OverlapOptions overlap;
   // The stage's partitions (ParameterLayout::dense and experts): their shard counts, dp x cp
@@ -35,9 +41,9 @@ struct OptimizerLayout {
   // rank steps whole buckets with one shard).
   int64_t data_context_rank = 0;
   int64_t expert_data_rank = 0;
-  // The ranges reduced, stepped and gathered: the overlap plan's buckets when overlapped
-  // (DataParallelPlanOf; they do not depend on the micro-batches), else one per region
-  // (RegionBuckets).
+  // The ranges reduced, stepped and gathered: the units under sharded gradients
+  // (UnitBuckets), the overlap plan's buckets when overlapped (DataParallelPlanOf; they do not
+  // depend on the micro-batches), else one per region (RegionBuckets).
   std::vector<ParameterBucket> buckets;
 
   // The partition of bucket `bucket` and this rank's index in its group.

@@ -178,6 +178,25 @@ std::vector<ParameterBucket> RegionBuckets(const ParameterLayout& parameters) {
   return buckets;
 }
 
+std::vector<ParameterBucket> UnitBuckets(const ParameterLayout& parameters,
+                                         const StageLayers& stage_layers, bool tied_embeddings,
+                                         int64_t stages) {
+  const std::vector<ChunkUnits> chunks = ChunkUnitsOf(stage_layers);
+  std::vector<ParameterBucket> buckets;
+  for (const UnitTensor& tensor : TensorsOf(parameters, chunks, tied_embeddings && stages > 1)) {
+    if (!buckets.empty() && buckets.back().first_unit == tensor.unit) continue;
+    if (!buckets.empty()) buckets.back().end = tensor.offset;
+    ParameterBucket& bucket = buckets.emplace_back();
+    bucket.start = tensor.offset;
+    bucket.first_unit = tensor.unit;
+    bucket.last_unit = tensor.unit;
+    bucket.group = parameters.PartitionOf(tensor.offset).group;
+    bucket.chunk = parameters.RegionOf(tensor.offset).chunk;
+  }
+  if (!buckets.empty()) buckets.back().end = parameters.padded_elements;
+  return buckets;
+}
+
 DataParallelPlan DataParallelPlanOf(const ParameterLayout& parameters,
                                     const StageLayers& stage_layers, bool tied_embeddings,
                                     const std::vector<ScheduleStep>& schedule, int64_t stage,

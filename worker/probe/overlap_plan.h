@@ -168,6 +168,20 @@ std::vector<ChunkUnits> ChunkUnitsOf(const StageLayers& stage_layers);
 // distributed_data_parallel.py, DistributedDataParallel.__init__).
 std::vector<ParameterBucket> RegionBuckets(const ParameterLayout& parameters);
 
+// One bucket per unit of `stage_layers` (ChunkUnitsOf), in buffer order, first_unit and
+// last_unit the unit: what a stage reduce-scatters unit by unit under sharded gradients and
+// gathers unit by unit under sharded weights, as Megatron-FSDP (megatron/core/distributed/fsdp
+// at core_v0.19.0) and PyTorch's FSDP2 shard each unit's flat parameters on their own, so
+// that a unit's gradients reduce-scatter and its weights gather once its backward is done or
+// before its forward. A unit's range runs from its first tensor to the next unit's (the
+// buffer's padded end for the last), a multiple of the partition's tensor_alignment: rank r's
+// shard of it is its r-th slice (OptimizerShardOf). Requires `parameters` of one region per
+// chunk (bf16 weights, a dense model) and no embedding tied to an LM head on the same stage
+// (a tensor of two units); `stages` tells whether a tied embedding spans stages.
+std::vector<ParameterBucket> UnitBuckets(const ParameterLayout& parameters,
+                                         const StageLayers& stage_layers, bool tied_embeddings,
+                                         int64_t stages);
+
 // Which groups' buckets are reduced and gathered. The probe has no communicator for a group of
 // one rank (worker/cuda/communicators.h), so a mixture-of-experts stage whose data x context
 // group or expert data-parallel group has one rank reduces only the other group's buckets.

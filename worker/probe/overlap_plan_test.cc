@@ -400,6 +400,42 @@ TEST(OptimizerShardTest, WithoutTheDistributedOptimizerEveryRankStepsWholeBucket
   ExpectShardsTile(RegionBuckets(stage.parameters), stage.parameters, 4);
 }
 
+TEST(UnitBucketsTest, EachUnitIsOneBucketInForwardOrder) {
+  // Stage 0 of two, interleaved: chunk 0's embedding and layers, then chunk 1's layers.
+  const Stage s = StageOf("llama3.1-8b", 4, 2, 2, 2, 0, 4, kAll);
+  const std::vector<ParameterBucket> buckets =
+      UnitBuckets(s.parameters, s.layers, /*tied_embeddings=*/false, 2);
+  const std::vector<ChunkUnits> chunks = ChunkUnitsOf(s.layers);
+  ASSERT_EQ(static_cast<int64_t>(buckets.size()), chunks.back().end());
+  int64_t end = 0;
+  for (int64_t u = 0; u < static_cast<int64_t>(buckets.size()); ++u) {
+    EXPECT_EQ(buckets[u].first_unit, u);
+    EXPECT_EQ(buckets[u].last_unit, u);
+    EXPECT_EQ(buckets[u].start, end);
+    end = buckets[u].end;
+  }
+  EXPECT_EQ(end, s.parameters.padded_elements);
+  EXPECT_EQ(buckets[chunks[0].Embedding()].start, s.parameters.embedding);
+  EXPECT_EQ(buckets[chunks[1].Layer(0)].chunk, 1);
+  EXPECT_EQ(buckets[chunks[1].Layer(0)].start,
+            s.parameters.layers[s.parameters.first_layer[1]].attention_norm);
+  // A layer's bucket holds its tensors: the next layer's starts where it ends.
+  EXPECT_EQ(buckets[chunks[0].Layer(0)].end, s.parameters.layers[1].attention_norm);
+  ExpectShardsTile(buckets, s.parameters, 4);
+}
+
+TEST(UnitBucketsTest, TheLastStageEndsWithItsLossUnit) {
+  const Stage s = StageOf("llama3.1-8b", 2, 2, 2, 1, 1, 4, kAll);
+  const std::vector<ParameterBucket> buckets =
+      UnitBuckets(s.parameters, s.layers, /*tied_embeddings=*/false, 2);
+  const std::vector<ChunkUnits> chunks = ChunkUnitsOf(s.layers);
+  ASSERT_EQ(static_cast<int64_t>(buckets.size()), chunks.back().end());
+  EXPECT_EQ(buckets.back().first_unit, chunks.back().Loss());
+  EXPECT_EQ(buckets.back().start, s.parameters.final_norm);
+  EXPECT_EQ(buckets.back().end, s.parameters.padded_elements);
+  ExpectShardsTile(buckets, s.parameters, 2);
+}
+
 TEST(DataParallelPlanTest, StageZeroSplitsItsFirstChunkIntoDefaultSizedBuckets) {
   // Llama-3.1-8B on one stage, dp 8: 40M-element buckets from the LM head down; a layer
   // (218M elements) spans several, and buckets close inside layers.

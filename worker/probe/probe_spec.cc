@@ -256,19 +256,49 @@ absl::Status CheckMoeBlockRuns(const ProbeSpec& spec) {
   return ComputeMoeShardShapes(model, spec.config(), shapes).status();
 }
 
+// What the probe's data-parallel sharding runs (stage_runner.h): every mode but full over all
+// data x context ranks; sharded gradients (UnitBuckets' units) on a dense model whose weights
+// are one bf16 region per chunk and whose units share no tensor.
+absl::Status CheckShardingRuns(const ProbeSpec& spec) {
+  const ParallelConfig& config = spec.config();
+  const DataParallelSharding sharding = config.dp_sharding();
+  const std::string mode =
+      absl::StrCat(" with config.dp_sharding (", DataParallelShardingName(sharding), ")");
+  const std::string not_yet = ", which the native probe does not run yet";
+  const int64_t shard_group = config.dims().dp_shard_group;
+  if (shard_group > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config.dp_shard_group (", shard_group, ")", mode,
+                     " shards within groups (hybrid sharding)", not_yet,
+                     "; it shards over every data x context rank (config.dp_shard_group 0)"));
+  }
+  if (ShardsWeights(sharding)) {
+    return absl::InvalidArgumentError(absl::StrCat("config.dp_sharding (full) shards weights",
+                                                   not_yet,
+                                                   "; it runs none, optimizer and gradients"));
+  }
+  if (!ShardsGradients(sharding)) return absl::OkStatus();
+  if (spec.model().is_moe()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mixture-of-experts model \"", spec.model().name(), "\"", mode, not_yet));
+  }
+  if (spec.training().fp8_param_gather()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("training.fp8_param_gather (true)", mode, not_yet));
+  }
+  if (spec.model().tied_embeddings() && config.pp() == 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.tied_embeddings (true) on one pipeline stage (config.pipeline_parallel 1)", mode,
+        not_yet, ": the embedding is both the first and the last unit's"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CheckCudaProbeRuns(const ProbeSpec& spec) {
   PT_RETURN_IF_ERROR(CheckLlamaHeadWidth(spec.model(), "the native probe"));
-  // The step shards the optimizer states or nothing; sharded gradients and weights (FSDP's
-  // per-layer gathers and reduce-scatters) are issue 27 §4.
-  const DataParallelSharding sharding = spec.config().dp_sharding();
-  if (ShardsGradients(sharding)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config.dp_sharding (", DataParallelShardingName(sharding),
-                     ") shards gradients", ShardsWeights(sharding) ? " and weights" : "",
-                     ", which the native probe does not run yet; it runs none and optimizer"));
-  }
+  PT_RETURN_IF_ERROR(CheckShardingRuns(spec));
   if (spec.model().is_moe()) PT_RETURN_IF_ERROR(CheckMoeBlockRuns(spec));
   const TrainingSpec& training = spec.training();
   const ParallelConfig& config = spec.config();

@@ -46,19 +46,51 @@ TEST(ProbeSpecTest, MixtralRunsOnTheCudaProbe) {
   EXPECT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
 }
 
-TEST(ProbeSpecTest, ShardedGradientsAndWeightsAreForTheOtherBackendsOnly) {
+TEST(ProbeSpecTest, ShardedWeightsAreForTheOtherBackendsOnly) {
   v1::ProbeAssignment assignment = Valid();
   assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_FULL);
   ExpectNotForTheCudaProbe(assignment,
-                           "config.dp_sharding (full) shards gradients and weights, which the "
-                           "native probe does not run yet");
-  assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_GRADIENTS);
-  ExpectNotForTheCudaProbe(assignment, "config.dp_sharding (gradients) shards gradients,");
+                           "config.dp_sharding (full) shards weights, which the native probe "
+                           "does not run yet");
   assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_NONE);
   absl::StatusOr<ProbeSpec> plain = ProbeSpec::FromAssignment(assignment);
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_TRUE(CheckCudaProbeRuns(*plain).ok());
   EXPECT_FALSE(plain->data_parallel_overlap().distributed_optimizer);
+}
+
+// Sharded gradients run on a dense model whose units share no tensor and whose weights are
+// bf16 (UnitBuckets); hybrid sharding in no mode.
+TEST(ProbeSpecTest, ShardedGradientsRunWhereUnitsAreWholeBf16Ranges) {
+  v1::ProbeAssignment assignment = Valid();
+  assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_GRADIENTS);
+  absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(assignment);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
+
+  v1::ProbeAssignment one_stage = TestAssignment("llama3.2-1b", 16, 2048, 4, 2, 1, 1, 1);
+  one_stage.mutable_config()->set_dp_sharding(v1::DP_SHARDING_GRADIENTS);
+  ExpectNotForTheCudaProbe(one_stage,
+                           "model.tied_embeddings (true) on one pipeline stage "
+                           "(config.pipeline_parallel 1) with config.dp_sharding (gradients)");
+
+  v1::ProbeAssignment fp8 = assignment;
+  fp8.mutable_training()->set_precision(v1::FP8);
+  fp8.mutable_training()->set_fp8_param_gather(true);
+  ExpectNotForTheCudaProbe(fp8,
+                           "training.fp8_param_gather (true) with config.dp_sharding (gradients)");
+
+  v1::ProbeAssignment moe = Mixtral();
+  moe.mutable_config()->set_dp_sharding(v1::DP_SHARDING_GRADIENTS);
+  ExpectNotForTheCudaProbe(
+      moe, "mixture-of-experts model \"mixtral-8x7b\" with config.dp_sharding (gradients)");
+
+  v1::ProbeAssignment hybrid = TestAssignment("llama3.2-1b", 16, 2048, 4, 2, 2, 1, 1);
+  hybrid.mutable_config()->set_dp_sharding(v1::DP_SHARDING_OPTIMIZER);
+  hybrid.mutable_config()->set_dp_shard_group(2);
+  ExpectNotForTheCudaProbe(hybrid,
+                           "config.dp_shard_group (2) with config.dp_sharding (optimizer) shards "
+                           "within groups (hybrid sharding)");
 }
 
 TEST(ProbeSpecTest, WiderHeadsAreForTheOtherBackendsOnly) {

@@ -162,7 +162,8 @@ void RecordingDeviceOps::EmitGemm(LinearWeight weight, GemmRole role, const Line
 
 absl::Status RecordingDeviceOps::ZeroGradients() {
   WorksIn({ProbeBuffer::kGradients});
-  Elementwise("zero gradients", footprint_.parameters().padded_elements);
+  Elementwise("zero gradients",
+              footprint_.placement(ProbeBuffer::kGradients).bytes / BytesOf(GradientType()));
   return absl::OkStatus();
 }
 
@@ -807,6 +808,26 @@ void RecordingDeviceOps::ReduceGradients(int64_t bucket, CollectiveKind kind) {
   Collective(FamilyOf(range), kind, GradientType(),
              (range.end - range.start) * BytesOf(GradientType()), StepStream::kCompute,
              absl::StrCat("bucket ", bucket, " gradients"));
+}
+
+absl::Status RecordingDeviceOps::ZeroStagedGradients(int64_t bucket) {
+  WorksIn({ProbeBuffer::kGradientStaging});
+  const ParameterBucket& range = optimizer_.buckets[bucket];
+  Elementwise(absl::StrCat("zero bucket ", bucket, " staged gradients"), range.end - range.start);
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::ReduceStagedGradients(int64_t bucket) {
+  WorksIn({ProbeBuffer::kGradientStaging, ProbeBuffer::kGradients});
+  if (optimizer_.Reduces(bucket)) {
+    const ParameterBucket& range = optimizer_.buckets[bucket];
+    Collective(FamilyOf(range), CollectiveKind::kReduceScatter, GradientType(),
+               (range.end - range.start) * BytesOf(GradientType()), StepStream::kCompute,
+               absl::StrCat("bucket ", bucket, " gradients"));
+  }
+  Elementwise(absl::StrCat("accumulate bucket ", bucket, " gradient shard"),
+              optimizer_.ShardOf(bucket).count);
+  return absl::OkStatus();
 }
 
 absl::Status RecordingDeviceOps::Adam(const AdamUpdate& update) {

@@ -1,6 +1,8 @@
 #include "worker/probe/stage_runner.h"
 
 #include <algorithm>
+#include <memory>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -56,6 +58,14 @@ LinearProduct ProductOf(LinearWeight weight, GemmRole role, DeviceRef a, DeviceR
 
 }  // namespace
 
+absl::StatusOr<std::unique_ptr<StageRunner>> StageRunner::Create(const ProbeSpec& spec,
+                                                                 const FootprintPlan& footprint,
+                                                                 const OptimizerLayout& optimizer,
+                                                                 int64_t rank, DeviceOps* ops) {
+  PT_RETURN_IF_ERROR(CheckCudaProbeRuns(spec));
+  return std::unique_ptr<StageRunner>(new StageRunner(spec, footprint, optimizer, rank, ops));
+}
+
 StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& footprint,
                          const OptimizerLayout& optimizer, int64_t rank, DeviceOps* ops)
     : spec_(spec),
@@ -67,6 +77,12 @@ StageRunner::StageRunner(const ProbeSpec& spec, const FootprintPlan& footprint,
       stage_(spec.layout().CoordinatesOf(rank).pp),
       fp8_(footprint.fp8()),
       chunks_(ChunkUnitsOf(footprint.stage_layers())) {
+  if (optimizer_.sharded_gradients) {
+    unit_buckets_.resize(optimizer_.buckets.size());
+    for (size_t b = 0; b < optimizer_.buckets.size(); ++b) {
+      unit_buckets_[optimizer_.buckets[b].first_unit] = static_cast<int64_t>(b);
+    }
+  }
   SetMicroBatches(spec.micro_batches());
 }
 
@@ -89,8 +105,21 @@ DeviceRef StageRunner::Weight(int64_t offset) const {
 }
 
 DeviceRef StageRunner::Gradient(int64_t offset) const {
-  const int64_t bytes = spec_.training().fp32_gradients() ? 4 : 2;
-  return {ProbeBuffer::kGradients, offset * bytes};
+  if (optimizer_.sharded_gradients) {
+    return {ProbeBuffer::kGradientStaging, (offset - staged_start_) * GradientBytes()};
+  }
+  return {ProbeBuffer::kGradients, offset * GradientBytes()};
+}
+
+absl::Status StageRunner::BeginUnitBackward(int64_t unit) {
+  if (!optimizer_.sharded_gradients) return absl::OkStatus();
+  staged_start_ = optimizer_.buckets[unit_buckets_[unit]].start;
+  return ops_->ZeroStagedGradients(unit_buckets_[unit]);
+}
+
+absl::Status StageRunner::EndUnitBackward(int64_t unit) {
+  if (!optimizer_.sharded_gradients) return absl::OkStatus();
+  return ops_->ReduceStagedGradients(unit_buckets_[unit]);
 }
 
 int64_t StageRunner::StageLayer(int64_t chunk, int64_t layer_in_chunk) const {
@@ -366,7 +395,9 @@ absl::Status StageRunner::Backward(const PipelinePass& pass) {
   const ChunkUnits& units = chunks_[pass.chunk];
   if (IsLossChunk(pass.chunk)) {
     PT_ASSIGN_OR_RETURN(const DeviceRef loss_slot, LossSlotOf(pass.micro_batch));
+    PT_RETURN_IF_ERROR(BeginUnitBackward(units.Loss()));
     PT_RETURN_IF_ERROR(LossBackward(loss_slot));
+    PT_RETURN_IF_ERROR(EndUnitBackward(units.Loss()));
     PT_RETURN_IF_ERROR(Reach(PlanPointKind::kAfterBackward, units.Loss()));
     ReleaseLossSlot(pass.micro_batch);
     gradient = residual_gradient;
@@ -374,6 +405,9 @@ absl::Status StageRunner::Backward(const PipelinePass& pass) {
   }
   const int64_t layers = stage.chunk_layers[pass.chunk];
   for (int64_t l = layers - 1; l >= 0; --l) {
+    context_.layer = StageLayer(pass.chunk, l);
+    SetContext();
+    PT_RETURN_IF_ERROR(BeginUnitBackward(units.Layer(l)));
     if (footprint_.full_recompute()) {
       // Rebuild the layer's activations from its kept input; its output is not needed.
       PT_RETURN_IF_ERROR(LayerForward(pass.chunk, l, LayerInput(slot, pass.chunk, l),
@@ -382,6 +416,7 @@ absl::Status StageRunner::Backward(const PipelinePass& pass) {
     }
     PT_RETURN_IF_ERROR(LayerBackward(pass.chunk, l, LayerInput(slot, pass.chunk, l),
                                      Kept(slot, pass.chunk, l), gradient));
+    PT_RETURN_IF_ERROR(EndUnitBackward(units.Layer(l)));
     PT_RETURN_IF_ERROR(Reach(PlanPointKind::kAfterBackward, units.Layer(l)));
     gradient = residual_gradient;
     received_gradient_pending = false;
@@ -395,7 +430,9 @@ absl::Status StageRunner::Backward(const PipelinePass& pass) {
     PT_RETURN_IF_ERROR(ops_->CopyRows(gradient, residual_gradient, "copy chunk of no layers"));
   }
   if (embedding) {
+    PT_RETURN_IF_ERROR(BeginUnitBackward(units.Embedding()));
     PT_RETURN_IF_ERROR(EmbeddingBackward(residual_gradient));
+    PT_RETURN_IF_ERROR(EndUnitBackward(units.Embedding()));
     PT_RETURN_IF_ERROR(Reach(PlanPointKind::kAfterBackward, units.Embedding()));
   }
   ReleaseSlot(pass.chunk, pass.micro_batch);
@@ -579,7 +616,6 @@ absl::Status StageRunner::LayerForward(int64_t chunk, int64_t layer_in_chunk, De
   const LayerParameterOffsets& w = footprint_.parameters().layers[context_.layer];
   const ShardShapes& x = shapes_;
   const DeviceRef qkv = Buffer(ProbeBuffer::kQkvProjection);
-  if (w.moe()) PT_RETURN_IF_ERROR(CheckMoeLayerRuns());
   const std::vector<Fp8Site> sites = Fp8SitesOf(chunk, layer_in_chunk, kept);
   auto site = [&](Fp8Linear linear) { return SiteIn(sites, linear); };
   // Attention block: mlp_input = input + out_proj(attention(qkv(norm(input)))).
@@ -644,16 +680,6 @@ absl::Status StageRunner::LayerBackward(int64_t chunk, int64_t layer_in_chunk, D
       site(Fp8Linear::kQkv));
 }
 
-absl::Status StageRunner::CheckMoeLayerRuns() const {
-  // The MoE block is built for the path the estimator models: bf16, the all-to-all dispatcher,
-  // no shared experts, no --tp-comm-overlap (CheckCudaProbeRuns refuses the others first).
-  if (fp8_ || spec_.tp_comm_overlap() || footprint_.moe().shared_ffn > 0) {
-    return absl::UnimplementedError(
-        "the probe's MoE block runs bf16 without tp_comm_overlap or shared experts");
-  }
-  return absl::OkStatus();
-}
-
 StageRunner::MoeSizes StageRunner::MoeSizesOf() const {
   const MoeShardShapes& moe = footprint_.moe();
   MoeSizes z;
@@ -663,6 +689,10 @@ StageRunner::MoeSizes StageRunner::MoeSizesOf() const {
   z.sources = z.etp * moe.expert_parallel;
   // Every source rank sends each local expert S / E copies.
   z.chunk_rows = moe.routed_copies / moe.experts;
+  z.h = shapes_.hidden;
+  z.S = moe.routed_copies;
+  z.N = moe.received_copies;
+  z.n = moe.copies_per_local_expert;
   return z;
 }
 
@@ -676,10 +706,7 @@ absl::Status StageRunner::MoeForward(const LayerParameterOffsets& w, const Layer
                                      DeviceRef output) {
   const MoeShardShapes& moe = footprint_.moe();
   const MoeSizes z = MoeSizesOf();
-  const int64_t h = shapes_.hidden;
-  const int64_t S = moe.routed_copies;
-  const int64_t N = moe.received_copies;
-  const int64_t n = moe.copies_per_local_expert;
+  const auto [h, S, N, n] = std::tuple(z.h, z.S, z.N, z.n);
   PT_RETURN_IF_ERROR(ops_->RmsNormForward(kept.mlp_input, Weight(w.mlp_norm), kept.mlp_norm_output,
                                           kept.mlp_norm_rstd));
   PT_RETURN_IF_ERROR(
@@ -761,10 +788,7 @@ absl::Status StageRunner::MoeBackward(const LayerParameterOffsets& w, const Laye
                                       DeviceRef output_gradient) {
   const MoeShardShapes& moe = footprint_.moe();
   const MoeSizes z = MoeSizesOf();
-  const int64_t h = shapes_.hidden;
-  const int64_t S = moe.routed_copies;
-  const int64_t N = moe.received_copies;
-  const int64_t n = moe.copies_per_local_expert;
+  const auto [h, S, N, n] = std::tuple(z.h, z.S, z.N, z.n);
   const bool fp32_gradients = spec_.training().fp32_gradients();
   const DeviceRef permuted = Buffer(ProbeBuffer::kMoePermutedTokens);
   const DeviceRef permuted_probabilities = Buffer(ProbeBuffer::kMoePermutedProbabilities);
@@ -928,7 +952,8 @@ absl::Status StageRunner::LossBackward(DeviceRef loss_slot) {
 absl::Status StageRunner::OptimizerStep() {
   const bool distributed = ShardsOptimizerStates(spec_.config().dp_sharding());
   const int64_t buckets = static_cast<int64_t>(optimizer_.buckets.size());
-  if (!optimizer_.overlapped) {
+  // Under sharded gradients each unit's backward reduced its gradients already.
+  if (!optimizer_.overlapped && !optimizer_.sharded_gradients) {
     for (int64_t i = 0; i < buckets; ++i) {
       if (!optimizer_.Reduces(i)) continue;
       // With the distributed optimizer each rank's shard of the summed gradients lands in
@@ -945,7 +970,10 @@ absl::Status StageRunner::OptimizerStep() {
     update.bucket = i;
     update.shard = shard;
     update.step = step;
-    update.gradients = Gradient(shard.first);
+    // Under sharded gradients the rank's shard of them sits where its optimizer states do.
+    update.gradients = optimizer_.sharded_gradients
+                           ? DeviceRef{ProbeBuffer::kGradients, shard.state * GradientBytes()}
+                           : Gradient(shard.first);
     update.master_weights = {ProbeBuffer::kMasterWeights, state_byte};
     update.first_moment = {ProbeBuffer::kAdamFirstMoment, state_byte};
     update.second_moment = {ProbeBuffer::kAdamSecondMoment, state_byte};

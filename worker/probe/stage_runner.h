@@ -5,7 +5,10 @@
 // data-parallel collectives where the probe runs them (a FULL probe with dp x cp > 1) and the
 // spec's overlap switches (ProbeSpec::data_parallel_overlap, Megatron-LM's
 // --overlap-grad-reduce and --overlap-param-gather) are on: those run bucket by bucket on a
-// communication stream, as overlap_plan.h plans them. With ProbeSpec::tp_comm_overlap
+// communication stream, as overlap_plan.h plans them. Under sharded gradients
+// (OptimizerLayout::sharded_gradients, ZeRO-2) each unit's gradients are staged during its
+// backward and reduce-scattered into the rank's shard right after it, in every micro-batch, on
+// the one stream. With ProbeSpec::tp_comm_overlap
 // (Megatron-LM's --tp-comm-overlap) the layers' tensor-parallel all-gathers and
 // reduce-scatters run beside their GEMMs, in bf16 and in fp8; the embedding's and the LM
 // head's stay exposed. In fp8 training the four linears of every layer run in fp8; the LM head
@@ -19,6 +22,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -47,12 +51,14 @@ struct StepTally {
 // Not thread-safe: one per rank.
 class StageRunner {
  public:
-  // Global rank `rank` of `spec` (0 <= rank < world size), whose stage's footprint is
-  // `footprint` and optimizer layout `optimizer` (OptimizerLayoutOf). Everything is borrowed
-  // and must outlive the runner. Steps run the full step's micro-batches until
-  // SetMicroBatches.
-  StageRunner(const ProbeSpec& spec, const FootprintPlan& footprint,
-              const OptimizerLayout& optimizer, int64_t rank, DeviceOps* ops);
+  // The runner of global rank `rank` of `spec` (0 <= rank < world size), whose stage's
+  // footprint is `footprint` and optimizer layout `optimizer` (OptimizerLayoutOf). Everything
+  // is borrowed and must outlive the runner. Steps run the full step's micro-batches until
+  // SetMicroBatches. CheckCudaProbeRuns' error for a spec the probe's step does not run.
+  static absl::StatusOr<std::unique_ptr<StageRunner>> Create(const ProbeSpec& spec,
+                                                             const FootprintPlan& footprint,
+                                                             const OptimizerLayout& optimizer,
+                                                             int64_t rank, DeviceOps* ops);
   StageRunner(const StageRunner&) = delete;
   StageRunner& operator=(const StageRunner&) = delete;
 
@@ -73,6 +79,9 @@ class StageRunner {
   const StepTally& last_step() const { return tally_; }
 
  private:
+  StageRunner(const ProbeSpec& spec, const FootprintPlan& footprint,
+              const OptimizerLayout& optimizer, int64_t rank, DeviceOps* ops);
+
   // Refs into a layer's activation block (LayerActivationLayout).
   struct LayerActivations;
   // A pre-norm column-parallel projection, as every block of the model opens: its weight, the
@@ -92,6 +101,11 @@ class StageRunner {
   // the collectives are not overlapped).
   absl::Status Reach(PlanPointKind kind, int64_t unit = 0);
   void SetContext();
+
+  // Under sharded gradients, around unit `unit`'s backward: its staged gradients zeroed and
+  // Gradient pointed at them; after it, reduced into the rank's shard. Nothing otherwise.
+  absl::Status BeginUnitBackward(int64_t unit);
+  absl::Status EndUnitBackward(int64_t unit);
 
   absl::Status RunScheduleStep(const ScheduleStep& step);
   absl::Status Forward(const PipelinePass& pass);
@@ -133,18 +147,23 @@ class StageRunner {
                              const LayerActivations& kept, DeviceRef output_gradient);
   // A mixture-of-experts layer's MoE block in place of the MLP block: output = mlp_input +
   // routed experts (norm(mlp_input)); its backward, leaving the block's input gradient plus
-  // `output_gradient` in kResidualGradient. UNIMPLEMENTED where the block is not built
-  // (CheckMoeLayerRuns).
-  absl::Status CheckMoeLayerRuns() const;
-  // The MoE block's layout of copies on this rank: etp and this rank's place in the expert
-  // tensor group, whether received copies are sorted by local expert (E / ep > 1), the source
-  // ranks (etp ep) and the rows each sends each local expert (S / E).
+  // `output_gradient` in kResidualGradient.
+  //
+  // The MoE block's sizes on this rank: etp and this rank's place in the expert tensor group,
+  // whether received copies are sorted by local expert (E / ep > 1), the source ranks (etp ep)
+  // and the rows each sends each local expert (S / E); the hidden size h, the S copies the rank
+  // sends, the N its local experts compute, and the n each local expert computes
+  // (MoeShardShapes).
   struct MoeSizes {
     int64_t etp = 1;
     int64_t etp_rank = 0;
     bool sorted = false;
     int64_t sources = 1;
     int64_t chunk_rows = 0;
+    int64_t h = 0;
+    int64_t S = 0;
+    int64_t N = 0;
+    int64_t n = 0;
   };
   MoeSizes MoeSizesOf() const;
   absl::Status MoeForward(const LayerParameterOffsets& w, const LayerActivations& kept,
@@ -191,9 +210,12 @@ class StageRunner {
   int64_t StageLayer(int64_t chunk, int64_t layer_in_chunk) const;
   bool IsLossChunk(int64_t chunk) const;
 
-  // The parameter at `offset` (ParameterLayout) in the weights and in the gradients.
+  // The parameter at `offset` (ParameterLayout) in the weights and in the gradients (under
+  // sharded gradients, in the staged gradients of the unit whose backward runs).
   DeviceRef Weight(int64_t offset) const;
   DeviceRef Gradient(int64_t offset) const;
+  // Bytes of one gradient element: 4 (fp32) or 2 (bf16).
+  int64_t GradientBytes() const { return spec_.training().fp32_gradients() ? 4 : 2; }
   static DeviceRef Buffer(ProbeBuffer buffer) { return {buffer, 0}; }
 
   const ProbeSpec& spec_;
@@ -208,6 +230,10 @@ class StageRunner {
   std::vector<ScheduleStep> schedule_;
   DataParallelPlan data_parallel_plan_;
   size_t next_plan_step_ = 0;
+  // Under sharded gradients: each unit's bucket (OptimizerLayout::buckets), and the first
+  // element of the unit whose gradients are staged.
+  std::vector<int64_t> unit_buckets_;
+  int64_t staged_start_ = 0;
   int64_t pass_ = 0;  // the current pass of the schedule
   int64_t optimizer_step_ = 0;
 

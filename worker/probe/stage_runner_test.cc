@@ -38,14 +38,16 @@ TEST(StageRunnerTest, ConsecutiveStepsAskForTheSameWork) {
     absl::StatusOr<std::unique_ptr<RecordingDeviceOps>> recording =
         RecordingDeviceOps::Create(*spec, footprint, optimizer, rank);
     ASSERT_TRUE(recording.ok()) << recording.status();
-    StageRunner runner(*spec, footprint, optimizer, rank, recording->get());
-    ASSERT_TRUE(runner.Step().ok());
+    absl::StatusOr<std::unique_ptr<StageRunner>> runner =
+        StageRunner::Create(*spec, footprint, optimizer, rank, recording->get());
+    ASSERT_TRUE(runner.ok()) << runner.status();
+    ASSERT_TRUE((*runner)->Step().ok());
     const std::vector<std::string> first = Lines((*recording)->TakeOps());
-    runner.SetMicroBatches(4);
-    ASSERT_TRUE(runner.Step().ok());
+    (*runner)->SetMicroBatches(4);
+    ASSERT_TRUE((*runner)->Step().ok());
     const std::vector<std::string> short_step = Lines((*recording)->TakeOps());
-    runner.SetMicroBatches(spec->micro_batches());
-    ASSERT_TRUE(runner.Step().ok());
+    (*runner)->SetMicroBatches(spec->micro_batches());
+    ASSERT_TRUE((*runner)->Step().ok());
     EXPECT_EQ(Lines((*recording)->TakeOps()), first) << rank;
     EXPECT_LT(short_step.size(), first.size()) << rank;
   }
@@ -68,10 +70,35 @@ TEST(StageRunnerTest, StopsWhereTheFootprintHoldsTooFewSlots) {
   absl::StatusOr<std::unique_ptr<RecordingDeviceOps>> recording =
       RecordingDeviceOps::Create(*spec, footprint, optimizer, 0);
   ASSERT_TRUE(recording.ok()) << recording.status();
-  StageRunner runner(*spec, footprint, optimizer, 0, recording->get());
-  const absl::Status status = runner.Step();
+  absl::StatusOr<std::unique_ptr<StageRunner>> runner =
+      StageRunner::Create(*spec, footprint, optimizer, 0, recording->get());
+  ASSERT_TRUE(runner.ok()) << runner.status();
+  const absl::Status status = (*runner)->Step();
   EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
   EXPECT_THAT(std::string(status.message()), testing::HasSubstr("no free activation slot"));
+}
+
+// A runner is made only for a spec the probe's step runs: CheckCudaProbeRuns' error, naming
+// the field, for one it does not (here an MoE block beside --tp-comm-overlap).
+TEST(StageRunnerTest, CreateRefusesASpecTheProbeDoesNotRun) {
+  PlanSpecOptions options = SmallPlanSpecOptions();
+  options.model = ShrunkMixtral();
+  options.tp = 2;
+  options.ep = 2;
+  options.etp = 1;
+  options.tp_comm_overlap = true;
+  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const FootprintPlan footprint = RankFootprintOf(*spec, 0);
+  const OptimizerLayout optimizer = OptimizerLayoutOf(*spec, footprint, 0);
+  absl::StatusOr<std::unique_ptr<RecordingDeviceOps>> recording =
+      RecordingDeviceOps::Create(*spec, footprint, optimizer, 0);
+  ASSERT_TRUE(recording.ok()) << recording.status();
+  const absl::StatusOr<std::unique_ptr<StageRunner>> runner =
+      StageRunner::Create(*spec, footprint, optimizer, 0, recording->get());
+  EXPECT_EQ(runner.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(runner.status().message()),
+              testing::HasSubstr("training.tp_comm_overlap"));
 }
 
 // The recording checks every place a call names against the footprint's buffers.

@@ -35,15 +35,16 @@ absl::StatusOr<StepPlan> StepPlanOf(const ProbeSpec& spec, const FootprintPlan& 
   const OptimizerLayout optimizer = OptimizerLayoutOf(spec, footprint, rank);
   PT_ASSIGN_OR_RETURN(std::unique_ptr<RecordingDeviceOps> recording,
                       RecordingDeviceOps::Create(spec, footprint, optimizer, rank));
-  StageRunner runner(spec, footprint, optimizer, rank, recording.get());
-  runner.SetMicroBatches(micro_batches);
-  PT_RETURN_IF_ERROR(runner.Step());
+  PT_ASSIGN_OR_RETURN(std::unique_ptr<StageRunner> runner,
+                      StageRunner::Create(spec, footprint, optimizer, rank, recording.get()));
+  runner->SetMicroBatches(micro_batches);
+  PT_RETURN_IF_ERROR(runner->Step());
   StepPlan plan;
   plan.rank = rank;
   plan.stage = spec.layout().CoordinatesOf(rank).pp;
   plan.micro_batches = micro_batches;
   plan.ops = recording->TakeOps();
-  const StepTally& tally = runner.last_step();
+  const StepTally& tally = runner->last_step();
   plan.most_activation_slots = tally.most_activation_slots;
   plan.most_loss_slots = tally.most_loss_slots;
   plan.norm_linear_backward_paths = tally.norm_linear_backward_paths;

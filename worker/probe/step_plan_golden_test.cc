@@ -99,6 +99,7 @@ const std::map<std::string, double>& StageLayers() {
       {"llama405b_tp8_pp8_cp2_vp8_fp8_uneven_full", 15},
       {"llama8b_tp2_dp4_replica", 32},
       {"mixtral_shrunk_tp2_dp2_pp2_ep2", 2},
+      {"llama8b_tp2_dp2_sharded_gradients", 32},
   };
   return *layers;
 }
@@ -301,12 +302,17 @@ TEST_P(StepPlanGoldenTest, CollectiveBytesAreTheClosedForms) {
   // all_gather_into_tensor): fp32 gradients reduce-scattered and weights gathered in their own
   // bytes (1 for fp8 parameters, 2 else), over every parameter of the stage once per step; a
   // REPLICA probe models them. ParameterLayout pads tensors to its alignment, none here.
+  // Under sharded gradients (Megatron-FSDP's optim_grads) the gradients have nowhere to
+  // accumulate but their shard: each micro-batch's are reduce-scattered, unit by unit after
+  // its backward, m times a step; the weights are gathered once, after the optimizer step.
   const bool data_parallel = !spec_->replica() && x_.c * spec_->config().dp() > 1;
   const StageParameters parameters = StageParametersOf(x_, layers_);
   const bool fp8_parameters = spec_->training().fp8_param_gather();
-  expected[CollectiveFamily::kData] = data_parallel ? 4 * parameters.all + 2 * parameters.all -
-                                                          (fp8_parameters ? parameters.linear : 0)
-                                                    : 0;
+  const double reductions = ShardsGradients(spec_->config().dp_sharding()) ? x_.m : 1;
+  expected[CollectiveFamily::kData] = data_parallel
+                                          ? reductions * 4 * parameters.all + 2 * parameters.all -
+                                                (fp8_parameters ? parameters.linear : 0)
+                                          : 0;
   // The routed experts' gradients and weights, the same way over the expert data-parallel
   // group where it has more than one rank (distributed_data_parallel.py: expert parameters get
   // their own buffers over intra_expt_dp_group).
@@ -335,7 +341,10 @@ const std::map<std::string, std::string>& NamedMemoryDifferences() {
       {"nccl_buffers", "allocated by NCCL, not by the plan"},
       {"probe_workspace", "the probe's transient buffers; the model has no term"},
       {"embedding_activations", "Megatron keeps the embedding output; the probe does not"},
-      {"gradient_buckets", "the probe reduces in place; Megatron stages a bucket copy"},
+      {"gradient_buckets",
+       "the probe reduces in place; Megatron stages a bucket copy. Under sharded gradients the "
+       "probe stages the largest unit's gradients (the embedding's or a layer's), the model a "
+       "bucket of 40M parameters"},
       {"fragmentation", "the probe allocates once: no caching-allocator fragmentation"},
       {"fp8_scaling_state", "amax history 1 (the exported recipe) against the model's 1024"},
       {"pipeline_buffers", "the model counts two boundary tensors each way, the probe one"},

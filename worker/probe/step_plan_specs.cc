@@ -21,6 +21,7 @@ absl::StatusOr<ProbeSpec> PlanSpecOf(const PlanSpecOptions& options) {
   config.set_virtual_pipeline(options.virtual_pipeline);
   config.set_expert_parallel(options.ep);
   config.set_expert_tensor_parallel(options.etp);
+  config.set_dp_sharding(options.dp_sharding);
   config.set_sequence_parallel(options.sequence_parallel);
   config.set_recompute(options.recompute);
   v1::TrainingSpec& training = *assignment.mutable_training();
@@ -132,6 +133,17 @@ std::vector<GoldenSpec> GoldenSpecs() {
     g.options.etp = 1;
     g.options.global_batch = 4;
     g.rank = 4;
+  }
+  {
+    // ZeRO-2 (Megatron-FSDP's optim_grads): two micro-batches, each unit's gradients
+    // reduce-scattered after its backward in both.
+    GoldenSpec& g = specs.emplace_back();
+    g.name = "llama8b_tp2_dp2_sharded_gradients";
+    g.options.tp = 2;
+    g.options.dp = 2;
+    g.options.global_batch = 4;
+    g.options.dp_sharding = v1::DP_SHARDING_GRADIENTS;
+    g.rank = 1;
   }
   return specs;
 }

@@ -40,6 +40,8 @@ struct PlanSpecOptions {
   bool tp_comm_overlap = false;
   bool cp_all_gather = false;
   bool distributed_optimizer = true;
+  // config.dp_sharding; unspecified: the training's default (distributed_optimizer's).
+  v1::DataParallelSharding dp_sharding = v1::DP_SHARDING_UNSPECIFIED;
   bool replica = false;
 };
 
@@ -66,7 +68,8 @@ v1::ModelSpec ShrunkMixtral();
 // What the probe allocates for global rank `rank` of `spec` (FootprintPlan::OfStage).
 FootprintPlan RankFootprintOf(const ProbeSpec& spec, int64_t rank);
 
-// The six specs of issue 24, section 2, and a shrunk Mixtral (issue 26, section 5).
+// The six specs of issue 24, section 2, a shrunk Mixtral (issue 26, section 5), and sharded
+// gradients (issue 27, section 4).
 std::vector<GoldenSpec> GoldenSpecs();
 
 }  // namespace paratune

@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/probe/moe_shard_shapes.h"
+#include "worker/probe/overlap_plan.h"
 #include "worker/probe/step_plan_specs.h"
 
 namespace paratune {
@@ -322,15 +323,21 @@ TEST(StepPlanTest, DataParallelCollectivesRunWhereTheOverlapSays) {
   }
 }
 
-// Every step of the data-parallel plan is issued, the reductions' wait last before the
-// optimizer (a step-end point carrying the schedule's pass count would never be reached:
-// DataParallelSync::Finish's INTERNAL on the device).
-TEST(StepPlanTest, WaitsForTheReductionsBeforeTheOptimizer) {
+// The small model on two interleaved stages of two chunks, dp 2, 4 micro-batches per step.
+PlanSpecOptions InterleavedDataParallelOptions() {
   PlanSpecOptions options = SmallPlanSpecOptions();
   options.pp = 2;
   options.dp = 2;
   options.virtual_pipeline = 2;
   options.global_batch = 8;
+  return options;
+}
+
+// Every step of the data-parallel plan is issued, the reductions' wait last before the
+// optimizer (a step-end point carrying the schedule's pass count would never be reached:
+// DataParallelSync::Finish's INTERNAL on the device).
+TEST(StepPlanTest, WaitsForTheReductionsBeforeTheOptimizer) {
+  const PlanSpecOptions options = InterleavedDataParallelOptions();
   for (int64_t rank : {0, 2}) {
     const StepPlan plan = PlanOf(options, rank);
     int64_t waits = 0;
@@ -348,6 +355,42 @@ TEST(StepPlanTest, WaitsForTheReductionsBeforeTheOptimizer) {
     }
     EXPECT_EQ(waits, 1) << rank;
     EXPECT_LT(last_wait, first_adam) << rank;
+  }
+}
+
+// Under sharded gradients (ZeRO-2) every unit's backward, in every micro-batch, stages its
+// gradients and reduce-scatters them on the compute stream, m x the stage's padded gradient
+// bytes in all; the parameters are gathered once, after Adam; nothing waits on another stream.
+TEST(StepPlanTest, ShardedGradientsReduceEveryUnitInEveryMicroBatch) {
+  PlanSpecOptions options = InterleavedDataParallelOptions();
+  options.dp_sharding = v1::DP_SHARDING_GRADIENTS;
+  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
+  for (int64_t rank : {0, 2}) {
+    const FootprintPlan footprint = RankFootprintOf(*spec, rank);
+    const int64_t units = ChunkUnitsOf(footprint.stage_layers()).back().end();
+    const StepPlan plan = PlanOf(options, rank);
+    const int64_t m = spec->micro_batches();
+    int64_t reductions = 0;
+    double reduced_bytes = 0;
+    double gathered_bytes = 0;
+    for (const CollectiveOp& op : OpsOf<CollectiveOp>(plan)) {
+      if (op.family != CollectiveFamily::kData) continue;
+      EXPECT_EQ(op.stream, StepStream::kCompute) << op.what;
+      if (op.kind == CollectiveKind::kReduceScatter) {
+        ++reductions;
+        reduced_bytes += static_cast<double>(op.bytes);
+      } else {
+        EXPECT_EQ(op.kind, CollectiveKind::kAllGather) << op.what;
+        gathered_bytes += static_cast<double>(op.bytes);
+      }
+    }
+    const double padded = static_cast<double>(footprint.parameters().padded_elements);
+    EXPECT_EQ(reductions, m * units) << rank;
+    EXPECT_EQ(reduced_bytes, m * 4 * padded) << rank;
+    EXPECT_EQ(gathered_bytes, 2 * padded) << rank;
+    EXPECT_TRUE(OpsOf<WaitOp>(plan).empty()) << rank;
   }
 }
 
