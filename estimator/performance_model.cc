@@ -484,8 +484,18 @@ PerformanceEstimate PredictPerformance(const ModelSpec& model, const TrainingSpe
   estimate.mfu_peak_tflops = gemm_peak_tflops;
   estimate.mfu_peak_is_fp8 = UsesFp8TensorCores(gpu, training);
   estimate.mfu = estimate.model_tflops_per_gpu / estimate.mfu_peak_tflops;
-  estimate.relative_error = params.relative_error;
+  estimate.relative_error = PredictionRelativeError(model, training, params);
   return estimate;
+}
+
+double PredictionRelativeError(const ModelSpec& model, const TrainingSpec& training,
+                               const PerformanceParameters& params) {
+  double error = params.relative_error;
+  if (model.is_moe()) error = std::max(error, params.moe_relative_error);
+  if (training.framework() == Framework::kTorchTitan) {
+    error = std::max(error, params.torchtitan_relative_error);
+  }
+  return error;
 }
 
 double OptimisticTflopsPerGpu(const PerformanceEstimate& estimate, double sigmas) {

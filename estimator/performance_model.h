@@ -32,10 +32,17 @@ struct PerformanceEstimate {
   double mfu_peak_tflops = 0;
   bool mfu_peak_is_fp8 = false;
   double model_flops_per_step = 0;
-  // One-sigma relative error of step time and throughput: PerformanceParameters::
-  // relative_error of the parameters that made the estimate.
+  // One-sigma relative error of step time and throughput: PredictionRelativeError of the
+  // parameters that made the estimate.
   double relative_error = 0;
 };
+
+// The one-sigma relative error of a prediction for `model` trained as `training` with
+// `params`: PerformanceParameters::relative_error, or the wider moe_relative_error for a
+// mixture-of-experts model and torchtitan_relative_error under TorchTitan (each fitted to its
+// own runs), the largest that applies.
+double PredictionRelativeError(const ModelSpec& model, const TrainingSpec& training,
+                               const PerformanceParameters& params);
 
 // Model FLOPs of one optimizer step, Megatron-LM's num_floating_point_operations (pre-2025
 // convention): GBS s [12 L h^2 (1 + k/a + s/h) + 6 M L f h + 6 V h], with M = 3 weight

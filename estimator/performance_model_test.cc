@@ -372,6 +372,22 @@ TEST_F(PerformanceModelTest, TorchTitanComputesAtItsShareOfMegatronsThroughput) 
       Predict(dims).compute_seconds);
 }
 
+TEST_F(PerformanceModelTest, EstimatesCarryTheErrorBarOfTheirOwnFit) {
+  PerformanceParameters params;
+  params.relative_error = 0.06;
+  params.moe_relative_error = 0.35;
+  params.torchtitan_relative_error = 0.1;
+  EXPECT_EQ(PredictionRelativeError(model_, training_, params), 0.06);
+  const ModelSpec mixtral = *FindModelPreset("mixtral-8x7b");
+  EXPECT_EQ(PredictionRelativeError(mixtral, training_, params), 0.35);
+  TrainingOptions options = training_.options();
+  options.framework = Framework::kTorchTitan;
+  const TrainingSpec titan = *TrainingSpec::Create(options);
+  EXPECT_EQ(PredictionRelativeError(model_, titan, params), 0.1);
+  EXPECT_EQ(PredictionRelativeError(mixtral, titan, params), 0.35);
+  EXPECT_EQ(Predict(Dims(8, 2, 1, 1, 1)).relative_error, params_.relative_error);
+}
+
 TEST(TiedEmbeddingsPerformanceTest, OptimizerStepCoversOneEmbeddingCopy) {
   const ModelSpec tied = *FindModelPreset("llama3.2-1b");
   ModelDimensions dims = tied.dims();

@@ -40,13 +40,17 @@ PerformanceParameters FittedPerformanceParameters(GpuArchitecture architecture) 
       params.fp8_gemm_efficiency_max = 0.742578;
       params.fp8_gemm_half_efficiency_flops = 1e+07;
       params.fp8_cast_hbm_efficiency = 0.6;
-      // No mixture-of-experts runs on this architecture: the priors.
+      // No mixture-of-experts runs on this architecture: the priors, and
+      // Hopper's spread as the error bar.
       params.grouped_gemm_efficiency_max = 0.75;
       params.grouped_gemm_half_efficiency_tokens = 256;
       params.all_to_all_network_efficiency = 0.8;
       params.ep_comm_overlap = 0.5;
-      // No TorchTitan runs on this architecture: the prior.
+      params.moe_relative_error = 0.3537;
+      // No TorchTitan runs on this architecture: the prior, and Hopper's
+      // spread as the error bar.
       params.torchtitan_compute_efficiency = 1;
+      params.torchtitan_relative_error = 0.0985;
       break;
     case GpuArchitecture::kHopper:
       // RMS log error 0.1341 -> 0.0390 in 291 sweeps.
@@ -74,10 +78,12 @@ PerformanceParameters FittedPerformanceParameters(GpuArchitecture architecture) 
       params.grouped_gemm_half_efficiency_tokens = 28763.3;
       params.all_to_all_network_efficiency = 1;
       params.ep_comm_overlap = 0.95;
+      params.moe_relative_error = 0.3537;
       // TorchTitan, the 18 runs of torchtitan_h100_202412.csv with the fields
       // above fixed: RMS log error 0.4616 -> 0.1102 in 18 sweeps;
       // leave-one-series-out spread 0.0985.
       params.torchtitan_compute_efficiency = 0.622461;
+      params.torchtitan_relative_error = 0.0985;
       break;
   }
   // FITTED-PARAMETERS-END

@@ -89,6 +89,10 @@ struct PerformanceParameters {
   // and --delay-wgrad-compute widens the window by deferring the weight-gradient GEMMs. Prior:
   // half, as cp_overlap's ring hides a step behind the attention it overlaps.
   double ep_comm_overlap = 0.5;
+  // relative_error's counterpart for mixture-of-experts estimates: the MoE fit's own
+  // leave-one-series-out spread (tools/fit_performance_model), far wider than the dense one's.
+  // An MoE estimate carries the larger of the two (PredictionRelativeError). Prior: 0.3.
+  double moe_relative_error = 0.3;
   // Fraction of the network's bandwidth the dispatcher's all-to-all reaches on the shares it
   // sends off the node (AllToAllSeconds, link_model.h), apart from PerformanceParameters::
   // network_efficiency, which the data-parallel ring collectives fit. Prior: 0.8, the dense
@@ -105,6 +109,9 @@ struct PerformanceParameters {
   // (data/measured/torchtitan_h100_202412.csv), eager and compiled rows alike: TrainingSpec
   // does not say whether a run is compiled.
   double torchtitan_compute_efficiency = 1.0;
+  // relative_error's counterpart for TorchTitan estimates: the TorchTitan fit's
+  // leave-one-series-out spread. Prior: 0.3.
+  double torchtitan_relative_error = 0.3;
 };
 
 // The GPU architectures with fitted parameters.

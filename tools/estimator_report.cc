@@ -603,6 +603,8 @@ std::string MoeParametersSection() {
     absl::StrAppendFormat(&out, "| %s | %.4g | %.4g |\n", field.name, ampere.*field.field,
                           hopper.*field.field);
   }
+  absl::StrAppendFormat(&out, "| moe_relative_error | %.4g | %.4g |\n", ampere.moe_relative_error,
+                        hopper.moe_relative_error);
   return out;
 }
 

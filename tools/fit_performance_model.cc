@@ -156,12 +156,15 @@ std::string FittedBlock(const std::vector<ArchitectureFit>& fits) {
           fit.moe_fit.sweeps, fit.moe_cross_validated_spread);
     } else {
       absl::StrAppend(&out,
-                      "      // No mixture-of-experts runs on this architecture: the priors.\n");
+                      "      // No mixture-of-experts runs on this architecture: the priors, and\n"
+                      "      // Hopper's spread as the error bar.\n");
     }
     for (const FittedField& field : MoeFittedFields()) {
       absl::StrAppendFormat(&out, "      params.%s = %.6g;\n", field.name,
                             fit.moe_fit.params.*field.field);
     }
+    absl::StrAppendFormat(&out, "      params.moe_relative_error = %.4f;\n",
+                          fit.moe_cross_validated_spread);
     if (fit.torchtitan_fitted) {
       absl::StrAppendFormat(
           &out,
@@ -172,12 +175,16 @@ std::string FittedBlock(const std::vector<ArchitectureFit>& fits) {
           fit.torchtitan_fit.rms_log_error, fit.torchtitan_fit.sweeps,
           fit.torchtitan_cross_validated_spread);
     } else {
-      absl::StrAppend(&out, "      // No TorchTitan runs on this architecture: the prior.\n");
+      absl::StrAppend(&out,
+                      "      // No TorchTitan runs on this architecture: the prior, and Hopper's\n"
+                      "      // spread as the error bar.\n");
     }
     for (const FittedField& field : TorchTitanFittedFields()) {
       absl::StrAppendFormat(&out, "      params.%s = %.6g;\n", field.name,
                             fit.torchtitan_fit.params.*field.field);
     }
+    absl::StrAppendFormat(&out, "      params.torchtitan_relative_error = %.4f;\n",
+                          fit.torchtitan_cross_validated_spread);
     absl::StrAppend(&out, "      break;\n");
   }
   absl::StrAppend(&out, "  }\n", kEnd);
@@ -303,7 +310,9 @@ absl::Status Run() {
 
   ArchitectureFit ampere_fit{"kAmpere", ampere.fit, ampere.spread, ampere_fp8};
   ampere_fit.moe_fit = ampere_moe;
+  ampere_fit.moe_cross_validated_spread = hopper_moe.spread;
   ampere_fit.torchtitan_fit = ampere_torchtitan;
+  ampere_fit.torchtitan_cross_validated_spread = hopper_torchtitan.spread;
   ArchitectureFit hopper_fit{"kHopper", hopper.fit, hopper.spread, hopper_fp8.fit};
   hopper_fit.fp8_fitted = true;
   hopper_fit.fp8_cross_validated_spread = hopper_fp8.spread;

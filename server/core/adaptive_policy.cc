@@ -61,7 +61,7 @@ void AdaptivePolicy::Refit() {
       fit.ok()) {
     params_ = fit->params;
   }
-  const double prior = calibrated_.relative_error;
+  const double prior = PredictionRelativeError(model_, training_, calibrated_);
   double squares = kPriorObservations * prior * prior;
   // Leave-one-out needs another measurement to fit; one alone says nothing about ordering.
   if (observations.size() >= 2) {
