@@ -296,7 +296,8 @@ constexpr Flag kScope = {
     "scope", FlagType::kString, "auto",
     "Probe scope: full (every rank), replica (one data-parallel replica, DP traffic modelled) "
     "or auto (full when live workers of the search's GPU type can host every node of the "
-    "cluster at once, one worker per node).",
+    "cluster at once, one worker per node). With --backend=command a configuration that "
+    "shards its states is probed at full scope whatever this says.",
     Choices(kScopeChoices)};
 constexpr Flag kWarmupSteps = {"warmup_steps", FlagType::kInt, "2", "Untimed steps per probe."};
 constexpr Flag kTimedSteps = {
