@@ -21,6 +21,7 @@
 #include "launch/builtin_templates.h"
 #include "launch/launch_template.h"
 #include "launch/launch_values.h"
+#include "launch/torchtitan_options.h"
 
 namespace paratune {
 namespace {
@@ -65,6 +66,8 @@ const char* FormatName(ExportFormat format) {
       return "megatron-bridge";
     case ExportFormat::kTorchTitan:
       return "torchtitan";
+    case ExportFormat::kTorchTitanToml:
+      return "torchtitan-toml";
   }
   return "unknown";
 }
@@ -77,6 +80,7 @@ const char* TemplateName(ExportFormat format) {
     case ExportFormat::kMegatronBridge:
       return "megatron-bridge-llama";
     case ExportFormat::kTorchTitan:
+    case ExportFormat::kTorchTitanToml:
       return "torchtitan-llama";
     default:
       return "megatron-llama";
@@ -159,7 +163,13 @@ struct Rendered {
   std::map<std::string, std::string> environment;
   // The release its arguments were checked against (CommandTemplate.checked_against).
   std::string checked_against;
+  // For the TorchTitan formats, the options the arguments are written from.
+  std::vector<TorchTitanOption> torchtitan_options;
 };
+
+bool IsTorchTitan(ExportFormat format) {
+  return format == ExportFormat::kTorchTitan || format == ExportFormat::kTorchTitanToml;
+}
 
 absl::StatusOr<Rendered> Render(const v1::Search& search, const v1::Candidate& candidate,
                                 ExportFormat format) {
@@ -211,8 +221,19 @@ absl::StatusOr<Rendered> Render(const v1::Search& search, const v1::Candidate& c
                       builtin.launch.RenderFrameworkArguments(values));
   std::map<std::string, std::string> environment =
       builtin.launch.RenderFrameworkEnvironment(values);
-  return Rendered{builtin.proto.name(), builtin.file,           builtin.proto.framework_entry(),
-                  std::move(arguments), std::move(environment), builtin.proto.checked_against()};
+  std::vector<TorchTitanOption> torchtitan_options;
+  if (IsTorchTitan(format)) {
+    // Typed by the release's declarations, the options and the job file written from them.
+    PT_ASSIGN_OR_RETURN(torchtitan_options, ReadTorchTitanArguments(arguments));
+    arguments.clear();
+    for (const TorchTitanOption& option : torchtitan_options) {
+      arguments.push_back(TorchTitanArgument(option));
+    }
+  }
+  return Rendered{
+      builtin.proto.name(),         builtin.file,           builtin.proto.framework_entry(),
+      std::move(arguments),         std::move(environment), builtin.proto.checked_against(),
+      std::move(torchtitan_options)};
 }
 
 // `environment` as "NAME=VALUE" words, by name.
@@ -315,6 +336,19 @@ std::string TorchTitan(const v1::Search& search, const v1::Candidate& candidate,
       ShellWords(rendered.arguments, " \\\n"), "\n");
 }
 
+// TorchTitan's TOML job file (torchrun ... -m torchtitan.train --job.config_file=FILE).
+std::string TorchTitanJobFile(const v1::Search& search, const v1::Candidate& candidate,
+                              const Rendered& rendered) {
+  return absl::StrCat(
+      "# TorchTitan job file for ", Provenance(search, candidate), "\n",
+      TemplateNote(search, rendered),
+      "# Run torchrun ... -m torchtitan.train --job.config_file=THIS_FILE; options on the\n"
+      "# command line override the file's (torchtitan/config/manager.py). Add your dataset and\n"
+      "# tokenizer ([training] dataset, [model] hf_assets_path), [training] steps and\n"
+      "# checkpointing. --format=torchtitan writes the same options for the command line.\n",
+      TorchTitanToml(rendered.torchtitan_options));
+}
+
 absl::StatusOr<std::string> Json(const v1::Search& search, const v1::Candidate& candidate) {
   // The spec and the chosen candidate: everything needed to reproduce the launch.
   v1::Search exported = search;
@@ -409,6 +443,8 @@ absl::StatusOr<std::string> ExportCandidate(const v1::Search& search,
       return MegatronBridge(search, candidate, rendered);
     case ExportFormat::kTorchTitan:
       return TorchTitan(search, candidate, rendered);
+    case ExportFormat::kTorchTitanToml:
+      return TorchTitanJobFile(search, candidate, rendered);
     case ExportFormat::kJson:
       break;
   }
