@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -1016,6 +1017,39 @@ TEST(ExportTest, TorchTitanStatesItsShardDegrees) {
     for (const std::string& expected : c.expected) {
       EXPECT_THAT(*exported, Contains(expected)) << c.sharding << " " << c.group;
     }
+  }
+}
+
+// Each format's whole text for one search, as cli/testdata/export_*.txt holds it: the 8B
+// demo's best as Megatron-LM arguments (probed with a worker's template, so the note says so),
+// NeMo 2 and Megatron-Bridge overrides, and the 70B with every switch on as TorchTitan options
+// and job file. Byte for byte, so that a change of wording is a change of these files.
+TEST(ExportTest, EachFormatsTextIsTheGoldenFiles) {
+  v1::Search demo = Search();
+  demo.mutable_spec()->mutable_probe()->set_backend("command");
+  demo.mutable_spec()->mutable_probe()->set_command_template("site-megatron");
+  const v1::Search titan = TorchTitanSearches()[3];
+  const struct {
+    const v1::Search& search;
+    ExportFormat format;
+    const char* golden;
+  } cases[] = {
+      {demo, ExportFormat::kMegatron, "export_megatron.txt"},
+      {demo, ExportFormat::kNemo, "export_nemo.txt"},
+      {demo, ExportFormat::kMegatronBridge, "export_megatron_bridge.txt"},
+      {titan, ExportFormat::kTorchTitan, "export_torchtitan.txt"},
+      {titan, ExportFormat::kTorchTitanToml, "export_torchtitan_toml.txt"},
+  };
+  for (const auto& c : cases) {
+    const absl::StatusOr<std::string> text =
+        ExportCandidate(c.search, ExportedCandidate(c.search), c.format);
+    ASSERT_TRUE(text.ok()) << c.golden << ": " << text.status();
+    std::ifstream file(
+        absl::StrCat(std::getenv("TEST_SRCDIR"), "/paratune/cli/testdata/", c.golden));
+    ASSERT_TRUE(file.good()) << c.golden;
+    const std::string golden((std::istreambuf_iterator<char>(file)),
+                             std::istreambuf_iterator<char>());
+    EXPECT_EQ(*text, golden) << c.golden;
   }
 }
 
