@@ -58,7 +58,8 @@ constexpr FlagChoice kFormatChoices[] = {
     {"json", static_cast<int>(ExportFormat::kJson)},
     {"sbatch", static_cast<int>(ExportFormat::kSbatch)},
     {"megatron-bridge", static_cast<int>(ExportFormat::kMegatronBridge)},
-    {"torchtitan", static_cast<int>(ExportFormat::kTorchTitan)}};
+    {"torchtitan", static_cast<int>(ExportFormat::kTorchTitan)},
+    {"torchtitan-toml", static_cast<int>(ExportFormat::kTorchTitanToml)}};
 
 // The model.
 constexpr Flag kModel = {
@@ -296,7 +297,8 @@ constexpr Flag kScope = {
     "scope", FlagType::kString, "auto",
     "Probe scope: full (every rank), replica (one data-parallel replica, DP traffic modelled) "
     "or auto (full when live workers of the search's GPU type can host every node of the "
-    "cluster at once, one worker per node).",
+    "cluster at once, one worker per node). With --backend=command a configuration that "
+    "shards its states is probed at full scope whatever this says.",
     Choices(kScopeChoices)};
 constexpr Flag kWarmupSteps = {"warmup_steps", FlagType::kInt, "2", "Untimed steps per probe."};
 constexpr Flag kTimedSteps = {
@@ -378,8 +380,10 @@ constexpr Flag kColor = {
     Choices(kColorChoices)};
 constexpr Flag kFormat = {"format", FlagType::kString, "megatron",
                           "What to print: Megatron-LM arguments, NeMo 2 overrides, JSON, an "
-                          "sbatch script running Megatron-LM, or Megatron-Bridge recipe "
-                          "overrides (NeMo 25.11 containers on).",
+                          "sbatch script running Megatron-LM, Megatron-Bridge recipe "
+                          "overrides (NeMo 25.11 containers on), TorchTitan options "
+                          "(torchtitan), or the same options as a TorchTitan TOML job file for "
+                          "--job.config_file (torchtitan-toml).",
                           Choices(kFormatChoices)};
 constexpr Flag kCandidate = {"candidate", FlagType::kString, "",
                              "The candidate to export, n or searches/ID/candidates/n; the best "
@@ -719,7 +723,8 @@ constexpr Command kServerCommands[] = {
      &Events},
     {"export", "NAME", kSearchName,
      "the best measured configuration (or --candidate=N) as launch arguments:\n"
-     "--format=megatron (default), nemo, json, sbatch, megatron-bridge or torchtitan;\n"
+     "--format=megatron (default), nemo, json, sbatch, megatron-bridge, torchtitan\n"
+     "(command-line options) or torchtitan-toml (the same as a TOML job file);\n"
      "mixture-of-experts models included (nemo and megatron-bridge refuse one with\n"
      "dense layers between its MoE layers; torchtitan takes TorchTitan's llama3\n"
      "flavors only: Llama-3.1 8B, 70B, 405B)\n",

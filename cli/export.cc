@@ -21,6 +21,7 @@
 #include "launch/builtin_templates.h"
 #include "launch/launch_template.h"
 #include "launch/launch_values.h"
+#include "launch/torchtitan_options.h"
 
 namespace paratune {
 namespace {
@@ -65,6 +66,8 @@ const char* FormatName(ExportFormat format) {
       return "megatron-bridge";
     case ExportFormat::kTorchTitan:
       return "torchtitan";
+    case ExportFormat::kTorchTitanToml:
+      return "torchtitan-toml";
   }
   return "unknown";
 }
@@ -77,6 +80,7 @@ const char* TemplateName(ExportFormat format) {
     case ExportFormat::kMegatronBridge:
       return "megatron-bridge-llama";
     case ExportFormat::kTorchTitan:
+    case ExportFormat::kTorchTitanToml:
       return "torchtitan-llama";
     default:
       return "megatron-llama";
@@ -159,7 +163,13 @@ struct Rendered {
   std::map<std::string, std::string> environment;
   // The release its arguments were checked against (CommandTemplate.checked_against).
   std::string checked_against;
+  // For the TorchTitan formats, the options the arguments are written from.
+  std::vector<TorchTitanOption> torchtitan_options;
 };
+
+bool IsTorchTitan(ExportFormat format) {
+  return format == ExportFormat::kTorchTitan || format == ExportFormat::kTorchTitanToml;
+}
 
 absl::StatusOr<Rendered> Render(const v1::Search& search, const v1::Candidate& candidate,
                                 ExportFormat format) {
@@ -211,8 +221,19 @@ absl::StatusOr<Rendered> Render(const v1::Search& search, const v1::Candidate& c
                       builtin.launch.RenderFrameworkArguments(values));
   std::map<std::string, std::string> environment =
       builtin.launch.RenderFrameworkEnvironment(values);
-  return Rendered{builtin.proto.name(), builtin.file,           builtin.proto.framework_entry(),
-                  std::move(arguments), std::move(environment), builtin.proto.checked_against()};
+  std::vector<TorchTitanOption> torchtitan_options;
+  if (IsTorchTitan(format)) {
+    // Typed by the release's declarations, the options and the job file written from them.
+    PT_ASSIGN_OR_RETURN(torchtitan_options, ReadTorchTitanArguments(arguments));
+    arguments.clear();
+    for (const TorchTitanOption& option : torchtitan_options) {
+      arguments.push_back(TorchTitanArgument(option));
+    }
+  }
+  return Rendered{
+      builtin.proto.name(),         builtin.file,           builtin.proto.framework_entry(),
+      std::move(arguments),         std::move(environment), builtin.proto.checked_against(),
+      std::move(torchtitan_options)};
 }
 
 // `environment` as "NAME=VALUE" words, by name.
@@ -269,50 +290,67 @@ std::string ShellWords(const std::vector<std::string>& arguments, absl::string_v
   return absl::StrJoin(words, separator);
 }
 
-std::string Megatron(const v1::Search& search, const v1::Candidate& candidate,
-                     const Rendered& rendered) {
-  return absl::StrCat(
-      "# Megatron-LM arguments for ", Provenance(search, candidate), "\n",
-      TemplateNote(search, rendered),
-      "# Add your data and tokenizer (--data-path, --tokenizer-type ...), --train-iters or\n"
-      "# --train-samples, and checkpointing; arguments given later override these.\n",
-      ShellWords(rendered.arguments, " \\\n"), "\n");
-}
-
+// How to use each framework's arguments: comment lines after the header.
+constexpr char kMegatronUsage[] =
+    "# Add your data and tokenizer (--data-path, --tokenizer-type ...), --train-iters or\n"
+    "# --train-samples, and checkpointing; arguments given later override these.\n";
 // NeMo 2 recipe overrides (nemo llm pretrain --factory ... KEY=VALUE).
-std::string Nemo(const v1::Search& search, const v1::Candidate& candidate,
-                 const Rendered& rendered) {
-  return absl::StrCat("# NeMo 2 recipe overrides for ", Provenance(search, candidate), "\n",
-                      TemplateNote(search, rendered),
-                      "# Add your data module, trainer.max_steps, logging and checkpointing.\n",
-                      ShellWords(rendered.arguments, " \\\n"), "\n");
-}
-
+constexpr char kNemoUsage[] =
+    "# Add your data module, trainer.max_steps, logging and checkpointing.\n";
 // Megatron-Bridge recipe overrides (torchrun scripts/training/run_recipe.py --recipe ...
-// KEY=VALUE).
-std::string MegatronBridge(const v1::Search& search, const v1::Candidate& candidate,
-                           const Rendered& rendered) {
-  return absl::StrCat(
-      "# Megatron-Bridge recipe overrides for ", Provenance(search, candidate), "\n",
-      TemplateNote(search, rendered), "# Pass them to torchrun ... ", rendered.entry,
-      " in a Megatron-Bridge checkout (the NeMo\n"
-      "# containers' /opt/Megatron-Bridge); add your data (--dataset=llm-pretrain\n"
-      "# 'dataset.blend=[[PREFIX],null]'; without it the recipe trains on mock data),\n"
-      "# train.train_iters, checkpointing and logging.\n",
-      ShellWords(rendered.arguments, " \\\n"), "\n");
+// KEY=VALUE), after "# Pass them to torchrun ... ENTRY".
+constexpr char kMegatronBridgeUsage[] =
+    " in a Megatron-Bridge checkout (the NeMo\n"
+    "# containers' /opt/Megatron-Bridge); add your data (--dataset=llm-pretrain\n"
+    "# 'dataset.blend=[[PREFIX],null]'; without it the recipe trains on mock data),\n"
+    "# train.train_iters, checkpointing and logging.\n";
+// TorchTitan options (torchrun ... -m torchtitan.train --section.field=value ...).
+constexpr char kTorchTitanUsage[] =
+    "# Pass them after torchrun ... -m torchtitan.train --job.config_file=YOUR.toml: options\n"
+    "# on the command line override the file's (torchtitan/config/manager.py). Add your\n"
+    "# dataset and tokenizer (--training.dataset, --model.hf_assets_path), --training.steps\n"
+    "# and checkpointing.\n";
+// TorchTitan's TOML job file (torchrun ... -m torchtitan.train --job.config_file=FILE).
+constexpr char kTorchTitanJobFileUsage[] =
+    "# Run torchrun ... -m torchtitan.train --job.config_file=THIS_FILE; options on the\n"
+    "# command line override the file's (torchtitan/config/manager.py). Add your dataset and\n"
+    "# tokenizer ([training] dataset, [model] hf_assets_path), [training] steps and\n"
+    "# checkpointing. --format=torchtitan writes the same options for the command line.\n";
+
+// What an export of arguments says after the header every one has: the framework's words
+// for them and how to use them.
+struct Usage {
+  const char* title;
+  std::string lines;
+};
+
+Usage UsageOf(ExportFormat format, const Rendered& rendered) {
+  switch (format) {
+    case ExportFormat::kNemo:
+      return {"NeMo 2 recipe overrides", kNemoUsage};
+    case ExportFormat::kMegatronBridge:
+      return {"Megatron-Bridge recipe overrides",
+              absl::StrCat("# Pass them to torchrun ... ", rendered.entry, kMegatronBridgeUsage)};
+    case ExportFormat::kTorchTitan:
+      return {"TorchTitan options", kTorchTitanUsage};
+    case ExportFormat::kTorchTitanToml:
+      return {"TorchTitan job file", kTorchTitanJobFileUsage};
+    default:  // kMegatron; json and sbatch have texts of their own
+      return {"Megatron-LM arguments", kMegatronUsage};
+  }
 }
 
-// TorchTitan options (torchrun ... -m torchtitan.train --section.field=value ...).
-std::string TorchTitan(const v1::Search& search, const v1::Candidate& candidate,
-                       const Rendered& rendered) {
-  return absl::StrCat(
-      "# TorchTitan options for ", Provenance(search, candidate), "\n",
-      TemplateNote(search, rendered),
-      "# Pass them after torchrun ... -m torchtitan.train --job.config_file=YOUR.toml: options\n"
-      "# on the command line override the file's (torchtitan/config/manager.py). Add your\n"
-      "# dataset and tokenizer (--training.dataset, --model.hf_assets_path), --training.steps\n"
-      "# and checkpointing.\n",
-      ShellWords(rendered.arguments, " \\\n"), "\n");
+// An export of arguments in `format` (neither json nor sbatch): "# TITLE for PROVENANCE",
+// where the arguments come from (TemplateNote), how to use them, then the arguments as shell
+// words, one per line, or for torchtitan-toml as the job file.
+std::string FrameworkText(const v1::Search& search, const v1::Candidate& candidate,
+                          const Rendered& rendered, ExportFormat format) {
+  const Usage usage = UsageOf(format, rendered);
+  const std::string body = format == ExportFormat::kTorchTitanToml
+                               ? TorchTitanToml(rendered.torchtitan_options)
+                               : absl::StrCat(ShellWords(rendered.arguments, " \\\n"), "\n");
+  return absl::StrCat("# ", usage.title, " for ", Provenance(search, candidate), "\n",
+                      TemplateNote(search, rendered), usage.lines, body);
 }
 
 absl::StatusOr<std::string> Json(const v1::Search& search, const v1::Candidate& candidate) {
@@ -399,16 +437,14 @@ absl::StatusOr<std::string> ExportCandidate(const v1::Search& search,
   if (format == ExportFormat::kJson) return Json(search, candidate);
   PT_ASSIGN_OR_RETURN(const Rendered rendered, Render(search, candidate, format));
   switch (format) {
-    case ExportFormat::kMegatron:
-      return Megatron(search, candidate, rendered);
-    case ExportFormat::kNemo:
-      return Nemo(search, candidate, rendered);
     case ExportFormat::kSbatch:
       return Sbatch(search, candidate, rendered);
+    case ExportFormat::kMegatron:
+    case ExportFormat::kNemo:
     case ExportFormat::kMegatronBridge:
-      return MegatronBridge(search, candidate, rendered);
     case ExportFormat::kTorchTitan:
-      return TorchTitan(search, candidate, rendered);
+    case ExportFormat::kTorchTitanToml:
+      return FrameworkText(search, candidate, rendered, format);
     case ExportFormat::kJson:
       break;
   }

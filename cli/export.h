@@ -1,7 +1,7 @@
 // `paratune export`: a search's chosen configuration as launch arguments for the frameworks
 // users train with (DESIGN.md §10): Megatron-LM command-line arguments, NeMo 2 recipe
-// overrides, Megatron-Bridge recipe overrides, TorchTitan options, JSON, or a ready sbatch
-// script running Megatron-LM under torchrun. The arguments
+// overrides, Megatron-Bridge recipe overrides, TorchTitan options or its TOML job file, JSON,
+// or a ready sbatch script running Megatron-LM under torchrun. The arguments
 // are rendered from the launch templates that command-backend probes run (deploy/templates/,
 // built in: launch/builtin_templates.h), so what is exported is what a probe measured.
 #ifndef PARATUNE_CLI_EXPORT_H_
@@ -17,8 +17,16 @@
 
 namespace paratune {
 
-// --format: megatron, nemo, json, sbatch, megatron-bridge or torchtitan.
-enum class ExportFormat { kMegatron, kNemo, kJson, kSbatch, kMegatronBridge, kTorchTitan };
+// --format: megatron, nemo, json, sbatch, megatron-bridge, torchtitan or torchtitan-toml.
+enum class ExportFormat {
+  kMegatron,
+  kNemo,
+  kJson,
+  kSbatch,
+  kMegatronBridge,
+  kTorchTitan,
+  kTorchTitanToml,
+};
 
 // The candidate to export: searches/{id}/candidates/{n} when `candidate` names one (n alone
 // is accepted), else the best measured (the first of the ranked candidates, probed OK).
@@ -29,8 +37,10 @@ absl::StatusOr<v1::Candidate> ChooseCandidate(const v1::Search& search,
 // The framework arguments that `format` writes for `candidate`, one argv element each: for
 // megatron and sbatch the Megatron-LM arguments after pretrain_gpt.py of the built-in template
 // "megatron-llama", for nemo the NeMo 2 overrides of "nemo-llama", for megatron-bridge the
-// run_recipe.py options and overrides of "megatron-bridge-llama", for torchtitan the TorchTitan
-// options after torchtitan.train of "torchtitan-llama", rendered for the whole
+// run_recipe.py options and overrides of "megatron-bridge-llama", for torchtitan and
+// torchtitan-toml the TorchTitan options after torchtitan.train of "torchtitan-llama" (each
+// an option of TorchTitan v0.2.2 with a value of its type: launch/torchtitan_options.h's
+// errors otherwise), rendered for the whole
 // configuration with the search's global batch and without the template's {?probe=true}
 // elements: the arguments a probe of the candidate runs, less its short run on mock data and
 // its logging. INVALID_ARGUMENT for json, or naming the field when the search's model,
@@ -58,8 +68,9 @@ absl::StatusOr<std::map<std::string, std::string>> ExportEnvironment(const v1::S
                                                                      ExportFormat format);
 
 // The text of `candidate` of `search` in `format`: a comment saying where the configuration
-// and the arguments come from, then ExportArguments (for megatron and sbatch shell words, one
-// per line). ExportArguments' errors.
+// and the arguments come from, then ExportArguments (shell words, one per line; for sbatch a
+// script running them), or for torchtitan-toml the same options as a TorchTitan job file
+// (TorchTitanToml). ExportArguments' errors.
 absl::StatusOr<std::string> ExportCandidate(const v1::Search& search,
                                             const v1::Candidate& candidate, ExportFormat format);
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -814,31 +816,40 @@ TEST(ExportTest, NemoOverridesStateOnlyTheDistributedOptimizer) {
 }
 
 // The 8B on 4 x 4 GPUs as tp4 (the demo's best), the 70B interleaved over pp4, the 405B's
-// uneven interleaved split, and the 70B in fp8 with every training switch on: the probed
-// options less the probe's own, each an option of the pinned release.
-TEST(ExportTest, TorchTitanOptionsAreTheProbedOnesLessTheProbesOwn) {
-  const std::vector<std::string> probe_only = {"--training.steps", "--training.dataset",
-                                               "--metrics.log_freq",
-                                               "--metrics.disable_color_printing"};
+// uneven interleaved split, and the 70B in fp8 with every training switch on, searched for
+// TorchTitan: their candidates are sharded with FSDP, TorchTitan's default.
+std::vector<v1::Search> TorchTitanSearches() {
   v1::Search search405b = Search405B();
   search405b.mutable_spec()->mutable_training()->set_fp32_gradients(true);
-  v1::Search searches[] = {
+  std::vector<v1::Search> searches = {
       Search(),
       LargeSearch("llama3.1-70b", 1024, 8, ProbedCandidate(8, 4, 4, 4, 1, 2, v1::RECOMPUTE_NONE)),
       search405b,
       SwitchesSearch(),
   };
-  // Searched for TorchTitan: its candidates are sharded with FSDP, TorchTitan's default.
   for (v1::Search& search : searches) {
     search.mutable_spec()->mutable_training()->set_framework(v1::FRAMEWORK_TORCHTITAN);
   }
+  return searches;
+}
+
+// The candidate of TorchTitanSearches() that is exported: the first probed.
+const v1::Candidate& ExportedCandidate(const v1::Search& search) {
+  return search.candidates(0).state() == v1::CANDIDATE_PROBED ? search.candidates(0)
+                                                              : search.candidates(1);
+}
+
+// The probed options less the probe's own, each an option of the pinned release.
+TEST(ExportTest, TorchTitanOptionsAreTheProbedOnesLessTheProbesOwn) {
+  const std::vector<std::string> probe_only = {"--training.steps", "--training.dataset",
+                                               "--metrics.log_freq",
+                                               "--metrics.disable_color_printing"};
+  const std::vector<v1::Search> searches = TorchTitanSearches();
   const absl::StatusOr<std::set<std::string>> options =
       ReadPinnedList("frameworks/torchtitan_v0.2.2_options.txt");
   ASSERT_TRUE(options.ok()) << options.status();
   for (const v1::Search& search : searches) {
-    const v1::Candidate& candidate = search.candidates(0).state() == v1::CANDIDATE_PROBED
-                                         ? search.candidates(0)
-                                         : search.candidates(1);
+    const v1::Candidate& candidate = ExportedCandidate(search);
     SCOPED_TRACE(absl::StrCat(search.spec().model().preset(), " ", candidate.name()));
     absl::StatusOr<std::vector<std::string>> exported =
         ExportArguments(search, candidate, ExportFormat::kTorchTitan);
@@ -866,6 +877,92 @@ TEST(ExportTest, TorchTitanOptionsAreTheProbedOnesLessTheProbesOwn) {
                                "--activation_checkpoint.selective_ac_option=op",
                                "--parallelism.data_parallel_replicate_degree=1"}) {
     EXPECT_THAT(*switches, Contains(expected));
+  }
+}
+
+// The pinned list's declared type of each option ("--section.field" to "int", "bool", ...).
+std::map<std::string, std::string> TorchTitanDeclaredTypes() {
+  std::map<std::string, std::string> types;
+  std::ifstream file(absl::StrCat(std::getenv("TEST_SRCDIR"),
+                                  "/paratune/frameworks/torchtitan_v0.2.2_options.txt"));
+  std::string line;
+  while (std::getline(file, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipWhitespace());
+    if (words.size() >= 2) types[words[0]] = words[1];
+  }
+  return types;
+}
+
+// Whether `value`, as a TOML file writes it, is of the Python type `declared` (the pinned
+// list's spelling): what ConfigManager hands the dataclass unconverted.
+bool TomlValueIsOfType(absl::string_view value, absl::string_view declared) {
+  absl::ConsumeSuffix(&declared, "|None");
+  const bool quoted =
+      value.size() >= 2 && absl::StartsWith(value, "\"") && absl::EndsWith(value, "\"");
+  if (declared == "bool") return value == "true" || value == "false";
+  int64_t integer = 0;
+  if (declared == "int") return absl::SimpleAtoi(value, &integer);
+  double number = 0;
+  if (declared == "float" || declared == "float|int") {
+    return absl::SimpleAtod(value, &number) && value.find_first_of(".eE") != value.npos;
+  }
+  if (declared == "str") return quoted;
+  if (declared == "list[str]") {
+    if (!absl::ConsumePrefix(&value, "[") || !absl::ConsumeSuffix(&value, "]")) return false;
+    for (absl::string_view element : absl::StrSplit(value, ", ")) {
+      if (!TomlValueIsOfType(element, "str")) return false;
+    }
+    return true;
+  }
+  if (absl::ConsumePrefix(&declared, "Literal[") && absl::ConsumeSuffix(&declared, "]")) {
+    return quoted && absl::c_linear_search(absl::StrSplit(declared, ','), value);
+  }
+  return false;
+}
+
+// --format=torchtitan-toml: a job file of the same options, every key one of the pinned
+// release's fields under its section, every value of the type the field declares.
+TEST(ExportTest, TorchTitanJobFileHoldsTheSameOptionsTypedAsTheReleaseDeclares) {
+  const std::map<std::string, std::string> declared = TorchTitanDeclaredTypes();
+  ASSERT_GT(declared.size(), 100u);
+  for (const v1::Search& search : TorchTitanSearches()) {
+    const v1::Candidate& candidate = ExportedCandidate(search);
+    SCOPED_TRACE(absl::StrCat(search.spec().model().preset(), " ", candidate.name()));
+    absl::StatusOr<std::vector<std::string>> arguments =
+        ExportArguments(search, candidate, ExportFormat::kTorchTitanToml);
+    ASSERT_TRUE(arguments.ok()) << arguments.status();
+    EXPECT_EQ(*arguments, *ExportArguments(search, candidate, ExportFormat::kTorchTitan));
+    absl::StatusOr<std::string> text =
+        ExportCandidate(search, candidate, ExportFormat::kTorchTitanToml);
+    ASSERT_TRUE(text.ok()) << text.status();
+    EXPECT_THAT(*text, AllOf(HasSubstr("# TorchTitan job file for "),
+                             HasSubstr("# Checked against TorchTitan v0.2.2;"),
+                             HasSubstr("--job.config_file=THIS_FILE")));
+    // Each key = value under its [section], read back as the command line's options.
+    std::string section;
+    std::set<std::string> keys;
+    for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
+      if (absl::StartsWith(line, "#")) continue;
+      if (absl::ConsumePrefix(&line, "[")) {
+        ASSERT_TRUE(absl::ConsumeSuffix(&line, "]")) << line;
+        section = std::string(line);
+        continue;
+      }
+      const std::vector<std::string> key_value = absl::StrSplit(line, absl::MaxSplits(" = ", 1));
+      ASSERT_EQ(key_value.size(), 2u) << line;
+      const std::string option = absl::StrCat("--", section, ".", key_value[0]);
+      ASSERT_EQ(declared.count(option), 1u) << option << " is not in the pinned list";
+      EXPECT_TRUE(TomlValueIsOfType(key_value[1], declared.at(option)))
+          << line << " under [" << section << "]: not of " << declared.at(option);
+      EXPECT_TRUE(keys.insert(option).second) << option << " twice";
+    }
+    // The same options as the command line's (which writes a true bool as its flag).
+    std::set<std::string> argument_names;
+    for (const std::string& argument : *arguments) {
+      argument_names.insert(argument.substr(0, argument.find('=')));
+    }
+    EXPECT_EQ(keys, argument_names);
   }
 }
 
@@ -920,6 +1017,39 @@ TEST(ExportTest, TorchTitanStatesItsShardDegrees) {
     for (const std::string& expected : c.expected) {
       EXPECT_THAT(*exported, Contains(expected)) << c.sharding << " " << c.group;
     }
+  }
+}
+
+// Each format's whole text for one search, as cli/testdata/export_*.txt holds it: the 8B
+// demo's best as Megatron-LM arguments (probed with a worker's template, so the note says so),
+// NeMo 2 and Megatron-Bridge overrides, and the 70B with every switch on as TorchTitan options
+// and job file. Byte for byte, so that a change of wording is a change of these files.
+TEST(ExportTest, EachFormatsTextIsTheGoldenFiles) {
+  v1::Search demo = Search();
+  demo.mutable_spec()->mutable_probe()->set_backend("command");
+  demo.mutable_spec()->mutable_probe()->set_command_template("site-megatron");
+  const v1::Search titan = TorchTitanSearches()[3];
+  const struct {
+    const v1::Search& search;
+    ExportFormat format;
+    const char* golden;
+  } cases[] = {
+      {demo, ExportFormat::kMegatron, "export_megatron.txt"},
+      {demo, ExportFormat::kNemo, "export_nemo.txt"},
+      {demo, ExportFormat::kMegatronBridge, "export_megatron_bridge.txt"},
+      {titan, ExportFormat::kTorchTitan, "export_torchtitan.txt"},
+      {titan, ExportFormat::kTorchTitanToml, "export_torchtitan_toml.txt"},
+  };
+  for (const auto& c : cases) {
+    const absl::StatusOr<std::string> text =
+        ExportCandidate(c.search, ExportedCandidate(c.search), c.format);
+    ASSERT_TRUE(text.ok()) << c.golden << ": " << text.status();
+    std::ifstream file(
+        absl::StrCat(std::getenv("TEST_SRCDIR"), "/paratune/cli/testdata/", c.golden));
+    ASSERT_TRUE(file.good()) << c.golden;
+    const std::string golden((std::istreambuf_iterator<char>(file)),
+                             std::istreambuf_iterator<char>());
+    EXPECT_EQ(*text, golden) << c.golden;
   }
 }
 

@@ -1,6 +1,5 @@
 #include "launch/launch_values.h"
 
-#include <numeric>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -42,6 +41,13 @@ absl::Status CheckPlain(const std::string& field, absl::string_view text) {
 
 int64_t ConfigurationGpus(const ParallelConfig& config) {
   return config.dp() * config.tp() * config.pp() * config.cp();
+}
+
+// The data-parallel ranks the configuration shards its states over: its hybrid group, or
+// every one; 1 without sharding.
+int64_t ShardGroupRanks(const ParallelConfig& config) {
+  if (config.dp_sharding() == DataParallelSharding::kNone) return 1;
+  return config.dims().dp_shard_group > 0 ? config.dims().dp_shard_group : config.dp();
 }
 
 // Megatron-LM's --moe-router-score-function for `score`
@@ -233,6 +239,16 @@ absl::Status CheckLaunchShape(const v1::ProbeAssignment& assignment, const Paral
         absl::StrCat("assignment.num_ranks (", ranks, ") of a full-scope probe must be the ",
                      ConfigurationGpus(config), " GPUs of the configuration"));
   }
+  // The framework shards over the data-parallel ranks it runs: a probe of part of a shard
+  // group would measure another configuration (server/core/probe_needs.h, ProbeShardGroup).
+  const int64_t shard = ShardGroupRanks(config);
+  if ((ranks / replica) % shard != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("assignment.num_ranks (", ranks, ") runs ", ranks / replica,
+                     " data-parallel ranks, not whole shard groups of ", shard,
+                     " (config.dp_sharding ", DataParallelShardingName(config.dp_sharding()),
+                     "): the framework would shard over fewer ranks than the configuration"));
+  }
   if (assignment.gang_size() == 0) {
     return absl::InvalidArgumentError(
         "assignment.gang (empty) must list the workers running the probe");
@@ -276,11 +292,7 @@ absl::Status CheckLaunchShape(const v1::ProbeAssignment& assignment, const Paral
 
 void LaunchValues::SetDataParallelShares(const ParallelConfig& config, int64_t dp) {
   SetInteger("dp", dp);
-  // A probe of fewer replicas than the configuration's shards over as many of its hybrid
-  // group as it runs (the largest common divisor), over all of them without hybrid sharding.
-  const int64_t group = config.dims().dp_shard_group;
-  int64_t shard = config.dp_sharding() == DataParallelSharding::kNone ? 1 : dp;
-  if (shard > 1 && group > 0) shard = std::gcd(group, dp);
+  const int64_t shard = ShardGroupRanks(config);
   SetInteger("dp_shard", shard);
   SetInteger("dp_replicate", dp / shard);
   // Replicas of a shard, as Megatron-Core counts them (megatron/core/parallel_state.py:922-929

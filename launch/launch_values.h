@@ -51,9 +51,10 @@ absl::Status CheckPlaceholderValue(const Placeholder& placeholder, absl::string_
 
 // OK when the assignment's gang fields describe a launch this worker can take part in:
 // num_ranks is a whole number of tp x pp x cp replicas of `config` (all dp ranks for
-// PROBE_SCOPE_FULL), gang members hold consecutive ranks from 0 adding up to num_ranks,
-// gang_index is one of them, gpu_indices has one GPU per rank of this member, and hostnames
-// are plain. INVALID_ARGUMENT naming the field and value otherwise.
+// PROBE_SCOPE_FULL) holding whole shard groups where the configuration shards its states (a
+// framework shards over the ranks it runs), gang members hold consecutive ranks from 0 adding up to
+// num_ranks, gang_index is one of them, gpu_indices has one GPU per rank of this member, and
+// hostnames are plain. INVALID_ARGUMENT naming the field and value otherwise.
 absl::Status CheckLaunchShape(const v1::ProbeAssignment& assignment, const ParallelConfig& config);
 
 // The value of every placeholder for one launch. Immutable.
@@ -95,8 +96,8 @@ class LaunchValues {
   // training run's numerics.
   void SetConfiguration(const ModelSpec& model, const TrainingSpec& training,
                         const ParallelConfig& config);
-  // {dp}, the data-parallel replicas the launch runs, and how sharding splits them:
-  // {dp_shard} x {dp_replicate} = {dp}.
+  // {dp}, the data-parallel replicas the launch runs (whole shard groups: CheckLaunchShape),
+  // and how sharding splits them: {dp_shard} x {dp_replicate} = {dp}.
   void SetDataParallelShares(const ParallelConfig& config, int64_t dp);
   void SetText(const char* name, std::string value);
   void SetInteger(const char* name, int64_t value);

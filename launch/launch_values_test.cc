@@ -107,18 +107,51 @@ TEST(LaunchValuesTest, EveryPlaceholderHasAValueForAGangMember) {
   }
 }
 
-TEST(LaunchValuesTest, AReplicaProbeRunsFewerReplicasWithTheSameMicroBatchesPerStep) {
+// GangAssignment() (dp 2) as a replica-scope probe on its first node: one data-parallel rank.
+v1::ProbeAssignment ReplicaAssignment(v1::DataParallelSharding sharding) {
   v1::ProbeAssignment assignment = GangAssignment();
+  assignment.mutable_config()->set_dp_sharding(sharding);
   assignment.set_scope(v1::PROBE_SCOPE_REPLICA);
   assignment.set_num_ranks(8);
   assignment.mutable_gang()->RemoveLast();
   assignment.set_gang_index(0);
-  absl::StatusOr<LaunchValues> values = Values(assignment);
+  return assignment;
+}
+
+TEST(LaunchValuesTest, AReplicaProbeRunsFewerReplicasWithTheSameMicroBatchesPerStep) {
+  absl::StatusOr<LaunchValues> values = Values(ReplicaAssignment(v1::DP_SHARDING_NONE));
   ASSERT_TRUE(values.ok()) << values.status();
   EXPECT_EQ(Get(*values, "dp"), "1");
   EXPECT_EQ(Get(*values, "gbs"), "32");  // 32 micro-batches of 1 per step, as with dp 2
   EXPECT_EQ(Get(*values, "nnodes"), "1");
   EXPECT_EQ(Get(*values, "world_size"), "8");
+  EXPECT_EQ(Get(*values, "dp_shard"), "1");
+  EXPECT_EQ(Get(*values, "dp_replicate"), "1");
+}
+
+TEST(LaunchValuesTest, AProbeHoldsWholeShardGroupsOfAShardedConfiguration) {
+  // Sharded over both data-parallel ranks: one of them would shard over fewer.
+  for (v1::DataParallelSharding sharding :
+       {v1::DP_SHARDING_UNSPECIFIED, v1::DP_SHARDING_OPTIMIZER, v1::DP_SHARDING_FULL}) {
+    const absl::StatusOr<LaunchValues> values = Values(ReplicaAssignment(sharding));
+    EXPECT_EQ(values.status().code(), absl::StatusCode::kInvalidArgument) << sharding;
+    EXPECT_THAT(values.status().message(),
+                HasSubstr("assignment.num_ranks (8) runs 1 data-parallel ranks, not whole shard "
+                          "groups of 2 (config.dp_sharding "))
+        << sharding;
+  }
+  // Hybrid groups of one rank: the replica holds a whole group, sharded as the configuration.
+  v1::ProbeAssignment hybrid = ReplicaAssignment(v1::DP_SHARDING_FULL);
+  hybrid.mutable_config()->set_dp_shard_group(1);
+  absl::StatusOr<LaunchValues> values = Values(hybrid);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(Get(*values, "dp_shard"), "1");
+  EXPECT_EQ(Get(*values, "dp_replicate"), "1");
+  // The whole configuration: both ranks in one group.
+  values = Values(GangAssignment());
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(Get(*values, "dp_shard"), "2");
+  EXPECT_EQ(Get(*values, "dp_replicate"), "1");
 }
 
 TEST(LaunchValuesTest, AShortStepLaunchHasItsCountOfMicroBatchesPerReplica) {
@@ -139,6 +172,8 @@ TEST(LaunchValuesTest, AnUnevenSplitCountsTheEmbeddingAndTheLoss) {
   config.set_tensor_parallel(8);
   config.set_pipeline_parallel(2);
   config.set_virtual_pipeline(1);
+  // Unsharded, so that one replica is a launch of its own (a sharded one needs all 8).
+  config.set_dp_sharding(v1::DP_SHARDING_NONE);
   assignment.set_num_ranks(16);
   absl::StatusOr<LaunchValues> values = Values(assignment);
   ASSERT_TRUE(values.ok()) << values.status();

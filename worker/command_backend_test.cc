@@ -367,7 +367,11 @@ TEST(CommandBackendTest, TheTemplatesTimeoutCapsTheDeadline) {
 }
 
 TEST(CommandBackendTest, AReplicaProbeDoesNotClaimDataParallelTraffic) {
-  const v1::ProbeResult result = Result(FakeTemplate("fake"), AsReplicaProbe(Assignment()));
+  // Unsharded: the framework would shard a sharded configuration over the one replica's ranks
+  // alone, and launch/launch_values.h refuses such a probe.
+  v1::ProbeAssignment assignment = Assignment();
+  assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_NONE);
+  const v1::ProbeResult result = Result(FakeTemplate("fake"), AsReplicaProbe(assignment));
   ASSERT_EQ(result.outcome(), v1::PROBE_OK) << result.message();
   EXPECT_THAT(result.measured(), Not(Contains("dp_collectives")));
   EXPECT_THAT(result.message(),

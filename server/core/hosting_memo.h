@@ -30,8 +30,9 @@ class HostingMemo {
   bool CanHost(const ProbeNeeds& needs) { return WhyUnplaceable(needs).empty(); }
 
  private:
-  // ProbeNeeds without the probe's name.
-  using NeedsKey = std::tuple<std::string, std::string, std::string, int64_t, int64_t, int64_t>;
+  // ProbeNeeds without the probe's name (its shard group is in the answer's text).
+  using NeedsKey = std::tuple<std::string, std::string, std::string, int64_t, int64_t, int64_t,
+                              DataParallelSharding, int64_t, int64_t>;
 
   const WorkerRegistry& workers_;
   // Probes that live workers are reserved for.

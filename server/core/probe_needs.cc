@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "convert/spec_convert.h"
 #include "server/core/gang_placement.h"
 #include "server/core/launch_target.h"
 
@@ -18,12 +19,37 @@ ProbeNeeds NeedsOf(const v1::SearchSpec& spec, std::string probe, int64_t ranks)
   return needs;
 }
 
+ShardGroup ProbeShardGroup(const v1::SearchSpec& spec, const v1::ParallelConfig& config) {
+  ShardGroup group;
+  group.data_parallel = config.data_parallel();
+  if (spec.probe().backend() != "command" || config.data_parallel() <= 1) return group;
+  // A stored configuration may leave its sharding to the training's default.
+  absl::StatusOr<TrainingSpec> training = TrainingSpecFromProto(spec.training());
+  absl::StatusOr<ParallelDims> dims =
+      training.ok() ? ParallelDimsFromProto(config, *training) : training.status();
+  if (!dims.ok()) {
+    // The search's spec and configurations were checked when it was created, so this does
+    // not happen; should it, every rank is the answer that cannot mismeasure.
+    group.sharding = DataParallelSharding::kFull;
+    group.ranks = config.data_parallel();
+    return group;
+  }
+  if (!ShardsOptimizerStates(dims->dp_sharding)) return group;
+  group.sharding = dims->dp_sharding;
+  group.ranks = dims->dp_shard_group > 0 ? dims->dp_shard_group : config.data_parallel();
+  return group;
+}
+
 std::pair<v1::ProbeScope, ProbeNeeds> ScopedNeedsOf(
     const v1::SearchSpec& spec, const v1::ParallelConfig& config, std::string probe,
     absl::FunctionRef<bool(const ProbeNeeds& full)> can_host) {
   v1::ProbeScope scope = spec.probe().scope();
   ProbeNeeds full =
       NeedsOf(spec, probe, spec.cluster().num_nodes() * spec.cluster().gpus_per_node());
+  if (ShardGroup group = ProbeShardGroup(spec, config); group.ranks > 1) {
+    full.shard_group = group;
+    return {v1::PROBE_SCOPE_FULL, std::move(full)};
+  }
   if (scope == v1::PROBE_SCOPE_UNSPECIFIED) {
     scope = can_host(full) ? v1::PROBE_SCOPE_FULL : v1::PROBE_SCOPE_REPLICA;
   }
@@ -74,6 +100,20 @@ std::string DescribeNeeds(const ProbeNeeds& needs) {
   absl::StrAppend(&nodes, " with backend ", kind.backend);
   if (!kind.command_template.empty()) {
     absl::StrAppend(&nodes, " and template ", kind.command_template);
+  }
+  const ShardGroup& group = needs.shard_group;
+  if (group.ranks > 1) {
+    absl::StrAppend(&nodes,
+                    "; every rank: its dp_sharding=", DataParallelShardingName(group.sharding));
+    if (group.ranks == group.data_parallel) {
+      absl::StrAppend(&nodes, " shards over all ", group.ranks,
+                      " data-parallel ranks, and a probe of fewer would shard less");
+    } else {
+      absl::StrAppend(&nodes, " shards within groups of ", group.ranks, " of its ",
+                      group.data_parallel,
+                      " data-parallel ranks, and no probe runs one group alone (one replica "
+                      "would shard less)");
+    }
   }
   return nodes;
 }

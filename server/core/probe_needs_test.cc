@@ -129,5 +129,95 @@ TEST(ScopedNeedsOfTest, FullWhenTheFleetCouldHostEveryRankElseOneReplica) {
             v1::PROBE_SCOPE_REPLICA);
 }
 
+// A command search of 4 nodes of 8 and a dp 4 x tp 2 x pp 2 x cp 2 configuration.
+v1::SearchSpec CommandSpec() {
+  v1::SearchSpec spec;
+  spec.mutable_training()->set_global_batch_size(64);
+  spec.mutable_training()->set_seq_len(2048);
+  spec.mutable_cluster()->set_num_nodes(4);
+  spec.mutable_cluster()->set_gpus_per_node(8);
+  spec.mutable_probe()->set_backend("command");
+  spec.mutable_probe()->set_command_template("megatron");
+  return spec;
+}
+
+v1::ParallelConfig ShardedConfig(v1::DataParallelSharding sharding, int64_t group = 0) {
+  v1::ParallelConfig config;
+  config.set_data_parallel(4);
+  config.set_tensor_parallel(2);
+  config.set_pipeline_parallel(2);
+  config.set_context_parallel(2);
+  config.set_dp_sharding(sharding);
+  config.set_dp_shard_group(group);
+  return config;
+}
+
+constexpr char kProbe[] = "searches/1/candidates/0/probes/1";
+
+TEST(ScopedNeedsOfTest, ACommandProbeOfAShardedConfigurationRunsEveryRank) {
+  for (v1::ProbeScope setting : {v1::PROBE_SCOPE_UNSPECIFIED, v1::PROBE_SCOPE_REPLICA}) {
+    v1::SearchSpec spec = CommandSpec();
+    spec.mutable_probe()->set_scope(setting);
+    // Even where the fleet could host no full probe: the candidate waits rather than being
+    // measured as a configuration that shards over one rank.
+    auto [scope, needs] = ScopedNeedsOf(spec, ShardedConfig(v1::DP_SHARDING_FULL), kProbe,
+                                        [](const ProbeNeeds&) { return false; });
+    EXPECT_EQ(scope, v1::PROBE_SCOPE_FULL) << setting;
+    EXPECT_EQ(needs.ranks, 32);
+    EXPECT_EQ(needs.shard_group.sharding, DataParallelSharding::kFull);
+    EXPECT_EQ(needs.shard_group.ranks, 4);
+    EXPECT_EQ(needs.shard_group.data_parallel, 4);
+  }
+  // Unsharded, a replica measures what the configuration's ranks hold.
+  auto [scope, needs] = ScopedNeedsOf(CommandSpec(), ShardedConfig(v1::DP_SHARDING_NONE), kProbe,
+                                      [](const ProbeNeeds&) { return false; });
+  EXPECT_EQ(scope, v1::PROBE_SCOPE_REPLICA);
+  EXPECT_EQ(needs.ranks, 8);
+  EXPECT_EQ(needs.shard_group.ranks, 1);
+}
+
+TEST(ProbeShardGroupTest, TheGroupOfTheConfigurationsShardingUnderTheCommandBackend) {
+  const v1::SearchSpec command = CommandSpec();
+  EXPECT_EQ(ProbeShardGroup(command, ShardedConfig(v1::DP_SHARDING_OPTIMIZER)).ranks, 4);
+  EXPECT_EQ(ProbeShardGroup(command, ShardedConfig(v1::DP_SHARDING_GRADIENTS)).ranks, 4);
+  const ShardGroup hybrid = ProbeShardGroup(command, ShardedConfig(v1::DP_SHARDING_FULL, 2));
+  EXPECT_EQ(hybrid.ranks, 2);
+  EXPECT_EQ(hybrid.data_parallel, 4);
+  EXPECT_EQ(ProbeShardGroup(command, ShardedConfig(v1::DP_SHARDING_NONE)).ranks, 1);
+  // A stored configuration without a mode has the training's default: Megatron-LM's
+  // distributed optimizer, or nothing without it.
+  const ShardGroup unset = ProbeShardGroup(command, ShardedConfig(v1::DP_SHARDING_UNSPECIFIED));
+  EXPECT_EQ(unset.sharding, DataParallelSharding::kOptimizer);
+  EXPECT_EQ(unset.ranks, 4);
+  v1::SearchSpec plain = command;
+  plain.mutable_training()->set_distributed_optimizer(false);
+  EXPECT_EQ(ProbeShardGroup(plain, ShardedConfig(v1::DP_SHARDING_UNSPECIFIED)).ranks, 1);
+  // One data-parallel rank shards nothing.
+  v1::ParallelConfig one = ShardedConfig(v1::DP_SHARDING_FULL);
+  one.set_data_parallel(1);
+  EXPECT_EQ(ProbeShardGroup(command, one).ranks, 1);
+  // The other backends measure the configuration's shards whatever ranks they run.
+  for (const char* backend : {"sim", "cuda", "replay"}) {
+    v1::SearchSpec spec = command;
+    spec.mutable_probe()->set_backend(backend);
+    EXPECT_EQ(ProbeShardGroup(spec, ShardedConfig(v1::DP_SHARDING_FULL)).ranks, 1) << backend;
+  }
+}
+
+TEST(DescribeTest, SaysWhyAShardedConfigurationNeedsEveryRank) {
+  ProbeNeeds all = Needs(32, 8);
+  all.shard_group = {DataParallelSharding::kOptimizer, 4, 4};
+  EXPECT_EQ(DescribeNeeds(all),
+            "4 nodes of 8 x h100-80gb (32 GPUs) with backend sim; every rank: its "
+            "dp_sharding=optimizer shards over all 4 data-parallel ranks, and a probe of fewer "
+            "would shard less");
+  ProbeNeeds hybrid = Needs(32, 8);
+  hybrid.shard_group = {DataParallelSharding::kFull, 2, 4};
+  EXPECT_EQ(DescribeNeeds(hybrid),
+            "4 nodes of 8 x h100-80gb (32 GPUs) with backend sim; every rank: its "
+            "dp_sharding=full shards within groups of 2 of its 4 data-parallel ranks, and no "
+            "probe runs one group alone (one replica would shard less)");
+}
+
 }  // namespace
 }  // namespace paratune

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/scheduler.h"
@@ -13,6 +15,7 @@
 namespace paratune {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -187,6 +190,55 @@ TEST_F(SchedulerTest, CommandProbesGoOnlyToWorkersWithTheTemplate) {
   std::optional<v1::ProbeAssignment> assignment = Acquire(megatron_worker);
   ASSERT_TRUE(assignment.has_value());
   EXPECT_EQ(assignment->command_template(), "megatron-gpt");
+}
+
+TEST_F(SchedulerTest, ShardedCommandProbesWaitForEveryRankRatherThanRunAReplica) {
+  v1::CreateSearchRequest request = SmallSimSearch(0, /*nodes=*/2);
+  v1::SearchSpec& spec = *request.mutable_spec();
+  spec.set_policy(v1::EXHAUSTIVE);
+  spec.mutable_space()->add_micro_batch_sizes(1);
+  spec.mutable_space()->add_dp_sharding_modes(v1::DP_SHARDING_NONE);
+  spec.mutable_space()->add_dp_sharding_modes(v1::DP_SHARDING_FULL);
+  spec.mutable_probe()->set_backend("command");
+  spec.mutable_probe()->set_command_template("megatron-gpt");
+  const v1::Search search = Create(request);
+
+  // One node of the two: every probe it runs is one replica of an unsharded configuration.
+  v1::RegisterWorkerRequest node = Worker(8, "command");
+  node.add_command_templates("megatron-gpt");
+  const std::string worker = *scheduler_->fleet().RegisterWorker(node)->mutable_name();
+  int replicas = 0;
+  while (std::optional<v1::ProbeAssignment> assignment = Acquire(worker)) {
+    EXPECT_EQ(assignment->scope(), v1::PROBE_SCOPE_REPLICA);
+    EXPECT_TRUE(assignment->config().dp_sharding() == v1::DP_SHARDING_NONE ||
+                assignment->config().data_parallel() == 1)
+        << assignment->config().ShortDebugString();
+    v1::ProbeResult result = OkResult(100);
+    result.set_backend("command");
+    result.set_simulated(false);
+    ASSERT_TRUE(Report(worker, assignment->name(), result).ok());
+    ++replicas;
+  }
+  EXPECT_GT(replicas, 0);
+  // What waits needs both nodes: a sharded configuration, or a replica of 16 ranks.
+  int sharded_waiting = 0;
+  const v1::Search after = Get(search.name());
+  for (const v1::Candidate& candidate : after.candidates()) {
+    if (candidate.state() != v1::CANDIDATE_QUEUED) continue;
+    EXPECT_THAT(candidate.waiting_reason(),
+                AllOf(HasSubstr("needs 2 nodes of 8 x h100-80gb (16 GPUs) with backend command"),
+                      HasSubstr("they can host 1 of its 2 node shares")));
+    const bool sharded = candidate.config().dp_sharding() == v1::DP_SHARDING_FULL &&
+                         candidate.config().data_parallel() > 1;
+    EXPECT_EQ(
+        absl::StrContains(candidate.waiting_reason(),
+                          absl::StrCat("; every rank: its dp_sharding=full shards over all ",
+                                       candidate.config().data_parallel(), " data-parallel ranks")),
+        sharded)
+        << candidate.waiting_reason();
+    sharded_waiting += sharded;
+  }
+  EXPECT_GT(sharded_waiting, 0);
 }
 
 TEST_F(SchedulerTest, ReservedWorkersRunTheirProbeOnly) {

@@ -12,8 +12,9 @@ namespace paratune {
 
 // Adds what `result` says of the memory of a configuration estimated at `estimated_bytes`:
 // an OK result's measured peak (against the backend's own estimate of what it ran when it
-// gives one: a replica-scope probe shards less than the configuration), or an out-of-memory
-// bound. Other outcomes say nothing of memory.
+// gives one: the cuda probe's, of the stage it allocated), or an out-of-memory bound. Other
+// outcomes say nothing of memory. A command probe holds whole shard groups
+// (probe_needs.h, ProbeShardGroup), so what it measured is the configuration's memory.
 void AddProbeMemory(const v1::ProbeResult& result, double estimated_bytes,
                     MemoryCalibration& calibration);
 
