@@ -86,7 +86,9 @@ TEST_P(BackendConformanceTest, TheRunSaysWhereEachFigureComesFrom) {
     EXPECT_NE(run->peak_memory, Provenance::kMeasured);
     EXPECT_NE(run->wall_time, Provenance::kMeasured);
   }
-  if (run->wall_time == Provenance::kModelled) EXPECT_GT(run->wall_seconds, 0);
+  if (run->wall_time == Provenance::kModelled) {
+    EXPECT_GT(run->wall_seconds, 0);
+  }
 }
 
 TEST_P(BackendConformanceTest, ShortStepsGiveTheFullStepsTheyStandFor) {
@@ -165,7 +167,9 @@ TEST_P(BackendConformanceTest, StoppedWhileRunningReturns) {
   // The probe either finished before it was told to stop or stopped because of it; a backend
   // that ignores it makes this join hang and the test time out.
   runner.join();
-  if (!run.ok()) EXPECT_EQ(run.status().code(), absl::StatusCode::kCancelled) << run.status();
+  if (!run.ok()) {
+    EXPECT_EQ(run.status().code(), absl::StatusCode::kCancelled) << run.status();
+  }
 }
 
 // The worker holds every backend to the deadline on its own clock: a probe still running there
