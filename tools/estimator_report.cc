@@ -443,14 +443,11 @@ double PredictedTokensPerGpu(const MeasuredRun& run, const PerformanceParameters
          static_cast<double>(run.cluster.world_size());
 }
 
-// Every TorchTitan run (held out: nothing is fitted to it): measured peak memory against the
-// estimate's peak (TorchTitan reports the caching allocator's maximum reserved memory, the
-// maximum over GPUs) and measured tokens/s per GPU against the fitted parameters'
-// prediction, with the MAPE and largest error of each.
-// Every TorchTitan run: measured and estimated peak memory (held out: nothing in the memory
-// model is fitted to it), measured tokens/s per GPU against the fitted parameters' prediction
-// and against the prediction of the TorchTitan field fitted to the other series alone (each
-// row's group held out).
+// Every TorchTitan run: measured peak memory (TorchTitan reports the caching allocator's
+// maximum reserved memory, the maximum over GPUs) against the estimate's peak (held out:
+// nothing in the memory model is fitted to it), and measured tokens/s per GPU against the
+// fitted parameters' prediction and against the prediction of the TorchTitan field fitted to
+// the other groups alone (each row's group held out).
 absl::StatusOr<std::string> TorchTitanSection(const std::vector<MeasuredRun>& runs) {
   const double gib = 1024.0 * 1024 * 1024;
   const PerformanceParameters fitted = FittedPerformanceParameters(GpuArchitecture::kHopper);
