@@ -10,7 +10,7 @@ scripts/check_format.sh || status=$?
 bazel test //... || status=$?
 # The fuzz targets' corpus replays ran above, as ordinary tests; each target also runs
 # PARATUNE_FUZZ_SECONDS (default 10; 0 skips) under libFuzzer (docs/fuzzing.md): a fresh
-# clang build and 10 s for each of 13 targets add about 4 minutes.
+# clang build and 10 s for each target (14) add about 4 minutes.
 fuzz_seconds="${PARATUNE_FUZZ_SECONDS:-10}"
 if ((fuzz_seconds > 0)); then
   if scripts/fuzz.sh --check; then
