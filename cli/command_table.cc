@@ -129,9 +129,9 @@ constexpr Flag kDistributedOptimizer = {
     "framework's own (Megatron's distributed optimizer, TorchTitan's FSDP), false none."};
 constexpr Flag kFramework = {
     "framework", FlagType::kString, "megatron",
-    "The training framework measured and exported for: megatron (Megatron-LM, NeMo, "
-    "Megatron-Bridge) or torchtitan. It selects the framework's memory accounting and "
-    "sharding modes.",
+    "The training framework: megatron (Megatron-LM, NeMo, Megatron-Bridge) or torchtitan. It "
+    "selects the framework's memory accounting, throughput, sharding modes and default "
+    "sharding; probes run the launch template and exports follow --format.",
     Choices(kFrameworkChoices)};
 constexpr Flag kFp32Grads = {"fp32_grads", FlagType::kBool, "true",
                              "fp32 gradients (bf16 when false)."};
@@ -139,7 +139,8 @@ constexpr Flag kFlashAttention = {"flash_attention", FlagType::kBool, "true", "F
 constexpr Flag kFp8ParamGather = {
     "fp8_param_gather", FlagType::kBool, "false",
     "With --fp8: keep the linear weights in fp8 and gather them in fp8 (Megatron-LM "
-    "--fp8-param-gather); needs a data-parallel sharding that gathers weights."};
+    "--fp8-param-gather); needs --distributed_optimizer and a data-parallel sharding that "
+    "gathers weights."};
 constexpr Flag kTpCommOverlap = {
     "tp_comm_overlap", FlagType::kBool, "false",
     "Overlap tensor-parallel communication with the GEMMs (Megatron-LM --tp-comm-overlap, "
@@ -727,7 +728,9 @@ constexpr Command kServerCommands[] = {
      "(command-line options) or torchtitan-toml (the same as a TOML job file);\n"
      "mixture-of-experts models included (nemo and megatron-bridge refuse one with\n"
      "dense layers between its MoE layers; torchtitan takes TorchTitan's llama3\n"
-     "flavors only: Llama-3.1 8B, 70B, 405B)\n",
+     "flavors only: Llama-3.1 8B, 70B, 405B, and refuses optimizer-only sharding\n"
+     "(search with --framework=torchtitan), bf16 gradients, tp without sequence\n"
+     "parallelism and unsharded data parallelism beside other parallelism)\n",
      kExportGroups, &Export},
     {"workers", nullptr, nullptr, "list registered workers\n", kServerOnlyGroups, &Workers},
 };

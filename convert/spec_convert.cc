@@ -154,8 +154,20 @@ absl::StatusOr<Recompute> RecomputeFromProto(v1::Recompute proto) {
   }
 }
 
-// `proto` as a mode, with UNSPECIFIED as `unset`; a field error naming `field` when it is no
-// known mode.
+// A search space's list of sizes, `field` (expert (tensor) parallel sizes, hybrid-sharding
+// groups), or a field error when it is too long; the planner checks its entries
+// (CheckExpertSizeLists, PlanConfigurations).
+absl::StatusOr<std::vector<int64_t>> SizeListFromProto(
+    absl::string_view field, const google::protobuf::RepeatedField<int64_t>& proto) {
+  if (proto.size() > kMaxMicroBatchSizes) {
+    return FieldError(field, absl::StrCat("has ", proto.size(), " entries; at most ",
+                                          kMaxMicroBatchSizes, " are allowed"));
+  }
+  return std::vector<int64_t>(proto.begin(), proto.end());
+}
+
+}  // namespace
+
 absl::StatusOr<DataParallelSharding> DataParallelShardingFromProto(v1::DataParallelSharding proto,
                                                                    DataParallelSharding unset,
                                                                    absl::string_view field) {
@@ -175,20 +187,6 @@ absl::StatusOr<DataParallelSharding> DataParallelShardingFromProto(v1::DataParal
                                             ") is not a known DataParallelSharding"));
   }
 }
-
-// A search space's list of sizes, `field` (expert (tensor) parallel sizes, hybrid-sharding
-// groups), or a field error when it is too long; the planner checks its entries
-// (CheckExpertSizeLists, PlanConfigurations).
-absl::StatusOr<std::vector<int64_t>> SizeListFromProto(
-    absl::string_view field, const google::protobuf::RepeatedField<int64_t>& proto) {
-  if (proto.size() > kMaxMicroBatchSizes) {
-    return FieldError(field, absl::StrCat("has ", proto.size(), " entries; at most ",
-                                          kMaxMicroBatchSizes, " are allowed"));
-  }
-  return std::vector<int64_t>(proto.begin(), proto.end());
-}
-
-}  // namespace
 
 absl::StatusOr<ModelSpec> ModelSpecFromProto(const v1::ModelSpec& proto) {
   if (!proto.preset().empty()) return PresetModel(proto);

@@ -25,6 +25,11 @@ absl::StatusOr<ModelSpec> ModelSpecFromProto(const v1::ModelSpec& proto);
 absl::StatusOr<TrainingSpec> TrainingSpecFromProto(const v1::TrainingSpec& proto);
 // The GPU's catalog values with every non-zero proto field overriding its counterpart.
 absl::StatusOr<ClusterSpec> ClusterSpecFromProto(const v1::ClusterSpec& proto);
+// `proto` as a mode, with UNSPECIFIED as `unset`; a field error naming `field` when it is no
+// known mode.
+absl::StatusOr<DataParallelSharding> DataParallelShardingFromProto(v1::DataParallelSharding proto,
+                                                                   DataParallelSharding unset,
+                                                                   absl::string_view field);
 // The fields as given (virtual_pipeline 0 as 1, sequence_parallel unset as tp > 1, dp_sharding
 // unset as the training's default), checked against no rule; INVALID_ARGUMENT only for an
 // unknown recompute or sharding mode.

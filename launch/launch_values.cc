@@ -43,13 +43,6 @@ int64_t ConfigurationGpus(const ParallelConfig& config) {
   return config.dp() * config.tp() * config.pp() * config.cp();
 }
 
-// The data-parallel ranks the configuration shards its states over: its hybrid group, or
-// every one; 1 without sharding.
-int64_t ShardGroupRanks(const ParallelConfig& config) {
-  if (config.dp_sharding() == DataParallelSharding::kNone) return 1;
-  return config.dims().dp_shard_group > 0 ? config.dims().dp_shard_group : config.dp();
-}
-
 // Megatron-LM's --moe-router-score-function for `score`
 // (megatron/core/transformer/transformer_config.py:787 at core_v0.19.0).
 const char* RouterScoreFunction(RouterScore score) {
@@ -241,7 +234,7 @@ absl::Status CheckLaunchShape(const v1::ProbeAssignment& assignment, const Paral
   }
   // The framework shards over the data-parallel ranks it runs: a probe of part of a shard
   // group would measure another configuration (server/core/probe_needs.h, ProbeShardGroup).
-  const int64_t shard = ShardGroupRanks(config);
+  const int64_t shard = config.dp_shard_ranks();
   if ((ranks / replica) % shard != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("assignment.num_ranks (", ranks, ") runs ", ranks / replica,
@@ -292,7 +285,7 @@ absl::Status CheckLaunchShape(const v1::ProbeAssignment& assignment, const Paral
 
 void LaunchValues::SetDataParallelShares(const ParallelConfig& config, int64_t dp) {
   SetInteger("dp", dp);
-  const int64_t shard = ShardGroupRanks(config);
+  const int64_t shard = config.dp_shard_ranks();
   SetInteger("dp_shard", shard);
   SetInteger("dp_replicate", dp / shard);
   // Replicas of a shard, as Megatron-Core counts them (megatron/core/parallel_state.py:922-929

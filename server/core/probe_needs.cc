@@ -23,20 +23,23 @@ ShardGroup ProbeShardGroup(const v1::SearchSpec& spec, const v1::ParallelConfig&
   ShardGroup group;
   group.data_parallel = config.data_parallel();
   if (spec.probe().backend() != "command" || config.data_parallel() <= 1) return group;
-  // A stored configuration may leave its sharding to the training's default.
-  absl::StatusOr<TrainingSpec> training = TrainingSpecFromProto(spec.training());
-  absl::StatusOr<ParallelDims> dims =
-      training.ok() ? ParallelDimsFromProto(config, *training) : training.status();
-  if (!dims.ok()) {
-    // The search's spec and configurations were checked when it was created, so this does
-    // not happen; should it, every rank is the answer that cannot mismeasure.
-    group.sharding = DataParallelSharding::kFull;
-    group.ranks = config.data_parallel();
-    return group;
+  // Called for every queued candidate on every placement pass: the training is converted only
+  // for a stored configuration that leaves its sharding to the training's default.
+  DataParallelSharding unset = DataParallelSharding::kFull;
+  if (config.dp_sharding() == v1::DP_SHARDING_UNSPECIFIED) {
+    absl::StatusOr<TrainingSpec> training = TrainingSpecFromProto(spec.training());
+    // The search's spec was checked when it was created; should it not convert, every rank
+    // (full) is the answer that cannot mismeasure.
+    if (training.ok()) unset = training->DefaultDataParallelSharding();
   }
-  if (!ShardsOptimizerStates(dims->dp_sharding)) return group;
-  group.sharding = dims->dp_sharding;
-  group.ranks = dims->dp_shard_group > 0 ? dims->dp_shard_group : config.data_parallel();
+  absl::StatusOr<DataParallelSharding> sharding =
+      DataParallelShardingFromProto(config.dp_sharding(), unset, "config.dp_sharding");
+  ParallelDims dims;
+  dims.dp = config.data_parallel();
+  dims.dp_sharding = sharding.ok() ? *sharding : DataParallelSharding::kFull;
+  dims.dp_shard_group = config.dp_shard_group();
+  group.ranks = DataParallelShardRanks(dims);
+  if (group.ranks > 1) group.sharding = dims.dp_sharding;
   return group;
 }
 

@@ -77,8 +77,8 @@ std::string ReservedProbe(const v1::Worker& worker);
 bool ReservedFor(const v1::Worker& worker, const std::string& probe);
 
 // "2 nodes of 8 x h100-80gb (16 GPUs) with backend sim": what the probe needs, for people,
-// and why every rank when the sharding asks for it ("; every rank: a probe of fewer would
-// shard the optimizer states over fewer than the configuration's 16 data-parallel ranks").
+// and why every rank when the sharding asks for it ("; every rank: its dp_sharding=optimizer
+// shards over all 4 data-parallel ranks, and a probe of fewer would shard less").
 std::string DescribeNeeds(const ProbeNeeds& needs);
 
 }  // namespace paratune
