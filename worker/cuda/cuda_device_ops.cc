@@ -357,19 +357,18 @@ absl::Status CudaDeviceOps::AddRows(DeviceRef a, DeviceRef b, DeviceRef out) {
   return CudaStatus(AddBf16(At(a), At(b), At(out), Rows(), stream_), "AddBf16(residual)");
 }
 
-absl::Status CudaDeviceOps::SwigluForward(DeviceRef gate_up, DeviceRef out) {
+absl::Status CudaDeviceOps::SwigluForward(DeviceRef gate_up, DeviceRef out, int64_t ffn) {
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
-  return CudaStatus(
-      paratune::SwigluForward(At(gate_up), At(out), shapes_.tokens, shapes_.ffn, stream_),
-      "SwigluForward");
+  return CudaStatus(paratune::SwigluForward(At(gate_up), At(out), shapes_.tokens, ffn, stream_),
+                    "SwigluForward");
 }
 
-absl::Status CudaDeviceOps::SwigluBackward(DeviceRef gate_up, DeviceRef d_out,
-                                           DeviceRef d_gate_up) {
+absl::Status CudaDeviceOps::SwigluBackward(DeviceRef gate_up, DeviceRef d_out, DeviceRef d_gate_up,
+                                           int64_t ffn) {
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
-  return CudaStatus(paratune::SwigluBackward(At(gate_up), At(d_out), At(d_gate_up), shapes_.tokens,
-                                             shapes_.ffn, stream_),
-                    "SwigluBackward");
+  return CudaStatus(
+      paratune::SwigluBackward(At(gate_up), At(d_out), At(d_gate_up), shapes_.tokens, ffn, stream_),
+      "SwigluBackward");
 }
 
 absl::Status CudaDeviceOps::Gemm(const LinearProduct& product) {

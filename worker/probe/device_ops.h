@@ -138,9 +138,11 @@ class DeviceOps {
                                        DeviceRef d_x) = 0;
   // out = a + b, rows [R, h].
   virtual absl::Status AddRows(DeviceRef a, DeviceRef b, DeviceRef out) = 0;
-  // SwiGLU of gate_up [T, 2 ffn] into [T, ffn], and its backward.
-  virtual absl::Status SwigluForward(DeviceRef gate_up, DeviceRef out) = 0;
-  virtual absl::Status SwigluBackward(DeviceRef gate_up, DeviceRef d_out, DeviceRef d_gate_up) = 0;
+  // SwiGLU of gate_up [T, 2 ffn] into [T, ffn], and its backward; ffn: the MLP's inner width
+  // per rank, a dense layer's f / t or the shared experts' n_s f_s / t.
+  virtual absl::Status SwigluForward(DeviceRef gate_up, DeviceRef out, int64_t ffn) = 0;
+  virtual absl::Status SwigluBackward(DeviceRef gate_up, DeviceRef d_out, DeviceRef d_gate_up,
+                                      int64_t ffn) = 0;
 
   // A bf16 GEMM on the compute stream.
   virtual absl::Status Gemm(const LinearProduct& product) = 0;

@@ -220,18 +220,15 @@ absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& a
 namespace {
 
 // What the probe's MoE block runs (stage_runner.h, MoeForward): bf16, the dropless all-to-all
-// dispatcher with balanced routing, no shared experts, no overlap of the layers' TP
-// collectives or of the expert-parallel all-to-all.
+// dispatcher with balanced routing, shared experts beside the routed ones (not overlapped with
+// the dispatcher: the training has no --moe-shared-expert-overlap switch), no overlap of the
+// layers' TP collectives or of the expert-parallel all-to-all.
 absl::Status CheckMoeBlockRuns(const ProbeSpec& spec) {
   const ModelSpec& model = spec.model();
   const TrainingSpec& training = spec.training();
   const std::string not_yet =
       absl::StrCat(" with mixture-of-experts model \"", model.name(),
                    "\": the native probe's mixture-of-experts layers do not run it yet");
-  if (model.moe().num_shared_experts > 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model.num_shared_experts (", model.moe().num_shared_experts, ")", not_yet));
-  }
   if (training.fp8()) {
     return absl::InvalidArgumentError(absl::StrCat("training.precision (FP8)", not_yet));
   }

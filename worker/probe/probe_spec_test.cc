@@ -39,9 +39,19 @@ v1::ProbeAssignment Mixtral() {
 }
 
 TEST(ProbeSpecTest, MixtralRunsOnTheCudaProbe) {
-  // Mixtral's heads are h / a wide; bf16, the dropless all-to-all dispatcher, no shared
-  // experts: what the probe's MoE block runs.
+  // Mixtral's heads are h / a wide; bf16, the dropless all-to-all dispatcher: what the probe's
+  // MoE block runs.
   absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(Mixtral());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
+}
+
+TEST(ProbeSpecTest, SharedExpertsRunOnTheCudaProbe) {
+  // Llama 4 Scout: one shared expert beside 16 routed ones, top-1, a sigmoid router.
+  v1::ProbeAssignment scout = Valid();
+  scout.mutable_model()->Clear();
+  scout.mutable_model()->set_preset("llama4-scout");
+  absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(scout);
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
 }
@@ -106,12 +116,6 @@ TEST(ProbeSpecTest, WhatTheMoeBlockDoesNotRunIsRefusedByField) {
   const std::string not_yet =
       " with mixture-of-experts model \"mixtral-8x7b\": the native probe's mixture-of-experts "
       "layers do not run it yet";
-  v1::ProbeAssignment scout = Valid();
-  scout.mutable_model()->Clear();
-  scout.mutable_model()->set_preset("llama4-scout");
-  ExpectNotForTheCudaProbe(scout,
-                           "model.num_shared_experts (1) with mixture-of-experts model "
-                           "\"llama4-scout\"");
   v1::ProbeAssignment fp8 = Mixtral();
   fp8.mutable_training()->set_precision(v1::FP8);
   ExpectNotForTheCudaProbe(fp8, "training.precision (FP8)" + not_yet);

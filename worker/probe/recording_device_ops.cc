@@ -307,16 +307,16 @@ absl::Status RecordingDeviceOps::AddRows(DeviceRef a, DeviceRef b, DeviceRef out
   return absl::OkStatus();
 }
 
-absl::Status RecordingDeviceOps::SwigluForward(DeviceRef gate_up, DeviceRef out) {
+absl::Status RecordingDeviceOps::SwigluForward(DeviceRef gate_up, DeviceRef out, int64_t ffn) {
   PT_RETURN_IF_ERROR(Operands({gate_up, out}));
-  Elementwise("swiglu", shapes_.tokens * shapes_.ffn);
+  Elementwise("swiglu", shapes_.tokens * ffn);
   return absl::OkStatus();
 }
 
 absl::Status RecordingDeviceOps::SwigluBackward(DeviceRef gate_up, DeviceRef d_out,
-                                                DeviceRef d_gate_up) {
+                                                DeviceRef d_gate_up, int64_t ffn) {
   PT_RETURN_IF_ERROR(Operands({gate_up, d_out, d_gate_up}));
-  Elementwise("swiglu backward", shapes_.tokens * shapes_.ffn);
+  Elementwise("swiglu backward", shapes_.tokens * ffn);
   return absl::OkStatus();
 }
 

@@ -58,8 +58,9 @@ class RecordingDeviceOps final : public DeviceOps {
   absl::Status RmsNormBackward(DeviceRef x, DeviceRef weight, DeviceRef rstd, DeviceRef d_out,
                                const DeviceRef* residual, DeviceRef d_x) override;
   absl::Status AddRows(DeviceRef a, DeviceRef b, DeviceRef out) override;
-  absl::Status SwigluForward(DeviceRef gate_up, DeviceRef out) override;
-  absl::Status SwigluBackward(DeviceRef gate_up, DeviceRef d_out, DeviceRef d_gate_up) override;
+  absl::Status SwigluForward(DeviceRef gate_up, DeviceRef out, int64_t ffn) override;
+  absl::Status SwigluBackward(DeviceRef gate_up, DeviceRef d_out, DeviceRef d_gate_up,
+                              int64_t ffn) override;
   absl::Status Gemm(const LinearProduct& product) override;
   absl::Status AllGatherGemm(const LinearProduct& product, DeviceRef own, bool keep_own) override;
   absl::Status GemmReduceScatter(const LinearProduct& product, DeviceRef reduced,

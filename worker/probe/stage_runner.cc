@@ -34,6 +34,8 @@ struct StageRunner::LayerActivations {
   DeviceRef expert_probabilities;
   DeviceRef expert_gate_up;
   DeviceRef expert_swiglu_output;
+  DeviceRef shared_gate_up;
+  DeviceRef shared_swiglu_output;
 };
 
 namespace {
@@ -177,6 +179,8 @@ StageRunner::LayerActivations StageRunner::Kept(int64_t slot, int64_t chunk,
     kept.expert_probabilities = moe.At(m.expert_probabilities);
     kept.expert_gate_up = moe.At(m.expert_gate_up);
     kept.expert_swiglu_output = moe.At(m.expert_swiglu_output);
+    kept.shared_gate_up = moe.At(m.shared_gate_up);
+    kept.shared_swiglu_output = moe.At(m.shared_swiglu_output);
   }
   return kept;
 }
@@ -447,12 +451,16 @@ absl::StatusOr<DeviceRef> StageRunner::GatherResidual(DeviceRef rows, std::strin
 }
 
 absl::StatusOr<DeviceRef> StageRunner::ReduceResidual(DeviceRef partial, std::string_view what) {
+  return ReduceResidual(partial, Buffer(ProbeBuffer::kReduced), what);
+}
+
+absl::StatusOr<DeviceRef> StageRunner::ReduceResidual(DeviceRef partial, DeviceRef reduced,
+                                                      std::string_view what) {
   if (shapes_.tensor_parallel == 1) return partial;
   if (!shapes_.sequence_parallel) {
     PT_RETURN_IF_ERROR(ops_->TensorAllReduce(partial, what));
     return partial;
   }
-  const DeviceRef reduced = Buffer(ProbeBuffer::kReduced);
   PT_RETURN_IF_ERROR(ops_->TensorReduceScatter(partial, reduced, what));
   return reduced;
 }
@@ -464,6 +472,11 @@ absl::Status StageRunner::NormLinearForward(const PreNormLinear& linear, DeviceR
   const DeviceRef normed_rows = fp8 != nullptr ? Buffer(ProbeBuffer::kLinearInput) : norm_output;
   PT_RETURN_IF_ERROR(ops_->RmsNormForward(x, Weight(linear.norm), normed_rows, rstd));
   if (fp8 != nullptr) return ops_->Fp8ColumnForward(*fp8, normed_rows, out);
+  return ColumnLinearForward(linear, norm_output, out, float_output);
+}
+
+absl::Status StageRunner::ColumnLinearForward(const PreNormLinear& linear, DeviceRef norm_output,
+                                              DeviceRef out, bool float_output) {
   const std::string name = LinearWeightName(linear.weight);
   auto product = [&](DeviceRef input) {
     return ProductOf(linear.weight, GemmRole::kForward, input, Weight(linear.offset), out,
@@ -482,10 +495,20 @@ absl::Status StageRunner::NormLinearForward(const PreNormLinear& linear, DeviceR
 absl::Status StageRunner::NormLinearBackward(const PreNormLinear& linear, DeviceRef d_out,
                                              DeviceRef x, DeviceRef norm_output, DeviceRef rstd,
                                              const DeviceRef* residual, const Fp8Site* fp8) {
+  PT_ASSIGN_OR_RETURN(
+      const DeviceRef d_normed,
+      ColumnLinearBackward(linear, d_out, norm_output, Buffer(ProbeBuffer::kReduced), fp8));
+  PT_RETURN_IF_ERROR(ops_->RmsNormWeightGradient(x, rstd, d_normed, Gradient(linear.norm)));
+  return ops_->RmsNormBackward(x, Weight(linear.norm), rstd, d_normed, residual,
+                               Buffer(ProbeBuffer::kResidualGradient));
+}
+
+absl::StatusOr<DeviceRef> StageRunner::ColumnLinearBackward(const PreNormLinear& linear,
+                                                            DeviceRef d_out, DeviceRef norm_output,
+                                                            DeviceRef reduced, const Fp8Site* fp8) {
   const int64_t h = shapes_.hidden;
   const bool fp32_gradients = spec_.training().fp32_gradients();
   const DeviceRef partial = Buffer(ProbeBuffer::kProjectionOutput);
-  const DeviceRef reduced = Buffer(ProbeBuffer::kReduced);
   const std::string name = LinearWeightName(linear.weight);
   const LinearProduct input_gradient =
       ProductOf(linear.weight, GemmRole::kInputGradient, d_out, Weight(linear.offset), partial,
@@ -506,7 +529,8 @@ absl::Status StageRunner::NormLinearBackward(const PreNormLinear& linear, Device
       break;
     case NormLinearBackwardPath::kFp8: {
       PT_RETURN_IF_ERROR(ops_->Fp8Backward(*fp8, d_out, partial, Gradient(linear.offset)));
-      PT_ASSIGN_OR_RETURN(d_normed, ReduceResidual(partial, absl::StrCat(name, " input gradient")));
+      PT_ASSIGN_OR_RETURN(d_normed,
+                          ReduceResidual(partial, reduced, absl::StrCat(name, " input gradient")));
       break;
     }
     case NormLinearBackwardPath::kBf16Overlapped: {
@@ -524,13 +548,12 @@ absl::Status StageRunner::NormLinearBackward(const PreNormLinear& linear, Device
                           GatherResidual(norm_output, absl::StrCat(name, " input again")));
       PT_RETURN_IF_ERROR(ops_->Gemm(weight_gradient(normed)));
       PT_RETURN_IF_ERROR(ops_->Gemm(input_gradient));
-      PT_ASSIGN_OR_RETURN(d_normed, ReduceResidual(partial, absl::StrCat(name, " input gradient")));
+      PT_ASSIGN_OR_RETURN(d_normed,
+                          ReduceResidual(partial, reduced, absl::StrCat(name, " input gradient")));
       break;
     }
   }
-  PT_RETURN_IF_ERROR(ops_->RmsNormWeightGradient(x, rstd, d_normed, Gradient(linear.norm)));
-  return ops_->RmsNormBackward(x, Weight(linear.norm), rstd, d_normed, residual,
-                               Buffer(ProbeBuffer::kResidualGradient));
+  return d_normed;
 }
 
 absl::Status StageRunner::RowLinearForward(LinearWeight weight, DeviceRef in, int64_t offset,
@@ -636,7 +659,7 @@ absl::Status StageRunner::LayerForward(int64_t chunk, int64_t layer_in_chunk, De
       /*float_output=*/false, site(Fp8Linear::kGateUp)));
   // In fp8 the SwiGLU output is transient too: the down projection keeps its fp8 copy.
   const DeviceRef swiglu_output = fp8_ ? Buffer(ProbeBuffer::kLinearInput) : kept.swiglu_output;
-  PT_RETURN_IF_ERROR(ops_->SwigluForward(kept.gate_up, swiglu_output));
+  PT_RETURN_IF_ERROR(ops_->SwigluForward(kept.gate_up, swiglu_output, x.ffn));
   return RowLinearForward(LinearWeight::kDown, swiglu_output, w.down, x.ffn, kept.mlp_input, output,
                           site(Fp8Linear::kDown));
 }
@@ -662,7 +685,7 @@ absl::Status StageRunner::LayerBackward(int64_t chunk, int64_t layer_in_chunk, D
   } else {
     PT_RETURN_IF_ERROR(RowLinearBackward(LinearWeight::kDown, output_gradient, kept.swiglu_output,
                                          w.down, x.ffn, swiglu_gradient, site(Fp8Linear::kDown)));
-    PT_RETURN_IF_ERROR(ops_->SwigluBackward(kept.gate_up, swiglu_gradient, mlp_gradient));
+    PT_RETURN_IF_ERROR(ops_->SwigluBackward(kept.gate_up, swiglu_gradient, mlp_gradient, x.ffn));
     PT_RETURN_IF_ERROR(NormLinearBackward(
         {LinearWeight::kGateUp, w.mlp_norm, w.gate_up, x.gate_up.outputs, /*layer=*/true},
         mlp_gradient, kept.mlp_input, kept.mlp_norm_output, kept.mlp_norm_rstd, &output_gradient,
@@ -697,7 +720,8 @@ StageRunner::MoeSizes StageRunner::MoeSizesOf() const {
 }
 
 // Megatron-Core's MoELayer with the all-to-all dispatcher (token_dispatcher.py
-// MoEAlltoAllTokenDispatcher, experts.py TEGroupedMLP), on the rank's R rows: the router and
+// MoEAlltoAllTokenDispatcher, experts.py TEGroupedMLP), on the rank's R rows: the shared
+// experts first, as MoELayer.forward computes them before it routes, the router and
 // its top-k, the permutation, the dispatch all-to-all over the expert group (and with etp > 1
 // the all-gather over the expert tensor group), the sort by local expert, each local expert's
 // fc1, weighted SwiGLU and fc2, the sort back, the reduce-scatter over the expert tensor
@@ -709,6 +733,7 @@ absl::Status StageRunner::MoeForward(const LayerParameterOffsets& w, const Layer
   const auto [h, S, N, n] = std::tuple(z.h, z.S, z.N, z.n);
   PT_RETURN_IF_ERROR(ops_->RmsNormForward(kept.mlp_input, Weight(w.mlp_norm), kept.mlp_norm_output,
                                           kept.mlp_norm_rstd));
+  PT_RETURN_IF_ERROR(SharedExpertForward(w, kept, output));
   PT_RETURN_IF_ERROR(
       ops_->Gemm(ProductOf(LinearWeight::kRouter, GemmRole::kForward, kept.mlp_norm_output,
                            Weight(w.router), kept.router_logits, moe.routed_tokens, moe.experts, h,
@@ -779,7 +804,46 @@ absl::Status StageRunner::MoeForward(const LayerParameterOffsets& w, const Layer
       ops_->ExpertAllToAll(combine, combined, S, h, ElementType::kBf16, "combine tokens"));
   const DeviceRef routed = Buffer(ProbeBuffer::kReduced);
   PT_RETURN_IF_ERROR(ops_->UnpermuteTokens(combined, routed));
-  return ops_->AddRows(kept.mlp_input, routed, output);
+  // The shared experts' output joined the residual in `output` already (postprocess adds the
+  // two; the layer's bias-dropout-add the residual).
+  return ops_->AddRows(moe.shared_ffn > 0 ? output : kept.mlp_input, routed, output);
+}
+
+absl::Status StageRunner::SharedExpertForward(const LayerParameterOffsets& w,
+                                              const LayerActivations& kept, DeviceRef output) {
+  const MoeShardShapes& moe = footprint_.moe();
+  if (moe.shared_ffn == 0) return absl::OkStatus();
+  PT_RETURN_IF_ERROR(ColumnLinearForward(
+      {LinearWeight::kSharedFc1, w.mlp_norm, w.shared_fc1, moe.shared_fc1.outputs, /*layer=*/true},
+      kept.mlp_norm_output, kept.shared_gate_up, /*float_output=*/false));
+  PT_RETURN_IF_ERROR(
+      ops_->SwigluForward(kept.shared_gate_up, kept.shared_swiglu_output, moe.shared_ffn));
+  return RowLinearForward(LinearWeight::kSharedFc2, kept.shared_swiglu_output, w.shared_fc2,
+                          moe.shared_ffn, kept.mlp_input, output, /*fp8=*/nullptr);
+}
+
+absl::Status StageRunner::SharedExpertBackward(const LayerParameterOffsets& w,
+                                               const LayerActivations& kept,
+                                               DeviceRef output_gradient, DeviceRef d_normed) {
+  const MoeShardShapes& moe = footprint_.moe();
+  if (moe.shared_ffn == 0) return absl::OkStatus();
+  const DeviceRef swiglu_gradient = Buffer(ProbeBuffer::kSwigluGradient);
+  const DeviceRef gate_up_gradient = Buffer(ProbeBuffer::kMlpGradient);
+  PT_RETURN_IF_ERROR(RowLinearBackward(LinearWeight::kSharedFc2, output_gradient,
+                                       kept.shared_swiglu_output, w.shared_fc2, moe.shared_ffn,
+                                       swiglu_gradient, /*fp8=*/nullptr));
+  PT_RETURN_IF_ERROR(
+      ops_->SwigluBackward(kept.shared_gate_up, swiglu_gradient, gate_up_gradient, moe.shared_ffn));
+  // kReduced holds the routed path's gradient (`d_normed`): fc1's input gradient is
+  // reduce-scattered into kGathered, free again once fc1's weight gradient read the input
+  // gathered there.
+  PT_ASSIGN_OR_RETURN(
+      const DeviceRef d_shared,
+      ColumnLinearBackward(
+          {LinearWeight::kSharedFc1, w.mlp_norm, w.shared_fc1, moe.shared_fc1.outputs,
+           /*layer=*/true},
+          gate_up_gradient, kept.mlp_norm_output, Buffer(ProbeBuffer::kGathered), /*fp8=*/nullptr));
+  return ops_->AddRows(d_normed, d_shared, d_normed);
 }
 
 // MoeForward's backward, each step's in reverse; leaves the MoE block's input gradient plus
@@ -888,6 +952,7 @@ absl::Status StageRunner::MoeBackward(const LayerParameterOffsets& w, const Laye
                                           moe.routed_tokens, moe.experts, h,
                                           /*float_output=*/false)));
   PT_RETURN_IF_ERROR(ops_->AddRows(d_normed, router_input_gradient, d_normed));
+  PT_RETURN_IF_ERROR(SharedExpertBackward(w, kept, output_gradient, d_normed));
   PT_RETURN_IF_ERROR(ops_->RmsNormWeightGradient(kept.mlp_input, kept.mlp_norm_rstd, d_normed,
                                                  Gradient(w.mlp_norm)));
   return ops_->RmsNormBackward(kept.mlp_input, Weight(w.mlp_norm), kept.mlp_norm_rstd, d_normed,

@@ -122,12 +122,22 @@ class StageRunner {
   absl::Status NormLinearForward(const PreNormLinear& linear, DeviceRef x, DeviceRef norm_output,
                                  DeviceRef rstd, DeviceRef out, bool float_output,
                                  const Fp8Site* fp8);
+  // Its linear alone, in bf16, on the norm's output rows [R, h] (an MoE block's shared experts
+  // read the norm output the router reads).
+  absl::Status ColumnLinearForward(const PreNormLinear& linear, DeviceRef norm_output,
+                                   DeviceRef out, bool float_output);
   // Its backward from d_out [T, outputs]: accumulates both weights' gradients and leaves x's
   // gradient, plus `residual` (the gradient reaching x around the block; null for none), in
   // kResidualGradient.
   absl::Status NormLinearBackward(const PreNormLinear& linear, DeviceRef d_out, DeviceRef x,
                                   DeviceRef norm_output, DeviceRef rstd, const DeviceRef* residual,
                                   const Fp8Site* fp8);
+  // Its linear's backward alone: accumulates the linear weight's gradient and returns where
+  // the norm output's gradient [R, h] is: in `reduced` where the tensor group reduce-scatters
+  // it, else in kProjectionOutput (all-reduced in place, or a group of one).
+  absl::StatusOr<DeviceRef> ColumnLinearBackward(const PreNormLinear& linear, DeviceRef d_out,
+                                                 DeviceRef norm_output, DeviceRef reduced,
+                                                 const Fp8Site* fp8);
   // A row-parallel projection closing a block: out [R, h] = residual + reduce(in weight^T),
   // in [T, inputs]. The row-parallel linears are all a layer's: overlapped with
   // --tp-comm-overlap.
@@ -146,8 +156,8 @@ class StageRunner {
   absl::Status LayerBackward(int64_t chunk, int64_t layer_in_chunk, DeviceRef input,
                              const LayerActivations& kept, DeviceRef output_gradient);
   // A mixture-of-experts layer's MoE block in place of the MLP block: output = mlp_input +
-  // routed experts (norm(mlp_input)); its backward, leaving the block's input gradient plus
-  // `output_gradient` in kResidualGradient.
+  // shared experts (norm(mlp_input)) + routed experts (norm(mlp_input)); its backward, leaving the
+  // block's input gradient plus `output_gradient` in kResidualGradient.
   //
   // The MoE block's sizes on this rank: etp and this rank's place in the expert tensor group,
   // whether received copies are sorted by local expert (E / ep > 1), the source ranks (etp ep)
@@ -170,6 +180,14 @@ class StageRunner {
                           DeviceRef output);
   absl::Status MoeBackward(const LayerParameterOffsets& w, const LayerActivations& kept,
                            DeviceRef output_gradient);
+  // The MoE block's shared experts (shared_experts.py, SharedExpertMLP: the dense MLP of
+  // n_s f_s / t over the tensor group, on the norm output the router reads): output =
+  // mlp_input + shared(norm output); its backward from the block's output gradient, adding the
+  // norm output's gradient through them to `d_normed` [R, h]. Nothing without shared experts.
+  absl::Status SharedExpertForward(const LayerParameterOffsets& w, const LayerActivations& kept,
+                                   DeviceRef output);
+  absl::Status SharedExpertBackward(const LayerParameterOffsets& w, const LayerActivations& kept,
+                                    DeviceRef output_gradient, DeviceRef d_normed);
   // The fp8 sites of a layer's four linears in Fp8Linear order; none in bf16 training.
   std::vector<Fp8Site> Fp8SitesOf(int64_t chunk, int64_t layer_in_chunk,
                                   const LayerActivations& kept) const;
@@ -188,8 +206,11 @@ class StageRunner {
   // over the tensor group with sequence parallelism, the rows themselves without.
   absl::StatusOr<DeviceRef> GatherResidual(DeviceRef rows, std::string_view what);
   // A row-parallel layer's partial sums [T, h] reduced over the tensor group into residual
-  // rows [R, h]: reduce-scatter with sequence parallelism, all-reduce in place without.
+  // rows [R, h]: reduce-scatter into `reduced` (kReduced unless given) with sequence
+  // parallelism, all-reduce in place without.
   absl::StatusOr<DeviceRef> ReduceResidual(DeviceRef partial, std::string_view what);
+  absl::StatusOr<DeviceRef> ReduceResidual(DeviceRef partial, DeviceRef reduced,
+                                           std::string_view what);
 
   // Every activation and loss slot free, in index order.
   void FreeEverySlot();

@@ -33,7 +33,8 @@ struct Dimensions {
   // A mixture-of-experts model's (0 for a dense one), from the estimator's closed forms
   // (estimator/moe_memory.h, moe_performance.h) with its dropless, balanced routing: the
   // stage's MoE layers, the rank's forward FLOPs of one MoE block (router, routed experts with
-  // top-k, shared experts), the copies S it sends, etp, and the expert parameters on the rank.
+  // top-k, shared experts), the copies S it sends, etp, the expert parameters on the rank, and
+  // the shared experts' (0 without them).
   double moe_layers = 0;
   double moe_block_flops = 0;
   double S = 0;
@@ -41,6 +42,7 @@ struct Dimensions {
   double expert_parameters = 0;
   double edp = 1;
   double E = 0;
+  double shared_parameters = 0;
 };
 
 Dimensions DimensionsOf(const ProbeSpec& spec, int64_t rank) {
@@ -83,6 +85,7 @@ Dimensions DimensionsOf(const ProbeSpec& spec, int64_t rank) {
     x.expert_parameters = ExpertParameters(model, expert, static_cast<int64_t>(x.moe_layers));
     x.edp = ExpertDataParallelSize(dims, expert);
     x.E = static_cast<double>(model.moe().num_experts);
+    x.shared_parameters = SharedExpertParameters(model, dims, static_cast<int64_t>(x.moe_layers));
   }
   return x;
 }
@@ -100,6 +103,7 @@ const std::map<std::string, double>& StageLayers() {
       {"llama8b_tp2_dp4_replica", 32},
       {"mixtral_shrunk_tp2_dp2_pp2_ep2", 2},
       {"llama8b_tp2_dp2_sharded_gradients", 32},
+      {"llama4_shrunk_tp2_dp2_ep2_shared", 4},
   };
   return *layers;
 }
@@ -160,10 +164,12 @@ double TensorBytesPerMicroBatch(const Dimensions& x, double layers) {
     recomputed = 4 * A;
   }
   double total = layers * (layer + (x.full_recompute ? recomputed : 0));
-  // An MoE layer (bf16, no overlap: CheckCudaProbeRuns) routes the rank's own rows: its MoE
-  // block has no tensor-parallel collective (moe_layer.py, MoELayer.forward on the
-  // sequence-parallel shard), half of the layer's: 5 A, 2 A recomputed.
-  total -= x.moe_layers * (5 * A + (x.full_recompute ? 2 * A : 0));
+  // An MoE layer (bf16, no overlap: CheckCudaProbeRuns) routes the rank's own rows: its routed
+  // experts have no tensor-parallel collective (moe_layer.py, MoELayer.forward on the
+  // sequence-parallel shard), half of the layer's: 5 A, 2 A recomputed. Shared experts are a
+  // dense MLP over the tensor group (shared_experts.py, SharedExpertMLP) and keep them, as the
+  // performance model's MoE layer keeps the dense layer's TP time with shared experts.
+  if (x.shared_parameters == 0) total -= x.moe_layers * (5 * A + (x.full_recompute ? 2 * A : 0));
   // VocabParallelEmbedding: reduce-scatter forward, all-gather backward.
   if (x.first_stage) total += 2 * A;
   // The LM head's ColumnParallelLinear: gather forward, gather again and reduce-scatter
@@ -231,9 +237,11 @@ StageParameters StageParametersOf(const Dimensions& x, double layers) {
   const double linear =
       x.h * (x.a / x.t + 2 * x.kv) * x.d + (x.a / x.t) * x.d * x.h + 3 * (x.f / x.t) * x.h;
   StageParameters p;
-  // An MoE layer's dense linears: its attention's and the router's [E, h] in place of the
-  // MLP (the routed experts are the expert data-parallel group's).
-  p.linear = layers * linear + x.moe_layers * (x.E * x.h - 3 * (x.f / x.t) * x.h);
+  // An MoE layer's dense linears: its attention's, the router's [E, h] and the shared experts'
+  // (moe_memory.h SharedExpertParameters) in place of the MLP (the routed experts are the
+  // expert data-parallel group's).
+  p.linear =
+      layers * linear + x.moe_layers * (x.E * x.h - 3 * (x.f / x.t) * x.h) + x.shared_parameters;
   p.all = p.linear + layers * 2 * x.h;
   if (x.first_stage) p.all += x.Vt * x.h;
   if (x.last_stage) p.all += x.h + x.Vt * x.h;

@@ -56,6 +56,24 @@ v1::ModelSpec ShrunkMixtral() {
   return model;
 }
 
+v1::ModelSpec ShrunkLlama4() {
+  v1::ModelSpec model;
+  model.set_hidden_size(1280);
+  model.set_ffn_hidden_size(4096);
+  model.set_num_layers(4);
+  model.set_num_attention_heads(10);
+  model.set_num_kv_heads(2);
+  model.set_vocab_size(202048);
+  model.set_num_experts(16);
+  model.set_moe_router_top_k(1);
+  model.set_moe_ffn_hidden_size(2048);
+  model.set_num_shared_experts(1);
+  model.set_shared_expert_ffn_hidden_size(2048);
+  model.set_moe_layer_step(2);
+  model.set_moe_router_score(v1::MOE_ROUTER_SCORE_SIGMOID);
+  return model;
+}
+
 FootprintPlan RankFootprintOf(const ProbeSpec& spec, int64_t rank) {
   return FootprintPlan::OfStage(spec, spec.layout().CoordinatesOf(rank).pp);
 }
@@ -143,6 +161,20 @@ std::vector<GoldenSpec> GoldenSpecs() {
     g.options.dp = 2;
     g.options.global_batch = 4;
     g.options.dp_sharding = v1::DP_SHARDING_GRADIENTS;
+    g.rank = 1;
+  }
+  {
+    // Llama 4's proportions shrunk (ShrunkLlama4): a dense layer, then an MoE layer whose
+    // shared expert runs over the tensor group beside eight local experts (ep 2, etp 1), the
+    // experts' gradients reduced over edp = tp dp / (etp ep) = 2.
+    GoldenSpec& g = specs.emplace_back();
+    g.name = "llama4_shrunk_tp2_dp2_ep2_shared";
+    g.options.model = ShrunkLlama4();
+    g.options.tp = 2;
+    g.options.dp = 2;
+    g.options.ep = 2;
+    g.options.etp = 1;
+    g.options.global_batch = 4;
     g.rank = 1;
   }
   return specs;

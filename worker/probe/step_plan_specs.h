@@ -65,11 +65,18 @@ PlanSpecOptions SmallPlanSpecOptions();
 // heads, 4 layers, vocabulary 32000, 8 experts, top-2.
 v1::ModelSpec ShrunkMixtral();
 
+// Llama 4's proportions shrunk to h 1280 (Llama 4 Scout and Maverick: h 5120, 40 heads of 128
+// with 8 kv heads, dense f 16384, f_e = f_s 8192, one shared expert, top-1, a sigmoid router):
+// 10 heads of 128 with 2 kv heads, f 4096, f_e = f_s 2048, 4 layers, vocabulary 202048, Scout's
+// 16 experts with Maverick's interleaving (every other layer MoE, layers 1 and 3).
+v1::ModelSpec ShrunkLlama4();
+
 // What the probe allocates for global rank `rank` of `spec` (FootprintPlan::OfStage).
 FootprintPlan RankFootprintOf(const ProbeSpec& spec, int64_t rank);
 
-// The six specs of issue 24, section 2, a shrunk Mixtral (issue 26, section 5), and sharded
-// gradients (issue 27, section 4).
+// The six specs of issue 24, section 2, a shrunk Mixtral (issue 26, section 5), sharded
+// gradients (issue 27, section 4), and a shrunk Llama 4 with a shared expert (issue 26,
+// section 5).
 std::vector<GoldenSpec> GoldenSpecs();
 
 }  // namespace paratune

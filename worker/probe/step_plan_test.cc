@@ -154,6 +154,41 @@ TEST(StepPlanTest, OneRankMoeRunsEveryExpert) {
   EXPECT_EQ(expert_fc1, 3 * 8 * 4 * spec->micro_batches());
 }
 
+// stage_runner_gpu_test's shared-expert case on the CPU: the shrunk Llama 4 on one rank (a dense
+// layer, then an MoE layer, twice) is a spec the probe runs; each MoE layer runs its shared
+// expert as the dense MLP runs (fc1, SwiGLU at n_s f_s wide, fc2, each GEMM three times) beside
+// the routed experts, and the plan's FLOPs count both.
+TEST(StepPlanTest, SharedExpertsRunBesideTheRoutedExperts) {
+  PlanSpecOptions options = SmallPlanSpecOptions();
+  options.model = ShrunkLlama4();
+  options.seq_len = 2048;
+  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
+  const StepPlan plan = PlanOf(options, 0);
+  const FootprintPlan footprint = RankFootprintOf(*spec, 0);
+  const ShardShapes& x = footprint.shapes();
+  const MoeShardShapes& moe = footprint.moe();
+  ASSERT_EQ(moe.shared_ffn, 2048);
+  const double dense_layer = LayerForwardModelFlops(x);
+  const double moe_layer =
+      dense_layer - x.gate_up.ForwardFlops() - x.down.ForwardFlops() + moe.ForwardFlops();
+  const int64_t m = spec->micro_batches();
+  EXPECT_DOUBLE_EQ(
+      PlanModelFlops(plan),
+      3 * static_cast<double>(m) * (2 * dense_layer + 2 * moe_layer + x.lm_head.ForwardFlops()));
+  std::map<LinearWeight, int64_t> gemms;
+  for (const GemmOp& gemm : OpsOf<GemmOp>(plan)) ++gemms[gemm.weight];
+  EXPECT_EQ(gemms[LinearWeight::kSharedFc1], 3 * 2 * m);
+  EXPECT_EQ(gemms[LinearWeight::kSharedFc2], 3 * 2 * m);
+  EXPECT_EQ(gemms[LinearWeight::kGateUp], 3 * 2 * m);
+  std::map<int64_t, int64_t> swiglu_widths;
+  for (const ElementwiseOp& op : OpsOf<ElementwiseOp>(plan)) {
+    if (op.what == "swiglu") ++swiglu_widths[op.elements / x.tokens];
+  }
+  EXPECT_EQ(swiglu_widths, (std::map<int64_t, int64_t>{{x.ffn, 2 * m}, {moe.shared_ffn, 2 * m}}));
+}
+
 // Every pass's activation slot is taken and given back, and the most held at once is what the
 // footprint allocated (both follow the schedule).
 TEST(StepPlanTest, SlotsMatchTheFootprint) {
