@@ -1,6 +1,7 @@
 #include "worker/probe/step_plan.h"
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -126,24 +127,40 @@ TEST(StepPlanTest, MoeLayersRunTheirBlocks) {
   }
 }
 
+// `model` on one rank at s 2048, as stage_runner_gpu_test runs its MoE cases: a spec the probe
+// runs, the rank's footprint and its step.
+struct OneGpuMoe {
+  std::unique_ptr<ProbeSpec> spec;
+  std::unique_ptr<FootprintPlan> footprint;
+  StepPlan plan;
+};
+
+OneGpuMoe OneGpuMoeOf(const v1::ModelSpec& model) {
+  PlanSpecOptions options = SmallPlanSpecOptions();
+  options.model = model;
+  options.seq_len = 2048;
+  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
+  OneGpuMoe run;
+  run.spec = std::make_unique<ProbeSpec>(*spec);
+  run.footprint = std::make_unique<FootprintPlan>(RankFootprintOf(*spec, 0));
+  run.plan = PlanOf(options, 0);
+  return run;
+}
+
 // stage_runner_gpu_test's MoE case on the CPU: the shrunk Mixtral on one rank (ep 1, eight
 // local experts) is a spec the probe runs, and its plan's GEMMs are the layers' with the MoE
 // block's.
 TEST(StepPlanTest, OneRankMoeRunsEveryExpert) {
-  PlanSpecOptions options = SmallPlanSpecOptions();
-  options.model = ShrunkMixtral();
-  options.seq_len = 2048;
-  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
-  ASSERT_TRUE(spec.ok()) << spec.status();
-  ASSERT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
-  const StepPlan plan = PlanOf(options, 0);
-  const FootprintPlan footprint = RankFootprintOf(*spec, 0);
-  const ShardShapes& x = footprint.shapes();
-  const MoeShardShapes& moe = footprint.moe();
+  const OneGpuMoe run = OneGpuMoeOf(ShrunkMixtral());
+  const StepPlan& plan = run.plan;
+  const ShardShapes& x = run.footprint->shapes();
+  const MoeShardShapes& moe = run.footprint->moe();
   ASSERT_EQ(moe.local_experts, 8);
   const double moe_layer = LayerForwardModelFlops(x) - x.gate_up.ForwardFlops() -
                            x.down.ForwardFlops() + moe.ForwardFlops();
-  const double m = static_cast<double>(spec->micro_batches());
+  const double m = static_cast<double>(run.spec->micro_batches());
   EXPECT_DOUBLE_EQ(PlanModelFlops(plan), 3 * m * (4 * moe_layer + x.lm_head.ForwardFlops()));
   int64_t expert_fc1 = 0;
   for (const GemmOp& gemm : OpsOf<GemmOp>(plan)) {
@@ -151,7 +168,7 @@ TEST(StepPlanTest, OneRankMoeRunsEveryExpert) {
   }
   // Forward, input and weight gradient of each of 8 experts in each of 4 layers, per
   // micro-batch.
-  EXPECT_EQ(expert_fc1, 3 * 8 * 4 * spec->micro_batches());
+  EXPECT_EQ(expert_fc1, 3 * 8 * 4 * run.spec->micro_batches());
 }
 
 // stage_runner_gpu_test's shared-expert case on the CPU: the shrunk Llama 4 on one rank (a dense
@@ -159,21 +176,15 @@ TEST(StepPlanTest, OneRankMoeRunsEveryExpert) {
 // expert as the dense MLP runs (fc1, SwiGLU at n_s f_s wide, fc2, each GEMM three times) beside
 // the routed experts, and the plan's FLOPs count both.
 TEST(StepPlanTest, SharedExpertsRunBesideTheRoutedExperts) {
-  PlanSpecOptions options = SmallPlanSpecOptions();
-  options.model = ShrunkLlama4();
-  options.seq_len = 2048;
-  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
-  ASSERT_TRUE(spec.ok()) << spec.status();
-  ASSERT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
-  const StepPlan plan = PlanOf(options, 0);
-  const FootprintPlan footprint = RankFootprintOf(*spec, 0);
-  const ShardShapes& x = footprint.shapes();
-  const MoeShardShapes& moe = footprint.moe();
+  const OneGpuMoe run = OneGpuMoeOf(ShrunkLlama4());
+  const StepPlan& plan = run.plan;
+  const ShardShapes& x = run.footprint->shapes();
+  const MoeShardShapes& moe = run.footprint->moe();
   ASSERT_EQ(moe.shared_ffn, 2048);
   const double dense_layer = LayerForwardModelFlops(x);
   const double moe_layer =
       dense_layer - x.gate_up.ForwardFlops() - x.down.ForwardFlops() + moe.ForwardFlops();
-  const int64_t m = spec->micro_batches();
+  const int64_t m = run.spec->micro_batches();
   EXPECT_DOUBLE_EQ(
       PlanModelFlops(plan),
       3 * static_cast<double>(m) * (2 * dense_layer + 2 * moe_layer + x.lm_head.ForwardFlops()));
