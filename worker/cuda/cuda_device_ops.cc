@@ -535,26 +535,28 @@ absl::Status CudaDeviceOps::PermuteTokens(DeviceRef rows, DeviceRef probabilitie
                                           DeviceRef permuted, DeviceRef permuted_probabilities) {
   const MoeShardShapes& moe = plan_.moe();
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
-  return CudaStatus(PermuteBalanced(At(rows), At<float>(probabilities), At(permuted),
-                                    At<float>(permuted_probabilities), moe.routed_tokens,
-                                    shapes_.hidden, moe.top_k, moe.experts, stream_),
-                    "PermuteBalanced");
+  return CudaStatus(
+      PermuteBalanced(At(rows), At<float>(probabilities), At(permuted),
+                      At<float>(permuted_probabilities), moe.routed_tokens, shapes_.hidden,
+                      moe.top_k, moe.experts, moe.expert_capacity, stream_),
+      "PermuteBalanced");
 }
 
 absl::Status CudaDeviceOps::ScatterRowGradients(DeviceRef d_rows, DeviceRef d_permuted) {
   const MoeShardShapes& moe = plan_.moe();
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
   // The sum of copies' backward is the permutation of the rows' gradients, probabilities aside.
-  return CudaStatus(PermuteBalanced(At(d_rows), nullptr, At(d_permuted), nullptr, moe.routed_tokens,
-                                    shapes_.hidden, moe.top_k, moe.experts, stream_),
-                    "PermuteBalanced(gradients)");
+  return CudaStatus(
+      PermuteBalanced(At(d_rows), nullptr, At(d_permuted), nullptr, moe.routed_tokens,
+                      shapes_.hidden, moe.top_k, moe.experts, moe.expert_capacity, stream_),
+      "PermuteBalanced(gradients)");
 }
 
 absl::Status CudaDeviceOps::UnpermuteTokens(DeviceRef permuted, DeviceRef rows) {
   const MoeShardShapes& moe = plan_.moe();
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
   return CudaStatus(UnpermuteBalanced(At(permuted), At(rows), moe.routed_tokens, shapes_.hidden,
-                                      moe.top_k, moe.experts, stream_),
+                                      moe.top_k, moe.experts, moe.expert_capacity, stream_),
                     "UnpermuteBalanced");
 }
 
@@ -562,9 +564,9 @@ absl::Status CudaDeviceOps::UnpermuteProbabilities(DeviceRef d_permuted_probabil
                                                    DeviceRef d_probabilities) {
   const MoeShardShapes& moe = plan_.moe();
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
-  return CudaStatus(paratune::UnpermuteProbabilities(At<float>(d_permuted_probabilities),
-                                                     At<float>(d_probabilities), moe.routed_tokens,
-                                                     moe.top_k, moe.experts, stream_),
+  return CudaStatus(paratune::UnpermuteProbabilities(
+                        At<float>(d_permuted_probabilities), At<float>(d_probabilities),
+                        moe.routed_tokens, moe.top_k, moe.experts, moe.expert_capacity, stream_),
                     "UnpermuteProbabilities");
 }
 

@@ -9,9 +9,11 @@ constexpr int kMaxTopK = 8;
 
 __device__ float Sigmoid(float x) { return 1.0f / (1.0f + __expf(-x)); }
 
-// The balanced position of copy c among S = copies (moe_kernels.h).
-__device__ int64_t BalancedPosition(int64_t copy, int64_t copies, int64_t experts) {
-  return copy % experts * (copies / experts) + copy / experts;
+// The balanced position of copy c among the experts' `capacity` slots each, or -1 where its
+// expert's capacity drops it (moe_kernels.h).
+__device__ int64_t BalancedPosition(int64_t copy, int64_t experts, int64_t capacity) {
+  const int64_t slot = copy / experts;
+  return slot < capacity ? copy % experts * capacity + slot : -1;
 }
 
 // The top_k largest logits of `row` in descending order, ties to the lower index.
@@ -103,33 +105,34 @@ __global__ void RouterTopKBackwardKernel(const __nv_bfloat16* logits, const floa
   }
 }
 
+// One thread per value of the permuted rows: each slot's copy, or zeros in a padding slot.
 __global__ void PermuteBalancedKernel(const __nv_bfloat16* tokens, const float* probabilities,
                                       __nv_bfloat16* permuted, float* permuted_probabilities,
-                                      int64_t rows, int64_t hidden, int64_t top_k,
-                                      int64_t experts) {
+                                      int64_t rows, int64_t hidden, int64_t top_k, int64_t experts,
+                                      int64_t capacity) {
   const int64_t copies = rows * top_k;
-  for (int64_t i = GridIndex(); i < copies * hidden; i += GridStride()) {
-    const int64_t copy = i / hidden;
+  for (int64_t i = GridIndex(); i < experts * capacity * hidden; i += GridStride()) {
+    const int64_t position = i / hidden;
     const int64_t column = i % hidden;
-    const int64_t position = BalancedPosition(copy, copies, experts);
-    permuted[position * hidden + column] = tokens[copy / top_k * hidden + column];
+    const int64_t copy = position / capacity + position % capacity * experts;
+    const bool routed = copy < copies;
+    permuted[i] = routed ? tokens[copy / top_k * hidden + column] : __float2bfloat16(0.0f);
     if (column == 0 && probabilities != nullptr) {
-      permuted_probabilities[position] = probabilities[copy];
+      permuted_probabilities[position] = routed ? probabilities[copy] : 0.0f;
     }
   }
 }
 
 __global__ void UnpermuteBalancedKernel(const __nv_bfloat16* permuted, __nv_bfloat16* out,
                                         int64_t rows, int64_t hidden, int64_t top_k,
-                                        int64_t experts) {
-  const int64_t copies = rows * top_k;
+                                        int64_t experts, int64_t capacity) {
   for (int64_t i = GridIndex(); i < rows * hidden; i += GridStride()) {
     const int64_t row = i / hidden;
     const int64_t column = i % hidden;
     float sum = 0;
     for (int64_t j = 0; j < top_k; ++j) {
-      const int64_t position = BalancedPosition(row * top_k + j, copies, experts);
-      sum += __bfloat162float(permuted[position * hidden + column]);
+      const int64_t position = BalancedPosition(row * top_k + j, experts, capacity);
+      if (position >= 0) sum += __bfloat162float(permuted[position * hidden + column]);
     }
     out[i] = __float2bfloat16(sum);
   }
@@ -137,10 +140,15 @@ __global__ void UnpermuteBalancedKernel(const __nv_bfloat16* permuted, __nv_bflo
 
 __global__ void UnpermuteProbabilitiesKernel(const float* d_permuted_probabilities,
                                              float* d_probabilities, int64_t copies,
-                                             int64_t experts) {
+                                             int64_t experts, int64_t capacity) {
   for (int64_t copy = GridIndex(); copy < copies; copy += GridStride()) {
-    d_probabilities[copy] = d_permuted_probabilities[BalancedPosition(copy, copies, experts)];
+    const int64_t position = BalancedPosition(copy, experts, capacity);
+    d_probabilities[copy] = position >= 0 ? d_permuted_probabilities[position] : 0.0f;
   }
+}
+
+bool IsBalanced(int64_t rows, int64_t top_k, int64_t experts, int64_t capacity) {
+  return rows * top_k % experts == 0 && capacity >= 1;
 }
 
 template <typename T>
@@ -215,27 +223,30 @@ cudaError_t RouterTopKBackward(const __nv_bfloat16* logits, const float* probabi
 
 cudaError_t PermuteBalanced(const __nv_bfloat16* tokens, const float* probabilities,
                             __nv_bfloat16* permuted, float* permuted_probabilities, int64_t rows,
-                            int64_t hidden, int64_t top_k, int64_t experts, cudaStream_t stream) {
-  if (rows * top_k % experts != 0) return cudaErrorInvalidValue;
-  PermuteBalancedKernel<<<GridBlocks(rows * top_k * hidden), kThreadsPerBlock, 0, stream>>>(
-      tokens, probabilities, permuted, permuted_probabilities, rows, hidden, top_k, experts);
+                            int64_t hidden, int64_t top_k, int64_t experts, int64_t capacity,
+                            cudaStream_t stream) {
+  if (!IsBalanced(rows, top_k, experts, capacity)) return cudaErrorInvalidValue;
+  PermuteBalancedKernel<<<GridBlocks(experts * capacity * hidden), kThreadsPerBlock, 0, stream>>>(
+      tokens, probabilities, permuted, permuted_probabilities, rows, hidden, top_k, experts,
+      capacity);
   return cudaGetLastError();
 }
 
 cudaError_t UnpermuteBalanced(const __nv_bfloat16* permuted, __nv_bfloat16* out, int64_t rows,
-                              int64_t hidden, int64_t top_k, int64_t experts, cudaStream_t stream) {
-  if (rows * top_k % experts != 0) return cudaErrorInvalidValue;
+                              int64_t hidden, int64_t top_k, int64_t experts, int64_t capacity,
+                              cudaStream_t stream) {
+  if (!IsBalanced(rows, top_k, experts, capacity)) return cudaErrorInvalidValue;
   UnpermuteBalancedKernel<<<GridBlocks(rows * hidden), kThreadsPerBlock, 0, stream>>>(
-      permuted, out, rows, hidden, top_k, experts);
+      permuted, out, rows, hidden, top_k, experts, capacity);
   return cudaGetLastError();
 }
 
 cudaError_t UnpermuteProbabilities(const float* d_permuted_probabilities, float* d_probabilities,
-                                   int64_t rows, int64_t top_k, int64_t experts,
+                                   int64_t rows, int64_t top_k, int64_t experts, int64_t capacity,
                                    cudaStream_t stream) {
-  if (rows * top_k % experts != 0) return cudaErrorInvalidValue;
+  if (!IsBalanced(rows, top_k, experts, capacity)) return cudaErrorInvalidValue;
   UnpermuteProbabilitiesKernel<<<GridBlocks(rows * top_k), kThreadsPerBlock, 0, stream>>>(
-      d_permuted_probabilities, d_probabilities, rows * top_k, experts);
+      d_permuted_probabilities, d_probabilities, rows * top_k, experts, capacity);
   return cudaGetLastError();
 }
 

@@ -9,9 +9,16 @@
 // Routing is the probe's balanced routing (worker/probe/moe_shard_shapes.h): the top-k is
 // computed as Megatron computes it, and copy c = r k + j of row r goes to expert c mod E
 // whatever the scores, as --moe-router-force-load-balancing routes on random scores instead of
-// the learned ones. So with S = R k copies and E | S, expert e receives copies e, e + E, ...,
-// and the permuted position of copy c is (c mod E) (S / E) + c / E: sorted by expert, in row
-// order within each expert, as permute's routing_map.T.nonzero() orders them.
+// the learned ones. So with R k copies and E | R k, expert e receives copies e, e + E, ...,
+// R k / E of them, into its `capacity` slots: the permuted position of copy c is
+// (c mod E) capacity + c / E, sorted by expert, in row order within each expert, as permute's
+// routing_map.T.nonzero() orders them. Dropless, capacity is R k / E; with a capacity factor
+// and the input padded to capacity (--moe-expert-capacity-factor with
+// --moe-pad-expert-input-to-capacity, moe_utils.py apply_router_token_dropping) it is the
+// expert capacity C: copies past C are dropped (their rows get nothing back from them: the
+// last by row order, where Megatron's drop policy "probs" drops the lowest-scored), and slots
+// past R k / E are padding, zero rows of probability 0 (Megatron pads with rows of probability
+// 0 too; their values do not matter to the cost).
 #ifndef PARATUNE_WORKER_CUDA_MOE_KERNELS_H_
 #define PARATUNE_WORKER_CUDA_MOE_KERNELS_H_
 
@@ -43,23 +50,26 @@ cudaError_t RouterTopKBackward(const __nv_bfloat16* logits, const float* probabi
                                __nv_bfloat16* d_logits, int64_t rows, int64_t experts,
                                int64_t top_k, RouterScoreFunction score, cudaStream_t stream);
 
-// tokens: [rows, hidden] bf16 into permuted [rows top_k, hidden], and the copies'
-// probabilities [rows, top_k] fp32 into permuted_probabilities [rows top_k], each copy at its
-// balanced position; without probabilities (both null) the tokens alone, as the backward of
-// UnpermuteBalanced copies each row's gradient to its copies. Requires experts to divide
-// rows x top_k.
+// tokens: [rows, hidden] bf16 into permuted [experts capacity, hidden], and the copies'
+// probabilities [rows, top_k] fp32 into permuted_probabilities [experts capacity], each copy at
+// its balanced position, the padding slots zero; without probabilities (both null) the tokens
+// alone, as the backward of UnpermuteBalanced copies each row's gradient to its copies.
+// Requires experts to divide rows x top_k, and capacity >= 1 (cudaErrorInvalidValue).
 cudaError_t PermuteBalanced(const __nv_bfloat16* tokens, const float* probabilities,
                             __nv_bfloat16* permuted, float* permuted_probabilities, int64_t rows,
-                            int64_t hidden, int64_t top_k, int64_t experts, cudaStream_t stream);
-// out [rows, hidden] bf16: each row the sum (in fp32) of its top_k copies in permuted
-// [rows top_k, hidden]; PermuteBalanced's inverse for the combine (the experts' outputs are
-// already weighted) and its backward for the tokens' gradient.
+                            int64_t hidden, int64_t top_k, int64_t experts, int64_t capacity,
+                            cudaStream_t stream);
+// out [rows, hidden] bf16: each row the sum (in fp32) of its copies in permuted
+// [experts capacity, hidden] that the capacity kept; PermuteBalanced's inverse for the combine
+// (the experts' outputs are already weighted) and its backward for the tokens' gradient.
 cudaError_t UnpermuteBalanced(const __nv_bfloat16* permuted, __nv_bfloat16* out, int64_t rows,
-                              int64_t hidden, int64_t top_k, int64_t experts, cudaStream_t stream);
+                              int64_t hidden, int64_t top_k, int64_t experts, int64_t capacity,
+                              cudaStream_t stream);
 // The gradient of PermuteBalanced's probabilities: d_probabilities [rows, top_k] from
-// d_permuted_probabilities [rows top_k], each copy's from its balanced position.
+// d_permuted_probabilities [experts capacity], each kept copy's from its balanced position, 0
+// for a dropped copy.
 cudaError_t UnpermuteProbabilities(const float* d_permuted_probabilities, float* d_probabilities,
-                                   int64_t rows, int64_t top_k, int64_t experts,
+                                   int64_t rows, int64_t top_k, int64_t experts, int64_t capacity,
                                    cudaStream_t stream);
 
 // Chunks of chunk_rows rows of `width` values reordered from [groups][local_experts] to

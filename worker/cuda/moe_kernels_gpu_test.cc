@@ -119,58 +119,75 @@ TEST(MoeKernelsTest, RouterSigmoidTopKAndItsGradient) {
   ExpectRouter(/*experts=*/16, /*top_k=*/2, RouterScoreFunction::kSigmoid, 15);
 }
 
-TEST(MoeKernelsTest, BalancedPermutationSortsCopiesByExpertInRowOrder) {
+// PermuteBalanced, UnpermuteBalanced and UnpermuteProbabilities with `capacity` slots per
+// expert against the routing they stand for: copy c = r k + j to expert c mod E; the permuted
+// rows list expert 0's copies in row order, then expert 1's, ..., each expert's first
+// `capacity` copies (the rest dropped: no row gets them back) and then zero rows of
+// probability 0 up to its capacity.
+void ExpectBalancedPermutation(int64_t capacity) {
+  SCOPED_TRACE(capacity);
   const int64_t rows = 24, hidden = 64, top_k = 2, experts = 8;
   const int64_t copies = rows * top_k;
+  const int64_t slots = experts * capacity;
   const std::vector<bf16> tokens = RandomBf16(rows * hidden, 21);
   const std::vector<bf16> probabilities_bf16 = RandomBf16(copies, 22);
   std::vector<float> probabilities(copies);
   for (int64_t c = 0; c < copies; ++c) probabilities[c] = __bfloat162float(probabilities_bf16[c]);
-  DeviceArray<bf16> d_tokens(tokens), d_permuted(copies * hidden), d_out(rows * hidden);
-  DeviceArray<float> d_probabilities(probabilities), d_permuted_probabilities(copies),
+  DeviceArray<bf16> d_tokens(tokens), d_permuted(slots * hidden), d_out(rows * hidden);
+  DeviceArray<float> d_probabilities(probabilities), d_permuted_probabilities(slots),
       d_back(copies);
   ASSERT_EQ(PermuteBalanced(d_tokens.get(), d_probabilities.get(), d_permuted.get(),
-                            d_permuted_probabilities.get(), rows, hidden, top_k, experts, nullptr),
+                            d_permuted_probabilities.get(), rows, hidden, top_k, experts, capacity,
+                            nullptr),
             cudaSuccess);
-  ASSERT_EQ(UnpermuteBalanced(d_permuted.get(), d_out.get(), rows, hidden, top_k, experts, nullptr),
+  ASSERT_EQ(UnpermuteBalanced(d_permuted.get(), d_out.get(), rows, hidden, top_k, experts, capacity,
+                              nullptr),
             cudaSuccess);
   ASSERT_EQ(UnpermuteProbabilities(d_permuted_probabilities.get(), d_back.get(), rows, top_k,
-                                   experts, nullptr),
+                                   experts, capacity, nullptr),
             cudaSuccess);
-  // The routing the balanced positions stand for: copy c = r k + j to expert c mod E; the
-  // permuted rows list expert 0's copies in row order, then expert 1's, ...
-  std::vector<int64_t> copy_at;
-  for (int64_t e = 0; e < experts; ++e) {
-    for (int64_t c = 0; c < copies; ++c) {
-      if (c % experts == e) copy_at.push_back(c);
-    }
-  }
-  ASSERT_EQ(static_cast<int64_t>(copy_at.size()), copies);
   const std::vector<double> token_values = ToDouble(tokens);
-  std::vector<double> permuted(copies * hidden), permuted_probabilities(copies),
+  std::vector<double> permuted(slots * hidden, 0.0), permuted_probabilities(slots, 0.0),
       summed(rows * hidden, 0.0);
-  for (int64_t position = 0; position < copies; ++position) {
-    const int64_t c = copy_at[position];
-    permuted_probabilities[position] = probabilities[c];
-    for (int64_t i = 0; i < hidden; ++i) {
-      permuted[position * hidden + i] = token_values[c / top_k * hidden + i];
-      summed[c / top_k * hidden + i] += token_values[c / top_k * hidden + i];
+  std::vector<float> back(copies, 0.0f);
+  for (int64_t e = 0; e < experts; ++e) {
+    int64_t slot = 0;
+    for (int64_t c = e; c < copies && slot < capacity; c += experts, ++slot) {
+      const int64_t position = e * capacity + slot;
+      permuted_probabilities[position] = probabilities[c];
+      back[c] = probabilities[c];
+      for (int64_t i = 0; i < hidden; ++i) {
+        permuted[position * hidden + i] = token_values[c / top_k * hidden + i];
+        summed[c / top_k * hidden + i] += token_values[c / top_k * hidden + i];
+      }
     }
   }
   EXPECT_EQ(RelativeError(ToDouble(d_permuted.ToHost()), permuted), 0);
   EXPECT_EQ(RelativeError(ToDouble(d_permuted_probabilities.ToHost()), permuted_probabilities), 0);
   EXPECT_LT(RelativeError(ToDouble(d_out.ToHost()), summed), kBf16Tolerance);
-  EXPECT_EQ(d_back.ToHost(), probabilities);
+  EXPECT_EQ(d_back.ToHost(), back);
   // Without probabilities (the backward of the sum of copies) the tokens alone, the same bytes.
-  DeviceArray<bf16> d_gradients(copies * hidden);
+  DeviceArray<bf16> d_gradients(slots * hidden);
   ASSERT_EQ(PermuteBalanced(d_tokens.get(), nullptr, d_gradients.get(), nullptr, rows, hidden,
-                            top_k, experts, nullptr),
+                            top_k, experts, capacity, nullptr),
             cudaSuccess);
   EXPECT_EQ(RelativeError(ToDouble(d_gradients.ToHost()), permuted), 0);
-  // Copies that do not divide evenly over the experts are refused.
-  EXPECT_EQ(PermuteBalanced(d_tokens.get(), d_probabilities.get(), d_permuted.get(),
-                            d_permuted_probabilities.get(), 3, hidden, 1, experts, nullptr),
-            cudaErrorInvalidValue);
+}
+
+TEST(MoeKernelsTest, BalancedPermutationSortsCopiesByExpertInRowOrder) {
+  // 24 rows x top-2 over 8 experts: 6 copies each, dropless; a capacity of 4 drops two of each
+  // expert's copies, one of 9 pads three slots.
+  ExpectBalancedPermutation(6);
+  ExpectBalancedPermutation(4);
+  ExpectBalancedPermutation(9);
+  // Copies that do not divide evenly over the experts, and no capacity, are refused.
+  DeviceArray<bf16> d_tokens(3 * 64), d_permuted(3 * 64);
+  EXPECT_EQ(
+      PermuteBalanced(d_tokens.get(), nullptr, d_permuted.get(), nullptr, 3, 64, 1, 8, 1, nullptr),
+      cudaErrorInvalidValue);
+  EXPECT_EQ(
+      PermuteBalanced(d_tokens.get(), nullptr, d_permuted.get(), nullptr, 8, 8, 1, 8, 0, nullptr),
+      cudaErrorInvalidValue);
 }
 
 TEST(MoeKernelsTest, SortChunksGroupsChunksByLocalExpertAndBack) {

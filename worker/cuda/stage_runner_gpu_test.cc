@@ -1,6 +1,6 @@
 // StageRunner over the device's own DeviceOps, as the probe runs it (RankStack), on one GPU,
-// for every switch of the step one GPU can take, mixture-of-experts models at ep 1 (one with a
-// shared expert), and one replica with sharded gradients: what
+// for every switch of the step one GPU can take, mixture-of-experts models at ep 1 (with a
+// capacity factor, with a shared expert), and one replica with sharded gradients: what
 // the device ran is the step plan's recording (its GEMMs, counted by cuBLASLt calls), and the steps
 // train: the first step's loss is the uniform prediction's, ln V, as it must be from weights of
 // 0.02 (an independent reference: no GPU path computes it), and ten steps on the same tokens lower
@@ -120,6 +120,10 @@ std::vector<Case> Cases() {
   PlanSpecOptions moe = bf16;
   moe.model = ShrunkMixtral();
   cases.push_back({"moe_ep1", moe});
+  // The same with a capacity factor of 1.25: each expert's 512 copies padded to 640 slots.
+  PlanSpecOptions capacity = moe;
+  capacity.moe_capacity_factor = 1.25;
+  cases.push_back({"moe_capacity_ep1", capacity});
   // Llama 4's proportions shrunk to one GPU, ep 1: a dense layer, then an MoE layer whose
   // shared expert (the dense MLP's GEMMs and SwiGLU at its own width) runs beside sixteen local
   // experts under a sigmoid top-1 router.

@@ -164,7 +164,7 @@ TEST(MoeBlockActivationLayoutTest, KeepsTheEstimatorsBlockLessNamedTerms) {
         << c.preset;
     const ParallelConfig config = ParallelConfig::FromCheckedDims(dims);
     const ShardShapes shapes = ComputeShardShapes(model, training, config);
-    const MoeShardShapes moe = *ComputeMoeShardShapes(model, config, shapes);
+    const MoeShardShapes moe = *ComputeMoeShardShapes(model, training, config, shapes);
     const double kept = static_cast<double>(LayoutMoeBlockActivations(shapes, moe).bytes) +
                         static_cast<double>(shapes.residual_tokens * shapes.hidden * 2);
     const double estimated =

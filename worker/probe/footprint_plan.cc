@@ -241,7 +241,7 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   const int64_t shard_count = distributed ? config.dp() * config.cp() : 1;
   if (model.is_moe()) {
     // ComputeMoeShardShapes accepts every configuration the probe runs (CheckCudaProbeRuns).
-    plan.moe_ = *ComputeMoeShardShapes(model, config, x);
+    plan.moe_ = *ComputeMoeShardShapes(model, training, config, x);
   }
   // The expert data-parallel size, tp cp dp / (etp ep) (estimator/moe_memory.h,
   // ExpertDataParallelSize).

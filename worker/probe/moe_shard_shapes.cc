@@ -1,5 +1,7 @@
 #include "worker/probe/moe_shard_shapes.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 
 namespace paratune {
@@ -26,6 +28,7 @@ int64_t MoeShardShapes::SharedWeightElements() const {
 }
 
 absl::StatusOr<MoeShardShapes> ComputeMoeShardShapes(const ModelSpec& model,
+                                                     const TrainingSpec& training,
                                                      const ParallelConfig& config,
                                                      const ShardShapes& shapes) {
   const MoeDimensions& dims = model.moe();
@@ -36,13 +39,30 @@ absl::StatusOr<MoeShardShapes> ComputeMoeShardShapes(const ModelSpec& model,
   x.expert_tensor_parallel = config.etp();
   x.local_experts = x.experts / x.expert_parallel;
   x.routed_tokens = shapes.residual_tokens;
-  x.routed_copies = x.routed_tokens * x.top_k;
-  if (x.routed_copies % x.experts != 0) {
+  const int64_t copies = x.routed_tokens * x.top_k;
+  if (copies % x.experts != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the routed token copies per rank (", x.routed_tokens, " tokens x top-", x.top_k, " = ",
-        x.routed_copies, ") are not a multiple of model.moe.num_experts (", x.experts,
+        copies, ") are not a multiple of model.moe.num_experts (", x.experts,
         "): the probe's balanced routing gives every expert the same count"));
   }
+  x.expert_capacity = copies / x.experts;
+  const double capacity_factor = training.moe_capacity_factor();
+  if (capacity_factor > 0) {
+    // get_capacity's ceil((num_tokens / num_experts) * capacity_factor), in the estimator's
+    // order of operations (moe_memory.cc ExpertCapacity) so that both round alike.
+    x.expert_capacity = static_cast<int64_t>(
+        std::ceil(static_cast<double>(x.routed_tokens) * static_cast<double>(x.top_k) *
+                  capacity_factor / static_cast<double>(x.experts)));
+    if (x.expert_capacity > x.routed_tokens) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "training.moe_capacity_factor (", capacity_factor, ") gives each expert a capacity of ",
+          x.expert_capacity, " copies per rank, more than the rank's ", x.routed_tokens,
+          " routed tokens: Megatron-Core's apply_router_token_dropping then routes every token "
+          "to every expert, which the probe's padded dispatch does not run"));
+    }
+  }
+  x.routed_copies = x.experts * x.expert_capacity;
   x.copies_per_peer = x.routed_copies / x.expert_parallel;
   x.received_copies = x.routed_copies * x.expert_tensor_parallel;
   x.copies_per_local_expert = x.received_copies / x.local_experts;

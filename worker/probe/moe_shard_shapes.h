@@ -1,11 +1,13 @@
 // The shapes of one rank's MoE block for one micro-batch: the router, the routed token copies
 // it sends and receives, its local experts' grouped GEMMs and the shared experts, for
-// Megatron-Core core_v0.19.0's dropless all-to-all dispatcher with grouped GEMM (the default
-// the estimator models; megatron/core/transformer/moe/: router.py, token_dispatcher.py
-// MoEAlltoAllTokenDispatcher, experts.py TEGroupedMLP, shared_experts.py SharedExpertMLP).
-// Pure arithmetic on the estimator's values, as shard_shapes.h is for the dense layer; the
-// probe's MoE layer is to allocate and launch from these numbers, and the tests check them
-// against estimator/moe_memory.h's and moe_performance.h's closed forms.
+// Megatron-Core core_v0.19.0's all-to-all dispatcher with grouped GEMM, dropless (the default
+// the estimator models) or with a capacity factor and the experts' input padded to capacity
+// (what paratune exports: --moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity;
+// megatron/core/transformer/moe/: router.py, token_dispatcher.py MoEAlltoAllTokenDispatcher,
+// experts.py TEGroupedMLP, shared_experts.py SharedExpertMLP). Pure arithmetic on the estimator's
+// values, as shard_shapes.h is for the dense layer; the probe's MoE layer is to allocate and launch
+// from these numbers, and the tests check them against estimator/moe_memory.h's and
+// moe_performance.h's closed forms.
 //
 // Routing is balanced exactly: each of a rank's R k token copies goes to the experts in turn,
 // so that every expert receives R k / E copies from every rank of its expert group and every
@@ -13,6 +15,14 @@
 // benchmarks force-balance the router too (--moe-router-force-load-balancing, which routes on
 // random scores: balanced on average, not exactly), and the estimator's figures assume it
 // (MoeRouting::dropless_load_margin 1, MoePerformanceParameters::expert_load_imbalance 1).
+//
+// With a capacity factor cf each expert has C = ceil(R k cf / E) slots for a rank's copies
+// (moe_utils.py get_capacity on the rank's R k copies, apply_router_token_dropping), all of
+// them sent with the input padded to capacity. Balanced, every expert is routed R k / E
+// copies, so for cf >= 1 none is dropped and C - R k / E slots are padding; below 1 each
+// expert keeps C and drops the rest. The estimator's capacity figures are these
+// (SentTokensPerRank E C, RoutedTokensPerRank E etp C, "exact with
+// --moe-pad-expert-input-to-capacity").
 #ifndef PARATUNE_WORKER_PROBE_MOE_SHARD_SHAPES_H_
 #define PARATUNE_WORKER_PROBE_MOE_SHARD_SHAPES_H_
 
@@ -35,7 +45,10 @@ struct MoeShardShapes {
   // R: the rows the rank routes, its sequence-parallel shard of the residual stream (an MoE
   // layer needs sequence parallelism whenever tp > 1: MoELayer.forward raises without it).
   int64_t routed_tokens = 0;
-  int64_t routed_copies = 0;    // S = R k: the permuted copies the rank sends
+  // The slots each expert has for the rank's copies: R k / E dropless, C with a capacity factor.
+  int64_t expert_capacity = 0;
+  // S = E expert_capacity: the permuted copies the rank sends (R k dropless).
+  int64_t routed_copies = 0;
   int64_t copies_per_peer = 0;  // S / ep: one message of the dispatch to each rank of the ep group
   // N = S etp: the copies this rank's experts compute, the ep group's S received and, with
   // etp > 1, all-gathered over the expert tensor group (dispatch_postprocess).
@@ -64,12 +77,15 @@ struct MoeShardShapes {
   int64_t SharedWeightElements() const;
 };
 
-// The MoE block of any rank of `config` (the shapes do not depend on the rank's coordinates),
-// whose dense shapes are `shapes` (ComputeShardShapes). `model` must be a mixture-of-experts
-// model, valid with `training` and `config` (CheckRules). INVALID_ARGUMENT naming the values
-// when the routed copies R k are not a multiple of E, since the balanced routing needs every
-// expert to receive the same count.
+// The MoE block of any rank of `config` (the shapes do not depend on the rank's coordinates)
+// under `training`'s routing, whose dense shapes are `shapes` (ComputeShardShapes). `model`
+// must be a mixture-of-experts model, valid with `training` and `config` (CheckRules).
+// INVALID_ARGUMENT naming the values when the routed copies R k are not a multiple of E, since
+// the balanced routing needs every expert to receive the same count, or when the capacity C
+// exceeds the rank's R rows (apply_router_token_dropping then routes every row to every
+// expert, which the padded dispatch cannot hold).
 absl::StatusOr<MoeShardShapes> ComputeMoeShardShapes(const ModelSpec& model,
+                                                     const TrainingSpec& training,
                                                      const ParallelConfig& config,
                                                      const ShardShapes& shapes);
 

@@ -1,5 +1,9 @@
 #include "worker/probe/moe_shard_shapes.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "estimator/cluster_spec.h"
 #include "estimator/moe_memory.h"
 #include "estimator/moe_performance.h"
@@ -17,13 +21,14 @@ struct Configuration {
 };
 
 // A configuration the validity rules accept, made as the planner makes one (CheckRules, then
-// FromCheckedDims).
+// FromCheckedDims); dropless unless given a capacity factor.
 Configuration Make(const char* preset, int64_t seq, int64_t dp, int64_t tp, int64_t pp, int64_t ep,
-                   int64_t etp) {
+                   int64_t etp, double capacity_factor = 0) {
   ModelSpec model = *FindModelPreset(preset);
   TrainingOptions options;
   options.global_batch_size = 2 * dp;
   options.seq_len = seq;
+  options.moe_capacity_factor = capacity_factor;
   TrainingSpec training = *TrainingSpec::Create(options);
   ParallelDims dims = MakeParallelDims(dp, tp, pp, /*cp=*/1, /*micro_batch=*/1);
   dims.ep = ep;
@@ -40,7 +45,8 @@ Configuration Make(const char* preset, int64_t seq, int64_t dp, int64_t tp, int6
 }
 
 MoeShardShapes MoeShapesOf(const Configuration& x) {
-  absl::StatusOr<MoeShardShapes> moe = ComputeMoeShardShapes(x.model, x.config, x.shapes);
+  absl::StatusOr<MoeShardShapes> moe =
+      ComputeMoeShardShapes(x.model, x.training, x.config, x.shapes);
   EXPECT_TRUE(moe.ok()) << moe.status();
   return moe.ok() ? *moe : MoeShardShapes{};
 }
@@ -114,6 +120,53 @@ TEST(MoeShardShapesTest, FiguresAreTheEstimatorsClosedForms) {
   ExpectEstimatorsFigures(Make("llama4-maverick", 8192, 8, 4, 1, 32, 1));
 }
 
+// With a capacity factor each expert has C = ceil(R k cf / E) slots for a rank's copies, all
+// sent (the input padded to capacity): the dispatch, the grouped GEMMs and the all-to-all are
+// sized by C, as the estimator's capacity figures are (SentTokensPerRank E C,
+// RoutedTokensPerRank E etp C, the grouped GEMM's 2 N M f_e h / etp), exactly. Mixtral 8x7B at
+// tp 2 routes R = 2048 rows x top-2 over 8 experts, 512 copies each: cf 0.5 drops half of them,
+// 1 neither drops nor pads, 1.25 and 2 pad.
+TEST(MoeShardShapesTest, CapacityFactorSizesTheDispatchByCapacity) {
+  for (const auto& [capacity_factor, capacity] :
+       std::vector<std::pair<double, int64_t>>{{0.5, 256}, {1, 512}, {1.25, 640}, {2, 1024}}) {
+    for (int64_t etp : {1, 2}) {
+      SCOPED_TRACE(testing::Message() << "cf " << capacity_factor << " etp " << etp);
+      const Configuration x = Make("mixtral-8x7b", 4096, 8, 2, 1, 8 / etp, etp, capacity_factor);
+      const MoeShardShapes moe = MoeShapesOf(x);
+      const MoeRouting routing = MoeRoutingOf(x.training, /*dropless_load_margin=*/1);
+      const ExpertParallelism expert = ExpertOf(x);
+      EXPECT_EQ(moe.expert_capacity, capacity);
+      EXPECT_EQ(moe.routed_copies, 8 * capacity);
+      EXPECT_EQ(moe.routed_copies, SentTokensPerRank(x.model, x.training, x.dims, routing));
+      EXPECT_EQ(moe.received_copies,
+                RoutedTokensPerRank(x.model, x.training, x.dims, expert, routing));
+      EXPECT_EQ(moe.copies_per_local_expert,
+                TokensPerLocalExpert(x.model, x.training, x.dims, expert, routing));
+      const double routed =
+          moe.local_experts * (moe.expert_fc1.ForwardFlops() + moe.expert_fc2.ForwardFlops());
+      EXPECT_DOUBLE_EQ(routed, 2 * static_cast<double>(moe.received_copies) * 3 * 14336 * 4096 /
+                                   static_cast<double>(etp));
+      EXPECT_DOUBLE_EQ(static_cast<double>(DispatchTokenBytes(moe, x.shapes)) *
+                           (moe.expert_parallel - 1) / moe.expert_parallel,
+                       AllToAllBytesLeavingRank(x.model, x.training, x.dims, expert, routing));
+      EXPECT_EQ(DispatchProbabilityBytes(moe), moe.routed_copies * 4);
+    }
+  }
+}
+
+TEST(MoeShardShapesTest, CapacityAboveTheRoutedRowsIsRefusedNamingTheValues) {
+  // cf 5: C = ceil(2048 x 2 x 5 / 8) = 2560 slots per expert for the rank's 2048 rows.
+  const Configuration x = Make("mixtral-8x7b", 4096, 8, 2, 1, 8, 1, 5);
+  const absl::StatusOr<MoeShardShapes> moe =
+      ComputeMoeShardShapes(x.model, x.training, x.config, x.shapes);
+  ASSERT_EQ(moe.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(moe.status().message().find("training.moe_capacity_factor (5) gives each expert a "
+                                        "capacity of 2560 copies per rank, more than the rank's "
+                                        "2048 routed tokens"),
+            std::string::npos)
+      << moe.status();
+}
+
 TEST(MoeShardShapesTest, ExpertTensorParallelGathersTheReceivedCopies) {
   // Qwen3-30B-A3B: h 2048, E 128, top-8, f_e 768; tp 2, dp 4, ep 4, etp 2: each etp pair
   // gathers the 2 x S copies its two ranks received.
@@ -143,7 +196,8 @@ TEST(MoeShardShapesTest, SharedExpertIsADenseMlpSplitOverTensorParallel) {
 TEST(MoeShardShapesTest, UnevenRoutedCopiesAreRefusedNamingTheValues) {
   // Mixtral at s 1026 on one rank: 1026 tokens x top-2 = 2052 copies, not a multiple of 8.
   const Configuration x = Make("mixtral-8x7b", 1026, 1, 1, 1, 1, 1);
-  const absl::StatusOr<MoeShardShapes> moe = ComputeMoeShardShapes(x.model, x.config, x.shapes);
+  const absl::StatusOr<MoeShardShapes> moe =
+      ComputeMoeShardShapes(x.model, x.training, x.config, x.shapes);
   ASSERT_EQ(moe.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(moe.status().message(),
             "the routed token copies per rank (1026 tokens x top-2 = 2052) are not a multiple of "

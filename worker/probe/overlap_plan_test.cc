@@ -37,7 +37,7 @@ Stage PlanStage(const ModelSpec& model, const TrainingSpec& training, const Para
                 ReducedGroups groups) {
   const ShardShapes shapes = ComputeShardShapes(model, training, config);
   const MoeShardShapes moe =
-      model.is_moe() ? *ComputeMoeShardShapes(model, config, shapes) : MoeShardShapes();
+      model.is_moe() ? *ComputeMoeShardShapes(model, training, config, shapes) : MoeShardShapes();
   const int64_t data_context = config.dp() * config.cp();
   const int64_t expert_data = config.tp() * data_context / (config.etp() * config.ep());
   Stage s;

@@ -210,7 +210,8 @@ MoeStage MaverickStage() {
   EXPECT_EQ(CheckRules(model, training, cluster, PlacementRules(), dims), Rejection::kValid);
   const ParallelConfig config = ParallelConfig::FromCheckedDims(dims);
   const ShardShapes shapes = ComputeShardShapes(model, training, config);
-  return {model, training, cluster, config, shapes, *ComputeMoeShardShapes(model, config, shapes)};
+  return {model,  training, cluster,
+          config, shapes,   *ComputeMoeShardShapes(model, training, config, shapes)};
 }
 
 TEST(ParameterLayoutTest, MoeStagesHoldWhatTheMemoryModelCounts) {

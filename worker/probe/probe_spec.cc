@@ -219,9 +219,10 @@ absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& a
 
 namespace {
 
-// What the probe's MoE block runs (stage_runner.h, MoeForward): bf16, the dropless all-to-all
-// dispatcher with balanced routing, shared experts beside the routed ones (not overlapped with
-// the dispatcher: the training has no --moe-shared-expert-overlap switch), no overlap of the
+// What the probe's MoE block runs (stage_runner.h, MoeForward): bf16, the all-to-all
+// dispatcher with balanced routing, dropless or with a capacity factor and the experts' input
+// padded to capacity (moe_shard_shapes.h), shared experts beside the routed ones (not overlapped
+// with the dispatcher: the training has no --moe-shared-expert-overlap switch), no overlap of the
 // layers' TP collectives or of the expert-parallel all-to-all.
 absl::Status CheckMoeBlockRuns(const ProbeSpec& spec) {
   const ModelSpec& model = spec.model();
@@ -240,17 +241,12 @@ absl::Status CheckMoeBlockRuns(const ProbeSpec& spec) {
         "training.moe_token_dispatcher (", TokenDispatcherName(training.moe_token_dispatcher()),
         ")", not_yet, " (it runs the all-to-all dispatcher)"));
   }
-  if (training.moe_capacity_factor() > 0) {
-    return absl::InvalidArgumentError(absl::StrCat("training.moe_capacity_factor (",
-                                                   training.moe_capacity_factor(), ")", not_yet,
-                                                   " (it routes dropless)"));
-  }
   if (training.moe_expert_parallel_overlap()) {
     return absl::InvalidArgumentError(
         absl::StrCat("training.moe_expert_parallel_overlap (true)", not_yet));
   }
   const ShardShapes shapes = ComputeShardShapes(model, training, spec.config());
-  return ComputeMoeShardShapes(model, spec.config(), shapes).status();
+  return ComputeMoeShardShapes(model, training, spec.config(), shapes).status();
 }
 
 // What the probe's data-parallel sharding runs (stage_runner.h): every mode but full over all

@@ -125,9 +125,21 @@ TEST(ProbeSpecTest, WhatTheMoeBlockDoesNotRunIsRefusedByField) {
   v1::ProbeAssignment all_gather = Mixtral();
   all_gather.mutable_training()->set_moe_token_dispatcher(v1::MOE_TOKEN_DISPATCHER_ALLGATHER);
   ExpectNotForTheCudaProbe(all_gather, "training.moe_token_dispatcher (allgather)" + not_yet);
-  v1::ProbeAssignment capacity = Mixtral();
-  capacity.mutable_training()->set_moe_capacity_factor(1.25);
-  ExpectNotForTheCudaProbe(capacity, "training.moe_capacity_factor (1.25)" + not_yet);
+}
+
+TEST(ProbeSpecTest, CapacityFactorsRunUpToTheRoutedRows) {
+  // Mixtral on the valid spec's ranks routes 1024 rows x top-2 over 8 experts, 256 copies each:
+  // cf 1.25 gives each expert 320 slots (padded), cf 5 1280, more than the 1024 rows.
+  v1::ProbeAssignment padded = Mixtral();
+  padded.mutable_training()->set_moe_capacity_factor(1.25);
+  absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(padded);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
+  v1::ProbeAssignment every_row = Mixtral();
+  every_row.mutable_training()->set_moe_capacity_factor(5);
+  ExpectNotForTheCudaProbe(every_row,
+                           "training.moe_capacity_factor (5) gives each expert a capacity of 1280 "
+                           "copies per rank, more than the rank's 1024 routed tokens");
 }
 
 TEST(ProbeSpecTest, RoutedCopiesThatDoNotSplitOverTheExpertsAreRefused) {

@@ -733,7 +733,8 @@ absl::Status RecordingDeviceOps::UnpermuteTokens(DeviceRef permuted, DeviceRef r
 absl::Status RecordingDeviceOps::UnpermuteProbabilities(DeviceRef d_permuted_probabilities,
                                                         DeviceRef d_probabilities) {
   PT_RETURN_IF_ERROR(Operands({d_permuted_probabilities, d_probabilities}));
-  Elementwise("unpermute probability gradients", footprint_.moe().routed_copies);
+  const MoeShardShapes& moe = footprint_.moe();
+  Elementwise("unpermute probability gradients", moe.routed_tokens * moe.top_k);
   return absl::OkStatus();
 }
 

@@ -31,6 +31,7 @@ absl::StatusOr<ProbeSpec> PlanSpecOf(const PlanSpecOptions& options) {
   training.set_cp_comm_type(options.cp_all_gather ? v1::CP_COMM_TYPE_ALL_GATHER
                                                   : v1::CP_COMM_TYPE_P2P);
   training.set_distributed_optimizer(options.distributed_optimizer);
+  training.set_moe_capacity_factor(options.moe_capacity_factor);
   if (options.replica) assignment = AsReplicaProbe(std::move(assignment));
   return ProbeSpec::FromAssignment(assignment);
 }

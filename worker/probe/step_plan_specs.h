@@ -40,6 +40,8 @@ struct PlanSpecOptions {
   bool tp_comm_overlap = false;
   bool cp_all_gather = false;
   bool distributed_optimizer = true;
+  // training.moe_capacity_factor (0: dropless).
+  double moe_capacity_factor = 0;
   // config.dp_sharding; unspecified: the training's default (distributed_optimizer's).
   v1::DataParallelSharding dp_sharding = v1::DP_SHARDING_UNSPECIFIED;
   bool replica = false;

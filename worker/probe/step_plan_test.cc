@@ -4,6 +4,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -84,9 +85,13 @@ TEST(StepPlanTest, SingleRankFlopsAreThreeForwards) {
 // DispatchProbabilityBytes), the expert tensor group (etp 2) gathers and reduce-scatters as
 // many, over etp (ExpertTensorGatherBytes); the expert data-parallel group reduce-scatters the
 // experts' gradients (fp32) and gathers their weights (bf16) where it has more than one rank.
+// With a capacity factor every figure is the capacity's (moe_shard_shapes.h): cf 0.5 halves the
+// 512 x 2 / 8 = 128 copies each expert gets from a rank, cf 1.25 pads them to 160, and each
+// local expert's GEMMs run on ep etp C rows.
 TEST(StepPlanTest, MoeLayersRunTheirBlocks) {
-  for (int64_t etp : {1, 2}) {
-    SCOPED_TRACE(etp);
+  for (const auto& [etp, capacity_factor] : std::vector<std::pair<int64_t, double>>{
+           {1, 0}, {2, 0}, {1, 0.5}, {2, 0.5}, {1, 1.25}, {2, 1.25}}) {
+    SCOPED_TRACE(testing::Message() << "etp " << etp << " cf " << capacity_factor);
     PlanSpecOptions options;
     options.preset = "mixtral-8x7b";
     options.seq_len = 1024;
@@ -95,6 +100,7 @@ TEST(StepPlanTest, MoeLayersRunTheirBlocks) {
     options.dp = 2;
     options.ep = 2;
     options.etp = etp;
+    options.moe_capacity_factor = capacity_factor;
     absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
     ASSERT_TRUE(spec.ok()) << spec.status();
     const FootprintPlan footprint = RankFootprintOf(*spec, 0);
@@ -103,6 +109,13 @@ TEST(StepPlanTest, MoeLayersRunTheirBlocks) {
     const ShardShapes& x = footprint.shapes();
     const MoeShardShapes& moe = footprint.moe();
     ASSERT_EQ(moe.local_experts, 4);
+    const int64_t capacity = capacity_factor == 0 ? 128 : capacity_factor == 0.5 ? 64 : 160;
+    ASSERT_EQ(moe.expert_capacity, capacity);
+    for (const GemmOp& gemm : OpsOf<GemmOp>(*plan)) {
+      if (gemm.weight == LinearWeight::kExpertFc1 && gemm.role == GemmRole::kForward) {
+        EXPECT_EQ(gemm.m, 2 * etp * capacity);
+      }
+    }
     const double layers = static_cast<double>(spec->model().num_layers());
     const double moe_layer = LayerForwardModelFlops(x) - x.gate_up.ForwardFlops() -
                              x.down.ForwardFlops() + moe.ForwardFlops();
