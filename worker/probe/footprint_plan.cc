@@ -389,7 +389,10 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   terms.Add(ProbeBuffer::kMoeExpertGateUpGradient, computed * moe.expert_fc1.outputs * kBf16);
   terms.Add(ProbeBuffer::kMoeExpertSwigluGradient, computed * moe.expert_ffn * kBf16);
   terms.Add(ProbeBuffer::kMoeRouterLogitsGradient, moe.routed_tokens * moe.experts * kBf16);
-  terms.Add(ProbeBuffer::kMoeProbabilityGradient, computed * kFp32);
+  // The experts' N copies' gradients, then the rank's R k copies' (a capacity below 1 drops
+  // some: N < R k at etp 1).
+  terms.Add(ProbeBuffer::kMoeProbabilityGradient,
+            std::max(computed, moe.routed_tokens * moe.top_k) * kFp32);
   const bool fp8 = training.fp8();
   const int64_t widest_input = std::max({h, x.attention_output.inputs, x.ffn});
   const int64_t widest_output =

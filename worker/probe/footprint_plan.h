@@ -103,7 +103,8 @@ enum class ProbeBuffer {
   kMoeExpertGateUpGradient,  // [N, 2 f_e / etp] bf16: the weighted SwiGLU's input gradient
   kMoeExpertSwigluGradient,  // [N, f_e / etp] bf16: fc2's input gradient
   kMoeRouterLogitsGradient,  // [R, E] bf16
-  kMoeProbabilityGradient,   // [N] fp32: the routing probabilities' gradients (N >= S = R k)
+  kMoeProbabilityGradient,   // [max(N, R k)] fp32: the routing probabilities' gradients, the
+                             // experts' copies' and the rank's
   // fp8 training only (empty in bf16):
   kLinearInput,                  // [T, max(h, f/t)] bf16: a norm's or SwiGLU's output,
                                  // which the layer keeps in fp8 alone, before its cast

@@ -111,6 +111,10 @@ TEST(StepPlanTest, MoeLayersRunTheirBlocks) {
     ASSERT_EQ(moe.local_experts, 4);
     const int64_t capacity = capacity_factor == 0 ? 128 : capacity_factor == 0.5 ? 64 : 160;
     ASSERT_EQ(moe.expert_capacity, capacity);
+    // The probabilities' gradients of the rank's R k copies fit where the experts' N copies'
+    // are, N < R k when cf 0.5 drops half of them at etp 1.
+    EXPECT_GE(footprint.placement(ProbeBuffer::kMoeProbabilityGradient).bytes,
+              moe.routed_tokens * moe.top_k * 4);
     for (const GemmOp& gemm : OpsOf<GemmOp>(*plan)) {
       if (gemm.weight == LinearWeight::kExpertFc1 && gemm.role == GemmRole::kForward) {
         EXPECT_EQ(gemm.m, 2 * etp * capacity);
