@@ -358,13 +358,15 @@ TEST(FootprintPlanTest, ContextParallelBuffersFollowTheExchange) {
 }
 
 // Mixtral 8x7B (every layer MoE, E 8, top-2) at s 4096, b 1, pp 4 and the given tp, dp, ep,
-// etp, as the planner makes such a configuration (CheckRules, then FromCheckedDims).
+// etp, as the planner makes such a configuration (CheckRules, then FromCheckedDims); dropless
+// unless given a capacity factor.
 Configuration MakeMixtral(int64_t tp, int64_t dp, int64_t ep, int64_t etp,
-                          Recompute recompute = Recompute::kNone) {
+                          Recompute recompute = Recompute::kNone, double capacity_factor = 0) {
   const ModelSpec model = *FindModelPreset("mixtral-8x7b");
   TrainingOptions options;
   options.global_batch_size = 8 * dp;
   options.seq_len = 4096;
+  options.moe_capacity_factor = capacity_factor;
   const TrainingSpec training = *TrainingSpec::Create(options);
   ParallelDims dims = MakeParallelDims(dp, tp, /*pp=*/4, /*cp=*/1, /*micro_batch=*/1);
   dims.ep = ep;
@@ -413,31 +415,37 @@ TEST(FootprintPlanTest, DispatcherBuffersAreTheEstimatorsTokensAndTheirProbabili
   // them all at once; with several local experts and etp > 1 the probe reduce-scatters into
   // the dispatch's buffer and needs S h 2 bytes less. The probe adds the fp32 probabilities of
   // the copies it sends and receives (Megatron's dispatcher moves them too; the estimator
-  // leaves them out), and aligns each buffer to 256 bytes.
+  // leaves them out), and aligns each buffer to 256 bytes. With a capacity factor (0.5 drops
+  // half the copies, 1.25 pads them) every buffer is the capacity's, as the estimator's are.
   const struct {
     int64_t tp, dp, ep, etp;
     bool reduce_scatter_in_place;
   } cases[] = {{2, 4, 8, 1, false}, {2, 4, 4, 1, false}, {4, 4, 8, 2, false}, {2, 4, 4, 2, true}};
   for (const auto& k : cases) {
-    SCOPED_TRACE(absl::StrCat("tp ", k.tp, " dp ", k.dp, " ep ", k.ep, " etp ", k.etp));
-    const FootprintPlan plan = Plan(MakeMixtral(k.tp, k.dp, k.ep, k.etp), 0);
-    ExpectConsistent(plan);
-    const MoeShardShapes& moe = plan.moe();
-    const int64_t h = plan.shapes().hidden;
-    int64_t tokens = 0;
-    for (ProbeBuffer buffer : {ProbeBuffer::kMoePermutedTokens, ProbeBuffer::kMoeReceivedTokens,
-                               ProbeBuffer::kMoeExpertOutput, ProbeBuffer::kMoeCombinedTokens}) {
-      tokens += plan.placement(buffer).bytes;
+    for (double capacity_factor : {0.0, 0.5, 1.25}) {
+      SCOPED_TRACE(absl::StrCat("tp ", k.tp, " dp ", k.dp, " ep ", k.ep, " etp ", k.etp, " cf ",
+                                capacity_factor));
+      const FootprintPlan plan =
+          Plan(MakeMixtral(k.tp, k.dp, k.ep, k.etp, Recompute::kNone, capacity_factor), 0);
+      ExpectConsistent(plan);
+      const MoeShardShapes& moe = plan.moe();
+      const int64_t h = plan.shapes().hidden;
+      int64_t tokens = 0;
+      for (ProbeBuffer buffer : {ProbeBuffer::kMoePermutedTokens, ProbeBuffer::kMoeReceivedTokens,
+                                 ProbeBuffer::kMoeExpertOutput, ProbeBuffer::kMoeCombinedTokens}) {
+        tokens += plan.placement(buffer).bytes;
+      }
+      const int64_t probabilities = plan.placement(ProbeBuffer::kMoePermutedProbabilities).bytes +
+                                    plan.placement(ProbeBuffer::kMoeReceivedProbabilities).bytes;
+      const TermAllocation& term = Term(plan, "moe_dispatcher_buffers");
+      const int64_t in_place = k.reduce_scatter_in_place ? moe.routed_copies * h * 2 : 0;
+      EXPECT_EQ(tokens + in_place, term.estimated_bytes);
+      EXPECT_EQ(probabilities,
+                4 * (moe.routed_copies +
+                     plan.placement(ProbeBuffer::kMoeReceivedTokens).bytes / (2 * h)));
+      EXPECT_LE(term.needed_bytes - tokens - probabilities, 6 * 256);
+      EXPECT_EQ(term.allocated_bytes, std::max(term.needed_bytes, term.estimated_bytes));
     }
-    const int64_t probabilities = plan.placement(ProbeBuffer::kMoePermutedProbabilities).bytes +
-                                  plan.placement(ProbeBuffer::kMoeReceivedProbabilities).bytes;
-    const TermAllocation& term = Term(plan, "moe_dispatcher_buffers");
-    const int64_t in_place = k.reduce_scatter_in_place ? moe.routed_copies * h * 2 : 0;
-    EXPECT_EQ(tokens + in_place, term.estimated_bytes);
-    EXPECT_EQ(probabilities, 4 * (moe.routed_copies +
-                                  plan.placement(ProbeBuffer::kMoeReceivedTokens).bytes / (2 * h)));
-    EXPECT_LE(term.needed_bytes - tokens - probabilities, 6 * 256);
-    EXPECT_EQ(term.allocated_bytes, std::max(term.needed_bytes, term.estimated_bytes));
   }
 }
 
