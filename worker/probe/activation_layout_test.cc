@@ -141,20 +141,24 @@ INSTANTIATE_TEST_SUITE_P(Configurations, ActivationLayoutTest,
 // per inner value, as for the dense layer above); and the estimator counts the shared experts'
 // tensors over the rank's R = T / t routed rows where their column-parallel fc1 runs on the T
 // rows gathered over the tensor group (a factor t with tp > 1, reported as a suspected
-// estimator error).
+// estimator error). With a capacity factor the experts' tensors are the capacity's N = E etp C
+// copies in both.
 TEST(MoeBlockActivationLayoutTest, KeepsTheEstimatorsBlockLessNamedTerms) {
   struct MoeCase {
     const char* preset;
     int64_t tp, dp, ep, etp;
+    double capacity_factor = 0;
   };
   for (const MoeCase& c :
        {MoeCase{"mixtral-8x7b", 2, 4, 8, 1}, MoeCase{"mixtral-8x7b", 2, 4, 4, 2},
+        MoeCase{"mixtral-8x7b", 2, 4, 8, 1, 0.5}, MoeCase{"mixtral-8x7b", 2, 4, 4, 2, 1.25},
         MoeCase{"qwen3-30b-a3b", 1, 8, 8, 1}, MoeCase{"llama4-scout", 4, 4, 16, 1},
         MoeCase{"llama4-scout", 1, 8, 8, 1}}) {
     const ModelSpec model = *FindModelPreset(c.preset);
     TrainingOptions options;
     options.global_batch_size = 2 * c.dp;
     options.seq_len = 4096;
+    options.moe_capacity_factor = c.capacity_factor;
     const TrainingSpec training = *TrainingSpec::Create(options);
     ParallelDims dims = MakeParallelDims(c.dp, c.tp, /*pp=*/1, /*cp=*/1, /*micro_batch=*/1);
     dims.ep = c.ep;
@@ -167,13 +171,13 @@ TEST(MoeBlockActivationLayoutTest, KeepsTheEstimatorsBlockLessNamedTerms) {
     const MoeShardShapes moe = *ComputeMoeShardShapes(model, training, config, shapes);
     const double kept = static_cast<double>(LayoutMoeBlockActivations(shapes, moe).bytes) +
                         static_cast<double>(shapes.residual_tokens * shapes.hidden * 2);
-    const double estimated =
-        MoeBlockActivationBytes(model, training, dims, {c.ep, c.etp}, MoeRouting());
+    const double estimated = MoeBlockActivationBytes(
+        model, training, dims, {c.ep, c.etp}, MoeRoutingOf(training, /*dropless_load_margin=*/1));
     const double R = static_cast<double>(shapes.residual_tokens);
     const double T = static_cast<double>(shapes.tokens);
     const double E = static_cast<double>(model.moe().num_experts);
     const double k = static_cast<double>(model.moe().router_top_k);
-    const double N = R * k * static_cast<double>(c.etp);
+    const double N = static_cast<double>(moe.received_copies);
     const double expert_inner = static_cast<double>(model.moe().expert_ffn_hidden_size / c.etp);
     const double shared_inner = static_cast<double>(
         model.moe().num_shared_experts * model.moe().shared_expert_ffn_hidden_size / c.tp);
@@ -184,7 +188,8 @@ TEST(MoeBlockActivationLayoutTest, KeepsTheEstimatorsBlockLessNamedTerms) {
     const double shared_difference = 2 * T * shared_inner;
     // Each of the block's nine tensors starts on a 256-byte boundary.
     EXPECT_NEAR(kept, estimated - router_difference - expert_silu - shared_difference, 9 * 256)
-        << c.preset << " tp" << c.tp << " ep" << c.ep << " etp" << c.etp;
+        << c.preset << " tp" << c.tp << " ep" << c.ep << " etp" << c.etp << " cf"
+        << c.capacity_factor;
   }
 }
 
