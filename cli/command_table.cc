@@ -133,6 +133,11 @@ constexpr Flag kFramework = {
     "selects the framework's memory accounting, throughput, sharding modes and default "
     "sharding; probes run the launch template and exports follow --format.",
     Choices(kFrameworkChoices)};
+constexpr Flag kTorchCompile = {
+    "torch_compile", FlagType::kBool, "false",
+    "With --framework=torchtitan: compile each transformer block with torch.compile "
+    "(TorchTitan --compile.enable), which changes the predicted compute time; TorchTitan's "
+    "async TP (--tp_comm_overlap) needs it."};
 constexpr Flag kFp32Grads = {"fp32_grads", FlagType::kBool, "true",
                              "fp32 gradients (bf16 when false)."};
 constexpr Flag kFlashAttention = {"flash_attention", FlagType::kBool, "true", "FlashAttention."};
@@ -144,8 +149,9 @@ constexpr Flag kFp8ParamGather = {
 constexpr Flag kTpCommOverlap = {
     "tp_comm_overlap", FlagType::kBool, "false",
     "Overlap tensor-parallel communication with the GEMMs (Megatron-LM --tp-comm-overlap, "
-    "Transformer Engine userbuffers) where tp > 1, which then needs sequence parallelism. Not "
-    "exportable as NeMo recipe overrides."};
+    "Transformer Engine userbuffers) where tp > 1, which then needs sequence parallelism; "
+    "under --framework=torchtitan its async TP, which needs --torch_compile. Not exportable as "
+    "NeMo recipe overrides."};
 constexpr Flag kCpCommType = {
     "cp_comm_type", FlagType::kString, "p2p",
     "How context-parallel ranks exchange keys and values where cp > 1 (Megatron-LM "
@@ -431,6 +437,7 @@ constexpr FlagField kTrainingFields[] = {
     {&kMoeGroupedGemm, "training.moe_grouped_gemm"},
     {&kMoeExpertParallelOverlap, "training.moe_expert_parallel_overlap"},
     {&kFramework, "training.framework"},
+    {&kTorchCompile, "training.torch_compile"},
 };
 // Below ParallelConfig.
 constexpr FlagField kConfigurationFields[] = {

@@ -143,8 +143,10 @@ const std::vector<FittedField>& MoeFittedFields() {
 
 const std::vector<FittedField>& TorchTitanFittedFields() {
   static const std::vector<FittedField>* const fields = new std::vector<FittedField>{
-      {"torchtitan_compute_efficiency", &PerformanceParameters::torchtitan_compute_efficiency, 0.2,
-       1.0, false},
+      {"torchtitan_eager_compute_efficiency",
+       &PerformanceParameters::torchtitan_eager_compute_efficiency, 0.2, 1.0, false},
+      {"torchtitan_compiled_compute_efficiency",
+       &PerformanceParameters::torchtitan_compiled_compute_efficiency, 0.2, 1.0, false},
   };
   return *fields;
 }

@@ -101,14 +101,15 @@ struct PerformanceParameters {
 
   // TorchTitan (TrainingSpec::framework) only: the fraction of Megatron-LM's compute
   // throughput its PyTorch stack reaches on the same GPU for the same FLOPs, which divides the
-  // compute time of every micro-batch. TorchTitan's blocks run as PyTorch eager kernels (or
-  // whatever torch.compile fuses of them): cuBLAS GEMMs without Transformer Engine's fused
-  // cast, norm and bias kernels, scaled_dot_product_attention's FlashAttention-2 kernels
-  // rather than cuDNN's Hopper ones, and separate RMSNorm, rotary and SwiGLU kernels. Prior 1
-  // (Megatron-LM's); fitted on Hopper to TorchTitan's own benchmark
-  // (data/measured/torchtitan_h100_202412.csv), eager and compiled rows alike: TrainingSpec
-  // does not say whether a run is compiled.
-  double torchtitan_compute_efficiency = 1.0;
+  // compute time of every micro-batch; one for eager runs, one for runs whose transformer
+  // blocks torch.compile fuses (TrainingSpec::torch_compile). TorchTitan's blocks run as
+  // PyTorch kernels: cuBLAS GEMMs without Transformer Engine's fused cast, norm and bias
+  // kernels, scaled_dot_product_attention's FlashAttention-2 kernels rather than cuDNN's
+  // Hopper ones, and, eager, separate RMSNorm, rotary and SwiGLU kernels, which Inductor fuses
+  // when compiled. Prior 1 (Megatron-LM's); fitted on Hopper to TorchTitan's own benchmark
+  // (data/measured/torchtitan_h100_202412.csv: 2 eager rows, 16 compiled).
+  double torchtitan_eager_compute_efficiency = 1.0;
+  double torchtitan_compiled_compute_efficiency = 1.0;
   // relative_error's counterpart for TorchTitan estimates: the TorchTitan fit's
   // leave-one-series-out spread. Prior: 0.3.
   double torchtitan_relative_error = 0.3;

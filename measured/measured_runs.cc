@@ -480,6 +480,7 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadTorchTitan(const CsvTable& table,
     PT_ASSIGN_OR_RETURN(setup.training.fp8, YesNoCell(table, row, "float8"));
     // Async TP overlaps the tensor-parallel collectives with the GEMMs they feed.
     PT_ASSIGN_OR_RETURN(setup.training.tp_comm_overlap, YesNoCell(table, row, "async_tp"));
+    PT_ASSIGN_OR_RETURN(setup.training.torch_compile, YesNoCell(table, row, "torch_compile"));
     PT_ASSIGN_OR_RETURN(setup.parallel.dp, table.Int(row, "fsdp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.tp, table.Int(row, "tp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.pp, table.Int(row, "pp"));
@@ -520,9 +521,8 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadTorchTitan(const CsvTable& table,
       return table.InvalidCell(row, "memory_gib", "must be > 0");
     }
     PT_ASSIGN_OR_RETURN(const std::string source, table.String(row, "source"));
-    PT_ASSIGN_OR_RETURN(const bool compiled, YesNoCell(table, row, "torch_compile"));
     setup.group = absl::StrCat("TorchTitan ", source.substr(source.rfind("Table")),
-                               compiled ? " compiled" : "");
+                               setup.training.torch_compile ? " compiled" : "");
     PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
     if (run.cluster.world_size() != gpus) {
       return table.InvalidCell(

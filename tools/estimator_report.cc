@@ -446,7 +446,7 @@ double PredictedTokensPerGpu(const MeasuredRun& run, const PerformanceParameters
 // Every TorchTitan run: measured peak memory (TorchTitan reports the caching allocator's
 // maximum reserved memory, the maximum over GPUs) against the estimate's peak (held out:
 // nothing in the memory model is fitted to it), and measured tokens/s per GPU against the
-// fitted parameters' prediction and against the prediction of the TorchTitan field fitted to
+// fitted parameters' prediction and against the prediction of the TorchTitan fields fitted to
 // the other groups alone (each row's group held out).
 absl::StatusOr<std::string> TorchTitanSection(const std::vector<MeasuredRun>& runs) {
   const double gib = 1024.0 * 1024 * 1024;
@@ -460,16 +460,16 @@ absl::StatusOr<std::string> TorchTitanSection(const std::vector<MeasuredRun>& ru
   FitOptions options;
   options.max_sweeps = 10000;
   options.fields = TorchTitanFittedFields();
-  std::map<std::string, double> held_out_efficiency;  // by the held-out group
+  std::map<std::string, PerformanceParameters> held_out_params;  // by the held-out group
   for (const MeasuredRun& run : runs) {
-    if (held_out_efficiency.count(run.group) > 0) continue;
+    if (held_out_params.count(run.group) > 0) continue;
     std::vector<MeasuredRun> others;
     for (const MeasuredRun& other : runs) {
       if (other.group != run.group) others.push_back(other);
     }
     PT_ASSIGN_OR_RETURN(const FitResult fit,
                         FitPerformanceParameters(FitObservations(others), start, options));
-    held_out_efficiency[run.group] = fit.params.torchtitan_compute_efficiency;
+    held_out_params[run.group] = fit.params;
   }
   std::string rows =
       "| line | run | GPUs | fsdp tp pp cp vp mbs | checkpointing | float8 | measured GiB | "
@@ -483,11 +483,9 @@ absl::StatusOr<std::string> TorchTitanSection(const std::vector<MeasuredRun>& ru
     const MemoryEstimate memory =
         EstimateMemory(run.model, run.training, run.cluster, run.config, MemoryOptions());
     const double memory_error = memory.peak_bytes / gib / run.measured_memory_gib - 1;
-    PerformanceParameters held_out = fitted;
-    held_out.torchtitan_compute_efficiency = held_out_efficiency[run.group];
     measured.push_back(MeasuredTokensPerGpu(run));
     predicted_fit.push_back(PredictedTokensPerGpu(run, fitted));
-    predicted_held.push_back(PredictedTokensPerGpu(run, held_out));
+    predicted_held.push_back(PredictedTokensPerGpu(run, held_out_params[run.group]));
     predicted_prior.push_back(PredictedTokensPerGpu(run, start));
     memory_errors += std::abs(memory_error);
     largest_memory_error = std::max(largest_memory_error, std::abs(memory_error));
@@ -507,11 +505,12 @@ absl::StatusOr<std::string> TorchTitanSection(const std::vector<MeasuredRun>& ru
   return absl::StrCat(
       absl::StrFormat(
           "Peak memory: mean absolute error %s, largest %s. Tokens/s per GPU: MAPE %s with "
-          "the fitted torchtitan_compute_efficiency (%.3f), %s with each row's group held out "
+          "the fitted torchtitan_eager_compute_efficiency (%.3f) and "
+          "torchtitan_compiled_compute_efficiency (%.3f), %s with each row's group held out "
           "of the fit, %s with Megatron-LM's compute (the prior, 1). %d runs.\n\n",
           Percent(memory_errors / n), Percent(largest_memory_error),
           Percent(MeanAbsolutePercentageError(predicted_fit, measured)),
-          fitted.torchtitan_compute_efficiency,
+          fitted.torchtitan_eager_compute_efficiency, fitted.torchtitan_compiled_compute_efficiency,
           Percent(MeanAbsolutePercentageError(predicted_held, measured)),
           Percent(MeanAbsolutePercentageError(predicted_prior, measured)), runs.size()),
       rows);
