@@ -35,10 +35,6 @@ constexpr FlagChoice kDpShardingChoices[] = {{"default", v1::DP_SHARDING_UNSPECI
                                              {"optimizer", v1::DP_SHARDING_OPTIMIZER},
                                              {"gradients", v1::DP_SHARDING_GRADIENTS},
                                              {"full", v1::DP_SHARDING_FULL}};
-constexpr FlagChoice kDpShardingModeChoices[] = {{"none", v1::DP_SHARDING_NONE},
-                                                 {"optimizer", v1::DP_SHARDING_OPTIMIZER},
-                                                 {"gradients", v1::DP_SHARDING_GRADIENTS},
-                                                 {"full", v1::DP_SHARDING_FULL}};
 constexpr FlagChoice kFrameworkChoices[] = {{"megatron", v1::FRAMEWORK_MEGATRON},
                                             {"torchtitan", v1::FRAMEWORK_TORCHTITAN}};
 constexpr FlagChoice kMemoryPolicyChoices[] = {{"measure_risky", v1::MEASURE_RISKY},
@@ -230,7 +226,7 @@ constexpr Flag kDpShardingModes = {
     "dp_sharding_modes", FlagType::kStringList, "",
     "Data-parallel sharding modes to try (none, optimizer, gradients, full); the server's "
     "default the framework's own (see --distributed_optimizer).",
-    Choices(kDpShardingModeChoices)};
+    Choices(kDpShardingChoices).subspan(1)};  // the modes, without "default"
 constexpr Flag kDpShardGroups = {
     "dp_shard_groups", FlagType::kIntList, "",
     "Hybrid-sharding groups to try, each with the configurations whose data-parallel size it "

@@ -416,11 +416,11 @@ void LaunchValues::SetConfiguration(const ModelSpec& model, const TrainingSpec& 
   SetBoolean("torch_compile", training.torch_compile());
   // A TorchTitan template names the flavor, so where TorchTitan cannot run the configuration
   // its probe and its export fail with the reason.
-  const absl::Status torchtitan = CheckTorchTitanCanRun(model, training, config);
-  if (torchtitan.ok()) {
-    SetText("torchtitan_flavor", *TorchTitanLlamaFlavor(model));
+  const absl::StatusOr<std::string> flavor = TorchTitanFlavorToRun(model, training, config);
+  if (flavor.ok()) {
+    SetText("torchtitan_flavor", *flavor);
   } else {
-    no_value_reasons_["torchtitan_flavor"] = std::string(torchtitan.message());
+    no_value_reasons_["torchtitan_flavor"] = std::string(flavor.status().message());
   }
 }
 
