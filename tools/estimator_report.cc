@@ -518,9 +518,35 @@ absl::StatusOr<std::string> TorchTitanSection(const std::vector<MeasuredRun>& ru
       rows);
 }
 
+// A run's model and parallel layout (tp pp cp vp ep etp mbs), whatever its release, precision or
+// global batch: the runs one MoE configuration measured more than once.
+std::string LayoutOf(const MeasuredRun& run) {
+  return absl::StrFormat("%s %d %d %d %d %d %d %d", run.model_name, run.config.tp(),
+                         run.config.pp(), run.config.cp(), run.config.virtual_pipeline(),
+                         run.config.ep(), run.config.etp(), run.config.micro_batch());
+}
+
+// Tokens/s per GPU of `run` as predicted by the MoE fields fitted from `start` to the runs of
+// `fit_runs` that `keep` accepts.
+template <typename Keep>
+absl::StatusOr<double> HeldOutTokensPerGpu(const MeasuredRun& run,
+                                           const std::vector<const MeasuredRun*>& fit_runs,
+                                           const PerformanceParameters& start,
+                                           const FitOptions& options, Keep keep) {
+  std::vector<MeasuredRun> others;
+  for (const MeasuredRun* other : fit_runs) {
+    if (keep(*other)) others.push_back(*other);
+  }
+  PT_ASSIGN_OR_RETURN(const FitResult fit,
+                      FitPerformanceParameters(FitObservations(others), start, options));
+  return PredictedTokensPerGpu(run, fit.params);
+}
+
 // Every MoE run: measured tokens/s per GPU against the fitted parameters' prediction and,
 // for the runs of the fit, the prediction of the parameters fitted to the other runs alone
-// (their held-out error), with the memory verdict of each configuration (which ran). Rows the
+// (their held-out error) and to the runs of other layouts alone (the same configuration
+// measured in other releases held out too), with the memory verdict of each configuration
+// (which ran). Rows the
 // table excludes (MeasuredRun::excluded_reason) are shown, counted apart and listed with their
 // reasons.
 absl::StatusOr<std::string> MoeSection(const std::vector<MeasuredRun>& runs) {
@@ -538,34 +564,40 @@ absl::StatusOr<std::string> MoeSection(const std::vector<MeasuredRun>& runs) {
   }
   std::string rows =
       "| row | model | release | routing | GPUs | tp pp cp vp ep etp mbs | GBS | measured "
-      "tokens/s/GPU | predicted (fit) | error | held out: predicted | error | memory |\n"
-      "|---:|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|\n";
+      "tokens/s/GPU | predicted (fit) | error | held out: predicted | error | layout held out: "
+      "predicted | error | memory |\n"
+      "|---:|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
   std::vector<double> measured_fit, predicted_fit, measured_held, predicted_held, measured_flex,
-      predicted_flex, measured_excluded, predicted_excluded;
+      predicted_flex, measured_excluded, predicted_excluded, predicted_layout_held;
   std::string excluded;
   for (const MeasuredRun& run : runs) {
     const double measured = MeasuredTokensPerGpu(run);
     const double predicted = PredictedTokensPerGpu(run, fitted);
-    std::string held_out = "not in the fit (flex dispatcher) | ";
+    std::string held_out = "not in the fit (flex dispatcher) | | | ";
     if (!run.excluded_reason.empty()) {
-      held_out = "excluded (reason below) | ";
+      held_out = "excluded (reason below) | | | ";
       measured_excluded.push_back(measured);
       predicted_excluded.push_back(predicted);
       absl::StrAppendFormat(&excluded, "- %s:%d (%s, %s): %s\n", run.dataset, run.line,
                             run.model_name, Software(run), run.excluded_reason);
     } else if (!run.dispatcher_substituted) {
-      std::vector<MeasuredRun> others;
-      for (const MeasuredRun* other : fit_runs) {
-        if (other != &run) others.push_back(*other);
-      }
-      PT_ASSIGN_OR_RETURN(const FitResult fit,
-                          FitPerformanceParameters(FitObservations(others), start, options));
-      const double held = PredictedTokensPerGpu(run, fit.params);
-      held_out = absl::StrFormat("%.0f | %+.1f%%", held, 100 * (held / measured - 1));
+      PT_ASSIGN_OR_RETURN(const double held, HeldOutTokensPerGpu(run, fit_runs, start, options,
+                                                                 [&run](const MeasuredRun& other) {
+                                                                   return &other != &run;
+                                                                 }));
+      PT_ASSIGN_OR_RETURN(
+          const double layout_held,
+          HeldOutTokensPerGpu(run, fit_runs, start, options, [&run](const MeasuredRun& other) {
+            return LayoutOf(other) != LayoutOf(run);
+          }));
+      held_out =
+          absl::StrFormat("%.0f | %+.1f%% | %.0f | %+.1f%%", held, 100 * (held / measured - 1),
+                          layout_held, 100 * (layout_held / measured - 1));
       measured_fit.push_back(measured);
       predicted_fit.push_back(predicted);
       measured_held.push_back(measured);
       predicted_held.push_back(held);
+      predicted_layout_held.push_back(layout_held);
     } else {
       measured_flex.push_back(measured);
       predicted_flex.push_back(predicted);
@@ -592,14 +624,17 @@ absl::StatusOr<std::string> MoeSection(const std::vector<MeasuredRun>& runs) {
       "| runs | count | MAPE tokens/s per GPU | median APE |\n|---|---:|---:|---:|\n"
       "| all-to-all runs, fitted parameters (in the fit) | %d | %s | %s |\n"
       "| all-to-all runs, each held out of its own fit | %d | %s | %s |\n"
+      "| all-to-all runs, each held out with every run of its layout | %d | %s | %s |\n"
       "| flex-dispatcher runs (never in the fit) | %d | %s | %s |\n"
       "| excluded runs, fitted parameters (never in the fit; reasons below) | %d | %s | %s |\n\n"
       "%s\nExcluded rows, each with the reason its table's `excluded` cell gives:\n\n%s",
       measured_fit.size(), Percent(MeanAbsolutePercentageError(predicted_fit, measured_fit)),
       Percent(MedianAbsolutePercentageError(predicted_fit, measured_fit)), measured_held.size(),
       Percent(MeanAbsolutePercentageError(predicted_held, measured_held)),
-      Percent(MedianAbsolutePercentageError(predicted_held, measured_held)), measured_flex.size(),
-      Percent(MeanAbsolutePercentageError(predicted_flex, measured_flex)),
+      Percent(MedianAbsolutePercentageError(predicted_held, measured_held)), measured_held.size(),
+      Percent(MeanAbsolutePercentageError(predicted_layout_held, measured_held)),
+      Percent(MedianAbsolutePercentageError(predicted_layout_held, measured_held)),
+      measured_flex.size(), Percent(MeanAbsolutePercentageError(predicted_flex, measured_flex)),
       Percent(MedianAbsolutePercentageError(predicted_flex, measured_flex)),
       measured_excluded.size(),
       Percent(MeanAbsolutePercentageError(predicted_excluded, measured_excluded)),
