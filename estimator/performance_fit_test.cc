@@ -214,7 +214,7 @@ TEST_F(PerformanceFitTest, TorchTitanFieldsMoveOnlyForTorchTitanObservations) {
 
 TEST_F(PerformanceFitTest, MoeFieldsMoveOnlyForMixtureOfExpertsObservations) {
   PerformanceParameters truth;
-  truth.grouped_gemm_efficiency_max = 0.45;
+  truth.grouped_gemm_half_efficiency_tokens = 1024;
   truth.all_to_all_network_efficiency = 0.5;
   const PerformanceParameters start;
   // Dense observations leave the MoE fields at their start.
@@ -249,7 +249,8 @@ TEST_F(PerformanceFitTest, MoeFieldsMoveOnlyForMixtureOfExpertsObservations) {
   }
   absl::StatusOr<FitResult> joint = FitPerformanceParameters(observations, start);
   ASSERT_TRUE(joint.ok()) << joint.status();
-  EXPECT_NE(joint->params.grouped_gemm_efficiency_max, start.grouped_gemm_efficiency_max);
+  EXPECT_NE(joint->params.grouped_gemm_half_efficiency_tokens,
+            start.grouped_gemm_half_efficiency_tokens);
 }
 
 TEST_F(PerformanceFitTest, BadInputNamesTheField) {

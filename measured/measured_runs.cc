@@ -31,6 +31,7 @@ struct RowSetup {
   bool completed = true;
   double step_seconds = 0;
   bool dispatcher_substituted = false;
+  std::string excluded_reason;
   double measured_memory_gib = 0;
   // The column step_seconds is read or derived from, for errors.
   std::string step_column;
@@ -129,6 +130,7 @@ absl::StatusOr<MeasuredRun> MakeRun(const CsvTable& table, size_t row, const std
                      setup.completed,
                      setup.step_seconds,
                      setup.dispatcher_substituted,
+                     std::move(setup.excluded_reason),
                      setup.measured_memory_gib};
 }
 
@@ -617,6 +619,7 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMoeTable(const CsvTable& table,
     PT_ASSIGN_OR_RETURN(setup.training.moe_token_dispatcher,
                         MoeDispatcher(table, row, dispatcher_cell));
     setup.dispatcher_substituted = absl::StartsWith(dispatcher_cell, "flex (");
+    PT_ASSIGN_OR_RETURN(setup.excluded_reason, table.String(row, "excluded"));
     PT_ASSIGN_OR_RETURN(setup.training.moe_grouped_gemm, table.Bool(row, "grouped_gemm"));
     PT_ASSIGN_OR_RETURN(setup.training.moe_expert_parallel_overlap,
                         table.Bool(row, "moe_a2a_overlap"));

@@ -27,6 +27,8 @@
 #include "common/command_line.h"
 #include "common/status_macros.h"
 #include "estimator/memory_model.h"
+#include "estimator/moe_memory.h"
+#include "estimator/moe_performance.h"
 #include "estimator/performance_fit.h"
 #include "estimator/performance_model.h"
 #include "estimator/performance_parameters.h"
@@ -516,9 +518,37 @@ absl::StatusOr<std::string> TorchTitanSection(const std::vector<MeasuredRun>& ru
       rows);
 }
 
+// A run's model and parallel layout (tp pp cp vp ep etp mbs), whatever its release, precision or
+// global batch: the runs one MoE configuration measured more than once.
+std::string LayoutOf(const MeasuredRun& run) {
+  return absl::StrFormat("%s %d %d %d %d %d %d %d", run.model_name, run.config.tp(),
+                         run.config.pp(), run.config.cp(), run.config.virtual_pipeline(),
+                         run.config.ep(), run.config.etp(), run.config.micro_batch());
+}
+
+// Tokens/s per GPU of `run` as predicted by the MoE fields fitted from `start` to the runs of
+// `fit_runs` that `keep` accepts.
+template <typename Keep>
+absl::StatusOr<double> HeldOutTokensPerGpu(const MeasuredRun& run,
+                                           const std::vector<const MeasuredRun*>& fit_runs,
+                                           const PerformanceParameters& start,
+                                           const FitOptions& options, Keep keep) {
+  std::vector<MeasuredRun> others;
+  for (const MeasuredRun* other : fit_runs) {
+    if (keep(*other)) others.push_back(*other);
+  }
+  PT_ASSIGN_OR_RETURN(const FitResult fit,
+                      FitPerformanceParameters(FitObservations(others), start, options));
+  return PredictedTokensPerGpu(run, fit.params);
+}
+
 // Every MoE run: measured tokens/s per GPU against the fitted parameters' prediction and,
 // for the runs of the fit, the prediction of the parameters fitted to the other runs alone
-// (their held-out error), with the memory verdict of each configuration (which ran).
+// (their held-out error) and to the runs of other layouts alone (the same configuration
+// measured in other releases held out too), with the memory verdict of each configuration
+// (which ran). Rows the
+// table excludes (MeasuredRun::excluded_reason) are shown, counted apart and listed with their
+// reasons.
 absl::StatusOr<std::string> MoeSection(const std::vector<MeasuredRun>& runs) {
   const PerformanceParameters fitted = FittedPerformanceParameters(GpuArchitecture::kHopper);
   // The start of the MoE fit: the fitted dense and fp8 fields with the MoE priors.
@@ -530,31 +560,44 @@ absl::StatusOr<std::string> MoeSection(const std::vector<MeasuredRun>& runs) {
   options.fields = MoeFittedFields();
   std::vector<const MeasuredRun*> fit_runs;
   for (const MeasuredRun& run : runs) {
-    if (!run.dispatcher_substituted) fit_runs.push_back(&run);
+    if (!run.dispatcher_substituted && run.excluded_reason.empty()) fit_runs.push_back(&run);
   }
   std::string rows =
       "| row | model | release | routing | GPUs | tp pp cp vp ep etp mbs | GBS | measured "
-      "tokens/s/GPU | predicted (fit) | error | held out: predicted | error | memory |\n"
-      "|---:|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|\n";
+      "tokens/s/GPU | predicted (fit) | error | held out: predicted | error | layout held out: "
+      "predicted | error | memory |\n"
+      "|---:|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
   std::vector<double> measured_fit, predicted_fit, measured_held, predicted_held, measured_flex,
-      predicted_flex;
+      predicted_flex, measured_excluded, predicted_excluded, predicted_layout_held;
+  std::string excluded;
   for (const MeasuredRun& run : runs) {
     const double measured = MeasuredTokensPerGpu(run);
     const double predicted = PredictedTokensPerGpu(run, fitted);
-    std::string held_out = "not in the fit (flex dispatcher) | ";
-    if (!run.dispatcher_substituted) {
-      std::vector<MeasuredRun> others;
-      for (const MeasuredRun* other : fit_runs) {
-        if (other != &run) others.push_back(*other);
-      }
-      PT_ASSIGN_OR_RETURN(const FitResult fit,
-                          FitPerformanceParameters(FitObservations(others), start, options));
-      const double held = PredictedTokensPerGpu(run, fit.params);
-      held_out = absl::StrFormat("%.0f | %+.1f%%", held, 100 * (held / measured - 1));
+    std::string held_out = "not in the fit (flex dispatcher) | | | ";
+    if (!run.excluded_reason.empty()) {
+      held_out = "excluded (reason below) | | | ";
+      measured_excluded.push_back(measured);
+      predicted_excluded.push_back(predicted);
+      absl::StrAppendFormat(&excluded, "- %s:%d (%s, %s): %s\n", run.dataset, run.line,
+                            run.model_name, Software(run), run.excluded_reason);
+    } else if (!run.dispatcher_substituted) {
+      PT_ASSIGN_OR_RETURN(const double held, HeldOutTokensPerGpu(run, fit_runs, start, options,
+                                                                 [&run](const MeasuredRun& other) {
+                                                                   return &other != &run;
+                                                                 }));
+      PT_ASSIGN_OR_RETURN(
+          const double layout_held,
+          HeldOutTokensPerGpu(run, fit_runs, start, options, [&run](const MeasuredRun& other) {
+            return LayoutOf(other) != LayoutOf(run);
+          }));
+      held_out =
+          absl::StrFormat("%.0f | %+.1f%% | %.0f | %+.1f%%", held, 100 * (held / measured - 1),
+                          layout_held, 100 * (layout_held / measured - 1));
       measured_fit.push_back(measured);
       predicted_fit.push_back(predicted);
       measured_held.push_back(measured);
       predicted_held.push_back(held);
+      predicted_layout_held.push_back(layout_held);
     } else {
       measured_flex.push_back(measured);
       predicted_flex.push_back(predicted);
@@ -581,13 +624,66 @@ absl::StatusOr<std::string> MoeSection(const std::vector<MeasuredRun>& runs) {
       "| runs | count | MAPE tokens/s per GPU | median APE |\n|---|---:|---:|---:|\n"
       "| all-to-all runs, fitted parameters (in the fit) | %d | %s | %s |\n"
       "| all-to-all runs, each held out of its own fit | %d | %s | %s |\n"
-      "| flex-dispatcher runs (never in the fit) | %d | %s | %s |\n\n%s",
+      "| all-to-all runs, each held out with every run of its layout | %d | %s | %s |\n"
+      "| flex-dispatcher runs (never in the fit) | %d | %s | %s |\n"
+      "| excluded runs, fitted parameters (never in the fit; reasons below) | %d | %s | %s |\n\n"
+      "%s\nExcluded rows, each with the reason its table's `excluded` cell gives:\n\n%s",
       measured_fit.size(), Percent(MeanAbsolutePercentageError(predicted_fit, measured_fit)),
       Percent(MedianAbsolutePercentageError(predicted_fit, measured_fit)), measured_held.size(),
       Percent(MeanAbsolutePercentageError(predicted_held, measured_held)),
-      Percent(MedianAbsolutePercentageError(predicted_held, measured_held)), measured_flex.size(),
-      Percent(MeanAbsolutePercentageError(predicted_flex, measured_flex)),
-      Percent(MedianAbsolutePercentageError(predicted_flex, measured_flex)), rows);
+      Percent(MedianAbsolutePercentageError(predicted_held, measured_held)), measured_held.size(),
+      Percent(MeanAbsolutePercentageError(predicted_layout_held, measured_held)),
+      Percent(MedianAbsolutePercentageError(predicted_layout_held, measured_held)),
+      measured_flex.size(), Percent(MeanAbsolutePercentageError(predicted_flex, measured_flex)),
+      Percent(MedianAbsolutePercentageError(predicted_flex, measured_flex)),
+      measured_excluded.size(),
+      Percent(MeanAbsolutePercentageError(predicted_excluded, measured_excluded)),
+      Percent(MedianAbsolutePercentageError(predicted_excluded, measured_excluded)), rows,
+      excluded);
+}
+
+// Where each MoE run's predicted step goes with `params`: per MoE layer and micro-batch on one
+// GPU, forward and backward, the terms of PredictMoeLayerSeconds (moe_performance.h) in
+// milliseconds, the tokens each local expert receives and the grouped GEMM's efficiency there;
+// then the step: the MoE blocks' compute over the micro-batches of one pipeline stage
+// (m MoE layers per stage), their exposed dispatch and combine, and the whole predicted step
+// against the measured one.
+std::string MoeBreakdownSection(const std::vector<MeasuredRun>& runs,
+                                const PerformanceParameters& params) {
+  std::string rows =
+      "| row | model | release | tokens per expert | grouped GEMM eff. | router | permutation | "
+      "routed experts | shared experts | fp8 casts | dispatch + combine | exposed | MoE compute "
+      "per step | exposed per step | predicted step | measured step |\n"
+      "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  constexpr double kMilli = 1e3;
+  for (const MeasuredRun& run : runs) {
+    const GpuSpec& gpu = run.cluster.gpu();
+    const ExpertParallelism expert = ExpertParallelismOf(run.config);
+    const MoeRouting routing = MoeRoutingOf(run.training, /*dropless_load_margin=*/1.0);
+    const ParallelDims dims = run.config.dims();
+    const MoeLayerSeconds block = PredictMoeLayerSeconds(
+        run.model, run.training, dims, expert, routing, run.cluster, gpu.peak_bf16_tflops * 1e12,
+        DensePeakTflops(gpu, run.training) * 1e12, params);
+    const PerformanceEstimate estimate =
+        PredictPerformance(run.model, run.training, run.cluster, run.config, params);
+    const double tokens = TokensPerLocalExpert(run.model, run.training, dims, expert, routing);
+    const double micro_batches = static_cast<double>(run.training.global_batch_size()) /
+                                 static_cast<double>(run.config.micro_batch() * run.config.dp());
+    const double moe_layers_per_stage =
+        static_cast<double>(run.model.MoeLayerCount()) / static_cast<double>(run.config.pp());
+    absl::StrAppendFormat(
+        &rows,
+        "| %s:%d | %s | %s | %.0f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | "
+        "%.2f s | %.2f s | %.2f s | %.2f s |\n",
+        run.dataset, run.line, run.model_name, Software(run), tokens,
+        GroupedGemmEfficiency(tokens, run.training, params), kMilli * block.router,
+        kMilli * block.permutation, kMilli * block.routed_experts, kMilli * block.shared_experts,
+        kMilli * block.fp8_casts, kMilli * block.communication,
+        kMilli * block.exposed_communication,
+        micro_batches * moe_layers_per_stage * block.Compute(), estimate.ep_communication_seconds,
+        estimate.step_time_seconds, run.step_seconds);
+  }
+  return rows;
 }
 
 // The mixture-of-experts fields per architecture.
@@ -659,6 +755,8 @@ absl::Status Run() {
     moe_runs.insert(moe_runs.end(), runs.begin(), runs.end());
   }
   PT_ASSIGN_OR_RETURN(const std::string moe, MoeSection(moe_runs));
+  const std::string moe_breakdown =
+      MoeBreakdownSection(moe_runs, FittedPerformanceParameters(GpuArchitecture::kHopper));
   PT_ASSIGN_OR_RETURN(const std::vector<MeasuredRun> torchtitan_runs,
                       LoadMeasuredRuns(absl::GetFlag(FLAGS_data_dir), TorchTitanDataset()));
   PT_ASSIGN_OR_RETURN(const std::string torchtitan, TorchTitanSection(torchtitan_runs));
@@ -681,6 +779,7 @@ absl::Status Run() {
                      {"{{FP8_PARAMETERS}}\n", Fp8ParametersSection()},
                      {"{{MOE_VALIDATION}}\n", moe},
                      {"{{MOE_PARAMETERS}}\n", MoeParametersSection()},
+                     {"{{MOE_BREAKDOWN}}\n", moe_breakdown},
                      {"{{TORCHTITAN_VALIDATION}}\n", torchtitan}});
   const std::string out_path = absl::GetFlag(FLAGS_out);
   if (out_path.empty()) {

@@ -283,10 +283,11 @@ absl::Status Run() {
 
   // Mixture-of-experts: Hopper's MoE fields, fitted to the all-to-all runs of the MoE table
   // from the dense and fp8 values just fitted, which stay fixed. Runs of Megatron-Bridge's
-  // flex dispatcher (DeepEP, HybridEP), which nothing here models, are left out.
+  // flex dispatcher (DeepEP, HybridEP), which nothing here models, are left out, and so are
+  // the rows the table excludes with a cited reason (MeasuredRun::excluded_reason).
   PT_ASSIGN_OR_RETURN(const std::vector<MeasuredRun> moe_runs,
                       HopperFitRuns(MoeDatasets(), "MoE", [](const MeasuredRun& run) {
-                        return !run.dispatcher_substituted;
+                        return !run.dispatcher_substituted && run.excluded_reason.empty();
                       }));
   FitOptions moe_options = options;
   moe_options.fields = MoeFittedFields();
