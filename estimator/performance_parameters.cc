@@ -45,7 +45,7 @@ PerformanceParameters FittedPerformanceParameters(GpuArchitecture architecture) 
       params.grouped_gemm_half_efficiency_tokens = 256;
       params.all_to_all_network_efficiency = 0.8;
       params.ep_comm_overlap = 0.5;
-      params.moe_relative_error = 0.0373;
+      params.moe_relative_error = 0.1453;
       // No TorchTitan runs on this architecture: the prior, and Hopper's
       // spread as the error bar.
       params.torchtitan_eager_compute_efficiency = 1;
@@ -72,12 +72,12 @@ PerformanceParameters FittedPerformanceParameters(GpuArchitecture architecture) 
       params.fp8_gemm_half_efficiency_flops = 1.57745e+11;
       params.fp8_cast_hbm_efficiency = 0.6;
       // Mixture-of-experts, the 8 all-to-all runs of the MoE tables (MoeDatasets)
-      // with the fields above fixed: RMS log error 0.0648 -> 0.0252 in 594 sweeps;
-      // leave-one-series-out spread 0.0373.
-      params.grouped_gemm_half_efficiency_tokens = 1446.27;
-      params.all_to_all_network_efficiency = 0.515533;
-      params.ep_comm_overlap = 0.648438;
-      params.moe_relative_error = 0.0373;
+      // with the fields above fixed: RMS log error 0.0597 -> 0.0219 in 187 sweeps;
+      // leave-one-series-out spread 0.1453.
+      params.grouped_gemm_half_efficiency_tokens = 1436.07;
+      params.all_to_all_network_efficiency = 0.513446;
+      params.ep_comm_overlap = 0.649597;
+      params.moe_relative_error = 0.1453;
       // TorchTitan, the 18 runs of torchtitan_h100_202412.csv with the fields
       // above fixed: RMS log error 0.4616 -> 0.1063 in 22 sweeps;
       // leave-one-series-out spread 0.0983.

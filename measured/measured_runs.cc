@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "common/status_macros.h"
 #include "estimator/performance_model.h"
@@ -23,6 +24,7 @@ namespace {
 struct RowSetup {
   ModelDimensions dims;
   std::string model_name;
+  std::string software;
   GpuSpec gpu;
   int64_t gpus_per_node = 8;
   TrainingOptions training;
@@ -122,6 +124,7 @@ absl::StatusOr<MeasuredRun> MakeRun(const CsvTable& table, size_t row, const std
   return MeasuredRun{file,
                      std::move(setup.group),
                      setup.model_name,
+                     std::move(setup.software),
                      table.line(row),
                      *model,
                      *training,
@@ -197,8 +200,8 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadNvidiaDgxc(const CsvTable& table,
     setup.parallel.sequence_parallel = setup.parallel.tp > 1;
     setup.step_column = "step_time_s";
     PT_ASSIGN_OR_RETURN(setup.step_seconds, table.Double(row, setup.step_column));
-    PT_ASSIGN_OR_RETURN(const std::string release, table.String(row, "release"));
-    setup.group = absl::StrCat(setup.model_name, " ", release);
+    PT_ASSIGN_OR_RETURN(setup.software, table.String(row, "release"));
+    setup.group = absl::StrCat(setup.model_name, " ", setup.software);
     PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
     runs.push_back(std::move(run));
   }
@@ -416,8 +419,8 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadNvidiaFp8(const CsvTable& table,
     setup.training.tp_comm_overlap = true;
     // Megatron-LM's fp8 example (examples/llama/train_llama3_8b_h100_fp8.sh) passes
     // --fp8-param-gather; the NeMo tables do not say, so they keep TE's default (off).
-    PT_ASSIGN_OR_RETURN(const std::string software, table.String(row, "software"));
-    setup.training.fp8_param_gather = absl::StartsWith(software, "Megatron-Core");
+    PT_ASSIGN_OR_RETURN(setup.software, table.String(row, "software"));
+    setup.training.fp8_param_gather = absl::StartsWith(setup.software, "Megatron-Core");
     PT_ASSIGN_OR_RETURN(setup.parallel.tp, table.Int(row, "tp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.pp, table.Int(row, "pp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.cp, table.Int(row, "cp"));
@@ -438,7 +441,7 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadNvidiaFp8(const CsvTable& table,
     setup.step_seconds = static_cast<double>(setup.training.global_batch_size) *
                          static_cast<double>(setup.training.seq_len) /
                          (tokens_per_gpu * static_cast<double>(gpus));
-    setup.group = absl::StrCat(name, " ", software);
+    setup.group = absl::StrCat(name, " ", setup.software);
     PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
     runs.push_back(std::move(run));
   }
@@ -649,10 +652,16 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMoeTable(const CsvTable& table,
     setup.step_seconds = static_cast<double>(setup.training.global_batch_size) *
                          static_cast<double>(setup.training.seq_len) /
                          (tokens_per_gpu * static_cast<double>(gpus));
-    PT_ASSIGN_OR_RETURN(const std::string software, table.String(row, "software"));
-    // One series per release and dispatcher: a configuration measured in bf16 and in fp8
-    // (nvidia_dgxc_moe_h100.csv) weighs as one observation in the fit, as a weak-scaling series.
-    setup.group = absl::StrCat(setup.model_name, " ", software, " ", dispatcher_cell);
+    PT_ASSIGN_OR_RETURN(setup.software, table.String(row, "software"));
+    // One series per configuration and dispatcher, whatever the release or precision: a
+    // configuration measured in several releases (Qwen3-235B-A22B's five in
+    // megatron_bridge_moe_h100.csv) or in bf16 and fp8 (nvidia_dgxc_moe_h100.csv) weighs as one
+    // observation in the fit, as a weak-scaling series does, and the leave-one-series-out
+    // error bar holds all its runs out at once (a release of it left in would predict it).
+    const ParallelDims& p = setup.parallel;
+    setup.group =
+        absl::StrFormat("%s tp%d pp%d cp%d vp%d ep%d etp%d mbs%d %s", setup.model_name, p.tp, p.pp,
+                        p.cp, p.virtual_pipeline, p.ep, p.etp, p.micro_batch, dispatcher_cell);
     PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
     runs.push_back(std::move(run));
   }

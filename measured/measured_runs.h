@@ -23,6 +23,8 @@ struct MeasuredRun {
   std::string dataset;  // file name, e.g. "nvidia_dgxc_h100.csv"
   std::string group;    // rows compared with each other, e.g. "TSUBAME 4.0 s=8192 32 GPUs"
   std::string model_name;
+  // The stack and release that ran it where the table names one ("NeMo 25.11"); else empty.
+  std::string software;
   int64_t line = 0;  // line in the file
   ModelSpec model;
   TrainingSpec training;

@@ -322,9 +322,6 @@ std::string MemorySection(const std::vector<std::vector<MeasuredRun>>& tables,
   return out;
 }
 
-// The release column of an fp8 table's row ("NeMo 25.11", "Megatron-Core (...)").
-std::string Software(const MeasuredRun& run) { return run.group.substr(run.model_name.size() + 1); }
-
 // Whether `run` is a NeMo 25.11 or 26.02 row of nvidia_h100_fp8.csv: the H100 fp8 performance
 // recipes of Megatron-Bridge 0.2.0 and 0.3.0, the versions those containers ship
 // (NVIDIA-NeMo/Megatron-Bridge docs/releases/software-versions.md). The table names neither
@@ -332,8 +329,7 @@ std::string Software(const MeasuredRun& run) { return run.group.substr(run.model
 // RecipeMemoryOptions add.
 bool IsMegatronBridgePerfRecipeRun(const MeasuredRun& run) {
   if (run.dataset != Fp8Dataset().file || !run.training.fp8()) return false;
-  const std::string software = Software(run);
-  return software == "NeMo 25.11" || software == "NeMo 26.02";
+  return run.software == "NeMo 25.11" || run.software == "NeMo 26.02";
 }
 
 // `run` with fp8 model weights where its recipe keeps them. Megatron-Bridge's H100 presets of
@@ -392,7 +388,7 @@ absl::StatusOr<std::string> Fp8MemorySection(const std::vector<MeasuredRun>& run
     const double gib = 1024.0 * 1024 * 1024;
     absl::StrAppendFormat(
         &out, "| %d | %s | %s | %d | %d %d %d %d %d | %.1f, %s | %.1f, %s | %d |\n", run.line,
-        run.model_name, Software(run), run.cluster.world_size(), run.config.tp(), run.config.pp(),
+        run.model_name, run.software, run.cluster.world_size(), run.config.tp(), run.config.pp(),
         run.config.cp(), run.config.virtual_pipeline(), run.config.micro_batch(),
         before.peak_bytes / gib, MemoryVerdictName(before.verdict), after.peak_bytes / gib,
         MemoryVerdictName(after.verdict), after.peak_stage);
@@ -425,7 +421,7 @@ std::string Fp8ThroughputSection(const std::vector<std::vector<MeasuredRun>>& ta
       const double measured = MeasuredTflopsPerGpu(run);
       absl::StrAppendFormat(
           &rows, "| %d | %s | %s | %d | %d %d %d %d %d | %.0f | %.0f | %+.1f%% | %s |\n", run.line,
-          run.model_name, Software(run), run.cluster.world_size(), run.config.tp(), run.config.pp(),
+          run.model_name, run.software, run.cluster.world_size(), run.config.tp(), run.config.pp(),
           run.config.cp(), run.config.virtual_pipeline(), run.config.micro_batch(), measured,
           estimate.model_tflops_per_gpu, 100 * (estimate.model_tflops_per_gpu / measured - 1),
           Percent(estimate.mfu));
@@ -579,7 +575,7 @@ absl::StatusOr<std::string> MoeSection(const std::vector<MeasuredRun>& runs) {
       measured_excluded.push_back(measured);
       predicted_excluded.push_back(predicted);
       absl::StrAppendFormat(&excluded, "- %s:%d (%s, %s): %s\n", run.dataset, run.line,
-                            run.model_name, Software(run), run.excluded_reason);
+                            run.model_name, run.software, run.excluded_reason);
     } else if (!run.dispatcher_substituted) {
       PT_ASSIGN_OR_RETURN(const double held, HeldOutTokensPerGpu(run, fit_runs, start, options,
                                                                  [&run](const MeasuredRun& other) {
@@ -614,7 +610,7 @@ absl::StatusOr<std::string> MoeSection(const std::vector<MeasuredRun>& runs) {
         &rows,
         "| %s:%d | %s | %s | %s | %d | %d %d %d %d %d %d %d | %d | %.0f | %.0f | %+.1f%% | %s | %s "
         "%s |\n",
-        run.dataset, run.line, run.model_name, Software(run), routing, run.cluster.world_size(),
+        run.dataset, run.line, run.model_name, run.software, routing, run.cluster.world_size(),
         run.config.tp(), run.config.pp(), run.config.cp(), run.config.virtual_pipeline(),
         run.config.ep(), run.config.etp(), run.config.micro_batch(),
         run.training.global_batch_size(), measured, predicted, 100 * (predicted / measured - 1),
@@ -675,7 +671,7 @@ std::string MoeBreakdownSection(const std::vector<MeasuredRun>& runs,
         &rows,
         "| %s:%d | %s | %s | %.0f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | "
         "%.2f s | %.2f s | %.2f s | %.2f s |\n",
-        run.dataset, run.line, run.model_name, Software(run), tokens,
+        run.dataset, run.line, run.model_name, run.software, tokens,
         GroupedGemmEfficiency(tokens, run.training, params), kMilli * block.router,
         kMilli * block.permutation, kMilli * block.routed_experts, kMilli * block.shared_experts,
         kMilli * block.fp8_casts, kMilli * block.communication,
