@@ -7,15 +7,12 @@
 #include "worker/cuda/cuda_status.h"
 
 namespace paratune {
-namespace {
 
 absl::Status NewEvent(cudaEvent_t* event) {
   // Ordering only: events without timing are cheaper to record and wait on.
   return CudaStatus(cudaEventCreateWithFlags(event, cudaEventDisableTiming),
                     "cudaEventCreateWithFlags");
 }
-
-}  // namespace
 
 absl::Status AllGatherParameters(const DataParallelGroup& group, const ParameterLayout& parameters,
                                  const ParameterBucket& bucket, char* weights,
