@@ -30,10 +30,10 @@ absl::Status WeightGathers::Dispatch(const ParameterBucket& bucket, const Optimi
   char* gathered = buffers_.slots + slot * buffers_.slot_bytes;
   if (buffers_.group.comm == nullptr) {
     PT_RETURN_IF_ERROR(timer_->Mark(ProbePhase::kElementwise));
-    return CudaStatus(cudaMemcpyAsync(gathered + (shard.first - bucket.start) * kBf16, own,
-                                      shard.count * kBf16, cudaMemcpyDeviceToDevice,
-                                      buffers_.compute),
-                      "cudaMemcpyAsync(weight shard to its slot)");
+    return CudaStatus(
+        cudaMemcpyAsync(gathered + (shard.first - bucket.start) * kBf16, own, shard.count * kBf16,
+                        cudaMemcpyDeviceToDevice, buffers_.compute),
+        "cudaMemcpyAsync(weight shard to its slot)");
   }
   // The slot's last reader ran on the compute stream before this dispatch.
   PT_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(dispatch_, buffers_.compute),

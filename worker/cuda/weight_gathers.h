@@ -63,7 +63,7 @@ class WeightGathers {
 
   const WeightGatherBuffers buffers_;
   PhaseTimer* timer_;
-  cudaEvent_t dispatch_ = nullptr;  // compute -> communication
+  cudaEvent_t dispatch_ = nullptr;                            // compute -> communication
   std::array<cudaEvent_t, kGatheredWeightSlots> gathered_{};  // communication -> compute
 };
 
