@@ -248,10 +248,13 @@ absl::Status CudaDeviceOps::Initialize(uint64_t seed) {
 absl::Status CudaDeviceOps::InitializeShardedWeights(uint64_t rank_seed) {
   for (size_t bucket = 0; bucket < optimizer_.buckets.size(); ++bucket) {
     const OptimizerShard shard = optimizer_.ShardOf(static_cast<int64_t>(bucket));
-    PT_RETURN_IF_ERROR(CudaStatus(
-        FillUniformBf16(ShardWeights(static_cast<int64_t>(bucket)), shard.count,
-                        rank_seed + static_cast<uint64_t>(shard.first), kWeightScale, stream_),
-        "FillUniformBf16(weight shard)"));
+    // The values the region's fill gives these elements unsharded (Initialize).
+    const ParameterRegion& region = plan_.parameters().RegionOf(shard.first);
+    PT_RETURN_IF_ERROR(
+        CudaStatus(FillUniformBf16Slice(ShardWeights(static_cast<int64_t>(bucket)), shard.count,
+                                        rank_seed + static_cast<uint64_t>(region.start),
+                                        shard.first - region.start, kWeightScale, stream_),
+                   "FillUniformBf16Slice(weight shard)"));
   }
   const int64_t slot_bytes = plan_.gathered_weight_slot_bytes();
   char* slots = memory_.get<char>(ProbeBuffer::kGatheredWeights);

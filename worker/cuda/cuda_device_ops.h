@@ -177,8 +177,8 @@ class CudaDeviceOps final : public DeviceOps {
   void* Gradient(int64_t offset) const;
   // Bytes of one gradient element: 4 (fp32) or 2 (bf16).
   int64_t GradientBytes() const { return fp32_gradients_ ? 4 : 2; }
-  // Under sharded weights (FootprintPlan::sharded_weights), the rank's shard of bucket
-  // `bucket`'s weights drawn as Initialize draws unsharded ones, the gathered-weight slots
+  // Under sharded weights (FootprintPlan::sharded_weights), the rank's shard of each bucket's
+  // weights drawn as Initialize draws unsharded ones, the gathered-weight slots
   // filled with stand-ins for the shards a REPLICA probe never gathers, and the gathers set
   // up. CudaStatus's error.
   absl::Status InitializeShardedWeights(uint64_t rank_seed);

@@ -450,6 +450,32 @@ TEST(StepPlanTest, ShardedWeightsGatherEveryUnitBeforeEachUseOneAhead) {
   }
 }
 
+// Without a data-parallel collective (one data-parallel rank here; a REPLICA probe alike) a
+// sharded rank holds the whole of each unit: every use copies its shard into the slot on the
+// compute stream, and nothing waits.
+TEST(StepPlanTest, ShardedWeightsOfOneRankAreCopiedToTheirSlots) {
+  PlanSpecOptions options = InterleavedDataParallelOptions();
+  options.dp = 1;
+  options.global_batch = 4;
+  options.dp_sharding = v1::DP_SHARDING_FULL;
+  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
+  const FootprintPlan footprint = RankFootprintOf(*spec, 0);
+  const int64_t units = ChunkUnitsOf(footprint.stage_layers()).back().end();
+  const StepPlan plan = PlanOf(options, 0);
+  int64_t copied = 0;
+  for (const ElementwiseOp& op : OpsOf<ElementwiseOp>(plan)) {
+    if (op.what.rfind("copy bucket ", 0) == 0) copied += op.elements;
+  }
+  EXPECT_EQ(copied, 2 * spec->micro_batches() * footprint.parameters().padded_elements);
+  EXPECT_EQ(static_cast<int64_t>(OpsOf<OptimizerOp>(plan).size()), units);
+  EXPECT_TRUE(OpsOf<WaitOp>(plan).empty());
+  for (const CollectiveOp& op : OpsOf<CollectiveOp>(plan)) {
+    EXPECT_NE(op.family, CollectiveFamily::kData) << op.what;
+  }
+}
+
 TEST(StepPlanTest, DescribesOpsOnOneLine) {
   const StepPlan plan = PlanOf(SmallPlanSpecOptions(), 0);
   for (const StepOp& op : plan.ops) {
