@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "worker/probe/attention_graph.h"
+#include "worker/probe/weight_gather_plan.h"
 
 namespace paratune {
 namespace {
@@ -137,6 +138,36 @@ TEST(FootprintPlanTest, ShardedGradientsKeepTheirShardAndOneUnitsWhole) {
   const FootprintPlan optimizer = Plan(Make("llama3.1-8b", 32, 4096, 4, 2, 2, 2), 0);
   EXPECT_FALSE(optimizer.sharded_gradients());
   EXPECT_EQ(optimizer.placement(ProbeBuffer::kGradientStaging).bytes, 0);
+}
+
+// Sharded weights (ZeRO-3) as well: the rank keeps its bf16 shard of the weights,
+// ShardedModelStates' 2 / (d c) bytes per parameter, and two gathered units of the largest
+// unit's size, the gathered_weights term GatheredWeightBytes estimates (stage 0's largest
+// unit: the embedding, as the estimator's is).
+TEST(FootprintPlanTest, ShardedWeightsKeepTheirShardAndTwoGatheredUnits) {
+  const Configuration c = Make("llama3.1-8b", 32, 4096, 4, 2, 2, 2, 1, Recompute::kNone, false,
+                               false, DataParallelSharding::kFull);
+  const FootprintPlan plan = Plan(c, 0);
+  ExpectConsistent(plan);
+  ASSERT_TRUE(plan.sharded_weights());
+  EXPECT_EQ(plan.placement(ProbeBuffer::kWeights).bytes, plan.parameters().shard_elements * 2);
+  const int64_t embedding = (128256 / 2) * 4096;
+  EXPECT_EQ(plan.gathered_weight_slot_bytes(), embedding * 2);
+  EXPECT_EQ(plan.placement(ProbeBuffer::kGatheredWeights).bytes,
+            kGatheredWeightSlots * embedding * 2);
+  for (const char* name : {"weights", "gradients", "optimizer_states", "gathered_weights"}) {
+    const TermAllocation& term = Term(plan, name);
+    EXPECT_NEAR(static_cast<double>(term.needed_bytes), static_cast<double>(term.estimated_bytes),
+                1e-3 * term.estimated_bytes)
+        << name;
+  }
+  // Sharded gradients alone gather nothing into slots.
+  const FootprintPlan gradients =
+      Plan(Make("llama3.1-8b", 32, 4096, 4, 2, 2, 2, 1, Recompute::kNone, false, false,
+                DataParallelSharding::kGradients),
+           0);
+  EXPECT_FALSE(gradients.sharded_weights());
+  EXPECT_EQ(gradients.placement(ProbeBuffer::kGatheredWeights).bytes, 0);
 }
 
 TEST(FootprintPlanTest, FullRecomputationKeepsLayerInputsAndOneLayerWorkspace) {
