@@ -1,6 +1,7 @@
 #include "worker/probe/step_plan.h"
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -359,20 +360,32 @@ TEST(StepPlanTest, WaitsForTheReductionsBeforeTheOptimizer) {
   }
 }
 
-// Under sharded gradients (ZeRO-2) every unit's backward, in every micro-batch, stages its
-// gradients and reduce-scatters them on the compute stream, m x the stage's padded gradient
-// bytes in all; the parameters are gathered once, after Adam; nothing waits on another stream.
-TEST(StepPlanTest, ShardedGradientsReduceEveryUnitInEveryMicroBatch) {
+// Runs `check` on the plans of ranks 0 and 2 (the two stages) of InterleavedDataParallelOptions
+// under `sharding`, with their stage's footprint and its units' count.
+void ForEachShardedStage(
+    v1::DataParallelSharding sharding,
+    const std::function<void(int64_t rank, const ProbeSpec& spec, const FootprintPlan& footprint,
+                             int64_t units, const StepPlan& plan)>& check) {
   PlanSpecOptions options = InterleavedDataParallelOptions();
-  options.dp_sharding = v1::DP_SHARDING_GRADIENTS;
+  options.dp_sharding = sharding;
   absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
   ASSERT_TRUE(spec.ok()) << spec.status();
   ASSERT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
   for (int64_t rank : {0, 2}) {
     const FootprintPlan footprint = RankFootprintOf(*spec, rank);
-    const int64_t units = ChunkUnitsOf(footprint.stage_layers()).back().end();
-    const StepPlan plan = PlanOf(options, rank);
-    const int64_t m = spec->micro_batches();
+    check(rank, *spec, footprint, ChunkUnitsOf(footprint.stage_layers()).back().end(),
+          PlanOf(options, rank));
+  }
+}
+
+// Under sharded gradients (ZeRO-2) every unit's backward, in every micro-batch, stages its
+// gradients and reduce-scatters them on the compute stream, m x the stage's padded gradient
+// bytes in all; the parameters are gathered once, after Adam; nothing waits on another stream.
+TEST(StepPlanTest, ShardedGradientsReduceEveryUnitInEveryMicroBatch) {
+  ForEachShardedStage(v1::DP_SHARDING_GRADIENTS, [](int64_t rank, const ProbeSpec& spec,
+                                                    const FootprintPlan& footprint, int64_t units,
+                                                    const StepPlan& plan) {
+    const int64_t m = spec.micro_batches();
     int64_t reductions = 0;
     double reduced_bytes = 0;
     double gathered_bytes = 0;
@@ -392,7 +405,7 @@ TEST(StepPlanTest, ShardedGradientsReduceEveryUnitInEveryMicroBatch) {
     EXPECT_EQ(reduced_bytes, m * 4 * padded) << rank;
     EXPECT_EQ(gathered_bytes, 2 * padded) << rank;
     EXPECT_TRUE(OpsOf<WaitOp>(plan).empty()) << rank;
-  }
+  });
 }
 
 // Under sharded weights (ZeRO-3, FSDP) every unit's forward and backward, in every
@@ -401,53 +414,47 @@ TEST(StepPlanTest, ShardedGradientsReduceEveryUnitInEveryMicroBatch) {
 // order: 2 m x the stage's bf16 weights gathered. The gradients are reduce-scattered as under
 // sharded gradients; nothing is gathered after Adam.
 TEST(StepPlanTest, ShardedWeightsGatherEveryUnitBeforeEachUseOneAhead) {
-  PlanSpecOptions options = InterleavedDataParallelOptions();
-  options.dp_sharding = v1::DP_SHARDING_FULL;
-  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
-  ASSERT_TRUE(spec.ok()) << spec.status();
-  ASSERT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
-  for (int64_t rank : {0, 2}) {
-    const FootprintPlan footprint = RankFootprintOf(*spec, rank);
-    const int64_t units = ChunkUnitsOf(footprint.stage_layers()).back().end();
-    const StepPlan plan = PlanOf(options, rank);
-    const int64_t m = spec->micro_batches();
-    int64_t gathers = 0;
-    int64_t reductions = 0;
-    double gathered_bytes = 0;
-    double reduced_bytes = 0;
-    std::deque<std::string> pending;  // the gathers dispatched and not yet waited for
-    bool adam = false;
-    for (const StepOp& op : plan.ops) {
-      adam = adam || std::holds_alternative<OptimizerOp>(op.detail);
-      if (const auto* wait = std::get_if<WaitOp>(&op.detail)) {
-        ASSERT_FALSE(pending.empty()) << rank << " " << wait->what;
-        EXPECT_EQ(pending.front().rfind(wait->what + " to slot", 0), 0u) << wait->what;
-        pending.pop_front();
-      }
-      const auto* collective = std::get_if<CollectiveOp>(&op.detail);
-      if (collective == nullptr || collective->family != CollectiveFamily::kData) continue;
-      EXPECT_FALSE(adam) << rank << " " << collective->what;
-      if (collective->kind == CollectiveKind::kAllGather) {
-        EXPECT_EQ(collective->stream, StepStream::kDataParallel) << collective->what;
-        ++gathers;
-        gathered_bytes += static_cast<double>(collective->bytes);
-        pending.push_back(collective->what);
-        EXPECT_LE(pending.size(), 1u) << rank << " " << collective->what;
-      } else {
-        EXPECT_EQ(collective->kind, CollectiveKind::kReduceScatter) << collective->what;
-        EXPECT_EQ(collective->stream, StepStream::kCompute) << collective->what;
-        ++reductions;
-        reduced_bytes += static_cast<double>(collective->bytes);
-      }
-    }
-    const double padded = static_cast<double>(footprint.parameters().padded_elements);
-    EXPECT_TRUE(pending.empty()) << rank;
-    EXPECT_EQ(gathers, 2 * m * units) << rank;
-    EXPECT_EQ(gathered_bytes, 2 * m * 2 * padded) << rank;
-    EXPECT_EQ(reductions, m * units) << rank;
-    EXPECT_EQ(reduced_bytes, m * 4 * padded) << rank;
-    EXPECT_EQ(static_cast<int64_t>(OpsOf<OptimizerOp>(plan).size()), units) << rank;
-  }
+  ForEachShardedStage(
+      v1::DP_SHARDING_FULL, [](int64_t rank, const ProbeSpec& spec, const FootprintPlan& footprint,
+                               int64_t units, const StepPlan& plan) {
+        const int64_t m = spec.micro_batches();
+        int64_t gathers = 0;
+        int64_t reductions = 0;
+        double gathered_bytes = 0;
+        double reduced_bytes = 0;
+        std::deque<std::string> pending;  // the gathers dispatched and not yet waited for
+        bool adam = false;
+        for (const StepOp& op : plan.ops) {
+          adam = adam || std::holds_alternative<OptimizerOp>(op.detail);
+          if (const auto* wait = std::get_if<WaitOp>(&op.detail)) {
+            ASSERT_FALSE(pending.empty()) << rank << " " << wait->what;
+            EXPECT_EQ(pending.front().rfind(wait->what + " to slot", 0), 0u) << wait->what;
+            pending.pop_front();
+          }
+          const auto* collective = std::get_if<CollectiveOp>(&op.detail);
+          if (collective == nullptr || collective->family != CollectiveFamily::kData) continue;
+          EXPECT_FALSE(adam) << rank << " " << collective->what;
+          if (collective->kind == CollectiveKind::kAllGather) {
+            EXPECT_EQ(collective->stream, StepStream::kDataParallel) << collective->what;
+            ++gathers;
+            gathered_bytes += static_cast<double>(collective->bytes);
+            pending.push_back(collective->what);
+            EXPECT_LE(pending.size(), 1u) << rank << " " << collective->what;
+          } else {
+            EXPECT_EQ(collective->kind, CollectiveKind::kReduceScatter) << collective->what;
+            EXPECT_EQ(collective->stream, StepStream::kCompute) << collective->what;
+            ++reductions;
+            reduced_bytes += static_cast<double>(collective->bytes);
+          }
+        }
+        const double padded = static_cast<double>(footprint.parameters().padded_elements);
+        EXPECT_TRUE(pending.empty()) << rank;
+        EXPECT_EQ(gathers, 2 * m * units) << rank;
+        EXPECT_EQ(gathered_bytes, 2 * m * 2 * padded) << rank;
+        EXPECT_EQ(reductions, m * units) << rank;
+        EXPECT_EQ(reduced_bytes, m * 4 * padded) << rank;
+        EXPECT_EQ(static_cast<int64_t>(OpsOf<OptimizerOp>(plan).size()), units) << rank;
+      });
 }
 
 // Without a data-parallel collective (one data-parallel rank here; a REPLICA probe alike) a
