@@ -55,7 +55,7 @@ struct DataParallelBuffers {
 };
 
 // A CUDA event for ordering streams, without timing. CudaStatus's error.
-absl::Status NewEvent(cudaEvent_t* event);
+absl::Status NewOrderingEvent(cudaEvent_t* event);
 
 // Enqueues on `stream` the all-gather of `bucket`'s parameters over `group` (its group) from
 // the shards of its partition's ranks, in the bytes of its region's weight dtype: one byte per

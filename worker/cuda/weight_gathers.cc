@@ -11,8 +11,8 @@ namespace paratune {
 absl::StatusOr<std::unique_ptr<WeightGathers>> WeightGathers::Create(
     const WeightGatherBuffers& buffers, PhaseTimer* timer) {
   std::unique_ptr<WeightGathers> gathers(new WeightGathers(buffers, timer));
-  PT_RETURN_IF_ERROR(NewEvent(&gathers->dispatch_));
-  for (cudaEvent_t& event : gathers->gathered_) PT_RETURN_IF_ERROR(NewEvent(&event));
+  PT_RETURN_IF_ERROR(NewOrderingEvent(&gathers->dispatch_));
+  for (cudaEvent_t& event : gathers->gathered_) PT_RETURN_IF_ERROR(NewOrderingEvent(&event));
   return gathers;
 }
 
