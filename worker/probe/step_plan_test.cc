@@ -264,6 +264,16 @@ std::vector<PathCase> PathCases() {
   replica.dp = 2;
   replica.replica = true;
   cases.push_back({"replica", replica, {N::kBf16}, {R::kBf16}});
+  // Sharded weights under the other switches: every linear reads its gathered slot, in a
+  // recomputed forward too (stage 0: no LM head).
+  PlanSpecOptions sharded = overlap;
+  sharded.dp = 2;
+  sharded.pp = 2;
+  sharded.virtual_pipeline = 2;
+  sharded.global_batch = 8;
+  sharded.recompute = v1::RECOMPUTE_FULL;
+  sharded.dp_sharding = v1::DP_SHARDING_FULL;
+  cases.push_back({"sharded_full", sharded, {N::kBf16Overlapped}, {R::kBf16Overlapped}});
   return cases;
 }
 
