@@ -145,6 +145,18 @@ std::vector<GoldenSpec> GoldenSpecs() {
     g.options.dp_sharding = v1::DP_SHARDING_GRADIENTS;
     g.rank = 1;
   }
+  {
+    // ZeRO-3 (FSDP, Megatron-FSDP's optim_grads_params): each unit's weights gathered before
+    // its forward and again before its backward, the next unit's prefetched beside it; its
+    // gradients reduce-scattered after its backward; the weights stay sharded after Adam.
+    GoldenSpec& g = specs.emplace_back();
+    g.name = "llama8b_tp2_dp2_sharded_full";
+    g.options.tp = 2;
+    g.options.dp = 2;
+    g.options.global_batch = 4;
+    g.options.dp_sharding = v1::DP_SHARDING_FULL;
+    g.rank = 1;
+  }
   return specs;
 }
 

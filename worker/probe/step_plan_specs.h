@@ -69,7 +69,7 @@ v1::ModelSpec ShrunkMixtral();
 FootprintPlan RankFootprintOf(const ProbeSpec& spec, int64_t rank);
 
 // The six specs of issue 24, section 2, a shrunk Mixtral (issue 26, section 5), and sharded
-// gradients (issue 27, section 4).
+// gradients and sharded weights (issue 27, section 4).
 std::vector<GoldenSpec> GoldenSpecs();
 
 }  // namespace paratune
