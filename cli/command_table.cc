@@ -35,10 +35,6 @@ constexpr FlagChoice kDpShardingChoices[] = {{"default", v1::DP_SHARDING_UNSPECI
                                              {"optimizer", v1::DP_SHARDING_OPTIMIZER},
                                              {"gradients", v1::DP_SHARDING_GRADIENTS},
                                              {"full", v1::DP_SHARDING_FULL}};
-constexpr FlagChoice kDpShardingModeChoices[] = {{"none", v1::DP_SHARDING_NONE},
-                                                 {"optimizer", v1::DP_SHARDING_OPTIMIZER},
-                                                 {"gradients", v1::DP_SHARDING_GRADIENTS},
-                                                 {"full", v1::DP_SHARDING_FULL}};
 constexpr FlagChoice kFrameworkChoices[] = {{"megatron", v1::FRAMEWORK_MEGATRON},
                                             {"torchtitan", v1::FRAMEWORK_TORCHTITAN}};
 constexpr FlagChoice kMemoryPolicyChoices[] = {{"measure_risky", v1::MEASURE_RISKY},
@@ -133,6 +129,11 @@ constexpr Flag kFramework = {
     "selects the framework's memory accounting, throughput, sharding modes and default "
     "sharding; probes run the launch template and exports follow --format.",
     Choices(kFrameworkChoices)};
+constexpr Flag kTorchCompile = {
+    "torch_compile", FlagType::kBool, "false",
+    "With --framework=torchtitan: compile each transformer block with torch.compile "
+    "(TorchTitan --compile.enable), which changes the predicted compute time; TorchTitan's "
+    "async TP (--tp_comm_overlap) needs it."};
 constexpr Flag kFp32Grads = {"fp32_grads", FlagType::kBool, "true",
                              "fp32 gradients (bf16 when false)."};
 constexpr Flag kFlashAttention = {"flash_attention", FlagType::kBool, "true", "FlashAttention."};
@@ -144,8 +145,9 @@ constexpr Flag kFp8ParamGather = {
 constexpr Flag kTpCommOverlap = {
     "tp_comm_overlap", FlagType::kBool, "false",
     "Overlap tensor-parallel communication with the GEMMs (Megatron-LM --tp-comm-overlap, "
-    "Transformer Engine userbuffers) where tp > 1, which then needs sequence parallelism. Not "
-    "exportable as NeMo recipe overrides."};
+    "Transformer Engine userbuffers) where tp > 1, which then needs sequence parallelism; "
+    "under --framework=torchtitan its async TP, which needs --torch_compile. Not exportable as "
+    "NeMo recipe overrides."};
 constexpr Flag kCpCommType = {
     "cp_comm_type", FlagType::kString, "p2p",
     "How context-parallel ranks exchange keys and values where cp > 1 (Megatron-LM "
@@ -224,7 +226,7 @@ constexpr Flag kDpShardingModes = {
     "dp_sharding_modes", FlagType::kStringList, "",
     "Data-parallel sharding modes to try (none, optimizer, gradients, full); the server's "
     "default the framework's own (see --distributed_optimizer).",
-    Choices(kDpShardingModeChoices)};
+    Choices(kDpShardingChoices).subspan(1)};  // the modes, without "default"
 constexpr Flag kDpShardGroups = {
     "dp_shard_groups", FlagType::kIntList, "",
     "Hybrid-sharding groups to try, each with the configurations whose data-parallel size it "
@@ -431,6 +433,7 @@ constexpr FlagField kTrainingFields[] = {
     {&kMoeGroupedGemm, "training.moe_grouped_gemm"},
     {&kMoeExpertParallelOverlap, "training.moe_expert_parallel_overlap"},
     {&kFramework, "training.framework"},
+    {&kTorchCompile, "training.torch_compile"},
 };
 // Below ParallelConfig.
 constexpr FlagField kConfigurationFields[] = {

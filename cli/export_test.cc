@@ -828,7 +828,10 @@ std::vector<v1::Search> TorchTitanSearches() {
       SwitchesSearch(),
   };
   for (v1::Search& search : searches) {
-    search.mutable_spec()->mutable_training()->set_framework(v1::FRAMEWORK_TORCHTITAN);
+    v1::TrainingSpec& training = *search.mutable_spec()->mutable_training();
+    training.set_framework(v1::FRAMEWORK_TORCHTITAN);
+    // TorchTitan's async TP needs torch.compile (TrainingSpec::Create).
+    training.set_torch_compile(training.tp_comm_overlap());
   }
   return searches;
 }
@@ -869,13 +872,14 @@ TEST(ExportTest, TorchTitanOptionsAreTheProbedOnesLessTheProbesOwn) {
   absl::StatusOr<std::vector<std::string>> switches =
       ExportArguments(switches_search, switches_search.candidates(0), ExportFormat::kTorchTitan);
   ASSERT_TRUE(switches.ok()) << switches.status();
-  for (const char* expected : {"--model.flavor=70B", "--model.converters=quantize.linear.float8",
-                               "--quantize.linear.float8.enable_fsdp_float8_all_gather",
-                               "--parallelism.enable_async_tensor_parallel", "--compile.enable",
-                               "--parallelism.context_parallel_degree=2",
-                               "--parallelism.context_parallel_rotate_method=allgather",
-                               "--activation_checkpoint.selective_ac_option=op",
-                               "--parallelism.data_parallel_replicate_degree=1"}) {
+  for (const char* expected :
+       {"--model.flavor=70B", "--model.converters=quantize.linear.float8",
+        "--quantize.linear.float8.enable_fsdp_float8_all_gather",
+        "--parallelism.enable_async_tensor_parallel", "--compile.enable",
+        "--compile.components=model", "--parallelism.context_parallel_degree=2",
+        "--parallelism.context_parallel_rotate_method=allgather",
+        "--activation_checkpoint.selective_ac_option=op",
+        "--parallelism.data_parallel_replicate_degree=1"}) {
     EXPECT_THAT(*switches, Contains(expected));
   }
 }

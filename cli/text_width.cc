@@ -2,26 +2,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/ansi_escape.h"
 
 namespace paratune {
 namespace {
 
 bool IsContinuationByte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
 
-// The length of the ANSI sequence starting at text[i] ("\033[" ... a letter), or 0.
-size_t EscapeLength(absl::string_view text, size_t i) {
-  if (text[i] != '\033' || i + 1 >= text.size() || text[i + 1] != '[') return 0;
-  size_t end = i + 2;
-  while (end < text.size() && !(text[end] >= '@' && text[end] <= '~')) ++end;
-  return end < text.size() ? end + 1 - i : text.size() - i;
-}
-
 }  // namespace
 
 size_t VisibleWidth(absl::string_view text) {
   size_t width = 0;
   for (size_t i = 0; i < text.size();) {
-    if (const size_t escape = EscapeLength(text, i); escape > 0) {
+    if (const size_t escape = AnsiEscapeLength(text, i); escape > 0) {
       i += escape;
       continue;
     }

@@ -53,7 +53,9 @@ inline constexpr double kMaxBudgetDeadlineSeconds = 31'536'000;
 ProbeSteps ProbeStepsOf(const v1::ProbeSettings& probe);
 
 // Brings a spec stored by an older server to this one's fields, keeping what it ran with: a
-// search stored before SearchSpace.memory_policy existed ran SAFE_ONLY unless include_risky.
+// search stored before SearchSpace.memory_policy existed ran SAFE_ONLY unless include_risky;
+// a TorchTitan search stored before TrainingSpec.torch_compile existed ran its async tensor
+// parallelism (tp_comm_overlap) compiled, the template bringing --compile.enable with it.
 void UpgradeStoredSpec(v1::SearchSpec& spec);
 
 // A CreateSearch request that passed validation.

@@ -82,6 +82,21 @@ TEST(UpgradeStoredSpecTest, ASearchStoredBeforeMemoryPoliciesKeepsWhatItRanWith)
   EXPECT_EQ(spec.space().memory_policy(), v1::SAFE_ONLY);
 }
 
+TEST(UpgradeStoredSpecTest, ATorchTitanSearchStoredBeforeTorchCompileRanItsAsyncTpCompiled) {
+  v1::SearchSpec spec;
+  spec.mutable_training()->set_framework(v1::FRAMEWORK_TORCHTITAN);
+  UpgradeStoredSpec(spec);
+  EXPECT_FALSE(spec.training().torch_compile());  // eager: what the template ran without async TP
+  spec.mutable_training()->set_tp_comm_overlap(true);
+  UpgradeStoredSpec(spec);
+  EXPECT_TRUE(spec.training().torch_compile());
+  // Megatron-LM's TP overlap is Transformer Engine's, without compile.
+  spec.mutable_training()->clear_torch_compile();
+  spec.mutable_training()->set_framework(v1::FRAMEWORK_MEGATRON);
+  UpgradeStoredSpec(spec);
+  EXPECT_FALSE(spec.training().torch_compile());
+}
+
 TEST(ValidateCreateSearchRequestTest, KeepsExplicitSettings) {
   v1::CreateSearchRequest request = Valid();
   request.mutable_spec()->set_policy(v1::EXHAUSTIVE);

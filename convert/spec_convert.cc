@@ -282,6 +282,7 @@ absl::StatusOr<TrainingSpec> TrainingSpecFromProto(const v1::TrainingSpec& proto
                                      ") is not a known Framework; use FRAMEWORK_MEGATRON or "
                                      "FRAMEWORK_TORCHTITAN"));
   }
+  options.torch_compile = proto.torch_compile();
   return TrainingSpec::Create(options);
 }
 

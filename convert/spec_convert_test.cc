@@ -255,6 +255,9 @@ TEST(TrainingSpecFromProtoTest, BadFieldsNameThemselves) {
                 "training.framework (4) is not a known Framework");
   proto.set_framework(v1::FRAMEWORK_TORCHTITAN);
   EXPECT_EQ(TrainingSpecFromProto(proto)->framework(), Framework::kTorchTitan);
+  EXPECT_FALSE(TrainingSpecFromProto(proto)->torch_compile());
+  proto.set_torch_compile(true);
+  EXPECT_TRUE(TrainingSpecFromProto(proto)->torch_compile());
 }
 
 TEST(ClusterSpecFromProtoTest, CatalogGpuWithOverrides) {

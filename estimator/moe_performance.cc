@@ -83,8 +83,11 @@ double TokensPerLocalExpert(const ModelSpec& model, const TrainingSpec& training
   return RoutedTokensPerRank(model, training, dims, expert, routing) / local_experts;
 }
 
-double GroupedGemmEfficiency(double tokens_per_expert, const PerformanceParameters& params) {
-  return params.grouped_gemm_efficiency_max * tokens_per_expert /
+double GroupedGemmEfficiency(double tokens_per_expert, const TrainingSpec& training,
+                             const PerformanceParameters& params) {
+  const double ceiling =
+      training.fp8() ? params.fp8_gemm_efficiency_max : params.gemm_efficiency_max;
+  return ceiling * tokens_per_expert /
          (tokens_per_expert + params.grouped_gemm_half_efficiency_tokens);
 }
 
@@ -97,8 +100,8 @@ double GroupedGemmForwardSeconds(const ModelSpec& model, const TrainingSpec& tra
   const double received = RoutedTokensPerRank(model, training, dims, expert, routing);
   const double flops = 2 * received * model.MlpMatrices() * D(moe.expert_ffn_hidden_size) *
                        D(model.hidden_size()) / D(expert.etp);
-  const double efficiency =
-      GroupedGemmEfficiency(TokensPerLocalExpert(model, training, dims, expert, routing), params);
+  const double efficiency = GroupedGemmEfficiency(
+      TokensPerLocalExpert(model, training, dims, expert, routing), training, params);
   return params.expert_load_imbalance * flops / (peak_flops * efficiency);
 }
 
@@ -295,12 +298,13 @@ MoeLayerSeconds PredictMoeLayerSeconds(const ModelSpec& model, const TrainingSpe
   seconds.shared_experts =
       gemm_passes * SharedExpertForwardSeconds(model, training, dims, expert_peak_flops, params);
   seconds.fp8_casts = ExpertFp8CastSeconds(model, training, dims, expert, routing, gpu, params);
-  const double communication =
-      routing.dispatcher == TokenDispatcher::kAllGather
-          ? AllGatherDispatchForwardSeconds(model, training, dims, expert, cluster, params)
-          : AllToAllForwardSeconds(model, training, dims, expert, routing, cluster, params);
+  seconds.communication =
+      copy_passes *
+      (routing.dispatcher == TokenDispatcher::kAllGather
+           ? AllGatherDispatchForwardSeconds(model, training, dims, expert, cluster, params)
+           : AllToAllForwardSeconds(model, training, dims, expert, routing, cluster, params));
   seconds.exposed_communication =
-      copy_passes * communication *
+      seconds.communication *
       (ExpertParallelOverlapApplies(model, training, dims) ? 1 - params.ep_comm_overlap : 1);
   return seconds;
 }

@@ -57,8 +57,19 @@ double TokensPerLocalExpert(const ModelSpec& model, const TrainingSpec& training
                             const ParallelDims& dims, const ExpertParallelism& expert,
                             const MoeRouting& routing);
 
-// eff(n) = grouped_gemm_efficiency_max n / (n + grouped_gemm_half_efficiency_tokens).
-double GroupedGemmEfficiency(double tokens_per_expert, const PerformanceParameters& params);
+// eff(n) = c n / (n + grouped_gemm_half_efficiency_tokens), with c the large-GEMM ceiling of
+// the precision the experts run in: PerformanceParameters::fp8_gemm_efficiency_max with fp8
+// training, gemm_efficiency_max otherwise. On Hopper Transformer Engine's GroupedLinear runs
+// each local expert's GEMM as its own cuBLAS GEMM, spread over several streams
+// (transformer_engine/pytorch/module/grouped_linear.py: general_grouped_gemm with
+// get_multi_stream_cublas_workspace; common/gemm/cublaslt_gemm.cu,
+// nvte_multi_stream_cublas_gemm), the kernels of the dense linears: an expert with many
+// tokens reaches the dense ceiling and no more, while fewer tokens per expert leave the
+// tensor cores computing tile padding. The measured runs (4,096 to 8,192 tokens per expert)
+// cannot tell a ceiling of their own from the half point; the dense fit's ceiling is the
+// sourced one.
+double GroupedGemmEfficiency(double tokens_per_expert, const TrainingSpec& training,
+                             const PerformanceParameters& params);
 
 // Forward seconds of one rank's routed-expert GEMMs: 2 N M f_e h / etp FLOPs (its E / ep
 // experts' fc1 and fc2 on the N tokens they receive, each weight split over etp) at
@@ -187,9 +198,10 @@ struct MoeLayerSeconds {
   double routed_experts = 0;  // grouped or sequential GEMMs, load imbalance included
   double shared_experts = 0;
   double fp8_casts = 0;  // the experts' and shared experts' fp8 casts (ExpertFp8CastSeconds)
-  // Dispatch and combine of routing.dispatcher, less the ep_comm_overlap fraction hidden where
-  // the training overlaps it (TrainingOptions::moe_expert_parallel_overlap, ep > 1, recompute
-  // not full).
+  // Dispatch and combine of routing.dispatcher, forward and backward.
+  double communication = 0;
+  // communication less the ep_comm_overlap fraction hidden where the training overlaps it
+  // (TrainingOptions::moe_expert_parallel_overlap, ep > 1, recompute not full).
   double exposed_communication = 0;
 
   double Compute() const {

@@ -27,6 +27,14 @@ TrainingSpec Training(int64_t global_batch_size, int64_t seq_len) {
   return *training;
 }
 
+TrainingSpec Fp8(const TrainingSpec& training) {
+  TrainingOptions options = training.options();
+  options.fp8 = true;
+  absl::StatusOr<TrainingSpec> fp8 = TrainingSpec::Create(options);
+  EXPECT_TRUE(fp8.ok()) << fp8.status();
+  return *fp8;
+}
+
 ClusterSpec H100Nodes(int64_t nodes) {
   absl::StatusOr<ClusterSpec> cluster = ClusterSpec::Create(*FindGpuPreset("h100-80gb"), nodes, 8);
   EXPECT_TRUE(cluster.ok()) << cluster.status();
@@ -109,11 +117,17 @@ TEST(TokensPerLocalExpertTest, RoutedCopiesOfTheDispatcherGroupOverTheExperts) {
                    1.5 * 2048.0 * 8 * 32 / 128);
 }
 
-TEST(GroupedGemmTest, EfficiencyIsHalfItsMaximumAtTheHalfPoint) {
-  const PerformanceParameters params;
-  EXPECT_DOUBLE_EQ(GroupedGemmEfficiency(params.grouped_gemm_half_efficiency_tokens, params),
-                   params.grouped_gemm_efficiency_max / 2);
-  EXPECT_LT(GroupedGemmEfficiency(64, params), GroupedGemmEfficiency(4096, params));
+TEST(GroupedGemmTest, EfficiencyIsHalfThePrecisionsDenseCeilingAtTheHalfPoint) {
+  PerformanceParameters params;
+  params.gemm_efficiency_max = 0.7;
+  params.fp8_gemm_efficiency_max = 0.5;
+  const TrainingSpec training = Training(512, 4096);
+  const double half = params.grouped_gemm_half_efficiency_tokens;
+  EXPECT_DOUBLE_EQ(GroupedGemmEfficiency(half, training, params), 0.7 / 2);
+  EXPECT_DOUBLE_EQ(GroupedGemmEfficiency(half, Fp8(training), params), 0.5 / 2);
+  EXPECT_LT(GroupedGemmEfficiency(64, training, params),
+            GroupedGemmEfficiency(4096, training, params));
+  EXPECT_LT(GroupedGemmEfficiency(1e9, training, params), 0.7);
 }
 
 TEST(GroupedGemmTest, SecondsAreTheRanksExpertFlopsAtTheTokensPerExpertEfficiency) {
@@ -127,7 +141,8 @@ TEST(GroupedGemmTest, SecondsAreTheRanksExpertFlopsAtTheTokensPerExpertEfficienc
   const double received = 8 * 8192.0;
   const double per_expert = received / 16;
   const double flops = 2 * received * 3 * 768 * 2048;
-  const double balanced = flops / (kPeakFlops * GroupedGemmEfficiency(per_expert, params));
+  const double balanced =
+      flops / (kPeakFlops * GroupedGemmEfficiency(per_expert, training, params));
   EXPECT_DOUBLE_EQ(
       GroupedGemmForwardSeconds(model, training, dims, expert, routing, kPeakFlops, params),
       balanced);
@@ -135,14 +150,6 @@ TEST(GroupedGemmTest, SecondsAreTheRanksExpertFlopsAtTheTokensPerExpertEfficienc
   EXPECT_DOUBLE_EQ(
       GroupedGemmForwardSeconds(model, training, dims, expert, routing, kPeakFlops, params),
       1.3 * balanced);
-}
-
-TrainingSpec Fp8(const TrainingSpec& training) {
-  TrainingOptions options = training.options();
-  options.fp8 = true;
-  absl::StatusOr<TrainingSpec> fp8 = TrainingSpec::Create(options);
-  EXPECT_TRUE(fp8.ok()) << fp8.status();
-  return *fp8;
 }
 
 TEST(SharedExpertTest, GemmsAtTheCurveOfTheirPrecision) {
@@ -299,9 +306,9 @@ TEST(MoeLayerSecondsTest, BackwardTwiceTheGemmsOnceTheRestAndARecomputedForward)
                    3 * SharedExpertForwardSeconds(model, training, dims, kPeakFlops, params));
   EXPECT_DOUBLE_EQ(none.permutation, 2 * PermutationForwardSeconds(model, training, dims, expert,
                                                                    routing, cluster.gpu(), params));
-  EXPECT_DOUBLE_EQ(
-      none.exposed_communication,
-      2 * AllToAllForwardSeconds(model, training, dims, expert, routing, cluster, params));
+  EXPECT_DOUBLE_EQ(none.communication, 2 * AllToAllForwardSeconds(model, training, dims, expert,
+                                                                  routing, cluster, params));
+  EXPECT_DOUBLE_EQ(none.exposed_communication, none.communication);
   EXPECT_DOUBLE_EQ(none.router,
                    3 * RouterGemmForwardSeconds(model, training, dims, kPeakFlops, params) +
                        2 * RouterTopKForwardSeconds(model, training, dims, cluster.gpu(), params));
@@ -329,6 +336,7 @@ TEST(MoeLayerSecondsTest, BackwardTwiceTheGemmsOnceTheRestAndARecomputedForward)
   const MoeLayerSeconds hidden = PredictMoeLayerSeconds(model, overlapping, dims, expert, routing,
                                                         cluster, kPeakFlops, kPeakFlops, params);
   EXPECT_EQ(hidden.exposed_communication, 0);
+  EXPECT_DOUBLE_EQ(hidden.communication, none.communication);
   EXPECT_DOUBLE_EQ(hidden.Compute(), none.Compute());
 }
 
@@ -357,7 +365,7 @@ TEST(MoeLayerSecondsTest, DenseModelsHaveNoMoeTerms) {
   EXPECT_EQ(AllGatherDispatchForwardSeconds(dense, training, dims, {8, 1}, cluster, params), 0);
   const MoeLayerSeconds none = PredictMoeLayerSeconds(dense, training, dims, {8, 1}, routing,
                                                       cluster, kPeakFlops, kPeakFlops, params);
-  EXPECT_EQ(none.Compute() + none.exposed_communication, 0);
+  EXPECT_EQ(none.Compute() + none.communication + none.exposed_communication, 0);
 }
 
 }  // namespace

@@ -130,8 +130,6 @@ const std::vector<FittedField>& Fp8FittedFields() {
 
 const std::vector<FittedField>& MoeFittedFields() {
   static const std::vector<FittedField>* const fields = new std::vector<FittedField>{
-      {"grouped_gemm_efficiency_max", &PerformanceParameters::grouped_gemm_efficiency_max, 0.05,
-       1.0, false},
       {"grouped_gemm_half_efficiency_tokens",
        &PerformanceParameters::grouped_gemm_half_efficiency_tokens, 8, 65536, true},
       {"all_to_all_network_efficiency", &PerformanceParameters::all_to_all_network_efficiency, 0.05,
@@ -143,8 +141,10 @@ const std::vector<FittedField>& MoeFittedFields() {
 
 const std::vector<FittedField>& TorchTitanFittedFields() {
   static const std::vector<FittedField>* const fields = new std::vector<FittedField>{
-      {"torchtitan_compute_efficiency", &PerformanceParameters::torchtitan_compute_efficiency, 0.2,
-       1.0, false},
+      {"torchtitan_eager_compute_efficiency",
+       &PerformanceParameters::torchtitan_eager_compute_efficiency, 0.2, 1.0, false},
+      {"torchtitan_compiled_compute_efficiency",
+       &PerformanceParameters::torchtitan_compiled_compute_efficiency, 0.2, 1.0, false},
   };
   return *fields;
 }

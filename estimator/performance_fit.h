@@ -56,10 +56,11 @@ const std::vector<FittedField>& Fp8FittedFields();
 // apart from the fitted ones.
 const std::vector<FittedField>& MoeFittedFields();
 
-// The field only TorchTitan runs depend on (PerformanceParameters::
-// torchtitan_compute_efficiency). tools/fit_performance_model fits it to TorchTitan's
-// benchmark with every other field fixed, so that no Megatron-LM prediction depends on it.
-// A search's refit leaves it (FitOptions::fields).
+// The fields only TorchTitan runs depend on (PerformanceParameters::
+// torchtitan_eager_compute_efficiency and torchtitan_compiled_compute_efficiency).
+// tools/fit_performance_model fits them to TorchTitan's benchmark with every other field
+// fixed, so that no Megatron-LM prediction depends on them. A search's refit leaves them
+// (FitOptions::fields).
 const std::vector<FittedField>& TorchTitanFittedFields();
 
 struct FitOptions {

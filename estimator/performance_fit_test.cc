@@ -176,37 +176,45 @@ TEST_F(PerformanceFitTest, Fp8FieldsMoveOnlyForFp8Observations) {
   }
 }
 
-TEST_F(PerformanceFitTest, TorchTitanFieldMovesOnlyForTorchTitanObservations) {
+TEST_F(PerformanceFitTest, TorchTitanFieldsMoveOnlyForTorchTitanObservations) {
   PerformanceParameters truth;
-  truth.torchtitan_compute_efficiency = 0.6;
+  truth.torchtitan_eager_compute_efficiency = 0.6;
+  truth.torchtitan_compiled_compute_efficiency = 0.7;
   const PerformanceParameters start;
   absl::StatusOr<FitResult> megatron = FitPerformanceParameters(Synthetic(truth), start);
   ASSERT_TRUE(megatron.ok()) << megatron.status();
-  EXPECT_EQ(megatron->params.torchtitan_compute_efficiency, start.torchtitan_compute_efficiency);
+  for (const FittedField& field : TorchTitanFittedFields()) {
+    EXPECT_EQ(megatron->params.*field.field, start.*field.field) << field.name;
+  }
   TrainingOptions options = training_.options();
   options.framework = Framework::kTorchTitan;
-  const TrainingSpec titan = *TrainingSpec::Create(options);
   std::vector<PerformanceObservation> observations;
-  for (const ParallelConfig& config : {Config(16, 1, 1, 1, 1), Config(8, 2, 1, 1, 1)}) {
-    const double seconds =
-        PredictPerformance(model_, titan, cluster_, config, truth).step_time_seconds;
-    observations.push_back({model_, titan, cluster_, config, seconds, 1});
+  for (const bool compiled : {false, true}) {
+    options.torch_compile = compiled;
+    const TrainingSpec titan = *TrainingSpec::Create(options);
+    for (const ParallelConfig& config : {Config(16, 1, 1, 1, 1), Config(8, 2, 1, 1, 1)}) {
+      const double seconds =
+          PredictPerformance(model_, titan, cluster_, config, truth).step_time_seconds;
+      observations.push_back({model_, titan, cluster_, config, seconds, 1});
+    }
   }
   FitOptions titan_only;
   titan_only.fields = TorchTitanFittedFields();
   absl::StatusOr<FitResult> alone = FitPerformanceParameters(observations, start, titan_only);
   ASSERT_TRUE(alone.ok()) << alone.status();
-  EXPECT_NEAR(alone->params.torchtitan_compute_efficiency, 0.6, 0.01);
-  // A default refit of TorchTitan observations moves the dense fields, not this one.
+  EXPECT_NEAR(alone->params.torchtitan_eager_compute_efficiency, 0.6, 0.01);
+  EXPECT_NEAR(alone->params.torchtitan_compiled_compute_efficiency, 0.7, 0.01);
+  // A default refit of TorchTitan observations moves the dense fields, not these.
   absl::StatusOr<FitResult> refit = FitPerformanceParameters(observations, start);
   ASSERT_TRUE(refit.ok()) << refit.status();
-  EXPECT_EQ(refit->params.torchtitan_compute_efficiency, start.torchtitan_compute_efficiency);
-  EXPECT_LT(refit->rms_log_error, 0.01);
+  for (const FittedField& field : TorchTitanFittedFields()) {
+    EXPECT_EQ(refit->params.*field.field, start.*field.field) << field.name;
+  }
 }
 
 TEST_F(PerformanceFitTest, MoeFieldsMoveOnlyForMixtureOfExpertsObservations) {
   PerformanceParameters truth;
-  truth.grouped_gemm_efficiency_max = 0.45;
+  truth.grouped_gemm_half_efficiency_tokens = 1024;
   truth.all_to_all_network_efficiency = 0.5;
   const PerformanceParameters start;
   // Dense observations leave the MoE fields at their start.
@@ -241,7 +249,8 @@ TEST_F(PerformanceFitTest, MoeFieldsMoveOnlyForMixtureOfExpertsObservations) {
   }
   absl::StatusOr<FitResult> joint = FitPerformanceParameters(observations, start);
   ASSERT_TRUE(joint.ok()) << joint.status();
-  EXPECT_NE(joint->params.grouped_gemm_efficiency_max, start.grouped_gemm_efficiency_max);
+  EXPECT_NE(joint->params.grouped_gemm_half_efficiency_tokens,
+            start.grouped_gemm_half_efficiency_tokens);
 }
 
 TEST_F(PerformanceFitTest, BadInputNamesTheField) {

@@ -18,10 +18,13 @@ constexpr double kTera = 1e12;
 
 using Symbols = ConfigSymbols;
 
-// The share of Megatron-LM's compute throughput the training's framework reaches.
+// The share of Megatron-LM's compute throughput the training's framework reaches, compiled
+// or not.
 double FrameworkComputeEfficiency(const TrainingSpec& training,
                                   const PerformanceParameters& params) {
-  return training.framework() == Framework::kTorchTitan ? params.torchtitan_compute_efficiency : 1;
+  if (training.framework() != Framework::kTorchTitan) return 1;
+  return training.torch_compile() ? params.torchtitan_compiled_compute_efficiency
+                                  : params.torchtitan_eager_compute_efficiency;
 }
 
 // Forward passes per micro-batch: the forward itself, plus one more when full recompute

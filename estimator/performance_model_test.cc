@@ -351,21 +351,27 @@ TEST_F(PerformanceModelTest, FullShardingGathersTheWeightsTwicePerMicroBatch) {
 TEST_F(PerformanceModelTest, TorchTitanComputesAtItsShareOfMegatronsThroughput) {
   TrainingOptions options = training_.options();
   options.framework = Framework::kTorchTitan;
-  const TrainingSpec titan = *TrainingSpec::Create(options);
+  const TrainingSpec eager = *TrainingSpec::Create(options);
+  options.torch_compile = true;
+  const TrainingSpec compiled = *TrainingSpec::Create(options);
   ParallelDims dims = Dims(8, 2, 1, 1, 1);
   dims.dp_sharding = DataParallelSharding::kFull;
   PlacementRules rules;
   rules.allow_tp_cp_across_nodes = true;
-  const ParallelConfig config = *ParallelConfig::Create(model_, titan, cluster_, rules, dims);
+  const ParallelConfig config = *ParallelConfig::Create(model_, eager, cluster_, rules, dims);
   PerformanceParameters params = params_;
-  params.torchtitan_compute_efficiency = 1;
+  params.torchtitan_eager_compute_efficiency = 1;
+  params.torchtitan_compiled_compute_efficiency = 1;
   const PerformanceEstimate megatron_speed =
-      PredictPerformance(model_, titan, cluster_, config, params);
-  params.torchtitan_compute_efficiency = 0.5;
-  const PerformanceEstimate half = PredictPerformance(model_, titan, cluster_, config, params);
+      PredictPerformance(model_, eager, cluster_, config, params);
+  params.torchtitan_eager_compute_efficiency = 0.5;
+  params.torchtitan_compiled_compute_efficiency = 0.8;
+  const PerformanceEstimate half = PredictPerformance(model_, eager, cluster_, config, params);
   EXPECT_DOUBLE_EQ(half.compute_seconds, 2 * megatron_speed.compute_seconds);
   EXPECT_DOUBLE_EQ(half.dp_communication_seconds, megatron_speed.dp_communication_seconds);
-  // Megatron-LM runs do not depend on it.
+  EXPECT_DOUBLE_EQ(PredictPerformance(model_, compiled, cluster_, config, params).compute_seconds,
+                   megatron_speed.compute_seconds / 0.8);
+  // Megatron-LM runs do not depend on them.
   const ParallelConfig megatron = *ParallelConfig::Create(model_, training_, cluster_, rules, dims);
   EXPECT_DOUBLE_EQ(
       PredictPerformance(model_, training_, cluster_, megatron, params).compute_seconds,

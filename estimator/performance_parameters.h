@@ -65,13 +65,12 @@ struct PerformanceParameters {
   // Mixture-of-experts models only (moe_performance.h); the defaults are priors stated with
   // their reasons, fitted per architecture where FittedPerformanceParameters says so.
   // The routed experts' grouped GEMM (Transformer Engine's GroupedLinear in TEGroupedMLP) at
-  // eff(n) = grouped_gemm_efficiency_max n / (n + grouped_gemm_half_efficiency_tokens) of the
-  // dense peak, n the tokens each local expert receives: the dense GEMM curve's form
-  // (PerformanceParameters::gemm_efficiency_max) over tokens per expert instead of FLOPs,
-  // since an expert's GEMM has a fixed h x f_e / etp weight and only its token count varies.
-  // Prior: the dense curve's ceiling, and half of it at 256 tokens, two of the 128-row tiles
-  // of Hopper's bf16 GEMM kernels, below which the tensor cores mostly compute padding.
-  double grouped_gemm_efficiency_max = 0.75;
+  // eff(n) = c n / (n + grouped_gemm_half_efficiency_tokens) of the experts' dense peak, n the
+  // tokens each local expert receives and c the dense GEMM ceiling of the experts' precision
+  // (GroupedGemmEfficiency, moe_performance.h): the dense GEMM curve's form over tokens per
+  // expert instead of FLOPs, since an expert's GEMM has a fixed h x f_e / etp weight and only
+  // its token count varies. Prior: half the ceiling at 256 tokens, two of the 128-row tiles of
+  // Hopper's bf16 GEMM kernels, below which the tensor cores mostly compute padding.
   double grouped_gemm_half_efficiency_tokens = 256;
   // Fraction of HBM bandwidth reached by the memory-bound MoE kernels: the permutation and
   // unpermutation copies of routed tokens and the router's score function and top-k. Prior:
@@ -90,8 +89,8 @@ struct PerformanceParameters {
   // half, as cp_overlap's ring hides a step behind the attention it overlaps.
   double ep_comm_overlap = 0.5;
   // relative_error's counterpart for mixture-of-experts estimates: the MoE fit's own
-  // leave-one-series-out spread (tools/fit_performance_model), far wider than the dense one's.
-  // An MoE estimate carries the larger of the two (PredictionRelativeError). Prior: 0.3.
+  // leave-one-series-out spread (tools/fit_performance_model). An MoE estimate carries the
+  // larger of the two (PredictionRelativeError). Prior: 0.3.
   double moe_relative_error = 0.3;
   // Fraction of the network's bandwidth the dispatcher's all-to-all reaches on the shares it
   // sends off the node (AllToAllSeconds, link_model.h), apart from PerformanceParameters::
@@ -101,14 +100,15 @@ struct PerformanceParameters {
 
   // TorchTitan (TrainingSpec::framework) only: the fraction of Megatron-LM's compute
   // throughput its PyTorch stack reaches on the same GPU for the same FLOPs, which divides the
-  // compute time of every micro-batch. TorchTitan's blocks run as PyTorch eager kernels (or
-  // whatever torch.compile fuses of them): cuBLAS GEMMs without Transformer Engine's fused
-  // cast, norm and bias kernels, scaled_dot_product_attention's FlashAttention-2 kernels
-  // rather than cuDNN's Hopper ones, and separate RMSNorm, rotary and SwiGLU kernels. Prior 1
-  // (Megatron-LM's); fitted on Hopper to TorchTitan's own benchmark
-  // (data/measured/torchtitan_h100_202412.csv), eager and compiled rows alike: TrainingSpec
-  // does not say whether a run is compiled.
-  double torchtitan_compute_efficiency = 1.0;
+  // compute time of every micro-batch; one for eager runs, one for runs whose transformer
+  // blocks torch.compile fuses (TrainingSpec::torch_compile). TorchTitan's blocks run as
+  // PyTorch kernels: cuBLAS GEMMs without Transformer Engine's fused cast, norm and bias
+  // kernels, scaled_dot_product_attention's FlashAttention-2 kernels rather than cuDNN's
+  // Hopper ones, and, eager, separate RMSNorm, rotary and SwiGLU kernels, which Inductor fuses
+  // when compiled. Prior 1 (Megatron-LM's); fitted on Hopper to TorchTitan's own benchmark
+  // (data/measured/torchtitan_h100_202412.csv: 2 eager rows, 16 compiled).
+  double torchtitan_eager_compute_efficiency = 1.0;
+  double torchtitan_compiled_compute_efficiency = 1.0;
   // relative_error's counterpart for TorchTitan estimates: the TorchTitan fit's
   // leave-one-series-out spread. Prior: 0.3.
   double torchtitan_relative_error = 0.3;

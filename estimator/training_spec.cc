@@ -75,6 +75,20 @@ absl::StatusOr<TrainingSpec> TrainingSpec::Create(const TrainingOptions& options
                                    TokenDispatcherName(options.moe_token_dispatcher),
                                    ": Megatron-LM overlaps only the all-to-all"));
   }
+  if (options.torch_compile && options.framework != Framework::kTorchTitan) {
+    return FieldError("training.torch_compile",
+                      absl::StrCat("(true) is TorchTitan's compile.enable; training.framework ",
+                                   FrameworkName(options.framework), " has no such switch"));
+  }
+  if (options.tp_comm_overlap && options.framework == Framework::kTorchTitan &&
+      !options.torch_compile) {
+    // torchtitan/distributed/tensor_parallel.py maybe_enable_async_tp (v0.2.2) raises
+    // "Async TP requires 'model' in --compile.components and --compile.enable".
+    return FieldError("training.tp_comm_overlap",
+                      "(true) under training.framework torchtitan is its async tensor "
+                      "parallelism, which needs training.torch_compile (false) to be true: "
+                      "TorchTitan refuses async TP without torch.compile");
+  }
   return TrainingSpec(options);
 }
 

@@ -109,6 +109,11 @@ struct TrainingOptions {
   // moe_performance.h), and needs the all-to-all dispatcher.
   bool moe_expert_parallel_overlap = false;
   Framework framework = Framework::kMegatron;
+  // TorchTitan only: each transformer block compiled with torch.compile (--compile.enable,
+  // torchtitan/models/llama3/infra/parallelize.py apply_compile at v0.2.2), which fuses its
+  // norm, rotary and SwiGLU kernels (performance_parameters.h,
+  // torchtitan_compiled_compute_efficiency). TorchTitan's async tensor parallelism needs it.
+  bool torch_compile = false;
 };
 
 // Immutable and always valid.
@@ -117,7 +122,8 @@ class TrainingSpec {
   // INVALID_ARGUMENT naming the field ("training.seq_len (0) must be in [1, 4194304]"),
   // fp8_param_gather without fp8 or without the distributed optimizer, or a capacity factor
   // outside 0 (dropless) and (0, kMaxMoeCapacityFactor], or moe_expert_parallel_overlap with
-  // the all-gather dispatcher.
+  // the all-gather dispatcher, or torch_compile under Megatron-LM, or tp_comm_overlap under
+  // TorchTitan without torch_compile.
   static absl::StatusOr<TrainingSpec> Create(const TrainingOptions& options);
 
   const TrainingOptions& options() const { return options_; }
@@ -135,6 +141,7 @@ class TrainingSpec {
   bool moe_grouped_gemm() const { return options_.moe_grouped_gemm; }
   bool moe_expert_parallel_overlap() const { return options_.moe_expert_parallel_overlap; }
   Framework framework() const { return options_.framework; }
+  bool torch_compile() const { return options_.torch_compile; }
   // What distributed_optimizer stands for under the framework: kOptimizer for Megatron-LM and
   // kFull for TorchTitan (which has no optimizer-only sharding) when true, kNone when false.
   DataParallelSharding DefaultDataParallelSharding() const;

@@ -1,6 +1,7 @@
 #include "estimator/training_spec.h"
 
 #include <cmath>
+#include <string>
 
 #include "gtest/gtest.h"
 
@@ -48,6 +49,7 @@ TEST(TrainingSpecTest, DefaultsAreThePapersSetting) {
   EXPECT_EQ(options.moe_capacity_factor, 0);          // dropless, Megatron-LM's default
   EXPECT_EQ(options.moe_token_dispatcher, TokenDispatcher::kAllToAll);  // NVIDIA's recipes
   EXPECT_TRUE(options.moe_grouped_gemm);                                // NVIDIA's recipes
+  EXPECT_FALSE(options.torch_compile);                                  // TorchTitan's default
 }
 
 TEST(TrainingSpecTest, TokenDispatcherNamesAreWhatMegatronLmTakes) {
@@ -84,6 +86,36 @@ TEST(TrainingSpecTest, ExpertParallelOverlapNeedsTheAllToAllDispatcher) {
   EXPECT_EQ(TrainingSpec::Create(options).status().message(),
             "training.moe_expert_parallel_overlap (true) needs training.moe_token_dispatcher "
             "alltoall, not allgather: Megatron-LM overlaps only the all-to-all");
+}
+
+TEST(TrainingSpecTest, TorchCompileIsTorchTitansAndItsAsyncTensorParallelismNeedsIt) {
+  TrainingOptions options;
+  options.global_batch_size = 16;
+  options.seq_len = 8192;
+  options.torch_compile = true;
+  absl::StatusOr<TrainingSpec> training = TrainingSpec::Create(options);
+  EXPECT_EQ(training.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(training.status().message().find("training.torch_compile (true)"), std::string::npos)
+      << training.status();
+  EXPECT_NE(training.status().message().find("framework megatron"), std::string::npos);
+
+  options.framework = Framework::kTorchTitan;
+  training = TrainingSpec::Create(options);
+  ASSERT_TRUE(training.ok()) << training.status();
+  EXPECT_TRUE(training->torch_compile());
+
+  options.tp_comm_overlap = true;
+  EXPECT_TRUE(TrainingSpec::Create(options).ok());
+  options.torch_compile = false;
+  training = TrainingSpec::Create(options);
+  EXPECT_EQ(training.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(training.status().message().find("training.tp_comm_overlap (true)"), std::string::npos)
+      << training.status();
+  EXPECT_NE(training.status().message().find("training.torch_compile (false)"), std::string::npos);
+
+  // Megatron-LM's TP overlap is its own (Transformer Engine's userbuffers), without compile.
+  options.framework = Framework::kMegatron;
+  EXPECT_TRUE(TrainingSpec::Create(options).ok());
 }
 
 TEST(TrainingSpecTest, CpCommTypeNamesAreWhatMegatronLmAndTransformerEngineTake) {

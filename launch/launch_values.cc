@@ -133,6 +133,7 @@ const std::vector<Placeholder>& LaunchPlaceholders() {
       {"fp8_param_gather", Kind::kBoolean},
       {"tp_comm_overlap", Kind::kBoolean},  // false whenever sequence_parallel is
       {"cp_comm_type", Kind::kCpCommType},
+      {"torch_compile", Kind::kBoolean},  // TorchTitan's compile.enable; false under Megatron-LM
       // TorchTitan's llama3 flavor; no value where TorchTitan cannot run the configuration.
       {"torchtitan_flavor", Kind::kText},
       {"probe", Kind::kBoolean},        // true in a probe's launch, false in an export
@@ -412,13 +413,14 @@ void LaunchValues::SetConfiguration(const ModelSpec& model, const TrainingSpec& 
   SetBoolean("tp_comm_overlap",
              training.tp_comm_overlap() && config.sequence_parallel() && config.tp() > 1);
   SetText("cp_comm_type", CpCommTypeName(training.cp_comm_type()));
+  SetBoolean("torch_compile", training.torch_compile());
   // A TorchTitan template names the flavor, so where TorchTitan cannot run the configuration
   // its probe and its export fail with the reason.
-  const absl::Status torchtitan = CheckTorchTitanCanRun(model, training, config);
-  if (torchtitan.ok()) {
-    SetText("torchtitan_flavor", *TorchTitanLlamaFlavor(model));
+  const absl::StatusOr<std::string> flavor = TorchTitanFlavorToRun(model, training, config);
+  if (flavor.ok()) {
+    SetText("torchtitan_flavor", *flavor);
   } else {
-    no_value_reasons_["torchtitan_flavor"] = std::string(torchtitan.message());
+    no_value_reasons_["torchtitan_flavor"] = std::string(flavor.status().message());
   }
 }
 

@@ -86,7 +86,7 @@ class LaunchValues {
 
   // The value of placeholder `name`. INVALID_ARGUMENT when there is no such placeholder;
   // FAILED_PRECONDITION when it has none in these values (an export's {master_port}), or
-  // none for this configuration ({torchtitan_flavor} where CheckTorchTitanCanRun fails,
+  // none for this configuration ({torchtitan_flavor} where TorchTitanFlavorToRun fails,
   // saying why).
   absl::StatusOr<std::string> Get(absl::string_view name) const;
 

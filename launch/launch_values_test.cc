@@ -87,6 +87,7 @@ TEST(LaunchValuesTest, EveryPlaceholderHasAValueForAGangMember) {
       {"fp8_param_gather", "false"},
       {"tp_comm_overlap", "false"},
       {"cp_comm_type", "p2p"},
+      {"torch_compile", "false"},
       {"torchtitan_flavor", "70B"},
       {"probe", "true"},
       {"train_iters", "9"},

@@ -58,9 +58,10 @@ absl::StatusOr<std::string> TorchTitanLlamaFlavor(const ModelSpec& model) {
       "only"));
 }
 
-absl::Status CheckTorchTitanCanRun(const ModelSpec& model, const TrainingSpec& training,
-                                   const ParallelConfig& config) {
-  PT_RETURN_IF_ERROR(TorchTitanLlamaFlavor(model).status());
+absl::StatusOr<std::string> TorchTitanFlavorToRun(const ModelSpec& model,
+                                                  const TrainingSpec& training,
+                                                  const ParallelConfig& config) {
+  PT_ASSIGN_OR_RETURN(std::string flavor, TorchTitanLlamaFlavor(model));
   // Its tensor parallelism shards the norms' activations by sequence, always
   // (torchtitan/models/llama3/infra/parallelize.py:181, 219, 233).
   if (config.tp() > 1 && !config.sequence_parallel()) {
@@ -94,7 +95,7 @@ absl::Status CheckTorchTitanCanRun(const ModelSpec& model, const TrainingSpec& t
                      config.cp(), ") > 1: ", kTorchTitanRelease,
                      "'s DDP runs without other parallelism only (parallelize.py:149-151)"));
   }
-  return absl::OkStatus();
+  return flavor;
 }
 
 }  // namespace paratune

@@ -25,12 +25,14 @@ inline constexpr char kTorchTitanRelease[] = "TorchTitan v0.2.2";
 // family, a Llama-2 or Llama-3.2 model, experts, tied embeddings).
 absl::StatusOr<std::string> TorchTitanLlamaFlavor(const ModelSpec& model);
 
-// OK when TorchTitan v0.2.2 can run `config` of `model` with `training` as stated:
-// TorchTitanLlamaFlavor's error, or FAILED_PRECONDITION naming the field and the value it has
-// no option for (tensor parallelism without sequence parallelism, gradients reduced in bf16,
-// optimizer-only sharding, unsharded data parallelism beside other parallelism).
-absl::Status CheckTorchTitanCanRun(const ModelSpec& model, const TrainingSpec& training,
-                                   const ParallelConfig& config);
+// The llama3 flavor that runs `config` of `model` with `training` as stated, when TorchTitan
+// v0.2.2 can: TorchTitanLlamaFlavor's error, or FAILED_PRECONDITION naming the field and the
+// value it has no option for (tensor parallelism without sequence parallelism, gradients
+// reduced in bf16, optimizer-only sharding, unsharded data parallelism beside other
+// parallelism).
+absl::StatusOr<std::string> TorchTitanFlavorToRun(const ModelSpec& model,
+                                                  const TrainingSpec& training,
+                                                  const ParallelConfig& config);
 
 }  // namespace paratune
 

@@ -55,24 +55,28 @@ TEST(TorchTitanJobTest, WhatTheReleaseHasNoOptionForIsRefusedNamingTheField) {
   const ModelSpec model = Preset("llama3.1-8b");
   ParallelDims dims = MakeParallelDims(4, 2, 1, 1, 1);
   dims.dp_sharding = DataParallelSharding::kOptimizer;
-  EXPECT_THAT(
-      CheckTorchTitanCanRun(model, Training(), ParallelConfig::FromCheckedDims(dims)).message(),
-      HasSubstr("config.dp_sharding (optimizer): TorchTitan v0.2.2 has no "
-                "optimizer-only sharding"));
+  EXPECT_THAT(TorchTitanFlavorToRun(model, Training(), ParallelConfig::FromCheckedDims(dims))
+                  .status()
+                  .message(),
+              HasSubstr("config.dp_sharding (optimizer): TorchTitan v0.2.2 has no "
+                        "optimizer-only sharding"));
   dims.dp_sharding = DataParallelSharding::kNone;
-  EXPECT_THAT(
-      CheckTorchTitanCanRun(model, Training(), ParallelConfig::FromCheckedDims(dims)).message(),
-      HasSubstr("config.dp_sharding (none) with config.tensor_parallel (2) x "
-                "config.pipeline_parallel (1) x config.context_parallel (1) > 1"));
+  EXPECT_THAT(TorchTitanFlavorToRun(model, Training(), ParallelConfig::FromCheckedDims(dims))
+                  .status()
+                  .message(),
+              HasSubstr("config.dp_sharding (none) with config.tensor_parallel (2) x "
+                        "config.pipeline_parallel (1) x config.context_parallel (1) > 1"));
   dims.dp_sharding = DataParallelSharding::kFull;
-  EXPECT_TRUE(CheckTorchTitanCanRun(model, Training(), ParallelConfig::FromCheckedDims(dims)).ok());
+  EXPECT_EQ(
+      TorchTitanFlavorToRun(model, Training(), ParallelConfig::FromCheckedDims(dims)).value_or(""),
+      "8B");
   const absl::Status bf16_gradients =
-      CheckTorchTitanCanRun(model, Training(false), ParallelConfig::FromCheckedDims(dims));
+      TorchTitanFlavorToRun(model, Training(false), ParallelConfig::FromCheckedDims(dims)).status();
   EXPECT_EQ(bf16_gradients.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(bf16_gradients.message(), HasSubstr("training.fp32_gradients (false)"));
   dims.sequence_parallel = false;
   const absl::Status no_sp =
-      CheckTorchTitanCanRun(model, Training(), ParallelConfig::FromCheckedDims(dims));
+      TorchTitanFlavorToRun(model, Training(), ParallelConfig::FromCheckedDims(dims)).status();
   EXPECT_EQ(no_sp.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(no_sp.message(),
               HasSubstr("config.sequence_parallel (false) with config.tensor_parallel (2)"));
@@ -80,7 +84,9 @@ TEST(TorchTitanJobTest, WhatTheReleaseHasNoOptionForIsRefusedNamingTheField) {
   dims = MakeParallelDims(8, 1, 1, 1, 1);
   dims.sequence_parallel = false;
   dims.dp_sharding = DataParallelSharding::kNone;  // DDP alone
-  EXPECT_TRUE(CheckTorchTitanCanRun(model, Training(), ParallelConfig::FromCheckedDims(dims)).ok());
+  EXPECT_EQ(
+      TorchTitanFlavorToRun(model, Training(), ParallelConfig::FromCheckedDims(dims)).value_or(""),
+      "8B");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "common/status_macros.h"
 #include "estimator/performance_model.h"
@@ -23,6 +24,7 @@ namespace {
 struct RowSetup {
   ModelDimensions dims;
   std::string model_name;
+  std::string software;
   GpuSpec gpu;
   int64_t gpus_per_node = 8;
   TrainingOptions training;
@@ -31,6 +33,7 @@ struct RowSetup {
   bool completed = true;
   double step_seconds = 0;
   bool dispatcher_substituted = false;
+  std::string excluded_reason;
   double measured_memory_gib = 0;
   // The column step_seconds is read or derived from, for errors.
   std::string step_column;
@@ -121,6 +124,7 @@ absl::StatusOr<MeasuredRun> MakeRun(const CsvTable& table, size_t row, const std
   return MeasuredRun{file,
                      std::move(setup.group),
                      setup.model_name,
+                     std::move(setup.software),
                      table.line(row),
                      *model,
                      *training,
@@ -129,6 +133,7 @@ absl::StatusOr<MeasuredRun> MakeRun(const CsvTable& table, size_t row, const std
                      setup.completed,
                      setup.step_seconds,
                      setup.dispatcher_substituted,
+                     std::move(setup.excluded_reason),
                      setup.measured_memory_gib};
 }
 
@@ -195,8 +200,8 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadNvidiaDgxc(const CsvTable& table,
     setup.parallel.sequence_parallel = setup.parallel.tp > 1;
     setup.step_column = "step_time_s";
     PT_ASSIGN_OR_RETURN(setup.step_seconds, table.Double(row, setup.step_column));
-    PT_ASSIGN_OR_RETURN(const std::string release, table.String(row, "release"));
-    setup.group = absl::StrCat(setup.model_name, " ", release);
+    PT_ASSIGN_OR_RETURN(setup.software, table.String(row, "release"));
+    setup.group = absl::StrCat(setup.model_name, " ", setup.software);
     PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
     runs.push_back(std::move(run));
   }
@@ -414,8 +419,8 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadNvidiaFp8(const CsvTable& table,
     setup.training.tp_comm_overlap = true;
     // Megatron-LM's fp8 example (examples/llama/train_llama3_8b_h100_fp8.sh) passes
     // --fp8-param-gather; the NeMo tables do not say, so they keep TE's default (off).
-    PT_ASSIGN_OR_RETURN(const std::string software, table.String(row, "software"));
-    setup.training.fp8_param_gather = absl::StartsWith(software, "Megatron-Core");
+    PT_ASSIGN_OR_RETURN(setup.software, table.String(row, "software"));
+    setup.training.fp8_param_gather = absl::StartsWith(setup.software, "Megatron-Core");
     PT_ASSIGN_OR_RETURN(setup.parallel.tp, table.Int(row, "tp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.pp, table.Int(row, "pp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.cp, table.Int(row, "cp"));
@@ -436,7 +441,7 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadNvidiaFp8(const CsvTable& table,
     setup.step_seconds = static_cast<double>(setup.training.global_batch_size) *
                          static_cast<double>(setup.training.seq_len) /
                          (tokens_per_gpu * static_cast<double>(gpus));
-    setup.group = absl::StrCat(name, " ", software);
+    setup.group = absl::StrCat(name, " ", setup.software);
     PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
     runs.push_back(std::move(run));
   }
@@ -480,6 +485,7 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadTorchTitan(const CsvTable& table,
     PT_ASSIGN_OR_RETURN(setup.training.fp8, YesNoCell(table, row, "float8"));
     // Async TP overlaps the tensor-parallel collectives with the GEMMs they feed.
     PT_ASSIGN_OR_RETURN(setup.training.tp_comm_overlap, YesNoCell(table, row, "async_tp"));
+    PT_ASSIGN_OR_RETURN(setup.training.torch_compile, YesNoCell(table, row, "torch_compile"));
     PT_ASSIGN_OR_RETURN(setup.parallel.dp, table.Int(row, "fsdp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.tp, table.Int(row, "tp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.pp, table.Int(row, "pp"));
@@ -520,9 +526,8 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadTorchTitan(const CsvTable& table,
       return table.InvalidCell(row, "memory_gib", "must be > 0");
     }
     PT_ASSIGN_OR_RETURN(const std::string source, table.String(row, "source"));
-    PT_ASSIGN_OR_RETURN(const bool compiled, YesNoCell(table, row, "torch_compile"));
     setup.group = absl::StrCat("TorchTitan ", source.substr(source.rfind("Table")),
-                               compiled ? " compiled" : "");
+                               setup.training.torch_compile ? " compiled" : "");
     PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
     if (run.cluster.world_size() != gpus) {
       return table.InvalidCell(
@@ -617,6 +622,7 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMoeTable(const CsvTable& table,
     PT_ASSIGN_OR_RETURN(setup.training.moe_token_dispatcher,
                         MoeDispatcher(table, row, dispatcher_cell));
     setup.dispatcher_substituted = absl::StartsWith(dispatcher_cell, "flex (");
+    PT_ASSIGN_OR_RETURN(setup.excluded_reason, table.String(row, "excluded"));
     PT_ASSIGN_OR_RETURN(setup.training.moe_grouped_gemm, table.Bool(row, "grouped_gemm"));
     PT_ASSIGN_OR_RETURN(setup.training.moe_expert_parallel_overlap,
                         table.Bool(row, "moe_a2a_overlap"));
@@ -646,10 +652,16 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMoeTable(const CsvTable& table,
     setup.step_seconds = static_cast<double>(setup.training.global_batch_size) *
                          static_cast<double>(setup.training.seq_len) /
                          (tokens_per_gpu * static_cast<double>(gpus));
-    PT_ASSIGN_OR_RETURN(const std::string software, table.String(row, "software"));
-    // One series per release and dispatcher: a configuration measured in bf16 and in fp8
-    // (nvidia_dgxc_moe_h100.csv) weighs as one observation in the fit, as a weak-scaling series.
-    setup.group = absl::StrCat(setup.model_name, " ", software, " ", dispatcher_cell);
+    PT_ASSIGN_OR_RETURN(setup.software, table.String(row, "software"));
+    // One series per configuration and dispatcher, whatever the release or precision: a
+    // configuration measured in several releases (Qwen3-235B-A22B's five in
+    // megatron_bridge_moe_h100.csv) or in bf16 and fp8 (nvidia_dgxc_moe_h100.csv) weighs as one
+    // observation in the fit, as a weak-scaling series does, and the leave-one-series-out
+    // error bar holds all its runs out at once (a release of it left in would predict it).
+    const ParallelDims& p = setup.parallel;
+    setup.group =
+        absl::StrFormat("%s tp%d pp%d cp%d vp%d ep%d etp%d mbs%d %s", setup.model_name, p.tp, p.pp,
+                        p.cp, p.virtual_pipeline, p.ep, p.etp, p.micro_batch, dispatcher_cell);
     PT_ASSIGN_OR_RETURN(MeasuredRun run, MakeRun(table, row, file, std::move(setup)));
     runs.push_back(std::move(run));
   }

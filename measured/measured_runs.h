@@ -23,6 +23,8 @@ struct MeasuredRun {
   std::string dataset;  // file name, e.g. "nvidia_dgxc_h100.csv"
   std::string group;    // rows compared with each other, e.g. "TSUBAME 4.0 s=8192 32 GPUs"
   std::string model_name;
+  // The stack and release that ran it where the table names one ("NeMo 25.11"); else empty.
+  std::string software;
   int64_t line = 0;  // line in the file
   ModelSpec model;
   TrainingSpec training;
@@ -34,6 +36,10 @@ struct MeasuredRun {
   // HybridEP kernels), read as the all-to-all it replaces; a replay finds it, the MoE fit
   // leaves it out.
   bool dispatcher_substituted = false;
+  // Why the MoE fit and its error figures leave this row out, with the source that says so
+  // (an MoE table's `excluded` cell: e.g. a regression its publisher reported); empty for a
+  // row they count. A report still shows the row and the reason.
+  std::string excluded_reason;
   // Peak memory per GPU the source measured, GiB (2^30 bytes); 0 where it gives none.
   double measured_memory_gib = 0;
 };
@@ -66,7 +72,8 @@ std::vector<MeasuredDataset> Fp8Datasets();
 // performance summaries; every row of a paratune preset is fp8), then the fp8 and the bf16 rows
 // of nvidia_dgxc_moe_h100.csv (NVIDIA's dgxc-benchmarking recipes: Llama 4 Maverick on 512
 // H100), in the same column format. Apart from MeasuredDatasets(), so that the dense fit and its
-// error do not move.
+// error do not move. A row whose `excluded` cell gives a reason is read with it
+// (MeasuredRun::excluded_reason) and left out of the fit.
 std::vector<MeasuredDataset> MoeDatasets();
 
 // TorchTitan's own H100 benchmark (torchtitan_h100_202412.csv): Llama 3.1 with FSDP2 and TP,

@@ -27,6 +27,8 @@
 #include "common/command_line.h"
 #include "common/status_macros.h"
 #include "estimator/memory_model.h"
+#include "estimator/moe_memory.h"
+#include "estimator/moe_performance.h"
 #include "estimator/performance_fit.h"
 #include "estimator/performance_model.h"
 #include "estimator/performance_parameters.h"
@@ -320,9 +322,6 @@ std::string MemorySection(const std::vector<std::vector<MeasuredRun>>& tables,
   return out;
 }
 
-// The release column of an fp8 table's row ("NeMo 25.11", "Megatron-Core (...)").
-std::string Software(const MeasuredRun& run) { return run.group.substr(run.model_name.size() + 1); }
-
 // Whether `run` is a NeMo 25.11 or 26.02 row of nvidia_h100_fp8.csv: the H100 fp8 performance
 // recipes of Megatron-Bridge 0.2.0 and 0.3.0, the versions those containers ship
 // (NVIDIA-NeMo/Megatron-Bridge docs/releases/software-versions.md). The table names neither
@@ -330,8 +329,7 @@ std::string Software(const MeasuredRun& run) { return run.group.substr(run.model
 // RecipeMemoryOptions add.
 bool IsMegatronBridgePerfRecipeRun(const MeasuredRun& run) {
   if (run.dataset != Fp8Dataset().file || !run.training.fp8()) return false;
-  const std::string software = Software(run);
-  return software == "NeMo 25.11" || software == "NeMo 26.02";
+  return run.software == "NeMo 25.11" || run.software == "NeMo 26.02";
 }
 
 // `run` with fp8 model weights where its recipe keeps them. Megatron-Bridge's H100 presets of
@@ -390,7 +388,7 @@ absl::StatusOr<std::string> Fp8MemorySection(const std::vector<MeasuredRun>& run
     const double gib = 1024.0 * 1024 * 1024;
     absl::StrAppendFormat(
         &out, "| %d | %s | %s | %d | %d %d %d %d %d | %.1f, %s | %.1f, %s | %d |\n", run.line,
-        run.model_name, Software(run), run.cluster.world_size(), run.config.tp(), run.config.pp(),
+        run.model_name, run.software, run.cluster.world_size(), run.config.tp(), run.config.pp(),
         run.config.cp(), run.config.virtual_pipeline(), run.config.micro_batch(),
         before.peak_bytes / gib, MemoryVerdictName(before.verdict), after.peak_bytes / gib,
         MemoryVerdictName(after.verdict), after.peak_stage);
@@ -423,7 +421,7 @@ std::string Fp8ThroughputSection(const std::vector<std::vector<MeasuredRun>>& ta
       const double measured = MeasuredTflopsPerGpu(run);
       absl::StrAppendFormat(
           &rows, "| %d | %s | %s | %d | %d %d %d %d %d | %.0f | %.0f | %+.1f%% | %s |\n", run.line,
-          run.model_name, Software(run), run.cluster.world_size(), run.config.tp(), run.config.pp(),
+          run.model_name, run.software, run.cluster.world_size(), run.config.tp(), run.config.pp(),
           run.config.cp(), run.config.virtual_pipeline(), run.config.micro_batch(), measured,
           estimate.model_tflops_per_gpu, 100 * (estimate.model_tflops_per_gpu / measured - 1),
           Percent(estimate.mfu));
@@ -446,7 +444,7 @@ double PredictedTokensPerGpu(const MeasuredRun& run, const PerformanceParameters
 // Every TorchTitan run: measured peak memory (TorchTitan reports the caching allocator's
 // maximum reserved memory, the maximum over GPUs) against the estimate's peak (held out:
 // nothing in the memory model is fitted to it), and measured tokens/s per GPU against the
-// fitted parameters' prediction and against the prediction of the TorchTitan field fitted to
+// fitted parameters' prediction and against the prediction of the TorchTitan fields fitted to
 // the other groups alone (each row's group held out).
 absl::StatusOr<std::string> TorchTitanSection(const std::vector<MeasuredRun>& runs) {
   const double gib = 1024.0 * 1024 * 1024;
@@ -460,16 +458,16 @@ absl::StatusOr<std::string> TorchTitanSection(const std::vector<MeasuredRun>& ru
   FitOptions options;
   options.max_sweeps = 10000;
   options.fields = TorchTitanFittedFields();
-  std::map<std::string, double> held_out_efficiency;  // by the held-out group
+  std::map<std::string, PerformanceParameters> held_out_params;  // by the held-out group
   for (const MeasuredRun& run : runs) {
-    if (held_out_efficiency.count(run.group) > 0) continue;
+    if (held_out_params.count(run.group) > 0) continue;
     std::vector<MeasuredRun> others;
     for (const MeasuredRun& other : runs) {
       if (other.group != run.group) others.push_back(other);
     }
     PT_ASSIGN_OR_RETURN(const FitResult fit,
                         FitPerformanceParameters(FitObservations(others), start, options));
-    held_out_efficiency[run.group] = fit.params.torchtitan_compute_efficiency;
+    held_out_params[run.group] = fit.params;
   }
   std::string rows =
       "| line | run | GPUs | fsdp tp pp cp vp mbs | checkpointing | float8 | measured GiB | "
@@ -483,11 +481,9 @@ absl::StatusOr<std::string> TorchTitanSection(const std::vector<MeasuredRun>& ru
     const MemoryEstimate memory =
         EstimateMemory(run.model, run.training, run.cluster, run.config, MemoryOptions());
     const double memory_error = memory.peak_bytes / gib / run.measured_memory_gib - 1;
-    PerformanceParameters held_out = fitted;
-    held_out.torchtitan_compute_efficiency = held_out_efficiency[run.group];
     measured.push_back(MeasuredTokensPerGpu(run));
     predicted_fit.push_back(PredictedTokensPerGpu(run, fitted));
-    predicted_held.push_back(PredictedTokensPerGpu(run, held_out));
+    predicted_held.push_back(PredictedTokensPerGpu(run, held_out_params[run.group]));
     predicted_prior.push_back(PredictedTokensPerGpu(run, start));
     memory_errors += std::abs(memory_error);
     largest_memory_error = std::max(largest_memory_error, std::abs(memory_error));
@@ -507,19 +503,48 @@ absl::StatusOr<std::string> TorchTitanSection(const std::vector<MeasuredRun>& ru
   return absl::StrCat(
       absl::StrFormat(
           "Peak memory: mean absolute error %s, largest %s. Tokens/s per GPU: MAPE %s with "
-          "the fitted torchtitan_compute_efficiency (%.3f), %s with each row's group held out "
+          "the fitted torchtitan_eager_compute_efficiency (%.3f) and "
+          "torchtitan_compiled_compute_efficiency (%.3f), %s with each row's group held out "
           "of the fit, %s with Megatron-LM's compute (the prior, 1). %d runs.\n\n",
           Percent(memory_errors / n), Percent(largest_memory_error),
           Percent(MeanAbsolutePercentageError(predicted_fit, measured)),
-          fitted.torchtitan_compute_efficiency,
+          fitted.torchtitan_eager_compute_efficiency, fitted.torchtitan_compiled_compute_efficiency,
           Percent(MeanAbsolutePercentageError(predicted_held, measured)),
           Percent(MeanAbsolutePercentageError(predicted_prior, measured)), runs.size()),
       rows);
 }
 
+// A run's model and parallel layout (tp pp cp vp ep etp mbs), whatever its release, precision or
+// global batch: the runs one MoE configuration measured more than once.
+std::string LayoutOf(const MeasuredRun& run) {
+  return absl::StrFormat("%s %d %d %d %d %d %d %d", run.model_name, run.config.tp(),
+                         run.config.pp(), run.config.cp(), run.config.virtual_pipeline(),
+                         run.config.ep(), run.config.etp(), run.config.micro_batch());
+}
+
+// Tokens/s per GPU of `run` as predicted by the MoE fields fitted from `start` to the runs of
+// `fit_runs` that `keep` accepts.
+template <typename Keep>
+absl::StatusOr<double> HeldOutTokensPerGpu(const MeasuredRun& run,
+                                           const std::vector<const MeasuredRun*>& fit_runs,
+                                           const PerformanceParameters& start,
+                                           const FitOptions& options, Keep keep) {
+  std::vector<MeasuredRun> others;
+  for (const MeasuredRun* other : fit_runs) {
+    if (keep(*other)) others.push_back(*other);
+  }
+  PT_ASSIGN_OR_RETURN(const FitResult fit,
+                      FitPerformanceParameters(FitObservations(others), start, options));
+  return PredictedTokensPerGpu(run, fit.params);
+}
+
 // Every MoE run: measured tokens/s per GPU against the fitted parameters' prediction and,
 // for the runs of the fit, the prediction of the parameters fitted to the other runs alone
-// (their held-out error), with the memory verdict of each configuration (which ran).
+// (their held-out error) and to the runs of other layouts alone (the same configuration
+// measured in other releases held out too), with the memory verdict of each configuration
+// (which ran). Rows the
+// table excludes (MeasuredRun::excluded_reason) are shown, counted apart and listed with their
+// reasons.
 absl::StatusOr<std::string> MoeSection(const std::vector<MeasuredRun>& runs) {
   const PerformanceParameters fitted = FittedPerformanceParameters(GpuArchitecture::kHopper);
   // The start of the MoE fit: the fitted dense and fp8 fields with the MoE priors.
@@ -531,31 +556,44 @@ absl::StatusOr<std::string> MoeSection(const std::vector<MeasuredRun>& runs) {
   options.fields = MoeFittedFields();
   std::vector<const MeasuredRun*> fit_runs;
   for (const MeasuredRun& run : runs) {
-    if (!run.dispatcher_substituted) fit_runs.push_back(&run);
+    if (!run.dispatcher_substituted && run.excluded_reason.empty()) fit_runs.push_back(&run);
   }
   std::string rows =
       "| row | model | release | routing | GPUs | tp pp cp vp ep etp mbs | GBS | measured "
-      "tokens/s/GPU | predicted (fit) | error | held out: predicted | error | memory |\n"
-      "|---:|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|\n";
+      "tokens/s/GPU | predicted (fit) | error | held out: predicted | error | layout held out: "
+      "predicted | error | memory |\n"
+      "|---:|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
   std::vector<double> measured_fit, predicted_fit, measured_held, predicted_held, measured_flex,
-      predicted_flex;
+      predicted_flex, measured_excluded, predicted_excluded, predicted_layout_held;
+  std::string excluded;
   for (const MeasuredRun& run : runs) {
     const double measured = MeasuredTokensPerGpu(run);
     const double predicted = PredictedTokensPerGpu(run, fitted);
-    std::string held_out = "not in the fit (flex dispatcher) | ";
-    if (!run.dispatcher_substituted) {
-      std::vector<MeasuredRun> others;
-      for (const MeasuredRun* other : fit_runs) {
-        if (other != &run) others.push_back(*other);
-      }
-      PT_ASSIGN_OR_RETURN(const FitResult fit,
-                          FitPerformanceParameters(FitObservations(others), start, options));
-      const double held = PredictedTokensPerGpu(run, fit.params);
-      held_out = absl::StrFormat("%.0f | %+.1f%%", held, 100 * (held / measured - 1));
+    std::string held_out = "not in the fit (flex dispatcher) | | | ";
+    if (!run.excluded_reason.empty()) {
+      held_out = "excluded (reason below) | | | ";
+      measured_excluded.push_back(measured);
+      predicted_excluded.push_back(predicted);
+      absl::StrAppendFormat(&excluded, "- %s:%d (%s, %s): %s\n", run.dataset, run.line,
+                            run.model_name, run.software, run.excluded_reason);
+    } else if (!run.dispatcher_substituted) {
+      PT_ASSIGN_OR_RETURN(const double held, HeldOutTokensPerGpu(run, fit_runs, start, options,
+                                                                 [&run](const MeasuredRun& other) {
+                                                                   return &other != &run;
+                                                                 }));
+      PT_ASSIGN_OR_RETURN(
+          const double layout_held,
+          HeldOutTokensPerGpu(run, fit_runs, start, options, [&run](const MeasuredRun& other) {
+            return LayoutOf(other) != LayoutOf(run);
+          }));
+      held_out =
+          absl::StrFormat("%.0f | %+.1f%% | %.0f | %+.1f%%", held, 100 * (held / measured - 1),
+                          layout_held, 100 * (layout_held / measured - 1));
       measured_fit.push_back(measured);
       predicted_fit.push_back(predicted);
       measured_held.push_back(measured);
       predicted_held.push_back(held);
+      predicted_layout_held.push_back(layout_held);
     } else {
       measured_flex.push_back(measured);
       predicted_flex.push_back(predicted);
@@ -572,7 +610,7 @@ absl::StatusOr<std::string> MoeSection(const std::vector<MeasuredRun>& runs) {
         &rows,
         "| %s:%d | %s | %s | %s | %d | %d %d %d %d %d %d %d | %d | %.0f | %.0f | %+.1f%% | %s | %s "
         "%s |\n",
-        run.dataset, run.line, run.model_name, Software(run), routing, run.cluster.world_size(),
+        run.dataset, run.line, run.model_name, run.software, routing, run.cluster.world_size(),
         run.config.tp(), run.config.pp(), run.config.cp(), run.config.virtual_pipeline(),
         run.config.ep(), run.config.etp(), run.config.micro_batch(),
         run.training.global_batch_size(), measured, predicted, 100 * (predicted / measured - 1),
@@ -582,13 +620,66 @@ absl::StatusOr<std::string> MoeSection(const std::vector<MeasuredRun>& runs) {
       "| runs | count | MAPE tokens/s per GPU | median APE |\n|---|---:|---:|---:|\n"
       "| all-to-all runs, fitted parameters (in the fit) | %d | %s | %s |\n"
       "| all-to-all runs, each held out of its own fit | %d | %s | %s |\n"
-      "| flex-dispatcher runs (never in the fit) | %d | %s | %s |\n\n%s",
+      "| all-to-all runs, each held out with every run of its layout | %d | %s | %s |\n"
+      "| flex-dispatcher runs (never in the fit) | %d | %s | %s |\n"
+      "| excluded runs, fitted parameters (never in the fit; reasons below) | %d | %s | %s |\n\n"
+      "%s\nExcluded rows, each with the reason its table's `excluded` cell gives:\n\n%s",
       measured_fit.size(), Percent(MeanAbsolutePercentageError(predicted_fit, measured_fit)),
       Percent(MedianAbsolutePercentageError(predicted_fit, measured_fit)), measured_held.size(),
       Percent(MeanAbsolutePercentageError(predicted_held, measured_held)),
-      Percent(MedianAbsolutePercentageError(predicted_held, measured_held)), measured_flex.size(),
-      Percent(MeanAbsolutePercentageError(predicted_flex, measured_flex)),
-      Percent(MedianAbsolutePercentageError(predicted_flex, measured_flex)), rows);
+      Percent(MedianAbsolutePercentageError(predicted_held, measured_held)), measured_held.size(),
+      Percent(MeanAbsolutePercentageError(predicted_layout_held, measured_held)),
+      Percent(MedianAbsolutePercentageError(predicted_layout_held, measured_held)),
+      measured_flex.size(), Percent(MeanAbsolutePercentageError(predicted_flex, measured_flex)),
+      Percent(MedianAbsolutePercentageError(predicted_flex, measured_flex)),
+      measured_excluded.size(),
+      Percent(MeanAbsolutePercentageError(predicted_excluded, measured_excluded)),
+      Percent(MedianAbsolutePercentageError(predicted_excluded, measured_excluded)), rows,
+      excluded);
+}
+
+// Where each MoE run's predicted step goes with `params`: per MoE layer and micro-batch on one
+// GPU, forward and backward, the terms of PredictMoeLayerSeconds (moe_performance.h) in
+// milliseconds, the tokens each local expert receives and the grouped GEMM's efficiency there;
+// then the step: the MoE blocks' compute over the micro-batches of one pipeline stage
+// (m MoE layers per stage), their exposed dispatch and combine, and the whole predicted step
+// against the measured one.
+std::string MoeBreakdownSection(const std::vector<MeasuredRun>& runs,
+                                const PerformanceParameters& params) {
+  std::string rows =
+      "| row | model | release | tokens per expert | grouped GEMM eff. | router | permutation | "
+      "routed experts | shared experts | fp8 casts | dispatch + combine | exposed | MoE compute "
+      "per step | exposed per step | predicted step | measured step |\n"
+      "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  constexpr double kMilli = 1e3;
+  for (const MeasuredRun& run : runs) {
+    const GpuSpec& gpu = run.cluster.gpu();
+    const ExpertParallelism expert = ExpertParallelismOf(run.config);
+    const MoeRouting routing = MoeRoutingOf(run.training, /*dropless_load_margin=*/1.0);
+    const ParallelDims dims = run.config.dims();
+    const MoeLayerSeconds block = PredictMoeLayerSeconds(
+        run.model, run.training, dims, expert, routing, run.cluster, gpu.peak_bf16_tflops * 1e12,
+        DensePeakTflops(gpu, run.training) * 1e12, params);
+    const PerformanceEstimate estimate =
+        PredictPerformance(run.model, run.training, run.cluster, run.config, params);
+    const double tokens = TokensPerLocalExpert(run.model, run.training, dims, expert, routing);
+    const double micro_batches = static_cast<double>(run.training.global_batch_size()) /
+                                 static_cast<double>(run.config.micro_batch() * run.config.dp());
+    const double moe_layers_per_stage =
+        static_cast<double>(run.model.MoeLayerCount()) / static_cast<double>(run.config.pp());
+    absl::StrAppendFormat(
+        &rows,
+        "| %s:%d | %s | %s | %.0f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | "
+        "%.2f s | %.2f s | %.2f s | %.2f s |\n",
+        run.dataset, run.line, run.model_name, run.software, tokens,
+        GroupedGemmEfficiency(tokens, run.training, params), kMilli * block.router,
+        kMilli * block.permutation, kMilli * block.routed_experts, kMilli * block.shared_experts,
+        kMilli * block.fp8_casts, kMilli * block.communication,
+        kMilli * block.exposed_communication,
+        micro_batches * moe_layers_per_stage * block.Compute(), estimate.ep_communication_seconds,
+        estimate.step_time_seconds, run.step_seconds);
+  }
+  return rows;
 }
 
 // The mixture-of-experts fields per architecture.
@@ -660,6 +751,8 @@ absl::Status Run() {
     moe_runs.insert(moe_runs.end(), runs.begin(), runs.end());
   }
   PT_ASSIGN_OR_RETURN(const std::string moe, MoeSection(moe_runs));
+  const std::string moe_breakdown =
+      MoeBreakdownSection(moe_runs, FittedPerformanceParameters(GpuArchitecture::kHopper));
   PT_ASSIGN_OR_RETURN(const std::vector<MeasuredRun> torchtitan_runs,
                       LoadMeasuredRuns(absl::GetFlag(FLAGS_data_dir), TorchTitanDataset()));
   PT_ASSIGN_OR_RETURN(const std::string torchtitan, TorchTitanSection(torchtitan_runs));
@@ -682,6 +775,7 @@ absl::Status Run() {
                      {"{{FP8_PARAMETERS}}\n", Fp8ParametersSection()},
                      {"{{MOE_VALIDATION}}\n", moe},
                      {"{{MOE_PARAMETERS}}\n", MoeParametersSection()},
+                     {"{{MOE_BREAKDOWN}}\n", moe_breakdown},
                      {"{{TORCHTITAN_VALIDATION}}\n", torchtitan}});
   const std::string out_path = absl::GetFlag(FLAGS_out);
   if (out_path.empty()) {

@@ -5,7 +5,7 @@
 // table (Fp8Datasets) with the bf16 fields fixed, so that no bf16 prediction depends on fp8
 // data, then Hopper's mixture-of-experts fields to the MoE table (MoeDatasets) with all the
 // others fixed, so that no dense prediction depends on MoE data, then Hopper's TorchTitan
-// field to TorchTitan's benchmark (TorchTitanDataset) with all the others fixed:
+// fields to TorchTitan's benchmark (TorchTitanDataset) with all the others fixed:
 //
 //   bazel run //tools:fit_performance_model --
 //       --update=$PWD/estimator/performance_parameters.cc
@@ -55,7 +55,7 @@ struct ArchitectureFit {
   bool moe_fitted = false;
   double moe_cross_validated_spread = 0;
   size_t moe_runs = 0;
-  // TorchTitan's field: fitted (Hopper), or its prior (torchtitan_fitted = false).
+  // TorchTitan's fields: fitted (Hopper), or their priors (torchtitan_fitted = false).
   FitResult torchtitan_fit;
   bool torchtitan_fitted = false;
   double torchtitan_cross_validated_spread = 0;
@@ -283,10 +283,11 @@ absl::Status Run() {
 
   // Mixture-of-experts: Hopper's MoE fields, fitted to the all-to-all runs of the MoE table
   // from the dense and fp8 values just fitted, which stay fixed. Runs of Megatron-Bridge's
-  // flex dispatcher (DeepEP, HybridEP), which nothing here models, are left out.
+  // flex dispatcher (DeepEP, HybridEP), which nothing here models, are left out, and so are
+  // the rows the table excludes with a cited reason (MeasuredRun::excluded_reason).
   PT_ASSIGN_OR_RETURN(const std::vector<MeasuredRun> moe_runs,
                       HopperFitRuns(MoeDatasets(), "MoE", [](const MeasuredRun& run) {
-                        return !run.dispatcher_substituted;
+                        return !run.dispatcher_substituted && run.excluded_reason.empty();
                       }));
   FitOptions moe_options = options;
   moe_options.fields = MoeFittedFields();
@@ -295,7 +296,7 @@ absl::Status Run() {
   FitResult ampere_moe;
   ampere_moe.params = ampere_fp8.params;
 
-  // TorchTitan: Hopper's TorchTitan field, fitted to its own benchmark from every value just
+  // TorchTitan: Hopper's TorchTitan fields, fitted to its own benchmark from every value just
   // fitted, which stay fixed.
   PT_ASSIGN_OR_RETURN(
       const std::vector<MeasuredRun> torchtitan_runs,

@@ -80,6 +80,7 @@ constexpr TrainingSwitch kTrainingSwitches[] = {
     {"fp8_param_gather", "false"},
     {"tp_comm_overlap", "false"},
     {"cp_comm_type", "p2p"},
+    {"torch_compile", "false"},  // TorchTitan's default; refused under Megatron-LM
     // A template without experts would probe a dense model; one without the layer pattern
     // (nemo_llama.textproto: NeMo v2.4.0 gives every layer the same spec) an MoE layer
     // everywhere.

@@ -180,7 +180,11 @@ absl::StatusOr<ReplayTable> ReplayTable::Load(const v1::ReplayConfig& config) {
         run.outcome =
             measured.completed ? ReplayedRun::Outcome::kCompleted : ReplayedRun::Outcome::kNoResult;
         run.step_seconds = measured.step_seconds;
-        run.source = absl::StrCat(dataset.file, ":", measured.line, " (", measured.group, ")");
+        // The row, and the release that ran it where the table names one.
+        const std::string run_by = measured.software.empty()
+                                       ? measured.group
+                                       : absl::StrCat(measured.model_name, " ", measured.software);
+        run.source = absl::StrCat(dataset.file, ":", measured.line, " (", run_by, ")");
         table.Add(ResolvedConfiguration{measured.model, measured.training, measured.cluster,
                                         measured.config},
                   std::move(run));

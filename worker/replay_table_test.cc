@@ -69,12 +69,9 @@ TEST(ReplayTableTest, AnMoeCandidateFindsItsMeasuredMoeRow) {
   ASSERT_EQ(runs.size(), 3u);
   EXPECT_EQ(runs[0].outcome, ReplayedRun::Outcome::kCompleted);
   EXPECT_DOUBLE_EQ(runs[0].step_seconds, 1024.0 * 4096.0 / (8901.0 * 16.0));
-  EXPECT_EQ(runs[0].source,
-            "megatron_bridge_moe_h100.csv:16 (Qwen3-30B-A3B NeMo 26.04 flex (hybridep))");
-  EXPECT_EQ(runs[1].source,
-            "megatron_bridge_moe_h100.csv:20 (Qwen3-30B-A3B NeMo 26.04.01 flex (hybridep))");
-  EXPECT_EQ(runs[2].source,
-            "megatron_bridge_moe_h100.csv:23 (Qwen3-30B-A3B NeMo 26.06 flex (hybridep))");
+  EXPECT_EQ(runs[0].source, "megatron_bridge_moe_h100.csv:16 (Qwen3-30B-A3B NeMo 26.04)");
+  EXPECT_EQ(runs[1].source, "megatron_bridge_moe_h100.csv:20 (Qwen3-30B-A3B NeMo 26.04.01)");
+  EXPECT_EQ(runs[2].source, "megatron_bridge_moe_h100.csv:23 (Qwen3-30B-A3B NeMo 26.06)");
 }
 
 TEST(ReplayTableTest, AnotherExpertLayoutOrRoutingIsNotMeasured) {

@@ -12,32 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "common/ansi_escape.h"
 
 namespace paratune {
 namespace {
 
 constexpr size_t kQuotedBytes = 160;
-constexpr char kEscape = '\x1b';
-
-// `line` without ANSI escape sequences (ESC '[' parameters and a final letter): TorchTitan
-// colours each field unless --metrics.disable_color_printing (torchtitan/tools/utils.py,
-// Color).
-std::string WithoutColour(absl::string_view line) {
-  std::string plain;
-  plain.reserve(line.size());
-  for (size_t i = 0; i < line.size(); ++i) {
-    if (line[i] == kEscape && i + 1 < line.size() && line[i + 1] == '[') {
-      size_t end = i + 2;
-      while (end < line.size() && !absl::ascii_isalpha(static_cast<unsigned char>(line[end]))) {
-        ++end;
-      }
-      i = end;  // the final letter, or past the end of a cut sequence
-      continue;
-    }
-    plain.push_back(line[i]);
-  }
-  return plain;
-}
 
 size_t SkipSpaces(absl::string_view text, size_t i) {
   while (i < text.size() && text[i] == ' ') ++i;
@@ -132,7 +112,9 @@ absl::Status ReadPercent(absl::string_view label, absl::string_view value, doubl
 }  // namespace
 
 absl::StatusOr<std::optional<TorchTitanStep>> ReadTorchTitanLine(absl::string_view raw_line) {
-  const std::string plain = WithoutColour(raw_line);
+  // TorchTitan colours each field unless --metrics.disable_color_printing
+  // (torchtitan/tools/utils.py, Color).
+  const std::string plain = WithoutAnsiEscapes(raw_line);
   const absl::string_view line = absl::StripTrailingAsciiWhitespace(plain);
   const size_t start = MetricsStart(line);
   if (start == absl::string_view::npos) return std::nullopt;

@@ -40,6 +40,7 @@ AdaptivePolicy::AdaptivePolicy(ModelSpec model, TrainingSpec training, ClusterSp
       cluster_(std::move(cluster)),
       candidates_(std::move(candidates)),
       calibrated_(calibrated),
+      prior_relative_error_(PredictionRelativeError(model_, training_, calibrated_)),
       options_(options),
       params_(calibrated),
       entries_(candidates_.size()),
@@ -61,8 +62,7 @@ void AdaptivePolicy::Refit() {
       fit.ok()) {
     params_ = fit->params;
   }
-  const double prior = PredictionRelativeError(model_, training_, calibrated_);
-  double squares = kPriorObservations * prior * prior;
+  double squares = kPriorObservations * prior_relative_error_ * prior_relative_error_;
   // Leave-one-out needs another measurement to fit; one alone says nothing about ordering.
   if (observations.size() >= 2) {
     for (size_t held_out = 0; held_out < observations.size(); ++held_out) {
@@ -78,10 +78,10 @@ void AdaptivePolicy::Refit() {
       const double residual = std::log(predicted / o.step_time_seconds);
       squares += residual * residual;
     }
-    relative_error_ =
-        std::max(prior, std::sqrt(squares / (kPriorObservations + observations.size())));
+    relative_error_ = std::max(prior_relative_error_,
+                               std::sqrt(squares / (kPriorObservations + observations.size())));
   } else {
-    relative_error_ = prior;
+    relative_error_ = prior_relative_error_;
   }
   for (size_t i = 0; i < entries_.size(); ++i) {
     PerformanceEstimate predicted =

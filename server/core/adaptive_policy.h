@@ -109,6 +109,9 @@ class AdaptivePolicy : public SearchPolicy {
   const ClusterSpec cluster_;
   const std::vector<PlannedConfig> candidates_;
   const PerformanceParameters calibrated_;
+  // The calibrated fit's own spread for this model and framework (PredictionRelativeError):
+  // the floor of relative_error_, and its whole value before two measurements.
+  const double prior_relative_error_;
   const AdaptiveOptions options_;
   PerformanceParameters params_;
   double relative_error_ = 0;

@@ -178,11 +178,15 @@ absl::Status CudaDeviceOps::Initialize(uint64_t seed) {
   auto initial_values = [&](int64_t element) {
     return parameters.RegionOf(element).fp8 ? fp8_initial_values + element : Weight(element);
   };
-  for (const ParameterRegion& region : parameters.regions) {
-    PT_RETURN_IF_ERROR(CudaStatus(
-        FillUniformBf16(initial_values(region.start), region.end - region.start,
-                        rank_seed + static_cast<uint64_t>(region.start), kWeightScale, stream_),
-        "FillUniformBf16(weights)"));
+  if (plan_.sharded_weights()) {
+    PT_RETURN_IF_ERROR(InitializeShardedWeights(rank_seed));
+  } else {
+    for (const ParameterRegion& region : parameters.regions) {
+      PT_RETURN_IF_ERROR(CudaStatus(
+          FillUniformBf16(initial_values(region.start), region.end - region.start,
+                          rank_seed + static_cast<uint64_t>(region.start), kWeightScale, stream_),
+          "FillUniformBf16(weights)"));
+    }
   }
   const int64_t vocabulary = spec_.model().vocab_size();
   PT_RETURN_IF_ERROR(CudaStatus(FillTokens(memory_.get<int32_t>(ProbeBuffer::kTokens),
@@ -194,7 +198,8 @@ absl::Status CudaDeviceOps::Initialize(uint64_t seed) {
   for (size_t bucket = 0; bucket < optimizer_.buckets.size(); ++bucket) {
     const OptimizerShard shard = optimizer_.ShardOf(bucket);
     PT_RETURN_IF_ERROR(
-        CudaStatus(Bf16ToFloat(initial_values(shard.first),
+        CudaStatus(Bf16ToFloat(plan_.sharded_weights() ? ShardWeights(static_cast<int64_t>(bucket))
+                                                       : initial_values(shard.first),
                                memory_.get<float>(ProbeBuffer::kMasterWeights) + shard.state,
                                shard.count, stream_),
                    "Bf16ToFloat(master weights)"));
@@ -238,6 +243,43 @@ absl::Status CudaDeviceOps::Initialize(uint64_t seed) {
     PT_RETURN_IF_ERROR(fp8_parameters_->Initialize(fp8_initial_values));
   }
   return attention_.SelectKernel(plan_.placement(ProbeBuffer::kAttentionScores).bytes);
+}
+
+absl::Status CudaDeviceOps::InitializeShardedWeights(uint64_t rank_seed) {
+  for (size_t bucket = 0; bucket < optimizer_.buckets.size(); ++bucket) {
+    const OptimizerShard shard = optimizer_.ShardOf(static_cast<int64_t>(bucket));
+    // The values the region's fill gives these elements unsharded (Initialize).
+    const ParameterRegion& region = plan_.parameters().RegionOf(shard.first);
+    PT_RETURN_IF_ERROR(
+        CudaStatus(FillUniformBf16Slice(ShardWeights(static_cast<int64_t>(bucket)), shard.count,
+                                        rank_seed + static_cast<uint64_t>(region.start),
+                                        shard.first - region.start, kWeightScale, stream_),
+                   "FillUniformBf16Slice(weight shard)"));
+  }
+  const int64_t slot_bytes = plan_.gathered_weight_slot_bytes();
+  char* slots = memory_.get<char>(ProbeBuffer::kGatheredWeights);
+  PT_RETURN_IF_ERROR(CudaStatus(
+      FillUniformBf16(reinterpret_cast<bf16*>(slots),
+                      kGatheredWeightSlots * slot_bytes / static_cast<int64_t>(sizeof(bf16)),
+                      rank_seed + static_cast<uint64_t>(plan_.parameters().padded_elements),
+                      kWeightScale, stream_),
+      "FillUniformBf16(gathered weight slots)"));
+  WeightGatherBuffers buffers;
+  // A dense model's buckets are all the data x context group's.
+  if (optimizer_.reduce_gradients && optimizer_.reduced.data_context) {
+    buffers.group = DataParallelGroupOf(RankGroup::kDataContext);
+  }
+  buffers.shards = memory_.get<char>(ProbeBuffer::kWeights);
+  buffers.slots = slots;
+  buffers.slot_bytes = slot_bytes;
+  buffers.compute = stream_;
+  buffers.communication = communication_stream_;
+  PT_ASSIGN_OR_RETURN(weight_gathers_, WeightGathers::Create(buffers, timer_));
+  return absl::OkStatus();
+}
+
+bf16* CudaDeviceOps::ShardWeights(int64_t bucket) const {
+  return memory_.get<bf16>(ProbeBuffer::kWeights) + optimizer_.ShardOf(bucket).state;
 }
 
 // Where a call belongs in the step changes nothing the device runs: the context only places
@@ -661,6 +703,23 @@ absl::Status CudaDeviceOps::AllReduceGradients(int64_t bucket) {
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
   return AllReduce(communicators_.group(range.group), Gradient(range.start), Gradient(range.start),
                    shard.count, fp32_gradients_ ? ncclFloat32 : ncclBfloat16, ncclSum, stream_);
+}
+
+absl::Status CudaDeviceOps::DispatchWeightGather(const WeightGather& gather) {
+  if (weight_gathers_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "no weight gathers: the spec's weights are not sharded, or Initialize has not run");
+  }
+  return weight_gathers_->Dispatch(optimizer_.buckets[gather.bucket],
+                                   optimizer_.ShardOf(gather.bucket), gather.slot);
+}
+
+absl::Status CudaDeviceOps::WaitWeightGather(const WeightGather& gather) {
+  if (weight_gathers_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "no weight gathers: the spec's weights are not sharded, or Initialize has not run");
+  }
+  return weight_gathers_->Wait(gather.slot);
 }
 
 absl::Status CudaDeviceOps::ZeroStagedGradients(int64_t bucket) {

@@ -32,6 +32,7 @@
 #include "worker/cuda/moe_kernels.h"
 #include "worker/cuda/phase_timer.h"
 #include "worker/cuda/tensor_parallel_overlap.h"
+#include "worker/cuda/weight_gathers.h"
 #include "worker/probe/device_ops.h"
 #include "worker/probe/footprint_plan.h"
 #include "worker/probe/optimizer_layout.h"
@@ -148,6 +149,8 @@ class CudaDeviceOps final : public DeviceOps {
                                       int64_t rows) override;
   absl::Status ReduceScatterGradients(int64_t bucket) override;
   absl::Status AllReduceGradients(int64_t bucket) override;
+  absl::Status DispatchWeightGather(const WeightGather& gather) override;
+  absl::Status WaitWeightGather(const WeightGather& gather) override;
   absl::Status ZeroStagedGradients(int64_t bucket) override;
   absl::Status ReduceStagedGradients(int64_t bucket) override;
   absl::Status Adam(const AdamUpdate& update) override;
@@ -175,6 +178,13 @@ class CudaDeviceOps final : public DeviceOps {
   void* Gradient(int64_t offset) const;
   // Bytes of one gradient element: 4 (fp32) or 2 (bf16).
   int64_t GradientBytes() const { return fp32_gradients_ ? 4 : 2; }
+  // Under sharded weights (FootprintPlan::sharded_weights), the rank's shard of each bucket's
+  // weights drawn as Initialize draws unsharded ones, the gathered-weight slots
+  // filled with stand-ins for the shards a REPLICA probe never gathers, and the gathers set
+  // up. CudaStatus's error.
+  absl::Status InitializeShardedWeights(uint64_t rank_seed);
+  // Under sharded weights, the rank's bf16 shard of bucket `bucket`'s weights.
+  __nv_bfloat16* ShardWeights(int64_t bucket) const;
   // The elements of the residual rows [R, h].
   int64_t Rows() const { return shapes_.residual_tokens * shapes_.hidden; }
   // The router's score function (ModelSpec's).
@@ -214,6 +224,9 @@ class CudaDeviceOps final : public DeviceOps {
   // The data-parallel plan's collectives when overlapped (OptimizerLayout::overlapped); else
   // null.
   std::unique_ptr<DataParallelSync> data_parallel_sync_;
+  // The units' weight gathers under sharded weights (OptimizerLayout::sharded_weights); else
+  // null.
+  std::unique_ptr<WeightGathers> weight_gathers_;
   // The layers' overlapped tensor-parallel collectives (spec.tp_comm_overlap()), else
   // null: they run exposed on the compute stream.
   std::unique_ptr<NcclTensorParallelTransport> tp_transport_;

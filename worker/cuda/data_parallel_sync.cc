@@ -7,15 +7,12 @@
 #include "worker/cuda/cuda_status.h"
 
 namespace paratune {
-namespace {
 
-absl::Status NewEvent(cudaEvent_t* event) {
+absl::Status NewOrderingEvent(cudaEvent_t* event) {
   // Ordering only: events without timing are cheaper to record and wait on.
   return CudaStatus(cudaEventCreateWithFlags(event, cudaEventDisableTiming),
                     "cudaEventCreateWithFlags");
 }
-
-}  // namespace
 
 absl::Status AllGatherParameters(const DataParallelGroup& group, const ParameterLayout& parameters,
                                  const ParameterBucket& bucket, char* weights,
@@ -32,10 +29,10 @@ absl::Status AllGatherParameters(const DataParallelGroup& group, const Parameter
 absl::StatusOr<std::unique_ptr<DataParallelSync>> DataParallelSync::Create(
     const DataParallelBuffers& buffers, std::vector<ParameterBucket> buckets, PhaseTimer* timer) {
   std::unique_ptr<DataParallelSync> sync(new DataParallelSync(buffers, std::move(buckets), timer));
-  PT_RETURN_IF_ERROR(NewEvent(&sync->dispatch_));
-  PT_RETURN_IF_ERROR(NewEvent(&sync->reductions_));
+  PT_RETURN_IF_ERROR(NewOrderingEvent(&sync->dispatch_));
+  PT_RETURN_IF_ERROR(NewOrderingEvent(&sync->reductions_));
   sync->gathered_.resize(sync->buckets_.size(), nullptr);
-  for (cudaEvent_t& event : sync->gathered_) PT_RETURN_IF_ERROR(NewEvent(&event));
+  for (cudaEvent_t& event : sync->gathered_) PT_RETURN_IF_ERROR(NewOrderingEvent(&event));
   return sync;
 }
 

@@ -7,9 +7,9 @@ namespace paratune {
 namespace {
 
 __global__ void FillUniformBf16Kernel(__nv_bfloat16* data, int64_t count, uint64_t seed,
-                                      float scale) {
+                                      int64_t first, float scale) {
   for (int64_t i = GridIndex(); i < count; i += GridStride()) {
-    data[i] = __float2bfloat16(FillUniformValue(seed, i, scale));
+    data[i] = __float2bfloat16(FillUniformValue(seed, first + i, scale));
   }
 }
 
@@ -27,8 +27,13 @@ __global__ void Bf16ToFloatKernel(const __nv_bfloat16* from, float* to, int64_t 
 
 cudaError_t FillUniformBf16(__nv_bfloat16* data, int64_t count, uint64_t seed, float scale,
                             cudaStream_t stream) {
+  return FillUniformBf16Slice(data, count, seed, 0, scale, stream);
+}
+
+cudaError_t FillUniformBf16Slice(__nv_bfloat16* data, int64_t count, uint64_t seed, int64_t first,
+                                 float scale, cudaStream_t stream) {
   FillUniformBf16Kernel<<<GridBlocks(count), kThreadsPerBlock, 0, stream>>>(data, count, seed,
-                                                                            scale);
+                                                                            first, scale);
   return cudaGetLastError();
 }
 

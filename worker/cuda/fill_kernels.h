@@ -14,6 +14,11 @@ namespace paratune {
 cudaError_t FillUniformBf16(__nv_bfloat16* data, int64_t count, uint64_t seed, float scale,
                             cudaStream_t stream);
 
+// data[i] = FillUniformBf16's value of index first + i for `seed`: elements [first, first +
+// count) of what it fills, drawn apart (a rank's shard of sharded weights).
+cudaError_t FillUniformBf16Slice(__nv_bfloat16* data, int64_t count, uint64_t seed, int64_t first,
+                                 float scale, cudaStream_t stream);
+
 // tokens[i] = a value uniform in [0, vocab) that depends on (seed, i) only.
 cudaError_t FillTokens(int32_t* tokens, int64_t count, uint64_t seed, int32_t vocab,
                        cudaStream_t stream);

@@ -91,6 +91,13 @@ struct AdamUpdate {
   DeviceRef weights;
 };
 
+// One gather of a unit's weights into a gathered-weight slot (weight_gather_plan.h): the unit's
+// bucket (OptimizerLayout::buckets) and the slot.
+struct WeightGather {
+  int64_t bucket = 0;
+  int64_t slot = 0;
+};
+
 // Unless stated otherwise a call's activations are the rank's residual rows [R, h] bf16
 // (ShardShapes::residual_tokens), its GEMM inputs [T, ...] (ShardShapes::tokens), and a
 // weight gradient is accumulated in the gradients' type (fp32 or bf16). Each returns the
@@ -249,6 +256,15 @@ class DeviceOps {
   // all-gathered from the shards.
   virtual absl::Status ReduceScatterGradients(int64_t bucket) = 0;
   virtual absl::Status AllReduceGradients(int64_t bucket) = 0;
+  // Under sharded weights (OptimizerLayout::sharded_weights), a unit's weights for one use
+  // (weight_gather_plan.h): bucket `gather.bucket`'s all-gathered over its group, on the
+  // data-parallel stream once the compute stream's work so far is done, from the rank's shard
+  // (kWeights at OptimizerShard::state) into gathered-weight slot `gather.slot`
+  // (kGatheredWeights at slot x FootprintPlan::gathered_weight_slot_bytes); where
+  // OptimizerLayout::Reduces it not (a REPLICA probe), the rank's shard copied to its place in
+  // the slot on the compute stream. WaitWeightGather: the compute stream waits for that gather.
+  virtual absl::Status DispatchWeightGather(const WeightGather& gather) = 0;
+  virtual absl::Status WaitWeightGather(const WeightGather& gather) = 0;
   // Under sharded gradients (OptimizerLayout::sharded_gradients), on the compute stream around
   // the backward of bucket `bucket`'s unit, which accumulates its unsharded gradients in
   // kGradientStaging from byte 0: the staging zeroed before; after, reduce-scattered in place

@@ -8,6 +8,7 @@
 #include "worker/probe/context_parallel_ring.h"
 #include "worker/probe/overlap_plan.h"
 #include "worker/probe/pipeline_schedule.h"
+#include "worker/probe/weight_gather_plan.h"
 
 namespace paratune {
 
@@ -19,6 +20,8 @@ const char* ProbeBufferName(ProbeBuffer buffer) {
       return "gradients";
     case ProbeBuffer::kGradientStaging:
       return "gradient_staging";
+    case ProbeBuffer::kGatheredWeights:
+      return "gathered_weights";
     case ProbeBuffer::kMasterWeights:
       return "master_weights";
     case ProbeBuffer::kAdamFirstMoment:
@@ -293,18 +296,23 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   const int64_t optimizer_elements = plan.parameters_.shard_elements;
 
   // Under sharded gradients the rank keeps its shard of them, and the unsharded gradients of
-  // one unit at a time (UnitBuckets), as Megatron-FSDP's optim_grads does.
+  // one unit at a time (UnitBuckets), as Megatron-FSDP's optim_grads does; under sharded
+  // weights its shard of the bf16 weights too, and the units' weights gathered in
+  // kGatheredWeightSlots slots (optim_grads_params; FSDP2).
   plan.sharded_gradients_ = ShardsGradients(config.dp_sharding());
-  int64_t staged_elements = 0;
+  plan.sharded_weights_ = ShardsWeights(config.dp_sharding());
+  int64_t largest_unit = 0;
   if (plan.sharded_gradients_) {
     for (const ParameterBucket& unit :
          UnitBuckets(plan.parameters_, plan.stage_layers_, model.tied_embeddings(), config.pp())) {
-      staged_elements = std::max(staged_elements, unit.end - unit.start);
+      largest_unit = std::max(largest_unit, unit.end - unit.start);
     }
   }
+  if (plan.sharded_weights_) plan.gathered_weight_slot_bytes_ = largest_unit * kBf16;
   const int64_t gradient_bytes = training.fp32_gradients() ? kFp32 : kBf16;
   term(MemoryTerm::kWeights);
-  terms.Add(ProbeBuffer::kWeights, plan.parameters_.weight_bytes);
+  terms.Add(ProbeBuffer::kWeights,
+            plan.sharded_weights_ ? optimizer_elements * kBf16 : plan.parameters_.weight_bytes);
   term(MemoryTerm::kGradients);
   terms.Add(ProbeBuffer::kGradients,
             (plan.sharded_gradients_ ? optimizer_elements : parameters) * gradient_bytes);
@@ -323,7 +331,7 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   terms.RuntimeTerm(MemoryTermName(MemoryTerm::kNcclBuffers),
                     memory.term(MemoryTerm::kNcclBuffers));
   term(MemoryTerm::kGradientBuckets);
-  terms.Add(ProbeBuffer::kGradientStaging, staged_elements * gradient_bytes);
+  terms.Add(ProbeBuffer::kGradientStaging, largest_unit * gradient_bytes);
   term(MemoryTerm::kPipelineBuffers);
   const int64_t boundary = config.pp() > 1 ? PipelineBoundaryBytes(x) : 0;
   terms.Add(ProbeBuffer::kPipelineSendActivation, boundary);
@@ -349,6 +357,8 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
   terms.Add(ProbeBuffer::kMoeReceivedProbabilities, received * kFp32);
   terms.Add(ProbeBuffer::kMoeExpertOutput, computed * x.hidden * kBf16);
   terms.Add(ProbeBuffer::kMoeCombinedTokens, sent * x.hidden * kBf16);
+  term(MemoryTerm::kGatheredWeights);
+  terms.Add(ProbeBuffer::kGatheredWeights, kGatheredWeightSlots * plan.gathered_weight_slot_bytes_);
 
   terms.Term("probe_workspace", 0);
   const int64_t T = x.tokens;

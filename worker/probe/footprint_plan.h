@@ -29,7 +29,9 @@ namespace paratune {
 // Every buffer of the probe, grouped by the term that holds it.
 enum class ProbeBuffer {
   // weights: the stage's parameters (ParameterLayout::weight_bytes): bf16, the linear weights
-  // E4M3 with fp8 parameters (training.fp8_param_gather).
+  // E4M3 with fp8 parameters (training.fp8_param_gather); under sharded weights (dp_sharding
+  // full) the rank's bf16 shard of them alone, in the optimizer states' layout
+  // (OptimizerShard::state).
   kWeights,
   // gradients: fp32 (or bf16) gradients in the same layout; under sharded gradients
   // (dp_sharding gradients or full) the rank's shard of them alone, in the optimizer states'
@@ -72,6 +74,10 @@ enum class ProbeBuffer {
   kMoeReceivedProbabilities,  // fp32, a value per copy of kMoeReceivedTokens
   kMoeExpertOutput,           // [N, h] bf16: fc2's output, by local expert
   kMoeCombinedTokens,         // [S, h] bf16: the copies the combine brings back
+  // gathered_weights, under sharded weights only: kGatheredWeightSlots slots of the largest
+  // unit's bf16 weights (UnitBuckets), each holding one unit's weights all-gathered from the
+  // shards while its forward or backward runs, or prefetched for the next (weight_gather_plan.h).
+  kGatheredWeights,
   // probe_workspace: transient buffers.
   kGemmWorkspace,            // cuBLASLt's workspace
   kTokens,                   // [T] int32 token ids of a micro-batch
@@ -220,6 +226,10 @@ class FootprintPlan {
   // Whether the gradients are sharded (dp_sharding gradients or full): kGradients holds the
   // rank's shard, kGradientStaging one unit's whole.
   bool sharded_gradients() const { return sharded_gradients_; }
+  // Whether the weights are sharded (dp_sharding full): kWeights holds the rank's shard,
+  // kGatheredWeights the gathered units, gathered_weight_slot_bytes() each.
+  bool sharded_weights() const { return sharded_weights_; }
+  int64_t gathered_weight_slot_bytes() const { return gathered_weight_slot_bytes_; }
   // Loss slots: the last stage's pending loss chunks (usually 1).
   int64_t loss_slots() const { return loss_slots_; }
   // Queries per attention chunk (query-token rows of one sequence).
@@ -249,6 +259,8 @@ class FootprintPlan {
   std::vector<int64_t> slot_layer_offsets_;
   bool full_recompute_ = false;
   bool sharded_gradients_ = false;
+  bool sharded_weights_ = false;
+  int64_t gathered_weight_slot_bytes_ = 0;
   int64_t loss_slots_ = 0;
   int64_t attention_query_chunk_ = 0;
   bool context_parallel_ring_ = false;

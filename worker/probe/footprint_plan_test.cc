@@ -1,10 +1,13 @@
 #include "worker/probe/footprint_plan.h"
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "worker/probe/attention_graph.h"
+#include "worker/probe/weight_gather_plan.h"
 
 namespace paratune {
 namespace {
@@ -51,6 +54,16 @@ const TermAllocation& Term(const FootprintPlan& plan, const std::string& name) {
                          [&](const TermAllocation& t) { return t.name == name; });
   EXPECT_NE(it, plan.terms().end()) << name;
   return *it;
+}
+
+// The plan's buffers in each of the terms `names` need their estimate, within 0.1 %.
+void ExpectTermsAtTheirEstimates(const FootprintPlan& plan, const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    const TermAllocation& term = Term(plan, name);
+    EXPECT_NEAR(static_cast<double>(term.needed_bytes), static_cast<double>(term.estimated_bytes),
+                1e-3 * term.estimated_bytes)
+        << name;
+  }
 }
 
 // Every term is allocated at least as estimated (bar the runtime's and NCCL's), its buffers
@@ -105,12 +118,7 @@ TEST(FootprintPlanTest, ModelStatesFollowTheDistributedOptimizerShard) {
   const FootprintPlan plan = Plan(c, 0);
   ExpectConsistent(plan);
   EXPECT_EQ(plan.parameters().padded_elements, plan.parameters().shard_elements * 8);
-  for (const char* name : {"weights", "gradients", "optimizer_states"}) {
-    const TermAllocation& term = Term(plan, name);
-    EXPECT_NEAR(static_cast<double>(term.needed_bytes), static_cast<double>(term.estimated_bytes),
-                1e-3 * term.estimated_bytes)
-        << name;
-  }
+  ExpectTermsAtTheirEstimates(plan, {"weights", "gradients", "optimizer_states"});
 }
 
 // Sharded gradients (ZeRO-2): the rank keeps its shard of the gradients, ShardedModelStates'
@@ -123,12 +131,7 @@ TEST(FootprintPlanTest, ShardedGradientsKeepTheirShardAndOneUnitsWhole) {
   ExpectConsistent(plan);
   ASSERT_TRUE(plan.sharded_gradients());
   EXPECT_EQ(plan.placement(ProbeBuffer::kGradients).bytes, plan.parameters().shard_elements * 4);
-  for (const char* name : {"weights", "gradients", "optimizer_states"}) {
-    const TermAllocation& term = Term(plan, name);
-    EXPECT_NEAR(static_cast<double>(term.needed_bytes), static_cast<double>(term.estimated_bytes),
-                1e-3 * term.estimated_bytes)
-        << name;
-  }
+  ExpectTermsAtTheirEstimates(plan, {"weights", "gradients", "optimizer_states"});
   const int64_t embedding = (128256 / 2) * 4096;
   EXPECT_EQ(plan.placement(ProbeBuffer::kGradientStaging).bytes, embedding * 4);
   EXPECT_EQ(plan.terms()[plan.placement(ProbeBuffer::kGradientStaging).term].name,
@@ -137,6 +140,32 @@ TEST(FootprintPlanTest, ShardedGradientsKeepTheirShardAndOneUnitsWhole) {
   const FootprintPlan optimizer = Plan(Make("llama3.1-8b", 32, 4096, 4, 2, 2, 2), 0);
   EXPECT_FALSE(optimizer.sharded_gradients());
   EXPECT_EQ(optimizer.placement(ProbeBuffer::kGradientStaging).bytes, 0);
+}
+
+// Sharded weights (ZeRO-3) as well: the rank keeps its bf16 shard of the weights,
+// ShardedModelStates' 2 / (d c) bytes per parameter, and two gathered units of the largest
+// unit's size, the gathered_weights term GatheredWeightBytes estimates (stage 0's largest
+// unit: the embedding, as the estimator's is).
+TEST(FootprintPlanTest, ShardedWeightsKeepTheirShardAndTwoGatheredUnits) {
+  const Configuration c = Make("llama3.1-8b", 32, 4096, 4, 2, 2, 2, 1, Recompute::kNone, false,
+                               false, DataParallelSharding::kFull);
+  const FootprintPlan plan = Plan(c, 0);
+  ExpectConsistent(plan);
+  ASSERT_TRUE(plan.sharded_weights());
+  EXPECT_EQ(plan.placement(ProbeBuffer::kWeights).bytes, plan.parameters().shard_elements * 2);
+  const int64_t embedding = (128256 / 2) * 4096;
+  EXPECT_EQ(plan.gathered_weight_slot_bytes(), embedding * 2);
+  EXPECT_EQ(plan.placement(ProbeBuffer::kGatheredWeights).bytes,
+            kGatheredWeightSlots * embedding * 2);
+  ExpectTermsAtTheirEstimates(plan,
+                              {"weights", "gradients", "optimizer_states", "gathered_weights"});
+  // Sharded gradients alone gather nothing into slots.
+  const FootprintPlan gradients =
+      Plan(Make("llama3.1-8b", 32, 4096, 4, 2, 2, 2, 1, Recompute::kNone, false, false,
+                DataParallelSharding::kGradients),
+           0);
+  EXPECT_FALSE(gradients.sharded_weights());
+  EXPECT_EQ(gradients.placement(ProbeBuffer::kGatheredWeights).bytes, 0);
 }
 
 TEST(FootprintPlanTest, FullRecomputationKeepsLayerInputsAndOneLayerWorkspace) {

@@ -15,6 +15,7 @@ OptimizerLayout OptimizerLayoutOf(const ProbeSpec& spec, const FootprintPlan& fo
   result.reduce_gradients =
       (result.reduced.data_context || result.reduced.expert_data) && !DataParallelModelled(spec);
   result.sharded_gradients = footprint.sharded_gradients();
+  result.sharded_weights = footprint.sharded_weights();
   result.overlap = spec.data_parallel_overlap();
   result.overlapped = result.reduce_gradients && !result.sharded_gradients &&
                       (result.overlap.overlap_grad_reduce || result.overlap.overlap_param_gather);

@@ -28,6 +28,10 @@ struct OptimizerLayout {
   // rank's shard in kGradients after the unit's backward, every micro-batch, on the compute
   // stream.
   bool sharded_gradients = false;
+  // Whether the weights are sharded too (FootprintPlan::sharded_weights): each unit's are
+  // gathered before its forward and its backward (weight_gather_plan.h), and Adam updates the
+  // rank's shard of them in kWeights, which no gather follows.
+  bool sharded_weights = false;
   // Whether they run bucket by bucket beside the schedule (ProbeSpec::data_parallel_overlap);
   // never under sharded gradients.
   bool overlapped = false;

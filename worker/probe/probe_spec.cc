@@ -249,9 +249,11 @@ absl::Status CheckMoeBlockRuns(const ProbeSpec& spec) {
   return ComputeMoeShardShapes(model, training, spec.config(), shapes).status();
 }
 
-// What the probe's data-parallel sharding runs (stage_runner.h): every mode but full over all
-// data x context ranks; sharded gradients (UnitBuckets' units) on a dense model whose weights
-// are one bf16 region per chunk and whose units share no tensor.
+// What the probe's data-parallel sharding runs (stage_runner.h): every mode over all data x
+// context ranks; sharded gradients and weights (UnitBuckets' units) on a dense model whose
+// weights are one bf16 region per chunk and whose units share no tensor; sharded weights in
+// bf16 training (the fp8 linears cast each weight once per step, from weights a sharded
+// replica holds gathered only while their unit runs).
 absl::Status CheckShardingRuns(const ProbeSpec& spec) {
   const ParallelConfig& config = spec.config();
   const DataParallelSharding sharding = config.dp_sharding();
@@ -264,11 +266,6 @@ absl::Status CheckShardingRuns(const ProbeSpec& spec) {
         absl::StrCat("config.dp_shard_group (", shard_group, ")", mode,
                      " shards within groups (hybrid sharding)", not_yet,
                      "; it shards over every data x context rank (config.dp_shard_group 0)"));
-  }
-  if (ShardsWeights(sharding)) {
-    return absl::InvalidArgumentError(absl::StrCat("config.dp_sharding (full) shards weights",
-                                                   not_yet,
-                                                   "; it runs none, optimizer and gradients"));
   }
   if (!ShardsGradients(sharding)) return absl::OkStatus();
   if (spec.model().is_moe()) {
@@ -283,6 +280,10 @@ absl::Status CheckShardingRuns(const ProbeSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model.tied_embeddings (true) on one pipeline stage (config.pipeline_parallel 1)", mode,
         not_yet, ": the embedding is both the first and the last unit's"));
+  }
+  if (ShardsWeights(sharding) && spec.training().fp8()) {
+    return absl::InvalidArgumentError(absl::StrCat("training.precision (FP8)", mode, not_yet,
+                                                   " (it runs full sharding in bf16)"));
   }
   return absl::OkStatus();
 }

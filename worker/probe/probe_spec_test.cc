@@ -56,12 +56,27 @@ TEST(ProbeSpecTest, SharedExpertsRunOnTheCudaProbe) {
   EXPECT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
 }
 
-TEST(ProbeSpecTest, ShardedWeightsAreForTheOtherBackendsOnly) {
+// Full sharding runs where sharded gradients do, in bf16.
+TEST(ProbeSpecTest, ShardedWeightsRunInBf16) {
   v1::ProbeAssignment assignment = Valid();
   assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_FULL);
-  ExpectNotForTheCudaProbe(assignment,
-                           "config.dp_sharding (full) shards weights, which the native probe "
-                           "does not run yet");
+  absl::StatusOr<ProbeSpec> full = ProbeSpec::FromAssignment(assignment);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_TRUE(CheckCudaProbeRuns(*full).ok()) << CheckCudaProbeRuns(*full);
+  v1::ProbeAssignment fp8 = assignment;
+  fp8.mutable_training()->set_precision(v1::FP8);
+  ExpectNotForTheCudaProbe(fp8, "training.precision (FP8) with config.dp_sharding (full)");
+  v1::ProbeAssignment moe = Mixtral();
+  moe.mutable_config()->set_dp_sharding(v1::DP_SHARDING_FULL);
+  ExpectNotForTheCudaProbe(
+      moe, "mixture-of-experts model \"mixtral-8x7b\" with config.dp_sharding (full)");
+  v1::ProbeAssignment hybrid = TestAssignment("llama3.2-1b", 16, 2048, 4, 2, 2, 1, 1);
+  hybrid.mutable_config()->set_dp_sharding(v1::DP_SHARDING_FULL);
+  hybrid.mutable_config()->set_dp_shard_group(2);
+  ExpectNotForTheCudaProbe(hybrid,
+                           "config.dp_shard_group (2) with config.dp_sharding (full) shards "
+                           "within groups (hybrid sharding)");
+
   assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_NONE);
   absl::StatusOr<ProbeSpec> plain = ProbeSpec::FromAssignment(assignment);
   ASSERT_TRUE(plain.ok()) << plain.status();

@@ -811,6 +811,26 @@ void RecordingDeviceOps::ReduceGradients(int64_t bucket, CollectiveKind kind) {
              absl::StrCat("bucket ", bucket, " gradients"));
 }
 
+absl::Status RecordingDeviceOps::DispatchWeightGather(const WeightGather& gather) {
+  WorksIn({ProbeBuffer::kWeights, ProbeBuffer::kGatheredWeights});
+  const ParameterBucket& range = optimizer_.buckets[gather.bucket];
+  const std::string what = absl::StrCat("bucket ", gather.bucket, " weights to slot ", gather.slot);
+  if (optimizer_.Reduces(gather.bucket)) {
+    Collective(FamilyOf(range), CollectiveKind::kAllGather, ElementType::kBf16,
+               GatheredParameterBytes(range), StepStream::kDataParallel, what);
+  } else {
+    Elementwise(absl::StrCat("copy ", what), optimizer_.ShardOf(gather.bucket).count);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RecordingDeviceOps::WaitWeightGather(const WeightGather& gather) {
+  if (!optimizer_.Reduces(gather.bucket)) return absl::OkStatus();
+  WorksIn({ProbeBuffer::kGatheredWeights});
+  Emit(WaitOp{StepStream::kDataParallel, absl::StrCat("bucket ", gather.bucket, " weights")});
+  return absl::OkStatus();
+}
+
 absl::Status RecordingDeviceOps::ZeroStagedGradients(int64_t bucket) {
   WorksIn({ProbeBuffer::kGradientStaging});
   const ParameterBucket& range = optimizer_.buckets[bucket];

@@ -115,6 +115,8 @@ class RecordingDeviceOps final : public DeviceOps {
                                       int64_t rows) override;
   absl::Status ReduceScatterGradients(int64_t bucket) override;
   absl::Status AllReduceGradients(int64_t bucket) override;
+  absl::Status DispatchWeightGather(const WeightGather& gather) override;
+  absl::Status WaitWeightGather(const WeightGather& gather) override;
   absl::Status ZeroStagedGradients(int64_t bucket) override;
   absl::Status ReduceStagedGradients(int64_t bucket) override;
   absl::Status Adam(const AdamUpdate& update) override;

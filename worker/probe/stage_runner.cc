@@ -103,6 +103,11 @@ void StageRunner::FreeEverySlot() {
 }
 
 DeviceRef StageRunner::Weight(int64_t offset) const {
+  if (optimizer_.sharded_weights) {
+    return {ProbeBuffer::kGatheredWeights,
+            gathered_slot_ * footprint_.gathered_weight_slot_bytes() +
+                (offset - gathered_start_) * kBf16};
+  }
   return {ProbeBuffer::kWeights, footprint_.parameters().WeightByte(offset)};
 }
 
@@ -114,6 +119,7 @@ DeviceRef StageRunner::Gradient(int64_t offset) const {
 }
 
 absl::Status StageRunner::BeginUnitBackward(int64_t unit) {
+  PT_RETURN_IF_ERROR(BeginUnitWeights(unit, PassDirection::kBackward));
   if (!optimizer_.sharded_gradients) return absl::OkStatus();
   staged_start_ = optimizer_.buckets[unit_buckets_[unit]].start;
   return ops_->ZeroStagedGradients(unit_buckets_[unit]);
@@ -122,6 +128,40 @@ absl::Status StageRunner::BeginUnitBackward(int64_t unit) {
 absl::Status StageRunner::EndUnitBackward(int64_t unit) {
   if (!optimizer_.sharded_gradients) return absl::OkStatus();
   return ops_->ReduceStagedGradients(unit_buckets_[unit]);
+}
+
+absl::Status StageRunner::BeginUnitForward(int64_t unit, int64_t stage_layer) {
+  if (!optimizer_.sharded_weights) return absl::OkStatus();
+  context_.layer = stage_layer;
+  SetContext();
+  return BeginUnitWeights(unit, PassDirection::kForward);
+}
+
+WeightGather StageRunner::GatherOf(const WeightUse& use) const {
+  return {unit_buckets_[use.unit], use.slot};
+}
+
+absl::Status StageRunner::DispatchFirstWeightGather() {
+  next_weight_use_ = 0;
+  if (!optimizer_.sharded_weights || weight_gathers_.uses.empty()) return absl::OkStatus();
+  return ops_->DispatchWeightGather(GatherOf(weight_gathers_.uses.front()));
+}
+
+absl::Status StageRunner::BeginUnitWeights(int64_t unit, PassDirection direction) {
+  if (!optimizer_.sharded_weights) return absl::OkStatus();
+  const std::vector<WeightUse>& uses = weight_gathers_.uses;
+  if (next_weight_use_ >= uses.size() || uses[next_weight_use_].pass != pass_ ||
+      uses[next_weight_use_].unit != unit || uses[next_weight_use_].direction != direction) {
+    return absl::InternalError(absl::StrCat("unit ", unit, "'s weights in pass ", pass_,
+                                            " are not the weight gather plan's use ",
+                                            next_weight_use_, " of ", uses.size()));
+  }
+  const WeightUse& use = uses[next_weight_use_++];
+  PT_RETURN_IF_ERROR(ops_->WaitWeightGather(GatherOf(use)));
+  gathered_slot_ = use.slot;
+  gathered_start_ = optimizer_.buckets[unit_buckets_[unit]].start;
+  if (next_weight_use_ == uses.size()) return absl::OkStatus();
+  return ops_->DispatchWeightGather(GatherOf(uses[next_weight_use_]));
 }
 
 int64_t StageRunner::StageLayer(int64_t chunk, int64_t layer_in_chunk) const {
@@ -266,6 +306,7 @@ void StageRunner::SetMicroBatches(int64_t micro_batches) {
                                              layout.pp(), layout.GroupSize(RankGroup::kDataContext),
                                              optimizer_.overlap, optimizer_.reduced);
   }
+  if (optimizer_.sharded_weights) weight_gathers_ = WeightGatherPlanOf(schedule_, chunks_);
 }
 
 void StageRunner::SetContext() { ops_->SetContext(context_); }
@@ -290,6 +331,7 @@ absl::Status StageRunner::Step() {
   context_ = StepOpContext();
   SetContext();
   PT_RETURN_IF_ERROR(ops_->ZeroGradients());
+  PT_RETURN_IF_ERROR(DispatchFirstWeightGather());
   if (fp8_) PT_RETURN_IF_ERROR(ops_->StartFp8Step());
   PT_RETURN_IF_ERROR(Reach(PlanPointKind::kStepStart));
   for (const ScheduleStep& step : schedule_) PT_RETURN_IF_ERROR(RunScheduleStep(step));
@@ -300,6 +342,10 @@ absl::Status StageRunner::Step() {
     return absl::InternalError(absl::StrCat("data-parallel plan step ", next_plan_step_, " of ",
                                             data_parallel_plan_.steps.size(),
                                             " was never reached"));
+  }
+  if (next_weight_use_ != weight_gathers_.uses.size()) {
+    return absl::InternalError(absl::StrCat("weight gather plan use ", next_weight_use_, " of ",
+                                            weight_gathers_.uses.size(), " was never reached"));
   }
   return OptimizerStep();
 }
@@ -363,6 +409,7 @@ absl::Status StageRunner::Forward(const PipelinePass& pass) {
   const ChunkUnits& units = chunks_[pass.chunk];
   if (embedding) {
     PT_RETURN_IF_ERROR(Reach(PlanPointKind::kBeforeForward, units.Embedding()));
+    PT_RETURN_IF_ERROR(BeginUnitForward(units.Embedding(), -1));
     PT_RETURN_IF_ERROR(
         EmbeddingForward(layers > 0 ? LayerInput(slot, pass.chunk, 0) : chunk_output));
   }
@@ -374,6 +421,7 @@ absl::Status StageRunner::Forward(const PipelinePass& pass) {
   for (int64_t l = 0; l < layers; ++l) {
     const DeviceRef output = l + 1 < layers ? LayerInput(slot, pass.chunk, l + 1) : chunk_output;
     PT_RETURN_IF_ERROR(Reach(PlanPointKind::kBeforeForward, units.Layer(l)));
+    PT_RETURN_IF_ERROR(BeginUnitForward(units.Layer(l), StageLayer(pass.chunk, l)));
     PT_RETURN_IF_ERROR(LayerForward(pass.chunk, l, LayerInput(slot, pass.chunk, l),
                                     Kept(slot, pass.chunk, l), output,
                                     /*recompute=*/false));
@@ -384,6 +432,7 @@ absl::Status StageRunner::Forward(const PipelinePass& pass) {
   if (fp8_ && layers > 0) PT_RETURN_IF_ERROR(ops_->EndFp8Forward(pass.chunk));
   if (loss) {
     PT_RETURN_IF_ERROR(Reach(PlanPointKind::kBeforeForward, units.Loss()));
+    PT_RETURN_IF_ERROR(BeginUnitForward(units.Loss(), -1));
     PT_RETURN_IF_ERROR(LossForward(loss_slot));
   }
   return absl::OkStatus();
@@ -1044,12 +1093,16 @@ absl::Status StageRunner::OptimizerStep() {
     update.second_moment = {ProbeBuffer::kAdamSecondMoment, state_byte};
     // fp8 weights are cast from the updated master below, not rounded to bf16 here.
     update.update_weights = !footprint_.parameters().RegionOf(optimizer_.buckets[i].start).fp8;
-    update.weights = Weight(shard.first);
+    // Under sharded weights the rank's shard of them, which no gather follows.
+    update.weights = optimizer_.sharded_weights
+                         ? DeviceRef{ProbeBuffer::kWeights, shard.state * kBf16}
+                         : Weight(shard.first);
     PT_RETURN_IF_ERROR(ops_->Adam(update));
   }
   if (footprint_.fp8_state().fp8_parameters) PT_RETURN_IF_ERROR(ops_->CastMasterWeights());
-  // Overlapped, the next step's forward passes gather the parameters.
-  if (distributed && !(optimizer_.overlapped && optimizer_.overlap.overlap_param_gather)) {
+  // Overlapped, the next step's forward passes gather the parameters; sharded, each use does.
+  if (distributed && !optimizer_.sharded_weights &&
+      !(optimizer_.overlapped && optimizer_.overlap.overlap_param_gather)) {
     for (int64_t i = 0; i < buckets; ++i) {
       if (optimizer_.Reduces(i)) PT_RETURN_IF_ERROR(ops_->GatherParameters(i));
     }

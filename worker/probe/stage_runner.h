@@ -8,7 +8,11 @@
 // communication stream, as overlap_plan.h plans them. Under sharded gradients
 // (OptimizerLayout::sharded_gradients, ZeRO-2) each unit's gradients are staged during its
 // backward and reduce-scattered into the rank's shard right after it, in every micro-batch, on
-// the one stream. With ProbeSpec::tp_comm_overlap
+// the one stream. Under sharded weights as well (OptimizerLayout::sharded_weights, ZeRO-3 /
+// FSDP) each unit's forward and backward read its weights from a gathered-weight slot, all-gathered
+// from the shards on the data-parallel stream while the unit before it computes
+// (weight_gather_plan.h), and Adam updates the rank's shard of them, which stays sharded.
+// With ProbeSpec::tp_comm_overlap
 // (Megatron-LM's --tp-comm-overlap) the layers' tensor-parallel all-gathers and
 // reduce-scatters run beside their GEMMs, in bf16 and in fp8; the embedding's and the LM
 // head's stay exposed. In fp8 training the four linears of every layer run in fp8; the LM head
@@ -36,6 +40,7 @@
 #include "worker/probe/pipeline_schedule.h"
 #include "worker/probe/probe_spec.h"
 #include "worker/probe/step_ops.h"
+#include "worker/probe/weight_gather_plan.h"
 
 namespace paratune {
 
@@ -106,6 +111,17 @@ class StageRunner {
   // Gradient pointed at them; after it, reduced into the rank's shard. Nothing otherwise.
   absl::Status BeginUnitBackward(int64_t unit);
   absl::Status EndUnitBackward(int64_t unit);
+  // Under sharded weights, before unit `unit`'s forward (a layer's: stage layer
+  // `stage_layer`, the context of its gather; -1 for the embedding and the loss): as
+  // BeginUnitWeights. Nothing otherwise.
+  absl::Status BeginUnitForward(int64_t unit, int64_t stage_layer);
+  // Under sharded weights, the step's first gather, dispatched at its start.
+  absl::Status DispatchFirstWeightGather();
+  // Under sharded weights, at the start of unit `unit`'s forward or backward, the plan's next
+  // use: waits for its gather, points Weight at its slot and dispatches the next use's gather;
+  // INTERNAL where the plan's next use is another (the runner and the plan disagree).
+  absl::Status BeginUnitWeights(int64_t unit, PassDirection direction);
+  WeightGather GatherOf(const WeightUse& use) const;
 
   absl::Status RunScheduleStep(const ScheduleStep& step);
   absl::Status Forward(const PipelinePass& pass);
@@ -232,7 +248,8 @@ class StageRunner {
   bool IsLossChunk(int64_t chunk) const;
 
   // The parameter at `offset` (ParameterLayout) in the weights and in the gradients (under
-  // sharded gradients, in the staged gradients of the unit whose backward runs).
+  // sharded gradients, in the staged gradients of the unit whose backward runs; under sharded
+  // weights, in the gathered-weight slot of the unit that runs).
   DeviceRef Weight(int64_t offset) const;
   DeviceRef Gradient(int64_t offset) const;
   // Bytes of one gradient element: 4 (fp32) or 2 (bf16).
@@ -255,6 +272,12 @@ class StageRunner {
   // element of the unit whose gradients are staged.
   std::vector<int64_t> unit_buckets_;
   int64_t staged_start_ = 0;
+  // Under sharded weights: the step's gathers, the next use, and the slot and first element of
+  // the unit that runs.
+  WeightGatherPlan weight_gathers_;
+  size_t next_weight_use_ = 0;
+  int64_t gathered_slot_ = 0;
+  int64_t gathered_start_ = 0;
   int64_t pass_ = 0;  // the current pass of the schedule
   int64_t optimizer_step_ = 0;
 

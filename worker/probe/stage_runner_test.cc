@@ -22,14 +22,7 @@ std::vector<std::string> Lines(const std::vector<StepOp>& ops) {
 // and the fp8 weight casts start afresh, so the second step asks for exactly the first's work,
 // and a short count between them for less (4 of 8 micro-batches, a count CheckCudaProbeRuns
 // accepts).
-TEST(StageRunnerTest, ConsecutiveStepsAskForTheSameWork) {
-  PlanSpecOptions options = SmallPlanSpecOptions();
-  options.pp = 2;
-  options.dp = 2;
-  options.tp = 2;
-  options.virtual_pipeline = 2;
-  options.global_batch = 16;
-  options.fp8 = true;
+void ExpectConsecutiveStepsAskForTheSameWork(const PlanSpecOptions& options) {
   absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
   ASSERT_TRUE(spec.ok()) << spec.status();
   for (int64_t rank : {0, 7}) {
@@ -51,6 +44,29 @@ TEST(StageRunnerTest, ConsecutiveStepsAskForTheSameWork) {
     EXPECT_EQ(Lines((*recording)->TakeOps()), first) << rank;
     EXPECT_LT(short_step.size(), first.size()) << rank;
   }
+}
+
+PlanSpecOptions InterleavedOptions() {
+  PlanSpecOptions options = SmallPlanSpecOptions();
+  options.pp = 2;
+  options.dp = 2;
+  options.tp = 2;
+  options.virtual_pipeline = 2;
+  options.global_batch = 16;
+  return options;
+}
+
+TEST(StageRunnerTest, ConsecutiveStepsAskForTheSameWork) {
+  PlanSpecOptions options = InterleavedOptions();
+  options.fp8 = true;
+  ExpectConsecutiveStepsAskForTheSameWork(options);
+}
+
+// Under sharded weights the weight gather plan starts afresh too, for each count its own.
+TEST(StageRunnerTest, ConsecutiveShardedStepsAskForTheSameWork) {
+  PlanSpecOptions options = InterleavedOptions();
+  options.dp_sharding = v1::DP_SHARDING_FULL;
+  ExpectConsecutiveStepsAskForTheSameWork(options);
 }
 
 // A footprint sized for fewer micro-batches holds fewer activation slots than the full step's

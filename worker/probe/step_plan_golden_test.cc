@@ -2,6 +2,7 @@
 // rank's step against closed forms written here from the model's dimensions, with the
 // Megatron-LM (or Transformer Engine) function each comes from, and against the golden file
 // of its whole sequence (testdata/*.steps; docs/probe.md says how to regenerate them).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -10,14 +11,17 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "estimator/model_states.h"
 #include "estimator/moe_memory.h"
 #include "estimator/moe_performance.h"
 #include "gtest/gtest.h"
 #include "worker/probe/step_plan.h"
 #include "worker/probe/step_plan_specs.h"
+#include "worker/probe/weight_gather_plan.h"
 
 namespace paratune {
 namespace {
@@ -103,6 +107,7 @@ const std::map<std::string, double>& StageLayers() {
       {"llama8b_tp2_dp4_replica", 32},
       {"mixtral_shrunk_tp2_dp2_pp2_ep2", 2},
       {"llama8b_tp2_dp2_sharded_gradients", 32},
+      {"llama8b_tp2_dp2_sharded_full", 32},
       {"llama4_shrunk_tp2_dp2_ep2_shared", 4},
   };
   return *layers;
@@ -308,19 +313,23 @@ TEST_P(StepPlanGoldenTest, CollectiveBytesAreTheClosedForms) {
   // Data x context parallel, distributed optimizer (Megatron-LM's param_and_grad_buffer.py,
   // _ParamAndGradBucketGroup.start_grad_sync's reduce_scatter_tensor and start_param_sync's
   // all_gather_into_tensor): fp32 gradients reduce-scattered and weights gathered in their own
-  // bytes (1 for fp8 parameters, 2 else), over every parameter of the stage once per step; a
-  // REPLICA probe models them. ParameterLayout pads tensors to its alignment, none here.
-  // Under sharded gradients (Megatron-FSDP's optim_grads) the gradients have nowhere to
-  // accumulate but their shard: each micro-batch's are reduce-scattered, unit by unit after
-  // its backward, m times a step; the weights are gathered once, after the optimizer step.
+  // bytes (1 for fp8 parameters, 2 else), over every parameter of the stage, as often as the
+  // estimator's DataParallelTrafficPerStep says: once per step with the distributed optimizer;
+  // under sharded gradients (Megatron-FSDP's optim_grads) each micro-batch's gradients, unit
+  // by unit after its backward, and the weights once, after the optimizer step; under sharded
+  // weights (optim_grads_params, FSDP2) each unit's weights before its forward and again
+  // before its backward, 2 m gathers, and never after the step. A REPLICA probe models them.
+  // ParameterLayout pads tensors to its alignment, none here.
   const bool data_parallel = !spec_->replica() && x_.c * spec_->config().dp() > 1;
   const StageParameters parameters = StageParametersOf(x_, layers_);
   const bool fp8_parameters = spec_->training().fp8_param_gather();
-  const double reductions = ShardsGradients(spec_->config().dp_sharding()) ? x_.m : 1;
-  expected[CollectiveFamily::kData] = data_parallel
-                                          ? reductions * 4 * parameters.all + 2 * parameters.all -
-                                                (fp8_parameters ? parameters.linear : 0)
-                                          : 0;
+  const DataParallelTraffic traffic = DataParallelTrafficPerStep(
+      spec_->training(), spec_->config().dp_sharding(), /*pipelined=*/x_.p > 1, x_.m);
+  expected[CollectiveFamily::kData] =
+      data_parallel ? traffic.gradient_reductions * 4 * parameters.all +
+                          traffic.weight_gathers *
+                              (2 * parameters.all - (fp8_parameters ? parameters.linear : 0))
+                    : 0;
   // The routed experts' gradients and weights, the same way over the expert data-parallel
   // group where it has more than one rank (distributed_data_parallel.py: expert parameters get
   // their own buffers over intra_expt_dp_group).
@@ -337,6 +346,47 @@ TEST_P(StepPlanGoldenTest, CollectiveBytesAreTheClosedForms) {
     std::printf("golden %s %s bytes: plan %.0f closed form %.0f difference %.0f\n",
                 GetParam().name.c_str(), CollectiveFamilyName(family), got, bytes, got - bytes);
     EXPECT_EQ(got, bytes) << CollectiveFamilyName(family);
+  }
+}
+
+// Under data-parallel sharding, the model states the probe allocates against the estimator's
+// closed forms (estimator/model_states.h): ShardedModelStates' bf16 weights (whole, or their
+// shard under full sharding), fp32 gradients and optimizer states over dp x cp ranks, and
+// GatheredWeightBytes' two gathered units under full sharding. The estimator's largest unit is
+// a layer or the embedding table, h ceil(V / t); the probe's loss unit holds the final norm
+// (h) beside the LM head's table: 2 slots of 2 h bytes more where it is the largest.
+TEST_P(StepPlanGoldenTest, ShardedModelStatesAreTheClosedForms) {
+  const DataParallelSharding sharding = spec_->config().dp_sharding();
+  if (!ShardsGradients(sharding)) GTEST_SKIP() << "the distributed optimizer's states only";
+  const StageParameters parameters = StageParametersOf(x_, layers_);
+  const double shard_ranks = x_.c * spec_->config().dp();
+  const ModelStateBytes states =
+      ShardedModelStates(spec_->training(), sharding, parameters.all, 2, shard_ranks);
+  const double layer = (parameters.all - (x_.first_stage ? x_.Vt * x_.h : 0) -
+                        (x_.last_stage ? x_.h + x_.Vt * x_.h : 0)) /
+                       layers_;
+  const double table = x_.Vt * x_.h;
+  const double gathered = GatheredWeightBytes(spec_->training(), sharding, x_.p > 1, parameters.all,
+                                              std::max(layer, table));
+  const double final_norm = ShardsWeights(sharding) && x_.last_stage && table >= layer
+                                ? kGatheredWeightSlots * 2 * x_.h
+                                : 0;
+  auto bytes = [&](ProbeBuffer buffer) {
+    return static_cast<double>(footprint_->placement(buffer).bytes);
+  };
+  const std::vector<std::tuple<std::string, double, double>> checks = {
+      {"weights", bytes(ProbeBuffer::kWeights), states.weights},
+      {"gradients", bytes(ProbeBuffer::kGradients), states.gradients},
+      {"optimizer_states",
+       bytes(ProbeBuffer::kMasterWeights) + bytes(ProbeBuffer::kAdamFirstMoment) +
+           bytes(ProbeBuffer::kAdamSecondMoment),
+       states.optimizer_states},
+      {"gathered_weights", bytes(ProbeBuffer::kGatheredWeights), gathered + final_norm},
+  };
+  for (const auto& [name, planned, closed_form] : checks) {
+    std::printf("golden %s model states %s: plan %.0f closed form %.0f\n", GetParam().name.c_str(),
+                name.c_str(), planned, closed_form);
+    EXPECT_EQ(planned, closed_form) << name;
   }
 }
 

@@ -165,6 +165,18 @@ std::vector<GoldenSpec> GoldenSpecs() {
     g.rank = 1;
   }
   {
+    // ZeRO-3 (FSDP, Megatron-FSDP's optim_grads_params): each unit's weights gathered before
+    // its forward and again before its backward, the next unit's prefetched beside it; its
+    // gradients reduce-scattered after its backward; the weights stay sharded after Adam.
+    GoldenSpec& g = specs.emplace_back();
+    g.name = "llama8b_tp2_dp2_sharded_full";
+    g.options.tp = 2;
+    g.options.dp = 2;
+    g.options.global_batch = 4;
+    g.options.dp_sharding = v1::DP_SHARDING_FULL;
+    g.rank = 1;
+  }
+  {
     // Llama 4's proportions shrunk (ShrunkLlama4): a dense layer, then an MoE layer whose
     // shared expert runs over the tensor group beside eight local experts (ep 2, etp 1), the
     // experts' gradients reduced over edp = tp dp / (etp ep) = 2.

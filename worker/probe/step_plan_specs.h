@@ -77,8 +77,8 @@ v1::ModelSpec ShrunkLlama4();
 FootprintPlan RankFootprintOf(const ProbeSpec& spec, int64_t rank);
 
 // The six specs of issue 24, section 2, a shrunk Mixtral (issue 26, section 5), sharded
-// gradients (issue 27, section 4), and a shrunk Llama 4 with a shared expert (issue 26,
-// section 5).
+// gradients and sharded weights (issue 27, section 4), and a shrunk Llama 4 with a shared
+// expert (issue 26, section 5).
 std::vector<GoldenSpec> GoldenSpecs();
 
 }  // namespace paratune

@@ -1,5 +1,7 @@
 #include "worker/probe/step_plan.h"
 
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -325,6 +327,16 @@ std::vector<PathCase> PathCases() {
   replica.dp = 2;
   replica.replica = true;
   cases.push_back({"replica", replica, {N::kBf16}, {R::kBf16}});
+  // Sharded weights under the other switches: every linear reads its gathered slot, in a
+  // recomputed forward too (stage 0: no LM head).
+  PlanSpecOptions sharded = overlap;
+  sharded.dp = 2;
+  sharded.pp = 2;
+  sharded.virtual_pipeline = 2;
+  sharded.global_batch = 8;
+  sharded.recompute = v1::RECOMPUTE_FULL;
+  sharded.dp_sharding = v1::DP_SHARDING_FULL;
+  cases.push_back({"sharded_full", sharded, {N::kBf16Overlapped}, {R::kBf16Overlapped}});
   return cases;
 }
 
@@ -421,20 +433,32 @@ TEST(StepPlanTest, WaitsForTheReductionsBeforeTheOptimizer) {
   }
 }
 
-// Under sharded gradients (ZeRO-2) every unit's backward, in every micro-batch, stages its
-// gradients and reduce-scatters them on the compute stream, m x the stage's padded gradient
-// bytes in all; the parameters are gathered once, after Adam; nothing waits on another stream.
-TEST(StepPlanTest, ShardedGradientsReduceEveryUnitInEveryMicroBatch) {
+// Runs `check` on the plans of ranks 0 and 2 (the two stages) of InterleavedDataParallelOptions
+// under `sharding`, with their stage's footprint and its units' count.
+void ForEachShardedStage(
+    v1::DataParallelSharding sharding,
+    const std::function<void(int64_t rank, const ProbeSpec& spec, const FootprintPlan& footprint,
+                             int64_t units, const StepPlan& plan)>& check) {
   PlanSpecOptions options = InterleavedDataParallelOptions();
-  options.dp_sharding = v1::DP_SHARDING_GRADIENTS;
+  options.dp_sharding = sharding;
   absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
   ASSERT_TRUE(spec.ok()) << spec.status();
   ASSERT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
   for (int64_t rank : {0, 2}) {
     const FootprintPlan footprint = RankFootprintOf(*spec, rank);
-    const int64_t units = ChunkUnitsOf(footprint.stage_layers()).back().end();
-    const StepPlan plan = PlanOf(options, rank);
-    const int64_t m = spec->micro_batches();
+    check(rank, *spec, footprint, ChunkUnitsOf(footprint.stage_layers()).back().end(),
+          PlanOf(options, rank));
+  }
+}
+
+// Under sharded gradients (ZeRO-2) every unit's backward, in every micro-batch, stages its
+// gradients and reduce-scatters them on the compute stream, m x the stage's padded gradient
+// bytes in all; the parameters are gathered once, after Adam; nothing waits on another stream.
+TEST(StepPlanTest, ShardedGradientsReduceEveryUnitInEveryMicroBatch) {
+  ForEachShardedStage(v1::DP_SHARDING_GRADIENTS, [](int64_t rank, const ProbeSpec& spec,
+                                                    const FootprintPlan& footprint, int64_t units,
+                                                    const StepPlan& plan) {
+    const int64_t m = spec.micro_batches();
     int64_t reductions = 0;
     double reduced_bytes = 0;
     double gathered_bytes = 0;
@@ -454,6 +478,81 @@ TEST(StepPlanTest, ShardedGradientsReduceEveryUnitInEveryMicroBatch) {
     EXPECT_EQ(reduced_bytes, m * 4 * padded) << rank;
     EXPECT_EQ(gathered_bytes, 2 * padded) << rank;
     EXPECT_TRUE(OpsOf<WaitOp>(plan).empty()) << rank;
+  });
+}
+
+// Under sharded weights (ZeRO-3, FSDP) every unit's forward and backward, in every
+// micro-batch, waits for its weights' gather and dispatches the next use's on the data-parallel
+// stream, so one gather at a time runs beside the computation and each is waited for once, in
+// order: 2 m x the stage's bf16 weights gathered. The gradients are reduce-scattered as under
+// sharded gradients; nothing is gathered after Adam.
+TEST(StepPlanTest, ShardedWeightsGatherEveryUnitBeforeEachUseOneAhead) {
+  ForEachShardedStage(
+      v1::DP_SHARDING_FULL, [](int64_t rank, const ProbeSpec& spec, const FootprintPlan& footprint,
+                               int64_t units, const StepPlan& plan) {
+        const int64_t m = spec.micro_batches();
+        int64_t gathers = 0;
+        int64_t reductions = 0;
+        double gathered_bytes = 0;
+        double reduced_bytes = 0;
+        std::deque<std::string> pending;  // the gathers dispatched and not yet waited for
+        bool adam = false;
+        for (const StepOp& op : plan.ops) {
+          adam = adam || std::holds_alternative<OptimizerOp>(op.detail);
+          if (const auto* wait = std::get_if<WaitOp>(&op.detail)) {
+            ASSERT_FALSE(pending.empty()) << rank << " " << wait->what;
+            EXPECT_EQ(pending.front().rfind(wait->what + " to slot", 0), 0u) << wait->what;
+            pending.pop_front();
+          }
+          const auto* collective = std::get_if<CollectiveOp>(&op.detail);
+          if (collective == nullptr || collective->family != CollectiveFamily::kData) continue;
+          EXPECT_FALSE(adam) << rank << " " << collective->what;
+          if (collective->kind == CollectiveKind::kAllGather) {
+            EXPECT_EQ(collective->stream, StepStream::kDataParallel) << collective->what;
+            ++gathers;
+            gathered_bytes += static_cast<double>(collective->bytes);
+            pending.push_back(collective->what);
+            EXPECT_LE(pending.size(), 1u) << rank << " " << collective->what;
+          } else {
+            EXPECT_EQ(collective->kind, CollectiveKind::kReduceScatter) << collective->what;
+            EXPECT_EQ(collective->stream, StepStream::kCompute) << collective->what;
+            ++reductions;
+            reduced_bytes += static_cast<double>(collective->bytes);
+          }
+        }
+        const double padded = static_cast<double>(footprint.parameters().padded_elements);
+        EXPECT_TRUE(pending.empty()) << rank;
+        EXPECT_EQ(gathers, 2 * m * units) << rank;
+        EXPECT_EQ(gathered_bytes, 2 * m * 2 * padded) << rank;
+        EXPECT_EQ(reductions, m * units) << rank;
+        EXPECT_EQ(reduced_bytes, m * 4 * padded) << rank;
+        EXPECT_EQ(static_cast<int64_t>(OpsOf<OptimizerOp>(plan).size()), units) << rank;
+      });
+}
+
+// Without a data-parallel collective (one data-parallel rank here; a REPLICA probe alike) a
+// sharded rank holds the whole of each unit: every use copies its shard into the slot on the
+// compute stream, and nothing waits.
+TEST(StepPlanTest, ShardedWeightsOfOneRankAreCopiedToTheirSlots) {
+  PlanSpecOptions options = InterleavedDataParallelOptions();
+  options.dp = 1;
+  options.global_batch = 4;
+  options.dp_sharding = v1::DP_SHARDING_FULL;
+  absl::StatusOr<ProbeSpec> spec = PlanSpecOf(options);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
+  const FootprintPlan footprint = RankFootprintOf(*spec, 0);
+  const int64_t units = ChunkUnitsOf(footprint.stage_layers()).back().end();
+  const StepPlan plan = PlanOf(options, 0);
+  int64_t copied = 0;
+  for (const ElementwiseOp& op : OpsOf<ElementwiseOp>(plan)) {
+    if (op.what.rfind("copy bucket ", 0) == 0) copied += op.elements;
+  }
+  EXPECT_EQ(copied, 2 * spec->micro_batches() * footprint.parameters().padded_elements);
+  EXPECT_EQ(static_cast<int64_t>(OpsOf<OptimizerOp>(plan).size()), units);
+  EXPECT_TRUE(OpsOf<WaitOp>(plan).empty());
+  for (const CollectiveOp& op : OpsOf<CollectiveOp>(plan)) {
+    EXPECT_NE(op.family, CollectiveFamily::kData) << op.what;
   }
 }
 
