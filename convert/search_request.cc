@@ -150,9 +150,9 @@ void UpgradeStoredSpec(v1::SearchSpec& spec) {
     space.set_memory_policy(space.include_risky() ? v1::MEASURE_RISKY : v1::SAFE_ONLY);
     space.clear_include_risky();
   }
-  v1::TrainingSpec& training = *spec.mutable_training();
+  const v1::TrainingSpec& training = spec.training();
   if (training.framework() == v1::FRAMEWORK_TORCHTITAN && training.tp_comm_overlap()) {
-    training.set_torch_compile(true);
+    spec.mutable_training()->set_torch_compile(true);
   }
 }
 

@@ -71,6 +71,7 @@ TEST(UpgradeStoredSpecTest, ASearchStoredBeforeMemoryPoliciesKeepsWhatItRanWith)
   v1::SearchSpec spec;
   UpgradeStoredSpec(spec);
   EXPECT_EQ(spec.space().memory_policy(), v1::SAFE_ONLY);
+  EXPECT_FALSE(spec.has_training());  // what it reads back is what was stored
   spec.mutable_space()->clear_memory_policy();
   spec.mutable_space()->set_include_risky(true);
   UpgradeStoredSpec(spec);
