@@ -10,6 +10,7 @@
 #include "worker/cuda/communicators.h"
 #include "worker/cuda/cuda_status.h"
 #include "worker/cuda/fill_kernels.h"
+#include "worker/cuda/ordering_event.h"
 #include "worker/probe/attention_graph.h"
 
 namespace paratune {
@@ -647,8 +648,7 @@ absl::Status Attention::PrepareRing() {
   }
   for (cudaEvent_t* event : {&compute_reached_, &exchanged_}) {
     if (*event != nullptr) continue;
-    PT_RETURN_IF_ERROR(CudaStatus(cudaEventCreateWithFlags(event, cudaEventDisableTiming),
-                                  "cudaEventCreateWithFlags(context-parallel ring)"));
+    PT_RETURN_IF_ERROR(NewOrderingEvent("context-parallel ring", event));
   }
   if (transport_ == nullptr) {
     transport_ = std::make_unique<NcclRingTransport>(context_, shapes_.context_parallel,

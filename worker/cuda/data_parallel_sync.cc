@@ -5,14 +5,9 @@
 #include "common/status_macros.h"
 #include "worker/cuda/communicators.h"
 #include "worker/cuda/cuda_status.h"
+#include "worker/cuda/ordering_event.h"
 
 namespace paratune {
-
-absl::Status NewOrderingEvent(cudaEvent_t* event) {
-  // Ordering only: events without timing are cheaper to record and wait on.
-  return CudaStatus(cudaEventCreateWithFlags(event, cudaEventDisableTiming),
-                    "cudaEventCreateWithFlags");
-}
 
 absl::Status AllGatherParameters(const DataParallelGroup& group, const ParameterLayout& parameters,
                                  const ParameterBucket& bucket, char* weights,
@@ -29,10 +24,11 @@ absl::Status AllGatherParameters(const DataParallelGroup& group, const Parameter
 absl::StatusOr<std::unique_ptr<DataParallelSync>> DataParallelSync::Create(
     const DataParallelBuffers& buffers, std::vector<ParameterBucket> buckets, PhaseTimer* timer) {
   std::unique_ptr<DataParallelSync> sync(new DataParallelSync(buffers, std::move(buckets), timer));
-  PT_RETURN_IF_ERROR(NewOrderingEvent(&sync->dispatch_));
-  PT_RETURN_IF_ERROR(NewOrderingEvent(&sync->reductions_));
+  PT_RETURN_IF_ERROR(NewOrderingEvent("data-parallel buckets", &sync->dispatch_));
+  PT_RETURN_IF_ERROR(NewOrderingEvent("data-parallel buckets", &sync->reductions_));
   sync->gathered_.resize(sync->buckets_.size(), nullptr);
-  for (cudaEvent_t& event : sync->gathered_) PT_RETURN_IF_ERROR(NewOrderingEvent(&event));
+  for (cudaEvent_t& event : sync->gathered_)
+    PT_RETURN_IF_ERROR(NewOrderingEvent("data-parallel buckets", &event));
   return sync;
 }
 

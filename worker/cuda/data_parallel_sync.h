@@ -54,9 +54,6 @@ struct DataParallelBuffers {
   cudaStream_t communication = nullptr;
 };
 
-// A CUDA event for ordering streams, without timing. CudaStatus's error.
-absl::Status NewOrderingEvent(cudaEvent_t* event);
-
 // Enqueues on `stream` the all-gather of `bucket`'s parameters over `group` (its group) from
 // the shards of its partition's ranks, in the bytes of its region's weight dtype: one byte per
 // element in an fp8 region, as Megatron-LM gathers a uint8 buffer of Float8Tensor data. The

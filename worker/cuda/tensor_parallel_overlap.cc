@@ -7,17 +7,12 @@
 #include "worker/cuda/communicators.h"
 #include "worker/cuda/cuda_status.h"
 #include "worker/cuda/fp8_kernels.h"
+#include "worker/cuda/ordering_event.h"
 
 namespace paratune {
 namespace {
 
 using bf16 = __nv_bfloat16;
-
-absl::Status NewEvent(cudaEvent_t* event) {
-  // Ordering only: events without timing are cheaper to record and wait on.
-  return CudaStatus(cudaEventCreateWithFlags(event, cudaEventDisableTiming),
-                    "cudaEventCreateWithFlags");
-}
 
 int64_t OutputBytes(GemmOutput type) {
   return type == GemmOutput::kFloat ? sizeof(float) : sizeof(bf16);
@@ -85,9 +80,9 @@ absl::StatusOr<std::unique_ptr<TensorParallelOverlap>> TensorParallelOverlap::Cr
   }
   std::unique_ptr<TensorParallelOverlap> overlap(
       new TensorParallelOverlap(plan, transport, gemm, compute, communication, timer));
-  PT_RETURN_IF_ERROR(NewEvent(&overlap->dispatch_));
-  PT_RETURN_IF_ERROR(NewEvent(&overlap->gathered_));
-  PT_RETURN_IF_ERROR(NewEvent(&overlap->reduced_));
+  PT_RETURN_IF_ERROR(NewOrderingEvent("tensor-parallel overlap", &overlap->dispatch_));
+  PT_RETURN_IF_ERROR(NewOrderingEvent("tensor-parallel overlap", &overlap->gathered_));
+  PT_RETURN_IF_ERROR(NewOrderingEvent("tensor-parallel overlap", &overlap->reduced_));
   return overlap;
 }
 

@@ -5,14 +5,16 @@
 #include "common/status_macros.h"
 #include "worker/cuda/communicators.h"
 #include "worker/cuda/cuda_status.h"
+#include "worker/cuda/ordering_event.h"
 
 namespace paratune {
 
 absl::StatusOr<std::unique_ptr<WeightGathers>> WeightGathers::Create(
     const WeightGatherBuffers& buffers, PhaseTimer* timer) {
   std::unique_ptr<WeightGathers> gathers(new WeightGathers(buffers, timer));
-  PT_RETURN_IF_ERROR(NewOrderingEvent(&gathers->dispatch_));
-  for (cudaEvent_t& event : gathers->gathered_) PT_RETURN_IF_ERROR(NewOrderingEvent(&event));
+  PT_RETURN_IF_ERROR(NewOrderingEvent("weight gathers", &gathers->dispatch_));
+  for (cudaEvent_t& event : gathers->gathered_)
+    PT_RETURN_IF_ERROR(NewOrderingEvent("weight gathers", &event));
   return gathers;
 }
 
