@@ -441,6 +441,22 @@ double PredictedTokensPerGpu(const MeasuredRun& run, const PerformanceParameters
          static_cast<double>(run.cluster.world_size());
 }
 
+// Tokens/s per GPU of `run` as predicted by `options.fields` fitted from `start` to the runs of
+// `fit_runs` that `keep` accepts: a row held out of its own fit.
+template <typename Keep>
+absl::StatusOr<double> HeldOutTokensPerGpu(const MeasuredRun& run,
+                                           const std::vector<const MeasuredRun*>& fit_runs,
+                                           const PerformanceParameters& start,
+                                           const FitOptions& options, Keep keep) {
+  std::vector<MeasuredRun> others;
+  for (const MeasuredRun* other : fit_runs) {
+    if (keep(*other)) others.push_back(*other);
+  }
+  PT_ASSIGN_OR_RETURN(const FitResult fit,
+                      FitPerformanceParameters(FitObservations(others), start, options));
+  return PredictedTokensPerGpu(run, fit.params);
+}
+
 // Every TorchTitan run: measured peak memory (TorchTitan reports the caching allocator's
 // maximum reserved memory, the maximum over GPUs) against the estimate's peak (held out:
 // nothing in the memory model is fitted to it), and measured tokens/s per GPU against the
@@ -458,17 +474,8 @@ absl::StatusOr<std::string> TorchTitanSection(const std::vector<MeasuredRun>& ru
   FitOptions options;
   options.max_sweeps = 10000;
   options.fields = TorchTitanFittedFields();
-  std::map<std::string, PerformanceParameters> held_out_params;  // by the held-out group
-  for (const MeasuredRun& run : runs) {
-    if (held_out_params.count(run.group) > 0) continue;
-    std::vector<MeasuredRun> others;
-    for (const MeasuredRun& other : runs) {
-      if (other.group != run.group) others.push_back(other);
-    }
-    PT_ASSIGN_OR_RETURN(const FitResult fit,
-                        FitPerformanceParameters(FitObservations(others), start, options));
-    held_out_params[run.group] = fit.params;
-  }
+  std::vector<const MeasuredRun*> fit_runs;
+  for (const MeasuredRun& run : runs) fit_runs.push_back(&run);
   std::string rows =
       "| line | run | GPUs | fsdp tp pp cp vp mbs | checkpointing | float8 | measured GiB | "
       "estimated | error | measured tok/s/GPU | predicted (fit) | error | held out: predicted | "
@@ -483,7 +490,11 @@ absl::StatusOr<std::string> TorchTitanSection(const std::vector<MeasuredRun>& ru
     const double memory_error = memory.peak_bytes / gib / run.measured_memory_gib - 1;
     measured.push_back(MeasuredTokensPerGpu(run));
     predicted_fit.push_back(PredictedTokensPerGpu(run, fitted));
-    predicted_held.push_back(PredictedTokensPerGpu(run, held_out_params[run.group]));
+    PT_ASSIGN_OR_RETURN(const double held, HeldOutTokensPerGpu(run, fit_runs, start, options,
+                                                               [&run](const MeasuredRun& other) {
+                                                                 return other.group != run.group;
+                                                               }));
+    predicted_held.push_back(held);
     predicted_prior.push_back(PredictedTokensPerGpu(run, start));
     memory_errors += std::abs(memory_error);
     largest_memory_error = std::max(largest_memory_error, std::abs(memory_error));
@@ -520,22 +531,6 @@ std::string LayoutOf(const MeasuredRun& run) {
   return absl::StrFormat("%s %d %d %d %d %d %d %d", run.model_name, run.config.tp(),
                          run.config.pp(), run.config.cp(), run.config.virtual_pipeline(),
                          run.config.ep(), run.config.etp(), run.config.micro_batch());
-}
-
-// Tokens/s per GPU of `run` as predicted by the MoE fields fitted from `start` to the runs of
-// `fit_runs` that `keep` accepts.
-template <typename Keep>
-absl::StatusOr<double> HeldOutTokensPerGpu(const MeasuredRun& run,
-                                           const std::vector<const MeasuredRun*>& fit_runs,
-                                           const PerformanceParameters& start,
-                                           const FitOptions& options, Keep keep) {
-  std::vector<MeasuredRun> others;
-  for (const MeasuredRun* other : fit_runs) {
-    if (keep(*other)) others.push_back(*other);
-  }
-  PT_ASSIGN_OR_RETURN(const FitResult fit,
-                      FitPerformanceParameters(FitObservations(others), start, options));
-  return PredictedTokensPerGpu(run, fit.params);
 }
 
 // Every MoE run: measured tokens/s per GPU against the fitted parameters' prediction and,
