@@ -36,6 +36,20 @@ TEST(HostingMemoTest, AnswersAsTheRegistryForEveryNeed) {
               HasSubstr("they can host 2 of its 3 node shares"));
 }
 
+// Probes that differ only in their shard group share a count, but each reason names its own.
+TEST(HostingMemoTest, EachReasonNamesItsOwnShardGroup) {
+  WorkerRegistry workers;
+  workers.Add(Worker(8), kNow);
+  HostingMemo hosting(workers);
+  ProbeNeeds whole = Needs("searches/1/candidates/0/probes/1", 16);
+  whole.shard_group = ShardGroup{DataParallelSharding::kFull, 16, 16};
+  ProbeNeeds hybrid = Needs("searches/1/candidates/1/probes/1", 16);
+  hybrid.shard_group = ShardGroup{DataParallelSharding::kFull, 8, 16};
+  EXPECT_EQ(hosting.WhyUnplaceable(whole), workers.WhyUnplaceable(whole));
+  EXPECT_EQ(hosting.WhyUnplaceable(hybrid), workers.WhyUnplaceable(hybrid));
+  EXPECT_THAT(hosting.WhyUnplaceable(hybrid), HasSubstr("shards within groups of 8"));
+}
+
 // Workers reserved for one probe host that probe only: two probes with equal needs differ.
 TEST(HostingMemoTest, AProbeWithReservedWorkersIsAnsweredOnItsOwn) {
   WorkerRegistry workers;

@@ -123,18 +123,29 @@ std::optional<std::vector<RankShare>> WorkerRegistry::Place(const ProbeNeeds& ne
   return PlaceGang(needs.ranks, needs.gpus_per_node, FreeWorker{requester.id, gpus}, others);
 }
 
+int64_t WorkerRegistry::HostableShares(const ProbeNeeds& needs) const {
+  return paratune::HostableShares(needs.ranks, needs.gpus_per_node,
+                                  Eligible(needs, /*free_only=*/false));
+}
+
 bool WorkerRegistry::CanHost(const ProbeNeeds& needs) const {
-  return HostableShares(needs.ranks, needs.gpus_per_node, Eligible(needs, /*free_only=*/false)) ==
-         static_cast<int64_t>(NodeShares(needs.ranks, needs.gpus_per_node).size());
+  return HostsEveryShare(needs, HostableShares(needs));
 }
 
 std::string WorkerRegistry::WhyUnplaceable(const ProbeNeeds& needs) const {
-  const std::vector<int64_t> shares = NodeShares(needs.ranks, needs.gpus_per_node);
-  const int64_t hostable =
-      HostableShares(needs.ranks, needs.gpus_per_node, Eligible(needs, /*free_only=*/false));
-  if (hostable >= static_cast<int64_t>(shares.size())) return "";
-  return absl::StrCat("needs ", DescribeNeeds(needs), "; live workers: ", DescribeFleet(Live()),
-                      "; they can host ", hostable, " of its ", shares.size(), " node shares");
+  const int64_t hostable = HostableShares(needs);
+  if (HostsEveryShare(needs, hostable)) return "";
+  return UnplaceableReason(needs, hostable, DescribeFleet(Live()));
+}
+
+bool HostsEveryShare(const ProbeNeeds& needs, int64_t hostable) {
+  return hostable == static_cast<int64_t>(NodeShares(needs.ranks, needs.gpus_per_node).size());
+}
+
+std::string UnplaceableReason(const ProbeNeeds& needs, int64_t hostable, absl::string_view fleet) {
+  return absl::StrCat("needs ", DescribeNeeds(needs), "; live workers: ", fleet, "; they can host ",
+                      hostable, " of its ", NodeShares(needs.ranks, needs.gpus_per_node).size(),
+                      " node shares");
 }
 
 }  // namespace paratune

@@ -69,11 +69,12 @@ class WorkerRegistry {
   std::optional<std::vector<RankShare>> Place(const ProbeNeeds& needs, const Record& requester,
                                               absl::Time now) const;
   static constexpr absl::Duration kAskedRecently = absl::Seconds(90);
-  // Whether the live eligible workers, busy or not, could host every node share at once.
+  // How many of the node shares of a probe with these needs the live eligible workers, busy or
+  // not, could host at once (HostableShares, gang_placement.h).
+  int64_t HostableShares(const ProbeNeeds& needs) const;
+  // Whether they could host every node share at once.
   bool CanHost(const ProbeNeeds& needs) const;
-  // Why no set of live workers can host a probe with these needs, for Candidate.waiting_reason
-  // ("needs 2 nodes of 8 x h100-80gb (16 GPUs) with backend sim; live workers: ..."); empty
-  // when they can, busy or not.
+  // UnplaceableReason for the live workers: empty when they can host it, busy or not.
   std::string WhyUnplaceable(const ProbeNeeds& needs) const;
 
   // Every registered worker, by id (lost ones included).
@@ -89,6 +90,14 @@ class WorkerRegistry {
   std::map<int64_t, Record> workers_;
   int64_t last_id_ = 0;
 };
+
+// Whether `hostable` node shares are every node share of a probe with these needs.
+bool HostsEveryShare(const ProbeNeeds& needs, int64_t hostable);
+
+// Why a fleet (`fleet`: DescribeFleet) that can host only `hostable` of the node shares of a
+// probe with these needs (not HostsEveryShare) cannot host it, for Candidate.waiting_reason
+// ("needs 2 nodes of 8 x h100-80gb (16 GPUs) with backend sim; live workers: ...").
+std::string UnplaceableReason(const ProbeNeeds& needs, int64_t hostable, absl::string_view fleet);
 
 }  // namespace paratune
 
