@@ -1,6 +1,7 @@
 #include "worker/probe/step_plan_specs.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "worker/probe/test_assignments.h"
 
@@ -206,17 +207,15 @@ std::vector<GoldenSpec> GoldenSpecs() {
   }
   {
     // Megatron-LM's distributed optimizer in two instances (--num-distributed-optimizer-
-    // instances 2): the optimizer states sharded within pairs, the bucket's gradients
-    // reduce-scattered in the pair and the shard all-reduced across the pairs, the updated
-    // parameters gathered in the pair. Rank 2 (tp 0, dp 1) is the first pair's second.
-    GoldenSpec& g = specs.emplace_back();
+    // instances 2), otherwise the same: the optimizer states sharded within pairs, the
+    // bucket's gradients reduce-scattered in the pair and the shard all-reduced across the
+    // pairs, the updated parameters gathered in the pair. Rank 2 (tp 0, dp 1) is the first
+    // pair's second.
+    GoldenSpec g = specs.back();
     g.name = "llama8b_tp2_dp4_hsdp2_optimizer";
-    g.options.tp = 2;
-    g.options.dp = 4;
-    g.options.global_batch = 8;
     g.options.dp_sharding = v1::DP_SHARDING_OPTIMIZER;
-    g.options.dp_shard_group = 2;
     g.rank = 2;
+    specs.push_back(std::move(g));
   }
   return specs;
 }
