@@ -255,10 +255,10 @@ absl::Status CheckMoeBlockRuns(const ProbeSpec& spec) {
 
 // What the probe's data-parallel sharding runs (stage_runner.h): every mode over all data x
 // context ranks, and on a dense model within groups of config.dp_shard_group of them (hybrid
-// sharding: OptimizerLayout::replicas); sharded gradients and weights (UnitBuckets' units) on
-// a dense model whose weights are one bf16 region per chunk and whose units share no tensor;
-// sharded weights in bf16 training (the fp8 linears cast each weight once per step, from
-// weights a sharded replica holds gathered only while their unit runs).
+// sharding: OptimizerLayout::dense_replicas); sharded gradients and weights (UnitBuckets'
+// units) on a dense model whose weights are one bf16 region per chunk and whose units share no
+// tensor; sharded weights in bf16 training (the fp8 linears cast each weight once per step,
+// from weights a sharded replica holds gathered only while their unit runs).
 absl::Status CheckShardingRuns(const ProbeSpec& spec) {
   const ParallelConfig& config = spec.config();
   const DataParallelSharding sharding = config.dp_sharding();
