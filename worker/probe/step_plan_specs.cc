@@ -178,6 +178,7 @@ std::vector<GoldenSpec> GoldenSpecs() {
     g.options.dp_sharding = v1::DP_SHARDING_FULL;
     g.rank = 1;
   }
+  const PlanSpecOptions sharded_full = specs.back().options;
   {
     // Llama 4's proportions shrunk (ShrunkLlama4): a dense layer, then an MoE layer whose
     // shared expert runs over the tensor group beside eight local experts (ep 2, etp 1), the
@@ -198,10 +199,9 @@ std::vector<GoldenSpec> GoldenSpecs() {
     // all-reduced with the other pair's. Rank 5 (tp 1, dp 2) is the second pair's first.
     GoldenSpec& g = specs.emplace_back();
     g.name = "llama8b_tp2_dp4_hsdp2_full";
-    g.options.tp = 2;
+    g.options = sharded_full;
     g.options.dp = 4;
     g.options.global_batch = 8;
-    g.options.dp_sharding = v1::DP_SHARDING_FULL;
     g.options.dp_shard_group = 2;
     g.rank = 5;
   }
