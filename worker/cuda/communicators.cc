@@ -8,8 +8,9 @@ namespace paratune {
 namespace {
 
 constexpr RankGroup kGroups[] = {
-    RankGroup::kTensor,       RankGroup::kContext, RankGroup::kDataContext, RankGroup::kPipeline,
-    RankGroup::kExpertTensor, RankGroup::kExpert,  RankGroup::kExpertData};
+    RankGroup::kTensor,       RankGroup::kContext,     RankGroup::kDataContext,
+    RankGroup::kDataShard,    RankGroup::kDataReplica, RankGroup::kPipeline,
+    RankGroup::kExpertTensor, RankGroup::kExpert,      RankGroup::kExpertData};
 
 bool IsExpertGroup(RankGroup group) {
   return group == RankGroup::kExpertTensor || group == RankGroup::kExpert ||
@@ -33,10 +34,12 @@ absl::StatusOr<std::unique_ptr<RankCommunicators>> RankCommunicators::Create(
                  absl::StrCat("ncclCommInitRank (rank ", rank, " of ", layout.world_size(), ")")));
   // Every rank splits every group in the same order, as ncclCommSplit (collective over the
   // world) requires; a group of one rank is the same size everywhere, so all skip it, and so
-  // are the expert groups of a dense model, which no layer uses.
+  // are the expert groups of a dense model, which no layer uses, and the shard group without
+  // hybrid sharding, which is the data x context group itself (RankLayout::DataShardGroup).
   for (RankGroup group : kGroups) {
     if (layout.GroupSize(group) == 1) continue;
     if (IsExpertGroup(group) && !layout.has_experts()) continue;
+    if (group == RankGroup::kDataShard && !layout.hybrid()) continue;
     ncclComm_t& split = communicators->groups_[static_cast<int>(group)];
     PT_RETURN_IF_ERROR(NcclStatus(
         ncclCommSplit(communicators->world_, static_cast<int>(layout.GroupColor(group, rank)),

@@ -1,5 +1,6 @@
 // One rank's NCCL communicators: the probe's world, and the tensor, context, data x context
-// and pipeline groups split from it (ncclCommSplit) as rank_layout.h places them, with a
+// and pipeline groups split from it (ncclCommSplit) as rank_layout.h places them (under
+// hybrid sharding the data x context group's shard and replica groups too), with a
 // mixture-of-experts model the expert tensor, expert and expert data groups too, and the
 // collectives the training step runs on them.
 #ifndef PARATUNE_WORKER_CUDA_COMMUNICATORS_H_
@@ -35,8 +36,8 @@ class RankCommunicators {
   ~RankCommunicators();
 
   ncclComm_t world() const { return world_; }
-  // The group's communicator; nullptr when the group has one rank or is an expert group of a
-  // dense model.
+  // The group's communicator; nullptr when the group has one rank, is an expert group of a
+  // dense model or is the shard group without hybrid sharding (use layout().DataShardGroup()).
   ncclComm_t group(RankGroup group) const { return groups_[static_cast<int>(group)]; }
   int64_t group_size(RankGroup group) const { return layout_.GroupSize(group); }
   int64_t group_rank(RankGroup group) const { return layout_.GroupRank(group, rank_); }
@@ -49,7 +50,7 @@ class RankCommunicators {
   RankLayout layout_;
   int64_t rank_;
   ncclComm_t world_ = nullptr;
-  std::array<ncclComm_t, 7> groups_{};  // one per RankGroup
+  std::array<ncclComm_t, 9> groups_{};  // one per RankGroup
 };
 
 // A new unique id for a world's rank 0 to hand to the others. The process that calls this

@@ -28,12 +28,12 @@ absl::StatusOr<std::unique_ptr<CudaDeviceOps>> CudaDeviceOps::Create(
     const OptimizerLayout& optimizer, paratune::Gemm* gemm, cudaStream_t stream,
     cudaStream_t communication_stream, cudaStream_t tensor_communication_stream,
     PhaseTimer* timer) {
-  const int64_t group_rank = communicators.group_rank(RankGroup::kDataContext);
+  const int64_t group_rank = communicators.group_rank(communicators.layout().DataShardGroup());
   if (optimizer.data_context_rank != group_rank) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("optimizer.data_context_rank ", optimizer.data_context_rank, " is not rank ",
-                     communicators.rank(), "'s place in its data x context group, ", group_rank,
-                     ": the layout is another rank's"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer.data_context_rank ", optimizer.data_context_rank, " is not rank ",
+        communicators.rank(), "'s place in the group its data x context states are sharded over, ",
+        group_rank, ": the layout is another rank's"));
   }
   return std::unique_ptr<CudaDeviceOps>(
       new CudaDeviceOps(spec, plan, memory, communicators, fp8_amax_group, optimizer, gemm, stream,
@@ -543,7 +543,14 @@ absl::Status CudaDeviceOps::CrossEntropyBackward(DeviceRef logits, DeviceRef row
 
 DataParallelGroup CudaDeviceOps::DataParallelGroupOf(RankGroup group) const {
   // A dense model's expert groups are not split (null): it has no expert buckets.
-  return {communicators_.group(group), communicators_.group_rank(group)};
+  if (group != RankGroup::kDataContext) {
+    return {communicators_.group(group), communicators_.group_rank(group)};
+  }
+  // The dense buckets shard over the data x context group's shard group and, under hybrid
+  // sharding, all-reduce their shards over its replicas (null without).
+  const RankGroup shard = communicators_.layout().DataShardGroup();
+  return {communicators_.group(shard), communicators_.group_rank(shard),
+          communicators_.group(RankGroup::kDataReplica)};
 }
 
 RouterScoreFunction CudaDeviceOps::ScoreFunction() const {
@@ -692,9 +699,9 @@ absl::Status CudaDeviceOps::ReduceScatterGradients(int64_t bucket) {
   const OptimizerShard shard = optimizer_.ShardOf(bucket);
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
   // In place: each rank's shard of the summed gradients lands where its own shard is.
-  return ReduceScatter(communicators_.group(range.group), Gradient(range.start),
-                       Gradient(shard.first), shard.count,
-                       fp32_gradients_ ? ncclFloat32 : ncclBfloat16, stream_);
+  return ReduceScatterShard(DataParallelGroupOf(range.group), Gradient(range.start),
+                            Gradient(shard.first), shard.count,
+                            fp32_gradients_ ? ncclFloat32 : ncclBfloat16, stream_);
 }
 
 absl::Status CudaDeviceOps::AllReduceGradients(int64_t bucket) {
@@ -738,8 +745,9 @@ absl::Status CudaDeviceOps::ReduceStagedGradients(int64_t bucket) {
   char* own = staged + (shard.first - range.start) * GradientBytes();
   if (optimizer_.Reduces(bucket)) {
     PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
-    PT_RETURN_IF_ERROR(ReduceScatter(communicators_.group(range.group), staged, own, shard.count,
-                                     fp32_gradients_ ? ncclFloat32 : ncclBfloat16, stream_));
+    PT_RETURN_IF_ERROR(ReduceScatterShard(DataParallelGroupOf(range.group), staged, own,
+                                          shard.count, fp32_gradients_ ? ncclFloat32 : ncclBfloat16,
+                                          stream_));
   }
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
   return CudaStatus(

@@ -191,7 +191,9 @@ class CudaDeviceOps final : public DeviceOps {
   RouterScoreFunction ScoreFunction() const;
   // This rank's rows of the vocabulary (embedding and LM head).
   VocabularyShard Vocabulary() const;
-  // A data-parallel group of the buckets (ParameterBucket::group) and this rank in it.
+  // A data-parallel group of the buckets (ParameterBucket::group) and this rank in it; for
+  // kDataContext the group the dense states are sharded over (RankLayout::DataShardGroup)
+  // with, under hybrid sharding, the replicas' communicator.
   DataParallelGroup DataParallelGroupOf(RankGroup group) const;
 
   GemmArgs ArgsOf(const LinearProduct& product) const;

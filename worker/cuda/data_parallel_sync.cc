@@ -21,6 +21,13 @@ absl::Status AllGatherParameters(const DataParallelGroup& group, const Parameter
                    stream);
 }
 
+absl::Status ReduceScatterShard(const DataParallelGroup& group, const void* send, void* shard,
+                                int64_t count, ncclDataType_t type, cudaStream_t stream) {
+  PT_RETURN_IF_ERROR(ReduceScatter(group.comm, send, shard, count, type, stream));
+  if (group.replicas == nullptr) return absl::OkStatus();
+  return AllReduce(group.replicas, shard, shard, count, type, ncclSum, stream);
+}
+
 absl::StatusOr<std::unique_ptr<DataParallelSync>> DataParallelSync::Create(
     const DataParallelBuffers& buffers, std::vector<ParameterBucket> buckets, PhaseTimer* timer) {
   std::unique_ptr<DataParallelSync> sync(new DataParallelSync(buffers, std::move(buckets), timer));
@@ -77,8 +84,8 @@ absl::Status DataParallelSync::Issue(const PlanStep& step) {
       }
       // In place: this rank's shard of the summed bucket lands where its own shard is.
       const OptimizerShard shard = OptimizerShardOf(bucket, partition, group.rank);
-      return ReduceScatter(group.comm, Gradient(bucket.start), Gradient(shard.first), shard.count,
-                           type, buffers_.communication);
+      return ReduceScatterShard(group, Gradient(bucket.start), Gradient(shard.first), shard.count,
+                                type, buffers_.communication);
     }
     case PlanOperation::kWaitReductions:
       PT_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(reductions_, buffers_.communication),

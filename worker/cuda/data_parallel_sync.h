@@ -27,19 +27,33 @@
 
 namespace paratune {
 
-// A group the buckets are reduced over (a group of one rank is legal), and this rank in it.
+// A group the buckets are reduced over (a group of one rank is legal), and this rank in it:
+// the group a partition is sharded over and, under hybrid sharding, the group of its shard's
+// replicas (RankGroup::kDataReplica; null without).
 struct DataParallelGroup {
   ncclComm_t comm = nullptr;
   int64_t rank = 0;
+  ncclComm_t replicas = nullptr;
 };
+
+// Enqueues on `stream` the reduce-scatter of `count` elements per rank of `type` from `send`
+// over `group` into `shard` (in place where `shard` is the rank's part of `send`) and, where
+// group.replicas is set, the all-reduce of `shard` over the replicas, as Megatron-LM's
+// _ParamAndGradBucketGroup.start_grad_sync does with distributed optimizer instances
+// (param_and_grad_buffer.py, core_v0.19.0: the reduce-scatter in the instance, then
+// all_reduce of the local shard over inter_distributed_optimizer_instance_group) and FSDP2's
+// HSDP after its reduce-scatter. NcclStatus's error.
+absl::Status ReduceScatterShard(const DataParallelGroup& group, const void* send, void* shard,
+                                int64_t count, ncclDataType_t type, cudaStream_t stream);
 
 // The buffers and streams the collectives run over; all borrowed, outliving the sync. Shards
 // per bucket are its partition's (ParameterLayout::PartitionOf): the group's size with the
 // distributed optimizer, which reduce-scatters and all-gathers; 1 without, which all-reduces
 // and gathers nothing.
 struct DataParallelBuffers {
-  // Each bucket's group (ParameterBucket::group): the data x context group, and for a
-  // mixture-of-experts model the expert data-parallel group.
+  // Each bucket's group (ParameterBucket::group): the data x context group (its shard group
+  // and replicas under hybrid sharding), and for a mixture-of-experts model the expert
+  // data-parallel group.
   DataParallelGroup data_context;
   DataParallelGroup expert_data;
   const DataParallelGroup& GroupOf(const ParameterBucket& bucket) const {

@@ -192,5 +192,33 @@ TEST_P(DataParallelSyncGpuTest, OverlappedStepOnOneRankLeavesEachBucketsLastWrit
 
 INSTANTIATE_TEST_SUITE_P(Fp8Parameters, DataParallelSyncGpuTest, ::testing::Bool());
 
+// ReduceScatterShard on one rank, whose shard group and replica group are the same one-rank
+// communicator: the reduce-scatter and the replicas' all-reduce both run (hybrid sharding) and
+// leave the shard as it was; without replicas only the reduce-scatter does.
+TEST(ReduceScatterShardGpuTest, HybridShardingReducesTheShardOverTheReplicas) {
+  ncclComm_t comm = nullptr;
+  const int device = 0;
+  ASSERT_EQ(ncclCommInitAll(&comm, 1, &device), ncclSuccess);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  constexpr int64_t kElements = 4096;
+  DeviceArray<bf16> gradients(kElements);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(FillUniformBf16(gradients.get(), kElements, 11, 1.0f, stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  const std::vector<bf16> before = gradients.ToHost();
+  for (ncclComm_t replicas : {comm, static_cast<ncclComm_t>(nullptr)}) {
+    const DataParallelGroup group{comm, 0, replicas};
+    ASSERT_TRUE(
+        ReduceScatterShard(group, gradients.get(), gradients.get(), kElements, ncclBfloat16, stream)
+            .ok());
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const std::vector<bf16> after = gradients.ToHost();
+    EXPECT_EQ(std::memcmp(after.data(), before.data(), kElements * sizeof(bf16)), 0);
+  }
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
 }  // namespace
 }  // namespace paratune

@@ -1,7 +1,7 @@
 // StageRunner over the device's own DeviceOps, as the probe runs it (RankStack), on one GPU,
 // for every switch of the step one GPU can take, mixture-of-experts models at ep 1 (with a
-// capacity factor, with a shared expert), and one replica with sharded gradients and one with
-// sharded weights: what
+// capacity factor, with a shared expert), and one replica with sharded gradients, one with
+// sharded weights and one with weights sharded within groups (hybrid sharding): what
 // the device ran is the step plan's recording (its GEMMs, counted by cuBLASLt calls), and the steps
 // train: the first step's loss is the uniform prediction's, ln V, as it must be from weights of
 // 0.02 (an independent reference: no GPU path computes it), and ten steps on the same tokens lower
@@ -229,6 +229,14 @@ std::vector<Case> Cases() {
   PlanSpecOptions sharded_full = sharded_gradients;
   sharded_full.dp_sharding = v1::DP_SHARDING_FULL;
   cases.push_back({"sharded_full", sharded_full});
+  // One replica of a dp 8 run sharded in groups of four (hybrid sharding, dp_shard_group 4):
+  // the rank's quarter of each unit, as in the group it shards over (the replicas' all-reduce,
+  // like the gathers, is the REPLICA probe's model).
+  PlanSpecOptions hybrid_full = sharded_full;
+  hybrid_full.dp = 8;
+  hybrid_full.global_batch = 16;
+  hybrid_full.dp_shard_group = 4;
+  cases.push_back({"hybrid_full", hybrid_full});
   return cases;
 }
 

@@ -26,7 +26,9 @@
 namespace paratune {
 
 // The buffers and streams the gathers run over; all borrowed, outliving the gathers. `group`
-// is the data x context group, or a null comm where the probe models it (a REPLICA probe).
+// is the group the weights are sharded over (the data x context group, or its shard group
+// under hybrid sharding: the gathers never cross replicas), or a null comm where the probe
+// models it (a REPLICA probe).
 struct WeightGatherBuffers {
   DataParallelGroup group;
   // The rank's bf16 shard of the weights, in the optimizer states' layout

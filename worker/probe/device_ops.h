@@ -251,7 +251,10 @@ class DeviceOps {
                                               DeviceRef d_probabilities, int64_t rows) = 0;
 
   // The optimizer step on the compute stream: bucket `bucket`'s gradients reduce-scattered
-  // (the distributed optimizer) or all-reduced over the data x context group; Adam; the fp8
+  // (the distributed optimizer) or all-reduced over the data x context group (a
+  // reduce-scatter over its shard group, then the rank's shard all-reduced over the replicas
+  // under hybrid sharding: OptimizerLayout::ReducesAcrossReplicas, as every reduce-scatter of
+  // gradients below and in IssueDataParallel); Adam; the fp8
   // weights cast from the master weights (fp8_parameters.h); the bucket's parameters
   // all-gathered from the shards.
   virtual absl::Status ReduceScatterGradients(int64_t bucket) = 0;

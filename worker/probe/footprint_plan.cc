@@ -241,7 +241,9 @@ FootprintPlan FootprintPlan::Create(const ModelSpec& model, const TrainingSpec& 
                      StageLayersOf(model, config, stage));
   const ShardShapes& x = plan.shapes_;
   const bool distributed = ShardsOptimizerStates(config.dp_sharding());
-  const int64_t shard_count = distributed ? config.dp() * config.cp() : 1;
+  // The data x context ranks a replica's states are sharded over (estimator/parallel_config.h
+  // DataParallelShardRanks: dp, or dp_shard_group under hybrid sharding, times cp).
+  const int64_t shard_count = distributed ? config.dp_shard_ranks() * config.cp() : 1;
   if (model.is_moe()) {
     // ComputeMoeShardShapes accepts every configuration the probe runs (CheckCudaProbeRuns).
     plan.moe_ = *ComputeMoeShardShapes(model, training, config, x);

@@ -21,7 +21,8 @@ OptimizerLayout OptimizerLayoutOf(const ProbeSpec& spec, const FootprintPlan& fo
                       (result.overlap.overlap_grad_reduce || result.overlap.overlap_param_gather);
   result.dense = parameters.dense;
   result.experts = parameters.experts;
-  result.data_context_rank = layout.GroupRank(RankGroup::kDataContext, rank);
+  result.data_context_rank = layout.GroupRank(layout.DataShardGroup(), rank);
+  result.dense_replicas = layout.GroupSize(RankGroup::kDataReplica);
   result.expert_data_rank =
       layout.has_experts() ? layout.GroupRank(RankGroup::kExpertData, rank) : 0;
   if (result.sharded_gradients) {

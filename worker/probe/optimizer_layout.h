@@ -37,14 +37,26 @@ struct OptimizerLayout {
   bool overlapped = false;
   OverlapOptions overlap;
   // The stage's partitions (ParameterLayout::dense and experts): their shard counts, dp x cp
-  // and the expert data-parallel size with the distributed optimizer (also where the probe runs
-  // one replica of it), 1 without, and where their states start.
+  // (dp_shard_group x cp under hybrid sharding) and the expert data-parallel size with the
+  // distributed optimizer (also where the probe runs one replica of it), 1 without, and where
+  // their states start.
   ParameterPartition dense;
   ParameterPartition experts;
-  // This rank's place in the data x context group and in the expert data-parallel group (every
-  // rank steps whole buckets with one shard).
+  // This rank's place in the group the dense partition is sharded over (RankLayout::
+  // DataShardGroup: the data x context group, or its shard group under hybrid sharding) and in
+  // the expert data-parallel group (every rank steps whole buckets with one shard).
   int64_t data_context_rank = 0;
   int64_t expert_data_rank = 0;
+  // The copies of each dense shard under hybrid sharding (the kDataReplica group's size; 1
+  // without): each reduce-scatter of a dense bucket's gradients over the shard group is
+  // followed by an all-reduce of the rank's shard over the replicas, as Megatron-LM's
+  // _ParamAndGradBucketGroup.start_grad_sync follows the reduce-scatter in its distributed
+  // optimizer instance with an all-reduce of the shard across instances
+  // (param_and_grad_buffer.py, core_v0.19.0) and FSDP2's HSDP follows the reduce-scatter over
+  // the shard mesh dimension with an all-reduce over the replicate one (TorchTitan v0.2.2 shards
+  // over the ("dp_replicate", "fsdp") mesh, torchtitan/models/llama3/infra/parallelize.py).
+  // Parameters are gathered within the shard group only.
+  int64_t dense_replicas = 1;
   // The ranges reduced, stepped and gathered: the units under sharded gradients
   // (UnitBuckets), the overlap plan's buckets when overlapped (DataParallelPlanOf; they do not
   // depend on the micro-batches), else one per region (RegionBuckets).
@@ -60,6 +72,11 @@ struct OptimizerLayout {
   // Whether bucket `bucket` is reduced (and, with the distributed optimizer, gathered).
   bool Reduces(int64_t bucket) const {
     return reduce_gradients && reduced.Reduces(buckets[bucket]);
+  }
+  // Whether bucket `bucket`'s reduced shard is all-reduced over its replicas (hybrid sharding).
+  bool ReducesAcrossReplicas(int64_t bucket) const {
+    return Reduces(bucket) && buckets[bucket].group == RankGroup::kDataContext &&
+           dense_replicas > 1;
   }
   // This rank's shard of bucket `bucket`.
   OptimizerShard ShardOf(int64_t bucket) const {

@@ -60,7 +60,8 @@ struct LayerParameterOffsets {
 };
 
 // The tensors one group shards among its ranks with the distributed optimizer: the dense ones
-// over the data x context group, a mixture-of-experts model's routed experts over the expert
+// over the data x context group (under hybrid sharding over each of its shard groups, the
+// shards replicated across them), a mixture-of-experts model's routed experts over the expert
 // data-parallel group (RankGroup::kExpertData).
 struct ParameterPartition {
   RankGroup group = RankGroup::kDataContext;
@@ -141,7 +142,8 @@ inline constexpr int64_t kParameterAlignment = 128;
 inline constexpr int64_t kWeightRegionAlignment = 256;
 
 // The layout of `stage_layers` on one rank. `shard_count` is the number of optimizer shards of
-// the dense partition: data x context parallel with the distributed optimizer, 1 without.
+// the dense partition: data x context parallel with the distributed optimizer (its shard
+// group's dp_shard x cp under hybrid sharding, RankLayout::DataShardGroup), 1 without.
 // `fp8_parameters`: the dense layers' linear weights stored in E4M3 (training.fp8_param_gather).
 // A dense model's layout.
 ParameterLayout LayoutParameters(const ShardShapes& shapes, const StageLayers& stage_layers,

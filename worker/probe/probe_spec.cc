@@ -182,10 +182,14 @@ absl::StatusOr<ProbeSpec> ProbeSpec::FromAssignment(const v1::ProbeAssignment& a
         ") in one replica's tensor x context parallel ranks per stage (", config.tp() * config.cp(),
         "): probe this configuration with PROBE_SCOPE_FULL"));
   }
-  const RankLayout layout = configuration.model.is_moe()
-                                ? RankLayout::WithExperts(config.tp(), config.cp(), dp, config.pp(),
-                                                          config.etp(), config.ep())
-                                : RankLayout(config.tp(), config.cp(), dp, config.pp());
+  RankLayout layout = configuration.model.is_moe()
+                          ? RankLayout::WithExperts(config.tp(), config.cp(), dp, config.pp(),
+                                                    config.etp(), config.ep())
+                          : RankLayout(config.tp(), config.cp(), dp, config.pp());
+  // Hybrid sharding's groups; one replica of a REPLICA probe holds no data-parallel rank.
+  if (!replica && config.dims().dp_shard_group > 0) {
+    layout = layout.WithDataShards(config.dims().dp_shard_group);
+  }
   if (assignment.num_ranks() != layout.world_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "assignment.num_ranks (", assignment.num_ranks(), ") must be ", layout.world_size(),
@@ -250,10 +254,11 @@ absl::Status CheckMoeBlockRuns(const ProbeSpec& spec) {
 }
 
 // What the probe's data-parallel sharding runs (stage_runner.h): every mode over all data x
-// context ranks; sharded gradients and weights (UnitBuckets' units) on a dense model whose
-// weights are one bf16 region per chunk and whose units share no tensor; sharded weights in
-// bf16 training (the fp8 linears cast each weight once per step, from weights a sharded
-// replica holds gathered only while their unit runs).
+// context ranks, and on a dense model within groups of config.dp_shard_group of them (hybrid
+// sharding: OptimizerLayout::dense_replicas); sharded gradients and weights (UnitBuckets'
+// units) on a dense model whose weights are one bf16 region per chunk and whose units share no
+// tensor; sharded weights in bf16 training (the fp8 linears cast each weight once per step,
+// from weights a sharded replica holds gathered only while their unit runs).
 absl::Status CheckShardingRuns(const ProbeSpec& spec) {
   const ParallelConfig& config = spec.config();
   const DataParallelSharding sharding = config.dp_sharding();
@@ -261,11 +266,16 @@ absl::Status CheckShardingRuns(const ProbeSpec& spec) {
       absl::StrCat(" with config.dp_sharding (", DataParallelShardingName(sharding), ")");
   const std::string not_yet = ", which the native probe does not run yet";
   const int64_t shard_group = config.dims().dp_shard_group;
-  if (shard_group > 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config.dp_shard_group (", shard_group, ")", mode,
-                     " shards within groups (hybrid sharding)", not_yet,
-                     "; it shards over every data x context rank (config.dp_shard_group 0)"));
+  if (shard_group > 0 && spec.model().is_moe()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.dp_shard_group (", shard_group, ") on mixture-of-experts model \"",
+        spec.model().name(), "\"", mode, " shards within groups (hybrid sharding)", not_yet,
+        "; it shards an MoE model over every data x context rank (config.dp_shard_group 0)"));
+  }
+  if (shard_group * config.cp() == 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.dp_shard_group (1) with config.context_parallel (1)", mode,
+        " shards over groups of one rank", not_yet, ": every rank would hold whole states"));
   }
   if (!ShardsGradients(sharding)) return absl::OkStatus();
   if (spec.model().is_moe()) {

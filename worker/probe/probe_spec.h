@@ -127,10 +127,10 @@ class ProbeSpec {
 
 // OK when paratune-probe can run `spec` beyond the rules every backend's probes follow;
 // INVALID_ARGUMENT naming the field and value otherwise: heads other than h / a wide
-// (CheckLlamaHeadWidth); data-parallel sharding it does not run (hybrid groups; sharded
-// gradients or weights of an MoE model, of fp8 weights or of an embedding tied on one stage;
-// sharded weights in FP8); for a mixture-of-experts model what its MoE block does not run yet
-// (FP8, tp_comm_overlap, the all-gather dispatcher, the expert-parallel overlap) and routed
+// (CheckLlamaHeadWidth); data-parallel sharding it does not run (hybrid groups of an MoE model;
+// sharded gradients or weights of an MoE model, of fp8 weights or of an embedding tied on one
+// stage; sharded weights in FP8); for a mixture-of-experts model what its MoE block does not run
+// yet (FP8, tp_comm_overlap, the all-gather dispatcher, the expert-parallel overlap) and routed
 // copies per rank that the balanced routing cannot split evenly over the experts, or a capacity
 // above a rank's tokens (ComputeMoeShardShapes); in FP8 training a linear's rows, inputs or
 // outputs per rank that are not a multiple of 16 (cuBLASLt's fp8 GEMMs); sequence parallelism whose

@@ -73,9 +73,9 @@ TEST(ProbeSpecTest, ShardedWeightsRunInBf16) {
   v1::ProbeAssignment hybrid = TestAssignment("llama3.2-1b", 16, 2048, 4, 2, 2, 1, 1);
   hybrid.mutable_config()->set_dp_sharding(v1::DP_SHARDING_FULL);
   hybrid.mutable_config()->set_dp_shard_group(2);
-  ExpectNotForTheCudaProbe(hybrid,
-                           "config.dp_shard_group (2) with config.dp_sharding (full) shards "
-                           "within groups (hybrid sharding)");
+  absl::StatusOr<ProbeSpec> hybrid_spec = ProbeSpec::FromAssignment(hybrid);
+  ASSERT_TRUE(hybrid_spec.ok()) << hybrid_spec.status();
+  EXPECT_TRUE(CheckCudaProbeRuns(*hybrid_spec).ok()) << CheckCudaProbeRuns(*hybrid_spec);
 
   assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_NONE);
   absl::StatusOr<ProbeSpec> plain = ProbeSpec::FromAssignment(assignment);
@@ -85,7 +85,7 @@ TEST(ProbeSpecTest, ShardedWeightsRunInBf16) {
 }
 
 // Sharded gradients run on a dense model whose units share no tensor and whose weights are
-// bf16 (UnitBuckets); hybrid sharding in no mode.
+// bf16 (UnitBuckets).
 TEST(ProbeSpecTest, ShardedGradientsRunWhereUnitsAreWholeBf16Ranges) {
   v1::ProbeAssignment assignment = Valid();
   assignment.mutable_config()->set_dp_sharding(v1::DP_SHARDING_GRADIENTS);
@@ -109,13 +109,39 @@ TEST(ProbeSpecTest, ShardedGradientsRunWhereUnitsAreWholeBf16Ranges) {
   moe.mutable_config()->set_dp_sharding(v1::DP_SHARDING_GRADIENTS);
   ExpectNotForTheCudaProbe(
       moe, "mixture-of-experts model \"mixtral-8x7b\" with config.dp_sharding (gradients)");
+}
 
-  v1::ProbeAssignment hybrid = TestAssignment("llama3.2-1b", 16, 2048, 4, 2, 2, 1, 1);
-  hybrid.mutable_config()->set_dp_sharding(v1::DP_SHARDING_OPTIMIZER);
-  hybrid.mutable_config()->set_dp_shard_group(2);
-  ExpectNotForTheCudaProbe(hybrid,
-                           "config.dp_shard_group (2) with config.dp_sharding (optimizer) shards "
-                           "within groups (hybrid sharding)");
+// Hybrid sharding runs in every sharded mode on a dense model, its groups in the layout; an
+// MoE model's is refused by field; a REPLICA probe, one replica, has no data-parallel groups.
+TEST(ProbeSpecTest, HybridShardingRunsOnDenseModels) {
+  for (v1::DataParallelSharding mode :
+       {v1::DP_SHARDING_OPTIMIZER, v1::DP_SHARDING_GRADIENTS, v1::DP_SHARDING_FULL}) {
+    v1::ProbeAssignment hybrid = TestAssignment("llama3.2-1b", 16, 2048, 4, 2, 2, 1, 1);
+    hybrid.mutable_config()->set_dp_sharding(mode);
+    hybrid.mutable_config()->set_dp_shard_group(2);
+    absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(hybrid);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    EXPECT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
+    EXPECT_TRUE(spec->layout().hybrid());
+    EXPECT_EQ(spec->layout().GroupSize(RankGroup::kDataShard), 2);
+    EXPECT_EQ(spec->layout().GroupSize(RankGroup::kDataReplica), 2);
+    absl::StatusOr<ProbeSpec> replica = ProbeSpec::FromAssignment(AsReplicaProbe(hybrid));
+    ASSERT_TRUE(replica.ok()) << replica.status();
+    EXPECT_FALSE(replica->layout().hybrid());
+  }
+  v1::ProbeAssignment alone = TestAssignment("llama3.2-1b", 16, 2048, 4, 2, 2, 1, 1);
+  alone.mutable_config()->set_dp_sharding(v1::DP_SHARDING_FULL);
+  alone.mutable_config()->set_dp_shard_group(1);
+  ExpectNotForTheCudaProbe(alone,
+                           "config.dp_shard_group (1) with config.context_parallel (1) with "
+                           "config.dp_sharding (full) shards over groups of one rank");
+  v1::ProbeAssignment moe = TestAssignment("mixtral-8x7b", 16, 2048, 4, 2, 2, 1, 1);
+  moe.mutable_config()->set_dp_sharding(v1::DP_SHARDING_OPTIMIZER);
+  moe.mutable_config()->set_dp_shard_group(2);
+  ExpectNotForTheCudaProbe(moe,
+                           "config.dp_shard_group (2) on mixture-of-experts model "
+                           "\"mixtral-8x7b\" with config.dp_sharding (optimizer) shards within "
+                           "groups (hybrid sharding)");
 }
 
 TEST(ProbeSpecTest, WiderHeadsAreForTheOtherBackendsOnly) {

@@ -10,6 +10,10 @@ const char* RankGroupName(RankGroup group) {
       return "cp";
     case RankGroup::kDataContext:
       return "dp";
+    case RankGroup::kDataShard:
+      return "dp_shard";
+    case RankGroup::kDataReplica:
+      return "dp_replica";
     case RankGroup::kPipeline:
       return "pp";
     case RankGroup::kExpertTensor:
@@ -53,6 +57,10 @@ int64_t RankLayout::GroupSize(RankGroup group) const {
       return cp_;
     case RankGroup::kDataContext:
       return dp_ * cp_;
+    case RankGroup::kDataShard:
+      return dp_shard_ * cp_;
+    case RankGroup::kDataReplica:
+      return dp_ / dp_shard_;
     case RankGroup::kPipeline:
       return pp_;
     case RankGroup::kExpertTensor:
@@ -76,6 +84,10 @@ int64_t RankLayout::GroupColor(RankGroup group, int64_t rank) const {
       return rank - c.cp * tp_;
     case RankGroup::kDataContext:
       return rank - (c.cp + cp_ * c.dp) * tp_;
+    case RankGroup::kDataShard:
+      return rank - (c.cp + cp_ * (c.dp % dp_shard_)) * tp_;
+    case RankGroup::kDataReplica:
+      return rank - c.dp / dp_shard_ * dp_shard_ * tp_ * cp_;
     case RankGroup::kPipeline:
       return rank - c.pp * tp_ * cp_ * dp_;
     case RankGroup::kExpertTensor:
@@ -98,6 +110,10 @@ int64_t RankLayout::GroupRank(RankGroup group, int64_t rank) const {
       return c.cp;
     case RankGroup::kDataContext:
       return c.cp + cp_ * c.dp;
+    case RankGroup::kDataShard:
+      return c.cp + cp_ * (c.dp % dp_shard_);
+    case RankGroup::kDataReplica:
+      return c.dp / dp_shard_;
     case RankGroup::kPipeline:
       return c.pp;
     case RankGroup::kExpertTensor:

@@ -10,8 +10,9 @@ namespace paratune {
 namespace {
 
 constexpr RankGroup kGroups[] = {
-    RankGroup::kTensor,       RankGroup::kContext, RankGroup::kDataContext, RankGroup::kPipeline,
-    RankGroup::kExpertTensor, RankGroup::kExpert,  RankGroup::kExpertData};
+    RankGroup::kTensor,       RankGroup::kContext,     RankGroup::kDataContext,
+    RankGroup::kDataShard,    RankGroup::kDataReplica, RankGroup::kPipeline,
+    RankGroup::kExpertTensor, RankGroup::kExpert,      RankGroup::kExpertData};
 
 TEST(RankLayoutTest, TensorIsFastestThenContextDataPipeline) {
   const RankLayout layout(/*tp=*/2, /*cp=*/2, /*dp=*/3, /*pp=*/2);
@@ -54,6 +55,43 @@ TEST(RankLayoutTest, EveryGroupPartitionsTheWorldWithDistinctGroupRanks) {
                                                         /*etp=*/1, /*ep=*/4));
   ExpectGroupsPartitionTheWorld(RankLayout::WithExperts(/*tp=*/4, /*cp=*/1, /*dp=*/4, /*pp=*/2,
                                                         /*etp=*/2, /*ep=*/4));
+  ExpectGroupsPartitionTheWorld(
+      RankLayout(/*tp=*/2, /*cp=*/2, /*dp=*/6, /*pp=*/2).WithDataShards(/*dp_shard=*/3));
+}
+
+TEST(RankLayoutTest, WithoutHybridShardingTheShardGroupIsTheDataContextGroup) {
+  const RankLayout layout(/*tp=*/2, /*cp=*/2, /*dp=*/4, /*pp=*/1);
+  EXPECT_FALSE(layout.hybrid());
+  EXPECT_EQ(layout.DataShardGroup(), RankGroup::kDataContext);
+  EXPECT_EQ(layout.GroupSize(RankGroup::kDataShard), layout.GroupSize(RankGroup::kDataContext));
+  EXPECT_EQ(layout.GroupSize(RankGroup::kDataReplica), 1);
+}
+
+// Megatron-LM's distributed optimizer instances (parallel_state.py at core_v0.19.0: instance i
+// of the data-parallel-with-context ranks [r_0, ..., r_{dp cp - 1}] is r_{i n} .. r_{i n + n - 1},
+// n = dp cp / instances) and TorchTitan's dp_replicate outside dp_shard x cp.
+TEST(RankLayoutTest, HybridShardsAreRunsOfTheDataContextGroupReplicatedAcrossThem) {
+  const RankLayout layout =
+      RankLayout(/*tp=*/2, /*cp=*/2, /*dp=*/4, /*pp=*/1).WithDataShards(/*dp_shard=*/2);
+  EXPECT_TRUE(layout.hybrid());
+  EXPECT_EQ(layout.DataShardGroup(), RankGroup::kDataShard);
+  EXPECT_EQ(layout.GroupSize(RankGroup::kDataShard), 4);
+  EXPECT_EQ(layout.GroupSize(RankGroup::kDataReplica), 2);
+  // tp rank 1's data x context group is 1, 3, 5, ..., 15 (cp + 2 dp in its order): the shard
+  // groups are its first four and its last four, the replica groups the pairs four apart.
+  for (int64_t rank : {1, 3, 5, 7}) {
+    EXPECT_EQ(layout.GroupColor(RankGroup::kDataShard, rank), 1) << rank;
+    EXPECT_EQ(layout.GroupRank(RankGroup::kDataShard, rank), (rank - 1) / 2) << rank;
+  }
+  for (int64_t rank : {9, 11, 13, 15}) {
+    EXPECT_EQ(layout.GroupColor(RankGroup::kDataShard, rank), 9) << rank;
+    EXPECT_EQ(layout.GroupRank(RankGroup::kDataShard, rank), (rank - 9) / 2) << rank;
+  }
+  EXPECT_EQ(layout.GroupColor(RankGroup::kDataReplica, 13), 5);
+  EXPECT_EQ(layout.GroupRank(RankGroup::kDataReplica, 13), 1);
+  EXPECT_EQ(layout.GroupRank(RankGroup::kDataReplica, 5), 0);
+  EXPECT_EQ(layout.GroupColor(RankGroup::kDataReplica, 3),
+            layout.GroupColor(RankGroup::kDataReplica, 11));
 }
 
 TEST(RankLayoutTest, GroupsHoldTheRanksThatDifferOnlyInTheirAxes) {

@@ -195,12 +195,20 @@ absl::Status RecordingDeviceOps::IssueDataParallel(const PlanStep& step) {
                      : CollectiveKind::kReduceScatter,
                  GradientType(), (bucket.end - bucket.start) * BytesOf(GradientType()),
                  StepStream::kDataParallel, absl::StrCat(name, " gradients"));
+      ReduceShardAcrossReplicas(step.bucket, StepStream::kDataParallel);
       break;
     case PlanOperation::kWaitReductions:
       Emit(WaitOp{StepStream::kDataParallel, "gradient reductions"});
       break;
   }
   return absl::OkStatus();
+}
+
+void RecordingDeviceOps::ReduceShardAcrossReplicas(int64_t bucket, StepStream stream) {
+  if (!optimizer_.ReducesAcrossReplicas(bucket)) return;
+  Collective(CollectiveFamily::kDataReplica, CollectiveKind::kAllReduce, GradientType(),
+             optimizer_.ShardOf(bucket).count * BytesOf(GradientType()), stream,
+             absl::StrCat("bucket ", bucket, " gradient shard"));
 }
 
 CollectiveFamily RecordingDeviceOps::FamilyOf(const ParameterBucket& bucket) {
@@ -809,6 +817,8 @@ void RecordingDeviceOps::ReduceGradients(int64_t bucket, CollectiveKind kind) {
   Collective(FamilyOf(range), kind, GradientType(),
              (range.end - range.start) * BytesOf(GradientType()), StepStream::kCompute,
              absl::StrCat("bucket ", bucket, " gradients"));
+  if (kind == CollectiveKind::kReduceScatter)
+    ReduceShardAcrossReplicas(bucket, StepStream::kCompute);
 }
 
 absl::Status RecordingDeviceOps::DispatchWeightGather(const WeightGather& gather) {
@@ -845,6 +855,7 @@ absl::Status RecordingDeviceOps::ReduceStagedGradients(int64_t bucket) {
     Collective(FamilyOf(range), CollectiveKind::kReduceScatter, GradientType(),
                (range.end - range.start) * BytesOf(GradientType()), StepStream::kCompute,
                absl::StrCat("bucket ", bucket, " gradients"));
+    ReduceShardAcrossReplicas(bucket, StepStream::kCompute);
   }
   Elementwise(absl::StrCat("accumulate bucket ", bucket, " gradient shard"),
               optimizer_.ShardOf(bucket).count);

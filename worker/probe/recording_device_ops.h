@@ -162,9 +162,13 @@ class RecordingDeviceOps final : public DeviceOps {
                                 std::string_view what);
   // The optimizer step's exposed reduction of bucket `bucket`'s gradients.
   void ReduceGradients(int64_t bucket, CollectiveKind kind);
-  // data_parallel_sync.cc AllGatherParameters's bytes.
+  // After a reduce-scatter of bucket `bucket`'s gradients on `stream`, under hybrid sharding
+  // (OptimizerLayout::ReducesAcrossReplicas) the all-reduce of the rank's shard over its
+  // replicas (data_parallel_sync.h ReduceScatterShard); nothing otherwise.
+  void ReduceShardAcrossReplicas(int64_t bucket, StepStream stream);
   // The family of a bucket's collectives: its group's.
   static CollectiveFamily FamilyOf(const ParameterBucket& bucket);
+  // data_parallel_sync.cc AllGatherParameters's bytes.
   int64_t GatheredParameterBytes(const ParameterBucket& bucket) const;
 
   const ProbeSpec& spec_;

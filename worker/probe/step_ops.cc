@@ -43,6 +43,8 @@ const char* CollectiveFamilyName(CollectiveFamily family) {
       return "cp";
     case CollectiveFamily::kData:
       return "dp";
+    case CollectiveFamily::kDataReplica:
+      return "dp_replica";
     case CollectiveFamily::kPipeline:
       return "pp";
     case CollectiveFamily::kFp8Amax:

@@ -90,12 +90,15 @@ struct AttentionOp {
 // Which traffic a collective is, for per-family totals.
 // kExpertData: a mixture-of-experts model's expert gradients and parameters, over the expert
 // data-parallel group (RankGroup::kExpertData); kData: every other parameter's, over data x
-// context. kExpert and kExpertTensor: the MoE block's token dispatch and combine over the
-// expert group and the expert tensor group.
+// context (its shard group under hybrid sharding); kDataReplica: under hybrid sharding, the
+// all-reduce of a dense gradient shard over its replicas (RankGroup::kDataReplica). kExpert and
+// kExpertTensor: the MoE block's token dispatch and combine over the expert group and the expert
+// tensor group.
 enum class CollectiveFamily {
   kTensor,
   kContext,
   kData,
+  kDataReplica,
   kPipeline,
   kFp8Amax,
   kExpertData,

@@ -109,6 +109,8 @@ const std::map<std::string, double>& StageLayers() {
       {"llama8b_tp2_dp2_sharded_gradients", 32},
       {"llama8b_tp2_dp2_sharded_full", 32},
       {"llama4_shrunk_tp2_dp2_ep2_shared", 4},
+      {"llama8b_tp2_dp4_hsdp2_full", 32},
+      {"llama8b_tp2_dp4_hsdp2_optimizer", 32},
   };
   return *layers;
 }
@@ -319,6 +321,10 @@ TEST_P(StepPlanGoldenTest, CollectiveBytesAreTheClosedForms) {
   // by unit after its backward, and the weights once, after the optimizer step; under sharded
   // weights (optim_grads_params, FSDP2) each unit's weights before its forward and again
   // before its backward, 2 m gathers, and never after the step. A REPLICA probe models them.
+  // Under hybrid sharding the reduce-scatters and gathers run within the shard group, and each
+  // reduction's 1 / (dp_shard_group c) shard of the gradients is all-reduced over the dp /
+  // dp_shard_group replicas (the estimator's GradientSyncSeconds; Megatron-LM's
+  // start_grad_sync with distributed optimizer instances, FSDP2's HSDP).
   // ParameterLayout pads tensors to its alignment, none here.
   const bool data_parallel = !spec_->replica() && x_.c * spec_->config().dp() > 1;
   const StageParameters parameters = StageParametersOf(x_, layers_);
@@ -330,6 +336,11 @@ TEST_P(StepPlanGoldenTest, CollectiveBytesAreTheClosedForms) {
                           traffic.weight_gathers *
                               (2 * parameters.all - (fp8_parameters ? parameters.linear : 0))
                     : 0;
+  const bool hybrid = spec_->config().dims().dp_shard_group > 0;
+  expected[CollectiveFamily::kDataReplica] =
+      data_parallel && hybrid ? traffic.gradient_reductions * 4 * parameters.all /
+                                    (x_.c * spec_->config().dp_shard_ranks())
+                              : 0;
   // The routed experts' gradients and weights, the same way over the expert data-parallel
   // group where it has more than one rank (distributed_data_parallel.py: expert parameters get
   // their own buffers over intra_expt_dp_group).
@@ -351,15 +362,19 @@ TEST_P(StepPlanGoldenTest, CollectiveBytesAreTheClosedForms) {
 
 // Under data-parallel sharding, the model states the probe allocates against the estimator's
 // closed forms (estimator/model_states.h): ShardedModelStates' bf16 weights (whole, or their
-// shard under full sharding), fp32 gradients and optimizer states over dp x cp ranks, and
+// shard under full sharding), fp32 gradients and optimizer states over dp x cp ranks
+// (dp_shard_group x cp under hybrid sharding, DataParallelShardRanks), and
 // GatheredWeightBytes' two gathered units under full sharding. The estimator's largest unit is
 // a layer or the embedding table, h ceil(V / t); the probe's loss unit holds the final norm
 // (h) beside the LM head's table: 2 slots of 2 h bytes more where it is the largest.
 TEST_P(StepPlanGoldenTest, ShardedModelStatesAreTheClosedForms) {
   const DataParallelSharding sharding = spec_->config().dp_sharding();
-  if (!ShardsGradients(sharding)) GTEST_SKIP() << "the distributed optimizer's states only";
+  const bool hybrid = spec_->config().dims().dp_shard_group > 0;
+  if (!ShardsGradients(sharding) && !hybrid) {
+    GTEST_SKIP() << "the distributed optimizer's states over every rank only";
+  }
   const StageParameters parameters = StageParametersOf(x_, layers_);
-  const double shard_ranks = x_.c * spec_->config().dp();
+  const double shard_ranks = x_.c * spec_->config().dp_shard_ranks();
   const ModelStateBytes states =
       ShardedModelStates(spec_->training(), sharding, parameters.all, 2, shard_ranks);
   const double layer = (parameters.all - (x_.first_stage ? x_.Vt * x_.h : 0) -

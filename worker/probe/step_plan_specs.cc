@@ -1,6 +1,7 @@
 #include "worker/probe/step_plan_specs.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "worker/probe/test_assignments.h"
 
@@ -22,6 +23,7 @@ absl::StatusOr<ProbeSpec> PlanSpecOf(const PlanSpecOptions& options) {
   config.set_expert_parallel(options.ep);
   config.set_expert_tensor_parallel(options.etp);
   config.set_dp_sharding(options.dp_sharding);
+  config.set_dp_shard_group(options.dp_shard_group);
   config.set_sequence_parallel(options.sequence_parallel);
   config.set_recompute(options.recompute);
   v1::TrainingSpec& training = *assignment.mutable_training();
@@ -176,6 +178,7 @@ std::vector<GoldenSpec> GoldenSpecs() {
     g.options.dp_sharding = v1::DP_SHARDING_FULL;
     g.rank = 1;
   }
+  const PlanSpecOptions sharded_full = specs.back().options;
   {
     // Llama 4's proportions shrunk (ShrunkLlama4): a dense layer, then an MoE layer whose
     // shared expert runs over the tensor group beside eight local experts (ep 2, etp 1), the
@@ -189,6 +192,30 @@ std::vector<GoldenSpec> GoldenSpecs() {
     g.options.etp = 1;
     g.options.global_batch = 4;
     g.rank = 1;
+  }
+  {
+    // HSDP (FSDP2 over TorchTitan's dp_replicate 2 x dp_shard 2): full sharding within pairs
+    // of data-parallel ranks, each unit's gradients reduce-scattered in the pair and the shard
+    // all-reduced with the other pair's. Rank 5 (tp 1, dp 2) is the second pair's first.
+    GoldenSpec& g = specs.emplace_back();
+    g.name = "llama8b_tp2_dp4_hsdp2_full";
+    g.options = sharded_full;
+    g.options.dp = 4;
+    g.options.global_batch = 8;
+    g.options.dp_shard_group = 2;
+    g.rank = 5;
+  }
+  {
+    // Megatron-LM's distributed optimizer in two instances (--num-distributed-optimizer-
+    // instances 2), otherwise the same: the optimizer states sharded within pairs, the
+    // bucket's gradients reduce-scattered in the pair and the shard all-reduced across the
+    // pairs, the updated parameters gathered in the pair. Rank 2 (tp 0, dp 1) is the first
+    // pair's second.
+    GoldenSpec g = specs.back();
+    g.name = "llama8b_tp2_dp4_hsdp2_optimizer";
+    g.options.dp_sharding = v1::DP_SHARDING_OPTIMIZER;
+    g.rank = 2;
+    specs.push_back(std::move(g));
   }
   return specs;
 }

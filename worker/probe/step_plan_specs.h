@@ -44,6 +44,8 @@ struct PlanSpecOptions {
   double moe_capacity_factor = 0;
   // config.dp_sharding; unspecified: the training's default (distributed_optimizer's).
   v1::DataParallelSharding dp_sharding = v1::DP_SHARDING_UNSPECIFIED;
+  // config.dp_shard_group (0: shard over every data x context rank).
+  int64_t dp_shard_group = 0;
   bool replica = false;
 };
 
@@ -77,8 +79,9 @@ v1::ModelSpec ShrunkLlama4();
 FootprintPlan RankFootprintOf(const ProbeSpec& spec, int64_t rank);
 
 // The six specs of issue 24, section 2, a shrunk Mixtral (issue 26, section 5), sharded
-// gradients and sharded weights (issue 27, section 4), and a shrunk Llama 4 with a shared
-// expert (issue 26, section 5).
+// gradients and sharded weights (issue 27, section 4), a shrunk Llama 4 with a shared expert
+// (issue 26, section 5), and hybrid sharding of the weights and of the optimizer states
+// (issue 27, section 4).
 std::vector<GoldenSpec> GoldenSpecs();
 
 }  // namespace paratune
