@@ -238,6 +238,24 @@ TEST_F(LlamaMemoryTest, TorchTitanKeepsFp32ParametersAndTwoMoments) {
   EXPECT_DOUBLE_EQ(ModelStates(Estimate(model_, titan, dims).first_stage), 16 * p);
 }
 
+TEST_F(LlamaMemoryTest, TorchTitanLayersSaveGatheredInputsAndExpandedKeysAndValues) {
+  // Llama 3.1 8B (h 4096, 32 heads of 128, 8 kv heads) at s b = 8192 x 1 on tp 4 without
+  // recompute: TorchTitan's layers hold, beyond Megatron-LM's, the two gathered linear inputs
+  // less their sequence-parallel share and the keys and values widened to every head.
+  TrainingOptions options = training_.options();
+  options.framework = Framework::kTorchTitan;
+  const TrainingSpec titan = *TrainingSpec::Create(options);
+  ParallelDims dims = Dims(2, 4, 1, 1, 1);
+  dims.dp_sharding = DataParallelSharding::kFull;
+  const double megatron =
+      Term(Estimate(model_, training_, dims).first_stage, MemoryTerm::kActivations);
+  const double torchtitan =
+      Term(Estimate(model_, titan, dims).first_stage, MemoryTerm::kActivations);
+  const double tokens = static_cast<double>(training_.seq_len());
+  const double per_layer = 2 * 2 * tokens * 4096 * 3 / 4 + 2 * 2 * tokens / 4 * (4096 - 1024);
+  EXPECT_DOUBLE_EQ(torchtitan - megatron, 32 * per_layer);
+}
+
 TEST_F(LlamaMemoryTest, SingleStageParameters) {
   const MemoryEstimate estimate = Estimate(model_, training_, Dims(8, 1, 1, 1, 1));
   EXPECT_EQ(Params(estimate.first_stage), model_.ParameterCount());

@@ -348,6 +348,36 @@ TEST_F(PerformanceModelTest, FullShardingGathersTheWeightsTwicePerMicroBatch) {
   EXPECT_LT(gradients, full);
 }
 
+TEST_F(PerformanceModelTest, TorchTitanAttentionRunsAtItsOwnShare) {
+  // Halving torchtitan_attention_efficiency doubles the attention's time alone: the compute
+  // grows by exactly the attention's forward and backward seconds at the first efficiency.
+  TrainingOptions options = training_.options();
+  options.framework = Framework::kTorchTitan;
+  const TrainingSpec titan = *TrainingSpec::Create(options);
+  ParallelDims dims = Dims(8, 2, 1, 1, 1);
+  dims.dp_sharding = DataParallelSharding::kFull;
+  PlacementRules rules;
+  rules.allow_tp_cp_across_nodes = true;
+  const ParallelConfig config = *ParallelConfig::Create(model_, titan, cluster_, rules, dims);
+  PerformanceParameters params = params_;
+  params.torchtitan_attention_efficiency = 1;
+  const double same = PredictPerformance(model_, titan, cluster_, config, params).compute_seconds;
+  params.torchtitan_attention_efficiency = 0.5;
+  const double slower = PredictPerformance(model_, titan, cluster_, config, params).compute_seconds;
+  params.torchtitan_attention_efficiency = 0.25;
+  const double slowest =
+      PredictPerformance(model_, titan, cluster_, config, params).compute_seconds;
+  EXPECT_GT(slower, same);
+  // Attention time a at efficiency 1: same = r + a, slower = r + 2a, slowest = r + 4a.
+  EXPECT_NEAR(slowest - slower, 2 * (slower - same), 1e-9 * slowest);
+  // Megatron-LM runs do not depend on it.
+  const ParallelConfig megatron =
+      *ParallelConfig::Create(model_, training_, cluster_, rules, Dims(8, 2, 1, 1, 1));
+  EXPECT_DOUBLE_EQ(
+      PredictPerformance(model_, training_, cluster_, megatron, params).compute_seconds,
+      Predict(Dims(8, 2, 1, 1, 1)).compute_seconds);
+}
+
 TEST_F(PerformanceModelTest, TorchTitanComputesAtItsShareOfMegatronsThroughput) {
   TrainingOptions options = training_.options();
   options.framework = Framework::kTorchTitan;

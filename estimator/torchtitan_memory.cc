@@ -21,4 +21,14 @@ double TorchTitanLossBytes(const ConfigSymbols& x) {
   return kBf16Bytes * tokens * x.h + kBf16Bytes * logits + 3 * kFp32Bytes * logits;
 }
 
+double TorchTitanGatheredLinearInputBytes(const ConfigSymbols& x, double bytes_per_value) {
+  constexpr double kGatheredInputs = 2;  // the attention's and the MLP's
+  return kGatheredInputs * bytes_per_value * (x.s * x.b / x.c) * x.h * (1 - 1 / x.t);
+}
+
+double TorchTitanExpandedKeyValueBytes(const ConfigSymbols& x) {
+  constexpr double kKeysAndValues = 2;
+  return kKeysAndValues * kBf16Bytes * (x.s * x.b / (x.t * x.c)) * (x.attention_width - x.kv_width);
+}
+
 }  // namespace paratune

@@ -38,5 +38,28 @@ TEST(TorchTitanLossBytesTest, GatheredInputBf16LogitsAndThreeFp32Tensors) {
   EXPECT_DOUBLE_EQ(TorchTitanLossBytes(Llama8b(8)), tokens * (2 * 4096 + 14 * 128256.0 / 8));
 }
 
+TEST(TorchTitanGatheredLinearInputBytesTest, TwoWholeInputsLessTheirSequenceParallelShare) {
+  const double tokens = 16384;
+  // bf16 over t = 8: 2 tensors x 2 bytes x s b h, less the 1/8 the sharded count holds.
+  EXPECT_DOUBLE_EQ(TorchTitanGatheredLinearInputBytes(Llama8b(8), 2),
+                   2 * 2 * tokens * 4096 * 7 / 8);
+  // Float8 gathers one byte per value; context parallelism splits the sequence.
+  EXPECT_DOUBLE_EQ(TorchTitanGatheredLinearInputBytes(Llama8b(8, 2), 1),
+                   2 * 1 * tokens / 2 * 4096 * 7 / 8);
+  // Without tensor parallelism there is nothing to gather.
+  EXPECT_DOUBLE_EQ(TorchTitanGatheredLinearInputBytes(Llama8b(), 2), 0);
+}
+
+TEST(TorchTitanExpandedKeyValueBytesTest, KeysAndValuesWidenedFromKvHeadsToEveryHead) {
+  const double tokens = 16384;
+  // 32 heads of 128 against 8 kv heads: keys and values 4096 wide instead of 1024.
+  EXPECT_DOUBLE_EQ(TorchTitanExpandedKeyValueBytes(Llama8b()), 2 * 2 * tokens * (4096 - 1024));
+  EXPECT_DOUBLE_EQ(TorchTitanExpandedKeyValueBytes(Llama8b(2, 4)),
+                   2 * 2 * tokens * (4096 - 1024) / 8);
+  ConfigSymbols multi_head = Llama8b();
+  multi_head.kv_width = multi_head.attention_width;
+  EXPECT_DOUBLE_EQ(TorchTitanExpandedKeyValueBytes(multi_head), 0);
+}
+
 }  // namespace
 }  // namespace paratune
