@@ -371,9 +371,14 @@ void AddOverheads(const Symbols& x, const TrainingSpec& training, const MemoryOp
   }
   if (x.p > 1 && options.pipeline_buffers) {
     // Send and receive of the boundary activation and of its gradient: 4 tensors of
-    // sbh/(tc) bf16 values with SP (sbh/c without).
+    // sbh/(tc) bf16 values with SP (sbh/c without); PyTorch's pipelining keeps its own per
+    // micro-batch (torchtitan_memory.h).
     const double boundary = x.s * x.b * x.h / (x.sp ? x.t * x.c : x.c);
-    stage.bytes[Term(MemoryTerm::kPipelineBuffers)] = 4 * 2 * boundary;
+    const double rank = static_cast<double>(stage.stage);
+    stage.bytes[Term(MemoryTerm::kPipelineBuffers)] =
+        training.framework() == Framework::kTorchTitan
+            ? TorchTitanPipelineBufferBytes(x, rank, ChunksInFlight(x, rank))
+            : 4 * 2 * boundary;
   }
   const double activations =
       stage.term(MemoryTerm::kActivations) + stage.term(MemoryTerm::kEmbeddingActivations) +

@@ -50,6 +50,24 @@ double TorchTitanGatheredLinearInputBytes(const ConfigSymbols& x, double bytes_p
 // s b (a d - k d) / (t c) values more.
 double TorchTitanExpandedKeyValueBytes(const ConfigSymbols& x);
 
+// Bytes PyTorch's pipelining (torch 1963fc8, the benchmark's) keeps per micro-batch on one GPU
+// of pipeline rank `rank` beyond what its layers hold, in place of Megatron-LM's four send and
+// receive tensors; `chunks_in_flight` is the rank's model chunks in flight, whose first layers
+// already count their received inputs. For each of the rank's v local stages and each of the
+// step's m micro-batches:
+// - a receive buffer for the stage's input (every stage but the first) and one for its
+//   output's gradient (every stage but the last), allocated up front per micro-batch
+//   (torch/distributed/pipelining/stage.py, _prepare_forward_infra and
+//   _prepare_backward_infra / _create_grad_recv_info);
+// - the stage's output, appended to output_chunks by every stage until the step's outputs are
+//   merged (forward_one_chunk; pytorch/pytorch#153383, May 2025, keeps them on the last stage
+//   only), where Megatron-LM frees a sent output's data (deallocate_output_tensor,
+//   megatron/core/pipeline_parallel/schedules.py:166, on by megatron/training/
+//   argument_utils.py:305 at core_v0.19.0). A boundary tensor is s b h / (t c) bf16 values; the
+//   last stage's output is its bf16 logits, s b V / (t c) values, of which TorchTitanLossBytes
+//   counts one.
+double TorchTitanPipelineBufferBytes(const ConfigSymbols& x, double rank, double chunks_in_flight);
+
 }  // namespace paratune
 
 #endif  // PARATUNE_ESTIMATOR_TORCHTITAN_MEMORY_H_

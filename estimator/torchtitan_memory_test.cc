@@ -61,5 +61,25 @@ TEST(TorchTitanExpandedKeyValueBytesTest, KeysAndValuesWidenedFromKvHeadsToEvery
   EXPECT_DOUBLE_EQ(TorchTitanExpandedKeyValueBytes(multi_head), 0);
 }
 
+TEST(TorchTitanPipelineBufferBytesTest, PerMicroBatchReceiveBuffersAndKeptOutputs) {
+  // p 4, 8 micro-batches, one stage per rank, t 2: a boundary tensor is s b h / t bf16.
+  ConfigSymbols x = Llama8b(2);
+  x.p = 4;
+  x.v = 1;
+  x.m = 8;
+  const double boundary = 2.0 * 16384 * 4096 / 2;
+  const double logits = 2.0 * 16384 * 128256 / 2;
+  // The first rank: 8 gradient buffers and 8 kept outputs; its input is the embedding's.
+  EXPECT_DOUBLE_EQ(TorchTitanPipelineBufferBytes(x, 0, 4), 16 * boundary);
+  // A middle rank with 3 chunks in flight: 5 idle input buffers besides.
+  EXPECT_DOUBLE_EQ(TorchTitanPipelineBufferBytes(x, 1, 3), 21 * boundary);
+  // The last rank: 7 idle input buffers and the logits of 7 more micro-batches than the loss's.
+  EXPECT_DOUBLE_EQ(TorchTitanPipelineBufferBytes(x, 3, 1), 7 * boundary + 7 * logits);
+  // Two stages per rank: the first rank's second stage receives, and all its chunks in flight
+  // are shared evenly between its two stages.
+  x.v = 2;
+  EXPECT_DOUBLE_EQ(TorchTitanPipelineBufferBytes(x, 0, 10), (8 - 5 + 16 + 16) * boundary);
+}
+
 }  // namespace
 }  // namespace paratune
