@@ -96,11 +96,22 @@ double Bf16LayerActivationBytes(const Symbols& x, const TrainingSpec& training, 
   return sbh * (10 + 24 / x.t + scores) / x.c;
 }
 
+// What TorchTitan's layer saves beyond Megatron-LM's, per micro-batch on one GPU: its TP
+// sub-block inputs gathered whole (in float8 under Float8) and, with FlashAttention (SDPA),
+// its keys and values expanded to every head (torchtitan_memory.h).
+double TorchTitanLayerExtraBytes(const Symbols& x, const TrainingSpec& training) {
+  const double gathered_value_bytes = training.fp8() ? 1 : 2;
+  const double gathered = x.sp ? TorchTitanGatheredLinearInputBytes(x, gathered_value_bytes) : 0;
+  return gathered + (training.flash_attention() ? TorchTitanExpandedKeyValueBytes(x) : 0);
+}
+
 // Activation bytes of one layer for one micro-batch on one GPU, nothing recomputed, in the
-// training's precision.
+// training's precision and framework.
 double LayerActivationBytes(const Symbols& x, const TrainingSpec& training, bool selective) {
   const double fp8_savings = training.fp8() ? Fp8SavedInputSavingsBytes(x) : 0;
-  return Bf16LayerActivationBytes(x, training, selective) - fp8_savings;
+  const double framework_extra =
+      training.framework() == Framework::kTorchTitan ? TorchTitanLayerExtraBytes(x, training) : 0;
+  return Bf16LayerActivationBytes(x, training, selective) - fp8_savings + framework_extra;
 }
 
 // The MLP's share of LayerActivationBytes, the part an MoE layer replaces by its MoE block
@@ -360,9 +371,14 @@ void AddOverheads(const Symbols& x, const TrainingSpec& training, const MemoryOp
   }
   if (x.p > 1 && options.pipeline_buffers) {
     // Send and receive of the boundary activation and of its gradient: 4 tensors of
-    // sbh/(tc) bf16 values with SP (sbh/c without).
+    // sbh/(tc) bf16 values with SP (sbh/c without); PyTorch's pipelining keeps its own per
+    // micro-batch (torchtitan_memory.h).
     const double boundary = x.s * x.b * x.h / (x.sp ? x.t * x.c : x.c);
-    stage.bytes[Term(MemoryTerm::kPipelineBuffers)] = 4 * 2 * boundary;
+    const double rank = static_cast<double>(stage.stage);
+    stage.bytes[Term(MemoryTerm::kPipelineBuffers)] =
+        training.framework() == Framework::kTorchTitan
+            ? TorchTitanPipelineBufferBytes(x, rank, ChunksInFlight(x, rank))
+            : 4 * 2 * boundary;
   }
   const double activations =
       stage.term(MemoryTerm::kActivations) + stage.term(MemoryTerm::kEmbeddingActivations) +

@@ -29,7 +29,7 @@ enum class MemoryTerm {
   kCudaContext,           // CUDA context and cuBLAS workspace
   kNcclBuffers,           // NCCL channel buffers of every communicator the GPU is in
   kGradientBuckets,       // staging copy of the DDP / distributed-optimizer bucket in flight
-  kPipelineBuffers,       // pipeline send/recv tensors
+  kPipelineBuffers,       // pipeline send/recv tensors (per micro-batch under TorchTitan)
   kFragmentation,         // caching-allocator fragmentation of the activation memory
   kFp8WeightCopies,       // fp8 copy and fp8 transpose of every linear weight of the stage
   kFp8ScalingState,       // fp8 scale, scale_inv and amax history of every linear's tensors

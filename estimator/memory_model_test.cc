@@ -167,6 +167,13 @@ class LlamaMemoryTest : public ::testing::Test {
   // Parameters per GPU implied by the weights term (2 bytes each).
   static double Params(const StageMemory& stage) { return Term(stage, MemoryTerm::kWeights) / 2; }
 
+  // training_ under TorchTitan.
+  TrainingSpec TorchTitan() const {
+    TrainingOptions options = training_.options();
+    options.framework = Framework::kTorchTitan;
+    return *TrainingSpec::Create(options);
+  }
+
   ModelSpec model_;
   TrainingSpec training_;
 };
@@ -223,9 +230,7 @@ TEST_F(LlamaMemoryTest, TorchTitanKeepsFp32ParametersAndTwoMoments) {
   // FSDP2's fp32 parameters, fp32 gradients and AdamW's two moments: 16 bytes per
   // parameter, all sharded; without resharding after forward every unit's bf16 weights stay
   // gathered.
-  TrainingOptions options = training_.options();
-  options.framework = Framework::kTorchTitan;
-  const TrainingSpec titan = *TrainingSpec::Create(options);
+  const TrainingSpec titan = TorchTitan();
   ParallelDims dims = Dims(8, 1, 1, 1, 1);
   const double p = Params(Estimate(model_, training_, dims).first_stage);
   dims.dp_sharding = DataParallelSharding::kFull;
@@ -236,6 +241,22 @@ TEST_F(LlamaMemoryTest, TorchTitanKeepsFp32ParametersAndTwoMoments) {
   EXPECT_DOUBLE_EQ(Term(gradients.first_stage, MemoryTerm::kGatheredWeights), 2 * p);
   dims.dp_sharding = DataParallelSharding::kNone;
   EXPECT_DOUBLE_EQ(ModelStates(Estimate(model_, titan, dims).first_stage), 16 * p);
+}
+
+TEST_F(LlamaMemoryTest, TorchTitanLayersSaveGatheredInputsAndExpandedKeysAndValues) {
+  // Llama 3.1 8B (h 4096, 32 heads of 128, 8 kv heads) at s b = 8192 x 1 on tp 4 without
+  // recompute: TorchTitan's layers hold, beyond Megatron-LM's, the two gathered linear inputs
+  // less their sequence-parallel share and the keys and values widened to every head.
+  const TrainingSpec titan = TorchTitan();
+  ParallelDims dims = Dims(2, 4, 1, 1, 1);
+  dims.dp_sharding = DataParallelSharding::kFull;
+  const double megatron =
+      Term(Estimate(model_, training_, dims).first_stage, MemoryTerm::kActivations);
+  const double torchtitan =
+      Term(Estimate(model_, titan, dims).first_stage, MemoryTerm::kActivations);
+  const double tokens = static_cast<double>(training_.seq_len());
+  const double per_layer = 2 * 2 * tokens * 4096 * 3 / 4 + 2 * 2 * tokens / 4 * (4096 - 1024);
+  EXPECT_DOUBLE_EQ(torchtitan - megatron, 32 * per_layer);
 }
 
 TEST_F(LlamaMemoryTest, SingleStageParameters) {

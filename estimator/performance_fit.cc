@@ -145,6 +145,8 @@ const std::vector<FittedField>& TorchTitanFittedFields() {
        &PerformanceParameters::torchtitan_eager_compute_efficiency, 0.2, 1.0, false},
       {"torchtitan_compiled_compute_efficiency",
        &PerformanceParameters::torchtitan_compiled_compute_efficiency, 0.2, 1.0, false},
+      {"torchtitan_attention_efficiency", &PerformanceParameters::torchtitan_attention_efficiency,
+       0.2, 2.0, false},
   };
   return *fields;
 }

@@ -180,6 +180,7 @@ TEST_F(PerformanceFitTest, TorchTitanFieldsMoveOnlyForTorchTitanObservations) {
   PerformanceParameters truth;
   truth.torchtitan_eager_compute_efficiency = 0.6;
   truth.torchtitan_compiled_compute_efficiency = 0.7;
+  truth.torchtitan_attention_efficiency = 0.8;
   const PerformanceParameters start;
   absl::StatusOr<FitResult> megatron = FitPerformanceParameters(Synthetic(truth), start);
   ASSERT_TRUE(megatron.ok()) << megatron.status();
@@ -189,13 +190,18 @@ TEST_F(PerformanceFitTest, TorchTitanFieldsMoveOnlyForTorchTitanObservations) {
   TrainingOptions options = training_.options();
   options.framework = Framework::kTorchTitan;
   std::vector<PerformanceObservation> observations;
-  for (const bool compiled : {false, true}) {
-    options.torch_compile = compiled;
-    const TrainingSpec titan = *TrainingSpec::Create(options);
-    for (const ParallelConfig& config : {Config(16, 1, 1, 1, 1), Config(8, 2, 1, 1, 1)}) {
-      const double seconds =
-          PredictPerformance(model_, titan, cluster_, config, truth).step_time_seconds;
-      observations.push_back({model_, titan, cluster_, config, seconds, 1});
+  // Two sequence lengths, so that the attention's share of the compute differs between runs
+  // and its efficiency can be told from the rest's.
+  for (const int64_t seq_len : {8192, 65536}) {
+    options.seq_len = seq_len;
+    for (const bool compiled : {false, true}) {
+      options.torch_compile = compiled;
+      const TrainingSpec titan = *TrainingSpec::Create(options);
+      for (const ParallelConfig& config : {Config(16, 1, 1, 1, 1), Config(8, 2, 1, 1, 1)}) {
+        const double seconds =
+            PredictPerformance(model_, titan, cluster_, config, truth).step_time_seconds;
+        observations.push_back({model_, titan, cluster_, config, seconds, 1});
+      }
     }
   }
   FitOptions titan_only;
@@ -204,6 +210,7 @@ TEST_F(PerformanceFitTest, TorchTitanFieldsMoveOnlyForTorchTitanObservations) {
   ASSERT_TRUE(alone.ok()) << alone.status();
   EXPECT_NEAR(alone->params.torchtitan_eager_compute_efficiency, 0.6, 0.01);
   EXPECT_NEAR(alone->params.torchtitan_compiled_compute_efficiency, 0.7, 0.01);
+  EXPECT_NEAR(alone->params.torchtitan_attention_efficiency, 0.8, 0.01);
   // A default refit of TorchTitan observations moves the dense fields, not these.
   absl::StatusOr<FitResult> refit = FitPerformanceParameters(observations, start);
   ASSERT_TRUE(refit.ok()) << refit.status();

@@ -31,14 +31,21 @@ double FrameworkComputeEfficiency(const TrainingSpec& training,
 // re-runs every layer before its backward.
 double ForwardPasses(Recompute recompute) { return recompute == Recompute::kFull ? 2 : 1; }
 
+// The efficiency of the training's attention kernels: fused (FlashAttention) or not, and
+// TorchTitan's SDPA at its own share (torchtitan_attention_efficiency) of the fused one.
+double AttentionEfficiency(const TrainingSpec& training, const PerformanceParameters& params) {
+  if (!training.flash_attention()) return params.unfused_attention_efficiency;
+  if (training.framework() != Framework::kTorchTitan) return params.attention_efficiency;
+  return params.attention_efficiency * params.torchtitan_attention_efficiency;
+}
+
 // Forward seconds of causal attention (QK^T and PV, 4 s^2 b h FLOPs over s tokens, halved by
 // the mask) of one layer's TP shard for one micro-batch: each CP rank's s/c queries meet s/2
 // keys on average under load balancing.
 double AttentionForwardSeconds(const Symbols& x, const TrainingSpec& training, double peak_flops,
                                const PerformanceParameters& params) {
-  const double efficiency = training.flash_attention() ? params.attention_efficiency
-                                                       : params.unfused_attention_efficiency;
-  return 2 * (x.s * x.b / x.c) * x.s * x.attention_width / x.t / (peak_flops * efficiency);
+  return 2 * (x.s * x.b / x.c) * x.s * x.attention_width / x.t /
+         (peak_flops * AttentionEfficiency(training, params));
 }
 
 // HBM seconds of Transformer Engine's casts for the fp8 linears of one layer and one

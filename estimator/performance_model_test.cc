@@ -36,6 +36,23 @@ class PerformanceModelTest : public ::testing::Test {
                               DefaultPerformanceParameters(cluster.gpu()));
   }
 
+  // training_ under TorchTitan, compiled or not.
+  TrainingSpec TorchTitan(bool compiled = false) const {
+    TrainingOptions options = training_.options();
+    options.framework = Framework::kTorchTitan;
+    options.torch_compile = compiled;
+    return *TrainingSpec::Create(options);
+  }
+
+  // dp 8 x tp 2 with its replicas fully sharded (TorchTitan's FSDP) under `training`.
+  ParallelConfig FsdpConfig(const TrainingSpec& training) const {
+    ParallelDims dims = Dims(8, 2, 1, 1, 1);
+    dims.dp_sharding = DataParallelSharding::kFull;
+    PlacementRules rules;
+    rules.allow_tp_cp_across_nodes = true;
+    return *ParallelConfig::Create(model_, training, cluster_, rules, dims);
+  }
+
   ModelSpec model_;
   TrainingSpec training_;
   ClusterSpec cluster_;
@@ -348,17 +365,33 @@ TEST_F(PerformanceModelTest, FullShardingGathersTheWeightsTwicePerMicroBatch) {
   EXPECT_LT(gradients, full);
 }
 
+TEST_F(PerformanceModelTest, TorchTitanAttentionRunsAtItsOwnShare) {
+  // Halving torchtitan_attention_efficiency doubles the attention's time alone: the compute
+  // grows by exactly the attention's forward and backward seconds at the first efficiency.
+  const TrainingSpec titan = TorchTitan();
+  const ParallelConfig config = FsdpConfig(titan);
+  PerformanceParameters params = params_;
+  params.torchtitan_attention_efficiency = 1;
+  const double same = PredictPerformance(model_, titan, cluster_, config, params).compute_seconds;
+  params.torchtitan_attention_efficiency = 0.5;
+  const double slower = PredictPerformance(model_, titan, cluster_, config, params).compute_seconds;
+  params.torchtitan_attention_efficiency = 0.25;
+  const double slowest =
+      PredictPerformance(model_, titan, cluster_, config, params).compute_seconds;
+  EXPECT_GT(slower, same);
+  // Attention time a at efficiency 1: same = r + a, slower = r + 2a, slowest = r + 4a.
+  EXPECT_NEAR(slowest - slower, 2 * (slower - same), 1e-9 * slowest);
+  // Megatron-LM runs do not depend on it.
+  const ParallelConfig megatron = FsdpConfig(training_);
+  EXPECT_DOUBLE_EQ(
+      PredictPerformance(model_, training_, cluster_, megatron, params).compute_seconds,
+      PredictPerformance(model_, training_, cluster_, megatron, params_).compute_seconds);
+}
+
 TEST_F(PerformanceModelTest, TorchTitanComputesAtItsShareOfMegatronsThroughput) {
-  TrainingOptions options = training_.options();
-  options.framework = Framework::kTorchTitan;
-  const TrainingSpec eager = *TrainingSpec::Create(options);
-  options.torch_compile = true;
-  const TrainingSpec compiled = *TrainingSpec::Create(options);
-  ParallelDims dims = Dims(8, 2, 1, 1, 1);
-  dims.dp_sharding = DataParallelSharding::kFull;
-  PlacementRules rules;
-  rules.allow_tp_cp_across_nodes = true;
-  const ParallelConfig config = *ParallelConfig::Create(model_, eager, cluster_, rules, dims);
+  const TrainingSpec eager = TorchTitan();
+  const TrainingSpec compiled = TorchTitan(/*compiled=*/true);
+  const ParallelConfig config = FsdpConfig(eager);
   PerformanceParameters params = params_;
   params.torchtitan_eager_compute_efficiency = 1;
   params.torchtitan_compiled_compute_efficiency = 1;
@@ -372,10 +405,10 @@ TEST_F(PerformanceModelTest, TorchTitanComputesAtItsShareOfMegatronsThroughput) 
   EXPECT_DOUBLE_EQ(PredictPerformance(model_, compiled, cluster_, config, params).compute_seconds,
                    megatron_speed.compute_seconds / 0.8);
   // Megatron-LM runs do not depend on them.
-  const ParallelConfig megatron = *ParallelConfig::Create(model_, training_, cluster_, rules, dims);
+  const ParallelConfig megatron = FsdpConfig(training_);
   EXPECT_DOUBLE_EQ(
       PredictPerformance(model_, training_, cluster_, megatron, params).compute_seconds,
-      Predict(dims).compute_seconds);
+      PredictPerformance(model_, training_, cluster_, megatron, params_).compute_seconds);
 }
 
 TEST_F(PerformanceModelTest, EstimatesCarryTheErrorBarOfTheirOwnFit) {

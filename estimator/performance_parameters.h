@@ -109,6 +109,18 @@ struct PerformanceParameters {
   // (data/measured/torchtitan_h100_202412.csv: 2 eager rows, 16 compiled).
   double torchtitan_eager_compute_efficiency = 1.0;
   double torchtitan_compiled_compute_efficiency = 1.0;
+  // TorchTitan only, with FlashAttention: its causal attention's throughput as a share of
+  // what the compute efficiency above leaves it, which divides the attention's time on top of
+  // that efficiency. Its attention is a different kernel from the GEMMs the efficiency above
+  // mostly prices: F.scaled_dot_product_attention (torchtitan/models/llama/model.py:209 at
+  // 9dec370) runs PyTorch's FlashAttention-2 kernels where Megatron-LM runs Transformer
+  // Engine's cuDNN ones, and under context parallelism PyTorch's ring attention splits it into
+  // one SDPA call per ring step on half blocks (load balancing) and merges the partial outputs
+  // in fp32 (torch/distributed/tensor/experimental/_attention.py, _templated_ring_attention
+  // and _SDPAMerger). The attention's share of a layer grows with the sequence (s^2 against
+  // s), so one efficiency for both cannot follow runs of 8K to 256K tokens. Prior 1 (the same
+  // share as the rest); fitted with the two fields above.
+  double torchtitan_attention_efficiency = 1.0;
   // relative_error's counterpart for TorchTitan estimates: the TorchTitan fit's
   // leave-one-series-out spread. Prior: 0.3.
   double torchtitan_relative_error = 0.3;

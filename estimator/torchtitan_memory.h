@@ -28,6 +28,46 @@ double TorchTitanSelectiveLayerBytes(const ConfigSymbols& x);
 // fp32 tensors of s b V / (t c) values.
 double TorchTitanLossBytes(const ConfigSymbols& x);
 
+// Bytes one transformer layer keeps per micro-batch on one GPU, beyond the sequence-parallel
+// share the layer's activations count, for the inputs of its QKV and first MLP linears under
+// tensor parallelism (t > 1): TorchTitan's TP plan gathers each sub-block's input over the TP
+// ranks before its column-parallel linears (torchtitan/parallelisms/parallelize_llama.py:176-193
+// at 9dec370, PrepareModuleInput from Shard(1) to Replicate() for "attention" and
+// "feed_forward"), and autograd saves that gathered tensor whole for the weight gradient of
+// wq, wk, wv (and w1, w3), where Megatron-LM's sequence parallelism saves the shard and
+// gathers it again in the backward (Korthikanti et al. 2022). Two tensors of s b h / c values of
+// `bytes_per_value` each, less their 1 / t share: 2 in bf16, 1 under Float8, whose
+// PrepareFloat8ModuleInput casts the input to float8 before the all-gather and whose
+// Float8Linear saves that float8 input (torchao eab345c, torchao/float8/float8_tensor_parallel.py
+// :196-217 and float8_linear.py:51).
+double TorchTitanGatheredLinearInputBytes(const ConfigSymbols& x, double bytes_per_value);
+
+// Bytes one transformer layer keeps per micro-batch on one GPU, beyond the keys and values the
+// layer's activations count at their own k d width, for the keys and values TorchTitan's
+// attention expands to every query head before the fused attention (repeat_kv,
+// torchtitan/models/llama/model.py:201-202 at 9dec370): F.scaled_dot_product_attention saves
+// its inputs for the backward, so keys and values are held a d wide, 2 bf16 tensors of
+// s b (a d - k d) / (t c) values more.
+double TorchTitanExpandedKeyValueBytes(const ConfigSymbols& x);
+
+// Bytes PyTorch's pipelining (torch 1963fc8, the benchmark's) keeps per micro-batch on one GPU
+// of pipeline rank `rank` beyond what its layers hold, in place of Megatron-LM's four send and
+// receive tensors; `chunks_in_flight` is the rank's model chunks in flight, whose first layers
+// already count their received inputs. For each of the rank's v local stages and each of the
+// step's m micro-batches:
+// - a receive buffer for the stage's input (every stage but the first) and one for its
+//   output's gradient (every stage but the last), allocated up front per micro-batch
+//   (torch/distributed/pipelining/stage.py, _prepare_forward_infra and
+//   _prepare_backward_infra / _create_grad_recv_info);
+// - the stage's output, appended to output_chunks by every stage until the step's outputs are
+//   merged (forward_one_chunk; pytorch/pytorch#153383, May 2025, keeps them on the last stage
+//   only), where Megatron-LM frees a sent output's data (deallocate_output_tensor,
+//   megatron/core/pipeline_parallel/schedules.py:166, on by megatron/training/
+//   argument_utils.py:305 at core_v0.19.0). A boundary tensor is s b h / (t c) bf16 values; the
+//   last stage's output is its bf16 logits, s b V / (t c) values, of which TorchTitanLossBytes
+//   counts one.
+double TorchTitanPipelineBufferBytes(const ConfigSymbols& x, double rank, double chunks_in_flight);
+
 }  // namespace paratune
 
 #endif  // PARATUNE_ESTIMATOR_TORCHTITAN_MEMORY_H_

@@ -514,12 +514,14 @@ absl::StatusOr<std::string> TorchTitanSection(const std::vector<MeasuredRun>& ru
   return absl::StrCat(
       absl::StrFormat(
           "Peak memory: mean absolute error %s, largest %s. Tokens/s per GPU: MAPE %s with "
-          "the fitted torchtitan_eager_compute_efficiency (%.3f) and "
-          "torchtitan_compiled_compute_efficiency (%.3f), %s with each row's group held out "
-          "of the fit, %s with Megatron-LM's compute (the prior, 1). %d runs.\n\n",
+          "the fitted torchtitan_eager_compute_efficiency (%.3f), "
+          "torchtitan_compiled_compute_efficiency (%.3f) and torchtitan_attention_efficiency "
+          "(%.3f), %s with each row's group held out of the fit, %s with Megatron-LM's compute "
+          "(the priors, 1). %d runs.\n\n",
           Percent(memory_errors / n), Percent(largest_memory_error),
           Percent(MeanAbsolutePercentageError(predicted_fit, measured)),
           fitted.torchtitan_eager_compute_efficiency, fitted.torchtitan_compiled_compute_efficiency,
+          fitted.torchtitan_attention_efficiency,
           Percent(MeanAbsolutePercentageError(predicted_held, measured)),
           Percent(MeanAbsolutePercentageError(predicted_prior, measured)), runs.size()),
       rows);
