@@ -169,6 +169,11 @@ constexpr Flag kMoeExpertParallelOverlap = {
     "Mixture-of-experts models: overlap one micro-batch's all-to-all with another's compute "
     "(Megatron-LM --overlap-moe-expert-parallel-comm) where ep > 1 and recompute is not full; "
     "needs --moe_token_dispatcher=alltoall."};
+constexpr Flag kMoeSharedExpertOverlap = {
+    "moe_shared_expert_overlap", FlagType::kBool, "false",
+    "Mixture-of-experts models with shared experts: run them beside the dispatcher's "
+    "all-to-alls (Megatron-LM --moe-shared-expert-overlap); needs "
+    "--moe_token_dispatcher=alltoall, not with --moe_expert_parallel_overlap."};
 constexpr Flag kMoeGroupedGemm = {
     "moe_grouped_gemm", FlagType::kBool, "true",
     "Mixture-of-experts models: one grouped GEMM per expert linear (Megatron-LM "
@@ -432,6 +437,7 @@ constexpr FlagField kTrainingFields[] = {
     {&kMoeTokenDispatcher, "training.moe_token_dispatcher"},
     {&kMoeGroupedGemm, "training.moe_grouped_gemm"},
     {&kMoeExpertParallelOverlap, "training.moe_expert_parallel_overlap"},
+    {&kMoeSharedExpertOverlap, "training.moe_shared_expert_overlap"},
     {&kFramework, "training.framework"},
     {&kTorchCompile, "training.torch_compile"},
 };

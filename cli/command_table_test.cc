@@ -84,6 +84,7 @@ TEST(CommandTableTest, KeepsEveryFlagOfTheCommandLineAndNamesEachOnce) {
                                           "moe_token_dispatcher",
                                           "moe_grouped_gemm",
                                           "moe_expert_parallel_overlap",
+                                          "moe_shared_expert_overlap",
                                           "torch_compile",
                                           "tp",
                                           "pp",
@@ -147,7 +148,7 @@ TEST(CommandTableTest, KeepsEveryFlagOfTheCommandLineAndNamesEachOnce) {
                                           "format",
                                           "candidate",
                                           "require_workers"};
-  ASSERT_EQ(expected.size(), 97u);
+  ASSERT_EQ(expected.size(), 98u);
   absl::flat_hash_map<std::string, const Flag*> by_name;
   for (const Command* command : Commands()) {
     for (const FlagGroup& group : command->groups) {

@@ -515,6 +515,41 @@ TEST(ExportTest, NemoOverridesCannotKeepDenseLayersBetweenMoeLayers) {
   EXPECT_THAT(*megatron, Contains(HasSubstr("--moe-layer-freq=[0,1,0,1,")));
 }
 
+// Llama 4 Scout (a shared expert on every layer): the shared-expert overlap reaches each format
+// where the model has shared experts, and the pinned Megatron-LM release takes it.
+TEST(ExportTest, TheSharedExpertOverlapIsExportedWhereTheModelHasSharedExperts) {
+  v1::Candidate candidate = ProbedCandidate(6, 8, 2, 1, 1, 1, v1::RECOMPUTE_FULL);
+  candidate.mutable_config()->set_expert_parallel(16);
+  candidate.mutable_config()->set_expert_tensor_parallel(1);
+  v1::Search search = LargeSearch("llama4-scout", 256, 2, std::move(candidate));
+  search.mutable_spec()->mutable_training()->set_moe_shared_expert_overlap(true);
+  absl::StatusOr<std::vector<std::string>> megatron =
+      ExportArguments(search, search.candidates(0), ExportFormat::kMegatron);
+  ASSERT_TRUE(megatron.ok()) << megatron.status();
+  EXPECT_THAT(*megatron, Contains("--moe-shared-expert-overlap"));
+  absl::StatusOr<std::map<std::string, std::string>> environment =
+      ExportEnvironment(search, search.candidates(0), ExportFormat::kMegatron);
+  ASSERT_TRUE(environment.ok()) << environment.status();
+  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(*megatron, 16, *environment);
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_TRUE(launch->moe_shared_expert_overlap);
+  absl::StatusOr<std::vector<std::string>> nemo =
+      ExportArguments(search, search.candidates(0), ExportFormat::kNemo);
+  ASSERT_TRUE(nemo.ok()) << nemo.status();
+  EXPECT_THAT(*nemo, Contains("model.config.moe_shared_expert_overlap=True"));
+  absl::StatusOr<std::vector<std::string>> bridge =
+      ExportArguments(search, search.candidates(0), ExportFormat::kMegatronBridge);
+  ASSERT_TRUE(bridge.ok()) << bridge.status();
+  EXPECT_THAT(*bridge, Contains("model.moe_shared_expert_overlap=true"));
+
+  // Qwen3-30B-A3B has none: nothing to overlap, nothing written.
+  v1::Search qwen = QwenMoeSearch();
+  qwen.mutable_spec()->mutable_training()->set_moe_shared_expert_overlap(true);
+  megatron = ExportArguments(qwen, qwen.candidates(0), ExportFormat::kMegatron);
+  ASSERT_TRUE(megatron.ok()) << megatron.status();
+  EXPECT_THAT(*megatron, Not(Contains("--moe-shared-expert-overlap")));
+}
+
 TEST(ExportTest, NemoOverridesForAnUnevenInterleavedSplit) {
   const v1::Search search = Search405B();
   absl::StatusOr<std::vector<std::string>> arguments =

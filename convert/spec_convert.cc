@@ -268,6 +268,7 @@ absl::StatusOr<TrainingSpec> TrainingSpecFromProto(const v1::TrainingSpec& proto
   }
   options.moe_grouped_gemm = proto.has_moe_grouped_gemm() ? proto.moe_grouped_gemm() : true;
   options.moe_expert_parallel_overlap = proto.moe_expert_parallel_overlap();
+  options.moe_shared_expert_overlap = proto.moe_shared_expert_overlap();
   switch (proto.framework()) {
     case v1::FRAMEWORK_UNSPECIFIED:
     case v1::FRAMEWORK_MEGATRON:

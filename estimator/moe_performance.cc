@@ -267,6 +267,11 @@ bool ExpertParallelOverlapApplies(const ModelSpec& model, const TrainingSpec& tr
          dims.recompute != Recompute::kFull && (dims.pp == 1 || dims.virtual_pipeline > 1);
 }
 
+bool SharedExpertOverlapApplies(const ModelSpec& model, const TrainingSpec& training) {
+  return model.is_moe() && model.moe().num_shared_experts > 0 &&
+         training.moe_shared_expert_overlap();
+}
+
 MoeLayerSeconds PredictMoeLayerSeconds(const ModelSpec& model, const TrainingSpec& training,
                                        const ParallelDims& dims, const ExpertParallelism& expert,
                                        const MoeRouting& routing, const ClusterSpec& cluster,
@@ -306,6 +311,10 @@ MoeLayerSeconds PredictMoeLayerSeconds(const ModelSpec& model, const TrainingSpe
   seconds.exposed_communication =
       seconds.communication *
       (ExpertParallelOverlapApplies(model, training, dims) ? 1 - params.ep_comm_overlap : 1);
+  if (SharedExpertOverlapApplies(model, training)) {
+    seconds.exposed_communication =
+        std::max(0.0, seconds.exposed_communication - seconds.shared_experts);
+  }
   return seconds;
 }
 

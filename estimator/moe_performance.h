@@ -188,6 +188,14 @@ double AllGatherDispatchForwardSeconds(const ModelSpec& model, const TrainingSpe
 bool ExpertParallelOverlapApplies(const ModelSpec& model, const TrainingSpec& training,
                                   const ParallelDims& dims);
 
+// Whether Megatron-LM runs the shared experts beside the dispatcher in this run: an MoE model
+// with shared experts trained with TrainingOptions::moe_shared_expert_overlap (the MoE layer
+// then hands them to the dispatcher, moe_layer.py:344-345 and 508, which runs fc1 on
+// SharedExpertMLP's side stream after the dispatch all-to-all is issued and fc2 after the
+// combine's, token_dispatcher.py:651-712 and 853-866 at core_v0.19.0). The exports write the
+// flag exactly where this holds.
+bool SharedExpertOverlapApplies(const ModelSpec& model, const TrainingSpec& training);
+
 // Seconds of one MoE layer's MoE block for one micro-batch on one GPU, forward and backward,
 // with a second forward under full recompute: the GEMMs' backward is twice their forward, the
 // copies', router's memory-bound part and communication's once. They replace the dense MLP's
@@ -201,7 +209,10 @@ struct MoeLayerSeconds {
   // Dispatch and combine of routing.dispatcher, forward and backward.
   double communication = 0;
   // communication less the ep_comm_overlap fraction hidden where the training overlaps it
-  // (TrainingOptions::moe_expert_parallel_overlap, ep > 1, recompute not full).
+  // (TrainingOptions::moe_expert_parallel_overlap, ep > 1, recompute not full), or less the
+  // shared experts' time where they run beside it (SharedExpertOverlapApplies): the layer then
+  // takes the longer of the two. Counted over the whole pass, not per linear (fc1 meets the
+  // dispatch, fc2 the combine), and without the SMs the NCCL kernels take from the GEMMs.
   double exposed_communication = 0;
 
   double Compute() const {

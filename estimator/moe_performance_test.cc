@@ -1,5 +1,6 @@
 #include "estimator/moe_performance.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -338,6 +339,46 @@ TEST(MoeLayerSecondsTest, BackwardTwiceTheGemmsOnceTheRestAndARecomputedForward)
   EXPECT_EQ(hidden.exposed_communication, 0);
   EXPECT_DOUBLE_EQ(hidden.communication, none.communication);
   EXPECT_DOUBLE_EQ(hidden.Compute(), none.Compute());
+}
+
+// Llama 4 Scout has one shared expert; Qwen3-30B-A3B none, so the switch leaves it alone.
+TEST(MoeLayerSecondsTest, SharedExpertsBesideTheDispatcherHideAsMuchOfItAsTheyTake) {
+  const ModelSpec scout = Preset("llama4-scout");
+  TrainingOptions options = Training(256, 8192).options();
+  const TrainingSpec serial = *TrainingSpec::Create(options);
+  options.moe_shared_expert_overlap = true;
+  const TrainingSpec beside = *TrainingSpec::Create(options);
+  EXPECT_TRUE(SharedExpertOverlapApplies(scout, beside));
+  EXPECT_FALSE(SharedExpertOverlapApplies(scout, serial));
+  EXPECT_FALSE(SharedExpertOverlapApplies(Preset("qwen3-30b-a3b"), beside));
+  EXPECT_FALSE(SharedExpertOverlapApplies(Preset("llama3.1-8b"), beside));
+
+  ParallelDims dims = MakeParallelDims(16, 2, 1, 1, /*micro_batch=*/1);
+  const MoeRouting routing;
+  const ClusterSpec cluster = H100Nodes(4);
+  PerformanceParameters params;
+  params.all_to_all_network_efficiency = 0.05;
+  for (int64_t ep : {8, 16}) {
+    // ep 8: one node's NVLink all-to-all, shorter than the shared expert; ep 16 spans two
+    // nodes, and the all-to-all over a slow network is the longer.
+    dims.ep = ep;
+    const ExpertParallelism expert{ep, 1};
+    const MoeLayerSeconds alone = PredictMoeLayerSeconds(scout, serial, dims, expert, routing,
+                                                         cluster, kPeakFlops, kPeakFlops, params);
+    const MoeLayerSeconds overlapped = PredictMoeLayerSeconds(
+        scout, beside, dims, expert, routing, cluster, kPeakFlops, kPeakFlops, params);
+    EXPECT_EQ(alone.shared_experts > alone.exposed_communication, ep == 8) << ep;
+    EXPECT_DOUBLE_EQ(overlapped.Compute(), alone.Compute()) << ep;
+    EXPECT_DOUBLE_EQ(overlapped.communication, alone.communication) << ep;
+    EXPECT_DOUBLE_EQ(overlapped.exposed_communication,
+                     std::max(0.0, alone.exposed_communication - alone.shared_experts))
+        << ep;
+    // The layer takes the longer of the shared experts and the dispatcher's communication.
+    EXPECT_DOUBLE_EQ(overlapped.Compute() + overlapped.exposed_communication,
+                     alone.Compute() - alone.shared_experts +
+                         std::max(alone.shared_experts, alone.exposed_communication))
+        << ep;
+  }
 }
 
 TEST(MoeLayerSecondsTest, DenseModelsHaveNoMoeTerms) {

@@ -75,6 +75,25 @@ absl::StatusOr<TrainingSpec> TrainingSpec::Create(const TrainingOptions& options
                                    TokenDispatcherName(options.moe_token_dispatcher),
                                    ": Megatron-LM overlaps only the all-to-all"));
   }
+  if (options.moe_shared_expert_overlap) {
+    // megatron/core/transformer/transformer_config.py:1644-1650 and 2706-2708 at core_v0.19.0.
+    if (options.moe_token_dispatcher == TokenDispatcher::kAllGather) {
+      return FieldError("training.moe_shared_expert_overlap",
+                        "(true) needs training.moe_token_dispatcher alltoall, not allgather: "
+                        "Megatron-LM overlaps the shared experts only with the all-to-all");
+    }
+    if (options.moe_expert_parallel_overlap) {
+      return FieldError("training.moe_shared_expert_overlap",
+                        "(true) cannot go with training.moe_expert_parallel_overlap (true): "
+                        "Megatron-LM refuses the two overlaps together");
+    }
+    if (options.framework != Framework::kMegatron) {
+      return FieldError("training.moe_shared_expert_overlap",
+                        absl::StrCat("(true) is Megatron-LM's --moe-shared-expert-overlap; "
+                                     "training.framework ",
+                                     FrameworkName(options.framework), " has no such switch"));
+    }
+  }
   if (options.torch_compile && options.framework != Framework::kTorchTitan) {
     return FieldError("training.torch_compile",
                       absl::StrCat("(true) is TorchTitan's compile.enable; training.framework ",

@@ -108,6 +108,13 @@ struct TrainingOptions {
   // TransformerConfig refuses it otherwise: ExpertParallelOverlapApplies,
   // moe_performance.h), and needs the all-to-all dispatcher.
   bool moe_expert_parallel_overlap = false;
+  // The shared experts run on a side stream beside the dispatcher, their first linear with the
+  // dispatch all-to-all and their second with the combine (Megatron-LM
+  // --moe-shared-expert-overlap, megatron/core/transformer/moe/token_dispatcher.py:651-712,
+  // 853-866 and shared_experts.py at core_v0.19.0). Off by default, as in Megatron-LM. It
+  // acts only on models with shared experts (SharedExpertOverlapApplies, moe_performance.h);
+  // needs the all-to-all dispatcher and excludes moe_expert_parallel_overlap.
+  bool moe_shared_expert_overlap = false;
   Framework framework = Framework::kMegatron;
   // TorchTitan only: each transformer block compiled with torch.compile (--compile.enable,
   // torchtitan/models/llama3/infra/parallelize.py apply_compile at v0.2.2), which fuses its
@@ -122,8 +129,9 @@ class TrainingSpec {
   // INVALID_ARGUMENT naming the field ("training.seq_len (0) must be in [1, 4194304]"),
   // fp8_param_gather without fp8 or without the distributed optimizer, or a capacity factor
   // outside 0 (dropless) and (0, kMaxMoeCapacityFactor], or moe_expert_parallel_overlap with
-  // the all-gather dispatcher, or torch_compile under Megatron-LM, or tp_comm_overlap under
-  // TorchTitan without torch_compile.
+  // the all-gather dispatcher, or moe_shared_expert_overlap with the all-gather dispatcher,
+  // with moe_expert_parallel_overlap or under TorchTitan, or torch_compile under Megatron-LM,
+  // or tp_comm_overlap under TorchTitan without torch_compile.
   static absl::StatusOr<TrainingSpec> Create(const TrainingOptions& options);
 
   const TrainingOptions& options() const { return options_; }
@@ -140,6 +148,7 @@ class TrainingSpec {
   TokenDispatcher moe_token_dispatcher() const { return options_.moe_token_dispatcher; }
   bool moe_grouped_gemm() const { return options_.moe_grouped_gemm; }
   bool moe_expert_parallel_overlap() const { return options_.moe_expert_parallel_overlap; }
+  bool moe_shared_expert_overlap() const { return options_.moe_shared_expert_overlap; }
   Framework framework() const { return options_.framework; }
   bool torch_compile() const { return options_.torch_compile; }
   // What distributed_optimizer stands for under the framework: kOptimizer for Megatron-LM and

@@ -88,6 +88,32 @@ TEST(TrainingSpecTest, ExpertParallelOverlapNeedsTheAllToAllDispatcher) {
             "alltoall, not allgather: Megatron-LM overlaps only the all-to-all");
 }
 
+// transformer_config.py:1644-1650 and 2706-2708 at core_v0.19.0.
+TEST(TrainingSpecTest, SharedExpertOverlapNeedsTheAllToAllAndNotTheExpertParallelOverlap) {
+  TrainingOptions options;
+  options.global_batch_size = 16;
+  options.seq_len = 4096;
+  options.moe_shared_expert_overlap = true;
+  EXPECT_TRUE(TrainingSpec::Create(options).ok());
+  TrainingOptions all_gather = options;
+  all_gather.moe_token_dispatcher = TokenDispatcher::kAllGather;
+  EXPECT_EQ(TrainingSpec::Create(all_gather).status().message(),
+            "training.moe_shared_expert_overlap (true) needs training.moe_token_dispatcher "
+            "alltoall, not allgather: Megatron-LM overlaps the shared experts only with the "
+            "all-to-all");
+  TrainingOptions both = options;
+  both.moe_expert_parallel_overlap = true;
+  EXPECT_EQ(TrainingSpec::Create(both).status().message(),
+            "training.moe_shared_expert_overlap (true) cannot go with "
+            "training.moe_expert_parallel_overlap (true): Megatron-LM refuses the two overlaps "
+            "together");
+  TrainingOptions titan = options;
+  titan.framework = Framework::kTorchTitan;
+  EXPECT_EQ(TrainingSpec::Create(titan).status().message(),
+            "training.moe_shared_expert_overlap (true) is Megatron-LM's "
+            "--moe-shared-expert-overlap; training.framework torchtitan has no such switch");
+}
+
 TEST(TrainingSpecTest, TorchCompileIsTorchTitansAndItsAsyncTensorParallelismNeedsIt) {
   TrainingOptions options;
   options.global_batch_size = 16;

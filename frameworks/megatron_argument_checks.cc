@@ -98,6 +98,8 @@ const std::vector<FlagSpec>& Flags() {
       {"moe-ffn-hidden-size", Kind::kInt, "megatron/core/transformer/transformer_config.py:719"},
       {"moe-shared-expert-intermediate-size", Kind::kInt,
        "megatron/core/transformer/transformer_config.py:680"},
+      {"moe-shared-expert-overlap", Kind::kSwitch,
+       "megatron/core/transformer/transformer_config.py:696"},
       {"moe-router-topk", Kind::kInt, "megatron/core/transformer/transformer_config.py:739"},
       {"moe-router-score-function",
        Kind::kText,
@@ -227,7 +229,6 @@ constexpr const char* kUnreplayedFlags[] = {
     "moe-router-padding-for-quantization",  // transformer_config.py:2316-2326
     "moe-router-padding-for-fp8",           // transformer_config.py:2308-2314
     "moe-expert-rank-capacity-factor",      // transformer_config.py:1692-1706
-    "moe-shared-expert-overlap",            // transformer_config.py:1644-1650, 1812-1819
     "moe-router-group-topk",                // transformer_config.py:2338-2360
     "moe-router-topk-limited-devices",      // same
     "moe-enable-deepep",                    // transformer_config.py:1589-1598
@@ -589,6 +590,24 @@ absl::Status CheckMoeConfig(const ParsedArguments& args, MegatronLaunch* launch)
   launch->moe_grouped_gemm = args.Has("moe-grouped-gemm");
   launch->moe_token_dispatcher_type =
       args.Has("moe-token-dispatcher-type") ? args.Text("moe-token-dispatcher-type") : "allgather";
+  launch->moe_shared_expert_overlap =
+      launch->moe_shared_expert_intermediate_size > 0 && args.Has("moe-shared-expert-overlap");
+  if (launch->moe_shared_expert_overlap && launch->moe_token_dispatcher_type != "alltoall" &&
+      launch->moe_token_dispatcher_type != "flex") {
+    return Violation("moe-shared-expert-overlap",
+                     "megatron/core/transformer/transformer_config.py:1644-1650",
+                     "moe_shared_expert_overlap only works with alltoall or flex token "
+                     "dispatcher.");
+  }
+  // --recompute-modules, which no export writes, is read only for this rule.
+  const std::vector<std::string>* modules = args.Values("recompute-modules");
+  if (launch->moe_shared_expert_overlap && args.Text("recompute-granularity") == "selective" &&
+      modules != nullptr &&
+      std::find(modules->begin(), modules->end(), "shared_experts") != modules->end()) {
+    return Violation("moe-shared-expert-overlap",
+                     "megatron/core/transformer/transformer_config.py:1812-1819",
+                     "shared_experts recompute cannot work with --moe-shared-expert-overlap.");
+  }
   if (args.Has("moe-expert-capacity-factor")) {
     // A negative factor is None: dropless (transformer_config.py:1661-1662).
     launch->moe_expert_capacity_factor =
@@ -621,7 +640,7 @@ absl::Status CheckMoeConfig(const ParsedArguments& args, MegatronLaunch* launch)
 
 // TransformerConfig.__post_init__'s later MoE rules, in its order: with experts, linear biases
 // and top-1 routing (transformer_config.py:2279-2336); then the all-to-all overlap, whatever
-// the model (2669-2690, 2748-2752). Fills launch->moe_expert_parallel_overlap.
+// the model (2669-2690, 2706-2708, 2748-2752). Fills launch->moe_expert_parallel_overlap.
 absl::Status CheckMoeRouting(const ParsedArguments& args, MegatronLaunch* launch) {
   if (launch->num_experts != 0) {
     // add_bias_linear is true unless --disable-bias-linear (transformer_config.py:205).
@@ -663,6 +682,12 @@ absl::Status CheckMoeRouting(const ParsedArguments& args, MegatronLaunch* launch
     if (launch->recompute_granularity == "full") {
       return Violation("moe-a2a-overlap", source,
                        "disable full recomputation when enabling overlap_moe_expert_parallel_comm");
+    }
+    // Asserted whatever the model, shared experts or not.
+    if (args.Has("moe-shared-expert-overlap")) {
+      return Violation(
+          "moe-a2a-overlap", "megatron/core/transformer/transformer_config.py:2706-2708",
+          "disable moe_shared_expert_overlap when enabling overlap_moe_expert_parallel_comm");
     }
   }
   if (args.Has("delay-wgrad-compute") && !launch->moe_expert_parallel_overlap) {

@@ -96,6 +96,9 @@
 //   MoE in TransformerConfig: "num-experts": not negative (transformer_config.py:1531-1532);
 //     "moe-ffn-hidden-size": not without --num-experts unless --moe-layer-freq leaves a layer
 //     dense (1538-1554); "moe-shared-expert-intermediate-size": > 0 (1637-1643);
+//     "moe-shared-expert-overlap": with shared experts, the alltoall or flex dispatcher
+//     (1644-1650) and, under selective recompute, no shared_experts in --recompute-modules
+//     (1812-1819);
 //     "moe-expert-capacity-factor": a negative factor is none (dropless), a factor needs an
 //     aux_loss, seq_aux_loss, global_aux_loss or none balancing type (1660-1684);
 //     "moe-pad-expert-input-to-capacity": needs a capacity factor (1686-1690).
@@ -107,8 +110,9 @@
 //     (transformer_config.py:2279-2282); "moe-router-pre-softmax": top-1 softmax routing needs
 //     --moe-router-pre-softmax unless the balancing is sinkhorn (2328-2336);
 //     "moe-a2a-overlap": --overlap-moe-expert-parallel-comm needs a virtual pipeline size with
-//     pp > 1, ep > 1, the alltoall or flex dispatcher and no full recompute (2669-2690), and
-//     --delay-wgrad-compute needs it (2748-2752).
+//     pp > 1, ep > 1, the alltoall or flex dispatcher and no full recompute (2669-2690) and
+//     excludes --moe-shared-expert-overlap (2706-2708), and --delay-wgrad-compute needs it
+//     (2748-2752).
 //   "cp-comm-type": with cp > 1, several types name one per layer
 //     (transformer_config.py:2778-2787).
 //   At the model build, with experts: "moe-layer-freq": an integer k puts experts on layers
@@ -142,12 +146,11 @@
 //     first/last stage layer counts, hybrid (Mamba) patterns, multi-latent attention, GTP
 //     weight shards, torch FSDP2, Megatron-FSDP's NCCL userbuffers, manual buffer registration,
 //     meta-device initialisation, outer sharding and full sharding in HSDP, optimizers other
-//     than adam and sgd, the
-//     flex token dispatcher, MoE switches an export never writes (router padding for
-//     quantization, rank capacity, shared-expert and expert-parallel overlap, group-limited
-//     routing, DeepEP, single grouped weights, latent projections, upcycling, MoE layer
-//     recompute, paged stash), --moe-layer-freq expressions other than an integer or a
-//     written-out list, RL steps, batch-size ramp-ups and schedules,
+//     than adam and sgd, the flex token dispatcher, MoE switches an export never writes
+//     (router padding for quantization, rank capacity, group-limited routing, DeepEP, single
+//     grouped weights, latent projections, upcycling, MoE layer recompute, paged stash),
+//     --moe-layer-freq expressions other than an integer or a written-out list, RL steps,
+//     batch-size ramp-ups and schedules,
 //     --decrease-batch-size-if-needed, and arguments taken from a YAML file, a checkpoint or a
 //     heterogeneous-layers config.
 //   - Rules on data, tokenizer, iterations or samples, learning-rate schedule, evaluation,
@@ -242,6 +245,9 @@ struct MegatronLaunch {
   bool moe_pad_expert_input_to_capacity = false;
   // --overlap-moe-expert-parallel-comm (the all-to-all behind another micro-batch's compute).
   bool moe_expert_parallel_overlap = false;
+  // --moe-shared-expert-overlap on a model with shared experts (TransformerConfig ignores it
+  // without them).
+  bool moe_shared_expert_overlap = false;
 };
 
 // Replays the release's checks on `arguments` (the elements after pretrain_gpt.py) for a

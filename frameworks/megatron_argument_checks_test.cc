@@ -716,6 +716,30 @@ TEST(MegatronArgumentChecksTest, MixtureOfExpertsAllToAllOverlap) {
       "moe-a2a-overlap", "alltoall/flex token dispatcher, not allgather");
   ExpectRule(With(runs, {"--delay-wgrad-compute"}), "moe-a2a-overlap",
              "overlap_moe_expert_parallel_comm must be enabled when enabling delay_wgrad_compute");
+  ExpectRule(With(runs, {"--overlap-moe-expert-parallel-comm", "--moe-shared-expert-overlap"}),
+             "moe-a2a-overlap", "disable moe_shared_expert_overlap");
+}
+
+TEST(MegatronArgumentChecksTest, MixtureOfExpertsSharedExpertOverlap) {
+  const std::vector<std::string> shared = With(
+      GoodMoe(), {"--moe-shared-expert-intermediate-size=1536", "--moe-shared-expert-overlap"});
+  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(shared, kWorld, OneConnection());
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_TRUE(launch->moe_shared_expert_overlap);
+  ExpectRule(With(shared, {"--moe-token-dispatcher-type=allgather"}), "moe-shared-expert-overlap",
+             "only works with alltoall or flex token dispatcher");
+  // GoodMoe recomputes fully; selectively, the shared experts cannot be among the modules.
+  const std::vector<std::string> selective =
+      With(Without(Without(shared, "--recompute-method"), "--recompute-num-layers"),
+           {"--recompute-granularity=selective"});
+  EXPECT_TRUE(Check(With(selective, {"--recompute-modules", "core_attn", "moe_act"})).ok());
+  ExpectRule(With(selective, {"--recompute-modules", "core_attn", "shared_experts"}),
+             "moe-shared-expert-overlap", "shared_experts recompute cannot work");
+  // Without shared experts TransformerConfig never reads it.
+  launch = CheckMegatronArguments(With(GoodMoe(), {"--moe-shared-expert-overlap"}), kWorld,
+                                  OneConnection());
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_FALSE(launch->moe_shared_expert_overlap);
 }
 
 TEST(MegatronArgumentChecksTest, MixtureOfExpertsBiasAndTopOneRouting) {

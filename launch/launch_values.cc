@@ -113,6 +113,9 @@ const std::vector<Placeholder>& LaunchPlaceholders() {
       {"moe_capacity_factor", Kind::kNumber},  // 0: dropless
       // The all-to-all overlapped where Megatron-LM takes it (ExpertParallelOverlapApplies).
       {"moe_expert_parallel_overlap", Kind::kBoolean},
+      // The shared experts beside the dispatcher where a model has them
+      // (SharedExpertOverlapApplies).
+      {"moe_shared_expert_overlap", Kind::kBoolean},
       {"ep", Kind::kInteger},
       {"etp", Kind::kInteger},  // resolved: tp where the configuration leaves it unset
       {"fp8", Kind::kBoolean},
@@ -393,6 +396,7 @@ void LaunchValues::SetConfiguration(const ModelSpec& model, const TrainingSpec& 
   SetText("moe_capacity_factor", absl::StrCat(model.is_moe() ? training.moe_capacity_factor() : 0));
   SetBoolean("moe_expert_parallel_overlap",
              ExpertParallelOverlapApplies(model, training, config.dims()));
+  SetBoolean("moe_shared_expert_overlap", SharedExpertOverlapApplies(model, training));
   SetInteger("ep", config.ep());
   SetInteger("etp", config.etp());
   SetBoolean("fp8", training.fp8());

@@ -74,6 +74,7 @@ TEST(LaunchValuesTest, EveryPlaceholderHasAValueForAGangMember) {
       {"moe_token_dispatcher", "alltoall"},
       {"moe_capacity_factor", "0"},
       {"moe_expert_parallel_overlap", "false"},
+      {"moe_shared_expert_overlap", "false"},
       {"ep", "1"},
       {"etp", "4"},
       {"fp8", "false"},

@@ -626,6 +626,8 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMoeTable(const CsvTable& table,
     PT_ASSIGN_OR_RETURN(setup.training.moe_grouped_gemm, table.Bool(row, "grouped_gemm"));
     PT_ASSIGN_OR_RETURN(setup.training.moe_expert_parallel_overlap,
                         table.Bool(row, "moe_a2a_overlap"));
+    PT_ASSIGN_OR_RETURN(setup.training.moe_shared_expert_overlap,
+                        table.Bool(row, "shared_expert_overlap"));
     PT_ASSIGN_OR_RETURN(setup.parallel.tp, table.Int(row, "tp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.pp, table.Int(row, "pp"));
     PT_ASSIGN_OR_RETURN(setup.parallel.cp, table.Int(row, "cp"));

@@ -170,6 +170,7 @@ TEST(MeasuredRunsTest, DgxcLlama4RowsFieldByField) {
   EXPECT_EQ(run.training.moe_token_dispatcher(), TokenDispatcher::kAllToAll);
   EXPECT_TRUE(run.training.moe_grouped_gemm());
   EXPECT_FALSE(run.training.moe_expert_parallel_overlap());
+  EXPECT_TRUE(run.training.moe_shared_expert_overlap());  // Llama4Config
   EXPECT_FALSE(run.dispatcher_substituted);
   EXPECT_EQ(run.cluster.num_nodes(), 64);
   EXPECT_EQ(run.config.tp(), 4);

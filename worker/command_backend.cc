@@ -91,6 +91,7 @@ constexpr TrainingSwitch kTrainingSwitches[] = {
     {"moe_token_dispatcher", "allgather", nullptr, true},
     {"moe_capacity_factor", "0", nullptr, true},
     {"moe_expert_parallel_overlap", "false", nullptr, true},
+    {"moe_shared_expert_overlap", "false", nullptr, true},
 };
 
 // INVALID_ARGUMENT naming the switch when `values` set a switch away from the framework's

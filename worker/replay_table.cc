@@ -37,11 +37,12 @@ std::string Key(const ResolvedConfiguration& configuration) {
       t.global_batch_size, " s", t.seq_len, " fp8", t.fp8, " distopt", t.distributed_optimizer,
       " fp32grad", t.fp32_gradients, " fa", t.flash_attention, " capacity", t.moe_capacity_factor,
       " dispatcher", static_cast<int>(t.moe_token_dispatcher), " grouped", t.moe_grouped_gemm,
-      " epoverlap", t.moe_expert_parallel_overlap, "|dp", p.dp, " tp", p.tp, " pp", p.pp, " cp",
-      p.cp, " mbs", p.micro_batch, " vp", p.virtual_pipeline, " sp",
-      p.sequence_parallel && p.tp > 1, " rc", static_cast<int>(p.recompute), " ep", p.ep, " etp",
-      configuration.config.etp(), " sharding", static_cast<int>(p.dp_sharding), " group",
-      p.dp_shard_group, " framework", static_cast<int>(t.framework));
+      " epoverlap", t.moe_expert_parallel_overlap, " sharedoverlap", t.moe_shared_expert_overlap,
+      "|dp", p.dp, " tp", p.tp, " pp", p.pp, " cp", p.cp, " mbs", p.micro_batch, " vp",
+      p.virtual_pipeline, " sp", p.sequence_parallel && p.tp > 1, " rc",
+      static_cast<int>(p.recompute), " ep", p.ep, " etp", configuration.config.etp(), " sharding",
+      static_cast<int>(p.dp_sharding), " group", p.dp_shard_group, " framework",
+      static_cast<int>(t.framework));
 }
 
 std::string BaseName(const std::string& path) {

@@ -9,6 +9,7 @@
 #include "common/status_macros.h"
 #include "convert/spec_convert.h"
 #include "estimator/llama_head_width.h"
+#include "estimator/moe_performance.h"
 #include "worker/probe/moe_shard_shapes.h"
 #include "worker/probe/pipeline_schedule.h"
 #include "worker/probe/shard_shapes.h"
@@ -225,8 +226,8 @@ namespace {
 
 // What the probe's MoE block runs (stage_runner.h, MoeForward): bf16, the all-to-all
 // dispatcher with balanced routing, dropless or with a capacity factor and the experts' input
-// padded to capacity (moe_shard_shapes.h), shared experts beside the routed ones (not overlapped
-// with the dispatcher: the training has no --moe-shared-expert-overlap switch), no overlap of the
+// padded to capacity (moe_shard_shapes.h), shared experts beside the routed ones on the compute
+// stream (not overlapped with the dispatcher: --moe-shared-expert-overlap), no overlap of the
 // layers' TP collectives or of the expert-parallel all-to-all.
 absl::Status CheckMoeBlockRuns(const ProbeSpec& spec) {
   const ModelSpec& model = spec.model();
@@ -248,6 +249,11 @@ absl::Status CheckMoeBlockRuns(const ProbeSpec& spec) {
   if (training.moe_expert_parallel_overlap()) {
     return absl::InvalidArgumentError(
         absl::StrCat("training.moe_expert_parallel_overlap (true)", not_yet));
+  }
+  if (SharedExpertOverlapApplies(model, training)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("training.moe_shared_expert_overlap (true)", not_yet,
+                     " (it runs the shared experts on the compute stream)"));
   }
   const ShardShapes shapes = ComputeShardShapes(model, training, spec.config());
   return ComputeMoeShardShapes(model, training, spec.config(), shapes).status();

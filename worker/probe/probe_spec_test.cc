@@ -54,6 +54,16 @@ TEST(ProbeSpecTest, SharedExpertsRunOnTheCudaProbe) {
   absl::StatusOr<ProbeSpec> spec = ProbeSpec::FromAssignment(scout);
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
+  // Beside the dispatcher they do not; on a model without them the switch does nothing.
+  scout.mutable_training()->set_moe_shared_expert_overlap(true);
+  ExpectNotForTheCudaProbe(scout,
+                           "training.moe_shared_expert_overlap (true) with "
+                           "mixture-of-experts model \"llama4-scout\"");
+  v1::ProbeAssignment mixtral = Mixtral();
+  mixtral.mutable_training()->set_moe_shared_expert_overlap(true);
+  spec = ProbeSpec::FromAssignment(mixtral);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(CheckCudaProbeRuns(*spec).ok()) << CheckCudaProbeRuns(*spec);
 }
 
 // Full sharding runs where sharded gradients do, in bf16.
