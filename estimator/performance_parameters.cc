@@ -46,8 +46,10 @@ PerformanceParameters FittedPerformanceParameters(GpuArchitecture architecture) 
       params.all_to_all_network_efficiency = 0.8;
       params.ep_comm_overlap = 0.5;
       params.moe_relative_error = 0.1453;
-      // No flex-dispatcher runs on this architecture: the prior.
+      // No flex-dispatcher runs on this architecture: the prior, and
+      // Hopper's spread as the error bar.
       params.flex_link_efficiency = 0.8;
+      params.flex_relative_error = 0.8037;
       // No TorchTitan runs on this architecture: the prior, and Hopper's
       // spread as the error bar.
       params.torchtitan_eager_compute_efficiency = 1;
@@ -84,6 +86,7 @@ PerformanceParameters FittedPerformanceParameters(GpuArchitecture architecture) 
       // with the fields above fixed: RMS log error 0.3547 -> 0.1965 in 19 sweeps;
       // leave-one-series-out spread 0.8037.
       params.flex_link_efficiency = 0.262262;
+      params.flex_relative_error = 0.8037;
       // TorchTitan, the 18 runs of torchtitan_h100_202412.csv with the fields
       // above fixed: RMS log error 0.4616 -> 0.1063 in 22 sweeps;
       // leave-one-series-out spread 0.0983.

@@ -105,6 +105,10 @@ struct PerformanceParameters {
   // bandwidth rather than the link; the two measured layouts (one inside a node, one across
   // two) cannot tell more figures apart. Prior: 0.8, the dense collectives' default.
   double flex_link_efficiency = 0.8;
+  // relative_error's counterpart for estimates with a flex dispatcher: the flex fit's own
+  // leave-one-series-out spread (tools/fit_performance_model), each series one layout.
+  // Prior: 0.3.
+  double flex_relative_error = 0.3;
 
   // TorchTitan (TrainingSpec::framework) only: the fraction of Megatron-LM's compute
   // throughput its PyTorch stack reaches on the same GPU for the same FLOPs, which divides the

@@ -707,6 +707,8 @@ std::string MoeParametersSection() {
   }
   absl::StrAppendFormat(&out, "| moe_relative_error | %.4g | %.4g |\n", ampere.moe_relative_error,
                         hopper.moe_relative_error);
+  absl::StrAppendFormat(&out, "| flex_relative_error | %.4g | %.4g |\n", ampere.flex_relative_error,
+                        hopper.flex_relative_error);
   return out;
 }
 

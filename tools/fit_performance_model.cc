@@ -179,12 +179,16 @@ std::string FittedBlock(const std::vector<ArchitectureFit>& fits) {
           fit.flex_runs, std::sqrt(fit.flex_fit.objective_start), fit.flex_fit.rms_log_error,
           fit.flex_fit.sweeps, fit.flex_cross_validated_spread);
     } else {
-      absl::StrAppend(&out, "      // No flex-dispatcher runs on this architecture: the prior.\n");
+      absl::StrAppend(&out,
+                      "      // No flex-dispatcher runs on this architecture: the prior, and\n"
+                      "      // Hopper's spread as the error bar.\n");
     }
     for (const FittedField& field : FlexFittedFields()) {
       absl::StrAppendFormat(&out, "      params.%s = %.6g;\n", field.name,
                             fit.flex_fit.params.*field.field);
     }
+    absl::StrAppendFormat(&out, "      params.flex_relative_error = %.4f;\n",
+                          fit.flex_cross_validated_spread);
     if (fit.torchtitan_fitted) {
       absl::StrAppendFormat(
           &out,
@@ -346,6 +350,7 @@ absl::Status Run() {
   ampere_fit.moe_fit = ampere_moe;
   ampere_fit.moe_cross_validated_spread = hopper_moe.spread;
   ampere_fit.flex_fit = ampere_moe;
+  ampere_fit.flex_cross_validated_spread = hopper_flex.spread;
   ampere_fit.torchtitan_fit = ampere_torchtitan;
   ampere_fit.torchtitan_cross_validated_spread = hopper_torchtitan.spread;
   ArchitectureFit hopper_fit{"kHopper", hopper.fit, hopper.spread, hopper_fp8.fit};
