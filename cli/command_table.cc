@@ -25,7 +25,9 @@ constexpr FlagChoice kCpCommTypeChoices[] = {{"p2p", v1::CP_COMM_TYPE_P2P},
                                              {"all_gather", v1::CP_COMM_TYPE_ALL_GATHER}};
 constexpr FlagChoice kMoeTokenDispatcherChoices[] = {
     {"alltoall", v1::MOE_TOKEN_DISPATCHER_ALLTOALL},
-    {"allgather", v1::MOE_TOKEN_DISPATCHER_ALLGATHER}};
+    {"allgather", v1::MOE_TOKEN_DISPATCHER_ALLGATHER},
+    {"flex_deepep", v1::MOE_TOKEN_DISPATCHER_FLEX_DEEPEP},
+    {"flex_hybridep", v1::MOE_TOKEN_DISPATCHER_FLEX_HYBRIDEP}};
 constexpr FlagChoice kRecomputeChoices[] = {{"none", v1::RECOMPUTE_NONE},
                                             {"selective", v1::RECOMPUTE_SELECTIVE},
                                             {"full", v1::RECOMPUTE_FULL}};
@@ -162,18 +164,20 @@ constexpr Flag kMoeCapacityFactor = {
 constexpr Flag kMoeTokenDispatcher = {
     "moe_token_dispatcher", FlagType::kString, "alltoall",
     "Mixture-of-experts models: how routed tokens reach their experts (Megatron-LM "
-    "--moe-token-dispatcher-type): alltoall over the expert-parallel group or allgather.",
+    "--moe-token-dispatcher-type): alltoall over the expert-parallel group, allgather, or "
+    "flex with DeepEP's or HybridEP's fused kernels (flex_deepep, flex_hybridep: "
+    "--moe-flex-dispatcher-backend).",
     Choices(kMoeTokenDispatcherChoices)};
 constexpr Flag kMoeExpertParallelOverlap = {
     "moe_expert_parallel_overlap", FlagType::kBool, "false",
     "Mixture-of-experts models: overlap one micro-batch's all-to-all with another's compute "
     "(Megatron-LM --overlap-moe-expert-parallel-comm) where ep > 1 and recompute is not full; "
-    "needs --moe_token_dispatcher=alltoall."};
+    "needs a --moe_token_dispatcher other than allgather."};
 constexpr Flag kMoeSharedExpertOverlap = {
     "moe_shared_expert_overlap", FlagType::kBool, "false",
     "Mixture-of-experts models with shared experts: run them beside the dispatcher's "
-    "all-to-alls (Megatron-LM --moe-shared-expert-overlap); needs "
-    "--moe_token_dispatcher=alltoall, not with --moe_expert_parallel_overlap."};
+    "communication (Megatron-LM --moe-shared-expert-overlap); needs a --moe_token_dispatcher "
+    "other than allgather, not with --moe_expert_parallel_overlap."};
 constexpr Flag kMoeGroupedGemm = {
     "moe_grouped_gemm", FlagType::kBool, "true",
     "Mixture-of-experts models: one grouped GEMM per expert linear (Megatron-LM "

@@ -202,6 +202,15 @@ absl::StatusOr<Rendered> Render(const v1::Search& search, const v1::Candidate& c
         "overrides: it is Megatron-LM's --overlap-moe-expert-parallel-comm, which no NeMo "
         "v2.4.0 key sets; export --format=megatron");
   }
+  // NeMo v2.4.0's pinned keys (frameworks/nemo_v2.4.0_override_keys.txt) name no flex backend.
+  if (format == ExportFormat::kNemo && IsFlexDispatcher(resolved.training.moe_token_dispatcher()) &&
+      resolved.model.is_moe()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "training.moe_token_dispatcher (",
+        TokenDispatcherChoice(resolved.training.moe_token_dispatcher()),
+        ") cannot be exported as NeMo v2.4.0 recipe overrides: no NeMo v2.4.0 key sets the flex "
+        "dispatcher's backend; export --format=megatron or --format=megatron-bridge"));
+  }
   if (format == ExportFormat::kMegatronBridge) {
     PT_RETURN_IF_ERROR(CheckMegatronBridgeCanState(values));
   }

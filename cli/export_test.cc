@@ -687,6 +687,54 @@ TEST(ExportTest, MegatronBridgeExportsAreTheProbedOverridesOfThePinnedRelease) {
   }
 }
 
+TEST(ExportTest, FlexDispatcherExportsItsBackendAndNemoRefusesIt) {
+  for (const auto& [dispatcher, backend] :
+       {std::pair{v1::MOE_TOKEN_DISPATCHER_FLEX_DEEPEP, "deepep"},
+        std::pair{v1::MOE_TOKEN_DISPATCHER_FLEX_HYBRIDEP, "hybridep"}}) {
+    SCOPED_TRACE(backend);
+    v1::Search search = QwenMoeSearch();
+    search.mutable_spec()->mutable_training()->set_moe_token_dispatcher(dispatcher);
+    const v1::Candidate& candidate = search.candidates(0);
+    absl::StatusOr<std::vector<std::string>> megatron =
+        ExportArguments(search, candidate, ExportFormat::kMegatron);
+    ASSERT_TRUE(megatron.ok()) << megatron.status();
+    EXPECT_THAT(*megatron, Contains("--moe-token-dispatcher-type=flex"));
+    EXPECT_THAT(*megatron, Contains(absl::StrCat("--moe-flex-dispatcher-backend=", backend)));
+    absl::StatusOr<std::map<std::string, std::string>> environment =
+        ExportEnvironment(search, candidate, ExportFormat::kMegatron);
+    ASSERT_TRUE(environment.ok()) << environment.status();
+    // Megatron-LM's own checks, replayed, take the export.
+    absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(*megatron, 16, *environment);
+    ASSERT_TRUE(launch.ok()) << launch.status();
+    EXPECT_EQ(launch->moe_token_dispatcher_type, "flex");
+    EXPECT_EQ(launch->moe_flex_dispatcher_backend, backend);
+    absl::StatusOr<std::string> sbatch = ExportCandidate(search, candidate, ExportFormat::kSbatch);
+    ASSERT_TRUE(sbatch.ok()) << sbatch.status();
+    EXPECT_THAT(*sbatch, HasSubstr(absl::StrCat("--moe-flex-dispatcher-backend=", backend)));
+
+    absl::StatusOr<std::vector<std::string>> bridge =
+        ExportArguments(search, candidate, ExportFormat::kMegatronBridge);
+    ASSERT_TRUE(bridge.ok()) << bridge.status();
+    EXPECT_THAT(*bridge, Contains("model.moe_token_dispatcher_type=flex"));
+    EXPECT_THAT(*bridge, Contains(absl::StrCat("model.moe_flex_dispatcher_backend=", backend)));
+    const std::set<std::string> keys = MegatronBridgeKeys();
+    for (const std::string& argument : *bridge) {
+      EXPECT_EQ(keys.count(argument.substr(0, argument.find('='))), 1u)
+          << argument << " is not in frameworks/megatron_bridge_v0.5.0_override_keys.txt";
+    }
+
+    const absl::Status nemo = ExportArguments(search, candidate, ExportFormat::kNemo).status();
+    EXPECT_EQ(nemo.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(nemo.message(), HasSubstr("no NeMo v2.4.0 key sets the flex dispatcher's backend"));
+  }
+  // The all-to-all export names no backend.
+  const v1::Search search = QwenMoeSearch();
+  absl::StatusOr<std::vector<std::string>> megatron =
+      ExportArguments(search, search.candidates(0), ExportFormat::kMegatron);
+  ASSERT_TRUE(megatron.ok()) << megatron.status();
+  EXPECT_THAT(*megatron, Not(Contains(HasSubstr("--moe-flex-dispatcher-backend"))));
+}
+
 TEST(ExportTest, MegatronBridgeRefusesWhatItsOverridesCannotState) {
   v1::Search search = SwitchesSearch();  // fp8 weights and TP communication overlap
   absl::Status status =

@@ -259,12 +259,20 @@ absl::StatusOr<TrainingSpec> TrainingSpecFromProto(const v1::TrainingSpec& proto
     case v1::MOE_TOKEN_DISPATCHER_ALLGATHER:
       options.moe_token_dispatcher = TokenDispatcher::kAllGather;
       break;
+    case v1::MOE_TOKEN_DISPATCHER_FLEX_DEEPEP:
+      options.moe_token_dispatcher = TokenDispatcher::kFlexDeepEp;
+      break;
+    case v1::MOE_TOKEN_DISPATCHER_FLEX_HYBRIDEP:
+      options.moe_token_dispatcher = TokenDispatcher::kFlexHybridEp;
+      break;
     default:
       return FieldError("training.moe_token_dispatcher",
                         absl::StrCat("(", static_cast<int>(proto.moe_token_dispatcher()),
                                      ") is not a known MoeTokenDispatcher; use "
-                                     "MOE_TOKEN_DISPATCHER_ALLTOALL or "
-                                     "MOE_TOKEN_DISPATCHER_ALLGATHER"));
+                                     "MOE_TOKEN_DISPATCHER_ALLTOALL, "
+                                     "MOE_TOKEN_DISPATCHER_ALLGATHER, "
+                                     "MOE_TOKEN_DISPATCHER_FLEX_DEEPEP or "
+                                     "MOE_TOKEN_DISPATCHER_FLEX_HYBRIDEP"));
   }
   options.moe_grouped_gemm = proto.has_moe_grouped_gemm() ? proto.moe_grouped_gemm() : true;
   options.moe_expert_parallel_overlap = proto.moe_expert_parallel_overlap();

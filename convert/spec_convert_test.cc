@@ -214,6 +214,12 @@ TEST(TrainingSpecFromProtoTest, SwitchesOffAndTheRingUnlessSet) {
   EXPECT_EQ(training->moe_capacity_factor(), 1.5);
   EXPECT_EQ(training->moe_token_dispatcher(), TokenDispatcher::kAllGather);
   EXPECT_FALSE(training->moe_grouped_gemm());
+
+  proto.set_moe_capacity_factor(0);  // DeepEP does not pad to capacity
+  proto.set_moe_token_dispatcher(v1::MOE_TOKEN_DISPATCHER_FLEX_DEEPEP);
+  EXPECT_EQ(TrainingSpecFromProto(proto)->moe_token_dispatcher(), TokenDispatcher::kFlexDeepEp);
+  proto.set_moe_token_dispatcher(v1::MOE_TOKEN_DISPATCHER_FLEX_HYBRIDEP);
+  EXPECT_EQ(TrainingSpecFromProto(proto)->moe_token_dispatcher(), TokenDispatcher::kFlexHybridEp);
 }
 
 TEST(TrainingSpecFromProtoTest, Fp8ParamGatherNeedsFp8AndTheDistributedOptimizer) {

@@ -220,7 +220,9 @@ double AllToAllBufferBytes(const ModelSpec& model, const TrainingSpec& training,
 double AllGatherBufferBytes(const ModelSpec& model, const TrainingSpec& training,
                             const ParallelDims& dims, const ExpertParallelism& expert,
                             const MoeRouting& routing);
-// The buffers of routing.dispatcher.
+// The buffers of routing.dispatcher. A flex dispatcher's are taken as the all-to-all's, which
+// hold the same tokens sent and received: DeepEP's and HybridEP's own communication buffers
+// (registered NVLink and RDMA memory, fused_a2a.py get_buffer) are not counted.
 double DispatcherBufferBytes(const ModelSpec& model, const TrainingSpec& training,
                              const ParallelDims& dims, const ExpertParallelism& expert,
                              const MoeRouting& routing);

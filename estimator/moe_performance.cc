@@ -193,7 +193,7 @@ double PermutationForwardSeconds(const ModelSpec& model, const TrainingSpec& tra
   if (!model.is_moe()) return 0;
   const double received = RoutedTokensPerRank(model, training, dims, expert, routing);
   double copied_tokens;
-  if (routing.dispatcher == TokenDispatcher::kAllGather) {
+  if (routing.dispatcher == TokenDispatcher::kAllGather || IsFlexDispatcher(routing.dispatcher)) {
     copied_tokens = 2 * received;
   } else {
     const bool sorted = model.moe().num_experts / expert.ep > 1;
@@ -261,6 +261,63 @@ double AllGatherDispatchForwardSeconds(const ModelSpec& model, const TrainingSpe
          GatherOrScatterSeconds(combine_bytes, n, link);
 }
 
+double ExpertShareHitProbability(double experts, double held, double k) {
+  double none = 1;
+  for (double i = 0; i < k; ++i) none *= std::max(0.0, (experts - held - i) / (experts - i));
+  return 1 - none;
+}
+
+double FlexDispatchForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
+                                  const ParallelDims& dims, const ExpertParallelism& expert,
+                                  const MoeRouting& routing, const ClusterSpec& cluster,
+                                  const PerformanceParameters& params) {
+  const int64_t group = expert.etp * expert.ep;
+  if (!model.is_moe() || group == 1) return 0;
+  const GpuSpec& gpu = cluster.gpu();
+  const double experts = D(model.moe().num_experts);
+  const double k = D(model.moe().router_top_k);
+  const double per_node = D(std::min(group, cluster.gpus_per_node()));
+  const double nodes = D(group) / per_node;
+  const double rank_hit = ExpertShareHitProbability(experts, experts / D(expert.ep), k);
+  const double node_hit =
+      ExpertShareHitProbability(experts, experts * per_node / (D(expert.etp) * D(expert.ep)), k);
+  const double tokens = MoeTokensPerRank(training, dims);
+  const double kept =
+      std::min(1.0, SentTokensPerRank(model, training, dims, routing) / (tokens * k));
+  // DeepEP's routing metadata per token: k int64 expert indices and k fp32 probabilities.
+  constexpr double kMetadataBytesPerExpert = 8 + kRouterValueBytes;
+  const double token_bytes =
+      tokens * kept * (kBf16Bytes * D(model.hidden_size()) + kMetadataBytesPerExpert * k);
+  const double nvlink_seconds = token_bytes * (per_node - 1) * rank_hit * nodes /
+                                (gpu.nvlink_bandwidth_gbps * kGiga * params.flex_link_efficiency);
+  double one_way = params.nvlink_latency_seconds + nvlink_seconds;
+  if (nodes > 1) {
+    const double network_seconds =
+        token_bytes * (nodes - 1) * node_hit /
+        (gpu.network_bandwidth_gbps * kGiga * params.flex_link_efficiency);
+    one_way = params.network_latency_seconds + std::max(nvlink_seconds, network_seconds);
+  }
+  // Dispatch and combine.
+  return 2 * one_way;
+}
+
+// The forward communication of routing.dispatcher.
+double DispatcherForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
+                                const ParallelDims& dims, const ExpertParallelism& expert,
+                                const MoeRouting& routing, const ClusterSpec& cluster,
+                                const PerformanceParameters& params) {
+  switch (routing.dispatcher) {
+    case TokenDispatcher::kAllGather:
+      return AllGatherDispatchForwardSeconds(model, training, dims, expert, cluster, params);
+    case TokenDispatcher::kFlexDeepEp:
+    case TokenDispatcher::kFlexHybridEp:
+      return FlexDispatchForwardSeconds(model, training, dims, expert, routing, cluster, params);
+    case TokenDispatcher::kAllToAll:
+      break;
+  }
+  return AllToAllForwardSeconds(model, training, dims, expert, routing, cluster, params);
+}
+
 bool ExpertParallelOverlapApplies(const ModelSpec& model, const TrainingSpec& training,
                                   const ParallelDims& dims) {
   return model.is_moe() && training.moe_expert_parallel_overlap() && dims.ep > 1 &&
@@ -303,11 +360,8 @@ MoeLayerSeconds PredictMoeLayerSeconds(const ModelSpec& model, const TrainingSpe
   seconds.shared_experts =
       gemm_passes * SharedExpertForwardSeconds(model, training, dims, expert_peak_flops, params);
   seconds.fp8_casts = ExpertFp8CastSeconds(model, training, dims, expert, routing, gpu, params);
-  seconds.communication =
-      copy_passes *
-      (routing.dispatcher == TokenDispatcher::kAllGather
-           ? AllGatherDispatchForwardSeconds(model, training, dims, expert, cluster, params)
-           : AllToAllForwardSeconds(model, training, dims, expert, routing, cluster, params));
+  seconds.communication = copy_passes * DispatcherForwardSeconds(model, training, dims, expert,
+                                                                 routing, cluster, params);
   seconds.exposed_communication =
       seconds.communication *
       (ExpertParallelOverlapApplies(model, training, dims) ? 1 - params.ep_comm_overlap : 1);

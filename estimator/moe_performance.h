@@ -136,8 +136,12 @@ double RouterTopKForwardSeconds(const ModelSpec& model, const TrainingSpec& trai
 // combine (token_dispatcher.py, MoEAlltoAllTokenDispatcher.dispatch_postprocess and
 // combine_preprocess, sort_chunks_by_idxs). The all-gather dispatcher permutes and unpermutes the N
 // tokens of its local experts out of the gathered ones
-// (MoEAllGatherTokenDispatcher.dispatch_postprocess, combine_preprocess). Backward moves the same
-// bytes (a gather's gradient is a scatter of the same size). 0 for a dense model.
+// (MoEAllGatherTokenDispatcher.dispatch_postprocess, combine_preprocess). The flex dispatcher
+// permutes into its send buffers inside the dispatch kernel and copies only the N tokens into
+// expert order and back (_DeepepManager.get_permuted_hidden_states_by_instances and
+// get_restored_hidden_states_by_instances; HybridEP the same unless
+// --moe-permute-fusion-into-hybridep, off by default and in NVIDIA's Qwen3 recipes). Backward moves
+// the same bytes (a gather's gradient is a scatter of the same size). 0 for a dense model.
 double PermutationForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
                                  const ParallelDims& dims, const ExpertParallelism& expert,
                                  const MoeRouting& routing, const GpuSpec& gpu,
@@ -179,6 +183,44 @@ double AllGatherDispatchForwardSeconds(const ModelSpec& model, const TrainingSpe
                                        const ParallelDims& dims, const ExpertParallelism& expert,
                                        const ClusterSpec& cluster,
                                        const PerformanceParameters& params);
+
+// The chance that a token's k distinct experts, drawn uniformly from `experts`, include at least
+// one of `held` given experts: 1 - C(experts - held, k) / C(experts, k) (the hypergeometric
+// chance of no success). Under balanced routing this is the chance that a rank holding `held`
+// experts, or a node holding them, receives a given token.
+double ExpertShareHitProbability(double experts, double held, double k);
+
+// Forward seconds of the flex dispatcher's dispatch and combine (TokenDispatcher::kFlexDeepEp,
+// kFlexHybridEp; MoEFlexTokenDispatcher, token_dispatcher.py:1743-1800 at core_v0.19.0) over the
+// G = etp x ep consecutive ranks of its tp_ep group, whose q ranks per node (G, or the node's
+// GPUs when G spans nodes) sit on G / q nodes. DeepEP's and HybridEP's kernels send a token
+// once to each rank that holds one of its experts, not once per expert (DeepEP's
+// intranode/internode dispatch: one copy per destination rank, the k routed experts' indices
+// and probabilities with it; _DeepepManager.dispatch, _HybridEPManager.dispatch), and across
+// nodes once to each node over RDMA, forwarded there over NVLink (DeepEP README, "normal
+// kernels ... asymmetric-domain bandwidth forwarding"; HybridEP's hierarchical dispatch,
+// DeepEP hybrid-ep branch). With p_r = ExpertShareHitProbability(E, E / ep, k) the chance a
+// rank (all etp ranks of an expert-parallel rank at once) receives a token and p_n the same
+// for a node's q E / (etp ep) experts, each of the rank's T tokens of 2h + 12k bytes (bf16
+// values; DeepEP's int64 indices and fp32 probabilities) crosses
+//   NVLink (q - 1) p_r (G / q) times (to its own node's ranks, and forwarded in the others)
+//   the network (G / q - 1) p_n times,
+// both at once, each at PerformanceParameters::flex_link_efficiency of the GPU's link: one
+// latency plus the slower. The combine sends the experts' outputs back the same way. A
+// capacity factor scales the tokens by the copies kept (SentTokensPerRank / T k). The
+// permutation into the send buffers is inside the kernels (PermutationForwardSeconds has no
+// share of it). 0 with etp = ep = 1 or a dense model. Not reduced by the overlap.
+double FlexDispatchForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
+                                  const ParallelDims& dims, const ExpertParallelism& expert,
+                                  const MoeRouting& routing, const ClusterSpec& cluster,
+                                  const PerformanceParameters& params);
+
+// Forward seconds of routing.dispatcher's communication: AllToAllForwardSeconds,
+// AllGatherDispatchForwardSeconds or FlexDispatchForwardSeconds.
+double DispatcherForwardSeconds(const ModelSpec& model, const TrainingSpec& training,
+                                const ParallelDims& dims, const ExpertParallelism& expert,
+                                const MoeRouting& routing, const ClusterSpec& cluster,
+                                const PerformanceParameters& params);
 
 // Whether Megatron-LM overlaps the dispatcher's all-to-all in this run: an MoE model trained
 // with TrainingOptions::moe_expert_parallel_overlap on ep > 1, without full recompute and,

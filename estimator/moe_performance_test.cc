@@ -229,6 +229,54 @@ TEST(PermutationTest, PermuteUnpermuteAndTheSortsByExpertMoveTokenCopies) {
   routing.dispatcher = TokenDispatcher::kAllGather;
   EXPECT_DOUBLE_EQ(PermutationForwardSeconds(model, training, dims, {8, 1}, routing, gpu, params),
                    2 * sent * copy_bytes / hbm);
+  // Flex permutes into its send buffers inside the dispatch kernel: only the sorts remain.
+  routing.dispatcher = TokenDispatcher::kFlexDeepEp;
+  EXPECT_DOUBLE_EQ(PermutationForwardSeconds(model, training, dims, {8, 1}, routing, gpu, params),
+                   2 * sent * copy_bytes / hbm);
+}
+
+TEST(FlexDispatchTest, HitProbabilityIsTheHypergeometricChanceOfAnyHeldExpert) {
+  EXPECT_DOUBLE_EQ(ExpertShareHitProbability(128, 128, 8), 1);
+  EXPECT_DOUBLE_EQ(ExpertShareHitProbability(128, 0, 8), 0);
+  // One held expert of 8, top-2: 1 - (7/8)(6/7) = 1/4.
+  EXPECT_DOUBLE_EQ(ExpertShareHitProbability(8, 1, 2), 0.25);
+  // Holding more experts than the others leave: every draw of k hits one.
+  EXPECT_DOUBLE_EQ(ExpertShareHitProbability(8, 7, 2), 1);
+}
+
+TEST(FlexDispatchTest, OneCopyPerRankOnNvLinkOnePerNodeOnTheNetwork) {
+  const ModelSpec model = Preset("qwen3-30b-a3b");  // E 128, top-8, h 2048
+  TrainingOptions options = Training(512, 4096).options();
+  options.moe_token_dispatcher = TokenDispatcher::kFlexHybridEp;
+  const TrainingSpec training = *TrainingSpec::Create(options);
+  const ParallelDims dims = MakeParallelDims(16, 1, 1, 1, /*micro_batch=*/1);
+  const ClusterSpec cluster = H100Nodes(2);
+  const GpuSpec& gpu = cluster.gpu();
+  const PerformanceParameters params;
+  MoeRouting routing;
+  routing.dispatcher = TokenDispatcher::kFlexHybridEp;
+  const double token_bytes = 4096.0 * (2 * 2048 + 12 * 8);
+  const double nvlink = gpu.nvlink_bandwidth_gbps * 1e9 * params.flex_link_efficiency;
+  const double network = gpu.network_bandwidth_gbps * 1e9 * params.flex_link_efficiency;
+  // ep 8 on one node: each token to the 7 other ranks that hold one of its experts.
+  const double rank_of_8 = ExpertShareHitProbability(128, 16, 8);
+  EXPECT_DOUBLE_EQ(
+      FlexDispatchForwardSeconds(model, training, dims, {8, 1}, routing, cluster, params),
+      2 * (params.nvlink_latency_seconds + token_bytes * 7 * rank_of_8 / nvlink));
+  // ep 16 over two nodes: once to the other node over the network (64 of its experts), and
+  // over NVLink to its own node's ranks and, forwarded, to the other node's.
+  const double rank_of_16 = ExpertShareHitProbability(128, 8, 8);
+  const double node = ExpertShareHitProbability(128, 64, 8);
+  const double nvlink_seconds = token_bytes * 7 * rank_of_16 * 2 / nvlink;
+  const double network_seconds = token_bytes * node / network;
+  EXPECT_DOUBLE_EQ(
+      FlexDispatchForwardSeconds(model, training, dims, {16, 1}, routing, cluster, params),
+      2 * (params.network_latency_seconds + std::max(nvlink_seconds, network_seconds)));
+  // Fewer bytes than the all-to-all's k copies per token on the same layout.
+  routing.dispatcher = TokenDispatcher::kAllToAll;
+  EXPECT_LT(FlexDispatchForwardSeconds(model, training, dims, {16, 1}, routing, cluster, params),
+            AllToAllForwardSeconds(model, training, dims, {16, 1}, routing, cluster, params));
+  EXPECT_EQ(FlexDispatchForwardSeconds(model, training, dims, {1, 1}, routing, cluster, params), 0);
 }
 
 TEST(AllToAllTest, BytesLeavingTheRankAreTheRoutedCopiesNotStayingHome) {

@@ -228,6 +228,12 @@ std::optional<FieldFault> RejectionFault(Rejection rejection, const ModelSpec& m
                                      ") > 1 is refused for a mixture-of-experts model: "
                                      "Megatron-LM's MoE layers train only with sequence "
                                      "parallelism there")};
+    case Rejection::kFlexDeepEpGroup:
+      return FieldFault{
+          "config.expert_parallel",
+          absl::StrCat("(", d.ep, ") x config.expert_tensor_parallel (", ExpertTensorParallel(d),
+                       ") = 1 leaves training.moe_token_dispatcher flex_deepep "
+                       "nothing to dispatch: DeepEP needs etp x ep > 1")};
     case Rejection::kDpShardGroup:
       if (d.dp_shard_group > 0 && d.dp_sharding == DataParallelSharding::kNone) {
         return FieldFault{"config.dp_shard_group",
@@ -334,6 +340,9 @@ const char* RejectionRule(Rejection rejection) {
       return "expert_tensor_parallel does not divide the expert FFN width";
     case Rejection::kMoeSequenceParallel:
       return "a mixture-of-experts model with tensor_parallel > 1 needs sequence_parallel";
+    case Rejection::kFlexDeepEpGroup:
+      return "the flex dispatcher's DeepEP backend needs expert_tensor_parallel x "
+             "expert_parallel > 1";
     case Rejection::kDpShardGroup:
       return "dp_shard_group is not a proper divisor of data_parallel, or nothing is sharded";
     case Rejection::kFrameworkSharding:
@@ -393,6 +402,13 @@ Rejection CheckRules(const ModelSpec& model, const TrainingSpec& training,
   }
   const Rejection expert = CheckExpertRules(model, cluster, d);
   if (expert != Rejection::kValid) return expert;
+  // megatron/core/transformer/moe/token_dispatcher.py:1770 at core_v0.19.0
+  // (MoEFlexTokenDispatcher.__init__): "DeepEP dispatcher requires TPxEP > 1", over the expert
+  // tensor-parallel group.
+  if (model.is_moe() && training.moe_token_dispatcher() == TokenDispatcher::kFlexDeepEp &&
+      ExpertTensorParallel(d) * d.ep == 1) {
+    return Rejection::kFlexDeepEpGroup;
+  }
   return CheckShardingRules(training, d);
 }
 

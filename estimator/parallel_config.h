@@ -86,6 +86,7 @@ enum class Rejection {
   kExpertWorldSize,            // etp x ep x pp does not divide the GPUs (or ep < 1, etp < 0)
   kExpertTensorParallelFfn,    // etp does not divide the expert FFN width
   kMoeSequenceParallel,        // an MoE model with tp > 1 and no sequence parallelism
+  kFlexDeepEpGroup,            // the flex dispatcher's DeepEP backend with etp x ep = 1
   // Data-parallel sharding (docs/estimator.md, "Data-parallel sharding").
   kDpShardGroup,            // dp_shard_group not a proper divisor of dp, or without sharding
   kFrameworkSharding,       // a sharding mode the training framework does not have

@@ -382,6 +382,26 @@ TEST_F(ExpertParallelRulesTest, TensorParallelNeedsSequenceParallelism) {
   EXPECT_EQ(Check(dims), Rejection::kMoeSequenceParallel);
 }
 
+TEST_F(ExpertParallelRulesTest, DeepEpNeedsMoreThanOneExpertRank) {
+  TrainingOptions options;
+  options.global_batch_size = 1024;
+  options.seq_len = 8192;
+  options.moe_token_dispatcher = TokenDispatcher::kFlexDeepEp;
+  training_ = *TrainingSpec::Create(options);
+  const ParallelDims dims = ExpertDims(16, 1, 1, 1, 1, 0);
+  EXPECT_EQ(Check(dims), Rejection::kFlexDeepEpGroup);
+  EXPECT_EQ(Describe(dims),
+            "config.expert_parallel (1) x config.expert_tensor_parallel (1) = 1 leaves "
+            "training.moe_token_dispatcher flex_deepep nothing to dispatch: DeepEP needs "
+            "etp x ep > 1");
+  EXPECT_EQ(Check(ExpertDims(16, 1, 1, 1, 2, 0)), Rejection::kValid);
+  EXPECT_EQ(Check(ExpertDims(8, 2, 1, 1, 1, 0)), Rejection::kValid);  // etp 2 (tp's)
+  // HybridEP has no such rule (token_dispatcher.py:1779-1786).
+  options.moe_token_dispatcher = TokenDispatcher::kFlexHybridEp;
+  training_ = *TrainingSpec::Create(options);
+  EXPECT_EQ(Check(dims), Rejection::kValid);
+}
+
 TEST_F(ExpertParallelRulesTest, AttentionRulesComeFirst) {
   // tp 16 breaks the node rule before any expert rule is looked at.
   EXPECT_EQ(Check(ExpertDims(1, 16, 1, 1, 3, 0)), Rejection::kTpCpAcrossNodes);

@@ -107,12 +107,16 @@ std::vector<FittedField> FieldsToFit(const std::vector<PerformanceObservation>& 
   std::vector<FittedField> fields = FittedFields();
   bool fp8 = false;
   bool moe = false;
+  bool flex = false;
   for (const PerformanceObservation& observation : observations) {
     fp8 = fp8 || observation.training.fp8();
     moe = moe || observation.model.is_moe();
+    flex = flex || (observation.model.is_moe() &&
+                    IsFlexDispatcher(observation.training.moe_token_dispatcher()));
   }
   if (fp8) fields.insert(fields.end(), Fp8FittedFields().begin(), Fp8FittedFields().end());
   if (moe) fields.insert(fields.end(), MoeFittedFields().begin(), MoeFittedFields().end());
+  if (flex) fields.insert(fields.end(), FlexFittedFields().begin(), FlexFittedFields().end());
   return fields;
 }
 
@@ -135,6 +139,13 @@ const std::vector<FittedField>& MoeFittedFields() {
       {"all_to_all_network_efficiency", &PerformanceParameters::all_to_all_network_efficiency, 0.05,
        1.0, false},
       {"ep_comm_overlap", &PerformanceParameters::ep_comm_overlap, 0, 0.95, false},
+  };
+  return *fields;
+}
+
+const std::vector<FittedField>& FlexFittedFields() {
+  static const std::vector<FittedField>* const fields = new std::vector<FittedField>{
+      {"flex_link_efficiency", &PerformanceParameters::flex_link_efficiency, 0.05, 1.0, false},
   };
   return *fields;
 }

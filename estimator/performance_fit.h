@@ -56,6 +56,11 @@ const std::vector<FittedField>& Fp8FittedFields();
 // apart from the fitted ones.
 const std::vector<FittedField>& MoeFittedFields();
 
+// The field only runs of the flex dispatcher depend on (PerformanceParameters::
+// flex_link_efficiency). tools/fit_performance_model fits it to the flex runs with every other
+// field fixed, so that no all-to-all or dense prediction depends on them.
+const std::vector<FittedField>& FlexFittedFields();
+
 // The fields only TorchTitan runs depend on (PerformanceParameters::
 // torchtitan_eager_compute_efficiency and torchtitan_compiled_compute_efficiency).
 // tools/fit_performance_model fits them to TorchTitan's benchmark with every other field
@@ -78,8 +83,9 @@ struct FitOptions {
   double final_step = 1e-4;
   int max_sweeps = 500;
   // The fields the fit changes, in the order it visits them. Empty: FittedFields(), followed
-  // by Fp8FittedFields() when an observation trains in fp8 and MoeFittedFields() when one
-  // trains a mixture-of-experts model (a search's own probes refit the fields they depend
+  // by Fp8FittedFields() when an observation trains in fp8, MoeFittedFields() when one
+  // trains a mixture-of-experts model and FlexFittedFields() when one dispatches with flex (a
+  // search's own probes refit the fields they depend
   // on; the others stay where they are). Never TorchTitanFittedFields(): the dense fields
   // a TorchTitan search's probes refit already scale its compute, and the two together
   // would be one direction the probes cannot tell apart.

@@ -502,6 +502,9 @@ double PredictionRelativeError(const ModelSpec& model, const TrainingSpec& train
                                const PerformanceParameters& params) {
   double error = params.relative_error;
   if (model.is_moe()) error = std::max(error, params.moe_relative_error);
+  if (model.is_moe() && IsFlexDispatcher(training.moe_token_dispatcher())) {
+    error = std::max(error, params.flex_relative_error);
+  }
   if (training.framework() == Framework::kTorchTitan) {
     error = std::max(error, params.torchtitan_relative_error);
   }

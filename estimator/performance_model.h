@@ -39,8 +39,9 @@ struct PerformanceEstimate {
 
 // The one-sigma relative error of a prediction for `model` trained as `training` with
 // `params`: PerformanceParameters::relative_error, or the wider moe_relative_error for a
-// mixture-of-experts model and torchtitan_relative_error under TorchTitan (each fitted to its
-// own runs), the largest that applies.
+// mixture-of-experts model, flex_relative_error for one with a flex dispatcher and
+// torchtitan_relative_error under TorchTitan (each fitted to its own runs), the largest that
+// applies.
 double PredictionRelativeError(const ModelSpec& model, const TrainingSpec& training,
                                const PerformanceParameters& params);
 

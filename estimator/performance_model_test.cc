@@ -424,6 +424,12 @@ TEST_F(PerformanceModelTest, EstimatesCarryTheErrorBarOfTheirOwnFit) {
   const TrainingSpec titan = *TrainingSpec::Create(options);
   EXPECT_EQ(PredictionRelativeError(model_, titan, params), 0.1);
   EXPECT_EQ(PredictionRelativeError(mixtral, titan, params), 0.35);
+  params.flex_relative_error = 0.8;
+  options = training_.options();
+  options.moe_token_dispatcher = TokenDispatcher::kFlexHybridEp;
+  const TrainingSpec flex = *TrainingSpec::Create(options);
+  EXPECT_EQ(PredictionRelativeError(mixtral, flex, params), 0.8);
+  EXPECT_EQ(PredictionRelativeError(model_, flex, params), 0.06);  // a dense model routes nothing
   EXPECT_EQ(Predict(Dims(8, 2, 1, 1, 1)).relative_error, params_.relative_error);
 }
 

@@ -97,6 +97,18 @@ struct PerformanceParameters {
   // network_efficiency, which the data-parallel ring collectives fit. Prior: 0.8, the dense
   // collectives' default.
   double all_to_all_network_efficiency = 0.8;
+  // Fraction of a link's bandwidth, NVLink inside a node and the network across nodes, that
+  // the flex dispatcher's fused kernels (DeepEP, HybridEP: TokenDispatcher::kFlexDeepEp,
+  // kFlexHybridEp) reach (FlexDispatchForwardSeconds, moe_performance.h). One figure for both
+  // links and both backends: their dispatch and combine are copies run by a few SMs (DeepEP 20
+  // unless --moe-flex-dispatcher-num-sms, token_dispatcher.py:1278-1282), which bound the
+  // bandwidth rather than the link; the two measured layouts (one inside a node, one across
+  // two) cannot tell more figures apart. Prior: 0.8, the dense collectives' default.
+  double flex_link_efficiency = 0.8;
+  // relative_error's counterpart for estimates with a flex dispatcher: the flex fit's own
+  // leave-one-series-out spread (tools/fit_performance_model), each series one layout.
+  // Prior: 0.3.
+  double flex_relative_error = 0.3;
 
   // TorchTitan (TrainingSpec::framework) only: the fraction of Megatron-LM's compute
   // throughput its PyTorch stack reaches on the same GPU for the same FLOPs, which divides the

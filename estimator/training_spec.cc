@@ -23,8 +23,41 @@ const char* TokenDispatcherName(TokenDispatcher dispatcher) {
       return "alltoall";
     case TokenDispatcher::kAllGather:
       return "allgather";
+    case TokenDispatcher::kFlexDeepEp:
+    case TokenDispatcher::kFlexHybridEp:
+      return "flex";
   }
   return "alltoall";
+}
+
+bool IsFlexDispatcher(TokenDispatcher dispatcher) {
+  return dispatcher == TokenDispatcher::kFlexDeepEp || dispatcher == TokenDispatcher::kFlexHybridEp;
+}
+
+const char* FlexDispatcherBackendName(TokenDispatcher dispatcher) {
+  switch (dispatcher) {
+    case TokenDispatcher::kFlexDeepEp:
+      return "deepep";
+    case TokenDispatcher::kFlexHybridEp:
+      return "hybridep";
+    case TokenDispatcher::kAllToAll:
+    case TokenDispatcher::kAllGather:
+      break;
+  }
+  return nullptr;
+}
+
+const char* TokenDispatcherChoice(TokenDispatcher dispatcher) {
+  switch (dispatcher) {
+    case TokenDispatcher::kFlexDeepEp:
+      return "flex_deepep";
+    case TokenDispatcher::kFlexHybridEp:
+      return "flex_hybridep";
+    case TokenDispatcher::kAllToAll:
+    case TokenDispatcher::kAllGather:
+      break;
+  }
+  return TokenDispatcherName(dispatcher);
 }
 
 const char* FrameworkName(Framework framework) {
@@ -69,18 +102,36 @@ absl::StatusOr<TrainingSpec> TrainingSpec::Create(const TrainingOptions& options
                      kMaxMoeCapacityFactor, "]"));
   }
   if (options.moe_expert_parallel_overlap &&
-      options.moe_token_dispatcher != TokenDispatcher::kAllToAll) {
+      options.moe_token_dispatcher == TokenDispatcher::kAllGather) {
+    // megatron/core/transformer/transformer_config.py:2683-2686 at core_v0.19.0.
     return FieldError("training.moe_expert_parallel_overlap",
-                      absl::StrCat("(true) needs training.moe_token_dispatcher alltoall, not ",
-                                   TokenDispatcherName(options.moe_token_dispatcher),
-                                   ": Megatron-LM overlaps only the all-to-all"));
+                      "(true) needs training.moe_token_dispatcher alltoall or flex, not "
+                      "allgather: Megatron-LM overlaps only those dispatchers' communication");
+  }
+  if (options.moe_token_dispatcher == TokenDispatcher::kFlexDeepEp &&
+      options.moe_capacity_factor != 0) {
+    // The exports pad to capacity with a capacity factor, which DeepEP refuses
+    // (megatron/core/transformer/transformer_config.py:1600-1607 at core_v0.19.0).
+    return FieldError(
+        "training.moe_capacity_factor",
+        absl::StrCat("(", options.moe_capacity_factor,
+                     ") needs padding to capacity, which training.moe_token_dispatcher "
+                     "flex_deepep does not support: use 0 (dropless) or "
+                     "flex_hybridep"));
+  }
+  if (IsFlexDispatcher(options.moe_token_dispatcher) && options.framework != Framework::kMegatron) {
+    return FieldError("training.moe_token_dispatcher",
+                      absl::StrCat("(", TokenDispatcherChoice(options.moe_token_dispatcher),
+                                   ") is Megatron-LM's flex dispatcher; training.framework ",
+                                   FrameworkName(options.framework), " has no such dispatcher"));
   }
   if (options.moe_shared_expert_overlap) {
     // megatron/core/transformer/transformer_config.py:1644-1650 and 2706-2708 at core_v0.19.0.
     if (options.moe_token_dispatcher == TokenDispatcher::kAllGather) {
       return FieldError("training.moe_shared_expert_overlap",
-                        "(true) needs training.moe_token_dispatcher alltoall, not allgather: "
-                        "Megatron-LM overlaps the shared experts only with the all-to-all");
+                        "(true) needs training.moe_token_dispatcher alltoall or flex, not "
+                        "allgather: Megatron-LM overlaps the shared experts only with those "
+                        "dispatchers");
     }
     if (options.moe_expert_parallel_overlap) {
       return FieldError("training.moe_shared_expert_overlap",

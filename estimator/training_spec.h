@@ -35,8 +35,9 @@ const char* CpCommTypeName(CpCommType type);
 
 // How a mixture-of-experts layer's routed tokens reach the ranks that hold their experts
 // (Megatron-LM --moe-token-dispatcher-type, megatron/core/transformer/moe/token_dispatcher.py
-// at core_v0.19.0). Megatron-LM's third, flex (DeepEP / HybridEP kernels), is not offered:
-// nothing here models it.
+// at core_v0.19.0). The flex dispatcher is one value per backend, so that a backend without
+// flex, or flex without a backend, cannot be stated; its third backend, ncclep (NCCL EP
+// through Transformer Engine), is not offered: nothing here models it.
 enum class TokenDispatcher {
   // MoEAlltoAllTokenDispatcher: all-to-all over ep, all-gather over etp. The dispatcher
   // NVIDIA's MoE recipes set.
@@ -44,10 +45,27 @@ enum class TokenDispatcher {
   // MoEAllGatherTokenDispatcher: every token all-gathered over etp x ep. Megatron-LM's
   // TransformerConfig default.
   kAllGather,
+  // MoEFlexTokenDispatcher with DeepEP's fused kernels (`--moe-token-dispatcher-type flex
+  // --moe-flex-dispatcher-backend deepep`, _DeepepManager): one dispatch and one combine over
+  // the etp x ep group, permuting into the send buffers inside the kernel; NVLink inside a node,
+  // RDMA across nodes. Needs etp x ep > 1 (token_dispatcher.py:1770).
+  kFlexDeepEp,
+  // MoEFlexTokenDispatcher with HybridEP's kernels (`--moe-flex-dispatcher-backend hybridep`,
+  // _HybridEPManager): the same dispatch and combine, TMA copies on NVLink and RDMA across
+  // nodes.
+  kFlexHybridEp,
 };
 
-// "alltoall" or "allgather": the value --moe-token-dispatcher-type takes.
+// "alltoall", "allgather" or "flex": the value --moe-token-dispatcher-type takes.
 const char* TokenDispatcherName(TokenDispatcher dispatcher);
+// Whether `dispatcher` is Megatron-LM's flex dispatcher (either backend).
+bool IsFlexDispatcher(TokenDispatcher dispatcher);
+// "deepep" or "hybridep", the value --moe-flex-dispatcher-backend takes, for a flex dispatcher;
+// nullptr for the others.
+const char* FlexDispatcherBackendName(TokenDispatcher dispatcher);
+// The dispatcher as one word, the CLI's and the replay tables' spelling: "alltoall",
+// "allgather", "flex_deepep" or "flex_hybridep".
+const char* TokenDispatcherChoice(TokenDispatcher dispatcher);
 
 // The training framework a search measures and exports for. What it does differently is a
 // term of the estimate or a rule, not another model (docs/estimator.md, "Frameworks").
@@ -106,14 +124,15 @@ struct TrainingOptions {
   // combined_1f1b.py). Off by default, as in Megatron-LM. It acts only where ep > 1,
   // recompute is not full and, with pp > 1, the schedule is interleaved (Megatron-LM's
   // TransformerConfig refuses it otherwise: ExpertParallelOverlapApplies,
-  // moe_performance.h), and needs the all-to-all dispatcher.
+  // moe_performance.h), and needs the all-to-all or flex dispatcher
+  // (transformer_config.py:2683-2686).
   bool moe_expert_parallel_overlap = false;
   // The shared experts run on a side stream beside the dispatcher, their first linear with the
   // dispatch all-to-all and their second with the combine (Megatron-LM
   // --moe-shared-expert-overlap, megatron/core/transformer/moe/token_dispatcher.py:651-712,
   // 853-866 and shared_experts.py at core_v0.19.0). Off by default, as in Megatron-LM. It
   // acts only on models with shared experts (SharedExpertOverlapApplies, moe_performance.h);
-  // needs the all-to-all dispatcher and excludes moe_expert_parallel_overlap.
+  // needs the all-to-all or flex dispatcher and excludes moe_expert_parallel_overlap.
   bool moe_shared_expert_overlap = false;
   Framework framework = Framework::kMegatron;
   // TorchTitan only: each transformer block compiled with torch.compile (--compile.enable,
@@ -129,9 +148,11 @@ class TrainingSpec {
   // INVALID_ARGUMENT naming the field ("training.seq_len (0) must be in [1, 4194304]"),
   // fp8_param_gather without fp8 or without the distributed optimizer, or a capacity factor
   // outside 0 (dropless) and (0, kMaxMoeCapacityFactor], or moe_expert_parallel_overlap with
-  // the all-gather dispatcher, or moe_shared_expert_overlap with the all-gather dispatcher,
-  // with moe_expert_parallel_overlap or under TorchTitan, or torch_compile under Megatron-LM,
-  // or tp_comm_overlap under TorchTitan without torch_compile.
+  // the all-gather dispatcher, or a flex dispatcher under TorchTitan (which has none), or a
+  // capacity factor with flex_deepep (DeepEP does not pad to capacity), or
+  // moe_shared_expert_overlap with the all-gather dispatcher, with moe_expert_parallel_overlap
+  // or under TorchTitan, or torch_compile under Megatron-LM, or tp_comm_overlap under
+  // TorchTitan without torch_compile.
   static absl::StatusOr<TrainingSpec> Create(const TrainingOptions& options);
 
   const TrainingOptions& options() const { return options_; }

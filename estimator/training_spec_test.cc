@@ -56,6 +56,38 @@ TEST(TrainingSpecTest, TokenDispatcherNamesAreWhatMegatronLmTakes) {
   // megatron/training/arguments.py at core_v0.19.0: --moe-token-dispatcher-type choices.
   EXPECT_STREQ(TokenDispatcherName(TokenDispatcher::kAllToAll), "alltoall");
   EXPECT_STREQ(TokenDispatcherName(TokenDispatcher::kAllGather), "allgather");
+  EXPECT_STREQ(TokenDispatcherName(TokenDispatcher::kFlexDeepEp), "flex");
+  EXPECT_STREQ(TokenDispatcherName(TokenDispatcher::kFlexHybridEp), "flex");
+  // transformer_config.py:869 at core_v0.19.0: moe_flex_dispatcher_backend's values.
+  EXPECT_STREQ(FlexDispatcherBackendName(TokenDispatcher::kFlexDeepEp), "deepep");
+  EXPECT_STREQ(FlexDispatcherBackendName(TokenDispatcher::kFlexHybridEp), "hybridep");
+  EXPECT_EQ(FlexDispatcherBackendName(TokenDispatcher::kAllToAll), nullptr);
+  EXPECT_EQ(FlexDispatcherBackendName(TokenDispatcher::kAllGather), nullptr);
+  EXPECT_STREQ(TokenDispatcherChoice(TokenDispatcher::kFlexHybridEp), "flex_hybridep");
+  EXPECT_STREQ(TokenDispatcherChoice(TokenDispatcher::kAllGather), "allgather");
+  EXPECT_TRUE(IsFlexDispatcher(TokenDispatcher::kFlexDeepEp));
+  EXPECT_FALSE(IsFlexDispatcher(TokenDispatcher::kAllToAll));
+}
+
+TEST(TrainingSpecTest, FlexDispatcherIsMegatronLms) {
+  TrainingOptions options;
+  options.global_batch_size = 8;
+  options.seq_len = 4096;
+  options.moe_token_dispatcher = TokenDispatcher::kFlexHybridEp;
+  EXPECT_TRUE(TrainingSpec::Create(options).ok());
+  options.moe_capacity_factor = 1;
+  EXPECT_TRUE(TrainingSpec::Create(options).ok());
+  options.moe_token_dispatcher = TokenDispatcher::kFlexDeepEp;
+  EXPECT_EQ(TrainingSpec::Create(options).status().message(),
+            "training.moe_capacity_factor (1) needs padding to capacity, which "
+            "training.moe_token_dispatcher flex_deepep does not support: use 0 (dropless) or "
+            "flex_hybridep");
+  options.moe_capacity_factor = 0;
+  options.moe_token_dispatcher = TokenDispatcher::kFlexHybridEp;
+  options.framework = Framework::kTorchTitan;
+  EXPECT_EQ(TrainingSpec::Create(options).status().message(),
+            "training.moe_token_dispatcher (flex_hybridep) is Megatron-LM's flex dispatcher; "
+            "training.framework torchtitan has no such dispatcher");
 }
 
 TEST(TrainingSpecTest, CapacityFactorIsZeroOrPositive) {
@@ -76,16 +108,19 @@ TEST(TrainingSpecTest, CapacityFactorIsZeroOrPositive) {
             "training.moe_capacity_factor (-1) must be 0 (dropless) or in (0, 1000]");
 }
 
-TEST(TrainingSpecTest, ExpertParallelOverlapNeedsTheAllToAllDispatcher) {
+TEST(TrainingSpecTest, ExpertParallelOverlapNeedsTheAllToAllOrFlexDispatcher) {
   TrainingOptions options;
   options.global_batch_size = 8;
   options.seq_len = 4096;
   options.moe_expert_parallel_overlap = true;
   EXPECT_TRUE(TrainingSpec::Create(options).ok());
+  options.moe_token_dispatcher = TokenDispatcher::kFlexDeepEp;
+  EXPECT_TRUE(TrainingSpec::Create(options).ok());
   options.moe_token_dispatcher = TokenDispatcher::kAllGather;
   EXPECT_EQ(TrainingSpec::Create(options).status().message(),
             "training.moe_expert_parallel_overlap (true) needs training.moe_token_dispatcher "
-            "alltoall, not allgather: Megatron-LM overlaps only the all-to-all");
+            "alltoall or flex, not allgather: Megatron-LM overlaps only those dispatchers' "
+            "communication");
 }
 
 // transformer_config.py:1644-1650 and 2706-2708 at core_v0.19.0.
@@ -99,8 +134,8 @@ TEST(TrainingSpecTest, SharedExpertOverlapNeedsTheAllToAllAndNotTheExpertParalle
   all_gather.moe_token_dispatcher = TokenDispatcher::kAllGather;
   EXPECT_EQ(TrainingSpec::Create(all_gather).status().message(),
             "training.moe_shared_expert_overlap (true) needs training.moe_token_dispatcher "
-            "alltoall, not allgather: Megatron-LM overlaps the shared experts only with the "
-            "all-to-all");
+            "alltoall or flex, not allgather: Megatron-LM overlaps the shared experts only with "
+            "those dispatchers");
   TrainingOptions both = options;
   both.moe_expert_parallel_overlap = true;
   EXPECT_EQ(TrainingSpec::Create(both).status().message(),

@@ -124,6 +124,10 @@ const std::vector<FlagSpec>& Flags() {
        Kind::kText,
        "megatron/core/transformer/transformer_config.py:862",
        {"allgather", "alltoall", "flex"}},
+      {"moe-flex-dispatcher-backend",
+       Kind::kText,
+       "megatron/core/transformer/transformer_config.py:869",
+       {"deepep", "hybridep", "ncclep"}},
       {"moe-expert-capacity-factor", Kind::kFloat,
        "megatron/core/transformer/transformer_config.py:888"},
       {"moe-pad-expert-input-to-capacity", Kind::kSwitch,
@@ -430,10 +434,11 @@ absl::Status RejectUnreplayed(const ParsedArguments& args) {
         "--moe-layer-freq=", layer_freq, ": this replay of Megatron-LM ", kMegatronChecksRelease,
         " reads an integer or a list written out ([1,0,1]), not other Python expressions"));
   }
-  if (args.Text("moe-token-dispatcher-type") == "flex") {
-    return absl::UnimplementedError(
-        absl::StrCat("--moe-token-dispatcher-type=flex brings Megatron-LM ", kMegatronChecksRelease,
-                     " rules this replay does not model (transformer_config.py:1589-1615)"));
+  if (args.Text("moe-flex-dispatcher-backend") == "ncclep") {
+    return absl::UnimplementedError(absl::StrCat(
+        "--moe-flex-dispatcher-backend=ncclep brings Megatron-LM ", kMegatronChecksRelease,
+        " rules this replay does not model (transformer_config.py:1609-1615, "
+        "2715-2730)"));
   }
   const std::string optimizer = args.Text("optimizer");
   if (!optimizer.empty() && optimizer != "adam" && optimizer != "sgd") {
@@ -628,6 +633,22 @@ absl::Status CheckMoeConfig(const ParsedArguments& args, MegatronLaunch* launch)
     }
   }
   launch->moe_pad_expert_input_to_capacity = args.Has("moe-pad-expert-input-to-capacity");
+  launch->moe_flex_dispatcher_backend =
+      args.Has("moe-flex-dispatcher-backend") ? args.Text("moe-flex-dispatcher-backend") : "deepep";
+  if (launch->moe_token_dispatcher_type == "flex" &&
+      launch->moe_flex_dispatcher_backend == "deepep") {
+    if (launch->moe_pad_expert_input_to_capacity) {
+      return Violation("moe-flex-deepep",
+                       "megatron/core/transformer/transformer_config.py:1600-1607",
+                       "Flex token dispatcher with deepep backend does not support "
+                       "moe_pad_expert_input_to_capacity");
+    }
+    if (launch->num_experts != 0 && launch->expert_tensor_parallel * launch->expert_parallel == 1) {
+      return Violation("moe-flex-deepep", "megatron/core/transformer/moe/token_dispatcher.py:1770",
+                       "DeepEP dispatcher requires TPxEP > 1 (--expert-tensor-parallel-size x "
+                       "--expert-model-parallel-size = 1)");
+    }
+  }
   // A negative --moe-expert-capacity-factor is None here too.
   if (launch->moe_pad_expert_input_to_capacity && launch->moe_expert_capacity_factor == 0) {
     return Violation("moe-pad-expert-input-to-capacity",
@@ -673,7 +694,7 @@ absl::Status CheckMoeRouting(const ParsedArguments& args, MegatronLaunch* launch
                        "overlap_moe_expert_parallel_comm is only supported with expert model "
                        "parallelism (--expert-model-parallel-size > 1)");
     }
-    if (launch->moe_token_dispatcher_type != "alltoall") {
+    if (launch->moe_token_dispatcher_type == "allgather") {
       return Violation("moe-a2a-overlap", source,
                        absl::StrCat("overlap_moe_expert_parallel_comm is supported with "
                                     "alltoall/flex token dispatcher, not ",

@@ -146,11 +146,11 @@
 //     first/last stage layer counts, hybrid (Mamba) patterns, multi-latent attention, GTP
 //     weight shards, torch FSDP2, Megatron-FSDP's NCCL userbuffers, manual buffer registration,
 //     meta-device initialisation, outer sharding and full sharding in HSDP, optimizers other
-//     than adam and sgd, the flex token dispatcher, MoE switches an export never writes
-//     (router padding for quantization, rank capacity, group-limited routing, DeepEP, single
-//     grouped weights, latent projections, upcycling, MoE layer recompute, paged stash),
-//     --moe-layer-freq expressions other than an integer or a written-out list, RL steps,
-//     batch-size ramp-ups and schedules,
+//     than adam and sgd, the flex dispatcher's ncclep backend, MoE switches an export never
+//     writes (router padding for quantization, rank capacity, group-limited routing, DeepEP,
+//     single grouped weights, latent projections, upcycling, MoE layer recompute, paged
+//     stash), --moe-layer-freq expressions other than an integer or a written-out list, RL
+//     steps, batch-size ramp-ups and schedules,
 //     --decrease-batch-size-if-needed, and arguments taken from a YAML file, a checkpoint or a
 //     heterogeneous-layers config.
 //   - Rules on data, tokenizer, iterations or samples, learning-rate schedule, evaluation,
@@ -240,6 +240,8 @@ struct MegatronLaunch {
   std::string moe_router_dtype;  // "" (the activations' dtype) unless given
   bool moe_grouped_gemm = false;
   std::string moe_token_dispatcher_type;  // "allgather" unless given
+  // The flex dispatcher's backend: "deepep" unless given (transformer_config.py:869).
+  std::string moe_flex_dispatcher_backend;
   // 0: dropless (None, or negative, which TransformerConfig makes None).
   double moe_expert_capacity_factor = 0;
   bool moe_pad_expert_input_to_capacity = false;

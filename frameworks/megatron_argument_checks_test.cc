@@ -549,12 +549,35 @@ TEST(MegatronArgumentChecksTest, InterleavedScheduleMicroBatches) {
                   .ok());
 }
 
+TEST(MegatronArgumentChecksTest, FlexDispatcherRules) {
+  const std::vector<std::string> flex = With(GoodMoe(), {"--moe-token-dispatcher-type=flex"});
+  absl::StatusOr<MegatronLaunch> launch = CheckMegatronArguments(flex, kWorld, OneConnection());
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->moe_token_dispatcher_type, "flex");
+  EXPECT_EQ(launch->moe_flex_dispatcher_backend, "deepep");  // transformer_config.py:869
+  launch = CheckMegatronArguments(With(flex, {"--moe-flex-dispatcher-backend=hybridep"}), kWorld,
+                                  OneConnection());
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->moe_flex_dispatcher_backend, "hybridep");
+  ExpectRule(With(flex, {"--moe-flex-dispatcher-backend=deep_ep"}), "argparse", "deep_ep");
+  ExpectRule(With(flex, {"--moe-expert-capacity-factor=1", "--moe-pad-expert-input-to-capacity"}),
+             "moe-flex-deepep", "does not support moe_pad_expert_input_to_capacity");
+  ExpectRule(With(flex, {"--expert-model-parallel-size=1"}), "moe-flex-deepep",
+             "DeepEP dispatcher requires TPxEP > 1");
+  // HybridEP pads to capacity and runs on one rank.
+  EXPECT_TRUE(Check(With(flex, {"--moe-flex-dispatcher-backend=hybridep",
+                                "--expert-model-parallel-size=1"}))
+                  .ok());
+}
+
 TEST(MegatronArgumentChecksTest, FlagsOutsideTheReplayAreUnimplemented) {
   EXPECT_EQ(Check(With(Good(), {"--decoder-first-pipeline-num-layers=15"})).code(),
             absl::StatusCode::kUnimplemented);
   EXPECT_EQ(Check(With(GoodMoe(), {"--moe-router-padding-for-quantization"})).code(),
             absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(Check(With(GoodMoe(), {"--moe-token-dispatcher-type=flex"})).code(),
+  EXPECT_EQ(Check(With(GoodMoe(), {"--moe-token-dispatcher-type=flex",
+                                   "--moe-flex-dispatcher-backend=ncclep"}))
+                .code(),
             absl::StatusCode::kUnimplemented);
   EXPECT_EQ(Check(With(GoodMoe(), {"--moe-layer-freq=([1]*48)"})).code(),
             absl::StatusCode::kUnimplemented);

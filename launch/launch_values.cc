@@ -110,6 +110,7 @@ const std::vector<Placeholder>& LaunchPlaceholders() {
       // The training spec's routing; with no experts, no grouped GEMM and capacity factor 0.
       {"moe_grouped_gemm", Kind::kBoolean},
       {"moe_token_dispatcher", Kind::kTokenDispatcher},
+      {"moe_flex_dispatcher_backend", Kind::kFlexBackend},
       {"moe_capacity_factor", Kind::kNumber},  // 0: dropless
       // The all-to-all overlapped where Megatron-LM takes it (ExpertParallelOverlapApplies).
       {"moe_expert_parallel_overlap", Kind::kBoolean},
@@ -196,11 +197,19 @@ absl::Status CheckPlaceholderValue(const Placeholder& placeholder, absl::string_
           absl::CHexEscape(value), "\""));
     case Kind::kTokenDispatcher:
       if (value == TokenDispatcherName(TokenDispatcher::kAllToAll) ||
-          value == TokenDispatcherName(TokenDispatcher::kAllGather)) {
+          value == TokenDispatcherName(TokenDispatcher::kAllGather) ||
+          value == TokenDispatcherName(TokenDispatcher::kFlexDeepEp)) {
         return absl::OkStatus();
       }
-      return absl::InvalidArgumentError(
-          absl::StrCat("{", placeholder.name, "} is alltoall or allgather, never \"", value, "\""));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "{", placeholder.name, "} is alltoall, allgather or flex, never \"", value, "\""));
+    case Kind::kFlexBackend:
+      if (value == FlexDispatcherBackendName(TokenDispatcher::kFlexDeepEp) ||
+          value == FlexDispatcherBackendName(TokenDispatcher::kFlexHybridEp) || value == "none") {
+        return absl::OkStatus();
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "{", placeholder.name, "} is deepep, hybridep or none, never \"", value, "\""));
     case Kind::kDpSharding:
       if (DataParallelShardingNamed(value).has_value()) return absl::OkStatus();
       return absl::InvalidArgumentError(absl::StrCat(
@@ -393,6 +402,8 @@ void LaunchValues::SetConfiguration(const ModelSpec& model, const TrainingSpec& 
              model.is_moe() && moe.router_top_k == 1 && moe.router_score == RouterScore::kSoftmax);
   SetBoolean("moe_grouped_gemm", model.is_moe() && training.moe_grouped_gemm());
   SetText("moe_token_dispatcher", TokenDispatcherName(training.moe_token_dispatcher()));
+  const char* flex_backend = FlexDispatcherBackendName(training.moe_token_dispatcher());
+  SetText("moe_flex_dispatcher_backend", flex_backend != nullptr ? flex_backend : "none");
   SetText("moe_capacity_factor", absl::StrCat(model.is_moe() ? training.moe_capacity_factor() : 0));
   SetBoolean("moe_expert_parallel_overlap",
              ExpertParallelOverlapApplies(model, training, config.dims()));

@@ -29,7 +29,9 @@ enum class PlaceholderKind {
   kCpCommType,       // "p2p" or "all_gather" (estimator/training_spec.h, CpCommTypeName)
   kRouterScore,      // "softmax" or "sigmoid" (Megatron-LM's --moe-router-score-function)
   kLayerPattern,     // one 0 or 1 per layer, separated by commas ("0,1,0,1")
-  kTokenDispatcher,  // "alltoall" or "allgather" (estimator/training_spec.h, TokenDispatcherName)
+  kTokenDispatcher,  // "alltoall", "allgather" or "flex" (estimator/training_spec.h,
+                     // TokenDispatcherName)
+  kFlexBackend,      // "deepep", "hybridep" (FlexDispatcherBackendName) or "none"
   kDpSharding,       // "none", "optimizer", "gradients" or "full" (DataParallelShardingName)
   kNumber,           // a decimal number >= 0, such as 1.25
   kText,             // letters, digits and . , : / _ -

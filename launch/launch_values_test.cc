@@ -72,6 +72,7 @@ TEST(LaunchValuesTest, EveryPlaceholderHasAValueForAGangMember) {
       {"moe_router_pre_softmax", "false"},
       {"moe_grouped_gemm", "false"},  // no experts to group
       {"moe_token_dispatcher", "alltoall"},
+      {"moe_flex_dispatcher_backend", "none"},
       {"moe_capacity_factor", "0"},
       {"moe_expert_parallel_overlap", "false"},
       {"moe_shared_expert_overlap", "false"},
@@ -451,8 +452,14 @@ TEST(LaunchValuesTest, ConditionValuesAreCheckedAgainstWhatThePlaceholderTakes) 
         << pattern;
   }
   EXPECT_TRUE(CheckPlaceholderValue(*FindPlaceholder("moe_token_dispatcher"), "allgather").ok());
-  EXPECT_EQ(CheckPlaceholderValue(*FindPlaceholder("moe_token_dispatcher"), "flex").message(),
-            "{moe_token_dispatcher} is alltoall or allgather, never \"flex\"");
+  EXPECT_TRUE(CheckPlaceholderValue(*FindPlaceholder("moe_token_dispatcher"), "flex").ok());
+  EXPECT_EQ(CheckPlaceholderValue(*FindPlaceholder("moe_token_dispatcher"), "deepep").message(),
+            "{moe_token_dispatcher} is alltoall, allgather or flex, never \"deepep\"");
+  EXPECT_TRUE(
+      CheckPlaceholderValue(*FindPlaceholder("moe_flex_dispatcher_backend"), "hybridep").ok());
+  EXPECT_EQ(
+      CheckPlaceholderValue(*FindPlaceholder("moe_flex_dispatcher_backend"), "ncclep").message(),
+      "{moe_flex_dispatcher_backend} is deepep, hybridep or none, never \"ncclep\"");
   EXPECT_TRUE(CheckPlaceholderValue(*FindPlaceholder("moe_capacity_factor"), "1.25").ok());
   for (const char* factor : {"-1", "", "1e 2", "x"}) {
     EXPECT_EQ(CheckPlaceholderValue(*FindPlaceholder("moe_capacity_factor"), factor).code(),

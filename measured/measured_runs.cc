@@ -32,7 +32,6 @@ struct RowSetup {
   std::string group;
   bool completed = true;
   double step_seconds = 0;
-  bool dispatcher_substituted = false;
   std::string excluded_reason;
   double measured_memory_gib = 0;
   // The column step_seconds is read or derived from, for errors.
@@ -132,7 +131,6 @@ absl::StatusOr<MeasuredRun> MakeRun(const CsvTable& table, size_t row, const std
                      *config,
                      setup.completed,
                      setup.step_seconds,
-                     setup.dispatcher_substituted,
                      std::move(setup.excluded_reason),
                      setup.measured_memory_gib};
 }
@@ -548,19 +546,19 @@ bool IsMoeTable(const std::string& file) {
   return file == kMegatronBridgeMoeTable || file == kDgxcMoeTable;
 }
 
-// The dispatcher a row's recipe sets. Megatron-Bridge's flex dispatcher (DeepEP or HybridEP
-// kernels, flex_dispatcher_backend.py) sends each routed token to the same expert-parallel
-// ranks as the all-to-all dispatcher, through fused kernels; with no model of its own here
-// (TokenDispatcher), it is read as the all-to-all it replaces, and the row's group says
-// which it was (MeasuredRun::dispatcher_substituted) so that a fit can tell them apart.
-// `text` is the row's token_dispatcher cell.
+// The dispatcher a row's recipe sets: `text`, the row's token_dispatcher cell, is alltoall,
+// allgather, or Megatron-Bridge's flex dispatcher with its backend as its recipe names it
+// (moe_flex_dispatcher_backend, flex_dispatcher_backend.py): "flex (deepep)" or
+// "flex (hybridep)".
 absl::StatusOr<TokenDispatcher> MoeDispatcher(const CsvTable& table, size_t row,
                                               const std::string& text) {
-  if (text == "alltoall" || absl::StartsWith(text, "flex (")) return TokenDispatcher::kAllToAll;
+  if (text == "alltoall") return TokenDispatcher::kAllToAll;
   if (text == "allgather") return TokenDispatcher::kAllGather;
+  if (text == "flex (deepep)") return TokenDispatcher::kFlexDeepEp;
+  if (text == "flex (hybridep)") return TokenDispatcher::kFlexHybridEp;
   return table.InvalidCell(
       row, "token_dispatcher",
-      absl::StrCat("\"", text, "\" is not alltoall, allgather or flex (BACKEND)"));
+      absl::StrCat("\"", text, "\" is not alltoall, allgather, flex (deepep) or flex (hybridep)"));
 }
 
 // Why the MoE table's reader leaves `row` out for a dataset of `fp8` rows; empty when it
@@ -621,7 +619,6 @@ absl::StatusOr<std::vector<MeasuredRun>> LoadMoeTable(const CsvTable& table,
     PT_ASSIGN_OR_RETURN(const std::string dispatcher_cell, table.String(row, "token_dispatcher"));
     PT_ASSIGN_OR_RETURN(setup.training.moe_token_dispatcher,
                         MoeDispatcher(table, row, dispatcher_cell));
-    setup.dispatcher_substituted = absl::StartsWith(dispatcher_cell, "flex (");
     PT_ASSIGN_OR_RETURN(setup.excluded_reason, table.String(row, "excluded"));
     PT_ASSIGN_OR_RETURN(setup.training.moe_grouped_gemm, table.Bool(row, "grouped_gemm"));
     PT_ASSIGN_OR_RETURN(setup.training.moe_expert_parallel_overlap,

@@ -32,10 +32,6 @@ struct MeasuredRun {
   ParallelConfig config;
   bool completed = true;
   double step_seconds = 0;  // measured (or derived by the source from measured throughput)
-  // An MoE row whose dispatcher paratune does not model (Megatron-Bridge's flex: DeepEP or
-  // HybridEP kernels), read as the all-to-all it replaces; a replay finds it, the MoE fit
-  // leaves it out.
-  bool dispatcher_substituted = false;
   // Why the MoE fit and its error figures leave this row out, with the source that says so
   // (an MoE table's `excluded` cell: e.g. a regression its publisher reported); empty for a
   // row they count. A report still shows the row and the reason.

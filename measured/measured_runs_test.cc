@@ -171,7 +171,6 @@ TEST(MeasuredRunsTest, DgxcLlama4RowsFieldByField) {
   EXPECT_TRUE(run.training.moe_grouped_gemm());
   EXPECT_FALSE(run.training.moe_expert_parallel_overlap());
   EXPECT_TRUE(run.training.moe_shared_expert_overlap());  // Llama4Config
-  EXPECT_FALSE(run.dispatcher_substituted);
   EXPECT_EQ(run.cluster.num_nodes(), 64);
   EXPECT_EQ(run.config.tp(), 4);
   EXPECT_EQ(run.config.pp(), 1);
@@ -269,8 +268,9 @@ TEST(MeasuredRunsTest, MoeRowFieldByField) {
   EXPECT_EQ(run.model_name, "Qwen3-30B-A3B");
   EXPECT_EQ(run.software, "NeMo 26.04");
   EXPECT_EQ(run.group, "Qwen3-30B-A3B tp1 pp1 cp1 vp1 ep16 etp1 mbs1 flex (hybridep)");
-  EXPECT_TRUE(run.dispatcher_substituted);
-  EXPECT_FALSE((*runs)[0].dispatcher_substituted);  // line 2: all-to-all
+  EXPECT_EQ((*runs)[0].training.moe_token_dispatcher(), TokenDispatcher::kAllToAll);  // line 2
+  EXPECT_EQ((*runs)[5].line, 12);
+  EXPECT_EQ((*runs)[5].training.moe_token_dispatcher(), TokenDispatcher::kFlexDeepEp);
   // The preset's dimensions under the table's name.
   absl::StatusOr<ModelSpec> preset = FindModelPreset("qwen3-30b-a3b");
   ASSERT_TRUE(preset.ok()) << preset.status();
@@ -292,7 +292,7 @@ TEST(MeasuredRunsTest, MoeRowFieldByField) {
   EXPECT_TRUE(run.training.distributed_optimizer());
   EXPECT_TRUE(run.training.tp_comm_overlap());
   EXPECT_EQ(run.training.moe_capacity_factor(), 0);
-  EXPECT_EQ(run.training.moe_token_dispatcher(), TokenDispatcher::kAllToAll);
+  EXPECT_EQ(run.training.moe_token_dispatcher(), TokenDispatcher::kFlexHybridEp);
   EXPECT_TRUE(run.training.moe_grouped_gemm());
   EXPECT_FALSE(run.training.moe_expert_parallel_overlap());        // v0.4.0: Qwen3-30B-A3B off
   EXPECT_TRUE((*runs)[8].training.moe_expert_parallel_overlap());  // line 17: 235B, on
@@ -338,7 +338,7 @@ TEST(MeasuredRunsTest, ABadMoeCellNamesFileLineAndColumn) {
   EXPECT_EQ(status.message(),
             absl::StrCat(path,
                          ":2: column \"token_dispatcher\": \"alltoal\" is not alltoall, "
-                         "allgather or flex (BACKEND)"));
+                         "allgather, flex (deepep) or flex (hybridep)"));
 }
 
 TEST(MeasuredRunsTest, GptRowsAreNotGated) {

@@ -544,65 +544,78 @@ std::string LayoutOf(const MeasuredRun& run) {
 // reasons.
 absl::StatusOr<std::string> MoeSection(const std::vector<MeasuredRun>& runs) {
   const PerformanceParameters fitted = FittedPerformanceParameters(GpuArchitecture::kHopper);
-  // The start of the MoE fit: the fitted dense and fp8 fields with the MoE priors.
-  PerformanceParameters start = fitted;
+  // The start of the MoE fit: the fitted dense and fp8 fields with the MoE priors; of the
+  // flex fit, every fitted field but the flex one, at its prior.
   const PerformanceParameters priors;
+  PerformanceParameters start = fitted;
   for (const FittedField& field : MoeFittedFields()) start.*field.field = priors.*field.field;
+  PerformanceParameters flex_start = fitted;
+  for (const FittedField& field : FlexFittedFields()) {
+    flex_start.*field.field = priors.*field.field;
+  }
   FitOptions options;
   options.max_sweeps = 10000;
   options.fields = MoeFittedFields();
-  std::vector<const MeasuredRun*> fit_runs;
+  FitOptions flex_options = options;
+  flex_options.fields = FlexFittedFields();
+  std::vector<const MeasuredRun*> fit_runs, flex_fit_runs;
   for (const MeasuredRun& run : runs) {
-    if (!run.dispatcher_substituted && run.excluded_reason.empty()) fit_runs.push_back(&run);
+    if (!run.excluded_reason.empty()) continue;
+    (IsFlexDispatcher(run.training.moe_token_dispatcher()) ? flex_fit_runs : fit_runs)
+        .push_back(&run);
   }
   std::string rows =
       "| row | model | release | routing | GPUs | tp pp cp vp ep etp mbs | GBS | measured "
       "tokens/s/GPU | predicted (fit) | error | held out: predicted | error | layout held out: "
       "predicted | error | memory |\n"
       "|---:|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
-  std::vector<double> measured_fit, predicted_fit, measured_held, predicted_held, measured_flex,
-      predicted_flex, measured_excluded, predicted_excluded, predicted_layout_held;
+  // Per kind of run (0 all-to-all, 1 flex): measured and predicted by the fit, held out of it,
+  // and held out with its layout.
+  std::vector<double> measured_by[2], fit_by[2], held_by[2], layout_held_by[2];
+  std::vector<double> measured_excluded, predicted_excluded;
   std::string excluded;
   for (const MeasuredRun& run : runs) {
     const double measured = MeasuredTokensPerGpu(run);
     const double predicted = PredictedTokensPerGpu(run, fitted);
-    std::string held_out = "not in the fit (flex dispatcher) | | | ";
+    const bool flex = IsFlexDispatcher(run.training.moe_token_dispatcher());
+    std::string held_out;
     if (!run.excluded_reason.empty()) {
       held_out = "excluded (reason below) | | | ";
       measured_excluded.push_back(measured);
       predicted_excluded.push_back(predicted);
       absl::StrAppendFormat(&excluded, "- %s:%d (%s, %s): %s\n", run.dataset, run.line,
                             run.model_name, run.software, run.excluded_reason);
-    } else if (!run.dispatcher_substituted) {
-      PT_ASSIGN_OR_RETURN(const double held, HeldOutTokensPerGpu(run, fit_runs, start, options,
-                                                                 [&run](const MeasuredRun& other) {
-                                                                   return &other != &run;
-                                                                 }));
+    } else {
+      const std::vector<const MeasuredRun*>& kind_runs = flex ? flex_fit_runs : fit_runs;
+      const PerformanceParameters& kind_start = flex ? flex_start : start;
+      const FitOptions& kind_options = flex ? flex_options : options;
       PT_ASSIGN_OR_RETURN(
-          const double layout_held,
-          HeldOutTokensPerGpu(run, fit_runs, start, options, [&run](const MeasuredRun& other) {
-            return LayoutOf(other) != LayoutOf(run);
-          }));
+          const double held,
+          HeldOutTokensPerGpu(run, kind_runs, kind_start, kind_options,
+                              [&run](const MeasuredRun& other) { return &other != &run; }));
+      PT_ASSIGN_OR_RETURN(const double layout_held,
+                          HeldOutTokensPerGpu(run, kind_runs, kind_start, kind_options,
+                                              [&run](const MeasuredRun& other) {
+                                                return LayoutOf(other) != LayoutOf(run);
+                                              }));
       held_out =
           absl::StrFormat("%.0f | %+.1f%% | %.0f | %+.1f%%", held, 100 * (held / measured - 1),
                           layout_held, 100 * (layout_held / measured - 1));
-      measured_fit.push_back(measured);
-      predicted_fit.push_back(predicted);
-      measured_held.push_back(measured);
-      predicted_held.push_back(held);
-      predicted_layout_held.push_back(layout_held);
-    } else {
-      measured_flex.push_back(measured);
-      predicted_flex.push_back(predicted);
+      measured_by[flex].push_back(measured);
+      fit_by[flex].push_back(predicted);
+      held_by[flex].push_back(held);
+      layout_held_by[flex].push_back(layout_held);
     }
     const MemoryEstimate memory =
         EstimateMemory(run.model, run.training, run.cluster, run.config, MemoryOptions());
-    const std::string routing =
-        absl::StrCat(run.training.moe_capacity_factor() > 0
-                         ? absl::StrFormat("capacity %.2g", run.training.moe_capacity_factor())
-                         : std::string("dropless"),
-                     run.dispatcher_substituted ? ", flex" : ", all-to-all",
-                     run.training.fp8() ? ", fp8" : ", bf16");
+    const std::string routing = absl::StrCat(
+        run.training.moe_capacity_factor() > 0
+            ? absl::StrFormat("capacity %.2g", run.training.moe_capacity_factor())
+            : std::string("dropless"),
+        flex ? absl::StrCat(", flex ",
+                            FlexDispatcherBackendName(run.training.moe_token_dispatcher()))
+             : std::string(", all-to-all"),
+        run.training.fp8() ? ", fp8" : ", bf16");
     absl::StrAppendFormat(
         &rows,
         "| %s:%d | %s | %s | %s | %d | %d %d %d %d %d %d %d | %d | %.0f | %.0f | %+.1f%% | %s | %s "
@@ -613,26 +626,30 @@ absl::StatusOr<std::string> MoeSection(const std::vector<MeasuredRun>& runs) {
         run.training.global_batch_size(), measured, predicted, 100 * (predicted / measured - 1),
         held_out, Percent(memory.fraction_of_capacity), MemoryVerdictName(memory.verdict));
   }
-  return absl::StrFormat(
-      "| runs | count | MAPE tokens/s per GPU | median APE |\n|---|---:|---:|---:|\n"
-      "| all-to-all runs, fitted parameters (in the fit) | %d | %s | %s |\n"
-      "| all-to-all runs, each held out of its own fit | %d | %s | %s |\n"
-      "| all-to-all runs, each held out with every run of its layout | %d | %s | %s |\n"
-      "| flex-dispatcher runs (never in the fit) | %d | %s | %s |\n"
-      "| excluded runs, fitted parameters (never in the fit; reasons below) | %d | %s | %s |\n\n"
-      "%s\nExcluded rows, each with the reason its table's `excluded` cell gives:\n\n%s",
-      measured_fit.size(), Percent(MeanAbsolutePercentageError(predicted_fit, measured_fit)),
-      Percent(MedianAbsolutePercentageError(predicted_fit, measured_fit)), measured_held.size(),
-      Percent(MeanAbsolutePercentageError(predicted_held, measured_held)),
-      Percent(MedianAbsolutePercentageError(predicted_held, measured_held)), measured_held.size(),
-      Percent(MeanAbsolutePercentageError(predicted_layout_held, measured_held)),
-      Percent(MedianAbsolutePercentageError(predicted_layout_held, measured_held)),
-      measured_flex.size(), Percent(MeanAbsolutePercentageError(predicted_flex, measured_flex)),
-      Percent(MedianAbsolutePercentageError(predicted_flex, measured_flex)),
-      measured_excluded.size(),
-      Percent(MeanAbsolutePercentageError(predicted_excluded, measured_excluded)),
-      Percent(MedianAbsolutePercentageError(predicted_excluded, measured_excluded)), rows,
-      excluded);
+  std::string summary =
+      "| runs | count | MAPE tokens/s per GPU | median APE |\n|---|---:|---:|---:|\n";
+  const auto add = [&summary](const std::string& what, const std::vector<double>& predicted,
+                              const std::vector<double>& measured) {
+    absl::StrAppendFormat(&summary, "| %s | %d | %s | %s |\n", what, measured.size(),
+                          Percent(MeanAbsolutePercentageError(predicted, measured)),
+                          Percent(MedianAbsolutePercentageError(predicted, measured)));
+  };
+  const char* const kinds[2] = {"all-to-all", "flex-dispatcher"};
+  for (int flex = 0; flex < 2; ++flex) {
+    const std::string kind = kinds[flex];
+    add(absl::StrCat(kind, " runs, fitted parameters (in the fit)"), fit_by[flex],
+        measured_by[flex]);
+    add(absl::StrCat(kind, " runs, each held out of its own fit"), held_by[flex],
+        measured_by[flex]);
+    add(absl::StrCat(kind, " runs, each held out with every run of its layout"),
+        layout_held_by[flex], measured_by[flex]);
+  }
+  add("excluded runs, fitted parameters (never in the fit; reasons below)", predicted_excluded,
+      measured_excluded);
+  return absl::StrCat(summary, "\n", rows,
+                      "\nExcluded rows, each with the reason its table's `excluded` cell "
+                      "gives:\n\n",
+                      excluded);
 }
 
 // Where each MoE run's predicted step goes with `params`: per MoE layer and micro-batch on one
@@ -684,12 +701,16 @@ std::string MoeParametersSection() {
   std::string out = "| parameter | A100 (Ampere) | H100 / H200 (Hopper) |\n|---|---:|---:|\n";
   const PerformanceParameters ampere = FittedPerformanceParameters(GpuArchitecture::kAmpere);
   const PerformanceParameters hopper = FittedPerformanceParameters(GpuArchitecture::kHopper);
-  for (const FittedField& field : MoeFittedFields()) {
-    absl::StrAppendFormat(&out, "| %s | %.4g | %.4g |\n", field.name, ampere.*field.field,
-                          hopper.*field.field);
+  for (const std::vector<FittedField>* fields : {&MoeFittedFields(), &FlexFittedFields()}) {
+    for (const FittedField& field : *fields) {
+      absl::StrAppendFormat(&out, "| %s | %.4g | %.4g |\n", field.name, ampere.*field.field,
+                            hopper.*field.field);
+    }
   }
   absl::StrAppendFormat(&out, "| moe_relative_error | %.4g | %.4g |\n", ampere.moe_relative_error,
                         hopper.moe_relative_error);
+  absl::StrAppendFormat(&out, "| flex_relative_error | %.4g | %.4g |\n", ampere.flex_relative_error,
+                        hopper.flex_relative_error);
   return out;
 }
 

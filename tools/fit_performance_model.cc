@@ -55,6 +55,11 @@ struct ArchitectureFit {
   bool moe_fitted = false;
   double moe_cross_validated_spread = 0;
   size_t moe_runs = 0;
+  // The flex dispatcher's field: fitted (Hopper), or its prior (flex_fitted = false).
+  FitResult flex_fit;
+  bool flex_fitted = false;
+  double flex_cross_validated_spread = 0;
+  size_t flex_runs = 0;
   // TorchTitan's fields: fitted (Hopper), or their priors (torchtitan_fitted = false).
   FitResult torchtitan_fit;
   bool torchtitan_fitted = false;
@@ -165,6 +170,25 @@ std::string FittedBlock(const std::vector<ArchitectureFit>& fits) {
     }
     absl::StrAppendFormat(&out, "      params.moe_relative_error = %.4f;\n",
                           fit.moe_cross_validated_spread);
+    if (fit.flex_fitted) {
+      absl::StrAppendFormat(
+          &out,
+          "      // The flex dispatcher, the %zu flex runs of the MoE tables (two layouts)\n"
+          "      // with the fields above fixed: RMS log error %.4f -> %.4f in %d sweeps;\n"
+          "      // leave-one-series-out spread %.4f.\n",
+          fit.flex_runs, std::sqrt(fit.flex_fit.objective_start), fit.flex_fit.rms_log_error,
+          fit.flex_fit.sweeps, fit.flex_cross_validated_spread);
+    } else {
+      absl::StrAppend(&out,
+                      "      // No flex-dispatcher runs on this architecture: the prior, and\n"
+                      "      // Hopper's spread as the error bar.\n");
+    }
+    for (const FittedField& field : FlexFittedFields()) {
+      absl::StrAppendFormat(&out, "      params.%s = %.6g;\n", field.name,
+                            fit.flex_fit.params.*field.field);
+    }
+    absl::StrAppendFormat(&out, "      params.flex_relative_error = %.4f;\n",
+                          fit.flex_cross_validated_spread);
     if (fit.torchtitan_fitted) {
       absl::StrAppendFormat(
           &out,
@@ -283,11 +307,12 @@ absl::Status Run() {
 
   // Mixture-of-experts: Hopper's MoE fields, fitted to the all-to-all runs of the MoE table
   // from the dense and fp8 values just fitted, which stay fixed. Runs of Megatron-Bridge's
-  // flex dispatcher (DeepEP, HybridEP), which nothing here models, are left out, and so are
-  // the rows the table excludes with a cited reason (MeasuredRun::excluded_reason).
+  // flex dispatcher (DeepEP, HybridEP) have their own fit below, and the rows the table
+  // excludes with a cited reason (MeasuredRun::excluded_reason) are in neither.
   PT_ASSIGN_OR_RETURN(const std::vector<MeasuredRun> moe_runs,
                       HopperFitRuns(MoeDatasets(), "MoE", [](const MeasuredRun& run) {
-                        return !run.dispatcher_substituted && run.excluded_reason.empty();
+                        return !IsFlexDispatcher(run.training.moe_token_dispatcher()) &&
+                               run.excluded_reason.empty();
                       }));
   FitOptions moe_options = options;
   moe_options.fields = MoeFittedFields();
@@ -295,6 +320,18 @@ absl::Status Run() {
                       FitAndCrossValidate(moe_runs, hopper_fp8.fit.params, moe_options));
   FitResult ampere_moe;
   ampere_moe.params = ampere_fp8.params;
+
+  // The flex dispatcher: Hopper's flex field, fitted to the flex runs of the MoE table from
+  // every value just fitted, which stay fixed, so that no all-to-all figure depends on them.
+  PT_ASSIGN_OR_RETURN(const std::vector<MeasuredRun> flex_runs,
+                      HopperFitRuns(MoeDatasets(), "flex", [](const MeasuredRun& run) {
+                        return IsFlexDispatcher(run.training.moe_token_dispatcher()) &&
+                               run.excluded_reason.empty();
+                      }));
+  FitOptions flex_options = options;
+  flex_options.fields = FlexFittedFields();
+  PT_ASSIGN_OR_RETURN(const CrossValidatedFit hopper_flex,
+                      FitAndCrossValidate(flex_runs, hopper_moe.fit.params, flex_options));
 
   // TorchTitan: Hopper's TorchTitan fields, fitted to its own benchmark from every value just
   // fitted, which stay fixed.
@@ -305,13 +342,15 @@ absl::Status Run() {
   torchtitan_options.fields = TorchTitanFittedFields();
   PT_ASSIGN_OR_RETURN(
       const CrossValidatedFit hopper_torchtitan,
-      FitAndCrossValidate(torchtitan_runs, hopper_moe.fit.params, torchtitan_options));
+      FitAndCrossValidate(torchtitan_runs, hopper_flex.fit.params, torchtitan_options));
   FitResult ampere_torchtitan;
   ampere_torchtitan.params = ampere_moe.params;
 
   ArchitectureFit ampere_fit{"kAmpere", ampere.fit, ampere.spread, ampere_fp8};
   ampere_fit.moe_fit = ampere_moe;
   ampere_fit.moe_cross_validated_spread = hopper_moe.spread;
+  ampere_fit.flex_fit = ampere_moe;
+  ampere_fit.flex_cross_validated_spread = hopper_flex.spread;
   ampere_fit.torchtitan_fit = ampere_torchtitan;
   ampere_fit.torchtitan_cross_validated_spread = hopper_torchtitan.spread;
   ArchitectureFit hopper_fit{"kHopper", hopper.fit, hopper.spread, hopper_fp8.fit};
@@ -323,6 +362,10 @@ absl::Status Run() {
   hopper_fit.moe_fitted = true;
   hopper_fit.moe_cross_validated_spread = hopper_moe.spread;
   hopper_fit.moe_runs = moe_runs.size();
+  hopper_fit.flex_fit = hopper_flex.fit;
+  hopper_fit.flex_fitted = true;
+  hopper_fit.flex_cross_validated_spread = hopper_flex.spread;
+  hopper_fit.flex_runs = flex_runs.size();
   hopper_fit.torchtitan_fit = hopper_torchtitan.fit;
   hopper_fit.torchtitan_fitted = true;
   hopper_fit.torchtitan_cross_validated_spread = hopper_torchtitan.spread;

@@ -89,6 +89,8 @@ constexpr TrainingSwitch kTrainingSwitches[] = {
     // TransformerConfig's defaults (transformer_config.py:829, 862, 888).
     {"moe_grouped_gemm", "false", nullptr, true},
     {"moe_token_dispatcher", "allgather", nullptr, true},
+    // "none" unless a flex dispatcher: a template that cannot name the backend cannot run it.
+    {"moe_flex_dispatcher_backend", "none", nullptr, true},
     {"moe_capacity_factor", "0", nullptr, true},
     {"moe_expert_parallel_overlap", "false", nullptr, true},
     {"moe_shared_expert_overlap", "false", nullptr, true},

@@ -39,8 +39,8 @@ struct Candidate {
 };
 
 // Line 16 of the MoE table: NeMo 26.04, Qwen3-30B-A3B on 2 x 8 H100-80GB, fp8, global batch
-// 1024, sequence 4096, dp 16 tp 1 pp 1 cp 1 mbs 1, ep 16 etp 1, dropless, all-to-all (its flex
-// dispatcher read as all-to-all), grouped GEMM: 8901 tokens/s per GPU.
+// 1024, sequence 4096, dp 16 tp 1 pp 1 cp 1 mbs 1, ep 16 etp 1, dropless, the flex dispatcher
+// with HybridEP, grouped GEMM: 8901 tokens/s per GPU.
 Candidate QwenMoeCandidate() {
   Candidate candidate;
   candidate.model.set_preset("qwen3-30b-a3b");
@@ -49,6 +49,7 @@ Candidate QwenMoeCandidate() {
   candidate.training.set_precision(v1::FP8);
   candidate.training.set_fp32_gradients(false);
   candidate.training.set_tp_comm_overlap(true);
+  candidate.training.set_moe_token_dispatcher(v1::MOE_TOKEN_DISPATCHER_FLEX_HYBRIDEP);
   candidate.cluster.mutable_gpu()->set_type("h100-80gb");
   candidate.cluster.set_num_nodes(2);
   candidate.cluster.set_gpus_per_node(8);
@@ -89,6 +90,10 @@ TEST(ReplayTableTest, AnotherExpertLayoutOrRoutingIsNotMeasured) {
   candidate = QwenMoeCandidate();
   candidate.training.set_moe_token_dispatcher(v1::MOE_TOKEN_DISPATCHER_ALLGATHER);
   EXPECT_TRUE(table.Find(candidate.Resolve()).empty()) << "all-gather dispatcher";
+  candidate.training.set_moe_token_dispatcher(v1::MOE_TOKEN_DISPATCHER_ALLTOALL);
+  EXPECT_TRUE(table.Find(candidate.Resolve()).empty()) << "all-to-all dispatcher";
+  candidate.training.set_moe_token_dispatcher(v1::MOE_TOKEN_DISPATCHER_FLEX_DEEPEP);
+  EXPECT_TRUE(table.Find(candidate.Resolve()).empty()) << "DeepEP";
   candidate = QwenMoeCandidate();
   candidate.training.set_moe_grouped_gemm(false);
   EXPECT_TRUE(table.Find(candidate.Resolve()).empty()) << "one GEMM per local expert";
