@@ -137,8 +137,9 @@ std::string FormatEstimate(const v1::ParallelConfig& config, const v1::EstimateR
       {"  TP communication (exposed)", absl::StrFormat("%.3f", perf.tp_communication_seconds())});
   timing.AddRow(
       {"  CP communication (exposed)", absl::StrFormat("%.3f", perf.cp_communication_seconds())});
-  // Mixture-of-experts models only; a dense model's report stays as it was.
-  if (perf.ep_communication_seconds() > 0) {
+  // Mixture-of-experts models only, a dense model's report stays as it was; shown at 0 where
+  // the overlaps hide all of it (expert parallelism with nothing exposed).
+  if (perf.ep_communication_seconds() > 0 || config.expert_parallel() > 1) {
     timing.AddRow(
         {"  EP communication (exposed)", absl::StrFormat("%.3f", perf.ep_communication_seconds())});
   }

@@ -427,6 +427,21 @@ TEST(FormatEstimateTest, NamesThePeakTheMfuIsAgainst) {
   EXPECT_THAT(FormatEstimate(Config(8, 1), estimate), HasSubstr("MFU 48.1% of the dense peak"));
 }
 
+// The expert-parallel line is a mixture-of-experts configuration's, shown at 0 where the
+// overlaps hide all of it; a dense configuration has none.
+TEST(FormatEstimateTest, ExpertParallelCommunicationWhereTheConfigurationHasExperts) {
+  v1::EstimateResponse estimate;
+  estimate.mutable_performance()->set_ep_communication_seconds(0);
+  EXPECT_THAT(FormatEstimate(Config(8, 1), estimate), Not(HasSubstr("EP communication")));
+  v1::ParallelConfig experts = Config(8, 1);
+  experts.set_expert_parallel(8);
+  EXPECT_THAT(FormatEstimate(experts, estimate),
+              HasSubstr("EP communication (exposed)          0.000"));
+  estimate.mutable_performance()->set_ep_communication_seconds(0.25);
+  EXPECT_THAT(FormatEstimate(Config(8, 1), estimate),
+              HasSubstr("EP communication (exposed)          0.250"));
+}
+
 TEST(FormatPlanCandidatesTest, SaysWhichPeakTheMfuColumnIsAgainst) {
   v1::PlanResponse plan;
   v1::Candidate& candidate = *plan.add_candidates();
