@@ -5,6 +5,7 @@
 
 #include "common/status_macros.h"
 #include "worker/cuda/cuda_status.h"
+#include "worker/cuda/nccl_element_type.h"
 #include "worker/probe/context_parallel_ring.h"
 
 namespace paratune {
@@ -92,8 +93,9 @@ absl::StatusOr<std::vector<CollectiveMeasurement>> BenchmarkCollectives(
   if (data_parallel && communicators.group_size(RankGroup::kDataContext) > 1) {
     ncclComm_t comm = communicators.group(RankGroup::kDataContext);
     const ParameterLayout& parameters = plan.parameters();
-    const ncclDataType_t type = fp32_gradients ? ncclFloat32 : ncclBfloat16;
-    const int64_t element = fp32_gradients ? 4 : 2;
+    const ElementType gradient = GradientElementType(fp32_gradients);
+    const ncclDataType_t type = NcclTypeOf(gradient);
+    const int64_t element = BytesOf(gradient);
     char* gradients = memory.get<char>(ProbeBuffer::kGradients);
     // The dense partition, which the data x context group reduces (an MoE model's experts
     // are the expert data-parallel group's); under sharded gradients the largest unit, staged

@@ -7,6 +7,7 @@
 #include "worker/cuda/cuda_status.h"
 #include "worker/cuda/fill_kernels.h"
 #include "worker/cuda/mlp_kernels.h"
+#include "worker/cuda/nccl_element_type.h"
 #include "worker/cuda/norm_kernels.h"
 #include "worker/cuda/optimizer_kernels.h"
 #include "worker/probe/fp8_scaling.h"
@@ -619,15 +620,6 @@ absl::Status CudaDeviceOps::UnpermuteProbabilities(DeviceRef d_permuted_probabil
                     "UnpermuteProbabilities");
 }
 
-namespace {
-
-// The NCCL type of the MoE block's bf16 tokens and fp32 probabilities.
-ncclDataType_t NcclTypeOf(ElementType type) {
-  return type == ElementType::kFloat32 ? ncclFloat32 : ncclBfloat16;
-}
-
-}  // namespace
-
 absl::Status CudaDeviceOps::ExpertAllToAll(DeviceRef send, DeviceRef receive, int64_t rows,
                                            int64_t width, ElementType type, std::string_view) {
   const int64_t ranks = communicators_.group_size(RankGroup::kExpert);
@@ -700,8 +692,8 @@ absl::Status CudaDeviceOps::ReduceScatterGradients(int64_t bucket) {
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
   // In place: each rank's shard of the summed gradients lands where its own shard is.
   return ReduceScatterShard(DataParallelGroupOf(range.group), Gradient(range.start),
-                            Gradient(shard.first), shard.count,
-                            fp32_gradients_ ? ncclFloat32 : ncclBfloat16, stream_);
+                            Gradient(shard.first), shard.count, NcclTypeOf(GradientType()),
+                            stream_);
 }
 
 absl::Status CudaDeviceOps::AllReduceGradients(int64_t bucket) {
@@ -709,7 +701,7 @@ absl::Status CudaDeviceOps::AllReduceGradients(int64_t bucket) {
   const OptimizerShard shard = optimizer_.ShardOf(bucket);
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
   return AllReduce(communicators_.group(range.group), Gradient(range.start), Gradient(range.start),
-                   shard.count, fp32_gradients_ ? ncclFloat32 : ncclBfloat16, ncclSum, stream_);
+                   shard.count, NcclTypeOf(GradientType()), ncclSum, stream_);
 }
 
 absl::Status CudaDeviceOps::DispatchWeightGather(const WeightGather& gather) {
@@ -746,8 +738,7 @@ absl::Status CudaDeviceOps::ReduceStagedGradients(int64_t bucket) {
   if (optimizer_.Reduces(bucket)) {
     PT_RETURN_IF_ERROR(Mark(ProbePhase::kDpCollectives));
     PT_RETURN_IF_ERROR(ReduceScatterShard(DataParallelGroupOf(range.group), staged, own,
-                                          shard.count, fp32_gradients_ ? ncclFloat32 : ncclBfloat16,
-                                          stream_));
+                                          shard.count, NcclTypeOf(GradientType()), stream_));
   }
   PT_RETURN_IF_ERROR(Mark(ProbePhase::kElementwise));
   return CudaStatus(

@@ -176,8 +176,9 @@ class CudaDeviceOps final : public DeviceOps {
   // which work in the layout's elements.
   __nv_bfloat16* Weight(int64_t offset) const;
   void* Gradient(int64_t offset) const;
+  ElementType GradientType() const { return GradientElementType(fp32_gradients_); }
   // Bytes of one gradient element: 4 (fp32) or 2 (bf16).
-  int64_t GradientBytes() const { return fp32_gradients_ ? 4 : 2; }
+  int64_t GradientBytes() const { return BytesOf(GradientType()); }
   // Under sharded weights (FootprintPlan::sharded_weights), the rank's shard of each bucket's
   // weights drawn as Initialize draws unsharded ones, the gathered-weight slots
   // filled with stand-ins for the shards a REPLICA probe never gathers, and the gathers set

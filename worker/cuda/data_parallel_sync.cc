@@ -5,6 +5,7 @@
 #include "common/status_macros.h"
 #include "worker/cuda/communicators.h"
 #include "worker/cuda/cuda_status.h"
+#include "worker/cuda/nccl_element_type.h"
 #include "worker/cuda/ordering_event.h"
 
 namespace paratune {
@@ -48,8 +49,8 @@ DataParallelSync::~DataParallelSync() {
 }
 
 void* DataParallelSync::Gradient(int64_t element) const {
-  const size_t size = buffers_.fp32_gradients ? sizeof(float) : sizeof(__nv_bfloat16);
-  return static_cast<char*>(buffers_.gradients) + element * size;
+  return static_cast<char*>(buffers_.gradients) +
+         element * BytesOf(GradientElementType(buffers_.fp32_gradients));
 }
 
 absl::Status DataParallelSync::FollowCompute() {
@@ -75,7 +76,7 @@ absl::Status DataParallelSync::Issue(const PlanStep& step) {
                         "cudaStreamWaitEvent(parameters gathered)");
     case PlanOperation::kDispatchReduce: {
       PT_RETURN_IF_ERROR(FollowCompute());
-      const ncclDataType_t type = buffers_.fp32_gradients ? ncclFloat32 : ncclBfloat16;
+      const ncclDataType_t type = NcclTypeOf(GradientElementType(buffers_.fp32_gradients));
       const DataParallelGroup& group = buffers_.GroupOf(bucket);
       const ParameterPartition& partition = buffers_.parameters->PartitionOf(bucket.start);
       if (partition.shard_count == 1) {

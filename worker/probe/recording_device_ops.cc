@@ -80,7 +80,7 @@ void RecordingDeviceOps::WorksIn(std::vector<ProbeBuffer> buffers) {
 }
 
 ElementType RecordingDeviceOps::GradientType() const {
-  return spec_.training().fp32_gradients() ? ElementType::kFloat32 : ElementType::kBf16;
+  return GradientElementType(spec_.training().fp32_gradients());
 }
 
 const LinearShape& RecordingDeviceOps::ShapeOf(LinearWeight weight) const {

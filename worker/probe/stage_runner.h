@@ -253,7 +253,9 @@ class StageRunner {
   DeviceRef Weight(int64_t offset) const;
   DeviceRef Gradient(int64_t offset) const;
   // Bytes of one gradient element: 4 (fp32) or 2 (bf16).
-  int64_t GradientBytes() const { return spec_.training().fp32_gradients() ? 4 : 2; }
+  int64_t GradientBytes() const {
+    return BytesOf(GradientElementType(spec_.training().fp32_gradients()));
+  }
   static DeviceRef Buffer(ProbeBuffer buffer) { return {buffer, 0}; }
 
   const ProbeSpec& spec_;

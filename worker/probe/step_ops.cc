@@ -19,6 +19,10 @@ int64_t BytesOf(ElementType type) {
   return 0;
 }
 
+ElementType GradientElementType(bool fp32_gradients) {
+  return fp32_gradients ? ElementType::kFloat32 : ElementType::kBf16;
+}
+
 const char* ElementTypeName(ElementType type) {
   switch (type) {
     case ElementType::kBf16:

@@ -20,6 +20,9 @@ namespace paratune {
 enum class ElementType { kBf16, kFloat32, kE4M3, kE5M2, kUint8 };
 int64_t BytesOf(ElementType type);
 const char* ElementTypeName(ElementType type);
+// The element type of the probe's gradients: fp32 with fp32_gradients (Megatron-LM's
+// --accumulate-allreduce-grads-in-fp32, the gradient buffers and their collectives), else bf16.
+ElementType GradientElementType(bool fp32_gradients);
 
 // The streams of StageRunner: the compute stream, the overlapped data-parallel collectives',
 // the overlapped tensor-parallel collectives', and attention's ring exchanges'.
