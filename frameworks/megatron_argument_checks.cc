@@ -434,12 +434,6 @@ absl::Status RejectUnreplayed(const ParsedArguments& args) {
         "--moe-layer-freq=", layer_freq, ": this replay of Megatron-LM ", kMegatronChecksRelease,
         " reads an integer or a list written out ([1,0,1]), not other Python expressions"));
   }
-  if (args.Text("moe-flex-dispatcher-backend") == "ncclep") {
-    return absl::UnimplementedError(absl::StrCat(
-        "--moe-flex-dispatcher-backend=ncclep brings Megatron-LM ", kMegatronChecksRelease,
-        " rules this replay does not model (transformer_config.py:1609-1615, "
-        "2715-2730)"));
-  }
   const std::string optimizer = args.Text("optimizer");
   if (!optimizer.empty() && optimizer != "adam" && optimizer != "sgd") {
     return absl::UnimplementedError(
@@ -635,19 +629,36 @@ absl::Status CheckMoeConfig(const ParsedArguments& args, MegatronLaunch* launch)
   launch->moe_pad_expert_input_to_capacity = args.Has("moe-pad-expert-input-to-capacity");
   launch->moe_flex_dispatcher_backend =
       args.Has("moe-flex-dispatcher-backend") ? args.Text("moe-flex-dispatcher-backend") : "deepep";
-  if (launch->moe_token_dispatcher_type == "flex" &&
-      launch->moe_flex_dispatcher_backend == "deepep") {
-    if (launch->moe_pad_expert_input_to_capacity) {
-      return Violation("moe-flex-deepep",
-                       "megatron/core/transformer/transformer_config.py:1600-1607",
-                       "Flex token dispatcher with deepep backend does not support "
-                       "moe_pad_expert_input_to_capacity");
-    }
-    if (launch->num_experts != 0 && launch->expert_tensor_parallel * launch->expert_parallel == 1) {
-      return Violation("moe-flex-deepep", "megatron/core/transformer/moe/token_dispatcher.py:1770",
-                       "DeepEP dispatcher requires TPxEP > 1 (--expert-tensor-parallel-size x "
-                       "--expert-model-parallel-size = 1)");
-    }
+  const bool flex = launch->moe_token_dispatcher_type == "flex";
+  const std::string& backend = launch->moe_flex_dispatcher_backend;
+  if (backend == "ncclep" && !flex) {
+    return Violation("moe-flex-ncclep", "megatron/core/transformer/transformer_config.py:1609-1615",
+                     "moe_flex_dispatcher_backend='ncclep' requires "
+                     "moe_token_dispatcher_type='flex'.");
+  }
+  if (flex && backend == "deepep" && launch->moe_pad_expert_input_to_capacity) {
+    return Violation("moe-flex-deepep", "megatron/core/transformer/transformer_config.py:1600-1607",
+                     "Flex token dispatcher with deepep backend does not support "
+                     "moe_pad_expert_input_to_capacity");
+  }
+  // MoEFlexTokenDispatcher.__init__ asserts the same of both backends' tp_ep groups.
+  if (flex && (backend == "deepep" || backend == "ncclep") && launch->num_experts != 0 &&
+      launch->expert_tensor_parallel * launch->expert_parallel == 1) {
+    const bool deepep = backend == "deepep";
+    return Violation(deepep ? "moe-flex-deepep" : "moe-flex-ncclep",
+                     deepep ? "megatron/core/transformer/moe/token_dispatcher.py:1770"
+                            : "megatron/core/transformer/moe/token_dispatcher.py:1788",
+                     absl::StrCat(deepep ? "DeepEP" : "NCCL EP",
+                                  " dispatcher requires TPxEP > 1 (--expert-tensor-parallel-size "
+                                  "x --expert-model-parallel-size = 1)"));
+  }
+  // A launch that sets the factor stops earlier: --moe-expert-rank-capacity-factor is among
+  // kUnreplayedFlags.
+  if (flex && backend == "ncclep") {
+    return Violation("moe-flex-ncclep",
+                     "megatron/core/transformer/moe/token_dispatcher.py:1563-1567",
+                     "The 'ncclep' backend requires moe_expert_rank_capacity_factor to be set "
+                     "(--moe-expert-rank-capacity-factor)");
   }
   // A negative --moe-expert-capacity-factor is None here too.
   if (launch->moe_pad_expert_input_to_capacity && launch->moe_expert_capacity_factor == 0) {

@@ -101,7 +101,13 @@
 //     (1812-1819);
 //     "moe-expert-capacity-factor": a negative factor is none (dropless), a factor needs an
 //     aux_loss, seq_aux_loss, global_aux_loss or none balancing type (1660-1684);
-//     "moe-pad-expert-input-to-capacity": needs a capacity factor (1686-1690).
+//     "moe-pad-expert-input-to-capacity": needs a capacity factor (1686-1690);
+//     "moe-flex-deepep": the flex dispatcher's deepep backend (its default) does not pad to
+//     capacity (1600-1607) and needs etp x ep > 1 (moe/token_dispatcher.py:1770);
+//     "moe-flex-ncclep": the ncclep backend needs the flex dispatcher (1609-1615), etp x ep > 1
+//     and --moe-expert-rank-capacity-factor (moe/token_dispatcher.py:1788, 1563-1567), whose
+//     own rules are not replayed (below); TransformerEngine built with NCCL EP is a property
+//     of the install, not of the arguments.
 //   "recompute": full granularity needs --recompute-method and --recompute-num-layers,
 //     selective takes no --recompute-num-layers (transformer_config.py:1724-1755).
 //   "account-for-pipeline-split": with the account-for flags, layers + 1 + 1 divisible by pp
@@ -146,8 +152,8 @@
 //     first/last stage layer counts, hybrid (Mamba) patterns, multi-latent attention, GTP
 //     weight shards, torch FSDP2, Megatron-FSDP's NCCL userbuffers, manual buffer registration,
 //     meta-device initialisation, outer sharding and full sharding in HSDP, optimizers other
-//     than adam and sgd, the flex dispatcher's ncclep backend, MoE switches an export never
-//     writes (router padding for quantization, rank capacity, group-limited routing, DeepEP,
+//     than adam and sgd, MoE switches an export never writes (router padding for
+//     quantization, rank capacity, group-limited routing, the deprecated --moe-enable-deepep,
 //     single grouped weights, latent projections, upcycling, MoE layer recompute, paged
 //     stash), --moe-layer-freq expressions other than an integer or a written-out list, RL
 //     steps, batch-size ramp-ups and schedules,

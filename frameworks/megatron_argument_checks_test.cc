@@ -564,6 +564,16 @@ TEST(MegatronArgumentChecksTest, FlexDispatcherRules) {
              "moe-flex-deepep", "does not support moe_pad_expert_input_to_capacity");
   ExpectRule(With(flex, {"--expert-model-parallel-size=1"}), "moe-flex-deepep",
              "DeepEP dispatcher requires TPxEP > 1");
+  // NCCL EP: only under flex, on more than one rank, sized by a rank capacity factor, whose
+  // own rules the replay does not hold.
+  ExpectRule(With(GoodMoe(), {"--moe-flex-dispatcher-backend=ncclep"}), "moe-flex-ncclep",
+             "requires moe_token_dispatcher_type='flex'");
+  const std::vector<std::string> ncclep = With(flex, {"--moe-flex-dispatcher-backend=ncclep"});
+  ExpectRule(With(ncclep, {"--expert-model-parallel-size=1"}), "moe-flex-ncclep",
+             "NCCL EP dispatcher requires TPxEP > 1");
+  ExpectRule(ncclep, "moe-flex-ncclep", "requires moe_expert_rank_capacity_factor");
+  EXPECT_EQ(Check(With(ncclep, {"--moe-expert-rank-capacity-factor=2"})).code(),
+            absl::StatusCode::kUnimplemented);
   // HybridEP pads to capacity and runs on one rank.
   EXPECT_TRUE(Check(With(flex, {"--moe-flex-dispatcher-backend=hybridep",
                                 "--expert-model-parallel-size=1"}))
@@ -574,10 +584,6 @@ TEST(MegatronArgumentChecksTest, FlagsOutsideTheReplayAreUnimplemented) {
   EXPECT_EQ(Check(With(Good(), {"--decoder-first-pipeline-num-layers=15"})).code(),
             absl::StatusCode::kUnimplemented);
   EXPECT_EQ(Check(With(GoodMoe(), {"--moe-router-padding-for-quantization"})).code(),
-            absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(Check(With(GoodMoe(), {"--moe-token-dispatcher-type=flex",
-                                   "--moe-flex-dispatcher-backend=ncclep"}))
-                .code(),
             absl::StatusCode::kUnimplemented);
   EXPECT_EQ(Check(With(GoodMoe(), {"--moe-layer-freq=([1]*48)"})).code(),
             absl::StatusCode::kUnimplemented);
