@@ -40,18 +40,18 @@ PerformanceParameters FittedPerformanceParameters(GpuArchitecture architecture) 
       params.fp8_gemm_efficiency_max = 0.742578;
       params.fp8_gemm_half_efficiency_flops = 1e+07;
       params.fp8_cast_hbm_efficiency = 0.6;
-      // No mixture-of-experts runs on this architecture: the priors, and
-      // Hopper's spread as the error bar.
+      // No mixture-of-experts runs on this architecture: the priors, and Hopper's spread
+      // as the error bar.
       params.grouped_gemm_half_efficiency_tokens = 256;
       params.all_to_all_network_efficiency = 0.8;
       params.ep_comm_overlap = 0.5;
       params.moe_relative_error = 0.3647;
-      // No flex-dispatcher runs on this architecture: the prior, and
-      // Hopper's spread as the error bar.
+      // No flex-dispatcher runs on this architecture: the prior, and Hopper's spread
+      // as the error bar.
       params.flex_link_efficiency = 0.8;
       params.flex_relative_error = 1.0962;
-      // No TorchTitan runs on this architecture: the prior, and Hopper's
-      // spread as the error bar.
+      // No TorchTitan runs on this architecture: the prior, and Hopper's spread
+      // as the error bar.
       params.torchtitan_eager_compute_efficiency = 1;
       params.torchtitan_compiled_compute_efficiency = 1;
       params.torchtitan_attention_efficiency = 1;
@@ -88,8 +88,8 @@ PerformanceParameters FittedPerformanceParameters(GpuArchitecture architecture) 
       // leave-one-series-out spread 1.0962.
       params.flex_link_efficiency = 0.274323;
       params.flex_relative_error = 1.0962;
-      // TorchTitan, the 18 runs of torchtitan_h100_202412.csv with the fields
-      // above fixed: RMS log error 0.4616 -> 0.0763 in 35 sweeps;
+      // TorchTitan, the 18 runs of torchtitan_h100_202412.csv
+      // with the fields above fixed: RMS log error 0.4616 -> 0.0763 in 35 sweeps;
       // leave-one-series-out spread 0.0738.
       params.torchtitan_eager_compute_efficiency = 0.652539;
       params.torchtitan_compiled_compute_efficiency = 0.732617;

@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 #include "common/command_line.h"
 #include "common/status_macros.h"
 #include "estimator/performance_fit.h"
@@ -39,6 +40,15 @@ namespace {
 constexpr char kBegin[] = "  // FITTED-PARAMETERS-BEGIN\n";
 constexpr char kEnd[] = "  // FITTED-PARAMETERS-END\n";
 
+// The fields of one stage fitted after those before it, which stay fixed: fitted to `runs` runs
+// (Hopper), or their priors with Hopper's spread as the error bar (fitted = false).
+struct StageFit {
+  FitResult fit;
+  bool fitted = false;
+  double spread = 0;
+  size_t runs = 0;
+};
+
 struct ArchitectureFit {
   const char* enumerator;
   FitResult fit;
@@ -50,21 +60,10 @@ struct ArchitectureFit {
   // The alternative not taken: fp8_cast_hbm_efficiency fitted too.
   FitResult fp8_cast_fit;
   double fp8_cast_cross_validated_spread = 0;
-  // The mixture-of-experts fields: fitted (Hopper), or their priors (moe_fitted = false).
-  FitResult moe_fit;
-  bool moe_fitted = false;
-  double moe_cross_validated_spread = 0;
-  size_t moe_runs = 0;
-  // The flex dispatcher's field: fitted (Hopper), or its prior (flex_fitted = false).
-  FitResult flex_fit;
-  bool flex_fitted = false;
-  double flex_cross_validated_spread = 0;
-  size_t flex_runs = 0;
-  // TorchTitan's fields: fitted (Hopper), or their priors (torchtitan_fitted = false).
-  FitResult torchtitan_fit;
-  bool torchtitan_fitted = false;
-  double torchtitan_cross_validated_spread = 0;
-  size_t torchtitan_runs = 0;
+  // The mixture-of-experts fields, the flex dispatcher's and TorchTitan's (StageFit).
+  StageFit moe;
+  StageFit flex;
+  StageFit torchtitan;
 };
 
 // The error bar of PerformanceParameters::relative_error, by leave-one-series-out
@@ -114,6 +113,30 @@ absl::StatusOr<CrossValidatedFit> FitAndCrossValidate(const std::vector<Measured
   return result;
 }
 
+// A stage's lines of the block: what it was fitted to (`fitted_to`) with its fit's figures, or
+// that it keeps its priors (`unfitted`, "... as the error bar" follows), then its fields and its
+// error bar, `spread_field`.
+void AppendStage(const StageFit& stage, const std::string& fitted_to, absl::string_view unfitted,
+                 const std::vector<FittedField>& fields, absl::string_view spread_field,
+                 std::string* out) {
+  if (stage.fitted) {
+    absl::StrAppendFormat(out,
+                          "      // %s\n"
+                          "      // with the fields above fixed: RMS log error %.4f -> %.4f in %d "
+                          "sweeps;\n"
+                          "      // leave-one-series-out spread %.4f.\n",
+                          fitted_to, std::sqrt(stage.fit.objective_start), stage.fit.rms_log_error,
+                          stage.fit.sweeps, stage.spread);
+  } else {
+    absl::StrAppend(out, "      // ", unfitted, "\n      // as the error bar.\n");
+  }
+  for (const FittedField& field : fields) {
+    absl::StrAppendFormat(out, "      params.%s = %.6g;\n", field.name,
+                          stage.fit.params.*field.field);
+  }
+  absl::StrAppendFormat(out, "      params.%s = %.4f;\n", spread_field, stage.spread);
+}
+
 std::string FittedBlock(const std::vector<ArchitectureFit>& fits) {
   std::string out = kBegin;
   absl::StrAppend(&out,
@@ -151,64 +174,22 @@ std::string FittedBlock(const std::vector<ArchitectureFit>& fits) {
       absl::StrAppendFormat(&out, "      params.%s = %.6g;\n", field.name,
                             fit.fp8_fit.params.*field.field);
     }
-    if (fit.moe_fitted) {
-      absl::StrAppendFormat(
-          &out,
-          "      // Mixture-of-experts, the %zu all-to-all runs of the MoE tables (MoeDatasets)\n"
-          "      // with the fields above fixed: RMS log error %.4f -> %.4f in %d sweeps;\n"
-          "      // leave-one-series-out spread %.4f.\n",
-          fit.moe_runs, std::sqrt(fit.moe_fit.objective_start), fit.moe_fit.rms_log_error,
-          fit.moe_fit.sweeps, fit.moe_cross_validated_spread);
-    } else {
-      absl::StrAppend(&out,
-                      "      // No mixture-of-experts runs on this architecture: the priors, and\n"
-                      "      // Hopper's spread as the error bar.\n");
-    }
-    for (const FittedField& field : MoeFittedFields()) {
-      absl::StrAppendFormat(&out, "      params.%s = %.6g;\n", field.name,
-                            fit.moe_fit.params.*field.field);
-    }
-    absl::StrAppendFormat(&out, "      params.moe_relative_error = %.4f;\n",
-                          fit.moe_cross_validated_spread);
-    if (fit.flex_fitted) {
-      absl::StrAppendFormat(
-          &out,
-          "      // The flex dispatcher, the %zu flex runs of the MoE tables (two layouts)\n"
-          "      // with the fields above fixed: RMS log error %.4f -> %.4f in %d sweeps;\n"
-          "      // leave-one-series-out spread %.4f.\n",
-          fit.flex_runs, std::sqrt(fit.flex_fit.objective_start), fit.flex_fit.rms_log_error,
-          fit.flex_fit.sweeps, fit.flex_cross_validated_spread);
-    } else {
-      absl::StrAppend(&out,
-                      "      // No flex-dispatcher runs on this architecture: the prior, and\n"
-                      "      // Hopper's spread as the error bar.\n");
-    }
-    for (const FittedField& field : FlexFittedFields()) {
-      absl::StrAppendFormat(&out, "      params.%s = %.6g;\n", field.name,
-                            fit.flex_fit.params.*field.field);
-    }
-    absl::StrAppendFormat(&out, "      params.flex_relative_error = %.4f;\n",
-                          fit.flex_cross_validated_spread);
-    if (fit.torchtitan_fitted) {
-      absl::StrAppendFormat(
-          &out,
-          "      // TorchTitan, the %zu runs of torchtitan_h100_202412.csv with the fields\n"
-          "      // above fixed: RMS log error %.4f -> %.4f in %d sweeps;\n"
-          "      // leave-one-series-out spread %.4f.\n",
-          fit.torchtitan_runs, std::sqrt(fit.torchtitan_fit.objective_start),
-          fit.torchtitan_fit.rms_log_error, fit.torchtitan_fit.sweeps,
-          fit.torchtitan_cross_validated_spread);
-    } else {
-      absl::StrAppend(&out,
-                      "      // No TorchTitan runs on this architecture: the prior, and Hopper's\n"
-                      "      // spread as the error bar.\n");
-    }
-    for (const FittedField& field : TorchTitanFittedFields()) {
-      absl::StrAppendFormat(&out, "      params.%s = %.6g;\n", field.name,
-                            fit.torchtitan_fit.params.*field.field);
-    }
-    absl::StrAppendFormat(&out, "      params.torchtitan_relative_error = %.4f;\n",
-                          fit.torchtitan_cross_validated_spread);
+    AppendStage(fit.moe,
+                absl::StrCat("Mixture-of-experts, the ", fit.moe.runs,
+                             " all-to-all runs of the MoE tables (MoeDatasets)"),
+                "No mixture-of-experts runs on this architecture: the priors, and Hopper's "
+                "spread",
+                MoeFittedFields(), "moe_relative_error", &out);
+    AppendStage(fit.flex,
+                absl::StrCat("The flex dispatcher, the ", fit.flex.runs,
+                             " flex runs of the MoE tables (two layouts)"),
+                "No flex-dispatcher runs on this architecture: the prior, and Hopper's spread",
+                FlexFittedFields(), "flex_relative_error", &out);
+    AppendStage(fit.torchtitan,
+                absl::StrCat("TorchTitan, the ", fit.torchtitan.runs,
+                             " runs of torchtitan_h100_202412.csv"),
+                "No TorchTitan runs on this architecture: the prior, and Hopper's spread",
+                TorchTitanFittedFields(), "torchtitan_relative_error", &out);
     absl::StrAppend(&out, "      break;\n");
   }
   absl::StrAppend(&out, "  }\n", kEnd);
@@ -347,29 +328,18 @@ absl::Status Run() {
   ampere_torchtitan.params = ampere_moe.params;
 
   ArchitectureFit ampere_fit{"kAmpere", ampere.fit, ampere.spread, ampere_fp8};
-  ampere_fit.moe_fit = ampere_moe;
-  ampere_fit.moe_cross_validated_spread = hopper_moe.spread;
-  ampere_fit.flex_fit = ampere_moe;
-  ampere_fit.flex_cross_validated_spread = hopper_flex.spread;
-  ampere_fit.torchtitan_fit = ampere_torchtitan;
-  ampere_fit.torchtitan_cross_validated_spread = hopper_torchtitan.spread;
+  ampere_fit.moe = StageFit{ampere_moe, false, hopper_moe.spread};
+  ampere_fit.flex = StageFit{ampere_moe, false, hopper_flex.spread};
+  ampere_fit.torchtitan = StageFit{ampere_torchtitan, false, hopper_torchtitan.spread};
   ArchitectureFit hopper_fit{"kHopper", hopper.fit, hopper.spread, hopper_fp8.fit};
   hopper_fit.fp8_fitted = true;
   hopper_fit.fp8_cross_validated_spread = hopper_fp8.spread;
   hopper_fit.fp8_cast_fit = hopper_fp8_cast.fit;
   hopper_fit.fp8_cast_cross_validated_spread = hopper_fp8_cast.spread;
-  hopper_fit.moe_fit = hopper_moe.fit;
-  hopper_fit.moe_fitted = true;
-  hopper_fit.moe_cross_validated_spread = hopper_moe.spread;
-  hopper_fit.moe_runs = moe_runs.size();
-  hopper_fit.flex_fit = hopper_flex.fit;
-  hopper_fit.flex_fitted = true;
-  hopper_fit.flex_cross_validated_spread = hopper_flex.spread;
-  hopper_fit.flex_runs = flex_runs.size();
-  hopper_fit.torchtitan_fit = hopper_torchtitan.fit;
-  hopper_fit.torchtitan_fitted = true;
-  hopper_fit.torchtitan_cross_validated_spread = hopper_torchtitan.spread;
-  hopper_fit.torchtitan_runs = torchtitan_runs.size();
+  hopper_fit.moe = StageFit{hopper_moe.fit, true, hopper_moe.spread, moe_runs.size()};
+  hopper_fit.flex = StageFit{hopper_flex.fit, true, hopper_flex.spread, flex_runs.size()};
+  hopper_fit.torchtitan =
+      StageFit{hopper_torchtitan.fit, true, hopper_torchtitan.spread, torchtitan_runs.size()};
   const std::vector<ArchitectureFit> fits = {ampere_fit, hopper_fit};
   const std::string block = FittedBlock(fits);
   std::cout << block;
